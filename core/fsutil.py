@@ -1,0 +1,268 @@
+"""Durable, private file primitives shared by every store in ``core``.
+
+One place for the rules the project promises: files 0600, dirs 0700, symlinks refused,
+writes via temp file + fsync + ``os.replace`` + directory fsync, temp files named after
+their writer so a later writer can sweep the litter of dead ones, and a *blocking* OS
+lock (a polling lock sleeps between tries and halves throughput under contention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<nonce>[0-9a-f]{8})\.tmp$")
+
+
+class UnsafePathError(OSError):
+    """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise :class:`UnsafePathError` if ``path`` itself is a symlink (missing is fine)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", str(path))
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700; an existing symlink at ``path`` is refused.
+
+    Parents that already exist keep their mode: only directories this call creates are made private.
+    """
+    path = Path(path)
+    refuse_symlink(path)
+    if path.is_dir():
+        return path
+    missing: list[Path] = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            pass
+        else:
+            with contextlib.suppress(OSError):
+                os.chmod(d, DIR_MODE)  # umask may have masked bits off; never add any beyond 0700
+            fsync_dir(d.parent)
+    refuse_symlink(path)
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    """Persist a directory entry change (create/rename). No-op where directories cannot be opened."""
+    if sys.platform == "win32":
+        return
+    try:
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_name_for(target: Path) -> Path:
+    """Writer-tagged temp path beside ``target``: ``.<name>.<pid>.<nonce>.tmp``."""
+    return target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+def atomic_write_bytes(
+    target: Path, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None
+) -> None:
+    """Write ``data`` to ``target`` atomically and durably.
+
+    ``before_replace`` (optional) is called after the temp file is synced and right before the
+    rename; it may raise to abandon the write (the temp file is removed, ``target`` untouched).
+    """
+    target = Path(target)
+    refuse_symlink(target)
+    tmp = temp_name_for(target)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
+    try:
+        try:
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            os.fsync(fd)
+        finally:
+            os.close(fd)
+        if os.name != "nt":
+            os.chmod(tmp, mode)
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if sync_dir:
+        fsync_dir(target.parent)
+
+
+def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
+    """Remove temp files for ``target`` left by writers that no longer exist. Returns how many.
+
+    A temp file of a live writer is never touched; one whose writer pid is gone (or recycled:
+    older than the process now holding that pid) is litter from a killed write.
+    """
+    from core.procid import process_start_time  # local: procid imports psutil, fine but keep fsutil light
+
+    removed = 0
+    directory = Path(target).parent
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    now = time.time()
+    for name in names:
+        m = _TMP_RE.match(name)
+        if not m or m.group("name") != Path(target).name:
+            continue
+        path = directory / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        pid = int(m.group("pid"))
+        if pid == os.getpid():
+            continue
+        started = process_start_time(pid)
+        if started is not None and started <= st.st_mtime + 1.0:
+            continue  # a live process that existed when the temp file was written: may be mid-write
+        if started is None and now - st.st_mtime < min_age and _pid_exists(pid):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    return removed
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        import psutil
+
+        return psutil.pid_exists(pid)
+    except Exception:
+        return True
+
+
+def is_temp_name(name: str) -> bool:
+    return bool(_TMP_RE.match(name))
+
+
+def open_private_lockfile(path: Path) -> int:
+    """Open (creating 0600) a lock file, refusing symlinks. Returns a raw fd."""
+    refuse_symlink(path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY, FILE_MODE)
+    try:
+        if os.name != "nt":
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnsafePathError(errno.EINVAL, "lock path is not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def lock_fd(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for ~10 s, then raises
+                return
+            except OSError:
+                continue
+
+    def unlock_fd(fd: int) -> None:
+        os.lseek(fd, 0, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+    def try_lock_fd(fd: int) -> bool:
+        os.lseek(fd, 0, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+else:
+    import fcntl
+
+    def lock_fd(fd: int) -> None:
+        """Block until the exclusive lock is ours (the kernel wakes us: no polling)."""
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def unlock_fd(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def try_lock_fd(fd: int) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path) -> Iterator[int]:
+    """Hold an exclusive, blocking, cross-process lock on a private sidecar lock file."""
+    fd = open_private_lockfile(Path(lock_path))
+    try:
+        lock_fd(fd)
+        try:
+            yield fd
+        finally:
+            unlock_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def file_signature(path: Path) -> tuple[int, int, int] | None:
+    """(inode, size, mtime_ns) of ``path``, or None if it does not exist: detects a foreign rewrite."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:
+    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    dest = path.with_name(f"{path.name}.{suffix}-{stamp}-{os.urandom(2).hex()}")
+    try:
+        os.replace(path, dest)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        os.chmod(dest, FILE_MODE)
+    fsync_dir(path.parent)
+    return dest

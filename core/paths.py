@@ -1,0 +1,58 @@
+"""Where hermes-tray keeps its own files (platformdirs, app name ``hermes-tray``).
+
+``HERMES_TRAY_*_DIR`` environment variables override each location: tests, the demo and
+a second instance for debugging use them to stay out of the user's real state.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import platformdirs
+
+APP = "hermes-tray"
+
+
+def _dir(env: str, default: str) -> Path:
+    override = os.environ.get(env)
+    return Path(override) if override else Path(default)
+
+
+def config_dir() -> Path:
+    return _dir("HERMES_TRAY_CONFIG_DIR", platformdirs.user_config_dir(APP, appauthor=False))
+
+
+def state_dir() -> Path:
+    return _dir("HERMES_TRAY_STATE_DIR", platformdirs.user_state_dir(APP, appauthor=False))
+
+
+def cache_dir() -> Path:
+    return _dir("HERMES_TRAY_CACHE_DIR", platformdirs.user_cache_dir(APP, appauthor=False))
+
+
+def log_dir() -> Path:
+    return _dir("HERMES_TRAY_LOG_DIR", platformdirs.user_log_dir(APP, appauthor=False))
+
+
+def runtime_dir() -> Path:
+    """Per-user runtime dir (sockets, instance locks); falls back to the state dir where there is none."""
+    override = os.environ.get("HERMES_TRAY_RUNTIME_DIR")
+    if override:
+        return Path(override)
+    xdg = os.environ.get("XDG_RUNTIME_DIR")
+    if xdg and os.path.isdir(xdg):
+        return Path(xdg) / APP
+    return state_dir() / "run"
+
+
+def settings_file() -> Path:
+    return config_dir() / "config.toml"
+
+
+def decision_journal_dir() -> Path:
+    return state_dir() / "journal"
+
+
+def lease_db() -> Path:
+    return state_dir() / "leases.sqlite3"

@@ -1,0 +1,81 @@
+"""Process identity and liveness: (pid, create time), so a recycled pid never passes as the original."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Literal
+
+import psutil
+
+Liveness = Literal["alive", "dead", "unknown"]
+
+# psutil reports create time with ~10 ms resolution on Linux; Hermes compares with this tolerance.
+START_TIME_TOLERANCE = 0.001
+
+
+@dataclass(frozen=True)
+class ProcessIdentity:
+    pid: int
+    start_time: float | None = None
+
+    def liveness(self) -> Liveness:
+        return process_liveness(self.pid, self.start_time)
+
+
+def process_start_time(pid: int) -> float | None:
+    """psutil create time of ``pid``, or None when it cannot be read."""
+    try:
+        return float(psutil.Process(pid).create_time())
+    except Exception:
+        return None
+
+
+_OWN: ProcessIdentity | None = None
+
+
+def own_identity() -> ProcessIdentity:
+    """This process's identity (cached per pid, so a fork gets its own)."""
+    global _OWN
+    pid = os.getpid()
+    if _OWN is None or _OWN.pid != pid:
+        _OWN = ProcessIdentity(pid, process_start_time(pid))
+    return _OWN
+
+
+def identity_of(pid: int) -> ProcessIdentity:
+    return ProcessIdentity(pid, process_start_time(pid))
+
+
+def _valid_pid(pid: object) -> bool:
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
+
+
+def process_liveness(pid: object, start_time: object = None) -> Liveness:
+    """``alive`` iff the pid exists, is not a zombie and (when given) its create time matches within 1 ms.
+
+    A pid-only identity whose pid exists reads alive. Any error that leaves the answer open is
+    ``unknown``: callers treat unknown as "leave it alone".
+    """
+    if not _valid_pid(pid):
+        return "unknown"
+    if start_time is not None and (isinstance(start_time, bool) or not isinstance(start_time, (int, float))):
+        return "unknown"
+    try:
+        proc = psutil.Process(pid)  # type: ignore[arg-type]
+        status = proc.status()
+        if status in (psutil.STATUS_ZOMBIE, getattr(psutil, "STATUS_DEAD", "dead")):
+            return "dead"
+        if start_time is None:
+            return "alive"
+        created = proc.create_time()
+    except psutil.NoSuchProcess:
+        return "dead"
+    except psutil.ZombieProcess:
+        return "dead"
+    except psutil.AccessDenied:
+        # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.
+        return "alive" if start_time is None else "unknown"
+    except Exception:
+        return "unknown"
+    return "alive" if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else "dead"

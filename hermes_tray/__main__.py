@@ -1,0 +1,5 @@
+import sys
+
+from hermes_tray.cli import main
+
+sys.exit(main())
