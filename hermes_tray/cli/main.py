@@ -42,10 +42,10 @@ def common_options() -> argparse.ArgumentParser:
         action="append",
         dest="homes",
         metavar="PATH",
-        default=None,
+        default=argparse.SUPPRESS,
         help="Hermes home to use (repeatable); overrides discovery",
     )
-    common.add_argument("--json", action="store_true", help="machine-readable output")
+    common.add_argument("--json", action="store_true", default=argparse.SUPPRESS, help="machine-readable output")
     return common
 
 
@@ -73,6 +73,9 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    # SUPPRESS defaults let the options stand before or after the command; fill them in once here.
+    args.homes = getattr(args, "homes", None)
+    args.json = getattr(args, "json", False)
     func = getattr(args, "func", None)
     if func is None:
         tray = sys.modules.get("hermes_tray.cli.tray")
