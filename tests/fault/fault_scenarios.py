@@ -1,0 +1,387 @@
+"""Crash-injection scenarios, one per kind of write. Shared by the pytest tests (CI: 50 kills
+per kind) and ``tests/bench/bench_fault.py`` (>= 500 kills per kind).
+
+Every writer announces an operation (``B ...``) before it starts and acknowledges it
+(``A ...``) after it returned. After the SIGKILL the checker knows exactly which operations
+completed and which single one was in flight; it then reads the files back and requires:
+- the file parses (raw parser and the project's reader agree);
+- every acknowledged operation's effect is there (and nothing that was never begun);
+- the in-flight operation is either fully applied or not at all;
+- no temp file a reader would open, at most the killed writer's own temp, swept by the
+  next writer; no corrupt-file set-aside caused by a crash (a crash never corrupts).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import sqlite3
+import time
+from pathlib import Path
+
+from faultkit import KillStats, RoundResult, kill_rounds, temp_litter
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _split(acks: list[str]) -> tuple[list[list[str]], list[str] | None]:
+    """(completed ops, in-flight op or None) from B/A lines."""
+    done: list[list[str]] = []
+    begun: list[str] | None = None
+    for line in acks:
+        kind, _, rest = line.partition(" ")
+        if kind == "B":
+            begun = rest.split(" ")
+        elif kind == "A":
+            parts = rest.split(" ")
+            if begun is None or parts[0] != begun[0]:
+                raise AssertionError(f"ack without begin: {line!r}")
+            done.append(parts)
+            begun = None
+    return done, begun
+
+
+def _payload(i: int, size: int) -> str:
+    # Distinct, non-ASCII, deterministic from i: a torn or mixed write cannot pass as another op.
+    unit = f"<{i}:héllo-wörld-✓>"
+    return (unit * (size // len(unit) + 1))[:size]
+
+
+# --------------------------------------------------------------------------- fsutil.atomic_write_bytes
+
+
+def _naive_write(target: Path, data: bytes) -> None:
+    """What the project must never do: truncate + write in place (used to prove the harness bites)."""
+    with open(target, "wb") as f:
+        for k in range(0, len(data), 8192):
+            f.write(data[k : k + 8192])
+            f.flush()
+
+
+def _fsutil_writer(ack, target: str, start: int, seed: int, naive: bool = False) -> None:
+    from core.fsutil import atomic_write_bytes
+
+    write = _naive_write if naive else atomic_write_bytes
+    rng = random.Random(seed)
+    ack("R")
+    i = start
+    while True:
+        size = rng.choice((10, 4_000, 70_000, 300_000))
+        body = _payload(i, size).encode()
+        data = f"{i}:{hashlib.sha256(body).hexdigest()}:".encode() + body
+        ack(f"B {i}")
+        write(Path(target), data)
+        ack(f"A {i}")
+        i += 1
+
+
+def _parse_fsutil(data: bytes) -> int:
+    i, digest, body = data.split(b":", 2)
+    assert hashlib.sha256(body).hexdigest().encode() == digest, "content does not match its checksum"
+    assert body.decode() == _payload(int(i), len(body.decode())), "body is not the writer's payload"
+    return int(i)
+
+
+def crash_fsutil(workdir: Path, kills: int, rng: random.Random, *, naive: bool = False) -> KillStats:
+    """Atomic durable write (the primitive under every store): old or new, never torn."""
+    target = Path(workdir) / "blob.bin"
+    state = {"i": None}
+    litter_max = 0
+
+    def verify(res: RoundResult) -> None:
+        nonlocal litter_max
+        done, inflight = _split(res.acks)
+        allowed = set()
+        if done:
+            allowed.add(int(done[-1][0]))
+        else:
+            allowed.add(state["i"])
+        if inflight:
+            allowed.add(int(inflight[0]))
+        try:
+            got = _parse_fsutil(target.read_bytes()) if target.exists() else None
+        except ValueError as exc:
+            raise AssertionError(f"round {res.index}: file does not parse: {exc}") from exc
+        assert got in allowed, f"round {res.index}: file holds op {got}, expected one of {allowed}"
+        state["i"] = got
+        litter = temp_litter(target.parent, target.name)
+        litter_max = max(litter_max, len(litter))
+        assert len(litter) <= 1, f"round {res.index}: temp litter {litter}"
+        from core.fsutil import sweep_stale_temps
+
+        sweep_stale_temps(target)
+        assert temp_litter(target.parent, target.name) == [], "sweep left a dead writer's temp file"
+
+    stats = kill_rounds(
+        "fsutil-write",
+        workdir,
+        _fsutil_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(target), r * 1_000_000, rng.randrange(1 << 30), naive),
+        verify=verify,
+    )
+    stats.extra["max_temp_litter"] = litter_max
+    return stats
+
+
+# --------------------------------------------------------------------------- core.markers
+
+MARKER_KEYS = [f"20261129_1200{n:02d}_fault{n:02d}" for n in range(20)]
+
+
+def marker_prompt(i: int) -> str:
+    return f"fault prompt {i} " + _payload(i, (i * 7919) % 9000)
+
+
+def _markers_writer(ack, home: str, start: int, seed: int) -> None:
+    from core import markers
+
+    rng = random.Random(seed)
+    present = set(markers.list_turn_markers(home))
+    ack("R")
+    i = start
+    while True:
+        key = rng.choice(MARKER_KEYS)
+        if key in present:
+            ack(f"B {i} clear {key}")
+            markers.clear_turn_marker(home, key)
+            present.discard(key)
+            ack(f"A {i} clear {key}")
+        else:
+            ack(f"B {i} record {key}")
+            markers.record_turn_start(home, key, marker_prompt(i), attempts=i % 3)
+            present.add(key)
+            ack(f"A {i} record {key}")
+        i += 1
+
+
+def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
+    """core.markers record/clear under SIGKILL: the file always parses, no acked change lost."""
+    from core import markers
+
+    home = Path(workdir) / "home"
+    (home / "desktop").mkdir(parents=True, exist_ok=True)
+    path = home / "desktop" / "interrupted_turns.json"
+    model: dict[str, int] = {}  # key -> op index that recorded it
+    litter_max = 0
+    inflight_applied = 0
+
+    def verify(res: RoundResult) -> None:
+        nonlocal litter_max, inflight_applied
+        done, inflight = _split(res.acks)
+        expect = dict(model)
+        for i, op, key in done:
+            if op == "record":
+                expect[key] = int(i)
+            else:
+                expect.pop(key, None)
+        raw = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+        assert isinstance(raw, dict), f"round {res.index}: marker file is not an object"
+        actual = {}
+        for key, entry in raw.items():
+            assert isinstance(entry, dict), f"round {res.index}: entry {key} is {entry!r}"
+            assert isinstance(entry.get("started_at"), float)
+            assert isinstance(entry.get("writer_pid"), int)
+            i = int(entry["prompt"].split(" ", 3)[2])
+            assert entry["prompt"] == marker_prompt(i), f"round {res.index}: {key} prompt torn or mixed"
+            assert entry["attempts"] == i % 3
+            actual[key] = i
+        ikey = inflight[2] if inflight else None
+        for key in set(expect) | set(actual):
+            if key == ikey:
+                before = expect.get(key)
+                after = int(inflight[0]) if inflight[1] == "record" else None
+                assert actual.get(key) in (before, after), (
+                    f"round {res.index}: in-flight {inflight} left {key}={actual.get(key)}"
+                )
+                if actual.get(key) != before:
+                    inflight_applied += 1
+            else:
+                assert actual.get(key) == expect.get(key), (
+                    f"round {res.index}: {key} is {actual.get(key)} but acked ops say {expect.get(key)}"
+                )
+        listed = markers.list_turn_markers(home)
+        assert set(listed) == set(actual), f"round {res.index}: list_turn_markers disagrees with the file"
+        names = os.listdir(home / "desktop")
+        assert not [n for n in names if ".corrupt-" in n], f"round {res.index}: a crash produced a corrupt file"
+        litter = temp_litter(path.parent, path.name)
+        litter_max = max(litter_max, len(litter))
+        assert len(litter) <= 1, f"round {res.index}: temp litter {litter}"
+        model.clear()
+        model.update(actual)
+
+    stats = kill_rounds(
+        "markers",
+        workdir,
+        _markers_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(home), r * 1_000_000, rng.randrange(1 << 30)),
+        verify=verify,
+    )
+    # The next write sweeps the litter of the killed writer.
+    markers.record_turn_start(home, MARKER_KEYS[0], marker_prompt(0))
+    left = temp_litter(path.parent, path.name)
+    assert left == [], f"stale temp files not swept by the next write: {left}"
+    stats.extra["max_temp_litter"] = litter_max
+    stats.extra["inflight_applied"] = inflight_applied
+    return stats
+
+
+# --------------------------------------------------------------------------- core.journal
+
+JOURNAL_SID = "fault-session_01"
+
+
+def journal_blob(seq: int) -> str:
+    # Mostly small events, some larger than PIPE_BUF / a page, a few ~70 KB (the WebUI's big submits).
+    size = (0, 100, 5_000, 70_000)[seq % 4] if seq % 9 else 70_000
+    return _payload(seq, size)
+
+
+def _journal_writer(ack, session_dir: str, start: int, seed: int) -> None:
+    from core import journal
+
+    ack("R")
+    i = start
+    events = ("submitted", "worker_started", "assistant_started", "completed")
+    while True:
+        ev = {"event": events[i % 4], "turn_id": f"20261129T120000Z-{i % 0xFFFFFFFFFFFF:012x}",
+              "seq": i, "blob": journal_blob(i)}
+        ack(f"B {i}")
+        out = journal.append_turn_journal_event(JOURNAL_SID, ev, session_dir=Path(session_dir))
+        assert out["seq"] == i
+        ack(f"A {i}")
+        i += 1
+
+
+def crash_journal(workdir: Path, kills: int, rng: random.Random) -> KillStats:
+    """core.journal appends under SIGKILL: every acked event readable, torn tails never swallow one."""
+    from core import journal
+
+    session_dir = Path(workdir) / "sessions"
+    acked: set[int] = set()
+    maybe: set[int] = set()
+    torn_rounds = 0
+
+    def verify(res: RoundResult) -> None:
+        nonlocal torn_rounds
+        done, inflight = _split(res.acks)
+        acked.update(int(d[0]) for d in done)
+        if inflight:
+            maybe.add(int(inflight[0]))
+        data = journal.read_turn_journal(JOURNAL_SID, session_dir=session_dir)
+        seqs = [e.get("seq") for e in data["events"]]
+        assert len(seqs) == len(set(seqs)), f"round {res.index}: an event appears twice"
+        seen = set(seqs)
+        missing = acked - seen
+        assert not missing, f"round {res.index}: acked events lost: {sorted(missing)[:5]}"
+        unknown = seen - acked - maybe
+        assert not unknown, f"round {res.index}: events nobody wrote: {sorted(unknown)[:5]}"
+        for e in data["events"]:
+            assert e["blob"] == journal_blob(e["seq"]), f"round {res.index}: event {e['seq']} damaged"
+            assert e["session_id"] == JOURNAL_SID and e.get("version") == 1
+        # A malformed line can only be the torn fragment of an in-flight append.
+        assert len(data["malformed"]) <= len(maybe), f"round {res.index}: {len(data['malformed'])} malformed lines"
+        torn_rounds = len(data["malformed"])
+
+    stats = kill_rounds(
+        "journal",
+        workdir,
+        _journal_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(session_dir), r * 1_000_000, rng.randrange(1 << 30)),
+        verify=verify,
+    )
+    stats.extra["torn_tails"] = torn_rounds
+    return stats
+
+
+# --------------------------------------------------------------------------- core.lease
+
+LEASE_NAMES = ["resume:/h:s1", "resume:/h:s2", "resume:/h:s3"]
+
+
+def _lease_writer(ack, db: str, tag: str, seed: int) -> None:
+    from core.lease import LeaseStore
+
+    rng = random.Random(seed)
+    store = LeaseStore(Path(db))
+    ack("R")
+    i = 0
+    while True:
+        name = rng.choice(LEASE_NAMES)
+        ack(f"B {i} acquire {name}")
+        lease = store.acquire(name, f"pid={os.getpid()}:turn={tag}-{i}", ttl=60.0)
+        if lease is None:
+            ack(f"A {i} busy {name}")
+        else:
+            ack(f"A {i} acquire {name} {lease.epoch}")
+            i += 1
+            if rng.random() < 0.5:
+                ack(f"B {i} refresh {name}")
+                ok = store.refresh(lease, ttl=60.0)
+                ack(f"A {i} refresh {name} {int(ok)}")
+                i += 1
+            if rng.random() < 0.8:  # sometimes keep holding: the kill then hits a live holder
+                ack(f"B {i} release {name}")
+                store.release(lease)
+                ack(f"A {i} release {name} {lease.epoch}")
+        i += 1
+
+
+def crash_lease(workdir: Path, kills: int, rng: random.Random) -> KillStats:
+    """core.lease under SIGKILL: the db stays sound, epochs never go back, a dead holder is taken over at once."""
+    from core.lease import LeaseStore
+
+    db = Path(workdir) / "leases.sqlite3"
+    max_epoch: dict[str, int] = {}
+    takeovers = 0
+
+    def verify(res: RoundResult) -> None:
+        nonlocal takeovers
+        done, _inflight = _split(res.acks)
+        held: set[str] = set()
+        for op in done:
+            if op[1] == "acquire":
+                max_epoch[op[2]] = max(max_epoch.get(op[2], 0), int(op[3]))
+                held.add(op[2])
+            elif op[1] == "release":
+                held.discard(op[2])
+            elif op[1] == "refresh":
+                assert op[3] == "1", f"round {res.index}: refresh of a held lease failed"
+        con = sqlite3.connect(db, timeout=10)
+        try:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        finally:
+            con.close()
+        store = LeaseStore(db)
+        for name in LEASE_NAMES:
+            t0 = time.monotonic()
+            lease = store.acquire(name, f"checker-{res.index}", ttl=60.0, wait=2.0, poll=0.01)
+            waited = time.monotonic() - t0
+            assert lease is not None, f"round {res.index}: {name} not free after its holder was killed"
+            assert waited < 0.5, f"round {res.index}: dead holder of {name} kept it {waited:.2f}s"
+            assert lease.epoch > max_epoch.get(name, 0), (
+                f"round {res.index}: epoch went back on {name}: {lease.epoch} <= {max_epoch.get(name)}"
+            )
+            if name in held:
+                takeovers += 1
+            max_epoch[name] = lease.epoch
+            assert store.release(lease)
+
+    stats = kill_rounds(
+        "lease",
+        workdir,
+        _lease_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(db), f"r{r}", rng.randrange(1 << 30)),
+        verify=verify,
+    )
+    stats.extra["dead_holder_takeovers"] = takeovers
+    return stats
