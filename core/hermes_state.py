@@ -1,0 +1,404 @@
+"""Read-only views of Hermes' own state: ``state.db`` sessions and turn leases, and the
+active-session registry ``runtime/active_sessions.json``.
+
+Hermes owns these files; the tray only looks. ``state.db`` is opened with a read-only URI and a
+short busy timeout, so a backend mid-write never waits on us and we never wait long on it. Every
+function here answers instead of raising: a source that is missing, locked or corrupt yields a
+``None`` / ``"unknown"`` answer plus a one-line reason the UI can show.
+
+Liveness rules (the design's contract):
+
+* A turn lease row is free iff there is no row, ``holder == ''`` or ``expires_at <= now``.
+* A live-looking holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` is judged by its pid only
+  when it names *our* pid namespace; without a ``pidns`` or with another one the pid means
+  nothing here, so the lease counts as live until it expires. In our namespace a dead pid (or a
+  recycled one, when the newer schema's ``owner_pid_start`` is there) frees the lease at once.
+* The lease key is the conversation root: ``sessions.parent_session_id`` followed upward while
+  the parent ended with ``end_reason = 'compression'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sqlite3
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from core.procid import process_liveness
+
+LeaseState = Literal["live", "free", "unknown"]
+OwnerState = Literal["alive", "dead", "none", "unknown"]
+
+BUSY_TIMEOUT_S = 0.2
+MAX_ROOT_DEPTH = 256
+MAX_REGISTRY_BYTES = 8 * 1024 * 1024
+_SESSION_COLUMNS = ("id", "title", "source", "parent_session_id", "end_reason")
+_HOLDER_PID_RE = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
+_HOLDER_NS_RE = re.compile(r"(?:^|:)pidns=(\d+)(?::|$)")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One ``sessions`` row; a column the schema lacks reads as None."""
+
+    id: str
+    title: str | None = None
+    source: str | None = None
+    parent_session_id: str | None = None
+    end_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class LeaseView:
+    """What Hermes' turn lease says about a session: ``live``, ``free`` or ``unknown`` (unreadable)."""
+
+    state: LeaseState
+    detail: str
+    holder: str | None = None
+    expires_at: float | None = None
+    conversation_id: str | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class OwnerView:
+    """Who ``runtime/active_sessions.json`` says owns a session and whether that process lives."""
+
+    state: OwnerState
+    detail: str
+    pid: int | None = None
+    surface: str | None = None
+
+
+@dataclass(frozen=True)
+class SessionActivity:
+    """A session's lease and registry views together: is a Hermes backend working on it now?"""
+
+    lease: LeaseView
+    owner: OwnerView
+
+    @property
+    def running(self) -> bool:
+        """True when a live lease or a live registered owner says a backend is on this session."""
+        return self.lease.state == "live" or self.owner.state == "alive"
+
+    @property
+    def unsure(self) -> bool:
+        """True when a source could not be read, so "not running" is not proven."""
+        return self.lease.state == "unknown" or self.owner.state == "unknown"
+
+    @property
+    def reason(self) -> str:
+        if self.lease.state == "live":
+            return self.lease.detail
+        if self.owner.state == "alive":
+            return self.owner.detail
+        if self.unsure:
+            parts = [v.detail for v in (self.lease, self.owner) if v.state == "unknown"]
+            return "; ".join(parts)
+        return "no live Hermes process holds this session"
+
+
+# ---------------------------------------------------------------------------------------------
+# state.db access
+
+
+def state_db_path(home: Path | str) -> Path:
+    return Path(home) / "state.db"
+
+
+def _connect_ro(home: Path | str) -> tuple[sqlite3.Connection | None, str | None]:
+    """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
+    path = state_db_path(home)
+    if not path.is_file():
+        return None, f"no state.db in {home}"
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    except sqlite3.Error as exc:
+        return None, f"cannot open state.db ({exc})"
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute("PRAGMA query_only = 1")
+    except sqlite3.Error as exc:
+        conn.close()
+        return None, f"cannot read state.db ({exc})"
+    return conn, None
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    if "locked" in text or "busy" in text:
+        return f"state.db is locked ({text})"
+    return f"state.db is unreadable ({text})"
+
+
+def _s(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _session_row(conn: sqlite3.Connection, cols: set[str], session_id: str) -> SessionInfo | None:
+    wanted = [c for c in _SESSION_COLUMNS if c in cols]
+    row = conn.execute(
+        f"SELECT {', '.join(wanted)} FROM sessions WHERE id = ? LIMIT 1", (session_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    values = dict(zip(wanted, row, strict=True))
+    return SessionInfo(
+        id=str(values["id"]),
+        title=_s(values.get("title")),
+        source=_s(values.get("source")),
+        parent_session_id=_s(values.get("parent_session_id")) or None,
+        end_reason=_s(values.get("end_reason")),
+    )
+
+
+def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | None, str | None]:
+    """``(info, None)`` for a row, ``(None, None)`` for no such session, ``(None, problem)`` when
+    ``state.db`` could not be read (missing, locked, corrupt, no ``sessions`` table). Never raises."""
+    conn, problem = _connect_ro(home)
+    if conn is None:
+        return None, problem
+    try:
+        cols = _columns(conn, "sessions")
+        if "id" not in cols:
+            return None, "state.db has no sessions table"
+        return _session_row(conn, cols, str(session_id)), None
+    except Exception as exc:  # sqlite3.Error, MemoryError on garbage, …: answer, never raise
+        return None, _describe(exc)
+    finally:
+        conn.close()
+
+
+def session_info(home: Path | str, session_id: str) -> SessionInfo | None:
+    """The session's row, or None (no row *or* unreadable: use :func:`lookup_session` to tell)."""
+    return lookup_session(home, session_id)[0]
+
+
+def _root_with(conn: sqlite3.Connection, session_id: str) -> str:
+    cols = _columns(conn, "sessions")
+    if not {"id", "parent_session_id", "end_reason"} <= cols:
+        return session_id
+    current = session_id
+    seen = {current}
+    for _ in range(MAX_ROOT_DEPTH):
+        row = _session_row(conn, cols, current)
+        parent_id = row.parent_session_id if row else None
+        if not parent_id or parent_id in seen:
+            break
+        parent = _session_row(conn, cols, parent_id)
+        if parent is None or (parent.end_reason or "") != "compression":
+            break
+        current = parent_id
+        seen.add(current)
+    return current
+
+
+def conversation_root(home: Path | str, session_id: str) -> str:
+    """The id Hermes keys the turn lease by: walk up through parents that ended by compression.
+
+    Falls back to ``session_id`` itself when ``state.db`` or the columns needed are missing.
+    """
+    conn, _problem = _connect_ro(home)
+    if conn is None:
+        return session_id
+    try:
+        return _root_with(conn, session_id)
+    except Exception:
+        return session_id
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# turn leases
+
+_OWN_PIDNS: tuple[int, int | None] | None = None
+
+
+def own_pidns() -> int | None:
+    """Inode of our pid namespace (Linux), or None where the platform has no such thing."""
+    global _OWN_PIDNS
+    pid = os.getpid()
+    if _OWN_PIDNS is None or _OWN_PIDNS[0] != pid:
+        try:
+            ino: int | None = os.stat("/proc/self/ns/pid").st_ino
+        except OSError:
+            ino = None
+        _OWN_PIDNS = (pid, ino)
+    return _OWN_PIDNS[1]
+
+
+def parse_holder(holder: str) -> tuple[int | None, int | None]:
+    """``(pid, pidns)`` from a holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` (None when absent)."""
+    pid_m = _HOLDER_PID_RE.search(holder)
+    ns_m = _HOLDER_NS_RE.search(holder)
+    return (int(pid_m.group(1)) if pid_m else None, int(ns_m.group(1)) if ns_m else None)
+
+
+def _num(value: object) -> float | None:
+    """A REAL column as float; SQLite's loose typing may hand back text or NULL."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _judge_row(row: dict, cid: str, now: float) -> LeaseView:
+    holder = row.get("holder")
+    holder = "" if holder is None else str(holder)
+    expires = _num(row.get("expires_at"))
+    if holder == "":
+        return LeaseView("free", "turn lease released", holder, expires, cid)
+    if expires is None or expires <= now:
+        return LeaseView("free", "turn lease expired", holder, expires, cid)
+    pid, pidns = parse_holder(holder)
+    owner_pid = row.get("owner_pid")
+    if isinstance(owner_pid, int) and not isinstance(owner_pid, bool) and owner_pid > 0:
+        pid = owner_pid
+    left = int(expires - now)
+    ours = own_pidns()
+    if pid is None or pidns is None or ours is None or pidns != ours:
+        why = "holder names no pid namespace" if pidns is None else "holder is in another pid namespace"
+        if pid is None:
+            why = "holder names no pid"
+        return LeaseView("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
+                         holder, expires, cid, pid)
+    start = _num(row.get("owner_pid_start"))
+    if start is not None and start <= 0:
+        start = None  # 0 / negative = "not recorded" in some writers, never a real create time
+    liveness = process_liveness(pid, start)
+    if liveness == "dead":
+        return LeaseView("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
+    if liveness == "alive":
+        return LeaseView("live", f"Hermes process {pid} holds the turn lease", holder, expires, cid, pid)
+    return LeaseView("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
+                     holder, expires, cid, pid)
+
+
+def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = None) -> LeaseView:
+    """Is a Hermes turn on this session's conversation holding its lease right now?
+
+    Looks at the conversation root's row (and the session's own row, should an older backend
+    have keyed it so). ``unknown`` when ``state.db`` cannot be read; a schema without the lease
+    table has no leases, so that is ``free``.
+    """
+    now = time.time() if now is None else now
+    conn, problem = _connect_ro(home)
+    if conn is None:
+        return LeaseView("unknown", problem or "state.db unavailable")
+    try:
+        cols = _columns(conn, "session_turn_leases")
+        if not cols:
+            return LeaseView("free", "this Hermes keeps no turn leases")
+        if not {"conversation_id", "holder", "expires_at"} <= cols:
+            return LeaseView("unknown", "session_turn_leases has an unexpected schema")
+        try:
+            root = _root_with(conn, session_id)
+        except sqlite3.Error:
+            root = session_id
+        wanted = [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start") if c in cols]
+        best: LeaseView | None = None
+        for cid in dict.fromkeys((root, session_id)):
+            row = conn.execute(
+                f"SELECT {', '.join(wanted)} FROM session_turn_leases WHERE conversation_id = ?", (cid,)
+            ).fetchone()
+            if row is None:
+                continue
+            view = _judge_row(dict(zip(wanted, row, strict=True)), cid, now)
+            if view.state == "live":
+                return view
+            best = best or view
+        return best or LeaseView("free", "no turn lease", conversation_id=root)
+    except Exception as exc:
+        return LeaseView("unknown", _describe(exc))
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# active-session registry
+
+
+def active_sessions_path(home: Path | str) -> Path:
+    return Path(home) / "runtime" / "active_sessions.json"
+
+
+def _entries(doc: object) -> list | None:
+    if isinstance(doc, dict):
+        entries = doc.get("entries")
+        return entries if isinstance(entries, list) else None
+    if isinstance(doc, list):
+        return doc
+    return None
+
+
+def active_session_owner(home: Path | str, session_id: str) -> OwnerView:
+    """The registered owner of ``session_id`` and whether it lives.
+
+    ``none``: no registry file, or no entry for the session (nobody claims it). ``unknown``: the
+    registry exists but cannot be read or parsed, or the owner cannot be judged from here.
+    """
+    path = active_sessions_path(home)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_REGISTRY_BYTES + 1)
+    except FileNotFoundError:
+        return OwnerView("none", "no active-session registry")
+    except OSError as exc:
+        return OwnerView("unknown", f"active_sessions.json is unreadable ({exc.strerror or exc})")
+    if len(data) > MAX_REGISTRY_BYTES:
+        return OwnerView("unknown", "active_sessions.json is implausibly large")
+    try:
+        entries = _entries(json.loads(data))
+    except (ValueError, RecursionError):
+        return OwnerView("unknown", "active_sessions.json is corrupt")
+    if entries is None:
+        return OwnerView("unknown", "active_sessions.json has an unexpected shape")
+    matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id]
+    if not matches:
+        return OwnerView("none", "no active-session owner")
+    ours = own_pidns()
+    seen: list[OwnerView] = []
+    for entry in matches:
+        pid = entry.get("pid")
+        surface = _s(entry.get("surface"))
+        label = f"{surface} " if surface else ""
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            seen.append(OwnerView("unknown", "active-session entry has no usable pid", None, surface))
+            continue
+        ns = entry.get("pidns")
+        if ns is not None and (ours is None or str(ns) != str(ours)):
+            seen.append(OwnerView("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
+            continue
+        start = entry.get("process_start_time")
+        start = start if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+        liveness = process_liveness(pid, start)
+        if liveness == "alive":
+            return OwnerView("alive", f"Hermes {label}process {pid} has this session open", pid, surface)
+        if liveness == "dead":
+            seen.append(OwnerView("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
+        else:
+            seen.append(OwnerView("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
+    for view in seen:
+        if view.state == "unknown":
+            return view
+    return seen[0]
+
+
+def session_activity(home: Path | str, session_id: str, *, now: float | None = None) -> SessionActivity:
+    """Lease and registry together; ``.running`` / ``.unsure`` / ``.reason`` for the policy and UI."""
+    return SessionActivity(turn_lease_view(home, session_id, now=now), active_session_owner(home, session_id))

@@ -1,0 +1,276 @@
+"""Read-only views of Hermes' state.db and active-session registry, on schemas built here."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core import hermes_state as hs
+from core.procid import process_start_time
+
+NOW = 1_800_000_000.0
+
+
+def make_db(home: Path, *, schema: str = "classic", wal: bool = True) -> sqlite3.Connection:
+    home.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(home / "state.db", isolation_level=None)
+    if wal:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(
+        "CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT, title TEXT, "
+        "parent_session_id TEXT, end_reason TEXT, started_at REAL)"
+    )
+    if schema == "classic":
+        conn.execute(
+            "CREATE TABLE session_turn_leases (conversation_id TEXT PRIMARY KEY, holder TEXT, "
+            "acquired_at REAL, expires_at REAL)"
+        )
+    elif schema == "new":
+        conn.execute(
+            "CREATE TABLE session_turn_leases (conversation_id TEXT PRIMARY KEY, holder TEXT NOT NULL, "
+            "acquired_at REAL, expires_at REAL, epoch INTEGER NOT NULL DEFAULT 0, owner_pid INTEGER, "
+            "owner_pid_start REAL)"
+        )
+    return conn
+
+
+def add_session(conn, sid, *, parent=None, end_reason=None, source="cli", title=None):
+    conn.execute(
+        "INSERT INTO sessions (id, source, title, parent_session_id, end_reason) VALUES (?,?,?,?,?)",
+        (sid, source, title, parent, end_reason),
+    )
+
+
+def add_lease(conn, cid, holder, expires_at, **extra):
+    cols = ["conversation_id", "holder", "acquired_at", "expires_at", *extra]
+    vals = [cid, holder, expires_at - 300, expires_at, *extra.values()]
+    conn.execute(f"INSERT INTO session_turn_leases ({','.join(cols)}) VALUES ({','.join('?' * len(cols))})", vals)
+
+
+def our_ns() -> int | None:
+    return hs.own_pidns()
+
+
+def holder(pid: int, *, ns: int | None | str = "ours") -> str:
+    ns = our_ns() if ns == "ours" else ns
+    part = f":pidns={ns}" if ns is not None else ""
+    return f"pid={pid}{part}:turn=t1:platform=cli"
+
+
+@pytest.fixture
+def sleeper():
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+@pytest.fixture
+def dead_pid() -> int:
+    proc = subprocess.Popen([sys.executable, "-c", "pass"])
+    proc.wait()
+    return proc.pid
+
+
+needs_pidns = pytest.mark.skipif(hs.own_pidns() is None, reason="no pid namespaces on this platform")
+
+
+def test_session_info_reads_row_and_tolerates_missing_columns(tmp_path):
+    conn = make_db(tmp_path)
+    add_session(conn, "s1", title="Fix the build", source="bot_room")
+    assert hs.session_info(tmp_path, "s1") == hs.SessionInfo("s1", "Fix the build", "bot_room", None, None)
+    assert hs.lookup_session(tmp_path, "nope") == (None, None)
+
+    old = tmp_path / "old"
+    old.mkdir()
+    c2 = sqlite3.connect(old / "state.db")
+    c2.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT)")
+    c2.execute("INSERT INTO sessions VALUES ('s1', 'cli')")
+    c2.commit()
+    assert hs.session_info(old, "s1") == hs.SessionInfo("s1", None, "cli", None, None)
+    assert hs.conversation_root(old, "s1") == "s1"
+
+
+def test_lookup_session_says_why_when_unreadable(tmp_path):
+    info, problem = hs.lookup_session(tmp_path, "s1")
+    assert info is None and "no state.db" in problem
+    (tmp_path / "state.db").write_bytes(b"this is not sqlite at all" * 100)
+    info, problem = hs.lookup_session(tmp_path, "s1")
+    assert info is None and problem and "unreadable" in problem
+    assert hs.turn_lease_view(tmp_path, "s1").state == "unknown"
+
+
+def test_state_db_is_opened_read_only(tmp_path):
+    conn = make_db(tmp_path)
+    add_session(conn, "s1")
+    conn.close()
+    before = (tmp_path / "state.db").read_bytes()
+    hs.session_info(tmp_path, "s1")
+    hs.turn_lease_view(tmp_path, "s1")
+    assert (tmp_path / "state.db").read_bytes() == before
+    ro_conn, _ = hs._connect_ro(tmp_path)
+    with pytest.raises(sqlite3.OperationalError):
+        ro_conn.execute("INSERT INTO sessions (id) VALUES ('x')")
+    ro_conn.close()
+
+
+def test_conversation_root_follows_compression_only(tmp_path):
+    conn = make_db(tmp_path)
+    add_session(conn, "root", end_reason="compression")
+    add_session(conn, "mid", parent="root", end_reason="compression")
+    add_session(conn, "leaf", parent="mid")
+    add_session(conn, "branch", parent="leaf")  # leaf did not end by compression: a branch, own root
+    add_session(conn, "cyc1", parent="cyc2", end_reason="compression")
+    add_session(conn, "cyc2", parent="cyc1", end_reason="compression")
+    assert hs.conversation_root(tmp_path, "leaf") == "root"
+    assert hs.conversation_root(tmp_path, "mid") == "root"
+    assert hs.conversation_root(tmp_path, "branch") == "branch"
+    assert hs.conversation_root(tmp_path, "unknown-id") == "unknown-id"
+    assert hs.conversation_root(tmp_path, "cyc1") in {"cyc1", "cyc2"}  # terminates
+
+
+@pytest.mark.parametrize("schema", ["classic", "new"])
+def test_lease_free_when_no_row_released_or_expired(tmp_path, schema, sleeper):
+    conn = make_db(tmp_path, schema=schema)
+    add_session(conn, "s1")
+    assert hs.turn_lease_view(tmp_path, "s1", now=NOW).state == "free"
+    add_lease(conn, "s1", holder(sleeper.pid), NOW - 1)
+    view = hs.turn_lease_view(tmp_path, "s1", now=NOW)
+    assert (view.state, view.detail) == ("free", "turn lease expired")
+    conn.execute("UPDATE session_turn_leases SET holder = '', expires_at = ?", (NOW + 100,))
+    assert hs.turn_lease_view(tmp_path, "s1", now=NOW).state == "free"
+
+
+@pytest.mark.parametrize("schema", ["classic", "new"])
+def test_foreign_or_missing_pidns_is_live_until_expiry(tmp_path, schema, dead_pid):
+    conn = make_db(tmp_path, schema=schema)
+    add_session(conn, "a")
+    add_session(conn, "b")
+    add_lease(conn, "a", holder(dead_pid, ns=None), NOW + 60)  # classic Hermes: no pidns
+    add_lease(conn, "b", holder(dead_pid, ns=1), NOW + 60)  # some other namespace
+    for sid in ("a", "b"):
+        view = hs.turn_lease_view(tmp_path, sid, now=NOW)
+        assert view.state == "live", view
+        assert view.expires_at == NOW + 60
+        assert hs.turn_lease_view(tmp_path, sid, now=NOW + 61).state == "free"
+
+
+@needs_pidns
+@pytest.mark.parametrize("schema", ["classic", "new"])
+def test_same_pidns_judged_by_pid(tmp_path, schema, sleeper, dead_pid):
+    conn = make_db(tmp_path, schema=schema)
+    add_session(conn, "alive")
+    add_session(conn, "dead")
+    add_lease(conn, "alive", holder(sleeper.pid), NOW + 60)
+    add_lease(conn, "dead", holder(dead_pid), NOW + 60)
+    assert hs.turn_lease_view(tmp_path, "alive", now=NOW).state == "live"
+    view = hs.turn_lease_view(tmp_path, "dead", now=NOW)
+    assert view.state == "free" and str(dead_pid) in view.detail
+
+
+@needs_pidns
+def test_new_schema_owner_pid_start_detects_recycled_pid(tmp_path, sleeper):
+    conn = make_db(tmp_path, schema="new")
+    add_session(conn, "same")
+    add_session(conn, "recycled")
+    start = process_start_time(sleeper.pid)
+    add_lease(conn, "same", holder(sleeper.pid), NOW + 60, owner_pid=sleeper.pid, owner_pid_start=start, epoch=3)
+    add_lease(conn, "recycled", holder(sleeper.pid), NOW + 60, owner_pid=sleeper.pid,
+              owner_pid_start=start - 50, epoch=3)
+    assert hs.turn_lease_view(tmp_path, "same", now=NOW).state == "live"
+    assert hs.turn_lease_view(tmp_path, "recycled", now=NOW).state == "free"
+
+
+def test_lease_is_found_under_the_conversation_root(tmp_path, sleeper):
+    conn = make_db(tmp_path)
+    add_session(conn, "root", end_reason="compression")
+    add_session(conn, "child", parent="root")
+    add_lease(conn, "root", holder(sleeper.pid, ns=None), NOW + 60)
+    view = hs.turn_lease_view(tmp_path, "child", now=NOW)
+    assert view.state == "live" and view.conversation_id == "root"
+
+
+def test_missing_lease_table_is_free_missing_db_unknown(tmp_path):
+    conn = make_db(tmp_path, schema="none")
+    add_session(conn, "s1")
+    assert hs.turn_lease_view(tmp_path, "s1").state == "free"
+    assert hs.turn_lease_view(tmp_path / "nohome", "s1").state == "unknown"
+
+
+def test_locked_state_db_answers_unknown_quickly(tmp_path):
+    conn = make_db(tmp_path, wal=False)
+    add_session(conn, "s1")
+    locker = sqlite3.connect(tmp_path / "state.db", isolation_level=None)
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        t0 = time.monotonic()
+        view = hs.turn_lease_view(tmp_path, "s1")
+        info, problem = hs.lookup_session(tmp_path, "s1")
+        elapsed = time.monotonic() - t0
+    finally:
+        locker.execute("ROLLBACK")
+    assert view.state == "unknown" and "locked" in view.detail
+    assert info is None and "locked" in problem
+    assert elapsed < 2.0
+    assert hs.turn_lease_view(tmp_path, "s1").state == "free"
+
+
+def write_registry(home: Path, doc) -> None:
+    (home / "runtime").mkdir(parents=True, exist_ok=True)
+    data = doc if isinstance(doc, (bytes, str)) else json.dumps(doc)
+    (home / "runtime" / "active_sessions.json").write_text(data if isinstance(data, str) else data.decode())
+
+
+def test_active_session_owner_states(tmp_path, sleeper, dead_pid):
+    assert hs.active_session_owner(tmp_path, "s1").state == "none"
+    start = process_start_time(sleeper.pid)
+    write_registry(tmp_path, {"entries": [
+        {"session_id": "s1", "pid": sleeper.pid, "process_start_time": start, "surface": "desktop"},
+        {"session_id": "s2", "pid": dead_pid, "process_start_time": 1.0, "surface": "cli"},
+        {"session_id": "s3", "pid": sleeper.pid, "process_start_time": start - 100},
+        {"session_id": "s4", "pid": "garbage"},
+    ]})
+    owner = hs.active_session_owner(tmp_path, "s1")
+    assert (owner.state, owner.pid, owner.surface) == ("alive", sleeper.pid, "desktop")
+    assert hs.active_session_owner(tmp_path, "s2").state == "dead"
+    assert hs.active_session_owner(tmp_path, "s3").state == "dead"  # pid recycled
+    assert hs.active_session_owner(tmp_path, "s4").state == "unknown"
+    assert hs.active_session_owner(tmp_path, "s5").state == "none"
+
+
+@pytest.mark.parametrize("content", ["{not json", "[1, 2", '"just a string"', '{"entries": 5}'])
+def test_corrupt_registry_is_unknown(tmp_path, content):
+    write_registry(tmp_path, content)
+    assert hs.active_session_owner(tmp_path, "s1").state == "unknown"
+
+
+@pytest.mark.skipif(os.name == "nt" or os.geteuid() == 0, reason="root reads anything")
+def test_unreadable_registry_is_unknown(tmp_path):
+    write_registry(tmp_path, {"entries": []})
+    path = tmp_path / "runtime" / "active_sessions.json"
+    path.chmod(0)
+    assert hs.active_session_owner(tmp_path, "s1").state == "unknown"
+
+
+def test_session_activity_combines_both(tmp_path, sleeper):
+    conn = make_db(tmp_path)
+    add_session(conn, "s1")
+    add_session(conn, "s2")
+    write_registry(tmp_path, {"entries": [{"session_id": "s2", "pid": sleeper.pid, "surface": "tui"}]})
+    quiet = hs.session_activity(tmp_path, "s1")
+    assert not quiet.running and not quiet.unsure
+    busy = hs.session_activity(tmp_path, "s2")
+    assert busy.running and str(sleeper.pid) in busy.reason
+    add_lease(conn, "s1", holder(sleeper.pid, ns=None), time.time() + 60)
+    leased = hs.session_activity(tmp_path, "s1")
+    assert leased.running and "turn lease" in leased.reason
+    write_registry(tmp_path, "garbage")
+    unsure = hs.session_activity(tmp_path, "s2")
+    assert unsure.unsure and not unsure.running and "corrupt" in unsure.reason
