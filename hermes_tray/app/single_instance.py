@@ -1,0 +1,138 @@
+"""One tray (and, separately, one helper) per user.
+
+The authority is an OS lock on a file in the user's runtime dir: the kernel drops it when the
+holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
+access) carries messages: a second launch asks the running one to show its prompt window and
+exits before it creates any tray icon.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+import os
+import sys
+import time
+from pathlib import Path
+
+from PySide6.QtCore import QObject, Signal
+from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+from core import fsutil
+from core.paths import runtime_dir
+
+log = logging.getLogger(__name__)
+
+_MAX_UNIX_SOCKET_PATH = 100  # sun_path is 104-108 bytes; keep a margin
+
+
+def _user_tag() -> str:
+    try:
+        return str(os.getuid())  # type: ignore[attr-defined]
+    except AttributeError:
+        try:
+            return getpass.getuser()
+        except Exception:
+            return "user"
+
+
+class SingleInstance(QObject):
+    """Lock + local server for one role (``tray`` or ``helper``) of one user."""
+
+    message_received = Signal(str)
+
+    def __init__(self, role: str = "tray", directory: Path | None = None, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.role = role
+        self.directory = Path(directory) if directory is not None else runtime_dir()
+        self._lock_fd: int | None = None
+        self._server: QLocalServer | None = None
+
+    @property
+    def lock_path(self) -> Path:
+        return self.directory / f"{self.role}.lock"
+
+    @property
+    def server_name(self) -> str:
+        """A full socket path in the private runtime dir where it fits, else a per-user name."""
+        if sys.platform != "win32":
+            path = str(self.directory / f"{self.role}.sock")
+            if len(path.encode()) <= _MAX_UNIX_SOCKET_PATH:
+                return path
+        return f"hermes-tray-{_user_tag()}-{self.role}"
+
+    def acquire(self) -> bool:
+        """True if this process is now the one instance (and listens for messages)."""
+        fsutil.ensure_private_dir(self.directory)
+        fd = fsutil.open_private_lockfile(self.lock_path)
+        if not fsutil.try_lock_fd(fd):
+            os.close(fd)
+            return False
+        self._lock_fd = fd
+        try:  # the holder's pid, for a human looking at the file; never read back
+            os.ftruncate(fd, 0)
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.write(fd, f"{os.getpid()}\n".encode())
+        except OSError:
+            pass
+        self._listen()
+        return True
+
+    def _listen(self) -> None:
+        server = QLocalServer(self)
+        server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
+        QLocalServer.removeServer(self.server_name)  # a dead holder's socket; we hold the lock
+        if not server.listen(self.server_name):
+            log.warning("single instance: cannot listen on %s: %s", self.server_name, server.errorString())
+            return
+        server.newConnection.connect(self._on_connection)
+        self._server = server
+
+    def _on_connection(self) -> None:
+        assert self._server is not None
+        while self._server.hasPendingConnections():
+            sock = self._server.nextPendingConnection()
+            sock.readyRead.connect(lambda s=sock: self._on_ready_read(s))
+            sock.disconnected.connect(sock.deleteLater)
+
+    def _on_ready_read(self, sock: QLocalSocket) -> None:
+        while sock.canReadLine():
+            line = bytes(sock.readLine().data()).decode("utf-8", "replace").strip()
+            if not line:
+                continue
+            sock.write(b"ok\n")
+            sock.flush()
+            self.message_received.emit(line[:64])
+
+    def send_to_primary(self, message: str = "show", timeout_ms: int = 3000) -> bool:
+        """Deliver ``message`` to the running instance; True once it acknowledged.
+
+        Retries briefly: the holder may have the lock but not yet be listening.
+        """
+        deadline = time.monotonic() + timeout_ms / 1000
+        while True:
+            sock = QLocalSocket()
+            sock.connectToServer(self.server_name)
+            if sock.waitForConnected(500):
+                sock.write(message.encode() + b"\n")
+                sock.flush()
+                ok = sock.waitForReadyRead(max(100, int((deadline - time.monotonic()) * 1000)))
+                answer = bytes(sock.readAll().data()) if ok else b""
+                sock.disconnectFromServer()
+                if answer.startswith(b"ok"):
+                    return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+    def release(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            self._server = None
+        if self._lock_fd is not None:
+            try:
+                fsutil.unlock_fd(self._lock_fd)
+            except OSError:
+                pass
+            os.close(self._lock_fd)
+            self._lock_fd = None

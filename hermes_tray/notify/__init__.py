@@ -1,0 +1,22 @@
+"""Desktop notifications behind a small interface: desktop-notifier where a server exists, the log elsewhere."""
+
+from hermes_tray.notify.base import Action, Note, Notifier
+
+__all__ = ["Action", "Note", "Notifier", "make_notifier"]
+
+
+def make_notifier(app_name: str = "Hermes Tray", *, allow_desktop: bool = True) -> Notifier:
+    """The best notifier this session offers; never raises (falls back to the log)."""
+    from hermes_tray.notify.log import LogNotifier
+
+    if allow_desktop:
+        try:
+            from hermes_tray.notify.desktop import DesktopNotifierBackend, desktop_available
+
+            if desktop_available():
+                return DesktopNotifierBackend(app_name)
+        except Exception:  # an import or bus problem must never stop the tray
+            import logging
+
+            logging.getLogger(__name__).warning("desktop notifications unavailable", exc_info=True)
+    return LogNotifier()

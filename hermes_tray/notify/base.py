@@ -1,0 +1,56 @@
+"""The notifier interface the controller talks to (one implementation per platform/back end).
+
+Notes are identified by a caller-chosen ``key``; showing a note with a key already on screen
+replaces it in place where the server allows. User responses come back on ``activated``
+(note key, action key) in the Qt thread; ``"default"`` is a click on the note body.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from PySide6.QtCore import QObject, Signal
+
+
+@dataclass(frozen=True)
+class Action:
+    key: str
+    label: str
+
+
+@dataclass(frozen=True)
+class Note:
+    """One notification as the user sees it. ``body`` must already respect ``show_prompts``."""
+
+    key: str
+    title: str
+    body: str
+    actions: tuple[Action, ...] = field(default_factory=tuple)
+    urgent: bool = False
+    log_line: str = ""  # identity only (session keys, counts): what a log may say about this note
+
+
+class Notifier(QObject):
+    """Base: shows notes, reports presses. Subclasses implement ``_show``/``_close``."""
+
+    activated = Signal(str, str)  # note key, action key ("default" = body click)
+    dismissed = Signal(str)  # note key: closed without an answer (the turn stays pending)
+    ready = Signal()  # capabilities known (supports_actions is final)
+
+    name = "none"
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.supports_actions = False
+        self.supports_click = False
+        self.available = False
+
+    def show(self, note: Note) -> None:
+        """Show ``note`` (replacing the one with the same key). Never raises."""
+        raise NotImplementedError
+
+    def close(self, key: str) -> None:
+        """Withdraw the note with ``key`` if it is still up. Never raises."""
+
+    def shutdown(self) -> None:
+        """Release the back end (threads, bus connections)."""

@@ -1,0 +1,131 @@
+"""Turn a stream of "turn interrupted" events into few notifications.
+
+The first interrupted turn is announced at once; turns found within the next 2 s update that
+same notification in place ("3 turns interrupted", Resume all / Skip all / Open), so a crash
+storm is one notification, not ten. After the window a new turn starts a new notification.
+Text obeys ``show_prompts``: off → the note names the session, never the prompt.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_tray.notify.base import Action, Note, Notifier
+
+WINDOW_SECONDS = 2.0
+_counter = itertools.count(1)
+
+
+def turn_label(turn: Any) -> str:
+    """Session title, else the profile and a short session key: never prompt text."""
+    title = (getattr(turn, "title", None) or "").strip()
+    if title:
+        return title[:80]
+    key = str(getattr(turn, "session_key", "") or "?")
+    profile = getattr(turn, "profile", None)
+    short = key if len(key) <= 16 else key[:8] + "…"
+    return f"session {short}" + (f" ({profile})" if profile and profile != "default" else "")
+
+
+def turn_identity(turn: Any) -> str:
+    """What a log may say about a turn: home/profile and session key."""
+    profile = getattr(turn, "profile", None) or "default"
+    return f"{profile}/{getattr(turn, 'session_key', '?')}"
+
+
+@dataclass
+class _Group:
+    key: str
+    started: float
+    turns: list[Any] = field(default_factory=list)
+
+
+class InterruptionNotices:
+    """Builds the "turn interrupted" notes and remembers which turns each note stands for."""
+
+    def __init__(
+        self,
+        notifier: Notifier,
+        *,
+        show_prompts: Callable[[], bool],
+        clock: Callable[[], float] = time.monotonic,
+        window: float = WINDOW_SECONDS,
+    ) -> None:
+        self.notifier = notifier
+        self.show_prompts = show_prompts
+        self.clock = clock
+        self.window = window
+        self._open: _Group | None = None
+        self._groups: dict[str, _Group] = {}
+
+    def announce(self, turns: Sequence[Any]) -> str | None:
+        """Announce newly interrupted turns; returns the note key used (None if nothing to say)."""
+        if not turns:
+            return None
+        now = self.clock()
+        group = self._open
+        if group is None or now - group.started > self.window or group.key not in self._groups:
+            group = _Group(key=f"interrupted-{next(_counter)}", started=now)
+            self._groups[group.key] = group
+            self._open = group
+        known = {self._ident(t) for t in group.turns}
+        group.turns.extend(t for t in turns if self._ident(t) not in known)
+        self.notifier.show(self._note(group))
+        return group.key
+
+    def turns_for(self, note_key: str) -> list[Any]:
+        group = self._groups.get(note_key)
+        return list(group.turns) if group else []
+
+    def answered(self, note_key: str) -> None:
+        """The user answered this note (a button): forget it; a later turn starts a new note."""
+        self._groups.pop(note_key, None)
+        if self._open is not None and self._open.key == note_key:
+            self._open = None
+
+    def resolved(self, session_keys: set[tuple[str, str]]) -> None:
+        """Turns settled elsewhere (menu, window, another process): shrink or withdraw their notes."""
+        for key, group in list(self._groups.items()):
+            before = len(group.turns)
+            group.turns = [t for t in group.turns if self._ident(t) not in session_keys]
+            if len(group.turns) == before:
+                continue
+            if group.turns:
+                self.notifier.show(self._note(group))
+            else:
+                self.notifier.close(key)
+                self.answered(key)
+
+    @staticmethod
+    def _ident(turn: Any) -> tuple[str, str]:
+        return (str(getattr(turn, "home", "")), str(getattr(turn, "session_key", "")))
+
+    def _note(self, group: _Group) -> Note:
+        turns = group.turns
+        if len(turns) == 1:
+            turn = turns[0]
+            label = turn_label(turn)
+            excerpt = (getattr(turn, "prompt_excerpt", "") or "").strip()
+            if self.show_prompts() and excerpt:
+                body = f"{label}\n“{excerpt}”"
+            else:
+                body = label
+            body += "\nResume it, skip it, or turn auto-continue off."
+            actions = (
+                Action("resume", "Resume"),
+                Action("skip", "Skip"),
+                Action("disable", "Disable auto-continue"),
+            )
+            title = "Hermes turn interrupted"
+        else:
+            names = ", ".join(turn_label(t) for t in turns[:3])
+            more = f" and {len(turns) - 3} more" if len(turns) > 3 else ""
+            body = f"{names}{more}"
+            actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
+            title = f"{len(turns)} Hermes turns interrupted"
+        log_line = f"{title}: " + ", ".join(turn_identity(t) for t in turns)
+        return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line)

@@ -1,0 +1,1 @@
+"""Background detection: file-system and process-exit watching, off the GUI thread."""
