@@ -385,3 +385,62 @@ def crash_lease(workdir: Path, kills: int, rng: random.Random) -> KillStats:
     )
     stats.extra["dead_holder_takeovers"] = takeovers
     return stats
+
+
+# --------------------------------------------------------------------------- tray settings (config.toml)
+
+
+def settings_homes(i: int) -> list[str]:
+    return [f"/srv/hermes-{i}-{k}/home ✓" for k in range(1 + i % 40)]
+
+
+def _settings_writer(ack, path: str, start: int, seed: int) -> None:
+    from core import settings
+
+    ack("R")
+    i = start
+    while True:
+        ack(f"B {i}")
+        settings.update_settings({"homes": settings_homes(i), "mode": ("ask", "auto", "off")[i % 3]}, Path(path))
+        ack(f"A {i}")
+        i += 1
+
+
+def crash_settings(workdir: Path, kills: int, rng: random.Random) -> KillStats:
+    """core.settings.update_settings under SIGKILL: config.toml always loads, holds the last acked or in-flight value."""
+    from core import settings
+
+    path = Path(workdir) / "cfg" / "config.toml"
+    state = {"i": None}
+    litter = 0
+
+    def verify(res: RoundResult) -> None:
+        done, inflight = _split(res.acks)
+        allowed = {int(done[-1][0])} if done else {state["i"]}
+        if inflight:
+            allowed.add(int(inflight[0]))
+        loaded = settings.load_settings(path)
+        homes = list(loaded.homes)
+        got = None
+        if path.exists():
+            got = int(homes[0].split("-")[1])
+            assert homes == settings_homes(got), f"round {res.index}: homes torn"
+            assert loaded.mode == ("ask", "auto", "off")[got % 3]
+        assert got in allowed, f"round {res.index}: config.toml holds write {got}, expected one of {allowed}"
+        state["i"] = got
+        # Temp files are hidden, writer-tagged names the loader never opens; count how many pile up.
+        nonlocal litter
+        litter = len(temp_litter(path.parent, path.name))
+        assert litter <= res.index + 1, f"round {res.index}: more temp files than kills"
+
+    stats = kill_rounds(
+        "config.toml",
+        workdir,
+        _settings_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(path), r * 1_000_000 + 1, rng.randrange(1 << 30)),
+        verify=verify,
+    )
+    stats.extra["temp_litter_left"] = litter
+    return stats

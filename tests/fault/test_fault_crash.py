@@ -53,3 +53,8 @@ def test_harness_catches_a_torn_write(tmp_path):
     """The method has teeth: an in-place (truncate + write) writer is caught within 50 kills."""
     with pytest.raises(AssertionError, match="round"):
         sc.crash_fsutil(tmp_path, 50, random.Random(seed()), naive=True)
+
+
+def test_crash_tray_settings(tmp_path):
+    pytest.importorskip("core.settings", reason="core.settings (issue 4) not landed yet")
+    _run(sc.crash_settings, tmp_path)
