@@ -130,7 +130,7 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
     A temp file of a live writer is never touched; one whose writer pid is gone (or recycled:
     older than the process now holding that pid) is litter from a killed write.
     """
-    from core.procid import process_start_time  # local: procid imports psutil, fine but keep fsutil light
+    from core.procid import process_liveness, process_start_time  # local: keep fsutil light
 
     removed = 0
     directory = Path(target).parent
@@ -151,11 +151,13 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
         pid = int(m.group("pid"))
         if pid == os.getpid():
             continue
-        started = process_start_time(pid)
-        if started is not None and started <= st.st_mtime + 1.0:
-            continue  # a live process that existed when the temp file was written: may be mid-write
-        if started is None and now - st.st_mtime < min_age and _pid_exists(pid):
-            continue
+        # A pid that is gone, or a zombie (killed, not yet reaped), cannot be mid-write.
+        if process_liveness(pid) != "dead":
+            started = process_start_time(pid)
+            if started is not None and started <= st.st_mtime + 1.0:
+                continue  # a live process that existed when the temp file was written: may be mid-write
+            if started is None and now - st.st_mtime < min_age and _pid_exists(pid):
+                continue
         with contextlib.suppress(OSError):
             os.unlink(path)
             removed += 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import os
 from dataclasses import dataclass
 from typing import Literal
@@ -59,8 +60,10 @@ def process_liveness(pid: object, start_time: object = None) -> Liveness:
     """
     if not _valid_pid(pid):
         return "unknown"
-    if start_time is not None and (isinstance(start_time, bool) or not isinstance(start_time, (int, float))):
-        return "unknown"
+    if start_time is not None and (
+        isinstance(start_time, bool) or not isinstance(start_time, (int, float)) or not math.isfinite(start_time)
+    ):
+        return "unknown"  # junk (a string, NaN, inf) proves nothing either way
     try:
         proc = psutil.Process(pid)  # type: ignore[arg-type]
         status = proc.status()

@@ -1,0 +1,480 @@
+"""Hermes' interrupted-turn markers (``<home>/desktop/interrupted_turns.json``), safe across processes.
+
+A drop-in for Hermes' ``tui_gateway.turn_marker``: same file, format, field names, limits and return
+shapes, and the four Hermes calls (:func:`record_turn_start`, :func:`clear_turn_marker`,
+:func:`read_turn_marker`, :func:`marker_writer_state`) never raise — marker bookkeeping must never
+break a turn, so an I/O failure degrades to "no marker".
+
+What Hermes' store lacks, and why this one exists:
+
+* every read-modify-write holds a blocking OS lock on a sidecar file (``interrupted_turns.json.lock``),
+  so any number of processes writing one home lose nothing and resurrect nothing (Hermes' in-process
+  lock loses a third or more of the markers with four backends on one home);
+* right before the replace the file is checked against a writer that does not lock (Hermes itself):
+  if its (inode, size, mtime_ns) changed since it was read, the change is re-read and re-applied. This
+  narrows the window but cannot close it, so the tray writes only on a user decision and for its own
+  continuations;
+* writes are temp file + fsync + replace + directory fsync; a killed writer's temp file is swept by
+  the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;
+  a symlinked marker or lock path is refused;
+* prompt text is never logged: identity only.
+
+The tray uses :class:`MarkerStore`, the strict form: it validates session keys with :mod:`core.ids`
+and raises :class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails.
+:func:`list_turn_markers` and :func:`remove_marker_if_unchanged` are tray calls and are strict too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import json
+import logging
+import math
+import os
+import stat
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from core import fsutil
+from core.ids import validate_session_id
+from core.procid import ProcessIdentity, own_identity, process_liveness
+
+logger = logging.getLogger(__name__)
+
+MARKER_DIR = "desktop"
+MARKER_FILE = "interrupted_turns.json"
+LOCK_SUFFIX = ".lock"
+MAX_AGE_SECS = 24 * 3600
+MAX_ENTRIES = 32
+MAX_PROMPT_CHARS = 64_000
+# Largest legitimate file: 32 entries x 64,000 chars, each up to 6 bytes escaped. Anything bigger is junk.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+# Re-read + re-apply rounds when a non-locking writer changed the file under us; after that we write the
+# latest merge anyway (a writer that rewrites the file this often cannot be out-raced).
+FOREIGN_RETRIES = 5
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
+Entries = dict[str, dict[str, Any]]
+
+
+class MarkerStoreError(OSError):
+    """The marker file could not be read or written; the message names the file and the cause."""
+
+
+class MarkerCorruptError(MarkerStoreError):
+    """The marker file exists but is not a JSON object (reads refuse it; the next write sets it aside)."""
+
+
+class _ForeignChange(Exception):
+    """Raised from the before-replace hook: the file changed since we read it."""
+
+
+class _Corrupt(ValueError):
+    pass
+
+
+def marker_path(home: Path | str) -> Path:
+    return Path(home) / MARKER_DIR / MARKER_FILE
+
+
+def marker_lock_path(home: Path | str) -> Path:
+    path = marker_path(home)
+    return path.with_name(path.name + LOCK_SUFFIX)
+
+
+# ── entry helpers ──────────────────────────────────────────────────────────
+
+
+def _started_at(entry: dict) -> float:
+    """``started_at`` as Hermes reads it; junk counts as 0 (so it ages out instead of breaking writes)."""
+    try:
+        value = float(entry.get("started_at") or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+    return value if math.isfinite(value) else 0.0
+
+
+def writer_fields(writer: ProcessIdentity | None = None) -> dict[str, Any]:
+    """``writer_pid`` (+ ``writer_start_time`` when known) for ``writer``, default this process."""
+    ident = writer if writer is not None else own_identity()
+    fields: dict[str, Any] = {"writer_pid": int(ident.pid)}
+    if ident.start_time is not None:
+        fields["writer_start_time"] = float(ident.start_time)
+    return fields
+
+
+def build_entry(
+    prompt: str,
+    *,
+    attempts: int = 0,
+    auto_continue: bool = True,
+    notification_category: str | None = None,
+    writer: ProcessIdentity | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """A marker entry exactly as Hermes writes it (same fields, same order, prompt capped)."""
+    entry: dict[str, Any] = {
+        "attempts": max(0, int(attempts)),
+        "prompt": prompt[:MAX_PROMPT_CHARS],
+        "started_at": time.time() if now is None else float(now),
+        "auto_continue": bool(auto_continue),
+        **writer_fields(writer),
+    }
+    if notification_category == "diagnostic":
+        entry["notification_category"] = notification_category
+    return entry
+
+
+def normalize_marker(entry: object) -> dict[str, Any] | None:
+    """The shape Hermes' ``read_turn_marker`` returns for a raw entry, or None (no prompt / junk fields)."""
+    if not isinstance(entry, dict):
+        return None
+    try:
+        prompt = str(entry.get("prompt") or "")
+        if not prompt.strip():
+            return None
+        out: dict[str, Any] = {
+            "attempts": max(0, int(entry.get("attempts") or 0)),
+            "prompt": prompt,
+            "started_at": float(entry.get("started_at") or 0),
+            "auto_continue": bool(entry.get("auto_continue", True)),
+        }
+        for key in ("writer_pid", "writer_start_time"):
+            if entry.get(key) is not None:
+                out[key] = entry[key]
+        if entry.get("notification_category") == "diagnostic":
+            out["notification_category"] = "diagnostic"
+        return out
+    except Exception:
+        return None
+
+
+def marker_writer_state(entry: object) -> str:
+    """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker still running?
+
+    A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
+    process) is the safe answer that leaves the marker alone.
+    """
+    try:
+        if not isinstance(entry, dict):
+            return "unknown"
+        return process_liveness(entry.get("writer_pid"), entry.get("writer_start_time"))
+    except Exception:
+        return "unknown"
+
+
+def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries:
+    """Prune (24 h, newest 32 including the new one) and insert; an existing key keeps its place, as in Hermes."""
+    fresh = {k: e for k, e in entries.items() if now - _started_at(e) <= MAX_AGE_SECS}
+    others = [k for k in fresh if k != key]
+    if len(others) > MAX_ENTRIES - 1:
+        keep = set(sorted(others, key=lambda k: _started_at(fresh[k]), reverse=True)[: MAX_ENTRIES - 1])
+        fresh = dict(
+            sorted(((k, e) for k, e in fresh.items() if k in keep), key=lambda kv: _started_at(kv[1]), reverse=True)
+        )
+    return {**fresh, key: entry}
+
+
+def _encode(entries: Entries) -> bytes:
+    """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8, ASCII escapes for lone surrogates."""
+    text = json.dumps(entries, ensure_ascii=False)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(entries, ensure_ascii=True).encode("ascii")
+
+
+def _decode(data: bytes) -> Entries:
+    """Entries of a marker file; object entries only (as Hermes). Raises :class:`_Corrupt` if not a JSON object."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise _Corrupt(type(exc).__name__) from None
+    if not isinstance(doc, dict):
+        raise _Corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
+    return {k: v for k, v in doc.items() if isinstance(v, dict)}
+
+
+def _read_file(path: Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
+    if not _NOFOLLOW:
+        fsutil.refuse_symlink(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise fsutil.UnsafePathError(errno.ELOOP, "refusing to follow a symlink", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise fsutil.UnsafePathError(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > MAX_FILE_BYTES:
+            return b"\0too-large", (st.st_ino, st.st_size, st.st_mtime_ns)
+        chunks = []
+        while True:
+            chunk = os.read(fd, max(st.st_size + 1, 65536))
+            if not chunk:
+                break
+            chunks.append(chunk)
+    finally:
+        os.close(fd)
+    return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# ── the store ──────────────────────────────────────────────────────────────
+
+
+class MarkerStore:
+    """Strict marker store for one Hermes home: validated keys, clear errors, cross-process safe writes."""
+
+    def __init__(self, home: Path | str) -> None:
+        self.home = Path(home)
+        self.path = marker_path(self.home)
+        self.lock_path = marker_lock_path(self.home)
+
+    # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
+
+    def list(self) -> Entries:
+        """Every entry as stored (raw dicts, variant fields kept); {} when there is no file.
+
+        Raises :class:`MarkerCorruptError` for a file that is not a JSON object, :class:`MarkerStoreError`
+        when it cannot be read.
+        """
+        with self._errors("read"):
+            data, _sig = _read_file(self.path)
+            if data is None:
+                return {}
+            try:
+                return _decode(data)
+            except _Corrupt as exc:
+                raise MarkerCorruptError(errno.EINVAL, f"turn-marker file is corrupt ({exc})", str(self.path)) from None
+
+    def read(self, session_key: str) -> dict[str, Any] | None:
+        """Hermes' ``read_turn_marker`` shape for ``session_key``, or None."""
+        validate_session_id(session_key, what="session key")
+        return normalize_marker(self.list().get(session_key))
+
+    # writes
+
+    def record(
+        self,
+        session_key: str,
+        prompt: str,
+        *,
+        attempts: int = 0,
+        auto_continue: bool = True,
+        notification_category: str | None = None,
+        writer: ProcessIdentity | None = None,
+    ) -> dict[str, Any]:
+        """Write the marker for a turn about to run and return the entry as stored.
+
+        ``writer`` records the marker on behalf of another process (e.g. a gateway child the tray
+        launched for a continuation), so liveness checks follow that process, not the tray.
+        """
+        validate_session_id(session_key, what="session key")
+        if not isinstance(prompt, str) or not prompt:
+            raise ValueError("prompt must be a non-empty string")
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+            raise ValueError(f"attempts must be an int >= 0, not {attempts!r}")
+        if writer is not None and (isinstance(writer.pid, bool) or not isinstance(writer.pid, int) or writer.pid <= 0):
+            raise ValueError(f"writer pid must be a positive int, not {writer.pid!r}")
+        return self._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+
+    def clear(self, session_key: str) -> bool:
+        """Remove the marker of a concluded turn. True if there was one."""
+        validate_session_id(session_key, what="session key")
+        return self._clear(session_key)
+
+    def remove_if_unchanged(self, session_key: str, expected: dict[str, Any]) -> bool:
+        """Remove ``session_key`` only if its raw entry still equals ``expected`` (as :meth:`list` gave it).
+
+        False when it is gone or changed (a new turn, another attempt): the user decided about what
+        they were shown, never about something newer.
+        """
+        validate_session_id(session_key, what="session key")
+        if not isinstance(expected, dict):
+            raise TypeError("expected must be the entry dict list() returned")
+
+        def mutate(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(session_key) != expected:
+                return None, False
+            return {k: v for k, v in entries.items() if k != session_key}, True
+
+        return self._modify(mutate, "remove")
+
+    # internals (no validation: the Hermes-compatible calls accept any non-empty key, as Hermes does)
+
+    def _record(self, key: str, prompt: str, attempts: int, auto_continue: bool, category: str | None,
+                writer: ProcessIdentity | None) -> dict[str, Any]:
+        entry = build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
+                            notification_category=category, writer=writer)
+        # Identity only — never the prompt: logs are read on crash triage and must not carry turn content.
+        logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
+        now = entry["started_at"]
+        self._modify(lambda entries: (_with_record(entries, key, entry, now), None), "record")
+        return dict(entry)
+
+    def _clear(self, key: str) -> bool:
+        def mutate(entries: Entries) -> tuple[Entries | None, bool]:
+            if key not in entries:
+                return None, False
+            return {k: v for k, v in entries.items() if k != key}, True
+
+        return self._modify(mutate, "clear")
+
+    def _modify(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str) -> Any:
+        """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between.
+
+        ``mutate`` returns (new entries or None to skip the write, result).
+        """
+        with self._errors(what):
+            fsutil.ensure_private_dir(self.path.parent)
+            with fsutil.locked(self.lock_path):
+                fsutil.sweep_stale_temps(self.path)
+                for attempt in range(FOREIGN_RETRIES + 1):
+                    check = attempt < FOREIGN_RETRIES
+                    try:
+                        entries, sig = self._load_for_write(check)
+                        new, result = mutate(entries)
+                        if new is None:
+                            return result
+                        self._store(new, sig if check else False)
+                    except _ForeignChange:
+                        logger.info("turn-marker file %s changed under a %s by another writer; re-applying",
+                                    self.path, what)
+                        continue
+                    return result
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    def _load_for_write(self, check: bool) -> tuple[Entries, tuple[int, int, int] | None]:
+        data, sig = _read_file(self.path)
+        if data is None:
+            return {}, None
+        try:
+            return _decode(data), sig
+        except _Corrupt as exc:
+            if check and fsutil.file_signature(self.path) != sig:
+                raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
+            dest = fsutil.set_aside(self.path, "corrupt")
+            if dest is None:
+                raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
+                                       str(self.path)) from None
+            logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
+            return {}, None
+
+    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool) -> None:
+        """Write ``entries`` (empty → delete the file). ``sig`` False = skip the foreign-change check."""
+        def unchanged() -> None:
+            if sig is not False and fsutil.file_signature(self.path) != sig:
+                raise _ForeignChange()
+
+        if not entries:
+            unchanged()
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(self.path)
+            fsutil.fsync_dir(self.path.parent)
+            return
+        fsutil.atomic_write_bytes(self.path, _encode(entries), before_replace=unchanged)
+
+    @contextlib.contextmanager
+    def _errors(self, what: str):
+        try:
+            yield
+        except MarkerStoreError:
+            raise
+        except _ForeignChange:  # pragma: no cover - always handled inside _modify
+            raise
+        except OSError as exc:
+            reason = exc.strerror or str(exc)
+            where = exc.filename or str(self.path)
+            raise MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {reason}", where) from exc
+
+
+# ── Hermes-compatible module API (never raises) ───────────────────────────
+
+
+def record_turn_start(
+    home: Path | str,
+    session_key: str,
+    prompt: str,
+    *,
+    attempts: int = 0,
+    auto_continue: bool = True,
+    notification_category: str | None = None,
+    writer: ProcessIdentity | None = None,
+) -> None:
+    """Persist the marker for a turn that is about to run (Hermes' call; ``writer`` is our addition).
+
+    Empty key or prompt is ignored; any failure is logged (identity only) and swallowed.
+    """
+    if not session_key or not prompt or not isinstance(session_key, str) or not isinstance(prompt, str):
+        return
+    try:
+        MarkerStore(home)._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+    except Exception:
+        logger.debug("failed to record turn marker for %s", session_key, exc_info=True)
+
+
+def clear_turn_marker(home: Path | str, session_key: str) -> None:
+    """Remove the marker once its turn concluded (any outcome the client saw). Never raises."""
+    if not session_key or not isinstance(session_key, str):
+        return
+    try:
+        MarkerStore(home)._clear(session_key)
+    except Exception:
+        logger.debug("failed to clear turn marker for %s", session_key, exc_info=True)
+
+
+def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | None:
+    """The marker left by a turn that never concluded, in Hermes' shape, or None. Never raises."""
+    if not session_key or not isinstance(session_key, str):
+        return None
+    try:
+        data, _sig = _read_file(marker_path(home))
+        if data is None:
+            return None
+        return normalize_marker(_decode(data).get(session_key))
+    except Exception:
+        logger.debug("unreadable turn-marker file under %s", home, exc_info=True)
+        return None
+
+
+def list_turn_markers(home: Path | str) -> Entries:
+    """All entries of ``home`` as stored (tray call: strict, see :meth:`MarkerStore.list`)."""
+    return MarkerStore(home).list()
+
+
+def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dict[str, Any]) -> bool:
+    """Compare-and-remove (tray call: strict, see :meth:`MarkerStore.remove_if_unchanged`)."""
+    return MarkerStore(home).remove_if_unchanged(session_key, expected)
+
+
+__all__ = [
+    "MAX_AGE_SECS",
+    "MAX_ENTRIES",
+    "MAX_PROMPT_CHARS",
+    "MarkerCorruptError",
+    "MarkerStore",
+    "MarkerStoreError",
+    "build_entry",
+    "clear_turn_marker",
+    "list_turn_markers",
+    "marker_lock_path",
+    "marker_path",
+    "marker_writer_state",
+    "normalize_marker",
+    "read_turn_marker",
+    "record_turn_start",
+    "remove_marker_if_unchanged",
+    "writer_fields",
+]

@@ -1,0 +1,138 @@
+"""Load Hermes' own marker store from the reference sources, at run time, for side-by-side tests.
+
+The reference is kept as text (``../shared/reference/hermes_turn_marker.py.txt`` beside the repo, or
+``$HERMES_REFERENCE_DIR``) so nothing imports it by accident; it is never copied into the project.
+It imports two Hermes helpers that are not shipped, so this module provides small stand-ins with
+the behaviour Hermes documents:
+
+* ``utils.atomic_json_write(path, data, *, indent, mode)`` — temp file (``.<stem>_*.tmp``, as
+  ``mkstemp`` names it) in the same directory, fsync, ``os.replace``, the given mode; no directory
+  fsync and no lock, exactly the guarantees Hermes' store relies on;
+* ``hermes_cli.active_sessions._own_start_time()`` / ``_pid_liveness(pid, start_time)`` — psutil
+  create time; True iff the pid exists (not a zombie) and the start times differ by < 1 ms,
+  None when it cannot tell.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import tempfile
+import types
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+REPO_ROOT = Path(__file__).resolve().parents[2]
+MARKER_SOURCE = "hermes_turn_marker.py.txt"
+
+
+class ReferenceUnavailable(RuntimeError):
+    """The Hermes reference sources are not on this machine (a fresh clone without ../shared)."""
+
+
+def reference_dir() -> Path:
+    override = os.environ.get("HERMES_REFERENCE_DIR")
+    return Path(override) if override else REPO_ROOT.parent / "shared" / "reference"
+
+
+# ── stand-ins ──────────────────────────────────────────────────────────────
+
+
+def _atomic_json_write(path: Any, data: Any, *, indent: int | None = 2, mode: int | None = None,
+                       ensure_ascii: bool = False, **dump_kwargs: Any) -> None:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=str(path.parent), prefix=f".{path.stem}_", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            if mode is not None:
+                os.fchmod(f.fileno(), mode)
+            f.write(json.dumps(data, indent=indent, ensure_ascii=ensure_ascii, **dump_kwargs))
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise
+
+
+def _own_start_time() -> float | None:
+    try:
+        return float(psutil.Process(os.getpid()).create_time())
+    except Exception:
+        return None
+
+
+def _pid_liveness(pid: int, start_time: Any = None) -> bool | None:
+    try:
+        proc = psutil.Process(pid)
+        if proc.status() == psutil.STATUS_ZOMBIE:
+            return False
+        if start_time is None:
+            return True
+        return abs(proc.create_time() - float(start_time)) < 0.001
+    except psutil.NoSuchProcess:
+        return False
+    except Exception:
+        return None
+
+
+def _stand_in_modules() -> dict[str, types.ModuleType]:
+    utils = types.ModuleType("utils")
+    utils.atomic_json_write = _atomic_json_write  # type: ignore[attr-defined]
+    pkg = types.ModuleType("hermes_cli")
+    pkg.__path__ = []  # type: ignore[attr-defined]
+    active = types.ModuleType("hermes_cli.active_sessions")
+    active._own_start_time = _own_start_time  # type: ignore[attr-defined]
+    active._pid_liveness = _pid_liveness  # type: ignore[attr-defined]
+    pkg.active_sessions = active  # type: ignore[attr-defined]
+    return {"utils": utils, "hermes_cli": pkg, "hermes_cli.active_sessions": active}
+
+
+_CACHE: dict[Path, types.ModuleType] = {}
+
+
+def load_reference_markers() -> types.ModuleType:
+    """Hermes' ``tui_gateway.turn_marker`` as a module (cached per process). Raises ReferenceUnavailable."""
+    src = reference_dir() / MARKER_SOURCE
+    if src in _CACHE:
+        return _CACHE[src]
+    try:
+        text = src.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ReferenceUnavailable(f"Hermes reference not found at {src} (set HERMES_REFERENCE_DIR)") from exc
+    code = "".join(text.splitlines(keepends=True)[2:])  # line 1 is the original path, line 2 blank
+    stand_ins = _stand_in_modules()
+    # ``hermes_cli.active_sessions`` is imported lazily at call time, so it stays registered; ``utils``
+    # is bound at import time and is put back to whatever was there, so it cannot shadow anything.
+    for name in ("hermes_cli", "hermes_cli.active_sessions"):
+        sys.modules.setdefault(name, stand_ins[name])
+    saved_utils = sys.modules.get("utils")
+    sys.modules["utils"] = stand_ins["utils"]
+    try:
+        module = types.ModuleType("hermes_reference_turn_marker")
+        module.__file__ = str(src)
+        exec(compile(code, str(src), "exec"), module.__dict__)  # noqa: S102 - the point: run Hermes' own code
+    finally:
+        if saved_utils is None:
+            sys.modules.pop("utils", None)
+        else:
+            sys.modules["utils"] = saved_utils
+    _CACHE[src] = module
+    return module
+
+
+def reference_or_skip() -> types.ModuleType:
+    """For tests: the reference module, or a pytest skip saying why it is missing."""
+    import pytest
+
+    try:
+        return load_reference_markers()
+    except ReferenceUnavailable as exc:
+        pytest.skip(str(exc))
