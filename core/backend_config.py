@@ -1,0 +1,476 @@
+"""Hermes' own auto-continue policy: the ``desktop.auto_continue`` block of ``<home>/config.yaml``.
+
+The tray reads the same keys Hermes reads, with the same defaults, so the tray and the backend
+always agree on what is ``disabled`` / ``stale`` / ``exhausted``. It writes them only when the
+user asks (enable, disable, ``config set``), and then as a *minimal edit*: only the lines of the
+edited keys change, every other byte of the user's file (comments, order, quoting, other keys)
+is kept. The edit is checked by re-parsing the new text and comparing it with the old document
+plus the intended change before the file is replaced; a file that does not parse is never
+overwritten. ``ruamel.yaml`` is imported lazily: ``status`` with a warm cache never needs it.
+
+Coercions (bad values fall back to defaults and are reported as warnings):
+``enabled``: a YAML bool; YAML 1.1 words (yes/no/on/off) as Hermes' PyYAML reads them.
+``freshness_minutes``: a number > 0 (numeric strings accepted). ``max_attempts``: an integer >= 0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+import os
+import re
+import stat
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.policy import (
+    DEFAULT_ENABLED,
+    DEFAULT_FRESHNESS_MINUTES,
+    DEFAULT_MAX_ATTEMPTS,
+    AutoContinueConfig,
+)
+
+KEYS = ("enabled", "freshness_minutes", "max_attempts")
+_TRUE_WORDS = {"true", "yes", "on", "y"}
+_FALSE_WORDS = {"false", "no", "off", "n"}
+
+
+class BackendConfigError(Exception):
+    """config.yaml cannot be changed safely (unparseable, wrong shape, symlink, bad value)."""
+
+
+@dataclass(frozen=True)
+class BackendConfig:
+    """What one home's config.yaml says about auto-continue, after Hermes' coercions."""
+
+    path: Path
+    auto_continue: AutoContinueConfig
+    exists: bool
+    warnings: tuple[str, ...] = ()
+    error: str | None = None  # unreadable / unparseable: defaults apply, as in Hermes
+
+
+def config_path(home: Path | str) -> Path:
+    return Path(home) / "config.yaml"
+
+
+def coerce_auto_continue(block: Any) -> tuple[AutoContinueConfig, list[str]]:
+    """Effective settings from a parsed ``desktop.auto_continue`` value, plus warnings for bad values."""
+    warnings: list[str] = []
+    if block is None:
+        return AutoContinueConfig(), warnings
+    if not isinstance(block, Mapping):
+        warnings.append("desktop.auto_continue is not a mapping; using the defaults")
+        return AutoContinueConfig(), warnings
+    enabled = DEFAULT_ENABLED
+    raw = block.get("enabled")
+    if raw is not None:
+        if isinstance(raw, bool):
+            enabled = raw
+        elif isinstance(raw, str) and raw.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
+            enabled = raw.strip().lower() in _TRUE_WORDS
+        else:
+            warnings.append(f"desktop.auto_continue.enabled: {raw!r} is not true/false; using {DEFAULT_ENABLED}")
+    fresh: float = DEFAULT_FRESHNESS_MINUTES
+    raw = block.get("freshness_minutes")
+    if raw is not None:
+        value = _number(raw)
+        if value is not None and value > 0:
+            fresh = int(value) if float(value).is_integer() else value
+        else:
+            warnings.append(
+                f"desktop.auto_continue.freshness_minutes: {raw!r} is not a positive number; "
+                f"using {DEFAULT_FRESHNESS_MINUTES}"
+            )
+    attempts = DEFAULT_MAX_ATTEMPTS
+    raw = block.get("max_attempts")
+    if raw is not None:
+        value = _number(raw)
+        if value is not None and value >= 0 and float(value).is_integer():
+            attempts = int(value)
+        else:
+            warnings.append(
+                f"desktop.auto_continue.max_attempts: {raw!r} is not a whole number >= 0; "
+                f"using {DEFAULT_MAX_ATTEMPTS}"
+            )
+    return AutoContinueConfig(enabled, fresh, attempts), warnings
+
+
+def _number(raw: Any) -> float | None:
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, (int, float)):
+        value = float(raw)
+    elif isinstance(raw, str):
+        try:
+            value = float(raw.strip())
+        except ValueError:
+            return None
+    else:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def _yaml(kind: str = "rt"):
+    from ruamel.yaml import YAML
+
+    y = YAML(typ=kind)
+    if kind == "rt":
+        y.preserve_quotes = True
+        y.width = 4096
+    return y
+
+
+def _parse(text: str, *, kind: str = "rt") -> Any:
+    return _yaml(kind).load(text)
+
+
+def _plain(value: Any) -> Any:
+    """Deep copy as plain dict/list/scalars, for comparing two parses."""
+    if isinstance(value, Mapping):
+        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, str):
+        return str(value)
+    if isinstance(value, bool) or value is None:
+        return value
+    if isinstance(value, int):
+        return int(value)
+    if isinstance(value, float):
+        return float(value)
+    return value
+
+
+def auto_continue_block(doc: Any) -> tuple[Any, list[str]]:
+    """The raw ``desktop.auto_continue`` value of a parsed document (None when absent)."""
+    if doc is None:
+        return None, []
+    if not isinstance(doc, Mapping):
+        return None, ["config.yaml is not a mapping; using the defaults"]
+    desktop = doc.get("desktop")
+    if desktop is None:
+        return None, []
+    if not isinstance(desktop, Mapping):
+        return None, ["desktop is not a mapping; using the defaults"]
+    return desktop.get("auto_continue"), []
+
+
+def read_backend_config(home: Path | str) -> BackendConfig:
+    """Effective auto-continue settings of ``home``. Never raises: problems come back as ``error``."""
+    path = config_path(home)
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except FileNotFoundError:
+        return BackendConfig(path, AutoContinueConfig(), exists=False)
+    except (OSError, UnicodeDecodeError) as exc:
+        return BackendConfig(path, AutoContinueConfig(), exists=True, error=f"cannot read {path}: {exc}")
+    return backend_config_from_text(path, text)
+
+
+def backend_config_from_text(path: Path, text: str) -> BackendConfig:
+    """As :func:`read_backend_config`, for text already read (the scanner caches by file signature)."""
+    try:
+        doc = _parse(text, kind="safe")
+    except Exception as exc:
+        return BackendConfig(path, AutoContinueConfig(), exists=True, error=_yaml_error(path, exc))
+    block, warnings = auto_continue_block(doc)
+    cfg, more = coerce_auto_continue(block)
+    return BackendConfig(path, cfg, exists=True, warnings=tuple(warnings + more))
+
+
+def _yaml_error(path: Path, exc: Exception) -> str:
+    mark = getattr(exc, "problem_mark", None)
+    where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    return f"{path} is not valid YAML{where}: {problem}"
+
+
+# ---------------------------------------------------------------------------------------------
+# writing
+
+
+def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in changes.items():
+        if value is None:
+            continue
+        if key == "enabled":
+            if not isinstance(value, bool):
+                raise BackendConfigError(f"enabled: must be true or false, not {value!r}")
+        elif key == "freshness_minutes":
+            num = _number(value) if not isinstance(value, str) else None
+            if num is None or num <= 0:
+                raise BackendConfigError(f"freshness_minutes: must be a number of minutes > 0, not {value!r}")
+            value = int(num) if num.is_integer() else num
+        elif key == "max_attempts":
+            if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                raise BackendConfigError(f"max_attempts: must be a whole number >= 0, not {value!r}")
+        else:
+            raise BackendConfigError(f"{key}: not a backend setting (allowed: {', '.join(KEYS)})")
+        out[key] = value
+    return out
+
+
+def parse_value(key: str, text: str) -> Any:
+    """A command-line string for a backend key as the typed value, or :class:`BackendConfigError`."""
+    t = text.strip()
+    if key == "enabled":
+        if t.lower() in _TRUE_WORDS | {"1"}:
+            return True
+        if t.lower() in _FALSE_WORDS | {"0"}:
+            return False
+        raise BackendConfigError(f"enabled: must be true or false, not {text!r}")
+    if key == "freshness_minutes":
+        num = _number(t)
+        if num is None or num <= 0:
+            raise BackendConfigError(f"freshness_minutes: must be a number of minutes > 0, not {text!r}")
+        return int(num) if num.is_integer() else num
+    if key == "max_attempts":
+        if not re.fullmatch(r"\d+", t):
+            raise BackendConfigError(f"max_attempts: must be a whole number >= 0, not {text!r}")
+        return int(t)
+    raise BackendConfigError(f"{key}: not a backend setting (allowed: {', '.join(KEYS)})")
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value) if isinstance(value, int) else repr(float(value))
+
+
+def _newline(text: str) -> str:
+    return "\r\n" if "\r\n" in text else "\n"
+
+
+def _splice_value(lines: list[str], line: int, col: int, value: str) -> bool:
+    """Replace the plain one-line scalar at (line, col) keeping any trailing comment."""
+    if line >= len(lines):
+        return False
+    raw = lines[line]
+    body = raw.rstrip("\r\n")
+    ending = raw[len(body):]
+    rest = body[col:]
+    m = re.match(r"^([^\s#'\"{}\[\]][^#]*?|'[^']*'|\"[^\"]*\")(\s+#.*)?\s*$", rest)
+    if not m:
+        return False
+    lines[line] = body[:col] + value + (m.group(2) or "") + ending
+    return True
+
+
+def _first_key_pos(mapping: Any) -> tuple[int, int] | None:
+    try:
+        first = next(iter(mapping))
+        pos = mapping.lc.key(first)
+        return int(pos[0]), int(pos[1])
+    except Exception:
+        return None
+
+
+def _is_block(mapping: Any) -> bool:
+    try:
+        return not mapping.fa.flow_style()
+    except Exception:
+        return False
+
+
+def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None:
+    """New text with only the edited keys' lines touched, or None when the layout is unusual."""
+    nl = _newline(text)
+    lines = text.splitlines(keepends=True)
+    if lines and not lines[-1].endswith(("\n", "\r")):
+        lines[-1] += nl
+    if doc is None:
+        pass  # empty or comments only: the block is appended below them
+    elif not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc)):
+        return None
+    desktop = doc.get("desktop") if doc else None
+    block = desktop.get("auto_continue") if isinstance(desktop, Mapping) else None
+    if doc and "desktop" in doc and not isinstance(desktop, Mapping):
+        return None
+    if isinstance(block, Mapping) and len(block) and _is_block(block):
+        insert: list[tuple[str, Any]] = []
+        for key, value in changes.items():
+            if key in block:
+                if isinstance(block[key], (Mapping, list)):
+                    return None
+                line, col = block.lc.value(key)
+                if not _splice_value(lines, line, col, _fmt(value)):
+                    return None
+            else:
+                insert.append((key, value))
+        if insert:
+            pos = _first_key_pos(block)
+            if pos is None:
+                return None
+            line, col = pos
+            lines[line:line] = [" " * col + f"{k}: {_fmt(v)}{nl}" for k, v in insert]
+        return "".join(lines)
+    if block is not None and not (isinstance(block, Mapping) and not len(block)):
+        return None
+    if block is not None:
+        return None  # an empty flow mapping ``auto_continue: {}``: let ruamel re-emit it
+    body = [f"{k}: {_fmt(v)}" for k, v in changes.items()]
+    if isinstance(desktop, Mapping):
+        if not len(desktop) or not _is_block(desktop):
+            return None
+        pos = _first_key_pos(desktop)
+        if pos is None:
+            return None
+        line, col = pos
+        step = max(2, col - int(doc.lc.key("desktop")[1]))
+        new = [" " * col + "auto_continue:" + nl] + [" " * (col + step) + b + nl for b in body]
+        lines[line:line] = new
+        return "".join(lines)
+    new = ["desktop:" + nl, "  auto_continue:" + nl] + ["    " + b + nl for b in body]
+    return "".join(lines) + "".join(new)
+
+
+def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
+    """Fallback: full round-trip re-emit (comments and order kept; spacing may be normalised)."""
+    import io
+
+    from ruamel.yaml.comments import CommentedMap
+    from ruamel.yaml.util import load_yaml_guess_indent
+
+    _doc, indent, block_seq_indent = load_yaml_guess_indent(text) if text.strip() else (None, 2, 0)
+    y = _yaml("rt")
+    y.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0), offset=block_seq_indent or 0)
+    doc = y.load(text)
+    if doc is None:
+        doc = CommentedMap()
+    if not isinstance(doc, Mapping):
+        raise BackendConfigError("config.yaml is not a mapping at the top level; edit it by hand")
+    desktop = doc.get("desktop")
+    if desktop is None:
+        desktop = doc["desktop"] = CommentedMap()
+    if not isinstance(desktop, Mapping):
+        raise BackendConfigError("config.yaml: 'desktop' is not a mapping; edit it by hand")
+    block = desktop.get("auto_continue")
+    if block is None:
+        block = desktop["auto_continue"] = CommentedMap()
+    if not isinstance(block, Mapping):
+        raise BackendConfigError("config.yaml: 'desktop.auto_continue' is not a mapping; edit it by hand")
+    for key, value in changes.items():
+        block[key] = value
+    out = io.StringIO()
+    y.dump(doc, out)
+    new = out.getvalue()
+    if _newline(text) == "\r\n":
+        new = new.replace("\r\n", "\n").replace("\n", "\r\n")
+    return new
+
+
+def _expected(doc: Any, changes: Mapping[str, Any]) -> dict:
+    data = _plain(doc) if doc is not None else {}
+    desktop = data.setdefault("desktop", {})
+    if desktop is None:
+        desktop = data["desktop"] = {}
+    block = desktop.get("auto_continue")
+    if block is None:
+        block = desktop["auto_continue"] = {}
+    block.update(changes)
+    return data
+
+
+def _lock_path(path: Path) -> Path:
+    from core import paths
+
+    digest = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    return paths.state_dir() / "locks" / f"config-{digest}.lock"
+
+
+class _ChangedUnderUs(Exception):
+    pass
+
+
+def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
+    """Set ``enabled`` / ``freshness_minutes`` / ``max_attempts`` in ``<home>/config.yaml``.
+
+    Only the edited keys' lines change. Raises :class:`BackendConfigError` — and leaves the file
+    untouched — when it does not parse, has an unexpected shape, is a symlink, or a value is bad.
+    Returns the configuration as read back from the written file.
+    """
+    from core.fsutil import atomic_write_bytes, ensure_private_dir, file_signature, locked
+
+    wanted = _validate_changes(changes)
+    path = config_path(home)
+    if not Path(home).is_dir():
+        raise BackendConfigError(f"{home} is not a directory (no such Hermes home)")
+    if path.is_symlink():
+        raise BackendConfigError(f"{path} is a symlink; hermes-tray does not write through links — edit it by hand")
+    lock = _lock_path(path)
+    ensure_private_dir(lock.parent)
+    with locked(lock):
+        for _attempt in range(5):
+            try:
+                raw = path.read_bytes()
+                exists = True
+            except FileNotFoundError:
+                raw, exists = b"", False
+            except OSError as exc:
+                raise BackendConfigError(f"cannot read {path}: {exc}") from exc
+            sig = file_signature(path) if exists else None
+            bom = raw.startswith(b"\xef\xbb\xbf")
+            try:
+                text = raw.decode("utf-8-sig")
+            except UnicodeDecodeError as exc:
+                raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
+            try:
+                doc = _parse(text)
+            except Exception as exc:
+                raise BackendConfigError(
+                    f"{_yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
+                ) from exc
+            if doc is not None and not isinstance(doc, Mapping):
+                raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
+            block, shape = auto_continue_block(doc)
+            if shape:
+                raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
+            if block is not None and not isinstance(block, Mapping):
+                raise BackendConfigError(f"{path}: desktop.auto_continue is not a mapping; left unchanged")
+            todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
+            if not todo:
+                return backend_config_from_text(path, text)
+            expected = _expected(doc, todo)
+            new_text = None
+            for edit in (_minimal_edit, None):
+                try:
+                    candidate = edit(text, doc, todo) if edit else _ruamel_edit(text, todo)
+                except BackendConfigError:
+                    raise
+                except Exception:
+                    candidate = None
+                if candidate is None:
+                    continue
+                try:
+                    reparsed = _plain(_parse(candidate))
+                except Exception:
+                    continue
+                if reparsed == expected:
+                    new_text = candidate
+                    break
+            if new_text is None:
+                raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
+            data = new_text.encode("utf-8")
+            if bom:
+                data = b"\xef\xbb\xbf" + data
+            mode = stat.S_IMODE(os.stat(path).st_mode) if exists else 0o600
+
+            def unchanged(sig=sig) -> None:
+                now_sig = file_signature(path) if path.exists() else None
+                if now_sig != sig:
+                    raise _ChangedUnderUs()
+
+            try:
+                atomic_write_bytes(path, data, mode=mode, before_replace=unchanged)
+            except _ChangedUnderUs:
+                continue
+            return backend_config_from_text(path, new_text)
+        raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")
+
+
+def _same(current: Any, value: Any) -> bool:
+    return type(_plain(current)) is type(value) and _plain(current) == value

@@ -1,0 +1,206 @@
+"""config.yaml: Hermes' defaults and coercions, minimal round-trip edits, refusal on bad YAML."""
+
+from __future__ import annotations
+
+import os
+import stat
+
+import pytest
+
+from core.backend_config import (
+    BackendConfigError,
+    parse_value,
+    read_backend_config,
+    write_auto_continue,
+)
+from core.policy import AutoContinueConfig
+
+COMMENTED = """\
+# Hermes configuration — hand-edited, keep my notes!
+model:
+  provider: custom   # local server
+  base_url: "http://127.0.0.1:8080/v1"
+  default: 'qwen'
+
+desktop:
+    # how the desktop app behaves
+    theme: dark
+    auto_continue:
+        enabled: true      # flip to stop auto-continue
+        freshness_minutes: 15
+    shortcuts: [a, b]
+
+toolsets:
+  - web
+  - terminal   # needs docker
+"""
+
+
+@pytest.fixture(autouse=True)
+def _state(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
+
+
+def home_with(tmp_path, text: str | None, name="home"):
+    home = tmp_path / name
+    home.mkdir()
+    if text is not None:
+        (home / "config.yaml").write_text(text, encoding="utf-8", newline="")
+    return home
+
+
+def test_missing_file_and_missing_block_give_hermes_defaults(tmp_path):
+    assert read_backend_config(home_with(tmp_path, None, "a")).auto_continue == AutoContinueConfig(True, 15, 2)
+    cfg = read_backend_config(home_with(tmp_path, "model: {provider: x}\n", "b"))
+    assert cfg.exists and cfg.auto_continue == AutoContinueConfig(True, 15, 2) and not cfg.warnings
+
+
+@pytest.mark.parametrize(
+    "block, expected, warned",
+    [
+        ("{enabled: false, freshness_minutes: 120, max_attempts: 5}", (False, 120, 5), []),
+        ("{enabled: no}", (False, 15, 2), []),  # PyYAML (YAML 1.1) reads 'no' as false
+        ("{enabled: maybe}", (True, 15, 2), ["enabled"]),
+        ("{freshness_minutes: '30'}", (True, 30, 2), []),
+        ("{freshness_minutes: 0}", (True, 15, 2), ["freshness_minutes"]),
+        ("{freshness_minutes: -5}", (True, 15, 2), ["freshness_minutes"]),
+        ("{freshness_minutes: .nan}", (True, 15, 2), ["freshness_minutes"]),
+        ("{freshness_minutes: 7.5}", (True, 7.5, 2), []),
+        ("{max_attempts: 2.5}", (True, 15, 2), ["max_attempts"]),
+        ("{max_attempts: -1}", (True, 15, 2), ["max_attempts"]),
+        ("{max_attempts: true}", (True, 15, 2), ["max_attempts"]),
+        ("{max_attempts: 0}", (True, 15, 0), []),
+        ("[1, 2]", (True, 15, 2), ["not a mapping"]),
+    ],
+)
+def test_coercions_fall_back_to_defaults_with_warnings(tmp_path, block, expected, warned):
+    cfg = read_backend_config(home_with(tmp_path, f"desktop:\n  auto_continue: {block}\n"))
+    ac = cfg.auto_continue
+    assert (ac.enabled, ac.freshness_minutes, ac.max_attempts) == expected
+    assert len(cfg.warnings) == len(warned)
+    for w, text in zip(warned, cfg.warnings, strict=True):
+        assert w in text
+
+
+def test_unparseable_file_reads_as_defaults_with_error(tmp_path):
+    cfg = read_backend_config(home_with(tmp_path, "desktop:\n  auto_continue: [unclosed\n"))
+    assert cfg.auto_continue == AutoContinueConfig()
+    assert cfg.error and "not valid YAML" in cfg.error and "line" in cfg.error
+
+
+def _changed_lines(before: str, after: str) -> list[tuple[str, str]]:
+    import difflib
+
+    diff = [d for d in difflib.ndiff(before.splitlines(), after.splitlines()) if d[:1] in "+-"]
+    return diff
+
+
+def test_edit_changes_only_the_edited_lines(tmp_path):
+    home = home_with(tmp_path, COMMENTED)
+    os.chmod(home / "config.yaml", 0o640)
+    cfg = write_auto_continue(home, enabled=False, freshness_minutes=45)
+    after = (home / "config.yaml").read_text(encoding="utf-8")
+    assert cfg.auto_continue == AutoContinueConfig(False, 45, 2)
+    assert _changed_lines(COMMENTED, after) == [
+        "-         enabled: true      # flip to stop auto-continue",
+        "+         enabled: false      # flip to stop auto-continue",
+        "-         freshness_minutes: 15",
+        "+         freshness_minutes: 45",
+    ]
+    # Everything else is byte-for-byte the same.
+    assert after.replace("enabled: false ", "enabled: true ").replace("minutes: 45", "minutes: 15") == COMMENTED
+    assert stat.S_IMODE((home / "config.yaml").stat().st_mode) == 0o640  # the user's mode is kept
+    assert read_backend_config(home).auto_continue == AutoContinueConfig(False, 45, 2)
+
+
+def test_new_key_is_inserted_inside_the_existing_block(tmp_path):
+    home = home_with(tmp_path, COMMENTED)
+    write_auto_continue(home, max_attempts=4)
+    after = (home / "config.yaml").read_text()
+    assert _changed_lines(COMMENTED, after) == ["+         max_attempts: 4"]
+    assert read_backend_config(home).auto_continue.max_attempts == 4
+
+
+def test_missing_block_is_added_under_existing_desktop(tmp_path):
+    text = "# top\ndesktop:\n  theme: dark  # mine\nother: 1\n"
+    home = home_with(tmp_path, text)
+    write_auto_continue(home, enabled=False)
+    after = (home / "config.yaml").read_text()
+    assert _changed_lines(text, after) == ["+   auto_continue:", "+     enabled: false"]
+    assert read_backend_config(home).auto_continue.enabled is False
+
+
+def test_missing_file_is_created_private(tmp_path):
+    home = home_with(tmp_path, None)
+    write_auto_continue(home, enabled=False)
+    path = home / "config.yaml"
+    assert read_backend_config(home).auto_continue.enabled is False
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+
+
+def test_crlf_and_comments_only_files(tmp_path):
+    crlf = "# windows\r\ndesktop:\r\n  auto_continue:\r\n    enabled: true\r\n"
+    home = home_with(tmp_path, crlf, "crlf")
+    write_auto_continue(home, enabled=False)
+    assert (home / "config.yaml").read_bytes() == crlf.replace("true", "false").encode()
+    only_comments = "# nothing configured yet\n"
+    home2 = home_with(tmp_path, only_comments, "comments")
+    write_auto_continue(home2, max_attempts=3)
+    after = (home2 / "config.yaml").read_text()
+    assert after.startswith(only_comments)
+    assert read_backend_config(home2).auto_continue.max_attempts == 3
+
+
+def test_flow_style_block_is_edited_by_the_round_trip_fallback(tmp_path):
+    text = "# keep\nmodel: {provider: x}\ndesktop: {auto_continue: {enabled: true}}\n"
+    home = home_with(tmp_path, text)
+    write_auto_continue(home, enabled=False)
+    after = (home / "config.yaml").read_text()
+    assert "# keep" in after and "provider: x" in after
+    assert read_backend_config(home).auto_continue.enabled is False
+
+
+def test_unchanged_value_does_not_rewrite(tmp_path):
+    home = home_with(tmp_path, COMMENTED)
+    before = os.stat(home / "config.yaml")
+    write_auto_continue(home, enabled=True)
+    assert os.stat(home / "config.yaml").st_ino == before.st_ino
+
+
+@pytest.mark.parametrize(
+    "text, words",
+    [
+        ("desktop:\n  auto_continue: [unclosed\n", "not valid YAML"),
+        ("desktop: [1, 2]\n", "desktop is not a mapping"),
+        ("- just\n- a list\n", "not a mapping"),
+        ("desktop:\n  auto_continue: off\n", "auto_continue is not a mapping"),
+    ],
+)
+def test_refuses_and_leaves_file_untouched(tmp_path, text, words):
+    home = home_with(tmp_path, text)
+    with pytest.raises(BackendConfigError, match=words):
+        write_auto_continue(home, enabled=False)
+    assert (home / "config.yaml").read_text() == text
+    assert [p.name for p in home.iterdir()] == ["config.yaml"]  # no temp-file litter
+
+
+def test_symlinked_config_is_refused(tmp_path):
+    home = home_with(tmp_path, None)
+    real = tmp_path / "dotfiles.yaml"
+    real.write_text("desktop: {}\n")
+    (home / "config.yaml").symlink_to(real)
+    with pytest.raises(BackendConfigError, match="symlink"):
+        write_auto_continue(home, enabled=False)
+    assert real.read_text() == "desktop: {}\n"
+
+
+def test_bad_values_are_refused(tmp_path):
+    home = home_with(tmp_path, COMMENTED)
+    for kw in ({"freshness_minutes": 0}, {"max_attempts": -1}, {"enabled": "no"}, {"max_attempts": 1.5}):
+        with pytest.raises(BackendConfigError):
+            write_auto_continue(home, **kw)
+    assert (home / "config.yaml").read_text() == COMMENTED
+    assert parse_value("enabled", "off") is False
+    assert parse_value("freshness_minutes", "90") == 90
+    with pytest.raises(BackendConfigError, match="whole number"):
+        parse_value("max_attempts", "two")
