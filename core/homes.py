@@ -1,0 +1,144 @@
+"""Which Hermes homes to watch.
+
+The root home is ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes``
+(Windows). Every ``<root>/profiles/<name>/`` (name ``^[a-z0-9][a-z0-9_-]{0,63}$``) is a home of
+its own. The tray settings may add extra homes; ``--home`` on the command line replaces
+discovery altogether. Each home's WebUI turn journals live in
+``<state>/sessions/_turn_journal`` where ``<state>`` is ``$HERMES_WEBUI_STATE_DIR`` for the root
+home the environment points at (the WebUI serves that home) and ``<home>/webui`` otherwise.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+DEFAULT_PROFILE = "default"
+
+
+@dataclass(frozen=True)
+class Home:
+    """One Hermes home.
+
+    ``profile``: the profile name, or ``"default"`` for a root home. ``origin``: why it is watched
+    (``env`` / ``default`` / ``profile`` / ``settings`` / ``cli``).
+    """
+
+    path: Path
+    profile: str = DEFAULT_PROFILE
+    origin: str = "default"
+    webui_state_dir: Path | None = None
+
+    @property
+    def marker_file(self) -> Path:
+        return self.path / "desktop" / "interrupted_turns.json"
+
+    @property
+    def config_file(self) -> Path:
+        return self.path / "config.yaml"
+
+    @property
+    def state_db(self) -> Path:
+        return self.path / "state.db"
+
+    @property
+    def webui_session_dir(self) -> Path:
+        """The WebUI ``session_dir`` (what ``core.journal`` calls it)."""
+        return (self.webui_state_dir or self.path / "webui") / "sessions"
+
+    @property
+    def webui_journal_dir(self) -> Path:
+        return self.webui_session_dir / "_turn_journal"
+
+    @property
+    def label(self) -> str:
+        return self.profile if self.origin == "profile" else str(self.path)
+
+
+def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """``(root home, origin)``: ``$HERMES_HOME`` (origin ``env``) or the platform default."""
+    env = os.environ if env is None else env
+    value = env.get("HERMES_HOME")
+    if value:
+        return Path(os.path.expanduser(value)), "env"
+    if sys.platform == "win32":
+        base = env.get("LOCALAPPDATA") or os.path.expanduser(r"~\AppData\Local")
+        return Path(base) / "hermes", "default"
+    return Path(os.path.expanduser("~")) / ".hermes", "default"
+
+
+def _norm(path: Path) -> str:
+    try:
+        return os.path.normcase(os.path.realpath(path))
+    except OSError:
+        return os.path.normcase(os.path.abspath(path))
+
+
+def profile_of(path: Path) -> str:
+    """``profiles/<name>`` → name; anything else is a root home (``"default"``)."""
+    if path.parent.name == "profiles" and PROFILE_RE.match(path.name):
+        return path.name
+    return DEFAULT_PROFILE
+
+
+def list_profiles(root: Path) -> list[Path]:
+    """Profile homes under ``root`` (sorted by name); nothing on any error."""
+    try:
+        entries = sorted(os.scandir(root / "profiles"), key=lambda e: e.name)
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        try:
+            if PROFILE_RE.match(entry.name) and entry.is_dir():
+                out.append(Path(entry.path))
+        except OSError:
+            continue
+    return out
+
+
+def discover_homes(
+    *,
+    explicit: Iterable[str | os.PathLike[str]] | None = None,
+    extra: Iterable[str | os.PathLike[str]] = (),
+    env: Mapping[str, str] | None = None,
+) -> list[Home]:
+    """The homes to watch, de-duplicated (by real path), root first.
+
+    ``explicit`` (``--home``) replaces discovery: exactly those homes, no profiles added.
+    Otherwise: the root home (even if it does not exist yet), its profiles, then ``extra``
+    (tray settings ``homes``) and their profiles.
+    """
+    env = os.environ if env is None else env
+    root, root_origin = default_root(env)
+    webui_env = env.get("HERMES_WEBUI_STATE_DIR")
+    root_key = _norm(root)
+    homes: list[Home] = []
+    seen: set[str] = set()
+
+    def add(path: Path, origin: str, profile: str | None = None) -> None:
+        key = _norm(path)
+        if key in seen:
+            return
+        seen.add(key)
+        webui = Path(os.path.expanduser(webui_env)) if webui_env and key == root_key else None
+        homes.append(Home(path, profile or profile_of(path), origin, webui))
+
+    if explicit is not None:
+        for p in explicit:
+            add(Path(os.path.expanduser(os.fspath(p))).absolute(), "cli")
+        return homes
+    add(root, root_origin, DEFAULT_PROFILE)
+    for prof in list_profiles(root):
+        add(prof, "profile", prof.name)
+    for p in extra:
+        path = Path(os.path.expanduser(os.fspath(p))).absolute()
+        add(path, "settings")
+        for prof in list_profiles(path):
+            add(prof, "profile", prof.name)
+    return homes
