@@ -1,0 +1,526 @@
+"""Append-only, crash-safe turn journal in the Hermes WebUI's format.
+
+One JSONL file per session at ``<session_dir>/_turn_journal/<session_id>.jsonl``; newer WebUIs
+also write per-process shards ``<session_id>~<pid>.jsonl``, which reads merge. The tray uses
+this module two ways: to *read* WebUI journals (a turn whose latest event is not terminal and
+whose worker is gone was interrupted) and to keep its own decision journal (see
+:mod:`core.decisions`). WebUI files are only ever read; only the tray's own files are compacted.
+
+Durability and concurrency: each append takes a blocking OS lock on the journal file itself
+(``flock`` — the same lock the WebUI takes, so the two serialise — or a ``msvcrt`` byte lock on
+Windows), writes one line, fsyncs, and fsyncs the directory when it created the file. A torn
+last line (a writer killed mid-write) is closed with a newline before the next event, so the
+fragment never swallows a good event; readers report it as malformed and carry on.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+import uuid
+from collections.abc import Callable, Iterable
+from pathlib import Path
+
+from core.fsutil import (
+    FILE_MODE,
+    atomic_write_bytes,
+    ensure_private_dir,
+    fsync_dir,
+    refuse_symlink,
+)
+
+TURN_JOURNAL_DIR_NAME = "_turn_journal"
+TERMINAL_EVENTS = frozenset({"completed", "interrupted"})
+MAX_SESSION_ID_LEN = 200  # leaves room for "~<pid>.jsonl" inside a 255-byte file name
+_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_SHARD_RE = re.compile(r"^(?P<sid>[A-Za-z0-9_.-]+)~(?P<pid>\d+)\.jsonl$")
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+_SUFFIX = ".jsonl"
+
+
+# ---------------------------------------------------------------------------------------------
+# names
+
+
+def validate_journal_session_id(session_id: object) -> str:
+    """Return ``session_id`` if it is safe as a journal file name, else raise ``ValueError``.
+
+    Stricter than the WebUI on purpose (it strips whitespace first; we refuse it): an id that
+    would be changed to be used is not the id the caller meant.
+    """
+    if not isinstance(session_id, str) or not session_id:
+        raise ValueError("invalid session_id: empty")
+    if session_id != session_id.strip():
+        raise ValueError("invalid session_id: surrounding whitespace")
+    if len(session_id) > MAX_SESSION_ID_LEN:
+        raise ValueError(f"invalid session_id: longer than {MAX_SESSION_ID_LEN} characters")
+    if not _SESSION_ID_RE.match(session_id) or "\n" in session_id:
+        raise ValueError("invalid session_id: only letters, digits, '_', '.' and '-' are allowed")
+    if session_id.strip(".") == "":
+        raise ValueError("invalid session_id: only dots")
+    return session_id
+
+
+def journal_dir(session_dir: Path | str) -> Path:
+    return Path(session_dir) / TURN_JOURNAL_DIR_NAME
+
+
+def journal_path(session_id: str, *, session_dir: Path | str) -> Path:
+    """``<session_dir>/_turn_journal/<session_id>.jsonl`` for a validated id."""
+    return journal_dir(session_dir) / f"{validate_journal_session_id(session_id)}{_SUFFIX}"
+
+
+def make_turn_id(now: float | None = None) -> str:
+    """``YYYYmmddTHHMMSSZ-<12 hex>``, the WebUI's turn id shape."""
+    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
+    return f"{stamp}-{uuid.uuid4().hex[:12]}"
+
+
+def is_terminal_turn_event(event: dict | None) -> bool:
+    return str((event or {}).get("event") or "") in TERMINAL_EVENTS
+
+
+# ---------------------------------------------------------------------------------------------
+# locking: a blocking lock on the journal file itself
+
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    # Windows byte locks are mandatory: lock one byte far past any real data, so readers of the
+    # journal are never refused while an append is in progress.
+    _WIN_LOCK_OFFSET = 1 << 40
+
+    def _lock(fd: int) -> None:
+        os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # blocks (retrying in the CRT) ~10 s, then raises
+                return
+            except OSError:
+                continue
+
+    def _unlock(fd: int) -> None:
+        os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+    def _read_at(fd: int, size: int, offset: int) -> bytes:
+        os.lseek(fd, offset, os.SEEK_SET)
+        return os.read(fd, size)
+else:
+    import fcntl
+
+    def _lock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_EX)  # the WebUI's lock: its writers and ours serialise
+
+    def _unlock(fd: int) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def _read_at(fd: int, size: int, offset: int) -> bytes:
+        return os.pread(fd, size, offset)
+
+
+def _open_locked(path: Path) -> tuple[int, bool]:
+    """Open ``path`` for appending (creating it 0600) and lock it. Returns ``(fd, created)``.
+
+    Re-opens when the file was replaced (compacted) while we waited for the lock, so an append
+    can never land in an unlinked inode.
+    """
+    refuse_symlink(path)
+    flags = os.O_RDWR | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _BINARY
+    while True:
+        created = False
+        try:
+            fd = os.open(path, flags)
+        except FileNotFoundError:
+            try:
+                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                created = True
+            except FileExistsError:
+                continue
+        try:
+            if created and os.name != "nt":
+                os.fchmod(fd, FILE_MODE)
+            _lock(fd)
+            if os.name != "nt":
+                try:
+                    same = os.stat(path).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
+                if not same:
+                    _unlock(fd)
+                    os.close(fd)
+                    continue
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, created
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
+
+
+def _needs_newline(fd: int) -> bool:
+    size = os.fstat(fd).st_size
+    return size > 0 and _read_at(fd, 1, size - 1) != b"\n"
+
+
+def _encode(payload: dict) -> bytes:
+    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+
+
+def _append(path: Path, build: Callable[[int], bytes]) -> int:
+    """Lock ``path``, write ``build(fd)`` as a whole line (after a newline if the tail is torn),
+    fsync, unlock. Returns the file size after the write."""
+    ensure_private_dir(path.parent)
+    fd, created = _open_locked(path)
+    try:
+        try:
+            data = build(fd)
+            if not created and _needs_newline(fd):
+                data = b"\n" + data
+            _write_all(fd, data)
+            os.fsync(fd)
+            size = os.fstat(fd).st_size
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
+    if created:
+        fsync_dir(path.parent)
+    return size
+
+
+def _prepare(session_id: str, event: object) -> dict:
+    if not isinstance(event, dict):
+        raise TypeError("event must be a dict")
+    if not str(event.get("event") or "").strip():
+        raise ValueError("event is required")
+    validate_journal_session_id(session_id)
+    payload = dict(event)
+    payload.setdefault("version", 1)
+    payload["session_id"] = session_id
+    if not payload.get("turn_id"):
+        payload["turn_id"] = make_turn_id()
+    payload.setdefault("created_at", time.time())
+    return payload
+
+
+# ---------------------------------------------------------------------------------------------
+# appends
+
+
+def append_turn_journal_event(session_id: str, event: dict, *, session_dir: Path | str) -> dict:
+    """Append one event and fsync it before returning; returns exactly what was written.
+
+    Fills ``version`` (1), ``session_id``, ``turn_id`` and ``created_at`` when absent.
+    ``TypeError`` for a non-dict event, ``ValueError`` for an empty ``event`` name or a bad
+    session id; nothing is written for a rejected call.
+    """
+    payload = _prepare(session_id, event)
+    line = _encode(payload)  # raises (nothing written) for a value JSON cannot hold
+    _append(journal_path(session_id, session_dir=session_dir), lambda _fd: line)
+    return json.loads(line)
+
+
+def _latest_turn_id_for_stream(events: Iterable[dict], stream_id: str) -> str | None:
+    stream = str(stream_id or "").strip()
+    if not stream:
+        return None
+    latest: str | None = None
+    for event in events:
+        if isinstance(event, dict) and str(event.get("stream_id") or "") == stream:
+            turn_id = str(event.get("turn_id") or "").strip()
+            if turn_id:
+                latest = turn_id
+    return latest
+
+
+def append_turn_journal_event_for_stream(
+    session_id: str, stream_id: str, event: dict, *, session_dir: Path | str
+) -> dict:
+    """Append an event for the turn that ``stream_id`` belongs to (the latest turn that named it).
+
+    The lookup and the append happen under one lock, so a concurrent writer cannot slip a
+    different turn for the same stream in between.
+    """
+    if not isinstance(event, dict):
+        raise TypeError("event must be a dict")
+    base = dict(event)
+    base["stream_id"] = str(stream_id)
+    payload = _prepare(session_id, {**base, "turn_id": base.get("turn_id") or "pending"})
+    path = journal_path(session_id, session_dir=session_dir)
+    written: list[bytes] = []
+
+    def build(_fd: int) -> bytes:
+        if base.get("turn_id"):
+            turn_id = base["turn_id"]
+        else:
+            events = read_turn_journal(session_id, session_dir=session_dir)["events"]
+            turn_id = _latest_turn_id_for_stream(events, stream_id) or make_turn_id()
+        line = _encode({**payload, "turn_id": turn_id})
+        written.append(line)
+        return line
+
+    _append(path, build)
+    return json.loads(written[0])
+
+
+# ---------------------------------------------------------------------------------------------
+# reads
+
+
+def _parse_lines(data: bytes, events: list, malformed: list, file_label: str | None) -> None:
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        text = None
+    lines = text.split("\n") if text is not None else data.split(b"\n")
+    loads = json.loads
+    append = events.append
+    for line_no, raw in enumerate(lines, start=1):
+        try:
+            event = loads(raw)
+        except (ValueError, RecursionError):
+            if isinstance(raw, bytes):
+                raw = raw.decode("utf-8", errors="replace")
+            if not raw.strip():
+                continue
+            bad = {"line": line_no, "raw": raw}
+            if file_label:
+                bad["file"] = file_label
+            malformed.append(bad)
+            continue
+        if type(event) is dict:
+            append(event)
+        else:
+            if isinstance(raw, bytes):
+                raw = raw.decode("utf-8", errors="replace")
+            bad = {"line": line_no, "raw": raw}
+            if file_label:
+                bad["file"] = file_label
+            malformed.append(bad)
+
+
+def _read_bytes(path: Path) -> bytes | None:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+
+
+def _created_key(event: dict) -> float:
+    value = event.get("created_at")
+    if type(value) is float or type(value) is int:
+        return value
+    try:
+        return float(value or 0)
+    except (TypeError, ValueError, OverflowError):
+        return 0.0
+
+
+def shard_paths(session_id: str, *, session_dir: Path | str) -> list[Path]:
+    """The per-process shards ``<session_id>~<pid>.jsonl`` of one session, sorted."""
+    validate_journal_session_id(session_id)
+    prefix = f"{session_id}~"
+    try:
+        names = os.listdir(journal_dir(session_dir))
+    except OSError:
+        return []
+    return [
+        journal_dir(session_dir) / n
+        for n in sorted(names)
+        if n.startswith(prefix) and (m := _SHARD_RE.match(n)) and m.group("sid") == session_id
+    ]
+
+
+def read_turn_journal(
+    session_id: str, *, session_dir: Path | str, shards: list[Path] | None = None
+) -> dict:
+    """``{"session_id", "events", "malformed"}`` for one session, shards merged.
+
+    Malformed entries are ``{"line": <1-based>, "raw": <text>}`` (plus ``"file"`` for a line in
+    a shard). With shards present the merged events are ordered by ``created_at`` (stable). A
+    scanner that already listed the directory can pass ``shards`` to skip a second listing.
+    """
+    path = journal_path(session_id, session_dir=session_dir)
+    events: list[dict] = []
+    malformed: list[dict] = []
+    data = _read_bytes(path)
+    if data is not None:
+        _parse_lines(data, events, malformed, None)
+    if shards is None:
+        shards = shard_paths(session_id, session_dir=session_dir)
+    merged = False
+    for shard in shards:
+        shard_data = _read_bytes(shard)
+        if shard_data is not None:
+            _parse_lines(shard_data, events, malformed, shard.name)
+            merged = True
+    if merged:
+        events.sort(key=_created_key)
+    return {"session_id": session_id, "events": events, "malformed": malformed}
+
+
+def turn_journal_files(session_dir: Path | str) -> dict[str, list[Path]]:
+    """Every session's journal files (main file first, then shards), from one directory listing."""
+    try:
+        names = sorted(os.listdir(journal_dir(session_dir)))
+    except OSError:
+        return {}
+    out: dict[str, list[Path]] = {}
+    base = journal_dir(session_dir)
+    for name in names:
+        if not name.endswith(_SUFFIX):
+            continue
+        m = _SHARD_RE.match(name)
+        sid = m.group("sid") if m else name[: -len(_SUFFIX)]
+        if not _SESSION_ID_RE.match(sid) or sid.strip(".") == "" or len(sid) > MAX_SESSION_ID_LEN:
+            continue
+        files = out.setdefault(sid, [])
+        if m:
+            files.append(base / name)
+        else:
+            files.insert(0, base / name)
+    return out
+
+
+def iter_turn_journal_session_ids(session_dir: Path | str) -> list[str]:
+    """Sorted ids of every journaled session (shard suffixes stripped); ``[]`` for a missing dir."""
+    return sorted(turn_journal_files(session_dir))
+
+
+def derive_turn_journal_states(events: Iterable[dict]) -> tuple[dict[str, dict], list[dict]]:
+    """``(latest event per turn_id by created_at, terminal collisions)``.
+
+    Ties go to the later event in the input. A collision record ``{"turn_id", "events"}`` lists
+    every terminal event of a turn that has more than one, in ``created_at`` order.
+    """
+    states: dict[str, dict] = {}
+    stamps: dict[str, float] = {}
+    terminal: dict[str, list[dict]] = {}
+    terminal_names = TERMINAL_EVENTS
+    for event in events:
+        if type(event) is not dict:
+            if not isinstance(event, dict):
+                continue
+        turn_id = event.get("turn_id")
+        if type(turn_id) is not str:
+            turn_id = str(turn_id or "")
+        turn_id = turn_id.strip()
+        if not turn_id:
+            continue
+        created = event.get("created_at")
+        if type(created) is not float:
+            created = _created_key(event)
+        if event.get("event") in terminal_names:
+            terminal.setdefault(turn_id, []).append(event)
+        previous = stamps.get(turn_id)
+        if previous is None or created >= previous:
+            states[turn_id] = event
+            stamps[turn_id] = created
+    collisions = [
+        {"turn_id": tid, "events": sorted(evts, key=_created_key)}
+        for tid, evts in terminal.items()
+        if len(evts) > 1
+    ]
+    return states, collisions
+
+
+def pending_turns(events: Iterable[dict]) -> list[dict]:
+    """Latest event of every turn that has not reached a terminal event, oldest first.
+
+    For a WebUI journal these are the turns still running — or, when their worker is gone,
+    interrupted.
+    """
+    states, _ = derive_turn_journal_states(events)
+    return sorted((e for e in states.values() if not is_terminal_turn_event(e)), key=_created_key)
+
+
+# ---------------------------------------------------------------------------------------------
+# bounding the tray's own journals
+
+
+def compact_turn_journal(
+    session_id: str,
+    *,
+    session_dir: Path | str,
+    max_bytes: int,
+    target_bytes: int | None = None,
+    is_terminal: Callable[[dict], bool] = is_terminal_turn_event,
+) -> int:
+    """Shrink a journal the tray owns to about ``target_bytes`` (default half of ``max_bytes``)
+    when it exceeds ``max_bytes``. Returns how many events were dropped.
+
+    Drops whole finished turns, oldest first (by their latest event), and never an event of a
+    turn that has not reached a terminal event (``is_terminal`` decides) — so the journal may
+    stay above the target if unfinished turns alone fill it. Malformed lines and events without
+    a turn id are dropped too. Never call this on WebUI files: they are only ever read.
+    """
+    path = journal_path(session_id, session_dir=session_dir)
+    target = max_bytes // 2 if target_bytes is None else target_bytes
+    try:
+        if os.stat(path).st_size <= max_bytes:
+            return 0
+    except FileNotFoundError:
+        return 0
+    fd, _created = _open_locked(path)
+    try:
+        try:
+            data = b""
+            size = os.fstat(fd).st_size
+            if size <= max_bytes:
+                return 0
+            chunks = []
+            offset = 0
+            while offset < size:
+                chunk = _read_at(fd, min(1 << 20, size - offset), offset)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                offset += len(chunk)
+            data = b"".join(chunks)
+            events: list[dict] = []
+            _parse_lines(data, events, [], None)
+            encoded = [_encode(e) for e in events]
+            groups: dict[str, list[int]] = {}
+            done: dict[str, bool] = {}
+            last: dict[str, float] = {}
+            for i, ev in enumerate(events):
+                tid = str(ev.get("turn_id") or "").strip()
+                if not tid:
+                    continue
+                groups.setdefault(tid, []).append(i)
+                created = _created_key(ev)
+                if tid not in last or created >= last[tid]:
+                    last[tid] = created
+                    done[tid] = bool(is_terminal(ev))
+            keep = {i for idxs in groups.values() for i in idxs}
+            total = sum(len(encoded[i]) for i in keep)
+            for tid in sorted((t for t in groups if done[t]), key=lambda t: last[t]):
+                if total <= target:
+                    break
+                for i in groups[tid]:
+                    keep.discard(i)
+                    total -= len(encoded[i])
+            out = b"".join(encoded[i] for i in range(len(events)) if i in keep)
+            if os.name == "nt":  # pragma: no cover - an open file cannot be replaced there
+                os.ftruncate(fd, 0)
+                _write_all(fd, out)
+                os.fsync(fd)
+            else:
+                atomic_write_bytes(path, out)  # appenders waiting on the old inode re-open
+            return len(events) - len(keep)
+        finally:
+            _unlock(fd)
+    finally:
+        os.close(fd)
