@@ -1,0 +1,955 @@
+"""Driving a Hermes gateway (``python -m tui_gateway.entry``) to continue one interrupted turn.
+
+The tray never calls a model itself: a continuation always runs through Hermes. This module
+finds Hermes, spawns its stdio gateway for one home, speaks its newline-delimited JSON-RPC,
+and follows the turn to its end.
+
+Protocol facts (read from ``hermes-agent`` 0.19.0 ``tui_gateway``; newer backends add the
+auto-continue pieces):
+
+* first frame ``{"method":"event","params":{"type":"gateway.ready","payload":{"skin":…}}}``;
+* events ``{"method":"event","params":{"type":T,"session_id":<runtime id>,"payload":…}}``;
+* ``session.resume {session_id: <stored id>}`` → ``{session_id: <runtime id>, resumed: <stored id
+  (compression tip)>, session_key, message_count, messages, info, running, status}``; a backend
+  that continues the turn itself adds ``auto_continue: {attempt, interrupted_at}`` and emits
+  ``status.update`` ("Resuming interrupted turn…") then ``message.start`` … ``message.complete``
+  — possibly before the response frame reaches us;
+* ``prompt.submit {session_id, text}`` → ``{status: "streaming"}``, then ``message.start``,
+  ``message.delta``/``thinking.delta``/``tool.*``…, ``message.complete {text, usage, status:
+  complete|interrupted|error}``; a turn that fails before or outside the agent loop emits an
+  ``error`` event ``{message}`` and no ``message.complete``; a turn interrupted before its agent
+  was built ends silently;
+* ``session.interrupt {session_id}`` → ``{status: "interrupted"}``;
+* closing stdin makes the gateway exit (``[gateway-exit] stdin EOF`` on stderr).
+
+Which side continues is decided by capability *before* anything is sent: the backend's own
+installation is asked (a probe subprocess with its interpreter) whether it has
+``tui_gateway.turn_marker``. A backend that has it continues by itself or declines; the tray
+never submits a note to it. A backend without it gets the continuation note via
+``prompt.submit``, and the tray keeps the marker for that run (``attempts + 1``, original prompt,
+the gateway child as writer) and clears it when the turn concludes, before the gateway exits —
+so a crash of the continuation is itself detected and the retry budget holds.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import queue
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.continuation import RESUMING_STATUS_TEXT, continuation_note
+from core.ids import validate_session_id
+from core.procid import ProcessIdentity, identity_of
+
+logger = logging.getLogger(__name__)
+
+GATEWAY_MODULE = "tui_gateway.entry"
+MARKER_MODULE = "tui_gateway.turn_marker"
+
+# Outcomes a continuation can have. ``declined``: a backend with the feature chose not to continue.
+COMPLETED = "completed"
+INTERRUPTED = "interrupted"
+ERROR = "error"
+CRASHED = "crashed"
+TIMED_OUT = "timed-out"
+DECLINED = "declined"
+OUTCOMES = (COMPLETED, INTERRUPTED, ERROR, CRASHED, TIMED_OUT, DECLINED)
+
+DEFAULT_READY_TIMEOUT = 90.0  # a cold first start of Hermes compiles and imports a lot
+DEFAULT_RPC_TIMEOUT = 60.0
+DEFAULT_TURN_TIMEOUT = 3600.0
+DEFAULT_DECLINE_GRACE = 2.0  # how long a continuation-capable backend may take to show its frames
+DEFAULT_STOP_GRACE = 15.0
+PROBE_TIMEOUT = 30.0
+
+# Variables PyInstaller rewrites for the frozen app and keeps the user's values of in ``<NAME>_ORIG``.
+_FROZEN_RESTORE = ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "LIBPATH", "TCL_LIBRARY",
+                   "TK_LIBRARY", "SSL_CERT_FILE", "SSL_CERT_DIR", "QT_PLUGIN_PATH", "QML2_IMPORT_PATH")
+# Never handed to Hermes: they would redirect its imports, tee its frames elsewhere or leak our test dirs.
+_DROP_ENV = ("PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__",
+             "HERMES_TUI_SIDECAR_URL", "QT_QPA_PLATFORM")
+
+
+class GatewayError(RuntimeError):
+    """Hermes could not be found, started or spoken to; the message says what to do."""
+
+
+class HermesNotFound(GatewayError):
+    """No Hermes installation to run a continuation with."""
+
+
+class RpcError(GatewayError):
+    """The gateway answered a request with a JSON-RPC error."""
+
+    def __init__(self, method: str, code: object, message: str) -> None:
+        super().__init__(f"{method} failed: {message} (code {code})")
+        self.method = method
+        self.code = code
+        self.rpc_message = message
+
+
+# ── finding Hermes ─────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class HermesInstall:
+    """How to start the gateway: its argv, and the interpreter it runs (None when not known)."""
+
+    argv: tuple[str, ...]
+    python: str | None
+    source: str  # "settings" or "PATH", for messages
+
+    def describe(self) -> str:
+        return f"{' '.join(self.argv)} (from {self.source})"
+
+
+def launcher_python(path: str | os.PathLike[str]) -> str | None:
+    """The interpreter a ``hermes`` launcher script runs, read from its shebang (None if not a script)."""
+    try:
+        with open(path, "rb") as f:
+            first = f.readline(4096)
+    except OSError:
+        return None
+    if not first.startswith(b"#!"):
+        return None
+    try:
+        parts = first[2:].decode("utf-8").strip().split()
+    except UnicodeDecodeError:
+        return None
+    if not parts:
+        return None
+    if os.path.basename(parts[0]) == "env":  # "#!/usr/bin/env python3" → resolve on PATH
+        rest = [p for p in parts[1:] if not p.startswith("-")]
+        return shutil.which(rest[0]) if rest else None
+    return parts[0]
+
+
+def _looks_like_python(path: str) -> bool:
+    name = os.path.basename(path).lower()
+    return name.startswith("python") or name in ("pythonw.exe", "python.exe", "py.exe")
+
+
+def install_from_command(command: Sequence[str], *, source: str = "settings") -> HermesInstall:
+    """Interpret a configured ``hermes_command``.
+
+    Accepted forms: ``[python, "-m", "tui_gateway.entry", …]`` (used as is), ``[python]`` (the
+    gateway module is appended), or ``[hermes-launcher]`` (its shebang names the interpreter).
+    Anything else is run as given, with its interpreter unknown — capabilities then cannot be
+    probed and a continuation is refused rather than guessed.
+    """
+    argv = tuple(str(a) for a in command)
+    if not argv or not argv[0]:
+        raise HermesNotFound("hermes_command is empty")
+    exe = argv[0]
+    if "-m" in argv and argv.index("-m") + 1 < len(argv) and argv[argv.index("-m") + 1] == GATEWAY_MODULE:
+        return HermesInstall(argv, exe, source)
+    if len(argv) == 1 and _looks_like_python(exe):
+        return HermesInstall((exe, "-m", GATEWAY_MODULE), exe, source)
+    if len(argv) == 1:
+        resolved = exe if os.sep in exe or (os.altsep and os.altsep in exe) else shutil.which(exe)
+        py = launcher_python(resolved) if resolved else None
+        if py:
+            return HermesInstall((py, "-m", GATEWAY_MODULE), py, source)
+    return HermesInstall(argv, None, source)
+
+
+def find_hermes(hermes_command: Sequence[str] | None = None, *, path: str | None = None) -> HermesInstall:
+    """Settings' ``hermes_command`` if given, else the ``hermes`` launcher on PATH and its interpreter."""
+    if hermes_command:
+        return install_from_command(hermes_command, source="settings")
+    launcher = shutil.which("hermes", path=path)
+    if not launcher:
+        raise HermesNotFound(
+            "Hermes is not installed or not on PATH (no 'hermes' command found). Install Hermes Agent, "
+            "or set hermes_command in the tray settings to its Python interpreter."
+        )
+    py = launcher_python(launcher)
+    if not py:
+        raise HermesNotFound(
+            f"cannot tell which Python {launcher} runs (no shebang line). Set hermes_command in the tray "
+            "settings to Hermes' Python interpreter."
+        )
+    return HermesInstall((py, "-m", GATEWAY_MODULE), py, "PATH")
+
+
+def settings_hermes_command() -> tuple[str, ...] | None:
+    """``hermes_command`` from the tray settings, or None (unset or unreadable settings)."""
+    try:
+        from core.settings import load_settings
+
+        return load_settings().hermes_command
+    except Exception:
+        logger.debug("tray settings unreadable; looking for hermes on PATH", exc_info=True)
+        return None
+
+
+# ── environment ────────────────────────────────────────────────────────────────────────────────
+
+
+def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:
+    """The environment Hermes runs with: the user's own, ``HERMES_HOME`` set, our internals removed.
+
+    A frozen tray (PyInstaller) has rewritten ``LD_LIBRARY_PATH`` and friends for itself; Hermes
+    must get the user's original values (``<NAME>_ORIG``) or none at all.
+    """
+    env = dict(os.environ if base is None else base)
+    if getattr(sys, "frozen", False):
+        for name in _FROZEN_RESTORE:
+            orig = env.pop(name + "_ORIG", None)
+            if orig is not None:
+                env[name] = orig
+            else:
+                env.pop(name, None)
+        env.pop("PYTHONPATH", None)
+    for name in _DROP_ENV:
+        env.pop(name, None)
+    for name in [k for k in env if k.startswith("HERMES_TRAY_") or k.startswith("_PYI_") or k == "_MEIPASS2"]:
+        env.pop(name, None)
+    env["HERMES_HOME"] = str(home)
+    env["PYTHONIOENCODING"] = "utf-8"
+    env["PYTHONUNBUFFERED"] = "1"
+    return env
+
+
+# ── capabilities ───────────────────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class Capabilities:
+    """What a Hermes installation can do. ``auto_continue`` None = could not be told (refuse)."""
+
+    auto_continue: bool | None
+    version: str | None = None
+    detail: str = ""
+    package_dir: str | None = None
+
+
+_PROBE = r"""
+import importlib.util, json, os, sys
+out = {"gateway": False, "turn_marker": False, "version": None, "package_dir": None}
+try:
+    spec = importlib.util.find_spec("tui_gateway")
+    if spec is not None:
+        out["package_dir"] = list(spec.submodule_search_locations or [None])[0]
+        out["gateway"] = importlib.util.find_spec("tui_gateway.entry") is not None
+        out["turn_marker"] = importlib.util.find_spec("tui_gateway.turn_marker") is not None
+except Exception as exc:
+    out["error"] = repr(exc)
+try:
+    from importlib.metadata import version
+    out["version"] = version("hermes-agent")
+except Exception:
+    pass
+sys.stdout.write(json.dumps(out))
+"""
+
+_cap_cache: dict[tuple[str, str, str], tuple[Capabilities, float | None]] = {}
+_cap_lock = threading.Lock()
+
+
+def _dir_mtime(path: str | None) -> float | None:
+    if not path:
+        return None
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def probe_capabilities(
+    install: HermesInstall, *, env: Mapping[str, str] | None = None, cwd: str | None = None,
+    timeout: float = PROBE_TIMEOUT, use_cache: bool = True,
+) -> Capabilities:
+    """Ask the installation itself whether it continues interrupted turns (has ``turn_marker``).
+
+    Runs its interpreter once with the gateway's environment (cached per interpreter + PYTHONPATH
+    until the package directory changes, so an upgrade is noticed). Never guesses: anything that
+    leaves the answer open is ``auto_continue=None``.
+    """
+    if install.python is None:
+        return Capabilities(None, detail=f"cannot tell what {install.argv[0]} is: set hermes_command to "
+                                         "Hermes' Python interpreter")
+    env = dict(env) if env is not None else gateway_environment(Path.home() / ".hermes")
+    key = (install.python, env.get("PYTHONPATH", ""), cwd or "")
+    if use_cache:
+        with _cap_lock:
+            hit = _cap_cache.get(key)
+        if hit is not None and hit[0].package_dir and _dir_mtime(hit[0].package_dir) == hit[1]:
+            return hit[0]
+    try:
+        proc = subprocess.run(  # noqa: S603 - argv list, no shell
+            [install.python, "-c", _PROBE], env=env, cwd=cwd, capture_output=True, timeout=timeout,
+            stdin=subprocess.DEVNULL, **_popen_platform_kwargs(),
+        )
+    except FileNotFoundError:
+        return Capabilities(None, detail=f"Hermes' interpreter {install.python} does not exist")
+    except subprocess.TimeoutExpired:
+        return Capabilities(None, detail=f"{install.python} did not answer the capability probe in {timeout:.0f}s")
+    except OSError as exc:
+        return Capabilities(None, detail=f"cannot run {install.python}: {exc.strerror or exc}")
+    try:
+        data = json.loads(proc.stdout.decode("utf-8", "replace") or "null")
+    except ValueError:
+        data = None
+    if proc.returncode != 0 or not isinstance(data, dict):
+        return Capabilities(None, detail=f"capability probe with {install.python} failed (exit {proc.returncode})")
+    if not data.get("gateway"):
+        return Capabilities(None, version=data.get("version"),
+                            detail=f"{install.python} has no {GATEWAY_MODULE}: is Hermes Agent installed there?")
+    has = bool(data.get("turn_marker"))
+    version = data.get("version") if isinstance(data.get("version"), str) else None
+    caps = Capabilities(
+        has, version, package_dir=data.get("package_dir"),
+        detail=("Hermes continues interrupted turns itself" if has
+                else "this Hermes predates auto-continue: the tray submits the continuation note"),
+    )
+    with _cap_lock:
+        _cap_cache[key] = (caps, _dir_mtime(caps.package_dir))
+    return caps
+
+
+def clear_capability_cache() -> None:
+    with _cap_lock:
+        _cap_cache.clear()
+
+
+# ── the gateway process ────────────────────────────────────────────────────────────────────────
+
+
+def _popen_platform_kwargs() -> dict[str, Any]:
+    if os.name == "nt":
+        return {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
+    return {}
+
+
+_EOF = object()
+
+
+class GatewayProcess:
+    """One spawned gateway and a JSON-RPC client over its stdio.
+
+    A reader thread turns stdout lines into responses (matched by id) and events (a queue);
+    stderr goes straight to a log file, so nothing Hermes prints can block it.
+    """
+
+    def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
+                 env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+        self.install = install
+        self.home = Path(home)
+        self.log_path = log_path
+        self.env = dict(env) if env is not None else gateway_environment(home)
+        self.cwd = cwd
+        self.proc: subprocess.Popen[bytes] | None = None
+        self.identity: ProcessIdentity | None = None
+        self.events: queue.Queue[Any] = queue.Queue()
+        self._pending: dict[int, queue.Queue[dict]] = {}
+        self._lock = threading.Lock()
+        self._next_id = 0
+        self._reader: threading.Thread | None = None
+        self._write_lock = threading.Lock()
+        self.spawned_at = 0.0
+        self.eof = threading.Event()
+
+    # lifecycle
+
+    def start(self) -> None:
+        log = None
+        if self.log_path is not None:
+            from core.fsutil import ensure_private_dir
+
+            ensure_private_dir(self.log_path.parent)
+            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            log = os.fdopen(fd, "ab")
+        kwargs = _popen_platform_kwargs()
+        if os.name == "nt":
+            kwargs["creationflags"] = kwargs.get("creationflags", 0) | subprocess.CREATE_NEW_PROCESS_GROUP
+        else:
+            kwargs["start_new_session"] = True  # a Ctrl-C in our terminal is ours to handle, not Hermes'
+        self.spawned_at = time.monotonic()
+        try:
+            self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                list(self.install.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                stderr=log if log is not None else subprocess.DEVNULL, env=self.env, cwd=self.cwd,
+                close_fds=True, **kwargs,
+            )
+        except FileNotFoundError as exc:
+            raise HermesNotFound(f"cannot start Hermes: {self.install.argv[0]} does not exist") from exc
+        except OSError as exc:
+            raise GatewayError(f"cannot start Hermes ({self.install.describe()}): {exc.strerror or exc}") from exc
+        finally:
+            if log is not None:
+                log.close()
+        self.identity = identity_of(self.proc.pid)
+        self._reader = threading.Thread(target=self._read_loop, name=f"gateway-reader-{self.proc.pid}", daemon=True)
+        self._reader.start()
+
+    @property
+    def pid(self) -> int | None:
+        return self.proc.pid if self.proc is not None else None
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def _read_loop(self) -> None:
+        assert self.proc is not None and self.proc.stdout is not None
+        stream = self.proc.stdout
+        try:
+            for raw in iter(stream.readline, b""):
+                line = raw.strip()
+                if not line:
+                    continue
+                try:
+                    frame = json.loads(line)
+                except ValueError:
+                    logger.debug("gateway %s wrote a non-JSON line", self.pid)
+                    continue
+                if not isinstance(frame, dict):
+                    continue
+                if frame.get("method") == "event":
+                    self.events.put(frame.get("params") if isinstance(frame.get("params"), dict) else {})
+                    continue
+                rid = frame.get("id")
+                with self._lock:
+                    waiter = self._pending.pop(rid, None) if isinstance(rid, int) else None
+                if waiter is not None:
+                    waiter.put(frame)
+        except (OSError, ValueError):
+            pass
+        finally:
+            self.eof.set()
+            self.events.put(_EOF)
+            with self._lock:
+                waiters = list(self._pending.values())
+                self._pending.clear()
+            for w in waiters:
+                w.put({"_eof": True})
+
+    # requests
+
+    def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict]:
+        """Write one request; returns the queue its response will arrive on."""
+        if self.proc is None or self.proc.stdin is None:
+            raise GatewayError("gateway is not running")
+        with self._lock:
+            self._next_id += 1
+            rid = self._next_id
+            waiter: queue.Queue[dict] = queue.Queue(maxsize=1)
+            self._pending[rid] = waiter
+        data = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode()
+        try:
+            with self._write_lock:
+                self.proc.stdin.write(data)
+                self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            with self._lock:
+                self._pending.pop(rid, None)
+            raise GatewayError(f"Hermes exited before it could take {method}") from exc
+        return waiter
+
+    @staticmethod
+    def result_of(method: str, waiter: queue.Queue[dict], timeout: float) -> dict[str, Any]:
+        try:
+            frame = waiter.get(timeout=timeout)
+        except queue.Empty:
+            raise TimeoutError(f"Hermes did not answer {method} within {timeout:.0f}s") from None
+        if frame.get("_eof"):
+            raise GatewayError(f"Hermes exited before answering {method}")
+        if "error" in frame:
+            err = frame.get("error") or {}
+            raise RpcError(method, err.get("code"), str(err.get("message") or "unknown error"))
+        result = frame.get("result")
+        return result if isinstance(result, dict) else {}
+
+    def request(self, method: str, params: dict[str, Any], timeout: float = DEFAULT_RPC_TIMEOUT) -> dict[str, Any]:
+        return self.result_of(method, self.send(method, params), timeout)
+
+    def wait_ready(self, timeout: float) -> float:
+        """Block until ``gateway.ready``; returns seconds since spawn. Other early frames are kept."""
+        deadline = time.monotonic() + timeout
+        held: list[Any] = []
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise TimeoutError(f"Hermes did not become ready within {timeout:.0f}s")
+                try:
+                    ev = self.events.get(timeout=left)
+                except queue.Empty:
+                    continue
+                if ev is _EOF:
+                    held.append(ev)
+                    raise GatewayError(f"Hermes exited during start-up (exit code {self.returncode()})")
+                if ev.get("type") == "gateway.ready":
+                    return time.monotonic() - self.spawned_at
+                held.append(ev)
+        finally:
+            for ev in held:
+                self.events.put(ev)
+
+    def returncode(self) -> int | None:
+        if self.proc is None:
+            return None
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            return self.proc.wait(timeout=0.5)
+        return None
+
+    # shutdown
+
+    def shutdown(self, grace: float = 5.0) -> int | None:
+        """Close stdin → wait → terminate → wait → kill. Returns the exit code; idempotent."""
+        proc = self.proc
+        if proc is None:
+            return None
+        if proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError), self._write_lock:
+                proc.stdin.close()
+        for step in ("wait", "terminate", "kill"):
+            if step == "terminate":
+                with contextlib.suppress(OSError):
+                    proc.terminate()
+            elif step == "kill":
+                with contextlib.suppress(OSError):
+                    proc.kill()
+            try:
+                proc.wait(timeout=grace if step != "kill" else 10)
+                break
+            except subprocess.TimeoutExpired:
+                logger.warning("gateway %s did not exit after %s; escalating", proc.pid, step)
+        if self._reader is not None:
+            self._reader.join(timeout=2)
+        with contextlib.suppress(OSError, ValueError):
+            if proc.stdout is not None:
+                proc.stdout.close()
+        return proc.returncode
+
+    def kill(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            with contextlib.suppress(OSError):
+                if os.name != "nt":
+                    os.kill(self.proc.pid, signal.SIGKILL)
+                else:
+                    self.proc.kill()
+
+
+# ── one continuation ───────────────────────────────────────────────────────────────────────────
+
+
+@dataclass
+class Progress:
+    """What a continuation is doing, for a progress line: phase, seconds since start, last frame."""
+
+    phase: str  # starting | resuming | running | stopping | finishing
+    elapsed: float
+    last_frame: str | None = None
+    frames: int = 0
+
+
+@dataclass
+class ContinuationResult:
+    """How a continuation ended, plus what a user or the journal needs to know about it."""
+
+    outcome: str
+    message: str
+    continued_by: str | None = None  # "backend" (Hermes continued itself) | "tray" (note submitted) | None
+    runtime_session_id: str | None = None
+    attempt: int | None = None
+    gateway_pid: int | None = None
+    gateway_exit: int | None = None
+    log_path: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    status: str | None = None  # message.complete status as Hermes reported it
+    dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
+
+
+@dataclass
+class GatewayOptions:
+    """Timeouts and knobs for :func:`continue_turn` (seconds)."""
+
+    ready_timeout: float = DEFAULT_READY_TIMEOUT
+    rpc_timeout: float = DEFAULT_RPC_TIMEOUT
+    turn_timeout: float = DEFAULT_TURN_TIMEOUT
+    decline_grace: float = DEFAULT_DECLINE_GRACE
+    stop_grace: float = DEFAULT_STOP_GRACE
+    shutdown_grace: float = 5.0
+    progress_interval: float = 1.0
+
+
+def gateway_log_path(session_key: str) -> Path:
+    """Per-continuation stderr log of the gateway, in the tray's log dir (0600)."""
+    from core.paths import log_dir
+
+    stamp = time.strftime("%Y%m%dT%H%M%S")
+    return log_dir() / "gateway" / f"{stamp}-{session_key}-{os.getpid()}.log"
+
+
+def _status_of(payload: Any) -> str:
+    status = payload.get("status") if isinstance(payload, dict) else None
+    return status if isinstance(status, str) else "complete"
+
+
+def continue_turn(
+    home: Path | str,
+    session_key: str,
+    *,
+    original_prompt: str,
+    attempts: int,
+    install: HermesInstall | None = None,
+    capabilities: Capabilities | None = None,
+    options: GatewayOptions | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_dispatched: Callable[[ContinuationResult], None] | None = None,
+    stop: threading.Event | None = None,
+    log_path: Path | None = None,
+    env: Mapping[str, str] | None = None,
+    cwd: str | None = None,
+) -> ContinuationResult:
+    """Run one continuation of ``session_key`` in ``home`` through Hermes and report how it ended.
+
+    ``attempts`` is the marker's count (the continuation runs as ``attempts + 1``);
+    ``original_prompt`` the marker's ORIGINAL prompt. ``on_dispatched`` fires once the
+    continuation turn has started; ``stop`` set → ``session.interrupt`` and the marker is retired.
+    Never raises for anything Hermes does: failures are outcomes with a message.
+    """
+    validate_session_id(session_key, what="session key")
+    opts = options or GatewayOptions()
+    home = Path(home)
+    install = install or find_hermes(settings_hermes_command())
+    gw_env = dict(env) if env is not None else gateway_environment(home)
+    gw_cwd = cwd if cwd is not None else str(Path.home())
+    caps = capabilities or probe_capabilities(install, env=gw_env, cwd=gw_cwd)
+    log_path = log_path if log_path is not None else gateway_log_path(session_key)
+    if caps.auto_continue is None:
+        return ContinuationResult(ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
+    return _Run(home, session_key, original_prompt, attempts, install, caps, opts, on_progress,
+                on_dispatched, stop or threading.Event(), log_path, gw_env, gw_cwd).run()
+
+
+class _Run:
+    """State of one :func:`continue_turn` call (split out so each step stays readable)."""
+
+    def __init__(self, home: Path, key: str, prompt: str, attempts: int, install: HermesInstall,
+                 caps: Capabilities, opts: GatewayOptions, on_progress: Callable[[Progress], None] | None,
+                 on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event,
+                 log_path: Path, env: dict[str, str], cwd: str) -> None:
+        self.home, self.key, self.prompt, self.attempts = home, key, prompt, attempts
+        self.install, self.caps, self.opts = install, caps, opts
+        self.on_progress, self.on_dispatched, self.stop = on_progress, on_dispatched, stop
+        self.log_path, self.env, self.cwd = log_path, env, cwd
+        self.t0 = time.monotonic()
+        self.phase = "starting"
+        self.last_frame: str | None = None
+        self.frames = 0
+        self._last_progress = 0.0
+        self.result = ContinuationResult(CRASHED, "", log_path=str(log_path),
+                                         continued_by="backend" if caps.auto_continue else "tray",
+                                         attempt=attempts + 1)
+        self.gw: GatewayProcess | None = None
+        self.our_marker: dict[str, Any] | None = None  # the entry we wrote (legacy backends)
+        self.sid: str | None = None
+
+    # helpers
+
+    def progress(self, force: bool = False) -> None:
+        if self.on_progress is None:
+            return
+        now = time.monotonic()
+        if not force and now - self._last_progress < self.opts.progress_interval:
+            return
+        self._last_progress = now
+        try:
+            self.on_progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames))
+        except Exception:
+            logger.exception("progress callback failed")
+
+    def finish(self, outcome: str, message: str, status: str | None = None) -> ContinuationResult:
+        self.result.outcome = outcome
+        self.result.message = message
+        if status is not None:
+            self.result.status = status
+        return self.result
+
+    def _record_marker(self) -> None:
+        """Legacy backend: keep the marker for this run as Hermes would (attempts+1, original prompt, child)."""
+        from core.markers import MarkerStore
+
+        assert self.gw is not None and self.gw.identity is not None
+        self.our_marker = MarkerStore(self.home).record(
+            self.key, self.prompt, attempts=self.attempts + 1, writer=self.gw.identity)
+
+    def _retire_marker(self) -> None:
+        """The continuation concluded (or was stopped): its marker must not be continued again."""
+        from core.markers import MarkerStore
+
+        store = MarkerStore(self.home)
+        try:
+            if self.our_marker is not None:
+                if not store.remove_if_unchanged(self.key, self.our_marker):
+                    logger.warning("marker for %s changed during the continuation; left as is", self.key)
+                return
+            # A backend that continued itself retires its own marker; after a Stop we make sure,
+            # but only for an entry its gateway (our child) wrote.
+            entry = store.list().get(self.key)
+            if (isinstance(entry, dict) and self.gw is not None and self.gw.identity is not None
+                    and entry.get("writer_pid") == self.gw.identity.pid):
+                store.remove_if_unchanged(self.key, entry)
+        except Exception:
+            logger.exception("could not retire the marker for %s", self.key)
+
+    def _child_died_marker_note(self) -> str:
+        return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
+                "continued again within the retry budget.")
+
+    # the run
+
+    def run(self) -> ContinuationResult:
+        self.gw = GatewayProcess(self.install, self.home, log_path=self.log_path, env=self.env, cwd=self.cwd)
+        try:
+            return self._run()
+        finally:
+            self.phase = "finishing"
+            # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
+            # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
+            if self.gw.proc is not None:
+                self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
+
+    def _run(self) -> ContinuationResult:
+        gw = self.gw
+        assert gw is not None
+        try:
+            gw.start()
+        except GatewayError as exc:
+            return self.finish(ERROR, f"Not resumed: {exc}")
+        self.result.gateway_pid = gw.pid
+        self.progress(force=True)
+        try:
+            self.result.timings["ready"] = self._wait(gw.wait_ready, self.opts.ready_timeout, "become ready")
+        except TimeoutError as exc:
+            return self.finish(TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
+        except _Stopped:
+            return self.finish(INTERRUPTED, "Stopped before Hermes was ready; the turn is still pending.")
+        except GatewayError as exc:
+            return self.finish(CRASHED, f"Not resumed: {exc}. See {self.log_path}. The turn is still pending.")
+
+        self.phase = "resuming"
+        self.progress(force=True)
+        t_resume = time.monotonic()
+        try:
+            waiter = gw.send("session.resume", {"session_id": self.key})
+            resumed = self._wait(lambda t: gw.result_of("session.resume", waiter, t), self.opts.rpc_timeout,
+                                 "answer session.resume")
+        except TimeoutError as exc:
+            return self.finish(TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
+        except _Stopped:
+            return self.finish(INTERRUPTED, "Stopped before the session was resumed; the turn is still pending.")
+        except RpcError as exc:
+            return self.finish(ERROR, f"Not resumed: Hermes refused the session ({exc.rpc_message}).")
+        except GatewayError as exc:
+            return self.finish(CRASHED, f"Not resumed: {exc}. See {self.log_path}.")
+        self.result.timings["resume"] = time.monotonic() - t_resume
+        sid = resumed.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            return self.finish(ERROR, "Not resumed: Hermes' session.resume answer had no session id.")
+        self.sid = self.result.runtime_session_id = sid
+        if resumed.get("running") and not resumed.get("auto_continue"):
+            return self.finish(DECLINED, "Not resumed: this Hermes reports the session is already running.")
+
+        if self.caps.auto_continue:
+            return self._follow_backend(resumed, t_resume)
+        return self._submit_note(t_resume)
+
+    def _submit_note(self, t_resume: float) -> ContinuationResult:
+        gw = self.gw
+        assert gw is not None and self.sid is not None
+        try:
+            self._record_marker()
+        except Exception as exc:
+            return self.finish(ERROR, f"Not resumed: cannot keep the turn marker for the continuation ({exc}).")
+        t_submit = time.monotonic()
+        try:
+            gw.request("prompt.submit", {"session_id": self.sid, "text": continuation_note(self.prompt)},
+                       timeout=self.opts.rpc_timeout)
+        except (GatewayError, TimeoutError) as exc:
+            if not gw.alive():
+                return self.finish(CRASHED, f"Hermes exited while the continuation was submitted ({exc})."
+                                   + self._child_died_marker_note())
+            self._retire_marker()
+            return self.finish(ERROR, f"Not resumed: Hermes did not take the continuation ({exc}).")
+        self.result.timings["submit"] = time.monotonic() - t_submit
+        self.result.dispatched = True
+        self._dispatched()
+        return self._follow(t_resume)
+
+    def _follow_backend(self, resumed: dict[str, Any], t_resume: float) -> ContinuationResult:
+        """A backend with the feature: it continues (or declines) by itself. Never submit anything."""
+        desc = resumed.get("auto_continue")
+        if isinstance(desc, dict):
+            attempt = desc.get("attempt")
+            if isinstance(attempt, int) and not isinstance(attempt, bool):
+                self.result.attempt = attempt
+            self.result.dispatched = True
+            self._dispatched()
+            return self._follow(t_resume)
+        # No descriptor: only frames already in flight can say it is continuing after all.
+        deadline = time.monotonic() + self.opts.decline_grace
+        while time.monotonic() < deadline:
+            ev = self._next_event(min(0.1, max(0.0, deadline - time.monotonic())))
+            if ev is _EOF:
+                return self.finish(CRASHED, "Hermes exited right after resuming the session.")
+            if isinstance(ev, dict) and self._is_continuation_frame(ev):
+                self.result.dispatched = True
+                self._dispatched()
+                self._pushback = ev
+                return self._follow(t_resume)
+        from core.markers import read_turn_marker
+
+        left = read_turn_marker(self.home, self.key)
+        why = ("it left the marker in place (its writer may still be running, or another mechanism owns it)"
+               if left is not None else "it retired the marker (disabled, too old, or out of retries)")
+        return self.finish(DECLINED, f"Hermes resumed the session but did not continue the turn: {why}.")
+
+    def _is_continuation_frame(self, ev: dict) -> bool:
+        if ev.get("session_id") not in (None, self.sid):
+            return False
+        t = ev.get("type")
+        if t == "message.start":
+            return True
+        payload = ev.get("payload")
+        return t == "status.update" and isinstance(payload, dict) and \
+            RESUMING_STATUS_TEXT.rstrip("…") in str(payload.get("text") or "")
+
+    _pushback: Any = None
+
+    def _next_event(self, timeout: float) -> Any:
+        if self._pushback is not None:
+            ev, self._pushback = self._pushback, None
+            return ev
+        assert self.gw is not None
+        try:
+            return self.gw.events.get(timeout=timeout)
+        except queue.Empty:
+            return None
+
+    def _dispatched(self) -> None:
+        self.phase = "running"
+        self.progress(force=True)
+        if self.on_dispatched is not None:
+            try:
+                self.on_dispatched(self.result)
+            except Exception:
+                logger.exception("on_dispatched callback failed")
+
+    def _follow(self, t_resume: float) -> ContinuationResult:
+        """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
+        gw = self.gw
+        assert gw is not None
+        deadline = time.monotonic() + self.opts.turn_timeout
+        stop_deadline: float | None = None
+        acked_at: float | None = None
+        interrupt_waiter: queue.Queue[dict] | None = None
+        while True:
+            now = time.monotonic()
+            if stop_deadline is None and (self.stop.is_set() or now >= deadline):
+                self._timed_out = not self.stop.is_set()
+                self.phase = "stopping"
+                self.progress(force=True)
+                stop_deadline = now + self.opts.stop_grace
+                with contextlib.suppress(GatewayError):
+                    interrupt_waiter = gw.send("session.interrupt", {"session_id": self.sid})
+            if interrupt_waiter is not None and acked_at is None:
+                with contextlib.suppress(queue.Empty):
+                    if "result" in interrupt_waiter.get_nowait():
+                        acked_at = now
+                        self._retire_marker()  # a confirmed Stop retires the marker at once, as Hermes does
+            if stop_deadline is not None:
+                quiet_end = acked_at is not None and not self._turn_seen and now - acked_at >= 1.0
+                if quiet_end or now >= stop_deadline:
+                    # Interrupted before its agent ran (Hermes then ends the turn without a frame),
+                    # or Hermes did not confirm in time: either way the turn is over for us.
+                    self._retire_marker()
+                    return self._stopped_result()
+            ev = self._next_event(0.2)
+            if ev is None:
+                self.progress()
+                continue
+            if ev is _EOF:
+                if stop_deadline is not None:
+                    self._retire_marker()
+                    return self._stopped_result()
+                return self.finish(CRASHED, f"Hermes exited mid-turn (exit code {gw.returncode()}). "
+                                            f"See {self.log_path}." + self._child_died_marker_note())
+            if ev.get("session_id") not in (None, self.sid):
+                continue
+            etype = str(ev.get("type") or "")
+            self.frames += 1
+            self.last_frame = etype
+            if etype == "message.start":
+                self._turn_seen = True
+                self.result.timings.setdefault("first_frame", time.monotonic() - t_resume)
+            elif etype in ("message.delta", "thinking.delta", "tool.start", "tool.progress"):
+                self._turn_seen = True
+            self.progress(force=etype == "message.start")
+            if etype == "message.complete":
+                status = _status_of(ev.get("payload"))
+                self._retire_marker()
+                if stop_deadline is not None:
+                    return self._stopped_result(status)
+                if status == "interrupted":
+                    return self.finish(INTERRUPTED, "The continuation was interrupted before it finished.", status)
+                if status == "error":
+                    return self.finish(ERROR, "Hermes finished the continuation with an error.", status)
+                return self.finish(COMPLETED, "The interrupted turn was continued and completed.", status)
+            if etype == "error":
+                payload = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
+                msg = str(payload.get("message") or "unknown error")[:300]
+                self._retire_marker()
+                return self.finish(ERROR, f"Hermes reported an error during the continuation: {msg}", "error")
+
+    _turn_seen = False
+    _timed_out = False
+
+    def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
+        if self._timed_out:
+            return self.finish(TIMED_OUT, f"The continuation ran longer than {self.opts.turn_timeout:g}s and was "
+                                          "stopped; it will not be continued again.", status)
+        return self.finish(INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
+                                        "again.", status)
+
+    def _wait(self, fn: Callable[[float], Any], timeout: float, what: str) -> Any:
+        """Call a blocking ``fn(timeout)`` in slices so a stop request is noticed while waiting."""
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.stop.is_set():
+                raise _Stopped
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise TimeoutError(f"Hermes did not {what} within {timeout:g}s")
+            try:
+                return fn(min(0.25, left))
+            except TimeoutError:
+                pass
+            self.progress()
+
+
+class _Stopped(Exception):
+    pass
+
+
+__all__ = [
+    "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "OUTCOMES", "TIMED_OUT",
+    "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess",
+    "HermesInstall", "HermesNotFound", "Progress", "RpcError", "clear_capability_cache", "continue_turn",
+    "find_hermes", "gateway_environment", "install_from_command", "launcher_python", "probe_capabilities",
+    "settings_hermes_command",
+]
