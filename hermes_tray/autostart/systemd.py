@@ -1,0 +1,145 @@
+"""Headless helper on Linux: a systemd user unit, enabled into ``default.target``.
+
+Enabling is done the way ``systemctl --user enable`` does it (the unit file plus a
+``default.target.wants`` symlink), so it works with no running user manager (over SSH, in a
+container, in tests); when a user manager is reachable it is told to reload. State is read
+back from those same files: unit present, wants-link present and not masked.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from collections.abc import Callable
+from pathlib import Path
+
+from hermes_tray.autostart import _files
+from hermes_tray.autostart.base import HELPER_DESKTOP_ID, AutoStart
+from hermes_tray.resources import resource_path
+
+UNIT = f"{HELPER_DESKTOP_ID}.service"
+TEMPLATE = "hermes-tray-helper.service.in"
+_NEEDS_QUOTES = set(" \t\"'\\;")
+
+
+def quote_exec_start(argv: list[str]) -> str:
+    """``ExecStart=`` value: C-style quoting, ``%`` and ``$`` escaped as systemd specifiers."""
+    parts = []
+    for arg in argv:
+        if any(c in "\n\r" for c in arg):
+            raise ValueError(f"an ExecStart argument cannot contain a line break: {arg!r}")
+        arg = arg.replace("%", "%%").replace("$", "$$")
+        if arg and not any(c in _NEEDS_QUOTES for c in arg):
+            parts.append(arg)
+        else:
+            parts.append('"' + arg.replace("\\", "\\\\").replace('"', '\\"') + '"')
+    return " ".join(parts)
+
+
+def parse_exec_start(value: str) -> list[str]:
+    """Inverse of :func:`quote_exec_start` (enough for what we write)."""
+    args: list[str] = []
+    cur: list[str] = []
+    in_arg = in_quotes = False
+    i = 0
+    while i < len(value):
+        c = value[i]
+        if c == "\\" and in_quotes and i + 1 < len(value):
+            cur.append(value[i + 1])
+            i += 2
+            continue
+        if c == '"':
+            in_quotes = not in_quotes
+            in_arg = True
+        elif c in " \t" and not in_quotes:
+            if in_arg:
+                args.append("".join(cur))
+                cur, in_arg = [], False
+        else:
+            cur.append(c)
+            in_arg = True
+        i += 1
+    if in_arg:
+        args.append("".join(cur))
+    return [a.replace("%%", "%").replace("$$", "$") for a in args]
+
+
+def _user_manager_reachable() -> bool:
+    runtime = os.environ.get("XDG_RUNTIME_DIR", "")
+    return bool(runtime) and os.path.exists(os.path.join(runtime, "systemd", "private"))
+
+
+def _systemctl_user(args: list[str]) -> None:
+    """Best effort: a missing or unreachable user manager reads the files at its next start."""
+    systemctl = shutil.which("systemctl")
+    if systemctl is None or not _user_manager_reachable():
+        return
+    subprocess.run([systemctl, "--user", *args], check=False, capture_output=True, timeout=20)
+
+
+class SystemdUserAutoStart(AutoStart):
+    backend = "systemd-user"
+
+    def __init__(
+        self,
+        command: list[str] | None = None,
+        *,
+        helper: bool = True,
+        systemctl: Callable[[list[str]], None] = _systemctl_user,
+    ) -> None:
+        super().__init__(command, helper=helper)
+        self._systemctl = systemctl
+
+    @property
+    def unit_dir(self) -> Path:
+        return _files.xdg_config_home() / "systemd" / "user"
+
+    @property
+    def unit_path(self) -> Path:
+        return self.unit_dir / UNIT
+
+    @property
+    def wants_link(self) -> Path:
+        return self.unit_dir / "default.target.wants" / UNIT
+
+    @property
+    def location(self) -> str:
+        return str(self.unit_path)
+
+    def is_enabled(self) -> bool:
+        unit = self.unit_path
+        if unit.is_symlink() and os.path.realpath(unit) == os.devnull:
+            return False  # masked
+        return unit.is_file() and os.path.lexists(self.wants_link) and self.wants_link.exists()
+
+    def registered_command(self) -> list[str] | None:
+        try:
+            text = self.unit_path.read_text(encoding="utf-8")
+        except OSError:
+            return None
+        for line in text.splitlines():
+            if line.startswith("ExecStart="):
+                return parse_exec_start(line.partition("=")[2])
+        return None
+
+    def render(self) -> str:
+        template = resource_path("desktop", TEMPLATE).read_text(encoding="utf-8")
+        return template.replace("@EXEC@", quote_exec_start(self.command))
+
+    def enable(self) -> None:
+        _files.write_entry(self.unit_path, self.render())
+        link = self.wants_link
+        _files.make_dirs(link.parent)
+        if link.is_symlink() and os.readlink(link) != str(self.unit_path):
+            _files.remove(link)  # left by an older install elsewhere
+        if not os.path.lexists(link):
+            os.symlink(self.unit_path, link)
+        self._systemctl(["daemon-reload"])
+
+    def disable(self) -> None:
+        changed = _files.remove(self.wants_link)
+        if self.unit_path.is_file() and not self.unit_path.is_symlink():
+            changed = _files.remove(self.unit_path) or changed
+        if changed:
+            self._systemctl(["daemon-reload"])
