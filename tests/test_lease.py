@@ -1,0 +1,301 @@
+"""core.lease: durable cross-process leases, tested with real SQLite files and real processes."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import stat
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core.fsutil import UnsafePathError
+from core.lease import Lease, LeaseKeeper, LeaseStore
+from core.procid import process_start_time
+
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = LeaseStore(tmp_path / "state" / "leases.sqlite3")
+    yield s
+    s.close()
+
+
+def test_one_holder_at_a_time_and_epochs_only_grow(store):
+    a = store.acquire("resume:h:s1", "tray", ttl=30)
+    assert a is not None and a.epoch == 1 and a.holder == "tray"
+    assert store.acquire("resume:h:s1", "helper", ttl=30) is None
+    assert store.acquire("resume:h:s1", "tray", ttl=30) is None  # not re-entrant, even for the same holder
+    assert store.current("resume:h:s1") == a
+    other = store.acquire("resume:h:s2", "helper", ttl=30)
+    assert other is not None and other.epoch == 1  # names are independent
+    assert store.release(a) is True
+    assert store.current("resume:h:s1") is None
+    again = store.acquire("resume:h:s1", "tray", ttl=30)  # same holder string after release: new epoch
+    assert again.epoch == 2
+    store.release(again)
+    assert store.last_epoch("resume:h:s1") == 2  # survives release
+
+
+def test_epoch_survives_reopen(tmp_path):
+    path = tmp_path / "leases.sqlite3"
+    with LeaseStore(path) as s:
+        for _ in range(3):
+            s.release(s.acquire("n", "h", ttl=5))
+    with LeaseStore(path) as s:
+        assert s.acquire("n", "h", ttl=5).epoch == 4
+
+
+def test_fenced_refresh_and_release_after_losing_the_lease(store):
+    a = store.acquire("n", "same-holder", ttl=0.2)
+    time.sleep(0.25)
+    b = store.acquire("n", "same-holder", ttl=30)  # expired: taken over, even by an identical holder string
+    assert b is not None and b.epoch == a.epoch + 1
+    assert store.refresh(a, ttl=30) is False
+    assert store.release(a) is False
+    assert store.current("n") == b  # the loser changed nothing
+    assert store.refresh(b, ttl=60) is True and b.expires_at > time.time() + 59
+    assert store.release(b) is True
+    assert store.release(b) is False  # idempotent
+    assert store.refresh(b, ttl=60) is False  # released: nothing to refresh
+
+
+def test_expired_lease_is_taken_over_after_ttl_not_before(store):
+    store.acquire("n", "slow", ttl=0.4)
+    t0 = time.monotonic()
+    got = store.acquire("n", "waiter", ttl=5, wait=3, poll=0.02)
+    waited = time.monotonic() - t0
+    assert got is not None
+    assert 0.3 <= waited < 0.4 + 0.2
+
+
+def test_invalid_arguments(store):
+    for name, holder, ttl in [("", "h", 1), ("n", "", 1), ("n", "h", 0)]:
+        with pytest.raises(ValueError):
+            store.acquire(name, holder, ttl=ttl)
+
+
+def test_files_are_private_and_symlinks_refused(tmp_path):
+    path = tmp_path / "state" / "leases.sqlite3"
+    with LeaseStore(path) as s:
+        s.acquire("n", "h", ttl=5)
+        if os.name != "nt":
+            assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+            for p in path.parent.iterdir():
+                assert stat.S_IMODE(p.stat().st_mode) == 0o600, p
+    link = tmp_path / "link.sqlite3"
+    link.symlink_to(path)
+    with pytest.raises(UnsafePathError):
+        LeaseStore(link)
+
+
+def test_should_abort_returns_none_promptly(store):
+    store.acquire("n", "holder", ttl=30)
+    flag = threading.Event()
+    threading.Timer(0.2, flag.set).start()
+    t0 = time.monotonic()
+    assert store.acquire("n", "w", ttl=5, wait=10, poll=0.02, should_abort=flag.is_set) is None
+    assert time.monotonic() - t0 < 0.2 + 0.15
+    t0 = time.monotonic()
+    assert store.acquire("n", "w", ttl=5, wait=10, should_abort=lambda: True) is None
+    assert time.monotonic() - t0 < 0.1
+
+
+def test_on_wait_first_miss_then_cadence(store):
+    store.acquire("n", "holder", ttl=30)
+    calls: list[float] = []
+    assert store.acquire("n", "w", ttl=5, wait=1.0, poll=0.02, on_wait=calls.append, on_wait_every=0.3) is None
+    assert calls[0] < 0.05
+    assert len(calls) == 4, calls  # ~0, 0.3, 0.6, 0.9
+    gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
+    assert all(0.29 <= g < 0.4 for g in gaps), gaps
+    quiet: list[float] = []
+    store.acquire("free-name", "w", ttl=5, wait=1.0, on_wait=quiet.append)
+    assert quiet == []  # no miss, no call
+
+
+HOLDER = textwrap.dedent("""
+    import sys, time
+    from core.lease import LeaseStore
+    s = LeaseStore(sys.argv[1])
+    lease = s.acquire("n", "child", ttl=60)
+    print("held" if lease else "missed", lease and lease.epoch, flush=True)
+    time.sleep(60)
+""")
+
+
+def test_sigkilled_holder_is_taken_over_within_poll_plus_100ms(store):
+    child = subprocess.Popen([sys.executable, "-c", HOLDER, str(store.path)], cwd=REPO,
+                             stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().split() == ["held", "1"]
+        poll = 0.05
+        result: dict = {}
+
+        def waiter():
+            result["lease"] = store.acquire("n", "tray", ttl=30, wait=10, poll=poll)
+            result["t"] = time.monotonic()
+
+        t = threading.Thread(target=waiter)
+        t.start()
+        time.sleep(0.3)
+        assert "lease" not in result  # a live holder keeps its lease
+        t_kill = time.monotonic()
+        os.kill(child.pid, signal.SIGKILL)
+        t.join(5)
+        assert result["lease"] is not None and result["lease"].epoch == 2
+        assert result["t"] - t_kill <= poll + 0.1, result["t"] - t_kill
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_recycled_pid_does_not_keep_a_lease(store, tmp_path):
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        lease = store.acquire("n", "h", ttl=60)
+        import sqlite3
+
+        with sqlite3.connect(store.path) as c:  # pretend the holder was an older process with this pid
+            c.execute("UPDATE leases SET owner_pid = ?, owner_start = ?", (sleeper.pid,
+                      process_start_time(sleeper.pid) - 100))
+        assert store.current("n") is None
+        assert store.acquire("n", "h2", ttl=5).epoch == lease.epoch + 1
+        with sqlite3.connect(store.path) as c:  # the same live process: held
+            c.execute("UPDATE leases SET owner_pid = ?, owner_start = ?", (sleeper.pid,
+                      process_start_time(sleeper.pid)))
+        assert store.current("n") is not None
+        with sqlite3.connect(store.path) as c:  # another pid namespace: cannot judge, held until expiry
+            c.execute("UPDATE leases SET owner_pid = 999999, owner_start = 1.0, owner_ns = 1")
+        assert store.current("n") is not None
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+CONTENDER = textwrap.dedent("""
+    import json, sys, time
+    from pathlib import Path
+    from core.lease import LeaseStore
+    db, idx, start_at, duration, counter = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), Path(sys.argv[5])
+    s = LeaseStore(db)
+    out = []
+    while time.time() < start_at:
+        time.sleep(0.005)
+    while time.time() < start_at + duration:
+        lease = s.acquire("turn", f"w{idx}", ttl=10, wait=10, poll=0.002)
+        if lease is None:
+            continue
+        t1 = time.time()
+        n = int(counter.read_text() or 0)   # unprotected read-modify-write: only safe under the lease
+        time.sleep(0.001)
+        counter.write_text(str(n + 1))
+        t2 = time.time()
+        out.append((lease.epoch, t1, t2))
+        assert s.release(lease)
+    print(json.dumps(out))
+""")
+
+
+def test_eight_processes_contending_never_hold_at_once(tmp_path):
+    db = tmp_path / "leases.sqlite3"
+    LeaseStore(db).close()
+    counter = tmp_path / "counter"
+    counter.write_text("0")
+    start_at = time.time() + 2.0
+    procs = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(db), str(i), str(start_at), "2.0",
+                               str(counter)], cwd=REPO, stdout=subprocess.PIPE, text=True) for i in range(8)]
+    holds = []
+    per_proc = []
+    for p in procs:
+        out, _ = p.communicate(timeout=60)
+        assert p.returncode == 0
+        mine = json.loads(out)
+        per_proc.append(len(mine))
+        holds.extend(mine)
+    holds.sort()
+    epochs = [h[0] for h in holds]
+    assert epochs == list(range(1, len(holds) + 1))  # every grant unique, strictly increasing, none lost
+    for (_, _, end), (_, start, _) in zip(holds, holds[1:], strict=False):
+        assert end <= start  # the next holder started only after the previous one finished
+    assert int(counter.read_text()) == len(holds)  # no lost update: never two holders at once
+    assert len(holds) >= 50 and sum(1 for n in per_proc if n) >= 4, per_proc
+
+
+class GatedStore:
+    """A store whose refresh can be held mid-call, to order events deterministically."""
+
+    def __init__(self, real: LeaseStore):
+        self.real = real
+        self.entered = threading.Event()
+        self.proceed = threading.Event()
+        self.raise_error = False
+
+    def refresh(self, lease, *, ttl):
+        self.entered.set()
+        self.proceed.wait(5)
+        if self.raise_error:
+            raise OSError("disk went away")
+        return self.real.refresh(lease, ttl=ttl)
+
+
+def test_keeper_keeps_a_lease_alive_past_its_ttl(store):
+    lease = store.acquire("n", "h", ttl=0.3)
+    with LeaseKeeper(store, lease, ttl=0.3) as keeper:
+        assert keeper.interval == pytest.approx(0.06)
+        time.sleep(0.8)
+        assert store.acquire("n", "rival", ttl=1) is None
+        assert store.current("n").epoch == lease.epoch
+    assert not keeper._thread.is_alive() and not keeper.lost
+    assert store.release(lease)
+
+
+def test_keeper_reports_loss_once_when_taken_over(store):
+    lease = store.acquire("n", "h", ttl=5)
+    lost: list[Lease] = []
+    keeper = LeaseKeeper(store, lease, ttl=5, interval=0.05, on_lost=lost.append).start()
+    import sqlite3
+
+    with sqlite3.connect(store.path) as c:  # someone decided it expired and took it
+        c.execute("UPDATE leases SET expires_at = 0")
+    rival = store.acquire("n", "rival", ttl=5)
+    assert rival is not None
+    deadline = time.monotonic() + 2
+    while not lost and time.monotonic() < deadline:
+        time.sleep(0.01)
+    keeper.join(1)
+    assert lost == [lease] and keeper.lost and not keeper._thread.is_alive()
+    assert store.current("n") == rival
+
+
+def test_keeper_miss_after_stop_is_not_a_loss(store):
+    lease = store.acquire("n", "h", ttl=5)
+    gated = GatedStore(store)
+    lost: list[Lease] = []
+    keeper = LeaseKeeper(gated, lease, ttl=5, interval=0.01, on_lost=lost.append).start()
+    assert gated.entered.wait(2)
+    keeper.stop()  # the holder finishes its work ...
+    assert store.release(lease)  # ... and releases while a refresh is in flight
+    gated.proceed.set()
+    keeper.join(2)
+    assert not keeper._thread.is_alive()
+    assert lost == [] and not keeper.lost
+
+
+def test_keeper_refresh_error_while_active_is_a_loss(store):
+    lease = store.acquire("n", "h", ttl=5)
+    gated = GatedStore(store)
+    gated.raise_error = True
+    gated.proceed.set()
+    lost: list[Lease] = []
+    keeper = LeaseKeeper(gated, lease, ttl=5, interval=0.01, on_lost=lost.append).start()
+    keeper.join(2)
+    assert lost == [lease] and keeper.lost
