@@ -1,0 +1,633 @@
+"""All homes → interrupted-turn records the tray, the helper and ``status`` show and act on.
+
+The scanner composes the engines (markers, WebUI journal, Hermes' state views, backend config)
+with :func:`core.policy.decide`. It never raises: a source it cannot read becomes a *problem*
+on its :class:`HomeReport` (with what to do about it), never "nothing interrupted". Newer Hermes
+storage it does not understand yet (an ``interrupted_turns`` table in ``state.db``, per-session
+files under ``desktop/interrupted_turns/``, or the JSON file renamed ``.migrated``) is reported
+in :attr:`HomeReport.unsupported`.
+
+Incremental: a :class:`Scanner` remembers each file's signature (inode, size, mtime_ns) and
+what it parsed, and re-reads only files that changed. With ``cache_file`` (the CLI uses
+:func:`default_cache_file`), the WebUI-journal and config.yaml results persist between processes
+— summaries only, never prompt text. Marker files (which hold prompts) are re-read every time
+(they are small) and liveness (writer, lease, owner) is always judged fresh.
+
+Public API::
+
+    scanner = Scanner(homes, cache_file=None)      # homes: list[core.homes.Home]
+    result = scanner.scan(now=None)                 # -> ScanResult(homes=[HomeReport], turns=[TurnRecord])
+    scan(homes, ...)                                # one-shot convenience
+    record.to_json() / report.to_json()             # the ``status --json`` shapes
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core.homes import Home
+from core.policy import AutoContinueConfig, Decision, decide
+
+CACHE_VERSION = 1
+EXCERPT_CHARS = 120
+_MAX_JOURNAL_BYTES = 64 * 1024 * 1024
+
+
+# ---------------------------------------------------------------------------------------------
+# records
+
+
+@dataclass(frozen=True)
+class TurnRecord:
+    """One interrupted turn, as the user sees it.
+
+    ``source`` is ``desktop`` (a marker; resumable when ``verdict == "actionable"``) or ``webui``
+    (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
+    entry as read — pass it back as ``expected`` to skip/resume so a changed marker is refused.
+    ``turn_id`` is set for WebUI records.
+    """
+
+    home: Path
+    profile: str
+    session_key: str
+    title: str | None
+    prompt_excerpt: str
+    started_at: float
+    age_seconds: float
+    attempts: int
+    writer: str
+    verdict: str
+    reason: str
+    source: str
+    unsure: bool = False
+    turn_id: str | None = None
+    entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+
+    @property
+    def actionable(self) -> bool:
+        return self.verdict == "actionable"
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``status --json`` turn object (keys exactly as documented in the README)."""
+        return {
+            "home": str(self.home),
+            "profile": self.profile,
+            "session_key": self.session_key,
+            "title": self.title,
+            "prompt_excerpt": self.prompt_excerpt,
+            "started_at": self.started_at,
+            "age_seconds": round(self.age_seconds, 3),
+            "attempts": self.attempts,
+            "writer": self.writer,
+            "verdict": self.verdict,
+            "reason": self.reason,
+            "source": self.source,
+        }
+
+
+@dataclass(frozen=True)
+class HomeReport:
+    """What one home holds and every problem met reading it (each says what to do)."""
+
+    path: Path
+    profile: str
+    origin: str
+    exists: bool
+    markers: str  # "ok" | "none" | "corrupt" | "unreadable"
+    marker_count: int
+    config: AutoContinueConfig
+    state_db: str  # "ok" | "missing" | "unreadable"
+    webui_journal_dir: Path
+    webui_sessions: int
+    unsupported: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "profile": self.profile,
+            "origin": self.origin,
+            "exists": self.exists,
+            "markers": self.markers,
+            "marker_count": self.marker_count,
+            "auto_continue": {
+                "enabled": self.config.enabled,
+                "freshness_minutes": self.config.freshness_minutes,
+                "max_attempts": self.config.max_attempts,
+            },
+            "state_db": self.state_db,
+            "webui_journal_dir": str(self.webui_journal_dir),
+            "webui_sessions": self.webui_sessions,
+            "unsupported": list(self.unsupported),
+            "problems": list(self.problems),
+        }
+
+
+@dataclass(frozen=True)
+class ScanResult:
+    homes: list[HomeReport]
+    turns: list[TurnRecord]
+    scanned_at: float
+
+    @property
+    def actionable(self) -> list[TurnRecord]:
+        return [t for t in self.turns if t.actionable]
+
+    @property
+    def unsupported(self) -> bool:
+        return any(h.unsupported for h in self.homes)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document."""
+        return {"homes": [h.to_json() for h in self.homes], "turns": [t.to_json() for t in self.turns]}
+
+
+# ---------------------------------------------------------------------------------------------
+# helpers
+
+
+def prompt_excerpt(prompt: object, limit: int = EXCERPT_CHARS) -> str:
+    """First non-empty line, at most ``limit`` characters (``…`` marks a cut)."""
+    if not isinstance(prompt, str):
+        return ""
+    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
+
+
+def _sig(st: os.stat_result) -> list[int]:
+    return [st.st_ino, st.st_size, st.st_mtime_ns]
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except OSError:
+        return None
+
+
+def default_cache_file() -> Path:
+    from core import paths
+
+    return paths.cache_dir() / "scan-cache.json"
+
+
+def _num(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def _attempts(entry: Mapping[str, Any]) -> int:
+    from core.policy import marker_attempts
+
+    return marker_attempts(entry) or 0
+
+
+# ---------------------------------------------------------------------------------------------
+# state.db, batched per home
+
+
+class _HomeState:
+    """One read-only look at ``state.db`` for every marker of a home (one connection, not one per key).
+
+    Judging uses :mod:`core.hermes_state`'s own row rules, so the lease semantics live in one place.
+    """
+
+    def __init__(self, home: Path, now: float) -> None:
+        self.home = home
+        self.now = now
+        self.problem: str | None = None
+        self.status = "ok"
+        self._conn = None
+        self._scols: set[str] = set()
+        self._lcols: set[str] = set()
+        if not (home / "state.db").is_file():
+            self.status = "missing"
+            self.problem = f"no state.db in {home}"
+            return
+        try:
+            from core import hermes_state as hs
+
+            conn, problem = hs._connect_ro(home)
+            if conn is None:
+                self.status, self.problem = "unreadable", problem
+                return
+            self._conn = conn
+            self._scols = hs._columns(conn, "sessions")
+            self._lcols = hs._columns(conn, "session_turn_leases")
+        except Exception as exc:
+            self.status, self.problem = "unreadable", _describe_db(exc)
+            self.close()
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def has_table(self, name: str) -> bool | None:
+        if self._conn is None:
+            return None
+        try:
+            row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone()
+            return row is not None
+        except Exception:
+            return None
+
+    def session(self, key: str):
+        """(SessionInfo | None, problem | None)."""
+        from core import hermes_state as hs
+
+        if self._conn is None:
+            return None, self.problem
+        if "id" not in self._scols:
+            return None, None
+        try:
+            return hs._session_row(self._conn, self._scols, key), None
+        except Exception as exc:
+            return None, _describe_db(exc)
+
+    def lease(self, key: str):
+        from core import hermes_state as hs
+
+        if self._conn is None:
+            return hs.LeaseView("unknown", self.problem or "state.db unavailable")
+        conn, cols = self._conn, self._lcols
+        try:
+            if not cols:
+                return hs.LeaseView("free", "this Hermes keeps no turn leases")
+            if not {"conversation_id", "holder", "expires_at"} <= cols:
+                return hs.LeaseView("unknown", "session_turn_leases has an unexpected schema")
+            try:
+                root = hs._root_with(conn, key)
+            except Exception:
+                root = key
+            wanted = [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start") if c in cols]
+            best = None
+            for cid in dict.fromkeys((root, key)):
+                row = conn.execute(
+                    f"SELECT {', '.join(wanted)} FROM session_turn_leases WHERE conversation_id = ?", (cid,)
+                ).fetchone()
+                if row is None:
+                    continue
+                view = hs._judge_row(dict(zip(wanted, row, strict=True)), cid, self.now)
+                if view.state == "live":
+                    return view
+                best = best or view
+            return best or hs.LeaseView("free", "no turn lease", conversation_id=root)
+        except Exception as exc:
+            return hs.LeaseView("unknown", _describe_db(exc))
+
+
+def _describe_db(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    if "locked" in text or "busy" in text:
+        return f"state.db is locked ({text})"
+    return f"state.db is unreadable ({text})"
+
+
+# ---------------------------------------------------------------------------------------------
+# WebUI journals
+
+
+def _summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[str, Any]:
+    """Pending turns of one WebUI session, without any text: ids, times, worker identity."""
+    from core import journal
+
+    doc = journal.read_turn_journal(sid, session_dir=session_dir, shards=[f for f in files if "~" in f.name])
+    events = doc["events"]
+    pending = journal.pending_turns(events)
+    out: list[dict[str, Any]] = []
+    if pending:
+        by_turn: dict[str, list[dict]] = {}
+        for ev in events:
+            tid = str(ev.get("turn_id") or "").strip()
+            if tid:
+                by_turn.setdefault(tid, []).append(ev)
+        shard_pids = _shard_pids(files) if any("~" in f.name for f in files) else {}
+        for latest in pending:
+            tid = str(latest.get("turn_id") or "").strip()
+            evs = by_turn.get(tid, [latest])
+            first = min((_num(e.get("created_at")) or 0.0) for e in evs)
+            pid, start = None, None
+            for ev in evs:
+                for pk, sk in (("worker_pid", "worker_start_time"), ("pid", "process_start_time")):
+                    p = ev.get(pk)
+                    if isinstance(p, int) and not isinstance(p, bool) and p > 0:
+                        pid, start = p, _num(ev.get(sk))
+            if pid is None and tid in shard_pids:
+                pid = shard_pids[tid]
+            out.append({"turn_id": tid, "started_at": first, "event": str(latest.get("event") or ""),
+                        "pid": pid, "start": start})
+    return {"pending": out, "malformed": len(doc["malformed"])}
+
+
+def _shard_pids(files: list[Path]) -> dict[str, int]:
+    """turn_id → pid of the shard ``<sid>~<pid>.jsonl`` that wrote it (the worker's pid)."""
+    out: dict[str, int] = {}
+    for f in files:
+        if "~" not in f.name:
+            continue
+        try:
+            pid = int(f.name.rsplit("~", 1)[1].split(".", 1)[0])
+            with open(f, "rb") as fh:
+                data = fh.read(_MAX_JOURNAL_BYTES)
+        except (OSError, ValueError):
+            continue
+        for line in data.split(b"\n"):
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(ev, dict) and isinstance(ev.get("turn_id"), str):
+                out[ev["turn_id"].strip()] = pid
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# the scanner
+
+
+class Scanner:
+    """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
+
+    def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None) -> None:
+        self.homes = list(homes)
+        self.cache_file = cache_file
+        self._journals: dict[str, list] = {}  # path-key -> [sigs, summary]
+        self._configs: dict[str, list] = {}  # path -> [sig, [enabled, fresh, attempts], problems]
+        self._markers: dict[str, tuple] = {}  # path -> (sig, entries | None, problem)  (memory only)
+        self._dirty = False
+        if cache_file is not None:
+            self._load_cache()
+
+    # persistence ---------------------------------------------------------------------------
+
+    def _load_cache(self) -> None:
+        try:
+            with open(self.cache_file, "rb") as fh:  # type: ignore[arg-type]
+                doc = json.loads(fh.read())
+            if isinstance(doc, dict) and doc.get("version") == CACHE_VERSION:
+                j, c = doc.get("journals"), doc.get("configs")
+                self._journals = j if isinstance(j, dict) else {}
+                self._configs = c if isinstance(c, dict) else {}
+        except Exception:
+            self._journals, self._configs = {}, {}
+
+    def _save_cache(self) -> None:
+        if self.cache_file is None or not self._dirty:
+            return
+        try:
+            from core.fsutil import atomic_write_bytes, ensure_private_dir
+
+            ensure_private_dir(self.cache_file.parent)
+            doc = {"version": CACHE_VERSION, "journals": self._journals, "configs": self._configs}
+            atomic_write_bytes(self.cache_file, json.dumps(doc, separators=(",", ":")).encode(), sync_dir=False)
+            self._dirty = False
+        except Exception:
+            pass  # a cache is an optimisation: never fail a scan over it
+
+    # scanning --------------------------------------------------------------------------------
+
+    def scan(self, now: float | None = None) -> ScanResult:
+        """Scan every home. Never raises."""
+        now = time.time() if now is None else now
+        reports: list[HomeReport] = []
+        turns: list[TurnRecord] = []
+        seen_journal_dirs: set[str] = set()
+        live_configs: set[str] = set()
+        live_journals: set[str] = set()
+        for home in self.homes:
+            try:
+                report, home_turns = self._scan_home(home, now, seen_journal_dirs, live_configs, live_journals)
+            except Exception as exc:  # belt and braces: one home never breaks the rest
+                report = HomeReport(home.path, home.profile, home.origin, home.path.is_dir(), "unreadable", 0,
+                                    AutoContinueConfig(), "unreadable", home.webui_journal_dir, 0,
+                                    problems=(f"scanning failed ({type(exc).__name__}: {exc}); please report it",))
+                home_turns = []
+            reports.append(report)
+            turns.extend(home_turns)
+        for store, live in ((self._configs, live_configs), (self._journals, live_journals)):
+            for gone in set(store) - live:
+                del store[gone]
+                self._dirty = True
+        self._save_cache()
+        return ScanResult(reports, turns, now)
+
+    def _config(self, home: Home, live: set[str]) -> tuple[AutoContinueConfig, list[str]]:
+        path = home.config_file
+        key = str(path)
+        live.add(key)
+        st = _stat(path)
+        sig = _sig(st) if st else None
+        cached = self._configs.get(key)
+        if cached and cached[0] == sig:
+            e, f, a = cached[1]
+            return AutoContinueConfig(bool(e), f, int(a)), list(cached[2])
+        from core.backend_config import read_backend_config
+
+        cfg = read_backend_config(home.path)
+        problems = list(cfg.warnings)
+        if cfg.error:
+            problems.append(f"{cfg.error} — Hermes falls back to the defaults; fix the file")
+        ac = cfg.auto_continue
+        self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts], problems]
+        self._dirty = True
+        return ac, problems
+
+    def _read_markers(self, home: Home) -> tuple[dict | None, str, str | None, os.stat_result | None]:
+        """(entries or None, status, problem, stat)."""
+        path = home.marker_file
+        st = _stat(path)
+        if st is None:
+            if os.path.lexists(path):
+                return None, "unreadable", f"{path} cannot be read (dangling link?)", None
+            self._markers.pop(str(path), None)
+            return {}, "none", None, None
+        sig = _sig(st)
+        cached = self._markers.get(str(path))
+        if cached and cached[0] == sig:
+            return cached[1], cached[2], cached[3], st
+        from core.markers import MarkerCorruptError, list_turn_markers
+
+        try:
+            entries, status, problem = list_turn_markers(home.path), "ok", None
+        except MarkerCorruptError as exc:
+            entries, status = None, "corrupt"
+            problem = (f"{path} is corrupt ({exc.strerror}); interrupted turns in this home cannot be seen. "
+                       "Hermes' next write will replace it; move it aside to keep it")
+        except Exception as exc:
+            entries, status = None, "unreadable"
+            problem = f"{path} cannot be read ({exc}); check its owner and permissions"
+        self._markers[str(path)] = (sig, entries, status, problem)
+        return entries, status, problem, st
+
+    def _unsupported(self, home: Home, state: _HomeState) -> list[str]:
+        found = []
+        desk = home.path / "desktop"
+        if os.path.isdir(desk / "interrupted_turns"):
+            found.append(f"per-session marker files under {desk / 'interrupted_turns'}")
+        try:
+            migrated = [n for n in os.listdir(desk) if n.startswith("interrupted_turns.json.migrated")]
+        except OSError:
+            migrated = []
+        if migrated:
+            found.append(f"{desk / migrated[0]} (markers were migrated to newer storage)")
+        if state.has_table("interrupted_turns"):
+            found.append(f"an interrupted_turns table in {home.state_db}")
+        return [f"newer Hermes storage not yet supported: {f}; update hermes-tray" for f in found]
+
+    def _scan_home(self, home: Home, now: float, seen_dirs: set[str], live_configs: set[str],
+                   live_journals: set[str]) -> tuple[HomeReport, list[TurnRecord]]:
+        problems: list[str] = []
+        exists = home.path.is_dir()
+        if not exists:
+            problems.append(f"{home.path} does not exist (Hermes has not run with this home yet)")
+        config, cfg_problems = self._config(home, live_configs) if exists else (AutoContinueConfig(), [])
+        problems.extend(cfg_problems)
+        entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
+        if mproblem:
+            problems.append(mproblem)
+        turns: list[TurnRecord] = []
+        state = _HomeState(home.path, now) if exists else None
+        try:
+            unsupported = self._unsupported(home, state) if state else []
+            if entries:
+                turns.extend(self._marker_records(home, entries, config, state, now, problems))
+            db_status = state.status if state else "missing"
+            if state and state.status == "unreadable" and state.problem:
+                problems.append(f"{state.problem}: titles and Hermes' turn leases cannot be checked")
+        finally:
+            if state:
+                state.close()
+        jdir = home.webui_journal_dir
+        nsessions = 0
+        key = os.path.normcase(os.path.abspath(jdir))
+        if key not in seen_dirs:
+            seen_dirs.add(key)
+            nsessions, webui_turns = self._webui_records(home, now, problems, live_journals)
+            turns.extend(webui_turns)
+        turns.sort(key=lambda t: -t.started_at)
+        report = HomeReport(home.path, home.profile, home.origin, exists, mstatus,
+                            len(entries or {}), config, db_status, jdir, nsessions,
+                            tuple(unsupported), tuple(problems))
+        return report, turns
+
+    def _marker_records(self, home: Home, entries: dict, config: AutoContinueConfig, state: _HomeState | None,
+                        now: float, problems: list[str]) -> list[TurnRecord]:
+        from core.markers import marker_writer_state
+
+        out = []
+        title_problem = None
+        owner_of = None
+        for key, entry in entries.items():
+            info, tp = state.session(key) if state else (None, None)
+            title_problem = title_problem or tp
+            writer = marker_writer_state(entry)
+            source = info.source if info else None
+            decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
+            if writer == "dead" and decision.verdict != "not-ours":
+                lease = state.lease(key) if state else None
+                if owner_of is None:
+                    from core.hermes_state import active_session_owner as owner_of
+                owner = owner_of(home.path, key)
+                lstate = lease.state if lease else "unknown"
+                details = [v.detail for v, s in ((lease, lstate), (owner, owner.state)) if v is not None
+                           and s in ("live", "alive", "unknown")]
+                decision = decide(entry, config=config, writer=writer, now=now, source=source,
+                                  lease=lstate, owner=owner.state, activity_detail="; ".join(details))
+            ref = _num(entry.get("interrupted_at")) or _num(entry.get("started_at")) or 0.0
+            started = _num(entry.get("started_at")) or 0.0
+            out.append(TurnRecord(
+                home=home.path, profile=home.profile, session_key=str(key),
+                title=info.title if info else None,
+                prompt_excerpt=prompt_excerpt(entry.get("prompt")),
+                started_at=started, age_seconds=max(0.0, now - ref), attempts=_attempts(entry),
+                writer=writer, verdict=decision.verdict, reason=decision.reason, source="desktop",
+                unsure=decision.unsure, entry=entry,
+            ))
+        if title_problem and (not state or state.status == "ok"):
+            problems.append(f"{title_problem}: session titles unavailable")
+        return out
+
+    def _webui_records(self, home: Home, now: float, problems: list[str],
+                       live: set[str]) -> tuple[int, list[TurnRecord]]:
+        from core.procid import process_liveness
+
+        jdir = home.webui_journal_dir
+        try:
+            scandir = list(os.scandir(jdir))
+        except FileNotFoundError:
+            return 0, []
+        except OSError as exc:
+            problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
+            return 0, []
+        groups: dict[str, list[tuple[Path, list[int]]]] = {}
+        for de in scandir:
+            name = de.name
+            if not name.endswith(".jsonl") or name.startswith("."):
+                continue
+            try:
+                st = de.stat()
+            except OSError:
+                continue
+            sid = name[:-6].split("~", 1)[0]
+            groups.setdefault(sid, []).append((Path(de.path), _sig(st)))
+        records: list[TurnRecord] = []
+        malformed_sessions = 0
+        session_dir = home.webui_session_dir
+        for sid, files in groups.items():
+            files.sort(key=lambda f: ("~" in f[0].name, f[0].name))
+            ckey = str(jdir / sid)
+            live.add(ckey)
+            sigs = [[f.name, *s] for f, s in files]
+            cached = self._journals.get(ckey)
+            if cached and cached[0] == sigs:
+                summary = cached[1]
+            else:
+                try:
+                    summary = _summarise_journal(sid, [f for f, _ in files], session_dir)
+                except ValueError:
+                    continue  # not a WebUI session id: not ours to read
+                except Exception as exc:
+                    problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl ({exc})")
+                    continue
+                self._journals[ckey] = [sigs, summary]
+                self._dirty = True
+            if summary.get("malformed"):
+                malformed_sessions += 1
+            for p in summary.get("pending", ()):
+                pid, start = p.get("pid"), p.get("start")
+                writer = process_liveness(pid, start) if pid else "unknown"
+                if writer == "alive":
+                    continue  # still running: not interrupted
+                started = float(p.get("started_at") or 0.0)
+                if writer == "dead":
+                    verdict, reason, unsure = (
+                        "not-ours", f"WebUI turn never finished and its worker (pid {pid}) is gone; "
+                        "retry it from the WebUI", False)
+                else:
+                    verdict, reason, unsure = (
+                        "running", "WebUI turn has not finished; cannot tell whether its worker is still running",
+                        True)
+                records.append(TurnRecord(
+                    home=home.path, profile=home.profile, session_key=sid, title=None, prompt_excerpt="",
+                    started_at=started, age_seconds=max(0.0, now - started), attempts=0, writer=writer,
+                    verdict=verdict, reason=reason, source="webui", unsure=unsure, turn_id=p.get("turn_id"),
+                ))
+        if malformed_sessions:
+            problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
+        return len(groups), records
+
+
+def scan(homes: Sequence[Home], *, cache_file: Path | None = None, now: float | None = None) -> ScanResult:
+    """One-shot scan (the CLI passes :func:`default_cache_file` for warm re-runs)."""
+    return Scanner(homes, cache_file=cache_file).scan(now)

@@ -1,0 +1,191 @@
+"""The scanner over real fixture homes: profiles, every verdict, broken sources, WebUI journals, cache."""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+import pytest
+
+from core import scanner as scanner_mod
+from core.homes import discover_homes
+from core.scanner import Scanner, prompt_excerpt, scan
+from tests.support.fixture_homes import FixtureHome, dead_pid, journal_turn, marker_entry, own_writer
+
+
+@pytest.fixture()
+def tree(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    root = FixtureHome(tmp_path / "hermes")
+    work = FixtureHome(tmp_path / "hermes" / "profiles" / "work")
+    now = time.time()
+    for sid, title, source in [("s-live", "Live one", "tui"), ("s-dead", "Crashed refactor", "tui"),
+                               ("s-stale", None, "tui"), ("s-exh", None, "tui"), ("s-bot", None, "bot_room"),
+                               ("s-off", None, "tui"), ("s-lease", None, "tui")]:
+        root.add_session(sid, title=title, source=source)
+    root.add_lease("s-lease", holder="pid=1:turn=t:platform=linux")  # no pidns: live until expiry
+    root.write_markers({
+        "s-live": marker_entry("live prompt", writer=own_writer()),
+        "s-dead": marker_entry("refactor the parser\nsecond line", started_at=now - 120),
+        "s-stale": marker_entry("old", started_at=now - 3 * 3600),
+        "s-exh": marker_entry("crashy", attempts=2),
+        "s-bot": marker_entry("hosted"),
+        "s-off": marker_entry("owned elsewhere", auto_continue=False),
+        "s-lease": marker_entry("leased"),
+    })
+    work.write_config("desktop:\n  auto_continue:\n    enabled: false\n")
+    work.add_session("w-1", title="Profile turn")
+    work.write_markers({"w-1": marker_entry("in the work profile")})
+    root.close()
+    work.close()
+    homes = discover_homes(env={"HERMES_HOME": str(root.path)})
+    return root, work, homes
+
+
+def by_key(result):
+    return {t.session_key: t for t in result.turns}
+
+
+def test_every_verdict_across_root_and_profile(tree):
+    root, work, homes = tree
+    result = scan(homes)
+    turns = by_key(result)
+    assert {k: t.verdict for k, t in turns.items()} == {
+        "s-live": "running", "s-dead": "actionable", "s-stale": "stale", "s-exh": "exhausted",
+        "s-bot": "not-ours", "s-off": "not-ours", "s-lease": "running", "w-1": "disabled",
+    }
+    dead = turns["s-dead"]
+    assert (dead.title, dead.prompt_excerpt, dead.writer, dead.source, dead.profile) == (
+        "Crashed refactor", "refactor the parser", "dead", "desktop", "default")
+    assert 119 < dead.age_seconds < 200 and dead.attempts == 0
+    assert turns["s-live"].writer == "alive" and "still running" in turns["s-live"].reason
+    assert "turn lease" in turns["s-lease"].reason
+    assert turns["w-1"].profile == "work" and turns["w-1"].title == "Profile turn"
+    assert [h.profile for h in result.homes] == ["default", "work"]
+    assert result.homes[1].config.enabled is False
+    assert result.homes[0].marker_count == 7 and result.homes[0].state_db == "ok"
+    assert [t.session_key for t in result.actionable] == ["s-dead"]
+    assert dead.entry["prompt"].startswith("refactor")  # raw entry kept for compare-and-remove
+
+
+def test_corrupt_marker_file_is_reported_not_hidden(tree):
+    root, _work, homes = tree
+    root.marker_file.write_text("{not json")
+    result = scan(homes)
+    report = result.homes[0]
+    assert report.markers == "corrupt"
+    assert any("corrupt" in p and "interrupted_turns.json" in p for p in report.problems)
+    assert not [t for t in result.turns if t.home == root.path]
+    assert [t.session_key for t in result.turns] == ["w-1"]  # the other home still scanned
+
+
+def test_locked_state_db_is_never_actionable(tree):
+    root, _work, homes = tree
+    locker = sqlite3.connect(root.path / "state.db", isolation_level=None)
+    locker.execute("PRAGMA locking_mode=EXCLUSIVE")
+    locker.execute("BEGIN EXCLUSIVE")
+    try:
+        t0 = time.monotonic()
+        result = scan(homes)
+        assert time.monotonic() - t0 < 10
+    finally:
+        locker.execute("ROLLBACK")
+        locker.close()
+    report = result.homes[0]
+    assert report.state_db == "unreadable"
+    assert any("locked" in p for p in report.problems)
+    dead = by_key(result)["s-dead"]
+    assert dead.verdict == "running" and dead.unsure and "cannot read" in dead.reason
+    assert dead.title is None
+    assert by_key(result)["s-stale"].verdict == "stale"  # a do-nothing verdict stays as Hermes would say
+
+
+def test_webui_pending_turn_with_dead_worker(tree):
+    root, _work, homes = tree
+    gone = dead_pid()
+    root.write_journal("web-1", journal_turn("20260101T000000Z-aaaaaaaaaaaa", ["submitted", "worker_started",
+                                                                              "completed"])
+                       + journal_turn("20260101T000100Z-bbbbbbbbbbbb", ["submitted", "worker_started",
+                                                                      "assistant_started"]), shard_pid=gone)
+    root.write_journal("web-2", journal_turn("20260101T000200Z-cccccccccccc", ["submitted", "worker_started"],
+                                             worker_pid=own_writer()["writer_pid"]))
+    root.write_journal("web-3", journal_turn("20260101T000300Z-dddddddddddd", ["submitted", "interrupted"]))
+    (root.journal_dir / "web-4.jsonl").write_text('{"turn_id": "x", "event": "submitted", "created_at": 1}\n{torn')
+    result = scan(homes)
+    web = [t for t in result.turns if t.source == "webui"]
+    assert [(t.session_key, t.turn_id, t.writer, t.verdict) for t in web] == [
+        ("web-1", "20260101T000100Z-bbbbbbbbbbbb", "dead", "not-ours"),
+        ("web-4", "x", "unknown", "running"),
+    ]
+    assert f"pid {gone}" in web[0].reason and web[1].unsure
+    assert result.homes[0].webui_sessions == 4
+    assert any("malformed" in p for p in result.homes[0].problems)
+
+
+@pytest.mark.parametrize("kind", ["table", "dir", "migrated"])
+def test_newer_hermes_storage_is_reported_unsupported(tree, kind):
+    root, _work, homes = tree
+    if kind == "table":
+        root.db().execute("CREATE TABLE interrupted_turns (session_key TEXT PRIMARY KEY, prompt TEXT)")
+        root.close()
+    elif kind == "dir":
+        (root.path / "desktop" / "interrupted_turns").mkdir()
+    else:
+        root.marker_file.rename(root.marker_file.with_name("interrupted_turns.json.migrated"))
+    result = scan(homes)
+    assert result.unsupported
+    assert any("not yet supported" in u for u in result.homes[0].unsupported)
+    assert not result.homes[1].unsupported
+
+
+def test_missing_home_and_no_state_db(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
+    bare = FixtureHome(tmp_path / "bare")
+    bare.write_markers({"k": marker_entry("p")})
+    homes = discover_homes(explicit=[tmp_path / "nowhere", bare.path])
+    result = scan(homes)
+    assert result.homes[0].exists is False and "does not exist" in result.homes[0].problems[0]
+    assert result.homes[1].state_db == "missing"
+    assert by_key(result)["k"].verdict == "running" and by_key(result)["k"].unsure
+
+
+def test_incremental_cache_rereads_only_changed_files(tree, tmp_path, monkeypatch):
+    root, _work, homes = tree
+    for i in range(5):
+        root.write_journal(f"j{i}", journal_turn(f"20260101T00000{i}Z-aaaaaaaaaaaa", ["submitted", "completed"]))
+    cache = tmp_path / "cache" / "scan.json"
+    calls = []
+    real = scanner_mod._summarise_journal
+    monkeypatch.setattr(scanner_mod, "_summarise_journal", lambda sid, *a: calls.append(sid) or real(sid, *a))
+    Scanner(homes, cache_file=cache).scan()
+    assert sorted(calls) == [f"j{i}" for i in range(5)]
+    calls.clear()
+    first = Scanner(homes, cache_file=cache).scan()  # a new process: the persisted cache answers
+    assert calls == []
+    time.sleep(0.01)
+    root.write_journal("j3", journal_turn("20260101T000003Z-aaaaaaaaaaaa", ["submitted", "worker_started"],
+                                          worker_pid=dead_pid()))
+    second = Scanner(homes, cache_file=cache).scan()
+    assert calls == ["j3"]
+    assert len([t for t in second.turns if t.source == "webui"]) == len([t for t in first.turns
+                                                                          if t.source == "webui"]) + 1
+    assert "refactor" not in cache.read_text() and "crashy" not in cache.read_text()  # never prompt text
+    assert oct(cache.stat().st_mode & 0o777) == "0o600"
+
+
+def test_in_process_scanner_sees_marker_changes(tree):
+    root, _work, homes = tree
+    s = Scanner(homes)
+    assert "s-new" not in by_key(s.scan())
+    entries = root.read_markers()
+    entries["s-new"] = marker_entry("new one")
+    time.sleep(0.01)
+    root.write_markers(entries)
+    assert by_key(s.scan())["s-new"].verdict == "actionable"
+
+
+def test_prompt_excerpt():
+    assert prompt_excerpt("\n\n  first line  \nsecond") == "first line"
+    long = prompt_excerpt("x" * 500)
+    assert len(long) == 120 and long.endswith("…")
+    assert prompt_excerpt(None) == ""
