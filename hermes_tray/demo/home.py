@@ -1,0 +1,155 @@
+"""Throwaway demo homes: a Hermes home with a session and a running turn, on a simulated backend.
+
+``create_demo()`` builds, under one private temp directory: a Hermes home (``config.yaml`` with
+the auto-continue block, ``state.db`` with a session), a simulated Hermes installation (see
+``sim_install``), tray config/state/log dirs of its own (so the user's real tray state is never
+touched) with ``hermes_command`` pointing at the simulated install, and starts a simulated
+backend running a turn on the session — holding its marker and turn lease, and SIGKILLed after
+``die_after`` seconds (or by :meth:`DemoHome.crash_backend`), which leaves exactly what a
+crashed Hermes leaves: a marker from a dead writer.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_tray.demo import sim_state
+from hermes_tray.demo.sim_backend import AUTO, write_control
+from hermes_tray.demo.sim_install import create_sim_install, sim_command
+
+DEMO_PROMPT = ("Refactor the config parser so unknown keys produce a warning instead of an error, "
+               "then update the tests.")
+DEMO_TITLE = "Demo: refactor the config parser"
+
+_CONFIG = """\
+# Demo Hermes home created by `hermes-tray demo` (safe to delete).
+model:
+  provider: custom
+  base_url: http://127.0.0.1:9/v1  # not used: the simulated backend never calls a model
+  default: demo-model
+desktop:
+  auto_continue:
+    enabled: true
+    freshness_minutes: 15
+    max_attempts: 2
+"""
+
+
+@dataclass
+class DemoHome:
+    """Everything a demo run made, and how to point hermes-tray at it."""
+
+    root: Path
+    home: Path
+    session_key: str
+    install_root: Path
+    launcher: Path
+    capability: str
+    backend: subprocess.Popen[bytes] | None = None
+    env: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def backend_pid(self) -> int | None:
+        return self.backend.pid if self.backend is not None else None
+
+    def crash_backend(self) -> bool:
+        """SIGKILL the simulated backend mid-turn (what a crash, OOM or forced quit does)."""
+        if self.backend is None or self.backend.poll() is not None:
+            return False
+        with contextlib.suppress(OSError):
+            if os.name == "nt":
+                self.backend.kill()
+            else:
+                os.kill(self.backend.pid, signal.SIGKILL)
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            self.backend.wait(timeout=5)
+        return True
+
+    def start_turn(self, *, turn_seconds: float = 3600.0, die_after: float | None = None,
+                   prompt: str = DEMO_PROMPT) -> subprocess.Popen[bytes]:
+        """Start a simulated backend running a turn on the demo session (again, for another round)."""
+        python = sim_command(self.install_root)[0]
+        argv = [python, "-m", "hermes_tray.demo.sim_backend", "--home", str(self.home), "run-turn",
+                "--session", self.session_key, "--prompt", prompt, "--turn-seconds", str(turn_seconds)]
+        if die_after is not None:
+            argv += ["--die-after", str(die_after)]
+        log = open(self.root / "sim-backend.log", "ab")  # noqa: SIM115 - handed to the child
+        try:
+            self.backend = subprocess.Popen(  # noqa: S603 - argv list
+                argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **self.env},
+                start_new_session=(os.name != "nt"))
+        finally:
+            log.close()
+        deadline = time.monotonic() + 10
+        from core.markers import read_turn_marker
+
+        while time.monotonic() < deadline and read_turn_marker(self.home, self.session_key) is None:
+            if self.backend.poll() is not None:
+                break
+            time.sleep(0.02)
+        return self.backend
+
+    def cleanup(self) -> None:
+        """Stop the simulated backend and delete everything the demo made."""
+        self.crash_backend()
+        shutil.rmtree(self.root, ignore_errors=True)
+
+
+def create_demo(root: Path | str | None = None, *, capability: str = AUTO, turn_seconds: float = 3600.0,
+                die_after: float | None = 5.0, continuation_seconds: float = 4.0,
+                start_turn: bool = True) -> DemoHome:
+    """Build a demo home (see module doc); ``root`` default: a new private temp dir."""
+    if root is None:
+        root = Path(tempfile.mkdtemp(prefix="hermes-tray-demo-"))
+    root = Path(root)
+    root.mkdir(parents=True, exist_ok=True)
+    os.chmod(root, 0o700)
+    home = root / "hermes-home"
+    home.mkdir(mode=0o700, exist_ok=True)
+    cfg = home / "config.yaml"
+    if not cfg.exists():
+        fd = os.open(cfg, os.O_WRONLY | os.O_CREAT, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(_CONFIG)
+    key = sim_state.create_session(home, title=DEMO_TITLE)
+    sim_state.append_message(home, key, "user", "Read the config parser and tell me how it handles unknown keys.")
+    sim_state.append_message(home, key, "assistant", "It raises KeyError on any unknown key.")
+    write_control(home, turn_seconds=continuation_seconds)
+    install_root = root / "hermes-install"
+    launcher = create_sim_install(install_root, capability)
+    env = {
+        "HERMES_TRAY_CONFIG_DIR": str(root / "tray-config"),
+        "HERMES_TRAY_STATE_DIR": str(root / "tray-state"),
+        "HERMES_TRAY_LOG_DIR": str(root / "tray-logs"),
+        "HERMES_TRAY_CACHE_DIR": str(root / "tray-cache"),
+        "HERMES_TRAY_RUNTIME_DIR": str(root / "tray-run"),
+        "HERMES_HOME": str(home),
+    }
+    from core.settings import TraySettings, save_settings
+
+    save_settings(TraySettings(homes=(str(home),), hermes_command=tuple(sim_command(install_root))),
+                  Path(env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml")
+    demo = DemoHome(root, home, key, install_root, launcher, capability, env=env)
+    if start_turn:
+        demo.start_turn(turn_seconds=turn_seconds, die_after=die_after)
+    return demo
+
+
+def shell_exports(demo: DemoHome) -> str:
+    """``export`` lines that point a shell's hermes-tray at the demo (POSIX shells)."""
+    import shlex
+
+    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in demo.env.items())
+
+
+def python_for_demo() -> str:
+    return sys.executable
