@@ -1,0 +1,254 @@
+"""The tray's own decision journal: what it saw, asked, and did about each interrupted turn.
+
+A thin layer over :mod:`core.journal` (one file, ``<decision_journal_dir>/_turn_journal/decisions.jsonl``,
+same crash-safe append). Every event names the turn it is about by ``(home, session_key,
+started_at)``; that triple maps to a deterministic journal ``turn_id``, so all events about one
+interrupted turn group together across restarts and processes. That is what lets a restarted
+tray ask at most once per interrupted turn (:meth:`DecisionJournal.was_asked`).
+
+Never prompt text: fields that could carry it are refused, other strings are capped.
+The file is bounded: past ``max_bytes`` the oldest *finished* turns are dropped whole; the
+events of a turn still in progress are never dropped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from core import journal, paths
+from core.ids import validate_session_id
+
+JOURNAL_ID = "decisions"
+EVENTS = (
+    "detected", "notified", "approved", "skipped", "dispatched",
+    "completed", "interrupted", "failed", "gave-up", "refused",
+    "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
+)
+#: The tray is done with the turn: compaction may drop these turns (oldest first).
+TERMINAL = frozenset({"skipped", "completed", "interrupted", "failed", "gave-up", "refused", "cleared"})
+#: Someone decided (the user, or the tray in auto mode): the turn must not be offered again.
+ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up"})
+FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
+RESERVED_FIELDS = frozenset({"version", "session_id", "turn_id", "created_at", "event", "home", "session_key",
+                             "started_at", "stream_id"})
+MAX_STRING = 500
+DEFAULT_MAX_BYTES = 1 << 20
+
+
+def home_key(home: Path | str) -> str:
+    """The canonical spelling of a Hermes home, so one home is one key however it was named."""
+    return str(Path(home).expanduser().resolve(strict=False))
+
+
+def _started_repr(started_at: float | int | None) -> str:
+    return "none" if started_at is None else repr(float(started_at))
+
+
+def decision_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
+    """Deterministic ``YYYYmmddTHHMMSSZ-<12 hex>`` for one interrupted turn."""
+    digest = hashlib.sha256(
+        f"{home_key(home)}\0{session_key}\0{_started_repr(started_at)}".encode()
+    ).hexdigest()[:12]
+    try:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(float(started_at or 0)))
+    except (OverflowError, OSError, ValueError):
+        stamp = "19700101T000000Z"
+    return f"{stamp}-{digest}"
+
+
+def _clean(name: str, value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING else value[: MAX_STRING - 1] + "…"
+    raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
+
+
+@dataclass
+class _Cache:
+    signature: tuple[int, int] | None = None
+    offset: int = 0
+    events: list[dict] = field(default_factory=list)
+    by_turn: dict[str, list[str]] = field(default_factory=dict)
+
+
+class DecisionJournal:
+    """The decision journal in ``directory`` (default: ``core.paths.decision_journal_dir()``).
+
+    Reads are incremental (only bytes appended since the last read are parsed), so asking
+    :meth:`was_asked` for every marker on every scan stays cheap.
+    """
+
+    def __init__(self, directory: Path | str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.directory = Path(directory) if directory is not None else paths.decision_journal_dir()
+        self.max_bytes = max_bytes
+        self._cache = _Cache()
+
+    @property
+    def path(self) -> Path:
+        return journal.journal_path(JOURNAL_ID, session_dir=self.directory)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def record(
+        self, event: str, *, home: Path | str, session_key: str, started_at: float | int | None = None,
+        **fields: Any,
+    ) -> dict:
+        """Append one decision and return it as written. Refuses unknown events, prompt-bearing
+        fields and non-scalar values (``ValueError`` / ``TypeError``), writing nothing."""
+        if event not in EVENTS:
+            raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
+        validate_session_id(session_key, what="session key")
+        if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
+            raise TypeError("started_at must be a number or None")
+        bad = FORBIDDEN_FIELDS.intersection(fields)
+        if bad:
+            raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+        reserved = RESERVED_FIELDS.intersection(fields)
+        if reserved:
+            raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+        payload: dict[str, Any] = {
+            "event": event,
+            "turn_id": decision_turn_id(home, session_key, started_at),
+            "home": home_key(home),
+            "session_key": session_key,
+            "started_at": None if started_at is None else float(started_at),
+        }
+        payload.update({k: _clean(k, v) for k, v in fields.items()})
+        written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def _bound(self) -> None:
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return
+        if size > self.max_bytes:
+            journal.compact_turn_journal(
+                JOURNAL_ID, session_dir=self.directory, max_bytes=self.max_bytes,
+                is_terminal=lambda e: e.get("event") in TERMINAL,
+            )
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _load(self) -> _Cache:
+        cache = self._cache
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._cache = _Cache()
+            return self._cache
+        if cache.signature is None or cache.signature[0] != st.st_ino or st.st_size < cache.offset:
+            cache = self._cache = _Cache(signature=(st.st_ino, 0))
+        if st.st_size == cache.offset:
+            return cache
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(cache.offset)
+                data = fh.read(st.st_size - cache.offset)
+        except OSError:
+            return cache
+        end = data.rfind(b"\n") + 1  # a torn (or still-being-written) tail waits for the next read
+        for raw in data[:end].split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if type(ev) is not dict:
+                continue
+            cache.events.append(ev)
+            cache.by_turn.setdefault(str(ev.get("turn_id") or ""), []).append(str(ev.get("event") or ""))
+        cache.offset += end
+        cache.signature = (st.st_ino, cache.offset)
+        return cache
+
+    def events_for(self, home: Path | str, session_key: str, started_at: float | int | None) -> list[str]:
+        """Event names recorded for one turn, in append order."""
+        return list(self._load().by_turn.get(decision_turn_id(home, session_key, started_at), ()))
+
+    def turn_status(self, home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
+        """The latest event recorded for the turn, or None if the tray never saw it."""
+        names = self.events_for(home, session_key, started_at)
+        return names[-1] if names else None
+
+    def has_answered(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+        """True once anyone decided about this turn (approved/skipped, or the tray acted on it)."""
+        return any(n in ANSWERED for n in self.events_for(home, session_key, started_at))
+
+    def was_asked(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+        """True once the user was notified or a decision was taken: a restart must not ask again."""
+        return any(n in ANSWERED or n == "notified" for n in self.events_for(home, session_key, started_at))
+
+    def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None) -> list[dict]:
+        """The newest ``limit`` decisions, newest first (optionally for one home / session)."""
+        events = self._load().events
+        hk = home_key(home) if home is not None else None
+        out: list[dict] = []
+        for ev in reversed(events):
+            if hk is not None and ev.get("home") != hk:
+                continue
+            if session_key is not None and ev.get("session_key") != session_key:
+                continue
+            out.append({k: v for k, v in ev.items() if k not in ("version", "session_id")})
+            if len(out) >= limit:
+                break
+        return out
+
+    def turns(self, limit: int = 100) -> list[dict]:
+        """Decisions grouped per turn for a History window, most recently active first:
+        ``{"turn_id", "home", "session_key", "started_at", "status", "events": [...]}``."""
+        grouped: dict[str, dict] = {}
+        for ev in self._load().events:
+            tid = str(ev.get("turn_id") or "")
+            g = grouped.pop(tid, None) or {
+                "turn_id": tid, "home": ev.get("home"), "session_key": ev.get("session_key"),
+                "started_at": ev.get("started_at"), "events": [],
+            }
+            g["events"].append({k: v for k, v in ev.items() if k not in ("version", "session_id", "turn_id")})
+            g["status"] = ev.get("event")
+            grouped[tid] = g  # re-inserted: dict order = last activity
+        return list(reversed(grouped.values()))[:limit]
+
+
+def default_journal() -> DecisionJournal:
+    """The journal in the current ``decision_journal_dir()`` (re-resolved, so env overrides apply)."""
+    global _DEFAULT
+    directory = paths.decision_journal_dir()
+    if _DEFAULT is None or _DEFAULT.directory != directory:
+        _DEFAULT = DecisionJournal(directory)
+    return _DEFAULT
+
+
+_DEFAULT: DecisionJournal | None = None
+
+
+def record(event: str, *, home: Path | str, session_key: str, **fields: Any) -> dict:
+    """Record a decision in the default journal (see :meth:`DecisionJournal.record`)."""
+    return default_journal().record(event, home=home, session_key=session_key, **fields)
+
+
+def history(limit: int = 200, **filters: Any) -> list[dict]:
+    return default_journal().history(limit, **filters)
+
+
+def has_answered(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+    return default_journal().has_answered(home, session_key, started_at)
+
+
+def was_asked(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+    return default_journal().was_asked(home, session_key, started_at)
+
+
+def turn_status(home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
+    return default_journal().turn_status(home, session_key, started_at)

@@ -1,0 +1,137 @@
+"""core.decisions: the tray's own decision journal (what it asked and did, never prompt text)."""
+
+from __future__ import annotations
+
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+from core import decisions
+from core.decisions import DecisionJournal
+
+REPO = Path(__file__).resolve().parents[1]
+T0 = 1_767_268_800.25
+
+
+@pytest.fixture
+def dj(tmp_path):
+    return DecisionJournal(tmp_path / "journal")
+
+
+def test_record_and_history_newest_first(dj, tmp_path):
+    home = tmp_path / "hermes"
+    dj.record("detected", home=home, session_key="s1", started_at=T0, attempts=0, verdict="actionable")
+    dj.record("notified", home=home, session_key="s1", started_at=T0)
+    dj.record("skipped", home=tmp_path / "other", session_key="s2", started_at=T0 + 1, reason="user chose Skip")
+    hist = dj.history()
+    assert [h["event"] for h in hist] == ["skipped", "notified", "detected"]
+    assert hist[2]["verdict"] == "actionable" and hist[2]["attempts"] == 0
+    assert hist[2]["home"] == str(home.resolve()) and hist[2]["session_key"] == "s1" and hist[2]["started_at"] == T0
+    assert [h["event"] for h in dj.history(1)] == ["skipped"]
+    assert [h["event"] for h in dj.history(home=home)] == ["notified", "detected"]
+    assert [h["event"] for h in dj.history(session_key="s2")] == ["skipped"]
+    (turn2, turn1) = dj.turns()
+    assert turn1["session_key"] == "s1" and turn1["status"] == "notified"
+    assert [e["event"] for e in turn1["events"]] == ["detected", "notified"]
+    assert turn2["status"] == "skipped"
+
+
+def test_prompt_text_is_never_stored(dj, tmp_path):
+    for bad in ("prompt", "text", "note", "excerpt"):
+        with pytest.raises(ValueError):
+            dj.record("detected", home=tmp_path, session_key="s1", started_at=T0, **{bad: "rm -rf the secret plan"})
+    with pytest.raises(TypeError):
+        dj.record("detected", home=tmp_path, session_key="s1", started_at=T0, payload={"prompt": "x"})
+    assert not dj.path.exists()
+    out = dj.record("failed", home=tmp_path, session_key="s1", started_at=T0, reason="x" * 5000)
+    assert len(out["reason"]) == decisions.MAX_STRING
+
+
+@pytest.mark.parametrize("kwargs,exc", [
+    ({"event": "resumed"}, ValueError),
+    ({"session_key": "../etc"}, ValueError),
+    ({"session_key": ""}, ValueError),
+    ({"started_at": "yesterday"}, TypeError),
+    ({"turn_id": "forged"}, ValueError),
+])
+def test_bad_records_write_nothing(dj, tmp_path, kwargs, exc):
+    args = {"event": "detected", "home": tmp_path, "session_key": "s1", "started_at": T0, **kwargs}
+    with pytest.raises(exc):
+        dj.record(args.pop("event"), **args)
+    assert not dj.path.exists()
+
+
+NOTIFY = textwrap.dedent("""
+    import sys
+    from core.decisions import DecisionJournal
+    DecisionJournal(sys.argv[1]).record("notified", home=sys.argv[2], session_key="s1", started_at=float(sys.argv[3]))
+""")
+
+
+def test_a_restarted_tray_never_asks_twice_about_the_same_turn(tmp_path):
+    jdir, home = tmp_path / "journal", tmp_path / "hermes"
+    home.mkdir()
+    # an earlier tray process notified the user, then died
+    subprocess.run([sys.executable, "-c", NOTIFY, str(jdir), str(home), repr(T0)], cwd=REPO, check=True)
+    fresh = DecisionJournal(jdir)
+    assert fresh.was_asked(home, "s1", T0)
+    assert not fresh.has_answered(home, "s1", T0)  # notified but unanswered: stays pending in the menu
+    assert fresh.was_asked(str(home) + "/", "s1", T0)  # however the home is spelled
+    assert fresh.was_asked(home / ".." / "hermes", "s1", T0)
+    # a different interrupted turn of the same session (a later run) is a new question
+    assert not fresh.was_asked(home, "s1", T0 + 60)
+    assert not fresh.was_asked(home, "s2", T0)
+    fresh.record("approved", home=home, session_key="s1", started_at=T0)
+    assert DecisionJournal(jdir).has_answered(home, "s1", T0)
+    assert fresh.turn_status(home, "s1", T0) == "approved"
+    assert fresh.turn_status(home, "s9", T0) is None
+
+
+def test_integer_and_float_start_times_name_the_same_turn(dj, tmp_path):
+    dj.record("skipped", home=tmp_path, session_key="s1", started_at=1_767_268_800)
+    assert dj.has_answered(tmp_path, "s1", 1_767_268_800.0)
+
+
+def test_reads_follow_appends_and_compaction_by_other_writers(tmp_path):
+    reader, writer = DecisionJournal(tmp_path / "j"), DecisionJournal(tmp_path / "j", max_bytes=4000)
+    assert reader.history() == []
+    writer.record("notified", home=tmp_path, session_key="keep", started_at=T0)
+    assert reader.was_asked(tmp_path, "keep", T0)
+    for i in range(60):  # forces several compactions by the writer
+        writer.record("skipped", home=tmp_path, session_key=f"s{i}", started_at=T0 + i)
+    assert reader.was_asked(tmp_path, "keep", T0)
+    assert reader.history(1)[0]["session_key"] == "s59"
+    assert len(reader.history(1000)) == len(DecisionJournal(tmp_path / "j").history(1000)) < 61
+
+
+def test_size_is_bounded_but_unfinished_turns_are_kept(tmp_path):
+    dj = DecisionJournal(tmp_path / "j", max_bytes=20_000)
+    home = tmp_path / "hermes"
+    dj.record("detected", home=home, session_key="pending", started_at=T0)
+    dj.record("approved", home=home, session_key="pending", started_at=T0)
+    dj.record("dispatched", home=home, session_key="pending", started_at=T0)
+    for i in range(400):
+        for ev in ("detected", "notified", "skipped"):
+            dj.record(ev, home=home, session_key=f"done{i}", started_at=T0 + i)
+    assert dj.path.stat().st_size <= 20_000
+    assert dj.events_for(home, "pending", T0) == ["detected", "approved", "dispatched"]
+    assert dj.has_answered(home, "done399", T0 + 399)  # recent finished turns survive
+    assert not dj.was_asked(home, "done0", T0)  # the oldest finished ones went
+    if os.name != "nt":
+        assert stat.S_IMODE(dj.path.stat().st_mode) == 0o600
+        assert stat.S_IMODE(dj.path.parent.stat().st_mode) == 0o700
+
+
+def test_module_functions_use_the_state_dir(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
+    decisions.record("refused", home=tmp_path, session_key="s1", started_at=T0, reason="Hermes process 7 owns it")
+    assert (tmp_path / "state" / "journal" / "_turn_journal" / "decisions.jsonl").is_file()
+    assert decisions.history()[0]["event"] == "refused"
+    assert decisions.turn_status(tmp_path, "s1", T0) == "refused"
+    assert not decisions.has_answered(tmp_path, "s1", T0)  # a refusal is not a decision about the turn
+    assert not decisions.was_asked(tmp_path, "s1", T0)
