@@ -104,6 +104,8 @@ def atomic_write_bytes(
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
     try:
         try:
+            if os.name != "nt":
+                os.fchmod(fd, mode)  # umask may have masked bits off; by fd: no second path lookup
             view = memoryview(data)
             while view:
                 n = os.write(fd, view)
@@ -111,8 +113,6 @@ def atomic_write_bytes(
             os.fsync(fd)
         finally:
             os.close(fd)
-        if os.name != "nt":
-            os.chmod(tmp, mode)
         if before_replace is not None:
             before_replace()
         os.replace(tmp, target)

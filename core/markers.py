@@ -182,13 +182,49 @@ def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries
     return {**fresh, key: entry}
 
 
-def _encode(entries: Entries) -> bytes:
-    """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8, ASCII escapes for lone surrogates."""
-    text = json.dumps(entries, ensure_ascii=False)
+_encode_key = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses for keys
+
+
+def _encode(entries: Entries, frags: dict[str, tuple[dict, str]] | None = None) -> bytes:
+    """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8, ASCII escapes for lone surrogates.
+
+    ``frags`` (key -> (entry object, its JSON text)) lets an unchanged entry reuse its text instead of being
+    re-encoded; it is filled in for the next write. Same bytes as one ``json.dumps`` of the whole map.
+    """
+    if frags is None:
+        text = json.dumps(entries, ensure_ascii=False)
+    else:
+        parts = []
+        for key, entry in entries.items():
+            known = frags.get(key)
+            if known is None or known[0] is not entry:
+                known = (entry, json.dumps(entry, ensure_ascii=False))
+                frags[key] = known
+            parts.append(f"{_encode_key(key)}: {known[1]}")
+        for key in [k for k in frags if k not in entries]:
+            del frags[key]
+        text = "{" + ", ".join(parts) + "}"
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return json.dumps(entries, ensure_ascii=True).encode("ascii")
+
+
+class _Snapshot:
+    """The last marker file this process read or wrote at one path, parsed, with its entries' JSON texts.
+
+    Only a cache of CPU work: the file is still read under the lock on every write, and the snapshot is
+    used only when those bytes are identical to the ones it was built from.
+    """
+
+    __slots__ = ("data", "entries", "frags")
+
+    def __init__(self, data: bytes, entries: Entries, frags: dict[str, tuple[dict, str]]) -> None:
+        self.data, self.entries, self.frags = data, entries, frags
+
+
+_SNAPSHOTS: dict[str, _Snapshot] = {}
+_MAX_SNAPSHOTS = 8
 
 
 def _decode(data: bytes) -> Entries:
@@ -202,7 +238,16 @@ def _decode(data: bytes) -> Entries:
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
 
 
-def _read_file(path: Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
+def _signature(path: str) -> tuple[int, int, int] | None:
+    """(inode, size, mtime_ns), as :func:`core.fsutil.file_signature`; any change means another writer replaced it."""
+    try:
+        st = os.stat(path)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
     """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
     if not _NOFOLLOW:
         fsutil.refuse_symlink(path)
@@ -220,12 +265,13 @@ def _read_file(path: Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
             raise fsutil.UnsafePathError(errno.EINVAL, "not a regular file", str(path))
         if st.st_size > MAX_FILE_BYTES:
             return b"\0too-large", (st.st_ino, st.st_size, st.st_mtime_ns)
+        want = st.st_size + 1  # one read normally: a short read means EOF
         chunks = []
         while True:
-            chunk = os.read(fd, max(st.st_size + 1, 65536))
-            if not chunk:
-                break
+            chunk = os.read(fd, want)
             chunks.append(chunk)
+            if len(chunk) < want:
+                break
     finally:
         os.close(fd)
     return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
@@ -241,6 +287,10 @@ class MarkerStore:
         self.home = Path(home)
         self.path = marker_path(self.home)
         self.lock_path = marker_lock_path(self.home)
+        # Plain strings for the hot path: pathlib conversions cost more than the syscalls they feed.
+        self._key = self._p = os.fspath(self.path)
+        self._dir = os.fspath(self.path.parent)
+        self._lock = os.fspath(self.lock_path)
 
     # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
 
@@ -251,7 +301,7 @@ class MarkerStore:
         when it cannot be read.
         """
         with self._errors("read"):
-            data, _sig = _read_file(self.path)
+            data, _sig = _read_file(self._p)
             if data is None:
                 return {}
             try:
@@ -335,56 +385,99 @@ class MarkerStore:
     def _modify(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str) -> Any:
         """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between.
 
-        ``mutate`` returns (new entries or None to skip the write, result).
+        ``mutate`` returns (new entries or None to skip the write, result). The directory fsync runs after
+        the lock is released: the rename is already visible to the next writer, and concurrent writers'
+        directory syncs then share one journal commit instead of queueing behind the lock.
         """
         with self._errors(what):
-            fsutil.ensure_private_dir(self.path.parent)
-            with fsutil.locked(self.lock_path):
-                fsutil.sweep_stale_temps(self.path)
+            wrote = False
+            with self._locked():
+                self._sweep()
                 for attempt in range(FOREIGN_RETRIES + 1):
                     check = attempt < FOREIGN_RETRIES
                     try:
-                        entries, sig = self._load_for_write(check)
+                        entries, sig, snap = self._load_for_write(check)
                         new, result = mutate(entries)
                         if new is None:
-                            return result
-                        self._store(new, sig if check else False)
+                            break
+                        self._store(new, sig if check else False, snap)
+                        wrote = True
+                        break
                     except _ForeignChange:
                         logger.info("turn-marker file %s changed under a %s by another writer; re-applying",
                                     self.path, what)
-                        continue
-                    return result
-        raise AssertionError("unreachable")  # pragma: no cover
+            if wrote:
+                fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+            return result
 
-    def _load_for_write(self, check: bool) -> tuple[Entries, tuple[int, int, int] | None]:
-        data, sig = _read_file(self.path)
-        if data is None:
-            return {}, None
+    @contextlib.contextmanager
+    def _locked(self):
+        """The blocking sidecar lock; creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
         try:
-            return _decode(data), sig
+            fd = fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+        except FileNotFoundError:
+            fsutil.ensure_private_dir(self.path.parent)
+            fd = fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+        try:
+            fsutil.lock_fd(fd)
+            try:
+                yield
+            finally:
+                fsutil.unlock_fd(fd)
+        finally:
+            os.close(fd)
+
+    def _sweep(self) -> None:
+        """Remove dead writers' temp files; listing the directory is cheap, the per-file checks run only if any."""
+        prefix = f".{MARKER_FILE}."
+        try:
+            names = os.listdir(self._dir)
+        except OSError:
+            return
+        if any(n.startswith(prefix) and n.endswith(".tmp") for n in names):
+            swept = fsutil.sweep_stale_temps(self.path)
+            if swept:
+                logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
+
+    def _load_for_write(self, check: bool) -> tuple[Entries, tuple[int, int, int] | None, _Snapshot | None]:
+        data, sig = _read_file(self._p)
+        if data is None:
+            return {}, None, None
+        snap = _SNAPSHOTS.get(self._key)
+        if snap is not None and snap.data == data:
+            return dict(snap.entries), sig, snap
+        try:
+            return _decode(data), sig, None
         except _Corrupt as exc:
-            if check and fsutil.file_signature(self.path) != sig:
+            if check and _signature(self._p) != sig:
                 raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
             dest = fsutil.set_aside(self.path, "corrupt")
             if dest is None:
                 raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
                                        str(self.path)) from None
             logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
-            return {}, None
+            return {}, None, None
 
-    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool) -> None:
+    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool, snap: _Snapshot | None) -> None:
         """Write ``entries`` (empty → delete the file). ``sig`` False = skip the foreign-change check."""
         def unchanged() -> None:
-            if sig is not False and fsutil.file_signature(self.path) != sig:
+            if sig is not False and _signature(self._p) != sig:
                 raise _ForeignChange()
 
+        _SNAPSHOTS.pop(self._key, None)
         if not entries:
             unchanged()
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self.path)
-            fsutil.fsync_dir(self.path.parent)
+                os.unlink(self._p)
             return
-        fsutil.atomic_write_bytes(self.path, _encode(entries), before_replace=unchanged)
+        frags = snap.frags if snap is not None else {}
+        # Re-encoding every entry one by one costs more than one dumps; do it only when a snapshot says
+        # most texts are reusable (the common case: this process wrote the file last).
+        data = _encode(entries, frags if snap is not None else None)
+        fsutil.atomic_write_bytes(self.path, data, before_replace=unchanged, sync_dir=False)
+        if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
+            _SNAPSHOTS.clear()
+        _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)
 
     @contextlib.contextmanager
     def _errors(self, what: str):
@@ -401,6 +494,20 @@ class MarkerStore:
 
 
 # ── Hermes-compatible module API (never raises) ───────────────────────────
+
+_STORES: dict[str, MarkerStore] = {}
+
+
+def _store_for(home: Path | str) -> MarkerStore:
+    """A store per home, reused: building the paths costs more than a marker read."""
+    key = os.fspath(home)
+    store = _STORES.get(key)
+    if store is None:
+        if len(_STORES) >= 64:
+            _STORES.clear()
+        store = _STORES[key] = MarkerStore(home)
+    return store
+
 
 
 def record_turn_start(
@@ -420,7 +527,7 @@ def record_turn_start(
     if not session_key or not prompt or not isinstance(session_key, str) or not isinstance(prompt, str):
         return
     try:
-        MarkerStore(home)._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+        _store_for(home)._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
     except Exception:
         logger.debug("failed to record turn marker for %s", session_key, exc_info=True)
 
@@ -430,7 +537,7 @@ def clear_turn_marker(home: Path | str, session_key: str) -> None:
     if not session_key or not isinstance(session_key, str):
         return
     try:
-        MarkerStore(home)._clear(session_key)
+        _store_for(home)._clear(session_key)
     except Exception:
         logger.debug("failed to clear turn marker for %s", session_key, exc_info=True)
 
@@ -440,7 +547,7 @@ def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | Non
     if not session_key or not isinstance(session_key, str):
         return None
     try:
-        data, _sig = _read_file(marker_path(home))
+        data, _sig = _read_file(_store_for(home)._p)
         if data is None:
             return None
         return normalize_marker(_decode(data).get(session_key))

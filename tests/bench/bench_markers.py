@@ -1,0 +1,181 @@
+"""Benchmark: core.markers vs Hermes' own marker store, and vs the disk's durable-write limit.
+
+Run: ``python tests/bench/bench_markers.py [--dir DIR] [--procs 4 --keys 8 --rounds 20]``
+
+Prints, for one run on one disk:
+  * lost entries and ops/s with P processes x K keys x R rounds of record -> clear -> record on one
+    home, for core.markers and for the Hermes reference store (loaded at run time from
+    ../shared/reference or $HERMES_REFERENCE_DIR);
+  * the durable serial limit: one process looping temp file + fsync + replace + directory fsync,
+    and each store's contended ops/s as a ratio of it;
+  * single-process latency per record / clear vs that same durable atomic write.
+Targets (issue 2): 0 lost; contended >= 0.8x the serial limit; single op <= 1.3x the durable write.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing as mp
+import os
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO))
+
+from core import markers  # noqa: E402
+from tests.support.hermes_reference import ReferenceUnavailable, load_reference_markers  # noqa: E402
+
+PROMPT = "Refactor the payment module and keep the public API stable. " * 8  # ~500 chars, a typical prompt
+
+
+def _store(name: str):
+    return markers if name == "core.markers" else load_reference_markers()
+
+
+def _worker(name: str, home: str, proc: int, keys: int, rounds: int, barrier, out) -> None:
+    store = _store(name)
+    barrier.wait()
+    t0 = time.perf_counter()
+    for r in range(rounds):
+        for k in range(keys):
+            key = f"p{proc}-k{k}"
+            store.record_turn_start(home, key, f"{PROMPT} round {r}")
+            store.clear_turn_marker(home, key)
+            store.record_turn_start(home, key, f"{PROMPT} round {r}")
+    out.put((t0, time.perf_counter()))
+
+
+def contended(name: str, base: Path, procs: int, keys: int, rounds: int) -> dict:
+    home = base / f"contended-{name}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir()
+    ctx = mp.get_context("fork")
+    barrier, out = ctx.Barrier(procs), ctx.Queue()
+    workers = [ctx.Process(target=_worker, args=(name, str(home), p, keys, rounds, barrier, out)) for p in range(procs)]
+    for w in workers:
+        w.start()
+    spans = [out.get(timeout=600) for _ in workers]
+    for w in workers:
+        w.join()
+    elapsed = max(e for _, e in spans) - min(s for s, _ in spans)
+    final = json.loads((home / "desktop" / "interrupted_turns.json").read_text())
+    expected = {f"p{p}-k{k}": f"{PROMPT} round {rounds - 1}" for p in range(procs) for k in range(keys)}
+    lost = sum(1 for key, prompt in expected.items() if final.get(key, {}).get("prompt") != prompt)
+    litter = [n for n in os.listdir(home / "desktop") if n.endswith(".tmp")]
+    ops = procs * keys * rounds * 3
+    return {"lost": lost, "expected": len(expected), "ops": ops, "seconds": elapsed, "ops_s": ops / elapsed,
+            "temp_litter": len(litter)}
+
+
+def durable_write_times(base: Path, payload: bytes, n: int) -> list[float]:
+    """One process: temp file + fsync + replace + directory fsync. Seconds per write."""
+    d = base / "durable"
+    d.mkdir(exist_ok=True)
+    target = d / "f.json"
+    times = []
+    for i in range(n):
+        t = time.perf_counter()
+        tmp = d / f".f.json.{i}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        os.write(fd, payload)
+        os.fsync(fd)
+        os.close(fd)
+        os.replace(tmp, target)
+        dfd = os.open(d, os.O_RDONLY)
+        os.fsync(dfd)
+        os.close(dfd)
+        times.append(time.perf_counter() - t)
+    return times
+
+
+def single_op_times(base: Path, n: int, others: int) -> tuple[list[float], list[float]]:
+    """Per-call latency of record and clear on a home holding ``others`` other markers."""
+    home = base / "single"
+    shutil.rmtree(home, ignore_errors=True)
+    for i in range(others):
+        markers.record_turn_start(home, f"other-{i}", PROMPT)
+    rec, clr = [], []
+    for i in range(n):
+        t = time.perf_counter()
+        markers.record_turn_start(home, "sess", f"{PROMPT} {i}")
+        t1 = time.perf_counter()
+        markers.clear_turn_marker(home, "sess")
+        t2 = time.perf_counter()
+        rec.append(t1 - t)
+        clr.append(t2 - t1)
+    return rec, clr
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--dir", help="directory on the disk to measure (default: a temp dir)")
+    ap.add_argument("--procs", type=int, default=4)
+    ap.add_argument("--keys", type=int, default=8)
+    ap.add_argument("--rounds", type=int, default=20)
+    ap.add_argument("--single", type=int, default=400, help="single-process iterations")
+    args = ap.parse_args(argv)
+
+    base = Path(tempfile.mkdtemp(prefix="bench-markers-", dir=args.dir))
+    try:
+        try:
+            load_reference_markers()
+            have_ref = True
+        except ReferenceUnavailable as exc:
+            print(f"(reference store unavailable: {exc})")
+            have_ref = False
+
+        # A marker file of the size the contended run produces, for a like-for-like durable write.
+        sample = {f"p{p}-k{k}": markers.build_entry(f"{PROMPT} round 19")
+                  for p in range(args.procs) for k in range(args.keys)}
+        payload = json.dumps(sample, ensure_ascii=False).encode()
+        single_payload = json.dumps(dict(list(sample.items())[:9])).encode()
+
+        durable_write_times(base, payload, 50)  # warm up
+        serial_before = statistics.median(durable_write_times(base, payload, 500))
+        ours = contended("core.markers", base, args.procs, args.keys, args.rounds)
+        ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
+        serial_after = statistics.median(durable_write_times(base, payload, 500))
+        serial = (serial_before + serial_after) / 2
+        serial_ops = 1 / serial
+
+        durable_single = statistics.median(durable_write_times(base, single_payload, args.single))
+        rec, clr = single_op_times(base, args.single, others=8)
+        rec_m, clr_m = statistics.median(rec), statistics.median(clr)
+
+        n = f"{args.procs} procs x {args.keys} keys x {args.rounds} rounds of record->clear->record"
+        print(f"disk: {base} ({os.cpu_count()} CPUs)")
+        print(f"\n[contended] {n}")
+        rows = [("core.markers", ours)] + ([("hermes reference", ref)] if ref else [])
+        for label, r in rows:
+            print(f"  {label:17s} lost {r['lost']:2d}/{r['expected']}  {r['ops_s']:7.0f} ops/s  "
+                  f"({r['ops']} ops in {r['seconds']:.2f} s)  temp files left: {r['temp_litter']}  "
+                  f"= {r['ops_s'] / serial_ops:.2f}x serial limit")
+        print(f"\n[durable serial limit] temp+fsync+replace+dir fsync, 1 process ({len(payload)} B): "
+              f"{serial * 1e3:.3f} ms/write = {serial_ops:.0f}/s "
+              f"(before {serial_before * 1e3:.3f} ms, after {serial_after * 1e3:.3f} ms)")
+        print(f"  core.markers contended / serial limit: {ours['ops_s'] / serial_ops:.2f}x  (target >= 0.80)")
+        if ref:
+            print(f"  reference contended / serial limit:    {ref['ops_s'] / serial_ops:.2f}x  "
+                  f"(no cross-process lock, no directory fsync)")
+            print(f"  lost: core.markers {ours['lost']} vs reference {ref['lost']} of {ours['expected']} "
+                  f"({100 * ref['lost'] / ref['expected']:.0f}% lost by the reference)")
+        print(f"\n[single process] median over {args.single} calls, 8 other markers in the file")
+        print(f"  durable atomic write ({len(single_payload)} B): {durable_single * 1e3:.3f} ms")
+        print(f"  record_turn_start: {rec_m * 1e3:.3f} ms = {rec_m / durable_single:.2f}x  (target <= 1.30)")
+        print(f"  clear_turn_marker: {clr_m * 1e3:.3f} ms = {clr_m / durable_single:.2f}x  (target <= 1.30)")
+        ok = (ours["lost"] == 0 and ours["ops_s"] / serial_ops >= 0.8
+              and max(rec_m, clr_m) / durable_single <= 1.3)
+        print(f"\ntargets {'met' if ok else 'MISSED'}")
+        return 0
+    finally:
+        shutil.rmtree(base, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
