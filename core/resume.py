@@ -1,0 +1,263 @@
+"""Resume one interrupted turn, exactly once across every hermes-tray process.
+
+``resume_turn(home, session_key, expected)``:
+
+1. claims ``resume:<canonical home>:<session_key>`` in the tray's per-user lease store (fencing
+   epoch; a second tray, the helper or another login gets "already being resumed");
+2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and
+   still be ``actionable`` by the same policy the scanner uses — a live writer, a live Hermes turn
+   lease or a live active-session owner means a backend is on it: refuse and say continue there;
+3. dispatches the continuation through Hermes (``core.gateway``) and follows it to the end;
+4. journals each step — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` /
+   ``failed`` / ``gave-up`` (and ``refused``) — identity only, never prompt text;
+5. releases the claim.
+
+A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the
+next resume sees it actionable until ``max_attempts``, where the engine stops and says so.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core import gateway
+from core.ids import InvalidIdError, validate_session_id
+
+logger = logging.getLogger(__name__)
+
+EXIT_COMPLETED = 0
+EXIT_REFUSED = 1
+EXIT_FAILED = 3
+
+REFUSED = "refused"
+GAVE_UP = "gave-up"
+CLAIM_TTL = 60.0
+
+
+@dataclass
+class ResumeResult:
+    """How a resume request ended: ``outcome`` (a gateway outcome, ``refused`` or ``gave-up``),
+    a one-line human ``message``, and the exit code the CLI uses (0 / 1 / 3)."""
+
+    outcome: str
+    message: str
+    home: str
+    session_key: str
+    verdict: str | None = None
+    continuation: gateway.ContinuationResult | None = None
+
+    @property
+    def exit_code(self) -> int:
+        if self.outcome == gateway.COMPLETED:
+            return EXIT_COMPLETED
+        if self.outcome in (REFUSED, gateway.DECLINED):
+            return EXIT_REFUSED
+        return EXIT_FAILED
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == gateway.COMPLETED
+
+    def to_dict(self) -> dict[str, Any]:
+        c = self.continuation
+        return {
+            "outcome": self.outcome, "message": self.message, "home": self.home,
+            "session_key": self.session_key, "verdict": self.verdict, "exit_code": self.exit_code,
+            "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
+            "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
+        }
+
+
+def canonical_home(home: Path | str) -> str:
+    """One spelling per home (symlinks and ``..`` resolved) so every process names the claim alike."""
+    try:
+        return str(Path(os.path.expanduser(os.fspath(home))).resolve())
+    except OSError:
+        return str(Path(home).absolute())
+
+
+def claim_name(home: Path | str, session_key: str) -> str:
+    return f"resume:{canonical_home(home)}:{session_key}"
+
+
+def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
+    """Decision journal entry for the turn that started at ``started_at`` (bookkeeping: a failure is
+    logged, never raised)."""
+    try:
+        from core import decisions
+
+        decisions.record(event, home=home, session_key=key, started_at=started_at, **fields)
+    except Exception:
+        logger.warning("could not journal %s for %s", event, key, exc_info=True)
+
+
+@dataclass(frozen=True)
+class Assessment:
+    """The policy's verdict on one marker right now, with the config it used."""
+
+    verdict: str
+    reason: str
+    unsure: bool
+    max_attempts: int
+
+
+def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now: float | None = None) -> Assessment:
+    """The scanner's verdict for one marker entry: writer, Hermes turn lease, active-session owner."""
+    from core.backend_config import read_backend_config
+    from core.hermes_state import lookup_session, session_activity
+    from core.markers import marker_writer_state
+    from core.policy import decide
+
+    now = time.time() if now is None else now
+    cfg = read_backend_config(home).auto_continue
+    writer = marker_writer_state(dict(entry))
+    info, _problem = lookup_session(home, session_key)
+    source = info.source if info else None
+    activity = session_activity(home, session_key, now=now)
+    details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
+    d = decide(entry, config=cfg, writer=writer, now=now, source=source, lease=activity.lease.state,
+               owner=activity.owner.state, activity_detail="; ".join(details))
+    return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
+
+
+def resume_turn(
+    home: Path | str,
+    session_key: str,
+    expected: Mapping[str, Any] | None = None,
+    *,
+    install: gateway.HermesInstall | None = None,
+    options: gateway.GatewayOptions | None = None,
+    on_progress: Callable[[gateway.Progress], None] | None = None,
+    on_dispatched: Callable[[gateway.ContinuationResult], None] | None = None,
+    stop: threading.Event | None = None,
+    lease_path: Path | None = None,
+    claim_wait: float = 0.0,
+    env: Mapping[str, str] | None = None,
+    via: str = "api",
+) -> ResumeResult:
+    """Resume ``session_key`` in ``home`` once (see module doc). Never raises for expected failures.
+
+    ``expected``: the raw marker entry the user was shown (``list_turn_markers``); None = whatever
+    is there now (auto mode). ``on_dispatched`` fires when the continuation has started.
+    """
+    home_s = canonical_home(home)
+    try:
+        validate_session_id(session_key, what="session key")
+    except InvalidIdError as exc:
+        return ResumeResult(REFUSED, f"Not resumed: {exc}.", home_s, str(session_key))
+    key = session_key
+
+    def refused(message: str, verdict: str | None = None) -> ResumeResult:
+        _journal("refused", home_s, key, None, reason=message, verdict=verdict, via=via)
+        return ResumeResult(REFUSED, message, home_s, key, verdict)
+
+    from core.lease import LeaseStore
+    from core.paths import lease_db
+
+    try:
+        store = LeaseStore(lease_path or lease_db())
+    except Exception as exc:
+        return ResumeResult(REFUSED, f"Not resumed: cannot open the tray's lease store ({exc}).", home_s, key)
+    name = claim_name(home_s, key)
+    try:
+        lease = store.acquire(name, f"pid={os.getpid()}:via={via}", ttl=CLAIM_TTL, wait=claim_wait)
+        if lease is None:
+            cur = store.current(name)
+            who = f" ({cur.holder})" if cur is not None else ""
+            return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.")
+        from core.lease import LeaseKeeper
+
+        keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
+                             on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
+        try:
+            return _resume_claimed(home, home_s, key, expected, install, options, on_progress, on_dispatched,
+                                   stop, env, via, lease.epoch, refused)
+        finally:
+            keeper.stop()
+            keeper.join(timeout=5)
+            store.release(lease)
+    finally:
+        store.close()
+
+
+def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
+                    install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
+                    on_progress: Callable[[gateway.Progress], None] | None,
+                    on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
+                    stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
+                    refused: Callable[..., ResumeResult]) -> ResumeResult:
+    from core.markers import MarkerStoreError, list_turn_markers
+
+    try:
+        entry = list_turn_markers(home).get(key)
+    except MarkerStoreError as exc:
+        return refused(f"Not resumed: cannot read the turn markers ({exc}).")
+    if entry is None:
+        return refused("Not resumed: this turn is no longer marked as interrupted (it finished, was skipped, "
+                       "or was resumed elsewhere).")
+    if expected is not None and dict(entry) != dict(expected):
+        return refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran or "
+                       "Hermes updated it); look at it again.")
+    started = entry.get("started_at")
+    started_at = float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+
+    def journal(event: str, **fields: Any) -> None:
+        _journal(event, home_s, key, started_at, via=via, **fields)
+
+    a = assess(home, key, entry)
+    if a.verdict == "exhausted":
+        msg = f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it still matters."
+        journal(GAVE_UP, reason=a.reason)
+        return ResumeResult(GAVE_UP, msg, home_s, key, a.verdict)
+    if a.verdict != "actionable":
+        hint = " Continue it in the Hermes window that has it open." if a.verdict == "running" and not a.unsure else ""
+        journal("refused", reason=f"{a.reason}", verdict=a.verdict)
+        return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict)
+    attempts = int(entry.get("attempts") or 0)
+    prompt = entry.get("prompt")
+    assert isinstance(prompt, str)  # actionable implies a prompt
+    journal("approved", attempts=attempts, epoch=epoch)
+
+    try:
+        inst = install or gateway.find_hermes(gateway.settings_hermes_command())
+    except gateway.HermesNotFound as exc:
+        journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False)
+        return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict)
+
+    def dispatched(res: gateway.ContinuationResult) -> None:
+        journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
+                epoch=epoch)
+        if on_dispatched is not None:
+            on_dispatched(res)
+
+    res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
+                                options=options, on_progress=on_progress, on_dispatched=dispatched, stop=stop,
+                                env=env)
+    fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
+              "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
+              **{f"t_{k}": round(v, 3) for k, v in res.timings.items()}}
+    if res.outcome == gateway.COMPLETED:
+        journal("completed", **fields)
+    elif res.outcome == gateway.INTERRUPTED:
+        journal("interrupted", **fields)
+    else:
+        journal("failed", outcome=res.outcome, reason=res.message[:300], **fields)
+    message = res.message
+    if res.outcome == gateway.CRASHED and res.dispatched:
+        attempt = res.attempt or attempts + 1
+        if attempt >= a.max_attempts:
+            message += (f" That was attempt {attempt} of {a.max_attempts}: the retry budget is used up, so "
+                        "hermes-tray will not continue it again.")
+            journal(GAVE_UP, reason=f"attempt {attempt} of {a.max_attempts} crashed")
+    return ResumeResult(res.outcome, message, home_s, key, a.verdict, res)
+
+
+__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "GAVE_UP", "REFUSED", "Assessment", "ResumeResult",
+           "assess", "canonical_home", "claim_name", "resume_turn"]

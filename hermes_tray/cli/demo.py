@@ -1,0 +1,88 @@
+"""``hermes-tray demo [--no-tray]``: try hermes-tray on a throwaway home and a simulated backend.
+
+Creates a private temp dir with a Hermes home, a simulated Hermes install and tray state of its
+own, starts a simulated backend running a turn that crashes (SIGKILL) after a few seconds, and
+prints what to try. Without ``--no-tray`` it opens the tray on that home (when the tray is part
+of this build); the demo never touches the user's real Hermes homes or tray state.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shlex
+import sys
+from typing import Any
+
+from hermes_tray.cli.common import print_json, refuse
+from hermes_tray.cli.main import EXIT_OK
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser("demo", parents=[common], help="try hermes-tray on a throwaway home and simulated backend",
+                              description=__doc__.split("\n\n")[1] if __doc__ else None)
+    p.add_argument("--no-tray", action="store_true", help="only create the demo and print what to try")
+    p.add_argument("--capability", choices=("auto-continue", "legacy"), default="auto-continue",
+                   help="simulate a Hermes that continues turns itself (default) or an older one (0.19.0)")
+    p.add_argument("--crash-after", type=float, default=5.0, metavar="SECONDS",
+                   help="SIGKILL the simulated backend this long into its turn (default 5; 0 = never)")
+    p.add_argument("--dir", default=None, metavar="PATH", help="where to create the demo (default: a new temp dir)")
+    p.set_defaults(func=run)
+
+
+def _instructions(demo: Any) -> str:
+    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in demo.env.items() if k.startswith("HERMES_TRAY_CONFIG")
+                   or k.startswith("HERMES_TRAY_STATE") or k.startswith("HERMES_TRAY_LOG"))
+    home = shlex.quote(str(demo.home))
+    exe = "hermes-tray"
+    crash = (f"It is SIGKILLed a few seconds into its turn; or do it yourself: kill -9 {demo.backend_pid}"
+             if demo.backend_pid else "")
+    return f"""\
+hermes-tray demo ready in {demo.root}
+  Hermes home      {demo.home}
+  session          {demo.session_key}
+  simulated Hermes {demo.launcher} ({demo.capability})
+  running turn     simulated backend pid {demo.backend_pid}
+{crash}
+
+Try (the demo's tray state lives in the demo dir, not yours):
+  {env} {exe} status --home {home}
+  {env} {exe} resume {demo.session_key} --home {home} --wait
+  {env} {exe} resume {demo.session_key} --home {home}          # returns once started
+  {env} {exe} skip {demo.session_key} --home {home}
+  {env} {exe} history
+Make the next continuation crash too:  echo '{{"die_mid_turn": true}}' > {home}/sim_backend.json
+Clean up: rm -rf {shlex.quote(str(demo.root))}
+"""
+
+
+def run(args: argparse.Namespace) -> int:
+    from hermes_tray.demo.home import create_demo
+    from hermes_tray.demo.sim_install import SimInstallError
+
+    try:
+        demo = create_demo(args.dir, capability=args.capability,
+                           die_after=args.crash_after if args.crash_after and args.crash_after > 0 else None)
+    except SimInstallError as exc:
+        return refuse(args, f"cannot create the demo: {exc}")
+    if args.json:
+        print_json({"ok": True, "root": str(demo.root), "home": str(demo.home), "session_key": demo.session_key,
+                    "backend_pid": demo.backend_pid, "env": demo.env, "capability": demo.capability})
+    else:
+        print(_instructions(demo))
+    if args.no_tray:
+        return EXIT_OK
+    try:
+        import hermes_tray.app as app  # the tray, when this build has it
+    except ImportError:
+        print("(the tray is not available in this build; use the commands above)", file=sys.stderr)
+        return EXIT_OK
+    os.environ.update(demo.env)
+    start = getattr(app, "run_demo", None) or getattr(app, "main", None)
+    if start is None:
+        print("(this build's tray has no demo entry point; use the commands above)", file=sys.stderr)
+        return EXIT_OK
+    try:
+        return int(start(demo) if start.__name__ == "run_demo" else start([]) or 0)
+    finally:
+        demo.crash_backend()

@@ -1,0 +1,181 @@
+"""``hermes-tray resume SESSION [--home H] [--wait]``: continue an interrupted turn through Hermes.
+
+Without ``--wait`` the command returns as soon as the continuation has started; a detached
+background worker (``resume_worker``) carries it to the end and journals the outcome. With
+``--wait`` it stays, prints progress and the outcome; Ctrl-C stops the continuation cleanly.
+Exit codes: 0 completed (or started, without --wait), 1 refused (the message says why),
+3 failed (interrupted, error, crashed, timed-out), 2 usage.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any
+
+from hermes_tray.cli.common import print_json, refuse, selected_homes, warn
+from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+
+EXIT_FAILED = 3
+
+
+def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
+    p = subparsers.add_parser(
+        "resume", parents=[common], help="continue an interrupted turn through Hermes",
+        description="Continue an interrupted turn through Hermes, exactly once. Without --wait, returns once "
+                    "the continuation has started and a background helper finishes it.",
+    )
+    p.add_argument("session", metavar="SESSION", help="session key of the interrupted turn (see `status`)")
+    p.add_argument("--wait", action="store_true", help="stay until the continuation ends; print progress")
+    p.set_defaults(func=run)
+    # Hidden: the background worker, for frozen builds where `python -m` is not available.
+    w = subparsers.add_parser("_resume-worker", help=argparse.SUPPRESS)
+    w.set_defaults(func=lambda _a: __import__("hermes_tray.cli.resume_worker", fromlist=["run_worker"]).run_worker())
+
+
+def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
+    """(home, marker entry, problem) for the requested session across the selected homes."""
+    from core.markers import MarkerStoreError, list_turn_markers
+
+    found = []
+    problems = []
+    for home in selected_homes(args):
+        try:
+            entry = list_turn_markers(home.path).get(args.session)
+        except MarkerStoreError as exc:
+            problems.append(f"{home.path}: {exc}")
+            continue
+        if entry is not None:
+            found.append((home, entry))
+    if len(found) == 1:
+        return found[0][0], found[0][1], None
+    if len(found) > 1:
+        where = ", ".join(str(h.path) for h, _ in found)
+        return None, None, f"session {args.session} has interrupted turns in several homes ({where}): pick one with --home"
+    extra = f" ({'; '.join(problems)})" if problems else ""
+    return None, None, f"no interrupted turn for session {args.session} in the selected homes{extra}"
+
+
+def _fmt_progress(p: Any) -> str:
+    last = f", last frame {p.last_frame}" if p.last_frame else ""
+    return f"  {p.phase:<9} {p.elapsed:6.1f}s{last}"
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.ids import InvalidIdError, validate_session_id
+
+    try:
+        validate_session_id(args.session, what="session")
+    except InvalidIdError as exc:
+        return refuse(args, str(exc), EXIT_USAGE)
+    home, entry, problem = _find(args)
+    if problem:
+        return refuse(args, f"Not resumed: {problem}.")
+    if args.wait:
+        return _run_wait(args, home, entry)
+    return _run_background(args, home, entry)
+
+
+def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
+    code = int(result.get("exit_code", EXIT_FAILED))
+    if args.json:
+        print_json({"ok": code == EXIT_OK, **result})
+    elif code == EXIT_OK:
+        print(result.get("message", ""))
+    else:
+        warn(str(result.get("message", "")))
+    return code
+
+
+def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
+    from core.resume import resume_turn
+
+    stop = threading.Event()
+    quiet = bool(args.json)
+
+    def on_sigint(_sig: int, _frm: Any) -> None:
+        if not stop.is_set():
+            print("\nStopping the continuation (Ctrl-C again does not speed it up)…", file=sys.stderr, flush=True)
+        stop.set()
+
+    old = signal.signal(signal.SIGINT, on_sigint)
+    last = {"t": 0.0, "phase": None}
+
+    def progress(p: Any) -> None:
+        if quiet:
+            return
+        now = time.monotonic()
+        if p.phase != last["phase"] or now - last["t"] >= 5.0 or p.last_frame == "message.start" and p.frames <= 2:
+            print(_fmt_progress(p), flush=True)
+            last["t"], last["phase"] = now, p.phase
+
+    def dispatched(res: Any) -> None:
+        if not quiet:
+            who = "Hermes is continuing the turn" if res.continued_by == "backend" else \
+                "continuation submitted to Hermes"
+            print(f"Resuming {args.session} (attempt {res.attempt}): {who} (gateway pid {res.gateway_pid}).",
+                  flush=True)
+
+    try:
+        if not quiet:
+            print(f"Resuming {args.session} in {home.path}…", flush=True)
+        result = resume_turn(home.path, args.session, entry, on_progress=progress, on_dispatched=dispatched,
+                             stop=stop, via="cli")
+    finally:
+        signal.signal(signal.SIGINT, old)
+    return _outcome(args, result.to_dict())
+
+
+def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
+    from core.fsutil import ensure_private_dir
+    from core.paths import log_dir
+    from hermes_tray.cli.resume_worker import worker_argv
+
+    ensure_private_dir(log_dir())
+    kwargs: dict[str, Any] = {}
+    if sys.platform == "win32":
+        kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "DETACHED_PROCESS", 0)
+    else:
+        kwargs["start_new_session"] = True
+    with open(log_dir() / "resume-worker.log", "ab") as errlog:
+        proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+            worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, close_fds=True, **kwargs)
+    assert proc.stdin is not None and proc.stdout is not None
+    request = {"home": str(home.path), "session_key": args.session, "expected": entry, "via": "cli"}
+    try:
+        proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
+        proc.stdin.close()
+    except OSError:
+        pass
+    try:
+        for raw in iter(proc.stdout.readline, b""):
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                continue
+            if msg.get("event") == "dispatched":
+                text = (f"Resuming {args.session}: the continuation has started (attempt {msg.get('attempt')}); "
+                        f"a background helper (pid {msg.get('pid')}) is finishing it. "
+                        "`hermes-tray status` and `hermes-tray history` show how it ends.")
+                if args.json:
+                    print_json({"ok": True, "outcome": "started", "session_key": args.session,
+                                "home": str(home.path), **{k: v for k, v in msg.items() if k != "event"}})
+                else:
+                    print(text)
+                return EXIT_OK
+            if msg.get("event") == "result":
+                proc.wait(timeout=30)
+                return _outcome(args, msg)
+    except KeyboardInterrupt:
+        proc.terminate()  # the worker stops the continuation cleanly on SIGTERM
+        warn("interrupted: stopping the continuation")
+        proc.wait(timeout=60)
+        return EXIT_FAILED
+    code = proc.wait(timeout=30)
+    return refuse(args, f"the background helper exited unexpectedly (exit {code}); see {log_dir()}",
+                  EXIT_FAILED if code else EXIT_REFUSED)

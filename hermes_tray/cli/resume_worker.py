@@ -1,0 +1,112 @@
+"""Background helper that carries one continuation to its end (``hermes-tray resume`` without --wait).
+
+Started detached (own session / process group) by the ``resume`` command, so closing the terminal
+does not cut the continuation short. Protocol with its parent:
+
+* stdin: one JSON object ``{"home", "session_key", "expected"}`` (the marker the user was shown —
+  it carries the prompt, so it travels over a pipe, never argv or a file);
+* stdout: JSON lines — ``{"event": "dispatched", …}`` once the continuation has started, or
+  ``{"event": "result", …}`` if it ended (or was refused) before that. After ``dispatched`` the
+  parent goes away; the worker's stdout is then pointed at its log so nothing can block on it.
+
+SIGTERM stops the continuation cleanly (``session.interrupt``, marker retired). The outcome is
+journalled by ``core.resume``; the worker's own log holds identity and outcome only.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import Any
+
+
+def _log_file() -> Path:
+    from core.fsutil import ensure_private_dir
+    from core.paths import log_dir
+
+    d = ensure_private_dir(log_dir())
+    return d / "resume-worker.log"
+
+
+def worker_argv() -> list[str]:
+    """How to start the worker: ``python -m`` from source, a hidden command in a frozen app."""
+    if getattr(sys, "frozen", False):
+        return [sys.executable, "_resume-worker"]
+    return [sys.executable, "-m", "hermes_tray.cli.resume_worker"]
+
+
+def run_worker(stdin: Any = None, stdout: Any = None) -> int:
+    """Read the request, resume, report over stdout until dispatched, then detach from it."""
+    stdin = stdin if stdin is not None else sys.stdin
+    out_lock = threading.Lock()
+    out: dict[str, Any] = {"stream": stdout if stdout is not None else sys.stdout, "open": True}
+    log_path = _log_file()
+    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
+    logging.basicConfig(stream=os.fdopen(fd, "a", encoding="utf-8", buffering=1), level=logging.INFO,
+                        format=f"%(asctime)s resume-worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s")
+    log = logging.getLogger("hermes_tray.resume_worker")
+
+    def emit(obj: dict[str, Any], *, detach: bool = False) -> None:
+        with out_lock:
+            if not out["open"]:
+                return
+            with contextlib.suppress(OSError, ValueError):
+                out["stream"].write(json.dumps(obj) + "\n")
+                out["stream"].flush()
+            if detach:
+                out["open"] = False
+                if stdout is None:
+                    # Point fd 1 at the log: the parent has gone, and a late print must not SIGPIPE us.
+                    with contextlib.suppress(OSError):
+                        lfd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+                        os.dup2(lfd, 1)
+                        os.close(lfd)
+
+    try:
+        req = json.loads(stdin.readline() or "null")
+    except ValueError:
+        req = None
+    if not isinstance(req, dict) or not isinstance(req.get("session_key"), str) or not req.get("home"):
+        emit({"event": "result", "outcome": "refused", "message": "resume worker: bad request", "exit_code": 1})
+        return 1
+    with contextlib.suppress(OSError, ValueError):
+        stdin.close()
+
+    stop = threading.Event()
+    if hasattr(signal, "SIGTERM"):
+        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    if hasattr(signal, "SIGINT"):
+        signal.signal(signal.SIGINT, lambda *_: stop.set())
+    if hasattr(signal, "SIGHUP"):
+        signal.signal(signal.SIGHUP, signal.SIG_IGN)
+
+    from core.resume import resume_turn
+
+    key = req["session_key"]
+    log.info("resuming %s in %s", key, req["home"])
+
+    def dispatched(res: Any) -> None:
+        emit({"event": "dispatched", "pid": os.getpid(), "attempt": res.attempt, "continued_by": res.continued_by,
+              "gateway_pid": res.gateway_pid}, detach=True)
+
+    expected = req.get("expected") if isinstance(req.get("expected"), dict) else None
+    result = resume_turn(req["home"], key, expected, on_dispatched=dispatched, stop=stop,
+                         via=str(req.get("via") or "cli"))
+    log.info("%s: %s (exit %s) %s", key, result.outcome, result.exit_code,
+             result.continuation.log_path if result.continuation else "")
+    emit({"event": "result", **result.to_dict()})
+    return result.exit_code
+
+
+def main() -> int:
+    return run_worker()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
