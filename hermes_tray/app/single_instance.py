@@ -136,3 +136,21 @@ class SingleInstance(QObject):
                 pass
             os.close(self._lock_fd)
             self._lock_fd = None
+
+
+def instance_running(role: str, directory: Path | None = None) -> bool:
+    """Whether some process holds ``role``'s lock (the helper asks this about the tray)."""
+    path = (Path(directory) if directory is not None else runtime_dir()) / f"{role}.lock"
+    if not path.exists():
+        return False
+    try:
+        fd = fsutil.open_private_lockfile(path)
+    except OSError:
+        return False
+    try:
+        if fsutil.try_lock_fd(fd):
+            fsutil.unlock_fd(fd)
+            return False
+        return True
+    finally:
+        os.close(fd)

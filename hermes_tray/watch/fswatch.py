@@ -7,7 +7,6 @@ re-applied, so the new directory is picked up without polling.
 
 from __future__ import annotations
 
-import os
 from collections.abc import Iterable
 from pathlib import Path
 
@@ -62,10 +61,17 @@ class HomeWatcher(QObject):
             self._watcher.addPaths(fresh)
 
     def _on_change(self, path: str) -> None:
-        # a file replaced by rename leaves the watcher on the old inode: watch the path afresh;
-        # a changed directory may hold a newly created planned dir: re-apply the plan
+        """Report changes in planned dirs/files; a stand-in parent only re-applies the plan.
+
+        A stand-in (the nearest existing parent of a missing planned dir, often the home
+        itself, where ``state.db`` churns) reports only when a planned dir appeared under it.
+        """
         if path in self._watcher.files():
+            # a file replaced by rename leaves the watcher on the old inode: watch the path afresh
             self._watcher.removePath(path)
-        if not os.path.exists(path) or Path(path) not in self._dirs or path in self._watcher.directories():
-            self._apply()
-        self.changed.emit(path)
+        before = self.watched_paths()
+        self._apply()
+        p = Path(path)
+        planned = p in self._dirs or p in self._files
+        if planned or self.watched_paths() != before:
+            self.changed.emit(path)

@@ -1,0 +1,269 @@
+"""Start-up of the tray: single instance, engine, detector thread, notifier, views, wiring.
+
+Order matters: the instance lock is taken before anything visible exists (a second launch
+hands over and exits without ever creating an icon); the icon is created only once a tray
+host is there; detection starts at once so turns found while waiting are not lost.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from PySide6.QtCore import QObject, QTimer, QUrl
+from PySide6.QtGui import QDesktopServices
+from PySide6.QtWidgets import QApplication, QMessageBox
+
+from hermes_tray.app import events
+from hermes_tray.app.history_window import HistoryWindow
+from hermes_tray.app.icons import app_icon
+from hermes_tray.app.menu import TrayMenu
+from hermes_tray.app.prompt_window import PromptWindow
+from hermes_tray.app.settings_dialog import SettingsDialog
+from hermes_tray.app.single_instance import SingleInstance
+from hermes_tray.app.status_window import StatusWindow
+from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
+from hermes_tray.app.viewstate import ViewState
+from hermes_tray.controller import Controller
+from hermes_tray.notify import make_notifier
+from hermes_tray.notify.base import Note
+from hermes_tray.watch.detector import Detector, DetectorThread, ScanReport
+
+log = logging.getLogger(__name__)
+
+APP_NAME = "hermes-tray"
+APP_DISPLAY_NAME = "Hermes Tray"
+ORG_NAME = "Hermes Agent"
+ORG_DOMAIN = "hermes-agent.org"
+DESKTOP_FILE = "hermes-tray"
+
+
+@dataclass
+class TrayOptions:
+    """How to start the tray. The demo passes its homes and its "crash the backend" entry."""
+
+    homes: Sequence[str] | None = None
+    extra_actions: Sequence[tuple[str, Callable[[], None]]] = field(default_factory=tuple)
+    wait_for_tray: float = WAIT_FOR_TRAY_SECONDS
+    role: str = "tray"
+    engine: Any = None  # an Engine; default CoreEngine(homes)
+    autostart: Any = "default"  # an AutoStart, None (unavailable) or "default"
+
+
+def configure_application(app: QApplication) -> None:
+    app.setApplicationName(APP_NAME)
+    app.setApplicationDisplayName(APP_DISPLAY_NAME)
+    app.setOrganizationName(ORG_NAME)
+    app.setOrganizationDomain(ORG_DOMAIN)
+    app.setDesktopFileName(DESKTOP_FILE)
+    app.setQuitOnLastWindowClosed(False)
+    app.setWindowIcon(app_icon())
+
+
+def default_autostart() -> Any:
+    try:
+        from hermes_tray.autostart import get_autostart
+
+        return get_autostart()
+    except Exception:
+        log.info("start at login is not available here", exc_info=True)
+        return None
+
+
+class TrayApp(QObject):
+    """Everything the running tray owns, wired together (constructed after the lock is ours)."""
+
+    def __init__(self, app: QApplication, options: TrayOptions, instance: SingleInstance | None = None) -> None:
+        super().__init__()
+        self.app = app
+        self.options = options
+        self.instance = instance
+        if options.engine is None:
+            from hermes_tray.engine import CoreEngine
+
+            self.engine = CoreEngine(options.homes)
+        else:
+            self.engine = options.engine
+        autostart = default_autostart() if options.autostart == "default" else options.autostart
+        self.notifier = make_notifier(APP_DISPLAY_NAME)
+        self.controller = Controller(self.engine, self.notifier, autostart=autostart, parent=self)
+
+        self.menu = TrayMenu()
+        for label, callback in options.extra_actions:
+            self.menu.add_extra_action(label, callback)
+        self.window = PromptWindow()
+        self.status_window: StatusWindow | None = None
+        self.presence = TrayPresence(self.menu, self, wait_seconds=options.wait_for_tray)
+        self._dialogs: dict[str, Any] = {}
+        self._messages = 0
+
+        homes = self.engine.homes()
+        self.detector = Detector(self.engine.scan, self.engine.watch_plan, self.engine.writers, homes)
+        self.detector_thread = DetectorThread(self.detector, self)
+        self._wire()
+
+    def _wire(self) -> None:
+        c, m, w = self.controller, self.menu, self.window
+        self.detector.scanned.connect(c.on_scan)
+        c.rescan_requested.connect(self.detector.rescan)
+        c.state_changed.connect(self._on_state)
+        c.present_window.connect(lambda activate: w.present(activate=activate))
+        c.answer_ready.connect(w.show_answer)
+        c.message.connect(self._on_message)
+        c.scan_seen.connect(self._on_scan_seen)
+
+        m.resume_requested.connect(lambda k: c.resume(k, origin="menu"))
+        m.skip_requested.connect(lambda k: c.skip(k, origin="menu"))
+        m.stop_requested.connect(c.stop)
+        m.resume_all_requested.connect(lambda: c.resume_all(origin="menu"))
+        m.open_requested.connect(lambda: w.present(activate=True))
+        m.backend_enabled_toggled.connect(lambda on: c.set_backend_enabled(on))
+        m.mode_selected.connect(c.set_mode)
+        m.settings_requested.connect(self.show_settings)
+        m.history_requested.connect(self.show_history)
+        m.logs_requested.connect(self.open_logs)
+        m.autostart_toggled.connect(c.set_autostart)
+        m.about_requested.connect(self.show_about)
+        m.quit_requested.connect(self.quit)
+
+        w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
+        w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
+        w.disable_requested.connect(c.disable_for)
+        w.stop_requested.connect(c.stop)
+
+        self.presence.clicked.connect(lambda: w.present(activate=True))
+        self.presence.shown.connect(self._on_icon_shown)
+        self.presence.unavailable.connect(self._show_status_window)
+        self.notifier.ready.connect(
+            lambda: events.emit("notifier", backend=self.notifier.name, available=self.notifier.available,
+                                actions=self.notifier.supports_actions)
+        )
+        if self.instance is not None:
+            self.instance.message_received.connect(self._on_instance_message)
+
+    # --- lifecycle ----------------------------------------------------------------------------
+    def start(self) -> None:
+        self.detector_thread.start()
+        self.presence.start()
+
+    def quit(self) -> None:
+        self.app.quit()
+
+    def shutdown(self) -> None:
+        self.presence.hide()
+        self.controller.shutdown()
+        self.detector_thread.stop()
+        self.notifier.shutdown()
+        if self.instance is not None:
+            self.instance.release()
+
+    # --- reactions ----------------------------------------------------------------------------
+    def _on_state(self, state: ViewState) -> None:
+        self.menu.set_state(state)
+        self.presence.set_state(state)
+        self.window.set_state(state)
+        if self.status_window is not None:
+            self.status_window.set_state(state)
+
+    def _on_scan_seen(self, report: ScanReport) -> None:
+        if events.enabled():
+            events.emit(
+                "scan",
+                reason=report.reason,
+                woke=report.started,
+                verdicts={str(getattr(r, "session_key", "")): getattr(r, "verdict", "") for r in report.records},
+                pending=len(self.controller.state.pending),
+            )
+
+    def _on_icon_shown(self) -> None:
+        icon = self.presence.icon
+        g = icon.geometry() if icon is not None else None
+        events.emit("tray-shown", geometry=[g.x(), g.y(), g.width(), g.height()] if g else None)
+        log.info("tray icon shown")
+
+    def _show_status_window(self) -> None:
+        self.status_window = StatusWindow()
+        sw = self.status_window
+        sw.open_requested.connect(lambda: self.window.present(activate=True))
+        sw.settings_requested.connect(self.show_settings)
+        sw.quit_requested.connect(self.quit)
+        sw.set_state(self.controller.state)
+        sw.show()
+        events.emit("status-window")
+
+    def _on_instance_message(self, message: str) -> None:
+        if message == "show":
+            self.window.present(activate=True)
+        elif message == "quit":
+            self.quit()
+
+    def _on_message(self, text: str) -> None:
+        self._messages += 1
+        self.notifier.show(Note(f"message-{self._messages}", "Hermes Tray", text, log_line="message"))
+
+    def show_settings(self) -> None:
+        dlg = self._dialogs.get("settings")
+        if dlg is None or not dlg.isVisible():
+            dlg = SettingsDialog(self.controller)
+            self._dialogs["settings"] = dlg
+        dlg.show()
+        dlg.raise_()
+        dlg.activateWindow()
+
+    def show_history(self) -> None:
+        dlg = self._dialogs.get("history")
+        if dlg is None:
+            dlg = HistoryWindow(lambda: self.engine.history(500))
+            self._dialogs["history"] = dlg
+        else:
+            dlg.reload()
+        dlg.show()
+        dlg.raise_()
+        dlg.activateWindow()
+
+    def open_logs(self) -> None:
+        from core import fsutil
+        from core.paths import log_dir
+
+        path = fsutil.ensure_private_dir(log_dir())
+        QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+
+    def show_about(self) -> None:
+        from core import __version__
+
+        QMessageBox.about(
+            None,
+            "About Hermes Tray",
+            f"<b>Hermes Tray</b> {__version__}<br>"
+            "Notices interrupted Hermes Agent turns and lets you resume, skip or disable auto-continue.",
+        )
+
+
+def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) -> int:
+    """Run the tray until Quit/SIGTERM. Returns the exit code (0 also for a handed-over second launch)."""
+    from hermes_tray.app.logging_setup import setup_logging
+    from hermes_tray.app.signals import install_quit_on_signals
+
+    options = options or TrayOptions()
+    setup_logging("hermes-tray", verbose=bool(os.environ.get("HERMES_TRAY_VERBOSE")))
+    app = QApplication.instance() or QApplication(argv or ["hermes-tray"])
+    configure_application(app)  # type: ignore[arg-type]
+    instance = SingleInstance(options.role)
+    if not instance.acquire():
+        delivered = instance.send_to_primary("show")
+        events.emit("handed-over", delivered=delivered)
+        log.info("another hermes-tray is running; asked it to show its window (%s)", delivered)
+        return 0
+    tray = TrayApp(app, options, instance)  # type: ignore[arg-type]
+    install_quit_on_signals(tray, lambda _sig: app.quit())
+    QTimer.singleShot(0, tray.start)
+    events.emit("started", pid=os.getpid())
+    try:
+        code = app.exec()
+    finally:
+        tray.shutdown()
+        events.emit("stopped")
+    return int(code)

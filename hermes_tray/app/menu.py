@@ -1,0 +1,147 @@
+"""The tray's context menu: interrupted turns with Resume / Skip, then the tray's switches.
+
+Built from a :class:`ViewState`; actions are reported as signals so the menu holds no logic.
+It is rebuilt when the state changes, but never while it is open (a menu that reshuffles under
+the pointer makes people click the wrong thing): the rebuild waits until it closes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Signal
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QMenu, QWidget
+
+from hermes_tray.app.viewstate import ViewState
+
+MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("off", "Only list them"))
+
+
+class TrayMenu(QMenu):
+    resume_requested = Signal(str)
+    skip_requested = Signal(str)
+    stop_requested = Signal(str)
+    resume_all_requested = Signal()
+    open_requested = Signal()
+    backend_enabled_toggled = Signal(bool)
+    mode_selected = Signal(str)
+    settings_requested = Signal()
+    history_requested = Signal()
+    logs_requested = Signal()
+    autostart_toggled = Signal(bool)
+    about_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setTitle("Hermes Tray")
+        self._state = ViewState()
+        self._dirty = False
+        self._extra: list[tuple[str, Callable[[], None]]] = []
+        self.aboutToHide.connect(self._after_hide)
+        self.rebuild()
+
+    def add_extra_action(self, label: str, callback: Callable[[], None]) -> None:
+        """An entry above Settings (the demo adds "Demo: crash the backend")."""
+        self._extra.append((label, callback))
+        self.rebuild()
+
+    def set_state(self, state: ViewState) -> None:
+        if state == self._state:
+            return
+        self._state = state
+        if self.isVisible():
+            self._dirty = True
+        else:
+            self.rebuild()
+
+    def _after_hide(self) -> None:
+        if self._dirty:
+            self._dirty = False
+            self.rebuild()
+
+    def action_labels(self) -> list[str]:
+        """Top-level entry texts (separators as ``---``): what a user reads, for tests."""
+        return [a.text() if not a.isSeparator() else "---" for a in self.actions()]
+
+    def find_action(self, text: str) -> QAction | None:
+        """Depth-first search for an entry by its exact label."""
+        stack = list(self.actions())
+        while stack:
+            act = stack.pop(0)
+            if act.text() == text:
+                return act
+            if act.menu() is not None:
+                stack.extend(act.menu().actions())
+        return None
+
+    def rebuild(self) -> None:
+        self.clear()
+        s = self._state
+        for r in s.running:
+            sub = self.addMenu(f"Resuming {r.title} — {_mmss(r.elapsed)}")
+            status = sub.addAction(r.status or "starting…")
+            status.setEnabled(False)
+            stop = sub.addAction("Stop")
+            stop.triggered.connect(lambda _=False, k=r.key: self.stop_requested.emit(k))
+        if s.pending:
+            head = self.addAction(
+                f"{len(s.pending)} interrupted turn{'s' if len(s.pending) != 1 else ''}"
+            )
+            head.triggered.connect(self.open_requested.emit)
+            for item in s.pending:
+                sub = self.addMenu(item.menu_label())
+                sub.setToolTipsVisible(True)
+                resume = sub.addAction("Resume")
+                resume.triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
+                skip = sub.addAction("Skip")
+                skip.triggered.connect(lambda _=False, k=item.key: self.skip_requested.emit(k))
+                info = sub.addAction(f"Attempt {item.attempts + 1} · {item.profile}")
+                info.setEnabled(False)
+            if len(s.pending) > 1:
+                self.addAction("Resume all").triggered.connect(self.resume_all_requested.emit)
+        elif not s.running:
+            none = self.addAction("No interrupted turns")
+            none.setEnabled(False)
+        self.addAction("Open turns window…").triggered.connect(self.open_requested.emit)
+        for problem in s.problems[:3]:
+            p = self.addAction(f"⚠ {problem}")
+            p.setEnabled(False)
+        self.addSeparator()
+
+        backend = self.addAction("Hermes auto-continue")
+        backend.setCheckable(True)
+        backend.setChecked(s.backend_enabled is not False)
+        if s.backend_enabled is None:
+            backend.setText("Hermes auto-continue (on in some homes)")
+        backend.toggled.connect(self.backend_enabled_toggled.emit)
+
+        modes = self.addMenu("When a turn is interrupted")
+        group = QActionGroup(modes)
+        for value, label in MODES:
+            act = modes.addAction(label)
+            act.setCheckable(True)
+            act.setChecked(s.mode == value)
+            group.addAction(act)
+            act.triggered.connect(lambda _=False, v=value: self.mode_selected.emit(v))
+        self.addSeparator()
+
+        for label, callback in self._extra:
+            self.addAction(label).triggered.connect(lambda _=False, cb=callback: cb())
+        self.addAction("Settings…").triggered.connect(self.settings_requested.emit)
+        self.addAction("History…").triggered.connect(self.history_requested.emit)
+        self.addAction("Open log folder").triggered.connect(self.logs_requested.emit)
+        login = self.addAction("Start at login")
+        login.setCheckable(True)
+        login.setChecked(bool(s.autostart))
+        login.setEnabled(s.autostart is not None)
+        login.toggled.connect(self.autostart_toggled.emit)
+        self.addAction("About Hermes Tray").triggered.connect(self.about_requested.emit)
+        self.addSeparator()
+        self.addAction("Quit").triggered.connect(self.quit_requested.emit)
+
+
+def _mmss(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 60}:{s % 60:02d}"

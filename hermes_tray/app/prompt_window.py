@@ -1,0 +1,252 @@
+"""The prompt window: the primary place to decide, on every desktop.
+
+A list of interrupted turns (title, prompt excerpt, when, attempts, home/profile) with Resume
+(the default button: Enter resumes the selected turn), Skip and Disable auto-continue; running
+continuations with elapsed time, streaming status and Stop; and the answer of a finished one.
+Shown by a notification or the auto mode it does not take focus from what the user is typing;
+opened by the user (tray click, menu, second launch) it comes to the front.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QFont, QKeySequence, QShortcut
+from PySide6.QtWidgets import (
+    QDialog,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QListWidget,
+    QListWidgetItem,
+    QPlainTextEdit,
+    QProgressBar,
+    QPushButton,
+    QVBoxLayout,
+    QWidget,
+)
+
+from hermes_tray.app.format import elapsed_text, elide
+from hermes_tray.app.icons import app_icon
+from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState
+
+KEY_ROLE = Qt.ItemDataRole.UserRole + 1
+
+
+class _RunningRow(QFrame):
+    """A continuation in progress: title, elapsed time and status, a busy bar and Stop."""
+
+    stop = Signal(str)
+
+    def __init__(self, item: RunningItem, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.key = item.key
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        lay = QHBoxLayout(self)
+        col = QVBoxLayout()
+        self.label = QLabel()
+        self.label.setTextFormat(Qt.TextFormat.PlainText)
+        self.status = QLabel()
+        self.status.setTextFormat(Qt.TextFormat.PlainText)
+        bar = QProgressBar()
+        bar.setRange(0, 0)  # busy: a stream has no known length
+        bar.setTextVisible(False)
+        bar.setMaximumHeight(8)
+        col.addWidget(self.label)
+        col.addWidget(self.status)
+        col.addWidget(bar)
+        lay.addLayout(col, 1)
+        self.stop_button = QPushButton("Stop")
+        self.stop_button.setAutoDefault(False)
+        self.stop_button.clicked.connect(lambda: self.stop.emit(self.key))
+        lay.addWidget(self.stop_button)
+        self.update_item(item)
+
+    def update_item(self, item: RunningItem) -> None:
+        self.label.setText(f"Resuming {elide(item.title, 60)}")
+        self.status.setText(f"{elapsed_text(item.elapsed)} · {item.status or 'starting…'}")
+
+
+class PromptWindow(QDialog):
+    resume_requested = Signal(str)
+    skip_requested = Signal(str)
+    disable_requested = Signal(str)  # turn key: disable auto-continue in that turn's home
+    stop_requested = Signal(str)
+    settings_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Hermes — interrupted turns")
+        self.setWindowIcon(app_icon())
+        self.setModal(False)
+        self.setMinimumSize(560, 380)
+        self._state = ViewState()
+        self._running_rows: dict[str, _RunningRow] = {}
+
+        root = QVBoxLayout(self)
+        self.header = QLabel()
+        f = QFont(self.header.font())
+        f.setPointSizeF(f.pointSizeF() * 1.25)
+        f.setBold(True)
+        self.header.setFont(f)
+        root.addWidget(self.header)
+        self.subheader = QLabel()
+        self.subheader.setWordWrap(True)
+        root.addWidget(self.subheader)
+
+        self.running_box = QVBoxLayout()
+        root.addLayout(self.running_box)
+
+        self.list = QListWidget()
+        self.list.setAlternatingRowColors(True)
+        self.list.setWordWrap(True)
+        self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
+        self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.list.itemActivated.connect(lambda _i: self._resume_selected())
+        self.list.setAccessibleName("Interrupted turns")
+        root.addWidget(self.list, 1)
+
+        self.detail = QLabel()
+        self.detail.setWordWrap(True)
+        self.detail.setTextFormat(Qt.TextFormat.PlainText)
+        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        root.addWidget(self.detail)
+
+        self.answer_title = QLabel("Answer")
+        self.answer_title.setVisible(False)
+        self.answer = QPlainTextEdit()
+        self.answer.setReadOnly(True)
+        self.answer.setVisible(False)
+        self.answer.setMaximumHeight(140)
+        root.addWidget(self.answer_title)
+        root.addWidget(self.answer)
+
+        buttons = QHBoxLayout()
+        self.disable_button = QPushButton("Disable auto-continue")
+        self.disable_button.setToolTip("Turn Hermes auto-continue off for this turn's home (reversible from the menu)")
+        self.disable_button.clicked.connect(self._disable_selected)
+        self.disable_button.setAutoDefault(False)
+        buttons.addWidget(self.disable_button)
+        buttons.addStretch(1)
+        self.skip_button = QPushButton("&Skip")
+        self.skip_button.setAutoDefault(False)
+        self.skip_button.clicked.connect(self._skip_selected)
+        buttons.addWidget(self.skip_button)
+        self.resume_button = QPushButton("&Resume")
+        self.resume_button.setDefault(True)
+        self.resume_button.clicked.connect(self._resume_selected)
+        buttons.addWidget(self.resume_button)
+        root.addLayout(buttons)
+        QShortcut(QKeySequence.StandardKey.Delete, self, activated=self._skip_selected)
+        self.set_state(self._state)
+
+    # --- state --------------------------------------------------------------------------------
+    def set_state(self, state: ViewState) -> None:
+        """Update in place: the selection follows its turn, rows appear and vanish live."""
+        self._state = state
+        selected = self.selected_key()
+        n = len(state.pending)
+        if n:
+            self.header.setText(f"{n} interrupted turn{'s' if n != 1 else ''}")
+            self.subheader.setText(
+                "Hermes stopped before these turns finished. Resume continues each one where it "
+                "stopped; Skip forgets it."
+            )
+        elif state.running:
+            self.header.setText("Resuming…")
+            self.subheader.setText("The interrupted turn is being continued by Hermes.")
+        else:
+            self.header.setText("No interrupted turns")
+            self.subheader.setText("Nothing is waiting. Turns cut off by a crash or restart show up here.")
+        self._sync_running(state.running)
+
+        self.list.blockSignals(True)
+        self.list.clear()
+        for t in state.pending:
+            self.list.addItem(self._row(t))
+        self.list.blockSignals(False)
+        if n:
+            keys = [t.key for t in state.pending]
+            self.list.setCurrentRow(keys.index(selected) if selected in keys else 0)
+        self.list.setVisible(bool(n))
+        self._update_buttons()
+
+    def _row(self, t: TurnItem) -> QListWidgetItem:
+        lines = [t.title]
+        lines.append(f"“{elide(t.excerpt, 110)}”" if t.excerpt else "(prompt hidden)" if not self._state.show_prompts else "")
+        lines.append(f"Interrupted {t.when} · attempt {t.attempts + 1} · {t.profile}")
+        item = QListWidgetItem("\n".join(x for x in lines if x))
+        item.setData(KEY_ROLE, t.key)
+        item.setToolTip(f"{t.home}\nsession {t.session_key}\n{t.reason}")
+        return item
+
+    def _sync_running(self, running: tuple[RunningItem, ...]) -> None:
+        keys = {r.key for r in running}
+        for key in list(self._running_rows):
+            if key not in keys:
+                row = self._running_rows.pop(key)
+                self.running_box.removeWidget(row)
+                row.deleteLater()
+        for r in running:
+            row = self._running_rows.get(r.key)
+            if row is None:
+                row = _RunningRow(r, self)
+                row.stop.connect(self.stop_requested.emit)
+                self._running_rows[r.key] = row
+                self.running_box.addWidget(row)
+            else:
+                row.update_item(r)
+
+    def selected_key(self) -> str | None:
+        item = self.list.currentItem()
+        return item.data(KEY_ROLE) if item is not None else None
+
+    def selected_turn(self) -> TurnItem | None:
+        key = self.selected_key()
+        return next((t for t in self._state.pending if t.key == key), None)
+
+    def _update_buttons(self) -> None:
+        turn = self.selected_turn()
+        for b in (self.resume_button, self.skip_button, self.disable_button):
+            b.setEnabled(turn is not None)
+        if turn is None:
+            self.detail.setText("")
+            return
+        self.detail.setText(f"{t_home(turn)} · session {elide(turn.session_key, 40)}\n{turn.reason}")
+
+    def show_answer(self, title: str, text: str) -> None:
+        """A finished continuation's answer (clicking the "finished" notification lands here)."""
+        self.answer_title.setText(f"Answer — {elide(title, 60)}")
+        self.answer.setPlainText(text)
+        self.answer_title.setVisible(True)
+        self.answer.setVisible(True)
+
+    # --- actions ------------------------------------------------------------------------------
+    def _resume_selected(self) -> None:
+        key = self.selected_key()
+        if key:
+            self.resume_requested.emit(key)
+
+    def _skip_selected(self) -> None:
+        key = self.selected_key()
+        if key:
+            self.skip_requested.emit(key)
+
+    def _disable_selected(self) -> None:
+        key = self.selected_key()
+        if key:
+            self.disable_requested.emit(key)
+
+    def present(self, *, activate: bool) -> None:
+        """Show it; take focus only when the user asked for the window (``activate``)."""
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating, not activate)
+        if self.isMinimized():
+            self.showNormal()
+        self.show()
+        if activate:
+            self.raise_()
+            self.activateWindow()
+            self.list.setFocus()
+
+
+def t_home(turn: TurnItem) -> str:
+    return f"{turn.profile} profile" if turn.profile and turn.profile != "default" else turn.home

@@ -1,0 +1,243 @@
+"""Settings: Hermes' own auto-continue keys per home (or all homes) and the tray's own settings.
+
+Backend keys are written to each home's ``config.yaml`` through the engine; tray keys to the
+tray's ``config.toml``. Values are checked as they are typed (the OK button stays disabled while
+something is wrong, and the line under the field says what); changes apply without a restart.
+"""
+
+from __future__ import annotations
+
+import shlex
+import shutil
+from typing import Any
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFormLayout,
+    QGroupBox,
+    QLabel,
+    QLineEdit,
+    QSpinBox,
+    QVBoxLayout,
+    QWidget,
+)
+
+from hermes_tray.app.icons import app_icon
+from hermes_tray.app.settings_model import BackendValues, SettingsModel, SettingsSnapshot
+
+ALL_HOMES = "__all__"
+__all__ = ["BackendValues", "SettingsDialog", "SettingsModel", "SettingsSnapshot"]
+MODE_LABELS = (("ask", "Ask me (notification with buttons)"), ("auto", "Resume automatically"), ("off", "Only list them"))
+
+
+class SettingsDialog(QDialog):
+    applied = Signal()
+
+    def __init__(self, model: SettingsModel, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.model = model
+        self.setWindowTitle("Hermes Tray — Settings")
+        self.setWindowIcon(app_icon())
+        self._snap = model.snapshot()
+        self._loading = False
+
+        root = QVBoxLayout(self)
+        backend_box = QGroupBox("Hermes auto-continue (written to each home's config.yaml)")
+        bform = QFormLayout(backend_box)
+        self.home_combo = QComboBox()
+        if len(self._snap.homes) > 1:
+            self.home_combo.addItem("All homes", ALL_HOMES)
+        for path, label in self._snap.homes:
+            self.home_combo.addItem(label, path)
+        self.home_combo.currentIndexChanged.connect(self._load_home)
+        bform.addRow("Home", self.home_combo)
+        self.enabled_box = QCheckBox("Continue interrupted turns")
+        bform.addRow("Enabled", self.enabled_box)
+        self.freshness = QSpinBox()
+        self.freshness.setRange(1, 24 * 60)
+        self.freshness.setSuffix(" min")
+        self.freshness.setToolTip("Turns older than this are not continued (Hermes' freshness window)")
+        bform.addRow("Freshness window", self.freshness)
+        self.attempts = QSpinBox()
+        self.attempts.setRange(1, 20)
+        self.attempts.setToolTip("How many automatic continuations one turn may get")
+        bform.addRow("Retry budget", self.attempts)
+        self.home_note = QLabel()
+        self.home_note.setWordWrap(True)
+        bform.addRow(self.home_note)
+        root.addWidget(backend_box)
+
+        tray_box = QGroupBox("This tray")
+        tform = QFormLayout(tray_box)
+        self.mode_combo = QComboBox()
+        for value, label in MODE_LABELS:
+            self.mode_combo.addItem(label, value)
+        tform.addRow("When a turn is interrupted", self.mode_combo)
+        self.notify_box = QCheckBox("Show desktop notifications")
+        tform.addRow(self.notify_box)
+        self.prompts_box = QCheckBox("Show prompt text in notifications and lists")
+        self.prompts_box.setToolTip("Off: notifications name the session only (they can appear on the lock screen)")
+        tform.addRow(self.prompts_box)
+        self.autostart_box = QCheckBox("Start at login")
+        tform.addRow(self.autostart_box)
+        self.command_edit = QLineEdit()
+        self.command_edit.setPlaceholderText("hermes (found on PATH)")
+        self.command_edit.setToolTip("The Hermes launcher to run continuations with, e.g. ~/.local/bin/hermes")
+        tform.addRow("Hermes command", self.command_edit)
+        self.command_note = QLabel()
+        self.command_note.setWordWrap(True)
+        tform.addRow(self.command_note)
+        root.addWidget(tray_box)
+
+        self.error_label = QLabel()
+        self.error_label.setWordWrap(True)
+        self.error_label.setStyleSheet("color: #b3261e;")
+        self.error_label.setVisible(False)
+        root.addWidget(self.error_label)
+
+        self.buttons = QDialogButtonBox(
+            QDialogButtonBox.StandardButton.Ok
+            | QDialogButtonBox.StandardButton.Apply
+            | QDialogButtonBox.StandardButton.Cancel
+        )
+        self.buttons.accepted.connect(self._ok)
+        self.buttons.rejected.connect(self.reject)
+        self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self._apply)
+        root.addWidget(self.buttons)
+
+        self.command_edit.textChanged.connect(self._validate)
+        self._fill_tray()
+        self._load_home()
+        self._validate()
+
+    # --- loading ------------------------------------------------------------------------------
+    def _fill_tray(self) -> None:
+        s = self._snap
+        self.mode_combo.setCurrentIndex(max(0, [m for m, _ in MODE_LABELS].index(s.mode) if s.mode in ("ask", "auto", "off") else 0))
+        self.notify_box.setChecked(s.notify)
+        self.prompts_box.setChecked(s.show_prompts)
+        self.autostart_box.setChecked(bool(s.autostart))
+        self.autostart_box.setEnabled(s.autostart is not None)
+        if s.autostart is None:
+            self.autostart_box.setToolTip("Not available on this system")
+        self.command_edit.setText(shlex.join(s.hermes_command) if s.hermes_command else "")
+
+    def _selected_homes(self) -> list[str]:
+        value = self.home_combo.currentData()
+        if value == ALL_HOMES:
+            return [p for p, _ in self._snap.homes]
+        return [value] if value else []
+
+    def _load_home(self) -> None:
+        homes = self._selected_homes()
+        values = [self._snap.backend.get(h, BackendValues()) for h in homes]
+        broken = [h for h, v in zip(homes, values, strict=True) if v.error]
+        first = next((v for v in values if not v.error), BackendValues())
+        self._loading = True
+        self.enabled_box.setChecked(first.enabled)
+        self.freshness.setValue(int(first.freshness_minutes))
+        self.attempts.setValue(int(first.max_attempts))
+        self._loading = False
+        notes = []
+        if len(homes) > 1 and len({(v.enabled, v.freshness_minutes, v.max_attempts) for v in values if not v.error}) > 1:
+            notes.append("The homes differ; saving writes these values to every home.")
+        for h in broken:
+            notes.append(f"{h}: {self._snap.backend[h].error} — left unchanged.")
+        self.home_note.setText("\n".join(notes))
+        self.home_note.setVisible(bool(notes))
+
+    # --- validation ---------------------------------------------------------------------------
+    def command_problem(self) -> tuple[str | None, str | None]:
+        """(error, warning) for the Hermes command field."""
+        text = self.command_edit.text().strip()
+        if not text:
+            return None, None
+        try:
+            argv = shlex.split(text)
+        except ValueError as exc:
+            return f"Hermes command: {exc} (check the quotes)", None
+        if not argv:
+            return "Hermes command: empty", None
+        exe = argv[0]
+        import os
+
+        found = shutil.which(os.path.expanduser(exe))
+        if found is None:
+            return None, f"“{exe}” is not found or not executable; continuations would fail until it is."
+        return None, None
+
+    def _validate(self) -> bool:
+        error, warning = self.command_problem()
+        if error:
+            self.command_note.setText(error)
+            self.command_note.setStyleSheet("color: #b3261e;")
+        elif warning:
+            self.command_note.setText(warning)
+            self.command_note.setStyleSheet("color: #8a5a00;")
+        else:
+            self.command_note.setText("")
+        self.command_note.setVisible(bool(error or warning))
+        ok = error is None
+        for b in (QDialogButtonBox.StandardButton.Ok, QDialogButtonBox.StandardButton.Apply):
+            self.buttons.button(b).setEnabled(ok)
+        return ok
+
+    # --- applying -----------------------------------------------------------------------------
+    def changes(self) -> tuple[dict[str, dict[str, Any]], dict[str, Any], bool | None]:
+        """Only what differs from what was loaded, so untouched homes are never rewritten."""
+        wanted = {
+            "enabled": self.enabled_box.isChecked(),
+            "freshness_minutes": self.freshness.value(),
+            "max_attempts": self.attempts.value(),
+        }
+        backend: dict[str, dict[str, Any]] = {}
+        for h in self._selected_homes():
+            cur = self._snap.backend.get(h, BackendValues())
+            if cur.error:
+                continue
+            diff = {k: v for k, v in wanted.items() if getattr(cur, k) != v}
+            if diff:
+                backend[h] = diff
+        s = self._snap
+        tray: dict[str, Any] = {}
+        mode = self.mode_combo.currentData()
+        if mode != s.mode:
+            tray["mode"] = mode
+        if self.notify_box.isChecked() != s.notify:
+            tray["notify"] = self.notify_box.isChecked()
+        if self.prompts_box.isChecked() != s.show_prompts:
+            tray["show_prompts"] = self.prompts_box.isChecked()
+        text = self.command_edit.text().strip()
+        command = shlex.split(text) if text else None
+        if command != (list(s.hermes_command) if s.hermes_command else None):
+            tray["hermes_command"] = command
+        autostart = None
+        if s.autostart is not None and self.autostart_box.isChecked() != s.autostart:
+            autostart = self.autostart_box.isChecked()
+        return backend, tray, autostart
+
+    def _apply(self) -> bool:
+        if not self._validate():
+            return False
+        backend, tray, autostart = self.changes()
+        problems = self.model.apply(backend, tray, autostart)
+        self._snap = self.model.snapshot()
+        self._load_home()
+        self.error_label.setText("\n".join(problems))
+        self.error_label.setVisible(bool(problems))
+        self.applied.emit()
+        return not problems
+
+    def _ok(self) -> None:
+        if self._apply():
+            self.accept()
+
+    def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
+        if event.key() == Qt.Key.Key_Escape:
+            self.reject()
+            return
+        super().keyPressEvent(event)

@@ -1,0 +1,40 @@
+"""Clean exit on SIGINT/SIGTERM while Qt's loop runs (Python handlers only run when Python does).
+
+A socket pair is the wake-up fd: the C-level handler writes the signal number, a
+``QSocketNotifier`` wakes the event loop, and the quit runs in the Qt thread. No polling timer.
+"""
+
+from __future__ import annotations
+
+import signal
+import socket
+from collections.abc import Callable
+
+from PySide6.QtCore import QObject, QSocketNotifier
+
+
+def install_quit_on_signals(parent: QObject, on_quit: Callable[[int], None]) -> QSocketNotifier | None:
+    rsock, wsock = socket.socketpair()
+    for s in (rsock, wsock):
+        s.setblocking(False)
+    try:
+        signal.set_wakeup_fd(wsock.fileno())
+    except ValueError:  # not the main thread
+        rsock.close()
+        wsock.close()
+        return None
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: None)  # the wake-up fd does the work
+    notifier = QSocketNotifier(rsock.fileno(), QSocketNotifier.Type.Read, parent)
+
+    def readable() -> None:
+        try:
+            data = rsock.recv(64)
+        except OSError:
+            return
+        if data:
+            on_quit(data[-1])
+
+    notifier.activated.connect(readable)
+    notifier._socks = (rsock, wsock)  # type: ignore[attr-defined]  # keep both ends alive
+    return notifier

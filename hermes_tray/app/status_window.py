@@ -1,0 +1,49 @@
+"""A small status window for desktops without a system tray (GNOME without the extension, kiosks).
+
+It stands in for the icon: the same state picture, the same counts, and buttons for what the
+menu would offer. Closing it hides it to the task bar rather than quitting (Quit is explicit).
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QSize, Signal
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+
+from hermes_tray.app.icons import IconState, app_icon, tray_icon
+from hermes_tray.app.viewstate import ViewState
+
+
+class StatusWindow(QWidget):
+    open_requested = Signal()
+    settings_requested = Signal()
+    quit_requested = Signal()
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setWindowTitle("Hermes Tray")
+        self.setWindowIcon(app_icon())
+        lay = QHBoxLayout(self)
+        self.picture = QLabel()
+        self.picture.setFixedSize(QSize(48, 48))
+        lay.addWidget(self.picture)
+        col = QVBoxLayout()
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        col.addWidget(self.text)
+        row = QHBoxLayout()
+        self.open_button = QPushButton("Open turns…")
+        self.open_button.clicked.connect(self.open_requested.emit)
+        settings = QPushButton("Settings…")
+        settings.clicked.connect(self.settings_requested.emit)
+        quit_button = QPushButton("Quit")
+        quit_button.clicked.connect(self.quit_requested.emit)
+        for b in (self.open_button, settings, quit_button):
+            row.addWidget(b)
+        col.addLayout(row)
+        lay.addLayout(col, 1)
+        self.set_state(ViewState())
+
+    def set_state(self, state: ViewState) -> None:
+        self.picture.setPixmap(tray_icon(IconState(state.icon_state), "light").pixmap(48, 48))
+        self.text.setText(state.tooltip().replace("Hermes Tray\n", "", 1))
+        self.open_button.setDefault(bool(state.pending))

@@ -1,0 +1,85 @@
+"""The tray icon, created only once a tray host is there.
+
+A ``QSystemTrayIcon`` created before the desktop's tray host is up never registers (the app
+looks alive and shows nothing), so availability is polled for up to 30 s; with no tray by
+then a small status window stands in. The menu is attached with ``setContextMenu`` (Wayland
+and SNI export it over D-Bus). Left click opens the prompt window.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from PySide6.QtCore import QObject, QTimer, Signal
+from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+from hermes_tray.app.icons import IconState, tray_icon
+from hermes_tray.app.viewstate import ViewState
+
+log = logging.getLogger(__name__)
+
+WAIT_FOR_TRAY_SECONDS = 30.0
+POLL_MS = 250
+
+
+class TrayPresence(QObject):
+    """Owns the icon (or reports that there is none). ``shown`` fires when the icon is visible."""
+
+    shown = Signal()
+    unavailable = Signal()  # gave up waiting: the caller shows the status window
+    clicked = Signal()
+
+    def __init__(self, menu: QMenu, parent: QObject | None = None, *, wait_seconds: float = WAIT_FOR_TRAY_SECONDS) -> None:
+        super().__init__(parent)
+        self.menu = menu
+        self.icon: QSystemTrayIcon | None = None
+        self._state = ViewState()
+        self._deadline = time.monotonic() + wait_seconds
+        self._timer = QTimer(self)
+        self._timer.setInterval(POLL_MS)
+        self._timer.timeout.connect(self._poll)
+
+    def start(self) -> None:
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            self._create()
+        else:
+            log.info("no system tray yet; waiting up to %.0f s", self._deadline - time.monotonic())
+            self._timer.start()
+
+    def _poll(self) -> None:
+        if QSystemTrayIcon.isSystemTrayAvailable():
+            self._timer.stop()
+            self._create()
+        elif time.monotonic() >= self._deadline:
+            self._timer.stop()
+            log.warning("no system tray available: showing the status window instead")
+            self.unavailable.emit()
+
+    def _create(self) -> None:
+        icon = QSystemTrayIcon(tray_icon(IconState(self._state.icon_state)), self)
+        icon.setContextMenu(self.menu)
+        icon.setToolTip(self._state.tooltip())
+        icon.activated.connect(self._on_activated)
+        icon.show()
+        self.icon = icon
+        self.shown.emit()
+
+    def _on_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
+        if reason in (QSystemTrayIcon.ActivationReason.Trigger, QSystemTrayIcon.ActivationReason.DoubleClick):
+            self.clicked.emit()
+
+    def set_state(self, state: ViewState) -> None:
+        previous = self._state
+        self._state = state
+        if self.icon is None:
+            return
+        if state.icon_state != previous.icon_state:
+            self.icon.setIcon(tray_icon(IconState(state.icon_state)))
+        tip = state.tooltip()
+        if tip != self.icon.toolTip():
+            self.icon.setToolTip(tip)
+
+    def hide(self) -> None:
+        if self.icon is not None:
+            self.icon.hide()

@@ -1,0 +1,131 @@
+"""What the views show, as plain data: the controller builds it, the menu/window/tooltip render it.
+
+Keeping it plain lets the views be tested with hand-made states and keeps engine records out of
+widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_tray.app.format import age_text, elide, turn_age
+
+
+@dataclass(frozen=True)
+class TurnItem:
+    """One interrupted turn as a row: identity, labels, and the engine record it came from."""
+
+    key: str
+    home: str
+    session_key: str
+    title: str
+    excerpt: str  # "" when prompts are hidden or the record has none
+    age_seconds: float | None
+    attempts: int
+    verdict: str
+    reason: str
+    profile: str
+    source: str = "desktop"
+    record: Any = field(default=None, compare=False, repr=False)
+
+    @property
+    def actionable(self) -> bool:
+        return self.verdict == "actionable"
+
+    @property
+    def when(self) -> str:
+        return age_text(self.age_seconds)
+
+    def menu_label(self) -> str:
+        """``title — excerpt — age`` (excerpt only when shown)."""
+        parts = [elide(self.title, 40)]
+        if self.excerpt:
+            parts.append(elide(self.excerpt, 40))
+        parts.append(self.when)
+        return " — ".join(parts)
+
+
+@dataclass(frozen=True)
+class RunningItem:
+    """A continuation the tray is running: shown with elapsed time, streaming status and Stop."""
+
+    key: str
+    title: str
+    elapsed: float
+    status: str
+
+
+@dataclass(frozen=True)
+class ViewState:
+    pending: tuple[TurnItem, ...] = ()  # actionable turns waiting for a decision
+    others: tuple[TurnItem, ...] = ()  # markers the tray leaves alone (running, stale, exhausted, WebUI)
+    running: tuple[RunningItem, ...] = ()
+    backend_enabled: bool | None = True  # None: homes disagree
+    mode: str = "ask"
+    autostart: bool | None = None  # None: not available on this platform
+    show_prompts: bool = True
+    problems: tuple[str, ...] = ()  # sources the scanner could not read, said plainly
+
+    @property
+    def icon_state(self) -> str:
+        if self.running:
+            return "busy"
+        if self.pending:
+            return "attention"
+        if self.backend_enabled is False:
+            return "paused"
+        return "idle"
+
+    def tooltip(self) -> str:
+        lines = ["Hermes Tray"]
+        if self.running:
+            for r in self.running:
+                lines.append(f"Resuming {elide(r.title, 40)} — {_mmss(r.elapsed)} — {r.status}")
+        n = len(self.pending)
+        if n:
+            lines.append(f"{n} interrupted turn{'s' if n != 1 else ''} waiting")
+        elif not self.running:
+            lines.append("No interrupted turns")
+        if self.backend_enabled is False:
+            lines.append("Hermes auto-continue is off")
+        elif self.backend_enabled is None:
+            lines.append("Hermes auto-continue is off in some homes")
+        mode_text = {"ask": "asks", "auto": "resumes automatically", "off": "only lists"}.get(self.mode, self.mode)
+        lines.append(f"Tray {mode_text}")
+        return "\n".join(lines)
+
+
+def _mmss(seconds: float) -> str:
+    s = max(0, int(seconds))
+    return f"{s // 60}:{s % 60:02d}"
+
+
+def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> TurnItem:
+    """Adapt an engine record (attribute access, tolerant of missing fields) to a row."""
+    from hermes_tray.notify.coalesce import turn_label
+
+    home = str(getattr(record, "home", "") or "")
+    session_key = str(getattr(record, "session_key", "") or "")
+    excerpt = ""
+    if show_prompts:
+        excerpt = str(getattr(record, "prompt_excerpt", "") or "")
+    attempts = getattr(record, "attempts", 0)
+    return TurnItem(
+        key=turn_key(home, session_key),
+        home=home,
+        session_key=session_key,
+        title=turn_label(record),
+        excerpt=excerpt,
+        age_seconds=turn_age(record, now),
+        attempts=attempts if isinstance(attempts, int) else 0,
+        verdict=str(getattr(record, "verdict", "") or ""),
+        reason=str(getattr(record, "reason", "") or ""),
+        profile=str(getattr(record, "profile", "") or "default"),
+        source=str(getattr(record, "source", "desktop") or "desktop"),
+        record=record,
+    )
+
+
+def turn_key(home: str, session_key: str) -> str:
+    return f"{home}\x1f{session_key}"

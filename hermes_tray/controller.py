@@ -1,0 +1,452 @@
+"""The coordinator between the engine and the views (tray, window, notifications, helper).
+
+It turns scan reports into a :class:`ViewState`, decides what to *ask* (never what a turn's
+verdict is — that is ``core.policy``), and carries out what the user chose through the engine:
+
+* ask at most once per interrupted turn (the decision journal remembers across restarts);
+* ``ask`` notifies and waits, ``auto`` resumes at once and notifies after, ``off`` only lists;
+* a skipped turn that reappears (a non-locking writer resurrected it) is skipped again silently;
+* continuations run on worker threads; their progress and outcome come back as signals.
+
+Views never call the engine; the engine never sees Qt widgets.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from PySide6.QtCore import QObject, QTimer, Signal
+
+from hermes_tray.app.format import first_line
+from hermes_tray.app.settings_model import BackendValues, SettingsSnapshot
+from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, turn_key
+from hermes_tray.notify.base import Action, Note, Notifier
+from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
+from hermes_tray.watch.detector import ScanReport
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Outcome:
+    """How a resume ended, as the controller needs it (adapted from the engine's result)."""
+
+    outcome: str  # completed | interrupted | error | crashed | timed-out | refused | gave-up
+    message: str
+    answer: str = ""  # the continuation's answer, when the engine has it
+    attempts: int | None = None
+
+
+class Engine(Protocol):
+    """What the controller needs from ``core`` (implemented by :class:`hermes_tray.engine.CoreEngine`)."""
+
+    def homes(self) -> list[Any]: ...
+    def scan(self, homes: Sequence[Any]) -> tuple[Sequence[Any], Sequence[str], dict[str, Any]]: ...
+    def watch_plan(self, homes: Sequence[Any]) -> tuple[list[Any], list[Any]]: ...
+    def writers(self, homes: Sequence[Any], records: Sequence[Any]) -> list[tuple[int, float | None]]: ...
+    def skip(self, record: Any, *, origin: str) -> tuple[bool, str]: ...
+    def resume(
+        self, record: Any, *, origin: str, on_progress: Callable[[Any], None], stop: threading.Event
+    ) -> Outcome: ...
+    def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]: ...
+    def backend_values(self, home_path: str) -> BackendValues: ...
+    def asked_before(self, record: Any) -> bool: ...
+    def skipped_before(self, record: Any) -> bool: ...
+    def record(self, event: str, record: Any, **fields: Any) -> None: ...
+    def history(self, limit: int = 500) -> list[Any]: ...
+    def settings(self) -> Any: ...
+    def update_settings(self, changes: dict[str, Any]) -> Any: ...
+
+
+@dataclass
+class _Run:
+    key: str
+    title: str
+    started: float
+    stop: threading.Event
+    status: str = "starting…"
+    thread: threading.Thread | None = None
+    record: Any = None
+    origin: str = "menu"
+
+
+@dataclass
+class _Answer:
+    title: str
+    text: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+def _ident(record: Any) -> tuple[str, str, Any, Any]:
+    """One interrupted turn: a new interruption of the same session has a new start or attempt count."""
+    return (
+        str(getattr(record, "home", "")),
+        str(getattr(record, "session_key", "")),
+        getattr(record, "started_at", None),
+        getattr(record, "attempts", None),
+    )
+
+
+class Controller(QObject):
+    state_changed = Signal(object)  # ViewState
+    present_window = Signal(bool)  # activate (take focus)?
+    answer_ready = Signal(str, str)  # title, answer text → prompt window
+    rescan_requested = Signal(str)
+    message = Signal(str)  # a one-line status for the user (errors of actions)
+    scan_seen = Signal(object)  # ScanReport, after processing (helper --print-events, tests)
+    _progress = Signal(str, object)
+    _finished = Signal(str, object)
+
+    def __init__(
+        self,
+        engine: Engine,
+        notifier: Notifier,
+        *,
+        autostart: Any = None,
+        quiet: Callable[[], bool] = lambda: False,
+        role: str = "tray",
+        parent: QObject | None = None,
+    ) -> None:
+        super().__init__(parent)
+        self.engine = engine
+        self.notifier = notifier
+        self.autostart = autostart
+        self.quiet = quiet  # True: another process (the tray) does the asking; the helper stays silent
+        self.role = role
+        self._settings = engine.settings()
+        self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts))
+        self._records: dict[str, Any] = {}
+        self._pending_keys: list[str] = []
+        self._seen: set[tuple[str, str, Any, Any]] = set()
+        self._runs: dict[str, _Run] = {}
+        self._answers: dict[str, _Answer] = {}
+        self._outcomes = 0
+        self._report = ScanReport()
+        self._state = ViewState()
+        notifier.activated.connect(self.on_note_activated)
+        self._progress.connect(self._on_progress)
+        self._finished.connect(self._on_finished)
+        self._ticker = QTimer(self)
+        self._ticker.setInterval(1000)
+        self._ticker.timeout.connect(self._publish)
+
+    # --- reading ------------------------------------------------------------------------------
+    @property
+    def settings(self) -> Any:
+        return self._settings
+
+    @property
+    def state(self) -> ViewState:
+        return self._state
+
+    def record_for(self, key: str) -> Any:
+        return self._records.get(key)
+
+    def on_scan(self, report: ScanReport) -> None:
+        """A fresh scan: update the lists, ask about turns that are new, act in auto mode."""
+        self._report = report
+        records = list(report.records)
+        self._records = {turn_key(str(getattr(r, "home", "")), str(getattr(r, "session_key", ""))): r for r in records}
+        pending_before = set(self._pending_keys)
+        pending = [
+            k
+            for k, r in self._records.items()
+            if getattr(r, "verdict", None) == "actionable"
+            and getattr(r, "source", "desktop") == "desktop"
+            and k not in self._runs
+        ]
+        self._pending_keys = pending
+        to_ask: list[Any] = []
+        mode = self._settings.mode
+        for key in pending:
+            rec = self._records[key]
+            ident = _ident(rec)
+            if ident in self._seen:
+                continue
+            self._seen.add(ident)
+            if self._safe(self.engine.skipped_before, rec, default=False):
+                ok, why = self._safe_pair(self.engine.skip, rec, origin="re-skip")
+                log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), why)
+                continue
+            if mode == "auto":
+                QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
+                continue
+            if mode == "off":
+                continue
+            if self._safe(self.engine.asked_before, rec, default=False):
+                continue
+            to_ask.append(rec)
+        if to_ask and self._settings.notify and not self.quiet():
+            self.notes.announce(to_ask)
+            for rec in to_ask:
+                self._safe(self.engine.record, "notified", rec, via=self.notifier.name)
+        gone = pending_before - set(pending)
+        if gone:
+            self.notes.resolved({(k.split("\x1f", 1)[0], k.split("\x1f", 1)[1]) for k in gone})
+        self._publish()
+        self.scan_seen.emit(report)
+
+    def _publish(self) -> None:
+        show = bool(self._settings.show_prompts)
+        now = time.time()
+        items = {k: turn_item(r, show_prompts=show, now=now) for k, r in self._records.items()}
+        pending = tuple(items[k] for k in self._pending_keys if k in items)
+        others = tuple(i for k, i in items.items() if k not in self._pending_keys and k not in self._runs)
+        running = tuple(
+            RunningItem(r.key, r.title, time.monotonic() - r.started, r.status) for r in self._runs.values()
+        )
+        extra = self._report.extra or {}
+        state = ViewState(
+            pending=pending,
+            others=others,
+            running=running,
+            backend_enabled=extra.get("backend_enabled", True),
+            mode=self._settings.mode,
+            autostart=self._autostart_state(),
+            show_prompts=show,
+            problems=tuple(self._report.problems),
+        )
+        if running and not self._ticker.isActive():
+            self._ticker.start()
+        elif not running:
+            self._ticker.stop()
+        self._state = state
+        self.state_changed.emit(state)
+
+    def _autostart_state(self) -> bool | None:
+        if self.autostart is None:
+            return None
+        try:
+            return bool(self.autostart.is_enabled())
+        except Exception:
+            return None
+
+    # --- acting -------------------------------------------------------------------------------
+    def resume(self, key: str, *, origin: str = "menu") -> bool:
+        """Start a continuation on a worker thread; False if there is nothing to resume."""
+        rec = self._records.get(key)
+        if rec is None or key in self._runs:
+            return False
+        run = _Run(key, turn_label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
+        self._runs[key] = run
+        if key in self._pending_keys:
+            self._pending_keys.remove(key)
+        self.notes.resolved({(str(getattr(rec, "home", "")), str(getattr(rec, "session_key", "")))})
+
+        def work() -> None:
+            try:
+                out = self.engine.resume(
+                    rec, origin=origin, on_progress=lambda p: self._progress.emit(key, p), stop=run.stop
+                )
+            except Exception as exc:  # the engine's bug must not kill the tray
+                log.exception("resume failed")
+                out = Outcome("error", f"Could not resume: {type(exc).__name__}")
+            self._finished.emit(key, out)
+
+        run.thread = threading.Thread(target=work, name=f"resume-{getattr(rec, 'session_key', '')}", daemon=True)
+        run.thread.start()
+        self._publish()
+        return True
+
+    def resume_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
+        return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
+
+    def skip(self, key: str, *, origin: str = "menu") -> bool:
+        rec = self._records.get(key)
+        if rec is None:
+            return False
+        ok, why = self._safe_pair(self.engine.skip, rec, origin=origin)
+        if ok:
+            if key in self._pending_keys:
+                self._pending_keys.remove(key)
+            self.notes.resolved({(str(getattr(rec, "home", "")), str(getattr(rec, "session_key", "")))})
+        else:
+            self.message.emit(why or "Could not skip this turn")
+        self._publish()
+        self.rescan_requested.emit("skip")
+        return ok
+
+    def skip_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
+        return sum(self.skip(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
+
+    def stop(self, key: str) -> None:
+        run = self._runs.get(key)
+        if run is not None:
+            run.stop.set()
+            run.status = "stopping…"
+            self._publish()
+
+    def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> list[str]:
+        homes = list(home_paths) if home_paths is not None else [str(getattr(h, "path", h)) for h in self._report.homes]
+        problems = self.engine.set_backend(homes, enabled=enabled)
+        for p in problems:
+            self.message.emit(p)
+        self.rescan_requested.emit("backend-config")
+        return problems
+
+    def disable_for(self, key: str) -> None:
+        rec = self._records.get(key)
+        if rec is not None:
+            self.set_backend_enabled(False, [str(getattr(rec, "home", ""))])
+
+    def set_mode(self, mode: str) -> None:
+        self.apply_tray_settings({"mode": mode})
+
+    def apply_tray_settings(self, changes: dict[str, Any]) -> str | None:
+        try:
+            self._settings = self.engine.update_settings(changes)
+        except Exception as exc:
+            self.message.emit(str(exc))
+            return str(exc)
+        self._publish()
+        return None
+
+    def set_autostart(self, enabled: bool) -> str | None:
+        if self.autostart is None:
+            return "Start at login is not available here"
+        try:
+            self.autostart.set_enabled(enabled)
+        except Exception as exc:
+            self.message.emit(str(exc))
+            self._publish()
+            return str(exc)
+        self._publish()
+        return None
+
+    def shutdown(self, wait: float = 5.0) -> None:
+        """Stop running continuations (they retire their markers as a confirmed Stop) and wait."""
+        for run in self._runs.values():
+            run.stop.set()
+        deadline = time.monotonic() + wait
+        for run in list(self._runs.values()):
+            if run.thread is not None:
+                run.thread.join(max(0.0, deadline - time.monotonic()))
+
+    # --- notification answers -----------------------------------------------------------------
+    def on_note_activated(self, note_key: str, action: str) -> None:
+        if note_key.startswith("outcome-"):
+            answer = self._answers.get(note_key)
+            if answer is not None and answer.text:
+                self.answer_ready.emit(answer.title, answer.text)
+            self.present_window.emit(True)
+            return
+        turns = self.notes.turns_for(note_key)
+        if action in ("default", "open"):
+            self.present_window.emit(True)
+            return
+        self.notes.answered(note_key)
+        keys = [turn_key(str(getattr(t, "home", "")), str(getattr(t, "session_key", ""))) for t in turns]
+        if action in ("resume", "resume-all"):
+            self.resume_all(keys, origin="notification")
+        elif action in ("skip", "skip-all"):
+            self.skip_all(keys, origin="notification")
+        elif action == "disable":
+            homes = sorted({str(getattr(t, "home", "")) for t in turns})
+            self.set_backend_enabled(False, homes)
+
+    # --- continuation progress/outcome (GUI thread) ---------------------------------------------
+    def _on_progress(self, key: str, progress: Any) -> None:
+        run = self._runs.get(key)
+        if run is None:
+            return
+        phase = getattr(progress, "phase", "") or ""
+        frame = getattr(progress, "last_frame", None)
+        frames = getattr(progress, "frames", 0) or 0
+        status = {"starting": "starting Hermes…", "resuming": "resuming the session…",
+                  "running": "streaming", "stopping": "stopping…", "finishing": "finishing…"}.get(phase, phase)
+        if frame and phase == "running":
+            status = f"streaming · {frame} · {frames} frames"
+        if not run.stop.is_set():
+            run.status = status
+        self._publish()
+
+    def _on_finished(self, key: str, out: Outcome) -> None:
+        run = self._runs.pop(key, None)
+        title = run.title if run else "Hermes turn"
+        self._outcomes += 1
+        note_key = f"outcome-{self._outcomes}"
+        outcome = out.outcome
+        if outcome == "completed":
+            line = first_line(out.answer, 160) if (out.answer and self._settings.show_prompts) else ""
+            body = f"{title}\n{line}" if line else f"{title} finished."
+            note = Note(note_key, "Hermes turn finished", body, (Action("default", "Show"),),
+                        log_line=f"finished: {turn_identity(run.record) if run else key}")
+            self._answers[note_key] = _Answer(title, out.answer)
+            if out.answer:
+                self.answer_ready.emit(title, out.answer) if False else None
+        elif outcome == "gave-up":
+            note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", urgent=True,
+                        log_line=f"gave up: {turn_identity(run.record) if run else key}")
+        elif outcome == "refused":
+            note = Note(note_key, "Turn not resumed", f"{title}: {out.message}",
+                        log_line=f"refused: {turn_identity(run.record) if run else key}")
+        elif run is not None and run.stop.is_set():
+            note = Note(note_key, "Continuation stopped", f"{title}: stopped as you asked.",
+                        log_line=f"stopped: {turn_identity(run.record)}")
+        else:
+            note = Note(note_key, "Hermes turn failed again", f"{title}: {out.message}", urgent=True,
+                        log_line=f"failed ({outcome}): {turn_identity(run.record) if run else key}")
+        if self._settings.notify and not (self.quiet() and run is not None and run.origin == "auto"):
+            self.notifier.show(note)
+        del_keys = [k for k in self._answers if k != note_key][:-20]
+        for k in del_keys:
+            self._answers.pop(k, None)
+        self._publish()
+        self.rescan_requested.emit("resume-finished")
+
+    # --- settings dialog model ------------------------------------------------------------------
+    def snapshot(self) -> SettingsSnapshot:
+        homes = [(str(getattr(h, "path", h)), str(getattr(h, "label", h))) for h in self._report.homes]
+        backend = {}
+        for path, _label in homes:
+            backend[path] = self._safe(self.engine.backend_values, path, default=BackendValues(error="unreadable"))
+        s = self._settings
+        return SettingsSnapshot(
+            homes=homes,
+            backend=backend,
+            mode=s.mode,
+            notify=bool(s.notify),
+            show_prompts=bool(s.show_prompts),
+            autostart=self._autostart_state(),
+            hermes_command=list(s.hermes_command) if s.hermes_command else None,
+        )
+
+    def apply(self, backend: dict[str, dict[str, Any]], tray: dict[str, Any], autostart: bool | None) -> list[str]:
+        problems: list[str] = []
+        for path, changes in backend.items():
+            problems += self.engine.set_backend([path], **changes)
+        if tray:
+            err = self.apply_tray_settings(tray)
+            if err:
+                problems.append(err)
+        if autostart is not None:
+            err = self.set_autostart(autostart)
+            if err:
+                problems.append(err)
+        self.rescan_requested.emit("settings")
+        return problems
+
+    # --- helpers ------------------------------------------------------------------------------
+    @staticmethod
+    def _safe(fn: Callable[..., Any], *args: Any, default: Any = None, **kwargs: Any) -> Any:
+        try:
+            return fn(*args, **kwargs)
+        except Exception:
+            log.exception("engine call %s failed", getattr(fn, "__name__", fn))
+            return default
+
+    @staticmethod
+    def _safe_pair(fn: Callable[..., tuple[bool, str]], *args: Any, **kwargs: Any) -> tuple[bool, str]:
+        try:
+            return fn(*args, **kwargs)
+        except Exception as exc:
+            log.exception("engine call %s failed", getattr(fn, "__name__", fn))
+            return False, f"{type(exc).__name__}: {exc}"
+
+
+__all__ = ["Controller", "Engine", "Outcome", "TurnItem"]

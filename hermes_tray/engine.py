@@ -1,0 +1,226 @@
+"""The one place the Qt shell calls into ``core``: a thin adapter, no engine logic.
+
+Everything here delegates: scanning (``core.scanner``), skipping (``core.markers``), resuming
+(``core.resume``), backend config (``core.backend_config``), tray settings (``core.settings``)
+and the decision journal (``core.decisions``). If a ``core`` interface changes, this file is
+what changes in the shell.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from hermes_tray.app.settings_model import BackendValues
+from hermes_tray.controller import Outcome
+
+log = logging.getLogger(__name__)
+
+
+def _decisions():
+    """``core.decisions`` (issue 3), or None while it has not landed."""
+    try:
+        from core import decisions
+    except ImportError:
+        return None
+    return decisions
+
+
+class CoreEngine:
+    """Adapter from the controller's :class:`~hermes_tray.controller.Engine` protocol to ``core``."""
+
+    def __init__(self, explicit_homes: Sequence[str] | None = None) -> None:
+        self.explicit_homes = list(explicit_homes) if explicit_homes else None
+        self._scanner = None
+        self._scanner_homes: tuple[str, ...] = ()
+        self._lock = threading.Lock()
+        self._memory_journal: list[dict[str, Any]] = []  # only while core.decisions is missing
+
+    # --- homes and scanning (detector thread) -------------------------------------------------
+    def homes(self) -> list[Any]:
+        from core.homes import discover_homes
+
+        extra = ()
+        try:
+            extra = self.settings().homes
+        except Exception:
+            pass
+        return discover_homes(explicit=self.explicit_homes, extra=extra)
+
+    def scan(self, homes: Sequence[Any]) -> tuple[Sequence[Any], Sequence[str], dict[str, Any]]:
+        from core.scanner import Scanner
+
+        key = tuple(str(h.path) for h in homes)
+        if self._scanner is None or key != self._scanner_homes:
+            self._scanner = Scanner(list(homes))
+            self._scanner_homes = key
+        result = self._scanner.scan()
+        problems: list[str] = []
+        enabled: list[bool] = []
+        for report in result.homes:
+            for p in report.problems:
+                problems.append(f"{report.profile}: {p}")
+            for u in report.unsupported:
+                problems.append(f"{report.profile}: {u} (not supported yet)")
+            if report.exists:
+                enabled.append(bool(report.config.enabled))
+        backend_enabled: bool | None = True
+        if enabled and not any(enabled):
+            backend_enabled = False
+        elif enabled and not all(enabled):
+            backend_enabled = None
+        return result.turns, problems, {"backend_enabled": backend_enabled}
+
+    def watch_plan(self, homes: Sequence[Any]) -> tuple[list[Path], list[Path]]:
+        dirs: list[Path] = []
+        files: list[Path] = []
+        for h in homes:
+            dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
+            files += [h.marker_file, h.config_file]
+        return dirs, files
+
+    def writers(self, homes: Sequence[Any], records: Sequence[Any]) -> list[tuple[int, float | None]]:
+        """Live marker writers to watch for exit (from the entries the scanner read)."""
+        out: dict[int, float | None] = {}
+        for r in records:
+            if getattr(r, "writer", None) != "alive":
+                continue
+            entry = getattr(r, "entry", None) or {}
+            pid = entry.get("writer_pid")
+            start = entry.get("writer_start_time")
+            if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
+                out[pid] = float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+        return list(out.items())
+
+    # --- actions (GUI thread unless noted) ------------------------------------------------------
+    def skip(self, record: Any, *, origin: str) -> tuple[bool, str]:
+        from core.markers import remove_marker_if_unchanged
+
+        expected = dict(getattr(record, "entry", None) or {})
+        ok = remove_marker_if_unchanged(record.home, record.session_key, expected)
+        if ok:
+            self.record("skipped", record, via=origin)
+        else:
+            log.info("skip refused, marker changed: %s", getattr(record, "session_key", "?"))
+        return ok, "" if ok else "The turn changed since it was shown; it was left in place."
+
+    def resume(
+        self, record: Any, *, origin: str, on_progress: Callable[[Any], None], stop: threading.Event
+    ) -> Outcome:
+        """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
+        from core import resume as core_resume
+
+        expected = dict(getattr(record, "entry", None) or {})
+        result = core_resume.resume_turn(
+            record.home, record.session_key, expected, on_progress=on_progress, stop=stop, origin=origin
+        )
+        return _outcome(result)
+
+    def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
+        from core.backend_config import BackendConfigError, write_auto_continue
+
+        problems = []
+        for home in home_paths:
+            try:
+                write_auto_continue(home, **changes)
+            except BackendConfigError as exc:
+                problems.append(f"{home}: {exc}")
+            except OSError as exc:
+                problems.append(f"{home}: {exc.strerror or exc}")
+            else:
+                log.info("backend config of %s changed: %s", home, changes)
+        return problems
+
+    def backend_values(self, home_path: str) -> BackendValues:
+        from core.backend_config import read_backend_config
+
+        cfg = read_backend_config(home_path)
+        ac = cfg.auto_continue
+        return BackendValues(
+            enabled=bool(ac.enabled),
+            freshness_minutes=int(ac.freshness_minutes),
+            max_attempts=int(ac.max_attempts),
+            error=cfg.error,
+        )
+
+    # --- settings -----------------------------------------------------------------------------
+    def settings(self) -> Any:
+        from core.settings import SettingsError, TraySettings, load_settings
+
+        try:
+            return load_settings()
+        except SettingsError as exc:
+            log.warning("tray settings unusable, using defaults: %s", exc)
+            return TraySettings()
+
+    def update_settings(self, changes: dict[str, Any]) -> Any:
+        from core.settings import update_settings
+
+        if changes.get("hermes_command", 0) is None:
+            # "unset": write everything except the key (update_settings merges)
+            from core.settings import load_settings, save_settings, with_changes
+
+            current = load_settings()
+            new = with_changes(current, **{k: v for k, v in changes.items() if k != "hermes_command"}, hermes_command=None)
+            save_settings(new)
+            return new
+        return update_settings(changes)
+
+    # --- decision journal ---------------------------------------------------------------------
+    def record(self, event: str, record: Any, **fields: Any) -> None:
+        """Journal a decision about a turn (``core.decisions`` vocabulary): identity only, never prompt text."""
+        home = str(getattr(record, "home", ""))
+        key = str(getattr(record, "session_key", ""))
+        started = getattr(record, "started_at", None)
+        d = _decisions()
+        if d is None:
+            import time
+
+            with self._lock:
+                self._memory_journal.append({"created_at": time.time(), "event": event, "home": home,
+                                             "session_key": key, "started_at": started, **fields})
+            return
+        d.record(event, home=home, session_key=key, started_at=started,
+                 profile=str(getattr(record, "profile", "")), attempts=getattr(record, "attempts", None), **fields)
+
+    def _events(self, record: Any) -> list[str]:
+        home = str(getattr(record, "home", ""))
+        key = str(getattr(record, "session_key", ""))
+        started = getattr(record, "started_at", None)
+        d = _decisions()
+        if d is None:
+            return [e["event"] for e in self._memory_journal
+                    if e["home"] == home and e["session_key"] == key and e.get("started_at") == started]
+        return d.default_journal().events_for(home, key, started)
+
+    def asked_before(self, record: Any) -> bool:
+        """Notified or decided already (by this tray before a restart, the helper, or the CLI)."""
+        d = _decisions()
+        answered = d.ANSWERED if d is not None else {"approved", "skipped", "dispatched"}
+        return any(e == "notified" or e in answered for e in self._events(record))
+
+    def skipped_before(self, record: Any) -> bool:
+        """This very turn (same start) was skipped: it reappearing means a writer resurrected it."""
+        return "skipped" in self._events(record)
+
+    def history(self, limit: int = 500) -> list[Any]:
+        d = _decisions()
+        if d is None:
+            return list(reversed(self._memory_journal[-limit:]))
+        return list(d.history(limit))
+
+
+def _outcome(result: Any) -> Outcome:
+    """Adapt the engine's result object to the controller's :class:`Outcome`."""
+    if isinstance(result, Outcome):
+        return result
+    outcome = str(getattr(result, "outcome", "error") or "error")
+    return Outcome(
+        outcome=outcome,
+        message=str(getattr(result, "message", "") or ""),
+        answer=str(getattr(result, "answer", "") or ""),
+        attempts=getattr(result, "attempt", None),
+    )

@@ -1,0 +1,199 @@
+"""Detection off the GUI thread: watchers wake a scan, the scan's records go to the controller.
+
+Lives in its own ``QThread``. Wake-ups: a marker/journal/profile directory changed
+(``QFileSystemWatcher``, 15 ms settle so a temp-file + rename write is read once), a marker
+writer exited (pidfd — scanned at once, that is the latency that matters), or the 30 s safety
+re-scan. Nothing polls in between. The scan itself is the engine's (``core``); a scan that
+raises is reported as a problem and never stops the thread.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
+
+from hermes_tray.watch.fswatch import HomeWatcher
+from hermes_tray.watch.pidwatch import PidWatcher, make_pid_watcher
+
+log = logging.getLogger(__name__)
+
+SAFETY_RESCAN_MS = 30_000
+SETTLE_MS = 15
+
+
+@dataclass(frozen=True)
+class ScanReport:
+    """One scan: the engine's records, problems it reported, and what woke it."""
+
+    records: tuple[Any, ...] = ()
+    problems: tuple[str, ...] = ()
+    reason: str = "start"
+    started: float = 0.0  # time.time() when the wake-up happened (for latency measurement)
+    finished: float = 0.0
+    homes: tuple[Any, ...] = ()
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+ScanFn = Callable[[Sequence[Any]], tuple[Sequence[Any], Sequence[str], dict[str, Any]]]
+PlanFn = Callable[[Sequence[Any]], tuple[list[Path], list[Path]]]
+WritersFn = Callable[[Sequence[Any], Sequence[Any]], list[tuple[int, float | None]]]
+
+
+class Detector(QObject):
+    """Watches homes and scans them; all methods run in the detector thread (use the signals)."""
+
+    scanned = Signal(object)  # ScanReport
+    _configure = Signal(object)
+    _rescan = Signal(str)
+
+    def __init__(self, scan: ScanFn, plan: PlanFn, writers: WritersFn, homes: Sequence[Any] = ()) -> None:
+        super().__init__()
+        self._scan_fn = scan
+        self._plan_fn = plan
+        self._writers_fn = writers
+        self._homes: tuple[Any, ...] = tuple(homes)
+        self._fs: HomeWatcher | None = None
+        self._pids: PidWatcher | None = None
+        self._settle: QTimer | None = None
+        self._safety: QTimer | None = None
+        self._pending_reason = ""
+        self._pending_since = 0.0
+        self._gone_seen: set[int] = set()
+        self._configure.connect(self._on_configure)
+        self._rescan.connect(self._on_rescan)
+        self.scans = 0
+
+    # --- called from any thread -----------------------------------------------------------------
+    def configure(self, homes: Sequence[Any]) -> None:
+        self._configure.emit(tuple(homes))
+
+    def rescan(self, reason: str = "request") -> None:
+        self._rescan.emit(reason)
+
+    # --- detector thread ----------------------------------------------------------------------
+    @Slot()
+    def start(self) -> None:
+        self._fs = HomeWatcher(self)
+        self._fs.changed.connect(self._on_fs_change)
+        self._pids = make_pid_watcher(self)
+        self._pids.exited.connect(self._on_writer_exit)
+        self._settle = QTimer(self)
+        self._settle.setSingleShot(True)
+        self._settle.setInterval(SETTLE_MS)
+        self._settle.timeout.connect(lambda: self._scan(self._pending_reason or "change", self._pending_since))
+        self._safety = QTimer(self)
+        self._safety.setInterval(SAFETY_RESCAN_MS)
+        self._safety.timeout.connect(lambda: self._scan("safety", time.time()))
+        self._safety.start()
+        self._apply_plan()
+        self._scan("start", time.time())
+
+    @Slot()
+    def stop(self) -> None:
+        """Runs in the detector thread: stop timers and watches, then hand the object back to the
+        main thread so nothing of it is destroyed from a thread that no longer runs."""
+        for t in (self._settle, self._safety):
+            if t is not None:
+                t.stop()
+        if self._pids is not None:
+            self._pids.clear()
+        app = QCoreApplication.instance()
+        if app is not None:
+            self.moveToThread(app.thread())
+
+    def _on_configure(self, homes: tuple[Any, ...]) -> None:
+        self._homes = homes
+        self._apply_plan()
+        self._scan("homes", time.time())
+
+    def _on_rescan(self, reason: str) -> None:
+        self._scan(reason, time.time())
+
+    def _apply_plan(self) -> None:
+        if self._fs is None:
+            return
+        try:
+            dirs, files = self._plan_fn(self._homes)
+        except Exception:
+            log.exception("could not work out what to watch")
+            return
+        self._fs.set_plan(dirs, files)
+
+    def _on_fs_change(self, path: str) -> None:
+        if not self._pending_reason:
+            self._pending_since = time.time()
+        self._pending_reason = "change"
+        if "profiles" in Path(path).parts[-1:]:
+            self._pending_reason = "profiles"
+        assert self._settle is not None
+        if not self._settle.isActive():
+            self._settle.start()
+
+    def _on_writer_exit(self, pid: int) -> None:
+        self._scan(f"writer-exit:{pid}", time.time())
+
+    def _scan(self, reason: str, woke: float) -> None:
+        self._pending_reason = ""
+        if self._settle is not None:
+            self._settle.stop()
+        if self._safety is not None:
+            self._safety.start()  # any scan restarts the 30 s safety clock
+        try:
+            records, problems, extra = self._scan_fn(self._homes)
+        except Exception as exc:  # the engine promises not to raise; the tray never trusts that
+            log.exception("scan failed")
+            records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), {}
+        self.scans += 1
+        self._watch_writers(records)
+        if reason == "profiles":
+            self._apply_plan()
+        self.scanned.emit(
+            ScanReport(tuple(records), tuple(problems), reason, woke, time.time(), self._homes, dict(extra))
+        )
+
+    def _watch_writers(self, records: Sequence[Any]) -> None:
+        if self._pids is None:
+            return
+        try:
+            wanted = self._writers_fn(self._homes, records)
+        except Exception:
+            log.exception("could not list marker writers")
+            return
+        wanted_pids = {pid for pid, _ in wanted}
+        for pid in self._pids.watched() - wanted_pids:
+            self._pids.unwatch(pid)
+        gone = set()
+        for pid, start in wanted:
+            if not self._pids.watch(pid, start):
+                gone.add(pid)  # died between the scan and the watch: look again, once per pid
+        fresh = gone - self._gone_seen
+        self._gone_seen = gone
+        if fresh:
+            QTimer.singleShot(0, lambda: self._scan("writer-gone", time.time()))
+
+
+class DetectorThread(QObject):
+    """Owns the thread the detector runs in; start/stop from the GUI thread."""
+
+    def __init__(self, detector: Detector, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.detector = detector
+        self.thread = QThread()
+        self.thread.setObjectName("hermes-tray-detector")
+        detector.moveToThread(self.thread)
+        self.thread.started.connect(detector.start)
+
+    def start(self) -> None:
+        self.thread.start()
+
+    def stop(self, timeout_ms: int = 3000) -> None:
+        if self.thread.isRunning():
+            QMetaObject.invokeMethod(self.detector, "stop", Qt.ConnectionType.BlockingQueuedConnection)
+            self.thread.quit()
+            self.thread.wait(timeout_ms)
