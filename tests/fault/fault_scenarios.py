@@ -18,6 +18,7 @@ import json
 import os
 import random
 import sqlite3
+import stat
 import time
 from pathlib import Path
 
@@ -440,6 +441,100 @@ def crash_settings(workdir: Path, kills: int, rng: random.Random) -> KillStats:
         kills=kills,
         rng=rng,
         args_for=lambda r: (str(path), r * 1_000_000 + 1, rng.randrange(1 << 30)),
+        verify=verify,
+    )
+    stats.extra["temp_litter_left"] = litter
+    return stats
+
+
+# --------------------------------------------------------------------------- backend config.yaml
+
+CONFIG_YAML = """\
+# Hermes config — the user's comments, order and quoting must survive every edit
+model:
+  provider: custom   # my local server
+  default: "llama-3"
+desktop:
+  # auto-continue after crashes
+  auto_continue:
+    enabled: true
+    freshness_minutes: 15  # minutes
+    max_attempts: 2
+other_key: [1, 2, 3]
+"""
+
+
+def yaml_values(i: int) -> tuple[int, int]:
+    return 1 + i % 997, i % 7
+
+
+def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
+    os.environ["HERMES_TRAY_STATE_DIR"] = state_dir  # the config lock lives in the tray's state dir
+    import ruamel.yaml  # noqa: F401 - imported before "ready", so the kills land in writes, not in an import
+
+    from core import backend_config
+
+    backend_config.read_backend_config(home)
+    ack("R")
+    i = start
+    while True:
+        fresh, attempts = yaml_values(i)
+        ack(f"B {i}")
+        backend_config.write_auto_continue(home, freshness_minutes=fresh, max_attempts=attempts)
+        ack(f"A {i}")
+        i += 1
+
+
+def crash_config_yaml(workdir: Path, kills: int, rng: random.Random) -> KillStats:
+    """core.backend_config.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
+    user's bytes outside the two edited values and its own mode, holds the last acked or in-flight value."""
+    from ruamel.yaml import YAML
+
+    home = Path(workdir) / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    path = home / "config.yaml"
+    path.write_text(CONFIG_YAML, encoding="utf-8")
+    os.chmod(path, 0o644)  # the user's own file keeps its mode
+    original = CONFIG_YAML.splitlines()
+    edited_lines = {i for i, ln in enumerate(original) if "freshness_minutes" in ln or "max_attempts" in ln}
+    state = {"i": None}
+    litter = 0
+
+    def verify(res: RoundResult) -> None:
+        nonlocal litter
+        done, inflight = _split(res.acks)
+        allowed = {int(done[-1][0])} if done else {state["i"]}
+        if inflight:
+            allowed.add(int(inflight[0]))
+        text = path.read_text(encoding="utf-8")
+        doc = YAML(typ="safe").load(text)
+        block = doc["desktop"]["auto_continue"]
+        lines = text.splitlines()
+        assert len(lines) == len(original), f"round {res.index}: line count changed"
+        for n, (a, b) in enumerate(zip(original, lines, strict=True)):
+            if n not in edited_lines:
+                assert a == b, f"round {res.index}: line {n + 1} changed: {b!r}"
+        assert "# minutes" in text and doc["other_key"] == [1, 2, 3] and block["enabled"] is True
+        got = None
+        for i in allowed:
+            if i is not None and (block["freshness_minutes"], block["max_attempts"]) == yaml_values(i):
+                got = i
+        if got is None:
+            assert None in allowed and (block["freshness_minutes"], block["max_attempts"]) == (15, 2), (
+                f"round {res.index}: config.yaml holds {block}, none of the writes {allowed}"
+            )
+        state["i"] = got
+        assert stat.S_IMODE(os.stat(path).st_mode) == 0o644, f"round {res.index}: the user's file mode changed"
+        litter = len(temp_litter(path.parent, path.name))
+        assert litter <= res.index + 1
+
+    stats = kill_rounds(
+        "config.yaml",
+        workdir,
+        _yaml_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(home), str(Path(workdir) / "state"), r * 1_000_000 + 1, rng.randrange(1 << 30)),
         verify=verify,
     )
     stats.extra["temp_litter_left"] = litter

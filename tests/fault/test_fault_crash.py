@@ -58,3 +58,8 @@ def test_harness_catches_a_torn_write(tmp_path):
 def test_crash_tray_settings(tmp_path):
     pytest.importorskip("core.settings", reason="core.settings (issue 4) not landed yet")
     _run(sc.crash_settings, tmp_path)
+
+
+def test_crash_backend_config_yaml(tmp_path):
+    pytest.importorskip("core.backend_config", reason="core.backend_config (issue 4) not landed yet")
+    _run(sc.crash_config_yaml, tmp_path)
