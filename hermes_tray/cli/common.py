@@ -1,0 +1,130 @@
+"""Helpers the command-line commands share: which homes, how to print, how to journal.
+
+Import-light on purpose (``status`` must start fast): ``core`` modules are imported inside the
+functions that need them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from hermes_tray.cli.main import EXIT_REFUSED, EXIT_USAGE
+
+
+def warn(message: str) -> None:
+    print(f"hermes-tray: {message}", file=sys.stderr)
+
+
+def print_json(obj: Any) -> None:
+    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+
+
+def refuse(args: argparse.Namespace, message: str, code: int = EXIT_REFUSED, **extra: Any) -> int:
+    """Report a refusal (or usage error) on stderr — or as ``{"ok": false, "error"}`` with --json."""
+    if getattr(args, "json", False):
+        print_json({"ok": False, "error": message, **extra})
+    else:
+        warn(message)
+    return code
+
+
+def load_tray_settings(*, quiet: bool = False):
+    """Tray settings, or defaults plus a warning when the file is invalid (never fatal for reads)."""
+    from core.settings import SettingsError, TraySettings, load_settings
+
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        if not quiet:
+            warn(f"ignoring tray settings: {exc}")
+        return TraySettings()
+
+
+def selected_homes(args: argparse.Namespace, *, settings=None):
+    """``--home`` homes when given, else discovery (root, profiles, settings ``homes``)."""
+    from core.homes import discover_homes
+
+    if args.homes:
+        return discover_homes(explicit=args.homes)
+    settings = settings if settings is not None else load_tray_settings()
+    return discover_homes(extra=settings.homes)
+
+
+def homes_to_change(args: argparse.Namespace, *, all_flag: bool) -> tuple[list, str | None]:
+    """Homes a write applies to: ``--home`` ones, every existing home with ``--all``, or the only
+    existing home. Returns ``(homes, problem)``; a problem is a usage error to report."""
+    homes = selected_homes(args)
+    if args.homes:
+        return homes, None
+    existing = [h for h in homes if h.path.is_dir()]
+    if all_flag:
+        return existing, None if existing else "no Hermes home found (use --home PATH)"
+    if len(existing) == 1:
+        return existing, None
+    if not existing:
+        return [], "no Hermes home found (use --home PATH)"
+    names = ", ".join(str(h.path) for h in existing)
+    return [], f"several Hermes homes ({names}): say --all or pick one with --home PATH"
+
+
+CONFIG_JOURNAL_ID = "settings"
+
+
+def journal(event: str, *, home: Any = None, session_key: str | None = None, **fields: Any) -> str | None:
+    """Record a CLI decision in the tray's decision journal (never prompt text).
+
+    Turn decisions (``skipped``, ``refused``…) go through :mod:`core.decisions`; configuration
+    changes (``enabled``, ``disabled``, ``config-set``), which concern no turn, are appended with
+    :mod:`core.journal` to ``settings.jsonl`` beside it. Returns None on success, else a warning to
+    show: a journal failure never undoes the decision.
+    """
+    try:
+        from core import decisions
+
+        if session_key is not None:
+            decisions.record(event, home=home, session_key=session_key, **{"via": "cli", **fields})
+            return None
+        from core import journal as core_journal
+        from core import paths
+        from core.fsutil import ensure_private_dir
+
+        directory = paths.decision_journal_dir()
+        ensure_private_dir(directory)
+        payload = {"event": event, "via": "cli", **fields}
+        if home is not None:
+            payload["home"] = decisions.home_key(home)
+        core_journal.append_turn_journal_event(CONFIG_JOURNAL_ID, payload, session_dir=directory)
+        return None
+    except Exception as exc:  # the journal is bookkeeping: report, never undo the decision
+        return f"could not record '{event}' in the decision journal ({exc})"
+
+
+def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
+    """A plain left-aligned text table."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    fmt = "  ".join(f"{{:<{w}}}" for w in widths)
+    lines = [fmt.format(*headers).rstrip()]
+    lines += [fmt.format(*row).rstrip() for row in rows]
+    return "\n".join(lines)
+
+
+def fmt_age(seconds: float) -> str:
+    s = int(max(0, seconds))
+    if s < 60:
+        return f"{s}s"
+    if s < 3600:
+        return f"{s // 60}m"
+    if s < 86400:
+        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
+    return f"{s // 86400}d{(s % 86400) // 3600}h"
+
+
+__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "fmt_age", "homes_to_change", "journal", "load_tray_settings",
+           "print_json", "refuse", "selected_homes", "table", "warn"]

@@ -1,0 +1,155 @@
+"""``hermes-tray config show | get KEY | set KEY VALUE``.
+
+Backend keys (``enabled``, ``freshness_minutes``, ``max_attempts``) live in each home's
+config.yaml (``desktop.auto_continue``) and are read/written there; tray keys (``mode``,
+``notify``, ``show_prompts``, ``homes``, ``hermes_command``) live in the tray's config.toml.
+Invalid keys or values are usage errors (exit 2); a config.yaml that cannot be edited safely is
+a refusal (exit 1).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+BACKEND_KEYS = ("enabled", "freshness_minutes", "max_attempts")
+TRAY_KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command")
+HELP = "show or change auto-continue settings (backend config.yaml and the tray's own)"
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser("config", parents=[common], help=HELP, description=HELP + ". Keys: "
+                                   + ", ".join(BACKEND_KEYS) + " (per home); " + ", ".join(TRAY_KEYS) + " (tray).")
+    sub = parser.add_subparsers(dest="action", metavar="ACTION", required=True)
+    sub.add_parser("show", parents=[common], help="every setting, per home and for the tray")
+    get = sub.add_parser("get", parents=[common], help="one setting")
+    get.add_argument("key", metavar="KEY")
+    put = sub.add_parser("set", parents=[common], help="change one setting")
+    put.add_argument("key", metavar="KEY")
+    put.add_argument("value", metavar="VALUE")
+    put.add_argument("--all", action="store_true", help="backend keys: every Hermes home found")
+    parser.set_defaults(func=run)
+
+
+def _tray_dict(settings) -> dict:
+    d = settings.to_dict()
+    d.setdefault("hermes_command", None)
+    return d
+
+
+def _home_dicts(homes) -> list[dict]:
+    from core.backend_config import read_backend_config
+
+    out = []
+    for h in homes:
+        cfg = read_backend_config(h.path)
+        ac = cfg.auto_continue
+        out.append({"home": str(h.path), "profile": h.profile, "exists": h.path.is_dir(), "enabled": ac.enabled,
+                    "freshness_minutes": ac.freshness_minutes, "max_attempts": ac.max_attempts,
+                    "warnings": list(cfg.warnings), "error": cfg.error})
+    return out
+
+
+def _fmt(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "(unset)"
+    if isinstance(value, (list, tuple)):
+        import shlex
+
+        return " ".join(shlex.quote(str(v)) for v in value) if value else "(none)"
+    return str(value)
+
+
+def run(args: argparse.Namespace) -> int:
+    from hermes_tray.cli.common import (
+        EXIT_USAGE,
+        load_tray_settings,
+        print_json,
+        refuse,
+        selected_homes,
+        warn,
+    )
+
+    action = args.action
+    key = getattr(args, "key", None)
+    if key is not None and key not in BACKEND_KEYS + TRAY_KEYS:
+        return refuse(args, f"unknown key {key!r}: choose one of {', '.join(BACKEND_KEYS + TRAY_KEYS)}", EXIT_USAGE)
+    if action == "set":
+        return _set(args)
+    if key in TRAY_KEYS or action == "show":
+        from core.settings import SettingsError, load_settings
+
+        try:
+            settings = load_settings()
+        except SettingsError as exc:
+            if action == "get":
+                return refuse(args, str(exc))
+            warn(str(exc))
+            settings = load_tray_settings(quiet=True)
+    if action == "get" and key in TRAY_KEYS:
+        value = _tray_dict(settings)[key]
+        if args.json:
+            print_json({"key": key, "value": value})
+        else:
+            print(_fmt(value))
+        return 0
+    homes = [h for h in selected_homes(args) if args.homes or h.path.is_dir()]
+    rows = _home_dicts(homes)
+    if action == "get":
+        if args.json:
+            print_json({"key": key, "homes": [{"home": r["home"], "value": r[key]} for r in rows]})
+        elif len(rows) == 1:
+            print(_fmt(rows[0][key]))
+        else:
+            for r in rows:
+                print(f"{r['home']}: {_fmt(r[key])}")
+        return 0
+    if args.json:
+        print_json({"tray": _tray_dict(settings), "homes": rows})
+        return 0
+    print(f"tray ({settings.path}):")
+    for k, v in _tray_dict(settings).items():
+        print(f"  {k} = {_fmt(v)}")
+    for r in rows:
+        print(f"{r['home']} ({r['profile']}){'' if r['exists'] else ' — does not exist'}:")
+        for k in BACKEND_KEYS:
+            print(f"  {k} = {_fmt(r[k])}")
+        for w in r["warnings"] + ([r["error"]] if r["error"] else []):
+            print(f"  ! {w}")
+    if not rows:
+        print("no Hermes home found (use --home PATH)")
+    return 0
+
+
+def _set(args: argparse.Namespace) -> int:
+    from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, warn
+
+    key, text = args.key, args.value
+    if key in BACKEND_KEYS:
+        from core.backend_config import BackendConfigError, parse_value
+        from hermes_tray.cli.enable_disable import set_backend
+
+        try:
+            value = parse_value(key, text)
+        except BackendConfigError as exc:
+            return refuse(args, str(exc), EXIT_USAGE)
+        return set_backend(args, {key: value}, all_flag=args.all, event="config-set")
+    from core.settings import SettingsError, parse_value, update_settings
+
+    try:
+        value = parse_value(key, text)
+        settings = update_settings({key: value})
+    except SettingsError as exc:
+        return refuse(args, str(exc), EXIT_USAGE)
+    except OSError as exc:
+        return refuse(args, f"could not write the tray settings: {exc}")
+    note = journal("config-set", key=key, value=value)
+    if note:
+        warn(note)
+    new = _tray_dict(settings)[key]
+    if args.json:
+        print_json({"ok": True, "key": key, "value": new, "file": str(settings.path)})
+    else:
+        print(f"{key} = {_fmt(new)} ({settings.path})")
+    return 0

@@ -1,0 +1,247 @@
+"""``hermes-tray doctor [--json]``: is everything in place, and if not, what to do about it.
+
+Checks the Hermes homes (what each holds, unreadable or not-yet-supported storage), the tray
+settings, whether Hermes is installed (which version, whether it continues interrupted turns by
+itself), whether this desktop has a system tray and a notification server (asked on the D-Bus
+session bus with ``jeepney`` — no Qt, works over SSH with no display), and the paths in use.
+Every problem is printed with its fix. Exit 0 when nothing is wrong, 1 otherwise.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import Any
+
+HELP = "check homes, Hermes, the system tray and notifications; say how to fix what is wrong"
+SNI_WATCHER = "org.kde.StatusNotifierWatcher"
+NOTIFICATIONS = "org.freedesktop.Notifications"
+DBUS_TIMEOUT = 3.0
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser("doctor", parents=[common], help=HELP, description=HELP + ".")
+    parser.add_argument("--no-probe", action="store_true", help="do not run Hermes' interpreter to ask its version")
+    parser.set_defaults(func=run)
+
+
+# ---------------------------------------------------------------------------------------------
+# desktop
+
+
+def _session_bus_address() -> str | None:
+    addr = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    if addr:
+        return addr
+    runtime = os.environ.get("XDG_RUNTIME_DIR")
+    if runtime and os.path.exists(os.path.join(runtime, "bus")):
+        return f"unix:path={os.path.join(runtime, 'bus')}"
+    return None
+
+
+def check_desktop() -> tuple[dict[str, Any], list[str]]:
+    """System tray and notification server availability, plus problems (each with its fix)."""
+    info: dict[str, Any] = {"platform": sys.platform, "tray": None, "notifications": None}
+    problems: list[str] = []
+    if sys.platform in ("win32", "darwin"):
+        info["tray"] = "provided by the operating system"
+        info["notifications"] = "native notification centre"
+        return info, problems
+    display = os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY")
+    info["display"] = display
+    if not display:
+        problems.append("no graphical session here (DISPLAY / WAYLAND_DISPLAY unset, e.g. over SSH): the tray "
+                        "cannot show — use the command line or `hermes-tray helper`, or run the tray in your "
+                        "desktop session")
+    address = _session_bus_address()
+    info["session_bus"] = address
+    if not address:
+        problems.append("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS unset): no tray icon or notifications "
+                        "can be shown — log in to a desktop session (or start one with dbus-run-session)")
+        return info, problems
+    try:
+        from jeepney import DBusAddress, Properties, new_method_call
+        from jeepney.bus_messages import message_bus
+        from jeepney.io.blocking import open_dbus_connection
+    except ImportError:
+        problems.append("cannot check the system tray and notifications: the 'jeepney' package is missing — "
+                        "reinstall hermes-tray")
+        return info, problems
+    try:
+        conn = open_dbus_connection(bus=address)
+    except Exception as exc:
+        problems.append(f"cannot connect to the D-Bus session bus at {address} ({exc}): start your desktop "
+                        "session's bus, or fix DBUS_SESSION_BUS_ADDRESS")
+        return info, problems
+    try:
+        def ask(msg):
+            reply = conn.send_and_get_reply(msg, timeout=DBUS_TIMEOUT)
+            if reply.header.message_type.name == "error":
+                raise RuntimeError(reply.body[0] if reply.body else "D-Bus error")
+            return reply.body
+
+        has_watcher = bool(ask(message_bus.NameHasOwner(SNI_WATCHER))[0])
+        host = None
+        if has_watcher:
+            watcher = DBusAddress("/StatusNotifierWatcher", bus_name=SNI_WATCHER, interface=SNI_WATCHER)
+            try:
+                host = bool(ask(Properties(watcher).get("IsStatusNotifierHostRegistered"))[0][1])
+            except Exception:
+                host = None
+        if has_watcher and host is not False:
+            info["tray"] = "StatusNotifierItem host" + ("" if host else " (host state unknown)")
+        else:
+            info["tray"] = None
+            problems.append(
+                "no system tray (StatusNotifierItem) host on the session bus"
+                + (" — a watcher runs, but no host has registered" if has_watcher else "")
+                + ": enable your desktop's tray / AppIndicator extension (GNOME: 'AppIndicator and KStatusNotifierItem"
+                " Support'); an X11 XEmbed tray may still work. Notifications and the CLI work without it")
+        owned = bool(ask(message_bus.NameHasOwner(NOTIFICATIONS))[0])
+        activatable = NOTIFICATIONS in ask(message_bus.ListActivatableNames())[0]
+        if owned or activatable:
+            notif = DBusAddress("/org/freedesktop/Notifications", bus_name=NOTIFICATIONS, interface=NOTIFICATIONS)
+            try:
+                name, vendor, version, spec = ask(new_method_call(notif, "GetServerInformation"))
+                caps = list(ask(new_method_call(notif, "GetCapabilities"))[0])
+                info["notifications"] = {"server": name, "vendor": vendor, "version": version, "spec": spec,
+                                         "capabilities": caps}
+                if "actions" not in caps:
+                    problems.append(f"the notification server ({name}) shows no action buttons: Resume/Skip "
+                                    "will be in the tray menu only — use a server with 'actions' for one-click")
+            except Exception as exc:
+                problems.append(f"the notification server does not answer ({exc}): restart it or your session")
+        else:
+            problems.append("no notification server on the session bus: interrupted turns will only show in the "
+                            "tray menu — install/start one (e.g. dunst, mako, or your desktop's own)")
+    except Exception as exc:
+        problems.append(f"D-Bus session bus did not answer ({exc}): restart your desktop session")
+    finally:
+        try:
+            conn.close()
+        except Exception:
+            pass
+    return info, problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Hermes
+
+
+def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
+    from core.gateway import HermesNotFound, find_hermes, probe_capabilities
+
+    info: dict[str, Any] = {"installed": False}
+    try:
+        install = find_hermes(settings.hermes_command)
+    except HermesNotFound as exc:
+        return info, [f"{exc}"]
+    except Exception as exc:
+        return info, [f"cannot look for Hermes ({exc}): set hermes_command in the tray settings"]
+    info.update(installed=True, command=list(install.argv), python=install.python, source=install.source)
+    if not probe:
+        return info, []
+    caps = probe_capabilities(install)
+    info.update(version=caps.version, auto_continue=caps.auto_continue, detail=caps.detail)
+    if caps.auto_continue is None:
+        return info, [f"cannot tell what this Hermes can do: {caps.detail}"]
+    return info, []
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def _paths() -> dict[str, str]:
+    from core import paths
+
+    return {
+        "settings": str(paths.settings_file()),
+        "state": str(paths.state_dir()),
+        "decision_journal": str(paths.decision_journal_dir()),
+        "leases": str(paths.lease_db()),
+        "cache": str(paths.cache_dir()),
+        "logs": str(paths.log_dir()),
+    }
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.scanner import Scanner
+    from core.settings import SettingsError, TraySettings, load_settings
+    from hermes_tray.cli.common import print_json, selected_homes
+
+    problems: list[str] = []
+    try:
+        settings = load_settings()
+        settings_error = None
+    except SettingsError as exc:
+        settings, settings_error = TraySettings(), str(exc)
+        problems.append(f"tray settings are invalid ({exc}); defaults are used — fix the file or run "
+                        "`hermes-tray config set KEY VALUE`")
+    homes = selected_homes(args, settings=settings)
+    result = Scanner(homes).scan()
+    home_rows = []
+    for h in result.homes:
+        row = h.to_json()
+        row["turns"] = {}
+        for t in result.turns:
+            if t.home == h.path:
+                row["turns"][t.verdict] = row["turns"].get(t.verdict, 0) + 1
+        home_rows.append(row)
+        problems.extend(f"{h.path}: {u}" for u in h.unsupported)
+        problems.extend(f"{h.path}: {p}" for p in h.problems if h.exists)
+    if not any(h.exists for h in result.homes):
+        problems.append("no Hermes home found (looked at " + ", ".join(str(h.path) for h in result.homes)
+                        + "): run Hermes once, set HERMES_HOME, or pass --home PATH")
+    hermes, hermes_problems = check_hermes(settings, probe=not args.no_probe)
+    problems.extend(hermes_problems)
+    desktop, desktop_problems = check_desktop()
+    problems.extend(desktop_problems)
+    report = {"ok": not problems, "paths": _paths(), "settings": {**settings.to_dict(), "error": settings_error},
+              "homes": home_rows, "hermes": hermes, "desktop": desktop, "problems": problems}
+    if args.json:
+        print_json(report)
+    else:
+        print(render(report))
+    return 0 if not problems else 1
+
+
+def render(report: dict[str, Any]) -> str:
+    out = ["Homes:"]
+    for h in report["homes"]:
+        if not h["exists"]:
+            out.append(f"  {h['path']} ({h['profile']}): does not exist")
+            continue
+        ac = h["auto_continue"]
+        turns = ", ".join(f"{n} {v}" for v, n in sorted(h["turns"].items())) or "none"
+        out.append(f"  {h['path']} ({h['profile']}, {h['origin']})")
+        out.append(f"    markers: {h['markers']} ({h['marker_count']}); interrupted turns: {turns}")
+        out.append(f"    auto-continue: {'on' if ac['enabled'] else 'off'}, {ac['freshness_minutes']} min window, "
+                   f"{ac['max_attempts']} attempts; state.db: {h['state_db']}; "
+                   f"WebUI journals: {h['webui_sessions']}")
+    hermes = report["hermes"]
+    out.append("Hermes:")
+    if hermes.get("installed"):
+        out.append(f"  {' '.join(hermes['command'])} (from {hermes['source']})")
+        if "version" in hermes:
+            out.append(f"  version: {hermes.get('version') or 'unknown'}; {hermes.get('detail')}")
+    else:
+        out.append("  not found")
+    d = report["desktop"]
+    out.append("Desktop:")
+    out.append(f"  system tray: {d.get('tray') or 'not available'}")
+    n = d.get("notifications")
+    if isinstance(n, dict):
+        out.append(f"  notifications: {n['server']} {n['version']} ({', '.join(n['capabilities']) or 'no capabilities'})")
+    else:
+        out.append(f"  notifications: {n or 'not available'}")
+    out.append("Paths:")
+    out.extend(f"  {k}: {v}" for k, v in report["paths"].items())
+    if report["problems"]:
+        out.append("")
+        out.append(f"{len(report['problems'])} problem(s):")
+        out.extend(f"  - {p}" for p in report["problems"])
+    else:
+        out.append("")
+        out.append("everything looks fine")
+    return "\n".join(out)

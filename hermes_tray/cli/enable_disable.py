@@ -1,0 +1,59 @@
+"""``hermes-tray enable|disable [--all]``: Hermes' own auto-continue switch in config.yaml.
+
+Writes ``desktop.auto_continue.enabled`` of the ``--home`` homes, of every home with ``--all``,
+or of the only home there is. The edit touches only that line; an unparseable file is left alone
+and reported (exit 1). Reversible with the other command.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    for name, text in (("enable", "turn Hermes auto-continue on (desktop.auto_continue.enabled: true)"),
+                       ("disable", "turn Hermes auto-continue off (desktop.auto_continue.enabled: false)")):
+        parser = subparsers.add_parser(name, parents=[common], help=text, description=text + ".")
+        parser.add_argument("--all", action="store_true", help="every Hermes home found (root and profiles)")
+        parser.set_defaults(func=run, enable=(name == "enable"))
+
+
+def run(args: argparse.Namespace) -> int:
+    return set_backend(args, {"enabled": bool(args.enable)}, all_flag=args.all,
+                       event="enabled" if args.enable else "disabled")
+
+
+def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool, event: str) -> int:
+    """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each."""
+    from core.backend_config import BackendConfigError, write_auto_continue
+    from hermes_tray.cli.common import EXIT_USAGE, homes_to_change, journal, print_json, refuse, warn
+
+    homes, problem = homes_to_change(args, all_flag=all_flag)
+    if problem:
+        return refuse(args, problem, EXIT_USAGE)
+    results, failed = [], 0
+    for home in homes:
+        try:
+            cfg = write_auto_continue(home.path, **changes)
+        except (BackendConfigError, OSError) as exc:
+            failed += 1
+            results.append({"home": str(home.path), "ok": False, "error": str(exc)})
+            if not args.json:
+                warn(f"{home.path}: {exc}")
+            continue
+        note = journal(event, home=home.path, **changes)
+        if note:
+            warn(note)
+        ac = cfg.auto_continue
+        results.append({"home": str(home.path), "ok": True, "enabled": ac.enabled,
+                        "freshness_minutes": ac.freshness_minutes, "max_attempts": ac.max_attempts})
+        if not args.json:
+            what = ", ".join(f"{k} = {_show(v)}" for k, v in changes.items())
+            print(f"{home.path}: {what}")
+    if args.json:
+        print_json({"ok": failed == 0, "homes": results})
+    return 1 if failed else 0
+
+
+def _show(value) -> str:
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)

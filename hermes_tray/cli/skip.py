@@ -1,0 +1,76 @@
+"""``hermes-tray skip SESSION``: forget one interrupted turn — only if it is still the one you saw.
+
+The marker entry is removed by compare-and-remove: if Hermes (or anyone) changed it after it was
+read, nothing is removed and the command says so (exit 1). ``--started-at`` pins the turn shown
+by an earlier ``status --json``. A turn whose writer or a Hermes backend is still running it is
+not skipped (its marker is that turn's own bookkeeping) unless ``--force``.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "forget an interrupted turn (remove its marker if unchanged) so it is not resumed"
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser("skip", parents=[common], help=HELP, description=HELP + ".")
+    parser.add_argument("session", metavar="SESSION", help="the session key, as `status` shows it")
+    parser.add_argument("--started-at", type=float, metavar="T",
+                        help="only if the marker's started_at is still T (from `status --json`)")
+    parser.add_argument("--force", action="store_true",
+                        help="skip even a turn that reads running or not-ours")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.ids import InvalidIdError, validate_session_id
+    from core.markers import remove_marker_if_unchanged
+    from core.scanner import Scanner
+    from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
+
+    try:
+        key = validate_session_id(args.session, what="SESSION")
+    except InvalidIdError as exc:
+        return refuse(args, str(exc), EXIT_USAGE)
+    homes = selected_homes(args)
+    result = Scanner(homes).scan()
+    found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
+    if not found:
+        unreadable = [str(h.path) for h in result.homes if h.markers in ("corrupt", "unreadable")]
+        extra = f" (could not read the markers of {', '.join(unreadable)})" if unreadable else ""
+        return refuse(args, f"no interrupted turn {key} in {', '.join(str(h.path) for h in homes)}{extra}")
+    if len(found) > 1:
+        where = ", ".join(str(t.home) for t in found)
+        return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
+    turn = found[0]
+    entry = dict(turn.entry or {})
+    if args.started_at is not None and entry.get("started_at") != args.started_at:
+        journal("refused", home=turn.home, session_key=key, started_at=args.started_at, action="skip",
+                why="marker changed since shown")
+        return refuse(args, f"{key} changed since you saw it (it is now a different run, started_at "
+                      f"{entry.get('started_at')}): not skipped — run `hermes-tray status` again")
+    if not args.force and (turn.verdict == "not-ours" or (turn.verdict == "running" and not turn.unsure)):
+        return refuse(args, f"{key} is {turn.verdict}: {turn.reason} — not skipped (--force to skip anyway)")
+    try:
+        removed = remove_marker_if_unchanged(turn.home, key, entry)
+    except OSError as exc:
+        return refuse(args, f"could not skip {key}: {exc}")
+    if not removed:
+        journal("refused", home=turn.home, session_key=key, started_at=_num(entry.get("started_at")),
+                action="skip", why="marker changed while skipping")
+        return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
+                      "run `hermes-tray status` again")
+    problem = journal("skipped", home=turn.home, session_key=key, started_at=_num(entry.get("started_at")),
+                      verdict=turn.verdict, attempts=turn.attempts)
+    if problem:
+        warn(problem)
+    if args.json:
+        print_json({"ok": True, "skipped": key, "home": str(turn.home)})
+    else:
+        print(f"skipped {key} in {turn.home}: it will not be resumed")
+    return 0
+
+
+def _num(value: object) -> float | None:
+    return float(value) if isinstance(value, (int, float)) and not isinstance(value, bool) else None

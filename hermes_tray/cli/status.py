@@ -1,0 +1,74 @@
+"""``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen.
+
+Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden.
+The JSON schema is documented in the README (``{"homes": [...], "turns": [...]}``).
+"""
+
+from __future__ import annotations
+
+import argparse
+
+HELP = "list interrupted turns in every Hermes home and what would happen to each"
+
+
+def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
+    parser = subparsers.add_parser("status", parents=[common], help=HELP, description=HELP + ".")
+    parser.add_argument("--no-cache", action="store_true", help="ignore and do not update the scan cache")
+    parser.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from core.scanner import Scanner, default_cache_file
+    from hermes_tray.cli.common import print_json, selected_homes
+
+    homes = selected_homes(args)
+    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file()).scan()
+    if args.json:
+        print_json(result.to_json())
+        return 0
+    print(render(result))
+    return 0
+
+
+def render(result) -> str:
+    """The human-readable status: one line per turn (reason underneath), then per-home problems."""
+    from hermes_tray.cli.common import fmt_age, table
+
+    out: list[str] = []
+    multi = len(result.homes) > 1
+    if result.turns:
+        rows = []
+        for t in result.turns:
+            what = t.title or t.prompt_excerpt or ("(WebUI turn)" if t.source == "webui" else "")
+            if len(what) > 50:
+                what = what[:49] + "…"
+            where = t.profile if multi else ""
+            rows.append([t.verdict + ("?" if t.unsure else ""), fmt_age(t.age_seconds), str(t.attempts),
+                         t.writer, *([where] if multi else []), t.session_key + (" (webui)" if t.source == "webui" else ""),
+                         what])
+        headers = ["VERDICT", "AGE", "TRIES", "WRITER", *(["PROFILE"] if multi else []), "SESSION", "WHAT"]
+        lines = table(rows, headers).splitlines()
+        out.append(lines[0])
+        for line, t in zip(lines[1:], result.turns, strict=True):
+            out.append(line)
+            out.append(f"    {t.reason}")
+        n = len(result.actionable)
+        out.append("")
+        out.append(f"{n} turn(s) can be resumed: hermes-tray resume SESSION" if n
+                   else "nothing to resume right now")
+    else:
+        readable = [h for h in result.homes if h.exists and h.markers in ("ok", "none") and not h.unsupported]
+        if len(readable) == len(result.homes):
+            out.append("no interrupted turns")
+        else:
+            out.append("no interrupted turns found in the homes that could be read — see below")
+    for h in result.homes:
+        notes = [f"NOT SUPPORTED: {u}" for u in h.unsupported] + list(h.problems)
+        if notes:
+            out.append("")
+            out.append(f"{h.path} ({h.profile}):")
+            out.extend(f"  - {n}" for n in notes)
+    if any(t.unsure for t in result.turns):
+        out.append("")
+        out.append("? = could not be checked for sure; left alone until it can be")
+    return "\n".join(out)

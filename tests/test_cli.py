@@ -1,0 +1,280 @@
+"""The command line end to end, in real subprocesses over real fixture homes."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.support.fixture_homes import FixtureHome, env_for, marker_entry, own_writer
+
+REPO = Path(__file__).resolve().parents[1]
+TURN_KEYS = {"home", "profile", "session_key", "title", "prompt_excerpt", "started_at", "age_seconds", "attempts",
+             "writer", "verdict", "reason", "source"}
+
+
+def cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "hermes_tray", *args], cwd=REPO, env=env or env_for(tmp),
+                          capture_output=True, text=True, timeout=timeout)
+
+
+@pytest.fixture()
+def tree(tmp_path):
+    root = FixtureHome(tmp_path / "hermes")
+    work = FixtureHome(tmp_path / "hermes" / "profiles" / "work")
+    root.add_session("s-dead", title="Crashed refactor")
+    root.add_session("s-live")
+    root.write_markers({
+        "s-dead": marker_entry("refactor the parser\nsecret second line", started_at=time.time() - 90),
+        "s-live": marker_entry("still going", writer=own_writer()),
+        "s-old": marker_entry("ancient", started_at=time.time() - 5 * 3600),
+    })
+    work.write_config("# my notes\ndesktop:\n  auto_continue:\n    freshness_minutes: 15  # keep\nother: x\n")
+    work.add_session("w-1")
+    work.write_markers({"w-1": marker_entry("profile work", attempts=1)})
+    root.close()
+    work.close()
+    env = env_for(tmp_path, HERMES_HOME=str(root.path))
+    return root, work, env
+
+
+def status_json(tmp, env, *extra) -> dict:
+    proc = cli(tmp, "status", "--json", *extra, env=env)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_status_json_schema_and_verdicts(tmp_path, tree):
+    root, work, env = tree
+    doc = status_json(tmp_path, env)
+    assert set(doc) == {"homes", "turns"}
+    assert [h["path"] for h in doc["homes"]] == [str(root.path), str(work.path)]
+    turns = {t["session_key"]: t for t in doc["turns"]}
+    for t in doc["turns"]:
+        assert set(t) == TURN_KEYS
+        assert t["writer"] in ("alive", "dead", "unknown") and t["source"] in ("desktop", "webui")
+        assert isinstance(t["started_at"], float) and isinstance(t["age_seconds"], float)
+    assert {k: t["verdict"] for k, t in turns.items()} == {
+        "s-dead": "actionable", "s-live": "running", "s-old": "stale", "w-1": "actionable"}
+    dead = turns["s-dead"]
+    assert (dead["title"], dead["prompt_excerpt"], dead["profile"], dead["attempts"]) == (
+        "Crashed refactor", "refactor the parser", "default", 0)
+    assert turns["w-1"]["profile"] == "work" and "continuation 2 of 2" in turns["w-1"]["reason"]
+    # --home after the command replaces discovery
+    only = status_json(tmp_path, env, "--home", str(work.path))
+    assert [t["session_key"] for t in only["turns"]] == ["w-1"]
+
+
+def test_status_table_and_problems_are_shown(tmp_path, tree):
+    root, work, env = tree
+    proc = cli(tmp_path, "status", env=env)
+    assert proc.returncode == 0
+    assert "actionable" in proc.stdout and "Crashed refactor" in proc.stdout
+    assert "beyond the 15 min freshness window" in proc.stdout
+    assert "2 turn(s) can be resumed" in proc.stdout
+    root.marker_file.write_text("[]")
+    (work.path / "desktop" / "interrupted_turns.json.migrated").write_text("{}")
+    proc = cli(tmp_path, "status", env=env)
+    assert "corrupt" in proc.stdout and str(root.marker_file) in proc.stdout
+    assert "NOT SUPPORTED" in proc.stdout and "newer Hermes storage" in proc.stdout
+    assert "no interrupted turns\n" not in proc.stdout
+
+
+def test_skip_removes_only_that_marker_and_journals_without_prompt(tmp_path, tree):
+    root, _work, env = tree
+    proc = cli(tmp_path, "skip", "s-dead", "--home", str(root.path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "skipped s-dead" in proc.stdout
+    assert set(root.read_markers()) == {"s-live", "s-old"}
+    hist = cli(tmp_path, "history", "--json", env=env)
+    events = json.loads(hist.stdout)
+    assert events[0]["event"] == "skipped" and events[0]["session_key"] == "s-dead"
+    journal_text = "".join(p.read_text() for p in (tmp_path / "tray-state").rglob("*.jsonl"))
+    assert "refactor" not in journal_text and "secret" not in journal_text
+    assert "skipped" in cli(tmp_path, "history", env=env).stdout
+
+
+def test_skip_loses_race_to_a_new_run_and_says_so(tmp_path, tree):
+    root, _work, env = tree
+    seen = {t["session_key"]: t for t in status_json(tmp_path, env)["turns"]}["s-dead"]
+    # Meanwhile the turn was continued and crashed again: same key, a new run.
+    entries = root.read_markers()
+    entries["s-dead"] = {**entries["s-dead"], "attempts": 1, "started_at": time.time()}
+    root.write_markers(entries)
+    proc = cli(tmp_path, "skip", "s-dead", "--started-at", repr(seen["started_at"]), env=env)
+    assert proc.returncode == 1
+    assert "changed since you saw it" in proc.stderr
+    assert root.read_markers()["s-dead"]["attempts"] == 1  # left alone
+    assert json.loads(cli(tmp_path, "history", "--json", env=env).stdout)[0]["event"] == "refused"
+
+
+def test_skip_loses_race_between_read_and_remove(tmp_path, tree):
+    """Hermes rewrites the entry after the CLI read it: compare-and-remove refuses."""
+    root, _work, env = tree
+    script = textwrap.dedent(f"""
+        import json, sys, time
+        import core.markers as m
+        real = m.remove_marker_if_unchanged
+        def racing(home, key, expected):
+            path = m.marker_path(home)
+            data = json.loads(path.read_text())
+            data[key]["attempts"] = 1  # a concurrent (foreign) write lands first
+            path.write_text(json.dumps(data))
+            return real(home, key, expected)
+        m.remove_marker_if_unchanged = racing
+        from hermes_tray.cli.main import main
+        sys.exit(main(["skip", "s-dead", "--home", {str(root.path)!r}]))
+    """)
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 1, proc.stdout + proc.stderr
+    assert "changed (or was cleared) while it was being skipped" in proc.stderr
+    assert root.read_markers()["s-dead"]["attempts"] == 1
+
+
+def test_skip_refusals_and_usage(tmp_path, tree):
+    root, _work, env = tree
+    live = cli(tmp_path, "skip", "s-live", env=env)
+    assert live.returncode == 1 and "running" in live.stderr and "--force" in live.stderr
+    assert "s-live" in root.read_markers()
+    missing = cli(tmp_path, "skip", "nope", env=env)
+    assert missing.returncode == 1 and "no interrupted turn nope" in missing.stderr
+    bad = cli(tmp_path, "skip", "../etc", env=env)
+    assert bad.returncode == 2
+    forced = cli(tmp_path, "skip", "s-live", "--force", "--json", env=env)
+    assert forced.returncode == 0 and json.loads(forced.stdout)["ok"] is True
+
+
+def test_config_set_then_get_backend_and_tray(tmp_path, tree):
+    _root, work, env = tree
+    before = (work.path / "config.yaml").read_text()
+    proc = cli(tmp_path, "config", "set", "freshness_minutes", "45", "--home", str(work.path), env=env)
+    assert proc.returncode == 0, proc.stderr
+    got = cli(tmp_path, "config", "get", "freshness_minutes", "--home", str(work.path), env=env)
+    assert got.stdout.strip() == "45"
+    assert (work.path / "config.yaml").read_text() == before.replace("minutes: 15", "minutes: 45")
+    assert cli(tmp_path, "config", "set", "mode", "auto", env=env).returncode == 0
+    assert cli(tmp_path, "config", "get", "mode", env=env).stdout.strip() == "auto"
+    assert json.loads(cli(tmp_path, "config", "get", "notify", "--json", env=env).stdout) == {
+        "key": "notify", "value": True}
+    shown = json.loads(cli(tmp_path, "config", "show", "--json", env=env).stdout)
+    assert shown["tray"]["mode"] == "auto"
+    assert {h["home"]: h["freshness_minutes"] for h in shown["homes"]}[str(work.path)] == 45
+    bad = cli(tmp_path, "config", "set", "mode", "loud", env=env)
+    assert bad.returncode == 2 and "ask, auto, off" in bad.stderr
+    assert cli(tmp_path, "config", "get", "colour", env=env).returncode == 2
+    assert cli(tmp_path, "config", "set", "max_attempts", "-1", "--all", env=env).returncode == 2
+    events = [e["event"] for e in json.loads(cli(tmp_path, "history", "--json", env=env).stdout)]
+    assert events.count("config-set") == 2
+
+
+def test_disable_enable_selection_and_effect(tmp_path, tree):
+    root, work, env = tree
+    ambiguous = cli(tmp_path, "disable", env=env)
+    assert ambiguous.returncode == 2 and "--all" in ambiguous.stderr
+    assert cli(tmp_path, "disable", "--all", env=env).returncode == 0
+    verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}
+    assert verdicts["s-dead"] == "disabled" and verdicts["w-1"] == "disabled"
+    assert "# my notes" in (work.path / "config.yaml").read_text()
+    assert cli(tmp_path, "enable", "--home", str(root.path), env=env).returncode == 0
+    verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}
+    assert verdicts["s-dead"] == "actionable" and verdicts["w-1"] == "disabled"
+    events = [e["event"] for e in json.loads(cli(tmp_path, "history", "--json", env=env).stdout)]
+    assert events[:3] == ["enabled", "disabled", "disabled"]
+
+
+def test_unparseable_config_is_refused_untouched(tmp_path, tree):
+    _root, work, env = tree
+    broken = "desktop:\n  auto_continue: [oops\n"
+    (work.path / "config.yaml").write_text(broken)
+    proc = cli(tmp_path, "disable", "--home", str(work.path), env=env)
+    assert proc.returncode == 1
+    assert "not valid YAML" in proc.stderr and "left unchanged" in proc.stderr
+    assert (work.path / "config.yaml").read_text() == broken
+
+
+def test_commands_never_import_qt(tmp_path, tree):
+    root, _work, env = tree
+    script = textwrap.dedent(f"""
+        import sys, io, contextlib
+        from hermes_tray.cli.main import main
+        for argv in (["status", "--json"], ["config", "show"], ["history"], ["doctor", "--no-probe"],
+                     ["skip", "nope"]):
+            with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+                main(argv + ["--home", {str(root.path)!r}])
+        qt = [m for m in sys.modules if m.startswith(("PySide6", "shiboken6", "qasync"))]
+        print("QT:", qt)
+    """)
+    env = {k: v for k, v in env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
+    proc = subprocess.run([sys.executable, "-c", script], cwd=REPO, env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "QT: []" in proc.stdout
+
+
+def test_doctor_without_a_desktop_says_what_to_do(tmp_path, tree):
+    root, _work, env = tree
+    env = {k: v for k, v in env.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY", "DBUS_SESSION_BUS_ADDRESS")}
+    env["XDG_RUNTIME_DIR"] = str(tmp_path)
+    env["PATH"] = "/usr/bin:/bin"  # no hermes launcher here
+    proc = cli(tmp_path, "doctor", env=env)
+    assert proc.returncode == 1
+    out = proc.stdout
+    assert str(root.path) in out and "markers: ok (3)" in out
+    assert "no D-Bus session bus" in out and "log in to a desktop session" in out
+    assert "no graphical session" in out
+    assert "Hermes is not installed" in out
+    assert str(tmp_path / "tray-config" / "config.toml") in out
+
+
+FAKE_SERVER = textwrap.dedent("""
+    import sys
+    from jeepney import MessageType, new_method_return
+    from jeepney.bus_messages import message_bus
+    from jeepney.io.blocking import open_dbus_connection
+    conn = open_dbus_connection(bus=sys.argv[1])
+    conn.send_and_get_reply(message_bus.RequestName("org.freedesktop.Notifications"))
+    print("ready", flush=True)
+    while True:
+        msg = conn.receive()
+        if msg.header.message_type != MessageType.method_call:
+            continue
+        member = msg.header.fields.get(3)
+        if member == "GetServerInformation":
+            conn.send(new_method_return(msg, "ssss", ("fake-notifyd", "tests", "1.0", "1.2")))
+        elif member == "GetCapabilities":
+            conn.send(new_method_return(msg, "as", (["body", "actions"],)))
+""")
+
+
+@pytest.mark.skipif(not shutil.which("dbus-daemon"), reason="needs dbus-daemon")
+def test_doctor_reports_notification_server_capabilities(tmp_path, tree):
+    pytest.importorskip("jeepney")
+    _root, _work, env = tree
+    daemon = subprocess.Popen(["dbus-daemon", "--session", "--nofork", "--print-address"],
+                              stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    server = None
+    try:
+        address = daemon.stdout.readline().strip()
+        server = subprocess.Popen([sys.executable, "-c", FAKE_SERVER, address], stdout=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "ready"
+        env = {**env, "DBUS_SESSION_BUS_ADDRESS": address, "DISPLAY": ":99"}
+        proc = cli(tmp_path, "doctor", "--json", "--no-probe", env=env)
+        report = json.loads(proc.stdout)
+        assert report["desktop"]["notifications"]["server"] == "fake-notifyd"
+        assert report["desktop"]["notifications"]["capabilities"] == ["body", "actions"]
+        assert report["desktop"]["tray"] is None
+        assert any("no system tray" in p for p in report["problems"])
+        assert not any("notification server" in p for p in report["problems"])
+    finally:
+        if server:
+            server.kill()
+            server.wait()
+        daemon.kill()
+        daemon.wait()
