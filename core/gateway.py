@@ -213,6 +213,12 @@ def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None)
             else:
                 env.pop(name, None)
         env.pop("PYTHONPATH", None)
+        bundle = getattr(sys, "_MEIPASS", None)
+        if bundle:  # the bootloader may have put the bundle on PATH (Windows): Hermes must not see it
+            root = os.path.normcase(os.path.realpath(bundle))
+            kept = [p for p in env.get("PATH", "").split(os.pathsep)
+                    if p and not os.path.normcase(os.path.realpath(p)).startswith(root)]
+            env["PATH"] = os.pathsep.join(kept)
     for name in _DROP_ENV:
         env.pop(name, None)
     for name in [k for k in env if k.startswith("HERMES_TRAY_") or k.startswith("_PYI_") or k == "_MEIPASS2"]:

@@ -1,0 +1,83 @@
+"""Helpers for tests and benchmarks that drive the simulated backend (no pytest import here).
+
+They build what a crash leaves behind — a home with a session and a marker whose writer is a
+real process that has really exited — so tests exercise the same liveness checks users hit.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from core.markers import MarkerStore
+from core.procid import ProcessIdentity, process_start_time
+from hermes_tray.demo import sim_state
+from hermes_tray.demo.sim_backend import write_control
+
+CONFIG = """\
+# test home
+desktop:
+  auto_continue:
+    enabled: true
+    freshness_minutes: {freshness}
+    max_attempts: {max_attempts}
+"""
+
+
+def tray_dirs(root: Path) -> dict[str, str]:
+    """``HERMES_TRAY_*_DIR`` values under ``root`` (set them so nothing touches the real user state)."""
+    return {
+        "HERMES_TRAY_CONFIG_DIR": str(root / "tray-config"),
+        "HERMES_TRAY_STATE_DIR": str(root / "tray-state"),
+        "HERMES_TRAY_LOG_DIR": str(root / "tray-logs"),
+        "HERMES_TRAY_CACHE_DIR": str(root / "tray-cache"),
+        "HERMES_TRAY_RUNTIME_DIR": str(root / "tray-run"),
+    }
+
+
+def dead_identity() -> ProcessIdentity:
+    """The identity of a process that ran and has exited (and been reaped): a crashed writer."""
+    proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(0.05)"])  # noqa: S603
+    start = process_start_time(proc.pid)
+    proc.wait()
+    return ProcessIdentity(proc.pid, start if start is not None else 1.0)
+
+
+def make_home(root: Path, *, max_attempts: int = 2, freshness: int = 15, turn_seconds: float = 0.5,
+              title: str = "Test session") -> tuple[Path, str]:
+    """A Hermes home for the simulated backend: config.yaml, state.db with one session. Returns (home, key)."""
+    home = Path(root)
+    home.mkdir(parents=True, exist_ok=True)
+    (home / "config.yaml").write_text(CONFIG.format(freshness=freshness, max_attempts=max_attempts),
+                                      encoding="utf-8")
+    key = sim_state.create_session(home, title=title)
+    write_control(home, turn_seconds=turn_seconds, deltas=4)
+    return home, key
+
+
+def plant_marker(home: Path, key: str, prompt: str, *, attempts: int = 0,
+                 writer: ProcessIdentity | None = None) -> dict:
+    """A marker as a backend that died mid-turn leaves it (dead writer unless ``writer`` given)."""
+    return MarkerStore(home).record(key, prompt, attempts=attempts, writer=writer or dead_identity())
+
+
+def settings_for(install_python: str, config_dir: Path) -> Path:
+    """Tray settings naming the (simulated or real) Hermes interpreter as ``hermes_command``."""
+    from core.settings import TraySettings, save_settings
+
+    return save_settings(TraySettings(hermes_command=(install_python,)), Path(config_dir) / "config.toml")
+
+
+def pid_running(pid: int | None) -> bool:
+    """True while ``pid`` exists and is not a zombie (for "nothing is left running" checks)."""
+    if not pid:
+        return False
+    from core.procid import process_liveness
+
+    return process_liveness(pid) == "alive"
+
+
+def env_with(extra: dict[str, str]) -> dict[str, str]:
+    return {**os.environ, **extra}

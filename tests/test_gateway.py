@@ -1,0 +1,276 @@
+"""core.gateway against the simulated backend: real processes, real marker files, real pipes."""
+
+from __future__ import annotations
+
+import os
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core import gateway
+from core.continuation import NOTE_PREFIX, continuation_note
+from core.markers import list_turn_markers, marker_writer_state
+from hermes_tray.demo import sim_state
+from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_install import create_sim_install, sim_command
+from hermes_tray.demo.testing import make_home, pid_running, plant_marker, tray_dirs
+
+PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+                              stop_grace=5, shutdown_grace=3, progress_interval=0.1)
+
+
+@pytest.fixture(scope="module")
+def sims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, gateway.HermesInstall]:
+    root = tmp_path_factory.mktemp("sim-installs")
+    out = {}
+    for cap in ("auto-continue", "legacy"):
+        create_sim_install(root / cap, cap)
+        out[cap] = gateway.install_from_command(sim_command(root / cap))
+    return out
+
+
+@pytest.fixture(autouse=True)
+def _tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in tray_dirs(tmp_path).items():
+        monkeypatch.setenv(k, v)
+
+
+def run(home: Path, key: str, install: gateway.HermesInstall, *, attempts: int = 0, prompt: str = PROMPT,
+        options: gateway.GatewayOptions = FAST, **kw) -> gateway.ContinuationResult:
+    return gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=install,
+                                 options=options, **kw)
+
+
+# ── finding Hermes ──────────────────────────────────────────────────────────────────────────────
+
+
+def test_finds_hermes_on_path_through_its_launcher_shebang(sims, tmp_path):
+    launcher = create_sim_install(tmp_path / "inst", "legacy")
+    found = gateway.find_hermes(None, path=str(launcher.parent))
+    assert found.source == "PATH"
+    assert found.argv == (str(tmp_path / "inst" / "bin" / "python"), "-m", "tui_gateway.entry")
+
+
+def test_missing_hermes_says_what_to_do(tmp_path):
+    with pytest.raises(gateway.HermesNotFound, match="hermes_command"):
+        gateway.find_hermes(None, path=str(tmp_path))
+
+
+def test_hermes_command_forms():
+    py = sys.executable
+    assert gateway.install_from_command([py]).argv == (py, "-m", "tui_gateway.entry")
+    full = gateway.install_from_command([py, "-X", "utf8", "-m", "tui_gateway.entry"])
+    assert full.argv == (py, "-X", "utf8", "-m", "tui_gateway.entry") and full.python == py
+    odd = gateway.install_from_command(["/opt/wrapper.sh", "--gateway"])
+    assert odd.python is None
+    caps = gateway.probe_capabilities(odd)
+    assert caps.auto_continue is None and "hermes_command" in caps.detail
+
+
+def test_environment_sets_home_and_drops_tray_internals(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TUI_SIDECAR_URL", "ws://elsewhere")
+    env = gateway.gateway_environment(tmp_path / "h")
+    assert env["HERMES_HOME"] == str(tmp_path / "h")
+    assert not [k for k in env if k.startswith("HERMES_TRAY_")]
+    assert "HERMES_TUI_SIDECAR_URL" not in env
+
+
+def test_frozen_app_gives_hermes_the_users_library_path(tmp_path, monkeypatch):
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    base = {"LD_LIBRARY_PATH": "/bundle/lib", "LD_LIBRARY_PATH_ORIG": "/usr/local/lib",
+            "DYLD_LIBRARY_PATH": "/bundle", "PATH": "/usr/bin", "_PYI_APPLICATION_HOME_DIR": "/bundle"}
+    env = gateway.gateway_environment(tmp_path, base)
+    assert env["LD_LIBRARY_PATH"] == "/usr/local/lib"
+    assert "DYLD_LIBRARY_PATH" not in env  # set by the bootloader, the user had none
+    assert "LD_LIBRARY_PATH_ORIG" not in env and "_PYI_APPLICATION_HOME_DIR" not in env
+
+
+# ── capabilities ────────────────────────────────────────────────────────────────────────────────
+
+
+def test_capability_is_asked_of_the_installation_and_cached(sims, tmp_path, monkeypatch):
+    gateway.clear_capability_cache()
+    assert gateway.probe_capabilities(sims["auto-continue"]).auto_continue is True
+    assert gateway.probe_capabilities(sims["legacy"]).auto_continue is False
+    calls = []
+    real_run = gateway.subprocess.run
+    monkeypatch.setattr(gateway.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    assert gateway.probe_capabilities(sims["legacy"]).auto_continue is False
+    assert calls == []  # cached per interpreter
+
+
+def test_an_upgrade_that_adds_the_feature_is_noticed(tmp_path):
+    gateway.clear_capability_cache()
+    create_sim_install(tmp_path / "inst", "legacy")
+    inst = gateway.install_from_command(sim_command(tmp_path / "inst"))
+    assert gateway.probe_capabilities(inst).auto_continue is False
+    time.sleep(0.02)
+    create_sim_install(tmp_path / "inst", "auto-continue")  # adds tui_gateway/turn_marker.py
+    pkg = tmp_path / "inst" / "sim-packages" / "tui_gateway"
+    os.utime(pkg, (time.time() + 5, time.time() + 5))
+    assert gateway.probe_capabilities(inst).auto_continue is True
+
+
+def test_an_interpreter_without_hermes_is_not_guessed(tmp_path):
+    caps = gateway.probe_capabilities(gateway.install_from_command([sys.executable]),
+                                      env=gateway.gateway_environment(tmp_path), use_cache=False)
+    assert caps.auto_continue is None
+    res = gateway.continue_turn(tmp_path, "s1", original_prompt="x", attempts=0,
+                                install=gateway.install_from_command([sys.executable]))
+    assert res.outcome == gateway.ERROR and not res.dispatched and "tui_gateway" in res.message
+
+
+# ── continuations ───────────────────────────────────────────────────────────────────────────────
+
+
+def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.6)
+    plant_marker(home, key, PROMPT)
+    during: list[dict] = []
+    progress: list[gateway.Progress] = []
+
+    def dispatched(res: gateway.ContinuationResult) -> None:
+        during.append(dict(list_turn_markers(home)[key]))
+
+    res = run(home, key, sims["legacy"], on_dispatched=dispatched, on_progress=progress.append)
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.continued_by == "tray" and res.attempt == 1
+    # While it ran: attempts + 1, the ORIGINAL prompt (never the note), the gateway child as writer.
+    (m,) = during
+    assert m["attempts"] == 1 and m["prompt"] == PROMPT and m["writer_pid"] == res.gateway_pid
+    # Concluded: the marker is gone, the gateway has exited, one turn carried the note.
+    assert key not in list_turn_markers(home)
+    assert not pid_running(res.gateway_pid)
+    turns = read_turns(home)
+    assert [t["kind"] for t in turns] == ["note"]
+    msgs = sim_state.messages(home, key)
+    assert msgs[0] == ("user", continuation_note(PROMPT))
+    assert {p.phase for p in progress} >= {"starting", "resuming", "running"}
+    assert any(p.last_frame == "message.delta" for p in progress)
+    assert res.timings["ready"] > 0 and res.timings["first_frame"] > 0
+
+
+def test_marker_kept_for_legacy_run_reads_running_while_it_runs(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    plant_marker(home, key, PROMPT)
+    states: list[str] = []
+    res = run(home, key, sims["legacy"],
+              on_dispatched=lambda r: states.append(marker_writer_state(list_turn_markers(home)[key])))
+    assert res.outcome == gateway.COMPLETED
+    assert states == ["alive"]
+
+
+def test_backend_with_the_feature_continues_by_itself_and_no_note_is_sent(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    plant_marker(home, key, PROMPT, attempts=0)
+    res = run(home, key, sims["auto-continue"])
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.continued_by == "backend" and res.attempt == 1
+    assert [t["kind"] for t in read_turns(home)] == ["auto-continue"]
+    assert key not in list_turn_markers(home)
+    user_msgs = [c for r, c in sim_state.messages(home, key) if r == "user"]
+    assert len(user_msgs) == 1 and user_msgs[0].startswith(NOTE_PREFIX)
+
+
+def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    # A live writer (this test process): the backend must leave it alone, and so must the tray.
+    from core.procid import own_identity
+
+    plant_marker(home, key, PROMPT, writer=own_identity())
+    before = dict(list_turn_markers(home)[key])
+    res = run(home, key, sims["auto-continue"])
+    assert res.outcome == gateway.DECLINED and not res.dispatched
+    assert "left the marker" in res.message
+    assert read_turns(home) == []
+    assert list_turn_markers(home)[key] == before
+
+
+@pytest.mark.parametrize("cap", ["legacy", "auto-continue"])
+def test_a_continuation_that_dies_leaves_its_marker_for_the_next_attempt(sims, tmp_path, cap):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    plant_marker(home, key, PROMPT)
+    write_control(home, die_mid_turn=True)
+    res = run(home, key, sims[cap])
+    assert res.outcome == gateway.CRASHED and res.dispatched
+    m = list_turn_markers(home)[key]
+    assert m["attempts"] == 1 and m["prompt"] == PROMPT
+    assert m["writer_pid"] == res.gateway_pid and marker_writer_state(m) == "dead"
+
+
+def test_stop_interrupts_and_retires_the_marker(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    plant_marker(home, key, PROMPT)
+    stop = threading.Event()
+    seen: list[gateway.Progress] = []
+
+    def progress(p: gateway.Progress) -> None:
+        seen.append(p)
+        if p.last_frame == "message.delta":
+            stop.set()
+
+    t0 = time.monotonic()
+    res = run(home, key, sims["legacy"], stop=stop, on_progress=progress)
+    assert res.outcome == gateway.INTERRUPTED and res.status == "interrupted"
+    assert time.monotonic() - t0 < 10
+    assert key not in list_turn_markers(home)  # a confirmed Stop is never continued again
+    assert not pid_running(res.gateway_pid)
+    assert any(p.phase == "stopping" for p in seen)
+
+
+def test_stop_of_a_backend_continuation_retires_the_marker(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    plant_marker(home, key, PROMPT)
+    stop = threading.Event()
+    res = run(home, key, sims["auto-continue"], stop=stop,
+              on_progress=lambda p: stop.set() if p.last_frame == "message.delta" else None)
+    assert res.outcome == gateway.INTERRUPTED
+    assert key not in list_turn_markers(home)
+
+
+def test_backend_that_never_becomes_ready_times_out_and_nothing_is_left(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_ready=True)
+    entry = plant_marker(home, key, PROMPT)
+    opts = gateway.GatewayOptions(ready_timeout=1.0, shutdown_grace=1.0)
+    t0 = time.monotonic()
+    res = run(home, key, sims["legacy"], options=opts)
+    assert res.outcome == gateway.TIMED_OUT and not res.dispatched
+    assert "did not become ready within 1s" in res.message and "still pending" in res.message
+    assert time.monotonic() - t0 < 8
+    assert not pid_running(res.gateway_pid)
+    assert list_turn_markers(home)[key] == entry  # untouched: still actionable
+
+
+def test_turn_that_never_finishes_times_out_and_is_stopped(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    plant_marker(home, key, PROMPT)
+    opts = gateway.GatewayOptions(turn_timeout=1.5, stop_grace=3, shutdown_grace=2)
+    res = run(home, key, sims["legacy"], options=opts)
+    assert res.outcome == gateway.TIMED_OUT and res.dispatched
+    assert "longer than 1.5s" in res.message
+    assert not pid_running(res.gateway_pid)
+    assert key not in list_turn_markers(home)
+
+
+def test_unknown_session_is_an_error_not_a_turn(sims, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    res = run(home, "20200101_000000_nosuch", sims["legacy"])
+    assert res.outcome == gateway.ERROR and "session not found" in res.message
+    assert read_turns(home) == []
+
+
+def test_gateway_stderr_goes_to_a_private_log(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    plant_marker(home, key, PROMPT)
+    res = run(home, key, sims["legacy"])
+    log = Path(res.log_path or "")
+    assert log.exists() and (log.stat().st_mode & 0o777) == 0o600
+    assert PROMPT not in log.read_text(encoding="utf-8", errors="replace")
