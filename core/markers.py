@@ -354,6 +354,8 @@ class MarkerStore:
         validate_session_id(session_key, what="session key")
         if not isinstance(expected, dict):
             raise TypeError("expected must be the entry dict list() returned")
+        if not os.path.lexists(self._p):
+            return False
 
         def mutate(entries: Entries) -> tuple[Entries | None, bool]:
             if entries.get(session_key) != expected:
@@ -375,6 +377,9 @@ class MarkerStore:
         return dict(entry)
 
     def _clear(self, key: str) -> bool:
+        if not os.path.lexists(self._p):
+            return False  # nothing to clear: do not create desktop/ or a lock file for it
+
         def mutate(entries: Entries) -> tuple[Entries | None, bool]:
             if key not in entries:
                 return None, False

@@ -1,0 +1,611 @@
+"""core.markers: Hermes' interrupted-turn marker file, with real files and real processes."""
+
+from __future__ import annotations
+
+import json
+import logging
+import multiprocessing as mp
+import os
+import signal
+import stat
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from core import fsutil, markers
+from core.ids import InvalidIdError
+from core.markers import (
+    MarkerCorruptError,
+    MarkerStore,
+    MarkerStoreError,
+    clear_turn_marker,
+    list_turn_markers,
+    marker_path,
+    marker_writer_state,
+    read_turn_marker,
+    record_turn_start,
+    remove_marker_if_unchanged,
+)
+from core.procid import ProcessIdentity, identity_of, own_identity
+from tests.support.hermes_reference import reference_or_skip
+
+FORK = mp.get_context("fork")
+SECRET = "SECRET-PROMPT-do-not-log-7f3a"
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    return tmp_path / "home"
+
+
+def raw(home: Path) -> dict:
+    return json.loads(marker_path(home).read_bytes())
+
+
+def temp_files(home: Path) -> list[str]:
+    d = marker_path(home).parent
+    return sorted(n for n in os.listdir(d) if n.endswith(".tmp")) if d.exists() else []
+
+
+def write_raw(home: Path, data: bytes | str) -> Path:
+    path = marker_path(home)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(data.encode() if isinstance(data, str) else data)
+    return path
+
+
+def exited_pid() -> int:
+    child = subprocess.Popen([sys.executable, "-c", "pass"])
+    child.wait()
+    return child.pid
+
+
+# ── round trip, format, modes ──────────────────────────────────────────────
+
+
+def test_round_trip_with_private_modes(home: Path) -> None:
+    record_turn_start(home, "20260101_120000_abcdef", "fix the bug", attempts=1)
+    m = read_turn_marker(home, "20260101_120000_abcdef")
+    me = own_identity()
+    assert m == {"attempts": 1, "prompt": "fix the bug", "started_at": pytest.approx(time.time(), abs=5),
+                 "auto_continue": True, "writer_pid": me.pid, "writer_start_time": me.start_time}
+    path = marker_path(home)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o600
+    assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert stat.S_IMODE(markers.marker_lock_path(home).stat().st_mode) == 0o600
+
+    clear_turn_marker(home, "20260101_120000_abcdef")
+    assert read_turn_marker(home, "20260101_120000_abcdef") is None
+    assert not path.exists(), "an empty map deletes the file, as Hermes does"
+    assert temp_files(home) == []
+
+
+def test_reads_a_file_written_in_exactly_the_hermes_format(home: Path) -> None:
+    # Byte for byte what Hermes writes (json.dumps, indent=None, ensure_ascii=False), incl. an old backend's
+    # entry with no writer identity and a diagnostic one.
+    write_raw(home, '{"old": {"attempts": 0, "prompt": "résumé the café", "started_at": 1700000000.5, '
+                    '"auto_continue": true}, "diag": {"attempts": 2, "prompt": "p", "started_at": 1700000001.25, '
+                    '"auto_continue": false, "writer_pid": 4242, "writer_start_time": 1699999999.01, '
+                    '"notification_category": "diagnostic"}}')
+    assert read_turn_marker(home, "old") == {"attempts": 0, "prompt": "résumé the café",
+                                             "started_at": 1700000000.5, "auto_continue": True}
+    assert read_turn_marker(home, "diag") == {"attempts": 2, "prompt": "p", "started_at": 1700000001.25,
+                                              "auto_continue": False, "writer_pid": 4242,
+                                              "writer_start_time": 1699999999.01,
+                                              "notification_category": "diagnostic"}
+
+
+def test_writes_exactly_the_hermes_format(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(markers.time, "time", lambda: 1800000000.125)
+    record_turn_start(home, "a", "naïve prompt ✓", attempts=3, auto_continue=False, notification_category="diagnostic")
+    record_turn_start(home, "b", "second", notification_category="info")  # only "diagnostic" is kept
+    me = own_identity()
+    ident = {"writer_pid": me.pid, "writer_start_time": me.start_time}
+    expected = {
+        "a": {"attempts": 3, "prompt": "naïve prompt ✓", "started_at": 1800000000.125, "auto_continue": False,
+              **ident, "notification_category": "diagnostic"},
+        "b": {"attempts": 0, "prompt": "second", "started_at": 1800000000.125, "auto_continue": True, **ident},
+    }
+    assert marker_path(home).read_bytes() == json.dumps(expected, ensure_ascii=False).encode("utf-8")
+    # Re-recording an existing key keeps its place in the file, as Hermes' dict update does.
+    record_turn_start(home, "a", "again")
+    assert list(raw(home)) == ["a", "b"]
+
+
+def test_byte_identical_to_the_hermes_reference_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    ref = reference_or_skip()
+    monkeypatch.setattr(time, "time", lambda: 1800000000.5)  # both stores call time.time()
+    for store, h in ((ref, tmp_path / "ref"), (markers, tmp_path / "ours")):
+        store.record_turn_start(h, "s1", "ünïcode prompt", attempts=1)
+        store.record_turn_start(h, "s2", "other", notification_category="diagnostic")
+        store.record_turn_start(h, "s1", "ünïcode prompt, again", attempts=2)
+        store.clear_turn_marker(h, "s2")
+        store.record_turn_start(h, "s3", "x" * 70_000, auto_continue=False)
+    assert marker_path(tmp_path / "ours").read_bytes() == marker_path(tmp_path / "ref").read_bytes()
+
+
+def test_reference_store_and_ours_read_each_others_files(tmp_path: Path) -> None:
+    ref = reference_or_skip()
+    ref.record_turn_start(tmp_path, "theirs", "written by Hermes", attempts=1)
+    record_turn_start(tmp_path, "ours", "written by hermes-tray", notification_category="diagnostic")
+    for key in ("theirs", "ours"):
+        assert read_turn_marker(tmp_path, key) == ref.read_turn_marker(tmp_path, key) is not None
+        assert marker_writer_state(read_turn_marker(tmp_path, key)) == ref.marker_writer_state(
+            ref.read_turn_marker(tmp_path, key)) == "alive"
+
+
+def test_lone_surrogate_prompt_round_trips_like_hermes(home: Path) -> None:
+    prompt = "file \udcff name"  # what os.fsdecode makes of a non-UTF-8 filename
+    record_turn_start(home, "s", prompt)
+    assert read_turn_marker(home, "s")["prompt"] == prompt
+    marker_path(home).read_bytes().decode("ascii")  # escaped, so any UTF-8 reader can parse it
+
+
+# ── corrupt, non-dict, wrong-typed ─────────────────────────────────────────
+
+
+@pytest.mark.parametrize("junk", [b"{not json", b"\xff\xfe\x00garbage", b"", b"[1, 2]", b'"a string"', b"null"],
+                         ids=["truncated", "binary", "empty", "list", "string", "null"])
+def test_corrupt_file_is_set_aside_then_store_starts_fresh(home: Path, junk: bytes,
+                                                            caplog: pytest.LogCaptureFixture) -> None:
+    write_raw(home, junk)
+    assert read_turn_marker(home, "s") is None  # reads degrade to "no marker"...
+    with pytest.raises(MarkerCorruptError, match="corrupt"):
+        list_turn_markers(home)  # ...the tray's strict read says so
+    assert marker_path(home).read_bytes() == junk, "reads never move or rewrite the file"
+
+    with caplog.at_level(logging.WARNING, logger="core.markers"):
+        record_turn_start(home, "s", SECRET)
+    assert read_turn_marker(home, "s")["prompt"] == SECRET
+    aside = [p for p in marker_path(home).parent.iterdir() if p.name.startswith("interrupted_turns.json.corrupt-")]
+    assert len(aside) == 1 and aside[0].read_bytes() == junk
+    assert stat.S_IMODE(aside[0].stat().st_mode) == 0o600
+    assert any("corrupt" in r.getMessage() and aside[0].name in r.getMessage() for r in caplog.records)
+    assert SECRET not in caplog.text
+
+
+def test_wrong_typed_entries_degrade_without_breaking_the_rest(home: Path) -> None:
+    write_raw(home, json.dumps({
+        "not-a-dict": "just a string",
+        "bad-attempts": {"attempts": "many", "prompt": "p", "started_at": time.time()},
+        "numeric-prompt": {"prompt": 123, "started_at": time.time()},
+        "no-prompt": {"attempts": 0, "started_at": time.time()},
+        "good": {"attempts": 1, "prompt": "ok", "started_at": time.time(), "auto_continue": True},
+    }))
+    assert read_turn_marker(home, "not-a-dict") is None
+    assert read_turn_marker(home, "bad-attempts") is None
+    assert read_turn_marker(home, "numeric-prompt")["prompt"] == "123"  # Hermes stringifies it too
+    assert read_turn_marker(home, "no-prompt") is None
+    assert read_turn_marker(home, "good")["attempts"] == 1
+    assert set(list_turn_markers(home)) == {"bad-attempts", "numeric-prompt", "no-prompt", "good"}
+
+    record_turn_start(home, "new", "p")  # object entries survive a write; the non-object is dropped, as in Hermes
+    assert set(raw(home)) == {"bad-attempts", "numeric-prompt", "no-prompt", "good", "new"}
+
+
+# ── limits and inputs ──────────────────────────────────────────────────────
+
+
+def test_record_prunes_entries_older_than_24h(home: Path) -> None:
+    now = time.time()
+    write_raw(home, json.dumps({
+        "ancient": {"attempts": 0, "prompt": "p", "started_at": now - 24 * 3600 - 60},
+        "junk-time": {"attempts": 0, "prompt": "p", "started_at": "yesterday"},
+        "recent": {"attempts": 0, "prompt": "p", "started_at": now - 23 * 3600},
+    }))
+    record_turn_start(home, "new", "p")
+    assert set(raw(home)) == {"recent", "new"}
+
+
+def test_cap_keeps_the_newest_32_including_the_new_marker(home: Path) -> None:
+    now = time.time()
+    # 40 markers, some dated in the future (clock skew): the marker being recorded must still survive.
+    write_raw(home, json.dumps({f"k{i:02d}": {"attempts": 0, "prompt": "p", "started_at": now - 1000 + i * 100}
+                                for i in range(40)}))
+    record_turn_start(home, "new", "p")
+    kept = raw(home)
+    assert len(kept) == markers.MAX_ENTRIES == 32
+    assert "new" in kept
+    assert set(kept) - {"new"} == {f"k{i:02d}" for i in range(9, 40)}
+
+
+def test_prompt_is_capped_at_64000_chars(home: Path) -> None:
+    record_turn_start(home, "s", "é" * 64_000 + "TAIL")
+    assert read_turn_marker(home, "s")["prompt"] == "é" * 64_000
+
+
+@pytest.mark.parametrize("key, prompt", [("", "p"), ("s", ""), (None, "p"), ("s", None)])
+def test_empty_inputs_are_ignored_by_the_hermes_calls(home: Path, key, prompt) -> None:
+    record_turn_start(home, key, prompt)
+    clear_turn_marker(home, key)
+    assert read_turn_marker(home, key) is None
+    assert not marker_path(home).parent.exists()
+
+
+def test_clear_touches_only_its_entry_and_skips_the_write_when_absent(home: Path) -> None:
+    record_turn_start(home, "a", "pa")
+    record_turn_start(home, "b", "pb")
+    clear_turn_marker(home, "a")
+    assert set(raw(home)) == {"b"}
+    before = fsutil.file_signature(marker_path(home))
+    clear_turn_marker(home, "not-there")
+    assert fsutil.file_signature(marker_path(home)) == before
+
+
+# ── writer liveness ────────────────────────────────────────────────────────
+
+
+def test_writer_state_alive_for_this_process(home: Path) -> None:
+    record_turn_start(home, "s", "p")
+    assert marker_writer_state(read_turn_marker(home, "s")) == "alive"
+
+
+def test_writer_state_dead_for_an_exited_child() -> None:
+    assert marker_writer_state({"writer_pid": exited_pid()}) == "dead"
+
+
+def test_writer_state_not_alive_for_a_recycled_pid() -> None:
+    me = own_identity()
+    assert marker_writer_state({"writer_pid": me.pid, "writer_start_time": me.start_time - 5.0}) == "dead"
+
+
+@pytest.mark.parametrize("entry", [None, "x", [], {}, {"writer_pid": "123"}, {"writer_pid": True},
+                                   {"writer_pid": -4}, {"writer_pid": 0}, {"writer_pid": 1.5},
+                                   {"writer_pid": os.getpid(), "writer_start_time": "noon"},
+                                   {"writer_pid": os.getpid(), "writer_start_time": float("nan")}])
+def test_writer_state_unknown_for_junk(entry) -> None:
+    assert marker_writer_state(entry) == "unknown"
+
+
+def test_record_on_behalf_of_a_child_process(home: Path) -> None:
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        ident = identity_of(child.pid)
+        entry = MarkerStore(home).record("20260101_000000_aaaaaa", "continue", attempts=1, writer=ident)
+        assert entry["writer_pid"] == child.pid and entry["writer_start_time"] == ident.start_time
+        stored = list_turn_markers(home)["20260101_000000_aaaaaa"]
+        assert stored == entry
+        assert marker_writer_state(stored) == "alive"
+    finally:
+        child.kill()
+        child.wait()
+    assert marker_writer_state(stored) == "dead"
+    # The Hermes call takes the same keyword.
+    record_turn_start(home, "k2", "p", writer=ProcessIdentity(child.pid))
+    assert read_turn_marker(home, "k2")["writer_pid"] == child.pid
+    assert "writer_start_time" not in read_turn_marker(home, "k2")
+
+
+# ── tray calls: list, compare-and-remove, strict errors ────────────────────
+
+
+def test_list_returns_entries_as_stored_including_newer_variants(home: Path) -> None:
+    entries = {
+        "shut": {"attempts": 0, "prompt": "p", "started_at": time.time() - 50, "auto_continue": True,
+                 "writer_pid": 1, "interrupted_by": "shutdown", "interrupted_at": time.time() - 10},
+        "queued": {"attempts": 0, "prompt": "", "started_at": time.time(), "queued": True},
+    }
+    write_raw(home, json.dumps(entries))
+    assert list_turn_markers(home) == entries
+    assert read_turn_marker(home, "queued") is None  # no prompt: nothing for Hermes' read to continue
+    assert list_turn_markers(home / "elsewhere") == {}
+
+
+def test_remove_if_unchanged_removes_exactly_what_the_user_saw(home: Path) -> None:
+    record_turn_start(home, "a", "pa")
+    record_turn_start(home, "b", "pb")
+    shown = list_turn_markers(home)["a"]
+    assert remove_marker_if_unchanged(home, "a", shown) is True
+    assert set(raw(home)) == {"b"}
+    assert remove_marker_if_unchanged(home, "a", shown) is False  # already gone
+
+
+def test_remove_if_unchanged_keeps_an_entry_that_changed(home: Path) -> None:
+    record_turn_start(home, "a", "pa")
+    shown = list_turn_markers(home)["a"]
+    record_turn_start(home, "a", "pa", attempts=1)  # a continuation started meanwhile
+    assert remove_marker_if_unchanged(home, "a", shown) is False
+    assert raw(home)["a"]["attempts"] == 1
+
+
+def test_remove_if_unchanged_handles_variant_entries(home: Path) -> None:
+    write_raw(home, json.dumps({"q": {"prompt": "", "queued": True, "started_at": 1.0},
+                                "keep": {"prompt": "x", "started_at": 2.0}}))
+    assert remove_marker_if_unchanged(home, "q", {"prompt": "", "queued": True, "started_at": 1.0}) is True
+    assert raw(home) == {"keep": {"prompt": "x", "started_at": 2.0}}
+
+
+@pytest.mark.parametrize("key", ["", "../x", "a/b", "x" * 300, " padded", "new\nline"])
+def test_strict_store_rejects_unsafe_session_keys(home: Path, key: str) -> None:
+    store = MarkerStore(home)
+    for call in (lambda: store.record(key, "p"), lambda: store.clear(key), lambda: store.read(key),
+                 lambda: remove_marker_if_unchanged(home, key, {})):
+        with pytest.raises(InvalidIdError):
+            call()
+    assert not marker_path(home).parent.exists()
+
+
+def test_strict_store_rejects_bad_arguments(home: Path) -> None:
+    store = MarkerStore(home)
+    with pytest.raises(ValueError, match="prompt"):
+        store.record("s", "")
+    with pytest.raises(ValueError, match="attempts"):
+        store.record("s", "p", attempts=-1)
+    with pytest.raises(ValueError, match="writer"):
+        store.record("s", "p", writer=ProcessIdentity(0))
+
+
+def test_io_failure_raises_in_the_strict_store_and_is_silent_in_the_hermes_calls(tmp_path: Path) -> None:
+    home = tmp_path / "not-a-dir"
+    home.write_text("a file where the home should be")
+    record_turn_start(home, "s", "p")
+    clear_turn_marker(home, "s")
+    assert read_turn_marker(home, "s") is None
+    with pytest.raises(MarkerStoreError) as err:
+        MarkerStore(home).record("s", "p")
+    assert "not-a-dir" in str(err.value) and "record" in str(err.value)
+
+
+def test_unreadable_marker_path_is_reported_by_the_strict_calls(home: Path) -> None:
+    marker_path(home).mkdir(parents=True)  # a directory where the file should be
+    with pytest.raises(MarkerStoreError, match="read"):
+        list_turn_markers(home)
+    with pytest.raises(MarkerStoreError, match="record"):
+        MarkerStore(home).record("s", "p")
+    assert read_turn_marker(home, "s") is None
+    record_turn_start(home, "s", "p")
+    assert marker_path(home).is_dir()
+
+
+def test_symlinked_marker_file_is_refused(home: Path, tmp_path: Path) -> None:
+    elsewhere = tmp_path / "elsewhere.json"
+    elsewhere.write_text(json.dumps({"s": {"prompt": "planted", "started_at": time.time()}}))
+    marker_path(home).parent.mkdir(parents=True)
+    marker_path(home).symlink_to(elsewhere)
+    assert read_turn_marker(home, "s") is None
+    record_turn_start(home, "t", "p")  # silent, and writes nothing through the link
+    with pytest.raises(MarkerStoreError, match="symlink"):
+        MarkerStore(home).record("t", "p")
+    with pytest.raises(MarkerStoreError, match="symlink"):
+        list_turn_markers(home)
+    assert marker_path(home).is_symlink()
+    assert json.loads(elsewhere.read_text())["s"]["prompt"] == "planted"
+
+
+def test_symlinked_lock_file_is_refused(home: Path, tmp_path: Path) -> None:
+    target = tmp_path / "victim"
+    target.write_text("keep")
+    marker_path(home).parent.mkdir(parents=True)
+    markers.marker_lock_path(home).symlink_to(target)
+    with pytest.raises(MarkerStoreError):
+        MarkerStore(home).record("s", "p")
+    assert not marker_path(home).exists()
+    assert target.read_text() == "keep"
+
+
+# ── several processes, killed writers, foreign writers ─────────────────────
+
+
+def _hammer(home: str, proc: int, keys: int, rounds: int, barrier) -> None:
+    barrier.wait()
+    for r in range(rounds):
+        for k in range(keys):
+            record_turn_start(home, f"p{proc}-k{k}", f"round {r}")
+            clear_turn_marker(home, f"p{proc}-k{k}")
+            record_turn_start(home, f"p{proc}-k{k}", f"round {r}")
+    clear_turn_marker(home, f"p{proc}-k0")  # must stay gone: nothing may resurrect it
+
+
+def test_concurrent_processes_lose_and_resurrect_nothing(home: Path) -> None:
+    procs, keys, rounds = 4, 8, 6
+    barrier = FORK.Barrier(procs)
+    workers = [FORK.Process(target=_hammer, args=(str(home), p, keys, rounds, barrier)) for p in range(procs)]
+    for w in workers:
+        w.start()
+    for w in workers:
+        w.join(60)
+        assert w.exitcode == 0
+    expected = {f"p{p}-k{k}" for p in range(procs) for k in range(1, keys)}
+    final = raw(home)
+    assert set(final) == expected
+    assert all(e["prompt"] == f"round {rounds - 1}" for e in final.values())
+    assert temp_files(home) == []
+
+
+def _write_forever(home: str, size: int) -> None:
+    i = 0
+    while True:
+        record_turn_start(home, f"k{i % 40}", "x" * size)
+        i += 1
+
+
+def test_writer_killed_mid_write_never_leaves_an_unparseable_file(home: Path) -> None:
+    record_turn_start(home, "base", "p")
+    for i in range(8):
+        child = FORK.Process(target=_write_forever, args=(str(home), 60_000))
+        child.start()
+        time.sleep(0.02 + 0.013 * i)
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+        json.loads(marker_path(home).read_bytes())  # whole old or whole new, never torn
+        assert len(temp_files(home)) <= 1, "a killed writer leaves at most its one temp file"
+        record_turn_start(home, "base", "p")  # the next write sweeps the dead writer's temp file
+        assert temp_files(home) == []
+    assert read_turn_marker(home, "base")["prompt"] == "p"
+
+
+def _stall_before_replace(home: str, ready) -> None:
+    real = fsutil.atomic_write_bytes
+
+    def stalled(*args, **kwargs):
+        def hook():
+            ready.set()
+            time.sleep(60)
+
+        kwargs["before_replace"] = hook
+        return real(*args, **kwargs)
+
+    markers.fsutil.atomic_write_bytes = stalled
+    record_turn_start(home, "victim", "never lands")
+
+
+def test_writer_killed_between_temp_and_replace_leaves_old_file_and_one_swept_temp(home: Path) -> None:
+    record_turn_start(home, "kept", "p")
+    before = marker_path(home).read_bytes()
+    ready = FORK.Event()
+    child = FORK.Process(target=_stall_before_replace, args=(str(home), ready))
+    child.start()
+    assert ready.wait(20)
+    os.kill(child.pid, signal.SIGKILL)
+    child.join()
+    assert marker_path(home).read_bytes() == before
+    assert len(temp_files(home)) == 1
+    record_turn_start(home, "next", "p")
+    assert temp_files(home) == []
+    assert set(raw(home)) == {"kept", "next"}
+
+
+def _foreign_write(home: Path, key: str, entry: dict | None) -> None:
+    """A writer that does not lock (Hermes): read, change, temp file, replace."""
+    path = marker_path(home)
+    data = json.loads(path.read_bytes()) if path.exists() else {}
+    if entry is None:
+        data.pop(key, None)
+    else:
+        data[key] = entry
+    tmp = path.with_name(".interrupted_turns_foreign.tmp")
+    tmp.write_text(json.dumps(data))
+    os.replace(tmp, path)
+
+
+def _inject_foreign_write_before_replace(monkeypatch: pytest.MonkeyPatch, home: Path, key: str,
+                                         entry: dict | None) -> list[int]:
+    """Land a foreign write after our read and temp file, right before our replace (first write only)."""
+    real = fsutil.atomic_write_bytes
+    calls: list[int] = []
+
+    def racing(target, data, **kwargs):
+        check = kwargs["before_replace"]
+
+        def hook():
+            if not calls:
+                time.sleep(0.01)  # let the clock move past the file's mtime granularity
+                _foreign_write(home, key, entry)
+            calls.append(1)
+            check()
+
+        kwargs["before_replace"] = hook
+        return real(target, data, **kwargs)
+
+    monkeypatch.setattr(markers.fsutil, "atomic_write_bytes", racing)
+    return calls
+
+
+@pytest.mark.parametrize("op", ["record", "clear", "remove"])
+def test_foreign_writer_entry_survives_our_concurrent_write(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             op: str) -> None:
+    record_turn_start(home, "ours", "p")
+    record_turn_start(home, "other", "p")
+    shown = list_turn_markers(home)["ours"]
+    foreign = {"attempts": 0, "prompt": "hermes turn", "started_at": time.time(), "auto_continue": True,
+               "writer_pid": 99999}
+    calls = _inject_foreign_write_before_replace(monkeypatch, home, "hermes", foreign)
+    if op == "record":
+        record_turn_start(home, "mine", "p")
+    elif op == "clear":
+        clear_turn_marker(home, "ours")
+    else:
+        assert remove_marker_if_unchanged(home, "ours", shown) is True
+    assert len(calls) == 2, "the change was noticed and the write re-applied"
+    final = raw(home)
+    assert final["hermes"] == foreign
+    assert ("mine" in final) == (op == "record")
+    assert ("ours" in final) == (op == "record")
+    assert "other" in final
+    assert temp_files(home) == []
+
+
+def test_remove_sees_a_foreign_change_to_the_same_entry(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record_turn_start(home, "s", "p")
+    record_turn_start(home, "other", "p")
+    shown = list_turn_markers(home)["s"]
+    resumed = dict(shown, attempts=1, started_at=time.time())
+    _inject_foreign_write_before_replace(monkeypatch, home, "s", resumed)
+    assert remove_marker_if_unchanged(home, "s", shown) is False
+    assert raw(home)["s"] == resumed and "other" in raw(home)
+
+
+# ── sweeping, durability, logging ──────────────────────────────────────────
+
+
+def test_sweep_removes_dead_writers_temp_files_only(home: Path) -> None:
+    record_turn_start(home, "s", "p")
+    d = marker_path(home).parent
+    dead = d / f".interrupted_turns.json.{exited_pid()}.0badf00d.tmp"
+    dead.write_text("half")
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.05)
+        live = d / f".interrupted_turns.json.{sleeper.pid}.0000beef.tmp"
+        live.write_text("in flight")
+        hermes_tmp = d / ".interrupted_turns_abc123.tmp"  # Hermes' own naming: not ours to judge
+        hermes_tmp.write_text("x")
+        record_turn_start(home, "t", "p")
+        assert not dead.exists()
+        assert live.exists() and hermes_tmp.exists()
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name fsynced fds")
+def test_write_is_durable_file_fsync_then_directory_fsync(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    record_turn_start(home, "warm", "p")
+    synced: list[str] = []
+    real = os.fsync
+
+    def spy(fd: int) -> None:
+        synced.append(os.readlink(f"/proc/self/fd/{fd}"))
+        real(fd)
+
+    monkeypatch.setattr(os, "fsync", spy)
+    record_turn_start(home, "s", "p")
+    desktop = str(marker_path(home).parent)
+    assert len(synced) == 2
+    assert Path(synced[0]).name.startswith(".interrupted_turns.json.") and synced[0].endswith(".tmp")
+    assert synced[1] == desktop
+
+
+def test_prompt_text_is_never_logged(home: Path, caplog: pytest.LogCaptureFixture,
+                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    with caplog.at_level(logging.DEBUG):
+        record_turn_start(home, "s", SECRET)
+        read_turn_marker(home, "s")
+        clear_turn_marker(home, "s")
+        write_raw(home, '{"s": {"prompt": "' + SECRET)  # corrupt, with the prompt inside
+        read_turn_marker(home, "s")
+        record_turn_start(home, "s", SECRET)
+        monkeypatch.setattr(markers.fsutil, "atomic_write_bytes",
+                            lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left on device")))
+        record_turn_start(home, "t", SECRET)  # a failure is logged, still without the prompt
+    assert caplog.records, "the calls do log (identity only)"
+    assert "s" in caplog.text and str(os.getpid()) in caplog.text
+    assert SECRET not in caplog.text
+    assert all(SECRET not in str(r.args) for r in caplog.records)
+
+
+def test_liveness_of_every_writer_of_a_file_written_by_many_processes(home: Path) -> None:
+    pids = []
+    for i in range(3):
+        p = FORK.Process(target=record_turn_start, args=(str(home), f"k{i}", "p"))
+        p.start()
+        p.join()
+        pids.append(p.pid)
+    entries = list_turn_markers(home)
+    assert sorted(e["writer_pid"] for e in entries.values()) == sorted(pids)
+    assert all(psutil.pid_exists(pid) is False or marker_writer_state(entries[f"k{i}"]) == "dead"
+               for i, pid in enumerate(pids))
