@@ -1,0 +1,234 @@
+"""core.resume and ``hermes-tray resume`` against the simulated backend: exactly once, never over a live turn."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from core import gateway
+from core.lease import LeaseStore
+from core.markers import list_turn_markers, marker_writer_state
+from core.resume import claim_name, resume_turn
+from hermes_tray.demo import sim_state
+from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_install import create_sim_install, sim_command
+from hermes_tray.demo.testing import make_home, pid_running, plant_marker, settings_for, tray_dirs
+
+PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+                              stop_grace=5, shutdown_grace=3)
+
+
+@pytest.fixture(scope="module")
+def sim_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("sim-installs")
+    for cap in ("auto-continue", "legacy"):
+        create_sim_install(root / cap, cap)
+    return {cap: root / cap for cap in ("auto-continue", "legacy")}
+
+
+@pytest.fixture
+def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    dirs = tray_dirs(tmp_path)
+    for k, v in dirs.items():
+        monkeypatch.setenv(k, v)
+    return dirs
+
+
+def install(sim_roots: dict[str, Path], cap: str = "legacy") -> gateway.HermesInstall:
+    return gateway.install_from_command(sim_command(sim_roots[cap]))
+
+
+def journal_events(key: str) -> list[str]:
+    from core import decisions
+
+    return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+
+
+def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    assert res.outcome == "completed" and res.exit_code == 0, res.message
+    assert key not in list_turn_markers(home)
+    assert [t["kind"] for t in read_turns(home)] == ["note"]
+    assert journal_events(key) == ["approved", "dispatched", "completed"]
+    # Never prompt text in the journal.
+    journal_dir = Path(env["HERMES_TRAY_STATE_DIR"])
+    blob = "".join(p.read_text(encoding="utf-8") for p in journal_dir.rglob("*.jsonl"))
+    assert PROMPT not in blob and "Migrate" not in blob
+    # The claim is released (and its epoch kept) for the next time.
+    from core.paths import lease_db
+
+    assert LeaseStore(lease_db()).current(claim_name(home, key)) is None
+
+
+def test_refuses_while_the_writer_is_alive(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        from core.procid import identity_of
+
+        entry = plant_marker(home, key, PROMPT, writer=identity_of(writer.pid))
+        res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    finally:
+        writer.kill()
+        writer.wait()
+    assert res.outcome == "refused" and res.exit_code == 1 and res.verdict == "running"
+    assert "still running" in res.message and "Continue it in the Hermes window" in res.message
+    assert read_turns(home) == []
+
+
+def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    assert sim_state.acquire_turn_lease(home, key, "t1")  # held by this (live) process
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    assert res.outcome == "refused" and res.verdict == "running"
+    assert "turn lease" in res.message
+    assert read_turns(home) == []
+
+
+def test_refuses_a_marker_that_changed_since_it_was_shown(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    shown = plant_marker(home, key, PROMPT)
+    plant_marker(home, key, PROMPT, attempts=1)  # another attempt ran meanwhile
+    res = resume_turn(home, key, shown, install=install(sim_roots), options=FAST)
+    assert res.outcome == "refused" and "changed since it was shown" in res.message
+    assert read_turns(home) == []
+
+
+def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    from core.paths import lease_db
+
+    store = LeaseStore(lease_db())
+    lease = store.acquire(claim_name(home, key), "other-tray", ttl=60)
+    assert lease is not None
+    try:
+        res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    finally:
+        store.release(lease)
+    assert res.outcome == "refused" and "already resuming" in res.message
+    assert read_turns(home) == []
+
+
+def test_exhausted_budget_gives_up_and_says_so(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", max_attempts=2)
+    entry = plant_marker(home, key, PROMPT, attempts=2)
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    assert res.outcome == "gave-up" and res.exit_code == 3
+    assert "budget is 2" in res.message
+    assert journal_events(key) == ["gave-up"]
+    assert read_turns(home) == []
+
+
+def test_a_crash_at_the_budget_is_reported_as_the_last_attempt(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", max_attempts=1, turn_seconds=1.0)
+    entry = plant_marker(home, key, PROMPT)
+    write_control(home, die_mid_turn=True)
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    assert res.outcome == "crashed" and res.exit_code == 3
+    assert "retry budget is used up" in res.message
+    assert journal_events(key) == ["approved", "dispatched", "failed", "gave-up"]
+    m = list_turn_markers(home)[key]
+    assert m["attempts"] == 1 and marker_writer_state(m) == "dead"
+
+
+# ── the command line ────────────────────────────────────────────────────────────────────────────
+
+
+def cli(*args: str, env: dict[str, str], **kw) -> subprocess.Popen[str]:
+    return subprocess.Popen([sys.executable, "-m", "hermes_tray", *args], env={**os.environ, **env},
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, **kw)
+
+
+def test_cli_two_resumes_at_the_same_instant_run_one_turn(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    procs = [cli("resume", key, "--home", str(home), "--wait", env=env) for _ in range(2)]
+    outs = [p.communicate(timeout=60) for p in procs]
+    codes = sorted(p.returncode for p in procs)
+    assert codes == [0, 1], outs
+    loser = outs[[p.returncode for p in procs].index(1)]
+    assert "Not resumed" in loser[1]
+    assert len(read_turns(home)) == 1
+    assert key not in list_turn_markers(home)
+
+
+def test_cli_without_wait_returns_once_started_and_a_helper_finishes(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=2.0)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    t0 = time.monotonic()
+    p = cli("resume", key, "--home", str(home), "--json", env=env)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    info = json.loads(out)
+    assert info["outcome"] == "started"
+    assert time.monotonic() - t0 < 2.0 + 3.0  # did not wait for the 2 s turn... much
+    assert list_turn_markers(home)[key]["writer_pid"] == info["gateway_pid"]  # running now
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and key in list_turn_markers(home):
+        time.sleep(0.1)
+    assert key not in list_turn_markers(home)
+    deadline = time.monotonic() + 10
+    while time.monotonic() < deadline and pid_running(info["pid"]):
+        time.sleep(0.1)
+    assert not pid_running(info["pid"]) and not pid_running(info["gateway_pid"])
+    assert journal_events(key) == ["approved", "dispatched", "completed"]
+
+
+def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    lines: list[str] = []
+    assert p.stdout is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline and not any("message.start" in ln for ln in lines):
+        time.sleep(0.05)
+    gw_pid = list_turn_markers(home)[key]["writer_pid"]
+    p.send_signal(signal.SIGINT)
+    p.wait(timeout=30)
+    reader.join(timeout=5)
+    assert p.returncode == 3
+    assert key not in list_turn_markers(home)  # stopped by the user: not continued again
+    assert not pid_running(gw_pid)
+    assert journal_events(key) == ["approved", "dispatched", "interrupted"]
+
+
+def test_cli_refusal_says_why(sim_roots, env, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    p = cli("resume", "20200101_000000_nosuch", "--home", str(home), env=env)
+    _out, err = p.communicate(timeout=30)
+    assert p.returncode == 1 and "no interrupted turn for session 20200101_000000_nosuch" in err
+
+
+def test_cli_status_after_a_crashed_continuation_shows_it_actionable(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    settings_for(sim_command(sim_roots["auto-continue"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    write_control(home, die_mid_turn=True)
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    _out, err = p.communicate(timeout=60)
+    assert p.returncode == 3 and "exited mid-turn" in err
+    s = cli("status", "--json", "--home", str(home), env=env)
+    out, err = s.communicate(timeout=30)
+    turns = [t for t in json.loads(out)["turns"] if t["session_key"] == key]
+    assert len(turns) == 1
+    assert turns[0]["verdict"] == "actionable" and turns[0]["attempts"] == 1 and turns[0]["writer"] == "dead"
