@@ -1,0 +1,159 @@
+"""The simulated backend speaks the gateway protocol and leaves what a real backend leaves."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from core.hermes_state import session_activity
+from core.markers import list_turn_markers, marker_writer_state
+from hermes_tray.demo import sim_state
+from hermes_tray.demo.home import create_demo
+from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.testing import make_home, tray_dirs
+
+
+@pytest.fixture(autouse=True)
+def _tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    for k, v in tray_dirs(tmp_path).items():
+        monkeypatch.setenv(k, v)
+
+
+class Client:
+    def __init__(self, home: Path, capability: str) -> None:
+        self.p = subprocess.Popen([sys.executable, "-m", "hermes_tray.demo.sim_backend", "--capability", capability],
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  env={**os.environ, "HERMES_HOME": str(home)})
+        self.n = 0
+
+    def frame(self) -> dict:
+        assert self.p.stdout is not None
+        line = self.p.stdout.readline()
+        assert line, "backend closed stdout"
+        return json.loads(line)
+
+    def call(self, method: str, params: dict) -> tuple[dict, list[dict]]:
+        assert self.p.stdin is not None
+        self.n += 1
+        self.p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": self.n, "method": method, "params": params}) + "\n")
+        self.p.stdin.flush()
+        events = []
+        while True:
+            f = self.frame()
+            if f.get("id") == self.n:
+                return f, events
+            events.append(f["params"])
+
+    def until(self, etype: str) -> list[dict]:
+        out = []
+        while True:
+            f = self.frame()["params"]
+            out.append(f)
+            if f["type"] == etype:
+                return out
+
+    def close(self) -> int:
+        assert self.p.stdin is not None
+        self.p.stdin.close()
+        return self.p.wait(timeout=10)
+
+
+def test_protocol_turn_with_marker_and_lease(tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.6)
+    c = Client(home, "auto-continue")
+    try:
+        assert c.frame()["params"]["type"] == "gateway.ready"
+        resp, _ = c.call("session.resume", {"session_id": key})
+        sid = resp["result"]["session_id"]
+        assert resp["result"]["resumed"] == key and "auto_continue" not in resp["result"]
+        resp, _ = c.call("prompt.submit", {"session_id": sid, "text": "hello there"})
+        assert resp["result"] == {"status": "streaming"}
+        start = c.until("message.start")
+        assert start[-1]["session_id"] == sid
+        # Mid-turn: a marker from a live writer and a live turn lease, as a real backend holds.
+        m = list_turn_markers(home)[key]
+        assert m["prompt"] == "hello there" and marker_writer_state(m) == "alive"
+        assert session_activity(home, key).lease.state == "live"
+        frames = c.until("message.complete")
+        assert frames[-1]["payload"]["status"] == "complete"
+        assert any(f["type"] == "message.delta" for f in frames)
+        assert key not in list_turn_markers(home)
+        assert session_activity(home, key).lease.state == "free"
+        assert sim_state.messages(home, key)[-2:][0] == ("user", "hello there")
+    finally:
+        assert c.close() == 0
+
+
+def test_legacy_backend_writes_no_marker_and_never_continues(tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    from hermes_tray.demo.testing import plant_marker
+
+    entry = plant_marker(home, key, "x")
+    c = Client(home, "legacy")
+    try:
+        c.frame()
+        resp, events = c.call("session.resume", {"session_id": key})
+        assert "auto_continue" not in resp["result"] and events == []
+        sid = resp["result"]["session_id"]
+        c.call("prompt.submit", {"session_id": sid, "text": "y"})
+        c.until("message.start")
+        assert list_turn_markers(home)[key] == entry  # untouched by a backend without the feature
+        c.until("message.complete")
+    finally:
+        c.close()
+
+
+def test_interrupt_ends_the_turn_as_interrupted(tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.1)
+    c = Client(home, "auto-continue")
+    try:
+        c.frame()
+        sid = c.call("session.resume", {"session_id": key})[0]["result"]["session_id"]
+        c.call("prompt.submit", {"session_id": sid, "text": "forever"})
+        c.until("message.delta")
+        resp, _ = c.call("session.interrupt", {"session_id": sid})
+        assert resp["result"]["status"] == "interrupted"
+        assert key not in list_turn_markers(home)
+        assert c.until("message.complete")[-1]["payload"]["status"] == "interrupted"
+    finally:
+        c.close()
+
+
+def test_demo_creates_a_crashing_turn_that_becomes_actionable(tmp_path):
+    demo = create_demo(tmp_path / "demo", die_after=1.0)
+    try:
+        m = list_turn_markers(demo.home)[demo.session_key]
+        assert marker_writer_state(m) == "alive"
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and marker_writer_state(m) != "dead":
+            time.sleep(0.1)
+            m = list_turn_markers(demo.home)[demo.session_key]
+        assert marker_writer_state(m) == "dead"
+        assert session_activity(demo.home, demo.session_key).lease.state == "free"
+        assert [t["kind"] for t in read_turns(demo.home)] == ["standalone"]
+        assert (demo.home / "config.yaml").stat().st_mode & 0o777 == 0o600
+    finally:
+        demo.cleanup()
+    assert not demo.root.exists()
+
+
+def test_demo_command_prints_what_to_try(tmp_path):
+    env = {**os.environ, **tray_dirs(tmp_path)}
+    p = subprocess.run([sys.executable, "-m", "hermes_tray", "demo", "--no-tray", "--crash-after", "0.5",
+                        "--dir", str(tmp_path / "d"), "--json"], capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    info = json.loads(p.stdout)
+    assert Path(info["home"]).is_dir() and info["session_key"]
+    deadline = time.monotonic() + 10
+    from hermes_tray.demo.testing import pid_running
+
+    while time.monotonic() < deadline and pid_running(info["backend_pid"]):
+        time.sleep(0.1)
+    assert not pid_running(info["backend_pid"])
