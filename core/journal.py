@@ -15,17 +15,23 @@ fragment never swallows a good event; readers report it as malformed and carry o
 
 from __future__ import annotations
 
+import contextlib
+import errno
+import functools
 import json
 import os
 import re
+import stat
 import sys
+import threading
 import time
-import uuid
+from collections import OrderedDict
 from collections.abc import Callable, Iterable
 from pathlib import Path
 
 from core.fsutil import (
     FILE_MODE,
+    UnsafePathError,
     atomic_write_bytes,
     ensure_private_dir,
     fsync_dir,
@@ -70,15 +76,20 @@ def journal_dir(session_dir: Path | str) -> Path:
     return Path(session_dir) / TURN_JOURNAL_DIR_NAME
 
 
+@functools.lru_cache(maxsize=512)
+def _cached_path(session_id: str, session_dir: str) -> Path:
+    return Path(session_dir) / TURN_JOURNAL_DIR_NAME / f"{session_id}{_SUFFIX}"
+
+
 def journal_path(session_id: str, *, session_dir: Path | str) -> Path:
     """``<session_dir>/_turn_journal/<session_id>.jsonl`` for a validated id."""
-    return journal_dir(session_dir) / f"{validate_journal_session_id(session_id)}{_SUFFIX}"
+    return _cached_path(validate_journal_session_id(session_id), os.fspath(session_dir))
 
 
 def make_turn_id(now: float | None = None) -> str:
     """``YYYYmmddTHHMMSSZ-<12 hex>``, the WebUI's turn id shape."""
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{uuid.uuid4().hex[:12]}"
+    return f"{stamp}-{os.urandom(6).hex()}"
 
 
 def is_terminal_turn_event(event: dict | None) -> bool:
@@ -124,41 +135,72 @@ else:
         return os.pread(fd, size, offset)
 
 
-def _open_locked(path: Path) -> tuple[int, bool]:
-    """Open ``path`` for appending (creating it 0600) and lock it. Returns ``(fd, created)``.
+_VERIFIED_DIRS: set[str] = set()
 
-    Re-opens when the file was replaced (compacted) while we waited for the lock, so an append
-    can never land in an unlinked inode.
-    """
-    refuse_symlink(path)
+
+def _ensure_dir(directory: Path) -> None:
+    """Create/verify the journal directory once per process (0700, not a symlink)."""
+    key = os.fspath(directory)
+    if key not in _VERIFIED_DIRS:
+        ensure_private_dir(directory)
+        _VERIFIED_DIRS.add(key)
+
+
+def _open(name: str) -> tuple[int, bool]:
+    """Open (creating 0600) a journal for appending, refusing symlinks and non-regular files."""
+    parent = os.path.dirname(name)
+    if parent not in _VERIFIED_DIRS:
+        _ensure_dir(Path(parent))
+    if not _NOFOLLOW:
+        refuse_symlink(Path(name))
     flags = os.O_RDWR | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _BINARY
     while True:
         created = False
         try:
-            fd = os.open(path, flags)
+            fd = os.open(name, flags)
         except FileNotFoundError:
+            _VERIFIED_DIRS.discard(parent)
+            _ensure_dir(Path(parent))
             try:
-                fd = os.open(path, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
+                fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
                 created = True
             except FileExistsError:
                 continue
+        except OSError as exc:
+            if exc.errno == errno.ELOOP:
+                raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", name) from None
+            raise
         try:
             if created and os.name != "nt":
                 os.fchmod(fd, FILE_MODE)
-            _lock(fd)
-            if os.name != "nt":
-                try:
-                    same = os.stat(path).st_ino == os.fstat(fd).st_ino
-                except FileNotFoundError:
-                    same = False
-                if not same:
-                    _unlock(fd)
-                    os.close(fd)
-                    continue
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                raise UnsafePathError(errno.EINVAL, "journal path is not a regular file", name)
         except BaseException:
             os.close(fd)
             raise
         return fd, created
+
+
+def _open_locked(path: Path) -> tuple[int, bool, int]:
+    """Open ``path`` for appending (creating it 0600) and lock it. Returns ``(fd, created, size)``.
+
+    Re-opens when the file was replaced (compacted) while we waited for the lock, so an append
+    can never land in an unlinked inode. A symlink or a non-regular file is refused.
+    """
+    name = os.fspath(path)
+    while True:
+        fd, created = _open(name)
+        try:
+            _lock(fd)
+            st = os.fstat(fd)
+            if st.st_nlink == 0 and os.name != "nt":
+                _unlock(fd)
+                os.close(fd)
+                continue
+        except BaseException:
+            os.close(fd)
+            raise
+        return fd, created, st.st_size
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -168,35 +210,113 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[n:]
 
 
-def _needs_newline(fd: int) -> bool:
-    size = os.fstat(fd).st_size
-    return size > 0 and _read_at(fd, 1, size - 1) != b"\n"
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # reused: dumps(**kw) builds one per call
+_SCALARS = (str, int, bool, type(None))
+_INF = float("inf")
 
 
 def _encode(payload: dict) -> bytes:
-    return (json.dumps(payload, ensure_ascii=False, separators=(",", ":")) + "\n").encode("utf-8")
+    return (_ENCODER.encode(payload) + "\n").encode("utf-8")
 
 
-def _append(path: Path, build: Callable[[int], bytes]) -> int:
+def _as_written(payload: dict, line: bytes) -> dict:
+    """What a reader will get back for ``line``. A flat dict of JSON-native values round-trips
+    unchanged, so skip re-parsing it; anything else (tuples, int keys, nesting) is re-parsed."""
+    for key, value in payload.items():
+        if type(key) is not str:
+            return json.loads(line)
+        if type(value) not in _SCALARS and not (type(value) is float and -_INF < value < _INF):
+            return json.loads(line)
+    return payload
+
+
+class _Handle:
+    """An open, append-mode journal fd this process reuses; ``end`` is where our last write ended."""
+
+    __slots__ = ("fd", "ino", "end")
+
+    def __init__(self, fd: int) -> None:
+        self.fd = fd
+        self.ino = -1
+        self.end = -1
+
+
+_MAX_HANDLES = 16
+_handles: OrderedDict[str, _Handle] = OrderedDict()
+_handles_pid = os.getpid()
+_handles_lock = threading.Lock()
+# flock excludes *open file descriptions*, and this process shares one per cached fd between its
+# threads: these stripes keep two threads of ours from appending through the same fd at once.
+_STRIPES = tuple(threading.Lock() for _ in range(32))
+
+
+def _drop_handle(name: str) -> None:
+    with _handles_lock:
+        h = _handles.pop(name, None)
+    if h is not None:
+        with contextlib.suppress(OSError):
+            os.close(h.fd)
+
+
+def _handle(name: str) -> tuple[_Handle, bool]:
+    """The cached fd for ``name`` (opened, or created 0600, on first use). ``(handle, created)``."""
+    global _handles_pid
+    with _handles_lock:
+        if _handles_pid != os.getpid():  # forked: the parent's fds share its locks; never use them
+            for h in _handles.values():
+                with contextlib.suppress(OSError):
+                    os.close(h.fd)
+            _handles.clear()
+            _handles_pid = os.getpid()
+        h = _handles.get(name)
+        if h is not None:
+            _handles.move_to_end(name)
+            return h, False
+    fd, created = _open(name)
+    h = _Handle(fd)
+    with _handles_lock:
+        _handles[name] = h
+        while len(_handles) > _MAX_HANDLES:
+            _old, evicted = _handles.popitem(last=False)
+            with contextlib.suppress(OSError):
+                os.close(evicted.fd)
+    return h, created
+
+
+def _append(path: Path, build: Callable[[int], bytes]) -> None:
     """Lock ``path``, write ``build(fd)`` as a whole line (after a newline if the tail is torn),
-    fsync, unlock. Returns the file size after the write."""
-    ensure_private_dir(path.parent)
-    fd, created = _open_locked(path)
-    try:
-        try:
-            data = build(fd)
-            if not created and _needs_newline(fd):
-                data = b"\n" + data
-            _write_all(fd, data)
-            os.fsync(fd)
-            size = os.fstat(fd).st_size
-        finally:
-            _unlock(fd)
-    finally:
-        os.close(fd)
+    fsync, unlock. The fd stays open for the next append from this process."""
+    name = os.fspath(path)
+    replaced = False
+    with _STRIPES[hash(name) % len(_STRIPES)]:
+        while True:
+            h, created = _handle(name)
+            fd = h.fd
+            _lock(fd)
+            try:
+                st = os.fstat(fd)
+                if st.st_nlink == 0 and os.name != "nt":
+                    replaced = True  # by a compaction (or deleted) since we opened it: use the new file
+                    continue
+                replaced = False
+                size = st.st_size
+                data = build(fd)
+                if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
+                    data = b"\n" + data  # a killed writer left a torn line: never glue onto it
+                try:
+                    _write_all(fd, data)
+                    os.fsync(fd)
+                except BaseException:
+                    h.end = -1
+                    raise
+                h.ino, h.end = st.st_ino, size + len(data)
+            finally:
+                _unlock(fd)
+                if replaced:
+                    _drop_handle(name)
+            break
     if created:
-        fsync_dir(path.parent)
-    return size
+        fsync_dir(Path(os.path.dirname(name)))
 
 
 def _prepare(session_id: str, event: object) -> dict:
@@ -227,8 +347,8 @@ def append_turn_journal_event(session_id: str, event: dict, *, session_dir: Path
     """
     payload = _prepare(session_id, event)
     line = _encode(payload)  # raises (nothing written) for a value JSON cannot hold
-    _append(journal_path(session_id, session_dir=session_dir), lambda _fd: line)
-    return json.loads(line)
+    _append(_cached_path(session_id, os.fspath(session_dir)), lambda _fd: line)
+    return _as_written(payload, line)
 
 
 def _latest_turn_id_for_stream(events: Iterable[dict], stream_id: str) -> str | None:
@@ -473,11 +593,9 @@ def compact_turn_journal(
             return 0
     except FileNotFoundError:
         return 0
-    fd, _created = _open_locked(path)
+    fd, _created, size = _open_locked(path)
     try:
         try:
-            data = b""
-            size = os.fstat(fd).st_size
             if size <= max_bytes:
                 return 0
             chunks = []

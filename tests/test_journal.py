@@ -300,3 +300,30 @@ def test_webui_reference_and_core_journal_read_each_others_files(tmp_path):
     with open(jfile(tmp_path), "ab") as fh:
         fh.write(b"[]\n\n{broken\n")
     assert j.read_turn_journal("s1", session_dir=tmp_path) == ref.read_turn_journal("s1", session_dir=tmp_path)
+
+
+def test_threads_of_one_process_never_interleave_large_events(tmp_path, monkeypatch):
+    import threading
+
+    size, n = 200_000, 10
+
+    def chunked_write_all(fd, data):  # short writes, as on network filesystems: 4 KB at a time
+        for k in range(0, len(data), 4096):
+            os.write(fd, data[k:k + 4096])
+            time.sleep(0)
+
+    monkeypatch.setattr(j, "_write_all", chunked_write_all)
+
+    def writer(tag: str) -> None:
+        for i in range(n):
+            j.append_turn_journal_event("threads", {"event": "submitted", "w": tag, "i": i, "blob": tag * size},
+                                        session_dir=tmp_path)
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in "WXYZ"]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    out = j.read_turn_journal("threads", session_dir=tmp_path)
+    assert out["malformed"] == []
+    assert sorted((e["w"], e["i"]) for e in out["events"]) == sorted((w, i) for w in "WXYZ" for i in range(n))
