@@ -5,9 +5,7 @@ from __future__ import annotations
 import math
 import os
 from dataclasses import dataclass
-from typing import Literal
-
-import psutil
+from typing import Any, Literal
 
 Liveness = Literal["alive", "dead", "unknown"]
 
@@ -24,9 +22,42 @@ class ProcessIdentity:
         return process_liveness(self.pid, self.start_time)
 
 
+def __getattr__(name: str) -> Any:
+    """``core.procid.psutil`` on first use: psutil costs ~15 ms to import, and ``hermes-tray status``
+    must start fast; a scan whose writers are all gone never needs it (see :func:`_no_such_pid`)."""
+    if name == "psutil":
+        return _psutil()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _psutil():
+    import psutil
+
+    globals()["psutil"] = psutil
+    return psutil
+
+
+def _no_such_pid(pid: int) -> bool:
+    """True only when the kernel says no process has this pid (POSIX ``kill(pid, 0)`` → ESRCH).
+
+    Exactly the case psutil reports as ``NoSuchProcess``; anything else (EPERM: it exists; zombies;
+    Windows, where ``os.kill`` would terminate) is left to psutil.
+    """
+    if os.name != "posix":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
 def process_start_time(pid: int) -> float | None:
     """psutil create time of ``pid``, or None when it cannot be read."""
     try:
+        psutil = _psutil()
         return float(psutil.Process(pid).create_time())
     except Exception:
         return None
@@ -64,6 +95,9 @@ def process_liveness(pid: object, start_time: object = None) -> Liveness:
         isinstance(start_time, bool) or not isinstance(start_time, (int, float)) or not math.isfinite(start_time)
     ):
         return "unknown"  # junk (a string, NaN, inf) proves nothing either way
+    if _no_such_pid(pid):  # type: ignore[arg-type]
+        return "dead"
+    psutil = _psutil()
     try:
         proc = psutil.Process(pid)  # type: ignore[arg-type]
         status = proc.status()

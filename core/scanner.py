@@ -194,9 +194,12 @@ def _attempts(entry: Mapping[str, Any]) -> int:
 
 
 class _HomeState:
-    """One read-only look at ``state.db`` for every marker of a home (one connection, not one per key).
+    """One read-only look at ``state.db`` for every marker of a home: one connection and one query
+    per table for all keys (not a connection per key — ``status`` must stay fast with 32 markers
+    in each of several homes).
 
-    Judging uses :mod:`core.hermes_state`'s own row rules, so the lease semantics live in one place.
+    Judging a lease row uses :mod:`core.hermes_state`'s own rules (``_judge_row``, ``_root_with``),
+    so the lease semantics live in one place.
     """
 
     def __init__(self, home: Path, now: float) -> None:
@@ -207,7 +210,12 @@ class _HomeState:
         self._conn = None
         self._scols: set[str] = set()
         self._lcols: set[str] = set()
-        if not (home / "state.db").is_file():
+        self._sessions: dict[str, Any] = {}
+        self._leases: dict[str, dict] = {}
+        self._roots: dict[str, str] = {}
+        self._lease_error: str | None = None
+        self._session_error: str | None = None
+        if not os.path.isfile(os.path.join(home, "state.db")):
             self.status = "missing"
             self.problem = f"no state.db in {home}"
             return
@@ -242,49 +250,86 @@ class _HomeState:
         except Exception:
             return None
 
-    def session(self, key: str):
-        """(SessionInfo | None, problem | None)."""
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once."""
+        if self._conn is None or not keys:
+            return
         from core import hermes_state as hs
 
+        conn = self._conn
+        keys = list(keys)
+        try:
+            wanted = [c for c in ("id", "title", "source", "parent_session_id", "end_reason") if c in self._scols]
+            if "id" in wanted:
+                for chunk in _chunks(keys):
+                    sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
+                    for row in conn.execute(sql, chunk):
+                        v = dict(zip(wanted, row, strict=True))
+                        self._sessions[str(v["id"])] = hs.SessionInfo(
+                            id=str(v["id"]), title=hs._s(v.get("title")), source=hs._s(v.get("source")),
+                            parent_session_id=hs._s(v.get("parent_session_id")) or None,
+                            end_reason=hs._s(v.get("end_reason")))
+        except Exception as exc:
+            self.problem = self.problem or _describe_db(exc)
+            self._sessions = {}
+            self._session_error = _describe_db(exc)
+        cols = self._lcols
+        if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
+            return
+        try:
+            for key in keys:
+                info = self._sessions.get(key)
+                if info is not None and info.parent_session_id:
+                    self._roots[key] = hs._root_with(conn, key)
+            cids = list(dict.fromkeys(keys + list(self._roots.values())))
+            wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
+                                            if c in cols]
+            for chunk in _chunks(cids):
+                sql = (f"SELECT {', '.join(wanted)} FROM session_turn_leases "
+                       f"WHERE conversation_id IN ({','.join('?' * len(chunk))})")
+                for row in conn.execute(sql, chunk):
+                    v = dict(zip(wanted, row, strict=True))
+                    self._leases[str(v.pop("conversation_id"))] = v
+        except Exception as exc:
+            self._lease_error = _describe_db(exc)
+
+    def session(self, key: str):
+        """(SessionInfo | None, problem | None)."""
         if self._conn is None:
             return None, self.problem
-        if "id" not in self._scols:
-            return None, None
-        try:
-            return hs._session_row(self._conn, self._scols, key), None
-        except Exception as exc:
-            return None, _describe_db(exc)
+        return self._sessions.get(key), self._session_error
 
     def lease(self, key: str):
         from core import hermes_state as hs
 
         if self._conn is None:
             return hs.LeaseView("unknown", self.problem or "state.db unavailable")
-        conn, cols = self._conn, self._lcols
+        cols = self._lcols
+        if not cols:
+            return hs.LeaseView("free", "this Hermes keeps no turn leases")
+        if not {"conversation_id", "holder", "expires_at"} <= cols:
+            return hs.LeaseView("unknown", "session_turn_leases has an unexpected schema")
+        if self._lease_error:
+            return hs.LeaseView("unknown", self._lease_error)
+        root = self._roots.get(key, key)
+        best = None
         try:
-            if not cols:
-                return hs.LeaseView("free", "this Hermes keeps no turn leases")
-            if not {"conversation_id", "holder", "expires_at"} <= cols:
-                return hs.LeaseView("unknown", "session_turn_leases has an unexpected schema")
-            try:
-                root = hs._root_with(conn, key)
-            except Exception:
-                root = key
-            wanted = [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start") if c in cols]
-            best = None
             for cid in dict.fromkeys((root, key)):
-                row = conn.execute(
-                    f"SELECT {', '.join(wanted)} FROM session_turn_leases WHERE conversation_id = ?", (cid,)
-                ).fetchone()
+                row = self._leases.get(cid)
                 if row is None:
                     continue
-                view = hs._judge_row(dict(zip(wanted, row, strict=True)), cid, self.now)
+                view = hs._judge_row(dict(row), cid, self.now)
                 if view.state == "live":
                     return view
                 best = best or view
-            return best or hs.LeaseView("free", "no turn lease", conversation_id=root)
         except Exception as exc:
-            return hs.LeaseView("unknown", _describe_db(exc))
+            return hs.LeaseView("unknown", f"cannot judge the turn lease ({exc})")
+        return best or hs.LeaseView("free", "no turn lease", conversation_id=root)
+
+
+def _chunks(items: list[str], size: int = 500):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
 
 
 def _describe_db(exc: Exception) -> str:
@@ -528,6 +573,9 @@ class Scanner:
         out = []
         title_problem = None
         owner_of = None
+        has_registry = False
+        if state:
+            state.prefetch([str(k) for k in entries])
         for key, entry in entries.items():
             info, tp = state.session(key) if state else (None, None)
             title_problem = title_problem or tp
@@ -538,12 +586,18 @@ class Scanner:
                 lease = state.lease(key) if state else None
                 if owner_of is None:
                     from core.hermes_state import active_session_owner as owner_of
-                owner = owner_of(home.path, key)
+                    from core.hermes_state import active_sessions_path
+
+                    # No registry file means nobody claims any session (hermes_state says "none"):
+                    # skip 32 failed opens per home.
+                    has_registry = os.path.lexists(active_sessions_path(home.path))
+                owner = owner_of(home.path, key) if has_registry else None
+                ostate = owner.state if owner else "none"
                 lstate = lease.state if lease else "unknown"
-                details = [v.detail for v, s in ((lease, lstate), (owner, owner.state)) if v is not None
+                details = [v.detail for v, s in ((lease, lstate), (owner, ostate)) if v is not None
                            and s in ("live", "alive", "unknown")]
                 decision = decide(entry, config=config, writer=writer, now=now, source=source,
-                                  lease=lstate, owner=owner.state, activity_detail="; ".join(details))
+                                  lease=lstate, owner=ostate, activity_detail="; ".join(details))
             ref = _num(entry.get("interrupted_at")) or _num(entry.get("started_at")) or 0.0
             started = _num(entry.get("started_at")) or 0.0
             out.append(TurnRecord(
@@ -570,7 +624,7 @@ class Scanner:
         except OSError as exc:
             problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
             return 0, []
-        groups: dict[str, list[tuple[Path, list[int]]]] = {}
+        groups: dict[str, list[tuple[str, str, list[int]]]] = {}
         for de in scandir:
             name = de.name
             if not name.endswith(".jsonl") or name.startswith("."):
@@ -580,21 +634,22 @@ class Scanner:
             except OSError:
                 continue
             sid = name[:-6].split("~", 1)[0]
-            groups.setdefault(sid, []).append((Path(de.path), _sig(st)))
+            groups.setdefault(sid, []).append((name, de.path, [st.st_ino, st.st_size, st.st_mtime_ns]))
         records: list[TurnRecord] = []
         malformed_sessions = 0
         session_dir = home.webui_session_dir
+        jdir_s = str(jdir)
         for sid, files in groups.items():
-            files.sort(key=lambda f: ("~" in f[0].name, f[0].name))
-            ckey = str(jdir / sid)
+            files.sort(key=lambda f: ("~" in f[0], f[0]))
+            ckey = jdir_s + os.sep + sid
             live.add(ckey)
-            sigs = [[f.name, *s] for f, s in files]
+            sigs = [[name, *sig] for name, _path, sig in files]
             cached = self._journals.get(ckey)
             if cached and cached[0] == sigs:
                 summary = cached[1]
             else:
                 try:
-                    summary = _summarise_journal(sid, [f for f, _ in files], session_dir)
+                    summary = _summarise_journal(sid, [Path(p) for _n, p, _s in files], session_dir)
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:

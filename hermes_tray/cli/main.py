@@ -49,7 +49,28 @@ def common_options() -> argparse.ArgumentParser:
     return common
 
 
-def build_parser() -> argparse.ArgumentParser:
+# Commands whose module is not named after them; every other command ``X`` lives in ``hermes_tray.cli.X``.
+COMMAND_MODULE_OF = {"enable": "enable_disable", "disable": "enable_disable", "config": "config_cmd",
+                     "_resume-worker": "resume"}
+
+
+def _command_module(argv: list[str]) -> str | None:
+    """The one module the command line needs (so ``status`` does not import every command), or None."""
+    i = 0
+    while i < len(argv):
+        tok = argv[i]
+        if tok == "--home":
+            i += 2
+            continue
+        if tok.startswith("-"):
+            i += 1
+            continue
+        module = COMMAND_MODULE_OF.get(tok, tok)
+        return module if module in COMMAND_MODULES else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     common = common_options()
     parser = argparse.ArgumentParser(
         prog="hermes-tray",
@@ -59,7 +80,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"hermes-tray {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [only] if only else COMMAND_MODULES:
         try:
             module = importlib.import_module(f"hermes_tray.cli.{name}")
         except ModuleNotFoundError as exc:
@@ -71,7 +92,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_command_module(argv))
     args = parser.parse_args(argv)
     # SUPPRESS defaults let the options stand before or after the command; fill them in once here.
     args.homes = getattr(args, "homes", None)
