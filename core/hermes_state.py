@@ -57,9 +57,9 @@ class LeaseView:
     """What Hermes' turn lease says about a session: ``live``, ``free`` or ``unknown`` (unreadable)."""
 
     state: LeaseState
-    detail: str
     holder: str | None = None
     expires_at: float | None = None
+    detail: str = ""
     conversation_id: str | None = None
     pid: int | None = None
 
@@ -69,9 +69,9 @@ class OwnerView:
     """Who ``runtime/active_sessions.json`` says owns a session and whether that process lives."""
 
     state: OwnerState
-    detail: str
     pid: int | None = None
     surface: str | None = None
+    detail: str = ""
 
 
 @dataclass(frozen=True)
@@ -101,6 +101,15 @@ class SessionActivity:
             parts = [v.detail for v in (self.lease, self.owner) if v.state == "unknown"]
             return "; ".join(parts)
         return "no live Hermes process holds this session"
+
+
+def _lv(state: LeaseState, detail: str, holder: str | None = None, expires_at: float | None = None,
+        conversation_id: str | None = None, pid: int | None = None) -> LeaseView:
+    return LeaseView(state, holder, expires_at, detail, conversation_id, pid)
+
+
+def _ov(state: OwnerState, detail: str, pid: int | None = None, surface: str | None = None) -> OwnerView:
+    return OwnerView(state, pid, surface, detail)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -262,9 +271,9 @@ def _judge_row(row: dict, cid: str, now: float) -> LeaseView:
     holder = "" if holder is None else str(holder)
     expires = _num(row.get("expires_at"))
     if holder == "":
-        return LeaseView("free", "turn lease released", holder, expires, cid)
+        return _lv("free", "turn lease released", holder, expires, cid)
     if expires is None or expires <= now:
-        return LeaseView("free", "turn lease expired", holder, expires, cid)
+        return _lv("free", "turn lease expired", holder, expires, cid)
     pid, pidns = parse_holder(holder)
     owner_pid = row.get("owner_pid")
     if isinstance(owner_pid, int) and not isinstance(owner_pid, bool) and owner_pid > 0:
@@ -275,17 +284,17 @@ def _judge_row(row: dict, cid: str, now: float) -> LeaseView:
         why = "holder names no pid namespace" if pidns is None else "holder is in another pid namespace"
         if pid is None:
             why = "holder names no pid"
-        return LeaseView("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
+        return _lv("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
                          holder, expires, cid, pid)
     start = _num(row.get("owner_pid_start"))
     if start is not None and start <= 0:
         start = None  # 0 / negative = "not recorded" in some writers, never a real create time
     liveness = process_liveness(pid, start)
     if liveness == "dead":
-        return LeaseView("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
+        return _lv("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
     if liveness == "alive":
-        return LeaseView("live", f"Hermes process {pid} holds the turn lease", holder, expires, cid, pid)
-    return LeaseView("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
+        return _lv("live", f"Hermes process {pid} holds the turn lease", holder, expires, cid, pid)
+    return _lv("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
                      holder, expires, cid, pid)
 
 
@@ -299,13 +308,13 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
     now = time.time() if now is None else now
     conn, problem = _connect_ro(home)
     if conn is None:
-        return LeaseView("unknown", problem or "state.db unavailable")
+        return _lv("unknown", problem or "state.db unavailable")
     try:
         cols = _columns(conn, "session_turn_leases")
         if not cols:
-            return LeaseView("free", "this Hermes keeps no turn leases")
+            return _lv("free", "this Hermes keeps no turn leases")
         if not {"conversation_id", "holder", "expires_at"} <= cols:
-            return LeaseView("unknown", "session_turn_leases has an unexpected schema")
+            return _lv("unknown", "session_turn_leases has an unexpected schema")
         try:
             root = _root_with(conn, session_id)
         except sqlite3.Error:
@@ -322,9 +331,9 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
             if view.state == "live":
                 return view
             best = best or view
-        return best or LeaseView("free", "no turn lease", conversation_id=root)
+        return best or _lv("free", "no turn lease", conversation_id=root)
     except Exception as exc:
-        return LeaseView("unknown", _describe(exc))
+        return _lv("unknown", _describe(exc))
     finally:
         conn.close()
 
@@ -357,20 +366,20 @@ def active_session_owner(home: Path | str, session_id: str) -> OwnerView:
         with open(path, "rb") as fh:
             data = fh.read(MAX_REGISTRY_BYTES + 1)
     except FileNotFoundError:
-        return OwnerView("none", "no active-session registry")
+        return _ov("none", "no active-session registry")
     except OSError as exc:
-        return OwnerView("unknown", f"active_sessions.json is unreadable ({exc.strerror or exc})")
+        return _ov("unknown", f"active_sessions.json is unreadable ({exc.strerror or exc})")
     if len(data) > MAX_REGISTRY_BYTES:
-        return OwnerView("unknown", "active_sessions.json is implausibly large")
+        return _ov("unknown", "active_sessions.json is implausibly large")
     try:
         entries = _entries(json.loads(data))
     except (ValueError, RecursionError):
-        return OwnerView("unknown", "active_sessions.json is corrupt")
+        return _ov("unknown", "active_sessions.json is corrupt")
     if entries is None:
-        return OwnerView("unknown", "active_sessions.json has an unexpected shape")
+        return _ov("unknown", "active_sessions.json has an unexpected shape")
     matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id]
     if not matches:
-        return OwnerView("none", "no active-session owner")
+        return _ov("none", "no active-session owner")
     ours = own_pidns()
     seen: list[OwnerView] = []
     for entry in matches:
@@ -378,21 +387,21 @@ def active_session_owner(home: Path | str, session_id: str) -> OwnerView:
         surface = _s(entry.get("surface"))
         label = f"{surface} " if surface else ""
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-            seen.append(OwnerView("unknown", "active-session entry has no usable pid", None, surface))
+            seen.append(_ov("unknown", "active-session entry has no usable pid", None, surface))
             continue
         ns = entry.get("pidns")
         if ns is not None and (ours is None or str(ns) != str(ours)):
-            seen.append(OwnerView("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
+            seen.append(_ov("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
             continue
         start = entry.get("process_start_time")
         start = start if isinstance(start, (int, float)) and not isinstance(start, bool) else None
         liveness = process_liveness(pid, start)
         if liveness == "alive":
-            return OwnerView("alive", f"Hermes {label}process {pid} has this session open", pid, surface)
+            return _ov("alive", f"Hermes {label}process {pid} has this session open", pid, surface)
         if liveness == "dead":
-            seen.append(OwnerView("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
+            seen.append(_ov("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
-            seen.append(OwnerView("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
+            seen.append(_ov("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
     for view in seen:
         if view.state == "unknown":
             return view
