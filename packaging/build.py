@@ -129,7 +129,7 @@ def build_linux_tarball(bundle: Path, out: Path) -> Path:
     stage = out / "stage" / name
     stage_linux(bundle, stage)
     tarball = out / f"{name}.tar.gz"
-    with tarfile.open(tarball, "w:gz", compresslevel=9) as tar:
+    with tarfile.open(tarball, "w:gz", compresslevel=6) as tar:
         tar.add(stage, arcname=name, filter=_normalise)
     shutil.rmtree(out / "stage")
     return tarball
@@ -142,7 +142,7 @@ def build_nsis(bundle: Path, out: Path) -> Path:
         raise SystemExit("build.py: makensis not found (Debian: apt-get install nsis)")
     out.mkdir(parents=True, exist_ok=True)
     setup = out / f"{APP}-{version()}-windows-setup.exe"
-    argv = [makensis, "-V2", "-INPUTCHARSET", "UTF8", f"-DVERSION={version()}", f"-DPAYLOAD={bundle.resolve()}",
+    argv = [makensis, "-V2", "-WX", "-INPUTCHARSET", "UTF8", f"-DVERSION={version()}", f"-DPAYLOAD={bundle.resolve()}",
             f"-DOUTFILE={setup.resolve()}"]
     ico = ROOT / "resources" / "icons" / f"{APP}.ico"
     if ico.is_file():

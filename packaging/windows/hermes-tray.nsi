@@ -1,0 +1,180 @@
+; Windows per-user installer for hermes-tray (no admin rights, nothing machine-wide).
+;
+;   makensis -DVERSION=0.1.0 -DPAYLOAD=C:\path\dist\hermes-tray -DOUTFILE=setup.exe packaging\windows\hermes-tray.nsi
+;
+; (packaging/build.py nsis --bundle DIR runs exactly this; Debian's makensis builds it on Linux.)
+; PAYLOAD is the PyInstaller one-folder build: hermes-tray.exe (tray, no console),
+; hermes-tray-cli.exe (same program with a console) and _internal\.
+;
+; Installs to %LOCALAPPDATA%\Programs\hermes-tray, adds a Start-menu shortcut that carries the
+; AppUserModelID (Windows only delivers toast notifications for an app whose AUMID is on a
+; Start-menu shortcut), an uninstall entry under HKCU, and optionally the per-user Run value
+; that `hermes-tray autostart on` also writes. The uninstaller keeps the user's settings,
+; journal and logs (%LOCALAPPDATA%\hermes-tray).
+
+Unicode true
+ManifestDPIAware true
+SetCompressor /SOLID lzma
+
+!ifndef VERSION
+  !define VERSION "0.0.0"
+!endif
+!ifndef PAYLOAD
+  !error "pass -DPAYLOAD=<PyInstaller one-folder build of hermes-tray>"
+!endif
+!ifndef OUTFILE
+  !define OUTFILE "hermes-tray-${VERSION}-windows-setup.exe"
+!endif
+
+!define APP "hermes-tray"
+!define APP_NAME "Hermes Tray"
+!define PUBLISHER "hermes-tray contributors"
+; = hermes_tray.autostart.base.WINDOWS_AUMID; the app calls SetCurrentProcessExplicitAppUserModelID with it.
+!define AUMID "HermesAgent.HermesTray"
+!define UNINST_KEY "Software\Microsoft\Windows\CurrentVersion\Uninstall\${APP}"
+; = hermes_tray.autostart.windows.RUN_KEY / APPROVED_KEY, value name "hermes-tray".
+!define RUN_KEY "Software\Microsoft\Windows\CurrentVersion\Run"
+!define APPROVED_KEY "Software\Microsoft\Windows\CurrentVersion\Explorer\StartupApproved\Run"
+!define SHORTCUT "$SMPROGRAMS\${APP_NAME}.lnk"
+
+Name "${APP_NAME}"
+OutFile "${OUTFILE}"
+RequestExecutionLevel user
+InstallDir "$LOCALAPPDATA\Programs\${APP}"
+InstallDirRegKey HKCU "${UNINST_KEY}" "InstallLocation"
+BrandingText "${APP_NAME} ${VERSION}"
+
+!include MUI2.nsh
+!include LogicLib.nsh
+!include FileFunc.nsh
+!include Win\COM.nsh
+!include Win\Propkey.nsh
+!define /ifndef VT_LPWSTR 31
+!define /ifndef STGM_READWRITE 2
+
+!ifdef ICON
+  !define MUI_ICON "${ICON}"
+  !define MUI_UNICON "${ICON}"
+!endif
+!define MUI_ABORTWARNING
+!define MUI_COMPONENTSPAGE_NODESC
+!define MUI_FINISHPAGE_RUN "$INSTDIR\${APP}.exe"
+!define MUI_FINISHPAGE_RUN_TEXT "Start ${APP_NAME} now"
+
+!insertmacro MUI_PAGE_COMPONENTS
+!insertmacro MUI_PAGE_DIRECTORY
+!insertmacro MUI_PAGE_INSTFILES
+!insertmacro MUI_PAGE_FINISH
+!insertmacro MUI_UNPAGE_CONFIRM
+!insertmacro MUI_UNPAGE_INSTFILES
+!insertmacro MUI_LANGUAGE "English"
+
+Function .onInit
+  SetShellVarContext current
+FunctionEnd
+
+Function un.onInit
+  SetShellVarContext current
+FunctionEnd
+
+; Stamp the AppUserModelID on an existing shortcut (path on the stack), through the shell's
+; own COM interfaces: IShellLink → IPersistFile::Load → IPropertyStore::SetValue → Save.
+Function SetShortcutAUMID
+  Exch $R0 ; shortcut path
+  Push $0
+  Push $1
+  Push $2
+  Push $3
+  Push $4
+  Push $5
+  Push $6
+  !insertmacro ComHlpr_CreateInProcInstance ${CLSID_ShellLink} ${IID_IShellLink} r1 ""
+  ${If} $1 P<> 0
+    ${IUnknown::QueryInterface} $1 '("${IID_IPersistFile}",.r2)i.r0'
+    ${If} $0 = 0
+      ${IPersistFile::Load} $2 '("$R0",${STGM_READWRITE})i.r0'
+      ${If} $0 = 0
+        ${IUnknown::QueryInterface} $1 '("${IID_IPropertyStore}",.r3)i.r0'
+        ${If} $0 = 0
+          System::Call '*${SYSSTRUCT_PROPERTYKEY}(${PKEY_AppUserModel_ID})p.r4'
+          System::Call '*(&w128 "${AUMID}")p.r6'
+          System::Call '*${SYSSTRUCT_PROPVARIANT}(${VT_LPWSTR},,p r6)p.r5'
+          ${IPropertyStore::SetValue} $3 '($4,$5)i.r0'
+          ${If} $0 = 0
+            ${IPropertyStore::Commit} $3 "i.r0"
+          ${EndIf}
+          ${If} $0 = 0
+            ${IPersistFile::Save} $2 '("$R0",1)i.r0'
+          ${EndIf}
+          System::Free $4
+          System::Free $5
+          System::Free $6
+          ${IUnknown::Release} $3 ""
+        ${EndIf}
+      ${EndIf}
+      ${IUnknown::Release} $2 ""
+    ${EndIf}
+    ${IUnknown::Release} $1 ""
+  ${Else}
+    StrCpy $0 "no IShellLink"
+  ${EndIf}
+  ${If} $0 != 0
+    DetailPrint "Could not set the notification identity on the shortcut ($0)"
+  ${EndIf}
+  Pop $6
+  Pop $5
+  Pop $4
+  Pop $3
+  Pop $2
+  Pop $1
+  Pop $0
+  Pop $R0
+FunctionEnd
+
+Section "${APP_NAME}" SecMain
+  SectionIn RO
+  SetOutPath "$INSTDIR"
+  ; Replace the program files as a whole (an upgrade must not keep stale libraries).
+  RMDir /r "$INSTDIR\_internal"
+  File /r "${PAYLOAD}\*.*"
+  WriteUninstaller "$INSTDIR\uninstall.exe"
+
+  CreateShortCut "${SHORTCUT}" "$INSTDIR\${APP}.exe" "" "$INSTDIR\${APP}.exe" 0
+  Push "${SHORTCUT}"
+  Call SetShortcutAUMID
+
+  WriteRegStr HKCU "${UNINST_KEY}" "DisplayName" "${APP_NAME}"
+  WriteRegStr HKCU "${UNINST_KEY}" "DisplayVersion" "${VERSION}"
+  WriteRegStr HKCU "${UNINST_KEY}" "Publisher" "${PUBLISHER}"
+  WriteRegStr HKCU "${UNINST_KEY}" "InstallLocation" "$INSTDIR"
+  WriteRegStr HKCU "${UNINST_KEY}" "DisplayIcon" "$INSTDIR\${APP}.exe"
+  WriteRegStr HKCU "${UNINST_KEY}" "UninstallString" '"$INSTDIR\uninstall.exe"'
+  WriteRegStr HKCU "${UNINST_KEY}" "QuietUninstallString" '"$INSTDIR\uninstall.exe" /S'
+  WriteRegDWORD HKCU "${UNINST_KEY}" "NoModify" 1
+  WriteRegDWORD HKCU "${UNINST_KEY}" "NoRepair" 1
+  ${GetSize} "$INSTDIR" "/S=0K" $0 $1 $2
+  IntFmt $0 "0x%08X" $0
+  WriteRegDWORD HKCU "${UNINST_KEY}" "EstimatedSize" "$0"
+SectionEnd
+
+Section /o "Start at login" SecAutostart
+  ; The same value `hermes-tray autostart on` writes; clearing Task Manager's "disabled" flag.
+  WriteRegStr HKCU "${RUN_KEY}" "${APP}" '"$INSTDIR\${APP}.exe"'
+  DeleteRegValue HKCU "${APPROVED_KEY}" "${APP}"
+SectionEnd
+
+Section "Uninstall"
+  DeleteRegValue HKCU "${RUN_KEY}" "${APP}"
+  DeleteRegValue HKCU "${RUN_KEY}" "${APP}-helper"
+  DeleteRegValue HKCU "${APPROVED_KEY}" "${APP}"
+  DeleteRegValue HKCU "${APPROVED_KEY}" "${APP}-helper"
+  Delete "${SHORTCUT}"
+  ; Only our own files: the folder may have been chosen by hand.
+  RMDir /r "$INSTDIR\_internal"
+  Delete "$INSTDIR\${APP}.exe"
+  Delete "$INSTDIR\${APP}-cli.exe"
+  Delete "$INSTDIR\uninstall.exe"
+  RMDir "$INSTDIR"
+  DeleteRegKey HKCU "${UNINST_KEY}"
+  ; %LOCALAPPDATA%\hermes-tray (settings, journal, logs) is the user's and stays.
+SectionEnd
