@@ -26,7 +26,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink
+from core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
 from core.hermes_state import own_pidns
 from core.procid import own_identity, process_liveness
 
@@ -90,7 +90,30 @@ class LeaseStore:
         for suffix in ("-wal", "-shm"):
             refuse_symlink(self.path.with_name(self.path.name + suffix))
 
+    @classmethod
+    def default(cls) -> LeaseStore:
+        """The tray's per-user store, ``core.paths.lease_db()``."""
+        from core import paths
+
+        return cls(paths.lease_db())
+
     def _connection(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) or not _looks_corrupt(exc):
+                raise
+        # Garbage where the store should be: keep it for inspection, start a fresh one. Leases
+        # are short-lived coordination state; what matters is that nobody proceeds without one.
+        log.error("lease store %s is corrupt; set aside and recreated", self.path)
+        for suffix in ("-wal", "-shm", ""):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                set_aside(side)
+        self._prepare_file()
+        return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
         pid = os.getpid()
         if self._conn is not None and self._conn_pid == pid:
             return self._conn
@@ -296,6 +319,11 @@ class LeaseStore:
         with self._lock:
             row = self._connection().execute("SELECT epoch FROM leases WHERE name = ?", (name,)).fetchone()
         return int(row[0]) if row else 0
+
+
+def _looks_corrupt(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text
 
 
 class LeaseKeeper:

@@ -299,3 +299,13 @@ def test_keeper_refresh_error_while_active_is_a_loss(store):
     keeper = LeaseKeeper(gated, lease, ttl=5, interval=0.01, on_lost=lost.append).start()
     keeper.join(2)
     assert lost == [lease] and keeper.lost
+
+
+def test_corrupt_store_is_set_aside_not_destroyed(tmp_path):
+    path = tmp_path / "leases.sqlite3"
+    garbage = b"definitely not sqlite " * 500
+    path.write_bytes(garbage)
+    with LeaseStore(path) as s:
+        assert s.acquire("n", "h", ttl=5).epoch == 1
+    kept = [p for p in tmp_path.iterdir() if p.name.startswith("leases.sqlite3.corrupt-")]
+    assert len(kept) == 1 and kept[0].read_bytes() == garbage
