@@ -474,9 +474,13 @@ class Scanner:
         st = _stat(path)
         sig = _sig(st) if st else None
         cached = self._configs.get(key)
-        if cached and cached[0] == sig:
-            e, f, a = cached[1]
-            return AutoContinueConfig(bool(e), f, int(a)), list(cached[2])
+        if isinstance(cached, list) and len(cached) == 3 and cached[0] == sig:
+            try:
+                e, f, a = cached[1]
+                return AutoContinueConfig(bool(e), float(f) if not isinstance(f, int) else f, int(a)), [
+                    str(p) for p in cached[2]]
+            except (TypeError, ValueError):
+                pass  # a damaged cache entry: read the file
         from core.backend_config import read_backend_config
 
         cfg = read_backend_config(home.path)
@@ -645,7 +649,9 @@ class Scanner:
             live.add(ckey)
             sigs = [[name, *sig] for name, _path, sig in files]
             cached = self._journals.get(ckey)
-            if cached and cached[0] == sigs:
+            if (isinstance(cached, list) and len(cached) == 2 and cached[0] == sigs and isinstance(cached[1], dict)
+                    and isinstance(cached[1].get("pending"), list)
+                    and all(isinstance(p, dict) for p in cached[1]["pending"])):
                 summary = cached[1]
             else:
                 try:

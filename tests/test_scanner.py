@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sqlite3
 import time
 
@@ -171,6 +172,25 @@ def test_incremental_cache_rereads_only_changed_files(tree, tmp_path, monkeypatc
                                                                           if t.source == "webui"]) + 1
     assert "refactor" not in cache.read_text() and "crashy" not in cache.read_text()  # never prompt text
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
+
+
+def test_damaged_scan_cache_is_ignored(tree, tmp_path):
+    root, _work, homes = tree
+    root.write_journal("jx", journal_turn("20260101T000000Z-aaaaaaaaaaaa", ["submitted", "worker_started"],
+                                          worker_pid=dead_pid()))
+    cache = tmp_path / "scan.json"
+    good = Scanner(homes, cache_file=cache).scan()
+    doc = json.loads(cache.read_text())
+    for entry in doc["journals"].values():
+        entry[1] = {"pending": ["junk"]}
+    for entry in doc["configs"].values():
+        entry[1] = "junk"
+    cache.write_text(json.dumps(doc))
+    again = Scanner(homes, cache_file=cache).scan()
+    assert [t.to_json()["verdict"] for t in again.turns] == [t.to_json()["verdict"] for t in good.turns]
+    assert again.homes[1].config.enabled is False and not again.homes[0].problems
+    cache.write_text("not json at all")
+    assert len(Scanner(homes, cache_file=cache).scan().turns) == len(good.turns)
 
 
 def test_in_process_scanner_sees_marker_changes(tree):
