@@ -15,6 +15,8 @@ from pathlib import Path
 
 import psutil
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from core import fsutil, markers
 from core.ids import InvalidIdError
@@ -609,3 +611,32 @@ def test_liveness_of_every_writer_of_a_file_written_by_many_processes(home: Path
     assert sorted(e["writer_pid"] for e in entries.values()) == sorted(pids)
     assert all(psutil.pid_exists(pid) is False or marker_writer_state(entries[f"k{i}"]) == "dead"
                for i, pid in enumerate(pids))
+
+
+# ── the write path's text reuse never changes the bytes ───────────────────
+
+_keys = st.text(alphabet="abcXYZ019_-.:é\u2713", min_size=1, max_size=6)
+_ops = st.lists(st.tuples(st.sampled_from(["record", "clear"]), _keys,
+                          st.text(min_size=1, max_size=40), st.integers(0, 3)), min_size=1, max_size=8)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_ops)
+def test_any_sequence_of_writes_leaves_exactly_hermes_bytes_of_the_expected_map(tmp_path: Path, ops) -> None:
+    home = tmp_path / f"h{time.monotonic_ns()}"
+    model: dict[str, tuple[str, int]] = {}
+    for op, key, prompt, attempts in ops:
+        if op == "record":
+            record_turn_start(home, key, prompt, attempts=attempts)
+            model[key] = (prompt, attempts)
+        else:
+            clear_turn_marker(home, key)
+            model.pop(key, None)
+        path = marker_path(home)
+        if not model:
+            assert not path.exists()
+            continue
+        data = path.read_bytes()
+        stored = json.loads(data)
+        assert data == json.dumps(stored, ensure_ascii=False).encode("utf-8")
+        assert {k: (e["prompt"], e["attempts"]) for k, e in stored.items()} == model

@@ -94,22 +94,27 @@ def durable_write_times(base: Path, payload: bytes, n: int) -> list[float]:
     return times
 
 
-def single_op_times(base: Path, n: int, others: int) -> tuple[list[float], list[float]]:
-    """Per-call latency of record and clear on a home holding ``others`` other markers."""
+def single_op_times(base: Path, n: int, others: int) -> tuple[list[float], list[float], list[float]]:
+    """Per-call latency of record and clear on a home holding ``others`` other markers, interleaved call by
+    call with a durable atomic write of the same file size, so disk noise hits both sides alike."""
     home = base / "single"
     shutil.rmtree(home, ignore_errors=True)
     for i in range(others):
         markers.record_turn_start(home, f"other-{i}", PROMPT)
-    rec, clr = [], []
+    markers.record_turn_start(home, "sess", PROMPT)
+    payload = (home / "desktop" / "interrupted_turns.json").read_bytes()
+    markers.clear_turn_marker(home, "sess")
+    rec, clr, dur = [], [], []
     for i in range(n):
         t = time.perf_counter()
         markers.record_turn_start(home, "sess", f"{PROMPT} {i}")
-        t1 = time.perf_counter()
+        rec.append(time.perf_counter() - t)
+        dur.extend(durable_write_times(base, payload, 1))
+        t = time.perf_counter()
         markers.clear_turn_marker(home, "sess")
-        t2 = time.perf_counter()
-        rec.append(t1 - t)
-        clr.append(t2 - t1)
-    return rec, clr
+        clr.append(time.perf_counter() - t)
+        dur.extend(durable_write_times(base, payload, 1))
+    return rec, clr, dur
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -118,7 +123,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--procs", type=int, default=4)
     ap.add_argument("--keys", type=int, default=8)
     ap.add_argument("--rounds", type=int, default=20)
-    ap.add_argument("--single", type=int, default=400, help="single-process iterations")
+    ap.add_argument("--reps", type=int, default=3, help="contended repetitions; the median one is reported")
+    ap.add_argument("--single", type=int, default=300, help="single-process iterations")
     args = ap.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="bench-markers-", dir=args.dir))
@@ -130,47 +136,55 @@ def main(argv: list[str] | None = None) -> int:
             print(f"(reference store unavailable: {exc})")
             have_ref = False
 
-        # A marker file of the size the contended run produces, for a like-for-like durable write.
+        # A marker file of the size the contended run ends with, for a like-for-like durable write.
         sample = {f"p{p}-k{k}": markers.build_entry(f"{PROMPT} round 19")
                   for p in range(args.procs) for k in range(args.keys)}
         payload = json.dumps(sample, ensure_ascii=False).encode()
-        single_payload = json.dumps(dict(list(sample.items())[:9])).encode()
-
-        durable_write_times(base, payload, 50)  # warm up
-        serial_before = statistics.median(durable_write_times(base, payload, 500))
-        ours = contended("core.markers", base, args.procs, args.keys, args.rounds)
-        ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
-        serial_after = statistics.median(durable_write_times(base, payload, 500))
-        serial = (serial_before + serial_after) / 2
-        serial_ops = 1 / serial
-
-        durable_single = statistics.median(durable_write_times(base, single_payload, args.single))
-        rec, clr = single_op_times(base, args.single, others=8)
-        rec_m, clr_m = statistics.median(rec), statistics.median(clr)
+        durable_write_times(base, payload, 30)  # warm up
 
         n = f"{args.procs} procs x {args.keys} keys x {args.rounds} rounds of record->clear->record"
-        print(f"disk: {base} ({os.cpu_count()} CPUs)")
-        print(f"\n[contended] {n}")
-        rows = [("core.markers", ours)] + ([("hermes reference", ref)] if ref else [])
-        for label, r in rows:
-            print(f"  {label:17s} lost {r['lost']:2d}/{r['expected']}  {r['ops_s']:7.0f} ops/s  "
-                  f"({r['ops']} ops in {r['seconds']:.2f} s)  temp files left: {r['temp_litter']}  "
-                  f"= {r['ops_s'] / serial_ops:.2f}x serial limit")
-        print(f"\n[durable serial limit] temp+fsync+replace+dir fsync, 1 process ({len(payload)} B): "
-              f"{serial * 1e3:.3f} ms/write = {serial_ops:.0f}/s "
-              f"(before {serial_before * 1e3:.3f} ms, after {serial_after * 1e3:.3f} ms)")
-        print(f"  core.markers contended / serial limit: {ours['ops_s'] / serial_ops:.2f}x  (target >= 0.80)")
+        print(f"disk: {base} ({os.cpu_count()} CPUs); {n}; durable write = temp + fsync + replace + dir fsync "
+              f"of {len(payload)} B")
+        reps = []
+        for rep in range(args.reps):
+            before = statistics.median(durable_write_times(base, payload, 150))
+            ours = contended("core.markers", base, args.procs, args.keys, args.rounds)
+            ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
+            after = statistics.median(durable_write_times(base, payload, 150))
+            serial_ops = 2 / (before + after)  # the serial limit measured around this repetition
+            reps.append((ours["ops_s"] / serial_ops, ours, ref, serial_ops))
+            line = (f"  rep {rep + 1}: serial limit {serial_ops:6.0f}/s | core.markers {ours['ops_s']:6.0f} ops/s "
+                    f"= {ours['ops_s'] / serial_ops:.2f}x, lost {ours['lost']}/{ours['expected']}, "
+                    f"temp files {ours['temp_litter']}")
+            if ref:
+                line += (f" | reference {ref['ops_s']:6.0f} ops/s = {ref['ops_s'] / serial_ops:.2f}x, "
+                         f"lost {ref['lost']}/{ref['expected']}")
+            print(line)
+        reps.sort(key=lambda r: r[0])
+        ratio, ours, ref, serial_ops = reps[len(reps) // 2]
+        lost_ours = max(r[1]["lost"] for r in reps)
+
+        rec, clr, dur = single_op_times(base, args.single, others=8)
+        rec_m, clr_m, dur_m = statistics.median(rec), statistics.median(clr), statistics.median(dur)
+
+        print(f"\n[contended, median of {args.reps}]")
+        print(f"  core.markers      lost {ours['lost']:2d}/{ours['expected']} (worst rep {lost_ours})  "
+              f"{ours['ops_s']:6.0f} ops/s  temp files left {ours['temp_litter']}")
+        if ref:
+            print(f"  hermes reference  lost {ref['lost']:2d}/{ref['expected']} "
+                  f"({100 * ref['lost'] / ref['expected']:.0f}%)       {ref['ops_s']:6.0f} ops/s  "
+                  f"temp files left {ref['temp_litter']}")
+        print(f"  durable serial limit: {1e3 / serial_ops:.3f} ms/write = {serial_ops:.0f}/s")
+        print(f"  core.markers contended / serial limit: {ratio:.2f}x  (target >= 0.80)")
         if ref:
             print(f"  reference contended / serial limit:    {ref['ops_s'] / serial_ops:.2f}x  "
-                  f"(no cross-process lock, no directory fsync)")
-            print(f"  lost: core.markers {ours['lost']} vs reference {ref['lost']} of {ours['expected']} "
-                  f"({100 * ref['lost'] / ref['expected']:.0f}% lost by the reference)")
-        print(f"\n[single process] median over {args.single} calls, 8 other markers in the file")
-        print(f"  durable atomic write ({len(single_payload)} B): {durable_single * 1e3:.3f} ms")
-        print(f"  record_turn_start: {rec_m * 1e3:.3f} ms = {rec_m / durable_single:.2f}x  (target <= 1.30)")
-        print(f"  clear_turn_marker: {clr_m * 1e3:.3f} ms = {clr_m / durable_single:.2f}x  (target <= 1.30)")
-        ok = (ours["lost"] == 0 and ours["ops_s"] / serial_ops >= 0.8
-              and max(rec_m, clr_m) / durable_single <= 1.3)
+                  "(no cross-process lock, no directory fsync: faster, and loses markers)")
+            print(f"  core.markers / reference ops/s:        {ours['ops_s'] / ref['ops_s']:.2f}x")
+        print(f"\n[single process, median of {args.single} calls each, interleaved, 8 other markers in the file]")
+        print(f"  durable atomic write: {dur_m * 1e3:.3f} ms")
+        print(f"  record_turn_start:    {rec_m * 1e3:.3f} ms = {rec_m / dur_m:.2f}x  (target <= 1.30)")
+        print(f"  clear_turn_marker:    {clr_m * 1e3:.3f} ms = {clr_m / dur_m:.2f}x  (target <= 1.30)")
+        ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3
         print(f"\ntargets {'met' if ok else 'MISSED'}")
         return 0
     finally:
