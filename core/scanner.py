@@ -24,6 +24,7 @@ Public API::
 from __future__ import annotations
 
 import json
+import math
 import os
 import time
 from collections.abc import Mapping, Sequence
@@ -178,9 +179,14 @@ def default_cache_file() -> Path:
 
 
 def _num(value: Any) -> float | None:
+    """A finite number, else None (JSON markers may hold ``Infinity`` / ``NaN`` / huge ints)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return None
-    return float(value)
+    try:
+        f = float(value)
+    except OverflowError:
+        return None
+    return f if math.isfinite(f) else None
 
 
 def _attempts(entry: Mapping[str, Any]) -> int:

@@ -204,6 +204,29 @@ def test_in_process_scanner_sees_marker_changes(tree):
     assert by_key(s.scan())["s-new"].verdict == "actionable"
 
 
+def test_junk_marker_entries_never_break_the_scan(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
+    home = FixtureHome(tmp_path / "h")
+    home.add_session("ok")
+    home.close()
+    junk = {
+        "inf": {"prompt": "p", "started_at": float("inf"), "attempts": float("nan"), "writer_pid": 10**30},
+        "types": {"prompt": ["x"], "started_at": "now", "attempts": {}, "auto_continue": "no", "writer_pid": "1"},
+        "neg": {"prompt": "p", "started_at": -1e300, "attempts": -5, "writer_pid": -1, "writer_start_time": "x"},
+        "huge": {"prompt": "p" * 100_000, "started_at": 1e308, "attempts": 10**20},
+        "ok": marker_entry("fine"),
+    }
+    home.marker_file.parent.mkdir(parents=True, exist_ok=True)
+    home.marker_file.write_text(json.dumps(junk))  # Infinity / NaN, as Python writes them
+    result = scan(discover_homes(explicit=[home.path]))
+    turns = by_key(result)
+    assert set(turns) == set(junk)
+    assert turns["ok"].verdict == "actionable"
+    assert all(t.verdict != "actionable" for k, t in turns.items() if k != "ok")
+    json.dumps(result.to_json(), allow_nan=False)  # strict JSON for status --json consumers
+    assert len(turns["huge"].prompt_excerpt) == 120
+
+
 def test_prompt_excerpt():
     assert prompt_excerpt("\n\n  first line  \nsecond") == "first line"
     long = prompt_excerpt("x" * 500)
