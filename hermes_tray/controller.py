@@ -377,8 +377,6 @@ class Controller(QObject):
             note = Note(note_key, "Hermes turn finished", body, (Action("default", "Show"),),
                         log_line=f"finished: {turn_identity(run.record) if run else key}")
             self._answers[note_key] = _Answer(title, out.answer)
-            if out.answer:
-                self.answer_ready.emit(title, out.answer) if False else None
         elif outcome == "gave-up":
             note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", urgent=True,
                         log_line=f"gave up: {turn_identity(run.record) if run else key}")

@@ -115,7 +115,7 @@ class CoreEngine:
 
         expected = dict(getattr(record, "entry", None) or {})
         result = core_resume.resume_turn(
-            record.home, record.session_key, expected, on_progress=on_progress, stop=stop, origin=origin
+            record.home, record.session_key, expected, on_progress=on_progress, stop=stop, via=f"tray-{origin}"
         )
         return _outcome(result)
 
@@ -218,9 +218,11 @@ def _outcome(result: Any) -> Outcome:
     if isinstance(result, Outcome):
         return result
     outcome = str(getattr(result, "outcome", "error") or "error")
+    cont = getattr(result, "continuation", None)
+    answer = getattr(result, "answer", None) or getattr(cont, "answer", None) or ""
     return Outcome(
         outcome=outcome,
         message=str(getattr(result, "message", "") or ""),
-        answer=str(getattr(result, "answer", "") or ""),
-        attempts=getattr(result, "attempt", None),
+        answer=str(answer),
+        attempts=getattr(cont, "attempt", None),
     )

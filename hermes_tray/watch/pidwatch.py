@@ -14,7 +14,7 @@ import sys
 import threading
 
 import psutil
-from PySide6.QtCore import QObject, QSocketNotifier, Signal
+from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
 from core.procid import START_TIME_TOLERANCE
 
@@ -62,6 +62,11 @@ class PidfdWatcher(PidWatcher):
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self._watches: dict[int, tuple[int, QSocketNotifier]] = {}
+        self._retired: list[tuple[int, QSocketNotifier]] = []
+        self._reaper = QTimer(self)
+        self._reaper.setSingleShot(True)
+        self._reaper.setInterval(0)
+        self._reaper.timeout.connect(self._reap)
 
     def watch(self, pid: int, start_time: float | None = None) -> bool:
         if pid in self._watches:
@@ -92,8 +97,16 @@ class PidfdWatcher(PidWatcher):
             return
         fd, notifier = entry
         notifier.setEnabled(False)
-        notifier.deleteLater()
-        os.close(fd)
+        # never destroy a notifier from inside its own activation: retire it, free it later
+        self._retired.append((fd, notifier))
+        if not self._reaper.isActive():
+            self._reaper.start()
+
+    def _reap(self) -> None:
+        retired, self._retired = self._retired, []
+        for fd, notifier in retired:
+            notifier.setParent(None)  # the Python wrapper now owns it and frees it here
+            os.close(fd)
 
     def watched(self) -> set[int]:
         return set(self._watches)

@@ -1,0 +1,163 @@
+"""What the user experiences from the coordinator: asked once, storms coalesced, modes obeyed."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import FakeEngine, RecordingNotifier
+
+from hermes_tray.controller import Controller
+from hermes_tray.watch.detector import ScanReport
+
+
+def make(engine: FakeEngine | None = None):
+    engine = engine or FakeEngine()
+    notifier = RecordingNotifier()
+    return Controller(engine, notifier), engine, notifier
+
+
+def scan(ctrl: Controller, *records) -> None:
+    ctrl.on_scan(ScanReport(records=tuple(records)))
+
+
+def test_one_turn_one_notification_with_buttons(qtbot, rec) -> None:
+    ctrl, engine, notes = make()
+    r = rec("s1")
+    scan(ctrl, r)
+    scan(ctrl, r)  # seen again by a later scan: not asked again
+    assert len(notes.shown) == 1
+    note = notes.shown[0]
+    assert note.title == "Hermes turn interrupted"
+    assert [a.label for a in note.actions] == ["Resume", "Skip", "Disable auto-continue"]
+    assert "make test_upload stop timing out on CI" in note.body
+    assert ("notified", "s1", r.started_at) in engine.journal
+    assert ctrl.state.icon_state == "attention"
+
+
+def test_asked_before_restart_is_not_asked_again(qtbot, rec) -> None:
+    engine = FakeEngine()
+    r = rec("s1")
+    engine.journal.append(("notified", "s1", r.started_at))
+    ctrl, _, notes = make(engine)
+    scan(ctrl, r)
+    assert notes.shown == []
+    assert len(ctrl.state.pending) == 1  # an ignored notification leaves the turn pending in the menu
+
+
+def test_crash_storm_is_one_notification_updated_in_place(qtbot, rec) -> None:
+    ctrl, engine, notes = make()
+    scan(ctrl, rec("s1"))
+    scan(ctrl, rec("s1"), rec("s2"), rec("s3", title="Third"))
+    keys = {n.key for n in notes.shown}
+    assert len(keys) == 1, "every update must reuse the first notification"
+    latest = notes.shown[-1]
+    assert latest.title == "3 Hermes turns interrupted"
+    assert [a.label for a in latest.actions] == ["Resume all", "Skip all", "Open"]
+    ctrl.on_note_activated(latest.key, "skip-all")
+    assert sorted(engine.skipped) == ["s1", "s2", "s3"]
+
+
+def test_after_the_window_a_new_turn_gets_a_new_notification(qtbot, rec) -> None:
+    ctrl, engine, notes = make()
+    clock = [100.0]
+    ctrl.notes.clock = lambda: clock[0]
+    scan(ctrl, rec("s1"))
+    clock[0] += 2.5
+    scan(ctrl, rec("s1"), rec("s2"))
+    assert len({n.key for n in notes.shown}) == 2
+
+
+def test_prompt_not_in_notification_when_show_prompts_off(qtbot, rec) -> None:
+    ctrl, engine, notes = make(FakeEngine(show_prompts=False))
+    scan(ctrl, rec("s1", title=None))
+    body = notes.shown[0].body + notes.shown[0].title
+    assert "timing out" not in body
+    assert "session s1" in body
+
+
+def test_resume_button_runs_continuation_and_reports_finished(qtbot, rec) -> None:
+    ctrl, engine, notes = make()
+    scan(ctrl, rec("s1"))
+    first = notes.shown[0]
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        ctrl.on_note_activated(first.key, "resume")
+    assert engine.resumed == ["s1"]
+    finished = notes.shown[-1]
+    assert finished.title == "Hermes turn finished"
+    assert "All tests pass now." in finished.body and "More detail" not in finished.body
+    with qtbot.waitSignal(ctrl.answer_ready) as got:
+        ctrl.on_note_activated(finished.key, "default")
+    assert got.args[1].startswith("All tests pass now.")
+
+
+def test_running_continuation_is_busy_with_progress_and_stop(qtbot, rec) -> None:
+    engine = FakeEngine()
+    engine.resume_delay = 10
+    ctrl, _, notes = make(engine)
+    scan(ctrl, rec("s1"))
+    key = ctrl.state.pending[0].key
+    ctrl.resume(key)
+    qtbot.waitUntil(lambda: ctrl.state.running and "streaming" in ctrl.state.running[0].status)
+    assert ctrl.state.icon_state == "busy"
+    assert ctrl.state.pending == ()
+    engine.resume_outcome = __import__("hermes_tray.controller", fromlist=["Outcome"]).Outcome("interrupted", "stopped")
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        ctrl.stop(key)
+    assert notes.shown[-1].title == "Continuation stopped"
+    assert ctrl.state.running == ()
+
+
+def test_auto_mode_resumes_at_once_and_notifies_after(qtbot, rec) -> None:
+    ctrl, engine, notes = make(FakeEngine(mode="auto"))
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        scan(ctrl, rec("s1"))
+    assert engine.resumed == ["s1"]
+    assert [n.title for n in notes.shown] == ["Hermes turn finished"]
+
+
+def test_off_mode_only_lists(qtbot, rec) -> None:
+    ctrl, engine, notes = make(FakeEngine(mode="off"))
+    scan(ctrl, rec("s1"))
+    qtbot.wait(50)
+    assert notes.shown == [] and engine.resumed == []
+    assert len(ctrl.state.pending) == 1
+
+
+def test_resurrected_skip_is_removed_again_without_asking(qtbot, rec) -> None:
+    engine = FakeEngine()
+    r = rec("s1")
+    engine.journal.append(("skipped", "s1", r.started_at))
+    ctrl, _, notes = make(engine)
+    scan(ctrl, r)
+    assert engine.skipped == ["s1"]
+    assert notes.shown == []
+
+
+def test_turn_resolved_elsewhere_withdraws_its_notification(qtbot, rec) -> None:
+    ctrl, engine, notes = make()
+    scan(ctrl, rec("s1"), rec("s2"))
+    key = notes.shown[-1].key
+    scan(ctrl, rec("s2"))  # s1 resumed by the CLI / another process
+    assert notes.on_screen()[key].title == "Hermes turn interrupted"
+    scan(ctrl)
+    assert key not in notes.on_screen()
+
+
+def test_disable_button_turns_backend_off_for_that_home(qtbot, rec) -> None:
+    ctrl, engine, notes = make()
+    scan(ctrl, rec("s1"))
+    ctrl.on_note_activated(notes.shown[0].key, "disable")
+    assert engine.backend_changes == [(["/home/u/.hermes"], {"enabled": False})]
+
+
+@pytest.mark.parametrize("verdict", ["running", "stale", "exhausted", "disabled", "not-ours"])
+def test_only_actionable_turns_are_asked_about(qtbot, rec, verdict) -> None:
+    ctrl, engine, notes = make()
+    scan(ctrl, rec("s1", verdict=verdict), rec("w1", source="webui"))
+    assert notes.shown == [] and ctrl.state.pending == ()
+    assert len(ctrl.state.others) == 2
+
+
+def test_notifications_off_still_lists(qtbot, rec) -> None:
+    ctrl, engine, notes = make(FakeEngine(notify=False))
+    scan(ctrl, rec("s1"))
+    assert notes.shown == [] and len(ctrl.state.pending) == 1

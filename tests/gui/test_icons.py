@@ -1,0 +1,99 @@
+"""Icon states: every state has a legible icon at every tray size, and the tray shows the right one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QColor, QImage
+
+from hermes_tray.app.icons import SIZES, VARIANTS, IconState, icon_file, tray_icon
+from hermes_tray.app.viewstate import RunningItem, ViewState, turn_item
+
+STATES = [s.value for s in IconState]
+
+
+@pytest.mark.parametrize("variant", VARIANTS)
+@pytest.mark.parametrize("state", STATES)
+def test_every_size_is_rendered_and_not_blank(qapp, state: str, variant: str) -> None:
+    assert Path(icon_file(state, variant)).is_file(), "SVG source missing"
+    for size in SIZES:
+        img = QImage(icon_file(state, variant, size))
+        assert (img.width(), img.height()) == (size, size)
+        opaque = sum(1 for x in range(size) for y in range(size) if img.pixelColor(x, y).alpha() > 128)
+        assert opaque > size * size * 0.08, f"{state}-{variant}@{size} is almost empty"
+
+
+def _has_hue(img: QImage, hue_range: tuple[int, int]) -> bool:
+    for x in range(img.width()):
+        for y in range(img.height()):
+            c: QColor = img.pixelColor(x, y)
+            if c.alpha() > 200 and c.saturation() > 120 and hue_range[0] <= c.hue() <= hue_range[1]:
+                return True
+    return False
+
+
+def test_states_are_distinguishable_at_16px(qapp) -> None:
+    """At the smallest tray size, attention is orange and busy is blue: a glance tells them apart."""
+    attention = QImage(icon_file("attention", "dark", 16))
+    busy = QImage(icon_file("busy", "dark", 16))
+    idle = QImage(icon_file("idle", "dark", 16))
+    assert _has_hue(attention, (20, 45))
+    assert _has_hue(busy, (200, 225))
+    assert not _has_hue(idle, (0, 359))
+
+
+def test_light_and_dark_variants_contrast_with_their_panels(qapp) -> None:
+    dark = QImage(icon_file("idle", "dark", 22))  # for dark panels: a light glyph
+    light = QImage(icon_file("idle", "light", 22))
+
+    def mean_lightness(img: QImage) -> float:
+        vals = [img.pixelColor(x, y).lightness() for x in range(22) for y in range(22) if img.pixelColor(x, y).alpha() > 200]
+        return sum(vals) / len(vals)
+
+    assert mean_lightness(dark) > 200
+    assert mean_lightness(light) < 80
+
+
+def test_icon_offers_every_tray_size(qapp) -> None:
+    icon = tray_icon(IconState.ATTENTION, "dark")
+    sizes = {s.width() for s in icon.availableSizes()}
+    assert {16, 22, 24, 32, 48}.issubset(sizes)
+
+
+def test_view_state_picks_icon(rec) -> None:
+    pending = (turn_item(rec("a"), show_prompts=True),)
+    assert ViewState().icon_state == "idle"
+    assert ViewState(pending=pending).icon_state == "attention"
+    assert ViewState(pending=pending, running=(RunningItem("k", "t", 3, "streaming"),)).icon_state == "busy"
+    assert ViewState(backend_enabled=False).icon_state == "paused"
+
+
+def test_tray_presence_switches_icon_and_tooltip(qapp, rec, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+    from hermes_tray.app.tray_icon import TrayPresence
+
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+    presence = TrayPresence(QMenu())
+    presence.start()
+    assert presence.icon is not None
+    idle_key = presence.icon.icon().cacheKey()
+    presence.set_state(ViewState(pending=(turn_item(rec("a"), show_prompts=True), turn_item(rec("b"), show_prompts=True))))
+    assert presence.icon.icon().cacheKey() != idle_key
+    assert "2 interrupted turns waiting" in presence.icon.toolTip()
+    presence.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 75, "streaming"),)))
+    assert "Resuming Fix the flaky test — 1:15 — streaming" in presence.icon.toolTip()
+    presence.hide()
+
+
+def test_no_tray_falls_back_to_status_window(qtbot, monkeypatch) -> None:
+    from PySide6.QtWidgets import QMenu, QSystemTrayIcon
+
+    from hermes_tray.app.tray_icon import TrayPresence
+
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: False))
+    presence = TrayPresence(QMenu(), wait_seconds=0.3)
+    with qtbot.waitSignal(presence.unavailable, timeout=3000):
+        presence.start()
+    assert presence.icon is None

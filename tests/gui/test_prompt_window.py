@@ -1,0 +1,111 @@
+"""The prompt window: keyboard-operable decisions, live updates, progress with Stop, prompt privacy."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from hermes_tray.app.prompt_window import PromptWindow
+from hermes_tray.app.viewstate import RunningItem, ViewState, turn_item
+
+
+def _window(qtbot) -> PromptWindow:
+    w = PromptWindow()
+    qtbot.addWidget(w)
+    return w
+
+
+def _turns(rec, show=True):
+    return (
+        turn_item(rec("s1", title="Fix the flaky test", attempts=1, profile="work"), show_prompts=show),
+        turn_item(rec("s2", title="Write the release notes", prompt_excerpt="draft notes for 2.1"), show_prompts=show),
+    )
+
+
+def _all_text(w: PromptWindow) -> str:
+    parts = [w.list.item(i).text() for i in range(w.list.count())]
+    parts += [lbl.text() for lbl in w.findChildren(QLabel)]
+    return "\n".join(parts)
+
+
+def test_shows_turns_with_title_excerpt_when_attempts_and_profile(qtbot, rec) -> None:
+    w = _window(qtbot)
+    w.set_state(ViewState(pending=_turns(rec)))
+    assert w.header.text() == "2 interrupted turns"
+    first = w.list.item(0).text()
+    assert "Fix the flaky test" in first
+    assert "“make test_upload stop timing out on CI”" in first
+    assert "Interrupted 5 min ago · attempt 2 · work" in first
+    assert w.resume_button.isDefault()
+
+
+def test_enter_resumes_the_selected_turn(qtbot, rec) -> None:
+    w = _window(qtbot)
+    state = ViewState(pending=_turns(rec))
+    w.set_state(state)
+    w.present(activate=True)
+    qtbot.waitExposed(w)
+    qtbot.waitUntil(w.isActiveWindow)
+    w.list.setFocus()
+    qtbot.keyClick(w.list, Qt.Key.Key_Down)
+    with qtbot.waitSignal(w.resume_requested) as got:
+        qtbot.keyClick(w.list, Qt.Key.Key_Return)
+    assert got.args == [state.pending[1].key]
+    with qtbot.waitSignal(w.skip_requested) as got:
+        qtbot.keyClick(w.list, Qt.Key.Key_Delete)
+    assert got.args == [state.pending[1].key]
+    with qtbot.waitSignal(w.disable_requested):
+        w.disable_button.click()
+
+
+def test_live_update_keeps_the_selection_on_its_turn(qtbot, rec) -> None:
+    w = _window(qtbot)
+    turns = _turns(rec)
+    w.set_state(ViewState(pending=turns))
+    w.list.setCurrentRow(1)
+    newcomer = turn_item(rec("s0", title="A brand new one"), show_prompts=True)
+    w.set_state(ViewState(pending=(newcomer, *turns)))
+    assert w.selected_key() == turns[1].key
+    w.set_state(ViewState(pending=(newcomer,)))  # the selected turn vanished (resumed elsewhere)
+    assert w.selected_key() == newcomer.key
+    w.set_state(ViewState())
+    assert w.header.text() == "No interrupted turns"
+    assert not w.resume_button.isEnabled()
+
+
+def test_running_continuation_shows_progress_and_stop(qtbot) -> None:
+    w = _window(qtbot)
+    w.set_state(ViewState(running=(RunningItem("k1", "Fix the flaky test", 65, "streaming · message.delta · 12 frames"),)))
+    row = w._running_rows["k1"]
+    assert row.label.text() == "Resuming Fix the flaky test"
+    assert row.status.text() == "1:05 · streaming · message.delta · 12 frames"
+    with qtbot.waitSignal(w.stop_requested) as got:
+        row.stop_button.click()
+    assert got.args == ["k1"]
+    w.set_state(ViewState())
+    assert "k1" not in w._running_rows
+
+
+def test_prompt_text_never_shown_when_show_prompts_off(qtbot, rec) -> None:
+    w = _window(qtbot)
+    w.set_state(ViewState(pending=_turns(rec, show=False), show_prompts=False))
+    text = _all_text(w)
+    assert "timing out" not in text and "draft notes" not in text
+    assert "(prompt hidden)" in text
+
+
+def test_shown_by_a_notification_it_does_not_take_focus(qtbot, rec) -> None:
+    w = _window(qtbot)
+    w.set_state(ViewState(pending=_turns(rec)))
+    w.present(activate=False)
+    assert w.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+    w.hide()
+    w.present(activate=True)
+    assert not w.testAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
+
+
+def test_answer_of_a_finished_turn(qtbot) -> None:
+    w = _window(qtbot)
+    w.show_answer("Fix the flaky test", "Done: the upload test now mocks the network.\nDetails…")
+    assert not w.answer.isHidden()
+    assert w.answer.toPlainText().startswith("Done: the upload test")

@@ -1,0 +1,106 @@
+"""Settings: backend keys land in each home's config.yaml (comments kept), tray keys in config.toml,
+bad input is flagged inline and blocks saving, and changes apply without a restart."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fakes import RecordingNotifier
+from PySide6.QtWidgets import QDialogButtonBox
+
+from core.homes import discover_homes
+from core.settings import load_settings
+from hermes_tray.app.settings_dialog import SettingsDialog
+from hermes_tray.controller import Controller
+from hermes_tray.engine import CoreEngine
+from hermes_tray.watch.detector import ScanReport
+
+CONFIG = """\
+# my Hermes config
+model:
+  default: gpt-x  # keep me
+desktop:
+  auto_continue:
+    enabled: true
+    freshness_minutes: 15
+    max_attempts: 2
+"""
+
+
+def _controller(tmp_path: Path, homes: list[Path]) -> Controller:
+    for h in homes:
+        h.mkdir(parents=True, exist_ok=True)
+        (h / "config.yaml").write_text(CONFIG)
+    engine = CoreEngine([str(h) for h in homes])
+    ctrl = Controller(engine, RecordingNotifier())
+    ctrl.on_scan(ScanReport(homes=tuple(discover_homes(explicit=[str(h) for h in homes]))))
+    return ctrl
+
+
+def test_backend_values_written_to_config_yaml_keeping_comments(qtbot, tmp_path) -> None:
+    home = tmp_path / "hermes"
+    ctrl = _controller(tmp_path, [home])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    assert dlg.freshness.value() == 15 and dlg.attempts.value() == 2 and dlg.enabled_box.isChecked()
+    dlg.freshness.setValue(30)
+    dlg.attempts.setValue(3)
+    dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    text = (home / "config.yaml").read_text()
+    assert "freshness_minutes: 30" in text and "max_attempts: 3" in text
+    assert "# my Hermes config" in text and "default: gpt-x  # keep me" in text
+    assert not dlg.isVisible()
+
+
+def test_all_homes_writes_every_home(qtbot, tmp_path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ctrl = _controller(tmp_path, [a, b])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    assert dlg.home_combo.itemText(0) == "All homes"
+    dlg.enabled_box.setChecked(False)
+    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    for h in (a, b):
+        assert "enabled: false" in (h / "config.yaml").read_text()
+
+
+def test_tray_settings_apply_without_restart(qtbot, tmp_path) -> None:
+    ctrl = _controller(tmp_path, [tmp_path / "h"])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData("auto"))
+    dlg.prompts_box.setChecked(False)
+    with qtbot.waitSignal(ctrl.state_changed):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    assert ctrl.settings.mode == "auto" and ctrl.state.mode == "auto"
+    saved = load_settings()
+    assert saved.mode == "auto" and saved.show_prompts is False
+
+
+def test_bad_hermes_command_is_flagged_inline_and_blocks_saving(qtbot, tmp_path) -> None:
+    ctrl = _controller(tmp_path, [tmp_path / "h"])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    dlg.command_edit.setText('"/opt/hermes/bin/hermes')  # unbalanced quote
+    assert not dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
+    assert dlg.command_note.isVisible() and "quote" in dlg.command_note.text()
+    dlg.command_edit.setText("/nonexistent/hermes --profile x")
+    assert dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()  # a warning, not an error
+    assert "not found" in dlg.command_note.text()
+    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    assert load_settings().hermes_command == ("/nonexistent/hermes", "--profile", "x")
+
+
+def test_unparseable_config_is_reported_and_left_alone(qtbot, tmp_path) -> None:
+    home = tmp_path / "h"
+    ctrl = _controller(tmp_path, [home])
+    broken = "desktop: [unclosed\n"
+    (home / "config.yaml").write_text(broken)
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    dlg.show()
+    assert dlg.home_note.isVisible()
+    dlg.freshness.setValue(45)
+    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    assert (home / "config.yaml").read_text() == broken
