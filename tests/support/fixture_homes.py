@@ -26,6 +26,18 @@ def dead_pid() -> int:
     return proc.pid
 
 
+_GONE: int | None = None
+
+
+def gone_writer() -> dict[str, Any]:
+    """Writer fields of an exited process. One pid serves every marker: with a start time of 1.0
+    it reads dead even if the pid is reused later (the create time cannot match)."""
+    global _GONE
+    if _GONE is None:
+        _GONE = dead_pid()
+    return {"writer_pid": _GONE, "writer_start_time": 1.0}
+
+
 def own_writer() -> dict[str, Any]:
     """Writer fields naming this (live) process."""
     return {"writer_pid": os.getpid(), "writer_start_time": psutil.Process().create_time()}
@@ -35,7 +47,7 @@ def marker_entry(prompt: str = "fix the flaky test", *, attempts: int = 0, start
                  writer: dict[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
     entry = {"attempts": attempts, "prompt": prompt, "started_at": time.time() if started_at is None else started_at,
              "auto_continue": True}
-    entry.update(writer if writer is not None else {"writer_pid": dead_pid(), "writer_start_time": 1.0})
+    entry.update(writer if writer is not None else gone_writer())
     entry.update(extra)
     return entry
 
