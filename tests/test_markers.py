@@ -10,6 +10,7 @@ import signal
 import stat
 import subprocess
 import sys
+import threading
 import time
 from pathlib import Path
 
@@ -403,7 +404,7 @@ def _hammer(home: str, proc: int, keys: int, rounds: int, barrier) -> None:
 
 
 def test_concurrent_processes_lose_and_resurrect_nothing(home: Path) -> None:
-    procs, keys, rounds = 4, 8, 6
+    procs, keys, rounds = 4, 8, 3
     barrier = FORK.Barrier(procs)
     workers = [FORK.Process(target=_hammer, args=(str(home), p, keys, rounds, barrier)) for p in range(procs)]
     for w in workers:
@@ -416,6 +417,24 @@ def test_concurrent_processes_lose_and_resurrect_nothing(home: Path) -> None:
     assert set(final) == expected
     assert all(e["prompt"] == f"round {rounds - 1}" for e in final.values())
     assert temp_files(home) == []
+
+
+def test_threads_of_one_backend_lose_nothing(home: Path) -> None:
+    def run(t: int) -> None:
+        for r in range(2):
+            for k in range(5):
+                record_turn_start(home, f"t{t}-k{k}", f"round {r}")
+                clear_turn_marker(home, f"t{t}-k{k}")
+                record_turn_start(home, f"t{t}-k{k}", f"round {r}")
+
+    threads = [threading.Thread(target=run, args=(t,)) for t in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    final = raw(home)
+    assert set(final) == {f"t{t}-k{k}" for t in range(4) for k in range(5)}
+    assert all(e["prompt"] == "round 1" for e in final.values())
 
 
 def _write_forever(home: str, size: int) -> None:
