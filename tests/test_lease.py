@@ -113,10 +113,10 @@ def test_on_wait_first_miss_then_cadence(store):
     store.acquire("n", "holder", ttl=30)
     calls: list[float] = []
     assert store.acquire("n", "w", ttl=5, wait=1.0, poll=0.02, on_wait=calls.append, on_wait_every=0.3) is None
-    assert calls[0] < 0.05
-    assert len(calls) == 4, calls  # ~0, 0.3, 0.6, 0.9
+    assert calls[0] < 0.1  # told at the first miss, not after a delay
+    assert len(calls) in (3, 4), calls  # ~0, 0.3, 0.6, (0.9): neither every poll nor never
     gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
-    assert all(0.29 <= g < 0.4 for g in gaps), gaps
+    assert all(0.3 <= g < 0.45 for g in gaps), gaps
     quiet: list[float] = []
     store.acquire("free-name", "w", ttl=5, wait=1.0, on_wait=quiet.append)
     assert quiet == []  # no miss, no call
