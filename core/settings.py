@@ -91,7 +91,7 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
             kw[key] = _bool(key, data[key])
     if "homes" in data:
         kw["homes"] = _str_list("homes", data["homes"], what="paths of Hermes homes")
-    if "hermes_command" in data:
+    if data.get("hermes_command", ()) is not None and "hermes_command" in data:
         cmd = _str_list("hermes_command", data["hermes_command"], what="an argv list such as [\"hermes\"]")
         if not cmd:
             raise SettingsError("hermes_command: must not be empty (remove the key to use the default)")
@@ -158,7 +158,8 @@ def parse_value(key: str, text: str) -> Any:
 
 
 def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> TraySettings:
-    """Read-modify-write under a lock: apply ``changes`` (typed values), validate, save, return."""
+    """Read-modify-write under a lock: apply ``changes`` (typed values; ``hermes_command=None``
+    unsets it), validate, save, return."""
     from core.fsutil import ensure_private_dir, locked
 
     path = Path(path) if path is not None else paths.settings_file()

@@ -86,3 +86,10 @@ def test_parse_value_from_command_line():
 
 def test_defaults_dataclass_is_equal_regardless_of_path(tmp_path):
     assert TraySettings(path=tmp_path) == TraySettings()
+
+
+def test_hermes_command_can_be_unset(cfg):
+    update_settings({"hermes_command": ["/opt/h/bin/python"], "mode": "off"})
+    s = update_settings({"hermes_command": None})
+    assert s.hermes_command is None and s.mode == "off"
+    assert "hermes_command" not in cfg.read_text()
