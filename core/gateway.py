@@ -616,6 +616,7 @@ def continue_turn(
     options: GatewayOptions | None = None,
     on_progress: Callable[[Progress], None] | None = None,
     on_dispatched: Callable[[ContinuationResult], None] | None = None,
+    on_spawned: Callable[[int], None] | None = None,
     stop: threading.Event | None = None,
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
@@ -624,7 +625,8 @@ def continue_turn(
     """Run one continuation of ``session_key`` in ``home`` through Hermes and report how it ended.
 
     ``attempts`` is the marker's count (the continuation runs as ``attempts + 1``);
-    ``original_prompt`` the marker's ORIGINAL prompt. ``on_dispatched`` fires once the
+    ``original_prompt`` the marker's ORIGINAL prompt. ``on_spawned(pid)`` fires right after the
+    gateway was started (bookkeeping can overlap its start-up); ``on_dispatched`` once the
     continuation turn has started; ``stop`` set → ``session.interrupt`` and the marker is retired.
     Never raises for anything Hermes does: failures are outcomes with a message.
     """
@@ -638,8 +640,10 @@ def continue_turn(
     log_path = log_path if log_path is not None else gateway_log_path(session_key)
     if caps.auto_continue is None:
         return ContinuationResult(ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
-    return _Run(home, session_key, original_prompt, attempts, install, caps, opts, on_progress,
-                on_dispatched, stop or threading.Event(), log_path, gw_env, gw_cwd).run()
+    run = _Run(home, session_key, original_prompt, attempts, install, caps, opts, on_progress,
+               on_dispatched, stop or threading.Event(), log_path, gw_env, gw_cwd)
+    run.on_spawned = on_spawned
+    return run.run()
 
 
 class _Run:
@@ -694,9 +698,27 @@ class _Run:
         self.our_marker = MarkerStore(self.home).record(
             self.key, self.prompt, attempts=self.attempts + 1, writer=self.gw.identity)
 
+    _marker_thread: threading.Thread | None = None
+    _marker_error: BaseException | None = None
+
+    def _record_marker_bg(self) -> None:
+        try:
+            self._record_marker()
+        except BaseException as exc:  # reported by _marker_done
+            self._marker_error = exc
+
+    def _marker_done(self) -> BaseException | None:
+        """Wait for the marker write of a legacy run; its error, if it failed."""
+        if self._marker_thread is not None:
+            self._marker_thread.join()
+        return self._marker_error
+
     def _retire_marker(self) -> None:
         """The continuation concluded (or was stopped): its marker must not be continued again."""
         from core.markers import MarkerStore
+
+        if self._marker_done() is not None:
+            return  # we never wrote one: the original entry stays as it was
 
         store = MarkerStore(self.home)
         try:
@@ -724,6 +746,9 @@ class _Run:
         try:
             return self._run()
         finally:
+            self._marker_done()
+            if self._dispatch_thread is not None:
+                self._dispatch_thread.join()  # "dispatched" is reported before the outcome, always
             self.phase = "finishing"
             # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
             # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
@@ -738,6 +763,11 @@ class _Run:
         except GatewayError as exc:
             return self.finish(ERROR, f"Not resumed: {exc}")
         self.result.gateway_pid = gw.pid
+        if self.on_spawned is not None and gw.pid is not None:
+            try:
+                self.on_spawned(gw.pid)
+            except Exception:
+                logger.exception("on_spawned callback failed")
         self.progress(force=True)
         try:
             self.result.timings["ready"] = self._wait(gw.wait_ready, self.opts.ready_timeout, "become ready")
@@ -778,14 +808,23 @@ class _Run:
     def _submit_note(self, t_resume: float) -> ContinuationResult:
         gw = self.gw
         assert gw is not None and self.sid is not None
-        try:
-            self._record_marker()
-        except Exception as exc:
-            return self.finish(ERROR, f"Not resumed: cannot keep the turn marker for the continuation ({exc}).")
         t_submit = time.monotonic()
         try:
-            gw.request("prompt.submit", {"session_id": self.sid, "text": continuation_note(self.prompt)},
-                       timeout=self.opts.rpc_timeout)
+            waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": continuation_note(self.prompt)})
+        except GatewayError as exc:
+            return self.finish(CRASHED, f"Not resumed: {exc}. The turn is still pending.")
+        # Hermes records a turn's marker once the submit has arrived, before its agent runs; the tray
+        # does the same for a backend that cannot, while the request is in flight. (A crash in
+        # between still reads right: the entry names this child, so a dead child reads dead.)
+        # The durable write runs beside the frame loop; every retire waits for it (_marker_done).
+        self._marker_thread = threading.Thread(target=self._record_marker_bg, name="continuation-marker",
+                                               daemon=True)
+        self._marker_thread.start()
+        try:
+            self._wait(lambda t: gw.result_of("prompt.submit", waiter, t), self.opts.rpc_timeout,
+                       "accept the continuation")
+        except _Stopped:
+            pass  # _follow sends the interrupt and retires the marker
         except (GatewayError, TimeoutError) as exc:
             if not gw.alive():
                 return self.finish(CRASHED, f"Hermes exited while the continuation was submitted ({exc})."
@@ -836,6 +875,7 @@ class _Run:
             RESUMING_STATUS_TEXT.rstrip("…") in str(payload.get("text") or "")
 
     _pushback: Any = None
+    on_spawned: Callable[[int], None] | None = None
 
     def _next_event(self, timeout: float) -> Any:
         if self._pushback is not None:
@@ -848,13 +888,24 @@ class _Run:
             return None
 
     def _dispatched(self) -> None:
+        """Report the start; the callback (journal, UI) runs beside the frame loop, never delaying it."""
         self.phase = "running"
         self.progress(force=True)
-        if self.on_dispatched is not None:
+        if self.on_dispatched is None:
+            return
+        callback, snapshot = self.on_dispatched, self.result
+
+        def call() -> None:
+            self._marker_done()  # a legacy run's marker is in place before anyone hears "dispatched"
             try:
-                self.on_dispatched(self.result)
+                callback(snapshot)
             except Exception:
                 logger.exception("on_dispatched callback failed")
+
+        self._dispatch_thread = threading.Thread(target=call, name="on-dispatched", daemon=True)
+        self._dispatch_thread.start()
+
+    _dispatch_thread: threading.Thread | None = None
 
     def _follow(self, t_resume: float) -> ContinuationResult:
         """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
@@ -866,6 +917,12 @@ class _Run:
         interrupt_waiter: queue.Queue[dict] | None = None
         while True:
             now = time.monotonic()
+            if (stop_deadline is None and self._marker_error is not None and self._marker_thread is not None
+                    and not self._marker_thread.is_alive()):
+                # Without its marker a crash of this run would go unnoticed: stop it, say why.
+                logger.error("could not record the continuation marker for %s: %s", self.key, self._marker_error)
+                self._marker_failed = True
+                self.stop.set()
             if stop_deadline is None and (self.stop.is_set() or now >= deadline):
                 self._timed_out = not self.stop.is_set()
                 self.phase = "stopping"
@@ -893,6 +950,7 @@ class _Run:
                 if stop_deadline is not None:
                     self._retire_marker()
                     return self._stopped_result()
+                self._marker_done()
                 return self.finish(CRASHED, f"Hermes exited mid-turn (exit code {gw.returncode()}). "
                                             f"See {self.log_path}." + self._child_died_marker_note())
             if ev.get("session_id") not in (None, self.sid):
@@ -925,7 +983,12 @@ class _Run:
     _turn_seen = False
     _timed_out = False
 
+    _marker_failed = False
+
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
+        if self._marker_failed:
+            return self.finish(ERROR, "Stopped the continuation: the tray could not keep its turn marker "
+                                      f"({self._marker_error}).", status)
         if self._timed_out:
             return self.finish(TIMED_OUT, f"The continuation ran longer than {self.opts.turn_timeout:g}s and was "
                                           "stopped; it will not be continued again.", status)

@@ -223,11 +223,18 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     attempts = int(entry.get("attempts") or 0)
     prompt = entry.get("prompt")
     assert isinstance(prompt, str)  # actionable implies a prompt
-    journal("approved", attempts=attempts, epoch=epoch)
+    approved: list[bool] = []
+
+    def approve(gateway_pid: int | None = None) -> None:
+        # Journalled once the gateway is spawned, so the fsync overlaps Hermes' start-up.
+        if not approved:
+            approved.append(True)
+            journal("approved", attempts=attempts, epoch=epoch, gateway_pid=gateway_pid)
 
     try:
         inst = install or gateway.find_hermes(gateway.settings_hermes_command())
     except gateway.HermesNotFound as exc:
+        approve()
         journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False)
         return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict)
 
@@ -238,8 +245,9 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
             on_dispatched(res)
 
     res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
-                                options=options, on_progress=on_progress, on_dispatched=dispatched, stop=stop,
-                                env=env)
+                                options=options, on_progress=on_progress, on_dispatched=dispatched,
+                                on_spawned=approve, stop=stop, env=env)
+    approve()  # not spawned at all (no usable Hermes): still approved, then failed
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items()}}

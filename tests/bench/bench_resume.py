@@ -1,0 +1,175 @@
+"""Benchmark: ``resume`` → the continuation's ``message.start``, vs a minimal client, same run.
+
+For each backend (the simulated one, and the real hermes-agent 0.19.0 gateway when its cached
+venv exists or can be created), alternating runs of:
+
+* **hermes-tray**: ``core.resume.resume_turn`` — claim lease, marker re-check, policy, journal,
+  capability (cached), spawn, ``gateway.ready``, ``session.resume``, marker for the run,
+  ``prompt.submit`` — until the progress callback reports ``message.start``;
+* **minimal client**: ``Popen`` + readline + ``json`` doing only spawn, ready, ``session.resume``,
+  ``prompt.submit``, first ``message.start``.
+
+Prints medians split into spawn→ready, resume round trip and resume→first frame, and the ratio
+(target ≤ 1.1×). Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--no-real]``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE.parent / "integration"))
+
+from core import gateway  # noqa: E402
+from core.resume import resume_turn  # noqa: E402
+from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
+from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs  # noqa: E402
+
+PROMPT = "Benchmark prompt: summarise the repository layout."
+
+
+def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str, float]:
+    """The floor: spawn, ready, session.resume, prompt.submit, first message.start — nothing else."""
+    env = gateway.gateway_environment(home)
+    t0 = time.perf_counter()
+    p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,  # noqa: S603
+                         env=env, cwd=cwd)
+    assert p.stdin is not None and p.stdout is not None
+    out: dict[str, float] = {}
+    try:
+        def until(pred):
+            while True:
+                line = p.stdout.readline()
+                if not line:
+                    raise RuntimeError("gateway exited")
+                f = json.loads(line)
+                if pred(f):
+                    return f
+
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "gateway.ready")
+        out["ready"] = time.perf_counter() - t0
+        t1 = time.perf_counter()
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session.resume",
+                                  "params": {"session_id": key}}).encode() + b"\n")
+        p.stdin.flush()
+        sid = until(lambda f: f.get("id") == 1)["result"]["session_id"]
+        out["resume"] = time.perf_counter() - t1
+        p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompt.submit",
+                                  "params": {"session_id": sid, "text": "x " + PROMPT}}).encode() + b"\n")
+        p.stdin.flush()
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "message.start")
+        out["first_frame"] = time.perf_counter() - t1
+        out["total"] = time.perf_counter() - t0
+    finally:
+        p.stdin.close()
+        try:
+            p.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            p.kill()
+            p.wait()
+    return out
+
+
+def tray_run(home: Path, key: str, install: gateway.HermesInstall, cwd: str) -> dict[str, float]:
+    entry = plant_marker(home, key, PROMPT)
+    started: dict[str, float] = {}
+    t0 = time.perf_counter()
+
+    def progress(p: gateway.Progress) -> None:
+        if p.last_frame == "message.start" and "total" not in started:
+            started["total"] = time.perf_counter() - t0
+
+    res = resume_turn(home, key, entry, install=install, on_progress=progress,
+                      options=gateway.GatewayOptions(progress_interval=60), via="bench")
+    if res.outcome != "completed" or "total" not in started:
+        raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
+    assert res.continuation is not None
+    t = res.continuation.timings
+    return {"ready": t["ready"], "resume": t["resume"], "first_frame": t["first_frame"], "total": started["total"]}
+
+
+def med(rows: list[dict[str, float]], k: str) -> float:
+    return statistics.median(r[k] for r in rows)
+
+
+def report(name: str, ours: list[dict[str, float]], floor: list[dict[str, float]]) -> float:
+    print(f"\n{name}  (median of {len(ours)} runs; ms)")
+    print(f"  {'':16}{'spawn→ready':>12}{'resume':>10}{'→1st frame':>12}{'total':>10}")
+    for label, rows in (("hermes-tray", ours), ("minimal client", floor)):
+        print(f"  {label:16}{med(rows, 'ready') * 1e3:12.1f}{med(rows, 'resume') * 1e3:10.1f}"
+              f"{med(rows, 'first_frame') * 1e3:12.1f}{med(rows, 'total') * 1e3:10.1f}")
+    ratio = med(ours, "total") / med(floor, "total")
+    print(f"  ratio {ratio:.3f}×  (target ≤ 1.1×)")
+    return ratio
+
+
+def bench(name: str, install: gateway.HermesInstall, home: Path, key: str, runs: int, cwd: str) -> float:
+    gateway.probe_capabilities(install, env=gateway.gateway_environment(home), cwd=cwd)  # warm the cache
+    tray_run(home, key, install, cwd)  # warm-up (pyc, page cache)
+    minimal_client(list(install.argv), home, key, cwd)
+    ours, floor = [], []
+    for _ in range(runs):
+        floor.append(minimal_client(list(install.argv), home, key, cwd))
+        ours.append(tray_run(home, key, install, cwd))
+    return report(name, ours, floor)
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--runs", type=int, default=15)
+    ap.add_argument("--real-runs", type=int, default=4)
+    ap.add_argument("--no-real", action="store_true")
+    args = ap.parse_args()
+    tmp = Path(tempfile.mkdtemp(prefix="bench-resume-"))
+    os.environ.update(tray_dirs(tmp))
+    cwd = str(Path.home())
+
+    root = tmp / "sim"
+    create_sim_install(root, "legacy")
+    sim = gateway.install_from_command(sim_command(root))
+    home, key = make_home(tmp / "sim-home", turn_seconds=0.05)
+    t = time.perf_counter()
+    gateway.clear_capability_cache()
+    gateway.probe_capabilities(sim, env=gateway.gateway_environment(home), cwd=cwd)
+    print(f"capability probe (cold, then cached per interpreter): {(time.perf_counter() - t) * 1e3:.0f} ms")
+    bench("simulated backend (legacy: tray submits the note)", sim, home, key, args.runs, cwd)
+
+    if args.no_real:
+        return
+    from hermes_venv import PyPIUnreachable, ensure_hermes_venv, venv_python
+    from mock_openai import MockOpenAI, write_hermes_config
+
+    try:
+        venv, _ = ensure_hermes_venv()
+    except PyPIUnreachable as exc:
+        print(f"\nreal gateway: skipped ({exc})")
+        return
+    with MockOpenAI() as mock:
+        rhome = tmp / "real-home"
+        write_hermes_config(rhome, mock.base_url)
+        real = gateway.install_from_command([str(venv_python(venv))])
+        gw = gateway.GatewayProcess(real, rhome, log_path=tmp / "seed.log", cwd=cwd)
+        gw.start()
+        gw.wait_ready(120)
+        created = gw.request("session.create", {})
+        gw.request("prompt.submit", {"session_id": created["session_id"], "text": "seed turn"})
+        done = threading.Event()
+        while not done.is_set():
+            ev = gw.events.get(timeout=120)
+            if not isinstance(ev, dict) or ev.get("type") in ("message.complete", "error"):
+                done.set()
+        gw.shutdown(10)
+        bench("real gateway (hermes-agent 0.19.0)", real, rhome, created["stored_session_id"], args.real_runs, cwd)
+
+
+if __name__ == "__main__":
+    main()
