@@ -183,38 +183,55 @@ def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries
 
 
 _encode_key = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses for keys
+_SCALARS = (str, int, float, bool, type(None))
+
+Frags = dict[str, tuple[dict, str]]
 
 
-def _encode(entries: Entries, frags: dict[str, tuple[dict, str]] | None = None) -> bytes:
+def _same_json(a: dict, b: dict) -> bool:
+    """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
+    if a is b:
+        return True
+    if a != b or list(a) != list(b):
+        return False
+    for key, v in a.items():
+        w = b[key]
+        if type(v) is not type(w) or not isinstance(v, _SCALARS):
+            return False  # 1 == 1.0 == True, [1] == [1.0]: equal values, different text
+        if type(v) is float and repr(v) != repr(w):
+            return False  # -0.0 == 0.0
+    return True
+
+
+def _encode(entries: Entries, known: Frags | None = None) -> tuple[bytes, Frags]:
     """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8, ASCII escapes for lone surrogates.
 
-    ``frags`` (key -> (entry object, its JSON text)) lets an unchanged entry reuse its text instead of being
-    re-encoded; it is filled in for the next write. Same bytes as one ``json.dumps`` of the whole map.
+    Built entry by entry so that an entry whose text is ``known`` (from the last file this process wrote) is
+    not encoded again: under contention each write changes one entry of up to 32, and re-encoding the rest
+    would double the time spent holding the lock. Returns the bytes and the entry texts for next time.
+    Same bytes as one ``json.dumps`` of the whole map.
     """
-    if frags is None:
-        text = json.dumps(entries, ensure_ascii=False)
-    else:
-        parts = []
-        for key, entry in entries.items():
-            known = frags.get(key)
-            if known is None or known[0] is not entry:
-                known = (entry, json.dumps(entry, ensure_ascii=False))
-                frags[key] = known
-            parts.append(f"{_encode_key(key)}: {known[1]}")
-        for key in [k for k in frags if k not in entries]:
-            del frags[key]
-        text = "{" + ", ".join(parts) + "}"
+    frags: Frags = {}
+    parts = []
+    for key, entry in entries.items():
+        hit = known.get(key) if known else None
+        if hit is None or not _same_json(hit[0], entry):
+            hit = (entry, json.dumps(entry, ensure_ascii=False))
+        frags[key] = hit
+        parts.append(f"{_encode_key(key)}: {hit[1]}")
+    text = "{" + ", ".join(parts) + "}"
     try:
-        return text.encode("utf-8")
+        return text.encode("utf-8"), frags
     except UnicodeEncodeError:
-        return json.dumps(entries, ensure_ascii=True).encode("ascii")
+        return json.dumps(entries, ensure_ascii=True).encode("ascii"), {}
 
 
 class _Snapshot:
-    """The last marker file this process read or wrote at one path, parsed, with its entries' JSON texts.
+    """The last marker file this process wrote at one path, parsed, with its entries' JSON texts.
 
-    Only a cache of CPU work: the file is still read under the lock on every write, and the snapshot is
-    used only when those bytes are identical to the ones it was built from.
+    Only a cache of CPU work: the file is still read under the lock on every write; the parse is skipped
+    only when those bytes are identical to the snapshot's, and an entry's text is reused only when the
+    entry serializes identically (:func:`_same_json`).
     """
 
     __slots__ = ("data", "entries", "frags")
@@ -401,11 +418,11 @@ class MarkerStore:
                 for attempt in range(FOREIGN_RETRIES + 1):
                     check = attempt < FOREIGN_RETRIES
                     try:
-                        entries, sig, snap = self._load_for_write(check)
+                        entries, sig = self._load_for_write(check)
                         new, result = mutate(entries)
                         if new is None:
                             break
-                        self._store(new, sig if check else False, snap)
+                        self._store(new, sig if check else False)
                         wrote = True
                         break
                     except _ForeignChange:
@@ -444,15 +461,15 @@ class MarkerStore:
             if swept:
                 logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
 
-    def _load_for_write(self, check: bool) -> tuple[Entries, tuple[int, int, int] | None, _Snapshot | None]:
+    def _load_for_write(self, check: bool) -> tuple[Entries, tuple[int, int, int] | None]:
         data, sig = _read_file(self._p)
         if data is None:
-            return {}, None, None
+            return {}, None
         snap = _SNAPSHOTS.get(self._key)
         if snap is not None and snap.data == data:
-            return dict(snap.entries), sig, snap
+            return dict(snap.entries), sig  # the file we last wrote: skip the parse
         try:
-            return _decode(data), sig, None
+            return _decode(data), sig
         except _Corrupt as exc:
             if check and _signature(self._p) != sig:
                 raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
@@ -461,24 +478,22 @@ class MarkerStore:
                 raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
                                        str(self.path)) from None
             logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
-            return {}, None, None
+            return {}, None
 
-    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool, snap: _Snapshot | None) -> None:
+    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool) -> None:
         """Write ``entries`` (empty → delete the file). ``sig`` False = skip the foreign-change check."""
         def unchanged() -> None:
             if sig is not False and _signature(self._p) != sig:
                 raise _ForeignChange()
 
-        _SNAPSHOTS.pop(self._key, None)
+        prev = _SNAPSHOTS.get(self._key)
         if not entries:
+            _SNAPSHOTS.pop(self._key, None)
             unchanged()
             with contextlib.suppress(FileNotFoundError):
                 os.unlink(self._p)
             return
-        frags = snap.frags if snap is not None else {}
-        # Re-encoding every entry one by one costs more than one dumps; do it only when a snapshot says
-        # most texts are reusable (the common case: this process wrote the file last).
-        data = _encode(entries, frags if snap is not None else None)
+        data, frags = _encode(entries, prev.frags if prev is not None else None)
         fsutil.atomic_write_bytes(self.path, data, before_replace=unchanged, sync_dir=False)
         if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
             _SNAPSHOTS.clear()

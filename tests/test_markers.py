@@ -16,7 +16,7 @@ from pathlib import Path
 
 import psutil
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from core import fsutil, markers
@@ -499,7 +499,7 @@ def _foreign_write(home: Path, key: str, entry: dict | None) -> None:
     else:
         data[key] = entry
     tmp = path.with_name(".interrupted_turns_foreign.tmp")
-    tmp.write_text(json.dumps(data))
+    tmp.write_bytes(json.dumps(data, ensure_ascii=False).encode())  # Hermes' format
     os.replace(tmp, path)
 
 
@@ -659,3 +659,60 @@ def test_any_sequence_of_writes_leaves_exactly_hermes_bytes_of_the_expected_map(
         stored = json.loads(data)
         assert data == json.dumps(stored, ensure_ascii=False).encode("utf-8")
         assert {k: (e["prompt"], e["attempts"]) for k, e in stored.items()} == model
+
+
+def _foreign_rewrite(home: Path, variant: str) -> None:
+    """Another writer rewrites one entry so that it is equal in Python but not in JSON text."""
+    path = marker_path(home)
+    if not path.exists():
+        return
+    data = json.loads(path.read_bytes())
+    key = next(iter(data))
+    e = data[key]
+    if variant == "float-attempts":
+        e["attempts"] = float(e["attempts"]) if isinstance(e["attempts"], int) else int(e["attempts"])
+    elif variant == "int-bool":
+        e["auto_continue"] = 1 if e["auto_continue"] is True else True
+    elif variant == "neg-zero":
+        e["extra"] = 0.0 if str(e.get("extra")) == "-0.0" else -0.0
+    elif variant == "nested":
+        e["extra"] = [1] if e.get("extra") == [1.0] and isinstance(e["extra"][0], float) else [1.0]
+    else:
+        data[key] = dict(reversed(list(e.items())))
+    _foreign_write(home, key, data[key])
+
+
+_foreign_ops = st.lists(st.one_of(
+    st.tuples(st.just("record"), _keys, st.integers(0, 3)),
+    st.tuples(st.just("clear"), _keys, st.just(0)),
+    st.tuples(st.just("foreign"), st.sampled_from(["float-attempts", "int-bool", "neg-zero", "nested", "reorder"]),
+              st.just(0))), min_size=2, max_size=10)
+
+
+@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(ops=_foreign_ops)
+@example(ops=[("record", "a", 1), ("foreign", "float-attempts", 0), ("record", "b", 0)])
+@example(ops=[("record", "a", 0), ("foreign", "int-bool", 0), ("record", "b", 0)])
+@example(ops=[("record", "a", 0), ("foreign", "neg-zero", 0), ("record", "b", 0), ("foreign", "neg-zero", 0),
+              ("record", "c", 0)])
+@example(ops=[("record", "a", 0), ("foreign", "nested", 0), ("record", "b", 0), ("foreign", "nested", 0),
+              ("record", "c", 0)])
+@example(ops=[("record", "a", 0), ("foreign", "reorder", 0), ("record", "b", 0)])
+def test_entries_another_writer_changed_keep_their_exact_text(tmp_path: Path, ops) -> None:
+    home = tmp_path / f"h{time.monotonic_ns()}"
+    for op, arg, attempts in ops:
+        before = json.loads(marker_path(home).read_bytes()) if marker_path(home).exists() else {}
+        if op == "record":
+            record_turn_start(home, arg, "p", attempts=attempts)
+        elif op == "clear":
+            clear_turn_marker(home, arg)
+        else:
+            _foreign_rewrite(home, arg)
+            continue
+        if not marker_path(home).exists():
+            continue
+        data = marker_path(home).read_bytes()
+        after = json.loads(data)
+        assert data == json.dumps(after, ensure_ascii=False).encode("utf-8")
+        for key in set(before) & set(after) - {arg}:  # entries our write did not touch: text unchanged
+            assert json.dumps(after[key]) == json.dumps(before[key])
