@@ -22,7 +22,7 @@ from typing import Any, Protocol
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from hermes_tray.app.format import first_line
+from hermes_tray.app.format import first_line, short_path
 from hermes_tray.app.settings_model import BackendValues, SettingsSnapshot
 from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, turn_key
 from hermes_tray.notify.base import Action, Note, Notifier
@@ -399,7 +399,7 @@ class Controller(QObject):
 
     # --- settings dialog model ------------------------------------------------------------------
     def snapshot(self) -> SettingsSnapshot:
-        homes = [(str(getattr(h, "path", h)), str(getattr(h, "label", h))) for h in self._report.homes]
+        homes = [(str(getattr(h, "path", h)), short_path(getattr(h, "label", h))) for h in self._report.homes]
         backend = {}
         for path, _label in homes:
             backend[path] = self._safe(self.engine.backend_values, path, default=BackendValues(error="unreadable"))

@@ -183,6 +183,12 @@ class TrayApp(QObject):
         g = icon.geometry() if icon is not None else None
         events.emit("tray-shown", geometry=[g.x(), g.y(), g.width(), g.height()] if g else None)
         log.info("tray icon shown")
+        if events.enabled() and icon is not None:
+            def placed() -> None:  # where the tray host put it, once embedded (tests click there)
+                r = icon.geometry()
+                events.emit("tray-geometry", geometry=[r.x(), r.y(), r.width(), r.height()])
+
+            QTimer.singleShot(600, placed)
 
     def _show_status_window(self) -> None:
         self.status_window = StatusWindow()
@@ -197,6 +203,10 @@ class TrayApp(QObject):
     def _on_instance_message(self, message: str) -> None:
         if message == "show":
             self.window.present(activate=True)
+        elif message == "settings":
+            self.show_settings()
+        elif message == "history":
+            self.show_history()
         elif message == "quit":
             self.quit()
 
@@ -212,6 +222,7 @@ class TrayApp(QObject):
         dlg.show()
         dlg.raise_()
         dlg.activateWindow()
+        events.emit("window", name="settings")
 
     def show_history(self) -> None:
         dlg = self._dialogs.get("history")

@@ -48,3 +48,14 @@ def first_line(text: str, limit: int = 120) -> str:
         if line.strip():
             return elide(line.strip(), limit)
     return ""
+
+
+def short_path(path: object) -> str:
+    """``/home/me/.hermes`` → ``~/.hermes``: shorter, and the same for every reader."""
+    import os
+
+    text = str(path)
+    home = os.path.expanduser("~")
+    if home and home != "/" and (text == home or text.startswith(home + os.sep)):
+        return "~" + text[len(home):]
+    return text

@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hermes_tray.app.format import elapsed_text, elide
+from hermes_tray.app.format import elapsed_text, elide, short_path
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState
 
@@ -99,6 +99,7 @@ class PromptWindow(QDialog):
         self.list = QListWidget()
         self.list.setAlternatingRowColors(True)
         self.list.setWordWrap(True)
+        self.list.setSpacing(3)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
         self.list.itemActivated.connect(lambda _i: self._resume_selected())
@@ -173,7 +174,12 @@ class PromptWindow(QDialog):
     def _row(self, t: TurnItem) -> QListWidgetItem:
         lines = [t.title]
         lines.append(f"“{elide(t.excerpt, 110)}”" if t.excerpt else "(prompt hidden)" if not self._state.show_prompts else "")
-        lines.append(f"Interrupted {t.when} · attempt {t.attempts + 1} · {t.profile}")
+        meta = [f"Interrupted {t.when}"]
+        if t.attempts:
+            meta.append(f"continued {t.attempts}× already")
+        if t.profile and t.profile != "default":
+            meta.append(f"{t.profile} profile")
+        lines.append(" · ".join(meta))
         item = QListWidgetItem("\n".join(x for x in lines if x))
         item.setData(KEY_ROLE, t.key)
         item.setToolTip(f"{t.home}\nsession {t.session_key}\n{t.reason}")
@@ -246,7 +252,10 @@ class PromptWindow(QDialog):
             self.raise_()
             self.activateWindow()
             self.list.setFocus()
+        from hermes_tray.app import events
+
+        events.emit("window", name="prompt", activate=activate)
 
 
 def t_home(turn: TurnItem) -> str:
-    return f"{turn.profile} profile" if turn.profile and turn.profile != "default" else turn.home
+    return f"{turn.profile} profile" if turn.profile and turn.profile != "default" else short_path(turn.home)

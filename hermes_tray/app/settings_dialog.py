@@ -125,6 +125,7 @@ class SettingsDialog(QDialog):
         if s.autostart is None:
             self.autostart_box.setToolTip("Not available on this system")
         self.command_edit.setText(shlex.join(s.hermes_command) if s.hermes_command else "")
+        self.command_edit.setCursorPosition(0)  # the program's name, not the tail of its arguments
 
     def _selected_homes(self) -> list[str]:
         value = self.home_combo.currentData()

@@ -39,9 +39,9 @@ class TurnItem:
 
     def menu_label(self) -> str:
         """``title — excerpt — age`` (excerpt only when shown)."""
-        parts = [elide(self.title, 40)]
+        parts = [elide(self.title, 34)]
         if self.excerpt:
-            parts.append(elide(self.excerpt, 40))
+            parts.append(elide(self.excerpt, 30))
         parts.append(self.when)
         return " — ".join(parts)
 

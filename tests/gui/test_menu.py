@@ -21,7 +21,7 @@ def test_lists_each_turn_with_resume_and_skip(qtbot, rec) -> None:
     menu.set_state(_state(rec))
     labels = menu.action_labels()
     assert labels[0] == "2 interrupted turns"
-    assert "Fix the flaky test — make test_upload stop timing out on CI — 4 min ago" in labels
+    assert "Fix the flaky test — make test_upload stop timing … — 4 min ago" in labels
     assert "Write the release notes — draft notes for 2.1 — just now" in labels
     assert "Resume all" in labels
     for entry in ("Hermes auto-continue", "When a turn is interrupted", "Settings…", "History…",

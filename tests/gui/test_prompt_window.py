@@ -35,7 +35,7 @@ def test_shows_turns_with_title_excerpt_when_attempts_and_profile(qtbot, rec) ->
     first = w.list.item(0).text()
     assert "Fix the flaky test" in first
     assert "“make test_upload stop timing out on CI”" in first
-    assert "Interrupted 5 min ago · attempt 2 · work" in first
+    assert "Interrupted 5 min ago · continued 1× already · work profile" in first
     assert w.resume_button.isDefault()
 
 
