@@ -192,34 +192,35 @@ def _same_json(a: dict, b: dict) -> bool:
     """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
     if a is b:
         return True
-    if a != b or list(a) != list(b):
+    if a != b:
         return False
-    for key, v in a.items():
-        w = b[key]
-        if type(v) is not type(w) or not isinstance(v, _SCALARS):
-            return False  # 1 == 1.0 == True, [1] == [1.0]: equal values, different text
-        if type(v) is float and repr(v) != repr(w):
-            return False  # -0.0 == 0.0
+    types = tuple(map(type, a.values()))
+    if types != tuple(map(type, b.values())) or list(a) != list(b):
+        return False  # 1 == 1.0 == True: equal values, different text
+    if dict in types or list in types:
+        return False  # [1] == [1.0]: not worth a deep check, just re-encode
+    if 0.0 in a.values():  # -0.0 == 0.0 (and 0 == 0.0): compare the sign of float zeros
+        for v, w in zip(a.values(), b.values(), strict=True):
+            if type(v) is float and v == 0.0 and math.copysign(1.0, v) != math.copysign(1.0, w):
+                return False
     return True
 
 
 def _encode(entries: Entries, known: Frags | None = None) -> tuple[bytes, Frags]:
     """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8, ASCII escapes for lone surrogates.
 
-    Built entry by entry so that an entry whose text is ``known`` (from the last file this process wrote) is
-    not encoded again: under contention each write changes one entry of up to 32, and re-encoding the rest
-    would double the time spent holding the lock. Returns the bytes and the entry texts for next time.
+    Built member by member so that an entry whose text is ``known`` (from the last file this process wrote)
+    is not encoded again: under contention each write changes one entry of up to 32, and re-encoding the
+    rest would double the time spent holding the lock. Returns the bytes and the member texts for next time.
     Same bytes as one ``json.dumps`` of the whole map.
     """
     frags: Frags = {}
-    parts = []
     for key, entry in entries.items():
         hit = known.get(key) if known else None
         if hit is None or not _same_json(hit[0], entry):
-            hit = (entry, json.dumps(entry, ensure_ascii=False))
+            hit = (entry, f"{_encode_key(key)}: {json.dumps(entry, ensure_ascii=False)}")
         frags[key] = hit
-        parts.append(f"{_encode_key(key)}: {hit[1]}")
-    text = "{" + ", ".join(parts) + "}"
+    text = "{" + ", ".join([m for _, m in frags.values()]) + "}"
     try:
         return text.encode("utf-8"), frags
     except UnicodeEncodeError:
