@@ -19,6 +19,10 @@ What Hermes' store lacks, and why this one exists:
   a symlinked marker or lock path is refused;
 * prompt text is never logged: identity only.
 
+Two deliberate differences: the cap keeps the newest 32 *including* the marker being recorded (Hermes
+prunes to 32 and then adds one, so its file can hold 33), and ``writer=`` records a marker on behalf of
+another process (a continuation the tray launched), so liveness follows that process.
+
 The tray uses :class:`MarkerStore`, the strict form: it validates session keys with :mod:`core.ids`
 and raises :class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails.
 :func:`list_turn_markers` and :func:`remove_marker_if_unchanged` are tray calls and are strict too.
