@@ -20,6 +20,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import functools
+import gc
 import json
 import os
 import re
@@ -28,7 +29,7 @@ import sys
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from core.fsutil import (
@@ -432,6 +433,31 @@ def _parse_lines(data: bytes, events: list, malformed: list, file_label: str | N
             malformed.append(bad)
 
 
+_GC_PAUSE_BYTES = 256 * 1024
+_gc_lock = threading.Lock()
+_gc_depth = 0
+_gc_was_enabled = False
+
+
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Pause the cyclic GC while parsing a big journal: JSON dicts hold no cycles, yet each
+    700 new containers trigger a collection pass over them all (about half the parse time)."""
+    global _gc_depth, _gc_was_enabled
+    with _gc_lock:
+        if _gc_depth == 0:
+            _gc_was_enabled = gc.isenabled()
+            gc.disable()
+        _gc_depth += 1
+    try:
+        yield
+    finally:
+        with _gc_lock:
+            _gc_depth -= 1
+            if _gc_depth == 0 and _gc_was_enabled:
+                gc.enable()
+
+
 def _read_bytes(path: Path) -> bytes | None:
     try:
         with open(path, "rb") as fh:
@@ -477,17 +503,16 @@ def read_turn_journal(
     path = journal_path(session_id, session_dir=session_dir)
     events: list[dict] = []
     malformed: list[dict] = []
-    data = _read_bytes(path)
-    if data is not None:
-        _parse_lines(data, events, malformed, None)
     if shards is None:
         shards = shard_paths(session_id, session_dir=session_dir)
+    blobs = [(None, _read_bytes(path))] + [(shard.name, _read_bytes(shard)) for shard in shards]
+    big = sum(len(b) for _, b in blobs if b) > _GC_PAUSE_BYTES
     merged = False
-    for shard in shards:
-        shard_data = _read_bytes(shard)
-        if shard_data is not None:
-            _parse_lines(shard_data, events, malformed, shard.name)
-            merged = True
+    with _gc_paused() if big else contextlib.nullcontext():
+        for label, data in blobs:
+            if data is not None:
+                _parse_lines(data, events, malformed, label)
+                merged = merged or label is not None
     if merged:
         events.sort(key=_created_key)
     return {"session_id": session_id, "events": events, "malformed": malformed}

@@ -210,7 +210,7 @@ def main() -> int:
     try:
         res = {
             "append": bench_appends(root, 100 if q else 300, 3 if q else 5, webui),
-            "read": bench_read(root, 20_000 if q else 100_000, 3 if q else 5, webui),
+            "read": bench_read(root, 20_000 if q else 100_000, 3 if q else 7, webui),
             "lease_single": bench_lease_single(root, 200 if q else 1000),
             "lease_8proc": bench_lease_contention(root, 8, 1.5 if q else 3.0, 0.05),
             "lease_8proc_fastpoll": bench_lease_contention(root, 8, 1.5 if q else 3.0, 0.002),
