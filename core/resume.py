@@ -57,7 +57,7 @@ class ResumeResult:
     def exit_code(self) -> int:
         if self.outcome == gateway.COMPLETED:
             return EXIT_COMPLETED
-        if self.outcome in (REFUSED, gateway.DECLINED):
+        if self.outcome in (REFUSED, GAVE_UP, gateway.DECLINED):  # nothing ran: a refusal, with its reason
             return EXIT_REFUSED
         return EXIT_FAILED
 

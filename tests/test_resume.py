@@ -126,7 +126,7 @@ def test_exhausted_budget_gives_up_and_says_so(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home", max_attempts=2)
     entry = plant_marker(home, key, PROMPT, attempts=2)
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
-    assert res.outcome == "gave-up" and res.exit_code == 3
+    assert res.outcome == "gave-up" and res.exit_code == 1
     assert "budget is 2" in res.message
     assert journal_events(key) == ["gave-up"]
     assert read_turns(home) == []

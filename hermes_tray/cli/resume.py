@@ -34,7 +34,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--wait", action="store_true", help="stay until the continuation ends; print progress")
     p.set_defaults(func=run)
     # Hidden: the background worker, for frozen builds where `python -m` is not available.
-    w = subparsers.add_parser("_resume-worker", help=argparse.SUPPRESS)
+    w = subparsers.add_parser("_resume-worker")  # no help=: argparse then leaves it out of --help
     w.set_defaults(func=lambda _a: __import__("hermes_tray.cli.resume_worker", fromlist=["run_worker"]).run_worker())
 
 
