@@ -591,8 +591,9 @@ class Scanner:
             title_problem = title_problem or tp
             writer = marker_writer_state(entry)
             source = info.source if info else None
-            decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
-            if writer == "dead" and decision.verdict != "not-ours":
+            if writer != "dead":  # alive / unknown: decided before leases matter
+                decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
+            else:
                 lease = state.lease(key) if state else None
                 if owner_of is None:
                     from core.hermes_state import active_session_owner as owner_of

@@ -20,7 +20,9 @@ def warn(message: str) -> None:
 
 
 def print_json(obj: Any) -> None:
-    sys.stdout.write(json.dumps(obj, indent=2, ensure_ascii=False, default=str) + "\n")
+    """Indented for a terminal; compact (the fast C encoder) when piped to a program."""
+    indent = 2 if sys.stdout.isatty() else None
+    sys.stdout.write(json.dumps(obj, indent=indent, ensure_ascii=False, default=str) + "\n")
 
 
 def refuse(args: argparse.Namespace, message: str, code: int = EXIT_REFUSED, **extra: Any) -> int:
