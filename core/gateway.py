@@ -783,12 +783,11 @@ class _Run:
         t_resume = time.monotonic()
         try:
             waiter = gw.send("session.resume", {"session_id": self.key})
+            # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
             resumed = self._wait(lambda t: gw.result_of("session.resume", waiter, t), self.opts.rpc_timeout,
-                                 "answer session.resume")
+                                 "answer session.resume", stoppable=False)
         except TimeoutError as exc:
             return self.finish(TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
-        except _Stopped:
-            return self.finish(INTERRUPTED, "Stopped before the session was resumed; the turn is still pending.")
         except RpcError as exc:
             return self.finish(ERROR, f"Not resumed: Hermes refused the session ({exc.rpc_message}).")
         except GatewayError as exc:
@@ -808,6 +807,9 @@ class _Run:
     def _submit_note(self, t_resume: float) -> ContinuationResult:
         gw = self.gw
         assert gw is not None and self.sid is not None
+        if self.stop.is_set():
+            return self.finish(INTERRUPTED, "Stopped before the continuation was submitted; the turn is still "
+                                            "pending.")
         t_submit = time.monotonic()
         try:
             waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": continuation_note(self.prompt)})
@@ -995,11 +997,11 @@ class _Run:
         return self.finish(INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
                                         "again.", status)
 
-    def _wait(self, fn: Callable[[float], Any], timeout: float, what: str) -> Any:
+    def _wait(self, fn: Callable[[float], Any], timeout: float, what: str, *, stoppable: bool = True) -> Any:
         """Call a blocking ``fn(timeout)`` in slices so a stop request is noticed while waiting."""
         deadline = time.monotonic() + timeout
         while True:
-            if self.stop.is_set():
+            if stoppable and self.stop.is_set():
                 raise _Stopped
             left = deadline - time.monotonic()
             if left <= 0:

@@ -274,3 +274,15 @@ def test_gateway_stderr_goes_to_a_private_log(sims, tmp_path):
     log = Path(res.log_path or "")
     assert log.exists() and (log.stat().st_mode & 0o777) == 0o600
     assert PROMPT not in log.read_text(encoding="utf-8", errors="replace")
+
+
+def test_stop_before_hermes_is_ready_leaves_the_turn_pending(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_ready=True)
+    entry = plant_marker(home, key, PROMPT)
+    stop = threading.Event()
+    threading.Timer(0.5, stop.set).start()
+    res = run(home, key, sims["legacy"], stop=stop, options=gateway.GatewayOptions(shutdown_grace=1.0))
+    assert res.outcome == gateway.INTERRUPTED and not res.dispatched and "still pending" in res.message
+    assert not pid_running(res.gateway_pid)
+    assert list_turn_markers(home)[key] == entry
