@@ -35,7 +35,7 @@ from typing import Any
 from core.homes import Home
 from core.policy import AutoContinueConfig, Decision, decide
 
-CACHE_VERSION = 1
+CACHE_VERSION = 2
 EXCERPT_CHARS = 120
 _MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
@@ -381,6 +381,14 @@ def _summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[s
     return {"pending": out, "malformed": len(doc["malformed"])}
 
 
+_MISS = object()
+
+
+def _valid_summary(summary: Any) -> bool:
+    return (type(summary) is dict and type(summary.get("pending")) is list
+            and all(type(p) is dict for p in summary["pending"]))
+
+
 def _shard_pids(files: list[Path]) -> dict[str, int]:
     """turn_id → pid of the shard ``<sid>~<pid>.jsonl`` that wrote it (the worker's pid)."""
     out: dict[str, int] = {}
@@ -635,44 +643,58 @@ class Scanner:
         except OSError as exc:
             problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
             return 0, []
-        groups: dict[str, list[tuple[str, str, list[int]]]] = {}
+        # sid -> [(name, path, "name:ino:size:mtime_ns")]; one file per session is the common case.
+        groups: dict[str, list[tuple[str, str, str]]] = {}
         for de in scandir:
             name = de.name
-            if not name.endswith(".jsonl") or name.startswith("."):
+            if name[-6:] != ".jsonl" or name[0] == ".":
                 continue
             try:
                 st = de.stat()
             except OSError:
                 continue
             sid = name[:-6].split("~", 1)[0]
-            groups.setdefault(sid, []).append((name, de.path, [st.st_ino, st.st_size, st.st_mtime_ns]))
+            item = (name, de.path, f"{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+            files = groups.get(sid)
+            if files is None:
+                groups[sid] = [item]
+            else:
+                files.append(item)
         records: list[TurnRecord] = []
         malformed_sessions = 0
         session_dir = home.webui_session_dir
-        jdir_s = str(jdir)
+        prefix = str(jdir) + os.sep
+        cache = self._journals
         for sid, files in groups.items():
-            files.sort(key=lambda f: ("~" in f[0], f[0]))
-            ckey = jdir_s + os.sep + sid
+            if len(files) > 1:
+                files.sort(key=lambda f: ("~" in f[0], f[0]))
+            ckey = prefix + sid
             live.add(ckey)
-            sigs = [[name, *sig] for name, _path, sig in files]
-            cached = self._journals.get(ckey)
-            if (isinstance(cached, list) and len(cached) == 2 and cached[0] == sigs and isinstance(cached[1], dict)
-                    and isinstance(cached[1].get("pending"), list)
-                    and all(isinstance(p, dict) for p in cached[1]["pending"])):
-                summary = cached[1]
-            else:
+            sig = files[0][2] if len(files) == 1 else "|".join(f[2] for f in files)
+            cached = cache.get(ckey)
+            # Cache entry: [sig] when nothing is pending and nothing malformed, else [sig, summary].
+            summary: Any = _MISS
+            if type(cached) is list and cached and cached[0] == sig:
+                summary = cached[1] if len(cached) > 1 else None
+                if summary is not None and not _valid_summary(summary):
+                    summary = _MISS  # a damaged cache entry is never trusted: read the file
+            if summary is _MISS:
                 try:
-                    summary = _summarise_journal(sid, [Path(p) for _n, p, _s in files], session_dir)
+                    summary = _summarise_journal(sid, [Path(f[1]) for f in files], session_dir)
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:
                     problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl ({exc})")
                     continue
-                self._journals[ckey] = [sigs, summary]
+                if not summary["pending"] and not summary["malformed"]:
+                    summary = None
+                cache[ckey] = [sig] if summary is None else [sig, summary]
                 self._dirty = True
+            if summary is None:
+                continue
             if summary.get("malformed"):
                 malformed_sessions += 1
-            for p in summary.get("pending", ()):
+            for p in summary["pending"]:
                 pid, start = p.get("pid"), p.get("start")
                 writer = process_liveness(pid, start) if pid else "unknown"
                 if writer == "alive":

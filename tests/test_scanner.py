@@ -182,7 +182,7 @@ def test_damaged_scan_cache_is_ignored(tree, tmp_path):
     good = Scanner(homes, cache_file=cache).scan()
     doc = json.loads(cache.read_text())
     for entry in doc["journals"].values():
-        entry[1] = {"pending": ["junk"]}
+        entry[1:] = [{"pending": ["junk"]}]
     for entry in doc["configs"].values():
         entry[1] = "junk"
     cache.write_text(json.dumps(doc))
