@@ -49,13 +49,22 @@ def _healthy(venv: Path) -> bool:
     return subprocess.run([str(py), "-c", probe], capture_output=True, timeout=120).returncode == 0  # noqa: S603
 
 
+def _lock(path: str):
+    """A cross-process lock around creation (filelock when importable; CI's bare python3 may lack it)."""
+    try:
+        from filelock import FileLock
+    except ImportError:
+        import contextlib
+
+        return contextlib.nullcontext()
+    return FileLock(path, timeout=900)
+
+
 def ensure_hermes_venv(*, quiet: bool = True) -> tuple[Path, float | None]:
     """The venv's path, and how long creating it took (None when it was cached)."""
-    from filelock import FileLock
-
     venv = venv_path()
     venv.parent.mkdir(parents=True, exist_ok=True)
-    with FileLock(str(venv) + ".lock", timeout=900):
+    with _lock(str(venv) + ".lock"):
         if _healthy(venv):
             return venv, None
         t0 = time.monotonic()
