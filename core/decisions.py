@@ -135,7 +135,7 @@ class DecisionJournal:
         if size > self.max_bytes:
             journal.compact_turn_journal(
                 JOURNAL_ID, session_dir=self.directory, max_bytes=self.max_bytes,
-                is_terminal=lambda e: e.get("event") in TERMINAL,
+                is_terminal=lambda e: str(e.get("event")) in TERMINAL,
             )
 
     # -- reading -------------------------------------------------------------------------------

@@ -569,7 +569,8 @@ def derive_turn_journal_states(events: Iterable[dict]) -> tuple[dict[str, dict],
         created = event.get("created_at")
         if type(created) is not float:
             created = _created_key(event)
-        if event.get("event") in terminal_names:
+        name = event.get("event")
+        if type(name) is str and name in terminal_names:
             terminal.setdefault(turn_id, []).append(event)
         previous = stamps.get(turn_id)
         if previous is None or created >= previous:

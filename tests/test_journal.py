@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from core import journal as j
 from core.fsutil import UnsafePathError
@@ -327,3 +329,24 @@ def test_threads_of_one_process_never_interleave_large_events(tmp_path, monkeypa
     out = j.read_turn_journal("threads", session_dir=tmp_path)
     assert out["malformed"] == []
     assert sorted((e["w"], e["i"]) for e in out["events"]) == sorted((w, i) for w in "WXYZ" for i in range(n))
+
+
+
+JSON = st.recursive(
+    st.none() | st.booleans() | st.floats(allow_nan=True) | st.integers() | st.text(max_size=8),
+    lambda inner: st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=4), inner, max_size=3),
+    max_leaves=6,
+)
+EVENT = st.fixed_dictionaries({}, optional={"event": JSON | st.sampled_from(["completed", "interrupted", "submitted"]),
+                                            "turn_id": JSON | st.sampled_from(["a", "b"]),
+                                            "created_at": JSON})
+
+
+@settings(max_examples=300, deadline=None)
+@given(events=st.lists(EVENT | JSON, max_size=12))
+def test_derive_and_pending_accept_any_json_shapes(events):
+    states, collisions = j.derive_turn_journal_states(events)
+    pending = j.pending_turns(events)
+    assert all(isinstance(k, str) and k for k in states)
+    assert all(not j.is_terminal_turn_event(e) for e in pending)
+    assert all(len(c["events"]) > 1 for c in collisions)
