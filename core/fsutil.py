@@ -91,16 +91,17 @@ def temp_name_for(target: Path) -> Path:
 
 
 def atomic_write_bytes(
-    target: Path, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None
 ) -> None:
     """Write ``data`` to ``target`` atomically and durably.
 
     ``before_replace`` (optional) is called after the temp file is synced and right before the
     rename; it may raise to abandon the write (the temp file is removed, ``target`` untouched).
     """
-    target = Path(target)
-    refuse_symlink(target)
-    tmp = temp_name_for(target)
+    target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
+    refuse_symlink(target)  # type: ignore[arg-type]
+    directory, name = os.path.split(target)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
     try:
         try:
@@ -121,7 +122,7 @@ def atomic_write_bytes(
             os.unlink(tmp)
         raise
     if sync_dir:
-        fsync_dir(target.parent)
+        fsync_dir(directory or ".")  # type: ignore[arg-type]
 
 
 def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:

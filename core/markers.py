@@ -416,43 +416,46 @@ class MarkerStore:
         the lock is released: the rename is already visible to the next writer, and concurrent writers'
         directory syncs then share one journal commit instead of queueing behind the lock.
         """
-        with self._errors(what):
-            wrote = False
-            with self._locked():
-                self._sweep()
-                for attempt in range(FOREIGN_RETRIES + 1):
-                    check = attempt < FOREIGN_RETRIES
-                    try:
-                        entries, sig = self._load_for_write(check)
-                        new, result = mutate(entries)
-                        if new is None:
-                            break
-                        self._store(new, sig if check else False)
-                        wrote = True
-                        break
-                    except _ForeignChange:
-                        logger.info("turn-marker file %s changed under a %s by another writer; re-applying",
-                                    self.path, what)
+        try:
+            fd = self._open_lock()
+            try:
+                fsutil.lock_fd(fd)
+                try:
+                    wrote, result = self._locked_update(mutate, what)
+                finally:
+                    fsutil.unlock_fd(fd)
+            finally:
+                os.close(fd)
             if wrote:
                 fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
             return result
+        except (MarkerStoreError, _ForeignChange):
+            raise
+        except OSError as exc:
+            raise self._error(exc, what) from exc
 
-    @contextlib.contextmanager
-    def _locked(self):
-        """The blocking sidecar lock; creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
+    def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str) -> tuple[bool, Any]:
+        self._sweep()
+        for attempt in range(FOREIGN_RETRIES + 1):
+            check = attempt < FOREIGN_RETRIES
+            try:
+                entries, sig = self._load_for_write(check)
+                new, result = mutate(entries)
+                if new is None:
+                    return False, result
+                self._store(new, sig if check else False)
+                return True, result
+            except _ForeignChange:
+                logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
+        raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
+
+    def _open_lock(self) -> int:
+        """The sidecar lock file (0600); creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
         try:
-            fd = fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
         except FileNotFoundError:
             fsutil.ensure_private_dir(self.path.parent)
-            fd = fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
-        try:
-            fsutil.lock_fd(fd)
-            try:
-                yield
-            finally:
-                fsutil.unlock_fd(fd)
-        finally:
-            os.close(fd)
+            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
 
     def _sweep(self) -> None:
         """Remove dead writers' temp files; listing the directory is cheap, the per-file checks run only if any."""
@@ -499,7 +502,7 @@ class MarkerStore:
                 os.unlink(self._p)
             return
         data, frags = _encode(entries, prev.frags if prev is not None else None)
-        fsutil.atomic_write_bytes(self.path, data, before_replace=unchanged, sync_dir=False)
+        fsutil.atomic_write_bytes(self._p, data, before_replace=unchanged, sync_dir=False)
         if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
             _SNAPSHOTS.clear()
         _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)
@@ -510,12 +513,13 @@ class MarkerStore:
             yield
         except MarkerStoreError:
             raise
-        except _ForeignChange:  # pragma: no cover - always handled inside _modify
-            raise
         except OSError as exc:
-            reason = exc.strerror or str(exc)
-            where = exc.filename or str(self.path)
-            raise MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {reason}", where) from exc
+            raise self._error(exc, what) from exc
+
+    def _error(self, exc: OSError, what: str) -> MarkerStoreError:
+        reason = exc.strerror or str(exc)
+        where = exc.filename or str(self.path)
+        return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {reason}", where)
 
 
 # ── Hermes-compatible module API (never raises) ───────────────────────────
