@@ -161,6 +161,8 @@ class Controller(QObject):
             and k not in self._runs
         ]
         self._pending_keys = pending
+        if self._settings.notify and (pending or any(getattr(r, "writer", None) == "alive" for r in records)):
+            self.notifier.prepare()  # a turn is running (or waiting): be ready to speak at once
         to_ask: list[Any] = []
         mode = self._settings.mode
         for key in pending:

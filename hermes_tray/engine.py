@@ -51,11 +51,12 @@ class CoreEngine:
         return discover_homes(explicit=self.explicit_homes, extra=extra)
 
     def scan(self, homes: Sequence[Any]) -> tuple[Sequence[Any], Sequence[str], dict[str, Any]]:
-        from core.scanner import Scanner
+        from core.scanner import Scanner, default_cache_file
 
         key = tuple(str(h.path) for h in homes)
         if self._scanner is None or key != self._scanner_homes:
-            self._scanner = Scanner(list(homes))
+            # the CLI's cache too: a warm start re-parses neither journals nor config.yaml
+            self._scanner = Scanner(list(homes), cache_file=default_cache_file())
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []

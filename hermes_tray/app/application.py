@@ -11,26 +11,26 @@ import logging
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QApplication, QMessageBox
 
 from hermes_tray.app import events
-from hermes_tray.app.history_window import HistoryWindow
 from hermes_tray.app.icons import app_icon
+from hermes_tray.app.memory import trim
 from hermes_tray.app.menu import TrayMenu
-from hermes_tray.app.prompt_window import PromptWindow
-from hermes_tray.app.settings_dialog import SettingsDialog
 from hermes_tray.app.single_instance import SingleInstance
-from hermes_tray.app.status_window import StatusWindow
 from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
-from hermes_tray.app.viewstate import ViewState
-from hermes_tray.controller import Controller
-from hermes_tray.notify import make_notifier
-from hermes_tray.notify.base import Note
-from hermes_tray.watch.detector import Detector, DetectorThread, ScanReport
+
+# Everything below the icon is imported when first needed: the icon shows first.
+if TYPE_CHECKING:
+    from hermes_tray.app.prompt_window import PromptWindow
+    from hermes_tray.app.status_window import StatusWindow
+    from hermes_tray.app.viewstate import ViewState
+    from hermes_tray.controller import Controller
+    from hermes_tray.watch.detector import DetectorThread, ScanReport
 
 log = logging.getLogger(__name__)
 
@@ -74,13 +74,57 @@ def default_autostart() -> Any:
 
 
 class TrayApp(QObject):
-    """Everything the running tray owns, wired together (constructed after the lock is ours)."""
+    """Everything the running tray owns, wired together (constructed after the lock is ours).
+
+    Two phases: the icon and its menu first (what the user waits for), then — one event-loop turn
+    later — the engine, the notifier, the controller and the detector thread.
+    """
 
     def __init__(self, app: QApplication, options: TrayOptions, instance: SingleInstance | None = None) -> None:
         super().__init__()
         self.app = app
         self.options = options
         self.instance = instance
+        self.menu = TrayMenu()
+        self.menu.set_loading(True)
+        for label, callback in options.extra_actions:
+            self.menu.add_extra_action(label, callback)
+        self.presence = TrayPresence(self.menu, self, wait_seconds=options.wait_for_tray)
+        self.presence.shown.connect(self._on_icon_shown)
+        self.presence.unavailable.connect(self._show_status_window)
+        self.status_window: StatusWindow | None = None
+        self._window: PromptWindow | None = None
+        self._dialogs: dict[str, Any] = {}
+        self._messages = 0
+        self._trimmed = False
+        self.controller: Controller | None = None
+        self.detector_thread: DetectorThread | None = None
+        self.notifier: Any = None
+
+    @property
+    def window(self) -> PromptWindow:
+        """Built on first use: most sessions never open it, and it is the biggest widget tree."""
+        if self._window is None:
+            from hermes_tray.app.prompt_window import PromptWindow
+
+            w = PromptWindow()
+            self._window = w
+            if self.controller is not None:
+                c = self.controller
+                w.set_state(c.state)
+                w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
+                w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
+                w.disable_requested.connect(c.disable_for)
+                w.stop_requested.connect(c.stop)
+        return self._window
+
+    def _start_engine(self) -> None:
+        """Phase two (after the icon): engine, notifier, controller, detector."""
+        from hermes_tray.controller import Controller
+        from hermes_tray.notify import make_notifier
+        from hermes_tray.watch.detector import Detector, DetectorThread
+
+        options = self.options
         if options.engine is None:
             from hermes_tray.engine import CoreEngine
 
@@ -90,28 +134,19 @@ class TrayApp(QObject):
         autostart = default_autostart() if options.autostart == "default" else options.autostart
         self.notifier = make_notifier(APP_DISPLAY_NAME)
         self.controller = Controller(self.engine, self.notifier, autostart=autostart, parent=self)
-
-        self.menu = TrayMenu()
-        for label, callback in options.extra_actions:
-            self.menu.add_extra_action(label, callback)
-        self.window = PromptWindow()
-        self.status_window: StatusWindow | None = None
-        self.presence = TrayPresence(self.menu, self, wait_seconds=options.wait_for_tray)
-        self._dialogs: dict[str, Any] = {}
-        self._messages = 0
-
-        homes = self.engine.homes()
-        self.detector = Detector(self.engine.scan, self.engine.watch_plan, self.engine.writers, homes)
+        self.detector = Detector(self.engine.scan, self.engine.watch_plan, self.engine.writers, self.engine.homes())
         self.detector_thread = DetectorThread(self.detector, self)
         self._wire()
+        self.detector_thread.start()
 
     def _wire(self) -> None:
-        c, m, w = self.controller, self.menu, self.window
+        c, m = self.controller, self.menu
+        assert c is not None
         self.detector.scanned.connect(c.on_scan)
         c.rescan_requested.connect(self.detector.rescan)
         c.state_changed.connect(self._on_state)
-        c.present_window.connect(lambda activate: w.present(activate=activate))
-        c.answer_ready.connect(w.show_answer)
+        c.present_window.connect(lambda activate: self.window.present(activate=activate))
+        c.answer_ready.connect(lambda title, text: self.window.show_answer(title, text))
         c.message.connect(self._on_message)
         c.scan_seen.connect(self._on_scan_seen)
 
@@ -119,7 +154,7 @@ class TrayApp(QObject):
         m.skip_requested.connect(lambda k: c.skip(k, origin="menu"))
         m.stop_requested.connect(c.stop)
         m.resume_all_requested.connect(lambda: c.resume_all(origin="menu"))
-        m.open_requested.connect(lambda: w.present(activate=True))
+        m.open_requested.connect(lambda: self.window.present(activate=True))
         m.backend_enabled_toggled.connect(lambda on: c.set_backend_enabled(on))
         m.mode_selected.connect(c.set_mode)
         m.settings_requested.connect(self.show_settings)
@@ -129,14 +164,7 @@ class TrayApp(QObject):
         m.about_requested.connect(self.show_about)
         m.quit_requested.connect(self.quit)
 
-        w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
-        w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
-        w.disable_requested.connect(c.disable_for)
-        w.stop_requested.connect(c.stop)
-
-        self.presence.clicked.connect(lambda: w.present(activate=True))
-        self.presence.shown.connect(self._on_icon_shown)
-        self.presence.unavailable.connect(self._show_status_window)
+        self.presence.clicked.connect(lambda: self.window.present(activate=True))
         self.notifier.ready.connect(
             lambda: events.emit("notifier", backend=self.notifier.name, available=self.notifier.available,
                                 actions=self.notifier.supports_actions)
@@ -146,25 +174,33 @@ class TrayApp(QObject):
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:
-        self.detector_thread.start()
         self.presence.start()
+        QTimer.singleShot(0, self._start_engine)
 
     def quit(self) -> None:
         self.app.quit()
 
     def shutdown(self) -> None:
         self.presence.hide()
-        self.controller.shutdown()
-        self.detector_thread.stop()
-        self.notifier.shutdown()
+        if self.controller is not None:
+            self.controller.shutdown()
+        if self.detector_thread is not None:
+            self.detector_thread.stop()
+        if self.notifier is not None:
+            self.notifier.shutdown()
         if self.instance is not None:
             self.instance.release()
 
     # --- reactions ----------------------------------------------------------------------------
     def _on_state(self, state: ViewState) -> None:
+        self.menu.set_loading(False)
         self.menu.set_state(state)
         self.presence.set_state(state)
-        self.window.set_state(state)
+        if self._window is not None:
+            self._window.set_state(state)
+        if not self._trimmed:
+            self._trimmed = True
+            QTimer.singleShot(2000, trim)  # after the first scan: hand start-up garbage back
         if self.status_window is not None:
             self.status_window.set_state(state)
 
@@ -191,12 +227,15 @@ class TrayApp(QObject):
             QTimer.singleShot(600, placed)
 
     def _show_status_window(self) -> None:
+        from hermes_tray.app.status_window import StatusWindow
+
         self.status_window = StatusWindow()
         sw = self.status_window
         sw.open_requested.connect(lambda: self.window.present(activate=True))
         sw.settings_requested.connect(self.show_settings)
         sw.quit_requested.connect(self.quit)
-        sw.set_state(self.controller.state)
+        if self.controller is not None:
+            sw.set_state(self.controller.state)
         sw.show()
         events.emit("status-window")
 
@@ -211,10 +250,16 @@ class TrayApp(QObject):
             self.quit()
 
     def _on_message(self, text: str) -> None:
+        from hermes_tray.notify.base import Note
+
         self._messages += 1
         self.notifier.show(Note(f"message-{self._messages}", "Hermes Tray", text, log_line="message"))
 
     def show_settings(self) -> None:
+        if self.controller is None:
+            return
+        from hermes_tray.app.settings_dialog import SettingsDialog
+
         dlg = self._dialogs.get("settings")
         if dlg is None or not dlg.isVisible():
             dlg = SettingsDialog(self.controller)
@@ -225,6 +270,10 @@ class TrayApp(QObject):
         events.emit("window", name="settings")
 
     def show_history(self) -> None:
+        if self.controller is None:
+            return
+        from hermes_tray.app.history_window import HistoryWindow
+
         dlg = self._dialogs.get("history")
         if dlg is None:
             dlg = HistoryWindow(lambda: self.engine.history(500))
@@ -256,9 +305,11 @@ class TrayApp(QObject):
 def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) -> int:
     """Run the tray until Quit/SIGTERM. Returns the exit code (0 also for a handed-over second launch)."""
     from hermes_tray.app.logging_setup import setup_logging
+    from hermes_tray.app.memory import limit_arenas
     from hermes_tray.app.signals import install_quit_on_signals
 
     options = options or TrayOptions()
+    limit_arenas()
     setup_logging("hermes-tray", verbose=bool(os.environ.get("HERMES_TRAY_VERBOSE")))
     app = QApplication.instance() or QApplication(argv or ["hermes-tray"])
     configure_application(app)  # type: ignore[arg-type]

@@ -63,7 +63,10 @@ class HelperApp(QObject):
 
 def run_helper(homes: Sequence[str] | None = None, *, notifications: bool = True) -> int:
     from hermes_tray.app.logging_setup import setup_logging
+    from hermes_tray.app.memory import limit_arenas, trim
     from hermes_tray.app.signals import install_quit_on_signals
+
+    limit_arenas()
 
     setup_logging("hermes-tray-helper", verbose=bool(os.environ.get("HERMES_TRAY_VERBOSE")))
     app = QCoreApplication.instance() or QCoreApplication(["hermes-tray-helper"])
@@ -76,6 +79,7 @@ def run_helper(homes: Sequence[str] | None = None, *, notifications: bool = True
     helper = HelperApp(homes, notifications=notifications)
     install_quit_on_signals(helper, lambda _sig: app.quit())
     QTimer.singleShot(0, helper.start)
+    QTimer.singleShot(5000, trim)  # after start-up and the first scan
     events.emit("started", pid=os.getpid(), role="helper")
     log.info("helper started")
     try:

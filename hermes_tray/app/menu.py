@@ -37,6 +37,7 @@ class TrayMenu(QMenu):
         super().__init__(parent)
         self.setTitle("Hermes Tray")
         self._state = ViewState()
+        self._loading = False
         self._dirty = False
         self._extra: list[tuple[str, Callable[[], None]]] = []
         self.aboutToHide.connect(self._after_hide)
@@ -46,6 +47,15 @@ class TrayMenu(QMenu):
         """An entry above Settings (the demo adds "Demo: crash the backend")."""
         self._extra.append((label, callback))
         self.rebuild()
+
+    def set_loading(self, loading: bool) -> None:
+        """Before the first scan the menu says so, rather than claiming nothing is interrupted."""
+        if loading != self._loading:
+            self._loading = loading
+            if self.isVisible():
+                self._dirty = True
+            else:
+                self.rebuild()
 
     def set_state(self, state: ViewState) -> None:
         if state == self._state:
@@ -102,7 +112,7 @@ class TrayMenu(QMenu):
             if len(s.pending) > 1:
                 self.addAction("Resume all").triggered.connect(self.resume_all_requested.emit)
         elif not s.running:
-            none = self.addAction("No interrupted turns")
+            none = self.addAction("Looking for interrupted turns…" if self._loading else "No interrupted turns")
             none.setEnabled(False)
         self.addAction("Open turns window…").triggered.connect(self.open_requested.emit)
         for problem in s.problems[:3]:

@@ -8,8 +8,12 @@ _qt_guard.install()  # see qt_guard: PySide6 refcount bug on Python < 3.12
 __all__ = ["Action", "Note", "Notifier", "make_notifier"]
 
 
-def make_notifier(app_name: str = "Hermes Tray", *, allow_desktop: bool = True) -> Notifier:
-    """The best notifier this session offers; never raises (falls back to the log)."""
+def make_notifier(app_name: str = "Hermes Tray", *, allow_desktop: bool = True, lazy: bool = True) -> Notifier:
+    """The best notifier this session offers, created when first needed; never raises."""
+    if lazy:
+        from hermes_tray.notify.lazy import LazyNotifier
+
+        return LazyNotifier(lambda: make_notifier(app_name, allow_desktop=allow_desktop, lazy=False))
     from hermes_tray.notify.log import LogNotifier
 
     if allow_desktop:

@@ -49,6 +49,9 @@ class Notifier(QObject):
         """Show ``note`` (replacing the one with the same key). Never raises."""
         raise NotImplementedError
 
+    def prepare(self) -> None:
+        """Get ready to show notes soon (load whatever is loaded lazily). Never raises."""
+
     def close(self, key: str) -> None:
         """Withdraw the note with ``key`` if it is still up. Never raises."""
 
