@@ -3,3 +3,17 @@
 from hermes_tray import qt_guard as _qt_guard
 
 _qt_guard.install()  # before any other Qt call: see qt_guard (PySide6 refcount bug on Python < 3.12)
+
+
+def run_demo(demo) -> int:  # noqa: ANN001 - a hermes_tray.demo.home.DemoHome
+    """``hermes-tray demo``: the tray on the demo home, with a "Demo: crash the backend" entry."""
+    from hermes_tray.app.application import TrayOptions, run_tray
+
+    def crash() -> None:
+        backend = getattr(demo, "backend", None)
+        if backend is None or backend.poll() is not None:
+            demo.start_turn()  # the first turn already crashed: run another one to crash
+        demo.crash_backend()
+
+    options = TrayOptions(homes=[str(demo.home)], extra_actions=[("Demo: crash the backend", crash)])
+    return run_tray(options)
