@@ -1,0 +1,88 @@
+"""The headless helper: same watcher and engine without a GUI. Unattended ``auto`` mode resumes a
+crashed turn by itself; with no session bus its notifications go to the log — never prompt text."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture
+def demo(tmp_path):
+    from hermes_tray.demo.home import create_demo
+
+    d = create_demo(tmp_path / "demo", die_after=None, continuation_seconds=0.5)
+    yield d
+    d.cleanup()
+
+
+def _events(path: Path) -> list[dict]:
+    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+
+
+def _wait(pred, timeout: float, what: str):
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError(f"timed out: {what}")
+
+
+def test_auto_mode_resumes_unattended_and_logs_without_prompt(demo, tmp_path) -> None:
+    from core.markers import read_turn_marker
+    from core.settings import load_settings, save_settings, with_changes
+
+    cfg = Path(demo.env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml"
+    save_settings(with_changes(load_settings(cfg), mode="auto"), cfg)
+    events = tmp_path / "events.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env.update(demo.env, HERMES_TRAY_EVENTS=str(events), XDG_RUNTIME_DIR=str(tmp_path / "xdg"),
+               PYTHONPATH=str(ROOT))
+    helper = subprocess.Popen([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home)], env=env,
+                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    try:
+        key = demo.session_key
+        _wait(lambda: any(e["event"] == "scan" and e["verdicts"].get(key) == "running" for e in _events(events)),
+              20, "helper sees the running turn")
+        demo.crash_backend()
+        _wait(lambda: any(e["event"] == "scan" and e["verdicts"].get(key) == "actionable" for e in _events(events)),
+              10, "helper sees it interrupted")
+        _wait(lambda: read_turn_marker(demo.home, key) is None and any(
+            e["event"] == "scan" and key not in e["verdicts"] for e in _events(events)[-3:]), 30,
+            "continuation ran and cleared the marker")
+        log = Path(demo.env["HERMES_TRAY_LOG_DIR"]) / "hermes-tray-helper.log"
+        text = _wait(lambda: (log.read_text() if log.exists() and "finished" in log.read_text() else ""), 10,
+                     "finished note in the log")
+        assert "notification: finished" in text
+        assert "Refactor the config parser" not in text, "prompt text must never reach the log"
+        assert oct(log.stat().st_mode & 0o777) == "0o600"
+    finally:
+        helper.terminate()
+        helper.wait(timeout=15)
+    assert helper.returncode == 0, helper.stderr.read()[-1500:]
+
+
+def test_second_helper_refuses(demo, tmp_path) -> None:
+    env = {**os.environ, **demo.env, "PYTHONPATH": str(ROOT)}
+    first = subprocess.Popen([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home),
+                              "--no-notifications"], env={**env, "HERMES_TRAY_EVENTS": str(tmp_path / "e1")},
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        _wait(lambda: (tmp_path / "e1").exists(), 20, "first helper up")
+        second = subprocess.run([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home)], env=env,
+                                capture_output=True, text=True, timeout=30)
+        assert second.returncode == 1
+        assert "already running" in second.stdout
+    finally:
+        first.terminate()
+        first.wait(timeout=15)
