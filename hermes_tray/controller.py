@@ -128,6 +128,7 @@ class Controller(QObject):
         self._outcomes = 0
         self._report = ScanReport()
         self._state = ViewState()
+        self._resumed: set[str] = set()  # turn keys this process continued: their budget is ours to report
         notifier.activated.connect(self.on_note_activated)
         self._progress.connect(self._on_progress)
         self._finished.connect(self._on_finished)
@@ -187,6 +188,10 @@ class Controller(QObject):
             self.notes.announce(to_ask)
             for rec in to_ask:
                 self._safe(self.engine.record, "notified", rec, via=self.notifier.name)
+        for key, rec in self._records.items():
+            if key in self._resumed and getattr(rec, "verdict", None) == "exhausted" and key not in self._runs:
+                self._resumed.discard(key)  # say it once
+                self._gave_up(rec)
         gone = pending_before - set(pending)
         if gone:
             self.notes.resolved({(k.split("\x1f", 1)[0], k.split("\x1f", 1)[1]) for k in gone})
@@ -236,6 +241,7 @@ class Controller(QObject):
             return False
         run = _Run(key, turn_label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
         self._runs[key] = run
+        self._resumed.add(key)
         if key in self._pending_keys:
             self._pending_keys.remove(key)
         self.notes.resolved({(str(getattr(rec, "home", "")), str(getattr(rec, "session_key", "")))})
@@ -350,6 +356,17 @@ class Controller(QObject):
         elif action == "disable":
             homes = sorted({str(getattr(t, "home", "")) for t in turns})
             self.set_backend_enabled(False, homes)
+
+    def _gave_up(self, rec: Any) -> None:
+        """A turn we continued died again and reached Hermes' retry budget: stop, and say so."""
+        attempts = getattr(rec, "attempts", 0)
+        self._outcomes += 1
+        note = Note(f"outcome-{self._outcomes}", "Hermes gave up on a turn",
+                    f"{turn_label(rec)}: interrupted again after {attempts} automatic "
+                    f"continuation{'s' if attempts != 1 else ''}; it will not be continued again.",
+                    (Action("default", "Show"),), urgent=True, log_line=f"gave up: {turn_identity(rec)}")
+        if self._settings.notify and not self.quiet():
+            self.notifier.show(note)
 
     # --- continuation progress/outcome (GUI thread) ---------------------------------------------
     def _on_progress(self, key: str, progress: Any) -> None:

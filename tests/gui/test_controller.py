@@ -161,3 +161,20 @@ def test_notifications_off_still_lists(qtbot, rec) -> None:
     ctrl, engine, notes = make(FakeEngine(notify=False))
     scan(ctrl, rec("s1"))
     assert notes.shown == [] and len(ctrl.state.pending) == 1
+
+
+def test_budget_reached_after_our_continuation_is_reported_once(qtbot, rec) -> None:
+    from hermes_tray.controller import Outcome
+
+    engine = FakeEngine()
+    engine.resume_outcome = Outcome("crashed", "the Hermes backend died during the continuation")
+    ctrl, _, notes = make(engine)
+    scan(ctrl, rec("s1"))
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        ctrl.resume(ctrl.state.pending[0].key)
+    assert notes.shown[-1].title == "Hermes turn failed again"
+    exhausted = rec("s1", attempts=2, verdict="exhausted", started_at=1.0)
+    scan(ctrl, exhausted)
+    scan(ctrl, exhausted)
+    gave_up = [n for n in notes.shown if n.title == "Hermes gave up on a turn"]
+    assert len(gave_up) == 1 and "after 2 automatic continuations" in gave_up[0].body

@@ -97,3 +97,15 @@ def test_no_tray_falls_back_to_status_window(qtbot, monkeypatch) -> None:
     with qtbot.waitSignal(presence.unavailable, timeout=3000):
         presence.start()
     assert presence.icon is None
+
+
+def test_status_window_stands_in_for_the_icon(qtbot, rec) -> None:
+    from hermes_tray.app.status_window import StatusWindow
+
+    w = StatusWindow()
+    qtbot.addWidget(w)
+    w.set_state(ViewState(pending=(turn_item(rec("a"), show_prompts=True),)))
+    assert "1 interrupted turn waiting" in w.text.text()
+    assert w.open_button.isDefault()
+    with qtbot.waitSignal(w.open_requested):
+        w.open_button.click()
