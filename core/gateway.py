@@ -341,6 +341,7 @@ def _popen_platform_kwargs() -> dict[str, Any]:
 
 
 _EOF = object()
+RECEIVED = "_received"  # key our reader adds to each parsed frame: time.monotonic() when it was read
 
 
 class GatewayProcess:
@@ -366,6 +367,7 @@ class GatewayProcess:
         self._reader: threading.Thread | None = None
         self._write_lock = threading.Lock()
         self.spawned_at = 0.0
+        self.received: dict[str, float] = {}
         self.eof = threading.Event()
 
     # lifecycle
@@ -423,9 +425,15 @@ class GatewayProcess:
                     continue
                 if not isinstance(frame, dict):
                     continue
+                # Arrival time, taken here where the frame is read (timings must not include the
+                # wake-up of whichever thread consumes it). Our own parsed copy: Hermes never sees it.
+                received = time.monotonic()
                 if frame.get("method") == "event":
-                    self.events.put(frame.get("params") if isinstance(frame.get("params"), dict) else {})
+                    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+                    params[RECEIVED] = received
+                    self.events.put(params)
                     continue
+                frame[RECEIVED] = received
                 rid = frame.get("id")
                 with self._lock:
                     waiter = self._pending.pop(rid, None) if isinstance(rid, int) else None
@@ -464,12 +472,14 @@ class GatewayProcess:
             raise GatewayError(f"Hermes exited before it could take {method}") from exc
         return waiter
 
-    @staticmethod
-    def result_of(method: str, waiter: queue.Queue[dict], timeout: float) -> dict[str, Any]:
+    def result_of(self, method: str, waiter: queue.Queue[dict], timeout: float) -> dict[str, Any]:
+        """The result of a sent request (``self.received[method]`` = when its answer was read)."""
         try:
             frame = waiter.get(timeout=timeout)
         except queue.Empty:
             raise TimeoutError(f"Hermes did not answer {method} within {timeout:.0f}s") from None
+        if isinstance(frame.get(RECEIVED), float):
+            self.received[method] = frame[RECEIVED]
         if frame.get("_eof"):
             raise GatewayError(f"Hermes exited before answering {method}")
         if "error" in frame:
@@ -498,7 +508,7 @@ class GatewayProcess:
                     held.append(ev)
                     raise GatewayError(f"Hermes exited during start-up (exit code {self.returncode()})")
                 if ev.get("type") == "gateway.ready":
-                    return time.monotonic() - self.spawned_at
+                    return float(ev.get(RECEIVED) or time.monotonic()) - self.spawned_at
                 held.append(ev)
         finally:
             for ev in held:
@@ -792,7 +802,7 @@ class _Run:
             return self.finish(ERROR, f"Not resumed: Hermes refused the session ({exc.rpc_message}).")
         except GatewayError as exc:
             return self.finish(CRASHED, f"Not resumed: {exc}. See {self.log_path}.")
-        self.result.timings["resume"] = time.monotonic() - t_resume
+        self.result.timings["resume"] = gw.received.get("session.resume", time.monotonic()) - t_resume
         sid = resumed.get("session_id")
         if not isinstance(sid, str) or not sid:
             return self.finish(ERROR, "Not resumed: Hermes' session.resume answer had no session id.")
@@ -833,7 +843,7 @@ class _Run:
                                    + self._child_died_marker_note())
             self._retire_marker()
             return self.finish(ERROR, f"Not resumed: Hermes did not take the continuation ({exc}).")
-        self.result.timings["submit"] = time.monotonic() - t_submit
+        self.result.timings["submit"] = gw.received.get("prompt.submit", time.monotonic()) - t_submit
         self.result.dispatched = True
         self._dispatched()
         return self._follow(t_resume)
@@ -962,7 +972,9 @@ class _Run:
             self.last_frame = etype
             if etype == "message.start":
                 self._turn_seen = True
-                self.result.timings.setdefault("first_frame", time.monotonic() - t_resume)
+                arrived = float(ev.get(RECEIVED) or time.monotonic())
+                self.result.timings.setdefault("first_frame", arrived - t_resume)
+                self.result.timings.setdefault("message_start_at", arrived)
             elif etype in ("message.delta", "thinking.delta", "tool.start", "tool.progress"):
                 self._turn_seen = True
             self.progress(force=etype == "message.start")

@@ -87,6 +87,24 @@ def claim_name(home: Path | str, session_key: str) -> str:
     return f"resume:{canonical_home(home)}:{session_key}"
 
 
+_stores: dict[str, Any] = {}
+_stores_lock = threading.Lock()
+
+
+def _lease_store(path: Path | None) -> Any:
+    """One open ``LeaseStore`` per path per process: the tray resumes many times, and a fresh
+    connection (file checks, WAL set-up) would sit on every resume's critical path."""
+    from core.lease import LeaseStore
+    from core.paths import lease_db
+
+    p = str(path or lease_db())
+    with _stores_lock:
+        store = _stores.get(p)
+        if store is None:
+            store = _stores[p] = LeaseStore(p)
+        return store
+
+
 def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
     """Decision journal entry for the turn that started at ``started_at`` (bookkeeping: a failure is
     logged, never raised)."""
@@ -158,33 +176,35 @@ def resume_turn(
         _journal("refused", home_s, key, None, reason=message, verdict=verdict, via=via)
         return ResumeResult(REFUSED, message, home_s, key, verdict)
 
-    from core.lease import LeaseStore
-    from core.paths import lease_db
-
     try:
-        store = LeaseStore(lease_path or lease_db())
+        store = _lease_store(lease_path)
     except Exception as exc:
         return ResumeResult(REFUSED, f"Not resumed: cannot open the tray's lease store ({exc}).", home_s, key)
     name = claim_name(home_s, key)
     try:
         lease = store.acquire(name, f"pid={os.getpid()}:via={via}", ttl=CLAIM_TTL, wait=claim_wait)
-        if lease is None:
-            cur = store.current(name)
-            who = f" ({cur.holder})" if cur is not None else ""
-            return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.")
-        from core.lease import LeaseKeeper
+    except Exception as exc:  # unsure whether someone else holds it: refuse
+        return ResumeResult(REFUSED, f"Not resumed: cannot claim the turn in the tray's lease store ({exc}).",
+                            home_s, key)
+    if lease is None:
+        cur = store.current(name)
+        who = f" ({cur.holder})" if cur is not None else ""
+        return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.")
+    from core.lease import LeaseKeeper
 
-        keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
-                             on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
-        try:
-            return _resume_claimed(home, home_s, key, expected, install, options, on_progress, on_dispatched,
-                                   stop, env, via, lease.epoch, refused)
-        finally:
-            keeper.stop()
-            keeper.join(timeout=5)
-            store.release(lease)
+    keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
+                         on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
+    try:
+        return _resume_claimed(home, home_s, key, expected, install, options, on_progress, on_dispatched,
+                               stop, env, via, lease.epoch, refused)
     finally:
-        store.close()
+        keeper.stop()
+        keeper.join(timeout=5)
+        try:
+            store.release(lease)
+        except Exception:
+            logger.warning("could not release the resume claim on %s (it expires in %ss)", key, CLAIM_TTL,
+                           exc_info=True)
 
 
 def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
@@ -250,7 +270,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     approve()  # not spawned at all (no usable Hermes): still approved, then failed
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
-              **{f"t_{k}": round(v, 3) for k, v in res.timings.items()}}
+              **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
     if res.outcome == gateway.COMPLETED:
         journal("completed", **fields)
     elif res.outcome == gateway.INTERRUPTED:

@@ -5,9 +5,12 @@ venv exists or can be created), alternating runs of:
 
 * **hermes-tray**: ``core.resume.resume_turn`` — claim lease, marker re-check, policy, journal,
   capability (cached), spawn, ``gateway.ready``, ``session.resume``, marker for the run,
-  ``prompt.submit`` — until the progress callback reports ``message.start``;
+  ``prompt.submit`` — until ``message.start`` arrives;
 * **minimal client**: ``Popen`` + readline + ``json`` doing only spawn, ready, ``session.resume``,
   ``prompt.submit``, first ``message.start``.
+
+Both take each time stamp where the frame has just been read and parsed from the gateway's stdout
+(hermes-tray: in its reader thread; the minimal client: after its ``readline``), ``time.monotonic``.
 
 Prints medians split into spawn→ready, resume round trip and resume→first frame, and the ratio
 (target ≤ 1.1×). Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--no-real]``.
@@ -40,7 +43,7 @@ PROMPT = "Benchmark prompt: summarise the repository layout."
 def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str, float]:
     """The floor: spawn, ready, session.resume, prompt.submit, first message.start — nothing else."""
     env = gateway.gateway_environment(home)
-    t0 = time.perf_counter()
+    t0 = time.monotonic()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,  # noqa: S603
                          env=env, cwd=cwd)
     assert p.stdin is not None and p.stdout is not None
@@ -56,19 +59,19 @@ def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str,
                     return f
 
         until(lambda f: f.get("method") == "event" and f["params"].get("type") == "gateway.ready")
-        out["ready"] = time.perf_counter() - t0
-        t1 = time.perf_counter()
+        out["ready"] = time.monotonic() - t0
+        t1 = time.monotonic()
         p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session.resume",
                                   "params": {"session_id": key}}).encode() + b"\n")
         p.stdin.flush()
         sid = until(lambda f: f.get("id") == 1)["result"]["session_id"]
-        out["resume"] = time.perf_counter() - t1
+        out["resume"] = time.monotonic() - t1
         p.stdin.write(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompt.submit",
                                   "params": {"session_id": sid, "text": "x " + PROMPT}}).encode() + b"\n")
         p.stdin.flush()
         until(lambda f: f.get("method") == "event" and f["params"].get("type") == "message.start")
-        out["first_frame"] = time.perf_counter() - t1
-        out["total"] = time.perf_counter() - t0
+        out["first_frame"] = time.monotonic() - t1
+        out["total"] = time.monotonic() - t0
     finally:
         p.stdin.close()
         try:
@@ -81,20 +84,13 @@ def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str,
 
 def tray_run(home: Path, key: str, install: gateway.HermesInstall, cwd: str) -> dict[str, float]:
     entry = plant_marker(home, key, PROMPT)
-    started: dict[str, float] = {}
-    t0 = time.perf_counter()
-
-    def progress(p: gateway.Progress) -> None:
-        if p.last_frame == "message.start" and "total" not in started:
-            started["total"] = time.perf_counter() - t0
-
-    res = resume_turn(home, key, entry, install=install, on_progress=progress,
-                      options=gateway.GatewayOptions(progress_interval=60), via="bench")
-    if res.outcome != "completed" or "total" not in started:
+    t0 = time.monotonic()
+    res = resume_turn(home, key, entry, install=install, via="bench")
+    if res.outcome != "completed" or res.continuation is None:
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
-    assert res.continuation is not None
     t = res.continuation.timings
-    return {"ready": t["ready"], "resume": t["resume"], "first_frame": t["first_frame"], "total": started["total"]}
+    return {"ready": t["ready"], "resume": t["resume"], "first_frame": t["first_frame"],
+            "total": t["message_start_at"] - t0}
 
 
 def med(rows: list[dict[str, float]], k: str) -> float:
@@ -140,10 +136,10 @@ def main() -> None:
     create_sim_install(root, "legacy")
     sim = gateway.install_from_command(sim_command(root))
     home, key = make_home(tmp / "sim-home", turn_seconds=0.05)
-    t = time.perf_counter()
+    t = time.monotonic()
     gateway.clear_capability_cache()
     gateway.probe_capabilities(sim, env=gateway.gateway_environment(home), cwd=cwd)
-    print(f"capability probe (cold, then cached per interpreter): {(time.perf_counter() - t) * 1e3:.0f} ms")
+    print(f"capability probe (cold, then cached per interpreter): {(time.monotonic() - t) * 1e3:.0f} ms")
     bench("simulated backend (legacy: tray submits the note)", sim, home, key, args.runs, cwd)
 
     if args.no_real:
