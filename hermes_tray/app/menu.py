@@ -107,7 +107,10 @@ class TrayMenu(QMenu):
                 resume.triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
                 skip = sub.addAction("Skip")
                 skip.triggered.connect(lambda _=False, k=item.key: self.skip_requested.emit(k))
-                info = sub.addAction(f"Attempt {item.attempts + 1} · {item.profile}")
+                info_text = "Not continued yet" if not item.attempts else f"Continued {item.attempts}× already"
+                if item.profile and item.profile != "default":
+                    info_text += f" · {item.profile} profile"
+                info = sub.addAction(info_text)
                 info.setEnabled(False)
             if len(s.pending) > 1:
                 self.addAction("Resume all").triggered.connect(self.resume_all_requested.emit)

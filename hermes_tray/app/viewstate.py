@@ -91,8 +91,8 @@ class ViewState:
             lines.append("Hermes auto-continue is off")
         elif self.backend_enabled is None:
             lines.append("Hermes auto-continue is off in some homes")
-        mode_text = {"ask": "asks", "auto": "resumes automatically", "off": "only lists"}.get(self.mode, self.mode)
-        lines.append(f"Tray {mode_text}")
+        lines.append({"ask": "Asks before resuming", "auto": "Resumes automatically",
+                      "off": "Only lists interrupted turns"}.get(self.mode, self.mode))
         return "\n".join(lines)
 
 

@@ -48,15 +48,14 @@ class Desktop:
                               text=True).stdout
 
 
-@pytest.fixture(scope="session")
-def desktop(tmp_path_factory):
+def _start_desktop(tmp_path_factory, *extra: str):
     if DS is None:
         pytest.skip("desktop-session tool not found (set DESKTOP_SESSION_TOOL)")
     ready = tmp_path_factory.mktemp("desktop") / "dir"
     log = tmp_path_factory.mktemp("desktop-log") / "desktop-session.log"
     with open(log, "wb") as out:
         proc = subprocess.Popen(
-            [DS, "run", "--", "sh", "-c",
+            [DS, "run", *extra, "--", "sh", "-c",
              f'echo "$DESKTOP_SESSION_DIR" >{ready}.tmp && mv {ready}.tmp {ready} && exec sleep infinity'],
             stdout=out, stderr=subprocess.STDOUT,
         )
@@ -66,14 +65,35 @@ def desktop(tmp_path_factory):
             proc.kill()
             pytest.skip(f"desktop-session could not start: {log.read_text(errors='replace')[-600:]}")
         time.sleep(0.05)
+    return proc, Desktop(ready.read_text().strip())
+
+
+def _stop_desktop(proc: subprocess.Popen) -> None:
+    proc.terminate()  # SIGTERM: desktop-session stops only what it started
     try:
-        yield Desktop(ready.read_text().strip())
+        proc.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
+@pytest.fixture(scope="session")
+def desktop(tmp_path_factory):
+    """XEmbed tray (trayer): the icon is drawn, so screenshots show it."""
+    proc, d = _start_desktop(tmp_path_factory)
+    try:
+        yield d
     finally:
-        proc.terminate()
-        try:
-            proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
+        _stop_desktop(proc)
+
+
+@pytest.fixture(scope="session")
+def sni_desktop(tmp_path_factory):
+    """StatusNotifierItem tray: the menu is exported over D-Bus and can be clicked by label."""
+    proc, d = _start_desktop(tmp_path_factory, "--tray", "sni")
+    try:
+        yield d
+    finally:
+        _stop_desktop(proc)
 
 
 class Tray:

@@ -1,0 +1,48 @@
+"""``hermes-tray demo`` on a StatusNotifierItem tray (KDE, GNOME with AppIndicator): the menu is
+exported over D-Bus; clicking its entries by label drives the whole flow a newcomer sees:
+crash → notification → Resume (from the menu) → continuation → finished → Quit."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+from tests.e2e.conftest import ROOT, wait_for
+
+
+def _tray(d) -> dict:
+    items = [json.loads(x) for x in d.ds("tray").splitlines() if x.strip()]
+    return next((i for i in items if i.get("Id") == "hermes-tray"), {})
+
+
+def _labels(d) -> list[str]:
+    return [m["label"] for m in _tray(d).get("menu", [])]
+
+
+def test_demo_menu_crash_resume_finish_quit(sni_desktop, tmp_path) -> None:
+    d = sni_desktop
+    env = {**d.env, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
+    demo = subprocess.Popen([sys.executable, "-m", "hermes_tray", "demo", "--crash-after", "0",
+                             "--dir", str(tmp_path / "demo")], env=env,
+                            stdout=subprocess.DEVNULL, stderr=open(tmp_path / "demo.err", "wb"))  # noqa: SIM115
+    try:
+        wait_for(lambda: "Demo: crash the backend" in _labels(d), 20, "demo tray item with its menu")
+        assert "Hermes Tray" in _tray(d)["ToolTip"][2]
+        started = time.time()
+        d.ds("tray-activate", "Demo: crash the backend")
+        wait_for(lambda: [n for n in d.notifications() if n["summary"] == "Hermes turn interrupted"
+                          and n["time"] >= started], 10, "interrupted notification")
+        wait_for(lambda: "Resume" in _labels(d), 10, "turn listed in the menu")
+        assert "1 interrupted turn waiting" in _tray(d)["ToolTip"][2]
+        d.ds("tray-activate", "Resume")
+        wait_for(lambda: [n for n in d.notifications() if n["summary"] == "Hermes turn finished"
+                          and n["time"] >= started], 30, "finished notification")
+        wait_for(lambda: "No interrupted turns" in _labels(d), 10, "menu back to idle")
+        d.ds("tray-activate", "Quit")
+        assert demo.wait(timeout=20) == 0
+    finally:
+        if demo.poll() is None:
+            demo.kill()
+            demo.wait()
