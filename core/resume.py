@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from core import gateway
-from core.ids import InvalidIdError, validate_session_id
+from core.ids import validate_session_id
 
 logger = logging.getLogger(__name__)
 
@@ -164,12 +164,10 @@ def resume_turn(
 
     ``expected``: the raw marker entry the user was shown (``list_turn_markers``); None = whatever
     is there now (auto mode). ``on_dispatched`` fires when the continuation has started.
+    Raises :class:`~core.ids.InvalidIdError` for a malformed ``session_key``.
     """
+    validate_session_id(session_key, what="session key")  # InvalidIdError: a caller bug, not a turn state
     home_s = canonical_home(home)
-    try:
-        validate_session_id(session_key, what="session key")
-    except InvalidIdError as exc:
-        return ResumeResult(REFUSED, f"Not resumed: {exc}.", home_s, str(session_key))
     key = session_key
 
     def refused(message: str, verdict: str | None = None) -> ResumeResult:

@@ -232,3 +232,10 @@ def test_cli_status_after_a_crashed_continuation_shows_it_actionable(sim_roots, 
     turns = [t for t in json.loads(out)["turns"] if t["session_key"] == key]
     assert len(turns) == 1
     assert turns[0]["verdict"] == "actionable" and turns[0]["attempts"] == 1 and turns[0]["writer"] == "dead"
+
+
+def test_a_malformed_session_key_is_a_caller_error(env, tmp_path):
+    from core.ids import InvalidIdError
+
+    with pytest.raises(InvalidIdError):
+        resume_turn(tmp_path, "../../etc/passwd", {})
