@@ -7,6 +7,7 @@ something is wrong, and the line under the field says what); changes apply witho
 
 from __future__ import annotations
 
+import os
 import shlex
 import shutil
 from typing import Any
@@ -26,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from hermes_tray.app.format import short_path
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.settings_model import BackendValues, SettingsModel, SettingsSnapshot
 
@@ -124,7 +126,7 @@ class SettingsDialog(QDialog):
         self.autostart_box.setEnabled(s.autostart is not None)
         if s.autostart is None:
             self.autostart_box.setToolTip("Not available on this system")
-        self.command_edit.setText(shlex.join(s.hermes_command) if s.hermes_command else "")
+        self.command_edit.setText(shlex.join(short_path(a) for a in s.hermes_command) if s.hermes_command else "")
         self.command_edit.setCursorPosition(0)  # the program's name, not the tail of its arguments
 
     def _selected_homes(self) -> list[str]:
@@ -164,8 +166,6 @@ class SettingsDialog(QDialog):
         if not argv:
             return "Hermes command: empty", None
         exe = argv[0]
-        import os
-
         found = shutil.which(os.path.expanduser(exe))
         if found is None:
             return None, f"“{exe}” is not found or not executable; continuations would fail until it is."
@@ -213,7 +213,8 @@ class SettingsDialog(QDialog):
         if self.prompts_box.isChecked() != s.show_prompts:
             tray["show_prompts"] = self.prompts_box.isChecked()
         text = self.command_edit.text().strip()
-        command = shlex.split(text) if text else None
+        # "~/.local/bin/hermes" is what people type; the engine gets real paths
+        command = [os.path.expanduser(a) if a.startswith("~") else a for a in shlex.split(text)] if text else None
         if command != (list(s.hermes_command) if s.hermes_command else None):
             tray["hermes_command"] = command
         autostart = None

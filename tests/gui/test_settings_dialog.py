@@ -104,3 +104,16 @@ def test_unparseable_config_is_reported_and_left_alone(qtbot, tmp_path) -> None:
     dlg.freshness.setValue(45)
     dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     assert (home / "config.yaml").read_text() == broken
+
+
+def test_hermes_command_with_tilde_is_saved_expanded_and_shown_short(qtbot, tmp_path, monkeypatch) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path))
+    ctrl = _controller(tmp_path, [tmp_path / "h"])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    dlg.command_edit.setText("~/.local/bin/hermes")
+    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    assert load_settings().hermes_command == (str(tmp_path / ".local/bin/hermes"),)
+    again = SettingsDialog(ctrl)
+    qtbot.addWidget(again)
+    assert again.command_edit.text() == "~/.local/bin/hermes"
