@@ -73,6 +73,7 @@ DEFAULT_TURN_TIMEOUT = 3600.0
 DEFAULT_DECLINE_GRACE = 2.0  # how long a continuation-capable backend may take to show its frames
 DEFAULT_STOP_GRACE = 15.0
 PROBE_TIMEOUT = 30.0
+ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
 
 # Variables PyInstaller rewrites for the frozen app and keeps the user's values of in ``<NAME>_ORIG``.
 _FROZEN_RESTORE = ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "LIBPATH", "TCL_LIBRARY",
@@ -587,6 +588,8 @@ class ContinuationResult:
     timings: dict[str, float] = field(default_factory=dict)
     status: str | None = None  # message.complete status as Hermes reported it
     dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
+    # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
+    answer: str | None = None
 
 
 @dataclass
@@ -980,6 +983,9 @@ class _Run:
             self.progress(force=etype == "message.start")
             if etype == "message.complete":
                 status = _status_of(ev.get("payload"))
+                payload = ev.get("payload")
+                if isinstance(payload, dict) and isinstance(payload.get("text"), str):
+                    self.result.answer = payload["text"][:ANSWER_CHARS]
                 self._retire_marker()
                 if stop_deadline is not None:
                     return self._stopped_result(status)

@@ -139,6 +139,7 @@ def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(sims, tmp_pa
     res = run(home, key, sims["legacy"], on_dispatched=dispatched, on_progress=progress.append)
     assert res.outcome == gateway.COMPLETED, res.message
     assert res.continued_by == "tray" and res.attempt == 1
+    assert res.answer == "Simulated Hermes: the task is finished."
     # While it ran: attempts + 1, the ORIGINAL prompt (never the note), the gateway child as writer.
     (m,) = during
     assert m["attempts"] == 1 and m["prompt"] == PROMPT and m["writer_pid"] == res.gateway_pid
