@@ -36,6 +36,13 @@ __all__ = ["BackendValues", "SettingsDialog", "SettingsModel", "SettingsSnapshot
 MODE_LABELS = (("ask", "Ask me (notification with buttons)"), ("auto", "Resume automatically"), ("off", "Only list them"))
 
 
+def _join(args) -> str:  # noqa: ANN001
+    """``shlex.join`` that leaves a leading ``~`` readable (it is expanded again on save)."""
+    import re
+
+    return " ".join(a if re.fullmatch(r"[\w@%+=:,./~-]+", a) else shlex.quote(a) for a in args)
+
+
 class SettingsDialog(QDialog):
     applied = Signal()
 
@@ -126,7 +133,7 @@ class SettingsDialog(QDialog):
         self.autostart_box.setEnabled(s.autostart is not None)
         if s.autostart is None:
             self.autostart_box.setToolTip("Not available on this system")
-        self.command_edit.setText(shlex.join(short_path(a) for a in s.hermes_command) if s.hermes_command else "")
+        self.command_edit.setText(_join(short_path(a) for a in s.hermes_command) if s.hermes_command else "")
         self.command_edit.setCursorPosition(0)  # the program's name, not the tail of its arguments
 
     def _selected_homes(self) -> list[str]:
