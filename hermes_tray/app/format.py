@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from typing import Any
 
@@ -25,10 +26,10 @@ def turn_age(turn: Any, now: float | None = None) -> float | None:
     age = getattr(turn, "age", None)
     if age is None:
         age = getattr(turn, "age_seconds", None)
-    if isinstance(age, (int, float)):
+    if isinstance(age, (int, float)) and not isinstance(age, bool) and math.isfinite(age):
         return float(age)
     started = getattr(turn, "started_at", None)
-    if isinstance(started, (int, float)) and started > 0:
+    if isinstance(started, (int, float)) and not isinstance(started, bool) and math.isfinite(started) and started > 0:
         return (now or time.time()) - float(started)
     return None
 

@@ -103,14 +103,16 @@ def _mmss(seconds: float) -> str:
 
 def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> TurnItem:
     """Adapt an engine record (attribute access, tolerant of missing fields) to a row."""
-    from hermes_tray.notify.coalesce import turn_label
+    from hermes_tray.notify.coalesce import clean_text, turn_label
 
     home = str(getattr(record, "home", "") or "")
     session_key = str(getattr(record, "session_key", "") or "")
     excerpt = ""
     if show_prompts:
-        excerpt = str(getattr(record, "prompt_excerpt", "") or "")
+        excerpt = clean_text(getattr(record, "prompt_excerpt", ""), 200)
     attempts = getattr(record, "attempts", 0)
+    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+        attempts = 0
     return TurnItem(
         key=turn_key(home, session_key),
         home=home,
@@ -118,10 +120,10 @@ def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> T
         title=turn_label(record),
         excerpt=excerpt,
         age_seconds=turn_age(record, now),
-        attempts=attempts if isinstance(attempts, int) else 0,
+        attempts=attempts,
         verdict=str(getattr(record, "verdict", "") or ""),
-        reason=str(getattr(record, "reason", "") or ""),
-        profile=str(getattr(record, "profile", "") or "default"),
+        reason=clean_text(getattr(record, "reason", ""), 300),
+        profile=clean_text(getattr(record, "profile", ""), 64) or "default",
         source=str(getattr(record, "source", "desktop") or "desktop"),
         record=record,
     )

@@ -20,13 +20,27 @@ WINDOW_SECONDS = 2.0
 _counter = itertools.count(1)
 
 
+def clean_text(value: Any, limit: int) -> str:
+    """One line of displayable text from whatever a record holds (None, numbers, control chars).
+
+    ``<``, ``>`` and ``&`` are swapped for look-alikes: servers with body markup would read a
+    prompt such as ``<b>`` or ``<a href=…>`` as markup, servers without it show escapes verbatim.
+    """
+    if value is None:
+        return ""
+    text = value if isinstance(value, str) else str(value)
+    text = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
+    text = " ".join(text.split()).translate({ord("<"): "‹", ord(">"): "›", ord("&"): "＋"})
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def turn_label(turn: Any) -> str:
     """Session title, else the profile and a short session key: never prompt text."""
-    title = (getattr(turn, "title", None) or "").strip()
+    title = clean_text(getattr(turn, "title", None), 80)
     if title:
-        return title[:80]
-    key = str(getattr(turn, "session_key", "") or "?")
-    profile = getattr(turn, "profile", None)
+        return title
+    key = clean_text(getattr(turn, "session_key", "") or "?", 64)
+    profile = clean_text(getattr(turn, "profile", None), 64)
     short = key if len(key) <= 16 else key[:8] + "…"
     return f"session {short}" + (f" ({profile})" if profile and profile != "default" else "")
 
@@ -109,7 +123,7 @@ class InterruptionNotices:
         if len(turns) == 1:
             turn = turns[0]
             label = turn_label(turn)
-            excerpt = (getattr(turn, "prompt_excerpt", "") or "").strip()
+            excerpt = clean_text(getattr(turn, "prompt_excerpt", ""), 160)
             if self.show_prompts() and excerpt:
                 body = f"{label}\n“{excerpt}”"
             else:

@@ -178,3 +178,26 @@ def test_budget_reached_after_our_continuation_is_reported_once(qtbot, rec) -> N
     scan(ctrl, exhausted)
     gave_up = [n for n in notes.shown if n.title == "Hermes gave up on a turn"]
     assert len(gave_up) == 1 and "after 2 automatic continuations" in gave_up[0].body
+
+
+def test_hostile_records_never_crash_and_never_become_markup(qtbot, rec) -> None:
+    """Whatever the engine hands over (odd types, control characters, markup, huge text) is shown safely."""
+    ctrl, engine, notes = make()
+    weird = [
+        rec("s1", title=None, prompt_excerpt=None, profile=None, attempts="2", age_seconds=float("nan")),
+        rec("s2", title=12345, prompt_excerpt="<b>bold</b> & <a href='x'>link</a>\x00\x1b[31m", attempts=-1),
+        rec("s3", title="t" * 10_000, prompt_excerpt="p" * 100_000, started_at=float("inf"), age_seconds=None),
+    ]
+    scan(ctrl, *weird)
+    note = notes.shown[-1]
+    assert note.title == "3 Hermes turns interrupted"
+    assert "<" not in note.body and "\x00" not in note.body and len(note.body) < 1000
+    items = ctrl.state.pending
+    assert len(items) == 3
+    assert all("<" not in i.excerpt and "\x1b" not in i.excerpt for i in items)
+    from hermes_tray.app.menu import TrayMenu
+
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_state(ctrl.state)
+    assert all(len(label) < 200 for label in menu.action_labels())
