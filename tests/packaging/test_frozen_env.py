@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
+import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from _pkg_helpers import ROOT, need_module, run
 
 from hermes_tray.frozen_env import child_environment
 
@@ -76,3 +79,32 @@ def test_sibling_folder_with_common_prefix_is_kept(frozen: Path) -> None:
 def test_empty_original_is_restored_as_empty(frozen: Path) -> None:
     env = child_environment({"LD_LIBRARY_PATH": str(frozen), "LD_LIBRARY_PATH_ORIG": ""})
     assert "LD_LIBRARY_PATH" not in env or env["LD_LIBRARY_PATH"] == ""
+
+
+PROBE = """
+import json, os, sys
+from hermes_tray.frozen_env import child_environment
+print(json.dumps({"bundle": sys._MEIPASS, "own": dict(os.environ), "child": child_environment()}))
+"""
+
+
+@pytest.mark.slow
+def test_real_bootloader_round_trip(tmp_path: Path) -> None:
+    """A tiny real PyInstaller app: its child gets exactly the environment the app was started with."""
+    need_module("PyInstaller", "pip install -e '.[build]'")
+    script = tmp_path / "probe_env.py"
+    script.write_text(PROBE)
+    result = run(
+        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN", "--onedir", "--paths", str(ROOT),
+         "--distpath", str(tmp_path / "dist"), "--workpath", str(tmp_path / "work"), "--specpath", str(tmp_path),
+         str(script)],
+        timeout=600,
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    exe = tmp_path / "dist" / "probe_env" / "probe_env"
+    base = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    for extra in ({"LD_LIBRARY_PATH": "/custom/lib"}, {}):
+        launched = {**base, **extra}
+        out = json.loads(subprocess.run([str(exe)], env=launched, capture_output=True, text=True, check=True).stdout)
+        assert out["own"]["LD_LIBRARY_PATH"].split(os.pathsep)[0] == out["bundle"]  # what the bootloader did
+        assert out["child"] == launched
