@@ -94,6 +94,9 @@ def test_frozen_cli_starts_without_qt(artifacts: dict[str, Path], tmp_path: Path
 
 
 TRAY_PROBE = r"""
+"$1" --version >"$3/version.txt" 2>&1
+"$1" doctor >"$3/doctor.txt" 2>&1
+echo $? >"$3/doctor.rc"
 "$1" tray >"$3/tray.log" 2>&1 &
 pid=$!
 i=0
@@ -163,6 +166,12 @@ def test_install_run_uninstall(artifacts: dict[str, Path], tmp_path: Path) -> No
         items = (probe_dir / "items.json").read_text()
         assert '"Id": "hermes-tray"' in items
         assert "Traceback" not in log, log
+        # The same launcher, inside the desktop: --version and doctor.
+        assert (probe_dir / "version.txt").read_text().strip() == f"hermes-tray {__version__}"
+        if " doctor " in help_text:
+            doctor = (probe_dir / "doctor.txt").read_text()
+            assert "Traceback" not in doctor, doctor
+            assert (probe_dir / "doctor.rc").read_text().strip() in ("0", "1"), doctor
     else:
         print("tray check skipped: no `tray` command yet or no desktop-session tool")
 
