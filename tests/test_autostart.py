@@ -340,6 +340,11 @@ def test_launch_command_frozen_and_venv(monkeypatch: pytest.MonkeyPatch, tmp_pat
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     assert launch_command() == [str(exe)]
     assert launch_command(helper=True) == [str(exe), "helper"]
+    cli = exe.parent / "hermes-tray-cli.exe"
+    cli.write_text("")
+    (exe.parent / "hermes-tray.exe").write_text("")
+    monkeypatch.setattr(sys, "executable", str(cli))
+    assert launch_command() == [str(exe.parent / "hermes-tray.exe")]  # never the console twin
     monkeypatch.setattr(sys, "frozen", False)
     python = tmp_path / "venv" / "bin" / "python"
     python.parent.mkdir(parents=True)

@@ -102,7 +102,12 @@ def launch_command(*, helper: bool = False) -> list[str]:
     extra = ["helper"] if helper else []
     exe = Path(sys.executable)
     if getattr(sys, "frozen", False):
-        return [str(exe.resolve()), *extra]
+        exe = exe.resolve()
+        # Windows bundles carry a console twin (hermes-tray-cli.exe) for the command line; login
+        # must start the windowed one, or a console window opens with every session.
+        if exe.name.lower() == f"{APP_NAME}-cli.exe" and (exe.parent / f"{APP_NAME}.exe").is_file():
+            exe = exe.parent / f"{APP_NAME}.exe"
+        return [str(exe), *extra]
     scripts = exe.parent
     if os.name == "nt":
         if not helper:
