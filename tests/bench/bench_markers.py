@@ -73,6 +73,39 @@ def contended(name: str, base: Path, procs: int, keys: int, rounds: int) -> dict
             "temp_litter": len(litter)}
 
 
+def _write_forever(name: str, home: str) -> None:
+    store = _store(name)
+    i = 0
+    while True:
+        store.record_turn_start(home, f"k{i % 8}", "x" * 60_000)  # big writes: a kill often lands mid-write
+        i += 1
+
+
+def kill_litter(name: str, base: Path, kills: int) -> tuple[int, int]:
+    """SIGKILL a writer ``kills`` times at random moments; temp files left after the kills, and after one
+    more ordinary write by the same store."""
+    import random
+    import signal
+
+    home = base / f"kills-{name}"
+    shutil.rmtree(home, ignore_errors=True)
+    home.mkdir()
+    ctx = mp.get_context("fork")
+    rng = random.Random(1)
+    for _ in range(kills):
+        child = ctx.Process(target=_write_forever, args=(name, str(home)))
+        child.start()
+        time.sleep(rng.uniform(0.01, 0.05))
+        os.kill(child.pid, signal.SIGKILL)
+        child.join()
+    desktop = home / "desktop"
+    after_kills = sum(n.endswith(".tmp") for n in os.listdir(desktop))
+    _store(name).record_turn_start(home, "after", "p")
+    after_write = sum(n.endswith(".tmp") for n in os.listdir(desktop))
+    json.loads((desktop / "interrupted_turns.json").read_bytes())  # never torn
+    return after_kills, after_write
+
+
 def durable_write_times(base: Path, payload: bytes, n: int) -> list[float]:
     """One process: temp file + fsync + replace + directory fsync. Seconds per write."""
     d = base / "durable"
@@ -125,6 +158,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=20)
     ap.add_argument("--reps", type=int, default=3, help="contended repetitions; the median one is reported")
     ap.add_argument("--single", type=int, default=300, help="single-process iterations")
+    ap.add_argument("--kills", type=int, default=30, help="writers killed mid-write per store")
     args = ap.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="bench-markers-", dir=args.dir))
@@ -184,6 +218,10 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  durable atomic write: {dur_m * 1e3:.3f} ms")
         print(f"  record_turn_start:    {rec_m * 1e3:.3f} ms = {rec_m / dur_m:.2f}x  (target <= 1.30)")
         print(f"  clear_turn_marker:    {clr_m * 1e3:.3f} ms = {clr_m / dur_m:.2f}x  (target <= 1.30)")
+        print(f"\n[temp-file litter] {args.kills} writers SIGKILLed at random moments (60 KB prompts)")
+        for label, name in [("core.markers", "core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
+            left, swept = kill_litter(name, base, args.kills)
+            print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
         ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3
         print(f"\ntargets {'met' if ok else 'MISSED'}")
         return 0
