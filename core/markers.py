@@ -176,9 +176,15 @@ def marker_writer_state(entry: object) -> str:
 
 def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries:
     """Prune (24 h, newest 32 including the new one) and insert; an existing key keeps its place, as in Hermes."""
-    fresh = {k: e for k, e in entries.items() if now - _started_at(e) <= MAX_AGE_SECS}
-    others = [k for k in fresh if k != key]
-    if len(others) > MAX_ENTRIES - 1:
+    fresh = {}
+    for k, e in entries.items():
+        started = e.get("started_at")
+        if type(started) is not float:  # the fast path is what Hermes writes: a float
+            started = _started_at(e)
+        if now - started <= MAX_AGE_SECS:  # NaN compares False: pruned
+            fresh[k] = e
+    if len(fresh) - (key in fresh) > MAX_ENTRIES - 1:
+        others = [k for k in fresh if k != key]
         keep = set(sorted(others, key=lambda k: _started_at(fresh[k]), reverse=True)[: MAX_ENTRIES - 1])
         fresh = dict(
             sorted(((k, e) for k, e in fresh.items() if k in keep), key=lambda kv: _started_at(kv[1]), reverse=True)
@@ -221,7 +227,7 @@ def _encode(entries: Entries, known: Frags | None = None) -> tuple[bytes, Frags]
     frags: Frags = {}
     for key, entry in entries.items():
         hit = known.get(key) if known else None
-        if hit is None or not _same_json(hit[0], entry):
+        if hit is None or (hit[0] is not entry and not _same_json(hit[0], entry)):
             hit = (entry, f"{_encode_key(key)}: {json.dumps(entry, ensure_ascii=False)}")
         frags[key] = hit
     text = "{" + ", ".join([m for _, m in frags.values()]) + "}"
