@@ -26,7 +26,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
@@ -152,6 +151,7 @@ def main() -> None:
         return
     from hermes_venv import PyPIUnreachable, ensure_hermes_venv, venv_python
     from mock_openai import MockOpenAI, write_hermes_config
+    from real_session import seed_real_session
 
     try:
         venv, _ = ensure_hermes_venv()
@@ -162,18 +162,8 @@ def main() -> None:
         rhome = tmp / "real-home"
         write_hermes_config(rhome, mock.base_url)
         real = gateway.install_from_command([str(venv_python(venv))])
-        gw = gateway.GatewayProcess(real, rhome, log_path=tmp / "seed.log", cwd=cwd)
-        gw.start()
-        gw.wait_ready(120)
-        created = gw.request("session.create", {})
-        gw.request("prompt.submit", {"session_id": created["session_id"], "text": "seed turn"})
-        done = threading.Event()
-        while not done.is_set():
-            ev = gw.events.get(timeout=120)
-            if not isinstance(ev, dict) or ev.get("type") in ("message.complete", "error"):
-                done.set()
-        gw.shutdown(10)
-        bench("real gateway (hermes-agent 0.19.0)", real, rhome, created["stored_session_id"], args.real_runs, cwd)
+        rkey = seed_real_session(venv_python(venv), rhome, prompt="seed turn", cwd=cwd)
+        bench("real gateway (hermes-agent 0.19.0)", real, rhome, rkey, args.real_runs, cwd)
 
 
 if __name__ == "__main__":

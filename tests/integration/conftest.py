@@ -13,8 +13,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from hermes_venv import PyPIUnreachable, ensure_hermes_venv, venv_python  # noqa: E402
 from mock_openai import MockOpenAI, write_hermes_config  # noqa: E402
-
-SEED_PROMPT = "Create notes.txt listing the three largest files in this project, then summarise them."
+from real_session import seed_real_session  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -36,30 +35,9 @@ def mock_llm():
 @pytest.fixture(scope="module")
 def seeded_home(tmp_path_factory: pytest.TempPathFactory, hermes_python: Path, mock_llm: MockOpenAI):
     """A home whose session had one real turn through the real gateway. Returns (home, session key)."""
-    from core import gateway
-
     home = tmp_path_factory.mktemp("seed") / "hermes-home"
     write_hermes_config(home, mock_llm.base_url)
-    install = gateway.install_from_command([str(hermes_python)])
-    gw = gateway.GatewayProcess(install, home, log_path=home.parent / "seed-gateway.log",
-                                cwd=str(home.parent))
-    gw.start()
-    try:
-        gw.wait_ready(120)
-        created = gw.request("session.create", {})
-        sid, key = created["session_id"], created["stored_session_id"]
-        gw.request("prompt.submit", {"session_id": sid, "text": SEED_PROMPT})
-        deadline_frames = []
-        while True:
-            ev = gw.events.get(timeout=120)
-            assert isinstance(ev, dict), "gateway exited during the seed turn"
-            deadline_frames.append(ev.get("type"))
-            if ev.get("type") in ("message.complete", "error"):
-                assert ev.get("type") == "message.complete", ev
-                break
-    finally:
-        gw.shutdown(10)
-    return home, key
+    return home, seed_real_session(hermes_python, home)
 
 
 @pytest.fixture

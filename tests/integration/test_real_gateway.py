@@ -18,8 +18,8 @@ import time
 from pathlib import Path
 
 import pytest
-from conftest import SEED_PROMPT
 from mock_openai import MockOpenAI, Recorded
+from real_session import SEED_PROMPT
 
 from core.backend_config import write_auto_continue
 from core.continuation import NOTE_PREFIX, continuation_note
