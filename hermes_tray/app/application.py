@@ -119,7 +119,9 @@ class TrayApp(QObject):
         return self._window
 
     def _start_engine(self) -> None:
-        """Phase two (after the icon): engine, notifier, controller, detector."""
+        """Phase two (after the icon): instance server, engine, notifier, controller, detector."""
+        if self.instance is not None:
+            self.instance.listen()
         from hermes_tray.controller import Controller
         from hermes_tray.notify import make_notifier
         from hermes_tray.watch.detector import Detector, DetectorThread
@@ -314,7 +316,7 @@ def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) 
     app = QApplication.instance() or QApplication(argv or ["hermes-tray"])
     configure_application(app)  # type: ignore[arg-type]
     instance = SingleInstance(options.role)
-    if not instance.acquire():
+    if not instance.acquire(listen=False):
         delivered = instance.send_to_primary("show")
         events.emit("handed-over", delivered=delivered)
         log.info("another hermes-tray is running; asked it to show its window (%s)", delivered)

@@ -14,9 +14,12 @@ import os
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import QObject, Signal
-from PySide6.QtNetwork import QLocalServer, QLocalSocket
+
+if TYPE_CHECKING:  # QtNetwork is loaded when the server starts listening, after the icon is up
+    from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from core import fsutil
 from core.paths import runtime_dir
@@ -61,8 +64,9 @@ class SingleInstance(QObject):
                 return path
         return f"hermes-tray-{_user_tag()}-{self.role}"
 
-    def acquire(self) -> bool:
-        """True if this process is now the one instance (and listens for messages)."""
+    def acquire(self, *, listen: bool = True) -> bool:
+        """True if this process is now the one instance. ``listen=False`` defers :meth:`listen`
+        (the lock alone is the authority; a second launch retries its connection meanwhile)."""
         fsutil.ensure_private_dir(self.directory)
         fd = fsutil.open_private_lockfile(self.lock_path)
         if not fsutil.try_lock_fd(fd):
@@ -75,10 +79,16 @@ class SingleInstance(QObject):
             os.write(fd, f"{os.getpid()}\n".encode())
         except OSError:
             pass
-        self._listen()
+        if listen:
+            self.listen()
         return True
 
-    def _listen(self) -> None:
+    def listen(self) -> None:
+        """Start carrying messages from later launches (idempotent)."""
+        if self._server is not None or self._lock_fd is None:
+            return
+        from PySide6.QtNetwork import QLocalServer
+
         server = QLocalServer(self)
         server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         QLocalServer.removeServer(self.server_name)  # a dead holder's socket; we hold the lock
@@ -109,6 +119,8 @@ class SingleInstance(QObject):
 
         Retries briefly: the holder may have the lock but not yet be listening.
         """
+        from PySide6.QtNetwork import QLocalSocket
+
         deadline = time.monotonic() + timeout_ms / 1000
         while True:
             sock = QLocalSocket()

@@ -78,7 +78,8 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         assert marker is not None and marker["attempts"] == 0
         desktop.click_action(again["id"], "skip")
         wait_for(lambda: read_turn_marker(demo.home, key) is None, 10, "skipped marker removed")
-        assert "skipped" in [e["event"] for e in decisions.history(10) if e["session_key"] == key]
+        wait_for(lambda: "skipped" in [e["event"] for e in decisions.history(10) if e["session_key"] == key], 5,
+                 "skip journalled")
         time.sleep(0.5)
         assert not _notes(desktop, "Hermes turn finished", killed), "Skip must not run a continuation"
     finally:
