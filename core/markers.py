@@ -209,10 +209,8 @@ def _same_json(a: dict, b: dict) -> bool:
         return False  # 1 == 1.0 == True: equal values, different text
     if dict in types or list in types:
         return False  # [1] == [1.0]: not worth a deep check, just re-encode
-    if 0.0 in a.values():  # -0.0 == 0.0 (and 0 == 0.0): compare the sign of float zeros
-        for v, w in zip(a.values(), b.values(), strict=True):
-            if type(v) is float and v == 0.0 and math.copysign(1.0, v) != math.copysign(1.0, w):
-                return False
+    if 0.0 in a.values():  # -0.0 == 0.0: compare the text of the zeros (same positions: a == b, same types)
+        return [repr(v) for v in a.values() if v == 0] == [repr(w) for w in b.values() if w == 0]
     return True
 
 
