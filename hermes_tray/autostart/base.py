@@ -19,7 +19,10 @@ DESKTOP_ID = "hermes-tray"  # hermes-tray.desktop; the Qt app's desktopFileName
 HELPER_DESKTOP_ID = "hermes-tray-helper"
 BUNDLE_ID = "org.hermes-agent.hermes-tray"  # macOS CFBundleIdentifier and LaunchAgent label
 HELPER_BUNDLE_ID = "org.hermes-agent.hermes-tray.helper"
-WINDOWS_AUMID = "HermesAgent.HermesTray"  # AppUserModelID on the Start-menu shortcut (toasts)
+# AppUserModelID on the Windows Start-menu shortcut. Toasts are delivered for the AUMID the
+# notifier uses, and desktop-notifier uses its ``app_name`` for unpackaged apps (registering it
+# under HKCU\Software\Classes\AppUserModelId): so this is hermes_tray.notify's app name.
+WINDOWS_AUMID = "Hermes Tray"
 
 
 class AutoStartError(RuntimeError):

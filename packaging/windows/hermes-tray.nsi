@@ -29,8 +29,9 @@ SetCompressor /SOLID lzma
 !define APP "hermes-tray"
 !define APP_NAME "Hermes Tray"
 !define PUBLISHER "hermes-tray contributors"
-; = hermes_tray.autostart.base.WINDOWS_AUMID; the app calls SetCurrentProcessExplicitAppUserModelID with it.
-!define AUMID "HermesAgent.HermesTray"
+; = hermes_tray.autostart.base.WINDOWS_AUMID: the app name desktop-notifier registers and sends
+; toasts under (HKCU\Software\Classes\AppUserModelId\Hermes Tray).
+!define AUMID "Hermes Tray"
 !define UNINST_KEY "Software\Microsoft\Windows\CurrentVersion\Uninstall\${APP}"
 ; = hermes_tray.autostart.windows.RUN_KEY / APPROVED_KEY, value name "hermes-tray".
 !define RUN_KEY "Software\Microsoft\Windows\CurrentVersion\Run"

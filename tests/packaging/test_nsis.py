@@ -30,6 +30,15 @@ def test_nsis_compiles_against_stub_payload(tmp_path: Path) -> None:
     assert data[:2] == b"MZ" and b"Nullsoft" in data and len(data) > 50_000
 
 
+def test_aumid_is_the_notifiers_app_name() -> None:
+    """Toasts go out under desktop-notifier's app_name; the shortcut must carry that same ID."""
+    import inspect
+
+    from hermes_tray.notify import make_notifier
+
+    assert inspect.signature(make_notifier).parameters["app_name"].default == WINDOWS_AUMID
+
+
 def test_nsis_is_per_user_and_matches_the_app() -> None:
     text = NSI.read_text()
     d = defines()
