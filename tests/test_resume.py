@@ -97,6 +97,21 @@ def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_pat
     assert read_turns(home) == []
 
 
+def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path):
+    from core.procid import own_identity
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    me = own_identity()
+    (home / "runtime").mkdir()
+    (home / "runtime" / "active_sessions.json").write_text(json.dumps({"entries": [
+        {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    assert res.outcome == "refused" and res.verdict == "running"
+    assert "has this session open" in res.message and "Continue it in the Hermes window" in res.message
+    assert read_turns(home) == []
+
+
 def test_refuses_a_marker_that_changed_since_it_was_shown(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     shown = plant_marker(home, key, PROMPT)
