@@ -246,7 +246,6 @@ class _Handle:
 
 _MAX_HANDLES = 16
 _handles: OrderedDict[str, _Handle] = OrderedDict()
-_handles_pid = os.getpid()
 _handles_lock = threading.Lock()
 # flock excludes *open file descriptions*, and this process shares one per cached fd between its
 # threads: these stripes keep two threads of ours from appending through the same fd at once.
@@ -261,16 +260,24 @@ def _drop_handle(name: str) -> None:
             os.close(h.fd)
 
 
+def _forget_inherited_handles() -> None:
+    """In a forked child: the parent's fds share its open file descriptions, hence its flock
+    locks, so they must never be used here. Runs in the child right after ``fork()``."""
+    global _handles_lock
+    _handles_lock = threading.Lock()  # may have been held by another parent thread at fork time
+    for h in _handles.values():
+        with contextlib.suppress(OSError):
+            os.close(h.fd)
+    _handles.clear()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_forget_inherited_handles)
+
+
 def _handle(name: str) -> tuple[_Handle, bool]:
     """The cached fd for ``name`` (opened, or created 0600, on first use). ``(handle, created)``."""
-    global _handles_pid
     with _handles_lock:
-        if _handles_pid != os.getpid():  # forked: the parent's fds share its locks; never use them
-            for h in _handles.values():
-                with contextlib.suppress(OSError):
-                    os.close(h.fd)
-            _handles.clear()
-            _handles_pid = os.getpid()
         h = _handles.get(name)
         if h is not None:
             _handles.move_to_end(name)
@@ -286,9 +293,10 @@ def _handle(name: str) -> tuple[_Handle, bool]:
     return h, created
 
 
-def _append(path: Path, build: Callable[[int], bytes]) -> None:
-    """Lock ``path``, write ``build(fd)`` as a whole line (after a newline if the tail is torn),
-    fsync, unlock. The fd stays open for the next append from this process."""
+def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
+    """Lock ``path``, write ``build`` (or ``build(fd)``, computed under the lock) as a whole line
+    (after a newline if the tail is torn), fsync, unlock. The fd stays open for the next append
+    from this process."""
     name = os.fspath(path)
     replaced = False
     with _STRIPES[hash(name) % len(_STRIPES)]:
@@ -303,7 +311,7 @@ def _append(path: Path, build: Callable[[int], bytes]) -> None:
                     continue
                 replaced = False
                 size = st.st_size
-                data = build(fd)
+                data = build if type(build) is bytes else build(fd)
                 if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
                     data = b"\n" + data  # a killed writer left a torn line: never glue onto it
                 try:
@@ -322,12 +330,18 @@ def _append(path: Path, build: Callable[[int], bytes]) -> None:
         fsync_dir(Path(os.path.dirname(name)))
 
 
+_valid_ids: set[str] = set()
+
+
 def _prepare(session_id: str, event: object) -> dict:
     if not isinstance(event, dict):
         raise TypeError("event must be a dict")
     if not str(event.get("event") or "").strip():
         raise ValueError("event is required")
-    validate_journal_session_id(session_id)
+    if type(session_id) is not str or session_id not in _valid_ids:
+        validate_journal_session_id(session_id)
+        if len(_valid_ids) < 4096:
+            _valid_ids.add(session_id)
     payload = dict(event)
     payload.setdefault("version", 1)
     payload["session_id"] = session_id
@@ -350,7 +364,7 @@ def append_turn_journal_event(session_id: str, event: dict, *, session_dir: Path
     """
     payload = _prepare(session_id, event)
     line = _encode(payload)  # raises (nothing written) for a value JSON cannot hold
-    _append(_cached_path(session_id, os.fspath(session_dir)), lambda _fd: line)
+    _append(_cached_path(session_id, os.fspath(session_dir)), line)
     return _as_written(payload, line)
 
 

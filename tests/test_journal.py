@@ -350,3 +350,30 @@ def test_derive_and_pending_accept_any_json_shapes(events):
     assert all(isinstance(k, str) and k for k in states)
     assert all(not j.is_terminal_turn_event(e) for e in pending)
     assert all(len(c["events"]) > 1 for c in collisions)
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
+def test_forked_child_does_not_share_the_parents_append_lock(tmp_path, monkeypatch):
+    def chunked_write_all(fd, data):  # short writes make any lapse in mutual exclusion visible
+        for k in range(0, len(data), 4096):
+            os.write(fd, data[k:k + 4096])
+            time.sleep(0)
+
+    monkeypatch.setattr(j, "_write_all", chunked_write_all)
+    j.append_turn_journal_event("forked", {"event": "submitted", "w": "P", "i": -1}, session_dir=tmp_path)
+    pid = os.fork()  # the child inherits the parent's cached journal fd
+    if pid == 0:
+        try:
+            for i in range(8):
+                j.append_turn_journal_event("forked", {"event": "x", "w": "C", "i": i, "blob": "C" * 300_000},
+                                            session_dir=tmp_path)
+        finally:
+            os._exit(0)
+    for i in range(8):
+        j.append_turn_journal_event("forked", {"event": "x", "w": "P", "i": i, "blob": "P" * 300_000},
+                                    session_dir=tmp_path)
+    os.waitpid(pid, 0)
+    out = j.read_turn_journal("forked", session_dir=tmp_path)
+    assert out["malformed"] == []
+    assert sorted((e["w"], e["i"]) for e in out["events"]) == sorted(
+        [("P", -1)] + [(w, i) for w in "CP" for i in range(8)])
