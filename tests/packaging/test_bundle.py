@@ -78,12 +78,19 @@ def test_bundle_is_lean(artifacts: dict[str, Path]) -> None:
     assert not any(internal.rglob("PySide6/QtQuick*"))
 
 
-def test_frozen_bundle_carries_resources(artifacts: dict[str, Path]) -> None:
+def test_resources_load_in_frozen_bundle(artifacts: dict[str, Path], tmp_path: Path) -> None:
+    """The frozen app renders its autostart entry from the template inside the bundle."""
     resources = artifacts["bundle"] / "_internal" / "resources"
-    assert (resources / "desktop" / "hermes-tray.desktop.in").is_file()
-    assert (resources / "desktop" / "hermes-tray-autostart.desktop.in").is_file()
+    template = resources / "desktop" / "hermes-tray-autostart.desktop.in"
+    assert template.is_file() and (resources / "desktop" / "hermes-tray.desktop.in").is_file()
     if (ROOT / "resources" / "icons").is_dir():
         assert any((resources / "icons").rglob("*.png"))
+    exe = artifacts["bundle"] / "hermes-tray"
+    result = run([str(exe), "autostart", "on"], env=clean_env(tmp_path))
+    assert result.returncode == 0, result.stderr
+    written = (tmp_path / ".config" / "autostart" / "hermes-tray.desktop").read_text()
+    expected = template.read_text().replace("@EXEC@", str(exe)).replace("@TRYEXEC@", str(exe))
+    assert written == expected
 
 
 def test_frozen_cli_starts_without_qt(artifacts: dict[str, Path], tmp_path: Path) -> None:
