@@ -1,0 +1,237 @@
+"""Exactly-once resume across every hermes-tray process, and the crash-loop bound.
+
+``exactly_once_race``: one Hermes home served by the simulated backend, with the tray
+(``hermes-tray``, auto mode), the headless helper (``hermes-tray helper``, auto mode) and two
+``hermes-tray resume KEY --wait`` processes per turn all racing. Many turns are interrupted at
+the same instant (markers from really-dead writers planted together); every process tries to
+resume every turn. The backend logs each turn it runs (``sim_turns.jsonl``): exactly one
+continuation per turn, or it is a double dispatch.
+
+``crash_loop``: a backend that dies (SIGKILL) in every continuation; the helper in auto mode and
+repeated ``hermes-tray resume`` calls keep trying. The backend must run exactly
+``max_attempts`` continuations, then the tray says it gave up (journal ``gave-up``), never more.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from faultkit import REPO
+
+
+def _cli() -> list[str]:
+    return [sys.executable, "-m", "hermes_tray"]
+
+
+def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
+    from hermes_tray.demo.testing import tray_dirs
+
+    env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
+    env.pop("DBUS_SESSION_BUS_ADDRESS", None)
+    env.update(extra or {})
+    return env
+
+
+def _write_settings(root: Path, sim_root: Path, mode: str) -> None:
+    from core.settings import TraySettings, save_settings
+    from hermes_tray.demo.sim_install import sim_command
+
+    save_settings(
+        TraySettings(mode=mode, notify=False, hermes_command=tuple(sim_command(sim_root))),
+        root / "tray-config" / "config.toml",
+    )
+
+
+def _start(argv: list[str], env: dict, log: Path) -> subprocess.Popen:
+    fh = open(log, "wb")  # noqa: SIM115 - closed with the process
+    proc = subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
+    proc._log = fh  # type: ignore[attr-defined]
+    return proc
+
+
+def _stop(proc: subprocess.Popen, timeout: float = 15) -> int | None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+    proc._log.close()  # type: ignore[attr-defined]
+    return proc.returncode
+
+
+def _wait_for(pred, timeout: float) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if pred():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _continuations(home: Path) -> dict[str, int]:
+    from hermes_tray.demo.sim_backend import read_turns
+
+    out: dict[str, int] = {}
+    for t in read_turns(home):
+        if t.get("kind") in ("note", "auto-continue"):
+            k = t.get("session") or t.get("key") or t.get("session_key")
+            out[k] = out.get(k, 0) + 1
+    return out
+
+
+def _gateways_running(root: Path) -> int:
+    import psutil
+
+    n = 0
+    for p in psutil.process_iter(["cmdline"]):
+        try:
+            cmd = " ".join(p.info["cmdline"] or [])
+        except Exception:
+            continue
+        if str(root) in cmd and "tui_gateway" in cmd:
+            n += 1
+    return n
+
+
+def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn: int = 2,
+                      with_tray: bool = True, with_helper: bool = True, turn_seconds: float = 0.3,
+                      start_together: bool = False) -> dict:
+    """``start_together``: the turns were interrupted while no tray ran (power loss); the tray, the
+    helper and the ``resume`` commands all start at the same instant. Otherwise the tray and the
+    helper are up and watching when the turns are interrupted, and the commands start then."""
+    from core.markers import list_turn_markers
+    from hermes_tray.demo import sim_state
+    from hermes_tray.demo.testing import make_home, plant_marker
+
+    root = Path(workdir)
+    home, first = make_home(root / "home", turn_seconds=turn_seconds)
+    keys = [first] + [sim_state.create_session(home, title=f"race {i}") for i in range(1, turns)]
+    _write_settings(root, sim_root, "auto")
+    env = _env(root)
+    logs = root / "logs"
+    logs.mkdir(exist_ok=True)
+    daemons = []
+
+    def start_daemons() -> None:
+        if with_helper:
+            daemons.append(_start(_cli() + ["helper", "--no-notifications", "--home", str(home)], env,
+                                  logs / "helper.out"))
+        if with_tray:
+            daemons.append(_start(_cli() + ["--home", str(home)], env, logs / "tray.out"))
+
+    if not start_together:
+        start_daemons()
+        run = root / "tray-run"
+        want = (["helper.lock"] if with_helper else []) + (["tray.lock"] if with_tray else [])
+        assert _wait_for(lambda: all((run / w).exists() for w in want), 30), "tray/helper did not start"
+        time.sleep(1.5)  # first scan done, watchers armed
+
+    t0 = time.monotonic()
+    for k in keys:  # all interrupted "at once"
+        plant_marker(home, k, f"race prompt for {k}")
+    if start_together:
+        start_daemons()
+    clis = [
+        _start(_cli() + ["resume", k, "--home", str(home), "--wait"], env, logs / f"resume-{i}-{n}.out")
+        for i, k in enumerate(keys) for n in range(cli_per_turn)
+    ]
+    for p in clis:
+        try:
+            p.wait(120)
+        except subprocess.TimeoutExpired:
+            pass
+    codes = [_stop(p) for p in clis]
+    settled = _wait_for(lambda: not list_turn_markers(home) and _gateways_running(root) == 0, 60)
+    seconds = time.monotonic() - t0
+    daemon_codes = [_stop(p) for p in daemons]
+    counts = _continuations(home)
+    per_turn = [counts.get(k, 0) for k in keys]
+    cli_out = {p.args[4] if len(p.args) > 4 else "?": [] for p in clis}
+    for i, p in enumerate(clis):
+        cli_out.setdefault(p.args[4], []).append((codes[i], Path(p._log.name).read_text(errors="replace")[-300:]))
+    return {
+        "turns": turns,
+        "contenders_per_turn": cli_per_turn + int(with_tray) + int(with_helper),
+        "continuations": sum(per_turn),
+        "double_dispatches": sum(max(0, c - 1) for c in per_turn),
+        "missed": sum(1 for c in per_turn if c == 0),
+        "cli_completed": sum(1 for c in codes if c == 0),
+        "cli_refused": sum(1 for c in codes if c == 1),
+        "cli_other": sorted(c for c in codes if c not in (0, 1)),
+        "markers_left": len(list_turn_markers(home)),
+        "settled": settled,
+        "daemon_exit": daemon_codes,
+        "seconds": round(seconds, 1),
+        "per_turn": per_turn,
+        "cli_out": cli_out,
+    }
+
+
+def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_calls: int = 6,
+               with_helper: bool = True) -> dict:
+    """Every continuation dies mid-turn. Count continuations the backend ran and what the tray said."""
+    from core import decisions
+    from core.markers import list_turn_markers
+    from hermes_tray.demo.sim_backend import write_control
+    from hermes_tray.demo.testing import make_home, plant_marker
+
+    root = Path(workdir)
+    home, key = make_home(root / "home", max_attempts=max_attempts, turn_seconds=0.6)
+    write_control(home, die_mid_turn=True, turn_seconds=0.6)
+    _write_settings(root, sim_root, "auto")
+    env = _env(root)
+    logs = root / "logs"
+    logs.mkdir(exist_ok=True)
+    helper = None
+    if with_helper:
+        helper = _start(_cli() + ["helper", "--no-notifications", "--home", str(home)], env, logs / "helper.out")
+        assert _wait_for(lambda: (root / "tray-run" / "helper.lock").exists(), 30)
+        time.sleep(1.0)
+    plant_marker(home, key, "crash loop prompt")
+    outs = []
+    for i in range(resume_calls):
+        p = subprocess.run(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        outs.append((p.returncode, (p.stdout + p.stderr).strip().splitlines()[-1:] if (p.stdout + p.stderr) else []))
+        time.sleep(0.3 if i < resume_calls - 1 else 0)
+    # Give the helper time to try again on its own, as it would over a day.
+    time.sleep(3.0 if with_helper else 0)
+    _wait_for(lambda: _gateways_running(root) == 0, 30)
+    if helper is not None:
+        _stop(helper)
+    from hermes_tray.demo.sim_backend import read_turns
+
+    conts = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]
+    env_state = {k: v for k, v in env.items() if k.startswith("HERMES_TRAY_")}
+    old = {k: os.environ.get(k) for k in env_state}
+    os.environ.update(env_state)
+    try:
+        events = [e.get("event") for e in reversed(decisions.history(500, session_key=key))]
+    finally:
+        for k, v in old.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    marker = list_turn_markers(home).get(key)
+    return {
+        "max_attempts": max_attempts,
+        "continuations": len(conts),
+        "attempts_seen": [t.get("attempt") for t in conts],
+        "gave_up_journalled": "gave-up" in events,
+        "events": events,
+        "marker_attempts": marker.get("attempts") if marker else None,
+        "cli": outs,
+    }
+
+
+def dumps(d: dict) -> str:
+    return json.dumps({k: v for k, v in d.items() if k not in ("cli_out", "events", "cli")})
