@@ -14,16 +14,15 @@ import os
 import re
 import sys
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
 DEFAULT_PROFILE = "default"
 
 
-@dataclass(frozen=True)
-class Home:
-    """One Hermes home.
+class Home(NamedTuple):
+    """One Hermes home (an immutable record; see :mod:`core.policy` on why NamedTuple).
 
     ``profile``: the profile name, or ``"default"`` for a root home. ``origin``: why it is watched
     (``env`` / ``default`` / ``profile`` / ``settings`` / ``cli``).

@@ -28,9 +28,8 @@ import math
 import os
 import time
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from core.homes import Home
 from core.policy import AutoContinueConfig, Decision, decide
@@ -44,9 +43,8 @@ _MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 # records
 
 
-@dataclass(frozen=True)
-class TurnRecord:
-    """One interrupted turn, as the user sees it.
+class TurnRecord(NamedTuple):
+    """One interrupted turn, as the user sees it (an immutable record).
 
     ``source`` is ``desktop`` (a marker; resumable when ``verdict == "actionable"``) or ``webui``
     (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
@@ -68,11 +66,16 @@ class TurnRecord:
     source: str
     unsure: bool = False
     turn_id: str | None = None
-    entry: Mapping[str, Any] | None = field(default=None, compare=False, repr=False)
+    entry: Mapping[str, Any] | None = None
 
     @property
     def actionable(self) -> bool:
         return self.verdict == "actionable"
+
+    def __repr__(self) -> str:
+        # Identity only: a record that lands in a log must not carry prompt text (excerpt, entry).
+        return (f"TurnRecord(home={str(self.home)!r}, session_key={self.session_key!r}, source={self.source!r}, "
+                f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
 
     def to_json(self) -> dict[str, Any]:
         """The ``status --json`` turn object (keys exactly as documented in the README)."""
@@ -92,8 +95,7 @@ class TurnRecord:
         }
 
 
-@dataclass(frozen=True)
-class HomeReport:
+class HomeReport(NamedTuple):
     """What one home holds and every problem met reading it (each says what to do)."""
 
     path: Path
@@ -130,8 +132,7 @@ class HomeReport:
         }
 
 
-@dataclass(frozen=True)
-class ScanResult:
+class ScanResult(NamedTuple):
     homes: list[HomeReport]
     turns: list[TurnRecord]
     scanned_at: float

@@ -67,6 +67,7 @@ def test_every_verdict_across_root_and_profile(tree):
     assert result.homes[0].marker_count == 7 and result.homes[0].state_db == "ok"
     assert [t.session_key for t in result.actionable] == ["s-dead"]
     assert dead.entry["prompt"].startswith("refactor")  # raw entry kept for compare-and-remove
+    assert "refactor" not in repr(dead) and "s-dead" in repr(dead)  # a logged record carries no prompt text
 
 
 def test_corrupt_marker_file_is_reported_not_hidden(tree):
