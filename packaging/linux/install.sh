@@ -81,6 +81,10 @@ cp -RP -- "$here/$APP" "$staging"
 cp -- "$here/uninstall.sh" "$staging/uninstall.sh"
 chmod -R u+rwX,go+rX,go-w -- "$staging"
 chmod 755 -- "$staging/uninstall.sh"
+# Refuse a build that cannot run here (e.g. built on a newer glibc) before touching a working install.
+if ! check=$("$staging/$APP" --version 2>&1); then
+    die "this build does not run on this system, nothing changed: $check"
+fi
 : >"$staging/$MARKER"
 chmod 644 -- "$staging/$MARKER"
 if [ -e "$opt_dir" ]; then

@@ -131,6 +131,16 @@ def test_refuses_someone_elses_home(unpacked: Path, home: Path) -> None:
         assert list(home.iterdir()) == []
 
 
+def test_a_build_that_cannot_run_here_changes_nothing(unpacked: Path, home: Path) -> None:
+    assert install(unpacked, home).returncode == 0
+    installed = home / ".local" / "opt" / "hermes-tray" / "hermes-tray"
+    (unpacked / "hermes-tray" / "hermes-tray").write_text("#!/bin/sh\necho 'GLIBC_2.99 not found' >&2\nexit 127\n")
+    result = install(unpacked, home)
+    assert result.returncode != 0 and "GLIBC_2.99" in result.stderr
+    assert installed.read_text() == STUB  # the working install is untouched
+    assert not any(p.name.startswith(".hermes-tray.") for p in installed.parent.parent.iterdir())
+
+
 def test_refuses_to_replace_a_folder_it_did_not_make(unpacked: Path, home: Path) -> None:
     precious = home / ".local" / "opt" / "hermes-tray" / "notes.txt"
     precious.parent.mkdir(parents=True)
