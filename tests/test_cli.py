@@ -278,3 +278,13 @@ def test_doctor_reports_notification_server_capabilities(tmp_path, tree):
             server.wait()
         daemon.kill()
         daemon.wait()
+
+
+def test_extra_homes_from_tray_settings_are_scanned(tmp_path, tree):
+    _root, _work, env = tree
+    extra = FixtureHome(tmp_path / "elsewhere")
+    extra.write_markers({"x-1": marker_entry("in an extra home")})
+    assert cli(tmp_path, "config", "set", "homes", str(extra.path), env=env).returncode == 0
+    doc = status_json(tmp_path, env)
+    assert str(extra.path) in [h["path"] for h in doc["homes"]]
+    assert "x-1" in [t["session_key"] for t in doc["turns"]]

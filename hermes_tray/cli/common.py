@@ -52,7 +52,12 @@ def selected_homes(args: argparse.Namespace, *, settings=None):
 
     if args.homes:
         return discover_homes(explicit=args.homes)
-    settings = settings if settings is not None else load_tray_settings()
+    if settings is None:
+        from core import paths
+
+        if not paths.settings_file().exists():  # the common case: no need to load the settings module
+            return discover_homes()
+        settings = load_tray_settings()
     return discover_homes(extra=settings.homes)
 
 
