@@ -205,40 +205,47 @@ class _HomeState:
     per table for all keys (not a connection per key — ``status`` must stay fast with 32 markers
     in each of several homes).
 
-    Judging a lease row uses :mod:`core.hermes_state`'s own rules (``_judge_row``, ``_root_with``),
-    so the lease semantics live in one place.
+    Opened as :mod:`core.hermes_state` opens it (read-only URI, short busy timeout, query_only).
+    Judging a lease row and walking a compression chain use that module's own rules
+    (``_judge_row``, ``_root_with``), imported only when there is a row or a parent to judge.
     """
+
+    BUSY_TIMEOUT_S = 0.2
 
     def __init__(self, home: Path, now: float) -> None:
         self.home = home
         self.now = now
         self.problem: str | None = None
         self.status = "ok"
-        self._conn = None
+        self._conn: Any = None
         self._scols: set[str] = set()
         self._lcols: set[str] = set()
-        self._sessions: dict[str, Any] = {}
+        self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
         self._leases: dict[str, dict] = {}
         self._roots: dict[str, str] = {}
         self._lease_error: str | None = None
         self._session_error: str | None = None
-        if not os.path.isfile(os.path.join(home, "state.db")):
+        path = os.path.join(home, "state.db")
+        if not os.path.isfile(path):
             self.status = "missing"
             self.problem = f"no state.db in {home}"
             return
         try:
-            from core import hermes_state as hs
+            import sqlite3
 
-            conn, problem = hs._connect_ro(home)
-            if conn is None:
-                self.status, self.problem = "unreadable", problem
-                return
+            uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, isolation_level=None)
             self._conn = conn
-            self._scols = hs._columns(conn, "sessions")
-            self._lcols = hs._columns(conn, "session_turn_leases")
+            conn.execute(f"PRAGMA busy_timeout = {int(self.BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA query_only = 1")
+            self._scols = self._columns("sessions")
+            self._lcols = self._columns("session_turn_leases")
         except Exception as exc:
             self.status, self.problem = "unreadable", _describe_db(exc)
             self.close()
+
+    def _columns(self, table: str) -> set[str]:
+        return {str(r[1]) for r in self._conn.execute(f"PRAGMA table_info({table})")}
 
     def close(self) -> None:
         if self._conn is not None:
@@ -261,32 +268,29 @@ class _HomeState:
         """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once."""
         if self._conn is None or not keys:
             return
-        from core import hermes_state as hs
-
         conn = self._conn
         keys = list(keys)
         try:
-            wanted = [c for c in ("id", "title", "source", "parent_session_id", "end_reason") if c in self._scols]
+            wanted = [c for c in ("id", "title", "source", "parent_session_id") if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
                     for row in conn.execute(sql, chunk):
                         v = dict(zip(wanted, row, strict=True))
-                        self._sessions[str(v["id"])] = hs.SessionInfo(
-                            id=str(v["id"]), title=hs._s(v.get("title")), source=hs._s(v.get("source")),
-                            parent_session_id=hs._s(v.get("parent_session_id")) or None,
-                            end_reason=hs._s(v.get("end_reason")))
+                        self._sessions[str(v["id"])] = (_text(v.get("title")), _text(v.get("source")),
+                                                        _text(v.get("parent_session_id")) or None)
         except Exception as exc:
-            self.problem = self.problem or _describe_db(exc)
             self._sessions = {}
             self._session_error = _describe_db(exc)
         cols = self._lcols
         if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
             return
         try:
-            for key in keys:
-                info = self._sessions.get(key)
-                if info is not None and info.parent_session_id:
+            parents = [k for k in keys if (self._sessions.get(k) or (None, None, None))[2]]
+            if parents:
+                from core import hermes_state as hs
+
+                for key in parents:
                     self._roots[key] = hs._root_with(conn, key)
             cids = list(dict.fromkeys(keys + list(self._roots.values())))
             wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
@@ -300,24 +304,23 @@ class _HomeState:
         except Exception as exc:
             self._lease_error = _describe_db(exc)
 
-    def session(self, key: str):
-        """(SessionInfo | None, problem | None)."""
+    def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
+        """((title, source, parent) | None, problem | None)."""
         if self._conn is None:
             return None, self.problem
         return self._sessions.get(key), self._session_error
 
-    def lease(self, key: str):
-        from core import hermes_state as hs
-
+    def lease(self, key: str) -> tuple[str, str]:
+        """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""
         if self._conn is None:
-            return hs.LeaseView("unknown", self.problem or "state.db unavailable")
+            return "unknown", self.problem or "state.db unavailable"
         cols = self._lcols
         if not cols:
-            return hs.LeaseView("free", "this Hermes keeps no turn leases")
+            return "free", "this Hermes keeps no turn leases"
         if not {"conversation_id", "holder", "expires_at"} <= cols:
-            return hs.LeaseView("unknown", "session_turn_leases has an unexpected schema")
+            return "unknown", "session_turn_leases has an unexpected schema"
         if self._lease_error:
-            return hs.LeaseView("unknown", self._lease_error)
+            return "unknown", self._lease_error
         root = self._roots.get(key, key)
         best = None
         try:
@@ -325,13 +328,21 @@ class _HomeState:
                 row = self._leases.get(cid)
                 if row is None:
                     continue
+                from core import hermes_state as hs
+
                 view = hs._judge_row(dict(row), cid, self.now)
                 if view.state == "live":
-                    return view
-                best = best or view
+                    return view.state, view.detail
+                best = best or (view.state, view.detail)
         except Exception as exc:
-            return hs.LeaseView("unknown", f"cannot judge the turn lease ({exc})")
-        return best or hs.LeaseView("free", "no turn lease", conversation_id=root)
+            return "unknown", f"cannot judge the turn lease ({exc})"
+        return best or ("free", "no turn lease")
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
 
 
 def _chunks(items: list[str], size: int = 500):
@@ -599,11 +610,11 @@ class Scanner:
             info, tp = state.session(key) if state else (None, None)
             title_problem = title_problem or tp
             writer = marker_writer_state(entry)
-            source = info.source if info else None
+            title, source = (info[0], info[1]) if info else (None, None)
             if writer != "dead":  # alive / unknown: decided before leases matter
                 decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
             else:
-                lease = state.lease(key) if state else None
+                lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
                 if owner_of is None:
                     from core.hermes_state import active_session_owner as owner_of
                     from core.hermes_state import active_sessions_path
@@ -613,16 +624,15 @@ class Scanner:
                     has_registry = os.path.lexists(active_sessions_path(home.path))
                 owner = owner_of(home.path, key) if has_registry else None
                 ostate = owner.state if owner else "none"
-                lstate = lease.state if lease else "unknown"
-                details = [v.detail for v, s in ((lease, lstate), (owner, ostate)) if v is not None
-                           and s in ("live", "alive", "unknown")]
+                details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
+                           if st in ("live", "alive", "unknown")]
                 decision = decide(entry, config=config, writer=writer, now=now, source=source,
                                   lease=lstate, owner=ostate, activity_detail="; ".join(details))
             ref = _num(entry.get("interrupted_at")) or _num(entry.get("started_at")) or 0.0
             started = _num(entry.get("started_at")) or 0.0
             out.append(TurnRecord(
                 home=home.path, profile=home.profile, session_key=str(key),
-                title=info.title if info else None,
+                title=title,
                 prompt_excerpt=prompt_excerpt(entry.get("prompt")),
                 started_at=started, age_seconds=max(0.0, now - ref), attempts=_attempts(entry),
                 writer=writer, verdict=decision.verdict, reason=decision.reason, source="desktop",

@@ -233,3 +233,17 @@ def test_prompt_excerpt():
     long = prompt_excerpt("x" * 500)
     assert len(long) == 120 and long.endswith("…")
     assert prompt_excerpt(None) == ""
+
+
+def test_lease_on_the_conversation_root_marks_a_compressed_child_running(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
+    home = FixtureHome(tmp_path / "h")
+    db = home.db()
+    db.execute("INSERT INTO sessions (id, source, end_reason) VALUES ('root', 'tui', 'compression')")
+    db.execute("INSERT INTO sessions (id, source, parent_session_id, title) VALUES ('child', 'tui', 'root', 'Kid')")
+    home.add_lease("root", holder="pid=1:turn=t:platform=linux")  # no pidns: live until it expires
+    home.close()
+    home.write_markers({"child": marker_entry("continued after compression")})
+    turn = by_key(scan(discover_homes(explicit=[home.path])))["child"]
+    assert (turn.verdict, turn.title) == ("running", "Kid")
+    assert "turn lease" in turn.reason
