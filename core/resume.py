@@ -241,22 +241,30 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     attempts = int(entry.get("attempts") or 0)
     prompt = entry.get("prompt")
     assert isinstance(prompt, str)  # actionable implies a prompt
-    approved: list[bool] = []
+    approved: list[threading.Thread] = []
 
     def approve(gateway_pid: int | None = None) -> None:
-        # Journalled once the gateway is spawned, so the fsync overlaps Hermes' start-up.
+        # Journalled beside Hermes' start-up (a durable append is an fsync); every later step of this
+        # resume waits for it (approved_done), so the journal order is always approved → dispatched → …
         if not approved:
-            approved.append(True)
-            journal("approved", attempts=attempts, epoch=epoch, gateway_pid=gateway_pid)
+            t = threading.Thread(target=journal, args=("approved",), name="journal-approved", daemon=True,
+                                 kwargs={"attempts": attempts, "epoch": epoch, "gateway_pid": gateway_pid})
+            approved.append(t)
+            t.start()
+
+    def approved_done() -> None:
+        approve()
+        approved[0].join()
 
     try:
         inst = install or gateway.find_hermes(gateway.settings_hermes_command())
     except gateway.HermesNotFound as exc:
-        approve()
+        approved_done()
         journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False)
         return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict)
 
     def dispatched(res: gateway.ContinuationResult) -> None:
+        approved_done()
         journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
                 epoch=epoch)
         if on_dispatched is not None:
@@ -265,7 +273,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
                                 options=options, on_progress=on_progress, on_dispatched=dispatched,
                                 on_spawned=approve, stop=stop, env=env)
-    approve()  # not spawned at all (no usable Hermes): still approved, then failed
+    approved_done()  # (also when Hermes never started: approved, then failed)
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
