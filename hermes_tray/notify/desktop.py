@@ -14,6 +14,7 @@ import logging
 import os
 import sys
 import threading
+import time
 from concurrent.futures import Future
 
 from PySide6.QtCore import QObject
@@ -21,6 +22,8 @@ from PySide6.QtCore import QObject
 from hermes_tray.notify.base import Note, Notifier
 
 log = logging.getLogger(__name__)
+
+RETRY_SECONDS = 30.0  # a failed server probe is retried by a later note, at most this often
 
 
 def desktop_available() -> bool:
@@ -77,6 +80,7 @@ class DesktopNotifierBackend(Notifier):
             self._notifier._backend = _make_replacing_backend(app_name, icon)
         self._identifiers: dict[str, str] = {}  # note key -> desktop-notifier identifier (loop thread only)
         self._lock: asyncio.Lock | None = None
+        self._probed_at = 0.0
         self.server_name = ""
         self._probe = self._submit(self._probe_capabilities())
 
@@ -89,14 +93,23 @@ class DesktopNotifierBackend(Notifier):
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     async def _probe_capabilities(self) -> None:
+        """First task on the loop: notes submitted meanwhile wait for it on the lock."""
+        if self._lock is None:
+            self._lock = asyncio.Lock()
+        async with self._lock:
+            await self._probe_locked()
+
+    async def _probe_locked(self) -> None:
         from desktop_notifier import Capability
 
-        self._lock = asyncio.Lock()
+        self._probed_at = time.monotonic()
         try:
             caps = await asyncio.wait_for(self._notifier.get_capabilities(), 5)
         except Exception as exc:
             log.warning("no notification server (%s): notifications go to the log", type(exc).__name__)
             self.available = False
+            self._notifier._backend.interface = None  # connect afresh next time
+            self._notifier._backend._capabilities = None
         else:
             self.available = True
             self.supports_actions = Capability.BUTTONS in caps
@@ -111,6 +124,8 @@ class DesktopNotifierBackend(Notifier):
 
         assert self._lock is not None
         async with self._lock:
+            if not self.available and time.monotonic() - self._probed_at > RETRY_SECONDS:
+                await self._probe_locked()  # the server may have started (or was slow) since
             if not self.available:
                 log.info("notification: %s", note.log_line or note.key)
                 return
