@@ -432,6 +432,8 @@ class MarkerStore:
                 os.close(fd)
             if wrote:
                 fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+            # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
+            self._sweep()
             return result
         except (MarkerStoreError, _ForeignChange):
             raise
@@ -439,7 +441,6 @@ class MarkerStore:
             raise self._error(exc, what) from exc
 
     def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str) -> tuple[bool, Any]:
-        self._sweep()
         for attempt in range(FOREIGN_RETRIES + 1):
             check = attempt < FOREIGN_RETRIES
             try:
