@@ -84,6 +84,12 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         assert not _notes(desktop, "Hermes turn finished", killed), "Skip must not run a continuation"
     finally:
         assert tray.stop() == 0, (tmp_path / "tray.stderr").read_text()[-2000:]
+    from hermes_tray.demo.home import DEMO_PROMPT
+
+    log = Path(demo.env["HERMES_TRAY_LOG_DIR"]) / "hermes-tray.log"
+    assert log.stat().st_mode & 0o077 == 0
+    text = log.read_text() + (tmp_path / "tray.stderr").read_text()
+    assert DEMO_PROMPT[:40] not in text, "the tray never logs prompt text"
 
 
 def _crop(src: Path, dest: Path, x: int, y: int, w: int, h: int) -> None:
