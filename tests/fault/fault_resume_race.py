@@ -38,12 +38,12 @@ def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
     return env
 
 
-def _write_settings(root: Path, sim_root: Path, mode: str) -> None:
+def _write_settings(root: Path, sim_root: Path, mode: str, *, notify: bool = False) -> None:
     from core.settings import TraySettings, save_settings
     from hermes_tray.demo.sim_install import sim_command
 
     save_settings(
-        TraySettings(mode=mode, notify=False, hermes_command=tuple(sim_command(sim_root))),
+        TraySettings(mode=mode, notify=notify, hermes_command=tuple(sim_command(sim_root))),
         root / "tray-config" / "config.toml",
     )
 
