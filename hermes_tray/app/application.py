@@ -107,16 +107,19 @@ class TrayApp(QObject):
         if self._window is None:
             from hermes_tray.app.prompt_window import PromptWindow
 
-            w = PromptWindow()
-            self._window = w
+            self._window = PromptWindow()
             if self.controller is not None:
-                c = self.controller
-                w.set_state(c.state)
-                w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
-                w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
-                w.disable_requested.connect(c.disable_for)
-                w.stop_requested.connect(c.stop)
+                self._wire_window()
         return self._window
+
+    def _wire_window(self) -> None:
+        w, c = self._window, self.controller
+        assert w is not None and c is not None
+        w.set_state(c.state)
+        w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
+        w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
+        w.disable_requested.connect(c.disable_for)
+        w.stop_requested.connect(c.stop)
 
     def _start_engine(self) -> None:
         """Phase two (after the icon): instance server, engine, notifier, controller, detector."""
@@ -173,6 +176,8 @@ class TrayApp(QObject):
         )
         if self.instance is not None:
             self.instance.message_received.connect(self._on_instance_message)
+        if self._window is not None:  # opened before the engine was up
+            self._wire_window()
 
     # --- lifecycle ----------------------------------------------------------------------------
     def start(self) -> None:

@@ -1,0 +1,53 @@
+"""The assembled tray (offscreen): icon first, then the engine; menu, window and notifications are
+wired to the same coordinator, so what a user clicks reaches the engine."""
+
+from __future__ import annotations
+
+from fakes import FakeEngine, RecordingNotifier
+from PySide6.QtWidgets import QApplication, QSystemTrayIcon
+
+from hermes_tray.app.application import TrayApp, TrayOptions
+from hermes_tray.watch.detector import ScanReport
+
+
+def _tray(qtbot, monkeypatch, engine: FakeEngine) -> TrayApp:
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+    notifier = RecordingNotifier()
+    monkeypatch.setattr("hermes_tray.notify.make_notifier", lambda *a, **k: notifier)
+    hits = []
+    app = TrayApp(QApplication.instance(), TrayOptions(engine=engine, autostart=None,
+                                                       extra_actions=[("Demo: crash the backend", lambda: hits.append(1))]))
+    app.hits = hits
+    app.start()
+    assert app.presence.icon is not None, "the icon comes first"
+    assert app.menu.action_labels()[0] == "Looking for interrupted turns…"
+    qtbot.waitUntil(lambda: app.controller is not None and app.menu.action_labels()[0] == "No interrupted turns",
+                    timeout=5000)
+    return app
+
+
+def test_menu_window_and_notification_reach_the_engine(qtbot, monkeypatch, rec) -> None:
+    engine = FakeEngine()
+    app = _tray(qtbot, monkeypatch, engine)
+    try:
+        app.controller.on_scan(ScanReport(records=(rec("s1"), rec("s2", title="Second"))))
+        assert app.presence.icon.toolTip().splitlines()[1] == "2 interrupted turns waiting"
+        notes = app.notifier.shown
+        assert notes and notes[-1].title == "2 Hermes turns interrupted"
+
+        sub = next(a.menu() for a in app.menu.actions() if a.text().startswith("Second"))
+        sub.actions()[1].trigger()  # Skip
+        assert engine.skipped == ["s2"]
+
+        app.presence.clicked.emit()  # left click on the icon
+        assert app.window.isVisible() and app.window.list.count() == 1
+        with qtbot.waitSignal(app.controller.rescan_requested, timeout=5000):
+            app.window.resume_button.click()
+        assert engine.resumed == ["s1"]
+
+        app.menu.find_action("Demo: crash the backend").trigger()
+        assert app.hits == [1]
+        app.menu.find_action("Only list them").trigger()
+        assert engine.settings().mode == "off"
+    finally:
+        app.shutdown()
