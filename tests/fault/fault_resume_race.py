@@ -235,3 +235,46 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
 
 def dumps(d: dict) -> str:
     return json.dumps({k: v for k, v in d.items() if k not in ("cli_out", "events", "cli")})
+
+
+def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_after: float = 0.1) -> dict:
+    """A user skip landing inside a resume's window (after the claim and marker check, while the
+    gateway answers ``session.resume``). In-process resume (thread) + the skip call the tray and the
+    CLI make. One winner: skip ok XOR a continuation ran."""
+    import threading
+
+    from core import decisions, gateway
+    from core.markers import remove_marker_if_unchanged
+    from core.resume import resume_turn
+    from hermes_tray.demo.sim_backend import write_control
+    from hermes_tray.demo.sim_install import sim_command
+    from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
+
+    root = Path(workdir)
+    saved = {k: os.environ.get(k) for k in tray_dirs(root)}
+    os.environ.update(tray_dirs(root))
+    try:
+        home, key = make_home(root / "home", turn_seconds=0.3)
+        shown = plant_marker(home, key, "skip race prompt")
+        write_control(home, resume_delay=delay)
+        install = gateway.install_from_command(sim_command(sim_root))
+        opts = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+                                      stop_grace=5, shutdown_grace=3)
+        out: dict = {}
+        t = threading.Thread(target=lambda: out.setdefault(
+            "r", resume_turn(home, key, shown, install=install, options=opts, via="fault-race")))
+        t.start()
+        _wait_for(lambda: any(e.get("event") == "approved" for e in decisions.history(50, session_key=key)), 20)
+        time.sleep(skip_after)
+        skipped = remove_marker_if_unchanged(home, key, shown)
+        t.join(60)
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v
+    res = out["r"]
+    ran = _continuations(home).get(key, 0)
+    return {"skipped": skipped, "continuations": ran, "resume_outcome": res.outcome, "resume_ok": res.ok,
+            "message": res.message, "double_winner": bool(skipped and ran), "home": home, "key": key}
