@@ -123,6 +123,7 @@ class Controller(QObject):
         self._records: dict[str, Any] = {}
         self._pending_keys: list[str] = []
         self._seen: set[tuple[str, str, Any, Any]] = set()
+        self._pending_idents: dict[str, tuple[str, str, Any, Any]] = {}
         self._runs: dict[str, _Run] = {}
         self._answers: dict[str, _Answer] = {}
         self._outcomes = 0
@@ -162,11 +163,16 @@ class Controller(QObject):
             and k not in self._runs
         ]
         self._pending_keys = pending
+        # a turn that left the list and comes back (a non-locking writer resurrected a skipped
+        # marker) is looked at afresh: skipped again, or — if it was asked about — not re-asked
+        for key in pending_before - set(pending):
+            self._seen.discard(self._pending_idents.pop(key, None))  # type: ignore[arg-type]
+        self._pending_idents = {k: _ident(self._records[k]) for k in pending}
         if self._settings.notify and (pending or any(getattr(r, "writer", None) == "alive" for r in records)):
             self.notifier.prepare()  # a turn is running (or waiting): be ready to speak at once
         to_ask: list[Any] = []
         mode = self._settings.mode
-        for key in pending:
+        for key in list(pending):
             rec = self._records[key]
             ident = _ident(rec)
             if ident in self._seen:
@@ -174,7 +180,9 @@ class Controller(QObject):
             self._seen.add(ident)
             if self._safe(self.engine.skipped_before, rec, default=False):
                 ok, why = self._safe_pair(self.engine.skip, rec, origin="re-skip")
-                log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), why)
+                log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), why or "ok")
+                if ok:
+                    self._pending_keys.remove(key)
                 continue
             if mode == "auto":
                 QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))

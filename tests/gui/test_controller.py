@@ -201,3 +201,17 @@ def test_hostile_records_never_crash_and_never_become_markup(qtbot, rec) -> None
     qtbot.addWidget(menu)
     menu.set_state(ctrl.state)
     assert all(len(label) < 200 for label in menu.action_labels())
+
+
+def test_skipped_elsewhere_then_resurrected_is_skipped_again_silently(qtbot, rec) -> None:
+    """Asked about, skipped from the CLI, then written back by a non-locking Hermes writer."""
+    ctrl, engine, notes = make()
+    r = rec("s1")
+    scan(ctrl, r)
+    assert len(notes.shown) == 1
+    engine.journal.append(("skipped", "s1", r.started_at))  # `hermes-tray skip s1`
+    scan(ctrl)  # the marker is gone
+    scan(ctrl, r)  # ...and back, byte for byte
+    assert engine.skipped == ["s1"]
+    assert len(notes.shown) == 1, "never asked again"
+    assert ctrl.state.pending == ()
