@@ -56,6 +56,18 @@ def config_path(home: Path | str) -> Path:
     return Path(home) / "config.yaml"
 
 
+def _describe(raw: Any) -> str:
+    """A short, bounded description of a config value for a warning (never expands aliases)."""
+    if isinstance(raw, Mapping):
+        return "a mapping"
+    if isinstance(raw, (list, tuple)):
+        return "a list"
+    if isinstance(raw, str):
+        return repr(raw if len(raw) <= 40 else raw[:39] + "…")
+    text = repr(raw)
+    return text if len(text) <= 40 else type(raw).__name__
+
+
 def coerce_auto_continue(block: Any) -> tuple[AutoContinueConfig, list[str]]:
     """Effective settings from a parsed ``desktop.auto_continue`` value, plus warnings for bad values."""
     warnings: list[str] = []
@@ -72,7 +84,8 @@ def coerce_auto_continue(block: Any) -> tuple[AutoContinueConfig, list[str]]:
         elif isinstance(raw, str) and raw.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
             enabled = raw.strip().lower() in _TRUE_WORDS
         else:
-            warnings.append(f"desktop.auto_continue.enabled: {raw!r} is not true/false; using {DEFAULT_ENABLED}")
+            warnings.append(f"desktop.auto_continue.enabled: {_describe(raw)} is not true/false; "
+                            f"using {DEFAULT_ENABLED}")
     fresh: float = DEFAULT_FRESHNESS_MINUTES
     raw = block.get("freshness_minutes")
     if raw is not None:
@@ -81,7 +94,7 @@ def coerce_auto_continue(block: Any) -> tuple[AutoContinueConfig, list[str]]:
             fresh = int(value) if float(value).is_integer() else value
         else:
             warnings.append(
-                f"desktop.auto_continue.freshness_minutes: {raw!r} is not a positive number; "
+                f"desktop.auto_continue.freshness_minutes: {_describe(raw)} is not a positive number; "
                 f"using {DEFAULT_FRESHNESS_MINUTES}"
             )
     attempts = DEFAULT_MAX_ATTEMPTS
@@ -92,7 +105,7 @@ def coerce_auto_continue(block: Any) -> tuple[AutoContinueConfig, list[str]]:
             attempts = int(value)
         else:
             warnings.append(
-                f"desktop.auto_continue.max_attempts: {raw!r} is not a whole number >= 0; "
+                f"desktop.auto_continue.max_attempts: {_describe(raw)} is not a whole number >= 0; "
                 f"using {DEFAULT_MAX_ATTEMPTS}"
             )
     return AutoContinueConfig(enabled, fresh, attempts), warnings
@@ -127,12 +140,28 @@ def _parse(text: str, *, kind: str = "rt") -> Any:
     return _yaml(kind).load(text)
 
 
-def _plain(value: Any) -> Any:
-    """Deep copy as plain dict/list/scalars, for comparing two parses."""
+MAX_NODES = 200_000  # far beyond any real config.yaml; an alias bomb ("billion laughs") hits it at once
+
+
+class _TooComplex(ValueError):
+    pass
+
+
+def _plain(value: Any, budget: list[int] | None = None) -> Any:
+    """Deep copy as plain dict/list/scalars, for comparing two parses.
+
+    Aliases make a small file a huge tree when copied: the copy is bounded by :data:`MAX_NODES`
+    (raises :class:`_TooComplex`), so a hostile config.yaml cannot exhaust memory.
+    """
+    if budget is None:
+        budget = [MAX_NODES]
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooComplex("config.yaml expands to too many values (YAML aliases?)")
     if isinstance(value, Mapping):
-        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v) for k, v in value.items()}
+        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, budget) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
+        return [_plain(v, budget) for v in value]
     if isinstance(value, str):
         return str(value)
     if isinstance(value, bool) or value is None:
@@ -431,10 +460,13 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
             if block is not None and not isinstance(block, Mapping):
                 raise BackendConfigError(f"{path}: desktop.auto_continue is not a mapping; left unchanged")
-            todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
-            if not todo:
-                return backend_config_from_text(path, text)
-            expected = _expected(doc, todo)
+            try:
+                todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
+                if not todo:
+                    return backend_config_from_text(path, text)
+                expected = _expected(doc, todo)
+            except _TooComplex as exc:
+                raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
             new_text = None
             for edit in (_minimal_edit, None):
                 try:

@@ -204,3 +204,18 @@ def test_bad_values_are_refused(tmp_path):
     assert parse_value("freshness_minutes", "90") == 90
     with pytest.raises(BackendConfigError, match="whole number"):
         parse_value("max_attempts", "two")
+
+
+BOMB = "a: &a [x,x,x,x,x,x,x,x,x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [" + ",".join([f"*{chr(97 + i)}"] * 9) + "]\n" for i in range(8)
+) + "desktop:\n  auto_continue:\n    enabled: *i\n"
+
+
+def test_yaml_alias_bomb_is_never_expanded(tmp_path):
+    home = home_with(tmp_path, BOMB)
+    cfg = read_backend_config(home)
+    assert cfg.auto_continue.enabled is True and len(" ".join(cfg.warnings)) < 300
+    assert "a list is not true/false" in cfg.warnings[0]
+    with pytest.raises(BackendConfigError, match="too many values"):
+        write_auto_continue(home, enabled=False)
+    assert (home / "config.yaml").read_text() == BOMB
