@@ -565,7 +565,8 @@ class Scanner:
         problems: list[str] = []
         exists = home.path.is_dir()
         if not exists:
-            problems.append(f"{home.path} does not exist (Hermes has not run with this home yet)")
+            problems.append(f"{home.path} is not a directory: not a Hermes home" if os.path.lexists(home.path)
+                            else f"{home.path} does not exist (Hermes has not run with this home yet)")
         config, cfg_problems = self._config(home, live_configs) if exists else (AutoContinueConfig(), [])
         problems.extend(cfg_problems)
         entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
