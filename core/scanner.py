@@ -581,6 +581,9 @@ class Scanner:
             db_status = state.status if state else "missing"
             if state and state.status == "unreadable" and state.problem:
                 problems.append(f"{state.problem}: titles and Hermes' turn leases cannot be checked")
+            elif state and state.status == "missing" and entries:
+                problems.append(f"{state.problem}: Hermes' turn leases cannot be checked, so these turns are "
+                                "left alone — is this really a Hermes home?")
         finally:
             if state:
                 state.close()

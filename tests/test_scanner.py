@@ -148,6 +148,7 @@ def test_missing_home_and_no_state_db(tmp_path, monkeypatch):
     result = scan(homes)
     assert result.homes[0].exists is False and "does not exist" in result.homes[0].problems[0]
     assert result.homes[1].state_db == "missing"
+    assert any("no state.db" in p and "left alone" in p for p in result.homes[1].problems)
     assert by_key(result)["k"].verdict == "running" and by_key(result)["k"].unsure
 
 
