@@ -433,9 +433,9 @@ class Scanner:
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None) -> None:
         self.homes = list(homes)
         self.cache_file = cache_file
-        self._journals: dict[str, list] = {}  # path-key -> [sigs, summary]
-        self._configs: dict[str, list] = {}  # path -> [sig, [enabled, fresh, attempts], problems]
-        self._markers: dict[str, tuple] = {}  # path -> (sig, entries | None, problem)  (memory only)
+        self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
+        self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
+        self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
         self._dirty = False
         if cache_file is not None:
             self._load_cache()
@@ -486,10 +486,12 @@ class Scanner:
                 home_turns = []
             reports.append(report)
             turns.extend(home_turns)
-        for store, live in ((self._configs, live_configs), (self._journals, live_journals)):
-            for gone in set(store) - live:
-                del store[gone]
-                self._dirty = True
+        # Forget files that went away — only under the homes scanned now, so `status --home X`
+        # does not throw away what a full scan cached for the other homes.
+        for key in [k for k in self._journals if k not in live_journals
+                    and k.rsplit(os.sep, 1)[0] in seen_journal_dirs]:
+            del self._journals[key]
+            self._dirty = True
         self._save_cache()
         return ScanResult(reports, turns, now)
 
@@ -589,7 +591,7 @@ class Scanner:
                 state.close()
         jdir = home.webui_journal_dir
         nsessions = 0
-        key = os.path.normcase(os.path.abspath(jdir))
+        key = str(jdir)
         if key not in seen_dirs:
             seen_dirs.add(key)
             nsessions, webui_turns = self._webui_records(home, now, problems, live_journals)

@@ -172,6 +172,13 @@ def test_incremental_cache_rereads_only_changed_files(tree, tmp_path, monkeypatc
     assert calls == ["j3"]
     assert len([t for t in second.turns if t.source == "webui"]) == len([t for t in first.turns
                                                                           if t.source == "webui"]) + 1
+    calls.clear()
+    Scanner(homes[1:], cache_file=cache).scan()  # like `status --home <profile>`
+    Scanner(homes, cache_file=cache).scan()
+    assert calls == []  # the partial scan kept what the full scan cached for the other homes
+    (root.journal_dir / "j0.jsonl").unlink()
+    Scanner(homes, cache_file=cache).scan()
+    assert not [k for k in json.loads(cache.read_text())["journals"] if k.endswith("j0")]  # forgotten
     assert "refactor" not in cache.read_text() and "crashy" not in cache.read_text()  # never prompt text
     assert oct(cache.stat().st_mode & 0o777) == "0o600"
 
