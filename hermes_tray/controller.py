@@ -14,6 +14,7 @@ Views never call the engine; the engine never sees Qt widgets.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -298,7 +299,10 @@ class Controller(QObject):
             self._publish()
 
     def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> list[str]:
-        homes = list(home_paths) if home_paths is not None else [str(getattr(h, "path", h)) for h in self._report.homes]
+        if home_paths is not None:
+            homes = list(home_paths)
+        else:  # every watched home that exists (the default root may not, before Hermes first runs)
+            homes = [str(getattr(h, "path", h)) for h in self._report.homes if os.path.isdir(getattr(h, "path", h))]
         problems = self.engine.set_backend(homes, enabled=enabled)
         for p in problems:
             self.message.emit(p)

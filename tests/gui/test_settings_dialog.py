@@ -117,3 +117,14 @@ def test_hermes_command_with_tilde_is_saved_expanded_and_shown_short(qtbot, tmp_
     again = SettingsDialog(ctrl)
     qtbot.addWidget(again)
     assert again.command_edit.text() == "~/.local/bin/hermes"
+
+
+def test_menu_switch_turns_hermes_auto_continue_off_in_every_existing_home(qtbot, tmp_path) -> None:
+    a, b = tmp_path / "a", tmp_path / "b"
+    ctrl = _controller(tmp_path, [a, b])
+    ctrl.on_scan(ScanReport(homes=tuple(discover_homes(explicit=[str(a), str(b), str(tmp_path / "missing")]))))
+    problems = ctrl.set_backend_enabled(False)
+    assert problems == []
+    for h in (a, b):
+        assert "enabled: false" in (h / "config.yaml").read_text()
+    assert not (tmp_path / "missing").exists()
