@@ -4,8 +4,7 @@ from __future__ import annotations
 
 import math
 import os
-from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 Liveness = Literal["alive", "dead", "unknown"]
 
@@ -13,8 +12,10 @@ Liveness = Literal["alive", "dead", "unknown"]
 START_TIME_TOLERANCE = 0.001
 
 
-@dataclass(frozen=True)
-class ProcessIdentity:
+class ProcessIdentity(NamedTuple):
+    """(pid, psutil create time). An immutable record; a NamedTuple rather than a frozen dataclass
+    so that importing this module (every ``status`` run does) does not pull in ``dataclasses``."""
+
     pid: int
     start_time: float | None = None
 

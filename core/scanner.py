@@ -339,6 +339,12 @@ class _HomeState:
         return best or ("free", "no turn lease")
 
 
+def _owner_lookup(home: Path, key: str):
+    from core.hermes_state import active_session_owner
+
+    return active_session_owner(home, key)
+
+
 def _text(value: Any) -> str | None:
     if value is None:
         return None
@@ -608,8 +614,7 @@ class Scanner:
 
         out = []
         title_problem = None
-        owner_of = None
-        has_registry = False
+        owner_of: Any = None
         if state:
             state.prefetch([str(k) for k in entries])
         for key, entry in entries.items():
@@ -622,13 +627,11 @@ class Scanner:
             else:
                 lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
                 if owner_of is None:
-                    from core.hermes_state import active_session_owner as owner_of
-                    from core.hermes_state import active_sessions_path
-
                     # No registry file means nobody claims any session (hermes_state says "none"):
-                    # skip 32 failed opens per home.
-                    has_registry = os.path.lexists(active_sessions_path(home.path))
-                owner = owner_of(home.path, key) if has_registry else None
+                    # skip the module and 32 failed opens per home.
+                    has_registry = os.path.lexists(os.path.join(home.path, "runtime", "active_sessions.json"))
+                    owner_of = _owner_lookup if has_registry else False
+                owner = owner_of(home.path, key) if owner_of else None
                 ostate = owner.state if owner else "none"
                 details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
                            if st in ("live", "alive", "unknown")]

@@ -255,3 +255,23 @@ def test_lease_on_the_conversation_root_marks_a_compressed_child_running(tmp_pat
     turn = by_key(scan(discover_homes(explicit=[home.path])))["child"]
     assert (turn.verdict, turn.title) == ("running", "Kid")
     assert "turn lease" in turn.reason
+
+
+def test_live_active_session_owner_marks_the_turn_running(tmp_path, monkeypatch):
+    import os
+
+    import psutil
+
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
+    home = FixtureHome(tmp_path / "h")
+    home.add_session("owned")
+    home.add_session("free")
+    home.close()
+    home.write_markers({"owned": marker_entry("a"), "free": marker_entry("b")})
+    (home.path / "runtime").mkdir()
+    (home.path / "runtime" / "active_sessions.json").write_text(json.dumps({"entries": [
+        {"session_id": "owned", "pid": os.getpid(), "process_start_time": psutil.Process().create_time(),
+         "surface": "tui"}]}))
+    turns = by_key(scan(discover_homes(explicit=[home.path])))
+    assert turns["owned"].verdict == "running" and "has this session open" in turns["owned"].reason
+    assert turns["free"].verdict == "actionable"
