@@ -225,6 +225,9 @@ class PromptWindow(QDialog):
         self.answer.setPlainText(text)
         self.answer_title.setVisible(True)
         self.answer.setVisible(True)
+        from hermes_tray.app import events
+
+        events.emit("window", name="answer", chars=len(text))  # how much, never what
 
     # --- actions ------------------------------------------------------------------------------
     def _resume_selected(self) -> None:
