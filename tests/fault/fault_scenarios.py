@@ -544,3 +544,93 @@ def crash_config_yaml(workdir: Path, kills: int, rng: random.Random) -> KillStat
     )
     stats.extra["temp_litter_left"] = litter
     return stats
+
+
+# --------------------------------------------------------------------------- decision journal (bounded)
+
+DECISION_FLOW = ("notified", "approved", "dispatched", "completed")
+
+
+def _decisions_writer(ack, directory: str, start: int, seed: int, max_bytes: int) -> None:
+    from core import decisions
+
+    rng = random.Random(seed)
+    j = decisions.DecisionJournal(Path(directory), max_bytes=max_bytes)
+    ack("R")
+    i = start
+    open_turns: list[tuple[str, int]] = []  # (key, next step)
+    while True:
+        if not open_turns or (len(open_turns) < 6 and rng.random() < 0.4):
+            open_turns.append((f"20261129_120000_d{i}", 0))
+        n = rng.randrange(len(open_turns))
+        key, step = open_turns[n]
+        event = DECISION_FLOW[step]
+        before = j.path.stat().st_size if j.path.exists() else 0
+        ack(f"B {i} {key} {event}")
+        j.record(event, home="/h", session_key=key, started_at=1.0, seq=i)
+        ack(f"A {i} {key} {event}")
+        if j.path.stat().st_size < before:
+            ack("C")  # this append compacted the journal
+        if step + 1 < len(DECISION_FLOW):
+            open_turns[n] = (key, step + 1)
+        else:
+            open_turns.pop(n)
+        i += 1
+
+
+def crash_decisions(workdir: Path, kills: int, rng: random.Random, *, max_bytes: int = 3_000) -> KillStats:
+    """The tray's bounded decision journal under SIGKILL, compacting constantly (tiny max_bytes):
+    every acked event of an unfinished turn survives; a finished turn is dropped whole or kept whole."""
+    from core import decisions
+
+    directory = Path(workdir) / "journal"
+    acked: dict[str, list[int]] = {}  # key -> acked seqs
+    finished: set[str] = set()
+    maybe: set[int] = set()
+    compactions = 0
+
+    def verify(res: RoundResult) -> None:
+        nonlocal compactions
+        done, inflight = _split(res.acks)
+        for i, key, event in done:
+            acked.setdefault(key, []).append(int(i))
+            if event in decisions.TERMINAL:
+                finished.add(key)
+        if inflight:
+            maybe.add(int(inflight[0]))
+        compactions += res.acks.count("C")
+        j = decisions.DecisionJournal(directory, max_bytes=max_bytes)
+        events = j.history(1_000_000)
+        seen: dict[str, set[int]] = {}
+        for e in events:
+            seen.setdefault(e["session_key"], set()).add(int(e["seq"]))
+            if e["event"] in decisions.TERMINAL:  # an in-flight terminal event that landed finishes the turn
+                finished.add(e["session_key"])
+        if inflight and inflight[2] in decisions.TERMINAL and not seen.get(inflight[1]):
+            # The in-flight terminal event landed and the same call's compaction dropped the finished turn.
+            finished.add(inflight[1])
+        all_seen = set().union(*seen.values()) if seen else set()
+        for key, seqs in acked.items():
+            have = seen.get(key, set())
+            if key not in finished:
+                lost = set(seqs) - have
+                assert not lost, f"round {res.index}: events {sorted(lost)} of unfinished turn {key} lost"
+            else:
+                partial = bool(have) and not set(seqs) <= have
+                assert not partial, f"round {res.index}: finished turn {key} only partly dropped"
+        everything = {s for v in acked.values() for s in v} | maybe
+        assert all_seen <= everything, f"round {res.index}: events nobody wrote"
+        assert len(temp_litter(j.path.parent, j.path.name)) <= 1 + res.index
+
+    stats = kill_rounds(
+        "decisions",
+        workdir,
+        _decisions_writer,
+        kills=kills,
+        rng=rng,
+        args_for=lambda r: (str(directory), r * 1_000_000, rng.randrange(1 << 30), max_bytes),
+        verify=verify,
+    )
+    stats.extra["compactions_seen"] = compactions
+    stats.extra["temp_litter_left"] = len(temp_litter(directory / "_turn_journal", "decisions.jsonl"))
+    return stats

@@ -63,3 +63,9 @@ def test_crash_tray_settings(tmp_path):
 def test_crash_backend_config_yaml(tmp_path):
     pytest.importorskip("core.backend_config", reason="core.backend_config (issue 4) not landed yet")
     _run(sc.crash_config_yaml, tmp_path)
+
+
+def test_crash_decision_journal_compaction(tmp_path):
+    pytest.importorskip("core.decisions", reason="core.decisions (issue 3) not landed yet")
+    stats = _run(sc.crash_decisions, tmp_path)
+    assert stats.extra["compactions_seen"] > 0, "the journal never compacted: the test did not test compaction"
