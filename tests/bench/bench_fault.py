@@ -46,7 +46,7 @@ def log(msg: str) -> None:
     print(msg, flush=True)
 
 
-def run_kills(n: int, seed: int, rows: dict) -> None:
+def run_kills(n: int, seed: int, rows: dict, kinds_filter: str | None = None) -> None:
     import fault_scenarios as sc
 
     kinds = [
@@ -56,7 +56,10 @@ def run_kills(n: int, seed: int, rows: dict) -> None:
         ("lease ops", sc.crash_lease),
         ("config.toml", sc.crash_settings),
         ("config.yaml", sc.crash_config_yaml),
+        ("decision journal (compacting)", sc.crash_decisions),
     ]
+    if kinds_filter:
+        kinds = [k for k in kinds if any(f.strip() in k[0] for f in kinds_filter.split(","))]
     log(f"\n== crash injection: {n} SIGKILLs per kind (seed {seed}) ==")
     for label, fn in kinds:
         work = Path(tempfile.mkdtemp(prefix="bench-fault-"))
@@ -218,6 +221,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", default=",".join(SECTIONS), help=f"comma list of {', '.join(SECTIONS)}")
     ap.add_argument("--kills", type=int, default=500)
+    ap.add_argument("--kinds", default=None, help="only these kill kinds (substrings, comma list)")
     ap.add_argument("--edits", type=int, default=1000)
     ap.add_argument("--rounds", type=int, default=5, help="exactly-once rounds (x4 set-ups)")
     ap.add_argument("--turns", type=int, default=6, help="turns per exactly-once round")
@@ -230,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
     rows: dict = {}
     t0 = time.monotonic()
     if "kills" in only:
-        run_kills(args.kills, args.seed, rows)
+        run_kills(args.kills, args.seed, rows, args.kinds)
     if "race" in only:
         run_race(args.edits, args.seed, rows)
     if "exactly-once" in only:
