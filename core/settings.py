@@ -165,9 +165,19 @@ def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> Tra
     path = Path(path) if path is not None else paths.settings_file()
     ensure_private_dir(path.parent)
     with locked(path.with_name(f".{path.name}.lock")):
-        current = load_settings(path)
-        merged = {**current.to_dict(), **dict(changes)}
-        new = validate(merged, path=path)
+        # Merge into the raw file, not the validated settings: a bad value is fixed by setting it.
+        try:
+            raw = _loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            raw = {}
+        except Exception as exc:
+            raise SettingsError(f"{path} is not valid TOML ({exc}); fix or remove it") from exc
+        merged = {**raw, **dict(changes)}
+        merged = {k: v for k, v in merged.items() if v is not None}
+        try:
+            new = validate(merged, path=path)
+        except SettingsError as exc:
+            raise SettingsError(f"{path}: {exc}") from exc
         save_settings(new, path)
     return new
 

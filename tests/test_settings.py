@@ -93,3 +93,14 @@ def test_hermes_command_can_be_unset(cfg):
     s = update_settings({"hermes_command": None})
     assert s.hermes_command is None and s.mode == "off"
     assert "hermes_command" not in cfg.read_text()
+
+
+def test_setting_a_bad_value_fixes_it_other_bad_keys_still_refuse(cfg):
+    cfg.parent.mkdir()
+    cfg.write_text('mode = "loud"\nnotify = false\n')
+    s = update_settings({"mode": "auto"})
+    assert (s.mode, s.notify) == ("auto", False)
+    cfg.write_text('mode = "loud"\ncolour = "red"\n')
+    with pytest.raises(SettingsError, match="colour"):
+        update_settings({"mode": "auto"})
+    assert "loud" in cfg.read_text()

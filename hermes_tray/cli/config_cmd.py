@@ -139,9 +139,15 @@ def _set(args: argparse.Namespace) -> int:
 
     try:
         value = parse_value(key, text)
+        from core.settings import validate
+
+        validate({key: value})
+    except SettingsError as exc:
+        return refuse(args, str(exc), EXIT_USAGE)  # the value given is wrong
+    try:
         settings = update_settings({key: value})
     except SettingsError as exc:
-        return refuse(args, str(exc), EXIT_USAGE)
+        return refuse(args, str(exc))  # the file holds something else that is wrong
     except OSError as exc:
         return refuse(args, f"could not write the tray settings: {exc}")
     note = journal("config-set", key=key, value=value)
