@@ -93,6 +93,20 @@ def _ident(record: Any) -> tuple[str, str, Any, Any]:
     )
 
 
+def _frame_text(frame: str) -> str:
+    """What the last gateway frame means to a person watching the progress line."""
+    if frame.startswith("tool"):
+        return "using tools"
+    return {
+        "status.update": "resuming",
+        "message.start": "answering",
+        "message.delta": "writing the answer",
+        "thinking.delta": "thinking",
+        "reasoning.delta": "thinking",
+        "message.complete": "finishing",
+    }.get(frame, "working")
+
+
 class Controller(QObject):
     state_changed = Signal(object)  # ViewState
     present_window = Signal(bool)  # activate (take focus)?
@@ -389,9 +403,9 @@ class Controller(QObject):
         frame = getattr(progress, "last_frame", None)
         frames = getattr(progress, "frames", 0) or 0
         status = {"starting": "starting Hermes…", "resuming": "resuming the session…",
-                  "running": "streaming", "stopping": "stopping…", "finishing": "finishing…"}.get(phase, phase)
+                  "running": "working", "stopping": "stopping…", "finishing": "finishing…"}.get(phase, phase)
         if frame and phase == "running":
-            status = f"streaming · {frame} · {frames} frames"
+            status = f"{_frame_text(str(frame))} · {frames} update{'s' if frames != 1 else ''}"
         if not run.stop.is_set():
             run.status = status
         self._publish()

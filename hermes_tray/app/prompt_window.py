@@ -104,7 +104,7 @@ class PromptWindow(QDialog):
         self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
         self.list.itemActivated.connect(lambda _i: self._resume_selected())
         self.list.setAccessibleName("Interrupted turns")
-        root.addWidget(self.list, 1)
+        root.addWidget(self.list, 100)
 
         self.detail = QLabel()
         self.detail.setWordWrap(True)
@@ -120,8 +120,11 @@ class PromptWindow(QDialog):
         self.answer.setMaximumHeight(140)
         root.addWidget(self.answer_title)
         root.addWidget(self.answer)
+        root.addStretch(1)  # takes the spare room when the list is hidden (only a running continuation)
 
-        buttons = QHBoxLayout()
+        self.button_row = QWidget()
+        buttons = QHBoxLayout(self.button_row)
+        buttons.setContentsMargins(0, 0, 0, 0)
         self.disable_button = QPushButton("Disable auto-continue")
         self.disable_button.setToolTip("Turn Hermes auto-continue off for this turn's home (reversible from the menu)")
         self.disable_button.clicked.connect(self._disable_selected)
@@ -136,7 +139,7 @@ class PromptWindow(QDialog):
         self.resume_button.setDefault(True)
         self.resume_button.clicked.connect(self._resume_selected)
         buttons.addWidget(self.resume_button)
-        root.addLayout(buttons)
+        root.addWidget(self.button_row)
         QShortcut(QKeySequence.StandardKey.Delete, self, activated=self._skip_selected)
         self.set_state(self._state)
 
@@ -169,6 +172,7 @@ class PromptWindow(QDialog):
             keys = [t.key for t in state.pending]
             self.list.setCurrentRow(keys.index(selected) if selected in keys else 0)
         self.list.setVisible(bool(n))
+        self.button_row.setVisible(bool(n))
         self._update_buttons()
 
     def _row(self, t: TurnItem) -> QListWidgetItem:

@@ -167,12 +167,24 @@ def test_screenshots_menu_prompt_window_settings(desktop, demo, tmp_path) -> Non
         desktop.shot(full)
         _crop(full, SHOTS / "prompt-window.png", gx, gy, gw, gh)
 
+        # a running continuation: elapsed time, streaming status, Stop — live in the same window
+        from hermes_tray.demo.sim_backend import write_control
+
+        write_control(demo.home, turn_seconds=20)
+        (note,) = [n for n in desktop.notifications() if n["summary"] == "Hermes turn interrupted"
+                   and n["body"].startswith("Demo")][-1:]
+        desktop.click_action(note["id"], "resume")
+        tray.wait_event(lambda e: e["event"] == "scan" and e.get("pending") == 0, what="turn taken")
+        time.sleep(3.5)
+        desktop.shot(full)
+        _crop(full, SHOTS / "prompt-window-running.png", gx, gy, gw, gh)
+
         _send(demo, desktop, "settings")
         sx, sy, sw, sh = _window_geometry(desktop, "Settings")
         time.sleep(0.5)
         desktop.shot(full)
         _crop(full, SHOTS / "settings.png", sx, sy, sw, sh)
-        for name in ("tray-menu.png", "prompt-window.png", "settings.png"):
+        for name in ("tray-menu.png", "prompt-window.png", "prompt-window-running.png", "settings.png"):
             assert (SHOTS / name).stat().st_size > 3000, name
     finally:
         assert tray.stop() == 0, (tmp_path / "tray.stderr").read_text()[-2000:]

@@ -96,7 +96,7 @@ def test_running_continuation_is_busy_with_progress_and_stop(qtbot, rec) -> None
     scan(ctrl, rec("s1"))
     key = ctrl.state.pending[0].key
     ctrl.resume(key)
-    qtbot.waitUntil(lambda: ctrl.state.running and "streaming" in ctrl.state.running[0].status)
+    qtbot.waitUntil(lambda: bool(ctrl.state.running) and ctrl.state.running[0].status == "writing the answer · 3 updates")
     assert ctrl.state.icon_state == "busy"
     assert ctrl.state.pending == ()
     engine.resume_outcome = __import__("hermes_tray.controller", fromlist=["Outcome"]).Outcome("interrupted", "stopped")

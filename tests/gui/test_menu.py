@@ -76,7 +76,7 @@ def test_empty_and_running(qtbot) -> None:
     menu.set_state(ViewState())
     assert menu.action_labels()[0] == "No interrupted turns"
     assert not menu.actions()[0].isEnabled()
-    menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 12, "streaming · message.delta · 7 frames"),)))
+    menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 12, "writing the answer · 7 updates"),)))
     assert menu.action_labels()[0] == "Resuming Fix the flaky test — 0:12"
     with qtbot.waitSignal(menu.stop_requested) as got:
         menu.find_action("Stop").trigger()

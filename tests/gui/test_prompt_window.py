@@ -75,13 +75,14 @@ def test_live_update_keeps_the_selection_on_its_turn(qtbot, rec) -> None:
 
 def test_running_continuation_shows_progress_and_stop(qtbot) -> None:
     w = _window(qtbot)
-    w.set_state(ViewState(running=(RunningItem("k1", "Fix the flaky test", 65, "streaming · message.delta · 12 frames"),)))
+    w.set_state(ViewState(running=(RunningItem("k1", "Fix the flaky test", 65, "writing the answer · 12 updates"),)))
     row = w._running_rows["k1"]
     assert row.label.text() == "Resuming Fix the flaky test"
-    assert row.status.text() == "1:05 · streaming · message.delta · 12 frames"
+    assert row.status.text() == "1:05 · writing the answer · 12 updates"
     with qtbot.waitSignal(w.stop_requested) as got:
         row.stop_button.click()
     assert got.args == ["k1"]
+    assert w.button_row.isHidden(), "no decision to take while only a continuation runs"
     w.set_state(ViewState())
     assert "k1" not in w._running_rows
 
