@@ -8,6 +8,7 @@ docs/screenshots/ (and are looked at by a person before they are committed).
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 import time
@@ -18,7 +19,10 @@ import pytest
 from tests.e2e.conftest import ROOT, start_tray, wait_for
 
 pytest.importorskip("desktop_notifier")
-SHOTS = ROOT / "docs" / "screenshots"
+# Test artifacts by default (git-ignored); HERMES_TRAY_UPDATE_SCREENSHOTS=1 refreshes the README's
+# copies in docs/screenshots/ — look at them before committing.
+SHOTS = (ROOT / "docs" / "screenshots" if os.environ.get("HERMES_TRAY_UPDATE_SCREENSHOTS")
+         else ROOT / "test-artifacts" / "screenshots")
 
 
 def _notes(desktop, summary: str, after: float) -> list[dict]:
