@@ -131,11 +131,21 @@ class Tray:
         return self.proc.returncode
 
 
-def start_tray(desktop: Desktop, demo, tmp_path: Path, *extra_env: tuple[str, str]) -> Tray:
+@pytest.fixture(scope="session")
+def trayless_desktop(tmp_path_factory):
+    """No tray host at all (GNOME without the AppIndicator extension, kiosks)."""
+    proc, d = _start_desktop(tmp_path_factory, "--tray", "none")
+    try:
+        yield d
+    finally:
+        _stop_desktop(proc)
+
+
+def start_tray(desktop: Desktop, demo, tmp_path: Path, *extra_env: tuple[str, str], args: tuple[str, ...] = ()) -> Tray:
     events = tmp_path / f"events-{time.monotonic_ns()}.jsonl"
     env = {**desktop.env, **demo.env, "HERMES_TRAY_EVENTS": str(events), **dict(extra_env)}
     env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tray", "tray", "--home", str(demo.home)], env=env,
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tray", "tray", "--home", str(demo.home), *args], env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "tray.stderr", "ab"))  # noqa: SIM115
     return Tray(proc, events)
 
