@@ -3,7 +3,8 @@
 The tray (offscreen) and the helper run on a home whose every source is rewritten with broken
 content, many times a second for a few seconds (every change wakes their watchers and re-scans):
 truncated and corrupt marker files, NaN / future / huge values, garbage ``state.db`` and
-``active_sessions.json``, unparseable ``config.yaml``, torn WebUI journals. Both must stay up,
+``active_sessions.json``, unparseable ``config.yaml``, torn WebUI journals, and the tray's own
+``config.toml``. Both must stay up,
 exit 0 on SIGTERM, never write a marker file they were not asked to, and keep corrupt files.
 """
 
@@ -34,6 +35,8 @@ MARKERS = [
 CONFIGS = [b"desktop: [", b"desktop:\n  auto_continue: 7\n", b"\xff\xfe", b"[" * 300,
            b"desktop:\n  auto_continue:\n    enabled: maybe\n    freshness_minutes: -5\n    max_attempts: .nan\n"]
 ACTIVE = [b"{", b'{"entries": 5}', b'{"entries": [{"session_id": "20261129_1", "pid": "x"}]}', b"\x00" * 100]
+TOMLS = [b'mode = "bogus"\nx = [', b"\xff\xfe", b"mode = 5\n", b'homes = ["/nonexistent", 7]\n',
+         b'hermes_command = []\n', b"[[[[\n", b'mode = "auto"\nnotify = "yes"\n']
 JOURNAL = [b'{"event": "submitted", "turn_id": "t", "created_at": 1}\n{"event": "sub', b"\xff\n\n{}\n[1]\n",
            b'{"event": "worker_started", "turn_id": "t", "created_at": "NaN", "worker_pid": 1}\n']
 
@@ -57,6 +60,8 @@ def test_tray_and_helper_survive_a_storm_of_hostile_files(tmp_path):
         data = rng.choice(MARKERS)
         marker.write_bytes(data)
         (home / "config.yaml").write_bytes(rng.choice(CONFIGS))
+        (tmp_path / "tray-config").mkdir(mode=0o700, exist_ok=True)
+        (tmp_path / "tray-config" / "config.toml").write_bytes(rng.choice(TOMLS))
         (home / "runtime" / "active_sessions.json").write_bytes(rng.choice(ACTIVE))
         (home / "webui/sessions/_turn_journal" / rng.choice(["s1.jsonl", "s1~1.jsonl", "x~y.jsonl"])).write_bytes(
             rng.choice(JOURNAL))
