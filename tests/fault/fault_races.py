@@ -174,6 +174,9 @@ def foreign_writer_race(
         time.sleep(0.005)
 
     store = markers.MarkerStore(home)
+    # An entry of ours that stays: our writes never empty the file, so every one of them is a timed
+    # temp-file + rename (the delete-when-empty path has no rename to time).
+    store.record("tray-anchor", "anchor prompt")
     handler = _Detected()
     mlog = logging.getLogger("core.markers")
     old_level = mlog.level
