@@ -39,7 +39,7 @@ REPO = Path(__file__).resolve().parents[2]
 FAULT = REPO / "tests" / "fault"
 sys.path[:0] = [str(FAULT), str(REPO)]
 
-SECTIONS = ("kills", "race", "exactly-once", "skip-race", "crash-loop", "hostile")
+SECTIONS = ("kills", "race", "exactly-once", "kill-resumer", "skip-race", "crash-loop", "hostile")
 
 
 def log(msg: str) -> None:
@@ -120,6 +120,24 @@ def run_exactly_once(rounds: int, turns: int, rows: dict) -> None:
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows["exactly-once"] = (total_turns, total_turns * 4, doubles, missed)
+
+
+def run_kill_resumer(rounds: int, seed: int, rows: dict) -> None:
+    import fault_resume_race as R
+
+    log(f"\n== SIGKILL a `resume --wait` at a random point, resume again at once: {rounds} rounds per backend ==")
+    root = Path(tempfile.mkdtemp(prefix="bench-killres-"))
+    sims = _sims(root / "sims")
+    out = {}
+    try:
+        for cap in ("auto-continue", "legacy"):
+            r = R.kill_the_resumer(root / cap, sims[cap], rounds=rounds, seed=seed)
+            out[cap] = r
+            log(f"{cap}: rounds={r['rounds']} continuations={r['continuations']} "
+                f"double_dispatches={r['double_dispatches']} over_budget={r['over_budget']}")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+    rows["kill-resumer"] = out
 
 
 def run_skip_race(rounds: int, rows: dict) -> None:
@@ -204,6 +222,9 @@ def table(rows: dict) -> str:
         t, c, d, m = rows["exactly-once"]
         out.append(f"| Exactly-once races (tray + helper + 2 CLI per turn) | {t} turns, {c} contenders: "
                    f"{d} double dispatches, {m} missed |")
+    for cap, r in rows.get("kill-resumer", {}).items():
+        out.append(f"| `resume` SIGKILLed at random, resumed again at once ({cap}) | {r['rounds']} kills: "
+                   f"{r['double_dispatches']} double dispatches, {r['over_budget']} over budget |")
     for cap, (n, double, sw, rw) in rows.get("skip-race", {}).items():
         out.append(f"| Skip racing resume ({cap} backend) | {n} races: {double} double winners "
                    f"(skip won {sw}, resume won {rw}) |")
@@ -226,6 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5, help="exactly-once rounds (x4 set-ups)")
     ap.add_argument("--turns", type=int, default=6, help="turns per exactly-once round")
     ap.add_argument("--skip-rounds", type=int, default=10)
+    ap.add_argument("--resumer-kills", type=int, default=25, help="kill-the-resumer rounds per backend kind")
     ap.add_argument("--examples", type=int, default=500, help="hypothesis examples per hostile test")
     ap.add_argument("--seed", type=int, default=int.from_bytes(os.urandom(4), "little"))
     args = ap.parse_args(argv)
@@ -239,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
         run_race(args.edits, args.seed, rows)
     if "exactly-once" in only:
         run_exactly_once(args.rounds, args.turns, rows)
+    if "kill-resumer" in only:
+        run_kill_resumer(args.resumer_kills, args.seed, rows)
     if "skip-race" in only:
         run_skip_race(args.skip_rounds, rows)
     if "crash-loop" in only:

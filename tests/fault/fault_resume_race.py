@@ -278,3 +278,43 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
     ran = _continuations(home).get(key, 0)
     return {"skipped": skipped, "continuations": ran, "resume_outcome": res.outcome, "resume_ok": res.ok,
             "message": res.message, "double_winner": bool(skipped and ran), "home": home, "key": key}
+
+
+def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, max_attempts: int = 3,
+                     turn_seconds: float = 0.8) -> dict:
+    """SIGKILL ``hermes-tray resume --wait`` at a random point (claim, check, gateway start-up,
+    ``session.resume``, mid-continuation), then run another ``resume`` at once. Its dead claim is taken
+    over immediately, so the second resume races whatever the first left running. Invariant, counted
+    at the backend: attempt numbers never repeat (two continuations of one attempt = double dispatch),
+    and there are never more than ``max_attempts`` continuations."""
+    import random
+
+    from hermes_tray.demo.sim_backend import read_turns
+    from hermes_tray.demo.testing import make_home, plant_marker
+
+    rng = random.Random(seed)
+    root = Path(workdir)
+    _write_settings(root, sim_root, "ask")
+    env = _env(root)
+    out = {"rounds": 0, "double_dispatches": 0, "over_budget": 0, "continuations": 0, "kill_points": []}
+    for r in range(rounds):
+        home, key = make_home(root / f"home-{r}", max_attempts=max_attempts, turn_seconds=turn_seconds)
+        plant_marker(home, key, f"kill-the-resumer prompt {r}")
+        a = subprocess.Popen(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
+                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        delay = rng.uniform(0.05, 1.6)
+        time.sleep(delay)
+        a.kill()
+        a.wait()
+        b = subprocess.run(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        _wait_for(lambda: _gateways_running(root) == 0, 30)
+        turns = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]
+        attempts = [t.get("attempt") for t in turns if t.get("kind") == "auto-continue"]
+        dup = len(attempts) - len(set(attempts))
+        out["rounds"] += 1
+        out["continuations"] += len(turns)
+        out["double_dispatches"] += dup
+        out["over_budget"] += max(0, len(turns) - max_attempts)
+        out["kill_points"].append((round(delay, 2), len(turns), b.returncode))
+    return out

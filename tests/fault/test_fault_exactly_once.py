@@ -59,3 +59,15 @@ def test_crash_loop_stops_at_max_attempts(sims, tmp_path, cap):
     assert r["continuations"] == 2, r
     assert r["gave_up_journalled"], r["events"]
     assert any(code == 1 and any("gave up" in line for line in lines) for code, lines in r["cli"]), r["cli"]
+
+
+@pytest.mark.parametrize("cap", ["auto-continue", "legacy"])
+def test_killing_the_resumer_never_doubles_a_continuation(sims, tmp_path, cap):
+    """SIGKILL a `resume --wait` at a random point and resume again at once: no attempt runs twice."""
+    import random
+
+    rounds = int(os.environ.get("HERMES_TRAY_FAULT_RESUMER_KILLS", "4"))
+    r = R.kill_the_resumer(tmp_path, sims[cap], rounds=rounds, seed=random.randrange(1 << 30))
+    print(r)
+    assert r["double_dispatches"] == 0, r
+    assert r["over_budget"] == 0, r
