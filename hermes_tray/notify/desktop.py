@@ -77,7 +77,12 @@ class DesktopNotifierBackend(Notifier):
         icon = Icon(path=__import__("pathlib").Path(icon_file(IconState.ATTENTION, "light", 64)))
         self._notifier = DesktopNotifier(app_name=app_name, app_icon=icon)
         if sys.platform.startswith("linux"):
-            self._notifier._backend = _make_replacing_backend(app_name, icon)
+            try:  # in-place updates need desktop-notifier 6.x's D-Bus back end; else notes are re-sent
+                backend = _make_replacing_backend(app_name, icon)
+                if hasattr(backend, "_platform_to_interface_notification_identifier"):
+                    self._notifier._backend = backend
+            except Exception:
+                log.info("desktop-notifier's D-Bus back end differs: updates replace notes by closing them")
         self._identifiers: dict[str, str] = {}  # note key -> desktop-notifier identifier (loop thread only)
         self._lock: asyncio.Lock | None = None
         self._probed_at = 0.0
