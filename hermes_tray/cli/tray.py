@@ -32,6 +32,43 @@ def run(args: argparse.Namespace) -> int:
     return run_tray(options)
 
 
+def hermes_present(args: argparse.Namespace) -> bool:
+    """Is there anything for the tray to watch: a home given or on disk, or a Hermes install?
+
+    Cheap checks only (no Qt, no gateway probe): the answer decides whether a newcomer who
+    runs ``hermes-tray`` without Hermes gets the demo instead of an empty tray.
+    """
+    if getattr(args, "homes", None):
+        return True
+    from core.gateway import HermesNotFound, find_hermes, settings_hermes_command
+    from core.homes import discover_homes
+    from core.settings import load_settings
+
+    try:
+        extra = load_settings().home_paths()
+    except Exception:
+        extra = ()
+    if any(home.path.is_dir() for home in discover_homes(extra=extra)):
+        return True
+    try:
+        find_hermes(settings_hermes_command())
+    except HermesNotFound:
+        return False
+    return True
+
+
 def run_default(args: argparse.Namespace) -> int:
-    """No command given: the tray."""
+    """No command given: the tray, or the demo when no Hermes is installed (a newcomer's first run)."""
+    if not hermes_present(args):
+        import sys
+
+        print(
+            "No Hermes installation or home found: opening hermes-tray on a throwaway demo home.\n"
+            "Install Hermes Agent (or pass --home PATH) to watch your real turns.",
+            file=sys.stderr,
+        )
+        from hermes_tray.cli import demo
+
+        return demo.run(argparse.Namespace(**{**vars(args), "no_tray": False, "capability": "auto-continue",
+                                                 "crash_after": 5.0, "dir": None}))
     return run(args)
