@@ -1,7 +1,7 @@
 """One tray (and, separately, one helper) per user.
 
-The authority is an OS lock on a file in the user's runtime dir: the kernel drops it when the
-holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
+The authority is an OS lock (``filelock``: flock on POSIX, LockFileEx on Windows, symlinks
+refused) on a file in the user's runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
 access) carries messages: a second launch asks the running one to show its prompt window and
 exits before it creates any tray icon.
 """
@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from filelock import FileLock, Timeout
 from PySide6.QtCore import QObject, Signal
 
 if TYPE_CHECKING:  # QtNetwork is loaded when the server starts listening, after the icon is up
@@ -48,7 +49,7 @@ class SingleInstance(QObject):
         super().__init__(parent)
         self.role = role
         self.directory = Path(directory) if directory is not None else runtime_dir()
-        self._lock_fd: int | None = None
+        self._lock: FileLock | None = None
         self._server: QLocalServer | None = None
 
     @property
@@ -68,24 +69,19 @@ class SingleInstance(QObject):
         """True if this process is now the one instance. ``listen=False`` defers :meth:`listen`
         (the lock alone is the authority; a second launch retries its connection meanwhile)."""
         fsutil.ensure_private_dir(self.directory)
-        fd = fsutil.open_private_lockfile(self.lock_path)
-        if not fsutil.try_lock_fd(fd):
-            os.close(fd)
+        lock = _instance_lock(self.lock_path)
+        try:
+            lock.acquire()
+        except Timeout:
             return False
-        self._lock_fd = fd
-        try:  # the holder's pid, for a human looking at the file; never read back
-            os.ftruncate(fd, 0)
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.write(fd, f"{os.getpid()}\n".encode())
-        except OSError:
-            pass
+        self._lock = lock
         if listen:
             self.listen()
         return True
 
     def listen(self) -> None:
         """Start carrying messages from later launches (idempotent)."""
-        if self._server is not None or self._lock_fd is None:
+        if self._server is not None or self._lock is None:
             return
         from PySide6.QtNetwork import QLocalServer
 
@@ -141,13 +137,18 @@ class SingleInstance(QObject):
         if self._server is not None:
             self._server.close()
             self._server = None
-        if self._lock_fd is not None:
+        if self._lock is not None:
             try:
-                fsutil.unlock_fd(self._lock_fd)
+                self._lock.release(force=True)
             except OSError:
                 pass
-            os.close(self._lock_fd)
-            self._lock_fd = None
+            self._lock = None
+
+
+def _instance_lock(path: Path) -> FileLock:
+    """A non-blocking, 0600, non-reentrant-across-objects lock (each object opens its own fd)."""
+    fsutil.refuse_symlink(path)
+    return FileLock(str(path), mode=fsutil.FILE_MODE, timeout=0, thread_local=False, is_singleton=False)
 
 
 def instance_running(role: str, directory: Path | None = None) -> bool:
@@ -156,13 +157,11 @@ def instance_running(role: str, directory: Path | None = None) -> bool:
     if not path.exists():
         return False
     try:
-        fd = fsutil.open_private_lockfile(path)
+        lock = _instance_lock(path)
+        lock.acquire()
+    except Timeout:
+        return True
     except OSError:
         return False
-    try:
-        if fsutil.try_lock_fd(fd):
-            fsutil.unlock_fd(fd)
-            return False
-        return True
-    finally:
-        os.close(fd)
+    lock.release(force=True)
+    return False
