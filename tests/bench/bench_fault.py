@@ -194,11 +194,11 @@ def run_hostile(examples: int, rows: dict) -> None:
     )
     tried = 0
     for line in p.stdout.splitlines():
-        m = re.match(r"hostile (.+?)\s+tried=(\d+)", line)
+        m = re.search(r"hostile (.+?)\s+tried=(\d+)", line)
         if m:
             tried += int(m.group(2))
             log(line)
-        m = re.match(r"hostile tray\+helper storm: (\d+) rewrites", line)
+        m = re.search(r"hostile tray\+helper storm: (\d+) rewrites", line)
         if m:
             tried += int(m.group(1))
             log(line)
