@@ -588,6 +588,9 @@ class ContinuationResult:
     timings: dict[str, float] = field(default_factory=dict)
     status: str | None = None  # message.complete status as Hermes reported it
     dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
+    # Legacy backend: the marker was no longer the entry the caller checked (skipped, changed) when the
+    # tray came to take it over, so nothing was submitted (outcome ``declined``).
+    marker_changed: bool = False
     # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
     answer: str | None = None
 
@@ -634,11 +637,15 @@ def continue_turn(
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
+    expected: Mapping[str, Any] | None = None,
 ) -> ContinuationResult:
     """Run one continuation of ``session_key`` in ``home`` through Hermes and report how it ended.
 
     ``attempts`` is the marker's count (the continuation runs as ``attempts + 1``);
-    ``original_prompt`` the marker's ORIGINAL prompt. ``on_spawned(pid)`` fires right after the
+    ``original_prompt`` the marker's ORIGINAL prompt. ``expected``: the raw marker entry the caller
+    checked; on a legacy backend the tray swaps it for its own continuation marker (compare-and-swap)
+    right before ``prompt.submit``, and submits nothing if it changed or vanished meanwhile (a skip
+    that landed while Hermes was starting): outcome ``declined`` with ``marker_changed``. ``on_spawned(pid)`` fires right after the
     gateway was started (bookkeeping can overlap its start-up); ``on_dispatched`` once the
     continuation turn has started; ``stop`` set → ``session.interrupt`` and the marker is retired.
     Never raises for anything Hermes does: failures are outcomes with a message.
@@ -656,6 +663,7 @@ def continue_turn(
     run = _Run(home, session_key, original_prompt, attempts, install, caps, opts, on_progress,
                on_dispatched, stop or threading.Event(), log_path, gw_env, gw_cwd)
     run.on_spawned = on_spawned
+    run.expected = dict(expected) if expected is not None else None
     return run.run()
 
 
@@ -703,35 +711,43 @@ class _Run:
             self.result.status = status
         return self.result
 
-    def _record_marker(self) -> None:
-        """Legacy backend: keep the marker for this run as Hermes would (attempts+1, original prompt, child)."""
-        from core.markers import MarkerStore
+    expected: dict[str, Any] | None = None
+
+    def _take_marker(self) -> bool:
+        """Legacy backend: keep the marker for this run as Hermes would (attempts+1, original prompt, child).
+
+        Compare-and-swap against the entry the caller checked: False (nothing written) when it changed or
+        vanished since — a skip won, whoever made it. Raises ``MarkerStoreError`` when it cannot be written.
+        """
+        from core.markers import MarkerStore, build_entry
 
         assert self.gw is not None and self.gw.identity is not None
-        self.our_marker = MarkerStore(self.home).record(
-            self.key, self.prompt, attempts=self.attempts + 1, writer=self.gw.identity)
+        store = MarkerStore(self.home)
+        if self.expected is None:
+            self.our_marker = store.record(self.key, self.prompt, attempts=self.attempts + 1,
+                                           writer=self.gw.identity)
+            return True
+        entry = build_entry(self.prompt, attempts=self.attempts + 1, writer=self.gw.identity)
+        if not store.replace_if_unchanged(self.key, self.expected, entry):
+            return False
+        self.our_marker = entry
+        return True
 
-    _marker_thread: threading.Thread | None = None
-    _marker_error: BaseException | None = None
+    def _give_marker_back(self) -> None:
+        """Nothing reached Hermes after all: put the checked entry back (only over our own)."""
+        from core.markers import MarkerStore
 
-    def _record_marker_bg(self) -> None:
+        if self.expected is None or self.our_marker is None:
+            return
         try:
-            self._record_marker()
-        except BaseException as exc:  # reported by _marker_done
-            self._marker_error = exc
-
-    def _marker_done(self) -> BaseException | None:
-        """Wait for the marker write of a legacy run; its error, if it failed."""
-        if self._marker_thread is not None:
-            self._marker_thread.join()
-        return self._marker_error
+            if MarkerStore(self.home).replace_if_unchanged(self.key, self.our_marker, self.expected):
+                self.our_marker = None
+        except Exception:
+            logger.exception("could not restore the marker for %s", self.key)
 
     def _retire_marker(self) -> None:
         """The continuation concluded (or was stopped): its marker must not be continued again."""
         from core.markers import MarkerStore
-
-        if self._marker_done() is not None:
-            return  # we never wrote one: the original entry stays as it was
 
         store = MarkerStore(self.home)
         try:
@@ -759,7 +775,6 @@ class _Run:
         try:
             return self._run()
         finally:
-            self._marker_done()
             if self._dispatch_thread is not None:
                 self._dispatch_thread.join()  # "dispatched" is reported before the outcome, always
             self.phase = "finishing"
@@ -823,18 +838,32 @@ class _Run:
         if self.stop.is_set():
             return self.finish(INTERRUPTED, "Stopped before the continuation was submitted; the turn is still "
                                             "pending.")
+        t_marker = time.monotonic()
+        # Hermes records a turn's marker when its submit arrives; the tray does it for a backend that
+        # cannot, just BEFORE submitting: a compare-and-swap of the entry that was checked for this
+        # run's own (attempts + 1, original prompt, this child as writer). If a skip (or anything)
+        # changed the entry since, nothing is submitted — the skip won. Once swapped, a skip of the
+        # old entry fails, so exactly one of the two wins. (A crash after the swap reads right: the
+        # entry names this child, so a dead child reads dead and the budget counts this attempt.)
+        from core.markers import MarkerStoreError
+
+        try:
+            taken = self._take_marker()
+        except (MarkerStoreError, ValueError) as exc:
+            logger.error("could not record the continuation marker for %s: %s", self.key, exc)
+            return self.finish(ERROR, f"Not resumed: the tray could not keep the turn marker for the "
+                                      f"continuation ({exc}); nothing was submitted. The turn is still pending.")
         t_submit = time.monotonic()
+        self.result.timings["marker"] = t_submit - t_marker
+        if not taken:
+            self.result.marker_changed = True
+            return self.finish(DECLINED, "Not resumed: the interrupted turn was skipped or changed while Hermes "
+                                         "was starting; nothing was submitted.")
         try:
             waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": continuation_note(self.prompt)})
         except GatewayError as exc:
+            self._give_marker_back()
             return self.finish(CRASHED, f"Not resumed: {exc}. The turn is still pending.")
-        # Hermes records a turn's marker once the submit has arrived, before its agent runs; the tray
-        # does the same for a backend that cannot, while the request is in flight. (A crash in
-        # between still reads right: the entry names this child, so a dead child reads dead.)
-        # The durable write runs beside the frame loop; every retire waits for it (_marker_done).
-        self._marker_thread = threading.Thread(target=self._record_marker_bg, name="continuation-marker",
-                                               daemon=True)
-        self._marker_thread.start()
         try:
             self._wait(lambda t: gw.result_of("prompt.submit", waiter, t), self.opts.rpc_timeout,
                        "accept the continuation")
@@ -911,7 +940,6 @@ class _Run:
         callback, snapshot = self.on_dispatched, self.result
 
         def call() -> None:
-            self._marker_done()  # a legacy run's marker is in place before anyone hears "dispatched"
             try:
                 callback(snapshot)
             except Exception:
@@ -932,12 +960,6 @@ class _Run:
         interrupt_waiter: queue.Queue[dict] | None = None
         while True:
             now = time.monotonic()
-            if (stop_deadline is None and self._marker_error is not None and self._marker_thread is not None
-                    and not self._marker_thread.is_alive()):
-                # Without its marker a crash of this run would go unnoticed: stop it, say why.
-                logger.error("could not record the continuation marker for %s: %s", self.key, self._marker_error)
-                self._marker_failed = True
-                self.stop.set()
             if stop_deadline is None and (self.stop.is_set() or now >= deadline):
                 self._timed_out = not self.stop.is_set()
                 self.phase = "stopping"
@@ -965,7 +987,6 @@ class _Run:
                 if stop_deadline is not None:
                     self._retire_marker()
                     return self._stopped_result()
-                self._marker_done()
                 return self.finish(CRASHED, f"Hermes exited mid-turn (exit code {gw.returncode()}). "
                                             f"See {self.log_path}." + self._child_died_marker_note())
             if ev.get("session_id") not in (None, self.sid):
@@ -1003,12 +1024,7 @@ class _Run:
     _turn_seen = False
     _timed_out = False
 
-    _marker_failed = False
-
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
-        if self._marker_failed:
-            return self.finish(ERROR, "Stopped the continuation: the tray could not keep its turn marker "
-                                      f"({self._marker_error}).", status)
         if self._timed_out:
             return self.finish(TIMED_OUT, f"The continuation ran longer than {self.opts.turn_timeout:g}s and was "
                                           "stopped; it will not be continued again.", status)

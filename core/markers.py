@@ -390,6 +390,32 @@ class MarkerStore:
 
         return self._modify(mutate, "remove")
 
+    def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any]) -> bool:
+        """Compare-and-swap: store ``replacement`` (e.g. from :func:`build_entry`) under ``session_key`` only
+        if the stored entry still equals ``expected``. False — nothing written — when it is gone or changed
+        (skipped, another attempt, a new turn).
+
+        The tray's own continuation of a turn takes the marker over this way, so it can never continue a
+        turn that was skipped (or changed) after it was checked, whoever skipped it.
+        """
+        validate_session_id(session_key, what="session key")
+        if not isinstance(expected, dict) or not isinstance(replacement, dict):
+            raise TypeError("expected and replacement must be entry dicts")
+        if not os.path.lexists(self._p):
+            return False
+        entry = dict(replacement)
+        now = time.time()
+
+        def mutate(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(session_key) != expected:
+                return None, False
+            return _with_record(entries, session_key, entry, now), True
+
+        done = bool(self._modify(mutate, "replace"))
+        if done:
+            logger.debug("turn marker for session %s replaced (writer pid %s)", session_key, entry.get("writer_pid"))
+        return done
+
     # internals (no validation: the Hermes-compatible calls accept any non-empty key, as Hermes does)
 
     def _record(self, key: str, prompt: str, attempts: int, auto_continue: bool, category: str | None,

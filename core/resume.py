@@ -272,8 +272,12 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
 
     res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
                                 options=options, on_progress=on_progress, on_dispatched=dispatched,
-                                on_spawned=approve, stop=stop, env=env)
+                                on_spawned=approve, stop=stop, env=env, expected=entry)
     approved_done()  # (also when Hermes never started: approved, then failed)
+    if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
+        journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
+                dispatched=False)
+        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res)
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}

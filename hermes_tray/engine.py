@@ -1,6 +1,6 @@
 """The one place the Qt shell calls into ``core``: a thin adapter, no engine logic.
 
-Everything here delegates: scanning (``core.scanner``), skipping (``core.markers``), resuming
+Everything here delegates: scanning (``core.scanner``), skipping (``core.skip``), resuming
 (``core.resume``), backend config (``core.backend_config``), tray settings (``core.settings``)
 and the decision journal (``core.decisions``). If a ``core`` interface changes, this file is
 what changes in the shell.
@@ -98,15 +98,20 @@ class CoreEngine:
 
     # --- actions (GUI thread unless noted) ------------------------------------------------------
     def skip(self, record: Any, *, origin: str) -> tuple[bool, str]:
-        from core.markers import remove_marker_if_unchanged
+        """Skip unless the entry changed or a resume holds the turn right now (``core.skip``)."""
+        from core import skip as core_skip
 
         expected = dict(getattr(record, "entry", None) or {})
-        ok = remove_marker_if_unchanged(record.home, record.session_key, expected)
-        if ok:
+        res = core_skip.skip_turn(record.home, record.session_key, expected, via=f"tray-{origin}")
+        if res.ok:
             self.record("skipped", record, via=origin)
-        else:
-            log.info("skip refused, marker changed: %s", getattr(record, "session_key", "?"))
-        return ok, "" if ok else "The turn changed since it was shown; it was left in place."
+            return True, ""
+        log.info("skip refused (%s): %s", res.outcome, getattr(record, "session_key", "?"))
+        if res.outcome == core_skip.RESUMING:
+            return False, "This turn is being resumed right now; it was not skipped."
+        if res.outcome == core_skip.CHANGED:
+            return False, "The turn changed since it was shown; it was left in place."
+        return False, res.message
 
     def resume(
         self, record: Any, *, origin: str, on_progress: Callable[[Any], None], stop: threading.Event

@@ -3,7 +3,8 @@
 The marker entry is removed by compare-and-remove: if Hermes (or anyone) changed it after it was
 read, nothing is removed and the command says so (exit 1). ``--started-at`` pins the turn shown
 by an earlier ``status --json``. A turn whose writer or a Hermes backend is still running it is
-not skipped (its marker is that turn's own bookkeeping) unless ``--force``.
+not skipped (its marker is that turn's own bookkeeping) unless ``--force``. A turn some hermes-tray
+process is resuming right now is never skipped (``core.skip`` takes the resume's claim): one wins.
 """
 
 from __future__ import annotations
@@ -24,8 +25,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
+    from core import skip as core_skip
     from core.ids import InvalidIdError, validate_session_id
-    from core.markers import remove_marker_if_unchanged
     from core.scanner import Scanner
     from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
 
@@ -52,11 +53,15 @@ def run(args: argparse.Namespace) -> int:
                       f"{entry.get('started_at')}): not skipped — run `hermes-tray status` again")
     if not args.force and (turn.verdict == "not-ours" or (turn.verdict == "running" and not turn.unsure)):
         return refuse(args, f"{key} is {turn.verdict}: {turn.reason} — not skipped (--force to skip anyway)")
-    try:
-        removed = remove_marker_if_unchanged(turn.home, key, entry)
-    except OSError as exc:
-        return refuse(args, f"could not skip {key}: {exc}")
-    if not removed:
+    res = core_skip.skip_turn(turn.home, key, entry, via="cli")
+    if res.outcome == core_skip.ERROR:
+        return refuse(args, f"could not skip {key}: {res.message}")
+    if res.outcome == core_skip.RESUMING:
+        journal("refused", home=turn.home, session_key=key, started_at=_num(entry.get("started_at")),
+                action="skip", why="being resumed right now")
+        return refuse(args, f"{key} is being resumed right now: not skipped — stop the continuation instead "
+                      "(`hermes-tray status` shows it)")
+    if not res.ok:
         journal("refused", home=turn.home, session_key=key, started_at=_num(entry.get("started_at")),
                 action="skip", why="marker changed while skipping")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "

@@ -1,0 +1,90 @@
+"""Skip one interrupted turn — only if it is still the one the user saw, and not while it is being resumed.
+
+``skip_turn(home, session_key, expected)``:
+
+1. takes the same per-turn claim a resume takes, ``resume:<canonical home>:<session_key>`` in the tray's
+   per-user lease store, without waiting: if a resume (the tray, the helper, another login, a
+   ``hermes-tray resume``) holds it, the turn is being resumed right now and the skip loses, saying so;
+2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was
+   shown): if it changed or vanished, nothing is removed;
+3. releases the claim.
+
+Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim —
+an older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs
+itself: that run takes the marker over by compare-and-swap before it submits anything.)
+
+Journalling is left to the caller (the CLI and the tray record different fields).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from core.ids import validate_session_id
+
+logger = logging.getLogger(__name__)
+
+SKIPPED = "skipped"
+RESUMING = "resuming"  # a resume holds the turn's claim right now
+CHANGED = "changed"  # the entry changed or is gone since it was shown
+ERROR = "error"  # the lease store or the marker file could not be used
+
+CLAIM_TTL = 30.0
+
+
+@dataclass(frozen=True)
+class SkipResult:
+    outcome: str
+    message: str
+
+    @property
+    def ok(self) -> bool:
+        return self.outcome == SKIPPED
+
+
+def skip_turn(
+    home: Path | str,
+    session_key: str,
+    expected: Mapping[str, Any],
+    *,
+    lease_path: Path | None = None,
+    via: str = "api",
+) -> SkipResult:
+    """Remove ``session_key``'s marker in ``home`` iff it still equals ``expected`` and no resume holds the
+    turn (see module doc). Never raises for expected failures; :class:`~core.ids.InvalidIdError` for a
+    malformed key."""
+    from core.markers import remove_marker_if_unchanged
+    from core.resume import _lease_store, claim_name
+
+    validate_session_id(session_key, what="session key")
+    name = claim_name(home, session_key)
+    try:
+        store = _lease_store(lease_path)
+        lease = store.acquire(name, f"pid={os.getpid()}:via=skip-{via}", ttl=CLAIM_TTL, wait=0.0)
+    except Exception as exc:  # cannot tell whether a resume holds it: do nothing
+        return SkipResult(ERROR, f"Not skipped: cannot claim the turn in the tray's lease store ({exc}).")
+    if lease is None:
+        return SkipResult(RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
+                                    "instead if it should not run.")
+    try:
+        removed = remove_marker_if_unchanged(home, session_key, dict(expected))
+    except OSError as exc:
+        return SkipResult(ERROR, f"Not skipped: {exc}")
+    finally:
+        try:
+            store.release(lease)
+        except Exception:
+            logger.warning("could not release the skip claim on %s (it expires in %ss)", session_key, CLAIM_TTL,
+                           exc_info=True)
+    if not removed:
+        return SkipResult(CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
+                                   "left in place.")
+    return SkipResult(SKIPPED, "Skipped: it will not be resumed.")
+
+
+__all__ = ["CHANGED", "ERROR", "RESUMING", "SKIPPED", "SkipResult", "skip_turn"]
