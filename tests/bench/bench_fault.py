@@ -150,15 +150,18 @@ def run_skip_race(rounds: int, rows: dict) -> None:
     out = {}
     try:
         for cap in ("auto-continue", "legacy"):
-            n = double = skip_won = resume_won = 0
-            for i in range(rounds):
-                r = R.skip_race_once(root / f"{cap}-{i}", sims[cap], delay=0.6, skip_after=rng.uniform(0.0, 0.7))
-                n += 1
-                double += r["double_winner"]
-                skip_won += r["skipped"] and not r["continuations"]
-                resume_won += (not r["skipped"]) and r["continuations"] == 1
-            out[cap] = (n, double, skip_won, resume_won)
-            log(f"{cap}: rounds={n} double_winners={double} skip_won={skip_won} resume_won={resume_won}")
+            for claim in (True, False):
+                n = double = skip_won = resume_won = 0
+                for i in range(rounds):
+                    r = R.skip_race_once(root / f"{cap}-{claim}-{i}", sims[cap], delay=0.6,
+                                         skip_after=rng.uniform(0.0, 0.7), claim=claim)
+                    n += 1
+                    double += r["double_winner"]
+                    skip_won += r["skipped"] and not r["continuations"]
+                    resume_won += (not r["skipped"]) and r["continuations"] == 1
+                label = f"{cap}, {'tray/CLI skip' if claim else 'bare compare-and-remove'}"
+                out[label] = (n, double, skip_won, resume_won)
+                log(f"{label}: rounds={n} double_winners={double} skip_won={skip_won} resume_won={resume_won}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows["skip-race"] = out

@@ -237,10 +237,13 @@ def dumps(d: dict) -> str:
     return json.dumps({k: v for k, v in d.items() if k not in ("cli_out", "events", "cli")})
 
 
-def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_after: float = 0.1) -> dict:
+def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_after: float = 0.1,
+                   claim: bool = True) -> dict:
     """A user skip landing inside a resume's window (after the claim and marker check, while the
-    gateway answers ``session.resume``). In-process resume (thread) + the skip call the tray and the
-    CLI make. One winner: skip ok XOR a continuation ran."""
+    gateway answers ``session.resume``). In-process resume (thread) + a skip. ``claim=True``: the skip
+    the tray and the CLI make (``core.skip.skip_turn``, which takes the resume's claim when it exists);
+    ``claim=False``: a bare compare-and-remove, as a skip that does not take the claim (an older tray, a
+    hand edit) would. One winner: skip ok XOR a continuation ran."""
     import threading
 
     from core import decisions, gateway
@@ -266,7 +269,16 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
         t.start()
         _wait_for(lambda: any(e.get("event") == "approved" for e in decisions.history(50, session_key=key)), 20)
         time.sleep(skip_after)
-        skipped = remove_marker_if_unchanged(home, key, shown)
+        skip_turn = None
+        if claim:
+            try:
+                from core.skip import skip_turn
+            except ImportError:  # before core.skip existed, the CLI and the tray did a bare compare-and-remove
+                skip_turn = None
+        if skip_turn is not None:
+            skipped = skip_turn(home, key, shown, via="fault-race").ok
+        else:
+            skipped = remove_marker_if_unchanged(home, key, shown)
         t.join(60)
     finally:
         for k, v in saved.items():

@@ -7,10 +7,11 @@ skip must report that it lost. The race is made deterministic with the simulated
 marker, while the gateway is answering ``session.resume`` — the window every real resume has
 (gateway start-up is hundreds of milliseconds for real Hermes).
 
-Found with this test (legacy backends, i.e. hermes-agent 0.19.0 from PyPI): the skip succeeds,
-then the tray records its own continuation marker unconditionally and submits the note — the
-skipped turn is continued. Neither skip path (CLI ``skip``, tray ``engine.skip``) takes the
-resume claim, and the legacy path does not re-check the marker it replaces.
+Found with this test (legacy backends, i.e. hermes-agent 0.19.0 from PyPI): the skip succeeded,
+then the tray recorded its own continuation marker unconditionally and submitted the note — the
+skipped turn was continued. Fixed in a7f746a: skips take the resume's claim (``core.skip``), and
+the legacy path takes the marker over by compare-and-swap before it submits. Both skips are
+raced here: the tray/CLI one (claim) and a bare compare-and-remove (no claim).
 """
 
 from __future__ import annotations
@@ -34,9 +35,10 @@ def sims(tmp_path_factory):
     return {cap: root / cap for cap in ("auto-continue", "legacy")}
 
 
+@pytest.mark.parametrize("claim", [True, False], ids=["tray-cli-skip", "bare-compare-and-remove"])
 @pytest.mark.parametrize("cap", ["auto-continue", "legacy"])
-def test_skip_inside_the_resume_window_has_one_winner(sims, tmp_path, cap):
-    r = R.skip_race_once(tmp_path, sims[cap])
+def test_skip_inside_the_resume_window_has_one_winner(sims, tmp_path, cap, claim):
+    r = R.skip_race_once(tmp_path, sims[cap], claim=claim)
     assert r["continuations"] <= 1
     if r["skipped"]:
         assert r["continuations"] == 0, (f"{cap}: the skip reported success, yet the backend ran a continuation "
