@@ -3,8 +3,10 @@ active-session registry ``runtime/active_sessions.json``.
 
 Hermes owns these files; the tray only looks. ``state.db`` is opened with a read-only URI and a
 short busy timeout, so a backend mid-write never waits on us and we never wait long on it. Every
-function here answers instead of raising: a source that is missing, locked or corrupt yields a
-``None`` / ``"unknown"`` answer plus a one-line reason the UI can show.
+function here answers instead of raising: a source that is locked, corrupt or unreadable yields a
+``None`` / ``"unknown"`` answer plus a one-line reason the UI can show. A source that does not
+exist is a definite answer, not an unsure one: no ``state.db`` holds no turn lease (``free``), no
+``active_sessions.json`` registers no owner (``none``).
 
 Liveness rules (the design's contract):
 
@@ -120,11 +122,26 @@ def state_db_path(home: Path | str) -> Path:
     return Path(home) / "state.db"
 
 
+def state_db_missing(home: Path | str) -> bool:
+    """True only when ``<home>/state.db`` provably does not exist (no such file, or no such home).
+
+    Anything else — a file, a directory or link in its place, a home we may not look into — is not
+    "missing": it may hold leases we cannot see, so callers must treat it as unreadable.
+    """
+    try:
+        os.lstat(state_db_path(home))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def _connect_ro(home: Path | str) -> tuple[sqlite3.Connection | None, str | None]:
     """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
     path = state_db_path(home)
     if not path.is_file():
-        return None, f"no state.db in {home}"
+        return None, f"no state.db in {home}" if state_db_missing(home) else f"cannot open {path} (not a file)"
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     try:
         conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
@@ -195,7 +212,9 @@ def session_info(home: Path | str, session_id: str) -> SessionInfo | None:
     return lookup_session(home, session_id)[0]
 
 
-def _root_with(conn: sqlite3.Connection, session_id: str) -> str:
+def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
+    """:func:`conversation_root` on an open ``state.db`` connection (the scanner batches one per home).
+    May raise ``sqlite3.Error``."""
     cols = _columns(conn, "sessions")
     if not {"id", "parent_session_id", "end_reason"} <= cols:
         return session_id
@@ -223,7 +242,7 @@ def conversation_root(home: Path | str, session_id: str) -> str:
     if conn is None:
         return session_id
     try:
-        return _root_with(conn, session_id)
+        return conversation_root_with(conn, session_id)
     except Exception:
         return session_id
     finally:
@@ -266,7 +285,9 @@ def _num(value: object) -> float | None:
         return None
 
 
-def _judge_row(row: dict, cid: str, now: float) -> LeaseView:
+def judge_lease_row(row: dict, cid: str, now: float) -> LeaseView:
+    """Judge one ``session_turn_leases`` row (column name → value; ``holder`` and ``expires_at``, plus
+    ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``."""
     holder = row.get("holder")
     holder = "" if holder is None else str(holder)
     expires = _num(row.get("expires_at"))
@@ -302,10 +323,12 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
     """Is a Hermes turn on this session's conversation holding its lease right now?
 
     Looks at the conversation root's row (and the session's own row, should an older backend
-    have keyed it so). ``unknown`` when ``state.db`` cannot be read; a schema without the lease
-    table has no leases, so that is ``free``.
+    have keyed it so). ``unknown`` when ``state.db`` cannot be read (locked, corrupt, unreadable);
+    no ``state.db`` at all, or a schema without the lease table, holds no lease: ``free``.
     """
     now = time.time() if now is None else now
+    if state_db_missing(home):
+        return _lv("free", "no state.db, so no Hermes turn lease")
     conn, problem = _connect_ro(home)
     if conn is None:
         return _lv("unknown", problem or "state.db unavailable")
@@ -316,7 +339,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
         if not {"conversation_id", "holder", "expires_at"} <= cols:
             return _lv("unknown", "session_turn_leases has an unexpected schema")
         try:
-            root = _root_with(conn, session_id)
+            root = conversation_root_with(conn, session_id)
         except sqlite3.Error:
             root = session_id
         wanted = [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start") if c in cols]
@@ -327,7 +350,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
             ).fetchone()
             if row is None:
                 continue
-            view = _judge_row(dict(zip(wanted, row, strict=True)), cid, now)
+            view = judge_lease_row(dict(zip(wanted, row, strict=True)), cid, now)
             if view.state == "live":
                 return view
             best = best or view

@@ -14,8 +14,8 @@ on ``session.resume``. Verdicts, first match wins:
 ``exhausted``  ``attempts >= max_attempts``.
 ``actionable`` may be resumed.
 
-When the writer is known dead but the lease or active-session view is ``unknown`` (locked
-or corrupt ``state.db``), the remaining checks still apply (they are all "do nothing"
+When the writer is known dead but the lease or active-session view is ``unknown`` (locked,
+corrupt or unreadable ``state.db`` / registry), the remaining checks still apply (they are all "do nothing"
 verdicts Hermes would also reach); a marker that would otherwise be ``actionable`` reads
 ``running`` with ``unsure=True`` instead — when unsure, do nothing and say why.
 
@@ -122,7 +122,9 @@ def decide(
 
     ``writer``: ``alive`` / ``dead`` / ``unknown`` (``marker_writer_state``). ``source``: the
     session's ``state.db`` source, when known. ``lease``: ``live`` / ``free`` / ``unknown`` (Hermes
-    turn lease); ``owner``: ``alive`` / ``dead`` / ``none`` / ``unknown`` (active-session registry).
+    turn lease; a home with no ``state.db`` holds none: ``free``); ``owner``: ``alive`` / ``dead`` /
+    ``none`` / ``unknown`` (active-session registry; no registry file: ``none``). ``unknown`` means
+    a source exists but could not be read: never actionable.
     ``activity_detail`` is appended to lease/owner reasons (e.g. the holder's pid).
     """
     if not isinstance(marker, Mapping):

@@ -207,7 +207,9 @@ class _HomeState:
 
     Opened as :mod:`core.hermes_state` opens it (read-only URI, short busy timeout, query_only).
     Judging a lease row and walking a compression chain use that module's own rules
-    (``_judge_row``, ``_root_with``), imported only when there is a row or a parent to judge.
+    (``judge_lease_row``, ``conversation_root_with``), imported only when there is a row or a parent
+    to judge. No ``state.db`` at all holds no turn lease (``free``); one that cannot be read is
+    ``unknown``, so its turns are never actionable.
     """
 
     BUSY_TIMEOUT_S = 0.2
@@ -227,8 +229,16 @@ class _HomeState:
         self._session_error: str | None = None
         path = os.path.join(home, "state.db")
         if not os.path.isfile(path):
-            self.status = "missing"
-            self.problem = f"no state.db in {home}"
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                self.status = "missing"
+                self.problem = f"no state.db in {home}"
+                return
+            except OSError as exc:
+                self.status, self.problem = "unreadable", f"cannot look for state.db ({exc.strerror or exc})"
+                return
+            self.status, self.problem = "unreadable", f"{path} is not a file"
             return
         try:
             import sqlite3
@@ -291,7 +301,7 @@ class _HomeState:
                 from core import hermes_state as hs
 
                 for key in parents:
-                    self._roots[key] = hs._root_with(conn, key)
+                    self._roots[key] = hs.conversation_root_with(conn, key)
             cids = list(dict.fromkeys(keys + list(self._roots.values())))
             wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
                                             if c in cols]
@@ -313,6 +323,8 @@ class _HomeState:
     def lease(self, key: str) -> tuple[str, str]:
         """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""
         if self._conn is None:
+            if self.status == "missing":
+                return "free", "no state.db, so no Hermes turn lease"
             return "unknown", self.problem or "state.db unavailable"
         cols = self._lcols
         if not cols:
@@ -330,7 +342,7 @@ class _HomeState:
                     continue
                 from core import hermes_state as hs
 
-                view = hs._judge_row(dict(row), cid, self.now)
+                view = hs.judge_lease_row(dict(row), cid, self.now)
                 if view.state == "live":
                     return view.state, view.detail
                 best = best or (view.state, view.detail)
@@ -590,8 +602,9 @@ class Scanner:
             if state and state.status == "unreadable" and state.problem:
                 problems.append(f"{state.problem}: titles and Hermes' turn leases cannot be checked")
             elif state and state.status == "missing" and entries:
-                problems.append(f"{state.problem}: Hermes' turn leases cannot be checked, so these turns are "
-                                "left alone — is this really a Hermes home?")
+                problems.append(f"{state.problem}: session titles unavailable; without a state.db no Hermes turn "
+                                "lease is held, so these turns are judged by their writers — is this really a "
+                                "Hermes home?")
         finally:
             if state:
                 state.close()
@@ -629,7 +642,15 @@ class Scanner:
                 if owner_of is None:
                     # No registry file means nobody claims any session (hermes_state says "none"):
                     # skip the module and 32 failed opens per home.
-                    has_registry = os.path.lexists(os.path.join(home.path, "runtime", "active_sessions.json"))
+                    # (Only a registry that provably does not exist: one we cannot even stat is asked
+                    # about, and answers "unknown".)
+                    try:
+                        os.lstat(os.path.join(home.path, "runtime", "active_sessions.json"))
+                        has_registry = True
+                    except FileNotFoundError:
+                        has_registry = False
+                    except OSError:
+                        has_registry = True
                     owner_of = _owner_lookup if has_registry else False
                 owner = owner_of(home.path, key) if owner_of else None
                 ostate = owner.state if owner else "none"

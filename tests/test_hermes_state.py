@@ -197,11 +197,38 @@ def test_lease_is_found_under_the_conversation_root(tmp_path, sleeper):
     assert view.state == "live" and view.conversation_id == "root"
 
 
-def test_missing_lease_table_is_free_missing_db_unknown(tmp_path):
+def test_missing_lease_table_or_missing_db_is_free(tmp_path):
     conn = make_db(tmp_path, schema="none")
     add_session(conn, "s1")
     assert hs.turn_lease_view(tmp_path, "s1").state == "free"
-    assert hs.turn_lease_view(tmp_path / "nohome", "s1").state == "unknown"
+    # no state.db at all cannot hold a lease: free (not "unknown", which would leave its turns
+    # "running" forever); with no registry either, nothing says a backend is on the session
+    (tmp_path / "bare").mkdir()
+    view = hs.turn_lease_view(tmp_path / "bare", "s1")
+    assert view.state == "free" and "no state.db" in view.detail
+    act = hs.session_activity(tmp_path / "bare", "s1")
+    assert (act.lease.state, act.owner.state, act.running, act.unsure) == ("free", "none", False, False)
+    assert hs.turn_lease_view(tmp_path / "nohome", "s1").state == "free"
+
+
+def test_state_db_that_exists_but_cannot_be_read_stays_unknown(tmp_path):
+    (tmp_path / "dir" / "state.db").mkdir(parents=True)  # not a file
+    assert hs.turn_lease_view(tmp_path / "dir", "s1").state == "unknown"
+    (tmp_path / "garbage").mkdir()
+    (tmp_path / "garbage" / "state.db").write_bytes(b"this is not sqlite at all" * 100)
+    assert hs.turn_lease_view(tmp_path / "garbage", "s1").state == "unknown"
+    (tmp_path / "dangling").mkdir()
+    (tmp_path / "dangling" / "state.db").symlink_to(tmp_path / "nowhere.db")
+    assert hs.turn_lease_view(tmp_path / "dangling", "s1").state == "unknown"
+
+
+def test_public_names_for_the_scanner(tmp_path):
+    conn = make_db(tmp_path)
+    add_session(conn, "root", end_reason="compression")
+    add_session(conn, "child", parent="root")
+    assert hs.conversation_root_with(conn, "child") == "root"
+    view = hs.judge_lease_row({"holder": "", "expires_at": NOW + 60}, "root", NOW)
+    assert view.state == "free"
 
 
 def test_locked_state_db_answers_unknown_quickly(tmp_path):

@@ -148,8 +148,23 @@ def test_missing_home_and_no_state_db(tmp_path, monkeypatch):
     result = scan(homes)
     assert result.homes[0].exists is False and "does not exist" in result.homes[0].problems[0]
     assert result.homes[1].state_db == "missing"
-    assert any("no state.db" in p and "left alone" in p for p in result.homes[1].problems)
-    assert by_key(result)["k"].verdict == "running" and by_key(result)["k"].unsure
+    assert any("no state.db" in p and "titles unavailable" in p for p in result.homes[1].problems)
+    # no state.db holds no Hermes turn lease, and no registry registers no owner: a dead writer's
+    # fresh turn is actionable (it used to read "running" forever, never offered)
+    k = by_key(result)["k"]
+    assert k.verdict == "actionable" and not k.unsure, k.reason
+
+
+def test_state_db_that_cannot_be_read_keeps_turns_unsure(tmp_path, monkeypatch):
+    """Missing is a definite answer; a state.db that is there but unreadable is not."""
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
+    odd = FixtureHome(tmp_path / "odd")
+    odd.write_markers({"k": marker_entry("p")})
+    (odd.path / "state.db").mkdir()  # something is there, not a database we can open
+    result = scan(discover_homes(explicit=[odd.path]))
+    assert result.homes[0].state_db == "unreadable"
+    k = by_key(result)["k"]
+    assert k.verdict == "running" and k.unsure, k.reason
 
 
 def test_incremental_cache_rereads_only_changed_files(tree, tmp_path, monkeypatch):
