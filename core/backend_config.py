@@ -1,12 +1,21 @@
 """Hermes' own auto-continue policy: the ``desktop.auto_continue`` block of ``<home>/config.yaml``.
 
 The tray reads the same keys Hermes reads, with the same defaults, so the tray and the backend
-always agree on what is ``disabled`` / ``stale`` / ``exhausted``. It writes them only when the
-user asks (enable, disable, ``config set``), and then as a *minimal edit*: only the lines of the
-edited keys change, every other byte of the user's file (comments, order, quoting, other keys)
-is kept. The edit is checked by re-parsing the new text and comparing it with the old document
-plus the intended change before the file is replaced; a file that does not parse is never
-overwritten. ``ruamel.yaml`` is imported lazily: ``status`` with a warm cache never needs it.
+always agree on what is ``disabled`` / ``stale`` / ``exhausted``.
+
+**Reading** parses exactly as Hermes does: PyYAML's safe loader (``yaml.CSafeLoader`` when libyaml
+is there, else ``SafeLoader``), i.e. YAML 1.1 — ``yes/no/on/off`` are booleans, ``010`` is octal
+8, ``0o10`` is a string, ``1:30`` is sexagesimal 90, duplicate keys are allowed (the last wins).
+``ruamel.yaml`` (YAML 1.2) disagrees on each of those, so it is never used to read values.
+
+**Writing** happens only when the user asks (enable, disable, ``config set``), as a *minimal
+edit*: only the lines of the edited keys change, every other byte of the user's file (comments,
+order, quoting, other keys) is kept; ``ruamel.yaml`` (round trip) locates those lines, and
+re-emits the file only when a line edit is not possible. Before the file is replaced the new text
+is parsed the way Hermes parses it and must equal the old document plus the intended change —
+the edited values with exactly the intended types; a file that does not parse (as Hermes reads
+it, or for the round-trip editor) is never overwritten. Both libraries are imported lazily:
+``status`` with a warm cache needs neither, and a read never loads ``ruamel.yaml``.
 
 Coercions (bad values fall back to defaults and are reported as warnings):
 ``enabled``: a YAML bool; YAML 1.1 words (yes/no/on/off) as Hermes' PyYAML reads them.
@@ -136,8 +145,31 @@ def _yaml(kind: str = "rt"):
     return y
 
 
-def _parse(text: str, *, kind: str = "rt") -> Any:
-    return _yaml(kind).load(text)
+def _parse(text: str) -> Any:
+    """Round-trip parse (ruamel.yaml), for locating what to edit. Never used for values."""
+    return _yaml("rt").load(text)
+
+
+_HERMES_LOADER: Any = None
+
+
+def load_as_hermes(text: str) -> Any:
+    """Parse ``text`` as Hermes parses config.yaml: PyYAML's safe loader (YAML 1.1), libyaml's C
+    loader when available. Raises ``yaml.YAMLError`` (or another ``Exception``) for a bad file.
+
+    Aliases are not expanded (an aliased node is one shared object): an alias bomb costs its few
+    hundred bytes here; whatever walks the result must stay bounded (:func:`_plain` is).
+    """
+    global _HERMES_LOADER
+    import yaml
+
+    if _HERMES_LOADER is None:
+        _HERMES_LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    loader = _HERMES_LOADER(text)
+    try:
+        return loader.get_single_data()
+    finally:
+        loader.dispose()
 
 
 MAX_NODES = 200_000  # far beyond any real config.yaml; an alias bomb ("billion laughs") hits it at once
@@ -202,7 +234,7 @@ def read_backend_config(home: Path | str) -> BackendConfig:
 def backend_config_from_text(path: Path, text: str) -> BackendConfig:
     """As :func:`read_backend_config`, for text already read (the scanner caches by file signature)."""
     try:
-        doc = _parse(text, kind="safe")
+        doc = load_as_hermes(text)
     except Exception as exc:
         return BackendConfig(path, AutoContinueConfig(), exists=True, error=_yaml_error(path, exc))
     block, warnings = auto_continue_block(doc)
@@ -265,9 +297,24 @@ def parse_value(key: str, text: str) -> Any:
 
 
 def _fmt(value: Any) -> str:
+    """A value as YAML text that PyYAML (YAML 1.1, as Hermes reads it) and YAML 1.2 both read back as
+    the same bool / int / float. (YAML 1.1 floats need a dot and a signed exponent: ``1e-05`` would be
+    a string there, ``1.0e-05`` is a float in both.)"""
     if isinstance(value, bool):
         return "true" if value else "false"
-    return str(value) if isinstance(value, int) else repr(float(value))
+    if isinstance(value, int):
+        return str(value)
+    text = repr(float(value))
+    if "e" in text:
+        mant, exp = text.split("e")
+        if "." not in mant:
+            mant += ".0"
+        if exp[0] not in "+-":
+            exp = "+" + exp
+        text = f"{mant}e{exp}"
+    elif "." not in text:
+        text += ".0"
+    return text
 
 
 def _newline(text: str) -> str:
@@ -448,14 +495,14 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             except UnicodeDecodeError as exc:
                 raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
             try:
-                doc = _parse(text)
+                hermes_doc = load_as_hermes(text)  # what Hermes sees: the values we compare and verify
             except Exception as exc:
                 raise BackendConfigError(
                     f"{_yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
                 ) from exc
-            if doc is not None and not isinstance(doc, Mapping):
+            if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
                 raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
-            block, shape = auto_continue_block(doc)
+            block, shape = auto_continue_block(hermes_doc)
             if shape:
                 raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
             if block is not None and not isinstance(block, Mapping):
@@ -464,9 +511,16 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
                 if not todo:
                     return backend_config_from_text(path, text)
-                expected = _expected(doc, todo)
+                expected = _expected(hermes_doc, todo)
             except _TooComplex as exc:
                 raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
+            try:
+                doc = _parse(text)  # round trip: where the lines to edit are
+            except Exception as exc:
+                raise BackendConfigError(
+                    f"{path} cannot be edited safely ({_yaml_error(path, exc).split(': ', 1)[-1]}); "
+                    "left unchanged — edit it by hand"
+                ) from exc
             new_text = None
             for edit in (_minimal_edit, None):
                 try:
@@ -475,13 +529,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                     raise
                 except Exception:
                     candidate = None
-                if candidate is None:
-                    continue
-                try:
-                    reparsed = _plain(_parse(candidate))
-                except Exception:
-                    continue
-                if reparsed == expected:
+                if candidate is not None and _reads_as(candidate, expected, todo):
                     new_text = candidate
                     break
             if new_text is None:
@@ -506,3 +554,16 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
 
 def _same(current: Any, value: Any) -> bool:
     return type(_plain(current)) is type(value) and _plain(current) == value
+
+
+def _reads_as(candidate: str, expected: dict, changes: Mapping[str, Any]) -> bool:
+    """True when Hermes would read ``candidate`` as ``expected``: every other value as before, and the
+    changed keys with exactly the intended values *and types* (``1 == True`` must not pass)."""
+    try:
+        doc = load_as_hermes(candidate)
+        if _plain(doc) != expected:
+            return False
+        block, _shape = auto_continue_block(doc)
+        return isinstance(block, Mapping) and all(k in block and _same(block[k], v) for k, v in changes.items())
+    except Exception:
+        return False

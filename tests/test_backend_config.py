@@ -219,3 +219,88 @@ def test_yaml_alias_bomb_is_never_expanded(tmp_path):
     with pytest.raises(BackendConfigError, match="too many values"):
         write_auto_continue(home, enabled=False)
     assert (home / "config.yaml").read_text() == BOMB
+
+
+# ── read exactly as Hermes does (PyYAML, YAML 1.1), write so that Hermes reads back what was meant ──
+
+HERMES_READS = [
+    # YAML text of the value, what Hermes' yaml.safe_load gives (ruamel.yaml / YAML 1.2 differs on most)
+    ("enabled: off", {"enabled": False}),
+    ("enabled: no", {"enabled": False}),
+    ("enabled: On", {"enabled": True}),
+    ("freshness_minutes: 1_0", {"freshness_minutes": 10}),
+    ("max_attempts: 010", {"max_attempts": 8}),  # YAML 1.1 octal; ruamel.yaml reads 10
+    ("max_attempts: 0o10", {"max_attempts": "0o10"}),  # a string in YAML 1.1; ruamel.yaml reads 8
+    ("freshness_minutes: 1:30", {"freshness_minutes": 90}),  # sexagesimal; a string in YAML 1.2
+    ("max_attempts: 09", {"max_attempts": "09"}),  # not an int in YAML 1.1
+    ("max_attempts: ~", {"max_attempts": None}),
+    ("max_attempts: 3\n    max_attempts: 1", {"max_attempts": 1}),  # duplicate key: the last wins, no error
+]
+
+
+@pytest.mark.parametrize("line, hermes", HERMES_READS)
+def test_values_are_read_exactly_as_hermes_reads_them(tmp_path, line, hermes):
+    import yaml
+
+    text = f"desktop:\n  auto_continue:\n    {line}\n"
+    block = yaml.safe_load(text)["desktop"]["auto_continue"]  # Hermes 0.19.0's own call
+    assert block == hermes and [type(v) for v in block.values()] == [type(v) for v in hermes.values()]
+    cfg = read_backend_config(home_with(tmp_path, text))
+    assert cfg.error is None
+    expected, _warnings = __import__("core.backend_config", fromlist=["x"]).coerce_auto_continue(block)
+    assert cfg.auto_continue == expected
+
+
+def test_disagreements_with_yaml_1_2_resolve_the_hermes_way(tmp_path):
+    cfg = read_backend_config(home_with(tmp_path, "desktop:\n  auto_continue:\n    max_attempts: 010\n"
+                                                  "    freshness_minutes: 1:30\n    enabled: off\n"))
+    assert cfg.auto_continue == AutoContinueConfig(False, 90, 8) and not cfg.warnings
+    cfg = read_backend_config(home_with(tmp_path, "desktop:\n  auto_continue:\n    max_attempts: 0o10\n", "b"))
+    assert cfg.auto_continue.max_attempts == 2 and "max_attempts" in cfg.warnings[0]
+
+
+@pytest.mark.parametrize("line, key, value", [
+    ("max_attempts: 010", "max_attempts", 10),  # Hermes reads 8: setting 10 is a change, not a no-op
+    ("enabled: off", "enabled", True),
+    ("enabled: 'yes'", "enabled", False),
+    ("freshness_minutes: 1:30", "freshness_minutes", 90),  # Hermes reads 90 already: left as it is
+    ("freshness_minutes: 15", "freshness_minutes", 0.00001),  # 1e-05 would be a string in YAML 1.1
+    ("freshness_minutes: 15", "freshness_minutes", 2.5e-07),
+    ("freshness_minutes: 15", "freshness_minutes", 2.5),
+])
+def test_after_a_write_pyyaml_reads_back_the_intended_values(tmp_path, line, key, value):
+    import yaml
+
+    text = f"# keep me\nother: 010\ndesktop:\n  auto_continue:\n    {line}  # note\n"
+    home = home_with(tmp_path, text)
+    before = yaml.safe_load(text)
+    cfg = write_auto_continue(home, **{key: value})
+    after_text = (home / "config.yaml").read_text()
+    after = yaml.safe_load(after_text)
+    block = after["desktop"]["auto_continue"]
+    assert block[key] == value and type(block[key]) is type(value), after_text
+    assert after["other"] == before["other"] == 8  # everything else reads as before
+    assert "# keep me" in after_text and "# note" in after_text
+    assert getattr(cfg.auto_continue, key) == value
+    assert getattr(read_backend_config(home).auto_continue, key) == value
+
+
+def test_a_file_hermes_reads_but_the_editor_cannot_is_left_unchanged(tmp_path):
+    text = "desktop:\n  auto_continue:\n    enabled: true\n  auto_continue:\n    enabled: false\n"
+    home = home_with(tmp_path, text)
+    assert read_backend_config(home).auto_continue.enabled is False  # Hermes: the last key wins
+    with pytest.raises(BackendConfigError, match="edited safely"):
+        write_auto_continue(home, enabled=True)
+    assert (home / "config.yaml").read_text() == text
+
+
+def test_reading_never_imports_ruamel(tmp_path):
+    import subprocess
+    import sys
+
+    home = home_with(tmp_path, COMMENTED)
+    code = ("import sys; from core.backend_config import read_backend_config; "
+            f"c = read_backend_config({str(home)!r}); assert c.auto_continue.enabled is True; "
+            "print('ruamel.yaml' in sys.modules, 'yaml' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert out.stdout.split() == ["False", "True"]

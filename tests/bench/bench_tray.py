@@ -12,7 +12,7 @@ bus, a recording notification server) that it starts itself, and measures:
 * start-up: process start → tray icon shown, hermes-tray vs the bare tray (target ≤ 2×);
 * idle RSS after ``--idle-seconds`` (target ≤ 1.4× the bare tray) and idle CPU over that window
   (target ≤ 0.2 %), side by side on the same desktop: the bare tray, a first-ever hermes-tray (its
-  scan cache cold, so it parsed ``config.yaml`` with ruamel.yaml) and a restarted one (cache warm,
+  scan cache cold, so it parsed ``config.yaml`` with PyYAML) and a restarted one (cache warm,
   the common case). Both are reported.
 
 The machine is shared: every figure is the median over ``--runs`` repetitions (latency p95 is
