@@ -127,30 +127,36 @@ def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn
         if with_tray:
             daemons.append(_start(_cli() + ["--home", str(home)], env, logs / "tray.out"))
 
-    if not start_together:
-        start_daemons()
-        run = root / "tray-run"
-        want = (["helper.lock"] if with_helper else []) + (["tray.lock"] if with_tray else [])
-        assert _wait_for(lambda: all((run / w).exists() for w in want), 30), "tray/helper did not start"
-        time.sleep(1.5)  # first scan done, watchers armed
+    clis: list[subprocess.Popen] = []
+    try:
+        if not start_together:
+            start_daemons()
+            run = root / "tray-run"
+            want = (["helper.lock"] if with_helper else []) + (["tray.lock"] if with_tray else [])
+            assert _wait_for(lambda: all((run / w).exists() for w in want), 30), "tray/helper did not start"
+            time.sleep(1.5)  # first scan done, watchers armed
 
-    t0 = time.monotonic()
-    for k in keys:  # all interrupted "at once"
-        plant_marker(home, k, f"race prompt for {k}")
-    if start_together:
-        start_daemons()
-    clis = [
-        _start(_cli() + ["resume", k, "--home", str(home), "--wait"], env, logs / f"resume-{i}-{n}.out")
-        for i, k in enumerate(keys) for n in range(cli_per_turn)
-    ]
-    for p in clis:
-        try:
-            p.wait(120)
-        except subprocess.TimeoutExpired:
-            pass
-    codes = [_stop(p) for p in clis]
-    settled = _wait_for(lambda: not list_turn_markers(home) and _gateways_running(root) == 0, 60)
-    seconds = time.monotonic() - t0
+        t0 = time.monotonic()
+        for k in keys:  # all interrupted "at once"
+            plant_marker(home, k, f"race prompt for {k}")
+        if start_together:
+            start_daemons()
+        clis += [
+            _start(_cli() + ["resume", k, "--home", str(home), "--wait"], env, logs / f"resume-{i}-{n}.out")
+            for i, k in enumerate(keys) for n in range(cli_per_turn)
+        ]
+        for p in clis:
+            try:
+                p.wait(120)
+            except subprocess.TimeoutExpired:
+                pass
+        codes = [_stop(p) for p in clis]
+        settled = _wait_for(lambda: not list_turn_markers(home) and _gateways_running(root) == 0, 60)
+        seconds = time.monotonic() - t0
+    except BaseException:
+        for p in clis + daemons:
+            _stop(p, timeout=5)
+        raise
     daemon_codes = [_stop(p) for p in daemons]
     counts = _continuations(home)
     per_turn = [counts.get(k, 0) for k in keys]
@@ -191,22 +197,25 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
     logs = root / "logs"
     logs.mkdir(exist_ok=True)
     helper = None
-    if with_helper:
-        helper = _start(_cli() + ["helper", "--no-notifications", "--home", str(home)], env, logs / "helper.out")
-        assert _wait_for(lambda: (root / "tray-run" / "helper.lock").exists(), 30)
-        time.sleep(1.0)
-    plant_marker(home, key, "crash loop prompt")
     outs = []
-    for i in range(resume_calls):
-        p = subprocess.run(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
-                           capture_output=True, text=True, timeout=120)
-        outs.append((p.returncode, (p.stdout + p.stderr).strip().splitlines()[-1:] if (p.stdout + p.stderr) else []))
-        time.sleep(0.3 if i < resume_calls - 1 else 0)
-    # Give the helper time to try again on its own, as it would over a day.
-    time.sleep(3.0 if with_helper else 0)
-    _wait_for(lambda: _gateways_running(root) == 0, 30)
-    if helper is not None:
-        _stop(helper)
+    try:
+        if with_helper:
+            helper = _start(_cli() + ["helper", "--no-notifications", "--home", str(home)], env, logs / "helper.out")
+            assert _wait_for(lambda: (root / "tray-run" / "helper.lock").exists(), 30)
+            time.sleep(1.0)
+        plant_marker(home, key, "crash loop prompt")
+        for i in range(resume_calls):
+            p = subprocess.run(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
+                               capture_output=True, text=True, timeout=120)
+            text = (p.stdout + p.stderr).strip()
+            outs.append((p.returncode, text.splitlines()[-1:] if text else []))
+            time.sleep(0.3 if i < resume_calls - 1 else 0)
+        # Give the helper time to try again on its own, as it would over a day.
+        time.sleep(3.0 if with_helper else 0)
+        _wait_for(lambda: _gateways_running(root) == 0, 30)
+    finally:
+        if helper is not None:
+            _stop(helper)
     from hermes_tray.demo.sim_backend import read_turns
 
     conts = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]

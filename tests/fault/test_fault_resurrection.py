@@ -68,24 +68,27 @@ def test_resurrected_skip_is_skipped_again_silently(sim, tmp_path, mode):
     env = R._env(tmp_path)
     (tmp_path / "logs").mkdir()
     helper = None
-    if mode == "ask":  # the helper is up, asks once, the user skips
-        helper = R._start(R._cli() + ["helper", "--no-notifications", "--home", str(home)], env,
-                          tmp_path / "logs" / "helper.out")
-        assert R._wait_for(lambda: (tmp_path / "tray-run" / "helper.lock").exists(), 30)
-        time.sleep(1.0)
-    entry = plant_marker(home, key, "resurrection prompt")
-    if mode == "ask":
-        assert R._wait_for(lambda: _notifications(tmp_path, key) >= 1, 15), "the helper never asked"
-    _skip_cli(tmp_path, home, key)
-    assert key not in list_turn_markers(home)
-    asked = _notifications(tmp_path, key)
-    _resurrect(home, key, entry)  # Hermes writes back its stale copy
-    if mode == "auto":  # the helper starts after the resurrection (a login later), in auto mode
-        helper = R._start(R._cli() + ["helper", "--no-notifications", "--home", str(home)], env,
-                          tmp_path / "logs" / "helper.out")
-    gone = R._wait_for(lambda: key not in list_turn_markers(home), 15)
-    time.sleep(1.5)
-    R._stop(helper)
+    try:
+        if mode == "ask":  # the helper is up, asks once, the user skips
+            helper = R._start(R._cli() + ["helper", "--no-notifications", "--home", str(home)], env,
+                              tmp_path / "logs" / "helper.out")
+            assert R._wait_for(lambda: (tmp_path / "tray-run" / "helper.lock").exists(), 30)
+            time.sleep(1.0)
+        entry = plant_marker(home, key, "resurrection prompt")
+        if mode == "ask":
+            assert R._wait_for(lambda: _notifications(tmp_path, key) >= 1, 15), "the helper never asked"
+        _skip_cli(tmp_path, home, key)
+        assert key not in list_turn_markers(home)
+        asked = _notifications(tmp_path, key)
+        _resurrect(home, key, entry)  # Hermes writes back its stale copy
+        if mode == "auto":  # the helper starts after the resurrection (a login later), in auto mode
+            helper = R._start(R._cli() + ["helper", "--no-notifications", "--home", str(home)], env,
+                              tmp_path / "logs" / "helper.out")
+        gone = R._wait_for(lambda: key not in list_turn_markers(home), 15)
+        time.sleep(1.5)
+    finally:
+        if helper is not None:
+            R._stop(helper)
     assert R._continuations(home).get(key, 0) == 0, "a skipped turn was continued"
     assert _notifications(tmp_path, key) == asked, "the user was asked again about a skipped turn"
     assert gone, ("the resurrected marker was not skipped again: it stays pending in the menu "

@@ -85,26 +85,34 @@ def session(tmp_path_factory):
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
             subprocess.Popen(cli + h, env=env, umask=0o022, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
         ]
-        time.sleep(3.0)  # they scan, see three interrupted turns and "notify" (to the log)
-        for name, argv in {
-            "status": cli + ["status"] + h,
-            "status_json": cli + ["status", "--json"] + h,
-            "skip": cli + ["skip", k_skip] + h,
-            "resume": cli + ["resume", k_resume, "--wait"] + h,
-            "config_yaml": cli + ["config", "set", "freshness_minutes", "20"] + h,
-            "config_toml": cli + ["config", "set", "notify", "true"] + h,
-            "history": cli + ["history"] + h,
-            "doctor": cli + ["doctor"] + h,
-        }.items():
-            results[name] = _run(argv, env)
-        time.sleep(1.0)
-        for d in daemons:
-            d.send_signal(signal.SIGTERM)
-        outs = [d.communicate(timeout=20)[0].decode(errors="replace") for d in daemons]
+        try:
+            time.sleep(3.0)  # they scan, see three interrupted turns and "notify" (to the log)
+            results.update(_session_commands(cli, h, env, k_skip, k_resume))
+            time.sleep(1.0)
+        finally:
+            for d in daemons:
+                d.send_signal(signal.SIGTERM)
+            outs = [d.communicate(timeout=20)[0].decode(errors="replace") for d in daemons]
     finally:
         os.umask(old_umask)
     return {"root": root, "home": home, "results": results, "daemon_out": outs,
             "keys": (k_skip, k_resume, k_notify), "daemon_codes": [d.returncode for d in daemons]}
+
+
+def _session_commands(cli, h, env, k_skip, k_resume) -> dict:
+    results = {}
+    for name, argv in {
+        "status": cli + ["status"] + h,
+        "status_json": cli + ["status", "--json"] + h,
+        "skip": cli + ["skip", k_skip] + h,
+        "resume": cli + ["resume", k_resume, "--wait"] + h,
+        "config_yaml": cli + ["config", "set", "freshness_minutes", "20"] + h,
+        "config_toml": cli + ["config", "set", "notify", "true"] + h,
+        "history": cli + ["history"] + h,
+        "doctor": cli + ["doctor"] + h,
+    }.items():
+        results[name] = _run(argv, env)
+    return results
 
 
 def test_the_session_really_ran(session):

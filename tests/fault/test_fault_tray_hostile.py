@@ -52,28 +52,33 @@ def test_tray_and_helper_survive_a_storm_of_hostile_files(tmp_path):
         R._start(R._cli() + ["helper", "--no-notifications", "--home", str(home)], env, tmp_path / "logs" / "h.out"),
         R._start(R._cli() + ["--home", str(home)], env, tmp_path / "logs" / "t.out"),
     ]
-    assert R._wait_for(lambda: all((tmp_path / "tray-run" / n).exists() for n in ("helper.lock", "tray.lock")), 30)
-    writes = 0
-    deadline = time.monotonic() + 6.0
-    marker = home / "desktop" / "interrupted_turns.json"
-    while time.monotonic() < deadline:
-        data = rng.choice(MARKERS)
-        marker.write_bytes(data)
-        (home / "config.yaml").write_bytes(rng.choice(CONFIGS))
-        (tmp_path / "tray-config").mkdir(mode=0o700, exist_ok=True)
-        (tmp_path / "tray-config" / "config.toml").write_bytes(rng.choice(TOMLS))
-        (home / "runtime" / "active_sessions.json").write_bytes(rng.choice(ACTIVE))
-        (home / "webui/sessions/_turn_journal" / rng.choice(["s1.jsonl", "s1~1.jsonl", "x~y.jsonl"])).write_bytes(
-            rng.choice(JOURNAL))
-        H.write_state_db(home / "state.db", rng.choice(["garbage", "empty", "wrong-schema", "views", "classic"]),
-                         ["20261129_1"], [[b"\xff", None, 1.5, "compression", b"\x00", 2**62, -1, "x"]],
-                         os.urandom(64))
-        writes += 1
-        time.sleep(rng.uniform(0.01, 0.12))
+    try:
+        assert R._wait_for(lambda: all((tmp_path / "tray-run" / n).exists() for n in ("helper.lock", "tray.lock")), 30)
+        writes = 0
+        deadline = time.monotonic() + 6.0
+        marker = home / "desktop" / "interrupted_turns.json"
+        while time.monotonic() < deadline:
+            data = rng.choice(MARKERS)
+            marker.write_bytes(data)
+            (home / "config.yaml").write_bytes(rng.choice(CONFIGS))
+            (tmp_path / "tray-config").mkdir(mode=0o700, exist_ok=True)
+            (tmp_path / "tray-config" / "config.toml").write_bytes(rng.choice(TOMLS))
+            (home / "runtime" / "active_sessions.json").write_bytes(rng.choice(ACTIVE))
+            (home / "webui/sessions/_turn_journal" / rng.choice(["s1.jsonl", "s1~1.jsonl", "x~y.jsonl"])).write_bytes(
+                rng.choice(JOURNAL))
+            H.write_state_db(home / "state.db", rng.choice(["garbage", "empty", "wrong-schema", "views", "classic"]),
+                             ["20261129_1"], [[b"\xff", None, 1.5, "compression", b"\x00", 2**62, -1, "x"]],
+                             os.urandom(64))
+            writes += 1
+            time.sleep(rng.uniform(0.01, 0.12))
+            for p in procs:
+                assert p.poll() is None, f"{p.args[2:4]} died: " + open(p._log.name, errors="replace").read()[-2000:]
+        last = marker.read_bytes()
+        time.sleep(1.0)
+    except BaseException:
         for p in procs:
-            assert p.poll() is None, f"{p.args[2:4]} died: " + open(p._log.name, errors="replace").read()[-2000:]
-    last = marker.read_bytes()
-    time.sleep(1.0)
+            R._stop(p, timeout=5)
+        raise
     codes = [R._stop(p) for p in procs]
     out = "".join(open(p._log.name, errors="replace").read() for p in procs)
     assert codes == [0, 0], out[-3000:]
