@@ -6,9 +6,15 @@ started_at)``; that triple maps to a deterministic journal ``turn_id``, so all e
 interrupted turn group together across restarts and processes. That is what lets a restarted
 tray ask at most once per interrupted turn (:meth:`DecisionJournal.was_asked`).
 
+Configuration changes are recorded in the same journal as first-class ``config-changed`` events
+(:meth:`DecisionJournal.record_config_change`): which home (None for the tray's own settings),
+which key, the old and the new value, and who made it (``by``: ``cli`` or ``tray``). They concern
+no turn (no ``session_key``), each is its own journal turn, and :meth:`DecisionJournal.history`
+returns them interleaved in time order with the turn decisions.
+
 Never prompt text: fields that could carry it are refused, other strings are capped.
-The file is bounded: past ``max_bytes`` the oldest *finished* turns are dropped whole; the
-events of a turn still in progress are never dropped.
+The file is bounded: past ``max_bytes`` the oldest *finished* turns (and the oldest configuration
+changes) are dropped whole; the events of a turn still in progress are never dropped.
 """
 
 from __future__ import annotations
@@ -29,15 +35,21 @@ EVENTS = (
     "detected", "notified", "approved", "skipped", "dispatched",
     "completed", "interrupted", "failed", "gave-up", "refused",
     "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
+    "config-changed",  # a setting changed (record_config_change); about no turn
 )
+CONFIG_CHANGED = "config-changed"
+#: Who changes configuration.
+CONFIG_BY = ("cli", "tray")
 #: The tray is done with the turn: compaction may drop these turns (oldest first).
-TERMINAL = frozenset({"skipped", "completed", "interrupted", "failed", "gave-up", "refused", "cleared"})
+TERMINAL = frozenset({"skipped", "completed", "interrupted", "failed", "gave-up", "refused", "cleared",
+                      CONFIG_CHANGED})
 #: Someone decided (the user, or the tray in auto mode): the turn must not be offered again.
 ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up"})
 FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
 RESERVED_FIELDS = frozenset({"version", "session_id", "turn_id", "created_at", "event", "home", "session_key",
                              "started_at", "stream_id"})
 MAX_STRING = 500
+MAX_LIST = 32  # elements kept of a list-valued setting (extra homes, hermes_command)
 DEFAULT_MAX_BYTES = 1 << 20
 
 
@@ -60,6 +72,13 @@ def decision_turn_id(home: Path | str, session_key: str, started_at: float | int
     except (OverflowError, OSError, ValueError):
         stamp = "19700101T000000Z"
     return f"{stamp}-{digest}"
+
+
+def _clean_setting(name: str, value: Any) -> Any:
+    """A setting's value: a scalar (as :func:`_clean`), or a list of them (at most :data:`MAX_LIST`)."""
+    if isinstance(value, (list, tuple)):
+        return [_clean(name, v) for v in list(value)[:MAX_LIST]]
+    return _clean(name, value)
 
 
 def _clean(name: str, value: Any) -> Any:
@@ -106,6 +125,8 @@ class DecisionJournal:
         fields and non-scalar values (``ValueError`` / ``TypeError``), writing nothing."""
         if event not in EVENTS:
             raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
+        if event == CONFIG_CHANGED:
+            raise ValueError("configuration changes are recorded with record_config_change()")
         validate_session_id(session_key, what="session key")
         if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
             raise TypeError("started_at must be a number or None")
@@ -123,6 +144,39 @@ class DecisionJournal:
             "started_at": None if started_at is None else float(started_at),
         }
         payload.update({k: _clean(k, v) for k, v in fields.items()})
+        written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def record_config_change(
+        self, *, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any,
+    ) -> dict:
+        """Append a ``config-changed`` event and return it as written.
+
+        ``home``: the Hermes home whose ``config.yaml`` changed, or None for the tray's own settings;
+        ``key``: the setting; ``old`` / ``new``: its values (scalars, or lists of scalars); ``by``:
+        ``cli`` or ``tray``. Same refusals as :meth:`record` for prompt-bearing or reserved fields.
+        """
+        if by not in CONFIG_BY:
+            raise ValueError(f"by must be one of {', '.join(CONFIG_BY)}, not {by!r}")
+        if not isinstance(key, str) or not key or len(key) > 100:
+            raise ValueError("key must be a short non-empty string")
+        bad = FORBIDDEN_FIELDS.intersection(fields)
+        if bad:
+            raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+        reserved = RESERVED_FIELDS.union({"key", "old", "new", "by"}).intersection(fields)
+        if reserved:
+            raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+        payload: dict[str, Any] = {
+            "event": CONFIG_CHANGED,
+            "home": home_key(home) if home is not None else None,
+            "key": key,
+            "old": _clean_setting("old", old),
+            "new": _clean_setting("new", new),
+            "by": by,
+        }
+        payload.update({k: _clean(k, v) for k, v in fields.items()})
+        # no turn_id given: the journal makes a fresh one, so each change is its own (finished) "turn"
         written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
         self._bound()
         return written
@@ -191,7 +245,9 @@ class DecisionJournal:
         return any(n in ANSWERED or n == "notified" for n in self.events_for(home, session_key, started_at))
 
     def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None) -> list[dict]:
-        """The newest ``limit`` decisions, newest first (optionally for one home / session)."""
+        """The newest ``limit`` decisions and configuration changes, newest first — one journal, so
+        both kinds come interleaved in the order they happened (optionally for one home / session;
+        a session filter leaves configuration changes out, a home filter keeps that home's)."""
         events = self._load().events
         hk = home_key(home) if home is not None else None
         out: list[dict] = []
@@ -207,9 +263,12 @@ class DecisionJournal:
 
     def turns(self, limit: int = 100) -> list[dict]:
         """Decisions grouped per turn for a History window, most recently active first:
-        ``{"turn_id", "home", "session_key", "started_at", "status", "events": [...]}``."""
+        ``{"turn_id", "home", "session_key", "started_at", "status", "events": [...]}``.
+        Configuration changes concern no turn and are left out (see :meth:`history`)."""
         grouped: dict[str, dict] = {}
         for ev in self._load().events:
+            if ev.get("event") == CONFIG_CHANGED:
+                continue
             tid = str(ev.get("turn_id") or "")
             g = grouped.pop(tid, None) or {
                 "turn_id": tid, "home": ev.get("home"), "session_key": ev.get("session_key"),
@@ -236,6 +295,11 @@ _DEFAULT: DecisionJournal | None = None
 def record(event: str, *, home: Path | str, session_key: str, **fields: Any) -> dict:
     """Record a decision in the default journal (see :meth:`DecisionJournal.record`)."""
     return default_journal().record(event, home=home, session_key=session_key, **fields)
+
+
+def record_config_change(*, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any) -> dict:
+    """Record a configuration change in the default journal (see :meth:`DecisionJournal.record_config_change`)."""
+    return default_journal().record_config_change(home=home, key=key, old=old, new=new, by=by, **fields)
 
 
 def history(limit: int = 200, **filters: Any) -> list[dict]:

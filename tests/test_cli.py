@@ -170,8 +170,11 @@ def test_config_set_then_get_backend_and_tray(tmp_path, tree):
     assert bad.returncode == 2 and "ask, auto, off" in bad.stderr
     assert cli(tmp_path, "config", "get", "colour", env=env).returncode == 2
     assert cli(tmp_path, "config", "set", "max_attempts", "-1", "--all", env=env).returncode == 2
-    events = [e["event"] for e in json.loads(cli(tmp_path, "history", "--json", env=env).stdout)]
-    assert events.count("config-set") == 2
+    events = json.loads(cli(tmp_path, "history", "--json", env=env).stdout)
+    changes = [(e["key"], e["old"], e["new"], e["by"], e["home"]) for e in events if e["event"] == "config-changed"]
+    assert changes == [("mode", "ask", "auto", "cli", None),
+                       ("freshness_minutes", 15, 45, "cli", str(work.path.resolve()))]
+    assert "mode: ask -> auto" in cli(tmp_path, "history", env=env).stdout
 
 
 def test_disable_enable_selection_and_effect(tmp_path, tree):
@@ -185,8 +188,12 @@ def test_disable_enable_selection_and_effect(tmp_path, tree):
     assert cli(tmp_path, "enable", "--home", str(root.path), env=env).returncode == 0
     verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}
     assert verdicts["s-dead"] == "actionable" and verdicts["w-1"] == "disabled"
-    events = [e["event"] for e in json.loads(cli(tmp_path, "history", "--json", env=env).stdout)]
-    assert events[:3] == ["enabled", "disabled", "disabled"]
+    events = json.loads(cli(tmp_path, "history", "--json", env=env).stdout)
+    assert [(e["event"], e["key"], e["old"], e["new"], e["by"]) for e in events[:3]] == [
+        ("config-changed", "enabled", False, True, "cli")] + [("config-changed", "enabled", True, False, "cli")] * 2
+    assert events[0]["home"] == str(root.path.resolve())
+    assert {e["home"] for e in events[1:3]} == {str(root.path.resolve()), str(work.path.resolve())}
+    assert not list((tmp_path / "tray-state").rglob("settings.jsonl")), "no side file any more"
 
 
 def test_unparseable_config_is_refused_untouched(tmp_path, tree):

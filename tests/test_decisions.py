@@ -135,3 +135,54 @@ def test_module_functions_use_the_state_dir(tmp_path, monkeypatch):
     assert decisions.turn_status(tmp_path, "s1", T0) == "refused"
     assert not decisions.has_answered(tmp_path, "s1", T0)  # a refusal is not a decision about the turn
     assert not decisions.was_asked(tmp_path, "s1", T0)
+
+
+# ── configuration changes ───────────────────────────────────────────────────────────────────────
+
+
+def test_config_changes_are_first_class_and_interleaved_with_turn_decisions(dj, tmp_path):
+    home = tmp_path / "hermes"
+    dj.record("detected", home=home, session_key="s1", started_at=T0)
+    dj.record_config_change(home=home, key="enabled", old=True, new=False, by="cli")
+    dj.record("skipped", home=home, session_key="s1", started_at=T0)
+    dj.record_config_change(home=None, key="homes", old=[], new=["/a", "/b"], by="tray")
+    hist = dj.history()
+    assert [(h["event"], h.get("key")) for h in hist] == [
+        ("config-changed", "homes"), ("skipped", None), ("config-changed", "enabled"), ("detected", None)]
+    c = hist[2]
+    assert (c["home"], c["key"], c["old"], c["new"], c["by"]) == (str(home.resolve()), "enabled", True, False, "cli")
+    assert "session_key" not in c and c["created_at"] > 0
+    assert hist[0]["home"] is None and hist[0]["new"] == ["/a", "/b"]
+    assert [h["event"] for h in dj.history(session_key="s1")] == ["skipped", "detected"]
+    assert [h.get("key") for h in dj.history(home=home)] == [None, "enabled", None]
+    assert [t["session_key"] for t in dj.turns()] == ["s1"]  # no pseudo-turns for settings
+    assert not dj.was_asked(home, "s1", None)
+    # each change is its own finished journal turn: compaction may drop it, never a live turn's events
+    ids = {h["turn_id"] for h in hist if h["event"] == "config-changed"}
+    assert len(ids) == 2
+
+
+def test_config_change_refusals(dj, tmp_path):
+    with pytest.raises(ValueError, match="by must be"):
+        dj.record_config_change(home=None, key="mode", old="ask", new="auto", by="someone")
+    with pytest.raises(ValueError, match="record_config_change"):
+        dj.record("config-changed", home=tmp_path, session_key="s1")
+    with pytest.raises(ValueError, match="prompt text"):
+        dj.record_config_change(home=None, key="mode", old="ask", new="auto", by="cli", prompt="secret")
+    with pytest.raises(TypeError):
+        dj.record_config_change(home=None, key="mode", old={"a": 1}, new="auto", by="cli")
+    assert not dj.path.exists()
+    out = dj.record_config_change(home=None, key="hermes_command", old=None, new=["x" * 5000] * 100, by="cli")
+    assert len(out["new"]) == decisions.MAX_LIST and len(out["new"][0]) == decisions.MAX_STRING
+
+
+def test_config_changes_survive_compaction_only_as_whole_oldest_first(tmp_path):
+    dj = DecisionJournal(tmp_path / "j", max_bytes=4000)
+    home = tmp_path / "hermes"
+    dj.record("detected", home=home, session_key="live", started_at=T0)  # unfinished: never dropped
+    for i in range(60):
+        dj.record_config_change(home=home, key="freshness_minutes", old=i, new=i + 1, by="tray")
+    hist = dj.history(1000)
+    kept = [h["new"] for h in hist if h["event"] == "config-changed"]
+    assert kept and kept[0] == 60 and kept == sorted(kept, reverse=True) and len(kept) < 60
+    assert any(h["event"] == "detected" for h in hist)

@@ -78,36 +78,29 @@ def homes_to_change(args: argparse.Namespace, *, all_flag: bool) -> tuple[list, 
     return [], f"several Hermes homes ({names}): say --all or pick one with --home PATH"
 
 
-CONFIG_JOURNAL_ID = "settings"
-
-
-def journal(event: str, *, home: Any = None, session_key: str | None = None, **fields: Any) -> str | None:
-    """Record a CLI decision in the tray's decision journal (never prompt text).
-
-    Turn decisions (``skipped``, ``refused``…) go through :mod:`core.decisions`; configuration
-    changes (``enabled``, ``disabled``, ``config-set``), which concern no turn, are appended with
-    :mod:`core.journal` to ``settings.jsonl`` beside it. Returns None on success, else a warning to
-    show: a journal failure never undoes the decision.
-    """
+def journal(event: str, *, home: Any, session_key: str, **fields: Any) -> str | None:
+    """Record a CLI decision about a turn (``skipped``, ``refused``…) in the tray's decision journal
+    (never prompt text). Returns None on success, else a warning to show: a journal failure never
+    undoes the decision."""
     try:
         from core import decisions
 
-        if session_key is not None:
-            decisions.record(event, home=home, session_key=session_key, **{"via": "cli", **fields})
-            return None
-        from core import journal as core_journal
-        from core import paths
-        from core.fsutil import ensure_private_dir
-
-        directory = paths.decision_journal_dir()
-        ensure_private_dir(directory)
-        payload = {"event": event, "via": "cli", **fields}
-        if home is not None:
-            payload["home"] = decisions.home_key(home)
-        core_journal.append_turn_journal_event(CONFIG_JOURNAL_ID, payload, session_dir=directory)
+        decisions.record(event, home=home, session_key=session_key, **{"via": "cli", **fields})
         return None
     except Exception as exc:  # the journal is bookkeeping: report, never undo the decision
         return f"could not record '{event}' in the decision journal ({exc})"
+
+
+def journal_config(*, home: Any, key: str, old: Any, new: Any) -> str | None:
+    """Record a configuration change made from the CLI (``home`` None: the tray's own settings) as a
+    ``config-changed`` event in the decision journal. None on success, else a warning to show."""
+    try:
+        from core import decisions
+
+        decisions.record_config_change(home=home, key=key, old=old, new=new, by="cli")
+        return None
+    except Exception as exc:
+        return f"could not record the change of {key} in the decision journal ({exc})"
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
@@ -133,5 +126,5 @@ def fmt_age(seconds: float) -> str:
     return f"{s // 86400}d{(s % 86400) // 3600}h"
 
 
-__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "fmt_age", "homes_to_change", "journal", "load_tray_settings",
-           "print_json", "refuse", "selected_homes", "table", "warn"]
+__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "fmt_age", "homes_to_change", "journal", "journal_config",
+           "load_tray_settings", "print_json", "refuse", "selected_homes", "table", "warn"]

@@ -123,7 +123,14 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
-    from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, warn
+    from hermes_tray.cli.common import (
+        EXIT_USAGE,
+        journal_config,
+        load_tray_settings,
+        print_json,
+        refuse,
+        warn,
+    )
 
     key, text = args.key, args.value
     if key in BACKEND_KEYS:
@@ -134,7 +141,7 @@ def _set(args: argparse.Namespace) -> int:
             value = parse_value(key, text)
         except BackendConfigError as exc:
             return refuse(args, str(exc), EXIT_USAGE)
-        return set_backend(args, {key: value}, all_flag=args.all, event="config-set")
+        return set_backend(args, {key: value}, all_flag=args.all)
     from core.settings import SettingsError, parse_value, update_settings
 
     try:
@@ -144,16 +151,18 @@ def _set(args: argparse.Namespace) -> int:
         validate({key: value})
     except SettingsError as exc:
         return refuse(args, str(exc), EXIT_USAGE)  # the value given is wrong
+    old = _tray_dict(load_tray_settings(quiet=True))[key]
     try:
         settings = update_settings({key: value})
     except SettingsError as exc:
         return refuse(args, str(exc))  # the file holds something else that is wrong
     except OSError as exc:
         return refuse(args, f"could not write the tray settings: {exc}")
-    note = journal("config-set", key=key, value=value)
-    if note:
-        warn(note)
     new = _tray_dict(settings)[key]
+    if new != old:
+        note = journal_config(home=None, key=key, old=old, new=new)
+        if note:
+            warn(note)
     if args.json:
         print_json({"ok": True, "key": key, "value": new, "file": str(settings.path)})
     else:

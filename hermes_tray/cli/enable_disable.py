@@ -2,7 +2,8 @@
 
 Writes ``desktop.auto_continue.enabled`` of the ``--home`` homes, of every home with ``--all``,
 or of the only home there is. The edit touches only that line; an unparseable file is left alone
-and reported (exit 1). Reversible with the other command.
+and reported (exit 1). Reversible with the other command. Each value that changed is recorded in
+the decision journal as ``config-changed`` (home, key, old, new, by=cli).
 """
 
 from __future__ import annotations
@@ -19,20 +20,20 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
-    return set_backend(args, {"enabled": bool(args.enable)}, all_flag=args.all,
-                       event="enabled" if args.enable else "disabled")
+    return set_backend(args, {"enabled": bool(args.enable)}, all_flag=args.all)
 
 
-def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool, event: str) -> int:
-    """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each."""
-    from core.backend_config import BackendConfigError, write_auto_continue
-    from hermes_tray.cli.common import EXIT_USAGE, homes_to_change, journal, print_json, refuse, warn
+def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> int:
+    """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each change."""
+    from core.backend_config import BackendConfigError, read_backend_config, write_auto_continue
+    from hermes_tray.cli.common import EXIT_USAGE, homes_to_change, journal_config, print_json, refuse, warn
 
     homes, problem = homes_to_change(args, all_flag=all_flag)
     if problem:
         return refuse(args, problem, EXIT_USAGE)
     results, failed = [], 0
     for home in homes:
+        before = read_backend_config(home.path).auto_continue
         try:
             cfg = write_auto_continue(home.path, **changes)
         except (BackendConfigError, OSError) as exc:
@@ -41,10 +42,13 @@ def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool, even
             if not args.json:
                 warn(f"{home.path}: {exc}")
             continue
-        note = journal(event, home=home.path, **changes)
-        if note:
-            warn(note)
         ac = cfg.auto_continue
+        for key in changes:
+            old, new = getattr(before, key), getattr(ac, key)
+            if old != new or type(old) is not type(new):
+                note = journal_config(home=home.path, key=key, old=old, new=new)
+                if note:
+                    warn(note)
         results.append({"home": str(home.path), "ok": True, "enabled": ac.enabled,
                         "freshness_minutes": ac.freshness_minutes, "max_attempts": ac.max_attempts})
         if not args.json:

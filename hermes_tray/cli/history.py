@@ -1,8 +1,8 @@
 """``hermes-tray history [--limit N] [--json]``: the tray's decision journal, newest first.
 
-Turn decisions (notified, approved, skipped, dispatched, completed, …) come from
-:mod:`core.decisions`; configuration changes made from the CLI (enable, disable, config set)
-from ``settings.jsonl`` beside it. Never contains prompt text.
+Turn decisions (notified, approved, skipped, dispatched, completed, …) and configuration changes
+(``config-changed``: enable, disable, ``config set`` from the CLI, and the tray's menu and settings
+dialog) all come from :mod:`core.decisions`, interleaved in time order. Never contains prompt text.
 """
 
 from __future__ import annotations
@@ -20,20 +20,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def entries(limit: int, session: str | None = None) -> list[dict]:
-    """Turn decisions and configuration changes merged, newest first."""
-    from core import decisions, journal, paths
-    from hermes_tray.cli.common import CONFIG_JOURNAL_ID
+    """Turn decisions and configuration changes, newest first."""
+    from core import decisions
 
-    out = list(decisions.history(limit, session_key=session))
-    if session is None:
-        try:
-            doc = journal.read_turn_journal(CONFIG_JOURNAL_ID, session_dir=paths.decision_journal_dir())
-            for ev in doc["events"]:
-                out.append({k: v for k, v in ev.items() if k not in ("version", "session_id", "turn_id")})
-        except (OSError, ValueError):
-            pass
-    out.sort(key=lambda e: float(e.get("created_at") or 0), reverse=True)
-    return out[:limit]
+    return list(decisions.history(limit, session_key=session))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,9 +43,24 @@ def run(args: argparse.Namespace) -> int:
     skip = {"event", "created_at", "home", "session_key", "turn_id", "via"}
     for ev in rows:
         when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(ev.get("created_at") or 0)))
-        what = ev.get("session_key") or "config"
+        if ev.get("event") == "config-changed":
+            where = ev.get("home") or "tray settings"
+            print(f"{when}  {'config':<11} {ev.get('key')}: {_show(ev.get('old'))} -> {_show(ev.get('new'))}  "
+                  f"{where} [{ev.get('by') or '?'}]")
+            continue
+        what = ev.get("session_key") or "?"
         where = ev.get("home") or ""
         extra = ", ".join(f"{k}={v}" for k, v in ev.items() if k not in skip and v is not None)
         via = f" [{ev['via']}]" if ev.get("via") else ""
         print(f"{when}  {ev.get('event', '?'):<11} {what}  {where}{via}" + (f"  ({extra})" if extra else ""))
     return 0
+
+
+def _show(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if value is None:
+        return "(unset)"
+    if isinstance(value, list):
+        return "[" + ", ".join(str(v) for v in value) + "]"
+    return str(value)
