@@ -126,19 +126,36 @@ class CoreEngine:
         return _outcome(result)
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
-        from core.backend_config import BackendConfigError, write_auto_continue
+        """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
+        from core.backend_config import BackendConfigError, read_backend_config, write_auto_continue
 
         problems = []
         for home in home_paths:
+            before = read_backend_config(home).auto_continue
             try:
-                write_auto_continue(home, **changes)
+                after = write_auto_continue(home, **changes).auto_continue
             except BackendConfigError as exc:
                 problems.append(f"{home}: {exc}")
             except OSError as exc:
                 problems.append(f"{home}: {exc.strerror or exc}")
             else:
                 log.info("backend config of %s changed: %s", home, changes)
+                for key in changes:
+                    if changes[key] is not None:
+                        self._record_config(home, key, getattr(before, key, None), getattr(after, key, None))
         return problems
+
+    def _record_config(self, home: str | None, key: str, old: Any, new: Any) -> None:
+        """A ``config-changed`` event (by the tray) when the value really changed; bookkeeping never raises."""
+        if old == new and type(old) is type(new):
+            return
+        d = _decisions()
+        if d is None:
+            return
+        try:
+            d.record_config_change(home=home, key=key, old=old, new=new, by="tray")
+        except Exception:
+            log.warning("could not journal the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
         from core.backend_config import read_backend_config
@@ -163,8 +180,10 @@ class CoreEngine:
             return TraySettings()
 
     def update_settings(self, changes: dict[str, Any]) -> Any:
+        """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
         from core.settings import update_settings
 
+        old = self.settings().to_dict()
         if changes.get("hermes_command", 0) is None:
             # "unset": write everything except the key (update_settings merges)
             from core.settings import load_settings, save_settings, with_changes
@@ -172,8 +191,12 @@ class CoreEngine:
             current = load_settings()
             new = with_changes(current, **{k: v for k, v in changes.items() if k != "hermes_command"}, hermes_command=None)
             save_settings(new)
-            return new
-        return update_settings(changes)
+        else:
+            new = update_settings(changes)
+        now = new.to_dict()
+        for key in changes:
+            self._record_config(None, key, old.get(key), now.get(key))
+        return new
 
     # --- decision journal ---------------------------------------------------------------------
     def record(self, event: str, record: Any, **fields: Any) -> None:

@@ -1,4 +1,8 @@
-"""History: what the tray (and the CLI, and the helper) decided, from the decision journal."""
+"""History: what the tray (and the CLI, and the helper) decided, from the decision journal.
+
+Turn decisions and configuration changes (``config-changed``: a home's auto-continue settings or the
+tray's own, from the menu, the settings dialog or the CLI) in one list, newest first.
+"""
 
 from __future__ import annotations
 
@@ -27,6 +31,40 @@ def _field(entry: Any, name: str, default: Any = "") -> Any:
     if isinstance(entry, Mapping):
         return entry.get(name, default)
     return getattr(entry, name, default)
+
+
+def _when(entry: Any) -> float:
+    """The journal stamps ``created_at``; older in-memory entries used ``time`` / ``ts``."""
+    for name in ("created_at", "time", "ts"):
+        value = _num(_field(entry, name, None))
+        if value:
+            return value
+    return 0.0
+
+
+def _value(value: Any) -> str:
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "(unset)"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "(none)"
+    return str(value)
+
+
+def _row(entry: Any) -> tuple[str, str, str, str, str]:
+    """(what, profile/home, home tooltip, session, detail) for one journal entry."""
+    event = str(_field(entry, "event", ""))
+    home = str(_field(entry, "home", "") or "")
+    if event == "config-changed":
+        where = home or "tray settings"
+        by = _field(entry, "by", "")
+        detail = (f"{_field(entry, 'key', '?')}: {_value(_field(entry, 'old', None))} → "
+                  f"{_value(_field(entry, 'new', None))}" + (f" (from the {by})" if by else ""))
+        return "settings changed", where, home, "", detail
+    profile = str(_field(entry, "profile", "")) or home
+    detail = _field(entry, "reason", "") or _field(entry, "outcome", "") or _field(entry, "detail", "")
+    return event, profile, home, str(_field(entry, "session_key", "") or ""), str(detail)
 
 
 class HistoryWindow(QDialog):
@@ -61,19 +99,17 @@ class HistoryWindow(QDialog):
             self.summary.setText(f"The decision journal could not be read: {exc}")
         else:
             self.summary.setText(f"{len(entries)} recorded decisions, newest first" if entries else "Nothing recorded yet.")
-        entries.sort(key=lambda e: _num(_field(e, "time", _field(e, "ts", 0))), reverse=True)
+        entries.sort(key=_when, reverse=True)  # stable: same-stamp entries keep the journal's order
         self.table.setRowCount(len(entries))
         for row, e in enumerate(entries):
-            when = _num(_field(e, "time", _field(e, "ts", 0)))
-            home = str(_field(e, "home", ""))
-            profile = str(_field(e, "profile", "")) or home
-            detail = _field(e, "reason", "") or _field(e, "outcome", "") or _field(e, "detail", "")
+            when = _when(e)
+            what, where, home, session, detail = _row(e)
             values = (
                 time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)) if when else "",
-                str(_field(e, "event", "")),
-                profile,
-                str(_field(e, "session_key", "")),
-                str(detail),
+                what,
+                where,
+                session,
+                detail,
             )
             for col, text in enumerate(values):
                 item = QTableWidgetItem(text)

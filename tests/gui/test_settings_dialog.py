@@ -128,3 +128,36 @@ def test_menu_switch_turns_hermes_auto_continue_off_in_every_existing_home(qtbot
     for h in (a, b):
         assert "enabled: false" in (h / "config.yaml").read_text()
     assert not (tmp_path / "missing").exists()
+
+
+def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tmp_path) -> None:
+    """Every change the tray writes — backend keys from the dialog or the menu switch, its own settings —
+    is a config-changed event in the decision journal, and the History window lists it."""
+    from core import decisions
+    from hermes_tray.app.history_window import HistoryWindow
+
+    home = tmp_path / "hermes"
+    ctrl = _controller(tmp_path, [home])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    dlg.freshness.setValue(30)
+    dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData("auto"))
+    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    assert ctrl.set_backend_enabled(False) == []
+    ctrl.set_backend_enabled(False)  # no change: nothing recorded
+    changes = [e for e in decisions.history(50) if e["event"] == "config-changed"]
+    got = {(e["home"], e["key"], repr(e["old"]), repr(e["new"]), e["by"]) for e in changes}
+    assert got == {
+        (str(home.resolve()), "freshness_minutes", "15", "30", "tray"),
+        (None, "mode", "'ask'", "'auto'", "tray"),
+        (str(home.resolve()), "enabled", "True", "False", "tray"),
+    }, got
+    assert changes[0]["key"] == "enabled"  # newest first
+    win = HistoryWindow(ctrl.engine.history)
+    qtbot.addWidget(win)
+    rows = [[win.table.item(r, c).text() for c in range(win.table.columnCount())] for r in range(win.table.rowCount())]
+    assert rows[0][1] == "settings changed" and rows[0][0]  # a real time stamp
+    details = [r[4] for r in rows]
+    assert "enabled: on → off (from the tray)" in details
+    assert "freshness_minutes: 15 → 30 (from the tray)" in details
+    assert any(r[2] == "tray settings" and r[4] == "mode: ask → auto (from the tray)" for r in rows)
