@@ -186,6 +186,8 @@ def resume_turn(
                             home_s, key)
     if lease is None:
         cur = store.current(name)
+        if cur is not None and ":via=skip-" in cur.holder:  # core.skip holds it for a moment
+            return refused("Not resumed: this turn is being skipped right now.")
         who = f" ({cur.holder})" if cur is not None else ""
         return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.")
     from core.lease import LeaseKeeper

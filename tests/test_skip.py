@@ -193,3 +193,17 @@ def test_legacy_continuation_marker_is_in_place_before_the_note_is_submitted(sim
     assert entry["writer_pid"] == res.gateway_pid
     assert "marker" in res.timings
     assert key not in list_turn_markers(home)
+
+
+def test_a_resume_that_meets_a_skip_in_progress_says_so(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    shown = plant_marker(home, key, PROMPT)
+    store = LeaseStore(lease_db())
+    held = store.acquire(claim_name(home, key), "pid=1:via=skip-cli", ttl=30)  # what skip_turn takes
+    assert held is not None
+    try:
+        res = resume_turn(home, key, shown, install=sims["legacy"], options=FAST, via="test")
+    finally:
+        store.release(held)
+    assert res.outcome == "refused" and "being skipped right now" in res.message
+    assert continuations(home, key) == 0 and list_turn_markers(home)[key] == shown
