@@ -41,7 +41,6 @@ import queue
 import shutil
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -50,6 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from core.continuation import RESUMING_STATUS_TEXT, continuation_note
+from core.frozen_env import child_environment
 from core.ids import validate_session_id
 from core.procid import ProcessIdentity, identity_of
 
@@ -75,9 +75,6 @@ DEFAULT_STOP_GRACE = 15.0
 PROBE_TIMEOUT = 30.0
 ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
 
-# Variables PyInstaller rewrites for the frozen app and keeps the user's values of in ``<NAME>_ORIG``.
-_FROZEN_RESTORE = ("LD_LIBRARY_PATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "LIBPATH", "TCL_LIBRARY",
-                   "TK_LIBRARY", "SSL_CERT_FILE", "SSL_CERT_DIR", "QT_PLUGIN_PATH", "QML2_IMPORT_PATH")
 # Never handed to Hermes: they would redirect its imports, tee its frames elsewhere or leak our test dirs.
 _DROP_ENV = ("PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__",
              "HERMES_TUI_SIDECAR_URL", "QT_QPA_PLATFORM")
@@ -203,26 +200,12 @@ def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None)
     """The environment Hermes runs with: the user's own, ``HERMES_HOME`` set, our internals removed.
 
     A frozen tray (PyInstaller) has rewritten ``LD_LIBRARY_PATH`` and friends for itself; Hermes
-    must get the user's original values (``<NAME>_ORIG``) or none at all.
+    gets the user's values back (:func:`core.frozen_env.child_environment`).
     """
-    env = dict(os.environ if base is None else base)
-    if getattr(sys, "frozen", False):
-        for name in _FROZEN_RESTORE:
-            orig = env.pop(name + "_ORIG", None)
-            if orig is not None:
-                env[name] = orig
-            else:
-                env.pop(name, None)
-        env.pop("PYTHONPATH", None)
-        bundle = getattr(sys, "_MEIPASS", None)
-        if bundle:  # the bootloader may have put the bundle on PATH (Windows): Hermes must not see it
-            root = os.path.normcase(os.path.realpath(bundle))
-            kept = [p for p in env.get("PATH", "").split(os.pathsep)
-                    if p and not os.path.normcase(os.path.realpath(p)).startswith(root)]
-            env["PATH"] = os.pathsep.join(kept)
+    env = child_environment(base)
     for name in _DROP_ENV:
         env.pop(name, None)
-    for name in [k for k in env if k.startswith("HERMES_TRAY_") or k.startswith("_PYI_") or k == "_MEIPASS2"]:
+    for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
         env.pop(name, None)
     env["HERMES_HOME"] = str(home)
     env["PYTHONIOENCODING"] = "utf-8"
