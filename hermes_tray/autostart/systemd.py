@@ -14,6 +14,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
+from core.frozen_env import child_environment
 from hermes_tray.autostart import _files
 from hermes_tray.autostart.base import HELPER_DESKTOP_ID, AutoStart
 from hermes_tray.resources import resource_path
@@ -75,7 +76,8 @@ def _systemctl_user(args: list[str]) -> None:
     systemctl = shutil.which("systemctl")
     if systemctl is None or not _user_manager_reachable():
         return
-    subprocess.run([systemctl, "--user", *args], check=False, capture_output=True, timeout=20)
+    subprocess.run([systemctl, "--user", *args], check=False, capture_output=True, timeout=20,
+                   env=child_environment())  # a frozen app's bundled libraries are not systemctl's
 
 
 class SystemdUserAutoStart(AutoStart):

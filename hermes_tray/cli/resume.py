@@ -132,6 +132,7 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
+    from core.frozen_env import child_environment
     from core.fsutil import ensure_private_dir
     from core.paths import log_dir
     from hermes_tray.cli.resume_worker import worker_argv
@@ -144,7 +145,9 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
         kwargs["start_new_session"] = True
     with open(log_dir() / "resume-worker.log", "ab") as errlog:
         proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-            worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, close_fds=True, **kwargs)
+            # a frozen app's worker is a fresh instance of it, not a bootloader child that shares our bundle env
+            worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, close_fds=True,
+            env=child_environment(), **kwargs)
     assert proc.stdin is not None and proc.stdout is not None
     request = {"home": str(home.path), "session_key": args.session, "expected": entry, "via": "cli"}
     try:
