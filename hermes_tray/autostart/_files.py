@@ -5,12 +5,11 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from core.fsutil import atomic_write_bytes
+from core.fsutil import atomic_write_bytes, ensure_private_dir
 
 # Autostart entries, units and plists are launchers, not user state: world-readable like the
 # ones desktops and package managers write (0644); only folders we create are private (0700).
 ENTRY_MODE = 0o644
-NEW_DIR_MODE = 0o700
 
 
 def home() -> Path:
@@ -29,19 +28,13 @@ def xdg_config_dirs() -> list[Path]:
 
 
 def make_dirs(path: Path) -> None:
-    """``mkdir -p`` where every folder created (not only the last) is 0700."""
-    missing = []
-    while not os.path.isdir(path):
-        missing.append(path)
-        if path.parent == path:
-            break
-        path = path.parent
-    for d in reversed(missing):
-        try:
-            os.mkdir(d, NEW_DIR_MODE)
-        except FileExistsError:
-            continue
-        os.chmod(d, NEW_DIR_MODE)
+    """``mkdir -p`` where every folder created (not only the last) is 0700.
+
+    Unlike :func:`core.fsutil.ensure_private_dir` alone, an existing folder may be a symlink:
+    dotfile managers link ``~/.config/autostart`` and ``~/.config/systemd/user``.
+    """
+    if not os.path.isdir(path):
+        ensure_private_dir(path)
 
 
 def write_entry(path: Path, text: str) -> None:
