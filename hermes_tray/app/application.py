@@ -213,13 +213,7 @@ class TrayApp(QObject):
 
     def _on_scan_seen(self, report: ScanReport) -> None:
         if events.enabled():
-            events.emit(
-                "scan",
-                reason=report.reason,
-                woke=report.started,
-                verdicts={str(getattr(r, "session_key", "")): getattr(r, "verdict", "") for r in report.records},
-                pending=len(self.controller.state.pending),
-            )
+            events.emit_scan(report, pending=len(self.controller.state.pending))
 
     def _on_icon_shown(self) -> None:
         icon = self.presence.icon

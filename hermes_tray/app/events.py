@@ -31,3 +31,17 @@ def emit(event: str, **fields: Any) -> None:
             os.write(fd, (line + "\n").encode())
         finally:
             os.close(fd)
+
+
+def emit_scan(report: Any, **extra: Any) -> None:
+    """The ``scan`` event, one shape for the tray and the helper: why it ran, when it woke, each
+    session's verdict; ``extra`` adds the caller's own counts."""
+    if not _target:
+        return
+    emit(
+        "scan",
+        reason=report.reason,
+        woke=report.started,
+        verdicts={str(getattr(r, "session_key", "")): getattr(r, "verdict", "") for r in report.records},
+        **extra,
+    )

@@ -43,14 +43,7 @@ class HelperApp(QObject):
         self.controller.present_window.connect(lambda _a: log.info("notification clicked (no window in the helper)"))
 
     def _on_scan_seen(self, report: ScanReport) -> None:
-        if events.enabled():
-            events.emit(
-                "scan",
-                reason=report.reason,
-                woke=report.started,
-                scanned=report.finished,
-                verdicts={str(getattr(r, "session_key", "")): getattr(r, "verdict", "") for r in report.records},
-            )
+        events.emit_scan(report, scanned=report.finished)
 
     def start(self) -> None:
         self.detector_thread.start()
