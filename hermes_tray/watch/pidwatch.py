@@ -16,7 +16,7 @@ import threading
 import psutil
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
-from core.procid import START_TIME_TOLERANCE
+from core.procid import process_liveness
 
 log = logging.getLogger(__name__)
 
@@ -42,18 +42,11 @@ class PidWatcher(QObject):
 
 
 def _same_process(pid: int, start_time: float | None) -> bool:
-    """The pid still names the writer (not a recycled pid) and is not a zombie."""
-    try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
-            return False
-        if start_time is None:
-            return True
-        return abs(proc.create_time() - float(start_time)) < START_TIME_TOLERANCE
-    except (psutil.NoSuchProcess, psutil.ZombieProcess):
-        return False
-    except Exception:
-        return True  # cannot tell: keep watching rather than declare it dead
+    """The pid still names the writer (not a recycled pid) and is not a zombie.
+
+    ``unknown`` counts as the same: keep watching rather than declare it dead.
+    """
+    return process_liveness(pid, start_time) != "dead"
 
 
 class PidfdWatcher(PidWatcher):
