@@ -16,27 +16,14 @@ from core.markers import list_turn_markers, marker_writer_state
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
-from hermes_tray.demo.testing import make_home, pid_running, plant_marker, tray_dirs
+from hermes_tray.demo.testing import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 
 
-@pytest.fixture(scope="module")
-def sims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, gateway.HermesInstall]:
-    root = tmp_path_factory.mktemp("sim-installs")
-    out = {}
-    for cap in ("auto-continue", "legacy"):
-        create_sim_install(root / cap, cap)
-        out[cap] = gateway.install_from_command(sim_command(root / cap))
-    return out
-
-
-@pytest.fixture(autouse=True)
-def _tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in tray_dirs(tmp_path).items():
-        monkeypatch.setenv(k, v)
+pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py; `sims` comes from there too
 
 
 def run(home: Path, key: str, install: gateway.HermesInstall, *, attempts: int = 0, prompt: str = PROMPT,

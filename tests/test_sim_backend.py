@@ -18,11 +18,7 @@ from hermes_tray.demo.home import create_demo
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.testing import make_home, tray_dirs
 
-
-@pytest.fixture(autouse=True)
-def _tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in tray_dirs(tmp_path).items():
-        monkeypatch.setenv(k, v)
+pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py
 
 
 class Client:

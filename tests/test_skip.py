@@ -18,28 +18,14 @@ from core.markers import MarkerStore, build_entry, list_turn_markers, remove_mar
 from core.paths import lease_db
 from core.resume import claim_name, resume_turn
 from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray.demo.sim_install import create_sim_install, sim_command
-from hermes_tray.demo.testing import dead_identity, make_home, plant_marker, tray_dirs
+from hermes_tray.demo.testing import dead_identity, make_home, plant_marker
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3)
 
 
-@pytest.fixture(scope="module")
-def sims(tmp_path_factory: pytest.TempPathFactory) -> dict[str, gateway.HermesInstall]:
-    root = tmp_path_factory.mktemp("sim-installs")
-    out = {}
-    for cap in ("auto-continue", "legacy"):
-        create_sim_install(root / cap, cap)
-        out[cap] = gateway.install_from_command(sim_command(root / cap))
-    return out
-
-
-@pytest.fixture(autouse=True)
-def _tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    for k, v in tray_dirs(tmp_path).items():
-        monkeypatch.setenv(k, v)
+pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py; `sims` comes from there too
 
 
 def continuations(home: Path, key: str) -> int:
