@@ -64,6 +64,9 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
+# Keep the file read under the lock open until the lock is released (not on Windows: an open file there
+# cannot be replaced).
+_KEEP_OLD_OPEN = os.name != "nt"
 
 Entries = dict[str, dict[str, Any]]
 
@@ -204,13 +207,17 @@ def _same_json(a: dict, b: dict) -> bool:
         return True
     if a != b:
         return False
-    types = tuple(map(type, a.values()))
-    if types != tuple(map(type, b.values())) or list(a) != list(b):
-        return False  # 1 == 1.0 == True: equal values, different text
-    if dict in types or list in types:
-        return False  # [1] == [1.0]: not worth a deep check, just re-encode
-    if 0.0 in a.values():  # -0.0 == 0.0: compare the text of the zeros (same positions: a == b, same types)
-        return [repr(v) for v in a.values() if v == 0] == [repr(w) for w in b.values() if w == 0]
+    # Equal dicts: same keys and ``==`` values. Same text also needs the same order and the same types
+    # (1 == 1.0 == True), and -0.0 == 0.0. Containers ([1] == [1.0]) are not worth a deep check: re-encode.
+    for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
+        kind = type(va)
+        if ka != kb or kind is not type(vb):
+            return False
+        if kind is float:
+            if va == 0 and repr(va) != repr(vb):
+                return False
+        elif kind is not str and kind is not int and kind is not bool and va is not None:
+            return False
     return True
 
 
@@ -273,8 +280,11 @@ def _signature(path: str) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
-    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
+def _read_file(path: str | Path, keep: list[int] | None = None) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent.
+
+    ``keep``: append the open descriptor there instead of closing it (see :meth:`MarkerStore._modify`).
+    """
     if not _NOFOLLOW:
         fsutil.refuse_symlink(path)
     try:
@@ -298,9 +308,28 @@ def _read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | N
             chunks.append(chunk)
             if len(chunk) < want:
                 break
-    finally:
+    except BaseException:
         os.close(fd)
+        raise
+    if keep is None:
+        os.close(fd)
+    else:
+        keep.append(fd)
     return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# Writers (pids) whose temp files the last sweep kept because they were alive -> monotonic time of the next check.
+_LIVE_WRITERS: dict[int, float] = {}
+LIVE_RECHECK_SECS = 1.0
+
+
+def _temp_pid(name: str) -> int | None:
+    """The writer pid in a temp name ``.<file>.<pid>.<nonce>.tmp`` (see :func:`core.fsutil.temp_name_for`)."""
+    parts = name.rsplit(".", 3)
+    try:
+        return int(parts[1]) if len(parts) == 4 and parts[3] == "tmp" else None
+    except ValueError:
+        return None
 
 
 # ── the store ──────────────────────────────────────────────────────────────
@@ -445,17 +474,27 @@ class MarkerStore:
         ``mutate`` returns (new entries or None to skip the write, result). The directory fsync runs after
         the lock is released: the rename is already visible to the next writer, and concurrent writers'
         directory syncs then share one journal commit instead of queueing behind the lock.
+
+        The file read under the lock stays open until the lock is released (POSIX): the replace (or the
+        unlink of an emptied file) then only drops a name, and freeing the old file's blocks happens at
+        that close, outside the lock, instead of inside the next writer's wait.
         """
+        held: list[int] | None = [] if _KEEP_OLD_OPEN else None
         try:
-            fd = self._open_lock()
             try:
-                fsutil.lock_fd(fd)
+                fd = self._open_lock()
                 try:
-                    wrote, result = self._locked_update(mutate, what)
+                    fsutil.lock_fd(fd)
+                    try:
+                        wrote, result = self._locked_update(mutate, what, held)
+                    finally:
+                        fsutil.unlock_fd(fd)
                 finally:
-                    fsutil.unlock_fd(fd)
+                    os.close(fd)
             finally:
-                os.close(fd)
+                for old in held or ():
+                    with contextlib.suppress(OSError):
+                        os.close(old)
             if wrote:
                 fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
             # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
@@ -466,11 +505,12 @@ class MarkerStore:
         except OSError as exc:
             raise self._error(exc, what) from exc
 
-    def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str) -> tuple[bool, Any]:
+    def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
+                       held: list[int] | None = None) -> tuple[bool, Any]:
         for attempt in range(FOREIGN_RETRIES + 1):
             check = attempt < FOREIGN_RETRIES
             try:
-                entries, sig = self._load_for_write(check)
+                entries, sig = self._load_for_write(check, held)
                 new, result = mutate(entries)
                 if new is None:
                     return False, result
@@ -489,19 +529,41 @@ class MarkerStore:
             return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
 
     def _sweep(self) -> None:
-        """Remove dead writers' temp files; listing the directory is cheap, the per-file checks run only if any."""
+        """Remove dead writers' temp files; listing the directory is cheap, the per-file checks run only if any.
+
+        Under contention other live writers' temp files are nearly always there. Asking the OS about a
+        writer (psutil) costs more than the rest of a write outside the lock, so a writer this process found
+        alive is not asked about again for :data:`LIVE_RECHECK_SECS`: a writer killed within that second has
+        its temp file removed by this process's first write after it (or by any other process's next write).
+        """
         prefix = f".{MARKER_FILE}."
         try:
             names = os.listdir(self._dir)
         except OSError:
             return
-        if any(n.startswith(prefix) and n.endswith(".tmp") for n in names):
-            swept = fsutil.sweep_stale_temps(self.path)
-            if swept:
-                logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
+        temps = [n for n in names if n.startswith(prefix) and n.endswith(".tmp")]
+        if not temps:
+            return
+        me = os.getpid()
+        now = time.monotonic()
+        pids = {_temp_pid(n) for n in temps} - {me}
+        if all(pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now for pid in pids):
+            return  # only our own (impossible here) or writers found alive within the last second
+        swept = fsutil.sweep_stale_temps(self.path)
+        if swept:
+            logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
+        try:
+            left = {_temp_pid(n) for n in os.listdir(self._dir) if n in temps}
+        except OSError:
+            return
+        if len(_LIVE_WRITERS) > 256:
+            _LIVE_WRITERS.clear()
+        for pid in left - {me, None}:
+            _LIVE_WRITERS[pid] = now + LIVE_RECHECK_SECS  # kept by the sweep: a live writer mid-write
 
-    def _load_for_write(self, check: bool) -> tuple[Entries, tuple[int, int, int] | None]:
-        data, sig = _read_file(self._p)
+    def _load_for_write(self, check: bool, held: list[int] | None = None
+                        ) -> tuple[Entries, tuple[int, int, int] | None]:
+        data, sig = _read_file(self._p, held)
         if data is None:
             return {}, None
         snap = _SNAPSHOTS.get(self._key)

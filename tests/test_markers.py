@@ -583,6 +583,42 @@ def test_sweep_removes_dead_writers_temp_files_only(home: Path) -> None:
         sleeper.wait()
 
 
+def test_a_writer_found_alive_is_asked_again_after_the_recheck_interval(home: Path,
+                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(markers, "LIVE_RECHECK_SECS", 0.5)
+    record_turn_start(home, "s", "p")
+    d = marker_path(home).parent
+    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+    try:
+        time.sleep(0.05)
+        first = d / f".interrupted_turns.json.{sleeper.pid}.0000beef.tmp"
+        first.write_text("in flight")
+        record_turn_start(home, "t", "p")
+        assert first.exists()  # alive: kept, and not asked about again for 0.5 s
+    finally:
+        sleeper.kill()
+        sleeper.wait()
+    left = d / f".interrupted_turns.json.{sleeper.pid}.0000cafe.tmp"
+    left.write_text("killed mid-write")
+    record_turn_start(home, "t", "p")
+    assert left.exists()  # within the interval: not asked yet
+    time.sleep(0.6)
+    record_turn_start(home, "t", "p")
+    assert not left.exists() and not first.exists()
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open fds")
+def test_writes_leave_no_descriptor_open(home: Path) -> None:
+    record_turn_start(home, "warm", "p")
+    before = len(os.listdir("/proc/self/fd"))
+    for i in range(20):
+        record_turn_start(home, f"k{i}", "p")
+        clear_turn_marker(home, f"k{i}")
+        remove_marker_if_unchanged(home, "warm", {"not": "it"})
+    clear_turn_marker(home, "warm")  # empties the file: the unlink path
+    assert len(os.listdir("/proc/self/fd")) == before
+
+
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to name fsynced fds")
 def test_write_is_durable_file_fsync_then_directory_fsync(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     record_turn_start(home, "warm", "p")
