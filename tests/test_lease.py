@@ -186,6 +186,7 @@ CONTENDER = textwrap.dedent("""
     from pathlib import Path
     from core.lease import LeaseStore
     db, idx, start_at, duration, counter = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), Path(sys.argv[5])
+    TARGET = 80
     s = LeaseStore(db)
     out = []
     while time.time() < start_at:
@@ -196,10 +197,14 @@ CONTENDER = textwrap.dedent("""
             continue
         t1 = time.time()
         n = int(counter.read_text() or 0)   # unprotected read-modify-write: only safe under the lease
+        if n >= TARGET:  # enough grants for the check; a loaded machine just takes longer to get there
+            out.append((lease.epoch, t1, time.time(), "stop"))
+            assert s.release(lease)
+            break
         time.sleep(0.001)
         counter.write_text(str(n + 1))
         t2 = time.time()
-        out.append((lease.epoch, t1, t2))
+        out.append((lease.epoch, t1, t2, "count"))
         assert s.release(lease)
     print(json.dumps(out))
 """)
@@ -211,7 +216,7 @@ def test_eight_processes_contending_never_hold_at_once(tmp_path):
     counter = tmp_path / "counter"
     counter.write_text("0")
     start_at = time.time() + 2.0
-    procs = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(db), str(i), str(start_at), "2.0",
+    procs = [subprocess.Popen([sys.executable, "-c", CONTENDER, str(db), str(i), str(start_at), "20.0",
                                str(counter)], cwd=REPO, stdout=subprocess.PIPE, text=True) for i in range(8)]
     holds = []
     per_proc = []
@@ -224,10 +229,11 @@ def test_eight_processes_contending_never_hold_at_once(tmp_path):
     holds.sort()
     epochs = [h[0] for h in holds]
     assert epochs == list(range(1, len(holds) + 1))  # every grant unique, strictly increasing, none lost
-    for (_, _, end), (_, start, _) in zip(holds, holds[1:], strict=False):
+    for (_, _, end, _), (_, start, _, _) in zip(holds, holds[1:], strict=False):
         assert end <= start  # the next holder started only after the previous one finished
-    assert int(counter.read_text()) == len(holds)  # no lost update: never two holders at once
-    assert len(holds) >= 50 and sum(1 for n in per_proc if n) >= 4, per_proc
+    counted = [h for h in holds if h[3] == "count"]
+    assert int(counter.read_text()) == len(counted)  # no lost update: never two holders at once
+    assert len(counted) >= 50 and sum(1 for n in per_proc if n) >= 4, per_proc
 
 
 class GatedStore:
