@@ -81,6 +81,10 @@ class CoreEngine:
         for h in homes:
             dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
             files += [h.marker_file, h.config_file]
+        if self.explicit_homes is None:
+            from core.paths import settings_file
+
+            files.append(settings_file())  # homes added there (the CLI, another tray) are picked up
         return dirs, files
 
     def writers(self, homes: Sequence[Any], records: Sequence[Any]) -> list[tuple[int, float | None]]:

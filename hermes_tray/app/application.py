@@ -139,7 +139,9 @@ class TrayApp(QObject):
         autostart = default_autostart() if options.autostart == "default" else options.autostart
         self.notifier = make_notifier(APP_DISPLAY_NAME)
         self.controller = Controller(self.engine, self.notifier, autostart=autostart, parent=self)
-        self.detector = Detector(self.engine.scan, self.engine.watch_plan, self.engine.writers, self.engine.homes())
+        self.detector = Detector(
+            self.engine.scan, self.engine.watch_plan, self.engine.writers, self.engine.homes(), homes_fn=self.engine.homes
+        )
         self.detector_thread = DetectorThread(self.detector, self)
         self._wire()
         self.detector_thread.start()

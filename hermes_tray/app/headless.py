@@ -35,7 +35,9 @@ class HelperApp(QObject):
         self.controller = Controller(
             engine, self.notifier, quiet=lambda: instance_running("tray"), role="helper", parent=self
         )
-        self.detector = Detector(engine.scan, engine.watch_plan, engine.writers, engine.homes())
+        self.detector = Detector(
+            engine.scan, engine.watch_plan, engine.writers, engine.homes(), homes_fn=engine.homes
+        )
         self.detector_thread = DetectorThread(self.detector, self)
         self.detector.scanned.connect(self.controller.on_scan)
         self.controller.rescan_requested.connect(self.detector.rescan)

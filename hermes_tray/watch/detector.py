@@ -5,6 +5,11 @@ Lives in its own ``QThread``. Wake-ups: a marker/journal/profile directory chang
 writer exited (pidfd — scanned at once, that is the latency that matters), or the 30 s safety
 re-scan. Nothing polls in between. The scan itself is the engine's (``core``); a scan that
 raises is reported as a problem and never stops the thread.
+
+The homes are not fixed: with a ``homes`` provider the detector asks it again before every scan
+woken by a file change, a settings change or the safety clock (a new profile, a home added in
+the settings), and re-applies its watches when the answer differs. A writer-exit scan (the one
+whose latency matters) uses the homes it has.
 """
 
 from __future__ import annotations
@@ -43,6 +48,15 @@ class ScanReport:
 ScanFn = Callable[[Sequence[Any]], tuple[Sequence[Any], Sequence[str], dict[str, Any]]]
 PlanFn = Callable[[Sequence[Any]], tuple[list[Path], list[Path]]]
 WritersFn = Callable[[Sequence[Any], Sequence[Any]], list[tuple[int, float | None]]]
+HomesFn = Callable[[], Sequence[Any]]
+
+# scans that do not look for new homes first: a writer exit must be read at once, and the
+# tray's own actions do not add homes
+_KEEP_HOMES = ("writer-exit", "writer-gone", "skip", "resume-finished", "backend-config")
+
+
+def _home_paths(homes: Sequence[Any]) -> tuple[str, ...]:
+    return tuple(str(getattr(h, "path", h)) for h in homes)
 
 
 class Detector(QObject):
@@ -52,11 +66,20 @@ class Detector(QObject):
     _configure = Signal(object)
     _rescan = Signal(str)
 
-    def __init__(self, scan: ScanFn, plan: PlanFn, writers: WritersFn, homes: Sequence[Any] = ()) -> None:
+    def __init__(
+        self,
+        scan: ScanFn,
+        plan: PlanFn,
+        writers: WritersFn,
+        homes: Sequence[Any] = (),
+        *,
+        homes_fn: HomesFn | None = None,
+    ) -> None:
         super().__init__()
         self._scan_fn = scan
         self._plan_fn = plan
         self._writers_fn = writers
+        self._homes_fn = homes_fn
         self._homes: tuple[Any, ...] = tuple(homes)
         self._fs: HomeWatcher | None = None
         self._pids: PidWatcher | None = None
@@ -112,6 +135,22 @@ class Detector(QObject):
         self._apply_plan()
         self._scan("homes", time.time())
 
+    def _refresh_homes(self) -> bool:
+        """Ask the provider for the homes again; re-apply the watches if they changed."""
+        if self._homes_fn is None:
+            return False
+        try:
+            homes = tuple(self._homes_fn())
+        except Exception:
+            log.exception("could not list the homes; keeping the ones watched")
+            return False
+        if _home_paths(homes) == _home_paths(self._homes):
+            return False
+        log.info("homes changed: %s", ", ".join(_home_paths(homes)))
+        self._homes = homes
+        self._apply_plan()
+        return True
+
     def _on_rescan(self, reason: str) -> None:
         self._scan(reason, time.time())
 
@@ -144,6 +183,9 @@ class Detector(QObject):
             self._settle.stop()
         if self._safety is not None:
             self._safety.start()  # any scan restarts the 30 s safety clock
+        rehomed = False
+        if not reason.startswith(_KEEP_HOMES):
+            rehomed = self._refresh_homes()
         try:
             records, problems, extra = self._scan_fn(self._homes)
         except Exception as exc:  # the engine promises not to raise; the tray never trusts that
@@ -151,7 +193,7 @@ class Detector(QObject):
             records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), {}
         self.scans += 1
         self._watch_writers(records)
-        if reason == "profiles":
+        if reason == "profiles" and not rehomed:
             self._apply_plan()
         self.scanned.emit(
             ScanReport(tuple(records), tuple(problems), reason, woke, time.time(), self._homes, dict(extra))

@@ -120,3 +120,64 @@ def _wait_and_kill(qtbot, reports, proc) -> None:
     qtbot.waitUntil(lambda: reports[-1].records[0].verdict == "actionable", timeout=3000)
     assert reports[-1].reason.startswith("writer-exit")
     assert reports[-1].finished - killed < 0.5
+
+
+def _detect(qtbot, engine):
+    """The real detector thread on ``engine``, with its homes provider as the tray wires it."""
+    from hermes_tray.watch.detector import Detector, DetectorThread
+
+    det = Detector(engine.scan, engine.watch_plan, engine.writers, engine.homes(), homes_fn=engine.homes)
+    thread = DetectorThread(det)
+    reports: list = []
+    det.scanned.connect(reports.append)
+    thread.start()
+    qtbot.waitUntil(lambda: bool(reports), timeout=5000)
+    return det, thread, reports
+
+
+def _keys(reports) -> set[str]:
+    return {r.session_key for r in reports[-1].records} if reports else set()
+
+
+def test_new_profile_is_scanned_without_restart(qtbot, tmp_path, monkeypatch) -> None:
+    """A profile created while the tray runs: its interrupted turn shows up, no restart, no poll."""
+    from hermes_tray.engine import CoreEngine
+    from tests.support.fixture_homes import FixtureHome, marker_entry
+
+    root = tmp_path / "hermes"
+    FixtureHome(root)
+    monkeypatch.setenv("HERMES_HOME", str(root))
+    det, thread, reports = _detect(qtbot, CoreEngine())
+    try:
+        prof = FixtureHome(root / "profiles" / "work")
+        prof.add_session("p1", title="In the work profile")
+        prof.write_markers({"p1": marker_entry()})
+        qtbot.waitUntil(lambda: "p1" in _keys(reports), timeout=5000)
+        assert any(str(h.path).endswith("work") for h in reports[-1].homes)
+    finally:
+        thread.stop()
+
+
+def test_home_added_in_settings_is_scanned_without_restart(qtbot, tmp_path, monkeypatch) -> None:
+    """A home added to the tray settings (the CLI, the dialog) is watched from then on."""
+    from core.settings import update_settings
+    from hermes_tray.engine import CoreEngine
+    from tests.support.fixture_homes import FixtureHome, marker_entry
+
+    FixtureHome(tmp_path / "hermes")
+    monkeypatch.setenv("HERMES_HOME", str(tmp_path / "hermes"))
+    other = FixtureHome(tmp_path / "elsewhere")
+    other.add_session("e1", title="Elsewhere")
+    other.write_markers({"e1": marker_entry()})
+    det, thread, reports = _detect(qtbot, CoreEngine())
+    try:
+        assert "e1" not in _keys(reports)
+        update_settings({"homes": [str(other.path)]})
+        det.rescan("settings")  # what Controller.apply asks for; the settings file watch does too
+        qtbot.waitUntil(lambda: "e1" in _keys(reports), timeout=5000)
+        # and it is watched: a new turn there wakes a scan by itself
+        other.add_session("e2", title="Second")
+        other.write_markers({"e1": marker_entry(), "e2": marker_entry()})
+        qtbot.waitUntil(lambda: "e2" in _keys(reports), timeout=5000)
+    finally:
+        thread.stop()
