@@ -93,6 +93,12 @@ def _ident(record: Any) -> tuple[str, str, Any, Any]:
     )
 
 
+def _split_key(key: str) -> tuple[str, str]:
+    """(home, session key) of a :func:`turn_key`."""
+    home, _, session = key.partition("\x1f")
+    return home, session
+
+
 def _frame_text(frame: str) -> str:
     """What the last gateway frame means to a person watching the progress line."""
     if frame.startswith("tool"):
@@ -182,7 +188,12 @@ class Controller(QObject):
         # marker) is looked at afresh: skipped again, or — if it was asked about — not re-asked
         for key in pending_before - set(pending):
             self._seen.discard(self._pending_idents.pop(key, None))  # type: ignore[arg-type]
+        # a new interruption of the same session replaced the one a notification shows: withdraw
+        # that notification (its buttons would act on a turn it never showed); the new one is asked
+        replaced = {k for k in pending if k in self._pending_idents and self._pending_idents[k] != _ident(self._records[k])}
         self._pending_idents = {k: _ident(self._records[k]) for k in pending}
+        if replaced:
+            self.notes.resolved({_split_key(k) for k in replaced})
         if self._settings.notify and (pending or any(getattr(r, "writer", None) == "alive" for r in records)):
             self.notifier.prepare()  # a turn is running (or waiting): be ready to speak at once
         to_ask: list[Any] = []
@@ -217,7 +228,7 @@ class Controller(QObject):
                 self._gave_up(rec)
         gone = pending_before - set(pending)
         if gone:
-            self.notes.resolved({(k.split("\x1f", 1)[0], k.split("\x1f", 1)[1]) for k in gone})
+            self.notes.resolved({_split_key(k) for k in gone})
         self._publish()
         self.scan_seen.emit(report)
 
@@ -257,9 +268,13 @@ class Controller(QObject):
             return None
 
     # --- acting -------------------------------------------------------------------------------
-    def resume(self, key: str, *, origin: str = "menu") -> bool:
-        """Start a continuation on a worker thread; False if there is nothing to resume."""
-        rec = self._records.get(key)
+    def resume(self, key: str, *, origin: str = "menu", record: Any = None) -> bool:
+        """Start a continuation on a worker thread; False if there is nothing to resume.
+
+        ``record``: the turn as the user saw it (a notification); the engine compares the marker
+        against *its* entry. Default: the turn as last scanned.
+        """
+        rec = record if record is not None else self._records.get(key)
         if rec is None or key in self._runs:
             return False
         run = _Run(key, turn_label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
@@ -287,8 +302,8 @@ class Controller(QObject):
     def resume_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
         return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
 
-    def skip(self, key: str, *, origin: str = "menu") -> bool:
-        rec = self._records.get(key)
+    def skip(self, key: str, *, origin: str = "menu", record: Any = None) -> bool:
+        rec = record if record is not None else self._records.get(key)
         if rec is None:
             return False
         ok, why = self._safe_pair(self.engine.skip, rec, origin=origin)
@@ -374,11 +389,30 @@ class Controller(QObject):
             self.present_window.emit(True)
             return
         self.notes.answered(note_key)
-        keys = [turn_key(str(getattr(t, "home", "")), str(getattr(t, "session_key", ""))) for t in turns]
-        if action in ("resume", "resume-all"):
-            self.resume_all(keys, origin="notification")
-        elif action in ("skip", "skip-all"):
-            self.skip_all(keys, origin="notification")
+        if action in ("resume", "resume-all", "skip", "skip-all"):
+            # act on the turns the note showed, and only while each is still that turn: a newer
+            # interruption of the same session is a different question, never answered by this button
+            if not turns:  # withdrawn already (its turn was settled or replaced): a late press
+                log.info("answer to a withdrawn notification %s ignored", note_key)
+                self.message.emit("That notification is out of date (its turn changed or was settled); "
+                                  "nothing was done. Look at the menu for what is waiting.")
+                return
+            changed = []
+            for t in turns:
+                key = turn_key(str(getattr(t, "home", "")), str(getattr(t, "session_key", "")))
+                current = self._records.get(key)
+                if current is None or _ident(current) != _ident(t):
+                    changed.append(t)
+                elif action.startswith("resume"):
+                    self.resume(key, origin="notification", record=t)
+                else:
+                    self.skip(key, origin="notification", record=t)
+            if changed:
+                log.info("notification answered for turns that changed since: %s",
+                         ", ".join(turn_identity(t) for t in changed))
+                names = ", ".join(turn_label(t) for t in changed[:3])
+                self.message.emit(f"{names}: changed since the notification was shown; nothing was done. "
+                                  "Look at it again in the menu.")
         elif action == "disable":
             homes = sorted({str(getattr(t, "home", "")) for t in turns})
             self.set_backend_enabled(False, homes)

@@ -54,6 +54,7 @@ class FakeEngine:
         self.resume_outcome = Outcome("completed", "done", answer="All tests pass now.\nMore detail")
         self.resume_delay = 0.0
         self.backend_changes: list[tuple[list[str], dict]] = []
+        self.acted_on: list[tuple[str, Any]] = []  # (action, record passed): its entry is the expected one
 
     def homes(self):
         return []
@@ -68,11 +69,13 @@ class FakeEngine:
         return []
 
     def skip(self, record, *, origin):
+        self.acted_on.append(("skip", record))
         self.skipped.append(record.session_key)
         self.journal.append(("skipped", record.session_key, record.started_at))
         return True, ""
 
     def resume(self, record, *, origin, on_progress, stop: threading.Event):
+        self.acted_on.append(("resume", record))
         self.resumed.append(record.session_key)
         self.journal.append(("approved", record.session_key, record.started_at))
         from core.gateway import Progress

@@ -45,8 +45,9 @@ def test_asked_before_restart_is_not_asked_again(qtbot, rec) -> None:
 
 def test_crash_storm_is_one_notification_updated_in_place(qtbot, rec) -> None:
     ctrl, engine, notes = make()
-    scan(ctrl, rec("s1"))
-    scan(ctrl, rec("s1"), rec("s2"), rec("s3", title="Third"))
+    s1 = rec("s1")
+    scan(ctrl, s1)
+    scan(ctrl, s1, rec("s2"), rec("s3", title="Third"))
     keys = {n.key for n in notes.shown}
     assert len(keys) == 1, "every update must reuse the first notification"
     latest = notes.shown[-1]
@@ -215,3 +216,55 @@ def test_skipped_elsewhere_then_resurrected_is_skipped_again_silently(qtbot, rec
     assert engine.skipped == ["s1"]
     assert len(notes.shown) == 1, "never asked again"
     assert ctrl.state.pending == ()
+
+
+@pytest.mark.parametrize("action", ["skip", "resume"])
+def test_old_notification_never_acts_on_a_newer_interruption(qtbot, rec, action) -> None:
+    """Turn A is notified; a new interruption B of the same session replaces it between scans.
+    A's Skip/Resume must not act on B (which the user never saw): nothing is done, the user is told."""
+    ctrl, engine, notes = make()
+    messages: list[str] = []
+    ctrl.message.connect(messages.append)
+    a = rec("s1", started_at=1000.0, prompt_excerpt="turn A", entry={"prompt": "A", "started_at": 1000.0})
+    scan(ctrl, a)
+    note_a = notes.shown[0]
+    b = rec("s1", started_at=2000.0, prompt_excerpt="turn B", entry={"prompt": "B", "started_at": 2000.0})
+    scan(ctrl, b)
+    assert note_a.key not in notes.on_screen(), "A's notification is withdrawn once A is replaced"
+    assert any("turn B" in n.body for n in notes.on_screen().values()), "B is asked about on its own"
+    ctrl.on_note_activated(note_a.key, action)
+    assert engine.acted_on == []
+    assert messages and "out of date" in messages[-1]
+    assert len(ctrl.state.pending) == 1  # B still waits for an answer
+
+
+@pytest.mark.parametrize("action", ["skip", "resume"])
+def test_notification_passes_the_entry_it_showed_as_expected(qtbot, rec, action) -> None:
+    """Same turn, marker rewritten since (same start and attempts): the engine compares against
+    the entry the notification showed, not the current one."""
+    ctrl, engine, notes = make()
+    shown = rec("s1", started_at=1000.0, entry={"prompt": "A", "started_at": 1000.0, "writer_pid": 1})
+    scan(ctrl, shown)
+    now = rec("s1", started_at=1000.0, entry={"prompt": "A", "started_at": 1000.0, "writer_pid": 2})
+    scan(ctrl, now)
+    ctrl.on_note_activated(notes.shown[0].key, action)
+    qtbot.waitUntil(lambda: bool(engine.acted_on), timeout=2000)
+    assert engine.acted_on[0][0] == action
+    assert engine.acted_on[0][1].entry == shown.entry
+    qtbot.waitUntil(lambda: not ctrl.state.running, timeout=2000)
+
+
+def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> None:
+    """Two turns in one note; one is replaced by a newer interruption before the user answers:
+    Skip all skips the unchanged one only and says the other changed."""
+    ctrl, engine, notes = make()
+    messages: list[str] = []
+    ctrl.message.connect(messages.append)
+    a, other = rec("s1", started_at=1000.0), rec("s2", started_at=1000.0)
+    scan(ctrl, a, other)
+    key = notes.shown[-1].key
+    # the controller's record of s1 changes identity without a scan that withdraws the note
+    ctrl._records[ctrl._pending_keys[0]] = rec("s1", started_at=2000.0)
+    ctrl.on_note_activated(key, "skip-all")
+    assert [r.session_key for _a, r in engine.acted_on] == ["s2"]
+    assert messages and "changed since the notification" in messages[-1]
