@@ -32,6 +32,8 @@ from hermes_tray.watch.detector import ScanReport
 
 log = logging.getLogger(__name__)
 
+UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
+
 
 @dataclass
 class Outcome:
@@ -151,7 +153,11 @@ class Controller(QObject):
         self._report = ScanReport()
         self._state = ViewState()
         self._resumed: set[str] = set()  # turn keys this process continued: their budget is ours to report
+        self._notified: set[tuple[str, str, Any, Any]] = set()  # journalled as notified by us
+        self._unshown: set[tuple[str, str, Any, Any]] = set()  # notes that reached nobody: ask again…
+        self._unshown_retry = 0.0  # …from this time.monotonic() on (the notifier re-probes as often)
         notifier.activated.connect(self.on_note_activated)
+        notifier.delivered.connect(self._on_delivered)
         self._progress.connect(self._on_progress)
         self._finished.connect(self._on_finished)
         self._ticker = QTimer(self)
@@ -192,6 +198,10 @@ class Controller(QObject):
         # that notification (its buttons would act on a turn it never showed); the new one is asked
         replaced = {k for k in pending if k in self._pending_idents and self._pending_idents[k] != _ident(self._records[k])}
         self._pending_idents = {k: _ident(self._records[k]) for k in pending}
+        self._notified &= set(self._pending_idents.values())
+        if self._unshown and time.monotonic() >= self._unshown_retry:
+            self._seen -= self._unshown
+            self._unshown.clear()
         if replaced:
             self.notes.resolved({_split_key(k) for k in replaced})
         if self._settings.notify and (pending or any(getattr(r, "writer", None) == "alive" for r in records)):
@@ -219,9 +229,7 @@ class Controller(QObject):
                 continue
             to_ask.append(rec)
         if to_ask and self._settings.notify and not self.quiet():
-            self.notes.announce(to_ask)
-            for rec in to_ask:
-                self._safe(self.engine.record, "notified", rec, via=self.notifier.name)
+            self.notes.announce(to_ask)  # journalled as "notified" once delivered (_on_delivered)
         for key, rec in self._records.items():
             if key in self._resumed and getattr(rec, "verdict", None) == "exhausted" and key not in self._runs:
                 self._resumed.discard(key)  # say it once
@@ -416,6 +424,24 @@ class Controller(QObject):
         elif action == "disable":
             homes = sorted({str(getattr(t, "home", "")) for t in turns})
             self.set_backend_enabled(False, homes)
+
+    def _on_delivered(self, note_key: str, ok: bool) -> None:
+        """A turn note reached the user (journal: asked, never again) or went nowhere (ask again)."""
+        if not note_key.startswith("interrupted-"):
+            return
+        turns = self.notes.turns_for(note_key)
+        if ok:
+            for t in turns:
+                ident = _ident(t)
+                if ident not in self._notified:
+                    self._notified.add(ident)
+                    self._safe(self.engine.record, "notified", t, via=self.notifier.name)
+            return
+        # nobody saw it: the turn stays unasked; a scan after the retry delay asks again (the
+        # notifier probes for its server again by then)
+        self._unshown |= {_ident(t) for t in turns} - self._notified
+        self._unshown_retry = time.monotonic() + UNSHOWN_RETRY_SECONDS
+        log.info("notification %s was not shown; its turns will be asked about again", note_key)
 
     def _gave_up(self, rec: Any) -> None:
         """A turn we continued died again and reached Hermes' retry budget: stop, and say so."""

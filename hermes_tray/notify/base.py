@@ -36,6 +36,10 @@ class Notifier(QObject):
     activated = Signal(str, str)  # note key, action key ("default" = body click)
     dismissed = Signal(str)  # note key: closed without an answer (the turn stays pending)
     ready = Signal()  # capabilities known (supports_actions is final)
+    # note key, reached the user? Every show() ends in one ``delivered``: True once the note is on
+    # screen (or in the only channel this session has), False when it went nowhere a person looks
+    # (the notification server is not up yet): such a note does not count as having asked.
+    delivered = Signal(str, bool)
 
     name = "none"
 

@@ -132,7 +132,8 @@ class DesktopNotifierBackend(Notifier):
             if not self.available and time.monotonic() - self._probed_at > RETRY_SECONDS:
                 await self._probe_locked()  # the server may have started (or was slow) since
             if not self.available:
-                log.info("notification: %s", note.log_line or note.key)
+                log.info("notification (no server, not shown): %s", note.log_line or note.key)
+                self.delivered.emit(note.key, False)
                 return
             key = note.key
             buttons = tuple(
@@ -161,7 +162,12 @@ class DesktopNotifierBackend(Notifier):
                     await self._notifier.clear(previous)
                 except Exception:
                     pass
-            self._identifiers[key] = await self._notifier.send_notification(notification)
+            try:
+                self._identifiers[key] = await self._notifier.send_notification(notification)
+            except Exception:
+                self.delivered.emit(key, False)
+                raise
+            self.delivered.emit(key, True)
 
     async def _close(self, key: str) -> None:
         assert self._lock is not None

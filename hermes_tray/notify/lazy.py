@@ -34,6 +34,7 @@ class LazyNotifier(Notifier):
             real = self._factory()
             real.activated.connect(self.activated.emit)
             real.dismissed.connect(self.dismissed.emit)
+            real.delivered.connect(self.delivered.emit)
             real.ready.connect(self._on_ready)
             self._real = real
             self.name = real.name

@@ -20,8 +20,11 @@ class RecordingNotifier(Notifier):
         self.shown: list[Note] = []
         self.closed: list[str] = []
 
+    deliver = True  # False: like a notifier whose server is not up yet
+
     def show(self, note: Note) -> None:
         self.shown.append(note)
+        self.delivered.emit(note.key, self.deliver)
 
     def close(self, key: str) -> None:
         self.closed.append(key)

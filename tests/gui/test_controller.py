@@ -268,3 +268,44 @@ def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> N
     ctrl.on_note_activated(key, "skip-all")
     assert [r.session_key for _a, r in engine.acted_on] == ["s2"]
     assert messages and "changed since the notification" in messages[-1]
+
+
+def test_unshown_notification_does_not_use_up_ask_once(qtbot, rec, monkeypatch) -> None:
+    """At login the notification server may not be up: a note that went only to the log is not
+    'notified'; the turn is asked about again later, and journalled once a note reaches the user."""
+    import hermes_tray.controller as controller_mod
+
+    monkeypatch.setattr(controller_mod, "UNSHOWN_RETRY_SECONDS", 0.0)
+    ctrl, engine, notes = make()
+    notes.deliver = False
+    r = rec("s1")
+    scan(ctrl, r)
+    assert len(notes.shown) == 1
+    assert not any(e == "notified" for e, *_ in engine.journal)
+    notes.deliver = True
+    scan(ctrl, r)  # the server is up now
+    assert len(notes.shown) == 2
+    assert ("notified", "s1", r.started_at) in engine.journal
+    scan(ctrl, r)
+    assert len(notes.shown) == 2, "asked once it was seen, and only once"
+    assert [e for e, *_ in engine.journal].count("notified") == 1
+
+
+def test_desktop_notifier_without_a_server_reports_not_delivered(qtbot, rec, tmp_path, monkeypatch) -> None:
+    """The real desktop-notifier back end with a session bus address but no server behind it."""
+    pytest.importorskip("desktop_notifier")
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", f"unix:path={tmp_path / 'no-bus'}")
+    from hermes_tray.notify.desktop import DesktopNotifierBackend
+
+    notifier = DesktopNotifierBackend("Hermes Tray test")
+    try:
+        notifier.wait_ready(10)
+        engine = FakeEngine()
+        ctrl = Controller(engine, notifier)
+        with qtbot.waitSignal(notifier.delivered, timeout=10000) as blocker:
+            scan(ctrl, rec("s1"))
+        assert blocker.args[1] is False
+        qtbot.wait(50)
+        assert not any(e == "notified" for e, *_ in engine.journal)
+    finally:
+        notifier.shutdown()
