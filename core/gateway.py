@@ -182,15 +182,26 @@ def find_hermes(hermes_command: Sequence[str] | None = None, *, path: str | None
     return HermesInstall((py, "-m", GATEWAY_MODULE), py, "PATH")
 
 
-def settings_hermes_command() -> tuple[str, ...] | None:
-    """``hermes_command`` from the tray settings, or None (unset or unreadable settings)."""
-    try:
-        from core.settings import load_settings
+class HermesSettingsError(HermesNotFound):
+    """The tray settings cannot be read, so which Hermes to run is not known: nothing is guessed."""
 
+
+def settings_hermes_command() -> tuple[str, ...] | None:
+    """``hermes_command`` from the tray settings; None only when it is not set.
+
+    Unreadable or invalid settings raise :class:`HermesSettingsError` (a :class:`HermesNotFound`)
+    with the settings error: the user may have set ``hermes_command`` there, and silently running
+    whatever ``hermes`` is on PATH instead could continue the turn with the wrong installation.
+    """
+    from core.settings import SettingsError, load_settings
+
+    try:
         return load_settings().hermes_command
-    except Exception:
-        logger.debug("tray settings unreadable; looking for hermes on PATH", exc_info=True)
-        return None
+    except (SettingsError, OSError) as exc:
+        raise HermesSettingsError(
+            f"the tray settings cannot be read, so it is not known which Hermes to run ({exc}). "
+            "Fix or remove the settings file (`hermes-tray config`), then try again."
+        ) from exc
 
 
 # ── environment ────────────────────────────────────────────────────────────────────────────────
@@ -1037,7 +1048,8 @@ class _Stopped(Exception):
 __all__ = [
     "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "OUTCOMES", "TIMED_OUT",
     "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess",
-    "HermesInstall", "HermesNotFound", "Progress", "RpcError", "clear_capability_cache", "continue_turn",
+    "HermesInstall", "HermesNotFound", "HermesSettingsError", "Progress", "RpcError", "clear_capability_cache",
+    "continue_turn",
     "find_hermes", "gateway_environment", "install_from_command", "launcher_python", "probe_capabilities",
     "settings_hermes_command",
 ]

@@ -185,7 +185,11 @@ def resume_turn(
         return ResumeResult(REFUSED, f"Not resumed: cannot claim the turn in the tray's lease store ({exc}).",
                             home_s, key)
     if lease is None:
-        cur = store.current(name)
+        try:
+            cur = store.current(name)
+        except Exception:  # only the holder's name is missing from the message: still a refusal
+            logger.warning("could not read the resume claim on %s", key, exc_info=True)
+            cur = None
         if cur is not None and ":via=skip-" in cur.holder:  # core.skip holds it for a moment
             return refused("Not resumed: this turn is being skipped right now.")
         who = f" ({cur.holder})" if cur is not None else ""
@@ -260,6 +264,9 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
 
     try:
         inst = install or gateway.find_hermes(gateway.settings_hermes_command())
+    except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
+        journal("refused", reason=str(exc), verdict=a.verdict)
+        return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict)
     except gateway.HermesNotFound as exc:
         approved_done()
         journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False)

@@ -254,3 +254,53 @@ def test_a_malformed_session_key_is_a_caller_error(env, tmp_path):
 
     with pytest.raises(InvalidIdError):
         resume_turn(tmp_path, "../../etc/passwd", {})
+
+
+# ── review fixes ────────────────────────────────────────────────────────────────────────────────
+
+
+def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim_roots, env, tmp_path,
+                                                                              monkeypatch):
+    # A `hermes` on PATH that would happily run the turn — but the user's settings (which may name another
+    # Hermes) cannot be read: nothing is guessed, the resume is refused with the settings error.
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    monkeypatch.setenv("PATH", str(sim_roots["legacy"] / "bin") + os.pathsep + os.environ.get("PATH", ""))
+    cfg = Path(env["HERMES_TRAY_CONFIG_DIR"])
+    cfg.mkdir(parents=True, exist_ok=True)
+    (cfg / "config.toml").write_text('hermes_command = ["/opt/my-hermes/bin/python"\n', encoding="utf-8")
+    res = resume_turn(home, key, entry, options=FAST)
+    assert res.outcome == "refused" and res.exit_code == 1, res.message
+    assert "settings" in res.message and "config.toml" in res.message
+    assert read_turns(home) == []
+    assert list_turn_markers(home)[key] == entry
+    # Unset (no settings file at all) still means "the hermes on PATH".
+    (cfg / "config.toml").unlink()
+    assert gateway.settings_hermes_command() is None
+    assert resume_turn(home, key, entry, options=FAST).outcome == "completed"
+
+
+def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp_path):
+    import sqlite3
+
+    from core import resume as core_resume
+    from core.paths import lease_db
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    other = LeaseStore(lease_db())
+    held = other.acquire(claim_name(home, key), "pid=1:via=other", ttl=60)
+    assert held is not None
+    store = core_resume._lease_store(None)
+
+    def broken(_name: str) -> None:
+        raise sqlite3.OperationalError("disk I/O error")
+
+    store.current = broken  # the store failed between the refused acquire and the look at its holder
+    try:
+        res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    finally:
+        del store.current
+        other.release(held)
+    assert res.outcome == "refused" and "already resuming" in res.message
+    assert read_turns(home) == []

@@ -40,7 +40,7 @@ def hermes_present(args: argparse.Namespace) -> bool:
     """
     if getattr(args, "homes", None):
         return True
-    from core.gateway import HermesNotFound, find_hermes, settings_hermes_command
+    from core.gateway import HermesNotFound, HermesSettingsError, find_hermes, settings_hermes_command
     from core.homes import discover_homes
     from core.settings import load_settings
 
@@ -52,6 +52,8 @@ def hermes_present(args: argparse.Namespace) -> bool:
         return True
     try:
         find_hermes(settings_hermes_command())
+    except HermesSettingsError:
+        return True  # settings exist (if unreadable): not a newcomer; the tray shows the problem
     except HermesNotFound:
         return False
     return True
