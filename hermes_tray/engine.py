@@ -204,7 +204,17 @@ class CoreEngine:
 
     # --- decision journal ---------------------------------------------------------------------
     def record(self, event: str, record: Any, **fields: Any) -> None:
-        """Journal a decision about a turn (``core.decisions`` vocabulary): identity only, never prompt text."""
+        """Journal a decision about a turn (``core.decisions`` vocabulary): identity only, never prompt text.
+
+        Bookkeeping: it never raises. A journal that cannot be written (disk full, a broken state
+        directory) is logged; it must not turn the skip or resume it records into a failure.
+        """
+        try:
+            self._record(event, record, **fields)
+        except Exception:
+            log.warning("could not journal %r for %s", event, getattr(record, "session_key", "?"), exc_info=True)
+
+    def _record(self, event: str, record: Any, **fields: Any) -> None:
         home = str(getattr(record, "home", ""))
         key = str(getattr(record, "session_key", ""))
         started = getattr(record, "started_at", None)

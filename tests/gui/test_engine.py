@@ -1,0 +1,43 @@
+"""The engine adapter against real homes and the real journal: bookkeeping never undoes an action."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from fakes import RecordingNotifier
+
+from core.homes import discover_homes
+from hermes_tray.controller import Controller
+from hermes_tray.engine import CoreEngine
+from hermes_tray.watch.detector import ScanReport
+from tests.support.fixture_homes import FixtureHome, marker_entry
+
+
+def _broken_journal() -> None:
+    """The decision journal cannot be written: a plain file where its directory should be."""
+    from core.paths import decision_journal_dir
+
+    path = decision_journal_dir()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("not a directory")
+
+
+def test_skip_succeeds_even_when_the_journal_cannot_be_written(qtbot, tmp_path: Path) -> None:
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1", title="Fix the flaky test")
+    home.write_markers({"s1": marker_entry()})
+    engine = CoreEngine([str(home.path)])
+    turns, _problems, _extra = engine.scan(discover_homes(explicit=[str(home.path)]))
+    assert [t.session_key for t in turns] == ["s1"]
+    _broken_journal()
+
+    ctrl = Controller(engine, RecordingNotifier())
+    ctrl.on_scan(ScanReport(records=tuple(turns)))
+    messages: list[str] = []
+    ctrl.message.connect(messages.append)
+    key = ctrl.state.pending[0].key
+    assert ctrl.skip(key) is True
+    assert messages == [], "a skip that happened must not be reported as 'could not skip'"
+    assert not home.marker_file.exists() or "s1" not in home.read_markers()
+    assert os.path.isfile(tmp_path / "tray-state" / "journal")  # still broken: nothing was journalled
