@@ -243,11 +243,13 @@ def _encode(entries: Entries, known: Frags | None = None) -> tuple[bytes, Frags]
 
 
 class _Snapshot:
-    """The last marker file this process wrote at one path, parsed, with its entries' JSON texts.
+    """The last marker file this process wrote or read for a write at one path, parsed, with its entries'
+    JSON texts.
 
     Only a cache of CPU work: the file is still read under the lock on every write; the parse is skipped
-    only when those bytes are identical to the snapshot's, and an entry's text is reused only when the
-    entry serializes identically (:func:`_same_json`).
+    only when those bytes are identical to the snapshot's, a member is taken from it only when its text is
+    byte-identical (:func:`_decode_known`), and an entry's text is reused only when the entry serializes
+    identically (:func:`_same_json`).
     """
 
     __slots__ = ("data", "entries", "frags")
@@ -269,6 +271,58 @@ def _decode(data: bytes) -> Entries:
     if not isinstance(doc, dict):
         raise _Corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
+
+
+_scanstring = json.decoder.scanstring  # what json.loads uses for strings (strict: no raw control characters)
+_scan_value = json.decoder.JSONDecoder().raw_decode  # json.loads' decoder, one value at an index
+
+
+def _decode_known(data: bytes, known: Frags | None) -> tuple[Entries, Frags] | None:
+    """:func:`_decode` for a file in exactly the layout Hermes and we write, reusing ``known`` member texts.
+
+    A member whose text is, byte for byte, a known member text (``"key": {...}`` as :func:`_encode` made
+    it) is that known entry: JSON text determines its value, so it is neither parsed nor encoded again.
+    Other members are parsed as :func:`json.loads` would. Returns (entries, the known texts found) — the
+    same entries as :func:`_decode` — or None when the file is laid out any other way (whitespace, other
+    separators, junk, not UTF-8 …): then :func:`_decode` judges it. Under contention another writer
+    changes one or two entries of up to 32 between our writes; this skips parsing the rest.
+    """
+    try:
+        text = data.decode("utf-8")
+        last = len(text) - 1
+        if last < 1 or text[0] != "{" or text[last] != "}":
+            return None
+        doc: dict[str, Any] = {}
+        frags: Frags = {}
+        if last == 1:
+            return doc, frags
+        pos = 1
+        while True:
+            if text[pos] != '"':
+                return None
+            key, end = _scanstring(text, pos + 1)
+            if text[end:end + 2] != ": ":
+                return None
+            hit = known.get(key) if known else None
+            if hit is not None and text.startswith(hit[1], pos):
+                value, stop = hit[0], pos + len(hit[1])
+                frags[key] = hit
+            else:
+                value, stop = _scan_value(text, end + 2)
+                frags.pop(key, None)  # a repeated key: the last value wins, as in json.loads
+            doc[key] = value
+            if stop == last:
+                if text[stop] != "}":
+                    return None
+                break
+            if text[stop:stop + 2] != ", ":
+                return None
+            pos = stop + 2
+    except (ValueError, RecursionError, IndexError):  # JSONDecodeError is a ValueError
+        return None
+    if len(frags) != len(doc):
+        doc = {k: v for k, v in doc.items() if isinstance(v, dict)}  # object entries only, as _decode
+    return doc, frags
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
@@ -569,6 +623,14 @@ class MarkerStore:
         snap = _SNAPSHOTS.get(self._key)
         if snap is not None and snap.data == data:
             return dict(snap.entries), sig  # the file we last wrote: skip the parse
+        fast = _decode_known(data, snap.frags if snap is not None else None)
+        if fast is not None:
+            entries, frags = fast
+            # A snapshot of the file just read (bytes -> entries, known texts) serves the encode as well.
+            if snap is None and len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
+                _SNAPSHOTS.clear()
+            _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)
+            return dict(entries), sig
         try:
             return _decode(data), sig
         except _Corrupt as exc:
