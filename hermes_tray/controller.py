@@ -221,6 +221,13 @@ class Controller(QObject):
                     self._pending_keys.remove(key)
                 continue
             if mode == "auto":
+                # never continue a turn someone already asked about, decided, or that ran to an end
+                # (this or another tray before a restart, the helper, the CLI): the journal says so.
+                # Unreadable journal: do not act on a guess; the turn stays in the menu.
+                if self._safe(self.engine.asked_before, rec, default=True):
+                    log.info("auto mode: not resuming %s: the journal has it asked or answered",
+                             turn_identity(rec))
+                    continue
                 QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
                 continue
             if mode == "off":

@@ -41,3 +41,41 @@ def test_skip_succeeds_even_when_the_journal_cannot_be_written(qtbot, tmp_path: 
     assert messages == [], "a skip that happened must not be reported as 'could not skip'"
     assert not home.marker_file.exists() or "s1" not in home.read_markers()
     assert os.path.isfile(tmp_path / "tray-state" / "journal")  # still broken: nothing was journalled
+
+
+class _SpyEngine(CoreEngine):
+    """The real engine (real journal, real settings) with resume recorded instead of run."""
+
+    def __init__(self, homes) -> None:
+        super().__init__(homes)
+        self.resumed: list[tuple[str, float]] = []
+
+    def resume(self, record, *, origin, on_progress, stop):
+        from hermes_tray.controller import Outcome
+
+        self.resumed.append((record.session_key, record.started_at))
+        return Outcome("completed", "done")
+
+
+def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path: Path) -> None:
+    from core.settings import update_settings
+
+    update_settings({"mode": "auto"})
+    home = FixtureHome(tmp_path / "hermes")
+    for sid in ("done", "asked", "fresh"):
+        home.add_session(sid, title=sid)
+    home.write_markers({sid: marker_entry() for sid in ("done", "asked", "fresh")})
+    engine = _SpyEngine([str(home.path)])
+    turns, _p, _e = engine.scan(discover_homes(explicit=[str(home.path)]))
+    by_key = {t.session_key: t for t in turns}
+    # an earlier tray (before a restart) resumed "done" to completion, and asked about "asked"
+    engine.record("approved", by_key["done"], via="auto")
+    engine.record("completed", by_key["done"])
+    engine.record("notified", by_key["asked"], via="desktop-notifier")
+
+    ctrl = Controller(engine, RecordingNotifier())
+    ctrl.on_scan(ScanReport(records=tuple(turns)))
+    qtbot.waitUntil(lambda: bool(engine.resumed), timeout=2000)
+    qtbot.wait(100)
+    assert [k for k, _s in engine.resumed] == ["fresh"]
+    qtbot.waitUntil(lambda: not ctrl.state.running, timeout=2000)
