@@ -12,6 +12,9 @@ same interrupted turn; a lease named after it lets exactly one of them act. Prop
   holder is taken over at the next poll, not after the TTL. A holder in another pid namespace
   cannot be judged by pid and keeps the lease until it expires.
 * WAL journal, ``synchronous=FULL``: a granted epoch survives power loss and is never reissued.
+  Not even when a corrupt store is set aside and recreated: the new store's epochs start above
+  a time-based floor (milliseconds since the epoch), which exceeds any epoch the lost store can
+  have granted (epochs grow by one per acquire, and an acquire takes well over a millisecond).
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 10.0
 ON_WAIT_INTERVAL_S = 5.0
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -50,6 +53,10 @@ CREATE TABLE IF NOT EXISTS leases (
     owner_ns    INTEGER
 )
 """
+# Schema 2: store-wide settings. ``epoch_floor``: every epoch granted here is above it (set when the
+# store was created in place of a corrupt one, whose granted epochs are unknown).
+_META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+CORRUPT_SUFFIX = "corrupt"
 
 
 @dataclass
@@ -109,7 +116,7 @@ class LeaseStore:
         for suffix in ("-wal", "-shm", ""):
             side = self.path.with_name(self.path.name + suffix)
             if side.exists():
-                set_aside(side)
+                set_aside(side, CORRUPT_SUFFIX)
         self._prepare_file()
         return self._connect()
 
@@ -133,7 +140,17 @@ class LeaseStore:
             if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
                 conn.execute("BEGIN IMMEDIATE")
                 try:
+                    fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0
                     conn.execute(_SCHEMA)
+                    conn.execute(_META_SCHEMA)
+                    if fresh and self._replaces_a_lost_store():
+                        # Whoever creates the schema seeds the floor in the same transaction, so no
+                        # process can be granted an epoch of the new store below it.
+                        floor = int(time.time() * 1000)
+                        log.warning("lease store %s replaces a corrupt one: epochs continue above %d",
+                                    self.path, floor)
+                        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch_floor', ?)",
+                                     (floor,))
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                     conn.execute("COMMIT")
                 except BaseException:
@@ -144,6 +161,13 @@ class LeaseStore:
             raise
         self._conn, self._conn_pid = conn, pid
         return conn
+
+    def _replaces_a_lost_store(self) -> bool:
+        """A store set aside as corrupt lies beside this (new) one: its granted epochs are unknown."""
+        try:
+            return any(self.path.parent.glob(f"{self.path.name}.{CORRUPT_SUFFIX}-*"))
+        except OSError:
+            return True  # cannot tell: floor the epochs anyway (harmless, they only grow)
 
     def close(self) -> None:
         with self._lock:
@@ -218,7 +242,8 @@ class LeaseStore:
             now = time.time()
             if not self._free(row, now):
                 return None
-            epoch = (row[1] if row else 0) + 1
+            floor = conn.execute("SELECT value FROM meta WHERE key = 'epoch_floor'").fetchone()
+            epoch = max(row[1] if row else 0, floor[0] if floor else 0) + 1
             expires = now + ttl
             conn.execute(
                 "INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid, owner_start, owner_ns)"

@@ -312,6 +312,48 @@ def test_corrupt_store_is_set_aside_not_destroyed(tmp_path):
     garbage = b"definitely not sqlite " * 500
     path.write_bytes(garbage)
     with LeaseStore(path) as s:
-        assert s.acquire("n", "h", ttl=5).epoch == 1
+        assert s.acquire("n", "h", ttl=5).epoch > 1  # above the recreated store's floor (never reissued)
     kept = [p for p in tmp_path.iterdir() if p.name.startswith("leases.sqlite3.corrupt-")]
     assert len(kept) == 1 and kept[0].read_bytes() == garbage
+
+
+def test_a_recreated_store_never_reissues_an_epoch_the_corrupt_one_granted(tmp_path):
+    path = tmp_path / "leases.sqlite3"
+    with LeaseStore(path) as s:
+        for _ in range(3):
+            lease = s.acquire("resume:h:s1", "h", ttl=5)
+            assert lease is not None and s.release(lease)
+        granted = s.last_epoch("resume:h:s1")
+    assert granted == 3
+    before = int(time.time() * 1000)
+    path.write_bytes(b"\0garbage where the lease store was\0" * 300)  # e.g. a torn disk write
+    with LeaseStore(path) as s:
+        first = s.acquire("resume:h:s1", "h", ttl=5)
+        assert first is not None and first.epoch > granted and first.epoch > before
+        assert s.release(first)
+        assert s.acquire("resume:h:s1", "h", ttl=5).epoch == first.epoch + 1  # still strictly +1 after
+        other = s.acquire("resume:h:s2", "h", ttl=5)  # a name the lost store may also have granted
+        assert other is not None and other.epoch > before
+    # Another process opening the recreated store keeps the floor too.
+    out = subprocess.run(
+        [sys.executable, "-c", "import sys; from core.lease import LeaseStore; "
+         "print(LeaseStore(sys.argv[1]).acquire('resume:h:s3', 'p', ttl=5).epoch)", str(path)],
+        capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
+    assert int(out.stdout) > before
+
+
+def test_a_schema_1_store_is_upgraded_in_place_and_keeps_counting(tmp_path):
+    import sqlite3
+
+    path = tmp_path / "leases.sqlite3"
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE TABLE leases (name TEXT PRIMARY KEY, holder TEXT NOT NULL DEFAULT '', epoch INTEGER "
+                 "NOT NULL DEFAULT 0, acquired_at REAL, expires_at REAL, owner_pid INTEGER, owner_start REAL, "
+                 "owner_ns INTEGER)")
+    conn.execute("INSERT INTO leases (name, holder, epoch) VALUES ('n', '', 7)")
+    conn.execute("PRAGMA user_version = 1")
+    conn.commit()
+    conn.close()
+    with LeaseStore(path) as s:
+        assert s.acquire("n", "h", ttl=5).epoch == 8
+        assert s.acquire("fresh", "h", ttl=5).epoch == 1
