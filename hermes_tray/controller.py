@@ -35,6 +35,19 @@ log = logging.getLogger(__name__)
 UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
 
 
+def stop_budget() -> float:
+    """How long stopping a continuation may take at worst, by ``core.gateway``'s own timeouts:
+    the interrupt's grace, then close stdin → wait, terminate → wait, kill → wait (10 s), plus
+    the reader join and a margin."""
+    try:
+        from core.gateway import GatewayOptions
+
+        o = GatewayOptions()
+        return float(o.stop_grace) + 2 * float(o.shutdown_grace) + 10.0 + 2.0 + 3.0
+    except Exception:
+        return 40.0
+
+
 @dataclass
 class Outcome:
     """How a resume ended, as the controller needs it (adapted from the engine's result)."""
@@ -73,6 +86,7 @@ class _Run:
     started: float
     stop: threading.Event
     status: str = "starting…"
+    wall_started: float = field(default_factory=time.time)
     thread: threading.Thread | None = None
     record: Any = None
     origin: str = "menu"
@@ -93,6 +107,30 @@ def _ident(record: Any) -> tuple[str, str, Any, Any]:
         getattr(record, "started_at", None),
         getattr(record, "attempts", None),
     )
+
+
+def _end_descendants(*, since: float, grace: float = 2.0) -> None:
+    """Terminate, then kill, this process's descendants created at ``since`` or later."""
+    import psutil
+
+    try:
+        procs = [p for p in psutil.Process().children(recursive=True) if p.create_time() >= since]
+    except psutil.Error:
+        return
+    for p in procs:
+        try:
+            p.terminate()
+        except psutil.Error:
+            pass
+    _gone, alive = psutil.wait_procs(procs, timeout=grace)
+    for p in alive:
+        try:
+            p.kill()
+        except psutil.Error:
+            pass
+    psutil.wait_procs(alive, timeout=grace)
+    for p in procs:
+        log.warning("ended process %s left by a continuation", p.pid)
 
 
 def _split_key(key: str) -> tuple[str, str]:
@@ -382,14 +420,30 @@ class Controller(QObject):
         self._publish()
         return None
 
-    def shutdown(self, wait: float = 5.0) -> None:
-        """Stop running continuations (they retire their markers as a confirmed Stop) and wait."""
-        for run in self._runs.values():
+    def shutdown(self, wait: float | None = None) -> None:
+        """Stop running continuations (they retire their markers as a confirmed Stop) and wait.
+
+        The wait is what the engine itself may need to stop a run (:func:`stop_budget`); a run
+        still going after that has its processes (this process's descendants started since it
+        began) terminated, then killed: quitting never leaves a Hermes child behind.
+        """
+        runs = list(self._runs.values())
+        if not runs:
+            return
+        for run in runs:
             run.stop.set()
+        wait = stop_budget() if wait is None else wait
+        log.info("stopping %d continuation(s) before quitting (at most %.0f s)", len(runs), wait)
         deadline = time.monotonic() + wait
-        for run in list(self._runs.values()):
+        for run in runs:
             if run.thread is not None:
                 run.thread.join(max(0.0, deadline - time.monotonic()))
+        stuck = [r for r in runs if r.thread is not None and r.thread.is_alive()]
+        if stuck:
+            log.warning("%d continuation(s) did not stop in %.0f s: ending their processes", len(stuck), wait)
+            _end_descendants(since=min(r.wall_started for r in stuck) - 1.0)
+            for run in stuck:
+                run.thread.join(2.0)  # type: ignore[union-attr]
 
     # --- notification answers -----------------------------------------------------------------
     def on_note_activated(self, note_key: str, action: str) -> None:

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import time
+
 import pytest
 from fakes import FakeEngine, RecordingNotifier
 
-from hermes_tray.controller import Controller
+from hermes_tray.controller import Controller, Outcome
 from hermes_tray.watch.detector import ScanReport
 
 
@@ -309,3 +311,74 @@ def test_desktop_notifier_without_a_server_reports_not_delivered(qtbot, rec, tmp
         assert not any(e == "notified" for e, *_ in engine.journal)
     finally:
         notifier.shutdown()
+
+
+class _ChildEngine(FakeEngine):
+    """resume() runs a real child process, as the gateway does; ``stop_takes`` seconds to stop it
+    once asked (None: never stops it by itself)."""
+
+    def __init__(self, stop_takes: float | None, *, ignore_term: bool = False) -> None:
+        super().__init__()
+        self.stop_takes = stop_takes
+        self.ignore_term = ignore_term
+        self.child = None
+
+    def resume(self, record, *, origin, on_progress, stop):
+        import subprocess
+        import sys
+
+        code = "import signal, time\n"
+        if self.ignore_term:
+            code += "signal.signal(signal.SIGTERM, signal.SIG_IGN)\n"
+        code += "time.sleep(120)\n"
+        self.child = subprocess.Popen([sys.executable, "-c", code])
+        stop.wait()
+        if self.stop_takes is None:
+            self.child.wait()  # a stop that never ends by itself
+        else:
+            time.sleep(self.stop_takes)  # interrupt grace, gateway shutdown…
+            self.child.terminate()
+            self.child.wait()
+        return Outcome("interrupted", "stopped")
+
+
+def _alive(proc) -> bool:
+    return proc is not None and proc.poll() is None
+
+
+def test_quit_waits_for_a_continuation_that_takes_long_to_stop(qtbot, rec) -> None:
+    """Stopping a run may take the gateway's stop grace plus its shutdown: quitting waits for it
+    (the old 5 s left the Hermes child running)."""
+    import hermes_tray.controller as controller_mod
+
+    assert controller_mod.stop_budget() >= 35.0  # 15 s interrupt grace + 5 + 5 + 10 s gateway shutdown
+    engine = _ChildEngine(stop_takes=6.0)
+    ctrl, _, _ = make(engine)
+    r = rec("s1")
+    scan(ctrl, r)
+    ctrl.resume(ctrl.state.pending[0].key)
+    qtbot.waitUntil(lambda: _alive(engine.child), timeout=5000)
+    try:
+        ctrl.shutdown()
+        assert not _alive(engine.child), "quitting left a continuation's process running"
+    finally:
+        engine.child.kill()
+        engine.child.wait()
+
+
+def test_quit_ends_a_continuation_that_does_not_stop(qtbot, rec) -> None:
+    """Past the budget the tray ends the run's processes itself (terminate, then kill)."""
+    engine = _ChildEngine(stop_takes=None, ignore_term=True)
+    ctrl, _, _ = make(engine)
+    scan(ctrl, rec("s1"))
+    ctrl.resume(ctrl.state.pending[0].key)
+    qtbot.waitUntil(lambda: _alive(engine.child), timeout=5000)
+    time.sleep(0.2)  # let the child install its SIGTERM handler
+    started = time.monotonic()
+    try:
+        ctrl.shutdown(wait=0.5)
+        assert not _alive(engine.child)
+        assert time.monotonic() - started < 10
+    finally:
+        engine.child.kill()
+        engine.child.wait()
