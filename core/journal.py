@@ -234,14 +234,20 @@ def _as_written(payload: dict, line: bytes) -> dict:
 
 
 class _Handle:
-    """An open, append-mode journal fd this process reuses; ``end`` is where our last write ended."""
+    """An open, append-mode journal fd this process reuses; ``end`` is where our last write ended.
 
-    __slots__ = ("fd", "ino", "end")
+    ``refs`` counts the appends using it right now; a handle dropped from the cache while in use
+    (``retired``) is closed by the last of them, never under their feet (guarded by ``_handles_lock``).
+    """
+
+    __slots__ = ("fd", "ino", "end", "refs", "retired")
 
     def __init__(self, fd: int) -> None:
         self.fd = fd
         self.ino = -1
         self.end = -1
+        self.refs = 0
+        self.retired = False
 
 
 _MAX_HANDLES = 16
@@ -252,12 +258,29 @@ _handles_lock = threading.Lock()
 _STRIPES = tuple(threading.Lock() for _ in range(32))
 
 
-def _drop_handle(name: str) -> None:
-    with _handles_lock:
-        h = _handles.pop(name, None)
-    if h is not None:
+def _retire(h: _Handle) -> None:
+    """Out of the cache: close it now if nobody is appending through it, else when the last one is
+    done (:func:`_release_handle`). Call with ``_handles_lock`` held."""
+    h.retired = True
+    if h.refs == 0 and h.fd >= 0:
         with contextlib.suppress(OSError):
             os.close(h.fd)
+        h.fd = -1
+
+
+def _release_handle(h: _Handle) -> None:
+    with _handles_lock:
+        h.refs -= 1
+        if h.retired:
+            _retire(h)
+
+
+def _drop_handle(name: str, h: _Handle) -> None:
+    """``h`` (cached for ``name``) points at a replaced file: forget it; closed once unused."""
+    with _handles_lock:
+        if _handles.get(name) is h:
+            del _handles[name]
+        _retire(h)
 
 
 def _forget_inherited_handles() -> None:
@@ -276,20 +299,26 @@ if hasattr(os, "register_at_fork"):
 
 
 def _handle(name: str) -> tuple[_Handle, bool]:
-    """The cached fd for ``name`` (opened, or created 0600, on first use). ``(handle, created)``."""
+    """The cached fd for ``name`` (opened, or created 0600, on first use), referenced for the caller:
+    pair with :func:`_release_handle`. ``(handle, created)``. Evicting the least recently used entry
+    (more than ``_MAX_HANDLES`` names) never closes a fd another thread is appending through."""
     with _handles_lock:
         h = _handles.get(name)
         if h is not None:
             _handles.move_to_end(name)
+            h.refs += 1
             return h, False
     fd, created = _open(name)
     h = _Handle(fd)
+    h.refs = 1
     with _handles_lock:
+        old = _handles.pop(name, None)
+        if old is not None:
+            _retire(old)
         _handles[name] = h
         while len(_handles) > _MAX_HANDLES:
             _old, evicted = _handles.popitem(last=False)
-            with contextlib.suppress(OSError):
-                os.close(evicted.fd)
+            _retire(evicted)
     return h, created
 
 
@@ -302,29 +331,32 @@ def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
     with _STRIPES[hash(name) % len(_STRIPES)]:
         while True:
             h, created = _handle(name)
-            fd = h.fd
-            _lock(fd)
             try:
-                st = os.fstat(fd)
-                if st.st_nlink == 0 and os.name != "nt":
-                    replaced = True  # by a compaction (or deleted) since we opened it: use the new file
-                    continue
-                replaced = False
-                size = st.st_size
-                data = build if type(build) is bytes else build(fd)
-                if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
-                    data = b"\n" + data  # a killed writer left a torn line: never glue onto it
+                fd = h.fd
+                _lock(fd)
                 try:
-                    _write_all(fd, data)
-                    os.fsync(fd)
-                except BaseException:
-                    h.end = -1
-                    raise
-                h.ino, h.end = st.st_ino, size + len(data)
+                    st = os.fstat(fd)
+                    if st.st_nlink == 0 and os.name != "nt":
+                        replaced = True  # by a compaction (or deleted) since we opened it: use the new file
+                        continue
+                    replaced = False
+                    size = st.st_size
+                    data = build if type(build) is bytes else build(fd)
+                    if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
+                        data = b"\n" + data  # a killed writer left a torn line: never glue onto it
+                    try:
+                        _write_all(fd, data)
+                        os.fsync(fd)
+                    except BaseException:
+                        h.end = -1
+                        raise
+                    h.ino, h.end = st.st_ino, size + len(data)
+                finally:
+                    _unlock(fd)
+                    if replaced:
+                        _drop_handle(name, h)
             finally:
-                _unlock(fd)
-                if replaced:
-                    _drop_handle(name)
+                _release_handle(h)
             break
     if created:
         fsync_dir(Path(os.path.dirname(name)))

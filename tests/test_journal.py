@@ -377,3 +377,41 @@ def test_forked_child_does_not_share_the_parents_append_lock(tmp_path, monkeypat
     assert out["malformed"] == []
     assert sorted((e["w"], e["i"]) for e in out["events"]) == sorted(
         [("P", -1)] + [(w, i) for w in "CP" for i in range(8)])
+
+
+def test_threads_over_more_journals_than_the_fd_cache_never_lose_or_misfile_events(tmp_path, monkeypatch):
+    """Eviction from the per-process fd cache (> 16 journals) must never close a fd another thread is
+    appending through (EBADF), nor let a reused fd number carry its event into another journal."""
+    import threading
+
+    def chunked_write_all(fd, data):  # slow short writes widen the window in which a fd is in use
+        for k in range(0, len(data), 2048):
+            os.write(fd, data[k:k + 2048])
+            time.sleep(0.0005)
+
+    monkeypatch.setattr(j, "_write_all", chunked_write_all)
+    names = [f"evict{i:02d}" for i in range(40)]
+    per_thread, errors = 25, []
+
+    def writer(t: int) -> None:
+        try:
+            for i in range(per_thread):
+                sid = names[(t * 7 + i) % len(names)]
+                j.append_turn_journal_event(sid, {"event": "x", "t": t, "i": i, "blob": "b" * 20_000},
+                                            session_dir=tmp_path)
+        except Exception as exc:  # EBADF, or an append into someone else's file
+            errors.append(repr(exc))
+
+    threads = [threading.Thread(target=writer, args=(t,)) for t in range(24)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    seen = []
+    for sid in names:
+        out = j.read_turn_journal(sid, session_dir=tmp_path)
+        assert out["malformed"] == []
+        assert all(e["session_id"] == sid for e in out["events"]), f"an event landed in {sid}'s journal"
+        seen += [(e["t"], e["i"]) for e in out["events"]]
+    assert sorted(seen) == sorted((t, i) for t in range(24) for i in range(per_thread))
