@@ -274,7 +274,11 @@ class Controller(QObject):
                 continue
             to_ask.append(rec)
         if to_ask and self._settings.notify and not self.quiet():
-            self.notes.announce(to_ask)  # journalled as "notified" once delivered (_on_delivered)
+            try:
+                self.notes.announce(to_ask)  # journalled as "notified" once delivered (_on_delivered)
+            except Exception:  # never "seen" without having been asked: the next scan asks again
+                log.exception("could not announce %d interrupted turn(s)", len(to_ask))
+                self._seen -= {_ident(r) for r in to_ask}
         for key, rec in self._records.items():
             if key in self._resumed and getattr(rec, "verdict", None) == "exhausted" and key not in self._runs:
                 self._resumed.discard(key)  # say it once

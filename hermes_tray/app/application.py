@@ -92,6 +92,12 @@ class TrayApp(QObject):
         self.presence = TrayPresence(self.menu, self, wait_seconds=options.wait_for_tray)
         self.presence.shown.connect(self._on_icon_shown)
         self.presence.unavailable.connect(self._show_status_window)
+        # what works without the engine (and must, if it fails to start)
+        self.menu.logs_requested.connect(self.open_logs)
+        self.menu.about_requested.connect(self.show_about)
+        self.menu.quit_requested.connect(lambda: self.quit())
+        self.start_error: str | None = None
+        self._failed_state: ViewState | None = None
         self.status_window: StatusWindow | None = None
         self._window: PromptWindow | None = None
         self._dialogs: dict[str, Any] = {}
@@ -122,7 +128,33 @@ class TrayApp(QObject):
         w.stop_requested.connect(c.stop)
 
     def _start_engine(self) -> None:
-        """Phase two (after the icon): instance server, engine, notifier, controller, detector."""
+        """Phase two (after the icon): instance server, engine, notifier, controller, detector.
+
+        A failure here must not leave the icon "looking for interrupted turns" forever: the
+        menu, tooltip and status window say the tray could not start, and why (the log has more).
+        """
+        try:
+            self._start_engine_unguarded()
+        except Exception as exc:
+            log.exception("could not start watching for interrupted turns")
+            self._start_failed(f"{type(exc).__name__}: {exc}")
+
+    def _start_failed(self, why: str) -> None:
+        from hermes_tray.app.viewstate import ViewState
+
+        self.start_error = why
+        text = f"Hermes Tray could not start: {why[:200]}. See the log folder."
+        state = self._failed_state = ViewState(problems=(text,))
+        self.menu.set_loading(False)
+        self.menu.set_state(state)
+        self.presence.set_state(state)
+        if self.presence.icon is not None:
+            self.presence.icon.setToolTip(f"Hermes Tray\n{text}")
+        if self.status_window is not None:
+            self.status_window.set_state(state)
+        events.emit("start-failed", error=why[:200])
+
+    def _start_engine_unguarded(self) -> None:
         if self.instance is not None:
             self.instance.listen()
         from hermes_tray.controller import Controller
@@ -166,10 +198,7 @@ class TrayApp(QObject):
         m.mode_selected.connect(c.set_mode)
         m.settings_requested.connect(self.show_settings)
         m.history_requested.connect(self.show_history)
-        m.logs_requested.connect(self.open_logs)
         m.autostart_toggled.connect(c.set_autostart)
-        m.about_requested.connect(self.show_about)
-        m.quit_requested.connect(self.quit)
 
         self.presence.clicked.connect(lambda: self.window.present(activate=True))
         self.notifier.ready.connect(
@@ -239,6 +268,8 @@ class TrayApp(QObject):
         sw.quit_requested.connect(self.quit)
         if self.controller is not None:
             sw.set_state(self.controller.state)
+        elif self._failed_state is not None:
+            sw.set_state(self._failed_state)
         sw.show()
         events.emit("status-window")
 

@@ -51,3 +51,50 @@ def test_menu_window_and_notification_reach_the_engine(qtbot, monkeypatch, rec) 
         assert engine.settings().mode == "off"
     finally:
         app.shutdown()
+
+
+class _BrokenEngine(FakeEngine):
+    def homes(self):
+        raise RuntimeError("homes exploded")
+
+
+def test_engine_start_failure_is_shown_not_loading_forever(qtbot, monkeypatch) -> None:
+    """An exception while starting the engine: the menu and tooltip say so, Quit still works."""
+    monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+    monkeypatch.setattr("hermes_tray.notify.make_notifier", lambda *a, **k: RecordingNotifier())
+    quits = []
+    monkeypatch.setattr(TrayApp, "quit", lambda self: quits.append(1))
+    app = TrayApp(QApplication.instance(), TrayOptions(engine=_BrokenEngine(), autostart=None))
+    app.start()
+    try:
+        qtbot.waitUntil(lambda: app.start_error is not None, timeout=5000)
+        labels = app.menu.action_labels()
+        assert "Looking for interrupted turns…" not in labels
+        assert any("could not start" in label and "homes exploded" in label for label in labels)
+        assert "could not start" in app.presence.icon.toolTip()
+        app.menu.find_action("Quit").trigger()
+        assert quits == [1]
+    finally:
+        app.shutdown()
+
+
+def test_a_failing_notification_does_not_use_up_the_question(qtbot, rec) -> None:
+    """announce() raising (a notifier bug): the scan is still published and the turn is asked later."""
+    from hermes_tray.controller import Controller
+
+    class Flaky(RecordingNotifier):
+        fail = True
+
+        def show(self, note):
+            if self.fail:
+                raise RuntimeError("notifier bug")
+            super().show(note)
+
+    notes = Flaky()
+    ctrl = Controller(FakeEngine(), notes)
+    r = rec("s1")
+    ctrl.on_scan(ScanReport(records=(r,)))
+    assert len(ctrl.state.pending) == 1  # published despite the failure
+    notes.fail = False
+    ctrl.on_scan(ScanReport(records=(r,)))
+    assert len(notes.shown) == 1
