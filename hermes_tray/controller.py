@@ -32,6 +32,7 @@ from hermes_tray.watch.detector import ScanReport
 
 log = logging.getLogger(__name__)
 
+_ROUTINE_REFUSALS = ("claimed-elsewhere", "gone")
 UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
 
 
@@ -56,6 +57,9 @@ class Outcome:
     message: str
     answer: str = ""  # the continuation's answer, when the engine has it
     attempts: int | None = None
+    # why a refusal happened, when it is routine: "claimed-elsewhere" (another hermes-tray process
+    # is resuming it), "gone" (no longer marked: someone else dealt with it)
+    reason: str = ""
 
 
 class Engine(Protocol):
@@ -550,6 +554,11 @@ class Controller(QObject):
         elif outcome == "gave-up":
             note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", urgent=True,
                         log_line=f"gave up: {turn_identity(run.record) if run else key}")
+        elif outcome == "refused" and run is not None and run.origin == "auto" and out.reason in _ROUTINE_REFUSALS:
+            # tray and helper both in auto mode: the other one won the claim (or already finished).
+            # Normal operation, not a failure: the log and the journal (core records the refusal) say so.
+            log.info("auto resume of %s left to another process: %s", turn_identity(run.record), out.message)
+            note = None
         elif outcome == "refused":
             note = Note(note_key, "Turn not resumed", f"{title}: {out.message}",
                         log_line=f"refused: {turn_identity(run.record) if run else key}")
@@ -559,7 +568,9 @@ class Controller(QObject):
         else:
             note = Note(note_key, "Hermes turn failed again", f"{title}: {out.message}", urgent=True,
                         log_line=f"failed ({outcome}): {turn_identity(run.record) if run else key}")
-        if self._settings.notify and not (self.quiet() and run is not None and run.origin == "auto"):
+        if note is not None and self._settings.notify and not (
+            self.quiet() and run is not None and run.origin == "auto"
+        ):
             self.notifier.show(note)
         del_keys = [k for k in self._answers if k != note_key][:-20]
         for k in del_keys:

@@ -263,9 +263,22 @@ def _outcome(result: Any) -> Outcome:
     outcome = str(getattr(result, "outcome", "error") or "error")
     cont = getattr(result, "continuation", None)
     answer = getattr(result, "answer", None) or getattr(cont, "answer", None) or ""
+    message = str(getattr(result, "message", "") or "")
     return Outcome(
         outcome=outcome,
-        message=str(getattr(result, "message", "") or ""),
+        message=message,
         answer=str(answer),
         attempts=getattr(cont, "attempt", None),
+        reason=_refusal_reason(outcome, message),
     )
+
+
+def _refusal_reason(outcome: str, message: str) -> str:
+    """A routine refusal, told from ``core.resume``'s message (it has no reason code yet)."""
+    if outcome != "refused":
+        return ""
+    if "another hermes-tray process is already resuming" in message:
+        return "claimed-elsewhere"
+    if "no longer marked as interrupted" in message:
+        return "gone"
+    return ""

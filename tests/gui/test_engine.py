@@ -79,3 +79,54 @@ def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path
     qtbot.wait(100)
     assert [k for k, _s in engine.resumed] == ["fresh"]
     qtbot.waitUntil(lambda: not ctrl.state.running, timeout=2000)
+
+
+_HOLD_CLAIM = """
+import sys, time
+from core.lease import LeaseStore
+from core.paths import lease_db
+from core.resume import claim_name
+lease = LeaseStore(lease_db()).acquire(claim_name(sys.argv[1], sys.argv[2]), "pid=0:via=tray-auto", ttl=60, wait=0)
+print("held" if lease else "not-held", flush=True)
+time.sleep(60)
+"""
+
+
+def test_losing_the_resume_claim_to_another_process_is_silent_in_auto_mode(qtbot, tmp_path: Path) -> None:
+    """Tray and helper both in auto mode: the one that loses the claim says nothing to the user
+    (the winner reports the outcome); the refusal is in the journal and the log."""
+    import subprocess
+    import sys
+
+    from core.settings import update_settings
+
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1", title="Contested")
+    home.write_markers({"s1": marker_entry()})
+    holder = subprocess.Popen([sys.executable, "-c", _HOLD_CLAIM, str(home.path), "s1"],
+                              stdout=subprocess.PIPE, text=True, cwd=str(Path(__file__).resolve().parents[2]))
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        engine = CoreEngine([str(home.path)])
+        turns, _p, _e = engine.scan(discover_homes(explicit=[str(home.path)]))
+        for mode, origin_silent in (("auto", True), ("ask", False)):
+            update_settings({"mode": mode})
+            notes = RecordingNotifier()
+            ctrl = Controller(engine, notes)
+            ctrl.on_scan(ScanReport(records=tuple(turns)))
+            key = ctrl.state.pending[0].key if mode == "ask" else next(iter(ctrl._records))
+            if mode == "ask":
+                notes.shown.clear()
+                ctrl.resume(key, origin="menu")
+            with qtbot.waitSignal(ctrl.rescan_requested, timeout=10000):
+                pass
+            outcome_notes = [n for n in notes.shown if n.key.startswith("outcome-")]
+            if origin_silent:
+                assert outcome_notes == [], "the loser of the claim must not report a failure"
+            else:
+                assert outcome_notes and outcome_notes[-1].title == "Turn not resumed"
+        # core.resume journals the refusal (under the session, without the turn's start for now)
+        assert any(e.get("event") == "refused" and e.get("session_key") == "s1" for e in engine.history(50))
+    finally:
+        holder.kill()
+        holder.wait()
