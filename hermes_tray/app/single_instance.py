@@ -28,6 +28,7 @@ from core.paths import runtime_dir
 log = logging.getLogger(__name__)
 
 _MAX_UNIX_SOCKET_PATH = 100  # sun_path is 104-108 bytes; keep a margin
+MAX_LINE = 256  # a message is a short word; a longer line (or one with no newline) ends the connection
 
 
 def _user_tag() -> str:
@@ -103,12 +104,23 @@ class SingleInstance(QObject):
 
     def _on_ready_read(self, sock: QLocalSocket) -> None:
         while sock.canReadLine():
-            line = bytes(sock.readLine().data()).decode("utf-8", "replace").strip()
+            raw = bytes(sock.readLine(MAX_LINE + 1).data())
+            if not raw.endswith(b"\n"):  # longer than any message: not a hermes-tray launch
+                self._drop(sock, "line too long")
+                return
+            line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue
             sock.write(b"ok\n")
             sock.flush()
             self.message_received.emit(line[:64])
+        if sock.bytesAvailable() > MAX_LINE:  # no newline in sight: never buffer without limit
+            self._drop(sock, "no newline")
+
+    @staticmethod
+    def _drop(sock: QLocalSocket, why: str) -> None:
+        log.warning("single instance: dropped a connection (%s)", why)
+        sock.abort()
 
     def send_to_primary(self, message: str = "show", timeout_ms: int = 3000) -> bool:
         """Deliver ``message`` to the running instance; True once it acknowledged.

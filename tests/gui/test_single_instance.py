@@ -61,3 +61,62 @@ def test_tray_and_helper_are_separate_instances(tmp_path) -> None:
     assert oct(lock.parent.stat().st_mode & 0o777) == "0o700"
     tray.release()
     helper.release()
+
+
+_FLOOD = """
+import sys
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtNetwork import QLocalSocket
+app = QCoreApplication([])
+sock = QLocalSocket()
+sock.connectToServer(sys.argv[1])
+assert sock.waitForConnected(3000)
+chunk = b"x" * 65536
+sent = 0
+while sent < 64 * 1024 * 1024 and sock.state() == QLocalSocket.LocalSocketState.ConnectedState:
+    sock.write(chunk)
+    sock.waitForBytesWritten(1000)
+    sent += len(chunk)
+print("dropped" if sock.state() != QLocalSocket.LocalSocketState.ConnectedState else "kept", sent, flush=True)
+"""
+
+
+_HELLO = """
+import sys
+from PySide6.QtCore import QCoreApplication
+from PySide6.QtNetwork import QLocalSocket
+app = QCoreApplication([])
+sock = QLocalSocket()
+sock.connectToServer(sys.argv[1])
+assert sock.waitForConnected(3000)
+sock.write(b"show\\n")
+sock.flush()
+sock.waitForReadyRead(5000)
+print(bytes(sock.readAll().data()).decode().strip(), flush=True)
+"""
+
+
+def test_a_line_without_newline_is_capped_and_dropped(qtbot, tmp_path) -> None:
+    """A local client sending endless bytes with no newline: the connection is dropped, nothing is
+    buffered without limit, and the instance still answers a real launch afterwards."""
+    import psutil
+
+    primary = SingleInstance("tray")
+    assert primary.acquire()
+    messages: list[str] = []
+    primary.message_received.connect(messages.append)
+    try:
+        rss_before = psutil.Process().memory_info().rss
+        proc = subprocess.Popen([sys.executable, "-c", _FLOOD, primary.server_name],
+                                stdout=subprocess.PIPE, text=True)
+        qtbot.waitUntil(lambda: proc.poll() is not None, timeout=60000)
+        out = proc.stdout.read() if proc.stdout else ""
+        assert out.startswith("dropped"), out
+        assert psutil.Process().memory_info().rss - rss_before < 16 * 1024 * 1024
+        assert messages == []
+        hello = subprocess.Popen([sys.executable, "-c", _HELLO, primary.server_name], stdout=subprocess.PIPE, text=True)
+        qtbot.waitUntil(lambda: hello.poll() is not None, timeout=20000)
+        assert hello.stdout is not None and hello.stdout.read().strip() == "ok"
+        assert messages == ["show"]
+    finally:
+        primary.release()
