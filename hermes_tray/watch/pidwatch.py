@@ -2,18 +2,23 @@
 
 One small interface, one implementation per OS: on Linux a ``pidfd`` (readable when the process
 exits) under a ``QSocketNotifier`` — under 1 ms from SIGKILL to wake-up; elsewhere one waiting
-thread per watched process (``psutil.Process.wait``). Both run in the thread that owns the
-watcher and report through the ``exited`` signal.
+thread per watched process, blocked in the OS's own exit wait: ``kqueue`` ``NOTE_EXIT`` on macOS
+and the BSDs, ``WaitForMultipleObjects`` on a ``SYNCHRONIZE`` process handle on Windows, and only
+where neither exists a slow poll. Each waiter is cancellable, so unwatching ends its thread at
+once. Both report through the ``exited`` signal in the thread that owns the watcher.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
+import select
 import sys
 import threading
+from collections.abc import Callable
+from typing import Any
 
-import psutil
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
 from core.procid import process_liveness
@@ -105,51 +110,293 @@ class PidfdWatcher(PidWatcher):
         return set(self._watches)
 
 
+class ExitWaiter:
+    """Blocks one thread until one process exits, or until :meth:`cancel` (from any thread).
+
+    ``arm`` takes the OS handle first and checks the identity second (a pid recycled after the
+    check cannot fool the handle); ``wait`` returns True on exit, False when cancelled. A waiter
+    is used once: ``arm`` → ``wait`` (in its thread) → ``close``.
+    """
+
+    def __init__(self, pid: int) -> None:
+        self.pid = pid
+
+    def arm(self, start_time: float | None) -> bool:
+        raise NotImplementedError
+
+    def wait(self) -> bool:
+        raise NotImplementedError
+
+    def cancel(self) -> None:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release the handles (called by the waiting thread when ``wait`` returned)."""
+
+
+class _PipeCancel:
+    """A self-pipe: ``cancel`` makes ``rfd`` readable; safe against a concurrent ``close``."""
+
+    def __init__(self) -> None:
+        self.rfd, self.wfd = os.pipe()
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def cancel(self) -> None:
+        with self._lock:
+            if not self._closed:
+                with contextlib.suppress(OSError):
+                    os.write(self.wfd, b"x")
+
+    def close(self) -> None:
+        with self._lock:
+            if not self._closed:
+                self._closed = True
+                os.close(self.rfd)
+                os.close(self.wfd)
+
+
+class PidfdWaiter(ExitWaiter):
+    """Linux ≥ 5.3: ``select`` on the pidfd and a cancel pipe."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self._fd: int | None = None
+        self._cancel: _PipeCancel | None = None
+
+    def arm(self, start_time: float | None) -> bool:
+        try:
+            self._fd = os.pidfd_open(self.pid)
+        except OSError:
+            return False
+        if not _same_process(self.pid, start_time):
+            return False
+        self._cancel = _PipeCancel()
+        return True
+
+    def wait(self) -> bool:
+        assert self._fd is not None and self._cancel is not None
+        ready, _w, _x = select.select([self._fd, self._cancel.rfd], [], [])
+        return self._fd in ready
+
+    def cancel(self) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    def close(self) -> None:
+        if self._fd is not None:
+            os.close(self._fd)
+            self._fd = None
+        if self._cancel is not None:
+            self._cancel.close()
+
+
+class KqueueWaiter(ExitWaiter):
+    """macOS / BSD: ``kqueue`` with ``EVFILT_PROC``/``NOTE_EXIT`` on the pid and a cancel pipe."""
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self._kq: Any = None
+        self._cancel: _PipeCancel | None = None
+
+    def arm(self, start_time: float | None) -> bool:
+        kq = select.kqueue()  # type: ignore[attr-defined]
+        try:
+            kq.control([select.kevent(self.pid, filter=select.KQ_FILTER_PROC,  # type: ignore[attr-defined]
+                                      flags=select.KQ_EV_ADD | select.KQ_EV_ONESHOT,  # type: ignore[attr-defined]
+                                      fflags=select.KQ_NOTE_EXIT)], 0, 0)  # type: ignore[attr-defined]
+        except OSError:  # ESRCH: already gone
+            kq.close()
+            return False
+        self._kq = kq
+        if not _same_process(self.pid, start_time):
+            return False
+        self._cancel = _PipeCancel()
+        kq.control([select.kevent(self._cancel.rfd, filter=select.KQ_FILTER_READ,  # type: ignore[attr-defined]
+                                  flags=select.KQ_EV_ADD)], 0, 0)  # type: ignore[attr-defined]
+        return True
+
+    def wait(self) -> bool:
+        assert self._kq is not None
+        while True:
+            events = self._kq.control(None, 1, None)
+            if events:  # the process's exit, or the cancel pipe
+                ev = events[0]
+                return bool(ev.filter == select.KQ_FILTER_PROC and ev.ident == self.pid)  # type: ignore[attr-defined]
+
+    def cancel(self) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    def close(self) -> None:
+        if self._kq is not None:
+            self._kq.close()
+            self._kq = None
+        if self._cancel is not None:
+            self._cancel.close()
+
+
+class WindowsWaiter(ExitWaiter):
+    """Windows: ``WaitForMultipleObjects`` on ``OpenProcess(SYNCHRONIZE)`` and a cancel event."""
+
+    SYNCHRONIZE = 0x00100000
+    PROCESS_QUERY_LIMITED_INFORMATION = 0x1000
+    INFINITE = 0xFFFFFFFF
+    WAIT_OBJECT_0 = 0
+
+    def __init__(self, pid: int) -> None:
+        super().__init__(pid)
+        self._k32: Any = None
+        self._proc = None
+        self._event = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def _kernel32() -> Any:
+        import ctypes
+        from ctypes import wintypes
+
+        k32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        k32.OpenProcess.argtypes = (wintypes.DWORD, wintypes.BOOL, wintypes.DWORD)
+        k32.OpenProcess.restype = wintypes.HANDLE
+        k32.CreateEventW.argtypes = (wintypes.LPVOID, wintypes.BOOL, wintypes.BOOL, wintypes.LPCWSTR)
+        k32.CreateEventW.restype = wintypes.HANDLE
+        k32.SetEvent.argtypes = (wintypes.HANDLE,)
+        k32.SetEvent.restype = wintypes.BOOL
+        k32.CloseHandle.argtypes = (wintypes.HANDLE,)
+        k32.CloseHandle.restype = wintypes.BOOL
+        k32.WaitForMultipleObjects.argtypes = (wintypes.DWORD, ctypes.POINTER(wintypes.HANDLE),
+                                               wintypes.BOOL, wintypes.DWORD)
+        k32.WaitForMultipleObjects.restype = wintypes.DWORD
+        return k32
+
+    def arm(self, start_time: float | None) -> bool:
+        self._k32 = k32 = self._kernel32()
+        self._proc = k32.OpenProcess(self.SYNCHRONIZE | self.PROCESS_QUERY_LIMITED_INFORMATION, False, self.pid)
+        if not self._proc:
+            return False
+        if not _same_process(self.pid, start_time):
+            return False
+        self._event = k32.CreateEventW(None, True, False, None)
+        return bool(self._event)
+
+    def wait(self) -> bool:
+        from ctypes import wintypes
+
+        handles = (wintypes.HANDLE * 2)(self._proc, self._event)
+        got = self._k32.WaitForMultipleObjects(2, handles, False, self.INFINITE)
+        return got == self.WAIT_OBJECT_0  # index 0: the process; 1: cancelled; WAIT_FAILED: give up
+
+    def cancel(self) -> None:
+        with self._lock:
+            if self._event:
+                self._k32.SetEvent(self._event)
+
+    def close(self) -> None:
+        with self._lock:
+            for h in (self._proc, self._event):
+                if h:
+                    self._k32.CloseHandle(h)
+            self._proc = self._event = None
+
+
+class PollWaiter(ExitWaiter):
+    """Last resort: ask ``core.procid`` every ``interval`` seconds (slow on purpose)."""
+
+    def __init__(self, pid: int, interval: float = 2.0) -> None:
+        super().__init__(pid)
+        self.interval = interval
+        self._start: float | None = None
+        self._cancelled = threading.Event()
+
+    def arm(self, start_time: float | None) -> bool:
+        self._start = start_time
+        return _same_process(self.pid, start_time)
+
+    def wait(self) -> bool:
+        while not self._cancelled.wait(self.interval):
+            if not _same_process(self.pid, self._start):
+                return True
+        return False
+
+    def cancel(self) -> None:
+        self._cancelled.set()
+
+
+WaiterFactory = Callable[[int], ExitWaiter]
+
+
+def waiter_factory(platform: str | None = None) -> WaiterFactory:
+    """The best way this OS offers to block until a process exits."""
+    platform = sys.platform if platform is None else platform
+    if platform.startswith("linux") and hasattr(os, "pidfd_open"):
+        try:
+            os.close(os.pidfd_open(os.getpid()))
+            return PidfdWaiter
+        except OSError:
+            pass
+    if (platform == "darwin" or "bsd" in platform) and hasattr(select, "kqueue"):
+        return KqueueWaiter
+    if platform == "win32":
+        return WindowsWaiter
+    return PollWaiter
+
+
 class ThreadPidWatcher(PidWatcher):
-    """Portable: a daemon thread blocks in ``psutil.Process.wait`` per watched process."""
+    """Portable: one waiting thread per watched process, blocked in the OS's own exit wait
+    (:func:`waiter_factory`). ``unwatch`` cancels it and its thread ends at once, so watching,
+    unwatching and re-watching never piles up threads."""
 
-    _exited_internal = Signal(int)
+    _exited_internal = Signal(int, object)
 
-    def __init__(self, parent: QObject | None = None) -> None:
+    def __init__(self, parent: QObject | None = None, *, waiter: WaiterFactory | None = None) -> None:
         super().__init__(parent)
-        self._watches: dict[int, threading.Event] = {}
+        self._factory = waiter or waiter_factory()
+        self._watches: dict[int, ExitWaiter] = {}
+        self._threads: dict[int, threading.Thread] = {}
         self._exited_internal.connect(self._on_exit)  # queued into this object's thread
 
     def watch(self, pid: int, start_time: float | None = None) -> bool:
         if pid in self._watches:
             return True
-        if not _same_process(pid, start_time):
-            return False
+        waiter = self._factory(pid)
         try:
-            proc = psutil.Process(pid)
-        except psutil.Error:
+            armed = waiter.arm(start_time)
+        except Exception:
+            log.debug("cannot wait for %s", pid, exc_info=True)
+            armed = False
+        if not armed:
+            waiter.close()
             return False
-        cancel = threading.Event()
-        self._watches[pid] = cancel
+        self._watches[pid] = waiter
 
-        def wait() -> None:
-            while not cancel.is_set():
-                try:
-                    proc.wait(timeout=3600)
-                except psutil.TimeoutExpired:
-                    continue
-                except Exception:
-                    pass
-                break
-            if not cancel.is_set():
-                self._exited_internal.emit(pid)
+        def run() -> None:
+            try:
+                exited = waiter.wait()
+            except Exception:
+                log.debug("waiting for %s failed", pid, exc_info=True)
+                exited = False
+            finally:
+                waiter.close()
+            if exited:
+                self._exited_internal.emit(pid, waiter)
 
-        threading.Thread(target=wait, name=f"pidwait-{pid}", daemon=True).start()
+        thread = threading.Thread(target=run, name=f"pidwait-{pid}", daemon=True)
+        self._threads[pid] = thread
+        thread.start()
         return True
 
-    def _on_exit(self, pid: int) -> None:
-        if self._watches.pop(pid, None) is not None:
+    def _on_exit(self, pid: int, waiter: object) -> None:
+        if self._watches.get(pid) is waiter:  # not a waiter replaced by an unwatch + re-watch
+            del self._watches[pid]
+            self._threads.pop(pid, None)
             self.exited.emit(pid)
 
     def unwatch(self, pid: int) -> None:
-        cancel = self._watches.pop(pid, None)
-        if cancel is not None:
-            cancel.set()  # the thread ends at its process's exit; it reports nothing
+        waiter = self._watches.pop(pid, None)
+        self._threads.pop(pid, None)
+        if waiter is not None:
+            waiter.cancel()  # its thread returns now and reports nothing
 
     def watched(self) -> set[int]:
         return set(self._watches)

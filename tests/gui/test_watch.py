@@ -181,3 +181,53 @@ def test_home_added_in_settings_is_scanned_without_restart(qtbot, tmp_path, monk
         qtbot.waitUntil(lambda: "e2" in _keys(reports), timeout=5000)
     finally:
         thread.stop()
+
+
+def _pidwait_threads(pid: int) -> int:
+    import threading
+
+    return sum(1 for t in threading.enumerate() if t.name == f"pidwait-{pid}" and t.is_alive())
+
+
+@pytest.mark.parametrize("waiter", ["best", "poll"])
+def test_thread_watcher_unwatch_and_rewatch_leave_no_threads(qtbot, waiter) -> None:
+    """The portable watcher (macOS/Windows path, with this OS's waiter or the last-resort poll):
+    unwatching ends the waiting thread at once, re-watching never piles threads up, and a watched
+    process's exit is still reported."""
+    if waiter == "best":
+        watcher = ThreadPidWatcher()
+    else:
+        from hermes_tray.watch.pidwatch import PollWaiter
+
+        watcher = ThreadPidWatcher(waiter=lambda pid: PollWaiter(pid, interval=0.05))
+    proc = _sleeper()
+    try:
+        start = psutil.Process(proc.pid).create_time()
+        for _ in range(20):
+            assert watcher.watch(proc.pid, start)
+            watcher.unwatch(proc.pid)
+        qtbot.waitUntil(lambda: _pidwait_threads(proc.pid) == 0, timeout=2000)
+        assert watcher.watch(proc.pid, start)
+        assert _pidwait_threads(proc.pid) == 1
+        with qtbot.waitSignal(watcher.exited, timeout=3000) as got:
+            os.kill(proc.pid, signal.SIGKILL)
+        assert got.args == [proc.pid]
+        qtbot.waitUntil(lambda: _pidwait_threads(proc.pid) == 0, timeout=2000)
+    finally:
+        proc.kill()
+        proc.wait()
+
+
+def test_waiter_choice_per_platform() -> None:
+    """Every OS gets a blocking exit wait; the poll is only the last resort. (Only the Linux
+    waiters can run here; the module imports everywhere.)"""
+    import select as select_mod
+
+    from hermes_tray.watch import pidwatch
+
+    assert pidwatch.waiter_factory("win32") is pidwatch.WindowsWaiter
+    expected_mac = pidwatch.KqueueWaiter if hasattr(select_mod, "kqueue") else pidwatch.PollWaiter
+    assert pidwatch.waiter_factory("darwin") is expected_mac
+    assert pidwatch.waiter_factory("sunos5") is pidwatch.PollWaiter
+    if sys.platform.startswith("linux") and hasattr(os, "pidfd_open"):
+        assert pidwatch.waiter_factory() is pidwatch.PidfdWaiter
