@@ -11,7 +11,9 @@ from __future__ import annotations
 import argparse
 import os
 import shlex
+import shutil
 import sys
+from pathlib import Path
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse
@@ -56,33 +58,68 @@ Clean up: rm -rf {shlex.quote(str(demo.root))}
 """
 
 
+def _hand_off(root: Path) -> bool:
+    """A demo tray already runs on ``root``: ask it to show its window (as a second tray launch
+    does) and say so. False when none runs."""
+    from hermes_tray.app.single_instance import SingleInstance, instance_running
+
+    run_dir = root / "tray-run"  # the demo's HERMES_TRAY_RUNTIME_DIR (create_demo)
+    if not instance_running("tray", run_dir):
+        return False
+    from PySide6.QtCore import QCoreApplication
+
+    from hermes_tray.app import events
+
+    _app = QCoreApplication.instance() or QCoreApplication(["hermes-tray"])
+    delivered = SingleInstance("tray", run_dir).send_to_primary("show")
+    events.emit("handed-over", delivered=delivered)
+    print("The hermes-tray demo is already running; asked it to show its window.", file=sys.stderr)
+    return True
+
+
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray.demo.home import create_demo
+    from hermes_tray.demo.home import create_demo, default_demo_root
     from hermes_tray.demo.sim_install import SimInstallError
 
+    root = args.dir
+    reuse = bool(getattr(args, "reuse", False))  # ``hermes-tray`` without Hermes: the user's one demo dir
+    if reuse:
+        root = default_demo_root()
+        if not args.no_tray and _hand_off(root):
+            return EXIT_OK
+        shutil.rmtree(root, ignore_errors=True)  # fresh each launch: no state from an earlier demo
     try:
-        demo = create_demo(args.dir, capability=args.capability,
+        demo = create_demo(root, capability=args.capability,
                            die_after=args.crash_after if args.crash_after and args.crash_after > 0 else None)
     except SimInstallError as exc:
         return refuse(args, f"cannot create the demo: {exc}")
+    start = _show(args, demo)
+    if start is None:
+        return EXIT_OK
+    try:
+        return int(start(demo) if start.__name__ == "run_demo" else start([]) or 0)
+    finally:
+        demo.crash_backend()
+        if root is None:  # a temp dir only this tray used: nothing of it outlives the tray
+            shutil.rmtree(demo.root, ignore_errors=True)
+
+
+def _show(args: argparse.Namespace, demo: Any) -> Any:
+    """Print what was made; the tray's entry point to run on it, or None (``--no-tray``, no tray)."""
     if args.json:
         print_json({"ok": True, "root": str(demo.root), "home": str(demo.home), "session_key": demo.session_key,
                     "backend_pid": demo.backend_pid, "env": demo.env, "capability": demo.capability})
     else:
         print(_instructions(demo))
     if args.no_tray:
-        return EXIT_OK
+        return None
     try:
         import hermes_tray.app as app  # the tray, when this build has it
     except ImportError:
         print("(the tray is not available in this build; use the commands above)", file=sys.stderr)
-        return EXIT_OK
+        return None
     os.environ.update(demo.env)
     start = getattr(app, "run_demo", None) or getattr(app, "main", None)
     if start is None:
         print("(this build's tray has no demo entry point; use the commands above)", file=sys.stderr)
-        return EXIT_OK
-    try:
-        return int(start(demo) if start.__name__ == "run_demo" else start([]) or 0)
-    finally:
-        demo.crash_backend()
+    return start

@@ -72,5 +72,5 @@ def run_default(args: argparse.Namespace) -> int:
         from hermes_tray.cli import demo
 
         return demo.run(argparse.Namespace(**{**vars(args), "no_tray": False, "capability": "auto-continue",
-                                                 "crash_after": 5.0, "dir": None}))
+                                                 "crash_after": 5.0, "dir": None, "reuse": True}))
     return run(args)

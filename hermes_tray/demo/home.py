@@ -82,7 +82,8 @@ class DemoHome:
                 "--session", self.session_key, "--prompt", prompt, "--turn-seconds", str(turn_seconds)]
         if die_after is not None:
             argv += ["--die-after", str(die_after)]
-        log = open(self.root / "sim-backend.log", "ab")  # noqa: SIM115 - handed to the child
+        fd = os.open(self.root / "sim-backend.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        log = os.fdopen(fd, "ab")  # handed to the child
         try:
             self.backend = subprocess.Popen(  # noqa: S603 - argv list
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **self.env},
@@ -108,11 +109,12 @@ def create_demo(root: Path | str | None = None, *, capability: str = AUTO, turn_
                 die_after: float | None = 5.0, continuation_seconds: float = 4.0,
                 start_turn: bool = True) -> DemoHome:
     """Build a demo home (see module doc); ``root`` default: a new private temp dir."""
+    from core import fsutil
+
     if root is None:
         root = Path(tempfile.mkdtemp(prefix="hermes-tray-demo-"))
-    root = Path(root)
-    root.mkdir(parents=True, exist_ok=True)
-    os.chmod(root, 0o700)
+    # private when we create it; a directory the user named (``--dir``) keeps its mode
+    root = fsutil.ensure_private_dir(Path(root))
     home = root / "hermes-home"
     home.mkdir(mode=0o700, exist_ok=True)
     cfg = home / "config.yaml"
@@ -142,6 +144,14 @@ def create_demo(root: Path | str | None = None, *, capability: str = AUTO, turn_
     if start_turn:
         demo.start_turn(turn_seconds=turn_seconds, die_after=die_after)
     return demo
+
+
+def default_demo_root() -> Path:
+    """The one demo directory of this user (``hermes-tray`` without Hermes): reused, made afresh
+    by each launch, so launches at login never pile up temp dirs."""
+    from core.paths import cache_dir
+
+    return cache_dir() / "demo"
 
 
 def shell_exports(demo: DemoHome) -> str:
