@@ -134,7 +134,8 @@ def run_kill_resumer(rounds: int, seed: int, rows: dict) -> None:
             r = R.kill_the_resumer(root / cap, sims[cap], rounds=rounds, seed=seed)
             out[cap] = r
             log(f"{cap}: rounds={r['rounds']} continuations={r['continuations']} "
-                f"double_dispatches={r['double_dispatches']} over_budget={r['over_budget']}")
+                f"double_dispatches={r['double_dispatches']} over_budget={r['over_budget']} "
+                f"started_but_cut_before_work={r.get('started_without_work', 0)}")
     finally:
         shutil.rmtree(root, ignore_errors=True)
     rows["kill-resumer"] = out

@@ -302,12 +302,14 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
 
 
 def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, max_attempts: int = 3,
-                     turn_seconds: float = 0.8) -> dict:
+                     turn_seconds: float = 0.8, delay_range: tuple[float, float] = (0.05, 1.6)) -> dict:
     """SIGKILL ``hermes-tray resume --wait`` at a random point (claim, check, gateway start-up,
     ``session.resume``, mid-continuation), then run another ``resume`` at once. Its dead claim is taken
     over immediately, so the second resume races whatever the first left running. Invariant, counted
-    at the backend: attempt numbers never repeat (two continuations of one attempt = double dispatch),
-    and there are never more than ``max_attempts`` continuations."""
+    at the backend: no two continuations that did work (their note reached the transcript) share an
+    attempt number, and there are never more than ``max_attempts`` of them. (A turn the backend logged as
+    started whose gateway then died with its resumer — stdin closed — before recording its marker ran
+    nothing and left the marker as it was; it is counted separately as ``started_without_work``.)"""
     import random
 
     from hermes_tray.demo.sim_backend import read_turns
@@ -323,7 +325,7 @@ def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, m
         plant_marker(home, key, f"kill-the-resumer prompt {r}")
         a = subprocess.Popen(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        delay = rng.uniform(0.05, 1.6)
+        delay = rng.uniform(*delay_range)
         time.sleep(delay)
         a.kill()
         a.wait()
@@ -332,10 +334,21 @@ def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, m
         _wait_for(lambda: _gateways_running(root) == 0, 30)
         turns = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]
         attempts = [t.get("attempt") for t in turns if t.get("kind") == "auto-continue"]
-        dup = len(attempts) - len(set(attempts))
+        # Continuations that did work: the note reached the session's transcript (the backend appends it
+        # after recording the turn's marker). A turn logged as started whose gateway died before that
+        # (its resumer was killed, stdin closed) ran nothing and left the marker as it was.
+        from core.continuation import is_continuation_note
+        from hermes_tray.demo import sim_state
+
+        worked = sum(1 for role, text in sim_state.messages(home, key) if role == "user" and is_continuation_note(text))
+        dup = max(0, worked - len(set(attempts))) if attempts else 0
         out["rounds"] += 1
-        out["continuations"] += len(turns)
+        out["continuations"] += worked
         out["double_dispatches"] += dup
-        out["over_budget"] += max(0, len(turns) - max_attempts)
+        out["over_budget"] += max(0, worked - max_attempts)
         out["kill_points"].append((round(delay, 2), len(turns), b.returncode))
+        out["started_without_work"] = out.get("started_without_work", 0) + max(0, len(turns) - worked)
+        if dup or len(attempts) != len(set(attempts)):
+            out.setdefault("duplicates", []).append({"delay": round(delay, 3), "turns": turns, "worked": worked,
+                                                     "second_resume": (b.returncode, b.stdout[-300:])})
     return out
