@@ -494,11 +494,15 @@ class Controller(QObject):
             homes = sorted({str(getattr(t, "home", "")) for t in turns})
             self.set_backend_enabled(False, homes)
 
-    def _on_delivered(self, note_key: str, ok: bool) -> None:
-        """A turn note reached the user (journal: asked, never again) or went nowhere (ask again)."""
+    def _on_delivered(self, note: Note, ok: bool) -> None:
+        """A turn note reached the user (journal: asked, never again) or went nowhere (ask again).
+
+        Exactly the turns that version of the note showed (a coalesced note grows between shows).
+        """
+        note_key = note.key
         if not note_key.startswith("interrupted-"):
             return
-        turns = self.notes.turns_for(note_key)
+        turns = list(note.subjects)
         if ok:
             for t in turns:
                 ident = _ident(t)

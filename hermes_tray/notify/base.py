@@ -8,6 +8,7 @@ replaces it in place where the server allows. User responses come back on ``acti
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
@@ -28,6 +29,7 @@ class Note:
     actions: tuple[Action, ...] = field(default_factory=tuple)
     urgent: bool = False
     log_line: str = ""  # identity only (session keys, counts): what a log may say about this note
+    subjects: tuple[Any, ...] = field(default=(), compare=False)  # the turns this version stands for
 
 
 class Notifier(QObject):
@@ -36,10 +38,10 @@ class Notifier(QObject):
     activated = Signal(str, str)  # note key, action key ("default" = body click)
     dismissed = Signal(str)  # note key: closed without an answer (the turn stays pending)
     ready = Signal()  # capabilities known (supports_actions is final)
-    # note key, reached the user? Every show() ends in one ``delivered``: True once the note is on
-    # screen (or in the only channel this session has), False when it went nowhere a person looks
-    # (the notification server is not up yet): such a note does not count as having asked.
-    delivered = Signal(str, bool)
+    # the Note shown, reached the user? Every show() ends in one ``delivered``: True once the note
+    # is on screen (or in the only channel this session has), False when it went nowhere a person
+    # looks (the notification server is not up yet): such a note does not count as having asked.
+    delivered = Signal(object, bool)
 
     name = "none"
 

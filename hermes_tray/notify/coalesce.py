@@ -142,4 +142,5 @@ class InterruptionNotices:
             actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
             title = f"{len(turns)} Hermes turns interrupted"
         log_line = f"{title}: " + ", ".join(turn_identity(t) for t in turns)
-        return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line)
+        return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,
+                    subjects=tuple(turns))

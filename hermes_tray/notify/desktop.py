@@ -133,7 +133,7 @@ class DesktopNotifierBackend(Notifier):
                 await self._probe_locked()  # the server may have started (or was slow) since
             if not self.available:
                 log.info("notification (no server, not shown): %s", note.log_line or note.key)
-                self.delivered.emit(note.key, False)
+                self.delivered.emit(note, False)
                 return
             key = note.key
             buttons = tuple(
@@ -165,9 +165,9 @@ class DesktopNotifierBackend(Notifier):
             try:
                 self._identifiers[key] = await self._notifier.send_notification(notification)
             except Exception:
-                self.delivered.emit(key, False)
+                self.delivered.emit(note, False)
                 raise
-            self.delivered.emit(key, True)
+            self.delivered.emit(note, True)
 
     async def _close(self, key: str) -> None:
         assert self._lock is not None

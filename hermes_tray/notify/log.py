@@ -24,4 +24,4 @@ class LogNotifier(Notifier):
         del self.shown[:-50]
         # never the body: it may quote the prompt (show_prompts); log_line is identity only
         log.info("notification: %s", note.log_line or note.key)
-        self.delivered.emit(note.key, True)  # the log is this session's only channel
+        self.delivered.emit(note, True)  # the log is this session's only channel

@@ -24,7 +24,7 @@ class RecordingNotifier(Notifier):
 
     def show(self, note: Note) -> None:
         self.shown.append(note)
-        self.delivered.emit(note.key, self.deliver)
+        self.delivered.emit(note, self.deliver)
 
     def close(self, key: str) -> None:
         self.closed.append(key)

@@ -382,3 +382,26 @@ def test_quit_ends_a_continuation_that_does_not_stop(qtbot, rec) -> None:
     finally:
         engine.child.kill()
         engine.child.wait()
+
+
+def test_only_turns_a_delivered_note_showed_count_as_asked(qtbot, rec) -> None:
+    """Delivery reports come later (the notifier's own thread). A coalesced note grows between
+    shows: the version showing s1 reached the user, the version adding s2 did not. s1 is asked,
+    s2 is not, although both were in the note when the first report arrived."""
+
+    class Deferred(RecordingNotifier):
+        def show(self, note):
+            self.shown.append(note)  # delivered later, by the test
+
+    notes = Deferred()
+    engine = FakeEngine()
+    ctrl = Controller(engine, notes)
+    s1, s2 = rec("s1"), rec("s2")
+    scan(ctrl, s1)
+    scan(ctrl, s1, s2)
+    first, second = notes.shown
+    assert first.key == second.key
+    notes.delivered.emit(first, True)
+    notes.delivered.emit(second, False)
+    asked = {k for e, k, _s in engine.journal if e == "notified"}
+    assert asked == {"s1"}
