@@ -15,12 +15,12 @@ _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
-    """Every file it opens (including after a rollover) is created 0600."""
+    """Every file it opens (including after a rollover) is 0600 and never a symlink (core.logfiles)."""
 
     def _open(self):  # noqa: ANN202 - stdlib override
-        fd = os.open(self.baseFilename, os.O_WRONLY | os.O_CREAT | os.O_APPEND, fsutil.FILE_MODE)
-        os.chmod(self.baseFilename, fsutil.FILE_MODE)
-        return os.fdopen(fd, "a", encoding=self.encoding or "utf-8")
+        from core.logfiles import open_private_append
+
+        return os.fdopen(open_private_append(self.baseFilename), "a", encoding=self.encoding or "utf-8")
 
 
 def setup_logging(name: str = "hermes-tray", *, verbose: bool = False) -> Path | None:
