@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -134,16 +135,23 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     from core.frozen_env import child_environment
     from core.fsutil import ensure_private_dir
+    from core.logfiles import open_private_append
     from core.paths import log_dir
-    from hermes_tray.cli.resume_worker import worker_argv
+    from hermes_tray.cli.resume_worker import LOG_NAME, worker_argv
 
-    ensure_private_dir(log_dir())
+    log_path = log_dir() / LOG_NAME
+    try:
+        ensure_private_dir(log_dir())
+        errfd = open_private_append(log_path)  # 0600, and never through a symlink planted there
+    except OSError as exc:
+        return refuse(args, f"Not resumed: cannot open the background helper's log {log_path} ({exc}); "
+                      "use --wait, or fix the log folder.")
     kwargs: dict[str, Any] = {}
     if sys.platform == "win32":
         kwargs["creationflags"] = subprocess.CREATE_NEW_PROCESS_GROUP | getattr(subprocess, "DETACHED_PROCESS", 0)
     else:
         kwargs["start_new_session"] = True
-    with open(log_dir() / "resume-worker.log", "ab") as errlog:
+    with os.fdopen(errfd, "ab") as errlog:
         proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
             # a frozen app's worker is a fresh instance of it, not a bootloader child that shares our bundle env
             worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, close_fds=True,

@@ -25,13 +25,27 @@ import threading
 from pathlib import Path
 from typing import Any
 
+LOG_NAME = "resume-worker.log"
+
 
 def _log_file() -> Path:
     from core.fsutil import ensure_private_dir
     from core.paths import log_dir
 
     d = ensure_private_dir(log_dir())
-    return d / "resume-worker.log"
+    return d / LOG_NAME
+
+
+def _open_log() -> tuple[Path | None, int | None]:
+    """The worker's log, opened privately (0600, no symlink); (None, None) when it cannot be used."""
+    from core.logfiles import open_private_append
+
+    try:
+        path = _log_file()
+        return path, open_private_append(path)
+    except OSError as exc:
+        print(f"resume worker: cannot open its log ({exc}); logging to stderr", file=sys.stderr)
+        return None, None
 
 
 def worker_argv() -> list[str]:
@@ -46,9 +60,9 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
     stdin = stdin if stdin is not None else sys.stdin
     out_lock = threading.Lock()
     out: dict[str, Any] = {"stream": stdout if stdout is not None else sys.stdout, "open": True}
-    log_path = _log_file()
-    fd = os.open(log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    logging.basicConfig(stream=os.fdopen(fd, "a", encoding="utf-8", buffering=1), level=logging.INFO,
+    log_path, fd = _open_log()
+    stream = os.fdopen(fd, "a", encoding="utf-8", buffering=1) if fd is not None else sys.stderr
+    logging.basicConfig(stream=stream, level=logging.INFO,
                         format=f"%(asctime)s resume-worker[{os.getpid()}] %(levelname)s %(name)s: %(message)s")
     log = logging.getLogger("hermes_tray.resume_worker")
 
@@ -62,9 +76,17 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
             if detach:
                 out["open"] = False
                 if stdout is None:
-                    # Point fd 1 at the log: the parent has gone, and a late print must not SIGPIPE us.
+                    # Point fd 1 at the log (or nowhere): the parent has gone, and a late print must not
+                    # SIGPIPE us.
                     with contextlib.suppress(OSError):
-                        lfd = os.open(log_path, os.O_WRONLY | os.O_APPEND)
+                        from core.logfiles import open_private_append
+
+                        try:
+                            lfd = open_private_append(log_path) if log_path is not None else -1
+                        except OSError:
+                            lfd = -1
+                        if lfd < 0:
+                            lfd = os.open(os.devnull, os.O_WRONLY)
                         os.dup2(lfd, 1)
                         os.close(lfd)
 
