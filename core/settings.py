@@ -130,12 +130,13 @@ def save_settings(settings: TraySettings, path: Path | None = None) -> Path:
     """Write ``settings`` atomically (0600, parent dir 0700). Returns the path written."""
     import tomli_w
 
-    from core.fsutil import atomic_write_bytes, ensure_private_dir
+    from core.fsutil import atomic_write_bytes, ensure_private_dir, sweep_stale_temps
 
     path = Path(path) if path is not None else (settings.path or paths.settings_file())
     validate(settings.to_dict())
     ensure_private_dir(path.parent)
     atomic_write_bytes(path, tomli_w.dumps(settings.to_dict()).encode("utf-8"))
+    sweep_stale_temps(path)  # temp files of writers killed mid-write (tests/fault: 199 after 500 kills)
     return path
 
 
