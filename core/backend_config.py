@@ -469,7 +469,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     untouched — when it does not parse, has an unexpected shape, is a symlink, or a value is bad.
     Returns the configuration as read back from the written file.
     """
-    from core.fsutil import atomic_write_bytes, ensure_private_dir, file_signature, locked
+    from core.fsutil import atomic_write_bytes, ensure_private_dir, file_signature, locked, sweep_stale_temps
 
     wanted = _validate_changes(changes)
     path = config_path(home)
@@ -548,6 +548,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 atomic_write_bytes(path, data, mode=mode, before_replace=unchanged)
             except _ChangedUnderUs:
                 continue
+            sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
             return backend_config_from_text(path, new_text)
         raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")
 
