@@ -39,6 +39,7 @@ from core.fsutil import (
     ensure_private_dir,
     fsync_dir,
     refuse_symlink,
+    sweep_stale_temps,
 )
 
 TURN_JOURNAL_DIR_NAME = "_turn_journal"
@@ -711,6 +712,7 @@ def compact_turn_journal(
                 os.fsync(fd)
             else:
                 atomic_write_bytes(path, out)  # appenders waiting on the old inode re-open
+                sweep_stale_temps(path)  # temp files of compactions killed mid-write
             return len(events) - len(keep)
         finally:
             _unlock(fd)
