@@ -585,6 +585,15 @@ class ContinuationResult:
     # Legacy backend: the marker was no longer the entry the caller checked (skipped, changed) when the
     # tray came to take it over, so nothing was submitted (outcome ``declined``).
     marker_changed: bool = False
+    # Legacy backend: right before submitting, Hermes (a turn lease, an active-session owner other than our
+    # gateway) was found on the session, or whether it is could not be told: nothing was submitted
+    # (outcome ``declined``); the reason.
+    live_elsewhere: str | None = None
+    # Legacy backend: the continuation concluded but the tray's own marker for it could not be removed
+    # (why); the leftover entry's ``started_at`` names it (``core.resume`` journals the outcome under it
+    # so it is not offered or continued again).
+    marker_left: str | None = None
+    marker_left_started_at: float | None = None
     # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
     answer: str | None = None
 
@@ -699,6 +708,9 @@ class _Run:
             logger.exception("progress callback failed")
 
     def finish(self, outcome: str, message: str, status: str | None = None) -> ContinuationResult:
+        if self.result.marker_left:
+            message += (f" The marker could not be removed: {self.result.marker_left}. It is recorded as "
+                        f"{outcome} so it is not continued again; remove it with `hermes-tray skip`.")
         self.result.outcome = outcome
         self.result.message = message
         if status is not None:
@@ -727,6 +739,23 @@ class _Run:
         self.our_marker = entry
         return True
 
+    def _live_elsewhere(self) -> str | None:
+        """Legacy backend, right before the swap: is a Hermes turn lease or another active-session owner on
+        the session now? The caller checked before spawning the gateway, up to ``ready_timeout`` ago. Our
+        own gateway registering the session it resumed is not another owner. Returns why not to go on."""
+        from core.hermes_state import session_activity
+
+        assert self.gw is not None
+        try:
+            activity = session_activity(self.home, self.key, ignore_pids=(self.gw.pid,) if self.gw.pid else ())
+        except Exception as exc:  # cannot tell: never risk a second turn
+            return f"cannot tell whether Hermes is running this session ({exc})"
+        if activity.running:
+            return activity.reason
+        if activity.unsure:
+            return f"cannot tell whether Hermes is running this session ({activity.reason})"
+        return None
+
     def _give_marker_back(self) -> None:
         """Nothing reached Hermes after all: put the checked entry back (only over our own)."""
         from core.markers import MarkerStore
@@ -743,11 +772,12 @@ class _Run:
         """The continuation concluded (or was stopped): its marker must not be continued again."""
         from core.markers import MarkerStore
 
-        store = MarkerStore(self.home)
         try:
+            store = MarkerStore(self.home)
             if self.our_marker is not None:
                 if not store.remove_if_unchanged(self.key, self.our_marker):
                     logger.warning("marker for %s changed during the continuation; left as is", self.key)
+                self.result.marker_left = self.result.marker_left_started_at = None
                 return
             # A backend that continued itself retires its own marker; after a Stop we make sure,
             # but only for an entry its gateway (our child) wrote.
@@ -755,8 +785,15 @@ class _Run:
             if (isinstance(entry, dict) and self.gw is not None and self.gw.identity is not None
                     and entry.get("writer_pid") == self.gw.identity.pid):
                 store.remove_if_unchanged(self.key, entry)
-        except Exception:
+        except Exception as exc:
             logger.exception("could not retire the marker for %s", self.key)
+            if self.our_marker is not None:
+                # Our entry (attempts + 1, a writer that is about to exit) would read actionable: say so,
+                # and let the caller record the turn under the leftover's identity.
+                started = self.our_marker.get("started_at")
+                self.result.marker_left = (str(exc) or type(exc).__name__)[:300]
+                self.result.marker_left_started_at = (
+                    float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None)
 
     def _child_died_marker_note(self) -> str:
         return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
@@ -832,6 +869,11 @@ class _Run:
         if self.stop.is_set():
             return self.finish(INTERRUPTED, "Stopped before the continuation was submitted; the turn is still "
                                             "pending.")
+        busy = self._live_elsewhere()
+        if busy:
+            self.result.live_elsewhere = busy
+            return self.finish(DECLINED, f"Not resumed: {busy}; nothing was submitted. Continue it in the Hermes "
+                                         "window that has it open.")
         t_marker = time.monotonic()
         # Hermes records a turn's marker when its submit arrives; the tray does it for a backend that
         # cannot, just BEFORE submitting: a compare-and-swap of the entry that was checked for this

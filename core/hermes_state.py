@@ -26,6 +26,7 @@ import os
 import re
 import sqlite3
 import time
+from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -378,11 +379,13 @@ def _entries(doc: object) -> list | None:
     return None
 
 
-def active_session_owner(home: Path | str, session_id: str) -> OwnerView:
+def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Collection[int] = ()) -> OwnerView:
     """The registered owner of ``session_id`` and whether it lives.
 
     ``none``: no registry file, or no entry for the session (nobody claims it). ``unknown``: the
     registry exists but cannot be read or parsed, or the owner cannot be judged from here.
+    ``ignore_pids``: processes of ours in this pid namespace (the gateway the tray started registers
+    the session it resumed) whose entries are not another owner.
     """
     path = active_sessions_path(home)
     try:
@@ -400,10 +403,11 @@ def active_session_owner(home: Path | str, session_id: str) -> OwnerView:
         return _ov("unknown", "active_sessions.json is corrupt")
     if entries is None:
         return _ov("unknown", "active_sessions.json has an unexpected shape")
-    matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id]
+    ours = own_pidns()
+    matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id
+               and not (e.get("pid") in ignore_pids and (e.get("pidns") is None or str(e.get("pidns")) == str(ours)))]
     if not matches:
         return _ov("none", "no active-session owner")
-    ours = own_pidns()
     seen: list[OwnerView] = []
     for entry in matches:
         pid = entry.get("pid")
@@ -431,6 +435,9 @@ def active_session_owner(home: Path | str, session_id: str) -> OwnerView:
     return seen[0]
 
 
-def session_activity(home: Path | str, session_id: str, *, now: float | None = None) -> SessionActivity:
-    """Lease and registry together; ``.running`` / ``.unsure`` / ``.reason`` for the policy and UI."""
-    return SessionActivity(turn_lease_view(home, session_id, now=now), active_session_owner(home, session_id))
+def session_activity(home: Path | str, session_id: str, *, now: float | None = None,
+                     ignore_pids: Collection[int] = ()) -> SessionActivity:
+    """Lease and registry together; ``.running`` / ``.unsure`` / ``.reason`` for the policy and UI.
+    ``ignore_pids``: see :func:`active_session_owner`."""
+    return SessionActivity(turn_lease_view(home, session_id, now=now),
+                           active_session_owner(home, session_id, ignore_pids=ignore_pids))

@@ -211,6 +211,26 @@ def resume_turn(
                            exc_info=True)
 
 
+SETTLED = ("completed", "skipped")  # journalled for a turn identity: it must never be dispatched again
+
+
+def _settled(home: str, key: str, started_at: float | None) -> str | None:
+    """``completed`` / ``skipped`` when the decision journal already records that for this very turn
+    (home, session, started_at): a marker for it that is back (a writer re-wrote it, the tray could
+    not remove its own) must not run the turn again."""
+    from core import decisions
+
+    try:
+        names = decisions.default_journal().events_for(home, key, started_at)
+    except Exception:
+        logger.warning("cannot read the decision journal for %s", key, exc_info=True)
+        return None
+    for name in reversed(names):
+        if name in SETTLED:
+            return name
+    return None
+
+
 def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
                     install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
                     on_progress: Callable[[gateway.Progress], None] | None,
@@ -235,6 +255,13 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     def journal(event: str, **fields: Any) -> None:
         _journal(event, home_s, key, started_at, via=via, **fields)
 
+    done = _settled(home_s, key, started_at)
+    if done:
+        why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
+            " (the tray's decision journal says so), yet its marker is back"
+        journal("refused", reason=f"this turn {why}", verdict="settled")
+        return ResumeResult(REFUSED, f"Not resumed: this turn {why}. Skip it to remove the marker, or continue "
+                                     "it by hand in Hermes.", home_s, key, "settled")
     a = assess(home, key, entry)
     if a.verdict == "exhausted":
         msg = f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it still matters."
@@ -287,15 +314,25 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
                 dispatched=False)
         return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res)
+    if res.live_elsewhere:  # a Hermes backend took the session while ours was starting: it has it
+        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False)
+        return ResumeResult(REFUSED, res.message, home_s, key, "running", res)
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
     if res.outcome == gateway.COMPLETED:
-        journal("completed", **fields)
+        event, extra = "completed", {}
     elif res.outcome == gateway.INTERRUPTED:
-        journal("interrupted", **fields)
+        event, extra = "interrupted", {}
     else:
-        journal("failed", outcome=res.outcome, reason=res.message[:300], **fields)
+        event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
+    journal(event, **extra, **fields)
+    if res.marker_left:
+        # The continuation's own marker (attempts + 1, new started_at, a writer now gone) could not be
+        # removed and would read actionable: record the same outcome under its identity, so ask-once and
+        # auto mode see it answered and a resume of it is refused (completed).
+        _journal(event, home_s, key, res.marker_left_started_at, via=via, marker_left=res.marker_left,
+                 **extra, **fields)
     message = res.message
     if res.outcome == gateway.CRASHED and res.dispatched:
         attempt = res.attempt or attempts + 1

@@ -304,3 +304,120 @@ def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp
         other.release(held)
     assert res.outcome == "refused" and "already resuming" in res.message
     assert read_turns(home) == []
+
+
+@pytest.fixture
+def small_desktop_dir(tmp_path):
+    """``<home>/desktop`` (where the marker file lives) on a real 1 MB tmpfs, when we may mount one (root);
+    else None (the test simulates the full disk instead). Yields (home, fill) — fill() makes it ENOSPC."""
+    import contextlib
+    import errno
+
+    home = tmp_path / "home"
+    mnt = home / "desktop"
+    mnt.mkdir(parents=True)
+    real = False
+    if os.name == "posix" and os.geteuid() == 0:
+        r = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m,mode=0700", "tmpfs", str(mnt)],
+                           capture_output=True)
+        real = r.returncode == 0
+    patched: list = []
+
+    def fill() -> None:
+        if real:
+            fd = os.open(mnt / "zz-filler", os.O_WRONLY | os.O_CREAT, 0o600)
+            with contextlib.suppress(OSError):
+                while True:
+                    os.write(fd, b"\0" * 4096)
+            os.close(fd)
+            for i in range(10_000):  # tiny files into any slack
+                try:
+                    with open(mnt / f"zz-f{i}", "wb") as f:
+                        f.write(b"x")
+                except OSError:
+                    break
+        else:
+            from core import fsutil
+
+            def full(*_a, **_k):
+                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+            patched.append(fsutil.atomic_write_bytes)
+            fsutil.atomic_write_bytes = full
+
+    try:
+        yield home, fill
+    finally:
+        if patched:
+            from core import fsutil
+
+            fsutil.atomic_write_bytes = patched[0]
+        if real:
+            subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
+
+
+def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resumed_again(
+        sim_roots, env, small_desktop_dir):
+    from core import decisions
+
+    home, fill = small_desktop_dir
+    home, key = make_home(home, turn_seconds=1.5)
+    entry = plant_marker(home, key, PROMPT)
+    plant_marker(home, "20261129_000000_other", "another turn")  # so removing ours rewrites the file
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST,
+                      on_dispatched=lambda _r: fill())  # the disk fills up while the continuation runs
+    assert res.outcome == "completed", res.message
+    assert "The marker could not be removed" in res.message
+    left = list_turn_markers(home)[key]  # the tray's own entry: attempts + 1, a writer that has exited
+    assert left["attempts"] == 1 and marker_writer_state(left) == "dead"
+    assert res.continuation is not None and res.continuation.marker_left_started_at == left["started_at"]
+    assert decisions.turn_status(home, key, left["started_at"]) == "completed"
+    assert decisions.has_answered(home, key, left["started_at"])  # ask-once / auto mode: answered
+    # Resuming the leftover is refused: that turn already completed. Exactly one continuation ran.
+    again = resume_turn(home, key, left, install=install(sim_roots), options=FAST)
+    assert again.outcome == "refused" and "already continued and completed" in again.message, again.message
+    assert [t["kind"] for t in read_turns(home)] == ["note"]
+
+
+def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, env, tmp_path):
+    # Checked before Hermes was spawned (fine then); a Hermes backend takes the session's turn lease
+    # while ours is still starting up: nothing is submitted, the turn is left to it.
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    write_control(home, ready_delay=1.5)
+    took = threading.Timer(0.5, lambda: sim_state.acquire_turn_lease(home, key, "t1"))
+    took.start()
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    took.join()
+    assert res.outcome == "refused" and res.verdict == "running", res.message
+    assert "turn lease" in res.message and "nothing was submitted" in res.message
+    assert read_turns(home) == []
+    assert list_turn_markers(home)[key] == entry  # untouched: the backend that has it keeps its marker
+    assert journal_events(key)[-1] == "refused" and "dispatched" not in journal_events(key)
+
+
+def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path):
+    from core.hermes_state import active_session_owner
+    from core.procid import own_identity
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    write_control(home, ready_delay=1.5)
+    me = own_identity()
+    registry = home / "runtime" / "active_sessions.json"
+
+    def register() -> None:
+        registry.parent.mkdir(exist_ok=True)
+        registry.write_text(json.dumps({"entries": [
+            {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
+
+    t = threading.Timer(0.5, register)
+    t.start()
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    t.join()
+    assert res.outcome == "refused" and "has this session open" in res.message, res.message
+    assert read_turns(home) == []
+    # The gateway the tray started registers the session it resumed (Hermes does, with a session cap):
+    # that entry is ours, not another owner.
+    assert active_session_owner(home, key).state == "alive"
+    assert active_session_owner(home, key, ignore_pids=(me.pid,)).state == "none"

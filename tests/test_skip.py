@@ -193,3 +193,51 @@ def test_a_resume_that_meets_a_skip_in_progress_says_so(sims, tmp_path):
         store.release(held)
     assert res.outcome == "refused" and "being skipped right now" in res.message
     assert continuations(home, key) == 0 and list_turn_markers(home)[key] == shown
+
+
+# ── the skip is journalled inside its claim; a resume refuses a skipped turn ──────────────────────
+
+
+def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
+    home = tmp_path / "home"
+    shown = plant_marker(home, "s1", PROMPT)
+    seen: list = []
+
+    def on_skipped() -> None:
+        cur = LeaseStore(lease_db()).current(claim_name(home, "s1"))
+        seen.append(cur.holder if cur is not None else None)
+        decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], via="test")
+
+    res = core_skip.skip_turn(home, "s1", shown, via="test", on_skipped=on_skipped)
+    assert res.ok and res.journal_error is None
+    assert seen and seen[0] is not None and ":via=skip-test" in seen[0]  # journalled before the release
+    assert decisions.turn_status(home, "s1", shown["started_at"]) == "skipped"
+    assert LeaseStore(lease_db()).current(claim_name(home, "s1")) is None
+
+    # A journal failure is reported, never undoes the skip; a losing skip journals nothing.
+    again = plant_marker(home, "s2", PROMPT)
+    res = core_skip.skip_turn(home, "s2", again, via="test", on_skipped=lambda: 1 / 0)
+    assert res.ok and "division by zero" in (res.journal_error or "")
+    called: list = []
+    moved = plant_marker(home, "s3", PROMPT)
+    plant_marker(home, "s3", PROMPT, attempts=1)
+    res = core_skip.skip_turn(home, "s3", moved, via="test", on_skipped=lambda: called.append(1))
+    assert res.outcome == core_skip.CHANGED and called == []
+
+
+def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
+    from core.markers import marker_path
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    before = marker_path(home).read_bytes()
+    p = subprocess.run([sys.executable, "-m", "hermes_tray", "skip", key, "--home", str(home)],
+                       capture_output=True, text=True, timeout=60)  # tray dirs: tray_dirs_env (environment)
+    assert p.returncode == 0, p.stderr
+    assert key not in list_turn_markers(home)
+    assert decisions.turn_status(home, key, entry["started_at"]) == "skipped"
+    marker_path(home).write_bytes(before)  # a stale writer puts the very same entry back
+    assert list_turn_markers(home)[key] == entry
+    res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+    assert res.outcome == "refused" and "was skipped" in res.message, res.message
+    assert continuations(home, key) == 0

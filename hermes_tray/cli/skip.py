@@ -53,7 +53,13 @@ def run(args: argparse.Namespace) -> int:
                       f"{entry.get('started_at')}): not skipped — run `hermes-tray status` again")
     if not args.force and (turn.verdict == "not-ours" or (turn.verdict == "running" and not turn.unsure)):
         return refuse(args, f"{key} is {turn.verdict}: {turn.reason} — not skipped (--force to skip anyway)")
-    res = core_skip.skip_turn(turn.home, key, entry, via="cli")
+    started_at = _num(entry.get("started_at"))
+
+    def record_skip() -> str | None:  # inside the skip's claim: a resume after it finds the turn answered
+        return journal("skipped", home=turn.home, session_key=key, started_at=started_at, verdict=turn.verdict,
+                       attempts=turn.attempts)
+
+    res = core_skip.skip_turn(turn.home, key, entry, via="cli", on_skipped=record_skip)
     if res.outcome == core_skip.ERROR:
         return refuse(args, f"could not skip {key}: {res.message}")
     if res.outcome == core_skip.RESUMING:
@@ -66,10 +72,8 @@ def run(args: argparse.Namespace) -> int:
                 action="skip", why="marker changed while skipping")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")
-    problem = journal("skipped", home=turn.home, session_key=key, started_at=_num(entry.get("started_at")),
-                      verdict=turn.verdict, attempts=turn.attempts)
-    if problem:
-        warn(problem)
+    if res.journal_error:
+        warn(res.journal_error)
     if args.json:
         print_json({"ok": True, "skipped": key, "home": str(turn.home)})
     else:
