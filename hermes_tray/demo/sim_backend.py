@@ -13,7 +13,10 @@ conclusion, continues an interrupted turn on ``session.resume`` by Hermes' rules
 
 Knobs, read at start and before each turn from ``<HERMES_HOME>/sim_backend.json`` (all optional):
 ``turn_seconds`` (3), ``deltas`` (6), ``reply``, ``die_mid_turn`` (SIGKILL itself halfway
-through the next turn), ``never_ready``, ``ready_delay``, ``never_finish``, ``resume_delay``.
+through the next turn), ``never_ready``, ``ready_delay``, ``never_finish``, ``resume_delay``,
+``tool_child_seconds`` (each turn starts a "tool" subprocess sleeping that long, its pid appended to
+``<HERMES_HOME>/sim_tool_pids.txt``, and at stdin EOF the gateway waits for it — as Hermes blocked on a
+tool would — so only signals to its process group stop both).
 Every turn it runs is appended to ``<HERMES_HOME>/sim_turns.jsonl`` (kind, attempt, pid; a hash
 of the text, never the text) so tests can count turns exactly.
 
@@ -28,6 +31,7 @@ import hashlib
 import json
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -43,6 +47,7 @@ AUTO = "auto-continue"
 LEGACY = "legacy"
 CONTROL_FILE = "sim_backend.json"
 TURNS_FILE = "sim_turns.jsonl"
+TOOL_PIDS_FILE = "sim_tool_pids.txt"
 
 DEFAULTS: dict[str, Any] = {
     "turn_seconds": 3.0,
@@ -53,6 +58,7 @@ DEFAULTS: dict[str, Any] = {
     "ready_delay": 0.0,
     "never_finish": False,
     "resume_delay": 0.0,
+    "tool_child_seconds": 0.0,
 }
 
 
@@ -115,6 +121,7 @@ class SimGateway:
         self.capability = capability
         self.sessions: dict[str, dict[str, Any]] = {}
         self._out_lock = threading.Lock()
+        self.tool_children: list[subprocess.Popen[bytes]] = []
 
     # frames
 
@@ -171,7 +178,9 @@ class SimGateway:
             self.write({"jsonrpc": "2.0", "id": rid, "result": result})
             if after is not None:
                 after()
-        # stdin EOF: exit like Hermes, leaving any running turn's marker behind.
+        # stdin EOF: exit like Hermes, leaving any running turn's marker behind (after its tools, if any).
+        for child in self.tool_children:
+            child.wait()
 
     def _session(self, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         sid = str(params.get("session_id") or "")
@@ -284,6 +293,13 @@ class SimGateway:
         ctl = load_control(self.home)
         _log_turn(self.home, session_key=key, kind=kind, attempt=attempt, capability=self.capability,
                   text_sha=_digest(text), original_sha=_digest(original))
+        if float(ctl["tool_child_seconds"] or 0) > 0:
+            tool = subprocess.Popen([sys.executable, "-c", "import sys, time; time.sleep(float(sys.argv[1]))",  # noqa: S603
+                                     str(ctl["tool_child_seconds"])], stdin=subprocess.DEVNULL,
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            self.tool_children.append(tool)
+            with open(self.home / TOOL_PIDS_FILE, "a", encoding="utf-8") as f:
+                f.write(f"{tool.pid}\n")
         if self.capability == AUTO:
             # A continuation's marker carries attempts + 1 and the ORIGINAL prompt, never the note.
             markers.record_turn_start(self.home, key, original, attempts=attempt)
