@@ -518,8 +518,35 @@ class GatewayProcess:
 
     # shutdown
 
+    def _signal(self, *, kill: bool) -> None:
+        """SIGTERM (``kill`` False) or SIGKILL the gateway and, on POSIX, its whole process group.
+
+        The gateway starts in a session of its own (``start_new_session``), so its process group id is its
+        pid and holds the subprocesses Hermes started for tools: signalling the group stops them too
+        instead of orphaning them. Only called while the gateway has not been reaped, so the group id
+        cannot belong to anyone else. Windows: the gateway process alone (terminate/kill)."""
+        proc = self.proc
+        if proc is None:
+            return
+        if os.name == "nt":
+            with contextlib.suppress(OSError):
+                if kill:
+                    proc.kill()
+                else:
+                    proc.terminate()
+            return
+        sig = signal.SIGKILL if kill else signal.SIGTERM
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            pass  # the group is gone already
+        except OSError:
+            with contextlib.suppress(OSError):
+                os.kill(proc.pid, sig)
+
     def shutdown(self, grace: float = 5.0) -> int | None:
-        """Close stdin → wait → terminate → wait → kill. Returns the exit code; idempotent."""
+        """Close stdin → wait → terminate → wait → kill (terminate and kill go to the gateway's process
+        group, its tool subprocesses included). Returns the exit code; idempotent."""
         proc = self.proc
         if proc is None:
             return None
@@ -528,11 +555,9 @@ class GatewayProcess:
                 proc.stdin.close()
         for step in ("wait", "terminate", "kill"):
             if step == "terminate":
-                with contextlib.suppress(OSError):
-                    proc.terminate()
+                self._signal(kill=False)
             elif step == "kill":
-                with contextlib.suppress(OSError):
-                    proc.kill()
+                self._signal(kill=True)
             try:
                 proc.wait(timeout=grace if step != "kill" else 10)
                 break
@@ -546,12 +571,9 @@ class GatewayProcess:
         return proc.returncode
 
     def kill(self) -> None:
+        """SIGKILL the gateway and its process group (its tool subprocesses)."""
         if self.proc is not None and self.proc.poll() is None:
-            with contextlib.suppress(OSError):
-                if os.name != "nt":
-                    os.kill(self.proc.pid, signal.SIGKILL)
-                else:
-                    self.proc.kill()
+            self._signal(kill=True)
 
 
 # ── one continuation ───────────────────────────────────────────────────────────────────────────

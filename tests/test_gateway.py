@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 import threading
@@ -274,3 +275,71 @@ def test_stop_before_hermes_is_ready_leaves_the_turn_pending(sims, tmp_path):
     assert res.outcome == gateway.INTERRUPTED and not res.dispatched and "still pending" in res.message
     assert not pid_running(res.gateway_pid)
     assert list_turn_markers(home)[key] == entry
+
+
+# ── the gateway's process group ─────────────────────────────────────────────────────────────────
+
+
+def tool_pids(home: Path) -> list[int]:
+    from hermes_tray.demo.sim_backend import TOOL_PIDS_FILE
+
+    try:
+        return [int(x) for x in (home / TOOL_PIDS_FILE).read_text().split()]
+    except OSError:
+        return []
+
+
+def wait_gone(pids: list[int], timeout: float = 5.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not any(pid_running(p) for p in pids):
+            return True
+        time.sleep(0.05)
+    return False
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX process groups")
+def test_shutdown_stops_hermes_tool_subprocesses_with_the_gateway(sims, tmp_path):
+    # The turn runs a "tool" (a grandchild); the gateway does not exit at stdin EOF while it runs, so
+    # shutdown escalates to SIGTERM — which must reach the tool too, not orphan it.
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2, tool_child_seconds=120)
+    plant_marker(home, key, PROMPT)
+    opts = gateway.GatewayOptions(turn_timeout=1.0, stop_grace=3, shutdown_grace=1.0)
+    res = run(home, key, sims["legacy"], options=opts)
+    assert res.outcome == gateway.TIMED_OUT and res.dispatched
+    tools = tool_pids(home)
+    try:
+        assert len(tools) == 1
+        assert not pid_running(res.gateway_pid)
+        assert wait_gone(tools), "Hermes' tool subprocess outlived the gateway"
+    finally:
+        for p in tools:
+            with contextlib.suppress(OSError):
+                os.kill(p, 9)
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX process groups")
+def test_kill_takes_the_gateways_tool_subprocesses_with_it(sims, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2, tool_child_seconds=120)
+    gw = gateway.GatewayProcess(sims["legacy"], home, log_path=tmp_path / "gw.log")
+    gw.start()
+    tools: list[int] = []
+    try:
+        gw.wait_ready(20)
+        sid = gw.request("session.resume", {"session_id": key}, timeout=20)["session_id"]
+        gw.request("prompt.submit", {"session_id": sid, "text": "hello"}, timeout=20)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and not tools:
+            tools = tool_pids(home)
+            time.sleep(0.05)
+        assert len(tools) == 1 and pid_running(tools[0])
+        gw.kill()
+        assert gw.proc is not None and gw.proc.wait(timeout=10) is not None
+        assert wait_gone(tools), "Hermes' tool subprocess outlived a killed gateway"
+    finally:
+        gw.shutdown(1.0)
+        for p in tools:
+            with contextlib.suppress(OSError):
+                os.kill(p, 9)
