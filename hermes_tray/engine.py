@@ -106,9 +106,10 @@ class CoreEngine:
         from core import skip as core_skip
 
         expected = dict(getattr(record, "entry", None) or {})
-        res = core_skip.skip_turn(record.home, record.session_key, expected, via=f"tray-{origin}")
+        # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
+        res = core_skip.skip_turn(record.home, record.session_key, expected, via=f"tray-{origin}",
+                                  on_skipped=lambda: self.record("skipped", record, via=origin))
         if res.ok:
-            self.record("skipped", record, via=origin)
             return True, ""
         log.info("skip refused (%s): %s", res.outcome, getattr(record, "session_key", "?"))
         if res.outcome == core_skip.RESUMING:
