@@ -364,17 +364,26 @@ class GatewayProcess:
         self.spawned_at = 0.0
         self.received: dict[str, float] = {}
         self.eof = threading.Event()
+        self.log_problem: str | None = None  # why the stderr log could not be opened (see start)
 
     # lifecycle
 
     def start(self) -> None:
+        """Spawn the gateway. Its stderr goes to ``log_path``; a log that cannot be opened (disk full, no
+        permission, a symlink planted there) is no reason not to run: stderr then goes nowhere, and
+        ``log_problem`` says why (``log_path`` becomes None)."""
         log = None
         if self.log_path is not None:
             from core.fsutil import ensure_private_dir
+            from core.logfiles import open_private_append
 
-            ensure_private_dir(self.log_path.parent)
-            fd = os.open(self.log_path, os.O_WRONLY | os.O_CREAT | os.O_APPEND | getattr(os, "O_NOFOLLOW", 0), 0o600)
-            log = os.fdopen(fd, "ab")
+            try:
+                ensure_private_dir(self.log_path.parent)
+                log = os.fdopen(open_private_append(self.log_path), "ab")
+            except OSError as exc:
+                logger.warning("cannot open the gateway log %s (%s); Hermes' stderr is discarded", self.log_path, exc)
+                self.log_problem = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+                self.log_path = None
         kwargs = _popen_platform_kwargs()
         if os.name == "nt":
             kwargs["creationflags"] = kwargs.get("creationflags", 0) | subprocess.CREATE_NEW_PROCESS_GROUP
@@ -618,6 +627,8 @@ class ContinuationResult:
     marker_left_started_at: float | None = None
     # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
     answer: str | None = None
+    # The gateway's stderr log could not be opened (why): Hermes ran without one (``log_path`` None).
+    log_problem: str | None = None
 
 
 @dataclass
@@ -634,11 +645,13 @@ class GatewayOptions:
 
 
 def gateway_log_path(session_key: str) -> Path:
-    """Per-continuation stderr log of the gateway, in the tray's log dir (0600)."""
+    """Per-continuation stderr log of the gateway, in the tray's log dir (0600). The session key is made
+    safe for a file name everywhere (``:`` is valid in a key, not in a Windows file name)."""
+    from core.logfiles import safe_file_part
     from core.paths import log_dir
 
     stamp = time.strftime("%Y%m%dT%H%M%S")
-    return log_dir() / "gateway" / f"{stamp}-{session_key}-{os.getpid()}.log"
+    return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}.log"
 
 
 def _status_of(payload: Any) -> str:
@@ -682,7 +695,11 @@ def continue_turn(
     gw_env = dict(env) if env is not None else gateway_environment(home)
     gw_cwd = cwd if cwd is not None else str(Path.home())
     caps = capabilities or probe_capabilities(install, env=gw_env, cwd=gw_cwd)
-    log_path = log_path if log_path is not None else gateway_log_path(session_key)
+    if log_path is None:
+        from core.logfiles import KEEP_GATEWAY_LOGS, prune_logs
+
+        log_path = gateway_log_path(session_key)
+        prune_logs(log_path.parent, keep=KEEP_GATEWAY_LOGS - 1)  # with this run's: the newest 20 stay
     if caps.auto_continue is None:
         return ContinuationResult(ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
     run = _Run(home, session_key, original_prompt, attempts, install, caps, opts, on_progress,
@@ -817,6 +834,11 @@ class _Run:
                 self.result.marker_left_started_at = (
                     float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None)
 
+    def _see_log(self) -> str:
+        if self.gw is not None and self.gw.log_problem:
+            return f"Its output could not be logged ({self.gw.log_problem})"
+        return f"See {self.log_path}"
+
     def _child_died_marker_note(self) -> str:
         return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
@@ -844,6 +866,9 @@ class _Run:
         except GatewayError as exc:
             return self.finish(ERROR, f"Not resumed: {exc}")
         self.result.gateway_pid = gw.pid
+        if gw.log_problem:
+            self.result.log_path = None
+            self.result.log_problem = gw.log_problem
         if self.on_spawned is not None and gw.pid is not None:
             try:
                 self.on_spawned(gw.pid)
@@ -857,7 +882,7 @@ class _Run:
         except _Stopped:
             return self.finish(INTERRUPTED, "Stopped before Hermes was ready; the turn is still pending.")
         except GatewayError as exc:
-            return self.finish(CRASHED, f"Not resumed: {exc}. See {self.log_path}. The turn is still pending.")
+            return self.finish(CRASHED, f"Not resumed: {exc}. {self._see_log()}. The turn is still pending.")
 
         self.phase = "resuming"
         self.progress(force=True)
@@ -872,7 +897,7 @@ class _Run:
         except RpcError as exc:
             return self.finish(ERROR, f"Not resumed: Hermes refused the session ({exc.rpc_message}).")
         except GatewayError as exc:
-            return self.finish(CRASHED, f"Not resumed: {exc}. See {self.log_path}.")
+            return self.finish(CRASHED, f"Not resumed: {exc}. {self._see_log()}.")
         self.result.timings["resume"] = gw.received.get("session.resume", time.monotonic()) - t_resume
         sid = resumed.get("session_id")
         if not isinstance(sid, str) or not sid:
@@ -1046,7 +1071,7 @@ class _Run:
                     self._retire_marker()
                     return self._stopped_result()
                 return self.finish(CRASHED, f"Hermes exited mid-turn (exit code {gw.returncode()}). "
-                                            f"See {self.log_path}." + self._child_died_marker_note())
+                                            f"{self._see_log()}." + self._child_died_marker_note())
             if ev.get("session_id") not in (None, self.sid):
                 continue
             etype = str(ev.get("type") or "")

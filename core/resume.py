@@ -320,6 +320,8 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
+    if res.log_problem:
+        fields["log_problem"] = res.log_problem
     if res.outcome == gateway.COMPLETED:
         event, extra = "completed", {}
     elif res.outcome == gateway.INTERRUPTED:

@@ -343,3 +343,55 @@ def test_kill_takes_the_gateways_tool_subprocesses_with_it(sims, tmp_path):
         for p in tools:
             with contextlib.suppress(OSError):
                 os.kill(p, 9)
+
+
+# ── the gateway's stderr log ────────────────────────────────────────────────────────────────────
+
+
+def test_an_unusable_log_folder_does_not_stop_the_continuation(sims, tmp_path, monkeypatch):
+    # The tray's log folder cannot hold the gateway logs (here: "gateway" is a file — as good as EACCES or
+    # ENOSPC): Hermes runs with its stderr discarded, the result says so; nothing raises.
+    logs = tmp_path / "unusable-logs"
+    logs.mkdir()
+    (logs / "gateway").write_text("not a folder")
+    monkeypatch.setenv("HERMES_TRAY_LOG_DIR", str(logs))
+    home, key = make_home(tmp_path / "home")
+    plant_marker(home, key, PROMPT)
+    res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
+                                options=FAST)
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.log_path is None and res.log_problem
+    assert key not in list_turn_markers(home)
+
+
+def test_a_symlinked_gateway_log_is_not_followed(sims, tmp_path):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n")
+    link = tmp_path / "gw.log"
+    link.symlink_to(victim)
+    home, key = make_home(tmp_path / "home")
+    plant_marker(home, key, PROMPT)
+    res = run(home, key, sims["legacy"], log_path=link)
+    assert res.outcome == gateway.COMPLETED and res.log_path is None and "symlink" in (res.log_problem or "")
+    assert victim.read_text() == "precious\n"
+
+
+def test_gateway_logs_have_portable_names_and_only_the_newest_20_are_kept(sims, tmp_path, monkeypatch):
+    logs = tmp_path / "logs"
+    monkeypatch.setenv("HERMES_TRAY_LOG_DIR", str(logs))
+    name = gateway.gateway_log_path("cron:nightly_20260101").name
+    assert ":" not in name and "cron_nightly_20260101" in name
+    (logs / "gateway").mkdir(parents=True)
+    for i in range(25):
+        old = logs / "gateway" / f"20200101T0000{i:02d}-s-{i}.log"
+        old.write_text("old")
+        os.utime(old, (1_600_000_000 + i, 1_600_000_000 + i))
+    home, key = make_home(tmp_path / "home")
+    plant_marker(home, key, PROMPT)
+    res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
+                                options=FAST)
+    assert res.outcome == gateway.COMPLETED
+    kept = sorted(p.name for p in (logs / "gateway").iterdir())
+    assert len(kept) == 20 and Path(res.log_path or "").name in kept
+    assert "20200101T000000-s-0.log" not in kept and "20200101T000024-s-24.log" in kept
+

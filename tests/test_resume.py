@@ -421,3 +421,17 @@ def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gatewa
     # that entry is ours, not another owner.
     assert active_session_owner(home, key).state == "alive"
     assert active_session_owner(home, key, ignore_pids=(me.pid,)).state == "none"
+
+
+def test_cli_resume_wait_with_an_unusable_log_folder_runs_and_journals(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    logs = Path(env["HERMES_TRAY_LOG_DIR"])
+    logs.mkdir(parents=True)
+    (logs / "gateway").write_text("not a folder")  # as good as a full disk or no permission
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 0 and "Traceback" not in err, err
+    assert key not in list_turn_markers(home)
+    assert journal_events(key) == ["approved", "dispatched", "completed"]
