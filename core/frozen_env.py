@@ -7,15 +7,18 @@ runtime hooks set ``QT_PLUGIN_PATH``/``QML2_IMPORT_PATH``, ``TCL_LIBRARY``/``TK_
 Python (or any other program) must not load our Qt or libssl, so a child gets the user's values
 back. Outside a frozen app the environment is returned as is.
 
-On Windows the bootloader also calls ``SetDllDirectoryW(bundle)``, which children inherit;
-callers spawning there should reset it with ``ctypes.windll.kernel32.SetDllDirectoryW(None)``.
+On Windows the bootloader also calls ``SetDllDirectoryW(bundle)``, which children inherit:
+spawn Hermes inside :func:`dll_directory_reset`, which resets it (``SetDllDirectoryW(None)``) for
+the spawn and puts the bundle back afterwards for our own later DLL loads.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 
 # Variables PyInstaller (bootloader or runtime hook) may have saved as <NAME>_ORIG before changing them.
 RESTORED = ("LD_LIBRARY_PATH", "LIBPATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "DYLD_FALLBACK_LIBRARY_PATH",
@@ -24,6 +27,9 @@ RESTORED = ("LD_LIBRARY_PATH", "LIBPATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_P
 PATH_LISTS = ("PATH", "QML_IMPORT_PATH", "PYTHONPATH", *RESTORED)
 # Bootloader bookkeeping; a frozen child seeing these would think it is our own subprocess.
 _INTERNAL_PREFIXES = ("_PYI_", "_MEIPASS")
+
+
+logger = logging.getLogger(__name__)
 
 
 def is_frozen() -> bool:
@@ -81,3 +87,28 @@ def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
         if key.startswith(_INTERNAL_PREFIXES):
             del env[key]
     return env
+
+
+def _set_dll_directory(path: str | None) -> None:
+    try:
+        import ctypes
+
+        if not ctypes.windll.kernel32.SetDllDirectoryW(path):  # type: ignore[attr-defined]
+            logger.debug("SetDllDirectoryW(%r) failed", path)
+    except Exception:  # never let this stop a spawn
+        logger.debug("SetDllDirectoryW(%r) unavailable", path, exc_info=True)
+
+
+@contextlib.contextmanager
+def dll_directory_reset() -> Iterator[None]:
+    """Windows + frozen: spawn children without the bootloader's ``SetDllDirectoryW(bundle)`` (inherited:
+    Hermes would load our DLLs). Resets it for the block, restores the bundle after. Elsewhere a no-op."""
+    bundle = bundle_dir()
+    if sys.platform != "win32" or bundle is None:
+        yield
+        return
+    _set_dll_directory(None)
+    try:
+        yield
+    finally:
+        _set_dll_directory(bundle)

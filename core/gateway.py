@@ -49,7 +49,7 @@ from pathlib import Path
 from typing import Any
 
 from core.continuation import RESUMING_STATUS_TEXT, continuation_note
-from core.frozen_env import child_environment
+from core.frozen_env import child_environment, dll_directory_reset
 from core.ids import validate_session_id
 from core.procid import ProcessIdentity, identity_of
 
@@ -391,11 +391,12 @@ class GatewayProcess:
             kwargs["start_new_session"] = True  # a Ctrl-C in our terminal is ours to handle, not Hermes'
         self.spawned_at = time.monotonic()
         try:
-            self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                list(self.install.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                stderr=log if log is not None else subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                close_fds=True, **kwargs,
-            )
+            with dll_directory_reset():  # a frozen Windows tray's bundle must not be Hermes' DLL directory
+                self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
+                    list(self.install.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                    stderr=log if log is not None else subprocess.DEVNULL, env=self.env, cwd=self.cwd,
+                    close_fds=True, **kwargs,
+                )
         except FileNotFoundError as exc:
             raise HermesNotFound(f"cannot start Hermes: {self.install.argv[0]} does not exist") from exc
         except OSError as exc:

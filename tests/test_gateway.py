@@ -395,3 +395,24 @@ def test_gateway_logs_have_portable_names_and_only_the_newest_20_are_kept(sims, 
     assert len(kept) == 20 and Path(res.log_path or "").name in kept
     assert "20200101T000000-s-0.log" not in kept and "20200101T000024-s-24.log" in kept
 
+
+def test_a_frozen_windows_tray_resets_its_dll_directory_around_the_spawn(sims, tmp_path, monkeypatch):
+    # PyInstaller's bootloader calls SetDllDirectoryW(bundle), which children inherit: Hermes must be
+    # spawned without it, and the tray gets it back afterwards. (Windows' kernel32 stood in by a recorder.)
+    import ctypes
+    import types
+
+    calls: list = []
+    kernel32 = types.SimpleNamespace(SetDllDirectoryW=lambda p: calls.append(p) or 1)
+    monkeypatch.setattr(ctypes, "windll", types.SimpleNamespace(kernel32=kernel32), raising=False)
+    monkeypatch.setattr(sys, "frozen", True, raising=False)
+    monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path / "bundle"), raising=False)
+    monkeypatch.setattr(sys, "platform", "win32")
+    home, _key = make_home(tmp_path / "home")
+    gw = gateway.GatewayProcess(sims["legacy"], home, log_path=tmp_path / "gw.log",
+                                env=gateway.gateway_environment(home, dict(os.environ)))
+    gw.start()
+    try:
+        assert calls == [None, str(tmp_path / "bundle")]
+    finally:
+        gw.shutdown(2)
