@@ -35,17 +35,14 @@ def test_crash_atomic_write(tmp_path):
 
 
 def test_crash_markers(tmp_path):
-    pytest.importorskip("core.markers", reason="core.markers (issue 2) not landed yet")
     _run(sc.crash_markers, tmp_path)
 
 
 def test_crash_journal(tmp_path):
-    pytest.importorskip("core.journal", reason="core.journal (issue 3) not landed yet")
     _run(sc.crash_journal, tmp_path)
 
 
 def test_crash_lease(tmp_path):
-    pytest.importorskip("core.lease", reason="core.lease (issue 3) not landed yet")
     _run(sc.crash_lease, tmp_path)
 
 
@@ -56,16 +53,13 @@ def test_harness_catches_a_torn_write(tmp_path):
 
 
 def test_crash_tray_settings(tmp_path):
-    pytest.importorskip("core.settings", reason="core.settings (issue 4) not landed yet")
     _run(sc.crash_settings, tmp_path)
 
 
 def test_crash_backend_config_yaml(tmp_path):
-    pytest.importorskip("core.backend_config", reason="core.backend_config (issue 4) not landed yet")
     _run(sc.crash_config_yaml, tmp_path)
 
 
 def test_crash_decision_journal_compaction(tmp_path):
-    pytest.importorskip("core.decisions", reason="core.decisions (issue 3) not landed yet")
     stats = _run(sc.crash_decisions, tmp_path)
     assert stats.extra["compactions_seen"] > 0, "the journal never compacted: the test did not test compaction"

@@ -217,7 +217,6 @@ def test_resume_claim_on_a_full_state_disk_refuses_cleanly(disk, monkeypatch):
     """The tray's own state dir (lease db, decision journal) on a full disk: resume refuses, says why."""
     if not disk.real:
         pytest.skip("needs the real full filesystem")
-    pytest.importorskip("core.resume")
     from core.resume import resume_turn
 
     home, _good = _home(disk)

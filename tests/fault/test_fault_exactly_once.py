@@ -10,13 +10,8 @@ from __future__ import annotations
 
 import os
 
-import pytest
-
-pytest.importorskip("core.resume", reason="core.resume (issue 5) not landed yet")
-pytest.importorskip("hermes_tray.demo.sim_install", reason="simulated backend (issue 5) not landed yet")
-pytest.importorskip("hermes_tray.app.headless", reason="helper (issue 6) not landed yet")
-
 import fault_resume_race as R  # noqa: E402
+import pytest
 
 from hermes_tray.demo.sim_install import create_sim_install  # noqa: E402
 

@@ -110,7 +110,6 @@ scan_inputs = st.fixed_dictionaries(
 @given(inp=scan_inputs)
 def test_scanner_survives_any_home(scratch, inp):
     """Arbitrary bytes and JSON shapes in every source at once → the scan never raises, reads only."""
-    pytest.importorskip("core.scanner")
     home = scratch.reset()
     if inp["markers"] is not None:
         (home / "desktop" / "interrupted_turns.json").write_bytes(inp["markers"])
@@ -371,7 +370,6 @@ def test_config_yaml_alias_bomb_is_bounded(tmp_path, op):
     not expand: the scanner reads config.yaml on every scan, so an unbounded read is a tray-wide
     denial of service (found here: read_backend_config ate 7.8 GB before this cap existed).
     Run in a child with a 768 MB address-space cap and a 20 s timeout."""
-    pytest.importorskip("core.backend_config")
     env = {**os.environ, "HERMES_TRAY_STATE_DIR": str(tmp_path / "state")}
     try:
         out = subprocess.run(

@@ -18,7 +18,6 @@ EDITS = int(os.environ.get("HERMES_TRAY_FAULT_RACE_EDITS", "200"))
 
 
 def test_non_locking_writer_loses_nothing_outside_the_residual_window(tmp_path):
-    pytest.importorskip("core.markers", reason="core.markers (issue 2) not landed yet")
     import fault_races
 
     try:

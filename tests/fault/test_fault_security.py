@@ -30,10 +30,6 @@ import time
 from pathlib import Path
 
 import pytest
-
-pytest.importorskip("core.resume", reason="core.resume (issue 5) not landed yet")
-pytest.importorskip("hermes_tray.demo.sim_install", reason="simulated backend (issue 5) not landed yet")
-
 from faultkit import REPO  # noqa: E402
 
 P_SKIP = "QUOKKA-7731 skip me: rewrite the billing module in Rust"

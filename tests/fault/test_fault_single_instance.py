@@ -27,9 +27,6 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("PySide6.QtNetwork")
-pytest.importorskip("hermes_tray.app.single_instance", reason="hermes_tray/app/single_instance.py (issue 6) not landed")
-
 pytestmark = pytest.mark.skipif(
     sys.platform == "win32" or os.geteuid() != 0, reason="needs root to switch to another uid"
 )

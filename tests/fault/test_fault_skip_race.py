@@ -16,12 +16,8 @@ raced here: the tray/CLI one (claim) and a bare compare-and-remove (no claim).
 
 from __future__ import annotations
 
-import pytest
-
-pytest.importorskip("core.resume", reason="core.resume (issue 5) not landed yet")
-pytest.importorskip("hermes_tray.demo.sim_install", reason="simulated backend (issue 5) not landed yet")
-
 import fault_resume_race as R  # noqa: E402
+import pytest
 
 from core.markers import list_turn_markers  # noqa: E402
 from hermes_tray.demo.sim_install import create_sim_install  # noqa: E402

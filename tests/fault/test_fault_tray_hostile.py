@@ -16,12 +16,9 @@ import random
 import subprocess
 import time
 
-import pytest
-
-pytest.importorskip("hermes_tray.app.headless", reason="helper / tray (issue 6) not landed yet")
-
 import fault_hostile as H  # noqa: E402
 import fault_resume_race as R  # noqa: E402
+import pytest
 
 MARKERS = [
     b"{", b"", b"[]", b"null", b"\xff\xfe\x00", b"[" * 20_000, b'{"a":' * 20_000,
