@@ -72,6 +72,7 @@ class ResumeResult:
             "session_key": self.session_key, "verdict": self.verdict, "exit_code": self.exit_code,
             "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
             "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
+            "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
         }
 
 

@@ -367,7 +367,7 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST,
                       on_dispatched=lambda _r: fill())  # the disk fills up while the continuation runs
     assert res.outcome == "completed", res.message
-    assert "The marker could not be removed" in res.message
+    assert "The marker could not be removed" in res.message and res.to_dict()["marker_left"]
     left = list_turn_markers(home)[key]  # the tray's own entry: attempts + 1, a writer that has exited
     assert left["attempts"] == 1 and marker_writer_state(left) == "dead"
     assert res.continuation is not None and res.continuation.marker_left_started_at == left["started_at"]
