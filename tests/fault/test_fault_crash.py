@@ -48,7 +48,8 @@ def test_crash_lease(tmp_path):
 
 def test_harness_catches_a_torn_write(tmp_path):
     """The method has teeth: an in-place (truncate + write) writer is caught within 50 kills."""
-    with pytest.raises(AssertionError, match="round"):
+    # Caught either by the per-round parse check or by the checksum of a torn body: both are the harness noticing.
+    with pytest.raises(AssertionError, match="round|checksum"):
         sc.crash_fsutil(tmp_path, 50, random.Random(seed()), naive=True)
 
 
