@@ -42,35 +42,6 @@ def test_hermes_present_follows_homes_and_installs(tmp_path, monkeypatch):
     assert hermes_present(args)
 
 
-def test_no_command_without_hermes_opens_the_demo(tmp_path):
-    env = _isolated_env(tmp_path)
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tray"], env=env, cwd=tmp_path,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        deadline = time.monotonic() + 60
-        out = ""
-        while time.monotonic() < deadline and "Hermes home" not in out:
-            line = proc.stdout.readline()
-            if not line:
-                break
-            out += line
-        assert "demo ready" in out, out
-        assert "Hermes home" in out
-        time.sleep(1.0)
-        assert proc.poll() is None, "the tray should be running on the demo home"
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            _, err = proc.communicate(timeout=20)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            _, err = proc.communicate()
-    assert "throwaway demo home" in err
-    assert proc.returncode == 0, err
-    # The demo never touched the (empty) real home.
-    assert not (tmp_path / "home" / ".hermes").exists()
-
-
 def _wait_for_demo(proc: subprocess.Popen, timeout: float = 60) -> str:
     deadline = time.monotonic() + timeout
     out = ""
@@ -90,6 +61,24 @@ def _stop(proc: subprocess.Popen) -> str:
         proc.kill()
         _, err = proc.communicate()
     return err
+
+
+def test_no_command_without_hermes_opens_the_demo(tmp_path):
+    env = _isolated_env(tmp_path)
+    proc = subprocess.Popen([sys.executable, "-m", "hermes_tray"], env=env, cwd=tmp_path,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        out = _wait_for_demo(proc)
+        assert "demo ready" in out, out
+        assert "Hermes home" in out
+        time.sleep(1.0)
+        assert proc.poll() is None, "the tray should be running on the demo home"
+    finally:
+        err = _stop(proc)
+    assert "throwaway demo home" in err
+    assert proc.returncode == 0, err
+    # The demo never touched the (empty) real home.
+    assert not (tmp_path / "home" / ".hermes").exists()
 
 
 def test_demo_launches_reuse_one_dir_and_a_second_hands_off(tmp_path):
