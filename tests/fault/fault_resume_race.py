@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from faultkit import REPO
+from faultkit import REPO, environ
 
 
 def _cli() -> list[str]:
@@ -219,17 +219,8 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
     from hermes_tray.demo.sim_backend import read_turns
 
     conts = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]
-    env_state = {k: v for k, v in env.items() if k.startswith("HERMES_TRAY_")}
-    old = {k: os.environ.get(k) for k in env_state}
-    os.environ.update(env_state)
-    try:
+    with environ({k: v for k, v in env.items() if k.startswith("HERMES_TRAY_")}):
         events = [e.get("event") for e in reversed(decisions.history(500, session_key=key))]
-    finally:
-        for k, v in old.items():
-            if v is None:
-                os.environ.pop(k, None)
-            else:
-                os.environ[k] = v
     marker = list_turn_markers(home).get(key)
     return {
         "max_attempts": max_attempts,

@@ -20,6 +20,7 @@ hypothesis) never leak into a forked writer.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import multiprocessing
 import os
@@ -28,7 +29,7 @@ import signal
 import sys
 import time
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -197,3 +198,18 @@ def temp_litter(directory: Path, target_name: str) -> list[str]:
 def report(stats: KillStats) -> None:
     """Print a stats line (shown with -s / -rA; the bench driver collects them)."""
     print(stats.line(), flush=True)
+
+
+@contextlib.contextmanager
+def environ(values: Mapping[str, str]) -> Iterator[None]:
+    """Point this process's engine calls at a test's tray dirs for a moment, then put back what was there."""
+    saved = {k: os.environ.get(k) for k in values}
+    os.environ.update(values)
+    try:
+        yield
+    finally:
+        for k, v in saved.items():
+            if v is None:
+                os.environ.pop(k, None)
+            else:
+                os.environ[k] = v

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faultkit import REPO  # noqa: E402
+from faultkit import REPO, environ  # noqa: E402
 
 P_SKIP = "QUOKKA-7731 skip me: rewrite the billing module in Rust"
 P_RESUME = "NARWHAL-4402 resume me: migrate the database with zero downtime"
@@ -61,16 +61,8 @@ def session(tmp_path_factory):
         k_notify = sim_state.create_session(home, title="notify me")
         env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)  # no notification server: notifications go to the log
-        saved = {k: os.environ.get(k) for k in tray_dirs(root)}
-        os.environ.update(tray_dirs(root))
-        try:
+        with environ(tray_dirs(root)):
             save_settings(TraySettings(mode="ask", hermes_command=tuple(sim_command(sim))))
-        finally:
-            for k, v in saved.items():
-                if v is None:
-                    os.environ.pop(k, None)
-                else:
-                    os.environ[k] = v
         for key, prompt in ((k_skip, P_SKIP), (k_resume, P_RESUME), (k_notify, P_NOTIFY)):
             plant_marker(home, key, prompt)
         cli = [sys.executable, "-m", "hermes_tray"]
