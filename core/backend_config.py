@@ -34,7 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.policy import (
+from hermes_tray_core.policy import (
     DEFAULT_ENABLED,
     DEFAULT_FRESHNESS_MINUTES,
     DEFAULT_MAX_ATTEMPTS,
@@ -452,7 +452,7 @@ def _expected(doc: Any, changes: Mapping[str, Any]) -> dict:
 
 
 def _lock_path(path: Path) -> Path:
-    from core import paths
+    from hermes_tray_core import paths
 
     digest = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogatepass")).hexdigest()[:24]
     return paths.state_dir() / "locks" / f"config-{digest}.lock"
@@ -469,7 +469,13 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     untouched — when it does not parse, has an unexpected shape, is a symlink, or a value is bad.
     Returns the configuration as read back from the written file.
     """
-    from core.fsutil import atomic_write_bytes, ensure_private_dir, file_signature, locked, sweep_stale_temps
+    from hermes_tray_core.fsutil import (
+        atomic_write_bytes,
+        ensure_private_dir,
+        file_signature,
+        locked,
+        sweep_stale_temps,
+    )
 
     wanted = _validate_changes(changes)
     path = config_path(home)

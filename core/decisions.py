@@ -27,8 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core import journal, paths
-from core.ids import validate_session_id
+from hermes_tray_core import journal, paths
+from hermes_tray_core.ids import validate_session_id
 
 JOURNAL_ID = "decisions"
 EVENTS = (

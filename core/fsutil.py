@@ -131,7 +131,7 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
     A temp file of a live writer is never touched; one whose writer pid is gone (or recycled:
     older than the process now holding that pid) is litter from a killed write.
     """
-    from core.procid import process_liveness, process_start_time  # local: keep fsutil light
+    from hermes_tray_core.procid import process_liveness, process_start_time  # local: keep fsutil light
 
     removed = 0
     directory = Path(target).parent

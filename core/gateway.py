@@ -48,10 +48,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from core.continuation import RESUMING_STATUS_TEXT, continuation_note
-from core.frozen_env import child_environment, dll_directory_reset
-from core.ids import validate_session_id
-from core.procid import ProcessIdentity, identity_of
+from hermes_tray_core.continuation import RESUMING_STATUS_TEXT, continuation_note
+from hermes_tray_core.frozen_env import child_environment, dll_directory_reset
+from hermes_tray_core.ids import validate_session_id
+from hermes_tray_core.procid import ProcessIdentity, identity_of
 
 logger = logging.getLogger(__name__)
 
@@ -193,7 +193,7 @@ def settings_hermes_command() -> tuple[str, ...] | None:
     with the settings error: the user may have set ``hermes_command`` there, and silently running
     whatever ``hermes`` is on PATH instead could continue the turn with the wrong installation.
     """
-    from core.settings import SettingsError, load_settings
+    from hermes_tray_core.settings import SettingsError, load_settings
 
     try:
         return load_settings().hermes_command
@@ -374,8 +374,8 @@ class GatewayProcess:
         ``log_problem`` says why (``log_path`` becomes None)."""
         log = None
         if self.log_path is not None:
-            from core.fsutil import ensure_private_dir
-            from core.logfiles import open_private_append
+            from hermes_tray_core.fsutil import ensure_private_dir
+            from hermes_tray_core.logfiles import open_private_append
 
             try:
                 ensure_private_dir(self.log_path.parent)
@@ -648,8 +648,8 @@ class GatewayOptions:
 def gateway_log_path(session_key: str) -> Path:
     """Per-continuation stderr log of the gateway, in the tray's log dir (0600). The session key is made
     safe for a file name everywhere (``:`` is valid in a key, not in a Windows file name)."""
-    from core.logfiles import safe_file_part
-    from core.paths import log_dir
+    from hermes_tray_core.logfiles import safe_file_part
+    from hermes_tray_core.paths import log_dir
 
     stamp = time.strftime("%Y%m%dT%H%M%S")
     return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}.log"
@@ -697,7 +697,7 @@ def continue_turn(
     gw_cwd = cwd if cwd is not None else str(Path.home())
     caps = capabilities or probe_capabilities(install, env=gw_env, cwd=gw_cwd)
     if log_path is None:
-        from core.logfiles import KEEP_GATEWAY_LOGS, prune_logs
+        from hermes_tray_core.logfiles import KEEP_GATEWAY_LOGS, prune_logs
 
         log_path = gateway_log_path(session_key)
         prune_logs(log_path.parent, keep=KEEP_GATEWAY_LOGS - 1)  # with this run's: the newest 20 stay
@@ -765,7 +765,7 @@ class _Run:
         Compare-and-swap against the entry the caller checked: False (nothing written) when it changed or
         vanished since — a skip won, whoever made it. Raises ``MarkerStoreError`` when it cannot be written.
         """
-        from core.markers import MarkerStore, build_entry
+        from hermes_tray_core.markers import MarkerStore, build_entry
 
         assert self.gw is not None and self.gw.identity is not None
         store = MarkerStore(self.home)
@@ -783,7 +783,7 @@ class _Run:
         """Legacy backend, right before the swap: is a Hermes turn lease or another active-session owner on
         the session now? The caller checked before spawning the gateway, up to ``ready_timeout`` ago. Our
         own gateway registering the session it resumed is not another owner. Returns why not to go on."""
-        from core.hermes_state import session_activity
+        from hermes_tray_core.hermes_state import session_activity
 
         assert self.gw is not None
         try:
@@ -798,7 +798,7 @@ class _Run:
 
     def _give_marker_back(self) -> None:
         """Nothing reached Hermes after all: put the checked entry back (only over our own)."""
-        from core.markers import MarkerStore
+        from hermes_tray_core.markers import MarkerStore
 
         if self.expected is None or self.our_marker is None:
             return
@@ -810,7 +810,7 @@ class _Run:
 
     def _retire_marker(self) -> None:
         """The continuation concluded (or was stopped): its marker must not be continued again."""
-        from core.markers import MarkerStore
+        from hermes_tray_core.markers import MarkerStore
 
         try:
             store = MarkerStore(self.home)
@@ -929,7 +929,7 @@ class _Run:
         # changed the entry since, nothing is submitted — the skip won. Once swapped, a skip of the
         # old entry fails, so exactly one of the two wins. (A crash after the swap reads right: the
         # entry names this child, so a dead child reads dead and the budget counts this attempt.)
-        from core.markers import MarkerStoreError
+        from hermes_tray_core.markers import MarkerStoreError
 
         try:
             taken = self._take_marker()
@@ -985,7 +985,7 @@ class _Run:
                 self._dispatched()
                 self._pushback = ev
                 return self._follow(t_resume)
-        from core.markers import read_turn_marker
+        from hermes_tray_core.markers import read_turn_marker
 
         left = read_turn_marker(self.home, self.key)
         why = ("it left the marker in place (its writer may still be running, or another mechanism owns it)"

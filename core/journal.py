@@ -32,7 +32,7 @@ from collections import OrderedDict
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from core.fsutil import (
+from hermes_tray_core.fsutil import (
     FILE_MODE,
     UnsafePathError,
     atomic_write_bytes,

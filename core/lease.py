@@ -29,9 +29,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
-from core.hermes_state import own_pidns
-from core.procid import own_identity, process_liveness
+from hermes_tray_core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
+from hermes_tray_core.hermes_state import own_pidns
+from hermes_tray_core.procid import own_identity, process_liveness
 
 log = logging.getLogger(__name__)
 
@@ -100,7 +100,7 @@ class LeaseStore:
     @classmethod
     def default(cls) -> LeaseStore:
         """The tray's per-user store, ``core.paths.lease_db()``."""
-        from core import paths
+        from hermes_tray_core import paths
 
         return cls(paths.lease_db())
 

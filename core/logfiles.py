@@ -20,7 +20,7 @@ import re
 import stat
 from pathlib import Path
 
-from core.fsutil import FILE_MODE, UnsafePathError, refuse_symlink
+from hermes_tray_core.fsutil import FILE_MODE, UnsafePathError, refuse_symlink
 
 logger = logging.getLogger(__name__)
 

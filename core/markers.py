@@ -42,9 +42,9 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from core import fsutil
-from core.ids import validate_session_id
-from core.procid import ProcessIdentity, own_identity, process_liveness
+from hermes_tray_core import fsutil
+from hermes_tray_core.ids import validate_session_id
+from hermes_tray_core.procid import ProcessIdentity, own_identity, process_liveness
 
 logger = logging.getLogger(__name__)
 

@@ -27,8 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core import gateway
-from core.ids import validate_session_id
+from hermes_tray_core import gateway
+from hermes_tray_core.ids import validate_session_id
 
 logger = logging.getLogger(__name__)
 
@@ -95,8 +95,8 @@ _stores_lock = threading.Lock()
 def _lease_store(path: Path | None) -> Any:
     """One open ``LeaseStore`` per path per process: the tray resumes many times, and a fresh
     connection (file checks, WAL set-up) would sit on every resume's critical path."""
-    from core.lease import LeaseStore
-    from core.paths import lease_db
+    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.paths import lease_db
 
     p = str(path or lease_db())
     with _stores_lock:
@@ -110,7 +110,7 @@ def _journal(event: str, home: str, key: str, started_at: float | None = None, *
     """Decision journal entry for the turn that started at ``started_at`` (bookkeeping: a failure is
     logged, never raised)."""
     try:
-        from core import decisions
+        from hermes_tray_core import decisions
 
         decisions.record(event, home=home, session_key=key, started_at=started_at, **fields)
     except Exception:
@@ -129,10 +129,10 @@ class Assessment:
 
 def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now: float | None = None) -> Assessment:
     """The scanner's verdict for one marker entry: writer, Hermes turn lease, active-session owner."""
-    from core.backend_config import read_backend_config
-    from core.hermes_state import lookup_session, session_activity
-    from core.markers import marker_writer_state
-    from core.policy import decide
+    from hermes_tray_core.backend_config import read_backend_config
+    from hermes_tray_core.hermes_state import lookup_session, session_activity
+    from hermes_tray_core.markers import marker_writer_state
+    from hermes_tray_core.policy import decide
 
     now = time.time() if now is None else now
     cfg = read_backend_config(home).auto_continue
@@ -195,7 +195,7 @@ def resume_turn(
             return refused("Not resumed: this turn is being skipped right now.")
         who = f" ({cur.holder})" if cur is not None else ""
         return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.")
-    from core.lease import LeaseKeeper
+    from hermes_tray_core.lease import LeaseKeeper
 
     keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
                          on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
@@ -219,7 +219,7 @@ def _settled(home: str, key: str, started_at: float | None) -> str | None:
     """``completed`` / ``skipped`` when the decision journal already records that for this very turn
     (home, session, started_at): a marker for it that is back (a writer re-wrote it, the tray could
     not remove its own) must not run the turn again."""
-    from core import decisions
+    from hermes_tray_core import decisions
 
     try:
         names = decisions.default_journal().events_for(home, key, started_at)
@@ -238,7 +238,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
                     on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
                     stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
                     refused: Callable[..., ResumeResult]) -> ResumeResult:
-    from core.markers import MarkerStoreError, list_turn_markers
+    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
     try:
         entry = list_turn_markers(home).get(key)

@@ -31,8 +31,8 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from core.homes import Home
-from core.policy import AutoContinueConfig, Decision, decide
+from hermes_tray_core.homes import Home
+from hermes_tray_core.policy import AutoContinueConfig, Decision, decide
 
 CACHE_VERSION = 2
 EXCERPT_CHARS = 120
@@ -174,7 +174,7 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 def default_cache_file() -> Path:
-    from core import paths
+    from hermes_tray_core import paths
 
     return paths.cache_dir() / "scan-cache.json"
 
@@ -191,7 +191,7 @@ def _num(value: Any) -> float | None:
 
 
 def _attempts(entry: Mapping[str, Any]) -> int:
-    from core.policy import marker_attempts
+    from hermes_tray_core.policy import marker_attempts
 
     return marker_attempts(entry) or 0
 
@@ -298,7 +298,7 @@ class _HomeState:
         try:
             parents = [k for k in keys if (self._sessions.get(k) or (None, None, None))[2]]
             if parents:
-                from core import hermes_state as hs
+                from hermes_tray_core import hermes_state as hs
 
                 for key in parents:
                     self._roots[key] = hs.conversation_root_with(conn, key)
@@ -340,7 +340,7 @@ class _HomeState:
                 row = self._leases.get(cid)
                 if row is None:
                     continue
-                from core import hermes_state as hs
+                from hermes_tray_core import hermes_state as hs
 
                 view = hs.judge_lease_row(dict(row), cid, self.now)
                 if view.state == "live":
@@ -352,7 +352,7 @@ class _HomeState:
 
 
 def _owner_lookup(home: Path, key: str):
-    from core.hermes_state import active_session_owner
+    from hermes_tray_core.hermes_state import active_session_owner
 
     return active_session_owner(home, key)
 
@@ -381,7 +381,7 @@ def _describe_db(exc: Exception) -> str:
 
 def _summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[str, Any]:
     """Pending turns of one WebUI session, without any text: ids, times, worker identity."""
-    from core import journal
+    from hermes_tray_core import journal
 
     doc = journal.read_turn_journal(sid, session_dir=session_dir, shards=[f for f in files if "~" in f.name])
     events = doc["events"]
@@ -475,7 +475,7 @@ class Scanner:
         if self.cache_file is None or not self._dirty:
             return
         try:
-            from core.fsutil import atomic_write_bytes, ensure_private_dir
+            from hermes_tray_core.fsutil import atomic_write_bytes, ensure_private_dir
 
             ensure_private_dir(self.cache_file.parent)
             doc = {"version": CACHE_VERSION, "journals": self._journals, "configs": self._configs}
@@ -527,7 +527,7 @@ class Scanner:
                     str(p) for p in cached[2]]
             except (TypeError, ValueError):
                 pass  # a damaged cache entry: read the file
-        from core.backend_config import read_backend_config
+        from hermes_tray_core.backend_config import read_backend_config
 
         cfg = read_backend_config(home.path)
         problems = list(cfg.warnings)
@@ -551,7 +551,7 @@ class Scanner:
         cached = self._markers.get(str(path))
         if cached and cached[0] == sig:
             return cached[1], cached[2], cached[3], st
-        from core.markers import MarkerCorruptError, list_turn_markers
+        from hermes_tray_core.markers import MarkerCorruptError, list_turn_markers
 
         try:
             entries, status, problem = list_turn_markers(home.path), "ok", None
@@ -623,7 +623,7 @@ class Scanner:
 
     def _marker_records(self, home: Home, entries: dict, config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:
-        from core.markers import marker_writer_state
+        from hermes_tray_core.markers import marker_writer_state
 
         out = []
         title_problem = None
@@ -674,7 +674,7 @@ class Scanner:
 
     def _webui_records(self, home: Home, now: float, problems: list[str],
                        live: set[str]) -> tuple[int, list[TurnRecord]]:
-        from core.procid import process_liveness
+        from hermes_tray_core.procid import process_liveness
 
         jdir = home.webui_journal_dir
         try:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from core import paths
+from hermes_tray_core import paths
 
 MODES = ("ask", "auto", "off")
 KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command")
@@ -130,7 +130,7 @@ def save_settings(settings: TraySettings, path: Path | None = None) -> Path:
     """Write ``settings`` atomically (0600, parent dir 0700). Returns the path written."""
     import tomli_w
 
-    from core.fsutil import atomic_write_bytes, ensure_private_dir, sweep_stale_temps
+    from hermes_tray_core.fsutil import atomic_write_bytes, ensure_private_dir, sweep_stale_temps
 
     path = Path(path) if path is not None else (settings.path or paths.settings_file())
     validate(settings.to_dict())
@@ -161,7 +161,7 @@ def parse_value(key: str, text: str) -> Any:
 def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> TraySettings:
     """Read-modify-write under a lock: apply ``changes`` (typed values; ``hermes_command=None``
     unsets it), validate, save, return."""
-    from core.fsutil import ensure_private_dir, locked
+    from hermes_tray_core.fsutil import ensure_private_dir, locked
 
     path = Path(path) if path is not None else paths.settings_file()
     ensure_private_dir(path.parent)

@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from core.ids import validate_session_id
+from hermes_tray_core.ids import validate_session_id
 
 logger = logging.getLogger(__name__)
 
@@ -67,8 +67,8 @@ def skip_turn(
     """Remove ``session_key``'s marker in ``home`` iff it still equals ``expected`` and no resume holds the
     turn (see module doc); then, still holding the claim, call ``on_skipped()`` to journal it. Never
     raises for expected failures; :class:`~core.ids.InvalidIdError` for a malformed key."""
-    from core.markers import remove_marker_if_unchanged
-    from core.resume import _lease_store, claim_name
+    from hermes_tray_core.markers import remove_marker_if_unchanged
+    from hermes_tray_core.resume import _lease_store, claim_name
 
     validate_session_id(session_key, what="session key")
     name = claim_name(home, session_key)

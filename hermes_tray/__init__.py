@@ -1,5 +1,5 @@
 """hermes-tray: the desktop shell (tray, prompt window, notifier, settings, CLI, helper, demo)."""
 
-from core import __version__
+from hermes_tray_core import __version__
 
 __all__ = ["__version__"]

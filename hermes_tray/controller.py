@@ -41,7 +41,7 @@ def stop_budget() -> float:
     the interrupt's grace, then close stdin → wait, terminate → wait, kill → wait (10 s), plus
     the reader join and a margin."""
     try:
-        from core.gateway import GatewayOptions
+        from hermes_tray_core.gateway import GatewayOptions
 
         o = GatewayOptions()
         return float(o.stop_grace) + 2 * float(o.shutdown_grace) + 10.0 + 2.0 + 3.0

@@ -23,7 +23,7 @@ log = logging.getLogger(__name__)
 def _decisions():
     """``core.decisions`` (issue 3), or None while it has not landed."""
     try:
-        from core import decisions
+        from hermes_tray_core import decisions
     except ImportError:
         return None
     return decisions
@@ -41,7 +41,7 @@ class CoreEngine:
 
     # --- homes and scanning (detector thread) -------------------------------------------------
     def homes(self) -> list[Any]:
-        from core.homes import discover_homes
+        from hermes_tray_core.homes import discover_homes
 
         extra = ()
         try:
@@ -51,7 +51,7 @@ class CoreEngine:
         return discover_homes(explicit=self.explicit_homes, extra=extra)
 
     def scan(self, homes: Sequence[Any]) -> tuple[Sequence[Any], Sequence[str], dict[str, Any]]:
-        from core.scanner import Scanner, default_cache_file
+        from hermes_tray_core.scanner import Scanner, default_cache_file
 
         key = tuple(str(h.path) for h in homes)
         if self._scanner is None or key != self._scanner_homes:
@@ -82,7 +82,7 @@ class CoreEngine:
             dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
             files += [h.marker_file, h.config_file]
         if self.explicit_homes is None:
-            from core.paths import settings_file
+            from hermes_tray_core.paths import settings_file
 
             files.append(settings_file())  # homes added there (the CLI, another tray) are picked up
         return dirs, files
@@ -103,7 +103,7 @@ class CoreEngine:
     # --- actions (GUI thread unless noted) ------------------------------------------------------
     def skip(self, record: Any, *, origin: str) -> tuple[bool, str]:
         """Skip unless the entry changed or a resume holds the turn right now (``core.skip``)."""
-        from core import skip as core_skip
+        from hermes_tray_core import skip as core_skip
 
         expected = dict(getattr(record, "entry", None) or {})
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
@@ -122,7 +122,7 @@ class CoreEngine:
         self, record: Any, *, origin: str, on_progress: Callable[[Any], None], stop: threading.Event
     ) -> Outcome:
         """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
-        from core import resume as core_resume
+        from hermes_tray_core import resume as core_resume
 
         expected = dict(getattr(record, "entry", None) or {})
         result = core_resume.resume_turn(
@@ -132,7 +132,11 @@ class CoreEngine:
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
-        from core.backend_config import BackendConfigError, read_backend_config, write_auto_continue
+        from hermes_tray_core.backend_config import (
+            BackendConfigError,
+            read_backend_config,
+            write_auto_continue,
+        )
 
         problems = []
         for home in home_paths:
@@ -163,7 +167,7 @@ class CoreEngine:
             log.warning("could not journal the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
-        from core.backend_config import read_backend_config
+        from hermes_tray_core.backend_config import read_backend_config
 
         cfg = read_backend_config(home_path)
         ac = cfg.auto_continue
@@ -176,7 +180,7 @@ class CoreEngine:
 
     # --- settings -----------------------------------------------------------------------------
     def settings(self) -> Any:
-        from core.settings import SettingsError, TraySettings, load_settings
+        from hermes_tray_core.settings import SettingsError, TraySettings, load_settings
 
         try:
             return load_settings()
@@ -186,12 +190,12 @@ class CoreEngine:
 
     def update_settings(self, changes: dict[str, Any]) -> Any:
         """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
-        from core.settings import update_settings
+        from hermes_tray_core.settings import update_settings
 
         old = self.settings().to_dict()
         if changes.get("hermes_command", 0) is None:
             # "unset": write everything except the key (update_settings merges)
-            from core.settings import load_settings, save_settings, with_changes
+            from hermes_tray_core.settings import load_settings, save_settings, with_changes
 
             current = load_settings()
             new = with_changes(current, **{k: v for k, v in changes.items() if k != "hermes_command"}, hermes_command=None)

@@ -8,8 +8,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 @pytest.fixture(scope="module")
 def sims(tmp_path_factory: pytest.TempPathFactory) -> dict:
     """One simulated Hermes install per capability (``auto-continue``, ``legacy``), built once a module."""
-    from core import gateway
     from hermes_tray.demo.sim_install import create_sim_install, sim_command
+    from hermes_tray_core import gateway
 
     root = tmp_path_factory.mktemp("sim-installs")
     out = {}

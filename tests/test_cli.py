@@ -119,7 +119,7 @@ def test_skip_loses_race_between_read_and_remove(tmp_path, tree):
     root, _work, env = tree
     script = textwrap.dedent(f"""
         import json, sys, time
-        import core.markers as m
+        import hermes_tray_core.markers as m
         real = m.remove_marker_if_unchanged
         def racing(home, key, expected):
             path = m.marker_path(home)

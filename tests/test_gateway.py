@@ -1,4 +1,4 @@
-"""core.gateway against the simulated backend: real processes, real marker files, real pipes."""
+"""hermes_tray_core.gateway against the simulated backend: real processes, real marker files, real pipes."""
 
 from __future__ import annotations
 
@@ -11,13 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from core import gateway
-from core.continuation import NOTE_PREFIX, continuation_note
-from core.markers import list_turn_markers, marker_writer_state
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
 from hermes_tray.demo.testing import make_home, pid_running, plant_marker
+from hermes_tray_core import gateway
+from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
+from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
@@ -168,7 +168,7 @@ def test_backend_with_the_feature_continues_by_itself_and_no_note_is_sent(sims, 
 def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp_path):
     home, key = make_home(tmp_path / "home")
     # A live writer (this test process): the backend must leave it alone, and so must the tray.
-    from core.procid import own_identity
+    from hermes_tray_core.procid import own_identity
 
     plant_marker(home, key, PROMPT, writer=own_identity())
     before = dict(list_turn_markers(home)[key])

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from core import hermes_state as hs
-from core.procid import process_start_time
+from hermes_tray_core import hermes_state as hs
+from hermes_tray_core.procid import process_start_time
 
 NOW = 1_800_000_000.0
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.homes import default_root, discover_homes
+from hermes_tray_core.homes import default_root, discover_homes
 
 
 @pytest.fixture()

@@ -1,4 +1,4 @@
-"""core.journal: WebUI-compatible, crash-safe turn journal on real files and processes."""
+"""hermes_tray_core.journal: WebUI-compatible, crash-safe turn journal on real files and processes."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from core import journal as j
-from core.fsutil import UnsafePathError
+from hermes_tray_core import journal as j
+from hermes_tray_core.fsutil import UnsafePathError
 
 REPO = Path(__file__).resolve().parents[1]
 REFERENCE = Path(os.environ.get("HERMES_TRAY_REFERENCE_DIR", REPO.parent / "shared" / "reference"))
@@ -215,7 +215,7 @@ def test_compaction_keeps_unfinished_turns_and_drops_oldest_finished(tmp_path):
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from core import journal
+    from hermes_tray_core import journal
     d, tag, n, size = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     for i in range(n):
         journal.append_turn_journal_event("shared", {"event": "submitted", "turn_id": f"{tag}-{i}",

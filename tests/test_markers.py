@@ -1,4 +1,4 @@
-"""core.markers: Hermes' interrupted-turn marker file, with real files and real processes."""
+"""hermes_tray_core.markers: Hermes' interrupted-turn marker file, with real files and real processes."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from core import fsutil, markers
-from core.ids import InvalidIdError
-from core.markers import (
+from hermes_tray_core import fsutil, markers
+from hermes_tray_core.ids import InvalidIdError
+from hermes_tray_core.markers import (
     MarkerCorruptError,
     MarkerStore,
     MarkerStoreError,
@@ -33,7 +33,7 @@ from core.markers import (
     record_turn_start,
     remove_marker_if_unchanged,
 )
-from core.procid import ProcessIdentity, identity_of, own_identity
+from hermes_tray_core.procid import ProcessIdentity, identity_of, own_identity
 from tests.support.hermes_reference import reference_or_skip
 
 FORK = mp.get_context("fork")
@@ -161,7 +161,7 @@ def test_corrupt_file_is_set_aside_then_store_starts_fresh(home: Path, junk: byt
         list_turn_markers(home)  # ...the tray's strict read says so
     assert marker_path(home).read_bytes() == junk, "reads never move or rewrite the file"
 
-    with caplog.at_level(logging.WARNING, logger="core.markers"):
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers"):
         record_turn_start(home, "s", SECRET)
     assert read_turn_marker(home, "s")["prompt"] == SECRET
     aside = [p for p in marker_path(home).parent.iterdir() if p.name.startswith("interrupted_turns.json.corrupt-")]

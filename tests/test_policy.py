@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from core.policy import VERDICTS, AutoContinueConfig, decide
+from hermes_tray_core.policy import VERDICTS, AutoContinueConfig, decide
 
 NOW = 1_800_000_000.0
 DEFAULT = AutoContinueConfig()

@@ -1,4 +1,4 @@
-"""core.procid: (pid, create time) identity and alive / dead / unknown, against real processes."""
+"""hermes_tray_core.procid: (pid, create time) identity and alive / dead / unknown, against real processes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 import psutil
 import pytest
 
-from core import procid
-from core.procid import ProcessIdentity, identity_of, own_identity, process_liveness
+from hermes_tray_core import procid
+from hermes_tray_core.procid import ProcessIdentity, identity_of, own_identity, process_liveness
 
 
 @pytest.fixture

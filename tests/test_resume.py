@@ -1,4 +1,4 @@
-"""core.resume and ``hermes-tray resume`` against the simulated backend: exactly once, never over a live turn."""
+"""hermes_tray_core.resume and ``hermes-tray resume`` against the simulated backend: exactly once, never over a live turn."""
 
 from __future__ import annotations
 
@@ -13,14 +13,14 @@ from pathlib import Path
 
 import pytest
 
-from core import gateway
-from core.lease import LeaseStore
-from core.markers import list_turn_markers, marker_writer_state
-from core.resume import claim_name, resume_turn
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
 from hermes_tray.demo.testing import make_home, pid_running, plant_marker, settings_for, tray_dirs
+from hermes_tray_core import gateway
+from hermes_tray_core.lease import LeaseStore
+from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from hermes_tray_core.resume import claim_name, resume_turn
 
 PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
@@ -48,7 +48,7 @@ def install(sim_roots: dict[str, Path], cap: str = "legacy") -> gateway.HermesIn
 
 
 def journal_events(key: str) -> list[str]:
-    from core import decisions
+    from hermes_tray_core import decisions
 
     return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
 
@@ -66,7 +66,7 @@ def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
     blob = "".join(p.read_text(encoding="utf-8") for p in journal_dir.rglob("*.jsonl"))
     assert PROMPT not in blob and "Migrate" not in blob
     # The claim is released (and its epoch kept) for the next time.
-    from core.paths import lease_db
+    from hermes_tray_core.paths import lease_db
 
     assert LeaseStore(lease_db()).current(claim_name(home, key)) is None
 
@@ -75,7 +75,7 @@ def test_refuses_while_the_writer_is_alive(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        from core.procid import identity_of
+        from hermes_tray_core.procid import identity_of
 
         entry = plant_marker(home, key, PROMPT, writer=identity_of(writer.pid))
         res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
@@ -98,7 +98,7 @@ def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_pat
 
 
 def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path):
-    from core.procid import own_identity
+    from hermes_tray_core.procid import own_identity
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -124,7 +124,7 @@ def test_refuses_a_marker_that_changed_since_it_was_shown(sim_roots, env, tmp_pa
 def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
-    from core.paths import lease_db
+    from hermes_tray_core.paths import lease_db
 
     store = LeaseStore(lease_db())
     lease = store.acquire(claim_name(home, key), "other-tray", ttl=60)
@@ -250,7 +250,7 @@ def test_cli_status_after_a_crashed_continuation_shows_it_actionable(sim_roots, 
 
 
 def test_a_malformed_session_key_is_a_caller_error(env, tmp_path):
-    from core.ids import InvalidIdError
+    from hermes_tray_core.ids import InvalidIdError
 
     with pytest.raises(InvalidIdError):
         resume_turn(tmp_path, "../../etc/passwd", {})
@@ -283,8 +283,8 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
 def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp_path):
     import sqlite3
 
-    from core import resume as core_resume
-    from core.paths import lease_db
+    from hermes_tray_core import resume as core_resume
+    from hermes_tray_core.paths import lease_db
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -337,7 +337,7 @@ def small_desktop_dir(tmp_path):
                 except OSError:
                     break
         else:
-            from core import fsutil
+            from hermes_tray_core import fsutil
 
             def full(*_a, **_k):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -349,7 +349,7 @@ def small_desktop_dir(tmp_path):
         yield home, fill
     finally:
         if patched:
-            from core import fsutil
+            from hermes_tray_core import fsutil
 
             fsutil.atomic_write_bytes = patched[0]
         if real:
@@ -358,7 +358,7 @@ def small_desktop_dir(tmp_path):
 
 def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resumed_again(
         sim_roots, env, small_desktop_dir):
-    from core import decisions
+    from hermes_tray_core import decisions
 
     home, fill = small_desktop_dir
     home, key = make_home(home, turn_seconds=1.5)
@@ -397,8 +397,8 @@ def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, 
 
 
 def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path):
-    from core.hermes_state import active_session_owner
-    from core.procid import own_identity
+    from hermes_tray_core.hermes_state import active_session_owner
+    from hermes_tray_core.procid import own_identity
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)

@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from core import scanner as scanner_mod
-from core.homes import discover_homes
-from core.scanner import Scanner, prompt_excerpt, scan
+from hermes_tray_core import scanner as scanner_mod
+from hermes_tray_core.homes import discover_homes
+from hermes_tray_core.scanner import Scanner, prompt_excerpt, scan
 from tests.support.fixture_homes import FixtureHome, dead_pid, journal_turn, marker_entry, own_writer
 
 

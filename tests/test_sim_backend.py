@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from core.hermes_state import session_activity
-from core.markers import list_turn_markers, marker_writer_state
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.home import create_demo
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.testing import make_home, tray_dirs
+from hermes_tray_core.hermes_state import session_activity
+from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 
 pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py
 

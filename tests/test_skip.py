@@ -11,14 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from core import decisions, gateway
-from core import skip as core_skip
-from core.lease import LeaseStore
-from core.markers import MarkerStore, build_entry, list_turn_markers, remove_marker_if_unchanged
-from core.paths import lease_db
-from core.resume import claim_name, resume_turn
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.testing import dead_identity, make_home, plant_marker
+from hermes_tray_core import decisions, gateway
+from hermes_tray_core import skip as core_skip
+from hermes_tray_core.lease import LeaseStore
+from hermes_tray_core.markers import MarkerStore, build_entry, list_turn_markers, remove_marker_if_unchanged
+from hermes_tray_core.paths import lease_db
+from hermes_tray_core.resume import claim_name, resume_turn
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
@@ -68,8 +68,8 @@ def test_replace_if_unchanged_swaps_only_the_entry_that_was_seen(tmp_path):
 
 HOLD_CLAIM = """
 import sys, time
-from core.lease import LeaseStore
-from core.resume import claim_name
+from hermes_tray_core.lease import LeaseStore
+from hermes_tray_core.resume import claim_name
 store = LeaseStore(sys.argv[1])
 lease = store.acquire(claim_name(sys.argv[2], sys.argv[3]), "pid=child:via=test", ttl=60)
 print("held" if lease else "missed", flush=True)
@@ -226,7 +226,7 @@ def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
 
 
 def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
-    from core.markers import marker_path
+    from hermes_tray_core.markers import marker_path
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)

@@ -319,14 +319,14 @@ class TrayApp(QObject):
         dlg.activateWindow()
 
     def open_logs(self) -> None:
-        from core import fsutil
-        from core.paths import log_dir
+        from hermes_tray_core import fsutil
+        from hermes_tray_core.paths import log_dir
 
         path = fsutil.ensure_private_dir(log_dir())
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
     def show_about(self) -> None:
-        from core import __version__
+        from hermes_tray_core import __version__
 
         QMessageBox.about(
             None,

@@ -8,8 +8,8 @@ import os
 import sys
 from pathlib import Path
 
-from core import fsutil
-from core.paths import log_dir
+from hermes_tray_core import fsutil
+from hermes_tray_core.paths import log_dir
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -18,7 +18,7 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
     """Every file it opens (including after a rollover) is 0600 and never a symlink (core.logfiles)."""
 
     def _open(self):  # noqa: ANN202 - stdlib override
-        from core.logfiles import open_private_append
+        from hermes_tray_core.logfiles import open_private_append
 
         return os.fdopen(open_private_append(self.baseFilename), "a", encoding=self.encoding or "utf-8")
 

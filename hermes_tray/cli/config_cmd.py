@@ -37,7 +37,7 @@ def _tray_dict(settings) -> dict:
 
 
 def _home_dicts(homes) -> list[dict]:
-    from core.backend_config import read_backend_config
+    from hermes_tray_core.backend_config import read_backend_config
 
     out = []
     for h in homes:
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "set":
         return _set(args)
     if key in TRAY_KEYS or action == "show":
-        from core.settings import SettingsError, load_settings
+        from hermes_tray_core.settings import SettingsError, load_settings
 
         try:
             settings = load_settings()
@@ -134,19 +134,19 @@ def _set(args: argparse.Namespace) -> int:
 
     key, text = args.key, args.value
     if key in BACKEND_KEYS:
-        from core.backend_config import BackendConfigError, parse_value
         from hermes_tray.cli.enable_disable import set_backend
+        from hermes_tray_core.backend_config import BackendConfigError, parse_value
 
         try:
             value = parse_value(key, text)
         except BackendConfigError as exc:
             return refuse(args, str(exc), EXIT_USAGE)
         return set_backend(args, {key: value}, all_flag=args.all)
-    from core.settings import SettingsError, parse_value, update_settings
+    from hermes_tray_core.settings import SettingsError, parse_value, update_settings
 
     try:
         value = parse_value(key, text)
-        from core.settings import validate
+        from hermes_tray_core.settings import validate
 
         validate({key: value})
     except SettingsError as exc:

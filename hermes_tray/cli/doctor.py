@@ -130,7 +130,7 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
 
 
 def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
-    from core.gateway import HermesNotFound, find_hermes, probe_capabilities
+    from hermes_tray_core.gateway import HermesNotFound, find_hermes, probe_capabilities
 
     info: dict[str, Any] = {"installed": False}
     try:
@@ -153,7 +153,7 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
 
 
 def _paths() -> dict[str, str]:
-    from core import paths
+    from hermes_tray_core import paths
 
     return {
         "settings": str(paths.settings_file()),
@@ -166,9 +166,9 @@ def _paths() -> dict[str, str]:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.scanner import Scanner
-    from core.settings import SettingsError, TraySettings, load_settings
     from hermes_tray.cli.common import print_json, selected_homes
+    from hermes_tray_core.scanner import Scanner
+    from hermes_tray_core.settings import SettingsError, TraySettings, load_settings
 
     problems: list[str] = []
     try:

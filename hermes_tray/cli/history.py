@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def entries(limit: int, session: str | None = None) -> list[dict]:
     """Turn decisions and configuration changes, newest first."""
-    from core import decisions
+    from hermes_tray_core import decisions
 
     return list(decisions.history(limit, session_key=session))
 

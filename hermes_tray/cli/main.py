@@ -12,7 +12,7 @@ import argparse
 import importlib
 import sys
 
-from core import __version__
+from hermes_tray_core import __version__
 
 EXIT_OK = 0
 EXIT_REFUSED = 1

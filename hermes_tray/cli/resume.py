@@ -41,7 +41,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
     """(home, marker entry, problem) for the requested session across the selected homes."""
-    from core.markers import MarkerStoreError, list_turn_markers
+    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
     found = []
     problems = []
@@ -68,7 +68,7 @@ def _fmt_progress(p: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from core.ids import InvalidIdError, validate_session_id
+    from hermes_tray_core.ids import InvalidIdError, validate_session_id
 
     try:
         validate_session_id(args.session, what="session")
@@ -94,7 +94,7 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
 
 
 def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from core.resume import resume_turn
+    from hermes_tray_core.resume import resume_turn
 
     stop = threading.Event()
     quiet = bool(args.json)
@@ -133,11 +133,11 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from core.frozen_env import child_environment
-    from core.fsutil import ensure_private_dir
-    from core.logfiles import open_private_append
-    from core.paths import log_dir
     from hermes_tray.cli.resume_worker import LOG_NAME, worker_argv
+    from hermes_tray_core.frozen_env import child_environment
+    from hermes_tray_core.fsutil import ensure_private_dir
+    from hermes_tray_core.logfiles import open_private_append
+    from hermes_tray_core.paths import log_dir
 
     log_path = log_dir() / LOG_NAME
     try:

@@ -25,10 +25,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
-    from core import skip as core_skip
-    from core.ids import InvalidIdError, validate_session_id
-    from core.scanner import Scanner
     from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
+    from hermes_tray_core import skip as core_skip
+    from hermes_tray_core.ids import InvalidIdError, validate_session_id
+    from hermes_tray_core.scanner import Scanner
 
     try:
         key = validate_session_id(args.session, what="SESSION")

@@ -40,9 +40,14 @@ def hermes_present(args: argparse.Namespace) -> bool:
     """
     if getattr(args, "homes", None):
         return True
-    from core.gateway import HermesNotFound, HermesSettingsError, find_hermes, settings_hermes_command
-    from core.homes import discover_homes
-    from core.settings import load_settings
+    from hermes_tray_core.gateway import (
+        HermesNotFound,
+        HermesSettingsError,
+        find_hermes,
+        settings_hermes_command,
+    )
+    from hermes_tray_core.homes import discover_homes
+    from hermes_tray_core.settings import load_settings
 
     try:
         extra = load_settings().home_paths()

@@ -39,9 +39,9 @@ import uuid
 from pathlib import Path
 from typing import Any
 
-from core import markers
-from core.continuation import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
 from hermes_tray.demo import sim_state
+from hermes_tray_core import markers
+from hermes_tray_core.continuation import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
 
 AUTO = "auto-continue"
 LEGACY = "legacy"
@@ -237,8 +237,8 @@ class SimGateway:
 
     def _auto_continue_plan(self, key: str) -> tuple[int, str, float] | None:
         """Hermes' own decision on resume: continue, clear, or leave the marker (its order)."""
-        from core.backend_config import read_backend_config
-        from core.policy import decide
+        from hermes_tray_core.backend_config import read_backend_config
+        from hermes_tray_core.policy import decide
 
         raw = markers.MarkerStore(self.home).list().get(key)
         marker = markers.normalize_marker(raw)

@@ -30,7 +30,7 @@ if __name__ == "__main__":
 
 _TURN_MARKER = """\
 # The simulated backend's marker module: the tray's own store, API-compatible with Hermes'.
-from core.markers import clear_turn_marker, marker_writer_state, read_turn_marker, record_turn_start  # noqa: F401
+from hermes_tray_core.markers import clear_turn_marker, marker_writer_state, read_turn_marker, record_turn_start  # noqa: F401
 """
 
 _LAUNCHER = """\
@@ -62,9 +62,9 @@ def _site_packages(python: Path) -> Path:
 def _our_paths() -> list[str]:
     """Where this project and its dependencies import from, for the sim's ``.pth`` file."""
     dirs = [*site.getsitepackages(), site.getusersitepackages()]
-    import core
+    import hermes_tray_core
 
-    project_root = str(Path(core.__file__).resolve().parent.parent)
+    project_root = str(Path(hermes_tray_core.__file__).resolve().parent.parent)
     return [d for d in dirs if os.path.isdir(d)] + [project_root]
 
 

@@ -14,8 +14,8 @@ import time
 import uuid
 from pathlib import Path
 
-from core.hermes_state import own_pidns
-from core.procid import own_identity
+from hermes_tray_core.hermes_state import own_pidns
+from hermes_tray_core.procid import own_identity
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -141,8 +141,8 @@ def acquire_turn_lease(home: Path | str, sid: str, turn: str, ttl: float = LEASE
 
 
 def _holder_dead(holder: str) -> bool:
-    from core.hermes_state import parse_holder
-    from core.procid import process_liveness
+    from hermes_tray_core.hermes_state import parse_holder
+    from hermes_tray_core.procid import process_liveness
 
     pid, ns = parse_holder(holder)
     return pid is not None and ns is not None and ns == own_pidns() and process_liveness(pid) == "dead"

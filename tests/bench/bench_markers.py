@@ -28,14 +28,14 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO))
 
-from core import markers  # noqa: E402
+from hermes_tray_core import markers  # noqa: E402
 from tests.support.hermes_reference import ReferenceUnavailable, load_reference_markers  # noqa: E402
 
 PROMPT = "Refactor the payment module and keep the public API stable. " * 8  # ~500 chars, a typical prompt
 
 
 def _store(name: str):
-    return markers if name == "core.markers" else load_reference_markers()
+    return markers if name == "hermes_tray_core.markers" else load_reference_markers()
 
 
 def _worker(name: str, home: str, proc: int, keys: int, rounds: int, barrier, out) -> None:
@@ -183,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
         reps = []
         for rep in range(args.reps):
             before = statistics.median(durable_write_times(base, payload, 150))
-            ours = contended("core.markers", base, args.procs, args.keys, args.rounds)
+            ours = contended("hermes_tray_core.markers", base, args.procs, args.keys, args.rounds)
             ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
             after = statistics.median(durable_write_times(base, payload, 150))
             serial_ops = 2 / (before + after)  # the serial limit measured around this repetition
@@ -202,14 +202,14 @@ def main(argv: list[str] | None = None) -> int:
         # The ratio to the serial limit, measured in short paired chunks (durable writes, then a contended
         # burst, then durable writes again) so both sides see the same disk and CPU: on a shared machine the
         # disk's speed swings several-fold within a minute, which the long runs above cannot bracket.
-        pairs: dict[str, list[float]] = {"core.markers": [], "reference": []}
+        pairs: dict[str, list[float]] = {"hermes_tray_core.markers": [], "reference": []}
         for _ in range(args.pairs):
-            for name in pairs if have_ref else ["core.markers"]:
+            for name in pairs if have_ref else ["hermes_tray_core.markers"]:
                 before = statistics.median(durable_write_times(base, payload, 40))
                 burst = contended(name, base, args.procs, args.keys, 3)
                 after = statistics.median(durable_write_times(base, payload, 40))
                 pairs[name].append(burst["ops_s"] * (before + after) / 2)
-        ratio = statistics.median(pairs["core.markers"])
+        ratio = statistics.median(pairs["hermes_tray_core.markers"])
         ref_ratio = statistics.median(pairs["reference"]) if have_ref else None
 
         rec, clr, dur = single_op_times(base, args.single, others=8)
@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n[contended / durable serial limit, median of {args.pairs} paired bursts "
               f"({args.procs} procs x {args.keys} keys x 3 rounds, durable writes just before and after each)]")
         print(f"  core.markers: {ratio:.2f}x  (target >= 0.80)   per burst: "
-              + " ".join(f"{r:.2f}" for r in sorted(pairs["core.markers"])))
+              + " ".join(f"{r:.2f}" for r in sorted(pairs["hermes_tray_core.markers"])))
         if ref_ratio is not None:
             print(f"  reference:    {ref_ratio:.2f}x  (no cross-process lock, no directory fsync: faster, "
                   "and loses markers)   per burst: " + " ".join(f"{r:.2f}" for r in sorted(pairs["reference"])))
@@ -237,7 +237,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"  record_turn_start:    {rec_m * 1e3:.3f} ms = {rec_m / dur_m:.2f}x  (target <= 1.30)")
         print(f"  clear_turn_marker:    {clr_m * 1e3:.3f} ms = {clr_m / dur_m:.2f}x  (target <= 1.30)")
         print(f"\n[temp-file litter] {args.kills} writers SIGKILLed at random moments (60 KB prompts)")
-        for label, name in [("core.markers", "core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
+        for label, name in [("hermes_tray_core.markers", "hermes_tray_core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
             left, swept = kill_litter(name, base, args.kills)
             print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
         ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3

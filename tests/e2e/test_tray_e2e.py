@@ -46,8 +46,8 @@ def demo(tmp_path, monkeypatch):
 
 
 def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
-    from core import decisions
-    from core.markers import read_turn_marker
+    from hermes_tray_core import decisions
+    from hermes_tray_core.markers import read_turn_marker
 
     key = demo.session_key
     tray = start_tray(desktop, demo, tmp_path)

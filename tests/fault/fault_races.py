@@ -111,7 +111,7 @@ def _timed_writes(windows: list[float], gaps: list[float], spans: list[tuple[flo
     ``windows``: check done -> rename returned (upper bound: includes the kernel's own wait
     for the directory lock and the journal, during which a rival rename may be ordered first).
     """
-    from core import fsutil
+    from hermes_tray_core import fsutil
 
     orig = fsutil.atomic_write_bytes
     orig_replace = os.replace
@@ -159,7 +159,7 @@ def foreign_writer_race(
     workdir: Path, edits: int, rng: random.Random, *, interval: float = INTERVAL, foreign_check: bool = True
 ) -> dict:
     """Run the race; ``foreign_check=False`` disables hermes-tray's re-read-before-replace (baseline)."""
-    from core import markers
+    from hermes_tray_core import markers
 
     home = Path(workdir) / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
@@ -178,7 +178,7 @@ def foreign_writer_race(
     # temp-file + rename (the delete-when-empty path has no rename to time).
     store.record("tray-anchor", "anchor prompt")
     handler = _Detected()
-    mlog = logging.getLogger("core.markers")
+    mlog = logging.getLogger("hermes_tray_core.markers")
     old_level = mlog.level
     mlog.addHandler(handler)
     mlog.setLevel(logging.INFO)

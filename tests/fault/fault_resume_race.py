@@ -39,8 +39,8 @@ def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
 
 
 def _write_settings(root: Path, sim_root: Path, mode: str, *, notify: bool = False) -> None:
-    from core.settings import TraySettings, save_settings
     from hermes_tray.demo.sim_install import sim_command
+    from hermes_tray_core.settings import TraySettings, save_settings
 
     save_settings(
         TraySettings(mode=mode, notify=notify, hermes_command=tuple(sim_command(sim_root))),
@@ -107,9 +107,9 @@ def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn
     """``start_together``: the turns were interrupted while no tray ran (power loss); the tray, the
     helper and the ``resume`` commands all start at the same instant. Otherwise the tray and the
     helper are up and watching when the turns are interrupted, and the commands start then."""
-    from core.markers import list_turn_markers
     from hermes_tray.demo import sim_state
     from hermes_tray.demo.testing import make_home, plant_marker
+    from hermes_tray_core.markers import list_turn_markers
 
     root = Path(workdir)
     home, first = make_home(root / "home", turn_seconds=turn_seconds)
@@ -184,10 +184,10 @@ def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn
 def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_calls: int = 6,
                with_helper: bool = True) -> dict:
     """Every continuation dies mid-turn. Count continuations the backend ran and what the tray said."""
-    from core import decisions
-    from core.markers import list_turn_markers
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.testing import make_home, plant_marker
+    from hermes_tray_core import decisions
+    from hermes_tray_core.markers import list_turn_markers
 
     root = Path(workdir)
     home, key = make_home(root / "home", max_attempts=max_attempts, turn_seconds=0.6)
@@ -246,12 +246,12 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
     hand edit) would. One winner: skip ok XOR a continuation ran."""
     import threading
 
-    from core import decisions, gateway
-    from core.markers import remove_marker_if_unchanged
-    from core.resume import resume_turn
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.sim_install import sim_command
     from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
+    from hermes_tray_core import decisions, gateway
+    from hermes_tray_core.markers import remove_marker_if_unchanged
+    from hermes_tray_core.resume import resume_turn
 
     root = Path(workdir)
     saved = {k: os.environ.get(k) for k in tray_dirs(root)}
@@ -272,7 +272,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
         skip_turn = None
         if claim:
             try:
-                from core.skip import skip_turn
+                from hermes_tray_core.skip import skip_turn
             except ImportError:  # before core.skip existed, the CLI and the tray did a bare compare-and-remove
                 skip_turn = None
         if skip_turn is not None:
@@ -328,8 +328,8 @@ def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, m
         # Continuations that did work: the note reached the session's transcript (the backend appends it
         # after recording the turn's marker). A turn logged as started whose gateway died before that
         # (its resumer was killed, stdin closed) ran nothing and left the marker as it was.
-        from core.continuation import is_continuation_note
         from hermes_tray.demo import sim_state
+        from hermes_tray_core.continuation import is_continuation_note
 
         worked = sum(1 for role, text in sim_state.messages(home, key) if role == "user" and is_continuation_note(text))
         dup = max(0, worked - len(set(attempts))) if attempts else 0

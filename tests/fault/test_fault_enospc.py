@@ -99,7 +99,7 @@ def disk(tmp_path, monkeypatch):
 
 
 def _home(disk: Disk) -> tuple[Path, bytes]:
-    from core import markers
+    from hermes_tray_core import markers
 
     home = disk.root / "home"
     home.mkdir()
@@ -113,7 +113,7 @@ def _no_litter(d: Path) -> None:
 
 
 def test_marker_writes_fail_cleanly(disk):
-    from core import markers
+    from hermes_tray_core import markers
 
     home, good = _home(disk)
     path = home / "desktop" / "interrupted_turns.json"
@@ -135,7 +135,7 @@ def test_marker_writes_fail_cleanly(disk):
 
 
 def test_journal_append_fails_cleanly(disk):
-    from core import journal
+    from hermes_tray_core import journal
 
     sdir = disk.root / "sessions"
     for i in range(3):
@@ -150,7 +150,7 @@ def test_journal_append_fails_cleanly(disk):
 
 
 def test_config_writes_fail_cleanly(disk):
-    from core import backend_config, settings
+    from hermes_tray_core import backend_config, settings
 
     home = disk.root / "home"
     home.mkdir()
@@ -174,7 +174,7 @@ def test_config_writes_fail_cleanly(disk):
 def test_lease_store_on_a_full_disk_refuses(disk):
     if not disk.real:
         pytest.skip("SQLite's ENOSPC needs a real full filesystem (root + tmpfs)")
-    from core.lease import LeaseStore
+    from hermes_tray_core.lease import LeaseStore
 
     db = disk.root / "leases.sqlite3"
     store = LeaseStore(db)
@@ -217,7 +217,7 @@ def test_resume_claim_on_a_full_state_disk_refuses_cleanly(disk, monkeypatch):
     """The tray's own state dir (lease db, decision journal) on a full disk: resume refuses, says why."""
     if not disk.real:
         pytest.skip("needs the real full filesystem")
-    from core.resume import resume_turn
+    from hermes_tray_core.resume import resume_turn
 
     home, _good = _home(disk)
     state = disk.root / "tray-state"

@@ -56,8 +56,8 @@ def _skip_cli(root: Path, home: Path, key: str) -> None:
 
 @pytest.mark.parametrize("mode", ["ask", "auto"])
 def test_resurrected_skip_is_skipped_again_silently(sim, tmp_path, mode):
-    from core.markers import list_turn_markers
     from hermes_tray.demo.testing import make_home, plant_marker
+    from hermes_tray_core.markers import list_turn_markers
 
     home, key = make_home(tmp_path / "home", turn_seconds=0.3)
     R._write_settings(tmp_path, sim, mode, notify=True)  # no session bus: notifications go to the log

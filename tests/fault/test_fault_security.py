@@ -46,10 +46,10 @@ def _run(argv, env, timeout=120):
 @pytest.fixture(scope="module")
 def session(tmp_path_factory):
     """Run the whole realistic session once; the tests below inspect what it left."""
-    from core.settings import TraySettings, save_settings
     from hermes_tray.demo import sim_state
     from hermes_tray.demo.sim_install import create_sim_install, sim_command
     from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
+    from hermes_tray_core.settings import TraySettings, save_settings
 
     root = tmp_path_factory.mktemp("security")
     old_umask = os.umask(0o022)
@@ -184,7 +184,7 @@ def _untouched(trap: Path) -> None:
 
 
 def test_marker_file_symlink_refused(tmp_path, trap):
-    from core import markers
+    from hermes_tray_core import markers
 
     home = tmp_path / "home"
     (home / "desktop").mkdir(parents=True)
@@ -199,7 +199,7 @@ def test_marker_file_symlink_refused(tmp_path, trap):
 
 
 def test_marker_lock_symlink_refused(tmp_path, trap):
-    from core import markers
+    from hermes_tray_core import markers
 
     home = tmp_path / "home"
     (home / "desktop").mkdir(parents=True)
@@ -215,7 +215,7 @@ def test_marker_lock_symlink_refused(tmp_path, trap):
                    "symlinked <home>/desktop dir is followed (refuse_symlink only checks the final component); "
                    "reported, owner to decide")
 def test_marker_dir_symlink_refused(tmp_path):
-    from core import markers
+    from hermes_tray_core import markers
 
     home = tmp_path / "home"
     home.mkdir()
@@ -228,7 +228,7 @@ def test_marker_dir_symlink_refused(tmp_path):
 
 
 def test_webui_journal_symlink_refused(tmp_path, trap):
-    from core import journal
+    from hermes_tray_core import journal
 
     sdir = tmp_path / "sessions"
     (sdir / "_turn_journal").mkdir(parents=True)
@@ -239,7 +239,7 @@ def test_webui_journal_symlink_refused(tmp_path, trap):
 
 
 def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
-    from core import decisions
+    from hermes_tray_core import decisions
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
     j = decisions.DecisionJournal(tmp_path / "state" / "journal")
@@ -254,7 +254,7 @@ def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
 
 
 def test_settings_and_config_yaml_symlinks_refused(tmp_path, trap, monkeypatch):
-    from core import backend_config, settings
+    from hermes_tray_core import backend_config, settings
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
     cfg = tmp_path / "cfg"
@@ -280,9 +280,9 @@ exec {python} "$@"
 
 
 def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch):
-    from core import gateway
     from hermes_tray.demo.sim_install import create_sim_install, sim_command
     from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
+    from hermes_tray_core import gateway
 
     for k, v in tray_dirs(tmp_path).items():
         monkeypatch.setenv(k, v)
@@ -298,7 +298,7 @@ def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch
     pwned = tmp_path / "pwned"
     home, key = make_home(tmp_path / f"home $(touch {pwned}) `touch {pwned}` ; touch {pwned}", turn_seconds=0.2)
     entry = plant_marker(home, key, P_RESUME)
-    from core.resume import resume_turn
+    from hermes_tray_core.resume import resume_turn
 
     res = resume_turn(home, key, entry, install=gateway.install_from_command([str(fake)]),
                       options=gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30,

@@ -19,8 +19,8 @@ from __future__ import annotations
 import fault_resume_race as R  # noqa: E402
 import pytest
 
-from core.markers import list_turn_markers  # noqa: E402
 from hermes_tray.demo.sim_install import create_sim_install  # noqa: E402
+from hermes_tray_core.markers import list_turn_markers  # noqa: E402
 
 
 @pytest.fixture(scope="module")

@@ -81,7 +81,7 @@ class FakeEngine:
         self.acted_on.append(("resume", record))
         self.resumed.append(record.session_key)
         self.journal.append(("approved", record.session_key, record.started_at))
-        from core.gateway import Progress
+        from hermes_tray_core.gateway import Progress
 
         on_progress(Progress("running", 0.5, "message.delta", 3))
         end = time.monotonic() + self.resume_delay

@@ -8,12 +8,12 @@ from pathlib import Path
 from fakes import RecordingNotifier
 from PySide6.QtWidgets import QDialogButtonBox
 
-from core.homes import discover_homes
-from core.settings import load_settings
 from hermes_tray.app.settings_dialog import SettingsDialog
 from hermes_tray.controller import Controller
 from hermes_tray.engine import CoreEngine
 from hermes_tray.watch.detector import ScanReport
+from hermes_tray_core.homes import discover_homes
+from hermes_tray_core.settings import load_settings
 
 CONFIG = """\
 # my Hermes config
@@ -133,8 +133,8 @@ def test_menu_switch_turns_hermes_auto_continue_off_in_every_existing_home(qtbot
 def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tmp_path) -> None:
     """Every change the tray writes — backend keys from the dialog or the menu switch, its own settings —
     is a config-changed event in the decision journal, and the History window lists it."""
-    from core import decisions
     from hermes_tray.app.history_window import HistoryWindow
+    from hermes_tray_core import decisions
 
     home = tmp_path / "hermes"
     ctrl = _controller(tmp_path, [home])

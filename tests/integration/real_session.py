@@ -10,7 +10,7 @@ SEED_PROMPT = "Create notes.txt listing the three largest files in this project,
 def seed_real_session(hermes_python: Path | str, home: Path, *, prompt: str = SEED_PROMPT,
                       cwd: str | None = None, timeout: float = 120.0) -> str:
     """``session.create`` + ``prompt.submit`` + wait for ``message.complete``; returns the stored session id."""
-    from core import gateway
+    from hermes_tray_core import gateway
 
     install = gateway.install_from_command([str(hermes_python)])
     gw = gateway.GatewayProcess(install, home, log_path=home.parent / f"{home.name}-seed-gateway.log",

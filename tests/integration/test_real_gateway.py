@@ -21,10 +21,10 @@ import pytest
 from mock_openai import MockOpenAI, Recorded
 from real_session import SEED_PROMPT
 
-from core.backend_config import write_auto_continue
-from core.continuation import NOTE_PREFIX, continuation_note
-from core.markers import list_turn_markers, marker_writer_state
 from hermes_tray.demo.testing import pid_running, plant_marker, settings_for, tray_dirs
+from hermes_tray_core.backend_config import write_auto_continue
+from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
+from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 
 
 @pytest.fixture
@@ -67,7 +67,7 @@ def transcript(home: Path, key: str) -> list[tuple[str, str]]:
 
 
 def journal_events(key: str) -> list[str]:
-    from core import decisions
+    from hermes_tray_core import decisions
 
     return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
 
@@ -156,8 +156,8 @@ def test_stop_interrupts_a_real_continuation(real_home, mock_llm, env):
     """``session.interrupt`` on the real gateway; the stopped turn is not continued again."""
     import threading
 
-    from core import gateway
-    from core.resume import resume_turn
+    from hermes_tray_core import gateway
+    from hermes_tray_core.resume import resume_turn
 
     home, key = real_home
     entry = plant_marker(home, key, SEED_PROMPT)

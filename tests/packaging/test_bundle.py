@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _pkg_helpers import ROOT, USER_DATA, clean_env, desktop_session, leftovers, need_module, need_tool, run
 
-from core import __version__
+from hermes_tray_core import __version__
 
 pytestmark = pytest.mark.slow
 

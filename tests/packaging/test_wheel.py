@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 from _pkg_helpers import ROOT, clean_env, need_module, run
 
-from core import __version__
+from hermes_tray_core import __version__
 
 pytestmark = pytest.mark.slow
 
@@ -44,7 +44,9 @@ def test_wheel_carries_resources(dists: dict[str, Path]) -> None:
     assert "hermes_tray/_resources/desktop/hermes-tray-helper.service.in" in names
     if (ROOT / "resources" / "icons").is_dir():
         assert any(n.startswith("hermes_tray/_resources/icons/") and n.endswith(".png") for n in names)
-    assert "hermes_tray/autostart/xdg.py" in names and "core/__init__.py" in names
+    assert "hermes_tray/autostart/xdg.py" in names and "hermes_tray_core/__init__.py" in names
+    # Every top-level name in the wheel is this distribution's own: no generic "core" to collide with.
+    assert {n.split("/")[0] for n in names} == {"hermes_tray", "hermes_tray_core", f"hermes_tray-{__version__}.dist-info"}
     assert not any(n.startswith(("tests/", "packaging/")) for n in names)
 
 
