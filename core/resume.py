@@ -40,6 +40,17 @@ REFUSED = "refused"
 GAVE_UP = "gave-up"
 CLAIM_TTL = 60.0
 
+# Why a resume was refused, as a code beside the human message (``ResumeResult.code``): callers
+# decide on these, never on the message text.
+CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim
+BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
+GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
+CHANGED = "changed"  # the marker differs from the entry the user was shown
+ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
+NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
+STORE_ERROR = "store-error"  # the lease store or the marker file could not be used
+NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
+
 
 @dataclass
 class ResumeResult:
@@ -52,6 +63,7 @@ class ResumeResult:
     session_key: str
     verdict: str | None = None
     continuation: gateway.ContinuationResult | None = None
+    code: str = ""  # a refusal's reason code (CLAIMED_ELSEWHERE, GONE, …); "" otherwise
 
     @property
     def exit_code(self) -> int:
@@ -73,6 +85,7 @@ class ResumeResult:
             "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
             "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
             "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
+            "code": self.code,
         }
 
 
@@ -171,20 +184,21 @@ def resume_turn(
     home_s = canonical_home(home)
     key = session_key
 
-    def refused(message: str, verdict: str | None = None) -> ResumeResult:
+    def refused(message: str, code: str, verdict: str | None = None) -> ResumeResult:
         _journal("refused", home_s, key, None, reason=message, verdict=verdict, via=via)
-        return ResumeResult(REFUSED, message, home_s, key, verdict)
+        return ResumeResult(REFUSED, message, home_s, key, verdict, code=code)
 
     try:
         store = _lease_store(lease_path)
     except Exception as exc:
-        return ResumeResult(REFUSED, f"Not resumed: cannot open the tray's lease store ({exc}).", home_s, key)
+        return ResumeResult(REFUSED, f"Not resumed: cannot open the tray's lease store ({exc}).", home_s, key,
+                            code=STORE_ERROR)
     name = claim_name(home_s, key)
     try:
         lease = store.acquire(name, f"pid={os.getpid()}:via={via}", ttl=CLAIM_TTL, wait=claim_wait)
     except Exception as exc:  # unsure whether someone else holds it: refuse
         return ResumeResult(REFUSED, f"Not resumed: cannot claim the turn in the tray's lease store ({exc}).",
-                            home_s, key)
+                            home_s, key, code=STORE_ERROR)
     if lease is None:
         try:
             cur = store.current(name)
@@ -192,9 +206,10 @@ def resume_turn(
             logger.warning("could not read the resume claim on %s", key, exc_info=True)
             cur = None
         if cur is not None and ":via=skip-" in cur.holder:  # core.skip holds it for a moment
-            return refused("Not resumed: this turn is being skipped right now.")
+            return refused("Not resumed: this turn is being skipped right now.", BEING_SKIPPED)
         who = f" ({cur.holder})" if cur is not None else ""
-        return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.")
+        return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.",
+                       CLAIMED_ELSEWHERE)
     from hermes_tray_core.lease import LeaseKeeper
 
     keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
@@ -243,13 +258,13 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     try:
         entry = list_turn_markers(home).get(key)
     except MarkerStoreError as exc:
-        return refused(f"Not resumed: cannot read the turn markers ({exc}).")
+        return refused(f"Not resumed: cannot read the turn markers ({exc}).", STORE_ERROR)
     if entry is None:
         return refused("Not resumed: this turn is no longer marked as interrupted (it finished, was skipped, "
-                       "or was resumed elsewhere).")
+                       "or was resumed elsewhere).", GONE)
     if expected is not None and dict(entry) != dict(expected):
         return refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran or "
-                       "Hermes updated it); look at it again.")
+                       "Hermes updated it); look at it again.", CHANGED)
     started = entry.get("started_at")
     started_at = float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
 
@@ -262,7 +277,8 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
             " (the tray's decision journal says so), yet its marker is back"
         journal("refused", reason=f"this turn {why}", verdict="settled")
         return ResumeResult(REFUSED, f"Not resumed: this turn {why}. Skip it to remove the marker, or continue "
-                                     "it by hand in Hermes.", home_s, key, "settled")
+                                     "it by hand in Hermes.", home_s, key, "settled",
+                            code=ALREADY_SETTLED)
     a = assess(home, key, entry)
     if a.verdict == "exhausted":
         msg = f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it still matters."
@@ -271,7 +287,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if a.verdict != "actionable":
         hint = " Continue it in the Hermes window that has it open." if a.verdict == "running" and not a.unsure else ""
         journal("refused", reason=f"{a.reason}", verdict=a.verdict)
-        return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict)
+        return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
     attempts = int(entry.get("attempts") or 0)
     prompt = entry.get("prompt")
     assert isinstance(prompt, str)  # actionable implies a prompt
@@ -294,7 +310,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         inst = install or gateway.find_hermes(gateway.settings_hermes_command())
     except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
         journal("refused", reason=str(exc), verdict=a.verdict)
-        return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict)
+        return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=NO_HERMES_CHOICE)
     except gateway.HermesNotFound as exc:
         approved_done()
         journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False)
@@ -314,10 +330,10 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
         journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
                 dispatched=False)
-        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res)
+        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=CHANGED)
     if res.live_elsewhere:  # a Hermes backend took the session while ours was starting: it has it
         journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False)
-        return ResumeResult(REFUSED, res.message, home_s, key, "running", res)
+        return ResumeResult(REFUSED, res.message, home_s, key, "running", res, code=NOT_ACTIONABLE)
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
@@ -346,5 +362,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     return ResumeResult(res.outcome, message, home_s, key, a.verdict, res)
 
 
-__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "GAVE_UP", "REFUSED", "Assessment", "ResumeResult",
+__all__ = ["ALREADY_SETTLED", "BEING_SKIPPED", "CHANGED", "CLAIMED_ELSEWHERE", "EXIT_COMPLETED", "EXIT_FAILED",
+           "EXIT_REFUSED", "GAVE_UP", "GONE", "NOT_ACTIONABLE", "NO_HERMES_CHOICE", "REFUSED", "STORE_ERROR",
+           "Assessment", "ResumeResult",
            "assess", "canonical_home", "claim_name", "resume_turn"]

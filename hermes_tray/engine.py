@@ -274,16 +274,6 @@ def _outcome(result: Any) -> Outcome:
         message=message,
         answer=str(answer),
         attempts=getattr(cont, "attempt", None),
-        reason=_refusal_reason(outcome, message),
+        reason=str(getattr(result, "code", "") or "") if outcome == "refused" else "",
     )
 
-
-def _refusal_reason(outcome: str, message: str) -> str:
-    """A routine refusal, told from ``core.resume``'s message (it has no reason code yet)."""
-    if outcome != "refused":
-        return ""
-    if "another hermes-tray process is already resuming" in message:
-        return "claimed-elsewhere"
-    if "no longer marked as interrupted" in message:
-        return "gone"
-    return ""

@@ -118,7 +118,18 @@ def test_refuses_a_marker_that_changed_since_it_was_shown(sim_roots, env, tmp_pa
     plant_marker(home, key, PROMPT, attempts=1)  # another attempt ran meanwhile
     res = resume_turn(home, key, shown, install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and "changed since it was shown" in res.message
+    assert res.code == "changed" and res.to_dict()["code"] == "changed"
     assert read_turns(home) == []
+
+
+def test_refuses_a_turn_no_longer_marked_with_the_gone_code(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    shown = plant_marker(home, key, PROMPT)
+    from hermes_tray_core.markers import remove_marker_if_unchanged
+
+    assert remove_marker_if_unchanged(home, key, shown)  # someone else dealt with it meanwhile
+    res = resume_turn(home, key, shown, install=install(sim_roots), options=FAST)
+    assert res.outcome == "refused" and res.code == "gone" and res.exit_code == 1
 
 
 def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_path):
@@ -134,6 +145,7 @@ def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_p
     finally:
         store.release(lease)
     assert res.outcome == "refused" and "already resuming" in res.message
+    assert res.code == "claimed-elsewhere"  # the tray tells a routine refusal by this code, not the text
     assert read_turns(home) == []
 
 
