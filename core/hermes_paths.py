@@ -1,0 +1,123 @@
+"""Where Hermes keeps things: the one module that knows Hermes' paths.
+
+Root home = ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes`` (Windows).
+A profile home is ``<root>/profiles/<name>`` (name ``^[a-z0-9][a-z0-9_-]{0,63}$``); a
+``$HERMES_HOME`` that *is* a profile home has ``<root>`` two levels up (Hermes' own
+``get_default_hermes_root``). Inside a home: ``config.yaml``, ``state.db``,
+``desktop/interrupted_turns.json``, ``runtime/active_sessions.json``, ``active_profile`` (root only),
+and the WebUI state dir ``<home>/webui`` (or ``$HERMES_WEBUI_STATE_DIR``). The administrator's
+managed overlay lives in ``$HERMES_MANAGED_DIR`` (when set: that directory or nothing) else
+``/etc/hermes`` (``hermes_cli/managed_scope.get_managed_dir``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+__all__ = [
+    "PROFILE_RE", "DEFAULT_PROFILE", "DEFAULT_MANAGED_DIR",
+    "default_root", "root_of", "is_profile_home", "profile_home", "canonical",
+    "marker_file", "config_file", "state_db", "active_sessions_file", "active_profile_file",
+    "default_webui_state_dir", "managed_dir", "managed_config_file",
+]
+
+PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
+DEFAULT_PROFILE = "default"
+DEFAULT_MANAGED_DIR = Path("/etc/hermes")
+
+
+def _user_home(env: Mapping[str, str]) -> str:
+    if sys.platform == "win32":
+        return env.get("USERPROFILE") or os.path.expanduser("~")
+    return env.get("HOME") or os.path.expanduser("~")
+
+
+def platform_default_root(env: Mapping[str, str] | None = None) -> Path:
+    """Hermes' platform default home (no ``$HERMES_HOME``) for the user whose environment is ``env``."""
+    env = os.environ if env is None else env
+    if sys.platform == "win32":
+        base = (env.get("LOCALAPPDATA") or "").strip()
+        return Path(base) / "hermes" if base else Path(_user_home(env)) / "AppData" / "Local" / "hermes"
+    return Path(_user_home(env)) / ".hermes"
+
+
+def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
+    """``(home, origin)`` the environment points at: ``$HERMES_HOME`` (``env``) or the platform default."""
+    env = os.environ if env is None else env
+    value = env.get("HERMES_HOME")
+    if value:
+        return Path(os.path.expanduser(value)), "env"
+    return platform_default_root(env), "default"
+
+
+def is_profile_home(path: Path) -> bool:
+    """``<something>/profiles/<valid name>``."""
+    return path.parent.name == "profiles" and bool(PROFILE_RE.match(path.name))
+
+
+def root_of(home: Path) -> Path:
+    """The root home a home belongs to: ``<root>`` for ``<root>/profiles/<name>``, else the home itself."""
+    return home.parent.parent if is_profile_home(home) else home
+
+
+def profile_home(root: Path, name: str) -> Path:
+    """``<root>/profiles/<name>``; ``default`` is the root itself. Raises ValueError for an invalid name."""
+    if name == DEFAULT_PROFILE:
+        return root
+    if not PROFILE_RE.match(name):
+        raise ValueError(f"not a Hermes profile name: {name!r}")
+    return root / "profiles" / name
+
+
+def canonical(path: Path | str) -> str:
+    """One spelling per directory (symlinks resolved, case folded where the OS does): compare homes by this."""
+    try:
+        return os.path.normcase(os.path.realpath(path))
+    except OSError:
+        return os.path.normcase(os.path.abspath(path))
+
+
+def marker_file(home: Path) -> Path:
+    return home / "desktop" / "interrupted_turns.json"
+
+
+def config_file(home: Path) -> Path:
+    return home / "config.yaml"
+
+
+def state_db(home: Path) -> Path:
+    return home / "state.db"
+
+
+def active_sessions_file(home: Path) -> Path:
+    return home / "runtime" / "active_sessions.json"
+
+
+def active_profile_file(root: Path) -> Path:
+    """The sticky profile ``hermes profile use`` writes (read by a bare ``hermes``)."""
+    return root / "active_profile"
+
+
+def default_webui_state_dir(home: Path) -> Path:
+    return home / "webui"
+
+
+def managed_dir(env: Mapping[str, str] | None = None) -> Path | None:
+    """The managed-scope directory Hermes honours, or None: ``$HERMES_MANAGED_DIR`` when set and
+    non-empty (only if it is a directory: a missing override means *no* managed scope, never the
+    default), else ``/etc/hermes`` when it is a directory."""
+    env = os.environ if env is None else env
+    override = (env.get("HERMES_MANAGED_DIR") or "").strip()
+    if override:
+        p = Path(override)
+        return p if p.is_dir() else None
+    return DEFAULT_MANAGED_DIR if DEFAULT_MANAGED_DIR.is_dir() else None
+
+
+def managed_config_file(env: Mapping[str, str] | None = None) -> Path | None:
+    d = managed_dir(env)
+    return d / "config.yaml" if d is not None else None

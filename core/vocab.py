@@ -1,0 +1,76 @@
+"""The engine's typed vocabulary: string enums whose values are exactly the strings the JSON output,
+the journal and the README use, so typing a value never changes what a user or a script reads.
+
+``StrEnum`` members *are* strings (``Verdict.RUNNING == "running"``, ``json.dumps`` writes
+``"running"``, f-strings print ``running``), so older callers comparing with literals keep working
+while new code names the member.
+"""
+
+from __future__ import annotations
+
+import enum
+
+__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode"]
+
+try:  # Python 3.11+
+    from enum import StrEnum
+except ImportError:  # pragma: no cover - Python 3.10
+
+    class StrEnum(str, enum.Enum):  # type: ignore[no-redef]
+        """``enum.StrEnum`` for Python 3.10: members format and print as their value."""
+
+        __str__ = str.__str__
+        __format__ = str.__format__
+
+
+class Verdict(StrEnum):
+    """What the tray may do with one interrupted turn (first match wins, Hermes' own order)."""
+
+    NOT_OURS = "not-ours"
+    RUNNING = "running"
+    DISABLED = "disabled"
+    STALE = "stale"
+    EXHAUSTED = "exhausted"
+    ACTIONABLE = "actionable"
+
+
+class WriterState(StrEnum):
+    """Is the process that wrote a marker (or a WebUI turn's worker) still running?"""
+
+    ALIVE = "alive"
+    DEAD = "dead"
+    UNKNOWN = "unknown"
+
+
+class ProcessKind(StrEnum):
+    """A live Hermes process, by what it serves (:mod:`hermes_tray_core.hermes_processes`)."""
+
+    DASHBOARD = "dashboard"  # ``hermes dashboard``: the Desktop backend (loopback FastAPI + /api/ws gateway)
+    GATEWAY = "gateway"  # ``python -m tui_gateway.entry``: a stdio JSON-RPC backend
+    CLI = "cli"  # any other ``hermes`` command (chat, the TUI, the messaging gateway, ...)
+    WEBUI = "webui"  # a Hermes WebUI server (its turn journals live in its state dir)
+
+
+class ReasonCode(StrEnum):
+    """Why a verdict was reached: a stable code beside the human reason line.
+
+    Decisions (and the shell) branch on these, never on the English text.
+    """
+
+    MALFORMED_ENTRY = "malformed-entry"
+    AUTO_CONTINUE_OFF = "auto-continue-off"
+    NO_PROMPT = "no-prompt"
+    HOSTED_ROOM = "hosted-room"
+    WRITER_ALIVE = "writer-alive"
+    LEASE_LIVE = "lease-live"
+    OWNER_ALIVE = "owner-alive"
+    BACKEND_LIVE = "backend-live"  # a live Hermes process serves the home (writer unknown)
+    LEASE_UNKNOWN = "lease-unknown"
+    OWNER_UNKNOWN = "owner-unknown"
+    DISABLED = "disabled"
+    STALE = "stale"
+    EXHAUSTED = "exhausted"
+    ACTIONABLE = "actionable"
+    WEBUI_WORKER_ALIVE = "webui-worker-alive"
+    WEBUI_SERVER_LIVE = "webui-server-live"
+    WEBUI_INTERRUPTED = "webui-interrupted"
