@@ -74,6 +74,16 @@ def decision_turn_id(home: Path | str, session_key: str, started_at: float | int
     return f"{stamp}-{digest}"
 
 
+def _attempts_key(value: object) -> int | None:
+    """``attempts`` as a tombstone compares it: an integral number (Hermes' field), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return int(value) if float(value).is_integer() else None
+    except (OverflowError, ValueError):
+        return None
+
+
 def _clean_setting(name: str, value: Any) -> Any:
     """A setting's value: a scalar (as :func:`_clean`), or a list of them (at most :data:`MAX_LIST`)."""
     if isinstance(value, (list, tuple)):
@@ -97,6 +107,7 @@ class _Cache:
     offset: int = 0
     events: list[dict] = field(default_factory=list)
     by_turn: dict[str, list[str]] = field(default_factory=dict)
+    skips: dict[str, list[object]] = field(default_factory=dict)  # turn_id -> attempts of each ``skipped``
 
 
 class DecisionJournal:
@@ -223,6 +234,8 @@ class DecisionJournal:
                 continue
             cache.events.append(ev)
             cache.by_turn.setdefault(str(ev.get("turn_id") or ""), []).append(str(ev.get("event") or ""))
+            if ev.get("event") == "skipped":
+                cache.skips.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
         cache.offset += end
         cache.signature = (st.st_ino, cache.offset)
         return cache
@@ -239,6 +252,19 @@ class DecisionJournal:
     def has_answered(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
         """True once anyone decided about this turn (approved/skipped, or the tray acted on it)."""
         return any(n in ANSWERED for n in self.events_for(home, session_key, started_at))
+
+    def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
+                      attempts: object) -> bool:
+        """True when this exact turn — session key + ``started_at`` + ``attempts`` — was skipped: a skip is a
+        durable tombstone, so the entry, should a stale Hermes write bring it back, is removed again and
+        never offered. A ``skipped`` event that recorded no attempts tombstones the run (``started_at``)."""
+        if started_at is None:
+            return False  # no identity to pin: a tombstone must never hit another turn
+        want = _attempts_key(attempts)
+        for got in self._load().skips.get(decision_turn_id(home, session_key, started_at), ()):
+            if got is None or got == want:
+                return True
+        return False
 
     def was_asked(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
         """True once the user was notified or a decision was taken: a restart must not ask again."""
@@ -308,6 +334,10 @@ def history(limit: int = 200, **filters: Any) -> list[dict]:
 
 def has_answered(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
     return default_journal().has_answered(home, session_key, started_at)
+
+
+def is_tombstoned(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
+    return default_journal().is_tombstoned(home, session_key, started_at, attempts)
 
 
 def was_asked(home: Path | str, session_key: str, started_at: float | int | None) -> bool:

@@ -19,7 +19,6 @@ next resume sees it actionable until ``max_attempts``, where the engine stops an
 from __future__ import annotations
 
 import logging
-import os
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -27,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core import gateway
+from hermes_tray_core import exactly_once, gateway
 from hermes_tray_core.ids import validate_session_id
 
 logger = logging.getLogger(__name__)
@@ -89,34 +88,10 @@ class ResumeResult:
         }
 
 
-def canonical_home(home: Path | str) -> str:
-    """One spelling per home (symlinks and ``..`` resolved) so every process names the claim alike."""
-    try:
-        return str(Path(os.path.expanduser(os.fspath(home))).resolve())
-    except OSError:
-        return str(Path(home).absolute())
-
-
-def claim_name(home: Path | str, session_key: str) -> str:
-    return f"resume:{canonical_home(home)}:{session_key}"
-
-
-_stores: dict[str, Any] = {}
-_stores_lock = threading.Lock()
-
-
-def _lease_store(path: Path | None) -> Any:
-    """One open ``LeaseStore`` per path per process: the tray resumes many times, and a fresh
-    connection (file checks, WAL set-up) would sit on every resume's critical path."""
-    from hermes_tray_core.lease import LeaseStore
-    from hermes_tray_core.paths import lease_db
-
-    p = str(path or lease_db())
-    with _stores_lock:
-        store = _stores.get(p)
-        if store is None:
-            store = _stores[p] = LeaseStore(p)
-        return store
+# The claim's home is core.exactly_once; these names stay importable from here for callers and tests.
+canonical_home = exactly_once.canonical_home
+claim_name = exactly_once.claim_name
+_lease_store = exactly_once.lease_store
 
 
 def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
@@ -188,28 +163,14 @@ def resume_turn(
         _journal("refused", home_s, key, None, reason=message, verdict=verdict, via=via)
         return ResumeResult(REFUSED, message, home_s, key, verdict, code=code)
 
-    try:
-        store = _lease_store(lease_path)
-    except Exception as exc:
-        return ResumeResult(REFUSED, f"Not resumed: cannot open the tray's lease store ({exc}).", home_s, key,
-                            code=STORE_ERROR)
-    name = claim_name(home_s, key)
-    try:
-        lease = store.acquire(name, f"pid={os.getpid()}:via={via}", ttl=CLAIM_TTL, wait=claim_wait)
-    except Exception as exc:  # unsure whether someone else holds it: refuse
-        return ResumeResult(REFUSED, f"Not resumed: cannot claim the turn in the tray's lease store ({exc}).",
-                            home_s, key, code=STORE_ERROR)
-    if lease is None:
-        try:
-            cur = store.current(name)
-        except Exception:  # only the holder's name is missing from the message: still a refusal
-            logger.warning("could not read the resume claim on %s", key, exc_info=True)
-            cur = None
-        if cur is not None and ":via=skip-" in cur.holder:  # core.skip holds it for a moment
-            return refused("Not resumed: this turn is being skipped right now.", BEING_SKIPPED)
-        who = f" ({cur.holder})" if cur is not None else ""
-        return refused(f"Not resumed: another hermes-tray process is already resuming this turn{who}.",
-                       CLAIMED_ELSEWHERE)
+    held = exactly_once.claim(home_s, key, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
+                              lease_path=lease_path)
+    if isinstance(held, exactly_once.ClaimRefused):
+        if held.code == exactly_once.CLAIM_ERROR:  # unsure whether someone else holds it: refuse
+            return ResumeResult(REFUSED, f"Not resumed: {held.message}.", home_s, key, code=STORE_ERROR)
+        return refused(f"Not resumed: {held.message}.",
+                       BEING_SKIPPED if held.code == exactly_once.BUSY_SKIP else CLAIMED_ELSEWHERE)
+    store, lease = held.store, held.lease
     from hermes_tray_core.lease import LeaseKeeper
 
     keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
@@ -220,31 +181,11 @@ def resume_turn(
     finally:
         keeper.stop()
         keeper.join(timeout=5)
-        try:
-            store.release(lease)
-        except Exception:
-            logger.warning("could not release the resume claim on %s (it expires in %ss)", key, CLAIM_TTL,
-                           exc_info=True)
+        exactly_once.release(held, key)
 
 
-SETTLED = ("completed", "skipped")  # journalled for a turn identity: it must never be dispatched again
-
-
-def _settled(home: str, key: str, started_at: float | None) -> str | None:
-    """``completed`` / ``skipped`` when the decision journal already records that for this very turn
-    (home, session, started_at): a marker for it that is back (a writer re-wrote it, the tray could
-    not remove its own) must not run the turn again."""
-    from hermes_tray_core import decisions
-
-    try:
-        names = decisions.default_journal().events_for(home, key, started_at)
-    except Exception:
-        logger.warning("cannot read the decision journal for %s", key, exc_info=True)
-        return None
-    for name in reversed(names):
-        if name in SETTLED:
-            return name
-    return None
+SETTLED = exactly_once.SETTLED
+_settled = exactly_once.settled
 
 
 def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,

@@ -2,7 +2,7 @@
 
 ``skip_turn(home, session_key, expected)``:
 
-1. takes the same per-turn claim a resume takes, ``resume:<canonical home>:<session_key>`` in the tray's
+1. takes the same per-turn claim a resume takes (:mod:`core.exactly_once`), ``resume:<canonical home>:<session_key>`` in the tray's
    per-user lease store, without waiting: if a resume (the tray, the helper, another login, a
    ``hermes-tray resume``) holds it, the turn is being resumed right now and the skip loses, saying so;
 2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was
@@ -25,12 +25,12 @@ failure there is reported (``SkipResult.journal_error``), never undoes the skip.
 from __future__ import annotations
 
 import logging
-import os
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core import exactly_once
 from hermes_tray_core.ids import validate_session_id
 
 logger = logging.getLogger(__name__)
@@ -68,16 +68,12 @@ def skip_turn(
     turn (see module doc); then, still holding the claim, call ``on_skipped()`` to journal it. Never
     raises for expected failures; :class:`~core.ids.InvalidIdError` for a malformed key."""
     from hermes_tray_core.markers import remove_marker_if_unchanged
-    from hermes_tray_core.resume import _lease_store, claim_name
 
     validate_session_id(session_key, what="session key")
-    name = claim_name(home, session_key)
-    try:
-        store = _lease_store(lease_path)
-        lease = store.acquire(name, f"pid={os.getpid()}:via=skip-{via}", ttl=CLAIM_TTL, wait=0.0)
-    except Exception as exc:  # cannot tell whether a resume holds it: do nothing
-        return SkipResult(ERROR, f"Not skipped: cannot claim the turn in the tray's lease store ({exc}).")
-    if lease is None:
+    held = exactly_once.claim(home, session_key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
+    if isinstance(held, exactly_once.ClaimRefused):
+        if held.code == exactly_once.CLAIM_ERROR:  # cannot tell whether a resume holds it: do nothing
+            return SkipResult(ERROR, f"Not skipped: {held.message}.")
         return SkipResult(RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
                                     "instead if it should not run.")
     journal_error: str | None = None
@@ -93,11 +89,7 @@ def skip_turn(
     except OSError as exc:
         return SkipResult(ERROR, f"Not skipped: {exc}")
     finally:
-        try:
-            store.release(lease)
-        except Exception:
-            logger.warning("could not release the skip claim on %s (it expires in %ss)", session_key, CLAIM_TTL,
-                           exc_info=True)
+        exactly_once.release(held, session_key)
     if not removed:
         return SkipResult(CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
                                    "left in place.")

@@ -1,0 +1,51 @@
+"""core.exactly_once: one claim for resume and skip, and skip tombstones keyed by the turn's identity."""
+
+from __future__ import annotations
+
+import pytest
+
+from hermes_tray.demo.testing import make_home, plant_marker
+from hermes_tray_core import decisions, exactly_once
+from hermes_tray_core.markers import list_turn_markers
+
+pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py: private tray dirs per test
+
+
+def test_one_claim_per_turn_and_the_holder_says_who(tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    skip = exactly_once.claim(home, "s1", purpose="skip", via="cli", ttl=30)
+    assert isinstance(skip, exactly_once.Claim)
+    again = exactly_once.claim(home, "s1", purpose="resume", via="tray-user", ttl=30)
+    assert isinstance(again, exactly_once.ClaimRefused) and again.code == exactly_once.BUSY_SKIP
+    other = exactly_once.claim(home, "s2", purpose="resume", via="cli", ttl=30)  # another turn: free
+    assert isinstance(other, exactly_once.Claim)
+    exactly_once.release(skip)
+    resume = exactly_once.claim(str(home) + "/.", "s1", purpose="resume", via="cli", ttl=30)  # same home spelled otherwise
+    assert isinstance(resume, exactly_once.Claim) and resume.epoch > skip.epoch  # fencing: strictly newer
+    busy = exactly_once.claim(home, "s1", purpose="skip", via="cli", ttl=30)
+    assert isinstance(busy, exactly_once.ClaimRefused) and busy.code == exactly_once.BUSY_RESUME
+    for held in (resume, other):
+        exactly_once.release(held)
+
+
+def test_a_skip_tombstones_exactly_that_turn(tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    shown = plant_marker(home, "s1", "a prompt", attempts=1)
+    decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], attempts=1)
+    assert exactly_once.tombstoned(home, "s1", shown)
+    assert not exactly_once.tombstoned(home, "s1", {**shown, "attempts": 2})  # another attempt: a new turn
+    assert not exactly_once.tombstoned(home, "s1", {**shown, "started_at": shown["started_at"] + 1})
+    assert not exactly_once.tombstoned(home, "s2", shown)
+    assert exactly_once.settled(home, "s1", shown["started_at"]) == "skipped"
+
+
+def test_enforce_tombstones_removes_only_the_exact_entry_that_came_back(tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    back = plant_marker(home, "s1", "skipped earlier", attempts=0)
+    newer = plant_marker(home, "s2", "skipped at attempt 0, now attempt 1", attempts=1)
+    plant_marker(home, "s3", "never skipped")
+    decisions.record("skipped", home=home, session_key="s1", started_at=back["started_at"], attempts=0)
+    decisions.record("skipped", home=home, session_key="s2", started_at=newer["started_at"], attempts=0)
+    removed = exactly_once.enforce_tombstones(home, list_turn_markers(home))
+    assert removed == ["s1"]
+    assert sorted(list_turn_markers(home)) == ["s2", "s3"]
