@@ -1,8 +1,10 @@
-"""Driving a Hermes gateway (``python -m tui_gateway.entry``) to continue one interrupted turn.
+"""Continuing one interrupted turn through a Hermes gateway: capability probe, note or resume,
+progress, Stop, outcome.
 
-The tray never calls a model itself: a continuation always runs through Hermes. This module
-finds Hermes, spawns its stdio gateway for one home, speaks its newline-delimited JSON-RPC,
-and follows the turn to its end.
+The tray never calls a model itself: a continuation always runs through Hermes. Finding Hermes is
+``core.hermes_install``; the JSON-RPC session is ``core.rpc`` over a transport — a spawned stdio
+gateway (``core.transport_stdio``) or the running backend's ``/api/ws`` (``core.transport_ws``).
+This module runs the continuation over either and follows the turn to its end.
 
 Protocol facts (read from ``hermes-agent`` 0.19.0 ``tui_gateway``; newer backends add the
 auto-continue pieces):
@@ -38,24 +40,38 @@ import json
 import logging
 import os
 import queue
-import shutil
-import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.continuation import RESUMING_STATUS_TEXT, continuation_note
-from hermes_tray_core.frozen_env import child_environment, dll_directory_reset
+from hermes_tray_core.hermes_install import (  # noqa: F401 - re-exported: one import for callers
+    GATEWAY_MODULE,
+    HermesInstall,
+    HermesSettingsError,
+    find_hermes,
+    gateway_environment,
+    install_from_command,
+    launcher_python,
+    settings_hermes_command,
+)
 from hermes_tray_core.ids import validate_session_id
-from hermes_tray_core.procid import ProcessIdentity, identity_of
+from hermes_tray_core.rpc import EOF as _EOF
+from hermes_tray_core.rpc import (  # noqa: F401 - re-exported
+    RECEIVED,
+    GatewayError,
+    HermesNotFound,
+    RpcError,
+    RpcSession,
+)
+from hermes_tray_core.transport_stdio import StdioTransport, popen_platform_kwargs
 
 logger = logging.getLogger(__name__)
 
-GATEWAY_MODULE = "tui_gateway.entry"
 MARKER_MODULE = "tui_gateway.turn_marker"
 
 # Outcomes a continuation can have. ``declined``: a backend with the feature chose not to continue.
@@ -74,154 +90,6 @@ DEFAULT_DECLINE_GRACE = 2.0  # how long a continuation-capable backend may take 
 DEFAULT_STOP_GRACE = 15.0
 PROBE_TIMEOUT = 30.0
 ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
-
-# Never handed to Hermes: they would redirect its imports, tee its frames elsewhere or leak our test dirs.
-_DROP_ENV = ("PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONEXECUTABLE", "__PYVENV_LAUNCHER__",
-             "HERMES_TUI_SIDECAR_URL", "QT_QPA_PLATFORM")
-
-
-class GatewayError(RuntimeError):
-    """Hermes could not be found, started or spoken to; the message says what to do."""
-
-
-class HermesNotFound(GatewayError):
-    """No Hermes installation to run a continuation with."""
-
-
-class RpcError(GatewayError):
-    """The gateway answered a request with a JSON-RPC error."""
-
-    def __init__(self, method: str, code: object, message: str) -> None:
-        super().__init__(f"{method} failed: {message} (code {code})")
-        self.method = method
-        self.code = code
-        self.rpc_message = message
-
-
-# ── finding Hermes ─────────────────────────────────────────────────────────────────────────────
-
-
-@dataclass(frozen=True)
-class HermesInstall:
-    """How to start the gateway: its argv, and the interpreter it runs (None when not known)."""
-
-    argv: tuple[str, ...]
-    python: str | None
-    source: str  # "settings" or "PATH", for messages
-
-    def describe(self) -> str:
-        return f"{' '.join(self.argv)} (from {self.source})"
-
-
-def launcher_python(path: str | os.PathLike[str]) -> str | None:
-    """The interpreter a ``hermes`` launcher script runs, read from its shebang (None if not a script)."""
-    try:
-        with open(path, "rb") as f:
-            first = f.readline(4096)
-    except OSError:
-        return None
-    if not first.startswith(b"#!"):
-        return None
-    try:
-        parts = first[2:].decode("utf-8").strip().split()
-    except UnicodeDecodeError:
-        return None
-    if not parts:
-        return None
-    if os.path.basename(parts[0]) == "env":  # "#!/usr/bin/env python3" → resolve on PATH
-        rest = [p for p in parts[1:] if not p.startswith("-")]
-        return shutil.which(rest[0]) if rest else None
-    return parts[0]
-
-
-def _looks_like_python(path: str) -> bool:
-    name = os.path.basename(path).lower()
-    return name.startswith("python") or name in ("pythonw.exe", "python.exe", "py.exe")
-
-
-def install_from_command(command: Sequence[str], *, source: str = "settings") -> HermesInstall:
-    """Interpret a configured ``hermes_command``.
-
-    Accepted forms: ``[python, "-m", "tui_gateway.entry", …]`` (used as is), ``[python]`` (the
-    gateway module is appended), or ``[hermes-launcher]`` (its shebang names the interpreter).
-    Anything else is run as given, with its interpreter unknown — capabilities then cannot be
-    probed and a continuation is refused rather than guessed.
-    """
-    argv = tuple(str(a) for a in command)
-    if not argv or not argv[0]:
-        raise HermesNotFound("hermes_command is empty")
-    exe = argv[0]
-    if "-m" in argv and argv.index("-m") + 1 < len(argv) and argv[argv.index("-m") + 1] == GATEWAY_MODULE:
-        return HermesInstall(argv, exe, source)
-    if len(argv) == 1 and _looks_like_python(exe):
-        return HermesInstall((exe, "-m", GATEWAY_MODULE), exe, source)
-    if len(argv) == 1:
-        resolved = exe if os.sep in exe or (os.altsep and os.altsep in exe) else shutil.which(exe)
-        py = launcher_python(resolved) if resolved else None
-        if py:
-            return HermesInstall((py, "-m", GATEWAY_MODULE), py, source)
-    return HermesInstall(argv, None, source)
-
-
-def find_hermes(hermes_command: Sequence[str] | None = None, *, path: str | None = None) -> HermesInstall:
-    """Settings' ``hermes_command`` if given, else the ``hermes`` launcher on PATH and its interpreter."""
-    if hermes_command:
-        return install_from_command(hermes_command, source="settings")
-    launcher = shutil.which("hermes", path=path)
-    if not launcher:
-        raise HermesNotFound(
-            "Hermes is not installed or not on PATH (no 'hermes' command found). Install Hermes Agent, "
-            "or set hermes_command in the tray settings to its Python interpreter."
-        )
-    py = launcher_python(launcher)
-    if not py:
-        raise HermesNotFound(
-            f"cannot tell which Python {launcher} runs (no shebang line). Set hermes_command in the tray "
-            "settings to Hermes' Python interpreter."
-        )
-    return HermesInstall((py, "-m", GATEWAY_MODULE), py, "PATH")
-
-
-class HermesSettingsError(HermesNotFound):
-    """The tray settings cannot be read, so which Hermes to run is not known: nothing is guessed."""
-
-
-def settings_hermes_command() -> tuple[str, ...] | None:
-    """``hermes_command`` from the tray settings; None only when it is not set.
-
-    Unreadable or invalid settings raise :class:`HermesSettingsError` (a :class:`HermesNotFound`)
-    with the settings error: the user may have set ``hermes_command`` there, and silently running
-    whatever ``hermes`` is on PATH instead could continue the turn with the wrong installation.
-    """
-    from hermes_tray_core.settings import SettingsError, load_settings
-
-    try:
-        return load_settings().hermes_command
-    except (SettingsError, OSError) as exc:
-        raise HermesSettingsError(
-            f"the tray settings cannot be read, so it is not known which Hermes to run ({exc}). "
-            "Fix or remove the settings file (`hermes-tray config`), then try again."
-        ) from exc
-
-
-# ── environment ────────────────────────────────────────────────────────────────────────────────
-
-
-def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment Hermes runs with: the user's own, ``HERMES_HOME`` set, our internals removed.
-
-    A frozen tray (PyInstaller) has rewritten ``LD_LIBRARY_PATH`` and friends for itself; Hermes
-    gets the user's values back (:func:`core.frozen_env.child_environment`).
-    """
-    env = child_environment(base)
-    for name in _DROP_ENV:
-        env.pop(name, None)
-    for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
-        env.pop(name, None)
-    env["HERMES_HOME"] = str(home)
-    env["PYTHONIOENCODING"] = "utf-8"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
 
 
 # ── capabilities ───────────────────────────────────────────────────────────────────────────────
@@ -292,7 +160,7 @@ def probe_capabilities(
     try:
         proc = subprocess.run(  # noqa: S603 - argv list, no shell
             [install.python, "-c", _PROBE], env=env, cwd=cwd, capture_output=True, timeout=timeout,
-            stdin=subprocess.DEVNULL, **_popen_platform_kwargs(),
+            stdin=subprocess.DEVNULL, **popen_platform_kwargs(),
         )
     except FileNotFoundError:
         return Capabilities(None, detail=f"Hermes' interpreter {install.python} does not exist")
@@ -329,261 +197,24 @@ def clear_capability_cache() -> None:
 # ── the gateway process ────────────────────────────────────────────────────────────────────────
 
 
-def _popen_platform_kwargs() -> dict[str, Any]:
-    if os.name == "nt":
-        return {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
-    return {}
-
-
-_EOF = object()
-RECEIVED = "_received"  # key our reader adds to each parsed frame: time.monotonic() when it was read
-
-
-class GatewayProcess:
-    """One spawned gateway and a JSON-RPC client over its stdio.
-
-    A reader thread turns stdout lines into responses (matched by id) and events (a queue);
-    stderr goes straight to a log file, so nothing Hermes prints can block it.
-    """
+class GatewayProcess(RpcSession):
+    """A spawned stdio gateway and a JSON-RPC session over it (``core.rpc`` over ``core.transport_stdio``)."""
 
     def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
                  env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
         self.install = install
         self.home = Path(home)
-        self.log_path = log_path
-        self.env = dict(env) if env is not None else gateway_environment(home)
-        self.cwd = cwd
-        self.proc: subprocess.Popen[bytes] | None = None
-        self.identity: ProcessIdentity | None = None
-        self.events: queue.Queue[Any] = queue.Queue()
-        self._pending: dict[int, queue.Queue[dict]] = {}
-        self._lock = threading.Lock()
-        self._next_id = 0
-        self._reader: threading.Thread | None = None
-        self._write_lock = threading.Lock()
-        self.spawned_at = 0.0
-        self.received: dict[str, float] = {}
-        self.eof = threading.Event()
-        self.log_problem: str | None = None  # why the stderr log could not be opened (see start)
-
-    # lifecycle
-
-    def start(self) -> None:
-        """Spawn the gateway. Its stderr goes to ``log_path``; a log that cannot be opened (disk full, no
-        permission, a symlink planted there) is no reason not to run: stderr then goes nowhere, and
-        ``log_problem`` says why (``log_path`` becomes None)."""
-        log = None
-        if self.log_path is not None:
-            from hermes_tray_core.fsutil import ensure_private_dir
-            from hermes_tray_core.logfiles import open_private_append
-
-            try:
-                ensure_private_dir(self.log_path.parent)
-                log = os.fdopen(open_private_append(self.log_path), "ab")
-            except OSError as exc:
-                logger.warning("cannot open the gateway log %s (%s); Hermes' stderr is discarded", self.log_path, exc)
-                self.log_problem = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-                self.log_path = None
-        kwargs = _popen_platform_kwargs()
-        if os.name == "nt":
-            kwargs["creationflags"] = kwargs.get("creationflags", 0) | subprocess.CREATE_NEW_PROCESS_GROUP
-        else:
-            kwargs["start_new_session"] = True  # a Ctrl-C in our terminal is ours to handle, not Hermes'
-        self.spawned_at = time.monotonic()
-        try:
-            with dll_directory_reset():  # a frozen Windows tray's bundle must not be Hermes' DLL directory
-                self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                    list(self.install.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=log if log is not None else subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                    close_fds=True, **kwargs,
-                )
-        except FileNotFoundError as exc:
-            raise HermesNotFound(f"cannot start Hermes: {self.install.argv[0]} does not exist") from exc
-        except OSError as exc:
-            raise GatewayError(f"cannot start Hermes ({self.install.describe()}): {exc.strerror or exc}") from exc
-        finally:
-            if log is not None:
-                log.close()
-        self.identity = identity_of(self.proc.pid)
-        self._reader = threading.Thread(target=self._read_loop, name=f"gateway-reader-{self.proc.pid}", daemon=True)
-        self._reader.start()
+        super().__init__(StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
+                                        cwd=cwd, log_path=log_path, describe=install.describe()))
 
     @property
-    def pid(self) -> int | None:
-        return self.proc.pid if self.proc is not None else None
+    def proc(self):  # noqa: ANN201 - subprocess.Popen[bytes] | None
+        return self.transport.proc
 
-    def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+    @property
+    def log_path(self) -> Path | None:
+        return self.transport.log_path
 
-    def _read_loop(self) -> None:
-        assert self.proc is not None and self.proc.stdout is not None
-        stream = self.proc.stdout
-        try:
-            for raw in iter(stream.readline, b""):
-                line = raw.strip()
-                if not line:
-                    continue
-                try:
-                    frame = json.loads(line)
-                except ValueError:
-                    logger.debug("gateway %s wrote a non-JSON line", self.pid)
-                    continue
-                if not isinstance(frame, dict):
-                    continue
-                # Arrival time, taken here where the frame is read (timings must not include the
-                # wake-up of whichever thread consumes it). Our own parsed copy: Hermes never sees it.
-                received = time.monotonic()
-                if frame.get("method") == "event":
-                    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
-                    params[RECEIVED] = received
-                    self.events.put(params)
-                    continue
-                frame[RECEIVED] = received
-                rid = frame.get("id")
-                with self._lock:
-                    waiter = self._pending.pop(rid, None) if isinstance(rid, int) else None
-                if waiter is not None:
-                    waiter.put(frame)
-        except (OSError, ValueError):
-            pass
-        finally:
-            self.eof.set()
-            self.events.put(_EOF)
-            with self._lock:
-                waiters = list(self._pending.values())
-                self._pending.clear()
-            for w in waiters:
-                w.put({"_eof": True})
-
-    # requests
-
-    def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict]:
-        """Write one request; returns the queue its response will arrive on."""
-        if self.proc is None or self.proc.stdin is None:
-            raise GatewayError("gateway is not running")
-        with self._lock:
-            self._next_id += 1
-            rid = self._next_id
-            waiter: queue.Queue[dict] = queue.Queue(maxsize=1)
-            self._pending[rid] = waiter
-        data = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode()
-        try:
-            with self._write_lock:
-                self.proc.stdin.write(data)
-                self.proc.stdin.flush()
-        except (BrokenPipeError, OSError, ValueError) as exc:
-            with self._lock:
-                self._pending.pop(rid, None)
-            raise GatewayError(f"Hermes exited before it could take {method}") from exc
-        return waiter
-
-    def result_of(self, method: str, waiter: queue.Queue[dict], timeout: float) -> dict[str, Any]:
-        """The result of a sent request (``self.received[method]`` = when its answer was read)."""
-        try:
-            frame = waiter.get(timeout=timeout)
-        except queue.Empty:
-            raise TimeoutError(f"Hermes did not answer {method} within {timeout:.0f}s") from None
-        if isinstance(frame.get(RECEIVED), float):
-            self.received[method] = frame[RECEIVED]
-        if frame.get("_eof"):
-            raise GatewayError(f"Hermes exited before answering {method}")
-        if "error" in frame:
-            err = frame.get("error") or {}
-            raise RpcError(method, err.get("code"), str(err.get("message") or "unknown error"))
-        result = frame.get("result")
-        return result if isinstance(result, dict) else {}
-
-    def request(self, method: str, params: dict[str, Any], timeout: float = DEFAULT_RPC_TIMEOUT) -> dict[str, Any]:
-        return self.result_of(method, self.send(method, params), timeout)
-
-    def wait_ready(self, timeout: float) -> float:
-        """Block until ``gateway.ready``; returns seconds since spawn. Other early frames are kept."""
-        deadline = time.monotonic() + timeout
-        held: list[Any] = []
-        try:
-            while True:
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    raise TimeoutError(f"Hermes did not become ready within {timeout:.0f}s")
-                try:
-                    ev = self.events.get(timeout=left)
-                except queue.Empty:
-                    continue
-                if ev is _EOF:
-                    held.append(ev)
-                    raise GatewayError(f"Hermes exited during start-up (exit code {self.returncode()})")
-                if ev.get("type") == "gateway.ready":
-                    return float(ev.get(RECEIVED) or time.monotonic()) - self.spawned_at
-                held.append(ev)
-        finally:
-            for ev in held:
-                self.events.put(ev)
-
-    def returncode(self) -> int | None:
-        if self.proc is None:
-            return None
-        with contextlib.suppress(subprocess.TimeoutExpired):
-            return self.proc.wait(timeout=0.5)
-        return None
-
-    # shutdown
-
-    def _signal(self, *, kill: bool) -> None:
-        """SIGTERM (``kill`` False) or SIGKILL the gateway and, on POSIX, its whole process group.
-
-        The gateway starts in a session of its own (``start_new_session``), so its process group id is its
-        pid and holds the subprocesses Hermes started for tools: signalling the group stops them too
-        instead of orphaning them. Only called while the gateway has not been reaped, so the group id
-        cannot belong to anyone else. Windows: the gateway process alone (terminate/kill)."""
-        proc = self.proc
-        if proc is None:
-            return
-        if os.name == "nt":
-            with contextlib.suppress(OSError):
-                if kill:
-                    proc.kill()
-                else:
-                    proc.terminate()
-            return
-        sig = signal.SIGKILL if kill else signal.SIGTERM
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass  # the group is gone already
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.kill(proc.pid, sig)
-
-    def shutdown(self, grace: float = 5.0) -> int | None:
-        """Close stdin → wait → terminate → wait → kill (terminate and kill go to the gateway's process
-        group, its tool subprocesses included). Returns the exit code; idempotent."""
-        proc = self.proc
-        if proc is None:
-            return None
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError, ValueError), self._write_lock:
-                proc.stdin.close()
-        for step in ("wait", "terminate", "kill"):
-            if step == "terminate":
-                self._signal(kill=False)
-            elif step == "kill":
-                self._signal(kill=True)
-            try:
-                proc.wait(timeout=grace if step != "kill" else 10)
-                break
-            except subprocess.TimeoutExpired:
-                logger.warning("gateway %s did not exit after %s; escalating", proc.pid, step)
-        if self._reader is not None:
-            self._reader.join(timeout=2)
-        with contextlib.suppress(OSError, ValueError):
-            if proc.stdout is not None:
-                proc.stdout.close()
-        return proc.returncode
-
-    def kill(self) -> None:
-        """SIGKILL the gateway and its process group (its tool subprocesses)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self._signal(kill=True)
 
 
 # ── one continuation ───────────────────────────────────────────────────────────────────────────
