@@ -4,7 +4,7 @@ Distinct from the backend's ``desktop.auto_continue`` block: these say what the 
 with what it finds. Keys (all optional):
 
 ``mode``            ``"ask"`` (default: notify and wait) | ``"auto"`` (resume at once, notify
-                    after) | ``"off"`` (list only).
+                    after) | ``"list"`` (list only; ``"off"``, its older name, is read as ``"list"``).
 ``notify``          bool, default true.
 ``show_prompts``    bool, default true: notifications show a prompt excerpt (lock screens!).
 ``homes``           list of extra Hermes home paths to watch.
@@ -25,7 +25,8 @@ from typing import Any
 
 from hermes_tray_core import paths
 
-MODES = ("ask", "auto", "off")
+MODES = ("ask", "auto", "list")
+MODE_ALIASES = {"off": "list"}  # older name of "list", still read (and accepted by `config set`)
 KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command")
 
 
@@ -83,6 +84,7 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
     kw: dict[str, Any] = {}
     if "mode" in data:
         mode = data["mode"]
+        mode = MODE_ALIASES.get(mode, mode) if isinstance(mode, str) else mode
         if mode not in MODES:
             raise SettingsError(f"mode: must be one of {', '.join(MODES)}, not {mode!r}")
         kw["mode"] = mode

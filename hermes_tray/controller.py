@@ -25,7 +25,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from hermes_tray.app.format import first_line, short_path
 from hermes_tray.app.settings_model import BackendValues, SettingsSnapshot
-from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, turn_key
+from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, turn_key, view_problems
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
 from hermes_tray.watch.detector import ScanReport
@@ -272,7 +272,7 @@ class Controller(QObject):
                     continue
                 QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
                 continue
-            if mode == "off":
+            if mode in ("list", "off"):
                 continue
             if self._safe(self.engine.asked_before, rec, default=False):
                 continue
@@ -303,6 +303,7 @@ class Controller(QObject):
             RunningItem(r.key, r.title, time.monotonic() - r.started, r.status) for r in self._runs.values()
         )
         extra = self._report.extra or {}
+        found = extra.get("homes_found", True)
         state = ViewState(
             pending=pending,
             others=others,
@@ -311,7 +312,9 @@ class Controller(QObject):
             mode=self._settings.mode,
             autostart=self._autostart_state(),
             show_prompts=show,
-            problems=tuple(self._report.problems),
+            problems=view_problems(self._report.problems, extra.get("problem_details"), homes_found=found),
+            homes_found=bool(found),
+            watching=tuple(extra.get("watching") or ()),
         )
         if running and not self._ticker.isActive():
             self._ticker.start()

@@ -60,12 +60,18 @@ class CoreEngine:
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []
+        details: list[dict[str, Any]] = []  # the same problems, with where to look (the views' banner)
         enabled: list[bool] = []
         for report in result.homes:
+            desktop = str(report.path / "desktop")
             for p in report.problems:
                 problems.append(f"{report.profile}: {p}")
+                marker = report.markers in ("corrupt", "unreadable") and "interrupted_turns" in p
+                details.append({"text": problems[-1], "folder": desktop if marker else
+                                (str(report.path) if report.exists else ""), "attention": report.exists})
             for u in report.unsupported:
                 problems.append(f"{report.profile}: {u} (not supported yet)")
+                details.append({"text": problems[-1], "folder": desktop, "attention": True})
             if report.exists:
                 enabled.append(bool(report.config.enabled))
         backend_enabled: bool | None = True
@@ -73,7 +79,12 @@ class CoreEngine:
             backend_enabled = False
         elif enabled and not all(enabled):
             backend_enabled = None
-        return result.turns, problems, {"backend_enabled": backend_enabled}
+        return result.turns, problems, {
+            "backend_enabled": backend_enabled,
+            "problem_details": details,
+            "homes_found": any(r.exists for r in result.homes),
+            "watching": [str(r.path) for r in result.homes],
+        }
 
     def watch_plan(self, homes: Sequence[Any]) -> tuple[list[Path], list[Path]]:
         dirs: list[Path] = []

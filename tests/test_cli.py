@@ -167,7 +167,7 @@ def test_config_set_then_get_backend_and_tray(tmp_path, tree):
     assert shown["tray"]["mode"] == "auto"
     assert {h["home"]: h["freshness_minutes"] for h in shown["homes"]}[str(work.path)] == 45
     bad = cli(tmp_path, "config", "set", "mode", "loud", env=env)
-    assert bad.returncode == 2 and "ask, auto, off" in bad.stderr
+    assert bad.returncode == 2 and "ask, auto, list" in bad.stderr
     assert cli(tmp_path, "config", "get", "colour", env=env).returncode == 2
     assert cli(tmp_path, "config", "set", "max_attempts", "-1", "--all", env=env).returncode == 2
     events = json.loads(cli(tmp_path, "history", "--json", env=env).stdout)

@@ -36,7 +36,7 @@ def test_full_file_round_trips(cfg):
 @pytest.mark.parametrize(
     "text, words",
     [
-        ('mode = "sometimes"\n', ["mode", "ask, auto, off", "'sometimes'"]),
+        ('mode = "sometimes"\n', ["mode", "ask, auto, list", "'sometimes'"]),
         ('notify = "yes"\n', ["notify", "true or false"]),
         ('show_prompts = 1\n', ["show_prompts", "true or false"]),
         ('homes = "/one/home"\n', ["homes", "list"]),
@@ -58,8 +58,8 @@ def test_invalid_files_name_key_and_allowed_values(cfg, text, words):
 
 def test_update_is_private_and_keeps_other_keys(cfg):
     update_settings({"homes": ["/a"]})
-    s = update_settings({"mode": "off"})
-    assert s.mode == "off" and s.homes == ("/a",)
+    s = update_settings({"mode": "list"})
+    assert s.mode == "list" and s.homes == ("/a",)
     assert load_settings() == s
     assert stat.S_IMODE(cfg.stat().st_mode) == 0o600
     assert stat.S_IMODE(cfg.parent.stat().st_mode) == 0o700
@@ -91,8 +91,17 @@ def test_defaults_dataclass_is_equal_regardless_of_path(tmp_path):
 def test_hermes_command_can_be_unset(cfg):
     update_settings({"hermes_command": ["/opt/h/bin/python"], "mode": "off"})
     s = update_settings({"hermes_command": None})
-    assert s.hermes_command is None and s.mode == "off"
+    assert s.hermes_command is None and s.mode == "list"
     assert "hermes_command" not in cfg.read_text()
+
+
+def test_mode_off_is_read_as_list(cfg):
+    """"off" was the older name of "Only list them": a file or a `config set` saying it still works."""
+    cfg.parent.mkdir(parents=True, exist_ok=True)
+    cfg.write_text('mode = "off"\n')
+    assert load_settings().mode == "list"
+    assert update_settings({"mode": "off"}).mode == "list"
+    assert 'mode = "list"' in cfg.read_text()
 
 
 def test_setting_a_bad_value_fixes_it_other_bad_keys_still_refuse(cfg):

@@ -126,6 +126,7 @@ class TrayApp(QObject):
         w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
         w.disable_requested.connect(c.disable_for)
         w.stop_requested.connect(c.stop)
+        w.open_folder_requested.connect(self.open_folder)
 
     def _start_engine(self) -> None:
         """Phase two (after the icon): instance server, engine, notifier, controller, detector.
@@ -140,11 +141,12 @@ class TrayApp(QObject):
             self._start_failed(f"{type(exc).__name__}: {exc}")
 
     def _start_failed(self, why: str) -> None:
-        from hermes_tray.app.viewstate import ViewState
+        from hermes_tray.app.viewstate import Problem, ViewState
+        from hermes_tray_core.paths import log_dir
 
         self.start_error = why
         text = f"Hermes Tray could not start: {why[:200]}. See the log folder."
-        state = self._failed_state = ViewState(problems=(text,))
+        state = self._failed_state = ViewState(problems=(Problem(text, folder=str(log_dir())),))
         self.menu.set_loading(False)
         self.menu.set_state(state)
         self.presence.set_state(state)
@@ -247,6 +249,9 @@ class TrayApp(QObject):
             events.emit_scan(report, pending=len(self.controller.state.pending))
 
     def _on_icon_shown(self) -> None:
+        if self.status_window is not None and self.status_window.isVisible():
+            self.status_window.hide()  # a tray host appeared after all: the icon takes over
+            events.emit("status-window-hidden")
         icon = self.presence.icon
         g = icon.geometry() if icon is not None else None
         events.emit("tray-shown", geometry=[g.x(), g.y(), g.width(), g.height()] if g else None)
@@ -317,6 +322,12 @@ class TrayApp(QObject):
         dlg.show()
         dlg.raise_()
         dlg.activateWindow()
+
+    def open_folder(self, path: str) -> None:
+        """A problem's folder (the banner's "Open folder"), in the desktop's file manager."""
+        if path:
+            QDesktopServices.openUrl(QUrl.fromLocalFile(path))
+            events.emit("open-folder", path=path)
 
     def open_logs(self) -> None:
         from hermes_tray_core import fsutil

@@ -13,9 +13,11 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
+from hermes_tray.app.format import elide
 from hermes_tray.app.viewstate import ViewState
 
-MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("off", "Only list them"))
+MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
+LABEL_CHARS = 64  # a menu entry longer than this is elided (the full text is its tooltip)
 
 
 class TrayMenu(QMenu):
@@ -36,6 +38,7 @@ class TrayMenu(QMenu):
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.setTitle("Hermes Tray")
+        self.setToolTipsVisible(True)
         self._state = ViewState()
         self._loading = False
         self._dirty = False
@@ -90,7 +93,8 @@ class TrayMenu(QMenu):
         self.clear()
         s = self._state
         for r in s.running:
-            sub = self.addMenu(f"Resuming {r.title} — {_mmss(r.elapsed)}")
+            sub = self.addMenu(f"Resuming {elide(r.title, 40)} — {_mmss(r.elapsed)}")
+            sub.menuAction().setToolTip(r.title)
             status = sub.addAction(r.status or "starting…")
             status.setEnabled(False)
             stop = sub.addAction("Stop")
@@ -102,6 +106,7 @@ class TrayMenu(QMenu):
             head.triggered.connect(self.open_requested.emit)
             for item in s.pending:
                 sub = self.addMenu(item.menu_label())
+                sub.menuAction().setToolTip(item.title + (f"\n“{item.excerpt}”" if item.excerpt else ""))
                 sub.setToolTipsVisible(True)
                 resume = sub.addAction("Resume")
                 resume.triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
@@ -115,12 +120,20 @@ class TrayMenu(QMenu):
             if len(s.pending) > 1:
                 self.addAction("Resume all").triggered.connect(self.resume_all_requested.emit)
         elif not s.running:
-            none = self.addAction("Looking for interrupted turns…" if self._loading else "No interrupted turns")
+            text = ("Looking for interrupted turns…" if self._loading
+                    else s.no_home_text() if not s.homes_found else "No interrupted turns")
+            none = self.addAction(elide(text, LABEL_CHARS))
+            none.setToolTip(text)
             none.setEnabled(False)
         self.addAction("Open turns window…").triggered.connect(self.open_requested.emit)
         for problem in s.problems[:3]:
-            p = self.addAction(f"⚠ {problem}")
-            p.setEnabled(False)
+            # a problem opens the turns window, whose banner says what to do and opens the folder
+            p = self.addAction(f"⚠ {elide(str(problem), LABEL_CHARS)}")
+            p.setToolTip(str(problem))
+            p.triggered.connect(self.open_requested.emit)
+        if len(s.problems) > 3:
+            more = self.addAction(f"⚠ {len(s.problems) - 3} more problems…")
+            more.triggered.connect(self.open_requested.emit)
         self.addSeparator()
 
         backend = self.addAction("Hermes auto-continue")
@@ -135,7 +148,7 @@ class TrayMenu(QMenu):
         for value, label in MODES:
             act = modes.addAction(label)
             act.setCheckable(True)
-            act.setChecked(s.mode == value)
+            act.setChecked(s.mode == value or (value == "list" and s.mode == "off"))  # "off": older name
             group.addAction(act)
             act.triggered.connect(lambda _=False, v=value: self.mode_selected.emit(v))
         self.addSeparator()

@@ -27,7 +27,7 @@ from PySide6.QtWidgets import (
 
 from hermes_tray.app.format import elapsed_text, elide, short_path
 from hermes_tray.app.icons import app_icon
-from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState
+from hermes_tray.app.viewstate import Problem, RunningItem, TurnItem, ViewState
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 
@@ -66,12 +66,57 @@ class _RunningRow(QFrame):
         self.status.setText(f"{elapsed_text(item.elapsed)} · {item.status or 'starting…'}")
 
 
+class ProblemBanner(QFrame):
+    """What the tray could not read, with doctor's advice and a way to the folder; hidden when
+    nothing is wrong. One banner for every problem (the first one's folder is the button's)."""
+
+    open_folder = Signal(str)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.setObjectName("problemBanner")
+        self.setFrameShape(QFrame.Shape.StyledPanel)
+        self.setStyleSheet("#problemBanner { background: #fff4ce; border: 1px solid #d8a600; border-radius: 4px; }"
+                           "#problemBanner QLabel { color: #3b2f00; }")
+        self.setAccessibleName("Problems")
+        lay = QHBoxLayout(self)
+        self.text = QLabel()
+        self.text.setWordWrap(True)
+        self.text.setTextFormat(Qt.TextFormat.PlainText)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        lay.addWidget(self.text, 1)
+        self.folder_button = QPushButton("Open folder")
+        self.folder_button.setAutoDefault(False)
+        self.folder_button.setAccessibleName("Open the folder of this problem")
+        self.folder_button.clicked.connect(lambda: self.open_folder.emit(self._folder))
+        lay.addWidget(self.folder_button, 0, Qt.AlignmentFlag.AlignTop)
+        self._folder = ""
+        self.setVisible(False)
+
+    def set_problems(self, problems: tuple[Problem, ...]) -> None:
+        if not problems:
+            self.setVisible(False)
+            return
+        lines = [f"⚠ {p.text}" for p in problems[:4]]
+        if len(problems) > 4:
+            lines.append(f"… and {len(problems) - 4} more")
+        advice = next((p.advice for p in problems if p.advice), "")
+        if advice:
+            lines.append(advice)
+        self.text.setText("\n".join(lines))
+        self._folder = next((p.folder for p in problems if p.folder), "")
+        self.folder_button.setVisible(bool(self._folder))
+        self.folder_button.setToolTip(self._folder)
+        self.setVisible(True)
+
+
 class PromptWindow(QDialog):
     resume_requested = Signal(str)
     skip_requested = Signal(str)
     disable_requested = Signal(str)  # turn key: disable auto-continue in that turn's home
     stop_requested = Signal(str)
     settings_requested = Signal()
+    open_folder_requested = Signal(str)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -92,6 +137,9 @@ class PromptWindow(QDialog):
         self.subheader = QLabel()
         self.subheader.setWordWrap(True)
         root.addWidget(self.subheader)
+        self.banner = ProblemBanner(self)
+        self.banner.open_folder.connect(self.open_folder_requested.emit)
+        root.addWidget(self.banner)
 
         self.running_box = QVBoxLayout()
         root.addLayout(self.running_box)
@@ -158,10 +206,18 @@ class PromptWindow(QDialog):
         elif state.running:
             self.header.setText("Resuming…")
             self.subheader.setText("The interrupted turn is being continued by Hermes.")
+        elif not state.homes_found:
+            self.header.setText("No Hermes home found")
+            self.subheader.setText(state.no_home_text() + ". Turns cut off by a crash or restart show up "
+                                   "here once Hermes has run.")
+        elif state.attention_problems:
+            self.header.setText("Interrupted turns cannot all be seen")
+            self.subheader.setText("Nothing is listed as waiting, but the tray could not read everything (below).")
         else:
             self.header.setText("No interrupted turns")
             self.subheader.setText("Nothing is waiting. Turns cut off by a crash or restart show up here.")
         self._sync_running(state.running)
+        self.banner.set_problems(state.problems)
 
         self.list.blockSignals(True)
         self.list.clear()

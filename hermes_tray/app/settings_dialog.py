@@ -33,7 +33,7 @@ from hermes_tray.app.settings_model import BackendValues, SettingsModel, Setting
 
 ALL_HOMES = "__all__"
 __all__ = ["BackendValues", "SettingsDialog", "SettingsModel", "SettingsSnapshot"]
-MODE_LABELS = (("ask", "Ask me (notification with buttons)"), ("auto", "Resume automatically"), ("off", "Only list them"))
+MODE_LABELS = (("ask", "Ask me (notification with buttons)"), ("auto", "Resume automatically"), ("list", "Only list them"))
 
 
 def _join(args) -> str:  # noqa: ANN001
@@ -126,7 +126,7 @@ class SettingsDialog(QDialog):
     # --- loading ------------------------------------------------------------------------------
     def _fill_tray(self) -> None:
         s = self._snap
-        self.mode_combo.setCurrentIndex(max(0, [m for m, _ in MODE_LABELS].index(s.mode) if s.mode in ("ask", "auto", "off") else 0))
+        self.mode_combo.setCurrentIndex(max(0, [m for m, _ in MODE_LABELS].index(s.mode) if s.mode in ("ask", "auto", "list") else 0))
         self.notify_box.setChecked(s.notify)
         self.prompts_box.setChecked(s.show_prompts)
         self.autostart_box.setChecked(bool(s.autostart))

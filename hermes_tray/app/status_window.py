@@ -20,7 +20,7 @@ class StatusWindow(QWidget):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Hermes Tray")
+        self.setWindowTitle("Hermes Tray")  # the app's own name: this window stands in for its icon
         self.setWindowIcon(app_icon())
         lay = QHBoxLayout(self)
         self.picture = QLabel()
@@ -29,6 +29,8 @@ class StatusWindow(QWidget):
         col = QVBoxLayout()
         self.text = QLabel()
         self.text.setWordWrap(True)
+        self.text.setMinimumWidth(380)  # a running continuation's line fits without being cut
+        self.text.setAccessibleName("Status")
         col.addWidget(self.text)
         row = QHBoxLayout()
         self.open_button = QPushButton("Open turns…")
@@ -47,3 +49,4 @@ class StatusWindow(QWidget):
         self.picture.setPixmap(tray_icon(IconState(state.icon_state), "light").pixmap(48, 48))
         self.text.setText(state.tooltip().replace("Hermes Tray\n", "", 1))
         self.open_button.setDefault(bool(state.pending))
+        self.adjustSize()  # grow with the text (a continuation adds lines), never cut it

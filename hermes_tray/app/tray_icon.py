@@ -1,8 +1,9 @@
 """The tray icon, created only once a tray host is there.
 
 A ``QSystemTrayIcon`` created before the desktop's tray host is up never registers (the app
-looks alive and shows nothing), so availability is polled for up to 30 s; with no tray by
-then a small status window stands in. The menu is attached with ``setContextMenu`` (Wayland
+looks alive and shows nothing), so availability is polled; with no tray after 2 s a small
+status window stands in (stock GNOME has none), and polling goes on, slower: when a tray host
+appears later the icon is created and takes over from the window. The menu is attached with ``setContextMenu`` (Wayland
 and SNI export it over D-Bus). Left click opens the prompt window.
 """
 
@@ -19,15 +20,16 @@ from hermes_tray.app.viewstate import ViewState
 
 log = logging.getLogger(__name__)
 
-WAIT_FOR_TRAY_SECONDS = 30.0
+WAIT_FOR_TRAY_SECONDS = 2.0
 POLL_MS = 250
+LATE_POLL_MS = 2000  # after the status window is up: a tray host that starts later is still found
 
 
 class TrayPresence(QObject):
     """Owns the icon (or reports that there is none). ``shown`` fires when the icon is visible."""
 
     shown = Signal()
-    unavailable = Signal()  # gave up waiting: the caller shows the status window
+    unavailable = Signal()  # no tray yet after the wait: the caller shows the status window
     clicked = Signal()
 
     def __init__(self, menu: QMenu, parent: QObject | None = None, *, wait_seconds: float = WAIT_FOR_TRAY_SECONDS) -> None:
@@ -51,9 +53,9 @@ class TrayPresence(QObject):
         if QSystemTrayIcon.isSystemTrayAvailable():
             self._timer.stop()
             self._create()
-        elif time.monotonic() >= self._deadline:
-            self._timer.stop()
-            log.warning("no system tray available: showing the status window instead")
+        elif time.monotonic() >= self._deadline and self._timer.interval() == POLL_MS:
+            self._timer.setInterval(LATE_POLL_MS)
+            log.warning("no system tray available: showing the status window until one appears")
             self.unavailable.emit()
 
     def _create(self) -> None:

@@ -6,6 +6,7 @@ widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -57,6 +58,23 @@ class RunningItem:
 
 
 @dataclass(frozen=True)
+class Problem:
+    """Something the tray could not read or do, with where to look and what to do about it.
+
+    ``attention``: a problem the user must act on (a corrupt or unsupported marker store, an
+    unreadable config, a failed start); False for a home that simply does not exist yet.
+    """
+
+    text: str
+    folder: str = ""  # what "Open folder" opens ("" = nothing to open)
+    advice: str = "Run `hermes-tray doctor` for the details and how to fix it."
+    attention: bool = True
+
+    def __str__(self) -> str:
+        return self.text
+
+
+@dataclass(frozen=True)
 class ViewState:
     pending: tuple[TurnItem, ...] = ()  # actionable turns waiting for a decision
     others: tuple[TurnItem, ...] = ()  # markers the tray leaves alone (running, stale, exhausted, WebUI)
@@ -65,13 +83,24 @@ class ViewState:
     mode: str = "ask"
     autostart: bool | None = None  # None: not available on this platform
     show_prompts: bool = True
-    problems: tuple[str, ...] = ()  # sources the scanner could not read, said plainly
+    problems: tuple[Problem, ...] = ()  # sources the scanner could not read, said plainly
+    homes_found: bool = True  # False: no Hermes home exists yet; ``watching`` says where we look
+    watching: tuple[str, ...] = ()  # home paths watched (shown while none exists)
+
+    @property
+    def attention_problems(self) -> tuple[Problem, ...]:
+        return tuple(p for p in self.problems if getattr(p, "attention", True))
+
+    @property
+    def needs_attention(self) -> bool:
+        """Turns wait or a problem stands: the icon asks for a look (SNI ``NeedsAttention``)."""
+        return bool(self.pending or self.attention_problems)
 
     @property
     def icon_state(self) -> str:
         if self.running:
             return "busy"
-        if self.pending:
+        if self.needs_attention:
             return "attention"
         if self.backend_enabled is False:
             return "paused"
@@ -85,15 +114,28 @@ class ViewState:
         n = len(self.pending)
         if n:
             lines.append(f"{n} interrupted turn{'s' if n != 1 else ''} waiting")
+        elif not self.homes_found:
+            lines.append(self.no_home_text())
         elif not self.running:
             lines.append("No interrupted turns")
+        bad = self.attention_problems
+        if bad:
+            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            lines.append(f"⚠ {elide(str(bad[0]), 90)}{more}")
         if self.backend_enabled is False:
             lines.append("Hermes auto-continue is off")
         elif self.backend_enabled is None:
             lines.append("Hermes auto-continue is off in some homes")
         lines.append({"ask": "Asks before resuming", "auto": "Resumes automatically",
+                      "list": "Only lists interrupted turns",
                       "off": "Only lists interrupted turns"}.get(self.mode, self.mode))
         return "\n".join(lines)
+
+    def no_home_text(self) -> str:
+        from hermes_tray.app.format import short_path
+
+        where = ", ".join(short_path(w) for w in self.watching[:2]) or "the Hermes home"
+        return f"No Hermes home found yet — watching {where} for one"
 
 
 def _mmss(seconds: float) -> str:
@@ -131,3 +173,20 @@ def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> T
 
 def turn_key(home: str, session_key: str) -> str:
     return f"{home}\x1f{session_key}"
+
+
+def view_problems(texts: Sequence[str], details: Sequence[dict[str, Any]] | None, *,
+                  homes_found: bool = True) -> tuple[Problem, ...]:
+    """The scan's problems as :class:`Problem` rows (``details`` from the engine when it gives them).
+
+    While no home exists, its "does not exist" lines are not problems: the no-home state says it.
+    """
+    if details is None:
+        return tuple(Problem(str(t)) for t in texts)
+    out = []
+    for d in details:
+        attention = bool(d.get("attention", True))
+        if not attention and not homes_found:
+            continue
+        out.append(Problem(str(d.get("text", "")), folder=str(d.get("folder") or ""), attention=attention))
+    return tuple(out)

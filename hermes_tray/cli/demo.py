@@ -78,6 +78,12 @@ def _hand_off(root: Path) -> bool:
 
 
 def run(args: argparse.Namespace) -> int:
+    if not args.no_tray:
+        from hermes_tray.cli.tray import refuse_without_display
+
+        refused = refuse_without_display()  # before the demo exists: no backend left behind
+        if refused is not None:
+            return refused
     from hermes_tray.demo.home import create_demo, default_demo_root
     from hermes_tray.demo.sim_install import SimInstallError
 

@@ -17,12 +17,30 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         type=float,
         default=None,
         metavar="SECONDS",
-        help="how long to wait for the desktop's tray before showing a status window (default 30)",
+        help="how long to wait for the desktop's tray before showing a status window (default 2; "
+        "the icon replaces the window if a tray appears later)",
     )
     parser.set_defaults(func=run)
 
 
+def refuse_without_display() -> int | None:
+    """EXIT_REFUSED (after saying why) when there is no screen for the tray; None when there is."""
+    from hermes_tray.cli.display import display_missing, no_display_report
+
+    if not display_missing():
+        return None
+    import sys
+
+    from hermes_tray.cli.main import EXIT_REFUSED
+
+    print(no_display_report(), file=sys.stderr)
+    return EXIT_REFUSED
+
+
 def run(args: argparse.Namespace) -> int:
+    refused = refuse_without_display()
+    if refused is not None:
+        return refused
     from hermes_tray.app.application import TrayOptions, run_tray
 
     options = TrayOptions(homes=getattr(args, "homes", None) or None)
@@ -66,6 +84,9 @@ def hermes_present(args: argparse.Namespace) -> bool:
 
 def run_default(args: argparse.Namespace) -> int:
     """No command given: the tray, or the demo when no Hermes is installed (a newcomer's first run)."""
+    refused = refuse_without_display()  # before the demo: no backend is started for a tray that cannot show
+    if refused is not None:
+        return refused
     if not hermes_present(args):
         import sys
 

@@ -48,7 +48,7 @@ def test_menu_window_and_notification_reach_the_engine(qtbot, monkeypatch, rec) 
         app.menu.find_action("Demo: crash the backend").trigger()
         assert app.hits == [1]
         app.menu.find_action("Only list them").trigger()
-        assert engine.settings().mode == "off"
+        assert engine.settings().mode == "list"
     finally:
         app.shutdown()
 

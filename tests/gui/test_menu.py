@@ -64,7 +64,7 @@ def test_mode_and_backend_switches(qtbot, rec) -> None:
     assert not menu.find_action("Ask me").isChecked()
     with qtbot.waitSignal(menu.mode_selected) as got:
         menu.find_action("Only list them").trigger()
-    assert got.args == ["off"]
+    assert got.args == ["list"]
     with qtbot.waitSignal(menu.backend_enabled_toggled) as got:
         backend.trigger()
     assert got.args == [True]

@@ -1,0 +1,50 @@
+"""Is there a screen for the tray? Asked before Qt is imported, so a start without one says why.
+
+Without this check, ``hermes-tray`` over SSH (or from a service with no ``DISPLAY``) created a
+demo, started its simulated backend, then Qt aborted with a misleading ``libxcb-cursor0`` message
+and left the backend orphaned. Now nothing starts: the user reads what ``doctor`` knows.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+
+# platforms that need no screen: an explicit choice (tests, VNC, a headless renderer) is honoured
+_HEADLESS_PLATFORMS = ("offscreen", "minimal", "vnc", "eglfs", "linuxfb", "vkkhrdisplay")
+
+
+def needs_display() -> bool:
+    """True on desktops whose Qt would open a display connection (X11/Wayland: Linux, BSD)."""
+    if sys.platform in ("win32", "darwin"):
+        return False
+    platform = os.environ.get("QT_QPA_PLATFORM", "").split(":", 1)[0].strip().lower()
+    return not platform.startswith(_HEADLESS_PLATFORMS)
+
+
+def display_missing() -> bool:
+    return needs_display() and not (os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY"))
+
+
+def no_display_report() -> str:
+    """What to print instead of starting: the cause, what works here, and doctor's desktop checks."""
+    lines = [
+        "hermes-tray: no display found (DISPLAY and WAYLAND_DISPLAY are unset, e.g. over SSH or in a "
+        "service), so the tray cannot show. Nothing was started.",
+        "Without a display:",
+        "  hermes-tray helper     watches and resumes in the background (no window; notifications when "
+        "a session bus is there)",
+        "  hermes-tray status     lists interrupted turns; resume / skip / doctor work too",
+        "Or start the tray from your desktop session.",
+    ]
+    try:
+        from hermes_tray.cli.doctor import check_desktop
+
+        _info, problems = check_desktop()
+    except Exception as exc:  # the advice above stands without doctor's details
+        problems = [f"doctor could not check the desktop ({type(exc).__name__}: {exc})"]
+    others = [p for p in problems if not p.startswith("no graphical session")]
+    if others:
+        lines.append("doctor also found:")
+        lines.extend(f"  - {p}" for p in others)
+    return "\n".join(lines)
