@@ -295,12 +295,13 @@ class Controller(QObject):
 
     def _publish(self) -> None:
         show = bool(self._settings.show_prompts)
-        now = time.time()
-        items = {k: turn_item(r, show_prompts=show, now=now) for k, r in self._records.items()}
+        scanned = self._report.finished or time.time()  # the records' ages are as of their scan
+        items = {k: turn_item(r, show_prompts=show, now=scanned) for k, r in self._records.items()}
         pending = tuple(items[k] for k in self._pending_keys if k in items)
         others = tuple(i for k, i in items.items() if k not in self._pending_keys and k not in self._runs)
         running = tuple(
-            RunningItem(r.key, r.title, time.monotonic() - r.started, r.status) for r in self._runs.values()
+            RunningItem(r.key, r.title, time.monotonic() - r.started, r.status, at=time.monotonic())
+            for r in self._runs.values()
         )
         extra = self._report.extra or {}
         found = extra.get("homes_found", True)

@@ -39,6 +39,8 @@ APP_DISPLAY_NAME = "Hermes Tray"
 ORG_NAME = "Hermes Agent"
 ORG_DOMAIN = "hermes-agent.org"
 DESKTOP_FILE = "hermes-tray"
+VISIBLE_TICK_MS = 1000  # ages on screen move each second while a window shows them
+IDLE_TICK_MS = 15000  # only the tooltip otherwise
 
 
 @dataclass
@@ -103,6 +105,10 @@ class TrayApp(QObject):
         self._dialogs: dict[str, Any] = {}
         self._messages = 0
         self._trimmed = False
+        # one clock for every age on screen: each second while a window is open, slower otherwise
+        self._clock = QTimer(self)
+        self._clock.setInterval(IDLE_TICK_MS)
+        self._clock.timeout.connect(self._tick)
         self.controller: Controller | None = None
         self.detector_thread: DetectorThread | None = None
         self.notifier: Any = None
@@ -186,7 +192,7 @@ class TrayApp(QObject):
         self.detector.scanned.connect(c.on_scan)
         c.rescan_requested.connect(self.detector.rescan)
         c.state_changed.connect(self._on_state)
-        c.present_window.connect(lambda activate: self.window.present(activate=activate))
+        c.present_window.connect(lambda activate: self._present_window(activate))
         c.answer_ready.connect(lambda title, text: self.window.show_answer(title, text))
         c.message.connect(self._on_message)
         c.scan_seen.connect(self._on_scan_seen)
@@ -195,14 +201,14 @@ class TrayApp(QObject):
         m.skip_requested.connect(lambda k: c.skip(k, origin="menu"))
         m.stop_requested.connect(c.stop)
         m.resume_all_requested.connect(lambda: c.resume_all(origin="menu"))
-        m.open_requested.connect(lambda: self.window.present(activate=True))
+        m.open_requested.connect(lambda: self._present_window(True))
         m.backend_enabled_toggled.connect(lambda on: c.set_backend_enabled(on))
         m.mode_selected.connect(c.set_mode)
         m.settings_requested.connect(self.show_settings)
         m.history_requested.connect(self.show_history)
         m.autostart_toggled.connect(c.set_autostart)
 
-        self.presence.clicked.connect(lambda: self.window.present(activate=True))
+        self.presence.clicked.connect(lambda: self._present_window(True))
         self.notifier.ready.connect(
             lambda: events.emit("notifier", backend=self.notifier.name, available=self.notifier.available,
                                 actions=self.notifier.supports_actions)
@@ -213,7 +219,23 @@ class TrayApp(QObject):
             self._wire_window()
 
     # --- lifecycle ----------------------------------------------------------------------------
+    def _tick(self) -> None:
+        """Ages and elapsed times move: every view re-says them as of now."""
+        visible = False
+        if self._window is not None and self._window.isVisible():
+            self._window.refresh_ages()
+            visible = True
+        if self.status_window is not None and self.status_window.isVisible():
+            self.status_window.refresh()
+            visible = True
+        if self.menu.isVisible():
+            self.menu.refresh_ages()
+            visible = True
+        self.presence.refresh_tooltip()
+        self._clock.setInterval(VISIBLE_TICK_MS if visible else IDLE_TICK_MS)
+
     def start(self) -> None:
+        self._clock.start()
         self.presence.start()
         QTimer.singleShot(0, self._start_engine)
 
@@ -277,6 +299,10 @@ class TrayApp(QObject):
             sw.set_state(self._failed_state)
         sw.show()
         events.emit("status-window")
+
+    def _present_window(self, activate: bool) -> None:
+        self.window.present(activate=activate)
+        self._clock.start(VISIBLE_TICK_MS)  # ages tick each second from the moment it shows
 
     def _on_instance_message(self, message: str) -> None:
         if message == "show":

@@ -8,17 +8,25 @@ from typing import Any
 
 
 def age_text(seconds: float | None) -> str:
-    """``"just now"``, ``"4 min ago"``, ``"2 h ago"``: what a person reads at a glance."""
+    """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter of
+    every view (menu, turns window, tooltip, History), so two rows never disagree in style."""
     if seconds is None:
-        return "unknown time"
+        return "at an unknown time"
     s = max(0.0, float(seconds))
-    if s < 45:
-        return "just now"
+    if s < 60:
+        return f"{int(s)} s ago"
     if s < 90 * 60:
-        return f"{max(1, round(s / 60))} min ago"
+        return f"{int(s // 60)} min ago"
     if s < 36 * 3600:
-        return f"{s / 3600:.0f} h ago"
-    return f"{s / 86400:.0f} days ago"
+        return f"{int(s // 3600)} h ago"
+    return f"{int(s // 86400)} days ago"
+
+
+def since_text(since: float | None, now: float | None = None) -> str:
+    """:func:`age_text` of a wall-clock moment, as of ``now`` (default: this instant)."""
+    if since is None:
+        return age_text(None)
+    return age_text((time.time() if now is None else now) - since)
 
 
 def turn_age(turn: Any, now: float | None = None) -> float | None:
@@ -34,7 +42,16 @@ def turn_age(turn: Any, now: float | None = None) -> float | None:
     return None
 
 
+def turn_since(turn: Any, scanned_at: float | None = None) -> float | None:
+    """The wall-clock moment a turn's age counts from (the scanner's age is as of its scan), so the
+    views can say the age *now*, ticking, instead of the age the last scan saw."""
+    at = time.time() if scanned_at is None else scanned_at
+    age = turn_age(turn, at)
+    return None if age is None else at - age
+
+
 def elapsed_text(seconds: float) -> str:
+    """``m:ss`` of a running continuation (menu, tooltip, turns window, status window)."""
     s = max(0, int(seconds))
     return f"{s // 60}:{s % 60:02d}"
 

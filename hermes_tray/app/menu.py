@@ -13,7 +13,7 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
-from hermes_tray.app.format import elide
+from hermes_tray.app.format import elapsed_text, elide
 from hermes_tray.app.viewstate import ViewState
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
@@ -44,6 +44,7 @@ class TrayMenu(QMenu):
         self._dirty = False
         self._extra: list[tuple[str, Callable[[], None]]] = []
         self.aboutToHide.connect(self._after_hide)
+        self.aboutToShow.connect(self.refresh_ages)  # ages as of the moment it opens
         self.rebuild()
 
     def add_extra_action(self, label: str, callback: Callable[[], None]) -> None:
@@ -74,6 +75,18 @@ class TrayMenu(QMenu):
             self._dirty = False
             self.rebuild()
 
+    def refresh_ages(self) -> None:
+        """Re-say the ages and elapsed times in the entries, in place (safe while open)."""
+        by_key = {t.key: t for t in self._state.pending}
+        runs = {r.key: r for r in self._state.running}
+        for act in self.actions():
+            key = act.data()
+            if key in by_key:
+                act.setText(by_key[key].menu_label())
+            elif key in runs:
+                r = runs[key]
+                act.setText(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())}")
+
     def action_labels(self) -> list[str]:
         """Top-level entry texts (separators as ``---``): what a user reads, for tests."""
         return [a.text() if not a.isSeparator() else "---" for a in self.actions()]
@@ -93,8 +106,9 @@ class TrayMenu(QMenu):
         self.clear()
         s = self._state
         for r in s.running:
-            sub = self.addMenu(f"Resuming {elide(r.title, 40)} — {_mmss(r.elapsed)}")
+            sub = self.addMenu(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())}")
             sub.menuAction().setToolTip(r.title)
+            sub.menuAction().setData(r.key)
             status = sub.addAction(r.status or "starting…")
             status.setEnabled(False)
             stop = sub.addAction("Stop")
@@ -107,6 +121,7 @@ class TrayMenu(QMenu):
             for item in s.pending:
                 sub = self.addMenu(item.menu_label())
                 sub.menuAction().setToolTip(item.title + (f"\n“{item.excerpt}”" if item.excerpt else ""))
+                sub.menuAction().setData(item.key)
                 sub.setToolTipsVisible(True)
                 resume = sub.addAction("Resume")
                 resume.triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
@@ -166,8 +181,3 @@ class TrayMenu(QMenu):
         self.addAction("About Hermes Tray").triggered.connect(self.about_requested.emit)
         self.addSeparator()
         self.addAction("Quit").triggered.connect(self.quit_requested.emit)
-
-
-def _mmss(seconds: float) -> str:
-    s = max(0, int(seconds))
-    return f"{s // 60}:{s % 60:02d}"

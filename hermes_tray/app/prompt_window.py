@@ -63,7 +63,7 @@ class _RunningRow(QFrame):
 
     def update_item(self, item: RunningItem) -> None:
         self.label.setText(f"Resuming {elide(item.title, 60)}")
-        self.status.setText(f"{elapsed_text(item.elapsed)} · {item.status or 'starting…'}")
+        self.status.setText(f"{elapsed_text(item.elapsed_now())} · {item.status or 'starting…'}")
 
 
 class ProblemBanner(QFrame):
@@ -231,7 +231,25 @@ class PromptWindow(QDialog):
         self.button_row.setVisible(bool(n))
         self._update_buttons()
 
+    def refresh_ages(self) -> None:
+        """Say every age and elapsed time as of now, in place (selection and focus untouched)."""
+        for i in range(self.list.count()):
+            item = self.list.item(i)
+            turn = next((t for t in self._state.pending if t.key == item.data(KEY_ROLE)), None)
+            if turn is not None:
+                item.setText(self._row_text(turn))
+        for r in self._state.running:
+            row = self._running_rows.get(r.key)
+            if row is not None:
+                row.update_item(r)
+
     def _row(self, t: TurnItem) -> QListWidgetItem:
+        item = QListWidgetItem(self._row_text(t))
+        item.setData(KEY_ROLE, t.key)
+        item.setToolTip(f"{t.home}\nsession {t.session_key}\n{t.reason}")
+        return item
+
+    def _row_text(self, t: TurnItem) -> str:
         lines = [t.title]
         lines.append(f"“{elide(t.excerpt, 110)}”" if t.excerpt else "(prompt hidden)" if not self._state.show_prompts else "")
         meta = [f"Interrupted {t.when}"]
@@ -240,10 +258,7 @@ class PromptWindow(QDialog):
         if t.profile and t.profile != "default":
             meta.append(f"{t.profile} profile")
         lines.append(" · ".join(meta))
-        item = QListWidgetItem("\n".join(x for x in lines if x))
-        item.setData(KEY_ROLE, t.key)
-        item.setToolTip(f"{t.home}\nsession {t.session_key}\n{t.reason}")
-        return item
+        return "\n".join(x for x in lines if x)
 
     def _sync_running(self, running: tuple[RunningItem, ...]) -> None:
         keys = {r.key for r in running}

@@ -45,7 +45,12 @@ class StatusWindow(QWidget):
         lay.addLayout(col, 1)
         self.set_state(ViewState())
 
+    def refresh(self) -> None:
+        """Re-say elapsed times and ages as of now."""
+        self.set_state(self._state)
+
     def set_state(self, state: ViewState) -> None:
+        self._state = state
         self.picture.setPixmap(tray_icon(IconState(state.icon_state), "light").pixmap(48, 48))
         self.text.setText(state.tooltip().replace("Hermes Tray\n", "", 1))
         self.open_button.setDefault(bool(state.pending))

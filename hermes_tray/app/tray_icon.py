@@ -82,6 +82,13 @@ class TrayPresence(QObject):
         if tip != self.icon.toolTip():
             self.icon.setToolTip(tip)
 
+    def refresh_tooltip(self) -> None:
+        """Re-say the tooltip's elapsed times as of now (only sent when the text changed)."""
+        if self.icon is not None:
+            tip = self._state.tooltip()
+            if tip != self.icon.toolTip():
+                self.icon.setToolTip(tip)
+
     def hide(self) -> None:
         if self.icon is not None:
             self.icon.hide()

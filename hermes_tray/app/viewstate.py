@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray.app.format import age_text, elide, turn_age
+from hermes_tray.app.format import elapsed_text, elide, since_text, turn_since
 
 
 @dataclass(frozen=True)
@@ -22,7 +22,7 @@ class TurnItem:
     session_key: str
     title: str
     excerpt: str  # "" when prompts are hidden or the record has none
-    age_seconds: float | None
+    since: float | None  # wall clock the age counts from (None: unknown); the age is said live
     attempts: int
     verdict: str
     reason: str
@@ -35,8 +35,14 @@ class TurnItem:
         return self.verdict == "actionable"
 
     @property
+    def age_seconds(self) -> float | None:
+        import time
+
+        return None if self.since is None else max(0.0, time.time() - self.since)
+
+    @property
     def when(self) -> str:
-        return age_text(self.age_seconds)
+        return since_text(self.since)
 
     def menu_label(self) -> str:
         """``title — excerpt — age`` (excerpt only when shown)."""
@@ -53,8 +59,14 @@ class RunningItem:
 
     key: str
     title: str
-    elapsed: float
+    elapsed: float  # as of ``at`` (time.monotonic()); :meth:`elapsed_now` ticks on from there
     status: str
+    at: float | None = None
+
+    def elapsed_now(self) -> float:
+        import time
+
+        return self.elapsed + (time.monotonic() - self.at if self.at is not None else 0.0)
 
 
 @dataclass(frozen=True)
@@ -110,7 +122,7 @@ class ViewState:
         lines = ["Hermes Tray"]
         if self.running:
             for r in self.running:
-                lines.append(f"Resuming {elide(r.title, 40)} — {_mmss(r.elapsed)} — {r.status}")
+                lines.append(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())} — {r.status}")
         n = len(self.pending)
         if n:
             lines.append(f"{n} interrupted turn{'s' if n != 1 else ''} waiting")
@@ -138,12 +150,8 @@ class ViewState:
         return f"No Hermes home found yet — watching {where} for one"
 
 
-def _mmss(seconds: float) -> str:
-    s = max(0, int(seconds))
-    return f"{s // 60}:{s % 60:02d}"
-
-
 def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> TurnItem:
+    """``now``: when the record's age was measured (its scan); default this instant."""
     """Adapt an engine record (attribute access, tolerant of missing fields) to a row."""
     from hermes_tray.notify.coalesce import clean_text, turn_label
 
@@ -161,7 +169,7 @@ def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> T
         session_key=session_key,
         title=turn_label(record),
         excerpt=excerpt,
-        age_seconds=turn_age(record, now),
+        since=turn_since(record, now),
         attempts=attempts,
         verdict=str(getattr(record, "verdict", "") or ""),
         reason=clean_text(getattr(record, "reason", ""), 300),

@@ -22,7 +22,7 @@ def test_lists_each_turn_with_resume_and_skip(qtbot, rec) -> None:
     labels = menu.action_labels()
     assert labels[0] == "2 interrupted turns"
     assert "Fix the flaky test — make test_upload stop timing … — 4 min ago" in labels
-    assert "Write the release notes — draft notes for 2.1 — just now" in labels
+    assert "Write the release notes — draft notes for 2.1 — 30 s ago" in labels
     assert "Resume all" in labels
     for entry in ("Hermes auto-continue", "When a turn is interrupted", "Settings…", "History…",
                   "Open log folder", "Start at login", "About Hermes Tray", "Quit"):
