@@ -18,22 +18,28 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
+from concurrent import futures
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from hermes_tray.app.format import first_line, short_path
-from hermes_tray.app.settings_model import BackendValues, SettingsSnapshot
-from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, turn_key, view_problems
+from hermes_tray.app.settings_model import SettingsSnapshot
+from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, view_problems
+from hermes_tray.autostart.base import AutoStart
+from hermes_tray.contract import ROUTINE_REFUSALS, BackendValues, Engine, Outcome, RunResult, SkipReply
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
 from hermes_tray.watch.detector import ScanReport
+from hermes_tray_core.ask_once import AskOnce, ident, turn_key, waiting
+from hermes_tray_core.gateway import Progress
+from hermes_tray_core.scanner import TurnRecord
+from hermes_tray_core.settings import TraySettings
 
 log = logging.getLogger(__name__)
 
-_ROUTINE_REFUSALS = ("claimed-elsewhere", "gone")
-UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
+T = TypeVar("T")
 
 
 def stop_budget() -> float:
@@ -50,40 +56,6 @@ def stop_budget() -> float:
 
 
 @dataclass
-class Outcome:
-    """How a resume ended, as the controller needs it (adapted from the engine's result)."""
-
-    outcome: str  # completed | interrupted | error | crashed | timed-out | refused | gave-up
-    message: str
-    answer: str = ""  # the continuation's answer, when the engine has it
-    attempts: int | None = None
-    # why a refusal happened, when it is routine: "claimed-elsewhere" (another hermes-tray process
-    # is resuming it), "gone" (no longer marked: someone else dealt with it)
-    reason: str = ""
-
-
-class Engine(Protocol):
-    """What the controller needs from ``core`` (implemented by :class:`hermes_tray.engine.CoreEngine`)."""
-
-    def homes(self) -> list[Any]: ...
-    def scan(self, homes: Sequence[Any]) -> tuple[Sequence[Any], Sequence[str], dict[str, Any]]: ...
-    def watch_plan(self, homes: Sequence[Any]) -> tuple[list[Any], list[Any]]: ...
-    def writers(self, homes: Sequence[Any], records: Sequence[Any]) -> list[tuple[int, float | None]]: ...
-    def skip(self, record: Any, *, origin: str) -> tuple[bool, str]: ...
-    def resume(
-        self, record: Any, *, origin: str, on_progress: Callable[[Any], None], stop: threading.Event
-    ) -> Outcome: ...
-    def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]: ...
-    def backend_values(self, home_path: str) -> BackendValues: ...
-    def asked_before(self, record: Any) -> bool: ...
-    def skipped_before(self, record: Any) -> bool: ...
-    def record(self, event: str, record: Any, **fields: Any) -> None: ...
-    def history(self, limit: int = 500) -> list[Any]: ...
-    def settings(self) -> Any: ...
-    def update_settings(self, changes: dict[str, Any]) -> Any: ...
-
-
-@dataclass
 class _Run:
     key: str
     title: str
@@ -92,7 +64,7 @@ class _Run:
     status: str = "starting…"
     wall_started: float = field(default_factory=time.time)
     thread: threading.Thread | None = None
-    record: Any = None
+    record: TurnRecord | None = None
     origin: str = "menu"
 
 
@@ -101,16 +73,6 @@ class _Answer:
     title: str
     text: str
     extra: dict[str, Any] = field(default_factory=dict)
-
-
-def _ident(record: Any) -> tuple[str, str, Any, Any]:
-    """One interrupted turn: a new interruption of the same session has a new start or attempt count."""
-    return (
-        str(getattr(record, "home", "")),
-        str(getattr(record, "session_key", "")),
-        getattr(record, "started_at", None),
-        getattr(record, "attempts", None),
-    )
 
 
 def _end_descendants(*, since: float, grace: float = 2.0) -> None:
@@ -164,15 +126,18 @@ class Controller(QObject):
     rescan_requested = Signal(str)
     message = Signal(str)  # a one-line status for the user (errors of actions)
     scan_seen = Signal(object)  # ScanReport, after processing (helper --print-events, tests)
+    skip_done = Signal(str, bool)  # turn key, skipped? (after the write worker ran it)
+    applied = Signal(list)  # problems of a settings write (empty: all went through)
     _progress = Signal(str, object)
     _finished = Signal(str, object)
+    _written = Signal(object)  # (then, value): a write worker result, handed to the GUI thread
 
     def __init__(
         self,
         engine: Engine,
         notifier: Notifier,
         *,
-        autostart: Any = None,
+        autostart: AutoStart | None = None,
         quiet: Callable[[], bool] = lambda: False,
         role: str = "tray",
         parent: QObject | None = None,
@@ -183,113 +148,78 @@ class Controller(QObject):
         self.autostart = autostart
         self.quiet = quiet  # True: another process (the tray) does the asking; the helper stays silent
         self.role = role
-        self._settings = engine.settings()
+        self._settings: TraySettings = engine.settings()
         self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts))
-        self._records: dict[str, Any] = {}
+        self.ask = AskOnce(engine.journal)
+        self._records: dict[str, TurnRecord] = {}
         self._pending_keys: list[str] = []
-        self._seen: set[tuple[str, str, Any, Any]] = set()
-        self._pending_idents: dict[str, tuple[str, str, Any, Any]] = {}
+        self._skipping: set[str] = set()  # skips handed to the write worker, not back yet
         self._runs: dict[str, _Run] = {}
         self._answers: dict[str, _Answer] = {}
         self._outcomes = 0
         self._report = ScanReport()
         self._state = ViewState()
         self._resumed: set[str] = set()  # turn keys this process continued: their budget is ours to report
-        self._notified: set[tuple[str, str, Any, Any]] = set()  # journalled as notified by us
-        self._unshown: set[tuple[str, str, Any, Any]] = set()  # notes that reached nobody: ask again…
-        self._unshown_retry = 0.0  # …from this time.monotonic() on (the notifier re-probes as often)
+        # Every blocking write (skip, config, settings, autostart, journal) runs here, in order, off
+        # the GUI thread: a locked state.db or lease store (10 s busy timeout) never freezes the UI.
+        self._writer = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tray-write")
+        self._writes = 0  # submitted and not handed back yet
         notifier.activated.connect(self.on_note_activated)
         notifier.delivered.connect(self._on_delivered)
         self._progress.connect(self._on_progress)
         self._finished.connect(self._on_finished)
+        self._written.connect(self._on_written)
         self._ticker = QTimer(self)
         self._ticker.setInterval(1000)
         self._ticker.timeout.connect(self._publish)
 
     # --- reading ------------------------------------------------------------------------------
     @property
-    def settings(self) -> Any:
+    def settings(self) -> TraySettings:
         return self._settings
 
     @property
     def state(self) -> ViewState:
         return self._state
 
-    def record_for(self, key: str) -> Any:
+    @property
+    def busy_writing(self) -> bool:
+        """A write handed to the worker has not come back yet."""
+        return self._writes > 0
+
+    def record_for(self, key: str) -> TurnRecord | None:
         return self._records.get(key)
 
     def on_scan(self, report: ScanReport) -> None:
         """A fresh scan: update the lists, ask about turns that are new, act in auto mode."""
         self._report = report
-        records = list(report.records)
-        self._records = {turn_key(str(getattr(r, "home", "")), str(getattr(r, "session_key", ""))): r for r in records}
-        pending_before = set(self._pending_keys)
-        pending = [
-            k
-            for k, r in self._records.items()
-            if getattr(r, "verdict", None) == "actionable"
-            and getattr(r, "source", "desktop") == "desktop"
-            and k not in self._runs
-        ]
-        self._pending_keys = pending
-        # a turn that left the list and comes back (a non-locking writer resurrected a skipped
-        # marker) is looked at afresh: skipped again, or — if it was asked about — not re-asked
-        for key in pending_before - set(pending):
-            self._seen.discard(self._pending_idents.pop(key, None))  # type: ignore[arg-type]
-        # a new interruption of the same session replaced the one a notification shows: withdraw
-        # that notification (its buttons would act on a turn it never showed); the new one is asked
-        replaced = {k for k in pending if k in self._pending_idents and self._pending_idents[k] != _ident(self._records[k])}
-        self._pending_idents = {k: _ident(self._records[k]) for k in pending}
-        self._notified &= set(self._pending_idents.values())
-        if self._unshown and time.monotonic() >= self._unshown_retry:
-            self._seen -= self._unshown
-            self._unshown.clear()
-        if replaced:
-            self.notes.resolved({_split_key(k) for k in replaced})
-        if self._settings.notify and (pending or any(getattr(r, "writer", None) == "alive" for r in records)):
+        records: list[TurnRecord] = list(report.records)
+        self._records = {turn_key(r.home, r.session_key): r for r in records}
+        pending = waiting(records, running=self._runs)
+        self._pending_keys = list(pending)
+        review = self.ask.review(pending, self._settings.mode)
+        if review.replaced:
+            # a new interruption of the same session replaced the one a notification shows: withdraw
+            # that notification (its buttons would act on a turn it never showed); the new one is asked
+            self.notes.resolved({_split_key(k) for k in review.replaced})
+        if self._settings.notify and (pending or any(r.writer == "alive" for r in records)):
             self.notifier.prepare()  # a turn is running (or waiting): be ready to speak at once
-        to_ask: list[Any] = []
-        mode = self._settings.mode
-        for key in list(pending):
-            rec = self._records[key]
-            ident = _ident(rec)
-            if ident in self._seen:
-                continue
-            self._seen.add(ident)
-            if self._safe(self.engine.skipped_before, rec, default=False):
-                ok, why = self._safe_pair(self.engine.skip, rec, origin="re-skip")
-                log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), why or "ok")
-                if ok:
-                    self._pending_keys.remove(key)
-                continue
-            if mode == "auto":
-                # never continue a turn someone already asked about, decided, or that ran to an end
-                # (this or another tray before a restart, the helper, the CLI): the journal says so.
-                # Unreadable journal: do not act on a guess; the turn stays in the menu.
-                if self._safe(self.engine.asked_before, rec, default=True):
-                    log.info("auto mode: not resuming %s: the journal has it asked or answered",
-                             turn_identity(rec))
-                    continue
-                QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
-                continue
-            if mode in ("list", "off"):
-                continue
-            if self._safe(self.engine.asked_before, rec, default=False):
-                continue
-            to_ask.append(rec)
-        if to_ask and self._settings.notify and not self.quiet():
+        for key, rec in review.reskip:
+            self._skip_again(key, rec)
+        for key in review.resume:
+            QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
+        if review.ask and self._settings.notify and not self.quiet():
             try:
-                self.notes.announce(to_ask)  # journalled as "notified" once delivered (_on_delivered)
+                self.notes.announce(review.ask)  # journalled as "notified" once delivered (_on_delivered)
             except Exception:  # never "seen" without having been asked: the next scan asks again
-                log.exception("could not announce %d interrupted turn(s)", len(to_ask))
-                self._seen -= {_ident(r) for r in to_ask}
+                log.exception("could not announce %d interrupted turn(s)", len(review.ask))
+                self.ask.not_announced(review.ask)
         for key, rec in self._records.items():
-            if key in self._resumed and getattr(rec, "verdict", None) == "exhausted" and key not in self._runs:
+            if key in self._resumed and rec.verdict == "exhausted" and key not in self._runs:
                 self._resumed.discard(key)  # say it once
                 self._gave_up(rec)
-        gone = pending_before - set(pending)
-        if gone:
-            self.notes.resolved({_split_key(k) for k in gone})
+        if review.gone:
+            self.notes.resolved({_split_key(k) for k in review.gone})
         self._publish()
         self.scan_seen.emit(report)
 
@@ -297,8 +227,10 @@ class Controller(QObject):
         show = bool(self._settings.show_prompts)
         scanned = self._report.finished or time.time()  # the records' ages are as of their scan
         items = {k: turn_item(r, show_prompts=show, now=scanned) for k, r in self._records.items()}
-        pending = tuple(items[k] for k in self._pending_keys if k in items)
-        others = tuple(i for k, i in items.items() if k not in self._pending_keys and k not in self._runs)
+        shown = [k for k in self._pending_keys if k in items and k not in self._skipping]
+        pending = tuple(items[k] for k in shown)
+        others = tuple(i for k, i in items.items()
+                       if k not in self._pending_keys and k not in self._runs and k not in self._skipping)
         running = tuple(
             RunningItem(r.key, r.title, time.monotonic() - r.started, r.status, at=time.monotonic())
             for r in self._runs.values()
@@ -332,22 +264,65 @@ class Controller(QObject):
         except Exception:
             return None
 
+    # --- the write worker ---------------------------------------------------------------------
+    def _off_thread(self, work: Callable[[], T], then: Callable[[T], None]) -> None:
+        """Run ``work`` on the write worker; ``then(result)`` runs on the GUI thread afterwards.
+        ``work`` must not raise (each caller turns exceptions into a result the user can read)."""
+        self._writes += 1
+
+        def run() -> None:
+            try:
+                value: Any = work()
+            except Exception:  # a caller bug: logged; ``then`` is not called with a half result
+                log.exception("background write failed")
+                self._written.emit((None, None))
+                return
+            self._written.emit((then, value))
+
+        self._writer.submit(run)
+
+    def _on_written(self, payload: tuple[Callable[[Any], None] | None, Any]) -> None:
+        self._writes -= 1
+        then, value = payload
+        if then is not None:
+            then(value)
+
+    def _engine_skip(self, rec: TurnRecord, origin: str) -> SkipReply:
+        try:
+            return self.engine.skip(rec, origin=origin)
+        except Exception as exc:
+            log.exception("engine call skip failed")
+            return SkipReply(False, f"{type(exc).__name__}: {exc}")
+
+    def _skip_again(self, key: str, rec: TurnRecord) -> None:
+        """A skipped turn reappeared (a non-locking writer resurrected it): skip it again, silently."""
+        self._skipping.add(key)
+
+        def then(reply: SkipReply) -> None:
+            self._skipping.discard(key)
+            log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), reply.message or "ok")
+            if reply.ok and key in self._pending_keys:
+                self._pending_keys.remove(key)
+            self._publish()
+
+        self._off_thread(lambda: self._engine_skip(rec, "re-skip"), then)
+
     # --- acting -------------------------------------------------------------------------------
-    def resume(self, key: str, *, origin: str = "menu", record: Any = None) -> bool:
+    def resume(self, key: str, *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
         """Start a continuation on a worker thread; False if there is nothing to resume.
 
         ``record``: the turn as the user saw it (a notification); the engine compares the marker
         against *its* entry. Default: the turn as last scanned.
         """
         rec = record if record is not None else self._records.get(key)
-        if rec is None or key in self._runs:
+        if rec is None or key in self._runs or key in self._skipping:
             return False
         run = _Run(key, turn_label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
         self._runs[key] = run
         self._resumed.add(key)
         if key in self._pending_keys:
             self._pending_keys.remove(key)
-        self.notes.resolved({(str(getattr(rec, "home", "")), str(getattr(rec, "session_key", "")))})
+        self.notes.resolved({(str(rec.home), rec.session_key)})
 
         def work() -> None:
             try:
@@ -356,10 +331,10 @@ class Controller(QObject):
                 )
             except Exception as exc:  # the engine's bug must not kill the tray
                 log.exception("resume failed")
-                out = Outcome("error", f"Could not resume: {type(exc).__name__}")
+                out = RunResult(Outcome.ERROR, f"Could not resume: {type(exc).__name__}")
             self._finished.emit(key, out)
 
-        run.thread = threading.Thread(target=work, name=f"resume-{getattr(rec, 'session_key', '')}", daemon=True)
+        run.thread = threading.Thread(target=work, name=f"resume-{rec.session_key}", daemon=True)
         run.thread.start()
         self._publish()
         return True
@@ -367,20 +342,29 @@ class Controller(QObject):
     def resume_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
         return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
 
-    def skip(self, key: str, *, origin: str = "menu", record: Any = None) -> bool:
+    def skip(self, key: str, *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
+        """Skip on the write worker; False if there is nothing to skip. The turn leaves the lists at
+        once; :attr:`skip_done` (and a rescan) follow, and a refusal comes back with its reason."""
         rec = record if record is not None else self._records.get(key)
-        if rec is None:
+        if rec is None or key in self._skipping or key in self._runs:
             return False
-        ok, why = self._safe_pair(self.engine.skip, rec, origin=origin)
-        if ok:
-            if key in self._pending_keys:
-                self._pending_keys.remove(key)
-            self.notes.resolved({(str(getattr(rec, "home", "")), str(getattr(rec, "session_key", "")))})
-        else:
-            self.message.emit(why or "Could not skip this turn")
+        self._skipping.add(key)
         self._publish()
-        self.rescan_requested.emit("skip")
-        return ok
+
+        def then(reply: SkipReply) -> None:
+            self._skipping.discard(key)
+            if reply.ok:
+                if key in self._pending_keys:
+                    self._pending_keys.remove(key)
+                self.notes.resolved({(str(rec.home), rec.session_key)})
+            else:
+                self.message.emit(reply.message or "Could not skip this turn")
+            self._publish()
+            self.skip_done.emit(key, reply.ok)
+            self.rescan_requested.emit("skip")
+
+        self._off_thread(lambda: self._engine_skip(rec, origin), then)
+        return True
 
     def skip_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
         return sum(self.skip(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
@@ -392,58 +376,94 @@ class Controller(QObject):
             run.status = "stopping…"
             self._publish()
 
-    def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> list[str]:
+    def _write_backend(self, homes: Sequence[str], changes: dict[str, Any]) -> list[str]:
+        try:
+            return self.engine.set_backend(homes, **changes)
+        except Exception as exc:
+            log.exception("engine call set_backend failed")
+            return [f"{type(exc).__name__}: {exc}"]
+
+    def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> None:
+        """Turn Hermes' auto-continue on or off (on the write worker; problems come as messages)."""
         if home_paths is not None:
             homes = list(home_paths)
         else:  # every watched home that exists (the default root may not, before Hermes first runs)
-            homes = [str(getattr(h, "path", h)) for h in self._report.homes if os.path.isdir(getattr(h, "path", h))]
-        problems = self.engine.set_backend(homes, enabled=enabled)
-        for p in problems:
-            self.message.emit(p)
-        self.rescan_requested.emit("backend-config")
-        return problems
+            homes = [str(h.path) for h in self._report.homes if os.path.isdir(h.path)]
+
+        def then(problems: list[str]) -> None:
+            for p in problems:
+                self.message.emit(p)
+            self.rescan_requested.emit("backend-config")
+
+        self._off_thread(lambda: self._write_backend(homes, {"enabled": enabled}), then)
 
     def disable_for(self, key: str) -> None:
         rec = self._records.get(key)
         if rec is not None:
-            self.set_backend_enabled(False, [str(getattr(rec, "home", ""))])
+            self.set_backend_enabled(False, [str(rec.home)])
 
     def set_mode(self, mode: str) -> None:
         self.apply_tray_settings({"mode": mode})
 
-    def apply_tray_settings(self, changes: dict[str, Any]) -> str | None:
+    def _write_settings(self, changes: dict[str, Any]) -> TraySettings | str:
         try:
-            self._settings = self.engine.update_settings(changes)
+            return self.engine.update_settings(changes)
         except Exception as exc:
-            self.message.emit(str(exc))
             return str(exc)
+
+    def _settings_written(self, result: TraySettings | str) -> str | None:
+        if isinstance(result, str):
+            self.message.emit(result)
+            return result
+        self._settings = result
         self._publish()
         return None
 
-    def set_autostart(self, enabled: bool) -> str | None:
+    def apply_tray_settings(self, changes: dict[str, Any]) -> None:
+        """Write the tray's own settings on the write worker; the new values apply when it is done."""
+        self._off_thread(lambda: self._write_settings(changes), self._settings_written)
+
+    def _write_autostart(self, enabled: bool) -> str | None:
         if self.autostart is None:
             return "Start at login is not available here"
         try:
             self.autostart.set_enabled(enabled)
         except Exception as exc:
-            self.message.emit(str(exc))
-            self._publish()
             return str(exc)
-        self._publish()
         return None
 
+    def _autostart_written(self, err: str | None) -> None:
+        if err:
+            self.message.emit(err)
+        self._publish()
+
+    def set_autostart(self, enabled: bool) -> None:
+        self._off_thread(lambda: self._write_autostart(enabled), self._autostart_written)
+
+    def drain(self, timeout: float | None = None) -> bool:
+        """Wait (blocking) until every write handed to the worker is done; True if none is left.
+        For quitting and for tools without an event loop; results still arrive as signals."""
+        done = self._writer.submit(lambda: None)
+        try:
+            done.result(timeout)
+        except futures.TimeoutError:
+            return False
+        return True
+
     def shutdown(self, wait: float | None = None) -> None:
-        """Stop running continuations (they retire their markers as a confirmed Stop) and wait.
+        """Finish queued writes, stop running continuations (they retire their markers as a confirmed
+        Stop) and wait.
 
         The wait is what the engine itself may need to stop a run (:func:`stop_budget`); a run
         still going after that has its processes (this process's descendants started since it
         began) terminated, then killed: quitting never leaves a Hermes child behind.
         """
         runs = list(self._runs.values())
-        if not runs:
-            return
         for run in runs:
             run.stop.set()
+        self._writer.shutdown(wait=True)  # a skip or settings save in flight is finished, not torn
+        if not runs:
+            return
         wait = stop_budget() if wait is None else wait
         log.info("stopping %d continuation(s) before quitting (at most %.0f s)", len(runs), wait)
         deadline = time.monotonic() + wait
@@ -455,7 +475,8 @@ class Controller(QObject):
             log.warning("%d continuation(s) did not stop in %.0f s: ending their processes", len(stuck), wait)
             _end_descendants(since=min(r.wall_started for r in stuck) - 1.0)
             for run in stuck:
-                run.thread.join(2.0)  # type: ignore[union-attr]
+                if run.thread is not None:
+                    run.thread.join(2.0)
 
     # --- notification answers -----------------------------------------------------------------
     def on_note_activated(self, note_key: str, action: str) -> None:
@@ -465,7 +486,7 @@ class Controller(QObject):
                 self.answer_ready.emit(answer.title, answer.text)
             self.present_window.emit(True)
             return
-        turns = self.notes.turns_for(note_key)
+        turns: list[TurnRecord] = self.notes.turns_for(note_key)
         if action in ("default", "open"):
             self.present_window.emit(True)
             return
@@ -480,9 +501,9 @@ class Controller(QObject):
                 return
             changed = []
             for t in turns:
-                key = turn_key(str(getattr(t, "home", "")), str(getattr(t, "session_key", "")))
+                key = turn_key(t.home, t.session_key)
                 current = self._records.get(key)
-                if current is None or _ident(current) != _ident(t):
+                if current is None or ident(current) != ident(t):
                     changed.append(t)
                 elif action.startswith("resume"):
                     self.resume(key, origin="notification", record=t)
@@ -495,7 +516,7 @@ class Controller(QObject):
                 self.message.emit(f"{names}: changed since the notification was shown; nothing was done. "
                                   "Look at it again in the menu.")
         elif action == "disable":
-            homes = sorted({str(getattr(t, "home", "")) for t in turns})
+            homes = sorted({str(t.home) for t in turns})
             self.set_backend_enabled(False, homes)
 
     def _on_delivered(self, note: Note, ok: bool) -> None:
@@ -503,26 +524,18 @@ class Controller(QObject):
 
         Exactly the turns that version of the note showed (a coalesced note grows between shows).
         """
-        note_key = note.key
-        if not note_key.startswith("interrupted-"):
+        if not note.key.startswith("interrupted-"):
             return
-        turns = list(note.subjects)
-        if ok:
-            for t in turns:
-                ident = _ident(t)
-                if ident not in self._notified:
-                    self._notified.add(ident)
-                    self._safe(self.engine.record, "notified", t, via=self.notifier.name)
-            return
-        # nobody saw it: the turn stays unasked; a scan after the retry delay asks again (the
-        # notifier probes for its server again by then)
-        self._unshown |= {_ident(t) for t in turns} - self._notified
-        self._unshown_retry = time.monotonic() + UNSHOWN_RETRY_SECONDS
-        log.info("notification %s was not shown; its turns will be asked about again", note_key)
+        new = self.ask.delivered(list(note.subjects), ok)
+        if new:
+            via = self.notifier.name
+            self._off_thread(lambda: self.ask.journal_notified(new, via=via), lambda _none: None)
+        elif not ok:
+            log.info("notification %s was not shown; its turns will be asked about again", note.key)
 
-    def _gave_up(self, rec: Any) -> None:
+    def _gave_up(self, rec: TurnRecord) -> None:
         """A turn we continued died again and reached Hermes' retry budget: stop, and say so."""
-        attempts = getattr(rec, "attempts", 0)
+        attempts = rec.attempts
         self._outcomes += 1
         note = Note(f"outcome-{self._outcomes}", "Hermes gave up on a turn",
                     f"{turn_label(rec)}: interrupted again after {attempts} automatic "
@@ -532,13 +545,13 @@ class Controller(QObject):
             self.notifier.show(note)
 
     # --- continuation progress/outcome (GUI thread) ---------------------------------------------
-    def _on_progress(self, key: str, progress: Any) -> None:
+    def _on_progress(self, key: str, progress: Progress) -> None:
         run = self._runs.get(key)
         if run is None:
             return
-        phase = getattr(progress, "phase", "") or ""
-        frame = getattr(progress, "last_frame", None)
-        frames = getattr(progress, "frames", 0) or 0
+        phase = progress.phase or ""
+        frame = progress.last_frame
+        frames = progress.frames or 0
         status = {"starting": "starting Hermes…", "resuming": "resuming the session…",
                   "running": "working", "stopping": "stopping…", "finishing": "finishing…"}.get(phase, phase)
         if frame and phase == "running":
@@ -547,35 +560,36 @@ class Controller(QObject):
             run.status = status
         self._publish()
 
-    def _on_finished(self, key: str, out: Outcome) -> None:
+    def _on_finished(self, key: str, out: RunResult) -> None:
         run = self._runs.pop(key, None)
         title = run.title if run else "Hermes turn"
+        who = turn_identity(run.record) if run is not None and run.record is not None else key
         self._outcomes += 1
         note_key = f"outcome-{self._outcomes}"
         outcome = out.outcome
-        if outcome == "completed":
+        note: Note | None
+        if outcome is Outcome.COMPLETED:
             line = first_line(out.answer, 160) if (out.answer and self._settings.show_prompts) else ""
             body = f"{title}\n{line}" if line else f"{title} finished."
             note = Note(note_key, "Hermes turn finished", body, (Action("default", "Show"),),
-                        log_line=f"finished: {turn_identity(run.record) if run else key}")
+                        log_line=f"finished: {who}")
             self._answers[note_key] = _Answer(title, out.answer)
-        elif outcome == "gave-up":
+        elif outcome is Outcome.GAVE_UP:
             note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", urgent=True,
-                        log_line=f"gave up: {turn_identity(run.record) if run else key}")
-        elif outcome == "refused" and run is not None and run.origin == "auto" and out.reason in _ROUTINE_REFUSALS:
+                        log_line=f"gave up: {who}")
+        elif outcome is Outcome.REFUSED and run is not None and run.origin == "auto" and out.code in ROUTINE_REFUSALS:
             # tray and helper both in auto mode: the other one won the claim (or already finished).
             # Normal operation, not a failure: the log and the journal (core records the refusal) say so.
-            log.info("auto resume of %s left to another process: %s", turn_identity(run.record), out.message)
+            log.info("auto resume of %s left to another process: %s", who, out.message)
             note = None
-        elif outcome == "refused":
-            note = Note(note_key, "Turn not resumed", f"{title}: {out.message}",
-                        log_line=f"refused: {turn_identity(run.record) if run else key}")
+        elif outcome is Outcome.REFUSED:
+            note = Note(note_key, "Turn not resumed", f"{title}: {out.message}", log_line=f"refused: {who}")
         elif run is not None and run.stop.is_set():
             note = Note(note_key, "Continuation stopped", f"{title}: stopped as you asked.",
-                        log_line=f"stopped: {turn_identity(run.record)}")
+                        log_line=f"stopped: {who}")
         else:
             note = Note(note_key, "Hermes turn failed again", f"{title}: {out.message}", urgent=True,
-                        log_line=f"failed ({outcome}): {turn_identity(run.record) if run else key}")
+                        log_line=f"failed ({outcome.value}): {who}")
         if note is not None and self._settings.notify and not (
             self.quiet() and run is not None and run.origin == "auto"
         ):
@@ -588,10 +602,14 @@ class Controller(QObject):
 
     # --- settings dialog model ------------------------------------------------------------------
     def snapshot(self) -> SettingsSnapshot:
-        homes = [(str(getattr(h, "path", h)), short_path(getattr(h, "label", h))) for h in self._report.homes]
-        backend = {}
+        homes = [(str(h.path), short_path(h.label)) for h in self._report.homes]
+        backend: dict[str, BackendValues] = {}
         for path, _label in homes:
-            backend[path] = self._safe(self.engine.backend_values, path, default=BackendValues(error="unreadable"))
+            try:
+                backend[path] = self.engine.backend_values(path)
+            except Exception:
+                log.exception("engine call backend_values failed")
+                backend[path] = BackendValues(error="unreadable")
         s = self._settings
         return SettingsSnapshot(
             homes=homes,
@@ -603,37 +621,35 @@ class Controller(QObject):
             hermes_command=list(s.hermes_command) if s.hermes_command else None,
         )
 
-    def apply(self, backend: dict[str, dict[str, Any]], tray: dict[str, Any], autostart: bool | None) -> list[str]:
-        problems: list[str] = []
-        for path, changes in backend.items():
-            problems += self.engine.set_backend([path], **changes)
-        if tray:
-            err = self.apply_tray_settings(tray)
-            if err:
-                problems.append(err)
-        if autostart is not None:
-            err = self.set_autostart(autostart)
-            if err:
-                problems.append(err)
-        self.rescan_requested.emit("settings")
-        return problems
+    def apply(self, backend: dict[str, dict[str, Any]], tray: dict[str, Any], autostart: bool | None,
+              on_done: Callable[[list[str]], None] | None = None) -> None:
+        """Write the dialog's changes on the write worker; ``on_done(problems)`` and :attr:`applied`
+        follow on the GUI thread (problems empty when all went through)."""
 
-    # --- helpers ------------------------------------------------------------------------------
-    @staticmethod
-    def _safe(fn: Callable[..., Any], *args: Any, default: Any = None, **kwargs: Any) -> Any:
-        try:
-            return fn(*args, **kwargs)
-        except Exception:
-            log.exception("engine call %s failed", getattr(fn, "__name__", fn))
-            return default
+        def work() -> tuple[list[str], TraySettings | str | None, str | None]:
+            problems: list[str] = []
+            for path, changes in backend.items():
+                problems += self._write_backend([path], changes)
+            written = self._write_settings(tray) if tray else None
+            auto_err = self._write_autostart(autostart) if autostart is not None else None
+            return problems, written, auto_err
 
-    @staticmethod
-    def _safe_pair(fn: Callable[..., tuple[bool, str]], *args: Any, **kwargs: Any) -> tuple[bool, str]:
-        try:
-            return fn(*args, **kwargs)
-        except Exception as exc:
-            log.exception("engine call %s failed", getattr(fn, "__name__", fn))
-            return False, f"{type(exc).__name__}: {exc}"
+        def then(result: tuple[list[str], TraySettings | str | None, str | None]) -> None:
+            problems, written, auto_err = result
+            if written is not None:
+                err = self._settings_written(written)
+                if err:
+                    problems.append(err)
+            if auto_err:
+                self.message.emit(auto_err)
+                problems.append(auto_err)
+            self._publish()
+            self.rescan_requested.emit("settings")
+            self.applied.emit(problems)
+            if on_done is not None:
+                on_done(problems)
+
+        self._off_thread(work, then)
 
 
-__all__ = ["Controller", "Engine", "Outcome", "TurnItem"]
+__all__ = ["Controller", "TurnItem"]

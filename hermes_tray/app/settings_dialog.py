@@ -115,7 +115,7 @@ class SettingsDialog(QDialog):
         )
         self.buttons.accepted.connect(self._ok)
         self.buttons.rejected.connect(self.reject)
-        self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(self._apply)
+        self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(lambda: self._apply())
         root.addWidget(self.buttons)
 
         self.command_edit.textChanged.connect(self._validate)
@@ -229,21 +229,27 @@ class SettingsDialog(QDialog):
             autostart = self.autostart_box.isChecked()
         return backend, tray, autostart
 
-    def _apply(self) -> bool:
+    def _apply(self, *, close: bool = False) -> None:
+        """Hand the changes to the model (it writes off the GUI thread); the dialog waits, responsive,
+        with its buttons off, and closes on OK once everything went through."""
         if not self._validate():
-            return False
+            return
         backend, tray, autostart = self.changes()
-        problems = self.model.apply(backend, tray, autostart)
+        self.setEnabled(False)
+        self.model.apply(backend, tray, autostart, on_done=lambda problems: self._applied(problems, close))
+
+    def _applied(self, problems: list[str], close: bool) -> None:
+        self.setEnabled(True)
         self._snap = self.model.snapshot()
         self._load_home()
         self.error_label.setText("\n".join(problems))
         self.error_label.setVisible(bool(problems))
         self.applied.emit()
-        return not problems
+        if close and not problems:
+            self.accept()
 
     def _ok(self) -> None:
-        if self._apply():
-            self.accept()
+        self._apply(close=True)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.key() == Qt.Key.Key_Escape:

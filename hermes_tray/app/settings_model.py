@@ -2,16 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-
-@dataclass(frozen=True)
-class BackendValues:
-    enabled: bool = True
-    freshness_minutes: int = 15
-    max_attempts: int = 2
-    error: str | None = None  # config.yaml unreadable: shown, and its home cannot be edited
+from hermes_tray.contract import BackendValues
 
 
 @dataclass
@@ -31,6 +26,10 @@ class SettingsSnapshot:
 class SettingsModel(Protocol):
     def snapshot(self) -> SettingsSnapshot: ...
 
-    def apply(self, backend: dict[str, dict[str, Any]], tray: dict[str, Any], autostart: bool | None) -> list[str]:
-        """Write the changes; return the problems (empty when all went through)."""
+    def apply(self, backend: dict[str, dict[str, Any]], tray: dict[str, Any], autostart: bool | None,
+              on_done: Callable[[list[str]], None] | None = None) -> None:
+        """Write the changes off the GUI thread; ``on_done(problems)`` follows (empty: all went through)."""
         ...
+
+
+__all__ = ["BackendValues", "SettingsModel", "SettingsSnapshot"]

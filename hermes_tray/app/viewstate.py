@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tray.app.format import elapsed_text, elide, since_text, turn_since
+from hermes_tray_core.ask_once import turn_key
 
 
 @dataclass(frozen=True)
@@ -177,10 +178,6 @@ def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> T
         source=str(getattr(record, "source", "desktop") or "desktop"),
         record=record,
     )
-
-
-def turn_key(home: str, session_key: str) -> str:
-    return f"{home}\x1f{session_key}"
 
 
 def view_problems(texts: Sequence[str], details: Sequence[dict[str, Any]] | None, *,

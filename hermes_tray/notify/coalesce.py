@@ -12,15 +12,15 @@ import itertools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from hermes_tray.notify.base import Action, Note, Notifier
+from hermes_tray_core.scanner import TurnRecord
 
 WINDOW_SECONDS = 2.0
 _counter = itertools.count(1)
 
 
-def clean_text(value: Any, limit: int) -> str:
+def clean_text(value: object, limit: int) -> str:
     """One line of displayable text from whatever a record holds (None, numbers, control chars).
 
     ``<``, ``>`` and ``&`` are swapped for look-alikes: servers with body markup would read a
@@ -34,28 +34,27 @@ def clean_text(value: Any, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def turn_label(turn: Any) -> str:
+def turn_label(turn: TurnRecord) -> str:
     """Session title, else the profile and a short session key: never prompt text."""
-    title = clean_text(getattr(turn, "title", None), 80)
+    title = clean_text(turn.title, 80)
     if title:
         return title
-    key = clean_text(getattr(turn, "session_key", "") or "?", 64)
-    profile = clean_text(getattr(turn, "profile", None), 64)
+    key = clean_text(turn.session_key or "?", 64)
+    profile = clean_text(turn.profile, 64)
     short = key if len(key) <= 16 else key[:8] + "…"
     return f"session {short}" + (f" ({profile})" if profile and profile != "default" else "")
 
 
-def turn_identity(turn: Any) -> str:
+def turn_identity(turn: TurnRecord) -> str:
     """What a log may say about a turn: home/profile and session key."""
-    profile = getattr(turn, "profile", None) or "default"
-    return f"{profile}/{getattr(turn, 'session_key', '?')}"
+    return f"{turn.profile or 'default'}/{turn.session_key}"
 
 
 @dataclass
 class _Group:
     key: str
     started: float
-    turns: list[Any] = field(default_factory=list)
+    turns: list[TurnRecord] = field(default_factory=list)
 
 
 class InterruptionNotices:
@@ -76,7 +75,7 @@ class InterruptionNotices:
         self._open: _Group | None = None
         self._groups: dict[str, _Group] = {}
 
-    def announce(self, turns: Sequence[Any]) -> str | None:
+    def announce(self, turns: Sequence[TurnRecord]) -> str | None:
         """Announce newly interrupted turns; returns the note key used (None if nothing to say)."""
         if not turns:
             return None
@@ -91,7 +90,7 @@ class InterruptionNotices:
         self.notifier.show(self._note(group))
         return group.key
 
-    def turns_for(self, note_key: str) -> list[Any]:
+    def turns_for(self, note_key: str) -> list[TurnRecord]:
         group = self._groups.get(note_key)
         return list(group.turns) if group else []
 
@@ -115,15 +114,15 @@ class InterruptionNotices:
                 self.answered(key)
 
     @staticmethod
-    def _ident(turn: Any) -> tuple[str, str]:
-        return (str(getattr(turn, "home", "")), str(getattr(turn, "session_key", "")))
+    def _ident(turn: TurnRecord) -> tuple[str, str]:
+        return (str(turn.home), turn.session_key)
 
     def _note(self, group: _Group) -> Note:
         turns = group.turns
         if len(turns) == 1:
             turn = turns[0]
             label = turn_label(turn)
-            excerpt = clean_text(getattr(turn, "prompt_excerpt", ""), 160)
+            excerpt = clean_text(turn.prompt_excerpt, 160)
             if self.show_prompts() and excerpt:
                 body = f"{label}\n“{excerpt}”"
             else:

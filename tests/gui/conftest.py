@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from hermes_tray_core.scanner import TurnRecord
 
 pytest.importorskip("pytestqt")
 
@@ -24,25 +25,18 @@ def private_tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return tmp_path
 
 
-@dataclass
-class Rec:
-    """A stand-in for ``core.scanner.TurnRecord`` with the documented fields."""
-
-    session_key: str
-    home: Path = Path("/home/u/.hermes")
-    profile: str = "default"
-    title: str | None = "Fix the flaky test"
-    prompt_excerpt: str = "make test_upload stop timing out on CI"
-    started_at: float = field(default_factory=lambda: time.time() - 300)
-    age_seconds: float = 300.0
-    attempts: int = 0
-    writer: str = "dead"
-    verdict: str = "actionable"
-    reason: str = "its writer is gone and the turn is fresh"
-    source: str = "desktop"
-    entry: dict[str, Any] | None = None
+def make_record(session_key: str, **fields: Any) -> TurnRecord:
+    """A real scanner record with plausible defaults (an actionable desktop turn 5 minutes old)."""
+    base: dict[str, Any] = dict(
+        home=Path("/home/u/.hermes"), profile="default", session_key=session_key, title="Fix the flaky test",
+        prompt_excerpt="make test_upload stop timing out on CI", started_at=time.time() - 300,
+        age_seconds=300.0, attempts=0, writer="dead", verdict="actionable",
+        reason="its writer is gone and the turn is fresh", source="desktop", entry=None,
+    )
+    base.update(fields)
+    return TurnRecord(**base)
 
 
 @pytest.fixture
 def rec():
-    return Rec
+    return make_record

@@ -1,4 +1,8 @@
-"""Fakes for controller tests: a recording notifier and an in-memory engine."""
+"""Controller test parts: a recording notifier, and an engine that acts on nothing but journals for real.
+
+``FakeEngine`` stands in for the engine's actions (skip, resume, config) so a test can script their
+results; its decision journal is the real one (``decisions.default_journal()`` in the test's private
+state dir), so ask-once runs exactly as in the tray."""
 
 from __future__ import annotations
 
@@ -6,9 +10,9 @@ import threading
 import time
 from typing import Any
 
-from hermes_tray.app.settings_model import BackendValues
-from hermes_tray.controller import Outcome
+from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
 from hermes_tray.notify.base import Note, Notifier
+from hermes_tray_core import decisions
 
 
 class RecordingNotifier(Notifier):
@@ -51,10 +55,10 @@ class Settings:
 class FakeEngine:
     def __init__(self, **settings: Any) -> None:
         self._settings = Settings(**settings)
-        self.journal: list[tuple[str, str, Any]] = []
         self.skipped: list[str] = []
         self.resumed: list[str] = []
-        self.resume_outcome = Outcome("completed", "done", answer="All tests pass now.\nMore detail")
+        self.resume_outcome = RunResult(Outcome.COMPLETED, "done", answer="All tests pass now.\nMore detail")
+        self.skip_delay = 0.0
         self.resume_delay = 0.0
         self.backend_changes: list[tuple[list[str], dict]] = []
         self.acted_on: list[tuple[str, Any]] = []  # (action, record passed): its entry is the expected one
@@ -72,15 +76,16 @@ class FakeEngine:
         return []
 
     def skip(self, record, *, origin):
+        time.sleep(self.skip_delay)
         self.acted_on.append(("skip", record))
         self.skipped.append(record.session_key)
-        self.journal.append(("skipped", record.session_key, record.started_at))
-        return True, ""
+        self.note("skipped", record)
+        return SkipReply(True)
 
     def resume(self, record, *, origin, on_progress, stop: threading.Event):
         self.acted_on.append(("resume", record))
         self.resumed.append(record.session_key)
-        self.journal.append(("approved", record.session_key, record.started_at))
+        self.note("approved", record)
         from hermes_tray_core.gateway import Progress
 
         on_progress(Progress("running", 0.5, "message.delta", 3))
@@ -96,17 +101,17 @@ class FakeEngine:
     def backend_values(self, home_path):
         return BackendValues()
 
-    def _events(self, record):
-        return [e for e, k, s in self.journal if k == record.session_key and s == record.started_at]
+    def journal(self):
+        return decisions.default_journal()
 
-    def asked_before(self, record):
-        return any(e in ("notified", "approved", "skipped") for e in self._events(record))
+    def note(self, event: str, record: Any) -> None:
+        """Journal ``event`` for ``record`` as another process (the CLI, an earlier tray) would."""
+        decisions.record(event, home=record.home, session_key=record.session_key, started_at=record.started_at)
 
-    def skipped_before(self, record):
-        return "skipped" in self._events(record)
-
-    def record(self, event, record, **fields):
-        self.journal.append((event, record.session_key, record.started_at))
+    @property
+    def events(self) -> list[tuple[str, str, Any]]:
+        """(event, session key, started_at) in the real journal, oldest first."""
+        return [(e["event"], e["session_key"], e["started_at"]) for e in reversed(decisions.history(1000))]
 
     def history(self, limit=500):
         return []

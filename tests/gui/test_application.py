@@ -36,7 +36,8 @@ def test_menu_window_and_notification_reach_the_engine(qtbot, monkeypatch, rec) 
         assert notes and notes[-1].title == "2 Hermes turns interrupted"
 
         sub = next(a.menu() for a in app.menu.actions() if a.text().startswith("Second"))
-        sub.actions()[1].trigger()  # Skip
+        with qtbot.waitSignal(app.controller.skip_done, timeout=5000):
+            sub.actions()[1].trigger()  # Skip
         assert engine.skipped == ["s2"]
 
         app.presence.clicked.emit()  # left click on the icon
@@ -48,7 +49,8 @@ def test_menu_window_and_notification_reach_the_engine(qtbot, monkeypatch, rec) 
         app.menu.find_action("Demo: crash the backend").trigger()
         assert app.hits == [1]
         app.menu.find_action("Only list them").trigger()
-        assert engine.settings().mode == "list"
+        qtbot.waitUntil(lambda: engine.settings().mode == "list" and app.controller.state.mode == "list",
+                        timeout=5000)
     finally:
         app.shutdown()
 

@@ -7,7 +7,8 @@ import time
 import pytest
 from fakes import FakeEngine, RecordingNotifier
 
-from hermes_tray.controller import Controller, Outcome
+from hermes_tray.contract import Outcome, RunResult
+from hermes_tray.controller import Controller
 from hermes_tray.watch.detector import ScanReport
 
 
@@ -21,24 +22,30 @@ def scan(ctrl: Controller, *records) -> None:
     ctrl.on_scan(ScanReport(records=tuple(records)))
 
 
+def settle(qtbot, ctrl: Controller) -> None:
+    """Wait until the writes handed to the controller's write worker have come back."""
+    qtbot.waitUntil(lambda: not ctrl.busy_writing, timeout=5000)
+
+
 def test_one_turn_one_notification_with_buttons(qtbot, rec) -> None:
     ctrl, engine, notes = make()
     r = rec("s1")
     scan(ctrl, r)
     scan(ctrl, r)  # seen again by a later scan: not asked again
+    settle(qtbot, ctrl)
     assert len(notes.shown) == 1
     note = notes.shown[0]
     assert note.title == "Hermes turn interrupted"
     assert [a.label for a in note.actions] == ["Resume", "Skip", "Disable auto-continue"]
     assert "make test_upload stop timing out on CI" in note.body
-    assert ("notified", "s1", r.started_at) in engine.journal
+    assert ("notified", "s1", r.started_at) in engine.events
     assert ctrl.state.icon_state == "attention"
 
 
 def test_asked_before_restart_is_not_asked_again(qtbot, rec) -> None:
     engine = FakeEngine()
     r = rec("s1")
-    engine.journal.append(("notified", "s1", r.started_at))
+    engine.note("notified", r)
     ctrl, _, notes = make(engine)
     scan(ctrl, r)
     assert notes.shown == []
@@ -56,6 +63,7 @@ def test_crash_storm_is_one_notification_updated_in_place(qtbot, rec) -> None:
     assert latest.title == "3 Hermes turns interrupted"
     assert [a.label for a in latest.actions] == ["Resume all", "Skip all", "Open"]
     ctrl.on_note_activated(latest.key, "skip-all")
+    settle(qtbot, ctrl)
     assert sorted(engine.skipped) == ["s1", "s2", "s3"]
 
 
@@ -102,7 +110,7 @@ def test_running_continuation_is_busy_with_progress_and_stop(qtbot, rec) -> None
     qtbot.waitUntil(lambda: bool(ctrl.state.running) and ctrl.state.running[0].status == "writing the answer · 3 updates")
     assert ctrl.state.icon_state == "busy"
     assert ctrl.state.pending == ()
-    engine.resume_outcome = __import__("hermes_tray.controller", fromlist=["Outcome"]).Outcome("interrupted", "stopped")
+    engine.resume_outcome = RunResult(Outcome.INTERRUPTED, "stopped")
     with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
         ctrl.stop(key)
     assert notes.shown[-1].title == "Continuation stopped"
@@ -128,9 +136,10 @@ def test_off_mode_only_lists(qtbot, rec) -> None:
 def test_resurrected_skip_is_removed_again_without_asking(qtbot, rec) -> None:
     engine = FakeEngine()
     r = rec("s1")
-    engine.journal.append(("skipped", "s1", r.started_at))
+    engine.note("skipped", r)
     ctrl, _, notes = make(engine)
     scan(ctrl, r)
+    settle(qtbot, ctrl)
     assert engine.skipped == ["s1"]
     assert notes.shown == []
 
@@ -149,6 +158,7 @@ def test_disable_button_turns_backend_off_for_that_home(qtbot, rec) -> None:
     ctrl, engine, notes = make()
     scan(ctrl, rec("s1"))
     ctrl.on_note_activated(notes.shown[0].key, "disable")
+    settle(qtbot, ctrl)
     assert engine.backend_changes == [(["/home/u/.hermes"], {"enabled": False})]
 
 
@@ -167,10 +177,8 @@ def test_notifications_off_still_lists(qtbot, rec) -> None:
 
 
 def test_budget_reached_after_our_continuation_is_reported_once(qtbot, rec) -> None:
-    from hermes_tray.controller import Outcome
-
     engine = FakeEngine()
-    engine.resume_outcome = Outcome("crashed", "the Hermes backend died during the continuation")
+    engine.resume_outcome = RunResult(Outcome.CRASHED, "the Hermes backend died during the continuation")
     ctrl, _, notes = make(engine)
     scan(ctrl, rec("s1"))
     with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
@@ -212,9 +220,10 @@ def test_skipped_elsewhere_then_resurrected_is_skipped_again_silently(qtbot, rec
     r = rec("s1")
     scan(ctrl, r)
     assert len(notes.shown) == 1
-    engine.journal.append(("skipped", "s1", r.started_at))  # `hermes-tray skip s1`
+    engine.note("skipped", r)  # `hermes-tray skip s1`
     scan(ctrl)  # the marker is gone
     scan(ctrl, r)  # ...and back, byte for byte
+    settle(qtbot, ctrl)
     assert engine.skipped == ["s1"]
     assert len(notes.shown) == 1, "never asked again"
     assert ctrl.state.pending == ()
@@ -268,6 +277,7 @@ def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> N
     # the controller's record of s1 changes identity without a scan that withdraws the note
     ctrl._records[ctrl._pending_keys[0]] = rec("s1", started_at=2000.0)
     ctrl.on_note_activated(key, "skip-all")
+    settle(qtbot, ctrl)
     assert [r.session_key for _a, r in engine.acted_on] == ["s2"]
     assert messages and "changed since the notification" in messages[-1]
 
@@ -275,22 +285,21 @@ def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> N
 def test_unshown_notification_does_not_use_up_ask_once(qtbot, rec, monkeypatch) -> None:
     """At login the notification server may not be up: a note that went only to the log is not
     'notified'; the turn is asked about again later, and journalled once a note reaches the user."""
-    import hermes_tray.controller as controller_mod
-
-    monkeypatch.setattr(controller_mod, "UNSHOWN_RETRY_SECONDS", 0.0)
     ctrl, engine, notes = make()
+    ctrl.ask.retry_seconds = 0.0
     notes.deliver = False
     r = rec("s1")
     scan(ctrl, r)
     assert len(notes.shown) == 1
-    assert not any(e == "notified" for e, *_ in engine.journal)
+    assert not any(e == "notified" for e, *_ in engine.events)
     notes.deliver = True
     scan(ctrl, r)  # the server is up now
+    settle(qtbot, ctrl)
     assert len(notes.shown) == 2
-    assert ("notified", "s1", r.started_at) in engine.journal
+    assert ("notified", "s1", r.started_at) in engine.events
     scan(ctrl, r)
     assert len(notes.shown) == 2, "asked once it was seen, and only once"
-    assert [e for e, *_ in engine.journal].count("notified") == 1
+    assert [e for e, *_ in engine.events].count("notified") == 1
 
 
 def test_desktop_notifier_without_a_server_reports_not_delivered(qtbot, rec, tmp_path, monkeypatch) -> None:
@@ -308,7 +317,7 @@ def test_desktop_notifier_without_a_server_reports_not_delivered(qtbot, rec, tmp
             scan(ctrl, rec("s1"))
         assert blocker.args[1] is False
         qtbot.wait(50)
-        assert not any(e == "notified" for e, *_ in engine.journal)
+        assert not any(e == "notified" for e, *_ in engine.events)
     finally:
         notifier.shutdown()
 
@@ -339,7 +348,7 @@ class _ChildEngine(FakeEngine):
             time.sleep(self.stop_takes)  # interrupt grace, gateway shutdown…
             self.child.terminate()
             self.child.wait()
-        return Outcome("interrupted", "stopped")
+        return RunResult(Outcome.INTERRUPTED, "stopped")
 
 
 def _alive(proc) -> bool:
@@ -403,5 +412,6 @@ def test_only_turns_a_delivered_note_showed_count_as_asked(qtbot, rec) -> None:
     assert first.key == second.key
     notes.delivered.emit(first, True)
     notes.delivered.emit(second, False)
-    asked = {k for e, k, _s in engine.journal if e == "notified"}
+    settle(qtbot, ctrl)
+    asked = {k for e, k, _s in engine.events if e == "notified"}
     assert asked == {"s1"}

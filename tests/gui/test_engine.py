@@ -37,7 +37,9 @@ def test_skip_succeeds_even_when_the_journal_cannot_be_written(qtbot, tmp_path: 
     messages: list[str] = []
     ctrl.message.connect(messages.append)
     key = ctrl.state.pending[0].key
-    assert ctrl.skip(key) is True
+    with qtbot.waitSignal(ctrl.skip_done, timeout=5000) as done:
+        assert ctrl.skip(key) is True
+    assert done.args == [key, True]
     assert messages == [], "a skip that happened must not be reported as 'could not skip'"
     assert not home.marker_file.exists() or "s1" not in home.read_markers()
     assert os.path.isfile(tmp_path / "tray-state" / "journal")  # still broken: nothing was journalled
@@ -51,10 +53,10 @@ class _SpyEngine(CoreEngine):
         self.resumed: list[tuple[str, float]] = []
 
     def resume(self, record, *, origin, on_progress, stop):
-        from hermes_tray.controller import Outcome
+        from hermes_tray.contract import Outcome, RunResult
 
         self.resumed.append((record.session_key, record.started_at))
-        return Outcome("completed", "done")
+        return RunResult(Outcome.COMPLETED, "done")
 
 
 def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path: Path) -> None:

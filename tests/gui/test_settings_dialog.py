@@ -45,7 +45,8 @@ def test_backend_values_written_to_config_yaml_keeping_comments(qtbot, tmp_path)
     assert dlg.freshness.value() == 15 and dlg.attempts.value() == 2 and dlg.enabled_box.isChecked()
     dlg.freshness.setValue(30)
     dlg.attempts.setValue(3)
-    dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
     text = (home / "config.yaml").read_text()
     assert "freshness_minutes: 30" in text and "max_attempts: 3" in text
     assert "# my Hermes config" in text and "default: gpt-x  # keep me" in text
@@ -59,7 +60,8 @@ def test_all_homes_writes_every_home(qtbot, tmp_path) -> None:
     qtbot.addWidget(dlg)
     assert dlg.home_combo.itemText(0) == "All homes"
     dlg.enabled_box.setChecked(False)
-    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     for h in (a, b):
         assert "enabled: false" in (h / "config.yaml").read_text()
 
@@ -70,7 +72,7 @@ def test_tray_settings_apply_without_restart(qtbot, tmp_path) -> None:
     qtbot.addWidget(dlg)
     dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData("auto"))
     dlg.prompts_box.setChecked(False)
-    with qtbot.waitSignal(ctrl.state_changed):
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
         dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     assert ctrl.settings.mode == "auto" and ctrl.state.mode == "auto"
     saved = load_settings()
@@ -88,7 +90,8 @@ def test_bad_hermes_command_is_flagged_inline_and_blocks_saving(qtbot, tmp_path)
     dlg.command_edit.setText("/nonexistent/hermes --profile x")
     assert dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()  # a warning, not an error
     assert "not found" in dlg.command_note.text()
-    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     assert load_settings().hermes_command == ("/nonexistent/hermes", "--profile", "x")
 
 
@@ -102,7 +105,8 @@ def test_unparseable_config_is_reported_and_left_alone(qtbot, tmp_path) -> None:
     dlg.show()
     assert dlg.home_note.isVisible()
     dlg.freshness.setValue(45)
-    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     assert (home / "config.yaml").read_text() == broken
 
 
@@ -112,7 +116,8 @@ def test_hermes_command_with_tilde_is_saved_expanded_and_shown_short(qtbot, tmp_
     dlg = SettingsDialog(ctrl)
     qtbot.addWidget(dlg)
     dlg.command_edit.setText("~/.local/bin/hermes")
-    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     assert load_settings().hermes_command == (str(tmp_path / ".local/bin/hermes"),)
     again = SettingsDialog(ctrl)
     qtbot.addWidget(again)
@@ -123,8 +128,11 @@ def test_menu_switch_turns_hermes_auto_continue_off_in_every_existing_home(qtbot
     a, b = tmp_path / "a", tmp_path / "b"
     ctrl = _controller(tmp_path, [a, b])
     ctrl.on_scan(ScanReport(homes=tuple(discover_homes(explicit=[str(a), str(b), str(tmp_path / "missing")]))))
-    problems = ctrl.set_backend_enabled(False)
-    assert problems == []
+    messages: list[str] = []
+    ctrl.message.connect(messages.append)
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        ctrl.set_backend_enabled(False)
+    assert messages == []
     for h in (a, b):
         assert "enabled: false" in (h / "config.yaml").read_text()
     assert not (tmp_path / "missing").exists()
@@ -142,9 +150,11 @@ def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tm
     qtbot.addWidget(dlg)
     dlg.freshness.setValue(30)
     dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData("auto"))
-    dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
-    assert ctrl.set_backend_enabled(False) == []
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
+    ctrl.set_backend_enabled(False)
     ctrl.set_backend_enabled(False)  # no change: nothing recorded
+    assert ctrl.drain(5)
     changes = [e for e in decisions.history(50) if e["event"] == "config-changed"]
     got = {(e["home"], e["key"], repr(e["old"]), repr(e["new"]), e["by"]) for e in changes}
     assert got == {

@@ -1,0 +1,104 @@
+"""The contract between the Qt shell and the engine: the words they share and what the shell may call.
+
+:class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``);
+the controller is written against it alone. Qt-free and import-cheap: everything in ``hermes_tray``
+may import it, and it imports nothing of ``hermes_tray`` (tests/gui/test_layers.py).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
+    from hermes_tray_core.ask_once import TurnJournal
+    from hermes_tray_core.gateway import Progress
+    from hermes_tray_core.homes import Home
+    from hermes_tray_core.scanner import TurnRecord
+    from hermes_tray_core.settings import TraySettings
+
+__all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "RunResult", "SkipReply"]
+
+
+class Outcome(str, Enum):
+    """How a resume ended (``core.gateway`` outcomes plus ``core.resume``'s refused / gave-up)."""
+
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+    CRASHED = "crashed"
+    TIMED_OUT = "timed-out"
+    DECLINED = "declined"
+    REFUSED = "refused"
+    GAVE_UP = "gave-up"
+
+    @classmethod
+    def of(cls, value: object) -> Outcome:
+        """The outcome named ``value``; an unknown name is an error (never mistaken for success)."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.ERROR
+
+
+#: Refusal codes (``core.resume``) that are normal operation when two processes both act on a turn:
+#: another one holds its claim, or it is no longer marked (someone else settled it).
+ROUTINE_REFUSALS = frozenset({"claimed-elsewhere", "gone"})
+
+
+@dataclass(frozen=True)
+class RunResult:
+    """How one resume ended, as the controller needs it (adapted from ``core.resume.ResumeResult``)."""
+
+    outcome: Outcome
+    message: str
+    answer: str = ""  # the continuation's answer, when the engine has it
+    attempts: int | None = None
+    code: str = ""  # a refusal's reason code (core.resume: claimed-elsewhere, gone, changed, …)
+
+
+@dataclass(frozen=True)
+class SkipReply:
+    """How a skip ended: ``ok``, else the line to show the user."""
+
+    ok: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class BackendValues:
+    """Hermes' auto-continue keys of one home, as the settings dialog edits them."""
+
+    enabled: bool = True
+    freshness_minutes: int = 15
+    max_attempts: int = 2
+    error: str | None = None  # config.yaml unreadable: shown, and its home cannot be edited
+
+
+class Engine(Protocol):
+    """What the shell needs from the engine. Calls marked *blocking* write files, take locks or wait on
+    SQLite: the controller runs them on its write worker, never on the GUI thread."""
+
+    def homes(self) -> list[Home]: ...
+    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], dict[str, Any]]:
+        """(turns, problems to show, {"backend_enabled": True | False | None (mixed)})."""
+        ...
+    def watch_plan(self, homes: Sequence[Home]) -> tuple[list[Path], list[Path]]: ...
+    def writers(self, homes: Sequence[Home], records: Sequence[TurnRecord]) -> list[tuple[int, float | None]]: ...
+    def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:  # blocking
+        ...
+    def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
+               stop: threading.Event) -> RunResult:  # blocking (minutes): a worker thread of its own
+        ...
+    def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:  # blocking
+        ...
+    def backend_values(self, home_path: str) -> BackendValues: ...
+    def journal(self) -> TurnJournal: ...
+    def history(self, limit: int = 500) -> list[dict[str, Any]]: ...
+    def settings(self) -> TraySettings: ...
+    def update_settings(self, changes: dict[str, Any]) -> TraySettings:  # blocking
+        ...

@@ -1,0 +1,154 @@
+"""Ask at most once per interrupted turn, without Qt: a real decision journal, real scanner records.
+
+What the user notices: one question per interruption, also across a restart or when the helper or
+the CLI asked first; a skipped turn written back is skipped again without a question; auto mode
+never continues a turn someone already answered; a note that reached nobody is asked again.
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_tray_core.ask_once import AskOnce, turn_key, waiting
+from hermes_tray_core.decisions import DecisionJournal
+from hermes_tray_core.scanner import TurnRecord
+
+HOME = Path("/home/u/.hermes")
+
+
+def rec(session_key: str, **fields) -> TurnRecord:
+    base = dict(home=HOME, profile="default", session_key=session_key, title="A title", prompt_excerpt="",
+                started_at=1_700_000_000.0, age_seconds=60.0, attempts=0, writer="dead", verdict="actionable",
+                reason="fresh", source="desktop", entry=None)
+    base.update(fields)
+    return TurnRecord(**base)
+
+
+@pytest.fixture
+def journal(tmp_path: Path) -> DecisionJournal:
+    return DecisionJournal(tmp_path / "journal")
+
+
+def pending(*records: TurnRecord) -> dict[str, TurnRecord]:
+    return waiting(records)
+
+
+def test_imports_no_qt() -> None:
+    import subprocess
+
+    code = "import sys, hermes_tray_core.ask_once; sys.exit(any(m.startswith('PySide6') for m in sys.modules))"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+def test_asks_once_and_once_only_across_a_restart(journal) -> None:
+    ask = AskOnce(lambda: journal)
+    r = rec("s1")
+    first = ask.review(pending(r), "ask")
+    assert first.ask == [r]
+    assert ask.review(pending(r), "ask").ask == [], "a later scan of the same turn is not a new question"
+    assert ask.delivered([r], True) == [r]
+    ask.journal_notified([r], via="test")
+    assert journal.events_for(HOME, "s1", r.started_at) == ["notified"]
+    restarted = AskOnce(lambda: journal)
+    assert restarted.review(pending(r), "ask").ask == [], "the journal remembers across a restart"
+
+
+def test_a_new_interruption_of_the_same_session_is_a_new_question(journal) -> None:
+    ask = AskOnce(lambda: journal)
+    a = rec("s1", started_at=1000.0)
+    ask.review(pending(a), "ask")
+    ask.journal_notified(ask.delivered([a], True), via="test")
+    b = rec("s1", started_at=2000.0)
+    review = ask.review(pending(b), "ask")
+    assert review.ask == [b]
+    assert review.replaced == {turn_key(HOME, "s1")}, "the note about A must be withdrawn"
+
+
+def test_skipped_turn_written_back_is_skipped_again_not_asked(journal) -> None:
+    ask = AskOnce(lambda: journal)
+    r = rec("s1")
+    journal.record("skipped", home=HOME, session_key="s1", started_at=r.started_at)  # `hermes-tray skip`
+    review = ask.review(pending(r), "ask")
+    assert review.ask == [] and review.reskip == [(turn_key(HOME, "s1"), r)]
+
+
+def test_turn_that_leaves_and_returns_is_looked_at_again(journal) -> None:
+    ask = AskOnce(lambda: journal)
+    r = rec("s1")
+    ask.review(pending(r), "ask")
+    gone = ask.review({}, "ask")
+    assert gone.gone == {turn_key(HOME, "s1")}
+    journal.record("skipped", home=HOME, session_key="s1", started_at=r.started_at)
+    assert ask.review(pending(r), "ask").reskip, "back after a skip elsewhere: skipped again"
+
+
+def test_auto_mode_resumes_only_turns_nobody_answered(journal) -> None:
+    ask = AskOnce(lambda: journal)
+    done, asked, fresh = rec("done"), rec("asked"), rec("fresh")
+    journal.record("completed", home=HOME, session_key="done", started_at=done.started_at)
+    journal.record("notified", home=HOME, session_key="asked", started_at=asked.started_at)
+    review = ask.review(pending(done, asked, fresh), "auto")
+    assert review.resume == [turn_key(HOME, "fresh")] and review.ask == []
+
+
+def test_auto_mode_does_nothing_on_an_unreadable_journal(tmp_path) -> None:
+    class Broken:
+        def events_for(self, *a):
+            raise OSError("I/O error")
+
+        def was_asked(self, *a):
+            raise OSError("I/O error")
+
+        def record(self, *a, **k):
+            raise OSError("I/O error")
+
+    ask = AskOnce(lambda: Broken())
+    review = ask.review(pending(rec("s1")), "auto")
+    assert review.resume == [], "unsure: never continue a turn on a guess"
+    assert AskOnce(lambda: Broken()).review(pending(rec("s1")), "ask").ask, "ask mode still asks"
+
+
+def test_off_mode_asks_nothing(journal) -> None:
+    review = AskOnce(lambda: journal).review(pending(rec("s1")), "off")
+    assert review.ask == [] and review.resume == []
+
+
+def test_only_actionable_desktop_turns_wait() -> None:
+    records = [rec("a"), rec("b", verdict="running"), rec("c", source="webui"), rec("d")]
+    assert list(waiting(records, running=[turn_key(HOME, "d")])) == [turn_key(HOME, "a")]
+
+
+def test_a_note_that_reached_nobody_is_asked_again_after_the_delay(journal) -> None:
+    clock = [100.0]
+    ask = AskOnce(lambda: journal, clock=lambda: clock[0], retry_seconds=30.0)
+    r = rec("s1")
+    assert ask.review(pending(r), "ask").ask == [r]
+    assert ask.delivered([r], False) == []
+    assert ask.review(pending(r), "ask").ask == [], "not before the retry delay"
+    clock[0] += 31
+    assert ask.review(pending(r), "ask").ask == [r]
+    assert ask.delivered([r], True) == [r]
+    assert ask.delivered([r], True) == [], "journalled once"
+    assert journal.events_for(HOME, "s1", r.started_at) == []  # delivered() only decides; the caller writes
+
+
+def test_failed_announcement_is_not_counted_as_asked(journal) -> None:
+    ask = AskOnce(lambda: journal)
+    r = rec("s1")
+    ask.review(pending(r), "ask")
+    ask.not_announced([r])
+    assert ask.review(pending(r), "ask").ask == [r]
+
+
+def test_journal_write_failure_is_logged_not_raised(tmp_path, caplog) -> None:
+    blocker = tmp_path / "journal"
+    blocker.write_text("a file where the journal's directory should be")
+    ask = AskOnce(lambda: DecisionJournal(blocker))
+    t0 = time.monotonic()
+    ask.journal_notified([rec("s1")], via="test")
+    assert time.monotonic() - t0 < 5
+    assert "could not journal 'notified'" in caplog.text
