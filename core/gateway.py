@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.continuation import RESUMING_STATUS_TEXT, continuation_note
 from hermes_tray_core.hermes_install import (  # noqa: F401 - re-exported: one import for callers
@@ -70,6 +70,9 @@ from hermes_tray_core.rpc import (  # noqa: F401 - re-exported
 )
 from hermes_tray_core.transport_stdio import StdioTransport, popen_platform_kwargs
 
+if TYPE_CHECKING:
+    from hermes_tray_core.backend_endpoint import BackendEndpoint
+
 logger = logging.getLogger(__name__)
 
 MARKER_MODULE = "tui_gateway.turn_marker"
@@ -82,6 +85,11 @@ CRASHED = "crashed"
 TIMED_OUT = "timed-out"
 DECLINED = "declined"
 OUTCOMES = (COMPLETED, INTERRUPTED, ERROR, CRASHED, TIMED_OUT, DECLINED)
+
+# Where a continuation ran (``ContinuationResult.ran_in``; journal and ``--json`` field of the same name).
+RUNNING_BACKEND = "running-backend"
+SEPARATE_PROCESS = "separate-process"
+OPEN_IN_APP = "this session is open in your Hermes app"
 
 DEFAULT_READY_TIMEOUT = 90.0  # a cold first start of Hermes compiles and imports a lot
 DEFAULT_RPC_TIMEOUT = 60.0
@@ -261,6 +269,14 @@ class ContinuationResult:
     answer: str | None = None
     # The gateway's stderr log could not be opened (why): Hermes ran without one (``log_path`` None).
     log_problem: str | None = None
+    # Where it ran: ``running-backend`` (the user's own ``hermes dashboard``, pid ``backend_pid``, over its
+    # /api/ws) or ``separate-process`` (a gateway the tray spawned, ``gateway_pid``); ``where`` says it for a user.
+    ran_in: str = SEPARATE_PROCESS
+    backend_pid: int | None = None
+    where: str | None = None
+    # The running backend could not be used before anything was sent to a session (why): the caller falls
+    # back to a spawned gateway and reports this reason.
+    backend_unusable: str | None = None
 
 
 @dataclass
@@ -284,6 +300,10 @@ def gateway_log_path(session_key: str) -> Path:
 
     stamp = time.strftime("%Y%m%dT%H%M%S")
     return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}.log"
+
+
+def _sentence(text: str) -> str:
+    return text[:1].upper() + text[1:]
 
 
 def _status_of(payload: Any) -> str:
@@ -341,13 +361,64 @@ def continue_turn(
     return run.run()
 
 
+def continue_in_backend(
+    home: Path | str,
+    session_key: str,
+    backend: BackendEndpoint,
+    *,
+    original_prompt: str,
+    attempts: int,
+    capabilities: Capabilities | None = None,
+    options: GatewayOptions | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_dispatched: Callable[[ContinuationResult], None] | None = None,
+    stop: threading.Event | None = None,
+    expected: Mapping[str, Any] | None = None,
+) -> ContinuationResult:
+    """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
+
+    The continuation runs in the process that owns the session: no second Hermes start-up. Before anything
+    is resumed the backend is asked which sessions are live (``session.active_list``): a session live there
+    is open in the user's Hermes app and is left alone (``declined``, ``live_elsewhere``). ``session.resume``
+    reporting the session running or with a turn in flight is refused the same way. A session the tray
+    attached is closed again (``session.close``). Until a session is resumed nothing is changed: a backend
+    that cannot be used (refused, gated, no answer, capabilities unknown) gives ``backend_unusable`` (why),
+    and the caller falls back to a spawned gateway.
+    """
+    validate_session_id(session_key, what="session key")
+    opts = options or GatewayOptions()
+    home = Path(home)
+    where = f"in your running Hermes (pid {backend.pid})"
+    if capabilities is None:
+        if backend.python is None:
+            capabilities = Capabilities(None, detail=f"cannot tell which Python your running Hermes (pid "
+                                                     f"{backend.pid}) runs")
+        else:
+            probe = HermesInstall((backend.python, "-m", GATEWAY_MODULE), backend.python, "running backend")
+            capabilities = probe_capabilities(probe, env=gateway_environment(home), cwd=str(Path.home()))
+    if capabilities.auto_continue is None:
+        return ContinuationResult(ERROR, f"Not resumed {where}: {capabilities.detail}", ran_in=RUNNING_BACKEND,
+                                  backend_pid=backend.pid, where=where, backend_unusable=capabilities.detail)
+    install = HermesInstall((backend.python or "?",), backend.python, "running backend")
+    run = _Run(home, session_key, original_prompt, attempts, install, capabilities, opts, on_progress,
+               on_dispatched, stop or threading.Event(), None, {}, str(Path.home()))
+    run.backend = backend
+    run.expected = dict(expected) if expected is not None else None
+    run.result.ran_in, run.result.backend_pid, run.result.where = RUNNING_BACKEND, backend.pid, where
+    run.result.log_path = None
+    return run.run()
+
+
 class _Run:
     """State of one :func:`continue_turn` call (split out so each step stays readable)."""
+
+    backend: BackendEndpoint | None = None
+    attached: str | None = None  # a runtime session id the tray attached in the running backend (closed at the end)
 
     def __init__(self, home: Path, key: str, prompt: str, attempts: int, install: HermesInstall,
                  caps: Capabilities, opts: GatewayOptions, on_progress: Callable[[Progress], None] | None,
                  on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event,
-                 log_path: Path, env: dict[str, str], cwd: str) -> None:
+                 log_path: Path | None, env: dict[str, str], cwd: str) -> None:
         self.home, self.key, self.prompt, self.attempts = home, key, prompt, attempts
         self.install, self.caps, self.opts = install, caps, opts
         self.on_progress, self.on_dispatched, self.stop = on_progress, on_dispatched, stop
@@ -357,10 +428,10 @@ class _Run:
         self.last_frame: str | None = None
         self.frames = 0
         self._last_progress = 0.0
-        self.result = ContinuationResult(CRASHED, "", log_path=str(log_path),
+        self.result = ContinuationResult(CRASHED, "", log_path=str(log_path) if log_path else None,
                                          continued_by="backend" if caps.auto_continue else "tray",
-                                         attempt=attempts + 1)
-        self.gw: GatewayProcess | None = None
+                                         attempt=attempts + 1, where="in a separate Hermes process")
+        self.gw: RpcSession | None = None
         self.our_marker: dict[str, Any] | None = None  # the entry we wrote (legacy backends)
         self.sid: str | None = None
 
@@ -467,32 +538,79 @@ class _Run:
                     float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None)
 
     def _see_log(self) -> str:
+        if self.backend is not None:
+            return "See your Hermes app's own logs"
         if self.gw is not None and self.gw.log_problem:
             return f"Its output could not be logged ({self.gw.log_problem})"
         return f"See {self.log_path}"
 
     def _child_died_marker_note(self) -> str:
+        if self.backend is not None and self.gw is not None and self.gw.identity is not None \
+                and self.gw.identity.liveness() != "dead":
+            # Only the connection ended: the turn may still run there (its marker names that live process).
+            return (" Your running Hermes is still up and may still be running the turn; the tray will not continue "
+                    "it while that process runs.")
         return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
+
+    def unusable(self, why: str) -> ContinuationResult:
+        """The running backend cannot be used and nothing was resumed there: the caller falls back."""
+        self.result.backend_unusable = why
+        return self.finish(ERROR, f"Not resumed in your running Hermes: {why}.")
 
     # the run
 
     def run(self) -> ContinuationResult:
-        self.gw = GatewayProcess(self.install, self.home, log_path=self.log_path, env=self.env, cwd=self.cwd)
+        if self.backend is not None:
+            from hermes_tray_core.transport_ws import WebSocketTransport
+
+            b = self.backend
+            self.gw = RpcSession(WebSocketTransport(b.host, b.port, b.token, pid=b.pid, identity=b.identity))
+        else:
+            self.gw = GatewayProcess(self.install, self.home, log_path=self.log_path, env=self.env, cwd=self.cwd)
         try:
             return self._run()
         finally:
             if self._dispatch_thread is not None:
                 self._dispatch_thread.join()  # "dispatched" is reported before the outcome, always
             self.phase = "finishing"
+            self._close_attached()
             # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
             # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
-            if self.gw.proc is not None:
+            if self.backend is not None:
+                self.gw.shutdown(self.opts.shutdown_grace)  # disconnects only: the backend is the user's
+            elif self.gw.proc is not None:
                 self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
+
+    def _close_attached(self) -> None:
+        """Close the session the tray attached in the running backend, so it holds no stale copy."""
+        if self.attached is None or self.gw is None or not self.gw.alive():
+            return
+        try:
+            self.gw.request("session.close", {"session_id": self.attached}, timeout=min(10.0, self.opts.rpc_timeout))
+        except (GatewayError, TimeoutError) as exc:
+            logger.warning("could not close the session the tray attached in the running backend: %s", exc)
+        self.attached = None
+
+    def _live_in_backend(self) -> str | None:
+        """Ask the running backend which sessions are live (``session.active_list``); why not to go on, or None.
+
+        Raises GatewayError/TimeoutError when it does not answer (the caller falls back: nothing was sent)."""
+        assert self.gw is not None and self.backend is not None
+        listed = self.gw.request("session.active_list", {}, timeout=self.opts.rpc_timeout)
+        rows = listed.get("sessions")
+        if not isinstance(rows, list):
+            raise GatewayError("its session.active_list answer has no session list")
+        for row in rows:
+            if isinstance(row, dict) and row.get("session_key") == self.key:
+                return f"{OPEN_IN_APP} (your running Hermes, pid {self.backend.pid}, has it live)"
+        return None
 
     def _run(self) -> ContinuationResult:
         gw = self.gw
         assert gw is not None
+        if self.backend is not None:
+            return self._run_in_backend()
         try:
             gw.start()
         except GatewayError as exc:
@@ -515,7 +633,32 @@ class _Run:
             return self.finish(INTERRUPTED, "Stopped before Hermes was ready; the turn is still pending.")
         except GatewayError as exc:
             return self.finish(CRASHED, f"Not resumed: {exc}. {self._see_log()}. The turn is still pending.")
+        return self._resume()
 
+    def _run_in_backend(self) -> ContinuationResult:
+        """Connect, ready, ``session.active_list``: until here nothing has changed, so any failure falls back."""
+        gw = self.gw
+        assert gw is not None and self.backend is not None
+        self.progress(force=True)
+        try:
+            gw.start()
+            self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0), "become ready")
+            t_list = time.time()
+            busy = self._live_in_backend()
+        except _Stopped:
+            return self.finish(INTERRUPTED, "Stopped before the continuation started; the turn is still pending.")
+        except RpcError as exc:
+            return self.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
+        except (GatewayError, TimeoutError) as exc:
+            return self.unusable(str(exc))
+        if busy:
+            self.result.live_elsewhere = busy
+            return self.finish(DECLINED, f"Not resumed: {busy}. Continue it there; the tray starts nothing for it.")
+        return self._resume(listed_at=t_list)
+
+    def _resume(self, listed_at: float | None = None) -> ContinuationResult:
+        gw = self.gw
+        assert gw is not None
         self.phase = "resuming"
         self.progress(force=True)
         t_resume = time.monotonic()
@@ -535,6 +678,18 @@ class _Run:
         if not isinstance(sid, str) or not sid:
             return self.finish(ERROR, "Not resumed: Hermes' session.resume answer had no session id.")
         self.sid = self.result.runtime_session_id = sid
+        if self.backend is not None:
+            started = resumed.get("started_at")
+            if isinstance(started, (int, float)) and listed_at is not None and started < listed_at - 1.0:
+                # Live there before we asked (a window opened it between the list and the resume): its events
+                # now come to us; take nothing further and leave the session as it is (never closed by us).
+                self.result.live_elsewhere = f"{OPEN_IN_APP} (it was opened there while the tray was checking)"
+                return self.finish(DECLINED, f"Not resumed: {self.result.live_elsewhere}. Continue it there.")
+            self.attached = sid
+            if (resumed.get("running") or resumed.get("inflight")) and not resumed.get("auto_continue"):
+                self.result.live_elsewhere = "running in your Hermes app"
+                return self.finish(DECLINED, "Not resumed: this session is running in your Hermes app; nothing was "
+                                             "submitted.")
         if resumed.get("running") and not resumed.get("auto_continue"):
             return self.finish(DECLINED, "Not resumed: this Hermes reports the session is already running.")
 
@@ -702,7 +857,7 @@ class _Run:
                 if stop_deadline is not None:
                     self._retire_marker()
                     return self._stopped_result()
-                return self.finish(CRASHED, f"Hermes exited mid-turn (exit code {gw.returncode()}). "
+                return self.finish(CRASHED, f"{_sentence(gw.transport.ended('mid-turn'))}. "
                                             f"{self._see_log()}." + self._child_died_marker_note())
             if ev.get("session_id") not in (None, self.sid):
                 continue

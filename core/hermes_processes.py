@@ -46,6 +46,7 @@ __all__ = [
 ]
 
 HERMES_COMMANDS = frozenset({"hermes", "hermes-agent", "hermes-acp"})
+BACKEND_SUBCOMMANDS = frozenset({"dashboard", "serve"})  # the web backend: /api/ws, the Desktop app's
 _GATEWAY_MODULE = "tui_gateway.entry"
 _WEBUI_HINTS = ("hermes-webui", "hermes_webui")
 # Flags of ``hermes`` that take a value (so the value is not taken for a subcommand or a profile flag),
@@ -97,8 +98,9 @@ class HermesProcess(NamedTuple):
 
         return process_liveness(self.pid, self.start_time) == "alive"
 
-    def listening_ports(self, *, loopback_only: bool = True) -> list[int]:
-        """TCP ports this process listens on (loopback addresses only by default), sorted; [] if unreadable."""
+    def listening_addresses(self, *, loopback_only: bool = True) -> list[tuple[str, int]]:
+        """(ip, port) of the TCP sockets this process listens on (loopback only by default), IPv4 first;
+        [] if unreadable."""
         try:
             import psutil
 
@@ -107,14 +109,18 @@ class HermesProcess(NamedTuple):
                 kind="tcp")
         except Exception:
             return []
-        ports = set()
+        found = set()
         for c in conns:
             if c.status != "LISTEN" or not c.laddr:
                 continue
             if loopback_only and not _is_loopback(c.laddr.ip):
                 continue
-            ports.add(int(c.laddr.port))
-        return sorted(ports)
+            found.add((str(c.laddr.ip), int(c.laddr.port)))
+        return sorted(found, key=lambda a: (":" in a[0], a[1], a[0]))
+
+    def listening_ports(self, *, loopback_only: bool = True) -> list[int]:
+        """TCP ports this process listens on (loopback addresses only by default), sorted; [] if unreadable."""
+        return sorted({port for _ip, port in self.listening_addresses(loopback_only=loopback_only)})
 
     def environ_get(self, name: str) -> str | None:
         """One variable of the process's (start-up) environment, or None. Never cached or logged."""
@@ -201,7 +207,8 @@ def classify(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Proce
         return ProcessKind.GATEWAY
     script, rest = _split_hermes(argv)
     if script is not None:
-        return ProcessKind.DASHBOARD if _subcommand(rest) == "dashboard" else ProcessKind.CLI
+        # ``serve`` is the same backend headless: what the Hermes Desktop app spawns.
+        return ProcessKind.DASHBOARD if _subcommand(rest) in BACKEND_SUBCOMMANDS else ProcessKind.CLI
     if env is not None and env.get("HERMES_WEBUI_STATE_DIR"):
         return ProcessKind.WEBUI
     if any(h in a.lower() for a in argv for h in _WEBUI_HINTS):

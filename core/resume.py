@@ -63,6 +63,9 @@ class ResumeResult:
     verdict: str | None = None
     continuation: gateway.ContinuationResult | None = None
     code: str = ""  # a refusal's reason code (CLAIMED_ELSEWHERE, GONE, …); "" otherwise
+    # Why the user's running Hermes was not used and a separate gateway was spawned (None: it was used, or
+    # no continuation was attempted).
+    fallback_reason: str | None = None
 
     @property
     def exit_code(self) -> int:
@@ -85,6 +88,9 @@ class ResumeResult:
             "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
             "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
             "code": self.code,
+            # Where it ran: "running-backend" (the user's hermes dashboard, backend_pid) or "separate-process".
+            "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
+            "where": c.where if c else None, "fallback_reason": self.fallback_reason,
         }
 
 
@@ -148,11 +154,14 @@ def resume_turn(
     claim_wait: float = 0.0,
     env: Mapping[str, str] | None = None,
     via: str = "api",
+    prefer_running_backend: bool = True,
 ) -> ResumeResult:
     """Resume ``session_key`` in ``home`` once (see module doc). Never raises for expected failures.
 
     ``expected``: the raw marker entry the user was shown (``list_turn_markers``); None = whatever
     is there now (auto mode). ``on_dispatched`` fires when the continuation has started.
+    ``prefer_running_backend``: continue inside the user's running ``hermes dashboard`` of that home when
+    there is one (``core.live_backend``); False always spawns a gateway (benchmarks compare the two).
     Raises :class:`~core.ids.InvalidIdError` for a malformed ``session_key``.
     """
     validate_session_id(session_key, what="session key")  # InvalidIdError: a caller bug, not a turn state
@@ -177,6 +186,7 @@ def resume_turn(
                          on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
     try:
         return _resume_claimed(home, home_s, key, expected, install, options, on_progress, on_dispatched,
+                               prefer_running_backend,
                                stop, env, via, lease.epoch, refused)
     finally:
         keeper.stop()
@@ -192,7 +202,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
                     install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
                     on_progress: Callable[[gateway.Progress], None] | None,
                     on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
-                    stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
+                    prefer_running_backend: bool, stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
                     refused: Callable[..., ResumeResult]) -> ResumeResult:
     from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
@@ -247,36 +257,57 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         approve()
         approved[0].join()
 
-    try:
-        inst = install or gateway.find_hermes(gateway.settings_hermes_command())
-    except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
-        journal("refused", reason=str(exc), verdict=a.verdict)
-        return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=NO_HERMES_CHOICE)
-    except gateway.HermesNotFound as exc:
-        approved_done()
-        journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False)
-        return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict)
-
     def dispatched(res: gateway.ContinuationResult) -> None:
         approved_done()
         journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
-                epoch=epoch)
+                epoch=epoch, ran_in=res.ran_in, backend_pid=res.backend_pid)
         if on_dispatched is not None:
             on_dispatched(res)
 
-    res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
-                                options=options, on_progress=on_progress, on_dispatched=dispatched,
-                                on_spawned=approve, stop=stop, env=env, expected=entry)
+    res: gateway.ContinuationResult | None = None
+    fallback: str | None = None
+    if prefer_running_backend:
+        from hermes_tray_core.live_backend import find_live_backend
+
+        backend, fallback = find_live_backend(home)
+        if backend is not None:
+            res = gateway.continue_in_backend(home, key, backend, original_prompt=prompt, attempts=attempts,
+                                              options=options, on_progress=on_progress, on_dispatched=dispatched,
+                                              stop=stop, expected=entry)
+            if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
+                fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
+                res = None
+    else:
+        fallback = "the running backend was not asked (disabled for this call)"
+    if res is None:
+        try:
+            inst = install or gateway.find_hermes(gateway.settings_hermes_command())
+        except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
+            journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
+            return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=NO_HERMES_CHOICE,
+                                fallback_reason=fallback)
+        except gateway.HermesNotFound as exc:
+            approved_done()
+            journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
+            return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict,
+                                fallback_reason=fallback)
+        res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
+                                    options=options, on_progress=on_progress, on_dispatched=dispatched,
+                                    on_spawned=approve, stop=stop, env=env, expected=entry)
+    else:
+        fallback = None
     approved_done()  # (also when Hermes never started: approved, then failed)
+    where = {"ran_in": res.ran_in, "backend_pid": res.backend_pid, "fallback_reason": fallback}
     if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
         journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
-                dispatched=False)
-        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=CHANGED)
-    if res.live_elsewhere:  # a Hermes backend took the session while ours was starting: it has it
-        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False)
-        return ResumeResult(REFUSED, res.message, home_s, key, "running", res, code=NOT_ACTIONABLE)
+                dispatched=False, **where)
+        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=CHANGED, fallback_reason=fallback)
+    if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
+        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False, **where)
+        return ResumeResult(REFUSED, res.message, home_s, key, "running", res, code=NOT_ACTIONABLE,
+                            fallback_reason=fallback)
     fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
-              "dispatched": res.dispatched, "gateway_exit": res.gateway_exit,
+              "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
     if res.log_problem:
         fields["log_problem"] = res.log_problem
@@ -294,13 +325,17 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         _journal(event, home_s, key, res.marker_left_started_at, via=via, marker_left=res.marker_left,
                  **extra, **fields)
     message = res.message
+    if res.dispatched and res.where:
+        message += f" It ran {res.where}."
+    if fallback and res.ran_in == gateway.SEPARATE_PROCESS and res.dispatched:
+        message += f" (Not in your running Hermes: {fallback}.)"
     if res.outcome == gateway.CRASHED and res.dispatched:
         attempt = res.attempt or attempts + 1
         if attempt >= a.max_attempts:
             message += (f" That was attempt {attempt} of {a.max_attempts}: the retry budget is used up, so "
                         "hermes-tray will not continue it again.")
             journal(GAVE_UP, reason=f"attempt {attempt} of {a.max_attempts} crashed")
-    return ResumeResult(res.outcome, message, home_s, key, a.verdict, res)
+    return ResumeResult(res.outcome, message, home_s, key, a.verdict, res, fallback_reason=fallback)
 
 
 __all__ = ["ALREADY_SETTLED", "BEING_SKIPPED", "CHANGED", "CLAIMED_ELSEWHERE", "EXIT_COMPLETED", "EXIT_FAILED",

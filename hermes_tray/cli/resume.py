@@ -119,8 +119,7 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         if not quiet:
             who = "Hermes is continuing the turn" if res.continued_by == "backend" else \
                 "continuation submitted to Hermes"
-            print(f"Resuming {args.session} (attempt {res.attempt}): {who} (gateway pid {res.gateway_pid}).",
-                  flush=True)
+            print(f"Resuming {args.session} (attempt {res.attempt}): {who} {res.where}.", flush=True)
 
     try:
         if not quiet:

@@ -115,7 +115,8 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
 
     def dispatched(res: Any) -> None:
         emit({"event": "dispatched", "pid": os.getpid(), "attempt": res.attempt, "continued_by": res.continued_by,
-              "gateway_pid": res.gateway_pid}, detach=True)
+              "gateway_pid": res.gateway_pid, "ran_in": res.ran_in, "backend_pid": res.backend_pid,
+              "where": res.where}, detach=True)
 
     expected = req.get("expected") if isinstance(req.get("expected"), dict) else None
     result = resume_turn(req["home"], key, expected, on_dispatched=dispatched, stop=stop,

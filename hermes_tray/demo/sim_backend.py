@@ -125,7 +125,8 @@ class SimGateway:
 
     # frames
 
-    def write(self, obj: dict[str, Any]) -> None:
+    def write(self, obj: dict[str, Any], sid: str | None = None) -> None:
+        """One frame out (``sid``: the session an event belongs to; the stdio gateway has one client)."""
         line = json.dumps(obj, ensure_ascii=False) + "\n"
         with self._out_lock:
             try:
@@ -140,7 +141,7 @@ class SimGateway:
             params["session_id"] = sid
         if payload is not None:
             params["payload"] = payload
-        self.write({"jsonrpc": "2.0", "method": "event", "params": params})
+        self.write({"jsonrpc": "2.0", "method": "event", "params": params}, sid)
 
     # dispatch
 
@@ -154,33 +155,37 @@ class SimGateway:
             time.sleep(float(ctl["ready_delay"]))
         self.emit("gateway.ready", None, {"skin": {"name": "sim"}})
         for raw in sys.stdin:
-            raw = raw.strip()
-            if not raw:
-                continue
-            try:
-                req = json.loads(raw)
-            except ValueError:
-                self.write({"jsonrpc": "2.0", "error": {"code": -32700, "message": "parse error"}, "id": None})
-                continue
-            if not isinstance(req, dict):
-                continue
-            rid, method = req.get("id"), req.get("method")
-            params = req.get("params") if isinstance(req.get("params"), dict) else {}
-            handler = getattr(self, "m_" + str(method).replace(".", "_"), None)
-            if handler is None:
-                self.write({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"unknown method: {method}"}})
-                continue
-            try:
-                result, after = handler(params)
-            except _RpcError as exc:
-                self.write({"jsonrpc": "2.0", "id": rid, "error": {"code": exc.code, "message": str(exc)}})
-                continue
-            self.write({"jsonrpc": "2.0", "id": rid, "result": result})
-            if after is not None:
-                after()
+            self.handle_line(raw)
         # stdin EOF: exit like Hermes, leaving any running turn's marker behind (after its tools, if any).
         for child in self.tool_children:
             child.wait()
+
+    def handle_line(self, raw: str) -> None:
+        """One request line: dispatch it, write the response, then run what follows it (a turn)."""
+        raw = raw.strip()
+        if not raw:
+            return
+        try:
+            req = json.loads(raw)
+        except ValueError:
+            self.write({"jsonrpc": "2.0", "error": {"code": -32700, "message": "parse error"}, "id": None})
+            return
+        if not isinstance(req, dict):
+            return
+        rid, method = req.get("id"), req.get("method")
+        params = req.get("params") if isinstance(req.get("params"), dict) else {}
+        handler = getattr(self, "m_" + str(method).replace(".", "_"), None)
+        if handler is None:
+            self.write({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"unknown method: {method}"}})
+            return
+        try:
+            result, after = handler(params)
+        except _RpcError as exc:
+            self.write({"jsonrpc": "2.0", "id": rid, "error": {"code": exc.code, "message": str(exc)}})
+            return
+        self.write({"jsonrpc": "2.0", "id": rid, "result": result})
+        if after is not None:
+            after()
 
     def _session(self, params: dict[str, Any]) -> tuple[str, dict[str, Any]]:
         sid = str(params.get("session_id") or "")
@@ -196,7 +201,8 @@ class SimGateway:
         return {"session_id": sid, "stored_session_id": key, "message_count": 0, "messages": []}, None
 
     def _new_session(self, key: str) -> dict[str, Any]:
-        return {"key": key, "running": False, "interrupt": threading.Event(), "thread": None}
+        return {"key": key, "running": False, "interrupt": threading.Event(), "thread": None,
+                "created_at": time.time()}
 
     def m_session_resume(self, params: dict[str, Any]) -> tuple[dict, Any]:
         key = str(params.get("session_id") or "")
@@ -233,7 +239,8 @@ class SimGateway:
         msgs = [{"role": r, "text": c} for r, c in sim_state.messages(self.home, session["key"])]
         return {"session_id": sid, "resumed": session["key"], "session_key": session["key"],
                 "message_count": len(msgs), "messages": msgs, "running": bool(session["running"]),
-                "status": "streaming" if session["running"] else "idle", "info": {"model": "sim"}}
+                "status": "streaming" if session["running"] else "idle", "info": {"model": "sim"},
+                "started_at": session.get("created_at", 0.0)}
 
     def _auto_continue_plan(self, key: str) -> tuple[int, str, float] | None:
         """Hermes' own decision on resume: continue, clear, or leave the marker (its order)."""
@@ -273,6 +280,12 @@ class SimGateway:
             if self.capability == AUTO:
                 markers.clear_turn_marker(self.home, session["key"])  # a confirmed Stop retires the marker
         return {"status": "interrupted"}, None
+
+    def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
+        """Live sessions in this process, as Hermes lists them (id, session_key, status)."""
+        rows = [{"id": sid, "session_key": s["key"], "status": "streaming" if s["running"] else "idle",
+                 "started_at": s.get("created_at", 0.0)} for sid, s in list(self.sessions.items())]
+        return {"sessions": rows}, None
 
     def m_session_close(self, params: dict[str, Any]) -> tuple[dict, None]:
         sid = str(params.get("session_id") or "")

@@ -6,7 +6,8 @@ launcher whose shebang names an interpreter, which runs ``-m tui_gateway.entry``
 builds a tiny virtualenv (``--without-pip``, ~0.1 s) whose ``tui_gateway`` package is a shim that
 starts :mod:`hermes_tray.demo.sim_backend`; the auto-continue variant also has ``turn_marker``
 (re-exporting ``core.markers``, which is API-compatible with Hermes' module). A ``.pth`` file
-makes this project importable inside it.
+makes this project importable inside it. ``bin/hermes dashboard`` starts the simulated running
+backend (:mod:`hermes_tray.demo.sim_dashboard`).
 """
 
 from __future__ import annotations
@@ -38,6 +39,10 @@ _LAUNCHER = """\
 # Simulated 'hermes' launcher (the tray reads the interpreter from the line above).
 import sys
 
+if len(sys.argv) > 1 and sys.argv[1] in ("dashboard", "serve"):  # the running backend, /api/ws
+    from hermes_tray.demo.sim_dashboard import main
+
+    sys.exit(main(sys.argv[1:], {capability!r}))
 print("this is the hermes-tray simulated backend; the tray runs it as {python} -m tui_gateway.entry")
 sys.exit(0)
 """
@@ -99,7 +104,7 @@ def create_sim_install(root: Path | str, capability: str = AUTO) -> Path:
     (purelib / "hermes_tray_sim.pth").write_text(str(pkg_root) + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
     launcher_dir = root / ("Scripts" if os.name == "nt" else "bin")
     launcher = launcher_dir / "hermes"
-    launcher.write_text(_LAUNCHER.format(python=python), encoding="utf-8")
+    launcher.write_text(_LAUNCHER.format(python=python, capability=capability), encoding="utf-8")
     launcher.chmod(0o755)
     return launcher
 

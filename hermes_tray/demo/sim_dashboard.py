@@ -1,0 +1,203 @@
+"""A simulated running Hermes backend (``hermes dashboard``): the simulated gateway in-process behind
+``/api/ws``, for the fast tests of the WebSocket transport (``tests/integration`` runs the real one).
+
+What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gateway/ws.py``):
+
+* ``GET /`` serves a page with ``window.__HERMES_SESSION_TOKEN__="…"`` and
+  ``window.__HERMES_AUTH_REQUIRED__=false`` injected (gated mode: no token, ``true``);
+* ``/api/ws`` accepts ``?token=`` equal to ``$HERMES_DASHBOARD_SESSION_TOKEN`` (else a random token
+  made at start), loopback peers only, and an ``Origin`` (when sent) naming the bound host; anything
+  else is refused with HTTP 403 before the upgrade; gated mode refuses every token;
+* ``gateway.ready`` on accept, then the same newline JSON-RPC as the stdio gateway; one process, one
+  set of live sessions for all connections; each session's events go to the connection that
+  created or last resumed it (a resume of a live session moves them to the newcomer, as 0.19.0
+  does), and a closed connection's sessions stay live, detached.
+
+Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launcher), which prints
+``HERMES_DASHBOARD_READY port=<n>`` like Hermes. Knobs in ``<HERMES_HOME>/sim_backend.json``:
+``dashboard_gated`` (bool), ``dashboard_page_token`` (bool, default true).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import os
+import secrets
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from hermes_tray.demo.sim_backend import AUTO, LEGACY, SimGateway
+
+_PAGE = ("<!doctype html><html><head><title>Hermes (simulated)</title>{script}</head>"
+         "<body><div id=root></div></body></html>")
+
+
+def _control(home: Path) -> dict[str, Any]:
+    try:
+        data = json.loads((home / "sim_backend.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        data = {}
+    return data if isinstance(data, dict) else {}
+
+
+class SimDashboard(SimGateway):
+    """The simulated gateway with per-connection event routing."""
+
+    def __init__(self, home: Path, capability: str) -> None:
+        super().__init__(home, capability)
+        self.local = threading.local()
+
+    def write(self, obj: dict[str, Any], sid: str | None = None) -> None:
+        conn = None
+        if sid is not None:
+            session = self.sessions.get(sid)
+            if session is not None:
+                conn = session.get("conn")
+                if conn is None:
+                    return  # detached: its events go nowhere, as on 0.19.0
+        if conn is None:
+            conn = getattr(self.local, "conn", None)
+        if conn is None:
+            return
+        try:
+            conn.send(json.dumps(obj, ensure_ascii=False))
+        except Exception:
+            return
+
+    def _new_session(self, key: str) -> dict[str, Any]:
+        session = super()._new_session(key)
+        session["conn"] = getattr(self.local, "conn", None)
+        return session
+
+    def m_session_resume(self, params: dict[str, Any]) -> tuple[dict, Any]:
+        result, after = super().m_session_resume(params)
+        session = self.sessions.get(result["session_id"])
+        if session is not None:
+            session["conn"] = getattr(self.local, "conn", None)  # the newcomer gets its events
+        return result, after
+
+    def handle_connection(self, conn: Any) -> None:
+        self.local.conn = conn
+        self.emit("gateway.ready", None, {"skin": {"name": "sim-dashboard"}})
+        try:
+            for message in conn:
+                text = message if isinstance(message, str) else message.decode("utf-8", "replace")
+                for line in text.split("\n"):
+                    self.handle_line(line)
+        except Exception:
+            pass
+        finally:
+            for session in list(self.sessions.values()):
+                if session.get("conn") is conn:
+                    session["conn"] = None
+
+
+def serve(home: Path, capability: str, host: str, port: int) -> None:
+    from websockets.datastructures import Headers
+    from websockets.http11 import Response
+    from websockets.sync.server import serve as ws_serve
+
+    token = os.environ.get("HERMES_DASHBOARD_SESSION_TOKEN") or secrets.token_urlsafe(32)
+    gateway = SimDashboard(home, capability)
+    bound: dict[str, int] = {}
+
+    def respond(status: int, reason: str, body: str, ctype: str = "text/html; charset=utf-8") -> Response:
+        data = body.encode("utf-8")
+        return Response(status, reason, Headers([("Content-Type", ctype), ("Content-Length", str(len(data)))]),
+                        data)
+
+    def process_request(connection: Any, request: Any) -> Response | None:
+        ctl = _control(home)
+        gated = bool(ctl.get("dashboard_gated"))
+        url = urllib.parse.urlsplit(request.path)
+        if url.path in ("/", "/index.html"):
+            if gated:
+                script = "<script>window.__HERMES_AUTH_REQUIRED__=true;</script>"
+            elif ctl.get("dashboard_page_token", True):
+                script = (f'<script>window.__HERMES_SESSION_TOKEN__="{token}";'
+                          "window.__HERMES_AUTH_REQUIRED__=false;</script>")
+            else:
+                script = "<script>window.__HERMES_AUTH_REQUIRED__=false;</script>"
+            return respond(200, "OK", _PAGE.format(script=script))
+        if url.path != "/api/ws":
+            return respond(404, "Not Found", '{"error":"not found"}', "application/json")
+        offered = urllib.parse.parse_qs(url.query).get("token", [""])[0]
+        origin = request.headers.get("Origin")
+        allowed = {f"http://127.0.0.1:{bound['port']}", f"http://localhost:{bound['port']}"}
+        peer = connection.remote_address[0] if connection.remote_address else ""
+        if (gated or not secrets.compare_digest(offered.encode(), token.encode())
+                or (origin is not None and origin not in allowed) or peer not in ("127.0.0.1", "::1")):
+            return respond(403, "Forbidden", "")
+        return None
+
+    with ws_serve(gateway.handle_connection, host, port, process_request=process_request,
+                  compression=None, max_size=None) as server:
+        bound["port"] = server.socket.getsockname()[1]
+        print(f"HERMES_DASHBOARD_READY port={bound['port']}", flush=True)
+        server.serve_forever()
+
+
+@contextlib.contextmanager
+def running_sim_dashboard(root: Path | str, home: Path | str, *, env: dict[str, str] | None = None,
+                          timeout: float = 30.0) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """Start the simulated running backend of the sim install at ``root`` for ``home``, the way Hermes runs
+    (``<python> <root>/bin/hermes dashboard --port 0``); yields (process, port); SIGKILLed at the end."""
+    root = Path(root)
+    python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    launcher = root / ("Scripts" if os.name == "nt" else "bin") / "hermes"
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_TRAY_")}
+    child_env.pop("HERMES_DASHBOARD_SESSION_TOKEN", None)
+    child_env.update(env or {})
+    child_env["HERMES_HOME"] = str(home)
+    proc = subprocess.Popen([str(python), str(launcher), "dashboard", "--no-open", "--port", "0"],  # noqa: S603
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env=child_env)
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        port = 0
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline().decode("utf-8", "replace")
+            if not line:
+                raise RuntimeError("the simulated dashboard exited during start-up")
+            if line.startswith("HERMES_DASHBOARD_READY port="):
+                port = int(line.strip().split("=", 1)[1])
+                break
+        if not port:
+            raise RuntimeError("the simulated dashboard did not become ready")
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def main(argv: list[str] | None = None, capability: str = AUTO) -> int:
+    ap = argparse.ArgumentParser(prog="hermes", description="Simulated Hermes web backend.")
+    ap.add_argument("subcommand", choices=("dashboard", "serve"))
+    ap.add_argument("--port", type=int, default=9119)
+    ap.add_argument("--host", default="127.0.0.1")
+    ap.add_argument("--no-open", action="store_true")
+    ap.add_argument("--skip-build", action="store_true")
+    ap.add_argument("--capability", choices=(AUTO, LEGACY), default=capability)
+    args = ap.parse_args(argv)
+    home = Path(os.environ.get("HERMES_HOME") or "")
+    if not str(home) or not home.is_dir():
+        print("sim dashboard: HERMES_HOME must name an existing directory", file=sys.stderr)
+        return 2
+    serve(home, args.capability, args.host, args.port)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

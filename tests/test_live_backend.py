@@ -1,0 +1,214 @@
+"""Continuing inside the user's running backend (the simulated ``hermes dashboard``, a real process with a
+real WebSocket server): finding it, its token, gated mode and refusals, the fallback and its reason, a
+session open in another client, and the token never leaving memory."""
+
+from __future__ import annotations
+
+import json
+import logging
+import queue
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_dashboard import running_sim_dashboard
+from hermes_tray.demo.testing import make_home, plant_marker
+from hermes_tray_core import gateway
+from hermes_tray_core.backend_endpoint import args_endpoint, read_page
+from hermes_tray_core.hermes_processes import ProcessKind, classify
+from hermes_tray_core.live_backend import NO_BACKEND, find_live_backend
+from hermes_tray_core.markers import list_turn_markers
+from hermes_tray_core.resume import resume_turn
+from hermes_tray_core.rpc import RpcSession
+from hermes_tray_core.transport_ws import BackendRefused, BackendUnusable, Secret, WebSocketTransport
+
+PROMPT = "Migrate the settings page to the new form component."
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+                              stop_grace=5, shutdown_grace=3, progress_interval=0.1)
+TOKEN = "tok-" + "x7" * 20
+
+pytestmark = pytest.mark.usefixtures("tray_dirs_env")
+
+
+def root_of(install: gateway.HermesInstall) -> Path:
+    assert install.python is not None
+    return Path(install.python).parent.parent
+
+
+def journal(key: str) -> list[dict]:
+    from hermes_tray_core import decisions
+
+    return [e for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+
+
+def client(backend) -> RpcSession:
+    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
+    s.start()
+    s.wait_ready(5)
+    return s
+
+
+# ── finding it ──────────────────────────────────────────────────────────────────────────────────
+
+
+def test_the_desktop_backend_forms_are_recognised_and_their_arguments_read():
+    assert classify(["/v/bin/python", "/v/bin/hermes", "dashboard", "--port", "0"]) == ProcessKind.DASHBOARD
+    assert classify(["/v/bin/hermes", "serve", "--host", "127.0.0.1"]) == ProcessKind.DASHBOARD  # Desktop spawns serve
+    assert classify(["/v/bin/hermes", "chat"]) == ProcessKind.CLI
+    assert args_endpoint(["hermes", "dashboard"]) == ("127.0.0.1", 9119)
+    assert args_endpoint(["hermes", "serve", "--host=::1", "--port", "8001"]) == ("::1", 8001)
+
+
+def test_a_non_loopback_address_is_never_connected_to():
+    with pytest.raises(BackendUnusable, match="not a loopback"):
+        WebSocketTransport("192.168.1.20", 9119, Secret("t"))
+    with pytest.raises(BackendUnusable, match="not a loopback"):
+        read_page("10.0.0.1", 9119)
+
+
+def test_no_backend_for_the_home_says_so(tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    assert find_live_backend(home) == (None, NO_BACKEND)
+
+
+def test_token_from_the_page(sims, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    with running_sim_dashboard(root_of(sims["legacy"]), home) as (proc, port):
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        assert (backend.pid, backend.port, backend.token_source) == (proc.pid, port, "page")
+        assert backend.python == sims["legacy"].python  # the venv's interpreter, for the capability probe
+        assert "<secret>" in repr(backend.token) and backend.token.reveal() not in repr(backend)
+        s = client(backend)
+        try:
+            assert s.request("session.active_list", {}, 5) == {"sessions": []}
+        finally:
+            s.shutdown()
+
+
+def test_token_from_the_environment(sims, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    write_control(home, dashboard_page_token=False)  # the page carries none: only the environment has it
+    with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}):
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        assert backend.token_source == "environment" and backend.token.reveal() == TOKEN
+        client(backend).shutdown()
+
+
+def test_a_wrong_token_is_refused_before_the_upgrade(sims, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    with running_sim_dashboard(root_of(sims["legacy"]), home) as (proc, port):
+        t = WebSocketTransport("127.0.0.1", port, Secret("not-the-token"), pid=proc.pid)
+        with pytest.raises(BackendRefused, match="HTTP 403"):
+            t.open()
+
+
+def test_a_gated_backend_is_not_used_and_the_resume_falls_back_saying_why(sims, tmp_path, monkeypatch):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    write_control(home, dashboard_gated=True)
+    entry = plant_marker(home, key, PROMPT)
+    with running_sim_dashboard(root_of(sims["legacy"]), home):
+        backend, why = find_live_backend(home)
+        assert backend is None and "gated mode" in (why or "")
+        res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+    assert res.outcome == gateway.COMPLETED, res.message
+    c = res.continuation
+    assert c is not None and c.ran_in == gateway.SEPARATE_PROCESS and c.gateway_pid
+    assert res.fallback_reason and "gated mode" in res.fallback_reason
+    d = res.to_dict()
+    assert d["ran_in"] == "separate-process" and "gated mode" in d["fallback_reason"]
+    assert "Not in your running Hermes" in res.message and "in a separate Hermes process" in res.message
+    done = [e for e in journal(key) if e["event"] == "completed"]
+    assert done and "gated mode" in done[-1]["fallback_reason"] and done[-1]["ran_in"] == "separate-process"
+    assert len(read_turns(home)) == 1
+
+
+def test_an_env_token_refused_by_a_gated_backend_falls_back_with_the_http_status(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    write_control(home, dashboard_gated=True)
+    entry = plant_marker(home, key, PROMPT)
+    with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}):
+        res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.fallback_reason and "HTTP 403" in res.fallback_reason
+    assert res.continuation is not None and res.continuation.ran_in == gateway.SEPARATE_PROCESS
+    assert len(read_turns(home)) == 1
+
+
+# ── resume through it ───────────────────────────────────────────────────────────────────────────
+
+
+def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_path, caplog):
+    caplog.set_level(logging.DEBUG)
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    entry = plant_marker(home, key, PROMPT)
+    with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}) as (
+            proc, _port):
+        res = resume_turn(home, key, entry, options=FAST, via="test")
+        assert proc.poll() is None  # still running: the tray never stops the user's backend
+    assert res.outcome == gateway.COMPLETED, res.message
+    c = res.continuation
+    assert c is not None and c.ran_in == gateway.RUNNING_BACKEND and c.backend_pid == proc.pid
+    assert c.gateway_pid is None and res.fallback_reason is None
+    assert f"It ran in your running Hermes (pid {proc.pid})." in res.message
+    assert [t["pid"] for t in read_turns(home)] == [proc.pid]  # the turn ran inside the backend process
+    assert key not in list_turn_markers(home)
+    events = journal(key)
+    assert [e["event"] for e in events] == ["approved", "dispatched", "completed"]
+    assert events[1]["ran_in"] == "running-backend" and events[1]["backend_pid"] == proc.pid
+    # The token is nowhere: not in a log record (websockets' debug log included), the result, the journal.
+    from hermes_tray_core.paths import decision_journal_dir
+
+    journal_text = "".join(p.read_text(errors="replace") for p in Path(decision_journal_dir()).rglob("*")
+                           if p.is_file())
+    assert TOKEN not in caplog.text and TOKEN not in json.dumps(res.to_dict()) and TOKEN not in repr(res)
+    assert TOKEN not in journal_text
+
+
+def test_a_session_open_in_another_client_is_left_alone_and_keeps_its_events(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    entry = plant_marker(home, key, PROMPT)
+    with running_sim_dashboard(root_of(sims["legacy"]), home):
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        window = client(backend)  # stands in for the Desktop window that has the session open
+        try:
+            sid = window.request("session.resume", {"session_id": key}, 5)["session_id"]
+            res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+            assert res.outcome == "refused" and res.verdict == "running", res.message
+            assert "open in your Hermes app" in res.message
+            assert res.continuation is not None and res.continuation.live_elsewhere
+            assert read_turns(home) == []  # no continuation: neither through the backend nor spawned
+            assert list_turn_markers(home)[key] == entry
+            refused = [e for e in journal(key) if e["event"] == "refused"]
+            assert refused and "open in your Hermes app" in refused[-1]["reason"]
+            # The window still gets its own turn's events.
+            window.request("prompt.submit", {"session_id": sid, "text": "and one more thing"}, 5)
+            seen = []
+            deadline = time.monotonic() + 10
+            while time.monotonic() < deadline and "message.complete" not in seen:
+                try:
+                    ev = window.events.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if isinstance(ev, dict) and ev.get("session_id") == sid:
+                    seen.append(ev.get("type"))
+            assert "message.start" in seen and "message.complete" in seen
+        finally:
+            window.shutdown()
+
+
+def test_the_backend_stopped_before_the_resume_means_a_spawned_gateway(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    entry = plant_marker(home, key, PROMPT)
+    with running_sim_dashboard(root_of(sims["legacy"]), home) as (proc, _port):
+        pass  # started and SIGKILLed: gone before the resume
+    assert proc.poll() is not None
+    res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.continuation is not None and res.continuation.ran_in == gateway.SEPARATE_PROCESS
+    assert res.fallback_reason == NO_BACKEND
+    assert len(read_turns(home)) == 1

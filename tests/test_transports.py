@@ -1,0 +1,157 @@
+"""The same continuation driver tests on both transports: a spawned stdio gateway, and the running
+backend's /api/ws (the simulated ``hermes dashboard``, a real process with a real WebSocket server).
+
+Real processes, real marker files, a real SIGKILL of the backend mid-turn.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from hermes_tray.demo import sim_state
+from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_dashboard import running_sim_dashboard
+from hermes_tray.demo.testing import make_home, pid_running, plant_marker
+from hermes_tray_core import gateway
+from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
+from hermes_tray_core.live_backend import find_live_backend
+from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+
+PROMPT = "Rename the config loader and update its callers."
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+                              stop_grace=5, shutdown_grace=3, progress_interval=0.1)
+
+pytestmark = pytest.mark.usefixtures("tray_dirs_env")
+
+TRANSPORTS = ["stdio", "websocket"]
+
+
+def sim_root(install: gateway.HermesInstall) -> Path:
+    assert install.python is not None
+    return Path(install.python).parent.parent
+
+
+class Driver:
+    """Runs a continuation over one transport; ``writer_pid`` is the process that ran it."""
+
+    def __init__(self, kind: str, sims: dict, stack: contextlib.ExitStack) -> None:
+        self.kind, self.sims, self.stack = kind, sims, stack
+        self.backend_proc = None
+
+    def run(self, home: Path, key: str, cap: str, **kw) -> gateway.ContinuationResult:
+        kw.setdefault("options", FAST)
+        if self.kind == "stdio":
+            return gateway.continue_turn(home, key, original_prompt=kw.pop("prompt", PROMPT),
+                                         attempts=kw.pop("attempts", 0), install=self.sims[cap], **kw)
+        if self.backend_proc is None:
+            self.backend_proc, _port = self.stack.enter_context(running_sim_dashboard(sim_root(self.sims[cap]), home))
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        assert backend.pid == self.backend_proc.pid
+        return gateway.continue_in_backend(home, key, backend, original_prompt=kw.pop("prompt", PROMPT),
+                                           attempts=kw.pop("attempts", 0), **kw)
+
+    def writer_pid(self, res: gateway.ContinuationResult) -> int | None:
+        return res.gateway_pid if self.kind == "stdio" else res.backend_pid
+
+
+@pytest.fixture(params=TRANSPORTS)
+def driver(request, sims):
+    with contextlib.ExitStack() as stack:
+        yield Driver(request.param, sims, stack)
+
+
+def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(driver, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.6)
+    plant_marker(home, key, PROMPT)
+    during: list[dict] = []
+    res = driver.run(home, key, "legacy", on_dispatched=lambda r: during.append(dict(list_turn_markers(home)[key])))
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.continued_by == "tray" and res.attempt == 1
+    (m,) = during  # attempts + 1, the ORIGINAL prompt, the process running the turn as writer (alive)
+    assert m["attempts"] == 1 and m["prompt"] == PROMPT and m["writer_pid"] == driver.writer_pid(res)
+    assert key not in list_turn_markers(home)
+    assert [t["kind"] for t in read_turns(home)] == ["note"]
+    assert sim_state.messages(home, key)[0] == ("user", continuation_note(PROMPT))
+    assert res.timings["first_frame"] > 0
+    if driver.kind == "websocket":
+        assert res.ran_in == gateway.RUNNING_BACKEND and res.gateway_pid is None
+        assert res.where == f"in your running Hermes (pid {res.backend_pid})"
+        assert pid_running(res.backend_pid)  # the user's backend is never stopped by the tray
+    else:
+        assert res.ran_in == gateway.SEPARATE_PROCESS and res.where == "in a separate Hermes process"
+        assert not pid_running(res.gateway_pid)
+
+
+def test_backend_with_the_feature_continues_by_itself_and_no_note_is_sent(driver, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    plant_marker(home, key, PROMPT)
+    res = driver.run(home, key, "auto-continue")
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.continued_by == "backend" and res.attempt == 1
+    assert [t["kind"] for t in read_turns(home)] == ["auto-continue"]
+    assert key not in list_turn_markers(home)
+    user_msgs = [c for r, c in sim_state.messages(home, key) if r == "user"]
+    assert len(user_msgs) == 1 and user_msgs[0].startswith(NOTE_PREFIX)
+
+
+@pytest.mark.parametrize("cap", ["legacy", "auto-continue"])
+def test_a_backend_that_dies_mid_continuation_leaves_the_marker_counted(driver, tmp_path, cap):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    plant_marker(home, key, PROMPT)
+    write_control(home, die_mid_turn=True)  # the process running the turn SIGKILLs itself halfway
+    res = driver.run(home, key, cap)
+    assert res.outcome == gateway.CRASHED and res.dispatched, res.message
+    m = list_turn_markers(home)[key]
+    assert m["attempts"] == 1 and m["prompt"] == PROMPT
+    assert m["writer_pid"] == driver.writer_pid(res) and marker_writer_state(m) == "dead"
+    assert "can be continued again" in res.message
+    assert len(read_turns(home)) == 1
+
+
+def test_stop_interrupts_and_retires_the_marker(driver, tmp_path):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    plant_marker(home, key, PROMPT)
+    stop = threading.Event()
+    res = driver.run(home, key, "legacy", stop=stop, on_dispatched=lambda r: stop.set())
+    assert res.outcome == gateway.INTERRUPTED, res.message
+    assert key not in list_turn_markers(home)
+    assert len(read_turns(home)) == 1
+
+
+def test_a_skip_that_lands_first_wins_and_nothing_is_submitted(driver, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    shown = plant_marker(home, key, PROMPT)
+    plant_marker(home, key, PROMPT, attempts=1)  # changed since it was shown (another attempt, a skip…)
+    res = driver.run(home, key, "legacy", expected=shown)
+    assert res.outcome == gateway.DECLINED and res.marker_changed and not res.dispatched
+    assert read_turns(home) == []
+
+
+def test_a_session_left_attached_by_the_tray_is_closed(driver, tmp_path, sims):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    plant_marker(home, key, PROMPT)
+    res = driver.run(home, key, "legacy")
+    assert res.outcome == gateway.COMPLETED
+    if driver.kind != "websocket":
+        return
+    # The backend holds no copy of the session the tray attached: a second look lists nothing live.
+    backend, _ = find_live_backend(home)
+    assert backend is not None
+    from hermes_tray_core.rpc import RpcSession
+    from hermes_tray_core.transport_ws import WebSocketTransport
+
+    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
+    s.start()
+    try:
+        s.wait_ready(5)
+        assert s.request("session.active_list", {}, 5)["sessions"] == []
+    finally:
+        s.shutdown()
+    time.sleep(0)
