@@ -17,15 +17,29 @@ the edited values with exactly the intended types; a file that does not parse (a
 it, or for the round-trip editor) is never overwritten. Both libraries are imported lazily:
 ``status`` with a warm cache needs neither, and a read never loads ``ruamel.yaml``.
 
-Coercions (bad values fall back to defaults and are reported as warnings):
-``enabled``: a YAML bool; YAML 1.1 words (yes/no/on/off) as Hermes' PyYAML reads them.
-``freshness_minutes``: a number > 0 (numeric strings accepted). ``max_attempts``: an integer >= 0.
+Coercions are Hermes' own (``tui_gateway`` ``_auto_continue_config``), stated here in words:
+``enabled``: absent/null → true; a bool as is; a string is true iff, stripped and lower-cased, it is one of
+``1 true yes on`` (so ``"y"``, ``""``, ``"0"``, ``"enabled"`` are false); anything else by Python truth
+(``0`` false, ``2`` true). ``freshness_minutes``: ``float(value)`` (absent → 15; null, a list, a non-numeric
+string → 15), then ``max(0, ·)`` — ``-5`` and ``.nan`` mean 0 (every marker is stale), ``.inf`` never
+expires, ``true`` is 1. ``max_attempts``: ``int(value)`` (null, ``"3.0"``, ``.nan``, a list → 2; ``3.7``
+→ 3; ``true`` → 1); a result below 0 → 2. Where Hermes' own code raises (a ``freshness_minutes`` integer
+too large for a float, an infinite ``max_attempts``) Hermes cannot auto-continue anything in that home:
+the tray reads it as disabled and says why. Values that are not what the user probably meant come back
+as warnings saying what Hermes reads.
+
+**Managed overlay**: an administrator's ``config.yaml`` in ``$HERMES_MANAGED_DIR`` (when set: that
+directory or none) else ``/etc/hermes`` wins per leaf key (``hermes_cli/managed_scope.py``):
+mappings merge recursively, a managed null over a user mapping is ignored, anything else replaces the
+user's value; ``${VAR}`` in managed strings expands from the environment. A managed file that does not
+parse is ignored (as Hermes does); a user ``config.yaml`` that does not parse makes Hermes' gateway use
+the defaults *without* the overlay, and so does the tray. The tray never writes a managed key:
+:func:`write_auto_continue` raises :class:`ManagedValueError` rather than edit a value that has no effect.
 """
 
 from __future__ import annotations
 
 import hashlib
-import math
 import os
 import re
 import stat
@@ -34,31 +48,42 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.numbers import INT_CAP, as_float, capped_int, finite
 from hermes_tray_core.policy import (
     DEFAULT_ENABLED,
     DEFAULT_FRESHNESS_MINUTES,
     DEFAULT_MAX_ATTEMPTS,
+    MAX_FRESHNESS_MINUTES,
     AutoContinueConfig,
 )
 
 KEYS = ("enabled", "freshness_minutes", "max_attempts")
-_TRUE_WORDS = {"true", "yes", "on", "y"}
+_TRUE_WORDS = {"true", "yes", "on", "y"}  # accepted on the command line (parse_value)
 _FALSE_WORDS = {"false", "no", "off", "n"}
+HERMES_TRUTHY = frozenset({"1", "true", "yes", "on"})  # Hermes' is_truthy_value string set
 
 
 class BackendConfigError(Exception):
     """config.yaml cannot be changed safely (unparseable, wrong shape, symlink, bad value)."""
 
 
+class ManagedValueError(BackendConfigError):
+    """The key is pinned by the administrator's managed config: an edit of the user's file has no effect."""
+
+
 @dataclass(frozen=True)
 class BackendConfig:
-    """What one home's config.yaml says about auto-continue, after Hermes' coercions."""
+    """What one home's config.yaml (plus the managed overlay) says about auto-continue, after Hermes' coercions.
+
+    ``auto_continue.managed`` names the keys the overlay pins; ``managed_path`` is the overlay file read.
+    """
 
     path: Path
     auto_continue: AutoContinueConfig
     exists: bool
     warnings: tuple[str, ...] = ()
     error: str | None = None  # unreadable / unparseable: defaults apply, as in Hermes
+    managed_path: Path | None = None
 
 
 def config_path(home: Path | str) -> Path:
@@ -73,66 +98,178 @@ def _describe(raw: Any) -> str:
         return "a list"
     if isinstance(raw, str):
         return repr(raw if len(raw) <= 40 else raw[:39] + "…")
+    if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) >= 10**20:
+        return "a huge integer"
     text = repr(raw)
     return text if len(text) <= 40 else type(raw).__name__
 
 
-def coerce_auto_continue(block: Any) -> tuple[AutoContinueConfig, list[str]]:
-    """Effective settings from a parsed ``desktop.auto_continue`` value, plus warnings for bad values."""
+def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
+    """Hermes' ``is_truthy_value(raw, default)``."""
+    if raw is None:
+        return default
+    if isinstance(raw, bool):
+        return raw
+    if isinstance(raw, str):
+        return raw.strip().lower() in HERMES_TRUTHY
+    try:
+        return bool(raw)
+    except Exception:
+        return default
+
+
+class _HermesRaises(Exception):
+    """Hermes' own coercion raises on this value (it then cannot auto-continue anything)."""
+
+
+def hermes_freshness_minutes(raw: Any) -> float:
+    """Hermes' ``max(0.0, float(raw))`` (``float`` failing with TypeError/ValueError → the default),
+    bounded: ``inf`` becomes :data:`MAX_FRESHNESS_MINUTES`. Raises :class:`_HermesRaises` where Hermes does."""
+    try:
+        minutes = float(raw)
+    except (TypeError, ValueError):
+        return DEFAULT_FRESHNESS_MINUTES
+    except OverflowError as exc:
+        raise _HermesRaises("freshness_minutes is too large for a number") from exc
+    minutes = max(0.0, minutes)  # NaN compares false: max(0.0, nan) is 0.0, as in Hermes
+    minutes = min(minutes, MAX_FRESHNESS_MINUTES)
+    return int(minutes) if minutes.is_integer() else minutes
+
+
+def hermes_max_attempts(raw: Any) -> int:
+    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)`` (capped at INT_CAP)."""
+    try:
+        n = int(raw)
+    except (TypeError, ValueError):
+        return DEFAULT_MAX_ATTEMPTS
+    except OverflowError as exc:
+        raise _HermesRaises("max_attempts is infinite") from exc
+    return capped_int(n, 0, INT_CAP) if n >= 0 else DEFAULT_MAX_ATTEMPTS
+
+
+def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[AutoContinueConfig, list[str]]:
+    """Effective settings from a (merged) ``desktop.auto_continue`` value exactly as Hermes reads them,
+    plus warnings where Hermes' reading is probably not what was meant."""
     warnings: list[str] = []
-    if block is None:
-        return AutoContinueConfig(), warnings
-    if not isinstance(block, Mapping):
-        warnings.append("desktop.auto_continue is not a mapping; using the defaults")
-        return AutoContinueConfig(), warnings
-    enabled = DEFAULT_ENABLED
-    raw = block.get("enabled")
-    if raw is not None:
-        if isinstance(raw, bool):
-            enabled = raw
-        elif isinstance(raw, str) and raw.strip().lower() in _TRUE_WORDS | _FALSE_WORDS:
-            enabled = raw.strip().lower() in _TRUE_WORDS
-        else:
-            warnings.append(f"desktop.auto_continue.enabled: {_describe(raw)} is not true/false; "
-                            f"using {DEFAULT_ENABLED}")
-    fresh: float = DEFAULT_FRESHNESS_MINUTES
-    raw = block.get("freshness_minutes")
-    if raw is not None:
-        value = _number(raw)
-        if value is not None and value > 0:
-            fresh = int(value) if float(value).is_integer() else value
-        else:
-            warnings.append(
-                f"desktop.auto_continue.freshness_minutes: {_describe(raw)} is not a positive number; "
-                f"using {DEFAULT_FRESHNESS_MINUTES}"
-            )
-    attempts = DEFAULT_MAX_ATTEMPTS
-    raw = block.get("max_attempts")
-    if raw is not None:
-        value = _number(raw)
-        if value is not None and value >= 0 and float(value).is_integer():
-            attempts = int(value)
-        else:
-            warnings.append(
-                f"desktop.auto_continue.max_attempts: {_describe(raw)} is not a whole number >= 0; "
-                f"using {DEFAULT_MAX_ATTEMPTS}"
-            )
-    return AutoContinueConfig(enabled, fresh, attempts), warnings
+    if block is not None and not isinstance(block, Mapping):
+        warnings.append("desktop.auto_continue is not a mapping; Hermes uses the defaults")
+    cfg = block if isinstance(block, Mapping) else {}
+    name = "desktop.auto_continue"
+    raw = cfg.get("enabled")
+    enabled = hermes_enabled(raw)
+    if raw is not None and not isinstance(raw, bool):
+        warnings.append(f"{name}.enabled: {_describe(raw)} reads as {str(enabled).lower()} to Hermes "
+                        "(write true or false)")
+    raw = cfg.get("freshness_minutes", DEFAULT_FRESHNESS_MINUTES)
+    try:
+        fresh = hermes_freshness_minutes(raw)
+        if "freshness_minutes" in cfg:
+            f = as_float(raw)
+            if f is None:
+                warnings.append(f"{name}.freshness_minutes: {_describe(raw)} is not a number; Hermes uses "
+                                f"{DEFAULT_FRESHNESS_MINUTES}")
+            elif not f > 0:
+                warnings.append(f"{name}.freshness_minutes: {_describe(raw)} reads as 0 to Hermes: "
+                                "every interrupted turn is stale at once")
+        raw = cfg.get("max_attempts")
+        attempts = hermes_max_attempts(raw)
+        if raw is not None and not (isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0):
+            warnings.append(f"{name}.max_attempts: {_describe(raw)} reads as {attempts} to Hermes "
+                            "(write a whole number >= 0)")
+    except _HermesRaises as exc:
+        warnings.append(f"{name}: {exc}: Hermes fails reading it and cannot auto-continue any turn in this "
+                        "home; the tray treats it as disabled until it is fixed")
+        return AutoContinueConfig(False, DEFAULT_FRESHNESS_MINUTES, DEFAULT_MAX_ATTEMPTS, managed), warnings
+    return AutoContinueConfig(enabled, fresh, attempts, managed), warnings
 
 
 def _number(raw: Any) -> float | None:
+    """A finite number from a YAML value or a command-line string (never a bool)."""
     if isinstance(raw, bool):
         return None
-    if isinstance(raw, (int, float)):
-        value = float(raw)
-    elif isinstance(raw, str):
-        try:
-            value = float(raw.strip())
-        except ValueError:
-            return None
-    else:
+    if isinstance(raw, str):
+        raw = raw.strip()
+    elif not isinstance(raw, (int, float)):
         return None
-    return value if math.isfinite(value) else None
+    return finite(raw)
+
+
+# ---------------------------------------------------------------------------------------------
+# the managed overlay
+
+
+def _expand_env(obj: Any, env: Mapping[str, str], budget: list[int]) -> Any:
+    """``${VAR}`` in managed strings from the environment (unset ones stay verbatim), as Hermes expands them."""
+    budget[0] -= 1
+    if budget[0] < 0:
+        raise _TooComplex("the managed config expands to too many values")
+    if isinstance(obj, str):
+        return _ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), obj)
+    if isinstance(obj, Mapping):
+        return {k: _expand_env(v, env, budget) for k, v in obj.items()}
+    if isinstance(obj, list):
+        return [_expand_env(v, env, budget) for v in obj]
+    return obj
+
+
+_ENV_REF = re.compile(r"\$\{([^}]+)\}")
+
+
+def _hermes_merge(base: Any, override: Any) -> Any:
+    """Hermes' ``_deep_merge`` of one value: mappings recurse, a null over a mapping keeps the mapping,
+    anything else replaces."""
+    if isinstance(base, Mapping) and isinstance(override, Mapping):
+        out = dict(base)
+        for key, value in override.items():
+            out[key] = _hermes_merge(out[key], value) if key in out else value
+        return out
+    if isinstance(base, Mapping) and override is None:
+        return base
+    return override
+
+
+def _merged_desktop_block(user_doc: Any, managed: Mapping) -> tuple[Any, tuple[str, ...]]:
+    """(the merged ``desktop.auto_continue`` value Hermes reads, the keys the overlay pins whatever the
+    user's file says). Only the ``desktop`` branch of either document matters here."""
+    user = user_doc if isinstance(user_doc, Mapping) else {}
+    if "desktop" in managed:
+        desk = _hermes_merge(user["desktop"], managed["desktop"]) if "desktop" in user else managed["desktop"]
+    else:
+        desk = user.get("desktop")
+    block = desk.get("auto_continue") if isinstance(desk, Mapping) else None
+    m_desk = managed.get("desktop")
+    if m_desk is None:
+        return block, ()
+    if not isinstance(m_desk, Mapping):
+        return block, tuple(KEYS)  # replaces any user "desktop" mapping
+    m_block = m_desk.get("auto_continue")
+    if m_block is None:
+        return block, ()
+    if not isinstance(m_block, Mapping):
+        return block, tuple(KEYS)
+    return block, tuple(k for k in KEYS if k in m_block)
+
+
+def read_managed(env: Mapping[str, str] | None = None) -> tuple[Path | None, Mapping, str | None]:
+    """(the managed config.yaml, its parsed mapping — {} when absent —, a warning when it is ignored)."""
+    from hermes_tray_core.hermes_paths import managed_config_file
+
+    env = os.environ if env is None else env
+    path = managed_config_file(env)
+    if path is None:
+        return None, {}, None
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        return None, {}, None
+    except (OSError, UnicodeDecodeError) as exc:
+        return path, {}, f"the managed config {path} cannot be read ({exc}); Hermes ignores it too"
+    try:
+        doc = load_as_hermes(text) or {}
+        doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
+    except Exception as exc:
+        return path, {}, f"{_yaml_error(path, exc)} — Hermes ignores this managed config"
+    return path, doc, None
 
 
 def _yaml(kind: str = "rt"):
@@ -219,27 +356,52 @@ def auto_continue_block(doc: Any) -> tuple[Any, list[str]]:
     return desktop.get("auto_continue"), []
 
 
-def read_backend_config(home: Path | str) -> BackendConfig:
-    """Effective auto-continue settings of ``home``. Never raises: problems come back as ``error``."""
+Managed = tuple  # (managed config path | None, parsed mapping, warning | None): what read_managed returns
+
+
+def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = None,
+                        managed: Managed | None = None) -> BackendConfig:
+    """Effective auto-continue settings of ``home`` (its config.yaml under the managed overlay), as Hermes
+    reads them. Never raises: problems come back as ``error`` / ``warnings``."""
     path = config_path(home)
+    managed = read_managed(env) if managed is None else managed
     try:
         text = path.read_text(encoding="utf-8-sig")
     except FileNotFoundError:
-        return BackendConfig(path, AutoContinueConfig(), exists=False)
+        return _effective(path, None, False, managed, [])
     except (OSError, UnicodeDecodeError) as exc:
-        return BackendConfig(path, AutoContinueConfig(), exists=True, error=f"cannot read {path}: {exc}")
-    return backend_config_from_text(path, text)
+        return BackendConfig(path, AutoContinueConfig(), exists=True,
+                             error=f"cannot read {path}: {exc}{_overlay_lost(managed)}")
+    return backend_config_from_text(path, text, managed=managed)
 
 
-def backend_config_from_text(path: Path, text: str) -> BackendConfig:
+def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:
     """As :func:`read_backend_config`, for text already read (the scanner caches by file signature)."""
+    managed = read_managed() if managed is None else managed
     try:
         doc = load_as_hermes(text)
     except Exception as exc:
-        return BackendConfig(path, AutoContinueConfig(), exists=True, error=_yaml_error(path, exc))
-    block, warnings = auto_continue_block(doc)
-    cfg, more = coerce_auto_continue(block)
-    return BackendConfig(path, cfg, exists=True, warnings=tuple(warnings + more))
+        return BackendConfig(path, AutoContinueConfig(), exists=True,
+                             error=_yaml_error(path, exc) + _overlay_lost(managed))
+    _block, shape = auto_continue_block(doc)
+    return _effective(path, doc, True, managed, shape)
+
+
+def _overlay_lost(managed: Managed) -> str:
+    mpath, mdoc, _warn = managed
+    return f" (Hermes then ignores the managed config {mpath} too)" if mdoc else ""
+
+
+def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list[str]) -> BackendConfig:
+    mpath, mdoc, mwarn = managed
+    try:
+        block, pinned = _merged_desktop_block(doc, mdoc)
+    except Exception as exc:  # a hostile document: Hermes' own merge would fail open to the user's file
+        block, pinned = auto_continue_block(doc)[0], ()
+        mwarn = f"the managed config could not be applied ({type(exc).__name__})"
+    cfg, more = coerce_auto_continue(block, pinned)
+    warnings = [w for w in (*shape, *more, mwarn) if w]
+    return BackendConfig(path, cfg, exists, tuple(warnings), None, mpath if mdoc else None)
 
 
 def _yaml_error(path: Path, exc: Exception) -> str:
@@ -479,6 +641,19 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
 
     wanted = _validate_changes(changes)
     path = config_path(home)
+    managed = read_managed()
+    _block, pinned = _merged_desktop_block({}, managed[1])
+    if any(k in pinned for k in wanted):
+        effective = read_backend_config(home, managed=managed).auto_continue
+        clash = {k: v for k, v in wanted.items() if k in pinned and not _equal(getattr(effective, k), v)}
+        if clash:
+            what = "; ".join(f"{k} is {_fmt(getattr(effective, k))}" for k in clash)
+            raise ManagedValueError(
+                f"desktop.auto_continue.{', '.join(clash)} is set by the administrator's managed config "
+                f"{managed[0]} ({what}), which wins over {path}; not changed")
+        wanted = {k: v for k, v in wanted.items() if k not in pinned}
+        if not wanted:
+            return read_backend_config(home, managed=managed)
     if not Path(home).is_dir():
         raise BackendConfigError(f"{home} is not a directory (no such Hermes home)")
     if path.is_symlink():
@@ -557,6 +732,10 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
             return backend_config_from_text(path, new_text)
         raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")
+
+
+def _equal(effective: Any, value: Any) -> bool:
+    return effective == value and isinstance(effective, bool) == isinstance(value, bool)
 
 
 def _same(current: Any, value: Any) -> bool:

@@ -26,6 +26,8 @@ Public API::
     snapshot.serving(home)                        # -> [HermesProcess] serving that home (dashboard first)
     snapshot.dashboard(home)                      # -> HermesProcess | None
     snapshot.webui_servers(state_dir)             # -> [HermesProcess] of a WebUI state dir
+    snapshot.backend_state(home)                  # -> ("live" | "none", "pid 4242 (hermes dashboard)")
+    backend_state(home)                           # the same from a fresh look ("unknown" when unreadable)
     find_hermes_processes()                       # -> [HermesProcess], everything found
 """
 
@@ -42,7 +44,7 @@ from hermes_tray_core.vocab import ProcessKind
 
 __all__ = [
     "HermesProcess", "HermesProcesses", "ProcessKind", "classify", "find_hermes_processes",
-    "home_for", "HERMES_COMMANDS",
+    "home_for", "HERMES_COMMANDS", "backend_state",
 ]
 
 HERMES_COMMANDS = frozenset({"hermes", "hermes-agent", "hermes-acp"})
@@ -330,6 +332,14 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = ()) -> list[HermesPro
     return out
 
 
+def backend_state(home: Path | str) -> tuple[str, str]:
+    """A fresh look: (``live`` / ``none`` / ``unknown``, detail) — does a live Hermes backend serve ``home``?"""
+    try:
+        return HermesProcesses.now().backend_state(home)
+    except Exception as exc:
+        return "unknown", f"cannot list processes: {exc}"
+
+
 class HermesProcesses:
     """One look at the process table, shared by everything a scan asks (cheap lookups afterwards)."""
 
@@ -351,6 +361,11 @@ class HermesProcesses:
     def dashboard(self, home: Path | str) -> HermesProcess | None:
         """The live ``hermes dashboard`` of ``home`` (the oldest-pid one when several), or None."""
         return next((p for p in self.serving(home) if p.kind == ProcessKind.DASHBOARD), None)
+
+    def backend_state(self, home: Path | str) -> tuple[str, str]:
+        """(``live`` / ``none``, which process) — the policy's ``backend`` input for ``home``."""
+        serving = self.serving(home)
+        return ("live", serving[0].describe()) if serving else ("none", "")
 
     def webui_servers(self, state_dir: Path | str) -> list[HermesProcess]:
         """WebUI servers whose state dir is ``state_dir``."""

@@ -1,44 +1,63 @@
-"""What should happen to one interrupted-turn marker: one pure function, Hermes' own order.
+"""What should happen to one interrupted turn: the tray's one home for verdicts, ages and reasons.
 
-:func:`decide` takes everything it needs as arguments (no I/O, no clock) so the tray, the
-helper, the CLI and the resume engine all reach the same verdict as Hermes' backend would
-on ``session.resume``. Verdicts, first match wins:
+:func:`decide` (a desktop marker) and :func:`decide_webui` (a pending WebUI turn) take everything they
+need as arguments (no I/O, no clock), so the tray, the helper, the CLI and the resume engine reach the
+same verdict as Hermes' backend would on ``session.resume``. Each :class:`Decision` carries the verdict,
+a stable reason *code*, the one line a user reads, and the age that line states (``age_seconds``): the
+scanner shows exactly that age, so the two can never disagree.
 
-``not-ours``   ``auto_continue`` false, no prompt (queued / malformed entries), or a hosted
-               ``bot_room`` session: another mechanism owns recovery.
-``running``    the writer is alive, or a live Hermes turn lease / active-session owner.
-               Also the verdict when the writer's state is ``unknown``: Hermes "leaves the
-               marker alone" then (``marker_writer_state`` docstring), and so do we.
-``disabled``   backend ``desktop.auto_continue.enabled`` is false.
-``stale``      older than the freshness window (from ``interrupted_at`` when present).
-``exhausted``  ``attempts >= max_attempts``.
+Marker verdicts, first match wins (Hermes' own order):
+
+``not-ours``   ``auto_continue`` false, no prompt (queued / malformed entries), a hosted ``bot_room``
+               session, or numbers Hermes' own reader cannot read (it then sees no marker at all).
+``running``    the writer is alive, or a live Hermes turn lease / active-session owner. A writer of
+               *unknown* liveness (no ``writer_pid``, as older backends write; junk pids) does not
+               block by itself — Hermes' scheduler blocks only ``alive`` — unless a live Hermes process
+               serves the home (``backend="live"``, found by :mod:`hermes_tray_core.hermes_processes`):
+               then the turn may be running there, and the reason names that process.
+``disabled``   backend ``desktop.auto_continue.enabled`` is false (the managed overlay included).
+``stale``      older than the freshness window (from ``interrupted_at`` when present and positive).
+``exhausted``  ``attempts >= max_attempts`` (attempts as Hermes counts them: ``max(0, int(attempts))``).
 ``actionable`` may be resumed.
 
-When the writer is known dead but the lease or active-session view is ``unknown`` (locked,
-corrupt or unreadable ``state.db`` / registry), the remaining checks still apply (they are all "do nothing"
-verdicts Hermes would also reach); a marker that would otherwise be ``actionable`` reads
-``running`` with ``unsure=True`` instead — when unsure, do nothing and say why.
+When a source is unreadable (lease, active-session registry, the process table) the remaining checks
+still apply (they are all "do nothing" verdicts Hermes would also reach); a marker that would otherwise
+be ``actionable`` reads ``running`` with ``unsure=True`` instead — when unsure, do nothing and say why.
 
 The tray's own mode (ask / auto / off) never changes a verdict.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Mapping
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
-Verdict = Literal["not-ours", "running", "disabled", "stale", "exhausted", "actionable"]
-VERDICTS: tuple[str, ...] = ("not-ours", "running", "disabled", "stale", "exhausted", "actionable")
+from hermes_tray_core.numbers import INT_CAP, as_int, capped_int, finite
+from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
+
+__all__ = [
+    "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "decide", "decide_webui",
+    "marker_attempts", "marker_started_at", "marker_reference_time", "marker_age", "format_age",
+    "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
+]
+
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
 
 DEFAULT_ENABLED = True
 DEFAULT_FRESHNESS_MINUTES = 15
 DEFAULT_MAX_ATTEMPTS = 2
+# A freshness window this wide never expires for any marker (about 1,900 years): what Hermes' ``.inf`` means,
+# kept finite so JSON output and arithmetic stay well-defined.
+MAX_FRESHNESS_MINUTES = 1e9
+# Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
+# reason and JSON number stays short.
+MAX_AGE_SECONDS = 1e11
 
 
 class AutoContinueConfig(NamedTuple):
-    """Effective ``desktop.auto_continue`` block of one home (already coerced).
+    """Effective ``desktop.auto_continue`` block of one home (already coerced as Hermes coerces it).
 
+    ``managed``: the keys an administrator's managed overlay pins (they win over the user's file).
     Records in ``core.policy`` / ``core.scanner`` / ``core.homes`` are ``typing.NamedTuple``:
     immutable, typed, compared by value, and ~10x cheaper to define than frozen dataclasses —
     ``hermes-tray status`` pays for every class it defines at start-up.
@@ -47,28 +66,26 @@ class AutoContinueConfig(NamedTuple):
     enabled: bool = DEFAULT_ENABLED
     freshness_minutes: float = DEFAULT_FRESHNESS_MINUTES
     max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    managed: tuple[str, ...] = ()
 
 
 class Decision(NamedTuple):
-    """A verdict plus the one line a user reads to understand it."""
+    """A verdict, its reason code, the one line a user reads, and the age that line states."""
 
-    verdict: str
+    verdict: Verdict
     reason: str
     unsure: bool = False
+    code: ReasonCode | None = None
+    age_seconds: float = 0.0
 
     @property
     def actionable(self) -> bool:
-        return self.verdict == "actionable"
+        return self.verdict == Verdict.ACTIONABLE
 
 
-def _num(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    f = float(value)
-    return f if math.isfinite(f) else None
-
-
-def _fmt_age(seconds: float) -> str:
+def format_age(seconds: float) -> str:
+    """``42 s`` / ``7 min`` / ``3.5 h`` / ``2.0 days`` (negative and non-finite read as 0)."""
+    seconds = finite(seconds) or 0.0
     seconds = max(0.0, seconds)
     if seconds < 90:
         return f"{int(seconds)} s"
@@ -83,28 +100,40 @@ def _fmt_minutes(minutes: float) -> str:
     return f"{int(minutes)} min" if float(minutes).is_integer() else f"{minutes:g} min"
 
 
+def marker_started_at(marker: Mapping[str, Any]) -> float | None:
+    """Hermes' ``float(started_at or 0)``; None when that raises or is not a finite time."""
+    raw = marker.get("started_at")
+    return finite(raw or 0)
+
+
 def marker_reference_time(marker: Mapping[str, Any]) -> float | None:
-    """When the freshness window starts: ``interrupted_at`` if present and numeric, else ``started_at``."""
-    interrupted = _num(marker.get("interrupted_at"))
+    """When the freshness window starts: ``interrupted_at`` if a positive finite time, else ``started_at``."""
+    interrupted = finite(marker.get("interrupted_at"))
     if interrupted is not None and interrupted > 0:
         return interrupted
-    started = marker.get("started_at")
-    if started is None or started == 0:
-        return 0.0  # Hermes: float(entry.get("started_at") or 0)
-    return _num(started)
+    return marker_started_at(marker)
+
+
+def marker_age(marker: Mapping[str, Any], now: float) -> float:
+    """Seconds since :func:`marker_reference_time` (0 when unknown or in the future): what every reason states."""
+    ref = marker_reference_time(marker)
+    return _age(ref, now)
+
+
+def _age(ref: float | None, now: float) -> float:
+    if ref is None:
+        return 0.0
+    age = now - ref
+    if not age > 0:  # in the future, or NaN
+        return 0.0
+    return min(age, MAX_AGE_SECONDS)
 
 
 def marker_attempts(marker: Mapping[str, Any]) -> int | None:
-    """Hermes' ``max(0, int(attempts or 0))``; None when Hermes' own reader would fail on it."""
-    raw = marker.get("attempts")
-    if raw is None or raw == 0 or raw is False:
-        return 0
-    if isinstance(raw, bool):
-        return 1  # int(True) == 1, as Hermes' int() would give
-    try:
-        return max(0, int(raw))
-    except (TypeError, ValueError, OverflowError):
-        return None
+    """Hermes' ``max(0, int(attempts or 0))`` (capped at :data:`~hermes_tray_core.numbers.INT_CAP`);
+    None when Hermes' own reader fails on it (it then ignores the whole marker)."""
+    n = as_int(marker.get("attempts") or 0)
+    return None if n is None else capped_int(max(0, n), 0, INT_CAP)
 
 
 def decide(
@@ -117,6 +146,8 @@ def decide(
     lease: str = "free",
     owner: str = "none",
     activity_detail: str = "",
+    backend: str = "none",
+    backend_detail: str = "",
 ) -> Decision:
     """Verdict for one marker entry (the raw dict stored under its session key).
 
@@ -124,66 +155,133 @@ def decide(
     session's ``state.db`` source, when known. ``lease``: ``live`` / ``free`` / ``unknown`` (Hermes
     turn lease; a home with no ``state.db`` holds none: ``free``); ``owner``: ``alive`` / ``dead`` /
     ``none`` / ``unknown`` (active-session registry; no registry file: ``none``). ``unknown`` means
-    a source exists but could not be read: never actionable.
-    ``activity_detail`` is appended to lease/owner reasons (e.g. the holder's pid).
+    a source exists but could not be read: never actionable. ``activity_detail`` is appended to
+    lease/owner reasons (e.g. the holder's pid). ``backend``: ``live`` / ``none`` / ``unknown`` — is a
+    live Hermes process serving this home (``backend_detail`` names it: ``pid 4242 (hermes dashboard)``)?
+    It matters only when the writer is ``unknown``.
     """
     if not isinstance(marker, Mapping):
-        return Decision("not-ours", "marker entry is not an object; Hermes ignores it")
+        return Decision(Verdict.NOT_OURS, "marker entry is not an object; Hermes ignores it",
+                        code=ReasonCode.MALFORMED_ENTRY)
+    attempts = marker_attempts(marker)
+    ref = marker_reference_time(marker)
+    age = _age(ref, now)
+
+    def out(verdict: Verdict, code: ReasonCode, reason: str, unsure: bool = False) -> Decision:
+        return Decision(verdict, reason, unsure, code, age)
+
     # 1. not-ours
-    if not bool(marker.get("auto_continue", True)):
-        return Decision("not-ours", "auto_continue is off for this turn: another mechanism owns its recovery")
+    if not _hermes_bool(marker.get("auto_continue", True)):
+        return out(Verdict.NOT_OURS, ReasonCode.AUTO_CONTINUE_OFF,
+                   "auto_continue is off for this turn: another mechanism owns its recovery")
     prompt = marker.get("prompt")
     if not isinstance(prompt, str) or not prompt.strip():
         what = "a queued entry with no prompt" if marker.get("queued") else "no prompt recorded"
-        return Decision("not-ours", f"{what}: there is nothing to continue")
+        return out(Verdict.NOT_OURS, ReasonCode.NO_PROMPT, f"{what}: there is nothing to continue")
     if source == "bot_room":
-        return Decision("not-ours", "hosted bot_room session: its driver owns recovery")
-    attempts = marker_attempts(marker)
-    ref = marker_reference_time(marker)
+        return out(Verdict.NOT_OURS, ReasonCode.HOSTED_ROOM, "hosted bot_room session: its driver owns recovery")
     if attempts is None or ref is None:
         bad = "attempts" if attempts is None else "started_at"
-        return Decision("not-ours", f"malformed marker ({bad} is not a number): Hermes ignores it")
+        return out(Verdict.NOT_OURS, ReasonCode.MALFORMED_ENTRY,
+                   f"malformed marker ({bad} is not a number Hermes can read): Hermes ignores it")
     # 2. running
     detail = f" ({activity_detail})" if activity_detail else ""
-    if writer == "alive":
-        pid = marker.get("writer_pid")
-        return Decision("running", f"its writer (pid {pid}) is still running: the turn is not interrupted")
+    if writer == WriterState.ALIVE:
+        pid = _short(marker.get("writer_pid"))
+        return out(Verdict.RUNNING, ReasonCode.WRITER_ALIVE,
+                   f"its writer (pid {pid}) is still running: the turn is not interrupted")
     if lease == "live":
-        return Decision("running", f"a Hermes backend holds this session's turn lease{detail}")
+        return out(Verdict.RUNNING, ReasonCode.LEASE_LIVE, f"a Hermes backend holds this session's turn lease{detail}")
     if owner == "alive":
-        return Decision("running", f"a live Hermes process has this session open{detail}")
-    if writer != "dead":
-        why = (
-            "the marker has no writer pid (written by an older backend)"
-            if marker.get("writer_pid") is None
-            else f"cannot tell whether writer pid {marker.get('writer_pid')} is still running"
-        )
-        return Decision("running", f"{why}; left alone, as Hermes does when unsure", unsure=True)
-    unsure_why = None
-    if lease not in ("free", "live"):
-        unsure_why = f"cannot read this session's Hermes turn lease{detail}"
-    elif owner not in ("dead", "none", "alive"):
-        unsure_why = f"cannot tell whether the session's owner process is alive{detail}"
+        return out(Verdict.RUNNING, ReasonCode.OWNER_ALIVE, f"a live Hermes process has this session open{detail}")
+    unsure: tuple[ReasonCode, str] | None = None
+    if writer != WriterState.DEAD:
+        why = ("the marker has no writer pid (written by an older backend)" if marker.get("writer_pid") is None
+               else f"cannot tell whether writer pid {_short(marker.get('writer_pid'))} is still running")
+        if backend == "live":
+            return out(Verdict.RUNNING, ReasonCode.BACKEND_LIVE,
+                       f"{why}, and Hermes {backend_detail or 'backend'} serves this home: "
+                       "the turn may be running there", unsure=True)
+        if backend not in ("none", "live"):
+            unsure = (ReasonCode.BACKEND_LIVE,
+                      f"{why}, and whether a Hermes backend serves this home cannot be read{_paren(backend_detail)}")
+    if unsure is None and lease not in ("free", "live"):
+        unsure = (ReasonCode.LEASE_UNKNOWN, f"cannot read this session's Hermes turn lease{detail}")
+    elif unsure is None and owner not in ("dead", "none", "alive"):
+        unsure = (ReasonCode.OWNER_UNKNOWN, f"cannot tell whether the session's owner process is alive{detail}")
     # 3. disabled
     if not config.enabled:
-        return Decision("disabled", "auto-continue is disabled in this home's config.yaml")
+        where = ("the administrator's managed config" if "enabled" in config.managed
+                 else "this home's config.yaml")
+        return out(Verdict.DISABLED, ReasonCode.DISABLED, f"auto-continue is disabled in {where}")
     # 4. stale
-    age = now - ref
     window = float(config.freshness_minutes) * 60.0
-    if age > window:
-        since = "interrupted" if _num(marker.get("interrupted_at")) else "started"
-        return Decision(
-            "stale",
-            f"{since} {_fmt_age(age)} ago, beyond the {_fmt_minutes(config.freshness_minutes)} freshness window",
-        )
+    if config.freshness_minutes < MAX_FRESHNESS_MINUTES and age > window:  # the maximum is Hermes' .inf
+        since = "interrupted" if ref != marker_started_at(marker) else "started"
+        return out(Verdict.STALE, ReasonCode.STALE,
+                   f"{since} {format_age(age)} ago, beyond the {_fmt_minutes(config.freshness_minutes)} "
+                   "freshness window")
     # 5. exhausted
     if attempts >= config.max_attempts:
-        return Decision(
-            "exhausted",
-            f"already continued {attempts} time(s); the budget is {config.max_attempts}",
-        )
-    if unsure_why:
-        return Decision("running", f"{unsure_why}; left alone until that is known", unsure=True)
+        return out(Verdict.EXHAUSTED, ReasonCode.EXHAUSTED,
+                   f"already continued {attempts} time(s); the budget is {config.max_attempts}")
+    if unsure is not None:
+        return out(Verdict.RUNNING, unsure[0], f"{unsure[1]}; left alone until that is known", unsure=True)
     # 6. actionable
-    nxt = attempts + 1
-    return Decision("actionable", f"interrupted {_fmt_age(age)} ago; would be continuation {nxt} of {config.max_attempts}")
+    older = "; written by an older backend" if writer != WriterState.DEAD else ""
+    return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
+               f"interrupted {format_age(age)} ago; would be continuation {attempts + 1} of "
+               f"{config.max_attempts}{older}")
+
+
+def decide_webui(
+    turn: Mapping[str, Any],
+    *,
+    worker: str,
+    now: float,
+    server: str = "none",
+    server_detail: str = "",
+    pending_turns: int = 1,
+) -> Decision:
+    """Verdict for a WebUI session's newest unfinished turn (WebUI turns are never resumed by the tray).
+
+    ``turn``: ``started_at`` (epoch), ``pid`` (the worker's, when journalled). ``worker``: the worker's
+    liveness. ``server``: ``live`` / ``none`` / ``unknown`` — is a WebUI server for this state dir alive
+    (``server_detail`` names it)? A turn with no terminal event is ``running`` only while its worker or a
+    WebUI server of its state dir lives; otherwise it was interrupted (informational: retry it in the WebUI).
+    """
+    started = finite(turn.get("started_at"))
+    age = _age(started, now)
+    more = f" ({pending_turns} unfinished turns in this session)" if pending_turns > 1 else ""
+    if worker == WriterState.ALIVE:
+        return Decision(Verdict.RUNNING, f"WebUI turn still running (worker pid {turn.get('pid')}){more}",
+                        False, ReasonCode.WEBUI_WORKER_ALIVE, age)
+    if worker != WriterState.DEAD and server == "live":
+        return Decision(Verdict.RUNNING, f"WebUI turn has not finished and the WebUI server {server_detail} for "
+                        f"its state dir is running{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
+    if worker != WriterState.DEAD and server not in ("none", "live"):
+        return Decision(Verdict.RUNNING, "WebUI turn has not finished; cannot tell whether a WebUI server is "
+                        f"running{_paren(server_detail)}{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
+    gone = f"its worker (pid {turn.get('pid')}) is gone" if worker == WriterState.DEAD else "no WebUI server is running"
+    return Decision(Verdict.NOT_OURS, f"WebUI turn interrupted {format_age(age)} ago ({gone}); retry it from the "
+                    f"WebUI{more}", False, ReasonCode.WEBUI_INTERRUPTED, age)
+
+
+def _hermes_bool(value: Any) -> bool:
+    """Hermes' ``bool(entry.get("auto_continue", True))``."""
+    try:
+        return bool(value)
+    except Exception:
+        return True
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return "(a huge number)"
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def _paren(text: str) -> str:
+    return f" ({text})" if text else ""
+

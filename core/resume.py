@@ -135,8 +135,14 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
     source = info.source if info else None
     activity = session_activity(home, session_key, now=now)
     details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
+    backend, backend_detail = "none", ""
+    if writer == "unknown":  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
+        from hermes_tray_core.hermes_processes import backend_state
+
+        backend, backend_detail = backend_state(home)
     d = decide(entry, config=cfg, writer=writer, now=now, source=source, lease=activity.lease.state,
-               owner=activity.owner.state, activity_detail="; ".join(details))
+               owner=activity.owner.state, activity_detail="; ".join(details), backend=backend,
+               backend_detail=backend_detail)
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
 
 
@@ -239,7 +245,9 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         hint = " Continue it in the Hermes window that has it open." if a.verdict == "running" and not a.unsure else ""
         journal("refused", reason=f"{a.reason}", verdict=a.verdict)
         return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
-    attempts = int(entry.get("attempts") or 0)
+    from hermes_tray_core.policy import marker_attempts
+
+    attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
     prompt = entry.get("prompt")
     assert isinstance(prompt, str)  # actionable implies a prompt
     approved: list[threading.Thread] = []

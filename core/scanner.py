@@ -24,6 +24,7 @@ Public API::
 from __future__ import annotations
 
 import json
+import logging
 import math
 import os
 import time
@@ -32,9 +33,20 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.homes import Home
-from hermes_tray_core.policy import AutoContinueConfig, Decision, decide
+from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.policy import (
+    AutoContinueConfig,
+    Decision,
+    decide,
+    decide_webui,
+    marker_attempts,
+    marker_started_at,
+)
+from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
-CACHE_VERSION = 2
+logger = logging.getLogger(__name__)
+
+CACHE_VERSION = 3
 EXCERPT_CHARS = 120
 _MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
@@ -67,10 +79,11 @@ class TurnRecord(NamedTuple):
     unsure: bool = False
     turn_id: str | None = None
     entry: Mapping[str, Any] | None = None
+    code: str | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
 
     @property
     def actionable(self) -> bool:
-        return self.verdict == "actionable"
+        return self.verdict == Verdict.ACTIONABLE
 
     def __repr__(self) -> str:
         # Identity only: a record that lands in a log must not carry prompt text (excerpt, entry).
@@ -88,9 +101,10 @@ class TurnRecord(NamedTuple):
             "started_at": self.started_at,
             "age_seconds": round(self.age_seconds, 3),
             "attempts": self.attempts,
-            "writer": self.writer,
-            "verdict": self.verdict,
+            "writer": str(self.writer),
+            "verdict": str(self.verdict),
             "reason": self.reason,
+            "reason_code": None if self.code is None else str(self.code),
             "source": self.source,
         }
 
@@ -123,6 +137,7 @@ class HomeReport(NamedTuple):
                 "enabled": self.config.enabled,
                 "freshness_minutes": self.config.freshness_minutes,
                 "max_attempts": self.config.max_attempts,
+                "managed": list(self.config.managed),
             },
             "state_db": self.state_db,
             "webui_journal_dir": str(self.webui_journal_dir),
@@ -177,23 +192,6 @@ def default_cache_file() -> Path:
     from hermes_tray_core import paths
 
     return paths.cache_dir() / "scan-cache.json"
-
-
-def _num(value: Any) -> float | None:
-    """A finite number, else None (JSON markers may hold ``Infinity`` / ``NaN`` / huge ints)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    try:
-        f = float(value)
-    except OverflowError:
-        return None
-    return f if math.isfinite(f) else None
-
-
-def _attempts(entry: Mapping[str, Any]) -> int:
-    from hermes_tray_core.policy import marker_attempts
-
-    return marker_attempts(entry) or 0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -397,13 +395,13 @@ def _summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[s
         for latest in pending:
             tid = str(latest.get("turn_id") or "").strip()
             evs = by_turn.get(tid, [latest])
-            first = min((_num(e.get("created_at")) or 0.0) for e in evs)
+            first = min((strict_finite(e.get("created_at")) or 0.0) for e in evs)
             pid, start = None, None
             for ev in evs:
                 for pk, sk in (("worker_pid", "worker_start_time"), ("pid", "process_start_time")):
                     p = ev.get(pk)
                     if isinstance(p, int) and not isinstance(p, bool) and p > 0:
-                        pid, start = p, _num(ev.get(sk))
+                        pid, start = p, strict_finite(ev.get(sk))
             if pid is None and tid in shard_pids:
                 pid = shard_pids[tid]
             out.append({"turn_id": tid, "started_at": first, "event": str(latest.get("event") or ""),
@@ -448,12 +446,20 @@ def _shard_pids(files: list[Path]) -> dict[str, int]:
 class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
-    def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None) -> None:
+    def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
+                 process_finder: Any = None) -> None:
+        """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
+        (default: look at the process table), asked at most once per scan."""
         self.homes = list(homes)
         self.cache_file = cache_file
         self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
         self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
         self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
+        self._managed_now: tuple | None = None  # the managed overlay, read once per scan
+        self._processes: Any = None  # hermes_processes.HermesProcesses, looked at once per scan when needed
+        self._process_finder = process_finder
+        self._owner_of: Any = None
+        self._logged: set[tuple[str, str, str]] = set()
         self._dirty = False
         if cache_file is not None:
             self._load_cache()
@@ -489,6 +495,8 @@ class Scanner:
     def scan(self, now: float | None = None) -> ScanResult:
         """Scan every home. Never raises."""
         now = time.time() if now is None else now
+        self._managed_now = None
+        self._processes = None
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -518,25 +526,41 @@ class Scanner:
         key = str(path)
         live.add(key)
         st = _stat(path)
-        sig = _sig(st) if st else None
+        managed = self._managed()
+        sig = [_sig(st) if st else None, managed[3]]
         cached = self._configs.get(key)
         if isinstance(cached, list) and len(cached) == 3 and cached[0] == sig:
             try:
-                e, f, a = cached[1]
-                return AutoContinueConfig(bool(e), float(f) if not isinstance(f, int) else f, int(a)), [
-                    str(p) for p in cached[2]]
+                e, f, a, m = cached[1]
+                if type(e) is bool and type(a) is int and isinstance(f, (int, float)) and math.isfinite(f):
+                    return AutoContinueConfig(e, f, a, tuple(str(k) for k in m)), [str(p) for p in cached[2]]
             except (TypeError, ValueError):
                 pass  # a damaged cache entry: read the file
         from hermes_tray_core.backend_config import read_backend_config
 
-        cfg = read_backend_config(home.path)
+        cfg = read_backend_config(home.path, managed=managed[:3])
         problems = list(cfg.warnings)
         if cfg.error:
             problems.append(f"{cfg.error} — Hermes falls back to the defaults; fix the file")
         ac = cfg.auto_continue
-        self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts], problems]
+        self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
         self._dirty = True
         return ac, problems
+
+    def _managed(self) -> tuple:
+        """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
+        if self._managed_now is None:
+            from hermes_tray_core.hermes_paths import managed_config_file
+
+            path = managed_config_file()
+            st = _stat(path) if path is not None else None
+            if st is None:
+                self._managed_now = (None, {}, None, None)
+            else:
+                from hermes_tray_core.backend_config import read_managed
+
+                self._managed_now = (*read_managed(), [str(path), *_sig(st)])
+        return self._managed_now
 
     def _read_markers(self, home: Home) -> tuple[dict | None, str, str | None, os.stat_result | None]:
         """(entries or None, status, problem, stat)."""
@@ -623,54 +647,108 @@ class Scanner:
 
     def _marker_records(self, home: Home, entries: dict, config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:
-        from hermes_tray_core.markers import marker_writer_state
-
         out = []
         title_problem = None
-        owner_of: Any = None
+        self._owner_of = None
         if state:
             state.prefetch([str(k) for k in entries])
         for key, entry in entries.items():
-            info, tp = state.session(key) if state else (None, None)
+            try:
+                record, tp = self._marker_record(home, str(key), entry, config, state, now)
+            except Exception as exc:  # one hostile entry never hides its siblings
+                self._log_once(home, str(key), f"cannot judge this marker ({type(exc).__name__}: {exc})",
+                               level=logging.ERROR)
+                problems.append(f"marker {str(key)[:80]!r} cannot be judged ({type(exc).__name__}); "
+                                "it is left alone — please report it")
+                continue
             title_problem = title_problem or tp
-            writer = marker_writer_state(entry)
-            title, source = (info[0], info[1]) if info else (None, None)
-            if writer != "dead":  # alive / unknown: decided before leases matter
-                decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
-            else:
-                lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
-                if owner_of is None:
-                    # No registry file means nobody claims any session (hermes_state says "none"):
-                    # skip the module and 32 failed opens per home.
-                    # (Only a registry that provably does not exist: one we cannot even stat is asked
-                    # about, and answers "unknown".)
-                    try:
-                        os.lstat(os.path.join(home.path, "runtime", "active_sessions.json"))
-                        has_registry = True
-                    except FileNotFoundError:
-                        has_registry = False
-                    except OSError:
-                        has_registry = True
-                    owner_of = _owner_lookup if has_registry else False
-                owner = owner_of(home.path, key) if owner_of else None
-                ostate = owner.state if owner else "none"
-                details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
-                           if st in ("live", "alive", "unknown")]
-                decision = decide(entry, config=config, writer=writer, now=now, source=source,
-                                  lease=lstate, owner=ostate, activity_detail="; ".join(details))
-            ref = _num(entry.get("interrupted_at")) or _num(entry.get("started_at")) or 0.0
-            started = _num(entry.get("started_at")) or 0.0
-            out.append(TurnRecord(
-                home=home.path, profile=home.profile, session_key=str(key),
-                title=title,
-                prompt_excerpt=prompt_excerpt(entry.get("prompt")),
-                started_at=started, age_seconds=max(0.0, now - ref), attempts=_attempts(entry),
-                writer=writer, verdict=decision.verdict, reason=decision.reason, source="desktop",
-                unsure=decision.unsure, entry=entry,
-            ))
+            if record.code == ReasonCode.MALFORMED_ENTRY:
+                self._log_once(home, record.session_key, record.reason)
+            out.append(record)
         if title_problem and (not state or state.status == "ok"):
             problems.append(f"{title_problem}: session titles unavailable")
         return out
+
+    def _marker_record(self, home: Home, key: str, entry: Any, config: AutoContinueConfig,
+                       state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
+        from hermes_tray_core.markers import marker_writer_state
+
+        info, tp = state.session(key) if state else (None, None)
+        writer = marker_writer_state(entry) if isinstance(entry, Mapping) else WriterState.UNKNOWN
+        title, source = (info[0], info[1]) if info else (None, None)
+        if writer == WriterState.ALIVE or not isinstance(entry, Mapping):
+            decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
+        else:
+            lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
+            owner = self._owner(home, key)
+            ostate = owner.state if owner else "none"
+            details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
+                       if st in ("live", "alive", "unknown")]
+            backend, backend_detail = self._backend(home) if writer != WriterState.DEAD else ("none", "")
+            decision = decide(entry, config=config, writer=writer, now=now, source=source,
+                              lease=lstate, owner=ostate, activity_detail="; ".join(details),
+                              backend=backend, backend_detail=backend_detail)
+        mapping = entry if isinstance(entry, Mapping) else {}
+        record = TurnRecord(
+            home=home.path, profile=home.profile, session_key=key,
+            title=title,
+            prompt_excerpt=prompt_excerpt(mapping.get("prompt")),
+            started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
+            age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
+            writer=str(writer), verdict=decision.verdict, reason=decision.reason, source="desktop",
+            unsure=decision.unsure, entry=entry if mapping else None, code=decision.code,
+        )
+        return record, tp
+
+    def _owner(self, home: Home, key: str):
+        """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""
+        if self._owner_of is None:
+            # No registry file means nobody claims any session (hermes_state says "none"): skip the module
+            # and 32 failed opens per home. (Only a registry that provably does not exist: one we cannot even
+            # stat is asked about, and answers "unknown".)
+            try:
+                os.lstat(os.path.join(home.path, "runtime", "active_sessions.json"))
+                self._owner_of = _owner_lookup
+            except FileNotFoundError:
+                self._owner_of = False
+            except OSError:
+                self._owner_of = _owner_lookup
+        return self._owner_of(home.path, key) if self._owner_of else None
+
+    def _hermes_processes(self):
+        """One look at the process table per scan (only when a verdict depends on it)."""
+        if self._processes is None:
+            from hermes_tray_core.hermes_processes import HermesProcesses
+
+            try:
+                self._processes = self._process_finder() if self._process_finder else HermesProcesses.now()
+            except Exception as exc:
+                self._processes = exc
+        return self._processes
+
+    def _backend(self, home: Home) -> tuple[str, str]:
+        """(``live`` / ``none`` / ``unknown``, which process) — does a live Hermes backend serve ``home``?"""
+        procs = self._hermes_processes()
+        if isinstance(procs, Exception):
+            return "unknown", f"cannot list processes: {procs}"
+        return procs.backend_state(home.path)
+
+    def _webui_server(self, home: Home) -> tuple[str, str]:
+        procs = self._hermes_processes()
+        if isinstance(procs, Exception):
+            return "unknown", f"cannot list processes: {procs}"
+        servers = procs.webui_servers(home.webui_session_dir.parent)
+        return ("live", f"pid {servers[0].pid}") if servers else ("none", "")
+
+    def _log_once(self, home: Home, key: str, what: str, level: int = logging.WARNING) -> None:
+        """Log a problem with one marker once per scanner (the tray re-scans often): identity only."""
+        tag = (str(home.path), key, what)
+        if tag in self._logged:
+            return
+        if len(self._logged) > 10_000:
+            self._logged.clear()
+        self._logged.add(tag)
+        logger.log(level, "%s: session %r: %s", home.path, key[:80], what)
 
     def _webui_records(self, home: Home, now: float, problems: list[str],
                        live: set[str]) -> tuple[int, list[TurnRecord]]:
@@ -735,28 +813,42 @@ class Scanner:
                 continue
             if summary.get("malformed"):
                 malformed_sessions += 1
-            for p in summary["pending"]:
-                pid, start = p.get("pid"), p.get("start")
-                writer = process_liveness(pid, start) if pid else "unknown"
-                if writer == "alive":
-                    continue  # still running: not interrupted
-                started = float(p.get("started_at") or 0.0)
-                if writer == "dead":
-                    verdict, reason, unsure = (
-                        "not-ours", f"WebUI turn never finished and its worker (pid {pid}) is gone; "
-                        "retry it from the WebUI", False)
-                else:
-                    verdict, reason, unsure = (
-                        "running", "WebUI turn has not finished; cannot tell whether its worker is still running",
-                        True)
-                records.append(TurnRecord(
-                    home=home.path, profile=home.profile, session_key=sid, title=None, prompt_excerpt="",
-                    started_at=started, age_seconds=max(0.0, now - started), attempts=0, writer=writer,
-                    verdict=verdict, reason=reason, source="webui", unsure=unsure, turn_id=p.get("turn_id"),
-                ))
+            pending = [p for p in summary["pending"] if type(p) is dict]
+            if not pending:
+                continue
+            try:
+                record = self._webui_record(home, sid, pending, now, process_liveness)
+                if record is not None:
+                    records.append(record)
+            except Exception as exc:  # one hostile journal never hides the others
+                self._log_once(home, sid, f"cannot judge this WebUI session ({type(exc).__name__}: {exc})",
+                               level=logging.ERROR)
         if malformed_sessions:
             problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
         return len(groups), records
+
+    def _webui_record(self, home: Home, sid: str, pending: list[dict], now: float, liveness) -> TurnRecord | None:
+        """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while
+        a worker of the session is alive (nothing was interrupted)."""
+        judged = []
+        for p in pending:
+            pid, start = p.get("pid"), p.get("start")
+            writer = liveness(pid, start) if pid else WriterState.UNKNOWN
+            judged.append((writer, p))
+        # A live worker anywhere in the session wins (it is running); else the newest turn speaks for it.
+        if any(j[0] == WriterState.ALIVE for j in judged):
+            return None  # a live worker: the session's turn is simply running, not interrupted
+        writer, turn = max(judged, key=lambda j: strict_finite(j[1].get("started_at")) or 0.0)
+        server, server_detail = (self._webui_server(home) if writer == WriterState.UNKNOWN else ("none", ""))
+        decision = decide_webui(turn, worker=writer, now=now, server=server, server_detail=server_detail,
+                                pending_turns=len(pending))
+        started = strict_finite(turn.get("started_at")) or 0.0
+        return TurnRecord(
+            home=home.path, profile=home.profile, session_key=sid, title=None, prompt_excerpt="",
+            started_at=started, age_seconds=decision.age_seconds, attempts=0, writer=str(writer),
+            verdict=decision.verdict, reason=decision.reason, source="webui", unsure=decision.unsure,
+            turn_id=turn.get("turn_id") if isinstance(turn.get("turn_id"), str) else None, code=decision.code,
+        )
 
 
 def scan(homes: Sequence[Home], *, cache_file: Path | None = None, now: float | None = None) -> ScanResult:

@@ -16,7 +16,7 @@ from tests.support.fixture_homes import FixtureHome, env_for, marker_entry, own_
 
 REPO = Path(__file__).resolve().parents[1]
 TURN_KEYS = {"home", "profile", "session_key", "title", "prompt_excerpt", "started_at", "age_seconds", "attempts",
-             "writer", "verdict", "reason", "source"}
+             "writer", "verdict", "reason", "reason_code", "source"}
 
 
 def cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -194,6 +194,28 @@ def test_disable_enable_selection_and_effect(tmp_path, tree):
     assert events[0]["home"] == str(root.path.resolve())
     assert {e["home"] for e in events[1:3]} == {str(root.path.resolve()), str(work.path.resolve())}
     assert not list((tmp_path / "tray-state").rglob("settings.jsonl")), "no side file any more"
+
+
+def test_managed_values_are_never_pretended_changed(tmp_path, tree):
+    root, _work, env = tree
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text("desktop:\n  auto_continue:\n    enabled: false\n")
+    env = {**env, "HERMES_MANAGED_DIR": str(managed)}
+    before = (root.path / "config.yaml").read_text() if (root.path / "config.yaml").exists() else None
+    proc = cli(tmp_path, "enable", "--home", str(root.path), env=env)
+    assert proc.returncode == 1 and "administrator's managed config" in proc.stderr
+    assert str(managed / "config.yaml") in proc.stderr
+    after = (root.path / "config.yaml").read_text() if (root.path / "config.yaml").exists() else None
+    assert after == before  # untouched
+    same = cli(tmp_path, "disable", "--home", str(root.path), env=env)
+    assert same.returncode == 0 and "config.yaml not changed" in same.stdout
+    shown = cli(tmp_path, "config", "show", "--home", str(root.path), env=env).stdout
+    assert "enabled = false  (set by the administrator" in shown
+    verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}
+    assert verdicts["s-dead"] == "disabled"
+    doc = status_json(tmp_path, env)
+    assert doc["homes"][0]["auto_continue"]["managed"] == ["enabled"]
 
 
 def test_unparseable_config_is_refused_untouched(tmp_path, tree):

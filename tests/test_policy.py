@@ -46,10 +46,27 @@ CASES = [
     ("recycled-pid-is-dead", marker(), {"writer": "dead"}, "actionable", "continuation 1"),
     # auto_continue false: another mechanism owns recovery
     ("auto-continue-false", marker(auto_continue=False), {"writer": "alive"}, "not-ours", "auto_continue is off"),
-    # unknown writer: Hermes leaves the marker alone, and we say so
-    ("unknown-writer", marker(), {"writer": "unknown"}, "running", "as Hermes does when unsure"),
-    ("pidless-old-backend", marker(writer_pid=None), {"writer": "unknown"}, "running", "older backend"),
-    ("unknown-writer-beats-stale", marker(started_at=NOW - 7200), {"writer": "unknown"}, "running", "unsure"),
+    # unknown writer (no writer_pid, as older backends write; junk pids): Hermes' scheduler blocks only
+    # "alive", so it falls through to the disabled / stale / exhausted / continue checks ...
+    ("unknown-writer", marker(), {"writer": "unknown"}, "actionable", "continuation 1 of 2"),
+    ("pidless-old-backend", marker(writer_pid=None), {"writer": "unknown"}, "actionable", "older backend"),
+    ("unknown-writer-stale", marker(started_at=NOW - 7200), {"writer": "unknown"}, "stale", "freshness"),
+    ("unknown-writer-exhausted", marker(attempts=2, writer_pid=None), {"writer": "unknown"}, "exhausted", "budget"),
+    ("unknown-writer-disabled", marker(writer_pid=None), {"writer": "unknown",
+                                                          "config": AutoContinueConfig(enabled=False)},
+     "disabled", "disabled"),
+    # ... unless the tray sees a live Hermes process serving the home: then it may be running there.
+    ("unknown-writer-live-backend", marker(writer_pid=None),
+     {"writer": "unknown", "backend": "live", "backend_detail": "pid 77 (hermes dashboard)"},
+     "running", "pid 77 (hermes dashboard)"),
+    ("unknown-writer-live-backend-beats-stale", marker(writer_pid=None, started_at=NOW - 7200),
+     {"writer": "unknown", "backend": "live", "backend_detail": "pid 77 (hermes chat)"}, "running", "pid 77"),
+    ("unknown-writer-unreadable-processes", marker(writer_pid="junk"),
+     {"writer": "unknown", "backend": "unknown"}, "running", "cannot be read"),
+    ("dead-writer-ignores-live-backend", marker(), {"backend": "live", "backend_detail": "pid 77"},
+     "actionable", "continuation 1"),
+    ("unknown-writer-live-lease", marker(writer_pid=None), {"writer": "unknown", "lease": "live"},
+     "running", "turn lease"),
     # writer dead but lease/owner unreadable: never actionable while unsure
     ("unknown-lease", marker(), {"lease": "unknown"}, "running", "cannot read"),
     ("unknown-owner", marker(), {"owner": "unknown"}, "running", "owner process"),
@@ -69,6 +86,18 @@ CASES = [
     ("interrupted-at-stale", marker(started_at=NOW - 60, interrupted_at=NOW - 7200), {}, "stale", "interrupted"),
     ("zero-budget", marker(), {"config": AutoContinueConfig(max_attempts=0)}, "exhausted", "budget is 0"),
     ("malformed-attempts", marker(attempts="many"), {}, "not-ours", "malformed"),
+    # attempts as Hermes counts them: max(0, int(attempts or 0))
+    ("negative-attempts", marker(attempts=-3), {"config": AutoContinueConfig(max_attempts=1)},
+     "actionable", "continuation 1 of 1"),
+    ("float-attempts", marker(attempts=1.9), {}, "actionable", "continuation 2 of 2"),
+    ("string-attempts", marker(attempts=" 1 "), {}, "actionable", "continuation 2 of 2"),
+    ("bool-attempts", marker(attempts=True), {}, "actionable", "continuation 2 of 2"),
+    ("huge-attempts", marker(attempts=10**400), {}, "exhausted", "budget is 2"),
+    ("float-string-attempts", marker(attempts="1.0"), {}, "not-ours", "malformed"),
+    ("infinite-attempts", marker(attempts=float("inf")), {}, "not-ours", "malformed"),
+    ("huge-started-at", marker(started_at=10**400), {}, "not-ours", "malformed"),
+    ("string-started-at", marker(started_at=str(NOW - 60)), {}, "actionable", "60 s ago"),
+    ("negative-interrupted-at", marker(started_at=NOW - 30, interrupted_at=-5), {}, "actionable", "30 s ago"),
     ("malformed-started-at", marker(started_at="yesterday"), {}, "not-ours", "malformed"),
     ("diagnostic-is-still-a-turn", marker(notification_category="diagnostic"), {}, "actionable", "continuation"),
 ]
@@ -106,3 +135,48 @@ def test_freshness_boundary_is_inclusive():
     at_edge = marker(started_at=NOW - 15 * 60)
     assert decide(at_edge, config=DEFAULT, writer="dead", now=NOW).verdict == "actionable"
     assert decide(at_edge, config=DEFAULT, writer="dead", now=NOW + 1).verdict == "stale"
+
+
+# ── hostile numbers: never raise, always a verdict, and the age a reason states is the age reported ──
+
+import math  # noqa: E402
+import re  # noqa: E402
+
+from hypothesis import given, settings  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from hermes_tray_core.policy import format_age, marker_age  # noqa: E402
+
+HOSTILE = st.one_of(
+    st.none(), st.booleans(),
+    st.integers(), st.integers(min_value=10**300, max_value=10**400), st.integers(max_value=-1),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([float("inf"), float("-inf"), float("nan"), -5, 0, -0.0, 1e308, -1e308]),
+    st.text(max_size=12), st.sampled_from(["1", " 2 ", "1.0", "1e400", "nan", "inf", "-7", "1_0", "", "0x10"]),
+    st.lists(st.integers(), max_size=2), st.dictionaries(st.text(max_size=3), st.integers(), max_size=2),
+)
+NUMERIC_FIELDS = ("attempts", "started_at", "interrupted_at", "writer_pid", "writer_start_time")
+_AGE = re.compile(r"(?:interrupted|started) (\d+(?:\.\d)? (?:s|min|h|days)) ago")
+
+
+def agrees(decision) -> bool:
+    """The age a reason states is exactly the formatted ``age_seconds`` (when the reason states one)."""
+    m = _AGE.search(decision.reason)
+    return m is None or m.group(1) == format_age(decision.age_seconds)
+
+
+@settings(max_examples=400, deadline=None)
+@given(field=st.sampled_from(NUMERIC_FIELDS), value=HOSTILE, writer=st.sampled_from(["alive", "dead", "unknown"]),
+       backend=st.sampled_from(["none", "live", "unknown"]), fresh=st.sampled_from([0, 15, 1e9]),
+       budget=st.sampled_from([0, 2, 2**53]))
+def test_hostile_numbers_never_raise_and_age_agrees_with_reason(field, value, writer, backend, fresh, budget):
+    entry = marker(**{field: value})
+    config = AutoContinueConfig(freshness_minutes=fresh, max_attempts=budget)
+    d = decide(entry, config=config, writer=writer, now=NOW, backend=backend)
+    assert d.verdict in VERDICTS and d.code is not None
+    assert "\n" not in d.reason and len(d.reason) < 200
+    assert math.isfinite(d.age_seconds) and d.age_seconds >= 0
+    assert agrees(d), (d.reason, d.age_seconds)
+    assert d.age_seconds == marker_age(entry, NOW)
+    if d.unsure:
+        assert d.verdict != "actionable"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import sys
 import time
 
 import pytest
@@ -117,9 +118,10 @@ def test_webui_pending_turn_with_dead_worker(tree):
     web = [t for t in result.turns if t.source == "webui"]
     assert [(t.session_key, t.turn_id, t.writer, t.verdict) for t in web] == [
         ("web-1", "20260101T000100Z-bbbbbbbbbbbb", "dead", "not-ours"),
-        ("web-4", "x", "unknown", "running"),
+        ("web-4", "x", "unknown", "not-ours"),  # no WebUI server for this state dir is alive: interrupted
     ]
-    assert f"pid {gone}" in web[0].reason and web[1].unsure
+    assert f"pid {gone}" in web[0].reason and "no WebUI server is running" in web[1].reason
+    assert [t.code for t in web] == ["webui-interrupted", "webui-interrupted"] and not any(t.unsure for t in web)
     assert result.homes[0].webui_sessions == 4
     assert any("malformed" in p for p in result.homes[0].problems)
 
@@ -290,3 +292,163 @@ def test_live_active_session_owner_marks_the_turn_running(tmp_path, monkeypatch)
     turns = by_key(scan(discover_homes(explicit=[home.path])))
     assert turns["owned"].verdict == "running" and "has this session open" in turns["owned"].reason
     assert turns["free"].verdict == "actionable"
+
+
+# ── writers of unknown liveness: Hermes' order, made safe by the processes the tray can see ──────────
+
+
+def _older_backend_home(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(tmp_path / "no-managed"))
+    root = FixtureHome(tmp_path / "hermes")
+    other = FixtureHome(tmp_path / "hermes" / "profiles" / "other")
+    now = time.time()
+    old = {"attempts": 0, "prompt": "written by 0.18", "started_at": now - 60, "auto_continue": True}
+    root.write_markers({
+        "s-old": old,  # no writer_pid: an older backend
+        "s-junk": {**old, "writer_pid": "not-a-pid"},
+        "s-old-stale": {**old, "started_at": now - 7200},
+    })
+    other.write_markers({"o-old": dict(old)})
+    root.add_session("s-old", title="old one")
+    root.close()
+    other.close()
+    return root, other, discover_homes(env={"HERMES_HOME": str(root.path)})
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="fake Hermes processes use the POSIX shebang form")
+@pytest.mark.parametrize("kind, command", [("dashboard", "hermes dashboard"),
+                                           ("gateway", "python -m tui_gateway.entry"),
+                                           ("chat", "hermes chat")])
+def test_unknown_writer_is_running_only_while_a_live_hermes_serves_the_home(tmp_path, monkeypatch, kind, command):
+    from tests.support.fake_hermes import fake_hermes, kill
+
+    root, other, homes = _older_backend_home(tmp_path, monkeypatch)
+    # No Hermes process serves the home: Hermes' own order (only "alive" blocks).
+    turns = by_key(scan(homes))
+    assert {k: (t.writer, t.verdict) for k, t in turns.items()} == {
+        "s-old": ("unknown", "actionable"), "s-junk": ("unknown", "actionable"),
+        "s-old-stale": ("unknown", "stale"), "o-old": ("unknown", "actionable")}
+    assert "older backend" in turns["s-old"].reason and turns["s-old"].code == "actionable"
+    # A live Hermes backend for the root home: its unknown-writer turns may be running there.
+    with fake_hermes(kind, tmp_path, env={"HERMES_HOME": str(root.path)}) as (proc, _port):
+        turns = by_key(scan(homes))
+        for key in ("s-old", "s-junk", "s-old-stale"):
+            assert turns[key].verdict == "running" and turns[key].unsure, key
+            assert f"pid {proc.pid} ({command})" in turns[key].reason
+            assert turns[key].code == "backend-live"
+        assert turns["o-old"].verdict == "actionable"  # another home: not served by it
+        as_json = json.loads(json.dumps(scan(homes).to_json()))
+        assert {t["session_key"]: t["verdict"] for t in as_json["turns"]}["s-old"] == "running"
+        kill(proc)  # SIGKILL: the backend is gone
+        turns = by_key(scan(homes))
+        assert turns["s-old"].verdict == "actionable" and turns["s-old-stale"].verdict == "stale"
+
+
+def test_an_unreadable_process_table_is_never_actionable(tmp_path, monkeypatch):
+    _root, _other, homes = _older_backend_home(tmp_path, monkeypatch)
+
+    def broken():
+        raise PermissionError("no /proc")
+
+    turns = by_key(Scanner(homes, process_finder=broken).scan())
+    assert turns["s-old"].verdict == "running" and turns["s-old"].unsure
+    assert "cannot be read" in turns["s-old"].reason
+    assert turns["s-old-stale"].verdict == "stale"  # a do-nothing verdict stays as Hermes would say
+
+
+# ── hostile numbers: one entry never hides its siblings; age and reason always agree ─────────────────
+
+
+def _age_in_reason(reason: str) -> str | None:
+    import re
+
+    m = re.search(r"(?:interrupted|started) (\d+(?:\.\d)? (?:s|min|h|days)) ago", reason)
+    return m.group(1) if m else None
+
+
+def test_a_400_digit_attempts_no_longer_hides_the_homes_turns(tmp_path, monkeypatch, caplog):
+    import logging
+
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    root = FixtureHome(tmp_path / "hermes")
+    now = time.time()
+    root.write_markers({
+        "huge-attempts": marker_entry("a", attempts=int("1" + "0" * 400)),
+        "huge-started": marker_entry("b", started_at=int("1" + "0" * 400)),
+        "text-attempts": marker_entry("c", attempts="many"),
+        "fine": marker_entry("d", started_at=now - 30),
+    })
+    homes = discover_homes(env={"HERMES_HOME": str(root.path)})
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.scanner"):
+        result = scan(homes)
+    turns = by_key(result)
+    assert result.homes[0].markers == "ok" and set(turns) == {"huge-attempts", "huge-started", "text-attempts", "fine"}
+    assert turns["fine"].verdict == "actionable"
+    assert turns["huge-attempts"].verdict == "exhausted" and len(turns["huge-attempts"].reason) < 160
+    assert turns["huge-started"].verdict == "not-ours" and turns["text-attempts"].verdict == "not-ours"
+    logged = [r.getMessage() for r in caplog.records]
+    assert any("huge-started" in m and "malformed" in m for m in logged)
+    assert any("text-attempts" in m for m in logged)
+    json.dumps(result.to_json(), allow_nan=False)  # strict JSON: no NaN / Infinity anywhere
+
+
+def test_negative_interrupted_at_age_and_reason_agree(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    root = FixtureHome(tmp_path / "hermes")
+    now = time.time()
+    root.write_markers({"neg": marker_entry("x", started_at=now - 30, interrupted_at=-5)})
+    turn = scan(discover_homes(env={"HERMES_HOME": str(root.path)}), now=now).turns[0]
+    assert turn.verdict == "actionable" and "30 s ago" in turn.reason
+    assert 29 <= turn.age_seconds <= 31  # not 57 years
+
+
+def test_webui_session_with_a_live_server_is_running_and_one_row_per_session(tmp_path, monkeypatch):
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    root = FixtureHome(tmp_path / "hermes")
+    t0 = time.time() - 600
+    root.write_journal("web-a", journal_turn("20260101T000000Z-aaaaaaaaaaaa", ["submitted"], t0=t0)
+                       + journal_turn("20260101T000100Z-bbbbbbbbbbbb", ["submitted", "worker_started"], t0=t0 + 60))
+    homes = discover_homes(env={"HERMES_HOME": str(root.path)})
+    web = [t for t in scan(homes).turns if t.source == "webui"]
+    assert [(t.session_key, t.turn_id, t.verdict) for t in web] == [
+        ("web-a", "20260101T000100Z-bbbbbbbbbbbb", "not-ours")]
+    assert "2 unfinished turns" in web[0].reason and _age_in_reason(web[0].reason) == "9 min"
+    if sys.platform == "win32":
+        return
+    from tests.support.fake_hermes import fake_hermes
+
+    with fake_hermes("webui", tmp_path, env={"HERMES_HOME": str(root.path)}) as (proc, _):
+        web = [t for t in scan(homes).turns if t.source == "webui"]
+        assert [(t.session_key, t.verdict, t.unsure) for t in web] == [("web-a", "running", True)]
+        assert f"pid {proc.pid}" in web[0].reason and web[0].code == "webui-server-live"
+
+
+def test_a_hostile_entry_never_hides_its_siblings_property(tmp_path, monkeypatch):
+    import itertools
+    import math
+
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from tests.test_policy import HOSTILE, NUMERIC_FIELDS, agrees
+
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    counter = itertools.count()
+
+    @settings(max_examples=80, deadline=None)
+    @given(field=st.sampled_from(NUMERIC_FIELDS + ("auto_continue", "prompt")), value=HOSTILE)
+    def check(field, value):
+        root = FixtureHome(tmp_path / f"h{next(counter)}")
+        now = time.time()
+        root.write_markers({"hostile": {**marker_entry("h"), field: value},
+                            "sibling": marker_entry("s", started_at=now - 30)})
+        result = scan(discover_homes(env={"HERMES_HOME": str(root.path)}), now=now)
+        turns = by_key(result)
+        assert result.homes[0].markers == "ok"
+        assert turns["sibling"].verdict == "actionable" and "30 s ago" in turns["sibling"].reason
+        for t in result.turns:
+            assert agrees(t) and math.isfinite(t.age_seconds) and t.age_seconds >= 0
+        json.dumps(result.to_json(), allow_nan=False)
+
+    check()

@@ -45,6 +45,8 @@ def _home_dicts(homes) -> list[dict]:
         ac = cfg.auto_continue
         out.append({"home": str(h.path), "profile": h.profile, "exists": h.path.is_dir(), "enabled": ac.enabled,
                     "freshness_minutes": ac.freshness_minutes, "max_attempts": ac.max_attempts,
+                    "managed": list(ac.managed),
+                    "managed_path": str(cfg.managed_path) if cfg.managed_path else None,
                     "warnings": list(cfg.warnings), "error": cfg.error})
     return out
 
@@ -114,7 +116,8 @@ def run(args: argparse.Namespace) -> int:
     for r in rows:
         print(f"{r['home']} ({r['profile']}){'' if r['exists'] else ' — does not exist'}:")
         for k in BACKEND_KEYS:
-            print(f"  {k} = {_fmt(r[k])}")
+            pinned = f"  (set by the administrator in {r['managed_path']})" if k in r["managed"] else ""
+            print(f"  {k} = {_fmt(r[k])}{pinned}")
         for w in r["warnings"] + ([r["error"]] if r["error"] else []):
             print(f"  ! {w}")
     if not rows:

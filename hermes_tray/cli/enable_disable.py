@@ -2,7 +2,8 @@
 
 Writes ``desktop.auto_continue.enabled`` of the ``--home`` homes, of every home with ``--all``,
 or of the only home there is. The edit touches only that line; an unparseable file is left alone
-and reported (exit 1). Reversible with the other command. Each value that changed is recorded in
+and reported (exit 1). A key the administrator's managed config pins is never edited: a different
+value is refused (exit 1, naming the managed file); the same value is reported as set there. Reversible with the other command. Each value that changed is recorded in
 the decision journal as ``config-changed`` (home, key, old, new, by=cli).
 """
 
@@ -51,9 +52,13 @@ def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> i
                     warn(note)
         results.append({"home": str(home.path), "ok": True, "enabled": ac.enabled,
                         "freshness_minutes": ac.freshness_minutes, "max_attempts": ac.max_attempts})
+        pinned = [k for k in changes if k in ac.managed]
+        results[-1]["managed"] = pinned
         if not args.json:
             what = ", ".join(f"{k} = {_show(v)}" for k, v in changes.items())
-            print(f"{home.path}: {what}")
+            note = (f" (set by the administrator's managed config {cfg.managed_path}; config.yaml not changed)"
+                    if pinned else "")
+            print(f"{home.path}: {what}{note}")
     if args.json:
         print_json({"ok": failed == 0, "homes": results})
     return 1 if failed else 0

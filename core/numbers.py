@@ -1,0 +1,58 @@
+"""Numbers from files other programs wrote: one set of coercions, Hermes' semantics, always finite and bounded.
+
+Hermes reads its numbers with Python's own ``float(x)`` / ``int(x)`` (``float(entry.get("started_at") or 0)``,
+``max(0, int(attempts or 0))``, ``float(freshness_minutes)``, ``int(max_attempts)``), so those conversions are
+the rule here too: ``True`` is 1, ``" 3 "`` is 3, ``"1_000"`` is 1000, ``3.7`` truncates to 3 for an int,
+``"3.0"`` is no int. Where Hermes would raise (``int("x")``, ``float(10**400)``, ``int(float("inf"))``), these
+return None and the caller says what Hermes does then. Results are finite (no NaN / ±inf reaches a
+comparison, a JSON document or a time format) and integers are capped at :data:`INT_CAP` so a 400-digit
+``attempts`` compares, prints and serialises like any other number.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+__all__ = ["INT_CAP", "as_float", "as_int", "finite", "strict_finite", "capped_int"]
+
+INT_CAP = 2**53  # the largest integer every JSON reader keeps exactly
+
+
+def as_float(value: Any) -> float | None:
+    """``float(value)`` as Python (and so Hermes) computes it, or None where that raises. May be NaN/inf."""
+    if value is None:
+        return None
+    try:
+        return float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def as_int(value: Any) -> int | None:
+    """``int(value)`` as Python (and so Hermes) computes it, or None where that raises (NaN, inf, "3.0")."""
+    if value is None:
+        return None
+    try:
+        return int(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+
+
+def finite(value: Any) -> float | None:
+    """``float(value)`` when that is a finite number, else None."""
+    f = as_float(value)
+    return f if f is not None and math.isfinite(f) else None
+
+
+def strict_finite(value: Any) -> float | None:
+    """A finite JSON/SQLite *number* (int or float, never bool or text), else None: for fields Hermes
+    itself type-checks (``writer_start_time``, journal times)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return finite(value)
+
+
+def capped_int(value: int, lo: int = -INT_CAP, hi: int = INT_CAP) -> int:
+    """``value`` clamped into ``[lo, hi]``: order is kept for every real-world value."""
+    return lo if value < lo else hi if value > hi else value
