@@ -87,7 +87,9 @@ class BackendConfig:
 
 
 def config_path(home: Path | str) -> Path:
-    return Path(home) / "config.yaml"
+    from hermes_tray_core.hermes_paths import config_file
+
+    return config_file(Path(home))
 
 
 def _describe(raw: Any) -> str:

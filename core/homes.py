@@ -2,7 +2,10 @@
 
 The root home is ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes``
 (Windows). Every ``<root>/profiles/<name>/`` (name ``^[a-z0-9][a-z0-9_-]{0,63}$``) is a home of
-its own. The tray settings may add extra homes; ``--home`` on the command line replaces
+its own. A ``$HERMES_HOME`` that is itself a profile home (``<root>/profiles/<name>``, as
+``hermes -p <name>`` sets it) also brings in ``<root>`` and its other profiles: they belong to the
+same user's Hermes (origin ``root`` for that root). Hermes' paths come from
+:mod:`hermes_tray_core.hermes_paths`. The tray settings may add extra homes; ``--home`` on the command line replaces
 discovery altogether. Each home's WebUI turn journals live in
 ``<state>/sessions/_turn_journal`` where ``<state>`` is ``$HERMES_WEBUI_STATE_DIR`` for the root
 home the environment points at (the WebUI serves that home) and ``<home>/webui`` otherwise.
@@ -11,21 +14,22 @@ home the environment points at (the WebUI serves that home) and ``<home>/webui``
 from __future__ import annotations
 
 import os
-import re
-import sys
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import NamedTuple
 
-PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
-DEFAULT_PROFILE = "default"
+from hermes_tray_core import hermes_paths
+from hermes_tray_core.hermes_paths import DEFAULT_PROFILE, PROFILE_RE, canonical, default_root
+
+__all__ = ["Home", "PROFILE_RE", "DEFAULT_PROFILE", "default_root", "profile_of", "list_profiles", "discover_homes"]
 
 
 class Home(NamedTuple):
     """One Hermes home (an immutable record; see :mod:`core.policy` on why NamedTuple).
 
     ``profile``: the profile name, or ``"default"`` for a root home. ``origin``: why it is watched
-    (``env`` / ``default`` / ``profile`` / ``settings`` / ``cli``).
+    (``env`` / ``default`` / ``root`` (the root of a profile ``$HERMES_HOME``) / ``profile`` / ``settings``
+    / ``cli``).
     """
 
     path: Path
@@ -35,20 +39,20 @@ class Home(NamedTuple):
 
     @property
     def marker_file(self) -> Path:
-        return self.path / "desktop" / "interrupted_turns.json"
+        return hermes_paths.marker_file(self.path)
 
     @property
     def config_file(self) -> Path:
-        return self.path / "config.yaml"
+        return hermes_paths.config_file(self.path)
 
     @property
     def state_db(self) -> Path:
-        return self.path / "state.db"
+        return hermes_paths.state_db(self.path)
 
     @property
     def webui_session_dir(self) -> Path:
         """The WebUI ``session_dir`` (what ``core.journal`` calls it)."""
-        return (self.webui_state_dir or self.path / "webui") / "sessions"
+        return (self.webui_state_dir or hermes_paths.default_webui_state_dir(self.path)) / "sessions"
 
     @property
     def webui_journal_dir(self) -> Path:
@@ -59,30 +63,9 @@ class Home(NamedTuple):
         return self.profile if self.origin == "profile" else str(self.path)
 
 
-def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
-    """``(root home, origin)``: ``$HERMES_HOME`` (origin ``env``) or the platform default."""
-    env = os.environ if env is None else env
-    value = env.get("HERMES_HOME")
-    if value:
-        return Path(os.path.expanduser(value)), "env"
-    if sys.platform == "win32":
-        base = env.get("LOCALAPPDATA") or os.path.expanduser(r"~\AppData\Local")
-        return Path(base) / "hermes", "default"
-    return Path(os.path.expanduser("~")) / ".hermes", "default"
-
-
-def _norm(path: Path) -> str:
-    try:
-        return os.path.normcase(os.path.realpath(path))
-    except OSError:
-        return os.path.normcase(os.path.abspath(path))
-
-
 def profile_of(path: Path) -> str:
     """``profiles/<name>`` → name; anything else is a root home (``"default"``)."""
-    if path.parent.name == "profiles" and PROFILE_RE.match(path.name):
-        return path.name
-    return DEFAULT_PROFILE
+    return path.name if hermes_paths.is_profile_home(path) else DEFAULT_PROFILE
 
 
 def list_profiles(root: Path) -> list[Path]:
@@ -116,12 +99,12 @@ def discover_homes(
     env = os.environ if env is None else env
     root, root_origin = default_root(env)
     webui_env = env.get("HERMES_WEBUI_STATE_DIR")
-    root_key = _norm(root)
+    root_key = canonical(root)
     homes: list[Home] = []
     seen: set[str] = set()
 
     def add(path: Path, origin: str, profile: str | None = None) -> None:
-        key = _norm(path)
+        key = canonical(path)
         if key in seen:
             return
         seen.add(key)
@@ -132,7 +115,15 @@ def discover_homes(
         for p in explicit:
             add(Path(os.path.expanduser(os.fspath(p))).absolute(), "cli")
         return homes
-    add(root, root_origin, DEFAULT_PROFILE)
+    if hermes_paths.is_profile_home(root):
+        # HERMES_HOME=<root>/profiles/<name>: that profile first, then its root and the root's other profiles.
+        add(root, root_origin, root.name)
+        real_root = hermes_paths.root_of(root)
+        add(real_root, "root", DEFAULT_PROFILE)
+        for prof in list_profiles(real_root):
+            add(prof, "profile", prof.name)
+    else:
+        add(root, root_origin, DEFAULT_PROFILE)
     for prof in list_profiles(root):
         add(prof, "profile", prof.name)
     for p in extra:

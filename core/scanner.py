@@ -32,6 +32,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core import hermes_paths
 from hermes_tray_core.homes import Home
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.policy import (
@@ -225,7 +226,7 @@ class _HomeState:
         self._roots: dict[str, str] = {}
         self._lease_error: str | None = None
         self._session_error: str | None = None
-        path = os.path.join(home, "state.db")
+        path = str(hermes_paths.state_db(Path(home)))
         if not os.path.isfile(path):
             try:
                 os.lstat(path)
@@ -707,7 +708,7 @@ class Scanner:
             # and 32 failed opens per home. (Only a registry that provably does not exist: one we cannot even
             # stat is asked about, and answers "unknown".)
             try:
-                os.lstat(os.path.join(home.path, "runtime", "active_sessions.json"))
+                os.lstat(hermes_paths.active_sessions_file(home.path))
                 self._owner_of = _owner_lookup
             except FileNotFoundError:
                 self._owner_of = False

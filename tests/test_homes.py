@@ -60,3 +60,35 @@ def test_explicit_homes_replace_discovery(root, tmp_path):
         (one, "default", "cli"),
         (root / "profiles" / "work", "work", "cli"),
     ]
+
+
+def test_a_profile_hermes_home_also_watches_its_root_and_sibling_profiles(root, tmp_path):
+    work = root / "profiles" / "work"
+    state = tmp_path / "webui-state"
+    homes = discover_homes(env={"HERMES_HOME": str(work), "HERMES_WEBUI_STATE_DIR": str(state)})
+    assert [(h.path, h.profile, h.origin) for h in homes] == [
+        (work, "work", "env"),
+        (root, "default", "root"),
+        (root / "profiles" / "side-2", "side-2", "profile"),
+    ]
+    # The WebUI state dir of the environment belongs to the home the environment points at.
+    assert homes[0].webui_journal_dir == state / "sessions" / "_turn_journal"
+    assert homes[1].webui_journal_dir == root / "webui" / "sessions" / "_turn_journal"
+    # A profile HERMES_HOME that does not exist yet still brings in its root.
+    new = root / "profiles" / "new-one"
+    assert [h.path for h in discover_homes(env={"HERMES_HOME": str(new)})][:2] == [new, root]
+
+
+def test_a_profile_hermes_home_root_is_scanned(root, tmp_path, monkeypatch):
+    import json
+    import time
+
+    from hermes_tray_core.scanner import scan
+
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    entry = {"attempts": 0, "prompt": "p", "started_at": time.time(), "auto_continue": True}
+    for home, key in ((root, "in-root"), (root / "profiles" / "side-2", "in-sibling")):
+        (home / "desktop").mkdir(parents=True, exist_ok=True)
+        (home / "desktop" / "interrupted_turns.json").write_text(json.dumps({key: entry}))
+    result = scan(discover_homes(env={"HERMES_HOME": str(root / "profiles" / "work")}))
+    assert {t.session_key for t in result.turns} == {"in-root", "in-sibling"}
