@@ -22,6 +22,15 @@ def load_build_module():
     return module
 
 
+def alias_dir(work: Path) -> Path:
+    """packaging/import_alias.py's alias dir: PyInstaller's analysis finds ``hermes_tray_core`` there."""
+    spec = importlib.util.spec_from_file_location("hermes_tray_import_alias", ROOT / "packaging" / "import_alias.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.alias_dir(work)
+
+
 def need_tool(name: str, hint: str) -> str:
     path = shutil.which(name)
     if path is None:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from _pkg_helpers import ROOT, need_module, run
+from _pkg_helpers import ROOT, alias_dir, need_module, run
 
 from hermes_tray_core.frozen_env import child_environment
 
@@ -94,8 +94,10 @@ def test_real_bootloader_round_trip(tmp_path: Path) -> None:
     need_module("PyInstaller", "pip install -e '.[build]'")
     script = tmp_path / "probe_env.py"
     script.write_text(PROBE)
+    alias = alias_dir(tmp_path / "work")
     result = run(
-        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN", "--onedir", "--paths", str(ROOT),
+        [sys.executable, "-m", "PyInstaller", "--noconfirm", "--log-level", "WARN", "--onedir",
+         "--paths", str(alias), "--paths", str(ROOT),
          "--distpath", str(tmp_path / "dist"), "--workpath", str(tmp_path / "work"), "--specpath", str(tmp_path),
          str(script)],
         timeout=600,
