@@ -77,6 +77,8 @@ class BackendValues:
     freshness_minutes: int = 15
     max_attempts: int = 2
     error: str | None = None  # config.yaml unreadable: shown, and its home cannot be edited
+    managed: tuple[str, ...] = ()  # keys the administrator's managed config pins: shown, never edited
+    managed_path: str | None = None
 
 
 class Engine(Protocol):

@@ -175,6 +175,8 @@ class CoreEngine:
             freshness_minutes=int(ac.freshness_minutes),
             max_attempts=int(ac.max_attempts),
             error=cfg.error,
+            managed=tuple(ac.managed),
+            managed_path=str(cfg.managed_path) if cfg.managed_path else None,
         )
 
     # --- settings -----------------------------------------------------------------------------

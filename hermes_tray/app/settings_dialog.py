@@ -78,6 +78,9 @@ class SettingsDialog(QDialog):
         self.home_note = QLabel()
         self.home_note.setWordWrap(True)
         bform.addRow(self.home_note)
+        self._tooltips = {w: t for w, t in (("enabled", self.enabled_box.toolTip()),
+                                             ("freshness_minutes", self.freshness.toolTip()),
+                                             ("max_attempts", self.attempts.toolTip()))}
         root.addWidget(backend_box)
 
         tray_box = QGroupBox("This tray")
@@ -157,6 +160,17 @@ class SettingsDialog(QDialog):
             notes.append("The homes differ; saving writes these values to every home.")
         for h in broken:
             notes.append(f"{h}: {self._snap.backend[h].error} — left unchanged.")
+        # Keys the administrator's managed config pins: shown as Hermes uses them, never editable here.
+        pinned = {k for v in values if not v.error for k in v.managed}
+        for key, widget in (("enabled", self.enabled_box), ("freshness_minutes", self.freshness),
+                            ("max_attempts", self.attempts)):
+            widget.setEnabled(key not in pinned)
+            where = next((v.managed_path for v in values if key in v.managed and v.managed_path), None)
+            widget.setToolTip(f"Set by your administrator in {where}: Hermes uses this value and it cannot be "
+                              "changed here." if key in pinned else self._tooltips.get(key, ""))
+        if pinned:
+            notes.append(f"{', '.join(sorted(pinned))}: set by your administrator's managed config, which wins "
+                         "over config.yaml; not changed here.")
         self.home_note.setText("\n".join(notes))
         self.home_note.setVisible(bool(notes))
 
@@ -207,7 +221,7 @@ class SettingsDialog(QDialog):
             cur = self._snap.backend.get(h, BackendValues())
             if cur.error:
                 continue
-            diff = {k: v for k, v in wanted.items() if getattr(cur, k) != v}
+            diff = {k: v for k, v in wanted.items() if getattr(cur, k) != v and k not in cur.managed}
             if diff:
                 backend[h] = diff
         s = self._snap

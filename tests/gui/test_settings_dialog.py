@@ -171,3 +171,23 @@ def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tm
     assert "enabled: on → off (from the tray)" in details
     assert "freshness_minutes: 15 → 30 (from the tray)" in details
     assert any(r[2] == "tray settings" and r[4] == "mode: ask → auto (from the tray)" for r in rows)
+
+
+def test_a_managed_value_is_shown_locked_and_never_written(qtbot, tmp_path, monkeypatch) -> None:
+    managed = tmp_path / "managed"
+    managed.mkdir()
+    (managed / "config.yaml").write_text("desktop:\n  auto_continue:\n    enabled: false\n")
+    monkeypatch.setenv("HERMES_MANAGED_DIR", str(managed))
+    home = tmp_path / "hermes"
+    ctrl = _controller(tmp_path, [home])
+    dlg = SettingsDialog(ctrl)
+    qtbot.addWidget(dlg)
+    assert not dlg.enabled_box.isChecked()  # what Hermes uses: the administrator's value
+    assert not dlg.enabled_box.isEnabled() and str(managed / "config.yaml") in dlg.enabled_box.toolTip()
+    assert dlg.freshness.isEnabled() and "administrator" in dlg.home_note.text()
+    dlg.enabled_box.setChecked(True)  # even if it were toggled, the managed key is never written
+    dlg.freshness.setValue(40)
+    with qtbot.waitSignal(ctrl.applied, timeout=5000):
+        dlg.buttons.button(QDialogButtonBox.StandardButton.Ok).click()
+    text = (home / "config.yaml").read_text()
+    assert "freshness_minutes: 40" in text and "enabled: true" in text  # the user's own line is untouched
