@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hermes_tray_core.numbers import as_float
 from hermes_tray_core.procid import process_liveness
 
 LeaseState = Literal["live", "free", "unknown"]
@@ -278,12 +279,7 @@ def parse_holder(holder: str) -> tuple[int | None, int | None]:
 
 def _num(value: object) -> float | None:
     """A REAL column as float; SQLite's loose typing may hand back text or NULL."""
-    if value is None or isinstance(value, bool):
-        return None
-    try:
-        return float(value)  # type: ignore[arg-type]
-    except (TypeError, ValueError):
-        return None
+    return None if isinstance(value, bool) else as_float(value)
 
 
 def judge_lease_row(row: dict, cid: str, now: float) -> LeaseView:

@@ -34,7 +34,6 @@ import contextlib
 import errno
 import json
 import logging
-import math
 import os
 import stat
 import time
@@ -44,6 +43,7 @@ from typing import Any
 
 from hermes_tray_core import fsutil
 from hermes_tray_core.ids import validate_session_id
+from hermes_tray_core.numbers import finite
 from hermes_tray_core.procid import ProcessIdentity, own_identity, process_liveness
 
 logger = logging.getLogger(__name__)
@@ -101,11 +101,7 @@ def marker_lock_path(home: Path | str) -> Path:
 
 def _started_at(entry: dict) -> float:
     """``started_at`` as Hermes reads it; junk counts as 0 (so it ages out instead of breaking writes)."""
-    try:
-        value = float(entry.get("started_at") or 0)
-    except (TypeError, ValueError, OverflowError):
-        return 0.0
-    return value if math.isfinite(value) else 0.0
+    return finite(entry.get("started_at") or 0) or 0.0
 
 
 def writer_fields(writer: ProcessIdentity | None = None) -> dict[str, Any]:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import os
 from typing import Any, Literal, NamedTuple
+
+from hermes_tray_core.numbers import strict_finite
 
 Liveness = Literal["alive", "dead", "unknown"]
 
@@ -92,9 +93,7 @@ def process_liveness(pid: object, start_time: object = None) -> Liveness:
     """
     if not _valid_pid(pid):
         return "unknown"
-    if start_time is not None and (
-        isinstance(start_time, bool) or not isinstance(start_time, (int, float)) or not math.isfinite(start_time)
-    ):
+    if start_time is not None and strict_finite(start_time) is None:
         return "unknown"  # junk (a string, NaN, inf) proves nothing either way
     if _no_such_pid(pid):  # type: ignore[arg-type]
         return "dead"

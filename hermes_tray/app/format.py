@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-import math
 import time
 from typing import Any
+
+from hermes_tray_core.numbers import strict_finite
 
 
 def age_text(seconds: float | None) -> str:
@@ -34,11 +35,11 @@ def turn_age(turn: Any, now: float | None = None) -> float | None:
     age = getattr(turn, "age", None)
     if age is None:
         age = getattr(turn, "age_seconds", None)
-    if isinstance(age, (int, float)) and not isinstance(age, bool) and math.isfinite(age):
+    if strict_finite(age) is not None:
         return float(age)
-    started = getattr(turn, "started_at", None)
-    if isinstance(started, (int, float)) and not isinstance(started, bool) and math.isfinite(started) and started > 0:
-        return (now or time.time()) - float(started)
+    started = strict_finite(getattr(turn, "started_at", None))
+    if started is not None and started > 0:
+        return (now or time.time()) - started
     return None
 
 

@@ -23,6 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray.app.icons import app_icon
+from hermes_tray_core.numbers import strict_finite
 
 COLUMNS = ("When", "What", "Profile / home", "Session", "Detail")
 
@@ -120,4 +121,4 @@ class HistoryWindow(QDialog):
 
 
 def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+    return strict_finite(v) or 0.0

@@ -40,9 +40,12 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no decisions recorded yet")
         return 0
+    from hermes_tray_core.numbers import strict_finite
+
     skip = {"event", "created_at", "home", "session_key", "turn_id", "via"}
     for ev in rows:
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(float(ev.get("created_at") or 0)))
+        stamp = min(max(strict_finite(ev.get("created_at")) or 0.0, 0.0), 2**37)  # a time localtime() accepts
+        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
         if ev.get("event") == "config-changed":
             where = ev.get("home") or "tray settings"
             print(f"{when}  {'config':<11} {ev.get('key')}: {_show(ev.get('old'))} -> {_show(ev.get('new'))}  "
