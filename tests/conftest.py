@@ -1,28 +1,61 @@
+"""Shared fixtures: every test is cut off from the real user's directories, and the simulated Hermes
+installs are built once a session, one way."""
+
 import os
+from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from tests.integration.hermes_venv import venv_path
 
-@pytest.fixture(scope="module")
-def sims(tmp_path_factory: pytest.TempPathFactory) -> dict:
-    """One simulated Hermes install per capability (``auto-continue``, ``legacy``), built once a module."""
-    from hermes_tray.demo.sim_install import create_sim_install, sim_command
-    from hermes_tray_core import gateway
+# Read before any test replaces HOME: the cached real hermes-agent venv lives in the real home.
+_REAL_HERMES_VENV = str(venv_path())
+SIM_CAPS = ("auto-continue", "legacy")
+
+
+@pytest.fixture(autouse=True)
+def user_dirs(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
+              monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    """Every test runs as a fresh user: ``HOME``, the XDG dirs (what platformdirs reads) and the tray's
+    own ``HERMES_TRAY_*_DIR`` point into temporary dirs, and ``HERMES_HOME`` is unset, so nothing
+    reads or writes the real user's tray state, Hermes home or autostart entries. The tray dirs are
+    ``tmp_path/tray-*`` (``tests.support.sim_homes.tray_dirs``), returned for subprocess environments."""
+    from tests.support.sim_homes import tray_dirs
+
+    user = tmp_path_factory.mktemp("user")
+    for name in ("config", "cache", "data", "state", "runtime"):
+        (user / name).mkdir(mode=0o700)
+    monkeypatch.setenv("HOME", str(user))
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(user / "config"))
+    monkeypatch.setenv("XDG_CACHE_HOME", str(user / "cache"))
+    monkeypatch.setenv("XDG_DATA_HOME", str(user / "data"))
+    monkeypatch.setenv("XDG_STATE_HOME", str(user / "state"))
+    monkeypatch.setenv("XDG_RUNTIME_DIR", str(user / "runtime"))
+    monkeypatch.delenv("HERMES_HOME", raising=False)
+    monkeypatch.setenv("HERMES_TRAY_TEST_HERMES_VENV", _REAL_HERMES_VENV)
+    dirs = tray_dirs(tmp_path)
+    for k, v in dirs.items():
+        monkeypatch.setenv(k, v)
+    return dirs
+
+
+@pytest.fixture(scope="session")
+def sim_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """One simulated Hermes install per capability (``auto-continue``, ``legacy``), built once a session."""
+    from hermes_tray.demo.sim_install import create_sim_install
 
     root = tmp_path_factory.mktemp("sim-installs")
-    out = {}
-    for cap in ("auto-continue", "legacy"):
+    for cap in SIM_CAPS:
         create_sim_install(root / cap, cap)
-        out[cap] = gateway.install_from_command(sim_command(root / cap))
-    return out
+    return {cap: root / cap for cap in SIM_CAPS}
 
 
-@pytest.fixture()
-def tray_dirs_env(tmp_path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Point every ``HERMES_TRAY_*_DIR`` below ``tmp_path``: nothing touches the real user state."""
-    from hermes_tray.demo.testing import tray_dirs
+@pytest.fixture(scope="session")
+def sims(sim_roots: dict[str, Path]) -> dict:
+    """The installs of :func:`sim_roots` as ``gateway.HermesInstall`` (what ``hermes_command`` names)."""
+    from hermes_tray.demo.sim_install import sim_command
+    from hermes_tray_core import gateway
 
-    for k, v in tray_dirs(tmp_path).items():
-        monkeypatch.setenv(k, v)
+    return {cap: gateway.install_from_command(sim_command(root)) for cap, root in sim_roots.items()}

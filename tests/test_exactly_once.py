@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import pytest
-
-from hermes_tray.demo.testing import make_home, plant_marker
 from hermes_tray_core import decisions, exactly_once
 from hermes_tray_core.markers import list_turn_markers
-
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py: private tray dirs per test
+from tests.support.sim_homes import make_home, plant_marker
 
 
 def test_one_claim_per_turn_and_the_holder_says_who(tmp_path):

@@ -14,17 +14,16 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
-from hermes_tray.demo.testing import make_home, pid_running, plant_marker
 from hermes_tray_core import gateway
 from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 
 
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py; `sims` comes from there too
 
 
 def run(home: Path, key: str, install: gateway.HermesInstall, *, attempts: int = 0, prompt: str = PROMPT,

@@ -15,32 +15,22 @@ import pytest
 
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray.demo.sim_install import create_sim_install, sim_command
-from hermes_tray.demo.testing import make_home, pid_running, plant_marker, settings_for, tray_dirs
+from hermes_tray.demo.sim_install import sim_command
 from hermes_tray_core import gateway
 from hermes_tray_core.lease import LeaseStore
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 from hermes_tray_core.resume import claim_name, resume_turn
+from tests.support.sim_homes import make_home, pid_running, plant_marker, settings_for
 
 PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3)
 
 
-@pytest.fixture(scope="module")
-def sim_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    root = tmp_path_factory.mktemp("sim-installs")
-    for cap in ("auto-continue", "legacy"):
-        create_sim_install(root / cap, cap)
-    return {cap: root / cap for cap in ("auto-continue", "legacy")}
-
-
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
-    dirs = tray_dirs(tmp_path)
-    for k, v in dirs.items():
-        monkeypatch.setenv(k, v)
-    return dirs
+def env(user_dirs: dict[str, str]) -> dict[str, str]:
+    """The test's private tray dirs (tests/conftest.py), for subprocess environments."""
+    return user_dirs
 
 
 def install(sim_roots: dict[str, Path], cap: str = "legacy") -> gateway.HermesInstall:

@@ -9,16 +9,12 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.home import create_demo
 from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray.demo.testing import make_home, tray_dirs
 from hermes_tray_core.hermes_state import session_activity
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
-
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py
+from tests.support.sim_homes import make_home, tray_dirs
 
 
 class Client:
@@ -88,7 +84,7 @@ def test_protocol_turn_with_marker_and_lease(tmp_path):
 
 def test_legacy_backend_writes_no_marker_and_never_continues(tmp_path):
     home, key = make_home(tmp_path / "home", turn_seconds=0.3)
-    from hermes_tray.demo.testing import plant_marker
+    from tests.support.sim_homes import plant_marker
 
     entry = plant_marker(home, key, "x")
     c = Client(home, "legacy")
@@ -148,7 +144,7 @@ def test_demo_command_prints_what_to_try(tmp_path):
     info = json.loads(p.stdout)
     assert Path(info["home"]).is_dir() and info["session_key"]
     deadline = time.monotonic() + 10
-    from hermes_tray.demo.testing import pid_running
+    from tests.support.sim_homes import pid_running
 
     while time.monotonic() < deadline and pid_running(info["backend_pid"]):
         time.sleep(0.1)

@@ -12,20 +12,19 @@ from pathlib import Path
 import pytest
 
 from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray.demo.testing import dead_identity, make_home, plant_marker
 from hermes_tray_core import decisions, gateway
 from hermes_tray_core import skip as core_skip
 from hermes_tray_core.lease import LeaseStore
 from hermes_tray_core.markers import MarkerStore, build_entry, list_turn_markers, remove_marker_if_unchanged
 from hermes_tray_core.paths import lease_db
 from hermes_tray_core.resume import claim_name, resume_turn
+from tests.support.sim_homes import dead_identity, make_home, plant_marker
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3)
 
 
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")  # tests/conftest.py; `sims` comes from there too
 
 
 def continuations(home: Path, key: str) -> int:
@@ -232,7 +231,7 @@ def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
     entry = plant_marker(home, key, PROMPT)
     before = marker_path(home).read_bytes()
     p = subprocess.run([sys.executable, "-m", "hermes_tray", "skip", key, "--home", str(home)],
-                       capture_output=True, text=True, timeout=60)  # tray dirs: tray_dirs_env (environment)
+                       capture_output=True, text=True, timeout=60)  # tray dirs: tests/conftest.py user_dirs (environment)
     assert p.returncode == 0, p.stderr
     assert key not in list_turn_markers(home)
     assert decisions.turn_status(home, key, entry["started_at"]) == "skipped"

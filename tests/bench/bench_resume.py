@@ -33,9 +33,9 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
 
 from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
-from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs  # noqa: E402
 from hermes_tray_core import gateway  # noqa: E402
 from hermes_tray_core.resume import resume_turn  # noqa: E402
+from tests.support.sim_homes import make_home, plant_marker, tray_dirs  # noqa: E402
 
 PROMPT = "Benchmark prompt: summarise the repository layout."
 

@@ -30,7 +30,7 @@ def _cli() -> list[str]:
 
 
 def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
-    from hermes_tray.demo.testing import tray_dirs
+    from tests.support.sim_homes import tray_dirs
 
     env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)
@@ -108,8 +108,8 @@ def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn
     helper and the ``resume`` commands all start at the same instant. Otherwise the tray and the
     helper are up and watching when the turns are interrupted, and the commands start then."""
     from hermes_tray.demo import sim_state
-    from hermes_tray.demo.testing import make_home, plant_marker
     from hermes_tray_core.markers import list_turn_markers
+    from tests.support.sim_homes import make_home, plant_marker
 
     root = Path(workdir)
     home, first = make_home(root / "home", turn_seconds=turn_seconds)
@@ -185,9 +185,9 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
                with_helper: bool = True) -> dict:
     """Every continuation dies mid-turn. Count continuations the backend ran and what the tray said."""
     from hermes_tray.demo.sim_backend import write_control
-    from hermes_tray.demo.testing import make_home, plant_marker
     from hermes_tray_core import decisions
     from hermes_tray_core.markers import list_turn_markers
+    from tests.support.sim_homes import make_home, plant_marker
 
     root = Path(workdir)
     home, key = make_home(root / "home", max_attempts=max_attempts, turn_seconds=0.6)
@@ -248,10 +248,10 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
 
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
     from hermes_tray_core import decisions, gateway
     from hermes_tray_core.markers import remove_marker_if_unchanged
     from hermes_tray_core.resume import resume_turn
+    from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = Path(workdir)
     saved = {k: os.environ.get(k) for k in tray_dirs(root)}
@@ -304,7 +304,7 @@ def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, m
     import random
 
     from hermes_tray.demo.sim_backend import read_turns
-    from hermes_tray.demo.testing import make_home, plant_marker
+    from tests.support.sim_homes import make_home, plant_marker
 
     rng = random.Random(seed)
     root = Path(workdir)

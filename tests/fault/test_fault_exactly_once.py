@@ -13,17 +13,7 @@ import os
 import fault_resume_race as R  # noqa: E402
 import pytest
 
-from hermes_tray.demo.sim_install import create_sim_install  # noqa: E402
-
 TURNS = int(os.environ.get("HERMES_TRAY_FAULT_RACE_TURNS", "4"))
-
-
-@pytest.fixture(scope="module")
-def sims(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fault-sims")
-    for cap in ("auto-continue", "legacy"):
-        create_sim_install(root / cap, cap)
-    return {cap: root / cap for cap in ("auto-continue", "legacy")}
 
 
 @pytest.mark.parametrize(
@@ -31,8 +21,8 @@ def sims(tmp_path_factory):
     [("auto-continue", False), ("legacy", True)],
     ids=["auto-continue-backend,tray-watching", "legacy-backend,all-start-together"],
 )
-def test_every_process_races_to_resume_every_turn(sims, tmp_path, cap, together):
-    r = R.exactly_once_race(tmp_path, TURNS, sims[cap], start_together=together)
+def test_every_process_races_to_resume_every_turn(sim_roots, tmp_path, cap, together):
+    r = R.exactly_once_race(tmp_path, TURNS, sim_roots[cap], start_together=together)
     print(R.dumps(r))
     assert r["double_dispatches"] == 0, r["per_turn"]
     assert r["missed"] == 0 and r["continuations"] == TURNS, r
@@ -47,9 +37,9 @@ def test_every_process_races_to_resume_every_turn(sims, tmp_path, cap, together)
 
 
 @pytest.mark.parametrize("cap", ["auto-continue", "legacy"])
-def test_crash_loop_stops_at_max_attempts(sims, tmp_path, cap):
+def test_crash_loop_stops_at_max_attempts(sim_roots, tmp_path, cap):
     """A backend that dies in every continuation: exactly max_attempts dispatches, then 'gave up'."""
-    r = R.crash_loop(tmp_path, sims[cap], max_attempts=2, resume_calls=4)
+    r = R.crash_loop(tmp_path, sim_roots[cap], max_attempts=2, resume_calls=4)
     print({k: v for k, v in r.items() if k != "cli"})
     assert r["continuations"] == 2, r
     assert r["gave_up_journalled"], r["events"]
@@ -57,12 +47,12 @@ def test_crash_loop_stops_at_max_attempts(sims, tmp_path, cap):
 
 
 @pytest.mark.parametrize("cap", ["auto-continue", "legacy"])
-def test_killing_the_resumer_never_doubles_a_continuation(sims, tmp_path, cap):
+def test_killing_the_resumer_never_doubles_a_continuation(sim_roots, tmp_path, cap):
     """SIGKILL a `resume --wait` at a random point and resume again at once: no attempt runs twice."""
     import random
 
     rounds = int(os.environ.get("HERMES_TRAY_FAULT_RESUMER_KILLS", "4"))
-    r = R.kill_the_resumer(tmp_path, sims[cap], rounds=rounds, seed=random.randrange(1 << 30))
+    r = R.kill_the_resumer(tmp_path, sim_roots[cap], rounds=rounds, seed=random.randrange(1 << 30))
     print(r)
     assert r["double_dispatches"] == 0, r
     assert r["over_budget"] == 0, r

@@ -41,12 +41,6 @@ def _print_counts():
         print(f"hostile {name:<22} tried={n:<6} crashes=0")
 
 
-@pytest.fixture(autouse=True)
-def _private_state(tmp_path, monkeypatch):
-    for var in ("STATE", "CONFIG", "CACHE", "LOG", "RUNTIME"):
-        monkeypatch.setenv(f"HERMES_TRAY_{var}_DIR", str(tmp_path / "tray" / var.lower()))
-
-
 class _Home:
     """One scratch Hermes home reused across hypothesis examples (tmp_path is per test, not per example)."""
 
@@ -210,7 +204,7 @@ def test_config_toml_load_and_update(scratch, data):
             assert str(exc2)
             assert path.read_bytes() == data, "a refused update changed the file"
         else:
-            assert settings.load_settings(path).mode == "off"
+            assert settings.load_settings(path).mode == "list"  # "off" is the older name of "list"
     _count("config.toml")
 
 

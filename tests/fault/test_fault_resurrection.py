@@ -16,14 +16,10 @@ from pathlib import Path
 import fault_resume_race as R  # noqa: E402
 import pytest
 
-from hermes_tray.demo.sim_install import create_sim_install  # noqa: E402
 
-
-@pytest.fixture(scope="module")
-def sim(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fault-sim")
-    create_sim_install(root / "auto", "auto-continue")
-    return root / "auto"
+@pytest.fixture
+def sim(sim_roots):
+    return sim_roots["auto-continue"]
 
 
 def _resurrect(home: Path, key: str, entry: dict) -> None:
@@ -56,8 +52,8 @@ def _skip_cli(root: Path, home: Path, key: str) -> None:
 
 @pytest.mark.parametrize("mode", ["ask", "auto"])
 def test_resurrected_skip_is_skipped_again_silently(sim, tmp_path, mode):
-    from hermes_tray.demo.testing import make_home, plant_marker
     from hermes_tray_core.markers import list_turn_markers
+    from tests.support.sim_homes import make_home, plant_marker
 
     home, key = make_home(tmp_path / "home", turn_seconds=0.3)
     R._write_settings(tmp_path, sim, mode, notify=True)  # no session bus: notifications go to the log

@@ -48,8 +48,8 @@ def session(tmp_path_factory):
     """Run the whole realistic session once; the tests below inspect what it left."""
     from hermes_tray.demo import sim_state
     from hermes_tray.demo.sim_install import create_sim_install, sim_command
-    from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
     from hermes_tray_core.settings import TraySettings, save_settings
+    from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = tmp_path_factory.mktemp("security")
     old_umask = os.umask(0o022)
@@ -246,11 +246,10 @@ def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
     j.path.parent.mkdir(parents=True, exist_ok=True)
     os.chmod(j.path.parent, 0o700)
     j.path.symlink_to(trap)
-    try:
+    with pytest.raises(OSError):  # refused, said: never written through the link
         j.record("skipped", home=tmp_path, session_key="20261129_120000_s", started_at=1.0)
-    except OSError:
-        pass
     _untouched(trap)
+    assert j.path.is_symlink() and os.readlink(j.path) == str(trap)  # and the link itself left alone
 
 
 def test_settings_and_config_yaml_symlinks_refused(tmp_path, trap, monkeypatch):
@@ -281,8 +280,8 @@ exec {python} "$@"
 
 def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch):
     from hermes_tray.demo.sim_install import create_sim_install, sim_command
-    from hermes_tray.demo.testing import make_home, plant_marker, tray_dirs
     from hermes_tray_core import gateway
+    from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     for k, v in tray_dirs(tmp_path).items():
         monkeypatch.setenv(k, v)

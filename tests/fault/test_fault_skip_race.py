@@ -19,22 +19,13 @@ from __future__ import annotations
 import fault_resume_race as R  # noqa: E402
 import pytest
 
-from hermes_tray.demo.sim_install import create_sim_install  # noqa: E402
 from hermes_tray_core.markers import list_turn_markers  # noqa: E402
-
-
-@pytest.fixture(scope="module")
-def sims(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fault-sims")
-    for cap in ("auto-continue", "legacy"):
-        create_sim_install(root / cap, cap)
-    return {cap: root / cap for cap in ("auto-continue", "legacy")}
 
 
 @pytest.mark.parametrize("claim", [True, False], ids=["tray-cli-skip", "bare-compare-and-remove"])
 @pytest.mark.parametrize("cap", ["auto-continue", "legacy"])
-def test_skip_inside_the_resume_window_has_one_winner(sims, tmp_path, cap, claim):
-    r = R.skip_race_once(tmp_path, sims[cap], claim=claim)
+def test_skip_inside_the_resume_window_has_one_winner(sim_roots, tmp_path, cap, claim):
+    r = R.skip_race_once(tmp_path, sim_roots[cap], claim=claim)
     assert r["continuations"] <= 1
     if r["skipped"]:
         assert r["continuations"] == 0, (f"{cap}: the skip reported success, yet the backend ran a continuation "

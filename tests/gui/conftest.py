@@ -1,4 +1,4 @@
-"""GUI tests run offscreen (tests/conftest.py sets QT_QPA_PLATFORM) with every tray file in tmp."""
+"""GUI tests run offscreen with every user and tray dir in tmp (both by tests/conftest.py)."""
 
 from __future__ import annotations
 
@@ -15,14 +15,6 @@ pytest.importorskip("pytestqt")
 from hermes_tray import qt_guard  # noqa: E402
 
 qt_guard.install()  # PySide6 refcount bug on Python < 3.12: see hermes_tray/qt_guard.py
-
-
-@pytest.fixture(autouse=True)
-def private_tray_dirs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    for name in ("CONFIG", "STATE", "CACHE", "LOG", "RUNTIME"):
-        monkeypatch.setenv(f"HERMES_TRAY_{name}_DIR", str(tmp_path / f"tray-{name.lower()}"))
-    monkeypatch.delenv("HERMES_HOME", raising=False)
-    return tmp_path
 
 
 def make_record(session_key: str, **fields: Any) -> TurnRecord:

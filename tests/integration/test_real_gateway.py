@@ -21,17 +21,15 @@ import pytest
 from mock_openai import MockOpenAI, Recorded
 from real_session import SEED_PROMPT
 
-from hermes_tray.demo.testing import pid_running, plant_marker, settings_for, tray_dirs
 from hermes_tray_core.backend_config import write_auto_continue
 from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_python: Path) -> dict[str, str]:
-    dirs = tray_dirs(tmp_path)
-    for k, v in dirs.items():
-        monkeypatch.setenv(k, v)
+def env(user_dirs: dict[str, str], hermes_python: Path) -> dict[str, str]:
+    dirs = user_dirs  # tests/conftest.py: the test's private tray dirs
     settings_for(str(hermes_python), Path(dirs["HERMES_TRAY_CONFIG_DIR"]))
     return dirs
 

@@ -146,14 +146,10 @@ def hermes_home_tree(root: Path, profiles: list[str] = ()) -> list[FixtureHome]:
 
 def env_for(tmp: Path, **extra: str) -> dict[str, str]:
     """Environment for a CLI subprocess that keeps every tray file under ``tmp``."""
+    from tests.support.sim_homes import tray_dirs
+
     env = dict(os.environ)
-    env.update({
-        "HERMES_TRAY_CONFIG_DIR": str(tmp / "tray-config"),
-        "HERMES_TRAY_STATE_DIR": str(tmp / "tray-state"),
-        "HERMES_TRAY_CACHE_DIR": str(tmp / "tray-cache"),
-        "HERMES_TRAY_LOG_DIR": str(tmp / "tray-log"),
-        "HERMES_TRAY_RUNTIME_DIR": str(tmp / "tray-run"),
-    })
+    env.update(tray_dirs(tmp))
     env.pop("HERMES_WEBUI_STATE_DIR", None)
     env.update(extra)
     return env

@@ -1,4 +1,4 @@
-"""Helpers for tests and benchmarks that drive the simulated backend (no pytest import here).
+"""Test and benchmark helpers that drive the simulated backend (test-only: not shipped in the wheel).
 
 They build what a crash leaves behind — a home with a session and a marker whose writer is a
 real process that has really exited — so tests exercise the same liveness checks users hit.
