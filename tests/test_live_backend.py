@@ -14,7 +14,6 @@ import pytest
 
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_dashboard import running_sim_dashboard
-from hermes_tray.demo.testing import make_home, plant_marker
 from hermes_tray_core import gateway
 from hermes_tray_core.backend_endpoint import args_endpoint, read_page
 from hermes_tray_core.hermes_processes import ProcessKind, classify
@@ -23,13 +22,13 @@ from hermes_tray_core.markers import list_turn_markers
 from hermes_tray_core.resume import resume_turn
 from hermes_tray_core.rpc import RpcSession
 from hermes_tray_core.transport_ws import BackendRefused, BackendUnusable, Secret, WebSocketTransport
+from tests.support.sim_homes import make_home, plant_marker
 
 PROMPT = "Migrate the settings page to the new form component."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 TOKEN = "tok-" + "x7" * 20
 
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")
 
 
 def root_of(install: gateway.HermesInstall) -> Path:

@@ -16,17 +16,16 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_dashboard import running_sim_dashboard
-from hermes_tray.demo.testing import make_home, pid_running, plant_marker
 from hermes_tray_core import gateway
 from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
 from hermes_tray_core.live_backend import find_live_backend
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Rename the config loader and update its callers."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")
 
 TRANSPORTS = ["stdio", "websocket"]
 

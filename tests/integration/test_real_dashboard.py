@@ -23,12 +23,12 @@ from real_dashboard import running_dashboard, start_dashboard, stop_dashboard
 from real_session import SEED_PROMPT
 from test_real_gateway import cli, continuations, journal_events, status_of, transcript, turn_requests
 
-from hermes_tray.demo.testing import pid_running, plant_marker, settings_for, tray_dirs
 from hermes_tray_core.continuation import continuation_note
 from hermes_tray_core.live_backend import NO_BACKEND, find_live_backend
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 from hermes_tray_core.rpc import RpcSession
 from hermes_tray_core.transport_ws import WebSocketTransport
+from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
 
@@ -36,10 +36,8 @@ TOKEN = "integration-" + "k3" * 16
 
 
 @pytest.fixture
-def env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, hermes_python: Path) -> dict[str, str]:
-    dirs = tray_dirs(tmp_path)
-    for k, v in dirs.items():
-        monkeypatch.setenv(k, v)
+def env(user_dirs: dict[str, str], hermes_python: Path) -> dict[str, str]:
+    dirs = user_dirs  # tests/conftest.py: the test's private tray dirs
     settings_for(str(hermes_python), Path(dirs["HERMES_TRAY_CONFIG_DIR"]))
     return dirs
 
