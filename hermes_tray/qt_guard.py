@@ -1,25 +1,33 @@
-"""Guard against a PySide6 refcount bug that would crash a long-running tray on Python < 3.12.
+"""Refuse, with a clear message, to run on PySide6 bindings that drop references to ``None``.
 
-Measured here with PySide6 6.12 on CPython 3.11: every call of a ``void`` Qt method (``setEnabled``,
-``QTimer.start``, ``setObjectName``…) drops one reference to ``None`` that it never took. ``None``
-starts with ~5,000 references, so after a few thousand calls — minutes of a tray rebuilding its
-menu — CPython aborts with "none_dealloc: deallocating None" (or "bool_dealloc"). Python 3.12 made
-these singletons immortal, which is why the bindings get away with it there.
+Upstream bug PYSIDE-3474 (https://bugreports.qt.io/browse/PYSIDE-3474): PySide6 6.12.0 on CPython
+< 3.12 drops one reference to ``None`` on every call of a ``void`` Qt method (``setObjectName``,
+``QTimer.setInterval``…). ``None`` starts with ~5,000 references, so after a few thousand calls —
+minutes of a tray rebuilding its menu — CPython aborts with "none_dealloc: deallocating None".
+Python 3.12 made ``None`` immortal, which is why the bindings get away with it there.
 
-:func:`install` checks whether this build has the bug (a few void calls, refcount compared) and,
-only then, does what 3.12 does: gives ``None``/``True``/``False`` a reference count no leak can
-exhaust. Idempotent, cheap, and a no-op on 3.12+ or on a build without the bug.
+Measured here on CPython 3.11.7 (tests/test_qt_bindings.py runs the same probe): 6.12.0 aborts after
+~5,200 ``setObjectName`` calls; 6.11.3 loses no reference in 11,000 calls. An unaffected release
+exists, so ``pyproject.toml`` pins ``PySide6-Essentials<6.12`` on Python < 3.12 (no workaround in
+the tray). :func:`check` turns a pin that was bypassed (a distribution's package, ``--no-deps``)
+into this message at start instead of a crash minutes later.
 """
 
 from __future__ import annotations
 
 import sys
 
-_done = False
-_applied = False
+__all__ = ["BrokenBindings", "check", "has_refcount_bug"]
+
+
+class BrokenBindings(RuntimeError):
+    """The installed PySide6 has the ``None`` refcount bug (PYSIDE-3474)."""
 
 
 def has_refcount_bug() -> bool:
+    """A few void calls, ``None``'s reference count compared (a no-op on Python 3.12+, where it is immortal)."""
+    if sys.version_info >= (3, 12) or sys.implementation.name != "cpython":
+        return False
     from PySide6.QtCore import QObject
 
     probe = QObject()
@@ -29,20 +37,13 @@ def has_refcount_bug() -> bool:
     return sys.getrefcount(None) < before
 
 
-def install() -> bool:
-    """Returns True when the protection was applied (the bug is present)."""
-    global _done, _applied
-    if _done:
-        return _applied
-    _done = True
-    if sys.version_info >= (3, 12) or sys.implementation.name != "cpython":
-        return False
-    if not has_refcount_bug():
-        return False
-    import ctypes
+def check() -> None:
+    """Raise :class:`BrokenBindings` (saying what to install) when this PySide6 has the bug."""
+    if has_refcount_bug():
+        import PySide6
 
-    for obj in (None, True, False, Ellipsis, NotImplemented):
-        # ob_refcnt is the first field of every CPython object (release builds)
-        ctypes.c_ssize_t.from_address(id(obj)).value += 1 << 40
-    _applied = True
-    return True
+        raise BrokenBindings(
+            f"PySide6 {PySide6.__version__} on Python {sys.version.split()[0]} has a reference-count bug "
+            "that crashes long-running programs (PYSIDE-3474). Install PySide6-Essentials<6.12 "
+            "(`pip install 'PySide6-Essentials<6.12'`) or use Python 3.12+."
+        )

@@ -2,7 +2,10 @@
 
 from hermes_tray import qt_guard as _qt_guard
 
-_qt_guard.install()  # before any other Qt call: see qt_guard (PySide6 refcount bug on Python < 3.12)
+try:  # every Qt-using part of the tray imports this package first: one check, before any Qt work
+    _qt_guard.check()
+except _qt_guard.BrokenBindings as _exc:
+    raise SystemExit(f"hermes-tray: {_exc}") from None
 
 
 def run_demo(demo) -> int:  # noqa: ANN001 - a hermes_tray.demo.home.DemoHome

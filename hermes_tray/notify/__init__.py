@@ -1,9 +1,6 @@
 """Desktop notifications behind a small interface: desktop-notifier where a server exists, the log elsewhere."""
 
-from hermes_tray import qt_guard as _qt_guard
 from hermes_tray.notify.base import Action, Note, Notifier
-
-_qt_guard.install()  # see qt_guard: PySide6 refcount bug on Python < 3.12
 
 __all__ = ["Action", "Note", "Notifier", "make_notifier"]
 

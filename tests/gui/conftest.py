@@ -14,7 +14,10 @@ pytest.importorskip("pytestqt")
 
 from hermes_tray import qt_guard  # noqa: E402
 
-qt_guard.install()  # PySide6 refcount bug on Python < 3.12: see hermes_tray/qt_guard.py
+try:
+    qt_guard.check()
+except qt_guard.BrokenBindings as exc:  # say it once instead of a none_dealloc abort mid-suite
+    pytest.exit(f"{exc}  (reinstall the test venv: pip install -e '.[test,build]')", returncode=2)
 
 
 def make_record(session_key: str, **fields: Any) -> TurnRecord:
