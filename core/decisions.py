@@ -35,6 +35,7 @@ EVENTS = (
     "detected", "notified", "approved", "skipped", "dispatched",
     "completed", "interrupted", "failed", "gave-up", "refused",
     "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
+    "continuing",  # the tray is about to submit its continuation note: how state.db will show it answered
     "config-changed",  # a setting changed (record_config_change); about no turn
 )
 CONFIG_CHANGED = "config-changed"

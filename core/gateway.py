@@ -29,8 +29,15 @@ installation is asked (a probe subprocess with its interpreter) whether it has
 ``tui_gateway.turn_marker``. A backend that has it continues by itself or declines; the tray
 never submits a note to it. A backend without it gets the continuation note via
 ``prompt.submit``, and the tray keeps the marker for that run (``attempts + 1``, original prompt,
-the gateway child as writer) and clears it when the turn concludes, before the gateway exits —
-so a crash of the continuation is itself detected and the retry budget holds.
+the gateway child as writer, the original's ``notification_category``) and clears it when the turn
+concludes, before the gateway exits — so a crash of the continuation is itself detected and the
+retry budget holds. That marker also carries what recognises the note's completion in Hermes'
+``state.db`` (:mod:`core.completion`), so a run whose own process was stopped or killed after Hermes
+finished is settled from ``state.db`` by whoever reads it next, never continued twice.
+
+Which installation to run is the caller's choice (``install``); this module never reads the tray's
+settings. A continuation is stopped after ``idle_timeout`` seconds without a frame from Hermes (as
+Hermes itself watches inactivity), never after a total time.
 """
 
 from __future__ import annotations
@@ -57,7 +64,6 @@ from hermes_tray_core.hermes_install import (  # noqa: F401 - re-exported: one i
     gateway_environment,
     install_from_command,
     launcher_python,
-    settings_hermes_command,
 )
 from hermes_tray_core.ids import validate_session_id
 from hermes_tray_core.rpc import EOF as _EOF
@@ -93,7 +99,7 @@ OPEN_IN_APP = "this session is open in your Hermes app"
 
 DEFAULT_READY_TIMEOUT = 90.0  # a cold first start of Hermes compiles and imports a lot
 DEFAULT_RPC_TIMEOUT = 60.0
-DEFAULT_TURN_TIMEOUT = 3600.0
+DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn; no total cap
 DEFAULT_DECLINE_GRACE = 2.0  # how long a continuation-capable backend may take to show its frames
 DEFAULT_STOP_GRACE = 15.0
 PROBE_TIMEOUT = 30.0
@@ -285,7 +291,7 @@ class GatewayOptions:
 
     ready_timeout: float = DEFAULT_READY_TIMEOUT
     rpc_timeout: float = DEFAULT_RPC_TIMEOUT
-    turn_timeout: float = DEFAULT_TURN_TIMEOUT
+    idle_timeout: float = DEFAULT_IDLE_TIMEOUT  # stop after this long without a frame from Hermes
     decline_grace: float = DEFAULT_DECLINE_GRACE
     stop_grace: float = DEFAULT_STOP_GRACE
     shutdown_grace: float = 5.0
@@ -317,7 +323,7 @@ def continue_turn(
     *,
     original_prompt: str,
     attempts: int,
-    install: HermesInstall | None = None,
+    install: HermesInstall,
     capabilities: Capabilities | None = None,
     options: GatewayOptions | None = None,
     on_progress: Callable[[Progress], None] | None = None,
@@ -328,6 +334,7 @@ def continue_turn(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
     expected: Mapping[str, Any] | None = None,
+    on_submitting: Callable[[dict[str, Any]], None] | None = None,
 ) -> ContinuationResult:
     """Run one continuation of ``session_key`` in ``home`` through Hermes and report how it ended.
 
@@ -336,14 +343,16 @@ def continue_turn(
     checked; on a legacy backend the tray swaps it for its own continuation marker (compare-and-swap)
     right before ``prompt.submit``, and submits nothing if it changed or vanished meanwhile (a skip
     that landed while Hermes was starting): outcome ``declined`` with ``marker_changed``. ``on_spawned(pid)`` fires right after the
-    gateway was started (bookkeeping can overlap its start-up); ``on_dispatched`` once the
+    gateway was started (bookkeeping can overlap its start-up); ``on_submitting(marker)`` (legacy
+    backends) with the continuation's marker as stored, completion mark included, after it is taken
+    and before the note is submitted (the caller journals it); ``on_dispatched`` once the
     continuation turn has started; ``stop`` set → ``session.interrupt`` and the marker is retired.
+    ``install`` is the caller's: which Hermes to run (settings, PATH) is not decided here.
     Never raises for anything Hermes does: failures are outcomes with a message.
     """
     validate_session_id(session_key, what="session key")
     opts = options or GatewayOptions()
     home = Path(home)
-    install = install or find_hermes(settings_hermes_command())
     gw_env = dict(env) if env is not None else gateway_environment(home)
     gw_cwd = cwd if cwd is not None else str(Path.home())
     caps = capabilities or probe_capabilities(install, env=gw_env, cwd=gw_cwd)
@@ -358,6 +367,7 @@ def continue_turn(
                on_dispatched, stop or threading.Event(), log_path, gw_env, gw_cwd)
     run.on_spawned = on_spawned
     run.expected = dict(expected) if expected is not None else None
+    run.on_submitting = on_submitting
     return run.run()
 
 
@@ -374,6 +384,7 @@ def continue_in_backend(
     on_dispatched: Callable[[ContinuationResult], None] | None = None,
     stop: threading.Event | None = None,
     expected: Mapping[str, Any] | None = None,
+    on_submitting: Callable[[dict[str, Any]], None] | None = None,
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
@@ -404,6 +415,7 @@ def continue_in_backend(
                on_dispatched, stop or threading.Event(), None, {}, str(Path.home()))
     run.backend = backend
     run.expected = dict(expected) if expected is not None else None
+    run.on_submitting = on_submitting
     run.result.ran_in, run.result.backend_pid, run.result.where = RUNNING_BACKEND, backend.pid, where
     run.result.log_path = None
     return run.run()
@@ -469,17 +481,47 @@ class _Run:
         """
         from hermes_tray_core.markers import MarkerStore, build_entry
 
-        assert self.gw is not None and self.gw.identity is not None
+        assert self.gw is not None and self.gw.identity is not None and self.mark is not None
         store = MarkerStore(self.home)
-        if self.expected is None:
-            self.our_marker = store.record(self.key, self.prompt, attempts=self.attempts + 1,
-                                           writer=self.gw.identity)
-            return True
-        entry = build_entry(self.prompt, attempts=self.attempts + 1, writer=self.gw.identity)
-        if not store.replace_if_unchanged(self.key, self.expected, entry):
+        expected = self.expected if self.expected is not None else store.list().get(self.key)
+        category = expected.get("notification_category") if isinstance(expected, dict) else None
+        entry = {**build_entry(self.prompt, attempts=self.attempts + 1, writer=self.gw.identity,
+                               notification_category=category if isinstance(category, str) else None),
+                 **self.mark.fields()}
+        if expected is None:  # no checked entry and none there (a direct call): record ours
+            entry = {**store.record(self.key, self.prompt, attempts=self.attempts + 1, writer=self.gw.identity),
+                     **self.mark.fields()}
+            expected = store.list().get(self.key)
+            if not isinstance(expected, dict):
+                return False
+        if not store.replace_if_unchanged(self.key, expected, entry):
             return False
         self.our_marker = entry
         return True
+
+    mark: Any = None  # the completion mark (core.completion.ContinuationMark) of the note about to be sent
+    on_submitting: Callable[[dict[str, Any]], None] | None = None
+
+    def _make_mark(self, state_session: str) -> str | None:
+        """Read ``state.db``'s message high-water mark for the note's completion mark; why not, or None."""
+        from hermes_tray_core.completion import ContinuationMark
+        from hermes_tray_core.hermes_state import message_high_water
+
+        after, problem = message_high_water(self.home)
+        if after is None:
+            return problem or "state.db cannot be read"
+        self.mark = ContinuationMark.for_note(state_session, after, continuation_note(self.prompt))
+        return None
+
+    def _finished_in_state_db(self) -> bool:
+        """Hermes' own record: is our note answered in ``state.db`` (the gateway may have exited after)?"""
+        from hermes_tray_core.hermes_state import note_answered
+
+        if self.mark is None or self.our_marker is None:
+            return False
+        state, _why = note_answered(self.home, self.mark.state_session, continuation_note(self.prompt),
+                                    self.mark.after_message_id)
+        return state == "finished"
 
     def _live_elsewhere(self) -> str | None:
         """Legacy backend, right before the swap: is a Hermes turn lease or another active-session owner on
@@ -695,9 +737,10 @@ class _Run:
 
         if self.caps.auto_continue:
             return self._follow_backend(resumed, t_resume)
-        return self._submit_note(t_resume)
+        tip = resumed.get("resumed")
+        return self._submit_note(t_resume, tip if isinstance(tip, str) and tip else self.key)
 
-    def _submit_note(self, t_resume: float) -> ContinuationResult:
+    def _submit_note(self, t_resume: float, state_session: str) -> ContinuationResult:
         gw = self.gw
         assert gw is not None and self.sid is not None
         if self.stop.is_set():
@@ -708,6 +751,11 @@ class _Run:
             self.result.live_elsewhere = busy
             return self.finish(DECLINED, f"Not resumed: {busy}; nothing was submitted. Continue it in the Hermes "
                                          "window that has it open.")
+        unreadable = self._make_mark(state_session)
+        if unreadable:
+            return self.finish(ERROR, f"Not resumed: Hermes' state.db cannot be read ({unreadable}), so the tray "
+                                      "could not tell later whether the continuation finished; nothing was "
+                                      "submitted. The turn is still pending.")
         t_marker = time.monotonic()
         # Hermes records a turn's marker when its submit arrives; the tray does it for a backend that
         # cannot, just BEFORE submitting: a compare-and-swap of the entry that was checked for this
@@ -729,6 +777,11 @@ class _Run:
             self.result.marker_changed = True
             return self.finish(DECLINED, "Not resumed: the interrupted turn was skipped or changed while Hermes "
                                          "was starting; nothing was submitted.")
+        if self.on_submitting is not None and self.our_marker is not None:
+            try:  # the caller journals the mark: bookkeeping, never a reason not to go on
+                self.on_submitting(dict(self.our_marker))
+            except Exception:
+                logger.exception("on_submitting callback failed")
         try:
             waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": continuation_note(self.prompt)})
         except GatewayError as exc:
@@ -824,7 +877,7 @@ class _Run:
         """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
         gw = self.gw
         assert gw is not None
-        deadline = time.monotonic() + self.opts.turn_timeout
+        deadline = time.monotonic() + self.opts.idle_timeout  # moves on with every frame of this session
         stop_deadline: float | None = None
         acked_at: float | None = None
         interrupt_waiter: queue.Queue[dict] | None = None
@@ -857,11 +910,17 @@ class _Run:
                 if stop_deadline is not None:
                     self._retire_marker()
                     return self._stopped_result()
+                if self._finished_in_state_db():  # it exited after answering: Hermes' record says done
+                    self._retire_marker()
+                    return self.finish(COMPLETED, "The interrupted turn was continued and completed (Hermes "
+                                                  "exited right after; its state.db holds the reply).", "complete")
                 return self.finish(CRASHED, f"{_sentence(gw.transport.ended('mid-turn'))}. "
                                             f"{self._see_log()}." + self._child_died_marker_note())
             if ev.get("session_id") not in (None, self.sid):
                 continue
             etype = str(ev.get("type") or "")
+            if stop_deadline is None:
+                deadline = time.monotonic() + self.opts.idle_timeout
             self.frames += 1
             self.last_frame = etype
             if etype == "message.start":
@@ -895,9 +954,12 @@ class _Run:
     _timed_out = False
 
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
+        if status == "complete":  # Hermes finished the turn before the stop reached it
+            return self.finish(COMPLETED, "The interrupted turn was continued and completed (it finished before "
+                                          "the stop reached Hermes).", status)
         if self._timed_out:
-            return self.finish(TIMED_OUT, f"The continuation ran longer than {self.opts.turn_timeout:g}s and was "
-                                          "stopped; it will not be continued again.", status)
+            return self.finish(TIMED_OUT, f"Hermes showed no activity for {self.opts.idle_timeout:g}s, so the "
+                                          "continuation was stopped; it will not be continued again.", status)
         return self.finish(INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
                                         "again.", status)
 
@@ -927,5 +989,4 @@ __all__ = [
     "HermesInstall", "HermesNotFound", "HermesSettingsError", "Progress", "RpcError", "clear_capability_cache",
     "continue_turn",
     "find_hermes", "gateway_environment", "install_from_command", "launcher_python", "probe_capabilities",
-    "settings_hermes_command",
 ]

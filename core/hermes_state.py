@@ -36,6 +36,8 @@ from hermes_tray_core.procid import process_liveness
 
 LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
+#: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
+AnswerState = Literal["finished", "pending", "unknown"]
 
 BUSY_TIMEOUT_S = 0.2
 MAX_ROOT_DEPTH = 256
@@ -139,18 +141,18 @@ def state_db_missing(home: Path | str) -> bool:
     return False
 
 
-def _connect_ro(home: Path | str) -> tuple[sqlite3.Connection | None, str | None]:
+def _connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[sqlite3.Connection | None, str | None]:
     """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
     path = state_db_path(home)
     if not path.is_file():
         return None, f"no state.db in {home}" if state_db_missing(home) else f"cannot open {path} (not a file)"
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
     try:
-        conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
     except sqlite3.Error as exc:
         return None, f"cannot open state.db ({exc})"
     try:
-        conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
         conn.execute("PRAGMA query_only = 1")
     except sqlite3.Error as exc:
         conn.close()
@@ -437,3 +439,94 @@ def session_activity(home: Path | str, session_id: str, *, now: float | None = N
     ``ignore_pids``: see :func:`active_session_owner`."""
     return SessionActivity(turn_lease_view(home, session_id, now=now),
                            active_session_owner(home, session_id, ignore_pids=ignore_pids))
+
+
+# ---------------------------------------------------------------------------------------------
+# a continuation's note and its reply (hermes-agent 0.19.0: the tray submits the note itself)
+#
+# Hermes persists a turn's user message into ``messages`` when the turn starts and the final
+# assistant reply when it ends (``role = 'assistant'``, no ``tool_calls``, ``finish_reason``
+# set — ``stop`` for a plain reply); an interrupted turn leaves the user row and no final reply.
+# Mid-turn flushes add ``assistant`` rows WITH ``tool_calls`` (and ``tool`` rows), which are not
+# an end. ``messages.id`` is AUTOINCREMENT, so "after the submit" is ``id > MAX(id)`` read before
+# it; compression re-inserts rows with new ids and continues in a child session whose parent
+# ended with ``end_reason = 'compression'``, which is followed.
+
+#: ``finish_reason`` values that do not end a turn (a tool round, a truncated reply).
+_NOT_AN_END = ("tool_calls", "length")
+MAX_NOTE_SESSIONS = 64
+NOTE_BUSY_TIMEOUT_S = 5.0  # off the UI thread (resume, a reader settling one marker): worth waiting for
+
+
+def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[int | None, str | None]:
+    """``(MAX(messages.id) or 0, None)``, or ``(None, problem)`` when ``state.db`` cannot be read."""
+    conn, problem = _connect_ro(home, busy_timeout)
+    if conn is None:
+        return None, problem
+    try:
+        if "id" not in _columns(conn, "messages"):
+            return None, "state.db has no messages table"
+        row = conn.execute("SELECT MAX(id) FROM messages").fetchone()
+        value = row[0] if row else None
+        return (int(value) if isinstance(value, int) and not isinstance(value, bool) else 0), None
+    except Exception as exc:
+        return None, _describe(exc)
+    finally:
+        conn.close()
+
+
+def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """``session_id`` and the sessions compression continued it in (children of a compressed parent)."""
+    cols = _columns(conn, "sessions")
+    found = [session_id]
+    if not {"id", "parent_session_id", "end_reason"} <= cols:
+        return found
+    frontier = [session_id]
+    while frontier and len(found) < MAX_NOTE_SESSIONS:
+        marks = ",".join("?" * len(frontier))
+        rows = conn.execute(
+            f"SELECT c.id FROM sessions c JOIN sessions p ON c.parent_session_id = p.id "
+            f"WHERE p.id IN ({marks}) AND p.end_reason = 'compression'", frontier).fetchall()
+        frontier = [str(r[0]) for r in rows if str(r[0]) not in found][: MAX_NOTE_SESSIONS - len(found)]
+        found.extend(frontier)
+    return found
+
+
+def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
+                  busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
+    """Did Hermes run ``note`` (a user message submitted after ``messages.id`` ``after_id`` in
+    ``session_id``) to a finished reply? ``finished``: the note's row and a final assistant reply after
+    it are in ``state.db``. ``pending``: not (yet) — no such row, or no end after it. ``unknown``:
+    ``state.db`` cannot be read. Never raises; the second item says why, in one line."""
+    conn, problem = _connect_ro(home, busy_timeout)
+    if conn is None:
+        return "unknown", problem or "state.db unavailable"
+    try:
+        cols = _columns(conn, "messages")
+        if not {"id", "session_id", "role", "content"} <= cols:
+            return "unknown", "state.db has no messages table this tray understands"
+        if "finish_reason" not in cols:
+            return "unknown", "state.db records no finish_reason, so a finished reply cannot be told"
+        sessions = _continued_sessions(conn, session_id)
+        in_sessions = f"session_id IN ({','.join('?' * len(sessions))})"
+        same = "content = ?" + (" OR api_content = ?" if "api_content" in cols else "")
+        args = [note] * (2 if "api_content" in cols else 1)
+        row = conn.execute(
+            f"SELECT MIN(id) FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' AND ({same})",
+            [*sessions, int(after_id), *args]).fetchone()
+        note_id = row[0] if row else None
+        if note_id is None:
+            return "pending", "the continuation note is not in state.db"
+        no_tools = " AND (tool_calls IS NULL OR tool_calls IN ('', '[]', 'null'))" if "tool_calls" in cols else ""
+        ends = ",".join("?" * len(_NOT_AN_END))
+        reply = conn.execute(
+            f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'assistant'{no_tools} "
+            f"AND finish_reason IS NOT NULL AND finish_reason NOT IN ({ends}) ORDER BY id LIMIT 1",
+            [*sessions, int(note_id), *_NOT_AN_END]).fetchone()
+        if reply is None:
+            return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
+        return "finished", f"state.db holds the continuation note (message {note_id}) and its reply (message {reply[0]})"
+    except Exception as exc:
+        return "unknown", _describe(exc)
+    finally:
+        conn.close()

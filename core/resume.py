@@ -13,7 +13,12 @@
 5. releases the claim.
 
 A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the
-next resume sees it actionable until ``max_attempts``, where the engine stops and says so.
+next resume sees it actionable until ``max_attempts``, where the engine stops and says so — unless
+Hermes' ``state.db`` shows that continuation's note answered (:mod:`core.completion`): then it is
+settled, journalled ``completed``, and refused.
+
+This module is the gateway driver's caller: it reads the tray settings (which Hermes to run,
+the continuation's inactivity limit) and hands them to :func:`core.gateway.continue_turn`.
 """
 
 from __future__ import annotations
@@ -27,6 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core import exactly_once, gateway
+from hermes_tray_core.hermes_install import settings_hermes_command
 from hermes_tray_core.ids import validate_session_id
 
 logger = logging.getLogger(__name__)
@@ -98,6 +104,18 @@ class ResumeResult:
 canonical_home = exactly_once.canonical_home
 claim_name = exactly_once.claim_name
 _lease_store = exactly_once.lease_store
+
+
+def settings_options() -> gateway.GatewayOptions:
+    """Gateway options with the tray's ``continuation_idle_timeout`` (defaults if the settings are unreadable:
+    the refusal for that comes from :func:`settings_hermes_command`)."""
+    from hermes_tray_core.settings import SettingsError, load_settings
+
+    try:
+        idle = load_settings().continuation_idle_timeout
+    except (SettingsError, OSError):
+        return gateway.GatewayOptions()
+    return gateway.GatewayOptions(idle_timeout=float(idle))
 
 
 def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
@@ -204,6 +222,11 @@ SETTLED = exactly_once.SETTLED
 _settled = exactly_once.settled
 
 
+def _started(entry: Mapping[str, Any]) -> float | None:
+    started = entry.get("started_at")
+    return float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+
+
 def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
                     install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
                     on_progress: Callable[[gateway.Progress], None] | None,
@@ -222,12 +245,20 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if expected is not None and dict(entry) != dict(expected):
         return refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran or "
                        "Hermes updated it); look at it again.", CHANGED)
-    started = entry.get("started_at")
-    started_at = float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+    started_at = _started(entry)
 
     def journal(event: str, **fields: Any) -> None:
         _journal(event, home_s, key, started_at, via=via, **fields)
 
+    from hermes_tray_core.completion import settle_if_finished
+
+    settled = settle_if_finished(home, key, entry)
+    if settled is not None:  # a continuation the tray ran finished; its own process did not say so
+        why = f"this turn was already continued and completed ({settled.reason})"
+        journal("refused", reason=why, verdict="settled")
+        return ResumeResult(REFUSED, f"Not resumed: {why}." + (
+            "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
+            home_s, key, "settled")
     done = _settled(home_s, key, started_at)
     if done:
         why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
@@ -272,6 +303,15 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         if on_dispatched is not None:
             on_dispatched(res)
 
+    def submitting(marker: Mapping[str, Any]) -> None:
+        # The continuation's own marker (its identity: this session + its started_at) and how state.db
+        # will show the note answered: journalled before the note is submitted (core.completion).
+        from hermes_tray_core.completion import mark_of
+
+        mark = mark_of(marker)
+        _journal("continuing", home_s, key, _started(marker), via=via, attempt=marker.get("attempts"),
+                 original_started_at=started_at, **(mark.fields() if mark else {}))
+
     res: gateway.ContinuationResult | None = None
     fallback: str | None = None
     if prefer_running_backend:
@@ -280,8 +320,9 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         backend, fallback = find_live_backend(home)
         if backend is not None:
             res = gateway.continue_in_backend(home, key, backend, original_prompt=prompt, attempts=attempts,
-                                              options=options, on_progress=on_progress, on_dispatched=dispatched,
-                                              stop=stop, expected=entry)
+                                              options=options or settings_options(), on_progress=on_progress,
+                                              on_dispatched=dispatched, stop=stop, expected=entry,
+                                              on_submitting=submitting)
             if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
                 fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
                 res = None
@@ -289,7 +330,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         fallback = "the running backend was not asked (disabled for this call)"
     if res is None:
         try:
-            inst = install or gateway.find_hermes(gateway.settings_hermes_command())
+            inst = install or gateway.find_hermes(settings_hermes_command())  # the caller's choice
         except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
             journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
             return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=NO_HERMES_CHOICE,
@@ -300,8 +341,9 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
             return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict,
                                 fallback_reason=fallback)
         res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
-                                    options=options, on_progress=on_progress, on_dispatched=dispatched,
-                                    on_spawned=approve, stop=stop, env=env, expected=entry)
+                                    options=options or settings_options(), on_progress=on_progress,
+                                    on_dispatched=dispatched, on_spawned=approve, stop=stop, env=env,
+                                    expected=entry, on_submitting=submitting)
     else:
         fallback = None
     approved_done()  # (also when Hermes never started: approved, then failed)
@@ -349,4 +391,4 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
 __all__ = ["ALREADY_SETTLED", "BEING_SKIPPED", "CHANGED", "CLAIMED_ELSEWHERE", "EXIT_COMPLETED", "EXIT_FAILED",
            "EXIT_REFUSED", "GAVE_UP", "GONE", "NOT_ACTIONABLE", "NO_HERMES_CHOICE", "REFUSED", "STORE_ERROR",
            "Assessment", "ResumeResult",
-           "assess", "canonical_home", "claim_name", "resume_turn"]
+           "assess", "canonical_home", "claim_name", "resume_turn", "settings_options"]

@@ -9,6 +9,9 @@ with what it finds. Keys (all optional):
 ``show_prompts``    bool, default true: notifications show a prompt excerpt (lock screens!).
 ``homes``           list of extra Hermes home paths to watch.
 ``hermes_command``  argv list used to start Hermes (optional; default: discover ``hermes``).
+``continuation_idle_timeout``  seconds (default 600, as Hermes): a continuation the tray runs is
+                    stopped after this long without any sign of progress from Hermes; there is no
+                    limit on its total time.
 
 Invalid files raise :class:`SettingsError` whose message names the key and the allowed values;
 nothing guesses. Writes are atomic, 0600, under a lock so the tray and the CLI never lose each
@@ -27,7 +30,9 @@ from hermes_tray_core import paths
 
 MODES = ("ask", "auto", "list")
 MODE_ALIASES = {"off": "list"}  # older name of "list", still read (and accepted by `config set`)
-KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command")
+KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command", "continuation_idle_timeout")
+DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn
+MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT = 10.0, 86_400.0
 
 
 class SettingsError(ValueError):
@@ -43,6 +48,7 @@ class TraySettings:
     show_prompts: bool = True
     homes: tuple[str, ...] = ()
     hermes_command: tuple[str, ...] | None = None
+    continuation_idle_timeout: float = DEFAULT_IDLE_TIMEOUT
     path: Path | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
@@ -52,6 +58,7 @@ class TraySettings:
             "notify": self.notify,
             "show_prompts": self.show_prompts,
             "homes": list(self.homes),
+            "continuation_idle_timeout": self.continuation_idle_timeout,
         }
         if self.hermes_command is not None:
             out["hermes_command"] = list(self.hermes_command)
@@ -98,7 +105,18 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
         if not cmd:
             raise SettingsError("hermes_command: must not be empty (remove the key to use the default)")
         kw["hermes_command"] = cmd
+    if "continuation_idle_timeout" in data:
+        kw["continuation_idle_timeout"] = _idle_timeout(data["continuation_idle_timeout"])
     return TraySettings(**kw, path=path)
+
+
+def _idle_timeout(value: Any) -> float:
+    """Seconds, a number in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (a bool, a string or NaN is refused)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+            MIN_IDLE_TIMEOUT <= float(value) <= MAX_IDLE_TIMEOUT):
+        raise SettingsError(f"continuation_idle_timeout: must be a number of seconds from {MIN_IDLE_TIMEOUT:g} to "
+                            f"{MAX_IDLE_TIMEOUT:g}, not {value!r}")
+    return float(value)
 
 
 def _loads(text: str) -> dict[str, Any]:
@@ -157,6 +175,11 @@ def parse_value(key: str, text: str) -> Any:
         import shlex
 
         return shlex.split(text) if key == "hermes_command" else [p for p in text.split(os.pathsep) if p]
+    if key == "continuation_idle_timeout":
+        try:
+            return _idle_timeout(float(text))
+        except ValueError:
+            raise SettingsError(f"{key}: must be a number of seconds, not {text!r}") from None
     return text.strip()
 
 

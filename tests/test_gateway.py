@@ -20,7 +20,7 @@ from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
-FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 
 
@@ -190,6 +190,50 @@ def test_a_continuation_that_dies_leaves_its_marker_for_the_next_attempt(sims, t
     assert m["writer_pid"] == res.gateway_pid and marker_writer_state(m) == "dead"
 
 
+def test_the_continuation_marker_keeps_the_diagnostic_category_and_its_completion_mark(sims, tmp_path):
+    from hermes_tray_core.completion import MARK_KEYS, mark_of, note_digest
+    from hermes_tray_core.markers import MarkerStore, build_entry
+
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    diag = build_entry(PROMPT, notification_category="diagnostic", now=time.time() - 5)
+    diag.update(writer_pid=2**22 + 7)  # a writer that is gone
+    MarkerStore(home).record(key, PROMPT)  # so the file exists for the swap below
+    entry = MarkerStore(home).list()[key]
+    assert MarkerStore(home).replace_if_unchanged(key, entry, diag)
+    before = max((mid for mid in _message_ids(home)), default=0)
+    write_control(home, die_mid_turn=True)
+    submitted: list[dict] = []
+    res = run(home, key, sims["legacy"], expected=diag, on_submitting=submitted.append)
+    assert res.outcome == gateway.CRASHED and res.dispatched
+    m = list_turn_markers(home)[key]
+    assert m["attempts"] == 1 and m["notification_category"] == "diagnostic"  # as Hermes' own marker carries it
+    mark = mark_of(m)
+    assert mark is not None and list(m)[-len(MARK_KEYS):] == list(MARK_KEYS)
+    assert mark.state_session == key and mark.after_message_id == before
+    assert mark.note_sha256 == note_digest(continuation_note(PROMPT))
+    assert submitted == [m]  # handed to the caller (the journal) before the note went out
+
+
+def _message_ids(home: Path) -> list[int]:
+    import sqlite3
+
+    conn = sqlite3.connect(home / "state.db")
+    try:
+        return [r[0] for r in conn.execute("SELECT id FROM messages")]
+    finally:
+        conn.close()
+
+
+def test_a_long_continuation_that_keeps_streaming_is_not_cut_off(sims, tmp_path):
+    # 3 s of steady frames against a 1 s inactivity limit: progress, so no stop (no total cap).
+    home, key = make_home(tmp_path / "home")
+    write_control(home, turn_seconds=3.0, deltas=15)
+    plant_marker(home, key, PROMPT)
+    res = run(home, key, sims["legacy"], options=gateway.GatewayOptions(idle_timeout=1.0, shutdown_grace=2))
+    assert res.outcome == gateway.COMPLETED, res.message
+    assert key not in list_turn_markers(home)
+
+
 def test_stop_interrupts_and_retires_the_marker(sims, tmp_path):
     home, key = make_home(tmp_path / "home")
     write_control(home, never_finish=True, turn_seconds=0.2)
@@ -240,10 +284,10 @@ def test_turn_that_never_finishes_times_out_and_is_stopped(sims, tmp_path):
     home, key = make_home(tmp_path / "home")
     write_control(home, never_finish=True, turn_seconds=0.2)
     plant_marker(home, key, PROMPT)
-    opts = gateway.GatewayOptions(turn_timeout=1.5, stop_grace=3, shutdown_grace=2)
+    opts = gateway.GatewayOptions(idle_timeout=1.5, stop_grace=3, shutdown_grace=2)
     res = run(home, key, sims["legacy"], options=opts)
     assert res.outcome == gateway.TIMED_OUT and res.dispatched
-    assert "longer than 1.5s" in res.message
+    assert "no activity for 1.5s" in res.message
     assert not pid_running(res.gateway_pid)
     assert key not in list_turn_markers(home)
 
@@ -304,7 +348,7 @@ def test_shutdown_stops_hermes_tool_subprocesses_with_the_gateway(sims, tmp_path
     home, key = make_home(tmp_path / "home")
     write_control(home, never_finish=True, turn_seconds=0.2, tool_child_seconds=120)
     plant_marker(home, key, PROMPT)
-    opts = gateway.GatewayOptions(turn_timeout=1.0, stop_grace=3, shutdown_grace=1.0)
+    opts = gateway.GatewayOptions(idle_timeout=1.0, stop_grace=3, shutdown_grace=1.0)
     res = run(home, key, sims["legacy"], options=opts)
     assert res.outcome == gateway.TIMED_OUT and res.dispatched
     tools = tool_pids(home)

@@ -17,13 +17,14 @@ from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import sim_command
 from hermes_tray_core import gateway
+from hermes_tray_core.hermes_install import settings_hermes_command
 from hermes_tray_core.lease import LeaseStore
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 from hermes_tray_core.resume import claim_name, resume_turn
 from tests.support.sim_homes import make_home, pid_running, plant_marker, settings_for
 
 PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
-FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3)
 
 
@@ -50,7 +51,7 @@ def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
     assert res.outcome == "completed" and res.exit_code == 0, res.message
     assert key not in list_turn_markers(home)
     assert [t["kind"] for t in read_turns(home)] == ["note"]
-    assert journal_events(key) == ["approved", "dispatched", "completed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
     # Never prompt text in the journal.
     journal_dir = Path(env["HERMES_TRAY_STATE_DIR"])
     blob = "".join(p.read_text(encoding="utf-8") for p in journal_dir.rglob("*.jsonl"))
@@ -156,7 +157,7 @@ def test_a_crash_at_the_budget_is_reported_as_the_last_attempt(sim_roots, env, t
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     assert res.outcome == "crashed" and res.exit_code == 3
     assert "retry budget is used up" in res.message
-    assert journal_events(key) == ["approved", "dispatched", "failed", "gave-up"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "failed", "gave-up"]
     m = list_turn_markers(home)[key]
     assert m["attempts"] == 1 and marker_writer_state(m) == "dead"
 
@@ -203,7 +204,7 @@ def test_cli_without_wait_returns_once_started_and_a_helper_finishes(sim_roots, 
     while time.monotonic() < deadline and pid_running(info["pid"]):
         time.sleep(0.1)
     assert not pid_running(info["pid"]) and not pid_running(info["gateway_pid"])
-    assert journal_events(key) == ["approved", "dispatched", "completed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
 
 
 def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
@@ -226,7 +227,7 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     assert p.returncode == 3
     assert key not in list_turn_markers(home)  # stopped by the user: not continued again
     assert not pid_running(gw_pid)
-    assert journal_events(key) == ["approved", "dispatched", "interrupted"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
 
 
 def test_cli_refusal_says_why(sim_roots, env, tmp_path):
@@ -278,7 +279,7 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
     assert list_turn_markers(home)[key] == entry
     # Unset (no settings file at all) still means "the hermes on PATH".
     (cfg / "config.toml").unlink()
-    assert gateway.settings_hermes_command() is None
+    assert settings_hermes_command() is None
     assert resume_turn(home, key, entry, options=FAST).outcome == "completed"
 
 
@@ -436,4 +437,4 @@ def test_cli_resume_wait_with_an_unusable_log_folder_runs_and_journals(sim_roots
     out, err = p.communicate(timeout=60)
     assert p.returncode == 0 and "Traceback" not in err, err
     assert key not in list_turn_markers(home)
-    assert journal_events(key) == ["approved", "dispatched", "completed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]

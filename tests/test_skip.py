@@ -21,7 +21,7 @@ from hermes_tray_core.resume import claim_name, resume_turn
 from tests.support.sim_homes import dead_identity, make_home, plant_marker
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
-FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3)
 
 

@@ -2,7 +2,8 @@
 
 Backend keys (``enabled``, ``freshness_minutes``, ``max_attempts``) live in each home's
 config.yaml (``desktop.auto_continue``) and are read/written there; tray keys (``mode``,
-``notify``, ``show_prompts``, ``homes``, ``hermes_command``) live in the tray's config.toml.
+``notify``, ``show_prompts``, ``homes``, ``hermes_command``, ``continuation_idle_timeout``) live in the
+tray's config.toml.
 Invalid keys or values are usage errors (exit 2); a config.yaml that cannot be edited safely is
 a refusal (exit 1).
 """
@@ -11,8 +12,9 @@ from __future__ import annotations
 
 import argparse
 
+from hermes_tray_core.settings import KEYS as TRAY_KEYS
+
 BACKEND_KEYS = ("enabled", "freshness_minutes", "max_attempts")
-TRAY_KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command")
 HELP = "show or change auto-continue settings (backend config.yaml and the tray's own)"
 
 

@@ -261,7 +261,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
         shown = plant_marker(home, key, "skip race prompt")
         write_control(home, resume_delay=delay)
         install = gateway.install_from_command(sim_command(sim_root))
-        opts = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+        opts = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                                       stop_grace=5, shutdown_grace=3)
         out: dict = {}
         t = threading.Thread(target=lambda: out.setdefault(

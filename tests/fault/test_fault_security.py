@@ -300,7 +300,7 @@ def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch
     from hermes_tray_core.resume import resume_turn
 
     res = resume_turn(home, key, entry, install=gateway.install_from_command([str(fake)]),
-                      options=gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30,
+                      options=gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
                                                      decline_grace=0.5, stop_grace=5, shutdown_grace=3))
     assert res.ok, res.message
     assert not pwned.exists(), "a shell interpreted the home path"

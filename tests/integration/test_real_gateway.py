@@ -102,7 +102,7 @@ def test_resume_runs_exactly_one_continuation_through_the_real_gateway(real_home
     assert after[3][0] == "assistant" and "notes.txt" in after[3][1]
     # Bookkeeping: marker gone, journal approved → dispatched → completed.
     assert key not in list_turn_markers(home)
-    assert journal_events(key) == ["approved", "dispatched", "completed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
 
 
 def test_sigkill_mid_continuation_leaves_an_actionable_marker(real_home, mock_llm, env):
@@ -131,7 +131,7 @@ def test_sigkill_mid_continuation_leaves_an_actionable_marker(real_home, mock_ll
     assert m["attempts"] == 1 and m["prompt"] == SEED_PROMPT and marker_writer_state(m) == "dead"
     st = status_of(home, key, env)
     assert st["verdict"] == "actionable" and st["writer"] == "dead" and st["attempts"] == 1
-    assert journal_events(key) == ["approved", "dispatched", "failed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "failed"]
     # At the budget the same marker reads exhausted, never running.
     write_auto_continue(home, max_attempts=1)
     assert status_of(home, key, env)["verdict"] == "exhausted"
@@ -173,5 +173,5 @@ def test_stop_interrupts_a_real_continuation(real_home, mock_llm, env):
         mock_llm.delay = 0.0
     assert res.outcome == "interrupted", res.message
     assert key not in list_turn_markers(home)
-    assert journal_events(key) == ["approved", "dispatched", "interrupted"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
     assert res.continuation is not None and not pid_running(res.continuation.gateway_pid)
