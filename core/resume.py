@@ -258,7 +258,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         journal("refused", reason=why, verdict="settled")
         return ResumeResult(REFUSED, f"Not resumed: {why}." + (
             "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
-            home_s, key, "settled")
+            home_s, key, "settled", code=ALREADY_SETTLED)
     done = _settled(home_s, key, started_at)
     if done:
         why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
