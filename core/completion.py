@@ -13,10 +13,12 @@ which Hermes' ``read_turn_marker`` ignores) and into the decision journal (``con
 * ``tray_note_sha256``: the note's digest (the note itself is rebuilt from the marker's prompt);
 * ``tray_submitted_at``: when.
 
-Any reader that finds such a marker whose writer is gone asks ``state.db``
-(:func:`hermes_state.note_answered`): the note and a finished reply after it mean the turn is
-settled — journalled ``completed`` and the marker retired (compare-and-remove: a marker Hermes or
-anyone changed meanwhile is left alone), never offered or continued again.
+Any reader that finds such a marker asks ``state.db`` (:func:`hermes_state.note_answered`): the
+note and a finished reply after it mean the turn is settled — journalled ``completed`` and the
+marker retired (compare-and-remove: a marker Hermes or anyone changed meanwhile is left alone),
+never offered or continued again. This holds whether or not the marker's writer still runs: a
+gateway whose client was killed exits, but a running ``hermes dashboard`` the continuation ran in
+never does, and a finished reply in ``state.db`` is the end of the turn either way.
 """
 
 from __future__ import annotations
@@ -87,22 +89,17 @@ def _started_at(entry: Mapping[str, Any]) -> float | None:
     return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
 
 
-def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, Any], *,
-                       writer: str | None = None) -> Settlement | None:
-    """If ``entry`` is a tray continuation's marker whose writer is gone and ``state.db`` shows its note
-    answered, journal ``completed`` (once) and retire the marker; return the :class:`Settlement`.
+def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, Any]) -> Settlement | None:
+    """If ``entry`` is a tray continuation's marker and ``state.db`` shows its note answered, journal
+    ``completed`` (once) and retire the marker; return the :class:`Settlement`.
 
-    None when it is not such a marker, its writer may still be running (``alive``: the gateway that ran
-    it finishes its own bookkeeping), or ``state.db`` does not prove the reply (pending, unreadable):
+    None when it is not such a marker or ``state.db`` does not prove the reply (pending, unreadable):
     then the caller's ordinary verdict stands. Bookkeeping failures are logged, never raised."""
     mark = mark_of(entry)
     if mark is None:
         return None
     from hermes_tray_core.hermes_state import note_answered
-    from hermes_tray_core.markers import marker_writer_state
 
-    if (writer or marker_writer_state(dict(entry))) == "alive":
-        return None
     prompt = entry.get("prompt")
     if not isinstance(prompt, str) or not prompt:
         return None

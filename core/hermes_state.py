@@ -452,8 +452,9 @@ def session_activity(home: Path | str, session_id: str, *, now: float | None = N
 # it; compression re-inserts rows with new ids and continues in a child session whose parent
 # ended with ``end_reason = 'compression'``, which is followed.
 
-#: ``finish_reason`` values that do not end a turn (a tool round, a truncated reply).
-_NOT_AN_END = ("tool_calls", "length")
+#: ``finish_reason`` values that do not end a turn (a tool round, a truncated reply, a verify hook that
+#: sends the agent on: ``agent/conversation_loop.py``).
+_NOT_AN_END = ("tool_calls", "length", "verify_hook_continue")
 MAX_NOTE_SESSIONS = 64
 NOTE_BUSY_TIMEOUT_S = 5.0  # off the UI thread (resume, a reader settling one marker): worth waiting for
 

@@ -308,6 +308,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         # will show the note answered: journalled before the note is submitted (core.completion).
         from hermes_tray_core.completion import mark_of
 
+        approved_done()  # the journal order stays approved → continuing → dispatched → …
         mark = mark_of(marker)
         _journal("continuing", home_s, key, _started(marker), via=via, attempt=marker.get("attempts"),
                  original_started_at=started_at, **(mark.fields() if mark else {}))

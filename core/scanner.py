@@ -444,6 +444,16 @@ def _shard_pids(files: list[Path]) -> dict[str, int]:
 # the scanner
 
 
+def _settled_continuation(home: Path, key: object, entry: Any) -> bool:
+    """core.completion: a tray continuation whose note Hermes' state.db shows answered is settled
+    (journalled ``completed``, marker retired) and yields no record, never an actionable one."""
+    from hermes_tray_core.completion import MARK_KEYS, settle_if_finished
+
+    if not isinstance(entry, dict) or MARK_KEYS[0] not in entry:
+        return False
+    return settle_if_finished(home, str(key), entry) is not None
+
+
 class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
@@ -654,6 +664,8 @@ class Scanner:
         if state:
             state.prefetch([str(k) for k in entries])
         for key, entry in entries.items():
+            if _settled_continuation(home.path, key, entry):
+                continue
             try:
                 record, tp = self._marker_record(home, str(key), entry, config, state, now)
             except Exception as exc:  # one hostile entry never hides its siblings

@@ -32,7 +32,7 @@ MODES = ("ask", "auto", "list")
 MODE_ALIASES = {"off": "list"}  # older name of "list", still read (and accepted by `config set`)
 KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command", "continuation_idle_timeout")
 DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn
-MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT = 10.0, 86_400.0
+MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT = 1.0, 86_400.0
 
 
 class SettingsError(ValueError):

@@ -301,3 +301,173 @@ def test_session_activity_combines_both(tmp_path, sleeper):
     write_registry(tmp_path, "garbage")
     unsure = hs.session_activity(tmp_path, "s2")
     assert unsure.unsure and not unsure.running and "corrupt" in unsure.reason
+
+
+# ── a continuation's note and its reply (core.completion reads these) ──────────────────────────
+
+# hermes-agent 0.19.0's own ``messages`` table (hermes_state.SCHEMA_SQL), and the sessions columns used.
+HERMES_019_TABLES = """
+CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT NOT NULL, parent_session_id TEXT,
+    started_at REAL NOT NULL, ended_at REAL, end_reason TEXT, message_count INTEGER DEFAULT 0, title TEXT);
+CREATE TABLE messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT NOT NULL REFERENCES sessions(id),
+    role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name TEXT,
+    effect_disposition TEXT, timestamp REAL NOT NULL, token_count INTEGER, finish_reason TEXT,
+    reasoning TEXT, reasoning_content TEXT, reasoning_details TEXT, codex_reasoning_items TEXT,
+    codex_message_items TEXT, platform_message_id TEXT, observed INTEGER DEFAULT 0,
+    active INTEGER NOT NULL DEFAULT 1, compacted INTEGER NOT NULL DEFAULT 0, api_content TEXT);
+CREATE INDEX idx_messages_session ON messages(session_id, timestamp);
+"""
+SID = "20261201_081950_325053"
+NOTE = "[System note: …]\n\nCreate notes.txt listing the three largest files."
+
+
+def hermes_db(home: Path, *, wal: bool = True) -> sqlite3.Connection:
+    home.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(home / "state.db", isolation_level=None)
+    if wal:
+        conn.execute("PRAGMA journal_mode=WAL")
+    conn.executescript(HERMES_019_TABLES)
+    conn.execute("INSERT INTO sessions (id, source, started_at) VALUES (?, 'tui', 1)", (SID,))
+    return conn
+
+
+def msg(conn, role, content, *, sid=SID, finish=None, tool_calls=None, api_content=None) -> int:
+    cur = conn.execute("INSERT INTO messages (session_id, role, content, timestamp, finish_reason, tool_calls, "
+                       "api_content) VALUES (?,?,?,?,?,?,?)", (sid, role, content, time.time(), finish, tool_calls,
+                                                                api_content))
+    return int(cur.lastrowid)
+
+
+def seed_turn(conn) -> int:
+    """One earlier finished turn, as the real seed leaves it; returns the high-water id."""
+    msg(conn, "user", "Create notes.txt listing the three largest files.")
+    return msg(conn, "assistant", "Done.", finish="stop")
+
+
+def test_high_water_is_the_largest_message_id(tmp_path):
+    assert hs.message_high_water(tmp_path)[0] is None  # no state.db: nothing to anchor a mark to
+    conn = hermes_db(tmp_path)
+    assert hs.message_high_water(tmp_path) == (0, None)
+    assert hs.message_high_water(tmp_path) == (0, None)
+    top = seed_turn(conn)
+    assert hs.message_high_water(tmp_path) == (top, None)
+    conn.execute("DROP TABLE messages")
+    value, problem = hs.message_high_water(tmp_path)
+    assert value is None and "messages" in problem
+
+
+def test_note_and_finished_reply_read_finished(tmp_path):
+    conn = hermes_db(tmp_path)
+    after = seed_turn(conn)
+    state, why = hs.note_answered(tmp_path, SID, NOTE, after)
+    assert state == "pending" and "not in state.db" in why
+    note_id = msg(conn, "user", NOTE)  # Hermes persists the user message when the turn starts
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    # Mid-turn flushes: a tool round is not an end, nor is a truncated reply.
+    msg(conn, "assistant", "", tool_calls='[{"name": "terminal", "arguments": "{}"}]', finish="tool_calls")
+    msg(conn, "tool", "notes.txt written")
+    msg(conn, "assistant", "partial", finish="length")
+    state, why = hs.note_answered(tmp_path, SID, NOTE, after)
+    assert state == "pending" and f"message {note_id}" in why
+    reply = msg(conn, "assistant", "Done: notes.txt lists them.", finish="stop")
+    state, why = hs.note_answered(tmp_path, SID, NOTE, after)
+    assert state == "finished" and f"message {reply}" in why
+
+
+def test_an_older_answered_note_before_the_mark_does_not_count(tmp_path):
+    # Attempt 1 sent the same note and was answered; attempt 2 (mark taken after it) has not been.
+    conn = hermes_db(tmp_path)
+    seed_turn(conn)
+    msg(conn, "user", NOTE)
+    after = msg(conn, "assistant", "first continuation", finish="stop")
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    msg(conn, "user", NOTE)
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    msg(conn, "assistant", "second", finish="stop")
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "finished"
+
+
+def test_another_sessions_reply_or_another_text_does_not_count(tmp_path):
+    conn = hermes_db(tmp_path)
+    after = seed_turn(conn)
+    conn.execute("INSERT INTO sessions (id, source, started_at) VALUES ('other', 'tui', 2)")
+    msg(conn, "user", NOTE, sid="other")
+    msg(conn, "assistant", "done elsewhere", sid="other", finish="stop")
+    msg(conn, "user", NOTE + " (edited)")
+    msg(conn, "assistant", "done", finish="stop")
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+
+
+def test_note_kept_as_sent_bytes_and_a_reply_in_the_compressed_child_count(tmp_path):
+    # Hermes may store a cleaned transcript value in content and the bytes sent in api_content; a
+    # compression mid-turn ends the session ('compression') and goes on in a child.
+    conn = hermes_db(tmp_path)
+    after = seed_turn(conn)
+    msg(conn, "user", "cleaned", api_content=NOTE)
+    conn.execute("UPDATE sessions SET end_reason = 'compression' WHERE id = ?", (SID,))
+    conn.execute("INSERT INTO sessions (id, source, parent_session_id, started_at) VALUES ('tip', 'tui', ?, 3)",
+                 (SID,))
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    msg(conn, "assistant", "Done after compression.", sid="tip", finish="stop")
+    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "finished"
+
+
+def test_no_state_db_an_old_schema_or_a_lock_is_unknown_never_finished(tmp_path):
+    assert hs.note_answered(tmp_path / "nohome", SID, NOTE, 0)[0] == "unknown"
+    old = tmp_path / "old"
+    old.mkdir()
+    conn = sqlite3.connect(old / "state.db", isolation_level=None)
+    conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT)")
+    state, why = hs.note_answered(old, SID, NOTE, 0)
+    assert state == "unknown" and "finish_reason" in why
+    locked = tmp_path / "locked"
+    lconn = hermes_db(locked, wal=False)
+    after = seed_turn(lconn)
+    msg(lconn, "user", NOTE)
+    msg(lconn, "assistant", "Done.", finish="stop")
+    lconn.execute("BEGIN EXCLUSIVE")
+    try:
+        t0 = time.monotonic()
+        state, why = hs.note_answered(locked, SID, NOTE, after, busy_timeout=0.3)
+        assert state == "unknown" and "locked" in why and time.monotonic() - t0 < 3
+    finally:
+        lconn.execute("ROLLBACK")
+    assert hs.note_answered(locked, SID, NOTE, after)[0] == "finished"
+
+
+@pytest.mark.usefixtures("tray_dirs_env")
+def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(tmp_path):
+    from hermes_tray.demo.testing import dead_identity
+    from hermes_tray_core import decisions
+    from hermes_tray_core.completion import ContinuationMark, settle_if_finished
+    from hermes_tray_core.continuation import continuation_note
+    from hermes_tray_core.markers import MarkerStore, build_entry
+
+    prompt = "Create notes.txt listing the three largest files."
+    home = tmp_path / "home"
+    conn = hermes_db(home)
+    after = seed_turn(conn)
+    mark = ContinuationMark.for_note(SID, after, continuation_note(prompt))
+    entry = {**build_entry(prompt, attempts=1, writer=dead_identity()), **mark.fields()}
+    store = MarkerStore(home)
+    store.record(SID, prompt)
+    assert store.replace_if_unchanged(SID, store.list()[SID], entry)
+    entry = store.list()[SID]
+    msg(conn, "user", continuation_note(prompt))
+    assert settle_if_finished(home, SID, entry) is None  # running, or killed mid-turn: not settled
+    assert store.list()[SID] == entry
+    # A Hermes marker (no mark) is never settled this way, whatever state.db holds.
+    plain = {k: v for k, v in entry.items() if not k.startswith("tray_")}
+    msg(conn, "assistant", "Done: notes.txt lists them.", finish="stop")
+    assert settle_if_finished(home, SID, plain) is None
+    # A mark whose digest does not match the marker's prompt is left alone.
+    assert settle_if_finished(home, SID, {**entry, "prompt": prompt + "!"}) is None
+    settled = settle_if_finished(home, SID, entry)
+    assert settled is not None and settled.retired and "reply" in settled.reason
+    assert SID not in store.list()
+    events = decisions.default_journal().events_for(home, SID, entry["started_at"])
+    assert events == ["completed"]
+    # A second reader finding the same (already retired) entry journals nothing more.
+    assert settle_if_finished(home, SID, entry) is not None
+    assert decisions.default_journal().events_for(home, SID, entry["started_at"]) == ["completed"]

@@ -25,7 +25,7 @@ from hermes_tray_core.transport_ws import BackendRefused, BackendUnusable, Secre
 from tests.support.sim_homes import make_home, plant_marker
 
 PROMPT = "Migrate the settings page to the new form component."
-FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 TOKEN = "tok-" + "x7" * 20
 
@@ -156,8 +156,8 @@ def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_
     assert [t["pid"] for t in read_turns(home)] == [proc.pid]  # the turn ran inside the backend process
     assert key not in list_turn_markers(home)
     events = journal(key)
-    assert [e["event"] for e in events] == ["approved", "dispatched", "completed"]
-    assert events[1]["ran_in"] == "running-backend" and events[1]["backend_pid"] == proc.pid
+    assert [e["event"] for e in events] == ["approved", "continuing", "dispatched", "completed"]
+    assert events[2]["ran_in"] == "running-backend" and events[2]["backend_pid"] == proc.pid
     # The token is nowhere: not in a log record (websockets' debug log included), the result, the journal.
     from hermes_tray_core.paths import decision_journal_dir
 

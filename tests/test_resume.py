@@ -230,6 +230,103 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
 
 
+def _wait(cond, timeout: float = 20.0) -> bool:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _roles(home: Path, key: str) -> list[str]:
+    return [r for r, _c in sim_state.messages(home, key)]
+
+
+def _status_turns(home: Path, key: str, env: dict[str, str]) -> list[dict]:
+    out, err = cli("status", "--json", "--home", str(home), env=env).communicate(timeout=60)
+    return [t for t in json.loads(out)["turns"] if t["session_key"] == key]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX job-control signals")
+def test_cli_stopped_then_killed_after_hermes_finished_is_settled_from_state_db(sim_roots, env, tmp_path):
+    # The kill window: Ctrl-Z (here SIGSTOP, which cannot be refused) after the note reached Hermes, Hermes
+    # finishes meanwhile, then `kill -9`. The gateway exits at stdin EOF; its marker (attempts + 1, a dead
+    # writer) would read actionable — but state.db has the note and its reply: settled, never run twice.
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    try:
+        assert _wait(lambda: _roles(home, key)[-1:] == ["user"]), "the note never reached Hermes"
+        os.kill(p.pid, signal.SIGSTOP)
+        gw_pid = list_turn_markers(home)[key]["writer_pid"]
+        assert _wait(lambda: _roles(home, key)[-1:] == ["assistant"]), "Hermes did not finish"
+    finally:
+        os.kill(p.pid, signal.SIGKILL)
+        p.communicate(timeout=30)
+    assert _wait(lambda: not pid_running(gw_pid)), "the gateway outlived its client"
+    assert key in list_turn_markers(home)  # nobody retired it yet
+    assert _status_turns(home, key, env) == []  # status settles it: no row, never actionable
+    assert key not in list_turn_markers(home)
+    again = cli("resume", key, "--home", str(home), "--wait", env=env)
+    _out, err = again.communicate(timeout=60)
+    assert again.returncode == 1 and "no interrupted turn" in err
+    assert [t["kind"] for t in read_turns(home)] == ["note"]  # Hermes ran exactly one continuation
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+@pytest.mark.parametrize("sig", ["SIGTERM", "SIGHUP"])
+def test_cli_sigterm_or_sighup_stops_the_continuation_cleanly(sim_roots, env, tmp_path, sig):
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    assert _wait(lambda: "assistant" in _roles(home, key) or _roles(home, key)[-1:] == ["user"])
+    gw_pid = list_turn_markers(home)[key]["writer_pid"]
+    p.send_signal(getattr(signal, sig))
+    _out, err = p.communicate(timeout=40)
+    assert p.returncode == 3 and f"{sig}: stopping the continuation cleanly" in err
+    assert key not in list_turn_markers(home)  # stopped: its marker retired, not continued again
+    assert not pid_running(gw_pid)
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
+    assert _status_turns(home, key, env) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/<pid>/stat")
+def test_cli_refuses_ctrl_z_while_a_continuation_runs(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=2.0)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    assert _wait(lambda: _roles(home, key)[-1:] == ["user"])
+    p.send_signal(signal.SIGTSTP)
+    time.sleep(0.3)
+    state = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+    assert state != "T"  # not stopped
+    _out, err = p.communicate(timeout=40)
+    assert p.returncode == 0 and "cannot be paused" in err
+    assert key not in list_turn_markers(home)
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
+
+
+def test_the_inactivity_timeout_setting_stops_a_silent_continuation(sim_roots, env, tmp_path):
+    from hermes_tray_core.settings import update_settings
+
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)  # a few frames, then silence
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    update_settings({"continuation_idle_timeout": 1.5})
+    entry = plant_marker(home, key, PROMPT)
+    t0 = time.monotonic()
+    res = resume_turn(home, key, entry)  # options from the tray settings
+    assert res.outcome == "timed-out" and "no activity for 1.5s" in res.message, res.message
+    assert time.monotonic() - t0 < 25
+    assert key not in list_turn_markers(home)
+
+
 def test_cli_refusal_says_why(sim_roots, env, tmp_path):
     home, _key = make_home(tmp_path / "home")
     p = cli("resume", "20200101_000000_nosuch", "--home", str(home), env=env)

@@ -23,7 +23,7 @@ from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Rename the config loader and update its callers."
-FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, turn_timeout=30, decline_grace=0.5,
+FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                               stop_grace=5, shutdown_grace=3, progress_interval=0.1)
 
 

@@ -2,7 +2,17 @@
 
 Without ``--wait`` the command returns as soon as the continuation has started; a detached
 background worker (``resume_worker``) carries it to the end and journals the outcome. With
-``--wait`` it stays, prints progress and the outcome; Ctrl-C stops the continuation cleanly.
+``--wait`` it stays, prints progress and the outcome. Signals are handled deliberately, so a
+turn is never run twice whatever happens to this process:
+
+* SIGINT (Ctrl-C), SIGTERM, SIGHUP (terminal closed): stop the continuation cleanly —
+  ``session.interrupt``, its marker retired, the outcome journalled (``interrupted``, or
+  ``completed`` when Hermes finished before the stop reached it);
+* SIGTSTP (Ctrl-Z): refused while the continuation runs (a stopped client cannot retire the
+  marker of a turn Hermes finishes meanwhile); said once on stderr;
+* SIGSTOP / SIGKILL cannot be caught: the continuation's marker carries its completion mark, and
+  whoever reads it next settles it from Hermes' ``state.db`` (``core.completion``).
+
 Exit codes: 0 completed (or started, without --wait), 1 refused (the message says why),
 3 failed (interrupted, error, crashed, timed-out), 2 usage.
 """
@@ -98,13 +108,31 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
     stop = threading.Event()
     quiet = bool(args.json)
+    said: set[str] = set()
 
-    def on_sigint(_sig: int, _frm: Any) -> None:
+    def say(text: str) -> None:
+        try:  # after SIGHUP the terminal may be gone: saying so must not break the clean stop
+            print(text, file=sys.stderr, flush=True)
+        except (OSError, ValueError):
+            pass
+
+    def on_stop(sig: int, _frm: Any) -> None:
         if not stop.is_set():
-            print("\nStopping the continuation (Ctrl-C again does not speed it up)…", file=sys.stderr, flush=True)
+            name = signal.Signals(sig).name
+            say(f"\n{name}: stopping the continuation cleanly (another signal does not speed it up)…")
         stop.set()
 
-    old = signal.signal(signal.SIGINT, on_sigint)
+    def on_tstp(_sig: int, _frm: Any) -> None:
+        if "tstp" not in said:
+            said.add("tstp")
+            say("\nhermes-tray: a continuation is running and cannot be paused (its bookkeeping would wait while "
+                "Hermes goes on). Ctrl-C stops it cleanly.")
+
+    handlers = {signal.SIGINT: on_stop}
+    for name, handler in (("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp)):
+        if hasattr(signal, name):
+            handlers[getattr(signal, name)] = handler
+    old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     last = {"t": 0.0, "phase": None}
 
     def progress(p: Any) -> None:
@@ -127,8 +155,12 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         result = resume_turn(home.path, args.session, entry, on_progress=progress, on_dispatched=dispatched,
                              stop=stop, via="cli")
     finally:
-        signal.signal(signal.SIGINT, old)
-    return _outcome(args, result.to_dict())
+        for sig, previous in old.items():
+            signal.signal(sig, previous)
+    try:
+        return _outcome(args, result.to_dict())
+    except (OSError, ValueError):  # the terminal went away (SIGHUP): the journal has the outcome
+        return result.exit_code
 
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:

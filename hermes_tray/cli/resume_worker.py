@@ -107,6 +107,8 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
         signal.signal(signal.SIGINT, lambda *_: stop.set())
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
+    if hasattr(signal, "SIGTSTP"):  # detached from any terminal; a stray Ctrl-Z must not stall the bookkeeping
+        signal.signal(signal.SIGTSTP, signal.SIG_IGN)
 
     from hermes_tray_core.resume import resume_turn
 

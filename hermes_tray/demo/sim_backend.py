@@ -357,7 +357,7 @@ def run_turn_body(home: Path, key: str, text: str, ctl: dict[str, Any], interrup
                 on_delta(chunk if len(sent) == 1 else " " + chunk)
         i += 1
     reply = " ".join(sent)
-    sim_state.append_message(home, key, "assistant", reply)
+    sim_state.append_message(home, key, "assistant", reply, finish_reason="stop")  # as Hermes ends a turn
     return "complete", reply
 
 

@@ -34,7 +34,8 @@ CREATE TABLE IF NOT EXISTS messages (
     session_id TEXT NOT NULL REFERENCES sessions(id),
     role TEXT NOT NULL,
     content TEXT,
-    timestamp REAL NOT NULL
+    timestamp REAL NOT NULL,
+    finish_reason TEXT
 );
 CREATE TABLE IF NOT EXISTS session_turn_leases (
     conversation_id TEXT PRIMARY KEY,
@@ -96,12 +97,13 @@ def messages(home: Path | str, sid: str) -> list[tuple[str, str]]:
         conn.close()
 
 
-def append_message(home: Path | str, sid: str, role: str, content: str) -> None:
+def append_message(home: Path | str, sid: str, role: str, content: str, finish_reason: str | None = None) -> None:
+    """One ``messages`` row as Hermes writes it (a finished reply has ``finish_reason`` ``stop``)."""
     conn = connect(home)
     try:
         conn.execute("BEGIN IMMEDIATE")
-        conn.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES (?, ?, ?, ?)",
-                     (sid, role, content, time.time()))
+        conn.execute("INSERT INTO messages (session_id, role, content, timestamp, finish_reason) VALUES (?, ?, ?, ?, ?)",
+                     (sid, role, content, time.time(), finish_reason))
         conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sid,))
         conn.execute("COMMIT")
     finally:
