@@ -436,13 +436,12 @@ def test_no_state_db_an_old_schema_or_a_lock_is_unknown_never_finished(tmp_path)
     assert hs.note_answered(locked, SID, NOTE, after)[0] == "finished"
 
 
-@pytest.mark.usefixtures("tray_dirs_env")
 def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(tmp_path):
-    from hermes_tray.demo.testing import dead_identity
     from hermes_tray_core import decisions
     from hermes_tray_core.completion import ContinuationMark, settle_if_finished
     from hermes_tray_core.continuation import continuation_note
     from hermes_tray_core.markers import MarkerStore, build_entry
+    from tests.support.sim_homes import dead_identity
 
     prompt = "Create notes.txt listing the three largest files."
     home = tmp_path / "home"

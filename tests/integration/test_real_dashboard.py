@@ -126,7 +126,7 @@ def test_resume_runs_once_inside_the_dashboard_and_starts_no_gateway(shared, moc
     assert after[len(before)] == ("user", continuation_note(SEED_PROMPT))
     assert after[len(before) + 1][0] == "assistant"
     assert key not in list_turn_markers(home)
-    assert journal_events(key) == ["approved", "dispatched", "completed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
     assert dash.poll() is None  # the user's backend keeps running
     # The tray closed what it attached: the dashboard holds no live copy of the session.
     s, _pid = window_client(home)
@@ -209,7 +209,7 @@ def test_the_dashboard_killed_mid_continuation_is_interrupted_counted_and_never_
     assert m["attempts"] == 1 and m["prompt"] == SEED_PROMPT and marker_writer_state(m) == "dead"
     st = status_of(home, key, env)
     assert st["verdict"] == "actionable" and st["attempts"] == 1
-    assert journal_events(key) == ["approved", "dispatched", "failed"]
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "failed"]
     time.sleep(1.0)
     assert len(continuations(mock_llm, since)) == 1  # never doubled
 
