@@ -211,3 +211,35 @@ def test_the_backend_stopped_before_the_resume_means_a_spawned_gateway(sims, tmp
     assert res.continuation is not None and res.continuation.ran_in == gateway.SEPARATE_PROCESS
     assert res.fallback_reason == NO_BACKEND
     assert len(read_turns(home)) == 1
+
+
+# ── doctor ──────────────────────────────────────────────────────────────────────────────────────
+
+
+def _doctor(home: Path) -> tuple[dict, str]:
+    import os
+    import subprocess
+    import sys
+
+    p = subprocess.run([sys.executable, "-m", "hermes_tray", "doctor", "--no-probe", "--home", str(home)],
+                       capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    pj = subprocess.run([sys.executable, "-m", "hermes_tray", "doctor", "--json", "--no-probe", "--home", str(home)],
+                        capture_output=True, text=True, timeout=120, env=dict(os.environ))
+    (row,) = json.loads(pj.stdout)["homes"]
+    return row["running_backend"], p.stdout + pj.stdout
+
+
+def test_doctor_says_where_resumes_run_and_why_not_in_the_running_hermes(sims, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    rb, _text = _doctor(home)
+    assert rb == {"usable": False, "reason": NO_BACKEND}
+    with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}) as (
+            proc, port):
+        rb, text = _doctor(home)
+        assert rb == {"usable": True, "pid": proc.pid, "port": port, "token_source": "environment"}
+        assert f"running Hermes: pid {proc.pid} on 127.0.0.1:{port}" in text and TOKEN not in text
+    write_control(home, dashboard_gated=True)
+    with running_sim_dashboard(root_of(sims["legacy"]), home):
+        rb, text = _doctor(home)
+        assert rb["usable"] is False and "gated mode" in rb["reason"]
+        assert "resumes start a separate Hermes process" in text

@@ -149,6 +149,20 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     return info, []
 
 
+def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
+    """Where a resume in ``home`` would run: the user's running ``hermes dashboard`` (pid, port, where its token
+    comes from — never the token) or, with the reason, a separate Hermes process."""
+    from hermes_tray_core.live_backend import find_live_backend
+
+    try:
+        backend, why = find_live_backend(home, processes)
+    except Exception as exc:  # a diagnostic never fails the report
+        return {"usable": False, "reason": f"cannot look for a running Hermes ({type(exc).__name__})"}
+    if backend is None:
+        return {"usable": False, "reason": why}
+    return {"usable": True, "pid": backend.pid, "port": backend.port, "token_source": backend.token_source}
+
+
 # ---------------------------------------------------------------------------------------------
 
 
@@ -181,8 +195,15 @@ def run(args: argparse.Namespace) -> int:
     homes = selected_homes(args, settings=settings)
     result = Scanner(homes).scan()
     home_rows = []
+    processes = None
     for h in result.homes:
         row = h.to_json()
+        if h.exists:
+            if processes is None:
+                from hermes_tray_core.hermes_processes import HermesProcesses
+
+                processes = HermesProcesses.now()
+            row["running_backend"] = check_running_backend(h.path, processes)
         row["turns"] = {}
         for t in result.turns:
             if t.home == h.path:
@@ -219,6 +240,12 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"    auto-continue: {'on' if ac['enabled'] else 'off'}, {ac['freshness_minutes']} min window, "
                    f"{ac['max_attempts']} attempts; state.db: {h['state_db']}; "
                    f"WebUI journals: {h['webui_sessions']}")
+        rb = h.get("running_backend")
+        if isinstance(rb, dict) and rb.get("usable"):
+            out.append(f"    running Hermes: pid {rb['pid']} on 127.0.0.1:{rb['port']} (session token from its "
+                       f"{rb['token_source']}): resumes continue there")
+        elif isinstance(rb, dict):
+            out.append(f"    running Hermes: not used ({rb.get('reason')}); resumes start a separate Hermes process")
     hermes = report["hermes"]
     out.append("Hermes:")
     if hermes.get("installed"):

@@ -13,7 +13,20 @@ Both take each time stamp where the frame has just been read and parsed from the
 (hermes-tray: in its reader thread; the minimal client: after its ``readline``), ``time.monotonic``.
 
 Prints medians split into spawn→ready, resume round trip and resume→first frame, and the ratio
-(target ≤ 1.1×). Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--no-real]``.
+(target ≤ 1.1×).
+
+Then, with the real ``hermes dashboard`` (0.19.0) running for the home, alternating runs of:
+
+* **hermes-tray, running backend**: ``resume_turn`` as the tray calls it — claim, re-check, policy,
+  journal, finding the dashboard (process table), its port and token (page), capability (cached),
+  ``/api/ws`` connect, ``session.active_list``, ``session.resume``, marker, ``prompt.submit`` —
+  until ``message.start``;
+* **minimal WebSocket client**: connect with the known port and token, ``gateway.ready``,
+  ``session.resume``, ``prompt.submit``, first ``message.start`` — nothing else;
+* **hermes-tray, spawned gateway**: the same ``resume_turn`` told not to use the running backend.
+
+Prints the ratio to the minimal client (target ≤ 1.1×) and the speed-up over the spawned path.
+Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--live-runs N] [--no-real]``.
 """
 
 from __future__ import annotations
@@ -93,6 +106,86 @@ def tray_run(home: Path, key: str, install: gateway.HermesInstall, cwd: str) -> 
             "total": t["message_start_at"] - t0}
 
 
+def ws_minimal_client(port: int, token: str, key: str) -> float:
+    """The floor through the running backend: connect, ready, session.resume, prompt.submit, message.start."""
+    from websockets.sync.client import connect
+
+    t0 = time.monotonic()
+    with connect(f"ws://127.0.0.1:{port}/api/ws?token={token}", origin=f"http://127.0.0.1:{port}",
+                 max_size=None, compression=None) as ws:
+        def until(pred):
+            while True:
+                for line in str(ws.recv(timeout=60)).split("\n"):
+                    if line.strip():
+                        f = json.loads(line)
+                        if pred(f):
+                            return f
+
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "gateway.ready")
+        ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session.resume", "params": {"session_id": key}}))
+        sid = until(lambda f: f.get("id") == 1)["result"]["session_id"]
+        ws.send(json.dumps({"jsonrpc": "2.0", "id": 2, "method": "prompt.submit",
+                            "params": {"session_id": sid, "text": "x " + PROMPT}}))
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "message.start")
+        took = time.monotonic() - t0
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "message.complete")  # untimed
+        ws.send(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "session.close", "params": {"session_id": sid}}))
+        until(lambda f: f.get("id") == 3)
+    return took
+
+
+def tray_live_run(home: Path, key: str, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
+    entry = plant_marker(home, key, PROMPT)
+    t0 = time.monotonic()
+    res = resume_turn(home, key, entry, install=install, via="bench", prefer_running_backend=prefer)
+    c = res.continuation
+    if res.outcome != "completed" or c is None:
+        raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
+    want = gateway.RUNNING_BACKEND if prefer else gateway.SEPARATE_PROCESS
+    if c.ran_in != want:
+        raise RuntimeError(f"bench resume ran {c.ran_in}, wanted {want}: {res.fallback_reason}")
+    return c.timings["message_start_at"] - t0
+
+
+def bench_live(hermes_python: Path, home: Path, key: str, runs: int) -> None:
+    from real_dashboard import running_dashboard
+
+    from hermes_tray_core.live_backend import find_live_backend
+
+    real = gateway.install_from_command([str(hermes_python)])
+    with running_dashboard(hermes_python, home) as (_proc, port):
+        backend, why = find_live_backend(home)
+        if backend is None:
+            raise RuntimeError(f"the dashboard is not usable: {why}")
+        token = backend.token.reveal()
+        gateway.probe_capabilities(gateway.HermesInstall((str(hermes_python),), str(hermes_python), "bench"),
+                                   env=gateway.gateway_environment(home), cwd=str(Path.home()))
+        gateway.probe_capabilities(real, env=gateway.gateway_environment(home), cwd=str(Path.home()))
+        tray_live_run(home, key, prefer=True)  # warm-up: the dashboard's first agent build, page cache
+        ws_minimal_client(port, token, key)
+        ours, floor, spawned = [], [], []
+        rng = random.Random(11)
+        for _ in range(runs):
+            steps = [lambda: ours.append(tray_live_run(home, key, prefer=True)),
+                     lambda: floor.append(ws_minimal_client(port, token, key)),
+                     lambda: spawned.append(tray_live_run(home, key, prefer=False, install=real))]
+            rng.shuffle(steps)
+            for step in steps:
+                step()
+    m_ours, m_floor, m_spawned = (statistics.median(x) for x in (ours, floor, spawned))
+    load = f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs" if hasattr(os, "getloadavg") else ""
+    print(f"\nreal running backend: hermes dashboard 0.19.0 (median of {runs} runs; ms)")
+    print(f"  hermes-tray through the running backend   {m_ours * 1e3:9.1f}   (runs: "
+          + ", ".join(f"{x * 1e3:.0f}" for x in ours) + ")")
+    print(f"  minimal WebSocket client (same two calls)  {m_floor * 1e3:9.1f}   (runs: "
+          + ", ".join(f"{x * 1e3:.0f}" for x in floor) + ")")
+    print(f"  hermes-tray with a spawned gateway         {m_spawned * 1e3:9.1f}   (runs: "
+          + ", ".join(f"{x * 1e3:.0f}" for x in spawned) + ")")
+    print(f"  ratio to the minimal client {m_ours / m_floor:.3f}×  (target ≤ 1.1×); hermes-tray's own work "
+          f"{(m_ours - m_floor) * 1e3:.1f} ms")
+    print(f"  speed-up over the spawned gateway {m_spawned / m_ours:.1f}×  (expected ≥ 10×){load}")
+
+
 def med(rows: list[dict[str, float]], k: str) -> float:
     return statistics.median(r[k] for r in rows)
 
@@ -136,12 +229,17 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--runs", type=int, default=15)
     ap.add_argument("--real-runs", type=int, default=4)
+    ap.add_argument("--live-runs", type=int, default=7)
+    ap.add_argument("--only-live", action="store_true", help="only the running-backend comparison")
     ap.add_argument("--no-real", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-resume-"))
     os.environ.update(tray_dirs(tmp))
     cwd = str(Path.home())
 
+    if args.only_live:
+        live_only(tmp, args.live_runs)
+        return
     root = tmp / "sim"
     create_sim_install(root, "legacy")
     sim = gateway.install_from_command(sim_command(root))
@@ -169,6 +267,20 @@ def main() -> None:
         real = gateway.install_from_command([str(venv_python(venv))])
         rkey = seed_real_session(venv_python(venv), rhome, prompt="seed turn", cwd=cwd)
         bench("real gateway (hermes-agent 0.19.0)", real, rhome, rkey, args.real_runs, cwd)
+        bench_live(venv_python(venv), rhome, rkey, args.live_runs)
+
+
+def live_only(tmp: Path, runs: int) -> None:
+    from hermes_venv import ensure_hermes_venv, venv_python
+    from mock_openai import MockOpenAI, write_hermes_config
+    from real_session import seed_real_session
+
+    venv, _ = ensure_hermes_venv()
+    with MockOpenAI() as mock:
+        rhome = tmp / "live-home"
+        write_hermes_config(rhome, mock.base_url)
+        rkey = seed_real_session(venv_python(venv), rhome, prompt="seed turn", cwd=str(Path.home()))
+        bench_live(venv_python(venv), rhome, rkey, runs)
 
 
 if __name__ == "__main__":
