@@ -38,6 +38,16 @@ def quote_exec_start(argv: list[str]) -> str:
     return " ".join(parts)
 
 
+def condition_path(path: str) -> str:
+    """``ConditionPathExists=`` value: the absolute path, ``%`` escaped (specifiers expand there too).
+
+    systemd ignores a relative path with a warning, so a relative one is made absolute here.
+    """
+    if any(c in "\n\r" for c in path):
+        raise ValueError(f"a unit setting cannot contain a line break: {path!r}")
+    return os.path.abspath(path).replace("%", "%%")
+
+
 def parse_exec_start(value: str) -> list[str]:
     """Inverse of :func:`quote_exec_start` (enough for what we write)."""
     args: list[str] = []
@@ -127,7 +137,8 @@ class SystemdUserAutoStart(AutoStart):
 
     def render(self) -> str:
         template = resource_path("desktop", TEMPLATE).read_text(encoding="utf-8")
-        return template.replace("@EXEC@", quote_exec_start(self.command))
+        text = template.replace("@EXEC@", quote_exec_start(self.command))
+        return text.replace("@EXEC_PATH@", condition_path(self.command[0]))
 
     def enable(self) -> None:
         _files.write_entry(self.unit_path, self.render())

@@ -2,14 +2,16 @@
 ;
 ;   makensis -DVERSION=0.1.0 -DPAYLOAD=C:\path\dist\hermes-tray -DOUTFILE=setup.exe packaging\windows\hermes-tray.nsi
 ;
-; (packaging/build.py nsis --bundle DIR runs exactly this; Debian's makensis builds it on Linux.)
+; (packaging/build.py nsis --bundle DIR runs exactly this, after checking DIR is a Windows bundle;
+; Debian's makensis builds it on Linux from a bundle built on Windows.)
 ; PAYLOAD is the PyInstaller one-folder build: hermes-tray.exe (tray, no console),
 ; hermes-tray-cli.exe (same program with a console) and _internal\.
 ;
 ; Installs to %LOCALAPPDATA%\Programs\hermes-tray, adds a Start-menu shortcut that carries the
 ; AppUserModelID (Windows only delivers toast notifications for an app whose AUMID is on a
 ; Start-menu shortcut), an uninstall entry under HKCU, and optionally the per-user Run value
-; that `hermes-tray autostart on` also writes. The uninstaller keeps the user's settings,
+; that `hermes-tray autostart on` also writes. Installer and uninstaller first ask a running tray
+; to quit. The uninstaller removes the toast registration too, and keeps the user's settings,
 ; journal and logs (%LOCALAPPDATA%\hermes-tray).
 
 Unicode true
@@ -37,6 +39,11 @@ SetCompressor /SOLID lzma
 !define RUN_KEY "Software\Microsoft\Windows\CurrentVersion\Run"
 !define APPROVED_KEY "Software\Microsoft\Windows\CurrentVersion\Explorer\StartupApproved\Run"
 !define SHORTCUT "$SMPROGRAMS\${APP_NAME}.lnk"
+; = the key desktop-notifier writes for an unpackaged app's toasts (winrt backend, register_hkey).
+!define NOTIFY_KEY "Software\Classes\AppUserModelId\${AUMID}"
+; = hermes_tray.app.single_instance.SingleInstance("tray").server_name on Windows, as a named pipe:
+; hermes-tray-<user name>-tray. The running tray quits when it reads the line "quit".
+!define PIPE_PREFIX "\\.\pipe\${APP}-"
 
 Name "${APP_NAME}"
 OutFile "${OUTFILE}"
@@ -132,9 +139,77 @@ Function SetShortcutAUMID
   Pop $R0
 FunctionEnd
 
+; Ask a running tray to quit through its single-instance pipe, then wait until the program files
+; are free. When they stay in use (a hung tray, the helper, a console command), tell the user:
+; Retry after quitting it, or Cancel (a silent run cancels). Defined for installer and uninstaller.
+!macro QUIT_RUNNING_APP un
+Function ${un}QuitRunningApp
+  Push $0
+  Push $1
+  Push $2
+  Push $3
+  ReadEnvStr $1 USERNAME
+  ; GENERIC_READ|GENERIC_WRITE, no sharing, OPEN_EXISTING
+  System::Call 'kernel32::CreateFileW(w "${PIPE_PREFIX}$1-tray", i 0xC0000000, i 0, p 0, i 3, i 0, p 0) p.r0'
+  ${If} $0 <> -1
+    System::Call 'kernel32::WriteFile(p r0, m "quit$\n", i 5, *i .r2, p 0) i.r2'
+    DetailPrint "Asked the running ${APP_NAME} to quit"
+    StrCpy $2 0
+    ${Do}  ; wait (at most 3 s) for its "ok", so the line is read before the pipe closes
+      StrCpy $3 0
+      System::Call 'kernel32::PeekNamedPipe(p r0, p 0, i 0, p 0, *i .r3, p 0) i'
+      ${IfThen} $3 > 0 ${|} ${ExitDo} ${|}
+      Sleep 100
+      IntOp $2 $2 + 1
+    ${LoopUntil} $2 >= 30
+    System::Call 'kernel32::CloseHandle(p r0)'
+  ${EndIf}
+  StrCpy $2 0
+  ${Do}
+    StrCpy $3 ""
+    ${If} ${FileExists} "$INSTDIR\${APP}.exe"
+      ClearErrors
+      FileOpen $0 "$INSTDIR\${APP}.exe" a  ; a running program cannot be opened for writing
+      ${If} ${Errors}
+        StrCpy $3 "${APP}.exe"
+      ${Else}
+        FileClose $0
+      ${EndIf}
+    ${EndIf}
+    ${If} $3 == ""
+    ${AndIf} ${FileExists} "$INSTDIR\${APP}-cli.exe"
+      ClearErrors
+      FileOpen $0 "$INSTDIR\${APP}-cli.exe" a
+      ${If} ${Errors}
+        StrCpy $3 "${APP}-cli.exe"
+      ${Else}
+        FileClose $0
+      ${EndIf}
+    ${EndIf}
+    ${If} $3 == ""
+      ${ExitDo}
+    ${EndIf}
+    ${If} $2 >= 50  ; 10 s
+      MessageBox MB_RETRYCANCEL|MB_ICONEXCLAMATION "${APP_NAME} is still running ($3). Quit it (tray icon → Quit; the helper: hermes-tray-cli autostart off --helper, then end it in Task Manager) and press Retry." /SD IDCANCEL IDRETRY +2
+      Abort "${APP_NAME} is still running: quit it and run this again."
+      StrCpy $2 0
+    ${EndIf}
+    Sleep 200
+    IntOp $2 $2 + 1
+  ${Loop}
+  Pop $3
+  Pop $2
+  Pop $1
+  Pop $0
+FunctionEnd
+!macroend
+!insertmacro QUIT_RUNNING_APP ""
+!insertmacro QUIT_RUNNING_APP "un."
+
 Section "${APP_NAME}" SecMain
   SectionIn RO
   SetOutPath "$INSTDIR"
+  Call QuitRunningApp  ; an upgrade cannot replace the files of a running tray
   ; Replace the program files as a whole (an upgrade must not keep stale libraries).
   RMDir /r "$INSTDIR\_internal"
   File /r "${PAYLOAD}\*.*"
@@ -165,6 +240,7 @@ Section /o "Start at login" SecAutostart
 SectionEnd
 
 Section "Uninstall"
+  Call un.QuitRunningApp
   DeleteRegValue HKCU "${RUN_KEY}" "${APP}"
   DeleteRegValue HKCU "${RUN_KEY}" "${APP}-helper"
   DeleteRegValue HKCU "${APPROVED_KEY}" "${APP}"
@@ -174,8 +250,12 @@ Section "Uninstall"
   RMDir /r "$INSTDIR\_internal"
   Delete "$INSTDIR\${APP}.exe"
   Delete "$INSTDIR\${APP}-cli.exe"
+  Delete "$INSTDIR\LICENSE"
+  Delete "$INSTDIR\THIRD-PARTY-NOTICES.txt"
   Delete "$INSTDIR\uninstall.exe"
   RMDir "$INSTDIR"
   DeleteRegKey HKCU "${UNINST_KEY}"
+  ; The toast registration desktop-notifier made for this app (its display name and icon).
+  DeleteRegKey HKCU "${NOTIFY_KEY}"
   ; %LOCALAPPDATA%\hermes-tray (settings, journal, logs) is the user's and stays.
 SectionEnd

@@ -58,6 +58,28 @@ def test_sdist_carries_resources(dists: dict[str, Path]) -> None:
     assert prefix + "pyproject.toml" in names
 
 
+def test_wheel_carries_licence_and_spdx_metadata(dists: dict[str, Path]) -> None:
+    wheel = zipfile.ZipFile(dists["wheel"])
+    info = f"hermes_tray-{__version__}.dist-info"
+    assert wheel.read(f"{info}/licenses/LICENSE") == (ROOT / "LICENSE").read_bytes()
+    metadata = wheel.read(f"{info}/METADATA").decode()
+    assert "License-Expression: MIT" in metadata and "License-File: LICENSE" in metadata
+    assert "\nLicense: " not in metadata  # the deprecated free-text field is gone
+    # The LGPLv3/GPLv3 texts the Qt notice carries (the PySide6 wheels ship none).
+    assert {"hermes_tray/_licences/LGPL-3.0.txt", "hermes_tray/_licences/GPL-3.0.txt"} <= set(wheel.namelist())
+
+
+def test_sdist_ships_licence_and_every_test(dists: dict[str, Path]) -> None:
+    """A packager rebuilding from the sdist gets the licence and the whole test suite."""
+    with tarfile.open(dists["sdist"]) as tar:
+        names = set(tar.getnames())
+    prefix = f"hermes_tray-{__version__}/"
+    assert prefix + "LICENSE" in names
+    tracked = run(["git", "-C", str(ROOT), "ls-files", "tests", "packaging"]).stdout.split()
+    assert tracked and [f for f in tracked if prefix + f not in names] == []
+    assert not any("__pycache__" in n for n in names)
+
+
 def install(dists: dict[str, Path]) -> tuple[Path, Path]:
     """pipx install when pipx is there (the documented way), else a fresh venv + pip.
 
@@ -121,3 +143,19 @@ def test_autostart_from_installed_wheel(installed: tuple[Path, Path], tmp_path: 
     assert Path(status["command"][0]).resolve() == command.resolve()
     assert run([str(command), "autostart", "off"], env=env).returncode == 0
     assert run([str(command), "autostart", "status"], env=env).returncode == 1
+
+
+def test_installed_wheel_shows_notices_of_its_requirements(installed: tuple[Path, Path], tmp_path: Path) -> None:
+    """The About box of a pipx install: notices generated from the installed requirements' metadata."""
+    _command, python = installed
+    code = "from hermes_tray.notices import notices_file; print(notices_file())"
+    result = run([str(python), "-c", code], env=clean_env(tmp_path), cwd=str(tmp_path))
+    assert result.returncode == 0, result.stderr
+    path = Path(result.stdout.strip())
+    assert path.is_relative_to(tmp_path / ".cache") and (path.stat().st_mode & 0o777) == 0o600
+    text = path.read_text()
+    for name in ("PySide6_Essentials", "shiboken6", "psutil", "desktop-notifier", "filelock", "platformdirs"):
+        assert f"\n{name} " in text, name
+    assert "Qt and Qt for Python (LGPL-3.0)" in text and "GNU LESSER GENERAL PUBLIC LICENSE" in text
+    assert "download.qt.io" in text and "replace them" in text
+    assert "pytest" not in text  # a test extra is not a requirement of the app
