@@ -21,6 +21,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Iterable
+from html import escape
 from importlib import metadata
 from pathlib import Path
 
@@ -302,3 +303,11 @@ def notices_file() -> Path | None:
     except OSError:
         return None
     return target
+
+
+def about_html() -> str:
+    """The About box's licence line: MIT, and a link that opens the third-party notices."""
+    path = notices_file()
+    if path is None:
+        return "<br><br>MIT licence. The third-party notices could not be found or written."
+    return f'<br><br>MIT licence. <a href="{escape(path.as_uri(), quote=True)}">Third-party software and licences</a>'

@@ -163,7 +163,7 @@ def build_linux_tarball(bundle: Path, out: Path) -> Path:
     return tarball
 
 
-def build_nsis(bundle: Path, out: Path) -> Path:
+def build_nsis(bundle: Path, out: Path, verbosity: int = 2) -> Path:
     """Windows per-user installer around a one-folder Windows bundle (makensis also runs on Linux)."""
     kind = bundle_platform(bundle)
     if kind != "windows":
@@ -179,7 +179,7 @@ def build_nsis(bundle: Path, out: Path) -> Path:
         raise SystemExit("build.py: makensis not found (Debian: apt-get install nsis)")
     out.mkdir(parents=True, exist_ok=True)
     setup = out / f"{APP}-{version()}-windows-setup.exe"
-    argv = [makensis, "-V2", "-WX", "-INPUTCHARSET", "UTF8", f"-DVERSION={version()}", f"-DPAYLOAD={bundle.resolve()}",
+    argv = [makensis, f"-V{verbosity}", "-WX", "-INPUTCHARSET", "UTF8", f"-DVERSION={version()}", f"-DPAYLOAD={bundle.resolve()}",
             f"-DOUTFILE={setup.resolve()}"]
     ico = ROOT / "resources" / "icons" / f"{APP}.ico"
     if ico.is_file():

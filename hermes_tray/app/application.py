@@ -363,13 +363,15 @@ class TrayApp(QObject):
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
     def show_about(self) -> None:
+        from hermes_tray.notices import about_html
         from hermes_tray_core import __version__
 
         QMessageBox.about(
             None,
             "About Hermes Tray",
             f"<b>Hermes Tray</b> {__version__}<br>"
-            "Notices interrupted Hermes Agent turns and lets you resume, skip or disable auto-continue.",
+            "Notices interrupted Hermes Agent turns and lets you resume, skip or disable auto-continue."
+            + about_html(),  # the link opens the licences file (QMessageBox opens links itself)
         )
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import sys
 import tarfile
@@ -91,6 +92,64 @@ def test_resources_load_in_frozen_bundle(artifacts: dict[str, Path], tmp_path: P
     written = (tmp_path / ".config" / "autostart" / "hermes-tray.desktop").read_text()
     expected = template.read_text().replace("@EXEC@", str(exe)).replace("@TRYEXEC@", str(exe))
     assert written == expected
+
+
+# Left to the user's system on purpose (packaging/hermes-tray.spec, SYSTEM_LIBS); the tray
+# starting from the installed bundle in test_install_run_uninstall is what proves it still works.
+SYSTEM_LIBS = ("libstdc++.so", "libgcc_s.so", "libfontconfig.so", "libfreetype.so")
+
+
+def test_system_libraries_come_from_the_system(artifacts: dict[str, Path], tmp_path: Path) -> None:
+    internal = artifacts["bundle"] / "_internal"
+    names = sorted(p.name for p in internal.rglob("*.so*"))
+    assert [n for n in names if n.startswith(SYSTEM_LIBS)] == []
+    for kept in ("libxcb-cursor.so.0", "libxkbcommon-x11.so.0"):  # bundled: missing on many installs
+        assert kept in names, kept
+    # Every library the bundle loads resolves: from the bundle or, for those left out, the system.
+    ldd = need_tool("ldd", "libc-bin")
+    elves = [artifacts["bundle"] / "hermes-tray", *(internal / "PySide6" / "Qt" / "plugins").rglob("*.so")]
+    env = clean_env(tmp_path, LD_LIBRARY_PATH=str(internal))
+    missing = {}
+    for elf in elves:
+        out = run([ldd, str(elf)], env=env).stdout
+        lost = [line.split()[0] for line in out.splitlines() if "not found" in line]
+        if lost:
+            missing[elf.name] = lost
+    assert missing == {}
+
+
+def test_no_dangling_links(artifacts: dict[str, Path]) -> None:
+    for tree in (artifacts["bundle"], artifacts["unpacked"]):
+        dangling = [p.relative_to(tree).as_posix() for p in tree.rglob("*") if p.is_symlink() and not p.exists()]
+        assert dangling == []
+
+
+def test_licence_and_notices_ship_in_bundle_and_tarball(artifacts: dict[str, Path]) -> None:
+    bundle, unpacked = artifacts["bundle"], artifacts["unpacked"]
+    licence = (ROOT / "LICENSE").read_text()
+    for folder in (bundle, bundle / "_internal", unpacked, unpacked / "hermes-tray"):
+        assert (folder / "LICENSE").read_text() == licence, folder
+    notices = (bundle / "THIRD-PARTY-NOTICES.txt").read_text()
+    for folder in (bundle / "_internal", unpacked, unpacked / "hermes-tray"):
+        assert (folder / "THIRD-PARTY-NOTICES.txt").read_text() == notices, folder
+    sections = re.findall(r"^={78}\n(.+)$", notices, re.M)
+    names = {s.split(" ")[0] for s in sections}
+    # What the bundle carries, named by its own metadata: the Python distributions …
+    for dist in ("PySide6_Essentials", "shiboken6", "psutil", "filelock", "platformdirs", "pyinstaller"):
+        assert dist in names, (dist, sections)
+    assert "pytest" not in names and "hypothesis" not in names  # test tools are not bundled
+    # … the interpreter, Qt's LGPL terms (source, replaceable libraries, licence texts) …
+    assert any(s.startswith("Python 3.") for s in sections)
+    qt = notices[notices.index("\nQt and Qt for Python (LGPL-3.0)"):]
+    assert "download.qt.io" in qt and "_internal/PySide6/Qt/lib/libQt6*.so.6" in qt
+    assert "GNU LESSER GENERAL PUBLIC LICENSE" in qt
+    assert any((bundle / "_internal" / "PySide6" / "Qt" / "lib").glob("libQt6Core.so.6"))  # replaceable file
+    # … and, built on Debian, the system libraries copied from the build machine (OpenSSL among them),
+    # but not those left to the user's system.
+    if shutil.which("dpkg-query"):
+        assert "libssl3" in names and "libxcb-cursor0" in names, sections
+        assert not {"libstdc++6", "libgcc-s1", "libfontconfig1", "libfreetype6"} & names
+        assert "Other files copied from the build machine" not in notices, notices[-3000:]
 
 
 def test_frozen_cli_starts_without_qt(artifacts: dict[str, Path], tmp_path: Path) -> None:

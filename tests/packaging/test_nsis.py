@@ -18,7 +18,7 @@ def defines() -> dict[str, str]:
     return dict(re.findall(r'^!define (\w+) "([^"]*)"', NSI.read_text(), re.M))
 
 
-def test_nsis_compiles_against_stub_payload(tmp_path: Path) -> None:
+def test_nsis_compiles_against_stub_payload(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     need_tool("makensis", "apt-get install nsis")
     payload = tmp_path / "hermes-tray"
     (payload / "_internal").mkdir(parents=True)
@@ -27,10 +27,14 @@ def test_nsis_compiles_against_stub_payload(tmp_path: Path) -> None:
     (payload / "_internal" / "base_library.zip").write_bytes(b"PK stub")
     (payload / "LICENSE").write_text((ROOT / "LICENSE").read_text())
     (payload / "THIRD-PARTY-NOTICES.txt").write_text("Qt and Qt for Python (LGPL-3.0) stub notices\n")
-    setup = load_build_module().build_nsis(payload, tmp_path / "out")  # -WX: warnings fail the build
+    # -WX: warnings fail the build; -V4: makensis lists every file it packs into the installer.
+    setup = load_build_module().build_nsis(payload, tmp_path / "out", verbosity=4)
     data = setup.read_bytes()
     assert setup.name.endswith("-windows-setup.exe")
     assert data[:2] == b"MZ" and b"Nullsoft" in data and len(data) > 50_000
+    packed = capfd.readouterr().out
+    for name in ("LICENSE", "THIRD-PARTY-NOTICES.txt", "hermes-tray.exe"):
+        assert f'File: "{name}"' in packed, name  # in the installer payload, beside the program
 
 
 def test_nsis_refuses_a_linux_bundle(tmp_path: Path, capsys) -> None:
