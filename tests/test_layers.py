@@ -15,6 +15,7 @@ RANKS: dict[str, int] = {
     "hermes_tray": 0,  # the package's __init__
     "hermes_tray.contract": 0,
     "hermes_tray.resources": 0,
+    "hermes_tray.notices": 0,  # third-party notices from distribution metadata (build time and About box)
     "hermes_tray.qt_guard": 0,
     "hermes_tray.demo": 1,
     "hermes_tray.autostart": 1,
@@ -37,7 +38,8 @@ RANKS: dict[str, int] = {
 }
 
 # Modules that must stay importable without Qt (the engine's own package is checked the same way).
-QT_FREE = ("hermes_tray.contract", "hermes_tray.engine", "hermes_tray.app.format", "hermes_tray.app.settings_model")
+QT_FREE = ("hermes_tray.contract", "hermes_tray.engine", "hermes_tray.app.format", "hermes_tray.app.settings_model",
+           "hermes_tray.notices")
 
 
 def _module_name(path: Path) -> str:
