@@ -175,3 +175,116 @@ def test_stop_interrupts_a_real_continuation(real_home, mock_llm, env):
     assert key not in list_turn_markers(home)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
     assert res.continuation is not None and not pid_running(res.continuation.gateway_pid)
+
+
+# ── the kill window: resume --wait stopped or killed after the note reached the model ───────────
+
+
+def status_turns(home: Path, key: str, env: dict[str, str]) -> list[dict]:
+    p = cli("status", "--json", "--home", str(home), env=env)
+    out, err = p.communicate(timeout=60)
+    return [t for t in json.loads(out)["turns"] if t["session_key"] == key]
+
+
+def wait_for(cond, what: str, timeout: float = 90.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def answered(home: Path, key: str) -> bool:
+    """Hermes' own transcript: the note and an assistant reply after it."""
+    rows = transcript(home, key)
+    notes = [i for i, (r, c) in enumerate(rows) if r == "user" and c.startswith(NOTE_PREFIX)]
+    return bool(notes) and any(r == "assistant" for r, _c in rows[notes[-1] + 1:])
+
+
+def start_until_the_model_has_the_note(home: Path, key: str, mock: MockOpenAI, env: dict[str, str]):
+    since = len(mock.completions())
+    mock.hold()  # the model "thinks" until released: the note is provably with the model, unanswered
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    wait_for(lambda: continuations(mock, since) or p.poll() is not None, "the note to reach the model")
+    assert p.poll() is None, p.communicate()
+    marker = list_turn_markers(home)[key]
+    assert marker["attempts"] == 1 and marker_writer_state(marker) == "alive"
+    return p, since, marker["writer_pid"]
+
+
+def assert_never_doubled(home: Path, key: str, mock: MockOpenAI, since: int, env: dict[str, str]) -> None:
+    """`status` shows nothing actionable, a second resume is refused, the model saw exactly one note."""
+    assert not [t for t in status_turns(home, key, env) if t["verdict"] == "actionable"]
+    again = cli("resume", key, "--home", str(home), "--wait", env=env)
+    _out, err = again.communicate(timeout=150)
+    assert again.returncode == 1 and "Not resumed" in err, err
+    assert len(continuations(mock, since)) == 1
+    assert [r for r, c in transcript(home, key) if r == "user" and c.startswith(NOTE_PREFIX)] == ["user"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX job-control signals")
+def test_kill_window_sigstop_then_sigkill_after_the_note_reached_the_model(real_home, mock_llm, env):
+    # Ctrl-Z then `kill %1`, or a debugger, or a frozen terminal: the client is stopped while Hermes
+    # finishes, then killed. Its gateway exits at stdin EOF, leaving the marker (attempts 1, a dead
+    # writer) of a turn that completed: Hermes' state.db says so, and every reader honours it.
+    home, key = real_home
+    plant_marker(home, key, SEED_PROMPT)
+    p, since, gw_pid = start_until_the_model_has_the_note(home, key, mock_llm, env)
+    try:
+        os.kill(p.pid, signal.SIGSTOP)
+        mock_llm.release()
+        wait_for(lambda: answered(home, key), "Hermes to finish the continuation")
+    finally:
+        mock_llm.release()
+        os.kill(p.pid, signal.SIGKILL)
+        p.communicate(timeout=30)
+    wait_for(lambda: not pid_running(gw_pid), "the gateway to exit after its client died", 60)
+    left = list_turn_markers(home)[key]  # the dead client could not retire it
+    assert left["attempts"] == 1 and marker_writer_state(left) == "dead"
+    assert_never_doubled(home, key, mock_llm, since, env)
+    assert key not in list_turn_markers(home)  # the first reader retired it
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
+def test_kill_window_sigterm_after_the_note_reached_the_model(real_home, mock_llm, env):
+    home, key = real_home
+    plant_marker(home, key, SEED_PROMPT)
+    p, since, gw_pid = start_until_the_model_has_the_note(home, key, mock_llm, env)
+    try:
+        p.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # the interrupt is on its way while the model still "thinks"
+        mock_llm.release()
+        _out, err = p.communicate(timeout=120)
+    finally:
+        mock_llm.release()
+    assert "SIGTERM: stopping the continuation cleanly" in err
+    assert p.returncode in (0, 3), err  # completed (Hermes finished first) or interrupted: both recorded
+    assert not pid_running(gw_pid)
+    assert key not in list_turn_markers(home)
+    assert_never_doubled(home, key, mock_llm, since, env)
+    assert journal_events(key)[:3] == ["approved", "continuing", "dispatched"]
+    assert journal_events(key)[3] in ("completed", "interrupted")
+
+
+@pytest.mark.skipif(os.name == "nt", reason="POSIX job-control signals")
+def test_kill_window_sigterm_to_a_stopped_client_after_hermes_finished(real_home, mock_llm, env):
+    # `kill %1` on a job Ctrl-Z stopped, the shell then resuming it: the stop arrives after Hermes
+    # finished; the turn is recorded completed (its reply is there), not interrupted, and not run again.
+    home, key = real_home
+    plant_marker(home, key, SEED_PROMPT)
+    p, since, _gw_pid = start_until_the_model_has_the_note(home, key, mock_llm, env)
+    try:
+        os.kill(p.pid, signal.SIGSTOP)
+        mock_llm.release()
+        wait_for(lambda: answered(home, key), "Hermes to finish the continuation")
+        os.kill(p.pid, signal.SIGTERM)
+        os.kill(p.pid, signal.SIGCONT)
+        out, err = p.communicate(timeout=120)
+    finally:
+        mock_llm.release()
+    assert p.returncode == 0 and "completed" in out, err
+    assert key not in list_turn_markers(home)
+    assert_never_doubled(home, key, mock_llm, since, env)
+    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
