@@ -385,6 +385,7 @@ def continue_in_backend(
     stop: threading.Event | None = None,
     expected: Mapping[str, Any] | None = None,
     on_submitting: Callable[[dict[str, Any]], None] | None = None,
+    on_connected: Callable[[], None] | None = None,
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
@@ -416,6 +417,7 @@ def continue_in_backend(
     run.backend = backend
     run.expected = dict(expected) if expected is not None else None
     run.on_submitting = on_submitting
+    run.on_connected = on_connected
     run.result.ran_in, run.result.backend_pid, run.result.where = RUNNING_BACKEND, backend.pid, where
     run.result.log_path = None
     return run.run()
@@ -425,6 +427,7 @@ class _Run:
     """State of one :func:`continue_turn` call (split out so each step stays readable)."""
 
     backend: BackendEndpoint | None = None
+    on_connected: Callable[[], None] | None = None  # the running backend answered: bookkeeping may start beside it
     attached: str | None = None  # a runtime session id the tray attached in the running backend (closed at the end)
 
     def __init__(self, home: Path, key: str, prompt: str, attempts: int, install: HermesInstall,
@@ -685,8 +688,14 @@ class _Run:
         try:
             gw.start()
             self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0), "become ready")
-            t_list = time.time()
+            if self.on_connected is not None:
+                try:
+                    self.on_connected()
+                except Exception:
+                    logger.exception("on_connected callback failed")
+            t_list, t_asked = time.time(), time.monotonic()
             busy = self._live_in_backend()
+            self.result.timings["active_list"] = time.monotonic() - t_asked
         except _Stopped:
             return self.finish(INTERRUPTED, "Stopped before the continuation started; the turn is still pending.")
         except RpcError as exc:

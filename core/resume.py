@@ -318,13 +318,19 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if prefer_running_backend:
         from hermes_tray_core.live_backend import find_live_backend
 
+        t_find = time.monotonic()
         backend, fallback = find_live_backend(home)
+        took_find = time.monotonic() - t_find
         if backend is not None:
             res = gateway.continue_in_backend(home, key, backend, original_prompt=prompt, attempts=attempts,
                                               options=options or settings_options(), on_progress=on_progress,
                                               on_dispatched=dispatched, stop=stop, expected=entry,
-                                              on_submitting=submitting)
+                                              on_submitting=submitting, on_connected=approve)
+            res.timings["find_backend"] = took_find
             if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
+                from hermes_tray_core.live_backend import forget
+
+                forget(home)
                 fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
                 res = None
     else:

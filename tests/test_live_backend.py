@@ -243,3 +243,15 @@ def test_doctor_says_where_resumes_run_and_why_not_in_the_running_hermes(sims, t
         rb, text = _doctor(home)
         assert rb["usable"] is False and "gated mode" in rb["reason"]
         assert "resumes start a separate Hermes process" in text
+
+
+def test_a_backend_found_once_is_reused_while_it_lives_and_looked_for_again_after(sims, tmp_path):
+    home, _key = make_home(tmp_path / "home")
+    with running_sim_dashboard(root_of(sims["legacy"]), home) as (first, _port):
+        a, _ = find_live_backend(home)
+        b, _ = find_live_backend(home)
+        assert a is not None and b is a  # the same process: not looked up again
+    with running_sim_dashboard(root_of(sims["legacy"]), home) as (second, port):
+        c, why = find_live_backend(home)  # the remembered one is dead: found anew
+        assert c is not None and c.pid == second.pid != first.pid and c.port == port, why
+    assert find_live_backend(home) == (None, NO_BACKEND)
