@@ -59,6 +59,10 @@ class RunResult:
     answer: str = ""  # the continuation's answer, when the engine has it
     attempts: int | None = None
     code: str = ""  # a refusal's reason code (core.resume: claimed-elsewhere, gone, changed, …)
+    # Where the continuation ran: "running-backend" (the user's hermes dashboard) or "separate-process"; "" when
+    # none ran. ``where`` says it for a user ("in your running Hermes (pid N)" / "in a separate Hermes process").
+    ran_in: str = ""
+    where: str = ""
 
 
 @dataclass(frozen=True)

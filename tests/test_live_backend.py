@@ -153,6 +153,10 @@ def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_
     assert c is not None and c.ran_in == gateway.RUNNING_BACKEND and c.backend_pid == proc.pid
     assert c.gateway_pid is None and res.fallback_reason is None
     assert f"It ran in your running Hermes (pid {proc.pid})." in res.message
+    from hermes_tray.engine import run_result
+
+    shown = run_result(res)  # what the tray's windows and History are handed
+    assert shown.ran_in == "running-backend" and shown.where == f"in your running Hermes (pid {proc.pid})"
     assert [t["pid"] for t in read_turns(home)] == [proc.pid]  # the turn ran inside the backend process
     assert key not in list_turn_markers(home)
     events = journal(key)
