@@ -180,7 +180,8 @@ def test_a_window_holding_the_session_keeps_its_events_and_the_tray_starts_nothi
         window.shutdown()
 
 
-def test_the_dashboard_killed_mid_continuation_is_interrupted_counted_and_never_doubled(shared, mock_llm, env):
+def test_the_dashboard_killed_mid_continuation_is_interrupted_counted_and_never_doubled(shared, mock_llm, env,
+                                                                                       hermes_python):
     # Last user of the shared dashboard: it is SIGKILLed here.
     home, key, dash, _port = shared
     plant_marker(home, key, SEED_PROMPT)
@@ -212,6 +213,16 @@ def test_the_dashboard_killed_mid_continuation_is_interrupted_counted_and_never_
     assert journal_events(key) == ["approved", "continuing", "dispatched", "failed"]
     time.sleep(1.0)
     assert len(continuations(mock_llm, since)) == 1  # never doubled
+    # The user restarts their Hermes: the next resume continues once, inside the new one, as attempt 2.
+    with running_dashboard(hermes_python, home) as (again, _port2):
+        p = cli("resume", key, "--home", str(home), "--wait", "--json", env=env)
+        out, err = p.communicate(timeout=150)
+        assert p.returncode == 0, (out, err)
+        result = json.loads(out)
+        assert result["ran_in"] == "running-backend" and result["backend_pid"] == again.pid != dash.pid
+        assert result["attempt"] == 2
+    assert len(continuations(mock_llm, since)) == 2
+    assert key not in list_turn_markers(home)
 
 
 def test_token_from_the_environment_then_the_dashboard_stopped_means_one_spawned_continuation(
