@@ -259,3 +259,27 @@ def test_a_backend_found_once_is_reused_while_it_lives_and_looked_for_again_afte
         c, why = find_live_backend(home)  # the remembered one is dead: found anew
         assert c is not None and c.pid == second.pid != first.pid and c.port == port, why
     assert find_live_backend(home) == (None, NO_BACKEND)
+
+
+def test_a_live_session_the_list_misses_is_still_not_taken_over(sims, tmp_path):
+    # Defence in depth: the backend's active_list misses the session (e.g. it is live under a compression
+    # child's id); session.resume then answers with the window's live copy, started before the tray asked.
+    home, key = make_home(tmp_path / "home", turn_seconds=3.0)
+    write_control(home, dashboard_hide_live=True)
+    entry = plant_marker(home, key, PROMPT)
+    with running_sim_dashboard(root_of(sims["legacy"]), home):
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        window = client(backend)
+        try:
+            sid = window.request("session.resume", {"session_id": key}, 5)["session_id"]
+            time.sleep(1.2)  # the window has had it open a while
+            res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+            assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
+            assert read_turns(home) == []  # the tray submitted nothing
+            assert list_turn_markers(home)[key] == entry
+            # Not closed by the tray: the window's session still takes a turn.
+            assert window.request("prompt.submit", {"session_id": sid, "text": "still mine"}, 5)["status"] == \
+                "streaming"
+        finally:
+            window.shutdown()

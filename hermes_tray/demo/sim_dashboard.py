@@ -15,7 +15,8 @@ What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gat
 
 Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launcher), which prints
 ``HERMES_DASHBOARD_READY port=<n>`` like Hermes. Knobs in ``<HERMES_HOME>/sim_backend.json``:
-``dashboard_gated`` (bool), ``dashboard_page_token`` (bool, default true).
+``dashboard_gated`` (bool), ``dashboard_page_token`` (bool, default true), ``dashboard_hide_live``
+(``session.active_list`` answers with no sessions, as for a session live under another id).
 """
 
 from __future__ import annotations
@@ -83,6 +84,11 @@ class SimDashboard(SimGateway):
         if session is not None:
             session["conn"] = getattr(self.local, "conn", None)  # the newcomer gets its events
         return result, after
+
+    def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
+        if _control(self.home).get("dashboard_hide_live"):  # a backend whose list misses a live session
+            return {"sessions": []}, None
+        return super().m_session_active_list(params)
 
     def handle_connection(self, conn: Any) -> None:
         self.local.conn = conn
