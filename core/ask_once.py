@@ -25,10 +25,12 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from hermes_tray_core.scanner import TurnRecord
 from hermes_tray_core.vocab import Verdict
+
+if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
+    from hermes_tray_core.scanner import TurnRecord
 
 __all__ = [
     "UNSHOWN_RETRY_SECONDS",

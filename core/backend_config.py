@@ -39,7 +39,6 @@ the defaults *without* the overlay, and so does the tray. The tray never writes 
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
 import stat
@@ -48,6 +47,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.numbers import INT_CAP, as_float, capped_int, finite
 from hermes_tray_core.policy import (
     DEFAULT_ENABLED,
@@ -618,7 +618,7 @@ def _expected(doc: Any, changes: Mapping[str, Any]) -> dict:
 def _lock_path(path: Path) -> Path:
     from hermes_tray_core import paths
 
-    digest = hashlib.sha256(os.path.abspath(path).encode("utf-8", "surrogatepass")).hexdigest()[:24]
+    digest = sha256_hex(os.path.abspath(path).encode("utf-8", "surrogatepass"))[:24]
     return paths.state_dir() / "locks" / f"config-{digest}.lock"
 
 

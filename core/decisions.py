@@ -19,7 +19,6 @@ changes) are dropped whole; the events of a turn still in progress are never dro
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import time
@@ -28,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core import journal, paths
+from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.ids import validate_session_id
 
 JOURNAL_ID = "decisions"
@@ -65,9 +65,7 @@ def _started_repr(started_at: float | int | None) -> str:
 
 def decision_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
     """Deterministic ``YYYYmmddTHHMMSSZ-<12 hex>`` for one interrupted turn."""
-    digest = hashlib.sha256(
-        f"{home_key(home)}\0{session_key}\0{_started_repr(started_at)}".encode()
-    ).hexdigest()[:12]
+    digest = sha256_hex(f"{home_key(home)}\0{session_key}\0{_started_repr(started_at)}".encode())[:12]
     try:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(float(started_at or 0)))
     except (OverflowError, OSError, ValueError):

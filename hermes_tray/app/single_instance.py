@@ -1,7 +1,7 @@
 """One tray (and, separately, one helper) per user.
 
-The authority is an OS lock (``filelock``: flock on POSIX, LockFileEx on Windows, symlinks
-refused) on a file in the user's runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
+The authority is an OS lock (the engine's platform lock, ``fsutil.try_lock_fd``: flock on POSIX, a
+byte lock on Windows; symlinks refused) on a file in the user's runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
 access) carries messages: a second launch asks the running one to show its prompt window and
 exits before it creates any tray icon.
 """
@@ -16,7 +16,6 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from filelock import FileLock, Timeout
 from PySide6.QtCore import QObject, Signal
 
 if TYPE_CHECKING:  # QtNetwork is loaded when the server starts listening, after the icon is up
@@ -50,7 +49,7 @@ class SingleInstance(QObject):
         super().__init__(parent)
         self.role = role
         self.directory = Path(directory) if directory is not None else runtime_dir()
-        self._lock: FileLock | None = None
+        self._lock: int | None = None  # the held lock file's fd
         self._server: QLocalServer | None = None
 
     @property
@@ -70,12 +69,10 @@ class SingleInstance(QObject):
         """True if this process is now the one instance. ``listen=False`` defers :meth:`listen`
         (the lock alone is the authority; a second launch retries its connection meanwhile)."""
         fsutil.ensure_private_dir(self.directory)
-        lock = _instance_lock(self.lock_path)
-        try:
-            lock.acquire()
-        except Timeout:
+        fd = _try_lock(self.lock_path)
+        if fd is None:
             return False
-        self._lock = lock
+        self._lock = fd
         if listen:
             self.listen()
         return True
@@ -150,17 +147,33 @@ class SingleInstance(QObject):
             self._server.close()
             self._server = None
         if self._lock is not None:
-            try:
-                self._lock.release(force=True)
-            except OSError:
-                pass
+            _unlock(self._lock)
             self._lock = None
 
 
-def _instance_lock(path: Path) -> FileLock:
-    """A non-blocking, 0600, non-reentrant-across-objects lock (each object opens its own fd)."""
-    fsutil.refuse_symlink(path)
-    return FileLock(str(path), mode=fsutil.FILE_MODE, timeout=0, thread_local=False, is_singleton=False)
+def _try_lock(path: Path) -> int | None:
+    """The lock's fd if it is ours now, None if another process holds it (never waits). Each call
+    opens its own fd (0600, symlinks refused), so two objects in one process exclude each other too.
+    The engine's lock rather than the filelock package: filelock imports ``secrets``, which maps
+    OpenSSL into an idle tray (about 5 MB of its resident memory, measured with bench_tray)."""
+    fd = fsutil.open_private_lockfile(path)
+    try:
+        if fsutil.try_lock_fd(fd):
+            return fd
+    except BaseException:
+        os.close(fd)
+        raise
+    os.close(fd)
+    return None
+
+
+def _unlock(fd: int) -> None:
+    try:
+        fsutil.unlock_fd(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
 
 
 def instance_running(role: str, directory: Path | None = None) -> bool:
@@ -169,11 +182,10 @@ def instance_running(role: str, directory: Path | None = None) -> bool:
     if not path.exists():
         return False
     try:
-        lock = _instance_lock(path)
-        lock.acquire()
-    except Timeout:
-        return True
+        fd = _try_lock(path)
     except OSError:
         return False
-    lock.release(force=True)
+    if fd is None:
+        return True
+    _unlock(fd)
     return False

@@ -50,14 +50,14 @@ def _healthy(venv: Path) -> bool:
 
 
 def _lock(path: str):
-    """A cross-process lock around creation (filelock when importable; CI's bare python3 may lack it)."""
+    """A cross-process lock around creation (the engine's blocking OS lock; CI's bare python3 may lack it)."""
     try:
-        from filelock import FileLock
+        from hermes_tray_core.fsutil import locked
     except ImportError:
         import contextlib
 
         return contextlib.nullcontext()
-    return FileLock(path, timeout=900)
+    return locked(Path(path))
 
 
 def ensure_hermes_venv(*, quiet: bool = True) -> tuple[Path, float | None]:
