@@ -179,12 +179,18 @@ class AskOnce:
         self._notified |= {ident(t) for t in new}
         return new
 
-    def journal_notified(self, turns: Sequence[TurnRecord], *, via: str) -> None:
-        """Journal ``notified`` (a durable append: callers with an event loop run it off that thread).
+    def journal(self) -> TurnJournal:
+        """The decision journal as configured now (resolve it before handing a write to another thread)."""
+        return self._journal()
+
+    def journal_notified(self, turns: Sequence[TurnRecord], *, via: str, journal: TurnJournal | None = None) -> None:
+        """Journal ``notified`` in ``journal`` (default: :meth:`journal`). A durable append: callers
+        with an event loop run it off that thread, passing the journal they resolved when they asked.
         Bookkeeping: a failure is logged; a later restart may then ask once more, nothing worse."""
+        target = journal if journal is not None else self._journal()
         for t in turns:
             try:
-                self._journal().record("notified", home=str(t.home), session_key=t.session_key,
+                target.record("notified", home=str(t.home), session_key=t.session_key,
                                        started_at=t.started_at, profile=t.profile, attempts=t.attempts, via=via)
             except Exception:
                 log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)

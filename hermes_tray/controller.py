@@ -528,8 +528,8 @@ class Controller(QObject):
             return
         new = self.ask.delivered(list(note.subjects), ok)
         if new:
-            via = self.notifier.name
-            self._off_thread(lambda: self.ask.journal_notified(new, via=via), lambda _none: None)
+            via, journal = self.notifier.name, self.ask.journal()  # the journal of now, not of when it runs
+            self._off_thread(lambda: self.ask.journal_notified(new, via=via, journal=journal), lambda _none: None)
         elif not ok:
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
 

@@ -20,6 +20,28 @@ except qt_guard.BrokenBindings as exc:  # say it once instead of a none_dealloc 
     pytest.exit(f"{exc}  (reinstall the test venv: pip install -e '.[test,build]')", returncode=2)
 
 
+@pytest.fixture(autouse=True)
+def _finish_controller_writes(monkeypatch: pytest.MonkeyPatch):
+    """Every controller a test made finishes its queued writes before the test's dirs go away, so a
+    late write never lands in the next test's journal."""
+    from hermes_tray.controller import Controller
+
+    made: list[Controller] = []
+    init = Controller.__init__
+
+    def tracking_init(self, *args, **kwargs):
+        init(self, *args, **kwargs)
+        made.append(self)
+
+    monkeypatch.setattr(Controller, "__init__", tracking_init)
+    yield
+    for ctrl in made:
+        try:
+            ctrl.drain(10)
+        except RuntimeError:  # shut down already
+            pass
+
+
 def make_record(session_key: str, **fields: Any) -> TurnRecord:
     """A real scanner record with plausible defaults (an actionable desktop turn 5 minutes old)."""
     base: dict[str, Any] = dict(
