@@ -138,7 +138,7 @@ def test_licence_and_notices_ship_in_bundle_and_tarball(artifacts: dict[str, Pat
     sections = re.findall(r"^={78}\n(.+)$", notices, re.M)
     names = {s.split(" ")[0] for s in sections}
     # What the bundle carries, named by its own metadata: the Python distributions …
-    for dist in ("PySide6_Essentials", "shiboken6", "psutil", "filelock", "platformdirs", "pyinstaller"):
+    for dist in ("PySide6_Essentials", "shiboken6", "psutil", "websockets", "platformdirs", "pyinstaller"):
         assert dist in names, (dist, sections)
     assert "pytest" not in names and "hypothesis" not in names  # test tools are not bundled
     # … the interpreter, Qt's LGPL terms (source, replaceable libraries, licence texts) …

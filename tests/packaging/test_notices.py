@@ -28,7 +28,7 @@ def test_pip_install_notices_come_from_installed_metadata(cache: Path) -> None:
     path = notices.notices_file()
     assert path == cache / notices.NOTICES_NAME and (path.stat().st_mode & 0o777) == 0o600
     text = path.read_text()
-    for name in ("PySide6-Essentials", "shiboken6", "psutil", "filelock"):
+    for name in ("PySide6-Essentials", "shiboken6", "psutil", "websockets"):
         dist = metadata.distribution(name)
         assert f"\n{dist.metadata['Name']} {dist.version}\n" in text, name  # the installed version
     psutil = metadata.distribution("psutil")

@@ -154,7 +154,7 @@ def test_installed_wheel_shows_notices_of_its_requirements(installed: tuple[Path
     path = Path(result.stdout.strip())
     assert path.is_relative_to(tmp_path / ".cache") and (path.stat().st_mode & 0o777) == 0o600
     text = path.read_text()
-    for name in ("PySide6_Essentials", "shiboken6", "psutil", "desktop-notifier", "filelock", "platformdirs"):
+    for name in ("PySide6_Essentials", "shiboken6", "psutil", "desktop-notifier", "websockets", "platformdirs"):
         assert f"\n{name} " in text, name
     assert "Qt and Qt for Python (LGPL-3.0)" in text and "GNU LESSER GENERAL PUBLIC LICENSE" in text
     assert "download.qt.io" in text and "replace them" in text
