@@ -75,6 +75,7 @@ from hermes_tray_core.rpc import (  # noqa: F401 - re-exported
     RpcSession,
 )
 from hermes_tray_core.transport_stdio import StdioTransport, popen_platform_kwargs
+from hermes_tray_core.vocab import Outcome
 
 if TYPE_CHECKING:
     from hermes_tray_core.backend_endpoint import BackendEndpoint
@@ -83,13 +84,13 @@ logger = logging.getLogger(__name__)
 
 MARKER_MODULE = "tui_gateway.turn_marker"
 
-# Outcomes a continuation can have. ``declined``: a backend with the feature chose not to continue.
-COMPLETED = "completed"
-INTERRUPTED = "interrupted"
-ERROR = "error"
-CRASHED = "crashed"
-TIMED_OUT = "timed-out"
-DECLINED = "declined"
+# Outcomes a continuation can have (the vocabulary is vocab.Outcome; these names are kept for callers).
+COMPLETED = Outcome.COMPLETED
+INTERRUPTED = Outcome.INTERRUPTED
+ERROR = Outcome.ERROR
+CRASHED = Outcome.CRASHED
+TIMED_OUT = Outcome.TIMED_OUT
+DECLINED = Outcome.DECLINED
 OUTCOMES = (COMPLETED, INTERRUPTED, ERROR, CRASHED, TIMED_OUT, DECLINED)
 
 # Where a continuation ran (``ContinuationResult.ran_in``; journal and ``--json`` field of the same name).

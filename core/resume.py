@@ -34,6 +34,7 @@ from typing import Any
 from hermes_tray_core import exactly_once, gateway
 from hermes_tray_core.hermes_install import settings_hermes_command
 from hermes_tray_core.ids import validate_session_id
+from hermes_tray_core.vocab import Outcome
 
 logger = logging.getLogger(__name__)
 
@@ -41,8 +42,8 @@ EXIT_COMPLETED = 0
 EXIT_REFUSED = 1
 EXIT_FAILED = 3
 
-REFUSED = "refused"
-GAVE_UP = "gave-up"
+REFUSED = Outcome.REFUSED
+GAVE_UP = Outcome.GAVE_UP
 CLAIM_TTL = 60.0
 
 # Why a resume was refused, as a code beside the human message (``ResumeResult.code``): callers

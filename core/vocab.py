@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode"]
+__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome"]
 
 try:  # Python 3.11+
     from enum import StrEnum
@@ -74,3 +74,25 @@ class ReasonCode(StrEnum):
     WEBUI_WORKER_ALIVE = "webui-worker-alive"
     WEBUI_SERVER_LIVE = "webui-server-live"
     WEBUI_INTERRUPTED = "webui-interrupted"
+
+
+class Outcome(StrEnum):
+    """How a continuation or a resume request ended (``core.gateway`` outcomes; ``core.resume`` adds
+    ``refused`` and ``gave-up``, where nothing ran)."""
+
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"
+    ERROR = "error"
+    CRASHED = "crashed"
+    TIMED_OUT = "timed-out"
+    DECLINED = "declined"  # a backend with the feature chose not to continue
+    REFUSED = "refused"
+    GAVE_UP = "gave-up"
+
+    @classmethod
+    def of(cls, value: object) -> Outcome:
+        """The outcome named ``value``; an unknown name is an error (never mistaken for success)."""
+        try:
+            return cls(str(value))
+        except ValueError:
+            return cls.ERROR

@@ -1,5 +1,7 @@
 """The contract between the Qt shell and the engine: the words they share and what the shell may call.
 
+``Outcome`` is the engine's own vocabulary (``hermes_tray_core.vocab``), re-exported here.
+
 :class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``);
 the controller is written against it alone. Qt-free and import-cheap: everything in ``hermes_tray``
 may import it, and it imports nothing of ``hermes_tray`` (tests/gui/test_layers.py).
@@ -10,9 +12,10 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
+
+from hermes_tray_core.vocab import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
     from hermes_tray_core.ask_once import TurnJournal
@@ -22,27 +25,6 @@ if TYPE_CHECKING:  # types only: the shell imports these modules when it first s
     from hermes_tray_core.settings import TraySettings
 
 __all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "RunResult", "SkipReply"]
-
-
-class Outcome(str, Enum):
-    """How a resume ended (``core.gateway`` outcomes plus ``core.resume``'s refused / gave-up)."""
-
-    COMPLETED = "completed"
-    INTERRUPTED = "interrupted"
-    ERROR = "error"
-    CRASHED = "crashed"
-    TIMED_OUT = "timed-out"
-    DECLINED = "declined"
-    REFUSED = "refused"
-    GAVE_UP = "gave-up"
-
-    @classmethod
-    def of(cls, value: object) -> Outcome:
-        """The outcome named ``value``; an unknown name is an error (never mistaken for success)."""
-        try:
-            return cls(str(value))
-        except ValueError:
-            return cls.ERROR
 
 
 #: Refusal codes (``core.resume``) that are normal operation when two processes both act on a turn:
