@@ -10,11 +10,16 @@ What Hermes' store lacks, and why this one exists:
 * every read-modify-write holds a blocking OS lock on a sidecar file (``interrupted_turns.json.lock``),
   so any number of processes writing one home lose nothing and resurrect nothing (Hermes' in-process
   lock loses a third or more of the markers with four backends on one home);
-* right before the replace the file is checked against a writer that does not lock (Hermes itself):
-  if its (inode, size, mtime_ns) changed since it was read, the change is re-read and re-applied. This
-  narrows the window but cannot close it, so the tray writes only on a user decision and for its own
-  continuations;
-* writes are temp file + fsync + replace + directory fsync; a killed writer's temp file is swept by
+* against a writer that does not lock (Hermes itself), a write goes in by atomic *exchange*
+  (:mod:`core.atomic_exchange`): right before it the file is checked (inode, size, mtime) and Hermes'
+  in-flight temp files are waited out, and the exchange hands back the file it displaced. If that is not
+  the file we read (a Hermes rename landed in between), Hermes' version goes straight back — ours was
+  visible for two syscalls — and the write is redone on it; a Hermes write that copied our brief version
+  is put right for a settle window (:class:`_Leaks`). After a skip, :mod:`core.marker_settle` also undoes
+  a stale Hermes write (one that read the file before our write) that brings the entry back. Without an
+  exchange (some filesystems), the old compare-and-replace is used and :func:`exchange_support` says so;
+* an empty map is written as ``{}``, never unlinked;
+* writes are temp file + fsync + exchange + directory fsync; a killed writer's temp file is swept by
   the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;
   a symlinked marker or lock path is refused;
 * prompt text is never logged: identity only.
@@ -41,7 +46,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core import fsutil
+from hermes_tray_core import atomic_exchange, fsutil
 from hermes_tray_core.ids import validate_session_id
 from hermes_tray_core.numbers import finite
 from hermes_tray_core.procid import ProcessIdentity, own_identity, process_liveness
@@ -59,6 +64,10 @@ MAX_FILE_BYTES = 16 * 1024 * 1024
 # Re-read + re-apply rounds when a non-locking writer changed the file under us; after that we write the
 # latest merge anyway (a writer that rewrites the file this often cannot be out-raced).
 FOREIGN_RETRIES = 5
+
+# With an atomic exchange: attempts before an unverified write (merged by content), which only a writer
+# renaming over the file without pause could force.
+VERIFIED_RETRIES = 200
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
@@ -382,6 +391,174 @@ def _temp_pid(name: str) -> int | None:
         return None
 
 
+def _read_path(path: str) -> bytes | None:
+    """All bytes of ``path`` (a file we own: the one our exchange displaced), or None if it is gone."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _write_temp(target: str, data: bytes, *, sync: bool = True) -> str:
+    """A 0600 temp file beside ``target`` holding ``data``, fsynced unless ``sync`` is False; returns its path."""
+    directory, name = os.path.split(target)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as fsutil.temp_name_for
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, fsutil.FILE_MODE)
+    try:
+        try:
+            if os.name != "nt":
+                os.fchmod(fd, fsutil.FILE_MODE)  # umask may have masked bits off
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def _fsync_path(path: str) -> None:
+    """fsync the file now at ``path`` (best effort: a writer may already have replaced it, then theirs is theirs)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``).
+# One exists from the moment Hermes starts writing until its rename returns — and ext4 can hold a rename
+# over an existing file for milliseconds while it flushes the new file's data, during which a ``stat``
+# still shows the old file. So we wait for Hermes' temp files to go before our exchange: a merge is then
+# needed only when Hermes starts and finishes a write inside our microseconds-long last step.
+_HERMES_TEMP_PREFIX = f".{MARKER_FILE.rsplit('.', 1)[0]}_"
+HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its read->rename: max 96 ms measured)
+_STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)
+
+
+def _wait_for_hermes_writes(directory: str) -> bool:
+    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen."""
+    seen = False
+    deadline = time.monotonic() + HERMES_WRITE_WAIT_SECS
+    while True:
+        try:
+            names = [n for n in os.listdir(directory) if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
+        except OSError:
+            return seen
+        now = time.monotonic()
+        live = []
+        for n in names:
+            first = _STALE_TEMPS.setdefault(os.path.join(directory, n), now)
+            if now - first < 2 * HERMES_WRITE_WAIT_SECS:
+                live.append(n)
+        if len(_STALE_TEMPS) > 256:
+            _STALE_TEMPS.clear()
+        if not live or now >= deadline:
+            return seen
+        seen = True
+        time.sleep(0.0005)
+
+
+# Directory -> False once an exchange there answered "unsupported" (then compare-and-replace is used).
+_EXCHANGE: dict[str, bool] = {}
+# Exchange rounds per write when a non-locking writer keeps renaming in between.
+MERGE_ROUNDS = 8
+_ABSENT: Any = object()
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Same stored value (``_ABSENT`` for no entry): equal dicts that also serialize alike."""
+    if a is _ABSENT or b is _ABSENT:
+        return a is b
+    return isinstance(a, dict) and isinstance(b, dict) and _same_json(a, b)
+
+
+class _Leaks:
+    """Entries our momentarily visible version got wrong, and what they should be.
+
+    When a Hermes rename lands between our last check and our exchange, our version (``transient``, built
+    on the file we read) is in place until we put Hermes' version back or merge: two syscalls apart, but
+    on a loaded machine our process can be descheduled in between. A Hermes write that read it then copies
+    our stale view of the entries Hermes had just changed (``stale``: key -> (our value, the true value);
+    never the keys our own change is about). For a settle window (:mod:`core.marker_settle`), such copies
+    are put right:
+
+    * a stale *present* value is a byte-exact copy of an entry Hermes had cleared (its records always carry
+      a fresh ``started_at``): always removed again;
+    * a stale *absence* (a record we had not seen yet) looks like Hermes clearing that entry. It is
+      restored only when the file is our transient version with exactly one other entry changed — one
+      Hermes write on top of it — never when it looks like a clear of that entry (the transient itself,
+      or a file that moved on in more than one entry).
+    """
+
+    __slots__ = ("stale", "transient", "until")
+
+    def __init__(self, transient: Entries) -> None:
+        self.stale: dict[str, tuple[Any, Any]] = {}
+        self.transient = transient
+        self.until = 0.0
+
+    def note(self, placed: Entries, true: Entries, exclude: frozenset[str] | set[str] = frozenset()) -> None:
+        for key in placed.keys() | true.keys():
+            if key in exclude:
+                continue
+            mine, real = placed.get(key, _ABSENT), true.get(key, _ABSENT)
+            if not _same(mine, real):
+                self.stale.setdefault(key, (mine, real))
+
+    def _derived(self, theirs: Entries) -> bool:
+        """One Hermes write on top of our transient version: it differs from it in exactly one entry."""
+        diff = 0
+        for key in theirs.keys() | self.transient.keys():
+            if not _same(theirs.get(key, _ABSENT), self.transient.get(key, _ABSENT)):
+                diff += 1
+                if diff > 1:
+                    return False
+        return diff == 1
+
+    def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:
+        """``theirs`` with copied stale values put right (a new dict when changed; see the class doc)."""
+        out = None
+        derived: bool | None = True if in_merge else None
+        for key, (mine, true) in self.stale.items():
+            if not _same(theirs.get(key, _ABSENT), mine):
+                continue
+            if mine is _ABSENT:
+                if derived is None:
+                    derived = self._derived(theirs)
+                if not derived:
+                    continue
+            out = dict(theirs) if out is None else out
+            if true is _ABSENT:
+                out.pop(key, None)
+            else:
+                out[key] = true
+        return theirs if out is None else out
+
+    def register(self, store: MarkerStore) -> None:
+        if not self.stale:
+            return
+        from hermes_tray_core import marker_settle
+
+        marker_settle.watch_leaks(store, self)
+
+
+def _same_entries(a: Entries, b: Entries) -> bool:
+    return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+
+
 # ── the store ──────────────────────────────────────────────────────────────
 
 
@@ -396,6 +573,7 @@ class MarkerStore:
         self._key = self._p = os.fspath(self.path)
         self._dir = os.fspath(self.path.parent)
         self._lock = os.fspath(self.lock_path)
+        self._read: bytes | None = None  # the bytes the current locked write read (see _store)
 
     # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
 
@@ -450,11 +628,13 @@ class MarkerStore:
         validate_session_id(session_key, what="session key")
         return self._clear(session_key)
 
-    def remove_if_unchanged(self, session_key: str, expected: dict[str, Any]) -> bool:
+    def remove_if_unchanged(self, session_key: str, expected: dict[str, Any], *, settle: bool = True) -> bool:
         """Remove ``session_key`` only if its raw entry still equals ``expected`` (as :meth:`list` gave it).
 
         False when it is gone or changed (a new turn, another attempt): the user decided about what
-        they were shown, never about something newer.
+        they were shown, never about something newer. ``settle``: for a settle window afterwards, a stale
+        Hermes write that brings ``expected`` back is undone again (:mod:`core.marker_settle`; wait for it
+        with :func:`core.marker_settle.wait`).
         """
         validate_session_id(session_key, what="session key")
         if not isinstance(expected, dict):
@@ -467,9 +647,15 @@ class MarkerStore:
                 return None, False
             return {k: v for k, v in entries.items() if k != session_key}, True
 
-        return self._modify(mutate, "remove")
+        done = bool(self._modify(mutate, "remove"))
+        if done and settle:
+            from hermes_tray_core import marker_settle
 
-    def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any]) -> bool:
+            marker_settle.guard(self, session_key, expected)
+        return done
+
+    def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any], *,
+                             settle: bool = True) -> bool:
         """Compare-and-swap: store ``replacement`` (e.g. from :func:`build_entry`) under ``session_key`` only
         if the stored entry still equals ``expected``. False — nothing written — when it is gone or changed
         (skipped, another attempt, a new turn).
@@ -491,6 +677,10 @@ class MarkerStore:
             return _with_record(entries, session_key, entry, now), True
 
         done = bool(self._modify(mutate, "replace"))
+        if done and settle:  # a stale Hermes write that brings ``expected`` back is undone again
+            from hermes_tray_core import marker_settle
+
+            marker_settle.guard(self, session_key, expected, entry)
         if done:
             logger.debug("turn marker for session %s replaced (writer pid %s)", session_key, entry.get("writer_pid"))
         return done
@@ -562,14 +752,17 @@ class MarkerStore:
 
     def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
                        held: list[int] | None = None) -> tuple[bool, Any]:
-        for attempt in range(FOREIGN_RETRIES + 1):
-            check = attempt < FOREIGN_RETRIES
+        # With an exchange every attempt is verified (a foreign version that slipped in goes straight back),
+        # so retrying costs nothing but time; without one, the last attempt writes unchecked.
+        retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
+        for attempt in range(retries + 1):
+            check = attempt < retries
             try:
                 entries, sig = self._load_for_write(check, held)
                 new, result = mutate(entries)
                 if new is None:
                     return False, result
-                self._store(new, sig if check else False)
+                result = self._store(new, sig if check else False, mutate, result)
                 return True, result
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
@@ -619,6 +812,7 @@ class MarkerStore:
     def _load_for_write(self, check: bool, held: list[int] | None = None
                         ) -> tuple[Entries, tuple[int, int, int] | None]:
         data, sig = _read_file(self._p, held)
+        self._read = data
         if data is None:
             return {}, None
         snap = _SNAPSHOTS.get(self._key)
@@ -642,26 +836,162 @@ class MarkerStore:
                 raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
                                        str(self.path)) from None
             logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
+            self._read = None
             return {}, None
 
-    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool) -> None:
-        """Write ``entries`` (empty → delete the file). ``sig`` False = skip the foreign-change check."""
-        def unchanged() -> None:
+    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool,
+               mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any) -> Any:
+        """Put ``entries`` in place of the file read (``self._read``, signature ``sig``; False = skip the
+        foreign-change check) and return ``mutate``'s result for what finally stands.
+
+        An empty map is written as ``{}``, never unlinked: an absent file would let a non-locking writer
+        that read before us create it from its own stale copy without us ever seeing the displaced one.
+        The write goes in by atomic exchange (:mod:`core.atomic_exchange`): we get back the file we
+        displaced, and if a non-locking writer (Hermes) renamed its version in after our read, that version
+        is merged — ``mutate`` re-applied to it, and nothing else of ours — and exchanged in again
+        (:meth:`_merge_displaced`). Where no exchange exists: the old compare-and-replace (see
+        :func:`exchange_support`).
+        """
+        prev = _SNAPSHOTS.get(self._key)
+        data, frags = _encode(entries, prev.frags if prev is not None else None)
+        read = self._read
+        tmp = _write_temp(self._p, data)
+        try:
+            _wait_for_hermes_writes(self._dir)
             if sig is not False and _signature(self._p) != sig:
                 raise _ForeignChange()
-
-        prev = _SNAPSHOTS.get(self._key)
-        if not entries:
-            _SNAPSHOTS.pop(self._key, None)
-            unchanged()
+            published = False
+            if read is None:
+                try:
+                    self._publish_new(tmp)
+                    published = True
+                except _ForeignChange:
+                    if sig is not False:
+                        raise
+                    read = b""  # the last attempt: merge into whatever a writer created meanwhile
+            if published:
+                pass
+            elif _EXCHANGE.get(self._dir, True):
+                ours = os.stat(tmp).st_ino
+                try:
+                    if sig is not False and sig is not None:
+                        tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig[0], ours)
+                    else:
+                        tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
+                except FileNotFoundError:
+                    if sig is not False:
+                        raise _ForeignChange() from None  # removed since we read it: judge that instead
+                    self._publish_new(tmp)
+                except atomic_exchange.ExchangeUnsupported as exc:
+                    _EXCHANGE[self._dir] = False
+                    logger.warning("no atomic exchange for %s (%s): falling back to compare-and-replace, which "
+                                   "can lose a concurrent Hermes write (hermes-tray doctor reports it)", self.path, exc)
+                    os.replace(tmp, self._p)
+                else:
+                    if sig is not False and not was_read:
+                        # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
+                        # flushes): its version went straight back (ours was visible for two syscalls). Start
+                        # again from it, and watch for a Hermes write that copied ours meanwhile.
+                        self._watch_transient(entries, mutate)
+                        raise _ForeignChange()
+                    if not was_read:  # the last attempt (unverified): judge what came back by its content
+                        data, entries, result = self._merge_displaced(tmp, read, data, entries, mutate, result)
+            else:
+                os.replace(tmp, self._p)
+        finally:
             with contextlib.suppress(FileNotFoundError):
-                os.unlink(self._p)
-            return
-        data, frags = _encode(entries, prev.frags if prev is not None else None)
-        fsutil.atomic_write_bytes(self._p, data, before_replace=unchanged, sync_dir=False)
+                os.unlink(tmp)
         if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
             _SNAPSHOTS.clear()
-        _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)
+        _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)  # frags: validated before any reuse
+        return result
+
+    def _watch_transient(self, transient: Entries, mutate: Callable[[Entries], tuple[Entries | None, Any]]) -> None:
+        """Register what our briefly visible ``transient`` got wrong against the version put back in place."""
+        try:
+            data, _sig = _read_file(self._p)
+            theirs = _decode(data) if data is not None else {}
+        except (OSError, _Corrupt):
+            return
+        new, _result = mutate(theirs)
+        ours = set() if new is None else {k for k in new.keys() | theirs.keys()
+                                          if not _same(new.get(k, _ABSENT), theirs.get(k, _ABSENT))}
+        leaks = _Leaks(transient)
+        leaks.note(transient, theirs, exclude=ours)
+        leaks.register(self)
+
+    def _publish_new(self, tmp: str) -> None:
+        """Create the file from ``tmp`` only if it still does not exist (a hard link never replaces)."""
+        try:
+            os.link(tmp, self._p)
+        except FileExistsError:
+            raise _ForeignChange() from None  # a non-locking writer created it since we looked
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            if os.path.lexists(self._p):  # no hard links on this filesystem: check, then rename
+                raise _ForeignChange() from None
+            os.replace(tmp, self._p)
+
+    def _merge_displaced(self, displaced: str, read: bytes, placed: bytes, placed_entries: Entries,
+                         mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any
+                         ) -> tuple[bytes, Entries, Any]:
+        """Check the file our exchange displaced (now at ``displaced``): it should be the one we read. If a
+        non-locking writer renamed another version in after our read, re-apply ``mutate`` to *that* version
+        and exchange again, until what comes back is what we had put in place. Returns what stands.
+
+        Between two exchanges our first version is visible for a moment; a Hermes write based on it could
+        copy our stale view of another entry. Those entries are remembered (:class:`_Leaks`) and corrected
+        here and, for a settle window, by :mod:`core.marker_settle`.
+        """
+        expected = read
+        leaks = _Leaks(placed_entries)
+        for _round in range(MERGE_ROUNDS):
+            got = _read_path(displaced)
+            if got == expected:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(displaced)
+                if leaks.stale:
+                    leaks.register(self)
+                return placed, placed_entries, result
+            try:
+                theirs = _decode(got) if got is not None else {}
+            except _Corrupt:
+                dest = fsutil.set_aside(Path(displaced), "corrupt")
+                logger.warning("a writer put a corrupt %s in place; ours replaced it (theirs kept as %s)",
+                               self.path, dest.name if dest else "nothing: it could not be moved")
+                return placed, placed_entries, result
+            logger.info("turn-marker file %s was rewritten by a non-locking writer during our write; merging",
+                        self.path)
+            theirs = leaks.correct(theirs, in_merge=True)
+            new, result = mutate(theirs)
+            merged = theirs if new is None else new
+            leaks.note(placed_entries, merged)
+            merged_bytes, _ = _encode(merged)
+            # Our first version is visible until this exchange: write the merge without waiting for the disk
+            # (microseconds instead of an fsync's milliseconds), and make it durable right after.
+            fresh = merged_bytes != got
+            candidate = _write_temp(self._p, merged_bytes, sync=False) if fresh else displaced
+            if fresh:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(displaced)
+            try:
+                displaced = atomic_exchange.swap_in(candidate, self._p)
+            except FileNotFoundError:  # the writer removed the file meanwhile: ours (merged) is the newest view
+                self._publish_new(candidate)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(candidate)
+                _fsync_path(self._p)
+                return merged_bytes, merged, result
+            if fresh:
+                _fsync_path(self._p)
+            expected, placed, placed_entries = placed, merged_bytes, merged
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(displaced)
+        logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place",
+                       self.path, MERGE_ROUNDS)
+        leaks.register(self)
+        return placed, placed_entries, result
 
     @contextlib.contextmanager
     def _errors(self, what: str):
@@ -746,9 +1076,21 @@ def list_turn_markers(home: Path | str) -> Entries:
     return MarkerStore(home).list()
 
 
-def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dict[str, Any]) -> bool:
+def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dict[str, Any], *,
+                               settle: bool = True) -> bool:
     """Compare-and-remove (tray call: strict, see :meth:`MarkerStore.remove_if_unchanged`)."""
-    return MarkerStore(home).remove_if_unchanged(session_key, expected)
+    return _store_for(home).remove_if_unchanged(session_key, expected, settle=settle)
+
+
+def exchange_support(home: Path | str) -> tuple[bool, str]:
+    """Can the tray's writes to ``home``'s marker file go in by atomic exchange? (True, mechanism) or
+    (False, why): then they fall back to compare-and-replace, which a concurrent Hermes write can still
+    defeat (``hermes-tray doctor`` shows this)."""
+    directory = marker_path(home).parent
+    probe_in = directory if directory.is_dir() else Path(home)
+    if not probe_in.is_dir():
+        return True, f"{atomic_exchange.mechanism()} (not probed: {probe_in} does not exist yet)"
+    return atomic_exchange.probe(os.fspath(probe_in))
 
 
 __all__ = [
@@ -760,6 +1102,7 @@ __all__ = [
     "MarkerStoreError",
     "build_entry",
     "clear_turn_marker",
+    "exchange_support",
     "list_turn_markers",
     "marker_lock_path",
     "marker_path",

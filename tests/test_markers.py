@@ -25,6 +25,7 @@ from hermes_tray_core.markers import (
     MarkerCorruptError,
     MarkerStore,
     MarkerStoreError,
+    build_entry,
     clear_turn_marker,
     list_turn_markers,
     marker_path,
@@ -83,7 +84,9 @@ def test_round_trip_with_private_modes(home: Path) -> None:
 
     clear_turn_marker(home, "20260101_120000_abcdef")
     assert read_turn_marker(home, "20260101_120000_abcdef") is None
-    assert not path.exists(), "an empty map deletes the file, as Hermes does"
+    # an empty map is written as {}, never unlinked: a stale Hermes write can then never recreate the file
+    # from its old copy without our exchange handing that copy back to be merged
+    assert path.read_bytes() == b"{}"
     assert temp_files(home) == []
 
 
@@ -460,17 +463,15 @@ def test_writer_killed_mid_write_never_leaves_an_unparseable_file(home: Path) ->
 
 
 def _stall_before_replace(home: str, ready) -> None:
-    real = fsutil.atomic_write_bytes
+    real = markers._write_temp
 
     def stalled(*args, **kwargs):
-        def hook():
-            ready.set()
-            time.sleep(60)
+        tmp = real(*args, **kwargs)
+        ready.set()
+        time.sleep(60)
+        return tmp
 
-        kwargs["before_replace"] = hook
-        return real(*args, **kwargs)
-
-    markers.fsutil.atomic_write_bytes = stalled
+    markers._write_temp = stalled
     record_turn_start(home, "victim", "never lands")
 
 
@@ -505,24 +506,40 @@ def _foreign_write(home: Path, key: str, entry: dict | None) -> None:
 
 def _inject_foreign_write_before_replace(monkeypatch: pytest.MonkeyPatch, home: Path, key: str,
                                          entry: dict | None) -> list[int]:
-    """Land a foreign write after our read and temp file, right before our replace (first write only)."""
-    real = fsutil.atomic_write_bytes
+    """Land a foreign write after our read and temp file, before our last check (first write only)."""
+    real = markers._write_temp
     calls: list[int] = []
 
-    def racing(target, data, **kwargs):
-        check = kwargs["before_replace"]
+    def racing(target, data):
+        tmp = real(target, data)
+        if not calls:
+            time.sleep(0.01)  # let the clock move past the file's mtime granularity
+            _foreign_write(home, key, entry)
+        calls.append(1)
+        return tmp
 
-        def hook():
-            if not calls:
-                time.sleep(0.01)  # let the clock move past the file's mtime granularity
-                _foreign_write(home, key, entry)
-            calls.append(1)
-            check()
+    monkeypatch.setattr(markers, "_write_temp", racing)
+    return calls
 
-        kwargs["before_replace"] = hook
-        return real(target, data, **kwargs)
 
-    monkeypatch.setattr(markers.fsutil, "atomic_write_bytes", racing)
+def _inject_foreign_write_at_exchange(monkeypatch: pytest.MonkeyPatch, home: Path, key: str,
+                                      entry: dict | None, *, verified: bool = True) -> list[int]:
+    """Land a foreign write after our last check, right before our exchange: no check can see it. The
+    verified exchange puts the foreign version straight back and the write starts again from it; the
+    unverified one (the last attempt) hands it back to be merged."""
+    name = "swap_in_verified" if verified else "swap_in"
+    real = getattr(markers.atomic_exchange, name)
+    calls: list[int] = []
+
+    def racing(new, target, *args):
+        if not calls:
+            _foreign_write(home, key, entry)
+        calls.append(1)
+        return real(new, target, *args)
+
+    monkeypatch.setattr(markers.atomic_exchange, name, racing)
+    if not verified:
+        monkeypatch.setattr(markers, "VERIFIED_RETRIES", 0)
     return calls
 
 
@@ -558,6 +575,99 @@ def test_remove_sees_a_foreign_change_to_the_same_entry(home: Path, monkeypatch:
     _inject_foreign_write_before_replace(monkeypatch, home, "s", resumed)
     assert remove_marker_if_unchanged(home, "s", shown) is False
     assert raw(home)["s"] == resumed and "other" in raw(home)
+
+
+@pytest.mark.parametrize("verified", [True, False], ids=["put-back", "merge"])
+@pytest.mark.parametrize("op", ["record", "clear", "remove", "replace"])
+@pytest.mark.parametrize("foreign_op", ["record", "clear"])
+def test_a_hermes_rename_no_check_can_see_is_never_lost(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                                        op: str, foreign_op: str, verified: bool) -> None:
+    """The residual window of compare-and-replace, closed: Hermes renames between our last check and our
+    exchange; the exchange hands its version back — put straight back and the write redone on it, or (the
+    unverified last attempt) merged: only our change re-applied to it. Nothing lost, nothing back."""
+    record_turn_start(home, "ours", "p")
+    record_turn_start(home, "hermes-old", "p")
+    shown = list_turn_markers(home)["ours"]
+    foreign = {"attempts": 0, "prompt": "hermes turn", "started_at": time.time(), "auto_continue": True,
+               "writer_pid": 99999}
+    key, value = ("hermes", foreign) if foreign_op == "record" else ("hermes-old", None)
+    calls = _inject_foreign_write_at_exchange(monkeypatch, home, key, value, verified=verified)
+    ours = build_entry("continuation", attempts=1)
+    if op == "record":
+        record_turn_start(home, "mine", "p")
+    elif op == "clear":
+        clear_turn_marker(home, "ours")
+    elif op == "remove":
+        assert remove_marker_if_unchanged(home, "ours", shown, settle=False) is True
+    else:
+        assert MarkerStore(home).replace_if_unchanged("ours", shown, ours, settle=False) is True
+    assert len(calls) == 2, "the displaced file was not the one read: exchanged again"
+    final = raw(home)
+    assert (final.get("hermes") == foreign) == (foreign_op == "record")  # Hermes' record kept
+    assert ("hermes-old" in final) == (foreign_op == "record")  # Hermes' clear not undone
+    assert ("mine" in final) == (op == "record")
+    assert ("ours" in final) == (op in ("record", "replace"))
+    if op == "replace":
+        assert final["ours"] == ours
+    assert temp_files(home) == []
+
+
+@pytest.mark.parametrize("verified", [True, False], ids=["put-back", "merge"])
+def test_a_change_that_no_longer_applies_to_hermes_version_puts_hermes_version_back(
+        home: Path, monkeypatch: pytest.MonkeyPatch, verified: bool) -> None:
+    """Hermes re-recorded the entry we are skipping (a new attempt) just before our exchange: the skip no
+    longer applies, so Hermes' version goes back in place unchanged and the skip reports False."""
+    record_turn_start(home, "s", "p")
+    shown = list_turn_markers(home)["s"]
+    resumed = dict(shown, attempts=1, started_at=time.time() + 1)
+    calls = _inject_foreign_write_at_exchange(monkeypatch, home, "s", resumed, verified=verified)
+    assert remove_marker_if_unchanged(home, "s", shown, settle=False) is False
+    assert len(calls) == (1 if verified else 2)  # redone from Hermes' version: nothing left to write
+    assert raw(home) == {"s": resumed}
+    assert temp_files(home) == []
+
+
+def test_without_an_exchange_the_write_falls_back_to_compare_and_replace(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A filesystem that answers EINVAL to the exchange: writes still land (compare-and-replace), the
+    directory is remembered, and exchange_support says so for doctor."""
+    import errno as _errno
+
+    record_turn_start(home, "a", "p")
+    tried: list[str] = []
+
+    def unsupported(new, target):
+        tried.append(target)
+        raise markers.atomic_exchange.ExchangeUnsupported(_errno.EINVAL, "exchange unsupported here", target)
+
+    monkeypatch.setattr(markers.atomic_exchange, "swap_in", unsupported)
+    monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", lambda new, target, *a: unsupported(new, target))
+    monkeypatch.setattr(markers.atomic_exchange, "probe", lambda d: (False, "renameat2(RENAME_EXCHANGE): EINVAL"))
+    monkeypatch.setitem(markers._EXCHANGE, str(marker_path(home).parent), True)
+    record_turn_start(home, "b", "p")
+    clear_turn_marker(home, "a")
+    assert set(raw(home)) == {"b"}
+    assert len(tried) == 1, "asked once, then the directory is known to lack it"
+    assert markers._EXCHANGE[str(marker_path(home).parent)] is False
+    ok, why = markers.exchange_support(home)
+    assert not ok and "EINVAL" in why
+    assert temp_files(home) == []
+
+
+def test_the_exchange_primitive_swaps_and_hands_back_the_displaced_file(tmp_path: Path) -> None:
+    from hermes_tray_core import atomic_exchange
+
+    ok, mech = atomic_exchange.probe(str(tmp_path))
+    if not ok:
+        pytest.skip(f"no atomic exchange here: {mech}")
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.write_bytes(b"new")
+    b.write_bytes(b"old")
+    back = atomic_exchange.swap_in(str(a), str(b))
+    assert b.read_bytes() == b"new" and Path(back).read_bytes() == b"old"
+    with pytest.raises(FileNotFoundError):
+        atomic_exchange.swap_in(str(a), str(tmp_path / "missing"))
+    assert list(tmp_path.iterdir()) != [] and not list(tmp_path.glob(".hermes-tray-exchange-probe*"))
 
 
 # ── sweeping, durability, logging ──────────────────────────────────────────
@@ -689,7 +799,7 @@ def test_any_sequence_of_writes_leaves_exactly_hermes_bytes_of_the_expected_map(
             model.pop(key, None)
         path = marker_path(home)
         if not model:
-            assert not path.exists()
+            assert not path.exists() or path.read_bytes() == b"{}"  # emptied: {} (never unlinked)
             continue
         data = path.read_bytes()
         stored = json.loads(data)
@@ -794,3 +904,64 @@ def test_member_text_reuse_decodes_exactly_as_json_loads(doc, old, layout) -> No
         assert entries[key] is entry and text == f"{json.dumps(key, ensure_ascii=False)}: " \
             f"{json.dumps(entry, ensure_ascii=False)}"
     assert markers._encode(entries, frags)[0] == markers._encode(want)[0]
+
+
+# ── the settle window: a stale Hermes write never undoes a skip for good ───
+
+
+def _stale_hermes_write(home: Path, stale: bytes, key: str, entry: dict) -> None:
+    """Hermes read ``stale`` before our write and renames its change of it after: our change undone."""
+    data = json.loads(stale)
+    data[key] = entry
+    tmp = marker_path(home).with_name(".interrupted_turns_stale.tmp")
+    tmp.write_bytes(json.dumps(data, ensure_ascii=False).encode())
+    os.replace(tmp, marker_path(home))
+
+
+def test_a_stale_hermes_write_that_brings_a_skip_back_is_undone_in_the_settle_window(home: Path) -> None:
+    from hermes_tray_core import marker_settle
+
+    record_turn_start(home, "skipped", "p")
+    record_turn_start(home, "other", "p")
+    shown = list_turn_markers(home)["skipped"]
+    stale = marker_path(home).read_bytes()
+    assert remove_marker_if_unchanged(home, "skipped", shown) is True
+    before = marker_settle.reapplied()
+    hermes = build_entry("a turn Hermes recorded meanwhile")
+    _stale_hermes_write(home, stale, "hermes", hermes)
+    assert marker_settle.wait(5)
+    final = raw(home)
+    assert "skipped" not in final  # undone again
+    assert final["hermes"] == hermes and "other" in final  # Hermes' own change kept
+    assert marker_settle.reapplied() == before + 1
+
+
+def test_a_skip_brought_back_after_the_settle_window_stays_for_the_tombstone(home: Path) -> None:
+    """The window is bounded: what a stale write brings back later is the tombstone's job (core.exactly_once)."""
+    from hermes_tray_core import marker_settle
+
+    record_turn_start(home, "skipped", "p")
+    shown = list_turn_markers(home)["skipped"]
+    stale = marker_path(home).read_bytes()
+    assert remove_marker_if_unchanged(home, "skipped", shown) is True
+    assert marker_settle.wait(5)
+    _stale_hermes_write(home, stale, "x", build_entry("p"))
+    time.sleep(marker_settle.SETTLE_SECS + 0.1)
+    assert raw(home)["skipped"] == shown
+
+
+def test_leaks_remove_copied_ghosts_always_and_restore_a_copied_absence_only_after_one_hermes_write() -> None:
+    old = build_entry("cleared by Hermes", now=1.0)
+    rec = build_entry("recorded by Hermes", now=2.0)
+    base = build_entry("untouched", now=3.0)
+    transient = {"cleared": old, "base": base}  # our briefly visible version: Hermes' clear and record missed
+    leaks = markers._Leaks(transient)
+    leaks.note(transient, {"recorded": rec, "base": base})
+    # a Hermes write on top of our transient version (one more entry): both copies put right
+    copied = {**transient, "new": build_entry("x", now=4.0)}
+    assert leaks.correct(copied) == {"base": base, "new": copied["new"], "recorded": rec}
+    # the transient itself (Hermes cleared "recorded" on top of our merge): a clear, not a copy
+    assert leaks.correct(dict(transient)) == {"base": base}
+    # moved on in more than one entry: the absence is Hermes' clear; only the ghost goes
+    moved = {"cleared": old, "a": build_entry("a", now=5.0), "b": build_entry("b", now=6.0)}
+    assert leaks.correct(moved) == {"a": moved["a"], "b": moved["b"]}

@@ -1,7 +1,10 @@
 """``hermes-tray skip SESSION``: forget one interrupted turn — only if it is still the one you saw.
 
-The marker entry is removed by compare-and-remove: if Hermes (or anyone) changed it after it was
-read, nothing is removed and the command says so (exit 1). ``--started-at`` pins the turn shown
+The marker entry is removed by compare-and-remove (by atomic exchange, see ``core.markers``): if Hermes
+(or anyone) changed it after it was read, nothing is removed and the command says so (exit 1). Before it
+exits, the command watches the settle window (``core.marker_settle``): a stale Hermes write that brings the
+entry back is undone again. The skip is also a tombstone in the decision journal: any hermes-tray
+process that later sees that exact entry removes it again and never offers it. ``--started-at`` pins the turn shown
 by an earlier ``status --json``. A turn whose writer or a Hermes backend is still running it is
 not skipped (its marker is that turn's own bookkeeping) unless ``--force``. A turn some hermes-tray
 process is resuming right now is never skipped (``core.skip`` takes the resume's claim): one wins.
@@ -73,6 +76,11 @@ def run(args: argparse.Namespace) -> int:
                 action="skip", why="marker changed while skipping")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")
+    # Before exiting: the settle window, in which a stale Hermes write that brings the entry back is undone
+    # again (core.marker_settle); after it, the journalled tombstone makes any process of ours remove it.
+    from hermes_tray_core import marker_settle
+
+    marker_settle.wait(timeout=5.0)
     if res.journal_error:
         warn(res.journal_error)
     if args.json:

@@ -1,0 +1,259 @@
+"""Put a new file in place of another and get back, atomically, exactly the file it displaced.
+
+Hermes rewrites its marker file without any cross-process lock: read, change, write a temp file, rename.
+A plain ``os.replace`` of ours can therefore destroy a version Hermes renamed in a moment earlier, and we
+would never know. An *exchange* swaps the two names in one step, so the file we displaced is still there
+under our temp name: we can see whether it is the version we read and, if not, merge and swap again
+(:mod:`core.markers`). One implementation per OS behind :func:`swap_in`:
+
+* Linux: ``renameat2(..., RENAME_EXCHANGE)`` (glibc wrapper, or the raw syscall on older C libraries);
+* macOS: ``renamex_np(..., RENAME_SWAP)``;
+* Windows: ``ReplaceFileW`` with a backup name — the replaced file is moved to the backup name in the same
+  call (not one atomic swap on every filesystem, but the displaced file is handed back, never destroyed).
+
+Where the primitive is missing (an old kernel, some filesystems answer EINVAL: FUSE, NFS, overlayfs on old
+kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its compare-and-replace and
+:func:`probe` lets ``hermes-tray doctor`` say so.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import errno
+import os
+import platform
+import sys
+from collections.abc import Callable
+
+__all__ = ["ExchangeUnsupported", "mechanism", "probe", "swap_in", "swap_in_verified"]
+
+_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1),
+                getattr(errno, "EXDEV", -1)}
+
+
+class ExchangeUnsupported(OSError):
+    """This OS or filesystem offers no atomic exchange for these paths."""
+
+
+def _unsupported(err: int, what: str, path: str) -> OSError:
+    if err in _UNSUPPORTED:
+        return ExchangeUnsupported(err, f"{what} unsupported here ({os.strerror(err)})", path)
+    return OSError(err, os.strerror(err), path)
+
+
+# ── Linux ─────────────────────────────────────────────────────────────────
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+# renameat2's syscall number, for C libraries older than glibc 2.28 that lack the wrapper.
+_SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i386": 353, "i686": 353, "armv7l": 382,
+                  "armv6l": 382, "ppc64le": 357, "ppc64": 357, "s390x": 347}
+
+
+# ``PyDLL``: the call keeps the GIL. The exchange and the check of what it displaced must follow each other
+# within microseconds (our version is visible in between); a call that drops the GIL can wait a whole
+# switch interval (5 ms) to get it back while another thread of ours runs Python.
+_STATX_INO = 0x100
+_AT_SYMLINK_NOFOLLOW = 0x100
+
+
+def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], int | None] | None:
+    fn = getattr(libc, "statx", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    buf = ctypes.create_string_buffer(256)  # struct statx; stx_ino is the u64 at offset 32 on every arch
+
+    def inode(path: bytes) -> int | None:
+        if fn(_AT_FDCWD, path, _AT_SYMLINK_NOFOLLOW, _STATX_INO, buf) != 0:
+            return None
+        return int.from_bytes(buf.raw[32:40], sys.byteorder)
+
+    return inode
+
+
+def _linux() -> Callable[[str, str], str] | None:
+    libc = ctypes.PyDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+
+        def call(a: bytes, b: bytes) -> int:
+            return fn(_AT_FDCWD, a, _AT_FDCWD, b, _RENAME_EXCHANGE)
+    else:
+        nr = _SYS_RENAMEAT2.get(platform.machine())
+        syscall = getattr(libc, "syscall", None)
+        if nr is None or syscall is None:
+            return None
+        syscall.restype = ctypes.c_long
+
+        def call(a: bytes, b: bytes) -> int:
+            return syscall(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(a), ctypes.c_int(_AT_FDCWD),
+                           ctypes.c_char_p(b), ctypes.c_uint(_RENAME_EXCHANGE))
+
+    def swap(new: str, target: str) -> str:
+        if call(os.fsencode(new), os.fsencode(target)) != 0:
+            raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
+        return new
+
+    inode = _linux_statx(libc)
+    if inode is not None:
+        global _VERIFIED
+
+        def verified(new: str, target: str, read_ino: int, our_ino: int) -> tuple[str, bool]:
+            a, b = os.fsencode(new), os.fsencode(target)
+            if call(a, b) != 0:
+                raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
+            if inode(a) == read_ino:
+                return new, True
+            for _round in range(_PUT_BACK_ROUNDS):  # not the file we read: put it (or a newer one) back
+                if call(a, b) != 0:
+                    err = ctypes.get_errno()
+                    if err == errno.ENOENT:
+                        return new, False
+                    raise OSError(err, os.strerror(err), target)
+                if inode(a) == our_ino:
+                    break
+            return new, False
+
+        _VERIFIED = verified
+    return swap
+
+
+# ── macOS ─────────────────────────────────────────────────────────────────
+
+_RENAME_SWAP = 0x2
+
+
+def _macos() -> Callable[[str, str], str] | None:
+    libc = ctypes.PyDLL(ctypes.util.find_library("c"), use_errno=True)  # keeps the GIL, see _linux
+    fn = getattr(libc, "renamex_np", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+
+    def swap(new: str, target: str) -> str:
+        if fn(os.fsencode(new), os.fsencode(target), _RENAME_SWAP) != 0:
+            raise _unsupported(ctypes.get_errno(), "renamex_np(RENAME_SWAP)", target)
+        return new
+
+    return swap
+
+
+# ── Windows ───────────────────────────────────────────────────────────────
+
+_REPLACEFILE_WRITE_THROUGH = 0x1
+_WIN_UNSUPPORTED = {50, 1}  # ERROR_NOT_SUPPORTED, ERROR_INVALID_FUNCTION
+_WIN_MISSING = {2, 3}  # ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
+
+
+def _windows() -> Callable[[str, str], str] | None:
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    fn = kernel32.ReplaceFileW
+    fn.argtypes = [ctypes.c_wchar_p, ctypes.c_wchar_p, ctypes.c_wchar_p, ctypes.c_uint, ctypes.c_void_p,
+                   ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+
+    def swap(new: str, target: str) -> str:
+        backup = new + ".displaced"
+        if not fn(target, new, backup, _REPLACEFILE_WRITE_THROUGH, None, None):
+            err = ctypes.get_last_error()  # type: ignore[attr-defined]
+            if err in _WIN_MISSING and not os.path.exists(target):
+                raise FileNotFoundError(errno.ENOENT, "nothing to exchange with", target)
+            if err in _WIN_UNSUPPORTED:
+                raise ExchangeUnsupported(errno.ENOTSUP, f"ReplaceFileW unsupported here (error {err})", target)
+            raise OSError(errno.EIO, f"ReplaceFileW failed (error {err})", target)
+        return backup
+
+    return swap
+
+
+_PUT_BACK_ROUNDS = 8
+_VERIFIED: Callable[[str, str, int, int], tuple[str, bool]] | None = None
+
+
+def _load() -> tuple[Callable[[str, str], str] | None, str]:
+    try:
+        if sys.platform.startswith("linux"):
+            return _linux(), "renameat2(RENAME_EXCHANGE)"
+        if sys.platform == "darwin":
+            return _macos(), "renamex_np(RENAME_SWAP)"
+        if os.name == "nt":
+            return _windows(), "ReplaceFileW (backup name)"
+    except (OSError, AttributeError):
+        pass
+    return None, "none"
+
+
+_SWAP, _NAME = _load()
+
+
+def mechanism() -> str:
+    """The primitive this OS offers (``none`` when there is none)."""
+    return _NAME if _SWAP is not None else "none"
+
+
+def swap_in(new: str, target: str) -> str:
+    """Atomically put the file ``new`` at ``target`` and return the path that now holds the file it displaced.
+
+    Both must exist in the same directory. Raises :class:`FileNotFoundError` when ``target`` (or ``new``)
+    does not exist, :class:`ExchangeUnsupported` when this OS or filesystem cannot exchange.
+    """
+    if _SWAP is None:
+        raise ExchangeUnsupported(errno.ENOSYS, "no atomic exchange on this platform", target)
+    return _SWAP(new, target)
+
+
+def swap_in_verified(new: str, target: str, read_ino: int, our_ino: int) -> tuple[str, bool]:
+    """:func:`swap_in`, then: if the displaced file is not inode ``read_ino`` (the file the caller read), put
+    it straight back — and a still newer one that comes out instead of ours (inode ``our_ino``) — so our
+    version was visible for two syscalls only. Returns (the path holding the displaced file or, when put
+    back, ours; whether the displaced file was the one read). Both steps run without releasing the GIL
+    where the OS allows (Linux)."""
+    if _VERIFIED is not None:
+        return _VERIFIED(new, target, read_ino, our_ino)
+    back = swap_in(new, target)
+    if os.stat(back).st_ino == read_ino:
+        return back, True
+    for _round in range(_PUT_BACK_ROUNDS):
+        try:
+            back = swap_in(back, target)
+        except FileNotFoundError:
+            break
+        if os.stat(back).st_ino == our_ino:
+            break
+    return back, False
+
+
+def probe(directory: str) -> tuple[bool, str]:
+    """Can files in ``directory`` be exchanged? (True, mechanism) or (False, why). Uses two scratch files."""
+    if _SWAP is None:
+        return False, f"no atomic exchange primitive on {sys.platform}"
+    tag = f".hermes-tray-exchange-probe.{os.getpid()}.{os.urandom(4).hex()}"
+    a, b = os.path.join(directory, tag + ".a"), os.path.join(directory, tag + ".b")
+    made: list[str] = []
+    try:
+        for path, data in ((a, b"a"), (b, b"b")):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            made.append(path)
+            os.write(fd, data)
+            os.close(fd)
+        back = swap_in(a, b)
+        made.append(back)
+        with open(b, "rb") as fh:
+            ok = fh.read() == b"a"
+        return (True, _NAME) if ok else (False, f"{_NAME} did not swap the files")
+    except ExchangeUnsupported as exc:
+        return False, f"{_NAME}: {exc.strerror}"
+    except OSError as exc:
+        return False, f"cannot probe {directory}: {exc.strerror or exc}"
+    finally:
+        for path in set(made):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass
