@@ -15,7 +15,6 @@ import pytest
 SKIPS = int(os.environ.get("HERMES_TRAY_FAULT_RACE_SKIPS", "1500"))
 CLI_SKIPS = int(os.environ.get("HERMES_TRAY_FAULT_RACE_CLI_SKIPS", "24"))
 
-pytestmark = pytest.mark.usefixtures("tray_dirs_env")
 
 
 @pytest.fixture(autouse=True)
