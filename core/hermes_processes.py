@@ -284,8 +284,13 @@ def _quick_candidate(argv: Sequence[str]) -> bool:
     return any(h in a.lower() for a in argv for h in _WEBUI_HINTS) or bool(argv and _is_python(argv[0]))
 
 
-def find_hermes_processes(*, exclude_pids: Iterable[int] = ()) -> list[HermesProcess]:
-    """Every live Hermes process of this user (this process excluded). Never raises: [] when psutil fails."""
+def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
+                          kinds: Iterable[ProcessKind] | None = None) -> list[HermesProcess]:
+    """Every live Hermes process of this user (this process excluded). Never raises: [] when psutil fails.
+
+    ``kinds``: only those (a resume looking for the Desktop backend asks for dashboards alone, and then
+    reads the environment of those processes only — not of every Python process, as WebUI detection must)."""
+    wanted = frozenset(kinds) if kinds is not None else None
     try:
         import psutil
     except Exception:
@@ -293,24 +298,35 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = ()) -> list[HermesPro
     skip = {os.getpid(), *exclude_pids}
     extra, mine = _same_user_filter()
     out: list[HermesProcess] = []
+    # Looking for command-line kinds only (not the WebUI, found by its environment): read each process's
+    # command line alone, and the rest only for the few that match (~4× cheaper over a whole process table).
+    by_argv = wanted is not None and ProcessKind.WEBUI not in wanted
     try:
-        it = psutil.process_iter(["pid", "cmdline", "create_time", *extra])
+        it = psutil.process_iter(["pid", "cmdline"] if by_argv else ["pid", "cmdline", "create_time", *extra])
     except Exception:
         return []
     for proc in it:
         try:
             info = proc.info
+            if by_argv:
+                argv = info.get("cmdline") or []
+                if not argv or classify(argv) not in wanted:  # type: ignore[operator]
+                    continue
+                info = {**info, **proc.as_dict(["create_time", *extra])}
             pid = info.get("pid")
             argv = info.get("cmdline") or []
             if pid in skip or not argv or not mine(info) or not _quick_candidate(argv):
                 continue
             kind = classify(argv)
             env: Mapping[str, str] | None = None
+            if wanted is not None and (kind is None and ProcessKind.WEBUI not in wanted
+                                       or kind is not None and kind not in wanted):
+                continue
             if kind is None:
                 # Only a python process can still be a WebUI server found by its environment.
                 env = proc.environ()
                 kind = classify(argv, env)
-                if kind is None:
+                if kind is None or (wanted is not None and kind not in wanted):
                     continue
             if env is None:
                 env = proc.environ()
@@ -351,8 +367,8 @@ class HermesProcesses:
                 self._by_home.setdefault(p.home_key, []).append(p)
 
     @classmethod
-    def now(cls) -> HermesProcesses:
-        return cls(find_hermes_processes())
+    def now(cls, kinds: Iterable[ProcessKind] | None = None) -> HermesProcesses:
+        return cls(find_hermes_processes(kinds=kinds))
 
     def serving(self, home: Path | str) -> list[HermesProcess]:
         """Hermes backends (dashboard, gateway, CLI) whose home is ``home``; the Desktop backend first."""

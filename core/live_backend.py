@@ -47,7 +47,7 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
             known = _known.get(key)
         if known is not None and known.identity.liveness() == "alive":
             return known, None
-    snap = processes if processes is not None else HermesProcesses.now()
+    snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
     if not backends:
         return None, NO_BACKEND

@@ -236,6 +236,23 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
                     refused: Callable[..., ResumeResult]) -> ResumeResult:
     from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
+    # Looking for the user's running backend (a process-table walk) overlaps the re-checks below.
+    looked: list[tuple[Any, str | None, float]] = []
+    finder: threading.Thread | None = None
+    if prefer_running_backend:
+        def look() -> None:
+            from hermes_tray_core.live_backend import find_live_backend
+
+            t = time.monotonic()
+            try:
+                backend, why = find_live_backend(home)
+            except Exception as exc:  # never a reason not to resume: the separate gateway, and why
+                backend, why = None, f"cannot look for a running Hermes ({type(exc).__name__})"
+            looked.append((backend, why, time.monotonic() - t))
+
+        finder = threading.Thread(target=look, name="find-live-backend", daemon=True)
+        finder.start()
+
     try:
         entry = list_turn_markers(home).get(key)
     except MarkerStoreError as exc:
@@ -316,18 +333,18 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
 
     res: gateway.ContinuationResult | None = None
     fallback: str | None = None
-    if prefer_running_backend:
-        from hermes_tray_core.live_backend import find_live_backend
-
-        t_find = time.monotonic()
-        backend, fallback = find_live_backend(home)
-        took_find = time.monotonic() - t_find
+    if finder is not None:
+        t_wait = time.monotonic()
+        finder.join()
+        waited = time.monotonic() - t_wait
+        backend, fallback, took_find = looked[0]
         if backend is not None:
             res = gateway.continue_in_backend(home, key, backend, original_prompt=prompt, attempts=attempts,
                                               options=options or settings_options(), on_progress=on_progress,
                                               on_dispatched=dispatched, stop=stop, expected=entry,
                                               on_submitting=submitting, on_connected=approve)
             res.timings["find_backend"] = took_find
+            res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
             if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
                 from hermes_tray_core.live_backend import forget
 
