@@ -705,7 +705,9 @@ class _Run:
             return self.unusable(str(exc))
         if busy:
             self.result.live_elsewhere = busy
-            return self.finish(DECLINED, f"Not resumed: {busy}. Continue it there; the tray starts nothing for it.")
+            there = ("; this Hermes continues the interrupted turn there itself" if self.caps.auto_continue
+                     else ". Continue it there")
+            return self.finish(DECLINED, f"Not resumed: {busy}{there}; the tray starts nothing for it.")
         return self._resume(listed_at=t_list)
 
     def _resume(self, listed_at: float | None = None) -> ContinuationResult:

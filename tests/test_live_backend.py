@@ -283,3 +283,20 @@ def test_a_live_session_the_list_misses_is_still_not_taken_over(sims, tmp_path):
                 "streaming"
         finally:
             window.shutdown()
+
+
+def test_an_open_session_on_a_backend_that_continues_turns_itself_says_it_will_continue_there(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    with running_sim_dashboard(root_of(sims["auto-continue"]), home):
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        window = client(backend)
+        try:
+            window.request("session.resume", {"session_id": key}, 5)  # open in the window, idle
+            entry = plant_marker(home, key, PROMPT)  # then a turn of it is found interrupted
+            res = resume_turn(home, key, entry, options=FAST)
+        finally:
+            window.shutdown()
+    assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
+    assert "continues the interrupted turn there itself" in res.message
+    assert read_turns(home) == []  # the tray started nothing
