@@ -40,6 +40,9 @@ from hermes_tray_core.settings import TraySettings
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
+STOPPED_TEXT = ("stopped as you asked. Like Hermes' own Stop, this ends the turn for good: it will not "
+                "be continued again.")
 
 
 def stop_budget() -> float:
@@ -99,6 +102,15 @@ def _end_descendants(*, since: float, grace: float = 2.0) -> None:
         log.warning("ended process %s left by a continuation", p.pid)
 
 
+def gave_up_text(rec: TurnRecord) -> str:
+    """The body of "Hermes gave up on a turn": how many continuations (the user's and automatic
+    ones alike count against Hermes' budget) and that nothing more will happen by itself."""
+    n = rec.attempts if isinstance(rec.attempts, int) and not isinstance(rec.attempts, bool) else 0
+    tries = f"{n} continuation{'s' if n != 1 else ''}" if n else "its continuations"
+    return (f"{turn_label(rec)} was interrupted again after {tries}, the most this home allows. "
+            "It will not be continued again; open the session in Hermes to finish it.")
+
+
 def _split_key(key: str) -> tuple[str, str]:
     """(home, session key) of a :func:`turn_key`."""
     home, _, session = key.partition("\x1f")
@@ -149,7 +161,11 @@ class Controller(QObject):
         self.quiet = quiet  # True: another process (the tray) does the asking; the helper stays silent
         self.role = role
         self._settings: TraySettings = engine.settings()
-        self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts))
+        # the helper has no window: its notes carry no "Show"/"Open" button that would do nothing
+        self.can_show = role != "helper"
+        self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts),
+                                         can_open=self.can_show)
+        self._failures: dict[str, tuple[str, str, RunResult, Any]] = {}  # key -> note key, title, result, run
         self.ask = AskOnce(engine.journal)
         self._records: dict[str, TurnRecord] = {}
         self._pending_keys: list[str] = []
@@ -208,12 +224,26 @@ class Controller(QObject):
             self._skip_again(key, rec)
         for key in review.resume:
             QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
-        if review.ask and self._settings.notify and not self.quiet():
+        ask = list(review.ask)
+        if ask and self._settings.notify and not self.quiet():
+            # still waiting after our continuation failed: ONE note, the ask itself, saying why
+            for rec in [r for r in ask if turn_key(r.home, r.session_key) in self._failures]:
+                ask.remove(rec)
+                _note_key, _title, out, _run = self._failures.pop(turn_key(rec.home, rec.session_key))
+                try:
+                    self.notes.announce([rec], title="Hermes turn failed again",
+                                        lead=f"The continuation did not finish: {out.message}")
+                except Exception:
+                    log.exception("could not announce a failed continuation")
+                    self.ask.not_announced([rec])
             try:
-                self.notes.announce(review.ask)  # journalled as "notified" once delivered (_on_delivered)
+                if ask:
+                    self.notes.announce(ask)  # journalled as "notified" once delivered (_on_delivered)
             except Exception:  # never "seen" without having been asked: the next scan asks again
-                log.exception("could not announce %d interrupted turn(s)", len(review.ask))
-                self.ask.not_announced(review.ask)
+                log.exception("could not announce %d interrupted turn(s)", len(ask))
+                self.ask.not_announced(ask)
+        for key in [k for k in self._failures if k not in self._runs]:
+            self._say_failure(key, self._records.get(key))
         for key, rec in self._records.items():
             if key in self._resumed and rec.verdict == "exhausted" and key not in self._runs:
                 self._resumed.discard(key)  # say it once
@@ -533,15 +563,34 @@ class Controller(QObject):
         elif not ok:
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
 
-    def _gave_up(self, rec: TurnRecord) -> None:
-        """A turn we continued died again and reached Hermes' retry budget: stop, and say so."""
-        attempts = rec.attempts
-        self._outcomes += 1
-        note = Note(f"outcome-{self._outcomes}", "Hermes gave up on a turn",
-                    f"{turn_label(rec)}: interrupted again after {attempts} automatic "
-                    f"continuation{'s' if attempts != 1 else ''}; it will not be continued again.",
-                    (Action("default", "Show"),), urgent=True, log_line=f"gave up: {turn_identity(rec)}")
+    def _show_actions(self) -> tuple[Action, ...]:
+        return (Action("default", "Show"),) if self.can_show else ()
+
+    def _gave_up(self, rec: TurnRecord, note_key: str | None = None) -> None:
+        """A turn we continued died again and reached Hermes' retry budget: stop, and say so once."""
+        self._resumed.discard(turn_key(rec.home, rec.session_key))
+        if note_key is None:
+            self._outcomes += 1
+            note_key = f"outcome-{self._outcomes}"
+        note = Note(note_key, "Hermes gave up on a turn", gave_up_text(rec), self._show_actions(),
+                    log_line=f"gave up: {turn_identity(rec)}", kind="gave-up")
         if self._settings.notify and not self.quiet():
+            self.notifier.show(note)
+
+    def _say_failure(self, key: str, rec: TurnRecord | None) -> None:
+        """One note for a continuation that failed, worded after the scan that followed it: the last
+        attempt of the budget is "gave up" (never also "can be continued again"), else "failed"."""
+        failure = self._failures.pop(key, None)
+        if failure is None:
+            return
+        note_key, title, out, run = failure
+        if rec is not None and rec.verdict == "exhausted":
+            self._gave_up(rec, note_key)
+            return
+        who = turn_identity(run.record) if run is not None and run.record is not None else key
+        note = Note(note_key, "Hermes turn failed again", f"{title}: {out.message}", self._show_actions(),
+                    log_line=f"failed ({out.outcome.value}): {who}", kind="failed")
+        if self._settings.notify and not (self.quiet() and run is not None and run.origin == "auto"):
             self.notifier.show(note)
 
     # --- continuation progress/outcome (GUI thread) ---------------------------------------------
@@ -571,25 +620,31 @@ class Controller(QObject):
         if outcome is Outcome.COMPLETED:
             line = first_line(out.answer, 160) if (out.answer and self._settings.show_prompts) else ""
             body = f"{title}\n{line}" if line else f"{title} finished."
-            note = Note(note_key, "Hermes turn finished", body, (Action("default", "Show"),),
-                        log_line=f"finished: {who}")
+            note = Note(note_key, "Hermes turn finished", body, self._show_actions(),
+                        log_line=f"finished: {who}", kind="finished")
             self._answers[note_key] = _Answer(title, out.answer)
         elif outcome is Outcome.GAVE_UP:
-            note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", urgent=True,
-                        log_line=f"gave up: {who}")
+            note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", self._show_actions(),
+                        log_line=f"gave up: {who}", kind="gave-up")
+            self._resumed.discard(key)  # said here: the scan that follows does not say it again
         elif outcome is Outcome.REFUSED and run is not None and run.origin == "auto" and out.code in ROUTINE_REFUSALS:
             # tray and helper both in auto mode: the other one won the claim (or already finished).
             # Normal operation, not a failure: the log and the journal (core records the refusal) say so.
             log.info("auto resume of %s left to another process: %s", who, out.message)
             note = None
         elif outcome is Outcome.REFUSED:
-            note = Note(note_key, "Turn not resumed", f"{title}: {out.message}", log_line=f"refused: {who}")
-        elif run is not None and run.stop.is_set():
-            note = Note(note_key, "Continuation stopped", f"{title}: stopped as you asked.",
-                        log_line=f"stopped: {who}")
+            note = Note(note_key, "Turn not resumed", f"{title}: {out.message}", log_line=f"refused: {who}",
+                        kind="refused")
+        elif outcome.value == "stopped" or (run is not None and run.stop.is_set()):
+            note = Note(note_key, "Continuation stopped", f"{title}: {STOPPED_TEXT}",
+                        log_line=f"stopped: {who}", kind="stopped")
+            self._resumed.discard(key)
         else:
-            note = Note(note_key, "Hermes turn failed again", f"{title}: {out.message}", urgent=True,
-                        log_line=f"failed ({outcome.value}): {who}")
+            # said after the scan this finish triggers (or FAILURE_VERDICT_MS at the latest): only
+            # then is it known whether Hermes' retry budget is used up ("gave up", one note, not two)
+            self._failures[key] = (note_key, title, out, run)
+            QTimer.singleShot(FAILURE_VERDICT_MS, lambda k=key: self._say_failure(k, self._records.get(k)))
+            note = None
         if note is not None and self._settings.notify and not (
             self.quiet() and run is not None and run.origin == "auto"
         ):

@@ -18,9 +18,9 @@ from tests.support.sim_homes import make_home, tray_dirs
 
 
 class Client:
-    def __init__(self, home: Path, capability: str) -> None:
+    def __init__(self, home: Path, capability: str, stderr=None) -> None:
         self.p = subprocess.Popen([sys.executable, "-m", "hermes_tray.demo.sim_backend", "--capability", capability],
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True,
+                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, stderr=stderr,
                                   env={**os.environ, "HERMES_HOME": str(home)})
         self.n = 0
 
@@ -80,6 +80,24 @@ def test_protocol_turn_with_marker_and_lease(tmp_path):
         assert sim_state.messages(home, key)[-2:][0] == ("user", "hello there")
     finally:
         assert c.close() == 0
+
+
+def test_the_gateway_log_holds_what_the_gateway_said_even_when_it_crashes(tmp_path):
+    """The tray keeps the gateway's stderr as its log: the simulated gateway writes one there, as
+    Hermes' does, so the log a failure notification points at is never empty."""
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    write_control(home, die_mid_turn=True)
+    log = tmp_path / "gateway.log"
+    with open(log, "w") as err:
+        c = Client(home, "auto-continue", stderr=err)
+        assert c.frame()["params"]["type"] == "gateway.ready"
+        resp, _ = c.call("session.resume", {"session_id": key})
+        c.call("prompt.submit", {"session_id": resp["result"]["session_id"], "text": "hello there"})
+        assert c.p.wait(timeout=10) == -9  # SIGKILLed mid-turn
+    text = log.read_text()
+    assert "ready" in text and "request session.resume" in text
+    assert "will crash mid-turn" in text and "simulated crash: SIGKILL mid-turn" in text
+    assert "hello there" not in text  # identity and progress, never prompt text
 
 
 def test_legacy_backend_writes_no_marker_and_never_continues(tmp_path):

@@ -13,10 +13,9 @@ def run_demo(demo) -> int:  # noqa: ANN001 - a hermes_tray.demo.home.DemoHome
     from hermes_tray.app.application import TrayOptions, run_tray
 
     def crash() -> None:
-        backend = getattr(demo, "backend", None)
-        if backend is None or backend.poll() is not None:
-            demo.start_turn()  # the first turn already crashed: run another one to crash
-        demo.crash_backend()
+        demo.crash_again()  # always leaves a new interrupted turn (a new session while one waits)
 
-    options = TrayOptions(homes=[str(demo.home)], extra_actions=[("Demo: crash the backend", crash)])
+    # autostart=None: "Start at login" ticked inside the demo must never register the demo for every login
+    options = TrayOptions(homes=[str(demo.home)], extra_actions=[("Demo: crash the backend", crash)],
+                          autostart=None)
     return run_tray(options)

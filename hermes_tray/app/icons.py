@@ -82,6 +82,18 @@ def tray_icon(state: IconState | str, variant: str | None = None) -> QIcon:
     return icon
 
 
+#: notification kind -> icon state (the badge says what happened); the light variant: notification
+#: bubbles are light on most desktops, and the halo keeps the badge apart on dark ones
+NOTE_ICON_STATES = {"waiting": "attention", "finished": "finished", "gave-up": "gave-up", "failed": "gave-up",
+                    "stopped": "idle", "refused": "idle", "info": "idle"}
+
+
+def note_icon_file(kind: str, size: int = 64) -> str:
+    """The PNG a notification of ``kind`` shows (one icon per kind)."""
+    state = NOTE_ICON_STATES.get(kind, "idle")
+    return str(resource_path("icons", "png", str(size), f"hermes-tray-{state}-light.png"))
+
+
 def app_icon() -> QIcon:
     """Window icon: the idle glyph on a light background (windows are not panels)."""
     return tray_icon(IconState.IDLE, "light")

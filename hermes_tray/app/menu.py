@@ -111,7 +111,8 @@ class TrayMenu(QMenu):
             sub.menuAction().setData(r.key)
             status = sub.addAction(r.status or "starting…")
             status.setEnabled(False)
-            stop = sub.addAction("Stop")
+            stop = sub.addAction("Stop (ends the turn for good)")
+            stop.setToolTip("Like Hermes' own Stop: the turn will not be continued again.")
             stop.triggered.connect(lambda _=False, k=r.key: self.stop_requested.emit(k))
         if s.pending:
             head = self.addAction(

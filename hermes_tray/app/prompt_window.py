@@ -30,6 +30,7 @@ from hermes_tray.app.icons import app_icon
 from hermes_tray.app.viewstate import Problem, RunningItem, TurnItem, ViewState
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
+STOP_HINT = "Ends this turn for good, as Hermes' own Stop does: it will not be continued again."
 
 
 class _RunningRow(QFrame):
@@ -57,6 +58,9 @@ class _RunningRow(QFrame):
         lay.addLayout(col, 1)
         self.stop_button = QPushButton("Stop")
         self.stop_button.setAutoDefault(False)
+        self.stop_button.setToolTip(STOP_HINT)
+        self.stop_button.setAccessibleName("Stop this continuation")
+        self.stop_button.setAccessibleDescription(STOP_HINT)
         self.stop_button.clicked.connect(lambda: self.stop.emit(self.key))
         lay.addWidget(self.stop_button)
         self.update_item(item)

@@ -56,6 +56,7 @@ class DemoHome:
     capability: str
     backend: subprocess.Popen[bytes] | None = None
     env: dict[str, str] = field(default_factory=dict)
+    rounds: int = 0  # extra sessions "crash the backend" made while a turn was still waiting
 
     @property
     def backend_pid(self) -> int | None:
@@ -75,11 +76,15 @@ class DemoHome:
         return True
 
     def start_turn(self, *, turn_seconds: float = 3600.0, die_after: float | None = None,
-                   prompt: str = DEMO_PROMPT) -> subprocess.Popen[bytes]:
-        """Start a simulated backend running a turn on the demo session (again, for another round)."""
+                   prompt: str = DEMO_PROMPT, session_key: str | None = None) -> subprocess.Popen[bytes]:
+        """Start a simulated backend running a turn on the demo session (again, for another round).
+
+        Returns once that backend's own marker is on disk (its pid as the writer), so a crash right
+        after always leaves an interrupted turn behind."""
+        key = session_key or self.session_key
         python = sim_command(self.install_root)[0]
         argv = [python, "-m", "hermes_tray.demo.sim_backend", "--home", str(self.home), "run-turn",
-                "--session", self.session_key, "--prompt", prompt, "--turn-seconds", str(turn_seconds)]
+                "--session", key, "--prompt", prompt, "--turn-seconds", str(turn_seconds)]
         if die_after is not None:
             argv += ["--die-after", str(die_after)]
         fd = os.open(self.root / "sim-backend.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
@@ -93,11 +98,30 @@ class DemoHome:
         deadline = time.monotonic() + 10
         from hermes_tray_core.markers import read_turn_marker
 
-        while time.monotonic() < deadline and read_turn_marker(self.home, self.session_key) is None:
+        while time.monotonic() < deadline and (read_turn_marker(self.home, key) or {}).get(
+                "writer_pid") != self.backend.pid:
             if self.backend.poll() is not None:
                 break
             time.sleep(0.02)
         return self.backend
+
+    def crash_again(self) -> str:
+        """The menu's "Demo: crash the backend", whatever state the demo is in: a backend mid-turn is
+        killed; otherwise a new turn is started and killed. While the demo session's turn still
+        waits (or Hermes gave up on it and its marker stays), the new turn runs on a new session,
+        so the demo never gets stuck. Returns the session key that was interrupted."""
+        from hermes_tray_core.markers import read_turn_marker
+
+        if self.backend is not None and self.backend.poll() is None:
+            self.crash_backend()
+            return self.session_key
+        key = self.session_key
+        if read_turn_marker(self.home, key) is not None:
+            self.rounds += 1
+            key = sim_state.create_session(self.home, title=f"{DEMO_TITLE} (round {self.rounds + 1})")
+        self.start_turn(session_key=key)
+        self.crash_backend()
+        return key
 
     def cleanup(self) -> None:
         """Stop the simulated backend and delete everything the demo made."""

@@ -135,6 +135,15 @@ class SimGateway:
             except (BrokenPipeError, ValueError):
                 os._exit(0)
 
+    @staticmethod
+    def log(message: str) -> None:
+        """A line on stderr, as Hermes' gateway logs there: the tray keeps it as the gateway log
+        (identity and progress only, never prompt text)."""
+        try:
+            print(f"[sim-gateway {os.getpid()}] {message}", file=sys.stderr, flush=True)
+        except (BrokenPipeError, ValueError, OSError):
+            pass
+
     def emit(self, etype: str, sid: str | None, payload: dict[str, Any] | None = None) -> None:
         params: dict[str, Any] = {"type": etype}
         if sid is not None:
@@ -154,9 +163,11 @@ class SimGateway:
         if ctl["ready_delay"]:
             time.sleep(float(ctl["ready_delay"]))
         self.emit("gateway.ready", None, {"skin": {"name": "sim"}})
+        self.log(f"ready (home {self.home}, capability {self.capability})")
         for raw in sys.stdin:
             self.handle_line(raw)
         # stdin EOF: exit like Hermes, leaving any running turn's marker behind (after its tools, if any).
+        self.log("[gateway-exit] stdin EOF")
         for child in self.tool_children:
             child.wait()
 
@@ -174,6 +185,7 @@ class SimGateway:
             return
         rid, method = req.get("id"), req.get("method")
         params = req.get("params") if isinstance(req.get("params"), dict) else {}
+        self.log(f"request {method}")
         handler = getattr(self, "m_" + str(method).replace(".", "_"), None)
         if handler is None:
             self.write({"jsonrpc": "2.0", "id": rid, "error": {"code": -32601, "message": f"unknown method: {method}"}})
@@ -304,6 +316,8 @@ class SimGateway:
     def _run_turn(self, sid: str, session: dict[str, Any], text: str, attempt: int, original: str, kind: str) -> None:
         key = session["key"]
         ctl = load_control(self.home)
+        self.log(f"turn started on session {key} ({kind}, attempt {attempt})"
+                 + ("; will crash mid-turn (die_mid_turn in sim_backend.json)" if ctl["die_mid_turn"] else ""))
         _log_turn(self.home, session_key=key, kind=kind, attempt=attempt, capability=self.capability,
                   text_sha=_digest(text), original_sha=_digest(original))
         if float(ctl["tool_child_seconds"] or 0) > 0:
@@ -325,6 +339,7 @@ class SimGateway:
         if holder:
             sim_state.release_turn_lease(self.home, key, holder)
         session["running"] = False
+        self.log(f"turn on session {key} ended: {status}")
         self.emit("message.complete", sid, {"text": reply, "usage": {"calls": 1}, "status": status})
         self.emit("session.info", sid, {"model": "sim", "running": False})
 
@@ -346,6 +361,7 @@ def run_turn_body(home: Path, key: str, text: str, ctl: dict[str, Any], interrup
             sim_state.append_message(home, key, "assistant", " ".join(sent) + " [interrupted]")
             return "interrupted", " ".join(sent)
         if die_at is not None and time.monotonic() >= die_at:
+            SimGateway.log("simulated crash: SIGKILL mid-turn")
             os.kill(os.getpid(), signal.SIGKILL)
         if holder and time.monotonic() - last_refresh > sim_state.LEASE_TTL / 5:
             sim_state.refresh_turn_lease(home, key, holder)

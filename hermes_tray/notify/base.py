@@ -30,6 +30,20 @@ class Note:
     urgent: bool = False
     log_line: str = ""  # identity only (session keys, counts): what a log may say about this note
     subjects: tuple[Any, ...] = field(default=(), compare=False)  # the turns this version stands for
+    kind: str = "info"  # one of KINDS: picks the icon and the urgency
+
+    @property
+    def urgency(self) -> str:
+        """``low`` | ``normal`` | ``critical`` (the freedesktop levels), by kind; ``urgent`` wins."""
+        return "critical" if self.urgent else URGENCY.get(self.kind, "normal")
+
+
+#: what a note is about → its urgency. Waiting turns need a decision (normal, stays until answered
+#: on most servers); a turn Hermes gave up on or that failed again is bad news (critical); a finished
+#: or stopped one is a receipt (low: no sound, no banner on a busy screen with most servers).
+URGENCY = {"waiting": "normal", "finished": "low", "stopped": "low", "gave-up": "critical",
+           "failed": "critical", "refused": "normal", "info": "normal"}
+KINDS = tuple(URGENCY)
 
 
 class Notifier(QObject):

@@ -55,6 +55,8 @@ class _Group:
     key: str
     started: float
     turns: list[TurnRecord] = field(default_factory=list)
+    title: str = ""  # a single turn's own title ("failed again"), else the default
+    lead: str = ""  # a first line saying why it is asked again
 
 
 class InterruptionNotices:
@@ -67,21 +69,30 @@ class InterruptionNotices:
         show_prompts: Callable[[], bool],
         clock: Callable[[], float] = time.monotonic,
         window: float = WINDOW_SECONDS,
+        can_open: bool = True,
     ) -> None:
         self.notifier = notifier
+        self.can_open = can_open
         self.show_prompts = show_prompts
         self.clock = clock
         self.window = window
         self._open: _Group | None = None
         self._groups: dict[str, _Group] = {}
 
-    def announce(self, turns: Sequence[TurnRecord]) -> str | None:
-        """Announce newly interrupted turns; returns the note key used (None if nothing to say)."""
+    def announce(self, turns: Sequence[TurnRecord], *, title: str = "", lead: str = "") -> str | None:
+        """Announce newly interrupted turns; returns the note key used (None if nothing to say).
+
+        ``title``/``lead``: a turn asked about again for a reason (its continuation failed): a note
+        of its own, with the same buttons, never merged into a storm note.
+        """
         if not turns:
             return None
         now = self.clock()
         group = self._open
-        if group is None or now - group.started > self.window or group.key not in self._groups:
+        if title or lead:
+            group = _Group(key=f"interrupted-{next(_counter)}", started=now, title=title, lead=lead)
+            self._groups[group.key] = group
+        elif group is None or now - group.started > self.window or group.key not in self._groups or group.lead:
             group = _Group(key=f"interrupted-{next(_counter)}", started=now)
             self._groups[group.key] = group
             self._open = group
@@ -127,13 +138,15 @@ class InterruptionNotices:
                 body = f"{label}\n“{excerpt}”"
             else:
                 body = label
+            if group.lead:
+                body = f"{clean_text(group.lead, 300)}\n{body}"
             body += "\nResume it, skip it, or turn auto-continue off."
             actions = (
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
                 Action("disable", "Disable auto-continue"),
             )
-            title = "Hermes turn interrupted"
+            title = group.title or "Hermes turn interrupted"
         else:
             names = ", ".join(turn_label(t) for t in turns[:3])
             more = f" and {len(turns) - 3} more" if len(turns) > 3 else ""
@@ -141,5 +154,7 @@ class InterruptionNotices:
             actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
             title = f"{len(turns)} Hermes turns interrupted"
         log_line = f"{title}: " + ", ".join(turn_identity(t) for t in turns)
+        if not self.can_open:  # no window to open (the headless helper): no button that does nothing
+            actions = tuple(a for a in actions if a.key != "open")
         return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,
-                    subjects=tuple(turns))
+                    subjects=tuple(turns), kind="waiting")

@@ -47,9 +47,10 @@ def _make_replacing_backend(app_name: str, app_icon):
             original = interface.call_notify
             backend = self
 
-            async def call_notify(app, _replaces_id, *args, **kwargs):
+            async def call_notify(app, _replaces_id, icon, summary, body, actions, hints, *args, **kwargs):
                 replaces, backend.next_replaces_id = backend.next_replaces_id, 0
-                return await original(app, replaces, *args, **kwargs)
+                return await original(app, replaces, icon, summary, body, actions, with_desktop_entry(hints),
+                                      *args, **kwargs)
 
             interface.call_notify = call_notify
             return interface
@@ -58,6 +59,32 @@ def _make_replacing_backend(app_name: str, app_icon):
             return self._platform_to_interface_notification_identifier.inverse.get(identifier)
 
     return ReplacingDBusBackend(app_name, app_icon)
+
+
+DESKTOP_ENTRY = "hermes-tray"  # the installed hermes-tray.desktop: servers take the app's name/icon from it
+
+
+def with_desktop_entry(hints):
+    """The spec's ``desktop-entry`` hint added to desktop-notifier's hints (``a{sv}`` or ``a{ss}``)."""
+    if not isinstance(hints, dict) or not hints:  # no hints at all: the server takes none
+        return hints
+    if any(hasattr(v, "signature") for v in hints.values()):
+        from dbus_fast import Variant
+
+        return {**hints, "desktop-entry": Variant("s", DESKTOP_ENTRY)}
+    return {**hints, "desktop-entry": DESKTOP_ENTRY}
+
+
+def kind_icon(kind: str):
+    """One icon per kind of note: waiting (the attention badge), finished (a check), gave up or
+    failed (a cross), anything else the plain glyph."""
+    from pathlib import Path
+
+    from desktop_notifier import Icon
+
+    from hermes_tray.app.icons import note_icon_file
+
+    return Icon(path=Path(note_icon_file(kind)))
 
 
 class DesktopNotifierBackend(Notifier):
@@ -143,7 +170,8 @@ class DesktopNotifierBackend(Notifier):
             notification = Notification(
                 title=note.title,
                 message=note.body,
-                urgency=Urgency.Critical if note.urgent else Urgency.Normal,
+                urgency={"low": Urgency.Low, "critical": Urgency.Critical}.get(note.urgency, Urgency.Normal),
+                icon=kind_icon(note.kind),
                 buttons=buttons,
                 on_clicked=lambda: self._pressed(key, "default"),
                 on_dismissed=lambda: self.dismissed.emit(key),

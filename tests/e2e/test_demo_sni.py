@@ -36,9 +36,21 @@ def test_demo_menu_crash_resume_finish_quit(sni_desktop, tmp_path) -> None:
                           and n["time"] >= started], 10, "interrupted notification")
         wait_for(lambda: "Resume" in _labels(d), 10, "turn listed in the menu")
         assert "1 interrupted turn waiting" in _tray(d)["ToolTip"][2]
-        d.ds("tray-activate", "Resume")
-        wait_for(lambda: [n for n in d.notifications() if n["summary"] == "Hermes turn finished"
-                          and n["time"] >= started], 30, "finished notification")
+        (asked,) = [n for n in d.notifications() if n["summary"] == "Hermes turn interrupted" and n["time"] >= started]
+        assert asked["hints"].get("desktop-entry") == "hermes-tray"
+        assert asked["hints"].get("urgency") == 1 and "attention" in asked["app_icon"]
+        assert {"Resume", "Skip"} <= set(asked["actions"].values())
+
+        # crash again while that turn still waits: before, this silently did nothing
+        d.ds("tray-activate", "Demo: crash the backend")
+        wait_for(lambda: "2 interrupted turns" in _labels(d), 15, "a second interrupted turn")
+        assert "2 interrupted turns waiting" in _tray(d)["ToolTip"][2]
+        d.ds("tray-activate", "Resume all")
+        wait_for(lambda: len([n for n in d.notifications() if n["summary"] == "Hermes turn finished"
+                              and n["time"] >= started]) == 2, 30, "two finished notifications")
+        done = [n for n in d.notifications() if n["summary"] == "Hermes turn finished" and n["time"] >= started]
+        assert all(n["hints"].get("urgency") == 0 and "finished" in n["app_icon"] for n in done), done
+        assert all(n["hints"].get("desktop-entry") == "hermes-tray" for n in done)
         wait_for(lambda: "No interrupted turns" in _labels(d), 10, "menu back to idle")
         d.ds("tray-activate", "Quit")
         assert demo.wait(timeout=20) == 0

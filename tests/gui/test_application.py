@@ -100,3 +100,21 @@ def test_a_failing_notification_does_not_use_up_the_question(qtbot, rec) -> None
     notes.fail = False
     ctrl.on_scan(ScanReport(records=(r,)))
     assert len(notes.shown) == 1
+
+
+def test_the_demo_never_registers_start_at_login(monkeypatch, tmp_path) -> None:
+    """Ticking "Start at login" inside the demo registered the demo for every login: the demo's tray
+    has no autostart at all (the entry is greyed out)."""
+    import hermes_tray.app as app_pkg
+    from hermes_tray.demo.home import create_demo
+
+    seen = []
+    monkeypatch.setattr("hermes_tray.app.application.run_tray", lambda options: seen.append(options) or 0)
+    demo = create_demo(tmp_path / "demo", start_turn=False)
+    try:
+        assert app_pkg.run_demo(demo) == 0
+    finally:
+        demo.cleanup()
+    (options,) = seen
+    assert options.autostart is None
+    assert [label for label, _cb in options.extra_actions] == ["Demo: crash the backend"]

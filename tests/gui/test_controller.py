@@ -176,19 +176,67 @@ def test_notifications_off_still_lists(qtbot, rec) -> None:
     assert notes.shown == [] and len(ctrl.state.pending) == 1
 
 
-def test_budget_reached_after_our_continuation_is_reported_once(qtbot, rec) -> None:
+def _failing_resume(qtbot, rec, message="the Hermes backend died during the continuation. The turn stays "
+                    "marked as interrupted (attempt 2), so it can be continued again within the retry budget."):
     engine = FakeEngine()
-    engine.resume_outcome = RunResult(Outcome.CRASHED, "the Hermes backend died during the continuation")
+    engine.resume_outcome = RunResult(Outcome.CRASHED, message)
     ctrl, _, notes = make(engine)
-    scan(ctrl, rec("s1"))
+    scan(ctrl, rec("s1", attempts=1))
+    before = len(notes.shown)
     with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
         ctrl.resume(ctrl.state.pending[0].key)
-    assert notes.shown[-1].title == "Hermes turn failed again"
+    return ctrl, notes, before
+
+
+def test_the_last_failed_continuation_is_one_accurate_notification(qtbot, rec) -> None:
+    """Before: "failed again … can be continued again" and "gave up after 2 automatic continuations"
+    3 ms apart, for two manual resumes."""
+    ctrl, notes, before = _failing_resume(qtbot, rec)
+    assert len(notes.shown) == before  # not yet: the scan the finish triggers says what it was
     exhausted = rec("s1", attempts=2, verdict="exhausted", started_at=1.0)
     scan(ctrl, exhausted)
     scan(ctrl, exhausted)
-    gave_up = [n for n in notes.shown if n.title == "Hermes gave up on a turn"]
-    assert len(gave_up) == 1 and "after 2 automatic continuations" in gave_up[0].body
+    qtbot.wait(50)
+    after = notes.shown[before:]
+    assert [n.title for n in after] == ["Hermes gave up on a turn"]
+    body = after[0].body
+    assert "after 2 continuations" in body and "will not be continued again" in body
+    assert "automatic" not in body and "can be continued again" not in body
+    assert after[0].kind == "gave-up" and after[0].urgency == "critical"
+
+
+def test_a_failed_continuation_with_budget_left_says_it_is_still_waiting(qtbot, rec) -> None:
+    ctrl, notes, before = _failing_resume(qtbot, rec)
+    scan(ctrl, rec("s1", attempts=2))  # still actionable: the budget allows another try
+    after = notes.shown[before:]
+    assert [n.title for n in after] == ["Hermes turn failed again"]  # one note, not also "interrupted"
+    assert "did not finish" in after[0].body and after[0].kind == "waiting"
+    assert [a.label for a in after[0].actions][:2] == ["Resume", "Skip"]  # the ask itself: act on it here
+    assert ctrl.state.pending and ctrl.state.pending[0].session_key == "s1"
+
+
+def test_a_failure_is_said_even_when_no_scan_follows(qtbot, rec) -> None:
+    from hermes_tray.controller import FAILURE_VERDICT_MS
+
+    ctrl, notes, before = _failing_resume(qtbot, rec)
+    qtbot.waitUntil(lambda: len(notes.shown) > before, timeout=FAILURE_VERDICT_MS + 2000)
+    assert [n.title for n in notes.shown[before:]] == ["Hermes turn failed again"]
+
+
+def test_the_helper_offers_no_button_without_an_action(qtbot, rec) -> None:
+    """The headless helper has no window: no "Show" / "Open" that would do nothing."""
+    from hermes_tray.controller import Controller
+
+    notifier = RecordingNotifier()
+    ctrl = Controller(FakeEngine(), notifier, role="helper")
+    scan(ctrl, rec("s1"), rec("s2"))
+    labels = {a.label for n in notifier.shown for a in n.actions}
+    assert labels and "Open" not in labels and "Show" not in labels
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        ctrl.resume(ctrl.state.pending[0].key)
+    finished = [n for n in notifier.shown if n.title == "Hermes turn finished"]
+    assert finished and finished[0].actions == () and finished[0].kind == "finished"
+    assert finished[0].urgency == "low"
 
 
 def test_hostile_records_never_crash_and_never_become_markup(qtbot, rec) -> None:

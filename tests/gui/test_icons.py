@@ -109,3 +109,47 @@ def test_status_window_stands_in_for_the_icon(qtbot, rec) -> None:
     assert w.open_button.isDefault()
     with qtbot.waitSignal(w.open_requested):
         w.open_button.click()
+
+
+BADGED = ("attention", "busy", "paused", "finished", "gave-up")
+
+
+def _file(state: str, variant: str, size: int) -> str:
+    from hermes_tray.resources import resource_path
+
+    return str(resource_path("icons", "png", str(size), f"hermes-tray-{state}-{variant}.png"))
+
+
+@pytest.mark.parametrize("variant", ("light", "dark"))
+@pytest.mark.parametrize("state", BADGED)
+def test_badges_are_whole_and_the_h_stays_an_h(qapp, state: str, variant: str) -> None:
+    """Before: the badge ran off the top edge and cut the H's right stem ("H" read "h" at 22 px)."""
+    big = QImage(_file(state, variant, 64))
+    assert max(big.pixelColor(x, 0).alpha() for x in range(64)) == 0, "the badge is cut at the top"
+    assert max(big.pixelColor(63, y).alpha() for y in range(64)) < 40, "the badge is cut at the right"
+    for size in (16, 22, 24):
+        badged, idle = QImage(_file(state, variant, size)), QImage(_file("idle", variant, size))
+        # the H (both stems, full height, and the bar) is drawn exactly as without a badge
+        # (paused dims the whole glyph: compare where it is drawn, not how bright)
+        lo, hi = int(size * 15 / 64), int(size * 41 / 64)
+        top, bottom = int(size * 22 / 64) + 1, int(size * 50 / 64)
+        for x in range(lo, hi):
+            for y in range(top, bottom):
+                a, b = badged.pixelColor(x, y).alpha(), idle.pixelColor(x, y).alpha()
+                if state == "paused":
+                    assert (a > 0) == (b > 0), (state, variant, size, x, y)
+                else:
+                    assert abs(a - b) <= 2, (state, variant, size, x, y, a, b)
+
+
+def test_one_notification_icon_per_kind(qapp) -> None:
+    from hermes_tray.app.icons import note_icon_file
+
+    files = {kind: note_icon_file(kind) for kind in ("waiting", "finished", "gave-up")}
+    assert len(set(files.values())) == 3
+    for path in files.values():
+        assert Path(path).is_file()
+    assert _has_hue(QImage(files["waiting"]), (20, 45))  # orange "!"
+    assert _has_hue(QImage(files["finished"]), (120, 160))  # green check
+    red = QImage(files["gave-up"])
+    assert _has_hue(red, (0, 10)) or _has_hue(red, (350, 359))  # red cross

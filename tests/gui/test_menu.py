@@ -79,7 +79,7 @@ def test_empty_and_running(qtbot) -> None:
     menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 12, "writing the answer · 7 updates"),)))
     assert menu.action_labels()[0] == "Resuming Fix the flaky test — 0:12"
     with qtbot.waitSignal(menu.stop_requested) as got:
-        menu.find_action("Stop").trigger()
+        menu.find_action("Stop (ends the turn for good)").trigger()
     assert got.args == ["k"]
 
 
