@@ -78,10 +78,17 @@ def mark_of(entry: Mapping[str, Any]) -> ContinuationMark | None:
 
 @dataclass(frozen=True)
 class Settlement:
-    """A marker found settled by ``state.db``: why, and whether the marker could be retired."""
+    """What ``state.db`` says about a marked continuation: ``finished`` (settled: journalled, and
+    ``retired`` when the marker could be removed) or ``unknown`` (``state.db`` unreadable: whether
+    it finished cannot be told, so it must not be continued now); ``reason`` in one line."""
 
+    state: str
     reason: str
-    retired: bool
+    retired: bool = False
+
+    @property
+    def finished(self) -> bool:
+        return self.state == "finished"
 
 
 def _started_at(entry: Mapping[str, Any]) -> float | None:
@@ -91,10 +98,11 @@ def _started_at(entry: Mapping[str, Any]) -> float | None:
 
 def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, Any]) -> Settlement | None:
     """If ``entry`` is a tray continuation's marker and ``state.db`` shows its note answered, journal
-    ``completed`` (once) and retire the marker; return the :class:`Settlement`.
+    ``completed`` (once) and retire the marker; return the :class:`Settlement` (``finished``).
 
-    None when it is not such a marker or ``state.db`` does not prove the reply (pending, unreadable):
-    then the caller's ordinary verdict stands. Bookkeeping failures are logged, never raised."""
+    ``unknown`` when ``state.db`` cannot be read (a resume must refuse: it might run the turn twice).
+    None when it is not such a marker or its note is not answered (pending): then the caller's
+    ordinary verdict stands. Bookkeeping failures are logged, never raised."""
     mark = mark_of(entry)
     if mark is None:
         return None
@@ -109,6 +117,8 @@ def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, A
                        session_key)
         return None
     state, why = note_answered(home, mark.state_session, note, mark.after_message_id)
+    if state == "unknown":
+        return Settlement("unknown", why)
     if state != "finished":
         return None
     started = _started_at(entry)
@@ -122,7 +132,7 @@ def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, A
         logger.warning("could not retire the settled continuation marker for %s", session_key, exc_info=True)
     logger.info("continuation of %s settled from state.db (%s); marker %s", session_key, why,
                 "retired" if retired else "left (it changed, or could not be written)")
-    return Settlement(why, retired)
+    return Settlement("finished", why, retired)
 
 
 def _journal_completed(home: Path | str, key: str, started: float | None, entry: Mapping[str, Any],

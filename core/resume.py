@@ -271,6 +271,11 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     from hermes_tray_core.completion import settle_if_finished
 
     settled = settle_if_finished(home, key, entry)
+    if settled is not None and not settled.finished:  # unsure whether it finished: never risk a second turn
+        why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
+        journal("refused", reason=why, verdict="unsure")
+        return ResumeResult(REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
+                            home_s, key, "unsure", code=NOT_ACTIONABLE)
     if settled is not None:  # a continuation the tray ran finished; its own process did not say so
         why = f"this turn was already continued and completed ({settled.reason})"
         journal("refused", reason=why, verdict="settled")

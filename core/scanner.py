@@ -451,7 +451,8 @@ def _settled_continuation(home: Path, key: object, entry: Any) -> bool:
 
     if not isinstance(entry, dict) or MARK_KEYS[0] not in entry:
         return False
-    return settle_if_finished(home, str(key), entry) is not None
+    settled = settle_if_finished(home, str(key), entry)
+    return settled is not None and settled.finished
 
 
 class Scanner:

@@ -460,10 +460,16 @@ def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(t
     plain = {k: v for k, v in entry.items() if not k.startswith("tray_")}
     msg(conn, "assistant", "Done: notes.txt lists them.", finish="stop")
     assert settle_if_finished(home, SID, plain) is None
+    # state.db gone (moved away, a restore in progress): whether it finished cannot be told.
+    (home / "state.db").rename(home / "state.db.away")
+    unsure = settle_if_finished(home, SID, entry)
+    assert unsure is not None and not unsure.finished and unsure.state == "unknown"
+    assert store.list()[SID] == entry and decisions.default_journal().events_for(home, SID, entry["started_at"]) == []
+    (home / "state.db.away").rename(home / "state.db")
     # A mark whose digest does not match the marker's prompt is left alone.
     assert settle_if_finished(home, SID, {**entry, "prompt": prompt + "!"}) is None
     settled = settle_if_finished(home, SID, entry)
-    assert settled is not None and settled.retired and "reply" in settled.reason
+    assert settled is not None and settled.finished and settled.retired and "reply" in settled.reason
     assert SID not in store.list()
     events = decisions.default_journal().events_for(home, SID, entry["started_at"])
     assert events == ["completed"]

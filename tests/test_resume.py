@@ -312,6 +312,26 @@ def test_cli_refuses_ctrl_z_while_a_continuation_runs(sim_roots, env, tmp_path):
     assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
 
 
+def test_a_crashed_continuation_is_resumed_again_but_never_while_state_db_cannot_tell(sim_roots, env, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.0)
+    entry = plant_marker(home, key, PROMPT)
+    write_control(home, die_mid_turn=True)
+    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    assert res.outcome == "crashed"
+    left = list_turn_markers(home)[key]  # attempts 1, its completion mark, a dead writer; no reply in state.db
+    write_control(home, die_mid_turn=False)
+    (home / "state.db").rename(home / "state.db.away")
+    try:
+        unsure = resume_turn(home, key, left, install=install(sim_roots), options=FAST)
+    finally:
+        (home / "state.db.away").rename(home / "state.db")
+    assert unsure.outcome == "refused" and "cannot tell whether" in unsure.message, unsure.message
+    assert list_turn_markers(home)[key] == left
+    again = resume_turn(home, key, left, install=install(sim_roots), options=FAST)
+    assert again.outcome == "completed", again.message  # pending in state.db: a real retry, within budget
+    assert [t["kind"] for t in read_turns(home)] == ["note", "note"]
+
+
 def test_the_inactivity_timeout_setting_stops_a_silent_continuation(sim_roots, env, tmp_path):
     from hermes_tray_core.settings import update_settings
 
