@@ -41,7 +41,8 @@ __all__ = [
     "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
 ]
 
-VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict)
+# What decide() can return (Verdict.SKIPPED is core.exactly_once's tombstone, applied by the scanner).
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v is not Verdict.SKIPPED)
 
 DEFAULT_ENABLED = True
 DEFAULT_FRESHNESS_MINUTES = 15

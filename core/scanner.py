@@ -455,6 +455,17 @@ def _settled_continuation(home: Path, key: object, entry: Any) -> bool:
     return settled is not None and settled.finished
 
 
+def _tombstoned(home: Path, key: str, entry: dict) -> bool:
+    """core.exactly_once: this exact turn (session key + started_at + attempts) was skipped, so a marker for
+    it is a stale Hermes write's copy: removed again here (compare-and-remove), and never offered."""
+    from hermes_tray_core import exactly_once
+
+    if not exactly_once.tombstoned(home, key, entry):
+        return False
+    exactly_once.enforce_tombstones(home, {key: entry})
+    return True
+
+
 class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
@@ -676,6 +687,11 @@ class Scanner:
                                 "it is left alone — please report it")
                 continue
             title_problem = title_problem or tp
+            if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry):
+                record = record._replace(
+                    verdict=Verdict.SKIPPED, code=ReasonCode.TOMBSTONED, unsure=False,
+                    reason="skipped earlier (the tray's decision journal); a stale Hermes write brought its marker "
+                           "back, so it was removed again — it will not be resumed")
             if record.code == ReasonCode.MALFORMED_ENTRY:
                 self._log_once(home, record.session_key, record.reason)
             out.append(record)

@@ -32,6 +32,9 @@ class Verdict(StrEnum):
     STALE = "stale"
     EXHAUSTED = "exhausted"
     ACTIONABLE = "actionable"
+    # Not one of Hermes' verdicts and never returned by ``policy.decide``: core.exactly_once's tombstone (this
+    # exact turn was skipped; a stale Hermes write brought its marker back, and the scanner removes it again).
+    SKIPPED = "skipped"
 
 
 class WriterState(StrEnum):
@@ -74,6 +77,7 @@ class ReasonCode(StrEnum):
     WEBUI_WORKER_ALIVE = "webui-worker-alive"
     WEBUI_SERVER_LIVE = "webui-server-live"
     WEBUI_INTERRUPTED = "webui-interrupted"
+    TOMBSTONED = "tombstoned"  # skipped earlier (the decision journal): never offered again
 
 
 class Outcome(StrEnum):

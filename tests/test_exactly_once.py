@@ -45,3 +45,23 @@ def test_enforce_tombstones_removes_only_the_exact_entry_that_came_back(tmp_path
     removed = exactly_once.enforce_tombstones(home, list_turn_markers(home))
     assert removed == ["s1"]
     assert sorted(list_turn_markers(home)) == ["s2", "s3"]
+
+
+def test_status_shows_a_tombstoned_turn_as_skipped_removes_it_and_resume_refuses_it(tmp_path):
+    from hermes_tray_core.homes import Home
+    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.scanner import Scanner
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, "skipped, then brought back by a stale Hermes write", attempts=0)
+    decisions.record("skipped", home=home, session_key=key, started_at=entry["started_at"], attempts=0)
+    res = resume_turn(home, key, entry)  # before any scan: the journal settles it
+    assert res.outcome == "refused" and res.verdict == "settled", res.message
+    result = Scanner([Home(home, "default", "test")]).scan()
+    (turn,) = [t for t in result.turns if t.session_key == key]
+    assert turn.verdict == "skipped" and turn.code == "tombstoned" and not result.actionable
+    assert key not in list_turn_markers(home)  # removed again by the scan
+    # a new run of the same session (a new started_at) is a new turn: not tombstoned
+    again = plant_marker(home, key, "the user typed again; this run crashed too", attempts=0)
+    (turn,) = [t for t in Scanner([Home(home, "default", "test")]).scan().turns if t.session_key == key]
+    assert turn.verdict != "skipped" and list_turn_markers(home)[key] == again

@@ -1,6 +1,7 @@
 """``hermes-tray doctor [--json]``: is everything in place, and if not, what to do about it.
 
-Checks the Hermes homes (what each holds, unreadable or not-yet-supported storage), the tray
+Checks the Hermes homes (what each holds, unreadable or not-yet-supported storage, whether the tray's
+writes to Hermes' marker file can use an atomic exchange there), the tray
 settings, whether Hermes is installed (which version, whether it continues interrupted turns by
 itself), whether this desktop has a system tray and a notification server (asked on the D-Bus
 session bus with ``jeepney`` — no Qt, works over SSH with no display), and the paths in use.
@@ -166,6 +167,21 @@ def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
+    """Can the tray's writes to this home's marker file go in by atomic exchange (core.markers)? Without
+    one they fall back to compare-and-replace, which a concurrent Hermes write can still defeat."""
+    from hermes_tray_core.markers import exchange_support
+
+    ok, detail = exchange_support(home)
+    info = {"exchange": ok, "detail": detail}
+    if ok:
+        return info, None
+    return info, (f"{home}: the tray's writes to Hermes' marker file cannot use an atomic exchange here ({detail}): "
+                  "they fall back to compare-and-replace, which a Hermes write at the same moment can still "
+                  "undo (a marker lost, or a skipped turn back) — keep the Hermes home on a local filesystem "
+                  "(ext4, btrfs, xfs, tmpfs, APFS, NTFS)")
+
+
 def _paths() -> dict[str, str]:
     from hermes_tray_core import paths
 
@@ -204,6 +220,9 @@ def run(args: argparse.Namespace) -> int:
 
                 processes = HermesProcesses.now()
             row["running_backend"] = check_running_backend(h.path, processes)
+            row["marker_writes"], problem = check_marker_writes(h.path)
+            if problem:
+                problems.append(problem)
         row["turns"] = {}
         for t in result.turns:
             if t.home == h.path:
@@ -240,6 +259,10 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"    auto-continue: {'on' if ac['enabled'] else 'off'}, {ac['freshness_minutes']} min window, "
                    f"{ac['max_attempts']} attempts; state.db: {h['state_db']}; "
                    f"WebUI journals: {h['webui_sessions']}")
+        mw = h.get("marker_writes")
+        if isinstance(mw, dict):
+            out.append("    marker writes: " + (f"atomic exchange ({mw['detail']})" if mw.get("exchange")
+                                               else f"compare-and-replace only ({mw['detail']})"))
         rb = h.get("running_backend")
         if isinstance(rb, dict) and rb.get("usable"):
             out.append(f"    running Hermes: pid {rb['pid']} on 127.0.0.1:{rb['port']} (session token from its "
