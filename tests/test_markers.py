@@ -813,6 +813,8 @@ def _foreign_rewrite(home: Path, variant: str) -> None:
     if not path.exists():
         return
     data = json.loads(path.read_bytes())
+    if not data:  # emptied: {} (never unlinked)
+        return
     key = next(iter(data))
     e = data[key]
     if variant == "float-attempts":
