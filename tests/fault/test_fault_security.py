@@ -44,17 +44,17 @@ def _run(argv, env, timeout=120):
 
 
 @pytest.fixture(scope="module")
-def session(tmp_path_factory):
+def session(tmp_path_factory, sim_roots):
     """Run the whole realistic session once; the tests below inspect what it left."""
     from hermes_tray.demo import sim_state
-    from hermes_tray.demo.sim_install import create_sim_install, sim_command
+    from hermes_tray.demo.sim_install import sim_command
     from hermes_tray_core.settings import TraySettings, save_settings
     from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = tmp_path_factory.mktemp("security")
     old_umask = os.umask(0o022)
     try:
-        sim = create_sim_install(root / "sim", "legacy") and root / "sim"
+        sim = sim_roots["legacy"]
         home, k_skip = make_home(root / "home", turn_seconds=0.3)
         os.chmod(home / "config.yaml", 0o644)
         k_resume = sim_state.create_session(home, title="resume me")
@@ -278,16 +278,13 @@ exec {python} "$@"
 """
 
 
-def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch):
-    from hermes_tray.demo.sim_install import create_sim_install, sim_command
+def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch, sim_roots):
+    from hermes_tray.demo.sim_install import sim_command
     from hermes_tray_core import gateway
-    from tests.support.sim_homes import make_home, plant_marker, tray_dirs
+    from tests.support.sim_homes import make_home, plant_marker
 
-    for k, v in tray_dirs(tmp_path).items():
-        monkeypatch.setenv(k, v)
-    monkeypatch.setenv("HERMES_TRAY_SECRET_PROBE", "leak-me-not")
-    sim = create_sim_install(tmp_path / "sim", "legacy") and tmp_path / "sim"
-    real_python = sim_command(sim)[0]
+    monkeypatch.setenv("HERMES_TRAY_SECRET_PROBE", "leak-me-not")  # tray dirs: tests/conftest.py user_dirs
+    real_python = sim_command(sim_roots["legacy"])[0]
     record = tmp_path / "launches.jsonl"
     fake = tmp_path / "bin" / "python"
     fake.parent.mkdir()
