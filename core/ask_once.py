@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from hermes_tray_core.vocab import Verdict
+from hermes_tray_core.vocab import Mode, Verdict
 
 if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
     from hermes_tray_core.scanner import TurnRecord
@@ -152,14 +152,14 @@ class AskOnce:
             self._seen.add(i)
             if self.skipped_before(rec):
                 out.reskip.append((key, rec))
-            elif mode == "auto":
+            elif mode == Mode.AUTO:
                 # never continue a turn someone already asked about, decided, or that ran to an end
                 if self.asked_before(rec, unreadable=True):
                     log.info("auto mode: not resuming %s/%s: the journal has it asked or answered",
                              rec.profile, rec.session_key)
                 else:
                     out.resume.append(key)
-            elif mode == "ask" and not self.asked_before(rec, unreadable=False):
+            elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False):
                 out.ask.append(rec)
         return out
 

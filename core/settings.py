@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core import paths
+from hermes_tray_core.vocab import Mode
 
-MODES = ("ask", "auto", "list")
-MODE_ALIASES = {"off": "list"}  # older name of "list", still read (and accepted by `config set`)
+MODES = tuple(m.value for m in Mode)
+MODE_ALIASES = {"off": Mode.LIST.value}  # older name of "list", still read (and accepted by `config set`)
 KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command", "continuation_idle_timeout")
 DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn
 MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT = 1.0, 86_400.0

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome"]
+__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode"]
 
 try:  # Python 3.11+
     from enum import StrEnum
@@ -100,3 +100,11 @@ class Outcome(StrEnum):
             return cls(str(value))
         except ValueError:
             return cls.ERROR
+
+
+class Mode(StrEnum):
+    """What the tray does about a newly interrupted turn (the ``mode`` tray setting)."""
+
+    ASK = "ask"  # notify and wait for the user
+    AUTO = "auto"  # resume at once, notify after
+    LIST = "list"  # only list it ("off" is its older name, still read)
