@@ -33,7 +33,6 @@ Public API::
 
 from __future__ import annotations
 
-import ipaddress
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -138,10 +137,9 @@ class HermesProcess(NamedTuple):
 
 
 def _is_loopback(ip: str) -> bool:
-    try:
-        return ipaddress.ip_address(ip.split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
+    from hermes_tray_core.transport_ws import is_loopback
+
+    return is_loopback(ip)
 
 
 def _base(arg: str) -> str:

@@ -43,8 +43,10 @@ class BackendRefused(BackendUnusable):
 
 
 def is_loopback(host: str) -> bool:
+    """An IP literal of a loopback address (``127.0.0.0/8``, ``::1``; brackets and a zone id allowed).
+    Names such as ``localhost`` are not: a name can resolve anywhere."""
     try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
     except ValueError:
         return False
 

@@ -35,18 +35,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from hermes_tray.demo.sim_backend import AUTO, LEGACY, SimGateway
+from hermes_tray.demo.sim_backend import AUTO, LEGACY, SimGateway, load_control
 
 _PAGE = ("<!doctype html><html><head><title>Hermes (simulated)</title>{script}</head>"
          "<body><div id=root></div></body></html>")
-
-
-def _control(home: Path) -> dict[str, Any]:
-    try:
-        data = json.loads((home / "sim_backend.json").read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        data = {}
-    return data if isinstance(data, dict) else {}
 
 
 class SimDashboard(SimGateway):
@@ -86,7 +78,7 @@ class SimDashboard(SimGateway):
         return result, after
 
     def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
-        if _control(self.home).get("dashboard_hide_live"):  # a backend whose list misses a live session
+        if load_control(self.home)["dashboard_hide_live"]:  # a backend whose list misses a live session
             return {"sessions": []}, None
         return super().m_session_active_list(params)
 
@@ -121,13 +113,13 @@ def serve(home: Path, capability: str, host: str, port: int) -> None:
                         data)
 
     def process_request(connection: Any, request: Any) -> Response | None:
-        ctl = _control(home)
-        gated = bool(ctl.get("dashboard_gated"))
+        ctl = load_control(home)
+        gated = bool(ctl["dashboard_gated"])
         url = urllib.parse.urlsplit(request.path)
         if url.path in ("/", "/index.html"):
             if gated:
                 script = "<script>window.__HERMES_AUTH_REQUIRED__=true;</script>"
-            elif ctl.get("dashboard_page_token", True):
+            elif ctl["dashboard_page_token"]:
                 script = (f'<script>window.__HERMES_SESSION_TOKEN__="{token}";'
                           "window.__HERMES_AUTH_REQUIRED__=false;</script>")
             else:
