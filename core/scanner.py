@@ -24,7 +24,6 @@ Public API::
 from __future__ import annotations
 
 import json
-import logging
 import math
 import os
 import time
@@ -45,7 +44,15 @@ from hermes_tray_core.policy import (
 )
 from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
-logger = logging.getLogger(__name__)
+# Log levels as numbers: ``status`` never imports ``logging`` unless a marker needs to be logged (it costs
+# start-up time every run; see tests/bench/bench_status.py).
+_WARNING, _ERROR = 30, 40
+
+
+def _logger():
+    import logging
+
+    return logging.getLogger(__name__)
 
 CACHE_VERSION = 3
 EXCERPT_CHARS = 120
@@ -682,7 +689,7 @@ class Scanner:
                 record, tp = self._marker_record(home, str(key), entry, config, state, now)
             except Exception as exc:  # one hostile entry never hides its siblings
                 self._log_once(home, str(key), f"cannot judge this marker ({type(exc).__name__}: {exc})",
-                               level=logging.ERROR)
+                               level=_ERROR)
                 problems.append(f"marker {str(key)[:80]!r} cannot be judged ({type(exc).__name__}); "
                                 "it is left alone — please report it")
                 continue
@@ -770,7 +777,7 @@ class Scanner:
         servers = procs.webui_servers(home.webui_session_dir.parent)
         return ("live", f"pid {servers[0].pid}") if servers else ("none", "")
 
-    def _log_once(self, home: Home, key: str, what: str, level: int = logging.WARNING) -> None:
+    def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:
         """Log a problem with one marker once per scanner (the tray re-scans often): identity only."""
         tag = (str(home.path), key, what)
         if tag in self._logged:
@@ -778,7 +785,7 @@ class Scanner:
         if len(self._logged) > 10_000:
             self._logged.clear()
         self._logged.add(tag)
-        logger.log(level, "%s: session %r: %s", home.path, key[:80], what)
+        _logger().log(level, "%s: session %r: %s", home.path, key[:80], what)
 
     def _webui_records(self, home: Home, now: float, problems: list[str],
                        live: set[str]) -> tuple[int, list[TurnRecord]]:
@@ -852,7 +859,7 @@ class Scanner:
                     records.append(record)
             except Exception as exc:  # one hostile journal never hides the others
                 self._log_once(home, sid, f"cannot judge this WebUI session ({type(exc).__name__}: {exc})",
-                               level=logging.ERROR)
+                               level=_ERROR)
         if malformed_sessions:
             problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
         return len(groups), records
