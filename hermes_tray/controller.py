@@ -674,6 +674,7 @@ class Controller(QObject):
             show_prompts=bool(s.show_prompts),
             autostart=self._autostart_state(),
             hermes_command=list(s.hermes_command) if s.hermes_command else None,
+            continuation_idle_timeout=float(s.continuation_idle_timeout),
         )
 
     def apply(self, backend: dict[str, dict[str, Any]], tray: dict[str, Any], autostart: bool | None,

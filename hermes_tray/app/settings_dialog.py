@@ -103,6 +103,15 @@ class SettingsDialog(QDialog):
         self.command_note = QLabel()
         self.command_note.setWordWrap(True)
         tform.addRow(self.command_note)
+        from hermes_tray_core.settings import MAX_IDLE_TIMEOUT, MIN_IDLE_TIMEOUT
+
+        self.idle_timeout = QSpinBox()
+        self.idle_timeout.setRange(int(MIN_IDLE_TIMEOUT), int(MAX_IDLE_TIMEOUT))
+        self.idle_timeout.setSingleStep(60)
+        self.idle_timeout.setSuffix(" s")
+        self.idle_timeout.setToolTip("A continuation is stopped after this long without any sign of progress from "
+                                     "Hermes (600 s, as Hermes itself); there is no limit on its total time")
+        tform.addRow("Stop a silent continuation after", self.idle_timeout)
         root.addWidget(tray_box)
 
         self.error_label = QLabel()
@@ -138,6 +147,7 @@ class SettingsDialog(QDialog):
             self.autostart_box.setToolTip("Not available on this system")
         self.command_edit.setText(_join(short_path(a) for a in s.hermes_command) if s.hermes_command else "")
         self.command_edit.setCursorPosition(0)  # the program's name, not the tail of its arguments
+        self.idle_timeout.setValue(int(round(s.continuation_idle_timeout)))
 
     def _selected_homes(self) -> list[str]:
         value = self.home_combo.currentData()
@@ -238,6 +248,8 @@ class SettingsDialog(QDialog):
         command = [os.path.expanduser(a) if a.startswith("~") else a for a in shlex.split(text)] if text else None
         if command != (list(s.hermes_command) if s.hermes_command else None):
             tray["hermes_command"] = command
+        if self.idle_timeout.value() != int(round(s.continuation_idle_timeout)):
+            tray["continuation_idle_timeout"] = float(self.idle_timeout.value())
         autostart = None
         if s.autostart is not None and self.autostart_box.isChecked() != s.autostart:
             autostart = self.autostart_box.isChecked()

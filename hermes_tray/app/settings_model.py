@@ -20,6 +20,7 @@ class SettingsSnapshot:
     show_prompts: bool = True
     autostart: bool | None = None  # None: not available
     hermes_command: list[str] | None = None
+    continuation_idle_timeout: float = 600.0  # seconds without a frame from Hermes before a continuation stops
     extra: dict[str, Any] = field(default_factory=dict)
 
 

@@ -72,11 +72,13 @@ def test_tray_settings_apply_without_restart(qtbot, tmp_path) -> None:
     qtbot.addWidget(dlg)
     dlg.mode_combo.setCurrentIndex(dlg.mode_combo.findData("auto"))
     dlg.prompts_box.setChecked(False)
+    assert dlg.idle_timeout.value() == 600  # Hermes' own inactivity limit, by default
+    dlg.idle_timeout.setValue(900)
     with qtbot.waitSignal(ctrl.applied, timeout=5000):
         dlg.buttons.button(QDialogButtonBox.StandardButton.Apply).click()
     assert ctrl.settings.mode == "auto" and ctrl.state.mode == "auto"
     saved = load_settings()
-    assert saved.mode == "auto" and saved.show_prompts is False
+    assert saved.mode == "auto" and saved.show_prompts is False and saved.continuation_idle_timeout == 900.0
 
 
 def test_bad_hermes_command_is_flagged_inline_and_blocks_saving(qtbot, tmp_path) -> None:
