@@ -13,6 +13,10 @@ what it parsed, and re-reads only files that changed. With ``cache_file`` (the C
 — summaries only, never prompt text. Marker files (which hold prompts) are re-read every time
 (they are small) and liveness (writer, lease, owner) is always judged fresh.
 
+The records live in :mod:`hermes_tray_core.scan_records`, the batched ``state.db`` reader in
+:mod:`hermes_tray_core.state_db_batch`, the WebUI journal summary in :mod:`hermes_tray_core.webui_summary`;
+verdicts, ages and reasons come from :mod:`hermes_tray_core.policy` only.
+
 Public API::
 
     scanner = Scanner(homes, cache_file=None)      # homes: list[core.homes.Home]
@@ -29,7 +33,7 @@ import os
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 from hermes_tray_core import hermes_paths
 from hermes_tray_core.homes import Home
@@ -42,7 +46,13 @@ from hermes_tray_core.policy import (
     marker_attempts,
     marker_started_at,
 )
+from hermes_tray_core.scan_records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
+from hermes_tray_core.state_db_batch import HomeState as _HomeState
 from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
+from hermes_tray_core.webui_summary import summarise_journal as _summarise_journal
+from hermes_tray_core.webui_summary import valid_summary as _valid_summary
+
+__all__ = ["Scanner", "scan", "default_cache_file", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
 # Log levels as numbers: ``status`` never imports ``logging`` unless a marker needs to be logged (it costs
 # start-up time every run; see tests/bench/bench_status.py).
@@ -55,134 +65,10 @@ def _logger():
     return logging.getLogger(__name__)
 
 CACHE_VERSION = 3
-EXCERPT_CHARS = 120
-_MAX_JOURNAL_BYTES = 64 * 1024 * 1024
-
-
-# ---------------------------------------------------------------------------------------------
-# records
-
-
-class TurnRecord(NamedTuple):
-    """One interrupted turn, as the user sees it (an immutable record).
-
-    ``source`` is ``desktop`` (a marker; resumable when ``verdict == "actionable"``) or ``webui``
-    (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
-    entry as read — pass it back as ``expected`` to skip/resume so a changed marker is refused.
-    ``turn_id`` is set for WebUI records.
-    """
-
-    home: Path
-    profile: str
-    session_key: str
-    title: str | None
-    prompt_excerpt: str
-    started_at: float
-    age_seconds: float
-    attempts: int
-    writer: str
-    verdict: str
-    reason: str
-    source: str
-    unsure: bool = False
-    turn_id: str | None = None
-    entry: Mapping[str, Any] | None = None
-    code: str | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
-
-    @property
-    def actionable(self) -> bool:
-        return self.verdict == Verdict.ACTIONABLE
-
-    def __repr__(self) -> str:
-        # Identity only: a record that lands in a log must not carry prompt text (excerpt, entry).
-        return (f"TurnRecord(home={str(self.home)!r}, session_key={self.session_key!r}, source={self.source!r}, "
-                f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
-
-    def to_json(self) -> dict[str, Any]:
-        """The ``status --json`` turn object (keys exactly as documented in the README)."""
-        return {
-            "home": str(self.home),
-            "profile": self.profile,
-            "session_key": self.session_key,
-            "title": self.title,
-            "prompt_excerpt": self.prompt_excerpt,
-            "started_at": self.started_at,
-            "age_seconds": round(self.age_seconds, 3),
-            "attempts": self.attempts,
-            "writer": str(self.writer),
-            "verdict": str(self.verdict),
-            "reason": self.reason,
-            "reason_code": None if self.code is None else str(self.code),
-            "source": self.source,
-        }
-
-
-class HomeReport(NamedTuple):
-    """What one home holds and every problem met reading it (each says what to do)."""
-
-    path: Path
-    profile: str
-    origin: str
-    exists: bool
-    markers: str  # "ok" | "none" | "corrupt" | "unreadable"
-    marker_count: int
-    config: AutoContinueConfig
-    state_db: str  # "ok" | "missing" | "unreadable"
-    webui_journal_dir: Path
-    webui_sessions: int
-    unsupported: tuple[str, ...] = ()
-    problems: tuple[str, ...] = ()
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "profile": self.profile,
-            "origin": self.origin,
-            "exists": self.exists,
-            "markers": self.markers,
-            "marker_count": self.marker_count,
-            "auto_continue": {
-                "enabled": self.config.enabled,
-                "freshness_minutes": self.config.freshness_minutes,
-                "max_attempts": self.config.max_attempts,
-                "managed": list(self.config.managed),
-            },
-            "state_db": self.state_db,
-            "webui_journal_dir": str(self.webui_journal_dir),
-            "webui_sessions": self.webui_sessions,
-            "unsupported": list(self.unsupported),
-            "problems": list(self.problems),
-        }
-
-
-class ScanResult(NamedTuple):
-    homes: list[HomeReport]
-    turns: list[TurnRecord]
-    scanned_at: float
-
-    @property
-    def actionable(self) -> list[TurnRecord]:
-        return [t for t in self.turns if t.actionable]
-
-    @property
-    def unsupported(self) -> bool:
-        return any(h.unsupported for h in self.homes)
-
-    def to_json(self) -> dict[str, Any]:
-        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document."""
-        return {"homes": [h.to_json() for h in self.homes], "turns": [t.to_json() for t in self.turns]}
 
 
 # ---------------------------------------------------------------------------------------------
 # helpers
-
-
-def prompt_excerpt(prompt: object, limit: int = EXCERPT_CHARS) -> str:
-    """First non-empty line, at most ``limit`` characters (``…`` marks a cut)."""
-    if not isinstance(prompt, str):
-        return ""
-    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
-    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"
 
 
 def _sig(st: os.stat_result) -> list[int]:
@@ -202,249 +88,14 @@ def default_cache_file() -> Path:
     return paths.cache_dir() / "scan-cache.json"
 
 
-# ---------------------------------------------------------------------------------------------
-# state.db, batched per home
-
-
-class _HomeState:
-    """One read-only look at ``state.db`` for every marker of a home: one connection and one query
-    per table for all keys (not a connection per key — ``status`` must stay fast with 32 markers
-    in each of several homes).
-
-    Opened as :mod:`core.hermes_state` opens it (read-only URI, short busy timeout, query_only).
-    Judging a lease row and walking a compression chain use that module's own rules
-    (``judge_lease_row``, ``conversation_root_with``), imported only when there is a row or a parent
-    to judge. No ``state.db`` at all holds no turn lease (``free``); one that cannot be read is
-    ``unknown``, so its turns are never actionable.
-    """
-
-    BUSY_TIMEOUT_S = 0.2
-
-    def __init__(self, home: Path, now: float) -> None:
-        self.home = home
-        self.now = now
-        self.problem: str | None = None
-        self.status = "ok"
-        self._conn: Any = None
-        self._scols: set[str] = set()
-        self._lcols: set[str] = set()
-        self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
-        self._leases: dict[str, dict] = {}
-        self._roots: dict[str, str] = {}
-        self._lease_error: str | None = None
-        self._session_error: str | None = None
-        path = str(hermes_paths.state_db(Path(home)))
-        if not os.path.isfile(path):
-            try:
-                os.lstat(path)
-            except FileNotFoundError:
-                self.status = "missing"
-                self.problem = f"no state.db in {home}"
-                return
-            except OSError as exc:
-                self.status, self.problem = "unreadable", f"cannot look for state.db ({exc.strerror or exc})"
-                return
-            self.status, self.problem = "unreadable", f"{path} is not a file"
-            return
-        try:
-            import sqlite3
-
-            uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, isolation_level=None)
-            self._conn = conn
-            conn.execute(f"PRAGMA busy_timeout = {int(self.BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA query_only = 1")
-            self._scols = self._columns("sessions")
-            self._lcols = self._columns("session_turn_leases")
-        except Exception as exc:
-            self.status, self.problem = "unreadable", _describe_db(exc)
-            self.close()
-
-    def _columns(self, table: str) -> set[str]:
-        return {str(r[1]) for r in self._conn.execute(f"PRAGMA table_info({table})")}
-
-    def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-            self._conn = None
-
-    def has_table(self, name: str) -> bool | None:
-        if self._conn is None:
-            return None
-        try:
-            row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone()
-            return row is not None
-        except Exception:
-            return None
-
-    def prefetch(self, keys: Sequence[str]) -> None:
-        """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once."""
-        if self._conn is None or not keys:
-            return
-        conn = self._conn
-        keys = list(keys)
-        try:
-            wanted = [c for c in ("id", "title", "source", "parent_session_id") if c in self._scols]
-            if "id" in wanted:
-                for chunk in _chunks(keys):
-                    sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
-                    for row in conn.execute(sql, chunk):
-                        v = dict(zip(wanted, row, strict=True))
-                        self._sessions[str(v["id"])] = (_text(v.get("title")), _text(v.get("source")),
-                                                        _text(v.get("parent_session_id")) or None)
-        except Exception as exc:
-            self._sessions = {}
-            self._session_error = _describe_db(exc)
-        cols = self._lcols
-        if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
-            return
-        try:
-            parents = [k for k in keys if (self._sessions.get(k) or (None, None, None))[2]]
-            if parents:
-                from hermes_tray_core import hermes_state as hs
-
-                for key in parents:
-                    self._roots[key] = hs.conversation_root_with(conn, key)
-            cids = list(dict.fromkeys(keys + list(self._roots.values())))
-            wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
-                                            if c in cols]
-            for chunk in _chunks(cids):
-                sql = (f"SELECT {', '.join(wanted)} FROM session_turn_leases "
-                       f"WHERE conversation_id IN ({','.join('?' * len(chunk))})")
-                for row in conn.execute(sql, chunk):
-                    v = dict(zip(wanted, row, strict=True))
-                    self._leases[str(v.pop("conversation_id"))] = v
-        except Exception as exc:
-            self._lease_error = _describe_db(exc)
-
-    def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
-        """((title, source, parent) | None, problem | None)."""
-        if self._conn is None:
-            return None, self.problem
-        return self._sessions.get(key), self._session_error
-
-    def lease(self, key: str) -> tuple[str, str]:
-        """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""
-        if self._conn is None:
-            if self.status == "missing":
-                return "free", "no state.db, so no Hermes turn lease"
-            return "unknown", self.problem or "state.db unavailable"
-        cols = self._lcols
-        if not cols:
-            return "free", "this Hermes keeps no turn leases"
-        if not {"conversation_id", "holder", "expires_at"} <= cols:
-            return "unknown", "session_turn_leases has an unexpected schema"
-        if self._lease_error:
-            return "unknown", self._lease_error
-        root = self._roots.get(key, key)
-        best = None
-        try:
-            for cid in dict.fromkeys((root, key)):
-                row = self._leases.get(cid)
-                if row is None:
-                    continue
-                from hermes_tray_core import hermes_state as hs
-
-                view = hs.judge_lease_row(dict(row), cid, self.now)
-                if view.state == "live":
-                    return view.state, view.detail
-                best = best or (view.state, view.detail)
-        except Exception as exc:
-            return "unknown", f"cannot judge the turn lease ({exc})"
-        return best or ("free", "no turn lease")
-
-
 def _owner_lookup(home: Path, key: str):
     from hermes_tray_core.hermes_state import active_session_owner
 
     return active_session_owner(home, key)
 
 
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
-def _chunks(items: list[str], size: int = 500):
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
-
-
-def _describe_db(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    if "locked" in text or "busy" in text:
-        return f"state.db is locked ({text})"
-    return f"state.db is unreadable ({text})"
-
-
-# ---------------------------------------------------------------------------------------------
-# WebUI journals
-
-
-def _summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[str, Any]:
-    """Pending turns of one WebUI session, without any text: ids, times, worker identity."""
-    from hermes_tray_core import journal
-
-    doc = journal.read_turn_journal(sid, session_dir=session_dir, shards=[f for f in files if "~" in f.name])
-    events = doc["events"]
-    pending = journal.pending_turns(events)
-    out: list[dict[str, Any]] = []
-    if pending:
-        by_turn: dict[str, list[dict]] = {}
-        for ev in events:
-            tid = str(ev.get("turn_id") or "").strip()
-            if tid:
-                by_turn.setdefault(tid, []).append(ev)
-        shard_pids = _shard_pids(files) if any("~" in f.name for f in files) else {}
-        for latest in pending:
-            tid = str(latest.get("turn_id") or "").strip()
-            evs = by_turn.get(tid, [latest])
-            first = min((strict_finite(e.get("created_at")) or 0.0) for e in evs)
-            pid, start = None, None
-            for ev in evs:
-                for pk, sk in (("worker_pid", "worker_start_time"), ("pid", "process_start_time")):
-                    p = ev.get(pk)
-                    if isinstance(p, int) and not isinstance(p, bool) and p > 0:
-                        pid, start = p, strict_finite(ev.get(sk))
-            if pid is None and tid in shard_pids:
-                pid = shard_pids[tid]
-            out.append({"turn_id": tid, "started_at": first, "event": str(latest.get("event") or ""),
-                        "pid": pid, "start": start})
-    return {"pending": out, "malformed": len(doc["malformed"])}
-
 
 _MISS = object()
-
-
-def _valid_summary(summary: Any) -> bool:
-    return (type(summary) is dict and type(summary.get("pending")) is list
-            and all(type(p) is dict for p in summary["pending"]))
-
-
-def _shard_pids(files: list[Path]) -> dict[str, int]:
-    """turn_id → pid of the shard ``<sid>~<pid>.jsonl`` that wrote it (the worker's pid)."""
-    out: dict[str, int] = {}
-    for f in files:
-        if "~" not in f.name:
-            continue
-        try:
-            pid = int(f.name.rsplit("~", 1)[1].split(".", 1)[0])
-            with open(f, "rb") as fh:
-                data = fh.read(_MAX_JOURNAL_BYTES)
-        except (OSError, ValueError):
-            continue
-        for line in data.split(b"\n"):
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict) and isinstance(ev.get("turn_id"), str):
-                out[ev["turn_id"].strip()] = pid
-    return out
 
 
 # ---------------------------------------------------------------------------------------------
