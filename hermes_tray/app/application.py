@@ -341,13 +341,42 @@ class TrayApp(QObject):
 
         dlg = self._dialogs.get("history")
         if dlg is None:
-            dlg = HistoryWindow(lambda: self.engine.history(500))
+            dlg = HistoryWindow(lambda: self.engine.history(500), title_for=self._title_for,
+                                pending=lambda h, k: self._pending_key(h, k) is not None)
+            dlg.resume_requested.connect(self._resume_from_history)
             self._dialogs["history"] = dlg
         else:
             dlg.reload()
         dlg.show()
         dlg.raise_()
         dlg.activateWindow()
+
+    def _pending_key(self, home: str, session_key: str) -> str | None:
+        """The turn key of a waiting turn of this home and session (a journal names homes canonically)."""
+        from hermes_tray.app.history_model import same_home
+
+        if self.controller is None:
+            return None
+        for item in self.controller.state.pending:
+            if item.session_key == session_key and same_home(str(item.home), home):
+                return item.key
+        return None
+
+    def _title_for(self, home: str, session_key: str) -> str | None:
+        from hermes_tray.app.history_model import same_home
+
+        if self.controller is None:
+            return None
+        state = self.controller.state
+        for item in (*state.pending, *state.others):
+            if item.session_key == session_key and same_home(str(item.home), home):
+                return item.title + (f" — “{item.excerpt}”" if item.excerpt else "")
+        return None
+
+    def _resume_from_history(self, home: str, session_key: str) -> None:
+        key = self._pending_key(home, session_key)
+        if key is not None and self.controller is not None:
+            self.controller.resume(key, origin="history")
 
     def open_folder(self, path: str) -> None:
         """A problem's folder (the banner's "Open folder"), in the desktop's file manager."""

@@ -1,124 +1,198 @@
-"""History: what the tray (and the CLI, and the helper) decided, from the decision journal.
-
-Turn decisions and configuration changes (``config-changed``: a home's auto-continue settings or the
-tray's own, from the menu, the settings dialog or the CLI) in one list, newest first.
+"""History: one row per interrupted turn — what it was, when it was interrupted, what happened to it,
+where it ran — with the event trail on expand, a filter by home, "Resume again" where the policy
+allows (the turn waits right now) and "Copy session ID". Configuration changes (a home's
+auto-continue settings or the tray's own, from the menu, the settings dialog or the CLI) are rows too.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable
 from typing import Any
 
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
+    QComboBox,
     QDialog,
     QDialogButtonBox,
+    QHBoxLayout,
     QHeaderView,
     QLabel,
-    QTableWidget,
-    QTableWidgetItem,
+    QPushButton,
+    QTreeWidget,
+    QTreeWidgetItem,
     QVBoxLayout,
     QWidget,
 )
 
+from hermes_tray.app.format import short_path, since_text
+from hermes_tray.app.history_model import (
+    TurnHistory,
+    event_detail,
+    field_of,
+    group_turns,
+    homes_in,
+    profile_of,
+    same_home,
+    when_of,
+)
 from hermes_tray.app.icons import app_icon
-from hermes_tray_core.numbers import strict_finite
 
-COLUMNS = ("When", "What", "Profile / home", "Session", "Detail")
-
-
-def _field(entry: Any, name: str, default: Any = "") -> Any:
-    if isinstance(entry, Mapping):
-        return entry.get(name, default)
-    return getattr(entry, name, default)
+COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
+TURN_ROLE = Qt.ItemDataRole.UserRole + 1
 
 
-def _when(entry: Any) -> float:
-    """The journal stamps ``created_at``; older in-memory entries used ``time`` / ``ts``."""
-    for name in ("created_at", "time", "ts"):
-        value = _num(_field(entry, name, None))
-        if value:
-            return value
-    return 0.0
-
-
-def _value(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value is None:
-        return "(unset)"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "(none)"
-    return str(value)
-
-
-def _row(entry: Any) -> tuple[str, str, str, str, str]:
-    """(what, profile/home, home tooltip, session, detail) for one journal entry."""
-    event = str(_field(entry, "event", ""))
-    home = str(_field(entry, "home", "") or "")
-    if event == "config-changed":
-        where = home or "tray settings"
-        by = _field(entry, "by", "")
-        detail = (f"{_field(entry, 'key', '?')}: {_value(_field(entry, 'old', None))} → "
-                  f"{_value(_field(entry, 'new', None))}" + (f" (from the {by})" if by else ""))
-        return "settings changed", where, home, "", detail
-    profile = str(_field(entry, "profile", "")) or home
-    detail = _field(entry, "reason", "") or _field(entry, "outcome", "") or _field(entry, "detail", "")
-    return event, profile, home, str(_field(entry, "session_key", "") or ""), str(detail)
+def _stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
 
 
 class HistoryWindow(QDialog):
-    def __init__(self, load: Callable[[], Iterable[Any]], parent: QWidget | None = None) -> None:
+    resume_requested = Signal(str, str)  # home, session key
+
+    def __init__(
+        self,
+        load: Callable[[], Iterable[Any]],
+        parent: QWidget | None = None,
+        *,
+        title_for: Callable[[str, str], str | None] = lambda _h, _k: None,
+        pending: Callable[[str, str], bool] = lambda _h, _k: False,
+    ) -> None:
         super().__init__(parent)
         self._load = load
-        self.setWindowTitle("Hermes Tray — History")
+        self._title_for = title_for
+        self._pending = pending
+        self._turns: list[TurnHistory] = []
+        self.setWindowTitle("History")  # the app name is added by Qt (application display name)
         self.setWindowIcon(app_icon())
-        self.resize(760, 420)
+        self.resize(860, 460)
         lay = QVBoxLayout(self)
+        top = QHBoxLayout()
         self.summary = QLabel()
-        lay.addWidget(self.summary)
-        self.table = QTableWidget(0, len(COLUMNS))
-        self.table.setHorizontalHeaderLabels(COLUMNS)
-        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
-        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
-        self.table.verticalHeader().setVisible(False)
-        self.table.horizontalHeader().setSectionResizeMode(len(COLUMNS) - 1, QHeaderView.ResizeMode.Stretch)
-        lay.addWidget(self.table, 1)
+        top.addWidget(self.summary, 1)
+        home_label = QLabel("&Home:")
+        self.home_filter = QComboBox()
+        self.home_filter.setAccessibleName("Show the turns of this home")
+        home_label.setBuddy(self.home_filter)
+        self.home_filter.currentIndexChanged.connect(lambda _i: self._fill())
+        top.addWidget(home_label)
+        top.addWidget(self.home_filter)
+        lay.addLayout(top)
+        self.tree = QTreeWidget()
+        self.tree.setColumnCount(len(COLUMNS))
+        self.tree.setHeaderLabels(COLUMNS)
+        self.tree.setAccessibleName("Interrupted turns and what happened to them")
+        self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.tree.setUniformRowHeights(True)
+        self.tree.setAlternatingRowColors(True)
+        self.tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
+        lay.addWidget(self.tree, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        refresh = buttons.addButton("Refresh", QDialogButtonBox.ButtonRole.ActionRole)
+        self.resume_button = QPushButton("&Resume again")
+        self.resume_button.setAccessibleName("Resume this turn again")
+        self.resume_button.setToolTip("Only offered while the turn is waiting (Hermes' policy allows it)")
+        self.resume_button.clicked.connect(self._resume)
+        self.copy_button = QPushButton("&Copy session ID")
+        self.copy_button.setAccessibleName("Copy the session ID of this turn")
+        self.copy_button.clicked.connect(self._copy)
+        refresh = QPushButton("Re&fresh")
+        refresh.setAccessibleName("Read the history again")
         refresh.clicked.connect(self.reload)
+        for b in (self.resume_button, self.copy_button, refresh):
+            b.setAutoDefault(False)
+            buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
         self.reload()
 
+    # --- data ---------------------------------------------------------------------------------
     def reload(self) -> None:
         try:
             entries = list(self._load())
         except Exception as exc:  # the journal is the engine's; a read problem is shown, not raised
             entries = []
-            self.summary.setText(f"The decision journal could not be read: {exc}")
+            self._error = f"The decision journal could not be read: {exc}"
         else:
-            self.summary.setText(f"{len(entries)} recorded decisions, newest first" if entries else "Nothing recorded yet.")
-        entries.sort(key=_when, reverse=True)  # stable: same-stamp entries keep the journal's order
-        self.table.setRowCount(len(entries))
-        for row, e in enumerate(entries):
-            when = _when(e)
-            what, where, home, session, detail = _row(e)
-            values = (
-                time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(when)) if when else "",
-                what,
-                where,
-                session,
-                detail,
-            )
-            for col, text in enumerate(values):
-                item = QTableWidgetItem(text)
-                if col == 2 and home:
-                    item.setToolTip(home)
-                self.table.setItem(row, col, item)
-        self.table.resizeColumnsToContents()
+            self._error = ""
+        self._turns = group_turns(entries)
+        current = self.home_filter.currentData()
+        self.home_filter.blockSignals(True)
+        self.home_filter.clear()
+        self.home_filter.addItem("All homes", "")
+        for home in homes_in(self._turns):
+            self.home_filter.addItem(f"{profile_of(home)} — {short_path(home)}", home)
+        index = self.home_filter.findData(current) if current else 0
+        self.home_filter.setCurrentIndex(max(0, index))
+        self.home_filter.blockSignals(False)
+        self._fill()
 
+    def visible_turns(self) -> list[TurnHistory]:
+        home = self.home_filter.currentData() or ""
+        return [t for t in self._turns if not home or (t.home and same_home(t.home, home))]
 
-def _num(v: Any) -> float:
-    return strict_finite(v) or 0.0
+    def _fill(self) -> None:
+        turns = self.visible_turns()
+        n = sum(1 for t in turns if not t.config)
+        if self._error:
+            self.summary.setText(self._error)
+        elif turns:
+            self.summary.setText(f"{n} interrupted turn{'s' if n != 1 else ''}"
+                                 + (f", {len(turns) - n} settings change{'s' if len(turns) - n != 1 else ''}"
+                                    if len(turns) > n else "") + ", newest first")
+        else:
+            self.summary.setText("Nothing recorded yet.")
+        self.tree.clear()
+        for t in turns:
+            self.tree.addTopLevelItem(self._row(t))
+        for col in (0, 1, 2):
+            self.tree.resizeColumnToContents(col)
+        if self.tree.topLevelItemCount():
+            self.tree.setCurrentItem(self.tree.topLevelItem(0))
+        self._update_buttons()
+
+    def _row(self, t: TurnHistory) -> QTreeWidgetItem:
+        if t.config:
+            e = t.events[-1]
+            item = QTreeWidgetItem(["Settings changed", t.profile, _stamp(when_of(e)), t.outcome(), ""])
+            item.setToolTip(1, t.home or "the tray's own settings")
+            return item
+        title = self._title_for(t.home, t.session_key) or f"session {t.session_key}"
+        interrupted = _stamp(t.started_at or 0) if t.started_at else ""
+        item = QTreeWidgetItem([title, t.profile, interrupted, t.outcome(), t.where()])
+        item.setData(0, TURN_ROLE, id(t))
+        item.setToolTip(0, f"session {t.session_key}")
+        item.setToolTip(1, t.home)
+        if t.started_at:
+            item.setToolTip(2, since_text(t.started_at))
+        item.setToolTip(3, t.outcome())
+        for e in t.events:  # the event trail, on expand
+            child = QTreeWidgetItem([str(field_of(e, "event", "")), "", _stamp(when_of(e)), event_detail(e), ""])
+            item.addChild(child)
+        return item
+
+    def selected_turn(self) -> TurnHistory | None:
+        item = self.tree.currentItem()
+        while item is not None and item.parent() is not None:
+            item = item.parent()
+        if item is None:
+            return None
+        ident = item.data(0, TURN_ROLE)
+        return next((t for t in self._turns if id(t) == ident), None)
+
+    def _update_buttons(self) -> None:
+        t = self.selected_turn()
+        self.copy_button.setEnabled(t is not None and not t.config)
+        self.resume_button.setEnabled(t is not None and t.can_resume_again(self._pending))
+
+    def _copy(self) -> None:
+        t = self.selected_turn()
+        if t is not None and t.session_key:
+            QGuiApplication.clipboard().setText(t.session_key)
+
+    def _resume(self) -> None:
+        t = self.selected_turn()
+        if t is not None and t.can_resume_again(self._pending):
+            self.resume_requested.emit(t.home, t.session_key)
+            self.resume_button.setEnabled(False)

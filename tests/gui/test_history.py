@@ -1,0 +1,104 @@
+"""History: one row per interrupted turn, from the real decision journal (real files on disk).
+
+Before: a raw event log (notified / approved / dispatched / completed rows), the home column
+``default`` on some rows and a full path on others, Detail always empty.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QGuiApplication
+
+from hermes_tray.app.history_window import COLUMNS, HistoryWindow
+from hermes_tray_core import decisions
+
+
+def _journal(tmp_path: Path) -> tuple[str, str]:
+    root = tmp_path / ".hermes"
+    work = root / "profiles" / "work"
+    for h in (root, work):
+        h.mkdir(parents=True)
+    t0 = time.time() - 600
+    d = decisions.default_journal()
+    # a turn resumed (by the user) and finished in the running backend
+    for ev, extra in (("notified", {"via": "desktop-notifier"}), ("approved", {"via": "tray-notification"}),
+                      ("dispatched", {"attempt": 1, "ran_in": "running-backend"}),
+                      ("completed", {"where": "in your running Hermes (pid 4242)"})):
+        d.record(ev, home=str(root), session_key="s-done", started_at=t0, **extra)
+    # a turn skipped, in the work profile
+    d.record("notified", home=str(work), session_key="s-skip", started_at=t0 + 1)
+    d.record("skipped", home=str(work), session_key="s-skip", started_at=t0 + 1, via="tray-menu")
+    # a turn Hermes gave up on after two continuations
+    for ev, extra in (("dispatched", {"attempt": 1}), ("failed", {"outcome": "crashed", "reason": "backend died"}),
+                      ("dispatched", {"attempt": 2}), ("gave-up", {"reason": "attempt 2 of 2 crashed"})):
+        d.record(ev, home=str(root), session_key="s-gone", started_at=t0 + 2, **extra)
+    # a turn still waiting
+    d.record("notified", home=str(root), session_key="s-wait", started_at=t0 + 3)
+    return str(root.resolve()), str(work.resolve())
+
+
+def _rows(win: HistoryWindow) -> dict[str, list[str]]:
+    t = win.tree
+    return {t.topLevelItem(r).toolTip(0).removeprefix("session "): [t.topLevelItem(r).text(c) for c in range(len(COLUMNS))]
+            for r in range(t.topLevelItemCount())}
+
+
+def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
+    root, work = _journal(tmp_path)
+    waiting = {(root, "s-wait")}
+    win = HistoryWindow(lambda: decisions.history(500),
+                        title_for=lambda h, k: "Fix the flaky test" if k == "s-done" else None,
+                        pending=lambda h, k: (h, k) in waiting)
+    qtbot.addWidget(win)
+    rows = _rows(win)
+    assert set(rows) == {"s-done", "s-skip", "s-gone", "s-wait"}  # 12 events, 4 turns
+    assert rows["s-done"][0] == "Fix the flaky test"
+    assert rows["s-done"][3] == "resumed and finished"
+    assert rows["s-done"][4] == "in your running Hermes (pid 4242)"
+    assert rows["s-skip"][1] == "work" and rows["s-skip"][3] == "skipped"
+    assert rows["s-done"][1] == "default"  # one spelling per home, never a path in one row and a name in another
+    assert rows["s-gone"][3].startswith("gave up after 2 continuations")
+    assert rows["s-wait"][3] == "asked, no answer yet"
+    assert all(r[2] for r in rows.values())  # when it was interrupted
+    assert win.summary.text() == "4 interrupted turns, newest first"
+
+    # the event trail on expand
+    done = next(win.tree.topLevelItem(i) for i in range(4) if win.tree.topLevelItem(i).toolTip(0) == "session s-done")
+    assert [done.child(i).text(0) for i in range(done.childCount())] == ["notified", "approved", "dispatched",
+                                                                          "completed"]
+
+    # filter by home
+    win.home_filter.setCurrentIndex(win.home_filter.findData(work))
+    assert set(_rows(win)) == {"s-skip"}
+    win.home_filter.setCurrentIndex(0)
+
+    # copy the session id; "Resume again" only where the turn waits now
+    for i in range(win.tree.topLevelItemCount()):
+        item = win.tree.topLevelItem(i)
+        win.tree.setCurrentItem(item)
+        key = item.toolTip(0).removeprefix("session ")
+        assert win.resume_button.isEnabled() == (key == "s-wait"), key
+    win.copy_button.click()
+    assert QGuiApplication.clipboard().text() == win.selected_turn().session_key
+    wait_item = next(win.tree.topLevelItem(i) for i in range(4) if win.tree.topLevelItem(i).toolTip(0) == "session s-wait")
+    win.tree.setCurrentItem(wait_item)
+    with qtbot.waitSignal(win.resume_requested) as got:
+        win.resume_button.click()
+    assert got.args == [root, "s-wait"]
+
+
+def test_history_works_from_the_keyboard(qtbot, tmp_path) -> None:
+    _journal(tmp_path)
+    win = HistoryWindow(lambda: decisions.history(500))
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    win.tree.setFocus()
+    first = win.tree.currentItem()
+    qtbot.keyClick(win.tree, Qt.Key.Key_Down)
+    assert win.tree.currentItem() is not first
+    qtbot.keyClick(win.tree, Qt.Key.Key_Right)  # expand: the event trail
+    assert win.tree.currentItem().isExpanded()
