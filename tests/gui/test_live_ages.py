@@ -27,7 +27,9 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
     app = TrayApp(QApplication.instance(), TrayOptions(engine=FakeEngine(), autostart=None))
     app.start()
     try:
-        qtbot.waitUntil(lambda: app.controller is not None, timeout=5000)
+        # the detector's own first scan (of no homes) first, so it cannot replace the one injected below
+        qtbot.waitUntil(lambda: app.controller is not None and app.menu.action_labels()[0] == "No interrupted turns",
+                        timeout=5000)
         assert app._clock.interval() == IDLE_TICK_MS  # nothing on screen: only the tooltip, rarely
         scanned = time.time()
         app.controller.on_scan(ScanReport(records=(rec("s1", age_seconds=3.0),), finished=scanned))
