@@ -52,14 +52,6 @@ def shared(tmp_path_factory: pytest.TempPathFactory, seeded_home: tuple[Path, st
         yield home, key, proc, port
 
 
-@pytest.fixture
-def own_home(tmp_path: Path, seeded_home: tuple[Path, str]) -> tuple[Path, str]:
-    src, key = seeded_home
-    home = tmp_path / "hermes-home"
-    shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock", "logs"))
-    return home, key
-
-
 class GatewayWatch:
     """Samples the process table while a resume runs: any ``python -m tui_gateway.entry`` serving ``home``
     (the capability probe, ``python -c`` naming the module in its code, is not a gateway)."""
@@ -226,8 +218,8 @@ def test_the_dashboard_killed_mid_continuation_is_interrupted_counted_and_never_
 
 
 def test_token_from_the_environment_then_the_dashboard_stopped_means_one_spawned_continuation(
-        own_home, hermes_python, mock_llm, env):
-    home, key = own_home
+        real_home, hermes_python, mock_llm, env):
+    home, key = real_home
     proc, _port = start_dashboard(hermes_python, home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN})
     try:
         backend, why = find_live_backend(home)
@@ -251,12 +243,12 @@ def test_token_from_the_environment_then_the_dashboard_stopped_means_one_spawned
     assert TOKEN not in out + err
 
 
-def test_a_gated_page_means_a_spawned_continuation_and_says_why(own_home, mock_llm, env, sims):
+def test_a_gated_page_means_a_spawned_continuation_and_says_why(real_home, mock_llm, env, sims):
     # A process that looks like `hermes dashboard` for this home but serves a gated page (sign-in required).
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.sim_dashboard import running_sim_dashboard
 
-    home, key = own_home
+    home, key = real_home
     write_control(home, dashboard_gated=True)
     assert sims["legacy"].python is not None
     plant_marker(home, key, SEED_PROMPT)
