@@ -91,11 +91,6 @@ class Settlement:
         return self.state == "finished"
 
 
-def _started_at(entry: Mapping[str, Any]) -> float | None:
-    v = entry.get("started_at")
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else None
-
-
 def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, Any]) -> Settlement | None:
     """If ``entry`` is a tray continuation's marker and ``state.db`` shows its note answered, journal
     ``completed`` (once) and retire the marker; return the :class:`Settlement` (``finished``).
@@ -121,7 +116,9 @@ def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, A
         return Settlement("unknown", why)
     if state != "finished":
         return None
-    started = _started_at(entry)
+    from hermes_tray_core.exactly_once import turn_started_at
+
+    started = turn_started_at(entry)
     _journal_completed(home, session_key, started, entry, why)
     retired = False
     try:

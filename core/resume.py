@@ -223,11 +223,6 @@ SETTLED = exactly_once.SETTLED
 _settled = exactly_once.settled
 
 
-def _started(entry: Mapping[str, Any]) -> float | None:
-    started = entry.get("started_at")
-    return float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
-
-
 def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
                     install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
                     on_progress: Callable[[gateway.Progress], None] | None,
@@ -263,7 +258,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if expected is not None and dict(entry) != dict(expected):
         return refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran or "
                        "Hermes updated it); look at it again.", CHANGED)
-    started_at = _started(entry)
+    started_at = exactly_once.turn_started_at(entry)
 
     def journal(event: str, **fields: Any) -> None:
         _journal(event, home_s, key, started_at, via=via, **fields)
@@ -333,7 +328,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
 
         approved_done()  # the journal order stays approved → continuing → dispatched → …
         mark = mark_of(marker)
-        _journal("continuing", home_s, key, _started(marker), via=via, attempt=marker.get("attempts"),
+        _journal("continuing", home_s, key, exactly_once.turn_started_at(marker), via=via, attempt=marker.get("attempts"),
                  original_started_at=started_at, **(mark.fields() if mark else {}))
 
     res: gateway.ContinuationResult | None = None
