@@ -48,7 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.digest import sha256_hex
-from hermes_tray_core.numbers import INT_CAP, as_float, capped_int, finite
+from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert, finite
 from hermes_tray_core.policy import (
     DEFAULT_ENABLED,
     DEFAULT_FRESHNESS_MINUTES,
@@ -120,33 +120,24 @@ def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
         return default
 
 
-class _HermesRaises(Exception):
-    """Hermes' own coercion raises on this value (it then cannot auto-continue anything)."""
-
-
 def hermes_freshness_minutes(raw: Any) -> float:
     """Hermes' ``max(0.0, float(raw))`` (``float`` failing with TypeError/ValueError → the default),
-    bounded: ``inf`` becomes :data:`MAX_FRESHNESS_MINUTES`. Raises :class:`_HermesRaises` where Hermes does."""
-    try:
-        minutes = float(raw)
-    except (TypeError, ValueError):
+    bounded: ``inf`` becomes :data:`MAX_FRESHNESS_MINUTES`. Raises :class:`HermesRaises` where Hermes does."""
+    minutes = convert(float, raw)
+    if minutes is None:
         return DEFAULT_FRESHNESS_MINUTES
-    except OverflowError as exc:
-        raise _HermesRaises("freshness_minutes is too large for a number") from exc
     minutes = max(0.0, minutes)  # NaN compares false: max(0.0, nan) is 0.0, as in Hermes
     minutes = min(minutes, MAX_FRESHNESS_MINUTES)
     return int(minutes) if minutes.is_integer() else minutes
 
 
 def hermes_max_attempts(raw: Any) -> int:
-    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)`` (capped at INT_CAP)."""
-    try:
-        n = int(raw)
-    except (TypeError, ValueError):
+    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)`` (capped at INT_CAP); :class:`HermesRaises`
+    where Hermes raises (an infinite value)."""
+    n = convert(int, raw)
+    if n is None or n < 0:
         return DEFAULT_MAX_ATTEMPTS
-    except OverflowError as exc:
-        raise _HermesRaises("max_attempts is infinite") from exc
-    return capped_int(n, 0, INT_CAP) if n >= 0 else DEFAULT_MAX_ATTEMPTS
+    return capped_int(n, 0, INT_CAP)
 
 
 def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[AutoContinueConfig, list[str]]:
@@ -163,6 +154,7 @@ def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[Aut
         warnings.append(f"{name}.enabled: {_describe(raw)} reads as {str(enabled).lower()} to Hermes "
                         "(write true or false)")
     raw = cfg.get("freshness_minutes", DEFAULT_FRESHNESS_MINUTES)
+    key = "freshness_minutes"
     try:
         fresh = hermes_freshness_minutes(raw)
         if "freshness_minutes" in cfg:
@@ -173,14 +165,14 @@ def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[Aut
             elif not f > 0:
                 warnings.append(f"{name}.freshness_minutes: {_describe(raw)} reads as 0 to Hermes: "
                                 "every interrupted turn is stale at once")
-        raw = cfg.get("max_attempts")
+        raw, key = cfg.get("max_attempts"), "max_attempts"
         attempts = hermes_max_attempts(raw)
         if raw is not None and not (isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0):
             warnings.append(f"{name}.max_attempts: {_describe(raw)} reads as {attempts} to Hermes "
                             "(write a whole number >= 0)")
-    except _HermesRaises as exc:
-        warnings.append(f"{name}: {exc}: Hermes fails reading it and cannot auto-continue any turn in this "
-                        "home; the tray treats it as disabled until it is fixed")
+    except HermesRaises as exc:
+        warnings.append(f"{name}.{key}: {_describe(raw)} — {exc}: Hermes fails reading it and cannot "
+                        "auto-continue in this home; the tray treats it as disabled until it is fixed")
         return AutoContinueConfig(False, DEFAULT_FRESHNESS_MINUTES, DEFAULT_MAX_ATTEMPTS, managed), warnings
     return AutoContinueConfig(enabled, fresh, attempts, managed), warnings
 

@@ -173,6 +173,16 @@ def _split_hermes(argv: Sequence[str]) -> tuple[str | None, list[str]]:
     return None, []
 
 
+def _option_width(args: Sequence[str], i: int) -> int:
+    """How many arguments ``args[i]`` spans (2 when a value follows it), as Hermes' pre-parser skips them."""
+    a = args[i]
+    if "=" in a or i + 1 >= len(args):
+        return 1
+    if a in _VALUE_FLAGS or (a in _OPTIONAL_VALUE_FLAGS and not args[i + 1].startswith("-")):
+        return 2
+    return 1
+
+
 def _subcommand(args: Sequence[str]) -> str | None:
     i = 0
     while i < len(args):
@@ -180,12 +190,7 @@ def _subcommand(args: Sequence[str]) -> str | None:
         if a == "--":
             return None
         if a.startswith("-"):
-            if "=" not in a and a in _VALUE_FLAGS and i + 1 < len(args):
-                i += 2
-            elif "=" not in a and a in _OPTIONAL_VALUE_FLAGS and i + 1 < len(args) and not args[i + 1].startswith("-"):
-                i += 2
-            else:
-                i += 1
+            i += _option_width(args, i)
             continue
         return a if a.isidentifier() or a.replace("-", "_").isidentifier() else None
     return None
@@ -228,12 +233,7 @@ def _profile_flag(args: Sequence[str]) -> str | None:
             return name if hermes_paths.PROFILE_RE.match(name) or name == hermes_paths.DEFAULT_PROFILE else None
         if a.startswith("--profile="):
             return a.split("=", 1)[1]
-        if "=" not in a and a in _VALUE_FLAGS and i + 1 < len(args):
-            i += 2
-        elif "=" not in a and a in _OPTIONAL_VALUE_FLAGS and i + 1 < len(args) and not args[i + 1].startswith("-"):
-            i += 2
-        else:
-            i += 1
+        i += _option_width(args, i)
     return None
 
 

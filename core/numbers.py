@@ -14,28 +14,41 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["INT_CAP", "as_float", "as_int", "finite", "strict_finite", "capped_int"]
+__all__ = ["INT_CAP", "HermesRaises", "convert", "as_float", "as_int", "finite", "strict_finite", "capped_int"]
 
 INT_CAP = 2**53  # the largest integer every JSON reader keeps exactly
 
 
-def as_float(value: Any) -> float | None:
-    """``float(value)`` as Python (and so Hermes) computes it, or None where that raises. May be NaN/inf."""
+class HermesRaises(ValueError):
+    """Python's conversion overflowed where Hermes' own code does not catch it (Hermes fails there)."""
+
+
+def convert(kind: type, value: Any) -> Any:
+    """``kind(value)`` (``int`` or ``float``) as Python, and so Hermes, computes it; None where that raises
+    TypeError/ValueError (Hermes falls back to a default); :class:`HermesRaises` on OverflowError."""
     if value is None:
         return None
     try:
-        return float(value)
-    except (TypeError, ValueError, OverflowError):
+        return kind(value)
+    except (TypeError, ValueError):
+        return None
+    except OverflowError as exc:
+        raise HermesRaises(f"{kind.__name__}() overflows on it") from exc
+
+
+def as_float(value: Any) -> float | None:
+    """``float(value)``, or None where that raises (an overflow too). May be NaN/inf."""
+    try:
+        return convert(float, value)
+    except HermesRaises:
         return None
 
 
 def as_int(value: Any) -> int | None:
-    """``int(value)`` as Python (and so Hermes) computes it, or None where that raises (NaN, inf, "3.0")."""
-    if value is None:
-        return None
+    """``int(value)``, or None where that raises (NaN, inf, "3.0")."""
     try:
-        return int(value)
-    except (TypeError, ValueError, OverflowError):
+        return convert(int, value)
+    except HermesRaises:
         return None
 
 
