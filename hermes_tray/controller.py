@@ -309,7 +309,11 @@ class Controller(QObject):
                 return
             self._written.emit((then, value))
 
-        self._writer.submit(run)
+        try:
+            self._writer.submit(run)
+        except RuntimeError:  # quitting: the worker is shut down; nothing new is written
+            self._writes -= 1
+            log.info("not written: the tray is quitting")
 
     def _on_written(self, payload: tuple[Callable[[Any], None] | None, Any]) -> None:
         self._writes -= 1

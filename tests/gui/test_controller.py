@@ -463,3 +463,12 @@ def test_only_turns_a_delivered_note_showed_count_as_asked(qtbot, rec) -> None:
     settle(qtbot, ctrl)
     asked = {k for e, k, _s in engine.events if e == "notified"}
     assert asked == {"s1"}
+
+
+def test_a_late_answer_after_quitting_writes_nothing_and_does_not_raise(qtbot, rec) -> None:
+    """A notification delivered while the tray quits: its journal write is dropped, not an exception."""
+    ctrl, engine, notes = make()
+    ctrl.shutdown()
+    scan(ctrl, rec("s1"))  # the note is shown and delivered after the write worker stopped
+    assert len(notes.shown) == 1 and not ctrl.busy_writing
+    assert engine.events == []
