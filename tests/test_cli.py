@@ -216,6 +216,8 @@ def test_managed_values_are_never_pretended_changed(tmp_path, tree):
     assert verdicts["s-dead"] == "disabled"
     doc = status_json(tmp_path, env)
     assert doc["homes"][0]["auto_continue"]["managed"] == ["enabled"]
+    doctor = cli(tmp_path, "doctor", "--no-probe", "--home", str(root.path), env=env).stdout
+    assert "set by the administrator's managed config (wins over config.yaml): enabled" in doctor
 
 
 def test_unparseable_config_is_refused_untouched(tmp_path, tree):

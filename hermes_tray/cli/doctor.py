@@ -259,6 +259,9 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"    auto-continue: {'on' if ac['enabled'] else 'off'}, {ac['freshness_minutes']} min window, "
                    f"{ac['max_attempts']} attempts; state.db: {h['state_db']}; "
                    f"WebUI journals: {h['webui_sessions']}")
+        if ac.get("managed"):
+            out.append(f"    set by the administrator's managed config (wins over config.yaml): "
+                       f"{', '.join(ac['managed'])}")
         mw = h.get("marker_writes")
         if isinstance(mw, dict):
             out.append("    marker writes: " + (f"atomic exchange ({mw['detail']})" if mw.get("exchange")
