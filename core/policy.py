@@ -255,7 +255,7 @@ def decide_webui(
     age = _age(started, now)
     more = f" ({pending_turns} unfinished turns in this session)" if pending_turns > 1 else ""
     if worker == WriterState.ALIVE:
-        return Decision(Verdict.RUNNING, f"WebUI turn still running (worker pid {turn.get('pid')}){more}",
+        return Decision(Verdict.RUNNING, f"WebUI turn still running (worker pid {_short(turn.get('pid'))}){more}",
                         False, ReasonCode.WEBUI_WORKER_ALIVE, age)
     if worker != WriterState.DEAD and server == "live":
         return Decision(Verdict.RUNNING, f"WebUI turn has not finished and the WebUI server {server_detail} for "
@@ -263,7 +263,7 @@ def decide_webui(
     if worker != WriterState.DEAD and server not in ("none", "live"):
         return Decision(Verdict.RUNNING, "WebUI turn has not finished; cannot tell whether a WebUI server is "
                         f"running{_paren(server_detail)}{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
-    gone = f"its worker (pid {turn.get('pid')}) is gone" if worker == WriterState.DEAD else "no WebUI server is running"
+    gone = f"its worker (pid {_short(turn.get('pid'))}) is gone" if worker == WriterState.DEAD else "no WebUI server is running"
     return Decision(Verdict.NOT_OURS, f"WebUI turn interrupted {format_age(age)} ago ({gone}); retry it from the "
                     f"WebUI{more}", False, ReasonCode.WEBUI_INTERRUPTED, age)
 

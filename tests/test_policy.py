@@ -180,3 +180,18 @@ def test_hostile_numbers_never_raise_and_age_agrees_with_reason(field, value, wr
     assert d.age_seconds == marker_age(entry, NOW)
     if d.unsure:
         assert d.verdict != "actionable"
+
+
+@settings(max_examples=200, deadline=None)
+@given(started=HOSTILE, pid=HOSTILE, worker=st.sampled_from(["alive", "dead", "unknown"]),
+       server=st.sampled_from(["none", "live", "unknown"]), pending=st.integers(min_value=1, max_value=5))
+def test_webui_verdicts_never_raise_and_age_agrees_with_reason(started, pid, worker, server, pending):
+    from hermes_tray_core.policy import decide_webui
+
+    d = decide_webui({"started_at": started, "pid": pid}, worker=worker, now=NOW, server=server,
+                     server_detail="pid 9", pending_turns=pending)
+    assert d.verdict in VERDICTS and d.code is not None and "\n" not in d.reason and len(d.reason) < 200
+    assert math.isfinite(d.age_seconds) and d.age_seconds >= 0
+    m = re.search(r"interrupted (\d+(?:\.\d)? (?:s|min|h|days)) ago", d.reason)
+    assert m is None or m.group(1) == format_age(d.age_seconds)
+    assert (d.verdict == "running") == (worker == "alive" or (worker == "unknown" and server != "none"))
