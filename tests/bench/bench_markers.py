@@ -9,7 +9,12 @@ Prints, for one run on one disk:
   * the durable serial limit: one process looping temp file + fsync + replace + directory fsync,
     and each store's contended ops/s as a ratio of it;
   * single-process latency per record / clear vs that same durable atomic write.
+  * skips against Hermes' non-locking writer (issue 11): Hermes' own read->rename time under load (what
+    sizes the settle window), a library skip (exchange, settle excluded) vs one durable write, the real
+    ``hermes-tray skip`` wall time (settle included), and lost / ghost / skipped-back counts with the
+    reference writer at ~100 writes/s — with the exchange, and with compare-and-replace for comparison.
 Targets (issue 2): 0 lost; contended >= 0.8x the serial limit; single op <= 1.3x the durable write.
+Targets (issue 11): library skip <= 3x one durable write; skip command <= 1.5 s; 0 lost / ghosts / back.
 """
 
 from __future__ import annotations
@@ -150,6 +155,120 @@ def single_op_times(base: Path, n: int, others: int) -> tuple[list[float], list[
     return rec, clr, dur
 
 
+def _burn(stop: str) -> None:
+    x = 0
+    while not os.path.exists(stop):
+        for i in range(100_000):
+            x += i
+
+
+def _hermes_spans(home: str, n: int, out) -> None:
+    """Hermes' reference writer, timing each write from its read (``_load``) to its rename returning."""
+    ref = load_reference_markers()
+    spans: list[float] = []
+    t0 = [0.0]
+    real_load, real_replace = ref._load, os.replace
+
+    def load(path):
+        t0[0] = time.perf_counter()
+        return real_load(path)
+
+    def replace(a, b, **kw):
+        real_replace(a, b, **kw)
+        spans.append(time.perf_counter() - t0[0])
+
+    ref._load, os.replace = load, replace
+    for i in range(n):
+        ref.record_turn_start(home, f"k{i % 8}", PROMPT)
+        if i % 3 == 0:
+            ref.clear_turn_marker(home, f"k{(i + 4) % 8}")
+    out.put(spans)
+
+
+def hermes_read_to_rename(base: Path, writers: int, burners: int, n: int) -> list[float]:
+    """Hermes' read->rename times (s) with ``writers`` reference writers (one home each) and ``burners``
+    CPU-bound processes competing for the CPUs."""
+    ctx = mp.get_context("fork")
+    stop = base / "stop-burn"
+    stop.unlink(missing_ok=True)
+    burn = [ctx.Process(target=_burn, args=(str(stop),)) for _ in range(burners)]
+    for b in burn:
+        b.start()
+    out = ctx.Queue()
+    ws = [ctx.Process(target=_hermes_spans, args=(str(base / f"rr-{i}"), n, out)) for i in range(writers)]
+    for w in ws:
+        w.start()
+    spans = [s for _ in ws for s in out.get(timeout=600)]
+    for w in ws:
+        w.join()
+    stop.write_text("1")
+    for b in burn:
+        b.join()
+    return sorted(spans)
+
+
+def _pct(values: list[float], q: float) -> float:
+    return values[min(len(values) - 1, int(q * len(values)))]
+
+
+def skip_times(base: Path, n: int) -> tuple[list[float], list[float]]:
+    """A library skip (compare-and-remove by exchange, settle excluded) interleaved with a durable write of
+    the same file size. Seconds each."""
+    home = base / "skips"
+    shutil.rmtree(home, ignore_errors=True)
+    for i in range(8):
+        markers.record_turn_start(home, f"other-{i}", PROMPT)
+    payload = (home / "desktop" / "interrupted_turns.json").read_bytes()
+    skip, dur = [], []
+    for i in range(n):
+        markers.record_turn_start(home, "s", f"{PROMPT} {i}")
+        shown = markers.list_turn_markers(home)["s"]
+        t = time.perf_counter()
+        assert markers.remove_marker_if_unchanged(home, "s", shown, settle=False)
+        skip.append(time.perf_counter() - t)
+        dur.extend(durable_write_times(base, payload, 1))
+    return skip, dur
+
+
+def cli_skip_walls(base: Path, n: int) -> list[float]:
+    """Wall time of the real ``hermes-tray skip`` (a fresh process; the settle window included)."""
+    import subprocess
+
+    from tests.support.sim_homes import dead_identity, make_home, plant_marker, tray_dirs
+
+    home, key = make_home(base / "cli-home")
+    env = {**os.environ, **tray_dirs(base / "cli-tray"), "PYTHONPATH": str(REPO)}
+    walls = []
+    for i in range(n):
+        plant_marker(home, key, f"{PROMPT} {i}", writer=dead_identity())
+        t = time.perf_counter()
+        r = subprocess.run([sys.executable, "-m", "hermes_tray", "skip", key, "--home", str(home)], env=env,
+                           capture_output=True, text=True, timeout=60)
+        walls.append(time.perf_counter() - t)
+        assert r.returncode == 0, r.stdout + r.stderr
+    return walls
+
+
+def hermes_race(base: Path, skips: int, exchange: bool) -> dict:
+    """tests/fault/fault_races.py's race: the reference writer at ~100 writes/s against our skips."""
+    sys.path.insert(0, str(REPO / "tests" / "fault"))
+    import fault_races
+
+    from tests.support.sim_homes import tray_dirs
+
+    work = base / f"race-{'exchange' if exchange else 'replace'}"
+    work.mkdir()
+    saved = os.environ.copy()
+    os.environ.update(tray_dirs(work / "tray"))
+    try:
+        if not exchange:
+            markers._EXCHANGE[str(work / "home" / "desktop")] = False
+        return fault_races.hermes_writer_race(work, skips, via="primitive", rate=105.0, max_seconds=600)
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--dir", help="directory on the disk to measure (default: a temp dir)")
@@ -160,6 +279,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--single", type=int, default=300, help="single-process iterations")
     ap.add_argument("--kills", type=int, default=30, help="writers killed mid-write per store")
     ap.add_argument("--pairs", type=int, default=9, help="paired serial/contended bursts for the ratio")
+    ap.add_argument("--skips", type=int, default=300, help="library skips timed against a durable write")
+    ap.add_argument("--cli-skips", type=int, default=10, help="`hermes-tray skip` runs timed")
+    ap.add_argument("--race-skips", type=int, default=3000, help="skips against the Hermes writer (0: none)")
+    ap.add_argument("--spans", type=int, default=1500, help="Hermes writes timed per writer (read->rename)")
     args = ap.parse_args(argv)
 
     base = Path(tempfile.mkdtemp(prefix="bench-markers-", dir=args.dir))
@@ -241,6 +364,36 @@ def main(argv: list[str] | None = None) -> int:
             left, swept = kill_litter(name, base, args.kills)
             print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
         ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3
+
+        print("\n[issue 11: skips against Hermes' non-locking writer]")
+        from hermes_tray_core.marker_settle import SETTLE_SECS
+
+        if have_ref:
+            for writers, burners in ((2, 0), (2, 3)):
+                sp = hermes_read_to_rename(base, writers, burners, args.spans)
+                print(f"  Hermes read->rename, {writers} writers + {burners} CPU burners, n={len(sp)}: "
+                      f"p50 {_pct(sp, .5) * 1e3:.1f} ms, p99 {_pct(sp, .99) * 1e3:.1f} ms, "
+                      f"p99.9 {_pct(sp, .999) * 1e3:.1f} ms, max {sp[-1] * 1e3:.1f} ms "
+                      f"(settle window {SETTLE_SECS * 1e3:.0f} ms = {SETTLE_SECS / sp[-1]:.1f}x the max)")
+        sk, sdur = skip_times(base, args.skips)
+        sk_m, sdur_m = statistics.median(sk), statistics.median(sdur)
+        print(f"  library skip (exchange, settle excluded), median of {args.skips}: {sk_m * 1e3:.3f} ms = "
+              f"{sk_m / sdur_m:.2f}x one durable write ({sdur_m * 1e3:.3f} ms)  (target <= 3.00)")
+        walls = sorted(cli_skip_walls(base, args.cli_skips))
+        print(f"  `hermes-tray skip` wall (settle {SETTLE_SECS:.2f} s included), {len(walls)} runs: "
+              f"median {statistics.median(walls):.3f} s, max {walls[-1]:.3f} s  (target <= 1.5 s)")
+        ok = ok and sk_m / sdur_m <= 3.0 and walls[-1] <= 1.5
+        if have_ref and args.race_skips:
+            for exchange in (True, False):
+                r = hermes_race(base, args.race_skips, exchange)
+                per = 1000 / max(1, r["skips"])
+                print(f"  {'exchange + settle' if exchange else 'fallback: compare-and-replace':29s} "
+                      f"{r['skips']} skips vs {r['hermes_writes']} Hermes writes ({r['hermes_writes_per_s']}/s): "
+                      f"lost {r['lost']} ({r['lost'] * per:.1f}/1,000), ghosts {r['ghosts']} "
+                      f"({r['ghosts'] * per:.1f}/1,000), skipped back {r['skipped_back']} "
+                      f"({r['skipped_back'] * per:.1f}/1,000); re-applied in the settle window {r['reapplied']}")
+                if exchange:
+                    ok = ok and r["lost"] == 0 and r["ghosts"] == 0 and r["skipped_back"] == 0
         print(f"\ntargets {'met' if ok else 'MISSED'}")
         return 0
     finally:
