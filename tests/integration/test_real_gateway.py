@@ -213,6 +213,13 @@ def start_until_the_model_has_the_note(home: Path, key: str, mock: MockOpenAI, e
     return p, since, marker["writer_pid"]
 
 
+def stop_while_hermes_finishes(p: subprocess.Popen[str], home: Path, key: str, mock: MockOpenAI) -> None:
+    """SIGSTOP the client (as Ctrl-Z would, but unrefusable), let the model answer, wait for Hermes' reply."""
+    os.kill(p.pid, signal.SIGSTOP)
+    mock.release()
+    wait_for(lambda: answered(home, key), "Hermes to finish the continuation")
+
+
 def assert_never_doubled(home: Path, key: str, mock: MockOpenAI, since: int, env: dict[str, str]) -> None:
     """`status` shows nothing actionable, a second resume is refused, the model saw exactly one note."""
     assert not [t for t in status_turns(home, key, env) if t["verdict"] == "actionable"]
@@ -232,9 +239,7 @@ def test_kill_window_sigstop_then_sigkill_after_the_note_reached_the_model(real_
     plant_marker(home, key, SEED_PROMPT)
     p, since, gw_pid = start_until_the_model_has_the_note(home, key, mock_llm, env)
     try:
-        os.kill(p.pid, signal.SIGSTOP)
-        mock_llm.release()
-        wait_for(lambda: answered(home, key), "Hermes to finish the continuation")
+        stop_while_hermes_finishes(p, home, key, mock_llm)
     finally:
         mock_llm.release()
         os.kill(p.pid, signal.SIGKILL)
@@ -276,9 +281,7 @@ def test_kill_window_sigterm_to_a_stopped_client_after_hermes_finished(real_home
     plant_marker(home, key, SEED_PROMPT)
     p, since, _gw_pid = start_until_the_model_has_the_note(home, key, mock_llm, env)
     try:
-        os.kill(p.pid, signal.SIGSTOP)
-        mock_llm.release()
-        wait_for(lambda: answered(home, key), "Hermes to finish the continuation")
+        stop_while_hermes_finishes(p, home, key, mock_llm)
         os.kill(p.pid, signal.SIGTERM)
         os.kill(p.pid, signal.SIGCONT)
         out, err = p.communicate(timeout=120)
