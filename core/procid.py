@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
-from typing import Any, Literal, NamedTuple
+from typing import Any, NamedTuple
 
 from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.vocab import WriterState
 
-Liveness = Literal["alive", "dead", "unknown"]
+Liveness = WriterState  # alive / dead / unknown (string enum members: they compare equal to the strings)
+_ALIVE, _DEAD, _UNKNOWN = WriterState.ALIVE, WriterState.DEAD, WriterState.UNKNOWN
 
 # psutil reports create time with ~10 ms resolution on Linux; Hermes compares with this tolerance.
 START_TIME_TOLERANCE = 0.001
@@ -92,27 +94,27 @@ def process_liveness(pid: object, start_time: object = None) -> Liveness:
     ``unknown``: callers treat unknown as "leave it alone".
     """
     if not _valid_pid(pid):
-        return "unknown"
+        return _UNKNOWN
     if start_time is not None and strict_finite(start_time) is None:
-        return "unknown"  # junk (a string, NaN, inf) proves nothing either way
+        return _UNKNOWN  # junk (a string, NaN, inf) proves nothing either way
     if _no_such_pid(pid):  # type: ignore[arg-type]
-        return "dead"
+        return _DEAD
     psutil = _psutil()
     try:
         proc = psutil.Process(pid)  # type: ignore[arg-type]
         status = proc.status()
         if status in (psutil.STATUS_ZOMBIE, getattr(psutil, "STATUS_DEAD", "dead")):
-            return "dead"
+            return _DEAD
         if start_time is None:
-            return "alive"
+            return _ALIVE
         created = proc.create_time()
     except psutil.NoSuchProcess:
-        return "dead"
+        return _DEAD
     except psutil.ZombieProcess:
-        return "dead"
+        return _DEAD
     except psutil.AccessDenied:
         # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.
-        return "alive" if start_time is None else "unknown"
+        return _ALIVE if start_time is None else _UNKNOWN
     except Exception:
-        return "unknown"
-    return "alive" if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else "dead"
+        return _UNKNOWN
+    return _ALIVE if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else _DEAD
