@@ -26,7 +26,15 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from hermes_tray.app.format import first_line, short_path
 from hermes_tray.app.settings_model import SettingsSnapshot
-from hermes_tray.app.viewstate import RunningItem, TurnItem, ViewState, turn_item, view_problems
+from hermes_tray.app.viewstate import (
+    RecentItem,
+    RunningItem,
+    TurnItem,
+    ViewState,
+    recent_items,
+    turn_item,
+    view_problems,
+)
 from hermes_tray.autostart.base import AutoStart
 from hermes_tray.contract import ROUTINE_REFUSALS, BackendValues, Engine, Outcome, RunResult, SkipReply
 from hermes_tray.notify.base import Action, Note, Notifier
@@ -165,6 +173,7 @@ class Controller(QObject):
         self.can_show = role != "helper"
         self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts),
                                          can_open=self.can_show)
+        self._recent: list[RecentItem] = []  # how this process's continuations ended (newest last)
         self._failures: dict[str, tuple[str, str, RunResult, Any]] = {}  # key -> note key, title, result, run
         self.ask = AskOnce(engine.journal)
         self._records: dict[str, TurnRecord] = {}
@@ -278,6 +287,7 @@ class Controller(QObject):
             problems=view_problems(self._report.problems, extra.get("problem_details"), homes_found=found),
             homes_found=bool(found),
             watching=tuple(extra.get("watching") or ()),
+            recent=recent_items(others, self._recent),
         )
         if running and not self._ticker.isActive():
             self._ticker.start()
@@ -567,6 +577,21 @@ class Controller(QObject):
         elif not ok:
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
 
+    def _remember(self, key: str, title: str, out: RunResult, *, stopped: bool) -> None:
+        """The turns window's "Recent" section: how this continuation ended, in words, with why."""
+        value = out.outcome.value
+        what, can_do = {
+            "completed": ("Resumed and finished", ""),
+            "gave-up": ("Hermes gave up on it", "Open the session in Hermes to finish it by hand."),
+            "refused": ("Not resumed", ""),
+            "stopped": ("Stopped (ended for good)", "Open the session in Hermes to go on by hand."),
+        }.get(value, ("Continuation did not finish", "If it is listed above, Resume tries again."))
+        if stopped and value != "completed":
+            what, can_do = "Stopped (ended for good)", "Open the session in Hermes to go on by hand."
+        why = "" if value == "completed" else out.message
+        self._recent = [r for r in self._recent if r.key != key][-19:]
+        self._recent.append(RecentItem(key, title, what, why, can_do, time.time(), _split_key(key)[0]))
+
     def _show_actions(self) -> tuple[Action, ...]:
         return (Action("default", "Show"),) if self.can_show else ()
 
@@ -616,6 +641,7 @@ class Controller(QObject):
     def _on_finished(self, key: str, out: RunResult) -> None:
         run = self._runs.pop(key, None)
         title = run.title if run else "Hermes turn"
+        self._remember(key, title, out, stopped=run is not None and run.stop.is_set())
         who = turn_identity(run.record) if run is not None and run.record is not None else key
         self._outcomes += 1
         note_key = f"outcome-{self._outcomes}"

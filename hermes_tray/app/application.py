@@ -133,6 +133,7 @@ class TrayApp(QObject):
         w.disable_requested.connect(c.disable_for)
         w.stop_requested.connect(c.stop)
         w.open_folder_requested.connect(self.open_folder)
+        w.enable_requested.connect(lambda home: c.set_backend_enabled(True, [home]))
 
     def _start_engine(self) -> None:
         """Phase two (after the icon): instance server, engine, notifier, controller, detector.

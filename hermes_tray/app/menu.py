@@ -135,6 +135,11 @@ class TrayMenu(QMenu):
                 info.setEnabled(False)
             if len(s.pending) > 1:
                 self.addAction("Resume all").triggered.connect(self.resume_all_requested.emit)
+        elif s.held and not s.running:
+            h = len(s.held)
+            held = self.addAction(f"{h} interrupted turn{'s' if h != 1 else ''} not continued (auto-continue off)…")
+            held.setToolTip("Open the turns window: turn auto-continue back on, or skip them")
+            held.triggered.connect(self.open_requested.emit)
         elif not s.running:
             text = ("Looking for interrupted turns…" if self._loading
                     else s.no_home_text() if not s.homes_found else "No interrupted turns")

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hermes_tray.app.format import elapsed_text, elide, short_path
+from hermes_tray.app.format import elapsed_text, elide, short_path, since_text
 from hermes_tray.app.icons import app_icon
-from hermes_tray.app.viewstate import Problem, RunningItem, TurnItem, ViewState
+from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = "Ends this turn for good, as Hermes' own Stop does: it will not be continued again."
@@ -121,6 +121,7 @@ class PromptWindow(QDialog):
     stop_requested = Signal(str)
     settings_requested = Signal()
     open_folder_requested = Signal(str)
+    enable_requested = Signal(str)  # home: turn Hermes auto-continue back on there
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -172,6 +173,30 @@ class PromptWindow(QDialog):
         self.answer.setMaximumHeight(140)
         root.addWidget(self.answer_title)
         root.addWidget(self.answer)
+        self.recent_title = QLabel("Recent")
+        rf = QFont(self.recent_title.font())
+        rf.setBold(True)
+        self.recent_title.setFont(rf)
+        root.addWidget(self.recent_title)
+        self.recent_list = QListWidget()
+        self.recent_list.setAccessibleName("Recent: turns not waiting, what happened and why")
+        self.recent_list.setWordWrap(True)
+        self.recent_list.setAlternatingRowColors(True)
+        self.recent_list.setSpacing(2)
+        self.recent_list.currentItemChanged.connect(lambda *_: self._update_recent_button())
+        root.addWidget(self.recent_list, 60)
+        recent_row = QHBoxLayout()
+        self.recent_hint = QLabel()
+        self.recent_hint.setWordWrap(True)
+        recent_row.addWidget(self.recent_hint, 1)
+        self.recent_button = QPushButton()
+        self.recent_button.setAutoDefault(False)
+        self.recent_button.clicked.connect(self._recent_action)
+        recent_row.addWidget(self.recent_button)
+        self.recent_box = QWidget()
+        self.recent_box.setLayout(recent_row)
+        recent_row.setContentsMargins(0, 0, 0, 0)
+        root.addWidget(self.recent_box)
         root.addStretch(1)  # takes the spare room when the list is hidden (only a running continuation)
 
         self.button_row = QWidget()
@@ -210,6 +235,13 @@ class PromptWindow(QDialog):
         elif state.running:
             self.header.setText("Resuming…")
             self.subheader.setText("The interrupted turn is being continued by Hermes.")
+        elif state.held:
+            h = len(state.held)
+            self.header.setText(f"{h} interrupted turn{'s' if h != 1 else ''} not continued")
+            self.subheader.setText("Hermes auto-continue is off in "
+                                   + ("their homes" if h != 1 else "its home")
+                                   + ", so the tray does not offer to resume them. Select one below to turn "
+                                   "auto-continue back on, or skip it.")
         elif not state.homes_found:
             self.header.setText("No Hermes home found")
             self.subheader.setText(state.no_home_text() + ". Turns cut off by a crash or restart show up "
@@ -222,6 +254,7 @@ class PromptWindow(QDialog):
             self.subheader.setText("Nothing is waiting. Turns cut off by a crash or restart show up here.")
         self._sync_running(state.running)
         self.banner.set_problems(state.problems)
+        self._fill_recent(state)
 
         self.list.blockSignals(True)
         self.list.clear()
@@ -263,6 +296,58 @@ class PromptWindow(QDialog):
             meta.append(f"{t.profile} profile")
         lines.append(" · ".join(meta))
         return "\n".join(x for x in lines if x)
+
+    def _fill_recent(self, state: ViewState) -> None:
+        selected = self.recent_list.currentItem().data(KEY_ROLE) if self.recent_list.currentItem() else None
+        self.recent_list.blockSignals(True)
+        self.recent_list.clear()
+        for i, r in enumerate(state.recent):
+            item = QListWidgetItem(self._recent_text(r))
+            item.setData(KEY_ROLE, i)
+            self.recent_list.addItem(item)
+        self.recent_list.blockSignals(False)
+        show = bool(state.recent)
+        for w in (self.recent_title, self.recent_list, self.recent_box):
+            w.setVisible(show)
+        if show:
+            self.recent_list.setCurrentRow(selected if isinstance(selected, int) and selected < len(state.recent)
+                                           else 0)
+        self._update_recent_button()
+
+    @staticmethod
+    def _recent_text(r: RecentItem) -> str:
+        lines = [f"{r.title} — {r.what}" + (f" ({since_text(r.since)})" if r.since else "")]
+        if r.why:
+            lines.append(f"Why: {elide(r.why, 200)}")
+        if r.can_do:
+            lines.append(r.can_do)
+        return "\n".join(lines)
+
+    def selected_recent(self) -> RecentItem | None:
+        item = self.recent_list.currentItem()
+        if item is None:
+            return None
+        i = item.data(KEY_ROLE)
+        return self._state.recent[i] if isinstance(i, int) and i < len(self._state.recent) else None
+
+    def _update_recent_button(self) -> None:
+        r = self.selected_recent()
+        action = r.action if r is not None else ""
+        label = {"enable": "Turn auto-continue &on", "skip": "S&kip it"}.get(action, "")
+        self.recent_button.setText(label)
+        self.recent_button.setAccessibleName({"enable": "Turn Hermes auto-continue back on for this turn's home",
+                                              "skip": "Skip this turn (forget its marker)"}.get(action, ""))
+        self.recent_button.setVisible(bool(label))
+        self.recent_hint.setText(r.can_do if r is not None else "")
+
+    def _recent_action(self) -> None:
+        r = self.selected_recent()
+        if r is None:
+            return
+        if r.action == "enable":
+            self.enable_requested.emit(r.home)
+        elif r.action == "skip":
+            self.skip_requested.emit(r.key)
 
     def _sync_running(self, running: tuple[RunningItem, ...]) -> None:
         keys = {r.key for r in running}

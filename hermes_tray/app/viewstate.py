@@ -71,6 +71,48 @@ class RunningItem:
 
 
 @dataclass(frozen=True)
+class RecentItem:
+    """A turn that is not waiting for a decision: what happened, why, and what the user can still do.
+
+    ``action``: the one button its row offers — ``enable`` (turn Hermes auto-continue back on for
+    ``home``), ``skip`` (forget a marker nothing will continue) or ``""``.
+    """
+
+    key: str
+    title: str
+    what: str
+    why: str = ""
+    can_do: str = ""
+    since: float | None = None
+    home: str = ""
+    action: str = ""
+
+
+#: verdict of a turn the tray leaves alone → (what happened, what the user can still do, its button)
+HELD = {
+    "disabled": ("Not continued: Hermes auto-continue is off in this home",
+                 "Turn auto-continue back on to resume it (or Skip to forget it).", "enable"),
+    "stale": ("Too old to continue", "Open the session in Hermes to finish it by hand, or Skip it.", "skip"),
+    "exhausted": ("Hermes gave up on it (its continuations were used up)",
+                  "Open the session in Hermes to finish it by hand, or Skip it.", "skip"),
+    "running": ("Running in Hermes now", "Nothing to do: it is not interrupted.", ""),
+    "not-ours": ("Handled by Hermes itself", "Nothing to do here.", ""),
+}
+
+
+def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = ()) -> tuple[RecentItem, ...]:
+    """The turns window's "Recent" section: turns still marked but not waiting (held back by the
+    policy, with the reason) first, then what this tray's continuations ended in, newest first."""
+    held = []
+    for t in others:
+        what, can_do, action = HELD.get(t.verdict, (t.verdict or "Not waiting", "", ""))
+        if t.source != "desktop" and t.verdict not in ("running",):
+            what, can_do, action = "Interrupted in the WebUI", "Continue it in the WebUI.", ""
+        held.append(RecentItem(t.key, t.title, what, t.reason, can_do, t.since, t.home, action))
+    return tuple(held) + tuple(sorted(outcomes, key=lambda r: -(r.since or 0)))
+
+
+@dataclass(frozen=True)
 class Problem:
     """Something the tray could not read or do, with where to look and what to do about it.
 
@@ -99,6 +141,12 @@ class ViewState:
     problems: tuple[Problem, ...] = ()  # sources the scanner could not read, said plainly
     homes_found: bool = True  # False: no Hermes home exists yet; ``watching`` says where we look
     watching: tuple[str, ...] = ()  # home paths watched (shown while none exists)
+    recent: tuple[RecentItem, ...] = ()  # not waiting: held back (with why) and how continuations ended
+
+    @property
+    def held(self) -> tuple[TurnItem, ...]:
+        """Interrupted turns not offered because Hermes auto-continue is off in their home."""
+        return tuple(t for t in self.others if t.verdict == "disabled")
 
     @property
     def attention_problems(self) -> tuple[Problem, ...]:
@@ -127,6 +175,9 @@ class ViewState:
         n = len(self.pending)
         if n:
             lines.append(f"{n} interrupted turn{'s' if n != 1 else ''} waiting")
+        elif self.held:
+            h = len(self.held)
+            lines.append(f"{h} interrupted turn{'s' if h != 1 else ''} not continued: auto-continue is off")
         elif not self.homes_found:
             lines.append(self.no_home_text())
         elif not self.running:
