@@ -43,6 +43,9 @@ class TurnRecord(NamedTuple):
     turn_id: str | None = None
     entry: Mapping[str, Any] | None = None
     code: str | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
+    # (pid, start time) of the live process that makes this turn ``running`` when it is not the marker's
+    # writer (a Hermes backend serving the home): the tray watches it, its exit changes the verdict.
+    holder: tuple[int, float | None] | None = None
 
     @property
     def actionable(self) -> bool:

@@ -377,6 +377,7 @@ class Scanner:
                               lease=lstate, owner=ostate, activity_detail="; ".join(details),
                               backend=backend, backend_detail=backend_detail)
         mapping = entry if isinstance(entry, Mapping) else {}
+        holder = self._holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
@@ -384,7 +385,7 @@ class Scanner:
             started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
             age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
             writer=str(writer), verdict=decision.verdict, reason=decision.reason, source="desktop",
-            unsure=decision.unsure, entry=entry if mapping else None, code=decision.code,
+            unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
         )
         return record, tp
 
@@ -420,6 +421,12 @@ class Scanner:
         if isinstance(procs, Exception):
             return "unknown", f"cannot list processes: {procs}"
         return procs.backend_state(home.path)
+
+    def _holder(self, home: Home) -> tuple[int, float | None] | None:
+        """(pid, start time) of the live Hermes process serving ``home`` (watched: its exit changes verdicts)."""
+        procs = self._hermes_processes()
+        serving = [] if isinstance(procs, Exception) else procs.serving(home.path)
+        return (serving[0].pid, serving[0].start_time) if serving else None
 
     def _webui_server(self, home: Home) -> tuple[str, str]:
         procs = self._hermes_processes()

@@ -96,6 +96,8 @@ class CoreEngine:
         """Live marker writers to watch for exit (from the entries the scanner read)."""
         out: dict[int, float | None] = {}
         for r in records:
+            if r.holder is not None:  # a live Hermes backend holds an unknown-writer turn: its exit matters too
+                out[r.holder[0]] = r.holder[1]
             if r.writer != "alive":
                 continue
             entry = r.entry or {}

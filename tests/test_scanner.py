@@ -337,6 +337,11 @@ def test_unknown_writer_is_running_only_while_a_live_hermes_serves_the_home(tmp_
             assert turns[key].verdict == "running" and turns[key].unsure, key
             assert f"pid {proc.pid} ({command})" in turns[key].reason
             assert turns[key].code == "backend-live"
+            assert turns[key].holder is not None and turns[key].holder[0] == proc.pid
+        from hermes_tray.engine import CoreEngine
+
+        # The tray watches that process: its exit changes these verdicts without waiting for a re-scan.
+        assert proc.pid in [pid for pid, _start in CoreEngine([str(root.path)]).writers(homes, list(turns.values()))]
         assert turns["o-old"].verdict == "actionable"  # another home: not served by it
         as_json = json.loads(json.dumps(scan(homes).to_json()))
         assert {t["session_key"]: t["verdict"] for t in as_json["turns"]}["s-old"] == "running"
