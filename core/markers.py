@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import json
 import logging
 import os
 import stat
@@ -48,6 +47,13 @@ from typing import Any
 
 from hermes_tray_core import atomic_exchange, fsutil
 from hermes_tray_core.ids import validate_session_id
+from hermes_tray_core.marker_codec import Corrupt as _Corrupt
+from hermes_tray_core.marker_codec import Entries
+from hermes_tray_core.marker_codec import Snapshot as _Snapshot
+from hermes_tray_core.marker_codec import decode as _decode
+from hermes_tray_core.marker_codec import decode_known as _decode_known
+from hermes_tray_core.marker_codec import encode as _encode
+from hermes_tray_core.marker_codec import same_json as _same_json
 from hermes_tray_core.numbers import finite
 from hermes_tray_core.procid import ProcessIdentity, own_identity, process_liveness
 
@@ -61,9 +67,10 @@ MAX_ENTRIES = 32
 MAX_PROMPT_CHARS = 64_000
 # Largest legitimate file: 32 entries x 64,000 chars, each up to 6 bytes escaped. Anything bigger is junk.
 MAX_FILE_BYTES = 16 * 1024 * 1024
-# Re-read + re-apply rounds when a non-locking writer changed the file under us; after that we write the
-# latest merge anyway (a writer that rewrites the file this often cannot be out-raced).
-FOREIGN_RETRIES = 5
+# Without an exchange: re-read + re-apply rounds when a non-locking writer changed the file under us; after
+# that we write the latest merge unchecked (progress). The unchecked write is what loses Hermes' entries: at
+# ~100 Hermes writes/s and a slow disk, 5 rounds lost 19 per 500 skips, 50 rounds none (bench_markers).
+FOREIGN_RETRIES = 50
 
 # With an atomic exchange: attempts before an unverified write (merged by content), which only a writer
 # renaming over the file without pause could force.
@@ -77,7 +84,6 @@ _BINARY = getattr(os, "O_BINARY", 0)
 # cannot be replaced).
 _KEEP_OLD_OPEN = os.name != "nt"
 
-Entries = dict[str, dict[str, Any]]
 
 
 class MarkerStoreError(OSError):
@@ -90,10 +96,6 @@ class MarkerCorruptError(MarkerStoreError):
 
 class _ForeignChange(Exception):
     """Raised from the before-replace hook: the file changed since we read it."""
-
-
-class _Corrupt(ValueError):
-    pass
 
 
 def marker_path(home: Path | str) -> Path:
@@ -200,134 +202,8 @@ def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries
     return {**fresh, key: entry}
 
 
-_encode_key = json.encoder.encode_basestring  # what json.dumps(ensure_ascii=False) uses for keys
-_SCALARS = (str, int, float, bool, type(None))
-
-Frags = dict[str, tuple[dict, str]]
-
-
-def _same_json(a: dict, b: dict) -> bool:
-    """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
-    if a is b:
-        return True
-    if a != b:
-        return False
-    # Equal dicts: same keys and ``==`` values. Same text also needs the same order and the same types
-    # (1 == 1.0 == True), and -0.0 == 0.0. Containers ([1] == [1.0]) are not worth a deep check: re-encode.
-    for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
-        kind = type(va)
-        if ka != kb or kind is not type(vb):
-            return False
-        if kind is float:
-            if va == 0 and repr(va) != repr(vb):
-                return False
-        elif kind is not str and kind is not int and kind is not bool and va is not None:
-            return False
-    return True
-
-
-def _encode(entries: Entries, known: Frags | None = None) -> tuple[bytes, Frags]:
-    """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8, ASCII escapes for lone surrogates.
-
-    Built member by member so that an entry whose text is ``known`` (from the last file this process wrote)
-    is not encoded again: under contention each write changes one entry of up to 32, and re-encoding the
-    rest would double the time spent holding the lock. Returns the bytes and the member texts for next time.
-    Same bytes as one ``json.dumps`` of the whole map.
-    """
-    frags: Frags = {}
-    for key, entry in entries.items():
-        hit = known.get(key) if known else None
-        if hit is None or (hit[0] is not entry and not _same_json(hit[0], entry)):
-            hit = (entry, f"{_encode_key(key)}: {json.dumps(entry, ensure_ascii=False)}")
-        frags[key] = hit
-    text = "{" + ", ".join([m for _, m in frags.values()]) + "}"
-    try:
-        return text.encode("utf-8"), frags
-    except UnicodeEncodeError:
-        return json.dumps(entries, ensure_ascii=True).encode("ascii"), {}
-
-
-class _Snapshot:
-    """The last marker file this process wrote or read for a write at one path, parsed, with its entries'
-    JSON texts.
-
-    Only a cache of CPU work: the file is still read under the lock on every write; the parse is skipped
-    only when those bytes are identical to the snapshot's, a member is taken from it only when its text is
-    byte-identical (:func:`_decode_known`), and an entry's text is reused only when the entry serializes
-    identically (:func:`_same_json`).
-    """
-
-    __slots__ = ("data", "entries", "frags")
-
-    def __init__(self, data: bytes, entries: Entries, frags: dict[str, tuple[dict, str]]) -> None:
-        self.data, self.entries, self.frags = data, entries, frags
-
-
 _SNAPSHOTS: dict[str, _Snapshot] = {}
 _MAX_SNAPSHOTS = 8
-
-
-def _decode(data: bytes) -> Entries:
-    """Entries of a marker file; object entries only (as Hermes). Raises :class:`_Corrupt` if not a JSON object."""
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise _Corrupt(type(exc).__name__) from None
-    if not isinstance(doc, dict):
-        raise _Corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
-    return {k: v for k, v in doc.items() if isinstance(v, dict)}
-
-
-_scanstring = json.decoder.scanstring  # what json.loads uses for strings (strict: no raw control characters)
-_scan_value = json.decoder.JSONDecoder().raw_decode  # json.loads' decoder, one value at an index
-
-
-def _decode_known(data: bytes, known: Frags | None) -> tuple[Entries, Frags] | None:
-    """:func:`_decode` for a file in exactly the layout Hermes and we write, reusing ``known`` member texts.
-
-    A member whose text is, byte for byte, a known member text (``"key": {...}`` as :func:`_encode` made
-    it) is that known entry: JSON text determines its value, so it is neither parsed nor encoded again.
-    Other members are parsed as :func:`json.loads` would. Returns (entries, the known texts found) — the
-    same entries as :func:`_decode` — or None when the file is laid out any other way (whitespace, other
-    separators, junk, not UTF-8 …): then :func:`_decode` judges it. Under contention another writer
-    changes one or two entries of up to 32 between our writes; this skips parsing the rest.
-    """
-    try:
-        text = data.decode("utf-8")
-        last = len(text) - 1
-        if last < 1 or text[0] != "{" or text[last] != "}":
-            return None
-        doc: dict[str, Any] = {}
-        frags: Frags = {}
-        if last == 1:
-            return doc, frags
-        pos = 1
-        while True:
-            if text[pos] != '"':
-                return None
-            key, end = _scanstring(text, pos + 1)
-            if text[end:end + 2] != ": ":
-                return None
-            hit = known.get(key) if known else None
-            if hit is not None and text.startswith(hit[1], pos):
-                value, stop = hit[0], pos + len(hit[1])
-                frags[key] = hit
-            else:
-                value, stop = _scan_value(text, end + 2)
-                frags.pop(key, None)  # a repeated key: the last value wins, as in json.loads
-            doc[key] = value
-            if stop == last:
-                if text[stop] != "}":
-                    return None
-                break
-            if text[stop:stop + 2] != ", ":
-                return None
-            pos = stop + 2
-    except (ValueError, RecursionError, IndexError):  # JSONDecodeError is a ValueError
-        return None
-    if len(frags) != len(doc):
-        doc = {k: v for k, v in doc.items() if isinstance(v, dict)}  # object entries only, as _decode
-    return doc, frags
 
 
 def _signature(path: str) -> tuple[int, int, int] | None:
