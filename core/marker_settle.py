@@ -168,7 +168,14 @@ def _run() -> None:
                 continue
             todo = list(_watches.values())
         for w in todo:
-            if _check(w):
+            try:
+                redone = _check(w)
+            except Exception:  # bookkeeping never breaks the tray: this window ends, the tombstone remains
+                logger.warning("settle window on %s failed", w.store.path, exc_info=True)
+                with _cond:
+                    w.until = 0.0
+                continue
+            if redone:
                 with _cond:
                     w.until = time.monotonic() + SETTLE_SECS  # our re-apply can itself be undone: watch again
         time.sleep(POLL_SECS)
