@@ -341,3 +341,35 @@ def test_extra_homes_from_tray_settings_are_scanned(tmp_path, tree):
     doc = status_json(tmp_path, env)
     assert str(extra.path) in [h["path"] for h in doc["homes"]]
     assert "x-1" in [t["session_key"] for t in doc["turns"]]
+
+
+def test_config_get_without_a_home_is_refused_not_silent(tmp_path):
+    """Before: `config get KEY` with no Hermes home printed nothing and exited 0."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path), "HERMES_HOME": str(tmp_path / "nothing-here")}
+    for name in ("CONFIG", "STATE", "CACHE", "LOG", "RUNTIME"):
+        env[f"HERMES_TRAY_{name}_DIR"] = str(tmp_path / f"tray-{name.lower()}")
+    p = subprocess.run([sys.executable, "-m", "hermes_tray", "config", "get", "max_attempts"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 1 and "no Hermes home found" in p.stderr and p.stdout == ""
+
+
+def test_output_into_a_closed_pipe_prints_no_traceback(tmp_path):
+    """`hermes-tray … | head`: the reader goes away; no BrokenPipeError traceback, exit 141 (128 + SIGPIPE)."""
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "HOME": str(tmp_path)}
+    for name in ("CONFIG", "STATE", "CACHE", "LOG", "RUNTIME"):
+        env[f"HERMES_TRAY_{name}_DIR"] = str(tmp_path / f"tray-{name.lower()}")
+    r, w = os.pipe()
+    os.close(r)  # nobody reads: the first write fails with EPIPE
+    p = subprocess.run([sys.executable, "-m", "hermes_tray", "doctor", "--no-probe"], env=env, stdout=w, stderr=subprocess.PIPE,
+                       text=True, timeout=60)
+    os.close(w)
+    assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr
+    assert p.returncode == 141

@@ -221,10 +221,14 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     while time.monotonic() < deadline and not any("message.start" in ln for ln in lines):
         time.sleep(0.05)
     gw_pid = list_turn_markers(home)[key]["writer_pid"]
+    assert any("Ctrl-C stops it; that ends the turn for good" in ln for ln in lines)  # said before
     p.send_signal(signal.SIGINT)
+    assert p.stderr is not None
+    err = p.stderr.read()
     p.wait(timeout=30)
     reader.join(timeout=5)
-    assert p.returncode == 3
+    assert p.returncode == 4  # "stopped": its own exit status, not 3 ("failed")
+    assert "the turn ended for good" in err  # said after
     assert key not in list_turn_markers(home)  # stopped by the user: not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
@@ -288,7 +292,8 @@ def test_cli_sigterm_or_sighup_stops_the_continuation_cleanly(sim_roots, env, tm
     gw_pid = list_turn_markers(home)[key]["writer_pid"]
     p.send_signal(getattr(signal, sig))
     _out, err = p.communicate(timeout=40)
-    assert p.returncode == 3 and f"{sig}: stopping the continuation cleanly" in err
+    assert p.returncode == 4 and f"{sig}: stopping the continuation cleanly" in err
+    assert "Stopped as you asked: the turn ended for good" in err
     assert key not in list_turn_markers(home)  # stopped: its marker retired, not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]

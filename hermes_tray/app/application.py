@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer, QUrl
 from PySide6.QtGui import QDesktopServices
-from PySide6.QtWidgets import QApplication, QMessageBox
+from PySide6.QtWidgets import QApplication
 
 from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
@@ -393,16 +393,18 @@ class TrayApp(QObject):
         QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
 
     def show_about(self) -> None:
-        from hermes_tray.notices import about_html
-        from hermes_tray_core import __version__
+        from hermes_tray.app.about import AboutDialog
 
-        QMessageBox.about(
-            None,
-            "About Hermes Tray",
-            f"<b>Hermes Tray</b> {__version__}<br>"
-            "Notices interrupted Hermes Agent turns and lets you resume, skip or disable auto-continue."
-            + about_html(),  # the link opens the licences file (QMessageBox opens links itself)
-        )
+        homes = [str(getattr(h, "path", h)) for h in (self.controller._report.homes if self.controller else ())]
+        command = None
+        if self.controller is not None and self.controller.settings.hermes_command:
+            command = list(self.controller.settings.hermes_command)
+        dlg = AboutDialog(homes, command)
+        self._dialogs["about"] = dlg
+        dlg.show()
+        dlg.raise_()
+        dlg.activateWindow()
+        events.emit("window", name="about")
 
 
 def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) -> int:

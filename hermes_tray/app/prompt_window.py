@@ -125,7 +125,7 @@ class PromptWindow(QDialog):
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self.setWindowTitle("Hermes — interrupted turns")
+        self.setWindowTitle("Interrupted turns")  # Qt adds " — Hermes Tray"
         self.setWindowIcon(app_icon())
         self.setModal(False)
         self.setMinimumSize(560, 380)

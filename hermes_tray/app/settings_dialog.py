@@ -49,7 +49,7 @@ class SettingsDialog(QDialog):
     def __init__(self, model: SettingsModel, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.model = model
-        self.setWindowTitle("Hermes Tray — Settings")
+        self.setWindowTitle("Settings")  # Qt adds " — Hermes Tray"
         self.setWindowIcon(app_icon())
         self._snap = model.snapshot()
         self._loading = False

@@ -100,6 +100,8 @@ def run(args: argparse.Namespace) -> int:
         return 0
     homes = [h for h in selected_homes(args) if args.homes or h.path.is_dir()]
     rows = _home_dicts(homes)
+    if action == "get" and not rows:  # nothing to read the key from: a refusal, never silence and 0
+        return refuse(args, f"no Hermes home found, so {key} has no value to show (use --home PATH)")
     if action == "get":
         if args.json:
             print_json({"key": key, "homes": [{"home": r["home"], "value": r[key]} for r in rows]})

@@ -14,9 +14,14 @@ import sys
 
 from hermes_tray_core import __version__
 
+# The one exit-code table every command follows (README "Command line" prints it).
 EXIT_OK = 0
-EXIT_REFUSED = 1
-EXIT_USAGE = 2
+EXIT_REFUSED = 1  # nothing done, the reason printed (no home found, not actionable, no display…)
+EXIT_USAGE = 2  # the command line itself is wrong
+EXIT_FAILED = 3  # `resume --wait`: the continuation ran and failed
+EXIT_STOPPED = 4  # `resume --wait`: you stopped it (Ctrl-C / SIGTERM): the turn ended for good
+EXIT_INTERRUPTED = 130  # Ctrl-C before anything was done
+EXIT_PIPE_CLOSED = 141  # the reader of the output went away (`| head`), as 128 + SIGPIPE
 
 # Order = order in --help.
 COMMAND_MODULES = [
@@ -106,9 +111,26 @@ def main(argv: list[str] | None = None) -> int:
             return EXIT_OK
         func = tray.run_default
     try:
-        return int(func(args) or 0)
+        code = int(func(args) or 0)
+        sys.stdout.flush()
+        return code
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
+    except BrokenPipeError:  # `hermes-tray status | head`: the reader has what it wanted, no traceback
+        _silence_stdout()
+        return EXIT_PIPE_CLOSED
+
+
+def _silence_stdout() -> None:
+    """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
+    import os
+
+    try:
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        os.close(devnull)
+    except (OSError, ValueError):
+        pass
 
 
 if __name__ == "__main__":

@@ -30,9 +30,11 @@ import time
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse, selected_homes, warn
-from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
 
-EXIT_FAILED = 3
+STOP_NOTE = "Ctrl-C stops it; that ends the turn for good, as Hermes' own Stop does (it is not continued again)."
+STOPPED_TEXT = ("Stopped as you asked: the turn ended for good, as with Hermes' own Stop; it will not be "
+                "continued again. Open the session in Hermes to go on by hand.")
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -119,7 +121,8 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     def on_stop(sig: int, _frm: Any) -> None:
         if not stop.is_set():
             name = signal.Signals(sig).name
-            say(f"\n{name}: stopping the continuation cleanly (another signal does not speed it up)…")
+            say(f"\n{name}: stopping the continuation cleanly; the turn ends for good "
+                "(another signal does not speed it up)…")
         stop.set()
 
     def on_tstp(_sig: int, _frm: Any) -> None:
@@ -151,16 +154,20 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
     try:
         if not quiet:
-            print(f"Resuming {args.session} in {home.path}…", flush=True)
+            print(f"Resuming {args.session} in {home.path}… ({STOP_NOTE})", flush=True)
         result = resume_turn(home.path, args.session, entry, on_progress=progress, on_dispatched=dispatched,
                              stop=stop, via="cli")
     finally:
         for sig, previous in old.items():
             signal.signal(sig, previous)
+    outcome = result.to_dict()
+    if stop.is_set() and outcome.get("outcome") != "completed" and outcome.get("exit_code") == EXIT_FAILED:
+        # the user's Stop is its own outcome, not a failure: said, with its own exit status
+        outcome.update(outcome="stopped", exit_code=EXIT_STOPPED, message=STOPPED_TEXT)
     try:
-        return _outcome(args, result.to_dict())
+        return _outcome(args, outcome)
     except (OSError, ValueError):  # the terminal went away (SIGHUP): the journal has the outcome
-        return result.exit_code
+        return int(outcome["exit_code"])
 
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
@@ -215,9 +222,10 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
                 return _outcome(args, msg)
     except KeyboardInterrupt:
         proc.terminate()  # the worker stops the continuation cleanly on SIGTERM
-        warn("interrupted: stopping the continuation")
+        warn("interrupted: stopping the continuation; the turn ends for good")
         proc.wait(timeout=60)
-        return EXIT_FAILED
+        warn(STOPPED_TEXT)
+        return EXIT_STOPPED
     code = proc.wait(timeout=30)
     return refuse(args, f"the background helper exited unexpectedly (exit {code}); see {log_dir()}",
                   EXIT_FAILED if code else EXIT_REFUSED)

@@ -118,3 +118,24 @@ def test_the_demo_never_registers_start_at_login(monkeypatch, tmp_path) -> None:
     (options,) = seen
     assert options.autostart is None
     assert [label for label, _cb in options.extra_actions] == ["Demo: crash the backend"]
+
+
+def test_window_titles_name_the_window_once_and_about_says_what_was_found(qtbot, monkeypatch, tmp_path) -> None:
+    """Qt adds the application name to a title: "Hermes Tray — Settings — Hermes Tray" was the result
+    of adding it by hand too. The About box names the version, the Hermes found and the homes."""
+    from hermes_tray.app.about import AboutDialog
+    from hermes_tray.app.history_window import HistoryWindow
+    from hermes_tray.app.prompt_window import PromptWindow
+    from hermes_tray_core import __version__
+
+    for w in (PromptWindow(), HistoryWindow(lambda: [])):
+        qtbot.addWidget(w)
+        assert "Hermes Tray" not in w.windowTitle(), w.windowTitle()
+    missing = tmp_path / "no-hermes" / "bin" / "python"
+    about = AboutDialog([str(tmp_path / ".hermes")], [str(missing)])
+    qtbot.addWidget(about)
+    text = about.text.text()
+    assert f"Hermes Tray {__version__}" in text and str(tmp_path / ".hermes") in text
+    assert "LGPL-3.0" in text and "https://pypi.org/project/hermes-agent/" in text
+    qtbot.waitUntil(lambda: "looking" not in about.text.text(), timeout=10000)
+    assert "not usable" in about.text.text()  # the Hermes it was pointed at does not exist: said, not hidden

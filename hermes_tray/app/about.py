@@ -1,0 +1,88 @@
+"""The About box: which hermes-tray this is, which Hermes it found, which homes it watches, where to
+read more, and the licences of what it is built on. The Hermes version is asked off the GUI thread
+(it runs Hermes' interpreter once; cached by ``core.gateway`` afterwards)."""
+
+from __future__ import annotations
+
+import html
+import threading
+from collections.abc import Sequence
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
+
+from hermes_tray.app.format import short_path
+from hermes_tray.app.icons import app_icon
+
+LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),
+         ("hermes-tray on PyPI", "https://pypi.org/project/hermes-tray/"))
+#: what the tray is built on, and under which licence (README "Dependencies" says why each is there)
+LICENCES = (("hermes-tray", "MIT"), ("Qt / PySide6", "LGPL-3.0"), ("desktop-notifier", "MIT"),
+            ("psutil", "BSD-3-Clause"), ("platformdirs", "MIT"), ("ruamel.yaml", "MIT"), ("PyYAML", "MIT"),
+            ("tomli-w", "MIT"), ("jeepney", "MIT"), ("websockets", "BSD-3-Clause"))
+
+
+def hermes_found(hermes_command: Sequence[str] | None) -> str:
+    """"Hermes Agent 0.19.0 (/path/to/python)" or what went wrong finding it. Blocking: off the GUI thread."""
+    try:
+        from hermes_tray_core.gateway import find_hermes, probe_capabilities
+
+        install = find_hermes(hermes_command)
+    except Exception as exc:
+        return f"not found ({exc})"
+    try:
+        caps = probe_capabilities(install)
+    except Exception as exc:
+        return f"found at {install.python}, version unknown ({type(exc).__name__})"
+    if caps.auto_continue is None:
+        return f"{short_path(install.python)}: not usable ({caps.detail or 'it did not answer'})"
+    continues = {True: "continues interrupted turns itself", False: "the tray continues its turns",
+                 None: "cannot tell what it can do"}[caps.auto_continue]
+    return f"{caps.version or 'version unknown'} at {short_path(install.python)} — {continues}"
+
+
+class AboutDialog(QDialog):
+    _hermes = Signal(str)
+
+    def __init__(self, homes: Sequence[str], hermes_command: Sequence[str] | None = None,
+                 parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        from hermes_tray_core import __version__
+
+        self.setWindowTitle("About")
+        self.setWindowIcon(app_icon())
+        lay = QVBoxLayout(self)
+        self.text = QLabel()
+        self.text.setTextFormat(Qt.TextFormat.RichText)
+        self.text.setOpenExternalLinks(True)
+        self.text.setWordWrap(True)
+        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
+        self.text.setAccessibleName("About Hermes Tray")
+        lay.addWidget(self.text)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.rejected.connect(self.reject)
+        lay.addWidget(buttons)
+        self.version = __version__
+        self.homes = list(homes)
+        self.hermes = "looking…"
+        self._render()
+        self._hermes.connect(self._got_hermes)
+        threading.Thread(target=lambda: self._hermes.emit(hermes_found(hermes_command)), name="about-hermes",
+                         daemon=True).start()
+
+    def _got_hermes(self, text: str) -> None:
+        self.hermes = text
+        self._render()
+
+    def _render(self) -> None:
+        e = html.escape
+        homes = "".join(f"<li>{e(short_path(h))}</li>" for h in self.homes) or "<li>none yet</li>"
+        links = " · ".join(f'<a href="{e(u)}">{e(n)}</a>' for n, u in LINKS)
+        lic = ", ".join(f"{e(n)} ({e(licence)})" for n, licence in LICENCES)
+        self.text.setText(
+            f"<h3>Hermes Tray {e(self.version)}</h3>"
+            "<p>Notices interrupted Hermes Agent turns and lets you resume, skip or disable auto-continue.</p>"
+            f"<p><b>Hermes:</b> {e(self.hermes)}</p>"
+            f"<p><b>Homes watched:</b></p><ul>{homes}</ul>"
+            f"<p>{links}</p>"
+            f"<p><small><b>Licences:</b> {lic}.</small></p>")
