@@ -133,8 +133,12 @@ def turn_started_at(entry: Mapping[str, Any] | None) -> float | None:
     return float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
 
 
-def _attempts(entry: Mapping[str, Any] | None) -> object:
-    return (entry or {}).get("attempts")
+def _attempts(entry: Mapping[str, Any] | None) -> int:
+    """``attempts`` as Hermes counts it (``max(0, int(...))``), as the scanner's records and so every
+    ``skipped`` event carry it: a tombstone compares like with like (``-3`` is 0)."""
+    from hermes_tray_core.policy import marker_attempts
+
+    return marker_attempts(entry or {}) or 0
 
 
 def settled(home: Path | str, session_key: str, started_at: float | None, *, journal: Any = None) -> str | None:

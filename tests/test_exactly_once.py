@@ -65,3 +65,14 @@ def test_status_shows_a_tombstoned_turn_as_skipped_removes_it_and_resume_refuses
     again = plant_marker(home, key, "the user typed again; this run crashed too", attempts=0)
     (turn,) = [t for t in Scanner([Home(home, "default", "test")]).scan().turns if t.session_key == key]
     assert turn.verdict != "skipped" and list_turn_markers(home)[key] == again
+
+
+def test_a_tombstone_counts_attempts_as_hermes_does(tmp_path):
+    """The CLI and the tray journal the scanner's attempts (Hermes' max(0, int(...))): a raw -3 is 0."""
+    home, _key = make_home(tmp_path / "home")
+    shown = plant_marker(home, "s1", "a prompt")
+    raw = {**shown, "attempts": -3}
+    decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], attempts=0)
+    assert exactly_once.tombstoned(home, "s1", raw)
+    assert exactly_once.tombstoned(home, "s1", {**shown, "attempts": "0"})
+    assert not exactly_once.tombstoned(home, "s1", {**shown, "attempts": 1})

@@ -279,6 +279,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--single", type=int, default=300, help="single-process iterations")
     ap.add_argument("--kills", type=int, default=30, help="writers killed mid-write per store")
     ap.add_argument("--pairs", type=int, default=9, help="paired serial/contended bursts for the ratio")
+    ap.add_argument("--skips-only", action="store_true", help="only the skip figures (issue 11)")
     ap.add_argument("--skips", type=int, default=300, help="library skips timed against a durable write")
     ap.add_argument("--cli-skips", type=int, default=10, help="`hermes-tray skip` runs timed")
     ap.add_argument("--race-skips", type=int, default=3000, help="skips against the Hermes writer (0: none)")
@@ -294,76 +295,78 @@ def main(argv: list[str] | None = None) -> int:
             print(f"(reference store unavailable: {exc})")
             have_ref = False
 
-        # A marker file of the size the contended run ends with, for a like-for-like durable write.
-        sample = {f"p{p}-k{k}": markers.build_entry(f"{PROMPT} round 19")
-                  for p in range(args.procs) for k in range(args.keys)}
-        payload = json.dumps(sample, ensure_ascii=False).encode()
-        durable_write_times(base, payload, 30)  # warm up
+        ok = True
+        if not args.skips_only:  # issue 2's store figures
+            # A marker file of the size the contended run ends with, for a like-for-like durable write.
+            sample = {f"p{p}-k{k}": markers.build_entry(f"{PROMPT} round 19")
+                      for p in range(args.procs) for k in range(args.keys)}
+            payload = json.dumps(sample, ensure_ascii=False).encode()
+            durable_write_times(base, payload, 30)  # warm up
 
-        n = f"{args.procs} procs x {args.keys} keys x {args.rounds} rounds of record->clear->record"
-        print(f"disk: {base} ({os.cpu_count()} CPUs); {n}; durable write = temp + fsync + replace + dir fsync "
-              f"of {len(payload)} B")
-        reps = []
-        for rep in range(args.reps):
-            before = statistics.median(durable_write_times(base, payload, 150))
-            ours = contended("hermes_tray_core.markers", base, args.procs, args.keys, args.rounds)
-            ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
-            after = statistics.median(durable_write_times(base, payload, 150))
-            serial_ops = 2 / (before + after)  # the serial limit measured around this repetition
-            reps.append((ours["ops_s"] / serial_ops, ours, ref, serial_ops))
-            line = (f"  rep {rep + 1}: serial limit {serial_ops:6.0f}/s | core.markers {ours['ops_s']:6.0f} ops/s "
-                    f"= {ours['ops_s'] / serial_ops:.2f}x, lost {ours['lost']}/{ours['expected']}, "
-                    f"temp files {ours['temp_litter']}")
+            n = f"{args.procs} procs x {args.keys} keys x {args.rounds} rounds of record->clear->record"
+            print(f"disk: {base} ({os.cpu_count()} CPUs); {n}; durable write = temp + fsync + replace + dir fsync "
+                  f"of {len(payload)} B")
+            reps = []
+            for rep in range(args.reps):
+                before = statistics.median(durable_write_times(base, payload, 150))
+                ours = contended("hermes_tray_core.markers", base, args.procs, args.keys, args.rounds)
+                ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
+                after = statistics.median(durable_write_times(base, payload, 150))
+                serial_ops = 2 / (before + after)  # the serial limit measured around this repetition
+                reps.append((ours["ops_s"] / serial_ops, ours, ref, serial_ops))
+                line = (f"  rep {rep + 1}: serial limit {serial_ops:6.0f}/s | core.markers {ours['ops_s']:6.0f} ops/s "
+                        f"= {ours['ops_s'] / serial_ops:.2f}x, lost {ours['lost']}/{ours['expected']}, "
+                        f"temp files {ours['temp_litter']}")
+                if ref:
+                    line += (f" | reference {ref['ops_s']:6.0f} ops/s = {ref['ops_s'] / serial_ops:.2f}x, "
+                             f"lost {ref['lost']}/{ref['expected']}")
+                print(line)
+            reps.sort(key=lambda r: r[0])
+            _, ours, ref, serial_ops = reps[len(reps) // 2]
+            lost_ours = max(r[1]["lost"] for r in reps)
+
+            # The ratio to the serial limit, measured in short paired chunks (durable writes, then a contended
+            # burst, then durable writes again) so both sides see the same disk and CPU: on a shared machine the
+            # disk's speed swings several-fold within a minute, which the long runs above cannot bracket.
+            pairs: dict[str, list[float]] = {"hermes_tray_core.markers": [], "reference": []}
+            for _ in range(args.pairs):
+                for name in pairs if have_ref else ["hermes_tray_core.markers"]:
+                    before = statistics.median(durable_write_times(base, payload, 40))
+                    burst = contended(name, base, args.procs, args.keys, 3)
+                    after = statistics.median(durable_write_times(base, payload, 40))
+                    pairs[name].append(burst["ops_s"] * (before + after) / 2)
+            ratio = statistics.median(pairs["hermes_tray_core.markers"])
+            ref_ratio = statistics.median(pairs["reference"]) if have_ref else None
+
+            rec, clr, dur = single_op_times(base, args.single, others=8)
+            rec_m, clr_m, dur_m = statistics.median(rec), statistics.median(clr), statistics.median(dur)
+
+            print(f"\n[contended, median of {args.reps}]")
+            print(f"  core.markers      lost {ours['lost']:2d}/{ours['expected']} (worst rep {lost_ours})  "
+                  f"{ours['ops_s']:6.0f} ops/s  temp files left {ours['temp_litter']}")
             if ref:
-                line += (f" | reference {ref['ops_s']:6.0f} ops/s = {ref['ops_s'] / serial_ops:.2f}x, "
-                         f"lost {ref['lost']}/{ref['expected']}")
-            print(line)
-        reps.sort(key=lambda r: r[0])
-        _, ours, ref, serial_ops = reps[len(reps) // 2]
-        lost_ours = max(r[1]["lost"] for r in reps)
-
-        # The ratio to the serial limit, measured in short paired chunks (durable writes, then a contended
-        # burst, then durable writes again) so both sides see the same disk and CPU: on a shared machine the
-        # disk's speed swings several-fold within a minute, which the long runs above cannot bracket.
-        pairs: dict[str, list[float]] = {"hermes_tray_core.markers": [], "reference": []}
-        for _ in range(args.pairs):
-            for name in pairs if have_ref else ["hermes_tray_core.markers"]:
-                before = statistics.median(durable_write_times(base, payload, 40))
-                burst = contended(name, base, args.procs, args.keys, 3)
-                after = statistics.median(durable_write_times(base, payload, 40))
-                pairs[name].append(burst["ops_s"] * (before + after) / 2)
-        ratio = statistics.median(pairs["hermes_tray_core.markers"])
-        ref_ratio = statistics.median(pairs["reference"]) if have_ref else None
-
-        rec, clr, dur = single_op_times(base, args.single, others=8)
-        rec_m, clr_m, dur_m = statistics.median(rec), statistics.median(clr), statistics.median(dur)
-
-        print(f"\n[contended, median of {args.reps}]")
-        print(f"  core.markers      lost {ours['lost']:2d}/{ours['expected']} (worst rep {lost_ours})  "
-              f"{ours['ops_s']:6.0f} ops/s  temp files left {ours['temp_litter']}")
-        if ref:
-            print(f"  hermes reference  lost {ref['lost']:2d}/{ref['expected']} "
-                  f"({100 * ref['lost'] / ref['expected']:.0f}%)       {ref['ops_s']:6.0f} ops/s  "
-                  f"temp files left {ref['temp_litter']}")
-        print(f"  durable serial limit around that run: {1e3 / serial_ops:.3f} ms/write = {serial_ops:.0f}/s")
-        if ref:
-            print(f"  core.markers / reference ops/s:        {ours['ops_s'] / ref['ops_s']:.2f}x")
-        print(f"\n[contended / durable serial limit, median of {args.pairs} paired bursts "
-              f"({args.procs} procs x {args.keys} keys x 3 rounds, durable writes just before and after each)]")
-        print(f"  core.markers: {ratio:.2f}x  (target >= 0.80)   per burst: "
-              + " ".join(f"{r:.2f}" for r in sorted(pairs["hermes_tray_core.markers"])))
-        if ref_ratio is not None:
-            print(f"  reference:    {ref_ratio:.2f}x  (no cross-process lock, no directory fsync: faster, "
-                  "and loses markers)   per burst: " + " ".join(f"{r:.2f}" for r in sorted(pairs["reference"])))
-        print(f"\n[single process, median of {args.single} calls each, interleaved, 8 other markers in the file]")
-        print(f"  durable atomic write: {dur_m * 1e3:.3f} ms")
-        print(f"  record_turn_start:    {rec_m * 1e3:.3f} ms = {rec_m / dur_m:.2f}x  (target <= 1.30)")
-        print(f"  clear_turn_marker:    {clr_m * 1e3:.3f} ms = {clr_m / dur_m:.2f}x  (target <= 1.30)")
-        print(f"\n[temp-file litter] {args.kills} writers SIGKILLed at random moments (60 KB prompts)")
-        for label, name in [("hermes_tray_core.markers", "hermes_tray_core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
-            left, swept = kill_litter(name, base, args.kills)
-            print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
-        ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3
+                print(f"  hermes reference  lost {ref['lost']:2d}/{ref['expected']} "
+                      f"({100 * ref['lost'] / ref['expected']:.0f}%)       {ref['ops_s']:6.0f} ops/s  "
+                      f"temp files left {ref['temp_litter']}")
+            print(f"  durable serial limit around that run: {1e3 / serial_ops:.3f} ms/write = {serial_ops:.0f}/s")
+            if ref:
+                print(f"  core.markers / reference ops/s:        {ours['ops_s'] / ref['ops_s']:.2f}x")
+            print(f"\n[contended / durable serial limit, median of {args.pairs} paired bursts "
+                  f"({args.procs} procs x {args.keys} keys x 3 rounds, durable writes just before and after each)]")
+            print(f"  core.markers: {ratio:.2f}x  (target >= 0.80)   per burst: "
+                  + " ".join(f"{r:.2f}" for r in sorted(pairs["hermes_tray_core.markers"])))
+            if ref_ratio is not None:
+                print(f"  reference:    {ref_ratio:.2f}x  (no cross-process lock, no directory fsync: faster, "
+                      "and loses markers)   per burst: " + " ".join(f"{r:.2f}" for r in sorted(pairs["reference"])))
+            print(f"\n[single process, median of {args.single} calls each, interleaved, 8 other markers in the file]")
+            print(f"  durable atomic write: {dur_m * 1e3:.3f} ms")
+            print(f"  record_turn_start:    {rec_m * 1e3:.3f} ms = {rec_m / dur_m:.2f}x  (target <= 1.30)")
+            print(f"  clear_turn_marker:    {clr_m * 1e3:.3f} ms = {clr_m / dur_m:.2f}x  (target <= 1.30)")
+            print(f"\n[temp-file litter] {args.kills} writers SIGKILLed at random moments (60 KB prompts)")
+            for label, name in [("hermes_tray_core.markers", "hermes_tray_core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
+                left, swept = kill_litter(name, base, args.kills)
+                print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
+            ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3
 
         print("\n[issue 11: skips against Hermes' non-locking writer]")
         from hermes_tray_core.marker_settle import SETTLE_SECS
