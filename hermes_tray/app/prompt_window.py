@@ -216,7 +216,8 @@ class PromptWindow(QDialog):
         self.resume_button.setDefault(True)
         self.resume_button.clicked.connect(self._resume_selected)
         buttons.addWidget(self.resume_button)
-        root.addWidget(self.button_row)
+        # the buttons act on the list above them; "Recent" (with its own button) comes after them
+        root.insertWidget(root.indexOf(self.recent_title), self.button_row)
         QShortcut(QKeySequence.StandardKey.Delete, self, activated=self._skip_selected)
         self.set_state(self._state)
 

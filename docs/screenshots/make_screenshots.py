@@ -1,0 +1,156 @@
+"""Render the README screenshots from the real widgets, fed real states (a real decision journal
+in a temp dir for History). Run it on a desktop (or under ../shared/tools/desktop-session):
+
+    desktop-session run -- python docs/screenshots/make_screenshots.py
+
+Writes into this folder: turns-window-problem-recent.png, history.png,
+status-window-running.png, icons-22px.png. Look at every one after a change.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+sys.path.insert(0, str(ROOT))
+TMP = Path(tempfile.mkdtemp(prefix="hermes-tray-shots-"))
+for _name in ("CONFIG", "STATE", "CACHE", "LOG", "RUNTIME"):
+    os.environ[f"HERMES_TRAY_{_name}_DIR"] = str(TMP / f"tray-{_name.lower()}")
+
+from PySide6.QtCore import QPoint, QRect, Qt  # noqa: E402
+from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
+from PySide6.QtWidgets import QApplication  # noqa: E402
+
+from hermes_tray.app.application import configure_application  # noqa: E402
+from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState, recent_items  # noqa: E402
+
+HOME = str(Path.home() / ".hermes")
+
+
+def _turn(key: str, title: str, excerpt: str, age: float, verdict: str = "actionable", reason: str = "",
+          attempts: int = 0, profile: str = "default") -> TurnItem:
+    return TurnItem(key=f"{HOME}\x1f{key}", home=HOME, session_key=key, title=title, excerpt=excerpt,
+                    since=time.time() - age, attempts=attempts, verdict=verdict, reason=reason, profile=profile)
+
+
+def _settle(app: QApplication, w) -> None:
+    w.show()
+    for _ in range(20):
+        app.processEvents()
+        time.sleep(0.02)
+
+
+def turns_window(app: QApplication) -> None:
+    from hermes_tray.app.prompt_window import PromptWindow
+
+    pending = (_turn("20260301_101500_a1b2c3", "Refactor the config parser",
+                     "Make unknown keys produce a warning instead of an error, then update the tests", 95,
+                     reason="its writer is gone and the turn is fresh", attempts=1),)
+    gave_up = _turn("20260301_091200_d4e5f6", "Release notes for 2.1", "", 3 * 3600, verdict="exhausted",
+                    reason="continued 2 times, the most this home allows (max_attempts 2)", attempts=2)
+    finished = RecentItem("k3", "Fix the flaky upload test", "Resumed and finished", since=time.time() - 640)
+    problem = Problem(f"work: {Path.home()}/.hermes/profiles/work/desktop/interrupted_turns.json is corrupt "
+                      "(Expecting ',' delimiter); interrupted turns in this home cannot be seen. Hermes' next "
+                      "write will replace it; move it aside to keep it",
+                      folder=f"{Path.home()}/.hermes/profiles/work/desktop")
+    state = ViewState(pending=pending, others=(gave_up,), problems=(problem,),
+                      recent=recent_items((gave_up,), (finished,)))
+    w = PromptWindow()
+    w.resize(720, 640)
+    w.set_state(state)
+    _settle(app, w)
+    w.grab().save(str(HERE / "turns-window-problem-recent.png"))
+    w.close()
+
+
+def history(app: QApplication) -> None:
+    from hermes_tray.app.history_window import HistoryWindow
+    from hermes_tray_core import decisions
+
+    root = TMP / "home" / ".hermes"
+    work = root / "profiles" / "work"
+    work.mkdir(parents=True)
+    d = decisions.default_journal()
+    t0 = time.time() - 5400
+    steps = [
+        (root, "20260301_101500_a1b2c3", t0, [("notified", {}), ("approved", {"via": "tray-notification"}),
+                                               ("dispatched", {"attempt": 1, "ran_in": "running-backend"}),
+                                               ("completed", {"where": "in your running Hermes (pid 48211)"})]),
+        (work, "20260301_103000_0badf00d", t0 + 900, [("notified", {}), ("skipped", {"via": "tray-menu"})]),
+        (root, "20260301_111000_d4e5f6", t0 + 2000, [
+            ("dispatched", {"attempt": 1, "ran_in": "separate-process"}),
+            ("failed", {"outcome": "crashed", "reason": "the Hermes backend died during the continuation"}),
+            ("dispatched", {"attempt": 2, "ran_in": "separate-process"}),
+            ("gave-up", {"reason": "attempt 2 of 2 crashed"})]),
+        (root, "20260301_120000_77aa11", t0 + 4000, [("notified", {})]),
+    ]
+    for home, key, started, events in steps:
+        for ev, fields in events:
+            d.record(ev, home=str(home), session_key=key, started_at=started, **fields)
+    decisions.record_config_change(home=str(root), key="enabled", old=True, new=False, by="tray")
+    titles = {"20260301_101500_a1b2c3": "Refactor the config parser", "20260301_111000_d4e5f6": "Release notes for 2.1",
+              "20260301_120000_77aa11": "Summarise the CI failures"}
+    w = HistoryWindow(lambda: decisions.history(500), title_for=lambda _h, k: titles.get(k),
+                      pending=lambda _h, k: k == "20260301_120000_77aa11")
+    w.resize(980, 420)
+    _settle(app, w)
+    w.tree.topLevelItem(1).setExpanded(True) if w.tree.topLevelItemCount() > 1 else None
+    w.tree.setCurrentItem(w.tree.topLevelItem(0))
+    _settle(app, w)
+    w.grab().save(str(HERE / "history.png"))
+    w.close()
+
+
+def status_window(app: QApplication) -> None:
+    from hermes_tray.app.status_window import StatusWindow
+
+    w = StatusWindow()
+    w.set_state(ViewState(running=(RunningItem("k", "Refactor the config parser so unknown keys warn", 83,
+                                               "writing the answer · 14 updates", at=time.monotonic()),)))
+    _settle(app, w)
+    w.grab().save(str(HERE / "status-window-running.png"))
+    w.close()
+
+
+def icons() -> None:
+    """Each tray state at its real 22 px on a light and a dark panel, and 4× (pixels kept) below."""
+    states = ("idle", "attention", "busy", "paused")
+    cell, zoom = 34, 4
+    strip_h = 30
+    width = len(states) * cell * zoom + 20
+    img = QImage(width, 2 * (strip_h + 22 * zoom + 16), QImage.Format.Format_ARGB32)
+    img.fill(QColor("#d0d4da"))
+    p = QPainter(img)
+    y = 0
+    for panel, variant in (("#f3f4f6", "light"), ("#1f2933", "dark")):
+        p.fillRect(QRect(0, y, width, strip_h + 22 * zoom + 16), QColor(panel))
+        for i, state in enumerate(states):
+            src = QImage(str(ROOT / "resources" / "icons" / "png" / "22" / f"hermes-tray-{state}-{variant}.png"))
+            x = 10 + i * cell * zoom
+            p.drawImage(QPoint(x, y + 4), src)  # real size, as on a panel
+            p.setPen(QColor("#111827" if variant == "light" else "#f5f7fa"))
+            p.drawText(QRect(x + 28, y + 4, cell * zoom - 30, 22), Qt.AlignmentFlag.AlignVCenter, state)
+            p.drawImage(QPoint(x, y + strip_h), src.scaled(22 * zoom, 22 * zoom))  # 4×, nearest neighbour
+        y += strip_h + 22 * zoom + 16
+    p.end()
+    img.save(str(HERE / "icons-22px.png"))
+
+
+def main() -> int:
+    app = QApplication.instance() or QApplication(["hermes-tray"])
+    configure_application(app)
+    turns_window(app)
+    history(app)
+    status_window(app)
+    icons()
+    print(f"screenshots written to {HERE}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
