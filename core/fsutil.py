@@ -73,8 +73,13 @@ def fsync_dir(path: Path) -> None:
     """Persist a directory entry change (create/rename). No-op where directories cannot be opened."""
     if sys.platform == "win32":
         return
+    fsync_path(path)
+
+
+def fsync_path(path: Path | str) -> None:
+    """fsync what is at ``path`` now (a file, or a directory on POSIX), best effort: errors are ignored."""
     try:
-        fd = os.open(path, os.O_RDONLY | _CLOEXEC)
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC | _BINARY)
     except OSError:
         return
     try:
@@ -100,6 +105,23 @@ def atomic_write_bytes(
     """
     target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
     refuse_symlink(target)  # type: ignore[arg-type]
+    directory = os.path.dirname(target)
+    tmp = write_temp(target, data, mode=mode)
+    try:
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if sync_dir:
+        fsync_dir(directory or ".")  # type: ignore[arg-type]
+
+
+def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
+    """A new temp file beside ``target`` (``temp_name_for``'s name) holding ``data``, mode ``mode``, fsynced
+    unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
     directory, name = os.path.split(target)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
@@ -111,18 +133,15 @@ def atomic_write_bytes(
             while view:
                 n = os.write(fd, view)
                 view = view[n:]
-            os.fsync(fd)
+            if sync:
+                os.fsync(fd)
         finally:
             os.close(fd)
-        if before_replace is not None:
-            before_replace()
-        os.replace(tmp, target)
     except BaseException:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if sync_dir:
-        fsync_dir(directory or ".")  # type: ignore[arg-type]
+    return tmp
 
 
 def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:

@@ -278,40 +278,7 @@ def _read_path(path: str) -> bytes | None:
 
 def _write_temp(target: str, data: bytes, *, sync: bool = True) -> str:
     """A 0600 temp file beside ``target`` holding ``data``, fsynced unless ``sync`` is False; returns its path."""
-    directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as fsutil.temp_name_for
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, fsutil.FILE_MODE)
-    try:
-        try:
-            if os.name != "nt":
-                os.fchmod(fd, fsutil.FILE_MODE)  # umask may have masked bits off
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
-            if sync:
-                os.fsync(fd)
-        finally:
-            os.close(fd)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return tmp
-
-
-def _fsync_path(path: str) -> None:
-    """fsync the file now at ``path`` (best effort: a writer may already have replaced it, then theirs is theirs)."""
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+    return fsutil.write_temp(target, data, sync=sync)
 
 
 # Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``).
@@ -857,10 +824,10 @@ class MarkerStore:
                 self._publish_new(candidate)
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(candidate)
-                _fsync_path(self._p)
+                fsutil.fsync_path(self._p)
                 return merged_bytes, merged, result
             if fresh:
-                _fsync_path(self._p)
+                fsutil.fsync_path(self._p)
             expected, placed, placed_entries = placed, merged_bytes, merged
         with contextlib.suppress(FileNotFoundError):
             os.unlink(displaced)
