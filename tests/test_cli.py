@@ -184,6 +184,9 @@ def test_disable_enable_selection_and_effect(tmp_path, tree):
     assert cli(tmp_path, "disable", "--all", env=env).returncode == 0
     verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}
     assert verdicts["s-dead"] == "disabled" and verdicts["w-1"] == "disabled"
+    table = cli(tmp_path, "status", env=env).stdout  # held turns are listed, with the one way to act
+    assert "s-dead" in table and "not continued because Hermes auto-continue is off" in table
+    assert "hermes-tray enable" in table
     assert "# my notes" in (work.path / "config.yaml").read_text()
     assert cli(tmp_path, "enable", "--home", str(root.path), env=env).returncode == 0
     verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}

@@ -45,7 +45,23 @@ class HelperApp(QObject):
         self.controller.present_window.connect(lambda _a: log.info("notification clicked (no window in the helper)"))
 
     def _on_scan_seen(self, report: ScanReport) -> None:
-        events.emit_scan(report, scanned=report.finished)
+        events.emit_scan(report, scanned=report.finished, homes_found=bool((report.extra or {}).get("homes_found", True)))
+        self._say_state()
+
+    def _say_state(self) -> None:
+        """The helper has no window: what the tray's window would say (no home, a problem) goes to
+        its output and log, once per change, instead of saying nothing."""
+        state = self.controller.state
+        lines = []
+        if not state.homes_found:
+            lines.append(state.no_home_text() + ".")
+        lines += [f"problem: {p.text} — run `hermes-tray doctor`" for p in state.attention_problems]
+        said = getattr(self, "_said", None)
+        if lines != said:
+            self._said = lines
+            for line in lines:
+                log.warning("%s", line)
+                print(f"hermes-tray helper: {line}", flush=True)
 
     def start(self) -> None:
         self.detector_thread.start()

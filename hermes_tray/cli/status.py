@@ -56,6 +56,10 @@ def render(result) -> str:
         out.append("")
         out.append(f"{n} turn(s) can be resumed: hermes-tray resume SESSION" if n
                    else "nothing to resume right now")
+        held = [t for t in result.turns if t.verdict == "disabled"]
+        if held:  # the same words as the tray's turns window: why they wait, and the one way to act
+            out.append(f"{len(held)} turn(s) not continued because Hermes auto-continue is off: "
+                       "`hermes-tray enable` turns it back on, then they can be resumed")
     else:
         readable = [h for h in result.homes if h.exists and h.markers in ("ok", "none") and not h.unsupported]
         if len(readable) == len(result.homes):

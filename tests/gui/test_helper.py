@@ -86,3 +86,24 @@ def test_second_helper_refuses(demo, tmp_path) -> None:
     finally:
         first.terminate()
         first.wait(timeout=15)
+
+
+def test_helper_without_a_home_says_so_and_picks_the_home_up(demo, tmp_path) -> None:
+    """Before: the helper said nothing at all. Now it says where it watches, and notices the home."""
+    missing = tmp_path / "later" / ".hermes"
+    env = {**os.environ, **demo.env, "PYTHONPATH": str(ROOT), "HERMES_TRAY_EVENTS": str(tmp_path / "ev")}
+    out = tmp_path / "helper.out"
+    with open(out, "w") as f:
+        p = subprocess.Popen([sys.executable, "-m", "hermes_tray", "helper", "--home", str(missing),
+                              "--no-notifications"], env=env, stdout=f, stderr=subprocess.STDOUT)
+    try:
+        _wait(lambda: "No Hermes home found yet" in out.read_text(), 20, "the helper saying there is no home")
+        assert str(missing) in out.read_text()
+        missing.mkdir(parents=True)  # Hermes runs for the first time
+        (missing / "config.yaml").write_text("model: {}\n")
+        _wait(lambda: [e for e in _events(tmp_path / "ev") if e.get("event") == "scan"][-1]["homes_found"],
+              45, "the new home picked up by the watcher (no restart)")
+    finally:
+        p.terminate()
+        p.wait(timeout=15)
+
