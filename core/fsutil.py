@@ -212,11 +212,15 @@ def open_private_lockfile(path: Path) -> int:
     return fd
 
 
+# One platform lock for every file the engine locks (the marker sidecar, the journal, the one-tray lock):
+# ``flock`` on POSIX (per open file description: separate opens exclude each other, threads included), a
+# ``msvcrt`` byte lock on Windows at ``offset`` (mandatory there: a file whose bytes are read by others locks
+# a byte far past its data, see core.journal).
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
-    def lock_fd(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
+    def lock_fd(fd: int, *, offset: int = 0) -> None:
+        os.lseek(fd, offset, os.SEEK_SET)
         while True:
             try:
                 msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for ~10 s, then raises
@@ -224,12 +228,12 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
             except OSError:
                 continue
 
-    def unlock_fd(fd: int) -> None:
-        os.lseek(fd, 0, os.SEEK_SET)
+    def unlock_fd(fd: int, *, offset: int = 0) -> None:
+        os.lseek(fd, offset, os.SEEK_SET)
         msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
-    def try_lock_fd(fd: int) -> bool:
-        os.lseek(fd, 0, os.SEEK_SET)
+    def try_lock_fd(fd: int, *, offset: int = 0) -> bool:
+        os.lseek(fd, offset, os.SEEK_SET)
         try:
             msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
             return True
@@ -238,14 +242,14 @@ if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
 else:
     import fcntl
 
-    def lock_fd(fd: int) -> None:
+    def lock_fd(fd: int, *, offset: int = 0) -> None:
         """Block until the exclusive lock is ours (the kernel wakes us: no polling)."""
         fcntl.flock(fd, fcntl.LOCK_EX)
 
-    def unlock_fd(fd: int) -> None:
+    def unlock_fd(fd: int, *, offset: int = 0) -> None:
         fcntl.flock(fd, fcntl.LOCK_UN)
 
-    def try_lock_fd(fd: int) -> bool:
+    def try_lock_fd(fd: int, *, offset: int = 0) -> bool:
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             return True

@@ -38,8 +38,10 @@ from hermes_tray_core.fsutil import (
     atomic_write_bytes,
     ensure_private_dir,
     fsync_dir,
+    lock_fd,
     refuse_symlink,
     sweep_stale_temps,
+    unlock_fd,
 )
 
 TURN_JOURNAL_DIR_NAME = "_turn_journal"
@@ -103,37 +105,26 @@ def is_terminal_turn_event(event: dict | None) -> bool:
 # ---------------------------------------------------------------------------------------------
 # locking: a blocking lock on the journal file itself
 
+# The engine's one platform lock (core.fsutil): ``flock`` on POSIX — the WebUI's lock, so its writers and
+# ours serialise. Windows byte locks are mandatory: lock one byte far past any real data, so readers of the
+# journal are never refused while an append is in progress.
+_WIN_LOCK_OFFSET = 1 << 40
+
+
+def _lock(fd: int) -> None:
+    lock_fd(fd, offset=_WIN_LOCK_OFFSET)
+
+
+def _unlock(fd: int) -> None:
+    unlock_fd(fd, offset=_WIN_LOCK_OFFSET)
+
+
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-    import msvcrt
-
-    # Windows byte locks are mandatory: lock one byte far past any real data, so readers of the
-    # journal are never refused while an append is in progress.
-    _WIN_LOCK_OFFSET = 1 << 40
-
-    def _lock(fd: int) -> None:
-        os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
-        while True:
-            try:
-                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # blocks (retrying in the CRT) ~10 s, then raises
-                return
-            except OSError:
-                continue
-
-    def _unlock(fd: int) -> None:
-        os.lseek(fd, _WIN_LOCK_OFFSET, os.SEEK_SET)
-        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
 
     def _read_at(fd: int, size: int, offset: int) -> bytes:
         os.lseek(fd, offset, os.SEEK_SET)
         return os.read(fd, size)
 else:
-    import fcntl
-
-    def _lock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_EX)  # the WebUI's lock: its writers and ours serialise
-
-    def _unlock(fd: int) -> None:
-        fcntl.flock(fd, fcntl.LOCK_UN)
 
     def _read_at(fd: int, size: int, offset: int) -> bytes:
         return os.pread(fd, size, offset)
