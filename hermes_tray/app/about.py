@@ -58,6 +58,7 @@ class AboutDialog(QDialog):
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.text.setAccessibleName("About Hermes Tray")
+        self.text.setMinimumWidth(480)
         lay.addWidget(self.text)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
@@ -86,3 +87,4 @@ class AboutDialog(QDialog):
             f"<p><b>Homes watched:</b></p><ul>{homes}</ul>"
             f"<p>{links}</p>"
             f"<p><small><b>Licences:</b> {lic}.</small></p>")
+        self.adjustSize()  # the Hermes line arrives later and may add lines: never cut the licences

@@ -139,3 +139,7 @@ def test_window_titles_name_the_window_once_and_about_says_what_was_found(qtbot,
     assert "LGPL-3.0" in text and "https://pypi.org/project/hermes-agent/" in text
     qtbot.waitUntil(lambda: "looking" not in about.text.text(), timeout=10000)
     assert "not usable" in about.text.text()  # the Hermes it was pointed at does not exist: said, not hidden
+    about.show()
+    qtbot.waitExposed(about)
+    label = about.text
+    assert label.height() >= label.heightForWidth(label.width()), "the About text is cut"
