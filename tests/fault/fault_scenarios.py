@@ -425,7 +425,7 @@ def _settings_writer(ack, path: str, start: int, seed: int) -> None:
     i = start
     while True:
         ack(f"B {i}")
-        settings.update_settings({"homes": settings_homes(i), "mode": ("ask", "auto", "off")[i % 3]}, Path(path))
+        settings.update_settings({"homes": settings_homes(i), "mode": ("ask", "auto", "list")[i % 3]}, Path(path))
         ack(f"A {i}")
         i += 1
 
@@ -449,7 +449,7 @@ def crash_settings(workdir: Path, kills: int, rng: random.Random) -> KillStats:
         if path.exists():
             got = int(homes[0].split("-")[1])
             assert homes == settings_homes(got), f"round {res.index}: homes torn"
-            assert loaded.mode == ("ask", "auto", "off")[got % 3]
+            assert loaded.mode == ("ask", "auto", "list")[got % 3]
         assert got in allowed, f"round {res.index}: config.toml holds write {got}, expected one of {allowed}"
         state["i"] = got
         # Temp files are hidden, writer-tagged names the loader never opens; a completed save sweeps those
