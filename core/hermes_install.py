@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_tray_core.frozen_env import child_environment
+from hermes_tray_core.hermes_processes import looks_like_python
 from hermes_tray_core.rpc import HermesNotFound
 
 GATEWAY_MODULE = "tui_gateway.entry"
@@ -56,11 +57,6 @@ def launcher_python(path: str | os.PathLike[str]) -> str | None:
         rest = [p for p in parts[1:] if not p.startswith("-")]
         return shutil.which(rest[0]) if rest else None
     return parts[0]
-
-
-def looks_like_python(path: str) -> bool:
-    name = os.path.basename(path).lower()
-    return name.startswith("python") or name in ("pythonw.exe", "python.exe", "py.exe")
 
 
 def install_from_command(command: Sequence[str], *, source: str = "settings") -> HermesInstall:

@@ -43,7 +43,7 @@ from hermes_tray_core.vocab import ProcessKind
 
 __all__ = [
     "HermesProcess", "HermesProcesses", "ProcessKind", "classify", "find_hermes_processes",
-    "home_for", "HERMES_COMMANDS", "backend_state",
+    "home_for", "HERMES_COMMANDS", "backend_state", "looks_like_python",
 ]
 
 HERMES_COMMANDS = frozenset({"hermes", "hermes-agent", "hermes-acp"})
@@ -150,8 +150,11 @@ def _base(arg: str) -> str:
     return name
 
 
-def _is_python(arg: str) -> bool:
-    return _base(arg).startswith(("python", "pythonw", "pypy"))
+def looks_like_python(arg: str) -> bool:
+    """An interpreter's path or name (python3.11, pythonw.exe, pypy3, the Windows ``py`` launcher): one rule
+    for discovery and for reading a configured ``hermes_command``."""
+    name = _base(arg)
+    return name == "py" or name.startswith(("python", "pypy"))
 
 
 def _split_hermes(argv: Sequence[str]) -> tuple[str | None, list[str]]:
@@ -160,7 +163,7 @@ def _split_hermes(argv: Sequence[str]) -> tuple[str | None, list[str]]:
         return None, []
     if _base(argv[0]) in HERMES_COMMANDS:
         return argv[0], list(argv[1:])
-    if _is_python(argv[0]):
+    if looks_like_python(argv[0]):
         i = 1
         while i < len(argv) and argv[i].startswith("-") and argv[i] not in ("-m", "-c"):
             i += 1  # interpreter options (-u, -X..., -E)
@@ -279,7 +282,7 @@ def _quick_candidate(argv: Sequence[str]) -> bool:
     for a in argv[:6]:
         if _base(a) in HERMES_COMMANDS or a == _GATEWAY_MODULE or a.endswith("entry.py") or a == "hermes_cli.main":
             return True
-    return any(h in a.lower() for a in argv for h in _WEBUI_HINTS) or bool(argv and _is_python(argv[0]))
+    return any(h in a.lower() for a in argv for h in _WEBUI_HINTS) or bool(argv and looks_like_python(argv[0]))
 
 
 def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
