@@ -13,6 +13,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QW
 
 from hermes_tray.app.format import short_path
 from hermes_tray.app.icons import app_icon
+from hermes_tray.notices import about_html
 
 LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),
          ("hermes-tray on PyPI", "https://pypi.org/project/hermes-tray/"))
@@ -43,6 +44,7 @@ def hermes_found(hermes_command: Sequence[str] | None) -> str:
 
 class AboutDialog(QDialog):
     _hermes = Signal(str)
+    _notices = Signal(str)
 
     def __init__(self, homes: Sequence[str], hermes_command: Sequence[str] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -66,13 +68,21 @@ class AboutDialog(QDialog):
         self.version = __version__
         self.homes = list(homes)
         self.hermes = "looking…"
+        self.notices = ""  # the MIT line and the third-party notices link (the file is written off the GUI thread)
         self._render()
         self._hermes.connect(self._got_hermes)
+        self._notices.connect(self._got_notices)
         threading.Thread(target=lambda: self._hermes.emit(hermes_found(hermes_command)), name="about-hermes",
+                         daemon=True).start()
+        threading.Thread(target=lambda: self._notices.emit(about_html()), name="about-notices",
                          daemon=True).start()
 
     def _got_hermes(self, text: str) -> None:
         self.hermes = text
+        self._render()
+
+    def _got_notices(self, text: str) -> None:
+        self.notices = text
         self._render()
 
     def _render(self) -> None:
@@ -86,5 +96,5 @@ class AboutDialog(QDialog):
             f"<p><b>Hermes:</b> {e(self.hermes)}</p>"
             f"<p><b>Homes watched:</b></p><ul>{homes}</ul>"
             f"<p>{links}</p>"
-            f"<p><small><b>Licences:</b> {lic}.</small></p>")
+            f"<p><small><b>Licences:</b> {lic}.{self.notices}</small></p>")
         self.adjustSize()  # the Hermes line arrives later and may add lines: never cut the licences

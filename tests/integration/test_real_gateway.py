@@ -265,7 +265,7 @@ def test_kill_window_sigterm_after_the_note_reached_the_model(real_home, mock_ll
     finally:
         mock_llm.release()
     assert "SIGTERM: stopping the continuation cleanly" in err
-    assert p.returncode in (0, 3), err  # completed (Hermes finished first) or interrupted: both recorded
+    assert p.returncode in (0, 3, 4), err  # completed (Hermes finished first), interrupted, or stopped: all recorded
     assert not pid_running(gw_pid)
     assert key not in list_turn_markers(home)
     assert_never_doubled(home, key, mock_llm, since, env)

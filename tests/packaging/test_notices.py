@@ -50,21 +50,16 @@ def test_frozen_app_reads_the_bundled_file(tmp_path: Path, monkeypatch: pytest.M
     assert "could not be found" in notices.about_html()
 
 
-def test_about_box_links_to_the_notices(cache: Path, qapp, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_about_box_links_to_the_notices(cache: Path, qtbot) -> None:
     """The About box the user opens carries a clickable link to the notices file."""
-    from PySide6.QtWidgets import QLabel, QMessageBox
+    from hermes_tray.app.about import AboutDialog
 
-    from hermes_tray.app import application
-
-    shown: list[str] = []
-    monkeypatch.setattr(application.QMessageBox, "about", lambda parent, title, text: shown.append(text))
-    application.TrayApp.show_about(None)  # type: ignore[arg-type]  # it uses nothing of the tray
-    (text,) = shown
-    (href,) = re.findall(r'<a href="([^"]+)">', text)
+    dlg = AboutDialog([], None)
+    qtbot.addWidget(dlg)
+    qtbot.waitUntil(lambda: "<a href=\"file:" in dlg.text.text(), timeout=10_000)
+    text = dlg.text.text()
+    (href,) = [h for h in re.findall(r'<a href="([^"]+)">', text) if h.startswith("file:")]
     target = Path(unquote(urlparse(href).path))
     assert target == cache / notices.NOTICES_NAME and "PySide6" in target.read_text()
     assert "MIT licence" in text
-    box = QMessageBox()
-    box.setText(text)
-    label = box.findChild(QLabel, "qt_msgbox_label")
-    assert label is not None and label.openExternalLinks()  # a click opens it with the desktop's viewer
+    assert dlg.text.openExternalLinks()  # a click opens it with the desktop's viewer
