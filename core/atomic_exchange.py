@@ -19,7 +19,6 @@ kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its co
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
 import errno
 import os
 import platform
@@ -129,6 +128,8 @@ _RENAME_SWAP = 0x2
 
 
 def _macos() -> Callable[[str, str], str] | None:
+    import ctypes.util  # only here: it pulls in subprocess/shutil, ~30 ms of every `status` start elsewhere
+
     libc = ctypes.PyDLL(ctypes.util.find_library("c"), use_errno=True)  # keeps the GIL, see _linux
     fn = getattr(libc, "renamex_np", None)
     if fn is None:
