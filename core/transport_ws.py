@@ -30,6 +30,7 @@ _SILENT.disabled = True
 _SILENT.propagate = False
 
 WS_PATH = "/api/ws"
+EXIT_GRACE = 1.0  # s: how long a backend that dropped the connection may take to leave the process table
 OPEN_TIMEOUT = 5.0
 MAX_FRAME = 64 * 1024 * 1024  # a session.resume answer carries the whole transcript
 
@@ -192,7 +193,16 @@ class WebSocketTransport(Transport):
         return f"in your running Hermes (pid {self.pid})" if self.pid else "in your running Hermes"
 
     def ended(self, during: str) -> str:
-        gone = self.identity is not None and self.identity.liveness() == "dead"
+        # A killed backend's sockets close a moment before the process is gone from the process table:
+        # give it that moment, so the user reads "exited" for a crash, not "closed the connection".
+        gone = False
+        if self.identity is not None:
+            deadline = time.monotonic() + EXIT_GRACE
+            state = self.identity.liveness()
+            while state == "alive" and time.monotonic() < deadline:
+                time.sleep(0.02)
+                state = self.identity.liveness()
+            gone = state == "dead"
         who = f"your running Hermes (pid {self.pid})" if self.pid else "your running Hermes"
         return f"{who} {'exited' if gone else 'closed the connection'} {during}"
 
