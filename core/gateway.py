@@ -43,6 +43,7 @@ Hermes itself watches inactivity), never after a total time.
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import logging
 import os
@@ -305,8 +306,14 @@ def gateway_log_path(session_key: str) -> Path:
     from hermes_tray_core.logfiles import safe_file_part
     from hermes_tray_core.paths import log_dir
 
-    stamp = time.strftime("%Y%m%dT%H%M%S")
-    return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}.log"
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
+    # Milliseconds and a per-process count: one tray can start two continuations within a second, and each
+    # keeps its own log (the second must never append to or replace the first's).
+    return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}-{next(_LOG_SEQ)}.log"
+
+
+_LOG_SEQ = itertools.count(1)
 
 
 def _sentence(text: str) -> str:

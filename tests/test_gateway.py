@@ -424,6 +424,8 @@ def test_gateway_logs_have_portable_names_and_only_the_newest_20_are_kept(sims, 
     monkeypatch.setenv("HERMES_TRAY_LOG_DIR", str(logs))
     name = gateway.gateway_log_path("cron:nightly_20260101").name
     assert ":" not in name and "cron_nightly_20260101" in name
+    # two continuations of one tray within the same second each get their own log
+    assert gateway.gateway_log_path("same") != gateway.gateway_log_path("same")
     (logs / "gateway").mkdir(parents=True)
     for i in range(25):
         old = logs / "gateway" / f"20200101T0000{i:02d}-s-{i}.log"
