@@ -15,7 +15,7 @@ from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
 from hermes_tray_core import gateway
-from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
+from hermes_tray_core.continuation import continuation_note
 from hermes_tray_core.markers import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
@@ -150,18 +150,6 @@ def test_marker_kept_for_legacy_run_reads_running_while_it_runs(sims, tmp_path):
               on_dispatched=lambda r: states.append(marker_writer_state(list_turn_markers(home)[key])))
     assert res.outcome == gateway.COMPLETED
     assert states == ["alive"]
-
-
-def test_backend_with_the_feature_continues_by_itself_and_no_note_is_sent(sims, tmp_path):
-    home, key = make_home(tmp_path / "home")
-    plant_marker(home, key, PROMPT, attempts=0)
-    res = run(home, key, sims["auto-continue"])
-    assert res.outcome == gateway.COMPLETED, res.message
-    assert res.continued_by == "backend" and res.attempt == 1
-    assert [t["kind"] for t in read_turns(home)] == ["auto-continue"]
-    assert key not in list_turn_markers(home)
-    user_msgs = [c for r, c in sim_state.messages(home, key) if r == "user"]
-    assert len(user_msgs) == 1 and user_msgs[0].startswith(NOTE_PREFIX)
 
 
 def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp_path):
