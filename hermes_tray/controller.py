@@ -24,7 +24,6 @@ from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
-from hermes_tray.app.format import first_line, short_path
 from hermes_tray.app.settings_model import SettingsSnapshot
 from hermes_tray.app.viewstate import (
     RecentItem,
@@ -37,6 +36,7 @@ from hermes_tray.app.viewstate import (
 )
 from hermes_tray.autostart.base import AutoStart
 from hermes_tray.contract import ROUTINE_REFUSALS, BackendValues, Engine, Outcome, RunResult, SkipReply
+from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
 from hermes_tray.watch.detector import ScanReport

@@ -86,6 +86,20 @@ def test_status_table_and_problems_are_shown(tmp_path, tree):
     assert "no interrupted turns\n" not in proc.stdout
 
 
+def test_status_says_ages_in_the_same_words_as_the_tray(tmp_path, tree):
+    """One age formatter everywhere: the table's AGE column reads like the turns window ("4 min ago")."""
+    from hermes_tray.format import age_text
+
+    _root, _work, env = tree
+    turns = status_json(tmp_path, env)["turns"]
+    lines = cli(tmp_path, "status", env=env).stdout.splitlines()
+    assert turns
+    for t in turns:
+        line = next(x for x in lines if f" {t['session_key']} " in f" {x} ")
+        assert any(age_text(t["age_seconds"] + d) in line for d in (0, 1, 2, 3)), (t["age_seconds"], line)
+        assert " ago" in line
+
+
 def test_skip_removes_only_that_marker_and_journals_without_prompt(tmp_path, tree):
     root, _work, env = tree
     proc = cli(tmp_path, "skip", "s-dead", "--home", str(root.path), env=env)

@@ -19,7 +19,7 @@ RANKS: dict[str, int] = {
     "hermes_tray.qt_guard": 0,
     "hermes_tray.demo": 1,
     "hermes_tray.autostart": 1,
-    "hermes_tray.app.format": 1,
+    "hermes_tray.format": 1,
     "hermes_tray.app.settings_model": 1,
     "hermes_tray.app.icons": 1,
     "hermes_tray.app.events": 1,
@@ -38,7 +38,7 @@ RANKS: dict[str, int] = {
 }
 
 # Modules that must stay importable without Qt (the engine's own package is checked the same way).
-QT_FREE = ("hermes_tray.contract", "hermes_tray.engine", "hermes_tray.app.format", "hermes_tray.app.settings_model",
+QT_FREE = ("hermes_tray.contract", "hermes_tray.engine", "hermes_tray.format", "hermes_tray.app.settings_model",
            "hermes_tray.notices")
 
 

@@ -11,8 +11,8 @@ from collections.abc import Sequence
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
-from hermes_tray.app.format import short_path
 from hermes_tray.app.icons import app_icon
+from hermes_tray.format import short_path
 from hermes_tray.notices import about_html
 
 LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),

@@ -14,7 +14,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray.app.format import short_path
+from hermes_tray.format import short_path
 
 #: event → what the user reads for a turn whose newest decisive event it is
 OUTCOME_TEXT = {

@@ -27,7 +27,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hermes_tray.app.format import short_path, since_text
 from hermes_tray.app.history_model import (
     TurnHistory,
     event_detail,
@@ -39,6 +38,7 @@ from hermes_tray.app.history_model import (
     when_of,
 )
 from hermes_tray.app.icons import app_icon
+from hermes_tray.format import short_path, since_text
 
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1

@@ -13,8 +13,8 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
-from hermes_tray.app.format import elapsed_text, elide
 from hermes_tray.app.viewstate import ViewState
+from hermes_tray.format import elapsed_text, elide
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
 LABEL_CHARS = 64  # a menu entry longer than this is elided (the full text is its tooltip)

@@ -25,9 +25,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hermes_tray.app.format import elapsed_text, elide, short_path, since_text
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
+from hermes_tray.format import elapsed_text, elide, short_path, since_text
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = "Ends this turn for good, as Hermes' own Stop does: it will not be continued again."

@@ -27,9 +27,9 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from hermes_tray.app.format import short_path
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.settings_model import BackendValues, SettingsModel, SettingsSnapshot
+from hermes_tray.format import short_path
 
 ALL_HOMES = "__all__"
 __all__ = ["BackendValues", "SettingsDialog", "SettingsModel", "SettingsSnapshot"]

@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray.app.format import elapsed_text, elide, since_text, turn_since
+from hermes_tray.format import elapsed_text, elide, since_text, turn_since
 from hermes_tray_core.ask_once import turn_key
 
 
@@ -196,7 +196,7 @@ class ViewState:
         return "\n".join(lines)
 
     def no_home_text(self) -> str:
-        from hermes_tray.app.format import short_path
+        from hermes_tray.format import short_path
 
         where = ", ".join(short_path(w) for w in self.watching[:2]) or "the Hermes home"
         return f"No Hermes home found yet — watching {where} for one"

@@ -115,16 +115,5 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-def fmt_age(seconds: float) -> str:
-    s = int(max(0, seconds))
-    if s < 60:
-        return f"{s}s"
-    if s < 3600:
-        return f"{s // 60}m"
-    if s < 86400:
-        return f"{s // 3600}h{(s % 3600) // 60:02d}m"
-    return f"{s // 86400}d{(s % 86400) // 3600}h"
-
-
-__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "fmt_age", "homes_to_change", "journal", "journal_config",
+__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "homes_to_change", "journal", "journal_config",
            "load_tray_settings", "print_json", "refuse", "selected_homes", "table", "warn"]

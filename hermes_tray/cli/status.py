@@ -32,7 +32,8 @@ def run(args: argparse.Namespace) -> int:
 
 def render(result) -> str:
     """The human-readable status: one line per turn (reason underneath), then per-home problems."""
-    from hermes_tray.cli.common import fmt_age, table
+    from hermes_tray.cli.common import table
+    from hermes_tray.format import age_text
 
     out: list[str] = []
     multi = len(result.homes) > 1
@@ -43,7 +44,7 @@ def render(result) -> str:
             if len(what) > 50:
                 what = what[:49] + "…"
             where = t.profile if multi else ""
-            rows.append([t.verdict + ("?" if t.unsure else ""), fmt_age(t.age_seconds), str(t.attempts),
+            rows.append([t.verdict + ("?" if t.unsure else ""), age_text(t.age_seconds), str(t.attempts),
                          t.writer, *([where] if multi else []), t.session_key + (" (webui)" if t.source == "webui" else ""),
                          what])
         headers = ["VERDICT", "AGE", "TRIES", "WRITER", *(["PROFILE"] if multi else []), "SESSION", "WHAT"]

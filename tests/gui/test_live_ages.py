@@ -11,7 +11,7 @@ from fakes import FakeEngine, RecordingNotifier
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from hermes_tray.app.application import IDLE_TICK_MS, VISIBLE_TICK_MS, TrayApp, TrayOptions
-from hermes_tray.app.format import age_text
+from hermes_tray.format import age_text
 from hermes_tray.watch.detector import ScanReport
 
 

@@ -1,4 +1,4 @@
-"""Small text helpers shared by the menu, the prompt window and notifications."""
+"""Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from hermes_tray_core.numbers import strict_finite
 
 def age_text(seconds: float | None) -> str:
     """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter of
-    every view (menu, turns window, tooltip, History), so two rows never disagree in style."""
+    every view (menu, turns window, tooltip, History) and of ``hermes-tray status``, so two rows never disagree in style."""
     if seconds is None:
         return "at an unknown time"
     s = max(0.0, float(seconds))
