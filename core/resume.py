@@ -107,6 +107,15 @@ claim_name = exactly_once.claim_name
 _lease_store = exactly_once.lease_store
 
 
+
+#: what the user can still do about a turn resume refuses, by verdict (the turns window's "Recent" says the same)
+_HINTS = {
+    "running": " Continue it in the Hermes window that has it open.",
+    "disabled": " Hermes auto-continue is off there: `hermes-tray enable` turns it back on, then resume it"
+                " (or skip it with `hermes-tray skip`).",
+    "stale": " Continue it by hand in Hermes if it still matters, or skip it with `hermes-tray skip`.",
+}
+
 def settings_options() -> gateway.GatewayOptions:
     """Gateway options with the tray's ``continuation_idle_timeout`` (defaults if the settings are unreadable:
     the refusal for that comes from :func:`settings_hermes_command`)."""
@@ -291,7 +300,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         journal(GAVE_UP, reason=a.reason)
         return ResumeResult(GAVE_UP, msg, home_s, key, a.verdict)
     if a.verdict != "actionable":
-        hint = " Continue it in the Hermes window that has it open." if a.verdict == "running" and not a.unsure else ""
+        hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
         journal("refused", reason=f"{a.reason}", verdict=a.verdict)
         return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
     from hermes_tray_core.policy import marker_attempts

@@ -201,11 +201,14 @@ def test_disable_enable_selection_and_effect(tmp_path, tree):
     table = cli(tmp_path, "status", env=env).stdout  # held turns are listed, with the one way to act
     assert "s-dead" in table and "not continued because Hermes auto-continue is off" in table
     assert "hermes-tray enable" in table
+    refused = cli(tmp_path, "resume", "s-dead", "--home", str(root.path), env=env)  # refused, saying what to do
+    assert refused.returncode == 1 and "auto-continue" in refused.stderr + refused.stdout
+    assert "hermes-tray enable" in refused.stderr + refused.stdout
     assert "# my notes" in (work.path / "config.yaml").read_text()
     assert cli(tmp_path, "enable", "--home", str(root.path), env=env).returncode == 0
     verdicts = {t["session_key"]: t["verdict"] for t in status_json(tmp_path, env)["turns"]}
     assert verdicts["s-dead"] == "actionable" and verdicts["w-1"] == "disabled"
-    events = json.loads(cli(tmp_path, "history", "--json", env=env).stdout)
+    events = [e for e in json.loads(cli(tmp_path, "history", "--json", env=env).stdout) if e["event"] != "refused"]
     assert [(e["event"], e["key"], e["old"], e["new"], e["by"]) for e in events[:3]] == [
         ("config-changed", "enabled", False, True, "cli")] + [("config-changed", "enabled", True, False, "cli")] * 2
     assert events[0]["home"] == str(root.path.resolve())
