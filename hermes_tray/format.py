@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING
 
 from hermes_tray_core.numbers import strict_finite
+
+if TYPE_CHECKING:
+    from hermes_tray_core.scan_records import TurnRecord
 
 
 def age_text(seconds: float | None) -> str:
@@ -30,20 +33,19 @@ def since_text(since: float | None, now: float | None = None) -> str:
     return age_text((time.time() if now is None else now) - since)
 
 
-def turn_age(turn: Any, now: float | None = None) -> float | None:
-    """Seconds since the turn started (uses the record's ``age`` when present)."""
-    age = getattr(turn, "age", None)
-    if age is None:
-        age = getattr(turn, "age_seconds", None)
-    if strict_finite(age) is not None:
-        return float(age)
-    started = strict_finite(getattr(turn, "started_at", None))
+def turn_age(turn: TurnRecord, now: float | None = None) -> float | None:
+    """Seconds since the turn was interrupted, as the policy stated it (the record's ``age_seconds``,
+    never recomputed here: one home for the age, ``core/policy.py``)."""
+    age = strict_finite(turn.age_seconds)
+    if age is not None:
+        return max(0.0, float(age))
+    started = strict_finite(turn.started_at)
     if started is not None and started > 0:
-        return (now or time.time()) - started
+        return (time.time() if now is None else now) - started
     return None
 
 
-def turn_since(turn: Any, scanned_at: float | None = None) -> float | None:
+def turn_since(turn: TurnRecord, scanned_at: float | None = None) -> float | None:
     """The wall-clock moment a turn's age counts from (the scanner's age is as of its scan), so the
     views can say the age *now*, ticking, instead of the age the last scan saw."""
     at = time.time() if scanned_at is None else scanned_at

@@ -12,6 +12,7 @@ from typing import Any
 
 from hermes_tray.format import elapsed_text, elide, since_text, turn_since
 from hermes_tray_core.ask_once import turn_key
+from hermes_tray_core.scan_records import TurnRecord
 
 
 @dataclass(frozen=True)
@@ -29,7 +30,7 @@ class TurnItem:
     reason: str
     profile: str
     source: str = "desktop"
-    record: Any = field(default=None, compare=False, repr=False)
+    record: TurnRecord | None = field(default=None, compare=False, repr=False)
 
     @property
     def actionable(self) -> bool:
@@ -202,31 +203,24 @@ class ViewState:
         return f"No Hermes home found yet — watching {where} for one"
 
 
-def turn_item(record: Any, *, show_prompts: bool, now: float | None = None) -> TurnItem:
-    """``now``: when the record's age was measured (its scan); default this instant."""
-    """Adapt an engine record (attribute access, tolerant of missing fields) to a row."""
+def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None) -> TurnItem:
+    """A scanner record as a row; ``now`` is when the record's age was measured (its scan), default
+    this instant. Text is cleaned for display (control characters, markup look-alikes)."""
     from hermes_tray.notify.coalesce import clean_text, turn_label
 
-    home = str(getattr(record, "home", "") or "")
-    session_key = str(getattr(record, "session_key", "") or "")
-    excerpt = ""
-    if show_prompts:
-        excerpt = clean_text(getattr(record, "prompt_excerpt", ""), 200)
-    attempts = getattr(record, "attempts", 0)
-    if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
-        attempts = 0
+    home = str(record.home)
     return TurnItem(
-        key=turn_key(home, session_key),
+        key=turn_key(home, record.session_key),
         home=home,
-        session_key=session_key,
+        session_key=record.session_key,
         title=turn_label(record),
-        excerpt=excerpt,
+        excerpt=clean_text(record.prompt_excerpt, 200) if show_prompts else "",
         since=turn_since(record, now),
-        attempts=attempts,
-        verdict=str(getattr(record, "verdict", "") or ""),
-        reason=clean_text(getattr(record, "reason", ""), 300),
-        profile=clean_text(getattr(record, "profile", ""), 64) or "default",
-        source=str(getattr(record, "source", "desktop") or "desktop"),
+        attempts=record.attempts,
+        verdict=str(record.verdict),
+        reason=clean_text(record.reason, 300),
+        profile=clean_text(record.profile, 64) or "default",
+        source=str(record.source),
         record=record,
     )
 
