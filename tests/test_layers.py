@@ -30,6 +30,7 @@ RANKS: dict[str, int] = {
     "hermes_tray.notify": 2,
     "hermes_tray.watch": 2,
     "hermes_tray.engine": 2,
+    "hermes_tray.app.sni": 2,  # the own StatusNotifierItem + dbusmenu (Qt and jeepney only)
     "hermes_tray.app.viewstate": 3,
     "hermes_tray.controller": 4,
     "hermes_tray.app": 5,  # the views, the application, the headless helper

@@ -277,7 +277,8 @@ class TrayApp(QObject):
             events.emit("status-window-hidden")
         icon = self.presence.icon
         g = icon.geometry() if icon is not None else None
-        events.emit("tray-shown", geometry=[g.x(), g.y(), g.width(), g.height()] if g else None)
+        events.emit("tray-shown", geometry=[g.x(), g.y(), g.width(), g.height()] if g else None,
+                    backend=self.presence.backend)
         log.info("tray icon shown")
         if events.enabled() and icon is not None:
             def placed() -> None:  # where the tray host put it, once embedded (tests click there)

@@ -5,12 +5,18 @@ looks alive and shows nothing), so availability is polled; with no tray after 2 
 status window stands in (stock GNOME has none), and polling goes on, slower: when a tray host
 appears later the icon is created and takes over from the window. The menu is attached with ``setContextMenu`` (Wayland
 and SNI export it over D-Bus). Left click opens the prompt window.
+
+The one place that picks the icon's kind: on a StatusNotifierItem desktop (a watcher with a host on
+the session bus) the tray publishes its own item (``hermes_tray.app.sni``), the only way to say
+``NeedsAttention``; everywhere else, or if that item cannot be registered, ``QSystemTrayIcon``.
+Never both: the Qt icon is made only once the own item is given up.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+from typing import Any
 
 from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
@@ -35,7 +41,9 @@ class TrayPresence(QObject):
     def __init__(self, menu: QMenu, parent: QObject | None = None, *, wait_seconds: float = WAIT_FOR_TRAY_SECONDS) -> None:
         super().__init__(parent)
         self.menu = menu
-        self.icon: QSystemTrayIcon | None = None
+        self.icon: Any = None  # QSystemTrayIcon or SniTrayIcon (same methods); None until shown
+        self.backend = ""  # "sni" (our own StatusNotifierItem) or "qt" (QSystemTrayIcon), once shown
+        self._sni: Any = None  # our item while its registration is pending or live
         self._state = ViewState()
         self._deadline = time.monotonic() + wait_seconds
         self._timer = QTimer(self)
@@ -59,12 +67,51 @@ class TrayPresence(QObject):
             self.unavailable.emit()
 
     def _create(self) -> None:
+        if self._sni is None and self._create_sni():
+            return
+        self._create_qt()
+
+    def _create_sni(self) -> bool:
+        """Start our own StatusNotifierItem if the desktop has a watcher with a host (Linux)."""
+        try:
+            from hermes_tray.app.sni.item import open_sni_tray
+        except ImportError as exc:  # jeepney missing: Qt's tray still works
+            log.warning("cannot publish the tray item (%s): using Qt's tray icon", exc)
+            return False
+        sni = open_sni_tray(self.menu, tray_icon(IconState(self._state.icon_state)),
+                            tray_icon(IconState.ATTENTION), self)
+        if sni is None:
+            return False
+        self._sni = sni
+        sni.setToolTip(self._state.tooltip())
+        sni.set_needs_attention(self._state.needs_attention)
+        sni.activated.connect(self._on_activated)
+        sni.registered.connect(self._on_sni_registered)
+        sni.failed.connect(self._on_sni_failed)
+        sni.register()
+        return True
+
+    def _on_sni_registered(self) -> None:
+        if self.icon is None and self._sni is not None:
+            self.icon, self.backend = self._sni, "sni"
+            self.shown.emit()
+
+    def _on_sni_failed(self, why: str) -> None:
+        sni, self._sni = self._sni, None
+        if sni is None:
+            return
+        if self.icon is sni:
+            self.icon = None
+        sni.deleteLater()
+        self._create_qt()
+
+    def _create_qt(self) -> None:
         icon = QSystemTrayIcon(tray_icon(IconState(self._state.icon_state)), self)
         icon.setContextMenu(self.menu)
         icon.setToolTip(self._state.tooltip())
         icon.activated.connect(self._on_activated)
         icon.show()
-        self.icon = icon
+        self.icon, self.backend = icon, "qt"
         self.shown.emit()
 
     def _on_activated(self, reason: QSystemTrayIcon.ActivationReason) -> None:
@@ -74,13 +121,16 @@ class TrayPresence(QObject):
     def set_state(self, state: ViewState) -> None:
         previous = self._state
         self._state = state
-        if self.icon is None:
+        icon = self.icon if self.icon is not None else self._sni  # a pending item is kept current too
+        if icon is None:
             return
         if state.icon_state != previous.icon_state:
-            self.icon.setIcon(tray_icon(IconState(state.icon_state)))
+            icon.setIcon(tray_icon(IconState(state.icon_state)))
+        if icon is self._sni:
+            icon.set_needs_attention(state.needs_attention)
         tip = state.tooltip()
-        if tip != self.icon.toolTip():
-            self.icon.setToolTip(tip)
+        if tip != icon.toolTip():
+            icon.setToolTip(tip)
 
     def refresh_tooltip(self) -> None:
         """Re-say the tooltip's elapsed times as of now (only sent when the text changed)."""
@@ -90,5 +140,8 @@ class TrayPresence(QObject):
                 self.icon.setToolTip(tip)
 
     def hide(self) -> None:
+        """On quit: Qt's icon goes from the tray; our item leaves the bus, so the watcher drops it."""
         if self.icon is not None:
             self.icon.hide()
+        if self._sni is not None:
+            self._sni.close()

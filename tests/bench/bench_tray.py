@@ -80,11 +80,11 @@ def p95(values: list[float]) -> float:
 class Session:
     """A desktop-session kept up for the whole benchmark."""
 
-    def __init__(self) -> None:
+    def __init__(self, tray: str = "xembed") -> None:
         self.tmp = Path(tempfile.mkdtemp(prefix="bench-tray-"))
         ready = self.tmp / "ready"
         self.proc = subprocess.Popen(
-            [DS, "run", "--", "sh", "-c", f'echo "$DESKTOP_SESSION_DIR" >{ready}.t && mv {ready}.t {ready} && exec sleep infinity'],
+            [DS, "run", "--tray", tray, "--", "sh", "-c", f'echo "$DESKTOP_SESSION_DIR" >{ready}.t && mv {ready}.t {ready} && exec sleep infinity'],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )
         deadline = time.monotonic() + 180
@@ -260,8 +260,10 @@ def main() -> int:
     ap.add_argument("--samples", type=int, default=15)
     ap.add_argument("--idle-seconds", type=float, default=60.0)
     ap.add_argument("--json", action="store_true")
+    ap.add_argument("--tray", choices=("xembed", "sni"), default="xembed",
+                    help="the desktop's tray host: XEmbed (trayer) or a StatusNotifierItem watcher")
     opts = ap.parse_args()
-    s = Session()
+    s = Session(opts.tray)
     results: dict[str, list[float]] = {k: [] for k in (
         "startup_bare_ms", "startup_tray_ms", "bare_rss_mb", "tray_rss_mb", "warm_rss_mb", "bare_cpu_pct",
         "tray_cpu_pct", "warm_cpu_pct",
@@ -309,7 +311,7 @@ def main() -> int:
     if opts.json:
         print(json.dumps({"medians": med, "runs": results}, indent=2))
     else:
-        print(f"hermes-tray vs bare PySide6 tray — medians of {opts.runs} runs "
+        print(f"hermes-tray vs bare PySide6 tray ({opts.tray} tray) — medians of {opts.runs} runs "
               f"({opts.samples} kills per run; verdict medians {med['verdict_median_ms']:.1f} ms, "
               f"notification medians {med['notify_median_ms']:.1f} ms)")
         print(f"{'measure':<50}{'result':<34}{'target':<10}ok")

@@ -1,5 +1,6 @@
-"""A problem is a state on the panel too: over StatusNotifierItem the tooltip carries the problem line
-and the menu's elided entry, which opens the turns window with the banner."""
+"""A problem is a state on the panel too: over StatusNotifierItem the item's ``Status`` is
+``NeedsAttention``, the tooltip carries the problem line and the menu's elided entry, which opens the
+turns window with the banner."""
 
 from __future__ import annotations
 
@@ -33,6 +34,7 @@ def test_corrupt_marker_store_shows_in_the_sni_tooltip_and_menu(sni_desktop, dem
         item = _item(sni_desktop)
         tip = item["ToolTip"][2]
         assert "No interrupted turns" in tip and "⚠" in tip
+        assert item["Status"] == "NeedsAttention"  # nothing waits, but the corrupt store needs a look
         labels = [m["label"] for m in item.get("menu", [])]
         problem = next(label for label in labels if label.startswith("⚠"))
         assert len(problem) <= 70 and problem.endswith("…")  # elided: the menu keeps a sane width
