@@ -79,9 +79,10 @@ class TrayPresence(QObject):
             log.warning("cannot publish the tray item (%s): using Qt's tray icon", exc)
             return False
         sni = open_sni_tray(self.menu, tray_icon(IconState(self._state.icon_state)),
-                            tray_icon(IconState.ATTENTION), self)
+                            tray_icon(IconState.ATTENTION))
         if sni is None:
             return False
+        sni.setParent(self)
         self._sni = sni
         sni.setToolTip(self._state.tooltip())
         sni.set_needs_attention(self._state.needs_attention)

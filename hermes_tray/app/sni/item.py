@@ -113,6 +113,7 @@ class SniTrayIcon(QObject):
                  parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.link = link
+        link.setParent(self)
         self.menu = menu
         self._icon = icon
         self._pixmaps = icon_pixmaps(icon)
@@ -123,13 +124,13 @@ class SniTrayIcon(QObject):
         name = QCoreApplication.applicationName() or "hermes-tray"
         self.item_id = name  # Qt's tray said applicationName() for both; tests and hosts key on it
         self.title = name
-        self.exporter = MenuExporter(menu, link, MENU_PATH, self)
-        link.export(ITEM_PATH, self._handle)
-        link.lost.connect(lambda: self._fail("the session bus went away"))
         rule = MatchRule(type="signal", sender="org.freedesktop.DBus", interface="org.freedesktop.DBus",
                          member="NameOwnerChanged", path="/org/freedesktop/DBus")
         rule.add_arg_condition(0, WATCHER)
-        link.on_signal(rule, self._on_watcher_owner)
+        link.on_signal(rule, self._on_watcher_owner)  # first: if the bus refuses, nothing is exported yet
+        self.exporter = MenuExporter(menu, link, MENU_PATH, self)
+        link.export(ITEM_PATH, self._handle)
+        link.lost.connect(lambda: self._fail("the session bus went away"))
 
     # --- what TrayPresence calls (QSystemTrayIcon's names) --------------------------------------
     def setIcon(self, icon: QIcon) -> None:  # noqa: N802
@@ -263,7 +264,7 @@ class SniTrayIcon(QObject):
         raise DBusFault("org.freedesktop.DBus.Error.UnknownMethod", f"no method {iface}.{name}")
 
 
-def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon, parent: QObject | None = None) -> SniTrayIcon | None:
+def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon) -> SniTrayIcon | None:
     """Our own item when a StatusNotifierWatcher with a host is on the session bus, else None.
 
     Synchronous checks only talk to the bus daemon and the watcher (sub-millisecond); the
@@ -273,7 +274,7 @@ def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon, parent: QObje
         return None
     link = None
     try:
-        link = SessionLink(parent)
+        link = SessionLink()
         if not link.bus_call("NameHasOwner", WATCHER)[0]:
             link.close()
             return None
@@ -282,7 +283,7 @@ def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon, parent: QObje
             log.info("a StatusNotifierWatcher without a host: using Qt's tray icon")
             link.close()
             return None
-        return SniTrayIcon(link, menu, icon, attention_icon, parent)
+        return SniTrayIcon(link, menu, icon, attention_icon)
     except KeyError:
         log.debug("no session bus address: using Qt's tray icon")
     except Exception as exc:  # no bus, a broken watcher, a timeout: Qt's icon is still there
