@@ -41,6 +41,7 @@ ORG_DOMAIN = "hermes-agent.org"
 DESKTOP_FILE = "hermes-tray"
 VISIBLE_TICK_MS = 1000  # ages on screen move each second while a window shows them
 IDLE_TICK_MS = 15000  # only the tooltip otherwise
+ICON_FIRST_MS = 1000  # the engine waits at most this long for the own tray item's registration
 
 
 @dataclass
@@ -105,6 +106,7 @@ class TrayApp(QObject):
         self._dialogs: dict[str, Any] = {}
         self._messages = 0
         self._trimmed = False
+        self._engine_started = False
         # one clock for every age on screen: each second while a window is open, slower otherwise
         self._clock = QTimer(self)
         self._clock.setInterval(IDLE_TICK_MS)
@@ -140,7 +142,11 @@ class TrayApp(QObject):
 
         A failure here must not leave the icon "looking for interrupted turns" forever: the
         menu, tooltip and status window say the tray could not start, and why (the log has more).
+        Runs once, whichever of its triggers comes first.
         """
+        if self._engine_started:
+            return
+        self._engine_started = True
         try:
             self._start_engine_unguarded()
         except Exception as exc:
@@ -238,7 +244,13 @@ class TrayApp(QObject):
     def start(self) -> None:
         self._clock.start()
         self.presence.start()
-        QTimer.singleShot(0, self._start_engine)
+        if self.presence.registering:
+            # our own StatusNotifierItem: the panel reads its icon and menu from this thread once the
+            # watcher answers, so the engine waits for that (the icon first; at most ICON_FIRST_MS)
+            self.presence.shown.connect(lambda: QTimer.singleShot(0, self._start_engine))
+            QTimer.singleShot(ICON_FIRST_MS, self._start_engine)
+        else:
+            QTimer.singleShot(0, self._start_engine)
 
     def quit(self) -> None:
         self.app.quit()

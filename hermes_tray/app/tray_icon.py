@@ -15,6 +15,7 @@ Never both: the Qt icon is made only once the own item is given up.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from typing import Any
 
@@ -73,6 +74,12 @@ class TrayPresence(QObject):
 
     def _create_sni(self) -> bool:
         """Start our own StatusNotifierItem if the desktop has a watcher with a host (Linux)."""
+        if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
+            return False
+        from hermes_tray.app.sni.probe import watcher_present
+
+        if not watcher_present():  # XEmbed panels: jeepney is never loaded
+            return False
         try:
             from hermes_tray.app.sni.item import open_sni_tray
         except ImportError as exc:  # jeepney missing: Qt's tray still works
@@ -91,6 +98,11 @@ class TrayPresence(QObject):
         sni.failed.connect(self._on_sni_failed)
         sni.register()
         return True
+
+    @property
+    def registering(self) -> bool:
+        """Our item waits for the watcher's answer (``shown`` follows, from it or from the fallback)."""
+        return self._sni is not None and self.icon is None
 
     def _on_sni_registered(self) -> None:
         if self.icon is None and self._sni is not None:

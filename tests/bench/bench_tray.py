@@ -1,6 +1,6 @@
 """Benchmark of the tray against a bare PySide6 tray that only shows an icon, in one run.
 
-    python tests/bench/bench_tray.py [--runs 3] [--samples 15] [--idle-seconds 60] [--json]
+    python tests/bench/bench_tray.py [--runs 3] [--samples 15] [--idle-seconds 60] [--tray xembed|sni] [--json]
 
 Runs inside a throwaway virtual desktop (``../shared/tools/desktop-session``: X, tray host, session
 bus, a recording notification server) that it starts itself, and measures:
@@ -15,7 +15,8 @@ bus, a recording notification server) that it starts itself, and measures:
   scan cache cold, so it parsed ``config.yaml`` with PyYAML) and a restarted one (cache warm,
   the common case). Both are reported.
 
-The machine is shared: every figure is the median over ``--runs`` repetitions (latency p95 is
+``--tray sni`` runs it all on a StatusNotifierItem desktop (KDE, GNOME with AppIndicator), where the
+tray publishes its own item (jeepney) and the bare tray uses Qt's. The machine is shared: every figure is the median over ``--runs`` repetitions (latency p95 is
 computed per run, then the median of those is reported).
 """
 

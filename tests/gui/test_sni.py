@@ -332,6 +332,27 @@ def test_refused_registration_falls_back_to_one_qt_icon(qtbot, monkeypatch, bus,
         refusing.stop()
 
 
+def test_a_watcher_that_never_answers_gets_the_qt_icon_instead(qtbot, monkeypatch, bus, panel) -> None:
+    from hermes_tray.app.sni import item
+    from hermes_tray.app.tray_icon import TrayPresence
+
+    monkeypatch.setattr(item, "REGISTER_TIMEOUT_MS", 300)  # a hung panel, found out sooner than 3 s
+    hung = Watcher("--silent")
+    try:
+        monkeypatch.setattr(QSystemTrayIcon, "isSystemTrayAvailable", staticmethod(lambda: True))
+        presence = TrayPresence(QMenu())
+        presence.start()
+        assert presence.registering and presence.icon is None
+        with qtbot.waitSignal(presence.shown, timeout=3000):
+            pass
+        assert presence.backend == "qt" and len(presence.findChildren(QSystemTrayIcon)) == 1
+        qtbot.waitUntil(lambda: len(hung.lines) == 1)
+        assert not panel.has_owner(hung.lines[0]["ignored"])  # our item left the bus: never two icons
+        presence.hide()
+    finally:
+        hung.stop()
+
+
 def test_no_watcher_means_qt_icon_at_once(qtbot, monkeypatch, bus) -> None:
     from hermes_tray.app.tray_icon import TrayPresence
 

@@ -1,10 +1,11 @@
 """A minimal ``org.kde.StatusNotifierWatcher`` (that also counts as the host), run as its own process.
 
-    python tests/support/sni_watcher.py [--refuse]
+    python tests/support/sni_watcher.py [--refuse | --silent]
 
 On the session bus in ``DBUS_SESSION_BUS_ADDRESS``. Prints ``ready`` once it owns the name, then one
 JSON line per ``RegisterStatusNotifierItem`` (``{"registered": "<sender>/<path>"}``). ``--refuse``
-answers every registration with an error, as a broken or hostile watcher would. Killing it and
+answers every registration with an error, as a broken or hostile watcher would; ``--silent`` never
+answers it (a hung panel). Killing it and
 starting it again is a watcher restart (a panel that crashed and came back).
 """
 
@@ -21,7 +22,7 @@ WATCHER = "org.kde.StatusNotifierWatcher"
 
 
 def main() -> int:
-    refuse = "--refuse" in sys.argv
+    refuse, silent = "--refuse" in sys.argv, "--silent" in sys.argv
     conn = open_dbus_connection("SESSION")
     reply = conn.send_and_get_reply(message_bus.RequestName(WATCHER, 4))  # 4: do not queue
     if reply.body[0] != 1:
@@ -36,6 +37,9 @@ def main() -> int:
         name = msg.header.fields.get(HeaderFields.member)
         sender = msg.header.fields.get(HeaderFields.sender)
         if name == "RegisterStatusNotifierItem":
+            if silent:
+                print(json.dumps({"ignored": sender}), flush=True)
+                continue
             if refuse:
                 conn.send(new_error(msg, "org.freedesktop.DBus.Error.AccessDenied", "s", ("not today",)))
                 print(json.dumps({"refused": sender}), flush=True)

@@ -18,7 +18,7 @@ from typing import Any
 
 from jeepney import DBusAddress, MessageType, Properties, new_signal
 from jeepney.bus_messages import MatchRule
-from PySide6.QtCore import QCoreApplication, QObject, QPoint, QRect, QSize, Signal
+from PySide6.QtCore import QCoreApplication, QObject, QPoint, QRect, QSize, QTimer, Signal
 from PySide6.QtGui import QIcon, QImage
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
@@ -33,6 +33,7 @@ IFACE = "org.kde.StatusNotifierItem"
 ITEM_PATH = "/StatusNotifierItem"
 MENU_PATH = "/MenuBar"  # where Qt's tray exported it: hosts and tests see the same paths
 PIXMAP_SIZES = (16, 22, 24, 32, 48)
+REGISTER_TIMEOUT_MS = 3000
 
 INTROSPECTION = """<!DOCTYPE node PUBLIC "-//freedesktop//DTD D-BUS Object Introspection 1.0//EN"
  "http://www.freedesktop.org/standards/dbus/1.0/introspect.dtd">
@@ -177,8 +178,21 @@ class SniTrayIcon(QObject):
             self._emit("NewStatus", "s", (status,))
 
     def register(self) -> None:
-        """Ask the watcher to list us; ``registered`` or ``failed`` follows (on the GUI thread)."""
+        """Ask the watcher to list us; ``registered`` or ``failed`` follows (on the GUI thread).
+
+        A watcher that never answers counts as a refusal after ``REGISTER_TIMEOUT_MS``: the tray
+        must not end up with no icon.
+        """
+        answered = [False]
+
+        def timed_out() -> None:
+            if not answered[0]:
+                self._fail(f"no answer to RegisterStatusNotifierItem in {REGISTER_TIMEOUT_MS / 1000:.0f} s")
+
+        QTimer.singleShot(REGISTER_TIMEOUT_MS, self, timed_out)
+
         def done(reply: Any) -> None:
+            answered[0] = True
             if self._closed:
                 return
             if reply is None or reply.header.message_type == MessageType.error:
