@@ -10,7 +10,8 @@ Durability and concurrency: each append takes a blocking OS lock on the journal 
 (``flock`` — the same lock the WebUI takes, so the two serialise — or a ``msvcrt`` byte lock on
 Windows), writes one line, fsyncs, and fsyncs the directory when it created the file. The fd
 stays open for this process's next append (a bounded per-process cache; threads of one process
-serialise on in-process locks, since ``flock`` cannot tell them apart). A torn
+serialise on in-process locks, since ``flock`` cannot tell them apart; the fd cache is
+:mod:`core.journal_fds`). A torn
 last line (a writer killed mid-write) is closed with a newline before the next event, so the
 fragment never swallows a good event; readers report it as malformed and carry on.
 """
@@ -18,40 +19,25 @@ fragment never swallows a good event; readers report it as malformed and carry o
 from __future__ import annotations
 
 import contextlib
-import errno
 import functools
 import gc
 import json
 import os
 import re
-import stat
 import sys
 import threading
 import time
-from collections import OrderedDict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 
-from hermes_tray_core.fsutil import (
-    FILE_MODE,
-    UnsafePathError,
-    atomic_write_bytes,
-    ensure_private_dir,
-    fsync_dir,
-    lock_fd,
-    refuse_symlink,
-    sweep_stale_temps,
-    unlock_fd,
-)
+from hermes_tray_core import journal_fds
+from hermes_tray_core.fsutil import atomic_write_bytes, fsync_dir, lock_fd, sweep_stale_temps, unlock_fd
 
 TURN_JOURNAL_DIR_NAME = "_turn_journal"
 TERMINAL_EVENTS = frozenset({"completed", "interrupted"})
 MAX_SESSION_ID_LEN = 200  # leaves room for "~<pid>.jsonl" inside a 255-byte file name
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _SHARD_RE = re.compile(r"^(?P<sid>[A-Za-z0-9_.-]+)~(?P<pid>\d+)\.jsonl$")
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
 _SUFFIX = ".jsonl"
 
 
@@ -130,52 +116,6 @@ else:
         return os.pread(fd, size, offset)
 
 
-_VERIFIED_DIRS: set[str] = set()
-
-
-def _ensure_dir(directory: Path) -> None:
-    """Create/verify the journal directory once per process (0700, not a symlink)."""
-    key = os.fspath(directory)
-    if key not in _VERIFIED_DIRS:
-        ensure_private_dir(directory)
-        _VERIFIED_DIRS.add(key)
-
-
-def _open(name: str) -> tuple[int, bool]:
-    """Open (creating 0600) a journal for appending, refusing symlinks and non-regular files."""
-    parent = os.path.dirname(name)
-    if parent not in _VERIFIED_DIRS:
-        _ensure_dir(Path(parent))
-    if not _NOFOLLOW:
-        refuse_symlink(Path(name))
-    flags = os.O_RDWR | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _BINARY
-    while True:
-        created = False
-        try:
-            fd = os.open(name, flags)
-        except FileNotFoundError:
-            _VERIFIED_DIRS.discard(parent)
-            _ensure_dir(Path(parent))
-            try:
-                fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
-                created = True
-            except FileExistsError:
-                continue
-        except OSError as exc:
-            if exc.errno == errno.ELOOP:
-                raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", name) from None
-            raise
-        try:
-            if created and os.name != "nt":
-                os.fchmod(fd, FILE_MODE)
-            if not stat.S_ISREG(os.fstat(fd).st_mode):
-                raise UnsafePathError(errno.EINVAL, "journal path is not a regular file", name)
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, created
-
-
 def _open_locked(path: Path) -> tuple[int, bool, int]:
     """Open ``path`` for appending (creating it 0600) and lock it. Returns ``(fd, created, size)``.
 
@@ -184,7 +124,7 @@ def _open_locked(path: Path) -> tuple[int, bool, int]:
     """
     name = os.fspath(path)
     while True:
-        fd, created = _open(name)
+        fd, created = journal_fds.open_append(name)
         try:
             _lock(fd)
             st = os.fstat(fd)
@@ -225,104 +165,15 @@ def _as_written(payload: dict, line: bytes) -> dict:
     return payload
 
 
-class _Handle:
-    """An open, append-mode journal fd this process reuses; ``end`` is where our last write ended.
-
-    ``refs`` counts the appends using it right now; a handle dropped from the cache while in use
-    (``retired``) is closed by the last of them, never under their feet (guarded by ``_handles_lock``).
-    """
-
-    __slots__ = ("fd", "ino", "end", "refs", "retired")
-
-    def __init__(self, fd: int) -> None:
-        self.fd = fd
-        self.ino = -1
-        self.end = -1
-        self.refs = 0
-        self.retired = False
-
-
-_MAX_HANDLES = 16
-_handles: OrderedDict[str, _Handle] = OrderedDict()
-_handles_lock = threading.Lock()
-# flock excludes *open file descriptions*, and this process shares one per cached fd between its
-# threads: these stripes keep two threads of ours from appending through the same fd at once.
-_STRIPES = tuple(threading.Lock() for _ in range(32))
-
-
-def _retire(h: _Handle) -> None:
-    """Out of the cache: close it now if nobody is appending through it, else when the last one is
-    done (:func:`_release_handle`). Call with ``_handles_lock`` held."""
-    h.retired = True
-    if h.refs == 0 and h.fd >= 0:
-        with contextlib.suppress(OSError):
-            os.close(h.fd)
-        h.fd = -1
-
-
-def _release_handle(h: _Handle) -> None:
-    with _handles_lock:
-        h.refs -= 1
-        if h.retired:
-            _retire(h)
-
-
-def _drop_handle(name: str, h: _Handle) -> None:
-    """``h`` (cached for ``name``) points at a replaced file: forget it; closed once unused."""
-    with _handles_lock:
-        if _handles.get(name) is h:
-            del _handles[name]
-        _retire(h)
-
-
-def _forget_inherited_handles() -> None:
-    """In a forked child: the parent's fds share its open file descriptions, hence its flock
-    locks, so they must never be used here. Runs in the child right after ``fork()``."""
-    global _handles_lock
-    _handles_lock = threading.Lock()  # may have been held by another parent thread at fork time
-    for h in _handles.values():
-        with contextlib.suppress(OSError):
-            os.close(h.fd)
-    _handles.clear()
-
-
-if hasattr(os, "register_at_fork"):
-    os.register_at_fork(after_in_child=_forget_inherited_handles)
-
-
-def _handle(name: str) -> tuple[_Handle, bool]:
-    """The cached fd for ``name`` (opened, or created 0600, on first use), referenced for the caller:
-    pair with :func:`_release_handle`. ``(handle, created)``. Evicting the least recently used entry
-    (more than ``_MAX_HANDLES`` names) never closes a fd another thread is appending through."""
-    with _handles_lock:
-        h = _handles.get(name)
-        if h is not None:
-            _handles.move_to_end(name)
-            h.refs += 1
-            return h, False
-    fd, created = _open(name)
-    h = _Handle(fd)
-    h.refs = 1
-    with _handles_lock:
-        old = _handles.pop(name, None)
-        if old is not None:
-            _retire(old)
-        _handles[name] = h
-        while len(_handles) > _MAX_HANDLES:
-            _old, evicted = _handles.popitem(last=False)
-            _retire(evicted)
-    return h, created
-
-
 def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
     """Lock ``path``, write ``build`` (or ``build(fd)``, computed under the lock) as a whole line
     (after a newline if the tail is torn), fsync, unlock. The fd stays open for the next append
     from this process."""
     name = os.fspath(path)
     replaced = False
-    with _STRIPES[hash(name) % len(_STRIPES)]:
+    with journal_fds.STRIPES[hash(name) % len(journal_fds.STRIPES)]:
         while True:
-            h, created = _handle(name)
+            h, created = journal_fds.acquire(name)
             try:
                 fd = h.fd
                 _lock(fd)
@@ -346,9 +197,9 @@ def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
                 finally:
                     _unlock(fd)
                     if replaced:
-                        _drop_handle(name, h)
+                        journal_fds.drop(name, h)
             finally:
-                _release_handle(h)
+                journal_fds.release(h)
             break
     if created:
         fsync_dir(Path(os.path.dirname(name)))
@@ -439,11 +290,48 @@ def append_turn_journal_event_for_stream(
 # reads
 
 
+_scan_once = json.JSONDecoder().scan_once  # json.loads' own C scanner (same decoder settings)
+
+
+def _parse_clean(text: str) -> list[dict] | None:
+    """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no
+    surrounding white space (empty lines aside) — the journal as a writer leaves it. For such a line
+    ``json.loads(line)`` is ``scan_once(text, start)`` ending at the newline: the same result without
+    the per-line slice and three Python frames (a cold ``status`` parses a thousand journals;
+    tests/bench/bench_status.py). Anything else is left to the line-by-line reader."""
+    out: list[dict] = []
+    append = out.append
+    find = text.find
+    scan = _scan_once
+    pos, n = 0, len(text)
+    try:
+        while pos < n:
+            nl = find("\n", pos)
+            if nl < 0:
+                nl = n
+            if nl == pos:
+                pos += 1
+                continue
+            event, end = scan(text, pos)
+            if end != nl or type(event) is not dict:
+                return None
+            append(event)
+            pos = nl + 1
+    except (StopIteration, ValueError, RecursionError):
+        return None
+    return out
+
+
 def _parse_lines(data: bytes, events: list, malformed: list, file_label: str | None) -> None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         text = None
+    if text is not None:
+        clean = _parse_clean(text)
+        if clean is not None:
+            events.extend(clean)
+            return
     lines = text.split("\n") if text is not None else data.split(b"\n")
     loads = json.loads
     append = events.append
@@ -496,10 +384,10 @@ def _gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-def _read_bytes(path: Path) -> bytes | None:
+def _read_bytes(path: str | os.PathLike) -> bytes | None:
     try:
-        with open(path, "rb") as fh:
-            return fh.read()
+        with open(path, "rb", buffering=0) as fh:  # unbuffered: one read of the whole file, no buffer object
+            return fh.readall()
     except (FileNotFoundError, NotADirectoryError):
         return None
 
@@ -539,11 +427,18 @@ def read_turn_journal(
     scanner that already listed the directory can pass ``shards`` to skip a second listing.
     """
     path = journal_path(session_id, session_dir=session_dir)
-    events: list[dict] = []
-    malformed: list[dict] = []
     if shards is None:
         shards = shard_paths(session_id, session_dir=session_dir)
-    blobs = [(None, _read_bytes(path))] + [(shard.name, _read_bytes(shard)) for shard in shards]
+    return read_journal_files(session_id, [(None, path)] + [(shard.name, shard) for shard in shards])
+
+
+def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | os.PathLike]]) -> dict:
+    """:func:`read_turn_journal` over files already found: ``(label, path)`` pairs, label None for the
+    session's main file and the shard's file name for a shard. The caller has validated the names (a
+    directory listing it made); a missing file reads as empty."""
+    events: list[dict] = []
+    malformed: list[dict] = []
+    blobs = [(label, _read_bytes(path)) for label, path in files]
     big = sum(len(b) for _, b in blobs if b) > _GC_PAUSE_BYTES
     merged = False
     with _gc_paused() if big else contextlib.nullcontext():
