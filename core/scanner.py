@@ -37,6 +37,8 @@ from typing import Any
 
 from hermes_tray_core import hermes_paths
 from hermes_tray_core.homes import Home
+from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.marker_codec import MARK_KEYS
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.policy import (
     AutoContinueConfig,
@@ -54,15 +56,9 @@ from hermes_tray_core.webui_summary import valid_summary as _valid_summary
 
 __all__ = ["Scanner", "scan", "default_cache_file", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
-# Log levels as numbers: ``status`` never imports ``logging`` unless a marker needs to be logged (it costs
-# start-up time every run; see tests/bench/bench_status.py).
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+# Log levels as numbers, so that naming them does not import logging.
 _WARNING, _ERROR = 30, 40
-
-
-def _logger():
-    import logging
-
-    return logging.getLogger(__name__)
 
 CACHE_VERSION = 3
 
@@ -105,22 +101,22 @@ _MISS = object()
 def _settled_continuation(home: Path, key: object, entry: Any) -> bool:
     """core.completion: a tray continuation whose note Hermes' state.db shows answered is settled
     (journalled ``completed``, marker retired) and yields no record, never an actionable one."""
-    from hermes_tray_core.completion import MARK_KEYS, settle_if_finished
-
     if not isinstance(entry, dict) or MARK_KEYS[0] not in entry:
         return False
+    from hermes_tray_core.completion import settle_if_finished  # only for a tray continuation's marker
+
     settled = settle_if_finished(home, str(key), entry)
     return settled is not None and settled.finished
 
 
-def _tombstoned(home: Path, key: str, entry: dict) -> bool:
+def _tombstoned(home: Path, key: str, entry: dict, journal: Any) -> bool:
     """core.exactly_once: this exact turn (session key + started_at + attempts) was skipped, so a marker for
     it is a stale Hermes write's copy: removed again here (compare-and-remove), and never offered."""
     from hermes_tray_core import exactly_once
 
-    if not exactly_once.tombstoned(home, key, entry):
+    if not exactly_once.tombstoned(home, key, entry, journal=journal):
         return False
-    exactly_once.enforce_tombstones(home, {key: entry})
+    exactly_once.enforce_tombstones(home, {key: entry}, journal=journal)
     return True
 
 
@@ -140,6 +136,7 @@ class Scanner:
         self._processes: Any = None  # hermes_processes.HermesProcesses, looked at once per scan when needed
         self._process_finder = process_finder
         self._owner_of: Any = None
+        self._journal: Any = None  # core.decisions.DecisionJournal, once per scan
         self._logged: set[tuple[str, str, str]] = set()
         self._dirty = False
         if cache_file is not None:
@@ -178,6 +175,7 @@ class Scanner:
         now = time.time() if now is None else now
         self._managed_now = None
         self._processes = None
+        self._journal = None
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -345,7 +343,7 @@ class Scanner:
                                 "it is left alone — please report it")
                 continue
             title_problem = title_problem or tp
-            if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry):
+            if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry, self._decisions()):
                 record = record._replace(
                     verdict=Verdict.SKIPPED, code=ReasonCode.TOMBSTONED, unsure=False,
                     reason="skipped earlier (the tray's decision journal); a stale Hermes write brought its marker "
@@ -388,6 +386,18 @@ class Scanner:
             unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
         )
         return record, tp
+
+    def _decisions(self) -> Any:
+        """The decision journal (its tombstones), looked up once per scan: naming its directory asks
+        platformdirs, ~0.1 ms a marker."""
+        if self._journal is None:
+            from hermes_tray_core import decisions
+
+            try:
+                self._journal = decisions.default_journal()
+            except Exception:
+                return None  # exactly_once.tombstoned looks again, and logs what fails
+        return self._journal
 
     def _owner(self, home: Home, key: str):
         """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""
@@ -443,7 +453,7 @@ class Scanner:
         if len(self._logged) > 10_000:
             self._logged.clear()
         self._logged.add(tag)
-        _logger().log(level, "%s: session %r: %s", home.path, key[:80], what)
+        logger.log(level, "%s: session %r: %s", home.path, key[:80], what)
 
     def _webui_records(self, home: Home, now: float, problems: list[str],
                        live: set[str]) -> tuple[int, list[TurnRecord]]:
@@ -476,7 +486,6 @@ class Scanner:
                 files.append(item)
         records: list[TurnRecord] = []
         malformed_sessions = 0
-        session_dir = home.webui_session_dir
         prefix = str(jdir) + os.sep
         cache = self._journals
         for sid, files in groups.items():
@@ -494,7 +503,7 @@ class Scanner:
                     summary = _MISS  # a damaged cache entry is never trusted: read the file
             if summary is _MISS:
                 try:
-                    summary = _summarise_journal(sid, [Path(f[1]) for f in files], session_dir)
+                    summary = _summarise_journal(sid, [f[1] for f in files])
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:

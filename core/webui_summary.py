@@ -5,9 +5,11 @@ worker identity), for the scanner and its cache.
 from __future__ import annotations
 
 import json
-from pathlib import Path
+import os
+from collections.abc import Sequence
 from typing import Any
 
+from hermes_tray_core import journal
 from hermes_tray_core.numbers import strict_finite
 
 __all__ = ["summarise_journal", "valid_summary", "shard_pids", "MAX_JOURNAL_BYTES"]
@@ -15,11 +17,15 @@ __all__ = ["summarise_journal", "valid_summary", "shard_pids", "MAX_JOURNAL_BYTE
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
 
-def summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[str, Any]:
-    """Pending turns of one WebUI session, without any text: ids, times, worker identity."""
-    from hermes_tray_core import journal
+def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
+    """Pending turns of one WebUI session, without any text: ids, times, worker identity.
 
-    doc = journal.read_turn_journal(sid, session_dir=session_dir, shards=[f for f in files if "~" in f.name])
+    ``files``: the session's journal files from the scanner's listing of its directory, the main file
+    (``<sid>.jsonl``) first when there is one, then its shards (``<sid>~<pid>.jsonl``). Plain strings:
+    a cold ``status`` summarises a thousand journals, and path objects were a third of that."""
+    journal.validate_journal_session_id(sid)
+    labelled = [(name if "~" in name else None, f) for f in files for name in (os.path.basename(f),)]
+    doc = journal.read_journal_files(sid, labelled)
     events = doc["events"]
     pending = journal.pending_turns(events)
     out: list[dict[str, Any]] = []
@@ -29,7 +35,7 @@ def summarise_journal(sid: str, files: list[Path], session_dir: Path) -> dict[st
             tid = str(ev.get("turn_id") or "").strip()
             if tid:
                 by_turn.setdefault(tid, []).append(ev)
-        pids_by_turn = shard_pids(files) if any("~" in f.name for f in files) else {}
+        pids_by_turn = shard_pids(files) if any(label for label, _ in labelled) else {}
         for latest in pending:
             tid = str(latest.get("turn_id") or "").strip()
             evs = by_turn.get(tid, [latest])
@@ -55,14 +61,15 @@ def valid_summary(summary: Any) -> bool:
             and all(type(p) is dict for p in summary["pending"]))
 
 
-def shard_pids(files: list[Path]) -> dict[str, int]:
+def shard_pids(files: Sequence[str | os.PathLike]) -> dict[str, int]:
     """turn_id → pid of the shard ``<sid>~<pid>.jsonl`` that wrote it (the worker's pid)."""
     out: dict[str, int] = {}
     for f in files:
-        if "~" not in f.name:
+        name = os.path.basename(f)
+        if "~" not in name:
             continue
         try:
-            pid = int(f.name.rsplit("~", 1)[1].split(".", 1)[0])
+            pid = int(name.rsplit("~", 1)[1].split(".", 1)[0])
             with open(f, "rb") as fh:
                 data = fh.read(MAX_JOURNAL_BYTES)
         except (OSError, ValueError):

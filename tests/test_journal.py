@@ -415,3 +415,45 @@ def test_threads_over_more_journals_than_the_fd_cache_never_lose_or_misfile_even
         assert all(e["session_id"] == sid for e in out["events"]), f"an event landed in {sid}'s journal"
         seen += [(e["t"], e["i"]) for e in out["events"]]
     assert sorted(seen) == sorted((t, i) for t in range(24) for i in range(per_thread))
+
+
+# --- the reader's fast path (one C scan per line) must read exactly what json.loads line by line reads ---
+
+def _reference_read(data: bytes) -> tuple[list, list]:
+    """The journal's documented reading, spelled out: each line on its own through json.loads; an object
+    is an event, a blank line is nothing, anything else is malformed (line number and raw text)."""
+    try:
+        lines: list = data.decode("utf-8").split("\n")
+    except UnicodeDecodeError:
+        lines = data.split(b"\n")
+    events, malformed = [], []
+    for no, raw in enumerate(lines, start=1):
+        try:
+            value = json.loads(raw)
+        except (ValueError, RecursionError):
+            text = raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw
+            if text.strip():
+                malformed.append({"line": no, "raw": text})
+            continue
+        if type(value) is dict:
+            events.append(value)
+        else:
+            malformed.append({"line": no, "raw": raw.decode("utf-8", "replace") if isinstance(raw, bytes) else raw})
+    return events, malformed
+
+
+_PIECES = st.sampled_from([
+    '{"event":"submitted","turn_id":"t1","created_at":1.5}', '{"a": 1}', '{"a":1}, {"b":2}', '{"a":',
+    '"b":2}', '{"n": NaN}', '{"x": [1, {"y": 2}]}', "[1, 2]", "3", '"s"', "null", " {\"a\":1}", '{"a":1} ',
+    '{"a":1}\r', "", "   ", "\ufeff{\"a\":1}", '{"deep": ' + "[" * 3000 + "]" * 3000 + "}", "{}", "{",
+    '{"k": "\\u00e9"}', '{"a":1}{"b":2}', "\t", '{"big": ' + "9" * 5000 + "}",
+])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(_PIECES, max_size=8), st.booleans(), st.binary(max_size=3))
+def test_the_fast_reader_reads_exactly_what_a_line_by_line_reader_reads(pieces, trailing_newline, junk):
+    data = "\n".join(pieces).encode() + (b"\n" if trailing_newline else b"") + junk
+    events, malformed = [], []
+    j._parse_lines(data, events, malformed, None)
+    assert (events, malformed) == _reference_read(data)
