@@ -18,12 +18,17 @@ kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its co
 
 from __future__ import annotations
 
-import ctypes
 import errno
 import os
-import platform
 import sys
 from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import ctypes
+
+# ``ctypes`` and the OS primitive are loaded at the first exchange, not at import: every ``status`` imports
+# this module (through core.markers) and never exchanges; ctypes cost it ~4 ms (python -X importtime).
 
 __all__ = ["ExchangeUnsupported", "mechanism", "probe", "swap_in", "swap_in_verified"]
 
@@ -58,6 +63,8 @@ _AT_SYMLINK_NOFOLLOW = 0x100
 
 
 def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], int | None] | None:
+    import ctypes
+
     fn = getattr(libc, "statx", None)
     if fn is None:
         return None
@@ -74,6 +81,8 @@ def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], int | None] | None:
 
 
 def _linux() -> Callable[[str, str], str] | None:
+    import ctypes
+
     libc = ctypes.PyDLL(None, use_errno=True)
     fn = getattr(libc, "renameat2", None)
     if fn is not None:
@@ -83,7 +92,7 @@ def _linux() -> Callable[[str, str], str] | None:
         def call(a: bytes, b: bytes) -> int:
             return fn(_AT_FDCWD, a, _AT_FDCWD, b, _RENAME_EXCHANGE)
     else:
-        nr = _SYS_RENAMEAT2.get(platform.machine())
+        nr = _SYS_RENAMEAT2.get(os.uname().machine)
         syscall = getattr(libc, "syscall", None)
         if nr is None or syscall is None:
             return None
@@ -128,6 +137,7 @@ _RENAME_SWAP = 0x2
 
 
 def _macos() -> Callable[[str, str], str] | None:
+    import ctypes
     import ctypes.util  # only here: it pulls in subprocess/shutil, ~30 ms of every `status` start elsewhere
 
     libc = ctypes.PyDLL(ctypes.util.find_library("c"), use_errno=True)  # keeps the GIL, see _linux
@@ -153,6 +163,8 @@ _WIN_MISSING = {2, 3}  # ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
 
 
 def _windows() -> Callable[[str, str], str] | None:
+    import ctypes
+
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
     fn = kernel32.ReplaceFileW
     fn.argtypes = [ctypes.c_wchar_p, ctypes.c_wchar_p, ctypes.c_wchar_p, ctypes.c_uint, ctypes.c_void_p,
@@ -190,12 +202,21 @@ def _load() -> tuple[Callable[[str, str], str] | None, str]:
     return None, "none"
 
 
-_SWAP, _NAME = _load()
+_LOADED: tuple[Callable[[str, str], str] | None, str] | None = None
+
+
+def _impl() -> tuple[Callable[[str, str], str] | None, str]:
+    """(the swap, its name), loaded once on first use (a race loads it twice, harmlessly)."""
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = _load()
+    return _LOADED
 
 
 def mechanism() -> str:
     """The primitive this OS offers (``none`` when there is none)."""
-    return _NAME if _SWAP is not None else "none"
+    swap, name = _impl()
+    return name if swap is not None else "none"
 
 
 def swap_in(new: str, target: str) -> str:
@@ -204,9 +225,10 @@ def swap_in(new: str, target: str) -> str:
     Both must exist in the same directory. Raises :class:`FileNotFoundError` when ``target`` (or ``new``)
     does not exist, :class:`ExchangeUnsupported` when this OS or filesystem cannot exchange.
     """
-    if _SWAP is None:
+    swap = _impl()[0]
+    if swap is None:
         raise ExchangeUnsupported(errno.ENOSYS, "no atomic exchange on this platform", target)
-    return _SWAP(new, target)
+    return swap(new, target)
 
 
 def swap_in_verified(new: str, target: str, read_ino: int, our_ino: int) -> tuple[str, bool]:
@@ -215,6 +237,7 @@ def swap_in_verified(new: str, target: str, read_ino: int, our_ino: int) -> tupl
     version was visible for two syscalls only. Returns (the path holding the displaced file or, when put
     back, ours; whether the displaced file was the one read). Both steps run without releasing the GIL
     where the OS allows (Linux)."""
+    _impl()  # sets _VERIFIED where the OS has a verified form
     if _VERIFIED is not None:
         return _VERIFIED(new, target, read_ino, our_ino)
     back = swap_in(new, target)
@@ -232,7 +255,8 @@ def swap_in_verified(new: str, target: str, read_ino: int, our_ino: int) -> tupl
 
 def probe(directory: str) -> tuple[bool, str]:
     """Can files in ``directory`` be exchanged? (True, mechanism) or (False, why). Uses two scratch files."""
-    if _SWAP is None:
+    swap, name = _impl()
+    if swap is None:
         return False, f"no atomic exchange primitive on {sys.platform}"
     tag = f".hermes-tray-exchange-probe.{os.getpid()}.{os.urandom(4).hex()}"
     a, b = os.path.join(directory, tag + ".a"), os.path.join(directory, tag + ".b")
@@ -247,9 +271,9 @@ def probe(directory: str) -> tuple[bool, str]:
         made.append(back)
         with open(b, "rb") as fh:
             ok = fh.read() == b"a"
-        return (True, _NAME) if ok else (False, f"{_NAME} did not swap the files")
+        return (True, name) if ok else (False, f"{name} did not swap the files")
     except ExchangeUnsupported as exc:
-        return False, f"{_NAME}: {exc.strerror}"
+        return False, f"{name}: {exc.strerror}"
     except OSError as exc:
         return False, f"cannot probe {directory}: {exc.strerror or exc}"
     finally:

@@ -24,7 +24,6 @@ never does, and a finished reply in ``state.db`` is the end of the turn either w
 from __future__ import annotations
 
 import hashlib
-import logging
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -32,12 +31,13 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.continuation import continuation_note
+from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.marker_codec import MARK_KEYS
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
 __all__ = ["MARK_KEYS", "ContinuationMark", "Settlement", "mark_of", "note_digest", "settle_if_finished"]
 
-MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", "tray_submitted_at")
 
 
 def note_digest(note: str) -> str:

@@ -22,7 +22,6 @@ from __future__ import annotations
 import json
 import os
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -100,13 +99,18 @@ def _clean(name: str, value: Any) -> Any:
     raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
 
 
-@dataclass
 class _Cache:
-    signature: tuple[int, int] | None = None
-    offset: int = 0
-    events: list[dict] = field(default_factory=list)
-    by_turn: dict[str, list[str]] = field(default_factory=dict)
-    skips: dict[str, list[object]] = field(default_factory=dict)  # turn_id -> attempts of each ``skipped``
+    """What has been read of the journal so far (a plain class: ``status`` reads it and ``dataclasses``
+    would cost its start-up ~10 ms, see core/lazy_log.py for how that was measured)."""
+
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips")
+
+    def __init__(self, signature: tuple[int, int] | None = None) -> None:
+        self.signature = signature
+        self.offset = 0
+        self.events: list[dict] = []
+        self.by_turn: dict[str, list[str]] = {}
+        self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
 
 
 class DecisionJournal:
@@ -259,8 +263,11 @@ class DecisionJournal:
         never offered. A ``skipped`` event that recorded no attempts tombstones the run (``started_at``)."""
         if started_at is None:
             return False  # no identity to pin: a tombstone must never hit another turn
+        skips = self._load().skips
+        if not skips:
+            return False  # nothing was ever skipped: no need to name the turn (a path resolve and a digest)
         want = _attempts_key(attempts)
-        for got in self._load().skips.get(decision_turn_id(home, session_key, started_at), ()):
+        for got in skips.get(decision_turn_id(home, session_key, started_at), ()):
             if got is None or got == want:
                 return True
         return False

@@ -19,20 +19,20 @@ turn — resume or skip — goes through here, so one rule decides who may act:
 
 from __future__ import annotations
 
-import logging
 import os
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
+
+from hermes_tray_core.lazy_log import get_logger
 
 __all__ = [
     "BUSY_RESUME", "BUSY_SKIP", "CLAIM_ERROR", "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
     "claim_name", "enforce_tombstones", "lease_store", "release", "settled", "tombstoned", "turn_started_at",
 ]
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
 #: Why a claim was refused (reason codes; the message is for people).
 BUSY_RESUME = "busy-resume"  # another process is resuming the turn
@@ -73,9 +73,9 @@ def lease_store(path: Path | None = None) -> Any:
         return store
 
 
-@dataclass(frozen=True)
-class Claim:
-    """A held claim on one turn; ``epoch`` is its fencing token."""
+class Claim(NamedTuple):
+    """A held claim on one turn; ``epoch`` is its fencing token. (Named tuples, not dataclasses, here:
+    ``status`` imports this module for the tombstones, and ``dataclasses`` costs ~10 ms of its start-up.)"""
 
     store: Any
     lease: Any
@@ -86,8 +86,7 @@ class Claim:
         return int(self.lease.epoch)
 
 
-@dataclass(frozen=True)
-class ClaimRefused:
+class ClaimRefused(NamedTuple):
     """The claim was not granted: ``code`` (:data:`BUSY_RESUME`, :data:`BUSY_SKIP`, :data:`CLAIM_ERROR`)
     and a one-line ``message``."""
 
@@ -165,7 +164,8 @@ def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | No
 
     try:
         j = journal or decisions.default_journal()
-        return j.is_tombstoned(canonical_home(home), session_key, turn_started_at(entry), _attempts(entry))
+        # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
+        return j.is_tombstoned(home, session_key, turn_started_at(entry), _attempts(entry))
     except Exception:
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
         return False

@@ -12,9 +12,14 @@ from __future__ import annotations
 import json
 from typing import Any
 
-__all__ = ["Corrupt", "Entries", "Frags", "Snapshot", "decode", "decode_known", "encode", "same_json"]
+__all__ = ["MARK_KEYS", "Corrupt", "Entries", "Frags", "Snapshot", "decode", "decode_known", "encode", "same_json"]
 
 Entries = dict[str, dict[str, Any]]
+
+#: The extra keys a tray continuation adds to its marker (Hermes ignores them): how its completion is
+#: recognised in ``state.db`` (:mod:`core.completion`). A format fact, so readers can test for them
+#: without importing the completion engine.
+MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", "tray_submitted_at")
 
 
 class Corrupt(ValueError):

@@ -37,7 +37,6 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import logging
 import os
 import stat
 import time
@@ -47,6 +46,7 @@ from typing import Any
 
 from hermes_tray_core import atomic_exchange, fsutil
 from hermes_tray_core.ids import validate_session_id
+from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.marker_codec import Corrupt as _Corrupt
 from hermes_tray_core.marker_codec import Entries
 from hermes_tray_core.marker_codec import Snapshot as _Snapshot
@@ -57,7 +57,7 @@ from hermes_tray_core.marker_codec import same_json as _same_json
 from hermes_tray_core.numbers import finite
 from hermes_tray_core.procid import ProcessIdentity, own_identity, process_liveness
 
-logger = logging.getLogger(__name__)
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
 MARKER_DIR = "desktop"
 MARKER_FILE = "interrupted_turns.json"

@@ -1,0 +1,38 @@
+"""A module logger that imports :mod:`logging` the first time something is logged.
+
+``hermes-tray status`` logs nothing on an ordinary run, yet every engine module on its path used to
+import :mod:`logging` (with ``traceback``, ``linecache``, ``tokenize`` …) at start-up: about 10 ms
+of a ~150 ms command (``python -c "import logging"`` against ``python -c pass``; see
+tests/bench/bench_status.py). The engine modules that ``status`` imports take their logger from here;
+the rest use :func:`logging.getLogger` directly. The name is the same, so handlers, levels and
+pytest's ``caplog`` see no difference.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+__all__ = ["get_logger"]
+
+
+class _LazyLogger:
+    __slots__ = ("_name", "_logger")
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+        self._logger: Any = None
+
+    def __getattr__(self, attr: str) -> Any:  # only for what the slots do not hold: the Logger's API
+        if self._logger is None:
+            import logging
+
+            self._logger = logging.getLogger(self._name)
+        return getattr(self._logger, attr)
+
+    def __repr__(self) -> str:
+        return f"<lazy logger {self._name}>"
+
+
+def get_logger(name: str) -> Any:
+    """``logging.getLogger(name)``, fetched on first use (typed ``Any``: it answers the whole Logger API)."""
+    return _LazyLogger(name)
