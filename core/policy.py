@@ -37,7 +37,7 @@ from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
 __all__ = [
     "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "decide", "decide_webui",
-    "marker_attempts", "marker_started_at", "marker_reference_time", "marker_age", "format_age",
+    "marker_attempts", "marker_started_at", "marker_reference_time", "marker_age", "age_text", "restate_age",
     "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
 ]
 
@@ -84,17 +84,30 @@ class Decision(NamedTuple):
         return self.verdict == Verdict.ACTIONABLE
 
 
-def format_age(seconds: float) -> str:
-    """``42 s`` / ``7 min`` / ``3.5 h`` / ``2.0 days`` (negative and non-finite read as 0)."""
-    seconds = finite(seconds) or 0.0
-    seconds = max(0.0, seconds)
-    if seconds < 90:
-        return f"{int(seconds)} s"
-    if seconds < 90 * 60:
-        return f"{int(round(seconds / 60))} min"
-    if seconds < 48 * 3600:
-        return f"{seconds / 3600:.1f} h"
-    return f"{seconds / 86400:.1f} days"
+def age_text(seconds: float | None) -> str:
+    """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter — of the
+    reasons here, of every view (menu, turns window, tooltip, History, Recent) and of ``hermes-tray
+    status`` — so two places never disagree in style. Negative and non-finite ages read as 0."""
+    if seconds is None:
+        return "at an unknown time"
+    s = max(0.0, finite(seconds) or 0.0)
+    if s < 60:
+        return f"{int(s)} s ago"
+    if s < 90 * 60:
+        return f"{int(s // 60)} min ago"
+    if s < 36 * 3600:
+        return f"{int(s // 3600)} h ago"
+    return f"{int(s // 86400)} days ago"
+
+
+def restate_age(reason: str, stated_age: float | None, age_now: float | None) -> str:
+    """``reason`` said as of a later moment: the age it states (:func:`age_text` of ``stated_age``, the
+    decision's ``age_seconds``) said again as ``age_now``, so a reason shown in a window ticks with the
+    row above it. A reason that states no age is returned as it is."""
+    if stated_age is None or age_now is None:
+        return reason
+    old = age_text(stated_age)
+    return reason.replace(old, age_text(age_now), 1) if old in reason else reason
 
 
 def _fmt_minutes(minutes: float) -> str:
@@ -220,7 +233,7 @@ def decide(
     if config.freshness_minutes < MAX_FRESHNESS_MINUTES and age > window:  # the maximum is Hermes' .inf
         since = "interrupted" if ref != marker_started_at(marker) else "started"
         return out(Verdict.STALE, ReasonCode.STALE,
-                   f"{since} {format_age(age)} ago, beyond the {_fmt_minutes(config.freshness_minutes)} "
+                   f"{since} {age_text(age)}, beyond the {_fmt_minutes(config.freshness_minutes)} "
                    "freshness window")
     # 5. exhausted
     if attempts >= config.max_attempts:
@@ -231,7 +244,7 @@ def decide(
     # 6. actionable
     older = "; written by an older backend" if writer != WriterState.DEAD else ""
     return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
-               f"interrupted {format_age(age)} ago; would be continuation {attempts + 1} of "
+               f"interrupted {age_text(age)}; would be continuation {attempts + 1} of "
                f"{config.max_attempts}{older}")
 
 
@@ -264,7 +277,7 @@ def decide_webui(
         return Decision(Verdict.RUNNING, "WebUI turn has not finished; cannot tell whether a WebUI server is "
                         f"running{_paren(server_detail)}{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
     gone = f"its worker (pid {_short(turn.get('pid'))}) is gone" if worker == WriterState.DEAD else "no WebUI server is running"
-    return Decision(Verdict.NOT_OURS, f"WebUI turn interrupted {format_age(age)} ago ({gone}); retry it from the "
+    return Decision(Verdict.NOT_OURS, f"WebUI turn interrupted {age_text(age)} ({gone}); retry it from the "
                     f"WebUI{more}", False, ReasonCode.WEBUI_INTERRUPTED, age)
 
 

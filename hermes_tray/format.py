@@ -1,4 +1,7 @@
-"""Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it)."""
+"""Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it).
+
+The age formatter itself lives with the ages and reasons it words, in :mod:`core.policy`
+(:func:`age_text`, :func:`restate_age`); it is re-exported here for the views."""
 
 from __future__ import annotations
 
@@ -6,24 +9,13 @@ import time
 from typing import TYPE_CHECKING
 
 from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.policy import age_text, restate_age
+
+__all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
+           "first_line", "short_path"]
 
 if TYPE_CHECKING:
     from hermes_tray_core.scan_records import TurnRecord
-
-
-def age_text(seconds: float | None) -> str:
-    """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter of
-    every view (menu, turns window, tooltip, History) and of ``hermes-tray status``, so two rows never disagree in style."""
-    if seconds is None:
-        return "at an unknown time"
-    s = max(0.0, float(seconds))
-    if s < 60:
-        return f"{int(s)} s ago"
-    if s < 90 * 60:
-        return f"{int(s // 60)} min ago"
-    if s < 36 * 3600:
-        return f"{int(s // 3600)} h ago"
-    return f"{int(s // 86400)} days ago"
 
 
 def since_text(since: float | None, now: float | None = None) -> str:

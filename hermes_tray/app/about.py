@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import html
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
@@ -72,10 +73,20 @@ class AboutDialog(QDialog):
         self._render()
         self._hermes.connect(self._got_hermes)
         self._notices.connect(self._got_notices)
-        threading.Thread(target=lambda: self._hermes.emit(hermes_found(hermes_command)), name="about-hermes",
+        threading.Thread(target=self._answer, args=(self._hermes, lambda: hermes_found(hermes_command)),
+                         name="about-hermes", daemon=True).start()
+        threading.Thread(target=self._answer, args=(self._notices, about_html), name="about-notices",
                          daemon=True).start()
-        threading.Thread(target=lambda: self._notices.emit(about_html()), name="about-notices",
-                         daemon=True).start()
+
+    @staticmethod
+    def _answer(signal: Any, work: Callable[[], str]) -> None:
+        """Off the GUI thread: compute, then hand the text over — unless the box was closed and deleted
+        meanwhile (Qt then says "Signal source has been deleted"): nobody is left to show it."""
+        text = work()
+        try:
+            signal.emit(text)
+        except RuntimeError:
+            pass
 
     def _got_hermes(self, text: str) -> None:
         self.hermes = text

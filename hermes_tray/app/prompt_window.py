@@ -276,6 +276,13 @@ class PromptWindow(QDialog):
             turn = next((t for t in self._state.pending if t.key == item.data(KEY_ROLE)), None)
             if turn is not None:
                 item.setText(self._row_text(turn))
+                item.setToolTip(self._row_tip(turn))
+        for i in range(self.recent_list.count()):
+            item = self.recent_list.item(i)
+            k = item.data(KEY_ROLE)
+            if isinstance(k, int) and k < len(self._state.recent):
+                item.setText(self._recent_text(self._state.recent[k]))
+        self._update_detail()
         for r in self._state.running:
             row = self._running_rows.get(r.key)
             if row is not None:
@@ -284,8 +291,12 @@ class PromptWindow(QDialog):
     def _row(self, t: TurnItem) -> QListWidgetItem:
         item = QListWidgetItem(self._row_text(t))
         item.setData(KEY_ROLE, t.key)
-        item.setToolTip(f"{t.home}\nsession {t.session_key}\n{t.reason}")
+        item.setToolTip(self._row_tip(t))
         return item
+
+    @staticmethod
+    def _row_tip(t: TurnItem) -> str:
+        return f"{t.home}\nsession {t.session_key}\n{t.reason_now}"
 
     def _row_text(self, t: TurnItem) -> str:
         lines = [t.title]
@@ -319,7 +330,7 @@ class PromptWindow(QDialog):
     def _recent_text(r: RecentItem) -> str:
         lines = [f"{r.title} — {r.what}" + (f" ({since_text(r.since)})" if r.since else "")]
         if r.why:
-            lines.append(f"Why: {elide(r.why, 200)}")
+            lines.append(f"Why: {elide(r.why_now, 200)}")
         if r.can_do:
             lines.append(r.can_do)
         return "\n".join(lines)
@@ -379,10 +390,12 @@ class PromptWindow(QDialog):
         turn = self.selected_turn()
         for b in (self.resume_button, self.skip_button, self.disable_button):
             b.setEnabled(turn is not None)
-        if turn is None:
-            self.detail.setText("")
-            return
-        self.detail.setText(f"{t_home(turn)} · session {elide(turn.session_key, 40)}\n{turn.reason}")
+        self._update_detail()
+
+    def _update_detail(self) -> None:
+        turn = self.selected_turn()
+        self.detail.setText("" if turn is None else
+                            f"{t_home(turn)} · session {elide(turn.session_key, 40)}\n{turn.reason_now}")
 
     def show_answer(self, title: str, text: str) -> None:
         """A finished continuation's answer (clicking the "finished" notification lands here)."""

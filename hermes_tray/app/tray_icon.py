@@ -146,11 +146,13 @@ class TrayPresence(QObject):
             icon.setToolTip(tip)
 
     def refresh_tooltip(self) -> None:
-        """Re-say the tooltip's elapsed times as of now (only sent when the text changed)."""
-        if self.icon is not None:
+        """Re-say the tooltip's elapsed times as of now (only sent when the text changed), on whichever
+        icon shows: Qt's, or our own StatusNotifierItem."""
+        icon = self.icon if self.icon is not None else self._sni
+        if icon is not None:
             tip = self._state.tooltip()
-            if tip != self.icon.toolTip():
-                self.icon.setToolTip(tip)
+            if tip != icon.toolTip():
+                icon.setToolTip(tip)
 
     def hide(self) -> None:
         """On quit: Qt's icon goes from the tray; our item leaves the bus, so the watcher drops it."""

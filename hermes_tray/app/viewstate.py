@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray.format import elapsed_text, elide, since_text, turn_since
+from hermes_tray.format import elapsed_text, elide, restate_age, since_text, turn_since
 from hermes_tray_core.ask_once import turn_key
 from hermes_tray_core.scan_records import TurnRecord
 
@@ -31,6 +31,7 @@ class TurnItem:
     profile: str
     source: str = "desktop"
     record: TurnRecord | None = field(default=None, compare=False, repr=False)
+    stated_age: float | None = None  # the age ``reason`` states (the policy's, as of the scan)
 
     @property
     def actionable(self) -> bool:
@@ -45,6 +46,11 @@ class TurnItem:
     @property
     def when(self) -> str:
         return since_text(self.since)
+
+    @property
+    def reason_now(self) -> str:
+        """The policy's reason with the age it states said as of now (it ticks with :attr:`when`)."""
+        return restate_age(self.reason, self.stated_age, self.age_seconds)
 
     def menu_label(self) -> str:
         """``title — excerpt — age`` (excerpt only when shown)."""
@@ -87,6 +93,15 @@ class RecentItem:
     since: float | None = None
     home: str = ""
     action: str = ""
+    why_age: float | None = None  # the age ``why`` states (as of ``since``'s scan)
+
+    @property
+    def why_now(self) -> str:
+        """``why`` with the age it states said as of now."""
+        import time
+
+        age = None if self.since is None else max(0.0, time.time() - self.since)
+        return restate_age(self.why, self.why_age, age)
 
 
 #: verdict of a turn the tray leaves alone → (what happened, what the user can still do, its button)
@@ -109,7 +124,7 @@ def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = ()
         what, can_do, action = HELD.get(t.verdict, (t.verdict or "Not waiting", "", ""))
         if t.source != "desktop" and t.verdict not in ("running",):
             what, can_do, action = "Interrupted in the WebUI", "Continue it in the WebUI.", ""
-        held.append(RecentItem(t.key, t.title, what, t.reason, can_do, t.since, t.home, action))
+        held.append(RecentItem(t.key, t.title, what, t.reason, can_do, t.since, t.home, action, t.stated_age))
     return tuple(held) + tuple(sorted(outcomes, key=lambda r: -(r.since or 0)))
 
 
@@ -222,6 +237,7 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
         profile=clean_text(record.profile, 64) or "default",
         source=str(record.source),
         record=record,
+        stated_age=record.age_seconds,
     )
 
 

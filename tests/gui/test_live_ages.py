@@ -32,19 +32,40 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
                         timeout=5000)
         assert app._clock.interval() == IDLE_TICK_MS  # nothing on screen: only the tooltip, rarely
         scanned = time.time()
-        app.controller.on_scan(ScanReport(records=(rec("s1", age_seconds=3.0),), finished=scanned))
+        # the policy's reasons state the age too (core.policy.age_text): they must tick with the rows
+        waiting = rec("s1", age_seconds=3.0, reason="interrupted 3 s ago; would be continuation 1 of 2")
+        stale = rec("s2", age_seconds=3.0, verdict="stale", title="Old one",
+                    reason="interrupted 3 s ago, beyond the 0 min freshness window")
+        app.controller.on_scan(ScanReport(records=(waiting, stale), finished=scanned))
         app._present_window(True)
         w = app.window
         assert "Interrupted 3 s ago" in w.list.item(0).text()
         assert app._clock.interval() == VISIBLE_TICK_MS
         w.list.setCurrentRow(0)
-        # no new scan: the clock alone moves the age on
+        assert "interrupted 3 s ago; would be" in w.detail.text()
+        menu_before = [label for label in app.menu.action_labels() if "Fix the flaky test" in label]
+        assert menu_before and menu_before[0].endswith("3 s ago")
+        # no new scan: the clock alone moves the ages on — the row, its tooltip, the detail line, Recent
         qtbot.waitUntil(lambda: "Interrupted 5 s ago" in w.list.item(0).text(), timeout=4000)
         assert w.list.currentRow() == 0  # updated in place: the selection stays
-        labels = [a.text() for a in app.menu.actions()]
-        app.menu.refresh_ages()
-        assert any(label.endswith("s ago") for label in labels)
+        said = [age_text(s) for s in (5, 6)]
+        assert any(f"interrupted {a}; would be" in w.detail.text() for a in said), w.detail.text()
+        assert any(f"interrupted {a}; would be" in w.list.item(0).toolTip() for a in said)
+        recent = w.recent_list.item(0).text()
+        assert "Why: interrupted 3 s ago" not in recent and any(f"interrupted {a}, beyond" in recent for a in said)
+        app.menu.refresh_ages()  # what the clock calls while the menu is open
+        menu_after = [label for label in app.menu.action_labels() if "Fix the flaky test" in label]
+        assert menu_after and any(menu_after[0].endswith(a) for a in said), menu_after
         w.hide()
         qtbot.waitUntil(lambda: app._clock.interval() == IDLE_TICK_MS, timeout=3000)
     finally:
         app.shutdown()
+
+
+def test_a_reason_without_an_age_is_left_as_it_is() -> None:
+    from hermes_tray.format import restate_age
+
+    assert restate_age("auto-continue is disabled in this home's config.yaml", 3.0, 60.0) == (
+        "auto-continue is disabled in this home's config.yaml")
+    assert restate_age("interrupted 3 s ago; would be continuation 1 of 2", 3.0, 125.0) == (
+        "interrupted 2 min ago; would be continuation 1 of 2")
