@@ -52,11 +52,17 @@ class _RunningRow(QFrame):
         bar.setRange(0, 0)  # busy: a stream has no known length
         bar.setTextVisible(False)
         bar.setMaximumHeight(8)
+        # Said before pressing it, on screen (not only in a hover tooltip): Stop ends the turn for good.
+        self.hint = QLabel(STOP_HINT)
+        self.hint.setTextFormat(Qt.TextFormat.PlainText)
+        self.hint.setWordWrap(True)
+        self.hint.setEnabled(False)  # drawn in the palette's quieter colour
         col.addWidget(self.label)
         col.addWidget(self.status)
         col.addWidget(bar)
+        col.addWidget(self.hint)
         lay.addLayout(col, 1)
-        self.stop_button = QPushButton("Stop")
+        self.stop_button = QPushButton("Stop for good")
         self.stop_button.setAutoDefault(False)
         self.stop_button.setToolTip(STOP_HINT)
         self.stop_button.setAccessibleName("Stop this continuation")

@@ -114,6 +114,7 @@ def test_running_continuation_is_busy_with_progress_and_stop(qtbot, rec) -> None
     with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
         ctrl.stop(key)
     assert notes.shown[-1].title == "Continuation stopped"
+    assert "ends the turn for good" in notes.shown[-1].body  # and after: what Stop did
     assert ctrl.state.running == ()
 
 

@@ -79,6 +79,10 @@ def test_running_continuation_shows_progress_and_stop(qtbot) -> None:
     row = w._running_rows["k1"]
     assert row.label.text() == "Resuming Fix the flaky test"
     assert row.status.text() == "1:05 · writing the answer · 12 updates"
+    # before pressing it, the row itself says what Stop means (Hermes' own Stop: the turn ends for good)
+    assert row.stop_button.text() == "Stop for good"
+    assert "for good" in row.hint.text() and "not be continued again" in row.hint.text()
+    assert not row.hint.isHidden()
     with qtbot.waitSignal(w.stop_requested) as got:
         row.stop_button.click()
     assert got.args == ["k1"]
