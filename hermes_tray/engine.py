@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -226,6 +227,29 @@ class CoreEngine:
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
         return list(decisions.history(limit))
+
+    def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
+        """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
+        rows for turns whose marker is gone. A session without a title, or a home whose ``state.db``
+        cannot be read, is simply left out."""
+        from hermes_tray_core.state_db_batch import HomeState
+
+        by_home: dict[str, list[str]] = {}
+        for home, key in turns:
+            by_home.setdefault(home, []).append(key)
+        out: dict[tuple[str, str], str] = {}
+        now = time.time()
+        for home, keys in by_home.items():
+            state = HomeState(Path(home), now)
+            try:
+                state.prefetch(keys)
+                for key in keys:
+                    info, _problem = state.session(key)
+                    if info and info[0]:
+                        out[(home, key)] = str(info[0])
+            finally:
+                state.close()
+        return out
 
 
 def run_result(result: ResumeResult) -> RunResult:

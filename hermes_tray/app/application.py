@@ -356,7 +356,8 @@ class TrayApp(QObject):
         dlg = self._dialogs.get("history")
         if dlg is None:
             dlg = HistoryWindow(lambda: self.engine.history(500), title_for=self._title_for,
-                                pending=lambda h, k: self._pending_key(h, k) is not None)
+                                pending=lambda h, k: self._pending_key(h, k) is not None,
+                                hermes_titles=self.engine.session_titles)
             dlg.resume_requested.connect(self._resume_from_history)
             self._dialogs["history"] = dlg
         else:

@@ -6,6 +6,7 @@ auto-continue settings or the tray's own, from the menu, the settings dialog or 
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable, Iterable
 from typing import Any
@@ -50,6 +51,7 @@ def _stamp(t: float) -> str:
 
 class HistoryWindow(QDialog):
     resume_requested = Signal(str, str)  # home, session key
+    titles_arrived = Signal(object)  # {(home, session key): title} from state.db, from a helper thread
 
     def __init__(
         self,
@@ -58,10 +60,18 @@ class HistoryWindow(QDialog):
         *,
         title_for: Callable[[str, str], str | None] = lambda _h, _k: None,
         pending: Callable[[str, str], bool] = lambda _h, _k: False,
+        hermes_titles: Callable[[list[tuple[str, str]]], dict[tuple[str, str], str]] | None = None,
     ) -> None:
+        """``title_for``: what the tray shows for a turn it still lists (title and excerpt); for the others
+        (their marker is gone) ``hermes_titles`` asks Hermes' ``state.db`` — blocking, so off the GUI thread,
+        and the rows are re-titled when it answers."""
         super().__init__(parent)
         self._load = load
         self._title_for = title_for
+        self._hermes_titles = hermes_titles
+        self._titles: dict[tuple[str, str], str] = {}  # what Hermes answered so far
+        self._asked: set[tuple[str, str]] = set()
+        self.titles_arrived.connect(self._got_titles)
         self._pending = pending
         self._turns: list[TurnHistory] = []
         self.setWindowTitle("History")  # the app name is added by Qt (application display name)
@@ -151,6 +161,44 @@ class HistoryWindow(QDialog):
         if self.tree.topLevelItemCount():
             self.tree.setCurrentItem(self.tree.topLevelItem(0))
         self._update_buttons()
+        self._ask_hermes_for_titles(turns)
+
+    def _title(self, t: TurnHistory) -> str:
+        return (self._title_for(t.home, t.session_key) or self._titles.get((t.home, t.session_key))
+                or f"session {t.session_key}")
+
+    def _ask_hermes_for_titles(self, turns: list[TurnHistory]) -> None:
+        ask = self._hermes_titles
+        wanted = [(t.home, t.session_key) for t in turns
+                  if not t.config and t.home and t.session_key and (t.home, t.session_key) not in self._asked
+                  and not self._title_for(t.home, t.session_key)]
+        if ask is None or not wanted:
+            return
+        self._asked.update(wanted)
+
+        def work() -> None:
+            try:
+                found = ask(wanted)
+            except Exception:  # a title is a nicety: the row keeps "session …"
+                return
+            try:
+                self.titles_arrived.emit(found)
+            except RuntimeError:  # the window was deleted meanwhile
+                pass
+
+        threading.Thread(target=work, name="history-titles", daemon=True).start()
+
+    def _got_titles(self, found: object) -> None:
+        if not isinstance(found, dict) or not found:
+            return
+        self._titles.update(found)
+        by_id = {id(t): t for t in self._turns}
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            t = by_id.get(item.data(0, TURN_ROLE))
+            if t is not None:
+                item.setText(0, self._title(t))
+        self.tree.resizeColumnToContents(0)
 
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:
@@ -158,7 +206,7 @@ class HistoryWindow(QDialog):
             item = QTreeWidgetItem(["Settings changed", t.profile, _stamp(when_of(e)), t.outcome(), ""])
             item.setToolTip(1, t.home or "the tray's own settings")
             return item
-        title = self._title_for(t.home, t.session_key) or f"session {t.session_key}"
+        title = self._title(t)
         interrupted = _stamp(t.started_at or 0) if t.started_at else ""
         item = QTreeWidgetItem([title, t.profile, interrupted, t.outcome(), t.where()])
         item.setData(0, TURN_ROLE, id(t))

@@ -116,6 +116,9 @@ class FakeEngine:
     def history(self, limit=500):
         return []
 
+    def session_titles(self, turns):
+        return {}
+
     def settings(self):
         return self._settings
 

@@ -102,3 +102,25 @@ def test_history_works_from_the_keyboard(qtbot, tmp_path) -> None:
     assert win.tree.currentItem() is not first
     qtbot.keyClick(win.tree, Qt.Key.Key_Right)  # expand: the event trail
     assert win.tree.currentItem().isExpanded()
+
+
+def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_path) -> None:
+    """Before: finished and skipped turns (their marker gone, so the tray no longer lists them) read
+    "session 2026…". The title is Hermes' fact: it is read from that home's state.db (read-only), off
+    the GUI thread, and the rows are re-titled when it answers."""
+    from support.fixture_homes import FixtureHome
+
+    from hermes_tray.engine import CoreEngine
+
+    root, work = _journal(tmp_path)
+    for path, key, title in ((root, "s-done", "Fix the flaky test"), (work, "s-skip", "Write the release notes")):
+        home = FixtureHome(Path(path))
+        home.add_session(key, title=title)
+        home.close()
+    engine = CoreEngine(explicit_homes=[root, work])
+    win = HistoryWindow(lambda: decisions.history(500), hermes_titles=engine.session_titles)
+    qtbot.addWidget(win)
+    qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Write the release notes", timeout=5000)
+    rows = _rows(win)
+    assert rows["s-done"][0] == "Fix the flaky test"
+    assert rows["s-gone"][0] == "session s-gone"  # no title in state.db: the row keeps the session id
