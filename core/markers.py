@@ -565,6 +565,7 @@ class MarkerStore:
         extra bookkeeping (an orphan entry), worth paying only when someone is waiting.
         """
         held: list[int] | None = None
+        atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         try:
             try:
                 fd = self._open_lock()
