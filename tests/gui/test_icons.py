@@ -153,3 +153,36 @@ def test_one_notification_icon_per_kind(qapp) -> None:
     assert _has_hue(QImage(files["finished"]), (120, 160))  # green check
     red = QImage(files["gave-up"])
     assert _has_hue(red, (0, 10)) or _has_hue(red, (350, 359))  # red cross
+
+
+def _luminance(r: float, g: float, b: float) -> float:
+    """WCAG relative luminance of an sRGB colour (0..255 channels)."""
+    def lin(c: float) -> float:
+        c /= 255
+        return c / 12.92 if c <= 0.03928 else ((c + 0.055) / 1.055) ** 2.4
+    return 0.2126 * lin(r) + 0.7152 * lin(g) + 0.0722 * lin(b)
+
+
+@pytest.mark.parametrize("size", (16, 22, 24))
+@pytest.mark.parametrize("state", STATES)
+@pytest.mark.parametrize(("variant", "panel"), (("light", (245, 247, 250)), ("dark", (31, 41, 51))))
+def test_every_state_stands_out_on_its_panel(qapp, state: str, variant: str, panel: tuple, size: int) -> None:
+    """The H and its ring (the badge aside), composited over a typical light or dark panel, keep at least
+    WCAG's 3:1 contrast for graphics in every state — "paused" included, which is drawn dimmed."""
+    img = QImage(icon_file(state, variant, size))
+    glyph = []
+    for x in range(size):
+        for y in range(size):
+            if x > size * 0.55 and y < size * 0.45:
+                continue  # the badge's corner
+            c = img.pixelColor(x, y)
+            a = c.alphaF()
+            if a < 0.4:
+                continue
+            glyph.append(tuple(a * ch + (1 - a) * p for ch, p in zip((c.red(), c.green(), c.blue()), panel,
+                                                                     strict=True)))
+    assert glyph, "no glyph drawn"
+    mean = tuple(sum(px[i] for px in glyph) / len(glyph) for i in range(3))
+    lum, bg = _luminance(*mean), _luminance(*panel)
+    ratio = (max(lum, bg) + 0.05) / (min(lum, bg) + 0.05)
+    assert ratio >= 3.0, (state, variant, size, round(ratio, 2))
