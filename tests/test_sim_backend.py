@@ -167,3 +167,38 @@ def test_demo_command_prints_what_to_try(tmp_path):
     while time.monotonic() < deadline and pid_running(info["backend_pid"]):
         time.sleep(0.1)
     assert not pid_running(info["backend_pid"])
+
+
+def test_demo_crash_again_after_hermes_gave_up_starts_a_fresh_turn(tmp_path):
+    """'Demo: crash the backend' once the retry budget is used up (Hermes gave up; its marker stays): a new
+    turn on a new session is interrupted, so the demo never gets stuck; the given-up marker is left as is."""
+    from hermes_tray_core.markers import MarkerStore
+    from hermes_tray_core.scanner import scan
+
+    demo = create_demo(tmp_path / "demo", die_after=None)
+    try:
+        first = demo.crash_again()  # the turn running now is killed
+        assert first == demo.session_key
+        gave_up = {**list_turn_markers(demo.home)[first], "attempts": 2}  # the budget (max_attempts 2) used up
+        store = MarkerStore(demo.home)
+        assert store.replace_if_unchanged(first, list_turn_markers(demo.home)[first], gave_up)
+        verdicts = {t.session_key: t.verdict for t in scan([demo_home(demo)]).turns}
+        assert verdicts[first] == "exhausted"
+        again = demo.crash_again()
+        assert again != first
+        markers = list_turn_markers(demo.home)
+        assert markers[first] == gave_up  # untouched
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and marker_writer_state(markers[again]) != "dead":
+            time.sleep(0.1)
+            markers = list_turn_markers(demo.home)
+        verdicts = {t.session_key: t.verdict for t in scan([demo_home(demo)]).turns}
+        assert verdicts[again] == "actionable" and verdicts[first] == "exhausted"
+    finally:
+        demo.cleanup()
+
+
+def demo_home(demo):
+    from hermes_tray_core.homes import discover_homes
+
+    return discover_homes(explicit=[str(demo.home)])[0]
