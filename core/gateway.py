@@ -285,6 +285,8 @@ class ContinuationResult:
     # The running backend could not be used before anything was sent to a session (why): the caller falls
     # back to a spawned gateway and reports this reason.
     backend_unusable: str | None = None
+    # ``interrupted`` because the caller asked to stop it (Stop, Ctrl-C, SIGTERM), not Hermes on its own.
+    stopped_by_request: bool = False
 
 
 @dataclass
@@ -979,6 +981,7 @@ class _Run:
         if self._timed_out:
             return self.finish(TIMED_OUT, f"Hermes showed no activity for {self.opts.idle_timeout:g}s, so the "
                                           "continuation was stopped; it will not be continued again.", status)
+        self.result.stopped_by_request = True
         return self.finish(INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
                                         "again.", status)
 

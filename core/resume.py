@@ -397,8 +397,8 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         fields["log_problem"] = res.log_problem
     if res.outcome == gateway.COMPLETED:
         event, extra = "completed", {}
-    elif res.outcome == gateway.INTERRUPTED:
-        event, extra = "interrupted", {}
+    elif res.outcome == gateway.INTERRUPTED:  # by a stop the user asked for, or by Hermes itself
+        event, extra = "interrupted", {"stopped_by": "you" if res.stopped_by_request else "hermes"}
     else:
         event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
     journal(event, **extra, **fields)

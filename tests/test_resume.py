@@ -232,6 +232,10 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     assert key not in list_turn_markers(home)  # stopped by the user: not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
+    from hermes_tray_core import decisions
+
+    stop = next(e for e in decisions.history(500) if e.get("session_key") == key and e["event"] == "interrupted")
+    assert stop["stopped_by"] == "you"  # History says "stopped by you", not "interrupted in Hermes"
 
 
 def _wait(cond, timeout: float = 20.0) -> bool:

@@ -126,6 +126,10 @@ class TurnHistory:
                 return f"gave up after {n} continuation{'s' if n != 1 else ''}" + (f" ({reason})" if reason else "")
             if name == "failed":
                 return f"failed: {field_of(e, 'outcome', '') or field_of(e, 'reason', '') or 'error'}"
+            if name == "interrupted":  # older journals did not say who stopped it
+                by = field_of(e, "stopped_by", "")
+                return {"you": "stopped by you (ended for good)",
+                        "hermes": "interrupted in Hermes (not continued again)"}.get(str(by), OUTCOME_TEXT[name])
             if name == "refused":
                 reason = str(field_of(e, "reason", ""))
                 return "not resumed" + (f": {reason}" if reason else "")

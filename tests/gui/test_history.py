@@ -124,3 +124,19 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
     rows = _rows(win)
     assert rows["s-done"][0] == "Fix the flaky test"
     assert rows["s-gone"][0] == "session s-gone"  # no title in state.db: the row keeps the session id
+
+
+def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
+    root = tmp_path / ".hermes"
+    root.mkdir()
+    d = decisions.default_journal()
+    t0 = time.time() - 60
+    for key, by in (("s-you", "you"), ("s-hermes", "hermes"), ("s-old", None)):
+        d.record("dispatched", home=str(root), session_key=key, started_at=t0, attempt=1)
+        d.record("interrupted", home=str(root), session_key=key, started_at=t0, **({"stopped_by": by} if by else {}))
+    win = HistoryWindow(lambda: decisions.history(500))
+    qtbot.addWidget(win)
+    rows = _rows(win)
+    assert rows["s-you"][3] == "stopped by you (ended for good)"
+    assert rows["s-hermes"][3] == "interrupted in Hermes (not continued again)"
+    assert rows["s-old"][3] == "stopped (ended for good)"  # an older journal's event: as before
