@@ -57,6 +57,9 @@ class TurnJournal(Protocol):
 
     def was_asked(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool: ...
 
+    def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
+                      attempts: object) -> bool: ...
+
     def record(self, event: str, *, home: Path | str, session_key: str, **fields: object) -> object: ...
 
 
@@ -121,9 +124,11 @@ class AskOnce:
             return unreadable
 
     def skipped_before(self, record: TurnRecord) -> bool:
-        """This very turn (same start) was skipped: it reappearing means a writer resurrected it."""
+        """This very turn was skipped — the tombstone's rule (session key + ``started_at`` + ``attempts``, as
+        :func:`core.exactly_once.tombstoned` applies it to raw entries): it reappearing means a writer
+        resurrected it. A later attempt of the same run is a new question, not a skip to repeat."""
         try:
-            return "skipped" in self._journal().events_for(record.home, record.session_key, record.started_at)
+            return self._journal().is_tombstoned(record.home, record.session_key, record.started_at, record.attempts)
         except Exception:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return False

@@ -152,3 +152,16 @@ def test_journal_write_failure_is_logged_not_raised(tmp_path, caplog) -> None:
     ask.journal_notified([rec("s1")], via="test")
     assert time.monotonic() - t0 < 5
     assert "could not journal 'notified'" in caplog.text
+
+
+def test_a_later_attempt_of_a_skipped_run_is_not_removed_behind_the_users_back(journal) -> None:
+    """One rule for "this turn was skipped" (core.exactly_once's tombstone: session + started_at + attempts):
+    a skip of attempt 0 does not make the tray silently remove attempt 1 of the same run."""
+    ask = AskOnce(lambda: journal)
+    r0, r1 = rec("s1", attempts=0), rec("s1", attempts=1)
+    journal.record("skipped", home=HOME, session_key="s1", started_at=r0.started_at, attempts=0)
+    assert ask.review(pending(r0), "ask").reskip  # the very entry that was skipped: skipped again
+    fresh = AskOnce(lambda: journal)
+    review = fresh.review(pending(r1), "ask")
+    # Not removed behind the user's back; not asked again either (the run was answered): it stays listed.
+    assert review.reskip == [] and review.ask == [] and review.resume == []

@@ -13,6 +13,7 @@ import os
 import sys
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -45,14 +46,27 @@ def _settle(app: QApplication, w) -> None:
         time.sleep(0.02)
 
 
+def _reason(age: float, attempts: int) -> tuple[str, str, float]:
+    """The policy's own verdict, reason and age for a marker of that age and attempt count (no invented words)."""
+    from hermes_tray_core.policy import AutoContinueConfig, decide
+
+    now = time.time()
+    d = decide({"attempts": attempts, "prompt": "…", "started_at": now - age, "auto_continue": True,
+                "writer_pid": 999_999_999}, config=AutoContinueConfig(freshness_minutes=24 * 60), writer="dead",
+               now=now, lease="free", owner="none", backend="none")
+    return str(d.verdict), d.reason, d.age_seconds
+
+
 def turns_window(app: QApplication) -> None:
     from hermes_tray.app.prompt_window import PromptWindow
 
-    pending = (_turn("20260301_101500_a1b2c3", "Refactor the config parser",
-                     "Make unknown keys produce a warning instead of an error, then update the tests", 95,
-                     reason="its writer is gone and the turn is fresh", attempts=1),)
-    gave_up = _turn("20260301_091200_d4e5f6", "Release notes for 2.1", "", 3 * 3600, verdict="exhausted",
-                    reason="continued 2 times, the most this home allows (max_attempts 2)", attempts=2)
+    verdict, reason, age = _reason(95, 1)
+    pending = (replace(_turn("20260301_101500_a1b2c3", "Refactor the config parser",
+                             "Make unknown keys produce a warning instead of an error, then update the tests",
+                             95, verdict=verdict, reason=reason, attempts=1), stated_age=age),)
+    verdict, reason, age = _reason(3 * 3600, 2)
+    gave_up = replace(_turn("20260301_091200_d4e5f6", "Release notes for 2.1", "", 3 * 3600, verdict=verdict,
+                            reason=reason, attempts=2), stated_age=age)
     finished = RecentItem("k3", "Fix the flaky upload test", "Resumed and finished", since=time.time() - 640)
     problem = Problem(f"work: {Path.home()}/.hermes/profiles/work/desktop/interrupted_turns.json is corrupt "
                       "(Expecting ',' delimiter); interrupted turns in this home cannot be seen. Hermes' next "
@@ -93,10 +107,21 @@ def history(app: QApplication) -> None:
         for ev, fields in events:
             d.record(ev, home=str(home), session_key=key, started_at=started, **fields)
     decisions.record_config_change(home=str(root), key="enabled", old=True, new=False, by="tray")
-    titles = {"20260301_101500_a1b2c3": "Refactor the config parser", "20260301_111000_d4e5f6": "Release notes for 2.1",
-              "20260301_120000_77aa11": "Summarise the CI failures"}
-    w = HistoryWindow(lambda: decisions.history(500), title_for=lambda _h, k: titles.get(k),
-                      pending=lambda _h, k: k == "20260301_120000_77aa11")
+    # The waiting turn is titled as the tray lists it; the others, whose markers are gone, by Hermes' own
+    # state.db — a real one here, read by the engine exactly as in the app.
+    from hermes_tray.engine import CoreEngine
+    from tests.support.fixture_homes import FixtureHome
+
+    for home, key, title in ((root, "20260301_101500_a1b2c3", "Refactor the config parser"),
+                             (work, "20260301_103000_0badf00d", "Tidy the changelog"),
+                             (root, "20260301_111000_d4e5f6", "Release notes for 2.1")):
+        fx = FixtureHome(home)
+        fx.add_session(key, title=title)
+        fx.close()
+    w = HistoryWindow(lambda: decisions.history(500),
+                      title_for=lambda _h, k: "Summarise the CI failures" if k == "20260301_120000_77aa11" else None,
+                      pending=lambda _h, k: k == "20260301_120000_77aa11",
+                      hermes_titles=CoreEngine(explicit_homes=[str(root), str(work)]).session_titles)
     w.resize(980, 420)
     _settle(app, w)
     w.tree.topLevelItem(1).setExpanded(True) if w.tree.topLevelItemCount() > 1 else None
