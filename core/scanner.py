@@ -31,7 +31,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -54,7 +54,7 @@ from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 from hermes_tray_core.webui_summary import summarise_journal as _summarise_journal
 from hermes_tray_core.webui_summary import valid_summary as _valid_summary
 
-__all__ = ["Scanner", "scan", "default_cache_file", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
+__all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "ConfigReader", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 # Log levels as numbers, so that naming them does not import logging.
@@ -76,6 +76,20 @@ def _stat(path: Path) -> os.stat_result | None:
         return os.stat(path)
     except OSError:
         return None
+
+
+#: [homes] -> {home: (its auto-continue config, the problems to report)}; a home left out is read by the
+#: scanner itself. See ``Scanner(config_reader=)``.
+ConfigReader = Callable[[list[Path]], "Mapping[Path, tuple[AutoContinueConfig, list[str]]]"]
+
+
+def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
+    """What a home's report says about its config.yaml: Hermes' coercion warnings, and a file Hermes cannot
+    read (it then uses the defaults)."""
+    problems = [str(w) for w in warnings]
+    if error:
+        problems.append(f"{error} — Hermes falls back to the defaults; fix the file")
+    return problems
 
 
 def default_cache_file() -> Path:
@@ -124,11 +138,17 @@ class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
-                 process_finder: Any = None) -> None:
+                 process_finder: Any = None, config_reader: ConfigReader | None = None) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
-        (default: look at the process table), asked at most once per scan."""
+        (default: look at the process table), asked at most once per scan. ``config_reader``: reads a
+        changed ``config.yaml`` elsewhere (the tray: in a short-lived process of its own, so PyYAML never
+        stays resident in a long-running one); it returns what :func:`config_problems` and the coercions
+        give, or None to have it read here."""
         self.homes = list(homes)
         self.cache_file = cache_file
+        self._config_reader = config_reader
+        # this scan's answers of the config_reader, by home: (the file's signature when asked, the answer)
+        self._read_elsewhere: dict[Path, tuple[list, tuple[AutoContinueConfig, list[str]]]] = {}
         self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
         self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
         self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
@@ -176,6 +196,7 @@ class Scanner:
         self._managed_now = None
         self._processes = None
         self._journal = None
+        self._read_configs_elsewhere()
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -204,9 +225,29 @@ class Scanner:
         path = home.config_file
         key = str(path)
         live.add(key)
-        st = _stat(path)
         managed = self._managed()
-        sig = [_sig(st) if st else None, managed[3]]
+        sig = self._config_sig(home)
+        cached = self._cached_config(key, sig)
+        if cached is not None:
+            return cached
+        asked_at, got = self._read_elsewhere.get(home.path, (None, None))
+        if got is None or asked_at != sig:  # not read elsewhere, or the file changed since it was asked for
+            got = None
+        if got is None:
+            from hermes_tray_core.backend_config import read_backend_config
+
+            cfg = read_backend_config(home.path, managed=managed[:3])
+            got = cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
+        ac, problems = got
+        self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
+        self._dirty = True
+        return ac, problems
+
+    def _config_sig(self, home: Home) -> list:
+        st = _stat(home.config_file)
+        return [_sig(st) if st else None, self._managed()[3]]
+
+    def _cached_config(self, key: str, sig: list) -> tuple[AutoContinueConfig, list[str]] | None:
         cached = self._configs.get(key)
         if isinstance(cached, list) and len(cached) == 3 and cached[0] == sig:
             try:
@@ -215,16 +256,22 @@ class Scanner:
                     return AutoContinueConfig(e, f, a, tuple(str(k) for k in m)), [str(p) for p in cached[2]]
             except (TypeError, ValueError):
                 pass  # a damaged cache entry: read the file
-        from hermes_tray_core.backend_config import read_backend_config
+        return None
 
-        cfg = read_backend_config(home.path, managed=managed[:3])
-        problems = list(cfg.warnings)
-        if cfg.error:
-            problems.append(f"{cfg.error} — Hermes falls back to the defaults; fix the file")
-        ac = cfg.auto_continue
-        self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
-        self._dirty = True
-        return ac, problems
+    def _read_configs_elsewhere(self) -> None:
+        """Hand every changed config.yaml of this scan to the ``config_reader`` at once (one process for all)."""
+        self._read_elsewhere = {}
+        if self._config_reader is None:
+            return
+        sigs = {h.path: self._config_sig(h) for h in self.homes if h.path.is_dir()}
+        changed = [p for p, sig in sigs.items() if self._cached_config(str(hermes_paths.config_file(p)), sig) is None]
+        if not changed:
+            return
+        try:
+            got = self._config_reader(changed)
+            self._read_elsewhere = {p: (sigs[p], got[p]) for p in changed if p in got}
+        except Exception:  # the reader is an optimisation: the scanner reads them itself
+            self._read_elsewhere = {}
 
     def _managed(self) -> tuple:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""

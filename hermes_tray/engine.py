@@ -10,6 +10,8 @@ in the shell. Qt-free.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -19,7 +21,8 @@ from typing import TYPE_CHECKING, Any
 from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
 from hermes_tray_core import decisions
 from hermes_tray_core.homes import Home, discover_homes
-from hermes_tray_core.scanner import Scanner, TurnRecord, default_cache_file
+from hermes_tray_core.policy import AutoContinueConfig
+from hermes_tray_core.scanner import Scanner, TurnRecord, config_problems, default_cache_file
 from hermes_tray_core.settings import SettingsError, TraySettings, load_settings
 
 if TYPE_CHECKING:
@@ -28,6 +31,54 @@ if TYPE_CHECKING:
     from hermes_tray_core.resume import ResumeResult
 
 log = logging.getLogger(__name__)
+
+
+def own_cli(*args: str) -> list[str]:
+    """Argv of this installation's own command line (``python -m hermes_tray`` from source; the bundle's
+    executable, its console twin on Windows, when frozen)."""
+    if getattr(sys, "frozen", False):
+        exe = Path(sys.executable)
+        twin = exe.with_name(f"{exe.stem}-cli{exe.suffix}")
+        return [str(twin if sys.platform == "win32" and twin.is_file() else exe), *args]
+    return [sys.executable, "-m", "hermes_tray", *args]
+
+
+def read_configs_in_child(homes: list[Path]) -> dict[Path, tuple[AutoContinueConfig, list[str]]]:
+    """Changed ``config.yaml`` files read by ``hermes-tray config show --json`` in one short-lived process, not
+    here: PyYAML, once loaded, stays resident for the life of the tray (~2 MB of a ~70 MB idle tray:
+    tests/bench/bench_tray.py, first run). The same code reads them there (Hermes' coercions and managed
+    overlay, ``core.backend_config``). A home missing from the answer (any failure) the scanner reads itself."""
+    import json
+    import subprocess
+
+    from hermes_tray_core.frozen_env import child_environment
+
+    kwargs: dict[str, Any] = {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)} if os.name == "nt" else {}
+    argv = own_cli("config", "show", "--json", *(a for h in homes for a in ("--home", str(h))))
+    out: dict[Path, tuple[AutoContinueConfig, list[str]]] = {}
+    try:
+        proc = subprocess.run(argv, capture_output=True, timeout=30, env=child_environment(),  # noqa: S603
+                              stdin=subprocess.DEVNULL, **kwargs)
+        if proc.returncode != 0:
+            raise ValueError(f"exit {proc.returncode}")
+        answers = json.loads(proc.stdout)["homes"]
+    except Exception as exc:
+        log.info("config.yaml read in-process (the reader process failed: %s)", exc)
+        return out
+    wanted = {str(h): h for h in homes}
+    for h in answers if isinstance(answers, list) else ():
+        try:
+            enabled, fresh, attempts, managed = h["enabled"], h["freshness_minutes"], h["max_attempts"], h["managed"]
+            if (type(enabled) is not bool or type(attempts) is not int or type(fresh) not in (int, float)
+                    or fresh != fresh or not isinstance(managed, list) or not isinstance(h["warnings"], list)
+                    or h["home"] not in wanted):
+                continue
+            config = AutoContinueConfig(enabled, float(fresh), attempts, tuple(str(k) for k in managed))
+            error = h["error"] if isinstance(h["error"], str) else None
+            out[wanted[h["home"]]] = (config, config_problems(h["warnings"], error))
+        except (KeyError, TypeError, ValueError):
+            continue
+    return out
 
 
 class CoreEngine:
@@ -51,7 +102,8 @@ class CoreEngine:
         key = tuple(str(h.path) for h in homes)
         if self._scanner is None or key != self._scanner_homes:
             # the CLI's cache too: a warm start re-parses neither journals nor config.yaml
-            self._scanner = Scanner(list(homes), cache_file=default_cache_file())
+            self._scanner = Scanner(list(homes), cache_file=default_cache_file(),
+                                    config_reader=read_configs_in_child)
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []
