@@ -19,7 +19,6 @@ from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QHBoxLayout,
-    QHeaderView,
     QLabel,
     QPushButton,
     QTreeWidget,
@@ -96,7 +95,7 @@ class HistoryWindow(QDialog):
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
-        self.tree.header().setSectionResizeMode(3, QHeaderView.ResizeMode.Stretch)
+        self.tree.header().setStretchLastSection(True)  # "What happened" is sized to its text in _fill
         self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
         lay.addWidget(self.tree, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -156,8 +155,9 @@ class HistoryWindow(QDialog):
         self.tree.clear()
         for t in turns:
             self.tree.addTopLevelItem(self._row(t))
-        for col in (0, 1, 2):
+        for col in (0, 1, 2, 3):  # "What happened" too: it is the point of the row (the full text is its tooltip)
             self.tree.resizeColumnToContents(col)
+            self.tree.setColumnWidth(col, min(self.tree.columnWidth(col), 420))
         if self.tree.topLevelItemCount():
             self.tree.setCurrentItem(self.tree.topLevelItem(0))
         self._update_buttons()

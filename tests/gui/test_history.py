@@ -140,3 +140,16 @@ def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
     assert rows["s-you"][3] == "stopped by you (ended for good)"
     assert rows["s-hermes"][3] == "interrupted in Hermes (not continued again)"
     assert rows["s-old"][3] == "stopped (ended for good)"  # an older journal's event: as before
+
+
+def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
+    """Before: "gave up after 2 continuations (attempt …" — the column a user reads was clipped."""
+    _journal(tmp_path)
+    win = HistoryWindow(lambda: decisions.history(500))
+    qtbot.addWidget(win)
+    win.resize(760, 420)
+    win.show()
+    text = _rows(win)["s-gone"][3]
+    assert text.startswith("gave up after 2 continuations") and text.endswith("crashed)")
+    needed = win.tree.fontMetrics().horizontalAdvance(text)
+    assert win.tree.columnWidth(3) >= needed
