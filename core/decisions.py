@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -124,6 +125,7 @@ class DecisionJournal:
         self.directory = Path(directory) if directory is not None else paths.decision_journal_dir()
         self.max_bytes = max_bytes
         self._cache = _Cache()
+        self._lock = threading.Lock()
 
     @property
     def path(self) -> Path:
@@ -209,6 +211,12 @@ class DecisionJournal:
     # -- reading -------------------------------------------------------------------------------
 
     def _load(self) -> _Cache:
+        # One reader at a time: the tray's detector thread (tombstones, ask-once) and its GUI / write threads
+        # (History, records) share this object; two reading the same new bytes would list each event twice.
+        with self._lock:
+            return self._load_locked()
+
+    def _load_locked(self) -> _Cache:
         cache = self._cache
         try:
             st = os.stat(self.path)

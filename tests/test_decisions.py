@@ -186,3 +186,28 @@ def test_config_changes_survive_compaction_only_as_whole_oldest_first(tmp_path):
     kept = [h["new"] for h in hist if h["event"] == "config-changed"]
     assert kept and kept[0] == 60 and kept == sorted(kept, reverse=True) and len(kept) < 60
     assert any(h["event"] == "detected" for h in hist)
+
+
+def test_threads_reading_one_journal_at_once_see_each_event_once(tmp_path):
+    """The tray's detector thread and its GUI thread share one DecisionJournal: reading the same new bytes at
+    the same moment must not list an event twice (History rows, ask-once answers)."""
+    import threading
+
+    writer = DecisionJournal(tmp_path / "j")
+    for i in range(300):
+        writer.record("notified", home=str(tmp_path), session_key=f"s{i}", started_at=1000.0 + i)
+    for _round in range(10):
+        shared = DecisionJournal(tmp_path / "j")  # nothing read yet: every thread finds 300 new events
+        start = threading.Barrier(8)
+        counts: list[int] = []
+
+        def read() -> None:
+            start.wait()
+            counts.append(len(shared.history(10_000)))
+
+        threads = [threading.Thread(target=read) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        assert counts == [300] * 8 and len(shared.history(10_000)) == 300
