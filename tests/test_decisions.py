@@ -201,7 +201,7 @@ def test_threads_reading_one_journal_at_once_see_each_event_once(tmp_path):
         start = threading.Barrier(8)
         counts: list[int] = []
 
-        def read() -> None:
+        def read(shared=shared, start=start, counts=counts) -> None:
             start.wait()
             counts.append(len(shared.history(10_000)))
 
