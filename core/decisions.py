@@ -55,8 +55,14 @@ DEFAULT_MAX_BYTES = 1 << 20
 
 
 def home_key(home: Path | str) -> str:
-    """The canonical spelling of a Hermes home, so one home is one key however it was named."""
-    return str(Path(home).expanduser().resolve(strict=False))
+    """The canonical spelling of a Hermes home, so one home is one key however it was named: ``~`` expanded,
+    symlinks and ``..`` resolved (the absolute path where that fails). The one rule for it: the decision
+    journal's keys and the exactly-once claim names (:func:`core.exactly_once.canonical_home`) use it."""
+    path = Path(os.path.expanduser(os.fspath(home)))
+    try:
+        return str(path.resolve(strict=False))
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13), an unreadable dir
+        return str(path.absolute())
 
 
 def _started_repr(started_at: float | int | None) -> str:

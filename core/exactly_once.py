@@ -44,11 +44,11 @@ SETTLED = ("completed", "skipped")
 
 
 def canonical_home(home: Path | str) -> str:
-    """One spelling per home (symlinks and ``..`` resolved) so every process names the claim alike."""
-    try:
-        return str(Path(os.path.expanduser(os.fspath(home))).resolve())
-    except OSError:
-        return str(Path(home).absolute())
+    """One spelling per home so every process names the claim alike: the decision journal's
+    (:func:`core.decisions.home_key`), one rule for both."""
+    from hermes_tray_core.decisions import home_key
+
+    return home_key(home)
 
 
 def claim_name(home: Path | str, session_key: str) -> str:
