@@ -685,6 +685,7 @@ class _Run:
         except TimeoutError as exc:
             return self.finish(TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
         except _Stopped:
+            self.result.stopped_by_request = True
             return self.finish(INTERRUPTED, "Stopped before Hermes was ready; the turn is still pending.")
         except GatewayError as exc:
             return self.finish(CRASHED, f"Not resumed: {exc}. {self._see_log()}. The turn is still pending.")
@@ -707,6 +708,7 @@ class _Run:
             busy = self._live_in_backend()
             self.result.timings["active_list"] = time.monotonic() - t_asked
         except _Stopped:
+            self.result.stopped_by_request = True
             return self.finish(INTERRUPTED, "Stopped before the continuation started; the turn is still pending.")
         except RpcError as exc:
             return self.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
@@ -765,6 +767,7 @@ class _Run:
         gw = self.gw
         assert gw is not None and self.sid is not None
         if self.stop.is_set():
+            self.result.stopped_by_request = True
             return self.finish(INTERRUPTED, "Stopped before the continuation was submitted; the turn is still "
                                             "pending.")
         busy = self._live_elsewhere()

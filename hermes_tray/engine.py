@@ -73,7 +73,8 @@ def read_configs_in_child(homes: list[Path]) -> dict[Path, tuple[AutoContinueCon
                     or fresh != fresh or not isinstance(managed, list) or not isinstance(h["warnings"], list)
                     or h["home"] not in wanted):
                 continue
-            config = AutoContinueConfig(enabled, float(fresh), attempts, tuple(str(k) for k in managed))
+            # ``fresh`` as read there (an int stays an int, as in-process): the scan cache is shared with `status`
+            config = AutoContinueConfig(enabled, fresh, attempts, tuple(str(k) for k in managed))
             error = h["error"] if isinstance(h["error"], str) else None
             out[wanted[h["home"]]] = (config, config_problems(h["warnings"], error))
         except (KeyError, TypeError, ValueError):

@@ -45,6 +45,8 @@ def test_the_reader_process_reads_every_value_exactly_as_the_engine_does(tmp_pat
     for home in homes:
         cfg = read_backend_config(home)
         assert got[home] == (cfg.auto_continue, config_problems(cfg.warnings, cfg.error)), home
+        # the same types too (20 stays 20, not 20.0): the scan cache is shared with `status --json`
+        assert [type(v) for v in got[home][0]] == [type(v) for v in cfg.auto_continue], home
 
 
 def test_a_failing_reader_process_leaves_the_reading_to_the_scanner(tmp_path, monkeypatch) -> None:

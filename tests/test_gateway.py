@@ -237,6 +237,7 @@ def test_stop_interrupts_and_retires_the_marker(sims, tmp_path):
     t0 = time.monotonic()
     res = run(home, key, sims["legacy"], stop=stop, on_progress=progress)
     assert res.outcome == gateway.INTERRUPTED and res.status == "interrupted"
+    assert res.stopped_by_request  # the journal says "stopped by you", not "interrupted in Hermes"
     assert time.monotonic() - t0 < 10
     assert key not in list_turn_markers(home)  # a confirmed Stop is never continued again
     assert not pid_running(res.gateway_pid)
@@ -304,6 +305,7 @@ def test_stop_before_hermes_is_ready_leaves_the_turn_pending(sims, tmp_path):
     threading.Timer(0.5, stop.set).start()
     res = run(home, key, sims["legacy"], stop=stop, options=gateway.GatewayOptions(shutdown_grace=1.0))
     assert res.outcome == gateway.INTERRUPTED and not res.dispatched and "still pending" in res.message
+    assert res.stopped_by_request  # History: "stopped by you before it started (still waiting)"
     assert not pid_running(res.gateway_pid)
     assert list_turn_markers(home)[key] == entry
 

@@ -127,9 +127,11 @@ class TurnHistory:
             if name == "failed":
                 return f"failed: {field_of(e, 'outcome', '') or field_of(e, 'reason', '') or 'error'}"
             if name == "interrupted":  # older journals did not say who stopped it
-                by = field_of(e, "stopped_by", "")
+                by = str(field_of(e, "stopped_by", ""))
+                if by == "you" and field_of(e, "dispatched", True) is False:
+                    return "stopped by you before it started (still waiting)"
                 return {"you": "stopped by you (ended for good)",
-                        "hermes": "interrupted in Hermes (not continued again)"}.get(str(by), OUTCOME_TEXT[name])
+                        "hermes": "interrupted in Hermes (not continued again)"}.get(by, OUTCOME_TEXT[name])
             if name == "refused":
                 reason = str(field_of(e, "reason", ""))
                 return "not resumed" + (f": {reason}" if reason else "")

@@ -50,7 +50,7 @@ def _stamp(t: float) -> str:
 
 class HistoryWindow(QDialog):
     resume_requested = Signal(str, str)  # home, session key
-    titles_arrived = Signal(object)  # {(home, session key): title} from state.db, from a helper thread
+    titles_arrived = Signal(object)  # (what was asked, {(home, session key): title}) from state.db, off-thread
 
     def __init__(
         self,
@@ -170,25 +170,28 @@ class HistoryWindow(QDialog):
     def _ask_hermes_for_titles(self, turns: list[TurnHistory]) -> None:
         ask = self._hermes_titles
         wanted = [(t.home, t.session_key) for t in turns
-                  if not t.config and t.home and t.session_key and (t.home, t.session_key) not in self._asked
-                  and not self._title_for(t.home, t.session_key)]
+                  if not t.config and t.home and t.session_key and (t.home, t.session_key) not in self._titles
+                  and (t.home, t.session_key) not in self._asked and not self._title_for(t.home, t.session_key)]
         if ask is None or not wanted:
             return
-        self._asked.update(wanted)
+        self._asked.update(wanted)  # in flight; asked again at the next reload unless a title came back
 
         def work() -> None:
+            found: object = {}
             try:
                 found = ask(wanted)
             except Exception:  # a title is a nicety: the row keeps "session …"
-                return
+                pass
             try:
-                self.titles_arrived.emit(found)
+                self.titles_arrived.emit((wanted, found))
             except RuntimeError:  # the window was deleted meanwhile
                 pass
 
         threading.Thread(target=work, name="history-titles", daemon=True).start()
 
-    def _got_titles(self, found: object) -> None:
+    def _got_titles(self, answer: object) -> None:
+        asked, found = answer if isinstance(answer, tuple) and len(answer) == 2 else ((), {})
+        self._asked.difference_update(asked)  # a miss (state.db busy, no title yet) is asked again at a reload
         if not isinstance(found, dict) or not found:
             return
         self._titles.update(found)
@@ -199,6 +202,7 @@ class HistoryWindow(QDialog):
             if t is not None:
                 item.setText(0, self._title(t))
         self.tree.resizeColumnToContents(0)
+        self.tree.setColumnWidth(0, min(self.tree.columnWidth(0), 420))
 
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:

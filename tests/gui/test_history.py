@@ -133,10 +133,13 @@ def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
     t0 = time.time() - 60
     for key, by in (("s-you", "you"), ("s-hermes", "hermes"), ("s-old", None)):
         d.record("dispatched", home=str(root), session_key=key, started_at=t0, attempt=1)
-        d.record("interrupted", home=str(root), session_key=key, started_at=t0, **({"stopped_by": by} if by else {}))
+        d.record("interrupted", home=str(root), session_key=key, started_at=t0, dispatched=True,
+                 **({"stopped_by": by} if by else {}))
+    d.record("interrupted", home=str(root), session_key="s-early", started_at=t0, stopped_by="you", dispatched=False)
     win = HistoryWindow(lambda: decisions.history(500))
     qtbot.addWidget(win)
     rows = _rows(win)
+    assert rows["s-early"][3] == "stopped by you before it started (still waiting)"
     assert rows["s-you"][3] == "stopped by you (ended for good)"
     assert rows["s-hermes"][3] == "interrupted in Hermes (not continued again)"
     assert rows["s-old"][3] == "stopped (ended for good)"  # an older journal's event: as before
@@ -153,3 +156,20 @@ def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
     assert text.startswith("gave up after 2 continuations") and text.endswith("crashed)")
     needed = win.tree.fontMetrics().horizontalAdvance(text)
     assert win.tree.columnWidth(3) >= needed
+
+
+def test_a_title_lookup_that_missed_is_asked_again_at_the_next_refresh(qtbot, tmp_path) -> None:
+    """state.db busy (or no title yet) the first time: Refresh asks again, instead of "session <id>" for good."""
+    _journal(tmp_path)
+    answers = [{}, None]
+
+    def titles(turns):
+        answer = answers.pop(0)
+        return answer if answer is not None else {t: f"Title of {t[1]}" for t in turns}
+
+    win = HistoryWindow(lambda: decisions.history(500), hermes_titles=titles)
+    qtbot.addWidget(win)
+    qtbot.waitUntil(lambda: not win._asked, timeout=5000)  # the first (empty) answer arrived
+    assert _rows(win)["s-skip"][0] == "session s-skip"
+    win.reload()
+    qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Title of s-skip", timeout=5000)
