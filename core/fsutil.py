@@ -96,17 +96,20 @@ def temp_name_for(target: Path) -> Path:
 
 
 def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None,
+    durable: bool = True,
 ) -> None:
-    """Write ``data`` to ``target`` atomically and durably.
+    """Write ``data`` to ``target`` atomically and (unless ``durable`` is False) durably.
 
     ``before_replace`` (optional) is called after the temp file is synced and right before the
     rename; it may raise to abandon the write (the temp file is removed, ``target`` untouched).
+    ``durable=False`` skips both fsyncs: for a cache whose loss (or, after a power cut, an empty file)
+    only costs a re-read, never for anything a user or Hermes relies on.
     """
     target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
     refuse_symlink(target)  # type: ignore[arg-type]
     directory = os.path.dirname(target)
-    tmp = write_temp(target, data, mode=mode)
+    tmp = write_temp(target, data, mode=mode, sync=durable)
     try:
         if before_replace is not None:
             before_replace()
@@ -115,7 +118,7 @@ def atomic_write_bytes(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if sync_dir:
+    if sync_dir and durable:
         fsync_dir(directory or ".")  # type: ignore[arg-type]
 
 
