@@ -43,6 +43,10 @@ def own_cli(*args: str) -> list[str]:
     return [sys.executable, "-m", "hermes_tray", *args]
 
 
+#: Longest the detector waits for the reader process (a scan waits with it) before reading in-process.
+CONFIG_READER_TIMEOUT = 5.0
+
+
 def read_configs_in_child(homes: list[Path]) -> dict[Path, tuple[AutoContinueConfig, list[str]]]:
     """Changed ``config.yaml`` files read by ``hermes-tray config show --json`` in one short-lived process, not
     here: PyYAML, once loaded, stays resident for the life of the tray (~2 MB of a ~70 MB idle tray:
@@ -57,7 +61,7 @@ def read_configs_in_child(homes: list[Path]) -> dict[Path, tuple[AutoContinueCon
     argv = own_cli("config", "show", "--json", *(a for h in homes for a in ("--home", str(h))))
     out: dict[Path, tuple[AutoContinueConfig, list[str]]] = {}
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=30, env=child_environment(),  # noqa: S603
+        proc = subprocess.run(argv, capture_output=True, timeout=CONFIG_READER_TIMEOUT, env=child_environment(),  # noqa: S603
                               stdin=subprocess.DEVNULL, **kwargs)
         if proc.returncode != 0:
             raise ValueError(f"exit {proc.returncode}")
