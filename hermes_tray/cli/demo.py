@@ -79,7 +79,7 @@ def _hand_off(root: Path) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     if not args.no_tray:
-        from hermes_tray.cli.tray import refuse_without_display
+        from hermes_tray.cli.display import refuse_without_display
 
         refused = refuse_without_display()  # before the demo exists: no backend left behind
         if refused is not None:

@@ -48,3 +48,14 @@ def no_display_report() -> str:
         lines.append("doctor also found:")
         lines.extend(f"  - {p}" for p in others)
     return "\n".join(lines)
+
+
+def refuse_without_display() -> int | None:
+    """EXIT_REFUSED (after saying why) when there is no screen for the tray; None when there is. The tray and
+    the demo ask it before anything starts."""
+    if not display_missing():
+        return None
+    from hermes_tray.cli.main import EXIT_REFUSED
+
+    print(no_display_report(), file=sys.stderr)
+    return EXIT_REFUSED

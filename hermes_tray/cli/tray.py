@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import argparse
 
+from hermes_tray.cli.display import refuse_without_display
+
 HELP = "start the tray (the default when no command is given)"
 
 
@@ -21,20 +23,6 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         "the icon replaces the window if a tray appears later)",
     )
     parser.set_defaults(func=run)
-
-
-def refuse_without_display() -> int | None:
-    """EXIT_REFUSED (after saying why) when there is no screen for the tray; None when there is."""
-    from hermes_tray.cli.display import display_missing, no_display_report
-
-    if not display_missing():
-        return None
-    import sys
-
-    from hermes_tray.cli.main import EXIT_REFUSED
-
-    print(no_display_report(), file=sys.stderr)
-    return EXIT_REFUSED
 
 
 def run(args: argparse.Namespace) -> int:
