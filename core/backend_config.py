@@ -56,6 +56,11 @@ from hermes_tray_core.policy import (
     AutoContinueConfig,
 )
 
+__all__ = ["BackendConfig", "BackendConfigError", "HERMES_TRUTHY", "KEYS", "ManagedValueError",
+    "MAX_NODES", "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "config_path",
+    "hermes_enabled", "hermes_freshness_minutes", "hermes_max_attempts", "load_as_hermes", "parse_value",
+    "read_backend_config", "read_managed", "write_auto_continue"]
+
 KEYS = ("enabled", "freshness_minutes", "max_attempts")
 _TRUE_WORDS = {"true", "yes", "on", "y"}  # accepted on the command line (parse_value)
 _FALSE_WORDS = {"false", "no", "off", "n"}

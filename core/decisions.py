@@ -30,6 +30,11 @@ from hermes_tray_core import journal, paths
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.ids import validate_session_id
 
+__all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
+    "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
+    "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_tombstoned",
+    "record", "record_config_change", "turn_status", "was_asked"]
+
 JOURNAL_ID = "decisions"
 EVENTS = (
     "detected", "notified", "approved", "skipped", "dispatched",

@@ -20,6 +20,8 @@ import os
 import sys
 from collections.abc import Iterator, Mapping
 
+__all__ = ["PATH_LISTS", "RESTORED", "bundle_dir", "child_environment", "dll_directory_reset", "is_frozen"]
+
 # Variables PyInstaller (bootloader or runtime hook) may have saved as <NAME>_ORIG before changing them.
 RESTORED = ("LD_LIBRARY_PATH", "LIBPATH", "DYLD_LIBRARY_PATH", "DYLD_FRAMEWORK_PATH", "DYLD_FALLBACK_LIBRARY_PATH",
             "TCL_LIBRARY", "TK_LIBRARY", "SSL_CERT_FILE", "SSL_CERT_DIR", "QT_PLUGIN_PATH", "QML2_IMPORT_PATH")

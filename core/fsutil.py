@@ -18,6 +18,11 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
+    "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
+    "open_private_lockfile", "refuse_symlink", "set_aside", "sweep_stale_temps", "temp_name_for",
+    "try_lock_fd", "unlock_fd", "write_temp"]
+
 FILE_MODE = 0o600
 DIR_MODE = 0o700
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

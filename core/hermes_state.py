@@ -34,6 +34,12 @@ from typing import Literal
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.procid import process_liveness
 
+__all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
+    "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
+    "active_sessions_path", "conversation_root", "conversation_root_with", "judge_lease_row",
+    "lookup_session", "message_high_water", "note_answered", "own_pidns", "parse_holder",
+    "session_activity", "session_info", "state_db_missing", "state_db_path", "turn_lease_view"]
+
 LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
 #: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import re
 
+__all__ = ["InvalidIdError", "MAX_ID_LEN", "is_valid_session_id", "validate_session_id"]
+
 MAX_ID_LEN = 256
 # Hermes session ids are like 20260101_120000_abcdef; WebUI ids are [A-Za-z0-9_.-]. Allow both, nothing else.
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")

@@ -33,6 +33,12 @@ from pathlib import Path
 from hermes_tray_core import journal_fds
 from hermes_tray_core.fsutil import atomic_write_bytes, fsync_dir, lock_fd, sweep_stale_temps, unlock_fd
 
+__all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "append_turn_journal_event",
+    "append_turn_journal_event_for_stream", "compact_turn_journal", "derive_turn_journal_states",
+    "is_terminal_turn_event", "iter_turn_journal_session_ids", "journal_dir", "journal_path",
+    "make_turn_id", "pending_turns", "read_journal_files", "read_turn_journal", "shard_paths",
+    "turn_journal_files", "validate_journal_session_id"]
+
 TURN_JOURNAL_DIR_NAME = "_turn_journal"
 TERMINAL_EVENTS = frozenset({"completed", "interrupted"})
 MAX_SESSION_ID_LEN = 200  # leaves room for "~<pid>.jsonl" inside a 255-byte file name

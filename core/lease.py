@@ -33,6 +33,9 @@ from hermes_tray_core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlin
 from hermes_tray_core.hermes_state import own_pidns
 from hermes_tray_core.procid import own_identity, process_liveness
 
+__all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
+    "SCHEMA_VERSION"]
+
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 10.0

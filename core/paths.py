@@ -11,6 +11,9 @@ from pathlib import Path
 
 import platformdirs
 
+__all__ = ["APP", "cache_dir", "config_dir", "decision_journal_dir", "lease_db", "log_dir", "runtime_dir",
+    "settings_file", "state_dir"]
+
 APP = "hermes-tray"
 
 

@@ -8,6 +8,9 @@ from typing import Any, NamedTuple
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import WriterState
 
+__all__ = ["ProcessIdentity", "START_TIME_TOLERANCE", "identity_of", "own_identity", "process_liveness",
+    "process_start_time"]
+
 Liveness = WriterState  # alive / dead / unknown (string enum members: they compare equal to the strings)
 _ALIVE, _DEAD, _UNKNOWN = WriterState.ALIVE, WriterState.DEAD, WriterState.UNKNOWN
 

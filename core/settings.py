@@ -29,6 +29,9 @@ from typing import Any
 from hermes_tray_core import paths
 from hermes_tray_core.vocab import Mode
 
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "KEYS", "MODE_ALIASES", "MODES", "SettingsError", "TraySettings",
+    "load_settings", "parse_value", "save_settings", "update_settings", "validate", "with_changes"]
+
 MODES = tuple(m.value for m in Mode)
 MODE_ALIASES = {"off": Mode.LIST.value}  # older name of "list", still read (and accepted by `config set`)
 KEYS = ("mode", "notify", "show_prompts", "homes", "hermes_command", "continuation_idle_timeout")

@@ -117,3 +117,20 @@ def test_engine_and_qt_free_shell_modules_import_no_qt() -> None:
         if bad:
             offenders.append(f"{module}: {bad}")
     assert not offenders, offenders
+
+
+def test_the_engine_package_shows_its_face_without_loading_it() -> None:
+    """``from hermes_tray_core import Scanner, resume_turn …`` works, yet importing the package loads none of
+    its modules (``status`` pays only for what it uses)."""
+    import subprocess
+    import sys
+
+    code = ("import sys, hermes_tray_core as c; "
+            "print(sorted(m for m in sys.modules if m.startswith('hermes_tray_core.'))); "
+            "[getattr(c, n) for n in c.__all__]; print('ok')")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True).stdout
+    assert out.splitlines() == ["[]", "ok"], out
+    import hermes_tray_core
+
+    assert hermes_tray_core.Scanner.__module__ == "hermes_tray_core.scanner"
+    assert hermes_tray_core.resume_turn.__module__ == "hermes_tray_core.resume"
