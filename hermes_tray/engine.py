@@ -40,7 +40,10 @@ def own_cli(*args: str) -> list[str]:
         exe = Path(sys.executable)
         twin = exe.with_name(f"{exe.stem}-cli{exe.suffix}")
         return [str(twin if sys.platform == "win32" and twin.is_file() else exe), *args]
-    return [sys.executable, "-m", "hermes_tray", *args]
+    exe = Path(sys.executable)
+    if exe.name.lower() == "pythonw.exe" and exe.with_name("python.exe").is_file():
+        exe = exe.with_name("python.exe")  # pythonw has no stdout to answer on (CREATE_NO_WINDOW hides the console)
+    return [str(exe), "-m", "hermes_tray", *args]
 
 
 #: Longest the detector waits for the reader process (a scan waits with it) before reading in-process.
