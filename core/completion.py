@@ -39,7 +39,6 @@ logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log
 __all__ = ["MARK_KEYS", "ContinuationMark", "Settlement", "mark_of", "note_digest", "settle_if_finished"]
 
 
-
 def note_digest(note: str) -> str:
     """SHA-256 of the note as UTF-8 (``surrogatepass``: a prompt may hold a lone surrogate)."""
     return hashlib.sha256(note.encode("utf-8", "surrogatepass")).hexdigest()

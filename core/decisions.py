@@ -112,8 +112,8 @@ def _clean(name: str, value: Any) -> Any:
 
 
 class _Cache:
-    """What has been read of the journal so far (a plain class: ``status`` reads it and ``dataclasses``
-    would cost its start-up ~10 ms, see core/lazy_log.py for how that was measured)."""
+    """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
+    ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
 
     __slots__ = ("signature", "offset", "events", "by_turn", "skips")
 

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from hermes_tray_core.fsutil import FILE_MODE, UnsafePathError, ensure_private_dir, refuse_symlink
 
-__all__ = ["Handle", "STRIPES", "acquire", "drop", "ensure_dir", "open_append", "release"]
+__all__ = ["Handle", "STRIPES", "acquire", "drop", "open_append", "release"]
 
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -27,7 +27,7 @@ _BINARY = getattr(os, "O_BINARY", 0)
 _VERIFIED_DIRS: set[str] = set()
 
 
-def ensure_dir(directory: Path) -> None:
+def _ensure_dir(directory: Path) -> None:
     """Create/verify the journal directory once per process (0700, not a symlink)."""
     key = os.fspath(directory)
     if key not in _VERIFIED_DIRS:
@@ -39,7 +39,7 @@ def open_append(name: str) -> tuple[int, bool]:
     """Open (creating 0600) a journal for appending, refusing symlinks and non-regular files."""
     parent = os.path.dirname(name)
     if parent not in _VERIFIED_DIRS:
-        ensure_dir(Path(parent))
+        _ensure_dir(Path(parent))
     if not _NOFOLLOW:
         refuse_symlink(Path(name))
     flags = os.O_RDWR | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _BINARY
@@ -49,7 +49,7 @@ def open_append(name: str) -> tuple[int, bool]:
             fd = os.open(name, flags)
         except FileNotFoundError:
             _VERIFIED_DIRS.discard(parent)
-            ensure_dir(Path(parent))
+            _ensure_dir(Path(parent))
             try:
                 fd = os.open(name, flags | os.O_CREAT | os.O_EXCL, FILE_MODE)
                 created = True

@@ -106,8 +106,7 @@ def restate_age(reason: str, stated_age: float | None, age_now: float | None) ->
     row above it. A reason that states no age is returned as it is."""
     if stated_age is None or age_now is None:
         return reason
-    old = age_text(stated_age)
-    return reason.replace(old, age_text(age_now), 1) if old in reason else reason
+    return reason.replace(age_text(stated_age), age_text(age_now), 1)
 
 
 def _fmt_minutes(minutes: float) -> str:

@@ -140,10 +140,9 @@ class Scanner:
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
                  process_finder: Any = None, config_reader: ConfigReader | None = None) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
-        (default: look at the process table), asked at most once per scan. ``config_reader``: reads a
-        changed ``config.yaml`` elsewhere (the tray: in a short-lived process of its own, so PyYAML never
-        stays resident in a long-running one); it returns what :func:`config_problems` and the coercions
-        give, or None to have it read here."""
+        (default: look at the process table), asked at most once per scan. ``config_reader``: reads this
+        scan's changed ``config.yaml`` files elsewhere, all in one call (the tray: in a short-lived process of
+        its own, so PyYAML never stays resident in a long-running one); see :data:`ConfigReader`."""
         self.homes = list(homes)
         self.cache_file = cache_file
         self._config_reader = config_reader
@@ -234,8 +233,6 @@ class Scanner:
             return cached
         asked_at, got = self._read_elsewhere.get(home.path, (None, None))
         if got is None or asked_at != sig:  # not read elsewhere, or the file changed since it was asked for
-            got = None
-        if got is None:
             from hermes_tray_core.backend_config import read_backend_config
 
             cfg = read_backend_config(home.path, managed=managed[:3])
@@ -265,13 +262,17 @@ class Scanner:
         self._read_elsewhere = {}
         if self._config_reader is None:
             return
-        sigs = {h.path: self._config_sig(h) for h in self.homes if h.path.is_dir()}
-        changed = [p for p, sig in sigs.items() if self._cached_config(str(hermes_paths.config_file(p)), sig) is None]
-        if not changed:
+        sigs: dict[Path, list] = {}  # changed file's home -> the file's signature when handed over
+        for h in self.homes:
+            if h.path.is_dir():
+                sig = self._config_sig(h)
+                if self._cached_config(str(h.config_file), sig) is None:
+                    sigs[h.path] = sig
+        if not sigs:
             return
         try:
-            got = self._config_reader(changed)
-            self._read_elsewhere = {p: (sigs[p], got[p]) for p in changed if p in got}
+            got = self._config_reader(list(sigs))
+            self._read_elsewhere = {p: (sig, got[p]) for p, sig in sigs.items() if p in got}
         except Exception:  # the reader is an optimisation: the scanner reads them itself
             self._read_elsewhere = {}
 

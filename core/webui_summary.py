@@ -24,7 +24,7 @@ def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
     (``<sid>.jsonl``) first when there is one, then its shards (``<sid>~<pid>.jsonl``). Plain strings:
     a cold ``status`` summarises a thousand journals, and path objects were a third of that."""
     journal.validate_journal_session_id(sid)
-    labelled = [(name if "~" in name else None, f) for f in files for name in (os.path.basename(f),)]
+    labelled = [(os.path.basename(f) if "~" in os.path.basename(f) else None, f) for f in files]
     doc = journal.read_journal_files(sid, labelled)
     events = doc["events"]
     pending = journal.pending_turns(events)

@@ -42,6 +42,7 @@ from hermes_tray.format import short_path, since_text
 
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
+MAX_COLUMN_PX = 420
 
 
 def _stamp(t: float) -> str:
@@ -50,7 +51,7 @@ def _stamp(t: float) -> str:
 
 class HistoryWindow(QDialog):
     resume_requested = Signal(str, str)  # home, session key
-    titles_arrived = Signal(object)  # (what was asked, {(home, session key): title}) from state.db, off-thread
+    titles_arrived = Signal(object, object)  # what was asked, {(home, session key): title} from state.db (off-thread)
 
     def __init__(
         self,
@@ -156,12 +157,16 @@ class HistoryWindow(QDialog):
         for t in turns:
             self.tree.addTopLevelItem(self._row(t))
         for col in (0, 1, 2, 3):  # "What happened" too: it is the point of the row (the full text is its tooltip)
-            self.tree.resizeColumnToContents(col)
-            self.tree.setColumnWidth(col, min(self.tree.columnWidth(col), 420))
+            self._fit_column(col)
         if self.tree.topLevelItemCount():
             self.tree.setCurrentItem(self.tree.topLevelItem(0))
         self._update_buttons()
         self._ask_hermes_for_titles(turns)
+
+    def _fit_column(self, col: int) -> None:
+        """As wide as its text, up to :data:`MAX_COLUMN_PX` (the last column takes the rest)."""
+        self.tree.resizeColumnToContents(col)
+        self.tree.setColumnWidth(col, min(self.tree.columnWidth(col), MAX_COLUMN_PX))
 
     def _title(self, t: TurnHistory) -> str:
         return (self._title_for(t.home, t.session_key) or self._titles.get((t.home, t.session_key))
@@ -177,22 +182,21 @@ class HistoryWindow(QDialog):
         self._asked.update(wanted)  # in flight; asked again at the next reload unless a title came back
 
         def work() -> None:
-            found: object = {}
+            found: dict[tuple[str, str], str] = {}
             try:
                 found = ask(wanted)
             except Exception:  # a title is a nicety: the row keeps "session …"
                 pass
             try:
-                self.titles_arrived.emit((wanted, found))
+                self.titles_arrived.emit(wanted, found)
             except RuntimeError:  # the window was deleted meanwhile
                 pass
 
         threading.Thread(target=work, name="history-titles", daemon=True).start()
 
-    def _got_titles(self, answer: object) -> None:
-        asked, found = answer if isinstance(answer, tuple) and len(answer) == 2 else ((), {})
+    def _got_titles(self, asked: list, found: dict) -> None:
         self._asked.difference_update(asked)  # a miss (state.db busy, no title yet) is asked again at a reload
-        if not isinstance(found, dict) or not found:
+        if not found:
             return
         self._titles.update(found)
         by_id = {id(t): t for t in self._turns}
@@ -201,8 +205,7 @@ class HistoryWindow(QDialog):
             t = by_id.get(item.data(0, TURN_ROLE))
             if t is not None:
                 item.setText(0, self._title(t))
-        self.tree.resizeColumnToContents(0)
-        self.tree.setColumnWidth(0, min(self.tree.columnWidth(0), 420))
+        self._fit_column(0)
 
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:

@@ -6,6 +6,7 @@ widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -39,8 +40,6 @@ class TurnItem:
 
     @property
     def age_seconds(self) -> float | None:
-        import time
-
         return None if self.since is None else max(0.0, time.time() - self.since)
 
     @property
@@ -72,8 +71,6 @@ class RunningItem:
     at: float | None = None
 
     def elapsed_now(self) -> float:
-        import time
-
         return self.elapsed + (time.monotonic() - self.at if self.at is not None else 0.0)
 
 
@@ -98,8 +95,6 @@ class RecentItem:
     @property
     def why_now(self) -> str:
         """``why`` with the age it states said as of now."""
-        import time
-
         age = None if self.since is None else max(0.0, time.time() - self.since)
         return restate_age(self.why, self.why_age, age)
 
