@@ -46,11 +46,13 @@ def own_cli(*args: str) -> list[str]:
     return [str(exe), "-m", "hermes_tray", *args]
 
 
-#: Longest the detector waits for the reader process (a scan waits with it) before reading in-process.
-CONFIG_READER_TIMEOUT = 5.0
+#: Longest the detector waits for the reader process before reading in-process: a scan (and so a notice of an
+#: interrupted turn) waits with it, and the process answers in ~0.15 s on this machine.
+CONFIG_READER_TIMEOUT = 2.0
 
 
-def read_configs_in_child(homes: list[Path]) -> dict[Path, tuple[AutoContinueConfig, list[str]]]:
+def read_configs_in_child(homes: list[Path], *, timeout: float = CONFIG_READER_TIMEOUT,
+                          ) -> dict[Path, tuple[AutoContinueConfig, list[str]]]:
     """Changed ``config.yaml`` files read by ``hermes-tray config show --json`` in one short-lived process, not
     here: PyYAML, once loaded, stays resident for the life of the tray (~2 MB of a ~70 MB idle tray:
     tests/bench/bench_tray.py, first run). The same code reads them there (Hermes' coercions and managed
@@ -64,7 +66,7 @@ def read_configs_in_child(homes: list[Path]) -> dict[Path, tuple[AutoContinueCon
     argv = own_cli("config", "show", "--json", *(a for h in homes for a in ("--home", str(h))))
     out: dict[Path, tuple[AutoContinueConfig, list[str]]] = {}
     try:
-        proc = subprocess.run(argv, capture_output=True, timeout=CONFIG_READER_TIMEOUT, env=child_environment(),  # noqa: S603
+        proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=child_environment(),  # noqa: S603
                               stdin=subprocess.DEVNULL, **kwargs)
         if proc.returncode != 0:
             raise ValueError(f"exit {proc.returncode}")

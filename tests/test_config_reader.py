@@ -40,7 +40,7 @@ def _homes(tmp_path: Path) -> list[Path]:
 
 def test_the_reader_process_reads_every_value_exactly_as_the_engine_does(tmp_path) -> None:
     homes = [discover_homes(explicit=[str(h)])[0].path for h in _homes(tmp_path)]
-    got = read_configs_in_child(homes)  # one process for all of them
+    got = read_configs_in_child(homes, timeout=60)  # one process for all of them (no time limit under test load)
     assert set(got) == set(homes)
     for home in homes:
         cfg = read_backend_config(home)
@@ -64,7 +64,7 @@ def test_a_file_that_changes_after_it_was_handed_over_is_read_again(tmp_path) ->
     cfg.write_text("desktop:\n  auto_continue:\n    max_attempts: 3\n")
 
     def reader(paths):
-        answer = read_configs_in_child(paths)
+        answer = read_configs_in_child(paths, timeout=60)
         cfg.write_text("desktop:\n  auto_continue:\n    max_attempts: 5\n")  # edited right after it was read
         st = cfg.stat()
         os.utime(cfg, ns=(st.st_atime_ns, st.st_mtime_ns + 1_000_000))
