@@ -61,6 +61,12 @@ logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log
 _WARNING, _ERROR = 30, 40
 
 CACHE_VERSION = 3
+# A cold scan forks a helper for its parsing only with at least this many journals to summarise (each
+# takes ~60 us; forking, and sending the answer back, ~2 ms); importing PyYAML costs about as much as
+# YAML_COST_IN_JOURNALS journals (~40 ms, reading five files); tests/bench/bench_status.py.
+PARALLEL_MIN_JOURNALS = 128
+YAML_COST_IN_JOURNALS = 600
+PARALLEL_TIMEOUT_SECS = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -76,6 +82,35 @@ def _stat(path: Path) -> os.stat_result | None:
         return os.stat(path)
     except OSError:
         return None
+
+
+def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
+    """A WebUI journal directory's sessions: sid -> (signature of its files, their paths), the main file
+    (``<sid>.jsonl``) first, then its shards (``<sid>~<pid>.jsonl``). Raises OSError if it cannot be listed."""
+    groups: dict[str, list[tuple[str, str, str]]] = {}  # sid -> [(name, path, "name:ino:size:mtime_ns")]
+    for de in os.scandir(jdir):
+        name = de.name
+        if name[-6:] != ".jsonl" or name[0] == ".":
+            continue
+        try:
+            st = de.stat()
+        except OSError:
+            continue
+        sid = name[:-6].split("~", 1)[0]
+        item = (name, de.path, f"{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        files = groups.get(sid)
+        if files is None:
+            groups[sid] = [item]  # one file per session is the common case
+        else:
+            files.append(item)
+    out: dict[str, tuple[str, list[str]]] = {}
+    for sid, files in groups.items():
+        if len(files) == 1:
+            out[sid] = (files[0][2], [files[0][1]])
+        else:
+            files.sort(key=lambda f: ("~" in f[0], f[0]))
+            out[sid] = ("|".join(f[2] for f in files), [f[1] for f in files])
+    return out
 
 
 #: [homes] -> {home: (its auto-continue config, the problems to report)}; a home left out is read by the
@@ -96,6 +131,24 @@ def default_cache_file() -> Path:
     from hermes_tray_core import paths
 
     return paths.cache_dir() / "scan-cache.json"
+
+
+def _read_config(home: Home, managed: tuple) -> tuple[AutoContinueConfig, list[str]]:
+    from hermes_tray_core.backend_config import read_backend_config
+
+    cfg = read_backend_config(home.path, managed=managed[:3])
+    return cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
+
+
+def _config_entry(sig: list, ac: AutoContinueConfig, problems: list[str]) -> list:
+    """The scan cache's entry for one config.yaml (read back by ``Scanner._cached_config``)."""
+    return [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
+
+
+def _summary_entry(sig: str, summary: dict) -> list:
+    """The scan cache's entry for one WebUI journal: [sig] when nothing is pending and nothing malformed (the
+    common case, kept small), else [sig, summary]; read back by ``Scanner._cached_summary``."""
+    return [sig] if not summary["pending"] and not summary["malformed"] else [sig, summary]
 
 
 def _owner_lookup(home: Path, key: str):
@@ -138,16 +191,21 @@ class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
-                 process_finder: Any = None, config_reader: ConfigReader | None = None) -> None:
+                 process_finder: Any = None, config_reader: ConfigReader | None = None,
+                 parallel: bool = False) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
         (default: look at the process table), asked at most once per scan. ``config_reader``: reads this
         scan's changed ``config.yaml`` files elsewhere, all in one call (the tray: in a short-lived process of
-        its own, so PyYAML never stays resident in a long-running one); see :data:`ConfigReader`."""
+        its own, so PyYAML never stays resident in a long-running one); see :data:`ConfigReader`. ``parallel``:
+        a cold scan may fork a helper process for part of its parsing (:meth:`_prefetch`); only for a
+        short-lived, single-threaded caller (``hermes-tray status``)."""
         self.homes = list(homes)
         self.cache_file = cache_file
         self._config_reader = config_reader
         # this scan's answers of the config_reader, by home: (the file's signature when asked, the answer)
         self._read_elsewhere: dict[Path, tuple[list, tuple[AutoContinueConfig, list[str]]]] = {}
+        self._parallel = parallel
+        self._listings: dict[str, dict[str, tuple[str, list[str]]]] = {}  # this scan's journal listings, by dir
         self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
         self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
         self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
@@ -198,6 +256,9 @@ class Scanner:
         self._processes = None
         self._journal = None
         self._read_configs_elsewhere()
+        self._listings = {}
+        if self._parallel:
+            self._prefetch()
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -233,12 +294,9 @@ class Scanner:
             return cached
         asked_at, got = self._read_elsewhere.get(home.path, (None, None))
         if got is None or asked_at != sig:  # not read elsewhere, or the file changed since it was asked for
-            from hermes_tray_core.backend_config import read_backend_config
-
-            cfg = read_backend_config(home.path, managed=managed[:3])
-            got = cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
+            got = _read_config(home, managed)
         ac, problems = got
-        self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
+        self._configs[key] = _config_entry(sig, ac, problems)
         self._dirty = True
         return ac, problems
 
@@ -262,12 +320,8 @@ class Scanner:
         self._read_elsewhere = {}
         if self._config_reader is None:
             return
-        sigs: dict[Path, list] = {}  # changed file's home -> the file's signature when handed over
-        for h in self.homes:
-            if h.path.is_dir():
-                sig = self._config_sig(h)
-                if self._cached_config(str(h.config_file), sig) is None:
-                    sigs[h.path] = sig
+        # changed file's home -> the file's signature when handed over
+        sigs: dict[Path, list] = {h.path: sig for h, sig in self._changed_configs()}
         if not sigs:
             return
         try:
@@ -275,6 +329,99 @@ class Scanner:
             self._read_elsewhere = {p: (sig, got[p]) for p, sig in sigs.items() if p in got}
         except Exception:  # the reader is an optimisation: the scanner reads them itself
             self._read_elsewhere = {}
+
+    def _changed_configs(self) -> list[tuple[Home, list]]:
+        """This scan's config.yaml files the cache cannot answer: (home, the file's signature now)."""
+        out = []
+        for h in self.homes:
+            if h.path.is_dir():
+                sig = self._config_sig(h)
+                if self._cached_config(str(h.config_file), sig) is None:
+                    out.append((h, sig))
+        return out
+
+    def _cached_summary(self, ckey: str, sig: str) -> Any:
+        """A WebUI journal's summary from the cache (None: nothing pending or malformed), or ``_MISS``."""
+        cached = self._journals.get(ckey)
+        # Cache entry: [sig] when nothing is pending and nothing malformed, else [sig, summary].
+        if type(cached) is list and cached and cached[0] == sig:
+            summary = cached[1] if len(cached) > 1 else None
+            if summary is None or _valid_summary(summary):
+                return summary
+        return _MISS  # not cached, changed, or a damaged entry (never trusted: read the file)
+
+    def _store_summary(self, ckey: str, sig: str, summary: dict) -> dict | None:
+        entry = self._journals[ckey] = _summary_entry(sig, summary)
+        self._dirty = True
+        return entry[1] if len(entry) > 1 else None
+
+    def _prefetch(self) -> None:
+        """Fill a cold cache in two processes (:mod:`hermes_tray_core.fork_split`): a forked child summarises a
+        share of the changed WebUI journals and reads the changed config.yaml files (importing PyYAML, about
+        as long as 600 journals), this process the other journals. Both only fill the cache, each entry under
+        the signature taken before the fork; the scan then reads through the cache as usual, so a file that
+        changed meanwhile, or anything the child did not answer, is read again in the ordinary way."""
+        todo: list[tuple[str, str, str, list[str]]] = []  # (cache key, sid, signature, paths)
+        for home in self.homes:
+            jdir = str(home.webui_journal_dir)
+            if jdir in self._listings:
+                continue
+            try:
+                listing = self._listings[jdir] = _list_journals(home.webui_journal_dir)
+            except OSError:
+                continue  # the scan reports it
+            prefix = jdir + os.sep
+            todo.extend((prefix + sid, sid, sig, paths) for sid, (sig, paths) in listing.items()
+                        if self._cached_summary(prefix + sid, sig) is _MISS)
+        if len(todo) < PARALLEL_MIN_JOURNALS:
+            return  # warm, or too little to share: nothing more to load
+        from hermes_tray_core import fork_split
+
+        if not fork_split.fork_available():
+            return
+        configs = [(str(h.config_file), h, sig) for h, sig in self._changed_configs()
+                   if h.path not in self._read_elsewhere]
+        managed = self._managed()
+        ours = min(len(todo), (len(todo) + (YAML_COST_IN_JOURNALS if configs else 0) + 1) // 2)
+
+        def summarise(part: Sequence[tuple[str, str, str, list[str]]]) -> dict[str, list]:
+            done = {}
+            for ckey, sid, sig, paths in part:
+                try:
+                    summary = _summarise_journal(sid, paths)
+                except Exception:
+                    continue  # the scan reads it again, and reports what is wrong
+                done[ckey] = _summary_entry(sig, summary)
+            return done
+
+        def child() -> dict:
+            read = {}
+            for key, h, sig in configs:
+                try:
+                    read[key] = _config_entry(sig, *_read_config(h, managed))
+                except Exception:
+                    continue
+            return {"journals": summarise(todo[ours:]), "configs": read}
+
+        def here() -> None:
+            done = summarise(todo[:ours])
+            self._journals.update(done)
+            self._dirty = self._dirty or bool(done)
+
+        answer = fork_split.run_split(child, here, timeout=PARALLEL_TIMEOUT_SECS)
+        if not isinstance(answer, dict):
+            return
+        asked = {ckey: sig for ckey, _sid, sig, _paths in todo[ours:]}
+        journals, read = answer.get("journals"), answer.get("configs")
+        for ckey, entry in (journals.items() if isinstance(journals, dict) else ()):
+            if type(entry) is list and entry and asked.get(ckey) == entry[0]:
+                self._journals[ckey] = entry  # its summary is validated where it is read (_cached_summary)
+                self._dirty = True
+        sigs = {key: sig for key, _h, sig in configs}
+        for key, entry in (read.items() if isinstance(read, dict) else ()):
+            if type(entry) is list and len(entry) == 3 and key in sigs and entry[0] == sigs[key]:
+                self._configs[key] = entry  # validated where it is read (_cached_config)
+                self._dirty = True
 
     def _managed(self) -> tuple:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
@@ -510,59 +657,30 @@ class Scanner:
         from hermes_tray_core.procid import process_liveness
 
         jdir = home.webui_journal_dir
-        try:
-            scandir = list(os.scandir(jdir))
-        except FileNotFoundError:
-            return 0, []
-        except OSError as exc:
-            problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
-            return 0, []
-        # sid -> [(name, path, "name:ino:size:mtime_ns")]; one file per session is the common case.
-        groups: dict[str, list[tuple[str, str, str]]] = {}
-        for de in scandir:
-            name = de.name
-            if name[-6:] != ".jsonl" or name[0] == ".":
-                continue
+        listing = self._listings.pop(str(jdir), None)
+        if listing is None:
             try:
-                st = de.stat()
-            except OSError:
-                continue
-            sid = name[:-6].split("~", 1)[0]
-            item = (name, de.path, f"{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
-            files = groups.get(sid)
-            if files is None:
-                groups[sid] = [item]
-            else:
-                files.append(item)
+                listing = _list_journals(jdir)
+            except FileNotFoundError:
+                return 0, []
+            except OSError as exc:
+                problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
+                return 0, []
         records: list[TurnRecord] = []
         malformed_sessions = 0
         prefix = str(jdir) + os.sep
-        cache = self._journals
-        for sid, files in groups.items():
-            if len(files) > 1:
-                files.sort(key=lambda f: ("~" in f[0], f[0]))
+        for sid, (sig, paths) in listing.items():
             ckey = prefix + sid
             live.add(ckey)
-            sig = files[0][2] if len(files) == 1 else "|".join(f[2] for f in files)
-            cached = cache.get(ckey)
-            # Cache entry: [sig] when nothing is pending and nothing malformed, else [sig, summary].
-            summary: Any = _MISS
-            if type(cached) is list and cached and cached[0] == sig:
-                summary = cached[1] if len(cached) > 1 else None
-                if summary is not None and not _valid_summary(summary):
-                    summary = _MISS  # a damaged cache entry is never trusted: read the file
+            summary = self._cached_summary(ckey, sig)
             if summary is _MISS:
                 try:
-                    summary = _summarise_journal(sid, [f[1] for f in files])
+                    summary = self._store_summary(ckey, sig, _summarise_journal(sid, paths))
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:
                     problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl ({exc})")
                     continue
-                if not summary["pending"] and not summary["malformed"]:
-                    summary = None
-                cache[ckey] = [sig] if summary is None else [sig, summary]
-                self._dirty = True
             if summary is None:
                 continue
             if summary.get("malformed"):
@@ -579,7 +697,7 @@ class Scanner:
                                level=_ERROR)
         if malformed_sessions:
             problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
-        return len(groups), records
+        return len(listing), records
 
     def _webui_record(self, home: Home, sid: str, pending: list[dict], now: float, liveness) -> TurnRecord | None:
         """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while

@@ -457,3 +457,61 @@ def test_a_hostile_entry_never_hides_its_siblings_property(tmp_path, monkeypatch
         json.dumps(result.to_json(), allow_nan=False)
 
     check()
+
+
+PARALLEL_SCAN = """
+import json, sys
+from pathlib import Path
+from hermes_tray_core.homes import discover_homes
+from hermes_tray_core import scanner
+from hermes_tray_core.scanner import Scanner
+# Share the journals half and half: by default, with 300 journals and two configs to read, the helper
+# would read only the configs.
+scanner.YAML_COST_IN_JOURNALS = 0
+cache = Path(sys.argv[1])
+result = Scanner(discover_homes(), cache_file=cache, parallel=True).scan(now=float(sys.argv[2]))
+print(json.dumps({"result": result.to_json(), "cache": json.loads(cache.read_text()),
+                  "yaml_here": "yaml" in sys.modules}))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the cold scan forks a helper on Linux only")
+def test_a_cold_scan_split_over_two_processes_finds_exactly_what_one_process_finds(tmp_path, monkeypatch):
+    import subprocess
+
+    from tests.support.fixture_homes import env_for
+
+    root = FixtureHome(tmp_path / "hermes")
+    work = FixtureHome(tmp_path / "hermes" / "profiles" / "work")
+    root.write_config("desktop:\n  auto_continue:\n    freshness_minutes: 45\n    max_attempts: nine\n")
+    work.write_config("desktop: [not, a, mapping\n")  # unreadable: Hermes' defaults, and a problem
+    now = time.time()
+    gone = dead_pid()
+    for home in (root, work):
+        home.add_session("m-1")
+        home.write_markers({"m-1": marker_entry("a marker turn", started_at=now - 60)})
+        home.close()
+        for j in range(150):
+            events = journal_turn(f"20260101T000000Z-{j:012x}", ["submitted", "worker_started", "completed"],
+                                  t0=now - 600)
+            if j % 7 == 0:  # an interrupted turn, its dead worker named in a shard
+                home.write_journal(f"web-{j:03d}", journal_turn(f"20260101T000100Z-{j:012x}",
+                                                                ["submitted", "worker_started"], t0=now - 300),
+                                   shard_pid=gone)
+            home.write_journal(f"web-{j:03d}", events)
+        (home.journal_dir / "web-torn.jsonl").write_text('{"turn_id": "t", "event": "submitted", "created_at": 1}\n{')
+        (home.journal_dir / " bad id.jsonl").write_text("{}\n")  # not a WebUI session id: not read
+    monkeypatch.setenv("HERMES_HOME", str(root.path))
+    env = env_for(tmp_path, HERMES_HOME=str(root.path))
+    proc = subprocess.run([sys.executable, "-c", PARALLEL_SCAN, str(tmp_path / "cache-split.json"), str(now)],
+                          env=env, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    split = json.loads(proc.stdout)
+    assert not split["yaml_here"]  # the forked helper read both config.yaml files: the split really ran
+    one = Scanner(discover_homes(), cache_file=tmp_path / "cache-one.json").scan(now=now)
+    assert split["result"] == json.loads(json.dumps(one.to_json()))
+    assert split["cache"] == json.loads((tmp_path / "cache-one.json").read_text())
+    webui = [t for t in one.turns if t.source == "webui"]
+    assert len(webui) == 2 * (len(range(0, 150, 7)) + 1)  # every interrupted session, and the torn one
+    assert any("max_attempts" in p for p in one.homes[0].problems)
+    assert any("Hermes falls back to the defaults" in p for p in one.homes[1].problems)

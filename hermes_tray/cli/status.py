@@ -22,7 +22,8 @@ def run(args: argparse.Namespace) -> int:
     from hermes_tray_core.scanner import Scanner, default_cache_file
 
     homes = selected_homes(args)
-    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file()).scan()
+    # parallel: a short-lived, single-threaded process may fork a helper for a cold scan's parsing
+    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(), parallel=True).scan()
     if args.json:
         print_json(result.to_json())
         return 0

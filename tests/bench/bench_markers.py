@@ -108,6 +108,8 @@ def kill_litter(name: str, base: Path, kills: int) -> tuple[int, int]:
         os.kill(child.pid, signal.SIGKILL)
         child.join()
     desktop = home / "desktop"
+    if not desktop.is_dir():
+        return 0, 0
     after_kills = sum(n.endswith(".tmp") for n in os.listdir(desktop))
     _store(name).record_turn_start(home, "after", "p")
     after_write = sum(n.endswith(".tmp") for n in os.listdir(desktop))
