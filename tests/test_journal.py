@@ -457,3 +457,20 @@ def test_the_fast_reader_reads_exactly_what_a_line_by_line_reader_reads(pieces, 
     events, malformed = [], []
     j._parse_lines(data, events, malformed, None)
     assert (events, malformed) == _reference_read(data)
+
+
+@pytest.mark.skipif(not hasattr(__import__("os"), "mkfifo"), reason="no FIFOs here")
+def test_a_fifo_or_a_directory_named_like_a_journal_is_refused_not_waited_on(tmp_path):
+    import errno
+    import os
+
+    from hermes_tray_core.journal import read_journal_files
+
+    fifo = tmp_path / "web-1.jsonl"
+    os.mkfifo(fifo)  # no writer: a blocking open would hang for ever
+    with pytest.raises(OSError) as info:
+        read_journal_files("web-1", [(None, fifo)])
+    assert info.value.errno == errno.EINVAL
+    (tmp_path / "web-2.jsonl").mkdir()
+    with pytest.raises(OSError):
+        read_journal_files("web-2", [(None, tmp_path / "web-2.jsonl")])
