@@ -1,5 +1,3 @@
-import sys
+from hermes_tray.cli import entry
 
-from hermes_tray.cli import main
-
-sys.exit(main())
+entry()

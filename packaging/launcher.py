@@ -1,8 +1,6 @@
 """Entry script of the frozen app: the same ``hermes-tray`` command line as the pip install."""
 
-import sys
-
-from hermes_tray.cli import main
+from hermes_tray.cli import entry
 
 if __name__ == "__main__":
-    sys.exit(main())
+    entry()

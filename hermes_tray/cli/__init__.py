@@ -1,5 +1,5 @@
 """``hermes-tray`` command line. Qt-free: commands start fast and work over SSH with no display."""
 
-from hermes_tray.cli.main import main
+from hermes_tray.cli.main import entry, main
 
-__all__ = ["main"]
+__all__ = ["entry", "main"]
