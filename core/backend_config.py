@@ -689,7 +689,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             try:
                 todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
                 if not todo:
-                    return backend_config_from_text(path, text)
+                    return _in_effect(backend_config_from_text(path, text, managed=managed), wanted)
                 expected = _expected(hermes_doc, todo)
             except _TooComplex as exc:
                 raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
@@ -713,6 +713,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                     break
             if new_text is None:
                 raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
+            after = _in_effect(backend_config_from_text(path, new_text, managed=managed), todo)
             data = new_text.encode("utf-8")
             if bom:
                 data = b"\xef\xbb\xbf" + data
@@ -728,8 +729,20 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             except _ChangedUnderUs:
                 continue
             sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
-            return backend_config_from_text(path, new_text)
+            return after
         raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")
+
+
+def _in_effect(cfg: BackendConfig, wanted: Mapping[str, Any]) -> BackendConfig:
+    """``cfg`` if Hermes would use every ``wanted`` value as written, else :class:`BackendConfigError` with
+    what stops it (another value of the block Hermes fails on, say ``max_attempts: .inf``): a change Hermes
+    would ignore is not made, and not reported as made."""
+    ignored = [k for k, v in wanted.items() if not _equal(getattr(cfg.auto_continue, k), v)]
+    if not ignored:
+        return cfg
+    why = "; ".join([*cfg.warnings, *([cfg.error] if cfg.error else [])]) or "its other values"
+    raise BackendConfigError(f"{cfg.path}: Hermes would not use desktop.auto_continue.{', '.join(ignored)} as "
+                             f"written ({why}); left unchanged — fix that first")
 
 
 def _equal(effective: Any, value: Any) -> bool:

@@ -233,6 +233,33 @@ def test_refuses_and_leaves_file_untouched(tmp_path, text, words):
     assert [p.name for p in home.iterdir()] == ["config.yaml"]  # no temp-file litter
 
 
+BROKEN_ATTEMPTS = "desktop:\n  auto_continue:\n    enabled: true\n    freshness_minutes: 30\n    max_attempts: .inf\n"
+
+
+@pytest.mark.parametrize("change", [{"freshness_minutes": 1}, {"freshness_minutes": 30}, {"max_attempts": 3}])
+def test_a_change_hermes_would_ignore_is_refused_and_says_why(tmp_path, change):
+    """With ``max_attempts: .inf`` Hermes fails reading the block (int() overflows), so a new freshness would
+    not take effect: refused, with the reason, the file untouched — never reported as done. Writing a good
+    ``max_attempts`` over the broken one is the fix, and works."""
+    home = home_with(tmp_path, BROKEN_ATTEMPTS)
+    if "max_attempts" in change:
+        out = write_auto_continue(home, **change)
+        assert out.auto_continue.max_attempts == 3 and out.auto_continue.enabled is True
+        assert read_backend_config(home).auto_continue.max_attempts == 3
+        return
+    with pytest.raises(BackendConfigError, match=r"would not use desktop\.auto_continue\.freshness_minutes.*"
+                                                 r"max_attempts: inf.*fix that first"):
+        write_auto_continue(home, **change)
+    assert (home / "config.yaml").read_text() == BROKEN_ATTEMPTS
+
+
+def test_disabling_works_even_where_hermes_cannot_read_the_block(tmp_path):
+    home = home_with(tmp_path, BROKEN_ATTEMPTS)
+    out = write_auto_continue(home, enabled=False)
+    assert out.auto_continue.enabled is False
+    assert "enabled: false" in (home / "config.yaml").read_text()
+
+
 def test_symlinked_config_is_refused(tmp_path):
     home = home_with(tmp_path, None)
     real = tmp_path / "dotfiles.yaml"
