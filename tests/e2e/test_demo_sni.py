@@ -4,6 +4,7 @@ crash → notification → Resume (from the menu) → continuation → finished 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import sys
@@ -58,3 +59,14 @@ def test_demo_menu_crash_resume_finish_quit(sni_desktop, tmp_path) -> None:
         if demo.poll() is None:
             demo.kill()
             demo.wait()
+        _kill_leftover_backends(tmp_path / "demo")
+
+
+def _kill_leftover_backends(root) -> None:
+    """A killed demo cannot stop its simulated backend (it runs in a session of its own): do it here."""
+    import psutil
+
+    for proc in psutil.process_iter(["cmdline"]):
+        if any(str(root) in part for part in proc.info["cmdline"] or ()):
+            with contextlib.suppress(psutil.Error):
+                proc.kill()

@@ -140,6 +140,15 @@ def _labels(node) -> list[str]:
     return out
 
 
+def _walk(node) -> list:
+    """Every entry of a GetLayout tree, depth first."""
+    out = []
+    for _sig, child in node[2]:
+        out.append(child)
+        out += _walk(child)
+    return out
+
+
 def _find(node, label: str):
     for _sig, child in node[2]:
         if child[1].get("label", ("s", ""))[1] == label:
@@ -229,6 +238,56 @@ def test_menu_layout_clicks_and_updates_over_dbusmenu(qtbot, bus, panel) -> None
         assert need_update is True
         _, root = panel.call(link.unique_name, "/MenuBar", MENU, "GetLayout", "iias", (0, -1, []))
         assert _labels(root) == ["1 interrupted turn", "Quit", "Filled on open"]
+    finally:
+        exporter.close()
+        link.close()
+
+
+def test_a_click_that_crosses_a_menu_rebuild_lands_on_the_same_entry(qtbot, bus, panel) -> None:
+    """The tray rebuilds its menu whenever its state changes (the first scan, a new turn); a host may send a
+    click for the layout it fetched just before. The same entry (same label and place, or the same turn)
+    keeps its id, so the click lands; an entry that is gone, or a new one that only looks alike, is not hit."""
+    from hermes_tray.app.sni.bus import SessionLink
+    from hermes_tray.app.sni.dbusmenu import MenuExporter
+
+    menu = QMenu()
+    clicked: list[str] = []
+
+    def build(turns: list[str], *, loading: bool) -> None:
+        menu.clear()
+        if loading:
+            menu.addAction("Looking for interrupted turns…").setEnabled(False)
+        for key in turns:
+            sub = menu.addMenu(f"Turn {key} — {len(clicked)} s ago")  # the label changes, the turn does not
+            sub.menuAction().setData(key)
+            sub.addAction("Resume").triggered.connect(lambda _=False, k=key: clicked.append(f"resume {k}"))
+        menu.addAction("Demo: crash the backend").triggered.connect(lambda: clicked.append("crash"))
+        menu.addAction("Quit").triggered.connect(lambda: clicked.append("quit"))
+
+    def ids(root) -> dict[str, int]:
+        return {label: _find(root, label)[0] for label in _labels(root)}
+
+    build([], loading=True)
+    link = SessionLink()
+    exporter = MenuExporter(menu, link, "/MenuBar")
+    try:
+        _rev, root = panel.call(link.unique_name, "/MenuBar", MENU, "GetLayout", "iias", (0, -1, []))
+        before = ids(root)
+        build(["a"], loading=False)  # the first scan lands between the host's GetLayout and the click
+        panel.call(link.unique_name, "/MenuBar", MENU, "Event", "isvu",
+                   (before["Demo: crash the backend"], "clicked", ("i", 0), 0))
+        qtbot.waitUntil(lambda: clicked == ["crash"])
+        panel.call(link.unique_name, "/MenuBar", MENU, "Event", "isvu",
+                   (before["Looking for interrupted turns…"], "clicked", ("i", 0), 0))  # gone: nothing
+        _rev, root = panel.call(link.unique_name, "/MenuBar", MENU, "GetLayout", "iias", (0, -1, []))
+        resume_a = _find(root, "Resume")[0]
+        build(["b", "a"], loading=False)  # a new turn above; turn a's entries keep their ids
+        panel.call(link.unique_name, "/MenuBar", MENU, "Event", "isvu", (resume_a, "clicked", ("i", 0), 0))
+        qtbot.waitUntil(lambda: clicked[-1] == "resume a")
+        _rev, root = panel.call(link.unique_name, "/MenuBar", MENU, "GetLayout", "iias", (0, -1, []))
+        every = [n[0] for n in _walk(root)]
+        assert len(every) == len(set(every))  # no two entries ever share an id
+        assert clicked == ["crash", "resume a"]
     finally:
         exporter.close()
         link.close()

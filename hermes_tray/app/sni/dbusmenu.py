@@ -4,7 +4,9 @@ Why its own exporter: Qt's lives inside ``QSystemTrayIcon``'s private D-Bus tray
 set the item's ``Status``. The menu stays the single source: the layout is read from the live
 ``QMenu`` on every ``GetLayout``; any change to it (the tray menu is rebuilt per state and relabelled
 when it opens) bumps the revision and sends one ``LayoutUpdated`` per burst of changes.
-Ids live on the actions themselves, so a rebuilt menu gets fresh ids and a stale id does nothing.
+An entry keeps its id across rebuilds while it is the same entry (the same label at the same place
+among its siblings, or for a turn's entries the same turn), so a click that crosses a rebuild still
+lands where the user aimed; an id whose entry is gone does nothing.
 """
 
 from __future__ import annotations
@@ -87,6 +89,8 @@ class MenuExporter(QObject):
         self.revision = 1
         self._next_id = 1
         self._actions: dict[int, QAction] = {}
+        self._ids: dict[tuple, int] = {}  # an entry's identity (see _identity) -> its id, across rebuilds
+        self._identities: dict[int, tuple] = {}  # a live id -> its entry's identity (for GetLayout of a submenu)
         self._changed = QTimer(self)
         self._changed.setSingleShot(True)
         self._changed.setInterval(0)  # one LayoutUpdated per burst (a rebuild is dozens of action events)
@@ -108,13 +112,34 @@ class MenuExporter(QObject):
     def _send_layout_updated(self) -> None:
         self.link.send(new_signal(DBusAddress(self.path, interface=IFACE), "LayoutUpdated", "ui", (self.revision, 0)))
 
-    def _id(self, action: QAction) -> int:
+    def _id(self, action: QAction, identity: tuple, held: set) -> int:
+        """``held``: the ids the entry's siblings already carry (never given to a second entry)."""
         got = action.property(ID_PROP)
         if isinstance(got, int) and got > 0:
             return got
-        self._next_id += 1
-        action.setProperty(ID_PROP, self._next_id)
-        return self._next_id
+        got = self._ids.get(identity)
+        if got is None or got in held:
+            if len(self._ids) > 4096:  # a long-running tray rebuilds its menu thousands of times
+                self._ids.clear()
+            self._next_id += 1
+            got = self._ids[identity] = self._next_id
+        action.setProperty(ID_PROP, got)
+        held.add(got)
+        return got
+
+    @staticmethod
+    def _identity(parent: tuple, action: QAction, seen: dict[tuple, int]) -> tuple:
+        """What makes a rebuilt entry the same entry: its parent's identity, then its turn key (the data the
+        tray puts on a turn's entries) or else its kind and label, then which one of equal siblings it is."""
+        data = action.data()
+        if action.isSeparator():
+            what: tuple = ("-",)
+        elif isinstance(data, str) and data:
+            what = ("turn", data)
+        else:
+            what = ("label", action.text(), action.menu() is not None)
+        nth = seen[what] = seen.get(what, -1) + 1
+        return (*parent, (what, nth))
 
     def _children(self, menu: QMenu) -> list[QAction]:
         self._watch(menu)
@@ -141,43 +166,53 @@ class MenuExporter(QObject):
         return props
 
     def _node(self, item_id: int, action: QAction | None, menu: QMenu | None, depth: int,
-              names: list[str]) -> tuple[int, dict[str, tuple[str, Any]], list[tuple[str, Any]]]:
+              names: list[str], identity: tuple = ()) -> tuple[int, dict[str, tuple[str, Any]], list[tuple[str, Any]]]:
         props = {"children-display": ("s", "submenu")} if action is None else self._props(action)
         if names:
             props = {k: v for k, v in props.items() if k in names}
         kids: list[tuple[str, Any]] = []
         if menu is not None and depth != 0:
-            for child in self._children(menu):
-                cid = self._id(child)
+            seen: dict[tuple, int] = {}
+            children = self._children(menu)
+            held = {c.property(ID_PROP) for c in children} - {None}
+            for child in children:
+                ident = self._identity(identity, child, seen)
+                cid = self._id(child, ident, held)
                 self._actions[cid] = child
-                kids.append((LAYOUT_SIG, self._node(cid, child, child.menu(), depth - 1, names)))
+                self._identities[cid] = ident
+                kids.append((LAYOUT_SIG, self._node(cid, child, child.menu(), depth - 1, names, ident)))
         return item_id, props, kids
+
+    def _live(self, item_id: int) -> QAction | None:
+        action = self._actions.get(item_id)
+        try:
+            return action if action is not None and action.property(ID_PROP) == item_id else None
+        except RuntimeError:  # the C++ action was deleted by a rebuild
+            return None
 
     def _find(self, item_id: int) -> tuple[QAction | None, QMenu | None]:
         if item_id == 0:
             return None, self.menu
-        action = self._actions.get(item_id)
+        action = self._live(item_id)
         if action is None:
-            self._index()
-            action = self._actions.get(item_id)
-        try:
-            if action is None or action.property(ID_PROP) != item_id:
-                raise DBusFault("org.freedesktop.DBus.Error.InvalidArgs", f"no menu item {item_id}")
-        except RuntimeError as exc:  # the C++ action was deleted by a rebuild
-            raise DBusFault("org.freedesktop.DBus.Error.InvalidArgs", f"no menu item {item_id}") from exc
+            self._index()  # rebuilt since the host last looked: the same entry has the same id
+            action = self._live(item_id)
+        if action is None:
+            raise DBusFault("org.freedesktop.DBus.Error.InvalidArgs", f"no menu item {item_id}")
         return action, action.menu()
 
     def _index(self) -> None:
-        """Re-learn which ids are live (after a rebuild the old actions are gone)."""
-        self._actions = {}
+        """Re-learn which ids are live (after a rebuild the old actions are gone; their entries keep their ids)."""
+        self._actions, self._identities = {}, {}
         self._node(0, None, self.menu, -1, [])
 
     def layout(self, parent_id: int = 0, depth: int = -1, names: list[str] | None = None) -> tuple[int, tuple]:
         """``GetLayout``'s answer: the revision and the ``(id, properties, children)`` tree."""
         if parent_id == 0:
-            self._actions = {}
+            self._actions, self._identities = {}, {}
         action, menu = self._find(parent_id)
-        return self.revision, self._node(parent_id, action, menu, depth, list(names or ()))
+        identity = self._identities.get(parent_id, ())
+        return self.revision, self._node(parent_id, action, menu, depth, list(names or ()), identity)
 
     # --- the D-Bus interface --------------------------------------------------------------------
     def _handle(self, msg: Message) -> tuple[str, tuple[Any, ...]] | None:
