@@ -22,7 +22,13 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-__all__ = ["fork_available", "run_split"]
+__all__ = ["fork_available", "run_split", "single_threaded"]
+
+
+def single_threaded() -> bool:
+    """True while no other Python thread runs (``threading`` never imported: none was ever started)."""
+    threading = sys.modules.get("threading")
+    return threading is None or threading.active_count() == 1
 
 
 def fork_available() -> bool:
@@ -34,8 +40,7 @@ def fork_available() -> bool:
             return False  # one CPU: the child would only take turns with us
     except OSError:
         return False
-    threading = sys.modules.get("threading")  # not imported: no Python thread was ever started
-    return threading is None or threading.active_count() == 1
+    return single_threaded()
 
 
 def run_split(child_work: Callable[[], Any], here: Callable[[], None], *, timeout: float) -> Any | None:

@@ -357,8 +357,8 @@ class Scanner:
 
     def _prefetch(self) -> None:
         """Fill a cold cache in two processes (:mod:`hermes_tray_core.fork_split`): a forked child summarises a
-        share of the changed WebUI journals and reads the changed config.yaml files (importing PyYAML, about
-        as long as 600 journals), this process the other journals. Both only fill the cache, each entry under
+        share of the changed WebUI journals and reads the changed config.yaml files (importing PyYAML costs about
+        as much as :data:`YAML_COST_IN_JOURNALS` journals), this process the other journals. Both only fill the cache, each entry under
         the signature taken before the fork; the scan then reads through the cache as usual, so a file that
         changed meanwhile, or anything the child did not answer, is read again in the ordinary way."""
         todo: list[tuple[str, str, str, list[str]]] = []  # (cache key, sid, signature, paths)

@@ -138,9 +138,10 @@ def _exit_now(code: int) -> None:
     import atexit
     import os
 
-    threading = sys.modules.get("threading")
+    from hermes_tray_core.fork_split import single_threaded
+
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_handlers is None or (threading is not None and threading.active_count() > 1):
+    if run_handlers is None or not single_threaded():
         return
     run_handlers()
     for stream in (sys.stdout, sys.stderr):
