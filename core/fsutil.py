@@ -21,7 +21,7 @@ from pathlib import Path
 __all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
     "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
     "open_private_lockfile", "refuse_symlink", "set_aside", "sweep_stale_temps", "temp_name_for",
-    "try_lock_fd", "unlock_fd", "write_temp"]
+    "try_lock_fd", "unlock_fd", "write_temp", "writer_gone"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -127,11 +127,13 @@ def atomic_write_bytes(
         fsync_dir(directory or ".")  # type: ignore[arg-type]
 
 
-def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
-    """A new temp file beside ``target`` (``temp_name_for``'s name) holding ``data``, mode ``mode``, fsynced
-    unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
-    directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
+def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True, path: str | None = None) -> str:
+    """A new temp file beside ``target`` (``temp_name_for``'s name, or ``path``) holding ``data``, mode
+    ``mode``, fsynced unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
+    if path is None:
+        directory, name = os.path.split(target)
+        path = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
+    tmp = path
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
     try:
         try:
@@ -158,8 +160,6 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
     A temp file of a live writer is never touched; one whose writer pid is gone (or recycled:
     older than the process now holding that pid) is litter from a killed write.
     """
-    from hermes_tray_core.procid import process_liveness, process_start_time  # local: keep fsutil light
-
     removed = 0
     directory = Path(target).parent
     try:
@@ -176,20 +176,31 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
             st = os.lstat(path)
         except OSError:
             continue
-        pid = int(m.group("pid"))
-        if pid == os.getpid():
+        if not writer_gone(int(m.group("pid")), st, now=now, min_age=min_age):
             continue
-        # A pid that is gone, or a zombie (killed, not yet reaped), cannot be mid-write.
-        if process_liveness(pid) != "dead":
-            started = process_start_time(pid)
-            if started is not None and started <= st.st_mtime + 1.0:
-                continue  # a live process that existed when the temp file was written: may be mid-write
-            if started is None and now - st.st_mtime < min_age and _pid_exists(pid):
-                continue
         with contextlib.suppress(OSError):
             os.unlink(path)
             removed += 1
     return removed
+
+
+def writer_gone(pid: int, st: os.stat_result, *, now: float | None = None, min_age: float = 2.0) -> bool:
+    """Can the writer ``pid`` of a temp file (``st``: its lstat) no longer be writing it?
+
+    A pid that is gone, or a zombie (killed, not yet reaped), cannot be mid-write; nor can a process that
+    took the pid over after the file was written. Never this process.
+    """
+    from hermes_tray_core.procid import process_liveness, process_start_time  # local: keep fsutil light
+
+    if pid == os.getpid():
+        return False
+    if process_liveness(pid) != "dead":
+        started = process_start_time(pid)
+        if started is not None and started <= st.st_mtime + 1.0:
+            return False  # a live process that existed when the temp file was written: may be mid-write
+        if started is None and (time.time() if now is None else now) - st.st_mtime < min_age and _pid_exists(pid):
+            return False
+    return True
 
 
 def _pid_exists(pid: int) -> bool:

@@ -44,7 +44,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core import atomic_exchange, fsutil
+from hermes_tray_core import atomic_exchange, fsutil, marker_batch
 from hermes_tray_core.ids import validate_session_id
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.marker_codec import Corrupt as _Corrupt
@@ -96,6 +96,10 @@ class MarkerCorruptError(MarkerStoreError):
 
 class _ForeignChange(Exception):
     """Raised from the before-replace hook: the file changed since we read it."""
+
+
+class _BatchUnrecorded(Exception):
+    """The batch record could not be written before the exchange: retry without the queued changes."""
 
 
 def marker_path(home: Path | str) -> Path:
@@ -202,6 +206,43 @@ def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries
     return {**fresh, key: entry}
 
 
+CHANGES = ("record", "clear", "remove", "replace")
+
+
+def apply_change(entries: Entries, change: dict[str, Any]) -> tuple[Entries | None, Any]:
+    """The one meaning of each write: (new entries, or None when nothing changes; the caller's result).
+
+    ``change`` is JSON-able, so a writer waiting for the lock can hand it to the holder
+    (:mod:`core.marker_batch`), which applies it here exactly as its own process would have:
+
+    * ``record``: ``entry`` under ``key`` (pruned at the entry's own ``now``); result None;
+    * ``clear``: drop ``key``; result: whether it was there;
+    * ``remove``: drop ``key`` only if its entry still equals ``expected``; result: whether it did;
+    * ``replace``: put ``entry`` under ``key`` only if it still equals ``expected``; result: whether it did.
+
+    A change that is not one of these raises ValueError (a queued one is then left to its writer).
+    """
+    kind, key = change.get("op"), change.get("key")
+    if kind not in CHANGES or not isinstance(key, str) or not key:
+        raise ValueError("not a marker change")
+    if kind == "clear":
+        if key not in entries:
+            return None, False
+        return {k: v for k, v in entries.items() if k != key}, True
+    if kind != "record":
+        expected = change.get("expected")
+        if not isinstance(expected, dict):
+            raise ValueError("a compare-and-change needs the expected entry")
+        if entries.get(key) != expected:
+            return None, False
+        if kind == "remove":
+            return {k: v for k, v in entries.items() if k != key}, True
+    entry, now = change.get("entry"), change.get("now")
+    if not isinstance(entry, dict) or type(now) is not float or finite(now) is None:
+        raise ValueError("a record needs an entry and a finite time")
+    return _with_record(entries, key, entry, now), (None if kind == "record" else True)
+
+
 _SNAPSHOTS: dict[str, _Snapshot] = {}
 _MAX_SNAPSHOTS = 8
 
@@ -264,6 +305,19 @@ def _temp_pid(name: str) -> int | None:
     try:
         return int(parts[1]) if len(parts) == 4 and parts[3] == "tmp" else None
     except ValueError:
+        return None
+
+
+def _batch_temp_pid(name: str, prefix: str) -> int | None:
+    """The writer pid in a batch temp name ``.<file>.<pid>.<nonce>.btmp`` (:mod:`core.marker_batch`)."""
+    pid = name[len(prefix):].split(".", 1)[0]
+    return int(pid) if pid.isdigit() else None
+
+
+def _inode(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_ino
+    except FileNotFoundError:
         return None
 
 
@@ -484,13 +538,7 @@ class MarkerStore:
             raise TypeError("expected must be the entry dict list() returned")
         if not os.path.lexists(self._p):
             return False
-
-        def mutate(entries: Entries) -> tuple[Entries | None, bool]:
-            if entries.get(session_key) != expected:
-                return None, False
-            return {k: v for k, v in entries.items() if k != session_key}, True
-
-        done = bool(self._modify(mutate, "remove"))
+        done = bool(self._change({"op": "remove", "key": session_key, "expected": expected}, "remove"))
         if done and settle:
             from hermes_tray_core import marker_settle
 
@@ -512,14 +560,8 @@ class MarkerStore:
         if not os.path.lexists(self._p):
             return False
         entry = dict(replacement)
-        now = time.time()
-
-        def mutate(entries: Entries) -> tuple[Entries | None, bool]:
-            if entries.get(session_key) != expected:
-                return None, False
-            return _with_record(entries, session_key, entry, now), True
-
-        done = bool(self._modify(mutate, "replace"))
+        change = {"op": "replace", "key": session_key, "expected": expected, "entry": entry, "now": time.time()}
+        done = bool(self._change(change, "replace"))
         if done and settle:  # a stale Hermes write that brings ``expected`` back is undone again
             from hermes_tray_core import marker_settle
 
@@ -536,22 +578,21 @@ class MarkerStore:
                             notification_category=category, writer=writer)
         # Identity only — never the prompt: logs are read on crash triage and must not carry turn content.
         logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
-        now = entry["started_at"]
-        self._modify(lambda entries: (_with_record(entries, key, entry, now), None), "record")
+        self._change({"op": "record", "key": key, "entry": entry, "now": entry["started_at"]}, "record")
         return dict(entry)
 
     def _clear(self, key: str) -> bool:
         if not os.path.lexists(self._p):
             return False  # nothing to clear: do not create desktop/ or a lock file for it
+        return self._change({"op": "clear", "key": key}, "clear")
 
-        def mutate(entries: Entries) -> tuple[Entries | None, bool]:
-            if key not in entries:
-                return None, False
-            return {k: v for k, v in entries.items() if k != key}, True
+    def _change(self, change: dict[str, Any], what: str) -> Any:
+        """One of :func:`apply_change`'s writes; when the lock is busy it may go in with the holder's
+        (:mod:`core.marker_batch`)."""
+        return self._modify(lambda entries: apply_change(entries, change), what, change)
 
-        return self._modify(mutate, "clear")
-
-    def _modify(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str) -> Any:
+    def _modify(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
+                change: dict[str, Any] | None = None) -> Any:
         """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between.
 
         ``mutate`` returns (new entries or None to skip the write, result). The directory fsync runs after
@@ -563,8 +604,15 @@ class MarkerStore:
         and freeing the old file's blocks happens at that close, outside the lock, instead of inside the
         next writer's wait. Uncontended it is closed at once: an open unlinked file costs the filesystem
         extra bookkeeping (an orphan entry), worth paying only when someone is waiting.
+
+        ``change`` (JSON-able, see :func:`apply_change`): when the lock is busy, it is queued for the
+        holder (:mod:`core.marker_batch`), which writes it together with its own; if the holder did,
+        its result is ours once the lock is, and we return once the holder's directory fsync is done.
         """
         held: list[int] | None = None
+        batch: marker_batch.Batch | None = None
+        request: marker_batch.Request | None = None
+        answered = wrote = False
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         try:
             try:
@@ -573,9 +621,14 @@ class MarkerStore:
                     if not fsutil.try_lock_fd(fd):
                         if _KEEP_OLD_OPEN:
                             held = []
+                        if change is not None and _EXCHANGE.get(self._dir, True):
+                            request = marker_batch.submit(self._p, change)
                         fsutil.lock_fd(fd)
                     try:
-                        wrote, result = self._locked_update(mutate, what, held)
+                        if request is not None:
+                            answered, result = self._answer(request)
+                        if not answered:
+                            wrote, result, batch = self._locked_update(mutate, what, held)
                     finally:
                         fsutil.unlock_fd(fd)
                 finally:
@@ -584,32 +637,83 @@ class MarkerStore:
                 for old in held or ():
                     with contextlib.suppress(OSError):
                         os.close(old)
-            if wrote:
-                fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
-            # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
-            self._sweep()
+            if answered:
+                try:
+                    request.wait_durable(self._dir)  # type: ignore[union-attr]
+                finally:
+                    request.finish()  # type: ignore[union-attr]
+            elif wrote:
+                synced = False
+                try:
+                    fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+                    synced = True
+                finally:
+                    if batch is not None:
+                        batch.made_durable(synced)
+            if not answered:  # an answered change made no temp file; the holder's write sweeps
+                # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
+                self._sweep()
             return result
         except (MarkerStoreError, _ForeignChange):
             raise
         except OSError as exc:
             raise self._error(exc, what) from exc
 
+    def _answer(self, request: marker_batch.Request) -> tuple[bool, Any]:
+        """Under the lock: did a holder write our queued change? If not, it is withdrawn (we write it)."""
+        try:
+            answered, result = request.result()
+            if not answered:  # a dead holder's batch may hold it: settle that first
+                marker_batch.recover(self._p)
+                answered, result = request.result(final=True)
+        except BaseException:
+            request.finish()
+            raise
+        if not answered:
+            request.finish()
+        return answered, result
+
     def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
-                       held: list[int] | None = None) -> tuple[bool, Any]:
+                       held: list[int] | None = None) -> tuple[bool, Any, marker_batch.Batch | None]:
+        """(whether a rename needs its directory fsync, ``mutate``'s result, the batch written with it)."""
         # With an exchange every attempt is verified (a foreign version that slipped in goes straight back),
         # so retrying costs nothing but time; without one, the last attempt writes unchecked.
+        #
+        # Writers that queued their change while we waited (core.marker_batch) go in with ours, on verified
+        # attempts into an existing file only: what decides, after a kill, whether a batch went in is the
+        # exchange (see _store). Their results are handed out before the lock is released; the directory
+        # fsync after it then serves all of them (marker_batch.Batch.made_durable).
         retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
+        batch: marker_batch.Batch | None = None
+
+        def with_queued(entries: Entries) -> tuple[Entries | None, Any]:
+            new, result = mutate(entries)
+            if batch is None:
+                return new, result
+            after, changed = batch.apply(entries if new is None else new, apply_change)
+            return (after if new is not None or changed else None), result
+
         for attempt in range(retries + 1):
             check = attempt < retries
             try:
                 entries, sig = self._load_for_write(check, held)
-                new, result = mutate(entries)
+                if attempt == 0 and self._read is not None and _EXCHANGE.get(self._dir, True):
+                    batch = marker_batch.collect(self._p)
+                if batch is not None and (self._read is None or not check or not _EXCHANGE.get(self._dir, True)):
+                    batch = None  # its waiters write their own changes
+                new, result = with_queued(entries)
                 if new is None:
-                    return False, result
-                result = self._store(new, sig if check else False, mutate, result)
-                return True, result
+                    if batch is not None:
+                        batch.hand_out(durable=True)  # nothing changed: nothing to install, the results stand
+                    return False, result, None
+                result = self._store(new, sig if check else False, with_queued, result, batch)
+                if batch is not None:
+                    batch.hand_out()
+                return True, result, batch
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
+            except _BatchUnrecorded:
+                batch = None  # no room for the record: this write goes in alone, the waiters write theirs
         raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
 
     def _open_lock(self) -> int:
@@ -634,10 +738,17 @@ class MarkerStore:
         except OSError:
             return
         temps = [n for n in names if n.startswith(prefix) and n.endswith(".tmp")]
-        if not temps:
-            return
         me = os.getpid()
         now = time.monotonic()
+        batch_temps = [n for n in names if n.startswith(prefix) and n.endswith(".btmp")]
+        if batch_temps:  # core.marker_batch's: kept while a batch record names them
+            pids = {_batch_temp_pid(n, prefix) for n in batch_temps} - {me}
+            if not all(pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now for pid in pids):
+                swept = marker_batch.sweep_batch_temps(self._p, batch_temps)
+                if swept:
+                    logger.info("removed %d batch temp file(s) of dead marker writers in %s", swept, self.path.parent)
+        if not temps:
+            return
         pids = {_temp_pid(n) for n in temps} - {me}
         if all(pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now for pid in pids):
             return  # only our own (impossible here) or writers found alive within the last second
@@ -684,7 +795,8 @@ class MarkerStore:
             return {}, None
 
     def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool,
-               mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any) -> Any:
+               mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any,
+               batch: marker_batch.Batch | None = None) -> Any:
         """Put ``entries`` in place of the file read (``self._read``, signature ``sig``; False = skip the
         foreign-change check) and return ``mutate``'s result for what finally stands.
 
@@ -695,11 +807,21 @@ class MarkerStore:
         is merged — ``mutate`` re-applied to it, and nothing else of ours — and exchanged in again
         (:meth:`_merge_displaced`). Where no exchange exists: the old compare-and-replace (see
         :func:`exchange_support`).
+
+        With a ``batch`` (queued changes of other writers are in ``entries``; only on a verified exchange
+        into an existing file), its record goes down right before the exchange, and the temp file's name
+        and inode tell a later holder whether the exchange ran: the record is dropped before the temp file
+        whenever it did not, so a killed writer can never leave a record that wrongly says "in".
         """
         prev = _SNAPSHOTS.get(self._key)
         data, frags = _encode(entries, prev.frags if prev is not None else None)
         read = self._read
-        tmp = _write_temp(self._p, data)
+        if batch is None:
+            tmp = _write_temp(self._p, data)
+        else:
+            tmp = fsutil.write_temp(self._p, data, path=batch.new_temp_path())  # named for the batch record
+        installed = False  # with a batch: the exchange ran and what it put in place still holds the batch
+        keep_tmp = False
         try:
             _wait_for_hermes_writes(self._dir)
             if sig is not False and _signature(self._p) != sig:
@@ -717,9 +839,16 @@ class MarkerStore:
                 pass
             elif _EXCHANGE.get(self._dir, True):
                 ours = os.stat(tmp).st_ino
+                if batch is not None:
+                    try:
+                        batch.before_install(ours)
+                    except OSError as exc:
+                        logger.warning("cannot record a marker batch (%s); writing this change alone", exc)
+                        raise _BatchUnrecorded() from None
                 try:
                     if sig is not False and sig is not None:
                         tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig[0], ours)
+                        installed = was_read
                     else:
                         tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
                 except FileNotFoundError:
@@ -731,20 +860,31 @@ class MarkerStore:
                     logger.warning("no atomic exchange for %s (%s): falling back to compare-and-replace, which "
                                    "can lose a concurrent Hermes write (hermes-tray doctor reports it)", self.path, exc)
                     os.replace(tmp, self._p)
+                    installed = True
                 else:
                     if sig is not False and not was_read:
                         # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
                         # flushes): its version went straight back (ours was visible for two syscalls). Start
                         # again from it, and watch for a Hermes write that copied ours meanwhile.
+                        if batch is not None and _inode(tmp) != ours:
+                            # Ours could not be taken back out (a writer kept renaming): it stands, with the
+                            # queued changes in it. Hand those out; the retry re-applies only our own.
+                            installed = True
+                            batch.hand_out()
+                            batch.requests.clear()
                         self._watch_transient(entries, mutate)
                         raise _ForeignChange()
                     if not was_read:  # the last attempt (unverified): judge what came back by its content
                         data, entries, result = self._merge_displaced(tmp, read, data, entries, mutate, result)
             else:
                 os.replace(tmp, self._p)
+                installed = True
         finally:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
+            if batch is not None and not installed:
+                keep_tmp = not batch.not_installed()  # the record first: a record without its temp file says "in"
+            if not keep_tmp:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(tmp)
         if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
             _SNAPSHOTS.clear()
         _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)  # frags: validated before any reuse
