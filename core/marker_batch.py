@@ -376,7 +376,7 @@ class Batch:
         the record. A failure here leaves the record for :func:`recover`; it never fails the holder's own
         write. Unless ``durable``, :meth:`made_durable` must follow (it also lets go of the result files)."""
         try:
-            self._held += _hand_out(self._qdir, self.results, durable=durable)
+            self._held.extend(_hand_out(self._qdir, self.results, durable=durable))
             if self._record is not None:
                 _unlink(self._record)
                 self._record = None

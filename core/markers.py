@@ -610,46 +610,45 @@ class MarkerStore:
         its result is ours once the lock is, and we return once the holder's directory fsync is done.
         """
         held: list[int] | None = None
-        batch: marker_batch.Batch | None = None
+        batches: list[marker_batch.Batch] = []  # the one this write took in, if any (see _locked_update)
         request: marker_batch.Request | None = None
-        answered = wrote = False
+        answered = wrote = synced = False
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         try:
             try:
-                fd = self._open_lock()
                 try:
-                    if not fsutil.try_lock_fd(fd):
-                        if _KEEP_OLD_OPEN:
-                            held = []
-                        if change is not None and _EXCHANGE.get(self._dir, True):
-                            request = marker_batch.submit(self._p, change)
-                        fsutil.lock_fd(fd)
+                    fd = self._open_lock()
                     try:
-                        if request is not None:
-                            answered, result = self._answer(request)
-                        if not answered:
-                            wrote, result, batch = self._locked_update(mutate, what, held)
+                        if not fsutil.try_lock_fd(fd):
+                            if _KEEP_OLD_OPEN:
+                                held = []
+                            if change is not None and _EXCHANGE.get(self._dir, True):
+                                request = marker_batch.submit(self._p, change)
+                            fsutil.lock_fd(fd)
+                        try:
+                            if request is not None:
+                                answered, result = self._answer(request)
+                            if not answered:
+                                wrote, result = self._locked_update(mutate, what, held, batches)
+                        finally:
+                            fsutil.unlock_fd(fd)
                     finally:
-                        fsutil.unlock_fd(fd)
+                        os.close(fd)
                 finally:
-                    os.close(fd)
-            finally:
-                for old in held or ():
-                    with contextlib.suppress(OSError):
-                        os.close(old)
-            if answered:
-                try:
-                    request.wait_durable(self._dir)  # type: ignore[union-attr]
-                finally:
-                    request.finish()  # type: ignore[union-attr]
-            elif wrote:
-                synced = False
-                try:
+                    for old in held or ():
+                        with contextlib.suppress(OSError):
+                            os.close(old)
+                if answered:
+                    try:
+                        request.wait_durable(self._dir)  # type: ignore[union-attr]
+                    finally:
+                        request.finish()  # type: ignore[union-attr]
+                elif wrote:
                     fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
                     synced = True
-                finally:
-                    if batch is not None:
-                        batch.made_durable(synced)
+            finally:
+                for batch in batches:  # whatever happened: the waiters must not wait on us any longer
+                    batch.made_durable(synced)
             if not answered:  # an answered change made no temp file; the holder's write sweeps
                 # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
                 self._sweep()
@@ -674,8 +673,10 @@ class MarkerStore:
         return answered, result
 
     def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
-                       held: list[int] | None = None) -> tuple[bool, Any, marker_batch.Batch | None]:
-        """(whether a rename needs its directory fsync, ``mutate``'s result, the batch written with it)."""
+                       held: list[int] | None = None, batches: list[marker_batch.Batch] | None = None
+                       ) -> tuple[bool, Any]:
+        """(whether a rename needs its directory fsync, ``mutate``'s result). A batch taken in is appended to
+        ``batches`` as soon as it exists, so the caller can always let its waiters go."""
         # With an exchange every attempt is verified (a foreign version that slipped in goes straight back),
         # so retrying costs nothing but time; without one, the last attempt writes unchecked.
         #
@@ -697,19 +698,21 @@ class MarkerStore:
             check = attempt < retries
             try:
                 entries, sig = self._load_for_write(check, held)
-                if attempt == 0 and self._read is not None and _EXCHANGE.get(self._dir, True):
+                if attempt == 0 and batches is not None and self._read is not None and _EXCHANGE.get(self._dir, True):
                     batch = marker_batch.collect(self._p)
+                    if batch is not None:
+                        batches.append(batch)
                 if batch is not None and (self._read is None or not check or not _EXCHANGE.get(self._dir, True)):
                     batch = None  # its waiters write their own changes
                 new, result = with_queued(entries)
                 if new is None:
                     if batch is not None:
                         batch.hand_out(durable=True)  # nothing changed: nothing to install, the results stand
-                    return False, result, None
+                    return False, result
                 result = self._store(new, sig if check else False, with_queued, result, batch)
                 if batch is not None:
                     batch.hand_out()
-                return True, result, batch
+                return True, result
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
             except _BatchUnrecorded:
