@@ -97,8 +97,7 @@ def _read_small(path: str, fd: int | None = None) -> bytes | None:
             st = os.fstat(fd)
             if not stat.S_ISREG(st.st_mode) or st.st_size > _MAX_QUEUE_FILE:
                 return None
-            os.lseek(fd, 0, os.SEEK_SET)
-            return os.read(fd, st.st_size + 1)
+            return os.pread(fd, st.st_size + 1, 0)
         finally:
             if own:
                 os.close(fd)
@@ -126,11 +125,12 @@ def _unlink(path: str) -> None:
 class Request:
     """A waiter's pending change: its file stays locked by ``fd`` until :meth:`finish`."""
 
-    __slots__ = ("durable", "fd", "name", "path")
+    __slots__ = ("_done_fd", "durable", "fd", "name", "path")
 
     def __init__(self, path: str, fd: int) -> None:
         self.path, self.fd, self.name = path, fd, os.path.basename(path)
         self.durable = False
+        self._done_fd: int | None = None  # the result file, kept open to wait for the holder's fsync
 
     def result(self, *, final: bool = False) -> tuple[bool, Any]:
         """(True, result) when a holder applied the change, else (False, None). Under the marker lock.
@@ -142,18 +142,29 @@ class Request:
         """
         done = self.path + _DONE
         try:
-            data = _read_small(done)
+            try:
+                fd = os.open(done, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK)
+            except FileNotFoundError:
+                return False, None
+            try:
+                data = _read_small(done, fd)
+            except BaseException:
+                os.close(fd)
+                raise
         except OSError as exc:
             if not final:
                 return False, None
             raise OSError(exc.errno or errno.EIO, f"cannot read the result of a queued marker change: {exc}",
                           done) from None
-        if data is None:
-            return False, None
-        doc = _loads(data[1:]) if data[:1] in (_DURABLE, _PENDING) else None
+        doc = _loads(data[1:]) if data is not None and data[:1] in (_DURABLE, _PENDING) else None
         if isinstance(doc, dict) and "result" in doc:
-            self.durable = data[:1] == _DURABLE
+            self.durable = data[:1] == _DURABLE  # type: ignore[index]
+            if self.durable:
+                os.close(fd)
+            else:
+                self._done_fd = fd
             return True, doc["result"]
+        os.close(fd)
         if final:
             raise OSError(errno.EIO, "the result of a queued marker change is unreadable", done)
         return False, None
@@ -161,19 +172,17 @@ class Request:
     def wait_durable(self, directory: str) -> None:
         """Return once the answered change is on disk: the holder's directory fsync (wait for its lock on
         our result file), or, if it failed or the holder died first, our own."""
+        fd, self._done_fd = self._done_fd, None
         if self.durable:
             return
         try:
-            fd = os.open(self.path + _DONE, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK)
-        except OSError:
-            fsutil.fsync_dir(directory)  # type: ignore[arg-type]
-            return
-        try:
-            fcntl.flock(fd, fcntl.LOCK_SH)
-            if os.pread(fd, 1, 0) == _DURABLE:
-                return
+            if fd is not None:
+                fcntl.flock(fd, fcntl.LOCK_SH)  # the holder keeps it locked until its fsync is done
+                if os.pread(fd, 1, 0) == _DURABLE:
+                    return
         finally:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
         fsutil.fsync_dir(directory)  # type: ignore[arg-type]
 
     def finish(self) -> None:
@@ -188,6 +197,9 @@ class Request:
             pass  # a request whose lock is free is dropped by the next holder
         finally:
             os.close(self.fd)
+            if self._done_fd is not None:
+                os.close(self._done_fd)
+                self._done_fd = None
 
 
 def submit(marker_path: str, change: Change) -> Request | None:
@@ -289,7 +301,7 @@ def _hand_out(qdir: str, results: dict[str, Any], *, durable: bool) -> list[int]
     held: list[int] = []
     try:
         for req, value in results.items():
-            if not isinstance(req, str) or not _REQ_RE.match(req) or not os.path.lexists(os.path.join(qdir, req)):
+            if not isinstance(req, str) or not _REQ_RE.match(req):
                 continue
             # Written in place: one short write(), read only under the marker lock. A file a killed holder
             # left empty reads as "no result yet", and its record (still there) is settled and rewrites it.

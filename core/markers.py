@@ -345,15 +345,21 @@ HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its
 _STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)
 
 
-def _wait_for_hermes_writes(directory: str) -> bool:
-    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen."""
+def _wait_for_hermes_writes(directory: str, listing: list[list[str]] | None = None) -> bool:
+    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen.
+
+    ``listing``: the directory's last listing is appended there (the temp-file sweep after the write
+    reuses it instead of listing the directory again)."""
     seen = False
     deadline = time.monotonic() + HERMES_WRITE_WAIT_SECS
     while True:
         try:
-            names = [n for n in os.listdir(directory) if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
+            every = os.listdir(directory)
         except OSError:
             return seen
+        if listing is not None:
+            listing.append(every)
+        names = [n for n in every if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
         now = time.monotonic()
         live = []
         for n in names:
@@ -611,6 +617,7 @@ class MarkerStore:
         """
         held: list[int] | None = None
         batches: list[marker_batch.Batch] = []  # the one this write took in, if any (see _locked_update)
+        listing: list[list[str]] = []  # the directory as listed inside the lock, for the sweep
         request: marker_batch.Request | None = None
         answered = wrote = synced = False
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
@@ -629,7 +636,7 @@ class MarkerStore:
                             if request is not None:
                                 answered, result = self._answer(request)
                             if not answered:
-                                wrote, result = self._locked_update(mutate, what, held, batches)
+                                wrote, result = self._locked_update(mutate, what, held, batches, listing)
                         finally:
                             fsutil.unlock_fd(fd)
                     finally:
@@ -651,7 +658,7 @@ class MarkerStore:
                     batch.made_durable(synced)
             if not answered:  # an answered change made no temp file; the holder's write sweeps
                 # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
-                self._sweep()
+                self._sweep(listing[-1] if listing else None)
             return result
         except (MarkerStoreError, _ForeignChange):
             raise
@@ -673,8 +680,8 @@ class MarkerStore:
         return answered, result
 
     def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
-                       held: list[int] | None = None, batches: list[marker_batch.Batch] | None = None
-                       ) -> tuple[bool, Any]:
+                       held: list[int] | None = None, batches: list[marker_batch.Batch] | None = None,
+                       listing: list[list[str]] | None = None) -> tuple[bool, Any]:
         """(whether a rename needs its directory fsync, ``mutate``'s result). A batch taken in is appended to
         ``batches`` as soon as it exists, so the caller can always let its waiters go."""
         # With an exchange every attempt is verified (a foreign version that slipped in goes straight back),
@@ -709,7 +716,7 @@ class MarkerStore:
                     if batch is not None:
                         batch.hand_out(durable=True)  # nothing changed: nothing to install, the results stand
                     return False, result
-                result = self._store(new, sig if check else False, with_queued, result, batch)
+                result = self._store(new, sig if check else False, with_queued, result, batch, listing)
                 if batch is not None:
                     batch.hand_out()
                 return True, result
@@ -727,7 +734,7 @@ class MarkerStore:
             fsutil.ensure_private_dir(self.path.parent)
             return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
 
-    def _sweep(self) -> None:
+    def _sweep(self, names: list[str] | None = None) -> None:
         """Remove dead writers' temp files; listing the directory is cheap, the per-file checks run only if any.
 
         Under contention other live writers' temp files are nearly always there. Asking the OS about a
@@ -736,10 +743,11 @@ class MarkerStore:
         its temp file removed by this process's first write after it (or by any other process's next write).
         """
         prefix = f".{MARKER_FILE}."
-        try:
-            names = os.listdir(self._dir)
-        except OSError:
-            return
+        if names is None:
+            try:
+                names = os.listdir(self._dir)
+            except OSError:
+                return
         temps = [n for n in names if n.startswith(prefix) and n.endswith(".tmp")]
         me = os.getpid()
         now = time.monotonic()
@@ -799,7 +807,7 @@ class MarkerStore:
 
     def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool,
                mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any,
-               batch: marker_batch.Batch | None = None) -> Any:
+               batch: marker_batch.Batch | None = None, listing: list[list[str]] | None = None) -> Any:
         """Put ``entries`` in place of the file read (``self._read``, signature ``sig``; False = skip the
         foreign-change check) and return ``mutate``'s result for what finally stands.
 
@@ -826,7 +834,7 @@ class MarkerStore:
         installed = False  # with a batch: the exchange ran and what it put in place still holds the batch
         keep_tmp = False
         try:
-            _wait_for_hermes_writes(self._dir)
+            _wait_for_hermes_writes(self._dir, listing)
             if sig is not False and _signature(self._p) != sig:
                 raise _ForeignChange()
             published = False
