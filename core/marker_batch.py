@@ -208,7 +208,8 @@ def submit(marker_path: str, change: Change) -> Request | None:
         return None
     qdir = queue_dir(marker_path)
     data = json.dumps(change, ensure_ascii=False, allow_nan=True).encode("utf-8", "surrogatepass")
-    name = f"{time.time_ns():020d}.{os.getpid()}.{os.urandom(4).hex()}.req"
+    # CLOCK_MONOTONIC is one clock for every process (no NTP steps): names sort in submission order.
+    name = f"{time.monotonic_ns():020d}.{os.getpid()}.{os.urandom(4).hex()}.req"
     tmp = os.path.join(qdir, f"{name}.part")
     try:
         if qdir not in _CHECKED:
@@ -409,8 +410,11 @@ class Batch:
                 os.close(fd)
 
 
-def _live_request(path: str) -> Change | None:
-    """The change of a request whose waiter is still waiting; a request nobody waits for is removed."""
+def _live_request(path: str, *, answered: bool = False) -> Change | None:
+    """The change of a request whose waiter is still waiting; a request nobody waits for is removed.
+
+    ``answered``: it has its result already; only whether its waiter is gone matters (then the request
+    and its result are litter). Returns None for those."""
     try:
         fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _CLOEXEC | os.O_NONBLOCK)
     except FileNotFoundError:
@@ -419,11 +423,13 @@ def _live_request(path: str) -> Change | None:
         try:
             fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
+            if answered:
+                return None  # its waiter picks it up
             doc = _loads(_read_small(path, fd))
             if isinstance(doc, dict):
                 return doc
             logger.warning("removed an unreadable queued marker change %s", path)
-        # Its waiter is gone (killed while waiting): the change never happened, and never will.
+        # Its waiter is gone (killed while waiting, or after its answer): nothing more will happen to it.
         _unlink(path)
         _unlink(path + _DONE)
         return None
@@ -466,9 +472,9 @@ def collect(marker_path: str, exclude: str | None = None, *, limit: int = MAX_BA
     present = set(names)
     requests: list[tuple[str, Change]] = []
     for name in sorted(n for n in names if _REQ_RE.match(n)):
-        if name == exclude or name + _DONE in present:
-            continue  # our own, or answered and not yet picked up
-        change = _live_request(os.path.join(qdir, name))
+        if name == exclude:
+            continue
+        change = _live_request(os.path.join(qdir, name), answered=name + _DONE in present)
         if change is not None:
             requests.append((name, change))
             if len(requests) >= limit:

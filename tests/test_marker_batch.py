@@ -145,6 +145,88 @@ def test_a_change_that_went_in_is_never_repeated_over_a_later_hermes_write(home:
     assert _litter(home) == []
 
 
+def _acked(logs: list[Path]) -> tuple[dict[str, int | None], dict[str, set[int | None]]]:
+    """From the soak writers' ack logs: each key's value after its last acknowledged change, and the values
+    a change not acknowledged (in flight, or cut off by a kill) may have left instead."""
+    state: dict[str, int | None] = {}
+    maybe: dict[str, set[int | None]] = {}
+    for log in logs:
+        inflight: tuple[int, str, str] | None = None
+        for line in log.read_text().splitlines():
+            parts = line.split()
+            if parts[0] == "R":
+                if inflight is not None:  # cut off by a kill: it may or may not have gone in, for good
+                    maybe.setdefault(inflight[2], set()).add(inflight[0] if inflight[1] == "record" else None)
+                inflight = None
+            elif parts[0] == "B":
+                inflight = (int(parts[1]), parts[2], parts[3])
+            else:
+                i, op, key = int(parts[1]), parts[2], parts[3]
+                state[key] = i if op == "record" else None
+                maybe.pop(key, None)
+                inflight = None
+        if inflight is not None:
+            maybe.setdefault(inflight[2], set()).add(inflight[0] if inflight[1] == "record" else None)
+    return state, maybe
+
+
+def _check_soak(home: Path, logs: list[Path], when: str) -> None:
+    data = marker_path(home).read_bytes() if marker_path(home).exists() else b"{}"
+    raw = json.loads(data)  # never torn
+    actual = {k: int(e["prompt"].split()[1]) for k, e in raw.items()}
+    state, maybe = _acked(logs)
+    state.setdefault("seed", 0)  # recorded before the writers started, never touched by them
+    for key in set(state) | set(actual) | set(maybe):
+        allowed = {state.get(key)} | maybe.get(key, set())
+        assert actual.get(key) in allowed, (
+            f"{when}: {key} is {actual.get(key)}, acknowledged {state.get(key)}, in flight {maybe.get(key)}")
+
+
+def test_random_kills_of_contending_writers_lose_and_repeat_nothing(home: Path, tmp_path: Path) -> None:
+    """Four writers contend (so most changes go in batched), one is SIGKILLed at a random moment, again and
+    again, and replaced. Whenever all are stopped, every key holds what its owner last acknowledged, or
+    what a change in flight may leave: an acknowledged change lost, or a batched one applied again after
+    a later one (a cleared marker back), would show."""
+    import random
+
+    rng = random.Random(20261202)
+    MarkerStore(home).record("seed", "soak 0")
+    stop = tmp_path / "stop"
+    logs = [tmp_path / f"acks{n}" for n in range(4)]
+    procs = {n: _child("soak", str(home), str(n), str(1_000_000 * (n + 1)), str(logs[n]), str(stop), str(n))
+             for n in range(4)}
+    kills = 40
+    try:
+        _wait_for(lambda: all(log.exists() for log in logs), "the writers to start")
+        for k in range(kills):
+            time.sleep(rng.uniform(0.01, 0.05))
+            for p in procs.values():
+                os.kill(p.pid, signal.SIGSTOP)
+            _check_soak(home, logs, f"before kill {k}")
+            victim = rng.randrange(4)
+            procs[victim].kill()
+            procs[victim].wait(10)
+            for p in procs.values():
+                if p.poll() is None:
+                    os.kill(p.pid, signal.SIGCONT)
+            start = 1_000_000 * (victim + 1) + 10_000 * (k + 1)
+            procs[victim] = _child("soak", str(home), str(victim), str(start), str(logs[victim]), str(stop),
+                                   str(100 + k))
+        stop.touch()
+        for p in procs.values():
+            _out, err = p.communicate(timeout=60)
+            assert p.returncode == 0, err
+    finally:
+        for p in procs.values():
+            if p.poll() is None:
+                p.kill()
+    _check_soak(home, logs, "at the end")
+    done = sum(log.read_text().count("\nA ") for log in logs)
+    assert done > 200, done  # enough changes went in for the kills to land on every step
+    MarkerStore(home).record("after", "soak 1")
+    assert _litter(home) == []
+
+
 def test_a_waiter_killed_while_queued_never_has_its_change_applied(home: Path, tmp_path: Path) -> None:
     store = MarkerStore(home)
     store.record("old", "there before")

@@ -12,6 +12,10 @@ waiter HOME OP KEY [EXPECTED_JSON]
     OP is record, clear or remove; prints one JSON line: {"answered": bool, "result": ...}.
 hermes_clear HOME KEY
     Hermes' own ``clear_turn_marker`` (the reference module), as Hermes would run it.
+soak HOME WRITER START ACKS STOP SEED
+    Records and clears its own three keys (``wWRITER-k0..2``, prompt ``soak <i>``) until STOP exists,
+    appending ``B <i> <op> <key>`` before and ``A <i> <op> <key>`` after each change to ACKS (and ``R``
+    when it starts), so a test that SIGKILLs writers can tell which changes were acknowledged.
 """
 
 from __future__ import annotations
@@ -126,6 +130,33 @@ def _hermes_clear(home: str, key: str) -> None:
     load_reference_markers().clear_turn_marker(home, key)
 
 
+def _soak(home: str, writer: str, start: str, acks: str, stop: str, seed: str) -> None:
+    import random
+
+    from hermes_tray_core import markers
+
+    rng = random.Random(int(seed))
+    keys = [f"w{writer}-k{j}" for j in range(3)]
+    store = markers.MarkerStore(home)
+    present = {k for k in store.list() if k in keys}
+    fd = os.open(acks, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+    os.write(fd, b"R\n")
+    i = int(start)
+    while not os.path.exists(stop):
+        key = rng.choice(keys)
+        op = "clear" if key in present else "record"
+        os.write(fd, f"B {i} {op} {key}\n".encode())
+        if op == "record":
+            store.record(key, f"soak {i}")
+            present.add(key)
+        else:
+            store.clear(key)
+            present.discard(key)
+        os.write(fd, f"A {i} {op} {key}\n".encode())
+        i += 1
+    os.close(fd)
+
+
 def main(argv: list[str]) -> None:
     role, *rest = argv
     if role == "holder":
@@ -134,6 +165,8 @@ def main(argv: list[str]) -> None:
         _waiter(rest[0], rest[1], rest[2], rest[3] if len(rest) > 3 else None)
     elif role == "hermes_clear":
         _hermes_clear(*rest)
+    elif role == "soak":
+        _soak(*rest)
     else:
         raise SystemExit(f"unknown role {role}")
 
