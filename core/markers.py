@@ -18,6 +18,9 @@ What Hermes' store lacks, and why this one exists:
   is put right for a settle window (:class:`_Leaks`). After a skip, :mod:`core.marker_settle` also undoes
   a stale Hermes write (one that read the file before our write) that brings the entry back. Without an
   exchange (some filesystems), the old compare-and-replace is used and :func:`exchange_support` says so;
+* a writer that finds the lock busy queues its change for the holder, which writes every queued change
+  with its own in one durable write (group commit, :mod:`core.marker_batch`; what a change means:
+  :func:`apply_change`), exactly once across kills;
 * an empty map is written as ``{}``, never unlinked;
 * writes are temp file + fsync + exchange + directory fsync; a killed writer's temp file is swept by
   the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;

@@ -100,15 +100,20 @@ def test_queued_changes_go_in_with_the_holders_write_and_each_waiter_gets_its_ow
     assert _litter(home) == []
 
 
+def _kill_holder(home: Path, tmp_path: Path, step: str, seed: str, waiter: list[str]) -> tuple[MarkerStore, dict]:
+    """``seed`` stored, a waiter queued behind a holder that is SIGKILLed at ``step``: the waiter's report."""
+    store = MarkerStore(home)
+    store.record(seed, "there before")
+    holder, (proc,) = _holder_with_waiters(home, tmp_path, step, [waiter])
+    holder.wait(60)
+    assert holder.returncode == -signal.SIGKILL
+    return store, _json_line(proc)
+
+
 @pytest.mark.parametrize("step", ["before_record", "after_record"])
 def test_a_holder_killed_before_its_exchange_leaves_the_waiter_to_write_its_own_change(
         home: Path, tmp_path: Path, step: str) -> None:
-    store = MarkerStore(home)
-    store.record("old", "there before")
-    holder, (waiter,) = _holder_with_waiters(home, tmp_path, step, [["record", "w"]])
-    holder.wait(30)
-    assert holder.returncode == -signal.SIGKILL
-    result = _json_line(waiter)
+    store, result = _kill_holder(home, tmp_path, step, "old", ["record", "w"])
     assert result == {"answered": False, "result": "waiter prompt for w"}  # written by itself, once
     assert set(store.list()) == {"old", "w"}  # the holder's own change died with it, before it went in
     store.record("next", "p")  # the next write settles whatever the kill left
@@ -118,13 +123,9 @@ def test_a_holder_killed_before_its_exchange_leaves_the_waiter_to_write_its_own_
 @pytest.mark.parametrize("step", ["after_exchange", "in_hand_out", "after_hand_out", "before_dir_fsync"])
 def test_a_holder_killed_after_its_exchange_still_answers_the_waiter_exactly_once(
         home: Path, tmp_path: Path, step: str) -> None:
-    store = MarkerStore(home)
-    store.record("x", "to be cleared by the waiter")
-    holder, (waiter,) = _holder_with_waiters(home, tmp_path, step, [["clear", "x"]])
-    holder.wait(30)
-    assert holder.returncode == -signal.SIGKILL
+    store, result = _kill_holder(home, tmp_path, step, "x", ["clear", "x"])
     # Applied twice, the clear would answer False ("there was none"): the result proves it went in once.
-    assert _json_line(waiter) == {"answered": True, "result": True}
+    assert result == {"answered": True, "result": True}
     assert set(store.list()) == {"h"}
     store.record("next", "p")
     assert _litter(home) == []
@@ -135,12 +136,8 @@ def test_a_change_that_went_in_is_never_repeated_over_a_later_hermes_write(home:
     (cleared it), and the holder died before answering. Repeating the waiter's record would bring a
     finished turn back as interrupted — a turn run twice."""
     reference_or_skip()
-    store = MarkerStore(home)
-    store.record("old", "there before")
-    holder, (waiter,) = _holder_with_waiters(home, tmp_path, "after_exchange_hermes_clears=w", [["record", "w"]])
-    holder.wait(60)
-    assert holder.returncode == -signal.SIGKILL
-    assert _json_line(waiter) == {"answered": True, "result": "waiter prompt for w"}
+    store, result = _kill_holder(home, tmp_path, "after_exchange_hermes_clears=w", "old", ["record", "w"])
+    assert result == {"answered": True, "result": "waiter prompt for w"}
     assert set(store.list()) == {"old", "h"}  # w stays cleared
     assert _litter(home) == []
 
