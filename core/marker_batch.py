@@ -80,11 +80,18 @@ def batch_temp_path(marker_path: str, batch_id: str) -> str:
     return os.path.join(directory, f".{name}.{batch_id}.btmp")
 
 
+_WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)  # a FIFO: ENXIO
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    if os.write(fd, data) != len(data):  # a short write (a full disk): never leave half a record or result
+        raise OSError(errno.ENOSPC, "short write in the marker queue")
+
+
 def _write_small(path: str, data: bytes, *, exclusive: bool) -> None:
-    flags = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC | (os.O_EXCL if exclusive else os.O_TRUNC)
-    fd = os.open(path, flags, fsutil.FILE_MODE)
+    fd = os.open(path, _WRITE_FLAGS | (os.O_EXCL if exclusive else os.O_TRUNC), fsutil.FILE_MODE)
     try:
-        os.write(fd, data)
+        _write_all(fd, data)
     finally:
         os.close(fd)
 
@@ -111,7 +118,7 @@ def _loads(data: bytes | None) -> Any:
         return None
     try:
         return json.loads(data)
-    except ValueError:
+    except (ValueError, RecursionError):  # junk, or nested deep enough to exhaust the parser
         return None
 
 
@@ -291,8 +298,9 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
         else:
             logger.info("a marker writer died before its batch went in; %d request(s) stay queued",
                         len(doc["results"]))
-        _unlink(tmp)
+        # The record before the temp file: a record left without its temp file would read "went in".
         _unlink(path)
+        _unlink(tmp)
     return _names(qdir)
 
 
@@ -307,12 +315,11 @@ def _hand_out(qdir: str, results: dict[str, Any], *, durable: bool) -> list[int]
                 continue
             # Written in place: one short write(), read only under the marker lock. A file a killed holder
             # left empty reads as "no result yet", and its record (still there) is settled and rewrites it.
-            fd = os.open(os.path.join(qdir, req + _DONE), os.O_WRONLY | os.O_CREAT | os.O_TRUNC | _NOFOLLOW | _CLOEXEC,
-                         fsutil.FILE_MODE)
+            fd = os.open(os.path.join(qdir, req + _DONE), _WRITE_FLAGS | os.O_TRUNC, fsutil.FILE_MODE)
             try:
                 if not durable:
-                    fcntl.flock(fd, fcntl.LOCK_EX)  # a new file nobody else has opened yet: never blocks
-                os.write(fd, (_DURABLE if durable else _PENDING) + json.dumps({"result": value}).encode())
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a file only its waiter opens, after us
+                _write_all(fd, (_DURABLE if durable else _PENDING) + json.dumps({"result": value}).encode())
             except BaseException:
                 os.close(fd)
                 raise
@@ -459,7 +466,7 @@ def collect(marker_path: str, *, limit: int = MAX_BATCH) -> Batch | None:
         return None
     try:
         names = recover(marker_path, _names(qdir))
-    except OSError as exc:  # its requests stay queued, and are not taken: this write goes in on its own
+    except Exception as exc:  # its requests stay queued, and are not taken: this write goes in on its own
         logger.warning("could not settle a dead marker writer's batch in %s (%s)", qdir, exc)
         return None
     if not names:

@@ -634,7 +634,12 @@ class MarkerStore:
                                 held = []
                             if change is not None and _EXCHANGE.get(self._dir, True):
                                 request = marker_batch.submit(self._p, change)
-                            fsutil.lock_fd(fd)
+                            try:
+                                fsutil.lock_fd(fd)
+                            except BaseException:  # interrupted while waiting: take the change back
+                                if request is not None:
+                                    request.finish()
+                                raise
                         try:
                             if request is not None:
                                 answered, result = self._answer(request)
@@ -836,6 +841,7 @@ class MarkerStore:
             tmp = fsutil.write_temp(self._p, data, path=batch.new_temp_path())  # named for the batch record
         installed = False  # with a batch: the exchange ran and what it put in place still holds the batch
         keep_tmp = False
+        ours: int | None = None  # our temp file's inode, once the exchange may run
         try:
             _wait_for_hermes_writes(self._dir, listing)
             if sig is not False and _signature(self._p) != sig:
@@ -880,12 +886,15 @@ class MarkerStore:
                         # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
                         # flushes): its version went straight back (ours was visible for two syscalls). Start
                         # again from it, and watch for a Hermes write that copied ours meanwhile.
-                        if batch is not None and _inode(tmp) != ours:
+                        if batch is not None and _inode(self._p) == ours:
                             # Ours could not be taken back out (a writer kept renaming): it stands, with the
                             # queued changes in it. Hand those out; the retry re-applies only our own.
                             installed = True
                             batch.hand_out()
                             batch.requests.clear()
+                        # Otherwise it was put back (at tmp again) or renamed over by a foreign writer: the
+                        # queued changes are not in, and the retry applies them again (the finally drops
+                        # the record).
                         self._watch_transient(entries, mutate)
                         raise _ForeignChange()
                     if not was_read:  # the last attempt (unverified): judge what came back by its content
@@ -895,7 +904,12 @@ class MarkerStore:
                 installed = True
         finally:
             if batch is not None and not installed:
-                keep_tmp = not batch.not_installed()  # the record first: a record without its temp file says "in"
+                if ours is None or _inode(tmp) == ours or _inode(self._p) != ours:
+                    # Never exchanged, put back, or overwritten by a foreign writer: the record goes first
+                    # (a record without its temp file says "in").
+                    keep_tmp = not batch.not_installed()
+                # else: an exception after the exchange put ours in place (a signal, a failed put-back):
+                # the record stays, and whoever takes the lock next hands its results out (recover).
             if not keep_tmp:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(tmp)

@@ -232,3 +232,171 @@ def test_apply_change_refuses_what_is_not_a_marker_change() -> None:
                 {"op": "record", "key": "k", "entry": "x", "now": 1.0}):
         with pytest.raises(ValueError):
             markers.apply_change({}, bad)
+
+
+def _queued(home: Path, change: dict) -> marker_batch.Request:
+    """A change queued by this process (its request lock held here, so a holder sees a live waiter)."""
+    request = marker_batch.submit(os.fspath(marker_path(home)), change)
+    assert request is not None
+    return request
+
+
+def _answer_under_lock(home: Path, request: marker_batch.Request) -> tuple[bool, object]:
+    lock = fsutil.open_private_lockfile(marker_lock_path(home))
+    try:
+        fsutil.lock_fd(lock)
+        marker_batch.recover(os.fspath(marker_path(home)))
+        return request.result(final=True)
+    finally:
+        fsutil.unlock_fd(lock)
+        os.close(lock)
+
+
+def test_an_exception_right_after_the_exchange_keeps_the_record_so_the_waiter_is_answered(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A signal (KeyboardInterrupt) or a failed put-back after the kernel exchange ran: the batch is in, so
+    its record must stay and answer the waiter. Dropping it would have the waiter apply its change again."""
+    store = MarkerStore(home)
+    store.record("x", "to be cleared by the waiter")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    real = markers.atomic_exchange.swap_in_verified
+
+    def interrupted(*args):
+        real(*args)
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        store.record("h", "holder")
+    monkeypatch.undo()
+    try:
+        assert _answer_under_lock(home, request) == (True, True)  # answered: applying it again would say False
+    finally:
+        request.finish()
+    assert set(store.list()) == {"h"}
+    store.record("next", "p")
+    assert _litter(home) == []
+
+
+def test_a_recovery_cut_off_between_its_two_removals_never_reads_as_went_in(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A dead holder's record whose batch never went in is settled by removing the record, then the temp
+    file. Cut off in between (here: the second removal fails), the next recovery must still not hand out
+    results — a record without its temp file reads "went in"."""
+    store = MarkerStore(home)
+    store.record("x", "stays")
+    p = os.fspath(marker_path(home))
+    request = _queued(home, {"op": "clear", "key": "x"})
+    tmp = marker_batch.batch_temp_path(p, "999999.0000abcd")
+    Path(tmp).write_bytes(b"{}")
+    (_queue(home) / "999999.0000abcd.batch").write_text(
+        json.dumps({"ino": os.stat(tmp).st_ino, "results": {request.name: True}}))
+    real = marker_batch._unlink
+    calls: list[str] = []
+
+    def cut_off(path: str) -> None:
+        calls.append(path)
+        if len(calls) == 2:
+            raise OSError(5, "cut off")
+        real(path)
+
+    monkeypatch.setattr(marker_batch, "_unlink", cut_off)
+    with pytest.raises(OSError):
+        marker_batch.recover(p)
+    monkeypatch.undo()
+    try:
+        assert _answer_under_lock(home, request) == (False, None)  # never went in: not answered
+    finally:
+        request.finish()
+    assert "x" in store.list()
+    os.unlink(tmp)
+
+
+def test_a_waiter_interrupted_while_waiting_takes_its_change_back(home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    store = MarkerStore(home)
+    store.record("x", "stays")
+    lock = fsutil.open_private_lockfile(marker_lock_path(home))
+    fsutil.lock_fd(lock)  # the lock is busy: the clear below queues its change, then waits
+
+    def interrupted(fd: int, **_kw) -> None:
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(fsutil, "lock_fd", interrupted)
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            store.clear("x")
+    finally:
+        monkeypatch.undo()
+        fsutil.unlock_fd(lock)
+        os.close(lock)
+    assert _requests(home) == []  # nothing left for the next holder to apply behind the caller's back
+    store.record("next", "p")
+    assert set(store.list()) == {"x", "next"}
+
+
+def test_a_record_nested_past_the_parser_never_stops_a_write(home: Path) -> None:
+    store = MarkerStore(home)
+    store.record("old", "there before")
+    q = _queue(home)
+    fsutil.ensure_private_dir(q)
+    (q / "1.0badc0de.batch").write_bytes(b"[" * 200_000)  # json.loads raises RecursionError on it
+    store.record("new", "p")
+    assert set(store.list()) == {"old", "new"}
+    assert not (q / "1.0badc0de.batch").exists()
+
+
+def test_a_fifo_where_a_result_goes_is_refused_not_waited_on(home: Path) -> None:
+    """A dead holder's batch went in (its temp file is gone); handing out its results meets a FIFO: the
+    write that settles it must fail that hand-out (ENXIO), not hang inside the marker lock."""
+    store = MarkerStore(home)
+    store.record("old", "there before")
+    request = _queued(home, {"op": "clear", "key": "old"})
+    q = _queue(home)
+    (q / "4242.0000abcd.batch").write_text(json.dumps({"ino": 1, "results": {request.name: True}}))
+    os.mkfifo(q / (request.name + ".done"))
+    signal.signal(signal.SIGALRM, lambda *_: (_ for _ in ()).throw(AssertionError("hung on the FIFO")))
+    signal.alarm(10)
+    try:
+        store.record("new", "p")  # the record cannot be settled: this write goes in on its own
+    finally:
+        signal.alarm(0)
+        signal.signal(signal.SIGALRM, signal.SIG_DFL)
+        request.finish()
+    assert set(store.list()) == {"old", "new"}
+
+
+def test_a_batch_renamed_over_by_hermes_right_after_the_exchange_is_applied_again(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two Hermes renames around our exchange: the first comes back to us, the second lands over ours and
+    destroys it before the put-back. Ours is at neither name, so the queued change is not in: the retry
+    must apply it again, not count it as written."""
+    store = MarkerStore(home)
+    store.record("x", "to be cleared by the waiter")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    real_swap = markers.atomic_exchange.swap_in
+    calls: list[int] = []
+    real_verified = markers.atomic_exchange.swap_in_verified
+
+    def two_hermes_renames(new, target, read_ino, our_ino):
+        if calls:
+            return real_verified(new, target, read_ino, our_ino)
+        calls.append(1)
+        theirs = json.loads(Path(target).read_bytes())
+        theirs["hermes"] = markers.build_entry("a Hermes turn")
+        foreign = Path(target).with_name(".interrupted_turns_h1.tmp")
+        foreign.write_text(json.dumps(theirs))
+        os.replace(foreign, target)  # H1 lands after our last check
+        back = real_swap(new, target)  # our exchange: ours in place, H1 handed back
+        foreign.write_text(json.dumps(theirs))
+        os.replace(foreign, target)  # H2 renames over ours before the put-back
+        return back, False
+
+    monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", two_hermes_renames)
+    store.record("h", "holder")
+    monkeypatch.undo()
+    try:
+        answered, result = _answer_under_lock(home, request)
+    finally:
+        request.finish()
+    assert (answered, result) == (True, True)
+    assert set(store.list()) == {"h", "hermes"}  # x cleared, by the retry, exactly once
