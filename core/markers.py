@@ -593,7 +593,7 @@ class MarkerStore:
     def _clear(self, key: str) -> bool:
         if not os.path.lexists(self._p):
             return False  # nothing to clear: do not create desktop/ or a lock file for it
-        return self._change({"op": "clear", "key": key}, "clear")
+        return bool(self._change({"op": "clear", "key": key}, "clear"))
 
     def _change(self, change: dict[str, Any], what: str) -> Any:
         """One of :func:`apply_change`'s writes; when the lock is busy it may go in with the holder's
