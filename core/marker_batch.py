@@ -44,8 +44,8 @@ from typing import Any
 from hermes_tray_core import fsutil
 from hermes_tray_core.lazy_log import get_logger
 
-__all__ = ["AVAILABLE", "MAX_BATCH", "Batch", "Request", "batch_temp_path", "collect", "recover", "submit",
-           "sweep_batch_temps"]
+__all__ = ["AVAILABLE", "MAX_BATCH", "Batch", "Request", "batch_temp_id", "batch_temp_path", "collect", "queue_dir",
+           "recover", "submit", "sweep_batch_temps"]
 
 logger = get_logger(__name__)
 
@@ -78,6 +78,22 @@ def batch_temp_path(marker_path: str, batch_id: str) -> str:
     """The temp file of batch ``<pid>.<nonce>``, beside the marker file (an exchange needs one directory)."""
     directory, name = os.path.split(marker_path)
     return os.path.join(directory, f".{name}.{batch_id}.btmp")
+
+
+def batch_temp_id(marker_path: str, name: str) -> tuple[int, str] | None:
+    """(writer pid, batch id) of a batch temp file's ``name`` in the marker's directory, else None."""
+    prefix = f".{os.path.basename(marker_path)}."
+    if not (name.startswith(prefix) and name.endswith(".btmp")):
+        return None
+    batch_id = name[len(prefix):-len(".btmp")]
+    pid, _, nonce = batch_id.partition(".")
+    if not pid.isdigit() or not re.fullmatch(r"[0-9a-f]{8}", nonce):
+        return None
+    return int(pid), batch_id
+
+
+def _new_batch_id() -> str:
+    return f"{os.getpid()}.{os.urandom(4).hex()}"
 
 
 _WRITE_FLAGS = os.O_WRONLY | os.O_CREAT | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0)  # a FIFO: ENXIO
@@ -233,7 +249,7 @@ def submit(marker_path: str, change: Change) -> Request | None:
         logger.debug("cannot queue a marker change in %s (%s); writing it directly", qdir, exc)
         return None
     try:
-        os.write(fd, data)
+        _write_all(fd, data)
         fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # a fresh file: nobody else can hold it
         path = os.path.join(qdir, name)
         os.rename(tmp, path)
@@ -340,18 +356,15 @@ class Batch:
     def __init__(self, marker_path: str, requests: list[tuple[str, Change]]) -> None:
         self._marker = marker_path
         self._qdir = queue_dir(marker_path)
-        self.id = f"{os.getpid()}.{os.urandom(4).hex()}"
+        self.id = _new_batch_id()
         self.requests = requests
         self.results: dict[str, Any] = {}  # request name -> result, for the requests the last apply took
         self._record: str | None = None
         self._held: list[int] = []  # result files handed out, locked until made_durable
 
-    def __len__(self) -> int:
-        return len(self.requests)
-
     def new_temp_path(self) -> str:
         """A fresh batch id (record and temp file names) for each write attempt; its temp file's path."""
-        self.id = f"{os.getpid()}.{os.urandom(4).hex()}"
+        self.id = _new_batch_id()
         return batch_temp_path(self._marker, self.id)
 
     def apply(self, entries: Any, apply_change: Callable[[Any, Change], tuple[Any, Any]]) -> tuple[Any, bool]:
@@ -490,7 +503,7 @@ def collect(marker_path: str, *, limit: int = MAX_BATCH) -> Batch | None:
 
 
 def _sweep_leftovers(qdir: str, names: Iterable[str]) -> None:
-    """Litter of killed writers: half-written queue files (``.part``, never renamed into place) and results
+    """Litter of killed writers: half-written requests (``.part``, never renamed into place) and results
     whose request is gone. A request's ``.part`` is locked by its waiter from just after it is created."""
     present = set(names)
     for name in present:
@@ -511,30 +524,26 @@ def _sweep_leftovers(qdir: str, names: Iterable[str]) -> None:
             continue  # a request being submitted right now
         finally:
             os.close(fd)
-        # Not locked: a killed waiter's, or a result or record a killed holder was writing (those are only
-        # written under the marker lock, which we hold). A waiter between its open and its lock loses its
-        # file here and simply writes its change itself.
+        # Not locked: a killed waiter's (only requests are written as .part, then renamed in). A waiter
+        # between its open and its lock loses its file here and simply writes its change itself.
         _unlink(path)
 
 
 def sweep_batch_temps(marker_path: str, names: Iterable[str]) -> int:
     """Remove the batch temp files among ``names`` (the marker directory's) whose writer is gone and that
     no batch record names: a record's temp file is what :func:`recover` judges the record by."""
-    directory, base = os.path.split(marker_path)
-    prefix, qdir, removed = f".{base}.", queue_dir(marker_path), 0
+    directory, qdir, removed = os.path.dirname(marker_path), queue_dir(marker_path), 0
     for name in names:
-        if not (name.startswith(prefix) and name.endswith(".btmp")):
+        parsed = batch_temp_id(marker_path, name)
+        if parsed is None:
             continue
-        batch_id = name[len(prefix):-len(".btmp")]
-        pid, _, nonce = batch_id.partition(".")
-        if not pid.isdigit() or not re.fullmatch(r"[0-9a-f]{8}", nonce):
-            continue
+        pid, batch_id = parsed
         path = os.path.join(directory, name)
         try:
             st = os.lstat(path)
         except FileNotFoundError:
             continue
-        if os.path.lexists(os.path.join(qdir, f"{batch_id}.batch")) or not fsutil.writer_gone(int(pid), st):
+        if os.path.lexists(os.path.join(qdir, f"{batch_id}.batch")) or not fsutil.writer_gone(pid, st):
             continue
         with contextlib.suppress(FileNotFoundError):
             os.unlink(path)

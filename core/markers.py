@@ -311,12 +311,6 @@ def _temp_pid(name: str) -> int | None:
         return None
 
 
-def _batch_temp_pid(name: str, prefix: str) -> int | None:
-    """The writer pid in a batch temp name ``.<file>.<pid>.<nonce>.btmp`` (:mod:`core.marker_batch`)."""
-    pid = name[len(prefix):].split(".", 1)[0]
-    return int(pid) if pid.isdigit() else None
-
-
 def _inode(path: str) -> int | None:
     try:
         return os.lstat(path).st_ino
@@ -756,26 +750,27 @@ class MarkerStore:
                 names = os.listdir(self._dir)
             except OSError:
                 return
-        temps = [n for n in names if n.startswith(prefix) and n.endswith(".tmp")]
-        me = os.getpid()
-        now = time.monotonic()
-        batch_temps = [n for n in names if n.startswith(prefix) and n.endswith(".btmp")]
-        if batch_temps:  # core.marker_batch's: kept while a batch record names them
-            pids = {_batch_temp_pid(n, prefix) for n in batch_temps} - {me}
-            if not all(pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now for pid in pids):
-                swept = marker_batch.sweep_batch_temps(self._p, batch_temps)
-                if swept:
-                    logger.info("removed %d batch temp file(s) of dead marker writers in %s", swept, self.path.parent)
+        # (writer pid, sweep) for each temp file: ours (.tmp) and core.marker_batch's (.btmp, kept while a
+        # batch record names it).
+        temps = {n: (_temp_pid(n), "tmp") for n in names if n.startswith(prefix) and n.endswith(".tmp")}
+        for n in names:
+            parsed = marker_batch.batch_temp_id(self._p, n)
+            if parsed is not None:
+                temps[n] = (parsed[0], "btmp")
         if not temps:
             return
-        pids = {_temp_pid(n) for n in temps} - {me}
-        if all(pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now for pid in pids):
-            return  # only our own (impossible here) or writers found alive within the last second
-        swept = fsutil.sweep_stale_temps(self.path)
+        me = os.getpid()
+        now = time.monotonic()
+        if all(pid == me or (pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now) for pid, _k in temps.values()):
+            return  # only our own or writers found alive within the last second
+        kinds = {kind for _pid, kind in temps.values()}
+        swept = fsutil.sweep_stale_temps(self.path) if "tmp" in kinds else 0
+        if "btmp" in kinds:
+            swept += marker_batch.sweep_batch_temps(self._p, [n for n, (_p, k) in temps.items() if k == "btmp"])
         if swept:
             logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
         try:
-            left = {_temp_pid(n) for n in os.listdir(self._dir) if n in temps}
+            left = {temps[n][0] for n in os.listdir(self._dir) if n in temps}
         except OSError:
             return
         if len(_LIVE_WRITERS) > 256:
