@@ -54,23 +54,33 @@ def shared(tmp_path_factory: pytest.TempPathFactory, seeded_home: tuple[Path, st
 
 class GatewayWatch:
     """Samples the process table while a resume runs: any ``python -m tui_gateway.entry`` serving ``home``
-    (the capability probe, ``python -c`` naming the module in its code, is not a gateway)."""
+    (the capability probe, ``python -c`` naming the module in its code, is not a gateway).
+
+    A gateway's own children (git probes, the slash worker, ``ps``) carry its command line and
+    environment between fork and exec, so a sample can catch one looking like a second gateway
+    (CI saw it once). Only gateways whose parent is not a gateway count: that is the number the
+    tray started (or anything else started), never a gateway's half-born child.
+    """
 
     def __init__(self, home: Path) -> None:
         self.home = os.path.realpath(home)
-        self.seen: set[int] = set()
+        self.parents: dict[int, int] = {}
         self._stop = threading.Event()
         self._t = threading.Thread(target=self._loop, daemon=True)
 
+    @property
+    def seen(self) -> set[int]:
+        return {pid for pid, ppid in self.parents.items() if ppid not in self.parents}
+
     def _loop(self) -> None:
         while not self._stop.is_set():
-            for p in psutil.process_iter(["pid", "cmdline"]):
+            for p in psutil.process_iter(["pid", "ppid", "cmdline"]):
                 try:
                     argv = p.info["cmdline"] or []
                     is_gateway = any(a == "-m" and argv[i + 1:i + 2] == ["tui_gateway.entry"] for i, a in enumerate(argv))
                     if is_gateway and \
                             os.path.realpath(p.environ().get("HERMES_HOME", "")) == self.home:
-                        self.seen.add(p.info["pid"])
+                        self.parents.setdefault(p.info["pid"], p.info["ppid"])
                 except (psutil.Error, OSError):
                     continue
             self._stop.wait(0.05)
@@ -109,7 +119,7 @@ def test_resume_runs_once_inside_the_dashboard_and_starts_no_gateway(shared, moc
     assert result["outcome"] == "completed" and result["continued_by"] == "tray" and result["attempt"] == 1
     assert result["ran_in"] == "running-backend" and result["backend_pid"] == dash.pid
     assert result["where"] == f"in your running Hermes (pid {dash.pid})" and result["fallback_reason"] is None
-    assert watch.seen == set(), "a tui_gateway.entry process was started for the home"
+    assert watch.seen == set(), f"a tui_gateway.entry process was started for the home: {watch.parents}"
     (req,) = continuations(mock_llm, since)
     assert req.last_user_text() == continuation_note(SEED_PROMPT)
     assert len(turn_requests(mock_llm, since)) == 1
@@ -238,7 +248,7 @@ def test_token_from_the_environment_then_the_dashboard_stopped_means_one_spawned
     assert p.returncode == 0, err
     result = json.loads(out)
     assert result["ran_in"] == "separate-process" and result["fallback_reason"] == NO_BACKEND
-    assert len(watch.seen) == 1  # the watch sees a spawned gateway when there is one
+    assert len(watch.seen) == 1, watch.parents  # the watch sees a spawned gateway when there is one
     assert len(continuations(mock_llm, since)) == 1
     assert TOKEN not in out + err
 
