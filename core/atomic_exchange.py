@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # ``ctypes`` and the OS primitive are loaded at the first exchange, not at import: every ``status`` imports
 # this module (through core.markers) and never exchanges; ctypes cost it ~4 ms (python -X importtime).
 
-__all__ = ["ExchangeUnsupported", "mechanism", "probe", "swap_in", "swap_in_verified"]
+__all__ = ["ExchangeUnsupported", "PutBackExhausted", "mechanism", "probe", "swap_in", "swap_in_verified"]
 
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1),
                 getattr(errno, "EXDEV", -1)}
@@ -38,6 +38,11 @@ _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getat
 
 class ExchangeUnsupported(OSError):
     """This OS or filesystem offers no atomic exchange for these paths."""
+
+
+class PutBackExhausted(OSError):
+    """A foreign writer kept renaming in while a version went back: the file at ``filename`` came out last,
+    is newer than what stands, and must be kept, never removed."""
 
 
 def _unsupported(err: int, what: str, path: str) -> OSError:
@@ -115,17 +120,19 @@ def _linux() -> Callable[[str, str], str] | None:
             a, b = os.fsencode(new), os.fsencode(target)
             if call(a, b) != 0:
                 raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
-            if inode(a) == read_ino:
+            out = inode(a)
+            if out == read_ino:
                 return new, True
-            for _round in range(_PUT_BACK_ROUNDS):  # not the file we read: put it (or a newer one) back
+
+            def again(path: str) -> str:
                 if call(a, b) != 0:
                     err = ctypes.get_errno()
                     if err == errno.ENOENT:
-                        return new, False
+                        raise FileNotFoundError(err, os.strerror(err), target)
                     raise OSError(err, os.strerror(err), target)
-                if inode(a) == our_ino:
-                    break
-            return new, False
+                return path
+
+            return _put_back(again, lambda path: inode(a), new, out, our_ino, target), False
 
         _VERIFIED = verified
     return swap
@@ -241,16 +248,40 @@ def swap_in_verified(new: str, target: str, read_ino: int, our_ino: int) -> tupl
     if _VERIFIED is not None:
         return _VERIFIED(new, target, read_ino, our_ino)
     back = swap_in(new, target)
-    if os.stat(back).st_ino == read_ino:
+    out = _stat_ino(back)
+    if out == read_ino:
         return back, True
+    return _put_back(lambda path: swap_in(path, target), _stat_ino, back, out, our_ino, target), False
+
+
+def _stat_ino(path: str) -> int | None:
+    try:
+        return os.lstat(path).st_ino
+    except FileNotFoundError:
+        return None
+
+
+def _put_back(swap: Callable[[str], str], inode: Callable[[str], int | None], path: str, out: int | None,
+              put_in: int, target: str) -> str:
+    """Exchange what came out (inode ``out``, at ``path``) back in, until what comes out is what went in
+    last round (``put_in``, first ours): then no rename landed in between, and ``target`` holds the newest
+    version again. Any other file that comes out was renamed in by a foreign writer after our last
+    exchange, so it is newer than what we just put in, and goes back in the next round. Stopping on a
+    round count instead (as before) could end one round off and hand the caller the newest Hermes version
+    to delete. Returns the path holding the last file out: older than what stands, safe to remove. The
+    target vanishing (Hermes removed the file) also settles it: the removal is the newest state."""
     for _round in range(_PUT_BACK_ROUNDS):
+        going_in = out
         try:
-            back = swap_in(back, target)
+            path = swap(path)
         except FileNotFoundError:
-            break
-        if os.stat(back).st_ino == our_ino:
-            break
-    return back, False
+            return path
+        out = inode(path)
+        if out == put_in:
+            return path
+        put_in = going_in
+    raise PutBackExhausted(errno.EBUSY, f"a writer kept renaming over {target} during {_PUT_BACK_ROUNDS} "
+                                        "put-back rounds: the newest version is left at the path given", path)
 
 
 def probe(directory: str) -> tuple[bool, str]:

@@ -870,6 +870,11 @@ class MarkerStore:
                     if sig is not False:
                         raise _ForeignChange() from None  # removed since we read it: judge that instead
                     self._publish_new(tmp)
+                except atomic_exchange.PutBackExhausted as exc:
+                    logger.warning("a writer kept renaming over %s while ours went back out; its newest version "
+                                   "is kept as %s, and this write starts again", self.path,
+                                   self._keep_unmerged(exc.filename))
+                    raise _ForeignChange() from None
                 except atomic_exchange.ExchangeUnsupported as exc:
                     _EXCHANGE[self._dir] = False
                     logger.warning("no atomic exchange for %s (%s): falling back to compare-and-replace, which "
@@ -993,12 +998,17 @@ class MarkerStore:
             if fresh:
                 fsutil.fsync_path(self._p)
             expected, placed, placed_entries = placed, merged_bytes, merged
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(displaced)
-        logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place",
-                       self.path, MERGE_ROUNDS)
+        kept = self._keep_unmerged(displaced)
+        logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place (the "
+                       "writer's newest version, not merged, kept as %s)", self.path, MERGE_ROUNDS, kept)
         leaks.register(self)
         return placed, placed_entries, result
+
+    def _keep_unmerged(self, path: str) -> str:
+        """Set aside a foreign writer's version that came out of the marker file and was not merged: it may
+        be the newest Hermes write, so it is kept (0600, named after our temp file), never removed."""
+        dest = fsutil.set_aside(Path(path), "unmerged")
+        return dest.name if dest is not None else "nothing: it could not be moved"
 
     @contextlib.contextmanager
     def _errors(self, what: str):
