@@ -181,3 +181,35 @@ def test_the_marker_store_keeps_a_version_it_could_not_put_back(
     assert oct(os.stat(kept_path).st_mode & 0o777) == "0o600"
     assert "new" in store.list() and "old" in store.list()
     assert kept[0] in caplog.text and "SECRET-PROMPT" not in caplog.text
+
+
+def test_a_merge_outrun_by_hermes_keeps_its_last_version(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    """The last attempt merges what each exchange hands back. Hermes renaming before every one of its
+    exchanges outruns the merges: ours stays in place with our change, and the version that came out
+    last (Hermes' newest, not merged) is kept, where it used to be unlinked."""
+    home = tmp_path / "home"
+    store = MarkerStore(home)
+    store.record("old", "p")
+    path = marker_path(home)
+    real_swap = atomic_exchange.swap_in
+    written: list[dict] = []
+
+    def hermes_then_swap(new, target):
+        data = json.loads(path.read_bytes())
+        data[f"hermes{len(written)}"] = markers.build_entry("a Hermes turn")
+        tmp = path.with_name(f".interrupted_turns_{len(written)}.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+        written.append(data)
+        return real_swap(new, target)
+
+    monkeypatch.setattr(markers, "VERIFIED_RETRIES", 0)
+    monkeypatch.setattr(markers.atomic_exchange, "swap_in", hermes_then_swap)
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers"):
+        store.record("new", "p")
+    assert len(written) == markers.MERGE_ROUNDS + 1
+    kept = [n for n in os.listdir(path.parent) if ".unmerged-" in n]
+    assert len(kept) == 1 and json.loads((path.parent / kept[0]).read_bytes()) == written[-1]
+    assert {"old", "new"} <= set(store.list())
+    assert "kept changing" in caplog.text and kept[0] in caplog.text
