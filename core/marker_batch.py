@@ -24,6 +24,10 @@ Exactly once across kills, with no mark in Hermes' file:
 * Batch temp files end in ``.btmp``: the outside-the-lock sweep of dead writers' ``.tmp`` files never
   sees them, and :func:`sweep_batch_temps` removes one only when its writer is dead and no record
   names it.
+* A record that cannot be settled (a result path taken by a directory, a full disk) stops nobody: the
+  holder writes alone, and a waiter reads the records without changing them (:func:`result_in_records`)
+  — answered if one names it and went in, else it writes its own change. Only a record that cannot be
+  read at all leaves its waiter unsure; that write fails saying its change may already be in.
 * Queue files are not fsynced: after a power cut every waiter is gone, so are their requests.
 
 POSIX only (``flock`` on the request files); on Windows every writer writes its own change.
@@ -45,7 +49,7 @@ from hermes_tray_core import fsutil
 from hermes_tray_core.lazy_log import get_logger
 
 __all__ = ["AVAILABLE", "MAX_BATCH", "Batch", "Request", "batch_temp_id", "batch_temp_path", "collect", "queue_dir",
-           "recover", "submit", "sweep_batch_temps"]
+           "recover", "result_in_records", "submit", "sweep_batch_temps"]
 
 logger = get_logger(__name__)
 
@@ -213,7 +217,9 @@ class Request:
         """Remove the request (and its result) and let go of it. Withdrawing (no result) must happen under
         the marker lock, before writing the change oneself: a holder must never take a request its waiter
         writes too. With a result it need not: the request goes first, and a result without its request is
-        litter to the next holder, never a pending change."""
+        litter to the next holder, never a pending change. A second call does nothing."""
+        if self.fd < 0:
+            return
         try:  # the request first: a result without its request is never mistaken for a pending change
             _unlink(self.path)
             _unlink(self.path + _DONE)
@@ -221,6 +227,7 @@ class Request:
             pass  # a request whose lock is free is dropped by the next holder
         finally:
             os.close(self.fd)
+            self.fd = -1
             if self._done_fd is not None:
                 os.close(self._done_fd)
                 self._done_fd = None
@@ -291,22 +298,15 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
         return names
     for rec in records:
         path = os.path.join(qdir, rec)
-        m = _BATCH_RE.match(rec)
-        doc = _loads(_read_small(path))
-        if m is None or not isinstance(doc, dict) or not isinstance(doc.get("ino"), int) \
-                or not isinstance(doc.get("results"), dict):
+        doc = _record(path)
+        if doc is None:
             # Not one of ours, or torn by a power cut (queue files are not fsynced): its waiters are gone
             # too, so its requests will be dropped as dead. Its temp file, if any, is swept as a dead
             # writer's once this record is gone.
             logger.warning("removed an unreadable marker batch record %s", path)
             _unlink(path)
             continue
-        tmp = batch_temp_path(marker_path, f"{m.group(1)}.{m.group(2)}")
-        try:
-            st = os.lstat(tmp)
-            went_in = st.st_ino != doc["ino"]
-        except FileNotFoundError:
-            went_in = True
+        tmp, went_in = _went_in(marker_path, rec, doc)
         if went_in:
             fsutil.fsync_dir(os.path.dirname(marker_path))  # type: ignore[arg-type]  # its holder may not have
             _hand_out(qdir, doc["results"], durable=True)
@@ -318,6 +318,52 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
         _unlink(path)
         _unlink(tmp)
     return _names(qdir)
+
+
+def _record(path: str) -> dict[str, Any] | None:
+    """A batch record's content, or None when it is not one (junk, torn, not ours). Raises OSError when
+    it cannot be read at all."""
+    try:
+        data = _read_small(path)
+    except OSError as exc:
+        if exc.errno != errno.ELOOP:
+            raise
+        data = None  # a symlink (never followed): never one of ours
+    doc = _loads(data)
+    if _BATCH_RE.match(os.path.basename(path)) is None or not isinstance(doc, dict) \
+            or not isinstance(doc.get("ino"), int) or not isinstance(doc.get("results"), dict):
+        return None
+    return doc
+
+
+def _went_in(marker_path: str, rec: str, doc: dict[str, Any]) -> tuple[str, bool]:
+    """(the record's temp file, whether its batch went in): the temp file still holding the recorded
+    inode means the exchange never ran; anything else means it did."""
+    m = _BATCH_RE.match(rec)
+    tmp = batch_temp_path(marker_path, f"{m.group(1)}.{m.group(2)}")  # type: ignore[union-attr]
+    try:
+        return tmp, os.lstat(tmp).st_ino != doc["ino"]
+    except FileNotFoundError:
+        return tmp, True
+
+
+def result_in_records(marker_path: str, request: str, why: BaseException) -> tuple[bool, Any]:
+    """When :func:`recover` failed (``why``): read, without changing anything, whether a dead holder's
+    record names ``request`` and went in. (True, result), or (False, None) when no record holds it, so
+    its waiter may write it itself. Raises OSError when a record cannot be read: the change may then be
+    in already, and writing it again could make it twice."""
+    qdir = queue_dir(marker_path)
+    names = _names(qdir) or []
+    for rec in (n for n in names if n.endswith(".batch")):
+        try:
+            doc = _record(os.path.join(qdir, rec))
+        except OSError as exc:
+            raise OSError(exc.errno or errno.EIO, f"a dead writer's batch record could not be settled ({why}) "
+                          f"nor read ({exc.strerror or exc}); this change may already be in the marker file, "
+                          "so it was not written again: look before repeating it", os.path.join(qdir, rec)) from None
+        if doc is not None and request in doc["results"] and _went_in(marker_path, rec, doc)[1]:
+            return True, doc["results"][request]
+    return False, None
 
 
 def _hand_out(qdir: str, results: dict[str, Any], *, durable: bool) -> list[int]:

@@ -672,8 +672,15 @@ class MarkerStore:
         try:
             answered, result = request.result()
             if not answered:  # a dead holder's batch may hold it: settle that first
-                marker_batch.recover(self._p)
-                answered, result = request.result(final=True)
+                try:
+                    marker_batch.recover(self._p)
+                except Exception as exc:  # a record it could not settle may hold our change: look, or say so
+                    logger.warning("could not settle a dead marker writer's batch (%s)", exc)
+                    answered, result = request.result(final=True)  # handed out before it failed
+                    if not answered:
+                        answered, result = marker_batch.result_in_records(self._p, request.name, exc)
+                else:
+                    answered, result = request.result(final=True)
         except BaseException:
             request.finish()
             raise

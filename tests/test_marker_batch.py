@@ -400,3 +400,100 @@ def test_a_batch_renamed_over_by_hermes_right_after_the_exchange_is_applied_agai
         request.finish()
     assert (answered, result) == (True, True)
     assert set(store.list()) == {"h", "hermes"}  # x cleared, by the retry, exactly once
+
+
+def _waiter_answer(home: Path, request: marker_batch.Request) -> tuple[bool, object]:
+    """What the waiter decides once it has the lock (``MarkerStore._answer``, the code a queued write runs)."""
+    lock = fsutil.open_private_lockfile(marker_lock_path(home))
+    try:
+        fsutil.lock_fd(lock)
+        return MarkerStore(home)._answer(request)
+    finally:
+        fsutil.unlock_fd(lock)
+        os.close(lock)
+
+
+OTHER = "1.4242.0badc0de.req"  # another waiter of the dead holder's batch
+
+
+@pytest.mark.parametrize("order", ["theirs first", "ours first"])
+def test_a_waiter_whose_batch_went_in_is_answered_even_when_the_record_cannot_be_settled(
+        home: Path, order: str, caplog) -> None:
+    """A dead holder's batch went in with our clear; settling its record fails on another waiter's result
+    path (a directory there). The waiter must still answer True from the record, never clear again (a
+    repeat answers False) and never fail without saying so."""
+    store = MarkerStore(home)
+    store.record("kept", "p")
+    request = _queued(home, {"op": "clear", "key": "old"})  # "old" is already gone: the batch cleared it
+    q = _queue(home)
+    (q / (OTHER + ".done")).mkdir()
+    results = {OTHER: True, request.name: True} if order == "theirs first" else {request.name: True, OTHER: True}
+    (q / "4242.0000abcd.batch").write_text(json.dumps({"ino": 1, "results": results}))  # no temp: went in
+    try:
+        answered, result = _waiter_answer(home, request)
+    finally:
+        request.finish()
+    assert (answered, result) == (True, True)
+    assert "could not settle" in caplog.text
+    assert set(store.list()) == {"kept"}
+
+
+def test_a_waiter_whose_batch_never_went_in_writes_its_change_itself_when_the_record_cannot_be_settled(
+        home: Path) -> None:
+    """Our record never went in (its temp file still holds the recorded inode); another record cannot be
+    settled. Whichever is met first, the waiter writes its own change, once."""
+    store = MarkerStore(home)
+    store.record("x", "to clear")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    q = _queue(home)
+    mp = os.fspath(marker_path(home))
+    tmp = Path(marker_batch.batch_temp_path(mp, "4242.0000abcd"))
+    tmp.write_text("{}")
+    (q / "4242.0000abcd.batch").write_text(json.dumps({"ino": os.stat(tmp).st_ino,
+                                                        "results": {request.name: True}}))
+    (q / (OTHER + ".done")).mkdir()
+    (q / "4243.0000abce.batch").write_text(json.dumps({"ino": 1, "results": {OTHER: True}}))
+    try:
+        assert _waiter_answer(home, request) == (False, None)  # not in: the waiter writes it
+    finally:
+        os.rmdir(q / (OTHER + ".done"))
+    assert store.clear("x") is True and "x" not in store.list()
+
+
+def test_a_record_that_cannot_be_read_makes_the_waiter_say_its_change_may_be_in(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An I/O error on a dead holder's record: whether our change went in cannot be known. The write
+    fails, and its error says the change may already be in, instead of applying it a second time."""
+    store = MarkerStore(home)
+    store.record("x", "p")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    q = _queue(home)
+    (q / "4242.0000abcd.batch").write_text(json.dumps({"ino": 1, "results": {request.name: True}}))
+    real = marker_batch._read_small
+
+    def eio(path: str, fd: int | None = None):
+        if path.endswith(".batch"):
+            raise OSError(5, "Input/output error", path)
+        return real(path, fd)
+
+    monkeypatch.setattr(marker_batch, "_read_small", eio)
+    with pytest.raises(OSError, match="may already be in the marker file"):
+        _waiter_answer(home, request)
+    monkeypatch.undo()
+    assert _requests(home) == []  # withdrawn: no later holder applies it behind the caller's back
+    assert "x" in store.list()
+
+
+def test_a_symlink_named_like_a_record_is_dropped_not_followed(home: Path, tmp_path: Path) -> None:
+    store = MarkerStore(home)
+    store.record("x", "p")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    q = _queue(home)
+    outside = tmp_path / "outside.json"
+    outside.write_text(json.dumps({"ino": 1, "results": {request.name: True}}))
+    (q / "4242.0000abcd.batch").symlink_to(outside)
+    try:
+        assert _waiter_answer(home, request) == (False, None)  # not a record: the waiter writes its change
+    finally:
+        request.finish()
+    assert not (q / "4242.0000abcd.batch").is_symlink() and outside.exists()
