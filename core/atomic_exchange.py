@@ -18,10 +18,13 @@ kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its co
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
+import signal
 import sys
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -30,7 +33,7 @@ if TYPE_CHECKING:
 # ``ctypes`` and the OS primitive are loaded at the first exchange, not at import: every ``status`` imports
 # this module (through core.markers) and never exchanges; ctypes cost it ~4 ms (python -X importtime).
 
-__all__ = ["ExchangeUnsupported", "PutBackExhausted", "mechanism", "probe", "swap_in", "swap_in_verified"]
+__all__ = ["ExchangeUnsupported", "PutBackIncomplete", "Sig", "mechanism", "probe", "swap_in", "swap_in_verified"]
 
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1),
                 getattr(errno, "EXDEV", -1)}
@@ -40,9 +43,9 @@ class ExchangeUnsupported(OSError):
     """This OS or filesystem offers no atomic exchange for these paths."""
 
 
-class PutBackExhausted(OSError):
-    """A foreign writer kept renaming in while a version went back: the file at ``filename`` came out last,
-    is newer than what stands, and must be kept, never removed."""
+class PutBackIncomplete(OSError):
+    """A version could not be put back (a round failed, or a foreign writer renamed in during every round):
+    the file at ``filename`` came out last, may be newer than what stands, and must be kept, never removed."""
 
 
 def _unsupported(err: int, what: str, path: str) -> OSError:
@@ -63,11 +66,15 @@ _SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i386": 353, "i
 # ``PyDLL``: the call keeps the GIL. The exchange and the check of what it displaced must follow each other
 # within microseconds (our version is visible in between); a call that drops the GIL can wait a whole
 # switch interval (5 ms) to get it back while another thread of ours runs Python.
-_STATX_INO = 0x100
+_STATX_WANT = 0x100 | 0x200 | 0x40  # STATX_INO | STATX_SIZE | STATX_MTIME
 _AT_SYMLINK_NOFOLLOW = 0x100
 
+Sig = tuple[int, int, int]
+"""(inode, size, mtime_ns) of a file, as ``core.markers`` takes it: an exchange or a rename changes none of
+them, and a different file that got a freed inode number back almost surely differs in its mtime."""
 
-def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], int | None] | None:
+
+def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
     import ctypes
 
     fn = getattr(libc, "statx", None)
@@ -75,14 +82,20 @@ def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], int | None] | None:
         return None
     fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
     fn.restype = ctypes.c_int
-    buf = ctypes.create_string_buffer(256)  # struct statx; stx_ino is the u64 at offset 32 on every arch
+    make = ctypes.create_string_buffer
 
-    def inode(path: bytes) -> int | None:
-        if fn(_AT_FDCWD, path, _AT_SYMLINK_NOFOLLOW, _STATX_INO, buf) != 0:
+    def signature(path: bytes) -> Sig | None:
+        # struct statx, the same on every arch: stx_ino u64 @32, stx_size u64 @40, stx_mtime {i64 sec,
+        # u32 nsec} @112. A buffer per call: threads writing different homes' files must not share one.
+        buf = make(256)
+        if fn(_AT_FDCWD, path, _AT_SYMLINK_NOFOLLOW, _STATX_WANT, buf) != 0:
             return None
-        return int.from_bytes(buf.raw[32:40], sys.byteorder)
+        raw = buf.raw
+        order = sys.byteorder
+        return (int.from_bytes(raw[32:40], order), int.from_bytes(raw[40:48], order),
+                int.from_bytes(raw[112:120], order, signed=True) * 1_000_000_000 + int.from_bytes(raw[120:124], order))
 
-    return inode
+    return signature
 
 
 def _linux() -> Callable[[str, str], str] | None:
@@ -112,16 +125,16 @@ def _linux() -> Callable[[str, str], str] | None:
             raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
         return new
 
-    inode = _linux_statx(libc)
-    if inode is not None:
+    signature = _linux_statx(libc)
+    if signature is not None:
         global _VERIFIED
 
-        def verified(new: str, target: str, read_ino: int, our_ino: int) -> tuple[str, bool]:
+        def verified(new: str, target: str, read: Sig, ours: Sig) -> tuple[str, bool]:
             a, b = os.fsencode(new), os.fsencode(target)
             if call(a, b) != 0:
                 raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
-            out = inode(a)
-            if out == read_ino:
+            out = signature(a)
+            if out == read:
                 return new, True
 
             def again(path: str) -> str:
@@ -132,7 +145,7 @@ def _linux() -> Callable[[str, str], str] | None:
                     raise OSError(err, os.strerror(err), target)
                 return path
 
-            return _put_back(again, lambda path: inode(a), new, out, our_ino, target), False
+            return _put_back(again, lambda path: signature(a), new, out, ours, target), False
 
         _VERIFIED = verified
     return swap
@@ -192,8 +205,10 @@ def _windows() -> Callable[[str, str], str] | None:
     return swap
 
 
-_PUT_BACK_ROUNDS = 8
-_VERIFIED: Callable[[str, str, int, int], tuple[str, bool]] | None = None
+# Put-back rounds before giving up: each round is two syscalls (microseconds); a Hermes write needs its own
+# temp file, write and fsync before its rename, so even one extra round is rarely needed.
+_PUT_BACK_ROUNDS = 64
+_VERIFIED: Callable[[str, str, Sig, Sig], tuple[str, bool]] | None = None
 
 
 def _load() -> tuple[Callable[[str, str], str] | None, str]:
@@ -238,50 +253,83 @@ def swap_in(new: str, target: str) -> str:
     return swap(new, target)
 
 
-def swap_in_verified(new: str, target: str, read_ino: int, our_ino: int) -> tuple[str, bool]:
-    """:func:`swap_in`, then: if the displaced file is not inode ``read_ino`` (the file the caller read), put
-    it straight back — and a still newer one that comes out instead of ours (inode ``our_ino``) — so our
+def swap_in_verified(new: str, target: str, read: Sig, ours: Sig) -> tuple[str, bool]:
+    """:func:`swap_in`, then: if the displaced file is not the one the caller read (signature ``read``), put
+    it straight back — and a still newer one that comes out instead of ours (signature ``ours``) — so our
     version was visible for two syscalls only. Returns (the path holding the displaced file or, when put
-    back, ours; whether the displaced file was the one read). Both steps run without releasing the GIL
-    where the OS allows (Linux)."""
+    back, ours; whether the displaced file was the one read).
+
+    Both steps run without releasing the GIL where the OS allows (Linux), and with this thread's signals
+    held back (POSIX main thread): a Ctrl-C or a signal handler that raises can only land before or after
+    them, never between the exchange and the put-back, where it would leave ours in place and Hermes'
+    version under our temp name. Raises :class:`PutBackIncomplete` when the put-back cannot finish: the
+    file at its ``filename`` may be the newest version, and must be kept."""
     _impl()  # sets _VERIFIED where the OS has a verified form
-    if _VERIFIED is not None:
-        return _VERIFIED(new, target, read_ino, our_ino)
-    back = swap_in(new, target)
-    out = _stat_ino(back)
-    if out == read_ino:
-        return back, True
-    return _put_back(lambda path: swap_in(path, target), _stat_ino, back, out, our_ino, target), False
+    with _signals_held():
+        if _VERIFIED is not None:
+            return _VERIFIED(new, target, read, ours)
+        back = swap_in(new, target)
+        out = _stat_sig(back)
+        if out == read:
+            return back, True
+        return _put_back(lambda path: swap_in(path, target), _stat_sig, back, out, ours, target), False
 
 
-def _stat_ino(path: str) -> int | None:
+_SIGMASK = getattr(signal, "pthread_sigmask", None)
+_HELD = frozenset(signal.valid_signals()) - {signal.SIGKILL, getattr(signal, "SIGSTOP", signal.SIGKILL)} \
+    if _SIGMASK is not None else frozenset()
+
+
+@contextlib.contextmanager
+def _signals_held() -> Iterator[None]:
+    """Hold back this thread's signals for a few syscalls. Python runs signal handlers in the main thread
+    only, so only there can one raise in the middle; elsewhere there is nothing to hold."""
+    if _SIGMASK is None or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    old = _SIGMASK(signal.SIG_BLOCK, _HELD)
     try:
-        return os.lstat(path).st_ino
+        yield
+    finally:
+        _SIGMASK(signal.SIG_SETMASK, old)
+
+
+def _stat_sig(path: str) -> Sig | None:
+    try:
+        st = os.lstat(path)
     except FileNotFoundError:
         return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _put_back(swap: Callable[[str], str], inode: Callable[[str], int | None], path: str, out: int | None,
-              put_in: int, target: str) -> str:
-    """Exchange what came out (inode ``out``, at ``path``) back in, until what comes out is what went in
-    last round (``put_in``, first ours): then no rename landed in between, and ``target`` holds the newest
-    version again. Any other file that comes out was renamed in by a foreign writer after our last
+def _put_back(swap: Callable[[str], str], signature: Callable[[str], Sig | None], path: str, out: Sig | None,
+              put_in: Sig, target: str) -> str:
+    """Exchange what came out (signature ``out``, at ``path``) back in, until what comes out is what went
+    in last round (``put_in``, first ours): then no rename landed in between, and ``target`` holds the
+    newest version again. Any other file that comes out was renamed in by a foreign writer after our last
     exchange, so it is newer than what we just put in, and goes back in the next round. Stopping on a
     round count instead (as before) could end one round off and hand the caller the newest Hermes version
     to delete. Returns the path holding the last file out: older than what stands, safe to remove. The
-    target vanishing (Hermes removed the file) also settles it: the removal is the newest state."""
+    target vanishing (Hermes removed the file) also settles it: the removal is the newest state.
+
+    Raises :class:`PutBackIncomplete` (its ``filename``: the last file out, which may be the newest) when a
+    round fails or a writer renamed in during every round."""
     for _round in range(_PUT_BACK_ROUNDS):
         going_in = out
         try:
             path = swap(path)
         except FileNotFoundError:
             return path
-        out = inode(path)
+        except OSError as exc:
+            raise PutBackIncomplete(exc.errno or errno.EIO, f"putting a version back into {target} failed "
+                                    f"({exc.strerror or exc}): the newest version is left at the path given",
+                                    path) from exc
+        out = signature(path)
         if out == put_in:
             return path
-        put_in = going_in
-    raise PutBackExhausted(errno.EBUSY, f"a writer kept renaming over {target} during {_PUT_BACK_ROUNDS} "
-                                        "put-back rounds: the newest version is left at the path given", path)
+        put_in = going_in  # type: ignore[assignment]
+    raise PutBackIncomplete(errno.EBUSY, f"a writer kept renaming over {target} during {_PUT_BACK_ROUNDS} "
+                                         "put-back rounds: the newest version is left at the path given", path)
 
 
 def probe(directory: str) -> tuple[bool, str]:

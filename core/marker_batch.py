@@ -43,9 +43,11 @@ import re
 import stat
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
 from hermes_tray_core import fsutil
+from hermes_tray_core.atomic_exchange import Sig
 from hermes_tray_core.lazy_log import get_logger
 
 __all__ = ["AVAILABLE", "MAX_BATCH", "Batch", "Request", "batch_temp_id", "batch_temp_path", "collect", "queue_dir",
@@ -306,7 +308,7 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
             logger.warning("removed an unreadable marker batch record %s", path)
             _unlink(path)
             continue
-        tmp, went_in = _went_in(marker_path, rec, doc)
+        tmp, went_in, foreign = _went_in(marker_path, rec, doc)
         if went_in:
             fsutil.fsync_dir(os.path.dirname(marker_path))  # type: ignore[arg-type]  # its holder may not have
             _hand_out(qdir, doc["results"], durable=True)
@@ -316,7 +318,12 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
                         len(doc["results"]))
         # The record before the temp file: a record left without its temp file would read "went in".
         _unlink(path)
-        _unlink(tmp)
+        if foreign:
+            kept = fsutil.set_aside(Path(tmp), "unmerged")
+            logger.warning("a marker writer died while putting Hermes' version back; that version is kept as %s",
+                           kept.name if kept is not None else f"{tmp} (it could not be moved)")
+        else:
+            _unlink(tmp)
     return _names(qdir)
 
 
@@ -336,15 +343,33 @@ def _record(path: str) -> dict[str, Any] | None:
     return doc
 
 
-def _went_in(marker_path: str, rec: str, doc: dict[str, Any]) -> tuple[str, bool]:
-    """(the record's temp file, whether its batch went in): the temp file still holding the recorded
-    inode means the exchange never ran; anything else means it did."""
+def _went_in(marker_path: str, rec: str, doc: dict[str, Any]) -> tuple[str, bool, bool]:
+    """(the record's temp file, whether its batch went in, whether that file is a foreign version to keep).
+
+    What is at the temp file's name decides: our file still there → the exchange never ran, or ours was
+    put back; nothing, or the file the holder read → the exchange ran cleanly (the read version was
+    handed back); any other file → the holder died inside a put-back, after a Hermes rename caught its
+    exchange: the batch is in only if ours still stands at the marker path (as the live holder decides),
+    and that other file may be Hermes' newest version, so it is kept, never removed."""
     m = _BATCH_RE.match(rec)
     tmp = batch_temp_path(marker_path, f"{m.group(1)}.{m.group(2)}")  # type: ignore[union-attr]
-    try:
-        return tmp, os.lstat(tmp).st_ino != doc["ino"]
-    except FileNotFoundError:
-        return tmp, True
+    here = fsutil.file_signature(tmp)  # type: ignore[arg-type]
+    if here is None:
+        return tmp, True, False
+    ours = _sig(doc.get("sig"))
+    if here[0] == doc["ino"] and (ours is None or here == ours):
+        return tmp, False, False
+    read = _sig(doc.get("read"))
+    if read is None or here == read:  # a record without "read" comes from an older version: as it decided
+        return tmp, True, False
+    at_marker = fsutil.file_signature(marker_path)  # type: ignore[arg-type]
+    return tmp, at_marker is not None and at_marker == ours, True
+
+
+def _sig(value: Any) -> Sig | None:
+    if type(value) is list and len(value) == 3 and all(type(v) is int for v in value):
+        return (value[0], value[1], value[2])
+    return None
 
 
 def result_in_records(marker_path: str, request: str, why: BaseException) -> tuple[bool, Any]:
@@ -431,13 +456,15 @@ class Batch:
             self.results[name] = result
         return entries, changed
 
-    def before_install(self, temp_ino: int) -> None:
-        """Write the batch record (under the lock, right before the exchange). Raises OSError if it cannot."""
+    def before_install(self, ours: Sig, read: Sig) -> None:
+        """Write the batch record (under the lock, right before the exchange): our temp file's signature,
+        the signature of the file read, and every result. Raises OSError if it cannot."""
         name = f"{self.id}.batch"
         # In place, not renamed in: a record torn by a kill was torn before the exchange (which comes after
         # it), so "unreadable" and "never went in" agree (see recover).
         self._record = os.path.join(self._qdir, name)
-        _write_small(self._record, json.dumps({"ino": temp_ino, "results": self.results}).encode(), exclusive=True)
+        doc = {"ino": ours[0], "sig": list(ours), "read": list(read), "results": self.results}
+        _write_small(self._record, json.dumps(doc).encode(), exclusive=True)
 
     def not_installed(self) -> bool:
         """The exchange did not run (or was put back): drop the record. False if it could not be removed —

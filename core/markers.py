@@ -250,15 +250,6 @@ _SNAPSHOTS: dict[str, _Snapshot] = {}
 _MAX_SNAPSHOTS = 8
 
 
-def _signature(path: str) -> tuple[int, int, int] | None:
-    """(inode, size, mtime_ns), as :func:`core.fsutil.file_signature`; any change means another writer replaced it."""
-    try:
-        st = os.stat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _read_file(path: str | Path, keep: list[int] | None = None) -> tuple[bytes | None, tuple[int, int, int] | None]:
     """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent.
 
@@ -805,7 +796,7 @@ class MarkerStore:
         try:
             return _decode(data), sig
         except _Corrupt as exc:
-            if check and _signature(self._p) != sig:
+            if check and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
             dest = fsutil.set_aside(self.path, "corrupt")
             if dest is None:
@@ -843,10 +834,12 @@ class MarkerStore:
             tmp = fsutil.write_temp(self._p, data, path=batch.new_temp_path())  # named for the batch record
         installed = False  # with a batch: the exchange ran and what it put in place still holds the batch
         keep_tmp = False
-        ours: int | None = None  # our temp file's inode, once the exchange may run
+        ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
+        settled = False  # the exchange (if it ran) finished: what is left at tmp is older than what stands
+        unmerged: str | None = None  # where a put-back that could not finish left the last version out
         try:
             _wait_for_hermes_writes(self._dir, listing)
-            if sig is not False and _signature(self._p) != sig:
+            if sig is not False and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange()
             published = False
             if read is None:
@@ -860,16 +853,17 @@ class MarkerStore:
             if published:
                 pass
             elif _EXCHANGE.get(self._dir, True):
-                ours = os.stat(tmp).st_ino
+                ours = fsutil.file_signature(tmp)
                 if batch is not None:
                     try:
-                        batch.before_install(ours)
+                        batch.before_install(ours, sig)  # type: ignore[arg-type]
                     except OSError as exc:
                         logger.warning("cannot record a marker batch (%s); writing this change alone", exc)
                         raise _BatchUnrecorded() from None
                 try:
                     if sig is not False and sig is not None:
-                        tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig[0], ours)
+                        tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours)  # type: ignore[arg-type]
+                        settled = True
                         installed = was_read
                     else:
                         tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
@@ -877,10 +871,10 @@ class MarkerStore:
                     if sig is not False:
                         raise _ForeignChange() from None  # removed since we read it: judge that instead
                     self._publish_new(tmp)
-                except atomic_exchange.PutBackExhausted as exc:
-                    logger.warning("a writer kept renaming over %s while ours went back out; its newest version "
-                                   "is kept as %s, and this write starts again", self.path,
-                                   self._keep_unmerged(exc.filename))
+                except atomic_exchange.PutBackIncomplete as exc:
+                    unmerged = exc.filename
+                    logger.warning("Hermes' version could not go back into %s (%s); it is kept beside the file "
+                                   "and this write starts again", self.path, exc.strerror)
                     raise _ForeignChange() from None
                 except atomic_exchange.ExchangeUnsupported as exc:
                     _EXCHANGE[self._dir] = False
@@ -893,7 +887,7 @@ class MarkerStore:
                         # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
                         # flushes): its version went straight back (ours was visible for two syscalls). Start
                         # again from it, and watch for a Hermes write that copied ours meanwhile.
-                        if batch is not None and _inode(self._p) == ours:
+                        if batch is not None and fsutil.file_signature(self._p) == ours:
                             # Ours could not be taken back out (a writer kept renaming): it stands, with the
                             # queued changes in it. Hand those out; the retry re-applies only our own.
                             installed = True
@@ -906,20 +900,20 @@ class MarkerStore:
                         raise _ForeignChange()
                     if not was_read:  # the last attempt (unverified): judge what came back by its content
                         data, entries, result = self._merge_displaced(tmp, read, data, entries, mutate, result)
+                        settled = True
             else:
                 os.replace(tmp, self._p)
                 installed = True
         finally:
             if batch is not None and not installed:
-                if ours is None or _inode(tmp) == ours or _inode(self._p) != ours:
+                if ours is None or fsutil.file_signature(tmp) == ours or fsutil.file_signature(self._p) != ours:
                     # Never exchanged, put back, or overwritten by a foreign writer: the record goes first
                     # (a record without its temp file says "in").
                     keep_tmp = not batch.not_installed()
-                # else: an exception after the exchange put ours in place (a signal, a failed put-back):
+                # else: an exception after the exchange put ours in place (a failed put-back):
                 # the record stays, and whoever takes the lock next hands its results out (recover).
             if not keep_tmp:
-                with contextlib.suppress(FileNotFoundError):
-                    os.unlink(tmp)
+                self._drop_temp(tmp if unmerged is None else unmerged, ours if not settled else None)
         if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
             _SNAPSHOTS.clear()
         _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)  # frags: validated before any reuse
@@ -1005,17 +999,37 @@ class MarkerStore:
             if fresh:
                 fsutil.fsync_path(self._p)
             expected, placed, placed_entries = placed, merged_bytes, merged
-        kept = self._keep_unmerged(displaced)
-        logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place (the "
-                       "writer's newest version, not merged, kept as %s)", self.path, MERGE_ROUNDS, kept)
+        logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place",
+                       self.path, MERGE_ROUNDS)
         leaks.register(self)
+        if self._keep_unmerged(displaced) is None:
+            raise OSError(errno.EIO, "a Hermes version that was not merged could not be set aside", displaced)
         return placed, placed_entries, result
 
-    def _keep_unmerged(self, path: str) -> str:
+    def _keep_unmerged(self, path: str) -> str | None:
         """Set aside a foreign writer's version that came out of the marker file and was not merged: it may
-        be the newest Hermes write, so it is kept (0600, named after our temp file), never removed."""
+        be the newest Hermes write, so it is kept (0600, named after our temp file), never removed. The
+        name kept, or None when it could not be moved (then it stays where it is)."""
         dest = fsutil.set_aside(Path(path), "unmerged")
-        return dest.name if dest is not None else "nothing: it could not be moved"
+        if dest is None:
+            logger.error("a Hermes version of %s could not be set aside; it stays at %s", self.path, path)
+            return None
+        logger.warning("a Hermes version of %s that was not merged is kept as %s", self.path, dest.name)
+        return dest.name
+
+    def _drop_temp(self, path: str, unsettled: atomic_exchange.Sig | None) -> None:
+        """Remove our temp file. ``unsettled`` (our signature): the exchange may have run and not finished
+        (an exception, a put-back that failed), so the file there may be a foreign version newer than what
+        stands: only ours is removed, anything else is kept."""
+        if unsettled is not None:
+            here = fsutil.file_signature(path)
+            if here is None:
+                return
+            if here != unsettled:
+                self._keep_unmerged(path)
+                return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
 
     @contextlib.contextmanager
     def _errors(self, what: str):

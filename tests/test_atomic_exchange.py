@@ -7,11 +7,12 @@ from __future__ import annotations
 import json
 import logging
 import os
+import signal
 from pathlib import Path
 
 import pytest
 
-from hermes_tray_core import atomic_exchange, markers
+from hermes_tray_core import atomic_exchange, fsutil, markers
 from hermes_tray_core.markers import MarkerStore, marker_path
 
 pytestmark = pytest.mark.skipif(atomic_exchange.mechanism() == "none", reason="no atomic exchange here")
@@ -61,15 +62,15 @@ def _exchange(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, before_round: dic
     scripted renames. Returns (target, the path the put-back hands back, the rounds run)."""
     target = tmp_path / "file.json"
     target.write_text("R")
-    read_ino = os.stat(target).st_ino
+    read = fsutil.file_signature(target)
     ours = tmp_path / ".ours.tmp"
     ours.write_text("ours")
-    our_ino = os.stat(ours).st_ino
+    our_sig = fsutil.file_signature(ours)
     h1 = tmp_path / ".foreign_H1.tmp"
     h1.write_text("H1")
     os.replace(h1, target)  # after our read, before our exchange
     rounds = _script_rounds(monkeypatch, before_round)
-    back, was_read = atomic_exchange.swap_in_verified(str(ours), str(target), read_ino, our_ino)
+    back, was_read = atomic_exchange.swap_in_verified(str(ours), str(target), read, our_sig)
     assert was_read is False
     return target, Path(back), rounds
 
@@ -85,7 +86,7 @@ def test_a_rename_over_ours_before_the_put_back_leaves_the_newest_in_place(
     assert target.read_text() == "H2" and back.read_text() == "H1" and rounds == [1, 2]
 
 
-@pytest.mark.parametrize("busy", range(1, atomic_exchange._PUT_BACK_ROUNDS))
+@pytest.mark.parametrize("busy", [1, 2, 3, 4, 7, 20, atomic_exchange._PUT_BACK_ROUNDS - 1])
 def test_renames_during_the_put_back_never_hand_the_newest_back_for_removal(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch, busy: int) -> None:
     """The foreign writer renames right before each of the first ``busy`` rounds (H2 destroys ours, H3…
@@ -109,19 +110,19 @@ def test_the_target_removed_during_the_put_back_settles_it(tmp_path: Path, monke
     monkeypatch.setattr(atomic_exchange, "_put_back", removed)
     target = tmp_path / "file.json"
     target.write_text("R")
-    read_ino = os.stat(target).st_ino
+    read = fsutil.file_signature(target)
     ours = tmp_path / ".ours.tmp"
     ours.write_text("ours")
     (tmp_path / ".h1").write_text("H1")
     os.replace(tmp_path / ".h1", target)
-    back, was_read = atomic_exchange.swap_in_verified(str(ours), str(target), read_ino, os.stat(ours).st_ino)
+    back, was_read = atomic_exchange.swap_in_verified(str(ours), str(target), read, fsutil.file_signature(ours))
     assert not target.exists() and Path(back).read_text() == "H1" and was_read is False
 
 
 def test_a_writer_renaming_every_round_leaves_its_newest_version_to_keep(
         tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     every = {k: 1 for k in range(1, atomic_exchange._PUT_BACK_ROUNDS + 1)}
-    with pytest.raises(atomic_exchange.PutBackExhausted) as caught:
+    with pytest.raises(atomic_exchange.PutBackIncomplete) as caught:
         _exchange(tmp_path, monkeypatch, every)
     newest = f"H{atomic_exchange._PUT_BACK_ROUNDS + 1}"
     assert Path(caught.value.filename).read_text() == newest  # handed to the caller to keep
@@ -172,6 +173,7 @@ def test_the_marker_store_keeps_a_version_it_could_not_put_back(
         return real_verified(new, target, read_ino, our_ino)
 
     monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", first_write_raced)
+    monkeypatch.setattr(atomic_exchange, "_PUT_BACK_ROUNDS", 8)  # fewer Hermes entries than MAX_ENTRIES
     with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers"):
         store.record("new", "SECRET-PROMPT-y")
     kept = [n for n in os.listdir(path.parent) if ".unmerged-" in n]
@@ -213,3 +215,68 @@ def test_a_merge_outrun_by_hermes_keeps_its_last_version(
     assert len(kept) == 1 and json.loads((path.parent / kept[0]).read_bytes()) == written[-1]
     assert {"old", "new"} <= set(store.list())
     assert "kept changing" in caplog.text and kept[0] in caplog.text
+
+
+def _hermes_lands_before_our_exchange(path: Path, monkeypatch: pytest.MonkeyPatch, during_put_back) -> None:
+    """The next verified exchange catches a Hermes write (H1, with entry ``hermes1``) and so puts it back;
+    ``during_put_back()`` runs inside the put-back, before its first round."""
+    real_verified, real_put_back = atomic_exchange.swap_in_verified, atomic_exchange._put_back
+
+    def put_back(swap, signature, p, out, put_in, target):
+        def first(q: str) -> str:
+            during_put_back()
+            return swap(q)
+        return real_put_back(first, signature, p, out, put_in, target)
+
+    def verified(new, target, read, ours):
+        data = json.loads(path.read_bytes())
+        data["hermes1"] = markers.build_entry("a Hermes turn")
+        tmp = path.with_name(".interrupted_turns_h1.tmp")
+        tmp.write_text(json.dumps(data))
+        os.replace(tmp, path)
+        monkeypatch.setattr(atomic_exchange, "_put_back", put_back)
+        try:
+            return real_verified(new, target, read, ours)
+        finally:
+            monkeypatch.setattr(atomic_exchange, "_put_back", real_put_back)
+            monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", real_verified)
+
+    monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", verified)
+
+
+def test_ctrl_c_during_the_put_back_waits_until_hermes_version_is_back(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Ctrl-C (SIGINT) that arrives between our exchange and the put-back is held back until the
+    put-back is done: Hermes' version stands and our write is simply not made. Let through at once, it
+    left ours in place and Hermes' version under our temp name."""
+    home = tmp_path / "home"
+    store = MarkerStore(home)
+    store.record("old", "p")
+    path = marker_path(home)
+    _hermes_lands_before_our_exchange(path, monkeypatch, lambda: os.kill(os.getpid(), signal.SIGINT))
+    with pytest.raises(KeyboardInterrupt):
+        store.record("new", "p")
+    assert set(json.loads(path.read_bytes())) == {"old", "hermes1"}
+    assert [n for n in os.listdir(path.parent) if n.startswith(".")] == []  # nothing left, nothing kept
+
+
+def test_a_hermes_version_that_cannot_be_set_aside_is_left_not_deleted(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The put-back fails mid-way (an I/O error on its first round), leaving Hermes' version under our
+    temp name, and moving it aside fails too: it must stay where it is, not be unlinked with our temp
+    file."""
+    home = tmp_path / "home"
+    store = MarkerStore(home)
+    store.record("old", "p")
+    path = marker_path(home)
+
+    def failing_round() -> None:
+        raise OSError(5, "Input/output error")
+
+    _hermes_lands_before_our_exchange(path, monkeypatch, failing_round)
+    monkeypatch.setattr(fsutil, "set_aside", lambda *a, **k: None)
+    store.record("new", "p")  # the retry goes in over ours
+    monkeypatch.undo()
+    left = [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
+    assert len(left) == 1 and "hermes1" in json.loads((path.parent / left[0]).read_bytes())
+    assert {"old", "new"} <= set(store.list())

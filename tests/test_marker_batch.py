@@ -142,6 +142,20 @@ def test_a_change_that_went_in_is_never_repeated_over_a_later_hermes_write(home:
     assert _litter(home) == []
 
 
+def test_a_holder_killed_after_a_busy_put_back_leaves_the_waiter_to_write_its_change(
+        home: Path, tmp_path: Path) -> None:
+    """Hermes renamed H1 in right before the holder's exchange and H2 over ours before the put-back; the
+    put-back settled (H2 stands, H1 at the holder's temp name) and the holder was killed before it
+    dropped its record. The batch is not in: ours was destroyed. Reading "anything but ours at the temp
+    name means in" answered the waiter for a change that was never written; H1, which may be newer than
+    what stands for all the next holder knows, is kept, not deleted."""
+    store, result = _kill_holder(home, tmp_path, "after_busy_put_back", "x", ["record", "w"])
+    assert result == {"answered": False, "result": "waiter prompt for w"}  # written by itself, once
+    assert set(store.list()) == {"x", "hermes2", "w"}  # Hermes' newest stands, the waiter's change on it
+    kept = [n for n in os.listdir(marker_path(home).parent) if ".unmerged-" in n]
+    assert len(kept) == 1 and "hermes1" in json.loads((marker_path(home).parent / kept[0]).read_bytes())
+
+
 def test_a_waiter_killed_while_queued_never_has_its_change_applied(home: Path, tmp_path: Path) -> None:
     store = MarkerStore(home)
     store.record("old", "there before")

@@ -7,7 +7,9 @@ holder HOME KEY STEP READY GO
     Writes KEY. Inside the lock (before reading the file) it creates READY and waits for GO, so waiters
     can queue behind it; then it SIGKILLs itself at STEP (or runs to the end for ``none``):
     before_record, after_record, after_exchange, after_exchange_hermes_clears=<key>, in_hand_out,
-    after_hand_out, before_dir_fsync.
+    after_hand_out, before_dir_fsync, after_busy_put_back (a Hermes rename H1 lands right before our
+    exchange and a second, H2, over ours before the put-back: killed once the put-back settled, with
+    H1 at our temp name).
 waiter HOME OP KEY [EXPECTED_JSON]
     OP is record, clear or remove; prints one JSON line: {"answered": bool, "result": ...}.
 hermes_clear HOME KEY
@@ -81,6 +83,34 @@ def _holder(home: str, key: str, step: str, ready: str, go: str) -> None:
                            cwd=ROOT, check=True)
 
         wrap(atomic_exchange, "swap_in_verified", before=False, then=hermes_clears)
+    elif step == "after_busy_put_back":
+        real_verified, real_put_back = atomic_exchange.swap_in_verified, atomic_exchange._put_back
+        marker = markers.marker_path(home)
+        original = marker.read_bytes()
+
+        def hermes_rename(name: str) -> None:  # Hermes' write, from a read taken before ours went in
+            data = json.loads(original)
+            data[name] = markers.build_entry(f"a Hermes turn {name}")
+            tmp = marker.with_name(f".interrupted_turns_{name}.tmp")
+            tmp.write_text(json.dumps(data))
+            os.replace(tmp, marker)
+
+        def put_back(swap, signature, path, out, put_in, target):
+            def swap_after_h2(p: str) -> str:
+                if not getattr(swap_after_h2, "done", False):
+                    swap_after_h2.done = True  # type: ignore[attr-defined]
+                    hermes_rename("hermes2")
+                return swap(p)
+            return real_put_back(swap_after_h2, signature, path, out, put_in, target)
+
+        def verified(new, target, read, ours):
+            hermes_rename("hermes1")
+            atomic_exchange._put_back = put_back
+            out = real_verified(new, target, read, ours)
+            _die()
+            return out
+
+        atomic_exchange.swap_in_verified = verified
     elif step == "in_hand_out":
         wrap(marker_batch, "_hand_out", before=True)
     elif step == "after_hand_out":
