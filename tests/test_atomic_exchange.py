@@ -280,3 +280,19 @@ def test_a_hermes_version_that_cannot_be_set_aside_is_left_not_deleted(
     left = [n for n in os.listdir(path.parent) if n.endswith(".tmp")]
     assert len(left) == 1 and "hermes1" in json.loads((path.parent / left[0]).read_bytes())
     assert {"old", "new"} <= set(store.list())
+
+
+def test_a_file_that_got_a_freed_inode_number_back_is_not_taken_for_the_one_put_in() -> None:
+    """Ours was destroyed by a Hermes rename, and Hermes' next temp file got its inode number back: only
+    its mtime (and size) tell it apart. Compared by inode alone, the first round looked quiet and the
+    put-back stopped with the newest version out of place."""
+    ours, h1, reused = (5, 10, 222), (7, 1, 1), (5, 10, 999)
+    came_out = iter([reused, h1])
+    rounds: list[str] = []
+
+    def swap(path: str) -> str:
+        rounds.append(path)
+        return path
+
+    assert atomic_exchange._put_back(swap, lambda _p: next(came_out), "tmp", h1, ours, "target") == "tmp"
+    assert len(rounds) == 2
