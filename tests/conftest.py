@@ -8,7 +8,14 @@ import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
-from tests.integration.hermes_venv import venv_path
+from hypothesis import settings  # noqa: E402
+
+from tests.integration.hermes_venv import venv_path  # noqa: E402
+
+# No per-example deadline anywhere: on a loaded 2-core CI machine one slow example is not a failure, and
+# Hypothesis' default 200 ms deadline turned such stalls into "unreliable test timings" errors.
+settings.register_profile("hermes-tray", deadline=None)
+settings.load_profile("hermes-tray")
 
 # Read before any test replaces HOME: the cached real hermes-agent venv lives in the real home.
 _REAL_HERMES_VENV = str(venv_path())

@@ -88,16 +88,20 @@ def _continuations(home: Path) -> dict[str, int]:
 
 
 def _gateways_running(root: Path) -> int:
+    """Gateways serving a home under ``root``: by their HERMES_HOME, since the simulated gateway's command
+    line names its install (a session-wide directory elsewhere), never the home."""
     import psutil
 
+    base = os.path.realpath(root) + os.sep
     n = 0
     for p in psutil.process_iter(["cmdline"]):
         try:
-            cmd = " ".join(p.info["cmdline"] or [])
-        except Exception:
+            if "tui_gateway.entry" not in (p.info["cmdline"] or []):
+                continue
+            if os.path.realpath(p.environ().get("HERMES_HOME", "")).startswith(base):
+                n += 1
+        except (psutil.Error, OSError):
             continue
-        if str(root) in cmd and "tui_gateway" in cmd:
-            n += 1
     return n
 
 
