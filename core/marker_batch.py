@@ -382,12 +382,12 @@ def result_in_records(marker_path: str, request: str, why: BaseException) -> tup
     for rec in (n for n in names if n.endswith(".batch")):
         try:
             doc = _record(os.path.join(qdir, rec))
+            if doc is not None and request in doc["results"] and _went_in(marker_path, rec, doc)[1]:
+                return True, doc["results"][request]
         except OSError as exc:
             raise OSError(exc.errno or errno.EIO, f"a dead writer's batch record could not be settled ({why}) "
                           f"nor read ({exc.strerror or exc}); this change may already be in the marker file, "
                           "so it was not written again: look before repeating it", os.path.join(qdir, rec)) from None
-        if doc is not None and request in doc["results"] and _went_in(marker_path, rec, doc)[1]:
-            return True, doc["results"][request]
     return False, None
 
 

@@ -667,7 +667,7 @@ class MarkerStore:
                     marker_batch.recover(self._p)
                 except Exception as exc:  # a record it could not settle may hold our change: look, or say so
                     logger.warning("could not settle a dead marker writer's batch (%s)", exc)
-                    answered, result = request.result(final=True)  # handed out before it failed
+                    answered, result = request.result()  # handed out before it failed; else the records say
                     if not answered:
                         answered, result = marker_batch.result_in_records(self._p, request.name, exc)
                 else:

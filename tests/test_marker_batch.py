@@ -452,10 +452,21 @@ def test_a_waiter_whose_batch_went_in_is_answered_even_when_the_record_cannot_be
     assert set(store.list()) == {"kept"}
 
 
+@pytest.mark.parametrize("first", ["the failing record", "ours"])
 def test_a_waiter_whose_batch_never_went_in_writes_its_change_itself_when_the_record_cannot_be_settled(
-        home: Path) -> None:
+        home: Path, monkeypatch: pytest.MonkeyPatch, first: str) -> None:
     """Our record never went in (its temp file still holds the recorded inode); another record cannot be
-    settled. Whichever is met first, the waiter writes its own change, once."""
+    settled. Met first, the failing record leaves ours to the read-only look, which must find it not
+    in; met second, ours was already settled. Either way the waiter writes its own change, once."""
+    real_names = marker_batch._names
+
+    def ordered(qdir: str):
+        names = real_names(qdir)
+        if names is None:
+            return None
+        return sorted(names, key=lambda n: (n != "4243.0000abce.batch") if first == "the failing record" else n)
+
+    monkeypatch.setattr(marker_batch, "_names", ordered)
     store = MarkerStore(home)
     store.record("x", "to clear")
     request = _queued(home, {"op": "clear", "key": "x"})
