@@ -18,11 +18,10 @@ kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its co
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
-import signal
 import sys
-import threading
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
@@ -32,7 +31,7 @@ if TYPE_CHECKING:
 # ``ctypes`` and the OS primitive are loaded at the first exchange, not at import: every ``status`` imports
 # this module (through core.markers) and never exchanges; ctypes cost it ~4 ms (python -X importtime).
 
-__all__ = ["ExchangeUnsupported", "PutBackIncomplete", "Sig", "mechanism", "probe", "swap_in", "swap_in_verified"]
+__all__ = ["ExchangeUnsupported", "Progress", "PutBackIncomplete", "Sig", "mechanism", "probe", "swap_in", "swap_in_verified"]
 
 _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1),
                 getattr(errno, "EXDEV", -1)}
@@ -88,7 +87,9 @@ def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
         # u32 nsec} @112. A buffer per call: threads writing different homes' files must not share one.
         buf = make(256)
         if fn(_AT_FDCWD, path, _AT_SYMLINK_NOFOLLOW, _STATX_WANT, buf) != 0:
-            return None
+            if ctypes.get_errno() == errno.ENOENT:
+                return None
+            return _stat_sig(path)  # statx refused (a seccomp filter, say): ask lstat, which raises if it fails
         raw = buf.raw
         order = sys.byteorder
         return (int.from_bytes(raw[32:40], order), int.from_bytes(raw[40:48], order),
@@ -126,27 +127,17 @@ def _linux() -> Callable[[str, str], str] | None:
 
     signature = _linux_statx(libc)
     if signature is not None:
-        global _VERIFIED
+        global _PARTS
 
-        def verified(new: str, target: str, read: Sig, ours: Sig) -> tuple[str, bool]:
-            a, b = os.fsencode(new), os.fsencode(target)
-            if call(a, b) != 0:
-                raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
-            out = signature(a)
-            if out == read:
-                return new, True
+        def exchange(path: str, target: str) -> str:
+            if call(os.fsencode(path), os.fsencode(target)) != 0:
+                err = ctypes.get_errno()
+                if err == errno.ENOENT:
+                    raise FileNotFoundError(err, os.strerror(err), target)
+                raise _unsupported(err, "renameat2(RENAME_EXCHANGE)", target)
+            return path
 
-            def again(path: str) -> str:
-                if call(a, b) != 0:
-                    err = ctypes.get_errno()
-                    if err == errno.ENOENT:
-                        raise FileNotFoundError(err, os.strerror(err), target)
-                    raise OSError(err, os.strerror(err), target)
-                return path
-
-            return _put_back(again, lambda path: signature(a), new, out, ours, target), False
-
-        _VERIFIED = verified
+        _PARTS = (exchange, lambda path: signature(os.fsencode(path)))
     return swap
 
 
@@ -207,7 +198,6 @@ def _windows() -> Callable[[str, str], str] | None:
 # Put-back rounds before giving up: each round is two syscalls (microseconds); a Hermes write needs its own
 # temp file, write and fsync before its rename, so even one extra round is rarely needed.
 _PUT_BACK_ROUNDS = 64
-_VERIFIED: Callable[[str, str, Sig, Sig], tuple[str, bool]] | None = None
 
 
 def _load() -> tuple[Callable[[str, str], str] | None, str]:
@@ -252,54 +242,73 @@ def swap_in(new: str, target: str) -> str:
     return swap(new, target)
 
 
-def swap_in_verified(new: str, target: str, read: Sig, ours: Sig) -> tuple[str, bool]:
+class Progress:
+    """How far a verified exchange got. The caller keeps it across an exception (a signal handler that
+    raised, in any thread of the process, lands at the next Python call): what is at ``path`` and these
+    fields then say exactly what happened, and :func:`swap_in_verified` finishes the put-back before
+    the exception goes on. ``settled``: ``path`` holds something older than what stands (the file read,
+    a version put back, or ours), safe to remove."""
+
+    __slots__ = ("first", "last_in", "next", "path", "pending", "settled", "was_read")
+
+    def __init__(self, path: str, ours: Sig) -> None:
+        self.path = path
+        self.first = True  # the exchange of ours has not been seen to happen
+        self.last_in = ours  # what went into the target last (a quiet round gives it back)
+        self.pending: Sig | None = None  # set right before an exchange call: what was at ``path`` then
+        self.next = path  # where the file that comes out will be (Windows: a backup name)
+        self.settled = False
+        self.was_read = False
+
+
+def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Progress | None = None
+                     ) -> tuple[str, bool]:
     """:func:`swap_in`, then: if the displaced file is not the one the caller read (signature ``read``), put
     it straight back — and a still newer one that comes out instead of ours (signature ``ours``) — so our
     version was visible for two syscalls only. Returns (the path holding the displaced file or, when put
     back, ours; whether the displaced file was the one read).
 
-    Both steps run without releasing the GIL where the OS allows (Linux), and with this thread's signals
-    held back (POSIX main thread): a Ctrl-C or a signal handler that raises can only land before or after
-    them, never between the exchange and the put-back, where it would leave ours in place and Hermes'
-    version under our temp name. Raises :class:`PutBackIncomplete` when the put-back cannot finish: the
-    file at its ``filename`` may be the newest version, and must be kept."""
-    _impl()  # sets _VERIFIED where the OS has a verified form
-    held = _hold_signals()
+    The steps run without releasing the GIL where the OS allows (Linux). An exception from outside
+    (KeyboardInterrupt, a signal handler's) between them is not allowed to leave ours in place and
+    Hermes' version under our temp name: the put-back is finished from ``progress`` and the files, then
+    the exception goes on. Raises :class:`PutBackIncomplete` when the put-back cannot finish: the file at
+    its ``filename`` may be the newest version, and must be kept."""
+    _impl()  # sets _PARTS where the OS has a verified form
+    exchange, signature, next_path = _verified_parts()
+    p = progress if progress is not None else Progress(new, ours)
     try:
-        if _VERIFIED is not None:
-            return _VERIFIED(new, target, read, ours)
-        back = swap_in(new, target)
-        out = _stat_sig(back)
-        if out == read:
-            return back, True
-        return _put_back(lambda path: swap_in(path, target), _stat_sig, back, out, ours, target), False
-    finally:
-        if held is not None:
-            _SIGMASK(signal.SIG_SETMASK, held)  # type: ignore[misc]  # a signal that came meanwhile runs now
+        _drive(p, exchange, signature, next_path, read, target)
+    except OSError:
+        raise  # ours: the first exchange never ran (FileNotFoundError, ExchangeUnsupported) or PutBackIncomplete
+    except BaseException:
+        if not p.settled:
+            with contextlib.suppress(BaseException):  # a second one: the caller keeps what is left
+                _drive(p, exchange, signature, next_path, read, target, resuming=True)
+        raise
+    return p.path, p.was_read
 
 
-try:  # the C functions behind ``signal``: no Signals-enum conversion of the mask (~6 us a write, measured)
-    import _signal as _signal_impl
-except ImportError:  # pragma: no cover - not CPython
-    _signal_impl = signal  # type: ignore[assignment]
-_SIGMASK = getattr(_signal_impl, "pthread_sigmask", None)
-# The signals a Python handler may be installed for (SIGINT's default one raises KeyboardInterrupt), not
-# every valid one: the mask is converted on each call, and all 60-odd cost ~55 us a write, measured.
-_HELD = frozenset(getattr(signal, n) for n in ("SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT", "SIGALRM", "SIGVTALRM",
-                                                 "SIGPROF", "SIGUSR1", "SIGUSR2", "SIGCHLD", "SIGWINCH", "SIGPIPE",
-                                                 "SIGTSTP", "SIGCONT", "SIGXCPU", "SIGXFSZ", "SIGIO", "SIGURG")
-                  if hasattr(signal, n))
+_PARTS: tuple[Callable[[str, str], str], Callable[[str], Sig | None]] | None = None
 
 
-def _hold_signals() -> object | None:
-    """Hold back this thread's signals for a few syscalls; the mask to restore, or None. Python runs
-    signal handlers in the main thread only, so only there can one raise in the middle."""
-    if _SIGMASK is None or threading.current_thread() is not threading.main_thread():
-        return None
-    return _SIGMASK(signal.SIG_BLOCK, _HELD)
+def _verified_parts() -> tuple[Callable[[str, str], str], Callable[[str], Sig | None], Callable[[str], str]]:
+    """(exchange, signature, where the displaced file lands) for this OS."""
+    if _PARTS is not None:
+        return _PARTS[0], _PARTS[1], _same_path
+    if os.name == "nt":
+        return swap_in, _stat_sig, _backup_path
+    return swap_in, _stat_sig, _same_path
 
 
-def _stat_sig(path: str) -> Sig | None:
+def _same_path(path: str) -> str:
+    return path
+
+
+def _backup_path(path: str) -> str:
+    return path + ".displaced"  # ReplaceFileW's backup name (see _windows)
+
+
+def _stat_sig(path: str | bytes) -> Sig | None:
     try:
         st = os.lstat(path)
     except FileNotFoundError:
@@ -307,34 +316,78 @@ def _stat_sig(path: str) -> Sig | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _put_back(swap: Callable[[str], str], signature: Callable[[str], Sig | None], path: str, out: Sig | None,
-              put_in: Sig, target: str) -> str:
-    """Exchange what came out (signature ``out``, at ``path``) back in, until what comes out is what went
-    in last round (``put_in``, first ours): then no rename landed in between, and ``target`` holds the
-    newest version again. Any other file that comes out was renamed in by a foreign writer after our last
-    exchange, so it is newer than what we just put in, and goes back in the next round. Stopping on a
-    round count instead (as before) could end one round off and hand the caller the newest Hermes version
-    to delete. Returns the path holding the last file out: older than what stands, safe to remove. The
-    target vanishing (Hermes removed the file) also settles it: the removal is the newest state.
+def _drive(p: Progress, exchange: Callable[[str, str], str], signature: Callable[[str], Sig | None],
+           next_path: Callable[[str], str], read: Sig, target: str, *, resuming: bool = False) -> None:
+    """Exchange ours in and, if what came out is not the file read, put it back: exchange what came out
+    back in, until what comes out is what went in the round before (first ours). Then no rename landed
+    in between, and ``target`` holds the newest version again. Any other file that comes out was renamed
+    in by a foreign writer after our last exchange, so it is newer than what we just put in, and goes
+    back in the next round. (Stopping on a round count instead, as before, could end one round off and
+    hand the caller the newest Hermes version to delete.) The target vanishing mid-way settles it too:
+    the removal is the newest state.
 
-    Raises :class:`PutBackIncomplete` (its ``filename``: the last file out, which may be the newest) when a
-    round fails or a writer renamed in during every round."""
-    for _round in range(_PUT_BACK_ROUNDS):
-        going_in = out
+    Every decision comes from ``p`` and the file now at ``p.path``, and ``p`` changes only between
+    calls, so this can be run again (``resuming``) after an exception at any point: a call that was
+    under way is judged by whether ``p.pending`` is still at ``p.path``.
+    """
+    for _round in range(_PUT_BACK_ROUNDS + 2):
+        if p.pending is not None:  # an exchange was started: did it happen?
+            now = signature(p.path)
+            if now is not None and now == p.pending:
+                if resuming and p.first:  # ours never went in: nothing to undo
+                    p.pending = None
+                    p.settled = True
+                    return
+                # not yet: make it now (below)
+            else:
+                out = now if p.next == p.path else signature(p.next)  # Windows: it came out at a backup name
+                p.path = p.next
+                went_in, p.pending = p.pending, None
+                if p.first:
+                    p.first = False
+                    if out is not None and out == read:
+                        p.settled = p.was_read = True
+                        return
+                    # ours went in and a foreign version came out: it goes back
+                elif out is not None and out == p.last_in:
+                    p.settled = True  # quiet: what went in before came back, the target holds the newest
+                    return
+                else:
+                    p.last_in = went_in  # a newer version came out: it goes in next
+                if out is None:
+                    return  # nothing came out to put back (it was moved away): the caller keeps what is left
+                p.next = next_path(p.path)
+                p.pending = out
+        elif p.first:
+            if resuming:
+                return  # ours never started going in
+            p.next = next_path(p.path)
+            p.pending = p.last_in  # ours, as the caller measured it
+        else:  # resumed between two rounds: what is at our name goes back in
+            out = signature(p.path)
+            if out is None:
+                return
+            p.next = next_path(p.path)
+            p.pending = out
+        if _round > _PUT_BACK_ROUNDS:
+            break
         try:
-            path = swap(path)
+            exchange(p.path, target)
         except FileNotFoundError:
-            return path
+            p.pending = None
+            if p.first:
+                raise  # the target is gone before our exchange: the caller judges that
+            p.settled = True  # removed since: the removal is the newest state, ours and theirs are older
+            return
         except OSError as exc:
+            p.pending = None
+            if p.first:
+                raise
             raise PutBackIncomplete(exc.errno or errno.EIO, f"putting a version back into {target} failed "
                                     f"({exc.strerror or exc}): the newest version is left at the path given",
-                                    path) from exc
-        out = signature(path)
-        if out == put_in:
-            return path
-        put_in = going_in  # type: ignore[assignment]
+                                    p.path) from exc
     raise PutBackIncomplete(errno.EBUSY, f"a writer kept renaming over {target} during {_PUT_BACK_ROUNDS} "
-                                         "put-back rounds: the newest version is left at the path given", path)
+                                         "put-back rounds: the newest version is left at the path given", p.path)
 
 
 def probe(directory: str) -> tuple[bool, str]:

@@ -299,12 +299,17 @@ def file_signature(path: Path) -> tuple[int, int, int] | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:
-    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it."""
+def set_aside(path: Path, suffix: str = "corrupt", *, link: bool = False) -> Path | None:
+    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it. ``link``: give it the
+    new name as a second name instead (the old one stays until its owner removes it): a kill between
+    the two never leaves the file under neither name, nor the old name gone before the caller is done."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     dest = path.with_name(f"{path.name}.{suffix}-{stamp}-{os.urandom(2).hex()}")
     try:
-        os.replace(path, dest)
+        if link:
+            os.link(path, dest)
+        else:
+            os.replace(path, dest)
     except OSError:
         return None
     with contextlib.suppress(OSError):

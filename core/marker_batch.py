@@ -316,14 +316,18 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
         else:
             logger.info("a marker writer died before its batch went in; %d request(s) stay queued",
                         len(doc["results"]))
+        kept = None
+        if foreign:  # kept under a second name first: then the record, then the temp name, can go
+            kept = fsutil.set_aside(Path(tmp), "unmerged", link=True)
+            if kept is None:
+                logger.error("a marker writer died while putting Hermes' version back; that version could not "
+                             "be kept and stays at %s with its batch record", tmp)
+                continue
+            logger.warning("a marker writer died while putting Hermes' version back; that version is kept as %s",
+                           kept.name)
         # The record before the temp file: a record left without its temp file would read "went in".
         _unlink(path)
-        if foreign:
-            kept = fsutil.set_aside(Path(tmp), "unmerged")
-            logger.warning("a marker writer died while putting Hermes' version back; that version is kept as %s",
-                           kept.name if kept is not None else f"{tmp} (it could not be moved)")
-        else:
-            _unlink(tmp)
+        _unlink(tmp)
     return _names(qdir)
 
 

@@ -836,7 +836,7 @@ class MarkerStore:
         keep_tmp = False
         ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
         settled = False  # the exchange (if it ran) finished: what is left at tmp is older than what stands
-        unmerged: str | None = None  # where a put-back that could not finish left the last version out
+        progress: atomic_exchange.Progress | None = None  # a verified exchange's steps, kept across an exception
         try:
             _wait_for_hermes_writes(self._dir, listing)
             if sig is not False and fsutil.file_signature(self._p) != sig:
@@ -862,8 +862,8 @@ class MarkerStore:
                         raise _BatchUnrecorded() from None
                 try:
                     if sig is not False and sig is not None:
-                        tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours)  # type: ignore[arg-type]
-                        settled = True
+                        progress = atomic_exchange.Progress(tmp, ours)  # type: ignore[arg-type]
+                        tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)  # type: ignore[arg-type]
                         installed = was_read
                     else:
                         tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
@@ -872,9 +872,14 @@ class MarkerStore:
                         raise _ForeignChange() from None  # removed since we read it: judge that instead
                     self._publish_new(tmp)
                 except atomic_exchange.PutBackIncomplete as exc:
-                    unmerged = exc.filename
                     logger.warning("Hermes' version could not go back into %s (%s); it is kept beside the file "
                                    "and this write starts again", self.path, exc.strerror)
+                    if batch is not None and fsutil.file_signature(self._p) == ours:
+                        # Ours stands, with the queued changes in it: they are in, answered as they went in;
+                        # the retry re-applies only our own.
+                        installed = True
+                        batch.hand_out()
+                        batch.requests.clear()
                     raise _ForeignChange() from None
                 except atomic_exchange.ExchangeUnsupported as exc:
                     _EXCHANGE[self._dir] = False
@@ -905,6 +910,8 @@ class MarkerStore:
                 os.replace(tmp, self._p)
                 installed = True
         finally:
+            if progress is not None:
+                tmp = progress.path  # where the exchange left the file it handed back, even after an exception
             if batch is not None and not installed:
                 if ours is None or fsutil.file_signature(tmp) == ours or fsutil.file_signature(self._p) != ours:
                     # Never exchanged, put back, or overwritten by a foreign writer: the record goes first
@@ -913,7 +920,9 @@ class MarkerStore:
                 # else: an exception after the exchange put ours in place (a failed put-back):
                 # the record stays, and whoever takes the lock next hands its results out (recover).
             if not keep_tmp:
-                self._drop_temp(tmp if unmerged is None else unmerged, ours if not settled else None)
+                # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
+                done = ours is None or (progress.settled if progress is not None else settled)
+                self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
         if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
             _SNAPSHOTS.clear()
         _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)  # frags: validated before any reuse
@@ -1017,15 +1026,16 @@ class MarkerStore:
         logger.warning("a Hermes version of %s that was not merged is kept as %s", self.path, dest.name)
         return dest.name
 
-    def _drop_temp(self, path: str, unsettled: atomic_exchange.Sig | None) -> None:
-        """Remove our temp file. ``unsettled`` (our signature): the exchange may have run and not finished
-        (an exception, a put-back that failed), so the file there may be a foreign version newer than what
-        stands: only ours is removed, anything else is kept."""
+    def _drop_temp(self, path: str, unsettled: tuple[atomic_exchange.Sig | None, Any] | None) -> None:
+        """Remove our temp file. ``unsettled`` (our signature, the read file's): the exchange may have run and
+        not finished (a put-back that failed, an exception the put-back could not be finished after), so
+        the file there may be a foreign version newer than what stands: only ours, or the file we read
+        (older than ours, which stands), is removed; anything else is kept."""
         if unsettled is not None:
-            here = fsutil.file_signature(path)
+            here = fsutil.file_signature(path)  # type: ignore[arg-type]
             if here is None:
                 return
-            if here != unsettled:
+            if here not in unsettled:
                 self._keep_unmerged(path)
                 return
         with contextlib.suppress(FileNotFoundError):

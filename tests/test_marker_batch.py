@@ -156,6 +156,18 @@ def test_a_holder_killed_after_a_busy_put_back_leaves_the_waiter_to_write_its_ch
     assert len(kept) == 1 and "hermes1" in json.loads((marker_path(home).parent / kept[0]).read_bytes())
 
 
+def test_a_holder_killed_before_its_put_back_answers_the_waiter_from_ours_and_keeps_hermes_version(
+        home: Path, tmp_path: Path) -> None:
+    """H1 landed right before the holder's exchange; the holder died before putting it back: ours (with
+    the waiter's change) stands, H1 is at the holder's temp name. The batch is in, so the waiter is
+    answered (a repeated clear would answer False); H1 is kept beside the file, never deleted."""
+    store, result = _kill_holder(home, tmp_path, "in_put_back", "x", ["clear", "x"])
+    assert result == {"answered": True, "result": True}
+    assert set(store.list()) == {"h"}  # ours stood: the holder's record, and x cleared once
+    kept = [n for n in os.listdir(marker_path(home).parent) if ".unmerged-" in n]
+    assert len(kept) == 1 and "hermes1" in json.loads((marker_path(home).parent / kept[0]).read_bytes())
+
+
 def test_a_waiter_killed_while_queued_never_has_its_change_applied(home: Path, tmp_path: Path) -> None:
     store = MarkerStore(home)
     store.record("old", "there before")
@@ -387,25 +399,29 @@ def test_a_batch_renamed_over_by_hermes_right_after_the_exchange_is_applied_agai
     store = MarkerStore(home)
     store.record("x", "to be cleared by the waiter")
     request = _queued(home, {"op": "clear", "key": "x"})
-    real_swap = markers.atomic_exchange.swap_in
+    real_parts = markers.atomic_exchange._verified_parts
+    path = marker_path(home)
+    theirs = json.loads(path.read_bytes())
+    theirs["hermes"] = markers.build_entry("a Hermes turn")
     calls: list[int] = []
-    real_verified = markers.atomic_exchange.swap_in_verified
 
-    def two_hermes_renames(new, target, read_ino, our_ino):
-        if calls:
-            return real_verified(new, target, read_ino, our_ino)
-        calls.append(1)
-        theirs = json.loads(Path(target).read_bytes())
-        theirs["hermes"] = markers.build_entry("a Hermes turn")
-        foreign = Path(target).with_name(".interrupted_turns_h1.tmp")
+    def hermes_rename() -> None:
+        foreign = path.with_name(".interrupted_turns_h.tmp")
         foreign.write_text(json.dumps(theirs))
-        os.replace(foreign, target)  # H1 lands after our last check
-        back = real_swap(new, target)  # our exchange: ours in place, H1 handed back
-        foreign.write_text(json.dumps(theirs))
-        os.replace(foreign, target)  # H2 renames over ours before the put-back
-        return back, False
+        os.replace(foreign, path)
 
-    monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", two_hermes_renames)
+    def parts():
+        exchange, signature, next_path = real_parts()
+
+        def hooked(p: str, target: str) -> str:
+            calls.append(1)
+            if len(calls) in (1, 2):
+                hermes_rename()  # H1 after our last check; H2 over ours before the put-back
+            return exchange(p, target)
+
+        return hooked, signature, next_path
+
+    monkeypatch.setattr(markers.atomic_exchange, "_verified_parts", parts)
     store.record("h", "holder")
     monkeypatch.undo()
     try:
@@ -414,6 +430,48 @@ def test_a_batch_renamed_over_by_hermes_right_after_the_exchange_is_applied_agai
         request.finish()
     assert (answered, result) == (True, True)
     assert set(store.list()) == {"h", "hermes"}  # x cleared, by the retry, exactly once
+
+
+def test_a_failed_put_back_with_ours_standing_answers_the_waiter_as_its_change_went_in(
+        home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """H1 landed right before the holder's exchange, and the put-back's first exchange fails (an I/O
+    error): ours stands, with the queued clear in it. The waiter must get that answer (True), not the
+    False a second application on the retry gives; H1 is kept beside the file."""
+    store = MarkerStore(home)
+    store.record("x", "to be cleared by the waiter")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    real_parts = markers.atomic_exchange._verified_parts
+    path = marker_path(home)
+    theirs = json.loads(path.read_bytes())
+    theirs["hermes1"] = markers.build_entry("a Hermes turn")
+    calls: list[int] = []
+
+    def parts():
+        exchange, signature, next_path = real_parts()
+
+        def hooked(p: str, target: str) -> str:
+            calls.append(1)
+            if len(calls) == 1:
+                foreign = path.with_name(".interrupted_turns_h.tmp")
+                foreign.write_text(json.dumps(theirs))
+                os.replace(foreign, path)
+            elif len(calls) == 2:
+                raise OSError(5, "Input/output error")
+            return exchange(p, target)
+
+        return hooked, signature, next_path
+
+    monkeypatch.setattr(markers.atomic_exchange, "_verified_parts", parts)
+    store.record("h", "holder")
+    monkeypatch.undo()
+    try:
+        answered, result = _answer_under_lock(home, request)
+    finally:
+        request.finish()
+    assert (answered, result) == (True, True)
+    assert set(store.list()) == {"h"}
+    kept = [n for n in os.listdir(path.parent) if ".unmerged-" in n]
+    assert len(kept) == 1 and "hermes1" in json.loads((path.parent / kept[0]).read_bytes())
 
 
 def _waiter_answer(home: Path, request: marker_batch.Request) -> tuple[bool, object]:

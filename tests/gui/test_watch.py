@@ -34,7 +34,7 @@ def test_writer_exit_wakes_at_once(qtbot, kind) -> None:
             os.kill(proc.pid, signal.SIGKILL)
         elapsed = time.monotonic() - t0
         assert got.args == [proc.pid]
-        assert elapsed < 0.5
+        assert elapsed < 1.0  # the promise: noticed within a second (measured: milliseconds, bench_tray)
         assert proc.pid not in watcher.watched()
     finally:
         proc.kill()
@@ -119,7 +119,7 @@ def _wait_and_kill(qtbot, reports, proc) -> None:
     killed = time.time()
     qtbot.waitUntil(lambda: reports[-1].records[0].verdict == "actionable", timeout=3000)
     assert reports[-1].reason.startswith("writer-exit")
-    assert reports[-1].finished - killed < 0.5
+    assert reports[-1].finished - killed < 1.0  # within a second, the promise (milliseconds, bench_tray)
 
 
 def _detect(qtbot, engine):

@@ -9,7 +9,8 @@ holder HOME KEY STEP READY GO
     before_record, after_record, after_exchange, after_exchange_hermes_clears=<key>, in_hand_out,
     after_hand_out, before_dir_fsync, after_busy_put_back (a Hermes rename H1 lands right before our
     exchange and a second, H2, over ours before the put-back: killed once the put-back settled, with
-    H1 at our temp name).
+    H1 at our temp name), in_put_back (H1 lands right before our exchange; killed before the put-back:
+    ours in place, H1 at our temp name).
 waiter HOME OP KEY [EXPECTED_JSON]
     OP is record, clear or remove; prints one JSON line: {"answered": bool, "result": ...}.
 hermes_clear HOME KEY
@@ -83,8 +84,8 @@ def _holder(home: str, key: str, step: str, ready: str, go: str) -> None:
                            cwd=ROOT, check=True)
 
         wrap(atomic_exchange, "swap_in_verified", before=False, then=hermes_clears)
-    elif step == "after_busy_put_back":
-        real_verified, real_put_back = atomic_exchange.swap_in_verified, atomic_exchange._put_back
+    elif step in ("after_busy_put_back", "in_put_back"):
+        real_verified, real_parts = atomic_exchange.swap_in_verified, atomic_exchange._verified_parts
         marker = markers.marker_path(home)
         original = marker.read_bytes()
 
@@ -95,19 +96,25 @@ def _holder(home: str, key: str, step: str, ready: str, go: str) -> None:
             tmp.write_text(json.dumps(data))
             os.replace(tmp, marker)
 
-        def put_back(swap, signature, path, out, put_in, target):
-            def swap_after_h2(p: str) -> str:
-                if not getattr(swap_after_h2, "done", False):
-                    swap_after_h2.done = True  # type: ignore[attr-defined]
-                    hermes_rename("hermes2")
-                return swap(p)
-            return real_put_back(swap_after_h2, signature, path, out, put_in, target)
+        def parts():
+            exchange, signature, next_path = real_parts()
+            calls: list[int] = []
 
-        def verified(new, target, read, ours):
+            def hooked(path: str, target: str) -> str:
+                calls.append(1)
+                if len(calls) == 2:  # right before the put-back's first exchange
+                    if step == "in_put_back":
+                        _die()  # ours in place, H1 at our temp name
+                    hermes_rename("hermes2")  # over ours: the put-back needs a second round
+                return exchange(path, target)
+
+            return hooked, signature, next_path
+
+        def verified(*args, **kwargs):
             hermes_rename("hermes1")
-            atomic_exchange._put_back = put_back
-            out = real_verified(new, target, read, ours)
-            _die()
+            atomic_exchange._verified_parts = parts
+            out = real_verified(*args, **kwargs)
+            _die()  # after_busy_put_back: settled (H2 stands, H1 at our temp name), before the record is dropped
             return out
 
         atomic_exchange.swap_in_verified = verified
