@@ -18,7 +18,6 @@ kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its co
 
 from __future__ import annotations
 
-import contextlib
 import errno
 import os
 import sys
@@ -129,13 +128,13 @@ def _linux() -> Callable[[str, str], str] | None:
     if signature is not None:
         global _PARTS
 
-        def exchange(path: str, target: str) -> str:
-            if call(os.fsencode(path), os.fsencode(target)) != 0:
-                err = ctypes.get_errno()
-                if err == errno.ENOENT:
-                    raise FileNotFoundError(err, os.strerror(err), target)
-                raise _unsupported(err, "renameat2(RENAME_EXCHANGE)", target)
-            return path
+        def exchange(path: str, target: str) -> OSError | None:
+            if call(os.fsencode(path), os.fsencode(target)) == 0:
+                return None
+            err = ctypes.get_errno()
+            if err == errno.ENOENT:
+                return FileNotFoundError(err, os.strerror(err), target)
+            return _unsupported(err, "renameat2(RENAME_EXCHANGE)", target)
 
         _PARTS = (exchange, lambda path: signature(os.fsencode(path)))
     return swap
@@ -182,7 +181,7 @@ def _windows() -> Callable[[str, str], str] | None:
     fn.restype = ctypes.c_int
 
     def swap(new: str, target: str) -> str:
-        backup = new + ".displaced"
+        backup = backup_path(new)
         if not fn(target, new, backup, _REPLACEFILE_WRITE_THROUGH, None, None):
             err = ctypes.get_last_error()  # type: ignore[attr-defined]
             if err in _WIN_MISSING and not os.path.exists(target):
@@ -249,7 +248,7 @@ class Progress:
     the exception goes on. ``settled``: ``path`` holds something older than what stands (the file read,
     a version put back, or ours), safe to remove."""
 
-    __slots__ = ("first", "last_in", "next", "path", "pending", "settled", "was_read")
+    __slots__ = ("failure", "first", "last_in", "next", "path", "pending", "settled", "was_read")
 
     def __init__(self, path: str, ours: Sig) -> None:
         self.path = path
@@ -259,6 +258,7 @@ class Progress:
         self.next = path  # where the file that comes out will be (Windows: a backup name)
         self.settled = False
         self.was_read = False
+        self.failure: OSError | None = None  # what this exchange raised itself (anything else is from outside)
 
 
 def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Progress | None = None
@@ -278,34 +278,48 @@ def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Prog
     p = progress if progress is not None else Progress(new, ours)
     try:
         _drive(p, exchange, signature, next_path, read, target)
-    except OSError:
-        raise  # ours: the first exchange never ran (FileNotFoundError, ExchangeUnsupported) or PutBackIncomplete
-    except BaseException:
-        if not p.settled:
-            with contextlib.suppress(BaseException):  # a second one: the caller keeps what is left
+    except BaseException as exc:
+        if exc is not p.failure and not p.settled:  # from outside: finish first
+            try:
                 _drive(p, exchange, signature, next_path, read, target, resuming=True)
+            except BaseException:  # noqa: S110 - a second one: the caller keeps what is left
+                pass
         raise
     return p.path, p.was_read
 
 
-_PARTS: tuple[Callable[[str, str], str], Callable[[str], Sig | None]] | None = None
+Exchange = Callable[[str, str], "OSError | None"]
+"""An exchange of two paths that *returns* its failure (None when it ran): any exception out of one is
+then not ours but an outside one (a signal handler's), after which the files are judged again."""
+
+_PARTS: tuple[Exchange, Callable[[str], Sig | None]] | None = None
 
 
-def _verified_parts() -> tuple[Callable[[str, str], str], Callable[[str], Sig | None], Callable[[str], str]]:
+def _verified_parts() -> tuple[Exchange, Callable[[str], Sig | None], Callable[[str], str]]:
     """(exchange, signature, where the displaced file lands) for this OS."""
     if _PARTS is not None:
         return _PARTS[0], _PARTS[1], _same_path
-    if os.name == "nt":
-        return swap_in, _stat_sig, _backup_path
-    return swap_in, _stat_sig, _same_path
+    return _generic_exchange, _stat_sig, (backup_path if os.name == "nt" else _same_path)
+
+
+def _generic_exchange(path: str, target: str) -> OSError | None:
+    try:
+        swap_in(path, target)
+    except OSError as exc:
+        return exc
+    return None
 
 
 def _same_path(path: str) -> str:
     return path
 
 
-def _backup_path(path: str) -> str:
-    return path + ".displaced"  # ReplaceFileW's backup name (see _windows)
+def backup_path(path: str) -> str:
+    """Where ReplaceFileW puts the file it displaces (see _windows): the names alternate, never grow."""
+    return path[: -len(_DISPLACED)] if path.endswith(_DISPLACED) else path + _DISPLACED
+
+
+_DISPLACED = ".displaced"
 
 
 def _stat_sig(path: str | bytes) -> Sig | None:
@@ -316,7 +330,7 @@ def _stat_sig(path: str | bytes) -> Sig | None:
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def _drive(p: Progress, exchange: Callable[[str, str], str], signature: Callable[[str], Sig | None],
+def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | None],
            next_path: Callable[[str], str], read: Sig, target: str, *, resuming: bool = False) -> None:
     """Exchange ours in and, if what came out is not the file read, put it back: exchange what came out
     back in, until what comes out is what went in the round before (first ours). Then no rename landed
@@ -371,23 +385,23 @@ def _drive(p: Progress, exchange: Callable[[str, str], str], signature: Callable
             p.pending = out
         if _round > _PUT_BACK_ROUNDS:
             break
-        try:
-            exchange(p.path, target)
-        except FileNotFoundError:
+        failed = exchange(p.path, target)
+        if failed is not None:  # it did not run
             p.pending = None
             if p.first:
-                raise  # the target is gone before our exchange: the caller judges that
-            p.settled = True  # removed since: the removal is the newest state, ours and theirs are older
-            return
-        except OSError as exc:
-            p.pending = None
-            if p.first:
-                raise
-            raise PutBackIncomplete(exc.errno or errno.EIO, f"putting a version back into {target} failed "
-                                    f"({exc.strerror or exc}): the newest version is left at the path given",
-                                    p.path) from exc
-    raise PutBackIncomplete(errno.EBUSY, f"a writer kept renaming over {target} during {_PUT_BACK_ROUNDS} "
-                                         "put-back rounds: the newest version is left at the path given", p.path)
+                p.failure = failed  # the target is gone, or no exchange here: the caller judges that
+                raise failed
+            if isinstance(failed, FileNotFoundError):
+                p.settled = True  # removed since: the removal is the newest state, ours and theirs are older
+                return
+            p.failure = PutBackIncomplete(failed.errno or errno.EIO, f"putting a version back into {target} "
+                                          f"failed ({failed.strerror or failed}): the newest version is left at "
+                                          "the path given", p.path)
+            raise p.failure
+    p.failure = PutBackIncomplete(errno.EBUSY, f"a writer kept renaming over {target} during "
+                                  f"{_PUT_BACK_ROUNDS} put-back rounds: the newest version is left at the path "
+                                  "given", p.path)
+    raise p.failure
 
 
 def probe(directory: str) -> tuple[bool, str]:

@@ -47,11 +47,13 @@ def _hook(monkeypatch: pytest.MonkeyPatch, before: Callable[[int], None] | None 
     def parts():
         exchange, signature, next_path = real()
 
-        def hooked(path: str, target: str) -> str:
+        def hooked(path: str, target: str):
             n = len(calls)
             calls.append(n)
             if before is not None:
-                before(n)
+                failed = before(n)
+                if isinstance(failed, OSError):
+                    return failed  # the syscall's own failure: it did not run
             out = exchange(path, target)
             if after is not None:
                 after(n)
@@ -134,9 +136,8 @@ def test_a_writer_renaming_every_round_leaves_its_newest_version_to_keep(
 def test_a_failed_round_leaves_its_newest_version_to_keep(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target, ours, read, our_sig, _foreign = _setup(tmp_path)
 
-    def fail(n: int) -> None:
-        if n == 1:
-            raise OSError(5, "Input/output error")
+    def fail(n: int) -> OSError | None:
+        return OSError(5, "Input/output error") if n == 1 else None
 
     _hook(monkeypatch, before=fail)
     with pytest.raises(atomic_exchange.PutBackIncomplete) as caught:
@@ -175,6 +176,24 @@ def test_an_exception_between_our_syscalls_still_leaves_hermes_newest_version_in
     assert progress.settled and Path(progress.path).read_text() == "H1"  # older: the caller may remove it
 
 
+def test_a_handlers_oserror_right_after_our_exchange_is_not_taken_for_the_exchange_failing(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A SIGALRM handler raising TimeoutError (an OSError) right after our exchange ran: it is not the
+    exchange's own failure, so the put-back is finished before it goes on (taken for one, ours stayed
+    live and Hermes' version under our temp name)."""
+    target, ours, read, our_sig, _foreign = _setup(tmp_path)
+
+    def after(n: int) -> None:
+        if n == 0:
+            raise TimeoutError("from a signal handler")
+
+    _hook(monkeypatch, after=after)
+    progress = atomic_exchange.Progress(str(ours), our_sig)
+    with pytest.raises(TimeoutError):
+        atomic_exchange.swap_in_verified(str(ours), str(target), read, our_sig, progress)
+    assert target.read_text() == "H1" and progress.settled and Path(progress.path).read_text() == "ours"
+
+
 def test_an_exception_before_ours_went_in_changes_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     target, ours, read, our_sig, _foreign = _setup(tmp_path)
 
@@ -198,9 +217,8 @@ def test_a_file_that_got_a_freed_inode_number_back_is_not_taken_for_the_one_put_
     progress = atomic_exchange.Progress("tmp", ours)
     calls: list[str] = []
 
-    def exchange(path: str, target: str) -> str:
+    def exchange(path: str, target: str) -> None:
         calls.append(path)
-        return path
 
     def signature(_path: str):
         return next(seen)
@@ -217,7 +235,7 @@ def _hermes_lands_before_our_exchange(path: Path, monkeypatch: pytest.MonkeyPatc
     ``during_put_back()`` runs right before the put-back's first exchange."""
     real_verified = atomic_exchange.swap_in_verified
 
-    def before(n: int) -> None:
+    def before(n: int) -> OSError | None:
         if n == 0:
             data = json.loads(path.read_bytes())
             data["hermes1"] = markers.build_entry("a Hermes turn")
@@ -225,7 +243,8 @@ def _hermes_lands_before_our_exchange(path: Path, monkeypatch: pytest.MonkeyPatc
             tmp.write_text(json.dumps(data))
             os.replace(tmp, path)
         elif n == 1:
-            during_put_back()
+            return during_put_back()
+        return None
 
     done: list[int] = []
 
@@ -247,10 +266,12 @@ def _hooked_parts(before: Callable[[int], None]):
     def parts():
         exchange, signature, next_path = real()
 
-        def hooked(path: str, target: str) -> str:
+        def hooked(path: str, target: str):
             n = len(calls)
             calls.append(n)
-            before(n)
+            failed = before(n)
+            if isinstance(failed, OSError):
+                return failed  # the syscall's own failure: it did not run
             return exchange(path, target)
 
         return hooked, signature, next_path
@@ -291,8 +312,8 @@ def test_a_hermes_version_that_cannot_be_set_aside_is_left_not_deleted(
     store.record("old", "p")
     path = marker_path(home)
 
-    def failing_round() -> None:
-        raise OSError(5, "Input/output error")
+    def failing_round() -> OSError:
+        return OSError(5, "Input/output error")  # the put-back's exchange fails: it does not run
 
     _hermes_lands_before_our_exchange(path, monkeypatch, failing_round)
     monkeypatch.setattr(fsutil, "set_aside", lambda *a, **k: None)

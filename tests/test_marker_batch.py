@@ -456,7 +456,7 @@ def test_a_failed_put_back_with_ours_standing_answers_the_waiter_as_its_change_w
                 foreign.write_text(json.dumps(theirs))
                 os.replace(foreign, path)
             elif len(calls) == 2:
-                raise OSError(5, "Input/output error")
+                return OSError(5, "Input/output error")  # the put-back's exchange fails: it does not run
             return exchange(p, target)
 
         return hooked, signature, next_path
