@@ -17,6 +17,7 @@ import pytest
 
 from hermes_tray_core import atomic_exchange, fsutil, markers
 from hermes_tray_core.markers import MarkerStore, marker_path
+from tests.support.exchange_hooks import hooked_parts
 
 pytestmark = pytest.mark.skipif(atomic_exchange.mechanism() == "none", reason="no atomic exchange here")
 ROUNDS = atomic_exchange._PUT_BACK_ROUNDS
@@ -37,31 +38,11 @@ class Foreign:
         return name
 
 
-def _hook(monkeypatch: pytest.MonkeyPatch, before: Callable[[int], None] | None = None,
+def _hook(monkeypatch: pytest.MonkeyPatch, before: Callable[[int], OSError | None] | None = None,
           after: Callable[[int], None] | None = None) -> list[int]:
-    """Wrap the real exchange syscall of every verified exchange: ``before(n)`` / ``after(n)`` run right
-    before / after exchange ``n`` (0: ours going in; k: put-back round k). Returns the calls made."""
-    real = atomic_exchange._verified_parts
+    """Step into every verified exchange (see tests.support.exchange_hooks); the calls made."""
     calls: list[int] = []
-
-    def parts():
-        exchange, signature, next_path = real()
-
-        def hooked(path: str, target: str):
-            n = len(calls)
-            calls.append(n)
-            if before is not None:
-                failed = before(n)
-                if isinstance(failed, OSError):
-                    return failed  # the syscall's own failure: it did not run
-            out = exchange(path, target)
-            if after is not None:
-                after(n)
-            return out
-
-        return hooked, signature, next_path
-
-    monkeypatch.setattr(atomic_exchange, "_verified_parts", parts)
+    monkeypatch.setattr(atomic_exchange, "_verified_parts", hooked_parts(before, after, calls))
     return calls
 
 
@@ -253,30 +234,10 @@ def _hermes_lands_before_our_exchange(path: Path, monkeypatch: pytest.MonkeyPatc
             return real_verified(*args, **kwargs)
         done.append(1)
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(atomic_exchange, "_verified_parts", _hooked_parts(before))
+            m.setattr(atomic_exchange, "_verified_parts", hooked_parts(before))
             return real_verified(*args, **kwargs)
 
     monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", verified)
-
-
-def _hooked_parts(before: Callable[[int], None]):
-    real = atomic_exchange._verified_parts
-    calls: list[int] = []
-
-    def parts():
-        exchange, signature, next_path = real()
-
-        def hooked(path: str, target: str):
-            n = len(calls)
-            calls.append(n)
-            failed = before(n)
-            if isinstance(failed, OSError):
-                return failed  # the syscall's own failure: it did not run
-            return exchange(path, target)
-
-        return hooked, signature, next_path
-
-    return parts
 
 
 @pytest.mark.parametrize("threads", [1, 2], ids=["one thread", "another thread running"])
@@ -354,7 +315,7 @@ def test_the_marker_store_keeps_a_version_it_could_not_put_back(
             return real_verified(*args, **kwargs)
         first.append(1)
         with pytest.MonkeyPatch.context() as m:
-            m.setattr(atomic_exchange, "_verified_parts", _hooked_parts(lambda n: hermes_version()))
+            m.setattr(atomic_exchange, "_verified_parts", hooked_parts(lambda n: hermes_version()))
             return real_verified(*args, **kwargs)
 
     monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", verified)

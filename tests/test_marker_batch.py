@@ -17,6 +17,7 @@ import pytest
 
 from hermes_tray_core import fsutil, marker_batch, markers
 from hermes_tray_core.markers import MarkerStore, marker_lock_path, marker_path
+from tests.support.exchange_hooks import hooked_parts
 from tests.support.hermes_reference import reference_or_skip
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -391,43 +392,49 @@ def test_a_fifo_where_a_result_goes_is_refused_not_waited_on(home: Path) -> None
     assert set(store.list()) == {"old", "new"}
 
 
+def _x_queued_for_clearing(home: Path, hermes_key: str):
+    """``x`` stored and a waiter's clear of it queued; the version a Hermes write will put in (``hermes_key``
+    added to what is there now)."""
+    store = MarkerStore(home)
+    store.record("x", "to be cleared by the waiter")
+    request = _queued(home, {"op": "clear", "key": "x"})
+    path = marker_path(home)
+    theirs = json.loads(path.read_bytes())
+    theirs[hermes_key] = markers.build_entry("a Hermes turn")
+    return store, request, path, theirs
+
+
+def _holder_writes_then_waiter_answers(home: Path, monkeypatch: pytest.MonkeyPatch,
+                                       request: marker_batch.Request, before) -> tuple[bool, object]:
+    """The holder writes ``h`` with ``before(n)`` stepping into its exchange; then the queued waiter's answer."""
+    monkeypatch.setattr(markers.atomic_exchange, "_verified_parts", hooked_parts(before))
+    MarkerStore(home).record("h", "holder")
+    monkeypatch.undo()
+    try:
+        return _answer_under_lock(home, request)
+    finally:
+        request.finish()
+
+
+def _hermes_writes(path: Path, data: dict) -> None:
+    """Hermes' own way of writing the marker file: a temp file renamed over it, no lock."""
+    foreign = path.with_name(".interrupted_turns_h.tmp")
+    foreign.write_text(json.dumps(data))
+    os.replace(foreign, path)
+
+
 def test_a_batch_renamed_over_by_hermes_right_after_the_exchange_is_applied_again(
         home: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """Two Hermes renames around our exchange: the first comes back to us, the second lands over ours and
     destroys it before the put-back. Ours is at neither name, so the queued change is not in: the retry
     must apply it again, not count it as written."""
-    store = MarkerStore(home)
-    store.record("x", "to be cleared by the waiter")
-    request = _queued(home, {"op": "clear", "key": "x"})
-    real_parts = markers.atomic_exchange._verified_parts
-    path = marker_path(home)
-    theirs = json.loads(path.read_bytes())
-    theirs["hermes"] = markers.build_entry("a Hermes turn")
-    calls: list[int] = []
+    store, request, path, theirs = _x_queued_for_clearing(home, "hermes")
 
-    def hermes_rename() -> None:
-        foreign = path.with_name(".interrupted_turns_h.tmp")
-        foreign.write_text(json.dumps(theirs))
-        os.replace(foreign, path)
+    def hermes_renames(n: int) -> None:  # H1 after our last check; H2 over ours before the put-back
+        if n in (0, 1):
+            _hermes_writes(path, theirs)
 
-    def parts():
-        exchange, signature, next_path = real_parts()
-
-        def hooked(p: str, target: str) -> str:
-            calls.append(1)
-            if len(calls) in (1, 2):
-                hermes_rename()  # H1 after our last check; H2 over ours before the put-back
-            return exchange(p, target)
-
-        return hooked, signature, next_path
-
-    monkeypatch.setattr(markers.atomic_exchange, "_verified_parts", parts)
-    store.record("h", "holder")
-    monkeypatch.undo()
-    try:
-        answered, result = _answer_under_lock(home, request)
-    finally:
-        request.finish()
+    answered, result = _holder_writes_then_waiter_answers(home, monkeypatch, request, hermes_renames)
     assert (answered, result) == (True, True)
     assert set(store.list()) == {"h", "hermes"}  # x cleared, by the retry, exactly once
 
@@ -437,37 +444,14 @@ def test_a_failed_put_back_with_ours_standing_answers_the_waiter_as_its_change_w
     """H1 landed right before the holder's exchange, and the put-back's first exchange fails (an I/O
     error): ours stands, with the queued clear in it. The waiter must get that answer (True), not the
     False a second application on the retry gives; H1 is kept beside the file."""
-    store = MarkerStore(home)
-    store.record("x", "to be cleared by the waiter")
-    request = _queued(home, {"op": "clear", "key": "x"})
-    real_parts = markers.atomic_exchange._verified_parts
-    path = marker_path(home)
-    theirs = json.loads(path.read_bytes())
-    theirs["hermes1"] = markers.build_entry("a Hermes turn")
-    calls: list[int] = []
+    store, request, path, theirs = _x_queued_for_clearing(home, "hermes1")
 
-    def parts():
-        exchange, signature, next_path = real_parts()
+    def hermes_then_a_failed_round(n: int) -> OSError | None:
+        if n == 0:
+            _hermes_writes(path, theirs)
+        return OSError(5, "Input/output error") if n == 1 else None  # the put-back's exchange fails
 
-        def hooked(p: str, target: str) -> str:
-            calls.append(1)
-            if len(calls) == 1:
-                foreign = path.with_name(".interrupted_turns_h.tmp")
-                foreign.write_text(json.dumps(theirs))
-                os.replace(foreign, path)
-            elif len(calls) == 2:
-                return OSError(5, "Input/output error")  # the put-back's exchange fails: it does not run
-            return exchange(p, target)
-
-        return hooked, signature, next_path
-
-    monkeypatch.setattr(markers.atomic_exchange, "_verified_parts", parts)
-    store.record("h", "holder")
-    monkeypatch.undo()
-    try:
-        answered, result = _answer_under_lock(home, request)
-    finally:
-        request.finish()
+    answered, result = _holder_writes_then_waiter_answers(home, monkeypatch, request, hermes_then_a_failed_round)
     assert (answered, result) == (True, True)
     assert set(store.list()) == {"h"}
     kept = [n for n in os.listdir(path.parent) if ".unmerged-" in n]

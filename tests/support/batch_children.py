@@ -85,7 +85,9 @@ def _holder(home: str, key: str, step: str, ready: str, go: str) -> None:
 
         wrap(atomic_exchange, "swap_in_verified", before=False, then=hermes_clears)
     elif step in ("after_busy_put_back", "in_put_back"):
-        real_verified, real_parts = atomic_exchange.swap_in_verified, atomic_exchange._verified_parts
+        from tests.support.exchange_hooks import hooked_parts
+
+        real_verified = atomic_exchange.swap_in_verified
         marker = markers.marker_path(home)
         original = marker.read_bytes()
 
@@ -96,23 +98,15 @@ def _holder(home: str, key: str, step: str, ready: str, go: str) -> None:
             tmp.write_text(json.dumps(data))
             os.replace(tmp, marker)
 
-        def parts():
-            exchange, signature, next_path = real_parts()
-            calls: list[int] = []
-
-            def hooked(path: str, target: str) -> str:
-                calls.append(1)
-                if len(calls) == 2:  # right before the put-back's first exchange
-                    if step == "in_put_back":
-                        _die()  # ours in place, H1 at our temp name
-                    hermes_rename("hermes2")  # over ours: the put-back needs a second round
-                return exchange(path, target)
-
-            return hooked, signature, next_path
+        def before_put_back(n: int) -> None:
+            if n == 1:  # right before the put-back's first exchange
+                if step == "in_put_back":
+                    _die()  # ours in place, H1 at our temp name
+                hermes_rename("hermes2")  # over ours: the put-back needs a second round
 
         def verified(*args, **kwargs):
             hermes_rename("hermes1")
-            atomic_exchange._verified_parts = parts
+            atomic_exchange._verified_parts = hooked_parts(before_put_back)
             out = real_verified(*args, **kwargs)
             _die()  # after_busy_put_back: settled (H2 stands, H1 at our temp name), before the record is dropped
             return out
