@@ -24,6 +24,8 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hermes_tray_core import fsutil
+
 if TYPE_CHECKING:
     import ctypes
 
@@ -323,11 +325,7 @@ _DISPLACED = ".displaced"
 
 
 def _stat_sig(path: str | bytes) -> Sig | None:
-    try:
-        st = os.lstat(path)
-    except FileNotFoundError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
+    return fsutil.file_signature(path, follow_symlinks=False)  # the name itself, as statx is asked
 
 
 def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | None],

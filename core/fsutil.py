@@ -290,10 +290,10 @@ def locked(lock_path: Path) -> Iterator[int]:
         os.close(fd)
 
 
-def file_signature(path: Path) -> tuple[int, int, int] | None:
+def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) -> tuple[int, int, int] | None:
     """(inode, size, mtime_ns) of ``path``, or None if it does not exist: detects a foreign rewrite."""
     try:
-        st = os.stat(path)
+        st = os.stat(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)

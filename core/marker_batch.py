@@ -316,7 +316,6 @@ def recover(marker_path: str, names: list[str] | None = None) -> list[str] | Non
         else:
             logger.info("a marker writer died before its batch went in; %d request(s) stay queued",
                         len(doc["results"]))
-        kept = None
         if foreign:  # kept under a second name first: then the record, then the temp name, can go
             kept = fsutil.set_aside(Path(tmp), "unmerged", link=True)
             if kept is None:

@@ -302,13 +302,6 @@ def _temp_pid(name: str) -> int | None:
         return None
 
 
-def _inode(path: str) -> int | None:
-    try:
-        return os.lstat(path).st_ino
-    except FileNotFoundError:
-        return None
-
-
 def _read_path(path: str) -> bytes | None:
     """All bytes of ``path`` (a file we own: the one our exchange displaced), or None if it is gone."""
     try:
@@ -874,12 +867,7 @@ class MarkerStore:
                 except atomic_exchange.PutBackIncomplete as exc:
                     logger.warning("Hermes' version could not go back into %s (%s); it is kept beside the file "
                                    "and this write starts again", self.path, exc.strerror)
-                    if batch is not None and fsutil.file_signature(self._p) == ours:
-                        # Ours stands, with the queued changes in it: they are in, answered as they went in;
-                        # the retry re-applies only our own.
-                        installed = True
-                        batch.hand_out()
-                        batch.requests.clear()
+                    installed = self._answer_if_ours_stands(batch, ours)  # type: ignore[arg-type]
                     raise _ForeignChange() from None
                 except atomic_exchange.ExchangeUnsupported as exc:
                     _EXCHANGE[self._dir] = False
@@ -892,12 +880,7 @@ class MarkerStore:
                         # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
                         # flushes): its version went straight back (ours was visible for two syscalls). Start
                         # again from it, and watch for a Hermes write that copied ours meanwhile.
-                        if batch is not None and fsutil.file_signature(self._p) == ours:
-                            # Ours could not be taken back out (a writer kept renaming): it stands, with the
-                            # queued changes in it. Hand those out; the retry re-applies only our own.
-                            installed = True
-                            batch.hand_out()
-                            batch.requests.clear()
+                        installed = self._answer_if_ours_stands(batch, ours)  # type: ignore[arg-type]
                         # Otherwise it was put back (at tmp again) or renamed over by a foreign writer: the
                         # queued changes are not in, and the retry applies them again (the finally drops
                         # the record).
@@ -1014,6 +997,15 @@ class MarkerStore:
         if self._keep_unmerged(displaced) is None:
             raise OSError(errno.EIO, "a Hermes version that was not merged could not be set aside", displaced)
         return placed, placed_entries, result
+
+    def _answer_if_ours_stands(self, batch: marker_batch.Batch | None, ours: atomic_exchange.Sig) -> bool:
+        """After an exchange that did not settle cleanly: if ours still stands at the marker path, the queued
+        changes in it are in, so they are answered as they went in (the retry re-applies only our own)."""
+        if batch is None or fsutil.file_signature(self._p) != ours:
+            return False
+        batch.hand_out()
+        batch.requests.clear()
+        return True
 
     def _keep_unmerged(self, path: str) -> str | None:
         """Set aside a foreign writer's version that came out of the marker file and was not merged: it may
