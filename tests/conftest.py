@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from hypothesis import settings  # noqa: E402
 
-from tests.integration.hermes_venv import venv_path  # noqa: E402
+from tests.integration.hermes_venv import G2, LEGACY, venv_path  # noqa: E402
 
 # No per-example deadline anywhere: on a loaded 2-core CI machine one slow example is not a failure, and
 # Hypothesis' default 200 ms deadline turned such stalls into "unreliable test timings" errors.
@@ -18,7 +18,8 @@ settings.register_profile("hermes-tray", deadline=None)
 settings.load_profile("hermes-tray")
 
 # Read before any test replaces HOME: the cached real hermes-agent venv lives in the real home.
-_REAL_HERMES_VENV = str(venv_path())
+_REAL_HERMES_VENV = str(venv_path(LEGACY))
+_REAL_G2_VENV = str(venv_path(G2))
 SIM_CAPS = ("auto-continue", "legacy")
 
 
@@ -42,6 +43,7 @@ def user_dirs(tmp_path: Path, tmp_path_factory: pytest.TempPathFactory,
     monkeypatch.setenv("XDG_RUNTIME_DIR", str(user / "runtime"))
     monkeypatch.delenv("HERMES_HOME", raising=False)
     monkeypatch.setenv("HERMES_TRAY_TEST_HERMES_VENV", _REAL_HERMES_VENV)
+    monkeypatch.setenv("HERMES_TRAY_TEST_G2_VENV", _REAL_G2_VENV)
     dirs = tray_dirs(tmp_path)
     for k, v in dirs.items():
         monkeypatch.setenv(k, v)

