@@ -1,10 +1,45 @@
 """Shared fixtures: every test is cut off from the real user's directories, and the simulated Hermes
-installs are built once a session, one way."""
+installs are built once a session, one way.
 
+What the tests import: the product (``hermes_tray``, ``hermes_tray_core``) from wherever it is installed
+— ``./tests/run`` installs it as the README's first command does, a regular wheel install — and the test
+helpers (``tests.*``) from this checkout. The checkout itself is never on the path: a private folder that
+holds only a ``tests`` link to this folder is, for this process and (through ``PYTHONPATH``) every child,
+and ``PYTHONSAFEPATH=1`` keeps ``python -m``/``-c`` from adding the working directory.
+``tests/test_installed_product.py`` fails when the product comes from the checkout.
+"""
+
+import atexit
 import os
+import shutil
+import sys
+import tempfile
 from pathlib import Path
 
-import pytest
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _tests_only_path() -> str:
+    """A folder holding only ``tests`` → this checkout's tests/ (removed at exit)."""
+    folder = tempfile.mkdtemp(prefix="hermes-tray-testpath-")
+    os.symlink(ROOT / "tests", os.path.join(folder, "tests"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+if os.environ.get("HERMES_TRAY_TESTPATH") is None or not os.path.isdir(os.environ["HERMES_TRAY_TESTPATH"]):
+    os.environ["HERMES_TRAY_TESTPATH"] = _tests_only_path()
+_TESTPATH = os.environ["HERMES_TRAY_TESTPATH"]
+for _entry in ("", str(ROOT)):  # `python -m pytest` from the checkout puts it first: never import the product from there
+    while _entry in sys.path and ROOT.samefile(os.path.abspath(_entry or ".")):
+        sys.path.remove(_entry)
+if _TESTPATH not in sys.path:
+    sys.path.append(_TESTPATH)
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [_TESTPATH, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT))])
+os.environ["PYTHONSAFEPATH"] = "1"
+
+import pytest  # noqa: E402
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 

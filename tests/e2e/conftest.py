@@ -1,99 +1,53 @@
-"""One virtual desktop (``../shared/tools/desktop-session``) per test session, as in its examples.
+"""One test desktop per kind of tray per test session (``tests/desktop/session.py``: Xvfb, a private
+session bus, python-dbusmock's notification server, and trayer or a StatusNotifierWatcher).
 
-Skips with the reason when the tool or its packages are not there. The tray runs as a subprocess
-with the desktop's environment and the demo home's private tray dirs.
+The tray runs as a subprocess of the installed product with the desktop's environment and the demo
+home's private tray dirs. A desktop that cannot start fails the test with the reason: ``./tests/run``
+installs what it needs, so on a machine set up by it no end-to-end test skips.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import pytest
 
+from tests.desktop.session import Desktop, DesktopUnavailable, TrayKind
+from tests.support.product import product_env, tray_argv
+
 ROOT = Path(__file__).resolve().parents[2]
-DS_CANDIDATES = [
-    os.environ.get("DESKTOP_SESSION_TOOL", ""),
-    str(ROOT.parent / "shared" / "tools" / "desktop-session"),
-    shutil.which("desktop-session") or "",
-]
-DS = next((c for c in DS_CANDIDATES if c and os.access(c, os.X_OK)), None)
 
 
-class Desktop:
-    def __init__(self, state_dir: str) -> None:
-        lines = Path(state_dir, "env").read_text().splitlines()
-        self.dir = state_dir
-        self.env = {**os.environ, **dict(line.split("=", 1) for line in lines if "=" in line)}
-
-    def ds(self, *args: object) -> str:
-        return subprocess.run([DS, *map(str, args)], env=self.env, check=True, capture_output=True, text=True).stdout
-
-    def notifications(self) -> list[dict]:
-        return [json.loads(line) for line in self.ds("notifications").splitlines() if line.strip()]
-
-    def click_action(self, nid: int, key: str) -> None:
-        self.ds("click-action", nid, key)
-
-    def shot(self, path: Path) -> None:
-        self.ds("shot", path)
-
-    def xdotool(self, *args: object) -> str:
-        return subprocess.run(["xdotool", *map(str, args)], env=self.env, check=True, capture_output=True,
-                              text=True).stdout
-
-
-def _start_desktop(tmp_path_factory, *extra: str):
-    if DS is None:
-        pytest.skip("desktop-session tool not found (set DESKTOP_SESSION_TOOL)")
-    ready = tmp_path_factory.mktemp("desktop") / "dir"
-    log = tmp_path_factory.mktemp("desktop-log") / "desktop-session.log"
-    with open(log, "wb") as out:
-        proc = subprocess.Popen(
-            [DS, "run", *extra, "--", "sh", "-c",
-             f'echo "$DESKTOP_SESSION_DIR" >{ready}.tmp && mv {ready}.tmp {ready} && exec sleep infinity'],
-            stdout=out, stderr=subprocess.STDOUT,
-        )
-    deadline = time.monotonic() + 180  # the first run may apt-get install packages
-    while not ready.exists():
-        if proc.poll() is not None or time.monotonic() > deadline:
-            proc.kill()
-            pytest.skip(f"desktop-session could not start: {log.read_text(errors='replace')[-600:]}")
-        time.sleep(0.05)
-    return proc, Desktop(ready.read_text().strip())
-
-
-def _stop_desktop(proc: subprocess.Popen) -> None:
-    proc.terminate()  # SIGTERM: desktop-session stops only what it started
+def _desktop(kind: TrayKind):
     try:
-        proc.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        proc.kill()
+        desktop = Desktop(kind).start()
+    except DesktopUnavailable as exc:
+        pytest.fail(f"the test desktop ({kind.value} tray) did not start: {exc}")
+    return desktop
 
 
 @pytest.fixture(scope="session")
-def desktop(tmp_path_factory):
+def desktop():
     """XEmbed tray (trayer): the icon is drawn, so screenshots show it."""
-    proc, d = _start_desktop(tmp_path_factory)
+    d = _desktop(TrayKind.XEMBED)
     try:
         yield d
     finally:
-        _stop_desktop(proc)
+        d.stop()
 
 
 @pytest.fixture(scope="session")
-def sni_desktop(tmp_path_factory):
+def sni_desktop():
     """StatusNotifierItem tray: the menu is exported over D-Bus and can be clicked by label."""
-    proc, d = _start_desktop(tmp_path_factory, "--tray", "sni")
+    d = _desktop(TrayKind.SNI)
     try:
         yield d
     finally:
-        _stop_desktop(proc)
+        d.stop()
 
 
 class Tray:
@@ -132,20 +86,19 @@ class Tray:
 
 
 @pytest.fixture(scope="session")
-def trayless_desktop(tmp_path_factory):
+def trayless_desktop():
     """No tray host at all (GNOME without the AppIndicator extension, kiosks)."""
-    proc, d = _start_desktop(tmp_path_factory, "--tray", "none")
+    d = _desktop(TrayKind.NONE)
     try:
         yield d
     finally:
-        _stop_desktop(proc)
+        d.stop()
 
 
 def start_tray(desktop: Desktop, demo, tmp_path: Path, *extra_env: tuple[str, str], args: tuple[str, ...] = ()) -> Tray:
     events = tmp_path / f"events-{time.monotonic_ns()}.jsonl"
-    env = {**desktop.env, **demo.env, "HERMES_TRAY_EVENTS": str(events), **dict(extra_env)}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), env.get("PYTHONPATH", "")])
-    proc = subprocess.Popen([sys.executable, "-m", "hermes_tray", "tray", "--home", str(demo.home), *args], env=env,
+    env = product_env({**os.environ, **desktop.env, **demo.env, "HERMES_TRAY_EVENTS": str(events), **dict(extra_env)})
+    proc = subprocess.Popen(tray_argv("tray", "--home", demo.home, *args), env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "tray.stderr", "ab"))  # noqa: SIM115
     return Tray(proc, events)
 

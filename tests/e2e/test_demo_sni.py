@@ -5,16 +5,15 @@ crash → notification → Resume (from the menu) → continuation → finished 
 from __future__ import annotations
 
 import contextlib
-import json
 import subprocess
-import sys
 import time
 
-from tests.e2e.conftest import ROOT, wait_for
+from tests.e2e.conftest import wait_for
+from tests.support.product import product_env, tray_argv
 
 
 def _tray(d) -> dict:
-    items = [json.loads(x) for x in d.ds("tray").splitlines() if x.strip()]
+    items = d.tray_items()
     return next((i for i in items if i.get("Id") == "hermes-tray"), {})
 
 
@@ -24,15 +23,14 @@ def _labels(d) -> list[str]:
 
 def test_demo_menu_crash_resume_finish_quit(sni_desktop, tmp_path) -> None:
     d = sni_desktop
-    env = {**d.env, "PYTHONPATH": str(ROOT), "TMPDIR": str(tmp_path)}
-    demo = subprocess.Popen([sys.executable, "-m", "hermes_tray", "demo", "--crash-after", "0",
-                             "--dir", str(tmp_path / "demo")], env=env,
+    env = product_env({**d.env, "TMPDIR": str(tmp_path)})
+    demo = subprocess.Popen(tray_argv("demo", "--crash-after", "0", "--dir", tmp_path / "demo"), env=env,
                             stdout=subprocess.DEVNULL, stderr=open(tmp_path / "demo.err", "wb"))  # noqa: SIM115
     try:
         wait_for(lambda: "Demo: crash the backend" in _labels(d), 20, "demo tray item with its menu")
         assert "Hermes Tray" in _tray(d)["ToolTip"][2]
         started = time.time()
-        d.ds("tray-activate", "Demo: crash the backend")
+        d.tray_activate("Demo: crash the backend")
         wait_for(lambda: [n for n in d.notifications() if n["summary"] == "Hermes turn interrupted"
                           and n["time"] >= started], 10, "interrupted notification")
         wait_for(lambda: "Resume" in _labels(d), 10, "turn listed in the menu")
@@ -43,17 +41,17 @@ def test_demo_menu_crash_resume_finish_quit(sni_desktop, tmp_path) -> None:
         assert {"Resume", "Skip"} <= set(asked["actions"].values())
 
         # crash again while that turn still waits: before, this silently did nothing
-        d.ds("tray-activate", "Demo: crash the backend")
+        d.tray_activate("Demo: crash the backend")
         wait_for(lambda: "2 interrupted turns" in _labels(d), 15, "a second interrupted turn")
         assert "2 interrupted turns waiting" in _tray(d)["ToolTip"][2]
-        d.ds("tray-activate", "Resume all")
+        d.tray_activate("Resume all")
         wait_for(lambda: len([n for n in d.notifications() if n["summary"] == "Hermes turn finished"
                               and n["time"] >= started]) == 2, 30, "two finished notifications")
         done = [n for n in d.notifications() if n["summary"] == "Hermes turn finished" and n["time"] >= started]
         assert all(n["hints"].get("urgency") == 0 and "finished" in n["app_icon"] for n in done), done
         assert all(n["hints"].get("desktop-entry") == "hermes-tray" for n in done)
         wait_for(lambda: "No interrupted turns" in _labels(d), 10, "menu back to idle")
-        d.ds("tray-activate", "Quit")
+        d.tray_activate("Quit")
         assert demo.wait(timeout=20) == 0
     finally:
         if demo.poll() is None:

@@ -14,7 +14,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
+from tests.support.product import product_env, tray_argv
 
 
 def _env(tmp_path: Path) -> dict[str, str]:
@@ -24,14 +24,13 @@ def _env(tmp_path: Path) -> dict[str, str]:
     env["PATH"] = os.path.dirname(sys.executable) + os.pathsep + "/usr/bin:/bin"
     for name in ("CONFIG", "STATE", "CACHE", "LOG", "RUNTIME"):
         env[f"HERMES_TRAY_{name}_DIR"] = str(tmp_path / f"tray-{name.lower()}")
-    env["PYTHONPATH"] = str(ROOT)
-    return env
+    return product_env(env)
 
 
 @pytest.mark.parametrize("argv", [[], ["tray"], ["demo"]], ids=["default", "tray", "demo"])
 def test_no_display_refuses_and_starts_nothing(tmp_path: Path, argv: list[str]) -> None:
     before = {p.pid for p in psutil.Process().children(recursive=True)}
-    proc = subprocess.run([sys.executable, "-m", "hermes_tray", *argv], env=_env(tmp_path),
+    proc = subprocess.run(tray_argv(*argv), env=_env(tmp_path),
                           capture_output=True, text=True, timeout=30)
     assert proc.returncode == 1, proc.stderr  # refused, not Qt's abort (134)
     assert "no display found" in proc.stderr
@@ -44,7 +43,7 @@ def test_no_display_refuses_and_starts_nothing(tmp_path: Path, argv: list[str]) 
 
 
 def test_no_display_does_not_stop_headless_commands(tmp_path: Path) -> None:
-    proc = subprocess.run([sys.executable, "-m", "hermes_tray", "demo", "--no-tray"], env=_env(tmp_path),
+    proc = subprocess.run(tray_argv("demo", "--no-tray"), env=_env(tmp_path),
                           capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert "hermes-tray demo ready" in proc.stdout

@@ -4,8 +4,6 @@ turns window with the banner."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.e2e.conftest import start_tray, wait_for
@@ -23,7 +21,7 @@ def demo(tmp_path):
 
 
 def _item(d) -> dict:
-    items = [json.loads(x) for x in d.ds("tray").splitlines() if x.strip()]
+    items = d.tray_items()
     return next((i for i in items if i.get("Id") == "hermes-tray"), {})
 
 
@@ -38,7 +36,7 @@ def test_corrupt_marker_store_shows_in_the_sni_tooltip_and_menu(sni_desktop, dem
         labels = [m["label"] for m in item.get("menu", [])]
         problem = next(label for label in labels if label.startswith("⚠"))
         assert len(problem) <= 70 and problem.endswith("…")  # elided: the menu keeps a sane width
-        sni_desktop.ds("tray-activate", problem)
+        sni_desktop.tray_activate(problem)
         tray.wait_event(lambda e: e["event"] == "window" and e.get("name") == "prompt", 10, "turns window")
     finally:
         assert tray.stop() == 0

@@ -5,8 +5,6 @@ finished. The tooltip follows, and the turn's Resume / Skip entries work when cl
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from tests.e2e.conftest import start_tray, wait_for
@@ -22,7 +20,7 @@ def demo(tmp_path):
 
 
 def _item(d) -> dict:
-    items = [json.loads(x) for x in d.ds("tray").splitlines() if x.strip()]
+    items = d.tray_items()
     return next((i for i in items if i.get("Id") == "hermes-tray"), {})
 
 
@@ -56,7 +54,7 @@ def test_status_needs_attention_while_a_turn_waits(sni_desktop, demo, tmp_path) 
         assert item["IconName"] == ""  # pixmaps only: the same rendered icons as the menu's QIcon
 
         # Skip from the panel's menu: nothing waits any more
-        d.ds("tray-activate", "Skip")
+        d.tray_activate("Skip")
         _status(d, "Active", "No interrupted turns", "after Skip")
         wait_for(lambda: read_turn_marker(demo.home, key) is None, 10, "skipped marker gone")
 
@@ -66,7 +64,7 @@ def test_status_needs_attention_while_a_turn_waits(sni_desktop, demo, tmp_path) 
                         and e["t"] > shown["t"], what="second running turn")
         assert demo.crash_backend()
         _status(d, "NeedsAttention", "1 interrupted turn waiting", "second interrupted turn")
-        d.ds("tray-activate", "Resume")
+        d.tray_activate("Resume")
         wait_for(lambda: read_turn_marker(demo.home, key) is None, 30, "resumed turn finished")
         item = _status(d, "Active", "No interrupted turns", "after the continuation finished")
         assert "Resume" not in _labels(item)

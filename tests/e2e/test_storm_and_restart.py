@@ -11,7 +11,8 @@ import time
 
 import pytest
 
-from tests.e2e.conftest import ROOT, start_tray, wait_for
+from tests.e2e.conftest import start_tray, wait_for
+from tests.support.product import product_env
 
 WRITER = (
     "import sys, time; from hermes_tray_core.markers import record_turn_start; "
@@ -37,7 +38,7 @@ def _writers(demo, n: int) -> list[tuple[str, subprocess.Popen]]:
     for i in range(n):
         key = sim_state.create_session(demo.home, title=f"Storm turn {i + 1}")
         proc = subprocess.Popen([sys.executable, "-c", WRITER, str(demo.home), key], stdout=subprocess.PIPE,
-                                text=True, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                text=True, env=product_env())
         assert proc.stdout.readline().startswith("ready")
         out.append((key, proc))
     return out

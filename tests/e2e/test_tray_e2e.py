@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.conftest import ROOT, start_tray, wait_for
+from tests.support.product import product_env
 
 pytest.importorskip("desktop_notifier")
 # Test artifacts by default (git-ignored); HERMES_TRAY_UPDATE_SCREENSHOTS=1 refreshes the README's
@@ -141,7 +142,7 @@ def _send(demo, desktop, message: str) -> None:
     code = ("import sys; from PySide6.QtCore import QCoreApplication; "
             "from hermes_tray.app.single_instance import SingleInstance; app = QCoreApplication([]); "
             f"sys.exit(0 if SingleInstance('tray').send_to_primary({message!r}) else 1)")
-    env = {**desktop.env, **demo.env, "PYTHONPATH": str(ROOT)}
+    env = product_env({**os.environ, **desktop.env, **demo.env})
     subprocess.run([sys.executable, "-c", code], env=env, check=True, timeout=20)
 
 

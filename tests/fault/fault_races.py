@@ -42,7 +42,6 @@ MAX_CRASHED = 8
 
 def _hermes(home: str, stop: str, out: str, rate: float) -> None:
     """The Hermes side (its own process): the reference module, and nothing of ours."""
-    sys.path.insert(0, str(REPO))
     from tests.support.hermes_reference import load_reference_markers
 
     ref = load_reference_markers()
@@ -123,7 +122,7 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
     (home / "desktop").mkdir(parents=True, exist_ok=True)
     stop, out = tmp / "stop", tmp / "hermes.json"
     proc = subprocess.Popen([sys.executable, __file__, "hermes", str(home), str(stop), str(out), str(rate)],
-                            env={**os.environ, "PYTHONPATH": str(REPO)})
+                            env={**os.environ})
     deadline = time.monotonic() + 30
     while not Path(str(out) + ".ready").exists():
         assert proc.poll() is None and time.monotonic() < deadline, "the Hermes writer did not start"

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-from faultkit import REPO, environ
+from faultkit import environ
 
 
 def _cli() -> list[str]:
@@ -32,7 +32,7 @@ def _cli() -> list[str]:
 def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
     from tests.support.sim_homes import tray_dirs
 
-    env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen"}
     env.pop("DBUS_SESSION_BUS_ADDRESS", None)
     env.update(extra or {})
     return env

@@ -19,7 +19,6 @@ import sys
 from pathlib import Path
 
 import pytest
-from faultkit import REPO
 
 GOOD_KEY = "20261129_120000_good"
 
@@ -200,7 +199,7 @@ def test_lease_store_on_a_full_disk_refuses(disk):
 
 def test_cli_skip_on_a_full_disk_tells_the_user(disk, tmp_path):
     home, good = _home(disk)
-    env = {**os.environ, "PYTHONPATH": str(REPO)}
+    env = {**os.environ}
     with disk.full():
         if not disk.real:
             pytest.skip("the CLI runs in a subprocess: needs the real full filesystem")

@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 import pytest
-from faultkit import REPO, environ  # noqa: E402
+from faultkit import environ  # noqa: E402
 
 P_SKIP = "QUOKKA-7731 skip me: rewrite the billing module in Rust"
 P_RESUME = "NARWHAL-4402 resume me: migrate the database with zero downtime"
@@ -59,7 +59,7 @@ def session(tmp_path_factory, sim_roots):
         os.chmod(home / "config.yaml", 0o644)
         k_resume = sim_state.create_session(home, title="resume me")
         k_notify = sim_state.create_session(home, title="notify me")
-        env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen", "PYTHONPATH": str(REPO)}
+        env = {**os.environ, **tray_dirs(root), "QT_QPA_PLATFORM": "offscreen"}
         env.pop("DBUS_SESSION_BUS_ADDRESS", None)  # no notification server: notifications go to the log
         with environ(tray_dirs(root)):
             save_settings(TraySettings(mode="ask", hermes_command=tuple(sim_command(sim))))

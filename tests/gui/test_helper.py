@@ -46,8 +46,7 @@ def test_auto_mode_resumes_unattended_and_logs_without_prompt(demo, tmp_path) ->
     save_settings(with_changes(load_settings(cfg), mode="auto"), cfg)
     events = tmp_path / "events.jsonl"
     env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
-    env.update(demo.env, HERMES_TRAY_EVENTS=str(events), XDG_RUNTIME_DIR=str(tmp_path / "xdg"),
-               PYTHONPATH=str(ROOT))
+    env.update(demo.env, HERMES_TRAY_EVENTS=str(events), XDG_RUNTIME_DIR=str(tmp_path / "xdg"))
     helper = subprocess.Popen([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home)], env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
@@ -73,7 +72,7 @@ def test_auto_mode_resumes_unattended_and_logs_without_prompt(demo, tmp_path) ->
 
 
 def test_second_helper_refuses(demo, tmp_path) -> None:
-    env = {**os.environ, **demo.env, "PYTHONPATH": str(ROOT)}
+    env = {**os.environ, **demo.env}
     first = subprocess.Popen([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home),
                               "--no-notifications"], env={**env, "HERMES_TRAY_EVENTS": str(tmp_path / "e1")},
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
@@ -91,7 +90,7 @@ def test_second_helper_refuses(demo, tmp_path) -> None:
 def test_helper_without_a_home_says_so_and_picks_the_home_up(demo, tmp_path) -> None:
     """Before: the helper said nothing at all. Now it says where it watches, and notices the home."""
     missing = tmp_path / "later" / ".hermes"
-    env = {**os.environ, **demo.env, "PYTHONPATH": str(ROOT), "HERMES_TRAY_EVENTS": str(tmp_path / "ev")}
+    env = {**os.environ, **demo.env, "HERMES_TRAY_EVENTS": str(tmp_path / "ev")}
     out = tmp_path / "helper.out"
     with open(out, "w") as f:
         p = subprocess.Popen([sys.executable, "-m", "hermes_tray", "helper", "--home", str(missing),

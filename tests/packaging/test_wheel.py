@@ -50,6 +50,36 @@ def test_wheel_carries_resources(dists: dict[str, Path]) -> None:
     assert not any(n.startswith(("tests/", "packaging/")) for n in names)
 
 
+def _tree_files(root: Path) -> list[Path]:
+    """Every file under ``root`` (through symlinked folders, as the build reads them), no byte-code."""
+    out = []
+    for folder, dirs, files in os.walk(root, followlinks=True):
+        dirs[:] = [d for d in dirs if d != "__pycache__"]
+        out += [Path(folder, f).relative_to(root) for f in files if not f.endswith((".pyc", ".pyo"))]
+    return out
+
+
+def test_wheel_holds_every_module_and_resource_of_the_tree_and_nothing_else(dists: dict[str, Path]) -> None:
+    """What the tree holds is what the wheel holds: every module of hermes_tray/ and core/ (as
+    hermes_tray_core), every icon, desktop-entry template and licence text the app loads; no tests."""
+    names = set(zipfile.ZipFile(dists["wheel"]).namelist())
+    clone = dists["base"] / "clone"
+    want = {f"hermes_tray/{p.as_posix()}" for p in _tree_files(clone / "hermes_tray")}
+    want |= {f"hermes_tray_core/{p.as_posix()}" for p in _tree_files(clone / "core")}
+    assert any(n.startswith("hermes_tray/app/sni/") for n in want)  # the subpackage a hand-kept list once missed
+    missing = sorted(want - names)
+    assert missing == [], f"in the tree but not in the wheel: {missing}"
+    pkg_files = {n for n in names if not n.startswith(f"hermes_tray-{__version__}.dist-info/")}
+    assert sorted(pkg_files - want) == [], "in the wheel but not in the tree"
+    # The resources the app loads, by the names it asks for (hermes_tray/resources.py, notices.py).
+    for rel in ("desktop/hermes-tray.desktop.in", "desktop/hermes-tray-autostart.desktop.in",
+                "desktop/hermes-tray-helper.service.in", "icons/svg/hermes-tray.svg"):
+        assert f"hermes_tray/_resources/{rel}" in names, rel
+    for size in (16, 22, 24, 32, 48, 64, 128, 256):
+        assert any(n.startswith(f"hermes_tray/_resources/icons/png/{size}/") for n in names), size
+    assert not any(n.startswith(("tests/", "packaging/", "docs/")) or "/tests/" in n for n in names)
+
+
 def test_sdist_carries_resources(dists: dict[str, Path]) -> None:
     with tarfile.open(dists["sdist"]) as tar:
         names = tar.getnames()
