@@ -38,6 +38,8 @@ if _TESTPATH not in sys.path:
 os.environ["PYTHONPATH"] = os.pathsep.join(
     [_TESTPATH, *(p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p and p != str(ROOT))])
 os.environ["PYTHONSAFEPATH"] = "1"
+# pip's download cache stays the real user's when tests replace HOME (installs in tests reuse its wheels)
+os.environ.setdefault("PIP_CACHE_DIR", str(Path.home() / ".cache" / "pip"))
 
 import pytest  # noqa: E402
 

@@ -21,7 +21,6 @@ from hermes_tray_core import journal as j
 from hermes_tray_core.fsutil import UnsafePathError
 
 REPO = Path(__file__).resolve().parents[1]
-REFERENCE = Path(os.environ.get("HERMES_TRAY_REFERENCE_DIR", REPO.parent / "shared" / "reference"))
 TURN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
 
 
@@ -275,9 +274,12 @@ def test_reads_a_webui_written_journal_and_finds_the_pending_turn(tmp_path):
 
 
 def load_webui_reference():
-    src = REFERENCE / "webui_turn_journal.py.txt"
+    from tests.support.hermes_reference import reference_dir
+
+    src = reference_dir() / "webui_turn_journal.py.txt"
     if not src.is_file():
-        pytest.skip("WebUI reference source not available")
+        pytest.skip("needs the Hermes WebUI's turn journal source (not on the package index): set "
+                    "HERMES_REFERENCE_DIR to a folder holding webui_turn_journal.py.txt")
     lines = src.read_text(encoding="utf-8").splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("@@")) + 1
     code = "\n".join(line[1:] if line.startswith("+") else line for line in lines[start:])

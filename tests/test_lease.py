@@ -19,6 +19,8 @@ from hermes_tray_core.fsutil import UnsafePathError
 from hermes_tray_core.lease import Lease, LeaseKeeper, LeaseStore
 from hermes_tray_core.procid import process_start_time
 
+pytestmark = pytest.mark.serial  # checks lease timing bounds: alone, not beside parallel tests
+
 REPO = Path(__file__).resolve().parents[1]
 
 

@@ -1,7 +1,10 @@
 """Render the README screenshots from the real widgets, fed real states (a real decision journal
-in a temp dir for History). Run it on a desktop (or under ../shared/tools/desktop-session):
+in a temp dir for History), with the installed product (``.venv-test`` after ``./tests/run``):
 
-    desktop-session run -- python docs/screenshots/make_screenshots.py
+    .venv-test/bin/python docs/screenshots/make_screenshots.py
+
+With no display it starts the test desktop (``tests/desktop/session.py``) for the run; with one it
+uses it.
 
 Writes into this folder: turns-window-problem-recent.png, history.png,
 status-window-running.png, icons-22px.png. Look at every one after a change.
@@ -18,7 +21,15 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "tests" / "bench"))
+import _testpath  # noqa: E402,F401 - the installed product; tests.* (the test desktop) from this checkout
+
+_DESKTOP = None
+if not os.environ.get("DISPLAY"):
+    from tests.desktop.session import Desktop, TrayKind
+
+    _DESKTOP = Desktop(TrayKind.XEMBED).start()
+    os.environ.update(_DESKTOP.env)
 TMP = Path(tempfile.mkdtemp(prefix="hermes-tray-shots-"))
 for _name in ("CONFIG", "STATE", "CACHE", "LOG", "RUNTIME"):
     os.environ[f"HERMES_TRAY_{_name}_DIR"] = str(TMP / f"tray-{_name.lower()}")
@@ -178,4 +189,8 @@ def main() -> int:
 
 
 if __name__ == "__main__":
-    raise SystemExit(main())
+    try:
+        raise SystemExit(main())
+    finally:
+        if _DESKTOP is not None:
+            _DESKTOP.stop()

@@ -54,6 +54,8 @@ class TrayOptions:
     role: str = "tray"
     engine: Any = None  # an Engine; default CoreEngine(homes)
     autostart: Any = "default"  # an AutoStart, None (unavailable) or "default"
+    # Stops what the caller started for the tray (the demo's simulated backend) when the tray fails to start.
+    on_start_failed: Callable[[], Any] | None = None
 
 
 def configure_application(app: QApplication) -> None:
@@ -170,8 +172,6 @@ class TrayApp(QObject):
         events.emit("start-failed", error=why[:200])
 
     def _start_engine_unguarded(self) -> None:
-        if self.instance is not None:
-            self.instance.listen()
         from hermes_tray.controller import Controller
         from hermes_tray.notify import make_notifier
         from hermes_tray.watch.detector import Detector, DetectorThread
@@ -221,7 +221,7 @@ class TrayApp(QObject):
                                 actions=self.notifier.supports_actions)
         )
         if self.instance is not None:
-            self.instance.message_received.connect(self._on_instance_message)
+            self.instance.handler = self._on_instance_message
         if self._window is not None:  # opened before the engine was up
             self._wire_window()
 
@@ -255,7 +255,27 @@ class TrayApp(QObject):
     def quit(self) -> None:
         self.app.quit()
 
-    def shutdown(self) -> None:
+    def visible(self) -> bool:
+        """Has the tray shown the user anything: its icon, the status window or the turns window?"""
+        return (self.presence.icon is not None or (self.status_window is not None and self.status_window.isVisible())
+                or (self._window is not None and self._window.isVisible()))
+
+    def _became_visible(self) -> None:
+        """Only a tray the user can see answers a second launch (which then shows its window here)."""
+        if self.instance is not None:
+            self.instance.listen()
+
+    def stop_after_failure(self) -> None:
+        """Start-up failed: stop what the tray and its caller started (detector, notifier, the demo backend).
+        The one-tray lock is kept until the process exits: a second launch meanwhile is told this one did
+        not answer, rather than starting over beside it."""
+        try:
+            self.shutdown(release=False)
+        finally:
+            if self.options.on_start_failed is not None:
+                self.options.on_start_failed()
+
+    def shutdown(self, *, release: bool = True) -> None:
         self.presence.hide()
         if self.controller is not None:
             self.controller.shutdown()
@@ -263,7 +283,7 @@ class TrayApp(QObject):
             self.detector_thread.stop()
         if self.notifier is not None:
             self.notifier.shutdown()
-        if self.instance is not None:
+        if self.instance is not None and release:
             self.instance.release()
 
     # --- reactions ----------------------------------------------------------------------------
@@ -284,6 +304,7 @@ class TrayApp(QObject):
             events.emit_scan(report, pending=len(self.controller.state.pending))
 
     def _on_icon_shown(self) -> None:
+        self._became_visible()
         if self.status_window is not None and self.status_window.isVisible():
             self.status_window.hide()  # a tray host appeared after all: the icon takes over
             events.emit("status-window-hidden")
@@ -312,21 +333,27 @@ class TrayApp(QObject):
         elif self._failed_state is not None:
             sw.set_state(self._failed_state)
         sw.show()
+        self._became_visible()
         events.emit("status-window")
 
     def _present_window(self, activate: bool) -> None:
         self.window.present(activate=activate)
         self._clock.start(VISIBLE_TICK_MS)  # ages tick each second from the moment it shows
 
-    def _on_instance_message(self, message: str) -> None:
+    def _on_instance_message(self, message: str) -> bool:
+        """A later launch's request; True once it is done (the launch is then told so)."""
         if message == "show":
             self.window.present(activate=True)
-        elif message == "settings":
+            return self.window.isVisible()
+        if message == "settings":
             self.show_settings()
         elif message == "history":
             self.show_history()
         elif message == "quit":
             self.quit()
+        else:
+            return False
+        return True
 
     def _on_message(self, text: str) -> None:
         from hermes_tray.notify.base import Note
@@ -434,17 +461,42 @@ def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) 
     configure_application(app)  # type: ignore[arg-type]
     instance = SingleInstance(options.role)
     if not instance.acquire(listen=False):
-        delivered = instance.send_to_primary("show")
-        events.emit("handed-over", delivered=delivered)
-        log.info("another hermes-tray is running; asked it to show its window (%s)", delivered)
-        return 0
+        return hand_over(instance)
     tray = TrayApp(app, options, instance)  # type: ignore[arg-type]
     install_quit_on_signals(tray, lambda _sig: app.quit())
+    from hermes_tray.app.startup_guard import StartupGuard
+
+    def log_path() -> str:
+        from hermes_tray_core.paths import log_dir
+
+        return str(log_dir())
+
+    guard = StartupGuard(visible=tray.visible, stop=tray.stop_after_failure, exit_loop=app.exit,
+                         log_path=log_path).install()
     QTimer.singleShot(0, tray.start)
     events.emit("started", pid=os.getpid())
     try:
         code = app.exec()
     finally:
+        guard.remove()
         tray.shutdown()
-        events.emit("stopped")
+        if guard.failed is not None and options.on_start_failed is not None:
+            options.on_start_failed()
+        events.emit("stopped", start_failed=guard.failed)
     return int(code)
+
+
+def hand_over(instance: SingleInstance) -> int:
+    """A tray already runs: ask it to show its window. Success only when it said it did."""
+    import sys
+
+    delivered = instance.send_to_primary("show")
+    events.emit("handed-over", delivered=delivered)
+    if delivered:
+        log.info("another hermes-tray is running; it showed its window")
+        print("hermes-tray is already running: its window is open.", file=sys.stderr)
+        return 0
+    log.warning("another hermes-tray holds the lock but did not answer")
+    print("Another hermes-tray is running but did not answer. It may still be starting, or it is stuck: "
+          "quit it (or end its process) and start hermes-tray again.", file=sys.stderr)
+    return 1

@@ -13,10 +13,11 @@ import logging
 import os
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from PySide6.QtCore import QObject, Signal
+from PySide6.QtCore import QObject
 
 if TYPE_CHECKING:  # QtNetwork is loaded when the server starts listening, after the icon is up
     from PySide6.QtNetwork import QLocalServer, QLocalSocket
@@ -41,9 +42,12 @@ def _user_tag() -> str:
 
 
 class SingleInstance(QObject):
-    """Lock + local server for one role (``tray`` or ``helper``) of one user."""
+    """Lock + local server for one role (``tray`` or ``helper``) of one user.
 
-    message_received = Signal(str)
+    ``handler(message) -> bool`` answers later launches: a launch is told ``ok`` only when the handler
+    did what it asked (say, the window is showing), ``failed`` otherwise, and nothing while the holder
+    is not listening yet (it listens once the user can see it).
+    """
 
     def __init__(self, role: str = "tray", directory: Path | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -51,6 +55,7 @@ class SingleInstance(QObject):
         self.directory = Path(directory) if directory is not None else runtime_dir()
         self._lock: int | None = None  # the held lock file's fd
         self._server: QLocalServer | None = None
+        self.handler: Callable[[str], bool] | None = None
 
     @property
     def lock_path(self) -> Path:
@@ -108,9 +113,13 @@ class SingleInstance(QObject):
             line = raw.decode("utf-8", "replace").strip()
             if not line:
                 continue
-            sock.write(b"ok\n")
+            done = False
+            try:
+                done = bool(self.handler(line[:64])) if self.handler is not None else False
+            except Exception:
+                log.exception("single instance: could not answer %r", line[:64])
+            sock.write(b"ok\n" if done else b"failed\n")
             sock.flush()
-            self.message_received.emit(line[:64])
         if sock.bytesAvailable() > MAX_LINE:  # no newline in sight: never buffer without limit
             self._drop(sock, "no newline")
 
@@ -138,6 +147,8 @@ class SingleInstance(QObject):
                 sock.disconnectFromServer()
                 if answer.startswith(b"ok"):
                     return True
+                if answer.startswith(b"failed"):
+                    return False
             if time.monotonic() >= deadline:
                 return False
             time.sleep(0.05)

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse
-from hermes_tray.cli.main import EXIT_OK
+from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -58,14 +58,14 @@ Clean up: rm -rf {shlex.quote(str(demo.root))}
 """
 
 
-def _hand_off(root: Path) -> bool:
+def _hand_off(root: Path) -> int | None:
     """A demo tray already runs on ``root``: ask it to show its window (as a second tray launch
-    does) and say so. False when none runs."""
+    does) and say so; the exit code (0 once it showed it). None when none runs."""
     from hermes_tray.app.single_instance import SingleInstance, instance_running
 
     run_dir = root / "tray-run"  # the demo's HERMES_TRAY_RUNTIME_DIR (create_demo)
     if not instance_running("tray", run_dir):
-        return False
+        return None
     from PySide6.QtCore import QCoreApplication
 
     from hermes_tray.app import events
@@ -73,8 +73,12 @@ def _hand_off(root: Path) -> bool:
     _app = QCoreApplication.instance() or QCoreApplication(["hermes-tray"])
     delivered = SingleInstance("tray", run_dir).send_to_primary("show")
     events.emit("handed-over", delivered=delivered)
-    print("The hermes-tray demo is already running; asked it to show its window.", file=sys.stderr)
-    return True
+    if delivered:
+        print("The hermes-tray demo is already running: its window is open.", file=sys.stderr)
+    else:
+        print("The hermes-tray demo is running but did not answer. Quit it (or end its process) and start it "
+              "again.", file=sys.stderr)
+    return EXIT_OK if delivered else EXIT_REFUSED
 
 
 def run(args: argparse.Namespace) -> int:
@@ -91,8 +95,9 @@ def run(args: argparse.Namespace) -> int:
     reuse = bool(getattr(args, "reuse", False))  # ``hermes-tray`` without Hermes: the user's one demo dir
     if reuse:
         root = default_demo_root()
-        if not args.no_tray and _hand_off(root):
-            return EXIT_OK
+        handed = None if args.no_tray else _hand_off(root)
+        if handed is not None:
+            return handed
         shutil.rmtree(root, ignore_errors=True)  # fresh each launch: no state from an earlier demo
     try:
         demo = create_demo(root, capability=args.capability,

@@ -28,7 +28,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 from hermes_tray_core import journal  # noqa: E402
 from hermes_tray_core.lease import LeaseStore  # noqa: E402

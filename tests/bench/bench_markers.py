@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 from hermes_tray_core import markers  # noqa: E402
 from tests.support.hermes_reference import ReferenceUnavailable, load_reference_markers  # noqa: E402
@@ -297,7 +297,7 @@ def cli_skip_walls(base: Path, n: int) -> list[float]:
     from tests.support.sim_homes import dead_identity, make_home, plant_marker, tray_dirs
 
     home, key = make_home(base / "cli-home")
-    env = {**os.environ, **tray_dirs(base / "cli-tray"), "PYTHONPATH": str(REPO)}
+    env = {**os.environ, **tray_dirs(base / "cli-tray"), "PYTHONPATH": _testpath.TESTPATH}
     walls = []
     for i in range(n):
         plant_marker(home, key, f"{PROMPT} {i}", writer=dead_identity())

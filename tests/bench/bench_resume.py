@@ -44,7 +44,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent / "integration"))
-sys.path.insert(0, str(HERE.parent.parent))  # tests.support
+import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
 from hermes_tray_core import gateway  # noqa: E402

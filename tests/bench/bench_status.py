@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
+import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 from tests.support.fixture_homes import FixtureHome, dead_pid, env_for, journal_turn  # noqa: E402
 

@@ -2,8 +2,9 @@
 
     python tests/bench/bench_tray.py [--runs 3] [--samples 15] [--idle-seconds 60] [--tray xembed|sni] [--json]
 
-Runs inside a throwaway virtual desktop (``../shared/tools/desktop-session``: X, tray host, session
-bus, a recording notification server) that it starts itself, and measures:
+Runs on a throwaway test desktop (``tests/desktop/session.py``: X, tray host, session bus, a recording
+notification server) that it starts itself, and measures the installed product (run it with the
+interpreter of ``.venv-test`` after ``./tests/run``):
 
 * detection latency: SIGKILL of a marker's writer → ``actionable`` verdict in ``hermes-tray helper``
   (target p95 ≤ 20 ms) and → the "turn interrupted" notification received by the notification
@@ -38,8 +39,7 @@ from pathlib import Path
 import psutil
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO))
-DS = os.environ.get("DESKTOP_SESSION_TOOL") or str(REPO.parent / "shared" / "tools" / "desktop-session")
+import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 BARE_TRAY = textwrap.dedent(
     """
@@ -79,29 +79,18 @@ def p95(values: list[float]) -> float:
 
 
 class Session:
-    """A desktop-session kept up for the whole benchmark."""
+    """A test desktop (tests/desktop/session.py) kept up for the whole benchmark."""
 
     def __init__(self, tray: str = "xembed") -> None:
+        from tests.desktop.session import Desktop, TrayKind
+
         self.tmp = Path(tempfile.mkdtemp(prefix="bench-tray-"))
-        ready = self.tmp / "ready"
-        self.proc = subprocess.Popen(
-            [DS, "run", "--tray", tray, "--", "sh", "-c", f'echo "$DESKTOP_SESSION_DIR" >{ready}.t && mv {ready}.t {ready} && exec sleep infinity'],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )
-        deadline = time.monotonic() + 180
-        while not ready.exists():
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                raise SystemExit("desktop-session did not start")
-            time.sleep(0.05)
-        self.dir = ready.read_text().strip()
-        env_lines = Path(self.dir, "env").read_text().splitlines()
-        self.env = {**os.environ, **dict(x.split("=", 1) for x in env_lines if "=" in x)}
-        self.env["PYTHONPATH"] = str(REPO)
+        self.desktop = Desktop(TrayKind(tray)).start()
+        self.env = {**os.environ, **self.desktop.env}
         self.env.pop("HERMES_TRAY_VERBOSE", None)
 
     def notifications(self) -> list[dict]:
-        out = subprocess.run([DS, "notifications"], env=self.env, capture_output=True, text=True).stdout
-        return [json.loads(x) for x in out.splitlines() if x.strip()]
+        return self.desktop.notifications()
 
     def private_env(self, name: str) -> dict[str, str]:
         base = self.tmp / name
@@ -111,11 +100,7 @@ class Session:
         return env
 
     def close(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
+        self.desktop.stop()
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 

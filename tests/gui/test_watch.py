@@ -16,6 +16,8 @@ from PySide6.QtCore import QCoreApplication
 from hermes_tray.watch.fswatch import HomeWatcher
 from hermes_tray.watch.pidwatch import PidfdWatcher, ThreadPidWatcher, make_pid_watcher
 
+pytestmark = pytest.mark.serial  # checks wake-up latencies: alone, not beside parallel tests
+
 
 def _sleeper() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])

