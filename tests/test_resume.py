@@ -281,7 +281,10 @@ def test_cli_stopped_then_killed_after_hermes_finished_is_settled_from_state_db(
     _out, err = again.communicate(timeout=60)
     assert again.returncode == 1 and "no interrupted turn" in err
     assert [t["kind"] for t in read_turns(home)] == ["note"]  # Hermes ran exactly one continuation
-    assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
+    # "dispatched" is journalled once Hermes acknowledged the submit; the stop can land before that (a loaded
+    # machine), and the journal then says only what the tray saw. Settled as completed either way.
+    assert journal_events(key) in (["approved", "continuing", "dispatched", "completed"],
+                                   ["approved", "continuing", "completed"])
 
 
 @pytest.mark.skipif(os.name == "nt", reason="POSIX signals")

@@ -14,7 +14,7 @@ import fault_scenarios as sc
 import pytest
 from faultkit import kills_per_kind, report, seed
 
-pytestmark = pytest.mark.serial  # kills writers at random moments and counts the rounds that got work done: alone, not beside parallel tests
+pytestmark = pytest.mark.serial  # kills writers at random moments, counts the rounds that got work done
 
 KILLS = kills_per_kind()
 

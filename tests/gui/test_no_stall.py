@@ -29,10 +29,11 @@ from tests.support.sim_homes import make_home, plant_marker
 STALL_MS = 50.0  # the acceptance limit (issue 13)
 HOLD_MS = 1000  # how long the other process keeps everything locked
 
+pytestmark = pytest.mark.serial  # measures how long the GUI thread stalls: alone, not beside parallel tests
+
 _LOCKER = r"""
 import fcntl, sqlite3, sys
 
-pytestmark = pytest.mark.serial  # measures how long the GUI thread stalls: alone, not beside parallel tests
 dbs = []
 for path in sys.argv[2:]:
     db = sqlite3.connect(path, isolation_level=None, timeout=30)
