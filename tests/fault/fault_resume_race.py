@@ -49,10 +49,20 @@ def _write_settings(root: Path, sim_root: Path, mode: str, *, notify: bool = Fal
 
 
 def _start(argv: list[str], env: dict, log: Path) -> subprocess.Popen:
+    """Start a process; its event stream (HERMES_TRAY_EVENTS) goes beside its log, ``<log>.events``."""
     fh = open(log, "wb")  # noqa: SIM115 - closed with the process
+    env = {**env, "HERMES_TRAY_EVENTS": str(log) + ".events"}
     proc = subprocess.Popen(argv, env=env, stdout=fh, stderr=subprocess.STDOUT, start_new_session=True)
     proc._log = fh  # type: ignore[attr-defined]
     return proc
+
+
+def _scanned(log: Path) -> bool:
+    """Has the tray or helper logging to ``log`` finished a scan (its watchers are armed by then)?"""
+    try:
+        return '"event": "scan"' in Path(str(log) + ".events").read_text()
+    except FileNotFoundError:
+        return False
 
 
 def _stop(proc: subprocess.Popen, timeout: float = 15) -> int | None:
@@ -135,10 +145,8 @@ def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn
     try:
         if not start_together:
             start_daemons()
-            run = root / "tray-run"
-            want = (["helper.lock"] if with_helper else []) + (["tray.lock"] if with_tray else [])
-            assert _wait_for(lambda: all((run / w).exists() for w in want), 30), "tray/helper did not start"
-            time.sleep(1.5)  # first scan done, watchers armed
+            want = (["helper.out"] if with_helper else []) + (["tray.out"] if with_tray else [])
+            assert _wait_for(lambda: all(_scanned(logs / w) for w in want), 30), "tray/helper did not start"
 
         t0 = time.monotonic()
         for k in keys:  # all interrupted "at once"
@@ -205,8 +213,7 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
     try:
         if with_helper:
             helper = _start(_cli() + ["helper", "--no-notifications", "--home", str(home)], env, logs / "helper.out")
-            assert _wait_for(lambda: (root / "tray-run" / "helper.lock").exists(), 30)
-            time.sleep(1.0)
+            assert _wait_for(lambda: _scanned(logs / "helper.out"), 30), "the helper did not start"
         plant_marker(home, key, "crash loop prompt")
         for i in range(resume_calls):
             p = subprocess.run(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,

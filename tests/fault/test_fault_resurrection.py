@@ -64,8 +64,7 @@ def test_resurrected_skip_is_skipped_again_silently(sim, tmp_path, mode):
         if mode == "ask":  # the helper is up, asks once, the user skips
             helper = R._start(R._cli() + ["helper", "--no-notifications", "--home", str(home)], env,
                               tmp_path / "logs" / "helper.out")
-            assert R._wait_for(lambda: (tmp_path / "tray-run" / "helper.lock").exists(), 30)
-            time.sleep(1.0)
+            assert R._wait_for(lambda: R._scanned(tmp_path / "logs" / "helper.out"), 30), "the helper did not start"
         entry = plant_marker(home, key, "resurrection prompt")
         if mode == "ask":
             assert R._wait_for(lambda: _notifications(tmp_path, key) >= 1, 15), "the helper never asked"

@@ -68,13 +68,18 @@ def session(tmp_path_factory, sim_roots):
         cli = [sys.executable, "-m", "hermes_tray"]
         h = ["--home", str(home)]
         results = {}
+        ev_helper, ev_tray = root / "helper-events.jsonl", root / "tray-events.jsonl"
         daemons = [
-            subprocess.Popen(cli + ["helper", "--no-notifications"] + h, env=env, umask=0o022,
+            subprocess.Popen(cli + ["helper", "--no-notifications"] + h, env={**env, "HERMES_TRAY_EVENTS": str(ev_helper)},
+                             umask=0o022, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
+            subprocess.Popen(cli + h, env={**env, "HERMES_TRAY_EVENTS": str(ev_tray)}, umask=0o022,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
-            subprocess.Popen(cli + h, env=env, umask=0o022, stdout=subprocess.PIPE, stderr=subprocess.STDOUT),
         ]
         try:
-            time.sleep(3.0)  # they scan, see three interrupted turns and "notify" (to the log)
+            # they scan and see the three interrupted turns (and "notify", to the log)
+            keys = {k_skip, k_resume, k_notify}
+            for events in (ev_helper, ev_tray):
+                assert _wait_scan(events, keys, 30), f"no scan with the three turns in {events.name}"
             results.update(_session_commands(cli, h, env, k_skip, k_resume))
             time.sleep(1.0)
         finally:
@@ -85,6 +90,25 @@ def session(tmp_path_factory, sim_roots):
         os.umask(old_umask)
     return {"root": root, "home": home, "results": results, "daemon_out": outs,
             "keys": (k_skip, k_resume, k_notify), "daemon_codes": [d.returncode for d in daemons]}
+
+
+def _wait_scan(events: Path, keys: set[str], timeout: float) -> bool:
+    """Until a scan event of that process lists every key (the tray's event stream, HERMES_TRAY_EVENTS)."""
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        try:
+            lines = events.read_text().splitlines()
+        except FileNotFoundError:
+            lines = []
+        for line in lines:
+            try:
+                ev = json.loads(line)
+            except ValueError:
+                continue
+            if ev.get("event") == "scan" and keys <= set(ev.get("verdicts") or {}):
+                return True
+        time.sleep(0.05)
+    return False
 
 
 def _session_commands(cli, h, env, k_skip, k_resume) -> dict:
