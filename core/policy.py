@@ -161,6 +161,7 @@ def decide(
     activity_detail: str = "",
     backend: str = "none",
     backend_detail: str = "",
+    writer_note: str = "",
 ) -> Decision:
     """Verdict for one marker entry (the raw dict stored under its session key).
 
@@ -171,7 +172,8 @@ def decide(
     a source exists but could not be read: never actionable. ``activity_detail`` is appended to
     lease/owner reasons (e.g. the holder's pid). ``backend``: ``live`` / ``none`` / ``unknown`` — is a
     live Hermes process serving this home (``backend_detail`` names it: ``pid 4242 (hermes dashboard)``)?
-    It matters only when the writer is ``unknown``.
+    It matters only when the writer is ``unknown``. ``writer_note``: why the tray's writer verdict differs
+    from Hermes' own (:attr:`core.procid.HermesJudgement.note`), said with the verdict.
     """
     if not isinstance(marker, Mapping):
         return Decision(Verdict.NOT_OURS, "marker entry is not an object; Hermes ignores it",
@@ -202,7 +204,7 @@ def decide(
     if writer == WriterState.ALIVE:
         pid = _short(marker.get("writer_pid"))
         return out(Verdict.RUNNING, ReasonCode.WRITER_ALIVE,
-                   f"its writer (pid {pid}) is still running: the turn is not interrupted")
+                   f"its writer (pid {pid}) is still running: the turn is not interrupted{_paren(writer_note)}")
     if lease == "live":
         return out(Verdict.RUNNING, ReasonCode.LEASE_LIVE, f"a Hermes backend holds this session's turn lease{detail}")
     if owner == "alive":

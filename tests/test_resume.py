@@ -78,17 +78,18 @@ def test_refuses_while_the_writer_is_alive(sim_roots, env, tmp_path):
     assert read_turns(home) == []
 
 
-def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_path):
+def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_path, clock_step):
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
     assert sim_state.acquire_turn_lease(home, key, "t1")  # held by this (live) process
+    clock_step.step()
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.verdict == "running"
     assert "turn lease" in res.message
     assert read_turns(home) == []
 
 
-def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path):
+def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path, clock_step):
     from hermes_tray_core.procid import own_identity
 
     home, key = make_home(tmp_path / "home")
@@ -97,6 +98,7 @@ def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_pat
     (home / "runtime").mkdir()
     (home / "runtime" / "active_sessions.json").write_text(json.dumps({"entries": [
         {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
+    clock_step.step()
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.verdict == "running"
     assert "has this session open" in res.message and "Continue it in the Hermes window" in res.message
@@ -508,13 +510,21 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     assert [t["kind"] for t in read_turns(home)] == ["note"]
 
 
-def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, env, tmp_path):
+def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, env, tmp_path, clock_step):
     # Checked before Hermes was spawned (fine then); a Hermes backend takes the session's turn lease
     # while ours is still starting up: nothing is submitted, the turn is left to it.
+    from hermes_tray_core.procid import own_identity
+
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
     write_control(home, ready_delay=1.5)
-    took = threading.Timer(0.5, lambda: sim_state.acquire_turn_lease(home, key, "t1"))
+    own_identity()  # the lease holder's identity was read before the clock steps
+
+    def take() -> None:
+        sim_state.acquire_turn_lease(home, key, "t1")
+        clock_step.step()  # NTP steps the clock while the lease is held and ours is starting up
+
+    took = threading.Timer(0.5, take)
     took.start()
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     took.join()
@@ -525,7 +535,8 @@ def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, 
     assert journal_events(key)[-1] == "refused" and "dispatched" not in journal_events(key)
 
 
-def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path):
+def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path,
+                                                                                 clock_step):
     from hermes_tray_core.hermes_state import active_session_owner
     from hermes_tray_core.procid import own_identity
 
@@ -539,6 +550,7 @@ def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gatewa
         registry.parent.mkdir(exist_ok=True)
         registry.write_text(json.dumps({"entries": [
             {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
+        clock_step.step()  # NTP steps the clock while the session is open and ours is starting up
 
     t = threading.Timer(0.5, register)
     t.start()
