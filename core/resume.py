@@ -304,11 +304,11 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
         journal("refused", reason=f"{a.reason}", verdict=a.verdict)
         return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
-    from hermes_tray_core.policy import marker_attempts
+    from hermes_tray_core.policy import marker_attempts, marker_prompt
 
     attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
-    prompt = entry.get("prompt")
-    assert isinstance(prompt, str)  # actionable implies a prompt
+    prompt = marker_prompt(entry)  # as Hermes reads it: a number in that field is its text
+    assert prompt.strip()  # actionable implies a prompt
     approved: list[threading.Thread] = []
 
     def approve(gateway_pid: int | None = None) -> None:

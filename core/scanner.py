@@ -46,6 +46,7 @@ from hermes_tray_core.policy import (
     decide,
     decide_webui,
     marker_attempts,
+    marker_prompt,
     marker_started_at,
 )
 from hermes_tray_core.scan_records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
@@ -578,7 +579,7 @@ class Scanner:
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
-            prompt_excerpt=prompt_excerpt(mapping.get("prompt")),
+            prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
             started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
             age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
             writer=str(writer), verdict=decision.verdict, reason=decision.reason, source="desktop",

@@ -576,3 +576,27 @@ def test_cli_resume_wait_with_an_unusable_log_folder_runs_and_journals(sim_roots
     assert p.returncode == 0 and "Traceback" not in err, err
     assert key not in list_turn_markers(home)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
+
+
+@pytest.mark.parametrize(("field", "value"), [("started_at", float("nan")), ("started_at", float("inf")),
+                                              ("prompt", 1234), ("prompt", ["step 1", "step 2"])])
+def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would(sim_roots, env, tmp_path,
+                                                                                 field, value):
+    """Values Hermes never writes, which its own code still continues (tests/test_marker_parity_hermes.py):
+    the tray continues them once, with the prompt as Hermes reads it (``str(prompt)``), and says so."""
+    from hermes_tray.demo.sim_backend import _digest
+    from hermes_tray_core.continuation import continuation_note
+    from hermes_tray_core.markers import marker_path
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    entry[field] = value
+    marker_path(home).write_text(json.dumps({key: entry}))  # NaN / Infinity as Python writes them
+    res = resume_turn(home, key, list_turn_markers(home)[key], install=install(sim_roots), options=FAST)
+    assert res.outcome == "completed", res.message
+    turns = read_turns(home)
+    assert [t["kind"] for t in turns] == ["note"]
+    text = str(entry["prompt"])
+    assert turns[0]["text_sha"] == _digest(continuation_note(text))
+    assert key not in list_turn_markers(home)
+    assert journal_events(key)[-1] == "completed"
