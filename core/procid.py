@@ -164,7 +164,7 @@ def process_liveness(pid: object, start_time: object = None, *, mark: object = N
         return _ALIVE if start_time is None else _UNKNOWN
     except Exception:
         return _UNKNOWN
-    return _ALIVE if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else _DEAD  # type: ignore[arg-type]
+    return _ALIVE if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else _DEAD
 
 
 def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
