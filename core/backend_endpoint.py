@@ -126,7 +126,7 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
         raise BackendUnusable(f"{proc.describe()} is not a Hermes web backend")
     if proc.start_time is None:
         raise BackendUnusable(f"cannot tell which process {proc.describe()} is (no start time)")
-    identity = ProcessIdentity(proc.pid, proc.start_time)
+    identity = ProcessIdentity(proc.pid, proc.start_time, proc.mark)
     arg_host, arg_port = args_endpoint(proc.argv)
     listening = proc.listening_addresses()
     if listening:

@@ -126,10 +126,14 @@ def release(held: Claim, session_key: str = "?") -> None:
         logger.warning("could not release the claim on %s (it expires on its own)", session_key, exc_info=True)
 
 
-def turn_started_at(entry: Mapping[str, Any] | None) -> float | None:
-    """``started_at`` of a raw marker entry as the journal keys it (None when it is not a number)."""
-    started = (entry or {}).get("started_at")
-    return float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None
+def turn_started_at(entry: Mapping[str, Any] | None) -> float:
+    """``started_at`` of a raw marker entry as every journal event about that turn keys it: the time the
+    scanner's record shows (``TurnRecord.started_at``, which the tray's skips and ask-once use), Hermes'
+    ``float(started_at or 0)`` when that is a finite time, else 0 — so a resume, a skip from the tray or the
+    CLI, and a tombstone check name a junk-valued turn (NaN, text) alike."""
+    from hermes_tray_core.policy import marker_started_at
+
+    return marker_started_at(entry or {}) or 0.0
 
 
 def _attempts(entry: Mapping[str, Any] | None) -> int:

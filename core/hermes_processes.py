@@ -43,7 +43,7 @@ from hermes_tray_core.vocab import ProcessKind
 
 __all__ = [
     "HermesProcess", "HermesProcesses", "ProcessKind", "classify", "find_hermes_processes",
-    "home_for", "HERMES_COMMANDS", "backend_state", "looks_like_python",
+    "home_for", "HERMES_COMMANDS", "backend_state", "hermes_process", "looks_like_python", "serves_home",
 ]
 
 HERMES_COMMANDS = frozenset({"hermes", "hermes-agent", "hermes-acp"})
@@ -69,6 +69,7 @@ class HermesProcess(NamedTuple):
     argv: tuple[str, ...]
     exe: str | None = None
     webui_state_dir: Path | None = None
+    mark: str | None = None  # clock-proof start mark (core.proc_start): what "still the same process" compares
 
     @property
     def home_key(self) -> str:
@@ -94,10 +95,10 @@ class HermesProcess(NamedTuple):
         return f"HermesProcess(pid={self.pid}, kind={self.kind.value!r}, home={str(self.home)!r})"
 
     def is_alive(self) -> bool:
-        """Still the same process (pid and create time)."""
+        """Still the same process (pid and start mark, else create time)."""
         from hermes_tray_core.procid import process_liveness
 
-        return process_liveness(self.pid, self.start_time) == "alive"
+        return process_liveness(self.pid, self.start_time, mark=self.mark) == "alive"
 
     def listening_addresses(self, *, loopback_only: bool = True) -> list[tuple[str, int]]:
         """(ip, port) of the TCP sockets this process listens on (loopback only by default), IPv4 first;
@@ -128,10 +129,9 @@ class HermesProcess(NamedTuple):
         try:
             import psutil
 
-            proc = psutil.Process(self.pid)
-            if self.start_time is not None and abs(proc.create_time() - self.start_time) >= 0.001:
-                return None  # the pid was recycled
-            return proc.environ().get(name)
+            if not self.is_alive():
+                return None  # gone, or the pid was recycled
+            return psutil.Process(self.pid).environ().get(name)
         except Exception:
             return None
 
@@ -314,39 +314,73 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
                 if not argv or classify(argv) not in wanted:  # type: ignore[operator]
                     continue
                 info = {**info, **proc.as_dict(["create_time", *extra])}
-            pid = info.get("pid")
-            argv = info.get("cmdline") or []
-            if pid in skip or not argv or not mine(info) or not _quick_candidate(argv):
+            if info.get("pid") in skip:
                 continue
-            kind = classify(argv)
-            env: Mapping[str, str] | None = None
-            if wanted is not None and (kind is None and ProcessKind.WEBUI not in wanted
-                                       or kind is not None and kind not in wanted):
-                continue
-            if kind is None:
-                # Only a python process can still be a WebUI server found by its environment.
-                env = proc.environ()
-                kind = classify(argv, env)
-                if kind is None or (wanted is not None and kind not in wanted):
-                    continue
-            if env is None:
-                env = proc.environ()
-            home = home_for(kind, argv, env)
-            webui = None
-            if kind == ProcessKind.WEBUI:
-                state = env.get("HERMES_WEBUI_STATE_DIR")
-                webui = Path(os.path.expanduser(state)) if state else hermes_paths.default_webui_state_dir(home)
-            try:
-                exe = proc.exe() or None
-            except Exception:
-                exe = None
-            start = info.get("create_time")
-            out.append(HermesProcess(int(pid), float(start) if start is not None else None, kind, home,
-                                     tuple(str(a) for a in argv), exe, webui))
+            found = _record(proc, info, mine, wanted)
+            if found is not None:
+                out.append(found)
         except Exception:
             continue  # gone, or not readable: not ours to judge
     out.sort(key=lambda p: (_KIND_ORDER[p.kind], p.pid))
     return out
+
+
+def _record(proc, info: dict, mine, wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
+    """The :class:`HermesProcess` of one psutil process (``info``: its pid, cmdline, create time and the
+    user fields of :func:`_same_user_filter`), or None when it is not a Hermes process of this user."""
+    from hermes_tray_core.proc_start import start_mark
+
+    pid = info.get("pid")
+    argv = info.get("cmdline") or []
+    if not argv or not mine(info) or not _quick_candidate(argv):
+        return None
+    kind = classify(argv)
+    env: Mapping[str, str] | None = None
+    if wanted is not None and (kind is None and ProcessKind.WEBUI not in wanted
+                               or kind is not None and kind not in wanted):
+        return None
+    if kind is None:
+        # Only a python process can still be a WebUI server found by its environment.
+        env = proc.environ()
+        kind = classify(argv, env)
+        if kind is None or (wanted is not None and kind not in wanted):
+            return None
+    if env is None:
+        env = proc.environ()
+    home = home_for(kind, argv, env)
+    webui = None
+    if kind == ProcessKind.WEBUI:
+        state = env.get("HERMES_WEBUI_STATE_DIR")
+        webui = Path(os.path.expanduser(state)) if state else hermes_paths.default_webui_state_dir(home)
+    try:
+        exe = proc.exe() or None
+    except Exception:
+        exe = None
+    start = info.get("create_time")
+    return HermesProcess(int(pid), float(start) if start is not None else None, kind, home,  # type: ignore[arg-type]
+                         tuple(str(a) for a in argv), exe, webui, start_mark(int(pid)))  # type: ignore[arg-type]
+
+
+def hermes_process(pid: int) -> HermesProcess | None:
+    """The live Hermes process ``pid`` of this user (as :func:`find_hermes_processes` sees it), or None: not
+    Hermes, another user's, gone or unreadable. One process looked at, not the whole table."""
+    try:
+        import psutil
+
+        proc = psutil.Process(pid)
+        extra, mine = _same_user_filter()
+        return _record(proc, proc.as_dict(["pid", "cmdline", "create_time", *extra]), mine, None)
+    except Exception:
+        return None
+
+
+def serves_home(pid: int, home: Path | str) -> bool:
+    """True when ``pid`` is a live Hermes backend (dashboard, gateway, CLI) of this user serving ``home``:
+    what lets the tray read a Hermes-written identity through a wall-clock step
+    (:func:`hermes_tray_core.procid.judge_hermes_identity`)."""
+    found = hermes_process(pid)
+    return (found is not None and found.kind != ProcessKind.WEBUI
+            and found.home_key == hermes_paths.canonical(home))
 
 
 def backend_state(home: Path | str) -> tuple[str, str]:

@@ -22,6 +22,7 @@ Liveness rules (the design's contract):
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import sqlite3
@@ -32,7 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tray_core.numbers import as_float
-from hermes_tray_core.procid import process_liveness
+from hermes_tray_core.procid import judge_hermes_identity
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
@@ -113,6 +114,10 @@ class SessionActivity:
             parts = [v.detail for v in (self.lease, self.owner) if v.state == "unknown"]
             return "; ".join(parts)
         return "no live Hermes process holds this session"
+
+
+def _paren(text: str) -> str:
+    return f" ({text})" if text else ""
 
 
 def _lv(state: LeaseState, detail: str, holder: str | None = None, expires_at: float | None = None,
@@ -290,9 +295,20 @@ def _num(value: object) -> float | None:
     return None if isinstance(value, bool) else as_float(value)
 
 
-def judge_lease_row(row: dict, cid: str, now: float) -> LeaseView:
+def _serves(home: Path | str | None):
+    """``serves_home`` for :func:`core.procid.judge_hermes_identity`: is a pid a live Hermes serving ``home``?"""
+    if home is None:
+        return None
+    from hermes_tray_core.hermes_processes import serves_home
+
+    return lambda pid: serves_home(pid, home)
+
+
+def judge_lease_row(row: dict, cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
     """Judge one ``session_turn_leases`` row (column name → value; ``holder`` and ``expires_at``, plus
-    ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``."""
+    ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``.
+    ``home``: the home whose ``state.db`` holds the row, so that a live Hermes holder keeps its lease
+    through a wall-clock step (:func:`core.procid.judge_hermes_identity`)."""
     holder = row.get("holder")
     holder = "" if holder is None else str(holder)
     expires = _num(row.get("expires_at"))
@@ -313,13 +329,15 @@ def judge_lease_row(row: dict, cid: str, now: float) -> LeaseView:
         return _lv("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
                          holder, expires, cid, pid)
     start = _num(row.get("owner_pid_start"))
-    if start is not None and start <= 0:
-        start = None  # 0 / negative = "not recorded" in some writers, never a real create time
-    liveness = process_liveness(pid, start)
+    if start is not None and not (start > 0 and math.isfinite(start)):
+        start = None  # 0 / negative = "not recorded" in some writers, never a real create time; junk likewise
+    judged = judge_hermes_identity(pid, start, serves_home=_serves(home))
+    liveness = judged.state
     if liveness == "dead":
         return _lv("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
     if liveness == "alive":
-        return _lv("live", f"Hermes process {pid} holds the turn lease", holder, expires, cid, pid)
+        return _lv("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}", holder, expires,
+                   cid, pid)
     return _lv("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
                      holder, expires, cid, pid)
 
@@ -355,7 +373,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
             ).fetchone()
             if row is None:
                 continue
-            view = judge_lease_row(dict(zip(wanted, row, strict=True)), cid, now)
+            view = judge_lease_row(dict(zip(wanted, row, strict=True)), cid, now, home=home)
             if view.state == "live":
                 return view
             best = best or view
@@ -424,11 +442,13 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
         if ns is not None and (ours is None or str(ns) != str(ours)):
             seen.append(_ov("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
             continue
-        start = entry.get("process_start_time")
-        start = start if isinstance(start, (int, float)) and not isinstance(start, bool) else None
-        liveness = process_liveness(pid, start)
+        # Hermes' own coercions (``_optional_float``), read through a wall-clock step for a live Hermes of
+        # this home (core.procid.judge_hermes_identity).
+        judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
+        liveness = judged.state
         if liveness == "alive":
-            return _ov("alive", f"Hermes {label}process {pid} has this session open", pid, surface)
+            return _ov("alive", f"Hermes {label}process {pid} has this session open{_paren(judged.note)}", pid,
+                       surface)
         if liveness == "dead":
             seen.append(_ov("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:

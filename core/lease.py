@@ -8,9 +8,12 @@ same interrupted turn; a lease named after it lets exactly one of them act. Prop
   (also for the same holder string after a release) and survives release, so a late actor can
   be told apart from the current one.
 * A lease is free when it has no holder, has expired, or its holder *process* is gone: the
-  store records the acquirer's pid, create time and pid namespace, so a SIGKILLed or recycled
-  holder is taken over at the next poll, not after the TTL. A holder in another pid namespace
-  cannot be judged by pid and keeps the lease until it expires.
+  store records the acquirer's pid, create time, start mark and pid namespace, so a SIGKILLed or
+  recycled holder is taken over at the next poll, not after the TTL. The start mark
+  (:mod:`core.proc_start`: boot id + start ticks on Linux) is what is compared, so a wall-clock step
+  never turns a live holder into a gone one; a row without a mark of its pid (written by a tray
+  before schema 3) is judged by create time within 1 ms, as before. A holder in another pid
+  namespace cannot be judged by pid and keeps the lease until it expires.
 * WAL journal, ``synchronous=FULL``: a granted epoch survives power loss and is never reissued.
   Not even when a corrupt store is set aside and recreated: the new store's epochs start above
   a time-based floor (milliseconds since the epoch), which exceeds any epoch the lost store can
@@ -31,6 +34,7 @@ from pathlib import Path
 
 from hermes_tray_core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
 from hermes_tray_core.hermes_state import own_pidns
+from hermes_tray_core.proc_start import mark_pid
 from hermes_tray_core.procid import own_identity, process_liveness
 
 __all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
@@ -40,7 +44,7 @@ log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 10.0
 ON_WAIT_INTERVAL_S = 5.0
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
@@ -53,9 +57,12 @@ CREATE TABLE IF NOT EXISTS leases (
     expires_at  REAL,
     owner_pid   INTEGER,
     owner_start REAL,
-    owner_ns    INTEGER
+    owner_ns    INTEGER,
+    owner_mark  TEXT
 )
 """
+# Schema 3: ``owner_mark``, the holder's clock-proof start mark (core.proc_start).
+_MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
 # Schema 2: store-wide settings. ``epoch_floor``: every epoch granted here is above it (set when the
 # store was created in place of a corrupt one, whose granted epochs are unknown).
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
@@ -146,6 +153,8 @@ class LeaseStore:
                     fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0
                     conn.execute(_SCHEMA)
                     conn.execute(_META_SCHEMA)
+                    if "owner_mark" not in {r[1] for r in conn.execute("PRAGMA table_info(leases)")}:
+                        conn.execute(_MARK_COLUMN)
                     if fresh and self._replaces_a_lost_store():
                         # Whoever creates the schema seeds the floor in the same transaction, so no
                         # process can be granted an epoch of the new store below it.
@@ -200,13 +209,16 @@ class LeaseStore:
             return result
 
     @staticmethod
-    def _holder_gone(pid: object, start: object, ns: object) -> bool:
+    def _holder_gone(pid: object, start: object, ns: object, mark: object = None) -> bool:
         """True only when the recorded owner is provably dead (or its pid recycled)."""
         if not isinstance(pid, int) or pid <= 0:
             return False
         ours = own_pidns()
         if ns is not None and ns != ours:
             return False  # another pid namespace: its pid means nothing here
+        if isinstance(mark, str) and mark_pid(mark) == pid:
+            return process_liveness(pid, start, mark=mark) == "dead"
+        # No mark of this pid: a row an older tray wrote (or updated) — its create time, within 1 ms.
         if pid == os.getpid():
             mine = own_identity().start_time
             return start is not None and mine is not None and abs(float(start) - mine) >= 0.001
@@ -215,15 +227,15 @@ class LeaseStore:
     def _free(self, row: tuple | None, now: float) -> bool:
         if row is None:
             return True
-        holder, _epoch, expires_at, pid, start, ns = row
+        holder, _epoch, expires_at, pid, start, ns, mark = row
         if not holder or expires_at is None or expires_at <= now:
             return True
-        return self._holder_gone(pid, start, ns)
+        return self._holder_gone(pid, start, ns, mark)
 
     def _peek(self, name: str) -> tuple | None:
         with self._lock:
             return self._connection().execute(
-                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, acquired_at"
+                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark, acquired_at"
                 " FROM leases WHERE name = ?",
                 (name,),
             ).fetchone()
@@ -232,14 +244,15 @@ class LeaseStore:
         # Look first without the write lock: a waiter polling a held lease never contends with
         # the holder's refresh/release or with the other waiters.
         row = self._peek(name)
-        if row is not None and not self._free(row[:6], time.time()):
+        if row is not None and not self._free(row[:7], time.time()):
             return None
         me = own_identity()
         ns = own_pidns()
 
         def txn(conn: sqlite3.Connection) -> Lease | None:
             row = conn.execute(
-                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns FROM leases WHERE name = ?",
+                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark FROM leases"
+                " WHERE name = ?",
                 (name,),
             ).fetchone()
             now = time.time()
@@ -249,11 +262,12 @@ class LeaseStore:
             epoch = max(row[1] if row else 0, floor[0] if floor else 0) + 1
             expires = now + ttl
             conn.execute(
-                "INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid, owner_start, owner_ns)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET holder = excluded.holder,"
-                " epoch = excluded.epoch, acquired_at = excluded.acquired_at, expires_at = excluded.expires_at,"
-                " owner_pid = excluded.owner_pid, owner_start = excluded.owner_start, owner_ns = excluded.owner_ns",
-                (name, holder, epoch, now, expires, me.pid, me.start_time, ns),
+                "INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid, owner_start, owner_ns,"
+                " owner_mark) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
+                " holder = excluded.holder, epoch = excluded.epoch, acquired_at = excluded.acquired_at,"
+                " expires_at = excluded.expires_at, owner_pid = excluded.owner_pid,"
+                " owner_start = excluded.owner_start, owner_ns = excluded.owner_ns, owner_mark = excluded.owner_mark",
+                (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark),
             )
             return Lease(name, holder, epoch, expires, now)
 
@@ -328,7 +342,7 @@ class LeaseStore:
         def txn(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
                 "UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
-                " owner_ns = NULL WHERE name = ? AND holder = ? AND epoch = ?",
+                " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
                 (time.time(), lease.name, lease.holder, lease.epoch),
             )
             return cur.rowcount == 1
@@ -338,9 +352,9 @@ class LeaseStore:
     def current(self, name: str) -> Lease | None:
         """The live lease on ``name``, or None when it is free (by any of the rules above)."""
         row = self._peek(name)
-        if row is None or self._free(row[:6], time.time()):
+        if row is None or self._free(row[:7], time.time()):
             return None
-        return Lease(name, row[0], row[1], row[2], row[6] or 0.0)
+        return Lease(name, row[0], row[1], row[2], row[7] or 0.0)
 
     def last_epoch(self, name: str) -> int:
         """The highest epoch ever granted for ``name`` (0 if never acquired)."""

@@ -58,7 +58,8 @@ from hermes_tray_core.marker_codec import decode_known as _decode_known
 from hermes_tray_core.marker_codec import encode as _encode
 from hermes_tray_core.marker_codec import same_json as _same_json
 from hermes_tray_core.numbers import finite
-from hermes_tray_core.procid import ProcessIdentity, own_identity, process_liveness
+from hermes_tray_core.procid import HermesJudgement, ProcessIdentity, judge_hermes_identity, own_identity
+from hermes_tray_core.vocab import WriterState
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
@@ -177,18 +178,40 @@ def normalize_marker(entry: object) -> dict[str, Any] | None:
         return None
 
 
-def marker_writer_state(entry: object) -> str:
+def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJudgement:
+    """The tray's and Hermes' verdicts on this marker's writer (``writer_pid`` + ``writer_start_time``).
+
+    Hermes' own ``marker_writer_state``: ``unknown`` unless ``writer_pid`` is a positive int (never a bool);
+    then ``hermes_cli.active_sessions._pid_liveness`` with its coercions (:func:`core.procid.hermes_liveness`:
+    a ``writer_start_time`` Hermes cannot convert is no start time; NaN never matches). With ``home`` the
+    tray also reads the writer through a wall-clock step when it is a live Hermes process serving that home
+    (:func:`core.procid.judge_hermes_identity`); ``.hermes`` keeps Hermes' own verdict."""
+    unknown = HermesJudgement(WriterState.UNKNOWN, WriterState.UNKNOWN)
+    try:
+        if not isinstance(entry, dict):
+            return unknown
+        pid = entry.get("writer_pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return unknown
+        serves = None
+        if home is not None:
+            from hermes_tray_core.hermes_processes import serves_home
+
+            def serves(p: int) -> bool:
+                return serves_home(p, home)  # type: ignore[arg-type]
+        return judge_hermes_identity(pid, entry.get("writer_start_time"), serves_home=serves)
+    except Exception:
+        return unknown
+
+
+def marker_writer_state(entry: object, home: Path | str | None = None) -> str:
     """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker still running?
 
     A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
-    process) is the safe answer that leaves the marker alone.
+    process) is the safe answer that leaves the marker alone. ``home``: the home whose marker file holds the
+    entry, so that a live Hermes writer stays alive through a wall-clock step (:func:`writer_judgement`).
     """
-    try:
-        if not isinstance(entry, dict):
-            return "unknown"
-        return process_liveness(entry.get("writer_pid"), entry.get("writer_start_time"))
-    except Exception:
-        return "unknown"
+    return writer_judgement(entry, home).state
 
 
 def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries:
@@ -1147,6 +1170,7 @@ __all__ = [
     "marker_lock_path",
     "marker_path",
     "marker_writer_state",
+    "writer_judgement",
     "normalize_marker",
     "read_turn_marker",
     "record_turn_start",

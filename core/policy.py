@@ -32,12 +32,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
-from hermes_tray_core.numbers import INT_CAP, as_int, capped_int, finite
+from hermes_tray_core.numbers import INT_CAP, as_float, as_int, capped_int, finite, strict_finite
 from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
 __all__ = [
     "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "decide", "decide_webui",
-    "marker_attempts", "marker_started_at", "marker_reference_time", "marker_age", "age_text", "restate_age",
+    "marker_attempts", "marker_prompt", "marker_started_at", "marker_reference_time", "marker_age", "age_text", "restate_age",
     "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
 ]
 
@@ -114,17 +114,39 @@ def _fmt_minutes(minutes: float) -> str:
 
 
 def marker_started_at(marker: Mapping[str, Any]) -> float | None:
-    """Hermes' ``float(started_at or 0)``; None when that raises or is not a finite time."""
+    """Hermes' ``float(started_at or 0)`` as a time to show or key a turn by; None when that raises or is
+    not a finite time (the verdict itself uses :func:`_hermes_started_at`)."""
     raw = marker.get("started_at")
     return finite(raw or 0)
 
 
+def _hermes_started_at(marker: Mapping[str, Any]) -> float | None:
+    """Exactly Hermes' ``float(entry.get("started_at") or 0)``: NaN and ±inf included (Hermes compares
+    them as they are: a NaN or +inf age is never stale, -inf always is); None where that raises."""
+    return as_float(marker.get("started_at") or 0)
+
+
+def _interrupted_at(marker: Mapping[str, Any]) -> float | None:
+    """``interrupted_at`` when a positive finite JSON number (newer Hermes variants write it), else None:
+    anything else is junk that a Hermes without the field ignores, and so the tray does."""
+    interrupted = strict_finite(marker.get("interrupted_at"))
+    return interrupted if interrupted is not None and interrupted > 0 else None
+
+
+def marker_prompt(marker: Mapping[str, Any]) -> str:
+    """The prompt as Hermes reads it (``str(entry.get("prompt") or "")``): a number or a list in that field
+    is text to Hermes, and it continues with that text."""
+    try:
+        return str(marker.get("prompt") or "")
+    except Exception:
+        return ""
+
+
 def marker_reference_time(marker: Mapping[str, Any]) -> float | None:
-    """When the freshness window starts: ``interrupted_at`` if a positive finite time, else ``started_at``."""
-    interrupted = finite(marker.get("interrupted_at"))
-    if interrupted is not None and interrupted > 0:
-        return interrupted
-    return marker_started_at(marker)
+    """When the freshness window starts: ``interrupted_at`` if a positive finite time, else ``started_at``
+    as Hermes converts it (which may be NaN or ±inf: see :func:`_hermes_started_at`)."""
+    interrupted = _interrupted_at(marker)
+    return interrupted if interrupted is not None else _hermes_started_at(marker)
 
 
 def marker_age(marker: Mapping[str, Any], now: float) -> float:
@@ -134,6 +156,8 @@ def marker_age(marker: Mapping[str, Any], now: float) -> float:
 
 
 def _age(ref: float | None, now: float) -> float:
+    """``now - ref`` clamped into [0, MAX_AGE_SECONDS]. Against any window below the cap it is stale exactly
+    when Hermes' unclamped ``now - started_at`` is (a NaN or negative age never is, +inf always is)."""
     if ref is None:
         return 0.0
     age = now - ref
@@ -161,6 +185,7 @@ def decide(
     activity_detail: str = "",
     backend: str = "none",
     backend_detail: str = "",
+    writer_note: str = "",
 ) -> Decision:
     """Verdict for one marker entry (the raw dict stored under its session key).
 
@@ -171,7 +196,13 @@ def decide(
     a source exists but could not be read: never actionable. ``activity_detail`` is appended to
     lease/owner reasons (e.g. the holder's pid). ``backend``: ``live`` / ``none`` / ``unknown`` — is a
     live Hermes process serving this home (``backend_detail`` names it: ``pid 4242 (hermes dashboard)``)?
-    It matters only when the writer is ``unknown``.
+    It matters only when the writer is ``unknown``. ``writer_note``: why the tray's writer verdict differs
+    from Hermes' own (:attr:`core.procid.HermesJudgement.note`), said with the verdict.
+
+    Junk values are judged as Hermes' own code judges them (``read_turn_marker`` then
+    ``_maybe_schedule_auto_continue``): the prompt is ``str(prompt or "")``, ``started_at`` is
+    ``float(started_at or 0)`` even when NaN or ±inf, ``attempts`` is ``max(0, int(attempts or 0))``; only
+    a conversion that raises makes the entry one Hermes ignores.
     """
     if not isinstance(marker, Mapping):
         return Decision(Verdict.NOT_OURS, "marker entry is not an object; Hermes ignores it",
@@ -187,13 +218,12 @@ def decide(
     if not _hermes_bool(marker.get("auto_continue", True)):
         return out(Verdict.NOT_OURS, ReasonCode.AUTO_CONTINUE_OFF,
                    "auto_continue is off for this turn: another mechanism owns its recovery")
-    prompt = marker.get("prompt")
-    if not isinstance(prompt, str) or not prompt.strip():
+    if not marker_prompt(marker).strip():
         what = "a queued entry with no prompt" if marker.get("queued") else "no prompt recorded"
         return out(Verdict.NOT_OURS, ReasonCode.NO_PROMPT, f"{what}: there is nothing to continue")
     if source == "bot_room":
         return out(Verdict.NOT_OURS, ReasonCode.HOSTED_ROOM, "hosted bot_room session: its driver owns recovery")
-    if attempts is None or ref is None:
+    if attempts is None or _hermes_started_at(marker) is None:
         bad = "attempts" if attempts is None else "started_at"
         return out(Verdict.NOT_OURS, ReasonCode.MALFORMED_ENTRY,
                    f"malformed marker ({bad} is not a number Hermes can read): Hermes ignores it")
@@ -202,7 +232,7 @@ def decide(
     if writer == WriterState.ALIVE:
         pid = _short(marker.get("writer_pid"))
         return out(Verdict.RUNNING, ReasonCode.WRITER_ALIVE,
-                   f"its writer (pid {pid}) is still running: the turn is not interrupted")
+                   f"its writer (pid {pid}) is still running: the turn is not interrupted{_paren(writer_note)}")
     if lease == "live":
         return out(Verdict.RUNNING, ReasonCode.LEASE_LIVE, f"a Hermes backend holds this session's turn lease{detail}")
     if owner == "alive":
@@ -230,7 +260,7 @@ def decide(
     # 4. stale
     window = float(config.freshness_minutes) * 60.0
     if config.freshness_minutes < MAX_FRESHNESS_MINUTES and age > window:  # the maximum is Hermes' .inf
-        since = "interrupted" if ref != marker_started_at(marker) else "started"
+        since = "interrupted" if _interrupted_at(marker) is not None else "started"
         return out(Verdict.STALE, ReasonCode.STALE,
                    f"{since} {age_text(age)}, beyond the {_fmt_minutes(config.freshness_minutes)} "
                    "freshness window")

@@ -153,12 +153,13 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
     """The scanner's verdict for one marker entry: writer, Hermes turn lease, active-session owner."""
     from hermes_tray_core.backend_config import read_backend_config
     from hermes_tray_core.hermes_state import lookup_session, session_activity
-    from hermes_tray_core.markers import marker_writer_state
+    from hermes_tray_core.markers import writer_judgement
     from hermes_tray_core.policy import decide
 
     now = time.time() if now is None else now
     cfg = read_backend_config(home).auto_continue
-    writer = marker_writer_state(dict(entry))
+    judged = writer_judgement(dict(entry), home)
+    writer = judged.state
     info, _problem = lookup_session(home, session_key)
     source = info.source if info else None
     activity = session_activity(home, session_key, now=now)
@@ -170,7 +171,7 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
         backend, backend_detail = backend_state(home)
     d = decide(entry, config=cfg, writer=writer, now=now, source=source, lease=activity.lease.state,
                owner=activity.owner.state, activity_detail="; ".join(details), backend=backend,
-               backend_detail=backend_detail)
+               backend_detail=backend_detail, writer_note=judged.note)
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
 
 
@@ -303,11 +304,11 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
         journal("refused", reason=f"{a.reason}", verdict=a.verdict)
         return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
-    from hermes_tray_core.policy import marker_attempts
+    from hermes_tray_core.policy import marker_attempts, marker_prompt
 
     attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
-    prompt = entry.get("prompt")
-    assert isinstance(prompt, str)  # actionable implies a prompt
+    prompt = marker_prompt(entry)  # as Hermes reads it: a number in that field is its text
+    assert prompt.strip()  # actionable implies a prompt
     approved: list[threading.Thread] = []
 
     def approve(gateway_pid: int | None = None) -> None:

@@ -46,6 +46,7 @@ from hermes_tray_core.policy import (
     decide,
     decide_webui,
     marker_attempts,
+    marker_prompt,
     marker_started_at,
 )
 from hermes_tray_core.scan_records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
@@ -554,13 +555,15 @@ class Scanner:
 
     def _marker_record(self, home: Home, key: str, entry: Any, config: AutoContinueConfig,
                        state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
-        from hermes_tray_core.markers import marker_writer_state
+        from hermes_tray_core.markers import writer_judgement
 
         info, tp = state.session(key) if state else (None, None)
-        writer = marker_writer_state(entry) if isinstance(entry, Mapping) else WriterState.UNKNOWN
+        judged = writer_judgement(entry, home.path) if isinstance(entry, Mapping) else None
+        writer = judged.state if judged is not None else WriterState.UNKNOWN
         title, source = (info[0], info[1]) if info else (None, None)
         if writer == WriterState.ALIVE or not isinstance(entry, Mapping):
-            decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source)
+            decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source,
+                                        writer_note=judged.note if judged is not None else "")
         else:
             lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
             owner = self._owner(home, key)
@@ -576,7 +579,7 @@ class Scanner:
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
-            prompt_excerpt=prompt_excerpt(mapping.get("prompt")),
+            prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
             started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
             age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
             writer=str(writer), verdict=decision.verdict, reason=decision.reason, source="desktop",

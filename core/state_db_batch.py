@@ -156,7 +156,7 @@ class HomeState:
                     continue
                 from hermes_tray_core import hermes_state as hs
 
-                view = hs.judge_lease_row(dict(row), cid, self.now)
+                view = hs.judge_lease_row(dict(row), cid, self.now, home=self.home)
                 if view.state == "live":
                     return view.state, view.detail
                 best = best or (view.state, view.detail)

@@ -165,9 +165,11 @@ class CoreEngine:
                 continue
             entry = r.entry or {}
             pid = entry.get("writer_pid")
-            start = entry.get("writer_start_time")
             if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
-                out[pid] = float(start) if isinstance(start, (int, float)) and not isinstance(start, bool) else None
+                # The scan has just judged this pid to be the writer (through a wall-clock step, too: its
+                # recorded start time may no longer match psutil's), so the watch takes the pid alone; at
+                # worst a pid recycled since then wakes a rescan early.
+                out[pid] = None
         return list(out.items())
 
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------

@@ -48,6 +48,8 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 from hypothesis import settings  # noqa: E402
 
 from tests.integration.hermes_venv import G2, LEGACY, venv_path  # noqa: E402
+from tests.support.clock_step import STEP_IDS as _STEP_IDS  # noqa: E402
+from tests.support.clock_step import STEPS as _STEPS  # noqa: E402
 
 # No per-example deadline anywhere: on a loaded 2-core CI machine one slow example is not a failure, and
 # Hypothesis' default 200 ms deadline turned such stalls into "unreliable test timings" errors.
@@ -105,3 +107,13 @@ def sims(sim_roots: dict[str, Path]) -> dict:
     from hermes_tray_core import gateway
 
     return {cap: gateway.install_from_command(sim_command(root)) for cap, root in sim_roots.items()}
+
+
+@pytest.fixture(params=_STEPS, ids=_STEP_IDS)
+def clock_step(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory,
+               monkeypatch: pytest.MonkeyPatch):
+    """A wall-clock step (none, ±10 s, ±1 h) the test makes happen between recording an identity and checking
+    it: ``clock_step.step()`` (``tests/support/clock_step.py``: psutil's boot time moves, as in a real step)."""
+    from tests.support.clock_step import ClockStep
+
+    return ClockStep(request.param, tmp_path_factory.mktemp("clock"), monkeypatch)

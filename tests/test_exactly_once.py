@@ -76,3 +76,27 @@ def test_a_tombstone_counts_attempts_as_hermes_does(tmp_path):
     assert exactly_once.tombstoned(home, "s1", raw)
     assert exactly_once.tombstoned(home, "s1", {**shown, "attempts": "0"})
     assert not exactly_once.tombstoned(home, "s1", {**shown, "attempts": 1})
+
+
+def test_a_junk_started_at_turn_skipped_from_the_tray_stays_skipped(tmp_path):
+    """A NaN ``started_at`` is continued by Hermes' own code, so the tray offers it (issue 24, point 7); a skip
+    journalled under the scanner's record (what the tray and the CLI journal) tombstones that very entry, and
+    a resume of it refuses."""
+    import json
+
+    from hermes_tray_core.homes import Home
+    from hermes_tray_core.markers import marker_path
+    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.scanner import Scanner
+
+    home, key = make_home(tmp_path / "home")
+    entry = {**plant_marker(home, key, "a prompt"), "started_at": float("nan")}
+    marker_path(home).write_text(json.dumps({key: entry}))
+    (turn,) = [t for t in Scanner([Home(home, "default", "test")]).scan().turns if t.session_key == key]
+    assert turn.verdict == "actionable"
+    decisions.record("skipped", home=home, session_key=key, started_at=turn.started_at, attempts=turn.attempts)
+    back = list_turn_markers(home)[key]  # as a stale Hermes write would bring it back
+    assert exactly_once.tombstoned(home, key, back)
+    assert exactly_once.turn_started_at(back) == turn.started_at
+    res = resume_turn(home, key, back)
+    assert res.outcome == "refused" and res.verdict == "settled", res.message

@@ -152,14 +152,19 @@ def test_marker_kept_for_legacy_run_reads_running_while_it_runs(sims, tmp_path):
     assert states == ["alive"]
 
 
-def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp_path):
+@pytest.mark.skipif(sys.platform == "win32", reason="the fake Hermes process uses the POSIX shebang form")
+def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp_path, clock_step):
     home, key = make_home(tmp_path / "home")
-    # A live writer (this test process): the backend must leave it alone, and so must the tray.
-    from hermes_tray_core.procid import own_identity
+    # A live writer (another Hermes process serving this home, mid-turn): the backend must leave it alone,
+    # and so must the tray — also when the clock steps between the writer's start and the resume.
+    from hermes_tray_core.procid import identity_of
+    from tests.support.fake_hermes import fake_hermes
 
-    plant_marker(home, key, PROMPT, writer=own_identity())
-    before = dict(list_turn_markers(home)[key])
-    res = run(home, key, sims["auto-continue"])
+    with fake_hermes("gateway", tmp_path, env={"HERMES_HOME": str(home)}) as (writer, _port):
+        plant_marker(home, key, PROMPT, writer=identity_of(writer.pid))
+        before = dict(list_turn_markers(home)[key])
+        clock_step.step()
+        res = run(home, key, sims["auto-continue"])
     assert res.outcome == gateway.DECLINED and not res.dispatched
     assert "left the marker" in res.message
     assert read_turns(home) == []

@@ -122,7 +122,8 @@ def test_writes_exactly_the_hermes_format(home: Path, monkeypatch: pytest.Monkey
     assert list(raw(home)) == ["a", "b"]
 
 
-def test_byte_identical_to_the_hermes_reference_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_byte_identical_to_the_hermes_reference_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                      clock_step) -> None:
     ref = reference_or_skip()
     monkeypatch.setattr(time, "time", lambda: 1800000000.5)  # both stores call time.time()
     for store, h in ((ref, tmp_path / "ref"), (markers, tmp_path / "ours")):
@@ -131,13 +132,24 @@ def test_byte_identical_to_the_hermes_reference_store(tmp_path: Path, monkeypatc
         store.record_turn_start(h, "s1", "ünïcode prompt, again", attempts=2)
         store.clear_turn_marker(h, "s2")
         store.record_turn_start(h, "s3", "x" * 70_000, auto_continue=False)
-    assert marker_path(tmp_path / "ours").read_bytes() == marker_path(tmp_path / "ref").read_bytes()
+        clock_step.step()  # between the two stores' writes
+    ours, theirs = marker_path(tmp_path / "ours").read_bytes(), marker_path(tmp_path / "ref").read_bytes()
+    # Each store writes its process's create time as read once (Hermes caches its own, so does the tray):
+    # two readings a clock step apart differ by the step, so compare them as the product does — each names
+    # this live process — and the rest byte for byte.
+    mine = {e["writer_start_time"] for e in json.loads(ours).values()}
+    hermes = {e["writer_start_time"] for e in json.loads(theirs).values()}
+    assert mine == {own_identity().start_time} and len(hermes) == 1
+    assert marker_writer_state({"writer_pid": os.getpid(), "writer_start_time": mine.pop()}) == "alive"
+    assert ref.marker_writer_state({"writer_pid": os.getpid(), "writer_start_time": (h := hermes.pop())}) == "alive"
+    assert ours.replace(json.dumps(own_identity().start_time).encode(), json.dumps(h).encode()) == theirs
 
 
-def test_reference_store_and_ours_read_each_others_files(tmp_path: Path) -> None:
+def test_reference_store_and_ours_read_each_others_files(tmp_path: Path, clock_step) -> None:
     ref = reference_or_skip()
     ref.record_turn_start(tmp_path, "theirs", "written by Hermes", attempts=1)
     record_turn_start(tmp_path, "ours", "written by hermes-tray", notification_category="diagnostic")
+    clock_step.step()
     for key in ("theirs", "ours"):
         assert read_turn_marker(tmp_path, key) == ref.read_turn_marker(tmp_path, key) is not None
         assert marker_writer_state(read_turn_marker(tmp_path, key)) == ref.marker_writer_state(
@@ -245,8 +257,9 @@ def test_clear_touches_only_its_entry_and_skips_the_write_when_absent(home: Path
 # ── writer liveness ────────────────────────────────────────────────────────
 
 
-def test_writer_state_alive_for_this_process(home: Path) -> None:
+def test_writer_state_alive_for_this_process(home: Path, clock_step) -> None:
     record_turn_start(home, "s", "p")
+    clock_step.step()
     assert marker_writer_state(read_turn_marker(home, "s")) == "alive"
 
 
@@ -260,11 +273,25 @@ def test_writer_state_not_alive_for_a_recycled_pid() -> None:
 
 
 @pytest.mark.parametrize("entry", [None, "x", [], {}, {"writer_pid": "123"}, {"writer_pid": True},
-                                   {"writer_pid": -4}, {"writer_pid": 0}, {"writer_pid": 1.5},
-                                   {"writer_pid": os.getpid(), "writer_start_time": "noon"},
-                                   {"writer_pid": os.getpid(), "writer_start_time": float("nan")}])
+                                   {"writer_pid": -4}, {"writer_pid": 0}, {"writer_pid": 1.5}])
 def test_writer_state_unknown_for_junk(entry) -> None:
     assert marker_writer_state(entry) == "unknown"
+
+
+@pytest.mark.parametrize(("start", "state"), [
+    ("noon", "alive"), ("", "alive"), ([], "alive"), ({}, "alive"),  # not a number to Hermes: a pid-only entry
+    (float("nan"), "dead"), (float("inf"), "dead"), (True, "dead"),  # numbers that match no create time
+    (10**400, "unknown"),  # float() overflows: Hermes' check raises, its caller says unknown
+])
+def test_junk_writer_start_time_reads_as_hermes_reads_it(start, state) -> None:
+    """Hermes' ``_pid_liveness`` coerces with ``float()`` and calls a start time it cannot convert absent
+    (tests/test_marker_parity_hermes.py runs Hermes' own code on these)."""
+    child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
+    try:
+        assert marker_writer_state({"writer_pid": child.pid, "writer_start_time": start}) == state
+    finally:
+        child.kill()
+        child.wait()
 
 
 def test_record_on_behalf_of_a_child_process(home: Path) -> None:

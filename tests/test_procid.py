@@ -13,7 +13,13 @@ import psutil
 import pytest
 
 from hermes_tray_core import procid
-from hermes_tray_core.procid import ProcessIdentity, identity_of, own_identity, process_liveness
+from hermes_tray_core.procid import (
+    ProcessIdentity,
+    hermes_liveness,
+    identity_of,
+    own_identity,
+    process_liveness,
+)
 
 
 @pytest.fixture
@@ -24,11 +30,19 @@ def sleeper():
     child.wait()
 
 
-def test_own_identity_is_pid_and_psutil_create_time() -> None:
+def test_own_identity_is_pid_and_psutil_create_time(clock_step) -> None:
     me = own_identity()
+    clock_step.step()  # NTP steps the clock after this process recorded who it is
     assert me.pid == os.getpid()
-    assert me.start_time == psutil.Process().create_time()
+    assert own_identity() == me  # read once, as Hermes reads its own: what this process writes never moves
+    assert me.mark == identity_of(me.pid).mark  # what the tray compares: the step does not move it
     assert me.liveness() == "alive"
+    assert hermes_liveness(me.pid, me.start_time) == "alive"  # and Hermes' own rule for itself agrees
+    if sys.platform.startswith("linux"):
+        # psutil's create time as read once: off the current one by whole seconds only (the boot time
+        # psutil adds is whole seconds; a step moves it), never by a fraction (another process).
+        off = me.start_time - psutil.Process().create_time()
+        assert abs(off - round(off)) < 0.001
 
 
 def _report_identity(q) -> None:

@@ -78,17 +78,18 @@ def test_refuses_while_the_writer_is_alive(sim_roots, env, tmp_path):
     assert read_turns(home) == []
 
 
-def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_path):
+def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_path, clock_step):
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
     assert sim_state.acquire_turn_lease(home, key, "t1")  # held by this (live) process
+    clock_step.step()
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.verdict == "running"
     assert "turn lease" in res.message
     assert read_turns(home) == []
 
 
-def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path):
+def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path, clock_step):
     from hermes_tray_core.procid import own_identity
 
     home, key = make_home(tmp_path / "home")
@@ -97,6 +98,7 @@ def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_pat
     (home / "runtime").mkdir()
     (home / "runtime" / "active_sessions.json").write_text(json.dumps({"entries": [
         {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
+    clock_step.step()
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.verdict == "running"
     assert "has this session open" in res.message and "Continue it in the Hermes window" in res.message
@@ -511,13 +513,21 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     assert [t["kind"] for t in read_turns(home)] == ["note"]
 
 
-def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, env, tmp_path):
+def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, env, tmp_path, clock_step):
     # Checked before Hermes was spawned (fine then); a Hermes backend takes the session's turn lease
     # while ours is still starting up: nothing is submitted, the turn is left to it.
+    from hermes_tray_core.procid import own_identity
+
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
     write_control(home, ready_delay=1.5)
-    took = threading.Timer(0.5, lambda: sim_state.acquire_turn_lease(home, key, "t1"))
+    own_identity()  # the lease holder's identity was read before the clock steps
+
+    def take() -> None:
+        sim_state.acquire_turn_lease(home, key, "t1")
+        clock_step.step()  # NTP steps the clock while the lease is held and ours is starting up
+
+    took = threading.Timer(0.5, take)
     took.start()
     res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
     took.join()
@@ -528,7 +538,8 @@ def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, 
     assert journal_events(key)[-1] == "refused" and "dispatched" not in journal_events(key)
 
 
-def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path):
+def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path,
+                                                                                 clock_step):
     from hermes_tray_core.hermes_state import active_session_owner
     from hermes_tray_core.procid import own_identity
 
@@ -542,6 +553,7 @@ def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gatewa
         registry.parent.mkdir(exist_ok=True)
         registry.write_text(json.dumps({"entries": [
             {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
+        clock_step.step()  # NTP steps the clock while the session is open and ours is starting up
 
     t = threading.Timer(0.5, register)
     t.start()
@@ -567,3 +579,27 @@ def test_cli_resume_wait_with_an_unusable_log_folder_runs_and_journals(sim_roots
     assert p.returncode == 0 and "Traceback" not in err, err
     assert key not in list_turn_markers(home)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
+
+
+@pytest.mark.parametrize(("field", "value"), [("started_at", float("nan")), ("started_at", float("inf")),
+                                              ("prompt", 1234), ("prompt", ["step 1", "step 2"])])
+def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would(sim_roots, env, tmp_path,
+                                                                                 field, value):
+    """Values Hermes never writes, which its own code still continues (tests/test_marker_parity_hermes.py):
+    the tray continues them once, with the prompt as Hermes reads it (``str(prompt)``), and says so."""
+    from hermes_tray.demo.sim_backend import _digest
+    from hermes_tray_core.continuation import continuation_note
+    from hermes_tray_core.markers import marker_path
+
+    home, key = make_home(tmp_path / "home")
+    entry = plant_marker(home, key, PROMPT)
+    entry[field] = value
+    marker_path(home).write_text(json.dumps({key: entry}))  # NaN / Infinity as Python writes them
+    res = resume_turn(home, key, list_turn_markers(home)[key], install=install(sim_roots), options=FAST)
+    assert res.outcome == "completed", res.message
+    turns = read_turns(home)
+    assert [t["kind"] for t in turns] == ["note"]
+    text = str(entry["prompt"])
+    assert turns[0]["text_sha"] == _digest(continuation_note(text))
+    assert key not in list_turn_markers(home)
+    assert journal_events(key)[-1] == "completed"

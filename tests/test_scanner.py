@@ -253,6 +253,26 @@ def test_junk_marker_entries_never_break_the_scan(tmp_path, monkeypatch):
     assert len(turns["huge"].prompt_excerpt) == 120
 
 
+def test_junk_hermes_would_continue_is_actionable_and_status_json_stays_strict(tmp_path, monkeypatch):
+    """NaN / +Infinity ``started_at`` and a non-text prompt: Hermes' own code continues them (issue 24, point 7;
+    tests/test_marker_parity_hermes.py), so they are offered, and nothing non-finite reaches the JSON."""
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
+    home = FixtureHome(tmp_path / "h")
+    home.close()
+    junk = {"nan": {**marker_entry("p"), "started_at": float("nan")},
+            "inf": {**marker_entry("p"), "started_at": float("inf")},
+            "number": {**marker_entry("p"), "prompt": 42},
+            "gone": {**marker_entry("p"), "started_at": float("-inf")}}
+    home.marker_file.parent.mkdir(parents=True, exist_ok=True)
+    home.marker_file.write_text(json.dumps(junk))
+    result = scan(discover_homes(explicit=[home.path]))
+    turns = by_key(result)
+    assert {k: t.verdict for k, t in turns.items()} == {"nan": "actionable", "inf": "actionable",
+                                                        "number": "actionable", "gone": "stale"}
+    assert turns["number"].prompt_excerpt == "42"
+    json.dumps(result.to_json(), allow_nan=False)
+
+
 def test_prompt_excerpt():
     assert prompt_excerpt("\n\n  first line  \nsecond") == "first line"
     long = prompt_excerpt("x" * 500)

@@ -30,8 +30,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def run(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
     from hermes_tray_core import skip as core_skip
+    from hermes_tray_core.exactly_once import turn_started_at
     from hermes_tray_core.ids import InvalidIdError, validate_session_id
-    from hermes_tray_core.numbers import strict_finite
     from hermes_tray_core.scanner import Scanner
 
     try:
@@ -57,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
                       f"{entry.get('started_at')}): not skipped — run `hermes-tray status` again")
     if not args.force and (turn.verdict == "not-ours" or (turn.verdict == "running" and not turn.unsure)):
         return refuse(args, f"{key} is {turn.verdict}: {turn.reason} — not skipped (--force to skip anyway)")
-    started_at = strict_finite(entry.get("started_at"))
+    started_at = turn_started_at(entry)  # the turn's identity, as the tray and a resume journal it
 
     def record_skip() -> str | None:  # inside the skip's claim: a resume after it finds the turn answered
         return journal("skipped", home=turn.home, session_key=key, started_at=started_at, verdict=turn.verdict,
@@ -67,12 +67,12 @@ def run(args: argparse.Namespace) -> int:
     if res.outcome == core_skip.ERROR:
         return refuse(args, f"could not skip {key}: {res.message}")
     if res.outcome == core_skip.RESUMING:
-        journal("refused", home=turn.home, session_key=key, started_at=strict_finite(entry.get("started_at")),
+        journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
                 action="skip", why="being resumed right now")
         return refuse(args, f"{key} is being resumed right now: not skipped — stop the continuation instead "
                       "(`hermes-tray status` shows it)")
     if not res.ok:
-        journal("refused", home=turn.home, session_key=key, started_at=strict_finite(entry.get("started_at")),
+        journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
                 action="skip", why="marker changed while skipping")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")

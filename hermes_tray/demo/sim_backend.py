@@ -268,7 +268,7 @@ class SimGateway:
         if raw is None or marker is None:
             return None
         cfg = read_backend_config(self.home).auto_continue
-        verdict = decide(raw, config=cfg, writer=markers.marker_writer_state(raw), now=time.time()).verdict
+        verdict = decide(raw, config=cfg, writer=markers.marker_writer_state(raw, self.home), now=time.time()).verdict
         if verdict in ("not-ours", "running"):
             return None  # another mechanism / a live writer owns it: leave it
         if verdict != "actionable":

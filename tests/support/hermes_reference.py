@@ -16,8 +16,9 @@ helpers that live elsewhere in Hermes; small stand-ins with the behaviour Hermes
   ``mkstemp`` names it) in the same directory, fsync, ``os.replace``, the given mode; no directory
   fsync and no lock, exactly the guarantees Hermes' store relies on;
 * ``hermes_cli.active_sessions._own_start_time()`` / ``_pid_liveness(pid, start_time)`` — psutil
-  create time; True iff the pid exists (not a zombie) and the start times differ by < 1 ms,
-  None when it cannot tell.
+  create time, this process's own read once and cached (as Hermes does); True iff the pid exists (not
+  a zombie) and the start times differ by < 1 ms — against the cached own one for the caller itself,
+  as Hermes compares — None when it cannot tell.
 
 Where a test runs Hermes' writer in a process of its own, :func:`hermes_python` gives the real Hermes
 interpreter instead, which imports the module with its real helpers.
@@ -106,25 +107,61 @@ def _atomic_json_write(path: Any, data: Any, *, indent: int | None = 2, mode: in
         raise
 
 
+_OWN_START: tuple[int, float] | None = None
+
+
 def _own_start_time() -> float | None:
+    """This process's create time, read once per pid (Hermes caches its own the same way)."""
+    global _OWN_START
+    pid = os.getpid()
+    if _OWN_START is None or _OWN_START[0] != pid:
+        try:
+            _OWN_START = (pid, float(psutil.Process(pid).create_time()))
+        except Exception:
+            return None
+    return _OWN_START[1]
+
+
+def _optional_float(value: Any) -> float | None:
+    if value is None or value == "":
+        return None
     try:
-        return float(psutil.Process(os.getpid()).create_time())
-    except Exception:
+        return float(value)
+    except (TypeError, ValueError):
         return None
 
 
-def _pid_liveness(pid: int, start_time: Any = None) -> bool | None:
+def _pid_liveness(pid: Any, start_time: Any = None) -> bool | None:
+    """Hermes' rule: the pid exists and is no zombie (the caller itself trivially exists); a start time
+    ``float()`` cannot convert is none; else it must match within 1 ms — the caller's own cached one for
+    itself, psutil's current one for another process."""
     try:
-        proc = psutil.Process(pid)
-        if proc.status() == psutil.STATUS_ZOMBIE:
+        pid = int(pid)
+    except (TypeError, ValueError):
+        return None
+    if pid <= 0:
+        return None
+    is_self = pid == os.getpid()
+    if not is_self:
+        try:
+            if psutil.Process(pid).status() == psutil.STATUS_ZOMBIE:
+                return False
+        except psutil.NoSuchProcess:
             return False
-        if start_time is None:
-            return True
-        return abs(proc.create_time() - float(start_time)) < 0.001
-    except psutil.NoSuchProcess:
-        return False
+        except Exception:
+            pass
+        if not psutil.pid_exists(pid):
+            return False
+    expected = _optional_float(start_time)
+    if expected is None:
+        return True
+    try:
+        current = _own_start_time() if is_self else float(psutil.Process(pid).create_time())
     except Exception:
         return None
+    if current is None:
+        return None
+    return abs(current - expected) < 0.001
 
 
 def _stand_in_modules() -> dict[str, types.ModuleType]:
