@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -70,13 +71,22 @@ def home_key(home: Path | str) -> str:
         return str(path.absolute())
 
 
+#: How long a read of the journal reuses a home's :func:`home_key` (a scan asks once per marker: 10,000 path
+#: resolutions were most of a crash storm's first look, tests/gui/test_helper.py). Writes always resolve.
+READ_KEY_SECONDS = 1.0
+
+
 def _started_repr(started_at: float | int | None) -> str:
     return "none" if started_at is None else repr(float(started_at))
 
 
 def decision_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
     """Deterministic ``YYYYmmddTHHMMSSZ-<12 hex>`` for one interrupted turn."""
-    digest = sha256_hex(f"{home_key(home)}\0{session_key}\0{_started_repr(started_at)}".encode())[:12]
+    return _turn_id(home_key(home), session_key, started_at)
+
+
+def _turn_id(canonical_home: str, session_key: str, started_at: float | int | None) -> str:
+    digest = sha256_hex(f"{canonical_home}\0{session_key}\0{_started_repr(started_at)}".encode())[:12]
     try:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(float(started_at or 0)))
     except (OverflowError, OSError, ValueError):
@@ -111,6 +121,35 @@ def _clean(name: str, value: Any) -> Any:
     raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
 
 
+def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fields: Mapping[str, Any], *,
+                  canonical: bool = False) -> dict[str, Any]:
+    """One turn decision as the journal stores it, after every refusal (see :meth:`DecisionJournal.record`).
+    ``canonical``: ``home`` is already its :func:`home_key`."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
+    if event == CONFIG_CHANGED:
+        raise ValueError("configuration changes are recorded with record_config_change()")
+    validate_session_id(session_key, what="session key")
+    if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
+        raise TypeError("started_at must be a number or None")
+    bad = FORBIDDEN_FIELDS.intersection(fields)
+    if bad:
+        raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+    reserved = RESERVED_FIELDS.intersection(fields)
+    if reserved:
+        raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+    hk = home if canonical else home_key(home)
+    payload: dict[str, Any] = {
+        "event": event,
+        "turn_id": _turn_id(hk, session_key, started_at),
+        "home": hk,
+        "session_key": session_key,
+        "started_at": None if started_at is None else float(started_at),
+    }
+    payload.update({k: _clean(k, v) for k, v in fields.items()})
+    return payload
+
+
 class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
@@ -137,6 +176,17 @@ class DecisionJournal:
         self.max_bytes = max_bytes
         self._cache = _Cache()
         self._lock = threading.Lock()
+        self._read_keys: dict[str, tuple[float, str]] = {}
+
+    def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
+        """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
+        text, now = os.fspath(home), time.monotonic()
+        hit = self._read_keys.get(text)
+        if hit is None or now - hit[0] >= READ_KEY_SECONDS:
+            if len(self._read_keys) > 256:
+                self._read_keys.clear()
+            hit = self._read_keys[text] = (now, home_key(home))
+        return _turn_id(hit[1], session_key, started_at)
 
     @property
     def path(self) -> Path:
@@ -150,28 +200,25 @@ class DecisionJournal:
     ) -> dict:
         """Append one decision and return it as written. Refuses unknown events, prompt-bearing
         fields and non-scalar values (``ValueError`` / ``TypeError``), writing nothing."""
-        if event not in EVENTS:
-            raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
-        if event == CONFIG_CHANGED:
-            raise ValueError("configuration changes are recorded with record_config_change()")
-        validate_session_id(session_key, what="session key")
-        if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
-            raise TypeError("started_at must be a number or None")
-        bad = FORBIDDEN_FIELDS.intersection(fields)
-        if bad:
-            raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
-        reserved = RESERVED_FIELDS.intersection(fields)
-        if reserved:
-            raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
-        payload: dict[str, Any] = {
-            "event": event,
-            "turn_id": decision_turn_id(home, session_key, started_at),
-            "home": home_key(home),
-            "session_key": session_key,
-            "started_at": None if started_at is None else float(started_at),
-        }
-        payload.update({k: _clean(k, v) for k, v in fields.items()})
+        payload = _turn_payload(event, home, session_key, started_at, fields)
         written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def record_many(self, decisions: Sequence[Mapping[str, Any]]) -> list[dict]:
+        """Append several decisions in one journal write (one fsync): a crash storm of N turns is one write,
+        not N. Each item holds ``event``, ``home``, ``session_key``, ``started_at`` and its fields, as
+        :meth:`record` takes them; one refused item writes none."""
+        payloads = []
+        keys: dict[str, str] = {}  # each home resolved once for the whole batch
+        for d in decisions:
+            fields = {k: v for k, v in d.items() if k not in ("event", "home", "session_key", "started_at")}
+            home = os.fspath(d.get("home", ""))
+            if home not in keys:
+                keys[home] = home_key(home)
+            payloads.append(_turn_payload(str(d.get("event")), keys[home], d.get("session_key"),
+                                          d.get("started_at"), fields, canonical=True))
+        written = journal.append_turn_journal_events(JOURNAL_ID, payloads, session_dir=self.directory)
         self._bound()
         return written
 
@@ -264,7 +311,7 @@ class DecisionJournal:
 
     def events_for(self, home: Path | str, session_key: str, started_at: float | int | None) -> list[str]:
         """Event names recorded for one turn, in append order."""
-        return list(self._load().by_turn.get(decision_turn_id(home, session_key, started_at), ()))
+        return list(self._load().by_turn.get(self._read_turn_id(home, session_key, started_at), ()))
 
     def turn_status(self, home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
         """The latest event recorded for the turn, or None if the tray never saw it."""
@@ -286,7 +333,7 @@ class DecisionJournal:
         if not skips:
             return False  # nothing was ever skipped: no need to name the turn (a path resolve and a digest)
         want = _attempts_key(attempts)
-        for got in skips.get(decision_turn_id(home, session_key, started_at), ()):
+        for got in skips.get(self._read_turn_id(home, session_key, started_at), ()):
             if got is None or got == want:
                 return True
         return False

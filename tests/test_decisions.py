@@ -211,3 +211,20 @@ def test_threads_reading_one_journal_at_once_see_each_event_once(tmp_path):
         for t in threads:
             t.join()
         assert counts == [300] * 8 and len(shared.history(10_000)) == 300
+
+
+def test_record_many_is_one_write_and_refuses_all_or_nothing(dj, tmp_path):
+    """A crash storm is one journal write: every decision in one append (one created_at), each named by its
+    turn exactly as :meth:`record` names it; one refused item writes none of them."""
+    home = tmp_path / "hermes"
+    rows = [{"event": "notified", "home": home, "session_key": f"s{i}", "started_at": T0 + i, "attempts": 0}
+            for i in range(50)]
+    written = dj.record_many(rows)
+    assert len(written) == 50 and len({w["created_at"] for w in written}) == 1
+    assert dj.was_asked(home, "s7", T0 + 7) and not dj.was_asked(home, "s7", T0)
+    assert written[7]["turn_id"] == decisions.decision_turn_id(home, "s7", T0 + 7)
+    size = dj.path.stat().st_size
+    with pytest.raises(ValueError):
+        dj.record_many([{"event": "notified", "home": home, "session_key": "ok", "started_at": T0},
+                        {"event": "notified", "home": home, "session_key": "bad", "started_at": T0, "prompt": "x"}])
+    assert dj.path.stat().st_size == size

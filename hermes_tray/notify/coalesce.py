@@ -17,6 +17,7 @@ from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray_core.scanner import TurnRecord
 
 WINDOW_SECONDS = 2.0
+LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
 _counter = itertools.count(1)
 
 
@@ -153,7 +154,8 @@ class InterruptionNotices:
             body = f"{names}{more}"
             actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
             title = f"{len(turns)} Hermes turns interrupted"
-        log_line = f"{title}: " + ", ".join(turn_identity(t) for t in turns)
+        named = ", ".join(turn_identity(t) for t in turns[:LOG_TURNS])
+        log_line = f"{title}: {named}" + (f" and {len(turns) - LOG_TURNS} more" if len(turns) > LOG_TURNS else "")
         if not self.can_open:  # no window to open (the headless helper): no button that does nothing
             actions = tuple(a for a in actions if a.key != "open")
         return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,
