@@ -23,7 +23,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -34,7 +34,7 @@ from hermes_tray_core.ids import validate_session_id
 __all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
     "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_tombstoned",
-    "record", "record_config_change", "turn_status", "was_asked"]
+    "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
 
 JOURNAL_ID = "decisions"
 EVENTS = (
@@ -360,22 +360,93 @@ class DecisionJournal:
         return out
 
     def turns(self, limit: int = 100) -> list[dict]:
-        """Decisions grouped per turn for a History window, most recently active first:
-        ``{"turn_id", "home", "session_key", "started_at", "status", "events": [...]}``.
-        Configuration changes concern no turn and are left out (see :meth:`history`)."""
+        """Decisions grouped per interrupted turn (:func:`turn_roots`: a turn's continuations are in its
+        group), most recently active first: ``{"turn_id", "home", "session_key", "started_at", "status",
+        "events": [...]}``. Configuration changes concern no turn and are left out (see :meth:`history`)."""
+        events = [ev for ev in self._load().events if ev.get("event") != CONFIG_CHANGED]
+        roots = turn_roots(events)
         grouped: dict[str, dict] = {}
-        for ev in self._load().events:
-            if ev.get("event") == CONFIG_CHANGED:
-                continue
-            tid = str(ev.get("turn_id") or "")
+        for ev in events:
+            tid = roots.get(str(ev.get("turn_id") or ""), str(ev.get("turn_id") or ""))
             g = grouped.pop(tid, None) or {
                 "turn_id": tid, "home": ev.get("home"), "session_key": ev.get("session_key"),
                 "started_at": ev.get("started_at"), "events": [],
             }
-            g["events"].append({k: v for k, v in ev.items() if k not in ("version", "session_id", "turn_id")})
+            g["events"].append({k: v for k, v in ev.items() if k not in ("version", "session_id")})
             g["status"] = ev.get("event")
             grouped[tid] = g  # re-inserted: dict order = last activity
         return list(reversed(grouped.values()))[:limit]
+
+
+#: How long after a continuation's dispatch Hermes may still be writing that continuation's marker (its
+#: ``started_at``): Hermes writes it when the continued turn starts, the tray journals ``dispatched`` once Hermes
+#: has answered — either may come first.
+DISPATCH_SLACK = 120.0
+
+
+def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The one rule for which interrupted turn an event belongs to: ``{turn_id: the turn_id of its turn}``.
+
+    A journal ``turn_id`` names one *run* (home + session + the marker's ``started_at``); every continuation
+    Hermes or the tray starts writes a new ``started_at``. A person thinks of the turn, across its
+    continuations (attempt 1, 2, …), so a run belongs to the turn it continues:
+
+    * a ``continuing`` event (the tray is about to submit its note; the marker it keeps for that run) is
+      recorded under the continuation's new ``started_at`` and names the run it continues
+      (``original_started_at``);
+    * a run whose marker counts ``attempts`` = *n* ≥ 1 with no such link (Hermes continued the turn itself, as
+      a backend with auto-continue does) continues the run of the same session whose continuation *n* the
+      tray started (``dispatched`` with ``attempt`` *n*) last before it began.
+
+    Runs with neither are turns of their own (a first interruption, a configuration change). Chains are
+    followed to their first run; a cycle (a hand-edited journal) stops where it would repeat."""
+    runs: dict[str, dict[str, Any]] = {}
+    parent: dict[str, str] = {}
+    for ev in events:
+        tid = str(ev.get("turn_id") or "")
+        if not tid or ev.get("event") == CONFIG_CHANGED:
+            continue
+        run = runs.setdefault(tid, {"home": ev.get("home"), "key": ev.get("session_key"),
+                                    "started": ev.get("started_at"), "attempts": None, "dispatched": []})
+        attempts = _attempts_key(ev.get("attempts"))
+        if attempts is not None and ev.get("event") != "continuing":
+            run["attempts"] = attempts
+        if ev.get("event") == "dispatched":
+            n, at = _attempts_key(ev.get("attempt")), ev.get("created_at")
+            if n is not None and isinstance(at, (int, float)) and not isinstance(at, bool):
+                run["dispatched"].append((n, float(at)))
+        original = ev.get("original_started_at")
+        if ev.get("event") == "continuing" and isinstance(original, (int, float)) and not isinstance(original, bool):
+            home, key = ev.get("home"), ev.get("session_key")
+            if isinstance(home, str) and isinstance(key, str):
+                up = _turn_id(home, key, original)
+                if up != tid:
+                    parent[tid] = up
+    by_session: dict[tuple[Any, Any], list[str]] = {}
+    for tid, run in runs.items():
+        by_session.setdefault((run["home"], run["key"]), []).append(tid)
+    for tid, run in runs.items():
+        n, started = run["attempts"], run["started"]
+        if tid in parent or not n or not isinstance(started, (int, float)) or isinstance(started, bool):
+            continue
+        best: tuple[float, str] | None = None
+        for other in by_session[(run["home"], run["key"])]:
+            if other == tid:
+                continue
+            for attempt, at in runs[other]["dispatched"]:
+                if attempt == n and at <= started + DISPATCH_SLACK and (best is None or at > best[0]):
+                    best = (at, other)
+        if best is not None:
+            parent[tid] = best[1]
+    roots: dict[str, str] = {}
+    for tid in runs:
+        seen = [tid]
+        up = parent.get(tid)
+        while up is not None and up not in seen:
+            seen.append(up)
+            up = parent.get(up)
+        roots[tid] = seen[-1]
+    return roots
 
 
 def default_journal() -> DecisionJournal:

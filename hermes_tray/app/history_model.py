@@ -108,6 +108,17 @@ class TurnHistory:
     def last_at(self) -> float:
         return max((when_of(e) for e in self.events), default=0.0)
 
+    def tries(self) -> int:
+        """How many continuations the turn had: the highest attempt any of its runs names (a run with its
+        own marker journals both ``continuing`` and ``dispatched`` for one try: counting events counted it twice)."""
+        best = 0
+        for e in self.events:
+            for name in ("attempt", "attempts"):
+                v = field_of(e, name, None)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    best = max(best, v)
+        return best
+
     def names(self) -> list[str]:
         return [str(field_of(e, "event", "")) for e in self.events]
 
@@ -121,7 +132,7 @@ class TurnHistory:
             if name not in DECISIVE:
                 continue
             if name == "gave-up":
-                n = sum(1 for x in names if x in ("dispatched", "continuing"))
+                n = self.tries()
                 reason = field_of(e, "reason", "")
                 return f"gave up after {n} continuation{'s' if n != 1 else ''}" + (f" ({reason})" if reason else "")
             if name == "failed":
@@ -156,9 +167,18 @@ class TurnHistory:
 
 
 def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
-    """Journal entries (any order) → one :class:`TurnHistory` per turn, newest activity first."""
-    turns: dict[str, TurnHistory] = {}
+    """Journal entries (any order) → one :class:`TurnHistory` per interrupted turn, newest activity first.
+
+    Which turn an event belongs to is the engine's one rule (``decisions.turn_roots``): the events of a turn's
+    continuations (attempt 1, 2, …, each a marker with its own ``started_at``) land in its row."""
+    from hermes_tray_core.decisions import turn_roots
+
     order = sorted(entries, key=when_of)
+    fields = ("event", "turn_id", "home", "session_key", "started_at", "attempts", "attempt", "created_at",
+              "original_started_at")
+    roots = turn_roots({f: field_of(e, f, None) for f in fields} for e in order)
+    turns: dict[str, TurnHistory] = {}
+    firsts: dict[str, float | None] = {}  # the started_at of each run, to date a turn by its first run
     for n, e in enumerate(order):
         event = str(field_of(e, "event", ""))
         home = str(field_of(e, "home", "") or "")
@@ -167,11 +187,18 @@ def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
             continue
         key = str(field_of(e, "session_key", "") or "")
         started = field_of(e, "started_at", None)
-        tid = str(field_of(e, "turn_id", "") or f"{home}\x1f{key}\x1f{started}")
+        run = str(field_of(e, "turn_id", "") or f"{home}\x1f{key}\x1f{started}")
+        tid = roots.get(run, run)
+        if run not in firsts and event != "continuing":
+            firsts[run] = _num(started) or None
         t = turns.get(tid)
         if t is None:
-            t = turns[tid] = TurnHistory(home, key, _num(started) or None)
+            t = turns[tid] = TurnHistory(home, key, None)
         t.events.append(e)
+    for tid, t in turns.items():
+        if not t.config:  # interrupted when its first run was (the root's own started_at when it is known)
+            t.started_at = firsts.get(tid) or min((v for r, v in firsts.items() if v and roots.get(r, r) == tid),
+                                                  default=None)
     return sorted(turns.values(), key=lambda t: t.last_at, reverse=True)
 
 
