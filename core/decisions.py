@@ -342,15 +342,20 @@ class DecisionJournal:
         """True once the user was notified or a decision was taken: a restart must not ask again."""
         return any(n in ANSWERED or n == "notified" for n in self.events_for(home, session_key, started_at))
 
-    def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None) -> list[dict]:
+    def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None,
+                homes: Sequence[Path | str] | None = None) -> list[dict]:
         """The newest ``limit`` decisions and configuration changes, newest first — one journal, so
-        both kinds come interleaved in the order they happened (optionally for one home / session;
-        a session filter leaves configuration changes out, a home filter keeps that home's)."""
+        both kinds come interleaved in the order they happened (optionally for one home and one session;
+        a session filter leaves configuration changes out, a home filter keeps that home's). ``homes``: only
+        what concerns any of these homes, and the tray's own settings changes (they concern no home)."""
         events = self._load().events
-        hk = home_key(home) if home is not None else None
+        wanted = [*([home] if home is not None else []), *(homes or ())]
+        keys = {home_key(h) for h in wanted} if home is not None or homes is not None else None
+        tray = home is None and homes is not None  # the tray's own settings pass a ``homes`` filter
         out: list[dict] = []
         for ev in reversed(events):
-            if hk is not None and ev.get("home") != hk:
+            if keys is not None and ev.get("home") not in keys and not (
+                    tray and ev.get("home") is None and ev.get("event") == CONFIG_CHANGED):
                 continue
             if session_key is not None and ev.get("session_key") != session_key:
                 continue
