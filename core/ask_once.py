@@ -115,20 +115,21 @@ class AskOnce:
         self._unshown_retry = 0.0  # …from this clock() on
 
     # --- the journal ----------------------------------------------------------------------------
-    def asked_before(self, record: TurnRecord, *, unreadable: bool) -> bool:
+    def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
         """Notified or decided already; ``unreadable`` is the answer when the journal cannot be read."""
         try:
-            return self._journal().was_asked(record.home, record.session_key, record.started_at)
+            return (journal or self._journal()).was_asked(record.home, record.session_key, record.started_at)
         except Exception:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return unreadable
 
-    def skipped_before(self, record: TurnRecord) -> bool:
+    def skipped_before(self, record: TurnRecord, journal: TurnJournal | None = None) -> bool:
         """This very turn was skipped — the tombstone's rule (session key + ``started_at`` + ``attempts``, as
         :func:`core.exactly_once.tombstoned` applies it to raw entries): it reappearing means a writer
         resurrected it. A later attempt of the same run is a new question, not a skip to repeat."""
         try:
-            return self._journal().is_tombstoned(record.home, record.session_key, record.started_at, record.attempts)
+            return (journal or self._journal()).is_tombstoned(record.home, record.session_key, record.started_at,
+                                                              record.attempts)
         except Exception:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return False
@@ -150,21 +151,27 @@ class AskOnce:
         if self._unshown and self.clock() >= self._unshown_retry:
             self._seen -= self._unshown
             self._unshown.clear()
+        journal: TurnJournal | None = None  # resolved once a review (naming it asks platformdirs)
         for key, rec in pending.items():
             i = now_idents[key]
             if i in self._seen:
                 continue
             self._seen.add(i)
-            if self.skipped_before(rec):
+            if journal is None:
+                try:
+                    journal = self._journal()
+                except Exception:
+                    log.warning("cannot open the decision journal", exc_info=True)
+            if self.skipped_before(rec, journal):
                 out.reskip.append((key, rec))
             elif mode == Mode.AUTO:
                 # never continue a turn someone already asked about, decided, or that ran to an end
-                if self.asked_before(rec, unreadable=True):
+                if self.asked_before(rec, unreadable=True, journal=journal):
                     log.info("auto mode: not resuming %s/%s: the journal has it asked or answered",
                              rec.profile, rec.session_key)
                 else:
                     out.resume.append(key)
-            elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False):
+            elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False, journal=journal):
                 out.ask.append(rec)
         return out
 
@@ -189,16 +196,28 @@ class AskOnce:
         return self._journal()
 
     def journal_notified(self, turns: Sequence[TurnRecord], *, via: str, journal: TurnJournal | None = None) -> None:
-        """Journal ``notified`` in ``journal`` (default: :meth:`journal`). A durable append: callers
-        with an event loop run it off that thread, passing the journal they resolved when they asked.
+        """Journal ``notified`` in ``journal`` (default: :meth:`journal`), every turn in one write (a storm of
+        10,000 is one append and one fsync, not 10,000). A durable append: callers with an event loop run
+        it off that thread, passing the journal they resolved when they asked.
         Bookkeeping: a failure is logged; a later restart may then ask once more, nothing worse."""
         target = journal if journal is not None else self._journal()
-        for t in turns:
+        rows = [{"event": "notified", "home": str(t.home), "session_key": t.session_key, "started_at": t.started_at,
+                 "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
+        if not rows:
+            return
+        many = getattr(target, "record_many", None)
+        if many is not None:
             try:
-                target.record("notified", home=str(t.home), session_key=t.session_key,
-                                       started_at=t.started_at, profile=t.profile, attempts=t.attempts, via=via)
+                many(rows)
+                return
+            except Exception:  # one bad turn (a hostile key) must not cost the others their record
+                log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows),
+                            exc_info=True)
+        for row in rows:
+            try:
+                target.record(row.pop("event"), **row)
             except Exception:
-                log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
+                log.warning("could not journal 'notified' for %s", row.get("session_key"), exc_info=True)
 
 
 def _default_journal() -> TurnJournal:

@@ -23,6 +23,7 @@ import json
 import os
 import threading
 import time
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +34,7 @@ from hermes_tray_core.ids import validate_session_id
 __all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
     "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_tombstoned",
-    "record", "record_config_change", "turn_status", "was_asked"]
+    "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
 
 JOURNAL_ID = "decisions"
 EVENTS = (
@@ -70,13 +71,22 @@ def home_key(home: Path | str) -> str:
         return str(path.absolute())
 
 
+#: How long a read of the journal reuses a home's :func:`home_key` (a scan asks once per marker: 10,000 path
+#: resolutions were most of a crash storm's first look, tests/gui/test_helper.py). Writes always resolve.
+READ_KEY_SECONDS = 1.0
+
+
 def _started_repr(started_at: float | int | None) -> str:
     return "none" if started_at is None else repr(float(started_at))
 
 
 def decision_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
     """Deterministic ``YYYYmmddTHHMMSSZ-<12 hex>`` for one interrupted turn."""
-    digest = sha256_hex(f"{home_key(home)}\0{session_key}\0{_started_repr(started_at)}".encode())[:12]
+    return _turn_id(home_key(home), session_key, started_at)
+
+
+def _turn_id(canonical_home: str, session_key: str, started_at: float | int | None) -> str:
+    digest = sha256_hex(f"{canonical_home}\0{session_key}\0{_started_repr(started_at)}".encode())[:12]
     try:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(float(started_at or 0)))
     except (OverflowError, OSError, ValueError):
@@ -111,6 +121,35 @@ def _clean(name: str, value: Any) -> Any:
     raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
 
 
+def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fields: Mapping[str, Any], *,
+                  canonical: bool = False) -> dict[str, Any]:
+    """One turn decision as the journal stores it, after every refusal (see :meth:`DecisionJournal.record`).
+    ``canonical``: ``home`` is already its :func:`home_key`."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
+    if event == CONFIG_CHANGED:
+        raise ValueError("configuration changes are recorded with record_config_change()")
+    validate_session_id(session_key, what="session key")
+    if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
+        raise TypeError("started_at must be a number or None")
+    bad = FORBIDDEN_FIELDS.intersection(fields)
+    if bad:
+        raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+    reserved = RESERVED_FIELDS.intersection(fields)
+    if reserved:
+        raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+    hk = home if canonical else home_key(home)
+    payload: dict[str, Any] = {
+        "event": event,
+        "turn_id": _turn_id(hk, session_key, started_at),
+        "home": hk,
+        "session_key": session_key,
+        "started_at": None if started_at is None else float(started_at),
+    }
+    payload.update({k: _clean(k, v) for k, v in fields.items()})
+    return payload
+
+
 class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
@@ -137,6 +176,17 @@ class DecisionJournal:
         self.max_bytes = max_bytes
         self._cache = _Cache()
         self._lock = threading.Lock()
+        self._read_keys: dict[str, tuple[float, str]] = {}
+
+    def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
+        """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
+        text, now = os.fspath(home), time.monotonic()
+        hit = self._read_keys.get(text)
+        if hit is None or now - hit[0] >= READ_KEY_SECONDS:
+            if len(self._read_keys) > 256:
+                self._read_keys.clear()
+            hit = self._read_keys[text] = (now, home_key(home))
+        return _turn_id(hit[1], session_key, started_at)
 
     @property
     def path(self) -> Path:
@@ -150,28 +200,25 @@ class DecisionJournal:
     ) -> dict:
         """Append one decision and return it as written. Refuses unknown events, prompt-bearing
         fields and non-scalar values (``ValueError`` / ``TypeError``), writing nothing."""
-        if event not in EVENTS:
-            raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
-        if event == CONFIG_CHANGED:
-            raise ValueError("configuration changes are recorded with record_config_change()")
-        validate_session_id(session_key, what="session key")
-        if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
-            raise TypeError("started_at must be a number or None")
-        bad = FORBIDDEN_FIELDS.intersection(fields)
-        if bad:
-            raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
-        reserved = RESERVED_FIELDS.intersection(fields)
-        if reserved:
-            raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
-        payload: dict[str, Any] = {
-            "event": event,
-            "turn_id": decision_turn_id(home, session_key, started_at),
-            "home": home_key(home),
-            "session_key": session_key,
-            "started_at": None if started_at is None else float(started_at),
-        }
-        payload.update({k: _clean(k, v) for k, v in fields.items()})
+        payload = _turn_payload(event, home, session_key, started_at, fields)
         written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def record_many(self, decisions: Sequence[Mapping[str, Any]]) -> list[dict]:
+        """Append several decisions in one journal write (one fsync): a crash storm of N turns is one write,
+        not N. Each item holds ``event``, ``home``, ``session_key``, ``started_at`` and its fields, as
+        :meth:`record` takes them; one refused item writes none."""
+        payloads = []
+        keys: dict[str, str] = {}  # each home resolved once for the whole batch
+        for d in decisions:
+            fields = {k: v for k, v in d.items() if k not in ("event", "home", "session_key", "started_at")}
+            home = os.fspath(d.get("home", ""))
+            if home not in keys:
+                keys[home] = home_key(home)
+            payloads.append(_turn_payload(str(d.get("event")), keys[home], d.get("session_key"),
+                                          d.get("started_at"), fields, canonical=True))
+        written = journal.append_turn_journal_events(JOURNAL_ID, payloads, session_dir=self.directory)
         self._bound()
         return written
 
@@ -264,7 +311,7 @@ class DecisionJournal:
 
     def events_for(self, home: Path | str, session_key: str, started_at: float | int | None) -> list[str]:
         """Event names recorded for one turn, in append order."""
-        return list(self._load().by_turn.get(decision_turn_id(home, session_key, started_at), ()))
+        return list(self._load().by_turn.get(self._read_turn_id(home, session_key, started_at), ()))
 
     def turn_status(self, home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
         """The latest event recorded for the turn, or None if the tray never saw it."""
@@ -286,7 +333,7 @@ class DecisionJournal:
         if not skips:
             return False  # nothing was ever skipped: no need to name the turn (a path resolve and a digest)
         want = _attempts_key(attempts)
-        for got in skips.get(decision_turn_id(home, session_key, started_at), ()):
+        for got in skips.get(self._read_turn_id(home, session_key, started_at), ()):
             if got is None or got == want:
                 return True
         return False
@@ -295,15 +342,20 @@ class DecisionJournal:
         """True once the user was notified or a decision was taken: a restart must not ask again."""
         return any(n in ANSWERED or n == "notified" for n in self.events_for(home, session_key, started_at))
 
-    def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None) -> list[dict]:
+    def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None,
+                homes: Sequence[Path | str] | None = None) -> list[dict]:
         """The newest ``limit`` decisions and configuration changes, newest first — one journal, so
-        both kinds come interleaved in the order they happened (optionally for one home / session;
-        a session filter leaves configuration changes out, a home filter keeps that home's)."""
+        both kinds come interleaved in the order they happened (optionally for one home and one session;
+        a session filter leaves configuration changes out, a home filter keeps that home's). ``homes``: only
+        what concerns any of these homes, and the tray's own settings changes (they concern no home)."""
         events = self._load().events
-        hk = home_key(home) if home is not None else None
+        wanted = [*([home] if home is not None else []), *(homes or ())]
+        keys = {home_key(h) for h in wanted} if home is not None or homes is not None else None
+        tray = home is None and homes is not None  # the tray's own settings pass a ``homes`` filter
         out: list[dict] = []
         for ev in reversed(events):
-            if hk is not None and ev.get("home") != hk:
+            if keys is not None and ev.get("home") not in keys and not (
+                    tray and ev.get("home") is None and ev.get("event") == CONFIG_CHANGED):
                 continue
             if session_key is not None and ev.get("session_key") != session_key:
                 continue
@@ -313,22 +365,93 @@ class DecisionJournal:
         return out
 
     def turns(self, limit: int = 100) -> list[dict]:
-        """Decisions grouped per turn for a History window, most recently active first:
-        ``{"turn_id", "home", "session_key", "started_at", "status", "events": [...]}``.
-        Configuration changes concern no turn and are left out (see :meth:`history`)."""
+        """Decisions grouped per interrupted turn (:func:`turn_roots`: a turn's continuations are in its
+        group), most recently active first: ``{"turn_id", "home", "session_key", "started_at", "status",
+        "events": [...]}``. Configuration changes concern no turn and are left out (see :meth:`history`)."""
+        events = [ev for ev in self._load().events if ev.get("event") != CONFIG_CHANGED]
+        roots = turn_roots(events)
         grouped: dict[str, dict] = {}
-        for ev in self._load().events:
-            if ev.get("event") == CONFIG_CHANGED:
-                continue
-            tid = str(ev.get("turn_id") or "")
+        for ev in events:
+            tid = roots.get(str(ev.get("turn_id") or ""), str(ev.get("turn_id") or ""))
             g = grouped.pop(tid, None) or {
                 "turn_id": tid, "home": ev.get("home"), "session_key": ev.get("session_key"),
                 "started_at": ev.get("started_at"), "events": [],
             }
-            g["events"].append({k: v for k, v in ev.items() if k not in ("version", "session_id", "turn_id")})
+            g["events"].append({k: v for k, v in ev.items() if k not in ("version", "session_id")})
             g["status"] = ev.get("event")
             grouped[tid] = g  # re-inserted: dict order = last activity
         return list(reversed(grouped.values()))[:limit]
+
+
+#: How long after a continuation's dispatch Hermes may still be writing that continuation's marker (its
+#: ``started_at``): Hermes writes it when the continued turn starts, the tray journals ``dispatched`` once Hermes
+#: has answered — either may come first.
+DISPATCH_SLACK = 120.0
+
+
+def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The one rule for which interrupted turn an event belongs to: ``{turn_id: the turn_id of its turn}``.
+
+    A journal ``turn_id`` names one *run* (home + session + the marker's ``started_at``); every continuation
+    Hermes or the tray starts writes a new ``started_at``. A person thinks of the turn, across its
+    continuations (attempt 1, 2, …), so a run belongs to the turn it continues:
+
+    * a ``continuing`` event (the tray is about to submit its note; the marker it keeps for that run) is
+      recorded under the continuation's new ``started_at`` and names the run it continues
+      (``original_started_at``);
+    * a run whose marker counts ``attempts`` = *n* ≥ 1 with no such link (Hermes continued the turn itself, as
+      a backend with auto-continue does) continues the run of the same session whose continuation *n* the
+      tray started (``dispatched`` with ``attempt`` *n*) last before it began.
+
+    Runs with neither are turns of their own (a first interruption, a configuration change). Chains are
+    followed to their first run; a cycle (a hand-edited journal) stops where it would repeat."""
+    runs: dict[str, dict[str, Any]] = {}
+    parent: dict[str, str] = {}
+    for ev in events:
+        tid = str(ev.get("turn_id") or "")
+        if not tid or ev.get("event") == CONFIG_CHANGED:
+            continue
+        run = runs.setdefault(tid, {"home": ev.get("home"), "key": ev.get("session_key"),
+                                    "started": ev.get("started_at"), "attempts": None, "dispatched": []})
+        attempts = _attempts_key(ev.get("attempts"))
+        if attempts is not None and ev.get("event") != "continuing":
+            run["attempts"] = attempts
+        if ev.get("event") == "dispatched":
+            n, at = _attempts_key(ev.get("attempt")), ev.get("created_at")
+            if n is not None and isinstance(at, (int, float)) and not isinstance(at, bool):
+                run["dispatched"].append((n, float(at)))
+        original = ev.get("original_started_at")
+        if ev.get("event") == "continuing" and isinstance(original, (int, float)) and not isinstance(original, bool):
+            home, key = ev.get("home"), ev.get("session_key")
+            if isinstance(home, str) and isinstance(key, str):
+                up = _turn_id(home, key, original)
+                if up != tid:
+                    parent[tid] = up
+    by_session: dict[tuple[Any, Any], list[str]] = {}
+    for tid, run in runs.items():
+        by_session.setdefault((run["home"], run["key"]), []).append(tid)
+    for tid, run in runs.items():
+        n, started = run["attempts"], run["started"]
+        if tid in parent or not n or not isinstance(started, (int, float)) or isinstance(started, bool):
+            continue
+        best: tuple[float, str] | None = None
+        for other in by_session[(run["home"], run["key"])]:
+            if other == tid:
+                continue
+            for attempt, at in runs[other]["dispatched"]:
+                if attempt == n and at <= started + DISPATCH_SLACK and (best is None or at > best[0]):
+                    best = (at, other)
+        if best is not None:
+            parent[tid] = best[1]
+    roots: dict[str, str] = {}
+    for tid in runs:
+        seen = [tid]
+        up = parent.get(tid)
+        while up is not None and up not in seen:
+            seen.append(up)
+            up = parent.get(up)
+        roots[tid] = seen[-1]
+    return roots
 
 
 def default_journal() -> DecisionJournal:

@@ -36,7 +36,7 @@ from hermes_tray_core import journal_fds
 from hermes_tray_core.fsutil import atomic_write_bytes, fsync_dir, lock_fd, sweep_stale_temps, unlock_fd
 
 __all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "append_turn_journal_event",
-    "append_turn_journal_event_for_stream", "compact_turn_journal", "derive_turn_journal_states",
+    "append_turn_journal_event_for_stream", "append_turn_journal_events", "compact_turn_journal", "derive_turn_journal_states",
     "is_terminal_turn_event", "iter_turn_journal_session_ids", "journal_dir", "journal_path",
     "make_turn_id", "pending_turns", "read_journal_files", "read_turn_journal", "shard_paths",
     "turn_journal_files", "validate_journal_session_id"]
@@ -249,6 +249,18 @@ def append_turn_journal_event(session_id: str, event: dict, *, session_dir: Path
     line = _encode(payload)  # raises (nothing written) for a value JSON cannot hold
     _append(_cached_path(session_id, os.fspath(session_dir)), line)
     return _as_written(payload, line)
+
+
+def append_turn_journal_events(session_id: str, events: Sequence[dict], *, session_dir: Path | str) -> list[dict]:
+    """Append several events as one write and one fsync (a crash storm is one journal write, not one per
+    turn); returns them as written. All are checked before anything is written: one bad event writes none.
+    They share one ``created_at`` unless an event brings its own."""
+    now = time.time()
+    payloads = [_prepare(session_id, {"created_at": now, **e} if isinstance(e, dict) else e) for e in events]
+    lines = [_encode(p) for p in payloads]
+    if lines:
+        _append(_cached_path(session_id, os.fspath(session_dir)), b"".join(lines))
+    return [_as_written(p, line) for p, line in zip(payloads, lines, strict=True)]
 
 
 def _latest_turn_id_for_stream(events: Iterable[dict], stream_id: str) -> str | None:

@@ -162,6 +162,10 @@ def _owner_lookup(home: Path, key: str):
 _MISS = object()
 
 
+class _NoApp(dict):
+    """This scan found no running Hermes app at all (``open_sessions.none_running``): every home's answer is empty."""
+
+
 # ---------------------------------------------------------------------------------------------
 # the scanner
 
@@ -193,13 +197,15 @@ class Scanner:
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
                  process_finder: Any = None, config_reader: ConfigReader | None = None,
-                 parallel: bool = False) -> None:
+                 parallel: bool = False, ask_running_hermes: bool = False) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
         (default: look at the process table), asked at most once per scan. ``config_reader``: reads this
         scan's changed ``config.yaml`` files elsewhere, all in one call (the tray: in a short-lived process of
         its own, so PyYAML never stays resident in a long-running one); see :data:`ConfigReader`. ``parallel``:
         a cold scan may fork a helper process for part of its parsing (:meth:`_prefetch`); only for a
-        short-lived, single-threaded caller (``hermes-tray status``)."""
+        short-lived, single-threaded caller (``hermes-tray status``). ``ask_running_hermes``: before a turn is
+        offered, ask the running Hermes of its home which sessions it has open (``core.open_sessions``); a
+        session open there reads as open in Hermes (a live owner), not as waiting for a Resume."""
         self.homes = list(homes)
         self.cache_file = cache_file
         self._config_reader = config_reader
@@ -215,6 +221,9 @@ class Scanner:
         self._process_finder = process_finder
         self._owner_of: Any = None
         self._journal: Any = None  # core.decisions.DecisionJournal, once per scan
+        self._ask_app = ask_running_hermes
+        self._open_in_app: dict[str, dict[str, int]] = {}  # home -> {session key: pid}, asked once per scan
+        self._dashboards_now: Any = None  # the running Hermes apps (HermesProcesses), looked at once per scan
         self._logged: set[tuple[str, str, str]] = set()
         self._dirty = False
         if cache_file is not None:
@@ -256,6 +265,8 @@ class Scanner:
         self._managed_now = None
         self._processes = None
         self._journal = None
+        self._open_in_app = {}
+        self._dashboards_now = None
         self._read_configs_elsewhere()
         self._listings = {}
         if self._parallel:
@@ -574,6 +585,13 @@ class Scanner:
             decision = decide(entry, config=config, writer=writer, now=now, source=source,
                               lease=lstate, owner=ostate, activity_detail="; ".join(details),
                               backend=backend, backend_detail=backend_detail)
+            if self._ask_app and decision.verdict not in (Verdict.RUNNING, Verdict.NOT_OURS):
+                pid = self._open_sessions(home).get(key)
+                if pid is not None:  # open in the Hermes app: a live owner, as Hermes' registry would say
+                    details.append(f"open in your running Hermes, pid {pid}")
+                    decision = decide(entry, config=config, writer=writer, now=now, source=source,
+                                      lease=lstate, owner="alive", activity_detail="; ".join(details),
+                                      backend=backend, backend_detail=backend_detail)
         mapping = entry if isinstance(entry, Mapping) else {}
         holder = self._holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
         record = TurnRecord(
@@ -613,6 +631,42 @@ class Scanner:
             except OSError:
                 self._owner_of = _owner_lookup
         return self._owner_of(home.path, key) if self._owner_of else None
+
+    def _open_sessions(self, home: Home) -> dict[str, int]:
+        """The sessions the running Hermes of ``home`` has open (``core.open_sessions``), once per scan."""
+        key = str(home.path)
+        if isinstance(self._open_in_app, _NoApp):
+            return {}
+        if key not in self._open_in_app:
+            from hermes_tray_core import open_sessions
+
+            if self._processes is None and not self._open_in_app and open_sessions.none_running():
+                self._open_in_app = _NoApp()  # no app runs: no process-table look, for any home of this scan
+                return {}
+            procs = self._processes if self._processes is not None else self._dashboards()
+            found: dict[str, int] = {}
+            if not isinstance(procs, Exception):
+                from hermes_tray_core.open_sessions import open_in_backends
+
+                try:
+                    found = open_in_backends(home.path, procs)
+                except Exception as exc:  # a nicety: the resume path asks again before it continues
+                    logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
+            self._open_in_app[key] = found
+        return self._open_in_app[key]
+
+    def _dashboards(self):
+        """The running Hermes apps alone (their command lines; the environment of those few): cheaper than
+        :meth:`_hermes_processes`, once per scan."""
+        if self._dashboards_now is None:
+            from hermes_tray_core.hermes_processes import HermesProcesses
+            from hermes_tray_core.vocab import ProcessKind
+
+            try:
+                self._dashboards_now = HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
+            except Exception as exc:
+                self._dashboards_now = exc
+        return self._dashboards_now
 
     def _hermes_processes(self):
         """One look at the process table per scan (only when a verdict depends on it)."""

@@ -45,6 +45,7 @@ class RunResult:
     # none ran. ``where`` says it for a user ("in your running Hermes (pid N)" / "in a separate Hermes process").
     ran_in: str = ""
     where: str = ""
+    verdict: str = ""  # a ``not-actionable`` refusal's verdict (running, disabled, stale, unsure, settled)
 
 
 @dataclass(frozen=True)

@@ -19,11 +19,12 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
+from hermes_tray import words
 from hermes_tray.app.settings_model import SettingsSnapshot
 from hermes_tray.app.viewstate import (
     RecentItem,
@@ -49,8 +50,6 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
-STOPPED_TEXT = ("stopped as you asked. Like Hermes' own Stop, this ends the turn for good: it will not "
-                "be continued again.")
 
 
 def stop_budget() -> float:
@@ -110,13 +109,18 @@ def _end_descendants(*, since: float, grace: float = 2.0) -> None:
         log.warning("ended process %s left by a continuation", p.pid)
 
 
-def gave_up_text(rec: TurnRecord) -> str:
-    """The body of "Hermes gave up on a turn": how many continuations (the user's and automatic
-    ones alike count against Hermes' budget) and that nothing more will happen by itself."""
+def gave_up_text(label: str, rec: TurnRecord, *, in_app: bool = True) -> str:
+    """The body of "Hermes gave up on a turn": after how many tries (the user's and automatic ones alike
+    count against Hermes' budget), and what is left to do."""
     n = rec.attempts if isinstance(rec.attempts, int) and not isinstance(rec.attempts, bool) else 0
-    tries = f"{n} continuation{'s' if n != 1 else ''}" if n else "its continuations"
-    return (f"{turn_label(rec)} was interrupted again after {tries}, the most this home allows. "
-            "It will not be continued again; open the session in Hermes to finish it.")
+    e = words.ending(Outcome.GAVE_UP, attempts=n or None, in_app=in_app)
+    return f"{label}\n{e.what}. {e.why} {e.can_do}".rstrip()
+
+
+def _body(label: str, e: words.Ending) -> str:
+    """A notification's body: the turn, then what happened and what is left to do, one fact a sentence."""
+    what = "" if e.what in ("Not resumed", "Stopped") else f"{e.what}."
+    return "\n".join(x for x in (label, " ".join(y for y in (what, e.why, e.can_do) if y)) if x)
 
 
 def _split_key(key: str) -> tuple[str, str]:
@@ -160,9 +164,11 @@ class Controller(QObject):
         autostart: AutoStart | None = None,
         quiet: Callable[[], bool] = lambda: False,
         role: str = "tray",
+        demo: bool = False,
         parent: QObject | None = None,
     ) -> None:
         super().__init__(parent)
+        self.demo = demo  # the demo's simulated Hermes has no app: no "finish it in Hermes" there
         self.engine = engine
         self.notifier = notifier
         self.autostart = autostart
@@ -189,6 +195,10 @@ class Controller(QObject):
         # the GUI thread: a locked state.db or lease store (10 s busy timeout) never freezes the UI.
         self._writer = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tray-write")
         self._writes = 0  # submitted and not handed back yet
+        self._quitting = threading.Event()  # set by shutdown: bookkeeping not started yet is dropped
+        # the rows of the last publish, by turn key: a record that did not change is not re-worded (a storm of
+        # 10,000 turns made every publish cost 0.4 s of the GUI thread)
+        self._items: dict[str, tuple[TurnRecord, bool, float, TurnItem]] = {}
         notifier.activated.connect(self.on_note_activated)
         notifier.delivered.connect(self._on_delivered)
         self._progress.connect(self._on_progress)
@@ -240,8 +250,8 @@ class Controller(QObject):
                 ask.remove(rec)
                 _note_key, _title, out, _run = self._failures.pop(turn_key(rec.home, rec.session_key))
                 try:
-                    self.notes.announce([rec], title="Hermes turn failed again",
-                                        lead=f"The continuation did not finish: {out.message}")
+                    e = self._ending(out, stopped=False)
+                    self.notes.announce([rec], title=e.title or words.FAILED_AGAIN_TITLE, lead=e.why)
                 except Exception:
                     log.exception("could not announce a failed continuation")
                     self.ask.not_announced([rec])
@@ -265,11 +275,13 @@ class Controller(QObject):
     def _publish(self) -> None:
         show = bool(self._settings.show_prompts)
         scanned = self._report.finished or time.time()  # the records' ages are as of their scan
-        items = {k: turn_item(r, show_prompts=show, now=scanned) for k, r in self._records.items()}
+        items = {k: self._item(k, r, show, scanned) for k, r in self._records.items()}
+        self._items = {k: (self._records[k], show, scanned, i) for k, i in items.items()}
         shown = [k for k in self._pending_keys if k in items and k not in self._skipping]
         pending = tuple(items[k] for k in shown)
+        waiting = set(self._pending_keys)  # a set: a storm's 10,000 keys made this loop quadratic
         others = tuple(i for k, i in items.items()
-                       if k not in self._pending_keys and k not in self._runs and k not in self._skipping)
+                       if k not in waiting and k not in self._runs and k not in self._skipping)
         running = tuple(
             RunningItem(r.key, r.title, time.monotonic() - r.started, r.status, at=time.monotonic())
             for r in self._runs.values()
@@ -287,7 +299,9 @@ class Controller(QObject):
             problems=view_problems(self._report.problems, extra.get("problem_details"), homes_found=found),
             homes_found=bool(found),
             watching=tuple(extra.get("watching") or ()),
-            recent=recent_items(others, self._recent),
+            recent=recent_items(others, self._recent, in_app=not self.demo),
+            in_app=not self.demo,
+            demo=self.demo,
         )
         if running and not self._ticker.isActive():
             self._ticker.start()
@@ -295,6 +309,16 @@ class Controller(QObject):
             self._ticker.stop()
         self._state = state
         self.state_changed.emit(state)
+
+    def _label(self, rec: TurnRecord) -> str:
+        return turn_label(rec, show_prompts=bool(self._settings.show_prompts))
+
+    def _item(self, key: str, rec: TurnRecord, show: bool, scanned: float) -> TurnItem:
+        """The row of ``rec``, reused from the last publish when nothing it says has changed."""
+        last = self._items.get(key)
+        if last is not None and last[0] is rec and last[1] == show and last[2] == scanned:
+            return last[3]
+        return turn_item(rec, show_prompts=show, now=scanned)
 
     def _autostart_state(self) -> bool | None:
         if self.autostart is None:
@@ -305,12 +329,18 @@ class Controller(QObject):
             return None
 
     # --- the write worker ---------------------------------------------------------------------
-    def _off_thread(self, work: Callable[[], T], then: Callable[[T], None]) -> None:
+    def _off_thread(self, work: Callable[[], T], then: Callable[[T], None], *, bookkeeping: bool = False) -> None:
         """Run ``work`` on the write worker; ``then(result)`` runs on the GUI thread afterwards.
-        ``work`` must not raise (each caller turns exceptions into a result the user can read)."""
+        ``work`` must not raise (each caller turns exceptions into a result the user can read).
+        ``bookkeeping``: a write nobody asked for (a journal note, a silent re-skip): dropped rather than
+        started once the tray is quitting, so a stop request never waits for a storm's backlog."""
         self._writes += 1
 
         def run() -> None:
+            if bookkeeping and self._quitting.is_set():
+                log.info("quitting: a bookkeeping write was not started")
+                self._written.emit((None, None))
+                return
             try:
                 value: Any = work()
             except Exception:  # a caller bug: logged; ``then`` is not called with a half result
@@ -349,7 +379,7 @@ class Controller(QObject):
                 self._pending_keys.remove(key)
             self._publish()
 
-        self._off_thread(lambda: self._engine_skip(rec, "re-skip"), then)
+        self._off_thread(lambda: self._engine_skip(rec, "re-skip"), then, bookkeeping=True)
 
     # --- acting -------------------------------------------------------------------------------
     def resume(self, key: str, *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
@@ -361,7 +391,7 @@ class Controller(QObject):
         rec = record if record is not None else self._records.get(key)
         if rec is None or key in self._runs or key in self._skipping:
             return False
-        run = _Run(key, turn_label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
+        run = _Run(key, self._label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
         self._runs[key] = run
         self._resumed.add(key)
         if key in self._pending_keys:
@@ -401,8 +431,11 @@ class Controller(QObject):
                 if key in self._pending_keys:
                     self._pending_keys.remove(key)
                 self.notes.resolved({(str(rec.home), rec.session_key)})
+                held = words.held("skipped")
+                self._add_recent(RecentItem(key, self._label(rec), held.what, held.why, "", time.time(),
+                                            str(rec.home), session_key=rec.session_key))
             else:
-                self.message.emit(reply.message or "Could not skip this turn")
+                self.message.emit(reply.message or "Could not skip this turn.")
             self._publish()
             self.skip_done.emit(key, reply.ok)
             self.rescan_requested.emit("skip")
@@ -505,7 +538,8 @@ class Controller(QObject):
         runs = list(self._runs.values())
         for run in runs:
             run.stop.set()
-        self._writer.shutdown(wait=True)  # a skip or settings save in flight is finished, not torn
+        self._quitting.set()
+        self._writer.shutdown(wait=True)  # a skip or settings save the user asked for is finished, not torn
         if not runs:
             return
         wait = stop_budget() if wait is None else wait
@@ -540,8 +574,7 @@ class Controller(QObject):
             # interruption of the same session is a different question, never answered by this button
             if not turns:  # withdrawn already (its turn was settled or replaced): a late press
                 log.info("answer to a withdrawn notification %s ignored", note_key)
-                self.message.emit("That notification is out of date (its turn changed or was settled); "
-                                  "nothing was done. Look at the menu for what is waiting.")
+                self.message.emit(words.OUT_OF_DATE)
                 return
             changed = []
             for t in turns:
@@ -556,9 +589,8 @@ class Controller(QObject):
             if changed:
                 log.info("notification answered for turns that changed since: %s",
                          ", ".join(turn_identity(t) for t in changed))
-                names = ", ".join(turn_label(t) for t in changed[:3])
-                self.message.emit(f"{names}: changed since the notification was shown; nothing was done. "
-                                  "Look at it again in the menu.")
+                names = ", ".join(self._label(t) for t in changed[:3])
+                self.message.emit(f"{names} {words.CHANGED_SINCE}")
         elif action == "disable":
             homes = sorted({str(t.home) for t in turns})
             self.set_backend_enabled(False, homes)
@@ -573,24 +605,27 @@ class Controller(QObject):
         new = self.ask.delivered(list(note.subjects), ok)
         if new:
             via, journal = self.notifier.name, self.ask.journal()  # the journal of now, not of when it runs
-            self._off_thread(lambda: self.ask.journal_notified(new, via=via, journal=journal), lambda _none: None)
+            self._off_thread(lambda: self.ask.journal_notified(new, via=via, journal=journal), lambda _none: None,
+                             bookkeeping=True)
         elif not ok:
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
 
+    def _ending(self, out: RunResult, *, stopped: bool) -> words.Ending:
+        return words.ending(out.outcome, code=out.code, verdict=out.verdict, stopped=stopped, attempts=out.attempts,
+                            ran_in=out.ran_in, in_app=not self.demo)
+
+    def _add_recent(self, item: RecentItem) -> None:
+        """The newest word on a turn replaces the older ones (a skip after "Not resumed" says "Skipped")."""
+        self._recent = [r for r in self._recent if r.key != item.key][-19:]
+        self._recent.append(item)
+
     def _remember(self, key: str, title: str, out: RunResult, *, stopped: bool) -> None:
-        """The turns window's "Recent" section: how this continuation ended, in words, with why."""
-        value = out.outcome.value
-        what, can_do = {
-            "completed": ("Resumed and finished", ""),
-            "gave-up": ("Hermes gave up on it", "Open the session in Hermes to finish it by hand."),
-            "refused": ("Not resumed", ""),
-            "stopped": ("Stopped (ended for good)", "Open the session in Hermes to go on by hand."),
-        }.get(value, ("Continuation did not finish", "If it is listed above, Resume tries again."))
-        if stopped and value != "completed":
-            what, can_do = "Stopped (ended for good)", "Open the session in Hermes to go on by hand."
-        why = "" if value == "completed" else out.message
-        self._recent = [r for r in self._recent if r.key != key][-19:]
-        self._recent.append(RecentItem(key, title, what, why, can_do, time.time(), _split_key(key)[0]))
+        """The turns window's "Recent" section: how this continuation ended, in words, with why; the
+        engine's own sentence is the details."""
+        e = self._ending(out, stopped=stopped)
+        home, session = _split_key(key)
+        self._add_recent(RecentItem(key, title, e.what, e.why, e.can_do, time.time(), home,
+                                    details=out.message, session_key=session))
 
     def _show_actions(self) -> tuple[Action, ...]:
         return (Action("default", "Show"),) if self.can_show else ()
@@ -601,7 +636,8 @@ class Controller(QObject):
         if note_key is None:
             self._outcomes += 1
             note_key = f"outcome-{self._outcomes}"
-        note = Note(note_key, "Hermes gave up on a turn", gave_up_text(rec), self._show_actions(),
+        note = Note(note_key, words.ending(Outcome.GAVE_UP).title,
+                    gave_up_text(self._label(rec), rec, in_app=not self.demo), self._show_actions(),
                     log_line=f"gave up: {turn_identity(rec)}", kind="gave-up")
         if self._settings.notify and not self.quiet():
             self.notifier.show(note)
@@ -617,8 +653,9 @@ class Controller(QObject):
             self._gave_up(rec, note_key)
             return
         who = turn_identity(run.record) if run is not None and run.record is not None else key
-        note = Note(note_key, "Hermes turn failed again", f"{title}: {out.message}", self._show_actions(),
-                    log_line=f"failed ({out.outcome.value}): {who}", kind="failed")
+        e = self._ending(out, stopped=False)
+        note = Note(note_key, e.title or words.FAILED_AGAIN_TITLE, _body(title, e), self._show_actions(),
+                    log_line=f"failed ({out.outcome.value}): {who}", kind=e.kind)
         if self._settings.notify and not (self.quiet() and run is not None and run.origin == "auto"):
             self.notifier.show(note)
 
@@ -641,21 +678,24 @@ class Controller(QObject):
     def _on_finished(self, key: str, out: RunResult) -> None:
         run = self._runs.pop(key, None)
         title = run.title if run else "Hermes turn"
-        self._remember(key, title, out, stopped=run is not None and run.stop.is_set())
+        if out.outcome is Outcome.GAVE_UP and out.attempts is None and run is not None and run.record is not None:
+            out = replace(out, attempts=run.record.attempts)  # refused at the budget: the tries the turn had
+        stopped = run is not None and run.stop.is_set() and out.outcome is not Outcome.COMPLETED
+        self._remember(key, title, out, stopped=stopped)
         who = turn_identity(run.record) if run is not None and run.record is not None else key
         self._outcomes += 1
         note_key = f"outcome-{self._outcomes}"
         outcome = out.outcome
+        e = self._ending(out, stopped=stopped)
         note: Note | None
         if outcome is Outcome.COMPLETED:
             line = first_line(out.answer, 160) if (out.answer and self._settings.show_prompts) else ""
-            body = f"{title}\n{line}" if line else f"{title} finished."
-            note = Note(note_key, "Hermes turn finished", body, self._show_actions(),
-                        log_line=f"finished: {who}", kind="finished")
+            body = "\n".join(x for x in (f"{title} finished.", e.why, line) if x)
+            note = Note(note_key, e.title, body, self._show_actions(), log_line=f"finished: {who}", kind=e.kind)
             self._answers[note_key] = _Answer(title, out.answer)
         elif outcome is Outcome.GAVE_UP:
-            note = Note(note_key, "Hermes gave up on a turn", f"{title}: {out.message}", self._show_actions(),
-                        log_line=f"gave up: {who}", kind="gave-up")
+            note = Note(note_key, e.title, _body(title, e), self._show_actions(), log_line=f"gave up: {who}",
+                        kind=e.kind)
             self._resumed.discard(key)  # said here: the scan that follows does not say it again
         elif outcome is Outcome.REFUSED and run is not None and run.origin == "auto" and out.code in ROUTINE_REFUSALS:
             # tray and helper both in auto mode: the other one won the claim (or already finished).
@@ -663,11 +703,9 @@ class Controller(QObject):
             log.info("auto resume of %s left to another process: %s", who, out.message)
             note = None
         elif outcome is Outcome.REFUSED:
-            note = Note(note_key, "Turn not resumed", f"{title}: {out.message}", log_line=f"refused: {who}",
-                        kind="refused")
-        elif outcome.value == "stopped" or (run is not None and run.stop.is_set()):
-            note = Note(note_key, "Continuation stopped", f"{title}: {STOPPED_TEXT}",
-                        log_line=f"stopped: {who}", kind="stopped")
+            note = Note(note_key, e.title, _body(title, e), log_line=f"refused: {who}", kind=e.kind)
+        elif stopped or outcome.value == "stopped":
+            note = Note(note_key, e.title, _body(title, e), log_line=f"stopped: {who}", kind=e.kind)
             self._resumed.discard(key)
         else:
             # said after the scan this finish triggers (or FAILURE_VERDICT_MS at the latest): only

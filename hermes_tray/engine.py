@@ -113,7 +113,7 @@ class CoreEngine:
         if self._scanner is None or key != self._scanner_homes:
             # the CLI's cache too: a warm start re-parses neither journals nor config.yaml
             self._scanner = Scanner(list(homes), cache_file=default_cache_file(),
-                                    config_reader=read_configs_in_child)
+                                    config_reader=read_configs_in_child, ask_running_hermes=True)
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []
@@ -125,10 +125,12 @@ class CoreEngine:
                 problems.append(f"{report.profile}: {p}")
                 marker = report.markers in ("corrupt", "unreadable") and "interrupted_turns" in p
                 details.append({"text": problems[-1], "folder": desktop if marker else
-                                (str(report.path) if report.exists else ""), "attention": report.exists})
+                                (str(report.path) if report.exists else ""), "attention": report.exists,
+                                "kind": "markers" if marker else "", "home": str(report.path)})
             for u in report.unsupported:
                 problems.append(f"{report.profile}: {u} (not supported yet)")
-                details.append({"text": problems[-1], "folder": desktop, "attention": True})
+                details.append({"text": problems[-1], "folder": desktop, "attention": True, "kind": "markers",
+                                "home": str(report.path)})
             if report.exists:
                 enabled.append(bool(report.config.enabled))
         backend_enabled: bool | None = True
@@ -290,7 +292,8 @@ class CoreEngine:
             log.warning("could not journal %r for %s", event, record.session_key, exc_info=True)
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
-        return list(decisions.history(limit))
+        """The decision journal, newest first; with homes given (``--home``), only what concerns them."""
+        return list(decisions.history(limit, homes=self.explicit_homes))
 
     def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
@@ -328,4 +331,5 @@ def run_result(result: ResumeResult) -> RunResult:
         code=result.code if outcome is Outcome.REFUSED else "",
         ran_in=str(cont.ran_in or "") if cont is not None and cont.dispatched else "",
         where=str(cont.where or "") if cont is not None and cont.dispatched else "",
+        verdict=str(result.verdict or "") if outcome is Outcome.REFUSED else "",
     )

@@ -427,3 +427,44 @@ def test_status_exits_without_teardown_but_loses_nothing(tree, tmp_path, other_t
     assert "at-exit handler ran" in after  # after the command, as at a normal exit
     assert ("the other thread finished" in after) is other_thread
     assert ("teardown ran" in after) is other_thread  # skipped, unless a thread made it a normal exit
+
+
+def test_every_exit_code_is_in_the_readme_table_and_autostart_status_uses_one():
+    """Issue 25.10: `autostart status` exited 1 when off, which the exit-code table did not cover. Every code
+    cli.main names (and `autostart status`'s "no") is a row of the README's table, with its meaning."""
+    import importlib
+    import re
+
+    main = importlib.import_module("hermes_tray.cli.main")
+    autostart = importlib.import_module("hermes_tray.cli.autostart")
+
+    readme = (REPO / "README.md").read_text()
+    table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", readme, re.M))
+    codes = {name: value for name, value in vars(main).items() if name.startswith("EXIT_")}
+    assert codes and all(str(v) in table for v in codes.values()), (codes, sorted(table))
+    assert "autostart status" in table[str(main.EXIT_NO)]
+    src = Path(autostart.__file__).read_text()
+    assert "return EXIT_NO" in src and src.count("EXIT_REFUSED") == 2  # imported, and used for a failure only
+
+
+def test_a_mistyped_command_lists_only_real_commands_and_the_worker_entry_still_works(tmp_path):
+    """Issue 25.10: a mistyped command listed the internal ``_resume-worker`` among the choices."""
+    proc = cli(tmp_path, "stauts")
+    assert proc.returncode == 2 and "invalid choice: 'stauts'" in proc.stderr
+    assert "'status'" in proc.stderr and "_resume-worker" not in proc.stderr
+    worker = subprocess.run([sys.executable, "-m", "hermes_tray", "_resume-worker"], cwd=REPO, env=env_for(tmp_path),
+                            input="{}\n", capture_output=True, text=True, timeout=60)  # a frozen build's worker
+    assert json.loads(worker.stdout)["message"] == "resume worker: bad request" and worker.returncode == 1
+
+
+def test_history_with_home_lists_only_that_home(tmp_path, tree):
+    """Issue 25.5: `history --home X` did not filter."""
+    root, work, env = tree
+    assert cli(tmp_path, "skip", "s-dead", "--home", str(root.path), env=env).returncode == 0
+    assert cli(tmp_path, "config", "set", "freshness_minutes", "30", "--home", str(work.path), env=env).returncode == 0
+    everything = json.loads(cli(tmp_path, "history", "--json", env=env).stdout)
+    assert {e["home"] for e in everything} == {str(root.path.resolve()), str(work.path.resolve())}
+    only = json.loads(cli(tmp_path, "history", "--json", "--home", str(work.path), env=env).stdout)
+    assert only and {e["home"] for e in only} == {str(work.path.resolve())}
+    text = cli(tmp_path, "history", "--home", str(root.path), env=env).stdout
+    assert "s-dead" in text and "freshness_minutes" not in text

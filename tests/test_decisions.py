@@ -7,6 +7,7 @@ import stat
 import subprocess
 import sys
 import textwrap
+import time
 from pathlib import Path
 
 import pytest
@@ -211,3 +212,54 @@ def test_threads_reading_one_journal_at_once_see_each_event_once(tmp_path):
         for t in threads:
             t.join()
         assert counts == [300] * 8 and len(shared.history(10_000)) == 300
+
+
+def test_record_many_is_one_write_and_refuses_all_or_nothing(dj, tmp_path):
+    """A crash storm is one journal write: every decision in one append (one created_at), each named by its
+    turn exactly as :meth:`record` names it; one refused item writes none of them."""
+    home = tmp_path / "hermes"
+    rows = [{"event": "notified", "home": home, "session_key": f"s{i}", "started_at": T0 + i, "attempts": 0}
+            for i in range(50)]
+    written = dj.record_many(rows)
+    assert len(written) == 50 and len({w["created_at"] for w in written}) == 1
+    assert dj.was_asked(home, "s7", T0 + 7) and not dj.was_asked(home, "s7", T0)
+    assert written[7]["turn_id"] == decisions.decision_turn_id(home, "s7", T0 + 7)
+    size = dj.path.stat().st_size
+    with pytest.raises(ValueError):
+        dj.record_many([{"event": "notified", "home": home, "session_key": "ok", "started_at": T0},
+                        {"event": "notified", "home": home, "session_key": "bad", "started_at": T0, "prompt": "x"}])
+    assert dj.path.stat().st_size == size
+
+
+def test_every_event_of_a_turn_and_its_continuations_belongs_to_its_first_run(dj, tmp_path):
+    """Issue 25.1: the journal names a run by its marker's started_at, and each continuation writes a new one.
+    Before, History showed a second, phantom row "running" holding only the ``continuing`` event (stamped
+    with the continuation's started_at). One rule (turn_roots) folds every run of a turn into the first."""
+    home = tmp_path / "hermes"
+    # the tray continued it itself (an older Hermes): continuing names the run it continues
+    dj.record("notified", home=home, session_key="legacy", started_at=T0, attempts=0)
+    dj.record("approved", home=home, session_key="legacy", started_at=T0, attempts=0)
+    dj.record("continuing", home=home, session_key="legacy", started_at=T0 + 30, attempt=1,
+              original_started_at=T0)
+    dj.record("dispatched", home=home, session_key="legacy", started_at=T0, attempt=1)
+    # …that continuation died too (its marker: attempts 1), was asked about and continued again
+    dj.record("notified", home=home, session_key="legacy", started_at=T0 + 30, attempts=1)
+    dj.record("continuing", home=home, session_key="legacy", started_at=T0 + 90, attempt=2,
+              original_started_at=T0 + 30)
+    dj.record("completed", home=home, session_key="legacy", started_at=T0 + 30, attempt=2)
+    # a Hermes that continues turns itself: no continuing event; its marker of attempt 1 was written as the
+    # continuation started, about when the tray journalled the dispatch
+    now = time.time()
+    dj.record("approved", home=home, session_key="g2", started_at=now - 60, attempts=0)
+    dj.record("dispatched", home=home, session_key="g2", started_at=now - 60, attempt=1)
+    dj.record("notified", home=home, session_key="g2", started_at=now - 0.5, attempts=1)
+    # a new interruption of the same session later (attempts 0 again) is a turn of its own
+    dj.record("notified", home=home, session_key="g2", started_at=now + 900, attempts=0)
+    events = list(reversed(dj.history(100)))
+    roots = decisions.turn_roots(events)
+    first = decisions.decision_turn_id(home, "legacy", T0)
+    assert {roots[e["turn_id"]] for e in events if e["session_key"] == "legacy"} == {first}
+    g2_first, g2_later = (decisions.decision_turn_id(home, "g2", t) for t in (now - 60, now + 900))
+    assert [roots[e["turn_id"]] for e in events if e["session_key"] == "g2"] == [g2_first] * 3 + [g2_later]
+    turns = dj.turns()
+    assert sorted(len(t["events"]) for t in turns) == [1, 3, 7]

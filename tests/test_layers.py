@@ -20,6 +20,7 @@ RANKS: dict[str, int] = {
     "hermes_tray.demo": 1,
     "hermes_tray.autostart": 1,
     "hermes_tray.format": 1,
+    "hermes_tray.words": 1,  # every sentence about a turn, keyed by the engine's typed codes
     "hermes_tray.app.settings_model": 1,
     "hermes_tray.app.icons": 1,
     "hermes_tray.app.events": 1,
@@ -40,7 +41,7 @@ RANKS: dict[str, int] = {
 
 # Modules that must stay importable without Qt (the engine's own package is checked the same way).
 QT_FREE = ("hermes_tray.contract", "hermes_tray.engine", "hermes_tray.format", "hermes_tray.app.settings_model",
-           "hermes_tray.notices")
+           "hermes_tray.notices", "hermes_tray.words")
 
 
 def _module_name(path: Path) -> str:

@@ -181,7 +181,11 @@ def test_cli_two_resumes_at_the_same_instant_run_one_turn(sim_roots, env, tmp_pa
     codes = sorted(p.returncode for p in procs)
     assert codes == [0, 1], outs
     loser = outs[[p.returncode for p in procs].index(1)]
+    winner = outs[[p.returncode for p in procs].index(0)]
     assert "Not resumed" in loser[1]
+    # issue 25.7: the loser never said "Resuming … Ctrl-C stops it …" before "Not resumed"
+    assert "Resuming" not in loser[0] + loser[1] and "Ctrl-C" not in loser[0] + loser[1], loser
+    assert "Resuming" in winner[0] and "Resumed and finished." in winner[0], winner
     assert len(read_turns(home)) == 1
     assert key not in list_turn_markers(home)
 
@@ -223,14 +227,14 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     while time.monotonic() < deadline and not any("message.start" in ln for ln in lines):
         time.sleep(0.05)
     gw_pid = list_turn_markers(home)[key]["writer_pid"]
-    assert any("Ctrl-C stops it; that ends the turn for good" in ln for ln in lines)  # said before
+    assert any("Ctrl-C stops it for good" in ln for ln in lines)  # said before
     p.send_signal(signal.SIGINT)
     assert p.stderr is not None
     err = p.stderr.read()
     p.wait(timeout=30)
     reader.join(timeout=5)
     assert p.returncode == 4  # "stopped": its own exit status, not 3 ("failed")
-    assert "the turn ended for good" in err  # said after
+    assert "Stopped. You stopped it. It is not resumed again." in err  # said after
     assert key not in list_turn_markers(home)  # stopped by the user: not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
@@ -302,7 +306,7 @@ def test_cli_sigterm_or_sighup_stops_the_continuation_cleanly(sim_roots, env, tm
     p.send_signal(getattr(signal, sig))
     _out, err = p.communicate(timeout=40)
     assert p.returncode == 4 and f"{sig}: stopping the continuation cleanly" in err
-    assert "Stopped as you asked: the turn ended for good" in err
+    assert "Stopped. You stopped it. It is not resumed again." in err
     assert key not in list_turn_markers(home)  # stopped: its marker retired, not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]

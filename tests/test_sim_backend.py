@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -202,3 +204,53 @@ def demo_home(demo):
     from hermes_tray_core.homes import discover_homes
 
     return discover_homes(explicit=[str(demo.home)])[0]
+
+
+def test_every_demo_crash_is_a_session_of_its_own(tmp_path):
+    """Issue 25.10. Before: each "Demo: crash the backend" after a finished or skipped turn reused the demo's
+    one session, so one title showed as waiting, finished and skipped at once."""
+    from hermes_tray_core.markers import MarkerStore
+    from hermes_tray_core.scanner import scan
+
+    demo = create_demo(tmp_path / "demo", die_after=None)
+    try:
+        first = demo.crash_again()  # the turn running now is killed: the demo's own session
+        assert first == demo.session_key
+        MarkerStore(demo.home).clear(first)  # as a finished (or skipped) turn leaves it
+        keys = [first, demo.crash_again(), demo.crash_again()]
+        assert len(set(keys)) == 3
+        titles = {t.session_key: t.title for t in scan([demo_home(demo)]).turns}
+        assert len({titles[k] for k in keys[1:]}) == 2 and all(titles[k] for k in keys[1:]), titles
+    finally:
+        demo.cleanup()
+
+
+def test_the_demos_try_lines_work_in_a_shell_where_hermes_tray_is_not_on_path(tmp_path):
+    """Issue 25.10. Before: the "Try" lines called a bare ``hermes-tray``, which the README's install
+    (``python3 -m venv .venv && .venv/bin/pip install .``) does not put on PATH; and ``demo --help`` said "a
+    new temp dir" without saying where ``hermes-tray`` with no Hermes makes it."""
+    import shutil
+
+    from tests.support.product import product_env, tray_argv
+
+    env = product_env({**os.environ, **tray_dirs(tmp_path)})
+    p = subprocess.run(tray_argv("demo", "--no-tray", "--crash-after", "0", "--dir", tmp_path / "d"),
+                       capture_output=True, text=True, env=env, timeout=60)
+    assert p.returncode == 0, p.stderr
+    demo_pid = int(p.stdout.split("simulated backend pid ", 1)[1].split()[0])
+    try:
+        tries = [ln.strip() for ln in p.stdout.split("Try", 1)[1].splitlines()[1:] if "status --home" in ln]
+        assert tries and not tries[0].split()[3].startswith("hermes-tray")  # a path, never a bare name
+        path = os.pathsep.join(d for d in env["PATH"].split(os.pathsep)
+                               if not (Path(d) / "hermes-tray").exists())  # as after the README's install
+        assert shutil.which("hermes-tray", path=path) is None
+        shell = {k: v for k, v in env.items() if not k.startswith("HERMES_TRAY_")}
+        ran = subprocess.run(tries[0], shell=True, capture_output=True, text=True, timeout=60,  # noqa: S602
+                             env={**shell, "PATH": path})
+        assert ran.returncode == 0 and "Demo: refactor the config parser" in ran.stdout, (tries[0], ran.stderr)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(demo_pid, signal.SIGKILL)
+    helptext = subprocess.run(tray_argv("demo", "--help"), capture_output=True, text=True, env=env, timeout=60)
+    said = " ".join(helptext.stdout.split())
+    assert "removed when the tray quits" in said and "no Hermes installed uses " in said and "demo)" in said

@@ -6,7 +6,8 @@ in a temp dir for History), with the installed product (``.venv-test`` after ``.
 With no display it starts the test desktop (``tests/desktop/session.py``) for the run; with one it
 uses it.
 
-Writes into this folder: turns-window-problem-recent.png, history.png,
+Writes into this folder: prompt-window.png, prompt-window-running.png, tray-menu.png,
+turns-window-problem-recent.png, history.png (at its default size: every column must show whole),
 status-window-running.png, icons-22px.png. Look at every one after a change.
 """
 
@@ -45,9 +46,10 @@ HOME = str(Path.home() / ".hermes")
 
 
 def _turn(key: str, title: str, excerpt: str, age: float, verdict: str = "actionable", reason: str = "",
-          attempts: int = 0, profile: str = "default") -> TurnItem:
+          attempts: int = 0, profile: str = "default", code: str = "") -> TurnItem:
     return TurnItem(key=f"{HOME}\x1f{key}", home=HOME, session_key=key, title=title, excerpt=excerpt,
-                    since=time.time() - age, attempts=attempts, verdict=verdict, reason=reason, profile=profile)
+                    since=time.time() - age, attempts=attempts, verdict=verdict, reason=reason, profile=profile,
+                    code=code or verdict)
 
 
 def _settle(app: QApplication, w) -> None:
@@ -57,34 +59,90 @@ def _settle(app: QApplication, w) -> None:
         time.sleep(0.02)
 
 
-def _reason(age: float, attempts: int) -> tuple[str, str, float]:
-    """The policy's own verdict, reason and age for a marker of that age and attempt count (no invented words)."""
+def _reason(age: float, attempts: int, **facts: str) -> tuple[str, str, float, str]:
+    """The policy's own verdict, reason, age and reason code for a marker of that age and attempt count (no
+    invented words); ``facts``: the policy's other inputs (an owner, its detail)."""
     from hermes_tray_core.policy import AutoContinueConfig, decide
 
     now = time.time()
     d = decide({"attempts": attempts, "prompt": "…", "started_at": now - age, "auto_continue": True,
                 "writer_pid": 999_999_999}, config=AutoContinueConfig(freshness_minutes=24 * 60), writer="dead",
-               now=now, lease="free", owner="none", backend="none")
-    return str(d.verdict), d.reason, d.age_seconds
+               now=now, lease="free", backend="none", **{"owner": "none", **facts})
+    return str(d.verdict), d.reason, d.age_seconds, str(d.code)
+
+
+def prompt_window(app: QApplication) -> None:
+    """The turns window as a notification's Resume/Show opens it: one waiting turn, its details shown."""
+    from hermes_tray.app.prompt_window import PromptWindow
+
+    verdict, reason, age, code = _reason(3, 0)
+    pending = (replace(_turn("20260301_101500_a1b2c3", "Demo: refactor the config parser",
+                             "Refactor the config parser so unknown keys produce a warning instead of an error, "
+                             "then update the tests.", 3, verdict=verdict, reason=reason, code=code),
+                       stated_age=age),)
+    w = PromptWindow()
+    w.resize(560, 420)
+    w.set_state(ViewState(pending=pending))
+    w.details_button.setChecked(True)
+    _settle(app, w)
+    w.grab().save(str(HERE / "prompt-window.png"))
+    w.close()
+
+
+def prompt_window_running(app: QApplication) -> None:
+    from hermes_tray.app.prompt_window import PromptWindow
+
+    w = PromptWindow()
+    w.resize(560, 380)
+    w.set_state(ViewState(running=(RunningItem("k", "Demo: refactor the config parser", 2, "answering · 2 updates",
+                                               at=time.monotonic()),)))
+    _settle(app, w)
+    w.grab().save(str(HERE / "prompt-window-running.png"))
+    w.close()
+
+
+def tray_menu(app: QApplication) -> None:
+    """The tray's menu, as the panel shows it: a waiting turn, a held one (auto-continue off in a profile)."""
+    from hermes_tray.app.menu import TrayMenu
+
+    verdict, reason, age, code = _reason(1, 0)
+    waiting = replace(_turn("20260301_101500_a1b2c3", "Demo: refactor the config parser",
+                            "Refactor the config parser so unknown keys produce a warning", 1, verdict=verdict,
+                            reason=reason, code=code), stated_age=age)
+    menu = TrayMenu()
+    menu.set_loading(False)
+    menu.set_state(ViewState(pending=(waiting,), backend_enabled=None, autostart=False))
+    menu.adjustSize()
+    _settle(app, menu)
+    menu.grab().save(str(HERE / "tray-menu.png"))
+    menu.close()
 
 
 def turns_window(app: QApplication) -> None:
+    from hermes_tray import words
     from hermes_tray.app.prompt_window import PromptWindow
 
-    verdict, reason, age = _reason(95, 1)
+    verdict, reason, age, code = _reason(95, 1)
     pending = (replace(_turn("20260301_101500_a1b2c3", "Refactor the config parser",
                              "Make unknown keys produce a warning instead of an error, then update the tests",
-                             95, verdict=verdict, reason=reason, attempts=1), stated_age=age),)
-    verdict, reason, age = _reason(3 * 3600, 2)
+                             95, verdict=verdict, reason=reason, attempts=1, code=code), stated_age=age),)
+    verdict, reason, age, code = _reason(3 * 3600, 2)
     gave_up = replace(_turn("20260301_091200_d4e5f6", "Release notes for 2.1", "", 3 * 3600, verdict=verdict,
-                            reason=reason, attempts=2), stated_age=age)
-    finished = RecentItem("k3", "Fix the flaky upload test", "Resumed and finished", since=time.time() - 640)
+                            reason=reason, attempts=2, code=code), stated_age=age)
+    verdict, reason, age, code = _reason(600, 0, owner="alive",
+                                         activity_detail="open in your running Hermes, pid 48211")
+    open_there = replace(_turn("20260301_094000_99ee77", "Summarise the CI failures", "", 600, verdict=verdict,
+                               reason=reason, code=code), stated_age=age)
+    done = words.ending("completed", ran_in="running-backend")
+    finished = RecentItem("k3", "Fix the flaky upload test", done.what, done.why, since=time.time() - 640,
+                          details="Hermes finished the turn. It ran in your running Hermes (pid 48211).")
     problem = Problem(f"work: {Path.home()}/.hermes/profiles/work/desktop/interrupted_turns.json is corrupt "
                       "(Expecting ',' delimiter); interrupted turns in this home cannot be seen. Hermes' next "
                       "write will replace it; move it aside to keep it",
-                      folder=f"{Path.home()}/.hermes/profiles/work/desktop")
-    state = ViewState(pending=pending, others=(gave_up,), problems=(problem,),
-                      recent=recent_items((gave_up,), (finished,)))
+                      folder=f"{Path.home()}/.hermes/profiles/work/desktop", kind="markers",
+                      home=f"{Path.home()}/.hermes/profiles/work")
+    state = ViewState(pending=pending, others=(gave_up, open_there), problems=(problem,),
+                      recent=recent_items((gave_up, open_there), (finished,)))
     w = PromptWindow()
     w.resize(720, 640)
     w.set_state(state)
@@ -104,20 +162,34 @@ def history(app: QApplication) -> None:
     t0 = time.time() - 5400
     steps = [
         (root, "20260301_101500_a1b2c3", t0, [("notified", {}), ("approved", {"via": "tray-notification"}),
-                                               ("dispatched", {"attempt": 1, "ran_in": "running-backend"}),
-                                               ("completed", {"where": "in your running Hermes (pid 48211)"})]),
-        (work, "20260301_103000_0badf00d", t0 + 900, [("notified", {}), ("skipped", {"via": "tray-menu"})]),
+                                               # the tray's own marker for the run it continues (a legacy
+                                               # Hermes): a run of its own, shown in the same row
+                                               ("continuing", {"attempt": 1, "original_started_at": t0,
+                                                               "at": t0 + 60}),
+                                               ("dispatched", {"attempt": 1, "ran_in": "running-backend",
+                                                               "backend_pid": 48211}),
+                                               ("completed", {"where": "in your running Hermes (pid 48211)",
+                                                              "ran_in": "running-backend"})]),
+        (work, "20260301_103000_0badf00d", t0 + 900, [("notified", {"profile": "work"}),
+                                                      ("skipped", {"via": "tray-menu"})]),
         (root, "20260301_111000_d4e5f6", t0 + 2000, [
             ("dispatched", {"attempt": 1, "ran_in": "separate-process"}),
-            ("failed", {"outcome": "crashed", "reason": "the Hermes backend died during the continuation"}),
+            ("failed", {"outcome": "crashed", "reason": "the Hermes backend died during the continuation",
+                        "ran_in": "separate-process"}),
             ("dispatched", {"attempt": 2, "ran_in": "separate-process"}),
             ("gave-up", {"reason": "attempt 2 of 2 crashed"})]),
+        (root, "20260301_115500_c0ffee", t0 + 3000, [("notified", {}), ("approved", {}),
+                                                      ("dispatched", {"attempt": 1, "ran_in": "separate-process"}),
+                                                      ("interrupted", {"stopped_by": "you", "dispatched": True,
+                                                                       "ran_in": "separate-process"})]),
         (root, "20260301_120000_77aa11", t0 + 4000, [("notified", {})]),
     ]
     for home, key, started, events in steps:
         for ev, fields in events:
-            d.record(ev, home=str(home), session_key=key, started_at=started, **fields)
+            at = fields.pop("at", started)
+            d.record(ev, home=str(home), session_key=key, started_at=at, **fields)
     decisions.record_config_change(home=str(root), key="enabled", old=True, new=False, by="tray")
+    decisions.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
     # The waiting turn is titled as the tray lists it; the others, whose markers are gone, by Hermes' own
     # state.db — a real one here, read by the engine exactly as in the app.
     from hermes_tray.engine import CoreEngine
@@ -133,9 +205,7 @@ def history(app: QApplication) -> None:
                       title_for=lambda _h, k: "Summarise the CI failures" if k == "20260301_120000_77aa11" else None,
                       pending=lambda _h, k: k == "20260301_120000_77aa11",
                       hermes_titles=CoreEngine(explicit_homes=[str(root), str(work)]).session_titles)
-    w.resize(980, 420)
-    _settle(app, w)
-    w.tree.topLevelItem(1).setExpanded(True) if w.tree.topLevelItemCount() > 1 else None
+    _settle(app, w)  # at its default size: it sizes itself so that every column shows whole
     w.tree.setCurrentItem(w.tree.topLevelItem(0))
     _settle(app, w)
     w.grab().save(str(HERE / "history.png"))
@@ -180,6 +250,9 @@ def icons() -> None:
 def main() -> int:
     app = QApplication.instance() or QApplication(["hermes-tray"])
     configure_application(app)
+    prompt_window(app)
+    prompt_window_running(app)
+    tray_menu(app)
     turns_window(app)
     history(app)
     status_window(app)

@@ -17,5 +17,5 @@ def run_demo(demo) -> int:  # noqa: ANN001 - a hermes_tray.demo.home.DemoHome
 
     # autostart=None: "Start at login" ticked inside the demo must never register the demo for every login
     options = TrayOptions(homes=[str(demo.home)], extra_actions=[("Demo: crash the backend", crash)],
-                          autostart=None, on_start_failed=demo.crash_backend)
+                          autostart=None, demo=True, on_start_failed=demo.crash_backend)
     return run_tray(options)

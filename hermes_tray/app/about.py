@@ -9,7 +9,8 @@ import threading
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import Qt, QUrl, Signal
+from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 from hermes_tray.app.icons import app_icon
@@ -57,7 +58,9 @@ class AboutDialog(QDialog):
         lay = QVBoxLayout(self)
         self.text = QLabel()
         self.text.setTextFormat(Qt.TextFormat.RichText)
-        self.text.setOpenExternalLinks(True)
+        self.text.setOpenExternalLinks(False)  # opened here: a link no program opens shows where it points
+        self.text.linkActivated.connect(self.open_link)
+        self.shown_path: Any = None
         self.text.setWordWrap(True)
         self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextBrowserInteraction)
         self.text.setAccessibleName("About Hermes Tray")
@@ -77,6 +80,18 @@ class AboutDialog(QDialog):
                          name="about-hermes", daemon=True).start()
         threading.Thread(target=self._answer, args=(self._notices, about_html), name="about-notices",
                          daemon=True).start()
+
+    def open_link(self, link: str) -> None:
+        """A web link in the browser, the third-party notices with the desktop's program; where nothing
+        opens it, a window shows the path (or address) with Copy."""
+        from hermes_tray.app.reveal import open_or_show, path_box
+
+        url = QUrl(link)
+        if url.isLocalFile():
+            self.shown_path = open_or_show("Third-party notices", url.toLocalFile(), self)
+        elif not QDesktopServices.openUrl(url):
+            self.shown_path = path_box("Web page", link, self)
+            self.shown_path.show()
 
     @staticmethod
     def _answer(signal: Any, work: Callable[[], str]) -> None:

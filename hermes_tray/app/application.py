@@ -13,14 +13,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from PySide6.QtCore import QObject, QTimer, QUrl
-from PySide6.QtGui import QDesktopServices
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtWidgets import QApplication
 
 from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.memory import trim
 from hermes_tray.app.menu import TrayMenu
+from hermes_tray.app.reveal import open_or_show
 from hermes_tray.app.single_instance import SingleInstance
 from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 
@@ -56,6 +56,7 @@ class TrayOptions:
     autostart: Any = "default"  # an AutoStart, None (unavailable) or "default"
     # Stops what the caller started for the tray (the demo's simulated backend) when the tray fails to start.
     on_start_failed: Callable[[], Any] | None = None
+    demo: bool = False  # the demo's simulated Hermes: no app to finish a turn in, no start at login
 
 
 def configure_application(app: QApplication) -> None:
@@ -185,7 +186,7 @@ class TrayApp(QObject):
             self.engine = options.engine
         autostart = default_autostart() if options.autostart == "default" else options.autostart
         self.notifier = make_notifier(APP_DISPLAY_NAME)
-        self.controller = Controller(self.engine, self.notifier, autostart=autostart, parent=self)
+        self.controller = Controller(self.engine, self.notifier, autostart=autostart, demo=options.demo, parent=self)
         self.detector = Detector(
             self.engine.scan, self.engine.watch_plan, self.engine.writers, self.engine.homes(), homes_fn=self.engine.homes
         )
@@ -206,6 +207,7 @@ class TrayApp(QObject):
 
         m.resume_requested.connect(lambda k: c.resume(k, origin="menu"))
         m.skip_requested.connect(lambda k: c.skip(k, origin="menu"))
+        m.enable_requested.connect(lambda home: c.set_backend_enabled(True, [home]))
         m.stop_requested.connect(c.stop)
         m.resume_all_requested.connect(lambda: c.resume_all(origin="menu"))
         m.open_requested.connect(lambda: self._present_window(True))
@@ -421,17 +423,16 @@ class TrayApp(QObject):
             self.controller.resume(key, origin="history")
 
     def open_folder(self, path: str) -> None:
-        """A problem's folder (the banner's "Open folder"), in the desktop's file manager."""
+        """A problem's folder (the banner's "Open folder"), in the desktop's file manager, else its path."""
         if path:
-            QDesktopServices.openUrl(QUrl.fromLocalFile(path))
-            events.emit("open-folder", path=path)
+            self._dialogs["path"] = open_or_show("Folder", path)
 
     def open_logs(self) -> None:
         from hermes_tray_core import fsutil
         from hermes_tray_core.paths import log_dir
 
         path = fsutil.ensure_private_dir(log_dir())
-        QDesktopServices.openUrl(QUrl.fromLocalFile(str(path)))
+        self._dialogs["path"] = open_or_show("Log folder", str(path))
 
     def show_about(self) -> None:
         from hermes_tray.app.about import AboutDialog

@@ -14,21 +14,24 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray.format import short_path
+from hermes_tray import words
 
 #: event → what the user reads for a turn whose newest decisive event it is
 OUTCOME_TEXT = {
-    "completed": "resumed and finished",
-    "skipped": "skipped",
-    "interrupted": "stopped (ended for good)",
-    "cleared": "cleared by Hermes",
-    "refused": "not resumed",
-    "dispatched": "running",
-    "continuing": "running",
-    "approved": "resume approved",
-    "notified": "asked, no answer yet",
-    "detected": "seen",
+    "completed": "Resumed and finished",
+    "skipped": "Skipped",
+    "interrupted": "Stopped",
+    "cleared": "Cleared by Hermes",
+    "refused": "Not resumed",
+    "dispatched": "Running",
+    "continuing": "Running",
+    "approved": "Resuming",
+    "notified": "Waiting for you",
+    "detected": "Seen",
 }
+#: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
+REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
+               "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
                       "dispatched", "continuing", "approved", "notified", "detected"})
 
@@ -53,13 +56,12 @@ def when_of(entry: Any) -> float:
 
 
 def profile_of(home: str) -> str:
-    """``default`` for a root home, the profile name for ``<root>/profiles/<name>``, else the short path."""
+    """The Hermes profile of a home, as Hermes names it: the name for ``<root>/profiles/<name>``, else
+    ``default`` (a root home, wherever it is)."""
     parts = home.replace("\\", "/").rstrip("/").split("/")
-    if len(parts) >= 2 and parts[-2] == "profiles":
+    if len(parts) >= 2 and parts[-2] == "profiles" and parts[-1]:
         return parts[-1]
-    if parts and parts[-1] in (".hermes", "hermes"):
-        return "default"
-    return short_path(home)
+    return "default"
 
 
 def value_text(value: Any) -> str:
@@ -102,11 +104,30 @@ class TurnHistory:
 
     @property
     def profile(self) -> str:
-        return "tray settings" if self.config and not self.home else profile_of(self.home)
+        """The profile the journal recorded for the turn, else the one its home path names ("" for the tray's
+        own settings: they belong to no profile)."""
+        if self.config and not self.home:
+            return ""
+        for e in self.events:
+            name = field_of(e, "profile", "")
+            if isinstance(name, str) and name:
+                return name
+        return profile_of(self.home)
 
     @property
     def last_at(self) -> float:
         return max((when_of(e) for e in self.events), default=0.0)
+
+    def tries(self) -> int:
+        """How many continuations the turn had: the highest attempt any of its runs names (a run with its
+        own marker journals both ``continuing`` and ``dispatched`` for one try: counting events counted it twice)."""
+        best = 0
+        for e in self.events:
+            for name in ("attempt", "attempts"):
+                v = field_of(e, name, None)
+                if isinstance(v, int) and not isinstance(v, bool):
+                    best = max(best, v)
+        return best
 
     def names(self) -> list[str]:
         return [str(field_of(e, "event", "")) for e in self.events]
@@ -121,34 +142,48 @@ class TurnHistory:
             if name not in DECISIVE:
                 continue
             if name == "gave-up":
-                n = sum(1 for x in names if x in ("dispatched", "continuing"))
-                reason = field_of(e, "reason", "")
-                return f"gave up after {n} continuation{'s' if n != 1 else ''}" + (f" ({reason})" if reason else "")
+                return f"Gave up after {words.tries(self.tries())}"
             if name == "failed":
-                return f"failed: {field_of(e, 'outcome', '') or field_of(e, 'reason', '') or 'error'}"
+                return words.ending(str(field_of(e, "outcome", "") or "error"),
+                                    ran_in="separate-process" if field_of(e, "dispatched", True) else "").what
             if name == "interrupted":  # older journals did not say who stopped it
                 by = str(field_of(e, "stopped_by", ""))
                 if by == "you" and field_of(e, "dispatched", True) is False:
-                    return "stopped by you before it started (still waiting)"
-                return {"you": "stopped by you (ended for good)",
-                        "hermes": "interrupted in Hermes (not continued again)"}.get(by, OUTCOME_TEXT[name])
+                    return "Stopped before it started"
+                return {"you": "Stopped by you", "hermes": "Interrupted again in Hermes"}.get(by, OUTCOME_TEXT[name])
             if name == "refused":
-                reason = str(field_of(e, "reason", ""))
-                return "not resumed" + (f": {reason}" if reason else "")
+                why = REFUSED_WHY.get(str(field_of(e, "verdict", "")), "")
+                return "Not resumed" + (f": {why}" if why else "")
             return OUTCOME_TEXT.get(name, name)
         return names[-1] if names else ""
 
-    def where(self) -> str:
-        """Where the continuation ran (the running Hermes backend or a gateway the tray started)."""
+    def outcome_details(self) -> str:
+        """The engine's own words for the newest decisive event (the cell's tooltip): its reason, where it ran."""
         for e in reversed(self.events):
-            where = field_of(e, "where", "") or ""
-            if where:
-                return str(where)
-            ran_in = field_of(e, "ran_in", "") or ""
-            if ran_in:
-                return {"running-backend": "in your running Hermes",
-                        "separate-process": "in a Hermes process the tray started"}.get(str(ran_in), str(ran_in))
+            if str(field_of(e, "event", "")) in DECISIVE:
+                return event_detail(e)
         return ""
+
+    def where(self) -> str:
+        """Where the continuation ran, in two or three words (the running Hermes, or a separate process)."""
+        for e in reversed(self.events):
+            ran_in = str(field_of(e, "ran_in", "") or "")
+            if ran_in:
+                return words.ran_in_short(ran_in) or ran_in
+            where = str(field_of(e, "where", "") or "")
+            if where:  # an older journal that said it only in words
+                return words.ran_in_short("running-backend" if "running Hermes" in where else "separate-process")
+        return ""
+
+    def where_details(self) -> str:
+        """Where it ran as the journal said it (with the running Hermes' pid): the cell's tooltip."""
+        for e in reversed(self.events):
+            where = str(field_of(e, "where", "") or "")
+            if where:
+                return where
+            if field_of(e, "backend_pid", None):
+                return f"in your running Hermes (pid {field_of(e, 'backend_pid', '')})"
+        return self.where()
 
     def can_resume_again(self, pending: Callable[[str, str], bool]) -> bool:
         """Offer "Resume again" only where the policy allows: the turn is waiting right now."""
@@ -156,9 +191,18 @@ class TurnHistory:
 
 
 def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
-    """Journal entries (any order) → one :class:`TurnHistory` per turn, newest activity first."""
-    turns: dict[str, TurnHistory] = {}
+    """Journal entries (any order) → one :class:`TurnHistory` per interrupted turn, newest activity first.
+
+    Which turn an event belongs to is the engine's one rule (``decisions.turn_roots``): the events of a turn's
+    continuations (attempt 1, 2, …, each a marker with its own ``started_at``) land in its row."""
+    from hermes_tray_core.decisions import turn_roots
+
     order = sorted(entries, key=when_of)
+    fields = ("event", "turn_id", "home", "session_key", "started_at", "attempts", "attempt", "created_at",
+              "original_started_at")
+    roots = turn_roots({f: field_of(e, f, None) for f in fields} for e in order)
+    turns: dict[str, TurnHistory] = {}
+    firsts: dict[str, float | None] = {}  # the started_at of each run, to date a turn by its first run
     for n, e in enumerate(order):
         event = str(field_of(e, "event", ""))
         home = str(field_of(e, "home", "") or "")
@@ -167,11 +211,18 @@ def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
             continue
         key = str(field_of(e, "session_key", "") or "")
         started = field_of(e, "started_at", None)
-        tid = str(field_of(e, "turn_id", "") or f"{home}\x1f{key}\x1f{started}")
+        run = str(field_of(e, "turn_id", "") or f"{home}\x1f{key}\x1f{started}")
+        tid = roots.get(run, run)
+        if run not in firsts and event != "continuing":
+            firsts[run] = _num(started) or None
         t = turns.get(tid)
         if t is None:
-            t = turns[tid] = TurnHistory(home, key, _num(started) or None)
+            t = turns[tid] = TurnHistory(home, key, None)
         t.events.append(e)
+    for tid, t in turns.items():
+        if not t.config:  # interrupted when its first run was (the root's own started_at when it is known)
+            t.started_at = firsts.get(tid) or min((v for r, v in firsts.items() if v and roots.get(r, r) == tid),
+                                                  default=None)
     return sorted(turns.values(), key=lambda t: t.last_at, reverse=True)
 
 

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from hermes_tray import words
 from hermes_tray.app.history_model import (
     TurnHistory,
     event_detail,
@@ -43,6 +44,7 @@ from hermes_tray.format import short_path, since_text
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
 MAX_COLUMN_PX = 420
+DEFAULT_SIZE = (860, 460)  # at least; wider when the columns need it (up to the screen), so none is cut
 
 
 def _stamp(t: float) -> str:
@@ -76,7 +78,8 @@ class HistoryWindow(QDialog):
         self._turns: list[TurnHistory] = []
         self.setWindowTitle("History")  # the app name is added by Qt (application display name)
         self.setWindowIcon(app_icon())
-        self.resize(860, 460)
+        self.resize(*DEFAULT_SIZE)
+        self._sized = False  # the first fill sizes the window so that every column shows whole
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
         self.summary = QLabel()
@@ -96,7 +99,7 @@ class HistoryWindow(QDialog):
         self.tree.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
         self.tree.setUniformRowHeights(True)
         self.tree.setAlternatingRowColors(True)
-        self.tree.header().setStretchLastSection(True)  # "What happened" is sized to its text in _fill
+        self.tree.header().setStretchLastSection(True)  # every column is sized to its text in _fill
         self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
         lay.addWidget(self.tree, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
@@ -133,6 +136,7 @@ class HistoryWindow(QDialog):
         self.home_filter.addItem("All homes", "")
         for home in homes_in(self._turns):
             self.home_filter.addItem(f"{profile_of(home)} — {short_path(home)}", home)
+            self.home_filter.setItemData(self.home_filter.count() - 1, home, Qt.ItemDataRole.ToolTipRole)
         index = self.home_filter.findData(current) if current else 0
         self.home_filter.setCurrentIndex(max(0, index))
         self.home_filter.blockSignals(False)
@@ -156,8 +160,9 @@ class HistoryWindow(QDialog):
         self.tree.clear()
         for t in turns:
             self.tree.addTopLevelItem(self._row(t))
-        for col in (0, 1, 2, 3):  # "What happened" too: it is the point of the row (the full text is its tooltip)
+        for col in range(len(COLUMNS)):  # every column as wide as its text (the full text is its tooltip)
             self._fit_column(col)
+        self._fit_window()
         if self.tree.topLevelItemCount():
             self.tree.setCurrentItem(self.tree.topLevelItem(0))
         self._update_buttons()
@@ -168,9 +173,23 @@ class HistoryWindow(QDialog):
         self.tree.resizeColumnToContents(col)
         self.tree.setColumnWidth(col, min(self.tree.columnWidth(col), MAX_COLUMN_PX))
 
+    def _fit_window(self) -> None:
+        """At its first fill (its default size), the window is as wide as its columns need, up to the screen:
+        no column is cut off (before: "in your running Her…" with no tooltip)."""
+        if self._sized:
+            return
+        self._sized = True
+        frame = self.tree.frameWidth() * 2 + self.tree.verticalScrollBar().sizeHint().width() + 4
+        needed = sum(self.tree.columnWidth(c) for c in range(len(COLUMNS))) + frame
+        margins = self.layout().contentsMargins()
+        width = needed + margins.left() + margins.right()
+        screen = self.screen().availableGeometry().width() if self.screen() is not None else width
+        if width > self.width():
+            self.resize(min(width, int(screen * 0.95)), self.height())
+
     def _title(self, t: TurnHistory) -> str:
         return (self._title_for(t.home, t.session_key) or self._titles.get((t.home, t.session_key))
-                or f"session {t.session_key}")
+                or words.untitled_label(t.profile, t.started_at))
 
     def _ask_hermes_for_titles(self, turns: list[TurnHistory]) -> None:
         ask = self._hermes_titles
@@ -210,20 +229,28 @@ class HistoryWindow(QDialog):
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:
             e = t.events[-1]
-            item = QTreeWidgetItem(["Settings changed", t.profile, _stamp(when_of(e)), t.outcome(), ""])
-            item.setToolTip(1, t.home or "the tray's own settings")
+            what = "Hermes settings changed" if t.home else "Tray settings changed"
+            item = QTreeWidgetItem([what, t.profile, _stamp(when_of(e)), t.outcome(), ""])
+            item.setToolTip(0, t.home or "The tray's own settings")
+            item.setToolTip(1, t.home)
+            item.setToolTip(2, since_text(when_of(e)))
+            item.setToolTip(3, t.outcome())
             return item
         title = self._title(t)
         interrupted = _stamp(t.started_at or 0) if t.started_at else ""
         item = QTreeWidgetItem([title, t.profile, interrupted, t.outcome(), t.where()])
         item.setData(0, TURN_ROLE, id(t))
-        item.setToolTip(0, f"session {t.session_key}")
+        item.setToolTip(0, f"{title}\nSession ID: {t.session_key}")
         item.setToolTip(1, t.home)
         if t.started_at:
             item.setToolTip(2, since_text(t.started_at))
-        item.setToolTip(3, t.outcome())
+        details = t.outcome_details()
+        item.setToolTip(3, t.outcome() + (f"\n{details}" if details and details != t.outcome() else ""))
+        if t.where():
+            item.setToolTip(4, t.where_details())
         for e in t.events:  # the event trail, on expand
             child = QTreeWidgetItem([str(field_of(e, "event", "")), "", _stamp(when_of(e)), event_detail(e), ""])
+            child.setToolTip(3, event_detail(e))
             item.addChild(child)
         return item
 

@@ -13,16 +13,19 @@ from PySide6.QtCore import Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
-from hermes_tray.app.viewstate import ViewState
+from hermes_tray import words
+from hermes_tray.app.viewstate import TurnItem, ViewState
 from hermes_tray.format import elapsed_text, elide
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
 LABEL_CHARS = 64  # a menu entry longer than this is elided (the full text is its tooltip)
+MENU_TURNS = 10  # turns listed in the menu; the rest are counted (the turns window lists them all)
 
 
 class TrayMenu(QMenu):
     resume_requested = Signal(str)
     skip_requested = Signal(str)
+    enable_requested = Signal(str)  # home: turn Hermes auto-continue back on there (a held turn's entry)
     stop_requested = Signal(str)
     resume_all_requested = Signal()
     open_requested = Signal()
@@ -77,7 +80,7 @@ class TrayMenu(QMenu):
 
     def refresh_ages(self) -> None:
         """Re-say the ages and elapsed times in the entries, in place (safe while open)."""
-        by_key = {t.key: t for t in self._state.pending}
+        by_key = {t.key: t for t in (*self._state.pending, *self._state.held)}
         runs = {r.key: r for r in self._state.running}
         for act in self.actions():
             key = act.data()
@@ -86,6 +89,31 @@ class TrayMenu(QMenu):
             elif key in runs:
                 r = runs[key]
                 act.setText(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())}")
+
+    def _turn_menu(self, item: TurnItem) -> None:
+        sub = self.addMenu(item.menu_label())
+        sub.menuAction().setToolTip(item.title + (f"\n“{item.excerpt}”" if item.excerpt else ""))
+        sub.menuAction().setData(item.key)
+        sub.setToolTipsVisible(True)
+        sub.addAction("Resume").triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
+        sub.addAction("Skip").triggered.connect(lambda _=False, k=item.key: self.skip_requested.emit(k))
+        info_text = "Not resumed yet" if not item.attempts else f"{words.tries(item.attempts)} so far"
+        if item.profile and item.profile != "default":
+            info_text += f" · {item.profile} profile"
+        sub.addAction(info_text).setEnabled(False)
+
+    def _held_menu(self, item: TurnItem) -> None:
+        """A turn held because auto-continue is off in its home: turn it back on there, or skip the turn."""
+        sub = self.addMenu(item.menu_label())
+        sub.menuAction().setData(item.key)
+        sub.addAction("Turn auto-continue on").triggered.connect(
+            lambda _=False, h=item.home: self.enable_requested.emit(h))
+        sub.addAction("Skip").triggered.connect(lambda _=False, k=item.key: self.skip_requested.emit(k))
+
+    def _more(self, n: int) -> None:
+        if n > MENU_TURNS:
+            more = self.addAction(f"{words.count(n - MENU_TURNS, 'more turn')} in the turns window…")
+            more.triggered.connect(self.open_requested.emit)
 
     def action_labels(self) -> list[str]:
         """Top-level entry texts (separators as ``---``): what a user reads, for tests."""
@@ -109,40 +137,29 @@ class TrayMenu(QMenu):
             sub = self.addMenu(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())}")
             sub.menuAction().setToolTip(r.title)
             sub.menuAction().setData(r.key)
+            sub.setToolTipsVisible(True)
             status = sub.addAction(r.status or "starting…")
             status.setEnabled(False)
-            stop = sub.addAction("Stop (ends the turn for good)")
-            stop.setToolTip("Like Hermes' own Stop: the turn will not be continued again.")
+            stop = sub.addAction(words.STOP_LABEL)
+            stop.setToolTip(words.STOP_HINT)
             stop.triggered.connect(lambda _=False, k=r.key: self.stop_requested.emit(k))
         if s.pending:
-            head = self.addAction(
-                f"{len(s.pending)} interrupted turn{'s' if len(s.pending) != 1 else ''}"
-            )
+            head = self.addAction(words.count(len(s.pending), "interrupted turn"))
             head.triggered.connect(self.open_requested.emit)
-            for item in s.pending:
-                sub = self.addMenu(item.menu_label())
-                sub.menuAction().setToolTip(item.title + (f"\n“{item.excerpt}”" if item.excerpt else ""))
-                sub.menuAction().setData(item.key)
-                sub.setToolTipsVisible(True)
-                resume = sub.addAction("Resume")
-                resume.triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
-                skip = sub.addAction("Skip")
-                skip.triggered.connect(lambda _=False, k=item.key: self.skip_requested.emit(k))
-                info_text = "Not continued yet" if not item.attempts else f"Continued {item.attempts}× already"
-                if item.profile and item.profile != "default":
-                    info_text += f" · {item.profile} profile"
-                info = sub.addAction(info_text)
-                info.setEnabled(False)
+            for item in s.pending[:MENU_TURNS]:
+                self._turn_menu(item)
+            self._more(len(s.pending))
             if len(s.pending) > 1:
                 self.addAction("Resume all").triggered.connect(self.resume_all_requested.emit)
-        elif s.held and not s.running:
-            h = len(s.held)
-            held = self.addAction(f"{h} interrupted turn{'s' if h != 1 else ''} not continued (auto-continue off)…")
-            held.setToolTip("Open the turns window: turn auto-continue back on, or skip them")
+        if s.held and not s.pending:
+            held = self.addAction(s.status_line())
+            held.setToolTip("Open the turns window")
             held.triggered.connect(self.open_requested.emit)
-        elif not s.running:
-            text = ("Looking for interrupted turns…" if self._loading
-                    else s.no_home_text() if not s.homes_found else "No interrupted turns")
+            for item in s.held[:MENU_TURNS]:
+                self._held_menu(item)
+            self._more(len(s.held))
+        elif not s.pending and not s.running:
+            text = s.status_line(loading=self._loading)
             none = self.addAction(elide(text, LABEL_CHARS))
             none.setToolTip(text)
             none.setEnabled(False)
@@ -183,6 +200,10 @@ class TrayMenu(QMenu):
         login.setCheckable(True)
         login.setChecked(bool(s.autostart))
         login.setEnabled(s.autostart is not None)
+        if s.autostart is None and not self._loading:  # greyed out: say why, on the entry itself
+            why = words.DEMO_NO_LOGIN if s.demo else words.NO_LOGIN
+            login.setText("Start at login — " + ("not in the demo" if s.demo else "not available here"))
+            login.setToolTip(why)
         login.toggled.connect(self.autostart_toggled.emit)
         self.addAction("About Hermes Tray").triggered.connect(self.about_requested.emit)
         self.addSeparator()

@@ -9,8 +9,8 @@ opened by the user (tray click, menu, second launch) it comes to the front.
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont, QKeySequence, QShortcut
+from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
@@ -18,19 +18,22 @@ from PySide6.QtWidgets import (
     QLabel,
     QListWidget,
     QListWidgetItem,
+    QMenu,
     QPlainTextEdit,
     QProgressBar,
     QPushButton,
+    QToolButton,
     QVBoxLayout,
     QWidget,
 )
 
+from hermes_tray import words
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 from hermes_tray.format import elapsed_text, elide, short_path, since_text
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
-STOP_HINT = "Ends this turn for good, as Hermes' own Stop does: it will not be continued again."
+STOP_HINT = words.STOP_HINT
 
 
 class _RunningRow(QFrame):
@@ -62,7 +65,7 @@ class _RunningRow(QFrame):
         col.addWidget(bar)
         col.addWidget(self.hint)
         lay.addLayout(col, 1)
-        self.stop_button = QPushButton("Stop for good")
+        self.stop_button = QPushButton(words.STOP_LABEL)
         self.stop_button.setAutoDefault(False)
         self.stop_button.setToolTip(STOP_HINT)
         self.stop_button.setAccessibleName("Stop this continuation")
@@ -137,6 +140,7 @@ class PromptWindow(QDialog):
         self.setMinimumSize(560, 380)
         self._state = ViewState()
         self._running_rows: dict[str, _RunningRow] = {}
+        self._focus = "list"  # the list whose selection the details and the Delete key follow
 
         root = QVBoxLayout(self)
         self.header = QLabel()
@@ -160,16 +164,33 @@ class PromptWindow(QDialog):
         self.list.setWordWrap(True)
         self.list.setSpacing(3)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
-        self.list.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.list.currentItemChanged.connect(lambda *_: self._picked("list"))
         self.list.itemActivated.connect(lambda _i: self._resume_selected())
         self.list.setAccessibleName("Interrupted turns")
+        self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.list.customContextMenuRequested.connect(self._list_menu)
         root.addWidget(self.list, 100)
 
+        detail_row = QHBoxLayout()
         self.detail = QLabel()
         self.detail.setWordWrap(True)
         self.detail.setTextFormat(Qt.TextFormat.PlainText)
         self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        root.addWidget(self.detail)
+        detail_row.addWidget(self.detail, 1)
+        self.details_button = QToolButton()
+        self.details_button.setText("&Details")
+        self.details_button.setCheckable(True)
+        self.details_button.setAccessibleName("Show the details of the selected turn")
+        self.details_button.toggled.connect(lambda _on: self._update_detail())
+        detail_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
+        root.addLayout(detail_row)
+        self.details = QLabel()  # Hermes' facts as the engine states them: session id, home, pids, reasons
+        self.details.setWordWrap(True)
+        self.details.setTextFormat(Qt.TextFormat.PlainText)
+        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.details.setAccessibleName("Details")
+        self.details.setVisible(False)
+        root.addWidget(self.details)
 
         self.answer_title = QLabel("Answer")
         self.answer_title.setVisible(False)
@@ -189,16 +210,24 @@ class PromptWindow(QDialog):
         self.recent_list.setWordWrap(True)
         self.recent_list.setAlternatingRowColors(True)
         self.recent_list.setSpacing(2)
-        self.recent_list.currentItemChanged.connect(lambda *_: self._update_recent_button())
+        self.recent_list.currentItemChanged.connect(lambda *_: self._picked("recent"))
+        self.recent_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
+        self.recent_list.customContextMenuRequested.connect(self._recent_menu)
         root.addWidget(self.recent_list, 60)
         recent_row = QHBoxLayout()
         self.recent_hint = QLabel()
         self.recent_hint.setWordWrap(True)
         recent_row.addWidget(self.recent_hint, 1)
-        self.recent_button = QPushButton()
+        self.recent_button = QPushButton("Turn auto-continue &on")  # the row's "enable"
         self.recent_button.setAutoDefault(False)
-        self.recent_button.clicked.connect(self._recent_action)
+        self.recent_button.setAccessibleName("Turn Hermes auto-continue back on for this turn's home")
+        self.recent_button.clicked.connect(lambda: self._recent_action("enable"))
         recent_row.addWidget(self.recent_button)
+        self.recent_skip_button = QPushButton("S&kip it")  # the row's "skip"
+        self.recent_skip_button.setAutoDefault(False)
+        self.recent_skip_button.setAccessibleName("Skip this turn: it is not resumed")
+        self.recent_skip_button.clicked.connect(lambda: self._recent_action("skip"))
+        recent_row.addWidget(self.recent_skip_button)
         self.recent_box = QWidget()
         self.recent_box.setLayout(recent_row)
         recent_row.setContentsMargins(0, 0, 0, 0)
@@ -209,7 +238,7 @@ class PromptWindow(QDialog):
         buttons = QHBoxLayout(self.button_row)
         buttons.setContentsMargins(0, 0, 0, 0)
         self.disable_button = QPushButton("Disable auto-continue")
-        self.disable_button.setToolTip("Turn Hermes auto-continue off for this turn's home (reversible from the menu)")
+        self.disable_button.setToolTip("Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
         self.disable_button.clicked.connect(self._disable_selected)
         self.disable_button.setAutoDefault(False)
         buttons.addWidget(self.disable_button)
@@ -222,9 +251,9 @@ class PromptWindow(QDialog):
         self.resume_button.setDefault(True)
         self.resume_button.clicked.connect(self._resume_selected)
         buttons.addWidget(self.resume_button)
-        # the buttons act on the list above them; "Recent" (with its own button) comes after them
+        # the buttons act on the list above them; "Recent" (with its own buttons) comes after them
         root.insertWidget(root.indexOf(self.recent_title), self.button_row)
-        QShortcut(QKeySequence.StandardKey.Delete, self, activated=self._skip_selected)
+        QShortcut(QKeySequence.StandardKey.Delete, self, activated=self._delete_pressed)
         self.set_state(self._state)
 
     # --- state --------------------------------------------------------------------------------
@@ -234,31 +263,29 @@ class PromptWindow(QDialog):
         selected = self.selected_key()
         n = len(state.pending)
         if n:
-            self.header.setText(f"{n} interrupted turn{'s' if n != 1 else ''}")
-            self.subheader.setText(
-                "Hermes stopped before these turns finished. Resume continues each one where it "
-                "stopped; Skip forgets it."
-            )
+            self.header.setText(words.count(n, "interrupted turn"))
+            self.subheader.setText("Hermes stopped before these turns finished. " + words.RESUME_HINT)
         elif state.running:
             self.header.setText("Resuming…")
-            self.subheader.setText("The interrupted turn is being continued by Hermes.")
+            self.subheader.setText("Hermes is continuing the interrupted turn.")
         elif state.held:
             h = len(state.held)
-            self.header.setText(f"{h} interrupted turn{'s' if h != 1 else ''} not continued")
-            self.subheader.setText("Hermes auto-continue is off in "
-                                   + ("their homes" if h != 1 else "its home")
-                                   + ", so the tray does not offer to resume them. Select one below to turn "
-                                   "auto-continue back on, or skip it.")
+            self.header.setText(words.count(h, "interrupted turn") + " held")
+            self.subheader.setText("Hermes auto-continue is off in " + ("their homes." if h != 1 else "its home.")
+                                   + " Turn it back on below to resume, or skip.")
         elif not state.homes_found:
             self.header.setText("No Hermes home found")
             self.subheader.setText(state.no_home_text() + ". Turns cut off by a crash or restart show up "
                                    "here once Hermes has run.")
-        elif state.attention_problems:
+        elif state.unreadable_homes:
             self.header.setText("Interrupted turns cannot all be seen")
-            self.subheader.setText("Nothing is listed as waiting, but the tray could not read everything (below).")
+            self.subheader.setText(state.status_line() + ". Nothing else is waiting.")
+        elif state.attention_problems:
+            self.header.setText(words.NO_TURNS)
+            self.subheader.setText("Nothing is waiting. The tray has a problem to show you below.")
         else:
-            self.header.setText("No interrupted turns")
-            self.subheader.setText("Nothing is waiting. Turns cut off by a crash or restart show up here.")
+            self.header.setText(words.NO_TURNS)
+            self.subheader.setText(words.NOTHING_WAITING)
         self._sync_running(state.running)
         self.banner.set_problems(state.problems)
         self._fill_recent(state)
@@ -273,6 +300,8 @@ class PromptWindow(QDialog):
             self.list.setCurrentRow(keys.index(selected) if selected in keys else 0)
         self.list.setVisible(bool(n))
         self.button_row.setVisible(bool(n))
+        if not n:
+            self._focus = "recent"
         self._update_buttons()
 
     def refresh_ages(self) -> None:
@@ -288,6 +317,8 @@ class PromptWindow(QDialog):
             k = item.data(KEY_ROLE)
             if isinstance(k, int) and k < len(self._state.recent):
                 item.setText(self._recent_text(self._state.recent[k]))
+                if self._state.recent[k].details:
+                    item.setToolTip(self._state.recent[k].details_now)
         self._update_detail()
         for r in self._state.running:
             row = self._running_rows.get(r.key)
@@ -302,14 +333,17 @@ class PromptWindow(QDialog):
 
     @staticmethod
     def _row_tip(t: TurnItem) -> str:
-        return f"{t.home}\nsession {t.session_key}\n{t.reason_now}"
+        return f"{t.reason_now}\nSession ID: {t.session_key}\nHome: {t.home}"
 
     def _row_text(self, t: TurnItem) -> str:
         lines = [t.title]
-        lines.append(f"“{elide(t.excerpt, 110)}”" if t.excerpt else "(prompt hidden)" if not self._state.show_prompts else "")
+        if t.excerpt and not t.title.startswith("“"):
+            lines.append(f"“{elide(t.excerpt, 110)}”")
+        elif not self._state.show_prompts:
+            lines.append(words.PROMPT_HIDDEN)
         meta = [f"Interrupted {t.when}"]
         if t.attempts:
-            meta.append(f"continued {t.attempts}× already")
+            meta.append(f"{words.tries(t.attempts)} so far")
         if t.profile and t.profile != "default":
             meta.append(f"{t.profile} profile")
         lines.append(" · ".join(meta))
@@ -322,6 +356,8 @@ class PromptWindow(QDialog):
         for i, r in enumerate(state.recent):
             item = QListWidgetItem(self._recent_text(r))
             item.setData(KEY_ROLE, i)
+            if r.details:
+                item.setToolTip(r.details_now)
             self.recent_list.addItem(item)
         self.recent_list.blockSignals(False)
         show = bool(state.recent)
@@ -330,13 +366,13 @@ class PromptWindow(QDialog):
         if show:
             self.recent_list.setCurrentRow(selected if isinstance(selected, int) and selected < len(state.recent)
                                            else 0)
-        self._update_recent_button()
+        self._update_recent_buttons()
 
     @staticmethod
     def _recent_text(r: RecentItem) -> str:
-        lines = [f"{r.title} — {r.what}" + (f" ({since_text(r.since)})" if r.since else "")]
+        lines = [f"{r.title} — {r.what}" + (f" · {since_text(r.since)}" if r.since else "")]
         if r.why:
-            lines.append(f"Why: {elide(r.why_now, 200)}")
+            lines.append(r.why)
         if r.can_do:
             lines.append(r.can_do)
         return "\n".join(lines)
@@ -348,23 +384,21 @@ class PromptWindow(QDialog):
         i = item.data(KEY_ROLE)
         return self._state.recent[i] if isinstance(i, int) and i < len(self._state.recent) else None
 
-    def _update_recent_button(self) -> None:
+    def _update_recent_buttons(self) -> None:
         r = self.selected_recent()
-        action = r.action if r is not None else ""
-        label = {"enable": "Turn auto-continue &on", "skip": "S&kip it"}.get(action, "")
-        self.recent_button.setText(label)
-        self.recent_button.setAccessibleName({"enable": "Turn Hermes auto-continue back on for this turn's home",
-                                              "skip": "Skip this turn (forget its marker)"}.get(action, ""))
-        self.recent_button.setVisible(bool(label))
-        self.recent_hint.setText(r.can_do if r is not None else "")
+        actions = r.actions if r is not None else ()
+        self.recent_button.setVisible("enable" in actions)
+        self.recent_skip_button.setVisible("skip" in actions)
+        self.recent_hint.setText("")
+        self._update_detail()
 
-    def _recent_action(self) -> None:
-        r = self.selected_recent()
-        if r is None:
+    def _recent_action(self, action: str, r: RecentItem | None = None) -> None:
+        r = r or self.selected_recent()
+        if r is None or action not in r.actions:
             return
-        if r.action == "enable":
+        if action == "enable":
             self.enable_requested.emit(r.home)
-        elif r.action == "skip":
+        elif action == "skip":
             self.skip_requested.emit(r.key)
 
     def _sync_running(self, running: tuple[RunningItem, ...]) -> None:
@@ -392,6 +426,13 @@ class PromptWindow(QDialog):
         key = self.selected_key()
         return next((t for t in self._state.pending if t.key == key), None)
 
+    def _picked(self, which: str) -> None:
+        self._focus = which
+        if which == "list":
+            self._update_buttons()
+        else:
+            self._update_recent_buttons()
+
     def _update_buttons(self) -> None:
         turn = self.selected_turn()
         for b in (self.resume_button, self.skip_button, self.disable_button):
@@ -399,9 +440,23 @@ class PromptWindow(QDialog):
         self._update_detail()
 
     def _update_detail(self) -> None:
-        turn = self.selected_turn()
-        self.detail.setText("" if turn is None else
-                            f"{t_home(turn)} · session {elide(turn.session_key, 40)}\n{turn.reason_now}")
+        """The short line under the list, and on demand (Details) Hermes' facts: the session id, the home,
+        the engine's own sentence with its pids and reasons."""
+        turn = self.selected_turn() if self._focus == "list" else None
+        recent = self.selected_recent() if self._focus == "recent" else None
+        if turn is not None:
+            self.detail.setText(f"{t_home(turn)} · interrupted {turn.when}")
+            facts = [turn.reason_now, f"Session ID: {turn.session_key}", f"Home: {turn.home}"]
+        elif recent is not None:
+            self.detail.setText("")
+            facts = [x for x in (recent.details_now, f"Session ID: {recent.session_key}" if recent.session_key
+                                 else "", f"Home: {recent.home}" if recent.home else "") if x]
+        else:
+            self.detail.setText("")
+            facts = []
+        self.details_button.setVisible(bool(facts))
+        self.details.setText("\n".join(facts))
+        self.details.setVisible(bool(facts) and self.details_button.isChecked())
 
     def show_answer(self, title: str, text: str) -> None:
         """A finished continuation's answer (clicking the "finished" notification lands here)."""
@@ -424,10 +479,53 @@ class PromptWindow(QDialog):
         if key:
             self.skip_requested.emit(key)
 
+    def _delete_pressed(self) -> None:
+        """Delete skips the selected turn: a waiting one, or one under Recent that can be skipped."""
+        if not self.list.hasFocus() and (self._focus == "recent" or self.recent_list.hasFocus()):
+            self._recent_action("skip")
+        else:
+            self._skip_selected()
+
     def _disable_selected(self) -> None:
         key = self.selected_key()
         if key:
             self.disable_requested.emit(key)
+
+    def context_menu_for(self, which: str) -> QMenu:
+        """The right-click menu of a list's selected row (tests read it without opening it)."""
+        menu = QMenu(self)
+        if which == "list":
+            turn = self.selected_turn()
+            if turn is not None:
+                menu.addAction("Resume", self._resume_selected)
+                menu.addAction("Skip", self._skip_selected)
+                menu.addAction("Disable auto-continue", self._disable_selected)
+                menu.addAction("Copy session ID", lambda k=turn.session_key: _copy(k))
+        else:
+            r = self.selected_recent()
+            if r is not None:
+                if "enable" in r.actions:
+                    menu.addAction("Turn auto-continue on", lambda: self._recent_action("enable", r))
+                if "skip" in r.actions:
+                    menu.addAction("Skip", lambda: self._recent_action("skip", r))
+                if r.session_key:
+                    menu.addAction("Copy session ID", lambda k=r.session_key: _copy(k))
+        return menu
+
+    def _list_menu(self, pos: QPoint) -> None:
+        self._popup(self.list, "list", pos)
+
+    def _recent_menu(self, pos: QPoint) -> None:
+        self._popup(self.recent_list, "recent", pos)
+
+    def _popup(self, view: QListWidget, which: str, pos: QPoint) -> None:
+        item = view.itemAt(pos)
+        if item is None:
+            return
+        view.setCurrentItem(item)
+        menu = self.context_menu_for(which)
+        if menu.actions():
+            menu.exec(view.viewport().mapToGlobal(pos))
 
     def present(self, *, activate: bool) -> None:
         """Show it; take focus only when the user asked for the window (``activate``)."""
@@ -442,6 +540,10 @@ class PromptWindow(QDialog):
         from hermes_tray.app import events
 
         events.emit("window", name="prompt", activate=activate)
+
+
+def _copy(text: str) -> None:
+    QGuiApplication.clipboard().setText(text)
 
 
 def t_home(turn: TurnItem) -> str:

@@ -11,7 +11,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray.format import elapsed_text, elide, restate_age, since_text, turn_since
+from hermes_tray import words
+from hermes_tray.format import elapsed_text, elide, restate_age, short_path, since_text, turn_since
 from hermes_tray_core.ask_once import turn_key
 from hermes_tray_core.scan_records import TurnRecord
 
@@ -33,6 +34,7 @@ class TurnItem:
     source: str = "desktop"
     record: TurnRecord | None = field(default=None, compare=False, repr=False)
     stated_age: float | None = None  # the age ``reason`` states (the policy's, as of the scan)
+    code: str = ""  # the policy's reason code: what the views word it by (``reason`` is the details)
 
     @property
     def actionable(self) -> bool:
@@ -54,7 +56,7 @@ class TurnItem:
     def menu_label(self) -> str:
         """``title — excerpt — age`` (excerpt only when shown)."""
         parts = [elide(self.title, 34)]
-        if self.excerpt:
+        if self.excerpt and not self.title.startswith("“"):  # an untitled turn is named by its prompt already
             parts.append(elide(self.excerpt, 30))
         parts.append(self.when)
         return " — ".join(parts)
@@ -78,8 +80,9 @@ class RunningItem:
 class RecentItem:
     """A turn that is not waiting for a decision: what happened, why, and what the user can still do.
 
-    ``action``: the one button its row offers — ``enable`` (turn Hermes auto-continue back on for
-    ``home``), ``skip`` (forget a marker nothing will continue) or ``""``.
+    ``actions``: the buttons its row offers — ``enable`` (turn Hermes auto-continue back on for ``home``),
+    ``skip`` (forget a turn nothing will continue). ``details``: Hermes' facts as the engine states them
+    (pids, paths, reasons), shown on demand; ``details_age``: the age those state (they tick with the row).
     """
 
     key: str
@@ -89,38 +92,36 @@ class RecentItem:
     can_do: str = ""
     since: float | None = None
     home: str = ""
-    action: str = ""
-    why_age: float | None = None  # the age ``why`` states (as of ``since``'s scan)
+    actions: tuple[str, ...] = ()
+    details: str = ""
+    details_age: float | None = None
+    session_key: str = ""
 
     @property
-    def why_now(self) -> str:
-        """``why`` with the age it states said as of now."""
+    def details_now(self) -> str:
+        """``details`` with the age they state said as of now."""
         age = None if self.since is None else max(0.0, time.time() - self.since)
-        return restate_age(self.why, self.why_age, age)
+        return restate_age(self.details, self.details_age, age)
 
 
-#: verdict of a turn the tray leaves alone → (what happened, what the user can still do, its button)
-HELD = {
-    "disabled": ("Not continued: Hermes auto-continue is off in this home",
-                 "Turn auto-continue back on to resume it (or Skip to forget it).", "enable"),
-    "stale": ("Too old to continue", "Open the session in Hermes to finish it by hand, or Skip it.", "skip"),
-    "exhausted": ("Hermes gave up on it (its continuations were used up)",
-                  "Open the session in Hermes to finish it by hand, or Skip it.", "skip"),
-    "running": ("Running in Hermes now", "Nothing to do: it is not interrupted.", ""),
-    "not-ours": ("Handled by Hermes itself", "Nothing to do here.", ""),
-}
-
-
-def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = ()) -> tuple[RecentItem, ...]:
-    """The turns window's "Recent" section: turns still marked but not waiting (held back by the
-    policy, with the reason) first, then what this tray's continuations ended in, newest first."""
+def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *,
+                 in_app: bool = True) -> tuple[RecentItem, ...]:
+    """The turns window's "Recent" section: turns still there but not waiting (held back by the policy,
+    worded from its verdict and reason code: ``hermes_tray.words``) first, then what this tray's
+    continuations and skips ended in, newest first. ``in_app``: a Hermes app exists to finish a turn in
+    (False in the demo)."""
     held = []
+    shown = set()
     for t in others:
-        what, can_do, action = HELD.get(t.verdict, (t.verdict or "Not waiting", "", ""))
-        if t.source != "desktop" and t.verdict not in ("running",):
-            what, can_do, action = "Interrupted in the WebUI", "Continue it in the WebUI.", ""
-        held.append(RecentItem(t.key, t.title, what, t.reason, can_do, t.since, t.home, action, t.stated_age))
-    return tuple(held) + tuple(sorted(outcomes, key=lambda r: -(r.since or 0)))
+        if t.verdict == "actionable" and t.source == "desktop":
+            continue  # waiting, between a resume that ended and the scan that offers it again: not "held"
+        h = words.held(t.verdict, t.code, attempts=t.attempts, source=t.source, in_app=in_app)
+        held.append(RecentItem(t.key, t.title, h.what, h.why, h.can_do, t.since, t.home, h.actions, t.reason,
+                               t.stated_age, t.session_key))
+        shown.add(t.key)
+    # a turn listed above (its marker is back) is not also listed with an older ending
+    ended = sorted((r for r in outcomes if r.key not in shown), key=lambda r: -(r.since or 0))
+    return tuple(held) + tuple(ended)
 
 
 @dataclass(frozen=True)
@@ -135,6 +136,10 @@ class Problem:
     folder: str = ""  # what "Open folder" opens ("" = nothing to open)
     advice: str = "Run `hermes-tray doctor` for the details and how to fix it."
     attention: bool = True
+    # "markers": a home's interrupted turns cannot be read (a corrupt, unreadable or not yet supported
+    # store): the tray does not know that nothing waits there. "" for any other problem.
+    kind: str = ""
+    home: str = ""
 
     def __str__(self) -> str:
         return self.text
@@ -153,6 +158,8 @@ class ViewState:
     homes_found: bool = True  # False: no Hermes home exists yet; ``watching`` says where we look
     watching: tuple[str, ...] = ()  # home paths watched (shown while none exists)
     recent: tuple[RecentItem, ...] = ()  # not waiting: held back (with why) and how continuations ended
+    in_app: bool = True  # a Hermes app exists to finish a turn in by hand (False: the demo)
+    demo: bool = False
 
     @property
     def held(self) -> tuple[TurnItem, ...]:
@@ -162,6 +169,25 @@ class ViewState:
     @property
     def attention_problems(self) -> tuple[Problem, ...]:
         return tuple(p for p in self.problems if getattr(p, "attention", True))
+
+    @property
+    def unreadable_homes(self) -> tuple[str, ...]:
+        """Homes whose interrupted turns cannot be read: nobody knows that nothing waits there."""
+        return tuple(dict.fromkeys(p.home or p.folder for p in self.attention_problems if p.kind == "markers"))
+
+    def status_line(self, *, loading: bool = False) -> str:
+        """What the menu and the tooltip say first when no turn waits (a waiting one says itself)."""
+        if self.held:
+            return words.count(len(self.held), "interrupted turn") + " held: auto-continue is off"
+        if loading:
+            return words.LOOKING
+        if not self.homes_found:
+            return self.no_home_text()
+        bad = self.unreadable_homes
+        if bad:
+            where = short_path(bad[0]) if len(bad) == 1 else words.count(len(bad), "home")
+            return f"Cannot read the interrupted turns in {where}"
+        return words.NO_TURNS
 
     @property
     def needs_attention(self) -> bool:
@@ -180,35 +206,28 @@ class ViewState:
 
     def tooltip(self) -> str:
         lines = ["Hermes Tray"]
-        if self.running:
-            for r in self.running:
-                lines.append(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())} — {r.status}")
+        for r in self.running:
+            lines.append(f"Resuming {elide(r.title, 40)} — {elapsed_text(r.elapsed_now())} — {r.status}")
         n = len(self.pending)
         if n:
-            lines.append(f"{n} interrupted turn{'s' if n != 1 else ''} waiting")
-        elif self.held:
-            h = len(self.held)
-            lines.append(f"{h} interrupted turn{'s' if h != 1 else ''} not continued: auto-continue is off")
-        elif not self.homes_found:
-            lines.append(self.no_home_text())
-        elif not self.running:
-            lines.append("No interrupted turns")
+            lines.append(words.count(n, "interrupted turn") + " waiting")
+            if self.unreadable_homes:
+                lines.append(self.status_line())
+        elif not self.running or self.held or self.unreadable_homes:
+            lines.append(self.status_line())
         bad = self.attention_problems
         if bad:
-            more = f" (and {len(bad) - 1} more)" if len(bad) > 1 else ""
+            more = f" · {words.count(len(bad) - 1, 'more problem')}" if len(bad) > 1 else ""
             lines.append(f"⚠ {elide(str(bad[0]), 90)}{more}")
         if self.backend_enabled is False:
-            lines.append("Hermes auto-continue is off")
-        elif self.backend_enabled is None:
-            lines.append("Hermes auto-continue is off in some homes")
-        lines.append({"ask": "Asks before resuming", "auto": "Resumes automatically",
-                      "list": "Only lists interrupted turns",
-                      "off": "Only lists interrupted turns"}.get(self.mode, self.mode))
+            lines.append(words.AUTO_OFF)  # it holds every turn: what the tray would do does not apply
+        else:
+            if self.backend_enabled is None:
+                lines.append(words.AUTO_OFF_SOME)
+            lines.append(words.MODE_LINES.get(self.mode, self.mode))
         return "\n".join(lines)
 
     def no_home_text(self) -> str:
-        from hermes_tray.format import short_path
-
         where = ", ".join(short_path(w) for w in self.watching[:2]) or "the Hermes home"
         return f"No Hermes home found yet — watching {where} for one"
 
@@ -223,7 +242,7 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
         key=turn_key(home, record.session_key),
         home=home,
         session_key=record.session_key,
-        title=turn_label(record),
+        title=turn_label(record, show_prompts=show_prompts),
         excerpt=clean_text(record.prompt_excerpt, 200) if show_prompts else "",
         since=turn_since(record, now),
         attempts=record.attempts,
@@ -233,6 +252,7 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
         source=str(record.source),
         record=record,
         stated_age=record.age_seconds,
+        code=str(record.code or ""),
     )
 
 
@@ -249,5 +269,6 @@ def view_problems(texts: Sequence[str], details: Sequence[dict[str, Any]] | None
         attention = bool(d.get("attention", True))
         if not attention and not homes_found:
             continue
-        out.append(Problem(str(d.get("text", "")), folder=str(d.get("folder") or ""), attention=attention))
+        out.append(Problem(str(d.get("text", "")), folder=str(d.get("folder") or ""), attention=attention,
+                           kind=str(d.get("kind") or ""), home=str(d.get("home") or "")))
     return tuple(out)

@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED
+from hermes_tray.cli.main import EXIT_NO, EXIT_OK, EXIT_REFUSED
 
 HELP = "start the tray (or, with --helper, the headless helper) at login: on, off or status"
 
@@ -18,7 +18,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
         help=HELP,
         description=HELP + ". The state is read back from the system every time "
         "(XDG autostart entry, systemd user unit, LaunchAgent or Run registry value). "
-        "`status` exits 0 when on and 1 when off.",
+        "`status` exits 0 when on and 1 when off (the exit-code table's \"no\").",
     )
     parser.add_argument("action", choices=("on", "off", "status"))
     parser.add_argument(
@@ -64,5 +64,5 @@ def run(args: argparse.Namespace) -> int:
         if status.command:
             print("runs: " + " ".join(status.command))
     if args.action == "status" and not status.enabled:
-        return EXIT_REFUSED
+        return EXIT_NO
     return EXIT_OK

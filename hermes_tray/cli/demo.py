@@ -1,9 +1,11 @@
 """``hermes-tray demo [--no-tray]``: try hermes-tray on a throwaway home and a simulated backend.
 
-Creates a private temp dir with a Hermes home, a simulated Hermes install and tray state of its
-own, starts a simulated backend running a turn that crashes (SIGKILL) after a few seconds, and
-prints what to try. Without ``--no-tray`` it opens the tray on that home (when the tray is part
-of this build); the demo never touches the user's real Hermes homes or tray state.
+Creates a private temp dir (or ``--dir``) with a Hermes home, a simulated Hermes install and tray state
+of its own, starts a simulated backend running a turn that crashes (SIGKILL) after a few seconds, and
+prints what to try, naming this very executable. Without ``--no-tray`` it opens the tray on that home
+(when the tray is part of this build); the demo never touches the user's real Hermes homes or tray state.
+``hermes-tray`` with no command and no Hermes installed runs it in ``~/.cache/hermes-tray/demo``
+(``default_demo_root``), made afresh each time.
 """
 
 from __future__ import annotations
@@ -19,24 +21,49 @@ from typing import Any
 from hermes_tray.cli.common import print_json, refuse
 from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED
 
+DESCRIPTION = (
+    "Try hermes-tray on a throwaway Hermes home with a simulated Hermes: a turn runs and crashes after a few "
+    "seconds, and the tray offers to resume it. The demo has its own tray settings and state: your real "
+    "Hermes homes and tray settings are never touched. Without --no-tray the tray opens on it."
+)
+DIR_HELP = ("where to create the demo (default: a new private temp dir, removed when the tray quits and kept "
+            "with --no-tray; hermes-tray with no command and no Hermes installed uses {root})")
+
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p = subparsers.add_parser("demo", parents=[common], help="try hermes-tray on a throwaway home and simulated backend",
-                              description=__doc__.split("\n\n")[1] if __doc__ else None)
+                              description=DESCRIPTION)
     p.add_argument("--no-tray", action="store_true", help="only create the demo and print what to try")
     p.add_argument("--capability", choices=("auto-continue", "legacy"), default="auto-continue",
                    help="simulate a Hermes that continues turns itself (default) or an older one (0.19.0)")
     p.add_argument("--crash-after", type=float, default=5.0, metavar="SECONDS",
                    help="SIGKILL the simulated backend this long into its turn (default 5; 0 = never)")
-    p.add_argument("--dir", default=None, metavar="PATH", help="where to create the demo (default: a new temp dir)")
+    from hermes_tray.demo.home import default_demo_root
+    from hermes_tray.format import short_path
+
+    p.add_argument("--dir", default=None, metavar="PATH", help=DIR_HELP.format(root=short_path(default_demo_root())))
     p.set_defaults(func=run)
+
+
+def own_command() -> str:
+    """This very hermes-tray, as a command that works from any shell: the absolute path of the running
+    executable (the README's install puts it in .venv/bin, not on PATH), else its Python with -m."""
+    if getattr(sys, "frozen", False):
+        return shlex.quote(sys.executable)
+    script = Path(sys.argv[0]) if sys.argv and sys.argv[0] else None
+    if script is not None and script.name in ("hermes-tray", "hermes-tray.exe") and script.exists():
+        return shlex.quote(str(script.resolve()))
+    beside = Path(sys.executable).with_name("hermes-tray")
+    if beside.is_file():
+        return shlex.quote(str(beside))
+    return f"{shlex.quote(sys.executable)} -m hermes_tray"
 
 
 def _instructions(demo: Any) -> str:
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in demo.env.items() if k.startswith("HERMES_TRAY_CONFIG")
                    or k.startswith("HERMES_TRAY_STATE") or k.startswith("HERMES_TRAY_LOG"))
     home = shlex.quote(str(demo.home))
-    exe = "hermes-tray"
+    exe = own_command()
     crash = (f"It is SIGKILLed a few seconds into its turn; or do it yourself: kill -9 {demo.backend_pid}"
              if demo.backend_pid else "")
     return f"""\

@@ -150,6 +150,25 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     return info, []
 
 
+def reconcile_hermes(hermes: dict[str, Any], problems: list[str], home_rows: list[dict[str, Any]]) -> list[str]:
+    """One answer about Hermes. With no ``hermes`` command found yet a running Hermes serving a home, doctor
+    said "Hermes: not found" beside "running Hermes: pid N … resumes continue there". Now the running ones are
+    named (``hermes["running"]``), and the missing command is a problem only for the homes no running Hermes
+    serves: there a resume would have to start Hermes, and cannot."""
+    running = [{"pid": r["running_backend"]["pid"], "home": r["path"]} for r in home_rows
+               if isinstance(r.get("running_backend"), dict) and r["running_backend"].get("usable")]
+    hermes["running"] = running
+    if hermes.get("installed") or not running:
+        return problems
+    served = {r["home"] for r in running}
+    unserved = [r["path"] for r in home_rows if r.get("exists") and r["path"] not in served]
+    if not unserved:
+        return []  # every home's resumes go to the running Hermes: nothing needs the command
+    return [f"{', '.join(unserved)}: no running Hermes serves {'it' if len(unserved) == 1 else 'them'} and no "
+            "'hermes' command was found to start one, so resumes there cannot run — install Hermes Agent, or set "
+            "hermes_command in the tray settings"]
+
+
 def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
     """Where a resume in ``home`` would run: the user's running ``hermes dashboard`` (pid, port, where its token
     comes from — never the token) or, with the reason, a separate Hermes process."""
@@ -234,7 +253,7 @@ def run(args: argparse.Namespace) -> int:
         problems.append("no Hermes home found (looked at " + ", ".join(str(h.path) for h in result.homes)
                         + "): run Hermes once, set HERMES_HOME, or pass --home PATH")
     hermes, hermes_problems = check_hermes(settings, probe=not args.no_probe)
-    problems.extend(hermes_problems)
+    problems.extend(reconcile_hermes(hermes, hermes_problems, home_rows))
     desktop, desktop_problems = check_desktop()
     problems.extend(desktop_problems)
     report = {"ok": not problems, "paths": _paths(), "settings": {**settings.to_dict(), "error": settings_error},
@@ -274,10 +293,14 @@ def render(report: dict[str, Any]) -> str:
             out.append(f"    running Hermes: not used ({rb.get('reason')}); resumes start a separate Hermes process")
     hermes = report["hermes"]
     out.append("Hermes:")
+    for r in hermes.get("running") or ():
+        out.append(f"  running: pid {r['pid']}, serving {r['home']}")
     if hermes.get("installed"):
-        out.append(f"  {' '.join(hermes['command'])} (from {hermes['source']})")
+        out.append(f"  command: {' '.join(hermes['command'])}, from {hermes['source']}")
         if "version" in hermes:
             out.append(f"  version: {hermes.get('version') or 'unknown'}; {hermes.get('detail')}")
+    elif hermes.get("running"):
+        out.append("  command: none found; resumes run in the running Hermes")
     else:
         out.append("  not found")
     d = report["desktop"]

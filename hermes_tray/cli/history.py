@@ -19,11 +19,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.set_defaults(func=run)
 
 
-def entries(limit: int, session: str | None = None) -> list[dict]:
-    """Turn decisions and configuration changes, newest first."""
+def entries(limit: int, session: str | None = None, homes: list[str] | None = None) -> list[dict]:
+    """Turn decisions and configuration changes, newest first (with ``homes``: only theirs)."""
     from hermes_tray_core import decisions
 
-    return list(decisions.history(limit, session_key=session))
+    return list(decisions.history(limit, session_key=session, homes=homes or None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         return refuse(args, "--limit must be at least 1", EXIT_USAGE)
-    rows = entries(args.limit, args.session)
+    rows = entries(args.limit, args.session, args.homes)
     if args.json:
         print_json(rows)
         return 0
@@ -53,9 +53,9 @@ def run(args: argparse.Namespace) -> int:
             continue
         what = ev.get("session_key") or "?"
         where = ev.get("home") or ""
-        extra = ", ".join(f"{k}={v}" for k, v in ev.items() if k not in skip and v is not None)
+        extra = " · ".join(f"{k}={v}" for k, v in ev.items() if k not in skip and v is not None)
         via = f" [{ev['via']}]" if ev.get("via") else ""
-        print(f"{when}  {ev.get('event', '?'):<11} {what}  {where}{via}" + (f"  ({extra})" if extra else ""))
+        print(f"{when}  {ev.get('event', '?'):<11} {what}  {where}{via}" + (f"  {extra}" if extra else ""))
     return 0
 
 

@@ -17,6 +17,7 @@ from hermes_tray_core import __version__
 # The one exit-code table every command follows (README "Command line" prints it).
 EXIT_OK = 0
 EXIT_REFUSED = 1  # nothing done, the reason printed (no home found, not actionable, no display…)
+EXIT_NO = 1  # a question answered "no", as `test` does: `autostart status` when start at login is off
 EXIT_USAGE = 2  # the command line itself is wrong
 EXIT_FAILED = 3  # `resume --wait`: the continuation ran and failed
 EXIT_STOPPED = 4  # `resume --wait`: you stopped it (Ctrl-C / SIGTERM): the turn ended for good
@@ -55,8 +56,10 @@ def common_options() -> argparse.ArgumentParser:
 
 
 # Commands whose module is not named after them; every other command ``X`` lives in ``hermes_tray.cli.X``.
-COMMAND_MODULE_OF = {"enable": "enable_disable", "disable": "enable_disable", "config": "config_cmd",
-                     "_resume-worker": "resume"}
+COMMAND_MODULE_OF = {"enable": "enable_disable", "disable": "enable_disable", "config": "config_cmd"}
+#: The background worker of ``resume`` in a frozen build, where ``python -m`` is not available: an internal
+#: entry, started before parsing so that it is never offered as a command (``resume_worker.worker_argv``).
+RESUME_WORKER = "_resume-worker"
 
 
 def _command_module(argv: list[str]) -> str | None:
@@ -105,6 +108,10 @@ def main(argv: list[str] | None = None, *, exit_quickly: bool = False) -> int:
     """Run one command. ``exit_quickly`` (the program itself, never a caller that goes on): a command that
     declares ``quick_exit`` ends the process as soon as it is done (:func:`_exit_now`)."""
     argv = sys.argv[1:] if argv is None else list(argv)
+    if argv == [RESUME_WORKER]:
+        from hermes_tray.cli.resume_worker import run_worker
+
+        return int(run_worker() or 0)
     parser = build_parser(_command_module(argv))
     args = parser.parse_args(argv)
     # SUPPRESS defaults let the options stand before or after the command; fill them in once here.

@@ -32,9 +32,8 @@ from typing import Any
 from hermes_tray.cli.common import print_json, refuse, selected_homes, warn
 from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
 
-STOP_NOTE = "Ctrl-C stops it; that ends the turn for good, as Hermes' own Stop does (it is not continued again)."
-STOPPED_TEXT = ("Stopped as you asked: the turn ended for good, as with Hermes' own Stop; it will not be "
-                "continued again. Open the session in Hermes to go on by hand.")
+STOP_NOTE = "Ctrl-C stops it for good, as Hermes' own Stop does."
+STOPPED_TEXT = "Stopped as you asked. The turn ended for good."  # the outcome's message (--json, the journal)
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -46,9 +45,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("session", metavar="SESSION", help="session key of the interrupted turn (see `status`)")
     p.add_argument("--wait", action="store_true", help="stay until the continuation ends; print progress")
     p.set_defaults(func=run)
-    # Hidden: the background worker, for frozen builds where `python -m` is not available.
-    w = subparsers.add_parser("_resume-worker")  # no help=: argparse then leaves it out of --help
-    w.set_defaults(func=lambda _a: __import__("hermes_tray.cli.resume_worker", fromlist=["run_worker"]).run_worker())
+    # The background worker of a frozen build (``_resume-worker``) is no command: cli.main starts it before
+    # parsing, so a mistyped command never lists it among the choices.
 
 
 def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
@@ -94,14 +92,30 @@ def run(args: argparse.Namespace) -> int:
     return _run_background(args, home, entry)
 
 
+def outcome_text(result: dict[str, Any]) -> str:
+    """The short line for how a resume ended (``hermes_tray.words``), from the result's typed fields."""
+    from hermes_tray import words
+
+    stopped = result.get("outcome") == "stopped"
+    e = words.ending(result.get("outcome", "error") if not stopped else "interrupted", code=str(result.get("code") or ""),
+                     verdict=str(result.get("verdict") or ""), stopped=stopped, attempts=result.get("attempt"),
+                     ran_in=str(result.get("ran_in") or "") if result.get("attempt") else "")
+    return " ".join(x for x in (f"{e.what}.", e.why, e.can_do) if x)
+
+
 def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
     code = int(result.get("exit_code", EXIT_FAILED))
     if args.json:
         print_json({"ok": code == EXIT_OK, **result})
-    elif code == EXIT_OK:
-        print(result.get("message", ""))
-    else:
-        warn(str(result.get("message", "")))
+        return code
+    line = outcome_text(result)
+    if code == EXIT_OK:
+        print(line)
+        return code
+    warn(line)
+    message = str(result.get("message") or "")
+    if message and result.get("outcome") != "stopped":
+        warn(f"Details: {message}")  # Hermes' facts as the engine states them (pids, paths, reasons)
     return code
 
 
@@ -121,8 +135,8 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     def on_stop(sig: int, _frm: Any) -> None:
         if not stop.is_set():
             name = signal.Signals(sig).name
-            say(f"\n{name}: stopping the continuation cleanly; the turn ends for good "
-                "(another signal does not speed it up)…")
+            say(f"\n{name}: stopping the continuation cleanly. The turn ends for good. "
+                "Another signal does not speed it up.")
         stop.set()
 
     def on_tstp(_sig: int, _frm: Any) -> None:
@@ -138,7 +152,15 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     last = {"t": 0.0, "phase": None}
 
+    def started() -> None:
+        # said once the turn is ours to continue (the claim won, the checks passed): a resume that loses a
+        # race or is refused never says "Resuming" before "Not resumed"
+        if not quiet and "started" not in said:
+            said.add("started")
+            print(f"Resuming {args.session}. {STOP_NOTE}", flush=True)
+
     def progress(p: Any) -> None:
+        started()
         if quiet:
             return
         now = time.monotonic()
@@ -147,14 +169,11 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             last["t"], last["phase"] = now, p.phase
 
     def dispatched(res: Any) -> None:
+        started()
         if not quiet:
-            who = "Hermes is continuing the turn" if res.continued_by == "backend" else \
-                "continuation submitted to Hermes"
-            print(f"Resuming {args.session} (attempt {res.attempt}): {who} {res.where}.", flush=True)
+            print(f"Try {res.attempt} started {res.where}.", flush=True)
 
     try:
-        if not quiet:
-            print(f"Resuming {args.session} in {home.path}… ({STOP_NOTE})", flush=True)
         result = resume_turn(home.path, args.session, entry, on_progress=progress, on_dispatched=dispatched,
                              stop=stop, via="cli")
     finally:
@@ -208,9 +227,8 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
             except ValueError:
                 continue
             if msg.get("event") == "dispatched":
-                text = (f"Resuming {args.session}: the continuation has started (attempt {msg.get('attempt')}); "
-                        f"a background helper (pid {msg.get('pid')}) is finishing it. "
-                        "`hermes-tray status` and `hermes-tray history` show how it ends.")
+                text = (f"Resuming {args.session}: try {msg.get('attempt')} started. A background helper finishes "
+                        "it. `hermes-tray history` shows how it ends.")
                 if args.json:
                     print_json({"ok": True, "outcome": "started", "session_key": args.session,
                                 "home": str(home.path), **{k: v for k, v in msg.items() if k != "event"}})
@@ -222,9 +240,9 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
                 return _outcome(args, msg)
     except KeyboardInterrupt:
         proc.terminate()  # the worker stops the continuation cleanly on SIGTERM
-        warn("interrupted: stopping the continuation; the turn ends for good")
+        warn("Interrupted: stopping the continuation. The turn ends for good.")
         proc.wait(timeout=60)
-        warn(STOPPED_TEXT)
+        warn(outcome_text({"outcome": "stopped"}))
         return EXIT_STOPPED
     code = proc.wait(timeout=30)
     return refuse(args, f"the background helper exited unexpectedly (exit {code}); see {log_dir()}",

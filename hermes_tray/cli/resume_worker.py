@@ -51,7 +51,9 @@ def _open_log() -> tuple[Path | None, int | None]:
 def worker_argv() -> list[str]:
     """How to start the worker: ``python -m`` from source, a hidden command in a frozen app."""
     if getattr(sys, "frozen", False):
-        return [sys.executable, "_resume-worker"]
+        from hermes_tray.cli.main import RESUME_WORKER
+
+        return [sys.executable, RESUME_WORKER]
     return [sys.executable, "-m", "hermes_tray.cli.resume_worker"]
 
 

@@ -23,7 +23,8 @@ def run(args: argparse.Namespace) -> int:
 
     homes = selected_homes(args)
     # parallel: a short-lived, single-threaded process may fork a helper for a cold scan's parsing
-    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(), parallel=True).scan()
+    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(), parallel=True,
+                     ask_running_hermes=True).scan()
     if args.json:
         print_json(result.to_json())
         return 0

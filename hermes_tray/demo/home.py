@@ -56,7 +56,11 @@ class DemoHome:
     capability: str
     backend: subprocess.Popen[bytes] | None = None
     env: dict[str, str] = field(default_factory=dict)
-    rounds: int = 0  # extra sessions "crash the backend" made while a turn was still waiting
+    rounds: int = 0  # extra sessions "crash the backend" made (one per crash after the first turn)
+    current: str = ""  # the session of the turn started last
+
+    def __post_init__(self) -> None:
+        self.current = self.current or self.session_key
 
     @property
     def backend_pid(self) -> int | None:
@@ -82,6 +86,7 @@ class DemoHome:
         Returns once that backend's own marker is on disk (its pid as the writer), so a crash right
         after always leaves an interrupted turn behind."""
         key = session_key or self.session_key
+        self.current = key
         python = sim_command(self.install_root)[0]
         argv = [python, "-m", "hermes_tray.demo.sim_backend", "--home", str(self.home), "run-turn",
                 "--session", key, "--prompt", prompt, "--turn-seconds", str(turn_seconds)]
@@ -107,18 +112,15 @@ class DemoHome:
 
     def crash_again(self) -> str:
         """The menu's "Demo: crash the backend", whatever state the demo is in: a backend mid-turn is
-        killed; otherwise a new turn is started and killed. While the demo session's turn still
-        waits (or Hermes gave up on it and its marker stays), the new turn runs on a new session,
-        so the demo never gets stuck. Returns the session key that was interrupted."""
-        from hermes_tray_core.markers import read_turn_marker
-
+        killed; otherwise a new turn is started, on a new session, and killed. Every round is a session of
+        its own (its own title), so one title is never waiting, finished and skipped at once. Returns the
+        session key that was interrupted."""
         if self.backend is not None and self.backend.poll() is None:
             self.crash_backend()
-            return self.session_key
-        key = self.session_key
-        if read_turn_marker(self.home, key) is not None:
-            self.rounds += 1
-            key = sim_state.create_session(self.home, title=f"{DEMO_TITLE} (round {self.rounds + 1})")
+            return self.current
+        self.rounds += 1
+        key = sim_state.create_session(self.home, title=f"{DEMO_TITLE} (round {self.rounds + 1})")
+        self.current = key
         self.start_turn(session_key=key)
         self.crash_backend()
         return key

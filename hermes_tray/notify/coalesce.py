@@ -13,10 +13,12 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
+from hermes_tray import words
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray_core.scanner import TurnRecord
 
 WINDOW_SECONDS = 2.0
+LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
 _counter = itertools.count(1)
 
 
@@ -34,15 +36,17 @@ def clean_text(value: object, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def turn_label(turn: TurnRecord) -> str:
-    """Session title, else the profile and a short session key: never prompt text."""
+def turn_label(turn: TurnRecord, *, show_prompts: bool = False) -> str:
+    """What a person calls a turn: its session's title; for an untitled session its prompt's first words
+    (only when ``show_prompts``), else its profile and when it started (``words.untitled_label``). The
+    session id is shown on demand, never as the name."""
     title = clean_text(turn.title, 80)
     if title:
         return title
-    key = clean_text(turn.session_key or "?", 64)
+    excerpt = clean_text(turn.prompt_excerpt, 120) if show_prompts else ""
     profile = clean_text(turn.profile, 64)
-    short = key if len(key) <= 16 else key[:8] + "…"
-    return f"session {short}" + (f" ({profile})" if profile and profile != "default" else "")
+    return words.untitled_label(profile, turn.started_at if isinstance(turn.started_at, (int, float)) else None,
+                                excerpt)
 
 
 def turn_identity(turn: TurnRecord) -> str:
@@ -130,30 +134,32 @@ class InterruptionNotices:
 
     def _note(self, group: _Group) -> Note:
         turns = group.turns
+        show = self.show_prompts()
         if len(turns) == 1:
             turn = turns[0]
-            label = turn_label(turn)
+            label = turn_label(turn, show_prompts=show)
             excerpt = clean_text(turn.prompt_excerpt, 160)
-            if self.show_prompts() and excerpt:
-                body = f"{label}\n“{excerpt}”"
-            else:
-                body = label
+            lines = [label]
+            if show and excerpt:  # an untitled turn, named by its prompt's first words: the whole excerpt instead
+                lines = [f"“{excerpt}”"] if label.startswith("“") else [label, f"“{excerpt}”"]
             if group.lead:
-                body = f"{clean_text(group.lead, 300)}\n{body}"
-            body += "\nResume it, skip it, or turn auto-continue off."
+                lines.insert(0, clean_text(group.lead, 300))
+            lines.append(words.WAITING_ASK)
+            body = "\n".join(lines)
             actions = (
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
                 Action("disable", "Disable auto-continue"),
             )
-            title = group.title or "Hermes turn interrupted"
+            title = group.title or words.WAITING_TITLE
         else:
-            names = ", ".join(turn_label(t) for t in turns[:3])
+            names = ", ".join(turn_label(t, show_prompts=show) for t in turns[:3])
             more = f" and {len(turns) - 3} more" if len(turns) > 3 else ""
             body = f"{names}{more}"
             actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
-            title = f"{len(turns)} Hermes turns interrupted"
-        log_line = f"{title}: " + ", ".join(turn_identity(t) for t in turns)
+            title = words.storm_title(len(turns))
+        named = ", ".join(turn_identity(t) for t in turns[:LOG_TURNS])
+        log_line = f"{title}: {named}" + (f" and {len(turns) - LOG_TURNS} more" if len(turns) > LOG_TURNS else "")
         if not self.can_open:  # no window to open (the headless helper): no button that does nothing
             actions = tuple(a for a in actions if a.key != "open")
         return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,

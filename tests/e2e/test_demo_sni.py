@@ -53,6 +53,8 @@ def test_demo_menu_crash_resume_finish_quit(sni_desktop, tmp_path) -> None:
         wait_for(lambda: "No interrupted turns" in _labels(d), 10, "menu back to idle")
         d.tray_activate("Quit")
         assert demo.wait(timeout=20) == 0
+        # issue 25.10: Quit printed "QObject::startTimer: Timers cannot be started from another thread"
+        assert "cannot be started from another thread" not in (tmp_path / "demo.err").read_text()
     finally:
         if demo.poll() is None:
             demo.kill()

@@ -43,7 +43,7 @@ def test_two_failed_continuations_end_in_one_gave_up_note(desktop, demo, tmp_pat
         desktop.click_action(asked["id"], "resume")  # attempt 1: crashes mid-turn
         (again,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"] == "Hermes turn failed again"],
                             30, "failed-again notification (the ask, with its buttons)")
-        assert again["actions"].get("resume") == "Resume" and "did not finish" in again["body"]
+        assert again["actions"].get("resume") == "Resume" and "Hermes exited before it finished." in again["body"]
         second = time.time()
         desktop.click_action(again["id"], "resume")  # attempt 2 of 2: crashes again
         (gave_up,) = wait_for(lambda: [n for n in _notes(desktop, second) if n["summary"] == "Hermes gave up on a turn"],
@@ -52,7 +52,7 @@ def test_two_failed_continuations_end_in_one_gave_up_note(desktop, demo, tmp_pat
         after = [n["summary"] for n in _notes(desktop, second)]
         assert after == ["Hermes gave up on a turn"], after  # one notification, not two
         body = gave_up["body"]
-        assert "after 2 continuations" in body and "will not be continued again" in body
+        assert "Gave up after 2 tries" in body and "Finish it in Hermes by hand" in body
         assert "automatic" not in body and "can be continued again" not in body
         assert gave_up["hints"]["urgency"] == 2 and "gave-up" in gave_up["app_icon"]
     finally:

@@ -31,7 +31,8 @@ def test_corrupt_marker_store_shows_in_the_sni_tooltip_and_menu(sni_desktop, dem
         wait_for(lambda: "corrupt" in str(_item(sni_desktop).get("ToolTip", "")), 20, "problem in the tooltip")
         item = _item(sni_desktop)
         tip = item["ToolTip"][2]
-        assert "No interrupted turns" in tip and "⚠" in tip
+        assert "Cannot read the interrupted turns in" in tip and "⚠" in tip  # never "No interrupted turns"
+        assert "No interrupted turns" not in tip
         assert item["Status"] == "NeedsAttention"  # nothing waits, but the corrupt store needs a look
         labels = [m["label"] for m in item.get("menu", [])]
         problem = next(label for label in labels if label.startswith("⚠"))

@@ -68,11 +68,13 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         pressed = time.time()
         desktop.click_action(note["id"], "resume")
         (done,) = wait_for(lambda: _notes(desktop, "Hermes turn finished", pressed), 30, "finished notification")
-        assert done["body"].startswith("Demo: refactor the config parser\n")  # title, then the answer's first line
-        assert len(done["body"].splitlines()) == 2
+        # the turn finished, where it ran (issue 25.7), then the answer's first line
+        lines = done["body"].splitlines()
+        assert lines[:2] == ["Demo: refactor the config parser finished.", "It ran in a separate Hermes process."]
+        assert len(lines) == 3
         desktop.click_action(done["id"], "default")  # clicking it shows the whole answer
         shown = tray.wait_event(lambda e: e["event"] == "window" and e.get("name") == "answer", what="answer shown")
-        assert shown["chars"] >= len(done["body"].splitlines()[1]) > 0
+        assert shown["chars"] >= len(done["body"].splitlines()[2]) > 0
         wait_for(lambda: read_turn_marker(demo.home, key) is None, 10, "marker cleared")
         events = [e["event"] for e in decisions.history(50) if e["session_key"] == key]
         assert "notified" in events and "approved" in events and "completed" in events

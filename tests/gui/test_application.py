@@ -143,3 +143,35 @@ def test_window_titles_name_the_window_once_and_about_says_what_was_found(qtbot,
     qtbot.waitExposed(about)
     label = about.text
     assert label.height() >= label.heightForWidth(label.width()), "the About text is cut"
+
+
+def test_with_no_program_to_open_it_the_log_folder_and_the_notices_show_their_path(qtbot, monkeypatch,
+                                                                                  tmp_path) -> None:
+    """Issue 25.10. Before: "Open log folder" and About's "Third-party software and licences" did nothing on a
+    desktop with no launcher (only stderr said so). Now a window shows the path, with Copy path."""
+    from PySide6.QtGui import QDesktopServices, QGuiApplication
+
+    from hermes_tray.app.about import AboutDialog
+    from hermes_tray_core.paths import log_dir
+
+    opened: list[str] = []
+    monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: opened.append(url.toString()) and False))
+    app = _tray(qtbot, monkeypatch, FakeEngine())
+    try:
+        app.menu.find_action("Open log folder").trigger()
+        box = app._dialogs["path"]
+        assert box is not None and box.isVisible() and opened
+        qtbot.addWidget(box)  # closed with the test: a window left open would take the next test's focus
+        assert box.informativeText() == str(log_dir())
+        copy = next(b for b in box.buttons() if b.text() == "&Copy path")
+        copy.click()
+        assert QGuiApplication.clipboard().text() == str(log_dir()) and box.isVisible()
+        notices = tmp_path / "THIRD-PARTY-NOTICES.txt"
+        notices.write_text("notices")
+        about = AboutDialog([])
+        qtbot.addWidget(about)
+        about.open_link(notices.as_uri())
+        assert about.shown_path is not None and about.shown_path.informativeText() == str(notices)
+        about.shown_path.close()
+    finally:
+        app.shutdown()

@@ -82,7 +82,7 @@ def test_prompt_not_in_notification_when_show_prompts_off(qtbot, rec) -> None:
     scan(ctrl, rec("s1", title=None))
     body = notes.shown[0].body + notes.shown[0].title
     assert "timing out" not in body
-    assert "session s1" in body
+    assert "Untitled session" in body and "s1" not in body  # its profile and time name it; the id is on demand
 
 
 def test_resume_button_runs_continuation_and_reports_finished(qtbot, rec) -> None:
@@ -113,8 +113,8 @@ def test_running_continuation_is_busy_with_progress_and_stop(qtbot, rec) -> None
     engine.resume_outcome = RunResult(Outcome.INTERRUPTED, "stopped")
     with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
         ctrl.stop(key)
-    assert notes.shown[-1].title == "Continuation stopped"
-    assert "ends the turn for good" in notes.shown[-1].body  # and after: what Stop did
+    assert notes.shown[-1].title == "Turn stopped"
+    assert "You stopped it. It is not resumed again." in notes.shown[-1].body  # and after: what Stop did
     assert ctrl.state.running == ()
 
 
@@ -180,7 +180,7 @@ def test_notifications_off_still_lists(qtbot, rec) -> None:
 def _failing_resume(qtbot, rec, message="the Hermes backend died during the continuation. The turn stays "
                     "marked as interrupted (attempt 2), so it can be continued again within the retry budget."):
     engine = FakeEngine()
-    engine.resume_outcome = RunResult(Outcome.CRASHED, message)
+    engine.resume_outcome = RunResult(Outcome.CRASHED, message, ran_in="separate-process")
     ctrl, _, notes = make(engine)
     scan(ctrl, rec("s1", attempts=1))
     before = len(notes.shown)
@@ -201,7 +201,7 @@ def test_the_last_failed_continuation_is_one_accurate_notification(qtbot, rec) -
     after = notes.shown[before:]
     assert [n.title for n in after] == ["Hermes gave up on a turn"]
     body = after[0].body
-    assert "after 2 continuations" in body and "will not be continued again" in body
+    assert "Gave up after 2 tries" in body and "Finish it in Hermes by hand" in body
     assert "automatic" not in body and "can be continued again" not in body
     assert after[0].kind == "gave-up" and after[0].urgency == "critical"
 
@@ -211,7 +211,7 @@ def test_a_failed_continuation_with_budget_left_says_it_is_still_waiting(qtbot, 
     scan(ctrl, rec("s1", attempts=2))  # still actionable: the budget allows another try
     after = notes.shown[before:]
     assert [n.title for n in after] == ["Hermes turn failed again"]  # one note, not also "interrupted"
-    assert "did not finish" in after[0].body and after[0].kind == "waiting"
+    assert "Hermes exited before it finished." in after[0].body and after[0].kind == "waiting"
     assert [a.label for a in after[0].actions][:2] == ["Resume", "Skip"]  # the ask itself: act on it here
     assert ctrl.state.pending and ctrl.state.pending[0].session_key == "s1"
 

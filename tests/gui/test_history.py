@@ -12,7 +12,7 @@ from pathlib import Path
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
-from hermes_tray.app.history_window import COLUMNS, HistoryWindow
+from hermes_tray.app.history_window import COLUMNS, TURN_ROLE, HistoryWindow
 from hermes_tray_core import decisions
 
 
@@ -40,10 +40,14 @@ def _journal(tmp_path: Path) -> tuple[str, str]:
     return str(root.resolve()), str(work.resolve())
 
 
+def _key(win: HistoryWindow, item) -> str:
+    return next(t.session_key for t in win._turns if id(t) == item.data(0, TURN_ROLE))
+
+
 def _rows(win: HistoryWindow) -> dict[str, list[str]]:
     t = win.tree
-    return {t.topLevelItem(r).toolTip(0).removeprefix("session "): [t.topLevelItem(r).text(c) for c in range(len(COLUMNS))]
-            for r in range(t.topLevelItemCount())}
+    return {_key(win, t.topLevelItem(r)): [t.topLevelItem(r).text(c) for c in range(len(COLUMNS))]
+            for r in range(t.topLevelItemCount()) if t.topLevelItem(r).data(0, TURN_ROLE) is not None}
 
 
 def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
@@ -56,17 +60,18 @@ def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     rows = _rows(win)
     assert set(rows) == {"s-done", "s-skip", "s-gone", "s-wait"}  # 12 events, 4 turns
     assert rows["s-done"][0] == "Fix the flaky test"
-    assert rows["s-done"][3] == "resumed and finished"
-    assert rows["s-done"][4] == "in your running Hermes (pid 4242)"
-    assert rows["s-skip"][1] == "work" and rows["s-skip"][3] == "skipped"
+    assert rows["s-done"][3] == "Resumed and finished"
+    assert rows["s-done"][4] == "Your running Hermes"  # the pid is in its tooltip
+    assert rows["s-skip"][1] == "work" and rows["s-skip"][3] == "Skipped"
     assert rows["s-done"][1] == "default"  # one spelling per home, never a path in one row and a name in another
-    assert rows["s-gone"][3].startswith("gave up after 2 continuations")
-    assert rows["s-wait"][3] == "asked, no answer yet"
+    assert rows["s-gone"][3] == "Gave up after 2 tries"
+    assert rows["s-wait"][3] == "Waiting for you"
     assert all(r[2] for r in rows.values())  # when it was interrupted
     assert win.summary.text() == "4 interrupted turns, newest first"
 
     # the event trail on expand
-    done = next(win.tree.topLevelItem(i) for i in range(4) if win.tree.topLevelItem(i).toolTip(0) == "session s-done")
+    done = next(win.tree.topLevelItem(i) for i in range(4) if _key(win, win.tree.topLevelItem(i)) == "s-done")
+    assert done.toolTip(4) == "in your running Hermes (pid 4242)" and "Session ID: s-done" in done.toolTip(0)
     assert [done.child(i).text(0) for i in range(done.childCount())] == ["notified", "approved", "dispatched",
                                                                           "completed"]
 
@@ -79,11 +84,11 @@ def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     for i in range(win.tree.topLevelItemCount()):
         item = win.tree.topLevelItem(i)
         win.tree.setCurrentItem(item)
-        key = item.toolTip(0).removeprefix("session ")
+        key = _key(win, item)
         assert win.resume_button.isEnabled() == (key == "s-wait"), key
     win.copy_button.click()
     assert QGuiApplication.clipboard().text() == win.selected_turn().session_key
-    wait_item = next(win.tree.topLevelItem(i) for i in range(4) if win.tree.topLevelItem(i).toolTip(0) == "session s-wait")
+    wait_item = next(win.tree.topLevelItem(i) for i in range(4) if _key(win, win.tree.topLevelItem(i)) == "s-wait")
     win.tree.setCurrentItem(wait_item)
     with qtbot.waitSignal(win.resume_requested) as got:
         win.resume_button.click()
@@ -123,7 +128,7 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Write the release notes", timeout=5000)
     rows = _rows(win)
     assert rows["s-done"][0] == "Fix the flaky test"
-    assert rows["s-gone"][0] == "session s-gone"  # no title in state.db: the row keeps the session id
+    assert rows["s-gone"][0].startswith("Untitled session, started ")  # no title in state.db: its time names it
 
 
 def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
@@ -139,10 +144,10 @@ def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
     win = HistoryWindow(lambda: decisions.history(500))
     qtbot.addWidget(win)
     rows = _rows(win)
-    assert rows["s-early"][3] == "stopped by you before it started (still waiting)"
-    assert rows["s-you"][3] == "stopped by you (ended for good)"
-    assert rows["s-hermes"][3] == "interrupted in Hermes (not continued again)"
-    assert rows["s-old"][3] == "stopped (ended for good)"  # an older journal's event: as before
+    assert rows["s-early"][3] == "Stopped before it started"
+    assert rows["s-you"][3] == "Stopped by you"
+    assert rows["s-hermes"][3] == "Interrupted again in Hermes"
+    assert rows["s-old"][3] == "Stopped"  # an older journal's event: it did not say who
 
 
 def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
@@ -152,10 +157,41 @@ def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
     qtbot.addWidget(win)
     win.resize(760, 420)
     win.show()
-    text = _rows(win)["s-gone"][3]
-    assert text.startswith("gave up after 2 continuations") and text.endswith("crashed)")
-    needed = win.tree.fontMetrics().horizontalAdvance(text)
+    gone = next(win.tree.topLevelItem(i) for i in range(4) if _key(win, win.tree.topLevelItem(i)) == "s-gone")
+    assert gone.text(3) == "Gave up after 2 tries" and "attempt 2 of 2 crashed" in gone.toolTip(3)
+    needed = win.tree.fontMetrics().horizontalAdvance(gone.text(3))
     assert win.tree.columnWidth(3) >= needed
+
+
+def test_at_its_default_size_every_column_shows_whole_with_a_real_profile(qtbot, tmp_path) -> None:
+    """Issue 25.5. Before: "Where it ran" read "in your running Her…" at the default width, with no tooltip,
+    and the Profile column held a home path, "default" or "tray settings"."""
+    root, work = _journal(tmp_path)
+    other = tmp_path / "elsewhere" / "hermes-home"  # a home that is no profile: Hermes calls it default
+    other.mkdir(parents=True)
+    d = decisions.default_journal()
+    d.record("dispatched", home=str(other), session_key="s-sep", started_at=time.time() - 30, attempt=1,
+             ran_in="separate-process")
+    d.record("completed", home=str(other), session_key="s-sep", started_at=time.time() - 30,
+             where="in a separate Hermes process", ran_in="separate-process")
+    d.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
+    win = HistoryWindow(lambda: decisions.history(500))
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    tree, fm = win.tree, win.tree.fontMetrics()
+    for r in range(tree.topLevelItemCount()):
+        item = tree.topLevelItem(r)
+        for c in range(len(COLUMNS)):
+            if item.text(c):
+                assert fm.horizontalAdvance(item.text(c)) <= tree.columnWidth(c), (c, item.text(c))
+                assert item.toolTip(c), (c, item.text(c))  # the whole text (and more) on hover
+    right = tree.header().sectionViewportPosition(len(COLUMNS) - 1) + tree.columnWidth(len(COLUMNS) - 1)
+    assert right <= tree.viewport().width() + 1  # the last column is not pushed out of view
+    rows = _rows(win)
+    assert rows["s-sep"][1] == "default" and rows["s-sep"][4] == "Separate Hermes process"
+    profiles = {tree.topLevelItem(r).text(1) for r in range(tree.topLevelItemCount())}
+    assert profiles <= {"default", "work", ""}, profiles  # never a path, never "tray settings"
 
 
 def test_a_title_lookup_that_missed_is_asked_again_at_the_next_refresh(qtbot, tmp_path) -> None:
@@ -170,6 +206,22 @@ def test_a_title_lookup_that_missed_is_asked_again_at_the_next_refresh(qtbot, tm
     win = HistoryWindow(lambda: decisions.history(500), hermes_titles=titles)
     qtbot.addWidget(win)
     qtbot.waitUntil(lambda: not win._asked, timeout=5000)  # the first (empty) answer arrived
-    assert _rows(win)["s-skip"][0] == "session s-skip"
+    assert _rows(win)["s-skip"][0].startswith("Untitled session in work")
     win.reload()
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Title of s-skip", timeout=5000)
+
+
+def test_history_with_home_given_lists_only_that_home(qtbot, tmp_path) -> None:
+    """Issue 25.5. Before: with ``--home`` given, History still listed ~/.hermes's settings changes."""
+    from hermes_tray.engine import CoreEngine
+
+    root, work = _journal(tmp_path)
+    decisions.record_config_change(home=root, key="enabled", old=True, new=False, by="cli")
+    decisions.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
+    win = HistoryWindow(CoreEngine(explicit_homes=[work]).history)
+    qtbot.addWidget(win)
+    rows = [[win.tree.topLevelItem(r).text(c) for c in range(len(COLUMNS))]
+            for r in range(win.tree.topLevelItemCount())]
+    assert set(_rows(win)) == {"s-skip"}
+    assert [r[0] for r in rows if "settings" in r[0]] == ["Tray settings changed"]  # this tray's own: kept
+    assert win.summary.text() == "1 interrupted turn, 1 settings change, newest first"

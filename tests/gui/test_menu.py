@@ -12,7 +12,7 @@ def _state(rec, *, show_prompts: bool = True, **kw) -> ViewState:
         turn_item(rec("s2", title="Write the release notes", prompt_excerpt="draft notes for 2.1", age_seconds=30),
                   show_prompts=show_prompts),
     )
-    return ViewState(pending=turns, show_prompts=show_prompts, **kw)
+    return ViewState(pending=turns, show_prompts=show_prompts, **{"autostart": False, **kw})
 
 
 def test_lists_each_turn_with_resume_and_skip(qtbot, rec) -> None:
@@ -79,7 +79,7 @@ def test_empty_and_running(qtbot) -> None:
     menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 12, "writing the answer · 7 updates"),)))
     assert menu.action_labels()[0] == "Resuming Fix the flaky test — 0:12"
     with qtbot.waitSignal(menu.stop_requested) as got:
-        menu.find_action("Stop (ends the turn for good)").trigger()
+        menu.find_action("Stop for good").trigger()
     assert got.args == ["k"]
 
 
@@ -103,3 +103,60 @@ def test_extra_demo_entry(qtbot) -> None:
     menu.add_extra_action("Demo: crash the backend", lambda: hits.append(1))
     menu.find_action("Demo: crash the backend").trigger()
     assert hits == [1]
+
+
+def test_a_held_turn_can_be_skipped_or_turned_back_on_from_the_menu(qtbot, rec) -> None:
+    """Issue 25.2. Before: with auto-continue off the menu had one entry that only opened the window."""
+    held = turn_item(rec("s1", verdict="disabled", code="disabled", reason="auto-continue is disabled in config.yaml"),
+                     show_prompts=True)
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_state(ViewState(others=(held,), backend_enabled=False, autostart=False))
+    assert menu.action_labels()[0] == "1 interrupted turn held: auto-continue is off"
+    sub = next(a.menu() for a in menu.actions() if a.menu() is not None and a.data() == held.key)
+    assert [a.text() for a in sub.actions()] == ["Turn auto-continue on", "Skip"]
+    with qtbot.waitSignal(menu.skip_requested) as got:
+        sub.actions()[1].trigger()
+    assert got.args == [held.key]
+    with qtbot.waitSignal(menu.enable_requested) as got:
+        sub.actions()[0].trigger()
+    assert got.args == [held.home]
+
+
+def test_an_unreadable_store_never_reads_no_interrupted_turns(qtbot) -> None:
+    """Issue 25.8. Before: "No interrupted turns" was the first menu entry and tooltip line above the warning."""
+    from hermes_tray.app.viewstate import Problem
+
+    bad = Problem("default: /h/.hermes/desktop/interrupted_turns.json is corrupt", folder="/h/.hermes/desktop",
+                  kind="markers", home="/h/.hermes")
+    state = ViewState(problems=(bad,))
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_state(state)
+    assert menu.action_labels()[0] == "Cannot read the interrupted turns in /h/.hermes"
+    tip = state.tooltip().splitlines()
+    assert tip[1] == "Cannot read the interrupted turns in /h/.hermes" and "No interrupted turns" not in tip
+
+
+def test_start_at_login_greyed_out_says_why(qtbot) -> None:
+    """Issue 25.10. Before: greyed out in the demo, with no reason."""
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_loading(False)
+    menu.set_state(ViewState(autostart=None, demo=True))
+    login = menu.find_action("Start at login — not in the demo")
+    assert login is not None and not login.isEnabled() and "every login" in login.toolTip()
+    menu.set_state(ViewState(autostart=None))
+    assert menu.find_action("Start at login — not available here") is not None
+    menu.set_state(ViewState(autostart=False))
+    assert menu.find_action("Start at login").isEnabled()
+
+
+def test_a_storm_lists_ten_turns_and_counts_the_rest(qtbot, rec) -> None:
+    """A 10,000-entry marker file must not build 10,000 submenus: ten, then how many more."""
+    turns = tuple(turn_item(rec(f"s{i}"), show_prompts=True) for i in range(25))
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_state(ViewState(pending=turns, autostart=False))
+    assert sum(1 for a in menu.actions() if a.menu() is not None and a.data()) == 10
+    assert "15 more turns in the turns window…" in menu.action_labels()

@@ -37,8 +37,15 @@ def test_corrupt_marker_store_is_an_attention_state_with_a_banner(qtbot, tmp_pat
 
     assert state.icon_state == "attention" and state.needs_attention
     tip = state.tooltip().splitlines()
-    assert "No interrupted turns" in tip  # true, but not the whole truth:
+    # Issue 25.8: the tray does not know that nothing waits there, so it never says "No interrupted turns"
+    assert "No interrupted turns" not in tip
+    assert tip[1] == f"Cannot read the interrupted turns in {home.path}", tip
     assert any(line.startswith("⚠ ") and "corrupt" in line for line in tip), tip
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_loading(False)
+    menu.set_state(state)
+    assert menu.action_labels()[0].startswith("Cannot read the interrupted turns in ")
 
     w = PromptWindow()
     qtbot.addWidget(w)

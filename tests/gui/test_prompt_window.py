@@ -35,7 +35,7 @@ def test_shows_turns_with_title_excerpt_when_attempts_and_profile(qtbot, rec) ->
     first = w.list.item(0).text()
     assert "Fix the flaky test" in first
     assert "“make test_upload stop timing out on CI”" in first
-    assert "Interrupted 5 min ago · continued 1× already · work profile" in first
+    assert "Interrupted 5 min ago · 1 try so far · work profile" in first
     assert w.resume_button.isDefault()
 
 
@@ -81,7 +81,7 @@ def test_running_continuation_shows_progress_and_stop(qtbot) -> None:
     assert row.status.text() == "1:05 · writing the answer · 12 updates"
     # before pressing it, the row itself says what Stop means (Hermes' own Stop: the turn ends for good)
     assert row.stop_button.text() == "Stop for good"
-    assert "for good" in row.hint.text() and "not be continued again" in row.hint.text()
+    assert "for good" in row.hint.text() and "It is not resumed again." in row.hint.text()
     assert not row.hint.isHidden()
     with qtbot.waitSignal(w.stop_requested) as got:
         row.stop_button.click()
@@ -96,7 +96,7 @@ def test_prompt_text_never_shown_when_show_prompts_off(qtbot, rec) -> None:
     w.set_state(ViewState(pending=_turns(rec, show=False), show_prompts=False))
     text = _all_text(w)
     assert "timing out" not in text and "draft notes" not in text
-    assert "(prompt hidden)" in text
+    assert "Prompt hidden" in text
 
 
 def test_shown_by_a_notification_it_does_not_take_focus(qtbot, rec) -> None:

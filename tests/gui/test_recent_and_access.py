@@ -22,19 +22,20 @@ from hermes_tray.watch.detector import ScanReport
 
 def test_auto_continue_off_lists_the_turns_with_the_reason_and_one_way_to_act(qtbot, rec) -> None:
     """Before: with auto-continue off, waiting turns vanished ("No interrupted turns")."""
-    held = turn_item(rec("s1", verdict="disabled", reason="auto-continue is disabled in config.yaml"),
+    held = turn_item(rec("s1", verdict="disabled", code="disabled", reason="auto-continue is disabled in config.yaml"),
                      show_prompts=True)
     state = ViewState(others=(held,), backend_enabled=False, recent=recent_items((held,)))
-    assert "1 interrupted turn not continued: auto-continue is off" in state.tooltip()
+    assert "1 interrupted turn held: auto-continue is off" in state.tooltip()
     w = PromptWindow()
     qtbot.addWidget(w)
     w.set_state(state)
     w.show()
-    assert w.header.text() == "1 interrupted turn not continued"
+    assert w.header.text() == "1 interrupted turn held"
     assert w.recent_list.isVisible() and w.recent_list.count() == 1
-    row = w.recent_list.item(0).text()
-    assert "Fix the flaky test" in row and "auto-continue is off" in row
-    assert "Why: auto-continue is disabled in config.yaml" in row
+    item = w.recent_list.item(0)
+    assert "Fix the flaky test — Held: auto-continue is off" in item.text()
+    assert "Turn auto-continue on to resume it, or skip it." in item.text()
+    assert item.toolTip() == "auto-continue is disabled in config.yaml"  # the engine's reason: on demand
     assert w.recent_button.isVisible() and w.recent_button.text() == "Turn auto-continue &on"
     with qtbot.waitSignal(w.enable_requested) as got:
         w.recent_button.click()
@@ -49,19 +50,63 @@ def test_gave_up_and_finished_turns_stay_visible_under_recent(qtbot, rec) -> Non
     ctrl.on_scan(ScanReport(records=(rec("s1"),), finished=time.time()))
     with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
         ctrl.resume(ctrl.state.pending[0].key)
-    ctrl.on_scan(ScanReport(records=(rec("s2", title="Old one", verdict="exhausted",
+    ctrl.on_scan(ScanReport(records=(rec("s2", title="Old one", verdict="exhausted", attempts=2,
                                          reason="2 of 2 continuations used"),), finished=time.time()))
-    whats = [(r.title, r.what, r.action) for r in ctrl.state.recent]
-    assert ("Old one", "Hermes gave up on it (its continuations were used up)", "skip") in whats
-    assert ("Fix the flaky test", "Resumed and finished", "") in whats
+    whats = [(r.title, r.what, r.actions) for r in ctrl.state.recent]
+    assert ("Old one", "Gave up after 2 tries", ("skip",)) in whats
+    assert ("Fix the flaky test", "Resumed and finished", ()) in whats
     w = PromptWindow()
     qtbot.addWidget(w)
     w.set_state(ctrl.state)
     assert w.header.text() == "No interrupted turns" and w.recent_list.count() == 2
     w.recent_list.setCurrentRow([r.title for r in ctrl.state.recent].index("Old one"))
+    assert not w.recent_skip_button.isHidden() and w.recent_button.isHidden()
     with qtbot.waitSignal(w.skip_requested) as got:
-        w.recent_button.click()
+        w.recent_skip_button.click()
     assert got.args == [ctrl.state.recent[0].key]
+
+
+def test_a_held_turn_can_be_skipped_by_button_delete_and_right_click(qtbot, rec) -> None:
+    """Issue 25.2. Before: with auto-continue off the window said "or skip it" but offered only "Turn
+    auto-continue on"; right-click and Delete did nothing on it."""
+    held = turn_item(rec("s1", verdict="disabled", code="disabled"), show_prompts=True)
+    w = PromptWindow()
+    qtbot.addWidget(w)
+    w.set_state(ViewState(others=(held,), backend_enabled=False, recent=recent_items((held,))))
+    w.show()
+    qtbot.waitExposed(w)
+    assert w.recent_button.isVisible() and w.recent_skip_button.isVisible()
+    with qtbot.waitSignal(w.skip_requested) as got:
+        w.recent_skip_button.click()
+    assert got.args == [held.key]
+    w.activateWindow()
+    qtbot.waitUntil(w.isActiveWindow)
+    w.recent_list.setFocus()
+    with qtbot.waitSignal(w.skip_requested) as got:
+        qtbot.keyClick(w.recent_list, Qt.Key.Key_Delete)
+    assert got.args == [held.key]
+    menu = w.context_menu_for("recent")
+    assert [a.text() for a in menu.actions()] == ["Turn auto-continue on", "Skip", "Copy session ID"]
+    with qtbot.waitSignal(w.skip_requested) as got:
+        menu.actions()[1].trigger()
+    assert got.args == [held.key]
+
+
+def test_recent_follows_skip(qtbot, rec) -> None:
+    """Issue 25.4. Before: after Skip, Recent still showed the older "Not resumed …" for that turn."""
+    engine = FakeEngine()
+    engine.resume_outcome = RunResult(Outcome.REFUSED, "Not resumed: the marker changed", code="changed")
+    ctrl = Controller(engine, RecordingNotifier())
+    ctrl.on_scan(ScanReport(records=(rec("s1"),), finished=time.time()))
+    key = ctrl.state.pending[0].key
+    with qtbot.waitSignal(ctrl.rescan_requested, timeout=5000):
+        ctrl.resume(key)
+    assert [(r.what, r.why) for r in ctrl.state.recent] == [("Not resumed", "It changed since it was shown.")]
+    ctrl.on_scan(ScanReport(records=(rec("s1"),), finished=time.time()))  # still waiting: asked again
+    with qtbot.waitSignal(ctrl.skip_done, timeout=5000):
+        ctrl.skip(key)
+    ctrl.on_scan(ScanReport(records=(), finished=time.time()))  # its marker is gone
+    assert [(r.key, r.what) for r in ctrl.state.recent] == [(key, "Skipped")]
 
 
 def _controls(root: QWidget) -> list[QWidget]:
@@ -86,6 +131,7 @@ def _windows(qtbot, tmp_path, rec):
     prompt = PromptWindow()
     prompt.set_state(ViewState(pending=pending, recent=recent_items(
         (turn_item(rec("s2", verdict="stale"), show_prompts=True),))))
+    prompt.list.setCurrentRow(0)
     from hermes_tray.engine import CoreEngine
     from hermes_tray_core.homes import discover_homes
 

@@ -421,3 +421,44 @@ def test_no_watcher_means_qt_icon_at_once(qtbot, monkeypatch, bus) -> None:
         presence.start()
     assert presence.backend == "qt" and len(presence.findChildren(QSystemTrayIcon)) == 1
     presence.hide()
+
+
+def test_an_entry_freed_on_another_thread_starts_no_timer_there(qtbot, qtlog, bus, panel) -> None:
+    """Issue 25.10. Before: Quit on an SNI desktop printed "QObject::startTimer: Timers cannot be started from
+    another thread": Python's garbage collector, run by a resume's worker thread, freed an old menu entry
+    there, and the exporter's filter started its timer on that thread. Now the change is handed to its
+    own thread, and the panel still hears LayoutUpdated."""
+    import gc
+
+    from PySide6.QtGui import QAction
+
+    from hermes_tray.app.sni.bus import SessionLink
+    from hermes_tray.app.sni.dbusmenu import MenuExporter
+
+    menu = QMenu()
+    menu.addAction("Quit")
+    doomed = [QAction("Resume")]  # owned by Python, as an entry the garbage collector can free
+    menu.addAction(doomed[0])
+    link = SessionLink()
+    exporter = MenuExporter(menu, link, "/MenuBar")
+    try:
+        qtbot.wait(50)  # the exporter's own start-up changes are sent first
+        before = exporter.revision
+        panel.signals.clear()
+
+        def free_elsewhere() -> None:
+            doomed.clear()  # the last reference: the C++ QAction is deleted on this thread
+            gc.collect()
+
+        t = threading.Thread(target=free_elsewhere, name="resume-worker")
+        t.start()
+        t.join(5)
+        updated = panel.wait_signal("LayoutUpdated", pred=lambda m: m.body[0] == exporter.revision)
+        assert exporter.revision > before and updated.body[0] == exporter.revision
+        assert [a.text() for a in menu.actions()] == ["Quit"]
+        assert not [r for r in qtlog.records if "startTimer" in r.message], [r.message for r in qtlog.records]
+        _revision, root = panel.call(link.unique_name, "/MenuBar", MENU, "GetLayout", "iias", (0, -1, []))
+        assert _labels(root) == ["Quit"]
+    finally:
+        exporter.close()
+        link.close()

@@ -287,7 +287,7 @@ def test_kill_window_sigterm_to_a_stopped_client_after_hermes_finished(real_home
         out, err = p.communicate(timeout=120)
     finally:
         mock_llm.release()
-    assert p.returncode == 0 and "completed" in out, err
+    assert p.returncode == 0 and "Resumed and finished." in out, err  # the outcome in words (issue 25)
     assert key not in list_turn_markers(home)
     assert_never_doubled(home, key, mock_llm, since, env)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]

@@ -15,7 +15,7 @@ import logging
 from typing import Any
 
 from jeepney import DBusAddress, Message, new_signal
-from PySide6.QtCore import QEvent, QObject, QTimer
+from PySide6.QtCore import QEvent, QObject, QTimer, Signal
 from PySide6.QtGui import QAction
 from PySide6.QtWidgets import QMenu
 
@@ -81,6 +81,10 @@ def dbus_label(text: str) -> str:
 class MenuExporter(QObject):
     """Serves one ``QMenu`` at ``path`` on ``link``; call :meth:`close` before the link goes."""
 
+    # A menu change, handled on this object's own thread even when seen on another (Python's garbage
+    # collector, running in whichever thread allocates, may free an old entry there: a resume's worker thread).
+    _changed_elsewhere = Signal()
+
     def __init__(self, menu: QMenu, link: SessionLink, path: str = "/MenuBar", parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.menu = menu
@@ -95,6 +99,7 @@ class MenuExporter(QObject):
         self._changed.setSingleShot(True)
         self._changed.setInterval(0)  # one LayoutUpdated per burst (a rebuild is dozens of action events)
         self._changed.timeout.connect(self._send_layout_updated)
+        self._changed_elsewhere.connect(self._menu_changed)  # queued when emitted off this thread
         self._watch(menu)
         link.export(path, self._handle)
 
@@ -104,10 +109,15 @@ class MenuExporter(QObject):
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 (Qt's name)
         if event.type() in (QEvent.Type.ActionAdded, QEvent.Type.ActionRemoved, QEvent.Type.ActionChanged):
-            if not self._changed.isActive():
-                self.revision += 1
-                self._changed.start()
+            # through a signal: a direct call on this object's thread, queued to it from any other (a timer may
+            # only be started on its own thread: "QObject::startTimer: Timers cannot be started from another thread")
+            self._changed_elsewhere.emit()
         return False
+
+    def _menu_changed(self) -> None:
+        if not self._changed.isActive():
+            self.revision += 1
+            self._changed.start()
 
     def _send_layout_updated(self) -> None:
         self.link.send(new_signal(DBusAddress(self.path, interface=IFACE), "LayoutUpdated", "ui", (self.revision, 0)))

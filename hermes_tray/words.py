@@ -1,0 +1,255 @@
+"""Every sentence the tray says about a turn, in one place, keyed by the engine's typed codes.
+
+The views (tooltip, menu, turns window, History, notifications) and the command line word a turn from its
+*typed* facts — the policy's ``Verdict`` and ``ReasonCode``, a resume's ``Outcome`` and refusal code, where
+it ran — never by re-reading the engine's English. The engine's own sentence stays the *details* (a row's
+tooltip, the window's Details, ``--json``, ``doctor``): pids, paths and reason codes live there.
+
+Writing rules, checked mechanically by ``tests/test_words.py`` over :func:`catalogue`: short sentences, one
+fact each; no nested parentheses; the user's words (stopped, skipped, finished, gave up after N tries, open
+in Hermes), never the engine's (marker, verdict, gateway, lease, …). Qt-free: the command line uses it too.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from hermes_tray_core.vocab import Outcome, ReasonCode, Verdict
+
+__all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
+           "status_word", "tries", "untitled_label"]
+
+#: Words of the engine a user never needs to read in a short sentence (its details may hold them).
+ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
+                "writer", "tombstone", "journal", "backend", "claim", "epoch", "json-rpc", "session.resume")
+
+RUNNING_BACKEND = "running-backend"  # core.gateway.RUNNING_BACKEND (not imported: it pulls the gateway in)
+SEPARATE_PROCESS = "separate-process"
+
+# -- the turns window, the menu and the tooltip --------------------------------------------------------------
+
+STOP_LABEL = "Stop for good"
+STOP_HINT = "Stop ends this turn for good, as Hermes' own Stop does. It is not resumed again."
+RESUME_HINT = "Resume continues each turn where it stopped. Skip forgets it."
+PROMPT_HIDDEN = "Prompt hidden"
+NO_TURNS = "No interrupted turns"
+LOOKING = "Looking for interrupted turns…"
+NOTHING_WAITING = "Nothing is waiting. Turns cut off by a crash or restart show up here."
+AUTO_OFF = "Hermes auto-continue is off"
+AUTO_OFF_SOME = "Hermes auto-continue is off in some homes"
+MODE_LINES = {"ask": "Asks before resuming", "auto": "Resumes automatically", "list": "Only lists interrupted turns",
+              "off": "Only lists interrupted turns"}
+DEMO_NO_LOGIN = "Not in the demo: it would start the demo at every login."
+NO_LOGIN = "Start at login is not available on this system."
+
+
+def count(n: int, one: str, many: str | None = None) -> str:
+    """``1 interrupted turn`` / ``3 interrupted turns``."""
+    return f"{n} {one if n == 1 else (many or one + 's')}"
+
+
+def untitled_label(profile: str, started_at: float | None, excerpt: str = "") -> str:
+    """What identifies an untitled session to a person: its prompt's first words, else its profile and the
+    time it started. The session id is on demand (tooltips, Details, Copy session ID)."""
+    words = " ".join(excerpt.split()[:6])
+    if words:
+        more = len(words) < len(" ".join(excerpt.split()))
+        return f"“{words}{'…' if more else ''}”"
+    when = ""
+    if isinstance(started_at, (int, float)) and started_at > 0:
+        fmt = "%H:%M" if time.time() - started_at < 86_400 else "%d %b %H:%M"
+        when = f", started {time.strftime(fmt, time.localtime(started_at))}"
+    where = "" if not profile or profile == "default" else f" in {profile}"
+    return f"Untitled session{where}{when}"
+
+
+# -- turns the tray leaves alone ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Held:
+    """A turn that is not waiting: what it is, why (one sentence), what is left to do, and the buttons."""
+
+    what: str
+    why: str = ""
+    can_do: str = ""
+    actions: tuple[str, ...] = ()  # "enable" (auto-continue back on in its home), "skip"
+
+
+def _finish_by_hand(in_app: bool) -> str:
+    return "Finish it in Hermes by hand, or skip it." if in_app else "Skip it. This demo has no Hermes app."
+
+
+def tries(n: int | None) -> str:
+    return f"{n} {'try' if n == 1 else 'tries'}" if n else "its tries"
+
+
+def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: str = "desktop",
+         in_app: bool = True) -> Held:
+    """Words for a turn the tray does not offer to resume (the policy's verdict and reason code)."""
+    if source == "webui":
+        if verdict == Verdict.RUNNING:
+            return Held("Running in the WebUI")
+        return Held("Interrupted in the WebUI", "The WebUI keeps its own turns.", "Retry it in the WebUI.")
+    if verdict == Verdict.DISABLED:
+        return Held("Held: auto-continue is off", "Hermes auto-continue is off in this home.",
+                    "Turn auto-continue on to resume it, or skip it.", ("enable", "skip"))
+    if verdict == Verdict.STALE:
+        return Held("Too old to resume", "It is older than this home's freshness window.", _finish_by_hand(in_app),
+                    ("skip",))
+    if verdict == Verdict.EXHAUSTED:
+        return Held(f"Gave up after {tries(attempts)}", "That is as many as this home allows.",
+                    _finish_by_hand(in_app), ("skip",))
+    if verdict == Verdict.SKIPPED:
+        return Held("Skipped", "You skipped it. It is not resumed.")
+    if verdict == Verdict.RUNNING:
+        if code == ReasonCode.OWNER_ALIVE:
+            return Held("Open in Hermes", "It continues there.")
+        if code == ReasonCode.BACKEND_LIVE:
+            return Held("Hermes may still be running it", "A running Hermes serves this home.",
+                        "Look at it in Hermes.")
+        if code in (ReasonCode.LEASE_UNKNOWN, ReasonCode.OWNER_UNKNOWN):
+            return Held("Left alone for now", "The tray cannot yet check whether Hermes has it.")
+        return Held("Running in Hermes now", "It is not interrupted.")
+    if verdict == Verdict.NOT_OURS:
+        if code == ReasonCode.NO_PROMPT:
+            return Held("Nothing to resume", "Hermes saved no prompt for it.")
+        if code == ReasonCode.MALFORMED_ENTRY:
+            return Held("Hermes cannot read this turn", "Hermes ignores it too.")
+        return Held("Hermes handles this one", "Hermes recovers it in its own way.")
+    return Held("Not waiting")
+
+
+def status_word(verdict: str, code: str | None = None) -> str:
+    """One or two words for ``hermes-tray status``'s table (the JSON keeps the verdict itself)."""
+    if verdict == Verdict.RUNNING and code == ReasonCode.OWNER_ALIVE:
+        return "open in Hermes"
+    return {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
+            Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
+            Verdict.SKIPPED: "skipped"}.get(verdict, str(verdict))
+
+
+# -- how a resume ended ----------------------------------------------------------------------------------------
+
+
+def ran_in_sentence(ran_in: str) -> str:
+    return {RUNNING_BACKEND: "It ran in your running Hermes.",
+            SEPARATE_PROCESS: "It ran in a separate Hermes process."}.get(ran_in, "")
+
+
+def ran_in_short(ran_in: str) -> str:
+    """History's "Where it ran" column (the pid is in the row's tooltip)."""
+    return {RUNNING_BACKEND: "Your running Hermes", SEPARATE_PROCESS: "Separate Hermes process"}.get(ran_in, "")
+
+
+@dataclass(frozen=True)
+class Ending:
+    """How one resume ended, for every view: Recent's row, the notification, the command line."""
+
+    what: str  # Recent's headline and the CLI's first word
+    why: str = ""  # one or two short sentences
+    can_do: str = ""
+    title: str = ""  # the notification's title ("" = no notification of its own)
+    kind: str = "info"  # the notification's kind (hermes_tray.notify.base.URGENCY)
+
+
+#: Why a resume was refused, by ``core.resume`` code (and, for ``not-actionable``, by the policy's verdict).
+REFUSALS = {
+    "claimed-elsewhere": ("Another Hermes Tray is resuming it.", ""),
+    "being-skipped": ("It is being skipped right now.", ""),
+    "gone": ("It is no longer waiting.", ""),
+    "changed": ("It changed since it was shown.", "Look at it again."),
+    "settled": ("It was already finished or skipped.", ""),
+    "store-error": ("The tray could not read its own records.", "Run hermes-tray doctor."),
+    "hermes-settings": ("The tray settings name no usable Hermes.", "Fix the Hermes command in Settings."),
+}
+NOT_ACTIONABLE = {
+    Verdict.RUNNING: ("Hermes has it open. It continues there.", ""),
+    Verdict.DISABLED: ("Hermes auto-continue is off in this home.", "Turn it on, then resume it."),
+    Verdict.STALE: ("It is too old to resume.", ""),
+    Verdict.NOT_OURS: ("Hermes handles this one itself.", ""),
+    "unsure": ("The tray cannot tell whether it already finished.", "Try again later."),
+    "settled": ("It was already finished.", ""),
+}
+
+
+def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped: bool = False,
+           attempts: int | None = None, ran_in: str = "", in_app: bool = True) -> Ending:
+    """Words for how a resume ended: by its outcome, its refusal code and verdict, whether you stopped it,
+    how many tries it had, and where it ran."""
+    outcome = Outcome.of(outcome)
+    where = ran_in_sentence(ran_in)
+    if outcome is Outcome.COMPLETED:
+        return Ending("Resumed and finished", where, "", "Hermes turn finished", "finished")
+    if stopped:
+        return Ending("Stopped", "You stopped it. It is not resumed again.",
+                      "Go on in Hermes by hand." if in_app else "", "Turn stopped", "stopped")
+    if outcome is Outcome.GAVE_UP:
+        return Ending(f"Gave up after {tries(attempts)}", "That is as many as this home allows.",
+                      _finish_by_hand(in_app), "Hermes gave up on a turn", "gave-up")
+    if outcome is Outcome.REFUSED:
+        why, can = (NOT_ACTIONABLE.get(verdict) if code == "not-actionable" else REFUSALS.get(code)) or (
+            "It could not be resumed.", "")
+        return Ending("Not resumed", why, can, "Turn not resumed", "refused")
+    if outcome is Outcome.DECLINED:
+        return Ending("Not resumed", "Hermes chose not to continue it.", "", "Turn not resumed", "refused")
+    again = "If it is listed above, Resume tries again."
+    if outcome is Outcome.INTERRUPTED:
+        return Ending("Interrupted again", " ".join(x for x in ("Hermes stopped it before it finished.", where) if x),
+                      again, "Hermes turn failed again", "failed")
+    if outcome is Outcome.TIMED_OUT:
+        return Ending("Hermes stopped answering", "The tray gave up waiting for it.", again,
+                      "Hermes turn failed again", "failed")
+    if outcome is Outcome.CRASHED and ran_in:
+        return Ending("Interrupted again", " ".join(x for x in ("Hermes exited before it finished.", where) if x),
+                      again, "Hermes turn failed again", "failed")
+    if outcome is Outcome.CRASHED:
+        return Ending("Not resumed", "Hermes could not start.", "Run hermes-tray doctor.", "Turn not resumed",
+                      "failed")
+    return Ending("Not resumed", "Hermes could not resume it.", "Run hermes-tray doctor.", "Turn not resumed",
+                  "failed")
+
+
+# -- notifications -------------------------------------------------------------------------------------------
+
+WAITING_TITLE = "Hermes turn interrupted"
+WAITING_ASK = "Resume it, skip it, or turn auto-continue off."
+FAILED_AGAIN_TITLE = "Hermes turn failed again"
+OUT_OF_DATE = "That notification is out of date. Nothing was done."
+CHANGED_SINCE = "changed since the notification. Nothing was done."
+
+
+def storm_title(n: int) -> str:
+    return f"{n} Hermes turns interrupted"
+
+
+# -- everything, for the writing rules -----------------------------------------------------------------------
+
+
+def catalogue() -> Iterator[tuple[str, str]]:
+    """``(where, text)`` for every string here and every rendering of each code: what tests/test_words.py
+    checks against the writing rules."""
+    for name, value in sorted(globals().items()):
+        if name.isupper() and isinstance(value, str) and name not in ("RUNNING_BACKEND", "SEPARATE_PROCESS"):
+            yield name, value
+    yield from (("MODE_LINES", v) for v in MODE_LINES.values())
+    for code, (why, can) in [*REFUSALS.items(), *NOT_ACTIONABLE.items()]:
+        yield f"refusal {code}", why
+        yield f"refusal {code} (to do)", can
+    for verdict in Verdict:
+        for code in [None, *ReasonCode]:
+            for in_app in (True, False):
+                h = held(verdict, code, attempts=2, in_app=in_app)
+                yield from ((f"held {verdict}/{code}", s) for s in (h.what, h.why, h.can_do))
+    for outcome in Outcome:
+        for stopped in (False, True):
+            for ran_in in ("", RUNNING_BACKEND, SEPARATE_PROCESS):
+                for code in ("", *REFUSALS, "not-actionable"):
+                    for verdict in ("", *NOT_ACTIONABLE):
+                        e = ending(outcome, code=code, verdict=verdict, stopped=stopped, attempts=2, ran_in=ran_in)
+                        yield from ((f"ending {outcome}", s) for s in (e.what, e.why, e.can_do, e.title))
+    yield "untitled", untitled_label("work", time.time() - 60)
+    yield "untitled", untitled_label("default", None, "Refactor the config parser so unknown keys warn, then test")
+    yield "storm", storm_title(12)
