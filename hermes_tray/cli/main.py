@@ -138,10 +138,9 @@ def _exit_now(code: int) -> None:
     import atexit
     import os
 
-    from hermes_tray_core.fork_split import single_threaded
-
     run_handlers = getattr(atexit, "_run_exitfuncs", None)
-    if run_handlers is None or not single_threaded():
+    threading = sys.modules.get("threading")  # never imported: no other thread was ever started
+    if run_handlers is None or (threading is not None and threading.active_count() != 1):
         return
     run_handlers()
     for stream in (sys.stdout, sys.stderr):
