@@ -95,7 +95,6 @@ class _ForeignChange(Exception):
     """Raised from the before-replace hook: the file changed since we read it."""
 
 
-
 def marker_path(home: Path | str) -> Path:
     return Path(home) / MARKER_DIR / MARKER_FILE
 
@@ -198,7 +197,6 @@ def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries
             sorted(((k, e) for k, e in fresh.items() if k in keep), key=lambda kv: _started_at(kv[1]), reverse=True)
         )
     return {**fresh, key: entry}
-
 
 
 Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
@@ -667,7 +665,6 @@ class MarkerStore:
             self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
         return result
 
-
     def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
         """Register what our briefly visible ``transient`` got wrong against the version put back in place."""
         try:
@@ -810,7 +807,6 @@ def _store_for(home: Path | str) -> MarkerStore:
             _STORES.clear()
         store = _STORES[key] = MarkerStore(home)
     return store
-
 
 
 def record_turn_start(
