@@ -7,7 +7,6 @@ Each trick against its plain alternative, in what a user feels:
 * the journal reader's fast path (``core.journal._parse_clean``: one C scan over the file) vs ``json.loads``
   line by line (what ``_parse_lines`` does when the fast path declines), and its read by descriptor
   (``core.journal._read_bytes``) vs ``open(path, "rb").read()``;
-* ``hermes_tray.cli.main._exit_now`` (a finished command skips the interpreter's teardown) vs a normal exit.
 
 Measured: ``hermes-tray status --json`` cold (empty scan cache: every WebUI journal parsed) and warm, on
 bench_status's fixture (5 homes x 32 markers + 1,000 WebUI journals), wall and CPU time of a fresh
@@ -65,19 +64,15 @@ if "read" in plain:
         except (FileNotFoundError, NotADirectoryError):
             return None
     journal._read_bytes = read_bytes
-if "exit" in plain:
-    import hermes_tray.cli.main as cli_main
-    cli_main._exit_now = lambda code: None  # the interpreter's ordinary teardown
 sys.argv = ["hermes-tray", *sys.argv[2:]]
 from hermes_tray.cli import entry
 entry()
 """
 
 VARIANTS = {"as shipped": "", "plain digest": "digest", "plain logging": "lazy_log", "plain journal reader": "journal",
-            "plain file read": "read", "plain exit": "exit"}
+            "plain file read": "read"}
 #: which variants can change what: a trick is compared only where it can matter
-STATUS_VARIANTS = ("as shipped", "plain digest", "plain logging", "plain journal reader", "plain file read",
-                   "plain exit")
+STATUS_VARIANTS = ("as shipped", "plain digest", "plain logging", "plain journal reader", "plain file read")
 TRAY_VARIANTS = ("as shipped", "plain digest", "plain logging")
 
 
