@@ -105,6 +105,19 @@ def timed(argv: list[str], env: dict, label: str = "") -> tuple[float, str]:
     return elapsed, proc.stdout
 
 
+def user_env(base: Path, homes: list[Path]) -> tuple[dict[str, str], Path]:
+    """(the environment ``status`` runs in, the scan cache's directory). As a user runs it: the tray's dirs
+    come from platformdirs (XDG variables point it into the fixture), not from HERMES_TRAY_* overrides;
+    byte-code is cached (a pip install compiles it)."""
+    env = env_for(base, HERMES_HOME=str(homes[0]), PYTHONPYCACHEPREFIX=str(base / "pycache"))
+    for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
+        del env[name]
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        env[var] = str(base / "xdg" / var.lower())
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env, base / "xdg" / "xdg_cache_home" / "hermes-tray"
+
+
 def status_argv(python: str) -> list[str]:
     """``status --json`` of the installation ``python`` belongs to: its console script, as a user runs it
     (else the module)."""
@@ -122,15 +135,7 @@ def main() -> int:
     base.mkdir(parents=True, exist_ok=True)
     try:
         homes = build(base)
-        env = env_for(base, HERMES_HOME=str(homes[0]), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        # As a user runs it: the tray's dirs come from platformdirs (XDG variables point it into the
-        # fixture), not from HERMES_TRAY_* overrides; byte-code is cached (a pip install compiles it).
-        for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
-            del env[name]
-        for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
-            env[var] = str(base / "xdg" / var.lower())
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        cache = base / "xdg" / "xdg_cache_home" / "hermes-tray"
+        env, cache = user_env(base, homes)
         status = status_argv(sys.executable)
         peer = status_argv(opts.peer) if opts.peer else None
         floor_cmd = [sys.executable, "-c", FLOOR, *map(str, homes)]

@@ -38,10 +38,18 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "bench")]
 
 import bench_status  # noqa: E402
 
-from tests.support.fixture_homes import env_for  # noqa: E402
+#: The plain alternative to core.journal._read_bytes (for the child processes below).
+PLAIN_READ = r"""
+def plain_read(path):
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except (FileNotFoundError, NotADirectoryError):
+        return None
+"""
 
 #: argv[1]: the tricks to replace by their plain alternative (comma-separated); the rest: the command.
-LAUNCHER = r"""
+LAUNCHER = PLAIN_READ + r"""
 import sys
 plain = set(filter(None, sys.argv[1].split(",")))
 if "lazy_log" in plain:
@@ -57,13 +65,7 @@ if "journal" in plain:
     journal._parse_clean = lambda text: None  # every file read line by line with json.loads
 if "read" in plain:
     import hermes_tray_core.journal as journal
-    def read_bytes(path):
-        try:
-            with open(path, "rb") as fh:
-                return fh.read()
-        except (FileNotFoundError, NotADirectoryError):
-            return None
-    journal._read_bytes = read_bytes
+    journal._read_bytes = plain_read
 sys.argv = ["hermes-tray", *sys.argv[2:]]
 from hermes_tray.cli import entry
 entry()
@@ -104,13 +106,7 @@ def bench_status_variants(runs: int) -> tuple[dict[str, dict[str, list[float]]],
     base = Path(tempfile.mkdtemp(prefix="bench-tricks-"))
     try:
         homes = bench_status.build(base)
-        env = env_for(base, HERMES_HOME=str(homes[0]), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
-            del env[name]
-        for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
-            env[var] = str(base / "xdg" / var.lower())
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        cache = base / "xdg" / "xdg_cache_home" / "hermes-tray"
+        env, cache = bench_status.user_env(base, homes)
         floor_cmd = [sys.executable, "-c", bench_status.FLOOR, *map(str, homes)]
         outputs = {}
         for variant in STATUS_VARIANTS:  # warm the page cache and the byte-code; the answers must agree
@@ -137,22 +133,12 @@ def bench_status_variants(runs: int) -> tuple[dict[str, dict[str, list[float]]],
         shutil.rmtree(base, ignore_errors=True)
 
 
-READER = r"""
-import json, os, statistics, sys, time
+READER = PLAIN_READ + r"""
+import json, sys, time
 from hermes_tray_core import journal
 files = json.loads(sys.argv[1])
 runs = int(sys.argv[2])
 fast_parse, fd_read = journal._parse_clean, journal._read_bytes
-
-
-def plain_read(path):
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except (FileNotFoundError, NotADirectoryError):
-        return None
-
-
 variants = {"as shipped": (fast_parse, fd_read), "plain journal reader": (lambda text: None, fd_read),
             "plain file read": (fast_parse, plain_read)}
 out = {k: [] for k in variants}
