@@ -393,3 +393,37 @@ def test_output_into_a_closed_pipe_prints_no_traceback(tmp_path):
     os.close(w)
     assert "Traceback" not in p.stderr and "BrokenPipeError" not in p.stderr, p.stderr
     assert p.returncode == 141
+
+
+QUICK_EXIT = """
+import atexit, sys, threading, time
+class Sentinel:
+    def __del__(self):
+        print("teardown ran")  # when the interpreter frees this module's objects
+sentinel = Sentinel()
+atexit.register(lambda: print("at-exit handler ran"))
+if sys.argv[1] == "thread":
+    def late():
+        time.sleep(0.5)
+        print("the other thread finished")
+    threading.Thread(target=late).start()
+sys.argv = ["hermes-tray", "status", "--json"]
+from hermes_tray.cli import entry
+entry()
+"""
+
+
+@pytest.mark.parametrize("other_thread", [False, True])
+def test_status_exits_without_teardown_but_loses_nothing(tree, tmp_path, other_thread):
+    """The program's `status` skips the interpreter's teardown; its output, the at-exit handlers and another
+    running thread still get what a normal exit gives them."""
+    env = env_for(tmp_path, HERMES_HOME=str(tmp_path / "hermes"))
+    out = subprocess.run([sys.executable, "-c", QUICK_EXIT, "thread" if other_thread else "-"], cwd=REPO,
+                         env=env, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    doc, end = json.JSONDecoder().raw_decode(out.stdout)  # the whole document came out
+    assert {t["session_key"] for t in doc["turns"]} >= {"s-dead", "w-1"}
+    after = out.stdout[end:]
+    assert "at-exit handler ran" in after  # after the command, as at a normal exit
+    assert ("the other thread finished" in after) is other_thread
+    assert ("teardown ran" in after) is other_thread  # skipped, unless a thread made it a normal exit

@@ -14,7 +14,7 @@ HELP = "list interrupted turns in every Hermes home and what would happen to eac
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
     parser = subparsers.add_parser("status", parents=[common], help=HELP, description=HELP + ".")
     parser.add_argument("--no-cache", action="store_true", help="ignore and do not update the scan cache")
-    parser.set_defaults(func=run)
+    parser.set_defaults(func=run, quick_exit=True)  # read-only, one thread: no teardown needed (cli.main)
 
 
 def run(args: argparse.Namespace) -> int:

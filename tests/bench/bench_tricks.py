@@ -7,6 +7,7 @@ Each trick against its plain alternative, in what a user feels:
 * the journal reader's fast path (``core.journal._parse_clean``: one C scan over the file) vs ``json.loads``
   line by line (what ``_parse_lines`` does when the fast path declines), and its read by descriptor
   (``core.journal._read_bytes``) vs ``open(path, "rb").read()``;
+* ``hermes_tray.cli.main._exit_now`` (a finished command skips the interpreter's teardown) vs a normal exit.
 
 Measured: ``hermes-tray status --json`` cold (empty scan cache: every WebUI journal parsed) and warm, on
 bench_status's fixture (5 homes x 32 markers + 1,000 WebUI journals), wall and CPU time of a fresh
@@ -48,33 +49,35 @@ def plain_read(path):
         return None
 """
 
-#: argv[1]: the tricks to replace by their plain alternative (comma-separated); the rest: the command.
+#: argv[1]: the tricks to replace by their plain alternative (comma-separated); the rest: the command. Modules
+#: are patched as importlib hands them out (``import hermes_tray.cli.main as m`` would bind the package's
+#: ``main`` function, not the module).
 LAUNCHER = PLAIN_READ + r"""
-import sys
+import importlib, sys
 plain = set(filter(None, sys.argv[1].split(",")))
+mod = importlib.import_module
 if "lazy_log" in plain:
     import logging
-    import hermes_tray_core.lazy_log as lazy_log
-    lazy_log.get_logger = logging.getLogger
+    mod("hermes_tray_core.lazy_log").get_logger = logging.getLogger
 if "digest" in plain:
     import hashlib
-    import hermes_tray_core.digest as digest
-    digest._sha256 = hashlib.sha256
+    mod("hermes_tray_core.digest")._sha256 = hashlib.sha256
 if "journal" in plain:
-    import hermes_tray_core.journal as journal
-    journal._parse_clean = lambda text: None  # every file read line by line with json.loads
+    mod("hermes_tray_core.journal")._parse_clean = lambda text: None  # every file read line by line: json.loads
 if "read" in plain:
-    import hermes_tray_core.journal as journal
-    journal._read_bytes = plain_read
+    mod("hermes_tray_core.journal")._read_bytes = plain_read
+if "exit" in plain:
+    mod("hermes_tray.cli.main")._exit_now = lambda code: None  # the interpreter's ordinary teardown
 sys.argv = ["hermes-tray", *sys.argv[2:]]
 from hermes_tray.cli import entry
 entry()
 """
 
 VARIANTS = {"as shipped": "", "plain digest": "digest", "plain logging": "lazy_log", "plain journal reader": "journal",
-            "plain file read": "read"}
+            "plain file read": "read", "plain exit": "exit"}
 #: which variants can change what: a trick is compared only where it can matter
-STATUS_VARIANTS = ("as shipped", "plain digest", "plain logging", "plain journal reader", "plain file read")
+STATUS_VARIANTS = ("as shipped", "plain digest", "plain logging", "plain journal reader", "plain file read",
+                   "plain exit")
 TRAY_VARIANTS = ("as shipped", "plain digest", "plain logging")
 
 
