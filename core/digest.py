@@ -4,9 +4,10 @@
 only needs short digests of its own identifiers (decision journal turn ids, config lock names), and
 CPython's built-in implementation gives the same digests, so an idle tray does without libcrypto.
 
-Measured (tests/bench/bench_tricks.py, one run, 2026-12-03): the idle tray holds 69.9 MB resident
-against 73.6 MB with ``hashlib.sha256`` (+3.6 MB, 1.05x; 3 side-by-side runs on the test desktop);
-a warm ``hermes-tray status`` takes 103.0 against 106.3 ms of CPU (median of 41 alternated runs).
+Measured (tests/bench/bench_tricks.py, one run, 2026-12-03): the idle tray holds 69.7 MB resident
+against 73.3 MB with ``hashlib.sha256`` (+3.6 MB, 1.05x; 3 side-by-side runs on the test desktop);
+``hermes-tray status`` takes 151.3 against 158.4 ms of CPU cold, 94.0 against 97.7 warm (median of 41
+alternated runs).
 """
 
 from __future__ import annotations

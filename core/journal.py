@@ -308,8 +308,8 @@ def _parse_clean(text: str) -> list[dict] | None:
     the per-line slice and three Python frames. Anything else is left to the line-by-line reader.
 
     Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, 41 alternated runs): reading the 1,000
-    journals of a cold scan takes 42.0 ms of CPU against 60.4 ms line by line with ``json.loads``
-    (1.44x), and a cold ``status`` 172.2 against 182.6 ms (+10.4 ms, 1.06x)."""
+    journals of a cold scan takes 41.6 ms of CPU against 59.9 ms line by line with ``json.loads``
+    (1.44x), and a cold ``status`` 151.3 against 171.1 ms (+19.8 ms, 1.13x)."""
     out: list[dict] = []
     append = out.append
     find = text.find
@@ -402,9 +402,9 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY"
 def _read_bytes(path: str | os.PathLike) -> bytes | None:
     """The whole file, or None if it is absent; refuses anything but a regular file without blocking on it
     (a FIFO). By descriptor, with one read of the size ``fstat`` gave (a short read of a regular file is
-    its end): reading the 1,000 journals of a cold scan takes 42.0 ms of CPU against 47.9 ms with
-    ``open(path, "rb").read()`` (tests/bench/bench_tricks.py, 2026-12-03; in a whole cold ``status`` the
-    difference is within the noise)."""
+    its end): reading the 1,000 journals of a cold scan takes 41.6 ms of CPU against 47.6 ms with
+    ``open(path, "rb").read()``, a cold ``status`` 151.3 against 163.3 ms (tests/bench/bench_tricks.py, one
+    run, 2026-12-03, 41 alternated runs)."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except (FileNotFoundError, NotADirectoryError):

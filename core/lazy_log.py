@@ -6,8 +6,8 @@ imports take their logger from here; the rest use :func:`logging.getLogger` dire
 same, so handlers, levels and pytest's ``caplog`` see no difference.
 
 Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, median of 41 alternated runs): a warm
-``status`` takes 103.0 ms of CPU against 111.3 ms with :func:`logging.getLogger` at import (+8.3 ms,
-1.08x; cold: within the noise, +1.4 ms). The tray imports :mod:`logging` anyway: no difference there.
+``status`` takes 94.0 ms of CPU against 104.5 ms with :func:`logging.getLogger` at import (+10.4 ms,
+1.11x), a cold one 151.3 against 171.1 ms. The tray imports :mod:`logging` anyway: no difference there.
 """
 
 from __future__ import annotations
