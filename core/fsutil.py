@@ -127,13 +127,11 @@ def atomic_write_bytes(
         fsync_dir(directory or ".")  # type: ignore[arg-type]
 
 
-def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True, path: str | None = None) -> str:
-    """A new temp file beside ``target`` (``temp_name_for``'s name, or ``path``) holding ``data``, mode
-    ``mode``, fsynced unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
-    if path is None:
-        directory, name = os.path.split(target)
-        path = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
-    tmp = path
+def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
+    """A new temp file beside ``target`` (``temp_name_for``'s name) holding ``data``, mode ``mode``, fsynced
+    unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
+    directory, name = os.path.split(target)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
     try:
         try:
@@ -299,17 +297,12 @@ def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) ->
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-def set_aside(path: Path, suffix: str = "corrupt", *, link: bool = False) -> Path | None:
-    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it. ``link``: give it the
-    new name as a second name instead (the old one stays until its owner removes it): a kill between
-    the two never leaves the file under neither name, nor the old name gone before the caller is done."""
+def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:
+    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     dest = path.with_name(f"{path.name}.{suffix}-{stamp}-{os.urandom(2).hex()}")
     try:
-        if link:
-            os.link(path, dest)
-        else:
-            os.replace(path, dest)
+        os.replace(path, dest)
     except OSError:
         return None
     with contextlib.suppress(OSError):

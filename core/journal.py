@@ -317,8 +317,11 @@ def _parse_clean(text: str) -> list[dict] | None:
     """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no
     surrounding white space (empty lines aside) — the journal as a writer leaves it. For such a line
     ``json.loads(line)`` is ``scan_once(text, start)`` ending at the newline: the same result without
-    the per-line slice and three Python frames (a cold ``status`` parses a thousand journals;
-    tests/bench/bench_status.py). Anything else is left to the line-by-line reader."""
+    the per-line slice and three Python frames. Anything else is left to the line-by-line reader.
+
+    Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, 41 alternated runs): reading the 1,000
+    journals of a cold scan takes 41.6 ms of CPU against 59.9 ms line by line with ``json.loads``
+    (1.44x), and a cold ``status`` 151.3 against 171.1 ms (+19.8 ms, 1.13x)."""
     out: list[dict] = []
     append = out.append
     find = text.find
@@ -409,9 +412,11 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY"
 
 
 def _read_bytes(path: str | os.PathLike) -> bytes | None:
-    """The whole file, or None if it is absent. By descriptor, with one read of the size ``fstat`` gave (a
-    short read of a regular file is its end): a cold ``status`` reads a thousand journals, and the file
-    object and second read were a third of that (tests/bench/bench_status.py)."""
+    """The whole file, or None if it is absent; refuses anything but a regular file without blocking on it
+    (a FIFO). By descriptor, with one read of the size ``fstat`` gave (a short read of a regular file is
+    its end): reading the 1,000 journals of a cold scan takes 41.6 ms of CPU against 47.6 ms with
+    ``open(path, "rb").read()``, a cold ``status`` 151.3 against 163.3 ms (tests/bench/bench_tricks.py, one
+    run, 2026-12-03, 41 alternated runs)."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except (FileNotFoundError, NotADirectoryError):

@@ -1,11 +1,13 @@
 """A module logger that imports :mod:`logging` the first time something is logged.
 
-``hermes-tray status`` logs nothing on an ordinary run, yet every engine module on its path used to
-import :mod:`logging` (with ``traceback``, ``linecache``, ``tokenize`` …) at start-up: about 10 ms
-of a ~150 ms command (``python -c "import logging"`` against ``python -c pass``; see
-tests/bench/bench_status.py). The engine modules that ``status`` imports take their logger from here;
-the rest use :func:`logging.getLogger` directly. The name is the same, so handlers, levels and
-pytest's ``caplog`` see no difference.
+``hermes-tray status`` logs nothing on an ordinary run, and nothing else on its path imports
+:mod:`logging` (with ``traceback``, ``linecache``, ``tokenize`` …). The engine modules that ``status``
+imports take their logger from here; the rest use :func:`logging.getLogger` directly. The name is the
+same, so handlers, levels and pytest's ``caplog`` see no difference.
+
+Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, median of 41 alternated runs): a warm
+``status`` takes 94.0 ms of CPU against 104.5 ms with :func:`logging.getLogger` at import (+10.4 ms,
+1.11x), a cold one 151.3 against 171.1 ms. The tray imports :mod:`logging` anyway: no difference there.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ break a turn, so an I/O failure degrades to "no marker".
 What Hermes' store lacks, and why this one exists:
 
 * every read-modify-write holds a blocking OS lock on a sidecar file (``interrupted_turns.json.lock``),
-  so any number of processes writing one home lose nothing and resurrect nothing (Hermes' in-process
-  lock loses a third or more of the markers with four backends on one home);
+  so the tray's own writers (tray, helper, CLI, any number of processes) lose nothing and resurrect
+  nothing (Hermes' in-process lock loses a third or more of the markers with four backends on one home);
 * against a writer that does not lock (Hermes itself), a write goes in by atomic *exchange*
   (:mod:`core.atomic_exchange`): right before it the file is checked (inode, size, mtime) and Hermes'
   in-flight temp files are waited out, and the exchange hands back the file it displaced. If that is not
@@ -18,14 +18,14 @@ What Hermes' store lacks, and why this one exists:
   is put right for a settle window (:class:`_Leaks`). After a skip, :mod:`core.marker_settle` also undoes
   a stale Hermes write (one that read the file before our write) that brings the entry back. Without an
   exchange (some filesystems), the old compare-and-replace is used and :func:`exchange_support` says so;
-* a writer that finds the lock busy queues its change for the holder, which writes every queued change
-  with its own in one durable write (group commit, :mod:`core.marker_batch`; what a change means:
-  :func:`apply_change`), exactly once across kills;
 * an empty map is written as ``{}``, never unlinked;
 * writes are temp file + fsync + exchange + directory fsync; a killed writer's temp file is swept by
   the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;
   a symlinked marker or lock path is refused;
 * prompt text is never logged: identity only.
+
+Each write is made alone: the tray, the helper and the CLI write this file only when a user decides
+something, so contended throughput is not a goal (``tests/bench/bench_markers.py`` still prints it).
 
 Two deliberate differences: the cap keeps the newest 32 *including* the marker being recorded (Hermes
 prunes to 32 and then adds one, so its file can hold 33), and ``writer=`` records a marker on behalf of
@@ -47,14 +47,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core import atomic_exchange, fsutil, marker_batch
+from hermes_tray_core import atomic_exchange, fsutil
 from hermes_tray_core.ids import validate_session_id
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.marker_codec import Corrupt as _Corrupt
 from hermes_tray_core.marker_codec import Entries
-from hermes_tray_core.marker_codec import Snapshot as _Snapshot
 from hermes_tray_core.marker_codec import decode as _decode
-from hermes_tray_core.marker_codec import decode_known as _decode_known
 from hermes_tray_core.marker_codec import encode as _encode
 from hermes_tray_core.marker_codec import same_json as _same_json
 from hermes_tray_core.numbers import finite
@@ -84,10 +82,6 @@ _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _BINARY = getattr(os, "O_BINARY", 0)
-# Keep the file read under the lock open until the lock is released (not on Windows: an open file there
-# cannot be replaced).
-_KEEP_OLD_OPEN = os.name != "nt"
-
 
 
 class MarkerStoreError(OSError):
@@ -100,10 +94,6 @@ class MarkerCorruptError(MarkerStoreError):
 
 class _ForeignChange(Exception):
     """Raised from the before-replace hook: the file changed since we read it."""
-
-
-class _BatchUnrecorded(Exception):
-    """The batch record could not be written before the exchange: retry without the queued changes."""
 
 
 def marker_path(home: Path | str) -> Path:
@@ -232,52 +222,12 @@ def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries
     return {**fresh, key: entry}
 
 
-CHANGES = ("record", "clear", "remove", "replace")
+Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
+"""A write's meaning: the entries read → (the new entries, or None when nothing changes; the caller's result)."""
 
 
-def apply_change(entries: Entries, change: dict[str, Any]) -> tuple[Entries | None, Any]:
-    """The one meaning of each write: (new entries, or None when nothing changes; the caller's result).
-
-    ``change`` is JSON-able, so a writer waiting for the lock can hand it to the holder
-    (:mod:`core.marker_batch`), which applies it here exactly as its own process would have:
-
-    * ``record``: ``entry`` under ``key`` (pruned at the entry's own ``now``); result None;
-    * ``clear``: drop ``key``; result: whether it was there;
-    * ``remove``: drop ``key`` only if its entry still equals ``expected``; result: whether it did;
-    * ``replace``: put ``entry`` under ``key`` only if it still equals ``expected``; result: whether it did.
-
-    A change that is not one of these raises ValueError (a queued one is then left to its writer).
-    """
-    kind, key = change.get("op"), change.get("key")
-    if kind not in CHANGES or not isinstance(key, str) or not key:
-        raise ValueError("not a marker change")
-    if kind == "clear":
-        if key not in entries:
-            return None, False
-        return {k: v for k, v in entries.items() if k != key}, True
-    if kind != "record":
-        expected = change.get("expected")
-        if not isinstance(expected, dict):
-            raise ValueError("a compare-and-change needs the expected entry")
-        if entries.get(key) != expected:
-            return None, False
-        if kind == "remove":
-            return {k: v for k, v in entries.items() if k != key}, True
-    entry, now = change.get("entry"), change.get("now")
-    if not isinstance(entry, dict) or type(now) is not float or finite(now) is None:
-        raise ValueError("a record needs an entry and a finite time")
-    return _with_record(entries, key, entry, now), (None if kind == "record" else True)
-
-
-_SNAPSHOTS: dict[str, _Snapshot] = {}
-_MAX_SNAPSHOTS = 8
-
-
-def _read_file(path: str | Path, keep: list[int] | None = None) -> tuple[bytes | None, tuple[int, int, int] | None]:
-    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent.
-
-    ``keep``: append the open descriptor there instead of closing it (see :meth:`MarkerStore._modify`).
-    """
+def _read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
     if not _NOFOLLOW:
         fsutil.refuse_symlink(path)
     try:
@@ -301,28 +251,9 @@ def _read_file(path: str | Path, keep: list[int] | None = None) -> tuple[bytes |
             chunks.append(chunk)
             if len(chunk) < want:
                 break
-    except BaseException:
+    finally:
         os.close(fd)
-        raise
-    if keep is None:
-        os.close(fd)
-    else:
-        keep.append(fd)
     return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
-# Writers (pids) whose temp files the last sweep kept because they were alive -> monotonic time of the next check.
-_LIVE_WRITERS: dict[int, float] = {}
-LIVE_RECHECK_SECS = 1.0
-
-
-def _temp_pid(name: str) -> int | None:
-    """The writer pid in a temp name ``.<file>.<pid>.<nonce>.tmp`` (see :func:`core.fsutil.temp_name_for`)."""
-    parts = name.rsplit(".", 3)
-    try:
-        return int(parts[1]) if len(parts) == 4 and parts[3] == "tmp" else None
-    except ValueError:
-        return None
 
 
 def _read_path(path: str) -> bytes | None:
@@ -349,21 +280,15 @@ HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its
 _STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)
 
 
-def _wait_for_hermes_writes(directory: str, listing: list[list[str]] | None = None) -> bool:
-    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen.
-
-    ``listing``: the directory's last listing is appended there (the temp-file sweep after the write
-    reuses it instead of listing the directory again)."""
+def _wait_for_hermes_writes(directory: str) -> bool:
+    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen."""
     seen = False
     deadline = time.monotonic() + HERMES_WRITE_WAIT_SECS
     while True:
         try:
-            every = os.listdir(directory)
+            names = [n for n in os.listdir(directory) if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
         except OSError:
             return seen
-        if listing is not None:
-            listing.append(every)
-        names = [n for n in every if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
         now = time.monotonic()
         live = []
         for n in names:
@@ -462,10 +387,6 @@ class _Leaks:
         marker_settle.watch_leaks(store, self)
 
 
-def _same_entries(a: Entries, b: Entries) -> bool:
-    return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
-
-
 # ── the store ──────────────────────────────────────────────────────────────
 
 
@@ -476,11 +397,9 @@ class MarkerStore:
         self.home = Path(home)
         self.path = marker_path(self.home)
         self.lock_path = marker_lock_path(self.home)
-        # Plain strings for the hot path: pathlib conversions cost more than the syscalls they feed.
-        self._key = self._p = os.fspath(self.path)
+        self._p = os.fspath(self.path)
         self._dir = os.fspath(self.path.parent)
         self._lock = os.fspath(self.lock_path)
-        self._read: bytes | None = None  # the bytes the current locked write read (see _store)
 
     # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
 
@@ -548,7 +467,13 @@ class MarkerStore:
             raise TypeError("expected must be the entry dict list() returned")
         if not os.path.lexists(self._p):
             return False
-        done = bool(self._change({"op": "remove", "key": session_key, "expected": expected}, "remove"))
+
+        def remove(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(session_key) != expected:
+                return None, False
+            return {k: v for k, v in entries.items() if k != session_key}, True
+
+        done = bool(self._modify(remove, "remove"))
         if done and settle:
             from hermes_tray_core import marker_settle
 
@@ -569,9 +494,14 @@ class MarkerStore:
             raise TypeError("expected and replacement must be entry dicts")
         if not os.path.lexists(self._p):
             return False
-        entry = dict(replacement)
-        change = {"op": "replace", "key": session_key, "expected": expected, "entry": entry, "now": time.time()}
-        done = bool(self._change(change, "replace"))
+        entry, now = dict(replacement), time.time()
+
+        def replace(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(session_key) != expected:
+                return None, False
+            return _with_record(entries, session_key, entry, now), True
+
+        done = bool(self._modify(replace, "replace"))
         if done and settle:  # a stale Hermes write that brings ``expected`` back is undone again
             from hermes_tray_core import marker_settle
 
@@ -588,158 +518,64 @@ class MarkerStore:
                             notification_category=category, writer=writer)
         # Identity only — never the prompt: logs are read on crash triage and must not carry turn content.
         logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
-        self._change({"op": "record", "key": key, "entry": entry, "now": entry["started_at"]}, "record")
+        now = entry["started_at"]
+        self._modify(lambda entries: (_with_record(entries, key, entry, now), None), "record")
         return dict(entry)
 
     def _clear(self, key: str) -> bool:
         if not os.path.lexists(self._p):
             return False  # nothing to clear: do not create desktop/ or a lock file for it
-        return bool(self._change({"op": "clear", "key": key}, "clear"))
 
-    def _change(self, change: dict[str, Any], what: str) -> Any:
-        """One of :func:`apply_change`'s writes; when the lock is busy it may go in with the holder's
-        (:mod:`core.marker_batch`)."""
-        return self._modify(lambda entries: apply_change(entries, change), what, change)
+        def clear(entries: Entries) -> tuple[Entries | None, bool]:
+            if key not in entries:
+                return None, False
+            return {k: v for k, v in entries.items() if k != key}, True
 
-    def _modify(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
-                change: dict[str, Any] | None = None) -> Any:
-        """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between.
+        return bool(self._modify(clear, "clear"))
 
-        ``mutate`` returns (new entries or None to skip the write, result). The directory fsync runs after
-        the lock is released: the rename is already visible to the next writer, and concurrent writers'
-        directory syncs then share one journal commit instead of queueing behind the lock.
+    def _modify(self, mutate: Mutate, what: str) -> Any:
+        """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between;
+        returns ``mutate``'s result for what finally stands.
 
-        When the lock was busy (other writers are queueing), the file read under it stays open until the
-        lock is released (POSIX): the replace (or the unlink of an emptied file) then only drops a name,
-        and freeing the old file's blocks happens at that close, outside the lock, instead of inside the
-        next writer's wait. Uncontended it is closed at once: an open unlinked file costs the filesystem
-        extra bookkeeping (an orphan entry), worth paying only when someone is waiting.
-
-        ``change`` (JSON-able, see :func:`apply_change`): when the lock is busy, it is queued for the
-        holder (:mod:`core.marker_batch`), which writes it together with its own; if the holder did,
-        its result is ours once the lock is, and we return once the holder's directory fsync is done.
+        The directory fsync runs after the lock is released: the rename is already visible to the next
+        writer. Dead writers' temp files are swept then too (judged by their writer's liveness, not by
+        the lock).
         """
-        held: list[int] | None = None
-        batches: list[marker_batch.Batch] = []  # the one this write took in, if any (see _locked_update)
-        listing: list[list[str]] = []  # the directory as listed inside the lock, for the sweep
-        request: marker_batch.Request | None = None
-        answered = wrote = synced = False
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         try:
+            fd = self._open_lock()
             try:
+                fsutil.lock_fd(fd)
                 try:
-                    fd = self._open_lock()
-                    try:
-                        if not fsutil.try_lock_fd(fd):
-                            if _KEEP_OLD_OPEN:
-                                held = []
-                            if change is not None and _EXCHANGE.get(self._dir, True):
-                                request = marker_batch.submit(self._p, change)
-                            try:
-                                fsutil.lock_fd(fd)
-                            except BaseException:  # interrupted while waiting: take the change back
-                                if request is not None:
-                                    request.finish()
-                                raise
-                        try:
-                            if request is not None:
-                                answered, result = self._answer(request)
-                            if not answered:
-                                wrote, result = self._locked_update(mutate, what, held, batches, listing)
-                        finally:
-                            fsutil.unlock_fd(fd)
-                    finally:
-                        os.close(fd)
+                    wrote, result = self._locked_update(mutate, what)
                 finally:
-                    for old in held or ():
-                        with contextlib.suppress(OSError):
-                            os.close(old)
-                if answered:
-                    try:
-                        request.wait_durable(self._dir)  # type: ignore[union-attr]
-                    finally:
-                        request.finish()  # type: ignore[union-attr]
-                elif wrote:
-                    fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
-                    synced = True
+                    fsutil.unlock_fd(fd)
             finally:
-                for batch in batches:  # whatever happened: the waiters must not wait on us any longer
-                    batch.made_durable(synced)
-            if not answered:  # an answered change made no temp file; the holder's write sweeps
-                # Outside the lock too: it judges temp files by their writer's liveness, not by the lock.
-                self._sweep(listing[-1] if listing else None)
+                os.close(fd)
+            if wrote:
+                fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+            self._sweep()
             return result
         except (MarkerStoreError, _ForeignChange):
             raise
         except OSError as exc:
             raise self._error(exc, what) from exc
 
-    def _answer(self, request: marker_batch.Request) -> tuple[bool, Any]:
-        """Under the lock: did a holder write our queued change? If not, it is withdrawn (we write it)."""
-        try:
-            answered, result = request.result()
-            if not answered:  # a dead holder's batch may hold it: settle that first
-                try:
-                    marker_batch.recover(self._p)
-                except Exception as exc:  # a record it could not settle may hold our change: look, or say so
-                    logger.warning("could not settle a dead marker writer's batch (%s)", exc)
-                    answered, result = request.result()  # handed out before it failed; else the records say
-                    if not answered:
-                        answered, result = marker_batch.result_in_records(self._p, request.name, exc)
-                else:
-                    answered, result = request.result(final=True)
-        except BaseException:
-            request.finish()
-            raise
-        if not answered:
-            request.finish()
-        return answered, result
-
-    def _locked_update(self, mutate: Callable[[Entries], tuple[Entries | None, Any]], what: str,
-                       held: list[int] | None = None, batches: list[marker_batch.Batch] | None = None,
-                       listing: list[list[str]] | None = None) -> tuple[bool, Any]:
-        """(whether a rename needs its directory fsync, ``mutate``'s result). A batch taken in is appended to
-        ``batches`` as soon as it exists, so the caller can always let its waiters go."""
-        # With an exchange every attempt is verified (a foreign version that slipped in goes straight back),
-        # so retrying costs nothing but time; without one, the last attempt writes unchecked.
-        #
-        # Writers that queued their change while we waited (core.marker_batch) go in with ours, on verified
-        # attempts into an existing file only: what decides, after a kill, whether a batch went in is the
-        # exchange (see _store). Their results are handed out before the lock is released; the directory
-        # fsync after it then serves all of them (marker_batch.Batch.made_durable).
+    def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
+        """(whether a rename needs its directory fsync, ``mutate``'s result). With an exchange every attempt
+        is verified (a foreign version that slipped in goes straight back), so retrying costs nothing but
+        time; without one, the last attempt writes unchecked."""
         retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
-        batch: marker_batch.Batch | None = None
-
-        def with_queued(entries: Entries) -> tuple[Entries | None, Any]:
-            new, result = mutate(entries)
-            if batch is None:
-                return new, result
-            after, changed = batch.apply(entries if new is None else new, apply_change)
-            return (after if new is not None or changed else None), result
-
         for attempt in range(retries + 1):
             check = attempt < retries
             try:
-                entries, sig = self._load_for_write(check, held)
-                if attempt == 0 and batches is not None and self._read is not None and _EXCHANGE.get(self._dir, True):
-                    batch = marker_batch.collect(self._p)
-                    if batch is not None:
-                        batches.append(batch)
-                if batch is not None and (self._read is None or not check or not _EXCHANGE.get(self._dir, True)):
-                    batch = None  # its waiters write their own changes
-                new, result = with_queued(entries)
+                read, entries, sig = self._load_for_write(check)
+                new, result = mutate(entries)
                 if new is None:
-                    if batch is not None:
-                        batch.hand_out(durable=True)  # nothing changed: nothing to install, the results stand
                     return False, result
-                result = self._store(new, sig if check else False, with_queued, result, batch, listing)
-                if batch is not None:
-                    batch.hand_out()
-                return True, result
+                return True, self._store(new, read, sig if check else False, mutate, result)
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
-            except _BatchUnrecorded:
-                batch = None  # no room for the record: this write goes in alone, the waiters write theirs
         raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
 
     def _open_lock(self) -> int:
@@ -750,67 +586,27 @@ class MarkerStore:
             fsutil.ensure_private_dir(self.path.parent)
             return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
 
-    def _sweep(self, names: list[str] | None = None) -> None:
-        """Remove dead writers' temp files; listing the directory is cheap, the per-file checks run only if any.
-
-        Under contention other live writers' temp files are nearly always there. Asking the OS about a
-        writer (psutil) costs more than the rest of a write outside the lock, so a writer this process found
-        alive is not asked about again for :data:`LIVE_RECHECK_SECS`: a writer killed within that second has
-        its temp file removed by this process's first write after it (or by any other process's next write).
-        """
-        prefix = f".{MARKER_FILE}."
-        if names is None:
-            try:
-                names = os.listdir(self._dir)
-            except OSError:
-                return
-        # (writer pid, sweep) for each temp file: ours (.tmp) and core.marker_batch's (.btmp, kept while a
-        # batch record names it).
-        temps = {n: (_temp_pid(n), "tmp") for n in names if n.startswith(prefix) and n.endswith(".tmp")}
-        for n in names:
-            parsed = marker_batch.batch_temp_id(self._p, n)
-            if parsed is not None:
-                temps[n] = (parsed[0], "btmp")
-        if not temps:
-            return
-        me = os.getpid()
-        now = time.monotonic()
-        if all(pid == me or (pid is not None and _LIVE_WRITERS.get(pid, 0.0) > now) for pid, _k in temps.values()):
-            return  # only our own or writers found alive within the last second
-        kinds = {kind for _pid, kind in temps.values()}
-        swept = fsutil.sweep_stale_temps(self.path) if "tmp" in kinds else 0
-        if "btmp" in kinds:
-            swept += marker_batch.sweep_batch_temps(self._p, [n for n, (_p, k) in temps.items() if k == "btmp"])
-        if swept:
-            logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
+    def _sweep(self) -> None:
+        """Remove dead writers' temp files: listing the directory is cheap; the writers are asked about
+        (psutil) only when another process's temp file is there."""
+        prefix, mine = f".{MARKER_FILE}.", f".{MARKER_FILE}.{os.getpid()}."
         try:
-            left = {temps[n][0] for n in os.listdir(self._dir) if n in temps}
+            names = os.listdir(self._dir)
         except OSError:
             return
-        if len(_LIVE_WRITERS) > 256:
-            _LIVE_WRITERS.clear()
-        for pid in left - {me, None}:
-            _LIVE_WRITERS[pid] = now + LIVE_RECHECK_SECS  # kept by the sweep: a live writer mid-write
+        if not any(n.startswith(prefix) and n.endswith(".tmp") and not n.startswith(mine) for n in names):
+            return
+        swept = fsutil.sweep_stale_temps(self.path)
+        if swept:
+            logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
 
-    def _load_for_write(self, check: bool, held: list[int] | None = None
-                        ) -> tuple[Entries, tuple[int, int, int] | None]:
-        data, sig = _read_file(self._p, held)
-        self._read = data
+    def _load_for_write(self, check: bool) -> tuple[bytes | None, Entries, tuple[int, int, int] | None]:
+        """(the bytes read, their entries, the file's signature); (None, {}, None) when there is no file."""
+        data, sig = _read_file(self._p)
         if data is None:
-            return {}, None
-        snap = _SNAPSHOTS.get(self._key)
-        if snap is not None and snap.data == data:
-            return dict(snap.entries), sig  # the file we last wrote: skip the parse
-        fast = _decode_known(data, snap.frags if snap is not None else None)
-        if fast is not None:
-            entries, frags = fast
-            # A snapshot of the file just read (bytes -> entries, known texts) serves the encode as well.
-            if snap is None and len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
-                _SNAPSHOTS.clear()
-            _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)
-            return dict(entries), sig
+            return None, {}, None
         try:
-            return _decode(data), sig
+            return data, _decode(data), sig
         except _Corrupt as exc:
             if check and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
@@ -819,13 +615,11 @@ class MarkerStore:
                 raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
                                        str(self.path)) from None
             logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
-            self._read = None
-            return {}, None
+            return None, {}, None
 
-    def _store(self, entries: Entries, sig: tuple[int, int, int] | None | bool,
-               mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any,
-               batch: marker_batch.Batch | None = None, listing: list[list[str]] | None = None) -> Any:
-        """Put ``entries`` in place of the file read (``self._read``, signature ``sig``; False = skip the
+    def _store(self, entries: Entries, read: bytes | None, sig: tuple[int, int, int] | None | bool,
+               mutate: Mutate, result: Any) -> Any:
+        """Put ``entries`` in place of the file read (``read``, signature ``sig``; False = skip the
         foreign-change check) and return ``mutate``'s result for what finally stands.
 
         An empty map is written as ``{}``, never unlinked: an absent file would let a non-locking writer
@@ -835,106 +629,66 @@ class MarkerStore:
         is merged — ``mutate`` re-applied to it, and nothing else of ours — and exchanged in again
         (:meth:`_merge_displaced`). Where no exchange exists: the old compare-and-replace (see
         :func:`exchange_support`).
-
-        With a ``batch`` (queued changes of other writers are in ``entries``; only on a verified exchange
-        into an existing file), its record goes down right before the exchange, and the temp file's name
-        and inode tell a later holder whether the exchange ran: the record is dropped before the temp file
-        whenever it did not, so a killed writer can never leave a record that wrongly says "in".
         """
-        prev = _SNAPSHOTS.get(self._key)
-        data, frags = _encode(entries, prev.frags if prev is not None else None)
-        read = self._read
-        if batch is None:
-            tmp = _write_temp(self._p, data)
-        else:
-            tmp = fsutil.write_temp(self._p, data, path=batch.new_temp_path())  # named for the batch record
-        installed = False  # with a batch: the exchange ran and what it put in place still holds the batch
-        keep_tmp = False
+        data = _encode(entries)
+        tmp = _write_temp(self._p, data)
         ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
         settled = False  # the exchange (if it ran) finished: what is left at tmp is older than what stands
         progress: atomic_exchange.Progress | None = None  # a verified exchange's steps, kept across an exception
         try:
-            _wait_for_hermes_writes(self._dir, listing)
+            _wait_for_hermes_writes(self._dir)
             if sig is not False and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange()
-            published = False
             if read is None:
                 try:
                     self._publish_new(tmp)
-                    published = True
+                    return result
                 except _ForeignChange:
                     if sig is not False:
                         raise
                     read = b""  # the last attempt: merge into whatever a writer created meanwhile
-            if published:
-                pass
-            elif _EXCHANGE.get(self._dir, True):
-                ours = fsutil.file_signature(tmp)
-                if batch is not None:
-                    try:
-                        batch.before_install(ours, sig)  # type: ignore[arg-type]
-                    except OSError as exc:
-                        logger.warning("cannot record a marker batch (%s); writing this change alone", exc)
-                        raise _BatchUnrecorded() from None
-                try:
-                    if sig is not False and sig is not None:
-                        progress = atomic_exchange.Progress(tmp, ours)  # type: ignore[arg-type]
-                        tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)  # type: ignore[arg-type]
-                        installed = was_read
-                    else:
-                        tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
-                except FileNotFoundError:
-                    if sig is not False:
-                        raise _ForeignChange() from None  # removed since we read it: judge that instead
-                    self._publish_new(tmp)
-                except atomic_exchange.PutBackIncomplete as exc:
-                    logger.warning("Hermes' version could not go back into %s (%s); it is kept beside the file "
-                                   "and this write starts again", self.path, exc.strerror)
-                    installed = self._answer_if_ours_stands(batch, ours)  # type: ignore[arg-type]
-                    raise _ForeignChange() from None
-                except atomic_exchange.ExchangeUnsupported as exc:
-                    _EXCHANGE[self._dir] = False
-                    logger.warning("no atomic exchange for %s (%s): falling back to compare-and-replace, which "
-                                   "can lose a concurrent Hermes write (hermes-tray doctor reports it)", self.path, exc)
-                    os.replace(tmp, self._p)
-                    installed = True
-                else:
-                    if sig is not False and not was_read:
-                        # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
-                        # flushes): its version went straight back (ours was visible for two syscalls). Start
-                        # again from it, and watch for a Hermes write that copied ours meanwhile.
-                        installed = self._answer_if_ours_stands(batch, ours)  # type: ignore[arg-type]
-                        # Otherwise it was put back (at tmp again) or renamed over by a foreign writer: the
-                        # queued changes are not in, and the retry applies them again (the finally drops
-                        # the record).
-                        self._watch_transient(entries, mutate)
-                        raise _ForeignChange()
-                    if not was_read:  # the last attempt (unverified): judge what came back by its content
-                        data, entries, result = self._merge_displaced(tmp, read, data, entries, mutate, result)
-                        settled = True
-            else:
+            if not _EXCHANGE.get(self._dir, True):
                 os.replace(tmp, self._p)
-                installed = True
+                return result
+            ours = fsutil.file_signature(tmp)
+            try:
+                if sig is not False and sig is not None:
+                    progress = atomic_exchange.Progress(tmp, ours)  # type: ignore[arg-type]
+                    tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)  # type: ignore[arg-type]
+                else:
+                    tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
+            except FileNotFoundError:
+                if sig is not False:
+                    raise _ForeignChange() from None  # removed since we read it: judge that instead
+                self._publish_new(tmp)
+            except atomic_exchange.PutBackIncomplete as exc:
+                logger.warning("Hermes' version could not go back into %s (%s); it is kept beside the file "
+                               "and this write starts again", self.path, exc.strerror)
+                raise _ForeignChange() from None
+            except atomic_exchange.ExchangeUnsupported as exc:
+                _EXCHANGE[self._dir] = False
+                logger.warning("no atomic exchange for %s (%s): falling back to compare-and-replace, which "
+                               "can lose a concurrent Hermes write (hermes-tray doctor reports it)", self.path, exc)
+                os.replace(tmp, self._p)
+            else:
+                if sig is not False and not was_read:
+                    # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
+                    # flushes): its version went straight back (ours was visible for two syscalls). Start
+                    # again from it, and watch for a Hermes write that copied ours meanwhile.
+                    self._watch_transient(entries, mutate)
+                    raise _ForeignChange()
+                if not was_read:  # the last attempt (unverified): judge what came back by its content
+                    result = self._merge_displaced(tmp, read, data, entries, mutate, result)
+                    settled = True
         finally:
             if progress is not None:
                 tmp = progress.path  # where the exchange left the file it handed back, even after an exception
-            if batch is not None and not installed:
-                if ours is None or fsutil.file_signature(tmp) == ours or fsutil.file_signature(self._p) != ours:
-                    # Never exchanged, put back, or overwritten by a foreign writer: the record goes first
-                    # (a record without its temp file says "in").
-                    keep_tmp = not batch.not_installed()
-                # else: an exception after the exchange put ours in place (a failed put-back):
-                # the record stays, and whoever takes the lock next hands its results out (recover).
-            if not keep_tmp:
-                # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
-                done = ours is None or (progress.settled if progress is not None else settled)
-                self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
-        if len(_SNAPSHOTS) >= _MAX_SNAPSHOTS:
-            _SNAPSHOTS.clear()
-        _SNAPSHOTS[self._key] = _Snapshot(data, entries, frags)  # frags: validated before any reuse
+            # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
+            done = ours is None or (progress.settled if progress is not None else settled)
+            self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
         return result
 
-    def _watch_transient(self, transient: Entries, mutate: Callable[[Entries], tuple[Entries | None, Any]]) -> None:
+    def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
         """Register what our briefly visible ``transient`` got wrong against the version put back in place."""
         try:
             data, _sig = _read_file(self._p)
@@ -962,11 +716,11 @@ class MarkerStore:
             os.replace(tmp, self._p)
 
     def _merge_displaced(self, displaced: str, read: bytes, placed: bytes, placed_entries: Entries,
-                         mutate: Callable[[Entries], tuple[Entries | None, Any]], result: Any
-                         ) -> tuple[bytes, Entries, Any]:
+                         mutate: Mutate, result: Any) -> Any:
         """Check the file our exchange displaced (now at ``displaced``): it should be the one we read. If a
         non-locking writer renamed another version in after our read, re-apply ``mutate`` to *that* version
-        and exchange again, until what comes back is what we had put in place. Returns what stands.
+        and exchange again, until what comes back is what we had put in place. Returns ``mutate``'s result
+        for what stands.
 
         Between two exchanges our first version is visible for a moment; a Hermes write based on it could
         copy our stale view of another entry. Those entries are remembered (:class:`_Leaks`) and corrected
@@ -981,21 +735,21 @@ class MarkerStore:
                     os.unlink(displaced)
                 if leaks.stale:
                     leaks.register(self)
-                return placed, placed_entries, result
+                return result
             try:
                 theirs = _decode(got) if got is not None else {}
             except _Corrupt:
                 dest = fsutil.set_aside(Path(displaced), "corrupt")
                 logger.warning("a writer put a corrupt %s in place; ours replaced it (theirs kept as %s)",
                                self.path, dest.name if dest else "nothing: it could not be moved")
-                return placed, placed_entries, result
+                return result
             logger.info("turn-marker file %s was rewritten by a non-locking writer during our write; merging",
                         self.path)
             theirs = leaks.correct(theirs, in_merge=True)
             new, result = mutate(theirs)
             merged = theirs if new is None else new
             leaks.note(placed_entries, merged)
-            merged_bytes, _ = _encode(merged)
+            merged_bytes = _encode(merged)
             # Our first version is visible until this exchange: write the merge without waiting for the disk
             # (microseconds instead of an fsync's milliseconds), and make it durable right after.
             fresh = merged_bytes != got
@@ -1010,7 +764,7 @@ class MarkerStore:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(candidate)
                 fsutil.fsync_path(self._p)
-                return merged_bytes, merged, result
+                return result
             if fresh:
                 fsutil.fsync_path(self._p)
             expected, placed, placed_entries = placed, merged_bytes, merged
@@ -1019,16 +773,7 @@ class MarkerStore:
         leaks.register(self)
         if self._keep_unmerged(displaced) is None:
             raise OSError(errno.EIO, "a Hermes version that was not merged could not be set aside", displaced)
-        return placed, placed_entries, result
-
-    def _answer_if_ours_stands(self, batch: marker_batch.Batch | None, ours: atomic_exchange.Sig) -> bool:
-        """After an exchange that did not settle cleanly: if ours still stands at the marker path, the queued
-        changes in it are in, so they are answered as they went in (the retry re-applies only our own)."""
-        if batch is None or fsutil.file_signature(self._p) != ours:
-            return False
-        batch.hand_out()
-        batch.requests.clear()
-        return True
+        return result
 
     def _keep_unmerged(self, path: str) -> str | None:
         """Set aside a foreign writer's version that came out of the marker file and was not merged: it may
@@ -1085,7 +830,6 @@ def _store_for(home: Path | str) -> MarkerStore:
             _STORES.clear()
         store = _STORES[key] = MarkerStore(home)
     return store
-
 
 
 def record_turn_start(

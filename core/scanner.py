@@ -31,7 +31,7 @@ import json
 import math
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -55,19 +55,13 @@ from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 from hermes_tray_core.webui_summary import summarise_journal as _summarise_journal
 from hermes_tray_core.webui_summary import valid_summary as _valid_summary
 
-__all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "ConfigReader", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
+__all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 # Log levels as numbers, so that naming them does not import logging.
 _WARNING, _ERROR = 30, 40
 
 CACHE_VERSION = 3
-# A cold scan forks a helper for its parsing only with at least this many journals to summarise (each
-# takes ~60 us; forking, and sending the answer back, ~2 ms); importing PyYAML costs about as much as
-# YAML_COST_IN_JOURNALS journals (~40 ms, reading five files); tests/bench/bench_status.py.
-PARALLEL_MIN_JOURNALS = 128
-YAML_COST_IN_JOURNALS = 600
-PARALLEL_TIMEOUT_SECS = 5.0
 
 
 # ---------------------------------------------------------------------------------------------
@@ -112,11 +106,6 @@ def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
             files.sort(key=lambda f: ("~" in f[0], f[0]))
             out[sid] = ("|".join(f[2] for f in files), [f[1] for f in files])
     return out
-
-
-#: [homes] -> {home: (its auto-continue config, the problems to report)}; a home left out is read by the
-#: scanner itself. See ``Scanner(config_reader=)``.
-ConfigReader = Callable[[list[Path]], "Mapping[Path, tuple[AutoContinueConfig, list[str]]]"]
 
 
 def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
@@ -196,23 +185,14 @@ class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
-                 process_finder: Any = None, config_reader: ConfigReader | None = None,
-                 parallel: bool = False, ask_running_hermes: bool = False) -> None:
+                 process_finder: Any = None, ask_running_hermes: bool = False) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
-        (default: look at the process table), asked at most once per scan. ``config_reader``: reads this
-        scan's changed ``config.yaml`` files elsewhere, all in one call (the tray: in a short-lived process of
-        its own, so PyYAML never stays resident in a long-running one); see :data:`ConfigReader`. ``parallel``:
-        a cold scan may fork a helper process for part of its parsing (:meth:`_prefetch`); only for a
-        short-lived, single-threaded caller (``hermes-tray status``). ``ask_running_hermes``: before a turn is
-        offered, ask the running Hermes of its home which sessions it has open (``core.open_sessions``); a
-        session open there reads as open in Hermes (a live owner), not as waiting for a Resume."""
+        (default: look at the process table), asked at most once per scan. ``ask_running_hermes``: before a
+        turn is offered, ask the running Hermes of its home which sessions it has open
+        (``core.open_sessions``); a session open there reads as open in Hermes (a live owner), not as
+        waiting for a Resume."""
         self.homes = list(homes)
         self.cache_file = cache_file
-        self._config_reader = config_reader
-        # this scan's answers of the config_reader, by home: (the file's signature when asked, the answer)
-        self._read_elsewhere: dict[Path, tuple[list, tuple[AutoContinueConfig, list[str]]]] = {}
-        self._parallel = parallel
-        self._listings: dict[str, dict[str, tuple[str, list[str]]]] = {}  # this scan's journal listings, by dir
         self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
         self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
         self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
@@ -267,10 +247,6 @@ class Scanner:
         self._journal = None
         self._open_in_app = {}
         self._dashboards_now = None
-        self._read_configs_elsewhere()
-        self._listings = {}
-        if self._parallel:
-            self._prefetch()
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -304,10 +280,7 @@ class Scanner:
         cached = self._cached_config(key, sig)
         if cached is not None:
             return cached
-        asked_at, got = self._read_elsewhere.get(home.path, (None, None))
-        if got is None or asked_at != sig:  # not read elsewhere, or the file changed since it was asked for
-            got = _read_config(home, managed)
-        ac, problems = got
+        ac, problems = _read_config(home, managed)
         self._configs[key] = _config_entry(sig, ac, problems)
         self._dirty = True
         return ac, problems
@@ -327,31 +300,6 @@ class Scanner:
                 pass  # a damaged cache entry: read the file
         return None
 
-    def _read_configs_elsewhere(self) -> None:
-        """Hand every changed config.yaml of this scan to the ``config_reader`` at once (one process for all)."""
-        self._read_elsewhere = {}
-        if self._config_reader is None:
-            return
-        # changed file's home -> the file's signature when handed over
-        sigs: dict[Path, list] = {h.path: sig for h, sig in self._changed_configs()}
-        if not sigs:
-            return
-        try:
-            got = self._config_reader(list(sigs))
-            self._read_elsewhere = {p: (sig, got[p]) for p, sig in sigs.items() if p in got}
-        except Exception:  # the reader is an optimisation: the scanner reads them itself
-            self._read_elsewhere = {}
-
-    def _changed_configs(self) -> list[tuple[Home, list]]:
-        """This scan's config.yaml files the cache cannot answer: (home, the file's signature now)."""
-        out = []
-        for h in self.homes:
-            if h.path.is_dir():
-                sig = self._config_sig(h)
-                if self._cached_config(str(h.config_file), sig) is None:
-                    out.append((h, sig))
-        return out
-
     def _cached_summary(self, ckey: str, sig: str) -> Any:
         """A WebUI journal's summary from the cache (None: nothing pending or malformed), or ``_MISS``."""
         cached = self._journals.get(ckey)
@@ -366,74 +314,6 @@ class Scanner:
         entry = self._journals[ckey] = _summary_entry(sig, summary)
         self._dirty = True
         return entry[1] if len(entry) > 1 else None
-
-    def _prefetch(self) -> None:
-        """Fill a cold cache in two processes (:mod:`hermes_tray_core.fork_split`): a forked child summarises a
-        share of the changed WebUI journals and reads the changed config.yaml files (importing PyYAML costs about
-        as much as :data:`YAML_COST_IN_JOURNALS` journals), this process the other journals. Both only fill the cache, each entry under
-        the signature taken before the fork; the scan then reads through the cache as usual, so a file that
-        changed meanwhile, or anything the child did not answer, is read again in the ordinary way."""
-        todo: list[tuple[str, str, str, list[str]]] = []  # (cache key, sid, signature, paths)
-        for home in self.homes:
-            jdir = str(home.webui_journal_dir)
-            if jdir in self._listings:
-                continue
-            try:
-                listing = self._listings[jdir] = _list_journals(home.webui_journal_dir)
-            except OSError:
-                continue  # the scan reports it
-            prefix = jdir + os.sep
-            todo.extend((prefix + sid, sid, sig, paths) for sid, (sig, paths) in listing.items()
-                        if self._cached_summary(prefix + sid, sig) is _MISS)
-        if len(todo) < PARALLEL_MIN_JOURNALS:
-            return  # warm, or too little to share: nothing more to load
-        from hermes_tray_core import fork_split
-
-        if not fork_split.fork_available():
-            return
-        configs = [(str(h.config_file), h, sig) for h, sig in self._changed_configs()
-                   if h.path not in self._read_elsewhere]
-        managed = self._managed()
-        ours = min(len(todo), (len(todo) + (YAML_COST_IN_JOURNALS if configs else 0) + 1) // 2)
-
-        def summarise(part: Sequence[tuple[str, str, str, list[str]]]) -> dict[str, list]:
-            done = {}
-            for ckey, sid, sig, paths in part:
-                try:
-                    summary = _summarise_journal(sid, paths)
-                except Exception:
-                    continue  # the scan reads it again, and reports what is wrong
-                done[ckey] = _summary_entry(sig, summary)
-            return done
-
-        def child() -> dict:
-            read = {}
-            for key, h, sig in configs:
-                try:
-                    read[key] = _config_entry(sig, *_read_config(h, managed))
-                except Exception:
-                    continue
-            return {"journals": summarise(todo[ours:]), "configs": read}
-
-        def here() -> None:
-            done = summarise(todo[:ours])
-            self._journals.update(done)
-            self._dirty = self._dirty or bool(done)
-
-        answer = fork_split.run_split(child, here, timeout=PARALLEL_TIMEOUT_SECS)
-        if not isinstance(answer, dict):
-            return
-        asked = {ckey: sig for ckey, _sid, sig, _paths in todo[ours:]}
-        journals, read = answer.get("journals"), answer.get("configs")
-        for ckey, entry in (journals.items() if isinstance(journals, dict) else ()):
-            if type(entry) is list and entry and asked.get(ckey) == entry[0]:
-                self._journals[ckey] = entry  # its summary is validated where it is read (_cached_summary)
-                self._dirty = True
-        sigs = {key: sig for key, _h, sig in configs}
-        for key, entry in (read.items() if isinstance(read, dict) else ()):
-            if type(entry) is list and len(entry) == 3 and key in sigs and entry[0] == sigs[key]:
-                self._configs[key] = entry  # validated where it is read (_cached_config)
-                self._dirty = True
 
     def _managed(self) -> tuple:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
@@ -714,15 +594,13 @@ class Scanner:
         from hermes_tray_core.procid import process_liveness
 
         jdir = home.webui_journal_dir
-        listing = self._listings.pop(str(jdir), None)
-        if listing is None:
-            try:
-                listing = _list_journals(jdir)
-            except FileNotFoundError:
-                return 0, []
-            except OSError as exc:
-                problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
-                return 0, []
+        try:
+            listing = _list_journals(jdir)
+        except FileNotFoundError:
+            return 0, []
+        except OSError as exc:
+            problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
+            return 0, []
         records: list[TurnRecord] = []
         malformed_sessions = 0
         prefix = str(jdir) + os.sep

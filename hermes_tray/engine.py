@@ -10,7 +10,6 @@ in the shell. Qt-free.
 from __future__ import annotations
 
 import logging
-import os
 import sys
 import threading
 import time
@@ -21,8 +20,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
 from hermes_tray_core import decisions
 from hermes_tray_core.homes import Home, discover_homes
-from hermes_tray_core.policy import AutoContinueConfig
-from hermes_tray_core.scanner import Scanner, TurnRecord, config_problems, default_cache_file
+from hermes_tray_core.scanner import Scanner, TurnRecord, default_cache_file
 from hermes_tray_core.settings import SettingsError, TraySettings, load_settings
 
 if TYPE_CHECKING:
@@ -46,51 +44,6 @@ def own_cli(*args: str) -> list[str]:
     return [str(exe), "-m", "hermes_tray", *args]
 
 
-#: Longest the detector waits for the reader process before reading in-process: a scan (and so a notice of an
-#: interrupted turn) waits with it, and the process answers in ~0.15 s on this machine.
-CONFIG_READER_TIMEOUT = 2.0
-
-
-def read_configs_in_child(homes: list[Path], *, timeout: float = CONFIG_READER_TIMEOUT,
-                          ) -> dict[Path, tuple[AutoContinueConfig, list[str]]]:
-    """Changed ``config.yaml`` files read by ``hermes-tray config show --json`` in one short-lived process, not
-    here: PyYAML, once loaded, stays resident for the life of the tray (~2 MB of a ~70 MB idle tray:
-    tests/bench/bench_tray.py, first run). The same code reads them there (Hermes' coercions and managed
-    overlay, ``core.backend_config``). A home missing from the answer (any failure) the scanner reads itself."""
-    import json
-    import subprocess
-
-    from hermes_tray_core.frozen_env import child_environment
-
-    kwargs: dict[str, Any] = {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)} if os.name == "nt" else {}
-    argv = own_cli("config", "show", "--json", *(a for h in homes for a in ("--home", str(h))))
-    out: dict[Path, tuple[AutoContinueConfig, list[str]]] = {}
-    try:
-        proc = subprocess.run(argv, capture_output=True, timeout=timeout, env=child_environment(),  # noqa: S603
-                              stdin=subprocess.DEVNULL, **kwargs)
-        if proc.returncode != 0:
-            raise ValueError(f"exit {proc.returncode}")
-        answers = json.loads(proc.stdout)["homes"]
-    except Exception as exc:
-        log.info("config.yaml read in-process (the reader process failed: %s)", exc)
-        return out
-    wanted = {str(h): h for h in homes}
-    for h in answers if isinstance(answers, list) else ():
-        try:
-            enabled, fresh, attempts, managed = h["enabled"], h["freshness_minutes"], h["max_attempts"], h["managed"]
-            if (type(enabled) is not bool or type(attempts) is not int or type(fresh) not in (int, float)
-                    or fresh != fresh or not isinstance(managed, list) or not isinstance(h["warnings"], list)
-                    or h["home"] not in wanted):
-                continue
-            # ``fresh`` as read there (an int stays an int, as in-process): the scan cache is shared with `status`
-            config = AutoContinueConfig(enabled, fresh, attempts, tuple(str(k) for k in managed))
-            error = h["error"] if isinstance(h["error"], str) else None
-            out[wanted[h["home"]]] = (config, config_problems(h["warnings"], error))
-        except (KeyError, TypeError, ValueError):
-            continue
-    return out
-
-
 class CoreEngine:
     """Adapter from the shell's :class:`~hermes_tray.contract.Engine` protocol to ``hermes_tray_core``."""
 
@@ -112,8 +65,7 @@ class CoreEngine:
         key = tuple(str(h.path) for h in homes)
         if self._scanner is None or key != self._scanner_homes:
             # the CLI's cache too: a warm start re-parses neither journals nor config.yaml
-            self._scanner = Scanner(list(homes), cache_file=default_cache_file(),
-                                    config_reader=read_configs_in_child, ask_running_hermes=True)
+            self._scanner = Scanner(list(homes), cache_file=default_cache_file(), ask_running_hermes=True)
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []

@@ -720,30 +720,6 @@ def test_sweep_removes_dead_writers_temp_files_only(home: Path) -> None:
         sleeper.wait()
 
 
-def test_a_writer_found_alive_is_asked_again_after_the_recheck_interval(home: Path,
-                                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(markers, "LIVE_RECHECK_SECS", 0.5)
-    record_turn_start(home, "s", "p")
-    d = marker_path(home).parent
-    sleeper = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
-    try:
-        time.sleep(0.05)
-        first = d / f".interrupted_turns.json.{sleeper.pid}.0000beef.tmp"
-        first.write_text("in flight")
-        record_turn_start(home, "t", "p")
-        assert first.exists()  # alive: kept, and not asked about again for 0.5 s
-    finally:
-        sleeper.kill()
-        sleeper.wait()
-    left = d / f".interrupted_turns.json.{sleeper.pid}.0000cafe.tmp"
-    left.write_text("killed mid-write")
-    record_turn_start(home, "t", "p")
-    assert left.exists()  # within the interval: not asked yet
-    time.sleep(0.6)
-    record_turn_start(home, "t", "p")
-    assert not left.exists() and not first.exists()
-
-
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc to list open fds")
 def test_writes_leave_no_descriptor_open(home: Path) -> None:
     record_turn_start(home, "warm", "p")
@@ -891,48 +867,6 @@ def test_entries_another_writer_changed_keep_their_exact_text(tmp_path: Path, op
         assert data == json.dumps(after, ensure_ascii=False).encode("utf-8")
         for key in set(before) & set(after) - {arg}:  # entries our write did not touch: text unchanged
             assert json.dumps(after[key]) == json.dumps(before[key])
-
-
-_json_scalars = st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.sampled_from([0.0, -0.0, 1.0, 1.5]),
-                          st.text(max_size=6))
-_json_values = st.recursive(_json_scalars, lambda inner: st.lists(inner, max_size=3)
-                            | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=6)
-_raw_maps = st.dictionaries(st.text(max_size=4), st.one_of(
-    st.dictionaries(st.sampled_from(["prompt", "attempts", "started_at", "x", "é\n\"\\"]), _json_values, max_size=4),
-    _json_values), max_size=6)
-
-
-@settings(max_examples=300, deadline=None)
-@given(doc=_raw_maps, old=_raw_maps, layout=st.sampled_from(["hermes", "indent", "compact", "junk"]))
-def test_member_text_reuse_decodes_exactly_as_json_loads(doc, old, layout) -> None:
-    """_decode_known (reuses byte-identical member texts of a known file) == _decode (json.loads), or declines."""
-    # Known texts: for some keys the file's own entry (a hit), for others a different one (no hit).
-    known_entries = {k: doc[k] if k in doc and len(k) % 2 == 0 else v for k, v in old.items()}
-    known_entries = {k: v for k, v in known_entries.items() if isinstance(v, dict)}
-    _, known = markers._encode(known_entries)  # texts of some entries, equal or not to the file's
-    if layout == "hermes":
-        data = json.dumps(doc, ensure_ascii=False).encode()
-    elif layout == "indent":
-        data = json.dumps(doc, ensure_ascii=False, indent=1).encode()
-    elif layout == "compact":
-        data = json.dumps(doc, separators=(",", ":")).encode()
-    else:
-        data = json.dumps(doc, ensure_ascii=False).encode()[:-1] + b", }"
-    try:
-        want = markers._decode(data)
-    except markers._Corrupt:
-        want = None
-    got = markers._decode_known(data, known)
-    if got is None:
-        assert layout != "hermes" or want is None
-        return
-    entries, frags = got
-    assert want is not None
-    assert json.dumps(entries) == json.dumps(want) and list(entries) == list(want)
-    for key, (entry, text) in frags.items():
-        assert entries[key] is entry and text == f"{json.dumps(key, ensure_ascii=False)}: " \
-            f"{json.dumps(entry, ensure_ascii=False)}"
-    assert markers._encode(entries, frags)[0] == markers._encode(want)[0]
 
 
 # ── the settle window: a stale Hermes write never undoes a skip for good ───

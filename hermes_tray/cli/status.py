@@ -22,8 +22,7 @@ def run(args: argparse.Namespace) -> int:
     from hermes_tray_core.scanner import Scanner, default_cache_file
 
     homes = selected_homes(args)
-    # parallel: a short-lived, single-threaded process may fork a helper for a cold scan's parsing
-    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(), parallel=True,
+    result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),
                      ask_running_hermes=True).scan()
     if args.json:
         print_json(result.to_json())

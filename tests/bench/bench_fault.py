@@ -46,13 +46,11 @@ def log(msg: str) -> None:
 
 
 def run_kills(n: int, seed: int, rows: dict, kinds_filter: str | None = None) -> None:
-    import fault_group_commit
     import fault_scenarios as sc
 
     kinds = [
         ("atomic write (fsutil)", sc.crash_fsutil),
         ("markers", sc.crash_markers),
-        ("markers, 4 contending writers (group commit)", fault_group_commit.crash_group_commit),
         ("journal append", sc.crash_journal),
         ("lease ops", sc.crash_lease),
         ("config.toml", sc.crash_settings),

@@ -8,13 +8,14 @@ Prints, for one run on one disk:
     ../shared/reference or $HERMES_REFERENCE_DIR);
   * the durable serial limit: one process looping temp file + fsync + replace + directory fsync,
     and each store's contended ops/s as a ratio of it, beside the barest locked writer that fsyncs each
-    change alone (the ceiling core.markers' group commit, core.marker_batch, gets past);
+    change alone (what core.markers, which writes each change alone too, can at best reach);
   * single-process latency per record / clear vs that same durable atomic write.
   * skips against Hermes' non-locking writer (issue 11): Hermes' own read->rename time under load (what
     sizes the settle window), a library skip (exchange, settle excluded) vs one durable write, the real
     ``hermes-tray skip`` wall time (settle included), and lost / ghost / skipped-back counts with the
     reference writer at ~100 writes/s — with the exchange, and with compare-and-replace for comparison.
-Targets (issue 2): 0 lost; contended >= 0.8x the serial limit; single op <= 1.3x the durable write.
+Targets (issue 2): 0 lost; single op <= 1.3x the durable write. (Contended throughput is printed, no longer a
+target: issue 26 withdrew it — the tray, the helper and the CLI never hammer one marker file.)
 Targets (issue 11): library skip <= 3x one durable write; skip command <= 1.5 s; 0 lost / ghosts / back.
 """
 
@@ -417,13 +418,13 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"  core.markers / reference ops/s:        {ours['ops_s'] / ref['ops_s']:.2f}x")
             print(f"\n[contended / durable serial limit, median of {args.pairs} paired bursts "
                   f"({args.procs} procs x {args.keys} keys x 3 rounds, durable writes just before and after each)]")
-            print(f"  core.markers: {ratio:.2f}x  (target >= 0.80)   per burst: "
+            print(f"  core.markers: {ratio:.2f}x  (no target)   per burst: "
                   + " ".join(f"{r:.2f}" for r in sorted(pairs["hermes_tray_core.markers"])))
             if ref_ratio is not None:
                 print(f"  reference:    {ref_ratio:.2f}x  (no cross-process lock, no directory fsync: faster, "
                       "and loses markers)   per burst: " + " ".join(f"{r:.2f}" for r in sorted(pairs["reference"])))
             print(f"  bare locked:  {bare_ratio:.2f}x  (the barest writer that fsyncs each change alone under a "
-                  "lock: the ceiling without group commit)   per burst: "
+                  "lock: the ceiling for writing each change alone)   per burst: "
                   + " ".join(f"{r:.2f}" for r in sorted(pairs["bare"])))
             print(f"  core.markers / bare locked: {ratio / bare_ratio:.2f}x")
             print(f"\n[single process, median of {args.single} calls each, interleaved, 8 other markers in the file]")
@@ -434,7 +435,7 @@ def main(argv: list[str] | None = None) -> int:
             for label, name in [("hermes_tray_core.markers", "hermes_tray_core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
                 left, swept = kill_litter(name, base, args.kills)
                 print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
-            ok = lost_ours == 0 and ratio >= 0.8 and max(rec_m, clr_m) / dur_m <= 1.3
+            ok = lost_ours == 0 and max(rec_m, clr_m) / dur_m <= 1.3
 
         print("\n[issue 11: skips against Hermes' non-locking writer]")
         from hermes_tray_core.marker_settle import SETTLE_SECS

@@ -9,9 +9,11 @@ run, on the same files:
 * warm  — ``status --json`` again (unchanged journals answered from the cache).
 
 Each is a fresh process (interpreter start-up included, as a user would see it); the median of
-``--runs`` repetitions is reported. Target: warm ≤ 3× floor.
+``--runs`` repetitions is reported. Targets: cold ≤ 6× floor, warm ≤ 3× floor. ``--peer PYTHON`` also
+times the ``status`` of another installation (that interpreter's environment, e.g. the code before a
+change), alternated with this one's in every repetition.
 
-    python tests/bench/bench_status.py [--runs 7] [--keep DIR]
+    python tests/bench/bench_status.py [--runs 7] [--keep DIR] [--peer /path/to/other/venv/bin/python]
 """
 
 from __future__ import annotations
@@ -103,49 +105,73 @@ def timed(argv: list[str], env: dict, label: str = "") -> tuple[float, str]:
     return elapsed, proc.stdout
 
 
+def user_env(base: Path, homes: list[Path]) -> tuple[dict[str, str], Path]:
+    """(the environment ``status`` runs in, the scan cache's directory). As a user runs it: the tray's dirs
+    come from platformdirs (XDG variables point it into the fixture), not from HERMES_TRAY_* overrides;
+    byte-code is cached (a pip install compiles it)."""
+    env = env_for(base, HERMES_HOME=str(homes[0]), PYTHONPYCACHEPREFIX=str(base / "pycache"))
+    for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
+        del env[name]
+    for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
+        env[var] = str(base / "xdg" / var.lower())
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    return env, base / "xdg" / "xdg_cache_home" / "hermes-tray"
+
+
+def status_argv(python: str) -> list[str]:
+    """``status --json`` of the installation ``python`` belongs to: its console script, as a user runs it
+    (else the module)."""
+    script = shutil.which("hermes-tray", path=str(Path(python).parent))
+    return [script, "status", "--json"] if script else [python, "-m", "hermes_tray", "status", "--json"]
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
     ap.add_argument("--keep", type=Path, help="build the fixture here and keep it")
+    ap.add_argument("--peer", help="the python of another installation, timed alternately on the same files")
     opts = ap.parse_args()
     base = opts.keep or Path(tempfile.mkdtemp(prefix="bench-status-"))
     base.mkdir(parents=True, exist_ok=True)
     try:
         homes = build(base)
-        env = env_for(base, HERMES_HOME=str(homes[0]), PYTHONPYCACHEPREFIX=str(base / "pycache"))
-        # As a user runs it: the tray's dirs come from platformdirs (XDG variables point it into the
-        # fixture), not from HERMES_TRAY_* overrides; byte-code is cached (a pip install compiles it).
-        for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
-            del env[name]
-        for var in ("XDG_CONFIG_HOME", "XDG_STATE_HOME", "XDG_CACHE_HOME", "XDG_DATA_HOME"):
-            env[var] = str(base / "xdg" / var.lower())
-        env.pop("PYTHONDONTWRITEBYTECODE", None)
-        cache = base / "xdg" / "xdg_cache_home" / "hermes-tray"
-        script = shutil.which("hermes-tray", path=str(Path(sys.executable).parent))
-        # The installed console script, as a user runs it (else the module).
-        status = [script, "status", "--json"] if script else [sys.executable, "-m", "hermes_tray", "status", "--json"]
+        env, cache = user_env(base, homes)
+        status = status_argv(sys.executable)
+        peer = status_argv(opts.peer) if opts.peer else None
         floor_cmd = [sys.executable, "-c", FLOOR, *map(str, homes)]
         _, out = timed(status, env)  # warm the OS page cache once; check the output
         assert (cache / "scan-cache.json").is_file(), "scan cache not where the benchmark clears it"
         doc = json.loads(out)
         nturns = len(doc["turns"])
         assert len(doc["homes"]) == HOMES and nturns == HOMES * MARKERS, (len(doc["homes"]), nturns)
+        if peer:
+            assert len(json.loads(timed(peer, env)[1])["turns"]) == nturns, "the peer reports other turns"
         _, nfiles = timed(floor_cmd, env)
-        floor, cold, warm = [], [], []
+        walls: dict[str, list[float]] = {}
         for _ in range(opts.runs):
-            floor.append(timed(floor_cmd, env, "floor")[0])
-            shutil.rmtree(cache, ignore_errors=True)
-            cold.append(timed(status, env, "cold")[0])
-            warm.append(timed(status, env, "warm")[0])
-        f, c, w = (statistics.median(x) * 1000 for x in (floor, cold, warm))
-        fc, cc, wc = (statistics.median(CPU[k]) * 1000 for k in ("floor", "cold", "warm"))
+            walls.setdefault("floor", []).append(timed(floor_cmd, env, "floor")[0])
+            for who, argv in (("", status), ("peer ", peer)):
+                if argv is None:
+                    continue
+                shutil.rmtree(cache, ignore_errors=True)
+                for kind in ("cold", "warm"):
+                    walls.setdefault(who + kind, []).append(timed(argv, env, who + kind)[0])
+        wall = {k: statistics.median(v) * 1000 for k, v in walls.items()}
+        cpu = {k: statistics.median(v) * 1000 for k, v in CPU.items()}
+        f, fc = wall["floor"], cpu["floor"]
         print(f"fixture: {HOMES} homes x {MARKERS} markers + {JOURNALS} WebUI journals "
               f"({nfiles.strip()} files stat'ed by the floor); {nturns} turns reported; median of {opts.runs} runs")
         print(f"{'measure':<28}{'wall ms':>9}{'x floor':>9}{'cpu ms':>9}{'x floor':>9}")
-        for name, wall, cpu in (("floor (stat-only python)", f, fc), ("status --json, cold", c, cc),
-                                ("status --json, warm", w, wc)):
-            print(f"{name:<28}{wall:>9.1f}{wall / f:>9.2f}{cpu:>9.1f}{cpu / fc if fc else 0:>9.2f}")
-        print(f"target warm <= 3.0x floor (wall): {'met' if w / f <= 3.0 else 'NOT met'}")
+        rows = [("floor (stat-only python)", "floor"), ("status --json, cold", "cold"), ("status --json, warm", "warm")]
+        if peer:
+            rows += [("peer status --json, cold", "peer cold"), ("peer status --json, warm", "peer warm")]
+        for name, key in rows:
+            print(f"{name:<28}{wall[key]:>9.1f}{wall[key] / f:>9.2f}{cpu[key]:>9.1f}{cpu[key] / fc if fc else 0:>9.2f}")
+        if peer:
+            print(f"this / peer (wall): cold {wall['cold'] / wall['peer cold']:.2f}x, "
+                  f"warm {wall['warm'] / wall['peer warm']:.2f}x")
+        print(f"target cold <= 6.0x floor (wall): {'met' if wall['cold'] / f <= 6.0 else 'NOT met'}")
+        print(f"target warm <= 3.0x floor (wall): {'met' if wall['warm'] / f <= 3.0 else 'NOT met'}")
     finally:
         if not opts.keep:
             shutil.rmtree(base, ignore_errors=True)

@@ -11,7 +11,7 @@ interpreter of ``.venv-test`` after ``./tests/run``):
   server (target p95 ≤ 300 ms). Samples are 2.2 s apart so each is a first notification, not an
   in-place update of a crash storm;
 * start-up: process start → tray icon shown, hermes-tray vs the bare tray (target ≤ 2×);
-* idle RSS after ``--idle-seconds`` (target ≤ 1.4× the bare tray) and idle CPU over that window
+* idle RSS after ``--idle-seconds`` (target ≤ 1.5× the bare tray, issue 26) and idle CPU over that window
   (target ≤ 0.2 %), side by side on the same desktop: the bare tray, a first-ever hermes-tray (its
   scan cache cold, so it parsed ``config.yaml`` with PyYAML) and a restarted one (cache warm,
   the common case). Both are reported.
@@ -286,10 +286,10 @@ def main() -> int:
          med["startup_tray_ms"] <= 2 * med["startup_bare_ms"]),
         (f"idle RSS after {opts.idle_seconds:.0f} s, first run (tray / bare)",
          f"{med['tray_rss_mb']:.1f} / {med['bare_rss_mb']:.1f} MB = {med['tray_rss_mb'] / med['bare_rss_mb']:.2f}×",
-         "≤ 1.4×", med["tray_rss_mb"] <= 1.4 * med["bare_rss_mb"]),
+         "≤ 1.5×", med["tray_rss_mb"] <= 1.5 * med["bare_rss_mb"]),
         (f"idle RSS after {opts.idle_seconds:.0f} s, restarted (tray / bare)",
          f"{med['warm_rss_mb']:.1f} / {med['bare_rss_mb']:.1f} MB = {med['warm_rss_mb'] / med['bare_rss_mb']:.2f}×",
-         "≤ 1.4×", med["warm_rss_mb"] <= 1.4 * med["bare_rss_mb"]),
+         "≤ 1.5×", med["warm_rss_mb"] <= 1.5 * med["bare_rss_mb"]),
         (f"idle CPU over {opts.idle_seconds:.0f} s (tray; restarted; bare)",
          f"{med['tray_cpu_pct']:.3f}; {med['warm_cpu_pct']:.3f}; {med['bare_cpu_pct']:.3f} %", "≤ 0.2 %",
          max(med["tray_cpu_pct"], med["warm_cpu_pct"]) <= 0.2),

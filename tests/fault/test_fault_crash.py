@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import random
 
-import fault_group_commit
 import fault_scenarios as sc
 import pytest
 from faultkit import kills_per_kind, report, seed
@@ -39,12 +38,6 @@ def test_crash_atomic_write(tmp_path):
 
 def test_crash_markers(tmp_path):
     _run(sc.crash_markers, tmp_path)
-
-
-def test_crash_markers_group_commit(tmp_path):
-    """Four contending writers (changes mostly batched, core.marker_batch), one SIGKILLed at random again
-    and again: no acknowledged change lost, none applied again after a later one, no litter."""
-    _run(fault_group_commit.crash_group_commit, tmp_path)
 
 
 def test_crash_journal(tmp_path):
