@@ -47,21 +47,30 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
             known = _known.get(key)
         if known is not None and known.identity.liveness() == "alive":
             return known, None
+    usable, why = find_live_backends(home, processes)
+    return (usable[0], None) if usable else (None, why)
+
+
+def find_live_backends(home: Path | str, processes: HermesProcesses | None = None
+                       ) -> tuple[list[BackendEndpoint], str | None]:
+    """Every running backend serving ``home`` that the tray can reach (a home may have two: the app's
+    ``hermes serve`` and a ``hermes dashboard``), and why none when there is none. Always a fresh look; the
+    first one found is remembered for :func:`find_live_backend`."""
+    key = hermes_paths.canonical(home)
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
     if not backends:
-        return None, NO_BACKEND
-    reasons = []
+        return [], NO_BACKEND
+    reasons, found = [], []
     for proc in backends:
         try:
-            found = endpoint_for(proc)
+            found.append(endpoint_for(proc))
         except BackendUnusable as exc:
             reasons.append(str(exc))
-            continue
+    if found:
         with _known_lock:
-            _known[key] = found
-        return found, None
-    return None, "; ".join(reasons)
+            _known[key] = found[0]
+    return found, "; ".join(reasons) or None
 
 
-__all__ = ["NO_BACKEND", "find_live_backend", "forget"]
+__all__ = ["NO_BACKEND", "find_live_backend", "find_live_backends", "forget"]
