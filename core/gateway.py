@@ -421,7 +421,8 @@ def continue_in_backend(
     user's Hermes app and is left alone (``declined``, ``not_continued`` ``open-in-app``). A resume that Hermes
     answers with a session that was already live (a window opened it between the check and the resume) is
     left alone too (``opened-during-check``): nothing is submitted, interrupted or closed. The tray never
-    sends ``session.close`` there, and ``session.interrupt`` only while the turn running is provably its own
+    sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session when the
+    tray disconnects only if no other client holds it), and ``session.interrupt`` only while the turn running is provably its own
     in a session no other client touched (``left_alone`` says why not). Until a session is resumed nothing is
     changed: a backend that cannot be used (refused, gated, no answer, capabilities unknown) gives
     ``backend_unusable`` (why), and the caller falls back to a spawned gateway.
@@ -644,9 +645,10 @@ class _Run:
             # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
             # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
             if self.backend is not None:
-                # Disconnects only: the backend is the user's. The tray never closes a session there: Hermes'
-                # own disconnect handling parks it for its grace only when no other client holds it (0.22
-                # detaches this client alone; 0.19.0 touches only a session whose events still come here).
+                # Disconnects only: the backend is the user's. The tray never sends session.close there: the
+                # session was resumed with close_on_disconnect, so Hermes closes it now only if no other client
+                # holds it (0.22 detaches this client alone; 0.19.0 touches only a session whose events still come
+                # here). Like a spawned gateway at stdin EOF, a continuation nobody else watches ends with the tray.
                 self.gw.shutdown(self.opts.shutdown_grace)
             elif self.gw.proc is not None:
                 self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
@@ -857,7 +859,13 @@ class _Run:
         t_resume = time.monotonic()
         sent_at = time.time()
         try:
-            waiter = gw.send("session.resume", {"session_id": self.key})
+            # In the user's backend the session is Hermes' to close when the tray disconnects, and only if no other
+            # client holds it then (close_on_disconnect: 0.22 skips a session another client is attached to, 0.19.0
+            # one whose events went to a newer client) — never the tray's session.close, which ends it for all.
+            params: dict[str, Any] = {"session_id": self.key}
+            if self.backend is not None:
+                params["close_on_disconnect"] = True
+            waiter = gw.send("session.resume", params)
             # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
             resumed = self._wait(lambda t: gw.result_of("session.resume", waiter, t), self.opts.rpc_timeout,
                                  "answer session.resume", stoppable=False)

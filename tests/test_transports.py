@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import threading
+import time
 from pathlib import Path
 
 import pytest
@@ -132,29 +133,52 @@ def test_a_skip_that_lands_first_wins_and_nothing_is_submitted(driver, tmp_path)
     assert read_turns(home) == []
 
 
-def test_the_tray_closes_nothing_and_a_window_keeps_using_the_session(driver, tmp_path, sims):
-    # The tray never sends session.close in the user's backend: Hermes' own disconnect handling decides (it
-    # parks a session only when no other client holds it). A window that opens the session afterwards finds it
-    # live and can prompt in it.
+def _window(home):
+    from hermes_tray_core.rpc import RpcSession
+    from hermes_tray_core.transport_ws import WebSocketTransport
+
+    backend, _ = find_live_backend(home)
+    assert backend is not None
+    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
+    s.start()
+    s.wait_ready(5)
+    return s
+
+
+def test_a_session_only_the_tray_held_is_closed_by_hermes_when_the_tray_leaves(driver, tmp_path, sims):
+    # The tray sends no session.close: it resumes with close_on_disconnect, and Hermes closes the session at
+    # the disconnect because no other client holds it.
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     plant_marker(home, key, PROMPT)
     res = driver.run(home, key, "legacy")
     assert res.outcome == gateway.COMPLETED
     if driver.kind != "websocket":
         return
-    backend, _ = find_live_backend(home)
-    assert backend is not None
-    from hermes_tray_core.rpc import RpcSession
-    from hermes_tray_core.transport_ws import WebSocketTransport
-
-    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
-    s.start()
+    s = _window(home)
     try:
-        s.wait_ready(5)
-        live = [r for r in s.request("session.active_list", {}, 5)["sessions"] if r["session_key"] == key]
-        assert [r["id"] for r in live] == [res.runtime_session_id]  # not closed by the tray
-        sid = s.request("session.resume", {"session_id": key}, 5)["session_id"]
-        assert sid == res.runtime_session_id
+        deadline = time.monotonic() + 5
+        while s.request("session.active_list", {}, 5)["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert s.request("session.active_list", {}, 5)["sessions"] == []
+    finally:
+        s.shutdown()
+
+
+def test_a_window_that_took_the_session_during_the_continuation_keeps_it(driver, tmp_path, sims):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.5)
+    plant_marker(home, key, PROMPT)
+    if driver.kind != "websocket":
+        return
+    held: list = []
+
+    def window_opens(_res: object) -> None:
+        s = _window(home)
+        held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
+
+    res = driver.run(home, key, "legacy", on_dispatched=window_opens)
+    assert res.outcome == gateway.COMPLETED and res.finish == "state-db", res.message
+    (s, sid), = held
+    try:
         assert s.request("prompt.submit", {"session_id": sid, "text": "and one more thing"}, 5)["status"] == "streaming"
     finally:
         s.shutdown()
