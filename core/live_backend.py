@@ -27,12 +27,18 @@ NO_BACKEND = "no running Hermes backend (hermes dashboard) serves this home"
 
 _known: dict[str, BackendEndpoint] = {}
 _known_lock = threading.Lock()
+# Per backend process (pid, start time): its endpoint, reused while that very process lives. Looking for every
+# backend of a home is a process-table walk each time (a second backend may have started); reaching one (its
+# port, its token from the environment, host record or page) is done once per process.
+_endpoints: dict[tuple[int, float | None], BackendEndpoint] = {}
 
 
 def forget(home: Path | str) -> None:
     """Drop the backend remembered for ``home`` (it could not be used): the next call looks again."""
     with _known_lock:
-        _known.pop(hermes_paths.canonical(home), None)
+        gone = _known.pop(hermes_paths.canonical(home), None)
+        if gone is not None:
+            _endpoints.pop((gone.pid, gone.identity.start_time), None)
 
 
 def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
@@ -63,10 +69,19 @@ def find_live_backends(home: Path | str, processes: HermesProcesses | None = Non
         return [], NO_BACKEND
     reasons, found = [], []
     for proc in backends:
+        with _known_lock:
+            cached = _endpoints.get((proc.pid, proc.start_time))
+        if cached is not None and cached.identity.liveness() == "alive":
+            found.append(cached)
+            continue
         try:
-            found.append(endpoint_for(proc))
+            endpoint = endpoint_for(proc)
         except BackendUnusable as exc:
             reasons.append(str(exc))
+            continue
+        found.append(endpoint)
+        with _known_lock:
+            _endpoints[(proc.pid, proc.start_time)] = endpoint
     if found:
         with _known_lock:
             _known[key] = found[0]

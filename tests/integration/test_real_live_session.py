@@ -285,8 +285,9 @@ def test_legacy_a_resume_killed_after_the_hand_over_leaves_no_turn_stuck(real_ho
 
 
 def test_g2_a_resume_killed_after_hermes_took_the_turn_leaves_nothing_stuck(g2_home, g2_python, mock_llm, g2_env):
-    # On 0.22 the hand-over is Hermes' own (it rewrites the marker when its continuation starts): killing the
-    # tray after Hermes' auto_continue reply leaves the turn running in the dashboard to its end.
+    # On 0.22 the hand-over is Hermes' own (it rewrites the marker when its continuation starts, and retires it
+    # when the turn concludes): a tray killed mid-continuation leaves neither a turn marked running nor one
+    # offered again, and the model saw the continuation once.
     home, key = g2_home
     with running_dashboard(g2_python, home):
         interrupt_a_real_turn(home, key, mock_llm, PROMPT)
