@@ -396,6 +396,30 @@ def continue_turn(
     return run.run()
 
 
+def backend_capabilities(home: Path | str, backend: BackendEndpoint) -> Capabilities:
+    """What the running backend's own installation can do (cached per interpreter, as :func:`probe_capabilities`)."""
+    if backend.python is None:
+        return Capabilities(None, detail=f"cannot tell which Python your running Hermes (pid {backend.pid}) runs")
+    probe = HermesInstall((backend.python, "-m", GATEWAY_MODULE), backend.python, "running backend")
+    return probe_capabilities(probe, env=gateway_environment(Path(home)), cwd=str(Path.home()))
+
+
+def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSession:
+    """A JSON-RPC session with a running backend's ``/api/ws``, ready (``gateway.ready``); GatewayError /
+    TimeoutError when it cannot be reached. Opening one changes nothing in the backend."""
+    from hermes_tray_core.transport_ws import WebSocketTransport
+
+    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid,
+                                      identity=backend.identity))
+    try:
+        s.start()
+        s.wait_ready(timeout)
+    except (GatewayError, TimeoutError):
+        s.shutdown(1.0)
+        raise
+    return s
+
+
 def continue_in_backend(
     home: Path | str,
     session_key: str,
@@ -412,6 +436,7 @@ def continue_in_backend(
     on_submitting: Callable[[dict[str, Any]], None] | None = None,
     on_connected: Callable[[], None] | None = None,
     other_backends: tuple[BackendEndpoint, ...] = (),
+    connections: dict[int, RpcSession] | None = None,
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
@@ -425,19 +450,16 @@ def continue_in_backend(
     tray disconnects only if no other client holds it), and ``session.interrupt`` only while the turn running is provably its own
     in a session no other client touched (``left_alone`` says why not). Until a session is resumed nothing is
     changed: a backend that cannot be used (refused, gated, no answer, capabilities unknown) gives
-    ``backend_unusable`` (why), and the caller falls back to a spawned gateway.
+    ``backend_unusable`` (why), and the caller falls back to a spawned gateway. ``connections``: sessions the
+    caller already opened (:func:`connect_backend`, by backend pid) while it checked the turn; those used are
+    taken out of the dict and closed here, the rest stay the caller's to close.
     """
     validate_session_id(session_key, what="session key")
     opts = options or GatewayOptions()
     home = Path(home)
     where = f"in your running Hermes (pid {backend.pid})"
     if capabilities is None:
-        if backend.python is None:
-            capabilities = Capabilities(None, detail=f"cannot tell which Python your running Hermes (pid "
-                                                     f"{backend.pid}) runs")
-        else:
-            probe = HermesInstall((backend.python, "-m", GATEWAY_MODULE), backend.python, "running backend")
-            capabilities = probe_capabilities(probe, env=gateway_environment(home), cwd=str(Path.home()))
+        capabilities = backend_capabilities(home, backend)
     if capabilities.auto_continue is None:
         return ContinuationResult(ERROR, f"Not resumed {where}: {capabilities.detail}", ran_in=RUNNING_BACKEND,
                                   backend_pid=backend.pid, where=where, backend_unusable=capabilities.detail)
@@ -449,6 +471,7 @@ def continue_in_backend(
     run.on_submitting = on_submitting
     run.on_connected = on_connected
     run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
+    run.connections = connections if connections is not None else {}
     run.result.ran_in, run.result.backend_pid, run.result.where = RUNNING_BACKEND, backend.pid, where
     run.result.log_path = None
     return run.run()
@@ -628,12 +651,21 @@ class _Run:
         return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
 
+    connections: dict[int, RpcSession] = {}
+    _preopened = False
+
     def run(self) -> ContinuationResult:
         if self.backend is not None:
             from hermes_tray_core.transport_ws import WebSocketTransport
 
             b = self.backend
-            self.gw = RpcSession(WebSocketTransport(b.host, b.port, b.token, pid=b.pid, identity=b.identity))
+            ready = self.connections.pop(b.pid, None)
+            if ready is not None and ready.alive():
+                self.gw, self._preopened = ready, True
+            else:
+                if ready is not None:
+                    ready.shutdown(1.0)
+                self.gw = RpcSession(WebSocketTransport(b.host, b.port, b.token, pid=b.pid, identity=b.identity))
         else:
             self.gw = GatewayProcess(self.install, self.home, log_path=self.log_path, env=self.env, cwd=self.cwd)
         try:
@@ -688,21 +720,20 @@ class _Run:
         continued here. One that cannot be asked is passed over (Hermes' own turn lease and active-session
         registry, checked before, cover it), and said in the log."""
         from hermes_tray_core.hermes_facts import session_row
-        from hermes_tray_core.transport_ws import WebSocketTransport
 
         for other in self.other_backends:
-            s = RpcSession(WebSocketTransport(other.host, other.port, other.token, pid=other.pid,
-                                              identity=other.identity))
+            s = self.connections.pop(other.pid, None)
             try:
-                s.start()
-                s.wait_ready(min(self.opts.ready_timeout, 10.0))
+                if s is None or not s.alive():
+                    s = connect_backend(other, timeout=min(self.opts.ready_timeout, 10.0))
                 listed = s.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout))
             except (GatewayError, TimeoutError) as exc:
                 logger.info("could not ask %s which sessions are live (%s); relying on Hermes' lease and registry",
                             other.describe(), exc)
                 continue
             finally:
-                s.shutdown(1.0)
+                if s is not None:
+                    s.shutdown(1.0)
             if session_row(listed, self.key) is not None:
                 return f"{OPEN_IN_APP} (your running Hermes, pid {other.pid}, has it live)"
         return None
@@ -818,8 +849,12 @@ class _Run:
         assert gw is not None and self.backend is not None
         self.progress(force=True)
         try:
-            gw.start()
-            self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0), "become ready")
+            if self._preopened:  # connected while the caller re-checked the turn
+                self.result.timings["ready"] = 0.0
+            else:
+                gw.start()
+                self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0),
+                                                          "become ready")
             if self.on_connected is not None:
                 try:
                     self.on_connected()
@@ -1255,7 +1290,7 @@ class _Stopped(Exception):
 
 __all__ = [
     "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "OUTCOMES", "TIMED_OUT",
-    "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess",
+    "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess", "backend_capabilities", "connect_backend",
     "HermesInstall", "HermesNotFound", "HermesSettingsError", "Progress", "RpcError", "clear_capability_cache",
     "continue_turn",
     "find_hermes", "gateway_environment", "install_from_command", "launcher_python", "probe_capabilities",

@@ -264,10 +264,11 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
                     on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
                     prefer_running_backend: bool, stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
                     refused: Callable[..., ResumeResult]) -> ResumeResult:
-    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
-    # Looking for the user's running backends (a process-table walk) overlaps the re-checks below.
+    # Looking for the user's running backends (a process-table walk), asking their installation what it can do
+    # (cached) and connecting to them overlap the re-checks below; nothing is asked of a backend until then.
     looked: list[tuple[list[Any], str | None, float]] = []
+    connections: dict[int, Any] = {}
     finder: threading.Thread | None = None
     if prefer_running_backend:
         def look() -> None:
@@ -279,9 +280,33 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
             except Exception as exc:  # never a reason not to resume: the separate gateway, and why
                 backends, why = [], f"cannot look for a running Hermes ({type(exc).__name__})"
             looked.append((backends, why, time.monotonic() - t))
+            for b in backends:
+                try:
+                    if gateway.backend_capabilities(home, b).auto_continue is not None:
+                        connections[b.pid] = gateway.connect_backend(b)
+                except Exception:  # continue_in_backend connects again, and says why it cannot
+                    logger.debug("could not connect to %s ahead of the resume", b.describe(), exc_info=True)
 
         finder = threading.Thread(target=look, name="find-live-backend", daemon=True)
         finder.start()
+    try:
+        return _resume_checked(home, home_s, key, expected, install, options, on_progress, on_dispatched, stop, env,
+                               via, epoch, refused, finder, looked, connections)
+    finally:
+        if finder is not None:
+            finder.join()
+        for s in list(connections.values()):  # those the continuation did not take
+            s.shutdown(1.0)
+
+
+def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
+                    install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
+                    on_progress: Callable[[gateway.Progress], None] | None,
+                    on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
+                    stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
+                    refused: Callable[..., ResumeResult], finder: threading.Thread | None,
+                    looked: list[tuple[list[Any], str | None, float]], connections: dict[int, Any]) -> ResumeResult:
+    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
     try:
         entry = list_turn_markers(home).get(key)
@@ -381,7 +406,7 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
                                               options=options or settings_options(), on_progress=on_progress,
                                               on_dispatched=dispatched, stop=stop, expected=entry,
                                               on_submitting=submitting, on_connected=approve,
-                                              other_backends=tuple(backends))
+                                              other_backends=tuple(backends), connections=connections)
             res.timings["find_backend"] = took_find
             res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
             if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
