@@ -184,9 +184,9 @@ def test_legacy_a_window_opening_between_check_and_resume_gets_nothing_submitted
         res = resume_turn(home, key, entry, via="test")
         (w, reply), = opened
         try:
+            assert tray_note_requests(mock_llm, since) == [] and list_turn_markers(home)[key] == entry
             assert res.outcome == "refused" and res.to_dict()["not_continued"] == "opened-during-check", res.message
             assert "nothing was sent" in res.message
-            assert tray_note_requests(mock_llm, since) == [] and list_turn_markers(home)[key] == entry
             w.prompt(reply["session_id"], "Carry on from here.")  # the window's session is whole and its own
             done = w.wait_for(reply["session_id"], "message.complete")
             assert done[-1]["payload"]["status"] == "complete"
@@ -230,18 +230,20 @@ def test_legacy_a_session_live_in_another_backend_of_the_home_is_never_continued
     since = len(mock_llm.completions())
     with running_dashboard(hermes_python, home, user=tmp_path / "u1") as (first, _p1), \
             running_dashboard(hermes_python, home, user=tmp_path / "u2") as (second, _p2):
-        from hermes_tray_core.live_backend import find_live_backends
+        from hermes_tray_core.backend_endpoint import endpoint_for
+        from hermes_tray_core.hermes_processes import HermesProcesses
 
-        backends, _why = find_live_backends(home)
-        assert [b.pid for b in backends] == sorted([first.pid, second.pid])
-        in_second = next(b for b in backends if b.pid == max(first.pid, second.pid))  # not the one the tray picks
+        serving = [p for p in HermesProcesses.now().serving(home) if p.pid in (first.pid, second.pid)]
+        assert sorted(p.pid for p in serving) == sorted([first.pid, second.pid])
+        # The tray takes the home's backends in pid order: the window uses the other one.
+        in_second = endpoint_for(next(p for p in serving if p.pid == max(first.pid, second.pid)))
         w = Window(home, in_second)
         try:
             sid = w.resume(key)["session_id"]
             code, result, _err = tray_json("resume", key, "--home", str(home), "--wait", env=env)
+            assert tray_note_requests(mock_llm, since) == [] and list_turn_markers(home)[key] == entry
             assert code == 1 and result["not_continued"] == "open-in-app", result
             assert f"pid {in_second.pid}" in result["message"]
-            assert tray_note_requests(mock_llm, since) == [] and list_turn_markers(home)[key] == entry
             w.prompt(sid, "Still mine.")
             assert w.wait_for(sid, "message.complete")[-1]["payload"]["status"] == "complete"
         finally:
