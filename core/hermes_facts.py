@@ -33,8 +33,10 @@ __all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "session_row", "t
 
 #: A resume reply's ``started_at`` older than the request by more than this is a live session's.
 REUSE_SLACK = 0.25
-#: ``last_active`` newer than the tray's own last touch by more than this: another client touched it.
-TOUCH_SLACK = 0.05
+#: ``last_active`` newer than the tray's own last touch by more than this: another client touched it. Hermes stamps
+#: ``last_active`` before it answers, and the tray's own touch is the moment it read that answer, so any later
+#: stamp is someone else's; the slack only absorbs float rounding of the clock conversion.
+TOUCH_SLACK = 0.001
 
 
 def wall_time_of(received_monotonic: float | None) -> float:

@@ -182,3 +182,32 @@ def test_a_window_that_took_the_session_during_the_continuation_keeps_it(driver,
         assert s.request("prompt.submit", {"session_id": sid, "text": "and one more thing"}, 5)["status"] == "streaming"
     finally:
         s.shutdown()
+
+
+def test_stop_leaves_alone_a_session_a_window_took_and_says_so(driver, tmp_path, sims):
+    # Stop asked after a window resumed the session: the tray cannot tell its turn is its own alone any more, so
+    # it sends no session.interrupt; the turn runs on to its end in the window.
+    home, key = make_home(tmp_path / "home", turn_seconds=2.0)
+    plant_marker(home, key, PROMPT)
+    if driver.kind != "websocket":
+        return
+    stop = threading.Event()
+    held: list = []
+
+    def window_opens_then_stop(_res: object) -> None:
+        s = _window(home)
+        held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
+        stop.set()
+
+    res = driver.run(home, key, "legacy", stop=stop, on_dispatched=window_opens_then_stop)
+    (s, _sid), = held
+    try:
+        assert res.finish == "left-alone" and "another client" in (res.left_alone or ""), res.message
+        assert "Not stopped by the tray" in res.message
+        deadline = time.monotonic() + 10
+        while sim_state.messages(home, key)[-1][0] != "assistant" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        role, text = sim_state.messages(home, key)[-1]
+        assert role == "assistant" and "[interrupted]" not in text  # the turn ran to its end: never interrupted
+    finally:
+        s.shutdown()
