@@ -1143,6 +1143,17 @@ class _Run:
         state, why = self._note_facts()
         if state != "finished":
             return None
+        # Hermes writes the reply a moment before it sends message.complete: if the stream is still ours, that
+        # frame is on its way — follow it instead of reading the end from state.db.
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            ev = self._next_event(0.1)
+            if ev is _EOF:
+                break
+            if isinstance(ev, dict) and ev.get("session_id") in (None, self.sid):
+                if ev.get("session_id") == self.sid:
+                    self._pushback = ev
+                    return None
         self._retire_marker()
         self.result.finish = Finish.STATE_DB
         return self.finish(COMPLETED, "The interrupted turn was continued and completed; it is now open in your "

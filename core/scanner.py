@@ -617,7 +617,17 @@ class Scanner:
         start = entry.get("writer_start_time")
         answer = ask_writer(home.path, key, pid, float(start) if isinstance(start, (int, float))
                             and not isinstance(start, bool) else None, processes=procs)
-        return answer if answer.state == "none" else None
+        if answer.state != "none":
+            return None
+        # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
+        # marker to that backend and its submit the backend holds no turn yet): the live writer stands.
+        from hermes_tray_core import exactly_once
+
+        try:
+            claimed = exactly_once.lease_store().current(exactly_once.claim_name(home.path, key)) is not None
+        except Exception:
+            claimed = True  # cannot tell: leave it running
+        return None if claimed else answer
 
     def _decisions(self) -> Any:
         """The decision journal (its tombstones), looked up once per scan: naming its directory asks
