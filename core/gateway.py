@@ -447,9 +447,9 @@ def continue_in_backend(
     answers with a session that was already live (a window opened it between the check and the resume) is
     left alone too (``opened-during-check``): nothing is submitted, interrupted or closed. The tray never
     sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session when the
-    tray disconnects only if no other client holds it), and ``session.interrupt`` only while the turn running is provably its own
-    in a session no other client touched (``left_alone`` says why not). Until a session is resumed nothing is
-    changed: a backend that cannot be used (refused, gated, no answer, capabilities unknown) gives
+    tray disconnects only if no other client holds it), and ``session.interrupt`` only while the turn running
+    is provably its own in a session no other client touched (``left_alone`` says why not). Until a session is
+    resumed nothing is changed: a backend that cannot be used (refused, gated, no answer, capabilities unknown) gives
     ``backend_unusable`` (why), and the caller falls back to a spawned gateway. ``connections``: sessions the
     caller already opened (:func:`connect_backend`, by backend pid) while it checked the turn; those used are
     taken out of the dict and closed here, the rest stay the caller's to close.
@@ -500,6 +500,7 @@ class _Run:
                                          continued_by="backend" if caps.auto_continue else "tray",
                                          attempt=attempts + 1, where="in a separate Hermes process")
         self.gw: RpcSession | None = None
+        self.connections = {}
         self.our_marker: dict[str, Any] | None = None  # the entry we wrote (legacy backends)
         self.sid: str | None = None
 
@@ -651,7 +652,7 @@ class _Run:
         return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
 
-    connections: dict[int, RpcSession] = {}
+    connections: dict[int, RpcSession]  # ready sessions the caller opened, by backend pid (continue_in_backend)
     _preopened = False
 
     def run(self) -> ContinuationResult:
