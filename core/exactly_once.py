@@ -164,25 +164,23 @@ def settled(home: Path | str, session_key: str, started_at: float | None, *, jou
 def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
     """True when this exact turn (session key + ``started_at`` + ``attempts``) was skipped: its entry must
     never be offered again, and any process of ours that sees it removes it (:func:`enforce_tombstones`)."""
-    from hermes_tray_core import decisions
-
-    try:
-        j = journal or decisions.default_journal()
-        # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
-        return j.is_tombstoned(home, session_key, turn_started_at(entry), _attempts(entry))
-    except Exception:
-        logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
-        return False
+    return _journal_says("is_tombstoned", home, session_key, entry, journal)
 
 
 def retired(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
     """True when this exact turn (the identity :func:`tombstoned` uses) was continued and finished
     (``completed``): an entry for it is a stale write's copy and is retired, never offered or continued."""
+    return _journal_says("is_retired", home, session_key, entry, journal)
+
+
+def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapping[str, Any] | None,
+                  journal: Any) -> bool:
     from hermes_tray_core import decisions
 
     try:
         j = journal or decisions.default_journal()
-        return j.is_retired(home, session_key, turn_started_at(entry), _attempts(entry))
+        # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
+        return bool(getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry)))
     except Exception:
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
         return False

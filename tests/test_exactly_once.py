@@ -59,7 +59,9 @@ def test_status_shows_a_tombstoned_turn_as_skipped_removes_it_and_resume_refuses
     assert res.outcome == "refused" and res.verdict == "settled", res.message
     assert key not in list_turn_markers(home) and "removed again" in res.message
     import json
+    import time
 
+    time.sleep(0.5)  # past the removal's settle window (which would take the entry out again by itself)
     (home / "desktop" / "interrupted_turns.json").write_text(json.dumps({key: entry}))  # a stale write, again
     assert list_turn_markers(home)[key] == entry
     result = Scanner([Home(home, "default", "test")]).scan()

@@ -64,6 +64,20 @@ def the_model_has(mock, since: int, text: str) -> bool:
     return any(text in r.last_user_text() for r in mock.completions()[since:])
 
 
+def resume_then_a_window_opens(home: Path, key: str, mock, since: int, env: dict[str, str], at_the_model
+                               ) -> tuple[subprocess.Popen[str], Window, str]:
+    """``resume --wait`` in the running dashboard; once the continuation is at the model (``at_the_model``), the
+    user opens the session in a window. Returns the resume process, the window and its session id."""
+    mock.hold()
+    try:
+        p = tray("resume", key, "--home", str(home), "--wait", "--json", env=env)
+        wait_for(lambda: at_the_model(mock, since), "the continuation at the model")
+        w = Window(home)
+        return p, w, w.resume(key)["session_id"]
+    finally:
+        mock.release()
+
+
 # ── 1. a window opened during the tray's continuation keeps its session ────────────────────────────
 
 
@@ -73,14 +87,8 @@ def test_legacy_a_window_opened_during_the_continuation_keeps_its_session_and_th
     plant_marker(home, key, SEED_PROMPT)
     since = len(mock_llm.completions())
     with running_dashboard(hermes_python, home):
-        mock_llm.hold()
-        try:
-            p = tray("resume", key, "--home", str(home), "--wait", "--json", env=env)
-            wait_for(lambda: tray_note_requests(mock_llm, since), "the tray's note at the model")
-            w = Window(home)  # the user opens the session: 0.19.0 sends its events to the window from now on
-            sid = w.resume(key)["session_id"]
-        finally:
-            mock_llm.release()
+        # The user opens the session: 0.19.0 sends its events to the window from now on.
+        p, w, sid = resume_then_a_window_opens(home, key, mock_llm, since, env, tray_note_requests)
         w.wait_for(sid, "message.complete")
         out, err = p.communicate(timeout=IDLE + 60)
         try:
@@ -103,14 +111,7 @@ def test_legacy_the_users_own_turn_in_the_window_is_never_interrupted(real_home,
     plant_marker(home, key, SEED_PROMPT)
     since = len(mock_llm.completions())
     with running_dashboard(hermes_python, home):
-        mock_llm.hold()
-        try:
-            p = tray("resume", key, "--home", str(home), "--wait", "--json", env=env)
-            wait_for(lambda: tray_note_requests(mock_llm, since), "the tray's note at the model")
-            w = Window(home)
-            sid = w.resume(key)["session_id"]
-        finally:
-            mock_llm.release()
+        p, w, sid = resume_then_a_window_opens(home, key, mock_llm, since, env, tray_note_requests)
         try:
             w.wait_for(sid, "message.complete")  # the continuation ends; its events went to the window
             mock_llm.hold()  # the user's own turn: the model thinks past the tray's idle limit
@@ -135,14 +136,7 @@ def test_g2_a_window_opened_during_the_continuation_keeps_its_session(g2_home, g
         interrupt_a_real_turn(home, key, mock_llm, PROMPT)
     since = len(mock_llm.completions())
     with running_dashboard(g2_python, home):
-        mock_llm.hold()
-        try:
-            p = tray("resume", key, "--home", str(home), "--wait", "--json", env=g2_env)
-            wait_for(lambda: note_requests(mock_llm, since), "the continuation at the model")
-            w = Window(home)
-            sid = w.resume(key)["session_id"]
-        finally:
-            mock_llm.release()
+        p, w, sid = resume_then_a_window_opens(home, key, mock_llm, since, g2_env, note_requests)
         out, err = p.communicate(timeout=IDLE + 60)
         try:
             assert p.returncode == 0 and json.loads(out)["outcome"] == "completed", (out, err)
