@@ -414,6 +414,13 @@ def test_the_token_comes_from_hermes_host_record_and_a_record_that_fails_a_check
             with pytest.raises(BackendUnusable, match="can be read or written by others"):
                 endpoint_for(proc)
             token.chmod(0o600)
+            if os.getuid() == 0:  # a record that is not this user's (only root can hand a file to another user)
+                os.chown(record, 65534, -1)
+                try:
+                    with pytest.raises(BackendUnusable, match="belongs to another user"):
+                        endpoint_for(proc)
+                finally:
+                    os.chown(record, 0, -1)
             token.write_text("not-the-token-" + "x" * 30)  # a record and token of different incarnations
             with pytest.raises(BackendUnusable, match="does not belong"):
                 endpoint_for(proc)
