@@ -2,8 +2,9 @@
 
 Given the backend's process (found by ``core.hermes_processes``: this user's only): its loopback listening port (psutil, else its ``--host``/``--port``
 arguments), the session token (``$HERMES_DASHBOARD_SESSION_TOKEN`` in that process's environment,
-else ``window.__HERMES_SESSION_TOKEN__`` in the page it serves at ``/``), and whether it is in gated
-mode (``window.__HERMES_AUTH_REQUIRED__`` true: sign-in required, no token: not usable). Anything
+else the host record a 0.22-era Hermes publishes (:mod:`core.host_record`, confirmed with
+``/api/host/identity``), else ``window.__HERMES_SESSION_TOKEN__`` in the page it serves at ``/``), and
+whether it is in gated mode (``window.__HERMES_AUTH_REQUIRED__`` true: sign-in required, no token: not usable). Anything
 that rules the backend out raises :class:`~core.transport_ws.BackendUnusable` with the reason, which
 the resume falls back on and reports. Never another user's process, never a non-loopback address;
 the token only ever lives in a :class:`~core.transport_ws.Secret`.
@@ -41,7 +42,7 @@ class BackendEndpoint:
     port: int
     python: str | None  # the interpreter it runs (for the capability probe); None = unknown
     token: Secret = field(repr=False)
-    token_source: str  # "environment" | "page"
+    token_source: str  # "environment" | "host-record" | "page"
 
     def describe(self) -> str:
         return f"your running Hermes (pid {self.pid}, port {self.port})"
@@ -141,15 +142,24 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
     python = backend_python(proc.argv)
     value = proc.environ_get(TOKEN_ENV)
     token, source = (Secret(value), "environment") if value else (None, "page")
+    record_why = ""
+    if token is None:
+        from hermes_tray_core.host_record import find_host_token
+
+        found, record_why = find_host_token(proc.pid, proc.start_time, proc.environ_get)
+        if found is not None:
+            token, source, port = found.token, "host-record", found.port
+            host = found.host
     if token is None:
         page = read_page(host, port)
         if page.gated:
-            raise BackendUnusable(f"your running Hermes ({proc.describe()}) requires sign-in (gated mode), so the "
-                                  "tray cannot use it")
+            raise BackendUnusable(f"your running Hermes ({proc.describe()}) requires sign-in (gated mode) and "
+                                  f"publishes no host record the tray can use ({record_why}), so the tray cannot "
+                                  "use it")
         token = page.token
         if not token:
             raise BackendUnusable(f"your running Hermes ({proc.describe()}) offers no session token (none in its "
-                                  "environment or its page)")
+                                  f"environment, its host record — {record_why} — or its page)")
     if not proc.is_alive():
         raise BackendUnusable(f"{proc.describe()} exited")
     return BackendEndpoint(proc.pid, identity, host, port, python, token, source)

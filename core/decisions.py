@@ -33,7 +33,7 @@ from hermes_tray_core.ids import validate_session_id
 
 __all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
-    "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_tombstoned",
+    "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_retired", "is_tombstoned",
     "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
 
 JOURNAL_ID = "decisions"
@@ -154,7 +154,7 @@ class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
 
-    __slots__ = ("signature", "offset", "events", "by_turn", "skips")
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished")
 
     def __init__(self, signature: tuple[int, int] | None = None) -> None:
         self.signature = signature
@@ -162,6 +162,7 @@ class _Cache:
         self.events: list[dict] = []
         self.by_turn: dict[str, list[str]] = {}
         self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
+        self.finished: dict[str, list[object]] = {}  # turn_id -> attempts of each ``completed``
 
 
 class DecisionJournal:
@@ -305,6 +306,8 @@ class DecisionJournal:
             cache.by_turn.setdefault(str(ev.get("turn_id") or ""), []).append(str(ev.get("event") or ""))
             if ev.get("event") == "skipped":
                 cache.skips.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
+            elif ev.get("event") == "completed":
+                cache.finished.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
         cache.offset += end
         cache.signature = (st.st_ino, cache.offset)
         return cache
@@ -327,13 +330,24 @@ class DecisionJournal:
         """True when this exact turn — session key + ``started_at`` + ``attempts`` — was skipped: a skip is a
         durable tombstone, so the entry, should a stale Hermes write bring it back, is removed again and
         never offered. A ``skipped`` event that recorded no attempts tombstones the run (``started_at``)."""
+        return self._matches(self._load().skips, home, session_key, started_at, attempts)
+
+    def is_retired(self, home: Path | str, session_key: str, started_at: float | int | None,
+                   attempts: object) -> bool:
+        """True when this exact turn (the same identity as :meth:`is_tombstoned`) was continued and finished
+        (``completed``): a marker for it that comes back is a stale write's copy of a finished turn, retired
+        like a skipped one so neither the tray nor Hermes continues it again. A ``completed`` event that
+        recorded no attempts (older journals) retires the run."""
+        return self._matches(self._load().finished, home, session_key, started_at, attempts)
+
+    def _matches(self, index: dict[str, list[object]], home: Path | str, session_key: str,
+                 started_at: float | int | None, attempts: object) -> bool:
         if started_at is None:
             return False  # no identity to pin: a tombstone must never hit another turn
-        skips = self._load().skips
-        if not skips:
-            return False  # nothing was ever skipped: no need to name the turn (a path resolve and a digest)
+        if not index:
+            return False  # nothing recorded: no need to name the turn (a path resolve and a digest)
         want = _attempts_key(attempts)
-        for got in skips.get(self._read_turn_id(home, session_key, started_at), ()):
+        for got in index.get(self._read_turn_id(home, session_key, started_at), ()):
             if got is None or got == want:
                 return True
         return False
@@ -486,6 +500,10 @@ def has_answered(home: Path | str, session_key: str, started_at: float | int | N
 
 def is_tombstoned(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
     return default_journal().is_tombstoned(home, session_key, started_at, attempts)
+
+
+def is_retired(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
+    return default_journal().is_retired(home, session_key, started_at, attempts)
 
 
 def was_asked(home: Path | str, session_key: str, started_at: float | int | None) -> bool:

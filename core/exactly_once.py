@@ -14,7 +14,10 @@ turn — resume or skip — goes through here, so one rule decides who may act:
 * **tombstones**: a skip is journalled as ``skipped`` under the turn's identity (session key +
   ``started_at`` + ``attempts``). Any process of ours that later finds that exact entry back in
   Hermes' file (a stale Hermes write brought it back) removes it again and never offers it
-  (:func:`tombstoned`, :func:`enforce_tombstones`).
+  (:func:`tombstoned`, :func:`enforce_tombstones`). A turn the tray saw continued and finished
+  (``completed`` under the same identity) is retired by the same rule wherever it reappears
+  (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would continue a fresh entry
+  again) gets to run it twice.
 """
 
 from __future__ import annotations
@@ -29,7 +32,8 @@ from hermes_tray_core.lazy_log import get_logger
 
 __all__ = [
     "BUSY_RESUME", "BUSY_SKIP", "CLAIM_ERROR", "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
-    "claim_name", "enforce_tombstones", "lease_store", "release", "settled", "tombstoned", "turn_started_at",
+    "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "tombstoned",
+    "turn_started_at",
 ]
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
@@ -164,12 +168,23 @@ def settled(home: Path | str, session_key: str, started_at: float | None, *, jou
 def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
     """True when this exact turn (session key + ``started_at`` + ``attempts``) was skipped: its entry must
     never be offered again, and any process of ours that sees it removes it (:func:`enforce_tombstones`)."""
+    return _journal_says("is_tombstoned", home, session_key, entry, journal)
+
+
+def retired(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
+    """True when this exact turn (the identity :func:`tombstoned` uses) was continued and finished
+    (``completed``): an entry for it is a stale write's copy and is retired, never offered or continued."""
+    return _journal_says("is_retired", home, session_key, entry, journal)
+
+
+def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapping[str, Any] | None,
+                  journal: Any) -> bool:
     from hermes_tray_core import decisions
 
     try:
         j = journal or decisions.default_journal()
         # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
-        return j.is_tombstoned(home, session_key, turn_started_at(entry), _attempts(entry))
+        return bool(getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry)))
     except Exception:
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
         return False
@@ -177,19 +192,21 @@ def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | No
 
 def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]], *,
                        journal: Any = None) -> list[str]:
-    """Remove every entry of ``entries`` (as read from ``home``'s marker file) that a skip tombstoned and
-    that came back. Returns the keys removed. Compare-and-remove: an entry that changed (a new turn, a
-    new attempt) is not this tombstone's and stays. Never raises (a failure is logged; the next scan
-    retries)."""
+    """Remove every entry of ``entries`` (as read from ``home``'s marker file) that a skip tombstoned, or
+    that the tray saw finished (:func:`retired`), and that came back. Returns the keys removed.
+    Compare-and-remove: an entry that changed (a new turn, a new attempt) is not this tombstone's and
+    stays. Never raises (a failure is logged; the next scan retries)."""
     from hermes_tray_core.markers import remove_marker_if_unchanged
 
     removed = []
     for key, entry in entries.items():
-        if not isinstance(entry, Mapping) or not tombstoned(home, key, entry, journal=journal):
+        if not isinstance(entry, Mapping) or not (tombstoned(home, key, entry, journal=journal)
+                                                  or retired(home, key, entry, journal=journal)):
             continue
         try:
             if remove_marker_if_unchanged(home, key, dict(entry)):
-                logger.info("removed the marker of %s again: it was skipped and a stale write brought it back", key)
+                logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
+                            "it back", key)
                 removed.append(key)
         except Exception:
             logger.warning("could not remove the skipped marker of %s again", key, exc_info=True)

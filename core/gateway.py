@@ -76,7 +76,7 @@ from hermes_tray_core.rpc import (  # noqa: F401 - re-exported
     RpcSession,
 )
 from hermes_tray_core.transport_stdio import StdioTransport, popen_platform_kwargs
-from hermes_tray_core.vocab import Outcome
+from hermes_tray_core.vocab import Finish, NotContinued, Outcome
 
 if TYPE_CHECKING:
     from hermes_tray_core.backend_endpoint import BackendEndpoint
@@ -104,6 +104,8 @@ DEFAULT_RPC_TIMEOUT = 60.0
 DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn; no total cap
 DEFAULT_DECLINE_GRACE = 2.0  # how long a continuation-capable backend may take to show its frames
 DEFAULT_STOP_GRACE = 15.0
+DEFAULT_START_TIMEOUT = 150.0
+DEFAULT_FACTS_INTERVAL = 2.0
 PROBE_TIMEOUT = 30.0
 ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
 
@@ -287,6 +289,14 @@ class ContinuationResult:
     backend_unusable: str | None = None
     # ``interrupted`` because the caller asked to stop it (Stop, Ctrl-C, SIGTERM), not Hermes on its own.
     stopped_by_request: bool = False
+    # Why Hermes did not continue the turn in this run (``declined``): a reason code read from Hermes' facts.
+    not_continued: NotContinued | None = None
+    # Another Hermes process that continues it or holds the session (the losing side of a race), when known.
+    holder_pid: int | None = None
+    # How the tray learnt the end (its own stream, Hermes' state.db, or not at all: it left the session alone).
+    finish: Finish | None = None
+    # Why the tray sent no ``session.interrupt`` (the running turn was not provably its own, alone): one line.
+    left_alone: str | None = None
 
 
 @dataclass
@@ -300,6 +310,11 @@ class GatewayOptions:
     stop_grace: float = DEFAULT_STOP_GRACE
     shutdown_grace: float = 5.0
     progress_interval: float = 1.0
+    # A backend that said it continues (``auto_continue``) builds its agent first (Hermes waits up to 120 s):
+    # how long the tray waits for the continuation's first frame before it says "not started".
+    start_timeout: float = DEFAULT_START_TIMEOUT
+    # While Hermes sends nothing, how often the tray reads Hermes' facts (state.db, the marker) instead.
+    facts_interval: float = DEFAULT_FACTS_INTERVAL
 
 
 def gateway_log_path(session_key: str) -> Path:
@@ -381,6 +396,30 @@ def continue_turn(
     return run.run()
 
 
+def backend_capabilities(home: Path | str, backend: BackendEndpoint) -> Capabilities:
+    """What the running backend's own installation can do (cached per interpreter, as :func:`probe_capabilities`)."""
+    if backend.python is None:
+        return Capabilities(None, detail=f"cannot tell which Python your running Hermes (pid {backend.pid}) runs")
+    probe = HermesInstall((backend.python, "-m", GATEWAY_MODULE), backend.python, "running backend")
+    return probe_capabilities(probe, env=gateway_environment(Path(home)), cwd=str(Path.home()))
+
+
+def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSession:
+    """A JSON-RPC session with a running backend's ``/api/ws``, ready (``gateway.ready``); GatewayError /
+    TimeoutError when it cannot be reached. Opening one changes nothing in the backend."""
+    from hermes_tray_core.transport_ws import WebSocketTransport
+
+    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid,
+                                      identity=backend.identity))
+    try:
+        s.start()
+        s.wait_ready(timeout)
+    except (GatewayError, TimeoutError):
+        s.shutdown(1.0)
+        raise
+    return s
+
+
 def continue_in_backend(
     home: Path | str,
     session_key: str,
@@ -396,28 +435,31 @@ def continue_in_backend(
     expected: Mapping[str, Any] | None = None,
     on_submitting: Callable[[dict[str, Any]], None] | None = None,
     on_connected: Callable[[], None] | None = None,
+    other_backends: tuple[BackendEndpoint, ...] = (),
+    connections: dict[int, RpcSession] | None = None,
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
     The continuation runs in the process that owns the session: no second Hermes start-up. Before anything
-    is resumed the backend is asked which sessions are live (``session.active_list``): a session live there
-    is open in the user's Hermes app and is left alone (``declined``, ``live_elsewhere``). ``session.resume``
-    reporting the session running or with a turn in flight is refused the same way. A session the tray
-    attached is closed again (``session.close``). Until a session is resumed nothing is changed: a backend
-    that cannot be used (refused, gated, no answer, capabilities unknown) gives ``backend_unusable`` (why),
-    and the caller falls back to a spawned gateway.
+    is resumed this backend and every one of ``other_backends`` (the other backends serving the home) are
+    asked which sessions are live (``session.active_list``): a session live in any of them is open in the
+    user's Hermes app and is left alone (``declined``, ``not_continued`` ``open-in-app``). A resume that Hermes
+    answers with a session that was already live (a window opened it between the check and the resume) is
+    left alone too (``opened-during-check``): nothing is submitted, interrupted or closed. The tray never
+    sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session when the
+    tray disconnects only if no other client holds it), and ``session.interrupt`` only while the turn running
+    is provably its own in a session no other client touched (``left_alone`` says why not). Until a session is
+    resumed nothing is changed: a backend that cannot be used (refused, gated, no answer, capabilities unknown) gives
+    ``backend_unusable`` (why), and the caller falls back to a spawned gateway. ``connections``: sessions the
+    caller already opened (:func:`connect_backend`, by backend pid) while it checked the turn; those used are
+    taken out of the dict and closed here, the rest stay the caller's to close.
     """
     validate_session_id(session_key, what="session key")
     opts = options or GatewayOptions()
     home = Path(home)
     where = f"in your running Hermes (pid {backend.pid})"
     if capabilities is None:
-        if backend.python is None:
-            capabilities = Capabilities(None, detail=f"cannot tell which Python your running Hermes (pid "
-                                                     f"{backend.pid}) runs")
-        else:
-            probe = HermesInstall((backend.python, "-m", GATEWAY_MODULE), backend.python, "running backend")
-            capabilities = probe_capabilities(probe, env=gateway_environment(home), cwd=str(Path.home()))
+        capabilities = backend_capabilities(home, backend)
     if capabilities.auto_continue is None:
         return ContinuationResult(ERROR, f"Not resumed {where}: {capabilities.detail}", ran_in=RUNNING_BACKEND,
                                   backend_pid=backend.pid, where=where, backend_unusable=capabilities.detail)
@@ -428,6 +470,8 @@ def continue_in_backend(
     run.expected = dict(expected) if expected is not None else None
     run.on_submitting = on_submitting
     run.on_connected = on_connected
+    run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
+    run.connections = connections if connections is not None else {}
     run.result.ran_in, run.result.backend_pid, run.result.where = RUNNING_BACKEND, backend.pid, where
     run.result.log_path = None
     return run.run()
@@ -438,7 +482,6 @@ class _Run:
 
     backend: BackendEndpoint | None = None
     on_connected: Callable[[], None] | None = None  # the running backend answered: bookkeeping may start beside it
-    attached: str | None = None  # a runtime session id the tray attached in the running backend (closed at the end)
 
     def __init__(self, home: Path, key: str, prompt: str, attempts: int, install: HermesInstall,
                  caps: Capabilities, opts: GatewayOptions, on_progress: Callable[[Progress], None] | None,
@@ -457,6 +500,7 @@ class _Run:
                                          continued_by="backend" if caps.auto_continue else "tray",
                                          attempt=attempts + 1, where="in a separate Hermes process")
         self.gw: RpcSession | None = None
+        self.connections = {}
         self.our_marker: dict[str, Any] | None = None  # the entry we wrote (legacy backends)
         self.sid: str | None = None
 
@@ -608,19 +652,21 @@ class _Run:
         return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
 
-    def unusable(self, why: str) -> ContinuationResult:
-        """The running backend cannot be used and nothing was resumed there: the caller falls back."""
-        self.result.backend_unusable = why
-        return self.finish(ERROR, f"Not resumed in your running Hermes: {why}.")
-
-    # the run
+    connections: dict[int, RpcSession]  # ready sessions the caller opened, by backend pid (continue_in_backend)
+    _preopened = False
 
     def run(self) -> ContinuationResult:
         if self.backend is not None:
             from hermes_tray_core.transport_ws import WebSocketTransport
 
             b = self.backend
-            self.gw = RpcSession(WebSocketTransport(b.host, b.port, b.token, pid=b.pid, identity=b.identity))
+            ready = self.connections.pop(b.pid, None)
+            if ready is not None and ready.alive():
+                self.gw, self._preopened = ready, True
+            else:
+                if ready is not None:
+                    ready.shutdown(1.0)
+                self.gw = RpcSession(WebSocketTransport(b.host, b.port, b.token, pid=b.pid, identity=b.identity))
         else:
             self.gw = GatewayProcess(self.install, self.home, log_path=self.log_path, env=self.env, cwd=self.cwd)
         try:
@@ -629,23 +675,30 @@ class _Run:
             if self._dispatch_thread is not None:
                 self._dispatch_thread.join()  # "dispatched" is reported before the outcome, always
             self.phase = "finishing"
-            self._close_attached()
             # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
             # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
             if self.backend is not None:
-                self.gw.shutdown(self.opts.shutdown_grace)  # disconnects only: the backend is the user's
+                # Disconnects only: the backend is the user's. The tray never sends session.close there: the
+                # session was resumed with close_on_disconnect, so Hermes closes it now only if no other client
+                # holds it (0.22 detaches this client alone; 0.19.0 touches only a session whose events still come
+                # here). Like a spawned gateway at stdin EOF, a continuation nobody else watches ends with the tray.
+                self.gw.shutdown(self.opts.shutdown_grace)
             elif self.gw.proc is not None:
                 self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
 
-    def _close_attached(self) -> None:
-        """Close the session the tray attached in the running backend, so it holds no stale copy."""
-        if self.attached is None or self.gw is None or not self.gw.alive():
-            return
-        try:
-            self.gw.request("session.close", {"session_id": self.attached}, timeout=min(10.0, self.opts.rpc_timeout))
-        except (GatewayError, TimeoutError) as exc:
-            logger.warning("could not close the session the tray attached in the running backend: %s", exc)
-        self.attached = None
+    # ── what Hermes holds in the running backend ──────────────────────────────────────────────────
+
+    own_touch = 0.0  # wall time of the tray's own latest touch of the session (resume, submit, start frame)
+    note_after: int | None = None  # messages.id high-water before the resume (Hermes' own note comes after)
+
+    def _live_row(self) -> dict | None:
+        """This session's ``session.active_list`` row in the running backend (GatewayError/TimeoutError when
+        it does not answer)."""
+        from hermes_tray_core.hermes_facts import session_row
+
+        assert self.gw is not None
+        return session_row(self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout)),
+                           self.key)
 
     def _live_in_backend(self) -> str | None:
         """Ask the running backend which sessions are live (``session.active_list``); why not to go on, or None.
@@ -653,13 +706,112 @@ class _Run:
         Raises GatewayError/TimeoutError when it does not answer (the caller falls back: nothing was sent)."""
         assert self.gw is not None and self.backend is not None
         listed = self.gw.request("session.active_list", {}, timeout=self.opts.rpc_timeout)
-        rows = listed.get("sessions")
-        if not isinstance(rows, list):
+        if not isinstance(listed.get("sessions"), list):
             raise GatewayError("its session.active_list answer has no session list")
-        for row in rows:
-            if isinstance(row, dict) and row.get("session_key") == self.key:
-                return f"{OPEN_IN_APP} (your running Hermes, pid {self.backend.pid}, has it live)"
+        from hermes_tray_core.hermes_facts import session_row
+
+        if session_row(listed, self.key) is not None:
+            return f"{OPEN_IN_APP} (your running Hermes, pid {self.backend.pid}, has it live)"
         return None
+
+    other_backends: tuple[BackendEndpoint, ...] = ()
+
+    def _live_in_others(self) -> str | None:
+        """Every other backend serving this home is asked too: a session live in any of them is never
+        continued here. One that cannot be asked is passed over (Hermes' own turn lease and active-session
+        registry, checked before, cover it), and said in the log."""
+        from hermes_tray_core.hermes_facts import session_row
+
+        for other in self.other_backends:
+            s = self.connections.pop(other.pid, None)
+            try:
+                if s is None or not s.alive():
+                    s = connect_backend(other, timeout=min(self.opts.ready_timeout, 10.0))
+                listed = s.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout))
+            except (GatewayError, TimeoutError) as exc:
+                logger.info("could not ask %s which sessions are live (%s); relying on Hermes' lease and registry",
+                            other.describe(), exc)
+                continue
+            finally:
+                if s is not None:
+                    s.shutdown(1.0)
+            if session_row(listed, self.key) is not None:
+                return f"{OPEN_IN_APP} (your running Hermes, pid {other.pid}, has it live)"
+        return None
+
+    def _note_text(self) -> str:
+        return continuation_note(self.prompt)
+
+    def _note_facts(self) -> tuple[str, str]:
+        """Where this run's continuation note stands in ``state.db`` (``core.hermes_state.note_state``)."""
+        from hermes_tray_core.hermes_state import note_state
+
+        if self.mark is not None:
+            return note_state(self.home, self.mark.state_session, self._note_text(), self.mark.after_message_id)
+        if self.note_after is None:
+            return "unknown", "the tray could not read state.db before the resume"
+        return note_state(self.home, self.state_session or self.key, self._note_text(), self.note_after)
+
+    state_session: str | None = None
+
+    def _ours_alone(self) -> str | None:
+        """Before ``session.interrupt``: is the turn running there provably this run's, in a session no other
+        client touched? None when it is; else why the tray leaves the session alone (one line)."""
+        if self.backend is None:
+            return None  # our own gateway child: nobody else can hold its sessions
+        try:
+            row = self._live_row()
+        except (GatewayError, TimeoutError) as exc:
+            return f"your running Hermes did not say who holds the session ({exc})"
+        from hermes_tray_core.hermes_facts import touched_by_other
+
+        if row is None or row.get("id") != self.sid:
+            return "the session is no longer live under the tray's connection"
+        if touched_by_other(row, self.own_touch):
+            return "another client (a Hermes window) has used the session since the tray resumed it"
+        if str(row.get("status") or "") not in ("working", "starting", "waiting", "streaming"):
+            return "Hermes runs no turn in the session any more"
+        state, why = self._note_facts()
+        if state in ("finished", "superseded", "unknown"):
+            return why
+        from hermes_tray_core.markers import read_turn_marker
+
+        if self.caps.auto_continue and self.gw is not None:
+            entry = read_turn_marker(self.home, self.key)
+            if entry is not None and entry != self.expected_read and (
+                    entry.get("attempts") != self.result.attempt or entry.get("writer_pid") != self.gw.pid):
+                return "the marker names another turn: the turn running now is not the tray's continuation"
+        elif self.our_marker is not None:
+            entry = self._raw_marker()
+            if entry != self.our_marker:
+                return "the continuation's marker changed: the turn running now is not the tray's"
+        return None
+
+    expected_read: dict[str, Any] | None = None  # the checked entry as Hermes' reader reads it
+
+    def _raw_marker(self) -> dict | None:
+        from hermes_tray_core.markers import MarkerStore
+
+        try:
+            entry = MarkerStore(self.home).list().get(self.key)
+        except Exception:
+            return None
+        return entry if isinstance(entry, dict) else None
+
+    def unusable(self, why: str) -> ContinuationResult:
+        """The running backend cannot be used and nothing was resumed there: the caller falls back."""
+        self.result.backend_unusable = why
+        return self.finish(ERROR, f"Not resumed in your running Hermes: {why}.")
+
+    def not_continued(self, code: NotContinued, why: str, *, holder: int | None = None) -> ContinuationResult:
+        """Hermes did not continue the turn in this run (``declined``), and why, from its facts."""
+        self.result.not_continued = code
+        self.result.holder_pid = holder
+        if code in (NotContinued.OPEN_IN_APP, NotContinued.OPENED_DURING_CHECK, NotContinued.ANOTHER_OWNER):
+            self.result.live_elsewhere = why
+        return self.finish(DECLINED, f"Not continued: {why}.")
+
+    # the run
 
     def _run(self) -> ContinuationResult:
         gw = self.gw
@@ -692,19 +844,24 @@ class _Run:
         return self._resume()
 
     def _run_in_backend(self) -> ContinuationResult:
-        """Connect, ready, ``session.active_list``: until here nothing has changed, so any failure falls back."""
+        """Connect, ready, ``session.active_list`` here and in every other backend of the home: until here
+        nothing has changed, so any failure falls back."""
         gw = self.gw
         assert gw is not None and self.backend is not None
         self.progress(force=True)
         try:
-            gw.start()
-            self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0), "become ready")
+            if self._preopened:  # connected while the caller re-checked the turn
+                self.result.timings["ready"] = 0.0
+            else:
+                gw.start()
+                self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0),
+                                                          "become ready")
             if self.on_connected is not None:
                 try:
                     self.on_connected()
                 except Exception:
                     logger.exception("on_connected callback failed")
-            t_list, t_asked = time.time(), time.monotonic()
+            t_asked = time.monotonic()
             busy = self._live_in_backend()
             self.result.timings["active_list"] = time.monotonic() - t_asked
         except _Stopped:
@@ -714,21 +871,37 @@ class _Run:
             return self.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
         except (GatewayError, TimeoutError) as exc:
             return self.unusable(str(exc))
+        busy = busy or self._live_in_others()
         if busy:
-            self.result.live_elsewhere = busy
             there = ("; this Hermes continues the interrupted turn there itself" if self.caps.auto_continue
                      else ". Continue it there")
+            self.result.live_elsewhere = busy
+            self.result.not_continued = NotContinued.OPEN_IN_APP
             return self.finish(DECLINED, f"Not resumed: {busy}{there}; the tray starts nothing for it.")
-        return self._resume(listed_at=t_list)
+        return self._resume()
 
-    def _resume(self, listed_at: float | None = None) -> ContinuationResult:
+    def _resume(self) -> ContinuationResult:
         gw = self.gw
         assert gw is not None
         self.phase = "resuming"
         self.progress(force=True)
+        from hermes_tray_core.hermes_state import message_high_water
+        from hermes_tray_core.markers import read_turn_marker
+
+        if self.caps.auto_continue:
+            # Hermes writes its own continuation note after this id: how the tray recognises its end in state.db.
+            self.note_after, _problem = message_high_water(self.home)
+            self.expected_read = read_turn_marker(self.home, self.key)
         t_resume = time.monotonic()
+        sent_at = time.time()
         try:
-            waiter = gw.send("session.resume", {"session_id": self.key})
+            # In the user's backend the session is Hermes' to close when the tray disconnects, and only if no other
+            # client holds it then (close_on_disconnect: 0.22 skips a session another client is attached to, 0.19.0
+            # one whose events went to a newer client) — never the tray's session.close, which ends it for all.
+            params: dict[str, Any] = {"session_id": self.key}
+            if self.backend is not None:
+                params["close_on_disconnect"] = True
+            waiter = gw.send("session.resume", params)
             # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
             resumed = self._wait(lambda t: gw.result_of("session.resume", waiter, t), self.opts.rpc_timeout,
                                  "answer session.resume", stoppable=False)
@@ -738,30 +911,28 @@ class _Run:
             return self.finish(ERROR, f"Not resumed: Hermes refused the session ({exc.rpc_message}).")
         except GatewayError as exc:
             return self.finish(CRASHED, f"Not resumed: {exc}. {self._see_log()}.")
+        from hermes_tray_core.hermes_facts import live_reuse, wall_time_of
+
         self.result.timings["resume"] = gw.received.get("session.resume", time.monotonic()) - t_resume
+        self.own_touch = wall_time_of(gw.received.get("session.resume"))
         sid = resumed.get("session_id")
         if not isinstance(sid, str) or not sid:
             return self.finish(ERROR, "Not resumed: Hermes' session.resume answer had no session id.")
         self.sid = self.result.runtime_session_id = sid
-        if self.backend is not None:
-            started = resumed.get("started_at")
-            if isinstance(started, (int, float)) and listed_at is not None and started < listed_at - 1.0:
-                # Live there before we asked (a window opened it between the list and the resume): its events
-                # now come to us; take nothing further and leave the session as it is (never closed by us).
-                self.result.live_elsewhere = f"{OPEN_IN_APP} (it was opened there while the tray was checking)"
-                return self.finish(DECLINED, f"Not resumed: {self.result.live_elsewhere}. Continue it there.")
-            self.attached = sid
-            if (resumed.get("running") or resumed.get("inflight")) and not resumed.get("auto_continue"):
-                self.result.live_elsewhere = "running in your Hermes app"
-                return self.finish(DECLINED, "Not resumed: this session is running in your Hermes app; nothing was "
-                                             "submitted.")
+        tip = resumed.get("resumed")
+        self.state_session = tip if isinstance(tip, str) and tip else self.key
+        if self.backend is not None and live_reuse(resumed, sent_at):
+            # Live there already: a window opened it between the tray's check and its resume. Hermes handed the
+            # tray that live session; nothing is submitted, interrupted or closed, and the session is left to the
+            # window (0.19.0 sends its events to the latest resumer: the window gets them back at its next prompt).
+            return self.not_continued(NotContinued.OPENED_DURING_CHECK,
+                                      f"{OPEN_IN_APP}: a Hermes window opened it while the tray was checking; "
+                                      "nothing was sent")
         if resumed.get("running") and not resumed.get("auto_continue"):
-            return self.finish(DECLINED, "Not resumed: this Hermes reports the session is already running.")
-
+            return self.not_continued(NotContinued.OPEN_IN_APP, "this Hermes reports the session is already running")
         if self.caps.auto_continue:
             return self._follow_backend(resumed, t_resume)
-        tip = resumed.get("resumed")
-        return self._submit_note(t_resume, tip if isinstance(tip, str) and tip else self.key)
+        return self._submit_note(t_resume, self.state_session)
 
     def _submit_note(self, t_resume: float, state_session: str) -> ContinuationResult:
         gw = self.gw
@@ -775,6 +946,20 @@ class _Run:
             self.result.live_elsewhere = busy
             return self.finish(DECLINED, f"Not resumed: {busy}; nothing was submitted. Continue it in the Hermes "
                                          "window that has it open.")
+        if self.backend is not None:
+            # Before prompt.submit: the session the tray resumed is live under the tray's own runtime id, and
+            # no other client resumed it or submitted to it since (its last_active would say so).
+            from hermes_tray_core.hermes_facts import touched_by_other
+
+            try:
+                row = self._live_row()
+            except (GatewayError, TimeoutError) as exc:
+                return self.finish(ERROR, f"Not resumed: your running Hermes did not say who holds the session "
+                                          f"({exc}); nothing was submitted. The turn is still pending.")
+            if row is None or row.get("id") != self.sid or touched_by_other(row, self.own_touch):
+                return self.not_continued(NotContinued.OPENED_DURING_CHECK,
+                                          f"{OPEN_IN_APP}: a Hermes window opened it while the tray was resuming; "
+                                          "nothing was submitted")
         unreadable = self._make_mark(state_session)
         if unreadable:
             return self.finish(ERROR, f"Not resumed: Hermes' state.db cannot be read ({unreadable}), so the tray "
@@ -822,38 +1007,92 @@ class _Run:
                                    + self._child_died_marker_note())
             self._retire_marker()
             return self.finish(ERROR, f"Not resumed: Hermes did not take the continuation ({exc}).")
+        from hermes_tray_core.hermes_facts import wall_time_of
+
+        self.own_touch = max(self.own_touch, wall_time_of(gw.received.get("prompt.submit")))
         self.result.timings["submit"] = gw.received.get("prompt.submit", time.monotonic()) - t_submit
         self.result.dispatched = True
         self._dispatched()
         return self._follow(t_resume)
 
     def _follow_backend(self, resumed: dict[str, Any], t_resume: float) -> ContinuationResult:
-        """A backend with the feature: it continues (or declines) by itself. Never submit anything."""
+        """A backend with the feature: it continues (or declines) by itself; the tray never submits anything.
+
+        With ``auto_continue`` in the reply Hermes has scheduled the continuation (it builds its agent first),
+        but the turn is only "running" once its first frame arrives here: a losing resume gets the same reply
+        and is refused silently (another live owner), so until that frame the tray watches the marker and the
+        active-session registry, within ``start_timeout``. Without it, only frames already in flight can say it
+        continues after all (``decline_grace``); else the marker before and after says why not."""
         desc = resumed.get("auto_continue")
-        if isinstance(desc, dict):
+        promised = isinstance(desc, dict)
+        if promised:
             attempt = desc.get("attempt")
             if isinstance(attempt, int) and not isinstance(attempt, bool):
                 self.result.attempt = attempt
-            self.result.dispatched = True
-            self._dispatched()
-            return self._follow(t_resume)
-        # No descriptor: only frames already in flight can say it is continuing after all.
-        deadline = time.monotonic() + self.opts.decline_grace
+            self.phase = "starting"
+            self.progress(force=True)
+        from hermes_tray_core.hermes_facts import continued_elsewhere, wall_time_of, why_not_continued
+
+        limit = self.opts.start_timeout if promised else self.opts.decline_grace
+        deadline = time.monotonic() + limit
+        next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
         while time.monotonic() < deadline:
-            ev = self._next_event(min(0.1, max(0.0, deadline - time.monotonic())))
+            ev = self._next_event(0.1)
             if ev is _EOF:
-                return self.finish(CRASHED, "Hermes exited right after resuming the session.")
+                return self.finish(CRASHED, f"{_sentence(self.gw.transport.ended('right after resuming the session'))}."
+                                   if self.gw is not None else "Hermes exited right after resuming the session.")
             if isinstance(ev, dict) and self._is_continuation_frame(ev):
+                self.own_touch = max(self.own_touch, wall_time_of(ev.get(RECEIVED)))
                 self.result.dispatched = True
                 self._dispatched()
                 self._pushback = ev
                 return self._follow(t_resume)
-        from hermes_tray_core.markers import read_turn_marker
+            if self.stop.is_set() and promised:
+                return self._stop_before_start()
+            if time.monotonic() >= next_facts:
+                next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
+                elsewhere = continued_elsewhere(self.home, self.key, self.gw.pid if self.gw else None, self.expected)
+                if elsewhere is not None:
+                    return self.not_continued(elsewhere[0], elsewhere[1], holder=elsewhere[2])
+                if promised:
+                    state, _why = self._note_facts()
+                    if state == "finished":  # answered, and none of it came here: another process ran it
+                        return self.not_continued(NotContinued.ANOTHER_OWNER,
+                                                  "another Hermes process continued it, and it finished")
+                self.progress()
+        if promised:
+            return self.not_continued(NotContinued.NOT_STARTED,
+                                      f"Hermes said it would continue the turn but started nothing within "
+                                      f"{self.opts.start_timeout:g}s")
+        code, why = why_not_continued(self.home, self.key, self.expected, self.gw.pid if self.gw else None)
+        return self.not_continued(code, why)
 
-        left = read_turn_marker(self.home, self.key)
-        why = ("it left the marker in place (its writer may still be running, or another mechanism owns it)"
-               if left is not None else "it retired the marker (disabled, too old, or out of retries)")
-        return self.finish(DECLINED, f"Hermes resumed the session but did not continue the turn: {why}.")
+    def _stop_before_start(self) -> ContinuationResult:
+        """Stop asked while Hermes builds the continuation's agent: interrupt it (only in a session the tray
+        holds alone: Hermes then never starts it, and retires its marker itself)."""
+        why = self._ours_alone_before_start()
+        self.result.stopped_by_request = True
+        if why:
+            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
+            return self.finish(INTERRUPTED, f"Not stopped by the tray: {why}. Stop it in Hermes if it runs.")
+        with contextlib.suppress(GatewayError, TimeoutError):
+            assert self.gw is not None
+            self.gw.request("session.interrupt", {"session_id": self.sid}, timeout=min(10.0, self.opts.rpc_timeout))
+        return self.finish(INTERRUPTED, "Stopped before Hermes started the continuation; it will not be continued "
+                                        "again.")
+
+    def _ours_alone_before_start(self) -> str | None:
+        if self.backend is None:
+            return None
+        from hermes_tray_core.hermes_facts import touched_by_other
+
+        try:
+            row = self._live_row()
+        except (GatewayError, TimeoutError) as exc:
+            return f"your running Hermes did not say who holds the session ({exc})"
+        if row is None or row.get("id") != self.sid or touched_by_other(row, self.own_touch):
+            return "another client (a Hermes window) has used the session since the tray resumed it"
+        return None
 
     def _is_continuation_frame(self, ev: dict) -> bool:
         if ev.get("session_id") not in (None, self.sid):
@@ -897,11 +1136,36 @@ class _Run:
 
     _dispatch_thread: threading.Thread | None = None
 
+    def _finished_elsewhere(self) -> ContinuationResult | None:
+        """The events stopped coming here (a window resumed the session: 0.19.0 sends them to the newest client):
+        Hermes' state.db says whether the turn finished. The tray's marker is retired; Hermes retires its own."""
+        if self.backend is None:
+            return None
+        state, why = self._note_facts()
+        if state != "finished":
+            return None
+        # Hermes writes the reply a moment before it sends message.complete: if the stream is still ours, that
+        # frame is on its way — follow it instead of reading the end from state.db.
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            ev = self._next_event(0.1)
+            if ev is _EOF:
+                break
+            if isinstance(ev, dict) and ev.get("session_id") in (None, self.sid):
+                if ev.get("session_id") == self.sid:
+                    self._pushback = ev
+                    return None
+        self._retire_marker()
+        self.result.finish = Finish.STATE_DB
+        return self.finish(COMPLETED, "The interrupted turn was continued and completed; it is now open in your "
+                                      f"Hermes window, which took over its events ({why}).", "complete")
+
     def _follow(self, t_resume: float) -> ContinuationResult:
         """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
         gw = self.gw
         assert gw is not None
         deadline = time.monotonic() + self.opts.idle_timeout  # moves on with every frame of this session
+        next_facts = time.monotonic() + self.opts.facts_interval
         stop_deadline: float | None = None
         acked_at: float | None = None
         interrupt_waiter: queue.Queue[dict] | None = None
@@ -909,6 +1173,12 @@ class _Run:
             now = time.monotonic()
             if stop_deadline is None and (self.stop.is_set() or now >= deadline):
                 self._timed_out = not self.stop.is_set()
+                done = self._finished_elsewhere()
+                if done is not None:
+                    return done
+                why = self._ours_alone()
+                if why:  # never interrupt a session the tray does not provably hold alone: say so instead
+                    return self._left_alone(why)
                 self.phase = "stopping"
                 self.progress(force=True)
                 stop_deadline = now + self.opts.stop_grace
@@ -928,6 +1198,11 @@ class _Run:
                     return self._stopped_result()
             ev = self._next_event(0.2)
             if ev is None:
+                if stop_deadline is None and time.monotonic() >= next_facts:
+                    next_facts = time.monotonic() + self.opts.facts_interval
+                    done = self._finished_elsewhere()  # quiet here: did Hermes finish it for another client?
+                    if done is not None:
+                        return done
                 self.progress()
                 continue
             if ev is _EOF:
@@ -936,6 +1211,7 @@ class _Run:
                     return self._stopped_result()
                 if self._finished_in_state_db():  # it exited after answering: Hermes' record says done
                     self._retire_marker()
+                    self.result.finish = Finish.STATE_DB
                     return self.finish(COMPLETED, "The interrupted turn was continued and completed (Hermes "
                                                   "exited right after; its state.db holds the reply).", "complete")
                 return self.finish(CRASHED, f"{_sentence(gw.transport.ended('mid-turn'))}. "
@@ -945,6 +1221,7 @@ class _Run:
             etype = str(ev.get("type") or "")
             if stop_deadline is None:
                 deadline = time.monotonic() + self.opts.idle_timeout
+                next_facts = time.monotonic() + self.opts.facts_interval
             self.frames += 1
             self.last_frame = etype
             if etype == "message.start":
@@ -961,6 +1238,7 @@ class _Run:
                 if isinstance(payload, dict) and isinstance(payload.get("text"), str):
                     self.result.answer = payload["text"][:ANSWER_CHARS]
                 self._retire_marker()
+                self.result.finish = Finish.STREAM
                 if stop_deadline is not None:
                     return self._stopped_result(status)
                 if status == "interrupted":
@@ -976,6 +1254,20 @@ class _Run:
 
     _turn_seen = False
     _timed_out = False
+
+    def _left_alone(self, why: str) -> ContinuationResult:
+        """The tray does not interrupt: the turn running there is not provably its own, alone. Said as it is."""
+        self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
+        state, _facts = self._note_facts()
+        if state == "superseded":
+            return self.finish(INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
+                               "interrupted")
+        if self._timed_out:
+            return self.finish(TIMED_OUT, f"Hermes sent the tray nothing for {self.opts.idle_timeout:g}s, and the tray "
+                                          f"left the session alone: {why}. It will not continue the turn again.")
+        self.result.stopped_by_request = True
+        return self.finish(INTERRUPTED, f"Not stopped by the tray: {why}. Stop it in your Hermes window if it "
+                                        "still runs.")
 
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
         if status == "complete":  # Hermes finished the turn before the stop reached it
@@ -1010,7 +1302,7 @@ class _Stopped(Exception):
 
 __all__ = [
     "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "OUTCOMES", "TIMED_OUT",
-    "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess",
+    "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess", "backend_capabilities", "connect_backend",
     "HermesInstall", "HermesNotFound", "HermesSettingsError", "Progress", "RpcError", "clear_capability_cache",
     "continue_turn",
     "find_hermes", "gateway_environment", "install_from_command", "launcher_python", "probe_capabilities",

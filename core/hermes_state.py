@@ -38,13 +38,18 @@ from hermes_tray_core.procid import judge_hermes_identity
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
     "active_sessions_path", "conversation_root", "conversation_root_with", "judge_lease_row",
-    "lookup_session", "message_high_water", "note_answered", "own_pidns", "parse_holder",
+    "lookup_session", "message_high_water", "note_answered", "note_state", "own_pidns", "parse_holder",
     "session_activity", "session_info", "state_db_missing", "state_db_path", "turn_lease_view"]
 
 LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
 #: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
 AnswerState = Literal["finished", "pending", "unknown"]
+#: Where the turn of a continuation note stands (:func:`note_state`): ``absent`` (not in state.db yet),
+#: ``pending`` (there, no end yet, nothing after it), ``superseded`` (a newer user message came after it:
+#: the running turn, if any, is someone else's), ``finished`` (a final reply after the note, whatever else came between: a queued message may be persisted
+#: before the reply), ``unknown`` (state.db unreadable).
+NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
 
 BUSY_TIMEOUT_S = 0.2
 MAX_ROOT_DEPTH = 256
@@ -525,6 +530,16 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
     ``session_id``) to a finished reply? ``finished``: the note's row and a final assistant reply after
     it are in ``state.db``. ``pending``: not (yet) — no such row, or no end after it. ``unknown``:
     ``state.db`` cannot be read. Never raises; the second item says why, in one line."""
+    state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
+    return ("pending" if state in ("absent", "superseded") else state), why  # type: ignore[return-value]
+
+
+def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,
+               busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[NoteState, str]:
+    """Where the turn of ``note`` (a continuation note, the tray's or Hermes' own, written after
+    ``messages.id`` ``after_id``) stands in ``state.db`` (:data:`NoteState`). Any final reply after the note means it was
+    answered (a message queued meanwhile is persisted when accepted, before that reply). Never raises; the second item says
+    why, in one line."""
     conn, problem = _connect_ro(home, busy_timeout)
     if conn is None:
         return "unknown", problem or "state.db unavailable"
@@ -543,16 +558,23 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
             [*sessions, int(after_id), *args]).fetchone()
         note_id = row[0] if row else None
         if note_id is None:
-            return "pending", "the continuation note is not in state.db"
+            return "absent", "the continuation note is not in state.db"
         no_tools = " AND (tool_calls IS NULL OR tool_calls IN ('', '[]', 'null'))" if "tool_calls" in cols else ""
         ends = ",".join("?" * len(_NOT_AN_END))
         reply = conn.execute(
             f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'assistant'{no_tools} "
             f"AND finish_reason IS NOT NULL AND finish_reason NOT IN ({ends}) ORDER BY id LIMIT 1",
             [*sessions, int(note_id), *_NOT_AN_END]).fetchone()
-        if reply is None:
-            return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
-        return "finished", f"state.db holds the continuation note (message {note_id}) and its reply (message {reply[0]})"
+        if reply is not None:
+            return "finished", (f"state.db holds the continuation note (message {note_id}) and its reply "
+                                f"(message {reply[0]})")
+        later = conn.execute(
+            f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' ORDER BY id LIMIT 1",
+            [*sessions, int(note_id)]).fetchone()
+        if later is not None:
+            return "superseded", (f"state.db holds a newer user message (message {later[0]}) after the "
+                                  f"continuation note (message {note_id})")
+        return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
     except Exception as exc:
         return "unknown", _describe(exc)
     finally:

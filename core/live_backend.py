@@ -27,12 +27,18 @@ NO_BACKEND = "no running Hermes backend (hermes dashboard) serves this home"
 
 _known: dict[str, BackendEndpoint] = {}
 _known_lock = threading.Lock()
+# Per backend process (pid, start time): its endpoint, reused while that very process lives. Looking for every
+# backend of a home is a process-table walk each time (a second backend may have started); reaching one (its
+# port, its token from the environment, host record or page) is done once per process.
+_endpoints: dict[tuple[int, float | None], BackendEndpoint] = {}
 
 
 def forget(home: Path | str) -> None:
     """Drop the backend remembered for ``home`` (it could not be used): the next call looks again."""
     with _known_lock:
-        _known.pop(hermes_paths.canonical(home), None)
+        gone = _known.pop(hermes_paths.canonical(home), None)
+        if gone is not None:
+            _endpoints.pop((gone.pid, gone.identity.start_time), None)
 
 
 def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
@@ -47,21 +53,39 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
             known = _known.get(key)
         if known is not None and known.identity.liveness() == "alive":
             return known, None
+    usable, why = find_live_backends(home, processes)
+    return (usable[0], None) if usable else (None, why)
+
+
+def find_live_backends(home: Path | str, processes: HermesProcesses | None = None
+                       ) -> tuple[list[BackendEndpoint], str | None]:
+    """Every running backend serving ``home`` that the tray can reach (a home may have two: the app's
+    ``hermes serve`` and a ``hermes dashboard``), and why none when there is none. Always a fresh look; the
+    first one found is remembered for :func:`find_live_backend`."""
+    key = hermes_paths.canonical(home)
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
     if not backends:
-        return None, NO_BACKEND
-    reasons = []
+        return [], NO_BACKEND
+    reasons, found = [], []
     for proc in backends:
+        with _known_lock:
+            cached = _endpoints.get((proc.pid, proc.start_time))
+        if cached is not None and cached.identity.liveness() == "alive":
+            found.append(cached)
+            continue
         try:
-            found = endpoint_for(proc)
+            endpoint = endpoint_for(proc)
         except BackendUnusable as exc:
             reasons.append(str(exc))
             continue
+        found.append(endpoint)
         with _known_lock:
-            _known[key] = found
-        return found, None
-    return None, "; ".join(reasons)
+            _endpoints[(proc.pid, proc.start_time)] = endpoint
+    if found:
+        with _known_lock:
+            _known[key] = found[0]
+    return found, "; ".join(reasons) or None
 
 
-__all__ = ["NO_BACKEND", "find_live_backend", "forget"]
+__all__ = ["NO_BACKEND", "find_live_backend", "find_live_backends", "forget"]

@@ -186,6 +186,8 @@ def decide(
     backend: str = "none",
     backend_detail: str = "",
     writer_note: str = "",
+    writer_turn: str = "unknown",
+    writer_turn_detail: str = "",
 ) -> Decision:
     """Verdict for one marker entry (the raw dict stored under its session key).
 
@@ -197,7 +199,11 @@ def decide(
     lease/owner reasons (e.g. the holder's pid). ``backend``: ``live`` / ``none`` / ``unknown`` — is a
     live Hermes process serving this home (``backend_detail`` names it: ``pid 4242 (hermes dashboard)``)?
     It matters only when the writer is ``unknown``. ``writer_note``: why the tray's writer verdict differs
-    from Hermes' own (:attr:`core.procid.HermesJudgement.note`), said with the verdict.
+    from Hermes' own (:attr:`core.procid.HermesJudgement.note`), said with the verdict. ``writer_turn``: for a
+    live writer that is a running backend of this home, what it answered when asked
+    (:mod:`hermes_tray_core.backend_sessions`): ``none`` (it runs no turn for the session — Hermes would
+    continue the marker when resumed there, so the live writer does not make it ``running``;
+    ``writer_turn_detail`` says so in the reason), else ``running`` / ``unknown`` (the live writer stands).
 
     Junk values are judged as Hermes' own code judges them (``read_turn_marker`` then
     ``_maybe_schedule_auto_continue``): the prompt is ``str(prompt or "")``, ``started_at`` is
@@ -229,6 +235,9 @@ def decide(
                    f"malformed marker ({bad} is not a number Hermes can read): Hermes ignores it")
     # 2. running
     detail = f" ({activity_detail})" if activity_detail else ""
+    idle_writer = writer == WriterState.ALIVE and writer_turn == "none"
+    if idle_writer:  # asked, the live backend that wrote it runs no turn for it: judged as Hermes would there
+        writer = WriterState.DEAD
     if writer == WriterState.ALIVE:
         pid = _short(marker.get("writer_pid"))
         return out(Verdict.RUNNING, ReasonCode.WRITER_ALIVE,
@@ -272,6 +281,8 @@ def decide(
         return out(Verdict.RUNNING, unsure[0], f"{unsure[1]}; left alone until that is known", unsure=True)
     # 6. actionable
     older = "; written by an older backend" if writer != WriterState.DEAD else ""
+    if idle_writer:
+        older = f"; {writer_turn_detail or 'its writer, a running Hermes backend, runs no turn for it'}"
     return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
                f"interrupted {age_text(age)}; would be continuation {attempts + 1} of "
                f"{config.max_attempts}{older}")

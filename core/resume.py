@@ -98,6 +98,10 @@ class ResumeResult:
             # Where it ran: "running-backend" (the user's hermes dashboard, backend_pid) or "separate-process".
             "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
             "where": c.where if c else None, "fallback_reason": self.fallback_reason,
+            # What Hermes did, as codes (core.vocab): why it did not continue the turn here, how the tray learnt
+            # the end, and why the tray left a session alone instead of stopping it.
+            "not_continued": c.not_continued if c else None, "holder_pid": c.holder_pid if c else None,
+            "finish": c.finish if c else None, "left_alone": c.left_alone if c else None,
         }
 
 
@@ -163,6 +167,18 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
     info, _problem = lookup_session(home, session_key)
     source = info.source if info else None
     activity = session_activity(home, session_key, now=now)
+    owner = activity.owner.state
+    turn, turn_detail = "unknown", ""
+    if writer == "alive":  # a live backend that wrote it may run no turn for it any more: ask it
+        from hermes_tray_core.backend_sessions import ask_writer
+
+        pid, start = entry.get("writer_pid"), entry.get("writer_start_time")
+        if isinstance(pid, int) and not isinstance(pid, bool):
+            answer = ask_writer(home, session_key, pid, float(start) if isinstance(start, (int, float))
+                                and not isinstance(start, bool) else None)
+            turn, turn_detail = answer.state, answer.detail
+            if turn == "none" and activity.owner.pid == pid:
+                owner = "none"  # the registry's owner is that very backend, which runs no turn for it
     details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
     backend, backend_detail = "none", ""
     if writer == "unknown":  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
@@ -170,8 +186,9 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
 
         backend, backend_detail = backend_state(home)
     d = decide(entry, config=cfg, writer=writer, now=now, source=source, lease=activity.lease.state,
-               owner=activity.owner.state, activity_detail="; ".join(details), backend=backend,
-               backend_detail=backend_detail, writer_note=judged.note)
+               owner=owner, activity_detail="; ".join(details), backend=backend,
+               backend_detail=backend_detail, writer_note=judged.note, writer_turn=turn,
+               writer_turn_detail=turn_detail)
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
 
 
@@ -233,30 +250,65 @@ SETTLED = exactly_once.SETTLED
 _settled = exactly_once.settled
 
 
+def _choose_backend(backends: list[Any], entry: Mapping[str, Any]) -> Any:
+    """Which running backend to continue in: the one the marker names as its writer when it is among them
+    (Hermes continues a marker of its own process, never another live one's), else the first found."""
+    writer = entry.get("writer_pid")
+    for b in backends:
+        if b.pid == writer:
+            return b
+    return backends[0] if backends else None
+
+
 def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
                     install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
                     on_progress: Callable[[gateway.Progress], None] | None,
                     on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
                     prefer_running_backend: bool, stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
                     refused: Callable[..., ResumeResult]) -> ResumeResult:
-    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
-    # Looking for the user's running backend (a process-table walk) overlaps the re-checks below.
-    looked: list[tuple[Any, str | None, float]] = []
+    # Looking for the user's running backends (a process-table walk), asking their installation what it can do
+    # (cached) and connecting to them overlap the re-checks below; nothing is asked of a backend until then.
+    looked: list[tuple[list[Any], str | None, float]] = []
+    connections: dict[int, Any] = {}
     finder: threading.Thread | None = None
     if prefer_running_backend:
         def look() -> None:
-            from hermes_tray_core.live_backend import find_live_backend
+            from hermes_tray_core.live_backend import find_live_backends
 
             t = time.monotonic()
             try:
-                backend, why = find_live_backend(home)
+                backends, why = find_live_backends(home)
             except Exception as exc:  # never a reason not to resume: the separate gateway, and why
-                backend, why = None, f"cannot look for a running Hermes ({type(exc).__name__})"
-            looked.append((backend, why, time.monotonic() - t))
+                backends, why = [], f"cannot look for a running Hermes ({type(exc).__name__})"
+            looked.append((backends, why, time.monotonic() - t))
+            for b in backends:
+                try:
+                    if gateway.backend_capabilities(home, b).auto_continue is not None:
+                        connections[b.pid] = gateway.connect_backend(b)
+                except Exception:  # continue_in_backend connects again, and says why it cannot
+                    logger.debug("could not connect to %s ahead of the resume", b.describe(), exc_info=True)
 
         finder = threading.Thread(target=look, name="find-live-backend", daemon=True)
         finder.start()
+    try:
+        return _resume_checked(home, home_s, key, expected, install, options, on_progress, on_dispatched, stop, env,
+                               via, epoch, refused, finder, looked, connections)
+    finally:
+        if finder is not None:
+            finder.join()
+        for s in list(connections.values()):  # those the continuation did not take
+            s.shutdown(1.0)
+
+
+def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
+                    install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
+                    on_progress: Callable[[gateway.Progress], None] | None,
+                    on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
+                    stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
+                    refused: Callable[..., ResumeResult], finder: threading.Thread | None,
+                    looked: list[tuple[list[Any], str | None, float]], connections: dict[int, Any]) -> ResumeResult:
+    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
 
     try:
         entry = list_turn_markers(home).get(key)
@@ -291,9 +343,11 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if done:
         why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
             " (the tray's decision journal says so), yet its marker is back"
+        removed = exactly_once.enforce_tombstones(home, {key: entry})
         journal("refused", reason=f"this turn {why}", verdict="settled")
-        return ResumeResult(REFUSED, f"Not resumed: this turn {why}. Skip it to remove the marker, or continue "
-                                     "it by hand in Hermes.", home_s, key, "settled",
+        tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
+                " Skip it to remove the marker, or continue it by hand in Hermes.")
+        return ResumeResult(REFUSED, f"Not resumed: this turn {why}.{tail}", home_s, key, "settled",
                             code=ALREADY_SETTLED)
     a = assess(home, key, entry)
     if a.verdict == "exhausted":
@@ -347,12 +401,14 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         t_wait = time.monotonic()
         finder.join()
         waited = time.monotonic() - t_wait
-        backend, fallback, took_find = looked[0]
+        backends, fallback, took_find = looked[0]
+        backend = _choose_backend(backends, entry)
         if backend is not None:
             res = gateway.continue_in_backend(home, key, backend, original_prompt=prompt, attempts=attempts,
                                               options=options or settings_options(), on_progress=on_progress,
                                               on_dispatched=dispatched, stop=stop, expected=entry,
-                                              on_submitting=submitting, on_connected=approve)
+                                              on_submitting=submitting, on_connected=approve,
+                                              other_backends=tuple(backends), connections=connections)
             res.timings["find_backend"] = took_find
             res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
             if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
@@ -388,10 +444,11 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
                 dispatched=False, **where)
         return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=CHANGED, fallback_reason=fallback)
     if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
-        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False, **where)
+        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False,
+                not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
         return ResumeResult(REFUSED, res.message, home_s, key, "running", res, code=NOT_ACTIONABLE,
                             fallback_reason=fallback)
-    fields = {"attempt": res.attempt, "continued_by": res.continued_by, "status": res.status,
+    fields = {"attempt": res.attempt, "attempts": attempts, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
     if res.log_problem:
@@ -402,6 +459,9 @@ def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[s
         event, extra = "interrupted", {"stopped_by": "you" if res.stopped_by_request else "hermes"}
     else:
         event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
+    for name in ("not_continued", "finish", "left_alone"):
+        if getattr(res, name):
+            extra[name] = getattr(res, name)
     journal(event, **extra, **fields)
     if res.marker_left:
         # The continuation's own marker (attempts + 1, new started_at, a writer now gone) could not be

@@ -51,7 +51,7 @@ from hermes_tray_core.policy import (
 )
 from hermes_tray_core.scan_records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
 from hermes_tray_core.state_db_batch import HomeState as _HomeState
-from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
+from hermes_tray_core.vocab import ProcessKind, ReasonCode, Verdict, WriterState
 from hermes_tray_core.webui_summary import summarise_journal as _summarise_journal
 from hermes_tray_core.webui_summary import valid_summary as _valid_summary
 
@@ -168,6 +168,18 @@ def _settled_continuation(home: Path, key: object, entry: Any) -> bool:
 
     settled = settle_if_finished(home, str(key), entry)
     return settled is not None and settled.finished
+
+
+def _retired(home: Path, key: str, entry: Any, journal: Any) -> bool:
+    """core.exactly_once: the tray saw this exact turn continued and finished, so a marker for it is a stale
+    write's copy: removed again here (compare-and-remove) and never shown — else Hermes' own
+    ``session.resume`` would continue the finished turn a second time."""
+    from hermes_tray_core import exactly_once
+
+    if not isinstance(entry, dict) or not exactly_once.retired(home, key, entry, journal=journal):
+        return False
+    exactly_once.enforce_tombstones(home, {key: entry}, journal=journal)
+    return True
 
 
 def _tombstoned(home: Path, key: str, entry: dict, journal: Any) -> bool:
@@ -421,7 +433,7 @@ class Scanner:
         if state:
             state.prefetch([str(k) for k in entries])
         for key, entry in entries.items():
-            if _settled_continuation(home.path, key, entry):
+            if _settled_continuation(home.path, key, entry) or _retired(home.path, str(key), entry, self._decisions()):
                 continue
             try:
                 record, tp = self._marker_record(home, str(key), entry, config, state, now)
@@ -452,26 +464,32 @@ class Scanner:
         judged = writer_judgement(entry, home.path) if isinstance(entry, Mapping) else None
         writer = judged.state if judged is not None else WriterState.UNKNOWN
         title, source = (info[0], info[1]) if info else (None, None)
-        if writer == WriterState.ALIVE or not isinstance(entry, Mapping):
+        turn = self._writer_turn(home, key, entry) if writer == WriterState.ALIVE else None
+        note = judged.note if judged is not None else ""
+        if (writer == WriterState.ALIVE and turn is None) or not isinstance(entry, Mapping):
             decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source,
-                                        writer_note=judged.note if judged is not None else "")
+                                        writer_note=note)
         else:
             lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
             owner = self._owner(home, key)
             ostate = owner.state if owner else "none"
+            if turn is not None and owner is not None and owner.pid == entry.get("writer_pid"):
+                ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
             details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
                        if st in ("live", "alive", "unknown")]
-            backend, backend_detail = self._backend(home) if writer != WriterState.DEAD else ("none", "")
+            backend, backend_detail = self._backend(home) if writer == WriterState.UNKNOWN else ("none", "")
             decision = decide(entry, config=config, writer=writer, now=now, source=source,
                               lease=lstate, owner=ostate, activity_detail="; ".join(details),
-                              backend=backend, backend_detail=backend_detail)
+                              backend=backend, backend_detail=backend_detail, writer_note=note,
+                              writer_turn="none" if turn is not None else "unknown",
+                              writer_turn_detail=turn.detail if turn is not None else "")
             if self._ask_app and decision.verdict not in (Verdict.RUNNING, Verdict.NOT_OURS):
                 pid = self._open_sessions(home).get(key)
                 if pid is not None:  # open in the Hermes app: a live owner, as Hermes' registry would say
                     details.append(f"open in your running Hermes, pid {pid}")
                     decision = decide(entry, config=config, writer=writer, now=now, source=source,
                                       lease=lstate, owner="alive", activity_detail="; ".join(details),
-                                      backend=backend, backend_detail=backend_detail)
+                                      backend=backend, backend_detail=backend_detail, writer_note=note)
         mapping = entry if isinstance(entry, Mapping) else {}
         holder = self._holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
         record = TurnRecord(
@@ -484,6 +502,34 @@ class Scanner:
             unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
         )
         return record, tp
+
+    def _writer_turn(self, home: Home, key: str, entry: Any) -> Any:
+        """For a live writer that is a running backend serving ``home``: its answer when asked whether it runs a
+        turn for ``key`` (:mod:`core.backend_sessions`), when that answer is "none" (no turn); else None (the
+        live writer stands: a turn runs there, or it cannot be asked)."""
+        if not isinstance(entry, Mapping):
+            return None
+        pid = entry.get("writer_pid")
+        procs = self._hermes_processes()
+        if isinstance(procs, Exception) or not isinstance(pid, int) or not any(
+                p.pid == pid and p.kind == ProcessKind.DASHBOARD for p in procs.serving(home.path)):
+            return None
+        from hermes_tray_core.backend_sessions import ask_writer
+
+        start = entry.get("writer_start_time")
+        answer = ask_writer(home.path, key, pid, float(start) if isinstance(start, (int, float))
+                            and not isinstance(start, bool) else None, processes=procs)
+        if answer.state != "none":
+            return None
+        # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
+        # marker to that backend and its submit the backend holds no turn yet): the live writer stands.
+        from hermes_tray_core import exactly_once
+
+        try:
+            claimed = exactly_once.lease_store().current(exactly_once.claim_name(home.path, key)) is not None
+        except Exception:
+            claimed = True  # cannot tell: leave it running
+        return None if claimed else answer
 
     def _decisions(self) -> Any:
         """The decision journal (its tombstones), looked up once per scan: naming its directory asks

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import enum
 
-__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode"]
+__all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
+           "Finish"]
 
 try:  # Python 3.11+
     from enum import StrEnum
@@ -108,3 +109,27 @@ class Mode(StrEnum):
     ASK = "ask"  # notify and wait for the user
     AUTO = "auto"  # resume at once, notify after
     LIST = "list"  # only list it ("off" is its older name, still read)
+
+
+class NotContinued(StrEnum):
+    """Why a resume that reached Hermes did not continue the turn there (``ContinuationResult.not_continued``),
+    read from Hermes' own facts (its reply, the marker before and after, ``state.db``, the active-session
+    registry, ``session.active_list``, the events) — never a guess."""
+
+    OPEN_IN_APP = "open-in-app"  # live in a Hermes backend (a window holds it): nothing was sent
+    OPENED_DURING_CHECK = "opened-during-check"  # a window attached between the tray's check and its resume
+    ANOTHER_OWNER = "another-owner"  # another Hermes process continues it (the losing side of a race)
+    WRITER_ALIVE = "writer-alive"  # Hermes left the marker: its writer is alive (another process runs it)
+    STALE = "stale"  # Hermes cleared the marker: older than its freshness window
+    DISABLED = "disabled"  # Hermes cleared the marker: auto-continue is off
+    EXHAUSTED = "exhausted"  # Hermes cleared the marker: its retry budget is spent
+    NOT_STARTED = "not-started"  # Hermes said it would continue but started nothing within the bounded wait
+    DECLINED = "declined"  # Hermes resumed the session and continued nothing, for a reason it did not give
+
+
+class Finish(StrEnum):
+    """How the tray learnt the end of a continuation (``ContinuationResult.finish``)."""
+
+    STREAM = "stream"  # Hermes' own terminal frame (message.complete) on the tray's connection
+    STATE_DB = "state-db"  # the events went elsewhere (a window took the session): Hermes' state.db has the reply
+    LEFT_ALONE = "left-alone"  # the tray could not tell its turn from someone else's and left the session alone

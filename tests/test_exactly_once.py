@@ -55,8 +55,15 @@ def test_status_shows_a_tombstoned_turn_as_skipped_removes_it_and_resume_refuses
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, "skipped, then brought back by a stale Hermes write", attempts=0)
     decisions.record("skipped", home=home, session_key=key, started_at=entry["started_at"], attempts=0)
-    res = resume_turn(home, key, entry)  # before any scan: the journal settles it
+    res = resume_turn(home, key, entry)  # before any scan: the journal settles it, and resume removes it again
     assert res.outcome == "refused" and res.verdict == "settled", res.message
+    assert key not in list_turn_markers(home) and "removed again" in res.message
+    import json
+    import time
+
+    time.sleep(0.5)  # past the removal's settle window (which would take the entry out again by itself)
+    (home / "desktop" / "interrupted_turns.json").write_text(json.dumps({key: entry}))  # a stale write, again
+    assert list_turn_markers(home)[key] == entry
     result = Scanner([Home(home, "default", "test")]).scan()
     (turn,) = [t for t in result.turns if t.session_key == key]
     assert turn.verdict == "skipped" and turn.code == "tombstoned" and not result.actionable

@@ -300,3 +300,45 @@ def test_an_open_session_on_a_backend_that_continues_turns_itself_says_it_will_c
     assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
     assert "continues the interrupted turn there itself" in res.message
     assert read_turns(home) == []  # the tray started nothing
+
+
+# ── a live writer that runs no turn ─────────────────────────────────────────────────────────────
+
+
+def test_a_marker_handed_to_a_backend_that_runs_no_turn_is_offered_again_unless_a_resume_holds_it(sims, tmp_path):
+    """The marker names the running dashboard as its writer (a resume handed it over and died before its submit):
+    asked, the dashboard holds no turn for the session, so the turn is not ``running`` — while a hermes-tray
+    process holds the turn's claim (it is between its hand-over and its submit) the live writer stands."""
+    from hermes_tray_core import exactly_once
+    from hermes_tray_core.backend_sessions import forget_answers
+    from hermes_tray_core.homes import Home
+    from hermes_tray_core.procid import identity_of
+    from hermes_tray_core.scanner import Scanner
+
+    home, key = make_home(tmp_path / "home")
+    with running_sim_dashboard(root_of(sims["legacy"]), home) as (proc, _port):
+        plant_marker(home, key, PROMPT, attempts=1, writer=identity_of(proc.pid))
+
+        def verdict() -> tuple[str, str]:
+            forget_answers()
+            (t,) = [t for t in Scanner([Home(home, "default", "test")]).scan().turns if t.session_key == key]
+            return t.verdict, t.reason
+
+        held = exactly_once.claim(home, key, purpose="resume", via="test", ttl=60)
+        assert isinstance(held, exactly_once.Claim)
+        try:
+            assert verdict()[0] == "running"
+        finally:
+            exactly_once.release(held, key)
+        v, reason = verdict()
+        assert v == "actionable" and "does not hold the session" in reason, reason
+        # A turn running there for the session keeps it running.
+        backend, _why = find_live_backend(home)
+        s = client(backend)
+        try:
+            write_control(home, turn_seconds=5.0)
+            sid = s.request("session.resume", {"session_id": key}, 5)["session_id"]
+            s.request("prompt.submit", {"session_id": sid, "text": "the user's own turn"}, 5)
+            assert verdict()[0] == "running"
+        finally:
+            s.shutdown()

@@ -133,24 +133,81 @@ def test_a_skip_that_lands_first_wins_and_nothing_is_submitted(driver, tmp_path)
     assert read_turns(home) == []
 
 
-def test_a_session_left_attached_by_the_tray_is_closed(driver, tmp_path, sims):
+def _window(home):
+    from hermes_tray_core.rpc import RpcSession
+    from hermes_tray_core.transport_ws import WebSocketTransport
+
+    backend, _ = find_live_backend(home)
+    assert backend is not None
+    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
+    s.start()
+    s.wait_ready(5)
+    return s
+
+
+def test_a_session_only_the_tray_held_is_closed_by_hermes_when_the_tray_leaves(driver, tmp_path, sims):
+    # The tray sends no session.close: it resumes with close_on_disconnect, and Hermes closes the session at
+    # the disconnect because no other client holds it.
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     plant_marker(home, key, PROMPT)
     res = driver.run(home, key, "legacy")
     assert res.outcome == gateway.COMPLETED
     if driver.kind != "websocket":
         return
-    # The backend holds no copy of the session the tray attached: a second look lists nothing live.
-    backend, _ = find_live_backend(home)
-    assert backend is not None
-    from hermes_tray_core.rpc import RpcSession
-    from hermes_tray_core.transport_ws import WebSocketTransport
-
-    s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
-    s.start()
+    s = _window(home)
     try:
-        s.wait_ready(5)
+        deadline = time.monotonic() + 5
+        while s.request("session.active_list", {}, 5)["sessions"] and time.monotonic() < deadline:
+            time.sleep(0.05)
         assert s.request("session.active_list", {}, 5)["sessions"] == []
     finally:
         s.shutdown()
-    time.sleep(0)
+
+
+def test_a_window_that_took_the_session_during_the_continuation_keeps_it(driver, tmp_path, sims):
+    home, key = make_home(tmp_path / "home", turn_seconds=1.5)
+    plant_marker(home, key, PROMPT)
+    if driver.kind != "websocket":
+        return
+    held: list = []
+
+    def window_opens(_res: object) -> None:
+        s = _window(home)
+        held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
+
+    res = driver.run(home, key, "legacy", on_dispatched=window_opens)
+    assert res.outcome == gateway.COMPLETED and res.finish == "state-db", res.message
+    (s, sid), = held
+    try:
+        assert s.request("prompt.submit", {"session_id": sid, "text": "and one more thing"}, 5)["status"] == "streaming"
+    finally:
+        s.shutdown()
+
+
+def test_stop_leaves_alone_a_session_a_window_took_and_says_so(driver, tmp_path, sims):
+    # Stop asked after a window resumed the session: the tray cannot tell its turn is its own alone any more, so
+    # it sends no session.interrupt; the turn runs on to its end in the window.
+    home, key = make_home(tmp_path / "home", turn_seconds=2.0)
+    plant_marker(home, key, PROMPT)
+    if driver.kind != "websocket":
+        return
+    stop = threading.Event()
+    held: list = []
+
+    def window_opens_then_stop(_res: object) -> None:
+        s = _window(home)
+        held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
+        stop.set()
+
+    res = driver.run(home, key, "legacy", stop=stop, on_dispatched=window_opens_then_stop)
+    (s, _sid), = held
+    try:
+        assert res.finish == "left-alone" and "another client" in (res.left_alone or ""), res.message
+        assert "Not stopped by the tray" in res.message
+        deadline = time.monotonic() + 10
+        while sim_state.messages(home, key)[-1][0] != "assistant" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        role, text = sim_state.messages(home, key)[-1]
+        assert role == "assistant" and "[interrupted]" not in text  # the turn ran to its end: never interrupted
+    finally:
+        s.shutdown()

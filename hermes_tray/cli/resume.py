@@ -180,7 +180,8 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         for sig, previous in old.items():
             signal.signal(sig, previous)
     outcome = result.to_dict()
-    if stop.is_set() and outcome.get("outcome") != "completed" and outcome.get("exit_code") == EXIT_FAILED:
+    if stop.is_set() and outcome.get("outcome") != "completed" and outcome.get("exit_code") == EXIT_FAILED \
+            and outcome.get("finish") != "left-alone":  # left alone: nothing was stopped, and the message says why
         # the user's Stop is its own outcome, not a failure: said, with its own exit status
         outcome.update(outcome="stopped", exit_code=EXIT_STOPPED, message=STOPPED_TEXT)
     try:

@@ -217,8 +217,9 @@ class SimGateway:
         return {"session_id": sid, "stored_session_id": key, "message_count": 0, "messages": []}, None
 
     def _new_session(self, key: str) -> dict[str, Any]:
+        now = time.time()
         return {"key": key, "running": False, "interrupt": threading.Event(), "thread": None,
-                "created_at": time.time()}
+                "created_at": now, "last_active": now}
 
     def m_session_resume(self, params: dict[str, Any]) -> tuple[dict, Any]:
         key = str(params.get("session_id") or "")
@@ -231,7 +232,8 @@ class SimGateway:
             time.sleep(float(ctl["resume_delay"]))
         for sid, s in self.sessions.items():
             if s["key"] == key:
-                return self._resume_payload(sid, s), None
+                s["last_active"] = time.time()  # a resume touches the live session, as Hermes does
+                return self._resume_payload(sid, s, live=True), None
         sid = uuid.uuid4().hex[:8]
         session = self._new_session(key)
         self.sessions[sid] = session
@@ -251,12 +253,17 @@ class SimGateway:
                                      original=prompt, kind="auto-continue")
         return result, after
 
-    def _resume_payload(self, sid: str, session: dict[str, Any]) -> dict[str, Any]:
+    def _resume_payload(self, sid: str, session: dict[str, Any], *, live: bool = False) -> dict[str, Any]:
+        """Hermes' two reply shapes: a fresh runtime says ``inflight: null``; a live one (0.19.0) sends its live
+        payload, with no ``inflight`` key unless a turn is in flight."""
         msgs = [{"role": r, "text": c} for r, c in sim_state.messages(self.home, session["key"])]
-        return {"session_id": sid, "resumed": session["key"], "session_key": session["key"],
-                "message_count": len(msgs), "messages": msgs, "running": bool(session["running"]),
-                "status": "streaming" if session["running"] else "idle", "info": {"model": "sim"},
-                "started_at": session.get("created_at", 0.0)}
+        out = {"session_id": sid, "resumed": session["key"], "session_key": session["key"],
+               "message_count": len(msgs), "messages": msgs, "running": bool(session["running"]),
+               "status": "streaming" if session["running"] else "idle", "info": {"model": "sim"},
+               "started_at": session.get("created_at", 0.0)}
+        if not live:
+            out["inflight"] = None
+        return out
 
     def _auto_continue_plan(self, key: str) -> tuple[int, str, float] | None:
         """Hermes' own decision on resume: continue, clear, or leave the marker (its order)."""
@@ -285,6 +292,7 @@ class SimGateway:
         if session["running"]:
             raise _RpcError(4009, "session busy")
         session["running"] = True
+        session["last_active"] = time.time()
         kind = "note" if is_continuation_note(text) else "prompt"
         return {"status": "streaming"}, lambda: self._start_turn(sid, session, text, attempt=0, original=text,
                                                                  kind=kind)
@@ -299,8 +307,9 @@ class SimGateway:
 
     def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
         """Live sessions in this process, as Hermes lists them (id, session_key, status)."""
-        rows = [{"id": sid, "session_key": s["key"], "status": "streaming" if s["running"] else "idle",
-                 "started_at": s.get("created_at", 0.0)} for sid, s in list(self.sessions.items())]
+        rows = [{"id": sid, "session_key": s["key"], "status": "working" if s["running"] else "idle",
+                 "started_at": s.get("created_at", 0.0), "last_active": s.get("last_active", 0.0)}
+                for sid, s in list(self.sessions.items())]
         return {"sessions": rows}, None
 
     def m_session_close(self, params: dict[str, Any]) -> tuple[dict, None]:
@@ -343,6 +352,7 @@ class SimGateway:
         if holder:
             sim_state.release_turn_lease(self.home, key, holder)
         session["running"] = False
+        session["last_active"] = time.time()
         self.log(f"turn on session {key} ended: {status}")
         self.emit("message.complete", sid, {"text": reply, "usage": {"calls": 1}, "status": status})
         self.emit("session.info", sid, {"model": "sim", "running": False})

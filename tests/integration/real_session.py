@@ -9,12 +9,18 @@ SEED_PROMPT = "Create notes.txt listing the three largest files in this project,
 
 def seed_real_session(hermes_python: Path | str, home: Path, *, prompt: str = SEED_PROMPT,
                       cwd: str | None = None, timeout: float = 120.0) -> str:
-    """``session.create`` + ``prompt.submit`` + wait for ``message.complete``; returns the stored session id."""
+    """``session.create`` + ``prompt.submit`` + wait for ``message.complete``; returns the stored session id.
+
+    The gateway runs as a fresh user (its own ``HOME`` and ``XDG_*`` dirs beside the home): a 0.22-era
+    Hermes keeps per-user state outside ``HERMES_HOME``."""
+    from real_dashboard import isolated_user_env
+
     from hermes_tray_core import gateway
 
     install = gateway.install_from_command([str(hermes_python)])
+    env = {**gateway.gateway_environment(home), **isolated_user_env(home.parent / f"{home.name}-user")}
     gw = gateway.GatewayProcess(install, home, log_path=home.parent / f"{home.name}-seed-gateway.log",
-                                cwd=cwd or str(home.parent))
+                                cwd=cwd or str(home.parent), env=env)
     gw.start()
     try:
         gw.wait_ready(timeout)

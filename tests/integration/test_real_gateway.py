@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 from mock_openai import MockOpenAI, Recorded
+from real_flow import turn_requests  # noqa: F401 - also imported from here by test_real_dashboard
 from real_session import SEED_PROMPT
 
 from hermes_tray_core.backend_config import write_auto_continue
@@ -42,17 +43,6 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.Popen[str]:
 def continuations(mock: MockOpenAI, since: int) -> list[Recorded]:
     """Model requests of continuation turns (the note as the newest user message) after ``since``."""
     return [r for r in mock.completions()[since:] if r.last_user_text().startswith(NOTE_PREFIX)]
-
-
-def turn_requests(mock: MockOpenAI, since: int) -> list[Recorded]:
-    """Agent-turn requests after ``since`` (Hermes' auxiliary title generation excluded)."""
-    out = []
-    for r in mock.completions()[since:]:
-        first = r.messages[0].get("content") if r.messages else ""
-        if isinstance(first, str) and first.startswith("Generate a short, descriptive title"):
-            continue
-        out.append(r)
-    return out
 
 
 def transcript(home: Path, key: str) -> list[tuple[str, str]]:
