@@ -100,7 +100,7 @@ def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before:
     entry = _raw_entry(home, key)
     if entry is not None and before is not None and dict(entry) != dict(before):
         pid = entry.get("writer_pid")
-        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry) == "alive":
+        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry, home) == "alive":
             return (NotContinued.ANOTHER_OWNER, f"another Hermes process (pid {pid}) is continuing it", pid)
     ignore = (our_pid,) if our_pid else ()
     owner = active_session_owner(home, key, ignore_pids=ignore)
@@ -137,7 +137,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
         if d is not None and d.verdict == Verdict.EXHAUSTED:
             return NotContinued.EXHAUSTED, f"Hermes cleared the turn: {d.reason}"
         return NotContinued.DECLINED, "Hermes cleared the turn without continuing it (it did not say why)"
-    if after is not None and marker_writer_state(after) == "alive" and after.get("writer_pid") != our_pid:
+    if after is not None and marker_writer_state(after, home) == "alive" and after.get("writer_pid") != our_pid:
         return (NotContinued.WRITER_ALIVE,
                 f"Hermes left it: its writer (pid {after.get('writer_pid')}) is still running")
     return NotContinued.DECLINED, "Hermes resumed the session but left the turn alone (it did not say why)"

@@ -128,6 +128,7 @@ class Desktop:
             display += chunk
         os.close(r)
         self.env["DISPLAY"] = f":{display.decode().strip()}"
+        self._wait("xvfb", self._x_answers, xvfb)  # a client can connect (not only "ready" on the fd)
 
         bus = self.dir / "bus"
         (self.dir / "bus.conf").write_text(
@@ -152,10 +153,19 @@ class Desktop:
             watcher = self._spawn("sni-watcher", [*mock, str(HERE / "dbusmock_sni_watcher.py")], env=child)
             self._wait("sni-watcher", self._watcher_ready, watcher)
         elif self.tray is TrayKind.XEMBED:
-            trayer = self._spawn("trayer", ["trayer", "--edge", "top", "--align", "right", "--widthtype", "percent",
-                                            "--width", "100", "--height", "28", "--SetDockType", "true",
-                                            "--transparent", "true", "--alpha", "0", "--tint", "0x3a4250"], env=child)
-            self._wait("trayer", self._xembed_tray_owned, trayer)
+            argv = ["trayer", "--edge", "top", "--align", "right", "--widthtype", "percent", "--width", "100",
+                    "--height", "28", "--SetDockType", "true", "--transparent", "true", "--alpha", "0",
+                    "--tint", "0x3a4250"]
+            for attempt in range(3):  # GTK gives up at once when the X server is busy accepting another client
+                trayer = self._spawn("trayer", argv, env=child)
+                try:
+                    self._wait("trayer", self._xembed_tray_owned, trayer)
+                    break
+                except DesktopUnavailable:
+                    if trayer.poll() is None or attempt == 2:
+                        raise
+                    self._procs.remove(("trayer", trayer))
+                    time.sleep(0.2)
 
     def stop(self) -> None:
         """SIGTERM what this desktop started (its own process groups), in reverse order; SIGKILL after 3 s."""
@@ -273,6 +283,19 @@ class Desktop:
         self._emit(nid, "NotificationClosed", "uu", [("u", nid), ("u", reason)])
 
     # ── the tray ──────────────────────────────────────────────────────────────────────────────────
+
+    def _x_answers(self) -> bool:
+        try:
+            x = ctypes.CDLL("libX11.so.6")
+        except OSError:
+            return True  # cannot check here: the clients will say
+        x.XOpenDisplay.argtypes, x.XOpenDisplay.restype = [ctypes.c_char_p], ctypes.c_void_p
+        x.XCloseDisplay.argtypes = [ctypes.c_void_p]
+        dpy = x.XOpenDisplay(self.env["DISPLAY"].encode())
+        if not dpy:
+            return False
+        x.XCloseDisplay(dpy)
+        return True
 
     def _xembed_tray_owned(self) -> bool:
         try:

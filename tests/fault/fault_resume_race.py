@@ -224,6 +224,11 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
         # Give the helper time to try again on its own, as it would over a day.
         time.sleep(3.0 if with_helper else 0)
         _wait_for(lambda: _gateways_running(root) == 0, 30)
+        # The user asks once more, after everything settled: told it gave up (the helper may have won every
+        # earlier call's claim, so none of those saw the end).
+        p = subprocess.run(_cli() + ["resume", key, "--home", str(home), "--wait"], env=env,
+                           capture_output=True, text=True, timeout=120)
+        outs.append((p.returncode, (p.stdout + p.stderr).strip().splitlines()))
     finally:
         if helper is not None:
             _stop(helper)

@@ -89,7 +89,7 @@ def test_a_dashboard_killed_mid_stream_is_detected_and_continued_once_inside_the
         assert watch.seen == set(), f"another Hermes process was started for the home: {watch.parents}"
         assert_one_continuation_by_hermes(mock_llm, since)
         assert key not in list_turn_markers(home)  # Hermes removed its marker when the turn completed
-        assert history_rows(key) == [("resumed and finished", "in your running Hermes")]
+        assert history_rows(key) == [("Resumed and finished", "Your running Hermes")]
         assert status_turn(home, key, env) is None
     finally:
         helper.send_signal(signal.SIGTERM)
@@ -124,7 +124,7 @@ def test_a_stdio_gateway_killed_mid_stream_is_continued_through_hermes_own_gatew
     assert len(watch.seen) == 1  # Hermes' own gateway, started for this resume
     assert_one_continuation_by_hermes(mock_llm, since)
     assert key not in list_turn_markers(home)
-    assert history_rows(key) == [("resumed and finished", "in a Hermes process the tray started")]
+    assert history_rows(key) == [("Resumed and finished", "Separate Hermes process")]
 
 
 def test_a_turn_whose_writer_is_alive_is_not_offered(g2_home, g2_python, mock_llm, env):
@@ -327,7 +327,7 @@ def test_skip_removes_hermes_own_marker_and_hermes_then_continues_nothing(g2_hom
         assert "auto_continue" not in w.resume(key)
         w.shutdown()
     assert turn_requests(mock_llm, since) == []
-    assert history_rows(key)[0][0] == "skipped"
+    assert history_rows(key)[0][0] == "Skipped"
 
 
 def test_declined_silently_is_reported_as_not_continued_with_the_reason(g2_home, g2_python, mock_llm, env):
