@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Protocol
 from hermes_tray_core.vocab import Mode, Verdict
 
 if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
-    from hermes_tray_core.scanner import TurnRecord
+    from hermes_tray_core.scan_records import TurnRecord
 
 __all__ = [
     "UNSHOWN_RETRY_SECONDS",

@@ -48,18 +48,34 @@ from typing import Any, NamedTuple
 
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert, finite
-from hermes_tray_core.policy import (
-    DEFAULT_ENABLED,
-    DEFAULT_FRESHNESS_MINUTES,
-    DEFAULT_MAX_ATTEMPTS,
-    MAX_FRESHNESS_MINUTES,
-    AutoContinueConfig,
-)
 
-__all__ = ["BackendConfig", "BackendConfigError", "HERMES_TRUTHY", "KEYS", "ManagedValueError",
+__all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
+    "AutoContinueConfig", "BackendConfig", "BackendConfigError", "HERMES_TRUTHY", "KEYS", "ManagedValueError",
     "MAX_NODES", "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "config_path",
     "hermes_enabled", "hermes_freshness_minutes", "hermes_max_attempts", "load_as_hermes", "parse_value",
     "read_backend_config", "read_managed", "write_auto_continue"]
+
+DEFAULT_ENABLED = True
+DEFAULT_FRESHNESS_MINUTES = 15
+DEFAULT_MAX_ATTEMPTS = 2
+# A freshness window this wide never expires for any marker (about 1,900 years): what Hermes' ``.inf`` means,
+# kept finite so JSON output and arithmetic stay well-defined.
+MAX_FRESHNESS_MINUTES = 1e9
+
+
+class AutoContinueConfig(NamedTuple):
+    """Effective ``desktop.auto_continue`` block of one home (already coerced as Hermes coerces it).
+
+    ``managed``: the keys an administrator's managed overlay pins (they win over the user's file).
+    A ``typing.NamedTuple``, as the engine's records are: immutable, typed, compared by value, and ~10x
+    cheaper to define than a frozen dataclass (``hermes-tray status`` pays for every class it defines).
+    """
+
+    enabled: bool = DEFAULT_ENABLED
+    freshness_minutes: float = DEFAULT_FRESHNESS_MINUTES
+    max_attempts: int = DEFAULT_MAX_ATTEMPTS
+    managed: tuple[str, ...] = ()
+
 
 KEYS = ("enabled", "freshness_minutes", "max_attempts")
 _TRUE_WORDS = {"true", "yes", "on", "y"}  # accepted on the command line (parse_value)

@@ -18,9 +18,9 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hermes_tray_core.hermes_processes import HermesProcess
+from hermes_tray_core.hermes_processes import HermesProcess, is_loopback
 from hermes_tray_core.procid import ProcessIdentity
-from hermes_tray_core.transport_ws import BackendUnusable, Secret, is_loopback
+from hermes_tray_core.transport_ws import BackendUnusable, Secret
 from hermes_tray_core.vocab import ProcessKind
 
 DEFAULT_PORT = 9119

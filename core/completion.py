@@ -32,7 +32,7 @@ from typing import Any
 
 from hermes_tray_core.continuation import continuation_note
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.marker_codec import MARK_KEYS
+from hermes_tray_core.marker_file import MARK_KEYS
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 

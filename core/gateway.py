@@ -694,7 +694,7 @@ class _Run:
     def _live_row(self) -> dict | None:
         """This session's ``session.active_list`` row in the running backend (GatewayError/TimeoutError when
         it does not answer)."""
-        from hermes_tray_core.hermes_facts import session_row
+        from hermes_tray_core.backend_sessions import session_row
 
         assert self.gw is not None
         return session_row(self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout)),
@@ -708,7 +708,7 @@ class _Run:
         listed = self.gw.request("session.active_list", {}, timeout=self.opts.rpc_timeout)
         if not isinstance(listed.get("sessions"), list):
             raise GatewayError("its session.active_list answer has no session list")
-        from hermes_tray_core.hermes_facts import session_row
+        from hermes_tray_core.backend_sessions import session_row
 
         if session_row(listed, self.key) is not None:
             return f"{OPEN_IN_APP} (your running Hermes, pid {self.backend.pid}, has it live)"
@@ -720,7 +720,7 @@ class _Run:
         """Every other backend serving this home is asked too: a session live in any of them is never
         continued here. One that cannot be asked is passed over (Hermes' own turn lease and active-session
         registry, checked before, cover it), and said in the log."""
-        from hermes_tray_core.hermes_facts import session_row
+        from hermes_tray_core.backend_sessions import session_row
 
         for other in self.other_backends:
             s = self.connections.pop(other.pid, None)

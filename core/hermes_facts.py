@@ -28,7 +28,7 @@ from typing import Any
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import NotContinued, Verdict
 
-__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "session_row", "touched_by_other",
+__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "touched_by_other",
            "wall_time_of", "why_not_continued"]
 
 #: A resume reply's ``started_at`` older than the request by more than this is a live session's.
@@ -59,15 +59,6 @@ def live_reuse(reply: Mapping[str, Any], sent_at: float) -> bool:
         return True
     started = strict_finite(reply.get("started_at"))
     return started is not None and started < sent_at - REUSE_SLACK
-
-
-def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> dict | None:
-    """The ``session.active_list`` row of stored session ``key`` (runtime id ``sid`` when given)."""
-    rows = listed.get("sessions")
-    for row in rows if isinstance(rows, list) else ():
-        if isinstance(row, dict) and row.get("session_key") == key and (sid is None or row.get("id") == sid):
-            return row
-    return None
 
 
 def touched_by_other(row: Mapping[str, Any], own_touch: float) -> bool:

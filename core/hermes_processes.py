@@ -33,6 +33,7 @@ Public API::
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -42,6 +43,7 @@ from hermes_tray_core import hermes_paths
 from hermes_tray_core.vocab import ProcessKind
 
 __all__ = [
+    "is_loopback",
     "HermesProcess", "HermesProcesses", "ProcessKind", "classify", "find_hermes_processes",
     "home_for", "HERMES_COMMANDS", "backend_state", "hermes_process", "looks_like_python", "serves_home",
 ]
@@ -115,7 +117,7 @@ class HermesProcess(NamedTuple):
         for c in conns:
             if c.status != "LISTEN" or not c.laddr:
                 continue
-            if loopback_only and not _is_loopback(c.laddr.ip):
+            if loopback_only and not is_loopback(c.laddr.ip):
                 continue
             found.add((str(c.laddr.ip), int(c.laddr.port)))
         return sorted(found, key=lambda a: (":" in a[0], a[1], a[0]))
@@ -136,10 +138,13 @@ class HermesProcess(NamedTuple):
             return None
 
 
-def _is_loopback(ip: str) -> bool:
-    from hermes_tray_core.transport_ws import is_loopback
-
-    return is_loopback(ip)
+def is_loopback(host: str) -> bool:
+    """An IP literal of a loopback address (``127.0.0.0/8``, ``::1``; brackets and a zone id allowed).
+    Names such as ``localhost`` are not: a name can resolve anywhere."""
+    try:
+        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
+    except ValueError:
+        return False
 
 
 def _base(arg: str) -> str:

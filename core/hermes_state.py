@@ -33,12 +33,12 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tray_core.numbers import as_float
-from hermes_tray_core.procid import judge_hermes_identity
+from hermes_tray_core.procid import judge_hermes_identity, own_pidns
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
     "active_sessions_path", "conversation_root", "conversation_root_with", "judge_lease_row",
-    "lookup_session", "message_high_water", "note_answered", "note_state", "own_pidns", "parse_holder",
+    "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
     "session_activity", "session_info", "state_db_missing", "state_db_path", "turn_lease_view"]
 
 LeaseState = Literal["live", "free", "unknown"]
@@ -271,22 +271,6 @@ def conversation_root(home: Path | str, session_id: str) -> str:
 
 # ---------------------------------------------------------------------------------------------
 # turn leases
-
-_OWN_PIDNS: tuple[int, int | None] | None = None
-
-
-def own_pidns() -> int | None:
-    """Inode of our pid namespace (Linux), or None where the platform has no such thing."""
-    global _OWN_PIDNS
-    pid = os.getpid()
-    if _OWN_PIDNS is None or _OWN_PIDNS[0] != pid:
-        try:
-            ino: int | None = os.stat("/proc/self/ns/pid").st_ino
-        except OSError:
-            ino = None
-        _OWN_PIDNS = (pid, ino)
-    return _OWN_PIDNS[1]
-
 
 def parse_holder(holder: str) -> tuple[int | None, int | None]:
     """``(pid, pidns)`` from a holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` (None when absent)."""

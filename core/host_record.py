@@ -35,7 +35,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from hermes_tray_core.transport_ws import Secret, is_loopback
+from hermes_tray_core.hermes_processes import is_loopback
+from hermes_tray_core.transport_ws import Secret
 
 __all__ = ["ROLES", "HostToken", "confirm_identity", "find_host_token", "lock_dir"]
 

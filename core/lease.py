@@ -33,9 +33,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_tray_core.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
-from hermes_tray_core.hermes_state import own_pidns
 from hermes_tray_core.proc_start import mark_pid
-from hermes_tray_core.procid import own_identity, process_liveness
+from hermes_tray_core.procid import own_identity, own_pidns, process_liveness
 
 __all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
     "SCHEMA_VERSION"]

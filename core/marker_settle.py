@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from hermes_tray_core import markers
+from hermes_tray_core import marker_file
 
 __all__ = ["POLL_SECS", "SETTLE_SECS", "guard", "pending", "reapplied", "wait", "watch_leaks"]
 
@@ -39,7 +39,7 @@ POLL_SECS = 0.002
 class _Guard:
     key: str
     undone: Any  # the entry value that means "our change was undone" (what we removed / replaced)
-    redo: Any  # what to put instead: markers._ABSENT to remove, or our entry
+    redo: Any  # what to put instead: marker_file.ABSENT to remove, or our entry
 
 
 @dataclass
@@ -75,7 +75,7 @@ def _watch(store: Any) -> _Watch:
     return w
 
 
-def guard(store: Any, key: str, undone: dict, redo: Any = markers._ABSENT) -> None:
+def guard(store: Any, key: str, undone: dict, redo: Any = marker_file.ABSENT) -> None:
     """For :data:`SETTLE_SECS`: if ``key`` reads ``undone`` again, put ``redo`` back (remove by default)."""
     with _cond:
         w = _watch(store)
@@ -106,7 +106,7 @@ def wait(timeout: float = 5.0) -> bool:
     return True
 
 
-def _fix(w: _Watch, entries: markers.Entries) -> markers.Entries | None:
+def _fix(w: _Watch, entries: marker_file.Entries) -> marker_file.Entries | None:
     """``entries`` with every undone guard re-applied and every copied stale value corrected, or None."""
     out = entries
     now = time.monotonic()
@@ -116,7 +116,7 @@ def _fix(w: _Watch, entries: markers.Entries) -> markers.Entries | None:
     for g in w.guards:
         if out.get(g.key) == g.undone:  # the same test as the compare-and-remove that made the change
             out = dict(out)
-            if g.redo is markers._ABSENT:
+            if g.redo is marker_file.ABSENT:
                 out.pop(g.key, None)
             else:
                 out[g.key] = g.redo
@@ -127,20 +127,20 @@ def _check(w: _Watch) -> bool:
     """Re-read the file; re-apply under the store's lock if a stale write undid something. True if it did."""
     global _reapplied
     try:
-        data, _sig = markers._read_file(w.store._p)
+        data, _sig = marker_file.read_file(w.store._p)
     except OSError:
         return False
     if data == w.last:
         return False
     w.last = data
     try:
-        seen = markers._decode(data) if data is not None else {}
-    except markers._Corrupt:
+        seen = marker_file.decode(data) if data is not None else {}
+    except marker_file.Corrupt:
         return False
     if _fix(w, seen) is None:
         return False
 
-    def mutate(entries: markers.Entries) -> tuple[markers.Entries | None, bool]:
+    def mutate(entries: marker_file.Entries) -> tuple[marker_file.Entries | None, bool]:
         new = _fix(w, entries)
         return new, new is not None
 

@@ -41,7 +41,6 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
-import stat
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -50,25 +49,27 @@ from typing import Any
 from hermes_tray_core import atomic_exchange, fsutil
 from hermes_tray_core.ids import validate_session_id
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.marker_codec import Corrupt as _Corrupt
-from hermes_tray_core.marker_codec import Entries
-from hermes_tray_core.marker_codec import decode as _decode
-from hermes_tray_core.marker_codec import encode as _encode
-from hermes_tray_core.marker_codec import same_json as _same_json
+from hermes_tray_core.marker_file import ABSENT as _ABSENT
+from hermes_tray_core.marker_file import (
+    MARKER_FILE,
+    Entries,
+    marker_lock_path,
+    marker_path,
+)
+from hermes_tray_core.marker_file import Corrupt as _Corrupt
+from hermes_tray_core.marker_file import decode as _decode
+from hermes_tray_core.marker_file import encode as _encode
+from hermes_tray_core.marker_file import read_file as _read_file
+from hermes_tray_core.marker_file import same_json as _same_json
 from hermes_tray_core.numbers import finite
 from hermes_tray_core.procid import HermesJudgement, ProcessIdentity, judge_hermes_identity, own_identity
 from hermes_tray_core.vocab import WriterState
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
-MARKER_DIR = "desktop"
-MARKER_FILE = "interrupted_turns.json"
-LOCK_SUFFIX = ".lock"
 MAX_AGE_SECS = 24 * 3600
 MAX_ENTRIES = 32
 MAX_PROMPT_CHARS = 64_000
-# Largest legitimate file: 32 entries x 64,000 chars, each up to 6 bytes escaped. Anything bigger is junk.
-MAX_FILE_BYTES = 16 * 1024 * 1024
 # Without an exchange: re-read + re-apply rounds when a non-locking writer changed the file under us; after
 # that we write the latest merge unchecked (progress). The unchecked write is what loses Hermes' entries: at
 # ~100 Hermes writes/s and a slow disk, 5 rounds lost 19 per 500 skips, 50 rounds none (bench_markers).
@@ -78,10 +79,6 @@ FOREIGN_RETRIES = 50
 # renaming over the file without pause could force.
 VERIFIED_RETRIES = 200
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
 
 
 class MarkerStoreError(OSError):
@@ -96,13 +93,6 @@ class _ForeignChange(Exception):
     """Raised from the before-replace hook: the file changed since we read it."""
 
 
-def marker_path(home: Path | str) -> Path:
-    return Path(home) / MARKER_DIR / MARKER_FILE
-
-
-def marker_lock_path(home: Path | str) -> Path:
-    path = marker_path(home)
-    return path.with_name(path.name + LOCK_SUFFIX)
 
 
 # ── entry helpers ──────────────────────────────────────────────────────────
@@ -226,36 +216,6 @@ Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
 """A write's meaning: the entries read → (the new entries, or None when nothing changes; the caller's result)."""
 
 
-def _read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
-    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
-    if not _NOFOLLOW:
-        fsutil.refuse_symlink(path)
-    try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY)
-    except FileNotFoundError:
-        return None, None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise fsutil.UnsafePathError(errno.ELOOP, "refusing to follow a symlink", str(path)) from None
-        raise
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise fsutil.UnsafePathError(errno.EINVAL, "not a regular file", str(path))
-        if st.st_size > MAX_FILE_BYTES:
-            return b"\0too-large", (st.st_ino, st.st_size, st.st_mtime_ns)
-        want = st.st_size + 1  # one read normally: a short read means EOF
-        chunks = []
-        while True:
-            chunk = os.read(fd, want)
-            chunks.append(chunk)
-            if len(chunk) < want:
-                break
-    finally:
-        os.close(fd)
-    return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
-
-
 def _read_path(path: str) -> bytes | None:
     """All bytes of ``path`` (a file we own: the one our exchange displaced), or None if it is gone."""
     try:
@@ -307,7 +267,6 @@ def _wait_for_hermes_writes(directory: str) -> bool:
 _EXCHANGE: dict[str, bool] = {}
 # Exchange rounds per write when a non-locking writer keeps renaming in between.
 MERGE_ROUNDS = 8
-_ABSENT: Any = object()
 
 
 def _same(a: Any, b: Any) -> bool:

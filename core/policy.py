@@ -32,6 +32,13 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, NamedTuple
 
+from hermes_tray_core.backend_config import (
+    DEFAULT_ENABLED,
+    DEFAULT_FRESHNESS_MINUTES,
+    DEFAULT_MAX_ATTEMPTS,
+    MAX_FRESHNESS_MINUTES,
+    AutoContinueConfig,
+)
 from hermes_tray_core.numbers import INT_CAP, as_float, as_int, capped_int, finite, strict_finite
 from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
@@ -44,30 +51,9 @@ __all__ = [
 # What decide() can return (Verdict.SKIPPED is core.exactly_once's tombstone, applied by the scanner).
 VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v is not Verdict.SKIPPED)
 
-DEFAULT_ENABLED = True
-DEFAULT_FRESHNESS_MINUTES = 15
-DEFAULT_MAX_ATTEMPTS = 2
-# A freshness window this wide never expires for any marker (about 1,900 years): what Hermes' ``.inf`` means,
-# kept finite so JSON output and arithmetic stay well-defined.
-MAX_FRESHNESS_MINUTES = 1e9
 # Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
 # reason and JSON number stays short.
 MAX_AGE_SECONDS = 1e11
-
-
-class AutoContinueConfig(NamedTuple):
-    """Effective ``desktop.auto_continue`` block of one home (already coerced as Hermes coerces it).
-
-    ``managed``: the keys an administrator's managed overlay pins (they win over the user's file).
-    Records in ``core.policy`` / ``core.scanner`` / ``core.homes`` are ``typing.NamedTuple``:
-    immutable, typed, compared by value, and ~10x cheaper to define than frozen dataclasses —
-    ``hermes-tray status`` pays for every class it defines at start-up.
-    """
-
-    enabled: bool = DEFAULT_ENABLED
-    freshness_minutes: float = DEFAULT_FRESHNESS_MINUTES
-    max_attempts: int = DEFAULT_MAX_ATTEMPTS
-    managed: tuple[str, ...] = ()
 
 
 class Decision(NamedTuple):

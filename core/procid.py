@@ -27,7 +27,7 @@ from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["STEP_WINDOW_S", "HermesJudgement", "ProcessIdentity", "START_TIME_TOLERANCE", "hermes_liveness",
-    "identity_of", "judge_hermes_identity", "own_identity", "process_liveness", "process_start_time"]
+    "identity_of", "judge_hermes_identity", "own_identity", "own_pidns", "process_liveness", "process_start_time"]
 
 Liveness = WriterState  # alive / dead / unknown (string enum members: they compare equal to the strings)
 _ALIVE, _DEAD, _UNKNOWN = WriterState.ALIVE, WriterState.DEAD, WriterState.UNKNOWN
@@ -282,3 +282,19 @@ def judge_hermes_identity(pid: int, start_time: object, *,
     except Exception:
         same_home = False
     return HermesJudgement(_ALIVE, hermes, shift) if same_home else HermesJudgement(hermes, hermes)
+
+
+_OWN_PIDNS: tuple[int, int | None] | None = None
+
+
+def own_pidns() -> int | None:
+    """Inode of our pid namespace (Linux), or None where the platform has no such thing."""
+    global _OWN_PIDNS
+    pid = os.getpid()
+    if _OWN_PIDNS is None or _OWN_PIDNS[0] != pid:
+        try:
+            ino: int | None = os.stat("/proc/self/ns/pid").st_ino
+        except OSError:
+            ino = None
+        _OWN_PIDNS = (pid, ino)
+    return _OWN_PIDNS[1]

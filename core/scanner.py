@@ -38,7 +38,7 @@ from typing import Any
 from hermes_tray_core import hermes_paths
 from hermes_tray_core.homes import Home
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.marker_codec import MARK_KEYS
+from hermes_tray_core.marker_file import MARK_KEYS
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.policy import (
     AutoContinueConfig,
@@ -152,7 +152,7 @@ _MISS = object()
 
 
 class _NoApp(dict):
-    """This scan found no running Hermes app at all (``open_sessions.none_running``): every home's answer is empty."""
+    """This scan found no running Hermes app at all (``backend_sessions.none_running``): every home's answer is empty."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -201,7 +201,7 @@ class Scanner:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes_processes.HermesProcesses`
         (default: look at the process table), asked at most once per scan. ``ask_running_hermes``: before a
         turn is offered, ask the running Hermes of its home which sessions it has open
-        (``core.open_sessions``); a session open there reads as open in Hermes (a live owner), not as
+        (``core.backend_sessions``); a session open there reads as open in Hermes (a live owner), not as
         waiting for a Resume."""
         self.homes = list(homes)
         self.cache_file = cache_file
@@ -559,23 +559,21 @@ class Scanner:
         return self._owner_of(home.path, key) if self._owner_of else None
 
     def _open_sessions(self, home: Home) -> dict[str, int]:
-        """The sessions the running Hermes of ``home`` has open (``core.open_sessions``), once per scan."""
+        """The sessions the running Hermes of ``home`` has open (``core.backend_sessions``), once per scan."""
         key = str(home.path)
         if isinstance(self._open_in_app, _NoApp):
             return {}
         if key not in self._open_in_app:
-            from hermes_tray_core import open_sessions
+            from hermes_tray_core import backend_sessions
 
-            if self._processes is None and not self._open_in_app and open_sessions.none_running():
+            if self._processes is None and not self._open_in_app and backend_sessions.none_running():
                 self._open_in_app = _NoApp()  # no app runs: no process-table look, for any home of this scan
                 return {}
             procs = self._processes if self._processes is not None else self._dashboards()
             found: dict[str, int] = {}
             if not isinstance(procs, Exception):
-                from hermes_tray_core.open_sessions import open_in_backends
-
                 try:
-                    found = open_in_backends(home.path, procs)
+                    found = backend_sessions.open_in_backends(home.path, procs)
                 except Exception as exc:  # a nicety: the resume path asks again before it continues
                     logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
             self._open_in_app[key] = found

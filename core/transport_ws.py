@@ -12,13 +12,13 @@ token, the Origin guard) raises :class:`BackendRefused`, which callers treat as 
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 import socket
 import time
 import urllib.parse
 from collections.abc import Iterator
 
+from hermes_tray_core.hermes_processes import is_loopback
 from hermes_tray_core.procid import ProcessIdentity, identity_of
 from hermes_tray_core.rpc import GatewayError, Transport
 
@@ -41,15 +41,6 @@ class BackendUnusable(GatewayError):
 
 class BackendRefused(BackendUnusable):
     """The backend refused the WebSocket upgrade (HTTP 401/403: gated mode, token or Origin)."""
-
-
-def is_loopback(host: str) -> bool:
-    """An IP literal of a loopback address (``127.0.0.0/8``, ``::1``; brackets and a zone id allowed).
-    Names such as ``localhost`` are not: a name can resolve anywhere."""
-    try:
-        return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
-    except ValueError:
-        return False
 
 
 class Secret:

@@ -24,11 +24,11 @@ import pytest
 
 from hermes_tray.demo import sim_state
 from hermes_tray_core import procid
-from hermes_tray_core.hermes_state import active_session_owner, own_pidns, turn_lease_view
+from hermes_tray_core.hermes_state import active_session_owner, turn_lease_view
 from hermes_tray_core.lease import LeaseStore
 from hermes_tray_core.markers import marker_writer_state, writer_judgement
 from hermes_tray_core.proc_start import same_process, start_mark
-from hermes_tray_core.procid import STEP_WINDOW_S, identity_of, process_start_time
+from hermes_tray_core.procid import STEP_WINDOW_S, identity_of, own_pidns, process_start_time
 from hermes_tray_core.resume import assess
 from tests.support.fake_hermes import fake_hermes, kill
 from tests.support.sim_homes import make_home, plant_marker

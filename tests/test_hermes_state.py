@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tray_core import hermes_state as hs
-from hermes_tray_core.procid import process_start_time
+from hermes_tray_core.procid import own_pidns, process_start_time
 
 NOW = 1_800_000_000.0
 
@@ -55,7 +55,7 @@ def add_lease(conn, cid, holder, expires_at, **extra):
 
 
 def our_ns() -> int | None:
-    return hs.own_pidns()
+    return own_pidns()
 
 
 def holder(pid: int, *, ns: int | None | str = "ours") -> str:
@@ -79,7 +79,7 @@ def dead_pid() -> int:
     return proc.pid
 
 
-needs_pidns = pytest.mark.skipif(hs.own_pidns() is None, reason="no pid namespaces on this platform")
+needs_pidns = pytest.mark.skipif(own_pidns() is None, reason="no pid namespaces on this platform")
 
 
 def test_session_info_reads_row_and_tolerates_missing_columns(tmp_path):

@@ -310,7 +310,7 @@ def test_a_marker_handed_to_a_backend_that_runs_no_turn_is_offered_again_unless_
     asked, the dashboard holds no turn for the session, so the turn is not ``running`` — while a hermes-tray
     process holds the turn's claim (it is between its hand-over and its submit) the live writer stands."""
     from hermes_tray_core import exactly_once
-    from hermes_tray_core.backend_sessions import forget_answers
+    from hermes_tray_core.backend_sessions import forget as forget_answers
     from hermes_tray_core.homes import Home
     from hermes_tray_core.procid import identity_of
     from hermes_tray_core.scanner import Scanner

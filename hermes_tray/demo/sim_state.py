@@ -14,8 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from hermes_tray_core.hermes_state import own_pidns
-from hermes_tray_core.procid import own_identity
+from hermes_tray_core.procid import own_identity, own_pidns
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (

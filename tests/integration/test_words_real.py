@@ -80,7 +80,7 @@ def test_a_session_open_in_the_hermes_app_is_said_up_front_and_offered_no_resume
     from hermes_tray.engine import CoreEngine
     from hermes_tray.notify.log import LogNotifier
     from hermes_tray.watch.detector import ScanReport
-    from hermes_tray_core import open_sessions
+    from hermes_tray_core import backend_sessions
 
     home, key = real_home
     settings_for(str(hermes_python), Path(user_dirs["HERMES_TRAY_CONFIG_DIR"]))
@@ -91,7 +91,7 @@ def test_a_session_open_in_the_hermes_app_is_said_up_front_and_offered_no_resume
         assert [t["verdict"] for t in closed["turns"] if t["session_key"] == key] == ["actionable"]
         window = _window(home, key)
         try:
-            open_sessions.forget()
+            backend_sessions.forget()
             out = json.loads(subprocess.run(tray_argv("status", "--json", "--home", home), env=product_env(),
                                             capture_output=True, text=True, timeout=60).stdout)
             turn = next(t for t in out["turns"] if t["session_key"] == key)
