@@ -16,15 +16,15 @@ __version__ = "0.1.0"
 
 #: name -> the module that owns it
 _FACE = {
-    "discover_homes": "homes", "Home": "homes",
-    "Scanner": "scanner", "scan": "scanner", "TurnRecord": "scan_records", "HomeReport": "scan_records",
-    "ScanResult": "scan_records",
-    "decide": "policy", "decide_webui": "policy", "AutoContinueConfig": "policy", "Decision": "policy",
-    "age_text": "policy",
-    "resume_turn": "resume", "ResumeResult": "resume", "skip_turn": "skip", "SkipResult": "skip",
-    "MarkerStore": "markers", "record_turn_start": "markers", "clear_turn_marker": "markers",
-    "read_turn_marker": "markers", "marker_writer_state": "markers", "list_turn_markers": "markers",
-    "DecisionJournal": "decisions",
+    "discover_homes": "hermes.homes", "Home": "hermes.homes",
+    "Scanner": "scanning.scanner", "scan": "scanning.scanner", "TurnRecord": "deciding.records", "HomeReport": "deciding.records",
+    "ScanResult": "deciding.records",
+    "decide": "deciding.policy", "decide_webui": "deciding.policy", "AutoContinueConfig": "hermes.config", "Decision": "deciding.policy",
+    "age_text": "deciding.policy",
+    "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume", "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
+    "MarkerStore": "markers.store", "record_turn_start": "markers.store", "clear_turn_marker": "markers.store",
+    "read_turn_marker": "markers.store", "marker_writer_state": "markers.store", "list_turn_markers": "markers.store",
+    "DecisionJournal": "stores.decisions",
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
 }
 

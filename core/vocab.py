@@ -33,7 +33,7 @@ class Verdict(StrEnum):
     STALE = "stale"
     EXHAUSTED = "exhausted"
     ACTIONABLE = "actionable"
-    # Not one of Hermes' verdicts and never returned by ``policy.decide``: core.exactly_once's tombstone (this
+    # Not one of Hermes' verdicts and never returned by ``policy.decide``: core.continuing.claim's tombstone (this
     # exact turn was skipped; a stale Hermes write brought its marker back, and the scanner removes it again).
     SKIPPED = "skipped"
 
@@ -47,7 +47,7 @@ class WriterState(StrEnum):
 
 
 class ProcessKind(StrEnum):
-    """A live Hermes process, by what it serves (:mod:`hermes_tray_core.hermes_processes`)."""
+    """A live Hermes process, by what it serves (:mod:`hermes_tray_core.hermes.processes`)."""
 
     DASHBOARD = "dashboard"  # ``hermes dashboard``: the Desktop backend (loopback FastAPI + /api/ws gateway)
     GATEWAY = "gateway"  # ``python -m tui_gateway.entry``: a stdio JSON-RPC backend
@@ -82,7 +82,7 @@ class ReasonCode(StrEnum):
 
 
 class Outcome(StrEnum):
-    """How a continuation or a resume request ended (``core.gateway`` outcomes; ``core.resume`` adds
+    """How a continuation or a resume request ended (``core.continuing.gateway`` outcomes; ``core.continuing.resume`` adds
     ``refused`` and ``gave-up``, where nothing ran)."""
 
     COMPLETED = "completed"

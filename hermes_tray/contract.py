@@ -18,29 +18,29 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes_tray_core.vocab import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
-    from hermes_tray_core.ask_once import TurnJournal
-    from hermes_tray_core.gateway import Progress
-    from hermes_tray_core.homes import Home
-    from hermes_tray_core.scanner import TurnRecord
-    from hermes_tray_core.settings import TraySettings
+    from hermes_tray_core.continuing.gateway import Progress
+    from hermes_tray_core.deciding.ask_once import TurnJournal
+    from hermes_tray_core.hermes.homes import Home
+    from hermes_tray_core.scanning.scanner import TurnRecord
+    from hermes_tray_core.stores.settings import TraySettings
 
 __all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "RunResult", "SkipReply"]
 
 
-#: Refusal codes (``core.resume``) that are normal operation when two processes both act on a turn:
+#: Refusal codes (``core.continuing.resume``) that are normal operation when two processes both act on a turn:
 #: another one holds its claim, or it is no longer marked (someone else settled it).
 ROUTINE_REFUSALS = frozenset({"claimed-elsewhere", "gone"})
 
 
 @dataclass(frozen=True)
 class RunResult:
-    """How one resume ended, as the controller needs it (adapted from ``core.resume.ResumeResult``)."""
+    """How one resume ended, as the controller needs it (adapted from ``core.continuing.resume.ResumeResult``)."""
 
     outcome: Outcome
     message: str
     answer: str = ""  # the continuation's answer, when the engine has it
     attempts: int | None = None
-    code: str = ""  # a refusal's reason code (core.resume: claimed-elsewhere, gone, changed, …)
+    code: str = ""  # a refusal's reason code (core.continuing.resume: claimed-elsewhere, gone, changed, …)
     # Where the continuation ran: "running-backend" (the user's hermes dashboard) or "separate-process"; "" when
     # none ran. ``where`` says it for a user ("in your running Hermes (pid N)" / "in a separate Hermes process").
     ran_in: str = ""

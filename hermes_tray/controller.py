@@ -1,7 +1,7 @@
 """The coordinator between the engine and the views (tray, window, notifications, helper).
 
 It turns scan reports into a :class:`ViewState`, decides what to *ask* (never what a turn's
-verdict is — that is ``core.policy``), and carries out what the user chose through the engine:
+verdict is — that is ``core.deciding.policy``), and carries out what the user chose through the engine:
 
 * ask at most once per interrupted turn (the decision journal remembers across restarts);
 * ``ask`` notifies and waits, ``auto`` resumes at once and notifies after, ``off`` only lists;
@@ -41,10 +41,10 @@ from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core.ask_once import AskOnce, ident, turn_key, waiting
-from hermes_tray_core.gateway import Progress
-from hermes_tray_core.scanner import TurnRecord
-from hermes_tray_core.settings import TraySettings
+from hermes_tray_core.continuing.gateway import Progress
+from hermes_tray_core.deciding.ask_once import AskOnce, ident, turn_key, waiting
+from hermes_tray_core.scanning.scanner import TurnRecord
+from hermes_tray_core.stores.settings import TraySettings
 
 log = logging.getLogger(__name__)
 
@@ -53,11 +53,11 @@ FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, 
 
 
 def stop_budget() -> float:
-    """How long stopping a continuation may take at worst, by ``core.gateway``'s own timeouts:
+    """How long stopping a continuation may take at worst, by ``core.continuing.gateway``'s own timeouts:
     the interrupt's grace, then close stdin → wait, terminate → wait, kill → wait (10 s), plus
     the reader join and a margin."""
     try:
-        from hermes_tray_core.gateway import GatewayOptions
+        from hermes_tray_core.continuing.gateway import GatewayOptions
 
         o = GatewayOptions()
         return float(o.stop_grace) + 2 * float(o.shutdown_grace) + 10.0 + 2.0 + 3.0

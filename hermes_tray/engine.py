@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
-from hermes_tray_core import decisions
-from hermes_tray_core.homes import Home, discover_homes
-from hermes_tray_core.scanner import Scanner, TurnRecord, default_cache_file
-from hermes_tray_core.settings import SettingsError, TraySettings, load_settings
+from hermes_tray_core.hermes.homes import Home, discover_homes
+from hermes_tray_core.scanning.scanner import Scanner, TurnRecord, default_cache_file
+from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.settings import SettingsError, TraySettings, load_settings
 
 if TYPE_CHECKING:
-    from hermes_tray_core.ask_once import TurnJournal
-    from hermes_tray_core.gateway import Progress
-    from hermes_tray_core.resume import ResumeResult
+    from hermes_tray_core.continuing.gateway import Progress
+    from hermes_tray_core.continuing.resume import ResumeResult
+    from hermes_tray_core.deciding.ask_once import TurnJournal
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +104,7 @@ class CoreEngine:
             dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
             files += [h.marker_file, h.config_file]
         if self.explicit_homes is None:
-            from hermes_tray_core.paths import settings_file
+            from hermes_tray_core.stores.paths import settings_file
 
             files.append(settings_file())  # homes added there (the CLI, another tray) are picked up
         return dirs, files
@@ -128,8 +128,8 @@ class CoreEngine:
 
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------
     def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:
-        """Skip unless the entry changed or a resume holds the turn right now (``core.skip``)."""
-        from hermes_tray_core import skip as core_skip
+        """Skip unless the entry changed or a resume holds the turn right now (``core.continuing.skip``)."""
+        from hermes_tray_core.continuing import skip as core_skip
 
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
         res = core_skip.skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
@@ -146,7 +146,7 @@ class CoreEngine:
     def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
                stop: threading.Event) -> RunResult:
         """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
-        from hermes_tray_core import resume as core_resume
+        from hermes_tray_core.continuing import resume as core_resume
 
         result = core_resume.resume_turn(record.home, record.session_key, dict(record.entry or {}),
                                          on_progress=on_progress, stop=stop, via=f"tray-{origin}")
@@ -154,7 +154,7 @@ class CoreEngine:
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
-        from hermes_tray_core.backend_config import (
+        from hermes_tray_core.hermes.config import (
             BackendConfigError,
             read_backend_config,
             write_auto_continue,
@@ -187,7 +187,7 @@ class CoreEngine:
             log.warning("could not journal the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
-        from hermes_tray_core.backend_config import read_backend_config
+        from hermes_tray_core.hermes.config import read_backend_config
 
         cfg = read_backend_config(home_path)
         ac = cfg.auto_continue
@@ -210,7 +210,7 @@ class CoreEngine:
 
     def update_settings(self, changes: dict[str, Any]) -> TraySettings:
         """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
-        from hermes_tray_core.settings import save_settings, update_settings, with_changes
+        from hermes_tray_core.stores.settings import save_settings, update_settings, with_changes
 
         old = self.settings().to_dict()
         if changes.get("hermes_command", 0) is None:
@@ -231,7 +231,7 @@ class CoreEngine:
         return decisions.default_journal()
 
     def record(self, event: str, record: TurnRecord, **fields: Any) -> None:
-        """Journal a decision about a turn (``core.decisions`` vocabulary): identity only, never prompt text.
+        """Journal a decision about a turn (``core.stores.decisions`` vocabulary): identity only, never prompt text.
 
         Bookkeeping: it never raises. A journal that cannot be written (disk full, a broken state
         directory) is logged; it must not turn the skip or resume it records into a failure.
@@ -251,7 +251,7 @@ class CoreEngine:
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
         rows for turns whose marker is gone. A session without a title, or a home whose ``state.db``
         cannot be read, is simply left out."""
-        from hermes_tray_core.state_db_batch import HomeState
+        from hermes_tray_core.hermes.state_db_batch import HomeState
 
         by_home: dict[str, list[str]] = {}
         for home, key in turns:
@@ -272,7 +272,7 @@ class CoreEngine:
 
 
 def run_result(result: ResumeResult) -> RunResult:
-    """The controller's view of ``core.resume``'s result: the outcome as a typed word, the refusal's code."""
+    """The controller's view of ``core.continuing.resume``'s result: the outcome as a typed word, the refusal's code."""
     cont = result.continuation
     outcome = Outcome.of(result.outcome)
     return RunResult(

@@ -1,6 +1,6 @@
 """Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it).
 
-The age formatter itself lives with the ages and reasons it words, in :mod:`core.policy`
+The age formatter itself lives with the ages and reasons it words, in :mod:`core.deciding.policy`
 (:func:`age_text`, :func:`restate_age`); it is re-exported here for the views."""
 
 from __future__ import annotations
@@ -8,14 +8,14 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
+from hermes_tray_core.deciding.policy import age_text, restate_age
 from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.policy import age_text, restate_age
 
 __all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
            "first_line", "short_path"]
 
 if TYPE_CHECKING:
-    from hermes_tray_core.scan_records import TurnRecord
+    from hermes_tray_core.deciding.records import TurnRecord
 
 
 def since_text(since: float | None, now: float | None = None) -> str:
@@ -27,7 +27,7 @@ def since_text(since: float | None, now: float | None = None) -> str:
 
 def turn_age(turn: TurnRecord, now: float | None = None) -> float | None:
     """Seconds since the turn was interrupted, as the policy stated it (the record's ``age_seconds``,
-    never recomputed here: one home for the age, ``core/policy.py``)."""
+    never recomputed here: one home for the age, ``core/deciding/policy.py``)."""
     age = strict_finite(turn.age_seconds)
     if age is not None:
         return max(0.0, float(age))

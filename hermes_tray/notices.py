@@ -294,8 +294,8 @@ def notices_file() -> Path | None:
             if (base / NOTICES_NAME).is_file():
                 return base / NOTICES_NAME
         return None
-    from hermes_tray_core import fsutil
-    from hermes_tray_core.paths import cache_dir
+    from hermes_tray_core.stores import fsutil
+    from hermes_tray_core.stores.paths import cache_dir
 
     try:
         target = fsutil.ensure_private_dir(cache_dir()) / NOTICES_NAME

@@ -25,7 +25,7 @@ __all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
                 "writer", "tombstone", "journal", "backend", "claim", "epoch", "json-rpc", "session.resume")
 
-RUNNING_BACKEND = "running-backend"  # core.gateway.RUNNING_BACKEND (not imported: it pulls the gateway in)
+RUNNING_BACKEND = "running-backend"  # core.continuing.gateway.RUNNING_BACKEND (not imported: it pulls the gateway in)
 SEPARATE_PROCESS = "separate-process"
 
 # -- the turns window, the menu and the tooltip --------------------------------------------------------------
@@ -155,7 +155,7 @@ class Ending:
     kind: str = "info"  # the notification's kind (hermes_tray.notify.base.URGENCY)
 
 
-#: Why a resume was refused, by ``core.resume`` code (and, for ``not-actionable``, by the policy's verdict).
+#: Why a resume was refused, by ``core.continuing.resume`` code (and, for ``not-actionable``, by the policy's verdict).
 REFUSALS = {
     "claimed-elsewhere": ("Another Hermes Tray is resuming it.", ""),
     "being-skipped": ("It is being skipped right now.", ""),

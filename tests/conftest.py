@@ -104,7 +104,7 @@ def sim_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 def sims(sim_roots: dict[str, Path]) -> dict:
     """The installs of :func:`sim_roots` as ``gateway.HermesInstall`` (what ``hermes_command`` names)."""
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray_core import gateway
+    from hermes_tray_core.continuing import gateway
 
     return {cap: gateway.install_from_command(sim_command(root)) for cap, root in sim_roots.items()}
 

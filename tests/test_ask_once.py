@@ -13,9 +13,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core.ask_once import AskOnce, turn_key, waiting
-from hermes_tray_core.decisions import DecisionJournal
-from hermes_tray_core.scanner import TurnRecord
+from hermes_tray_core.deciding.ask_once import AskOnce, turn_key, waiting
+from hermes_tray_core.scanning.scanner import TurnRecord
+from hermes_tray_core.stores.decisions import DecisionJournal
 
 HOME = Path("/home/u/.hermes")
 
@@ -40,7 +40,7 @@ def pending(*records: TurnRecord) -> dict[str, TurnRecord]:
 def test_imports_no_qt() -> None:
     import subprocess
 
-    code = "import sys, hermes_tray_core.ask_once; sys.exit(any(m.startswith('PySide6') for m in sys.modules))"
+    code = "import sys, hermes_tray_core.deciding.ask_once; sys.exit(any(m.startswith('PySide6') for m in sys.modules))"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
 
@@ -155,7 +155,7 @@ def test_journal_write_failure_is_logged_not_raised(tmp_path, caplog) -> None:
 
 
 def test_a_later_attempt_of_a_skipped_run_is_not_removed_behind_the_users_back(journal) -> None:
-    """One rule for "this turn was skipped" (core.exactly_once's tombstone: session + started_at + attempts):
+    """One rule for "this turn was skipped" (core.continuing.claim's tombstone: session + started_at + attempts):
     a skip of attempt 0 does not make the tray silently remove attempt 1 of the same run."""
     ask = AskOnce(lambda: journal)
     r0, r1 = rec("s1", attempts=0), rec("s1", attempts=1)

@@ -1,4 +1,4 @@
-"""hermes_tray_core.atomic_exchange: putting a foreign writer's version back after our exchange, with
+"""hermes_tray_core.stores.exchange: putting a foreign writer's version back after our exchange, with
 real files and real exchanges. A scripted foreign writer renames its versions over the target between
 the exchanges of the put-back, the way Hermes' ``atomic_json_write`` does (write a temp file, rename),
 and exceptions are raised between our syscalls, where a signal handler's would land."""
@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core import atomic_exchange, fsutil, markers
-from hermes_tray_core.markers import MarkerStore, marker_path
+from hermes_tray_core.markers import store as markers
+from hermes_tray_core.markers.store import MarkerStore, marker_path
+from hermes_tray_core.stores import exchange as atomic_exchange
+from hermes_tray_core.stores import fsutil
 from tests.support.exchange_hooks import hooked_parts
 
 pytestmark = pytest.mark.skipif(atomic_exchange.mechanism() == "none", reason="no atomic exchange here")
@@ -320,7 +322,7 @@ def test_the_marker_store_keeps_a_version_it_could_not_put_back(
 
     monkeypatch.setattr(markers.atomic_exchange, "swap_in_verified", verified)
     monkeypatch.setattr(atomic_exchange, "_PUT_BACK_ROUNDS", 8)  # fewer Hermes entries than MAX_ENTRIES
-    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers"):
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers.store"):
         store.record("new", "SECRET-PROMPT-y")
     kept = [n for n in os.listdir(path.parent) if ".unmerged-" in n]
     assert len(kept) == 1, os.listdir(path.parent)
@@ -354,7 +356,7 @@ def test_a_merge_outrun_by_hermes_keeps_its_last_version(
 
     monkeypatch.setattr(markers, "VERIFIED_RETRIES", 0)
     monkeypatch.setattr(markers.atomic_exchange, "swap_in", hermes_then_swap)
-    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers"):
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers.store"):
         store.record("new", "p")
     assert len(written) == markers.MERGE_ROUNDS + 1
     kept = [n for n in os.listdir(path.parent) if ".unmerged-" in n]

@@ -7,14 +7,14 @@ import stat
 
 import pytest
 
-from hermes_tray_core.backend_config import (
+from hermes_tray_core.deciding.policy import MAX_FRESHNESS_MINUTES, AutoContinueConfig
+from hermes_tray_core.hermes.config import (
     BackendConfigError,
     parse_value,
     read_backend_config,
     write_auto_continue,
 )
 from hermes_tray_core.numbers import INT_CAP
-from hermes_tray_core.policy import MAX_FRESHNESS_MINUTES, AutoContinueConfig
 
 COMMENTED = """\
 # Hermes configuration — hand-edited, keep my notes!
@@ -323,7 +323,7 @@ def test_values_are_read_exactly_as_hermes_reads_them(tmp_path, line, hermes):
     assert block == hermes and [type(v) for v in block.values()] == [type(v) for v in hermes.values()]
     cfg = read_backend_config(home_with(tmp_path, text))
     assert cfg.error is None
-    expected, _warnings = __import__("hermes_tray_core.backend_config", fromlist=["x"]).coerce_auto_continue(block)
+    expected, _warnings = __import__("hermes_tray_core.hermes.config", fromlist=["x"]).coerce_auto_continue(block)
     assert cfg.auto_continue == expected
 
 
@@ -375,7 +375,7 @@ def test_reading_never_imports_ruamel(tmp_path):
     import sys
 
     home = home_with(tmp_path, COMMENTED)
-    code = ("import sys; from hermes_tray_core.backend_config import read_backend_config; "
+    code = ("import sys; from hermes_tray_core.hermes.config import read_backend_config; "
             f"c = read_backend_config({str(home)!r}); assert c.auto_continue.enabled is True; "
             "print('ruamel.yaml' in sys.modules, 'yaml' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)

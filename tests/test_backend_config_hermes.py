@@ -14,9 +14,9 @@ import subprocess
 
 import pytest
 
-from hermes_tray_core.backend_config import ManagedValueError, read_backend_config, write_auto_continue
+from hermes_tray_core.deciding.policy import MAX_FRESHNESS_MINUTES
+from hermes_tray_core.hermes.config import ManagedValueError, read_backend_config, write_auto_continue
 from hermes_tray_core.numbers import INT_CAP
-from hermes_tray_core.policy import MAX_FRESHNESS_MINUTES
 from tests.integration.hermes_venv import venv_path, venv_python
 from tests.test_backend_config import COERCIONS
 

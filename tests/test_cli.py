@@ -133,7 +133,7 @@ def test_skip_loses_race_between_read_and_remove(tmp_path, tree):
     root, _work, env = tree
     script = textwrap.dedent(f"""
         import json, sys, time
-        import hermes_tray_core.markers as m
+        import hermes_tray_core.markers.store as m
         real = m.remove_marker_if_unchanged
         def racing(home, key, expected):
             path = m.marker_path(home)
@@ -289,7 +289,7 @@ def test_doctor_without_a_desktop_says_what_to_do(tmp_path, tree):
 def test_doctor_says_when_marker_writes_fall_back_to_compare_and_replace(tmp_path, monkeypatch):
     """A filesystem without an atomic exchange (EINVAL from renameat2, e.g. some FUSE/NFS mounts)."""
     from hermes_tray.cli import doctor
-    from hermes_tray_core import atomic_exchange
+    from hermes_tray_core.stores import exchange as atomic_exchange
 
     monkeypatch.setattr(atomic_exchange, "probe", lambda d: (False, "renameat2(RENAME_EXCHANGE): Invalid argument"))
     (tmp_path / "desktop").mkdir()

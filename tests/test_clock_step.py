@@ -23,13 +23,13 @@ import psutil
 import pytest
 
 from hermes_tray.demo import sim_state
-from hermes_tray_core import procid
-from hermes_tray_core.hermes_state import active_session_owner, turn_lease_view
-from hermes_tray_core.lease import LeaseStore
-from hermes_tray_core.markers import marker_writer_state, writer_judgement
-from hermes_tray_core.proc_start import same_process, start_mark
-from hermes_tray_core.procid import STEP_WINDOW_S, identity_of, own_pidns, process_start_time
-from hermes_tray_core.resume import assess
+from hermes_tray_core.continuing.resume import assess
+from hermes_tray_core.hermes.state_db import active_session_owner, turn_lease_view
+from hermes_tray_core.markers.store import marker_writer_state, writer_judgement
+from hermes_tray_core.process import identity as procid
+from hermes_tray_core.process.identity import STEP_WINDOW_S, identity_of, own_pidns, process_start_time
+from hermes_tray_core.process.start_mark import same_process, start_mark
+from hermes_tray_core.stores.lease import LeaseStore
 from tests.support.fake_hermes import fake_hermes, kill
 from tests.support.sim_homes import make_home, plant_marker
 
@@ -85,7 +85,7 @@ def test_the_trays_own_identity_of_a_process_survives_the_step_and_still_tells_a
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.stores.lease import LeaseStore
     s = LeaseStore(sys.argv[1])
     lease = s.acquire("resume:h:s1", "child", ttl=600)
     print("held" if lease else "missed", flush=True)
@@ -176,8 +176,8 @@ def test_a_hermes_of_another_home_or_a_start_beyond_the_window_is_another_proces
 
 def test_a_live_hermes_holds_the_lease_in_a_scan_through_the_step(tmp_path, clock_step):
     """The scanner's batched state.db read judges lease holders with the same rule."""
-    from hermes_tray_core.homes import discover_homes
-    from hermes_tray_core.scanner import scan
+    from hermes_tray_core.hermes.homes import discover_homes
+    from hermes_tray_core.scanning.scanner import scan
 
     home, key = _home(tmp_path)
     with fake_hermes("dashboard", tmp_path, env={"HERMES_HOME": str(home)}) as (proc, _):

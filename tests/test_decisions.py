@@ -1,4 +1,4 @@
-"""hermes_tray_core.decisions: the tray's own decision journal (what it asked and did, never prompt text)."""
+"""hermes_tray_core.stores.decisions: the tray's own decision journal (what it asked and did, never prompt text)."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core import decisions
-from hermes_tray_core.decisions import DecisionJournal
+from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.decisions import DecisionJournal
 
 REPO = Path(__file__).resolve().parents[1]
 T0 = 1_767_268_800.25
@@ -69,7 +69,7 @@ def test_bad_records_write_nothing(dj, tmp_path, kwargs, exc):
 
 NOTIFY = textwrap.dedent("""
     import sys
-    from hermes_tray_core.decisions import DecisionJournal
+    from hermes_tray_core.stores.decisions import DecisionJournal
     DecisionJournal(sys.argv[1]).record("notified", home=sys.argv[2], session_key="s1", started_at=float(sys.argv[3]))
 """)
 

@@ -1,9 +1,10 @@
-"""core.exactly_once: one claim for resume and skip, and skip tombstones keyed by the turn's identity."""
+"""core.continuing.claim: one claim for resume and skip, and skip tombstones keyed by the turn's identity."""
 
 from __future__ import annotations
 
-from hermes_tray_core import decisions, exactly_once
-from hermes_tray_core.markers import list_turn_markers
+from hermes_tray_core.continuing import claim as exactly_once
+from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.stores import decisions
 from tests.support.sim_homes import make_home, plant_marker
 
 
@@ -48,9 +49,9 @@ def test_enforce_tombstones_removes_only_the_exact_entry_that_came_back(tmp_path
 
 
 def test_status_shows_a_tombstoned_turn_as_skipped_removes_it_and_resume_refuses_it(tmp_path):
-    from hermes_tray_core.homes import Home
-    from hermes_tray_core.resume import resume_turn
-    from hermes_tray_core.scanner import Scanner
+    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core.hermes.homes import Home
+    from hermes_tray_core.scanning.scanner import Scanner
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, "skipped, then brought back by a stale Hermes write", attempts=0)
@@ -91,10 +92,10 @@ def test_a_junk_started_at_turn_skipped_from_the_tray_stays_skipped(tmp_path):
     a resume of it refuses."""
     import json
 
-    from hermes_tray_core.homes import Home
-    from hermes_tray_core.markers import marker_path
-    from hermes_tray_core.resume import resume_turn
-    from hermes_tray_core.scanner import Scanner
+    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core.hermes.homes import Home
+    from hermes_tray_core.markers.store import marker_path
+    from hermes_tray_core.scanning.scanner import Scanner
 
     home, key = make_home(tmp_path / "home")
     entry = {**plant_marker(home, key, "a prompt"), "started_at": float("nan")}

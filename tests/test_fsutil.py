@@ -1,4 +1,4 @@
-"""hermes_tray_core.fsutil: private, durable, symlink-refusing file primitives, with real files and processes."""
+"""hermes_tray_core.stores.fsutil: private, durable, symlink-refusing file primitives, with real files and processes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core import fsutil
-from hermes_tray_core.fsutil import UnsafePathError
+from hermes_tray_core.stores import fsutil
+from hermes_tray_core.stores.fsutil import UnsafePathError
 
 FORK = mp.get_context("fork")
 

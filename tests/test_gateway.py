@@ -1,4 +1,4 @@
-"""hermes_tray_core.gateway against the simulated backend: real processes, real marker files, real pipes."""
+"""hermes_tray_core.continuing.gateway against the simulated backend: real processes, real marker files, real pipes."""
 
 from __future__ import annotations
 
@@ -14,9 +14,9 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
-from hermes_tray_core import gateway
-from hermes_tray_core.continuation import continuation_note
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.hermes.note import continuation_note
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
@@ -157,7 +157,7 @@ def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp
     home, key = make_home(tmp_path / "home")
     # A live writer (another Hermes process serving this home, mid-turn): the backend must leave it alone,
     # and so must the tray — also when the clock steps between the writer's start and the resume.
-    from hermes_tray_core.procid import identity_of
+    from hermes_tray_core.process.identity import identity_of
     from tests.support.fake_hermes import fake_hermes
 
     with fake_hermes("gateway", tmp_path, env={"HERMES_HOME": str(home)}) as (writer, _port):
@@ -184,8 +184,8 @@ def test_a_continuation_that_dies_leaves_its_marker_for_the_next_attempt(sims, t
 
 
 def test_the_continuation_marker_keeps_the_diagnostic_category_and_its_completion_mark(sims, tmp_path):
-    from hermes_tray_core.completion import MARK_KEYS, mark_of, note_digest
-    from hermes_tray_core.markers import MarkerStore, build_entry
+    from hermes_tray_core.continuing.completion import MARK_KEYS, mark_of, note_digest
+    from hermes_tray_core.markers.store import MarkerStore, build_entry
 
     home, key = make_home(tmp_path / "home", turn_seconds=1.0)
     diag = build_entry(PROMPT, notification_category="diagnostic", now=time.time() - 5)

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from hermes_tray_core import hermes_paths
-from hermes_tray_core.hermes_processes import HermesProcesses, ProcessKind, classify, home_for
+from hermes_tray_core.hermes import paths as hermes_paths
+from hermes_tray_core.hermes.processes import HermesProcesses, ProcessKind, classify, home_for
 from tests.support.fake_hermes import fake_hermes, kill
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fake processes use the POSIX shebang form")

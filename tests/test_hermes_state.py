@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core import hermes_state as hs
-from hermes_tray_core.procid import own_pidns, process_start_time
+from hermes_tray_core.hermes import state_db as hs
+from hermes_tray_core.process.identity import own_pidns, process_start_time
 
 NOW = 1_800_000_000.0
 
@@ -303,7 +303,7 @@ def test_session_activity_combines_both(tmp_path, sleeper):
     assert unsure.unsure and not unsure.running and "corrupt" in unsure.reason
 
 
-# ── a continuation's note and its reply (core.completion reads these) ──────────────────────────
+# ── a continuation's note and its reply (core.continuing.completion reads these) ──────────────────────────
 
 # hermes-agent 0.19.0's own ``messages`` table (hermes_state.SCHEMA_SQL), and the sessions columns used.
 HERMES_019_TABLES = """
@@ -437,10 +437,10 @@ def test_no_state_db_an_old_schema_or_a_lock_is_unknown_never_finished(tmp_path)
 
 
 def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(tmp_path):
-    from hermes_tray_core import decisions
-    from hermes_tray_core.completion import ContinuationMark, settle_if_finished
-    from hermes_tray_core.continuation import continuation_note
-    from hermes_tray_core.markers import MarkerStore, build_entry
+    from hermes_tray_core.continuing.completion import ContinuationMark, settle_if_finished
+    from hermes_tray_core.hermes.note import continuation_note
+    from hermes_tray_core.markers.store import MarkerStore, build_entry
+    from hermes_tray_core.stores import decisions
     from tests.support.sim_homes import dead_identity
 
     prompt = "Create notes.txt listing the three largest files."

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_tray_core.homes import default_root, discover_homes
+from hermes_tray_core.hermes.homes import default_root, discover_homes
 
 
 @pytest.fixture()
@@ -83,7 +83,7 @@ def test_a_profile_hermes_home_root_is_scanned(root, tmp_path, monkeypatch):
     import json
     import time
 
-    from hermes_tray_core.scanner import scan
+    from hermes_tray_core.scanning.scanner import scan
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
     entry = {"attempts": 0, "prompt": "p", "started_at": time.time(), "auto_continue": True}

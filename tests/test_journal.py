@@ -1,4 +1,4 @@
-"""hermes_tray_core.journal: WebUI-compatible, crash-safe turn journal on real files and processes."""
+"""hermes_tray_core.stores.turn_journal: WebUI-compatible, crash-safe turn journal on real files and processes."""
 
 from __future__ import annotations
 
@@ -17,8 +17,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from hermes_tray_core import journal as j
-from hermes_tray_core.fsutil import UnsafePathError
+from hermes_tray_core.stores import turn_journal as j
+from hermes_tray_core.stores.fsutil import UnsafePathError
 
 REPO = Path(__file__).resolve().parents[1]
 TURN_ID_RE = re.compile(r"^\d{8}T\d{6}Z-[0-9a-f]{12}$")
@@ -214,7 +214,7 @@ def test_compaction_keeps_unfinished_turns_and_drops_oldest_finished(tmp_path):
 WRITER = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from hermes_tray_core import journal
+    from hermes_tray_core.stores import turn_journal as journal
     d, tag, n, size = Path(sys.argv[1]), sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
     for i in range(n):
         journal.append_turn_journal_event("shared", {"event": "submitted", "turn_id": f"{tag}-{i}",
@@ -466,7 +466,7 @@ def test_a_fifo_or_a_directory_named_like_a_journal_is_refused_not_waited_on(tmp
     import errno
     import os
 
-    from hermes_tray_core.journal import read_journal_files
+    from hermes_tray_core.stores.turn_journal import read_journal_files
 
     fifo = tmp_path / "web-1.jsonl"
     os.mkfifo(fifo)  # no writer: a blocking open would hang for ever

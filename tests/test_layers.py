@@ -133,5 +133,5 @@ def test_the_engine_package_shows_its_face_without_loading_it() -> None:
     assert out.splitlines() == ["[]", "ok"], out
     import hermes_tray_core
 
-    assert hermes_tray_core.Scanner.__module__ == "hermes_tray_core.scanner"
-    assert hermes_tray_core.resume_turn.__module__ == "hermes_tray_core.resume"
+    assert hermes_tray_core.Scanner.__module__ == "hermes_tray_core.scanning.scanner"
+    assert hermes_tray_core.resume_turn.__module__ == "hermes_tray_core.continuing.resume"

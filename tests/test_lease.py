@@ -1,4 +1,4 @@
-"""hermes_tray_core.lease: durable cross-process leases, tested with real SQLite files and real processes."""
+"""hermes_tray_core.stores.lease: durable cross-process leases, tested with real SQLite files and real processes."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core.fsutil import UnsafePathError
-from hermes_tray_core.lease import Lease, LeaseKeeper, LeaseStore
-from hermes_tray_core.procid import process_start_time
+from hermes_tray_core.process.identity import process_start_time
+from hermes_tray_core.stores.fsutil import UnsafePathError
+from hermes_tray_core.stores.lease import Lease, LeaseKeeper, LeaseStore
 
 pytestmark = pytest.mark.serial  # checks lease timing bounds: alone, not beside parallel tests
 
@@ -126,7 +126,7 @@ def test_on_wait_first_miss_then_cadence(store):
 
 HOLDER = textwrap.dedent("""
     import sys, time
-    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.stores.lease import LeaseStore
     s = LeaseStore(sys.argv[1])
     lease = s.acquire("n", "child", ttl=60)
     print("held" if lease else "missed", lease and lease.epoch, flush=True)
@@ -186,7 +186,7 @@ def test_recycled_pid_does_not_keep_a_lease(store, tmp_path):
 CONTENDER = textwrap.dedent("""
     import json, sys, time
     from pathlib import Path
-    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.stores.lease import LeaseStore
     db, idx, start_at, duration, counter = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4]), Path(sys.argv[5])
     TARGET = 80
     s = LeaseStore(db)
@@ -338,7 +338,7 @@ def test_a_recreated_store_never_reissues_an_epoch_the_corrupt_one_granted(tmp_p
         assert other is not None and other.epoch > before
     # Another process opening the recreated store keeps the floor too.
     out = subprocess.run(
-        [sys.executable, "-c", "import sys; from hermes_tray_core.lease import LeaseStore; "
+        [sys.executable, "-c", "import sys; from hermes_tray_core.stores.lease import LeaseStore; "
          "print(LeaseStore(sys.argv[1]).acquire('resume:h:s3', 'p', ttl=5).epoch)", str(path)],
         capture_output=True, text=True, timeout=60, cwd=REPO, check=True)
     assert int(out.stdout) > before

@@ -14,14 +14,14 @@ import pytest
 
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_dashboard import running_sim_dashboard
-from hermes_tray_core import gateway
-from hermes_tray_core.backend_endpoint import args_endpoint, read_page
-from hermes_tray_core.hermes_processes import ProcessKind, classify
-from hermes_tray_core.live_backend import NO_BACKEND, find_live_backend
-from hermes_tray_core.markers import list_turn_markers
-from hermes_tray_core.resume import resume_turn
-from hermes_tray_core.rpc import RpcSession
-from hermes_tray_core.transport_ws import BackendRefused, BackendUnusable, Secret, WebSocketTransport
+from hermes_tray_core.backend.endpoint import args_endpoint, read_page
+from hermes_tray_core.backend.rpc import RpcSession
+from hermes_tray_core.backend.running import NO_BACKEND, find_live_backend
+from hermes_tray_core.backend.websocket import BackendRefused, BackendUnusable, Secret, WebSocketTransport
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.continuing.resume import resume_turn
+from hermes_tray_core.hermes.processes import ProcessKind, classify
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import make_home, plant_marker
 
 PROMPT = "Migrate the settings page to the new form component."
@@ -37,7 +37,7 @@ def root_of(install: gateway.HermesInstall) -> Path:
 
 
 def journal(key: str) -> list[dict]:
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     return [e for e in reversed(decisions.history(500)) if e.get("session_key") == key]
 
@@ -163,7 +163,7 @@ def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_
     assert [e["event"] for e in events] == ["approved", "continuing", "dispatched", "completed"]
     assert events[2]["ran_in"] == "running-backend" and events[2]["backend_pid"] == proc.pid
     # The token is nowhere: not in a log record (websockets' debug log included), the result, the journal.
-    from hermes_tray_core.paths import decision_journal_dir
+    from hermes_tray_core.stores.paths import decision_journal_dir
 
     journal_text = "".join(p.read_text(errors="replace") for p in Path(decision_journal_dir()).rglob("*")
                            if p.is_file())
@@ -309,11 +309,11 @@ def test_a_marker_handed_to_a_backend_that_runs_no_turn_is_offered_again_unless_
     """The marker names the running dashboard as its writer (a resume handed it over and died before its submit):
     asked, the dashboard holds no turn for the session, so the turn is not ``running`` — while a hermes-tray
     process holds the turn's claim (it is between its hand-over and its submit) the live writer stands."""
-    from hermes_tray_core import exactly_once
-    from hermes_tray_core.backend_sessions import forget as forget_answers
-    from hermes_tray_core.homes import Home
-    from hermes_tray_core.procid import identity_of
-    from hermes_tray_core.scanner import Scanner
+    from hermes_tray_core.backend.sessions import forget as forget_answers
+    from hermes_tray_core.continuing import claim as exactly_once
+    from hermes_tray_core.hermes.homes import Home
+    from hermes_tray_core.process.identity import identity_of
+    from hermes_tray_core.scanning.scanner import Scanner
 
     home, key = make_home(tmp_path / "home")
     with running_sim_dashboard(root_of(sims["legacy"]), home) as (proc, _port):

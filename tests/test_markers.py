@@ -1,4 +1,4 @@
-"""hermes_tray_core.markers: Hermes' interrupted-turn marker file, with real files and real processes."""
+"""hermes_tray_core.markers.store: Hermes' interrupted-turn marker file, with real files and real processes."""
 
 from __future__ import annotations
 
@@ -19,9 +19,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from hermes_tray_core import fsutil, markers
-from hermes_tray_core.ids import InvalidIdError
-from hermes_tray_core.markers import (
+from hermes_tray_core.keys import InvalidIdError
+from hermes_tray_core.markers import store as markers
+from hermes_tray_core.markers.store import (
     MarkerCorruptError,
     MarkerStore,
     MarkerStoreError,
@@ -34,7 +34,8 @@ from hermes_tray_core.markers import (
     record_turn_start,
     remove_marker_if_unchanged,
 )
-from hermes_tray_core.procid import ProcessIdentity, identity_of, own_identity
+from hermes_tray_core.process.identity import ProcessIdentity, identity_of, own_identity
+from hermes_tray_core.stores import fsutil
 from tests.support.hermes_reference import reference_or_skip
 
 FORK = mp.get_context("fork")
@@ -176,7 +177,7 @@ def test_corrupt_file_is_set_aside_then_store_starts_fresh(home: Path, junk: byt
         list_turn_markers(home)  # ...the tray's strict read says so
     assert marker_path(home).read_bytes() == junk, "reads never move or rewrite the file"
 
-    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers"):
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.markers.store"):
         record_turn_start(home, "s", SECRET)
     assert read_turn_marker(home, "s")["prompt"] == SECRET
     aside = [p for p in marker_path(home).parent.iterdir() if p.name.startswith("interrupted_turns.json.corrupt-")]
@@ -682,7 +683,7 @@ def test_without_an_exchange_the_write_falls_back_to_compare_and_replace(
 
 
 def test_the_exchange_primitive_swaps_and_hands_back_the_displaced_file(tmp_path: Path) -> None:
-    from hermes_tray_core import atomic_exchange
+    from hermes_tray_core.stores import exchange as atomic_exchange
 
     ok, mech = atomic_exchange.probe(str(tmp_path))
     if not ok:
@@ -882,7 +883,7 @@ def _stale_hermes_write(home: Path, stale: bytes, key: str, entry: dict) -> None
 
 
 def test_a_stale_hermes_write_that_brings_a_skip_back_is_undone_in_the_settle_window(home: Path) -> None:
-    from hermes_tray_core import marker_settle
+    from hermes_tray_core.markers import settle as marker_settle
 
     record_turn_start(home, "skipped", "p")
     record_turn_start(home, "other", "p")
@@ -900,8 +901,8 @@ def test_a_stale_hermes_write_that_brings_a_skip_back_is_undone_in_the_settle_wi
 
 
 def test_a_skip_brought_back_after_the_settle_window_stays_for_the_tombstone(home: Path) -> None:
-    """The window is bounded: what a stale write brings back later is the tombstone's job (core.exactly_once)."""
-    from hermes_tray_core import marker_settle
+    """The window is bounded: what a stale write brings back later is the tombstone's job (core.continuing.claim)."""
+    from hermes_tray_core.markers import settle as marker_settle
 
     record_turn_start(home, "skipped", "p")
     shown = list_turn_markers(home)["skipped"]

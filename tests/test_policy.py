@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_tray_core.policy import VERDICTS, AutoContinueConfig, decide
+from hermes_tray_core.deciding.policy import VERDICTS, AutoContinueConfig, decide
 
 NOW = 1_800_000_000.0
 DEFAULT = AutoContinueConfig()
@@ -145,7 +145,7 @@ import re  # noqa: E402
 from hypothesis import given, settings  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from hermes_tray_core.policy import age_text, marker_age  # noqa: E402
+from hermes_tray_core.deciding.policy import age_text, marker_age  # noqa: E402
 
 HOSTILE = st.one_of(
     st.none(), st.booleans(),
@@ -186,7 +186,7 @@ def test_hostile_numbers_never_raise_and_age_agrees_with_reason(field, value, wr
 @given(started=HOSTILE, pid=HOSTILE, worker=st.sampled_from(["alive", "dead", "unknown"]),
        server=st.sampled_from(["none", "live", "unknown"]), pending=st.integers(min_value=1, max_value=5))
 def test_webui_verdicts_never_raise_and_age_agrees_with_reason(started, pid, worker, server, pending):
-    from hermes_tray_core.policy import decide_webui
+    from hermes_tray_core.deciding.policy import decide_webui
 
     d = decide_webui({"started_at": started, "pid": pid}, worker=worker, now=NOW, server=server,
                      server_detail="pid 9", pending_turns=pending)

@@ -1,5 +1,5 @@
 """The tray's log files are private (0600) and never written through a symlink: the resume worker's
-log (``hermes-tray resume`` without --wait), the tray's rotating log, and core.logfiles itself."""
+log (``hermes-tray resume`` without --wait), the tray's rotating log, and core.stores.logfiles itself."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from hermes_tray.demo.sim_backend import read_turns
-from hermes_tray_core.fsutil import UnsafePathError
-from hermes_tray_core.logfiles import open_private_append, prune_logs, safe_file_part
-from hermes_tray_core.markers import list_turn_markers
+from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.stores.fsutil import UnsafePathError
+from hermes_tray_core.stores.logfiles import open_private_append, prune_logs, safe_file_part
 from tests.support.sim_homes import make_home, plant_marker, settings_for, tray_dirs
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX modes and O_NOFOLLOW")

@@ -1,4 +1,4 @@
-"""hermes_tray_core.procid: (pid, create time) identity and alive / dead / unknown, against real processes."""
+"""hermes_tray_core.process.identity: (pid, create time) identity and alive / dead / unknown, against real processes."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ import time
 import psutil
 import pytest
 
-from hermes_tray_core import procid
-from hermes_tray_core.procid import (
+from hermes_tray_core.process import identity as procid
+from hermes_tray_core.process.identity import (
     ProcessIdentity,
     hermes_liveness,
     identity_of,

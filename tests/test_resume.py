@@ -1,4 +1,4 @@
-"""hermes_tray_core.resume and ``hermes-tray resume`` against the simulated backend: exactly once, never over a live turn."""
+"""hermes_tray_core.continuing.resume and ``hermes-tray resume`` against the simulated backend: exactly once, never over a live turn."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import sim_command
-from hermes_tray_core import gateway
-from hermes_tray_core.hermes_install import settings_hermes_command
-from hermes_tray_core.lease import LeaseStore
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
-from hermes_tray_core.resume import claim_name, resume_turn
+from hermes_tray_core.backend.install import settings_hermes_command
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.continuing.resume import claim_name, resume_turn
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.stores.lease import LeaseStore
 from tests.support.sim_homes import make_home, pid_running, plant_marker, settings_for
 
 PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
@@ -39,7 +39,7 @@ def install(sim_roots: dict[str, Path], cap: str = "legacy") -> gateway.HermesIn
 
 
 def journal_events(key: str) -> list[str]:
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
 
@@ -57,7 +57,7 @@ def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
     blob = "".join(p.read_text(encoding="utf-8") for p in journal_dir.rglob("*.jsonl"))
     assert PROMPT not in blob and "Migrate" not in blob
     # The claim is released (and its epoch kept) for the next time.
-    from hermes_tray_core.paths import lease_db
+    from hermes_tray_core.stores.paths import lease_db
 
     assert LeaseStore(lease_db()).current(claim_name(home, key)) is None
 
@@ -66,7 +66,7 @@ def test_refuses_while_the_writer_is_alive(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(30)"])
     try:
-        from hermes_tray_core.procid import identity_of
+        from hermes_tray_core.process.identity import identity_of
 
         entry = plant_marker(home, key, PROMPT, writer=identity_of(writer.pid))
         res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
@@ -90,7 +90,7 @@ def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_pat
 
 
 def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_path, clock_step):
-    from hermes_tray_core.procid import own_identity
+    from hermes_tray_core.process.identity import own_identity
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -118,7 +118,7 @@ def test_refuses_a_marker_that_changed_since_it_was_shown(sim_roots, env, tmp_pa
 def test_refuses_a_turn_no_longer_marked_with_the_gone_code(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     shown = plant_marker(home, key, PROMPT)
-    from hermes_tray_core.markers import remove_marker_if_unchanged
+    from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
     assert remove_marker_if_unchanged(home, key, shown)  # someone else dealt with it meanwhile
     res = resume_turn(home, key, shown, install=install(sim_roots), options=FAST)
@@ -128,7 +128,7 @@ def test_refuses_a_turn_no_longer_marked_with_the_gone_code(sim_roots, env, tmp_
 def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
-    from hermes_tray_core.paths import lease_db
+    from hermes_tray_core.stores.paths import lease_db
 
     store = LeaseStore(lease_db())
     lease = store.acquire(claim_name(home, key), "other-tray", ttl=60)
@@ -238,7 +238,7 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     assert key not in list_turn_markers(home)  # stopped by the user: not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     stop = next(e for e in decisions.history(500) if e.get("session_key") == key and e["event"] == "interrupted")
     assert stop["stopped_by"] == "you"  # History says "stopped by you", not "interrupted in Hermes"
@@ -351,7 +351,7 @@ def test_a_crashed_continuation_is_resumed_again_but_never_while_state_db_cannot
 
 
 def test_the_inactivity_timeout_setting_stops_a_silent_continuation(sim_roots, env, tmp_path):
-    from hermes_tray_core.settings import update_settings
+    from hermes_tray_core.stores.settings import update_settings
 
     home, key = make_home(tmp_path / "home")
     write_control(home, never_finish=True, turn_seconds=0.2)  # a few frames, then silence
@@ -388,7 +388,7 @@ def test_cli_status_after_a_crashed_continuation_shows_it_actionable(sim_roots, 
 
 
 def test_a_malformed_session_key_is_a_caller_error(env, tmp_path):
-    from hermes_tray_core.ids import InvalidIdError
+    from hermes_tray_core.keys import InvalidIdError
 
     with pytest.raises(InvalidIdError):
         resume_turn(tmp_path, "../../etc/passwd", {})
@@ -421,8 +421,8 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
 def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp_path):
     import sqlite3
 
-    from hermes_tray_core import resume as core_resume
-    from hermes_tray_core.paths import lease_db
+    from hermes_tray_core.continuing import resume as core_resume
+    from hermes_tray_core.stores.paths import lease_db
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -475,7 +475,7 @@ def small_desktop_dir(tmp_path):
                 except OSError:
                     break
         else:
-            from hermes_tray_core import fsutil
+            from hermes_tray_core.stores import fsutil
 
             def full(*_a, **_k):
                 raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
@@ -487,7 +487,7 @@ def small_desktop_dir(tmp_path):
         yield home, fill
     finally:
         if patched:
-            from hermes_tray_core import fsutil
+            from hermes_tray_core.stores import fsutil
 
             fsutil.atomic_write_bytes = patched[0]
         if real:
@@ -496,7 +496,7 @@ def small_desktop_dir(tmp_path):
 
 def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resumed_again(
         sim_roots, env, small_desktop_dir):
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     home, fill = small_desktop_dir
     home, key = make_home(home, turn_seconds=1.5)
@@ -520,7 +520,7 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
 def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, env, tmp_path, clock_step):
     # Checked before Hermes was spawned (fine then); a Hermes backend takes the session's turn lease
     # while ours is still starting up: nothing is submitted, the turn is left to it.
-    from hermes_tray_core.procid import own_identity
+    from hermes_tray_core.process.identity import own_identity
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -544,8 +544,8 @@ def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, 
 
 def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gateway(sim_roots, env, tmp_path,
                                                                                  clock_step):
-    from hermes_tray_core.hermes_state import active_session_owner
-    from hermes_tray_core.procid import own_identity
+    from hermes_tray_core.hermes.state_db import active_session_owner
+    from hermes_tray_core.process.identity import own_identity
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -592,8 +592,8 @@ def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would
     """Values Hermes never writes, which its own code still continues (tests/test_marker_parity_hermes.py):
     the tray continues them once, with the prompt as Hermes reads it (``str(prompt)``), and says so."""
     from hermes_tray.demo.sim_backend import _digest
-    from hermes_tray_core.continuation import continuation_note
-    from hermes_tray_core.markers import marker_path
+    from hermes_tray_core.hermes.note import continuation_note
+    from hermes_tray_core.markers.store import marker_path
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)

@@ -9,9 +9,9 @@ import time
 
 import pytest
 
-from hermes_tray_core import scanner as scanner_mod
-from hermes_tray_core.homes import discover_homes
-from hermes_tray_core.scanner import Scanner, prompt_excerpt, scan
+from hermes_tray_core.hermes.homes import discover_homes
+from hermes_tray_core.scanning import scanner as scanner_mod
+from hermes_tray_core.scanning.scanner import Scanner, prompt_excerpt, scan
 from tests.support.fixture_homes import FixtureHome, dead_pid, journal_turn, marker_entry, own_writer
 
 
@@ -405,7 +405,7 @@ def test_a_400_digit_attempts_no_longer_hides_the_homes_turns(tmp_path, monkeypa
         "fine": marker_entry("d", started_at=now - 30),
     })
     homes = discover_homes(env={"HERMES_HOME": str(root.path)})
-    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.scanner"):
+    with caplog.at_level(logging.WARNING, logger="hermes_tray_core.scanning.scanner"):
         result = scan(homes)
     turns = by_key(result)
     assert result.homes[0].markers == "ok" and set(turns) == {"huge-attempts", "huge-started", "text-attempts", "fine"}

@@ -6,8 +6,14 @@ import stat
 
 import pytest
 
-from hermes_tray_core import paths
-from hermes_tray_core.settings import SettingsError, TraySettings, load_settings, parse_value, update_settings
+from hermes_tray_core.stores import paths
+from hermes_tray_core.stores.settings import (
+    SettingsError,
+    TraySettings,
+    load_settings,
+    parse_value,
+    update_settings,
+)
 
 
 @pytest.fixture()

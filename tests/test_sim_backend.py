@@ -14,8 +14,8 @@ from pathlib import Path
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.home import create_demo
 from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray_core.hermes_state import session_activity
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from hermes_tray_core.hermes.state_db import session_activity
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import make_home, tray_dirs
 
 
@@ -174,8 +174,8 @@ def test_demo_command_prints_what_to_try(tmp_path):
 def test_demo_crash_again_after_hermes_gave_up_starts_a_fresh_turn(tmp_path):
     """'Demo: crash the backend' once the retry budget is used up (Hermes gave up; its marker stays): a new
     turn on a new session is interrupted, so the demo never gets stuck; the given-up marker is left as is."""
-    from hermes_tray_core.markers import MarkerStore
-    from hermes_tray_core.scanner import scan
+    from hermes_tray_core.markers.store import MarkerStore
+    from hermes_tray_core.scanning.scanner import scan
 
     demo = create_demo(tmp_path / "demo", die_after=None)
     try:
@@ -201,7 +201,7 @@ def test_demo_crash_again_after_hermes_gave_up_starts_a_fresh_turn(tmp_path):
 
 
 def demo_home(demo):
-    from hermes_tray_core.homes import discover_homes
+    from hermes_tray_core.hermes.homes import discover_homes
 
     return discover_homes(explicit=[str(demo.home)])[0]
 
@@ -209,8 +209,8 @@ def demo_home(demo):
 def test_every_demo_crash_is_a_session_of_its_own(tmp_path):
     """Issue 25.10. Before: each "Demo: crash the backend" after a finished or skipped turn reused the demo's
     one session, so one title showed as waiting, finished and skipped at once."""
-    from hermes_tray_core.markers import MarkerStore
-    from hermes_tray_core.scanner import scan
+    from hermes_tray_core.markers.store import MarkerStore
+    from hermes_tray_core.scanning.scanner import scan
 
     demo = create_demo(tmp_path / "demo", die_after=None)
     try:

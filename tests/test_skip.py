@@ -1,4 +1,4 @@
-"""Skip vs resume: exactly one wins. core.skip (the claim), core.markers' compare-and-swap and the legacy
+"""Skip vs resume: exactly one wins. core.continuing.skip (the claim), core.markers.store' compare-and-swap and the legacy
 continuation path that takes the marker over before it submits — real processes, real files, real SQLite."""
 
 from __future__ import annotations
@@ -12,12 +12,18 @@ from pathlib import Path
 import pytest
 
 from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray_core import decisions, gateway
-from hermes_tray_core import skip as core_skip
-from hermes_tray_core.lease import LeaseStore
-from hermes_tray_core.markers import MarkerStore, build_entry, list_turn_markers, remove_marker_if_unchanged
-from hermes_tray_core.paths import lease_db
-from hermes_tray_core.resume import claim_name, resume_turn
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.continuing import skip as core_skip
+from hermes_tray_core.continuing.resume import claim_name, resume_turn
+from hermes_tray_core.markers.store import (
+    MarkerStore,
+    build_entry,
+    list_turn_markers,
+    remove_marker_if_unchanged,
+)
+from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.lease import LeaseStore
+from hermes_tray_core.stores.paths import lease_db
 from tests.support.sim_homes import dead_identity, make_home, plant_marker
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
@@ -63,12 +69,12 @@ def test_replace_if_unchanged_swaps_only_the_entry_that_was_seen(tmp_path):
     assert "s1" not in list_turn_markers(home)
 
 
-# ── core.skip: the claim ─────────────────────────────────────────────────────────────────────────
+# ── core.continuing.skip: the claim ─────────────────────────────────────────────────────────────────────────
 
 HOLD_CLAIM = """
 import sys, time
-from hermes_tray_core.lease import LeaseStore
-from hermes_tray_core.resume import claim_name
+from hermes_tray_core.stores.lease import LeaseStore
+from hermes_tray_core.continuing.resume import claim_name
 store = LeaseStore(sys.argv[1])
 lease = store.acquire(claim_name(sys.argv[2], sys.argv[3]), "pid=child:via=test", ttl=60)
 print("held" if lease else "missed", flush=True)
@@ -225,7 +231,7 @@ def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
 
 
 def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
-    from hermes_tray_core.markers import marker_path
+    from hermes_tray_core.markers.store import marker_path
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)

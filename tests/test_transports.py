@@ -16,10 +16,10 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_dashboard import running_sim_dashboard
-from hermes_tray_core import gateway
-from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
-from hermes_tray_core.live_backend import find_live_backend
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from hermes_tray_core.backend.running import find_live_backend
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Rename the config loader and update its callers."
@@ -134,8 +134,8 @@ def test_a_skip_that_lands_first_wins_and_nothing_is_submitted(driver, tmp_path)
 
 
 def _window(home):
-    from hermes_tray_core.rpc import RpcSession
-    from hermes_tray_core.transport_ws import WebSocketTransport
+    from hermes_tray_core.backend.rpc import RpcSession
+    from hermes_tray_core.backend.websocket import WebSocketTransport
 
     backend, _ = find_live_backend(home)
     assert backend is not None

@@ -62,7 +62,7 @@ def _settle(app: QApplication, w) -> None:
 def _reason(age: float, attempts: int, **facts: str) -> tuple[str, str, float, str]:
     """The policy's own verdict, reason, age and reason code for a marker of that age and attempt count (no
     invented words); ``facts``: the policy's other inputs (an owner, its detail)."""
-    from hermes_tray_core.policy import AutoContinueConfig, decide
+    from hermes_tray_core.deciding.policy import AutoContinueConfig, decide
 
     now = time.time()
     d = decide({"attempts": attempts, "prompt": "…", "started_at": now - age, "auto_continue": True,
@@ -153,7 +153,7 @@ def turns_window(app: QApplication) -> None:
 
 def history(app: QApplication) -> None:
     from hermes_tray.app.history_window import HistoryWindow
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     root = TMP / "home" / ".hermes"
     work = root / "profiles" / "work"

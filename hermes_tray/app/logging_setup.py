@@ -8,17 +8,17 @@ import os
 import sys
 from pathlib import Path
 
-from hermes_tray_core import fsutil
-from hermes_tray_core.paths import log_dir
+from hermes_tray_core.stores import fsutil
+from hermes_tray_core.stores.paths import log_dir
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
-    """Every file it opens (including after a rollover) is 0600 and never a symlink (core.logfiles)."""
+    """Every file it opens (including after a rollover) is 0600 and never a symlink (core.stores.logfiles)."""
 
     def _open(self):  # noqa: ANN202 - stdlib override
-        from hermes_tray_core.logfiles import open_private_append
+        from hermes_tray_core.stores.logfiles import open_private_append
 
         return os.fdopen(open_private_append(self.baseFilename), "a", encoding=self.encoding or "utf-8")
 

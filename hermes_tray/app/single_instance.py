@@ -22,8 +22,8 @@ from PySide6.QtCore import QObject
 if TYPE_CHECKING:  # QtNetwork is loaded when the server starts listening, after the icon is up
     from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
-from hermes_tray_core import fsutil
-from hermes_tray_core.paths import runtime_dir
+from hermes_tray_core.stores import fsutil
+from hermes_tray_core.stores.paths import runtime_dir
 
 log = logging.getLogger(__name__)
 

@@ -13,8 +13,8 @@ from typing import Any
 
 from hermes_tray import words
 from hermes_tray.format import elapsed_text, elide, restate_age, short_path, since_text, turn_since
-from hermes_tray_core.ask_once import turn_key
-from hermes_tray_core.scan_records import TurnRecord
+from hermes_tray_core.deciding.ask_once import turn_key
+from hermes_tray_core.deciding.records import TurnRecord
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hermes_tray_core.fsutil import atomic_write_bytes, ensure_private_dir
+from hermes_tray_core.stores.fsutil import atomic_write_bytes, ensure_private_dir
 
 # Autostart entries, units and plists are launchers, not user state: world-readable like the
 # ones desktops and package managers write (0644); only folders we create are private (0700).
@@ -30,7 +30,7 @@ def xdg_config_dirs() -> list[Path]:
 def make_dirs(path: Path) -> None:
     """``mkdir -p`` where every folder created (not only the last) is 0700.
 
-    Unlike :func:`core.fsutil.ensure_private_dir` alone, an existing folder may be a symlink:
+    Unlike :func:`core.stores.fsutil.ensure_private_dir` alone, an existing folder may be a symlink:
     dotfile managers link ``~/.config/autostart`` and ``~/.config/systemd/user``.
     """
     if not os.path.isdir(path):

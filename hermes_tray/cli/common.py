@@ -36,7 +36,7 @@ def refuse(args: argparse.Namespace, message: str, code: int = EXIT_REFUSED, **e
 
 def load_tray_settings(*, quiet: bool = False):
     """Tray settings, or defaults plus a warning when the file is invalid (never fatal for reads)."""
-    from hermes_tray_core.settings import SettingsError, TraySettings, load_settings
+    from hermes_tray_core.stores.settings import SettingsError, TraySettings, load_settings
 
     try:
         return load_settings()
@@ -48,12 +48,12 @@ def load_tray_settings(*, quiet: bool = False):
 
 def selected_homes(args: argparse.Namespace, *, settings=None):
     """``--home`` homes when given, else discovery (root, profiles, settings ``homes``)."""
-    from hermes_tray_core.homes import discover_homes
+    from hermes_tray_core.hermes.homes import discover_homes
 
     if args.homes:
         return discover_homes(explicit=args.homes)
     if settings is None:
-        from hermes_tray_core import paths
+        from hermes_tray_core.stores import paths
 
         if not paths.settings_file().exists():  # the common case: no need to load the settings module
             return discover_homes()
@@ -83,7 +83,7 @@ def journal(event: str, *, home: Any, session_key: str, **fields: Any) -> str | 
     (never prompt text). Returns None on success, else a warning to show: a journal failure never
     undoes the decision."""
     try:
-        from hermes_tray_core import decisions
+        from hermes_tray_core.stores import decisions
 
         decisions.record(event, home=home, session_key=session_key, **{"via": "cli", **fields})
         return None
@@ -95,7 +95,7 @@ def journal_config(*, home: Any, key: str, old: Any, new: Any) -> str | None:
     """Record a configuration change made from the CLI (``home`` None: the tray's own settings) as a
     ``config-changed`` event in the decision journal. None on success, else a warning to show."""
     try:
-        from hermes_tray_core import decisions
+        from hermes_tray_core.stores import decisions
 
         decisions.record_config_change(home=home, key=key, old=old, new=new, by="cli")
         return None

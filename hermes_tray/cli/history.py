@@ -2,7 +2,7 @@
 
 Turn decisions (notified, approved, skipped, dispatched, completed, …) and configuration changes
 (``config-changed``: enable, disable, ``config set`` from the CLI, and the tray's menu and settings
-dialog) all come from :mod:`core.decisions`, interleaved in time order. Never contains prompt text.
+dialog) all come from :mod:`core.stores.decisions`, interleaved in time order. Never contains prompt text.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def entries(limit: int, session: str | None = None, homes: list[str] | None = None) -> list[dict]:
     """Turn decisions and configuration changes, newest first (with ``homes``: only theirs)."""
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     return list(decisions.history(limit, session_key=session, homes=homes or None))
 

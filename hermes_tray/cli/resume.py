@@ -11,7 +11,7 @@ turn is never run twice whatever happens to this process:
 * SIGTSTP (Ctrl-Z): refused while the continuation runs (a stopped client cannot retire the
   marker of a turn Hermes finishes meanwhile); said once on stderr;
 * SIGSTOP / SIGKILL cannot be caught: the continuation's marker carries its completion mark, and
-  whoever reads it next settles it from Hermes' ``state.db`` (``core.completion``).
+  whoever reads it next settles it from Hermes' ``state.db`` (``core.continuing.completion``).
 
 Exit codes: 0 completed (or started, without --wait), 1 refused (the message says why),
 3 failed (interrupted, error, crashed, timed-out), 2 usage.
@@ -51,7 +51,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
     """(home, marker entry, problem) for the requested session across the selected homes."""
-    from hermes_tray_core.markers import MarkerStoreError, list_turn_markers
+    from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
 
     found = []
     problems = []
@@ -78,7 +78,7 @@ def _fmt_progress(p: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray_core.ids import InvalidIdError, validate_session_id
+    from hermes_tray_core.keys import InvalidIdError, validate_session_id
 
     try:
         validate_session_id(args.session, what="session")
@@ -120,7 +120,7 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
 
 
 def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing.resume import resume_turn
 
     stop = threading.Event()
     quiet = bool(args.json)
@@ -192,10 +192,10 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     from hermes_tray.cli.resume_worker import LOG_NAME, worker_argv
-    from hermes_tray_core.frozen_env import child_environment
-    from hermes_tray_core.fsutil import ensure_private_dir
-    from hermes_tray_core.logfiles import open_private_append
-    from hermes_tray_core.paths import log_dir
+    from hermes_tray_core.process.child_env import child_environment
+    from hermes_tray_core.stores.fsutil import ensure_private_dir
+    from hermes_tray_core.stores.logfiles import open_private_append
+    from hermes_tray_core.stores.paths import log_dir
 
     log_path = log_dir() / LOG_NAME
     try:

@@ -1,13 +1,13 @@
 """``hermes-tray skip SESSION``: forget one interrupted turn — only if it is still the one you saw.
 
-The marker entry is removed by compare-and-remove (by atomic exchange, see ``core.markers``): if Hermes
+The marker entry is removed by compare-and-remove (by atomic exchange, see ``core.markers.store``): if Hermes
 (or anyone) changed it after it was read, nothing is removed and the command says so (exit 1). Before it
-exits, the command watches the settle window (``core.marker_settle``): a stale Hermes write that brings the
+exits, the command watches the settle window (``core.markers.settle``): a stale Hermes write that brings the
 entry back is undone again. The skip is also a tombstone in the decision journal: any hermes-tray
 process that later sees that exact entry removes it again and never offers it. ``--started-at`` pins the turn shown
 by an earlier ``status --json``. A turn whose writer or a Hermes backend is still running it is
 not skipped (its marker is that turn's own bookkeeping) unless ``--force``. A turn some hermes-tray
-process is resuming right now is never skipped (``core.skip`` takes the resume's claim): one wins.
+process is resuming right now is never skipped (``core.continuing.skip`` takes the resume's claim): one wins.
 """
 
 from __future__ import annotations
@@ -29,10 +29,10 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def run(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
-    from hermes_tray_core import skip as core_skip
-    from hermes_tray_core.exactly_once import turn_started_at
-    from hermes_tray_core.ids import InvalidIdError, validate_session_id
-    from hermes_tray_core.scanner import Scanner
+    from hermes_tray_core.continuing import skip as core_skip
+    from hermes_tray_core.continuing.claim import turn_started_at
+    from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core.scanning.scanner import Scanner
 
     try:
         key = validate_session_id(args.session, what="SESSION")
@@ -77,8 +77,8 @@ def run(args: argparse.Namespace) -> int:
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")
     # Before exiting: the settle window, in which a stale Hermes write that brings the entry back is undone
-    # again (core.marker_settle); after it, the journalled tombstone makes any process of ours remove it.
-    from hermes_tray_core import marker_settle
+    # again (core.markers.settle); after it, the journalled tombstone makes any process of ours remove it.
+    from hermes_tray_core.markers import settle as marker_settle
 
     marker_settle.wait(timeout=5.0)
     if res.journal_error:

@@ -2,7 +2,7 @@
 
 It speaks the same newline-delimited JSON-RPC (``gateway.ready``, ``session.resume``,
 ``prompt.submit``, ``session.interrupt``, ``session.create``/``close`` and the event frames),
-keeps markers through ``core.markers`` and a Hermes-format session turn lease in its own
+keeps markers through ``core.markers.store`` and a Hermes-format session turn lease in its own
 ``state.db`` (see ``sim_state``), and runs turns of configurable length — so ``hermes-tray demo``
 and the fast tests have a backend that starts in a fraction of a second. It is not a substitute
 for testing against the real gateway (``tests/integration`` does that).
@@ -40,8 +40,8 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray.demo import sim_state
-from hermes_tray_core import markers
-from hermes_tray_core.continuation import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
+from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
+from hermes_tray_core.markers import store as markers
 
 AUTO = "auto-continue"
 LEGACY = "legacy"
@@ -267,8 +267,8 @@ class SimGateway:
 
     def _auto_continue_plan(self, key: str) -> tuple[int, str, float] | None:
         """Hermes' own decision on resume: continue, clear, or leave the marker (its order)."""
-        from hermes_tray_core.backend_config import read_backend_config
-        from hermes_tray_core.policy import decide
+        from hermes_tray_core.deciding.policy import decide
+        from hermes_tray_core.hermes.config import read_backend_config
 
         raw = markers.MarkerStore(self.home).list().get(key)
         marker = markers.normalize_marker(raw)

@@ -1,11 +1,11 @@
 """A throwaway "Hermes installation" whose gateway is the simulated backend.
 
-The tray finds Hermes and asks its installation what it can do (``core.gateway``): a ``hermes``
+The tray finds Hermes and asks its installation what it can do (``core.continuing.gateway``): a ``hermes``
 launcher whose shebang names an interpreter, which runs ``-m tui_gateway.entry`` and either has
 ``tui_gateway.turn_marker`` (auto-continue) or not (legacy). To exercise exactly that path, this
 builds a tiny virtualenv (``--without-pip``, ~0.1 s) whose ``tui_gateway`` package is a shim that
 starts :mod:`hermes_tray.demo.sim_backend`; the auto-continue variant also has ``turn_marker``
-(re-exporting ``core.markers``, which is API-compatible with Hermes' module). A ``.pth`` file
+(re-exporting ``core.markers.store``, which is API-compatible with Hermes' module). A ``.pth`` file
 makes this project importable inside it. ``bin/hermes dashboard`` starts the simulated running
 backend (:mod:`hermes_tray.demo.sim_dashboard`).
 """
@@ -31,7 +31,7 @@ if __name__ == "__main__":
 
 _TURN_MARKER = """\
 # The simulated backend's marker module: the tray's own store, API-compatible with Hermes'.
-from hermes_tray_core.markers import clear_turn_marker, marker_writer_state, read_turn_marker, record_turn_start  # noqa: F401
+from hermes_tray_core.markers.store import clear_turn_marker, marker_writer_state, read_turn_marker, record_turn_start  # noqa: F401
 """
 
 _LAUNCHER = """\

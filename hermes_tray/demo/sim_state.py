@@ -3,7 +3,7 @@
 The simulated backend plays Hermes in a throwaway demo home, so it owns this database the way
 Hermes owns a real one: sessions, their messages, and the session turn lease (the newer schema,
 with ``epoch``/``owner_pid``/``owner_pid_start``, released by ``holder = ''``). The tray itself
-only ever reads such a file (``core.hermes_state``).
+only ever reads such a file (``core.hermes.state_db``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from hermes_tray_core.procid import own_identity, own_pidns
+from hermes_tray_core.process.identity import own_identity, own_pidns
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -142,8 +142,8 @@ def acquire_turn_lease(home: Path | str, sid: str, turn: str, ttl: float = LEASE
 
 
 def _holder_dead(holder: str) -> bool:
-    from hermes_tray_core.hermes_state import parse_holder
-    from hermes_tray_core.procid import process_liveness
+    from hermes_tray_core.hermes.state_db import parse_holder
+    from hermes_tray_core.process.identity import process_liveness
 
     pid, ns = parse_holder(holder)
     return pid is not None and ns is not None and ns == own_pidns() and process_liveness(pid) == "dead"

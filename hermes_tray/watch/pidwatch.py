@@ -21,7 +21,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
-from hermes_tray_core.procid import process_liveness
+from hermes_tray_core.process.identity import process_liveness
 
 log = logging.getLogger(__name__)
 
@@ -301,7 +301,7 @@ class WindowsWaiter(ExitWaiter):
 
 
 class PollWaiter(ExitWaiter):
-    """Last resort: ask ``core.procid`` every ``interval`` seconds (slow on purpose)."""
+    """Last resort: ask ``core.process.identity`` every ``interval`` seconds (slow on purpose)."""
 
     def __init__(self, pid: int, interval: float = 2.0) -> None:
         super().__init__(pid)

@@ -1,4 +1,4 @@
-"""Benchmark core.journal and core.lease against bare baselines measured in the same run.
+"""Benchmark core.stores.turn_journal and core.stores.lease against bare baselines measured in the same run.
 
     python tests/bench/bench_journal_lease.py [--dir DIR] [--quick]
 
@@ -30,8 +30,8 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
-from hermes_tray_core import journal  # noqa: E402
-from hermes_tray_core.lease import LeaseStore  # noqa: E402
+from hermes_tray_core.stores import turn_journal as journal  # noqa: E402
+from hermes_tray_core.stores.lease import LeaseStore  # noqa: E402
 
 REFERENCE = Path(os.environ.get("HERMES_TRAY_REFERENCE_DIR", REPO.parent / "shared" / "reference"))
 
@@ -162,7 +162,7 @@ def bench_lease_single(root: Path, n: int) -> dict:
 CONTENDER = textwrap.dedent("""
     import json, sys, time
     sys.path.insert(0, sys.argv[5])
-    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.stores.lease import LeaseStore
     db, idx, start_at, duration = sys.argv[1], sys.argv[2], float(sys.argv[3]), float(sys.argv[4])
     s = LeaseStore(db)
     grants = []

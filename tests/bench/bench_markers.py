@@ -1,14 +1,14 @@
-"""Benchmark: core.markers vs Hermes' own marker store, and vs the disk's durable-write limit.
+"""Benchmark: core.markers.store vs Hermes' own marker store, and vs the disk's durable-write limit.
 
 Run: ``python tests/bench/bench_markers.py [--dir DIR] [--procs 4 --keys 8 --rounds 20]``
 
 Prints, for one run on one disk:
   * lost entries and ops/s with P processes x K keys x R rounds of record -> clear -> record on one
-    home, for core.markers and for the Hermes reference store (loaded at run time from
+    home, for core.markers.store and for the Hermes reference store (loaded at run time from
     ../shared/reference or $HERMES_REFERENCE_DIR);
   * the durable serial limit: one process looping temp file + fsync + replace + directory fsync,
     and each store's contended ops/s as a ratio of it, beside the barest locked writer that fsyncs each
-    change alone (what core.markers, which writes each change alone too, can at best reach);
+    change alone (what core.markers.store, which writes each change alone too, can at best reach);
   * single-process latency per record / clear vs that same durable atomic write.
   * skips against Hermes' non-locking writer (issue 11): Hermes' own read->rename time under load (what
     sizes the settle window), a library skip (exchange, settle excluded) vs one durable write, the real
@@ -35,21 +35,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
-from hermes_tray_core import markers  # noqa: E402
+from hermes_tray_core.markers import store as markers  # noqa: E402
 from tests.support.hermes_reference import ReferenceUnavailable, load_reference_markers  # noqa: E402
 
 PROMPT = "Refactor the payment module and keep the public API stable. " * 8  # ~500 chars, a typical prompt
 
 
 def _store(name: str):
-    return markers if name == "hermes_tray_core.markers" else load_reference_markers()
+    return markers if name == "hermes_tray_core.markers.store" else load_reference_markers()
 
 
 def _worker(name: str, home: str, proc: int, keys: int, rounds: int, barrier, out) -> None:
     store = _store(name)
     if store is markers:
         # As in a long-running writer: the exchange primitive (ctypes) is loaded once per process, at the
-        # first write (core.atomic_exchange), not per burst; the bursts measure steady-state throughput.
+        # first write (core.stores.exchange), not per burst; the bursts measure steady-state throughput.
         markers.atomic_exchange.mechanism()
     barrier.wait()
     t0 = time.perf_counter()
@@ -370,12 +370,12 @@ def main(argv: list[str] | None = None) -> int:
             reps = []
             for rep in range(args.reps):
                 before = statistics.median(durable_write_times(base, payload, 150))
-                ours = contended("hermes_tray_core.markers", base, args.procs, args.keys, args.rounds)
+                ours = contended("hermes_tray_core.markers.store", base, args.procs, args.keys, args.rounds)
                 ref = contended("reference", base, args.procs, args.keys, args.rounds) if have_ref else None
                 after = statistics.median(durable_write_times(base, payload, 150))
                 serial_ops = 2 / (before + after)  # the serial limit measured around this repetition
                 reps.append((ours["ops_s"] / serial_ops, ours, ref, serial_ops))
-                line = (f"  rep {rep + 1}: serial limit {serial_ops:6.0f}/s | core.markers {ours['ops_s']:6.0f} ops/s "
+                line = (f"  rep {rep + 1}: serial limit {serial_ops:6.0f}/s | core.markers.store {ours['ops_s']:6.0f} ops/s "
                         f"= {ours['ops_s'] / serial_ops:.2f}x, lost {ours['lost']}/{ours['expected']}, "
                         f"temp files {ours['temp_litter']}")
                 if ref:
@@ -389,9 +389,9 @@ def main(argv: list[str] | None = None) -> int:
             # The ratio to the serial limit, measured in short paired chunks (durable writes, then a contended
             # burst, then durable writes again) so both sides see the same disk and CPU: on a shared machine the
             # disk's speed swings several-fold within a minute, which the long runs above cannot bracket.
-            pairs: dict[str, list[float]] = {"hermes_tray_core.markers": [], "reference": [], "bare": []}
+            pairs: dict[str, list[float]] = {"hermes_tray_core.markers.store": [], "reference": [], "bare": []}
             for _ in range(args.pairs):
-                for name in pairs if have_ref else ["hermes_tray_core.markers", "bare"]:
+                for name in pairs if have_ref else ["hermes_tray_core.markers.store", "bare"]:
                     before = statistics.median(durable_write_times(base, payload, 40))
                     if name == "bare":
                         ops_s = bare_contended(base, args.procs, args.keys, 3)
@@ -399,7 +399,7 @@ def main(argv: list[str] | None = None) -> int:
                         ops_s = contended(name, base, args.procs, args.keys, 3)["ops_s"]
                     after = statistics.median(durable_write_times(base, payload, 40))
                     pairs[name].append(ops_s * (before + after) / 2)
-            ratio = statistics.median(pairs["hermes_tray_core.markers"])
+            ratio = statistics.median(pairs["hermes_tray_core.markers.store"])
             ref_ratio = statistics.median(pairs["reference"]) if have_ref else None
             bare_ratio = statistics.median(pairs["bare"])
 
@@ -407,7 +407,7 @@ def main(argv: list[str] | None = None) -> int:
             rec_m, clr_m, dur_m = statistics.median(rec), statistics.median(clr), statistics.median(dur)
 
             print(f"\n[contended, median of {args.reps}]")
-            print(f"  core.markers      lost {ours['lost']:2d}/{ours['expected']} (worst rep {lost_ours})  "
+            print(f"  core.markers.store      lost {ours['lost']:2d}/{ours['expected']} (worst rep {lost_ours})  "
                   f"{ours['ops_s']:6.0f} ops/s  temp files left {ours['temp_litter']}")
             if ref:
                 print(f"  hermes reference  lost {ref['lost']:2d}/{ref['expected']} "
@@ -415,30 +415,30 @@ def main(argv: list[str] | None = None) -> int:
                       f"temp files left {ref['temp_litter']}")
             print(f"  durable serial limit around that run: {1e3 / serial_ops:.3f} ms/write = {serial_ops:.0f}/s")
             if ref:
-                print(f"  core.markers / reference ops/s:        {ours['ops_s'] / ref['ops_s']:.2f}x")
+                print(f"  core.markers.store / reference ops/s:        {ours['ops_s'] / ref['ops_s']:.2f}x")
             print(f"\n[contended / durable serial limit, median of {args.pairs} paired bursts "
                   f"({args.procs} procs x {args.keys} keys x 3 rounds, durable writes just before and after each)]")
-            print(f"  core.markers: {ratio:.2f}x  (no target)   per burst: "
-                  + " ".join(f"{r:.2f}" for r in sorted(pairs["hermes_tray_core.markers"])))
+            print(f"  core.markers.store: {ratio:.2f}x  (no target)   per burst: "
+                  + " ".join(f"{r:.2f}" for r in sorted(pairs["hermes_tray_core.markers.store"])))
             if ref_ratio is not None:
                 print(f"  reference:    {ref_ratio:.2f}x  (no cross-process lock, no directory fsync: faster, "
                       "and loses markers)   per burst: " + " ".join(f"{r:.2f}" for r in sorted(pairs["reference"])))
             print(f"  bare locked:  {bare_ratio:.2f}x  (the barest writer that fsyncs each change alone under a "
                   "lock: the ceiling for writing each change alone)   per burst: "
                   + " ".join(f"{r:.2f}" for r in sorted(pairs["bare"])))
-            print(f"  core.markers / bare locked: {ratio / bare_ratio:.2f}x")
+            print(f"  core.markers.store / bare locked: {ratio / bare_ratio:.2f}x")
             print(f"\n[single process, median of {args.single} calls each, interleaved, 8 other markers in the file]")
             print(f"  durable atomic write: {dur_m * 1e3:.3f} ms")
             print(f"  record_turn_start:    {rec_m * 1e3:.3f} ms = {rec_m / dur_m:.2f}x  (target <= 1.30)")
             print(f"  clear_turn_marker:    {clr_m * 1e3:.3f} ms = {clr_m / dur_m:.2f}x  (target <= 1.30)")
             print(f"\n[temp-file litter] {args.kills} writers SIGKILLed at random moments (60 KB prompts)")
-            for label, name in [("hermes_tray_core.markers", "hermes_tray_core.markers")] + ([("hermes reference", "reference")] if have_ref else []):
+            for label, name in [("hermes_tray_core.markers.store", "hermes_tray_core.markers.store")] + ([("hermes reference", "reference")] if have_ref else []):
                 left, swept = kill_litter(name, base, args.kills)
                 print(f"  {label:17s} temp files left: {left} after the kills, {swept} after the next write")
             ok = lost_ours == 0 and max(rec_m, clr_m) / dur_m <= 1.3
 
         print("\n[issue 11: skips against Hermes' non-locking writer]")
-        from hermes_tray_core.marker_settle import SETTLE_SECS
+        from hermes_tray_core.markers.settle import SETTLE_SECS
 
         if have_ref:
             for writers, burners in ((2, 0), (2, 3)):

@@ -3,7 +3,7 @@
 For each backend (the simulated one, and the real hermes-agent 0.19.0 gateway when its cached
 venv exists or can be created), alternating runs of:
 
-* **hermes-tray**: ``core.resume.resume_turn`` — claim lease, marker re-check, policy, journal,
+* **hermes-tray**: ``core.continuing.resume.resume_turn`` — claim lease, marker re-check, policy, journal,
   capability (cached), spawn, ``gateway.ready``, ``session.resume``, marker for the run,
   ``prompt.submit`` — until ``message.start`` arrives;
 * **minimal client**: ``Popen`` + readline + ``json`` doing only spawn, ready, ``session.resume``,
@@ -56,8 +56,8 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
-from hermes_tray_core import gateway  # noqa: E402
-from hermes_tray_core.resume import resume_turn  # noqa: E402
+from hermes_tray_core.continuing import gateway  # noqa: E402
+from hermes_tray_core.continuing.resume import resume_turn  # noqa: E402
 from tests.support.sim_homes import make_home, plant_marker, tray_dirs  # noqa: E402
 
 PROMPT = "Benchmark prompt: summarise the repository layout."
@@ -165,7 +165,7 @@ def tray_live_run(home: Path, key: str, *, prefer: bool, install: gateway.Hermes
 def bench_live(hermes_python: Path, home: Path, key: str, runs: int) -> None:
     from real_dashboard import running_dashboard
 
-    from hermes_tray_core.live_backend import find_live_backend
+    from hermes_tray_core.backend.running import find_live_backend
 
     real = gateway.install_from_command([str(hermes_python)])
     with running_dashboard(hermes_python, home) as (_proc, port):
@@ -188,7 +188,7 @@ def bench_live(hermes_python: Path, home: Path, key: str, runs: int) -> None:
             rng.shuffle(steps)
             for step in steps:
                 step()
-        from hermes_tray_core.live_backend import forget
+        from hermes_tray_core.backend.running import forget
 
         cold = []
         for _ in range(5):  # what a fresh process (the `hermes-tray resume` CLI) pays to find the backend
@@ -310,7 +310,7 @@ def main() -> None:
 
 def _first_note_at(mock, since: int, timeout: float = 120.0) -> float:
     """Arrival time (wall clock) of the first continuation request at the mock model after ``since``."""
-    from hermes_tray_core.continuation import NOTE_PREFIX
+    from hermes_tray_core.hermes.note import NOTE_PREFIX
 
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
@@ -322,7 +322,7 @@ def _first_note_at(mock, since: int, timeout: float = 120.0) -> float:
 
 
 def _marker_gone(home: Path, key: str, timeout: float = 120.0) -> None:
-    from hermes_tray_core.markers import list_turn_markers
+    from hermes_tray_core.markers.store import list_turn_markers
 
     deadline = time.monotonic() + timeout
     while key in list_turn_markers(home):
@@ -375,7 +375,7 @@ def g2_minimal_run(home: Path, key: str, mock, port: int, token: str) -> float:
 def bench_g2(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
     from real_dashboard import running_dashboard
 
-    from hermes_tray_core.live_backend import find_live_backend
+    from hermes_tray_core.backend.running import find_live_backend
 
     spawned_install = gateway.install_from_command([str(g2_python)])
     gateway.probe_capabilities(spawned_install, env=gateway.gateway_environment(home), cwd=str(Path.home()))
@@ -415,11 +415,11 @@ def bench_detect(g2_python: Path, home: Path, key: str, mock, runs: int) -> None
 
     from real_dashboard import start_dashboard, stop_dashboard
 
-    from hermes_tray_core import decisions
-    from hermes_tray_core.live_backend import find_live_backend, forget
-    from hermes_tray_core.markers import MarkerStore, list_turn_markers
-    from hermes_tray_core.rpc import RpcSession
-    from hermes_tray_core.transport_ws import WebSocketTransport
+    from hermes_tray_core.backend.rpc import RpcSession
+    from hermes_tray_core.backend.running import find_live_backend, forget
+    from hermes_tray_core.backend.websocket import WebSocketTransport
+    from hermes_tray_core.markers.store import MarkerStore, list_turn_markers
+    from hermes_tray_core.stores import decisions
     from tests.support.product import product_env, tray_argv
 
     helper = subprocess.Popen(tray_argv("helper", "--no-notifications", "--home", str(home)), env=product_env(),

@@ -4,9 +4,9 @@ Each trick against its plain alternative, in what a user feels:
 
 * ``core.digest`` (CPython's built-in SHA-256) vs ``hashlib.sha256`` (OpenSSL's: maps libcrypto);
 * ``core.lazy_log`` (``logging`` imported on first use) vs ``logging.getLogger`` at import;
-* the journal reader's fast path (``core.journal._parse_clean``: one C scan over the file) vs ``json.loads``
+* the journal reader's fast path (``core.stores.turn_journal._parse_clean``: one C scan over the file) vs ``json.loads``
   line by line (what ``_parse_lines`` does when the fast path declines), and its read by descriptor
-  (``core.journal._read_bytes``) vs ``open(path, "rb").read()``;
+  (``core.stores.turn_journal._read_bytes``) vs ``open(path, "rb").read()``;
 * ``hermes_tray.cli.main._exit_now`` (a finished command skips the interpreter's teardown) vs a normal exit.
 
 Measured: ``hermes-tray status --json`` cold (empty scan cache: every WebUI journal parsed) and warm, on
@@ -39,7 +39,7 @@ sys.path[:0] = [str(REPO), str(REPO / "tests" / "bench")]
 
 import bench_status  # noqa: E402
 
-#: The plain alternative to core.journal._read_bytes (for the child processes below).
+#: The plain alternative to core.stores.turn_journal._read_bytes (for the child processes below).
 PLAIN_READ = r"""
 def plain_read(path):
     try:
@@ -63,9 +63,9 @@ if "digest" in plain:
     import hashlib
     mod("hermes_tray_core.digest")._sha256 = hashlib.sha256
 if "journal" in plain:
-    mod("hermes_tray_core.journal")._parse_clean = lambda text: None  # every file read line by line: json.loads
+    mod("hermes_tray_core.stores.turn_journal")._parse_clean = lambda text: None  # every file read line by line: json.loads
 if "read" in plain:
-    mod("hermes_tray_core.journal")._read_bytes = plain_read
+    mod("hermes_tray_core.stores.turn_journal")._read_bytes = plain_read
 if "exit" in plain:
     mod("hermes_tray.cli.main")._exit_now = lambda code: None  # the interpreter's ordinary teardown
 sys.argv = ["hermes-tray", *sys.argv[2:]]
@@ -138,7 +138,7 @@ def bench_status_variants(runs: int) -> tuple[dict[str, dict[str, list[float]]],
 
 READER = PLAIN_READ + r"""
 import json, sys, time
-from hermes_tray_core import journal
+from hermes_tray_core.stores import turn_journal as journal
 files = json.loads(sys.argv[1])
 runs = int(sys.argv[2])
 fast_parse, fd_read = journal._parse_clean, journal._read_bytes

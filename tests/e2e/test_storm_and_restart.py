@@ -15,7 +15,7 @@ from tests.e2e.conftest import start_tray, wait_for
 from tests.support.product import product_env
 
 WRITER = (
-    "import sys, time; from hermes_tray_core.markers import record_turn_start; "
+    "import sys, time; from hermes_tray_core.markers.store import record_turn_start; "
     "record_turn_start(sys.argv[1], sys.argv[2], 'storm turn ' + sys.argv[2]); print('ready', flush=True); time.sleep(600)"
 )
 
@@ -69,7 +69,7 @@ def test_crash_storm_is_one_notification_updated_in_place(desktop, demo, tmp_pat
         assert final["id"] == first["id"]
         assert set(final["actions"]) >= {"resume-all", "skip-all", "open"}
         desktop.click_action(final["id"], "skip-all")
-        from hermes_tray_core.markers import list_turn_markers
+        from hermes_tray_core.markers.store import list_turn_markers
 
         wait_for(lambda: not list_turn_markers(demo.home), 10, "all three skipped")
     finally:

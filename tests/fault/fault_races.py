@@ -12,7 +12,7 @@ rewriting ``interrupted_turns.json`` at ``rate`` writes/s:
 
 Meanwhile this process skips ``crash-*`` entries as the user would: through the skip primitive
 (``remove_marker_if_unchanged``: compare-and-remove by exchange, then its settle window), through
-``core.skip.skip_turn`` (the same under the turn's claim) or through the real ``hermes-tray skip`` CLI. After the run and a settle of ``settle`` seconds the file is judged:
+``core.continuing.skip.skip_turn`` (the same under the turn's claim) or through the real ``hermes-tray skip`` CLI. After the run and a settle of ``settle`` seconds the file is judged:
 
 * **ghosts**: a ``turn-*`` entry Hermes cleared that is present again;
 * **skipped back**: a ``crash-*`` entry we skipped that is present again with the value we skipped;
@@ -119,9 +119,9 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
                        settle: float = 2.0, env: dict[str, str] | None = None, max_seconds: float = 120.0
                        ) -> dict[str, Any]:
     """Run the race (see module doc) until ``skips`` skips succeeded; return the counts."""
-    from hermes_tray_core import marker_settle
-    from hermes_tray_core import skip as core_skip
-    from hermes_tray_core.markers import list_turn_markers, remove_marker_if_unchanged
+    from hermes_tray_core.continuing import skip as core_skip
+    from hermes_tray_core.markers import settle as marker_settle
+    from hermes_tray_core.markers.store import list_turn_markers, remove_marker_if_unchanged
 
     home = tmp / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
@@ -135,7 +135,7 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
     while not Path(str(out) + ".ready").exists():
         assert proc.poll() is None and time.monotonic() < deadline, "the Hermes writer did not start"
         time.sleep(0.005)
-    mlog = logging.getLogger("hermes_tray_core.markers")
+    mlog = logging.getLogger("hermes_tray_core.markers.store")
     merges = _Count("merging")
     mlog.addHandler(merges)
     old_level = mlog.level

@@ -40,7 +40,7 @@ def _env(root: Path, extra: dict | None = None) -> dict[str, str]:
 
 def _write_settings(root: Path, sim_root: Path, mode: str, *, notify: bool = False) -> None:
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray_core.settings import TraySettings, save_settings
+    from hermes_tray_core.stores.settings import TraySettings, save_settings
 
     save_settings(
         TraySettings(mode=mode, notify=notify, hermes_command=tuple(sim_command(sim_root))),
@@ -122,7 +122,7 @@ def exactly_once_race(workdir: Path, turns: int, sim_root: Path, *, cli_per_turn
     helper and the ``resume`` commands all start at the same instant. Otherwise the tray and the
     helper are up and watching when the turns are interrupted, and the commands start then."""
     from hermes_tray.demo import sim_state
-    from hermes_tray_core.markers import list_turn_markers
+    from hermes_tray_core.markers.store import list_turn_markers
     from tests.support.sim_homes import make_home, plant_marker
 
     root = Path(workdir)
@@ -197,8 +197,8 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
                with_helper: bool = True) -> dict:
     """Every continuation dies mid-turn. Count continuations the backend ran and what the tray said."""
     from hermes_tray.demo.sim_backend import write_control
-    from hermes_tray_core import decisions
-    from hermes_tray_core.markers import list_turn_markers
+    from hermes_tray_core.markers.store import list_turn_markers
+    from hermes_tray_core.stores import decisions
     from tests.support.sim_homes import make_home, plant_marker
 
     root = Path(workdir)
@@ -257,16 +257,17 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
                    claim: bool = True) -> dict:
     """A user skip landing inside a resume's window (after the claim and marker check, while the
     gateway answers ``session.resume``). In-process resume (thread) + a skip. ``claim=True``: the skip
-    the tray and the CLI make (``core.skip.skip_turn``, which takes the resume's claim when it exists);
+    the tray and the CLI make (``core.continuing.skip.skip_turn``, which takes the resume's claim when it exists);
     ``claim=False``: a bare compare-and-remove, as a skip that does not take the claim (an older tray, a
     hand edit) would. One winner: skip ok XOR a continuation ran."""
     import threading
 
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray_core import decisions, gateway
-    from hermes_tray_core.markers import remove_marker_if_unchanged
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core.markers.store import remove_marker_if_unchanged
+    from hermes_tray_core.stores import decisions
     from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = Path(workdir)
@@ -288,8 +289,8 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
         skip_turn = None
         if claim:
             try:
-                from hermes_tray_core.skip import skip_turn
-            except ImportError:  # before core.skip existed, the CLI and the tray did a bare compare-and-remove
+                from hermes_tray_core.continuing.skip import skip_turn
+            except ImportError:  # before core.continuing.skip existed, the CLI and the tray did a bare compare-and-remove
                 skip_turn = None
         if skip_turn is not None:
             skipped = skip_turn(home, key, shown, via="fault-race").ok
@@ -345,7 +346,7 @@ def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, m
         # after recording the turn's marker). A turn logged as started whose gateway died before that
         # (its resumer was killed, stdin closed) ran nothing and left the marker as it was.
         from hermes_tray.demo import sim_state
-        from hermes_tray_core.continuation import is_continuation_note
+        from hermes_tray_core.hermes.note import is_continuation_note
 
         worked = sum(1 for role, text in sim_state.messages(home, key) if role == "user" and is_continuation_note(text))
         dup = max(0, worked - len(set(attempts))) if attempts else 0

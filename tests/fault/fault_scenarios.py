@@ -71,7 +71,7 @@ def _naive_write(target: Path, data: bytes) -> None:
 
 
 def _fsutil_writer(ack, target: str, start: int, seed: int, naive: bool = False) -> None:
-    from hermes_tray_core.fsutil import atomic_write_bytes
+    from hermes_tray_core.stores.fsutil import atomic_write_bytes
 
     write = _naive_write if naive else atomic_write_bytes
     rng = random.Random(seed)
@@ -119,7 +119,7 @@ def crash_fsutil(workdir: Path, kills: int, rng: random.Random, *, naive: bool =
         litter = temp_litter(target.parent, target.name)
         litter_max = max(litter_max, len(litter))
         assert len(litter) <= 1, f"round {res.index}: temp litter {litter}"
-        from hermes_tray_core.fsutil import sweep_stale_temps
+        from hermes_tray_core.stores.fsutil import sweep_stale_temps
 
         sweep_stale_temps(target)
         assert temp_litter(target.parent, target.name) == [], "sweep left a dead writer's temp file"
@@ -137,7 +137,7 @@ def crash_fsutil(workdir: Path, kills: int, rng: random.Random, *, naive: bool =
     return stats
 
 
-# --------------------------------------------------------------------------- core.markers
+# --------------------------------------------------------------------------- core.markers.store
 
 MARKER_KEYS = [f"20261129_1200{n:02d}_fault{n:02d}" for n in range(20)]
 
@@ -147,7 +147,7 @@ def marker_prompt(i: int) -> str:
 
 
 def _markers_writer(ack, home: str, start: int, seed: int) -> None:
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     rng = random.Random(seed)
     present = set(markers.list_turn_markers(home))
@@ -169,8 +169,8 @@ def _markers_writer(ack, home: str, start: int, seed: int) -> None:
 
 
 def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.markers record/clear under SIGKILL: the file always parses, no acked change lost."""
-    from hermes_tray_core import markers
+    """hermes_tray_core.markers.store record/clear under SIGKILL: the file always parses, no acked change lost."""
+    from hermes_tray_core.markers import store as markers
 
     home = Path(workdir) / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
@@ -246,7 +246,7 @@ def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
     return stats
 
 
-# --------------------------------------------------------------------------- core.journal
+# --------------------------------------------------------------------------- core.stores.turn_journal
 
 JOURNAL_SID = "fault-session_01"
 
@@ -258,7 +258,7 @@ def journal_blob(seq: int) -> str:
 
 
 def _journal_writer(ack, session_dir: str, start: int, seed: int, sid: str = JOURNAL_SID) -> None:
-    from hermes_tray_core import journal
+    from hermes_tray_core.stores import turn_journal as journal
 
     ack("R")
     i = start
@@ -274,8 +274,8 @@ def _journal_writer(ack, session_dir: str, start: int, seed: int, sid: str = JOU
 
 
 def crash_journal(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.journal appends under SIGKILL: every acked event readable, torn tails never swallow one."""
-    from hermes_tray_core import journal
+    """hermes_tray_core.stores.turn_journal appends under SIGKILL: every acked event readable, torn tails never swallow one."""
+    from hermes_tray_core.stores import turn_journal as journal
 
     session_dir = Path(workdir) / "sessions"
     acked: set[int] = set()
@@ -325,13 +325,13 @@ def crash_journal(workdir: Path, kills: int, rng: random.Random) -> KillStats:
     return stats
 
 
-# --------------------------------------------------------------------------- core.lease
+# --------------------------------------------------------------------------- core.stores.lease
 
 LEASE_NAMES = ["resume:/h:s1", "resume:/h:s2", "resume:/h:s3"]
 
 
 def _lease_writer(ack, db: str, tag: str, seed: int) -> None:
-    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.stores.lease import LeaseStore
 
     rng = random.Random(seed)
     store = LeaseStore(Path(db))
@@ -359,8 +359,8 @@ def _lease_writer(ack, db: str, tag: str, seed: int) -> None:
 
 
 def crash_lease(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.lease under SIGKILL: the db stays sound, epochs never go back, a dead holder is taken over at once."""
-    from hermes_tray_core.lease import LeaseStore
+    """hermes_tray_core.stores.lease under SIGKILL: the db stays sound, epochs never go back, a dead holder is taken over at once."""
+    from hermes_tray_core.stores.lease import LeaseStore
 
     db = Path(workdir) / "leases.sqlite3"
     max_epoch: dict[str, int] = {}
@@ -419,7 +419,7 @@ def settings_homes(i: int) -> list[str]:
 
 
 def _settings_writer(ack, path: str, start: int, seed: int) -> None:
-    from hermes_tray_core import settings
+    from hermes_tray_core.stores import settings
 
     ack("R")
     i = start
@@ -431,8 +431,8 @@ def _settings_writer(ack, path: str, start: int, seed: int) -> None:
 
 
 def crash_settings(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.settings.update_settings under SIGKILL: config.toml always loads, holds the last acked or in-flight value."""
-    from hermes_tray_core import settings
+    """hermes_tray_core.stores.settings.update_settings under SIGKILL: config.toml always loads, holds the last acked or in-flight value."""
+    from hermes_tray_core.stores import settings
 
     path = Path(workdir) / "cfg" / "config.toml"
     state = {"i": None}
@@ -495,7 +495,7 @@ def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
     os.environ["HERMES_TRAY_STATE_DIR"] = state_dir  # the config lock lives in the tray's state dir
     import ruamel.yaml  # noqa: F401 - imported before "ready", so the kills land in writes, not in an import
 
-    from hermes_tray_core import backend_config
+    from hermes_tray_core.hermes import config as backend_config
 
     backend_config.read_backend_config(home)
     ack("R")
@@ -509,7 +509,7 @@ def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
 
 
 def crash_config_yaml(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.backend_config.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
+    """hermes_tray_core.hermes.config.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
     user's bytes outside the two edited values and its own mode, holds the last acked or in-flight value."""
     from ruamel.yaml import YAML
 
@@ -569,7 +569,7 @@ DECISION_FLOW = ("notified", "approved", "dispatched", "completed")
 
 
 def _decisions_writer(ack, directory: str, start: int, seed: int, max_bytes: int) -> None:
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     rng = random.Random(seed)
     j = decisions.DecisionJournal(Path(directory), max_bytes=max_bytes)
@@ -598,7 +598,7 @@ def _decisions_writer(ack, directory: str, start: int, seed: int, max_bytes: int
 def crash_decisions(workdir: Path, kills: int, rng: random.Random, *, max_bytes: int = 3_000) -> KillStats:
     """The tray's bounded decision journal under SIGKILL, compacting constantly (tiny max_bytes):
     every acked event of an unfinished turn survives; a finished turn is dropped whole or kept whole."""
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     directory = Path(workdir) / "journal"
     acked: dict[str, list[int]] = {}  # key -> acked seqs

@@ -66,7 +66,7 @@ def mp_context():
             if str(HERE) not in sys.path:
                 sys.path.insert(0, str(HERE))
             ctx = multiprocessing.get_context("forkserver")
-            ctx.set_forkserver_preload(["faultkit", "hermes_tray_core.fsutil", "hermes_tray_core.procid"])
+            ctx.set_forkserver_preload(["faultkit", "hermes_tray_core.stores.fsutil", "hermes_tray_core.process.identity"])
             _CTX = ctx
     return _CTX
 
@@ -186,7 +186,7 @@ def kill_rounds(
 
 def temp_litter(directory: Path, target_name: str) -> list[str]:
     """Writer temp files for ``target_name`` in ``directory`` (names a reader never opens)."""
-    from hermes_tray_core.fsutil import is_temp_name
+    from hermes_tray_core.stores.fsutil import is_temp_name
 
     try:
         names = os.listdir(directory)

@@ -98,7 +98,7 @@ def disk(tmp_path, monkeypatch):
 
 
 def _home(disk: Disk) -> tuple[Path, bytes]:
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = disk.root / "home"
     home.mkdir()
@@ -112,7 +112,7 @@ def _no_litter(d: Path) -> None:
 
 
 def test_marker_writes_fail_cleanly(disk):
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home, good = _home(disk)
     path = home / "desktop" / "interrupted_turns.json"
@@ -134,7 +134,7 @@ def test_marker_writes_fail_cleanly(disk):
 
 
 def test_journal_append_fails_cleanly(disk):
-    from hermes_tray_core import journal
+    from hermes_tray_core.stores import turn_journal as journal
 
     sdir = disk.root / "sessions"
     for i in range(3):
@@ -149,7 +149,8 @@ def test_journal_append_fails_cleanly(disk):
 
 
 def test_config_writes_fail_cleanly(disk):
-    from hermes_tray_core import backend_config, settings
+    from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.stores import settings
 
     home = disk.root / "home"
     home.mkdir()
@@ -173,7 +174,7 @@ def test_config_writes_fail_cleanly(disk):
 def test_lease_store_on_a_full_disk_refuses(disk):
     if not disk.real:
         pytest.skip("SQLite's ENOSPC needs a real full filesystem (root + tmpfs)")
-    from hermes_tray_core.lease import LeaseStore
+    from hermes_tray_core.stores.lease import LeaseStore
 
     db = disk.root / "leases.sqlite3"
     store = LeaseStore(db)
@@ -216,7 +217,7 @@ def test_resume_claim_on_a_full_state_disk_refuses_cleanly(disk, monkeypatch):
     """The tray's own state dir (lease db, decision journal) on a full disk: resume refuses, says why."""
     if not disk.real:
         pytest.skip("needs the real full filesystem")
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing.resume import resume_turn
 
     home, _good = _home(disk)
     state = disk.root / "tray-state"

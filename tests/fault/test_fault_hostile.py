@@ -68,9 +68,9 @@ def scratch():
 
 
 def _check_scan(home: Path, *, strict_json: bool = False):
-    from hermes_tray_core.homes import Home
-    from hermes_tray_core.policy import VERDICTS
-    from hermes_tray_core.scanner import Scanner
+    from hermes_tray_core.deciding.policy import VERDICTS
+    from hermes_tray_core.hermes.homes import Home
+    from hermes_tray_core.scanning.scanner import Scanner
 
     result = Scanner([Home(home, "default", "cli")]).scan()
     for rep in result.homes:
@@ -130,7 +130,7 @@ def test_scanner_survives_any_home(scratch, inp):
 @given(data=H.marker_bytes, key=H.weird_keys, prompt=H.prompts)
 def test_marker_writes_set_corrupt_files_aside(scratch, data, key, prompt):
     """A Hermes-compatible write over any file content never raises and never destroys the old bytes."""
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = scratch.reset()
     path = home / "desktop" / "interrupted_turns.json"
@@ -164,7 +164,7 @@ def test_marker_writes_set_corrupt_files_aside(scratch, data, key, prompt):
 @given(data=H.yaml_bytes, fresh=st.integers(min_value=1, max_value=10_000))
 def test_config_yaml_write_is_refused_or_correct(scratch, data, fresh):
     """write_auto_continue: a file it cannot edit safely is left byte for byte, with a clear error."""
-    from hermes_tray_core import backend_config
+    from hermes_tray_core.hermes import config as backend_config
 
     home = scratch.reset()
     path = home / "config.yaml"
@@ -188,7 +188,7 @@ def test_config_yaml_write_is_refused_or_correct(scratch, data, fresh):
 @given(data=H.toml_bytes)
 def test_config_toml_load_and_update(scratch, data):
     """Tray settings: any file → defaults/values or SettingsError naming the problem; a refused update changes nothing."""
-    from hermes_tray_core import settings
+    from hermes_tray_core.stores import settings
 
     home = scratch.reset()
     path = home / "config.toml"
@@ -211,7 +211,7 @@ def test_config_toml_load_and_update(scratch, data):
 @H.SETTINGS
 @given(lines=H.journal_bytes, sid=st.sampled_from(["s1", "fault-1"]))
 def test_journal_reader_tolerates_anything(scratch, lines, sid):
-    from hermes_tray_core import journal
+    from hermes_tray_core.stores import turn_journal as journal
 
     home = scratch.reset()
     sdir = home / "webui" / "sessions"
@@ -233,8 +233,9 @@ BAD_IDS = ["../x", "a/b", "a\\b", "..", "x\x00y", "x\ny", "\x7f", "x" * 10_000, 
 
 @pytest.mark.parametrize("bad", BAD_IDS, ids=lambda s: repr(s[:12]))
 def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
-    from hermes_tray_core import journal, markers
-    from hermes_tray_core.ids import InvalidIdError
+    from hermes_tray_core.keys import InvalidIdError
+    from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.stores import turn_journal as journal
 
     home = scratch.reset()
     store = markers.MarkerStore(home)
@@ -253,7 +254,7 @@ def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
         for f in files:
             assert Path(dirpath).is_relative_to(home / "desktop"), f"file written outside the desktop dir: {dirpath}/{f}"
     try:
-        from hermes_tray_core import resume
+        from hermes_tray_core.continuing import resume
     except ImportError:
         return
     fn = getattr(resume, "resume_turn", None)
@@ -263,7 +264,7 @@ def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
 
 
 def test_huge_prompt_is_capped(scratch):
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = scratch.reset()
     markers.record_turn_start(home, "20261129_120000_big", "é" * 1_000_000)
@@ -275,7 +276,7 @@ def test_huge_prompt_is_capped(scratch):
 
 def test_locked_state_db_is_reported_not_raised(scratch):
     """A Hermes writer holding state.db exclusively: the scan finishes (busy timeout) and says so."""
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = scratch.reset()
     H.write_state_db(home / "state.db", "classic", ["20261129_120000_lock"], [], b"")
@@ -303,7 +304,7 @@ def test_locked_state_db_is_reported_not_raised(scratch):
 
 def test_markers_from_the_future(scratch):
     """Clock skew: a marker dated a year ahead never reads as a negative age, and the scan stays sane."""
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = scratch.reset()
     path = home / "desktop" / "interrupted_turns.json"
@@ -343,11 +344,11 @@ BOMB_CHILD = textwrap.dedent(
     (home / "config.yaml").write_text(hostile.BILLION_LAUGHS)
     t0 = time.monotonic()
     if sys.argv[2] == "read":
-        from hermes_tray_core.backend_config import read_backend_config
+        from hermes_tray_core.hermes.config import read_backend_config
         cfg = read_backend_config(home)
         print("OK", cfg.auto_continue, cfg.error, sum(len(w) for w in cfg.warnings))
     else:
-        from hermes_tray_core.backend_config import BackendConfigError, write_auto_continue
+        from hermes_tray_core.hermes.config import BackendConfigError, write_auto_continue
         try:
             write_auto_continue(home, freshness_minutes=5)
             print("OK written")

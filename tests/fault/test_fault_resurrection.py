@@ -52,7 +52,7 @@ def _skip_cli(root: Path, home: Path, key: str) -> None:
 
 @pytest.mark.parametrize("mode", ["ask", "auto"])
 def test_resurrected_skip_is_skipped_again_silently(sim, tmp_path, mode):
-    from hermes_tray_core.markers import list_turn_markers
+    from hermes_tray_core.markers.store import list_turn_markers
     from tests.support.sim_homes import make_home, plant_marker
 
     home, key = make_home(tmp_path / "home", turn_seconds=0.3)

@@ -48,7 +48,7 @@ def session(tmp_path_factory, sim_roots):
     """Run the whole realistic session once; the tests below inspect what it left."""
     from hermes_tray.demo import sim_state
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray_core.settings import TraySettings, save_settings
+    from hermes_tray_core.stores.settings import TraySettings, save_settings
     from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = tmp_path_factory.mktemp("security")
@@ -208,7 +208,7 @@ def _untouched(trap: Path) -> None:
 
 
 def test_marker_file_symlink_refused(tmp_path, trap):
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = tmp_path / "home"
     (home / "desktop").mkdir(parents=True)
@@ -223,7 +223,7 @@ def test_marker_file_symlink_refused(tmp_path, trap):
 
 
 def test_marker_lock_symlink_refused(tmp_path, trap):
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
 
     home = tmp_path / "home"
     (home / "desktop").mkdir(parents=True)
@@ -240,7 +240,7 @@ def test_a_symlinked_desktop_dir_is_followed_as_hermes_follows_it(tmp_path):
     so the tray reads and writes that same file (refusing would leave the turns Hermes records there
     unresumable and unskippable). Whoever can make that link can edit the markers anyway; what stays
     refused is a link in place of the marker, lock or temp file itself (the tests above)."""
-    from hermes_tray_core import markers
+    from hermes_tray_core.markers import store as markers
     from tests.support.hermes_reference import reference_or_skip
 
     home = tmp_path / "home"
@@ -260,7 +260,7 @@ def test_a_symlinked_desktop_dir_is_followed_as_hermes_follows_it(tmp_path):
 
 
 def test_webui_journal_symlink_refused(tmp_path, trap):
-    from hermes_tray_core import journal
+    from hermes_tray_core.stores import turn_journal as journal
 
     sdir = tmp_path / "sessions"
     (sdir / "_turn_journal").mkdir(parents=True)
@@ -271,7 +271,7 @@ def test_webui_journal_symlink_refused(tmp_path, trap):
 
 
 def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
     j = decisions.DecisionJournal(tmp_path / "state" / "journal")
@@ -285,7 +285,8 @@ def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
 
 
 def test_settings_and_config_yaml_symlinks_refused(tmp_path, trap, monkeypatch):
-    from hermes_tray_core import backend_config, settings
+    from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.stores import settings
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
     cfg = tmp_path / "cfg"
@@ -312,7 +313,7 @@ exec {python} "$@"
 
 def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch, sim_roots):
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray_core import gateway
+    from hermes_tray_core.continuing import gateway
     from tests.support.sim_homes import make_home, plant_marker
 
     monkeypatch.setenv("HERMES_TRAY_SECRET_PROBE", "leak-me-not")  # tray dirs: tests/conftest.py user_dirs
@@ -326,7 +327,7 @@ def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch
     pwned = tmp_path / "pwned"
     home, key = make_home(tmp_path / f"home $(touch {pwned}) `touch {pwned}` ; touch {pwned}", turn_seconds=0.2)
     entry = plant_marker(home, key, P_RESUME)
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing.resume import resume_turn
 
     res = resume_turn(home, key, entry, install=gateway.install_from_command([str(fake)]),
                       options=gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,

@@ -9,7 +9,7 @@ marker, while the gateway is answering ``session.resume`` — the window every r
 
 Found with this test (legacy backends, i.e. hermes-agent 0.19.0 from PyPI): the skip succeeded,
 then the tray recorded its own continuation marker unconditionally and submitted the note — the
-skipped turn was continued. Fixed in a7f746a: skips take the resume's claim (``core.skip``), and
+skipped turn was continued. Fixed in a7f746a: skips take the resume's claim (``core.continuing.skip``), and
 the legacy path takes the marker over by compare-and-swap before it submits. Both skips are
 raced here: the tray/CLI one (claim) and a bare compare-and-remove (no claim).
 """
@@ -19,7 +19,7 @@ from __future__ import annotations
 import fault_resume_race as R  # noqa: E402
 import pytest
 
-from hermes_tray_core.markers import list_turn_markers  # noqa: E402
+from hermes_tray_core.markers.store import list_turn_markers  # noqa: E402
 
 
 @pytest.mark.parametrize("claim", [True, False], ids=["tray-cli-skip", "bare-compare-and-remove"])

@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from hermes_tray_core.scanner import TurnRecord
+from hermes_tray_core.scanning.scanner import TurnRecord
 
 pytest.importorskip("pytestqt")
 

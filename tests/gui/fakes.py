@@ -12,7 +12,7 @@ from typing import Any
 
 from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
 from hermes_tray.notify.base import Note, Notifier
-from hermes_tray_core import decisions
+from hermes_tray_core.stores import decisions
 
 
 class RecordingNotifier(Notifier):
@@ -86,7 +86,7 @@ class FakeEngine:
         self.acted_on.append(("resume", record))
         self.resumed.append(record.session_key)
         self.note("approved", record)
-        from hermes_tray_core.gateway import Progress
+        from hermes_tray_core.continuing.gateway import Progress
 
         on_progress(Progress("running", 0.5, "message.delta", 3))
         end = time.monotonic() + self.resume_delay

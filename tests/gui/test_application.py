@@ -152,7 +152,7 @@ def test_with_no_program_to_open_it_the_log_folder_and_the_notices_show_their_pa
     from PySide6.QtGui import QDesktopServices, QGuiApplication
 
     from hermes_tray.app.about import AboutDialog
-    from hermes_tray_core.paths import log_dir
+    from hermes_tray_core.stores.paths import log_dir
 
     opened: list[str] = []
     monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: opened.append(url.toString()) and False))

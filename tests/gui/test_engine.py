@@ -10,13 +10,13 @@ from fakes import RecordingNotifier
 from hermes_tray.controller import Controller
 from hermes_tray.engine import CoreEngine
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core.homes import discover_homes
+from hermes_tray_core.hermes.homes import discover_homes
 from tests.support.fixture_homes import FixtureHome, marker_entry
 
 
 def _broken_journal() -> None:
     """The decision journal cannot be written: a plain file where its directory should be."""
-    from hermes_tray_core.paths import decision_journal_dir
+    from hermes_tray_core.stores.paths import decision_journal_dir
 
     path = decision_journal_dir()
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -60,7 +60,7 @@ class _SpyEngine(CoreEngine):
 
 
 def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path: Path) -> None:
-    from hermes_tray_core.settings import update_settings
+    from hermes_tray_core.stores.settings import update_settings
 
     update_settings({"mode": "auto"})
     home = FixtureHome(tmp_path / "hermes")
@@ -85,9 +85,9 @@ def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path
 
 _HOLD_CLAIM = """
 import sys, time
-from hermes_tray_core.lease import LeaseStore
-from hermes_tray_core.paths import lease_db
-from hermes_tray_core.resume import claim_name
+from hermes_tray_core.stores.lease import LeaseStore
+from hermes_tray_core.stores.paths import lease_db
+from hermes_tray_core.continuing.resume import claim_name
 lease = LeaseStore(lease_db()).acquire(claim_name(sys.argv[1], sys.argv[2]), "pid=0:via=tray-auto", ttl=60, wait=0)
 print("held" if lease else "not-held", flush=True)
 time.sleep(60)
@@ -100,7 +100,7 @@ def test_losing_the_resume_claim_to_another_process_is_silent_in_auto_mode(qtbot
     import subprocess
     import sys
 
-    from hermes_tray_core.settings import update_settings
+    from hermes_tray_core.stores.settings import update_settings
 
     home = FixtureHome(tmp_path / "hermes")
     home.add_session("s1", title="Contested")
@@ -127,7 +127,7 @@ def test_losing_the_resume_claim_to_another_process_is_silent_in_auto_mode(qtbot
                 assert outcome_notes == [], "the loser of the claim must not report a failure"
             else:
                 assert outcome_notes and outcome_notes[-1].title == "Turn not resumed"
-        # core.resume journals the refusal (under the session, without the turn's start for now)
+        # core.continuing.resume journals the refusal (under the session, without the turn's start for now)
         assert any(e.get("event") == "refused" and e.get("session_key") == "s1" for e in engine.history(50))
     finally:
         holder.kill()

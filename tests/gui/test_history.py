@@ -13,7 +13,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from hermes_tray.app.history_window import COLUMNS, TURN_ROLE, HistoryWindow
-from hermes_tray_core import decisions
+from hermes_tray_core.stores import decisions
 
 
 def _journal(tmp_path: Path) -> tuple[str, str]:

@@ -32,7 +32,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
                         timeout=5000)
         assert app._clock.interval() == IDLE_TICK_MS  # nothing on screen: only the tooltip, rarely
         scanned = time.time()
-        # the policy's reasons state the age too (core.policy.age_text): they must tick with the rows
+        # the policy's reasons state the age too (core.deciding.policy.age_text): they must tick with the rows
         waiting = rec("s1", age_seconds=3.0, reason="interrupted 3 s ago; would be continuation 1 of 2")
         stale = rec("s2", age_seconds=3.0, verdict="stale", title="Old one",
                     reason="interrupted 3 s ago, beyond the 0 min freshness window")

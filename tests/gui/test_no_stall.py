@@ -23,7 +23,7 @@ from hermes_tray.controller import Controller
 from hermes_tray.demo.sim_install import sim_command
 from hermes_tray.engine import CoreEngine
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core.homes import discover_homes
+from hermes_tray_core.hermes.homes import discover_homes
 from tests.support.sim_homes import make_home, plant_marker
 
 STALL_MS = 50.0  # the acceptance limit (issue 13)
@@ -96,10 +96,10 @@ class Locker:
 @pytest.fixture
 def tray(qtbot, tmp_path: Path, sim_roots):
     """A controller over the real engine and a real home (state.db, a crashed turn, the sim Hermes)."""
-    from hermes_tray_core import decisions
-    from hermes_tray_core.lease import LeaseStore
-    from hermes_tray_core.paths import lease_db
-    from hermes_tray_core.settings import update_settings
+    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.lease import LeaseStore
+    from hermes_tray_core.stores.paths import lease_db
+    from hermes_tray_core.stores.settings import update_settings
 
     update_settings({"hermes_command": sim_command(sim_roots["auto-continue"])})
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)

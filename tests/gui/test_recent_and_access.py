@@ -133,7 +133,7 @@ def _windows(qtbot, tmp_path, rec):
         (turn_item(rec("s2", verdict="stale"), show_prompts=True),))))
     prompt.list.setCurrentRow(0)
     from hermes_tray.engine import CoreEngine
-    from hermes_tray_core.homes import discover_homes
+    from hermes_tray_core.hermes.homes import discover_homes
 
     home = tmp_path / "hermes"
     home.mkdir()

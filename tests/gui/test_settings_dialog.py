@@ -12,8 +12,8 @@ from hermes_tray.app.settings_dialog import SettingsDialog
 from hermes_tray.controller import Controller
 from hermes_tray.engine import CoreEngine
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core.homes import discover_homes
-from hermes_tray_core.settings import load_settings
+from hermes_tray_core.hermes.homes import discover_homes
+from hermes_tray_core.stores.settings import load_settings
 
 CONFIG = """\
 # my Hermes config
@@ -144,7 +144,7 @@ def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tm
     """Every change the tray writes — backend keys from the dialog or the menu switch, its own settings —
     is a config-changed event in the decision journal, and the History window lists it."""
     from hermes_tray.app.history_window import HistoryWindow
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     home = tmp_path / "hermes"
     ctrl = _controller(tmp_path, [home])

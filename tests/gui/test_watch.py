@@ -89,7 +89,7 @@ def test_detector_reports_actionable_after_sigkill(qtbot, tmp_path) -> None:
     """The whole background path with the real engine: live writer → SIGKILL → actionable."""
     from hermes_tray.engine import CoreEngine
     from hermes_tray.watch.detector import Detector, DetectorThread
-    from hermes_tray_core.homes import discover_homes
+    from hermes_tray_core.hermes.homes import discover_homes
     from tests.support.fixture_homes import FixtureHome, marker_entry
 
     proc = _sleeper()
@@ -163,7 +163,7 @@ def test_new_profile_is_scanned_without_restart(qtbot, tmp_path, monkeypatch) ->
 def test_home_added_in_settings_is_scanned_without_restart(qtbot, tmp_path, monkeypatch) -> None:
     """A home added to the tray settings (the CLI, the dialog) is watched from then on."""
     from hermes_tray.engine import CoreEngine
-    from hermes_tray_core.settings import update_settings
+    from hermes_tray_core.stores.settings import update_settings
     from tests.support.fixture_homes import FixtureHome, marker_entry
 
     FixtureHome(tmp_path / "hermes")

@@ -186,7 +186,7 @@ def _healthy(flavor: Flavor, venv: Path) -> bool:
 def _lock(path: str):
     """A cross-process lock around creation (the engine's blocking OS lock; CI's bare python3 may lack it)."""
     try:
-        from hermes_tray_core.fsutil import locked
+        from hermes_tray_core.stores.fsutil import locked
     except ImportError:
         try:
             from filelock import FileLock

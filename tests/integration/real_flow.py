@@ -18,10 +18,10 @@ from typing import Any
 
 from mock_openai import MockOpenAI, Recorded
 
-from hermes_tray_core.continuation import NOTE_PREFIX
-from hermes_tray_core.markers import list_turn_markers
-from hermes_tray_core.rpc import RpcSession
-from hermes_tray_core.transport_ws import WebSocketTransport
+from hermes_tray_core.backend.rpc import RpcSession
+from hermes_tray_core.backend.websocket import WebSocketTransport
+from hermes_tray_core.hermes.note import NOTE_PREFIX
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.product import product_env, tray_argv
 
 
@@ -29,7 +29,7 @@ class Window:
     """A stand-in for a Hermes Desktop window: its own connection to the running backend."""
 
     def __init__(self, home: Path, backend: Any = None) -> None:
-        from hermes_tray_core.live_backend import find_live_backend, forget
+        from hermes_tray_core.backend.running import find_live_backend, forget
 
         if backend is None:
             forget(home)
@@ -154,7 +154,7 @@ def status_turn(home: Path, key: str, env: dict[str, str]) -> dict | None:
 
 
 def journal_events(key: str) -> list[str]:
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
 
@@ -162,6 +162,6 @@ def journal_events(key: str) -> list[str]:
 def history_rows(key: str) -> list[tuple[str, str]]:
     """History as a person reads it (one row per turn): (what happened, where it ran) for ``key``."""
     from hermes_tray.app.history_model import group_turns
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     return [(t.outcome(), t.where()) for t in group_turns(decisions.history(500)) if t.session_key == key]

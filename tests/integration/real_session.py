@@ -15,7 +15,7 @@ def seed_real_session(hermes_python: Path | str, home: Path, *, prompt: str = SE
     Hermes keeps per-user state outside ``HERMES_HOME``."""
     from real_dashboard import isolated_user_env
 
-    from hermes_tray_core import gateway
+    from hermes_tray_core.continuing import gateway
 
     install = gateway.install_from_command([str(hermes_python)])
     env = {**gateway.gateway_environment(home), **isolated_user_env(home.parent / f"{home.name}-user")}

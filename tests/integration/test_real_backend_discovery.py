@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray_core.homes import discover_homes
-from hermes_tray_core.scanner import scan
+from hermes_tray_core.hermes.homes import discover_homes
+from hermes_tray_core.scanning.scanner import scan
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="SIGKILL of a real gateway: POSIX")
 

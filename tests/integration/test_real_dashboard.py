@@ -23,11 +23,11 @@ from real_dashboard import running_dashboard, start_dashboard, stop_dashboard
 from real_session import SEED_PROMPT
 from test_real_gateway import cli, continuations, journal_events, status_of, transcript, turn_requests
 
-from hermes_tray_core.continuation import continuation_note
-from hermes_tray_core.live_backend import NO_BACKEND, find_live_backend
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
-from hermes_tray_core.rpc import RpcSession
-from hermes_tray_core.transport_ws import WebSocketTransport
+from hermes_tray_core.backend.rpc import RpcSession
+from hermes_tray_core.backend.running import NO_BACKEND, find_live_backend
+from hermes_tray_core.backend.websocket import WebSocketTransport
+from hermes_tray_core.hermes.note import continuation_note
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")

@@ -34,10 +34,10 @@ from real_flow import (
 )
 from test_real_dashboard import GatewayWatch
 
-from hermes_tray_core import gateway
-from hermes_tray_core.backend_config import write_auto_continue
-from hermes_tray_core.continuation import continuation_note
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.hermes.config import write_auto_continue
+from hermes_tray_core.hermes.note import continuation_note
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import settings_for
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
@@ -333,7 +333,7 @@ def test_skip_removes_hermes_own_marker_and_hermes_then_continues_nothing(g2_hom
 def test_declined_silently_is_reported_as_not_continued_with_the_reason(g2_home, g2_python, mock_llm, env):
     """Hermes retires a stale marker on session.resume and says nothing: the tray's result says "not continued"
     and why, within a bounded wait — never "continued and completed", never a run without end."""
-    from hermes_tray_core.live_backend import find_live_backend
+    from hermes_tray_core.backend.running import find_live_backend
 
     home, key = g2_home
     with running_dashboard(g2_python, home):
@@ -360,7 +360,7 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
     has it and never reported the turn as started."""
     import json as _json
 
-    from hermes_tray_core.live_backend import find_live_backend
+    from hermes_tray_core.backend.running import find_live_backend
 
     home, key = g2_home
     with running_dashboard(g2_python, home):
@@ -394,9 +394,9 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
 
 def test_the_token_comes_from_hermes_host_record_and_a_record_that_fails_a_check_is_refused(
         g2_home, g2_python, mock_llm, env, tmp_path):
-    from hermes_tray_core.backend_endpoint import endpoint_for
-    from hermes_tray_core.hermes_processes import HermesProcesses
-    from hermes_tray_core.transport_ws import BackendUnusable
+    from hermes_tray_core.backend.endpoint import endpoint_for
+    from hermes_tray_core.backend.websocket import BackendUnusable
+    from hermes_tray_core.hermes.processes import HermesProcesses
 
     home, _key = g2_home
     locks = tmp_path / "locks"
@@ -439,9 +439,9 @@ def test_a_forged_record_naming_the_backend_on_another_listener_is_refused(g2_ho
     import json as _json
     from http.server import BaseHTTPRequestHandler, HTTPServer
 
-    from hermes_tray_core.backend_endpoint import endpoint_for
-    from hermes_tray_core.hermes_processes import HermesProcesses
-    from hermes_tray_core.transport_ws import BackendUnusable
+    from hermes_tray_core.backend.endpoint import endpoint_for
+    from hermes_tray_core.backend.websocket import BackendUnusable
+    from hermes_tray_core.hermes.processes import HermesProcesses
 
     home, _key = g2_home
     locks = tmp_path / "locks"

@@ -22,9 +22,9 @@ from mock_openai import MockOpenAI, Recorded
 from real_flow import turn_requests  # noqa: F401 - also imported from here by test_real_dashboard
 from real_session import SEED_PROMPT
 
-from hermes_tray_core.backend_config import write_auto_continue
-from hermes_tray_core.continuation import NOTE_PREFIX, continuation_note
-from hermes_tray_core.markers import list_turn_markers, marker_writer_state
+from hermes_tray_core.hermes.config import write_auto_continue
+from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
+from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 
@@ -55,7 +55,7 @@ def transcript(home: Path, key: str) -> list[tuple[str, str]]:
 
 
 def journal_events(key: str) -> list[str]:
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
 
@@ -144,8 +144,8 @@ def test_stop_interrupts_a_real_continuation(real_home, mock_llm, env):
     """``session.interrupt`` on the real gateway; the stopped turn is not continued again."""
     import threading
 
-    from hermes_tray_core import gateway
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.continuing.resume import resume_turn
 
     home, key = real_home
     entry = plant_marker(home, key, SEED_PROMPT)

@@ -32,9 +32,9 @@ from real_flow import (
 )
 from real_session import SEED_PROMPT
 
-from hermes_tray_core import gateway
-from hermes_tray_core.markers import list_turn_markers
-from hermes_tray_core.settings import TraySettings, save_settings
+from hermes_tray_core.continuing import gateway
+from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.stores.settings import TraySettings, save_settings
 from tests.support.product import product_env
 from tests.support.sim_homes import plant_marker
 
@@ -167,7 +167,7 @@ def _window_opens_right_after_the_check(monkeypatch: pytest.MonkeyPatch, home: P
 
 def test_legacy_a_window_opening_between_check_and_resume_gets_nothing_submitted(
         real_home, hermes_python, mock_llm, env, monkeypatch):
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing.resume import resume_turn
 
     home, key = real_home
     entry = plant_marker(home, key, SEED_PROMPT)
@@ -190,7 +190,7 @@ def test_legacy_a_window_opening_between_check_and_resume_gets_nothing_submitted
 
 def test_g2_a_window_opening_between_check_and_resume_runs_the_only_continuation(
         g2_home, g2_python, mock_llm, g2_env, monkeypatch):
-    from hermes_tray_core.resume import resume_turn
+    from hermes_tray_core.continuing.resume import resume_turn
 
     home, key = g2_home
     with running_dashboard(g2_python, home):
@@ -224,8 +224,8 @@ def test_legacy_a_session_live_in_another_backend_of_the_home_is_never_continued
     since = len(mock_llm.completions())
     with running_dashboard(hermes_python, home, user=tmp_path / "u1") as (first, _p1), \
             running_dashboard(hermes_python, home, user=tmp_path / "u2") as (second, _p2):
-        from hermes_tray_core.backend_endpoint import endpoint_for
-        from hermes_tray_core.hermes_processes import HermesProcesses
+        from hermes_tray_core.backend.endpoint import endpoint_for
+        from hermes_tray_core.hermes.processes import HermesProcesses
 
         serving = [p for p in HermesProcesses.now().serving(home) if p.pid in (first.pid, second.pid)]
         assert sorted(p.pid for p in serving) == sorted([first.pid, second.pid])
@@ -248,7 +248,7 @@ def test_legacy_a_session_live_in_another_backend_of_the_home_is_never_continued
 
 _KILL_AT_SUBMIT = """
 import os, runpy, signal, sys
-from hermes_tray_core import rpc
+from hermes_tray_core.backend import rpc
 _send = rpc.RpcSession.send
 def send(self, method, params):
     if method == "prompt.submit":

@@ -28,7 +28,7 @@ def test_a_resume_inside_the_real_dashboard_is_one_history_row(real_home, mock_l
     "2 interrupted turns": the real one and a phantom "running" row holding only the ``continuing`` event,
     stamped with the continuation's own start."""
     from hermes_tray.app.history_window import HistoryWindow
-    from hermes_tray_core import decisions
+    from hermes_tray_core.stores import decisions
 
     home, key = real_home
     settings_for(str(hermes_python), Path(user_dirs["HERMES_TRAY_CONFIG_DIR"]))
@@ -58,9 +58,9 @@ def test_a_resume_inside_the_real_dashboard_is_one_history_row(real_home, mock_l
 
 def _window(home: Path, key: str):
     """A stand-in for a Hermes Desktop window holding ``key``: its own /api/ws connection that resumed it."""
-    from hermes_tray_core.live_backend import find_live_backend
-    from hermes_tray_core.rpc import RpcSession
-    from hermes_tray_core.transport_ws import WebSocketTransport
+    from hermes_tray_core.backend.rpc import RpcSession
+    from hermes_tray_core.backend.running import find_live_backend
+    from hermes_tray_core.backend.websocket import WebSocketTransport
 
     backend, why = find_live_backend(home)
     assert backend is not None, why
@@ -80,7 +80,7 @@ def test_a_session_open_in_the_hermes_app_is_said_up_front_and_offered_no_resume
     from hermes_tray.engine import CoreEngine
     from hermes_tray.notify.log import LogNotifier
     from hermes_tray.watch.detector import ScanReport
-    from hermes_tray_core import backend_sessions
+    from hermes_tray_core.backend import sessions as backend_sessions
 
     home, key = real_home
     settings_for(str(hermes_python), Path(user_dirs["HERMES_TRAY_CONFIG_DIR"]))

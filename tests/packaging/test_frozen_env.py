@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from _pkg_helpers import ROOT, alias_dir, need_module, run
 
-from hermes_tray_core.frozen_env import child_environment
+from hermes_tray_core.process.child_env import child_environment
 
 
 @pytest.fixture()
@@ -83,7 +83,7 @@ def test_empty_original_is_restored_as_empty(frozen: Path) -> None:
 
 PROBE = """
 import json, os, sys
-from hermes_tray_core.frozen_env import child_environment
+from hermes_tray_core.process.child_env import child_environment
 print(json.dumps({"bundle": sys._MEIPASS, "own": dict(os.environ), "child": child_environment()}))
 """
 

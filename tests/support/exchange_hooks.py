@@ -1,4 +1,4 @@
-"""One way for tests to step into a verified exchange (``hermes_tray_core.atomic_exchange``) between its
+"""One way for tests to step into a verified exchange (``hermes_tray_core.stores.exchange``) between its
 syscalls: around each real exchange call, ``before(n)`` and ``after(n)`` run (n = 0 for ours going in,
 k for put-back round k). ``before`` may return an OSError: that exchange then fails as the syscall would
 (it does not run); anything it raises is an outside exception landing right before the syscall."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from hermes_tray_core import atomic_exchange
+from hermes_tray_core.stores import exchange as atomic_exchange
 
 
 def hooked_parts(before: Callable[[int], OSError | None] | None = None,

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import write_control
-from hermes_tray_core.markers import MarkerStore
-from hermes_tray_core.procid import ProcessIdentity, process_start_time
+from hermes_tray_core.markers.store import MarkerStore
+from hermes_tray_core.process.identity import ProcessIdentity, process_start_time
 
 CONFIG = """\
 # test home
@@ -66,7 +66,7 @@ def plant_marker(home: Path, key: str, prompt: str, *, attempts: int = 0,
 
 def settings_for(install_python: str, config_dir: Path) -> Path:
     """Tray settings naming the (simulated or real) Hermes interpreter as ``hermes_command``."""
-    from hermes_tray_core.settings import TraySettings, save_settings
+    from hermes_tray_core.stores.settings import TraySettings, save_settings
 
     return save_settings(TraySettings(hermes_command=(install_python,)), Path(config_dir) / "config.toml")
 
@@ -75,7 +75,7 @@ def pid_running(pid: int | None) -> bool:
     """True while ``pid`` exists and is not a zombie (for "nothing is left running" checks)."""
     if not pid:
         return False
-    from hermes_tray_core.procid import process_liveness
+    from hermes_tray_core.process.identity import process_liveness
 
     return process_liveness(pid) == "alive"
 

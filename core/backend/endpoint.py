@@ -1,0 +1,169 @@
+"""How to reach a running Hermes backend (``hermes dashboard`` / ``hermes serve``) of this user.
+
+Given the backend's process (found by ``core.hermes.processes``: this user's only): its loopback listening port (psutil, else its ``--host``/``--port``
+arguments), the session token (``$HERMES_DASHBOARD_SESSION_TOKEN`` in that process's environment,
+else the host record a 0.22-era Hermes publishes (:mod:`core.backend.host_record`, confirmed with
+``/api/host/identity``), else ``window.__HERMES_SESSION_TOKEN__`` in the page it serves at ``/``), and
+whether it is in gated mode (``window.__HERMES_AUTH_REQUIRED__`` true: sign-in required, no token: not usable). Anything
+that rules the backend out raises :class:`~core.backend.websocket.BackendUnusable` with the reason, which
+the resume falls back on and reports. Never another user's process, never a non-loopback address;
+the token only ever lives in a :class:`~core.backend.websocket.Secret`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import os
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from hermes_tray_core.backend.websocket import BackendUnusable, Secret
+from hermes_tray_core.hermes.processes import HermesProcess, is_loopback
+from hermes_tray_core.process.identity import ProcessIdentity
+from hermes_tray_core.vocab import ProcessKind
+
+DEFAULT_PORT = 9119
+TOKEN_ENV = "HERMES_DASHBOARD_SESSION_TOKEN"
+PAGE_TIMEOUT = 3.0
+PAGE_LIMIT = 4 * 1024 * 1024
+
+_TOKEN_RE = re.compile(r'window\.__HERMES_SESSION_TOKEN__\s*=\s*"([A-Za-z0-9_\-.~]{8,512})"')
+_GATED_RE = re.compile(r"window\.__HERMES_AUTH_REQUIRED__\s*=\s*(true|false)")
+
+
+@dataclass(frozen=True)
+class BackendEndpoint:
+    """A running backend the tray may connect to. ``token`` prints as ``<secret>``."""
+
+    pid: int
+    identity: ProcessIdentity
+    host: str
+    port: int
+    python: str | None  # the interpreter it runs (for the capability probe); None = unknown
+    token: Secret = field(repr=False)
+    token_source: str  # "environment" | "host-record" | "page"
+
+    def describe(self) -> str:
+        return f"your running Hermes (pid {self.pid}, port {self.port})"
+
+
+# ── the process ────────────────────────────────────────────────────────────────────────────────
+
+
+def args_endpoint(argv: Sequence[str]) -> tuple[str, int]:
+    """``--host``/``--port`` from the backend's arguments, with Hermes' defaults (127.0.0.1:9119)."""
+    host, port = "127.0.0.1", DEFAULT_PORT
+    args = [str(a) for a in argv]
+    for i, a in enumerate(args):
+        for name in ("--host", "--port"):
+            value = None
+            if a == name and i + 1 < len(args):
+                value = args[i + 1]
+            elif a.startswith(name + "="):
+                value = a.split("=", 1)[1]
+            if value is None:
+                continue
+            if name == "--host":
+                host = value
+            else:
+                try:
+                    port = int(value)
+                except ValueError:
+                    raise BackendUnusable(f"cannot read the backend's --port {value!r}") from None
+    return host, port
+
+
+def backend_python(argv: Sequence[str]) -> str | None:
+    """The interpreter a backend runs, from its command line (``python …/bin/hermes dashboard`` or a
+    launcher with a shebang). Not ``psutil.exe()``: that resolves a venv's python to the base one."""
+    from hermes_tray_core.backend.install import launcher_python, looks_like_python
+
+    if not argv:
+        return None
+    first = str(argv[0])
+    if looks_like_python(first):
+        return first
+    return launcher_python(first) if os.path.isabs(first) else None
+
+
+# ── the page and the token ─────────────────────────────────────────────────────────────────────
+
+
+@dataclass(frozen=True)
+class PageFacts:
+    token: Secret | None
+    gated: bool | None  # None: the page does not say (no SPA: ``hermes serve``)
+
+
+def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFacts:
+    """GET ``/`` on the loopback backend and read the two injected globals (never logs the body)."""
+    if not is_loopback(host):
+        raise BackendUnusable(f"the backend listens on {host}, not a loopback address: not used")
+    h = host.strip("[]")
+    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+    conn = http.client.HTTPConnection(h, port, timeout=timeout)
+    try:
+        conn.request("GET", "/", headers={"Host": netloc, "Accept": "text/html"})
+        resp = conn.getresponse()
+        body = resp.read(PAGE_LIMIT).decode("utf-8", "replace")
+        status = resp.status
+    except (OSError, http.client.HTTPException) as exc:
+        raise BackendUnusable(f"cannot read the running Hermes' page on {netloc} ({type(exc).__name__})") from None
+    finally:
+        conn.close()
+    if status in (401, 403):
+        return PageFacts(None, True)
+    gated_m = _GATED_RE.search(body)
+    token_m = _TOKEN_RE.search(body)
+    return PageFacts(Secret(token_m.group(1)) if token_m else None,
+                     (gated_m.group(1) == "true") if gated_m else None)
+
+
+def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
+    """How to reach the backend ``proc`` (found by ``core.hermes.processes``: this user's, alive);
+    :class:`BackendUnusable` says why it cannot be used."""
+    if proc.kind != ProcessKind.DASHBOARD:
+        raise BackendUnusable(f"{proc.describe()} is not a Hermes web backend")
+    if proc.start_time is None:
+        raise BackendUnusable(f"cannot tell which process {proc.describe()} is (no start time)")
+    identity = ProcessIdentity(proc.pid, proc.start_time, proc.mark)
+    arg_host, arg_port = args_endpoint(proc.argv)
+    listening = proc.listening_addresses()
+    if listening:
+        match = [hp for hp in listening if hp[1] == arg_port]
+        host, port = (match or listening)[0]
+    else:
+        arg_host = "127.0.0.1" if arg_host == "localhost" else arg_host
+        if not (arg_port and is_loopback(arg_host)):
+            raise BackendUnusable(f"{proc.describe()} has no loopback listening socket (its arguments say "
+                                  f"{arg_host}:{arg_port}): not used")
+        host, port = arg_host, arg_port
+    python = backend_python(proc.argv)
+    value = proc.environ_get(TOKEN_ENV)
+    token, source = (Secret(value), "environment") if value else (None, "page")
+    record_why = ""
+    if token is None:
+        from hermes_tray_core.backend.host_record import find_host_token
+
+        found, record_why = find_host_token(proc.pid, proc.start_time, proc.environ_get)
+        if found is not None:
+            token, source, port = found.token, "host-record", found.port
+            host = found.host
+    if token is None:
+        page = read_page(host, port)
+        if page.gated:
+            raise BackendUnusable(f"your running Hermes ({proc.describe()}) requires sign-in (gated mode) and "
+                                  f"publishes no host record the tray can use ({record_why}), so the tray cannot "
+                                  "use it")
+        token = page.token
+        if not token:
+            raise BackendUnusable(f"your running Hermes ({proc.describe()}) offers no session token (none in its "
+                                  f"environment, its host record — {record_why} — or its page)")
+    if not proc.is_alive():
+        raise BackendUnusable(f"{proc.describe()} exited")
+    return BackendEndpoint(proc.pid, identity, host, port, python, token, source)
+
+
+__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "PageFacts", "args_endpoint", "backend_python",
+           "endpoint_for", "read_page"]

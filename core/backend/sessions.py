@@ -1,0 +1,179 @@
+"""Which sessions a running Hermes backend has live: ``session.active_list`` over its ``/api/ws``.
+
+One asker for two questions, read-only (connect, ``gateway.ready``, ``session.active_list``, close):
+
+* **Is this session open in the user's Hermes app?** (:func:`open_in_backends`) A session live in a running
+  ``hermes dashboard`` / ``hermes serve`` of the home belongs to that app: the scanner says so up front ("open
+  in Hermes — it continues there") instead of offering a Resume the resume path would refuse.
+* **Does the live backend that wrote a marker still run a turn for it?** (:func:`ask_writer`) A live writer
+  means someone is working on it (Hermes' own rule), but a marker can name a live backend that holds no turn
+  for the session any more: the tray's continuation on a backend that predates auto-continue hands the marker
+  to that backend's pid before it submits its note, and a resume killed in between leaves the marker naming
+  a backend that never ran it. Hermes would continue such a marker when resumed in that very process.
+
+An answer is kept for :data:`CACHE_SECONDS` per backend process (scans come in bursts). A backend that cannot
+be asked (gated, refused, silent) answers nothing; the resume path asks again before it continues, so nothing
+is ever continued beside an open window on a cached guess.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hermes_tray_core.vocab import ProcessKind
+
+__all__ = ["ASK_TIMEOUT", "CACHE_SECONDS", "WriterTurn", "active_sessions", "ask_writer", "forget",
+           "none_running", "open_in_backends", "session_row"]
+
+logger = logging.getLogger(__name__)
+
+CACHE_SECONDS = 3.0
+ASK_TIMEOUT = 2.0  # connect, ready and the answer, each: a scan never waits long for the app
+_RUNNING = ("working", "starting", "waiting", "streaming")
+_COMMANDS = (b"hermes", b"hermes-agent", b"hermes-acp")  # hermes_processes.HERMES_COMMANDS, as bytes
+
+_cache: dict[tuple[int, float | None], tuple[float, dict[str, dict] | None]] = {}
+_lock = threading.Lock()
+
+
+class WriterTurn(NamedTuple):
+    """``state``: ``running`` (a turn runs for the session there), ``none`` (the backend holds no turn for it:
+    the session is not live there, or live and idle), ``unknown`` (not a backend the tray can ask, or it did
+    not answer); ``detail`` names the backend."""
+
+    state: str
+    detail: str
+
+
+def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> dict | None:
+    """The ``session.active_list`` row of stored session ``key`` (runtime id ``sid`` when given)."""
+    rows = listed.get("sessions")
+    for row in rows if isinstance(rows, list) else ():
+        if isinstance(row, dict) and row.get("session_key") == key and (sid is None or row.get("id") == sid):
+            return row
+    return None
+
+
+def none_running() -> bool:
+    """True when this user surely runs no ``hermes dashboard`` / ``hermes serve`` (Linux: their command lines
+    in ``/proc``, a few ms), so a scan need not look at the process table at all and ``status`` stays fast.
+    False when one may run, or elsewhere (the full look decides)."""
+    if not os.path.isdir("/proc/self"):
+        return False
+    uid = os.getuid()
+    try:
+        pids = [p for p in os.listdir("/proc") if p.isdigit()]
+    except OSError:
+        return False
+    for pid in pids:
+        try:
+            if os.stat(f"/proc/{pid}").st_uid != uid:
+                continue
+            with open(f"/proc/{pid}/cmdline", "rb") as fh:
+                argv = fh.read(4096).split(b"\0")
+        except OSError:
+            continue
+        if any(os.path.basename(a) in _COMMANDS for a in argv) and any(a in (b"dashboard", b"serve") for a in argv):
+            return False
+    return True
+
+
+def active_sessions(proc: Any) -> dict[str, dict] | None:
+    """``{session key: its active_list row}`` of the running backend ``proc`` (a
+    :class:`~hermes_tray_core.hermes.processes.HermesProcess`), or None when it cannot be asked. Cached."""
+    ident = (int(proc.pid), getattr(proc, "start_time", None))
+    with _lock:
+        hit = _cache.get(ident)
+    if hit is not None and time.monotonic() - hit[0] < CACHE_SECONDS:
+        return hit[1]
+    rows = _ask(proc)
+    with _lock:
+        if len(_cache) > 64:
+            _cache.clear()
+        _cache[ident] = (time.monotonic(), rows)
+    return rows
+
+
+def _ask(proc: Any) -> dict[str, dict] | None:
+    from hermes_tray_core.backend.endpoint import endpoint_for
+    from hermes_tray_core.backend.rpc import GatewayError, RpcSession
+    from hermes_tray_core.backend.websocket import WebSocketTransport
+
+    try:
+        backend = endpoint_for(proc)
+        session = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid,
+                                                identity=backend.identity, open_timeout=ASK_TIMEOUT))
+        session.start()
+    except (GatewayError, OSError, ValueError) as exc:
+        logger.info("cannot ask Hermes pid %s which sessions are live: %s", proc.pid, exc)
+        return None
+    try:
+        session.wait_ready(ASK_TIMEOUT)
+        listed = session.request("session.active_list", {}, timeout=ASK_TIMEOUT)
+    except (GatewayError, TimeoutError) as exc:
+        logger.info("Hermes pid %s did not say which sessions are live: %s", proc.pid, exc)
+        return None
+    finally:
+        try:
+            session.shutdown(1.0)
+        except Exception:  # closing our own connection: never the backend
+            pass
+    rows = listed.get("sessions") if isinstance(listed, dict) else None
+    if not isinstance(rows, list):
+        return None
+    return {str(r["session_key"]): r for r in rows if isinstance(r, dict) and isinstance(r.get("session_key"), str)}
+
+
+def open_in_backends(home: Path | str, processes: Any) -> dict[str, int]:
+    """``{session key: pid of the running Hermes that has it open}`` for ``home``, from every ``hermes
+    dashboard`` serving it in ``processes`` (a :class:`~hermes_tray_core.hermes.processes.HermesProcesses`).
+    Empty when none serves it or none could be asked."""
+    found: dict[str, int] = {}
+    for proc in processes.serving(home):
+        if proc.kind == ProcessKind.DASHBOARD:
+            for key in active_sessions(proc) or {}:
+                found.setdefault(key, proc.pid)
+    return found
+
+
+def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float | None, *,
+               processes: object = None) -> WriterTurn:
+    """Does the live writer ``pid`` — when it is a running backend serving ``home`` — run a turn for
+    ``session_key``? ``start_time`` is the marker's ``writer_start_time`` (judged through a clock step, as
+    :func:`hermes_tray_core.process.identity.judge_hermes_identity` does). Never raises."""
+    from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.process.identity import judge_hermes_identity
+
+    try:
+        snap = processes if isinstance(processes, HermesProcesses) else HermesProcesses.now(
+            kinds=(ProcessKind.DASHBOARD,))
+        proc = next((p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD and p.pid == pid), None)
+    except Exception as exc:
+        return WriterTurn("unknown", f"cannot list processes ({type(exc).__name__})")
+    if proc is None:
+        return WriterTurn("unknown", f"pid {pid} is not a Hermes backend serving this home")
+    if start_time is not None and judge_hermes_identity(pid, start_time, serves_home=lambda _p: True).state != "alive":
+        return WriterTurn("unknown", f"pid {pid} is another process now")
+    rows = active_sessions(proc)
+    who = f"your running Hermes (pid {pid})"
+    if rows is None:
+        return WriterTurn("unknown", f"{who} did not say which sessions are live")
+    row = rows.get(session_key)
+    if row is None:
+        return WriterTurn("none", f"{who} does not hold the session")
+    if str(row.get("status") or "") in _RUNNING:
+        return WriterTurn("running", f"{who} is running a turn for it")
+    return WriterTurn("none", f"{who} holds the session but runs no turn for it")
+
+
+def forget() -> None:
+    """Drop every cached answer (tests; a caller that knows the app just changed)."""
+    with _lock:
+        _cache.clear()
+

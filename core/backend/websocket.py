@@ -1,0 +1,202 @@
+"""The WebSocket transport: the running Hermes backend's ``/api/ws`` (``hermes dashboard`` / ``serve``).
+
+The same newline JSON-RPC as the stdio gateway, in the backend's own process (``gateway.ready`` on
+accept). Loopback only: the address is checked here again, whatever the caller found. The session
+token rides in the query string as Hermes requires; it is never logged (``websockets`` gets a
+silenced logger: its debug log prints the request line), never put in a message, never stored.
+``Origin: http://127.0.0.1:<port>`` satisfies the backend's Host/Origin guard.
+
+Closing never stops the backend: it is the user's. A 401/403 on the upgrade (gated mode, a wrong
+token, the Origin guard) raises :class:`BackendRefused`, which callers treat as "fall back".
+"""
+
+from __future__ import annotations
+
+import logging
+import socket
+import time
+import urllib.parse
+from collections.abc import Iterator
+
+from hermes_tray_core.backend.rpc import GatewayError, Transport
+from hermes_tray_core.hermes.processes import is_loopback
+from hermes_tray_core.process.identity import ProcessIdentity, identity_of
+
+logger = logging.getLogger(__name__)
+
+# websockets logs "> GET /api/ws?token=…" at debug level: hand it a logger that never emits.
+_SILENT = logging.getLogger("hermes_tray_core.backend.websocket.silenced")
+_SILENT.disabled = True
+_SILENT.propagate = False
+
+WS_PATH = "/api/ws"
+EXIT_GRACE = 1.0  # s: how long a backend that dropped the connection may take to leave the process table
+OPEN_TIMEOUT = 5.0
+MAX_FRAME = 64 * 1024 * 1024  # a session.resume answer carries the whole transcript
+
+
+class BackendUnusable(GatewayError):
+    """This running backend cannot be used for a continuation (the message says why): fall back."""
+
+
+class BackendRefused(BackendUnusable):
+    """The backend refused the WebSocket upgrade (HTTP 401/403: gated mode, token or Origin)."""
+
+
+class Secret:
+    """A token that prints as ``<secret>``: it can pass through a repr, a log or an exception safely."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "<secret>"
+
+    __str__ = __repr__
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+
+class WebSocketTransport(Transport):
+    """One connection to a running backend's ``/api/ws``."""
+
+    kind = "websocket"
+
+    def __init__(self, host: str, port: int, token: Secret | None, *, pid: int | None = None,
+                 identity: ProcessIdentity | None = None, open_timeout: float = OPEN_TIMEOUT) -> None:
+        if not is_loopback(host):
+            raise BackendUnusable(f"the backend listens on {host}, not a loopback address: not used")
+        if not 0 < int(port) < 65536:
+            raise BackendUnusable(f"invalid backend port {port!r}")
+        self.host = host.strip("[]")
+        self.port = int(port)
+        self.token = token
+        self.pid = pid
+        self.identity = identity if identity is not None else (identity_of(pid) if pid else None)
+        self.open_timeout = open_timeout
+        self._ws = None
+        self._closed = False
+
+    @property
+    def netloc(self) -> str:
+        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
+
+    def origin(self) -> str:
+        return f"http://{self.netloc}"
+
+    def open(self) -> None:
+        from websockets.exceptions import InvalidHandshake, InvalidStatus
+        from websockets.sync.client import connect
+
+        query = urllib.parse.urlencode({"token": self.token.reveal()}) if self.token else ""
+        uri = f"ws://{self.netloc}{WS_PATH}" + (f"?{query}" if query else "")
+        self.opened_at = time.monotonic()
+        sock = None
+        try:
+            # Our own socket to the loopback address: websockets never resolves or picks an address itself.
+            sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
+            ws = connect(uri, sock=sock, origin=self.origin(), open_timeout=self.open_timeout, close_timeout=2,
+                         max_size=MAX_FRAME, compression=None, logger=_SILENT)
+            ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
+        except InvalidStatus as exc:
+            self._close_sock(sock)
+            code = exc.response.status_code
+            if code in (401, 403):
+                raise BackendRefused(f"the running Hermes refused the connection (HTTP {code}: it requires "
+                                     "sign-in, or the session token or origin was not accepted)") from None
+            raise BackendUnusable(f"the running Hermes answered the connection with HTTP {code}") from None
+        except TimeoutError:
+            self._close_sock(sock)
+            raise BackendUnusable(f"the running Hermes did not accept a connection within "
+                                  f"{self.open_timeout:g}s") from None
+        except (OSError, InvalidHandshake, ValueError) as exc:
+            self._close_sock(sock)
+            # Never chain or repeat the exception text: it could carry the URI (and so the token).
+            raise BackendUnusable(f"cannot connect to the running Hermes on {self.netloc} "
+                                  f"({type(exc).__name__})") from None
+        peer = ws.remote_address[0] if ws.remote_address else ""
+        if not is_loopback(str(peer)):  # a redirect elsewhere: never talk to a non-loopback peer
+            ws.close()
+            raise BackendUnusable(f"the connection ended up at {peer or 'an unknown peer'}, not loopback: not used")
+        self._ws = ws
+
+    @staticmethod
+    def _close_sock(sock: socket.socket | None) -> None:
+        if sock is not None:
+            try:
+                sock.close()
+            except OSError:
+                pass
+
+    def lines(self) -> Iterator[bytes]:
+        from websockets.exceptions import ConnectionClosed
+
+        ws = self._ws
+        assert ws is not None
+        try:
+            for message in ws:
+                data = message.encode("utf-8") if isinstance(message, str) else bytes(message)
+                # One frame per message on 0.19.0; split anyway (the protocol is newline-delimited).
+                yield from data.split(b"\n")
+        except (ConnectionClosed, OSError):
+            return
+
+    def write_line(self, data: bytes) -> None:
+        from websockets.exceptions import ConnectionClosed
+
+        if self._ws is None or self._closed:
+            raise GatewayError("not connected to the running Hermes")
+        try:
+            self._ws.send(data.decode("utf-8"))
+        except ConnectionClosed as exc:
+            raise OSError("connection closed") from exc
+
+    def alive(self) -> bool:
+        if self._ws is None or self._closed:
+            return False
+        from websockets.protocol import State
+
+        if self._ws.protocol.state is not State.OPEN:
+            return False
+        return self.identity is None or self.identity.liveness() != "dead"
+
+    def close(self, grace: float = 5.0) -> int | None:
+        """Disconnect (the backend keeps running: it is the user's). Idempotent; no exit code."""
+        self._closed = True
+        ws, self._ws = self._ws, None
+        if ws is not None:
+            try:
+                ws.close()
+            except Exception:
+                logger.debug("closing the backend connection failed", exc_info=True)
+        return None
+
+    def kill(self) -> None:
+        self.close(0.0)
+
+    def where(self) -> str:
+        return f"in your running Hermes (pid {self.pid})" if self.pid else "in your running Hermes"
+
+    def ended(self, during: str) -> str:
+        # A killed backend's sockets close a moment before the process is gone from the process table:
+        # give it that moment, so the user reads "exited" for a crash, not "closed the connection".
+        gone = False
+        if self.identity is not None:
+            deadline = time.monotonic() + EXIT_GRACE
+            state = self.identity.liveness()
+            while state == "alive" and time.monotonic() < deadline:
+                time.sleep(0.02)
+                state = self.identity.liveness()
+            gone = state == "dead"
+        who = f"your running Hermes (pid {self.pid})" if self.pid else "your running Hermes"
+        return f"{who} {'exited' if gone else 'closed the connection'} {during}"
+
+
+__all__ = ["MAX_FRAME", "OPEN_TIMEOUT", "WS_PATH", "BackendRefused", "BackendUnusable", "Secret",
+           "WebSocketTransport", "is_loopback"]

@@ -1,0 +1,213 @@
+"""Exactly once: the one home of the per-turn claim, the re-check under it, and the skip tombstones.
+
+Every hermes-tray process (the tray, the helper, the CLI, a second login) that acts on an interrupted
+turn — resume or skip — goes through here, so one rule decides who may act:
+
+* **the claim**: ``resume:<canonical home>:<session key>`` in the tray's per-user lease store
+  (:mod:`core.stores.lease`), with a fencing epoch. Resume and skip take the same name, so they exclude
+  each other; the holder string says which one holds it (``via=skip-…`` for a skip);
+* **the re-check** under the claim: the marker is still there, equal to what the user was shown, and
+  the decision journal does not already settle this very turn (``completed`` or ``skipped``);
+* **the marker hand-over**: a continuation takes the marker over by compare-and-swap
+  (:meth:`core.markers.store.MarkerStore.replace_if_unchanged`), so it never continues a turn that changed
+  or was skipped after the re-check;
+* **tombstones**: a skip is journalled as ``skipped`` under the turn's identity (session key +
+  ``started_at`` + ``attempts``). Any process of ours that later finds that exact entry back in
+  Hermes' file (a stale Hermes write brought it back) removes it again and never offers it
+  (:func:`tombstoned`, :func:`enforce_tombstones`). A turn the tray saw continued and finished
+  (``completed`` under the same identity) is retired by the same rule wherever it reappears
+  (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would continue a fresh entry
+  again) gets to run it twice.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hermes_tray_core.lazy_log import get_logger
+
+__all__ = [
+    "BUSY_RESUME", "BUSY_SKIP", "CLAIM_ERROR", "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
+    "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "tombstoned",
+    "turn_started_at",
+]
+
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+
+#: Why a claim was refused (reason codes; the message is for people).
+BUSY_RESUME = "busy-resume"  # another process is resuming the turn
+BUSY_SKIP = "busy-skip"  # another process is skipping it right now
+CLAIM_ERROR = "claim-error"  # the lease store could not be used: unsure, so nobody acts
+
+#: Journalled for a turn identity: it must never be dispatched (or offered) again.
+SETTLED = ("completed", "skipped")
+
+
+def canonical_home(home: Path | str) -> str:
+    """One spelling per home so every process names the claim alike: the decision journal's
+    (:func:`core.stores.decisions.home_key`), one rule for both."""
+    from hermes_tray_core.stores.decisions import home_key
+
+    return home_key(home)
+
+
+def claim_name(home: Path | str, session_key: str) -> str:
+    return f"resume:{canonical_home(home)}:{session_key}"
+
+
+_stores: dict[str, Any] = {}
+_stores_lock = threading.Lock()
+
+
+def lease_store(path: Path | None = None) -> Any:
+    """One open ``LeaseStore`` per path per process: the tray resumes many times, and a fresh
+    connection (file checks, WAL set-up) would sit on every resume's critical path."""
+    from hermes_tray_core.stores.lease import LeaseStore
+    from hermes_tray_core.stores.paths import lease_db
+
+    p = str(path or lease_db())
+    with _stores_lock:
+        store = _stores.get(p)
+        if store is None:
+            store = _stores[p] = LeaseStore(p)
+        return store
+
+
+class Claim(NamedTuple):
+    """A held claim on one turn; ``epoch`` is its fencing token. (Named tuples, not dataclasses, here:
+    ``status`` imports this module for the tombstones, and ``dataclasses`` costs ~10 ms of its start-up.)"""
+
+    store: Any
+    lease: Any
+    name: str
+
+    @property
+    def epoch(self) -> int:
+        return int(self.lease.epoch)
+
+
+class ClaimRefused(NamedTuple):
+    """The claim was not granted: ``code`` (:data:`BUSY_RESUME`, :data:`BUSY_SKIP`, :data:`CLAIM_ERROR`)
+    and a one-line ``message``."""
+
+    code: str
+    message: str
+
+
+def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
+          lease_path: Path | None = None) -> Claim | ClaimRefused:
+    """Take the turn's claim for ``purpose`` (``resume`` or ``skip``). Never raises for a busy or broken
+    store: a :class:`ClaimRefused` says which (when unsure whether someone holds it, nobody acts)."""
+    name = claim_name(home, session_key)
+    tag = f"skip-{via}" if purpose == "skip" else via
+    try:
+        store = lease_store(lease_path)
+        lease = store.acquire(name, f"pid={os.getpid()}:via={tag}", ttl=ttl, wait=wait)
+    except Exception as exc:
+        return ClaimRefused(CLAIM_ERROR, f"cannot claim the turn in the tray's lease store ({exc})")
+    if lease is not None:
+        return Claim(store, lease, name)
+    try:
+        cur = store.current(name)
+    except Exception:  # only the holder's name is missing from the message: still a refusal
+        logger.warning("could not read the claim on %s", session_key, exc_info=True)
+        cur = None
+    if cur is not None and ":via=skip-" in cur.holder:
+        return ClaimRefused(BUSY_SKIP, "this turn is being skipped right now")
+    who = f" ({cur.holder})" if cur is not None else ""
+    return ClaimRefused(BUSY_RESUME, f"another hermes-tray process is already resuming this turn{who}")
+
+
+def release(held: Claim, session_key: str = "?") -> None:
+    """Release a claim; a failure is logged (the lease expires on its own)."""
+    try:
+        held.store.release(held.lease)
+    except Exception:
+        logger.warning("could not release the claim on %s (it expires on its own)", session_key, exc_info=True)
+
+
+def turn_started_at(entry: Mapping[str, Any] | None) -> float:
+    """``started_at`` of a raw marker entry as every journal event about that turn keys it: the time the
+    scanner's record shows (``TurnRecord.started_at``, which the tray's skips and ask-once use), Hermes'
+    ``float(started_at or 0)`` when that is a finite time, else 0 — so a resume, a skip from the tray or the
+    CLI, and a tombstone check name a junk-valued turn (NaN, text) alike."""
+    from hermes_tray_core.deciding.policy import marker_started_at
+
+    return marker_started_at(entry or {}) or 0.0
+
+
+def _attempts(entry: Mapping[str, Any] | None) -> int:
+    """``attempts`` as Hermes counts it (``max(0, int(...))``), as the scanner's records and so every
+    ``skipped`` event carry it: a tombstone compares like with like (``-3`` is 0)."""
+    from hermes_tray_core.deciding.policy import marker_attempts
+
+    return marker_attempts(entry or {}) or 0
+
+
+def settled(home: Path | str, session_key: str, started_at: float | None, *, journal: Any = None) -> str | None:
+    """``completed`` / ``skipped`` when the decision journal already records that for this very turn
+    (home, session, started_at): a marker for it that is back (a writer re-wrote it, the tray could
+    not remove its own) must not run the turn again. None when unknown (journal unreadable: logged)."""
+    from hermes_tray_core.stores import decisions
+
+    try:
+        names = (journal or decisions.default_journal()).events_for(canonical_home(home), session_key, started_at)
+    except Exception:
+        logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
+        return None
+    for name in reversed(names):
+        if name in SETTLED:
+            return name
+    return None
+
+
+def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
+    """True when this exact turn (session key + ``started_at`` + ``attempts``) was skipped: its entry must
+    never be offered again, and any process of ours that sees it removes it (:func:`enforce_tombstones`)."""
+    return _journal_says("is_tombstoned", home, session_key, entry, journal)
+
+
+def retired(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
+    """True when this exact turn (the identity :func:`tombstoned` uses) was continued and finished
+    (``completed``): an entry for it is a stale write's copy and is retired, never offered or continued."""
+    return _journal_says("is_retired", home, session_key, entry, journal)
+
+
+def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapping[str, Any] | None,
+                  journal: Any) -> bool:
+    from hermes_tray_core.stores import decisions
+
+    try:
+        j = journal or decisions.default_journal()
+        # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
+        return bool(getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry)))
+    except Exception:
+        logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
+        return False
+
+
+def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]], *,
+                       journal: Any = None) -> list[str]:
+    """Remove every entry of ``entries`` (as read from ``home``'s marker file) that a skip tombstoned, or
+    that the tray saw finished (:func:`retired`), and that came back. Returns the keys removed.
+    Compare-and-remove: an entry that changed (a new turn, a new attempt) is not this tombstone's and
+    stays. Never raises (a failure is logged; the next scan retries)."""
+    from hermes_tray_core.markers.store import remove_marker_if_unchanged
+
+    removed = []
+    for key, entry in entries.items():
+        if not isinstance(entry, Mapping) or not (tombstoned(home, key, entry, journal=journal)
+                                                  or retired(home, key, entry, journal=journal)):
+            continue
+        try:
+            if remove_marker_if_unchanged(home, key, dict(entry)):
+                logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
+                            "it back", key)
+                removed.append(key)
+        except Exception:
+            logger.warning("could not remove the skipped marker of %s again", key, exc_info=True)
+    return removed

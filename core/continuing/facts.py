@@ -1,0 +1,134 @@
+"""What Hermes did with a resume, read from Hermes' own facts — never from a guess or a version string.
+
+Hermes answers ``session.resume`` and then, on a backend that continues turns itself, either continues
+the turn or declines *silently* (stale, disabled, budget spent, another live owner: log only). It has no
+method that claims, lists or skips an interrupted turn. So the tray reads what Hermes leaves behind:
+
+* the resume reply: a session that was already live is *reused* (another client holds it). Hermes says
+  so in the reply's shape: a fresh runtime answers ``inflight: null`` and a ``started_at`` taken while
+  serving this very request; a live one answers its live payload (0.19.0: no ``inflight`` key unless a
+  turn is in flight; 0.22: ``turn_started_at``) and its older ``started_at``;
+* ``session.active_list``: the session's live row; its ``last_active`` moves whenever a client resumes it
+  or submits to it, so a ``last_active`` newer than the tray's own last touch means another client
+  touched the session;
+* the marker before and after (Hermes rewrites it for a continuation with its own pid, and deletes it
+  when it declines as stale / disabled / out of budget), and the active-session registry (the owner a
+  losing resume was refused for).
+
+Every function here reads only; none raises for what it reads.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.vocab import NotContinued, Verdict
+
+__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "touched_by_other",
+           "wall_time_of", "why_not_continued"]
+
+#: A resume reply's ``started_at`` older than the request by more than this is a live session's.
+REUSE_SLACK = 0.25
+#: ``last_active`` newer than the tray's own last touch by more than this: another client touched it. Hermes stamps
+#: ``last_active`` before it answers, and the tray's own touch is the moment it read that answer, so any later
+#: stamp is someone else's; the slack only absorbs float rounding of the clock conversion.
+TOUCH_SLACK = 0.001
+
+
+def wall_time_of(received_monotonic: float | None) -> float:
+    """The wall-clock time of a frame read at ``received_monotonic`` (``core.backend.rpc.RECEIVED``)."""
+    now_wall, now_mono = time.time(), time.monotonic()
+    if received_monotonic is None:
+        return now_wall
+    return now_wall - max(0.0, now_mono - float(received_monotonic))
+
+
+def live_reuse(reply: Mapping[str, Any], sent_at: float) -> bool:
+    """Did ``session.resume`` (sent at wall time ``sent_at``) reuse a session another client holds live?
+
+    Fresh runtimes (0.19.0 and 0.22 alike) answer ``inflight: null`` and no ``turn_started_at``, with a
+    ``started_at`` taken while serving the request. Anything else is a live one's payload — and when in
+    doubt, it is treated as live (the tray then leaves the session alone)."""
+    if "turn_started_at" in reply:
+        return True
+    if "inflight" not in reply or reply.get("inflight") is not None:
+        return True
+    started = strict_finite(reply.get("started_at"))
+    return started is not None and started < sent_at - REUSE_SLACK
+
+
+def touched_by_other(row: Mapping[str, Any], own_touch: float) -> bool:
+    """True when the live row's ``last_active`` is newer than the tray's own last touch (wall time):
+    another client resumed the session or submitted to it since."""
+    last = strict_finite(row.get("last_active"))
+    return last is not None and last > own_touch + TOUCH_SLACK
+
+
+def _raw_entry(home: Path | str, key: str) -> dict | None:
+    from hermes_tray_core.markers.store import MarkerStore
+
+    try:
+        entry = MarkerStore(home).list().get(key)
+    except Exception:
+        return None
+    return entry if isinstance(entry, dict) else None
+
+
+def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before: Mapping[str, Any] | None
+                        ) -> tuple[NotContinued, str, int | None] | None:
+    """Another Hermes process is continuing (or has continued) this turn: why, in one line, and its pid.
+
+    Signs: the marker rewritten by another live process (Hermes rewrites it with its own pid when its
+    continuation starts), or the active-session registry naming another live process as the session's
+    owner (what a losing resume was refused for)."""
+    from hermes_tray_core.hermes.state_db import active_session_owner
+    from hermes_tray_core.markers.store import marker_writer_state
+
+    entry = _raw_entry(home, key)
+    if entry is not None and before is not None and dict(entry) != dict(before):
+        pid = entry.get("writer_pid")
+        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry, home) == "alive":
+            return (NotContinued.ANOTHER_OWNER, f"another Hermes process (pid {pid}) is continuing it", pid)
+    ignore = (our_pid,) if our_pid else ()
+    owner = active_session_owner(home, key, ignore_pids=ignore)
+    if owner.state == "alive" and owner.pid is not None and owner.pid != our_pid:
+        return (NotContinued.ANOTHER_OWNER, f"another Hermes process (pid {owner.pid}) holds this session", owner.pid)
+    return None
+
+
+def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | None, our_pid: int | None,
+                      now: float | None = None) -> tuple[NotContinued, str]:
+    """Hermes resumed the session and continued nothing: why, from the marker before and after.
+
+    Gone: Hermes cleared it, and its own rules on the entry as it was say why (disabled, stale, out of
+    budget). Still there: its writer is alive, another process owns the session, or Hermes did not say."""
+    from hermes_tray_core.deciding.policy import decide
+    from hermes_tray_core.hermes.config import read_backend_config
+    from hermes_tray_core.markers.store import marker_writer_state
+
+    now = time.time() if now is None else now
+    after = _raw_entry(home, key)
+    elsewhere = continued_elsewhere(home, key, our_pid, before)
+    if elsewhere is not None:
+        return elsewhere[0], elsewhere[1]
+    if after is None and before is not None:
+        try:
+            cfg = read_backend_config(home).auto_continue
+            d = decide(before, config=cfg, writer="dead", now=now)
+        except Exception:
+            d = None
+        if d is not None and d.verdict == Verdict.DISABLED:
+            return NotContinued.DISABLED, f"Hermes cleared the turn: {d.reason}"
+        if d is not None and d.verdict == Verdict.STALE:
+            return NotContinued.STALE, f"Hermes cleared the turn: {d.reason}"
+        if d is not None and d.verdict == Verdict.EXHAUSTED:
+            return NotContinued.EXHAUSTED, f"Hermes cleared the turn: {d.reason}"
+        return NotContinued.DECLINED, "Hermes cleared the turn without continuing it (it did not say why)"
+    if after is not None and marker_writer_state(after, home) == "alive" and after.get("writer_pid") != our_pid:
+        return (NotContinued.WRITER_ALIVE,
+                f"Hermes left it: its writer (pid {after.get('writer_pid')}) is still running")
+    return NotContinued.DECLINED, "Hermes resumed the session but left the turn alone (it did not say why)"

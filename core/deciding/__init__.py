@@ -1,0 +1,1 @@
+"""What the tray may do with each interrupted turn (Hermes' order), and what to ask the user once."""

@@ -1,0 +1,226 @@
+"""Ask at most once per interrupted turn: which turns to ask about, re-skip or resume on their own.
+
+The tray (and the headless helper) hands every scan to :class:`AskOnce`; it answers with a
+:class:`Review` saying what to do about each waiting turn, by the tray's mode and the decision
+journal (``hermes_tray_core.stores.decisions``), which remembers across restarts and processes:
+
+* a turn already asked about, or decided (by this process before a restart, the helper, the CLI)
+  is not asked again; in ``auto`` mode it is not resumed either (an unreadable journal counts as
+  "asked": never act on a guess);
+* a turn journalled as skipped that reappears (a non-locking writer resurrected it) is skipped
+  again, silently;
+* a turn that leaves the list and comes back is looked at afresh; a *new* interruption of the same
+  session (new start or attempt count) replaces the old one and is a new question;
+* a notification that reached nobody leaves its turns unasked: a review after
+  :data:`UNSHOWN_RETRY_SECONDS` asks again.
+
+A turn counts as asked once its notification was delivered (:meth:`AskOnce.delivered` journals
+``notified``), never before. Qt-free: tested without an event loop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from hermes_tray_core.vocab import Mode, Verdict
+
+if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
+    from hermes_tray_core.deciding.records import TurnRecord
+
+__all__ = [
+    "UNSHOWN_RETRY_SECONDS",
+    "AskOnce",
+    "Review",
+    "TurnIdent",
+    "TurnJournal",
+    "ident",
+    "turn_key",
+    "waiting",
+]
+
+log = logging.getLogger(__name__)
+
+UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
+
+TurnIdent = tuple[str, str, float, int]  # (home, session key, started_at, attempts): one interruption
+
+
+class TurnJournal(Protocol):
+    """What ask-once needs of the decision journal (``decisions.DecisionJournal`` has it)."""
+
+    def events_for(self, home: Path | str, session_key: str, started_at: float | int | None) -> list[str]: ...
+
+    def was_asked(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool: ...
+
+    def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
+                      attempts: object) -> bool: ...
+
+    def record(self, event: str, *, home: Path | str, session_key: str, **fields: object) -> object: ...
+
+
+def turn_key(home: Path | str, session_key: str) -> str:
+    """The key one session's waiting turn goes by in the tray (menus, windows, notifications)."""
+    return f"{home}\x1f{session_key}"
+
+
+def ident(record: TurnRecord) -> TurnIdent:
+    """One interrupted turn: a new interruption of the same session has a new start or attempt count."""
+    return (str(record.home), record.session_key, record.started_at, record.attempts)
+
+
+def waiting(records: Iterable[TurnRecord], *, running: Iterable[str] = ()) -> dict[str, TurnRecord]:
+    """The turns that wait for an answer: actionable desktop turns the tray is not running now."""
+    busy = set(running)
+    out: dict[str, TurnRecord] = {}
+    for r in records:
+        key = turn_key(r.home, r.session_key)
+        if r.verdict == Verdict.ACTIONABLE and r.source == "desktop" and key not in busy:
+            out[key] = r
+    return out
+
+
+@dataclass
+class Review:
+    """What to do after a scan: each list holds turns that are new to this process's attention."""
+
+    ask: list[TurnRecord] = field(default_factory=list)  # notify and wait for the user
+    resume: list[str] = field(default_factory=list)  # auto mode: continue these now (turn keys)
+    reskip: list[tuple[str, TurnRecord]] = field(default_factory=list)  # skipped before and back: skip again
+    replaced: set[str] = field(default_factory=set)  # a newer interruption replaced what a note shows
+    gone: set[str] = field(default_factory=set)  # no longer waiting (settled here or elsewhere)
+
+
+class AskOnce:
+    """Remembers, for one process, which interruptions it has looked at; the journal does across runs."""
+
+    def __init__(
+        self,
+        journal: Callable[[], TurnJournal] | None = None,
+        *,
+        clock: Callable[[], float] = time.monotonic,
+        retry_seconds: float = UNSHOWN_RETRY_SECONDS,
+    ) -> None:
+        self._journal = journal or _default_journal
+        self.clock = clock
+        self.retry_seconds = retry_seconds
+        self._seen: set[TurnIdent] = set()
+        self._waiting: dict[str, TurnIdent] = {}
+        self._notified: set[TurnIdent] = set()  # journalled as notified by this process
+        self._unshown: set[TurnIdent] = set()  # notes that reached nobody: ask again…
+        self._unshown_retry = 0.0  # …from this clock() on
+
+    # --- the journal ----------------------------------------------------------------------------
+    def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
+        """Notified or decided already; ``unreadable`` is the answer when the journal cannot be read."""
+        try:
+            return (journal or self._journal()).was_asked(record.home, record.session_key, record.started_at)
+        except Exception:
+            log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
+            return unreadable
+
+    def skipped_before(self, record: TurnRecord, journal: TurnJournal | None = None) -> bool:
+        """This very turn was skipped — the tombstone's rule (session key + ``started_at`` + ``attempts``, as
+        :func:`core.continuing.claim.tombstoned` applies it to raw entries): it reappearing means a writer
+        resurrected it. A later attempt of the same run is a new question, not a skip to repeat."""
+        try:
+            return (journal or self._journal()).is_tombstoned(record.home, record.session_key, record.started_at,
+                                                              record.attempts)
+        except Exception:
+            log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
+            return False
+
+    # --- a scan ---------------------------------------------------------------------------------
+    def review(self, pending: Mapping[str, TurnRecord], mode: str) -> Review:
+        """Decide what the tray does about ``pending`` (from :func:`waiting`) in ``mode`` (ask|auto|list)."""
+        out = Review()
+        before = self._waiting
+        # a turn that left the list and comes back (a non-locking writer resurrected a skipped
+        # marker) is looked at afresh: skipped again, or — if it was asked about — not re-asked
+        for key in before.keys() - pending.keys():
+            self._seen.discard(before[key])
+            out.gone.add(key)
+        now_idents = {k: ident(r) for k, r in pending.items()}
+        out.replaced = {k for k, i in now_idents.items() if k in before and before[k] != i}
+        self._waiting = now_idents
+        self._notified &= set(now_idents.values())
+        if self._unshown and self.clock() >= self._unshown_retry:
+            self._seen -= self._unshown
+            self._unshown.clear()
+        journal: TurnJournal | None = None  # resolved once a review (naming it asks platformdirs)
+        for key, rec in pending.items():
+            i = now_idents[key]
+            if i in self._seen:
+                continue
+            self._seen.add(i)
+            if journal is None:
+                try:
+                    journal = self._journal()
+                except Exception:
+                    log.warning("cannot open the decision journal", exc_info=True)
+            if self.skipped_before(rec, journal):
+                out.reskip.append((key, rec))
+            elif mode == Mode.AUTO:
+                # never continue a turn someone already asked about, decided, or that ran to an end
+                if self.asked_before(rec, unreadable=True, journal=journal):
+                    log.info("auto mode: not resuming %s/%s: the journal has it asked or answered",
+                             rec.profile, rec.session_key)
+                else:
+                    out.resume.append(key)
+            elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False, journal=journal):
+                out.ask.append(rec)
+        return out
+
+    # --- notifications --------------------------------------------------------------------------
+    def not_announced(self, turns: Iterable[TurnRecord]) -> None:
+        """Announcing failed: never "seen" without having been asked; the next review asks again."""
+        self._seen -= {ident(t) for t in turns}
+
+    def delivered(self, turns: Sequence[TurnRecord], ok: bool) -> list[TurnRecord]:
+        """A note about ``turns`` reached the user (``ok``) or went nowhere (ask again after the retry
+        delay). Returns the turns to journal as ``notified`` (:meth:`journal_notified`), each once."""
+        if not ok:
+            self._unshown |= {ident(t) for t in turns} - self._notified
+            self._unshown_retry = self.clock() + self.retry_seconds
+            return []
+        new = [t for t in turns if ident(t) not in self._notified]
+        self._notified |= {ident(t) for t in new}
+        return new
+
+    def journal(self) -> TurnJournal:
+        """The decision journal as configured now (resolve it before handing a write to another thread)."""
+        return self._journal()
+
+    def journal_notified(self, turns: Sequence[TurnRecord], *, via: str, journal: TurnJournal | None = None) -> None:
+        """Journal ``notified`` in ``journal`` (default: :meth:`journal`), every turn in one write (a storm of
+        10,000 is one append and one fsync, not 10,000). A durable append: callers with an event loop run
+        it off that thread, passing the journal they resolved when they asked.
+        Bookkeeping: a failure is logged; a later restart may then ask once more, nothing worse."""
+        target = journal if journal is not None else self._journal()
+        rows = [{"event": "notified", "home": str(t.home), "session_key": t.session_key, "started_at": t.started_at,
+                 "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
+        if not rows:
+            return
+        many = getattr(target, "record_many", None)
+        if many is not None:
+            try:
+                many(rows)
+                return
+            except Exception:  # one bad turn (a hostile key) must not cost the others their record
+                log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows),
+                            exc_info=True)
+        for row in rows:
+            try:
+                target.record(row.pop("event"), **row)
+            except Exception:
+                log.warning("could not journal 'notified' for %s", row.get("session_key"), exc_info=True)
+
+
+def _default_journal() -> TurnJournal:
+    from hermes_tray_core.stores import decisions
+
+    return decisions.default_journal()

@@ -1,0 +1,327 @@
+"""What should happen to one interrupted turn: the tray's one home for verdicts, ages and reasons.
+
+:func:`decide` (a desktop marker) and :func:`decide_webui` (a pending WebUI turn) take everything they
+need as arguments (no I/O, no clock), so the tray, the helper, the CLI and the resume engine reach the
+same verdict as Hermes' backend would on ``session.resume``. Each :class:`Decision` carries the verdict,
+a stable reason *code*, the one line a user reads, and the age that line states (``age_seconds``): the
+scanner shows exactly that age, so the two can never disagree.
+
+Marker verdicts, first match wins (Hermes' own order):
+
+``not-ours``   ``auto_continue`` false, no prompt (queued / malformed entries), a hosted ``bot_room``
+               session, or numbers Hermes' own reader cannot read (it then sees no marker at all).
+``running``    the writer is alive, or a live Hermes turn lease / active-session owner. A writer of
+               *unknown* liveness (no ``writer_pid``, as older backends write; junk pids) does not
+               block by itself — Hermes' scheduler blocks only ``alive`` — unless a live Hermes process
+               serves the home (``backend="live"``, found by :mod:`hermes_tray_core.hermes.processes`):
+               then the turn may be running there, and the reason names that process.
+``disabled``   backend ``desktop.auto_continue.enabled`` is false (the managed overlay included).
+``stale``      older than the freshness window (from ``interrupted_at`` when present and positive).
+``exhausted``  ``attempts >= max_attempts`` (attempts as Hermes counts them: ``max(0, int(attempts))``).
+``actionable`` may be resumed.
+
+When a source is unreadable (lease, active-session registry, the process table) the remaining checks
+still apply (they are all "do nothing" verdicts Hermes would also reach); a marker that would otherwise
+be ``actionable`` reads ``running`` with ``unsure=True`` instead — when unsure, do nothing and say why.
+
+The tray's own mode (ask / auto / off) never changes a verdict.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any, NamedTuple
+
+from hermes_tray_core.hermes.config import (
+    DEFAULT_ENABLED,
+    DEFAULT_FRESHNESS_MINUTES,
+    DEFAULT_MAX_ATTEMPTS,
+    MAX_FRESHNESS_MINUTES,
+    AutoContinueConfig,
+)
+from hermes_tray_core.numbers import INT_CAP, as_float, as_int, capped_int, finite, strict_finite
+from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
+
+__all__ = [
+    "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "decide", "decide_webui",
+    "marker_attempts", "marker_prompt", "marker_started_at", "marker_reference_time", "marker_age", "age_text", "restate_age",
+    "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
+]
+
+# What decide() can return (Verdict.SKIPPED is core.continuing.claim's tombstone, applied by the scanner).
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v is not Verdict.SKIPPED)
+
+# Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
+# reason and JSON number stays short.
+MAX_AGE_SECONDS = 1e11
+
+
+class Decision(NamedTuple):
+    """A verdict, its reason code, the one line a user reads, and the age that line states."""
+
+    verdict: Verdict
+    reason: str
+    unsure: bool = False
+    code: ReasonCode | None = None
+    age_seconds: float = 0.0
+
+    @property
+    def actionable(self) -> bool:
+        return self.verdict == Verdict.ACTIONABLE
+
+
+def age_text(seconds: float | None) -> str:
+    """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter — of the
+    reasons here, of every view (menu, turns window, tooltip, History, Recent) and of ``hermes-tray
+    status`` — so two places never disagree in style. Negative and non-finite ages read as 0."""
+    if seconds is None:
+        return "at an unknown time"
+    s = max(0.0, finite(seconds) or 0.0)
+    if s < 60:
+        return f"{int(s)} s ago"
+    if s < 90 * 60:
+        return f"{int(s // 60)} min ago"
+    if s < 36 * 3600:
+        return f"{int(s // 3600)} h ago"
+    return f"{int(s // 86400)} days ago"
+
+
+def restate_age(reason: str, stated_age: float | None, age_now: float | None) -> str:
+    """``reason`` said as of a later moment: the age it states (:func:`age_text` of ``stated_age``, the
+    decision's ``age_seconds``) said again as ``age_now``, so a reason shown in a window ticks with the
+    row above it. A reason that states no age is returned as it is."""
+    if stated_age is None or age_now is None:
+        return reason
+    return reason.replace(age_text(stated_age), age_text(age_now), 1)
+
+
+def _fmt_minutes(minutes: float) -> str:
+    return f"{int(minutes)} min" if float(minutes).is_integer() else f"{minutes:g} min"
+
+
+def marker_started_at(marker: Mapping[str, Any]) -> float | None:
+    """Hermes' ``float(started_at or 0)`` as a time to show or key a turn by; None when that raises or is
+    not a finite time (the verdict itself uses :func:`_hermes_started_at`)."""
+    raw = marker.get("started_at")
+    return finite(raw or 0)
+
+
+def _hermes_started_at(marker: Mapping[str, Any]) -> float | None:
+    """Exactly Hermes' ``float(entry.get("started_at") or 0)``: NaN and ±inf included (Hermes compares
+    them as they are: a NaN or +inf age is never stale, -inf always is); None where that raises."""
+    return as_float(marker.get("started_at") or 0)
+
+
+def _interrupted_at(marker: Mapping[str, Any]) -> float | None:
+    """``interrupted_at`` when a positive finite JSON number (newer Hermes variants write it), else None:
+    anything else is junk that a Hermes without the field ignores, and so the tray does."""
+    interrupted = strict_finite(marker.get("interrupted_at"))
+    return interrupted if interrupted is not None and interrupted > 0 else None
+
+
+def marker_prompt(marker: Mapping[str, Any]) -> str:
+    """The prompt as Hermes reads it (``str(entry.get("prompt") or "")``): a number or a list in that field
+    is text to Hermes, and it continues with that text."""
+    try:
+        return str(marker.get("prompt") or "")
+    except Exception:
+        return ""
+
+
+def marker_reference_time(marker: Mapping[str, Any]) -> float | None:
+    """When the freshness window starts: ``interrupted_at`` if a positive finite time, else ``started_at``
+    as Hermes converts it (which may be NaN or ±inf: see :func:`_hermes_started_at`)."""
+    interrupted = _interrupted_at(marker)
+    return interrupted if interrupted is not None else _hermes_started_at(marker)
+
+
+def marker_age(marker: Mapping[str, Any], now: float) -> float:
+    """Seconds since :func:`marker_reference_time` (0 when unknown or in the future): what every reason states."""
+    ref = marker_reference_time(marker)
+    return _age(ref, now)
+
+
+def _age(ref: float | None, now: float) -> float:
+    """``now - ref`` clamped into [0, MAX_AGE_SECONDS]. Against any window below the cap it is stale exactly
+    when Hermes' unclamped ``now - started_at`` is (a NaN or negative age never is, +inf always is)."""
+    if ref is None:
+        return 0.0
+    age = now - ref
+    if not age > 0:  # in the future, or NaN
+        return 0.0
+    return min(age, MAX_AGE_SECONDS)
+
+
+def marker_attempts(marker: Mapping[str, Any]) -> int | None:
+    """Hermes' ``max(0, int(attempts or 0))`` (capped at :data:`~hermes_tray_core.numbers.INT_CAP`);
+    None when Hermes' own reader fails on it (it then ignores the whole marker)."""
+    n = as_int(marker.get("attempts") or 0)
+    return None if n is None else capped_int(max(0, n), 0, INT_CAP)
+
+
+def decide(
+    marker: Mapping[str, Any],
+    *,
+    config: AutoContinueConfig,
+    writer: str,
+    now: float,
+    source: str | None = None,
+    lease: str = "free",
+    owner: str = "none",
+    activity_detail: str = "",
+    backend: str = "none",
+    backend_detail: str = "",
+    writer_note: str = "",
+    writer_turn: str = "unknown",
+    writer_turn_detail: str = "",
+) -> Decision:
+    """Verdict for one marker entry (the raw dict stored under its session key).
+
+    ``writer``: ``alive`` / ``dead`` / ``unknown`` (``marker_writer_state``). ``source``: the
+    session's ``state.db`` source, when known. ``lease``: ``live`` / ``free`` / ``unknown`` (Hermes
+    turn lease; a home with no ``state.db`` holds none: ``free``); ``owner``: ``alive`` / ``dead`` /
+    ``none`` / ``unknown`` (active-session registry; no registry file: ``none``). ``unknown`` means
+    a source exists but could not be read: never actionable. ``activity_detail`` is appended to
+    lease/owner reasons (e.g. the holder's pid). ``backend``: ``live`` / ``none`` / ``unknown`` — is a
+    live Hermes process serving this home (``backend_detail`` names it: ``pid 4242 (hermes dashboard)``)?
+    It matters only when the writer is ``unknown``. ``writer_note``: why the tray's writer verdict differs
+    from Hermes' own (:attr:`core.process.identity.HermesJudgement.note`), said with the verdict. ``writer_turn``: for a
+    live writer that is a running backend of this home, what it answered when asked
+    (:mod:`hermes_tray_core.backend.sessions`): ``none`` (it runs no turn for the session — Hermes would
+    continue the marker when resumed there, so the live writer does not make it ``running``;
+    ``writer_turn_detail`` says so in the reason), else ``running`` / ``unknown`` (the live writer stands).
+
+    Junk values are judged as Hermes' own code judges them (``read_turn_marker`` then
+    ``_maybe_schedule_auto_continue``): the prompt is ``str(prompt or "")``, ``started_at`` is
+    ``float(started_at or 0)`` even when NaN or ±inf, ``attempts`` is ``max(0, int(attempts or 0))``; only
+    a conversion that raises makes the entry one Hermes ignores.
+    """
+    if not isinstance(marker, Mapping):
+        return Decision(Verdict.NOT_OURS, "marker entry is not an object; Hermes ignores it",
+                        code=ReasonCode.MALFORMED_ENTRY)
+    attempts = marker_attempts(marker)
+    ref = marker_reference_time(marker)
+    age = _age(ref, now)
+
+    def out(verdict: Verdict, code: ReasonCode, reason: str, unsure: bool = False) -> Decision:
+        return Decision(verdict, reason, unsure, code, age)
+
+    # 1. not-ours
+    if not _hermes_bool(marker.get("auto_continue", True)):
+        return out(Verdict.NOT_OURS, ReasonCode.AUTO_CONTINUE_OFF,
+                   "auto_continue is off for this turn: another mechanism owns its recovery")
+    if not marker_prompt(marker).strip():
+        what = "a queued entry with no prompt" if marker.get("queued") else "no prompt recorded"
+        return out(Verdict.NOT_OURS, ReasonCode.NO_PROMPT, f"{what}: there is nothing to continue")
+    if source == "bot_room":
+        return out(Verdict.NOT_OURS, ReasonCode.HOSTED_ROOM, "hosted bot_room session: its driver owns recovery")
+    if attempts is None or _hermes_started_at(marker) is None:
+        bad = "attempts" if attempts is None else "started_at"
+        return out(Verdict.NOT_OURS, ReasonCode.MALFORMED_ENTRY,
+                   f"malformed marker ({bad} is not a number Hermes can read): Hermes ignores it")
+    # 2. running
+    detail = f" ({activity_detail})" if activity_detail else ""
+    idle_writer = writer == WriterState.ALIVE and writer_turn == "none"
+    if idle_writer:  # asked, the live backend that wrote it runs no turn for it: judged as Hermes would there
+        writer = WriterState.DEAD
+    if writer == WriterState.ALIVE:
+        pid = _short(marker.get("writer_pid"))
+        return out(Verdict.RUNNING, ReasonCode.WRITER_ALIVE,
+                   f"its writer (pid {pid}) is still running: the turn is not interrupted{_paren(writer_note)}")
+    if lease == "live":
+        return out(Verdict.RUNNING, ReasonCode.LEASE_LIVE, f"a Hermes backend holds this session's turn lease{detail}")
+    if owner == "alive":
+        return out(Verdict.RUNNING, ReasonCode.OWNER_ALIVE, f"a live Hermes process has this session open{detail}")
+    unsure: tuple[ReasonCode, str] | None = None
+    if writer != WriterState.DEAD:
+        why = ("the marker has no writer pid (written by an older backend)" if marker.get("writer_pid") is None
+               else f"cannot tell whether writer pid {_short(marker.get('writer_pid'))} is still running")
+        if backend == "live":
+            return out(Verdict.RUNNING, ReasonCode.BACKEND_LIVE,
+                       f"{why}, and Hermes {backend_detail or 'backend'} serves this home: "
+                       "the turn may be running there", unsure=True)
+        if backend not in ("none", "live"):
+            unsure = (ReasonCode.BACKEND_LIVE,
+                      f"{why}, and whether a Hermes backend serves this home cannot be read{_paren(backend_detail)}")
+    if unsure is None and lease not in ("free", "live"):
+        unsure = (ReasonCode.LEASE_UNKNOWN, f"cannot read this session's Hermes turn lease{detail}")
+    elif unsure is None and owner not in ("dead", "none", "alive"):
+        unsure = (ReasonCode.OWNER_UNKNOWN, f"cannot tell whether the session's owner process is alive{detail}")
+    # 3. disabled
+    if not config.enabled:
+        where = ("the administrator's managed config" if "enabled" in config.managed
+                 else "this home's config.yaml")
+        return out(Verdict.DISABLED, ReasonCode.DISABLED, f"auto-continue is disabled in {where}")
+    # 4. stale
+    window = float(config.freshness_minutes) * 60.0
+    if config.freshness_minutes < MAX_FRESHNESS_MINUTES and age > window:  # the maximum is Hermes' .inf
+        since = "interrupted" if _interrupted_at(marker) is not None else "started"
+        return out(Verdict.STALE, ReasonCode.STALE,
+                   f"{since} {age_text(age)}, beyond the {_fmt_minutes(config.freshness_minutes)} "
+                   "freshness window")
+    # 5. exhausted
+    if attempts >= config.max_attempts:
+        return out(Verdict.EXHAUSTED, ReasonCode.EXHAUSTED,
+                   f"already continued {attempts} time(s); the budget is {config.max_attempts}")
+    if unsure is not None:
+        return out(Verdict.RUNNING, unsure[0], f"{unsure[1]}; left alone until that is known", unsure=True)
+    # 6. actionable
+    older = "; written by an older backend" if writer != WriterState.DEAD else ""
+    if idle_writer:
+        older = f"; {writer_turn_detail or 'its writer, a running Hermes backend, runs no turn for it'}"
+    return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
+               f"interrupted {age_text(age)}; would be continuation {attempts + 1} of "
+               f"{config.max_attempts}{older}")
+
+
+def decide_webui(
+    turn: Mapping[str, Any],
+    *,
+    worker: str,
+    now: float,
+    server: str = "none",
+    server_detail: str = "",
+    pending_turns: int = 1,
+) -> Decision:
+    """Verdict for a WebUI session's newest unfinished turn (WebUI turns are never resumed by the tray).
+
+    ``turn``: ``started_at`` (epoch), ``pid`` (the worker's, when journalled). ``worker``: the worker's
+    liveness. ``server``: ``live`` / ``none`` / ``unknown`` — is a WebUI server for this state dir alive
+    (``server_detail`` names it)? A turn with no terminal event is ``running`` only while its worker or a
+    WebUI server of its state dir lives; otherwise it was interrupted (informational: retry it in the WebUI).
+    """
+    started = finite(turn.get("started_at"))
+    age = _age(started, now)
+    more = f" ({pending_turns} unfinished turns in this session)" if pending_turns > 1 else ""
+    if worker == WriterState.ALIVE:
+        return Decision(Verdict.RUNNING, f"WebUI turn still running (worker pid {_short(turn.get('pid'))}){more}",
+                        False, ReasonCode.WEBUI_WORKER_ALIVE, age)
+    if worker != WriterState.DEAD and server == "live":
+        return Decision(Verdict.RUNNING, f"WebUI turn has not finished and the WebUI server {server_detail} for "
+                        f"its state dir is running{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
+    if worker != WriterState.DEAD and server not in ("none", "live"):
+        return Decision(Verdict.RUNNING, "WebUI turn has not finished; cannot tell whether a WebUI server is "
+                        f"running{_paren(server_detail)}{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
+    gone = f"its worker (pid {_short(turn.get('pid'))}) is gone" if worker == WriterState.DEAD else "no WebUI server is running"
+    return Decision(Verdict.NOT_OURS, f"WebUI turn interrupted {age_text(age)} ({gone}); retry it from the "
+                    f"WebUI{more}", False, ReasonCode.WEBUI_INTERRUPTED, age)
+
+
+def _hermes_bool(value: Any) -> bool:
+    """Hermes' ``bool(entry.get("auto_continue", True))``."""
+    try:
+        return bool(value)
+    except Exception:
+        return True
+
+
+def _short(value: Any) -> str:
+    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+        return "(a huge number)"
+    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+    return text if len(text) <= 24 else text[:23] + "…"
+
+
+def _paren(text: str) -> str:
+    return f" ({text})" if text else ""
+

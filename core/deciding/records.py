@@ -1,0 +1,140 @@
+"""The scanner's records: what one interrupted turn and one home look like to the user and to ``status --json``.
+
+Immutable ``typing.NamedTuple`` records (cheaper to define than frozen dataclasses: ``status`` pays for
+every class it defines at start-up). ``to_json`` gives the documented ``status --json`` shapes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any, NamedTuple
+
+from hermes_tray_core.deciding.policy import AutoContinueConfig
+from hermes_tray_core.vocab import Verdict
+
+__all__ = ["TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt", "EXCERPT_CHARS"]
+
+EXCERPT_CHARS = 120
+
+
+class TurnRecord(NamedTuple):
+    """One interrupted turn, as the user sees it (an immutable record).
+
+    ``source`` is ``desktop`` (a marker; resumable when ``verdict == "actionable"``) or ``webui``
+    (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
+    entry as read — pass it back as ``expected`` to skip/resume so a changed marker is refused.
+    ``turn_id`` is set for WebUI records.
+    """
+
+    home: Path
+    profile: str
+    session_key: str
+    title: str | None
+    prompt_excerpt: str
+    started_at: float
+    age_seconds: float
+    attempts: int
+    writer: str
+    verdict: str
+    reason: str
+    source: str
+    unsure: bool = False
+    turn_id: str | None = None
+    entry: Mapping[str, Any] | None = None
+    code: str | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
+    # (pid, start time) of the live process that makes this turn ``running`` when it is not the marker's
+    # writer (a Hermes backend serving the home): the tray watches it, its exit changes the verdict.
+    holder: tuple[int, float | None] | None = None
+
+    @property
+    def actionable(self) -> bool:
+        return self.verdict == Verdict.ACTIONABLE
+
+    def __repr__(self) -> str:
+        # Identity only: a record that lands in a log must not carry prompt text (excerpt, entry).
+        return (f"TurnRecord(home={str(self.home)!r}, session_key={self.session_key!r}, source={self.source!r}, "
+                f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``status --json`` turn object (keys exactly as documented in the README)."""
+        return {
+            "home": str(self.home),
+            "profile": self.profile,
+            "session_key": self.session_key,
+            "title": self.title,
+            "prompt_excerpt": self.prompt_excerpt,
+            "started_at": self.started_at,
+            "age_seconds": round(self.age_seconds, 3),
+            "attempts": self.attempts,
+            "writer": str(self.writer),
+            "verdict": str(self.verdict),
+            "reason": self.reason,
+            "reason_code": None if self.code is None else str(self.code),
+            "source": self.source,
+        }
+
+
+class HomeReport(NamedTuple):
+    """What one home holds and every problem met reading it (each says what to do)."""
+
+    path: Path
+    profile: str
+    origin: str
+    exists: bool
+    markers: str  # "ok" | "none" | "corrupt" | "unreadable"
+    marker_count: int
+    config: AutoContinueConfig
+    state_db: str  # "ok" | "missing" | "unreadable"
+    webui_journal_dir: Path
+    webui_sessions: int
+    unsupported: tuple[str, ...] = ()
+    problems: tuple[str, ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "path": str(self.path),
+            "profile": self.profile,
+            "origin": self.origin,
+            "exists": self.exists,
+            "markers": self.markers,
+            "marker_count": self.marker_count,
+            "auto_continue": {
+                "enabled": self.config.enabled,
+                "freshness_minutes": self.config.freshness_minutes,
+                "max_attempts": self.config.max_attempts,
+                "managed": list(self.config.managed),
+            },
+            "state_db": self.state_db,
+            "webui_journal_dir": str(self.webui_journal_dir),
+            "webui_sessions": self.webui_sessions,
+            "unsupported": list(self.unsupported),
+            "problems": list(self.problems),
+        }
+
+
+class ScanResult(NamedTuple):
+    homes: list[HomeReport]
+    turns: list[TurnRecord]
+    scanned_at: float
+
+    @property
+    def actionable(self) -> list[TurnRecord]:
+        return [t for t in self.turns if t.actionable]
+
+    @property
+    def unsupported(self) -> bool:
+        return any(h.unsupported for h in self.homes)
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document."""
+        return {"homes": [h.to_json() for h in self.homes], "turns": [t.to_json() for t in self.turns]}
+
+
+
+def prompt_excerpt(prompt: object, limit: int = EXCERPT_CHARS) -> str:
+    """First non-empty line, at most ``limit`` characters (``…`` marks a cut)."""
+    if not isinstance(prompt, str):
+        return ""
+    line = next((ln.strip() for ln in prompt.splitlines() if ln.strip()), "")
+    return line if len(line) <= limit else line[: limit - 1].rstrip() + "…"

@@ -1,0 +1,565 @@
+"""Read-only views of Hermes' own state: ``state.db`` sessions and turn leases, and the
+active-session registry ``runtime/active_sessions.json``.
+
+Hermes owns these files; the tray only looks. ``state.db`` is opened with a read-only URI and a
+short busy timeout, so a backend mid-write never waits on us and we never wait long on it. Every
+function here answers instead of raising: a source that is locked, corrupt or unreadable yields a
+``None`` / ``"unknown"`` answer plus a one-line reason the UI can show. A source that does not
+exist is a definite answer, not an unsure one: no ``state.db`` holds no turn lease (``free``), no
+``active_sessions.json`` registers no owner (``none``).
+
+Liveness rules (the design's contract):
+
+* A turn lease row is free iff there is no row, ``holder == ''`` or ``expires_at <= now``.
+* A live-looking holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` is judged by its pid only
+  when it names *our* pid namespace; without a ``pidns`` or with another one the pid means
+  nothing here, so the lease counts as live until it expires. In our namespace a dead pid (or a
+  recycled one, when the newer schema's ``owner_pid_start`` is there) frees the lease at once.
+* The lease key is the conversation root: ``sessions.parent_session_id`` followed upward while
+  the parent ended with ``end_reason = 'compression'``.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import re
+import sqlite3
+import time
+from collections.abc import Collection
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Literal
+
+from hermes_tray_core.numbers import as_float
+from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
+
+__all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
+    "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
+    "active_sessions_path", "conversation_root", "conversation_root_with", "judge_lease_row",
+    "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
+    "session_activity", "session_info", "state_db_missing", "state_db_path", "turn_lease_view"]
+
+LeaseState = Literal["live", "free", "unknown"]
+OwnerState = Literal["alive", "dead", "none", "unknown"]
+#: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
+AnswerState = Literal["finished", "pending", "unknown"]
+#: Where the turn of a continuation note stands (:func:`note_state`): ``absent`` (not in state.db yet),
+#: ``pending`` (there, no end yet, nothing after it), ``superseded`` (a newer user message came after it:
+#: the running turn, if any, is someone else's), ``finished`` (a final reply after the note, whatever else came between: a queued message may be persisted
+#: before the reply), ``unknown`` (state.db unreadable).
+NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
+
+BUSY_TIMEOUT_S = 0.2
+MAX_ROOT_DEPTH = 256
+MAX_REGISTRY_BYTES = 8 * 1024 * 1024
+_SESSION_COLUMNS = ("id", "title", "source", "parent_session_id", "end_reason")
+_HOLDER_PID_RE = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
+_HOLDER_NS_RE = re.compile(r"(?:^|:)pidns=(\d+)(?::|$)")
+
+
+@dataclass(frozen=True)
+class SessionInfo:
+    """One ``sessions`` row; a column the schema lacks reads as None."""
+
+    id: str
+    title: str | None = None
+    source: str | None = None
+    parent_session_id: str | None = None
+    end_reason: str | None = None
+
+
+@dataclass(frozen=True)
+class LeaseView:
+    """What Hermes' turn lease says about a session: ``live``, ``free`` or ``unknown`` (unreadable)."""
+
+    state: LeaseState
+    holder: str | None = None
+    expires_at: float | None = None
+    detail: str = ""
+    conversation_id: str | None = None
+    pid: int | None = None
+
+
+@dataclass(frozen=True)
+class OwnerView:
+    """Who ``runtime/active_sessions.json`` says owns a session and whether that process lives."""
+
+    state: OwnerState
+    pid: int | None = None
+    surface: str | None = None
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class SessionActivity:
+    """A session's lease and registry views together: is a Hermes backend working on it now?"""
+
+    lease: LeaseView
+    owner: OwnerView
+
+    @property
+    def running(self) -> bool:
+        """True when a live lease or a live registered owner says a backend is on this session."""
+        return self.lease.state == "live" or self.owner.state == "alive"
+
+    @property
+    def unsure(self) -> bool:
+        """True when a source could not be read, so "not running" is not proven."""
+        return self.lease.state == "unknown" or self.owner.state == "unknown"
+
+    @property
+    def reason(self) -> str:
+        if self.lease.state == "live":
+            return self.lease.detail
+        if self.owner.state == "alive":
+            return self.owner.detail
+        if self.unsure:
+            parts = [v.detail for v in (self.lease, self.owner) if v.state == "unknown"]
+            return "; ".join(parts)
+        return "no live Hermes process holds this session"
+
+
+def _paren(text: str) -> str:
+    return f" ({text})" if text else ""
+
+
+def _lv(state: LeaseState, detail: str, holder: str | None = None, expires_at: float | None = None,
+        conversation_id: str | None = None, pid: int | None = None) -> LeaseView:
+    return LeaseView(state, holder, expires_at, detail, conversation_id, pid)
+
+
+def _ov(state: OwnerState, detail: str, pid: int | None = None, surface: str | None = None) -> OwnerView:
+    return OwnerView(state, pid, surface, detail)
+
+
+# ---------------------------------------------------------------------------------------------
+# state.db access
+
+
+def state_db_path(home: Path | str) -> Path:
+    return Path(home) / "state.db"
+
+
+def state_db_missing(home: Path | str) -> bool:
+    """True only when ``<home>/state.db`` provably does not exist (no such file, or no such home).
+
+    Anything else — a file, a directory or link in its place, a home we may not look into — is not
+    "missing": it may hold leases we cannot see, so callers must treat it as unreadable.
+    """
+    try:
+        os.lstat(state_db_path(home))
+    except FileNotFoundError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[sqlite3.Connection | None, str | None]:
+    """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
+    path = state_db_path(home)
+    if not path.is_file():
+        return None, f"no state.db in {home}" if state_db_missing(home) else f"cannot open {path} (not a file)"
+    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+    try:
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
+    except sqlite3.Error as exc:
+        return None, f"cannot open state.db ({exc})"
+    try:
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        conn.execute("PRAGMA query_only = 1")
+    except sqlite3.Error as exc:
+        conn.close()
+        return None, f"cannot read state.db ({exc})"
+    return conn, None
+
+
+def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def _describe(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    if "locked" in text or "busy" in text:
+        return f"state.db is locked ({text})"
+    return f"state.db is unreadable ({text})"
+
+
+def _s(value: object) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _session_row(conn: sqlite3.Connection, cols: set[str], session_id: str) -> SessionInfo | None:
+    wanted = [c for c in _SESSION_COLUMNS if c in cols]
+    row = conn.execute(
+        f"SELECT {', '.join(wanted)} FROM sessions WHERE id = ? LIMIT 1", (session_id,)
+    ).fetchone()
+    if row is None:
+        return None
+    values = dict(zip(wanted, row, strict=True))
+    return SessionInfo(
+        id=str(values["id"]),
+        title=_s(values.get("title")),
+        source=_s(values.get("source")),
+        parent_session_id=_s(values.get("parent_session_id")) or None,
+        end_reason=_s(values.get("end_reason")),
+    )
+
+
+def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | None, str | None]:
+    """``(info, None)`` for a row, ``(None, None)`` for no such session, ``(None, problem)`` when
+    ``state.db`` could not be read (missing, locked, corrupt, no ``sessions`` table). Never raises."""
+    conn, problem = _connect_ro(home)
+    if conn is None:
+        return None, problem
+    try:
+        cols = _columns(conn, "sessions")
+        if "id" not in cols:
+            return None, "state.db has no sessions table"
+        return _session_row(conn, cols, str(session_id)), None
+    except Exception as exc:  # sqlite3.Error, MemoryError on garbage, …: answer, never raise
+        return None, _describe(exc)
+    finally:
+        conn.close()
+
+
+def session_info(home: Path | str, session_id: str) -> SessionInfo | None:
+    """The session's row, or None (no row *or* unreadable: use :func:`lookup_session` to tell)."""
+    return lookup_session(home, session_id)[0]
+
+
+def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
+    """:func:`conversation_root` on an open ``state.db`` connection (the scanner batches one per home).
+    May raise ``sqlite3.Error``."""
+    cols = _columns(conn, "sessions")
+    if not {"id", "parent_session_id", "end_reason"} <= cols:
+        return session_id
+    current = session_id
+    seen = {current}
+    for _ in range(MAX_ROOT_DEPTH):
+        row = _session_row(conn, cols, current)
+        parent_id = row.parent_session_id if row else None
+        if not parent_id or parent_id in seen:
+            break
+        parent = _session_row(conn, cols, parent_id)
+        if parent is None or (parent.end_reason or "") != "compression":
+            break
+        current = parent_id
+        seen.add(current)
+    return current
+
+
+def conversation_root(home: Path | str, session_id: str) -> str:
+    """The id Hermes keys the turn lease by: walk up through parents that ended by compression.
+
+    Falls back to ``session_id`` itself when ``state.db`` or the columns needed are missing.
+    """
+    conn, _problem = _connect_ro(home)
+    if conn is None:
+        return session_id
+    try:
+        return conversation_root_with(conn, session_id)
+    except Exception:
+        return session_id
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# turn leases
+
+def parse_holder(holder: str) -> tuple[int | None, int | None]:
+    """``(pid, pidns)`` from a holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` (None when absent)."""
+    pid_m = _HOLDER_PID_RE.search(holder)
+    ns_m = _HOLDER_NS_RE.search(holder)
+    return (int(pid_m.group(1)) if pid_m else None, int(ns_m.group(1)) if ns_m else None)
+
+
+def _num(value: object) -> float | None:
+    """A REAL column as float; SQLite's loose typing may hand back text or NULL."""
+    return None if isinstance(value, bool) else as_float(value)
+
+
+def _serves(home: Path | str | None):
+    """``serves_home`` for :func:`core.process.identity.judge_hermes_identity`: is a pid a live Hermes serving ``home``?"""
+    if home is None:
+        return None
+    from hermes_tray_core.hermes.processes import serves_home
+
+    return lambda pid: serves_home(pid, home)
+
+
+def judge_lease_row(row: dict, cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
+    """Judge one ``session_turn_leases`` row (column name → value; ``holder`` and ``expires_at``, plus
+    ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``.
+    ``home``: the home whose ``state.db`` holds the row, so that a live Hermes holder keeps its lease
+    through a wall-clock step (:func:`core.process.identity.judge_hermes_identity`)."""
+    holder = row.get("holder")
+    holder = "" if holder is None else str(holder)
+    expires = _num(row.get("expires_at"))
+    if holder == "":
+        return _lv("free", "turn lease released", holder, expires, cid)
+    if expires is None or expires <= now:
+        return _lv("free", "turn lease expired", holder, expires, cid)
+    pid, pidns = parse_holder(holder)
+    owner_pid = row.get("owner_pid")
+    if isinstance(owner_pid, int) and not isinstance(owner_pid, bool) and owner_pid > 0:
+        pid = owner_pid
+    left = int(expires - now)
+    ours = own_pidns()
+    if pid is None or pidns is None or ours is None or pidns != ours:
+        why = "holder names no pid namespace" if pidns is None else "holder is in another pid namespace"
+        if pid is None:
+            why = "holder names no pid"
+        return _lv("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
+                         holder, expires, cid, pid)
+    start = _num(row.get("owner_pid_start"))
+    if start is not None and not (start > 0 and math.isfinite(start)):
+        start = None  # 0 / negative = "not recorded" in some writers, never a real create time; junk likewise
+    judged = judge_hermes_identity(pid, start, serves_home=_serves(home))
+    liveness = judged.state
+    if liveness == "dead":
+        return _lv("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
+    if liveness == "alive":
+        return _lv("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}", holder, expires,
+                   cid, pid)
+    return _lv("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
+                     holder, expires, cid, pid)
+
+
+def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = None) -> LeaseView:
+    """Is a Hermes turn on this session's conversation holding its lease right now?
+
+    Looks at the conversation root's row (and the session's own row, should an older backend
+    have keyed it so). ``unknown`` when ``state.db`` cannot be read (locked, corrupt, unreadable);
+    no ``state.db`` at all, or a schema without the lease table, holds no lease: ``free``.
+    """
+    now = time.time() if now is None else now
+    if state_db_missing(home):
+        return _lv("free", "no state.db, so no Hermes turn lease")
+    conn, problem = _connect_ro(home)
+    if conn is None:
+        return _lv("unknown", problem or "state.db unavailable")
+    try:
+        cols = _columns(conn, "session_turn_leases")
+        if not cols:
+            return _lv("free", "this Hermes keeps no turn leases")
+        if not {"conversation_id", "holder", "expires_at"} <= cols:
+            return _lv("unknown", "session_turn_leases has an unexpected schema")
+        try:
+            root = conversation_root_with(conn, session_id)
+        except sqlite3.Error:
+            root = session_id
+        wanted = [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start") if c in cols]
+        best: LeaseView | None = None
+        for cid in dict.fromkeys((root, session_id)):
+            row = conn.execute(
+                f"SELECT {', '.join(wanted)} FROM session_turn_leases WHERE conversation_id = ?", (cid,)
+            ).fetchone()
+            if row is None:
+                continue
+            view = judge_lease_row(dict(zip(wanted, row, strict=True)), cid, now, home=home)
+            if view.state == "live":
+                return view
+            best = best or view
+        return best or _lv("free", "no turn lease", conversation_id=root)
+    except Exception as exc:
+        return _lv("unknown", _describe(exc))
+    finally:
+        conn.close()
+
+
+# ---------------------------------------------------------------------------------------------
+# active-session registry
+
+
+def active_sessions_path(home: Path | str) -> Path:
+    return Path(home) / "runtime" / "active_sessions.json"
+
+
+def _entries(doc: object) -> list | None:
+    if isinstance(doc, dict):
+        entries = doc.get("entries")
+        return entries if isinstance(entries, list) else None
+    if isinstance(doc, list):
+        return doc
+    return None
+
+
+def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Collection[int] = ()) -> OwnerView:
+    """The registered owner of ``session_id`` and whether it lives.
+
+    ``none``: no registry file, or no entry for the session (nobody claims it). ``unknown``: the
+    registry exists but cannot be read or parsed, or the owner cannot be judged from here.
+    ``ignore_pids``: processes of ours in this pid namespace (the gateway the tray started registers
+    the session it resumed) whose entries are not another owner.
+    """
+    path = active_sessions_path(home)
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_REGISTRY_BYTES + 1)
+    except FileNotFoundError:
+        return _ov("none", "no active-session registry")
+    except OSError as exc:
+        return _ov("unknown", f"active_sessions.json is unreadable ({exc.strerror or exc})")
+    if len(data) > MAX_REGISTRY_BYTES:
+        return _ov("unknown", "active_sessions.json is implausibly large")
+    try:
+        entries = _entries(json.loads(data))
+    except (ValueError, RecursionError):
+        return _ov("unknown", "active_sessions.json is corrupt")
+    if entries is None:
+        return _ov("unknown", "active_sessions.json has an unexpected shape")
+    ours = own_pidns()
+    matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id
+               and not (e.get("pid") in ignore_pids and (e.get("pidns") is None or str(e.get("pidns")) == str(ours)))]
+    if not matches:
+        return _ov("none", "no active-session owner")
+    seen: list[OwnerView] = []
+    for entry in matches:
+        pid = entry.get("pid")
+        surface = _s(entry.get("surface"))
+        label = f"{surface} " if surface else ""
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            seen.append(_ov("unknown", "active-session entry has no usable pid", None, surface))
+            continue
+        ns = entry.get("pidns")
+        if ns is not None and (ours is None or str(ns) != str(ours)):
+            seen.append(_ov("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
+            continue
+        # Hermes' own coercions (``_optional_float``), read through a wall-clock step for a live Hermes of
+        # this home (core.process.identity.judge_hermes_identity).
+        judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
+        liveness = judged.state
+        if liveness == "alive":
+            return _ov("alive", f"Hermes {label}process {pid} has this session open{_paren(judged.note)}", pid,
+                       surface)
+        if liveness == "dead":
+            seen.append(_ov("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
+        else:
+            seen.append(_ov("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
+    for view in seen:
+        if view.state == "unknown":
+            return view
+    return seen[0]
+
+
+def session_activity(home: Path | str, session_id: str, *, now: float | None = None,
+                     ignore_pids: Collection[int] = ()) -> SessionActivity:
+    """Lease and registry together; ``.running`` / ``.unsure`` / ``.reason`` for the policy and UI.
+    ``ignore_pids``: see :func:`active_session_owner`."""
+    return SessionActivity(turn_lease_view(home, session_id, now=now),
+                           active_session_owner(home, session_id, ignore_pids=ignore_pids))
+
+
+# ---------------------------------------------------------------------------------------------
+# a continuation's note and its reply (hermes-agent 0.19.0: the tray submits the note itself)
+#
+# Hermes persists a turn's user message into ``messages`` when the turn starts and the final
+# assistant reply when it ends (``role = 'assistant'``, no ``tool_calls``, ``finish_reason``
+# set — ``stop`` for a plain reply); an interrupted turn leaves the user row and no final reply.
+# Mid-turn flushes add ``assistant`` rows WITH ``tool_calls`` (and ``tool`` rows), which are not
+# an end. ``messages.id`` is AUTOINCREMENT, so "after the submit" is ``id > MAX(id)`` read before
+# it; compression re-inserts rows with new ids and continues in a child session whose parent
+# ended with ``end_reason = 'compression'``, which is followed.
+
+#: ``finish_reason`` values that do not end a turn (a tool round, a truncated reply, a verify hook that
+#: sends the agent on: ``agent/conversation_loop.py``).
+_NOT_AN_END = ("tool_calls", "length", "verify_hook_continue")
+MAX_NOTE_SESSIONS = 64
+NOTE_BUSY_TIMEOUT_S = 5.0  # off the UI thread (resume, a reader settling one marker): worth waiting for
+
+
+def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[int | None, str | None]:
+    """``(MAX(messages.id) or 0, None)``, or ``(None, problem)`` when ``state.db`` cannot be read."""
+    conn, problem = _connect_ro(home, busy_timeout)
+    if conn is None:
+        return None, problem
+    try:
+        if "id" not in _columns(conn, "messages"):
+            return None, "state.db has no messages table"
+        row = conn.execute("SELECT MAX(id) FROM messages").fetchone()
+        value = row[0] if row else None
+        return (int(value) if isinstance(value, int) and not isinstance(value, bool) else 0), None
+    except Exception as exc:
+        return None, _describe(exc)
+    finally:
+        conn.close()
+
+
+def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
+    """``session_id`` and the sessions compression continued it in (children of a compressed parent)."""
+    cols = _columns(conn, "sessions")
+    found = [session_id]
+    if not {"id", "parent_session_id", "end_reason"} <= cols:
+        return found
+    frontier = [session_id]
+    while frontier and len(found) < MAX_NOTE_SESSIONS:
+        marks = ",".join("?" * len(frontier))
+        rows = conn.execute(
+            f"SELECT c.id FROM sessions c JOIN sessions p ON c.parent_session_id = p.id "
+            f"WHERE p.id IN ({marks}) AND p.end_reason = 'compression'", frontier).fetchall()
+        frontier = [str(r[0]) for r in rows if str(r[0]) not in found][: MAX_NOTE_SESSIONS - len(found)]
+        found.extend(frontier)
+    return found
+
+
+def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
+                  busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
+    """Did Hermes run ``note`` (a user message submitted after ``messages.id`` ``after_id`` in
+    ``session_id``) to a finished reply? ``finished``: the note's row and a final assistant reply after
+    it are in ``state.db``. ``pending``: not (yet) — no such row, or no end after it. ``unknown``:
+    ``state.db`` cannot be read. Never raises; the second item says why, in one line."""
+    state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
+    return ("pending" if state in ("absent", "superseded") else state), why  # type: ignore[return-value]
+
+
+def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,
+               busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[NoteState, str]:
+    """Where the turn of ``note`` (a continuation note, the tray's or Hermes' own, written after
+    ``messages.id`` ``after_id``) stands in ``state.db`` (:data:`NoteState`). Any final reply after the note means it was
+    answered (a message queued meanwhile is persisted when accepted, before that reply). Never raises; the second item says
+    why, in one line."""
+    conn, problem = _connect_ro(home, busy_timeout)
+    if conn is None:
+        return "unknown", problem or "state.db unavailable"
+    try:
+        cols = _columns(conn, "messages")
+        if not {"id", "session_id", "role", "content"} <= cols:
+            return "unknown", "state.db has no messages table this tray understands"
+        if "finish_reason" not in cols:
+            return "unknown", "state.db records no finish_reason, so a finished reply cannot be told"
+        sessions = _continued_sessions(conn, session_id)
+        in_sessions = f"session_id IN ({','.join('?' * len(sessions))})"
+        same = "content = ?" + (" OR api_content = ?" if "api_content" in cols else "")
+        args = [note] * (2 if "api_content" in cols else 1)
+        row = conn.execute(
+            f"SELECT MIN(id) FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' AND ({same})",
+            [*sessions, int(after_id), *args]).fetchone()
+        note_id = row[0] if row else None
+        if note_id is None:
+            return "absent", "the continuation note is not in state.db"
+        no_tools = " AND (tool_calls IS NULL OR tool_calls IN ('', '[]', 'null'))" if "tool_calls" in cols else ""
+        ends = ",".join("?" * len(_NOT_AN_END))
+        reply = conn.execute(
+            f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'assistant'{no_tools} "
+            f"AND finish_reason IS NOT NULL AND finish_reason NOT IN ({ends}) ORDER BY id LIMIT 1",
+            [*sessions, int(note_id), *_NOT_AN_END]).fetchone()
+        if reply is not None:
+            return "finished", (f"state.db holds the continuation note (message {note_id}) and its reply "
+                                f"(message {reply[0]})")
+        later = conn.execute(
+            f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' ORDER BY id LIMIT 1",
+            [*sessions, int(note_id)]).fetchone()
+        if later is not None:
+            return "superseded", (f"state.db holds a newer user message (message {later[0]}) after the "
+                                  f"continuation note (message {note_id})")
+        return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
+    except Exception as exc:
+        return "unknown", _describe(exc)
+    finally:
+        conn.close()

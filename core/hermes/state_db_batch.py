@@ -1,0 +1,183 @@
+"""One read-only look at a home's ``state.db`` for all its markers at once (session titles and sources,
+Hermes turn leases, compression-chain roots): one connection and one query per table, never one per key.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from hermes_tray_core.hermes import paths as hermes_paths
+
+__all__ = ["HomeState"]
+
+
+class HomeState:
+    """One read-only look at ``state.db`` for every marker of a home: one connection and one query
+    per table for all keys (not a connection per key — ``status`` must stay fast with 32 markers
+    in each of several homes).
+
+    Opened as :mod:`core.hermes.state_db` opens it (read-only URI, short busy timeout, query_only).
+    Judging a lease row and walking a compression chain use that module's own rules
+    (``judge_lease_row``, ``conversation_root_with``), imported only when there is a row or a parent
+    to judge. No ``state.db`` at all holds no turn lease (``free``); one that cannot be read is
+    ``unknown``, so its turns are never actionable.
+    """
+
+    BUSY_TIMEOUT_S = 0.2
+
+    def __init__(self, home: Path, now: float) -> None:
+        self.home = home
+        self.now = now
+        self.problem: str | None = None
+        self.status = "ok"
+        self._conn: Any = None
+        self._scols: set[str] = set()
+        self._lcols: set[str] = set()
+        self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
+        self._leases: dict[str, dict] = {}
+        self._roots: dict[str, str] = {}
+        self._lease_error: str | None = None
+        self._session_error: str | None = None
+        path = str(hermes_paths.state_db(Path(home)))
+        if not os.path.isfile(path):
+            try:
+                os.lstat(path)
+            except FileNotFoundError:
+                self.status = "missing"
+                self.problem = f"no state.db in {home}"
+                return
+            except OSError as exc:
+                self.status, self.problem = "unreadable", f"cannot look for state.db ({exc.strerror or exc})"
+                return
+            self.status, self.problem = "unreadable", f"{path} is not a file"
+            return
+        try:
+            import sqlite3
+
+            uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+            conn = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, isolation_level=None)
+            self._conn = conn
+            conn.execute(f"PRAGMA busy_timeout = {int(self.BUSY_TIMEOUT_S * 1000)}")
+            conn.execute("PRAGMA query_only = 1")
+            self._scols = self._columns("sessions")
+            self._lcols = self._columns("session_turn_leases")
+        except Exception as exc:
+            self.status, self.problem = "unreadable", _describe_db(exc)
+            self.close()
+
+    def _columns(self, table: str) -> set[str]:
+        return {str(r[1]) for r in self._conn.execute(f"PRAGMA table_info({table})")}
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def has_table(self, name: str) -> bool | None:
+        if self._conn is None:
+            return None
+        try:
+            row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone()
+            return row is not None
+        except Exception:
+            return None
+
+    def prefetch(self, keys: Sequence[str]) -> None:
+        """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once."""
+        if self._conn is None or not keys:
+            return
+        conn = self._conn
+        keys = list(keys)
+        try:
+            wanted = [c for c in ("id", "title", "source", "parent_session_id") if c in self._scols]
+            if "id" in wanted:
+                for chunk in _chunks(keys):
+                    sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
+                    for row in conn.execute(sql, chunk):
+                        v = dict(zip(wanted, row, strict=True))
+                        self._sessions[str(v["id"])] = (_text(v.get("title")), _text(v.get("source")),
+                                                        _text(v.get("parent_session_id")) or None)
+        except Exception as exc:
+            self._sessions = {}
+            self._session_error = _describe_db(exc)
+        cols = self._lcols
+        if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
+            return
+        try:
+            parents = [k for k in keys if (self._sessions.get(k) or (None, None, None))[2]]
+            if parents:
+                from hermes_tray_core.hermes import state_db as hs
+
+                for key in parents:
+                    self._roots[key] = hs.conversation_root_with(conn, key)
+            cids = list(dict.fromkeys(keys + list(self._roots.values())))
+            wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
+                                            if c in cols]
+            for chunk in _chunks(cids):
+                sql = (f"SELECT {', '.join(wanted)} FROM session_turn_leases "
+                       f"WHERE conversation_id IN ({','.join('?' * len(chunk))})")
+                for row in conn.execute(sql, chunk):
+                    v = dict(zip(wanted, row, strict=True))
+                    self._leases[str(v.pop("conversation_id"))] = v
+        except Exception as exc:
+            self._lease_error = _describe_db(exc)
+
+    def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
+        """((title, source, parent) | None, problem | None)."""
+        if self._conn is None:
+            return None, self.problem
+        return self._sessions.get(key), self._session_error
+
+    def lease(self, key: str) -> tuple[str, str]:
+        """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""
+        if self._conn is None:
+            if self.status == "missing":
+                return "free", "no state.db, so no Hermes turn lease"
+            return "unknown", self.problem or "state.db unavailable"
+        cols = self._lcols
+        if not cols:
+            return "free", "this Hermes keeps no turn leases"
+        if not {"conversation_id", "holder", "expires_at"} <= cols:
+            return "unknown", "session_turn_leases has an unexpected schema"
+        if self._lease_error:
+            return "unknown", self._lease_error
+        root = self._roots.get(key, key)
+        best = None
+        try:
+            for cid in dict.fromkeys((root, key)):
+                row = self._leases.get(cid)
+                if row is None:
+                    continue
+                from hermes_tray_core.hermes import state_db as hs
+
+                view = hs.judge_lease_row(dict(row), cid, self.now, home=self.home)
+                if view.state == "live":
+                    return view.state, view.detail
+                best = best or (view.state, view.detail)
+        except Exception as exc:
+            return "unknown", f"cannot judge the turn lease ({exc})"
+        return best or ("free", "no turn lease")
+
+
+def _text(value: Any) -> str | None:
+    if value is None:
+        return None
+    return value if isinstance(value, str) else str(value)
+
+
+def _chunks(items: list[str], size: int = 500):
+    for i in range(0, len(items), size):
+        yield items[i:i + size]
+
+
+def _describe_db(exc: Exception) -> str:
+    text = str(exc) or type(exc).__name__
+    if "locked" in text or "busy" in text:
+        return f"state.db is locked ({text})"
+    return f"state.db is unreadable ({text})"

@@ -1,0 +1,58 @@
+"""Session keys: checked once where they enter the engine, then passed as :class:`SessionKey`.
+
+A key comes from outside (the command line, a marker file, a journal, the shell) and ends up in lease names,
+journal records and argv. :func:`session_key` checks it once at that boundary and returns a ``SessionKey``;
+everything past the boundary takes the typed key and does not check again (mypy holds the line).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NewType
+
+__all__ = ["InvalidIdError", "MAX_ID_LEN", "SessionKey", "is_valid_session_id", "session_key", "validate_session_id"]
+
+#: A session key that passed :func:`session_key` (Hermes' stored session id, ``state.db`` ``sessions.id``).
+SessionKey = NewType("SessionKey", str)
+
+MAX_ID_LEN = 256
+# Hermes session ids are like 20260101_120000_abcdef; WebUI ids are [A-Za-z0-9_.-]. Allow both, nothing else.
+_ID_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
+
+
+class InvalidIdError(ValueError):
+    """A session key or id that is unsafe to use (path separators, '..', control chars, too long)."""
+
+
+def validate_session_id(value: object, *, what: str = "session id") -> str:
+    """Return ``value`` if it is a safe id, else raise :class:`InvalidIdError` saying why."""
+    if not isinstance(value, str):
+        raise InvalidIdError(f"{what} must be a string, not {type(value).__name__}")
+    if not value:
+        raise InvalidIdError(f"{what} is empty")
+    if len(value) > MAX_ID_LEN:
+        raise InvalidIdError(f"{what} is {len(value)} characters long (at most {MAX_ID_LEN})")
+    if value != value.strip():
+        raise InvalidIdError(f"{what} has leading or trailing whitespace")
+    if any(ord(c) < 32 or ord(c) == 127 for c in value):
+        raise InvalidIdError(f"{what} contains control characters")
+    if "/" in value or "\\" in value:
+        raise InvalidIdError(f"{what} contains a path separator")
+    if ".." in value or set(value) == {"."}:
+        raise InvalidIdError(f"{what} contains '..'")
+    if not _ID_RE.match(value):
+        raise InvalidIdError(f"{what} may only contain letters, digits, '_', '.', ':' and '-'")
+    return value
+
+
+def is_valid_session_id(value: object) -> bool:
+    try:
+        validate_session_id(value)
+    except InvalidIdError:
+        return False
+    return True
+
+
+def session_key(value: object, *, what: str = "session key") -> SessionKey:
+    """``value`` as a :class:`SessionKey`, or :class:`InvalidIdError` saying why it is not one."""
+    return SessionKey(validate_session_id(value, what=what))

@@ -1,0 +1,1 @@
+"""Hermes' interrupted-turn marker file, as the tray reads and writes it."""

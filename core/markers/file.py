@@ -1,0 +1,124 @@
+"""Hermes' marker file as bytes: where it is, one safe read of it, and its JSON — exactly Hermes' bytes.
+
+Hermes writes ``json.dumps(entries, indent=None, ensure_ascii=False)``; :func:`encode` produces the same
+bytes, :func:`decode` is the strict reader (object entries only, as Hermes). The store that writes the file
+(:mod:`core.markers.store`) and its settle window (:mod:`core.markers.settle`) both read it through here.
+"""
+
+from __future__ import annotations
+
+import errno
+import json
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+from hermes_tray_core.stores import fsutil
+
+__all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "Corrupt", "Entries",
+           "decode", "encode", "marker_lock_path", "marker_path", "read_file", "same_json"]
+
+MARKER_DIR = "desktop"
+MARKER_FILE = "interrupted_turns.json"
+LOCK_SUFFIX = ".lock"
+# Largest legitimate file: 32 entries x 64,000 chars, each up to 6 bytes escaped. Anything bigger is junk.
+MAX_FILE_BYTES = 16 * 1024 * 1024
+
+#: "No entry under this key" where an entry would go (a value no JSON can hold).
+ABSENT: Any = object()
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+
+
+def marker_path(home: Path | str) -> Path:
+    return Path(home) / MARKER_DIR / MARKER_FILE
+
+
+def marker_lock_path(home: Path | str) -> Path:
+    path = marker_path(home)
+    return path.with_name(path.name + LOCK_SUFFIX)
+
+Entries = dict[str, dict[str, Any]]
+
+#: The extra keys a tray continuation adds to its marker (Hermes ignores them): how its completion is
+#: recognised in ``state.db`` (:mod:`core.continuing.completion`). A format fact, so readers can test for them
+#: without importing the completion engine.
+MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", "tray_submitted_at")
+
+
+class Corrupt(ValueError):
+    """The bytes are not a JSON object (the message says why)."""
+
+
+def same_json(a: dict, b: dict) -> bool:
+    """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
+    if a is b:
+        return True
+    if a != b:
+        return False
+    # Equal dicts: same keys and ``==`` values. Same text also needs the same order and the same types
+    # (1 == 1.0 == True), and -0.0 == 0.0. Containers ([1] == [1.0]) are not worth a deep check: re-encode.
+    for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
+        kind = type(va)
+        if ka != kb or kind is not type(vb):
+            return False
+        if kind is float:
+            if va == 0 and repr(va) != repr(vb):
+                return False
+        elif kind is not str and kind is not int and kind is not bool and va is not None:
+            return False
+    return True
+
+
+def encode(entries: Entries) -> bytes:
+    """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8. A lone surrogate (which UTF-8
+    cannot carry) makes the whole file ASCII-escaped, which any JSON reader parses."""
+    try:
+        return json.dumps(entries, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(entries, ensure_ascii=True).encode("ascii")
+
+
+def decode(data: bytes) -> Entries:
+    """Entries of a marker file; object entries only (as Hermes). Raises :class:`Corrupt` if not a JSON object."""
+    try:
+        doc = json.loads(data.decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
+        raise Corrupt(type(exc).__name__) from None
+    if not isinstance(doc, dict):
+        raise Corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
+    return {k: v for k, v in doc.items() if isinstance(v, dict)}
+
+
+def read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
+    """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
+    if not _NOFOLLOW:
+        fsutil.refuse_symlink(path)
+    try:
+        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY)
+    except FileNotFoundError:
+        return None, None
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise fsutil.UnsafePathError(errno.ELOOP, "refusing to follow a symlink", str(path)) from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise fsutil.UnsafePathError(errno.EINVAL, "not a regular file", str(path))
+        if st.st_size > MAX_FILE_BYTES:
+            return b"\0too-large", (st.st_ino, st.st_size, st.st_mtime_ns)
+        want = st.st_size + 1  # one read normally: a short read means EOF
+        chunks = []
+        while True:
+            chunk = os.read(fd, want)
+            chunks.append(chunk)
+            if len(chunk) < want:
+                break
+    finally:
+        os.close(fd)
+    return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)

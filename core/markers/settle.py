@@ -1,0 +1,181 @@
+"""The settle window after a tray write to Hermes' marker file: put back what a stale Hermes write undoes.
+
+Hermes writes its marker file read → change → temp file → rename, with no lock. If it read the file
+just before our write and renames just after, its rename carries the pre-write view: a skipped entry
+comes back, or (after a merge, see :class:`core.markers.store._Leaks`) a value our momentary first version had
+wrong. Nothing can prevent that rename; what we can do is watch the file for as long as such a Hermes
+write can still land, and re-apply our change (under our lock, by exchange, merging) when one does.
+
+How long: Hermes' read → rename time. Measured with the reference writer (two writers on one home each,
+2 shared cores, 3 CPU burners; ``tests/bench/bench_markers.py`` re-measures it and prints it): p50 1.6 ms,
+p99 34 ms, p99.9 64 ms, max 96 ms. :data:`SETTLE_SECS` is about 3x that maximum, and every re-apply
+starts the window again (the re-apply is itself a write a stale Hermes write can undo).
+
+One daemon thread per process watches every pending window (a re-read every :data:`POLL_SECS`);
+:func:`wait` blocks until all are over — ``hermes-tray skip`` calls it before it exits. A process
+that exits sooner is covered by the skip's tombstone (:mod:`core.continuing.claim`): the next process of
+ours that sees the entry removes it again.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from hermes_tray_core.markers import file as marker_file
+
+__all__ = ["POLL_SECS", "SETTLE_SECS", "guard", "pending", "reapplied", "wait", "watch_leaks"]
+
+logger = logging.getLogger(__name__)
+
+SETTLE_SECS = 0.25
+POLL_SECS = 0.002
+
+
+@dataclass
+class _Guard:
+    key: str
+    undone: Any  # the entry value that means "our change was undone" (what we removed / replaced)
+    redo: Any  # what to put instead: marker_file.ABSENT to remove, or our entry
+
+
+@dataclass
+class _Watch:
+    store: Any
+    until: float
+    guards: list[_Guard] = field(default_factory=list)
+    leaks: list[Any] = field(default_factory=list)
+    last: bytes | None = None
+
+
+_cond = threading.Condition()
+_watches: dict[str, _Watch] = {}
+_thread: threading.Thread | None = None
+_reapplied = 0
+
+
+def reapplied() -> int:
+    """How many times this process re-applied a change a stale write had undone (for tests and benches)."""
+    return _reapplied
+
+
+def _watch(store: Any) -> _Watch:
+    global _thread
+    w = _watches.get(store._p)
+    if w is None:
+        w = _watches[store._p] = _Watch(store, 0.0)
+    w.until = time.monotonic() + SETTLE_SECS
+    if _thread is None or not _thread.is_alive():
+        _thread = threading.Thread(target=_run, name="marker-settle", daemon=True)
+        _thread.start()
+    _cond.notify_all()
+    return w
+
+
+def guard(store: Any, key: str, undone: dict, redo: Any = marker_file.ABSENT) -> None:
+    """For :data:`SETTLE_SECS`: if ``key`` reads ``undone`` again, put ``redo`` back (remove by default)."""
+    with _cond:
+        w = _watch(store)
+        w.guards = [g for g in w.guards if g.key != key] + [_Guard(key, dict(undone), redo)]
+
+
+def watch_leaks(store: Any, leaks: Any) -> None:
+    """For :data:`SETTLE_SECS`: correct the values a merge's momentary first version got wrong."""
+    with _cond:
+        leaks.until = time.monotonic() + SETTLE_SECS  # its own window: a re-apply does not extend it
+        _watch(store).leaks.append(leaks)
+
+
+def pending() -> bool:
+    with _cond:
+        return bool(_watches)
+
+
+def wait(timeout: float = 5.0) -> bool:
+    """Block until every settle window of this process is over. False on timeout."""
+    deadline = time.monotonic() + timeout
+    with _cond:
+        while _watches:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            _cond.wait(left)
+    return True
+
+
+def _fix(w: _Watch, entries: marker_file.Entries) -> marker_file.Entries | None:
+    """``entries`` with every undone guard re-applied and every copied stale value corrected, or None."""
+    out = entries
+    now = time.monotonic()
+    w.leaks = [leaks for leaks in w.leaks if leaks.until > now]
+    for leaks in w.leaks:
+        out = leaks.correct(out)
+    for g in w.guards:
+        if out.get(g.key) == g.undone:  # the same test as the compare-and-remove that made the change
+            out = dict(out)
+            if g.redo is marker_file.ABSENT:
+                out.pop(g.key, None)
+            else:
+                out[g.key] = g.redo
+    return None if out is entries else out
+
+
+def _check(w: _Watch) -> bool:
+    """Re-read the file; re-apply under the store's lock if a stale write undid something. True if it did."""
+    global _reapplied
+    try:
+        data, _sig = marker_file.read_file(w.store._p)
+    except OSError:
+        return False
+    if data == w.last:
+        return False
+    w.last = data
+    try:
+        seen = marker_file.decode(data) if data is not None else {}
+    except marker_file.Corrupt:
+        return False
+    if _fix(w, seen) is None:
+        return False
+
+    def mutate(entries: marker_file.Entries) -> tuple[marker_file.Entries | None, bool]:
+        new = _fix(w, entries)
+        return new, new is not None
+
+    try:
+        done = bool(w.store._modify(mutate, "re-apply"))
+    except OSError:
+        logger.warning("could not re-apply a change to %s undone by a stale write", w.store.path, exc_info=True)
+        return False
+    if done:
+        _reapplied += 1
+        logger.info("a stale write to %s undid a change of ours; re-applied", w.store.path)
+    return done
+
+
+def _run() -> None:
+    while True:
+        with _cond:
+            while not _watches:
+                _cond.wait()
+            now = time.monotonic()
+            for path in [p for p, w in _watches.items() if w.until <= now]:
+                del _watches[path]
+            if not _watches:
+                _cond.notify_all()
+                continue
+            todo = list(_watches.values())
+        for w in todo:
+            try:
+                redone = _check(w)
+            except Exception:  # bookkeeping never breaks the tray: this window ends, the tombstone remains
+                logger.warning("settle window on %s failed", w.store.path, exc_info=True)
+                with _cond:
+                    w.until = 0.0
+                continue
+            if redone:
+                with _cond:
+                    w.until = time.monotonic() + SETTLE_SECS  # our re-apply can itself be undone: watch again
+        time.sleep(POLL_SECS)

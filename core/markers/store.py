@@ -1,0 +1,888 @@
+"""Hermes' interrupted-turn markers (``<home>/desktop/interrupted_turns.json``), safe across processes.
+
+A drop-in for Hermes' ``tui_gateway.turn_marker``: same file, format, field names, limits and return
+shapes, and the four Hermes calls (:func:`record_turn_start`, :func:`clear_turn_marker`,
+:func:`read_turn_marker`, :func:`marker_writer_state`) never raise — marker bookkeeping must never
+break a turn, so an I/O failure degrades to "no marker".
+
+What Hermes' store lacks, and why this one exists:
+
+* every read-modify-write holds a blocking OS lock on a sidecar file (``interrupted_turns.json.lock``),
+  so the tray's own writers (tray, helper, CLI, any number of processes) lose nothing and resurrect
+  nothing (Hermes' in-process lock loses a third or more of the markers with four backends on one home);
+* against a writer that does not lock (Hermes itself), a write goes in by atomic *exchange*
+  (:mod:`core.stores.exchange`): right before it the file is checked (inode, size, mtime) and Hermes'
+  in-flight temp files are waited out, and the exchange hands back the file it displaced. If that is not
+  the file we read (a Hermes rename landed in between), Hermes' version goes straight back — ours was
+  visible for two syscalls — and the write is redone on it; a Hermes write that copied our brief version
+  is put right for a settle window (:class:`_Leaks`). After a skip, :mod:`core.markers.settle` also undoes
+  a stale Hermes write (one that read the file before our write) that brings the entry back. Without an
+  exchange (some filesystems), the old compare-and-replace is used and :func:`exchange_support` says so;
+* an empty map is written as ``{}``, never unlinked;
+* writes are temp file + fsync + exchange + directory fsync; a killed writer's temp file is swept by
+  the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;
+  a symlinked marker or lock path is refused;
+* prompt text is never logged: identity only.
+
+Each write is made alone: the tray, the helper and the CLI write this file only when a user decides
+something, so contended throughput is not a goal (``tests/bench/bench_markers.py`` still prints it).
+
+Two deliberate differences: the cap keeps the newest 32 *including* the marker being recorded (Hermes
+prunes to 32 and then adds one, so its file can hold 33), and ``writer=`` records a marker on behalf of
+another process (a continuation the tray launched), so liveness follows that process.
+
+The tray uses :class:`MarkerStore`, the strict form: it validates session keys with :mod:`core.keys`
+and raises :class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails.
+:func:`list_turn_markers` and :func:`remove_marker_if_unchanged` are tray calls and are strict too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.markers.file import ABSENT as _ABSENT
+from hermes_tray_core.markers.file import (
+    MARKER_FILE,
+    Entries,
+    marker_lock_path,
+    marker_path,
+)
+from hermes_tray_core.markers.file import Corrupt as _Corrupt
+from hermes_tray_core.markers.file import decode as _decode
+from hermes_tray_core.markers.file import encode as _encode
+from hermes_tray_core.markers.file import read_file as _read_file
+from hermes_tray_core.markers.file import same_json as _same_json
+from hermes_tray_core.numbers import finite
+from hermes_tray_core.process.identity import (
+    HermesJudgement,
+    ProcessIdentity,
+    judge_hermes_identity,
+    own_identity,
+)
+from hermes_tray_core.stores import exchange as atomic_exchange
+from hermes_tray_core.stores import fsutil
+from hermes_tray_core.vocab import WriterState
+
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+
+MAX_AGE_SECS = 24 * 3600
+MAX_ENTRIES = 32
+MAX_PROMPT_CHARS = 64_000
+# Without an exchange: re-read + re-apply rounds when a non-locking writer changed the file under us; after
+# that we write the latest merge unchecked (progress). The unchecked write is what loses Hermes' entries: at
+# ~100 Hermes writes/s and a slow disk, 5 rounds lost 19 per 500 skips, 50 rounds none (bench_markers).
+FOREIGN_RETRIES = 50
+
+# With an atomic exchange: attempts before an unverified write (merged by content), which only a writer
+# renaming over the file without pause could force.
+VERIFIED_RETRIES = 200
+
+
+
+class MarkerStoreError(OSError):
+    """The marker file could not be read or written; the message names the file and the cause."""
+
+
+class MarkerCorruptError(MarkerStoreError):
+    """The marker file exists but is not a JSON object (reads refuse it; the next write sets it aside)."""
+
+
+class _ForeignChange(Exception):
+    """Raised from the before-replace hook: the file changed since we read it."""
+
+
+
+
+# ── entry helpers ──────────────────────────────────────────────────────────
+
+
+def _started_at(entry: dict) -> float:
+    """``started_at`` as Hermes reads it; junk counts as 0 (so it ages out instead of breaking writes)."""
+    return finite(entry.get("started_at") or 0) or 0.0
+
+
+def writer_fields(writer: ProcessIdentity | None = None) -> dict[str, Any]:
+    """``writer_pid`` (+ ``writer_start_time`` when known) for ``writer``, default this process."""
+    ident = writer if writer is not None else own_identity()
+    fields: dict[str, Any] = {"writer_pid": int(ident.pid)}
+    if ident.start_time is not None:
+        fields["writer_start_time"] = float(ident.start_time)
+    return fields
+
+
+def build_entry(
+    prompt: str,
+    *,
+    attempts: int = 0,
+    auto_continue: bool = True,
+    notification_category: str | None = None,
+    writer: ProcessIdentity | None = None,
+    now: float | None = None,
+) -> dict[str, Any]:
+    """A marker entry exactly as Hermes writes it (same fields, same order, prompt capped)."""
+    entry: dict[str, Any] = {
+        "attempts": max(0, int(attempts)),
+        "prompt": prompt[:MAX_PROMPT_CHARS],
+        "started_at": time.time() if now is None else float(now),
+        "auto_continue": bool(auto_continue),
+        **writer_fields(writer),
+    }
+    if notification_category == "diagnostic":
+        entry["notification_category"] = notification_category
+    return entry
+
+
+def normalize_marker(entry: object) -> dict[str, Any] | None:
+    """The shape Hermes' ``read_turn_marker`` returns for a raw entry, or None (no prompt / junk fields)."""
+    if not isinstance(entry, dict):
+        return None
+    try:
+        prompt = str(entry.get("prompt") or "")
+        if not prompt.strip():
+            return None
+        out: dict[str, Any] = {
+            "attempts": max(0, int(entry.get("attempts") or 0)),
+            "prompt": prompt,
+            "started_at": float(entry.get("started_at") or 0),
+            "auto_continue": bool(entry.get("auto_continue", True)),
+        }
+        for key in ("writer_pid", "writer_start_time"):
+            if entry.get(key) is not None:
+                out[key] = entry[key]
+        if entry.get("notification_category") == "diagnostic":
+            out["notification_category"] = "diagnostic"
+        return out
+    except Exception:
+        return None
+
+
+def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJudgement:
+    """The tray's and Hermes' verdicts on this marker's writer (``writer_pid`` + ``writer_start_time``).
+
+    Hermes' own ``marker_writer_state``: ``unknown`` unless ``writer_pid`` is a positive int (never a bool);
+    then ``hermes_cli.active_sessions._pid_liveness`` with its coercions (:func:`core.process.identity.hermes_liveness`:
+    a ``writer_start_time`` Hermes cannot convert is no start time; NaN never matches). With ``home`` the
+    tray also reads the writer through a wall-clock step when it is a live Hermes process serving that home
+    (:func:`core.process.identity.judge_hermes_identity`); ``.hermes`` keeps Hermes' own verdict."""
+    unknown = HermesJudgement(WriterState.UNKNOWN, WriterState.UNKNOWN)
+    try:
+        if not isinstance(entry, dict):
+            return unknown
+        pid = entry.get("writer_pid")
+        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+            return unknown
+        serves = None
+        if home is not None:
+            from hermes_tray_core.hermes.processes import serves_home
+
+            def serves(p: int) -> bool:
+                return serves_home(p, home)  # type: ignore[arg-type]
+        return judge_hermes_identity(pid, entry.get("writer_start_time"), serves_home=serves)
+    except Exception:
+        return unknown
+
+
+def marker_writer_state(entry: object, home: Path | str | None = None) -> str:
+    """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker still running?
+
+    A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
+    process) is the safe answer that leaves the marker alone. ``home``: the home whose marker file holds the
+    entry, so that a live Hermes writer stays alive through a wall-clock step (:func:`writer_judgement`).
+    """
+    return writer_judgement(entry, home).state
+
+
+def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries:
+    """Prune (24 h, newest 32 including the new one) and insert; an existing key keeps its place, as in Hermes."""
+    fresh = {}
+    for k, e in entries.items():
+        started = e.get("started_at")
+        if type(started) is not float:  # the fast path is what Hermes writes: a float
+            started = _started_at(e)
+        if now - started <= MAX_AGE_SECS:  # NaN compares False: pruned
+            fresh[k] = e
+    if len(fresh) - (key in fresh) > MAX_ENTRIES - 1:
+        others = [k for k in fresh if k != key]
+        keep = set(sorted(others, key=lambda k: _started_at(fresh[k]), reverse=True)[: MAX_ENTRIES - 1])
+        fresh = dict(
+            sorted(((k, e) for k, e in fresh.items() if k in keep), key=lambda kv: _started_at(kv[1]), reverse=True)
+        )
+    return {**fresh, key: entry}
+
+
+Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
+"""A write's meaning: the entries read → (the new entries, or None when nothing changes; the caller's result)."""
+
+
+def _read_path(path: str) -> bytes | None:
+    """All bytes of ``path`` (a file we own: the one our exchange displaced), or None if it is gone."""
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except FileNotFoundError:
+        return None
+
+
+def _write_temp(target: str, data: bytes, *, sync: bool = True) -> str:
+    """A 0600 temp file beside ``target`` holding ``data``, fsynced unless ``sync`` is False; returns its path."""
+    return fsutil.write_temp(target, data, sync=sync)
+
+
+# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``).
+# One exists from the moment Hermes starts writing until its rename returns — and ext4 can hold a rename
+# over an existing file for milliseconds while it flushes the new file's data, during which a ``stat``
+# still shows the old file. So we wait for Hermes' temp files to go before our exchange: a merge is then
+# needed only when Hermes starts and finishes a write inside our microseconds-long last step.
+_HERMES_TEMP_PREFIX = f".{MARKER_FILE.rsplit('.', 1)[0]}_"
+HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its read->rename: max 96 ms measured)
+_STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)
+
+
+def _wait_for_hermes_writes(directory: str) -> bool:
+    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen."""
+    seen = False
+    deadline = time.monotonic() + HERMES_WRITE_WAIT_SECS
+    while True:
+        try:
+            names = [n for n in os.listdir(directory) if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
+        except OSError:
+            return seen
+        now = time.monotonic()
+        live = []
+        for n in names:
+            first = _STALE_TEMPS.setdefault(os.path.join(directory, n), now)
+            if now - first < 2 * HERMES_WRITE_WAIT_SECS:
+                live.append(n)
+        if len(_STALE_TEMPS) > 256:
+            _STALE_TEMPS.clear()
+        if not live or now >= deadline:
+            return seen
+        seen = True
+        time.sleep(0.0005)
+
+
+# Directory -> False once an exchange there answered "unsupported" (then compare-and-replace is used).
+_EXCHANGE: dict[str, bool] = {}
+# Exchange rounds per write when a non-locking writer keeps renaming in between.
+MERGE_ROUNDS = 8
+
+
+def _same(a: Any, b: Any) -> bool:
+    """Same stored value (``_ABSENT`` for no entry): equal dicts that also serialize alike."""
+    if a is _ABSENT or b is _ABSENT:
+        return a is b
+    return isinstance(a, dict) and isinstance(b, dict) and _same_json(a, b)
+
+
+class _Leaks:
+    """Entries our momentarily visible version got wrong, and what they should be.
+
+    When a Hermes rename lands between our last check and our exchange, our version (``transient``, built
+    on the file we read) is in place until we put Hermes' version back or merge: two syscalls apart, but
+    on a loaded machine our process can be descheduled in between. A Hermes write that read it then copies
+    our stale view of the entries Hermes had just changed (``stale``: key -> (our value, the true value);
+    never the keys our own change is about). For a settle window (:mod:`core.markers.settle`), such copies
+    are put right:
+
+    * a stale *present* value is a byte-exact copy of an entry Hermes had cleared (its records always carry
+      a fresh ``started_at``): always removed again;
+    * a stale *absence* (a record we had not seen yet) looks like Hermes clearing that entry. It is
+      restored only when the file is our transient version with exactly one other entry changed — one
+      Hermes write on top of it — never when it looks like a clear of that entry (the transient itself,
+      or a file that moved on in more than one entry).
+    """
+
+    __slots__ = ("stale", "transient", "until")
+
+    def __init__(self, transient: Entries) -> None:
+        self.stale: dict[str, tuple[Any, Any]] = {}
+        self.transient = transient
+        self.until = 0.0
+
+    def note(self, placed: Entries, true: Entries, exclude: frozenset[str] | set[str] = frozenset()) -> None:
+        for key in placed.keys() | true.keys():
+            if key in exclude:
+                continue
+            mine, real = placed.get(key, _ABSENT), true.get(key, _ABSENT)
+            if not _same(mine, real):
+                self.stale.setdefault(key, (mine, real))
+
+    def _derived(self, theirs: Entries) -> bool:
+        """One Hermes write on top of our transient version: it differs from it in exactly one entry."""
+        diff = 0
+        for key in theirs.keys() | self.transient.keys():
+            if not _same(theirs.get(key, _ABSENT), self.transient.get(key, _ABSENT)):
+                diff += 1
+                if diff > 1:
+                    return False
+        return diff == 1
+
+    def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:
+        """``theirs`` with copied stale values put right (a new dict when changed; see the class doc)."""
+        out = None
+        derived: bool | None = True if in_merge else None
+        for key, (mine, true) in self.stale.items():
+            if not _same(theirs.get(key, _ABSENT), mine):
+                continue
+            if mine is _ABSENT:
+                if derived is None:
+                    derived = self._derived(theirs)
+                if not derived:
+                    continue
+            out = dict(theirs) if out is None else out
+            if true is _ABSENT:
+                out.pop(key, None)
+            else:
+                out[key] = true
+        return theirs if out is None else out
+
+    def register(self, store: MarkerStore) -> None:
+        if not self.stale:
+            return
+        from hermes_tray_core.markers import settle as marker_settle
+
+        marker_settle.watch_leaks(store, self)
+
+
+# ── the store ──────────────────────────────────────────────────────────────
+
+
+class MarkerStore:
+    """Strict marker store for one Hermes home: validated keys, clear errors, cross-process safe writes."""
+
+    def __init__(self, home: Path | str) -> None:
+        self.home = Path(home)
+        self.path = marker_path(self.home)
+        self.lock_path = marker_lock_path(self.home)
+        self._p = os.fspath(self.path)
+        self._dir = os.fspath(self.path.parent)
+        self._lock = os.fspath(self.lock_path)
+
+    # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
+
+    def list(self) -> Entries:
+        """Every entry as stored (raw dicts, variant fields kept); {} when there is no file.
+
+        Raises :class:`MarkerCorruptError` for a file that is not a JSON object, :class:`MarkerStoreError`
+        when it cannot be read.
+        """
+        with self._errors("read"):
+            data, _sig = _read_file(self._p)
+            if data is None:
+                return {}
+            try:
+                return _decode(data)
+            except _Corrupt as exc:
+                raise MarkerCorruptError(errno.EINVAL, f"turn-marker file is corrupt ({exc})", str(self.path)) from None
+
+    def read(self, session_key: str) -> dict[str, Any] | None:
+        """Hermes' ``read_turn_marker`` shape for ``session_key``, or None."""
+        validate_session_id(session_key, what="session key")
+        return normalize_marker(self.list().get(session_key))
+
+    # writes
+
+    def record(
+        self,
+        session_key: str,
+        prompt: str,
+        *,
+        attempts: int = 0,
+        auto_continue: bool = True,
+        notification_category: str | None = None,
+        writer: ProcessIdentity | None = None,
+    ) -> dict[str, Any]:
+        """Write the marker for a turn about to run and return the entry as stored.
+
+        ``writer`` records the marker on behalf of another process (e.g. a gateway child the tray
+        launched for a continuation), so liveness checks follow that process, not the tray.
+        """
+        validate_session_id(session_key, what="session key")
+        if not isinstance(prompt, str) or not prompt:
+            raise ValueError("prompt must be a non-empty string")
+        if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
+            raise ValueError(f"attempts must be an int >= 0, not {attempts!r}")
+        if writer is not None and (isinstance(writer.pid, bool) or not isinstance(writer.pid, int) or writer.pid <= 0):
+            raise ValueError(f"writer pid must be a positive int, not {writer.pid!r}")
+        return self._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+
+    def clear(self, session_key: str) -> bool:
+        """Remove the marker of a concluded turn. True if there was one."""
+        validate_session_id(session_key, what="session key")
+        return self._clear(session_key)
+
+    def remove_if_unchanged(self, session_key: str, expected: dict[str, Any], *, settle: bool = True) -> bool:
+        """Remove ``session_key`` only if its raw entry still equals ``expected`` (as :meth:`list` gave it).
+
+        False when it is gone or changed (a new turn, another attempt): the user decided about what
+        they were shown, never about something newer. ``settle``: for a settle window afterwards, a stale
+        Hermes write that brings ``expected`` back is undone again (:mod:`core.markers.settle`; wait for it
+        with :func:`core.markers.settle.wait`).
+        """
+        validate_session_id(session_key, what="session key")
+        if not isinstance(expected, dict):
+            raise TypeError("expected must be the entry dict list() returned")
+        if not os.path.lexists(self._p):
+            return False
+
+        def remove(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(session_key) != expected:
+                return None, False
+            return {k: v for k, v in entries.items() if k != session_key}, True
+
+        done = bool(self._modify(remove, "remove"))
+        if done and settle:
+            from hermes_tray_core.markers import settle as marker_settle
+
+            marker_settle.guard(self, session_key, expected)
+        return done
+
+    def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any], *,
+                             settle: bool = True) -> bool:
+        """Compare-and-swap: store ``replacement`` (e.g. from :func:`build_entry`) under ``session_key`` only
+        if the stored entry still equals ``expected``. False — nothing written — when it is gone or changed
+        (skipped, another attempt, a new turn).
+
+        The tray's own continuation of a turn takes the marker over this way, so it can never continue a
+        turn that was skipped (or changed) after it was checked, whoever skipped it.
+        """
+        validate_session_id(session_key, what="session key")
+        if not isinstance(expected, dict) or not isinstance(replacement, dict):
+            raise TypeError("expected and replacement must be entry dicts")
+        if not os.path.lexists(self._p):
+            return False
+        entry, now = dict(replacement), time.time()
+
+        def replace(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(session_key) != expected:
+                return None, False
+            return _with_record(entries, session_key, entry, now), True
+
+        done = bool(self._modify(replace, "replace"))
+        if done and settle:  # a stale Hermes write that brings ``expected`` back is undone again
+            from hermes_tray_core.markers import settle as marker_settle
+
+            marker_settle.guard(self, session_key, expected, entry)
+        if done:
+            logger.debug("turn marker for session %s replaced (writer pid %s)", session_key, entry.get("writer_pid"))
+        return done
+
+    # internals (no validation: the Hermes-compatible calls accept any non-empty key, as Hermes does)
+
+    def _record(self, key: str, prompt: str, attempts: int, auto_continue: bool, category: str | None,
+                writer: ProcessIdentity | None) -> dict[str, Any]:
+        entry = build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
+                            notification_category=category, writer=writer)
+        # Identity only — never the prompt: logs are read on crash triage and must not carry turn content.
+        logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
+        now = entry["started_at"]
+        self._modify(lambda entries: (_with_record(entries, key, entry, now), None), "record")
+        return dict(entry)
+
+    def _clear(self, key: str) -> bool:
+        if not os.path.lexists(self._p):
+            return False  # nothing to clear: do not create desktop/ or a lock file for it
+
+        def clear(entries: Entries) -> tuple[Entries | None, bool]:
+            if key not in entries:
+                return None, False
+            return {k: v for k, v in entries.items() if k != key}, True
+
+        return bool(self._modify(clear, "clear"))
+
+    def _modify(self, mutate: Mutate, what: str) -> Any:
+        """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between;
+        returns ``mutate``'s result for what finally stands.
+
+        The directory fsync runs after the lock is released: the rename is already visible to the next
+        writer. Dead writers' temp files are swept then too (judged by their writer's liveness, not by
+        the lock).
+        """
+        atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
+        try:
+            fd = self._open_lock()
+            try:
+                fsutil.lock_fd(fd)
+                try:
+                    wrote, result = self._locked_update(mutate, what)
+                finally:
+                    fsutil.unlock_fd(fd)
+            finally:
+                os.close(fd)
+            if wrote:
+                fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+            self._sweep()
+            return result
+        except (MarkerStoreError, _ForeignChange):
+            raise
+        except OSError as exc:
+            raise self._error(exc, what) from exc
+
+    def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
+        """(whether a rename needs its directory fsync, ``mutate``'s result). With an exchange every attempt
+        is verified (a foreign version that slipped in goes straight back), so retrying costs nothing but
+        time; without one, the last attempt writes unchecked."""
+        retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
+        for attempt in range(retries + 1):
+            check = attempt < retries
+            try:
+                read, entries, sig = self._load_for_write(check)
+                new, result = mutate(entries)
+                if new is None:
+                    return False, result
+                return True, self._store(new, read, sig if check else False, mutate, result)
+            except _ForeignChange:
+                logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
+        raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
+
+    def _open_lock(self) -> int:
+        """The sidecar lock file (0600); creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
+        try:
+            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+        except FileNotFoundError:
+            fsutil.ensure_private_dir(self.path.parent)
+            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+
+    def _sweep(self) -> None:
+        """Remove dead writers' temp files: listing the directory is cheap; the writers are asked about
+        (psutil) only when another process's temp file is there."""
+        prefix, mine = f".{MARKER_FILE}.", f".{MARKER_FILE}.{os.getpid()}."
+        try:
+            names = os.listdir(self._dir)
+        except OSError:
+            return
+        if not any(n.startswith(prefix) and n.endswith(".tmp") and not n.startswith(mine) for n in names):
+            return
+        swept = fsutil.sweep_stale_temps(self.path)
+        if swept:
+            logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
+
+    def _load_for_write(self, check: bool) -> tuple[bytes | None, Entries, tuple[int, int, int] | None]:
+        """(the bytes read, their entries, the file's signature); (None, {}, None) when there is no file."""
+        data, sig = _read_file(self._p)
+        if data is None:
+            return None, {}, None
+        try:
+            return data, _decode(data), sig
+        except _Corrupt as exc:
+            if check and fsutil.file_signature(self._p) != sig:
+                raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
+            dest = fsutil.set_aside(self.path, "corrupt")
+            if dest is None:
+                raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
+                                       str(self.path)) from None
+            logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
+            return None, {}, None
+
+    def _store(self, entries: Entries, read: bytes | None, sig: tuple[int, int, int] | None | bool,
+               mutate: Mutate, result: Any) -> Any:
+        """Put ``entries`` in place of the file read (``read``, signature ``sig``; False = skip the
+        foreign-change check) and return ``mutate``'s result for what finally stands.
+
+        An empty map is written as ``{}``, never unlinked: an absent file would let a non-locking writer
+        that read before us create it from its own stale copy without us ever seeing the displaced one.
+        The write goes in by atomic exchange (:mod:`core.stores.exchange`): we get back the file we
+        displaced, and if a non-locking writer (Hermes) renamed its version in after our read, that version
+        is merged — ``mutate`` re-applied to it, and nothing else of ours — and exchanged in again
+        (:meth:`_merge_displaced`). Where no exchange exists: the old compare-and-replace (see
+        :func:`exchange_support`).
+        """
+        data = _encode(entries)
+        tmp = _write_temp(self._p, data)
+        ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
+        settled = False  # the exchange (if it ran) finished: what is left at tmp is older than what stands
+        progress: atomic_exchange.Progress | None = None  # a verified exchange's steps, kept across an exception
+        try:
+            _wait_for_hermes_writes(self._dir)
+            if sig is not False and fsutil.file_signature(self._p) != sig:
+                raise _ForeignChange()
+            if read is None:
+                try:
+                    self._publish_new(tmp)
+                    return result
+                except _ForeignChange:
+                    if sig is not False:
+                        raise
+                    read = b""  # the last attempt: merge into whatever a writer created meanwhile
+            if not _EXCHANGE.get(self._dir, True):
+                os.replace(tmp, self._p)
+                return result
+            ours = fsutil.file_signature(tmp)
+            try:
+                if sig is not False and sig is not None:
+                    progress = atomic_exchange.Progress(tmp, ours)  # type: ignore[arg-type]
+                    tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)  # type: ignore[arg-type]
+                else:
+                    tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
+            except FileNotFoundError:
+                if sig is not False:
+                    raise _ForeignChange() from None  # removed since we read it: judge that instead
+                self._publish_new(tmp)
+            except atomic_exchange.PutBackIncomplete as exc:
+                logger.warning("Hermes' version could not go back into %s (%s); it is kept beside the file "
+                               "and this write starts again", self.path, exc.strerror)
+                raise _ForeignChange() from None
+            except atomic_exchange.ExchangeUnsupported as exc:
+                _EXCHANGE[self._dir] = False
+                logger.warning("no atomic exchange for %s (%s): falling back to compare-and-replace, which "
+                               "can lose a concurrent Hermes write (hermes-tray doctor reports it)", self.path, exc)
+                os.replace(tmp, self._p)
+            else:
+                if sig is not False and not was_read:
+                    # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
+                    # flushes): its version went straight back (ours was visible for two syscalls). Start
+                    # again from it, and watch for a Hermes write that copied ours meanwhile.
+                    self._watch_transient(entries, mutate)
+                    raise _ForeignChange()
+                if not was_read:  # the last attempt (unverified): judge what came back by its content
+                    result = self._merge_displaced(tmp, read, data, entries, mutate, result)
+                    settled = True
+        finally:
+            if progress is not None:
+                tmp = progress.path  # where the exchange left the file it handed back, even after an exception
+            # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
+            done = ours is None or (progress.settled if progress is not None else settled)
+            self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
+        return result
+
+    def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
+        """Register what our briefly visible ``transient`` got wrong against the version put back in place."""
+        try:
+            data, _sig = _read_file(self._p)
+            theirs = _decode(data) if data is not None else {}
+        except (OSError, _Corrupt):
+            return
+        new, _result = mutate(theirs)
+        ours = set() if new is None else {k for k in new.keys() | theirs.keys()
+                                          if not _same(new.get(k, _ABSENT), theirs.get(k, _ABSENT))}
+        leaks = _Leaks(transient)
+        leaks.note(transient, theirs, exclude=ours)
+        leaks.register(self)
+
+    def _publish_new(self, tmp: str) -> None:
+        """Create the file from ``tmp`` only if it still does not exist (a hard link never replaces)."""
+        try:
+            os.link(tmp, self._p)
+        except FileExistsError:
+            raise _ForeignChange() from None  # a non-locking writer created it since we looked
+        except OSError as exc:
+            if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV, errno.EMLINK):
+                raise
+            if os.path.lexists(self._p):  # no hard links on this filesystem: check, then rename
+                raise _ForeignChange() from None
+            os.replace(tmp, self._p)
+
+    def _merge_displaced(self, displaced: str, read: bytes, placed: bytes, placed_entries: Entries,
+                         mutate: Mutate, result: Any) -> Any:
+        """Check the file our exchange displaced (now at ``displaced``): it should be the one we read. If a
+        non-locking writer renamed another version in after our read, re-apply ``mutate`` to *that* version
+        and exchange again, until what comes back is what we had put in place. Returns ``mutate``'s result
+        for what stands.
+
+        Between two exchanges our first version is visible for a moment; a Hermes write based on it could
+        copy our stale view of another entry. Those entries are remembered (:class:`_Leaks`) and corrected
+        here and, for a settle window, by :mod:`core.markers.settle`.
+        """
+        expected = read
+        leaks = _Leaks(placed_entries)
+        for _round in range(MERGE_ROUNDS):
+            got = _read_path(displaced)
+            if got == expected:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(displaced)
+                if leaks.stale:
+                    leaks.register(self)
+                return result
+            try:
+                theirs = _decode(got) if got is not None else {}
+            except _Corrupt:
+                dest = fsutil.set_aside(Path(displaced), "corrupt")
+                logger.warning("a writer put a corrupt %s in place; ours replaced it (theirs kept as %s)",
+                               self.path, dest.name if dest else "nothing: it could not be moved")
+                return result
+            logger.info("turn-marker file %s was rewritten by a non-locking writer during our write; merging",
+                        self.path)
+            theirs = leaks.correct(theirs, in_merge=True)
+            new, result = mutate(theirs)
+            merged = theirs if new is None else new
+            leaks.note(placed_entries, merged)
+            merged_bytes = _encode(merged)
+            # Our first version is visible until this exchange: write the merge without waiting for the disk
+            # (microseconds instead of an fsync's milliseconds), and make it durable right after.
+            fresh = merged_bytes != got
+            candidate = _write_temp(self._p, merged_bytes, sync=False) if fresh else displaced
+            if fresh:
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(displaced)
+            try:
+                displaced = atomic_exchange.swap_in(candidate, self._p)
+            except FileNotFoundError:  # the writer removed the file meanwhile: ours (merged) is the newest view
+                self._publish_new(candidate)
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(candidate)
+                fsutil.fsync_path(self._p)
+                return result
+            if fresh:
+                fsutil.fsync_path(self._p)
+            expected, placed, placed_entries = placed, merged_bytes, merged
+        logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place",
+                       self.path, MERGE_ROUNDS)
+        leaks.register(self)
+        if self._keep_unmerged(displaced) is None:
+            raise OSError(errno.EIO, "a Hermes version that was not merged could not be set aside", displaced)
+        return result
+
+    def _keep_unmerged(self, path: str) -> str | None:
+        """Set aside a foreign writer's version that came out of the marker file and was not merged: it may
+        be the newest Hermes write, so it is kept (0600, named after our temp file), never removed. The
+        name kept, or None when it could not be moved (then it stays where it is)."""
+        dest = fsutil.set_aside(Path(path), "unmerged")
+        if dest is None:
+            logger.error("a Hermes version of %s could not be set aside; it stays at %s", self.path, path)
+            return None
+        logger.warning("a Hermes version of %s that was not merged is kept as %s", self.path, dest.name)
+        return dest.name
+
+    def _drop_temp(self, path: str, unsettled: tuple[atomic_exchange.Sig | None, Any] | None) -> None:
+        """Remove our temp file. ``unsettled`` (our signature, the read file's): the exchange may have run and
+        not finished (a put-back that failed, an exception the put-back could not be finished after), so
+        the file there may be a foreign version newer than what stands: only ours, or the file we read
+        (older than ours, which stands), is removed; anything else is kept."""
+        if unsettled is not None:
+            here = fsutil.file_signature(path)  # type: ignore[arg-type]
+            if here is None:
+                return
+            if here not in unsettled:
+                self._keep_unmerged(path)
+                return
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(path)
+
+    @contextlib.contextmanager
+    def _errors(self, what: str):
+        try:
+            yield
+        except MarkerStoreError:
+            raise
+        except OSError as exc:
+            raise self._error(exc, what) from exc
+
+    def _error(self, exc: OSError, what: str) -> MarkerStoreError:
+        reason = exc.strerror or str(exc)
+        where = exc.filename or str(self.path)
+        return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {reason}", where)
+
+
+# ── Hermes-compatible module API (never raises) ───────────────────────────
+
+_STORES: dict[str, MarkerStore] = {}
+
+
+def _store_for(home: Path | str) -> MarkerStore:
+    """A store per home, reused: building the paths costs more than a marker read."""
+    key = os.fspath(home)
+    store = _STORES.get(key)
+    if store is None:
+        if len(_STORES) >= 64:
+            _STORES.clear()
+        store = _STORES[key] = MarkerStore(home)
+    return store
+
+
+def record_turn_start(
+    home: Path | str,
+    session_key: str,
+    prompt: str,
+    *,
+    attempts: int = 0,
+    auto_continue: bool = True,
+    notification_category: str | None = None,
+    writer: ProcessIdentity | None = None,
+) -> None:
+    """Persist the marker for a turn that is about to run (Hermes' call; ``writer`` is our addition).
+
+    Empty key or prompt is ignored; any failure is logged (identity only) and swallowed.
+    """
+    if not session_key or not prompt or not isinstance(session_key, str) or not isinstance(prompt, str):
+        return
+    try:
+        _store_for(home)._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+    except Exception:
+        logger.debug("failed to record turn marker for %s", session_key, exc_info=True)
+
+
+def clear_turn_marker(home: Path | str, session_key: str) -> None:
+    """Remove the marker once its turn concluded (any outcome the client saw). Never raises."""
+    if not session_key or not isinstance(session_key, str):
+        return
+    try:
+        _store_for(home)._clear(session_key)
+    except Exception:
+        logger.debug("failed to clear turn marker for %s", session_key, exc_info=True)
+
+
+def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | None:
+    """The marker left by a turn that never concluded, in Hermes' shape, or None. Never raises."""
+    if not session_key or not isinstance(session_key, str):
+        return None
+    try:
+        data, _sig = _read_file(_store_for(home)._p)
+        if data is None:
+            return None
+        return normalize_marker(_decode(data).get(session_key))
+    except Exception:
+        logger.debug("unreadable turn-marker file under %s", home, exc_info=True)
+        return None
+
+
+def list_turn_markers(home: Path | str) -> Entries:
+    """All entries of ``home`` as stored (tray call: strict, see :meth:`MarkerStore.list`)."""
+    return MarkerStore(home).list()
+
+
+def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dict[str, Any], *,
+                               settle: bool = True) -> bool:
+    """Compare-and-remove (tray call: strict, see :meth:`MarkerStore.remove_if_unchanged`)."""
+    return _store_for(home).remove_if_unchanged(session_key, expected, settle=settle)
+
+
+def exchange_support(home: Path | str) -> tuple[bool, str]:
+    """Can the tray's writes to ``home``'s marker file go in by atomic exchange? (True, mechanism) or
+    (False, why): then they fall back to compare-and-replace, which a concurrent Hermes write can still
+    defeat (``hermes-tray doctor`` shows this)."""
+    directory = marker_path(home).parent
+    probe_in = directory if directory.is_dir() else Path(home)
+    if not probe_in.is_dir():
+        return True, f"{atomic_exchange.mechanism()} (not probed: {probe_in} does not exist yet)"
+    return atomic_exchange.probe(os.fspath(probe_in))
+
+
+__all__ = [
+    "MAX_AGE_SECS",
+    "MAX_ENTRIES",
+    "MAX_PROMPT_CHARS",
+    "MarkerCorruptError",
+    "MarkerStore",
+    "MarkerStoreError",
+    "build_entry",
+    "clear_turn_marker",
+    "exchange_support",
+    "list_turn_markers",
+    "marker_lock_path",
+    "marker_path",
+    "marker_writer_state",
+    "writer_judgement",
+    "normalize_marker",
+    "read_turn_marker",
+    "record_turn_start",
+    "remove_marker_if_unchanged",
+    "writer_fields",
+]

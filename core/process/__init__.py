@@ -1,0 +1,1 @@
+"""Processes: who is who, across wall-clock steps (identity, start marks, a child's environment)."""

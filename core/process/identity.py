@@ -1,0 +1,300 @@
+"""Process identity and liveness: a recycled pid never passes as the original, and a wall-clock step never
+turns a live process dead.
+
+Two kinds of recorded identity are judged here:
+
+* **The tray's own records** (:class:`ProcessIdentity` with a ``mark``): the pid, psutil's create time (the
+  value Hermes' formats carry) and a clock-proof start mark (:mod:`hermes_tray_core.process.start_mark`). The mark
+  is what is compared, so a wall-clock step between recording and checking changes nothing.
+* **Identities Hermes wrote** (a marker's ``writer_pid`` / ``writer_start_time``, a turn lease's owner, an
+  active-session owner): psutil create times taken by a Hermes process, which a clock step moves.
+  :func:`hermes_liveness` is Hermes' own rule, with Hermes' own coercions (``_pid_liveness``: the pid
+  exists and is not a zombie, and the start times differ by < 1 ms). :func:`judge_hermes_identity` adds
+  the one thing the tray sees and Hermes does not: when Hermes' rule says *dead* only because the start
+  time is off, and the pid is a live Hermes process serving that home whose start lies within
+  :data:`STEP_WINDOW_S` of the recorded one, the tray reads it as *alive* (a clock step, not a new
+  process) and keeps Hermes' own verdict beside its own. The tray may be safer than Hermes, never less.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Callable
+from typing import Any, NamedTuple
+
+from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.vocab import WriterState
+
+__all__ = ["STEP_WINDOW_S", "HermesJudgement", "ProcessIdentity", "START_TIME_TOLERANCE", "hermes_liveness",
+    "identity_of", "judge_hermes_identity", "own_identity", "own_pidns", "process_liveness", "process_start_time"]
+
+Liveness = WriterState  # alive / dead / unknown (string enum members: they compare equal to the strings)
+_ALIVE, _DEAD, _UNKNOWN = WriterState.ALIVE, WriterState.DEAD, WriterState.UNKNOWN
+
+# psutil reports create time with ~10 ms resolution on Linux; Hermes compares with this tolerance.
+START_TIME_TOLERANCE = 0.001
+
+#: How far a Hermes-written start time may lie from the process's current create time and still name that
+#: process, when the pid is a live Hermes process serving the same home (:func:`judge_hermes_identity`).
+#: The offset between the two is the wall clock's error when the value was written minus its error now: a
+#: step of NTP or a VM host after a resume (seconds to minutes), the 1000 s beyond which ntpd refuses to step
+#: at all, an RTC kept in local time on a dual-boot machine that NTP corrects by the UTC offset (up to 14 h)
+#: after Hermes started. A day covers all of them. Wider costs little: reading a dead writer alive only leaves
+#: a turn alone (and Hermes itself still continues it when the session is opened); reading a live one dead
+#: starts a second turn over it. Residual risk, said plainly: a pid the kernel gave, within that day, to
+#: another Hermes process serving the same home reads as the original writer — the tray then leaves that
+#: turn alone while the newcomer runs.
+STEP_WINDOW_S = 24 * 3600.0
+
+
+class ProcessIdentity(NamedTuple):
+    """(pid, psutil create time, start mark). An immutable record; a NamedTuple rather than a frozen
+    dataclass so that importing this module (every ``status`` run does) does not pull in ``dataclasses``.
+
+    ``start_time`` is psutil's create time as read when the identity was taken (what Hermes' formats
+    carry); ``mark`` (:mod:`hermes_tray_core.process.start_mark`) is what :meth:`liveness` compares when present,
+    so the identity survives a wall-clock step."""
+
+    pid: int
+    start_time: float | None = None
+    mark: str | None = None
+
+    def liveness(self) -> Liveness:
+        return process_liveness(self.pid, self.start_time, mark=self.mark)
+
+
+def __getattr__(name: str) -> Any:
+    """``core.process.identity.psutil`` on first use: psutil costs ~15 ms to import, and ``hermes-tray status``
+    must start fast; a scan whose writers are all gone never needs it (see :func:`_no_such_pid`)."""
+    if name == "psutil":
+        return _psutil()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def _psutil():
+    import psutil
+
+    globals()["psutil"] = psutil
+    return psutil
+
+
+def _no_such_pid(pid: int) -> bool:
+    """True only when the kernel says no process has this pid (POSIX ``kill(pid, 0)`` → ESRCH).
+
+    Exactly the case psutil reports as ``NoSuchProcess``; anything else (EPERM: it exists; zombies;
+    Windows, where ``os.kill`` would terminate) is left to psutil.
+    """
+    if os.name != "posix":
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except Exception:
+        return False
+    return False
+
+
+def process_start_time(pid: int) -> float | None:
+    """psutil create time of ``pid``, or None when it cannot be read."""
+    try:
+        psutil = _psutil()
+        return float(psutil.Process(pid).create_time())
+    except Exception:
+        return None
+
+
+_OWN: ProcessIdentity | None = None
+
+
+def own_identity() -> ProcessIdentity:
+    """This process's identity (cached per pid, so a fork gets its own). Its ``start_time`` is psutil's
+    create time as read once, as Hermes caches its own (``_own_start_time``): the value this process
+    writes as ``writer_start_time`` stays the same whatever the clock does afterwards."""
+    global _OWN
+    pid = os.getpid()
+    if _OWN is None or _OWN.pid != pid:
+        _OWN = identity_of(pid)
+    return _OWN
+
+
+def identity_of(pid: int) -> ProcessIdentity:
+    """The identity of the live process ``pid`` now (create time and start mark)."""
+    from hermes_tray_core.process.start_mark import start_mark
+
+    return ProcessIdentity(pid, process_start_time(pid), start_mark(pid))
+
+
+def _valid_pid(pid: object) -> bool:
+    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
+
+
+def process_liveness(pid: object, start_time: object = None, *, mark: object = None) -> Liveness:
+    """``alive`` iff the pid exists, is not a zombie and is the recorded process.
+
+    With a start ``mark`` (the tray's own records) the mark decides, whatever the wall clock did. Without
+    one, ``start_time`` (a psutil create time) must match within 1 ms; a pid-only identity whose pid exists
+    reads alive. Any error that leaves the answer open is ``unknown``: callers treat unknown as "leave it
+    alone".
+    """
+    if not _valid_pid(pid):
+        return _UNKNOWN
+    if mark is not None:
+        return _liveness_by_mark(pid, start_time, mark)  # type: ignore[arg-type]
+    if start_time is not None and strict_finite(start_time) is None:
+        return _UNKNOWN  # junk (a string, NaN, inf) proves nothing either way
+    if _no_such_pid(pid):  # type: ignore[arg-type]
+        return _DEAD
+    psutil = _psutil()
+    try:
+        proc = psutil.Process(pid)  # type: ignore[arg-type]
+        status = proc.status()
+        if status in (psutil.STATUS_ZOMBIE, getattr(psutil, "STATUS_DEAD", "dead")):
+            return _DEAD
+        if start_time is None:
+            return _ALIVE
+        created = proc.create_time()
+    except psutil.NoSuchProcess:
+        return _DEAD
+    except psutil.ZombieProcess:
+        return _DEAD
+    except psutil.AccessDenied:
+        # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.
+        return _ALIVE if start_time is None else _UNKNOWN
+    except Exception:
+        return _UNKNOWN
+    return _ALIVE if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else _DEAD
+
+
+def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
+    from hermes_tray_core.process.start_mark import same_process
+
+    if _no_such_pid(pid):
+        return _DEAD
+    same = same_process(mark, pid)
+    if same is False:
+        return _DEAD
+    alive = process_liveness(pid)  # exists, not a zombie
+    if alive != _ALIVE or same:
+        return alive
+    # The mark cannot be judged here (another platform's, or unreadable): the create time may still say
+    # alive; never dead on its account, since a clock step may be all that differs.
+    return _ALIVE if start_time is not None and process_liveness(pid, start_time) == _ALIVE else _UNKNOWN
+
+
+# ── identities Hermes wrote ────────────────────────────────────────────────
+
+
+def _hermes_optional_float(value: object) -> float | None:
+    """Hermes' ``_optional_float``: None for None / ``""`` / what ``float()`` refuses (TypeError, ValueError).
+    OverflowError (an integer beyond float range) propagates, as in Hermes."""
+    if value is None or (isinstance(value, str) and value == ""):
+        return None
+    try:
+        return float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return None
+
+
+def _exists_for_hermes(pid: int) -> bool:
+    """Hermes' ``_pid_exists``: the pid exists and is not a zombie."""
+    return process_liveness(pid) != _DEAD
+
+
+def _current_start(pid: int) -> float | None:
+    """The create time Hermes compares a recorded one with: its own cached one for itself, else psutil's now."""
+    return own_identity().start_time if pid == os.getpid() else process_start_time(pid)
+
+
+def hermes_liveness(pid: int, start_time: object = None) -> Liveness:
+    """Hermes' own verdict on a (pid, recorded start time) it wrote — ``hermes_cli.active_sessions.
+    _pid_liveness`` with its coercions: the pid must exist and not be a zombie (the judging process itself
+    trivially exists); a start time that is None, ``""`` or not convertible by ``float()`` (a word, a list)
+    is no start time (alive); otherwise ``float(start)`` must match the current create time within 1 ms
+    (NaN and ±inf never do); an integer beyond float range raises there, which its callers read as
+    ``unknown``. ``pid`` must already be a valid pid (callers check its type as Hermes' callers do)."""
+    if pid != os.getpid() and not _exists_for_hermes(pid):
+        return _DEAD
+    try:
+        expected = _hermes_optional_float(start_time)
+    except OverflowError:
+        return _UNKNOWN
+    if expected is None:
+        return _ALIVE
+    current = _current_start(pid)
+    if current is None:
+        return _UNKNOWN
+    return _ALIVE if abs(current - expected) < START_TIME_TOLERANCE else _DEAD
+
+
+class HermesJudgement(NamedTuple):
+    """The tray's verdict on a Hermes-written identity, and Hermes' own where they differ.
+
+    ``state`` is what the tray acts on; ``hermes`` is Hermes' own rule's verdict; ``shift`` is the process's
+    current create time minus the recorded one — the clock step since it was recorded — when the tray read
+    one (``state`` alive, ``hermes`` dead), else 0."""
+
+    state: Liveness
+    hermes: Liveness
+    shift: float = 0.0
+
+    @property
+    def note(self) -> str:
+        """A short clause for a reason line when the two verdicts differ, else ``""``."""
+        if self.state == self.hermes:
+            return ""
+        return (f"its recorded start time is {_seconds(self.shift)} off its current one, as after a wall-clock "
+                "step; Hermes' own check would call it gone")
+
+
+def _seconds(shift: float) -> str:
+    s = abs(shift)
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min" if s < 5400 else f"{s / 3600:.1f} h"
+
+
+def judge_hermes_identity(pid: int, start_time: object, *,
+                          serves_home: Callable[[int], bool] | None = None) -> HermesJudgement:
+    """Hermes' verdict (:func:`hermes_liveness`), read through a wall-clock step when the tray can tell.
+
+    Where Hermes' rule says *dead* although the pid is live and the recorded start time (as Hermes converts
+    it) lies within :data:`STEP_WINDOW_S` of the current create time, the pid is taken for the recorded
+    process iff ``serves_home(pid)`` — it is a live Hermes process serving the home the record belongs to
+    (:func:`hermes_tray_core.hermes.processes.serves_home`). A recycled pid of any other process still reads
+    dead. Without ``serves_home`` this is Hermes' verdict alone."""
+    hermes = hermes_liveness(pid, start_time)
+    if hermes != _DEAD or serves_home is None:
+        return HermesJudgement(hermes, hermes)
+    try:
+        recorded = _hermes_optional_float(start_time)
+    except OverflowError:
+        recorded = None
+    if recorded is None or not math.isfinite(recorded) or not _exists_for_hermes(pid):
+        return HermesJudgement(hermes, hermes)
+    current = _current_start(pid)
+    if current is None:
+        return HermesJudgement(hermes, hermes)
+    shift = current - recorded
+    if abs(shift) > STEP_WINDOW_S:
+        return HermesJudgement(hermes, hermes)
+    try:
+        same_home = bool(serves_home(pid))
+    except Exception:
+        same_home = False
+    return HermesJudgement(_ALIVE, hermes, shift) if same_home else HermesJudgement(hermes, hermes)
+
+
+_OWN_PIDNS: tuple[int, int | None] | None = None
+
+
+def own_pidns() -> int | None:
+    """Inode of our pid namespace (Linux), or None where the platform has no such thing."""
+    global _OWN_PIDNS
+    pid = os.getpid()
+    if _OWN_PIDNS is None or _OWN_PIDNS[0] != pid:
+        try:
+            ino: int | None = os.stat("/proc/self/ns/pid").st_ino
+        except OSError:
+            ino = None
+        _OWN_PIDNS = (pid, ino)
+    return _OWN_PIDNS[1]

@@ -1,0 +1,1 @@
+"""Scanning the homes: every marker and WebUI turn, judged, with what each home holds."""

@@ -1,0 +1,515 @@
+"""The tray's own decision journal: what it saw, asked, and did about each interrupted turn.
+
+A thin layer over :mod:`core.stores.turn_journal` (one file, ``<decision_journal_dir>/_turn_journal/decisions.jsonl``,
+same crash-safe append). Every event names the turn it is about by ``(home, session_key,
+started_at)``; that triple maps to a deterministic journal ``turn_id``, so all events about one
+interrupted turn group together across restarts and processes. That is what lets a restarted
+tray ask at most once per interrupted turn (:meth:`DecisionJournal.was_asked`).
+
+Configuration changes are recorded in the same journal as first-class ``config-changed`` events
+(:meth:`DecisionJournal.record_config_change`): which home (None for the tray's own settings),
+which key, the old and the new value, and who made it (``by``: ``cli`` or ``tray``). They concern
+no turn (no ``session_key``), each is its own journal turn, and :meth:`DecisionJournal.history`
+returns them interleaved in time order with the turn decisions.
+
+Never prompt text: fields that could carry it are refused, other strings are capped.
+The file is bounded: past ``max_bytes`` the oldest *finished* turns (and the oldest configuration
+changes) are dropped whole; the events of a turn still in progress are never dropped.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from hermes_tray_core.digest import sha256_hex
+from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.stores import paths
+from hermes_tray_core.stores import turn_journal as journal
+
+__all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
+    "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
+    "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_retired", "is_tombstoned",
+    "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
+
+JOURNAL_ID = "decisions"
+EVENTS = (
+    "detected", "notified", "approved", "skipped", "dispatched",
+    "completed", "interrupted", "failed", "gave-up", "refused",
+    "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
+    "continuing",  # the tray is about to submit its continuation note: how state.db will show it answered
+    "config-changed",  # a setting changed (record_config_change); about no turn
+)
+CONFIG_CHANGED = "config-changed"
+#: Who changes configuration.
+CONFIG_BY = ("cli", "tray")
+#: The tray is done with the turn: compaction may drop these turns (oldest first).
+TERMINAL = frozenset({"skipped", "completed", "interrupted", "failed", "gave-up", "refused", "cleared",
+                      CONFIG_CHANGED})
+#: Someone decided (the user, or the tray in auto mode): the turn must not be offered again.
+ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up"})
+FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
+RESERVED_FIELDS = frozenset({"version", "session_id", "turn_id", "created_at", "event", "home", "session_key",
+                             "started_at", "stream_id"})
+MAX_STRING = 500
+MAX_LIST = 32  # elements kept of a list-valued setting (extra homes, hermes_command)
+DEFAULT_MAX_BYTES = 1 << 20
+
+
+def home_key(home: Path | str) -> str:
+    """The canonical spelling of a Hermes home, so one home is one key however it was named: ``~`` expanded,
+    symlinks and ``..`` resolved (the absolute path where that fails). The one rule for it: the decision
+    journal's keys and the exactly-once claim names (:func:`core.continuing.claim.canonical_home`) use it."""
+    path = Path(os.path.expanduser(os.fspath(home)))
+    try:
+        return str(path.resolve(strict=False))
+    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13), an unreadable dir
+        return str(path.absolute())
+
+
+#: How long a read of the journal reuses a home's :func:`home_key` (a scan asks once per marker: 10,000 path
+#: resolutions were most of a crash storm's first look, tests/gui/test_helper.py). Writes always resolve.
+READ_KEY_SECONDS = 1.0
+
+
+def _started_repr(started_at: float | int | None) -> str:
+    return "none" if started_at is None else repr(float(started_at))
+
+
+def decision_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
+    """Deterministic ``YYYYmmddTHHMMSSZ-<12 hex>`` for one interrupted turn."""
+    return _turn_id(home_key(home), session_key, started_at)
+
+
+def _turn_id(canonical_home: str, session_key: str, started_at: float | int | None) -> str:
+    digest = sha256_hex(f"{canonical_home}\0{session_key}\0{_started_repr(started_at)}".encode())[:12]
+    try:
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(float(started_at or 0)))
+    except (OverflowError, OSError, ValueError):
+        stamp = "19700101T000000Z"
+    return f"{stamp}-{digest}"
+
+
+def _attempts_key(value: object) -> int | None:
+    """``attempts`` as a tombstone compares it: an integral number (Hermes' field), else None."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return int(value) if float(value).is_integer() else None
+    except (OverflowError, ValueError):
+        return None
+
+
+def _clean_setting(name: str, value: Any) -> Any:
+    """A setting's value: a scalar (as :func:`_clean`), or a list of them (at most :data:`MAX_LIST`)."""
+    if isinstance(value, (list, tuple)):
+        return [_clean(name, v) for v in list(value)[:MAX_LIST]]
+    return _clean(name, value)
+
+
+def _clean(name: str, value: Any) -> Any:
+    if value is None or isinstance(value, (bool, int)):
+        return value
+    if isinstance(value, float):
+        return value if value == value and value not in (float("inf"), float("-inf")) else None
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING else value[: MAX_STRING - 1] + "…"
+    raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
+
+
+def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fields: Mapping[str, Any], *,
+                  canonical: bool = False) -> dict[str, Any]:
+    """One turn decision as the journal stores it, after every refusal (see :meth:`DecisionJournal.record`).
+    ``canonical``: ``home`` is already its :func:`home_key`."""
+    if event not in EVENTS:
+        raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
+    if event == CONFIG_CHANGED:
+        raise ValueError("configuration changes are recorded with record_config_change()")
+    validate_session_id(session_key, what="session key")
+    if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
+        raise TypeError("started_at must be a number or None")
+    bad = FORBIDDEN_FIELDS.intersection(fields)
+    if bad:
+        raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+    reserved = RESERVED_FIELDS.intersection(fields)
+    if reserved:
+        raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+    hk = home if canonical else home_key(home)
+    payload: dict[str, Any] = {
+        "event": event,
+        "turn_id": _turn_id(hk, session_key, started_at),
+        "home": hk,
+        "session_key": session_key,
+        "started_at": None if started_at is None else float(started_at),
+    }
+    payload.update({k: _clean(k, v) for k, v in fields.items()})
+    return payload
+
+
+class _Cache:
+    """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
+    ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
+
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished")
+
+    def __init__(self, signature: tuple[int, int] | None = None) -> None:
+        self.signature = signature
+        self.offset = 0
+        self.events: list[dict] = []
+        self.by_turn: dict[str, list[str]] = {}
+        self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
+        self.finished: dict[str, list[object]] = {}  # turn_id -> attempts of each ``completed``
+
+
+class DecisionJournal:
+    """The decision journal in ``directory`` (default: ``core.stores.paths.decision_journal_dir()``).
+
+    Reads are incremental (only bytes appended since the last read are parsed), so asking
+    :meth:`was_asked` for every marker on every scan stays cheap.
+    """
+
+    def __init__(self, directory: Path | str | None = None, *, max_bytes: int = DEFAULT_MAX_BYTES) -> None:
+        self.directory = Path(directory) if directory is not None else paths.decision_journal_dir()
+        self.max_bytes = max_bytes
+        self._cache = _Cache()
+        self._lock = threading.Lock()
+        self._read_keys: dict[str, tuple[float, str]] = {}
+
+    def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
+        """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
+        text, now = os.fspath(home), time.monotonic()
+        hit = self._read_keys.get(text)
+        if hit is None or now - hit[0] >= READ_KEY_SECONDS:
+            if len(self._read_keys) > 256:
+                self._read_keys.clear()
+            hit = self._read_keys[text] = (now, home_key(home))
+        return _turn_id(hit[1], session_key, started_at)
+
+    @property
+    def path(self) -> Path:
+        return journal.journal_path(JOURNAL_ID, session_dir=self.directory)
+
+    # -- writing -------------------------------------------------------------------------------
+
+    def record(
+        self, event: str, *, home: Path | str, session_key: str, started_at: float | int | None = None,
+        **fields: Any,
+    ) -> dict:
+        """Append one decision and return it as written. Refuses unknown events, prompt-bearing
+        fields and non-scalar values (``ValueError`` / ``TypeError``), writing nothing."""
+        payload = _turn_payload(event, home, session_key, started_at, fields)
+        written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def record_many(self, decisions: Sequence[Mapping[str, Any]]) -> list[dict]:
+        """Append several decisions in one journal write (one fsync): a crash storm of N turns is one write,
+        not N. Each item holds ``event``, ``home``, ``session_key``, ``started_at`` and its fields, as
+        :meth:`record` takes them; one refused item writes none."""
+        payloads = []
+        keys: dict[str, str] = {}  # each home resolved once for the whole batch
+        for d in decisions:
+            fields = {k: v for k, v in d.items() if k not in ("event", "home", "session_key", "started_at")}
+            home = os.fspath(d.get("home", ""))
+            if home not in keys:
+                keys[home] = home_key(home)
+            payloads.append(_turn_payload(str(d.get("event")), keys[home], d.get("session_key"),
+                                          d.get("started_at"), fields, canonical=True))
+        written = journal.append_turn_journal_events(JOURNAL_ID, payloads, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def record_config_change(
+        self, *, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any,
+    ) -> dict:
+        """Append a ``config-changed`` event and return it as written.
+
+        ``home``: the Hermes home whose ``config.yaml`` changed, or None for the tray's own settings;
+        ``key``: the setting; ``old`` / ``new``: its values (scalars, or lists of scalars); ``by``:
+        ``cli`` or ``tray``. Same refusals as :meth:`record` for prompt-bearing or reserved fields.
+        """
+        if by not in CONFIG_BY:
+            raise ValueError(f"by must be one of {', '.join(CONFIG_BY)}, not {by!r}")
+        if not isinstance(key, str) or not key or len(key) > 100:
+            raise ValueError("key must be a short non-empty string")
+        bad = FORBIDDEN_FIELDS.intersection(fields)
+        if bad:
+            raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+        reserved = RESERVED_FIELDS.union({"key", "old", "new", "by"}).intersection(fields)
+        if reserved:
+            raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+        payload: dict[str, Any] = {
+            "event": CONFIG_CHANGED,
+            "home": home_key(home) if home is not None else None,
+            "key": key,
+            "old": _clean_setting("old", old),
+            "new": _clean_setting("new", new),
+            "by": by,
+        }
+        payload.update({k: _clean(k, v) for k, v in fields.items()})
+        # no turn_id given: the journal makes a fresh one, so each change is its own (finished) "turn"
+        written = journal.append_turn_journal_event(JOURNAL_ID, payload, session_dir=self.directory)
+        self._bound()
+        return written
+
+    def _bound(self) -> None:
+        try:
+            size = os.stat(self.path).st_size
+        except OSError:
+            return
+        if size > self.max_bytes:
+            journal.compact_turn_journal(
+                JOURNAL_ID, session_dir=self.directory, max_bytes=self.max_bytes,
+                is_terminal=lambda e: str(e.get("event")) in TERMINAL,
+            )
+
+    # -- reading -------------------------------------------------------------------------------
+
+    def _load(self) -> _Cache:
+        # One reader at a time: the tray's detector thread (tombstones, ask-once) and its GUI / write threads
+        # (History, records) share this object; two reading the same new bytes would list each event twice.
+        with self._lock:
+            return self._load_locked()
+
+    def _load_locked(self) -> _Cache:
+        cache = self._cache
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            self._cache = _Cache()
+            return self._cache
+        if cache.signature is None or cache.signature[0] != st.st_ino or st.st_size < cache.offset:
+            cache = self._cache = _Cache(signature=(st.st_ino, 0))
+        if st.st_size == cache.offset:
+            return cache
+        try:
+            with open(self.path, "rb") as fh:
+                fh.seek(cache.offset)
+                data = fh.read(st.st_size - cache.offset)
+        except OSError:
+            return cache
+        end = data.rfind(b"\n") + 1  # a torn (or still-being-written) tail waits for the next read
+        for raw in data[:end].split(b"\n"):
+            if not raw.strip():
+                continue
+            try:
+                ev = json.loads(raw)
+            except ValueError:
+                continue
+            if type(ev) is not dict:
+                continue
+            cache.events.append(ev)
+            cache.by_turn.setdefault(str(ev.get("turn_id") or ""), []).append(str(ev.get("event") or ""))
+            if ev.get("event") == "skipped":
+                cache.skips.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
+            elif ev.get("event") == "completed":
+                cache.finished.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
+        cache.offset += end
+        cache.signature = (st.st_ino, cache.offset)
+        return cache
+
+    def events_for(self, home: Path | str, session_key: str, started_at: float | int | None) -> list[str]:
+        """Event names recorded for one turn, in append order."""
+        return list(self._load().by_turn.get(self._read_turn_id(home, session_key, started_at), ()))
+
+    def turn_status(self, home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
+        """The latest event recorded for the turn, or None if the tray never saw it."""
+        names = self.events_for(home, session_key, started_at)
+        return names[-1] if names else None
+
+    def has_answered(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+        """True once anyone decided about this turn (approved/skipped, or the tray acted on it)."""
+        return any(n in ANSWERED for n in self.events_for(home, session_key, started_at))
+
+    def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
+                      attempts: object) -> bool:
+        """True when this exact turn — session key + ``started_at`` + ``attempts`` — was skipped: a skip is a
+        durable tombstone, so the entry, should a stale Hermes write bring it back, is removed again and
+        never offered. A ``skipped`` event that recorded no attempts tombstones the run (``started_at``)."""
+        return self._matches(self._load().skips, home, session_key, started_at, attempts)
+
+    def is_retired(self, home: Path | str, session_key: str, started_at: float | int | None,
+                   attempts: object) -> bool:
+        """True when this exact turn (the same identity as :meth:`is_tombstoned`) was continued and finished
+        (``completed``): a marker for it that comes back is a stale write's copy of a finished turn, retired
+        like a skipped one so neither the tray nor Hermes continues it again. A ``completed`` event that
+        recorded no attempts (older journals) retires the run."""
+        return self._matches(self._load().finished, home, session_key, started_at, attempts)
+
+    def _matches(self, index: dict[str, list[object]], home: Path | str, session_key: str,
+                 started_at: float | int | None, attempts: object) -> bool:
+        if started_at is None:
+            return False  # no identity to pin: a tombstone must never hit another turn
+        if not index:
+            return False  # nothing recorded: no need to name the turn (a path resolve and a digest)
+        want = _attempts_key(attempts)
+        for got in index.get(self._read_turn_id(home, session_key, started_at), ()):
+            if got is None or got == want:
+                return True
+        return False
+
+    def was_asked(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+        """True once the user was notified or a decision was taken: a restart must not ask again."""
+        return any(n in ANSWERED or n == "notified" for n in self.events_for(home, session_key, started_at))
+
+    def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None,
+                homes: Sequence[Path | str] | None = None) -> list[dict]:
+        """The newest ``limit`` decisions and configuration changes, newest first — one journal, so
+        both kinds come interleaved in the order they happened (optionally for one home and one session;
+        a session filter leaves configuration changes out, a home filter keeps that home's). ``homes``: only
+        what concerns any of these homes, and the tray's own settings changes (they concern no home)."""
+        events = self._load().events
+        wanted = [*([home] if home is not None else []), *(homes or ())]
+        keys = {home_key(h) for h in wanted} if home is not None or homes is not None else None
+        tray = home is None and homes is not None  # the tray's own settings pass a ``homes`` filter
+        out: list[dict] = []
+        for ev in reversed(events):
+            if keys is not None and ev.get("home") not in keys and not (
+                    tray and ev.get("home") is None and ev.get("event") == CONFIG_CHANGED):
+                continue
+            if session_key is not None and ev.get("session_key") != session_key:
+                continue
+            out.append({k: v for k, v in ev.items() if k not in ("version", "session_id")})
+            if len(out) >= limit:
+                break
+        return out
+
+    def turns(self, limit: int = 100) -> list[dict]:
+        """Decisions grouped per interrupted turn (:func:`turn_roots`: a turn's continuations are in its
+        group), most recently active first: ``{"turn_id", "home", "session_key", "started_at", "status",
+        "events": [...]}``. Configuration changes concern no turn and are left out (see :meth:`history`)."""
+        events = [ev for ev in self._load().events if ev.get("event") != CONFIG_CHANGED]
+        roots = turn_roots(events)
+        grouped: dict[str, dict] = {}
+        for ev in events:
+            tid = roots.get(str(ev.get("turn_id") or ""), str(ev.get("turn_id") or ""))
+            g = grouped.pop(tid, None) or {
+                "turn_id": tid, "home": ev.get("home"), "session_key": ev.get("session_key"),
+                "started_at": ev.get("started_at"), "events": [],
+            }
+            g["events"].append({k: v for k, v in ev.items() if k not in ("version", "session_id")})
+            g["status"] = ev.get("event")
+            grouped[tid] = g  # re-inserted: dict order = last activity
+        return list(reversed(grouped.values()))[:limit]
+
+
+#: How long after a continuation's dispatch Hermes may still be writing that continuation's marker (its
+#: ``started_at``): Hermes writes it when the continued turn starts, the tray journals ``dispatched`` once Hermes
+#: has answered — either may come first.
+DISPATCH_SLACK = 120.0
+
+
+def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
+    """The one rule for which interrupted turn an event belongs to: ``{turn_id: the turn_id of its turn}``.
+
+    A journal ``turn_id`` names one *run* (home + session + the marker's ``started_at``); every continuation
+    Hermes or the tray starts writes a new ``started_at``. A person thinks of the turn, across its
+    continuations (attempt 1, 2, …), so a run belongs to the turn it continues:
+
+    * a ``continuing`` event (the tray is about to submit its note; the marker it keeps for that run) is
+      recorded under the continuation's new ``started_at`` and names the run it continues
+      (``original_started_at``);
+    * a run whose marker counts ``attempts`` = *n* ≥ 1 with no such link (Hermes continued the turn itself, as
+      a backend with auto-continue does) continues the run of the same session whose continuation *n* the
+      tray started (``dispatched`` with ``attempt`` *n*) last before it began.
+
+    Runs with neither are turns of their own (a first interruption, a configuration change). Chains are
+    followed to their first run; a cycle (a hand-edited journal) stops where it would repeat."""
+    runs: dict[str, dict[str, Any]] = {}
+    parent: dict[str, str] = {}
+    for ev in events:
+        tid = str(ev.get("turn_id") or "")
+        if not tid or ev.get("event") == CONFIG_CHANGED:
+            continue
+        run = runs.setdefault(tid, {"home": ev.get("home"), "key": ev.get("session_key"),
+                                    "started": ev.get("started_at"), "attempts": None, "dispatched": []})
+        attempts = _attempts_key(ev.get("attempts"))
+        if attempts is not None and ev.get("event") != "continuing":
+            run["attempts"] = attempts
+        if ev.get("event") == "dispatched":
+            n, at = _attempts_key(ev.get("attempt")), ev.get("created_at")
+            if n is not None and isinstance(at, (int, float)) and not isinstance(at, bool):
+                run["dispatched"].append((n, float(at)))
+        original = ev.get("original_started_at")
+        if ev.get("event") == "continuing" and isinstance(original, (int, float)) and not isinstance(original, bool):
+            home, key = ev.get("home"), ev.get("session_key")
+            if isinstance(home, str) and isinstance(key, str):
+                up = _turn_id(home, key, original)
+                if up != tid:
+                    parent[tid] = up
+    by_session: dict[tuple[Any, Any], list[str]] = {}
+    for tid, run in runs.items():
+        by_session.setdefault((run["home"], run["key"]), []).append(tid)
+    for tid, run in runs.items():
+        n, started = run["attempts"], run["started"]
+        if tid in parent or not n or not isinstance(started, (int, float)) or isinstance(started, bool):
+            continue
+        best: tuple[float, str] | None = None
+        for other in by_session[(run["home"], run["key"])]:
+            if other == tid:
+                continue
+            for attempt, at in runs[other]["dispatched"]:
+                if attempt == n and at <= started + DISPATCH_SLACK and (best is None or at > best[0]):
+                    best = (at, other)
+        if best is not None:
+            parent[tid] = best[1]
+    roots: dict[str, str] = {}
+    for tid in runs:
+        seen = [tid]
+        up = parent.get(tid)
+        while up is not None and up not in seen:
+            seen.append(up)
+            up = parent.get(up)
+        roots[tid] = seen[-1]
+    return roots
+
+
+def default_journal() -> DecisionJournal:
+    """The journal in the current ``decision_journal_dir()`` (re-resolved, so env overrides apply)."""
+    global _DEFAULT
+    directory = paths.decision_journal_dir()
+    if _DEFAULT is None or _DEFAULT.directory != directory:
+        _DEFAULT = DecisionJournal(directory)
+    return _DEFAULT
+
+
+_DEFAULT: DecisionJournal | None = None
+
+
+def record(event: str, *, home: Path | str, session_key: str, **fields: Any) -> dict:
+    """Record a decision in the default journal (see :meth:`DecisionJournal.record`)."""
+    return default_journal().record(event, home=home, session_key=session_key, **fields)
+
+
+def record_config_change(*, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any) -> dict:
+    """Record a configuration change in the default journal (see :meth:`DecisionJournal.record_config_change`)."""
+    return default_journal().record_config_change(home=home, key=key, old=old, new=new, by=by, **fields)
+
+
+def history(limit: int = 200, **filters: Any) -> list[dict]:
+    return default_journal().history(limit, **filters)
+
+
+def has_answered(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+    return default_journal().has_answered(home, session_key, started_at)
+
+
+def is_tombstoned(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
+    return default_journal().is_tombstoned(home, session_key, started_at, attempts)
+
+
+def is_retired(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
+    return default_journal().is_retired(home, session_key, started_at, attempts)
+
+
+def was_asked(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
+    return default_journal().was_asked(home, session_key, started_at)
+
+
+def turn_status(home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
+    return default_journal().turn_status(home, session_key, started_at)

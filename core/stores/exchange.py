@@ -1,0 +1,433 @@
+"""Put a new file in place of another and get back, atomically, exactly the file it displaced.
+
+Hermes rewrites its marker file without any cross-process lock: read, change, write a temp file, rename.
+A plain ``os.replace`` of ours can therefore destroy a version Hermes renamed in a moment earlier, and we
+would never know. An *exchange* swaps the two names in one step, so the file we displaced is still there
+under our temp name: we can see whether it is the version we read and, if not, merge and swap again
+(:mod:`core.markers.store`). One implementation per OS behind :func:`swap_in`:
+
+* Linux: ``renameat2(..., RENAME_EXCHANGE)`` (glibc wrapper, or the raw syscall on older C libraries);
+* macOS: ``renamex_np(..., RENAME_SWAP)``;
+* Windows: ``ReplaceFileW`` with a backup name — the replaced file is moved to the backup name in the same
+  call (not one atomic swap on every filesystem, but the displaced file is handed back, never destroyed).
+
+Where the primitive is missing (an old kernel, some filesystems answer EINVAL: FUSE, NFS, overlayfs on old
+kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its compare-and-replace and
+:func:`probe` lets ``hermes-tray doctor`` say so.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import sys
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from hermes_tray_core.stores import fsutil
+
+if TYPE_CHECKING:
+    import ctypes
+
+# ``ctypes`` and the OS primitive are loaded at the first exchange, not at import: every ``status`` imports
+# this module (through core.markers.store) and never exchanges; ctypes cost it ~4 ms (python -X importtime).
+
+__all__ = ["ExchangeUnsupported", "Progress", "PutBackIncomplete", "Sig", "mechanism", "probe", "swap_in", "swap_in_verified"]
+
+_UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getattr(errno, "EOPNOTSUPP", -1),
+                getattr(errno, "EXDEV", -1)}
+
+
+class ExchangeUnsupported(OSError):
+    """This OS or filesystem offers no atomic exchange for these paths."""
+
+
+class PutBackIncomplete(OSError):
+    """A version could not be put back (a round failed, or a foreign writer renamed in during every round):
+    the file at ``filename`` came out last, may be newer than what stands, and must be kept, never removed."""
+
+
+def _unsupported(err: int, what: str, path: str) -> OSError:
+    if err in _UNSUPPORTED:
+        return ExchangeUnsupported(err, f"{what} unsupported here ({os.strerror(err)})", path)
+    return OSError(err, os.strerror(err), path)
+
+
+# ── Linux ─────────────────────────────────────────────────────────────────
+
+_AT_FDCWD = -100
+_RENAME_EXCHANGE = 2
+# renameat2's syscall number, for C libraries older than glibc 2.28 that lack the wrapper.
+_SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i386": 353, "i686": 353, "armv7l": 382,
+                  "armv6l": 382, "ppc64le": 357, "ppc64": 357, "s390x": 347}
+
+
+# ``PyDLL``: the call keeps the GIL. The exchange and the check of what it displaced must follow each other
+# within microseconds (our version is visible in between); a call that drops the GIL can wait a whole
+# switch interval (5 ms) to get it back while another thread of ours runs Python.
+_STATX_WANT = 0x100 | 0x200 | 0x40  # STATX_INO | STATX_SIZE | STATX_MTIME
+_AT_SYMLINK_NOFOLLOW = 0x100
+
+Sig = tuple[int, int, int]
+"""(inode, size, mtime_ns) of a file, as ``core.markers.store`` takes it: an exchange or a rename changes none of
+them, and a different file that got a freed inode number back almost surely differs in its mtime."""
+
+
+def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
+    import ctypes
+
+    fn = getattr(libc, "statx", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_uint, ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+    make = ctypes.create_string_buffer
+
+    def signature(path: bytes) -> Sig | None:
+        # struct statx, the same on every arch: stx_ino u64 @32, stx_size u64 @40, stx_mtime {i64 sec,
+        # u32 nsec} @112. A buffer per call: threads writing different homes' files must not share one.
+        buf = make(256)
+        if fn(_AT_FDCWD, path, _AT_SYMLINK_NOFOLLOW, _STATX_WANT, buf) != 0:
+            if ctypes.get_errno() == errno.ENOENT:
+                return None
+            return _stat_sig(path)  # statx refused (a seccomp filter, say): ask lstat, which raises if it fails
+        raw = buf.raw
+        order = sys.byteorder
+        return (int.from_bytes(raw[32:40], order), int.from_bytes(raw[40:48], order),
+                int.from_bytes(raw[112:120], order, signed=True) * 1_000_000_000 + int.from_bytes(raw[120:124], order))
+
+    return signature
+
+
+def _linux() -> Callable[[str, str], str] | None:
+    import ctypes
+
+    libc = ctypes.PyDLL(None, use_errno=True)
+    fn = getattr(libc, "renameat2", None)
+    if fn is not None:
+        fn.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+        fn.restype = ctypes.c_int
+
+        def call(a: bytes, b: bytes) -> int:
+            return fn(_AT_FDCWD, a, _AT_FDCWD, b, _RENAME_EXCHANGE)
+    else:
+        nr = _SYS_RENAMEAT2.get(os.uname().machine)
+        syscall = getattr(libc, "syscall", None)
+        if nr is None or syscall is None:
+            return None
+        syscall.restype = ctypes.c_long
+
+        def call(a: bytes, b: bytes) -> int:
+            return syscall(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(a), ctypes.c_int(_AT_FDCWD),
+                           ctypes.c_char_p(b), ctypes.c_uint(_RENAME_EXCHANGE))
+
+    def swap(new: str, target: str) -> str:
+        if call(os.fsencode(new), os.fsencode(target)) != 0:
+            raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
+        return new
+
+    signature = _linux_statx(libc)
+    if signature is not None:
+        global _PARTS
+
+        def exchange(path: str, target: str) -> OSError | None:
+            if call(os.fsencode(path), os.fsencode(target)) == 0:
+                return None
+            err = ctypes.get_errno()
+            if err == errno.ENOENT:
+                return FileNotFoundError(err, os.strerror(err), target)
+            return _unsupported(err, "renameat2(RENAME_EXCHANGE)", target)
+
+        _PARTS = (exchange, lambda path: signature(os.fsencode(path)))
+    return swap
+
+
+# ── macOS ─────────────────────────────────────────────────────────────────
+
+_RENAME_SWAP = 0x2
+
+
+def _macos() -> Callable[[str, str], str] | None:
+    import ctypes
+    import ctypes.util  # only here: it pulls in subprocess/shutil, ~30 ms of every `status` start elsewhere
+
+    libc = ctypes.PyDLL(ctypes.util.find_library("c"), use_errno=True)  # keeps the GIL, see _linux
+    fn = getattr(libc, "renamex_np", None)
+    if fn is None:
+        return None
+    fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
+    fn.restype = ctypes.c_int
+
+    def swap(new: str, target: str) -> str:
+        if fn(os.fsencode(new), os.fsencode(target), _RENAME_SWAP) != 0:
+            raise _unsupported(ctypes.get_errno(), "renamex_np(RENAME_SWAP)", target)
+        return new
+
+    return swap
+
+
+# ── Windows ───────────────────────────────────────────────────────────────
+
+_REPLACEFILE_WRITE_THROUGH = 0x1
+_WIN_UNSUPPORTED = {50, 1}  # ERROR_NOT_SUPPORTED, ERROR_INVALID_FUNCTION
+_WIN_MISSING = {2, 3}  # ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
+
+
+def _windows() -> Callable[[str, str], str] | None:
+    import ctypes
+
+    kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+    fn = kernel32.ReplaceFileW
+    fn.argtypes = [ctypes.c_wchar_p, ctypes.c_wchar_p, ctypes.c_wchar_p, ctypes.c_uint, ctypes.c_void_p,
+                   ctypes.c_void_p]
+    fn.restype = ctypes.c_int
+
+    def swap(new: str, target: str) -> str:
+        backup = backup_path(new)
+        if not fn(target, new, backup, _REPLACEFILE_WRITE_THROUGH, None, None):
+            err = ctypes.get_last_error()  # type: ignore[attr-defined]
+            if err in _WIN_MISSING and not os.path.exists(target):
+                raise FileNotFoundError(errno.ENOENT, "nothing to exchange with", target)
+            if err in _WIN_UNSUPPORTED:
+                raise ExchangeUnsupported(errno.ENOTSUP, f"ReplaceFileW unsupported here (error {err})", target)
+            raise OSError(errno.EIO, f"ReplaceFileW failed (error {err})", target)
+        return backup
+
+    return swap
+
+
+# Put-back rounds before giving up: each round is two syscalls (microseconds); a Hermes write needs its own
+# temp file, write and fsync before its rename, so even one extra round is rarely needed.
+_PUT_BACK_ROUNDS = 64
+
+
+def _load() -> tuple[Callable[[str, str], str] | None, str]:
+    try:
+        if sys.platform.startswith("linux"):
+            return _linux(), "renameat2(RENAME_EXCHANGE)"
+        if sys.platform == "darwin":
+            return _macos(), "renamex_np(RENAME_SWAP)"
+        if os.name == "nt":
+            return _windows(), "ReplaceFileW (backup name)"
+    except (OSError, AttributeError):
+        pass
+    return None, "none"
+
+
+_LOADED: tuple[Callable[[str, str], str] | None, str] | None = None
+
+
+def _impl() -> tuple[Callable[[str, str], str] | None, str]:
+    """(the swap, its name), loaded once on first use (a race loads it twice, harmlessly)."""
+    global _LOADED
+    if _LOADED is None:
+        _LOADED = _load()
+    return _LOADED
+
+
+def mechanism() -> str:
+    """The primitive this OS offers (``none`` when there is none)."""
+    swap, name = _impl()
+    return name if swap is not None else "none"
+
+
+def swap_in(new: str, target: str) -> str:
+    """Atomically put the file ``new`` at ``target`` and return the path that now holds the file it displaced.
+
+    Both must exist in the same directory. Raises :class:`FileNotFoundError` when ``target`` (or ``new``)
+    does not exist, :class:`ExchangeUnsupported` when this OS or filesystem cannot exchange.
+    """
+    swap = _impl()[0]
+    if swap is None:
+        raise ExchangeUnsupported(errno.ENOSYS, "no atomic exchange on this platform", target)
+    return swap(new, target)
+
+
+class Progress:
+    """How far a verified exchange got. The caller keeps it across an exception (a signal handler that
+    raised, in any thread of the process, lands at the next Python call): what is at ``path`` and these
+    fields then say exactly what happened, and :func:`swap_in_verified` finishes the put-back before
+    the exception goes on. ``settled``: ``path`` holds something older than what stands (the file read,
+    a version put back, or ours), safe to remove."""
+
+    __slots__ = ("failure", "first", "last_in", "next", "path", "pending", "settled", "was_read")
+
+    def __init__(self, path: str, ours: Sig) -> None:
+        self.path = path
+        self.first = True  # the exchange of ours has not been seen to happen
+        self.last_in = ours  # what went into the target last (a quiet round gives it back)
+        self.pending: Sig | None = None  # set right before an exchange call: what was at ``path`` then
+        self.next = path  # where the file that comes out will be (Windows: a backup name)
+        self.settled = False
+        self.was_read = False
+        self.failure: OSError | None = None  # what this exchange raised itself (anything else is from outside)
+
+
+def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Progress | None = None
+                     ) -> tuple[str, bool]:
+    """:func:`swap_in`, then: if the displaced file is not the one the caller read (signature ``read``), put
+    it straight back — and a still newer one that comes out instead of ours (signature ``ours``) — so our
+    version was visible for two syscalls only. Returns (the path holding the displaced file or, when put
+    back, ours; whether the displaced file was the one read).
+
+    The steps run without releasing the GIL where the OS allows (Linux). An exception from outside
+    (KeyboardInterrupt, a signal handler's) between them is not allowed to leave ours in place and
+    Hermes' version under our temp name: the put-back is finished from ``progress`` and the files, then
+    the exception goes on. Raises :class:`PutBackIncomplete` when the put-back cannot finish: the file at
+    its ``filename`` may be the newest version, and must be kept."""
+    _impl()  # sets _PARTS where the OS has a verified form
+    exchange, signature, next_path = _verified_parts()
+    p = progress if progress is not None else Progress(new, ours)
+    try:
+        _drive(p, exchange, signature, next_path, read, target)
+    except BaseException as exc:
+        if exc is not p.failure and not p.settled:  # from outside: finish first
+            try:
+                _drive(p, exchange, signature, next_path, read, target, resuming=True)
+            except BaseException:  # noqa: S110 - a second one: the caller keeps what is left
+                pass
+        raise
+    return p.path, p.was_read
+
+
+Exchange = Callable[[str, str], "OSError | None"]
+"""An exchange of two paths that *returns* its failure (None when it ran): any exception out of one is
+then not ours but an outside one (a signal handler's), after which the files are judged again."""
+
+_PARTS: tuple[Exchange, Callable[[str], Sig | None]] | None = None
+
+
+def _verified_parts() -> tuple[Exchange, Callable[[str], Sig | None], Callable[[str], str]]:
+    """(exchange, signature, where the displaced file lands) for this OS."""
+    if _PARTS is not None:
+        return _PARTS[0], _PARTS[1], _same_path
+    return _generic_exchange, _stat_sig, (backup_path if os.name == "nt" else _same_path)
+
+
+def _generic_exchange(path: str, target: str) -> OSError | None:
+    try:
+        swap_in(path, target)
+    except OSError as exc:
+        return exc
+    return None
+
+
+def _same_path(path: str) -> str:
+    return path
+
+
+def backup_path(path: str) -> str:
+    """Where ReplaceFileW puts the file it displaces (see _windows): the names alternate, never grow."""
+    return path[: -len(_DISPLACED)] if path.endswith(_DISPLACED) else path + _DISPLACED
+
+
+_DISPLACED = ".displaced"
+
+
+def _stat_sig(path: str | bytes) -> Sig | None:
+    return fsutil.file_signature(path, follow_symlinks=False)  # the name itself, as statx is asked
+
+
+def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | None],
+           next_path: Callable[[str], str], read: Sig, target: str, *, resuming: bool = False) -> None:
+    """Exchange ours in and, if what came out is not the file read, put it back: exchange what came out
+    back in, until what comes out is what went in the round before (first ours). Then no rename landed
+    in between, and ``target`` holds the newest version again. Any other file that comes out was renamed
+    in by a foreign writer after our last exchange, so it is newer than what we just put in, and goes
+    back in the next round. (Stopping on a round count instead, as before, could end one round off and
+    hand the caller the newest Hermes version to delete.) The target vanishing mid-way settles it too:
+    the removal is the newest state.
+
+    Every decision comes from ``p`` and the file now at ``p.path``, and ``p`` changes only between
+    calls, so this can be run again (``resuming``) after an exception at any point: a call that was
+    under way is judged by whether ``p.pending`` is still at ``p.path``.
+    """
+    for _round in range(_PUT_BACK_ROUNDS + 2):
+        if p.pending is not None:  # an exchange was started: did it happen?
+            now = signature(p.path)
+            if now is not None and now == p.pending:
+                if resuming and p.first:  # ours never went in: nothing to undo
+                    p.pending = None
+                    p.settled = True
+                    return
+                # not yet: make it now (below)
+            else:
+                out = now if p.next == p.path else signature(p.next)  # Windows: it came out at a backup name
+                p.path = p.next
+                went_in, p.pending = p.pending, None
+                if p.first:
+                    p.first = False
+                    if out is not None and out == read:
+                        p.settled = p.was_read = True
+                        return
+                    # ours went in and a foreign version came out: it goes back
+                elif out is not None and out == p.last_in:
+                    p.settled = True  # quiet: what went in before came back, the target holds the newest
+                    return
+                else:
+                    p.last_in = went_in  # a newer version came out: it goes in next
+                if out is None:
+                    return  # nothing came out to put back (it was moved away): the caller keeps what is left
+                p.next = next_path(p.path)
+                p.pending = out
+        elif p.first:
+            if resuming:
+                return  # ours never started going in
+            p.next = next_path(p.path)
+            p.pending = p.last_in  # ours, as the caller measured it
+        else:  # resumed between two rounds: what is at our name goes back in
+            out = signature(p.path)
+            if out is None:
+                return
+            p.next = next_path(p.path)
+            p.pending = out
+        if _round > _PUT_BACK_ROUNDS:
+            break
+        failed = exchange(p.path, target)
+        if failed is not None:  # it did not run
+            p.pending = None
+            if p.first:
+                p.failure = failed  # the target is gone, or no exchange here: the caller judges that
+                raise failed
+            if isinstance(failed, FileNotFoundError):
+                p.settled = True  # removed since: the removal is the newest state, ours and theirs are older
+                return
+            p.failure = PutBackIncomplete(failed.errno or errno.EIO, f"putting a version back into {target} "
+                                          f"failed ({failed.strerror or failed}): the newest version is left at "
+                                          "the path given", p.path)
+            raise p.failure
+    p.failure = PutBackIncomplete(errno.EBUSY, f"a writer kept renaming over {target} during "
+                                  f"{_PUT_BACK_ROUNDS} put-back rounds: the newest version is left at the path "
+                                  "given", p.path)
+    raise p.failure
+
+
+def probe(directory: str) -> tuple[bool, str]:
+    """Can files in ``directory`` be exchanged? (True, mechanism) or (False, why). Uses two scratch files."""
+    swap, name = _impl()
+    if swap is None:
+        return False, f"no atomic exchange primitive on {sys.platform}"
+    tag = f".hermes-tray-exchange-probe.{os.getpid()}.{os.urandom(4).hex()}"
+    a, b = os.path.join(directory, tag + ".a"), os.path.join(directory, tag + ".b")
+    made: list[str] = []
+    try:
+        for path, data in ((a, b"a"), (b, b"b")):
+            fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            made.append(path)
+            os.write(fd, data)
+            os.close(fd)
+        back = swap_in(a, b)
+        made.append(back)
+        with open(b, "rb") as fh:
+            ok = fh.read() == b"a"
+        return (True, name) if ok else (False, f"{name} did not swap the files")
+    except ExchangeUnsupported as exc:
+        return False, f"{name}: {exc.strerror}"
+    except OSError as exc:
+        return False, f"cannot probe {directory}: {exc.strerror or exc}"
+    finally:
+        for path in set(made):
+            try:
+                os.unlink(path)
+            except OSError:
+                pass

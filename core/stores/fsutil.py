@@ -1,0 +1,314 @@
+"""Durable, private file primitives shared by every store in ``core``.
+
+One place for the rules the project promises: files 0600, dirs 0700, symlinks refused,
+writes via temp file + fsync + ``os.replace`` + directory fsync, temp files named after
+their writer so a later writer can sweep the litter of dead ones, and a *blocking* OS
+lock (a polling lock sleeps between tries and halves throughput under contention).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import os
+import re
+import stat
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
+    "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
+    "open_private_lockfile", "refuse_symlink", "set_aside", "sweep_stale_temps", "temp_name_for",
+    "try_lock_fd", "unlock_fd", "write_temp", "writer_gone"]
+
+FILE_MODE = 0o600
+DIR_MODE = 0o700
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_BINARY = getattr(os, "O_BINARY", 0)
+_TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<nonce>[0-9a-f]{8})\.tmp$")
+
+
+class UnsafePathError(OSError):
+    """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
+
+
+def refuse_symlink(path: Path) -> None:
+    """Raise :class:`UnsafePathError` if ``path`` itself is a symlink (missing is fine)."""
+    try:
+        st = os.lstat(path)
+    except FileNotFoundError:
+        return
+    if stat.S_ISLNK(st.st_mode):
+        raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", str(path))
+
+
+def ensure_private_dir(path: Path) -> Path:
+    """Create ``path`` (and parents) with mode 0700; an existing symlink at ``path`` is refused.
+
+    Parents that already exist keep their mode: only directories this call creates are made private.
+    """
+    path = Path(path)
+    refuse_symlink(path)
+    if path.is_dir():
+        return path
+    missing: list[Path] = []
+    p = path
+    while not p.exists():
+        missing.append(p)
+        if p.parent == p:
+            break
+        p = p.parent
+    for d in reversed(missing):
+        try:
+            os.mkdir(d, DIR_MODE)
+        except FileExistsError:
+            pass
+        else:
+            with contextlib.suppress(OSError):
+                os.chmod(d, DIR_MODE)  # umask may have masked bits off; never add any beyond 0700
+            fsync_dir(d.parent)
+    refuse_symlink(path)
+    return path
+
+
+def fsync_dir(path: Path) -> None:
+    """Persist a directory entry change (create/rename). No-op where directories cannot be opened."""
+    if sys.platform == "win32":
+        return
+    fsync_path(path)
+
+
+def fsync_path(path: Path | str) -> None:
+    """fsync what is at ``path`` now (a file, or a directory on POSIX), best effort: errors are ignored."""
+    try:
+        fd = os.open(path, os.O_RDONLY | _CLOEXEC | _BINARY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+
+
+def temp_name_for(target: Path) -> Path:
+    """Writer-tagged temp path beside ``target``: ``.<name>.<pid>.<nonce>.tmp``."""
+    return target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
+
+
+def atomic_write_bytes(
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None,
+    durable: bool = True,
+) -> None:
+    """Write ``data`` to ``target`` atomically and (unless ``durable`` is False) durably.
+
+    ``before_replace`` (optional) is called after the temp file is synced and right before the
+    rename; it may raise to abandon the write (the temp file is removed, ``target`` untouched).
+    ``durable=False`` skips both fsyncs: for a cache whose loss (or, after a power cut, an empty file)
+    only costs a re-read, never for anything a user or Hermes relies on.
+    """
+    target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
+    refuse_symlink(target)  # type: ignore[arg-type]
+    directory = os.path.dirname(target)
+    tmp = write_temp(target, data, mode=mode, sync=durable)
+    try:
+        if before_replace is not None:
+            before_replace()
+        os.replace(tmp, target)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    if sync_dir and durable:
+        fsync_dir(directory or ".")  # type: ignore[arg-type]
+
+
+def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
+    """A new temp file beside ``target`` (``temp_name_for``'s name) holding ``data``, mode ``mode``, fsynced
+    unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
+    directory, name = os.path.split(target)
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
+    try:
+        try:
+            if os.name != "nt":
+                os.fchmod(fd, mode)  # umask may have masked bits off; by fd: no second path lookup
+            view = memoryview(data)
+            while view:
+                n = os.write(fd, view)
+                view = view[n:]
+            if sync:
+                os.fsync(fd)
+        finally:
+            os.close(fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return tmp
+
+
+def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
+    """Remove temp files for ``target`` left by writers that no longer exist. Returns how many.
+
+    A temp file of a live writer is never touched; one whose writer pid is gone (or recycled:
+    older than the process now holding that pid) is litter from a killed write.
+    """
+    removed = 0
+    directory = Path(target).parent
+    try:
+        names = os.listdir(directory)
+    except OSError:
+        return 0
+    now = time.time()
+    for name in names:
+        m = _TMP_RE.match(name)
+        if not m or m.group("name") != Path(target).name:
+            continue
+        path = directory / name
+        try:
+            st = os.lstat(path)
+        except OSError:
+            continue
+        if not writer_gone(int(m.group("pid")), st, now=now, min_age=min_age):
+            continue
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    return removed
+
+
+def writer_gone(pid: int, st: os.stat_result, *, now: float | None = None, min_age: float = 2.0) -> bool:
+    """Can the writer ``pid`` of a temp file (``st``: its lstat) no longer be writing it?
+
+    A pid that is gone, or a zombie (killed, not yet reaped), cannot be mid-write; nor can a process that
+    took the pid over after the file was written. Never this process.
+    """
+    from hermes_tray_core.process.identity import (  # local: keep fsutil light
+        process_liveness,
+        process_start_time,
+    )
+
+    if pid == os.getpid():
+        return False
+    if process_liveness(pid) != "dead":
+        started = process_start_time(pid)
+        if started is not None and started <= st.st_mtime + 1.0:
+            return False  # a live process that existed when the temp file was written: may be mid-write
+        if started is None and (time.time() if now is None else now) - st.st_mtime < min_age and _pid_exists(pid):
+            return False
+    return True
+
+
+def _pid_exists(pid: int) -> bool:
+    try:
+        import psutil
+
+        return psutil.pid_exists(pid)
+    except Exception:
+        return True
+
+
+def is_temp_name(name: str) -> bool:
+    return bool(_TMP_RE.match(name))
+
+
+def open_private_lockfile(path: Path) -> int:
+    """Open (creating 0600) a lock file, refusing symlinks. Returns a raw fd."""
+    refuse_symlink(path)
+    fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY, FILE_MODE)
+    try:
+        if os.name != "nt":
+            st = os.fstat(fd)
+            if not stat.S_ISREG(st.st_mode):
+                raise UnsafePathError(errno.EINVAL, "lock path is not a regular file", str(path))
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+# One platform lock for every file the engine locks (the marker sidecar, the journal, the one-tray lock):
+# ``flock`` on POSIX (per open file description: separate opens exclude each other, threads included), a
+# ``msvcrt`` byte lock on Windows at ``offset`` (mandatory there: a file whose bytes are read by others locks
+# a byte far past its data, see core.stores.turn_journal).
+if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
+    import msvcrt
+
+    def lock_fd(fd: int, *, offset: int = 0) -> None:
+        os.lseek(fd, offset, os.SEEK_SET)
+        while True:
+            try:
+                msvcrt.locking(fd, msvcrt.LK_LOCK, 1)  # retries for ~10 s, then raises
+                return
+            except OSError:
+                continue
+
+    def unlock_fd(fd: int, *, offset: int = 0) -> None:
+        os.lseek(fd, offset, os.SEEK_SET)
+        msvcrt.locking(fd, msvcrt.LK_UNLCK, 1)
+
+    def try_lock_fd(fd: int, *, offset: int = 0) -> bool:
+        os.lseek(fd, offset, os.SEEK_SET)
+        try:
+            msvcrt.locking(fd, msvcrt.LK_NBLCK, 1)
+            return True
+        except OSError:
+            return False
+else:
+    import fcntl
+
+    def lock_fd(fd: int, *, offset: int = 0) -> None:
+        """Block until the exclusive lock is ours (the kernel wakes us: no polling)."""
+        fcntl.flock(fd, fcntl.LOCK_EX)
+
+    def unlock_fd(fd: int, *, offset: int = 0) -> None:
+        fcntl.flock(fd, fcntl.LOCK_UN)
+
+    def try_lock_fd(fd: int, *, offset: int = 0) -> bool:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            return False
+
+
+@contextlib.contextmanager
+def locked(lock_path: Path) -> Iterator[int]:
+    """Hold an exclusive, blocking, cross-process lock on a private sidecar lock file."""
+    fd = open_private_lockfile(Path(lock_path))
+    try:
+        lock_fd(fd)
+        try:
+            yield fd
+        finally:
+            unlock_fd(fd)
+    finally:
+        os.close(fd)
+
+
+def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) -> tuple[int, int, int] | None:
+    """(inode, size, mtime_ns) of ``path``, or None if it does not exist: detects a foreign rewrite."""
+    try:
+        st = os.stat(path, follow_symlinks=follow_symlinks)
+    except FileNotFoundError:
+        return None
+    return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:
+    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it."""
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
+    dest = path.with_name(f"{path.name}.{suffix}-{stamp}-{os.urandom(2).hex()}")
+    try:
+        os.replace(path, dest)
+    except OSError:
+        return None
+    with contextlib.suppress(OSError):
+        os.chmod(dest, FILE_MODE)
+    fsync_dir(path.parent)
+    return dest

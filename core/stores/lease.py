@@ -1,0 +1,440 @@
+"""Durable cross-process leases with expiry and fencing epochs, over SQLite.
+
+Several hermes-tray processes (the tray, the headless helper, a second login) may see the
+same interrupted turn; a lease named after it lets exactly one of them act. Properties:
+
+* One short ``BEGIN IMMEDIATE`` transaction per operation; nothing is held while waiting.
+* ``epoch`` is a fencing token: it strictly increases with every successful acquire of a name
+  (also for the same holder string after a release) and survives release, so a late actor can
+  be told apart from the current one.
+* A lease is free when it has no holder, has expired, or its holder *process* is gone: the
+  store records the acquirer's pid, create time, start mark and pid namespace, so a SIGKILLed or
+  recycled holder is taken over at the next poll, not after the TTL. The start mark
+  (:mod:`core.process.start_mark`: boot id + start ticks on Linux) is what is compared, so a wall-clock step
+  never turns a live holder into a gone one; a row without a mark of its pid (written by a tray
+  before schema 3) is judged by create time within 1 ms, as before. A holder in another pid
+  namespace cannot be judged by pid and keeps the lease until it expires.
+* WAL journal, ``synchronous=FULL``: a granted epoch survives power loss and is never reissued.
+  Not even when a corrupt store is set aside and recreated: the new store's epochs start above
+  a time-based floor (milliseconds since the epoch), which exceeds any epoch the lost store can
+  have granted (epochs grow by one per acquire, and an acquire takes well over a millisecond).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
+from hermes_tray_core.process.start_mark import mark_pid
+from hermes_tray_core.stores.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
+
+__all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
+    "SCHEMA_VERSION"]
+
+log = logging.getLogger(__name__)
+
+BUSY_TIMEOUT_S = 10.0
+ON_WAIT_INTERVAL_S = 5.0
+SCHEMA_VERSION = 3
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS leases (
+    name        TEXT PRIMARY KEY,
+    holder      TEXT NOT NULL DEFAULT '',
+    epoch       INTEGER NOT NULL DEFAULT 0,
+    acquired_at REAL,
+    expires_at  REAL,
+    owner_pid   INTEGER,
+    owner_start REAL,
+    owner_ns    INTEGER,
+    owner_mark  TEXT
+)
+"""
+# Schema 3: ``owner_mark``, the holder's clock-proof start mark (core.process.start_mark).
+_MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
+# Schema 2: store-wide settings. ``epoch_floor``: every epoch granted here is above it (set when the
+# store was created in place of a corrupt one, whose granted epochs are unknown).
+_META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
+CORRUPT_SUFFIX = "corrupt"
+
+
+@dataclass
+class Lease:
+    """A granted lease. ``epoch`` fences every later refresh/release (and any effect the caller
+    chooses to fence with it); ``expires_at`` is updated by a successful :meth:`LeaseStore.refresh`."""
+
+    name: str
+    holder: str
+    epoch: int
+    expires_at: float
+    acquired_at: float = 0.0
+
+
+class LeaseStore:
+    """Leases in one SQLite file (``core.stores.paths.lease_db()`` for the tray). Thread-safe; a forked
+    child opens its own connection on first use."""
+
+    def __init__(self, path: Path | str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
+        self.path = Path(path)
+        self._busy_timeout = busy_timeout
+        self._lock = threading.Lock()
+        self._conn: sqlite3.Connection | None = None
+        self._conn_pid = 0
+        self._inherited: list[sqlite3.Connection] = []
+        self._prepare_file()
+        with self._lock:
+            self._connection()
+
+    # -- setup ---------------------------------------------------------------------------------
+
+    def _prepare_file(self) -> None:
+        """Create the database 0600 in a 0700 dir before SQLite does (its -wal/-shm copy the mode)."""
+        ensure_private_dir(self.path.parent)
+        refuse_symlink(self.path)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, FILE_MODE)
+        os.close(fd)
+        for suffix in ("-wal", "-shm"):
+            refuse_symlink(self.path.with_name(self.path.name + suffix))
+
+    @classmethod
+    def default(cls) -> LeaseStore:
+        """The tray's per-user store, ``core.stores.paths.lease_db()``."""
+        from hermes_tray_core.stores import paths
+
+        return cls(paths.lease_db())
+
+    def _connection(self) -> sqlite3.Connection:
+        try:
+            return self._connect()
+        except sqlite3.DatabaseError as exc:
+            if isinstance(exc, sqlite3.OperationalError) or not _looks_corrupt(exc):
+                raise
+        # Garbage where the store should be: keep it for inspection, start a fresh one. Leases
+        # are short-lived coordination state; what matters is that nobody proceeds without one.
+        log.error("lease store %s is corrupt; set aside and recreated", self.path)
+        for suffix in ("-wal", "-shm", ""):
+            side = self.path.with_name(self.path.name + suffix)
+            if side.exists():
+                set_aside(side, CORRUPT_SUFFIX)
+        self._prepare_file()
+        return self._connect()
+
+    def _connect(self) -> sqlite3.Connection:
+        pid = os.getpid()
+        if self._conn is not None and self._conn_pid == pid:
+            return self._conn
+        if self._conn is not None:
+            # Inherited across fork: never use it here, and keep it referenced so that garbage
+            # collection does not close the parent's SQLite handle from the child.
+            self._inherited.append(self._conn)
+            self._conn = None
+        conn = sqlite3.connect(
+            str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
+        )
+        try:
+            conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
+            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+                log.warning("lease store %s: WAL unavailable, using the rollback journal", self.path)
+            conn.execute("PRAGMA synchronous = FULL")
+            if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
+                conn.execute("BEGIN IMMEDIATE")
+                try:
+                    fresh = conn.execute("PRAGMA user_version").fetchone()[0] == 0
+                    conn.execute(_SCHEMA)
+                    conn.execute(_META_SCHEMA)
+                    if "owner_mark" not in {r[1] for r in conn.execute("PRAGMA table_info(leases)")}:
+                        conn.execute(_MARK_COLUMN)
+                    if fresh and self._replaces_a_lost_store():
+                        # Whoever creates the schema seeds the floor in the same transaction, so no
+                        # process can be granted an epoch of the new store below it.
+                        floor = int(time.time() * 1000)
+                        log.warning("lease store %s replaces a corrupt one: epochs continue above %d",
+                                    self.path, floor)
+                        conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES ('epoch_floor', ?)",
+                                     (floor,))
+                    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+                    conn.execute("COMMIT")
+                except BaseException:
+                    conn.execute("ROLLBACK")
+                    raise
+        except BaseException:
+            conn.close()
+            raise
+        self._conn, self._conn_pid = conn, pid
+        return conn
+
+    def _replaces_a_lost_store(self) -> bool:
+        """A store set aside as corrupt lies beside this (new) one: its granted epochs are unknown."""
+        try:
+            return any(self.path.parent.glob(f"{self.path.name}.{CORRUPT_SUFFIX}-*"))
+        except OSError:
+            return True  # cannot tell: floor the epochs anyway (harmless, they only grow)
+
+    def close(self) -> None:
+        with self._lock:
+            if self._conn is not None and self._conn_pid == os.getpid():
+                self._conn.close()
+            self._conn = None
+
+    def __enter__(self) -> LeaseStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- transactions --------------------------------------------------------------------------
+
+    def _write(self, fn: Callable[[sqlite3.Connection], object]) -> object:
+        with self._lock:
+            conn = self._connection()
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                result = fn(conn)
+            except BaseException:
+                with contextlib.suppress(sqlite3.Error):
+                    conn.execute("ROLLBACK")
+                raise
+            conn.execute("COMMIT")
+            return result
+
+    @staticmethod
+    def _holder_gone(pid: object, start: object, ns: object, mark: object = None) -> bool:
+        """True only when the recorded owner is provably dead (or its pid recycled)."""
+        if not isinstance(pid, int) or pid <= 0:
+            return False
+        ours = own_pidns()
+        if ns is not None and ns != ours:
+            return False  # another pid namespace: its pid means nothing here
+        if isinstance(mark, str) and mark_pid(mark) == pid:
+            return process_liveness(pid, start, mark=mark) == "dead"
+        # No mark of this pid: a row an older tray wrote (or updated) — its create time, within 1 ms.
+        if pid == os.getpid():
+            mine = own_identity().start_time
+            return start is not None and mine is not None and abs(float(start) - mine) >= 0.001
+        return process_liveness(pid, start if isinstance(start, (int, float)) else None) == "dead"
+
+    def _free(self, row: tuple | None, now: float) -> bool:
+        if row is None:
+            return True
+        holder, _epoch, expires_at, pid, start, ns, mark = row
+        if not holder or expires_at is None or expires_at <= now:
+            return True
+        return self._holder_gone(pid, start, ns, mark)
+
+    def _peek(self, name: str) -> tuple | None:
+        with self._lock:
+            return self._connection().execute(
+                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark, acquired_at"
+                " FROM leases WHERE name = ?",
+                (name,),
+            ).fetchone()
+
+    def _try_acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
+        # Look first without the write lock: a waiter polling a held lease never contends with
+        # the holder's refresh/release or with the other waiters.
+        row = self._peek(name)
+        if row is not None and not self._free(row[:7], time.time()):
+            return None
+        me = own_identity()
+        ns = own_pidns()
+
+        def txn(conn: sqlite3.Connection) -> Lease | None:
+            row = conn.execute(
+                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark FROM leases"
+                " WHERE name = ?",
+                (name,),
+            ).fetchone()
+            now = time.time()
+            if not self._free(row, now):
+                return None
+            floor = conn.execute("SELECT value FROM meta WHERE key = 'epoch_floor'").fetchone()
+            epoch = max(row[1] if row else 0, floor[0] if floor else 0) + 1
+            expires = now + ttl
+            conn.execute(
+                "INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid, owner_start, owner_ns,"
+                " owner_mark) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
+                " holder = excluded.holder, epoch = excluded.epoch, acquired_at = excluded.acquired_at,"
+                " expires_at = excluded.expires_at, owner_pid = excluded.owner_pid,"
+                " owner_start = excluded.owner_start, owner_ns = excluded.owner_ns, owner_mark = excluded.owner_mark",
+                (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark),
+            )
+            return Lease(name, holder, epoch, expires, now)
+
+        return self._write(txn)  # type: ignore[return-value]
+
+    # -- API -----------------------------------------------------------------------------------
+
+    def acquire(
+        self,
+        name: str,
+        holder: str,
+        *,
+        ttl: float,
+        wait: float = 0.0,
+        poll: float = 0.05,
+        on_wait: Callable[[float], None] | None = None,
+        should_abort: Callable[[], bool] | None = None,
+        on_wait_every: float = ON_WAIT_INTERVAL_S,
+    ) -> Lease | None:
+        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait`` seconds.
+
+        Returns the :class:`Lease`, or None when the wait ran out or ``should_abort()`` said so.
+        ``on_wait(elapsed)`` is called at the first miss, then every ``on_wait_every`` seconds
+        (so a UI can say "waiting for another hermes-tray…" without being flooded).
+        """
+        if not name or not isinstance(name, str):
+            raise ValueError("lease name must be a non-empty string")
+        if not holder or not isinstance(holder, str):
+            raise ValueError("lease holder must be a non-empty string")
+        if ttl <= 0:
+            raise ValueError("ttl must be positive")
+        start = time.monotonic()
+        next_notice = 0.0
+        poll = max(poll, 0.001)
+        while True:
+            lease = self._try_acquire(name, holder, ttl)
+            if lease is not None:
+                return lease
+            elapsed = time.monotonic() - start
+            if on_wait is not None and elapsed >= next_notice:
+                on_wait(elapsed)
+                next_notice = elapsed + on_wait_every
+            if elapsed >= wait:
+                return None
+            if should_abort is not None and should_abort():
+                return None
+            time.sleep(min(poll, wait - elapsed))
+            if should_abort is not None and should_abort():
+                return None
+
+    def refresh(self, lease: Lease, *, ttl: float) -> bool:
+        """Extend ``lease`` to now + ``ttl`` iff it is still this holder's at this epoch."""
+
+        def txn(conn: sqlite3.Connection) -> float | None:
+            expires = time.time() + ttl
+            cur = conn.execute(
+                "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
+                (expires, lease.name, lease.holder, lease.epoch),
+            )
+            return expires if cur.rowcount == 1 else None
+
+        expires = self._write(txn)
+        if expires is None:
+            return False
+        lease.expires_at = float(expires)  # type: ignore[arg-type]
+        return True
+
+    def release(self, lease: Lease) -> bool:
+        """Give ``lease`` up. True if this call released it; a repeat, or a release after the
+        lease was taken over, changes nothing and returns False. The epoch stays."""
+
+        def txn(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
+                " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
+                (time.time(), lease.name, lease.holder, lease.epoch),
+            )
+            return cur.rowcount == 1
+
+        return bool(self._write(txn))
+
+    def current(self, name: str) -> Lease | None:
+        """The live lease on ``name``, or None when it is free (by any of the rules above)."""
+        row = self._peek(name)
+        if row is None or self._free(row[:7], time.time()):
+            return None
+        return Lease(name, row[0], row[1], row[2], row[7] or 0.0)
+
+    def last_epoch(self, name: str) -> int:
+        """The highest epoch ever granted for ``name`` (0 if never acquired)."""
+        with self._lock:
+            row = self._connection().execute("SELECT epoch FROM leases WHERE name = ?", (name,)).fetchone()
+        return int(row[0]) if row else 0
+
+
+def _looks_corrupt(exc: Exception) -> bool:
+    text = str(exc).lower()
+    return "not a database" in text or "malformed" in text or "corrupt" in text
+
+
+class LeaseKeeper:
+    """Refreshes a held lease from a daemon thread every ``ttl / 5`` seconds.
+
+    A refresh that misses (fenced out, or an error) while the keeper is active calls
+    ``on_lost(lease)`` once and ends the thread; a miss observed after :meth:`stop` is the
+    normal end of the holder's work, not a loss. Hermes' turn-lease refresher behaves the same.
+    """
+
+    def __init__(
+        self,
+        store: LeaseStore,
+        lease: Lease,
+        *,
+        ttl: float,
+        on_lost: Callable[[Lease], None] | None = None,
+        interval: float | None = None,
+    ) -> None:
+        self.store = store
+        self.lease = lease
+        self.ttl = ttl
+        self.interval = ttl / 5.0 if interval is None else interval
+        self.on_lost = on_lost
+        self.lost = False
+        self._stop = threading.Event()
+        self._state = threading.Lock()
+        self._thread = threading.Thread(target=self._run, name=f"lease-keeper:{lease.name}", daemon=True)
+
+    def start(self) -> LeaseKeeper:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        """Stop refreshing (call before releasing the lease)."""
+        with self._state:
+            self._stop.set()
+
+    def join(self, timeout: float | None = None) -> None:
+        if self._thread.is_alive():
+            self._thread.join(timeout)
+
+    @property
+    def active(self) -> bool:
+        return self._thread.is_alive() and not self._stop.is_set()
+
+    def __enter__(self) -> LeaseKeeper:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+        self.join()
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                ok = self.store.refresh(self.lease, ttl=self.ttl)
+            except Exception:
+                log.warning("lease %s: refresh failed", self.lease.name, exc_info=True)
+                ok = False
+            if ok:
+                continue
+            with self._state:
+                if self._stop.is_set():
+                    return
+                self.lost = True
+            log.error("lease %s lost while held (epoch %s)", self.lease.name, self.lease.epoch)
+            if self.on_lost is not None:
+                try:
+                    self.on_lost(self.lease)
+                except Exception:
+                    log.exception("lease %s: on_lost callback failed", self.lease.name)
+            return

@@ -1,0 +1,94 @@
+"""The tray's own log files: private (0600), appended to, never written through a symlink.
+
+Every log the tray or its helpers create in the user log dir goes through
+:func:`open_private_append`: ``O_NOFOLLOW`` (a symlink planted at the log path is refused, not
+followed), created 0600 whatever the umask, and an existing file left more open by an older
+version is narrowed to 0600 on its fd (never by path, which would follow a symlink).
+
+The gateway's per-continuation stderr logs are named with :func:`safe_file_part` (session keys
+may contain ``:``, which Windows forbids in file names) and pruned to the newest
+:data:`KEEP_GATEWAY_LOGS` by :func:`prune_logs`.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import errno
+import logging
+import os
+import re
+import stat
+from pathlib import Path
+
+from hermes_tray_core.stores.fsutil import FILE_MODE, UnsafePathError, refuse_symlink
+
+logger = logging.getLogger(__name__)
+
+KEEP_GATEWAY_LOGS = 20
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
+
+
+def open_private_append(path: Path | str) -> int:
+    """Open ``path`` for appending (created 0600; an existing one is made 0600) and return the fd.
+
+    Raises :class:`~core.stores.fsutil.UnsafePathError` for a symlink or a non-regular file, ``OSError`` for
+    anything else that prevents it (the caller decides whether to go on without the log).
+    """
+    name = os.fspath(path)
+    if not _NOFOLLOW:
+        refuse_symlink(Path(name))  # Windows: no O_NOFOLLOW; creating a symlink there needs privileges
+    try:
+        # O_NONBLOCK: a FIFO planted at the path fails (or opens) at once instead of hanging the open
+        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _NONBLOCK, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", name) from None
+        if exc.errno == errno.ENXIO:
+            raise UnsafePathError(errno.ENXIO, "log path is not a regular file", name) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(errno.EINVAL, "log path is not a regular file", name)
+        if os.name != "nt":
+            os.fchmod(fd, FILE_MODE)
+            if _NONBLOCK:
+                os.set_blocking(fd, True)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def safe_file_part(text: str) -> str:
+    """``text`` with every character outside ``[A-Za-z0-9_.-]`` replaced by ``_`` (valid everywhere)."""
+    return _UNSAFE_CHARS.sub("_", text)
+
+
+def prune_logs(directory: Path | str, *, keep: int = KEEP_GATEWAY_LOGS, suffix: str = ".log") -> int:
+    """Delete all but the newest ``keep`` regular ``*<suffix>`` files in ``directory``; returns how many
+    went. Symlinks and anything else are left alone; a file that cannot be removed (in use on
+    Windows, gone already) is skipped. Never raises."""
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return 0
+    logs: list[tuple[float, str, str]] = []
+    for e in entries:
+        try:
+            if e.name.endswith(suffix) and e.is_file(follow_symlinks=False):
+                logs.append((e.stat(follow_symlinks=False).st_mtime, e.name, e.path))
+        except OSError:
+            continue
+    logs.sort(reverse=True)
+    removed = 0
+    for _mtime, _name, path in logs[max(0, keep):]:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+            removed += 1
+    return removed
+
+
+__all__ = ["KEEP_GATEWAY_LOGS", "open_private_append", "prune_logs", "safe_file_part"]
