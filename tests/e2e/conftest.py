@@ -103,11 +103,13 @@ def start_tray(desktop: Desktop, demo, tmp_path: Path, *extra_env: tuple[str, st
     return Tray(proc, events)
 
 
-def wait_for(pred, timeout: float = 20.0, what: str = "condition"):
+def wait_for(pred, timeout: float = 20.0, what: str = "condition", seen=None):
+    """``pred``'s first truthy value within ``timeout``; on timeout, ``seen()`` (what was there instead)
+    goes into the message, so a failure says what the user saw."""
     end = time.monotonic() + timeout
     while time.monotonic() < end:
         value = pred()
         if value:
             return value
         time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
+    raise AssertionError(f"timed out waiting for {what}" + (f"; seen instead: {seen()}" if seen else ""))

@@ -34,20 +34,26 @@ def _notes(desktop, after: float) -> list[dict]:
 
 def test_two_failed_continuations_end_in_one_gave_up_note(desktop, demo, tmp_path) -> None:
     tray = start_tray(desktop, demo, tmp_path)
+
+    def seen() -> str:
+        notes = [(n["summary"], n["body"][:120]) for n in _notes(desktop, 0)]
+        stderr = (tmp_path / "tray.stderr").read_text(errors="replace")[-1500:]
+        return f"notifications {notes}; tray events {tray.events()[-8:]}; tray stderr {stderr!r}"
+
     try:
         tray.wait_event(lambda e: e["event"] == "tray-shown", what="tray icon")
         start = time.time()
         assert demo.crash_backend()
         (asked,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"] == "Hermes turn interrupted"],
-                            10, "interrupted notification")
+                            10, "interrupted notification", seen)
         desktop.click_action(asked["id"], "resume")  # attempt 1: crashes mid-turn
         (again,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"] == "Hermes turn failed again"],
-                            30, "failed-again notification (the ask, with its buttons)")
+                            60, "failed-again notification (the ask, with its buttons)", seen)
         assert again["actions"].get("resume") == "Resume" and "Hermes exited before it finished." in again["body"]
         second = time.time()
         desktop.click_action(again["id"], "resume")  # attempt 2 of 2: crashes again
         (gave_up,) = wait_for(lambda: [n for n in _notes(desktop, second) if n["summary"] == "Hermes gave up on a turn"],
-                              30, "gave-up notification")
+                              60, "gave-up notification", seen)
         time.sleep(1.0)  # anything else about this turn would have arrived by now
         after = [n["summary"] for n in _notes(desktop, second)]
         assert after == ["Hermes gave up on a turn"], after  # one notification, not two
