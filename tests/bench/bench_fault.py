@@ -1,7 +1,7 @@
 """Long-run fault driver for hermes-tray (issue 8): kills, races, crash loops, hostile input.
 
 Runs the same scenarios as ``tests/fault`` with the counts turned up and prints the figures
-for the README "Reliability" table:
+for the "Reliability" table in docs/reliability.md:
 
 - crash injection: >= 500 SIGKILLs per kind (atomic write, markers, journal, lease,
   config.toml, config.yaml), each followed by the full check (``tests/fault/fault_scenarios.py``);
