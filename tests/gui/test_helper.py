@@ -26,7 +26,11 @@ def demo(tmp_path):
 
 
 def _events(path: Path) -> list[dict]:
-    return [json.loads(x) for x in path.read_text().splitlines() if x.strip()] if path.exists() else []
+    """The journal's complete lines: one still being appended (no newline yet) is read next time."""
+    if not path.exists():
+        return []
+    text = path.read_text()
+    return [json.loads(x) for x in text[: text.rfind("\n") + 1].splitlines() if x.strip()]
 
 
 def _wait(pred, timeout: float, what: str):
