@@ -329,7 +329,7 @@ class Controller(QObject):
             return None
 
     # --- the write worker ---------------------------------------------------------------------
-    def _off_thread(self, work: Callable[[], T], then: Callable[[T], None], *, bookkeeping: bool = False) -> None:
+    def _off_thread(self, work: Callable[[], T], then: Callable[[T], object], *, bookkeeping: bool = False) -> None:
         """Run ``work`` on the write worker; ``then(result)`` runs on the GUI thread afterwards.
         ``work`` must not raise (each caller turns exceptions into a result the user can read).
         ``bookkeeping``: a write nobody asked for (a journal note, a silent re-skip): dropped rather than
@@ -355,7 +355,7 @@ class Controller(QObject):
             self._writes -= 1
             log.info("not written: the tray is quitting")
 
-    def _on_written(self, payload: tuple[Callable[[Any], None] | None, Any]) -> None:
+    def _on_written(self, payload: tuple[Callable[[Any], object] | None, Any]) -> None:
         self._writes -= 1
         then, value = payload
         if then is not None:

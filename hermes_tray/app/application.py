@@ -302,7 +302,7 @@ class TrayApp(QObject):
             self.status_window.set_state(state)
 
     def _on_scan_seen(self, report: ScanReport) -> None:
-        if events.enabled():
+        if events.enabled() and self.controller is not None:
             events.emit_scan(report, pending=len(self.controller.state.pending))
 
     def _on_icon_shown(self) -> None:

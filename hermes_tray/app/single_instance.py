@@ -32,13 +32,13 @@ MAX_LINE = 256  # a message is a short word; a longer line (or one with no newli
 
 
 def _user_tag() -> str:
+    getuid = getattr(os, "getuid", None)  # POSIX only
+    if getuid is not None:
+        return str(getuid())
     try:
-        return str(os.getuid())  # type: ignore[attr-defined]
-    except AttributeError:
-        try:
-            return getpass.getuser()
-        except Exception:
-            return "user"
+        return getpass.getuser()
+    except Exception:
+        return "user"
 
 
 class SingleInstance(QObject):

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse, selected_homes, warn
@@ -145,12 +146,15 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             say("\nhermes-tray: a continuation is running and cannot be paused (its bookkeeping would wait while "
                 "Hermes goes on). Ctrl-C stops it cleanly.")
 
-    handlers = {signal.SIGINT: on_stop}
-    for name, handler in (("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp)):
+    handlers: dict[int, Callable[[int, Any], None]] = {signal.SIGINT: on_stop}
+    named: tuple[tuple[str, Callable[[int, Any], None]], ...] = (
+        ("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp))
+    for name, handler in named:
         if hasattr(signal, name):
             handlers[getattr(signal, name)] = handler
     old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
-    last = {"t": 0.0, "phase": None}
+    last_t = 0.0  # when the last progress line was printed, and its phase
+    last_phase: str | None = None
 
     def started() -> None:
         # said once the turn is ours to continue (the claim won, the checks passed): a resume that loses a
@@ -160,13 +164,14 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             print(f"Resuming {args.session}. {STOP_NOTE}", flush=True)
 
     def progress(p: Any) -> None:
+        nonlocal last_t, last_phase
         started()
         if quiet:
             return
         now = time.monotonic()
-        if p.phase != last["phase"] or now - last["t"] >= 5.0 or p.last_frame == "message.start" and p.frames <= 2:
+        if p.phase != last_phase or now - last_t >= 5.0 or p.last_frame == "message.start" and p.frames <= 2:
             print(_fmt_progress(p), flush=True)
-            last["t"], last["phase"] = now, p.phase
+            last_t, last_phase = now, p.phase
 
     def dispatched(res: Any) -> None:
         started()

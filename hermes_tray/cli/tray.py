@@ -54,7 +54,7 @@ def hermes_present(args: argparse.Namespace) -> bool:
     try:
         extra = load_settings().home_paths()
     except Exception:
-        extra = ()
+        extra = []
     if any(home.path.is_dir() for home in discover_homes(extra=extra)):
         return True
     try:

@@ -146,7 +146,7 @@ class InterruptionNotices:
                 lines.insert(0, clean_text(group.lead, 300))
             lines.append(words.WAITING_ASK)
             body = "\n".join(lines)
-            actions = (
+            actions: tuple[Action, ...] = (
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
                 Action("disable", "Disable auto-continue"),

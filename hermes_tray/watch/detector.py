@@ -226,16 +226,16 @@ class DetectorThread(QObject):
     def __init__(self, detector: Detector, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.detector = detector
-        self.thread = QThread()
-        self.thread.setObjectName("hermes-tray-detector")
-        detector.moveToThread(self.thread)
-        self.thread.started.connect(detector.start)
+        self.qthread = QThread()
+        self.qthread.setObjectName("hermes-tray-detector")
+        detector.moveToThread(self.qthread)
+        self.qthread.started.connect(detector.start)
 
     def start(self) -> None:
-        self.thread.start()
+        self.qthread.start()
 
     def stop(self, timeout_ms: int = 3000) -> None:
-        if self.thread.isRunning():
+        if self.qthread.isRunning():
             QMetaObject.invokeMethod(self.detector, "stop", Qt.ConnectionType.BlockingQueuedConnection)
-            self.thread.quit()
-            self.thread.wait(timeout_ms)
+            self.qthread.quit()
+            self.qthread.wait(timeout_ms)
