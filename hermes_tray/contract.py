@@ -15,14 +15,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hermes_tray_core.vocab import Outcome
+from hermes_tray_core import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
-    from hermes_tray_core.continuing.gateway import Progress
-    from hermes_tray_core.deciding.ask_once import TurnJournal
-    from hermes_tray_core.hermes.homes import Home
-    from hermes_tray_core.scanning.scanner import TurnRecord
-    from hermes_tray_core.stores.settings import TraySettings
+    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnRecord
 
 __all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "RunResult", "SkipReply"]
 

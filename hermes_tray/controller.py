@@ -41,10 +41,7 @@ from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core.continuing.gateway import Progress
-from hermes_tray_core.deciding.ask_once import AskOnce, ident, turn_key, waiting
-from hermes_tray_core.scanning.scanner import TurnRecord
-from hermes_tray_core.stores.settings import TraySettings
+from hermes_tray_core import AskOnce, Progress, TraySettings, TurnRecord, ident, turn_key, waiting
 
 log = logging.getLogger(__name__)
 
@@ -57,7 +54,7 @@ def stop_budget() -> float:
     the interrupt's grace, then close stdin → wait, terminate → wait, kill → wait (10 s), plus
     the reader join and a margin."""
     try:
-        from hermes_tray_core.continuing.gateway import GatewayOptions
+        from hermes_tray_core import GatewayOptions
 
         o = GatewayOptions()
         return float(o.stop_grace) + 2 * float(o.shutdown_grace) + 10.0 + 2.0 + 3.0

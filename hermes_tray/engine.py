@@ -18,15 +18,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
-from hermes_tray_core.hermes.homes import Home, discover_homes
-from hermes_tray_core.scanning.scanner import Scanner, TurnRecord, default_cache_file
-from hermes_tray_core.stores import decisions
-from hermes_tray_core.stores.settings import SettingsError, TraySettings, load_settings
+from hermes_tray_core import (
+    Home,
+    Scanner,
+    SettingsError,
+    TraySettings,
+    TurnRecord,
+    decision_history,
+    default_cache_file,
+    default_journal,
+    discover_homes,
+    load_settings,
+    record_config_change,
+    record_decision,
+)
 
 if TYPE_CHECKING:
-    from hermes_tray_core.continuing.gateway import Progress
-    from hermes_tray_core.continuing.resume import ResumeResult
-    from hermes_tray_core.deciding.ask_once import TurnJournal
+    from hermes_tray_core import Progress, ResumeResult, TurnJournal
 
 log = logging.getLogger(__name__)
 
@@ -104,7 +112,7 @@ class CoreEngine:
             dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
             files += [h.marker_file, h.config_file]
         if self.explicit_homes is None:
-            from hermes_tray_core.stores.paths import settings_file
+            from hermes_tray_core import settings_file
 
             files.append(settings_file())  # homes added there (the CLI, another tray) are picked up
         return dirs, files
@@ -129,36 +137,32 @@ class CoreEngine:
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------
     def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:
         """Skip unless the entry changed or a resume holds the turn right now (``core.continuing.skip``)."""
-        from hermes_tray_core.continuing import skip as core_skip
+        from hermes_tray_core import SKIP_CHANGED, SKIP_RESUMING, skip_turn
 
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
-        res = core_skip.skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
+        res = skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
                                   on_skipped=lambda: self.record("skipped", record, via=origin))
         if res.ok:
             return SkipReply(True)
         log.info("skip refused (%s): %s", res.outcome, record.session_key)
-        if res.outcome == core_skip.RESUMING:
+        if res.outcome == SKIP_RESUMING:
             return SkipReply(False, "This turn is being resumed right now; it was not skipped.")
-        if res.outcome == core_skip.CHANGED:
+        if res.outcome == SKIP_CHANGED:
             return SkipReply(False, "The turn changed since it was shown; it was left in place.")
         return SkipReply(False, res.message)
 
     def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
                stop: threading.Event) -> RunResult:
         """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
-        from hermes_tray_core.continuing import resume as core_resume
+        from hermes_tray_core import resume_turn
 
-        result = core_resume.resume_turn(record.home, record.session_key, dict(record.entry or {}),
+        result = resume_turn(record.home, record.session_key, dict(record.entry or {}),
                                          on_progress=on_progress, stop=stop, via=f"tray-{origin}")
         return run_result(result)
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
-        from hermes_tray_core.hermes.config import (
-            BackendConfigError,
-            read_backend_config,
-            write_auto_continue,
-        )
+        from hermes_tray_core import BackendConfigError, read_backend_config, write_auto_continue
 
         problems = []
         for home in home_paths:
@@ -182,12 +186,12 @@ class CoreEngine:
         if old == new and type(old) is type(new):
             return
         try:
-            decisions.record_config_change(home=home, key=key, old=old, new=new, by="tray")
+            record_config_change(home=home, key=key, old=old, new=new, by="tray")
         except Exception:
             log.warning("could not journal the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
-        from hermes_tray_core.hermes.config import read_backend_config
+        from hermes_tray_core import read_backend_config
 
         cfg = read_backend_config(home_path)
         ac = cfg.auto_continue
@@ -210,7 +214,7 @@ class CoreEngine:
 
     def update_settings(self, changes: dict[str, Any]) -> TraySettings:
         """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
-        from hermes_tray_core.stores.settings import save_settings, update_settings, with_changes
+        from hermes_tray_core import save_settings, update_settings, with_changes
 
         old = self.settings().to_dict()
         if changes.get("hermes_command", 0) is None:
@@ -228,7 +232,7 @@ class CoreEngine:
     # --- decision journal ---------------------------------------------------------------------
     def journal(self) -> TurnJournal:
         """The decision journal ask-once reads and writes (re-resolved: env overrides apply)."""
-        return decisions.default_journal()
+        return default_journal()
 
     def record(self, event: str, record: TurnRecord, **fields: Any) -> None:
         """Journal a decision about a turn (``core.stores.decisions`` vocabulary): identity only, never prompt text.
@@ -237,7 +241,7 @@ class CoreEngine:
         directory) is logged; it must not turn the skip or resume it records into a failure.
         """
         try:
-            decisions.record(event, home=str(record.home), session_key=record.session_key,
+            record_decision(event, home=str(record.home), session_key=record.session_key,
                              started_at=record.started_at, profile=record.profile, attempts=record.attempts,
                              **fields)
         except Exception:
@@ -245,13 +249,13 @@ class CoreEngine:
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
         """The decision journal, newest first; with homes given (``--home``), only what concerns them."""
-        return list(decisions.history(limit, homes=self.explicit_homes))
+        return list(decision_history(limit, homes=self.explicit_homes))
 
     def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
         rows for turns whose marker is gone. A session without a title, or a home whose ``state.db``
         cannot be read, is simply left out."""
-        from hermes_tray_core.hermes.state_db_batch import HomeState
+        from hermes_tray_core import HomeState
 
         by_home: dict[str, list[str]] = {}
         for home, key in turns:

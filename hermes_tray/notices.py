@@ -295,12 +295,11 @@ def notices_file() -> Path | None:
             if (base / NOTICES_NAME).is_file():
                 return base / NOTICES_NAME
         return None
-    from hermes_tray_core.stores import fsutil
-    from hermes_tray_core.stores.paths import cache_dir
+    from hermes_tray_core import atomic_write_bytes, cache_dir, ensure_private_dir
 
     try:
-        target = fsutil.ensure_private_dir(cache_dir()) / NOTICES_NAME
-        fsutil.atomic_write_bytes(target, installed_notices().encode("utf-8"))
+        target = ensure_private_dir(cache_dir()) / NOTICES_NAME
+        atomic_write_bytes(target, installed_notices().encode("utf-8"))
     except OSError:
         return None
     return target

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hermes_tray_core.vocab import Outcome, ReasonCode, Verdict
+from hermes_tray_core import Outcome, ReasonCode, Verdict
 
 __all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
            "status_word", "tries", "untitled_label"]

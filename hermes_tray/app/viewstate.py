@@ -13,8 +13,7 @@ from typing import Any
 
 from hermes_tray import words
 from hermes_tray.format import elapsed_text, elide, restate_age, short_path, since_text, turn_since
-from hermes_tray_core.deciding.ask_once import turn_key
-from hermes_tray_core.deciding.records import TurnRecord
+from hermes_tray_core import TurnRecord, turn_key
 
 
 @dataclass(frozen=True)

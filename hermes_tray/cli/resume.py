@@ -52,7 +52,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
     """(home, marker entry, problem) for the requested session across the selected homes."""
-    from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
+    from hermes_tray_core import MarkerStoreError, list_turn_markers
 
     found = []
     problems = []
@@ -79,7 +79,7 @@ def _fmt_progress(p: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core import InvalidIdError, validate_session_id
 
     try:
         validate_session_id(args.session, what="session")
@@ -121,7 +121,7 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
 
 
 def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core import resume_turn
 
     stop = threading.Event()
     quiet = bool(args.json)
@@ -197,10 +197,7 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     from hermes_tray.cli.resume_worker import LOG_NAME, worker_argv
-    from hermes_tray_core.process.child_env import child_environment
-    from hermes_tray_core.stores.fsutil import ensure_private_dir
-    from hermes_tray_core.stores.logfiles import open_private_append
-    from hermes_tray_core.stores.paths import log_dir
+    from hermes_tray_core import child_environment, ensure_private_dir, log_dir, open_private_append
 
     log_path = log_dir() / LOG_NAME
     try:

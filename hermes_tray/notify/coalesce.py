@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hermes_tray import words
 from hermes_tray.notify.base import Action, Note, Notifier
-from hermes_tray_core.scanning.scanner import TurnRecord
+from hermes_tray_core import TurnRecord
 
 WINDOW_SECONDS = 2.0
 LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
