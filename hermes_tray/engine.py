@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
+from hermes_tray.contract import BackendValues, Outcome, ProblemDetail, RunResult, ScanSummary, SkipReply
 from hermes_tray_core import (
     Home,
     Scanner,
@@ -69,7 +69,7 @@ class CoreEngine:
             pass
         return discover_homes(explicit=self.explicit_homes, extra=extra)
 
-    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], dict[str, Any]]:
+    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], ScanSummary]:
         key = tuple(str(h.path) for h in homes)
         if self._scanner is None or key != self._scanner_homes:
             # the CLI's cache too: a warm start re-parses neither journals nor config.yaml
@@ -77,20 +77,20 @@ class CoreEngine:
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []
-        details: list[dict[str, Any]] = []  # the same problems, with where to look (the views' banner)
+        details: list[ProblemDetail] = []  # the same problems, with where to look (the views' banner)
         enabled: list[bool] = []
         for report in result.homes:
             desktop = str(report.path / "desktop")
             for p in report.problems:
                 problems.append(f"{report.profile}: {p}")
                 marker = report.markers in ("corrupt", "unreadable") and "interrupted_turns" in p
-                details.append({"text": problems[-1], "folder": desktop if marker else
-                                (str(report.path) if report.exists else ""), "attention": report.exists,
-                                "kind": "markers" if marker else "", "home": str(report.path)})
+                details.append(ProblemDetail(problems[-1], folder=desktop if marker else
+                                             (str(report.path) if report.exists else ""), attention=report.exists,
+                                             kind="markers" if marker else "", home=str(report.path)))
             for u in report.unsupported:
                 problems.append(f"{report.profile}: {u} (not supported yet)")
-                details.append({"text": problems[-1], "folder": desktop, "attention": True, "kind": "markers",
-                                "home": str(report.path)})
+                details.append(ProblemDetail(problems[-1], folder=desktop, attention=True, kind="markers",
+                                             home=str(report.path)))
             if report.exists:
                 enabled.append(bool(report.config.enabled))
         backend_enabled: bool | None = True
@@ -98,12 +98,12 @@ class CoreEngine:
             backend_enabled = False
         elif enabled and not all(enabled):
             backend_enabled = None
-        return result.turns, problems, {
-            "backend_enabled": backend_enabled,
-            "problem_details": details,
-            "homes_found": any(r.exists for r in result.homes),
-            "watching": [str(r.path) for r in result.homes],
-        }
+        return result.turns, problems, ScanSummary(
+            backend_enabled=backend_enabled,
+            problem_details=tuple(details),
+            homes_found=any(r.exists for r in result.homes),
+            watching=tuple(str(r.path) for r in result.homes),
+        )
 
     def watch_plan(self, homes: Sequence[Home]) -> tuple[list[Path], list[Path]]:
         dirs: list[Path] = []
