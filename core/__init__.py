@@ -2,10 +2,12 @@
 
 Nothing in this package imports Qt, so a Hermes backend or a headless helper can embed it.
 
-Its face — what a caller needs to find, scan, judge, resume and skip interrupted turns — is importable
-from the package itself (``from hermes_tray_core import Scanner, resume_turn``). Each name is loaded on
-first use (PEP 562), so importing the package costs nothing: ``hermes-tray status`` pays only for the
-modules it uses. Everything else lives in the module named for its job.
+Its face — what a caller needs to find, scan, judge, resume and skip interrupted turns, and what the
+shell needs of the tray's own stores — is importable from the package itself (``from hermes_tray_core
+import Scanner, resume_turn``); the shell imports the engine through it alone (an import-linter contract
+in pyproject.toml). Each name is loaded on first use (PEP 562), so importing the package costs nothing:
+``hermes-tray status`` pays only for the modules it uses. Everything else lives in the module named for
+its job.
 """
 
 from __future__ import annotations
@@ -18,46 +20,61 @@ __version__ = "0.1.0"
 #: name -> the module that owns it ("module:attribute" where the face names it differently: an
 #: attribute whose own name says too little outside its module, like ``continuing.skip``'s ``RESUMING``)
 _FACE = {
-    "discover_homes": "hermes.homes", "Home": "hermes.homes", "Scanner": "scanning.scanner",
-    "scan": "scanning.scanner", "default_cache_file": "scanning.scanner", "TurnRecord": "deciding.records",
-    "HomeReport": "deciding.records", "ScanResult": "deciding.records", "decide": "deciding.policy",
-    "decide_webui": "deciding.policy", "Decision": "deciding.policy", "age_text": "deciding.policy",
-    "restate_age": "deciding.policy", "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once",
-    "ident": "deciding.ask_once", "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
-    "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume", "skip_turn": "continuing.skip",
-    "SkipResult": "continuing.skip", "SKIP_RESUMING": "continuing.skip:RESUMING",
-    "SKIP_CHANGED": "continuing.skip:CHANGED", "SKIP_ERROR": "continuing.skip:ERROR",
-    "turn_started_at": "continuing.claim", "Progress": "continuing.gateway",
-    "GatewayOptions": "continuing.gateway", "find_hermes": "continuing.gateway",
+    # finding homes, scanning, judging
+    "discover_homes": "hermes.homes", "Home": "hermes.homes",
+    "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.scanner",
+    "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
+    "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
+    "age_text": "deciding.policy", "restate_age": "deciding.policy",
+    "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once", "ident": "deciding.ask_once",
+    "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
+    # resuming and skipping
+    "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
+    "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
+    "SKIP_RESUMING": "continuing.skip:RESUMING", "SKIP_CHANGED": "continuing.skip:CHANGED",
+    "SKIP_ERROR": "continuing.skip:ERROR",
+    "turn_started_at": "continuing.claim",
+    "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
+    "find_hermes": "continuing.gateway",
     "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
-    "HermesSettingsError": "continuing.gateway", "MarkerStore": "markers.store",
-    "MarkerStoreError": "markers.store", "record_turn_start": "markers.store",
+    "HermesSettingsError": "continuing.gateway",
+    # markers
+    "MarkerStore": "markers.store", "MarkerStoreError": "markers.store", "record_turn_start": "markers.store",
     "clear_turn_marker": "markers.store", "read_turn_marker": "markers.store",
     "marker_writer_state": "markers.store", "list_turn_markers": "markers.store",
-    "normalize_marker": "markers.store", "exchange_support": "markers.store",
-    "wait_for_marker_settle": "markers.settle:wait", "AutoContinueConfig": "hermes.config",
-    "BackendConfigError": "hermes.config", "read_backend_config": "hermes.config",
-    "write_auto_continue": "hermes.config", "parse_config_value": "hermes.config:parse_value",
+    "normalize_marker": "markers.store",
+    "exchange_support": "markers.store", "wait_for_marker_settle": "markers.settle:wait",
+    # Hermes' own files and processes
+    "AutoContinueConfig": "hermes.config", "BackendConfigError": "hermes.config",
+    "read_backend_config": "hermes.config", "write_auto_continue": "hermes.config",
+    "parse_config_value": "hermes.config:parse_value",
     "HomeState": "hermes.state_db_batch", "parse_holder": "hermes.state_db",
-    "HermesProcesses": "hermes.processes", "RESUMING_STATUS_TEXT": "hermes.note",
-    "continuation_note": "hermes.note", "is_continuation_note": "hermes.note",
+    "HermesProcesses": "hermes.processes",
+    "RESUMING_STATUS_TEXT": "hermes.note", "continuation_note": "hermes.note",
+    "is_continuation_note": "hermes.note",
     "find_live_backend": "backend.running", "settings_hermes_command": "backend.install",
+    # the tray's own stores
     "DecisionJournal": "stores.decisions", "default_journal": "stores.decisions",
     "record_decision": "stores.decisions:record", "record_config_change": "stores.decisions",
     "decision_history": "stores.decisions:history", "turn_roots": "stores.decisions",
     "TraySettings": "stores.settings", "SettingsError": "stores.settings", "load_settings": "stores.settings",
     "save_settings": "stores.settings", "update_settings": "stores.settings",
-    "with_changes": "stores.settings", "validate_settings": "stores.settings:validate",
-    "parse_setting_value": "stores.settings:parse_value", "SETTING_KEYS": "stores.settings:KEYS",
-    "MIN_IDLE_TIMEOUT": "stores.settings", "MAX_IDLE_TIMEOUT": "stores.settings",
+    "with_changes": "stores.settings",
+    "validate_settings": "stores.settings:validate", "parse_setting_value": "stores.settings:parse_value",
+    "SETTING_KEYS": "stores.settings:KEYS", "MIN_IDLE_TIMEOUT": "stores.settings",
+    "MAX_IDLE_TIMEOUT": "stores.settings",
     "settings_file": "stores.paths", "state_dir": "stores.paths", "cache_dir": "stores.paths",
     "log_dir": "stores.paths", "runtime_dir": "stores.paths", "lease_db": "stores.paths",
-    "decision_journal_dir": "stores.paths", "ensure_private_dir": "stores.fsutil",
-    "atomic_write_bytes": "stores.fsutil", "open_private_lockfile": "stores.fsutil",
-    "try_lock_fd": "stores.fsutil", "unlock_fd": "stores.fsutil", "open_private_append": "stores.logfiles",
+    "decision_journal_dir": "stores.paths",
+    "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil",
+    "open_private_lockfile": "stores.fsutil", "try_lock_fd": "stores.fsutil", "unlock_fd": "stores.fsutil",
+    "open_private_append": "stores.logfiles",
+    # processes
     "process_liveness": "process.identity", "own_identity": "process.identity",
-    "own_pidns": "process.identity", "child_environment": "process.child_env", "Verdict": "vocab",
-    "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
+    "own_pidns": "process.identity",
+    "child_environment": "process.child_env",
+    # the shared vocabulary
+    "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
