@@ -4,7 +4,7 @@
 
 :class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``);
 the controller is written against it alone. Qt-free and import-cheap: everything in ``hermes_tray``
-may import it, and it imports nothing of ``hermes_tray`` (tests/gui/test_layers.py).
+may import it, and it imports nothing of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
 """
 
 from __future__ import annotations
