@@ -141,7 +141,7 @@ class CoreEngine:
 
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
         res = skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
-                                  on_skipped=lambda: self.record("skipped", record, via=origin))
+                        on_skipped=lambda: self.record("skipped", record, via=origin))
         if res.ok:
             return SkipReply(True)
         log.info("skip refused (%s): %s", res.outcome, record.session_key)
@@ -157,7 +157,7 @@ class CoreEngine:
         from hermes_tray_core import resume_turn
 
         result = resume_turn(record.home, record.session_key, dict(record.entry or {}),
-                                         on_progress=on_progress, stop=stop, via=f"tray-{origin}")
+                             on_progress=on_progress, stop=stop, via=f"tray-{origin}")
         return run_result(result)
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
@@ -242,8 +242,8 @@ class CoreEngine:
         """
         try:
             record_decision(event, home=str(record.home), session_key=record.session_key,
-                             started_at=record.started_at, profile=record.profile, attempts=record.attempts,
-                             **fields)
+                            started_at=record.started_at, profile=record.profile, attempts=record.attempts,
+                            **fields)
         except Exception:
             log.warning("could not journal %r for %s", event, record.session_key, exc_info=True)
 
