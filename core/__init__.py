@@ -2,40 +2,199 @@
 
 Nothing in this package imports Qt, so a Hermes backend or a headless helper can embed it.
 
-Its face — what a caller needs to find, scan, judge, resume and skip interrupted turns — is importable
-from the package itself (``from hermes_tray_core import Scanner, resume_turn``). Each name is loaded on
-first use (PEP 562), so importing the package costs nothing: ``hermes-tray status`` pays only for the
-modules it uses. Everything else lives in the module named for its job.
+Its face — what a caller needs to find, scan, judge, resume and skip interrupted turns, and what the
+shell needs of the tray's own stores — is importable from the package itself (``from hermes_tray_core
+import Scanner, resume_turn``); the shell imports the engine through it alone (an import-linter contract
+in pyproject.toml). Each name is loaded on first use (PEP 562), so importing the package costs nothing:
+``hermes-tray status`` pays only for the modules it uses. Everything else lives in the module named for
+its job.
 """
 
 from __future__ import annotations
 
 import importlib
+from typing import TYPE_CHECKING
 
 __version__ = "0.1.0"
 
-#: name -> the module that owns it
+#: name -> the module that owns it ("module:attribute" where the face names it differently: an
+#: attribute whose own name says too little outside its module, like ``continuing.skip``'s ``RESUMING``)
 _FACE = {
+    # finding homes, scanning, judging
     "discover_homes": "hermes.homes", "Home": "hermes.homes",
-    "Scanner": "scanning.scanner", "scan": "scanning.scanner", "TurnRecord": "deciding.records", "HomeReport": "deciding.records",
-    "ScanResult": "deciding.records",
-    "decide": "deciding.policy", "decide_webui": "deciding.policy", "AutoContinueConfig": "hermes.config", "Decision": "deciding.policy",
-    "age_text": "deciding.policy",
-    "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume", "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
-    "MarkerStore": "markers.store", "record_turn_start": "markers.store", "clear_turn_marker": "markers.store",
-    "read_turn_marker": "markers.store", "marker_writer_state": "markers.store", "list_turn_markers": "markers.store",
-    "DecisionJournal": "stores.decisions",
+    "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.scanner",
+    "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
+    "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
+    "age_text": "deciding.policy", "restate_age": "deciding.policy",
+    "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once", "ident": "deciding.ask_once",
+    "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
+    # resuming and skipping
+    "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
+    "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
+    "SKIP_RESUMING": "continuing.skip:RESUMING", "SKIP_CHANGED": "continuing.skip:CHANGED",
+    "SKIP_ERROR": "continuing.skip:ERROR",
+    "turn_started_at": "continuing.claim",
+    "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
+    "find_hermes": "continuing.gateway",
+    "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
+    "HermesSettingsError": "continuing.gateway",
+    # markers
+    "MarkerStore": "markers.store", "MarkerStoreError": "markers.store", "record_turn_start": "markers.store",
+    "clear_turn_marker": "markers.store", "read_turn_marker": "markers.store",
+    "marker_writer_state": "markers.store", "list_turn_markers": "markers.store",
+    "normalize_marker": "markers.store",
+    "exchange_support": "markers.store", "wait_for_marker_settle": "markers.settle:wait",
+    # Hermes' own files and processes
+    "AutoContinueConfig": "hermes.config", "BackendConfigError": "hermes.config",
+    "read_backend_config": "hermes.config", "write_auto_continue": "hermes.config",
+    "parse_config_value": "hermes.config:parse_value",
+    "HomeState": "hermes.state_db_batch", "parse_holder": "hermes.state_db",
+    "HermesProcesses": "hermes.processes",
+    "RESUMING_STATUS_TEXT": "hermes.note", "continuation_note": "hermes.note",
+    "is_continuation_note": "hermes.note",
+    "find_live_backend": "backend.running", "settings_hermes_command": "backend.install",
+    # the tray's own stores
+    "DecisionJournal": "stores.decisions", "default_journal": "stores.decisions",
+    "record_decision": "stores.decisions:record", "record_config_change": "stores.decisions",
+    "decision_history": "stores.decisions:history", "turn_roots": "stores.decisions",
+    "TraySettings": "stores.settings", "SettingsError": "stores.settings", "load_settings": "stores.settings",
+    "save_settings": "stores.settings", "update_settings": "stores.settings",
+    "with_changes": "stores.settings",
+    "validate_settings": "stores.settings:validate", "parse_setting_value": "stores.settings:parse_value",
+    "SETTING_KEYS": "stores.settings:KEYS", "MIN_IDLE_TIMEOUT": "stores.settings",
+    "MAX_IDLE_TIMEOUT": "stores.settings",
+    "settings_file": "stores.paths", "state_dir": "stores.paths", "cache_dir": "stores.paths",
+    "log_dir": "stores.paths", "runtime_dir": "stores.paths", "lease_db": "stores.paths",
+    "decision_journal_dir": "stores.paths",
+    "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil",
+    "open_private_lockfile": "stores.fsutil", "try_lock_fd": "stores.fsutil", "unlock_fd": "stores.fsutil",
+    "open_private_append": "stores.logfiles",
+    # processes
+    "process_liveness": "process.identity", "own_identity": "process.identity",
+    "own_pidns": "process.identity",
+    "child_environment": "process.child_env",
+    # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
+    "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
-__all__ = ["__version__", *_FACE]
+#: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
+__all__ = [
+    "__version__", "discover_homes", "Home", "Scanner", "scan", "default_cache_file", "TurnRecord",
+    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
+    "TurnJournal", "ident", "turn_key", "waiting", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
+    "SKIP_RESUMING", "SKIP_CHANGED", "SKIP_ERROR", "turn_started_at", "Progress", "GatewayOptions",
+    "find_hermes", "probe_capabilities", "HermesNotFound", "HermesSettingsError", "MarkerStore",
+    "MarkerStoreError", "record_turn_start", "clear_turn_marker", "read_turn_marker", "marker_writer_state",
+    "list_turn_markers", "normalize_marker", "exchange_support", "wait_for_marker_settle",
+    "AutoContinueConfig", "BackendConfigError", "read_backend_config", "write_auto_continue",
+    "parse_config_value", "HomeState", "parse_holder", "HermesProcesses", "RESUMING_STATUS_TEXT",
+    "continuation_note", "is_continuation_note", "find_live_backend", "settings_hermes_command",
+    "DecisionJournal", "default_journal", "record_decision", "record_config_change", "decision_history",
+    "turn_roots", "TraySettings", "SettingsError", "load_settings", "save_settings", "update_settings",
+    "with_changes", "validate_settings", "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT",
+    "MAX_IDLE_TIMEOUT", "settings_file", "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db",
+    "decision_journal_dir", "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile",
+    "try_lock_fd", "unlock_fd", "open_private_append", "process_liveness", "own_identity", "own_pidns",
+    "child_environment", "Verdict", "WriterState", "ReasonCode", "Outcome", "Mode", "InvalidIdError",
+    "validate_session_id", "strict_finite",
+]
 
+if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
+    from hermes_tray_core.backend.install import settings_hermes_command
+    from hermes_tray_core.backend.running import find_live_backend
+    from hermes_tray_core.continuing.claim import turn_started_at
+    from hermes_tray_core.continuing.gateway import (
+        GatewayOptions,
+        HermesNotFound,
+        HermesSettingsError,
+        Progress,
+        find_hermes,
+        probe_capabilities,
+    )
+    from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
+    from hermes_tray_core.continuing.skip import CHANGED as SKIP_CHANGED
+    from hermes_tray_core.continuing.skip import ERROR as SKIP_ERROR
+    from hermes_tray_core.continuing.skip import RESUMING as SKIP_RESUMING
+    from hermes_tray_core.continuing.skip import SkipResult, skip_turn
+    from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
+    from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
+    from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
+    from hermes_tray_core.hermes.config import (
+        AutoContinueConfig,
+        BackendConfigError,
+        read_backend_config,
+        write_auto_continue,
+    )
+    from hermes_tray_core.hermes.config import parse_value as parse_config_value
+    from hermes_tray_core.hermes.homes import Home, discover_homes
+    from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
+    from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.hermes.state_db import parse_holder
+    from hermes_tray_core.hermes.state_db_batch import HomeState
+    from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core.markers.settle import wait as wait_for_marker_settle
+    from hermes_tray_core.markers.store import (
+        MarkerStore,
+        MarkerStoreError,
+        clear_turn_marker,
+        exchange_support,
+        list_turn_markers,
+        marker_writer_state,
+        normalize_marker,
+        read_turn_marker,
+        record_turn_start,
+    )
+    from hermes_tray_core.numbers import strict_finite
+    from hermes_tray_core.process.child_env import child_environment
+    from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
+    from hermes_tray_core.scanning.scanner import Scanner, default_cache_file, scan
+    from hermes_tray_core.stores.decisions import (
+        DecisionJournal,
+        default_journal,
+        record_config_change,
+        turn_roots,
+    )
+    from hermes_tray_core.stores.decisions import history as decision_history
+    from hermes_tray_core.stores.decisions import record as record_decision
+    from hermes_tray_core.stores.fsutil import (
+        atomic_write_bytes,
+        ensure_private_dir,
+        open_private_lockfile,
+        try_lock_fd,
+        unlock_fd,
+    )
+    from hermes_tray_core.stores.logfiles import open_private_append
+    from hermes_tray_core.stores.paths import (
+        cache_dir,
+        decision_journal_dir,
+        lease_db,
+        log_dir,
+        runtime_dir,
+        settings_file,
+        state_dir,
+    )
+    from hermes_tray_core.stores.settings import KEYS as SETTING_KEYS
+    from hermes_tray_core.stores.settings import (
+        MAX_IDLE_TIMEOUT,
+        MIN_IDLE_TIMEOUT,
+        SettingsError,
+        TraySettings,
+        load_settings,
+        save_settings,
+        update_settings,
+        with_changes,
+    )
+    from hermes_tray_core.stores.settings import parse_value as parse_setting_value
+    from hermes_tray_core.stores.settings import validate as validate_settings
+    from hermes_tray_core.vocab import Mode, Outcome, ReasonCode, Verdict, WriterState
 
 def __getattr__(name: str) -> object:
-    module = _FACE.get(name)
-    if module is None:
+    spec = _FACE.get(name)
+    if spec is None:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{module}"), name)
+    module, _, attribute = spec.partition(":")
+    value = getattr(importlib.import_module(f"{__name__}.{module}"), attribute or name)
     globals()[name] = value  # the next lookup is a plain attribute
     return value
 

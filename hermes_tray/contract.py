@@ -4,7 +4,7 @@
 
 :class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``);
 the controller is written against it alone. Qt-free and import-cheap: everything in ``hermes_tray``
-may import it, and it imports nothing of ``hermes_tray`` (tests/gui/test_layers.py).
+may import it, and it imports nothing of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
 """
 
 from __future__ import annotations
@@ -15,16 +15,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from hermes_tray_core.vocab import Outcome
+from hermes_tray_core import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
-    from hermes_tray_core.continuing.gateway import Progress
-    from hermes_tray_core.deciding.ask_once import TurnJournal
-    from hermes_tray_core.hermes.homes import Home
-    from hermes_tray_core.scanning.scanner import TurnRecord
-    from hermes_tray_core.stores.settings import TraySettings
+    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnRecord
 
-__all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "RunResult", "SkipReply"]
+__all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "ProblemDetail", "RunResult", "ScanSummary",
+           "SkipReply"]
 
 
 #: Refusal codes (``core.continuing.resume``) that are normal operation when two processes both act on a turn:
@@ -57,6 +54,27 @@ class SkipReply:
 
 
 @dataclass(frozen=True)
+class ProblemDetail:
+    """One problem a scan found, with where to look (the views' banner and its "Open folder" button)."""
+
+    text: str
+    folder: str = ""  # "": nothing to open
+    attention: bool = True  # False: a home that does not exist (yet); not a problem while no home exists
+    kind: str = ""  # "markers": the turn-marker file itself
+    home: str = ""
+
+
+@dataclass(frozen=True)
+class ScanSummary:
+    """What a scan says beside its turns and problem lines."""
+
+    backend_enabled: bool | None = True  # Hermes' auto-continue in the homes: None when they disagree
+    problem_details: tuple[ProblemDetail, ...] | None = None  # None: only the problem lines are known
+    homes_found: bool = True  # False: no Hermes home exists yet
+    watching: tuple[str, ...] = ()  # the homes looked at
+
+
+@dataclass(frozen=True)
 class BackendValues:
     """Hermes' auto-continue keys of one home, as the settings dialog edits them."""
 
@@ -73,8 +91,8 @@ class Engine(Protocol):
     SQLite: the controller runs them on its write worker, never on the GUI thread."""
 
     def homes(self) -> list[Home]: ...
-    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], dict[str, Any]]:
-        """(turns, problems to show, {"backend_enabled": True | False | None (mixed)})."""
+    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], ScanSummary]:
+        """(turns, problems to show, what else the scan says)."""
         ...
     def watch_plan(self, homes: Sequence[Home]) -> tuple[list[Path], list[Path]]: ...
     def writers(self, homes: Sequence[Home], records: Sequence[TurnRecord]) -> list[tuple[int, float | None]]: ...

@@ -13,6 +13,7 @@ Views never call the engine; the engine never sees Qt widgets.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import os
 import threading
@@ -20,6 +21,7 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
 from dataclasses import dataclass, field, replace
+from enum import Enum
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
@@ -41,10 +43,7 @@ from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core.continuing.gateway import Progress
-from hermes_tray_core.deciding.ask_once import AskOnce, ident, turn_key, waiting
-from hermes_tray_core.scanning.scanner import TurnRecord
-from hermes_tray_core.stores.settings import TraySettings
+from hermes_tray_core import AskOnce, Progress, TraySettings, TurnRecord, ident, turn_key, waiting
 
 log = logging.getLogger(__name__)
 
@@ -57,12 +56,15 @@ def stop_budget() -> float:
     the interrupt's grace, then close stdin → wait, terminate → wait, kill → wait (10 s), plus
     the reader join and a margin."""
     try:
-        from hermes_tray_core.continuing.gateway import GatewayOptions
+        from hermes_tray_core import GatewayOptions
 
         o = GatewayOptions()
         return float(o.stop_grace) + 2 * float(o.shutdown_grace) + 10.0 + 2.0 + 3.0
     except Exception:
         return 40.0
+
+
+_RUN_ORDER = itertools.count()  # continuations are listed in the order they started
 
 
 @dataclass
@@ -76,13 +78,49 @@ class _Run:
     thread: threading.Thread | None = None
     record: TurnRecord | None = None
     origin: str = "menu"
+    order: int = field(default_factory=lambda: next(_RUN_ORDER))
 
 
 @dataclass
 class _Answer:
     title: str
     text: str
-    extra: dict[str, Any] = field(default_factory=dict)
+
+
+class Phase(Enum):
+    """What this process is doing about one turn. The scan says what Hermes has; the phase says what the
+    tray does with it. A turn that is only listed is ``IDLE``."""
+
+    IDLE = "idle"
+    WAITING = "waiting"  # the last scan found it waiting for an answer
+    SKIPPING = "skipping"  # a skip is on the write worker
+    RUNNING = "running"  # a continuation of ours runs (``_Turn.run``)
+
+
+@dataclass
+class _Failure:
+    """A continuation that failed. What to say waits for the scan after it: only then is it known whether
+    Hermes' retry budget is used up ("gave up", one note, not two)."""
+
+    note_key: str
+    title: str
+    result: RunResult
+    run: _Run | None
+    order: int  # failures are said in the order they happened
+
+
+@dataclass
+class _Turn:
+    """Everything this process holds about one turn (:attr:`Controller._turns`, by turn key)."""
+
+    phase: Phase = Phase.IDLE
+    run: _Run | None = None  # while RUNNING
+    failure: _Failure | None = None  # not said yet; the turn may be WAITING, or RUNNING again, meanwhile
+    continued: bool = False  # this process continued it: if Hermes gives up on it, this process says so, once
+
+    @property
+    def empty(self) -> bool:
+        return self.phase is Phase.IDLE and self.failure is None and not self.continued
 
 
 def _end_descendants(*, since: float, grace: float = 2.0) -> None:
@@ -180,17 +218,13 @@ class Controller(QObject):
         self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts),
                                          can_open=self.can_show)
         self._recent: list[RecentItem] = []  # how this process's continuations ended (newest last)
-        self._failures: dict[str, tuple[str, str, RunResult, Any]] = {}  # key -> note key, title, result, run
         self.ask = AskOnce(engine.journal)
-        self._records: dict[str, TurnRecord] = {}
-        self._pending_keys: list[str] = []
-        self._skipping: set[str] = set()  # skips handed to the write worker, not back yet
-        self._runs: dict[str, _Run] = {}
+        self._records: dict[str, TurnRecord] = {}  # the last scan's turns, by turn key, in its order
+        self._turns: dict[str, _Turn] = {}  # what this process does about each turn (none: IDLE)
         self._answers: dict[str, _Answer] = {}
         self._outcomes = 0
         self._report = ScanReport()
         self._state = ViewState()
-        self._resumed: set[str] = set()  # turn keys this process continued: their budget is ours to report
         # Every blocking write (skip, config, settings, autostart, journal) runs here, in order, off
         # the GUI thread: a locked state.db or lease store (10 s busy timeout) never freezes the UI.
         self._writer = futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="tray-write")
@@ -225,13 +259,59 @@ class Controller(QObject):
     def record_for(self, key: str) -> TurnRecord | None:
         return self._records.get(key)
 
+    # --- each turn's phase --------------------------------------------------------------------
+    def phase(self, key: str) -> Phase:
+        turn = self._turns.get(key)
+        return Phase.IDLE if turn is None else turn.phase
+
+    def _turn(self, key: str) -> _Turn:
+        return self._turns.setdefault(key, _Turn())
+
+    def _set_phase(self, key: str, phase: Phase, run: _Run | None = None) -> None:
+        turn = self._turn(key)
+        turn.phase, turn.run = phase, run
+        self._tidy(key)
+
+    def _tidy(self, key: str) -> None:
+        turn = self._turns.get(key)
+        if turn is not None and turn.empty:
+            del self._turns[key]
+
+    def _run_of(self, key: str) -> _Run | None:
+        turn = self._turns.get(key)
+        return turn.run if turn is not None and turn.phase is Phase.RUNNING else None
+
+    def _runs(self) -> list[_Run]:
+        """The continuations running now, in the order they started."""
+        runs = [t.run for t in self._turns.values() if t.phase is Phase.RUNNING and t.run is not None]
+        return sorted(runs, key=lambda r: r.order)
+
+    def _waiting_keys(self) -> list[str]:
+        """The turns waiting for an answer, in the scan's order."""
+        return [k for k in self._records if self.phase(k) is Phase.WAITING]
+
+    def _scan_says_waiting(self, key: str) -> bool:
+        rec = self._records.get(key)
+        return rec is not None and key in waiting([rec])
+
+    def _forget_continued(self, key: str) -> None:
+        turn = self._turns.get(key)
+        if turn is not None:
+            turn.continued = False
+            self._tidy(key)
+
     def on_scan(self, report: ScanReport) -> None:
         """A fresh scan: update the lists, ask about turns that are new, act in auto mode."""
         self._report = report
         records: list[TurnRecord] = list(report.records)
         self._records = {turn_key(r.home, r.session_key): r for r in records}
-        pending = waiting(records, running=self._runs)
-        self._pending_keys = list(pending)
+        pending = waiting(records, running=[r.key for r in self._runs()])
+        for key, turn in list(self._turns.items()):
+            if turn.phase is Phase.WAITING and key not in pending:
+                self._set_phase(key, Phase.IDLE)
+        for key in pending:
+            if self.phase(key) is Phase.IDLE:
+                self._set_phase(key, Phase.WAITING)
         review = self.ask.review(pending, self._settings.mode)
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
@@ -246,11 +326,13 @@ class Controller(QObject):
         ask = list(review.ask)
         if ask and self._settings.notify and not self.quiet():
             # still waiting after our continuation failed: ONE note, the ask itself, saying why
-            for rec in [r for r in ask if turn_key(r.home, r.session_key) in self._failures]:
+            for rec in list(ask):
+                failure = self._take_failure(turn_key(rec.home, rec.session_key))
+                if failure is None:
+                    continue
                 ask.remove(rec)
-                _note_key, _title, out, _run = self._failures.pop(turn_key(rec.home, rec.session_key))
                 try:
-                    e = self._ending(out, stopped=False)
+                    e = self._ending(failure.result, stopped=False)
                     self.notes.announce([rec], title=e.title or words.FAILED_AGAIN_TITLE, lead=e.why)
                 except Exception:
                     log.exception("could not announce a failed continuation")
@@ -261,12 +343,14 @@ class Controller(QObject):
             except Exception:  # never "seen" without having been asked: the next scan asks again
                 log.exception("could not announce %d interrupted turn(s)", len(ask))
                 self.ask.not_announced(ask)
-        for key in [k for k in self._failures if k not in self._runs]:
+        failed = sorted((t.failure.order, k) for k, t in self._turns.items()
+                        if t.failure is not None and t.phase is not Phase.RUNNING)
+        for _order, key in failed:
             self._say_failure(key, self._records.get(key))
         for key, rec in self._records.items():
-            if key in self._resumed and rec.verdict == "exhausted" and key not in self._runs:
-                self._resumed.discard(key)  # say it once
-                self._gave_up(rec)
+            held = self._turns.get(key)
+            if held is not None and held.continued and rec.verdict == "exhausted" and held.phase is not Phase.RUNNING:
+                self._gave_up(rec)  # says it once: the turn is no longer marked as continued here
         if review.gone:
             self.notes.resolved({_split_key(k) for k in review.gone})
         self._publish()
@@ -277,28 +361,24 @@ class Controller(QObject):
         scanned = self._report.finished or time.time()  # the records' ages are as of their scan
         items = {k: self._item(k, r, show, scanned) for k, r in self._records.items()}
         self._items = {k: (self._records[k], show, scanned, i) for k, i in items.items()}
-        shown = [k for k in self._pending_keys if k in items and k not in self._skipping]
-        pending = tuple(items[k] for k in shown)
-        waiting = set(self._pending_keys)  # a set: a storm's 10,000 keys made this loop quadratic
-        others = tuple(i for k, i in items.items()
-                       if k not in waiting and k not in self._runs and k not in self._skipping)
+        pending = tuple(items[k] for k in self._waiting_keys())
+        others = tuple(i for k, i in items.items() if self.phase(k) is Phase.IDLE)
         running = tuple(
             RunningItem(r.key, r.title, time.monotonic() - r.started, r.status, at=time.monotonic())
-            for r in self._runs.values()
+            for r in self._runs()
         )
-        extra = self._report.extra or {}
-        found = extra.get("homes_found", True)
+        extra = self._report.extra
         state = ViewState(
             pending=pending,
             others=others,
             running=running,
-            backend_enabled=extra.get("backend_enabled", True),
+            backend_enabled=extra.backend_enabled,
             mode=self._settings.mode,
             autostart=self._autostart_state(),
             show_prompts=show,
-            problems=view_problems(self._report.problems, extra.get("problem_details"), homes_found=found),
-            homes_found=bool(found),
-            watching=tuple(extra.get("watching") or ()),
+            problems=view_problems(self._report.problems, extra.problem_details, homes_found=extra.homes_found),
+            homes_found=extra.homes_found,
+            watching=extra.watching,
             recent=recent_items(others, self._recent, in_app=not self.demo),
             in_app=not self.demo,
             demo=self.demo,
@@ -329,7 +409,7 @@ class Controller(QObject):
             return None
 
     # --- the write worker ---------------------------------------------------------------------
-    def _off_thread(self, work: Callable[[], T], then: Callable[[T], None], *, bookkeeping: bool = False) -> None:
+    def _off_thread(self, work: Callable[[], T], then: Callable[[T], object], *, bookkeeping: bool = False) -> None:
         """Run ``work`` on the write worker; ``then(result)`` runs on the GUI thread afterwards.
         ``work`` must not raise (each caller turns exceptions into a result the user can read).
         ``bookkeeping``: a write nobody asked for (a journal note, a silent re-skip): dropped rather than
@@ -355,7 +435,7 @@ class Controller(QObject):
             self._writes -= 1
             log.info("not written: the tray is quitting")
 
-    def _on_written(self, payload: tuple[Callable[[Any], None] | None, Any]) -> None:
+    def _on_written(self, payload: tuple[Callable[[Any], object] | None, Any]) -> None:
         self._writes -= 1
         then, value = payload
         if then is not None:
@@ -370,16 +450,21 @@ class Controller(QObject):
 
     def _skip_again(self, key: str, rec: TurnRecord) -> None:
         """A skipped turn reappeared (a non-locking writer resurrected it): skip it again, silently."""
-        self._skipping.add(key)
+        self._set_phase(key, Phase.SKIPPING)
 
         def then(reply: SkipReply) -> None:
-            self._skipping.discard(key)
+            self._skip_returned(key, reply)
             log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), reply.message or "ok")
-            if reply.ok and key in self._pending_keys:
-                self._pending_keys.remove(key)
             self._publish()
 
         self._off_thread(lambda: self._engine_skip(rec, "re-skip"), then, bookkeeping=True)
+
+    def _skip_returned(self, key: str, reply: SkipReply) -> None:
+        """A skip came back from the write worker: the turn is settled, or waits again if the scan says so."""
+        if self.phase(key) is not Phase.SKIPPING:
+            return
+        waits = not reply.ok and self._scan_says_waiting(key)
+        self._set_phase(key, Phase.WAITING if waits else Phase.IDLE)
 
     # --- acting -------------------------------------------------------------------------------
     def resume(self, key: str, *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
@@ -389,13 +474,11 @@ class Controller(QObject):
         against *its* entry. Default: the turn as last scanned.
         """
         rec = record if record is not None else self._records.get(key)
-        if rec is None or key in self._runs or key in self._skipping:
+        if rec is None or self.phase(key) in (Phase.RUNNING, Phase.SKIPPING):
             return False
         run = _Run(key, self._label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
-        self._runs[key] = run
-        self._resumed.add(key)
-        if key in self._pending_keys:
-            self._pending_keys.remove(key)
+        self._set_phase(key, Phase.RUNNING, run)
+        self._turn(key).continued = True
         self.notes.resolved({(str(rec.home), rec.session_key)})
 
         def work() -> None:
@@ -414,22 +497,20 @@ class Controller(QObject):
         return True
 
     def resume_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
-        return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
+        return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self._waiting_keys()))
 
     def skip(self, key: str, *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
         """Skip on the write worker; False if there is nothing to skip. The turn leaves the lists at
         once; :attr:`skip_done` (and a rescan) follow, and a refusal comes back with its reason."""
         rec = record if record is not None else self._records.get(key)
-        if rec is None or key in self._skipping or key in self._runs:
+        if rec is None or self.phase(key) in (Phase.SKIPPING, Phase.RUNNING):
             return False
-        self._skipping.add(key)
+        self._set_phase(key, Phase.SKIPPING)
         self._publish()
 
         def then(reply: SkipReply) -> None:
-            self._skipping.discard(key)
+            self._skip_returned(key, reply)
             if reply.ok:
-                if key in self._pending_keys:
-                    self._pending_keys.remove(key)
                 self.notes.resolved({(str(rec.home), rec.session_key)})
                 held = words.held("skipped")
                 self._add_recent(RecentItem(key, self._label(rec), held.what, held.why, "", time.time(),
@@ -444,10 +525,10 @@ class Controller(QObject):
         return True
 
     def skip_all(self, keys: Iterable[str] | None = None, *, origin: str = "menu") -> int:
-        return sum(self.skip(k, origin=origin) for k in list(keys if keys is not None else self._pending_keys))
+        return sum(self.skip(k, origin=origin) for k in list(keys if keys is not None else self._waiting_keys()))
 
     def stop(self, key: str) -> None:
-        run = self._runs.get(key)
+        run = self._run_of(key)
         if run is not None:
             run.stop.set()
             run.status = "stopping…"
@@ -535,7 +616,7 @@ class Controller(QObject):
         still going after that has its processes (this process's descendants started since it
         began) terminated, then killed: quitting never leaves a Hermes child behind.
         """
-        runs = list(self._runs.values())
+        runs = self._runs()
         for run in runs:
             run.stop.set()
         self._quitting.set()
@@ -632,7 +713,7 @@ class Controller(QObject):
 
     def _gave_up(self, rec: TurnRecord, note_key: str | None = None) -> None:
         """A turn we continued died again and reached Hermes' retry budget: stop, and say so once."""
-        self._resumed.discard(turn_key(rec.home, rec.session_key))
+        self._forget_continued(turn_key(rec.home, rec.session_key))
         if note_key is None:
             self._outcomes += 1
             note_key = f"outcome-{self._outcomes}"
@@ -645,10 +726,10 @@ class Controller(QObject):
     def _say_failure(self, key: str, rec: TurnRecord | None) -> None:
         """One note for a continuation that failed, worded after the scan that followed it: the last
         attempt of the budget is "gave up" (never also "can be continued again"), else "failed"."""
-        failure = self._failures.pop(key, None)
+        failure = self._take_failure(key)
         if failure is None:
             return
-        note_key, title, out, run = failure
+        note_key, title, out, run = failure.note_key, failure.title, failure.result, failure.run
         if rec is not None and rec.verdict == "exhausted":
             self._gave_up(rec, note_key)
             return
@@ -659,9 +740,18 @@ class Controller(QObject):
         if self._settings.notify and not (self.quiet() and run is not None and run.origin == "auto"):
             self.notifier.show(note)
 
+    def _take_failure(self, key: str) -> _Failure | None:
+        """The failure not said yet about ``key``, now in the caller's hands (said once)."""
+        turn = self._turns.get(key)
+        if turn is None or turn.failure is None:
+            return None
+        failure, turn.failure = turn.failure, None
+        self._tidy(key)
+        return failure
+
     # --- continuation progress/outcome (GUI thread) ---------------------------------------------
     def _on_progress(self, key: str, progress: Progress) -> None:
-        run = self._runs.get(key)
+        run = self._run_of(key)
         if run is None:
             return
         phase = progress.phase or ""
@@ -676,7 +766,9 @@ class Controller(QObject):
         self._publish()
 
     def _on_finished(self, key: str, out: RunResult) -> None:
-        run = self._runs.pop(key, None)
+        run = self._run_of(key)
+        if run is not None:
+            self._set_phase(key, Phase.IDLE)  # until the next scan says otherwise
         title = run.title if run else "Hermes turn"
         if out.outcome is Outcome.GAVE_UP and out.attempts is None and run is not None and run.record is not None:
             out = replace(out, attempts=run.record.attempts)  # refused at the budget: the tries the turn had
@@ -696,7 +788,7 @@ class Controller(QObject):
         elif outcome is Outcome.GAVE_UP:
             note = Note(note_key, e.title, _body(title, e), self._show_actions(), log_line=f"gave up: {who}",
                         kind=e.kind)
-            self._resumed.discard(key)  # said here: the scan that follows does not say it again
+            self._forget_continued(key)  # said here: the scan that follows does not say it again
         elif outcome is Outcome.REFUSED and run is not None and run.origin == "auto" and out.code in ROUTINE_REFUSALS:
             # tray and helper both in auto mode: the other one won the claim (or already finished).
             # Normal operation, not a failure: the log and the journal (core records the refusal) say so.
@@ -704,13 +796,12 @@ class Controller(QObject):
             note = None
         elif outcome is Outcome.REFUSED:
             note = Note(note_key, e.title, _body(title, e), log_line=f"refused: {who}", kind=e.kind)
-        elif stopped or outcome.value == "stopped":
+        elif stopped:
             note = Note(note_key, e.title, _body(title, e), log_line=f"stopped: {who}", kind=e.kind)
-            self._resumed.discard(key)
+            self._forget_continued(key)
         else:
-            # said after the scan this finish triggers (or FAILURE_VERDICT_MS at the latest): only
-            # then is it known whether Hermes' retry budget is used up ("gave up", one note, not two)
-            self._failures[key] = (note_key, title, out, run)
+            # said after the scan this finish triggers (or FAILURE_VERDICT_MS at the latest)
+            self._turn(key).failure = _Failure(note_key, title, out, run, self._outcomes)
             QTimer.singleShot(FAILURE_VERDICT_MS, lambda k=key: self._say_failure(k, self._records.get(k)))
             note = None
         if note is not None and self._settings.notify and not (
@@ -776,4 +867,4 @@ class Controller(QObject):
         self._off_thread(work, then)
 
 
-__all__ = ["Controller", "TurnItem"]
+__all__ = ["Controller", "Phase", "TurnItem"]

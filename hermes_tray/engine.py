@@ -17,16 +17,24 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
-from hermes_tray_core.hermes.homes import Home, discover_homes
-from hermes_tray_core.scanning.scanner import Scanner, TurnRecord, default_cache_file
-from hermes_tray_core.stores import decisions
-from hermes_tray_core.stores.settings import SettingsError, TraySettings, load_settings
+from hermes_tray.contract import BackendValues, Outcome, ProblemDetail, RunResult, ScanSummary, SkipReply
+from hermes_tray_core import (
+    Home,
+    Scanner,
+    SettingsError,
+    TraySettings,
+    TurnRecord,
+    decision_history,
+    default_cache_file,
+    default_journal,
+    discover_homes,
+    load_settings,
+    record_config_change,
+    record_decision,
+)
 
 if TYPE_CHECKING:
-    from hermes_tray_core.continuing.gateway import Progress
-    from hermes_tray_core.continuing.resume import ResumeResult
-    from hermes_tray_core.deciding.ask_once import TurnJournal
+    from hermes_tray_core import Progress, ResumeResult, TurnJournal
 
 log = logging.getLogger(__name__)
 
@@ -61,7 +69,7 @@ class CoreEngine:
             pass
         return discover_homes(explicit=self.explicit_homes, extra=extra)
 
-    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], dict[str, Any]]:
+    def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], ScanSummary]:
         key = tuple(str(h.path) for h in homes)
         if self._scanner is None or key != self._scanner_homes:
             # the CLI's cache too: a warm start re-parses neither journals nor config.yaml
@@ -69,20 +77,20 @@ class CoreEngine:
             self._scanner_homes = key
         result = self._scanner.scan()
         problems: list[str] = []
-        details: list[dict[str, Any]] = []  # the same problems, with where to look (the views' banner)
+        details: list[ProblemDetail] = []  # the same problems, with where to look (the views' banner)
         enabled: list[bool] = []
         for report in result.homes:
             desktop = str(report.path / "desktop")
             for p in report.problems:
                 problems.append(f"{report.profile}: {p}")
                 marker = report.markers in ("corrupt", "unreadable") and "interrupted_turns" in p
-                details.append({"text": problems[-1], "folder": desktop if marker else
-                                (str(report.path) if report.exists else ""), "attention": report.exists,
-                                "kind": "markers" if marker else "", "home": str(report.path)})
+                details.append(ProblemDetail(problems[-1], folder=desktop if marker else
+                                             (str(report.path) if report.exists else ""), attention=report.exists,
+                                             kind="markers" if marker else "", home=str(report.path)))
             for u in report.unsupported:
                 problems.append(f"{report.profile}: {u} (not supported yet)")
-                details.append({"text": problems[-1], "folder": desktop, "attention": True, "kind": "markers",
-                                "home": str(report.path)})
+                details.append(ProblemDetail(problems[-1], folder=desktop, attention=True, kind="markers",
+                                             home=str(report.path)))
             if report.exists:
                 enabled.append(bool(report.config.enabled))
         backend_enabled: bool | None = True
@@ -90,12 +98,12 @@ class CoreEngine:
             backend_enabled = False
         elif enabled and not all(enabled):
             backend_enabled = None
-        return result.turns, problems, {
-            "backend_enabled": backend_enabled,
-            "problem_details": details,
-            "homes_found": any(r.exists for r in result.homes),
-            "watching": [str(r.path) for r in result.homes],
-        }
+        return result.turns, problems, ScanSummary(
+            backend_enabled=backend_enabled,
+            problem_details=tuple(details),
+            homes_found=any(r.exists for r in result.homes),
+            watching=tuple(str(r.path) for r in result.homes),
+        )
 
     def watch_plan(self, homes: Sequence[Home]) -> tuple[list[Path], list[Path]]:
         dirs: list[Path] = []
@@ -104,7 +112,7 @@ class CoreEngine:
             dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
             files += [h.marker_file, h.config_file]
         if self.explicit_homes is None:
-            from hermes_tray_core.stores.paths import settings_file
+            from hermes_tray_core import settings_file
 
             files.append(settings_file())  # homes added there (the CLI, another tray) are picked up
         return dirs, files
@@ -129,36 +137,32 @@ class CoreEngine:
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------
     def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:
         """Skip unless the entry changed or a resume holds the turn right now (``core.continuing.skip``)."""
-        from hermes_tray_core.continuing import skip as core_skip
+        from hermes_tray_core import SKIP_CHANGED, SKIP_RESUMING, skip_turn
 
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
-        res = core_skip.skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
-                                  on_skipped=lambda: self.record("skipped", record, via=origin))
+        res = skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
+                        on_skipped=lambda: self.record("skipped", record, via=origin))
         if res.ok:
             return SkipReply(True)
         log.info("skip refused (%s): %s", res.outcome, record.session_key)
-        if res.outcome == core_skip.RESUMING:
+        if res.outcome == SKIP_RESUMING:
             return SkipReply(False, "This turn is being resumed right now; it was not skipped.")
-        if res.outcome == core_skip.CHANGED:
+        if res.outcome == SKIP_CHANGED:
             return SkipReply(False, "The turn changed since it was shown; it was left in place.")
         return SkipReply(False, res.message)
 
     def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
                stop: threading.Event) -> RunResult:
         """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
-        from hermes_tray_core.continuing import resume as core_resume
+        from hermes_tray_core import resume_turn
 
-        result = core_resume.resume_turn(record.home, record.session_key, dict(record.entry or {}),
-                                         on_progress=on_progress, stop=stop, via=f"tray-{origin}")
+        result = resume_turn(record.home, record.session_key, dict(record.entry or {}),
+                             on_progress=on_progress, stop=stop, via=f"tray-{origin}")
         return run_result(result)
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
-        from hermes_tray_core.hermes.config import (
-            BackendConfigError,
-            read_backend_config,
-            write_auto_continue,
-        )
+        from hermes_tray_core import BackendConfigError, read_backend_config, write_auto_continue
 
         problems = []
         for home in home_paths:
@@ -182,12 +186,12 @@ class CoreEngine:
         if old == new and type(old) is type(new):
             return
         try:
-            decisions.record_config_change(home=home, key=key, old=old, new=new, by="tray")
+            record_config_change(home=home, key=key, old=old, new=new, by="tray")
         except Exception:
             log.warning("could not journal the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
-        from hermes_tray_core.hermes.config import read_backend_config
+        from hermes_tray_core import read_backend_config
 
         cfg = read_backend_config(home_path)
         ac = cfg.auto_continue
@@ -210,7 +214,7 @@ class CoreEngine:
 
     def update_settings(self, changes: dict[str, Any]) -> TraySettings:
         """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
-        from hermes_tray_core.stores.settings import save_settings, update_settings, with_changes
+        from hermes_tray_core import save_settings, update_settings, with_changes
 
         old = self.settings().to_dict()
         if changes.get("hermes_command", 0) is None:
@@ -228,7 +232,7 @@ class CoreEngine:
     # --- decision journal ---------------------------------------------------------------------
     def journal(self) -> TurnJournal:
         """The decision journal ask-once reads and writes (re-resolved: env overrides apply)."""
-        return decisions.default_journal()
+        return default_journal()
 
     def record(self, event: str, record: TurnRecord, **fields: Any) -> None:
         """Journal a decision about a turn (``core.stores.decisions`` vocabulary): identity only, never prompt text.
@@ -237,21 +241,21 @@ class CoreEngine:
         directory) is logged; it must not turn the skip or resume it records into a failure.
         """
         try:
-            decisions.record(event, home=str(record.home), session_key=record.session_key,
-                             started_at=record.started_at, profile=record.profile, attempts=record.attempts,
-                             **fields)
+            record_decision(event, home=str(record.home), session_key=record.session_key,
+                            started_at=record.started_at, profile=record.profile, attempts=record.attempts,
+                            **fields)
         except Exception:
             log.warning("could not journal %r for %s", event, record.session_key, exc_info=True)
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
         """The decision journal, newest first; with homes given (``--home``), only what concerns them."""
-        return list(decisions.history(limit, homes=self.explicit_homes))
+        return list(decision_history(limit, homes=self.explicit_homes))
 
     def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
         rows for turns whose marker is gone. A session without a title, or a home whose ``state.db``
         cannot be read, is simply left out."""
-        from hermes_tray_core.hermes.state_db_batch import HomeState
+        from hermes_tray_core import HomeState
 
         by_home: dict[str, list[str]] = {}
         for home, key in turns:

@@ -8,14 +8,13 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from hermes_tray_core.deciding.policy import age_text, restate_age
-from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core import age_text, restate_age, strict_finite
 
 __all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
            "first_line", "short_path"]
 
 if TYPE_CHECKING:
-    from hermes_tray_core.deciding.records import TurnRecord
+    from hermes_tray_core import TurnRecord
 
 
 def since_text(since: float | None, now: float | None = None) -> str:

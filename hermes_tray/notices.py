@@ -55,7 +55,8 @@ GPLv3 text it builds on follow this paragraph.
 
 
 def _field(meta: metadata.PackageMetadata, name: str) -> str:
-    value = meta.get(name)
+    values = meta.get_all(name)  # PackageMetadata.get is Python 3.12+
+    value = values[0] if values else None
     return str(value).strip() if value else ""
 
 
@@ -181,15 +182,15 @@ def owners(paths: Iterable[Path]) -> tuple[list[metadata.Distribution], list[Pat
     index: dict[str, metadata.Distribution] = {}
     for dist in metadata.distributions():
         for entry in dist.files or []:
-            index.setdefault(os.path.realpath(dist.locate_file(entry)), dist)
+            index.setdefault(os.path.realpath(str(dist.locate_file(entry))), dist)
     found: dict[str, metadata.Distribution] = {}
     rest: list[Path] = []
     for path in paths:
-        dist = index.get(os.path.realpath(path))
-        if dist is None:
+        owner = index.get(os.path.realpath(path))
+        if owner is None:
             rest.append(Path(path))
         else:
-            found.setdefault(_norm(_field(dist.metadata, "Name")), dist)
+            found.setdefault(_norm(_field(owner.metadata, "Name")), owner)
     return [found[k] for k in sorted(found)], rest
 
 
@@ -294,12 +295,11 @@ def notices_file() -> Path | None:
             if (base / NOTICES_NAME).is_file():
                 return base / NOTICES_NAME
         return None
-    from hermes_tray_core.stores import fsutil
-    from hermes_tray_core.stores.paths import cache_dir
+    from hermes_tray_core import atomic_write_bytes, cache_dir, ensure_private_dir
 
     try:
-        target = fsutil.ensure_private_dir(cache_dir()) / NOTICES_NAME
-        fsutil.atomic_write_bytes(target, installed_notices().encode("utf-8"))
+        target = ensure_private_dir(cache_dir()) / NOTICES_NAME
+        atomic_write_bytes(target, installed_notices().encode("utf-8"))
     except OSError:
         return None
     return target

@@ -16,7 +16,7 @@ import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from hermes_tray_core.vocab import Outcome, ReasonCode, Verdict
+from hermes_tray_core import Outcome, ReasonCode, Verdict
 
 __all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
            "status_word", "tries", "untitled_label"]
@@ -126,9 +126,10 @@ def status_word(verdict: str, code: str | None = None) -> str:
     """One or two words for ``hermes-tray status``'s table (the JSON keeps the verdict itself)."""
     if verdict == Verdict.RUNNING and code == ReasonCode.OWNER_ALIVE:
         return "open in Hermes"
-    return {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
-            Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
-            Verdict.SKIPPED: "skipped"}.get(verdict, str(verdict))
+    short: dict[str, str] = {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
+                             Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
+                             Verdict.SKIPPED: "skipped"}
+    return short.get(verdict, str(verdict))
 
 
 # -- how a resume ended ----------------------------------------------------------------------------------------
@@ -247,8 +248,8 @@ def catalogue() -> Iterator[tuple[str, str]]:
         for stopped in (False, True):
             for ran_in in ("", RUNNING_BACKEND, SEPARATE_PROCESS):
                 for code in ("", *REFUSALS, "not-actionable"):
-                    for verdict in ("", *NOT_ACTIONABLE):
-                        e = ending(outcome, code=code, verdict=verdict, stopped=stopped, attempts=2, ran_in=ran_in)
+                    for refused in ("", *NOT_ACTIONABLE):
+                        e = ending(outcome, code=code, verdict=refused, stopped=stopped, attempts=2, ran_in=ran_in)
                         yield from ((f"ending {outcome}", s) for s in (e.what, e.why, e.can_do, e.title))
     yield "untitled", untitled_label("work", time.time() - 60)
     yield "untitled", untitled_label("default", None, "Refactor the config parser so unknown keys warn, then test")

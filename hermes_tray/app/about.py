@@ -28,7 +28,7 @@ LICENCES = (("hermes-tray", "MIT"), ("Qt / PySide6", "LGPL-3.0"), ("desktop-noti
 def hermes_found(hermes_command: Sequence[str] | None) -> str:
     """"Hermes Agent 0.19.0 (/path/to/python)" or what went wrong finding it. Blocking: off the GUI thread."""
     try:
-        from hermes_tray_core.continuing.gateway import find_hermes, probe_capabilities
+        from hermes_tray_core import find_hermes, probe_capabilities
 
         install = find_hermes(hermes_command)
     except Exception as exc:

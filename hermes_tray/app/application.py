@@ -158,7 +158,7 @@ class TrayApp(QObject):
 
     def _start_failed(self, why: str) -> None:
         from hermes_tray.app.viewstate import Problem, ViewState
-        from hermes_tray_core.stores.paths import log_dir
+        from hermes_tray_core import log_dir
 
         self.start_error = why
         text = f"Hermes Tray could not start: {why[:200]}. See the log folder."
@@ -302,7 +302,7 @@ class TrayApp(QObject):
             self.status_window.set_state(state)
 
     def _on_scan_seen(self, report: ScanReport) -> None:
-        if events.enabled():
+        if events.enabled() and self.controller is not None:
             events.emit_scan(report, pending=len(self.controller.state.pending))
 
     def _on_icon_shown(self) -> None:
@@ -428,10 +428,9 @@ class TrayApp(QObject):
             self._dialogs["path"] = open_or_show("Folder", path)
 
     def open_logs(self) -> None:
-        from hermes_tray_core.stores import fsutil
-        from hermes_tray_core.stores.paths import log_dir
+        from hermes_tray_core import ensure_private_dir, log_dir
 
-        path = fsutil.ensure_private_dir(log_dir())
+        path = ensure_private_dir(log_dir())
         self._dialogs["path"] = open_or_show("Log folder", str(path))
 
     def show_about(self) -> None:
@@ -468,7 +467,7 @@ def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) 
     from hermes_tray.app.startup_guard import StartupGuard
 
     def log_path() -> str:
-        from hermes_tray_core.stores.paths import log_dir
+        from hermes_tray_core import log_dir
 
         return str(log_dir())
 

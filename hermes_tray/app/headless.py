@@ -45,7 +45,7 @@ class HelperApp(QObject):
         self.controller.present_window.connect(lambda _a: log.info("notification clicked (no window in the helper)"))
 
     def _on_scan_seen(self, report: ScanReport) -> None:
-        events.emit_scan(report, scanned=report.finished, homes_found=bool((report.extra or {}).get("homes_found", True)))
+        events.emit_scan(report, scanned=report.finished, homes_found=report.extra.homes_found)
         self._say_state()
 
     def _say_state(self) -> None:

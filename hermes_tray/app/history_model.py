@@ -195,7 +195,7 @@ def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
 
     Which turn an event belongs to is the engine's one rule (``decisions.turn_roots``): the events of a turn's
     continuations (attempt 1, 2, …, each a marker with its own ``started_at``) land in its row."""
-    from hermes_tray_core.stores.decisions import turn_roots
+    from hermes_tray_core import turn_roots
 
     order = sorted(entries, key=when_of)
     fields = ("event", "turn_id", "home", "session_key", "started_at", "attempts", "attempt", "created_at",

@@ -163,8 +163,9 @@ class HistoryWindow(QDialog):
         for col in range(len(COLUMNS)):  # every column as wide as its text (the full text is its tooltip)
             self._fit_column(col)
         self._fit_window()
-        if self.tree.topLevelItemCount():
-            self.tree.setCurrentItem(self.tree.topLevelItem(0))
+        first = self.tree.topLevelItem(0)  # None when the list is empty
+        if first is not None:
+            self.tree.setCurrentItem(first)
         self._update_buttons()
         self._ask_hermes_for_titles(turns)
 
@@ -181,8 +182,9 @@ class HistoryWindow(QDialog):
         self._sized = True
         frame = self.tree.frameWidth() * 2 + self.tree.verticalScrollBar().sizeHint().width() + 4
         needed = sum(self.tree.columnWidth(c) for c in range(len(COLUMNS))) + frame
-        margins = self.layout().contentsMargins()
-        width = needed + margins.left() + margins.right()
+        layout = self.layout()
+        margins = layout.contentsMargins() if layout is not None else None
+        width = needed + (margins.left() + margins.right() if margins is not None else 0)
         screen = self.screen().availableGeometry().width() if self.screen() is not None else width
         if width > self.width():
             self.resize(min(width, int(screen * 0.95)), self.height())
@@ -221,8 +223,8 @@ class HistoryWindow(QDialog):
         by_id = {id(t): t for t in self._turns}
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            t = by_id.get(item.data(0, TURN_ROLE))
-            if t is not None:
+            t = by_id.get(item.data(0, TURN_ROLE)) if item is not None else None
+            if item is not None and t is not None:
                 item.setText(0, self._title(t))
         self._fit_column(0)
 

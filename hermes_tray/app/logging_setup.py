@@ -8,8 +8,7 @@ import os
 import sys
 from pathlib import Path
 
-from hermes_tray_core.stores import fsutil
-from hermes_tray_core.stores.paths import log_dir
+from hermes_tray_core import ensure_private_dir, log_dir
 
 _FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
@@ -18,7 +17,7 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
     """Every file it opens (including after a rollover) is 0600 and never a symlink (core.stores.logfiles)."""
 
     def _open(self):  # noqa: ANN202 - stdlib override
-        from hermes_tray_core.stores.logfiles import open_private_append
+        from hermes_tray_core import open_private_append
 
         return os.fdopen(open_private_append(self.baseFilename), "a", encoding=self.encoding or "utf-8")
 
@@ -31,7 +30,7 @@ def setup_logging(name: str = "hermes-tray", *, verbose: bool = False) -> Path |
     root.setLevel(logging.DEBUG if verbose else logging.INFO)
     path: Path | None = None
     try:
-        directory = fsutil.ensure_private_dir(log_dir())
+        directory = ensure_private_dir(log_dir())
         path = directory / f"{name}.log"
         handler = _PrivateRotatingHandler(path, maxBytes=1_000_000, backupCount=3, encoding="utf-8")
         handler.setFormatter(logging.Formatter(_FORMAT))

@@ -126,8 +126,9 @@ class TrayMenu(QMenu):
             act = stack.pop(0)
             if act.text() == text:
                 return act
-            if act.menu() is not None:
-                stack.extend(act.menu().actions())
+            sub = act.menu()
+            if isinstance(sub, QMenu):  # QAction.menu() is a template in Qt 6: PySide6 types it QObject
+                stack.extend(sub.actions())
         return None
 
     def rebuild(self) -> None:

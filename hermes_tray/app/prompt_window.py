@@ -9,6 +9,8 @@ opened by the user (tray click, menu, second launch) it comes to the front.
 
 from __future__ import annotations
 
+import functools
+
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
@@ -101,9 +103,9 @@ class ProblemBanner(QFrame):
         self.folder_button = QPushButton("Open folder")
         self.folder_button.setAutoDefault(False)
         self.folder_button.setAccessibleName("Open the folder of this problem")
+        self._folder = ""
         self.folder_button.clicked.connect(lambda: self.open_folder.emit(self._folder))
         lay.addWidget(self.folder_button, 0, Qt.AlignmentFlag.AlignTop)
-        self._folder = ""
         self.setVisible(False)
 
     def set_problems(self, problems: tuple[Problem, ...]) -> None:
@@ -253,7 +255,7 @@ class PromptWindow(QDialog):
         buttons.addWidget(self.resume_button)
         # the buttons act on the list above them; "Recent" (with its own buttons) comes after them
         root.insertWidget(root.indexOf(self.recent_title), self.button_row)
-        QShortcut(QKeySequence.StandardKey.Delete, self, activated=self._delete_pressed)
+        QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self).activated.connect(self._delete_pressed)
         self.set_state(self._state)
 
     # --- state --------------------------------------------------------------------------------
@@ -405,9 +407,9 @@ class PromptWindow(QDialog):
         keys = {r.key for r in running}
         for key in list(self._running_rows):
             if key not in keys:
-                row = self._running_rows.pop(key)
-                self.running_box.removeWidget(row)
-                row.deleteLater()
+                gone = self._running_rows.pop(key)
+                self.running_box.removeWidget(gone)
+                gone.deleteLater()
         for r in running:
             row = self._running_rows.get(r.key)
             if row is None:
@@ -500,7 +502,7 @@ class PromptWindow(QDialog):
                 menu.addAction("Resume", self._resume_selected)
                 menu.addAction("Skip", self._skip_selected)
                 menu.addAction("Disable auto-continue", self._disable_selected)
-                menu.addAction("Copy session ID", lambda k=turn.session_key: _copy(k))
+                menu.addAction("Copy session ID", functools.partial(_copy, turn.session_key))
         else:
             r = self.selected_recent()
             if r is not None:
@@ -509,7 +511,7 @@ class PromptWindow(QDialog):
                 if "skip" in r.actions:
                     menu.addAction("Skip", lambda: self._recent_action("skip", r))
                 if r.session_key:
-                    menu.addAction("Copy session ID", lambda k=r.session_key: _copy(k))
+                    menu.addAction("Copy session ID", functools.partial(_copy, r.session_key))
         return menu
 
     def _list_menu(self, pos: QPoint) -> None:

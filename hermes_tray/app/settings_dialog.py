@@ -103,7 +103,7 @@ class SettingsDialog(QDialog):
         self.command_note = QLabel()
         self.command_note.setWordWrap(True)
         tform.addRow(self.command_note)
-        from hermes_tray_core.stores.settings import MAX_IDLE_TIMEOUT, MIN_IDLE_TIMEOUT
+        from hermes_tray_core import MAX_IDLE_TIMEOUT, MIN_IDLE_TIMEOUT
 
         self.idle_timeout = QSpinBox()
         self.idle_timeout.setRange(int(MIN_IDLE_TIMEOUT), int(MAX_IDLE_TIMEOUT))

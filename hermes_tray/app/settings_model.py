@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes_tray.contract import BackendValues
@@ -21,7 +21,6 @@ class SettingsSnapshot:
     autostart: bool | None = None  # None: not available
     hermes_command: list[str] | None = None
     continuation_idle_timeout: float = 600.0  # seconds without a frame from Hermes before a continuation stops
-    extra: dict[str, Any] = field(default_factory=dict)
 
 
 class SettingsModel(Protocol):

@@ -1,6 +1,6 @@
 """One tray (and, separately, one helper) per user.
 
-The authority is an OS lock (the engine's platform lock, ``fsutil.try_lock_fd``: flock on POSIX, a
+The authority is an OS lock (the engine's platform lock, ``try_lock_fd``: flock on POSIX, a
 byte lock on Windows; symlinks refused) on a file in the user's runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
 access) carries messages: a second launch asks the running one to show its prompt window and
 exits before it creates any tray icon.
@@ -22,8 +22,7 @@ from PySide6.QtCore import QObject
 if TYPE_CHECKING:  # QtNetwork is loaded when the server starts listening, after the icon is up
     from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
-from hermes_tray_core.stores import fsutil
-from hermes_tray_core.stores.paths import runtime_dir
+from hermes_tray_core import ensure_private_dir, open_private_lockfile, runtime_dir, try_lock_fd, unlock_fd
 
 log = logging.getLogger(__name__)
 
@@ -32,13 +31,13 @@ MAX_LINE = 256  # a message is a short word; a longer line (or one with no newli
 
 
 def _user_tag() -> str:
+    getuid = getattr(os, "getuid", None)  # POSIX only
+    if getuid is not None:
+        return str(getuid())
     try:
-        return str(os.getuid())  # type: ignore[attr-defined]
-    except AttributeError:
-        try:
-            return getpass.getuser()
-        except Exception:
-            return "user"
+        return getpass.getuser()
+    except Exception:
+        return "user"
 
 
 class SingleInstance(QObject):
@@ -73,7 +72,7 @@ class SingleInstance(QObject):
     def acquire(self, *, listen: bool = True) -> bool:
         """True if this process is now the one instance. ``listen=False`` defers :meth:`listen`
         (the lock alone is the authority; a second launch retries its connection meanwhile)."""
-        fsutil.ensure_private_dir(self.directory)
+        ensure_private_dir(self.directory)
         fd = _try_lock(self.lock_path)
         if fd is None:
             return False
@@ -167,9 +166,9 @@ def _try_lock(path: Path) -> int | None:
     opens its own fd (0600, symlinks refused), so two objects in one process exclude each other too.
     The engine's lock rather than the filelock package: filelock imports ``secrets``, which maps
     OpenSSL into an idle tray (about 5 MB of its resident memory, measured with bench_tray)."""
-    fd = fsutil.open_private_lockfile(path)
+    fd = open_private_lockfile(path)
     try:
-        if fsutil.try_lock_fd(fd):
+        if try_lock_fd(fd):
             return fd
     except BaseException:
         os.close(fd)
@@ -180,7 +179,7 @@ def _try_lock(path: Path) -> int | None:
 
 def _unlock(fd: int) -> None:
     try:
-        fsutil.unlock_fd(fd)
+        unlock_fd(fd)
     except OSError:
         pass
     finally:

@@ -16,6 +16,10 @@ import sys
 import traceback
 from collections.abc import Callable
 from types import TracebackType
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from PySide6.QtWidgets import QMessageBox
 
 log = logging.getLogger(__name__)
 
@@ -31,7 +35,7 @@ class StartupGuard:
         self._log_path = log_path
         self._previous = sys.excepthook
         self.failed: str | None = None
-        self._box = None
+        self._box: QMessageBox | None = None  # kept alive while it is shown
 
     def install(self) -> StartupGuard:
         self._previous = sys.excepthook

@@ -9,12 +9,11 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from hermes_tray import words
+from hermes_tray.contract import ProblemDetail
 from hermes_tray.format import elapsed_text, elide, restate_age, short_path, since_text, turn_since
-from hermes_tray_core.deciding.ask_once import turn_key
-from hermes_tray_core.deciding.records import TurnRecord
+from hermes_tray_core import TurnRecord, turn_key
 
 
 @dataclass(frozen=True)
@@ -256,7 +255,7 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
     )
 
 
-def view_problems(texts: Sequence[str], details: Sequence[dict[str, Any]] | None, *,
+def view_problems(texts: Sequence[str], details: Sequence[ProblemDetail] | None, *,
                   homes_found: bool = True) -> tuple[Problem, ...]:
     """The scan's problems as :class:`Problem` rows (``details`` from the engine when it gives them).
 
@@ -266,9 +265,7 @@ def view_problems(texts: Sequence[str], details: Sequence[dict[str, Any]] | None
         return tuple(Problem(str(t)) for t in texts)
     out = []
     for d in details:
-        attention = bool(d.get("attention", True))
-        if not attention and not homes_found:
+        if not d.attention and not homes_found:
             continue
-        out.append(Problem(str(d.get("text", "")), folder=str(d.get("folder") or ""), attention=attention,
-                           kind=str(d.get("kind") or ""), home=str(d.get("home") or "")))
+        out.append(Problem(d.text, folder=d.folder, attention=d.attention, kind=d.kind, home=d.home))
     return tuple(out)

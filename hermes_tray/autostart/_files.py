@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from hermes_tray_core.stores.fsutil import atomic_write_bytes, ensure_private_dir
+from hermes_tray_core import atomic_write_bytes, ensure_private_dir
 
 # Autostart entries, units and plists are launchers, not user state: world-readable like the
 # ones desktops and package managers write (0644); only folders we create are private (0700).

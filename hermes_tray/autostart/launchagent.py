@@ -55,7 +55,7 @@ class LaunchAgentAutoStart(AutoStart):
 
     def is_enabled(self) -> bool:
         data = self._read()
-        return bool(data) and data.get("RunAtLoad") is True and not data.get("Disabled", False)
+        return data is not None and data.get("RunAtLoad") is True and not data.get("Disabled", False)
 
     def registered_command(self) -> list[str] | None:
         data = self._read()

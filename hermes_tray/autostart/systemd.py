@@ -17,7 +17,7 @@ from pathlib import Path
 from hermes_tray.autostart import _files
 from hermes_tray.autostart.base import HELPER_DESKTOP_ID, AutoStart
 from hermes_tray.resources import resource_path
-from hermes_tray_core.process.child_env import child_environment
+from hermes_tray_core import child_environment
 
 UNIT = f"{HELPER_DESKTOP_ID}.service"
 TEMPLATE = "hermes-tray-helper.service.in"

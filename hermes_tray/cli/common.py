@@ -36,7 +36,7 @@ def refuse(args: argparse.Namespace, message: str, code: int = EXIT_REFUSED, **e
 
 def load_tray_settings(*, quiet: bool = False):
     """Tray settings, or defaults plus a warning when the file is invalid (never fatal for reads)."""
-    from hermes_tray_core.stores.settings import SettingsError, TraySettings, load_settings
+    from hermes_tray_core import SettingsError, TraySettings, load_settings
 
     try:
         return load_settings()
@@ -48,14 +48,14 @@ def load_tray_settings(*, quiet: bool = False):
 
 def selected_homes(args: argparse.Namespace, *, settings=None):
     """``--home`` homes when given, else discovery (root, profiles, settings ``homes``)."""
-    from hermes_tray_core.hermes.homes import discover_homes
+    from hermes_tray_core import discover_homes
 
     if args.homes:
         return discover_homes(explicit=args.homes)
     if settings is None:
-        from hermes_tray_core.stores import paths
+        from hermes_tray_core import settings_file
 
-        if not paths.settings_file().exists():  # the common case: no need to load the settings module
+        if not settings_file().exists():  # the common case: no need to load the settings module
             return discover_homes()
         settings = load_tray_settings()
     return discover_homes(extra=settings.homes)
@@ -83,9 +83,9 @@ def journal(event: str, *, home: Any, session_key: str, **fields: Any) -> str | 
     (never prompt text). Returns None on success, else a warning to show: a journal failure never
     undoes the decision."""
     try:
-        from hermes_tray_core.stores import decisions
+        from hermes_tray_core import record_decision
 
-        decisions.record(event, home=home, session_key=session_key, **{"via": "cli", **fields})
+        record_decision(event, home=home, session_key=session_key, **{"via": "cli", **fields})
         return None
     except Exception as exc:  # the journal is bookkeeping: report, never undo the decision
         return f"could not record '{event}' in the decision journal ({exc})"
@@ -95,9 +95,9 @@ def journal_config(*, home: Any, key: str, old: Any, new: Any) -> str | None:
     """Record a configuration change made from the CLI (``home`` None: the tray's own settings) as a
     ``config-changed`` event in the decision journal. None on success, else a warning to show."""
     try:
-        from hermes_tray_core.stores import decisions
+        from hermes_tray_core import record_config_change
 
-        decisions.record_config_change(home=home, key=key, old=old, new=new, by="cli")
+        record_config_change(home=home, key=key, old=old, new=new, by="cli")
         return None
     except Exception as exc:
         return f"could not record the change of {key} in the decision journal ({exc})"

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import argparse
 
-from hermes_tray_core.stores.settings import KEYS as TRAY_KEYS
+from hermes_tray_core import SETTING_KEYS as TRAY_KEYS
 
 BACKEND_KEYS = ("enabled", "freshness_minutes", "max_attempts")
 HELP = "show or change auto-continue settings (backend config.yaml and the tray's own)"
@@ -39,7 +39,7 @@ def _tray_dict(settings) -> dict:
 
 
 def _home_dicts(homes) -> list[dict]:
-    from hermes_tray_core.hermes.config import read_backend_config
+    from hermes_tray_core import read_backend_config
 
     out = []
     for h in homes:
@@ -82,7 +82,7 @@ def run(args: argparse.Namespace) -> int:
     if action == "set":
         return _set(args)
     if key in TRAY_KEYS or action == "show":
-        from hermes_tray_core.stores.settings import SettingsError, load_settings
+        from hermes_tray_core import SettingsError, load_settings
 
         try:
             settings = load_settings()
@@ -142,18 +142,20 @@ def _set(args: argparse.Namespace) -> int:
     key, text = args.key, args.value
     if key in BACKEND_KEYS:
         from hermes_tray.cli.enable_disable import set_backend
-        from hermes_tray_core.hermes.config import BackendConfigError, parse_value
+        from hermes_tray_core import BackendConfigError
+        from hermes_tray_core import parse_config_value as parse_value
 
         try:
             value = parse_value(key, text)
         except BackendConfigError as exc:
             return refuse(args, str(exc), EXIT_USAGE)
         return set_backend(args, {key: value}, all_flag=args.all)
-    from hermes_tray_core.stores.settings import SettingsError, parse_value, update_settings
+    from hermes_tray_core import SettingsError, update_settings
+    from hermes_tray_core import parse_setting_value as parse_value
 
     try:
         value = parse_value(key, text)
-        from hermes_tray_core.stores.settings import validate
+        from hermes_tray_core import validate_settings as validate
 
         validate({key: value})
     except SettingsError as exc:

@@ -131,7 +131,7 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
 
 
 def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
-    from hermes_tray_core.continuing.gateway import HermesNotFound, find_hermes, probe_capabilities
+    from hermes_tray_core import HermesNotFound, find_hermes, probe_capabilities
 
     info: dict[str, Any] = {"installed": False}
     try:
@@ -172,7 +172,7 @@ def reconcile_hermes(hermes: dict[str, Any], problems: list[str], home_rows: lis
 def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
     """Where a resume in ``home`` would run: the user's running ``hermes dashboard`` (pid, port, where its token
     comes from — never the token) or, with the reason, a separate Hermes process."""
-    from hermes_tray_core.backend.running import find_live_backend
+    from hermes_tray_core import find_live_backend
 
     try:
         backend, why = find_live_backend(home, processes)
@@ -189,7 +189,7 @@ def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
 def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
     """Can the tray's writes to this home's marker file go in by atomic exchange (core.markers.store)? Without
     one they fall back to compare-and-replace, which a concurrent Hermes write can still defeat."""
-    from hermes_tray_core.markers.store import exchange_support
+    from hermes_tray_core import exchange_support
 
     ok, detail = exchange_support(home)
     info = {"exchange": ok, "detail": detail}
@@ -202,22 +202,21 @@ def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
 
 
 def _paths() -> dict[str, str]:
-    from hermes_tray_core.stores import paths
+    from hermes_tray_core import cache_dir, decision_journal_dir, lease_db, log_dir, settings_file, state_dir
 
     return {
-        "settings": str(paths.settings_file()),
-        "state": str(paths.state_dir()),
-        "decision_journal": str(paths.decision_journal_dir()),
-        "leases": str(paths.lease_db()),
-        "cache": str(paths.cache_dir()),
-        "logs": str(paths.log_dir()),
+        "settings": str(settings_file()),
+        "state": str(state_dir()),
+        "decision_journal": str(decision_journal_dir()),
+        "leases": str(lease_db()),
+        "cache": str(cache_dir()),
+        "logs": str(log_dir()),
     }
 
 
 def run(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import print_json, selected_homes
-    from hermes_tray_core.scanning.scanner import Scanner
-    from hermes_tray_core.stores.settings import SettingsError, TraySettings, load_settings
+    from hermes_tray_core import Scanner, SettingsError, TraySettings, load_settings
 
     problems: list[str] = []
     try:
@@ -235,7 +234,7 @@ def run(args: argparse.Namespace) -> int:
         row = h.to_json()
         if h.exists:
             if processes is None:
-                from hermes_tray_core.hermes.processes import HermesProcesses
+                from hermes_tray_core import HermesProcesses
 
                 processes = HermesProcesses.now()
             row["running_backend"] = check_running_backend(h.path, processes)

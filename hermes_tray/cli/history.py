@@ -21,9 +21,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def entries(limit: int, session: str | None = None, homes: list[str] | None = None) -> list[dict]:
     """Turn decisions and configuration changes, newest first (with ``homes``: only theirs)."""
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core import decision_history
 
-    return list(decisions.history(limit, session_key=session, homes=homes or None))
+    return list(decision_history(limit, session_key=session, homes=homes or None))
 
 
 def run(args: argparse.Namespace) -> int:
@@ -40,7 +40,7 @@ def run(args: argparse.Namespace) -> int:
     if not rows:
         print("no decisions recorded yet")
         return 0
-    from hermes_tray_core.numbers import strict_finite
+    from hermes_tray_core import strict_finite
 
     skip = {"event", "created_at", "home", "session_key", "turn_id", "via"}
     for ev in rows:

@@ -27,6 +27,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse, selected_homes, warn
@@ -51,7 +52,7 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
     """(home, marker entry, problem) for the requested session across the selected homes."""
-    from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
+    from hermes_tray_core import MarkerStoreError, list_turn_markers
 
     found = []
     problems = []
@@ -78,7 +79,7 @@ def _fmt_progress(p: Any) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core import InvalidIdError, validate_session_id
 
     try:
         validate_session_id(args.session, what="session")
@@ -120,7 +121,7 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
 
 
 def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core import resume_turn
 
     stop = threading.Event()
     quiet = bool(args.json)
@@ -145,12 +146,15 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             say("\nhermes-tray: a continuation is running and cannot be paused (its bookkeeping would wait while "
                 "Hermes goes on). Ctrl-C stops it cleanly.")
 
-    handlers = {signal.SIGINT: on_stop}
-    for name, handler in (("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp)):
+    handlers: dict[int, Callable[[int, Any], None]] = {signal.SIGINT: on_stop}
+    named: tuple[tuple[str, Callable[[int, Any], None]], ...] = (
+        ("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp))
+    for name, handler in named:
         if hasattr(signal, name):
             handlers[getattr(signal, name)] = handler
     old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
-    last = {"t": 0.0, "phase": None}
+    last_t = 0.0  # when the last progress line was printed, and its phase
+    last_phase: str | None = None
 
     def started() -> None:
         # said once the turn is ours to continue (the claim won, the checks passed): a resume that loses a
@@ -160,13 +164,14 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             print(f"Resuming {args.session}. {STOP_NOTE}", flush=True)
 
     def progress(p: Any) -> None:
+        nonlocal last_t, last_phase
         started()
         if quiet:
             return
         now = time.monotonic()
-        if p.phase != last["phase"] or now - last["t"] >= 5.0 or p.last_frame == "message.start" and p.frames <= 2:
+        if p.phase != last_phase or now - last_t >= 5.0 or p.last_frame == "message.start" and p.frames <= 2:
             print(_fmt_progress(p), flush=True)
-            last["t"], last["phase"] = now, p.phase
+            last_t, last_phase = now, p.phase
 
     def dispatched(res: Any) -> None:
         started()
@@ -192,10 +197,7 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
 
 def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
     from hermes_tray.cli.resume_worker import LOG_NAME, worker_argv
-    from hermes_tray_core.process.child_env import child_environment
-    from hermes_tray_core.stores.fsutil import ensure_private_dir
-    from hermes_tray_core.stores.logfiles import open_private_append
-    from hermes_tray_core.stores.paths import log_dir
+    from hermes_tray_core import child_environment, ensure_private_dir, log_dir, open_private_append
 
     log_path = log_dir() / LOG_NAME
     try:

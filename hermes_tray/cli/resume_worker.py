@@ -29,8 +29,7 @@ LOG_NAME = "resume-worker.log"
 
 
 def _log_file() -> Path:
-    from hermes_tray_core.stores.fsutil import ensure_private_dir
-    from hermes_tray_core.stores.paths import log_dir
+    from hermes_tray_core import ensure_private_dir, log_dir
 
     d = ensure_private_dir(log_dir())
     return d / LOG_NAME
@@ -38,7 +37,7 @@ def _log_file() -> Path:
 
 def _open_log() -> tuple[Path | None, int | None]:
     """The worker's log, opened privately (0600, no symlink); (None, None) when it cannot be used."""
-    from hermes_tray_core.stores.logfiles import open_private_append
+    from hermes_tray_core import open_private_append
 
     try:
         path = _log_file()
@@ -81,7 +80,7 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
                     # Point fd 1 at the log (or nowhere): the parent has gone, and a late print must not
                     # SIGPIPE us.
                     with contextlib.suppress(OSError):
-                        from hermes_tray_core.stores.logfiles import open_private_append
+                        from hermes_tray_core import open_private_append
 
                         try:
                             lfd = open_private_append(log_path) if log_path is not None else -1
@@ -112,7 +111,7 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
     if hasattr(signal, "SIGTSTP"):  # detached from any terminal; a stray Ctrl-Z must not stall the bookkeeping
         signal.signal(signal.SIGTSTP, signal.SIG_IGN)
 
-    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core import resume_turn
 
     key = req["session_key"]
     log.info("resuming %s in %s", key, req["home"])

@@ -29,10 +29,15 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def run(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
-    from hermes_tray_core.continuing import skip as core_skip
-    from hermes_tray_core.continuing.claim import turn_started_at
-    from hermes_tray_core.keys import InvalidIdError, validate_session_id
-    from hermes_tray_core.scanning.scanner import Scanner
+    from hermes_tray_core import (
+        SKIP_ERROR,
+        SKIP_RESUMING,
+        InvalidIdError,
+        Scanner,
+        skip_turn,
+        turn_started_at,
+        validate_session_id,
+    )
 
     try:
         key = validate_session_id(args.session, what="SESSION")
@@ -63,10 +68,10 @@ def run(args: argparse.Namespace) -> int:
         return journal("skipped", home=turn.home, session_key=key, started_at=started_at, verdict=turn.verdict,
                        attempts=turn.attempts)
 
-    res = core_skip.skip_turn(turn.home, key, entry, via="cli", on_skipped=record_skip)
-    if res.outcome == core_skip.ERROR:
+    res = skip_turn(turn.home, key, entry, via="cli", on_skipped=record_skip)
+    if res.outcome == SKIP_ERROR:
         return refuse(args, f"could not skip {key}: {res.message}")
-    if res.outcome == core_skip.RESUMING:
+    if res.outcome == SKIP_RESUMING:
         journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
                 action="skip", why="being resumed right now")
         return refuse(args, f"{key} is being resumed right now: not skipped — stop the continuation instead "
@@ -78,9 +83,9 @@ def run(args: argparse.Namespace) -> int:
                       "run `hermes-tray status` again")
     # Before exiting: the settle window, in which a stale Hermes write that brings the entry back is undone
     # again (core.markers.settle); after it, the journalled tombstone makes any process of ours remove it.
-    from hermes_tray_core.markers import settle as marker_settle
+    from hermes_tray_core import wait_for_marker_settle
 
-    marker_settle.wait(timeout=5.0)
+    wait_for_marker_settle(timeout=5.0)
     if res.journal_error:
         warn(res.journal_error)
     if args.json:

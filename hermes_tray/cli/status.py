@@ -19,7 +19,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def run(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import print_json, selected_homes
-    from hermes_tray_core.scanning.scanner import Scanner, default_cache_file
+    from hermes_tray_core import Scanner, default_cache_file
 
     homes = selected_homes(args)
     result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),

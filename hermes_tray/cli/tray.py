@@ -46,15 +46,19 @@ def hermes_present(args: argparse.Namespace) -> bool:
     """
     if getattr(args, "homes", None):
         return True
-    from hermes_tray_core.backend.install import settings_hermes_command
-    from hermes_tray_core.continuing.gateway import HermesNotFound, HermesSettingsError, find_hermes
-    from hermes_tray_core.hermes.homes import discover_homes
-    from hermes_tray_core.stores.settings import load_settings
+    from hermes_tray_core import (
+        HermesNotFound,
+        HermesSettingsError,
+        discover_homes,
+        find_hermes,
+        load_settings,
+        settings_hermes_command,
+    )
 
     try:
         extra = load_settings().home_paths()
     except Exception:
-        extra = ()
+        extra = []
     if any(home.path.is_dir() for home in discover_homes(extra=extra)):
         return True
     try:

@@ -101,7 +101,7 @@ class DemoHome:
         finally:
             log.close()
         deadline = time.monotonic() + 10
-        from hermes_tray_core.markers.store import read_turn_marker
+        from hermes_tray_core import read_turn_marker
 
         while time.monotonic() < deadline and (read_turn_marker(self.home, key) or {}).get(
                 "writer_pid") != self.backend.pid:
@@ -135,12 +135,12 @@ def create_demo(root: Path | str | None = None, *, capability: str = AUTO, turn_
                 die_after: float | None = 5.0, continuation_seconds: float = 4.0,
                 start_turn: bool = True) -> DemoHome:
     """Build a demo home (see module doc); ``root`` default: a new private temp dir."""
-    from hermes_tray_core.stores import fsutil
+    from hermes_tray_core import ensure_private_dir
 
     if root is None:
         root = Path(tempfile.mkdtemp(prefix="hermes-tray-demo-"))
     # private when we create it; a directory the user named (``--dir``) keeps its mode
-    root = fsutil.ensure_private_dir(Path(root))
+    root = ensure_private_dir(Path(root))
     home = root / "hermes-home"
     home.mkdir(mode=0o700, exist_ok=True)
     cfg = home / "config.yaml"
@@ -162,7 +162,7 @@ def create_demo(root: Path | str | None = None, *, capability: str = AUTO, turn_
         "HERMES_TRAY_RUNTIME_DIR": str(root / "tray-run"),
         "HERMES_HOME": str(home),
     }
-    from hermes_tray_core.stores.settings import TraySettings, save_settings
+    from hermes_tray_core import TraySettings, save_settings
 
     save_settings(TraySettings(homes=(str(home),), hermes_command=tuple(sim_command(install_root))),
                   Path(env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml")
@@ -175,7 +175,7 @@ def create_demo(root: Path | str | None = None, *, capability: str = AUTO, turn_
 def default_demo_root() -> Path:
     """The one demo directory of this user (``hermes-tray`` without Hermes): reused, made afresh
     by each launch, so launches at login never pile up temp dirs."""
-    from hermes_tray_core.stores.paths import cache_dir
+    from hermes_tray_core import cache_dir
 
     return cache_dir() / "demo"
 

@@ -40,8 +40,16 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray.demo import sim_state
-from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
-from hermes_tray_core.markers import store as markers
+from hermes_tray_core import (
+    RESUMING_STATUS_TEXT,
+    MarkerStore,
+    clear_turn_marker,
+    continuation_note,
+    is_continuation_note,
+    marker_writer_state,
+    normalize_marker,
+    record_turn_start,
+)
 
 AUTO = "auto-continue"
 LEGACY = "legacy"
@@ -267,19 +275,18 @@ class SimGateway:
 
     def _auto_continue_plan(self, key: str) -> tuple[int, str, float] | None:
         """Hermes' own decision on resume: continue, clear, or leave the marker (its order)."""
-        from hermes_tray_core.deciding.policy import decide
-        from hermes_tray_core.hermes.config import read_backend_config
+        from hermes_tray_core import decide, read_backend_config
 
-        raw = markers.MarkerStore(self.home).list().get(key)
-        marker = markers.normalize_marker(raw)
+        raw = MarkerStore(self.home).list().get(key)
+        marker = normalize_marker(raw)
         if raw is None or marker is None:
             return None
         cfg = read_backend_config(self.home).auto_continue
-        verdict = decide(raw, config=cfg, writer=markers.marker_writer_state(raw, self.home), now=time.time()).verdict
+        verdict = decide(raw, config=cfg, writer=marker_writer_state(raw, self.home), now=time.time()).verdict
         if verdict in ("not-ours", "running"):
             return None  # another mechanism / a live writer owns it: leave it
         if verdict != "actionable":
-            markers.clear_turn_marker(self.home, key)  # disabled, stale or exhausted: retire it
+            clear_turn_marker(self.home, key)  # disabled, stale or exhausted: retire it
             return None
         interrupted_at = float(raw.get("interrupted_at") or marker["started_at"])
         return marker["attempts"] + 1, marker["prompt"], interrupted_at
@@ -302,7 +309,7 @@ class SimGateway:
         if session["running"]:
             session["interrupt"].set()
             if self.capability == AUTO:
-                markers.clear_turn_marker(self.home, session["key"])  # a confirmed Stop retires the marker
+                clear_turn_marker(self.home, session["key"])  # a confirmed Stop retires the marker
         return {"status": "interrupted"}, None
 
     def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
@@ -342,13 +349,13 @@ class SimGateway:
                 f.write(f"{tool.pid}\n")
         if self.capability == AUTO:
             # A continuation's marker carries attempts + 1 and the ORIGINAL prompt, never the note.
-            markers.record_turn_start(self.home, key, original, attempts=attempt)
+            record_turn_start(self.home, key, original, attempts=attempt)
         holder = sim_state.acquire_turn_lease(self.home, key, uuid.uuid4().hex[:8]) if self.capability == AUTO else None
         self.emit("message.start", sid)
         status, reply = run_turn_body(self.home, key, text, ctl, session["interrupt"], lambda d: self.emit(
             "message.delta", sid, {"text": d}), holder)
         if self.capability == AUTO:
-            markers.clear_turn_marker(self.home, key)
+            clear_turn_marker(self.home, key)
         if holder:
             sim_state.release_turn_lease(self.home, key, holder)
         session["running"] = False
@@ -402,7 +409,7 @@ def run_standalone_turn(home: Path, key: str, prompt: str, *, turn_seconds: floa
     """``run-turn``: one turn with no client, marker + lease held, as a backend mid-turn would."""
     if not sim_state.session_exists(home, key):
         sim_state.create_session(home, session_id=key, title="Demo session")
-    markers.record_turn_start(home, key, prompt, attempts=attempts)
+    record_turn_start(home, key, prompt, attempts=attempts)
     holder = sim_state.acquire_turn_lease(home, key, uuid.uuid4().hex[:8])
     _log_turn(home, session_key=key, kind="standalone", attempt=attempts, capability=AUTO,
               text_sha=_digest(prompt), original_sha=_digest(prompt))
@@ -411,7 +418,7 @@ def run_standalone_turn(home: Path, key: str, prompt: str, *, turn_seconds: floa
         threading.Timer(die_after, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
     ctl = dict(load_control(home), turn_seconds=turn_seconds, die_mid_turn=False)
     status, _ = run_turn_body(home, key, prompt, ctl, threading.Event(), lambda d: None, holder)
-    markers.clear_turn_marker(home, key)
+    clear_turn_marker(home, key)
     if holder:
         sim_state.release_turn_lease(home, key, holder)
     print(f"turn {status}", flush=True)

@@ -14,7 +14,7 @@ import time
 import uuid
 from pathlib import Path
 
-from hermes_tray_core.process.identity import own_identity, own_pidns
+from hermes_tray_core import own_identity, own_pidns
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS sessions (
@@ -142,8 +142,7 @@ def acquire_turn_lease(home: Path | str, sid: str, turn: str, ttl: float = LEASE
 
 
 def _holder_dead(holder: str) -> bool:
-    from hermes_tray_core.hermes.state_db import parse_holder
-    from hermes_tray_core.process.identity import process_liveness
+    from hermes_tray_core import parse_holder, process_liveness
 
     pid, ns = parse_holder(holder)
     return pid is not None and ns is not None and ns == own_pidns() and process_liveness(pid) == "dead"

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from hermes_tray import words
 from hermes_tray.notify.base import Action, Note, Notifier
-from hermes_tray_core.scanning.scanner import TurnRecord
+from hermes_tray_core import TurnRecord
 
 WINDOW_SECONDS = 2.0
 LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
@@ -146,7 +146,7 @@ class InterruptionNotices:
                 lines.insert(0, clean_text(group.lead, 300))
             lines.append(words.WAITING_ASK)
             body = "\n".join(lines)
-            actions = (
+            actions: tuple[Action, ...] = (
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
                 Action("disable", "Disable auto-continue"),

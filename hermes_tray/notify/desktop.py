@@ -3,8 +3,12 @@
 Its own thread rather than qasync: the helper runs a ``QCoreApplication`` and the tray a
 ``QApplication``, and neither should have its event loop replaced for a bus connection.
 Button presses arrive on that thread and are re-emitted as Qt signals (queued into the GUI
-thread). On Linux the D-Bus back end is extended to pass ``replaces_id`` so a crash storm
-updates one notification in place instead of stacking ten.
+thread).
+
+desktop-notifier's public API is used throughout (``send``/``clear``/``get_capabilities``, a new
+instance to connect afresh), with one exception that has no public API in desktop-notifier 6.x: on
+Linux a crash storm updates one notification in place (the spec's ``replaces_id``) and every note
+names the tray's desktop entry (the ``desktop-entry`` hint). :func:`_replacing_dbus` says how.
 """
 
 from __future__ import annotations
@@ -15,15 +19,22 @@ import os
 import sys
 import threading
 import time
+from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import QObject
 
 from hermes_tray.notify.base import Note, Notifier
 
+if TYPE_CHECKING:
+    from desktop_notifier import Capability, Icon, Notification
+
 log = logging.getLogger(__name__)
 
 RETRY_SECONDS = 30.0  # a failed server probe is retried by a later note, at most this often
+T = TypeVar("T")
 
 
 def desktop_available() -> bool:
@@ -35,19 +46,63 @@ def desktop_available() -> bool:
     return True
 
 
-def _make_replacing_backend(app_name: str, app_icon):
-    """A DBus back end whose next Notify replaces a given id (the spec's ``replaces_id``)."""
+class _Channel(Protocol):
+    """What the back end needs of desktop-notifier: its public calls, and an in-place update where one exists."""
+
+    async def send(self, notification: Notification) -> None: ...
+    async def clear(self, identifier: str) -> None: ...
+    async def get_capabilities(self) -> frozenset[Capability]: ...
+    def replace_next(self, identifier: str) -> bool:
+        """The next note replaces the one sent as ``identifier`` on screen: True if the server can."""
+        ...
+
+
+class _Public:
+    """``desktop_notifier.DesktopNotifier`` (its public API): an update is a clear, then a new note."""
+
+    def __init__(self, app_name: str, icon: Icon) -> None:
+        from desktop_notifier import DesktopNotifier
+
+        self._notifier = DesktopNotifier(app_name=app_name, app_icon=icon)
+
+    async def send(self, notification: Notification) -> None:
+        await self._notifier.send_notification(notification)
+
+    async def clear(self, identifier: str) -> None:
+        await self._notifier.clear(identifier)
+
+    async def get_capabilities(self) -> frozenset[Capability]:
+        return await self._notifier.get_capabilities()
+
+    def replace_next(self, identifier: str) -> bool:
+        return False
+
+
+def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
+    """desktop-notifier's D-Bus back end, extended where its public API has no way: its ``Notify`` call
+    gets the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would
+    stack ten notes instead of updating one) and the ``desktop-entry`` hint (servers take the app's
+    name and icon from the installed entry).
+
+    Not public API: this relies on three members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
+    (6.x, pinned ``<7`` in pyproject.toml): ``_init_dbus`` (it returns the proxy whose ``call_notify`` is
+    wrapped), ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id) and
+    ``_clear_notification_from_cache`` (the replaced note's bookkeeping). If they are missing the caller
+    falls back to :class:`_Public`. tests/e2e/test_storm_and_restart.py (``replaces_id``) and
+    tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives.
+    """
     from desktop_notifier.backends.dbus import DBusDesktopNotifier
 
-    class ReplacingDBusBackend(DBusDesktopNotifier):
+    class ReplacingDBus(DBusDesktopNotifier):
         next_replaces_id = 0
 
-        async def _init_dbus(self):
-            interface = await super()._init_dbus()
+        async def _init_dbus(self) -> Any:
+            interface: Any = await super()._init_dbus()  # dbus-fast generates its call_* methods at run time
             original = interface.call_notify
             backend = self
 
-            async def call_notify(app, _replaces_id, icon, summary, body, actions, hints, *args, **kwargs):
+            async def call_notify(app: str, _replaces_id: int, icon: str, summary: str, body: str,
+                                  actions: list[str], hints: Any, *args: Any, **kwargs: Any) -> Any:
                 replaces, backend.next_replaces_id = backend.next_replaces_id, 0
                 return await original(app, replaces, icon, summary, body, actions, with_desktop_entry(hints),
                                       *args, **kwargs)
@@ -55,16 +110,35 @@ def _make_replacing_backend(app_name: str, app_icon):
             interface.call_notify = call_notify
             return interface
 
-        def platform_id(self, identifier: str) -> int | None:
-            return self._platform_to_interface_notification_identifier.inverse.get(identifier)
+        def replace_next(self, identifier: str) -> bool:
+            ids = self._platform_to_interface_notification_identifier
+            platform_id = ids.inverse.get(identifier)
+            if not platform_id:
+                return False
+            self.next_replaces_id = int(platform_id)
+            ids.pop(platform_id, None)
+            self._clear_notification_from_cache(identifier)
+            return True
 
-    return ReplacingDBusBackend(app_name, app_icon)
+    backend = ReplacingDBus(app_name, icon)
+    if not hasattr(backend, "_platform_to_interface_notification_identifier"):
+        raise AttributeError("desktop-notifier's D-Bus back end differs")
+    return backend
+
+
+def _channel(app_name: str, icon: Icon) -> _Channel:
+    if sys.platform.startswith("linux"):
+        try:
+            return _replacing_dbus(app_name, icon)
+        except Exception:
+            log.info("desktop-notifier's D-Bus back end differs: updates replace notes by closing them")
+    return _Public(app_name, icon)
 
 
 DESKTOP_ENTRY = "hermes-tray"  # the installed hermes-tray.desktop: servers take the app's name/icon from it
 
 
-def with_desktop_entry(hints):
+def with_desktop_entry(hints: Any) -> Any:
     """The spec's ``desktop-entry`` hint added to desktop-notifier's hints (``a{sv}`` or ``a{ss}``)."""
     if not isinstance(hints, dict) or not hints:  # no hints at all: the server takes none
         return hints
@@ -75,11 +149,9 @@ def with_desktop_entry(hints):
     return {**hints, "desktop-entry": DESKTOP_ENTRY}
 
 
-def kind_icon(kind: str):
+def kind_icon(kind: str) -> Icon:
     """One icon per kind of note: waiting (the attention badge), finished (a check), gave up or
     failed (a cross), anything else the plain glyph."""
-    from pathlib import Path
-
     from desktop_notifier import Icon
 
     from hermes_tray.app.icons import note_icon_file
@@ -88,28 +160,22 @@ def kind_icon(kind: str):
 
 
 class DesktopNotifierBackend(Notifier):
-    """Notes through ``desktop_notifier.DesktopNotifier``; falls back to logging if the server is absent."""
+    """Notes through desktop-notifier; falls back to logging if the server is absent."""
 
     name = "desktop-notifier"
 
     def __init__(self, app_name: str = "Hermes Tray", parent: QObject | None = None) -> None:
         super().__init__(parent)
-        from desktop_notifier import DesktopNotifier, Icon
+        from desktop_notifier import Icon
 
         from hermes_tray.app.icons import IconState, icon_file
 
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="notifier", daemon=True)
         self._thread.start()
-        icon = Icon(path=__import__("pathlib").Path(icon_file(IconState.ATTENTION, "light", 64)))
-        self._notifier = DesktopNotifier(app_name=app_name, app_icon=icon)
-        if sys.platform.startswith("linux"):
-            try:  # in-place updates need desktop-notifier 6.x's D-Bus back end; else notes are re-sent
-                backend = _make_replacing_backend(app_name, icon)
-                if hasattr(backend, "_platform_to_interface_notification_identifier"):
-                    self._notifier._backend = backend
-            except Exception:
-                log.info("desktop-notifier's D-Bus back end differs: updates replace notes by closing them")
+        self._app_name = app_name
+        self._icon = Icon(path=Path(icon_file(IconState.ATTENTION, "light", 64)))
+        self._channel = _channel(app_name, self._icon)
         self._identifiers: dict[str, str] = {}  # note key -> desktop-notifier identifier (loop thread only)
         self._lock: asyncio.Lock | None = None
         self._probed_at = 0.0
@@ -121,7 +187,7 @@ class DesktopNotifierBackend(Notifier):
         asyncio.set_event_loop(self._loop)
         self._loop.run_forever()
 
-    def _submit(self, coro) -> Future:
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> Future[T]:
         return asyncio.run_coroutine_threadsafe(coro, self._loop)
 
     async def _probe_capabilities(self) -> None:
@@ -136,12 +202,12 @@ class DesktopNotifierBackend(Notifier):
 
         self._probed_at = time.monotonic()
         try:
-            caps = await asyncio.wait_for(self._notifier.get_capabilities(), 5)
+            caps = await asyncio.wait_for(self._channel.get_capabilities(), 5)
         except Exception as exc:
             log.warning("no notification server (%s): notifications go to the log", type(exc).__name__)
             self.available = False
-            self._notifier._backend.interface = None  # connect afresh next time
-            self._notifier._backend._capabilities = None
+            self._channel = _channel(self._app_name, self._icon)  # connect afresh next time
+            self._identifiers.clear()
         else:
             self.available = True
             self.supports_actions = Capability.BUTTONS in caps
@@ -164,7 +230,7 @@ class DesktopNotifierBackend(Notifier):
                 return
             key = note.key
             buttons = tuple(
-                Button(title=a.label, identifier=a.key, on_pressed=lambda k=a.key: self._pressed(key, k))
+                Button(title=a.label, identifier=a.key, on_pressed=self._on_press(key, a.key))
                 for a in note.actions
             ) if self.supports_actions else ()
             notification = Notification(
@@ -173,28 +239,21 @@ class DesktopNotifierBackend(Notifier):
                 urgency={"low": Urgency.Low, "critical": Urgency.Critical}.get(note.urgency, Urgency.Normal),
                 icon=kind_icon(note.kind),
                 buttons=buttons,
-                on_clicked=lambda: self._pressed(key, "default"),
+                on_clicked=self._on_press(key, "default"),
                 on_dismissed=lambda: self.dismissed.emit(key),
             )
-            backend = self._notifier._backend
             previous = self._identifiers.get(key)
-            platform_id = None
-            if previous is not None and hasattr(backend, "platform_id"):
-                platform_id = backend.platform_id(previous)
-            if platform_id:
-                backend.next_replaces_id = int(platform_id)
-                backend._clear_notification_from_cache(previous)
-                backend._platform_to_interface_notification_identifier.pop(platform_id, None)
-            elif previous is not None:
+            if previous is not None and not self._channel.replace_next(previous):
                 try:
-                    await self._notifier.clear(previous)
+                    await self._channel.clear(previous)
                 except Exception:
                     pass
             try:
-                self._identifiers[key] = await self._notifier.send_notification(notification)
+                await self._channel.send(notification)
             except Exception:
                 self.delivered.emit(note, False)
                 raise
+            self._identifiers[key] = notification.identifier
             self.delivered.emit(note, True)
 
     async def _close(self, key: str) -> None:
@@ -204,9 +263,12 @@ class DesktopNotifierBackend(Notifier):
             if identifier is None or not self.available:
                 return
             try:
-                await self._notifier.clear(identifier)
+                await self._channel.clear(identifier)
             except Exception:
                 pass
+
+    def _on_press(self, key: str, action: str) -> Callable[[], None]:
+        return lambda: self._pressed(key, action)
 
     def _pressed(self, key: str, action: str) -> None:
         self._identifiers.pop(key, None)
@@ -228,26 +290,15 @@ class DesktopNotifierBackend(Notifier):
         self._submit(self._close(key)).add_done_callback(_log_failure)
 
     def shutdown(self) -> None:
+        """Stop the loop thread. desktop-notifier has no public call that closes its bus connection: the
+        socket closes with the process (or when its objects are collected)."""
         if not self._loop.is_running():
             return
-
-        async def _stop() -> None:
-            bus = getattr(self._notifier._backend, "bus", None)
-            if bus is not None:
-                try:
-                    bus.disconnect()
-                except Exception:
-                    pass
-
-        try:
-            self._submit(_stop()).result(2)
-        except Exception:
-            pass
         self._loop.call_soon_threadsafe(self._loop.stop)
         self._thread.join(2)
 
 
-def _log_failure(fut: Future) -> None:
+def _log_failure(fut: Future[None]) -> None:
     exc = fut.exception()
     if exc is not None:
         log.warning("notification failed: %s", type(exc).__name__)

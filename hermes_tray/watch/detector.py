@@ -23,6 +23,7 @@ from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
+from hermes_tray.contract import ScanSummary
 from hermes_tray.watch.fswatch import HomeWatcher
 from hermes_tray.watch.pidwatch import PidWatcher, make_pid_watcher
 
@@ -42,10 +43,10 @@ class ScanReport:
     started: float = 0.0  # time.time() when the wake-up happened (for latency measurement)
     finished: float = 0.0
     homes: tuple[Any, ...] = ()
-    extra: dict[str, Any] = field(default_factory=dict)
+    extra: ScanSummary = field(default_factory=ScanSummary)  # what the scan says beside turns and problems
 
 
-ScanFn = Callable[[Sequence[Any]], tuple[Sequence[Any], Sequence[str], dict[str, Any]]]
+ScanFn = Callable[[Sequence[Any]], tuple[Sequence[Any], Sequence[str], ScanSummary]]
 PlanFn = Callable[[Sequence[Any]], tuple[list[Path], list[Path]]]
 WritersFn = Callable[[Sequence[Any], Sequence[Any]], list[tuple[int, float | None]]]
 HomesFn = Callable[[], Sequence[Any]]
@@ -190,13 +191,13 @@ class Detector(QObject):
             records, problems, extra = self._scan_fn(self._homes)
         except Exception as exc:  # the engine promises not to raise; the tray never trusts that
             log.exception("scan failed")
-            records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), {}
+            records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), ScanSummary()
         self.scans += 1
         self._watch_writers(records)
         if reason == "profiles" and not rehomed:
             self._apply_plan()
         self.scanned.emit(
-            ScanReport(tuple(records), tuple(problems), reason, woke, time.time(), self._homes, dict(extra))
+            ScanReport(tuple(records), tuple(problems), reason, woke, time.time(), self._homes, extra)
         )
 
     def _watch_writers(self, records: Sequence[Any]) -> None:
@@ -226,16 +227,16 @@ class DetectorThread(QObject):
     def __init__(self, detector: Detector, parent: QObject | None = None) -> None:
         super().__init__(parent)
         self.detector = detector
-        self.thread = QThread()
-        self.thread.setObjectName("hermes-tray-detector")
-        detector.moveToThread(self.thread)
-        self.thread.started.connect(detector.start)
+        self.qthread = QThread()
+        self.qthread.setObjectName("hermes-tray-detector")
+        detector.moveToThread(self.qthread)
+        self.qthread.started.connect(detector.start)
 
     def start(self) -> None:
-        self.thread.start()
+        self.qthread.start()
 
     def stop(self, timeout_ms: int = 3000) -> None:
-        if self.thread.isRunning():
+        if self.qthread.isRunning():
             QMetaObject.invokeMethod(self.detector, "stop", Qt.ConnectionType.BlockingQueuedConnection)
-            self.thread.quit()
-            self.thread.wait(timeout_ms)
+            self.qthread.quit()
+            self.qthread.wait(timeout_ms)

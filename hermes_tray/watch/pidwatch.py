@@ -21,7 +21,7 @@ from typing import Any
 
 from PySide6.QtCore import QObject, QSocketNotifier, QTimer, Signal
 
-from hermes_tray_core.process.identity import process_liveness
+from hermes_tray_core import process_liveness
 
 log = logging.getLogger(__name__)
 

@@ -10,7 +10,7 @@ import threading
 import time
 from typing import Any
 
-from hermes_tray.contract import BackendValues, Outcome, RunResult, SkipReply
+from hermes_tray.contract import BackendValues, Outcome, RunResult, ScanSummary, SkipReply
 from hermes_tray.notify.base import Note, Notifier
 from hermes_tray_core.stores import decisions
 
@@ -67,7 +67,7 @@ class FakeEngine:
         return []
 
     def scan(self, homes):
-        return [], [], {}
+        return [], [], ScanSummary()
 
     def watch_plan(self, homes):
         return [], []

@@ -324,7 +324,7 @@ def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> N
     scan(ctrl, a, other)
     key = notes.shown[-1].key
     # the controller's record of s1 changes identity without a scan that withdraws the note
-    ctrl._records[ctrl._pending_keys[0]] = rec("s1", started_at=2000.0)
+    ctrl._records[ctrl.state.pending[0].key] = rec("s1", started_at=2000.0)
     ctrl.on_note_activated(key, "skip-all")
     settle(qtbot, ctrl)
     assert [r.session_key for _a, r in engine.acted_on] == ["s2"]

@@ -150,9 +150,9 @@ class SessionLink(QObject):
     def _handle(self, msg: Message) -> None:
         hdr = msg.header
         if hdr.message_type == MessageType.signal:
-            for rule, handler in self._signal_handlers:
+            for rule, on_signal in self._signal_handlers:
                 if rule.matches(msg):
-                    handler(msg)
+                    on_signal(msg)
             return
         if hdr.message_type != MessageType.method_call:
             return

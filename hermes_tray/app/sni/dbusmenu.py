@@ -23,6 +23,13 @@ from hermes_tray.app.sni.bus import DBusFault, SessionLink, member
 
 log = logging.getLogger(__name__)
 
+
+def submenu(action: QAction) -> QMenu | None:
+    """The menu an entry opens, if any. ``QAction.menu()`` is a template in Qt 6 (PySide6 types it
+    ``QObject``); the tray only ever attaches a ``QMenu``."""
+    menu = action.menu()
+    return menu if isinstance(menu, QMenu) else None
+
 IFACE = "com.canonical.dbusmenu"
 PROPS = "org.freedesktop.DBus.Properties"
 INTROSPECT = "org.freedesktop.DBus.Introspectable"
@@ -190,7 +197,7 @@ class MenuExporter(QObject):
                 cid = self._id(child, ident, held)
                 self._actions[cid] = child
                 self._identities[cid] = ident
-                kids.append((LAYOUT_SIG, self._node(cid, child, child.menu(), depth - 1, names, ident)))
+                kids.append((LAYOUT_SIG, self._node(cid, child, submenu(child), depth - 1, names, ident)))
         return item_id, props, kids
 
     def _live(self, item_id: int) -> QAction | None:
@@ -209,7 +216,7 @@ class MenuExporter(QObject):
             action = self._live(item_id)
         if action is None:
             raise DBusFault("org.freedesktop.DBus.Error.InvalidArgs", f"no menu item {item_id}")
-        return action, action.menu()
+        return action, submenu(action)
 
     def _index(self) -> None:
         """Re-learn which ids are live (after a rebuild the old actions are gone; their entries keep their ids)."""
