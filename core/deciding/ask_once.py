@@ -60,7 +60,10 @@ class TurnJournal(Protocol):
     def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
                       attempts: object) -> bool: ...
 
-    def record(self, event: str, *, home: Path | str, session_key: str, **fields: object) -> object: ...
+    def record(self, event: str, *, home: Path | str, session_key: str, started_at: float | int | None = None,
+               **fields: object) -> object: ...
+
+    def record_many(self, decisions: Sequence[Mapping[str, object]]) -> object: ...
 
 
 def turn_key(home: Path | str, session_key: str) -> str:
@@ -205,19 +208,17 @@ class AskOnce:
                  "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
         if not rows:
             return
-        many = getattr(target, "record_many", None)
-        if many is not None:
+        try:
+            target.record_many(rows)
+            return
+        except Exception:  # one bad turn (a hostile key) must not cost the others their record
+            log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
+        for t in turns:
             try:
-                many(rows)
-                return
-            except Exception:  # one bad turn (a hostile key) must not cost the others their record
-                log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows),
-                            exc_info=True)
-        for row in rows:
-            try:
-                target.record(row.pop("event"), **row)
+                target.record("notified", home=str(t.home), session_key=t.session_key, started_at=t.started_at,
+                              profile=t.profile, attempts=t.attempts, via=via)
             except Exception:
-                log.warning("could not journal 'notified' for %s", row.get("session_key"), exc_info=True)
+                log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
 
 
 def _default_journal() -> TurnJournal:

@@ -42,9 +42,12 @@ from __future__ import annotations
 import os
 import re
 import stat
-from collections.abc import Mapping
+from collections.abc import Mapping, MutableMapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
 
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert, finite
@@ -61,6 +64,11 @@ DEFAULT_MAX_ATTEMPTS = 2
 # A freshness window this wide never expires for any marker (about 1,900 years): what Hermes' ``.inf`` means,
 # kept finite so JSON output and arithmetic stay well-defined.
 MAX_FRESHNESS_MINUTES = 1e9
+
+#: A parsed YAML mapping: keys and values are whatever the file holds.
+YamlMap = Mapping[Any, Any]
+#: What :func:`read_managed` returns: (the managed config path | None, its parsed mapping, a warning | None).
+Managed = tuple[Path | None, YamlMap, str | None]
 
 
 class AutoContinueConfig(NamedTuple):
@@ -242,7 +250,7 @@ def _hermes_merge(base: Any, override: Any) -> Any:
     return override
 
 
-def _merged_desktop_block(user_doc: Any, managed: Mapping) -> tuple[Any, tuple[str, ...]]:
+def _merged_desktop_block(user_doc: Any, managed: YamlMap) -> tuple[Any, tuple[str, ...]]:
     """(the merged ``desktop.auto_continue`` value Hermes reads, the keys the overlay pins whatever the
     user's file says). Only the ``desktop`` branch of either document matters here."""
     user = user_doc if isinstance(user_doc, Mapping) else {}
@@ -264,7 +272,7 @@ def _merged_desktop_block(user_doc: Any, managed: Mapping) -> tuple[Any, tuple[s
     return block, tuple(k for k in KEYS if k in m_block)
 
 
-def read_managed(env: Mapping[str, str] | None = None) -> tuple[Path | None, Mapping, str | None]:
+def read_managed(env: Mapping[str, str] | None = None) -> Managed:
     """(the managed config.yaml, its parsed mapping — {} when absent —, a warning when it is ignored)."""
     from hermes_tray_core.hermes.paths import managed_config_file
 
@@ -286,7 +294,7 @@ def read_managed(env: Mapping[str, str] | None = None) -> tuple[Path | None, Map
     return path, doc, None
 
 
-def _yaml(kind: str = "rt"):
+def _yaml(kind: str = "rt") -> YAML:
     from ruamel.yaml import YAML
 
     y = YAML(typ=kind)
@@ -370,7 +378,6 @@ def auto_continue_block(doc: Any) -> tuple[Any, list[str]]:
     return desktop.get("auto_continue"), []
 
 
-Managed = tuple  # (managed config path | None, parsed mapping, warning | None): what read_managed returns
 
 
 def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = None,
@@ -530,6 +537,8 @@ def _is_block(mapping: Any) -> bool:
 
 def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None:
     """New text with only the edited keys' lines touched, or None when the layout is unusual."""
+    from ruamel.yaml.comments import CommentedMap
+
     nl = _newline(text)
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
@@ -542,13 +551,13 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
     block = desktop.get("auto_continue") if isinstance(desktop, Mapping) else None
     if doc and "desktop" in doc and not isinstance(desktop, Mapping):
         return None
-    if isinstance(block, Mapping) and len(block) and _is_block(block):
+    if isinstance(block, CommentedMap) and len(block) and _is_block(block):
         insert: list[tuple[str, Any]] = []
         for key, value in changes.items():
             if key in block:
                 if isinstance(block[key], (Mapping, list)):
                     return None
-                line, col = block.lc.value(key)
+                line, col = block.lc.value(key)  # a round-trip parse: every mapping is a CommentedMap
                 if not _splice_value(lines, line, col, _fmt(value)):
                     return None
             else:
@@ -593,17 +602,17 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
     doc = y.load(text)
     if doc is None:
         doc = CommentedMap()
-    if not isinstance(doc, Mapping):
+    if not isinstance(doc, MutableMapping):
         raise BackendConfigError("config.yaml is not a mapping at the top level; edit it by hand")
     desktop = doc.get("desktop")
     if desktop is None:
         desktop = doc["desktop"] = CommentedMap()
-    if not isinstance(desktop, Mapping):
+    if not isinstance(desktop, MutableMapping):
         raise BackendConfigError("config.yaml: 'desktop' is not a mapping; edit it by hand")
     block = desktop.get("auto_continue")
     if block is None:
         block = desktop["auto_continue"] = CommentedMap()
-    if not isinstance(block, Mapping):
+    if not isinstance(block, MutableMapping):
         raise BackendConfigError("config.yaml: 'desktop.auto_continue' is not a mapping; edit it by hand")
     for key, value in changes.items():
         block[key] = value
@@ -615,8 +624,8 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
     return new
 
 
-def _expected(doc: Any, changes: Mapping[str, Any]) -> dict:
-    data = _plain(doc) if doc is not None else {}
+def _expected(doc: Any, changes: Mapping[str, Any]) -> dict[str, Any]:
+    data: dict[str, Any] = _plain(doc) if doc is not None else {}
     desktop = data.setdefault("desktop", {})
     if desktop is None:
         desktop = data["desktop"] = {}
@@ -735,7 +744,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 data = b"\xef\xbb\xbf" + data
             mode = stat.S_IMODE(os.stat(path).st_mode) if exists else 0o600
 
-            def unchanged(sig=sig) -> None:
+            def unchanged(sig: tuple[int, int, int] | None = sig) -> None:
                 now_sig = file_signature(path) if path.exists() else None
                 if now_sig != sig:
                     raise _ChangedUnderUs()
@@ -769,7 +778,7 @@ def _same(current: Any, value: Any) -> bool:
     return type(_plain(current)) is type(value) and _plain(current) == value
 
 
-def _reads_as(candidate: str, expected: dict, changes: Mapping[str, Any]) -> bool:
+def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
     """True when Hermes would read ``candidate`` as ``expected``: every other value as before, and the
     changed keys with exactly the intended values *and types* (``1 == True`` must not pass)."""
     try:

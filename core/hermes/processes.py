@@ -35,9 +35,12 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import psutil
 
 from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.vocab import ProcessKind
@@ -267,7 +270,7 @@ def home_for(kind: ProcessKind, argv: Sequence[str], env: Mapping[str, str]) -> 
     return home
 
 
-def _same_user_filter():
+def _same_user_filter() -> tuple[list[str], Callable[[dict[str, Any]], bool]]:
     """A predicate on a psutil info dict: the process belongs to the current user."""
     if os.name == "posix":
         uid = os.getuid()
@@ -330,7 +333,7 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
     return out
 
 
-def _record(proc, info: dict, mine, wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
+def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str, Any]], bool], wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
     """The :class:`HermesProcess` of one psutil process (``info``: its pid, cmdline, create time and the
     user fields of :func:`_same_user_filter`), or None when it is not a Hermes process of this user."""
     from hermes_tray_core.process.start_mark import start_mark

@@ -27,7 +27,7 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
@@ -284,7 +284,7 @@ def _num(value: object) -> float | None:
     return None if isinstance(value, bool) else as_float(value)
 
 
-def _serves(home: Path | str | None):
+def _serves(home: Path | str | None) -> Callable[[int], bool] | None:
     """``serves_home`` for :func:`core.process.identity.judge_hermes_identity`: is a pid a live Hermes serving ``home``?"""
     if home is None:
         return None
@@ -293,7 +293,7 @@ def _serves(home: Path | str | None):
     return lambda pid: serves_home(pid, home)
 
 
-def judge_lease_row(row: dict, cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
+def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
     """Judge one ``session_turn_leases`` row (column name → value; ``holder`` and ``expires_at``, plus
     ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``.
     ``home``: the home whose ``state.db`` holds the row, so that a live Hermes holder keeps its lease
@@ -381,7 +381,7 @@ def active_sessions_path(home: Path | str) -> Path:
     return Path(home) / "runtime" / "active_sessions.json"
 
 
-def _entries(doc: object) -> list | None:
+def _entries(doc: object) -> list[object] | None:
     if isinstance(doc, dict):
         entries = doc.get("entries")
         return entries if isinstance(entries, list) else None

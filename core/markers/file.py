@@ -54,7 +54,7 @@ class Corrupt(ValueError):
     """The bytes are not a JSON object (the message says why)."""
 
 
-def same_json(a: dict, b: dict) -> bool:
+def same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
     if a is b:
         return True

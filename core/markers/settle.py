@@ -75,7 +75,7 @@ def _watch(store: Any) -> _Watch:
     return w
 
 
-def guard(store: Any, key: str, undone: dict, redo: Any = marker_file.ABSENT) -> None:
+def guard(store: Any, key: str, undone: dict[str, Any], redo: Any = marker_file.ABSENT) -> None:
     """For :data:`SETTLE_SECS`: if ``key`` reads ``undone`` again, put ``redo`` back (remove by default)."""
     with _cond:
         w = _watch(store)

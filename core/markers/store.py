@@ -42,7 +42,7 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -104,7 +104,7 @@ class _ForeignChange(Exception):
 # ── entry helpers ──────────────────────────────────────────────────────────
 
 
-def _started_at(entry: dict) -> float:
+def _started_at(entry: dict[str, Any]) -> float:
     """``started_at`` as Hermes reads it; junk counts as 0 (so it ages out instead of breaking writes)."""
     return finite(entry.get("started_at") or 0) or 0.0
 
@@ -184,13 +184,13 @@ def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJud
             from hermes_tray_core.hermes.processes import serves_home
 
             def serves(p: int) -> bool:
-                return serves_home(p, home)  # type: ignore[arg-type]
+                return serves_home(p, home)
         return judge_hermes_identity(pid, entry.get("writer_start_time"), serves_home=serves)
     except Exception:
         return unknown
 
 
-def marker_writer_state(entry: object, home: Path | str | None = None) -> str:
+def marker_writer_state(entry: object, home: Path | str | None = None) -> WriterState:
     """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker still running?
 
     A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
@@ -200,7 +200,7 @@ def marker_writer_state(entry: object, home: Path | str | None = None) -> str:
     return writer_judgement(entry, home).state
 
 
-def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries:
+def _with_record(entries: Entries, key: str, entry: dict[str, Any], now: float) -> Entries:
     """Prune (24 h, newest 32 including the new one) and insert; an existing key keeps its place, as in Hermes."""
     fresh = {}
     for k, e in entries.items():
@@ -650,7 +650,7 @@ class MarkerStore:
                 tmp = progress.path  # where the exchange left the file it handed back, even after an exception
             # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
             done = ours is None or (progress.settled if progress is not None else settled)
-            self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
+            self._drop_temp(tmp, None if done else (ours, sig))
         return result
 
     def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
@@ -757,7 +757,7 @@ class MarkerStore:
         the file there may be a foreign version newer than what stands: only ours, or the file we read
         (older than ours, which stands), is removed; anything else is kept."""
         if unsettled is not None:
-            here = fsutil.file_signature(path)  # type: ignore[arg-type]
+            here = fsutil.file_signature(path)
             if here is None:
                 return
             if here not in unsettled:
@@ -767,7 +767,7 @@ class MarkerStore:
             os.unlink(path)
 
     @contextlib.contextmanager
-    def _errors(self, what: str):
+    def _errors(self, what: str) -> Iterator[None]:
         try:
             yield
         except MarkerStoreError:

@@ -31,9 +31,9 @@ import json
 import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.deciding.policy import (
     AutoContinueConfig,
@@ -55,6 +55,11 @@ from hermes_tray_core.scanning.webui import summarise_journal as _summarise_jour
 from hermes_tray_core.scanning.webui import valid_summary as _valid_summary
 from hermes_tray_core.vocab import ProcessKind, ReasonCode, Verdict, WriterState
 
+if TYPE_CHECKING:
+    from hermes_tray_core.hermes.config import YamlMap
+    from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.hermes.state_db import OwnerView
+
 __all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
@@ -62,6 +67,12 @@ logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log
 _WARNING, _ERROR = 30, 40
 
 CACHE_VERSION = 3
+
+# The managed overlay as a scan reads it once: (path, mapping, warning) as ``read_managed`` returns them, and
+# the signature the config cache compares ([path, ino, size, mtime_ns], None when there is no file).
+_ManagedNow = tuple["Path | None", "YamlMap", "str | None", "list[object] | None"]
+# A marker file as last read: (signature, entries or None, status, problem).
+_MarkersRead = tuple[list[int], "dict[str, Any] | None", str, "str | None"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -123,25 +134,25 @@ def default_cache_file() -> Path:
     return paths.cache_dir() / "scan-cache.json"
 
 
-def _read_config(home: Home, managed: tuple) -> tuple[AutoContinueConfig, list[str]]:
+def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, list[str]]:
     from hermes_tray_core.hermes.config import read_backend_config
 
-    cfg = read_backend_config(home.path, managed=managed[:3])
+    cfg = read_backend_config(home.path, managed=(managed[0], managed[1], managed[2]))
     return cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
 
 
-def _config_entry(sig: list, ac: AutoContinueConfig, problems: list[str]) -> list:
+def _config_entry(sig: list[object], ac: AutoContinueConfig, problems: list[str]) -> list[object]:
     """The scan cache's entry for one config.yaml (read back by ``Scanner._cached_config``)."""
     return [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
 
 
-def _summary_entry(sig: str, summary: dict) -> list:
+def _summary_entry(sig: str, summary: dict[str, Any]) -> list[object]:
     """The scan cache's entry for one WebUI journal: [sig] when nothing is pending and nothing malformed (the
     common case, kept small), else [sig, summary]; read back by ``Scanner._cached_summary``."""
     return [sig] if not summary["pending"] and not summary["malformed"] else [sig, summary]
 
 
-def _owner_lookup(home: Path, key: str):
+def _owner_lookup(home: Path, key: str) -> OwnerView:
     from hermes_tray_core.hermes.state_db import active_session_owner
 
     return active_session_owner(home, key)
@@ -151,7 +162,7 @@ def _owner_lookup(home: Path, key: str):
 _MISS = object()
 
 
-class _NoApp(dict):
+class _NoApp(dict[str, dict[str, int]]):
     """This scan found no running Hermes app at all (``backend_sessions.none_running``): every home's answer is empty."""
 
 
@@ -184,7 +195,7 @@ def _retired(home: Path, key: str, entry: Any, journal: Any) -> bool:
     return True
 
 
-def _tombstoned(home: Path, key: str, entry: dict, journal: Any) -> bool:
+def _tombstoned(home: Path, key: str, entry: dict[str, Any], journal: Any) -> bool:
     """core.continuing.claim: this exact turn (session key + started_at + attempts) was skipped, so a marker for
     it is a stale Hermes write's copy: removed again here (compare-and-remove), and never offered."""
     from hermes_tray_core.continuing import claim as exactly_once
@@ -207,17 +218,18 @@ class Scanner:
         waiting for a Resume."""
         self.homes = list(homes)
         self.cache_file = cache_file
-        self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
-        self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
-        self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
-        self._managed_now: tuple | None = None  # the managed overlay, read once per scan
-        self._processes: Any = None  # hermes_processes.HermesProcesses, looked at once per scan when needed
+        # Both caches hold what the cache file held (JSON): each use checks its shape.
+        self._journals: dict[str, list[Any]] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
+        self._configs: dict[str, list[Any]] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
+        self._markers: dict[str, _MarkersRead] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
+        self._managed_now: _ManagedNow | None = None  # the managed overlay, read once per scan
+        self._processes: HermesProcesses | Exception | None = None  # looked at once per scan when needed
         self._process_finder = process_finder
-        self._owner_of: Any = None
+        self._owner_of: Callable[[Path, str], OwnerView] | bool | None = None
         self._journal: Any = None  # core.stores.decisions.DecisionJournal, once per scan
         self._ask_app = ask_running_hermes
         self._open_in_app: dict[str, dict[str, int]] = {}  # home -> {session key: pid}, asked once per scan
-        self._dashboards_now: Any = None  # the running Hermes apps (HermesProcesses), looked at once per scan
+        self._dashboards_now: HermesProcesses | Exception | None = None  # the running Hermes apps, once per scan
         self._logged: set[tuple[str, str, str]] = set()
         self._dirty = False
         if cache_file is not None:
@@ -299,11 +311,11 @@ class Scanner:
         self._dirty = True
         return ac, problems
 
-    def _config_sig(self, home: Home) -> list:
+    def _config_sig(self, home: Home) -> list[object]:
         st = _stat(home.config_file)
         return [_sig(st) if st else None, self._managed()[3]]
 
-    def _cached_config(self, key: str, sig: list) -> tuple[AutoContinueConfig, list[str]] | None:
+    def _cached_config(self, key: str, sig: list[object]) -> tuple[AutoContinueConfig, list[str]] | None:
         cached = self._configs.get(key)
         if isinstance(cached, list) and len(cached) == 3 and cached[0] == sig:
             try:
@@ -324,12 +336,12 @@ class Scanner:
                 return summary
         return _MISS  # not cached, changed, or a damaged entry (never trusted: read the file)
 
-    def _store_summary(self, ckey: str, sig: str, summary: dict) -> dict | None:
+    def _store_summary(self, ckey: str, sig: str, summary: dict[str, Any]) -> Any:
         entry = self._journals[ckey] = _summary_entry(sig, summary)
         self._dirty = True
         return entry[1] if len(entry) > 1 else None
 
-    def _managed(self) -> tuple:
+    def _managed(self) -> _ManagedNow:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
         if self._managed_now is None:
             from hermes_tray_core.hermes.paths import managed_config_file
@@ -344,7 +356,7 @@ class Scanner:
                 self._managed_now = (*read_managed(), [str(path), *_sig(st)])
         return self._managed_now
 
-    def _read_markers(self, home: Home) -> tuple[dict | None, str, str | None, os.stat_result | None]:
+    def _read_markers(self, home: Home) -> tuple[dict[str, Any] | None, str, str | None, os.stat_result | None]:
         """(entries or None, status, problem, stat)."""
         path = home.marker_file
         st = _stat(path)
@@ -427,7 +439,7 @@ class Scanner:
                             tuple(unsupported), tuple(problems))
         return report, turns
 
-    def _marker_records(self, home: Home, entries: dict, config: AutoContinueConfig, state: _HomeState | None,
+    def _marker_records(self, home: Home, entries: dict[str, Any], config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:
         out = []
         title_problem = None
@@ -545,7 +557,7 @@ class Scanner:
                 return None  # exactly_once.tombstoned looks again, and logs what fails
         return self._journal
 
-    def _owner(self, home: Home, key: str):
+    def _owner(self, home: Home, key: str) -> OwnerView | None:
         """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""
         if self._owner_of is None:
             # No registry file means nobody claims any session (hermes_state says "none"): skip the module
@@ -558,7 +570,7 @@ class Scanner:
                 self._owner_of = False
             except OSError:
                 self._owner_of = _owner_lookup
-        return self._owner_of(home.path, key) if self._owner_of else None
+        return self._owner_of(home.path, key) if callable(self._owner_of) else None
 
     def _open_sessions(self, home: Home) -> dict[str, int]:
         """The sessions the running Hermes of ``home`` has open (``core.backend.sessions``), once per scan."""
@@ -581,7 +593,7 @@ class Scanner:
             self._open_in_app[key] = found
         return self._open_in_app[key]
 
-    def _dashboards(self):
+    def _dashboards(self) -> HermesProcesses | Exception:
         """The running Hermes apps alone (their command lines; the environment of those few): cheaper than
         :meth:`_hermes_processes`, once per scan."""
         if self._dashboards_now is None:
@@ -594,7 +606,7 @@ class Scanner:
                 self._dashboards_now = exc
         return self._dashboards_now
 
-    def _hermes_processes(self):
+    def _hermes_processes(self) -> HermesProcesses | Exception:
         """One look at the process table per scan (only when a verdict depends on it)."""
         if self._processes is None:
             from hermes_tray_core.hermes.processes import HermesProcesses
@@ -680,7 +692,8 @@ class Scanner:
             problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
         return len(listing), records
 
-    def _webui_record(self, home: Home, sid: str, pending: list[dict], now: float, liveness) -> TurnRecord | None:
+    def _webui_record(self, home: Home, sid: str, pending: list[dict[str, Any]], now: float,
+                      liveness: Callable[[object, object], WriterState]) -> TurnRecord | None:
         """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while
         a worker of the session is alive (nothing was interrupted)."""
         judged = []

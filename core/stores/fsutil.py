@@ -15,7 +15,7 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 __all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
@@ -35,7 +35,7 @@ class UnsafePathError(OSError):
     """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
 
 
-def refuse_symlink(path: Path) -> None:
+def refuse_symlink(path: Path | str) -> None:
     """Raise :class:`UnsafePathError` if ``path`` itself is a symlink (missing is fine)."""
     try:
         st = os.lstat(path)
@@ -101,7 +101,7 @@ def temp_name_for(target: Path) -> Path:
 
 
 def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None,
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
 ) -> None:
     """Write ``data`` to ``target`` atomically and (unless ``durable`` is False) durably.
@@ -112,7 +112,7 @@ def atomic_write_bytes(
     only costs a re-read, never for anything a user or Hermes relies on.
     """
     target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
-    refuse_symlink(target)  # type: ignore[arg-type]
+    refuse_symlink(target)
     directory = os.path.dirname(target)
     tmp = write_temp(target, data, mode=mode, sync=durable)
     try:

@@ -31,7 +31,9 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
+from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
 from hermes_tray_core.process.start_mark import mark_pid
 from hermes_tray_core.stores.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
@@ -66,6 +68,10 @@ _MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
 # store was created in place of a corrupt one, whose granted epochs are unknown).
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
 CORRUPT_SUFFIX = "corrupt"
+
+# A ``leases`` row as SQLite returns it: (holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark,
+# acquired_at); the column values are whatever the file holds, so each use checks its own.
+_Row = tuple[Any, ...]
 
 
 @dataclass
@@ -220,10 +226,11 @@ class LeaseStore:
         # No mark of this pid: a row an older tray wrote (or updated) — its create time, within 1 ms.
         if pid == os.getpid():
             mine = own_identity().start_time
-            return start is not None and mine is not None and abs(float(start) - mine) >= 0.001
+            recorded = as_float(start)
+            return recorded is not None and mine is not None and abs(recorded - mine) >= 0.001
         return process_liveness(pid, start if isinstance(start, (int, float)) else None) == "dead"
 
-    def _free(self, row: tuple | None, now: float) -> bool:
+    def _free(self, row: _Row | None, now: float) -> bool:
         if row is None:
             return True
         holder, _epoch, expires_at, pid, start, ns, mark = row
@@ -231,13 +238,14 @@ class LeaseStore:
             return True
         return self._holder_gone(pid, start, ns, mark)
 
-    def _peek(self, name: str) -> tuple | None:
+    def _peek(self, name: str) -> _Row | None:
         with self._lock:
-            return self._connection().execute(
+            row: _Row | None = self._connection().execute(
                 "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark, acquired_at"
                 " FROM leases WHERE name = ?",
                 (name,),
             ).fetchone()
+            return row
 
     def _try_acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
         # Look first without the write lock: a waiter polling a held lease never contends with
