@@ -137,3 +137,15 @@ class Finish(StrEnum):
     STREAM = "stream"  # Hermes' own terminal frame (message.complete) on the tray's connection
     STATE_DB = "state-db"  # the events went elsewhere (a window took the session): Hermes' state.db has the reply
     LEFT_ALONE = "left-alone"  # the tray could not tell its turn from someone else's and left the session alone
+
+
+# ── the scanner's records (core.deciding.records) ──────────────────────────────────────────────
+
+__all__ += ["TurnSource"]
+
+
+class TurnSource(StrEnum):
+    """Where an interrupted turn was found (``TurnRecord.source``)."""
+
+    DESKTOP = "desktop"  # a Hermes marker (``<home>/desktop/interrupted_turns.json``): resumable
+    WEBUI = "webui"  # an unfinished WebUI journal turn: informational, never acted on

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.vocab import NotContinued, Verdict
+from hermes_tray_core.vocab import NotContinued, Verdict, WriterState
 
 __all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "touched_by_other",
            "wall_time_of", "why_not_continued"]
@@ -118,7 +118,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     if after is None and before is not None:
         try:
             cfg = read_backend_config(home).auto_continue
-            d = decide(before, config=cfg, writer="dead", now=now)
+            d = decide(before, config=cfg, writer=WriterState.DEAD, now=now)
         except Exception:
             d = None
         if d is not None and d.verdict == Verdict.DISABLED:

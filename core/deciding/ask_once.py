@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from hermes_tray_core.vocab import Mode, Verdict
+from hermes_tray_core.vocab import Mode, TurnSource, Verdict
 
 if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
     from hermes_tray_core.deciding.records import TurnRecord
@@ -82,7 +82,7 @@ def waiting(records: Iterable[TurnRecord], *, running: Iterable[str] = ()) -> di
     out: dict[str, TurnRecord] = {}
     for r in records:
         key = turn_key(r.home, r.session_key)
-        if r.verdict == Verdict.ACTIONABLE and r.source == "desktop" and key not in busy:
+        if r.verdict == Verdict.ACTIONABLE and r.source == TurnSource.DESKTOP and key not in busy:
             out[key] = r
     return out
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     import psutil
 
 from hermes_tray_core.hermes import paths as hermes_paths
-from hermes_tray_core.vocab import ProcessKind
+from hermes_tray_core.vocab import ProcessKind, WriterState
 
 __all__ = [
     "is_loopback",
@@ -103,7 +103,7 @@ class HermesProcess(NamedTuple):
         """Still the same process (pid and start mark, else create time)."""
         from hermes_tray_core.process.identity import process_liveness
 
-        return process_liveness(self.pid, self.start_time, mark=self.mark) == "alive"
+        return process_liveness(self.pid, self.start_time, mark=self.mark) == WriterState.ALIVE
 
     def listening_addresses(self, *, loopback_only: bool = True) -> list[tuple[str, int]]:
         """(ip, port) of the TCP sockets this process listens on (loopback only by default), IPv4 first;

@@ -34,6 +34,7 @@ from typing import Literal
 
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
+from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
@@ -322,9 +323,9 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
         start = None  # 0 / negative = "not recorded" in some writers, never a real create time; junk likewise
     judged = judge_hermes_identity(pid, start, serves_home=_serves(home))
     liveness = judged.state
-    if liveness == "dead":
+    if liveness == WriterState.DEAD:
         return _lv("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
-    if liveness == "alive":
+    if liveness == WriterState.ALIVE:
         return _lv("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}", holder, expires,
                    cid, pid)
     return _lv("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
@@ -435,10 +436,10 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
         # this home (core.process.identity.judge_hermes_identity).
         judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
         liveness = judged.state
-        if liveness == "alive":
+        if liveness == WriterState.ALIVE:
             return _ov("alive", f"Hermes {label}process {pid} has this session open{_paren(judged.note)}", pid,
                        surface)
-        if liveness == "dead":
+        if liveness == WriterState.DEAD:
             seen.append(_ov("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
             seen.append(_ov("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))

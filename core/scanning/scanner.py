@@ -53,7 +53,7 @@ from hermes_tray_core.markers.file import MARK_KEYS
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
 from hermes_tray_core.scanning.webui import valid_summary as _valid_summary
-from hermes_tray_core.vocab import ProcessKind, ReasonCode, Verdict, WriterState
+from hermes_tray_core.vocab import ProcessKind, ReasonCode, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:
     from hermes_tray_core.hermes.config import YamlMap
@@ -512,7 +512,7 @@ class Scanner:
             prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
             started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
             age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
-            writer=str(writer), verdict=decision.verdict, reason=decision.reason, source="desktop",
+            writer=writer, verdict=decision.verdict, reason=decision.reason, source=TurnSource.DESKTOP,
             unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
         )
         return record, tp
@@ -711,8 +711,8 @@ class Scanner:
         started = strict_finite(turn.get("started_at")) or 0.0
         return TurnRecord(
             home=home.path, profile=home.profile, session_key=sid, title=None, prompt_excerpt="",
-            started_at=started, age_seconds=decision.age_seconds, attempts=0, writer=str(writer),
-            verdict=decision.verdict, reason=decision.reason, source="webui", unsure=decision.unsure,
+            started_at=started, age_seconds=decision.age_seconds, attempts=0, writer=writer,
+            verdict=decision.verdict, reason=decision.reason, source=TurnSource.WEBUI, unsure=decision.unsure,
             turn_id=turn.get("turn_id") if isinstance(turn.get("turn_id"), str) else None, code=decision.code,
         )
 

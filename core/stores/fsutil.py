@@ -192,10 +192,11 @@ def writer_gone(pid: int, st: os.stat_result, *, now: float | None = None, min_a
         process_liveness,
         process_start_time,
     )
+    from hermes_tray_core.vocab import WriterState
 
     if pid == os.getpid():
         return False
-    if process_liveness(pid) != "dead":
+    if process_liveness(pid) != WriterState.DEAD:
         started = process_start_time(pid)
         if started is not None and started <= st.st_mtime + 1.0:
             return False  # a live process that existed when the temp file was written: may be mid-write

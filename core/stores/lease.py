@@ -37,6 +37,7 @@ from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
 from hermes_tray_core.process.start_mark import mark_pid
 from hermes_tray_core.stores.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
+from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
     "SCHEMA_VERSION"]
@@ -222,13 +223,13 @@ class LeaseStore:
         if ns is not None and ns != ours:
             return False  # another pid namespace: its pid means nothing here
         if isinstance(mark, str) and mark_pid(mark) == pid:
-            return process_liveness(pid, start, mark=mark) == "dead"
+            return process_liveness(pid, start, mark=mark) == WriterState.DEAD
         # No mark of this pid: a row an older tray wrote (or updated) — its create time, within 1 ms.
         if pid == os.getpid():
             mine = own_identity().start_time
             recorded = as_float(start)
             return recorded is not None and mine is not None and abs(recorded - mine) >= 0.001
-        return process_liveness(pid, start if isinstance(start, (int, float)) else None) == "dead"
+        return process_liveness(pid, start if isinstance(start, (int, float)) else None) == WriterState.DEAD
 
     def _free(self, row: _Row | None, now: float) -> bool:
         if row is None:
