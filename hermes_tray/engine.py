@@ -154,11 +154,8 @@ class CoreEngine:
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
-        from hermes_tray_core.hermes.config import (
-            BackendConfigError,
-            read_backend_config,
-            write_auto_continue,
-        )
+        from hermes_tray_core.hermes.config import read_backend_config
+        from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
 
         problems = []
         for home in home_paths:

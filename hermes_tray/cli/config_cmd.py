@@ -142,7 +142,7 @@ def _set(args: argparse.Namespace) -> int:
     key, text = args.key, args.value
     if key in BACKEND_KEYS:
         from hermes_tray.cli.enable_disable import set_backend
-        from hermes_tray_core.hermes.config import BackendConfigError, parse_value
+        from hermes_tray_core.hermes.config_edit import BackendConfigError, parse_value
 
         try:
             value = parse_value(key, text)

@@ -27,7 +27,8 @@ def run(args: argparse.Namespace) -> int:
 def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> int:
     """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each change."""
     from hermes_tray.cli.common import EXIT_USAGE, homes_to_change, journal_config, print_json, refuse, warn
-    from hermes_tray_core.hermes.config import BackendConfigError, read_backend_config, write_auto_continue
+    from hermes_tray_core.hermes.config import read_backend_config
+    from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
 
     homes, problem = homes_to_change(args, all_flag=all_flag)
     if problem:

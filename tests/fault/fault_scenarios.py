@@ -496,6 +496,7 @@ def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
     import ruamel.yaml  # noqa: F401 - imported before "ready", so the kills land in writes, not in an import
 
     from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit
 
     backend_config.read_backend_config(home)
     ack("R")
@@ -503,13 +504,13 @@ def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
     while True:
         fresh, attempts = yaml_values(i)
         ack(f"B {i}")
-        backend_config.write_auto_continue(home, freshness_minutes=fresh, max_attempts=attempts)
+        config_edit.write_auto_continue(home, freshness_minutes=fresh, max_attempts=attempts)
         ack(f"A {i}")
         i += 1
 
 
 def crash_config_yaml(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.hermes.config.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
+    """hermes_tray_core.hermes.config_edit.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
     user's bytes outside the two edited values and its own mode, holds the last acked or in-flight value."""
     from ruamel.yaml import YAML
 

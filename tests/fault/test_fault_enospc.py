@@ -149,7 +149,7 @@ def test_journal_append_fails_cleanly(disk):
 
 
 def test_config_writes_fail_cleanly(disk):
-    from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit as backend_config
     from hermes_tray_core.stores import settings
 
     home = disk.root / "home"

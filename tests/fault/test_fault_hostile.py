@@ -165,6 +165,7 @@ def test_marker_writes_set_corrupt_files_aside(scratch, data, key, prompt):
 def test_config_yaml_write_is_refused_or_correct(scratch, data, fresh):
     """write_auto_continue: a file it cannot edit safely is left byte for byte, with a clear error."""
     from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit
 
     home = scratch.reset()
     path = home / "config.yaml"
@@ -173,8 +174,8 @@ def test_config_yaml_write_is_refused_or_correct(scratch, data, fresh):
     assert cfg.auto_continue.max_attempts >= 0
     t0 = time.monotonic()
     try:
-        out = backend_config.write_auto_continue(home, freshness_minutes=fresh)
-    except backend_config.BackendConfigError as exc:
+        out = config_edit.write_auto_continue(home, freshness_minutes=fresh)
+    except config_edit.BackendConfigError as exc:
         assert str(exc)
         assert path.read_bytes() == data, "a refused edit changed the file"
     else:
@@ -348,7 +349,7 @@ BOMB_CHILD = textwrap.dedent(
         cfg = read_backend_config(home)
         print("OK", cfg.auto_continue, cfg.error, sum(len(w) for w in cfg.warnings))
     else:
-        from hermes_tray_core.hermes.config import BackendConfigError, write_auto_continue
+        from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
         try:
             write_auto_continue(home, freshness_minutes=5)
             print("OK written")

@@ -285,7 +285,7 @@ def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
 
 
 def test_settings_and_config_yaml_symlinks_refused(tmp_path, trap, monkeypatch):
-    from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit as backend_config
     from hermes_tray_core.stores import settings
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))

@@ -35,7 +35,7 @@ from real_flow import (
 from test_real_dashboard import GatewayWatch
 
 from hermes_tray_core.continuing import gateway
-from hermes_tray_core.hermes.config import write_auto_continue
+from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
 from tests.support.sim_homes import settings_for
