@@ -22,10 +22,10 @@ _FACE = {
     "decide": "deciding.policy", "decide_webui": "deciding.policy", "AutoContinueConfig": "hermes.config", "Decision": "deciding.policy",
     "age_text": "deciding.policy",
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume", "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
-    "MarkerStore": "markers.store", "record_turn_start": "markers.store", "clear_turn_marker": "markers.store",
-    "read_turn_marker": "markers.store", "marker_writer_state": "markers.store", "list_turn_markers": "markers.store",
+    "MarkerStore": "markers.store", "record_turn_start": "markers.turn_marker", "clear_turn_marker": "markers.turn_marker",
+    "read_turn_marker": "markers.turn_marker", "marker_writer_state": "markers.entries", "list_turn_markers": "markers.store",
     "DecisionJournal": "stores.decisions",
-    "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
+    "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab", "TurnSource": "vocab",
 }
 
 __all__ = ["__version__", *_FACE]

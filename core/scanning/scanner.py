@@ -472,7 +472,7 @@ class Scanner:
 
     def _marker_record(self, home: Home, key: str, entry: Any, config: AutoContinueConfig,
                        state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
-        from hermes_tray_core.markers.store import writer_judgement
+        from hermes_tray_core.markers.entries import writer_judgement
 
         info, tp = state.session(key) if state else (None, None)
         judged = writer_judgement(entry, home.path) if isinstance(entry, Mapping) else None

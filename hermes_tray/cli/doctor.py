@@ -189,7 +189,7 @@ def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
 def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
     """Can the tray's writes to this home's marker file go in by atomic exchange (core.markers.store)? Without
     one they fall back to compare-and-replace, which a concurrent Hermes write can still defeat."""
-    from hermes_tray_core.markers.store import exchange_support
+    from hermes_tray_core.markers.turn_marker import exchange_support
 
     ok, detail = exchange_support(home)
     info = {"exchange": ok, "detail": detail}

@@ -101,7 +101,7 @@ class DemoHome:
         finally:
             log.close()
         deadline = time.monotonic() + 10
-        from hermes_tray_core.markers.store import read_turn_marker
+        from hermes_tray_core.markers.turn_marker import read_turn_marker
 
         while time.monotonic() < deadline and (read_turn_marker(self.home, key) or {}).get(
                 "writer_pid") != self.backend.pid:

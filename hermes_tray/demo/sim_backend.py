@@ -41,7 +41,9 @@ from typing import Any
 
 from hermes_tray.demo import sim_state
 from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
+from hermes_tray_core.markers import entries as marker_entries
 from hermes_tray_core.markers import store as markers
+from hermes_tray_core.markers import turn_marker
 
 AUTO = "auto-continue"
 LEGACY = "legacy"
@@ -271,15 +273,15 @@ class SimGateway:
         from hermes_tray_core.hermes.config import read_backend_config
 
         raw = markers.MarkerStore(self.home).list().get(key)
-        marker = markers.normalize_marker(raw)
+        marker = marker_entries.normalize_marker(raw)
         if raw is None or marker is None:
             return None
         cfg = read_backend_config(self.home).auto_continue
-        verdict = decide(raw, config=cfg, writer=markers.marker_writer_state(raw, self.home), now=time.time()).verdict
+        verdict = decide(raw, config=cfg, writer=marker_entries.marker_writer_state(raw, self.home), now=time.time()).verdict
         if verdict in ("not-ours", "running"):
             return None  # another mechanism / a live writer owns it: leave it
         if verdict != "actionable":
-            markers.clear_turn_marker(self.home, key)  # disabled, stale or exhausted: retire it
+            turn_marker.clear_turn_marker(self.home, key)  # disabled, stale or exhausted: retire it
             return None
         interrupted_at = float(raw.get("interrupted_at") or marker["started_at"])
         return marker["attempts"] + 1, marker["prompt"], interrupted_at
@@ -302,7 +304,7 @@ class SimGateway:
         if session["running"]:
             session["interrupt"].set()
             if self.capability == AUTO:
-                markers.clear_turn_marker(self.home, session["key"])  # a confirmed Stop retires the marker
+                turn_marker.clear_turn_marker(self.home, session["key"])  # a confirmed Stop retires the marker
         return {"status": "interrupted"}, None
 
     def m_session_active_list(self, params: dict[str, Any]) -> tuple[dict, None]:
@@ -342,13 +344,13 @@ class SimGateway:
                 f.write(f"{tool.pid}\n")
         if self.capability == AUTO:
             # A continuation's marker carries attempts + 1 and the ORIGINAL prompt, never the note.
-            markers.record_turn_start(self.home, key, original, attempts=attempt)
+            turn_marker.record_turn_start(self.home, key, original, attempts=attempt)
         holder = sim_state.acquire_turn_lease(self.home, key, uuid.uuid4().hex[:8]) if self.capability == AUTO else None
         self.emit("message.start", sid)
         status, reply = run_turn_body(self.home, key, text, ctl, session["interrupt"], lambda d: self.emit(
             "message.delta", sid, {"text": d}), holder)
         if self.capability == AUTO:
-            markers.clear_turn_marker(self.home, key)
+            turn_marker.clear_turn_marker(self.home, key)
         if holder:
             sim_state.release_turn_lease(self.home, key, holder)
         session["running"] = False
@@ -402,7 +404,7 @@ def run_standalone_turn(home: Path, key: str, prompt: str, *, turn_seconds: floa
     """``run-turn``: one turn with no client, marker + lease held, as a backend mid-turn would."""
     if not sim_state.session_exists(home, key):
         sim_state.create_session(home, session_id=key, title="Demo session")
-    markers.record_turn_start(home, key, prompt, attempts=attempts)
+    turn_marker.record_turn_start(home, key, prompt, attempts=attempts)
     holder = sim_state.acquire_turn_lease(home, key, uuid.uuid4().hex[:8])
     _log_turn(home, session_key=key, kind="standalone", attempt=attempts, capability=AUTO,
               text_sha=_digest(prompt), original_sha=_digest(prompt))
@@ -411,7 +413,7 @@ def run_standalone_turn(home: Path, key: str, prompt: str, *, turn_seconds: floa
         threading.Timer(die_after, lambda: os.kill(os.getpid(), signal.SIGKILL)).start()
     ctl = dict(load_control(home), turn_seconds=turn_seconds, die_mid_turn=False)
     status, _ = run_turn_body(home, key, prompt, ctl, threading.Event(), lambda d: None, holder)
-    markers.clear_turn_marker(home, key)
+    turn_marker.clear_turn_marker(home, key)
     if holder:
         sim_state.release_turn_lease(home, key, holder)
     print(f"turn {status}", flush=True)

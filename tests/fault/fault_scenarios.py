@@ -148,6 +148,7 @@ def marker_prompt(i: int) -> str:
 
 def _markers_writer(ack, home: str, start: int, seed: int) -> None:
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     rng = random.Random(seed)
     present = set(markers.list_turn_markers(home))
@@ -157,12 +158,12 @@ def _markers_writer(ack, home: str, start: int, seed: int) -> None:
         key = rng.choice(MARKER_KEYS)
         if key in present:
             ack(f"B {i} clear {key}")
-            markers.clear_turn_marker(home, key)
+            turn_marker.clear_turn_marker(home, key)
             present.discard(key)
             ack(f"A {i} clear {key}")
         else:
             ack(f"B {i} record {key}")
-            markers.record_turn_start(home, key, marker_prompt(i), attempts=i % 3)
+            turn_marker.record_turn_start(home, key, marker_prompt(i), attempts=i % 3)
             present.add(key)
             ack(f"A {i} record {key}")
         i += 1
@@ -171,6 +172,7 @@ def _markers_writer(ack, home: str, start: int, seed: int) -> None:
 def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
     """hermes_tray_core.markers.store record/clear under SIGKILL: the file always parses, no acked change lost."""
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = Path(workdir) / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
@@ -238,7 +240,7 @@ def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
         verify=verify,
     )
     # The next write sweeps the litter of the killed writer.
-    markers.record_turn_start(home, MARKER_KEYS[0], marker_prompt(0))
+    turn_marker.record_turn_start(home, MARKER_KEYS[0], marker_prompt(0))
     left = temp_litter(path.parent, path.name)
     assert left == [], f"stale temp files not swept by the next write: {left}"
     stats.extra["max_temp_litter"] = litter_max
