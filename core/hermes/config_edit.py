@@ -21,20 +21,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.digest import sha256_hex
-from hermes_tray_core.hermes.config import (
-    KEYS,
-    MAX_NODES,
-    BackendConfig,
-    TooComplex,
-    auto_continue_block,
-    backend_config_from_text,
-    config_path,
-    load_as_hermes,
-    merged_desktop_block,
-    read_backend_config,
-    read_managed,
-    yaml_error,
-)
+from hermes_tray_core.hermes import config as read
+from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
 from hermes_tray_core.numbers import finite
 
 if TYPE_CHECKING:
@@ -84,11 +72,11 @@ def _parse(text: str) -> Any:
 def _plain(value: Any, budget: list[int] | None = None) -> Any:
     """Deep copy as plain dict/list/scalars, for comparing two parses.
 
-    Aliases make a small file a huge tree when copied: the copy is bounded by :data:`MAX_NODES`
+    Aliases make a small file a huge tree when copied: the copy is bounded by :data:`~hermes_tray_core.hermes.config.MAX_NODES`
     (raises :class:`TooComplex`), so a hostile config.yaml cannot exhaust memory.
     """
     if budget is None:
-        budget = [MAX_NODES]
+        budget = [read.MAX_NODES]
     budget[0] -= 1
     if budget[0] < 0:
         raise TooComplex("config.yaml expands to too many values (YAML aliases?)")
@@ -328,11 +316,11 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     )
 
     wanted = _validate_changes(changes)
-    path = config_path(home)
-    managed = read_managed()
-    _block, pinned = merged_desktop_block({}, managed[1])
+    path = read.config_path(home)
+    managed = read.read_managed()
+    _block, pinned = read.merged_desktop_block({}, managed[1])
     if any(k in pinned for k in wanted):
-        effective = read_backend_config(home, managed=managed).auto_continue
+        effective = read.read_backend_config(home, managed=managed).auto_continue
         clash = {k: v for k, v in wanted.items() if k in pinned and not _equal(getattr(effective, k), v)}
         if clash:
             what = "; ".join(f"{k} is {_fmt(getattr(effective, k))}" for k in clash)
@@ -341,7 +329,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 f"{managed[0]} ({what}), which wins over {path}; not changed")
         wanted = {k: v for k, v in wanted.items() if k not in pinned}
         if not wanted:
-            return read_backend_config(home, managed=managed)
+            return read.read_backend_config(home, managed=managed)
     if not Path(home).is_dir():
         raise BackendConfigError(f"{home} is not a directory (no such Hermes home)")
     if path.is_symlink():
@@ -364,14 +352,14 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             except UnicodeDecodeError as exc:
                 raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
             try:
-                hermes_doc = load_as_hermes(text)  # what Hermes sees: the values we compare and verify
+                hermes_doc = read.load_as_hermes(text)  # what Hermes sees: the values we compare and verify
             except Exception as exc:
                 raise BackendConfigError(
-                    f"{yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
+                    f"{read.yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
                 ) from exc
             if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
                 raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
-            block, shape = auto_continue_block(hermes_doc)
+            block, shape = read.auto_continue_block(hermes_doc)
             if shape:
                 raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
             if block is not None and not isinstance(block, Mapping):
@@ -379,7 +367,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             try:
                 todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
                 if not todo:
-                    return _in_effect(backend_config_from_text(path, text, managed=managed), wanted)
+                    return _in_effect(read.backend_config_from_text(path, text, managed=managed), wanted)
                 expected = _expected(hermes_doc, todo)
             except TooComplex as exc:
                 raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
@@ -387,7 +375,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 doc = _parse(text)  # round trip: where the lines to edit are
             except Exception as exc:
                 raise BackendConfigError(
-                    f"{path} cannot be edited safely ({yaml_error(path, exc).split(': ', 1)[-1]}); "
+                    f"{path} cannot be edited safely ({read.yaml_error(path, exc).split(': ', 1)[-1]}); "
                     "left unchanged — edit it by hand"
                 ) from exc
             new_text = None
@@ -403,7 +391,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                     break
             if new_text is None:
                 raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
-            after = _in_effect(backend_config_from_text(path, new_text, managed=managed), todo)
+            after = _in_effect(read.backend_config_from_text(path, new_text, managed=managed), todo)
             data = new_text.encode("utf-8")
             if bom:
                 data = b"\xef\xbb\xbf" + data
@@ -447,10 +435,10 @@ def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, An
     """True when Hermes would read ``candidate`` as ``expected``: every other value as before, and the
     changed keys with exactly the intended values *and types* (``1 == True`` must not pass)."""
     try:
-        doc = load_as_hermes(candidate)
+        doc = read.load_as_hermes(candidate)
         if _plain(doc) != expected:
             return False
-        block, _shape = auto_continue_block(doc)
+        block, _shape = read.auto_continue_block(doc)
         return isinstance(block, Mapping) and all(k in block and _same(block[k], v) for k, v in changes.items())
     except Exception:
         return False

@@ -34,7 +34,7 @@ from hermes_tray_core.stores import turn_journal as journal
 
 __all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
-    "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_retired", "is_tombstoned",
+    "decision_turn_id", "default_journal", "has_answered", "history", "home_key",
     "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
 
 JOURNAL_ID = "decisions"
@@ -497,14 +497,6 @@ def history(limit: int = 200, **filters: Any) -> list[dict[str, Any]]:
 
 def has_answered(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
     return default_journal().has_answered(home, session_key, started_at)
-
-
-def is_tombstoned(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
-    return default_journal().is_tombstoned(home, session_key, started_at, attempts)
-
-
-def is_retired(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
-    return default_journal().is_retired(home, session_key, started_at, attempts)
 
 
 def was_asked(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
