@@ -319,7 +319,7 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
             info = proc.info
             if by_argv:
                 argv = info.get("cmdline") or []
-                if not argv or classify(argv) not in wanted:  # type: ignore[operator]
+                if not argv or (wanted is not None and classify(argv) not in wanted):
                     continue
                 info = {**info, **proc.as_dict(["create_time", *extra])}
             if info.get("pid") in skip:
@@ -340,7 +340,7 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
 
     pid = info.get("pid")
     argv = info.get("cmdline") or []
-    if not argv or not mine(info) or not _quick_candidate(argv):
+    if not isinstance(pid, int) or not argv or not mine(info) or not _quick_candidate(argv):
         return None
     kind = classify(argv)
     env: Mapping[str, str] | None = None
@@ -365,8 +365,8 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
     except Exception:
         exe = None
     start = info.get("create_time")
-    return HermesProcess(int(pid), float(start) if start is not None else None, kind, home,  # type: ignore[arg-type]
-                         tuple(str(a) for a in argv), exe, webui, start_mark(int(pid)))  # type: ignore[arg-type]
+    return HermesProcess(pid, float(start) if start is not None else None, kind, home,
+                         tuple(str(a) for a in argv), exe, webui, start_mark(pid))
 
 
 def hermes_process(pid: int) -> HermesProcess | None:

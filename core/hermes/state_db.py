@@ -516,7 +516,9 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
     it are in ``state.db``. ``pending``: not (yet) — no such row, or no end after it. ``unknown``:
     ``state.db`` cannot be read. Never raises; the second item says why, in one line."""
     state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
-    return ("pending" if state in ("absent", "superseded") else state), why  # type: ignore[return-value]
+    if state == "absent" or state == "superseded":
+        return "pending", why
+    return state, why
 
 
 def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,

@@ -38,7 +38,7 @@ import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from hermes_tray_core.keys import validate_session_id
 from hermes_tray_core.lazy_log import get_logger
@@ -256,7 +256,7 @@ class MarkerStore:
             finally:
                 os.close(fd)
             if wrote:
-                fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+                fsutil.fsync_dir(self._dir)
             self._sweep()
             return result
         except (MarkerStoreError, _ForeignChange):
@@ -284,10 +284,10 @@ class MarkerStore:
     def _open_lock(self) -> int:
         """The sidecar lock file (0600); creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
         try:
-            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+            return fsutil.open_private_lockfile(self._lock)
         except FileNotFoundError:
             fsutil.ensure_private_dir(self.path.parent)
-            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+            return fsutil.open_private_lockfile(self._lock)
 
     def _sweep(self) -> None:
         """Remove dead writers' temp files: listing the directory is cheap; the writers are asked about
@@ -320,7 +320,7 @@ class MarkerStore:
             logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
             return None, {}, None
 
-    def _store(self, entries: Entries, read: bytes | None, sig: tuple[int, int, int] | None | bool,
+    def _store(self, entries: Entries, read: bytes | None, sig: atomic_exchange.Sig | None | Literal[False],
                mutate: Mutate, result: Any) -> Any:
         """Put ``entries`` in place of the file read (``read``, signature ``sig``; False = skip the
         foreign-change check) and return ``mutate``'s result for what finally stands.
@@ -355,9 +355,9 @@ class MarkerStore:
                 return result
             ours = fsutil.file_signature(tmp)
             try:
-                if sig is not False and sig is not None:
-                    progress = atomic_exchange.Progress(tmp, ours)  # type: ignore[arg-type]
-                    tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)  # type: ignore[arg-type]
+                if sig is not False and sig is not None and ours is not None:
+                    progress = atomic_exchange.Progress(tmp, ours)
+                    tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)
                 else:
                     tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
             except FileNotFoundError:

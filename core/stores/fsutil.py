@@ -74,7 +74,7 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path | str) -> None:
     """Persist a directory entry change (create/rename). No-op where directories cannot be opened."""
     if sys.platform == "win32":
         return
@@ -124,7 +124,7 @@ def atomic_write_bytes(
             os.unlink(tmp)
         raise
     if sync_dir and durable:
-        fsync_dir(directory or ".")  # type: ignore[arg-type]
+        fsync_dir(directory or ".")
 
 
 def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
@@ -218,7 +218,7 @@ def is_temp_name(name: str) -> bool:
     return bool(_TMP_RE.match(name))
 
 
-def open_private_lockfile(path: Path) -> int:
+def open_private_lockfile(path: Path | str) -> int:
     """Open (creating 0600) a lock file, refusing symlinks. Returns a raw fd."""
     refuse_symlink(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY, FILE_MODE)

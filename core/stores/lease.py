@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
@@ -73,6 +73,7 @@ CORRUPT_SUFFIX = "corrupt"
 # A ``leases`` row as SQLite returns it: (holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark,
 # acquired_at); the column values are whatever the file holds, so each use checks its own.
 _Row = tuple[Any, ...]
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -201,7 +202,7 @@ class LeaseStore:
 
     # -- transactions --------------------------------------------------------------------------
 
-    def _write(self, fn: Callable[[sqlite3.Connection], object]) -> object:
+    def _write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
@@ -279,7 +280,7 @@ class LeaseStore:
             )
             return Lease(name, holder, epoch, expires, now)
 
-        return self._write(txn)  # type: ignore[return-value]
+        return self._write(txn)
 
     # -- API -----------------------------------------------------------------------------------
 
@@ -340,7 +341,7 @@ class LeaseStore:
         expires = self._write(txn)
         if expires is None:
             return False
-        lease.expires_at = float(expires)  # type: ignore[arg-type]
+        lease.expires_at = float(expires)
         return True
 
     def release(self, lease: Lease) -> bool:
