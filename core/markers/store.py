@@ -25,7 +25,8 @@ why this one exists:
 Each write is made alone: the tray, the helper and the CLI write this file only when a user decides
 something, so contended throughput is not a goal (``tests/bench/bench_markers.py`` still prints it).
 
-:class:`MarkerStore` is strict: it validates session keys with :mod:`core.keys` and raises
+:class:`MarkerStore` is strict: its public methods are where a key enters (each turns it into a
+:class:`~core.keys.SessionKey` once, :func:`core.keys.session_key`; the internals take the typed key) and it raises
 :class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails. :func:`list_turn_markers` and
 :func:`remove_marker_if_unchanged` are its tray calls.
 """
@@ -40,7 +41,8 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
-from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.keys import session_key as checked_key
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers import file as marker_file
 from hermes_tray_core.markers.entries import build_entry, normalize_marker, with_record
@@ -134,8 +136,7 @@ class MarkerStore:
 
     def read(self, session_key: str) -> dict[str, Any] | None:
         """Hermes' ``read_turn_marker`` shape for ``session_key``, or None."""
-        validate_session_id(session_key, what="session key")
-        return normalize_marker(self.list().get(session_key))
+        return normalize_marker(self.list().get(checked_key(session_key)))
 
     # writes
 
@@ -154,19 +155,18 @@ class MarkerStore:
         ``writer`` records the marker on behalf of another process (e.g. a gateway child the tray
         launched for a continuation), so liveness checks follow that process, not the tray.
         """
-        validate_session_id(session_key, what="session key")
+        key = checked_key(session_key)
         if not isinstance(prompt, str) or not prompt:
             raise ValueError("prompt must be a non-empty string")
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
             raise ValueError(f"attempts must be an int >= 0, not {attempts!r}")
         if writer is not None and (isinstance(writer.pid, bool) or not isinstance(writer.pid, int) or writer.pid <= 0):
             raise ValueError(f"writer pid must be a positive int, not {writer.pid!r}")
-        return self._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+        return self._record(key, prompt, attempts, auto_continue, notification_category, writer)
 
     def clear(self, session_key: str) -> bool:
         """Remove the marker of a concluded turn. True if there was one."""
-        validate_session_id(session_key, what="session key")
-        return self._clear(session_key)
+        return self._clear(checked_key(session_key))
 
     def remove_if_unchanged(self, session_key: str, expected: dict[str, Any], *, settle: bool = True) -> bool:
         """Remove ``session_key`` only if its raw entry still equals ``expected`` (as :meth:`list` gave it).
@@ -176,9 +176,10 @@ class MarkerStore:
         Hermes write that brings ``expected`` back is undone again (:mod:`core.markers.settle`; wait for it
         with :func:`core.markers.settle.wait`).
         """
+        key = checked_key(session_key)
         if not isinstance(expected, dict):
             raise TypeError("expected must be the entry dict list() returned")
-        return self._swap(session_key, expected, marker_file.ABSENT, settle, "remove")
+        return self._swap(key, expected, marker_file.ABSENT, settle, "remove")
 
     def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any], *,
                              settle: bool = True) -> bool:
@@ -189,18 +190,18 @@ class MarkerStore:
         The tray's own continuation of a turn takes the marker over this way, so it can never continue a
         turn that was skipped (or changed) after it was checked, whoever skipped it.
         """
+        key = checked_key(session_key)
         if not isinstance(expected, dict) or not isinstance(replacement, dict):
             raise TypeError("expected and replacement must be entry dicts")
         entry = dict(replacement)
-        done = self._swap(session_key, expected, entry, settle, "replace")
+        done = self._swap(key, expected, entry, settle, "replace")
         if done:
             logger.debug("turn marker for session %s replaced (writer pid %s)", session_key, entry.get("writer_pid"))
         return done
 
-    def _swap(self, key: str, expected: dict[str, Any], new: Any, settle: bool, what: str) -> bool:
+    def _swap(self, key: SessionKey, expected: dict[str, Any], new: Any, settle: bool, what: str) -> bool:
         """``key``: ``expected`` → ``new`` (:data:`~core.markers.file.ABSENT`: removed) if it still reads
         ``expected``; then, with ``settle``, a stale Hermes write that brings ``expected`` back is undone again."""
-        validate_session_id(key, what="session key")
         if not os.path.lexists(self._p):
             return False
         now = time.time()

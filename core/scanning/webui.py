@@ -53,9 +53,6 @@ def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
     return {"pending": out, "malformed": len(doc["malformed"])}
 
 
-_MISS = object()
-
-
 def valid_summary(summary: Any) -> bool:
     return (type(summary) is dict and type(summary.get("pending")) is list
             and all(type(p) is dict for p in summary["pending"]))

@@ -260,10 +260,7 @@ def append_turn_journal_event(session_id: str, event: Event, *, session_dir: Pat
     ``TypeError`` for a non-dict event, ``ValueError`` for an empty ``event`` name or a bad
     session id; nothing is written for a rejected call.
     """
-    payload = _prepare(session_id, event)
-    line = _encode(payload)  # raises (nothing written) for a value JSON cannot hold
-    _append(_cached_path(session_id, os.fspath(session_dir)), line)
-    return _as_written(payload, line)
+    return append_turn_journal_events(session_id, [event], session_dir=session_dir)[0]
 
 
 def append_turn_journal_events(session_id: str, events: Sequence[Event], *, session_dir: Path | str) -> list[Event]:
@@ -272,7 +269,7 @@ def append_turn_journal_events(session_id: str, events: Sequence[Event], *, sess
     They share one ``created_at`` unless an event brings its own."""
     now = time.time()
     payloads = [_prepare(session_id, {"created_at": now, **e} if isinstance(e, dict) else e) for e in events]
-    lines = [_encode(p) for p in payloads]
+    lines = [_encode(p) for p in payloads]  # raises (nothing written) for a value JSON cannot hold
     if lines:
         _append(_cached_path(session_id, os.fspath(session_dir)), b"".join(lines))
     return [_as_written(p, line) for p, line in zip(payloads, lines, strict=True)]
