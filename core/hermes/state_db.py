@@ -32,15 +32,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
-    "active_sessions_path", "conversation_root", "conversation_root_with", "judge_lease_row",
+    "conversation_root", "conversation_root_with", "judge_lease_row",
     "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
-    "session_activity", "session_info", "state_db_missing", "state_db_path", "turn_lease_view"]
+    "session_activity", "session_info", "state_db_missing", "turn_lease_view"]
 
 LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
@@ -139,10 +140,6 @@ def _ov(state: OwnerState, detail: str, pid: int | None = None, surface: str | N
 # state.db access
 
 
-def state_db_path(home: Path | str) -> Path:
-    return Path(home) / "state.db"
-
-
 def state_db_missing(home: Path | str) -> bool:
     """True only when ``<home>/state.db`` provably does not exist (no such file, or no such home).
 
@@ -150,7 +147,7 @@ def state_db_missing(home: Path | str) -> bool:
     "missing": it may hold leases we cannot see, so callers must treat it as unreadable.
     """
     try:
-        os.lstat(state_db_path(home))
+        os.lstat(hermes_paths.state_db(Path(home)))
     except FileNotFoundError:
         return True
     except OSError:
@@ -160,7 +157,7 @@ def state_db_missing(home: Path | str) -> bool:
 
 def _connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[sqlite3.Connection | None, str | None]:
     """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
-    path = state_db_path(home)
+    path = hermes_paths.state_db(Path(home))
     if not path.is_file():
         return None, f"no state.db in {home}" if state_db_missing(home) else f"cannot open {path} (not a file)"
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
@@ -378,10 +375,6 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
 # active-session registry
 
 
-def active_sessions_path(home: Path | str) -> Path:
-    return Path(home) / "runtime" / "active_sessions.json"
-
-
 def _entries(doc: object) -> list[object] | None:
     if isinstance(doc, dict):
         entries = doc.get("entries")
@@ -399,7 +392,7 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     ``ignore_pids``: processes of ours in this pid namespace (the gateway the tray started registers
     the session it resumed) whose entries are not another owner.
     """
-    path = active_sessions_path(home)
+    path = hermes_paths.active_sessions_file(Path(home))
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_REGISTRY_BYTES + 1)
