@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 _FACE = {
     # finding homes, scanning, judging
     "discover_homes": "hermes.homes", "Home": "hermes.homes",
-    "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.scanner",
+    "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.cache",
     "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
     "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
     "age_text": "deciding.policy", "restate_age": "deciding.policy",
@@ -39,15 +39,14 @@ _FACE = {
     "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
     "HermesSettingsError": "continuing.gateway",
     # markers
-    "MarkerStore": "markers.store", "MarkerStoreError": "markers.store", "record_turn_start": "markers.store",
-    "clear_turn_marker": "markers.store", "read_turn_marker": "markers.store",
-    "marker_writer_state": "markers.store", "list_turn_markers": "markers.store",
-    "normalize_marker": "markers.store",
-    "exchange_support": "markers.store", "wait_for_marker_settle": "markers.settle:wait",
+    "MarkerStore": "markers.store", "MarkerStoreError": "markers.store", "list_turn_markers": "markers.store",
+    "record_turn_start": "markers.turn_marker", "clear_turn_marker": "markers.turn_marker",
+    "read_turn_marker": "markers.turn_marker", "exchange_support": "markers.turn_marker",
+    "marker_writer_state": "markers.entries", "normalize_marker": "markers.entries", "wait_for_marker_settle": "markers.settle:wait",
     # Hermes' own files and processes
-    "AutoContinueConfig": "hermes.config", "BackendConfigError": "hermes.config",
-    "read_backend_config": "hermes.config", "write_auto_continue": "hermes.config",
-    "parse_config_value": "hermes.config:parse_value",
+    "AutoContinueConfig": "hermes.config", "read_backend_config": "hermes.config",
+    "BackendConfigError": "hermes.config_edit", "write_auto_continue": "hermes.config_edit",
+    "parse_config_value": "hermes.config_edit:parse_value",
     "HomeState": "hermes.state_db_batch", "parse_holder": "hermes.state_db",
     "HermesProcesses": "hermes.processes",
     "RESUMING_STATUS_TEXT": "hermes.note", "continuation_note": "hermes.note",
@@ -75,6 +74,7 @@ _FACE = {
     "child_environment": "process.child_env",
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
+    "TurnSource": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
@@ -96,7 +96,7 @@ __all__ = [
     "MAX_IDLE_TIMEOUT", "settings_file", "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db",
     "decision_journal_dir", "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile",
     "try_lock_fd", "unlock_fd", "open_private_append", "process_liveness", "own_identity", "own_pidns",
-    "child_environment", "Verdict", "WriterState", "ReasonCode", "Outcome", "Mode", "InvalidIdError",
+    "child_environment", "Verdict", "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "InvalidIdError",
     "validate_session_id", "strict_finite",
 ]
 
@@ -120,35 +120,29 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
     from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
-    from hermes_tray_core.hermes.config import (
-        AutoContinueConfig,
-        BackendConfigError,
-        read_backend_config,
-        write_auto_continue,
-    )
-    from hermes_tray_core.hermes.config import parse_value as parse_config_value
+    from hermes_tray_core.hermes.config import AutoContinueConfig, read_backend_config
+    from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
+    from hermes_tray_core.hermes.config_edit import parse_value as parse_config_value
     from hermes_tray_core.hermes.homes import Home, discover_homes
     from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
     from hermes_tray_core.hermes.processes import HermesProcesses
     from hermes_tray_core.hermes.state_db import parse_holder
     from hermes_tray_core.hermes.state_db_batch import HomeState
     from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core.markers.entries import marker_writer_state, normalize_marker
     from hermes_tray_core.markers.settle import wait as wait_for_marker_settle
-    from hermes_tray_core.markers.store import (
-        MarkerStore,
-        MarkerStoreError,
+    from hermes_tray_core.markers.store import MarkerStore, MarkerStoreError, list_turn_markers
+    from hermes_tray_core.markers.turn_marker import (
         clear_turn_marker,
         exchange_support,
-        list_turn_markers,
-        marker_writer_state,
-        normalize_marker,
         read_turn_marker,
         record_turn_start,
     )
     from hermes_tray_core.numbers import strict_finite
     from hermes_tray_core.process.child_env import child_environment
     from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
-    from hermes_tray_core.scanning.scanner import Scanner, default_cache_file, scan
+    from hermes_tray_core.scanning.cache import default_cache_file
+    from hermes_tray_core.scanning.scanner import Scanner, scan
     from hermes_tray_core.stores.decisions import (
         DecisionJournal,
         default_journal,
@@ -187,7 +181,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     )
     from hermes_tray_core.stores.settings import parse_value as parse_setting_value
     from hermes_tray_core.stores.settings import validate as validate_settings
-    from hermes_tray_core.vocab import Mode, Outcome, ReasonCode, Verdict, WriterState
+    from hermes_tray_core.vocab import Mode, Outcome, ReasonCode, TurnSource, Verdict, WriterState
 
 def __getattr__(name: str) -> object:
     spec = _FACE.get(name)

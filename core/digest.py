@@ -12,15 +12,31 @@ alternated runs).
 
 from __future__ import annotations
 
+import importlib
+from collections.abc import Callable
+from typing import Protocol
+
 __all__ = ["sha256_hex"]
 
-try:  # CPython 3.12+
-    from _sha2 import sha256 as _sha256
-except ImportError:  # pragma: no cover - depends on the interpreter
-    try:  # CPython 3.11 and older
-        from _sha256 import sha256 as _sha256  # type: ignore[no-redef]
-    except ImportError:  # an interpreter without the built-in module
-        from hashlib import sha256 as _sha256  # type: ignore[no-redef]
+
+class _Digest(Protocol):
+    def hexdigest(self) -> str: ...
+
+
+def _builtin_sha256() -> Callable[[bytes], _Digest]:
+    """CPython's own SHA-256 (``_sha2`` from 3.12, ``_sha256`` before), else hashlib's."""
+    for name in ("_sha2", "_sha256"):  # private modules: imported by name, as typeshed has no stubs for them
+        try:
+            found: Callable[[bytes], _Digest] = importlib.import_module(name).sha256
+        except (ImportError, AttributeError):  # pragma: no cover - depends on the interpreter
+            continue
+        return found
+    from hashlib import sha256  # pragma: no cover - an interpreter without the built-in module
+
+    return sha256  # pragma: no cover
+
+
+_sha256 = _builtin_sha256()
 
 
 def sha256_hex(data: bytes) -> str:

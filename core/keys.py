@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import NewType
 
-__all__ = ["InvalidIdError", "MAX_ID_LEN", "SessionKey", "is_valid_session_id", "session_key", "validate_session_id"]
+__all__ = ["InvalidIdError", "MAX_ID_LEN", "SessionKey", "session_key", "validate_session_id"]
 
 #: A session key that passed :func:`session_key` (Hermes' stored session id, ``state.db`` ``sessions.id``).
 SessionKey = NewType("SessionKey", str)
@@ -43,14 +43,6 @@ def validate_session_id(value: object, *, what: str = "session id") -> str:
     if not _ID_RE.match(value):
         raise InvalidIdError(f"{what} may only contain letters, digits, '_', '.', ':' and '-'")
     return value
-
-
-def is_valid_session_id(value: object) -> bool:
-    try:
-        validate_session_id(value)
-    except InvalidIdError:
-        return False
-    return True
 
 
 def session_key(value: object, *, what: str = "session key") -> SessionKey:

@@ -12,9 +12,12 @@ comparison, a JSON document or a time format) and integers are capped at :data:`
 from __future__ import annotations
 
 import math
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 __all__ = ["INT_CAP", "HermesRaises", "convert", "as_float", "as_int", "finite", "strict_finite", "capped_int"]
+
+_N = TypeVar("_N", int, float)
 
 INT_CAP = 2**53  # the largest integer every JSON reader keeps exactly
 
@@ -23,7 +26,7 @@ class HermesRaises(ValueError):
     """Python's conversion overflowed where Hermes' own code does not catch it (Hermes fails there)."""
 
 
-def convert(kind: type, value: Any) -> Any:
+def convert(kind: Callable[[Any], _N], value: Any) -> _N | None:
     """``kind(value)`` (``int`` or ``float``) as Python, and so Hermes, computes it; None where that raises
     TypeError/ValueError (Hermes falls back to a default); :class:`HermesRaises` on OverflowError."""
     if value is None:

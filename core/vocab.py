@@ -9,19 +9,23 @@ while new code names the member.
 from __future__ import annotations
 
 import enum
+import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
            "Finish"]
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     from enum import StrEnum
-except ImportError:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10
 
-    class StrEnum(str, enum.Enum):  # type: ignore[no-redef]
+    class StrEnum(str, enum.Enum):
         """``enum.StrEnum`` for Python 3.10: members format and print as their value."""
 
-        __str__ = str.__str__
-        __format__ = str.__format__
+        def __str__(self) -> str:
+            return str.__str__(self)
+
+        def __format__(self, format_spec: str) -> str:
+            return str.__format__(self, format_spec)
 
 
 class Verdict(StrEnum):
@@ -133,3 +137,15 @@ class Finish(StrEnum):
     STREAM = "stream"  # Hermes' own terminal frame (message.complete) on the tray's connection
     STATE_DB = "state-db"  # the events went elsewhere (a window took the session): Hermes' state.db has the reply
     LEFT_ALONE = "left-alone"  # the tray could not tell its turn from someone else's and left the session alone
+
+
+# ── the scanner's records (core.deciding.records) ──────────────────────────────────────────────
+
+__all__ += ["TurnSource"]
+
+
+class TurnSource(StrEnum):
+    """Where an interrupted turn was found (``TurnRecord.source``)."""
+
+    DESKTOP = "desktop"  # a Hermes marker (``<home>/desktop/interrupted_turns.json``): resumable
+    WEBUI = "webui"  # an unfinished WebUI journal turn: informational, never acted on

@@ -15,8 +15,10 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tray_core.markers import entries as marker_entries
 from hermes_tray_core.markers import store as markers
-from hermes_tray_core.markers.store import MarkerStore, marker_path
+from hermes_tray_core.markers.file import marker_path
+from hermes_tray_core.markers.store import MarkerStore
 from hermes_tray_core.stores import exchange as atomic_exchange
 from hermes_tray_core.stores import fsutil
 from tests.support.exchange_hooks import hooked_parts
@@ -221,7 +223,7 @@ def _hermes_lands_before_our_exchange(path: Path, monkeypatch: pytest.MonkeyPatc
     def before(n: int) -> OSError | None:
         if n == 0:
             data = json.loads(path.read_bytes())
-            data["hermes1"] = markers.build_entry("a Hermes turn")
+            data["hermes1"] = marker_entries.build_entry("a Hermes turn")
             tmp = path.with_name(".interrupted_turns_h1.tmp")
             tmp.write_text(json.dumps(data))
             os.replace(tmp, path)
@@ -302,7 +304,7 @@ def test_the_marker_store_keeps_a_version_it_could_not_put_back(
     def hermes_version() -> None:
         n = next(count)
         data = json.loads(path.read_bytes())
-        data[f"hermes{n}"] = markers.build_entry(f"hermes turn {n}")
+        data[f"hermes{n}"] = marker_entries.build_entry(f"hermes turn {n}")
         tmp = path.with_name(f".interrupted_turns_{n}.tmp")
         tmp.write_text(json.dumps(data))
         os.replace(tmp, path)
@@ -347,7 +349,7 @@ def test_a_merge_outrun_by_hermes_keeps_its_last_version(
 
     def hermes_then_swap(new, target):
         data = json.loads(path.read_bytes())
-        data[f"hermes{len(written)}"] = markers.build_entry("a Hermes turn")
+        data[f"hermes{len(written)}"] = marker_entries.build_entry("a Hermes turn")
         tmp = path.with_name(f".interrupted_turns_{len(written)}.tmp")
         tmp.write_text(json.dumps(data))
         os.replace(tmp, path)

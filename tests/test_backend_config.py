@@ -8,12 +8,8 @@ import stat
 import pytest
 
 from hermes_tray_core.deciding.policy import MAX_FRESHNESS_MINUTES, AutoContinueConfig
-from hermes_tray_core.hermes.config import (
-    BackendConfigError,
-    parse_value,
-    read_backend_config,
-    write_auto_continue,
-)
+from hermes_tray_core.hermes.config import read_backend_config
+from hermes_tray_core.hermes.config_edit import BackendConfigError, parse_value, write_auto_continue
 from hermes_tray_core.numbers import INT_CAP
 
 COMMENTED = """\

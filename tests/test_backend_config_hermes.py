@@ -15,7 +15,8 @@ import subprocess
 import pytest
 
 from hermes_tray_core.deciding.policy import MAX_FRESHNESS_MINUTES
-from hermes_tray_core.hermes.config import ManagedValueError, read_backend_config, write_auto_continue
+from hermes_tray_core.hermes.config import read_backend_config
+from hermes_tray_core.hermes.config_edit import ManagedValueError, write_auto_continue
 from hermes_tray_core.numbers import INT_CAP
 from tests.integration.hermes_venv import venv_path, venv_python
 from tests.test_backend_config import COERCIONS

@@ -136,7 +136,7 @@ def test_skip_loses_race_between_read_and_remove(tmp_path, tree):
         import hermes_tray_core.markers.store as m
         real = m.remove_marker_if_unchanged
         def racing(home, key, expected):
-            path = m.marker_path(home)
+            path = m.marker_file.marker_path(home)
             data = json.loads(path.read_text())
             data[key]["attempts"] = 1  # a concurrent (foreign) write lands first
             path.write_text(json.dumps(data))

@@ -25,7 +25,7 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray_core.continuing.resume import assess
 from hermes_tray_core.hermes.state_db import active_session_owner, turn_lease_view
-from hermes_tray_core.markers.store import marker_writer_state, writer_judgement
+from hermes_tray_core.markers.entries import marker_writer_state, writer_judgement
 from hermes_tray_core.process import identity as procid
 from hermes_tray_core.process.identity import STEP_WINDOW_S, identity_of, own_pidns, process_start_time
 from hermes_tray_core.process.start_mark import same_process, start_mark

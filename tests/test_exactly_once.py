@@ -94,7 +94,7 @@ def test_a_junk_started_at_turn_skipped_from_the_tray_stays_skipped(tmp_path):
 
     from hermes_tray_core.continuing.resume import resume_turn
     from hermes_tray_core.hermes.homes import Home
-    from hermes_tray_core.markers.store import marker_path
+    from hermes_tray_core.markers.file import marker_path
     from hermes_tray_core.scanning.scanner import Scanner
 
     home, key = make_home(tmp_path / "home")

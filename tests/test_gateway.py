@@ -16,7 +16,8 @@ from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import continuation_note
-from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
@@ -185,7 +186,8 @@ def test_a_continuation_that_dies_leaves_its_marker_for_the_next_attempt(sims, t
 
 def test_the_continuation_marker_keeps_the_diagnostic_category_and_its_completion_mark(sims, tmp_path):
     from hermes_tray_core.continuing.completion import MARK_KEYS, mark_of, note_digest
-    from hermes_tray_core.markers.store import MarkerStore, build_entry
+    from hermes_tray_core.markers.entries import build_entry
+    from hermes_tray_core.markers.store import MarkerStore
 
     home, key = make_home(tmp_path / "home", turn_seconds=1.0)
     diag = build_entry(PROMPT, notification_category="diagnostic", now=time.time() - 5)

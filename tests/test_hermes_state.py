@@ -439,7 +439,8 @@ def test_no_state_db_an_old_schema_or_a_lock_is_unknown_never_finished(tmp_path)
 def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(tmp_path):
     from hermes_tray_core.continuing.completion import ContinuationMark, settle_if_finished
     from hermes_tray_core.hermes.note import continuation_note
-    from hermes_tray_core.markers.store import MarkerStore, build_entry
+    from hermes_tray_core.markers.entries import build_entry
+    from hermes_tray_core.markers.store import MarkerStore
     from hermes_tray_core.stores import decisions
     from tests.support.sim_homes import dead_identity
 

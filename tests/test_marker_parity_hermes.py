@@ -23,7 +23,8 @@ from pathlib import Path
 import pytest
 
 from hermes_tray_core.continuing.resume import assess
-from hermes_tray_core.markers.store import marker_path, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.file import marker_path
 from hermes_tray_core.process.identity import process_start_time
 from tests.integration.hermes_venv import G2, venv_path, venv_python
 from tests.support.sim_homes import dead_identity

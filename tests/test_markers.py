@@ -20,20 +20,20 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from hermes_tray_core.keys import InvalidIdError
+from hermes_tray_core.markers import entries as marker_entries
+from hermes_tray_core.markers import file as marker_file
 from hermes_tray_core.markers import store as markers
+from hermes_tray_core.markers import turn_marker
+from hermes_tray_core.markers.entries import build_entry, marker_writer_state
+from hermes_tray_core.markers.file import marker_path
 from hermes_tray_core.markers.store import (
     MarkerCorruptError,
     MarkerStore,
     MarkerStoreError,
-    build_entry,
-    clear_turn_marker,
     list_turn_markers,
-    marker_path,
-    marker_writer_state,
-    read_turn_marker,
-    record_turn_start,
     remove_marker_if_unchanged,
 )
+from hermes_tray_core.markers.turn_marker import clear_turn_marker, read_turn_marker, record_turn_start
 from hermes_tray_core.process.identity import ProcessIdentity, identity_of, own_identity
 from hermes_tray_core.stores import fsutil
 from tests.support.hermes_reference import reference_or_skip
@@ -81,7 +81,7 @@ def test_round_trip_with_private_modes(home: Path) -> None:
     path = marker_path(home)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(markers.marker_lock_path(home).stat().st_mode) == 0o600
+    assert stat.S_IMODE(marker_file.marker_lock_path(home).stat().st_mode) == 0o600
 
     clear_turn_marker(home, "20260101_120000_abcdef")
     assert read_turn_marker(home, "20260101_120000_abcdef") is None
@@ -127,7 +127,7 @@ def test_byte_identical_to_the_hermes_reference_store(tmp_path: Path, monkeypatc
                                                       clock_step) -> None:
     ref = reference_or_skip()
     monkeypatch.setattr(time, "time", lambda: 1800000000.5)  # both stores call time.time()
-    for store, h in ((ref, tmp_path / "ref"), (markers, tmp_path / "ours")):
+    for store, h in ((ref, tmp_path / "ref"), (turn_marker, tmp_path / "ours")):
         store.record_turn_start(h, "s1", "ünïcode prompt", attempts=1)
         store.record_turn_start(h, "s2", "other", notification_category="diagnostic")
         store.record_turn_start(h, "s1", "ünïcode prompt, again", attempts=2)
@@ -227,7 +227,7 @@ def test_cap_keeps_the_newest_32_including_the_new_marker(home: Path) -> None:
                                 for i in range(40)}))
     record_turn_start(home, "new", "p")
     kept = raw(home)
-    assert len(kept) == markers.MAX_ENTRIES == 32
+    assert len(kept) == marker_entries.MAX_ENTRIES == 32
     assert "new" in kept
     assert set(kept) - {"new"} == {f"k{i:02d}" for i in range(9, 40)}
 
@@ -414,7 +414,7 @@ def test_symlinked_lock_file_is_refused(home: Path, tmp_path: Path) -> None:
     target = tmp_path / "victim"
     target.write_text("keep")
     marker_path(home).parent.mkdir(parents=True)
-    markers.marker_lock_path(home).symlink_to(target)
+    marker_file.marker_lock_path(home).symlink_to(target)
     with pytest.raises(MarkerStoreError):
         MarkerStore(home).record("s", "p")
     assert not marker_path(home).exists()
@@ -677,7 +677,7 @@ def test_without_an_exchange_the_write_falls_back_to_compare_and_replace(
     assert set(raw(home)) == {"b"}
     assert len(tried) == 1, "asked once, then the directory is known to lack it"
     assert markers._EXCHANGE[str(marker_path(home).parent)] is False
-    ok, why = markers.exchange_support(home)
+    ok, why = turn_marker.exchange_support(home)
     assert not ok and "EINVAL" in why
     assert temp_files(home) == []
 
@@ -915,11 +915,13 @@ def test_a_skip_brought_back_after_the_settle_window_stays_for_the_tombstone(hom
 
 
 def test_leaks_remove_copied_ghosts_always_and_restore_a_copied_absence_only_after_one_hermes_write() -> None:
+    from hermes_tray_core.markers import settle as marker_settle
+
     old = build_entry("cleared by Hermes", now=1.0)
     rec = build_entry("recorded by Hermes", now=2.0)
     base = build_entry("untouched", now=3.0)
     transient = {"cleared": old, "base": base}  # our briefly visible version: Hermes' clear and record missed
-    leaks = markers._Leaks(transient)
+    leaks = marker_settle.Leaks(transient)
     leaks.note(transient, {"recorded": rec, "base": base})
     # a Hermes write on top of our transient version (one more entry): both copies put right
     copied = {**transient, "new": build_entry("x", now=4.0)}

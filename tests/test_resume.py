@@ -19,7 +19,8 @@ from hermes_tray.demo.sim_install import sim_command
 from hermes_tray_core.backend.install import settings_hermes_command
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing.resume import claim_name, resume_turn
-from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.lease import LeaseStore
 from tests.support.sim_homes import make_home, pid_running, plant_marker, settings_for
 
@@ -593,7 +594,7 @@ def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would
     the tray continues them once, with the prompt as Hermes reads it (``str(prompt)``), and says so."""
     from hermes_tray.demo.sim_backend import _digest
     from hermes_tray_core.hermes.note import continuation_note
-    from hermes_tray_core.markers.store import marker_path
+    from hermes_tray_core.markers.file import marker_path
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)

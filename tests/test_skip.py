@@ -15,12 +15,8 @@ from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing import skip as core_skip
 from hermes_tray_core.continuing.resume import claim_name, resume_turn
-from hermes_tray_core.markers.store import (
-    MarkerStore,
-    build_entry,
-    list_turn_markers,
-    remove_marker_if_unchanged,
-)
+from hermes_tray_core.markers.entries import build_entry
+from hermes_tray_core.markers.store import MarkerStore, list_turn_markers, remove_marker_if_unchanged
 from hermes_tray_core.stores import decisions
 from hermes_tray_core.stores.lease import LeaseStore
 from hermes_tray_core.stores.paths import lease_db
@@ -231,7 +227,7 @@ def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
 
 
 def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
-    from hermes_tray_core.markers.store import marker_path
+    from hermes_tray_core.markers.file import marker_path
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)

@@ -19,7 +19,8 @@ from hermes_tray.demo.sim_dashboard import running_sim_dashboard
 from hermes_tray_core.backend.running import find_live_backend
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
-from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Rename the config loader and update its callers."

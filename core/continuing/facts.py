@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.vocab import NotContinued, Verdict
+from hermes_tray_core.vocab import NotContinued, Verdict, WriterState
 
 __all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "touched_by_other",
            "wall_time_of", "why_not_continued"]
@@ -86,7 +86,7 @@ def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before:
     continuation starts), or the active-session registry naming another live process as the session's
     owner (what a losing resume was refused for)."""
     from hermes_tray_core.hermes.state_db import active_session_owner
-    from hermes_tray_core.markers.store import marker_writer_state
+    from hermes_tray_core.markers.entries import marker_writer_state
 
     entry = _raw_entry(home, key)
     if entry is not None and before is not None and dict(entry) != dict(before):
@@ -108,7 +108,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     budget). Still there: its writer is alive, another process owns the session, or Hermes did not say."""
     from hermes_tray_core.deciding.policy import decide
     from hermes_tray_core.hermes.config import read_backend_config
-    from hermes_tray_core.markers.store import marker_writer_state
+    from hermes_tray_core.markers.entries import marker_writer_state
 
     now = time.time() if now is None else now
     after = _raw_entry(home, key)
@@ -118,7 +118,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     if after is None and before is not None:
         try:
             cfg = read_backend_config(home).auto_continue
-            d = decide(before, config=cfg, writer="dead", now=now)
+            d = decide(before, config=cfg, writer=WriterState.DEAD, now=now)
         except Exception:
             d = None
         if d is not None and d.verdict == Verdict.DISABLED:

@@ -536,7 +536,8 @@ class _Run:
         Compare-and-swap against the entry the caller checked: False (nothing written) when it changed or
         vanished since — a skip won, whoever made it. Raises ``MarkerStoreError`` when it cannot be written.
         """
-        from hermes_tray_core.markers.store import MarkerStore, build_entry
+        from hermes_tray_core.markers.entries import build_entry
+        from hermes_tray_core.markers.store import MarkerStore
 
         assert self.gw is not None and self.gw.identity is not None and self.mark is not None
         store = MarkerStore(self.home)
@@ -774,7 +775,7 @@ class _Run:
         state, why = self._note_facts()
         if state in ("finished", "superseded", "unknown"):
             return why
-        from hermes_tray_core.markers.store import read_turn_marker
+        from hermes_tray_core.markers.turn_marker import read_turn_marker
 
         if self.caps.auto_continue and self.gw is not None:
             entry = read_turn_marker(self.home, self.key)
@@ -886,7 +887,7 @@ class _Run:
         self.phase = "resuming"
         self.progress(force=True)
         from hermes_tray_core.hermes.state_db import message_high_water
-        from hermes_tray_core.markers.store import read_turn_marker
+        from hermes_tray_core.markers.turn_marker import read_turn_marker
 
         if self.caps.auto_continue:
             # Hermes writes its own continuation note after this id: how the tray recognises its end in state.db.

@@ -159,7 +159,7 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
     from hermes_tray_core.deciding.policy import decide
     from hermes_tray_core.hermes.config import read_backend_config
     from hermes_tray_core.hermes.state_db import lookup_session, session_activity
-    from hermes_tray_core.markers.store import writer_judgement
+    from hermes_tray_core.markers.entries import writer_judgement
 
     now = time.time() if now is None else now
     cfg = read_backend_config(home).auto_continue

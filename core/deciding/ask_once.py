@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from hermes_tray_core.vocab import Mode, Verdict
+from hermes_tray_core.vocab import Mode, TurnSource, Verdict
 
 if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
     from hermes_tray_core.deciding.records import TurnRecord
@@ -60,7 +60,10 @@ class TurnJournal(Protocol):
     def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
                       attempts: object) -> bool: ...
 
-    def record(self, event: str, *, home: Path | str, session_key: str, **fields: object) -> object: ...
+    def record(self, event: str, *, home: Path | str, session_key: str, started_at: float | int | None = None,
+               **fields: object) -> object: ...
+
+    def record_many(self, decisions: Sequence[Mapping[str, object]]) -> object: ...
 
 
 def turn_key(home: Path | str, session_key: str) -> str:
@@ -79,7 +82,7 @@ def waiting(records: Iterable[TurnRecord], *, running: Iterable[str] = ()) -> di
     out: dict[str, TurnRecord] = {}
     for r in records:
         key = turn_key(r.home, r.session_key)
-        if r.verdict == Verdict.ACTIONABLE and r.source == "desktop" and key not in busy:
+        if r.verdict == Verdict.ACTIONABLE and r.source == TurnSource.DESKTOP and key not in busy:
             out[key] = r
     return out
 
@@ -205,19 +208,17 @@ class AskOnce:
                  "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
         if not rows:
             return
-        many = getattr(target, "record_many", None)
-        if many is not None:
+        try:
+            target.record_many(rows)
+            return
+        except Exception:  # one bad turn (a hostile key) must not cost the others their record
+            log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
+        for t in turns:
             try:
-                many(rows)
-                return
-            except Exception:  # one bad turn (a hostile key) must not cost the others their record
-                log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows),
-                            exc_info=True)
-        for row in rows:
-            try:
-                target.record(row.pop("event"), **row)
+                target.record("notified", home=str(t.home), session_key=t.session_key, started_at=t.started_at,
+                              profile=t.profile, attempts=t.attempts, via=via)
             except Exception:
-                log.warning("could not journal 'notified' for %s", row.get("session_key"), exc_info=True)
+                log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
 
 
 def _default_journal() -> TurnJournal:

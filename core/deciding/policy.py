@@ -163,7 +163,7 @@ def decide(
     marker: Mapping[str, Any],
     *,
     config: AutoContinueConfig,
-    writer: str,
+    writer: WriterState,
     now: float,
     source: str | None = None,
     lease: str = "free",
@@ -277,7 +277,7 @@ def decide(
 def decide_webui(
     turn: Mapping[str, Any],
     *,
-    worker: str,
+    worker: WriterState,
     now: float,
     server: str = "none",
     server_detail: str = "",

@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.deciding.policy import AutoContinueConfig
-from hermes_tray_core.vocab import Verdict
+from hermes_tray_core.vocab import ReasonCode, TurnSource, Verdict, WriterState
 
 __all__ = ["TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt", "EXCERPT_CHARS"]
 
@@ -21,8 +21,8 @@ EXCERPT_CHARS = 120
 class TurnRecord(NamedTuple):
     """One interrupted turn, as the user sees it (an immutable record).
 
-    ``source`` is ``desktop`` (a marker; resumable when ``verdict == "actionable"``) or ``webui``
-    (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
+    ``source`` is :attr:`TurnSource.DESKTOP` (a marker; resumable when the verdict is actionable) or
+    :attr:`TurnSource.WEBUI` (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
     entry as read — pass it back as ``expected`` to skip/resume so a changed marker is refused.
     ``turn_id`` is set for WebUI records.
     """
@@ -35,14 +35,14 @@ class TurnRecord(NamedTuple):
     started_at: float
     age_seconds: float
     attempts: int
-    writer: str
-    verdict: str
+    writer: WriterState
+    verdict: Verdict
     reason: str
-    source: str
+    source: TurnSource
     unsure: bool = False
     turn_id: str | None = None
     entry: Mapping[str, Any] | None = None
-    code: str | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
+    code: ReasonCode | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
     # (pid, start time) of the live process that makes this turn ``running`` when it is not the marker's
     # writer (a Hermes backend serving the home): the tray watches it, its exit changes the verdict.
     holder: tuple[int, float | None] | None = None
@@ -71,7 +71,7 @@ class TurnRecord(NamedTuple):
             "verdict": str(self.verdict),
             "reason": self.reason,
             "reason_code": None if self.code is None else str(self.code),
-            "source": self.source,
+            "source": str(self.source),
         }
 
 

@@ -35,12 +35,15 @@ from __future__ import annotations
 
 import ipaddress
 import os
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import psutil
 
 from hermes_tray_core.hermes import paths as hermes_paths
-from hermes_tray_core.vocab import ProcessKind
+from hermes_tray_core.vocab import ProcessKind, WriterState
 
 __all__ = [
     "is_loopback",
@@ -100,7 +103,7 @@ class HermesProcess(NamedTuple):
         """Still the same process (pid and start mark, else create time)."""
         from hermes_tray_core.process.identity import process_liveness
 
-        return process_liveness(self.pid, self.start_time, mark=self.mark) == "alive"
+        return process_liveness(self.pid, self.start_time, mark=self.mark) == WriterState.ALIVE
 
     def listening_addresses(self, *, loopback_only: bool = True) -> list[tuple[str, int]]:
         """(ip, port) of the TCP sockets this process listens on (loopback only by default), IPv4 first;
@@ -267,7 +270,7 @@ def home_for(kind: ProcessKind, argv: Sequence[str], env: Mapping[str, str]) -> 
     return home
 
 
-def _same_user_filter():
+def _same_user_filter() -> tuple[list[str], Callable[[dict[str, Any]], bool]]:
     """A predicate on a psutil info dict: the process belongs to the current user."""
     if os.name == "posix":
         uid = os.getuid()
@@ -316,7 +319,7 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
             info = proc.info
             if by_argv:
                 argv = info.get("cmdline") or []
-                if not argv or classify(argv) not in wanted:  # type: ignore[operator]
+                if not argv or (wanted is not None and classify(argv) not in wanted):
                     continue
                 info = {**info, **proc.as_dict(["create_time", *extra])}
             if info.get("pid") in skip:
@@ -330,14 +333,14 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
     return out
 
 
-def _record(proc, info: dict, mine, wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
+def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str, Any]], bool], wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
     """The :class:`HermesProcess` of one psutil process (``info``: its pid, cmdline, create time and the
     user fields of :func:`_same_user_filter`), or None when it is not a Hermes process of this user."""
     from hermes_tray_core.process.start_mark import start_mark
 
     pid = info.get("pid")
     argv = info.get("cmdline") or []
-    if not argv or not mine(info) or not _quick_candidate(argv):
+    if not isinstance(pid, int) or not argv or not mine(info) or not _quick_candidate(argv):
         return None
     kind = classify(argv)
     env: Mapping[str, str] | None = None
@@ -362,8 +365,8 @@ def _record(proc, info: dict, mine, wanted: frozenset[ProcessKind] | None) -> He
     except Exception:
         exe = None
     start = info.get("create_time")
-    return HermesProcess(int(pid), float(start) if start is not None else None, kind, home,  # type: ignore[arg-type]
-                         tuple(str(a) for a in argv), exe, webui, start_mark(int(pid)))  # type: ignore[arg-type]
+    return HermesProcess(pid, float(start) if start is not None else None, kind, home,
+                         tuple(str(a) for a in argv), exe, webui, start_mark(pid))
 
 
 def hermes_process(pid: int) -> HermesProcess | None:

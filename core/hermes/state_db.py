@@ -27,19 +27,21 @@ import os
 import re
 import sqlite3
 import time
-from collections.abc import Collection
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
+from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
+from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
-    "active_sessions_path", "conversation_root", "conversation_root_with", "judge_lease_row",
+    "conversation_root", "conversation_root_with", "judge_lease_row",
     "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
-    "session_activity", "session_info", "state_db_missing", "state_db_path", "turn_lease_view"]
+    "session_activity", "session_info", "state_db_missing", "turn_lease_view"]
 
 LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
@@ -138,10 +140,6 @@ def _ov(state: OwnerState, detail: str, pid: int | None = None, surface: str | N
 # state.db access
 
 
-def state_db_path(home: Path | str) -> Path:
-    return Path(home) / "state.db"
-
-
 def state_db_missing(home: Path | str) -> bool:
     """True only when ``<home>/state.db`` provably does not exist (no such file, or no such home).
 
@@ -149,7 +147,7 @@ def state_db_missing(home: Path | str) -> bool:
     "missing": it may hold leases we cannot see, so callers must treat it as unreadable.
     """
     try:
-        os.lstat(state_db_path(home))
+        os.lstat(hermes_paths.state_db(Path(home)))
     except FileNotFoundError:
         return True
     except OSError:
@@ -159,7 +157,7 @@ def state_db_missing(home: Path | str) -> bool:
 
 def _connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[sqlite3.Connection | None, str | None]:
     """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
-    path = state_db_path(home)
+    path = hermes_paths.state_db(Path(home))
     if not path.is_file():
         return None, f"no state.db in {home}" if state_db_missing(home) else f"cannot open {path} (not a file)"
     uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
@@ -284,7 +282,7 @@ def _num(value: object) -> float | None:
     return None if isinstance(value, bool) else as_float(value)
 
 
-def _serves(home: Path | str | None):
+def _serves(home: Path | str | None) -> Callable[[int], bool] | None:
     """``serves_home`` for :func:`core.process.identity.judge_hermes_identity`: is a pid a live Hermes serving ``home``?"""
     if home is None:
         return None
@@ -293,7 +291,7 @@ def _serves(home: Path | str | None):
     return lambda pid: serves_home(pid, home)
 
 
-def judge_lease_row(row: dict, cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
+def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
     """Judge one ``session_turn_leases`` row (column name → value; ``holder`` and ``expires_at``, plus
     ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``.
     ``home``: the home whose ``state.db`` holds the row, so that a live Hermes holder keeps its lease
@@ -322,9 +320,9 @@ def judge_lease_row(row: dict, cid: str, now: float, *, home: Path | str | None 
         start = None  # 0 / negative = "not recorded" in some writers, never a real create time; junk likewise
     judged = judge_hermes_identity(pid, start, serves_home=_serves(home))
     liveness = judged.state
-    if liveness == "dead":
+    if liveness == WriterState.DEAD:
         return _lv("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
-    if liveness == "alive":
+    if liveness == WriterState.ALIVE:
         return _lv("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}", holder, expires,
                    cid, pid)
     return _lv("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
@@ -377,11 +375,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
 # active-session registry
 
 
-def active_sessions_path(home: Path | str) -> Path:
-    return Path(home) / "runtime" / "active_sessions.json"
-
-
-def _entries(doc: object) -> list | None:
+def _entries(doc: object) -> list[object] | None:
     if isinstance(doc, dict):
         entries = doc.get("entries")
         return entries if isinstance(entries, list) else None
@@ -398,7 +392,7 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     ``ignore_pids``: processes of ours in this pid namespace (the gateway the tray started registers
     the session it resumed) whose entries are not another owner.
     """
-    path = active_sessions_path(home)
+    path = hermes_paths.active_sessions_file(Path(home))
     try:
         with open(path, "rb") as fh:
             data = fh.read(MAX_REGISTRY_BYTES + 1)
@@ -435,10 +429,10 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
         # this home (core.process.identity.judge_hermes_identity).
         judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
         liveness = judged.state
-        if liveness == "alive":
+        if liveness == WriterState.ALIVE:
             return _ov("alive", f"Hermes {label}process {pid} has this session open{_paren(judged.note)}", pid,
                        surface)
-        if liveness == "dead":
+        if liveness == WriterState.DEAD:
             seen.append(_ov("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
             seen.append(_ov("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
@@ -515,7 +509,9 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
     it are in ``state.db``. ``pending``: not (yet) — no such row, or no end after it. ``unknown``:
     ``state.db`` cannot be read. Never raises; the second item says why, in one line."""
     state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
-    return ("pending" if state in ("absent", "superseded") else state), why  # type: ignore[return-value]
+    if state == "absent" or state == "superseded":
+        return "pending", why
+    return state, why
 
 
 def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,

@@ -5,7 +5,7 @@ Hermes turn leases, compression-chain roots): one connection and one query per t
 from __future__ import annotations
 
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -37,7 +37,7 @@ class HomeState:
         self._scols: set[str] = set()
         self._lcols: set[str] = set()
         self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
-        self._leases: dict[str, dict] = {}
+        self._leases: dict[str, dict[str, object]] = {}
         self._roots: dict[str, str] = {}
         self._lease_error: str | None = None
         self._session_error: str | None = None
@@ -95,7 +95,7 @@ class HomeState:
         conn = self._conn
         keys = list(keys)
         try:
-            wanted = [c for c in ("id", "title", "source", "parent_session_id") if c in self._scols]
+            wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id") if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
@@ -171,7 +171,7 @@ def _text(value: Any) -> str | None:
     return value if isinstance(value, str) else str(value)
 
 
-def _chunks(items: list[str], size: int = 500):
+def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
     for i in range(0, len(items), size):
         yield items[i:i + size]
 

@@ -11,13 +11,14 @@ import errno
 import json
 import os
 import stat
+import time
 from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.stores import fsutil
 
 __all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "Corrupt", "Entries",
-           "decode", "encode", "marker_lock_path", "marker_path", "read_file", "same_json"]
+           "decode", "encode", "marker_lock_path", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
 
 MARKER_DIR = "desktop"
 MARKER_FILE = "interrupted_turns.json"
@@ -54,7 +55,14 @@ class Corrupt(ValueError):
     """The bytes are not a JSON object (the message says why)."""
 
 
-def same_json(a: dict, b: dict) -> bool:
+def same_entry(a: object, b: object) -> bool:
+    """Same stored value (:data:`ABSENT` for no entry): equal dicts that also serialize alike."""
+    if a is ABSENT or b is ABSENT:
+        return a is b
+    return isinstance(a, dict) and isinstance(b, dict) and same_json(a, b)
+
+
+def same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
     """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
     if a is b:
         return True
@@ -122,3 +130,36 @@ def read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | No
     finally:
         os.close(fd)
     return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``).
+# One exists from the moment Hermes starts writing until its rename returns — and ext4 can hold a rename
+# over an existing file for milliseconds while it flushes the new file's data, during which a ``stat``
+# still shows the old file. So we wait for Hermes' temp files to go before our exchange: a merge is then
+# needed only when Hermes starts and finishes a write inside our microseconds-long last step.
+_HERMES_TEMP_PREFIX = f".{MARKER_FILE.rsplit('.', 1)[0]}_"
+HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its read->rename: max 96 ms measured)
+_STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)
+
+
+def wait_for_hermes_writes(directory: str) -> bool:
+    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen."""
+    seen = False
+    deadline = time.monotonic() + HERMES_WRITE_WAIT_SECS
+    while True:
+        try:
+            names = [n for n in os.listdir(directory) if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
+        except OSError:
+            return seen
+        now = time.monotonic()
+        live = []
+        for n in names:
+            first = _STALE_TEMPS.setdefault(os.path.join(directory, n), now)
+            if now - first < 2 * HERMES_WRITE_WAIT_SECS:
+                live.append(n)
+        if len(_STALE_TEMPS) > 256:
+            _STALE_TEMPS.clear()
+        if not live or now >= deadline:
+            return seen
+        seen = True
+        time.sleep(0.0005)

@@ -2,7 +2,7 @@
 
 Hermes writes its marker file read → change → temp file → rename, with no lock. If it read the file
 just before our write and renames just after, its rename carries the pre-write view: a skipped entry
-comes back, or (after a merge, see :class:`core.markers.store._Leaks`) a value our momentary first version had
+comes back, or (after a merge, see :class:`Leaks`) a value our momentary first version had
 wrong. Nothing can prevent that rename; what we can do is watch the file for as long as such a Hermes
 write can still land, and re-apply our change (under our lock, by exchange, merging) when one does.
 
@@ -26,8 +26,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tray_core.markers import file as marker_file
+from hermes_tray_core.markers.file import Entries
 
-__all__ = ["POLL_SECS", "SETTLE_SECS", "guard", "pending", "reapplied", "wait", "watch_leaks"]
+__all__ = ["POLL_SECS", "SETTLE_SECS", "Leaks", "guard", "pending", "reapplied", "wait", "watch_leaks"]
 
 logger = logging.getLogger(__name__)
 
@@ -47,7 +48,7 @@ class _Watch:
     store: Any
     until: float
     guards: list[_Guard] = field(default_factory=list)
-    leaks: list[Any] = field(default_factory=list)
+    leaks: list[Leaks] = field(default_factory=list)
     last: bytes | None = None
 
 
@@ -75,18 +76,85 @@ def _watch(store: Any) -> _Watch:
     return w
 
 
-def guard(store: Any, key: str, undone: dict, redo: Any = marker_file.ABSENT) -> None:
+def guard(store: Any, key: str, undone: dict[str, Any], redo: Any = marker_file.ABSENT) -> None:
     """For :data:`SETTLE_SECS`: if ``key`` reads ``undone`` again, put ``redo`` back (remove by default)."""
     with _cond:
         w = _watch(store)
         w.guards = [g for g in w.guards if g.key != key] + [_Guard(key, dict(undone), redo)]
 
 
-def watch_leaks(store: Any, leaks: Any) -> None:
+def watch_leaks(store: Any, leaks: Leaks) -> None:
     """For :data:`SETTLE_SECS`: correct the values a merge's momentary first version got wrong."""
     with _cond:
         leaks.until = time.monotonic() + SETTLE_SECS  # its own window: a re-apply does not extend it
         _watch(store).leaks.append(leaks)
+
+
+class Leaks:
+    """Entries our momentarily visible version got wrong, and what they should be.
+
+    When a Hermes rename lands between our last check and our exchange, our version (``transient``, built
+    on the file we read) is in place until we put Hermes' version back or merge: two syscalls apart, but
+    on a loaded machine our process can be descheduled in between. A Hermes write that read it then copies
+    our stale view of the entries Hermes had just changed (``stale``: key -> (our value, the true value);
+    never the keys our own change is about). For a settle window (:mod:`core.markers.settle`), such copies
+    are put right:
+
+    * a stale *present* value is a byte-exact copy of an entry Hermes had cleared (its records always carry
+      a fresh ``started_at``): always removed again;
+    * a stale *absence* (a record we had not seen yet) looks like Hermes clearing that entry. It is
+      restored only when the file is our transient version with exactly one other entry changed — one
+      Hermes write on top of it — never when it looks like a clear of that entry (the transient itself,
+      or a file that moved on in more than one entry).
+    """
+
+    __slots__ = ("stale", "transient", "until")
+
+    def __init__(self, transient: Entries) -> None:
+        self.stale: dict[str, tuple[Any, Any]] = {}
+        self.transient = transient
+        self.until = 0.0
+
+    def note(self, placed: Entries, true: Entries, exclude: frozenset[str] | set[str] = frozenset()) -> None:
+        for key in placed.keys() | true.keys():
+            if key in exclude:
+                continue
+            mine, real = placed.get(key, marker_file.ABSENT), true.get(key, marker_file.ABSENT)
+            if not marker_file.same_entry(mine, real):
+                self.stale.setdefault(key, (mine, real))
+
+    def _derived(self, theirs: Entries) -> bool:
+        """One Hermes write on top of our transient version: it differs from it in exactly one entry."""
+        diff = 0
+        for key in theirs.keys() | self.transient.keys():
+            if not marker_file.same_entry(theirs.get(key, marker_file.ABSENT), self.transient.get(key, marker_file.ABSENT)):
+                diff += 1
+                if diff > 1:
+                    return False
+        return diff == 1
+
+    def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:
+        """``theirs`` with copied stale values put right (a new dict when changed; see the class doc)."""
+        out = None
+        derived: bool | None = True if in_merge else None
+        for key, (mine, true) in self.stale.items():
+            if not marker_file.same_entry(theirs.get(key, marker_file.ABSENT), mine):
+                continue
+            if mine is marker_file.ABSENT:
+                if derived is None:
+                    derived = self._derived(theirs)
+                if not derived:
+                    continue
+            out = dict(theirs) if out is None else out
+            if true is marker_file.ABSENT:
+                out.pop(key, None)
+            else:
+                out[key] = true
+        return theirs if out is None else out
+
+    def register(self, store: Any) -> None:
+        if self.stale:
+            watch_leaks(store, self)
 
 
 def pending() -> bool:

@@ -1,11 +1,8 @@
-"""Hermes' interrupted-turn markers (``<home>/desktop/interrupted_turns.json``), safe across processes.
+"""Hermes' interrupted-turn marker file (``<home>/desktop/interrupted_turns.json``), written safely across
+processes: :class:`MarkerStore`.
 
-A drop-in for Hermes' ``tui_gateway.turn_marker``: same file, format, field names, limits and return
-shapes, and the four Hermes calls (:func:`record_turn_start`, :func:`clear_turn_marker`,
-:func:`read_turn_marker`, :func:`marker_writer_state`) never raise — marker bookkeeping must never
-break a turn, so an I/O failure degrades to "no marker".
-
-What Hermes' store lacks, and why this one exists:
+What Hermes' own store (``tui_gateway.turn_marker``; ours of it: :mod:`core.markers.turn_marker`) lacks, and
+why this one exists:
 
 * every read-modify-write holds a blocking OS lock on a sidecar file (``interrupted_turns.json.lock``),
   so the tray's own writers (tray, helper, CLI, any number of processes) lose nothing and resurrect
@@ -15,9 +12,10 @@ What Hermes' store lacks, and why this one exists:
   in-flight temp files are waited out, and the exchange hands back the file it displaced. If that is not
   the file we read (a Hermes rename landed in between), Hermes' version goes straight back — ours was
   visible for two syscalls — and the write is redone on it; a Hermes write that copied our brief version
-  is put right for a settle window (:class:`_Leaks`). After a skip, :mod:`core.markers.settle` also undoes
-  a stale Hermes write (one that read the file before our write) that brings the entry back. Without an
-  exchange (some filesystems), the old compare-and-replace is used and :func:`exchange_support` says so;
+  is put right for a settle window (:class:`core.markers.settle.Leaks`). After a skip, :mod:`core.markers.settle`
+  also undoes a stale Hermes write (one that read the file before our write) that brings the entry back.
+  Without an exchange (some filesystems), the old compare-and-replace is used and
+  :func:`core.markers.turn_marker.exchange_support` says so;
 * an empty map is written as ``{}``, never unlinked;
 * writes are temp file + fsync + exchange + directory fsync; a killed writer's temp file is swept by
   the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;
@@ -27,13 +25,10 @@ What Hermes' store lacks, and why this one exists:
 Each write is made alone: the tray, the helper and the CLI write this file only when a user decides
 something, so contended throughput is not a goal (``tests/bench/bench_markers.py`` still prints it).
 
-Two deliberate differences: the cap keeps the newest 32 *including* the marker being recorded (Hermes
-prunes to 32 and then adds one, so its file can hold 33), and ``writer=`` records a marker on behalf of
-another process (a continuation the tray launched), so liveness follows that process.
-
-The tray uses :class:`MarkerStore`, the strict form: it validates session keys with :mod:`core.keys`
-and raises :class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails.
-:func:`list_turn_markers` and :func:`remove_marker_if_unchanged` are tray calls and are strict too.
+:class:`MarkerStore` is strict: its public methods are where a key enters (each turns it into a
+:class:`~core.keys.SessionKey` once, :func:`core.keys.session_key`; the internals take the typed key) and it raises
+:class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails. :func:`list_turn_markers` and
+:func:`remove_marker_if_unchanged` are its tray calls.
 """
 
 from __future__ import annotations
@@ -42,40 +37,22 @@ import contextlib
 import errno
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
-from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.keys import session_key as checked_key
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.markers.file import ABSENT as _ABSENT
-from hermes_tray_core.markers.file import (
-    MARKER_FILE,
-    Entries,
-    marker_lock_path,
-    marker_path,
-)
-from hermes_tray_core.markers.file import Corrupt as _Corrupt
-from hermes_tray_core.markers.file import decode as _decode
-from hermes_tray_core.markers.file import encode as _encode
-from hermes_tray_core.markers.file import read_file as _read_file
-from hermes_tray_core.markers.file import same_json as _same_json
-from hermes_tray_core.numbers import finite
-from hermes_tray_core.process.identity import (
-    HermesJudgement,
-    ProcessIdentity,
-    judge_hermes_identity,
-    own_identity,
-)
+from hermes_tray_core.markers import file as marker_file
+from hermes_tray_core.markers.entries import build_entry, normalize_marker, with_record
+from hermes_tray_core.markers.file import Entries
+from hermes_tray_core.process.identity import ProcessIdentity
 from hermes_tray_core.stores import exchange as atomic_exchange
 from hermes_tray_core.stores import fsutil
-from hermes_tray_core.vocab import WriterState
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
-MAX_AGE_SECS = 24 * 3600
-MAX_ENTRIES = 32
-MAX_PROMPT_CHARS = 64_000
 # Without an exchange: re-read + re-apply rounds when a non-locking writer changed the file under us; after
 # that we write the latest merge unchecked (progress). The unchecked write is what loses Hermes' entries: at
 # ~100 Hermes writes/s and a slow disk, 5 rounds lost 19 per 500 skips, 50 rounds none (bench_markers).
@@ -84,7 +61,6 @@ FOREIGN_RETRIES = 50
 # With an atomic exchange: attempts before an unverified write (merged by content), which only a writer
 # renaming over the file without pause could force.
 VERIFIED_RETRIES = 200
-
 
 
 class MarkerStoreError(OSError):
@@ -99,123 +75,8 @@ class _ForeignChange(Exception):
     """Raised from the before-replace hook: the file changed since we read it."""
 
 
-
-
-# ── entry helpers ──────────────────────────────────────────────────────────
-
-
-def _started_at(entry: dict) -> float:
-    """``started_at`` as Hermes reads it; junk counts as 0 (so it ages out instead of breaking writes)."""
-    return finite(entry.get("started_at") or 0) or 0.0
-
-
-def writer_fields(writer: ProcessIdentity | None = None) -> dict[str, Any]:
-    """``writer_pid`` (+ ``writer_start_time`` when known) for ``writer``, default this process."""
-    ident = writer if writer is not None else own_identity()
-    fields: dict[str, Any] = {"writer_pid": int(ident.pid)}
-    if ident.start_time is not None:
-        fields["writer_start_time"] = float(ident.start_time)
-    return fields
-
-
-def build_entry(
-    prompt: str,
-    *,
-    attempts: int = 0,
-    auto_continue: bool = True,
-    notification_category: str | None = None,
-    writer: ProcessIdentity | None = None,
-    now: float | None = None,
-) -> dict[str, Any]:
-    """A marker entry exactly as Hermes writes it (same fields, same order, prompt capped)."""
-    entry: dict[str, Any] = {
-        "attempts": max(0, int(attempts)),
-        "prompt": prompt[:MAX_PROMPT_CHARS],
-        "started_at": time.time() if now is None else float(now),
-        "auto_continue": bool(auto_continue),
-        **writer_fields(writer),
-    }
-    if notification_category == "diagnostic":
-        entry["notification_category"] = notification_category
-    return entry
-
-
-def normalize_marker(entry: object) -> dict[str, Any] | None:
-    """The shape Hermes' ``read_turn_marker`` returns for a raw entry, or None (no prompt / junk fields)."""
-    if not isinstance(entry, dict):
-        return None
-    try:
-        prompt = str(entry.get("prompt") or "")
-        if not prompt.strip():
-            return None
-        out: dict[str, Any] = {
-            "attempts": max(0, int(entry.get("attempts") or 0)),
-            "prompt": prompt,
-            "started_at": float(entry.get("started_at") or 0),
-            "auto_continue": bool(entry.get("auto_continue", True)),
-        }
-        for key in ("writer_pid", "writer_start_time"):
-            if entry.get(key) is not None:
-                out[key] = entry[key]
-        if entry.get("notification_category") == "diagnostic":
-            out["notification_category"] = "diagnostic"
-        return out
-    except Exception:
-        return None
-
-
-def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJudgement:
-    """The tray's and Hermes' verdicts on this marker's writer (``writer_pid`` + ``writer_start_time``).
-
-    Hermes' own ``marker_writer_state``: ``unknown`` unless ``writer_pid`` is a positive int (never a bool);
-    then ``hermes_cli.active_sessions._pid_liveness`` with its coercions (:func:`core.process.identity.hermes_liveness`:
-    a ``writer_start_time`` Hermes cannot convert is no start time; NaN never matches). With ``home`` the
-    tray also reads the writer through a wall-clock step when it is a live Hermes process serving that home
-    (:func:`core.process.identity.judge_hermes_identity`); ``.hermes`` keeps Hermes' own verdict."""
-    unknown = HermesJudgement(WriterState.UNKNOWN, WriterState.UNKNOWN)
-    try:
-        if not isinstance(entry, dict):
-            return unknown
-        pid = entry.get("writer_pid")
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-            return unknown
-        serves = None
-        if home is not None:
-            from hermes_tray_core.hermes.processes import serves_home
-
-            def serves(p: int) -> bool:
-                return serves_home(p, home)  # type: ignore[arg-type]
-        return judge_hermes_identity(pid, entry.get("writer_start_time"), serves_home=serves)
-    except Exception:
-        return unknown
-
-
-def marker_writer_state(entry: object, home: Path | str | None = None) -> str:
-    """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker still running?
-
-    A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
-    process) is the safe answer that leaves the marker alone. ``home``: the home whose marker file holds the
-    entry, so that a live Hermes writer stays alive through a wall-clock step (:func:`writer_judgement`).
-    """
-    return writer_judgement(entry, home).state
-
-
-def _with_record(entries: Entries, key: str, entry: dict, now: float) -> Entries:
-    """Prune (24 h, newest 32 including the new one) and insert; an existing key keeps its place, as in Hermes."""
-    fresh = {}
-    for k, e in entries.items():
-        started = e.get("started_at")
-        if type(started) is not float:  # the fast path is what Hermes writes: a float
-            started = _started_at(e)
-        if now - started <= MAX_AGE_SECS:  # NaN compares False: pruned
-            fresh[k] = e
-    if len(fresh) - (key in fresh) > MAX_ENTRIES - 1:
-        others = [k for k in fresh if k != key]
-        keep = set(sorted(others, key=lambda k: _started_at(fresh[k]), reverse=True)[: MAX_ENTRIES - 1])
-        fresh = dict(
-            sorted(((k, e) for k, e in fresh.items() if k in keep), key=lambda kv: _started_at(kv[1]), reverse=True)
-        )
-    return {**fresh, key: entry}
+def _without(entries: Entries, key: str) -> Entries:
+    return {k: v for k, v in entries.items() if k != key}
 
 
 Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
@@ -236,120 +97,10 @@ def _write_temp(target: str, data: bytes, *, sync: bool = True) -> str:
     return fsutil.write_temp(target, data, sync=sync)
 
 
-# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``).
-# One exists from the moment Hermes starts writing until its rename returns — and ext4 can hold a rename
-# over an existing file for milliseconds while it flushes the new file's data, during which a ``stat``
-# still shows the old file. So we wait for Hermes' temp files to go before our exchange: a merge is then
-# needed only when Hermes starts and finishes a write inside our microseconds-long last step.
-_HERMES_TEMP_PREFIX = f".{MARKER_FILE.rsplit('.', 1)[0]}_"
-HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its read->rename: max 96 ms measured)
-_STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)
-
-
-def _wait_for_hermes_writes(directory: str) -> bool:
-    """Wait (bounded) until no Hermes write is in flight in ``directory``. True if one was seen."""
-    seen = False
-    deadline = time.monotonic() + HERMES_WRITE_WAIT_SECS
-    while True:
-        try:
-            names = [n for n in os.listdir(directory) if n.startswith(_HERMES_TEMP_PREFIX) and n.endswith(".tmp")]
-        except OSError:
-            return seen
-        now = time.monotonic()
-        live = []
-        for n in names:
-            first = _STALE_TEMPS.setdefault(os.path.join(directory, n), now)
-            if now - first < 2 * HERMES_WRITE_WAIT_SECS:
-                live.append(n)
-        if len(_STALE_TEMPS) > 256:
-            _STALE_TEMPS.clear()
-        if not live or now >= deadline:
-            return seen
-        seen = True
-        time.sleep(0.0005)
-
-
 # Directory -> False once an exchange there answered "unsupported" (then compare-and-replace is used).
 _EXCHANGE: dict[str, bool] = {}
 # Exchange rounds per write when a non-locking writer keeps renaming in between.
 MERGE_ROUNDS = 8
-
-
-def _same(a: Any, b: Any) -> bool:
-    """Same stored value (``_ABSENT`` for no entry): equal dicts that also serialize alike."""
-    if a is _ABSENT or b is _ABSENT:
-        return a is b
-    return isinstance(a, dict) and isinstance(b, dict) and _same_json(a, b)
-
-
-class _Leaks:
-    """Entries our momentarily visible version got wrong, and what they should be.
-
-    When a Hermes rename lands between our last check and our exchange, our version (``transient``, built
-    on the file we read) is in place until we put Hermes' version back or merge: two syscalls apart, but
-    on a loaded machine our process can be descheduled in between. A Hermes write that read it then copies
-    our stale view of the entries Hermes had just changed (``stale``: key -> (our value, the true value);
-    never the keys our own change is about). For a settle window (:mod:`core.markers.settle`), such copies
-    are put right:
-
-    * a stale *present* value is a byte-exact copy of an entry Hermes had cleared (its records always carry
-      a fresh ``started_at``): always removed again;
-    * a stale *absence* (a record we had not seen yet) looks like Hermes clearing that entry. It is
-      restored only when the file is our transient version with exactly one other entry changed — one
-      Hermes write on top of it — never when it looks like a clear of that entry (the transient itself,
-      or a file that moved on in more than one entry).
-    """
-
-    __slots__ = ("stale", "transient", "until")
-
-    def __init__(self, transient: Entries) -> None:
-        self.stale: dict[str, tuple[Any, Any]] = {}
-        self.transient = transient
-        self.until = 0.0
-
-    def note(self, placed: Entries, true: Entries, exclude: frozenset[str] | set[str] = frozenset()) -> None:
-        for key in placed.keys() | true.keys():
-            if key in exclude:
-                continue
-            mine, real = placed.get(key, _ABSENT), true.get(key, _ABSENT)
-            if not _same(mine, real):
-                self.stale.setdefault(key, (mine, real))
-
-    def _derived(self, theirs: Entries) -> bool:
-        """One Hermes write on top of our transient version: it differs from it in exactly one entry."""
-        diff = 0
-        for key in theirs.keys() | self.transient.keys():
-            if not _same(theirs.get(key, _ABSENT), self.transient.get(key, _ABSENT)):
-                diff += 1
-                if diff > 1:
-                    return False
-        return diff == 1
-
-    def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:
-        """``theirs`` with copied stale values put right (a new dict when changed; see the class doc)."""
-        out = None
-        derived: bool | None = True if in_merge else None
-        for key, (mine, true) in self.stale.items():
-            if not _same(theirs.get(key, _ABSENT), mine):
-                continue
-            if mine is _ABSENT:
-                if derived is None:
-                    derived = self._derived(theirs)
-                if not derived:
-                    continue
-            out = dict(theirs) if out is None else out
-            if true is _ABSENT:
-                out.pop(key, None)
-            else:
-                out[key] = true
-        return theirs if out is None else out
-
-    def register(self, store: MarkerStore) -> None:
-        if not self.stale:
-            return
-        from hermes_tray_core.markers import settle as marker_settle
-
-        marker_settle.watch_leaks(store, self)
 
 
 # ── the store ──────────────────────────────────────────────────────────────
@@ -360,8 +111,8 @@ class MarkerStore:
 
     def __init__(self, home: Path | str) -> None:
         self.home = Path(home)
-        self.path = marker_path(self.home)
-        self.lock_path = marker_lock_path(self.home)
+        self.path = marker_file.marker_path(self.home)
+        self.lock_path = marker_file.marker_lock_path(self.home)
         self._p = os.fspath(self.path)
         self._dir = os.fspath(self.path.parent)
         self._lock = os.fspath(self.lock_path)
@@ -375,18 +126,17 @@ class MarkerStore:
         when it cannot be read.
         """
         with self._errors("read"):
-            data, _sig = _read_file(self._p)
+            data, _sig = marker_file.read_file(self._p)
             if data is None:
                 return {}
             try:
-                return _decode(data)
-            except _Corrupt as exc:
+                return marker_file.decode(data)
+            except marker_file.Corrupt as exc:
                 raise MarkerCorruptError(errno.EINVAL, f"turn-marker file is corrupt ({exc})", str(self.path)) from None
 
     def read(self, session_key: str) -> dict[str, Any] | None:
         """Hermes' ``read_turn_marker`` shape for ``session_key``, or None."""
-        validate_session_id(session_key, what="session key")
-        return normalize_marker(self.list().get(session_key))
+        return normalize_marker(self.list().get(checked_key(session_key)))
 
     # writes
 
@@ -405,19 +155,18 @@ class MarkerStore:
         ``writer`` records the marker on behalf of another process (e.g. a gateway child the tray
         launched for a continuation), so liveness checks follow that process, not the tray.
         """
-        validate_session_id(session_key, what="session key")
+        key = checked_key(session_key)
         if not isinstance(prompt, str) or not prompt:
             raise ValueError("prompt must be a non-empty string")
         if isinstance(attempts, bool) or not isinstance(attempts, int) or attempts < 0:
             raise ValueError(f"attempts must be an int >= 0, not {attempts!r}")
         if writer is not None and (isinstance(writer.pid, bool) or not isinstance(writer.pid, int) or writer.pid <= 0):
             raise ValueError(f"writer pid must be a positive int, not {writer.pid!r}")
-        return self._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
+        return self._record(key, prompt, attempts, auto_continue, notification_category, writer)
 
     def clear(self, session_key: str) -> bool:
         """Remove the marker of a concluded turn. True if there was one."""
-        validate_session_id(session_key, what="session key")
-        return self._clear(session_key)
+        return self._clear(checked_key(session_key))
 
     def remove_if_unchanged(self, session_key: str, expected: dict[str, Any], *, settle: bool = True) -> bool:
         """Remove ``session_key`` only if its raw entry still equals ``expected`` (as :meth:`list` gave it).
@@ -427,23 +176,10 @@ class MarkerStore:
         Hermes write that brings ``expected`` back is undone again (:mod:`core.markers.settle`; wait for it
         with :func:`core.markers.settle.wait`).
         """
-        validate_session_id(session_key, what="session key")
+        key = checked_key(session_key)
         if not isinstance(expected, dict):
             raise TypeError("expected must be the entry dict list() returned")
-        if not os.path.lexists(self._p):
-            return False
-
-        def remove(entries: Entries) -> tuple[Entries | None, bool]:
-            if entries.get(session_key) != expected:
-                return None, False
-            return {k: v for k, v in entries.items() if k != session_key}, True
-
-        done = bool(self._modify(remove, "remove"))
-        if done and settle:
-            from hermes_tray_core.markers import settle as marker_settle
-
-            marker_settle.guard(self, session_key, expected)
-        return done
+        return self._swap(key, expected, marker_file.ABSENT, settle, "remove")
 
     def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any], *,
                              settle: bool = True) -> bool:
@@ -454,25 +190,32 @@ class MarkerStore:
         The tray's own continuation of a turn takes the marker over this way, so it can never continue a
         turn that was skipped (or changed) after it was checked, whoever skipped it.
         """
-        validate_session_id(session_key, what="session key")
+        key = checked_key(session_key)
         if not isinstance(expected, dict) or not isinstance(replacement, dict):
             raise TypeError("expected and replacement must be entry dicts")
-        if not os.path.lexists(self._p):
-            return False
-        entry, now = dict(replacement), time.time()
-
-        def replace(entries: Entries) -> tuple[Entries | None, bool]:
-            if entries.get(session_key) != expected:
-                return None, False
-            return _with_record(entries, session_key, entry, now), True
-
-        done = bool(self._modify(replace, "replace"))
-        if done and settle:  # a stale Hermes write that brings ``expected`` back is undone again
-            from hermes_tray_core.markers import settle as marker_settle
-
-            marker_settle.guard(self, session_key, expected, entry)
+        entry = dict(replacement)
+        done = self._swap(key, expected, entry, settle, "replace")
         if done:
             logger.debug("turn marker for session %s replaced (writer pid %s)", session_key, entry.get("writer_pid"))
+        return done
+
+    def _swap(self, key: SessionKey, expected: dict[str, Any], new: Any, settle: bool, what: str) -> bool:
+        """``key``: ``expected`` → ``new`` (:data:`~core.markers.file.ABSENT`: removed) if it still reads
+        ``expected``; then, with ``settle``, a stale Hermes write that brings ``expected`` back is undone again."""
+        if not os.path.lexists(self._p):
+            return False
+        now = time.time()
+
+        def swap(entries: Entries) -> tuple[Entries | None, bool]:
+            if entries.get(key) != expected:
+                return None, False
+            return (_without(entries, key) if new is marker_file.ABSENT else with_record(entries, key, new, now)), True
+
+        done = bool(self._modify(swap, what))
+        if done and settle:
+            from hermes_tray_core.markers import settle as marker_settle
+
+            marker_settle.guard(self, key, expected, new)
         return done
 
     # internals (no validation: the Hermes-compatible calls accept any non-empty key, as Hermes does)
@@ -484,19 +227,15 @@ class MarkerStore:
         # Identity only — never the prompt: logs are read on crash triage and must not carry turn content.
         logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
         now = entry["started_at"]
-        self._modify(lambda entries: (_with_record(entries, key, entry, now), None), "record")
+        self._modify(lambda entries: (with_record(entries, key, entry, now), None), "record")
         return dict(entry)
 
     def _clear(self, key: str) -> bool:
         if not os.path.lexists(self._p):
             return False  # nothing to clear: do not create desktop/ or a lock file for it
 
-        def clear(entries: Entries) -> tuple[Entries | None, bool]:
-            if key not in entries:
-                return None, False
-            return {k: v for k, v in entries.items() if k != key}, True
-
-        return bool(self._modify(clear, "clear"))
+        return bool(self._modify(lambda entries: (_without(entries, key), True) if key in entries else (None, False),
+                                 "clear"))
 
     def _modify(self, mutate: Mutate, what: str) -> Any:
         """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between;
@@ -518,7 +257,7 @@ class MarkerStore:
             finally:
                 os.close(fd)
             if wrote:
-                fsutil.fsync_dir(self._dir)  # type: ignore[arg-type]
+                fsutil.fsync_dir(self._dir)
             self._sweep()
             return result
         except (MarkerStoreError, _ForeignChange):
@@ -546,15 +285,15 @@ class MarkerStore:
     def _open_lock(self) -> int:
         """The sidecar lock file (0600); creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
         try:
-            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+            return fsutil.open_private_lockfile(self._lock)
         except FileNotFoundError:
             fsutil.ensure_private_dir(self.path.parent)
-            return fsutil.open_private_lockfile(self._lock)  # type: ignore[arg-type]
+            return fsutil.open_private_lockfile(self._lock)
 
     def _sweep(self) -> None:
         """Remove dead writers' temp files: listing the directory is cheap; the writers are asked about
         (psutil) only when another process's temp file is there."""
-        prefix, mine = f".{MARKER_FILE}.", f".{MARKER_FILE}.{os.getpid()}."
+        prefix, mine = f".{marker_file.MARKER_FILE}.", f".{marker_file.MARKER_FILE}.{os.getpid()}."
         try:
             names = os.listdir(self._dir)
         except OSError:
@@ -567,12 +306,12 @@ class MarkerStore:
 
     def _load_for_write(self, check: bool) -> tuple[bytes | None, Entries, tuple[int, int, int] | None]:
         """(the bytes read, their entries, the file's signature); (None, {}, None) when there is no file."""
-        data, sig = _read_file(self._p)
+        data, sig = marker_file.read_file(self._p)
         if data is None:
             return None, {}, None
         try:
-            return data, _decode(data), sig
-        except _Corrupt as exc:
+            return data, marker_file.decode(data), sig
+        except marker_file.Corrupt as exc:
             if check and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
             dest = fsutil.set_aside(self.path, "corrupt")
@@ -582,7 +321,7 @@ class MarkerStore:
             logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
             return None, {}, None
 
-    def _store(self, entries: Entries, read: bytes | None, sig: tuple[int, int, int] | None | bool,
+    def _store(self, entries: Entries, read: bytes | None, sig: atomic_exchange.Sig | None | Literal[False],
                mutate: Mutate, result: Any) -> Any:
         """Put ``entries`` in place of the file read (``read``, signature ``sig``; False = skip the
         foreign-change check) and return ``mutate``'s result for what finally stands.
@@ -595,13 +334,13 @@ class MarkerStore:
         (:meth:`_merge_displaced`). Where no exchange exists: the old compare-and-replace (see
         :func:`exchange_support`).
         """
-        data = _encode(entries)
+        data = marker_file.encode(entries)
         tmp = _write_temp(self._p, data)
         ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
         settled = False  # the exchange (if it ran) finished: what is left at tmp is older than what stands
         progress: atomic_exchange.Progress | None = None  # a verified exchange's steps, kept across an exception
         try:
-            _wait_for_hermes_writes(self._dir)
+            marker_file.wait_for_hermes_writes(self._dir)
             if sig is not False and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange()
             if read is None:
@@ -617,9 +356,9 @@ class MarkerStore:
                 return result
             ours = fsutil.file_signature(tmp)
             try:
-                if sig is not False and sig is not None:
-                    progress = atomic_exchange.Progress(tmp, ours)  # type: ignore[arg-type]
-                    tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)  # type: ignore[arg-type]
+                if sig is not False and sig is not None and ours is not None:
+                    progress = atomic_exchange.Progress(tmp, ours)
+                    tmp, was_read = atomic_exchange.swap_in_verified(tmp, self._p, sig, ours, progress)
                 else:
                     tmp, was_read = atomic_exchange.swap_in(tmp, self._p), False
             except FileNotFoundError:
@@ -650,20 +389,22 @@ class MarkerStore:
                 tmp = progress.path  # where the exchange left the file it handed back, even after an exception
             # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
             done = ours is None or (progress.settled if progress is not None else settled)
-            self._drop_temp(tmp, None if done else (ours, sig))  # type: ignore[arg-type]
+            self._drop_temp(tmp, None if done else (ours, sig))
         return result
 
     def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
         """Register what our briefly visible ``transient`` got wrong against the version put back in place."""
         try:
-            data, _sig = _read_file(self._p)
-            theirs = _decode(data) if data is not None else {}
-        except (OSError, _Corrupt):
+            data, _sig = marker_file.read_file(self._p)
+            theirs = marker_file.decode(data) if data is not None else {}
+        except (OSError, marker_file.Corrupt):
             return
         new, _result = mutate(theirs)
         ours = set() if new is None else {k for k in new.keys() | theirs.keys()
-                                          if not _same(new.get(k, _ABSENT), theirs.get(k, _ABSENT))}
-        leaks = _Leaks(transient)
+                                          if not marker_file.same_entry(new.get(k, marker_file.ABSENT), theirs.get(k, marker_file.ABSENT))}
+        from hermes_tray_core.markers.settle import Leaks  # threading and dataclasses: only after a merge
+
+        leaks = Leaks(transient)
         leaks.note(transient, theirs, exclude=ours)
         leaks.register(self)
 
@@ -688,11 +429,13 @@ class MarkerStore:
         for what stands.
 
         Between two exchanges our first version is visible for a moment; a Hermes write based on it could
-        copy our stale view of another entry. Those entries are remembered (:class:`_Leaks`) and corrected
+        copy our stale view of another entry. Those entries are remembered (:class:`~core.markers.settle.Leaks`) and corrected
         here and, for a settle window, by :mod:`core.markers.settle`.
         """
+        from hermes_tray_core.markers.settle import Leaks
+
         expected = read
-        leaks = _Leaks(placed_entries)
+        leaks = Leaks(placed_entries)
         for _round in range(MERGE_ROUNDS):
             got = _read_path(displaced)
             if got == expected:
@@ -702,8 +445,8 @@ class MarkerStore:
                     leaks.register(self)
                 return result
             try:
-                theirs = _decode(got) if got is not None else {}
-            except _Corrupt:
+                theirs = marker_file.decode(got) if got is not None else {}
+            except marker_file.Corrupt:
                 dest = fsutil.set_aside(Path(displaced), "corrupt")
                 logger.warning("a writer put a corrupt %s in place; ours replaced it (theirs kept as %s)",
                                self.path, dest.name if dest else "nothing: it could not be moved")
@@ -714,7 +457,7 @@ class MarkerStore:
             new, result = mutate(theirs)
             merged = theirs if new is None else new
             leaks.note(placed_entries, merged)
-            merged_bytes = _encode(merged)
+            merged_bytes = marker_file.encode(merged)
             # Our first version is visible until this exchange: write the merge without waiting for the disk
             # (microseconds instead of an fsync's milliseconds), and make it durable right after.
             fresh = merged_bytes != got
@@ -757,7 +500,7 @@ class MarkerStore:
         the file there may be a foreign version newer than what stands: only ours, or the file we read
         (older than ours, which stands), is removed; anything else is kept."""
         if unsettled is not None:
-            here = fsutil.file_signature(path)  # type: ignore[arg-type]
+            here = fsutil.file_signature(path)
             if here is None:
                 return
             if here not in unsettled:
@@ -767,7 +510,7 @@ class MarkerStore:
             os.unlink(path)
 
     @contextlib.contextmanager
-    def _errors(self, what: str):
+    def _errors(self, what: str) -> Iterator[None]:
         try:
             yield
         except MarkerStoreError:
@@ -781,68 +524,6 @@ class MarkerStore:
         return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {reason}", where)
 
 
-# ── Hermes-compatible module API (never raises) ───────────────────────────
-
-_STORES: dict[str, MarkerStore] = {}
-
-
-def _store_for(home: Path | str) -> MarkerStore:
-    """A store per home, reused: building the paths costs more than a marker read."""
-    key = os.fspath(home)
-    store = _STORES.get(key)
-    if store is None:
-        if len(_STORES) >= 64:
-            _STORES.clear()
-        store = _STORES[key] = MarkerStore(home)
-    return store
-
-
-def record_turn_start(
-    home: Path | str,
-    session_key: str,
-    prompt: str,
-    *,
-    attempts: int = 0,
-    auto_continue: bool = True,
-    notification_category: str | None = None,
-    writer: ProcessIdentity | None = None,
-) -> None:
-    """Persist the marker for a turn that is about to run (Hermes' call; ``writer`` is our addition).
-
-    Empty key or prompt is ignored; any failure is logged (identity only) and swallowed.
-    """
-    if not session_key or not prompt or not isinstance(session_key, str) or not isinstance(prompt, str):
-        return
-    try:
-        _store_for(home)._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
-    except Exception:
-        logger.debug("failed to record turn marker for %s", session_key, exc_info=True)
-
-
-def clear_turn_marker(home: Path | str, session_key: str) -> None:
-    """Remove the marker once its turn concluded (any outcome the client saw). Never raises."""
-    if not session_key or not isinstance(session_key, str):
-        return
-    try:
-        _store_for(home)._clear(session_key)
-    except Exception:
-        logger.debug("failed to clear turn marker for %s", session_key, exc_info=True)
-
-
-def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | None:
-    """The marker left by a turn that never concluded, in Hermes' shape, or None. Never raises."""
-    if not session_key or not isinstance(session_key, str):
-        return None
-    try:
-        data, _sig = _read_file(_store_for(home)._p)
-        if data is None:
-            return None
-        return normalize_marker(_decode(data).get(session_key))
-    except Exception:
-        logger.debug("unreadable turn-marker file under %s", home, exc_info=True)
-        return None
-
-
 def list_turn_markers(home: Path | str) -> Entries:
     """All entries of ``home`` as stored (tray call: strict, see :meth:`MarkerStore.list`)."""
     return MarkerStore(home).list()
@@ -851,38 +532,7 @@ def list_turn_markers(home: Path | str) -> Entries:
 def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dict[str, Any], *,
                                settle: bool = True) -> bool:
     """Compare-and-remove (tray call: strict, see :meth:`MarkerStore.remove_if_unchanged`)."""
-    return _store_for(home).remove_if_unchanged(session_key, expected, settle=settle)
+    return MarkerStore(home).remove_if_unchanged(session_key, expected, settle=settle)
 
 
-def exchange_support(home: Path | str) -> tuple[bool, str]:
-    """Can the tray's writes to ``home``'s marker file go in by atomic exchange? (True, mechanism) or
-    (False, why): then they fall back to compare-and-replace, which a concurrent Hermes write can still
-    defeat (``hermes-tray doctor`` shows this)."""
-    directory = marker_path(home).parent
-    probe_in = directory if directory.is_dir() else Path(home)
-    if not probe_in.is_dir():
-        return True, f"{atomic_exchange.mechanism()} (not probed: {probe_in} does not exist yet)"
-    return atomic_exchange.probe(os.fspath(probe_in))
-
-
-__all__ = [
-    "MAX_AGE_SECS",
-    "MAX_ENTRIES",
-    "MAX_PROMPT_CHARS",
-    "MarkerCorruptError",
-    "MarkerStore",
-    "MarkerStoreError",
-    "build_entry",
-    "clear_turn_marker",
-    "exchange_support",
-    "list_turn_markers",
-    "marker_lock_path",
-    "marker_path",
-    "marker_writer_state",
-    "writer_judgement",
-    "normalize_marker",
-    "read_turn_marker",
-    "record_turn_start",
-    "remove_marker_if_unchanged",
-    "writer_fields",
-]
+__all__ = ["MarkerCorruptError", "MarkerStore", "MarkerStoreError", "list_turn_markers", "remove_marker_if_unchanged"]

@@ -21,7 +21,8 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
-from typing import Any, NamedTuple
+from types import ModuleType
+from typing import Any, NamedTuple, TypeGuard
 
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import WriterState
@@ -72,7 +73,7 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-def _psutil():
+def _psutil() -> ModuleType:
     import psutil
 
     globals()["psutil"] = psutil
@@ -126,7 +127,7 @@ def identity_of(pid: int) -> ProcessIdentity:
     return ProcessIdentity(pid, process_start_time(pid), start_mark(pid))
 
 
-def _valid_pid(pid: object) -> bool:
+def _valid_pid(pid: object) -> TypeGuard[int]:
     return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
 
 
@@ -141,18 +142,19 @@ def process_liveness(pid: object, start_time: object = None, *, mark: object = N
     if not _valid_pid(pid):
         return _UNKNOWN
     if mark is not None:
-        return _liveness_by_mark(pid, start_time, mark)  # type: ignore[arg-type]
-    if start_time is not None and strict_finite(start_time) is None:
+        return _liveness_by_mark(pid, start_time, mark)
+    expected = strict_finite(start_time)
+    if start_time is not None and expected is None:
         return _UNKNOWN  # junk (a string, NaN, inf) proves nothing either way
-    if _no_such_pid(pid):  # type: ignore[arg-type]
+    if _no_such_pid(pid):
         return _DEAD
     psutil = _psutil()
     try:
-        proc = psutil.Process(pid)  # type: ignore[arg-type]
+        proc = psutil.Process(pid)
         status = proc.status()
         if status in (psutil.STATUS_ZOMBIE, getattr(psutil, "STATUS_DEAD", "dead")):
             return _DEAD
-        if start_time is None:
+        if expected is None:
             return _ALIVE
         created = proc.create_time()
     except psutil.NoSuchProcess:
@@ -161,10 +163,10 @@ def process_liveness(pid: object, start_time: object = None, *, mark: object = N
         return _DEAD
     except psutil.AccessDenied:
         # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.
-        return _ALIVE if start_time is None else _UNKNOWN
+        return _ALIVE if expected is None else _UNKNOWN
     except Exception:
         return _UNKNOWN
-    return _ALIVE if abs(float(created) - float(start_time)) < START_TIME_TOLERANCE else _DEAD
+    return _ALIVE if abs(float(created) - expected) < START_TIME_TOLERANCE else _DEAD
 
 
 def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
@@ -192,7 +194,7 @@ def _hermes_optional_float(value: object) -> float | None:
     if value is None or (isinstance(value, str) and value == ""):
         return None
     try:
-        return float(value)  # type: ignore[arg-type]
+        return float(value)  # type: ignore[arg-type]  # Hermes calls float() on whatever it read
     except (TypeError, ValueError):
         return None
 

@@ -27,13 +27,11 @@ Public API::
 
 from __future__ import annotations
 
-import json
-import math
 import os
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.deciding.policy import (
     AutoContinueConfig,
@@ -45,15 +43,19 @@ from hermes_tray_core.deciding.policy import (
     marker_started_at,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
-from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
 from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.scanning.cache import MISS, ScanCache, default_cache_file
+from hermes_tray_core.scanning.running import RunningNow
 from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
-from hermes_tray_core.scanning.webui import valid_summary as _valid_summary
-from hermes_tray_core.vocab import ProcessKind, ReasonCode, Verdict, WriterState
+from hermes_tray_core.vocab import ReasonCode, TurnSource, Verdict, WriterState
+
+if TYPE_CHECKING:
+    from hermes_tray_core.hermes.config import YamlMap
+    from hermes_tray_core.hermes.processes import HermesProcesses
 
 __all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
@@ -61,7 +63,12 @@ logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log
 # Log levels as numbers, so that naming them does not import logging.
 _WARNING, _ERROR = 30, 40
 
-CACHE_VERSION = 3
+
+# The managed overlay as a scan reads it once: (path, mapping, warning) as ``read_managed`` returns them, and
+# the signature the config cache compares ([path, ino, size, mtime_ns], None when there is no file).
+_ManagedNow = tuple["Path | None", "YamlMap", "str | None", "list[object] | None"]
+# A marker file as last read: (signature, entries or None, status, problem).
+_MarkersRead = tuple[list[int], "dict[str, Any] | None", str, "str | None"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -117,42 +124,11 @@ def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
     return problems
 
 
-def default_cache_file() -> Path:
-    from hermes_tray_core.stores import paths
-
-    return paths.cache_dir() / "scan-cache.json"
-
-
-def _read_config(home: Home, managed: tuple) -> tuple[AutoContinueConfig, list[str]]:
+def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, list[str]]:
     from hermes_tray_core.hermes.config import read_backend_config
 
-    cfg = read_backend_config(home.path, managed=managed[:3])
+    cfg = read_backend_config(home.path, managed=(managed[0], managed[1], managed[2]))
     return cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
-
-
-def _config_entry(sig: list, ac: AutoContinueConfig, problems: list[str]) -> list:
-    """The scan cache's entry for one config.yaml (read back by ``Scanner._cached_config``)."""
-    return [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
-
-
-def _summary_entry(sig: str, summary: dict) -> list:
-    """The scan cache's entry for one WebUI journal: [sig] when nothing is pending and nothing malformed (the
-    common case, kept small), else [sig, summary]; read back by ``Scanner._cached_summary``."""
-    return [sig] if not summary["pending"] and not summary["malformed"] else [sig, summary]
-
-
-def _owner_lookup(home: Path, key: str):
-    from hermes_tray_core.hermes.state_db import active_session_owner
-
-    return active_session_owner(home, key)
-
-
-
-_MISS = object()
-
-
-class _NoApp(dict):
-    """This scan found no running Hermes app at all (``backend_sessions.none_running``): every home's answer is empty."""
 
 
 # ---------------------------------------------------------------------------------------------
@@ -184,7 +160,7 @@ def _retired(home: Path, key: str, entry: Any, journal: Any) -> bool:
     return True
 
 
-def _tombstoned(home: Path, key: str, entry: dict, journal: Any) -> bool:
+def _tombstoned(home: Path, key: str, entry: dict[str, Any], journal: Any) -> bool:
     """core.continuing.claim: this exact turn (session key + started_at + attempts) was skipped, so a marker for
     it is a stale Hermes write's copy: removed again here (compare-and-remove), and never offered."""
     from hermes_tray_core.continuing import claim as exactly_once
@@ -199,7 +175,7 @@ class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
-                 process_finder: Any = None, ask_running_hermes: bool = False) -> None:
+                 process_finder: Callable[[], HermesProcesses] | None = None, ask_running_hermes: bool = False) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes.processes.HermesProcesses`
         (default: look at the process table), asked at most once per scan. ``ask_running_hermes``: before a
         turn is offered, ask the running Hermes of its home which sessions it has open
@@ -207,49 +183,13 @@ class Scanner:
         waiting for a Resume."""
         self.homes = list(homes)
         self.cache_file = cache_file
-        self._journals: dict[str, list] = {}  # "<journal dir>/<sid>" -> [signature] or [signature, summary]
-        self._configs: dict[str, list] = {}  # config.yaml path -> [sig, [enabled, fresh, attempts], problems]
-        self._markers: dict[str, tuple] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
-        self._managed_now: tuple | None = None  # the managed overlay, read once per scan
-        self._processes: Any = None  # hermes_processes.HermesProcesses, looked at once per scan when needed
+        self._cache = ScanCache(cache_file)  # WebUI journal summaries and config.yaml results
+        self._markers: dict[str, _MarkersRead] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
+        self._managed_now: _ManagedNow | None = None  # the managed overlay, read once per scan
         self._process_finder = process_finder
-        self._owner_of: Any = None
-        self._journal: Any = None  # core.stores.decisions.DecisionJournal, once per scan
+        self._now = RunningNow(process_finder)  # what runs, looked at once per scan
         self._ask_app = ask_running_hermes
-        self._open_in_app: dict[str, dict[str, int]] = {}  # home -> {session key: pid}, asked once per scan
-        self._dashboards_now: Any = None  # the running Hermes apps (HermesProcesses), looked at once per scan
         self._logged: set[tuple[str, str, str]] = set()
-        self._dirty = False
-        if cache_file is not None:
-            self._load_cache()
-
-    # persistence ---------------------------------------------------------------------------
-
-    def _load_cache(self) -> None:
-        try:
-            with open(self.cache_file, "rb") as fh:  # type: ignore[arg-type]
-                doc = json.loads(fh.read())
-            if isinstance(doc, dict) and doc.get("version") == CACHE_VERSION:
-                j, c = doc.get("journals"), doc.get("configs")
-                self._journals = j if isinstance(j, dict) else {}
-                self._configs = c if isinstance(c, dict) else {}
-        except Exception:
-            self._journals, self._configs = {}, {}
-
-    def _save_cache(self) -> None:
-        if self.cache_file is None or not self._dirty:
-            return
-        try:
-            from hermes_tray_core.stores.fsutil import atomic_write_bytes, ensure_private_dir
-
-            ensure_private_dir(self.cache_file.parent)
-            doc = {"version": CACHE_VERSION, "journals": self._journals, "configs": self._configs}
-            # Not durable (no fsync): a cache lost to a power cut, or left empty, is simply not trusted (its
-            # version check fails) and rebuilt; the fsync was most of a cold `status`'s write (1-4 ms).
-            atomic_write_bytes(self.cache_file, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
-            self._dirty = False
-        except Exception:
-            pass  # a cache is an optimisation: never fail a scan over it
 
     # scanning --------------------------------------------------------------------------------
 
@@ -257,18 +197,14 @@ class Scanner:
         """Scan every home. Never raises."""
         now = time.time() if now is None else now
         self._managed_now = None
-        self._processes = None
-        self._journal = None
-        self._open_in_app = {}
-        self._dashboards_now = None
+        self._now = RunningNow(self._process_finder)
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
-        live_configs: set[str] = set()
         live_journals: set[str] = set()
         for home in self.homes:
             try:
-                report, home_turns = self._scan_home(home, now, seen_journal_dirs, live_configs, live_journals)
+                report, home_turns = self._scan_home(home, now, seen_journal_dirs, live_journals)
             except Exception as exc:  # belt and braces: one home never breaks the rest
                 report = HomeReport(home.path, home.profile, home.origin, home.path.is_dir(), "unreadable", 0,
                                     AutoContinueConfig(), "unreadable", home.webui_journal_dir, 0,
@@ -276,60 +212,26 @@ class Scanner:
                 home_turns = []
             reports.append(report)
             turns.extend(home_turns)
-        # Forget files that went away — only under the homes scanned now, so `status --home X`
-        # does not throw away what a full scan cached for the other homes.
-        for key in [k for k in self._journals if k not in live_journals
-                    and k.rsplit(os.sep, 1)[0] in seen_journal_dirs]:
-            del self._journals[key]
-            self._dirty = True
-        self._save_cache()
+        self._cache.forget_journals(live_journals, seen_journal_dirs)
+        self._cache.save()
         return ScanResult(reports, turns, now)
 
-    def _config(self, home: Home, live: set[str]) -> tuple[AutoContinueConfig, list[str]]:
-        path = home.config_file
-        key = str(path)
-        live.add(key)
+    def _config(self, home: Home) -> tuple[AutoContinueConfig, list[str]]:
+        key = str(home.config_file)
         managed = self._managed()
         sig = self._config_sig(home)
-        cached = self._cached_config(key, sig)
+        cached = self._cache.config(key, sig)
         if cached is not None:
             return cached
         ac, problems = _read_config(home, managed)
-        self._configs[key] = _config_entry(sig, ac, problems)
-        self._dirty = True
+        self._cache.put_config(key, sig, ac, problems)
         return ac, problems
 
-    def _config_sig(self, home: Home) -> list:
+    def _config_sig(self, home: Home) -> list[object]:
         st = _stat(home.config_file)
         return [_sig(st) if st else None, self._managed()[3]]
 
-    def _cached_config(self, key: str, sig: list) -> tuple[AutoContinueConfig, list[str]] | None:
-        cached = self._configs.get(key)
-        if isinstance(cached, list) and len(cached) == 3 and cached[0] == sig:
-            try:
-                e, f, a, m = cached[1]
-                if type(e) is bool and type(a) is int and isinstance(f, (int, float)) and math.isfinite(f):
-                    return AutoContinueConfig(e, f, a, tuple(str(k) for k in m)), [str(p) for p in cached[2]]
-            except (TypeError, ValueError):
-                pass  # a damaged cache entry: read the file
-        return None
-
-    def _cached_summary(self, ckey: str, sig: str) -> Any:
-        """A WebUI journal's summary from the cache (None: nothing pending or malformed), or ``_MISS``."""
-        cached = self._journals.get(ckey)
-        # Cache entry: [sig] when nothing is pending and nothing malformed, else [sig, summary].
-        if type(cached) is list and cached and cached[0] == sig:
-            summary = cached[1] if len(cached) > 1 else None
-            if summary is None or _valid_summary(summary):
-                return summary
-        return _MISS  # not cached, changed, or a damaged entry (never trusted: read the file)
-
-    def _store_summary(self, ckey: str, sig: str, summary: dict) -> dict | None:
-        entry = self._journals[ckey] = _summary_entry(sig, summary)
-        self._dirty = True
-        return entry[1] if len(entry) > 1 else None
-
-    def _managed(self) -> tuple:
+    def _managed(self) -> _ManagedNow:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
         if self._managed_now is None:
             from hermes_tray_core.hermes.paths import managed_config_file
@@ -344,7 +246,7 @@ class Scanner:
                 self._managed_now = (*read_managed(), [str(path), *_sig(st)])
         return self._managed_now
 
-    def _read_markers(self, home: Home) -> tuple[dict | None, str, str | None, os.stat_result | None]:
+    def _read_markers(self, home: Home) -> tuple[dict[str, Any] | None, str, str | None, os.stat_result | None]:
         """(entries or None, status, problem, stat)."""
         path = home.marker_file
         st = _stat(path)
@@ -386,14 +288,13 @@ class Scanner:
             found.append(f"an interrupted_turns table in {home.state_db}")
         return [f"newer Hermes storage not yet supported: {f}; update hermes-tray" for f in found]
 
-    def _scan_home(self, home: Home, now: float, seen_dirs: set[str], live_configs: set[str],
-                   live_journals: set[str]) -> tuple[HomeReport, list[TurnRecord]]:
+    def _scan_home(self, home: Home, now: float, seen_dirs: set[str], live_journals: set[str]) -> tuple[HomeReport, list[TurnRecord]]:
         problems: list[str] = []
         exists = home.path.is_dir()
         if not exists:
             problems.append(f"{home.path} is not a directory: not a Hermes home" if os.path.lexists(home.path)
                             else f"{home.path} does not exist (Hermes has not run with this home yet)")
-        config, cfg_problems = self._config(home, live_configs) if exists else (AutoContinueConfig(), [])
+        config, cfg_problems = self._config(home) if exists else (AutoContinueConfig(), [])
         problems.extend(cfg_problems)
         entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
         if mproblem:
@@ -427,15 +328,14 @@ class Scanner:
                             tuple(unsupported), tuple(problems))
         return report, turns
 
-    def _marker_records(self, home: Home, entries: dict, config: AutoContinueConfig, state: _HomeState | None,
+    def _marker_records(self, home: Home, entries: dict[str, Any], config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:
         out = []
         title_problem = None
-        self._owner_of = None
         if state:
             state.prefetch([str(k) for k in entries])
         for key, entry in entries.items():
-            if _settled_continuation(home.path, key, entry) or _retired(home.path, str(key), entry, self._decisions()):
+            if _settled_continuation(home.path, key, entry) or _retired(home.path, str(key), entry, self._now.decisions()):
                 continue
             try:
                 record, tp = self._marker_record(home, str(key), entry, config, state, now)
@@ -446,7 +346,7 @@ class Scanner:
                                 "it is left alone — please report it")
                 continue
             title_problem = title_problem or tp
-            if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry, self._decisions()):
+            if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry, self._now.decisions()):
                 record = record._replace(
                     verdict=Verdict.SKIPPED, code=ReasonCode.TOMBSTONED, unsure=False,
                     reason="skipped earlier (the tray's decision journal); a stale Hermes write brought its marker "
@@ -460,170 +360,50 @@ class Scanner:
 
     def _marker_record(self, home: Home, key: str, entry: Any, config: AutoContinueConfig,
                        state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
-        from hermes_tray_core.markers.store import writer_judgement
+        from hermes_tray_core.markers.entries import writer_judgement
 
         info, tp = state.session(key) if state else (None, None)
         judged = writer_judgement(entry, home.path) if isinstance(entry, Mapping) else None
         writer = judged.state if judged is not None else WriterState.UNKNOWN
         title, source = (info[0], info[1]) if info else (None, None)
-        turn = self._writer_turn(home, key, entry) if writer == WriterState.ALIVE else None
+        turn = self._now.writer_turn(home, key, entry) if writer == WriterState.ALIVE else None
         note = judged.note if judged is not None else ""
         if (writer == WriterState.ALIVE and turn is None) or not isinstance(entry, Mapping):
             decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source,
                                         writer_note=note)
         else:
             lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
-            owner = self._owner(home, key)
+            owner = self._now.owner(home, key)
             ostate = owner.state if owner else "none"
             if turn is not None and owner is not None and owner.pid == entry.get("writer_pid"):
                 ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
             details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
                        if st in ("live", "alive", "unknown")]
-            backend, backend_detail = self._backend(home) if writer == WriterState.UNKNOWN else ("none", "")
+            backend, backend_detail = self._now.backend(home) if writer == WriterState.UNKNOWN else ("none", "")
             decision = decide(entry, config=config, writer=writer, now=now, source=source,
                               lease=lstate, owner=ostate, activity_detail="; ".join(details),
                               backend=backend, backend_detail=backend_detail, writer_note=note,
                               writer_turn="none" if turn is not None else "unknown",
                               writer_turn_detail=turn.detail if turn is not None else "")
             if self._ask_app and decision.verdict not in (Verdict.RUNNING, Verdict.NOT_OURS):
-                pid = self._open_sessions(home).get(key)
+                pid = self._now.open_sessions(home).get(key)
                 if pid is not None:  # open in the Hermes app: a live owner, as Hermes' registry would say
                     details.append(f"open in your running Hermes, pid {pid}")
                     decision = decide(entry, config=config, writer=writer, now=now, source=source,
                                       lease=lstate, owner="alive", activity_detail="; ".join(details),
                                       backend=backend, backend_detail=backend_detail, writer_note=note)
         mapping = entry if isinstance(entry, Mapping) else {}
-        holder = self._holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
+        holder = self._now.holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
             prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
             started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
             age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
-            writer=str(writer), verdict=decision.verdict, reason=decision.reason, source="desktop",
+            writer=writer, verdict=decision.verdict, reason=decision.reason, source=TurnSource.DESKTOP,
             unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
         )
         return record, tp
-
-    def _writer_turn(self, home: Home, key: str, entry: Any) -> Any:
-        """For a live writer that is a running backend serving ``home``: its answer when asked whether it runs a
-        turn for ``key`` (:mod:`core.backend.sessions`), when that answer is "none" (no turn); else None (the
-        live writer stands: a turn runs there, or it cannot be asked)."""
-        if not isinstance(entry, Mapping):
-            return None
-        pid = entry.get("writer_pid")
-        procs = self._hermes_processes()
-        if isinstance(procs, Exception) or not isinstance(pid, int) or not any(
-                p.pid == pid and p.kind == ProcessKind.DASHBOARD for p in procs.serving(home.path)):
-            return None
-        from hermes_tray_core.backend.sessions import ask_writer
-
-        start = entry.get("writer_start_time")
-        answer = ask_writer(home.path, key, pid, float(start) if isinstance(start, (int, float))
-                            and not isinstance(start, bool) else None, processes=procs)
-        if answer.state != "none":
-            return None
-        # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
-        # marker to that backend and its submit the backend holds no turn yet): the live writer stands.
-        from hermes_tray_core.continuing import claim as exactly_once
-
-        try:
-            claimed = exactly_once.lease_store().current(exactly_once.claim_name(home.path, key)) is not None
-        except Exception:
-            claimed = True  # cannot tell: leave it running
-        return None if claimed else answer
-
-    def _decisions(self) -> Any:
-        """The decision journal (its tombstones), looked up once per scan: naming its directory asks
-        platformdirs, ~0.1 ms a marker."""
-        if self._journal is None:
-            from hermes_tray_core.stores import decisions
-
-            try:
-                self._journal = decisions.default_journal()
-            except Exception:
-                return None  # exactly_once.tombstoned looks again, and logs what fails
-        return self._journal
-
-    def _owner(self, home: Home, key: str):
-        """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""
-        if self._owner_of is None:
-            # No registry file means nobody claims any session (hermes_state says "none"): skip the module
-            # and 32 failed opens per home. (Only a registry that provably does not exist: one we cannot even
-            # stat is asked about, and answers "unknown".)
-            try:
-                os.lstat(hermes_paths.active_sessions_file(home.path))
-                self._owner_of = _owner_lookup
-            except FileNotFoundError:
-                self._owner_of = False
-            except OSError:
-                self._owner_of = _owner_lookup
-        return self._owner_of(home.path, key) if self._owner_of else None
-
-    def _open_sessions(self, home: Home) -> dict[str, int]:
-        """The sessions the running Hermes of ``home`` has open (``core.backend.sessions``), once per scan."""
-        key = str(home.path)
-        if isinstance(self._open_in_app, _NoApp):
-            return {}
-        if key not in self._open_in_app:
-            from hermes_tray_core.backend import sessions as backend_sessions
-
-            if self._processes is None and not self._open_in_app and backend_sessions.none_running():
-                self._open_in_app = _NoApp()  # no app runs: no process-table look, for any home of this scan
-                return {}
-            procs = self._processes if self._processes is not None else self._dashboards()
-            found: dict[str, int] = {}
-            if not isinstance(procs, Exception):
-                try:
-                    found = backend_sessions.open_in_backends(home.path, procs)
-                except Exception as exc:  # a nicety: the resume path asks again before it continues
-                    logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
-            self._open_in_app[key] = found
-        return self._open_in_app[key]
-
-    def _dashboards(self):
-        """The running Hermes apps alone (their command lines; the environment of those few): cheaper than
-        :meth:`_hermes_processes`, once per scan."""
-        if self._dashboards_now is None:
-            from hermes_tray_core.hermes.processes import HermesProcesses
-            from hermes_tray_core.vocab import ProcessKind
-
-            try:
-                self._dashboards_now = HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
-            except Exception as exc:
-                self._dashboards_now = exc
-        return self._dashboards_now
-
-    def _hermes_processes(self):
-        """One look at the process table per scan (only when a verdict depends on it)."""
-        if self._processes is None:
-            from hermes_tray_core.hermes.processes import HermesProcesses
-
-            try:
-                self._processes = self._process_finder() if self._process_finder else HermesProcesses.now()
-            except Exception as exc:
-                self._processes = exc
-        return self._processes
-
-    def _backend(self, home: Home) -> tuple[str, str]:
-        """(``live`` / ``none`` / ``unknown``, which process) — does a live Hermes backend serve ``home``?"""
-        procs = self._hermes_processes()
-        if isinstance(procs, Exception):
-            return "unknown", f"cannot list processes: {procs}"
-        return procs.backend_state(home.path)
-
-    def _holder(self, home: Home) -> tuple[int, float | None] | None:
-        """(pid, start time) of the live Hermes process serving ``home`` (watched: its exit changes verdicts)."""
-        procs = self._hermes_processes()
-        serving = [] if isinstance(procs, Exception) else procs.serving(home.path)
-        return (serving[0].pid, serving[0].start_time) if serving else None
-
-    def _webui_server(self, home: Home) -> tuple[str, str]:
-        procs = self._hermes_processes()
-        if isinstance(procs, Exception):
-            return "unknown", f"cannot list processes: {procs}"
-        servers = procs.webui_servers(home.webui_session_dir.parent)
-        return ("live", f"pid {servers[0].pid}") if servers else ("none", "")
 
     def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:
         """Log a problem with one marker once per scanner (the tray re-scans often): identity only."""
@@ -653,10 +433,10 @@ class Scanner:
         for sid, (sig, paths) in listing.items():
             ckey = prefix + sid
             live.add(ckey)
-            summary = self._cached_summary(ckey, sig)
-            if summary is _MISS:
+            summary = self._cache.summary(ckey, sig)
+            if summary is MISS:
                 try:
-                    summary = self._store_summary(ckey, sig, _summarise_journal(sid, paths))
+                    summary = self._cache.put_summary(ckey, sig, _summarise_journal(sid, paths))
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:
@@ -680,7 +460,8 @@ class Scanner:
             problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
         return len(listing), records
 
-    def _webui_record(self, home: Home, sid: str, pending: list[dict], now: float, liveness) -> TurnRecord | None:
+    def _webui_record(self, home: Home, sid: str, pending: list[dict[str, Any]], now: float,
+                      liveness: Callable[[object, object], WriterState]) -> TurnRecord | None:
         """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while
         a worker of the session is alive (nothing was interrupted)."""
         judged = []
@@ -692,14 +473,14 @@ class Scanner:
         if any(j[0] == WriterState.ALIVE for j in judged):
             return None  # a live worker: the session's turn is simply running, not interrupted
         writer, turn = max(judged, key=lambda j: strict_finite(j[1].get("started_at")) or 0.0)
-        server, server_detail = (self._webui_server(home) if writer == WriterState.UNKNOWN else ("none", ""))
+        server, server_detail = (self._now.webui_server(home) if writer == WriterState.UNKNOWN else ("none", ""))
         decision = decide_webui(turn, worker=writer, now=now, server=server, server_detail=server_detail,
                                 pending_turns=len(pending))
         started = strict_finite(turn.get("started_at")) or 0.0
         return TurnRecord(
             home=home.path, profile=home.profile, session_key=sid, title=None, prompt_excerpt="",
-            started_at=started, age_seconds=decision.age_seconds, attempts=0, writer=str(writer),
-            verdict=decision.verdict, reason=decision.reason, source="webui", unsure=decision.unsure,
+            started_at=started, age_seconds=decision.age_seconds, attempts=0, writer=writer,
+            verdict=decision.verdict, reason=decision.reason, source=TurnSource.WEBUI, unsure=decision.unsure,
             turn_id=turn.get("turn_id") if isinstance(turn.get("turn_id"), str) else None, code=decision.code,
         )
 

@@ -30,7 +30,7 @@ def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
     pending = journal.pending_turns(events)
     out: list[dict[str, Any]] = []
     if pending:
-        by_turn: dict[str, list[dict]] = {}
+        by_turn: dict[str, list[dict[str, Any]]] = {}
         for ev in events:
             tid = str(ev.get("turn_id") or "").strip()
             if tid:
@@ -53,15 +53,12 @@ def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
     return {"pending": out, "malformed": len(doc["malformed"])}
 
 
-_MISS = object()
-
-
 def valid_summary(summary: Any) -> bool:
     return (type(summary) is dict and type(summary.get("pending")) is list
             and all(type(p) is dict for p in summary["pending"]))
 
 
-def shard_pids(files: Sequence[str | os.PathLike]) -> dict[str, int]:
+def shard_pids(files: Sequence[str | os.PathLike[str]]) -> dict[str, int]:
     """turn_id → pid of the shard ``<sid>~<pid>.jsonl`` that wrote it (the worker's pid)."""
     out: dict[str, int] = {}
     for f in files:

@@ -34,7 +34,7 @@ from hermes_tray_core.stores import turn_journal as journal
 
 __all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
-    "decision_turn_id", "default_journal", "has_answered", "history", "home_key", "is_retired", "is_tombstoned",
+    "decision_turn_id", "default_journal", "has_answered", "history", "home_key",
     "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
 
 JOURNAL_ID = "decisions"
@@ -160,7 +160,7 @@ class _Cache:
     def __init__(self, signature: tuple[int, int] | None = None) -> None:
         self.signature = signature
         self.offset = 0
-        self.events: list[dict] = []
+        self.events: list[dict[str, Any]] = []
         self.by_turn: dict[str, list[str]] = {}
         self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
         self.finished: dict[str, list[object]] = {}  # turn_id -> attempts of each ``completed``
@@ -199,7 +199,7 @@ class DecisionJournal:
     def record(
         self, event: str, *, home: Path | str, session_key: str, started_at: float | int | None = None,
         **fields: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Append one decision and return it as written. Refuses unknown events, prompt-bearing
         fields and non-scalar values (``ValueError`` / ``TypeError``), writing nothing."""
         payload = _turn_payload(event, home, session_key, started_at, fields)
@@ -207,7 +207,7 @@ class DecisionJournal:
         self._bound()
         return written
 
-    def record_many(self, decisions: Sequence[Mapping[str, Any]]) -> list[dict]:
+    def record_many(self, decisions: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
         """Append several decisions in one journal write (one fsync): a crash storm of N turns is one write,
         not N. Each item holds ``event``, ``home``, ``session_key``, ``started_at`` and its fields, as
         :meth:`record` takes them; one refused item writes none."""
@@ -226,7 +226,7 @@ class DecisionJournal:
 
     def record_config_change(
         self, *, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any,
-    ) -> dict:
+    ) -> dict[str, Any]:
         """Append a ``config-changed`` event and return it as written.
 
         ``home``: the Hermes home whose ``config.yaml`` changed, or None for the tray's own settings;
@@ -358,7 +358,7 @@ class DecisionJournal:
         return any(n in ANSWERED or n == "notified" for n in self.events_for(home, session_key, started_at))
 
     def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None,
-                homes: Sequence[Path | str] | None = None) -> list[dict]:
+                homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` decisions and configuration changes, newest first — one journal, so
         both kinds come interleaved in the order they happened (optionally for one home and one session;
         a session filter leaves configuration changes out, a home filter keeps that home's). ``homes``: only
@@ -367,7 +367,7 @@ class DecisionJournal:
         wanted = [*([home] if home is not None else []), *(homes or ())]
         keys = {home_key(h) for h in wanted} if home is not None or homes is not None else None
         tray = home is None and homes is not None  # the tray's own settings pass a ``homes`` filter
-        out: list[dict] = []
+        out: list[dict[str, Any]] = []
         for ev in reversed(events):
             if keys is not None and ev.get("home") not in keys and not (
                     tray and ev.get("home") is None and ev.get("event") == CONFIG_CHANGED):
@@ -379,13 +379,13 @@ class DecisionJournal:
                 break
         return out
 
-    def turns(self, limit: int = 100) -> list[dict]:
+    def turns(self, limit: int = 100) -> list[dict[str, Any]]:
         """Decisions grouped per interrupted turn (:func:`turn_roots`: a turn's continuations are in its
         group), most recently active first: ``{"turn_id", "home", "session_key", "started_at", "status",
         "events": [...]}``. Configuration changes concern no turn and are left out (see :meth:`history`)."""
         events = [ev for ev in self._load().events if ev.get("event") != CONFIG_CHANGED]
         roots = turn_roots(events)
-        grouped: dict[str, dict] = {}
+        grouped: dict[str, dict[str, Any]] = {}
         for ev in events:
             tid = roots.get(str(ev.get("turn_id") or ""), str(ev.get("turn_id") or ""))
             g = grouped.pop(tid, None) or {
@@ -461,10 +461,10 @@ def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
     roots: dict[str, str] = {}
     for tid in runs:
         seen = [tid]
-        up = parent.get(tid)
-        while up is not None and up not in seen:
-            seen.append(up)
-            up = parent.get(up)
+        step = parent.get(tid)
+        while step is not None and step not in seen:
+            seen.append(step)
+            step = parent.get(step)
         roots[tid] = seen[-1]
     return roots
 
@@ -481,30 +481,22 @@ def default_journal() -> DecisionJournal:
 _DEFAULT: DecisionJournal | None = None
 
 
-def record(event: str, *, home: Path | str, session_key: str, **fields: Any) -> dict:
+def record(event: str, *, home: Path | str, session_key: str, **fields: Any) -> dict[str, Any]:
     """Record a decision in the default journal (see :meth:`DecisionJournal.record`)."""
     return default_journal().record(event, home=home, session_key=session_key, **fields)
 
 
-def record_config_change(*, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any) -> dict:
+def record_config_change(*, home: Path | str | None, key: str, old: Any, new: Any, by: str, **fields: Any) -> dict[str, Any]:
     """Record a configuration change in the default journal (see :meth:`DecisionJournal.record_config_change`)."""
     return default_journal().record_config_change(home=home, key=key, old=old, new=new, by=by, **fields)
 
 
-def history(limit: int = 200, **filters: Any) -> list[dict]:
+def history(limit: int = 200, **filters: Any) -> list[dict[str, Any]]:
     return default_journal().history(limit, **filters)
 
 
 def has_answered(home: Path | str, session_key: str, started_at: float | int | None) -> bool:
     return default_journal().has_answered(home, session_key, started_at)
-
-
-def is_tombstoned(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
-    return default_journal().is_tombstoned(home, session_key, started_at, attempts)
-
-
-def is_retired(home: Path | str, session_key: str, started_at: float | int | None, attempts: object) -> bool:
-    return default_journal().is_retired(home, session_key, started_at, attempts)
 
 
 def was_asked(home: Path | str, session_key: str, started_at: float | int | None) -> bool:

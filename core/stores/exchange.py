@@ -109,7 +109,7 @@ def _linux() -> Callable[[str, str], str] | None:
         fn.restype = ctypes.c_int
 
         def call(a: bytes, b: bytes) -> int:
-            return fn(_AT_FDCWD, a, _AT_FDCWD, b, _RENAME_EXCHANGE)
+            return int(fn(_AT_FDCWD, a, _AT_FDCWD, b, _RENAME_EXCHANGE))
     else:
         nr = _SYS_RENAMEAT2.get(os.uname().machine)
         syscall = getattr(libc, "syscall", None)
@@ -118,8 +118,8 @@ def _linux() -> Callable[[str, str], str] | None:
         syscall.restype = ctypes.c_long
 
         def call(a: bytes, b: bytes) -> int:
-            return syscall(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(a), ctypes.c_int(_AT_FDCWD),
-                           ctypes.c_char_p(b), ctypes.c_uint(_RENAME_EXCHANGE))
+            return int(syscall(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(a), ctypes.c_int(_AT_FDCWD),
+                               ctypes.c_char_p(b), ctypes.c_uint(_RENAME_EXCHANGE)))
 
     def swap(new: str, target: str) -> str:
         if call(os.fsencode(new), os.fsencode(target)) != 0:

@@ -15,7 +15,7 @@ import re
 import stat
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 __all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
@@ -35,7 +35,7 @@ class UnsafePathError(OSError):
     """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
 
 
-def refuse_symlink(path: Path) -> None:
+def refuse_symlink(path: Path | str) -> None:
     """Raise :class:`UnsafePathError` if ``path`` itself is a symlink (missing is fine)."""
     try:
         st = os.lstat(path)
@@ -74,7 +74,7 @@ def ensure_private_dir(path: Path) -> Path:
     return path
 
 
-def fsync_dir(path: Path) -> None:
+def fsync_dir(path: Path | str) -> None:
     """Persist a directory entry change (create/rename). No-op where directories cannot be opened."""
     if sys.platform == "win32":
         return
@@ -101,7 +101,7 @@ def temp_name_for(target: Path) -> Path:
 
 
 def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace=None,
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
 ) -> None:
     """Write ``data`` to ``target`` atomically and (unless ``durable`` is False) durably.
@@ -112,7 +112,7 @@ def atomic_write_bytes(
     only costs a re-read, never for anything a user or Hermes relies on.
     """
     target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
-    refuse_symlink(target)  # type: ignore[arg-type]
+    refuse_symlink(target)
     directory = os.path.dirname(target)
     tmp = write_temp(target, data, mode=mode, sync=durable)
     try:
@@ -124,7 +124,7 @@ def atomic_write_bytes(
             os.unlink(tmp)
         raise
     if sync_dir and durable:
-        fsync_dir(directory or ".")  # type: ignore[arg-type]
+        fsync_dir(directory or ".")
 
 
 def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
@@ -192,10 +192,11 @@ def writer_gone(pid: int, st: os.stat_result, *, now: float | None = None, min_a
         process_liveness,
         process_start_time,
     )
+    from hermes_tray_core.vocab import WriterState
 
     if pid == os.getpid():
         return False
-    if process_liveness(pid) != "dead":
+    if process_liveness(pid) != WriterState.DEAD:
         started = process_start_time(pid)
         if started is not None and started <= st.st_mtime + 1.0:
             return False  # a live process that existed when the temp file was written: may be mid-write
@@ -217,7 +218,7 @@ def is_temp_name(name: str) -> bool:
     return bool(_TMP_RE.match(name))
 
 
-def open_private_lockfile(path: Path) -> int:
+def open_private_lockfile(path: Path | str) -> int:
     """Open (creating 0600) a lock file, refusing symlinks. Returns a raw fd."""
     refuse_symlink(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY, FILE_MODE)

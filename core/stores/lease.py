@@ -31,10 +31,13 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, TypeVar
 
+from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
 from hermes_tray_core.process.start_mark import mark_pid
 from hermes_tray_core.stores.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
+from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
     "SCHEMA_VERSION"]
@@ -66,6 +69,11 @@ _MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
 # store was created in place of a corrupt one, whose granted epochs are unknown).
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
 CORRUPT_SUFFIX = "corrupt"
+
+# A ``leases`` row as SQLite returns it: (holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark,
+# acquired_at); the column values are whatever the file holds, so each use checks its own.
+_Row = tuple[Any, ...]
+_T = TypeVar("_T")
 
 
 @dataclass
@@ -194,7 +202,7 @@ class LeaseStore:
 
     # -- transactions --------------------------------------------------------------------------
 
-    def _write(self, fn: Callable[[sqlite3.Connection], object]) -> object:
+    def _write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
@@ -216,14 +224,15 @@ class LeaseStore:
         if ns is not None and ns != ours:
             return False  # another pid namespace: its pid means nothing here
         if isinstance(mark, str) and mark_pid(mark) == pid:
-            return process_liveness(pid, start, mark=mark) == "dead"
+            return process_liveness(pid, start, mark=mark) == WriterState.DEAD
         # No mark of this pid: a row an older tray wrote (or updated) — its create time, within 1 ms.
         if pid == os.getpid():
             mine = own_identity().start_time
-            return start is not None and mine is not None and abs(float(start) - mine) >= 0.001
-        return process_liveness(pid, start if isinstance(start, (int, float)) else None) == "dead"
+            recorded = as_float(start)
+            return recorded is not None and mine is not None and abs(recorded - mine) >= 0.001
+        return process_liveness(pid, start if isinstance(start, (int, float)) else None) == WriterState.DEAD
 
-    def _free(self, row: tuple | None, now: float) -> bool:
+    def _free(self, row: _Row | None, now: float) -> bool:
         if row is None:
             return True
         holder, _epoch, expires_at, pid, start, ns, mark = row
@@ -231,13 +240,14 @@ class LeaseStore:
             return True
         return self._holder_gone(pid, start, ns, mark)
 
-    def _peek(self, name: str) -> tuple | None:
+    def _peek(self, name: str) -> _Row | None:
         with self._lock:
-            return self._connection().execute(
+            row: _Row | None = self._connection().execute(
                 "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark, acquired_at"
                 " FROM leases WHERE name = ?",
                 (name,),
             ).fetchone()
+            return row
 
     def _try_acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
         # Look first without the write lock: a waiter polling a held lease never contends with
@@ -270,7 +280,7 @@ class LeaseStore:
             )
             return Lease(name, holder, epoch, expires, now)
 
-        return self._write(txn)  # type: ignore[return-value]
+        return self._write(txn)
 
     # -- API -----------------------------------------------------------------------------------
 
@@ -331,7 +341,7 @@ class LeaseStore:
         expires = self._write(txn)
         if expires is None:
             return False
-        lease.expires_at = float(expires)  # type: ignore[arg-type]
+        lease.expires_at = float(expires)
         return True
 
     def release(self, lease: Lease) -> bool:

@@ -21,6 +21,7 @@ other's change.
 from __future__ import annotations
 
 import os
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -124,11 +125,12 @@ def _idle_timeout(value: Any) -> float:
 
 
 def _loads(text: str) -> dict[str, Any]:
-    try:
-        import tomllib  # type: ignore[import-not-found]
-    except ModuleNotFoundError:  # Python 3.10
-        import tomli as tomllib  # type: ignore[no-redef]
-    return tomllib.loads(text)
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # Python 3.10: tomli is a dependency there only, so a newer dev venv may lack its stub
+        import tomli as tomllib  # type: ignore[import-not-found, unused-ignore]
+    data: dict[str, Any] = tomllib.loads(text)
+    return data
 
 
 def load_settings(path: Path | None = None) -> TraySettings:

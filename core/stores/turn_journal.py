@@ -31,6 +31,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from hermes_tray_core.stores import append_fds as journal_fds
 from hermes_tray_core.stores.fsutil import (
@@ -53,6 +54,9 @@ MAX_SESSION_ID_LEN = 200  # leaves room for "~<pid>.jsonl" inside a 255-byte fil
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 _SHARD_RE = re.compile(r"^(?P<sid>[A-Za-z0-9_.-]+)~(?P<pid>\d+)\.jsonl$")
 _SUFFIX = ".jsonl"
+
+#: One journal event: a flat JSON object as written and as read back.
+Event = dict[str, Any]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -98,7 +102,7 @@ def make_turn_id(now: float | None = None) -> str:
     return f"{stamp}-{os.urandom(6).hex()}"
 
 
-def is_terminal_turn_event(event: dict | None) -> bool:
+def is_terminal_turn_event(event: Event | None) -> bool:
     return str((event or {}).get("event") or "") in TERMINAL_EVENTS
 
 
@@ -164,19 +168,24 @@ _SCALARS = (str, int, bool, type(None))
 _INF = float("inf")
 
 
-def _encode(payload: dict) -> bytes:
+def _encode(payload: Event) -> bytes:
     return (_ENCODER.encode(payload) + "\n").encode("utf-8")
 
 
-def _as_written(payload: dict, line: bytes) -> dict:
+def _as_written(payload: Event, line: bytes) -> Event:
     """What a reader will get back for ``line``. A flat dict of JSON-native values round-trips
     unchanged, so skip re-parsing it; anything else (tuples, int keys, nesting) is re-parsed."""
     for key, value in payload.items():
-        if type(key) is not str:
-            return json.loads(line)
-        if type(value) not in _SCALARS and not (type(value) is float and -_INF < value < _INF):
-            return json.loads(line)
+        if type(key) is not str or (
+                type(value) not in _SCALARS and not (type(value) is float and -_INF < value < _INF)):
+            return _loads_event(line)
     return payload
+
+
+def _loads_event(line: bytes) -> Event:
+    """A line this process just wrote, read back (it is one JSON object)."""
+    event: Event = json.loads(line)
+    return event
 
 
 def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
@@ -198,7 +207,7 @@ def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
                         continue
                     replaced = False
                     size = st.st_size
-                    data = build if type(build) is bytes else build(fd)
+                    data = build if isinstance(build, bytes) else build(fd)
                     if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
                         data = b"\n" + data  # a killed writer left a torn line: never glue onto it
                     try:
@@ -222,7 +231,7 @@ def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
 _valid_ids: set[str] = set()
 
 
-def _prepare(session_id: str, event: object) -> dict:
+def _prepare(session_id: str, event: object) -> Event:
     if not isinstance(event, dict):
         raise TypeError("event must be a dict")
     if not str(event.get("event") or "").strip():
@@ -244,32 +253,29 @@ def _prepare(session_id: str, event: object) -> dict:
 # appends
 
 
-def append_turn_journal_event(session_id: str, event: dict, *, session_dir: Path | str) -> dict:
+def append_turn_journal_event(session_id: str, event: Event, *, session_dir: Path | str) -> Event:
     """Append one event and fsync it before returning; returns exactly what was written.
 
     Fills ``version`` (1), ``session_id``, ``turn_id`` and ``created_at`` when absent.
     ``TypeError`` for a non-dict event, ``ValueError`` for an empty ``event`` name or a bad
     session id; nothing is written for a rejected call.
     """
-    payload = _prepare(session_id, event)
-    line = _encode(payload)  # raises (nothing written) for a value JSON cannot hold
-    _append(_cached_path(session_id, os.fspath(session_dir)), line)
-    return _as_written(payload, line)
+    return append_turn_journal_events(session_id, [event], session_dir=session_dir)[0]
 
 
-def append_turn_journal_events(session_id: str, events: Sequence[dict], *, session_dir: Path | str) -> list[dict]:
+def append_turn_journal_events(session_id: str, events: Sequence[Event], *, session_dir: Path | str) -> list[Event]:
     """Append several events as one write and one fsync (a crash storm is one journal write, not one per
     turn); returns them as written. All are checked before anything is written: one bad event writes none.
     They share one ``created_at`` unless an event brings its own."""
     now = time.time()
     payloads = [_prepare(session_id, {"created_at": now, **e} if isinstance(e, dict) else e) for e in events]
-    lines = [_encode(p) for p in payloads]
+    lines = [_encode(p) for p in payloads]  # raises (nothing written) for a value JSON cannot hold
     if lines:
         _append(_cached_path(session_id, os.fspath(session_dir)), b"".join(lines))
     return [_as_written(p, line) for p, line in zip(payloads, lines, strict=True)]
 
 
-def _latest_turn_id_for_stream(events: Iterable[dict], stream_id: str) -> str | None:
+def _latest_turn_id_for_stream(events: Iterable[Event], stream_id: str) -> str | None:
     stream = str(stream_id or "").strip()
     if not stream:
         return None
@@ -283,8 +289,8 @@ def _latest_turn_id_for_stream(events: Iterable[dict], stream_id: str) -> str | 
 
 
 def append_turn_journal_event_for_stream(
-    session_id: str, stream_id: str, event: dict, *, session_dir: Path | str
-) -> dict:
+    session_id: str, stream_id: str, event: Event, *, session_dir: Path | str
+) -> Event:
     """Append an event for the turn that ``stream_id`` belongs to (the latest turn that named it).
 
     The lookup and the append happen under one lock, so a concurrent writer cannot slip a
@@ -309,17 +315,18 @@ def append_turn_journal_event_for_stream(
         return line
 
     _append(path, build)
-    return json.loads(written[0])
+    return _loads_event(written[0])
 
 
 # ---------------------------------------------------------------------------------------------
 # reads
 
 
-_scan_once = json.JSONDecoder().scan_once  # json.loads' own C scanner (same decoder settings)
+# json.loads' own C scanner (same decoder settings); typeshed does not list this attribute of JSONDecoder.
+_scan_once: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
-def _parse_clean(text: str) -> list[dict] | None:
+def _parse_clean(text: str) -> list[Event] | None:
     """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no
     surrounding white space (empty lines aside) — the journal as a writer leaves it. For such a line
     ``json.loads(line)`` is ``scan_once(text, start)`` ending at the newline: the same result without
@@ -328,7 +335,7 @@ def _parse_clean(text: str) -> list[dict] | None:
     Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, 41 alternated runs): reading the 1,000
     journals of a cold scan takes 41.6 ms of CPU against 59.9 ms line by line with ``json.loads``
     (1.44x), and a cold ``status`` 151.3 against 171.1 ms (+19.8 ms, 1.13x)."""
-    out: list[dict] = []
+    out: list[Event] = []
     append = out.append
     find = text.find
     scan = _scan_once
@@ -351,7 +358,7 @@ def _parse_clean(text: str) -> list[dict] | None:
     return out
 
 
-def _parse_lines(data: bytes, events: list, malformed: list, file_label: str | None) -> None:
+def _parse_lines(data: bytes, events: list[Event], malformed: list[Event], file_label: str | None) -> None:
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
@@ -361,7 +368,7 @@ def _parse_lines(data: bytes, events: list, malformed: list, file_label: str | N
         if clean is not None:
             events.extend(clean)
             return
-    lines = text.split("\n") if text is not None else data.split(b"\n")
+    lines: Sequence[str | bytes] = text.split("\n") if text is not None else data.split(b"\n")
     loads = json.loads
     append = events.append
     for line_no, raw in enumerate(lines, start=1):
@@ -417,7 +424,7 @@ def _gc_paused() -> Iterator[None]:
 _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
 
 
-def _read_bytes(path: str | os.PathLike) -> bytes | None:
+def _read_bytes(path: str | os.PathLike[str]) -> bytes | None:
     """The whole file, or None if it is absent; refuses anything but a regular file without blocking on it
     (a FIFO). By descriptor, with one read of the size ``fstat`` gave (a short read of a regular file is
     its end): reading the 1,000 journals of a cold scan takes 41.6 ms of CPU against 47.6 ms with
@@ -443,7 +450,7 @@ def _read_bytes(path: str | os.PathLike) -> bytes | None:
         os.close(fd)
 
 
-def _created_key(event: dict) -> float:
+def _created_key(event: Event) -> float:
     value = event.get("created_at")
     if type(value) is float or type(value) is int:
         return value
@@ -470,7 +477,7 @@ def shard_paths(session_id: str, *, session_dir: Path | str) -> list[Path]:
 
 def read_turn_journal(
     session_id: str, *, session_dir: Path | str, shards: list[Path] | None = None
-) -> dict:
+) -> Event:
     """``{"session_id", "events", "malformed"}`` for one session, shards merged.
 
     Malformed entries are ``{"line": <1-based>, "raw": <text>}`` (plus ``"file"`` for a line in
@@ -483,12 +490,12 @@ def read_turn_journal(
     return read_journal_files(session_id, [(None, path)] + [(shard.name, shard) for shard in shards])
 
 
-def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | os.PathLike]]) -> dict:
+def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | os.PathLike[str]]]) -> Event:
     """:func:`read_turn_journal` over files already found: ``(label, path)`` pairs, label None for the
     session's main file and the shard's file name for a shard. The caller has validated the names (a
     directory listing it made); a missing file reads as empty."""
-    events: list[dict] = []
-    malformed: list[dict] = []
+    events: list[Event] = []
+    malformed: list[Event] = []
     blobs = [(label, _read_bytes(path)) for label, path in files]
     big = sum(len(b) for _, b in blobs if b) > _GC_PAUSE_BYTES
     merged = False
@@ -530,15 +537,15 @@ def iter_turn_journal_session_ids(session_dir: Path | str) -> list[str]:
     return sorted(turn_journal_files(session_dir))
 
 
-def derive_turn_journal_states(events: Iterable[dict]) -> tuple[dict[str, dict], list[dict]]:
+def derive_turn_journal_states(events: Iterable[Event]) -> tuple[dict[str, Event], list[Event]]:
     """``(latest event per turn_id by created_at, terminal collisions)``.
 
     Ties go to the later event in the input. A collision record ``{"turn_id", "events"}`` lists
     every terminal event of a turn that has more than one, in ``created_at`` order.
     """
-    states: dict[str, dict] = {}
+    states: dict[str, Event] = {}
     stamps: dict[str, float] = {}
-    terminal: dict[str, list[dict]] = {}
+    terminal: dict[str, list[Event]] = {}
     terminal_names = TERMINAL_EVENTS
     for event in events:
         if type(event) is not dict:
@@ -560,7 +567,7 @@ def derive_turn_journal_states(events: Iterable[dict]) -> tuple[dict[str, dict],
         if previous is None or created >= previous:
             states[turn_id] = event
             stamps[turn_id] = created
-    collisions = [
+    collisions: list[Event] = [
         {"turn_id": tid, "events": sorted(evts, key=_created_key)}
         for tid, evts in terminal.items()
         if len(evts) > 1
@@ -568,7 +575,7 @@ def derive_turn_journal_states(events: Iterable[dict]) -> tuple[dict[str, dict],
     return states, collisions
 
 
-def pending_turns(events: Iterable[dict]) -> list[dict]:
+def pending_turns(events: Iterable[Event]) -> list[Event]:
     """Latest event of every turn that has not reached a terminal event, oldest first.
 
     For a WebUI journal these are the turns still running — or, when their worker is gone,
@@ -588,7 +595,7 @@ def compact_turn_journal(
     session_dir: Path | str,
     max_bytes: int,
     target_bytes: int | None = None,
-    is_terminal: Callable[[dict], bool] = is_terminal_turn_event,
+    is_terminal: Callable[[Event], bool] = is_terminal_turn_event,
 ) -> int:
     """Shrink a journal the tray owns to about ``target_bytes`` (default half of ``max_bytes``)
     when it exceeds ``max_bytes``. Returns how many events were dropped.
@@ -619,7 +626,7 @@ def compact_turn_journal(
                 chunks.append(chunk)
                 offset += len(chunk)
             data = b"".join(chunks)
-            events: list[dict] = []
+            events: list[Event] = []
             _parse_lines(data, events, [], None)
             encoded = [_encode(e) for e in events]
             groups: dict[str, list[int]] = {}

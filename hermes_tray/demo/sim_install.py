@@ -31,7 +31,8 @@ if __name__ == "__main__":
 
 _TURN_MARKER = """\
 # The simulated backend's marker module: the tray's own store, API-compatible with Hermes'.
-from hermes_tray_core.markers.store import clear_turn_marker, marker_writer_state, read_turn_marker, record_turn_start  # noqa: F401
+from hermes_tray_core.markers.entries import marker_writer_state  # noqa: F401
+from hermes_tray_core.markers.turn_marker import clear_turn_marker, read_turn_marker, record_turn_start  # noqa: F401
 """
 
 _LAUNCHER = """\

@@ -35,19 +35,21 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[2]
 import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
+from hermes_tray_core.markers import entries as marker_entries  # noqa: E402
 from hermes_tray_core.markers import store as markers  # noqa: E402
+from hermes_tray_core.markers import turn_marker  # noqa: E402
 from tests.support.hermes_reference import ReferenceUnavailable, load_reference_markers  # noqa: E402
 
 PROMPT = "Refactor the payment module and keep the public API stable. " * 8  # ~500 chars, a typical prompt
 
 
 def _store(name: str):
-    return markers if name == "hermes_tray_core.markers.store" else load_reference_markers()
+    return turn_marker if name == "hermes_tray_core.markers.store" else load_reference_markers()
 
 
 def _worker(name: str, home: str, proc: int, keys: int, rounds: int, barrier, out) -> None:
     store = _store(name)
-    if store is markers:
+    if store is turn_marker:
         # As in a long-running writer: the exchange primitive (ctypes) is loaded once per process, at the
         # first write (core.stores.exchange), not per burst; the bursts measure steady-state throughput.
         markers.atomic_exchange.mechanism()
@@ -104,7 +106,7 @@ def _bare_worker(d: str, proc: int, keys: int, rounds: int, barrier, out) -> Non
                 except FileNotFoundError:
                     data = {}
                 if op == "record":
-                    data[key] = markers.build_entry(f"{PROMPT} round {r}")
+                    data[key] = marker_entries.build_entry(f"{PROMPT} round {r}")
                 else:
                     data.pop(key, None)
                 tmp = os.path.join(d, f".m.{proc}.tmp")
@@ -199,18 +201,18 @@ def single_op_times(base: Path, n: int, others: int) -> tuple[list[float], list[
     home = base / "single"
     shutil.rmtree(home, ignore_errors=True)
     for i in range(others):
-        markers.record_turn_start(home, f"other-{i}", PROMPT)
-    markers.record_turn_start(home, "sess", PROMPT)
+        turn_marker.record_turn_start(home, f"other-{i}", PROMPT)
+    turn_marker.record_turn_start(home, "sess", PROMPT)
     payload = (home / "desktop" / "interrupted_turns.json").read_bytes()
-    markers.clear_turn_marker(home, "sess")
+    turn_marker.clear_turn_marker(home, "sess")
     rec, clr, dur = [], [], []
     for i in range(n):
         t = time.perf_counter()
-        markers.record_turn_start(home, "sess", f"{PROMPT} {i}")
+        turn_marker.record_turn_start(home, "sess", f"{PROMPT} {i}")
         rec.append(time.perf_counter() - t)
         dur.extend(durable_write_times(base, payload, 1))
         t = time.perf_counter()
-        markers.clear_turn_marker(home, "sess")
+        turn_marker.clear_turn_marker(home, "sess")
         clr.append(time.perf_counter() - t)
         dur.extend(durable_write_times(base, payload, 1))
     return rec, clr, dur
@@ -278,11 +280,11 @@ def skip_times(base: Path, n: int) -> tuple[list[float], list[float]]:
     home = base / "skips"
     shutil.rmtree(home, ignore_errors=True)
     for i in range(8):
-        markers.record_turn_start(home, f"other-{i}", PROMPT)
+        turn_marker.record_turn_start(home, f"other-{i}", PROMPT)
     payload = (home / "desktop" / "interrupted_turns.json").read_bytes()
     skip, dur = [], []
     for i in range(n):
-        markers.record_turn_start(home, "s", f"{PROMPT} {i}")
+        turn_marker.record_turn_start(home, "s", f"{PROMPT} {i}")
         shown = markers.list_turn_markers(home)["s"]
         t = time.perf_counter()
         assert markers.remove_marker_if_unchanged(home, "s", shown, settle=False)
@@ -359,7 +361,7 @@ def main(argv: list[str] | None = None) -> int:
         ok = True
         if not args.skips_only:  # issue 2's store figures
             # A marker file of the size the contended run ends with, for a like-for-like durable write.
-            sample = {f"p{p}-k{k}": markers.build_entry(f"{PROMPT} round 19")
+            sample = {f"p{p}-k{k}": marker_entries.build_entry(f"{PROMPT} round 19")
                       for p in range(args.procs) for k in range(args.keys)}
             payload = json.dumps(sample, ensure_ascii=False).encode()
             durable_write_times(base, payload, 30)  # warm up

@@ -65,7 +65,7 @@ BARE_TRAY = textwrap.dedent(
 WRITER = textwrap.dedent(
     """
     import sys, time
-    from hermes_tray_core.markers.store import record_turn_start
+    from hermes_tray_core.markers.turn_marker import record_turn_start
     record_turn_start(sys.argv[1], sys.argv[2], "benchmark turn: pretend to refactor the parser")
     print("ready", flush=True)
     time.sleep(600)
@@ -231,7 +231,7 @@ def measure_latency(s: Session, run: int, home: Path, samples: int) -> tuple[lis
                     time.sleep(0.02)
             if got is not None:
                 notify_ms.append((got["time"] - killed) * 1000)
-            from hermes_tray_core.markers.store import clear_turn_marker
+            from hermes_tray_core.markers.turn_marker import clear_turn_marker
 
             clear_turn_marker(home, key)
             time.sleep(2.2)  # past the 2 s coalescing window: the next one is a first notification

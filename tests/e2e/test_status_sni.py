@@ -37,7 +37,7 @@ def _status(d, status: str, tip: str, what: str) -> dict:
 
 
 def test_status_needs_attention_while_a_turn_waits(sni_desktop, demo, tmp_path) -> None:
-    from hermes_tray_core.markers.store import read_turn_marker
+    from hermes_tray_core.markers.turn_marker import read_turn_marker
 
     d, key = sni_desktop, demo.session_key
     tray = start_tray(d, demo, tmp_path)

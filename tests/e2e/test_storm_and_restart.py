@@ -15,7 +15,7 @@ from tests.e2e.conftest import start_tray, wait_for
 from tests.support.product import product_env
 
 WRITER = (
-    "import sys, time; from hermes_tray_core.markers.store import record_turn_start; "
+    "import sys, time; from hermes_tray_core.markers.turn_marker import record_turn_start; "
     "record_turn_start(sys.argv[1], sys.argv[2], 'storm turn ' + sys.argv[2]); print('ready', flush=True); time.sleep(600)"
 )
 

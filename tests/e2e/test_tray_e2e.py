@@ -47,7 +47,7 @@ def demo(tmp_path, monkeypatch):
 
 
 def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
-    from hermes_tray_core.markers.store import read_turn_marker
+    from hermes_tray_core.markers.turn_marker import read_turn_marker
     from hermes_tray_core.stores import decisions
 
     key = demo.session_key

@@ -148,6 +148,7 @@ def marker_prompt(i: int) -> str:
 
 def _markers_writer(ack, home: str, start: int, seed: int) -> None:
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     rng = random.Random(seed)
     present = set(markers.list_turn_markers(home))
@@ -157,12 +158,12 @@ def _markers_writer(ack, home: str, start: int, seed: int) -> None:
         key = rng.choice(MARKER_KEYS)
         if key in present:
             ack(f"B {i} clear {key}")
-            markers.clear_turn_marker(home, key)
+            turn_marker.clear_turn_marker(home, key)
             present.discard(key)
             ack(f"A {i} clear {key}")
         else:
             ack(f"B {i} record {key}")
-            markers.record_turn_start(home, key, marker_prompt(i), attempts=i % 3)
+            turn_marker.record_turn_start(home, key, marker_prompt(i), attempts=i % 3)
             present.add(key)
             ack(f"A {i} record {key}")
         i += 1
@@ -171,6 +172,7 @@ def _markers_writer(ack, home: str, start: int, seed: int) -> None:
 def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
     """hermes_tray_core.markers.store record/clear under SIGKILL: the file always parses, no acked change lost."""
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = Path(workdir) / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
@@ -238,7 +240,7 @@ def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
         verify=verify,
     )
     # The next write sweeps the litter of the killed writer.
-    markers.record_turn_start(home, MARKER_KEYS[0], marker_prompt(0))
+    turn_marker.record_turn_start(home, MARKER_KEYS[0], marker_prompt(0))
     left = temp_litter(path.parent, path.name)
     assert left == [], f"stale temp files not swept by the next write: {left}"
     stats.extra["max_temp_litter"] = litter_max
@@ -496,6 +498,7 @@ def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
     import ruamel.yaml  # noqa: F401 - imported before "ready", so the kills land in writes, not in an import
 
     from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit
 
     backend_config.read_backend_config(home)
     ack("R")
@@ -503,13 +506,13 @@ def _yaml_writer(ack, home: str, state_dir: str, start: int, seed: int) -> None:
     while True:
         fresh, attempts = yaml_values(i)
         ack(f"B {i}")
-        backend_config.write_auto_continue(home, freshness_minutes=fresh, max_attempts=attempts)
+        config_edit.write_auto_continue(home, freshness_minutes=fresh, max_attempts=attempts)
         ack(f"A {i}")
         i += 1
 
 
 def crash_config_yaml(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.hermes.config.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
+    """hermes_tray_core.hermes.config_edit.write_auto_continue under SIGKILL: config.yaml always parses, keeps the
     user's bytes outside the two edited values and its own mode, holds the last acked or in-flight value."""
     from ruamel.yaml import YAML
 

@@ -113,6 +113,7 @@ def _no_litter(d: Path) -> None:
 
 def test_marker_writes_fail_cleanly(disk):
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home, good = _home(disk)
     path = home / "desktop" / "interrupted_turns.json"
@@ -123,8 +124,8 @@ def test_marker_writes_fail_cleanly(disk):
         assert exc.value.errno == errno.ENOSPC and str(path) in str(exc.value), exc.value
         with pytest.raises(OSError):
             markers.remove_marker_if_unchanged(home, "20261129_120000_other", entry)
-        markers.record_turn_start(home, "20261129_120000_new", "p" * 5000)  # Hermes call: silent
-        markers.clear_turn_marker(home, GOOD_KEY)
+        turn_marker.record_turn_start(home, "20261129_120000_new", "p" * 5000)  # Hermes call: silent
+        turn_marker.clear_turn_marker(home, GOOD_KEY)
         assert path.read_bytes() == good, "a failed write replaced the good file"
         _no_litter(path.parent)
         assert set(markers.list_turn_markers(home)) == {GOOD_KEY, "20261129_120000_other"}
@@ -149,7 +150,7 @@ def test_journal_append_fails_cleanly(disk):
 
 
 def test_config_writes_fail_cleanly(disk):
-    from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit as backend_config
     from hermes_tray_core.stores import settings
 
     home = disk.root / "home"

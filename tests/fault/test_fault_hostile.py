@@ -131,6 +131,7 @@ def test_scanner_survives_any_home(scratch, inp):
 def test_marker_writes_set_corrupt_files_aside(scratch, data, key, prompt):
     """A Hermes-compatible write over any file content never raises and never destroys the old bytes."""
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = scratch.reset()
     path = home / "desktop" / "interrupted_turns.json"
@@ -140,9 +141,9 @@ def test_marker_writes_set_corrupt_files_aside(scratch, data, key, prompt):
         markers.list_turn_markers(home)
     except markers.MarkerCorruptError:
         corrupt = True
-    assert markers.read_turn_marker(home, key) is None or isinstance(markers.read_turn_marker(home, key), dict)
-    markers.record_turn_start(home, key, prompt)  # never raises, whatever the key / prompt / file
-    markers.clear_turn_marker(home, key)
+    assert turn_marker.read_turn_marker(home, key) is None or isinstance(turn_marker.read_turn_marker(home, key), dict)
+    turn_marker.record_turn_start(home, key, prompt)  # never raises, whatever the key / prompt / file
+    turn_marker.clear_turn_marker(home, key)
     if corrupt and path.exists() and path.read_bytes() == data:
         # The Hermes calls ignored the input (empty key / prompt): a strict tray write must set it aside.
         markers.MarkerStore(home).record("20261129_120000_strict", "p")
@@ -165,6 +166,7 @@ def test_marker_writes_set_corrupt_files_aside(scratch, data, key, prompt):
 def test_config_yaml_write_is_refused_or_correct(scratch, data, fresh):
     """write_auto_continue: a file it cannot edit safely is left byte for byte, with a clear error."""
     from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit
 
     home = scratch.reset()
     path = home / "config.yaml"
@@ -173,8 +175,8 @@ def test_config_yaml_write_is_refused_or_correct(scratch, data, fresh):
     assert cfg.auto_continue.max_attempts >= 0
     t0 = time.monotonic()
     try:
-        out = backend_config.write_auto_continue(home, freshness_minutes=fresh)
-    except backend_config.BackendConfigError as exc:
+        out = config_edit.write_auto_continue(home, freshness_minutes=fresh)
+    except config_edit.BackendConfigError as exc:
         assert str(exc)
         assert path.read_bytes() == data, "a refused edit changed the file"
     else:
@@ -235,6 +237,7 @@ BAD_IDS = ["../x", "a/b", "a\\b", "..", "x\x00y", "x\ny", "\x7f", "x" * 10_000, 
 def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
     from hermes_tray_core.keys import InvalidIdError
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
     from hermes_tray_core.stores import turn_journal as journal
 
     home = scratch.reset()
@@ -247,9 +250,9 @@ def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
     with pytest.raises((InvalidIdError, ValueError)):
         journal.append_turn_journal_event(bad, {"event": "submitted"}, session_dir=home / "webui" / "sessions")
     # Hermes-compatible bookkeeping: silent, like Hermes'. Nothing escapes the home's desktop dir.
-    markers.record_turn_start(home, bad, "p")
-    markers.clear_turn_marker(home, bad)
-    assert markers.read_turn_marker(home, bad) in (None,) or isinstance(markers.read_turn_marker(home, bad), dict)
+    turn_marker.record_turn_start(home, bad, "p")
+    turn_marker.clear_turn_marker(home, bad)
+    assert turn_marker.read_turn_marker(home, bad) in (None,) or isinstance(turn_marker.read_turn_marker(home, bad), dict)
     for dirpath, _d, files in os.walk(scratch.root):
         for f in files:
             assert Path(dirpath).is_relative_to(home / "desktop"), f"file written outside the desktop dir: {dirpath}/{f}"
@@ -264,23 +267,25 @@ def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
 
 
 def test_huge_prompt_is_capped(scratch):
+    from hermes_tray_core.markers import entries as marker_entries
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = scratch.reset()
-    markers.record_turn_start(home, "20261129_120000_big", "é" * 1_000_000)
+    turn_marker.record_turn_start(home, "20261129_120000_big", "é" * 1_000_000)
     entry = markers.list_turn_markers(home)["20261129_120000_big"]
-    assert len(entry["prompt"]) == markers.MAX_PROMPT_CHARS
+    assert len(entry["prompt"]) == marker_entries.MAX_PROMPT_CHARS
     result = _check_scan(home)
     assert all(len(t.prompt_excerpt) <= 120 for t in result.turns)
 
 
 def test_locked_state_db_is_reported_not_raised(scratch):
     """A Hermes writer holding state.db exclusively: the scan finishes (busy timeout) and says so."""
-    from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = scratch.reset()
     H.write_state_db(home / "state.db", "classic", ["20261129_120000_lock"], [], b"")
-    markers.record_turn_start(home, "20261129_120000_lock", "p", writer=None)
+    turn_marker.record_turn_start(home, "20261129_120000_lock", "p", writer=None)
     # Mark the writer dead so the lease/owner views are consulted.
     doc = json.loads((home / "desktop" / "interrupted_turns.json").read_text())
     doc["20261129_120000_lock"]["writer_pid"] = H.DEAD_PID
@@ -305,6 +310,7 @@ def test_locked_state_db_is_reported_not_raised(scratch):
 def test_markers_from_the_future(scratch):
     """Clock skew: a marker dated a year ahead never reads as a negative age, and the scan stays sane."""
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = scratch.reset()
     path = home / "desktop" / "interrupted_turns.json"
@@ -317,7 +323,7 @@ def test_markers_from_the_future(scratch):
     (turn,) = result.turns
     assert turn.age_seconds == 0
     # A Hermes write keeps it (Hermes prunes by age only), and ours does not crash on it.
-    markers.record_turn_start(home, "20261129_120000_now", "now")
+    turn_marker.record_turn_start(home, "20261129_120000_now", "now")
     assert "20261129_120000_future" in markers.list_turn_markers(home)
 
 
@@ -348,7 +354,7 @@ BOMB_CHILD = textwrap.dedent(
         cfg = read_backend_config(home)
         print("OK", cfg.auto_continue, cfg.error, sum(len(w) for w in cfg.warnings))
     else:
-        from hermes_tray_core.hermes.config import BackendConfigError, write_auto_continue
+        from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
         try:
             write_auto_continue(home, freshness_minutes=5)
             print("OK written")

@@ -209,6 +209,7 @@ def _untouched(trap: Path) -> None:
 
 def test_marker_file_symlink_refused(tmp_path, trap):
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = tmp_path / "home"
     (home / "desktop").mkdir(parents=True)
@@ -217,20 +218,21 @@ def test_marker_file_symlink_refused(tmp_path, trap):
         markers.MarkerStore(home).record("20261129_120000_s", "p")
     with pytest.raises(OSError):
         markers.list_turn_markers(home)
-    markers.record_turn_start(home, "20261129_120000_s", "p")  # Hermes call: silent, and refuses too
-    markers.clear_turn_marker(home, "20261129_120000_s")
+    turn_marker.record_turn_start(home, "20261129_120000_s", "p")  # Hermes call: silent, and refuses too
+    turn_marker.clear_turn_marker(home, "20261129_120000_s")
     _untouched(trap)
 
 
 def test_marker_lock_symlink_refused(tmp_path, trap):
     from hermes_tray_core.markers import store as markers
+    from hermes_tray_core.markers import turn_marker
 
     home = tmp_path / "home"
     (home / "desktop").mkdir(parents=True)
     (home / "desktop" / "interrupted_turns.json.lock").symlink_to(trap)
     with pytest.raises(OSError):
         markers.MarkerStore(home).record("20261129_120000_s", "p")
-    markers.record_turn_start(home, "20261129_120000_s", "p")
+    turn_marker.record_turn_start(home, "20261129_120000_s", "p")
     _untouched(trap)
     assert not (home / "desktop" / "interrupted_turns.json").exists()
 
@@ -285,7 +287,7 @@ def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
 
 
 def test_settings_and_config_yaml_symlinks_refused(tmp_path, trap, monkeypatch):
-    from hermes_tray_core.hermes import config as backend_config
+    from hermes_tray_core.hermes import config_edit as backend_config
     from hermes_tray_core.stores import settings
 
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))

@@ -44,7 +44,7 @@ def _wait(pred, timeout: float, what: str):
 
 
 def test_auto_mode_resumes_unattended_and_logs_without_prompt(demo, tmp_path) -> None:
-    from hermes_tray_core.markers.store import read_turn_marker
+    from hermes_tray_core.markers.turn_marker import read_turn_marker
     from hermes_tray_core.stores.settings import load_settings, save_settings, with_changes
 
     cfg = Path(demo.env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml"

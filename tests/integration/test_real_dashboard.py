@@ -27,7 +27,8 @@ from hermes_tray_core.backend.rpc import RpcSession
 from hermes_tray_core.backend.running import NO_BACKEND, find_live_backend
 from hermes_tray_core.backend.websocket import WebSocketTransport
 from hermes_tray_core.hermes.note import continuation_note
-from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")

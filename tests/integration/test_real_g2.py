@@ -35,9 +35,10 @@ from real_flow import (
 from test_real_dashboard import GatewayWatch
 
 from hermes_tray_core.continuing import gateway
-from hermes_tray_core.hermes.config import write_auto_continue
+from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.hermes.note import continuation_note
-from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import settings_for
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")

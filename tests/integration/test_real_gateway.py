@@ -22,9 +22,10 @@ from mock_openai import MockOpenAI, Recorded
 from real_flow import turn_requests  # noqa: F401 - also imported from here by test_real_dashboard
 from real_session import SEED_PROMPT
 
-from hermes_tray_core.hermes.config import write_auto_continue
+from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
-from hermes_tray_core.markers.store import list_turn_markers, marker_writer_state
+from hermes_tray_core.markers.entries import marker_writer_state
+from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 

@@ -1,0 +1,164 @@
+"""What runs now, as one scan sees it: the Hermes processes, the running Hermes apps and the sessions they
+have open, the active-session registry and the decision journal — each looked at once per scan, and only
+when a verdict depends on it (a process-table look costs more than the rest of a scan)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from hermes_tray_core.hermes import paths as hermes_paths
+from hermes_tray_core.hermes.homes import Home
+from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.vocab import ProcessKind
+
+if TYPE_CHECKING:
+    from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.hermes.state_db import OwnerView
+
+__all__ = ["RunningNow"]
+
+logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+
+
+class _NoApp(dict[str, dict[str, int]]):
+    """This scan found no running Hermes app at all (``backend_sessions.none_running``): every home's answer is empty."""
+
+
+class RunningNow:
+    """One scan's look at what runs. ``process_finder``: returns a
+    :class:`~hermes_tray_core.hermes.processes.HermesProcesses` (default: look at the process table)."""
+
+    def __init__(self, process_finder: Callable[[], HermesProcesses] | None = None) -> None:
+        self._process_finder = process_finder
+        self._procs: HermesProcesses | Exception | None = None
+        self._apps: HermesProcesses | Exception | None = None  # the running Hermes apps alone
+        self._open: dict[str, dict[str, int]] = {}  # home -> {session key: pid}
+        self._registry: dict[str, bool] = {}  # home -> may its active-session registry exist?
+        self._journal_: Any = None  # core.stores.decisions.DecisionJournal
+
+    def writer_turn(self, home: Home, key: str, entry: Any) -> Any:
+        """For a live writer that is a running backend serving ``home``: its answer when asked whether it runs a
+        turn for ``key`` (:mod:`core.backend.sessions`), when that answer is "none" (no turn); else None (the
+        live writer stands: a turn runs there, or it cannot be asked)."""
+        if not isinstance(entry, Mapping):
+            return None
+        pid = entry.get("writer_pid")
+        procs = self.processes()
+        if isinstance(procs, Exception) or not isinstance(pid, int) or not any(
+                p.pid == pid and p.kind == ProcessKind.DASHBOARD for p in procs.serving(home.path)):
+            return None
+        from hermes_tray_core.backend.sessions import ask_writer
+
+        start = entry.get("writer_start_time")
+        answer = ask_writer(home.path, key, pid, float(start) if isinstance(start, (int, float))
+                            and not isinstance(start, bool) else None, processes=procs)
+        if answer.state != "none":
+            return None
+        # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
+        # marker to that backend and its submit the backend holds no turn yet): the live writer stands.
+        from hermes_tray_core.continuing import claim as exactly_once
+
+        try:
+            claimed = exactly_once.lease_store().current(exactly_once.claim_name(home.path, key)) is not None
+        except Exception:
+            claimed = True  # cannot tell: leave it running
+        return None if claimed else answer
+
+    def decisions(self) -> Any:
+        """The decision journal (its tombstones), looked up once per scan: naming its directory asks
+        platformdirs, ~0.1 ms a marker."""
+        if self._journal_ is None:
+            from hermes_tray_core.stores import decisions
+
+            try:
+                self._journal_ = decisions.default_journal()
+            except Exception:
+                return None  # exactly_once.tombstoned looks again, and logs what fails
+        return self._journal_
+
+    def owner(self, home: Home, key: str) -> OwnerView | None:
+        """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""
+        where = str(home.path)
+        if where not in self._registry:
+            # No registry file means nobody claims any session (hermes_state says "none"): skip the module
+            # and 32 failed opens per home. (Only a registry that provably does not exist: one we cannot even
+            # stat is asked about, and answers "unknown".)
+            try:
+                os.lstat(hermes_paths.active_sessions_file(home.path))
+                self._registry[where] = True
+            except FileNotFoundError:
+                self._registry[where] = False
+            except OSError:
+                self._registry[where] = True
+        if not self._registry[where]:
+            return None
+        from hermes_tray_core.hermes.state_db import active_session_owner
+
+        return active_session_owner(home.path, key)
+
+    def open_sessions(self, home: Home) -> dict[str, int]:
+        """The sessions the running Hermes of ``home`` has open (``core.backend.sessions``), once per scan."""
+        key = str(home.path)
+        if isinstance(self._open, _NoApp):
+            return {}
+        if key not in self._open:
+            from hermes_tray_core.backend import sessions as backend_sessions
+
+            if self._procs is None and not self._open and backend_sessions.none_running():
+                self._open = _NoApp()  # no app runs: no process-table look, for any home of this scan
+                return {}
+            procs = self._procs if self._procs is not None else self.dashboards()
+            found: dict[str, int] = {}
+            if not isinstance(procs, Exception):
+                try:
+                    found = backend_sessions.open_in_backends(home.path, procs)
+                except Exception as exc:  # a nicety: the resume path asks again before it continues
+                    logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
+            self._open[key] = found
+        return self._open[key]
+
+    def dashboards(self) -> HermesProcesses | Exception:
+        """The running Hermes apps alone (their command lines; the environment of those few): cheaper than
+        :meth:`_hermes_processes`, once per scan."""
+        if self._apps is None:
+            from hermes_tray_core.hermes.processes import HermesProcesses
+            from hermes_tray_core.vocab import ProcessKind
+
+            try:
+                self._apps = HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
+            except Exception as exc:
+                self._apps = exc
+        return self._apps
+
+    def processes(self) -> HermesProcesses | Exception:
+        """One look at the process table per scan (only when a verdict depends on it)."""
+        if self._procs is None:
+            from hermes_tray_core.hermes.processes import HermesProcesses
+
+            try:
+                self._procs = self._process_finder() if self._process_finder else HermesProcesses.now()
+            except Exception as exc:
+                self._procs = exc
+        return self._procs
+
+    def backend(self, home: Home) -> tuple[str, str]:
+        """(``live`` / ``none`` / ``unknown``, which process) — does a live Hermes backend serve ``home``?"""
+        procs = self.processes()
+        if isinstance(procs, Exception):
+            return "unknown", f"cannot list processes: {procs}"
+        return procs.backend_state(home.path)
+
+    def holder(self, home: Home) -> tuple[int, float | None] | None:
+        """(pid, start time) of the live Hermes process serving ``home`` (watched: its exit changes verdicts)."""
+        procs = self.processes()
+        serving = [] if isinstance(procs, Exception) else procs.serving(home.path)
+        return (serving[0].pid, serving[0].start_time) if serving else None
+
+    def webui_server(self, home: Home) -> tuple[str, str]:
+        procs = self.processes()
+        if isinstance(procs, Exception):
+            return "unknown", f"cannot list processes: {procs}"
+        servers = procs.webui_servers(home.webui_session_dir.parent)
+        return ("live", f"pid {servers[0].pid}") if servers else ("none", "")
