@@ -9,19 +9,23 @@ while new code names the member.
 from __future__ import annotations
 
 import enum
+import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
            "Finish"]
 
-try:  # Python 3.11+
+if sys.version_info >= (3, 11):
     from enum import StrEnum
-except ImportError:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10 (a version check, not try/except: mypy then sees real enums)
 
-    class StrEnum(str, enum.Enum):  # type: ignore[no-redef]
+    class StrEnum(str, enum.Enum):
         """``enum.StrEnum`` for Python 3.10: members format and print as their value."""
 
-        __str__ = str.__str__
-        __format__ = str.__format__
+        def __str__(self) -> str:
+            return str.__str__(self)
+
+        def __format__(self, format_spec: str) -> str:
+            return str.__format__(self, format_spec)
 
 
 class Verdict(StrEnum):

@@ -101,7 +101,7 @@ class RpcSession:
         self.events: queue.Queue[Any] = queue.Queue()
         self.received: dict[str, float] = {}
         self.eof = threading.Event()
-        self._pending: dict[int, queue.Queue[dict]] = {}
+        self._pending: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._next_id = 0
         self._reader: threading.Thread | None = None
@@ -163,7 +163,9 @@ class RpcSession:
                 # wake-up of whichever thread consumes it). Our own parsed copy: Hermes never sees it.
                 received = time.monotonic()
                 if frame.get("method") == "event":
-                    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+                    params = frame.get("params")
+                    if not isinstance(params, dict):
+                        params = {}
                     params[RECEIVED] = received
                     self.events.put(params)
                     continue
@@ -186,12 +188,12 @@ class RpcSession:
 
     # requests
 
-    def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict]:
+    def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict[str, Any]]:
         """Write one request; returns the queue its response will arrive on."""
         with self._lock:
             self._next_id += 1
             rid = self._next_id
-            waiter: queue.Queue[dict] = queue.Queue(maxsize=1)
+            waiter: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=1)
             self._pending[rid] = waiter
         data = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode()
         try:
@@ -205,7 +207,7 @@ class RpcSession:
             raise GatewayError(f"Hermes went away before it could take {method}") from exc
         return waiter
 
-    def result_of(self, method: str, waiter: queue.Queue[dict], timeout: float) -> dict[str, Any]:
+    def result_of(self, method: str, waiter: queue.Queue[dict[str, Any]], timeout: float) -> dict[str, Any]:
         """The result of a sent request (``self.received[method]`` = when its answer was read)."""
         try:
             frame = waiter.get(timeout=timeout)

@@ -38,7 +38,7 @@ ASK_TIMEOUT = 2.0  # connect, ready and the answer, each: a scan never waits lon
 _RUNNING = ("working", "starting", "waiting", "streaming")
 _COMMANDS = (b"hermes", b"hermes-agent", b"hermes-acp")  # hermes_processes.HERMES_COMMANDS, as bytes
 
-_cache: dict[tuple[int, float | None], tuple[float, dict[str, dict] | None]] = {}
+_cache: dict[tuple[int, float | None], tuple[float, dict[str, dict[str, Any]] | None]] = {}
 _lock = threading.Lock()
 
 
@@ -51,7 +51,7 @@ class WriterTurn(NamedTuple):
     detail: str
 
 
-def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> dict | None:
+def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> dict[str, Any] | None:
     """The ``session.active_list`` row of stored session ``key`` (runtime id ``sid`` when given)."""
     rows = listed.get("sessions")
     for row in rows if isinstance(rows, list) else ():
@@ -84,7 +84,7 @@ def none_running() -> bool:
     return True
 
 
-def active_sessions(proc: Any) -> dict[str, dict] | None:
+def active_sessions(proc: Any) -> dict[str, dict[str, Any]] | None:
     """``{session key: its active_list row}`` of the running backend ``proc`` (a
     :class:`~hermes_tray_core.hermes.processes.HermesProcess`), or None when it cannot be asked. Cached."""
     ident = (int(proc.pid), getattr(proc, "start_time", None))
@@ -100,7 +100,7 @@ def active_sessions(proc: Any) -> dict[str, dict] | None:
     return rows
 
 
-def _ask(proc: Any) -> dict[str, dict] | None:
+def _ask(proc: Any) -> dict[str, dict[str, Any]] | None:
     from hermes_tray_core.backend.endpoint import endpoint_for
     from hermes_tray_core.backend.rpc import GatewayError, RpcSession
     from hermes_tray_core.backend.websocket import WebSocketTransport

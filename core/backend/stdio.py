@@ -60,8 +60,8 @@ class StdioTransport(Transport):
                 self.log_problem = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
                 self.log_path = None
         kwargs = popen_platform_kwargs()
-        if os.name == "nt":
-            kwargs["creationflags"] = kwargs.get("creationflags", 0) | subprocess.CREATE_NEW_PROCESS_GROUP
+        if os.name == "nt":  # Windows-only constant: read like CREATE_NO_WINDOW above (typeshed has it on win32 only)
+            kwargs["creationflags"] = kwargs.get("creationflags", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         else:
             kwargs["start_new_session"] = True  # a Ctrl-C in our terminal is ours to handle, not Hermes'
         self.opened_at = time.monotonic()

@@ -17,10 +17,14 @@ import socket
 import time
 import urllib.parse
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hermes_tray_core.backend.rpc import GatewayError, Transport
 from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity, identity_of
+
+if TYPE_CHECKING:  # websockets is imported when a connection opens, not with this module
+    from websockets.sync.client import ClientConnection
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +84,7 @@ class WebSocketTransport(Transport):
         self.pid = pid
         self.identity = identity if identity is not None else (identity_of(pid) if pid else None)
         self.open_timeout = open_timeout
-        self._ws = None
+        self._ws: ClientConnection | None = None
         self._closed = False
 
     @property
@@ -93,6 +97,7 @@ class WebSocketTransport(Transport):
     def open(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
+        from websockets.typing import Origin
 
         query = urllib.parse.urlencode({"token": self.token.reveal()}) if self.token else ""
         uri = f"ws://{self.netloc}{WS_PATH}" + (f"?{query}" if query else "")
@@ -101,7 +106,7 @@ class WebSocketTransport(Transport):
         try:
             # Our own socket to the loopback address: websockets never resolves or picks an address itself.
             sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
-            ws = connect(uri, sock=sock, origin=self.origin(), open_timeout=self.open_timeout, close_timeout=2,
+            ws = connect(uri, sock=sock, origin=Origin(self.origin()), open_timeout=self.open_timeout, close_timeout=2,
                          max_size=MAX_FRAME, compression=None, logger=_SILENT)
             ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
         except InvalidStatus as exc:

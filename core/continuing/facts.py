@@ -68,7 +68,7 @@ def touched_by_other(row: Mapping[str, Any], own_touch: float) -> bool:
     return last is not None and last > own_touch + TOUCH_SLACK
 
 
-def _raw_entry(home: Path | str, key: str) -> dict | None:
+def _raw_entry(home: Path | str, key: str) -> dict[str, Any] | None:
     from hermes_tray_core.markers.store import MarkerStore
 
     try:

@@ -222,16 +222,17 @@ class GatewayProcess(RpcSession):
                  env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
         self.install = install
         self.home = Path(home)
-        super().__init__(StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
-                                        cwd=cwd, log_path=log_path, describe=install.describe()))
+        self.stdio = StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
+                                    cwd=cwd, log_path=log_path, describe=install.describe())
+        super().__init__(self.stdio)
 
     @property
-    def proc(self):  # noqa: ANN201 - subprocess.Popen[bytes] | None
-        return self.transport.proc
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.stdio.proc
 
     @property
     def log_path(self) -> Path | None:
-        return self.transport.log_path
+        return self.stdio.log_path
 
 
 
@@ -683,7 +684,7 @@ class _Run:
                 # holds it (0.22 detaches this client alone; 0.19.0 touches only a session whose events still come
                 # here). Like a spawned gateway at stdin EOF, a continuation nobody else watches ends with the tray.
                 self.gw.shutdown(self.opts.shutdown_grace)
-            elif self.gw.proc is not None:
+            elif isinstance(self.gw, GatewayProcess) and self.gw.proc is not None:
                 self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
 
     # ── what Hermes holds in the running backend ──────────────────────────────────────────────────
@@ -691,7 +692,7 @@ class _Run:
     own_touch = 0.0  # wall time of the tray's own latest touch of the session (resume, submit, start frame)
     note_after: int | None = None  # messages.id high-water before the resume (Hermes' own note comes after)
 
-    def _live_row(self) -> dict | None:
+    def _live_row(self) -> dict[str, Any] | None:
         """This session's ``session.active_list`` row in the running backend (GatewayError/TimeoutError when
         it does not answer)."""
         from hermes_tray_core.backend.sessions import session_row
@@ -789,7 +790,7 @@ class _Run:
 
     expected_read: dict[str, Any] | None = None  # the checked entry as Hermes' reader reads it
 
-    def _raw_marker(self) -> dict | None:
+    def _raw_marker(self) -> dict[str, Any] | None:
         from hermes_tray_core.markers.store import MarkerStore
 
         try:
@@ -1025,7 +1026,7 @@ class _Run:
         continues after all (``decline_grace``); else the marker before and after says why not."""
         desc = resumed.get("auto_continue")
         promised = isinstance(desc, dict)
-        if promised:
+        if isinstance(desc, dict):
             attempt = desc.get("attempt")
             if isinstance(attempt, int) and not isinstance(attempt, bool):
                 self.result.attempt = attempt
@@ -1094,7 +1095,7 @@ class _Run:
             return "another client (a Hermes window) has used the session since the tray resumed it"
         return None
 
-    def _is_continuation_frame(self, ev: dict) -> bool:
+    def _is_continuation_frame(self, ev: dict[str, Any]) -> bool:
         if ev.get("session_id") not in (None, self.sid):
             return False
         t = ev.get("type")
@@ -1168,7 +1169,7 @@ class _Run:
         next_facts = time.monotonic() + self.opts.facts_interval
         stop_deadline: float | None = None
         acked_at: float | None = None
-        interrupt_waiter: queue.Queue[dict] | None = None
+        interrupt_waiter: queue.Queue[dict[str, Any]] | None = None
         while True:
             now = time.monotonic()
             if stop_deadline is None and (self.stop.is_set() or now >= deadline):
