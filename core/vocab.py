@@ -12,7 +12,7 @@ import enum
 import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
-           "Finish"]
+           "Finish", "Refusal", "SkipOutcome", "ClaimRefusal", "RanIn", "ContinuedBy"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -137,3 +137,48 @@ class Finish(StrEnum):
     STREAM = "stream"  # Hermes' own terminal frame (message.complete) on the tray's connection
     STATE_DB = "state-db"  # the events went elsewhere (a window took the session): Hermes' state.db has the reply
     LEFT_ALONE = "left-alone"  # the tray could not tell its turn from someone else's and left the session alone
+
+
+class Refusal(StrEnum):
+    """Why a resume was refused before anything ran (``ResumeResult.code``; the ``code`` of ``resume --json``).
+    Callers decide on these, never on the message text."""
+
+    CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim
+    BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
+    GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
+    CHANGED = "changed"  # the marker differs from the entry the user was shown
+    ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
+    NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
+    STORE_ERROR = "store-error"  # the lease store or the marker file could not be used
+    NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
+
+
+class SkipOutcome(StrEnum):
+    """How a skip request ended (``SkipResult.outcome``)."""
+
+    SKIPPED = "skipped"
+    RESUMING = "resuming"  # a resume holds the turn's claim right now
+    CHANGED = "changed"  # the entry changed or is gone since it was shown
+    ERROR = "error"  # the lease store or the marker file could not be used
+
+
+class ClaimRefusal(StrEnum):
+    """Why the per-turn claim was not granted (``ClaimRefused.code``)."""
+
+    BUSY_RESUME = "busy-resume"  # another process is resuming the turn
+    BUSY_SKIP = "busy-skip"  # another process is skipping it right now
+    CLAIM_ERROR = "claim-error"  # the lease store could not be used: unsure, so nobody acts
+
+
+class RanIn(StrEnum):
+    """Where a continuation ran (``ContinuationResult.ran_in``; the journal's and ``--json``'s ``ran_in``)."""
+
+    RUNNING_BACKEND = "running-backend"  # the user's own ``hermes dashboard``, over its /api/ws
+    SEPARATE_PROCESS = "separate-process"  # a gateway the tray spawned
+
+
+class ContinuedBy(StrEnum):
+    """Who continues the turn (``ContinuationResult.continued_by``)."""
+
+    BACKEND = "backend"  # Hermes continues it itself (auto-continue)
+    TRAY = "tray"  # the tray submitted the continuation note (an older Hermes)

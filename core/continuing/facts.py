@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.vocab import NotContinued, Verdict
+from hermes_tray_core.vocab import NotContinued, Verdict, WriterState
 
 __all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "touched_by_other",
            "wall_time_of", "why_not_continued"]
@@ -91,7 +91,7 @@ def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before:
     entry = _raw_entry(home, key)
     if entry is not None and before is not None and dict(entry) != dict(before):
         pid = entry.get("writer_pid")
-        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry, home) == "alive":
+        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry, home) == WriterState.ALIVE:
             return (NotContinued.ANOTHER_OWNER, f"another Hermes process (pid {pid}) is continuing it", pid)
     ignore = (our_pid,) if our_pid else ()
     owner = active_session_owner(home, key, ignore_pids=ignore)
@@ -118,7 +118,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     if after is None and before is not None:
         try:
             cfg = read_backend_config(home).auto_continue
-            d = decide(before, config=cfg, writer="dead", now=now)
+            d = decide(before, config=cfg, writer=WriterState.DEAD, now=now)
         except Exception:
             d = None
         if d is not None and d.verdict == Verdict.DISABLED:
@@ -128,7 +128,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
         if d is not None and d.verdict == Verdict.EXHAUSTED:
             return NotContinued.EXHAUSTED, f"Hermes cleared the turn: {d.reason}"
         return NotContinued.DECLINED, "Hermes cleared the turn without continuing it (it did not say why)"
-    if after is not None and marker_writer_state(after, home) == "alive" and after.get("writer_pid") != our_pid:
+    if after is not None and marker_writer_state(after, home) == WriterState.ALIVE and after.get("writer_pid") != our_pid:
         return (NotContinued.WRITER_ALIVE,
                 f"Hermes left it: its writer (pid {after.get('writer_pid')}) is still running")
     return NotContinued.DECLINED, "Hermes resumed the session but left the turn alone (it did not say why)"

@@ -76,7 +76,7 @@ from hermes_tray_core.backend.rpc import (  # noqa: F401 - re-exported
 from hermes_tray_core.backend.stdio import StdioTransport, popen_platform_kwargs
 from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note
 from hermes_tray_core.keys import validate_session_id
-from hermes_tray_core.vocab import Finish, NotContinued, Outcome
+from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn, WriterState
 
 if TYPE_CHECKING:
     from hermes_tray_core.backend.endpoint import BackendEndpoint
@@ -94,9 +94,8 @@ TIMED_OUT = Outcome.TIMED_OUT
 DECLINED = Outcome.DECLINED
 OUTCOMES = (COMPLETED, INTERRUPTED, ERROR, CRASHED, TIMED_OUT, DECLINED)
 
-# Where a continuation ran (``ContinuationResult.ran_in``; journal and ``--json`` field of the same name).
-RUNNING_BACKEND = "running-backend"
-SEPARATE_PROCESS = "separate-process"
+# Where a continuation ran, by the older names (the enum is vocab.RanIn).
+RUNNING_BACKEND, SEPARATE_PROCESS = RanIn.RUNNING_BACKEND, RanIn.SEPARATE_PROCESS
 OPEN_IN_APP = "this session is open in your Hermes app"
 
 DEFAULT_READY_TIMEOUT = 90.0  # a cold first start of Hermes compiles and imports a lot
@@ -253,9 +252,9 @@ class Progress:
 class ContinuationResult:
     """How a continuation ended, plus what a user or the journal needs to know about it."""
 
-    outcome: str
+    outcome: Outcome
     message: str
-    continued_by: str | None = None  # "backend" (Hermes continued itself) | "tray" (note submitted) | None
+    continued_by: ContinuedBy | None = None
     runtime_session_id: str | None = None
     attempt: int | None = None
     gateway_pid: int | None = None
@@ -282,7 +281,7 @@ class ContinuationResult:
     log_problem: str | None = None
     # Where it ran: ``running-backend`` (the user's own ``hermes dashboard``, pid ``backend_pid``, over its
     # /api/ws) or ``separate-process`` (a gateway the tray spawned, ``gateway_pid``); ``where`` says it for a user.
-    ran_in: str = SEPARATE_PROCESS
+    ran_in: RanIn = RanIn.SEPARATE_PROCESS
     backend_pid: int | None = None
     where: str | None = None
     # The running backend could not be used before anything was sent to a session (why): the caller falls
@@ -462,7 +461,7 @@ def continue_in_backend(
     if capabilities is None:
         capabilities = backend_capabilities(home, backend)
     if capabilities.auto_continue is None:
-        return ContinuationResult(ERROR, f"Not resumed {where}: {capabilities.detail}", ran_in=RUNNING_BACKEND,
+        return ContinuationResult(ERROR, f"Not resumed {where}: {capabilities.detail}", ran_in=RanIn.RUNNING_BACKEND,
                                   backend_pid=backend.pid, where=where, backend_unusable=capabilities.detail)
     install = HermesInstall((backend.python or "?",), backend.python, "running backend")
     run = _Run(home, session_key, original_prompt, attempts, install, capabilities, opts, on_progress,
@@ -473,7 +472,7 @@ def continue_in_backend(
     run.on_connected = on_connected
     run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
     run.connections = connections if connections is not None else {}
-    run.result.ran_in, run.result.backend_pid, run.result.where = RUNNING_BACKEND, backend.pid, where
+    run.result.ran_in, run.result.backend_pid, run.result.where = RanIn.RUNNING_BACKEND, backend.pid, where
     run.result.log_path = None
     return run.run()
 
@@ -498,7 +497,7 @@ class _Run:
         self.frames = 0
         self._last_progress = 0.0
         self.result = ContinuationResult(CRASHED, "", log_path=str(log_path) if log_path else None,
-                                         continued_by="backend" if caps.auto_continue else "tray",
+                                         continued_by=ContinuedBy.BACKEND if caps.auto_continue else ContinuedBy.TRAY,
                                          attempt=attempts + 1, where="in a separate Hermes process")
         self.gw: RpcSession | None = None
         self.connections = {}
@@ -519,7 +518,7 @@ class _Run:
         except Exception:
             logger.exception("progress callback failed")
 
-    def finish(self, outcome: str, message: str, status: str | None = None) -> ContinuationResult:
+    def finish(self, outcome: Outcome, message: str, status: str | None = None) -> ContinuationResult:
         if self.result.marker_left:
             message += (f" The marker could not be removed: {self.result.marker_left}. It is recorded as "
                         f"{outcome} so it is not continued again; remove it with `hermes-tray skip`.")
@@ -646,7 +645,7 @@ class _Run:
 
     def _child_died_marker_note(self) -> str:
         if self.backend is not None and self.gw is not None and self.gw.identity is not None \
-                and self.gw.identity.liveness() != "dead":
+                and self.gw.identity.liveness() != WriterState.DEAD:
             # Only the connection ended: the turn may still run there (its marker names that live process).
             return (" Your running Hermes is still up and may still be running the turn; the tray will not continue "
                     "it while that process runs.")

@@ -35,7 +35,7 @@ from hermes_tray_core.backend.install import settings_hermes_command
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.keys import validate_session_id
-from hermes_tray_core.vocab import Outcome
+from hermes_tray_core.vocab import ClaimRefusal, Outcome, RanIn, Refusal, Verdict, WriterState
 
 logger = logging.getLogger(__name__)
 
@@ -47,16 +47,6 @@ REFUSED = Outcome.REFUSED
 GAVE_UP = Outcome.GAVE_UP
 CLAIM_TTL = 60.0
 
-# Why a resume was refused, as a code beside the human message (``ResumeResult.code``): callers
-# decide on these, never on the message text.
-CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim
-BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
-GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
-CHANGED = "changed"  # the marker differs from the entry the user was shown
-ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
-NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
-STORE_ERROR = "store-error"  # the lease store or the marker file could not be used
-NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
 
 
 @dataclass
@@ -64,28 +54,28 @@ class ResumeResult:
     """How a resume request ended: ``outcome`` (a gateway outcome, ``refused`` or ``gave-up``),
     a one-line human ``message``, and the exit code the CLI uses (0 / 1 / 3)."""
 
-    outcome: str
+    outcome: Outcome
     message: str
     home: str
     session_key: str
     verdict: str | None = None
     continuation: gateway.ContinuationResult | None = None
-    code: str = ""  # a refusal's reason code (CLAIMED_ELSEWHERE, GONE, …); "" otherwise
+    code: Refusal | None = None  # why it was refused (``--json`` writes "" for none)
     # Why the user's running Hermes was not used and a separate gateway was spawned (None: it was used, or
     # no continuation was attempted).
     fallback_reason: str | None = None
 
     @property
     def exit_code(self) -> int:
-        if self.outcome == gateway.COMPLETED:
+        if self.outcome == Outcome.COMPLETED:
             return EXIT_COMPLETED
-        if self.outcome in (REFUSED, GAVE_UP, gateway.DECLINED):  # nothing ran: a refusal, with its reason
+        if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED):  # nothing ran: a refusal, with its reason
             return EXIT_REFUSED
         return EXIT_FAILED
 
     @property
     def ok(self) -> bool:
-        return self.outcome == gateway.COMPLETED
+        return self.outcome == Outcome.COMPLETED
 
     def to_dict(self) -> dict[str, Any]:
         c = self.continuation
@@ -95,7 +85,7 @@ class ResumeResult:
             "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
             "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
             "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
-            "code": self.code,
+            "code": self.code or "",
             # Where it ran: "running-backend" (the user's hermes dashboard, backend_pid) or "separate-process".
             "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
             "where": c.where if c else None, "fallback_reason": self.fallback_reason,
@@ -115,10 +105,10 @@ _lease_store = exactly_once.lease_store
 
 #: what the user can still do about a turn resume refuses, by verdict (the turns window's "Recent" says the same)
 _HINTS = {
-    "running": " Continue it in the Hermes window that has it open.",
-    "disabled": " Hermes auto-continue is off there: `hermes-tray enable` turns it back on, then resume it"
+    Verdict.RUNNING: " Continue it in the Hermes window that has it open.",
+    Verdict.DISABLED: " Hermes auto-continue is off there: `hermes-tray enable` turns it back on, then resume it"
                 " (or skip it with `hermes-tray skip`).",
-    "stale": " Continue it by hand in Hermes if it still matters, or skip it with `hermes-tray skip`.",
+    Verdict.STALE: " Continue it by hand in Hermes if it still matters, or skip it with `hermes-tray skip`.",
 }
 
 def settings_options() -> gateway.GatewayOptions:
@@ -148,7 +138,7 @@ def _journal(event: str, home: str, key: str, started_at: float | None = None, *
 class Assessment:
     """The policy's verdict on one marker right now, with the config it used."""
 
-    verdict: str
+    verdict: Verdict
     reason: str
     unsure: bool
     max_attempts: int
@@ -170,7 +160,7 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
     activity = session_activity(home, session_key, now=now)
     owner = activity.owner.state
     turn, turn_detail = "unknown", ""
-    if writer == "alive":  # a live backend that wrote it may run no turn for it any more: ask it
+    if writer == WriterState.ALIVE:  # a live backend that wrote it may run no turn for it any more: ask it
         from hermes_tray_core.backend.sessions import ask_writer
 
         pid, start = entry.get("writer_pid"), entry.get("writer_start_time")
@@ -182,7 +172,7 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
                 owner = "none"  # the registry's owner is that very backend, which runs no turn for it
     details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
     backend, backend_detail = "none", ""
-    if writer == "unknown":  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
+    if writer == WriterState.UNKNOWN:  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
         from hermes_tray_core.hermes.processes import backend_state
 
         backend, backend_detail = backend_state(home)
@@ -221,17 +211,17 @@ def resume_turn(
     home_s = canonical_home(home)
     key = session_key
 
-    def refused(message: str, code: str, verdict: str | None = None) -> ResumeResult:
+    def refused(message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
         _journal("refused", home_s, key, None, reason=message, verdict=verdict, via=via)
         return ResumeResult(REFUSED, message, home_s, key, verdict, code=code)
 
     held = exactly_once.claim(home_s, key, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
                               lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == exactly_once.CLAIM_ERROR:  # unsure whether someone else holds it: refuse
-            return ResumeResult(REFUSED, f"Not resumed: {held.message}.", home_s, key, code=STORE_ERROR)
+        if held.code == ClaimRefusal.CLAIM_ERROR:  # unsure whether someone else holds it: refuse
+            return ResumeResult(REFUSED, f"Not resumed: {held.message}.", home_s, key, code=Refusal.STORE_ERROR)
         return refused(f"Not resumed: {held.message}.",
-                       BEING_SKIPPED if held.code == exactly_once.BUSY_SKIP else CLAIMED_ELSEWHERE)
+                       Refusal.BEING_SKIPPED if held.code == ClaimRefusal.BUSY_SKIP else Refusal.CLAIMED_ELSEWHERE)
     store, lease = held.store, held.lease
     from hermes_tray_core.stores.lease import LeaseKeeper
 
@@ -314,13 +304,13 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
     try:
         entry = list_turn_markers(home).get(key)
     except MarkerStoreError as exc:
-        return refused(f"Not resumed: cannot read the turn markers ({exc}).", STORE_ERROR)
+        return refused(f"Not resumed: cannot read the turn markers ({exc}).", Refusal.STORE_ERROR)
     if entry is None:
         return refused("Not resumed: this turn is no longer marked as interrupted (it finished, was skipped, "
-                       "or was resumed elsewhere).", GONE)
+                       "or was resumed elsewhere).", Refusal.GONE)
     if expected is not None and dict(entry) != dict(expected):
         return refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran or "
-                       "Hermes updated it); look at it again.", CHANGED)
+                       "Hermes updated it); look at it again.", Refusal.CHANGED)
     started_at = exactly_once.turn_started_at(entry)
 
     def journal(event: str, **fields: Any) -> None:
@@ -333,13 +323,13 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
         why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
         journal("refused", reason=why, verdict="unsure")
         return ResumeResult(REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
-                            home_s, key, "unsure", code=NOT_ACTIONABLE)
+                            home_s, key, "unsure", code=Refusal.NOT_ACTIONABLE)
     if settled is not None:  # a continuation the tray ran finished; its own process did not say so
         why = f"this turn was already continued and completed ({settled.reason})"
         journal("refused", reason=why, verdict="settled")
         return ResumeResult(REFUSED, f"Not resumed: {why}." + (
             "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
-            home_s, key, "settled", code=ALREADY_SETTLED)
+            home_s, key, "settled", code=Refusal.ALREADY_SETTLED)
     done = _settled(home_s, key, started_at)
     if done:
         why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
@@ -349,16 +339,16 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
         tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
                 " Skip it to remove the marker, or continue it by hand in Hermes.")
         return ResumeResult(REFUSED, f"Not resumed: this turn {why}.{tail}", home_s, key, "settled",
-                            code=ALREADY_SETTLED)
+                            code=Refusal.ALREADY_SETTLED)
     a = assess(home, key, entry)
-    if a.verdict == "exhausted":
+    if a.verdict == Verdict.EXHAUSTED:
         msg = f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it still matters."
         journal(GAVE_UP, reason=a.reason)
         return ResumeResult(GAVE_UP, msg, home_s, key, a.verdict)
-    if a.verdict != "actionable":
+    if a.verdict != Verdict.ACTIONABLE:
         hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
         journal("refused", reason=f"{a.reason}", verdict=a.verdict)
-        return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
+        return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=Refusal.NOT_ACTIONABLE)
     from hermes_tray_core.deciding.policy import marker_attempts, marker_prompt
 
     attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
@@ -425,7 +415,7 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
             inst = install or gateway.find_hermes(settings_hermes_command())  # the caller's choice
         except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
             journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
-            return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=NO_HERMES_CHOICE,
+            return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=Refusal.NO_HERMES_CHOICE,
                                 fallback_reason=fallback)
         except gateway.HermesNotFound as exc:
             approved_done()
@@ -443,20 +433,20 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
     if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
         journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
                 dispatched=False, **where)
-        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=CHANGED, fallback_reason=fallback)
+        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=Refusal.CHANGED, fallback_reason=fallback)
     if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
-        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False,
+        journal("refused", reason=res.live_elsewhere, verdict=Verdict.RUNNING, dispatched=False,
                 not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
-        return ResumeResult(REFUSED, res.message, home_s, key, "running", res, code=NOT_ACTIONABLE,
+        return ResumeResult(REFUSED, res.message, home_s, key, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
                             fallback_reason=fallback)
     fields = {"attempt": res.attempt, "attempts": attempts, "continued_by": res.continued_by, "status": res.status,
               "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
               **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
     if res.log_problem:
         fields["log_problem"] = res.log_problem
-    if res.outcome == gateway.COMPLETED:
+    if res.outcome == Outcome.COMPLETED:
         event, extra = "completed", {}
-    elif res.outcome == gateway.INTERRUPTED:  # by a stop the user asked for, or by Hermes itself
+    elif res.outcome == Outcome.INTERRUPTED:  # by a stop the user asked for, or by Hermes itself
         event, extra = "interrupted", {"stopped_by": "you" if res.stopped_by_request else "hermes"}
     else:
         event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
@@ -473,9 +463,9 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
     message = res.message
     if res.dispatched and res.where:
         message += f" It ran {res.where}."
-    if fallback and res.ran_in == gateway.SEPARATE_PROCESS and res.dispatched:
+    if fallback and res.ran_in == RanIn.SEPARATE_PROCESS and res.dispatched:
         message += f" (Not in your running Hermes: {fallback}.)"
-    if res.outcome == gateway.CRASHED and res.dispatched:
+    if res.outcome == Outcome.CRASHED and res.dispatched:
         attempt = res.attempt or attempts + 1
         if attempt >= a.max_attempts:
             message += (f" That was attempt {attempt} of {a.max_attempts}: the retry budget is used up, so "
@@ -484,7 +474,5 @@ def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[s
     return ResumeResult(res.outcome, message, home_s, key, a.verdict, res, fallback_reason=fallback)
 
 
-__all__ = ["ALREADY_SETTLED", "BEING_SKIPPED", "CHANGED", "CLAIMED_ELSEWHERE", "EXIT_COMPLETED", "EXIT_FAILED",
-           "EXIT_REFUSED", "GAVE_UP", "GONE", "NOT_ACTIONABLE", "NO_HERMES_CHOICE", "REFUSED", "STORE_ERROR",
-           "Assessment", "ResumeResult",
+__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "GAVE_UP", "REFUSED", "Assessment", "ResumeResult",
            "assess", "canonical_home", "claim_name", "resume_turn", "settings_options"]

@@ -32,27 +32,25 @@ from typing import Any
 
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.vocab import ClaimRefusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
 
-SKIPPED = "skipped"
-RESUMING = "resuming"  # a resume holds the turn's claim right now
-CHANGED = "changed"  # the entry changed or is gone since it was shown
-ERROR = "error"  # the lease store or the marker file could not be used
+# The outcomes by their older names (the shell's ``core_skip.RESUMING``).
+SKIPPED, RESUMING, CHANGED, ERROR = SkipOutcome.SKIPPED, SkipOutcome.RESUMING, SkipOutcome.CHANGED, SkipOutcome.ERROR
 
 CLAIM_TTL = 30.0
 
 
 @dataclass(frozen=True)
 class SkipResult:
-    outcome: str
+    outcome: SkipOutcome
     message: str
     journal_error: str | None = None  # on_skipped failed (the skip stands): a warning to show
 
-
     @property
     def ok(self) -> bool:
-        return self.outcome == SKIPPED
+        return self.outcome == SkipOutcome.SKIPPED
 
 
 def skip_turn(
@@ -72,9 +70,9 @@ def skip_turn(
     validate_session_id(session_key, what="session key")
     held = exactly_once.claim(home, session_key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == exactly_once.CLAIM_ERROR:  # cannot tell whether a resume holds it: do nothing
-            return SkipResult(ERROR, f"Not skipped: {held.message}.")
-        return SkipResult(RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
+        if held.code == ClaimRefusal.CLAIM_ERROR:  # cannot tell whether a resume holds it: do nothing
+            return SkipResult(SkipOutcome.ERROR, f"Not skipped: {held.message}.")
+        return SkipResult(SkipOutcome.RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
                                     "instead if it should not run.")
     journal_error: str | None = None
     try:
@@ -87,13 +85,13 @@ def skip_turn(
                 problem = f"could not record 'skipped' in the decision journal ({exc})"
             journal_error = problem if isinstance(problem, str) and problem else None
     except OSError as exc:
-        return SkipResult(ERROR, f"Not skipped: {exc}")
+        return SkipResult(SkipOutcome.ERROR, f"Not skipped: {exc}")
     finally:
         exactly_once.release(held, session_key)
     if not removed:
-        return SkipResult(CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
+        return SkipResult(SkipOutcome.CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
                                    "left in place.")
-    return SkipResult(SKIPPED, "Skipped: it will not be resumed.", journal_error)
+    return SkipResult(SkipOutcome.SKIPPED, "Skipped: it will not be resumed.", journal_error)
 
 
 __all__ = ["CHANGED", "ERROR", "RESUMING", "SKIPPED", "SkipResult", "skip_turn"]
