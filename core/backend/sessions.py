@@ -102,13 +102,10 @@ def active_sessions(proc: Any) -> dict[str, dict[str, Any]] | None:
 
 def _ask(proc: Any) -> dict[str, dict[str, Any]] | None:
     from hermes_tray_core.backend.endpoint import endpoint_for
-    from hermes_tray_core.backend.rpc import GatewayError, RpcSession
-    from hermes_tray_core.backend.websocket import WebSocketTransport
+    from hermes_tray_core.backend.rpc import GatewayError
 
     try:
-        backend = endpoint_for(proc)
-        session = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid,
-                                                identity=backend.identity, open_timeout=ASK_TIMEOUT))
+        session = endpoint_for(proc).session(open_timeout=ASK_TIMEOUT)
         session.start()
     except (GatewayError, OSError, ValueError) as exc:
         logger.info("cannot ask Hermes pid %s which sessions are live: %s", proc.pid, exc)

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, Transport
+from hermes_tray_core.backend.install import HermesInstall, gateway_environment
+from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, RpcSession, Transport
 from hermes_tray_core.process.child_env import dll_directory_reset
 from hermes_tray_core.process.identity import identity_of
 
@@ -161,4 +162,24 @@ class StdioTransport(Transport):
             self._signal(kill=True)
 
 
-__all__ = ["StdioTransport", "popen_platform_kwargs"]
+class GatewayProcess(RpcSession):
+    """A spawned stdio gateway and a JSON-RPC session over it."""
+
+    def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
+                 env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+        self.install = install
+        self.home = Path(home)
+        self.stdio = StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
+                                    cwd=cwd, log_path=log_path, describe=install.describe())
+        super().__init__(self.stdio)
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.stdio.proc
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.stdio.log_path
+
+
+__all__ = ["GatewayProcess", "StdioTransport", "popen_platform_kwargs"]

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 from hermes_tray_core.backend.rpc import GatewayError, Transport
 from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity, identity_of
+from hermes_tray_core.vocab import WriterState
 
 if TYPE_CHECKING:  # websockets is imported when a connection opens, not with this module
     from websockets.sync.client import ClientConnection
@@ -169,7 +170,7 @@ class WebSocketTransport(Transport):
 
         if self._ws.protocol.state is not State.OPEN:
             return False
-        return self.identity is None or self.identity.liveness() != "dead"
+        return self.identity is None or self.identity.liveness() != WriterState.DEAD
 
     def close(self, grace: float = 5.0) -> int | None:
         """Disconnect (the backend keeps running: it is the user's). Idempotent; no exit code."""
@@ -195,10 +196,10 @@ class WebSocketTransport(Transport):
         if self.identity is not None:
             deadline = time.monotonic() + EXIT_GRACE
             state = self.identity.liveness()
-            while state == "alive" and time.monotonic() < deadline:
+            while state == WriterState.ALIVE and time.monotonic() < deadline:
                 time.sleep(0.02)
                 state = self.identity.liveness()
-            gone = state == "dead"
+            gone = state == WriterState.DEAD
         who = f"your running Hermes (pid {self.pid})" if self.pid else "your running Hermes"
         return f"{who} {'exited' if gone else 'closed the connection'} {during}"
 
