@@ -12,7 +12,7 @@ import enum
 import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
-           "Finish", "Refusal", "SkipOutcome", "ClaimRefusal", "RanIn", "ContinuedBy"]
+           "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -140,16 +140,16 @@ class Finish(StrEnum):
 
 
 class Refusal(StrEnum):
-    """Why a resume was refused before anything ran (``ResumeResult.code``; the ``code`` of ``resume --json``).
-    Callers decide on these, never on the message text."""
+    """Why a resume was refused before anything ran (``ResumeResult.code``; the ``code`` of ``resume --json``),
+    and why the per-turn claim was not granted (``ClaimRefused.code``). Callers decide on these, never on text."""
 
-    CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim
+    CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim (resuming it)
     BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
     GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
     CHANGED = "changed"  # the marker differs from the entry the user was shown
     ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
     NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
-    STORE_ERROR = "store-error"  # the lease store or the marker file could not be used
+    STORE_ERROR = "store-error"  # the lease store or the marker file could not be used: unsure, so nobody acts
     NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
 
 
@@ -160,14 +160,6 @@ class SkipOutcome(StrEnum):
     RESUMING = "resuming"  # a resume holds the turn's claim right now
     CHANGED = "changed"  # the entry changed or is gone since it was shown
     ERROR = "error"  # the lease store or the marker file could not be used
-
-
-class ClaimRefusal(StrEnum):
-    """Why the per-turn claim was not granted (``ClaimRefused.code``)."""
-
-    BUSY_RESUME = "busy-resume"  # another process is resuming the turn
-    BUSY_SKIP = "busy-skip"  # another process is skipping it right now
-    CLAIM_ERROR = "claim-error"  # the lease store could not be used: unsure, so nobody acts
 
 
 class RanIn(StrEnum):

@@ -28,14 +28,14 @@ from typing import Any, NamedTuple
 
 from hermes_tray_core.vocab import ProcessKind
 
-__all__ = ["ASK_TIMEOUT", "CACHE_SECONDS", "WriterTurn", "active_sessions", "ask_writer", "forget",
+__all__ = ["ASK_TIMEOUT", "CACHE_SECONDS", "RUNNING_STATUSES", "WriterTurn", "active_sessions", "ask_writer", "forget",
            "none_running", "open_in_backends", "session_row"]
 
 logger = logging.getLogger(__name__)
 
 CACHE_SECONDS = 3.0
 ASK_TIMEOUT = 2.0  # connect, ready and the answer, each: a scan never waits long for the app
-_RUNNING = ("working", "starting", "waiting", "streaming")
+RUNNING_STATUSES = ("working", "starting", "waiting", "streaming")  # a live row's status while a turn runs
 _COMMANDS = (b"hermes", b"hermes-agent", b"hermes-acp")  # hermes_processes.HERMES_COMMANDS, as bytes
 
 _cache: dict[tuple[int, float | None], tuple[float, dict[str, dict[str, Any]] | None]] = {}
@@ -164,7 +164,7 @@ def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float |
     row = rows.get(session_key)
     if row is None:
         return WriterTurn("none", f"{who} does not hold the session")
-    if str(row.get("status") or "") in _RUNNING:
+    if str(row.get("status") or "") in RUNNING_STATUSES:
         return WriterTurn("running", f"{who} is running a turn for it")
     return WriterTurn("none", f"{who} holds the session but runs no turn for it")
 

@@ -167,8 +167,6 @@ class GatewayProcess(RpcSession):
 
     def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
                  env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
-        self.install = install
-        self.home = Path(home)
         self.stdio = StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
                                     cwd=cwd, log_path=log_path, describe=install.describe())
         super().__init__(self.stdio)

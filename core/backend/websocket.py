@@ -183,9 +183,6 @@ class WebSocketTransport(Transport):
                 logger.debug("closing the backend connection failed", exc_info=True)
         return None
 
-    def kill(self) -> None:
-        self.close(0.0)
-
     def where(self) -> str:
         return f"in your running Hermes (pid {self.pid})" if self.pid else "in your running Hermes"
 

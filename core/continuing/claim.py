@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.vocab import ClaimRefusal
+from hermes_tray_core.vocab import Refusal
 
 __all__ = [
     "BUSY_RESUME", "BUSY_SKIP", "CLAIM_ERROR", "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
@@ -39,8 +39,8 @@ __all__ = [
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
-#: Why a claim was refused, by the older names (the enum is :class:`~hermes_tray_core.vocab.ClaimRefusal`).
-BUSY_RESUME, BUSY_SKIP, CLAIM_ERROR = ClaimRefusal.BUSY_RESUME, ClaimRefusal.BUSY_SKIP, ClaimRefusal.CLAIM_ERROR
+#: Why a claim was refused, by the older names (the codes are :class:`~hermes_tray_core.vocab.Refusal`'s).
+BUSY_RESUME, BUSY_SKIP, CLAIM_ERROR = Refusal.CLAIMED_ELSEWHERE, Refusal.BEING_SKIPPED, Refusal.STORE_ERROR
 
 #: Journalled for a turn identity: it must never be dispatched (or offered) again.
 SETTLED = ("completed", "skipped")
@@ -92,7 +92,7 @@ class Claim(NamedTuple):
 class ClaimRefused(NamedTuple):
     """The claim was not granted: why (``code``) and a one-line ``message``."""
 
-    code: ClaimRefusal
+    code: Refusal
     message: str
 
 
@@ -106,7 +106,7 @@ def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: fl
         store = lease_store(lease_path)
         lease = store.acquire(name, f"pid={os.getpid()}:via={tag}", ttl=ttl, wait=wait)
     except Exception as exc:
-        return ClaimRefused(ClaimRefusal.CLAIM_ERROR, f"cannot claim the turn in the tray's lease store ({exc})")
+        return ClaimRefused(Refusal.STORE_ERROR, f"cannot claim the turn in the tray's lease store ({exc})")
     if lease is not None:
         return Claim(store, lease, name)
     try:
@@ -115,9 +115,9 @@ def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: fl
         logger.warning("could not read the claim on %s", session_key, exc_info=True)
         cur = None
     if cur is not None and ":via=skip-" in cur.holder:
-        return ClaimRefused(ClaimRefusal.BUSY_SKIP, "this turn is being skipped right now")
+        return ClaimRefused(Refusal.BEING_SKIPPED, "this turn is being skipped right now")
     who = f" ({cur.holder})" if cur is not None else ""
-    return ClaimRefused(ClaimRefusal.BUSY_RESUME, f"another hermes-tray process is already resuming this turn{who}")
+    return ClaimRefused(Refusal.CLAIMED_ELSEWHERE, f"another hermes-tray process is already resuming this turn{who}")
 
 
 def release(held: Claim, session_key: str = "?") -> None:

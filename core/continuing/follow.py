@@ -169,7 +169,7 @@ class Follow(RunState):
                 if stop_deadline is not None:
                     self._retire_marker()
                     return self._stopped_result()
-                if self.handover.finished_in_state_db():  # it exited after answering: Hermes' record says done
+                if self.handover.ours is not None and self._note_facts()[0] == "finished":  # answered, then exited
                     self._retire_marker()
                     self.result.finish = Finish.STATE_DB
                     return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (Hermes "

@@ -1,45 +1,29 @@
-"""Continuing one interrupted turn through a Hermes gateway: capability probe, note or resume,
-progress, Stop, outcome.
+"""Continuing one interrupted turn through Hermes: :func:`continue_turn` in a gateway the tray spawns,
+:func:`continue_in_backend` inside the user's running backend (over its ``/api/ws``).
 
-The tray never calls a model itself: a continuation always runs through Hermes. Finding Hermes is
-``core.backend.install``; the JSON-RPC session is ``core.backend.rpc`` over a transport — a spawned stdio
-gateway (``core.backend.stdio``) or the running backend's ``/api/ws`` (``core.backend.websocket``).
-This module is the entry (:func:`continue_turn`, :func:`continue_in_backend`); the run itself is
-``core.continuing.run`` (start, resume, note) and ``core.continuing.follow`` (to the end), the capability
-probe ``core.backend.capabilities``, what a run reports ``core.continuing.results``.
+The tray never calls a model itself: a continuation always runs through Hermes. The run is
+``core.continuing.run`` (start, resume, note) and ``core.continuing.follow`` (to the end); what it reports,
+``core.continuing.results``; the capability probe, ``core.backend.capabilities``; the JSON-RPC session,
+``core.backend.rpc`` over ``core.backend.stdio`` or ``core.backend.websocket``.
 
-Protocol facts (read from ``hermes-agent`` 0.19.0 ``tui_gateway``; newer backends add the
-auto-continue pieces):
+Protocol (``hermes-agent`` 0.19.0 ``tui_gateway``; newer backends add auto-continue): the first frame is the
+``gateway.ready`` event; events are ``{"method":"event","params":{"type","session_id","payload"}}``;
+``session.resume {session_id: <stored id>}`` → ``{session_id: <runtime id>, resumed, running, …}``, plus
+``auto_continue: {attempt, interrupted_at}`` from a backend that continues the turn itself (it then emits
+``status.update`` "Resuming interrupted turn…", ``message.start`` … ``message.complete``, possibly before the
+reply reaches us); ``prompt.submit {session_id, text}`` → ``{status: "streaming"}``, then the turn's events up
+to ``message.complete {text, usage, status: complete|interrupted|error}`` (a turn that fails outside the agent
+loop sends an ``error`` event instead; one interrupted before its agent was built ends silently);
+``session.interrupt {session_id}``; closing a spawned gateway's stdin makes it exit.
 
-* first frame ``{"method":"event","params":{"type":"gateway.ready","payload":{"skin":…}}}``;
-* events ``{"method":"event","params":{"type":T,"session_id":<runtime id>,"payload":…}}``;
-* ``session.resume {session_id: <stored id>}`` → ``{session_id: <runtime id>, resumed: <stored id
-  (compression tip)>, session_key, message_count, messages, info, running, status}``; a backend
-  that continues the turn itself adds ``auto_continue: {attempt, interrupted_at}`` and emits
-  ``status.update`` ("Resuming interrupted turn…") then ``message.start`` … ``message.complete``
-  — possibly before the response frame reaches us;
-* ``prompt.submit {session_id, text}`` → ``{status: "streaming"}``, then ``message.start``,
-  ``message.delta``/``thinking.delta``/``tool.*``…, ``message.complete {text, usage, status:
-  complete|interrupted|error}``; a turn that fails before or outside the agent loop emits an
-  ``error`` event ``{message}`` and no ``message.complete``; a turn interrupted before its agent
-  was built ends silently;
-* ``session.interrupt {session_id}`` → ``{status: "interrupted"}``;
-* closing stdin makes the gateway exit (``[gateway-exit] stdin EOF`` on stderr).
-
-Which side continues is decided by capability *before* anything is sent: the backend's own
-installation is asked (a probe subprocess with its interpreter) whether it has
-``tui_gateway.turn_marker``. A backend that has it continues by itself or declines; the tray
-never submits a note to it. A backend without it gets the continuation note via
-``prompt.submit``, and the tray keeps the marker for that run (``attempts + 1``, original prompt,
-the gateway child as writer, the original's ``notification_category``) and clears it when the turn
-concludes, before the gateway exits — so a crash of the continuation is itself detected and the
-retry budget holds. That marker also carries what recognises the note's completion in Hermes'
-``state.db`` (:mod:`core.continuing.completion`), so a run whose own process was stopped or killed after Hermes
-finished is settled from ``state.db`` by whoever reads it next, never continued twice.
-
-Which installation to run is the caller's choice (``install``); this module never reads the tray's
-settings. A continuation is stopped after ``idle_timeout`` seconds without a frame from Hermes (as
-Hermes itself watches inactivity), never after a total time.
+Which side continues is decided by capability before anything is sent: a backend with
+``tui_gateway.turn_marker`` continues by itself or declines, and the tray never submits a note to it; an older
+one gets the continuation note via ``prompt.submit``, the tray keeping the turn's marker for that run
+(``core.continuing.handover``), so a crash of the continuation is itself detected, the retry budget holds, and
+a run whose own process died after Hermes finished is settled from ``state.db``
+(``core.continuing.completion``), never continued twice. Which installation to run is the caller's choice
+(``install``); this module never reads the tray's settings. A continuation is stopped after ``idle_timeout``
+seconds without a frame from Hermes (as Hermes itself watches inactivity), never after a total time.
 """
 
 from __future__ import annotations
@@ -50,37 +34,31 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core.backend.capabilities import (  # noqa: F401 - re-exported: one import for callers
+# Re-exported (one import for the shell and the tests): finding Hermes, what it can do, the run's types.
+from hermes_tray_core.backend.capabilities import (  # noqa: F401
     Capabilities,
     backend_capabilities,
     clear_capability_cache,
     probe_capabilities,
 )
-from hermes_tray_core.backend.endpoint import connect_backend  # noqa: F401 - re-exported
-from hermes_tray_core.backend.install import (  # noqa: F401 - re-exported
-    GATEWAY_MODULE,
+from hermes_tray_core.backend.install import (  # noqa: F401
     HermesInstall,
     HermesSettingsError,
     find_hermes,
     gateway_environment,
     install_from_command,
-    launcher_python,
 )
-from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, RpcError, RpcSession  # noqa: F401
+from hermes_tray_core.backend.rpc import HermesNotFound  # noqa: F401
 from hermes_tray_core.backend.stdio import GatewayProcess
 from hermes_tray_core.continuing.handover import MarkerHandover
-from hermes_tray_core.continuing.results import (  # noqa: F401 - re-exported
-    ContinuationResult,
-    GatewayOptions,
-    Progress,
-    gateway_log_path,
-)
+from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, gateway_log_path
 from hermes_tray_core.continuing.run import Run
 from hermes_tray_core.keys import SessionKey, validate_session_id
 from hermes_tray_core.vocab import Outcome, RanIn
 
 if TYPE_CHECKING:
     from hermes_tray_core.backend.endpoint import BackendEndpoint
+    from hermes_tray_core.backend.rpc import RpcSession
 
 # The outcomes and places by their older names (the enums are vocab.Outcome and vocab.RanIn).
 COMPLETED, INTERRUPTED, ERROR = Outcome.COMPLETED, Outcome.INTERRUPTED, Outcome.ERROR
@@ -202,9 +180,8 @@ def continue_in_backend(
 
 
 __all__ = [
-    "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "RUNNING_BACKEND", "SEPARATE_PROCESS",
-    "TIMED_OUT", "Capabilities", "ContinuationResult", "GatewayError", "GatewayOptions", "GatewayProcess",
-    "HermesInstall", "HermesNotFound", "HermesSettingsError", "Progress", "RpcError", "backend_capabilities",
-    "clear_capability_cache", "connect_backend", "continue_in_backend", "continue_turn", "find_hermes",
-    "gateway_environment", "gateway_log_path", "install_from_command", "launcher_python", "probe_capabilities",
+    "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "RUNNING_BACKEND", "SEPARATE_PROCESS", "TIMED_OUT",
+    "Capabilities", "ContinuationResult", "GatewayOptions", "GatewayProcess", "HermesInstall", "HermesNotFound",
+    "HermesSettingsError", "Progress", "clear_capability_cache", "continue_in_backend", "continue_turn",
+    "find_hermes", "gateway_environment", "gateway_log_path", "install_from_command", "probe_capabilities",
 ]

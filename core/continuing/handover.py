@@ -1,11 +1,9 @@
-"""The marker of a continuation the tray submits itself (a Hermes without auto-continue).
+"""The marker of a continuation the tray submits itself (a Hermes without auto-continue records none).
 
-Hermes records a turn's marker when its submit arrives; for a backend that cannot, the tray does it just
-BEFORE submitting the continuation note: a compare-and-swap of the entry that was checked for this run's
-own (``attempts + 1``, the original prompt, the gateway as writer, the note's completion mark). If a skip
-(or anything) changed the entry since, nothing is submitted: the skip won. Once swapped, a skip of the old
-entry fails, so exactly one of the two wins. A crash after the swap reads right: the entry names the dead
-gateway, so the budget counts this attempt. The run retires the entry when the turn concludes.
+Just BEFORE the note is submitted, the checked entry is swapped (compare-and-swap) for the run's own:
+``attempts + 1``, the original prompt, the gateway as writer, the note's completion mark. A skip that changed
+the entry first wins (nothing is submitted); once swapped, a skip of the old entry fails: exactly one wins.
+A crash after the swap reads right (the entry names the dead gateway: the budget counts it).
 """
 
 from __future__ import annotations
@@ -71,15 +69,6 @@ class MarkerHandover:
             return False
         self.ours = entry
         return True
-
-    def finished_in_state_db(self) -> bool:
-        """Hermes' own record: is our note answered in ``state.db`` (the gateway may have exited after)?"""
-        from hermes_tray_core.hermes.state_db import note_answered
-
-        if self.mark is None or self.ours is None:
-            return False
-        state, _why = note_answered(self.home, self.mark.state_session, self.note, self.mark.after_message_id)
-        return state == "finished"
 
     def give_back(self) -> None:
         """Nothing reached Hermes after all: put the checked entry back (only over our own)."""

@@ -41,29 +41,23 @@ class ContinuationResult:
     timings: dict[str, float] = field(default_factory=dict)
     status: str | None = None  # message.complete status as Hermes reported it
     dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
-    # Legacy backend: the marker was no longer the entry the caller checked (skipped, changed) when the
-    # tray came to take it over, so nothing was submitted (outcome ``declined``).
+    # Legacy backend, ``declined``, nothing submitted: the checked entry changed (a skip won) when the tray came
+    # to take it over; or Hermes was found on the session (or could not be told not to be) right before (why).
     marker_changed: bool = False
-    # Legacy backend: right before submitting, Hermes (a turn lease, an active-session owner other than our
-    # gateway) was found on the session, or whether it is could not be told: nothing was submitted
-    # (outcome ``declined``); the reason.
     live_elsewhere: str | None = None
-    # Legacy backend: the continuation concluded but the tray's own marker for it could not be removed
-    # (why); the leftover entry's ``started_at`` names it (``core.continuing.resume`` journals the outcome under it
-    # so it is not offered or continued again).
+    # Legacy backend: the tray's own marker for the run could not be removed (why); the leftover's ``started_at``
+    # names it (the outcome is journalled under it too, so it is not offered or continued again).
     marker_left: str | None = None
     marker_left_started_at: float | None = None
     # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
     answer: str | None = None
     # The gateway's stderr log could not be opened (why): Hermes ran without one (``log_path`` None).
     log_problem: str | None = None
-    # Where it ran: ``running-backend`` (the user's own ``hermes dashboard``, pid ``backend_pid``, over its
-    # /api/ws) or ``separate-process`` (a gateway the tray spawned, ``gateway_pid``); ``where`` says it for a user.
+    # Where it ran (pid ``backend_pid`` or ``gateway_pid``); ``where`` says it for a user.
     ran_in: RanIn = RanIn.SEPARATE_PROCESS
     backend_pid: int | None = None
     where: str | None = None
-    # The running backend could not be used before anything was sent to a session (why): the caller falls
-    # back to a spawned gateway and reports this reason.
+    # Why the running backend could not be used (nothing was sent there): the caller falls back to a gateway.
     backend_unusable: str | None = None
     # ``interrupted`` because the caller asked to stop it (Stop, Ctrl-C, SIGTERM), not Hermes on its own.
     stopped_by_request: bool = False

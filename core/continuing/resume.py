@@ -45,7 +45,7 @@ from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress
 from hermes_tray_core.keys import SessionKey
-from hermes_tray_core.vocab import ClaimRefusal, Outcome, RanIn, Refusal, Verdict, WriterState
+from hermes_tray_core.vocab import Outcome, RanIn, Refusal, Verdict, WriterState
 
 logger = logging.getLogger(__name__)
 
@@ -222,10 +222,9 @@ def resume_turn(
     held = exactly_once.claim(r.home_s, key, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
                               lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == ClaimRefusal.CLAIM_ERROR:  # unsure whether someone else holds it: refuse
-            return r.result(REFUSED, f"Not resumed: {held.message}.", code=Refusal.STORE_ERROR)
-        return r.refused(f"Not resumed: {held.message}.",
-                         Refusal.BEING_SKIPPED if held.code == ClaimRefusal.BUSY_SKIP else Refusal.CLAIMED_ELSEWHERE)
+        if held.code == Refusal.STORE_ERROR:  # unsure whether someone else holds it: refuse (not journalled)
+            return r.result(REFUSED, f"Not resumed: {held.message}.", code=held.code)
+        return r.refused(f"Not resumed: {held.message}.", held.code)  # claimed elsewhere, or being skipped
     from hermes_tray_core.stores.lease import LeaseKeeper
 
     keeper = LeaseKeeper(held.store, held.lease, ttl=CLAIM_TTL,

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.backend.capabilities import Capabilities
 from hermes_tray_core.backend.rpc import GatewayError, RpcSession
+from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
 from hermes_tray_core.continuing.facts import raw_entry, touched_by_other
 from hermes_tray_core.continuing.handover import MarkerHandover
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress
@@ -30,7 +31,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 OPEN_IN_APP = "this session is open in your Hermes app"
-_RUNNING = ("working", "starting", "waiting", "streaming")  # a live row's status while Hermes runs a turn in it
 
 
 def sentence(text: str) -> str:
@@ -128,8 +128,6 @@ class RunState:
     def _live_row(self) -> dict[str, Any] | None:
         """This session's ``session.active_list`` row in the running backend (GatewayError/TimeoutError when
         it does not answer)."""
-        from hermes_tray_core.backend.sessions import session_row
-
         return session_row(self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout)),
                            self.key)
 
@@ -160,7 +158,7 @@ class RunState:
             return other
         if not started:
             return None
-        if str(row.get("status") or "") not in _RUNNING:
+        if str(row.get("status") or "") not in RUNNING_STATUSES:
             return "Hermes runs no turn in the session any more"
         state, why = self._note_facts()
         if state in ("finished", "superseded", "unknown"):

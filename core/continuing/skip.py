@@ -32,7 +32,7 @@ from typing import Any
 
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.keys import validate_session_id
-from hermes_tray_core.vocab import ClaimRefusal, SkipOutcome
+from hermes_tray_core.vocab import Refusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ def skip_turn(
     validate_session_id(session_key, what="session key")
     held = exactly_once.claim(home, session_key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == ClaimRefusal.CLAIM_ERROR:  # cannot tell whether a resume holds it: do nothing
+        if held.code == Refusal.STORE_ERROR:  # cannot tell whether a resume holds it: do nothing
             return SkipResult(SkipOutcome.ERROR, f"Not skipped: {held.message}.")
         return SkipResult(SkipOutcome.RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
                                     "instead if it should not run.")
