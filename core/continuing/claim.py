@@ -28,6 +28,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.vocab import Refusal
 
@@ -96,7 +97,7 @@ class ClaimRefused(NamedTuple):
     message: str
 
 
-def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
+def claim(home: Path | str, session_key: SessionKey, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
           lease_path: Path | None = None) -> Claim | ClaimRefused:
     """Take the turn's claim for ``purpose`` (``resume`` or ``skip``). Never raises for a busy or broken
     store: a :class:`ClaimRefused` says which (when unsure whether someone holds it, nobody acts)."""

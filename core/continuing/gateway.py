@@ -53,7 +53,7 @@ from hermes_tray_core.backend.stdio import GatewayProcess
 from hermes_tray_core.continuing.handover import MarkerHandover
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, gateway_log_path
 from hermes_tray_core.continuing.run import Run
-from hermes_tray_core.keys import SessionKey, validate_session_id
+from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.vocab import Outcome, RanIn
 
 if TYPE_CHECKING:
@@ -68,7 +68,7 @@ RUNNING_BACKEND, SEPARATE_PROCESS = RanIn.RUNNING_BACKEND, RanIn.SEPARATE_PROCES
 
 def continue_turn(
     home: Path | str,
-    session_key: str,
+    key: SessionKey,
     *,
     original_prompt: str,
     attempts: int,
@@ -85,7 +85,7 @@ def continue_turn(
     expected: Mapping[str, Any] | None = None,
     on_submitting: Callable[[dict[str, Any]], None] | None = None,
 ) -> ContinuationResult:
-    """Run one continuation of ``session_key`` in ``home`` through Hermes and report how it ended.
+    """Run one continuation of ``key`` (checked where it entered the engine) in ``home`` through Hermes and report how it ended.
 
     ``attempts`` is the marker's count (the continuation runs as ``attempts + 1``);
     ``original_prompt`` the marker's ORIGINAL prompt. ``expected``: the raw marker entry the caller
@@ -99,7 +99,6 @@ def continue_turn(
     ``install`` is the caller's: which Hermes to run (settings, PATH) is not decided here.
     Never raises for anything Hermes does: failures are outcomes with a message.
     """
-    key = SessionKey(validate_session_id(session_key, what="session key"))
     opts = options or GatewayOptions()
     home = Path(home)
     gw_env = dict(env) if env is not None else gateway_environment(home)
@@ -108,7 +107,7 @@ def continue_turn(
     if log_path is None:
         from hermes_tray_core.stores.logfiles import KEEP_GATEWAY_LOGS, prune_logs
 
-        log_path = gateway_log_path(session_key)
+        log_path = gateway_log_path(key)
         prune_logs(log_path.parent, keep=KEEP_GATEWAY_LOGS - 1)  # with this run's: the newest 20 stay
     if caps.auto_continue is None:
         return ContinuationResult(Outcome.ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
@@ -122,7 +121,7 @@ def continue_turn(
 
 def continue_in_backend(
     home: Path | str,
-    session_key: str,
+    key: SessionKey,
     backend: BackendEndpoint,
     *,
     original_prompt: str,
@@ -154,7 +153,6 @@ def continue_in_backend(
     caller already opened (:func:`connect_backend`, by backend pid) while it checked the turn; those used are
     taken out of the dict and closed here, the rest stay the caller's to close.
     """
-    key = SessionKey(validate_session_id(session_key, what="session key"))
     opts = options or GatewayOptions()
     home = Path(home)
     where = f"in your running Hermes (pid {backend.pid})"

@@ -67,7 +67,7 @@ class ResumeResult:
     outcome: Outcome
     message: str
     home: str
-    session_key: str
+    session_key: SessionKey
     verdict: str | None = None
     continuation: ContinuationResult | None = None
     code: Refusal | None = None  # why it was refused (``--json`` writes "" for none)

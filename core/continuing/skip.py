@@ -30,8 +30,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core import keys
 from hermes_tray_core.continuing import claim as exactly_once
-from hermes_tray_core.keys import validate_session_id
 from hermes_tray_core.vocab import Refusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
@@ -67,8 +67,8 @@ def skip_turn(
     raises for expected failures; :class:`~core.keys.InvalidIdError` for a malformed key."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
-    validate_session_id(session_key, what="session key")
-    held = exactly_once.claim(home, session_key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
+    key = keys.session_key(session_key)  # the one check of the key: past here it is a SessionKey
+    held = exactly_once.claim(home, key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
         if held.code == Refusal.STORE_ERROR:  # cannot tell whether a resume holds it: do nothing
             return SkipResult(SkipOutcome.ERROR, f"Not skipped: {held.message}.")
@@ -76,18 +76,18 @@ def skip_turn(
                                     "instead if it should not run.")
     journal_error: str | None = None
     try:
-        removed = remove_marker_if_unchanged(home, session_key, dict(expected))
+        removed = remove_marker_if_unchanged(home, key, dict(expected))
         if removed and on_skipped is not None:
             try:
                 problem = on_skipped()
             except Exception as exc:  # bookkeeping: reported, never undoes the skip
-                logger.warning("could not journal the skip of %s", session_key, exc_info=True)
+                logger.warning("could not journal the skip of %s", key, exc_info=True)
                 problem = f"could not record 'skipped' in the decision journal ({exc})"
             journal_error = problem if isinstance(problem, str) and problem else None
     except OSError as exc:
         return SkipResult(SkipOutcome.ERROR, f"Not skipped: {exc}")
     finally:
-        exactly_once.release(held, session_key)
+        exactly_once.release(held, key)
     if not removed:
         return SkipResult(SkipOutcome.CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
                                    "left in place.")
