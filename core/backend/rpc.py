@@ -84,9 +84,6 @@ class Transport:
         """Stop at once: SIGKILL for our own child; for a running backend, only drop the connection."""
         self.close(0.0)
 
-    def where(self) -> str:
-        return "in a separate Hermes process"
-
     def ended(self, during: str) -> str:
         """What a user is told when the transport ended ``during`` ("mid-turn", "during start-up")."""
         return f"Hermes exited {during} (exit code {self.returncode()})"

@@ -183,9 +183,6 @@ class WebSocketTransport(Transport):
                 logger.debug("closing the backend connection failed", exc_info=True)
         return None
 
-    def where(self) -> str:
-        return f"in your running Hermes (pid {self.pid})" if self.pid else "in your running Hermes"
-
     def ended(self, during: str) -> str:
         # A killed backend's sockets close a moment before the process is gone from the process table:
         # give it that moment, so the user reads "exited" for a crash, not "closed the connection".

@@ -85,19 +85,17 @@ def continue_turn(
     expected: Mapping[str, Any] | None = None,
     on_submitting: Callable[[dict[str, Any]], None] | None = None,
 ) -> ContinuationResult:
-    """Run one continuation of ``key`` (checked where it entered the engine) in ``home`` through Hermes and report how it ended.
+    """Run one continuation of ``key`` in ``home`` through Hermes and report how it ended. Never raises for
+    anything Hermes does: failures are outcomes with a message.
 
-    ``attempts`` is the marker's count (the continuation runs as ``attempts + 1``);
-    ``original_prompt`` the marker's ORIGINAL prompt. ``expected``: the raw marker entry the caller
-    checked; on a legacy backend the tray swaps it for its own continuation marker (compare-and-swap)
-    right before ``prompt.submit``, and submits nothing if it changed or vanished meanwhile (a skip
-    that landed while Hermes was starting): outcome ``declined`` with ``marker_changed``. ``on_spawned(pid)`` fires right after the
-    gateway was started (bookkeeping can overlap its start-up); ``on_submitting(marker)`` (legacy
-    backends) with the continuation's marker as stored, completion mark included, after it is taken
-    and before the note is submitted (the caller journals it); ``on_dispatched`` once the
-    continuation turn has started; ``stop`` set → ``session.interrupt`` and the marker is retired.
+    ``attempts`` is the marker's count (it runs as ``attempts + 1``), ``original_prompt`` its ORIGINAL prompt,
+    ``expected`` the raw entry the caller checked: on a legacy backend the tray swaps it for the run's own marker
+    right before ``prompt.submit`` and submits nothing if it changed or vanished meanwhile (a skip that landed
+    while Hermes was starting): ``declined`` with ``marker_changed``. ``on_spawned(pid)`` fires right after the
+    gateway started (bookkeeping overlaps its start-up); ``on_submitting(marker)`` (legacy) with the run's marker
+    as stored, completion mark included, before the note is submitted (the caller journals it); ``on_dispatched``
+    once the continuation turn started; ``stop`` set → ``session.interrupt`` and the marker is retired.
     ``install`` is the caller's: which Hermes to run (settings, PATH) is not decided here.
-    Never raises for anything Hermes does: failures are outcomes with a message.
     """
     opts = options or GatewayOptions()
     home = Path(home)
@@ -139,19 +137,17 @@ def continue_in_backend(
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
-    The continuation runs in the process that owns the session: no second Hermes start-up. Before anything
-    is resumed this backend and every one of ``other_backends`` (the other backends serving the home) are
-    asked which sessions are live (``session.active_list``): a session live in any of them is open in the
-    user's Hermes app and is left alone (``declined``, ``not_continued`` ``open-in-app``). A resume that Hermes
-    answers with a session that was already live (a window opened it between the check and the resume) is
-    left alone too (``opened-during-check``): nothing is submitted, interrupted or closed. The tray never
-    sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session when the
-    tray disconnects only if no other client holds it), and ``session.interrupt`` only while the turn running
-    is provably its own in a session no other client touched (``left_alone`` says why not). Until a session is
-    resumed nothing is changed: a backend that cannot be used (refused, gated, no answer, capabilities unknown) gives
-    ``backend_unusable`` (why), and the caller falls back to a spawned gateway. ``connections``: sessions the
-    caller already opened (:func:`connect_backend`, by backend pid) while it checked the turn; those used are
-    taken out of the dict and closed here, the rest stay the caller's to close.
+    The continuation runs in the process that owns the session: no second Hermes start-up. Before anything is
+    resumed this backend and every one of ``other_backends`` (the others serving the home) are asked which
+    sessions are live (``session.active_list``): a session live in any of them is open in the user's Hermes app
+    and left alone (``declined``, ``not_continued`` ``open-in-app``); so is one Hermes' resume shows already live
+    (a window opened it in between: ``opened-during-check``): nothing is submitted, interrupted or closed. The
+    tray never sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session
+    at disconnect only if no other client holds it), and ``session.interrupt`` only while the turn running is
+    provably its own in a session no other client touched (``left_alone`` says why not). A backend that cannot be
+    used before a session is resumed (refused, gated, no answer, capabilities unknown) gives ``backend_unusable``
+    (why): the caller falls back to a spawned gateway. ``connections``: sessions the caller already opened
+    (``connect_backend``, by backend pid); the one used is taken out of the dict, the rest stay the caller's.
     """
     opts = options or GatewayOptions()
     home = Path(home)
@@ -159,8 +155,9 @@ def continue_in_backend(
     if capabilities is None:
         capabilities = backend_capabilities(home, backend)
     if capabilities.auto_continue is None:
-        return ContinuationResult(Outcome.ERROR, f"Not resumed {where}: {capabilities.detail}", ran_in=RanIn.RUNNING_BACKEND,
-                                  backend_pid=backend.pid, where=where, backend_unusable=capabilities.detail)
+        return ContinuationResult(Outcome.ERROR, f"Not resumed {where}: {capabilities.detail}", where=where,
+                                  ran_in=RanIn.RUNNING_BACKEND, backend_pid=backend.pid,
+                                  backend_unusable=capabilities.detail)
     connections = connections if connections is not None else {}
     ready = connections.pop(backend.pid, None)
     preopened = ready is not None and ready.alive()

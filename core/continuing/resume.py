@@ -2,23 +2,20 @@
 
 ``resume_turn(home, session_key, expected)``:
 
-1. claims ``resume:<canonical home>:<session_key>`` in the tray's per-user lease store (fencing
-   epoch; a second tray, the helper or another login gets "already being resumed");
-2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and
-   still be ``actionable`` by the same policy the scanner uses — a live writer, a live Hermes turn
-   lease or a live active-session owner means a backend is on it: refuse and say continue there;
+1. claims the turn (:mod:`core.continuing.claim`: a second tray, the helper or another login gets
+   "already being resumed");
+2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and still be
+   ``actionable`` by the same policy the scanner uses — a live writer, a live Hermes turn lease or a live
+   active-session owner means a backend is on it: refuse and say continue there;
 3. dispatches the continuation through Hermes (``core.continuing.gateway``) and follows it to the end;
-4. journals each step — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` /
-   ``failed`` / ``gave-up`` (and ``refused``) — identity only, never prompt text;
-5. releases the claim.
+4. journals each step — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` / ``failed`` /
+   ``gave-up`` (and ``refused``) — identity only, never prompt text; then releases the claim.
 
-A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the
-next resume sees it actionable until ``max_attempts``, where the engine stops and says so — unless
-Hermes' ``state.db`` shows that continuation's note answered (:mod:`core.continuing.completion`): then it is
-settled, journalled ``completed``, and refused.
-
-This module is the gateway driver's caller: it reads the tray settings (which Hermes to run,
-the continuation's inactivity limit) and hands them to :func:`core.continuing.gateway.continue_turn`.
+A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the next resume sees
+it actionable until ``max_attempts``, where the engine stops and says so — unless Hermes' ``state.db`` shows
+that continuation's note answered (:mod:`core.continuing.completion`): then it is settled, journalled
+``completed``, and refused. This module reads the tray settings (which Hermes to run, the inactivity limit)
+and hands them to :mod:`core.continuing.gateway`.
 """
 
 from __future__ import annotations
@@ -53,10 +50,8 @@ EXIT_COMPLETED = 0
 EXIT_REFUSED = 1
 EXIT_FAILED = 3
 
-REFUSED = Outcome.REFUSED
-GAVE_UP = Outcome.GAVE_UP
+REFUSED, GAVE_UP = Outcome.REFUSED, Outcome.GAVE_UP
 CLAIM_TTL = 60.0
-
 
 
 @dataclass
@@ -237,13 +232,6 @@ def resume_turn(
         exactly_once.release(held, key)
 
 
-def _choose_backend(backends: list[BackendEndpoint], entry: Mapping[str, Any]) -> BackendEndpoint | None:
-    """Which running backend to continue in: the one the marker names as its writer when it is among them
-    (Hermes continues a marker of its own process, never another live one's), else the first found."""
-    writer = entry.get("writer_pid")
-    return next((b for b in backends if b.pid == writer), backends[0] if backends else None)
-
-
 class _Backends:
     """The user's running backends of the home, looked for beside the re-checks: the process-table walk, their
     installation's capabilities (cached) and a connection to each overlap them; nothing is asked of a backend."""
@@ -419,7 +407,10 @@ class _Resume:
             backends.thread.join()
             waited = time.monotonic() - t_wait
             fallback = backends.why_none
-            backend = _choose_backend(backends.found, entry)
+            # The backend the marker names as its writer when it is among them (Hermes continues a marker of its own
+            # process, never another live one's), else the first found.
+            found = backends.found
+            backend = next((b for b in found if b.pid == entry.get("writer_pid")), found[0] if found else None)
             if backend is not None:
                 res = continue_in_backend(self.home, self.key, backend, original_prompt=prompt, attempts=self.attempts,
                                           options=options, on_progress=self.on_progress,

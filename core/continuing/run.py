@@ -13,6 +13,7 @@ from typing import Any
 
 from hermes_tray_core.backend.endpoint import connect_backend
 from hermes_tray_core.backend.rpc import GatewayError, RpcError
+from hermes_tray_core.backend.sessions import session_row
 from hermes_tray_core.backend.stdio import GatewayProcess
 from hermes_tray_core.continuing.facts import live_reuse, touched_by_other, wall_time_of
 from hermes_tray_core.continuing.follow import Follow
@@ -57,11 +58,8 @@ class Run(Follow):
         return self._live_there(listed, self.backend.pid)
 
     def _live_there(self, listed: dict[str, Any], pid: int) -> str | None:
-        from hermes_tray_core.backend.sessions import session_row
-
-        if session_row(listed, self.key) is not None:
-            return f"{OPEN_IN_APP} (your running Hermes, pid {pid}, has it live)"
-        return None
+        live = session_row(listed, self.key) is not None
+        return f"{OPEN_IN_APP} (your running Hermes, pid {pid}, has it live)" if live else None
 
     def _live_in_others(self) -> str | None:
         """Every other backend serving this home is asked too: a session live in any of them is never
@@ -80,8 +78,7 @@ class Run(Follow):
             finally:
                 if s is not None:
                     s.shutdown(1.0)
-            busy = self._live_there(listed, other.pid)
-            if busy:
+            if busy := self._live_there(listed, other.pid):
                 return busy
         return None
 

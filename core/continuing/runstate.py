@@ -1,9 +1,6 @@
 """The state of one continuation and what every step of it uses: progress, the result, Hermes' events,
-stoppable waits, and what the running backend says about the session.
-
-:mod:`core.continuing.run` starts the continuation (spawn or connect, resume, submit the note);
-:mod:`core.continuing.follow` follows it to its end. The legacy marker bookkeeping is
-:mod:`core.continuing.handover`.
+stoppable waits, and what the running backend says about the session (the steps: ``core.continuing.run``
+starts it, ``core.continuing.follow`` follows it to its end; the legacy marker: ``core.continuing.handover``).
 """
 
 from __future__ import annotations
@@ -76,10 +73,6 @@ class RunState:
         self.turn_seen = False
         self.timed_out = False
 
-    @property
-    def attempts(self) -> int:
-        return self.handover.attempts
-
 
     def progress(self, force: bool = False) -> None:
         if self.on_progress is None:
@@ -116,7 +109,7 @@ class RunState:
             # Only the connection ended: the turn may still run there (its marker names that live process).
             return (" Your running Hermes is still up and may still be running the turn; the tray will not continue "
                     "it while that process runs.")
-        return (f" The turn stays marked as interrupted (attempt {self.attempts + 1}), so it can be "
+        return (f" The turn stays marked as interrupted (attempt {self.handover.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
 
     def _retire_marker(self) -> None:

@@ -2,24 +2,20 @@
 
 ``skip_turn(home, session_key, expected)``:
 
-1. takes the same per-turn claim a resume takes (:mod:`core.continuing.claim`), ``resume:<canonical home>:<session_key>`` in the tray's
-   per-user lease store, without waiting: if a resume (the tray, the helper, another login, a
-   ``hermes-tray resume``) holds it, the turn is being resumed right now and the skip loses, saying so;
-2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was
-   shown): if it changed or vanished, nothing is removed;
-3. records ``skipped`` in the decision journal — still inside the claim, so a resume that takes the
-   claim next already finds the turn answered (``core.continuing.resume`` refuses a turn journalled as skipped,
-   should its marker be written again);
-4. releases the claim.
+1. takes the per-turn claim a resume takes (:mod:`core.continuing.claim`), without waiting: if a resume (the
+   tray, the helper, another login, ``hermes-tray resume``) holds it, the skip loses, saying so;
+2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was shown):
+   if it changed or vanished, nothing is removed;
+3. records ``skipped`` in the decision journal still inside the claim, so a resume that takes the claim next
+   finds the turn answered (and refuses it should its marker be written again); then releases the claim.
 
-Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim —
-an older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs
-itself: that run takes the marker over by compare-and-swap before it submits anything.)
+Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim — an
+older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs itself: that
+run takes the marker over by compare-and-swap before it submits anything.)
 
-The ``skipped`` entry is the caller's (the CLI and the tray record different fields): pass
-``on_skipped``, a callable that journals it; it runs inside the claim, right after the removal. A
-failure there is reported (``SkipResult.journal_error``), never undoes the skip. Without
-``on_skipped`` nothing is journalled here (older callers that journal afterwards).
+The ``skipped`` entry is the caller's (the CLI and the tray record different fields): ``on_skipped`` journals
+it, inside the claim, right after the removal. A failure there is reported (``SkipResult.journal_error``),
+never undoes the skip. Without ``on_skipped`` nothing is journalled here.
 """
 
 from __future__ import annotations
