@@ -11,12 +11,14 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core.continuing.completion import ContinuationMark
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.process.identity import ProcessIdentity
+
+if TYPE_CHECKING:  # completion pulls in hashlib (OpenSSL): an idle tray imports this module and never needs it
+    from hermes_tray_core.continuing.completion import ContinuationMark
 
 __all__ = ["MarkerHandover"]
 
@@ -39,6 +41,7 @@ class MarkerHandover:
 
     def make_mark(self, state_session: str) -> str | None:
         """Read ``state.db``'s message high-water mark for the note's completion mark; why not, or None."""
+        from hermes_tray_core.continuing.completion import ContinuationMark
         from hermes_tray_core.hermes.state_db import message_high_water
 
         after, problem = message_high_water(self.home)

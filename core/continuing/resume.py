@@ -26,11 +26,10 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core import keys
 from hermes_tray_core.backend.capabilities import backend_capabilities
-from hermes_tray_core.backend.endpoint import BackendEndpoint, connect_backend
 from hermes_tray_core.backend.install import (
     HermesInstall,
     HermesSettingsError,
@@ -43,6 +42,9 @@ from hermes_tray_core.continuing.gateway import continue_in_backend, continue_tu
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.vocab import Outcome, RanIn, Refusal, Verdict, WriterState
+
+if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
+    from hermes_tray_core.backend.endpoint import BackendEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -246,6 +248,7 @@ class _Backends:
         self.thread.start()
 
     def _look(self) -> None:
+        from hermes_tray_core.backend.endpoint import connect_backend
         from hermes_tray_core.backend.running import find_live_backends
 
         t = time.monotonic()

@@ -11,7 +11,6 @@ import logging
 import time
 from typing import Any
 
-from hermes_tray_core.backend.endpoint import connect_backend
 from hermes_tray_core.backend.rpc import GatewayError, RpcError
 from hermes_tray_core.backend.sessions import session_row
 from hermes_tray_core.backend.stdio import GatewayProcess
@@ -65,6 +64,9 @@ class Run(Follow):
         """Every other backend serving this home is asked too: a session live in any of them is never
         continued here. One that cannot be asked is passed over (Hermes' own turn lease and active-session
         registry, checked before, cover it), and said in the log."""
+        # Imported here: endpoint's http.client loads OpenSSL, which an idle tray never maps.
+        from hermes_tray_core.backend.endpoint import connect_backend
+
         for other in self.other_backends:
             s = self.connections.pop(other.pid, None)
             try:
