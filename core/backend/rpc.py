@@ -3,8 +3,8 @@
 Hermes speaks the same newline-delimited JSON-RPC whether its gateway is a stdio child
 (``python -m tui_gateway.entry``) or the running backend's ``/api/ws`` (``tui_gateway/ws.py``
 reuses ``server.dispatch``). This module is the one copy of the client side: request ids,
-matching responses, the event queue, ``gateway.ready``. The transports (``transport_stdio``,
-``transport_ws``) only move lines.
+matching responses, the event queue, ``gateway.ready``. The transports (``core.backend.stdio``,
+``core.backend.websocket``) only move lines.
 """
 
 from __future__ import annotations

@@ -1,23 +1,21 @@
 """Exactly once: the one home of the per-turn claim, the re-check under it, and the skip tombstones.
 
-Every hermes-tray process (the tray, the helper, the CLI, a second login) that acts on an interrupted
-turn — resume or skip — goes through here, so one rule decides who may act:
+Every hermes-tray process (the tray, the helper, the CLI, a second login) that acts on an interrupted turn —
+resume or skip — goes through here, so one rule decides who may act:
 
 * **the claim**: ``resume:<canonical home>:<session key>`` in the tray's per-user lease store
-  (:mod:`core.stores.lease`), with a fencing epoch. Resume and skip take the same name, so they exclude
-  each other; the holder string says which one holds it (``via=skip-…`` for a skip);
-* **the re-check** under the claim: the marker is still there, equal to what the user was shown, and
-  the decision journal does not already settle this very turn (``completed`` or ``skipped``);
+  (:mod:`core.stores.lease`), with a fencing epoch. Resume and skip take the same name, so they exclude each
+  other; the holder string says which one holds it (``via=skip-…`` for a skip);
+* **the re-check** under the claim: the marker is still there, equal to what the user was shown, and the
+  decision journal does not already settle this very turn (``completed`` or ``skipped``);
 * **the marker hand-over**: a continuation takes the marker over by compare-and-swap
-  (:meth:`core.markers.store.MarkerStore.replace_if_unchanged`), so it never continues a turn that changed
-  or was skipped after the re-check;
-* **tombstones**: a skip is journalled as ``skipped`` under the turn's identity (session key +
-  ``started_at`` + ``attempts``). Any process of ours that later finds that exact entry back in
-  Hermes' file (a stale Hermes write brought it back) removes it again and never offers it
-  (:func:`tombstoned`, :func:`enforce_tombstones`). A turn the tray saw continued and finished
-  (``completed`` under the same identity) is retired by the same rule wherever it reappears
-  (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would continue a fresh entry
-  again) gets to run it twice.
+  (:mod:`core.continuing.handover`), so it never continues a turn that changed or was skipped since;
+* **tombstones**: a skip is journalled as ``skipped`` under the turn's identity (session key + ``started_at``
+  + ``attempts``). Any process of ours that later finds that exact entry back in Hermes' file (a stale Hermes
+  write brought it back) removes it again and never offers it (:func:`tombstoned`, :func:`enforce_tombstones`).
+  A turn the tray saw continued and finished (``completed`` under the same identity) is retired by the same
+  rule wherever it reappears (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would
+  continue a fresh entry again) gets to run it twice.
 """
 
 from __future__ import annotations

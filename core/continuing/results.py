@@ -81,11 +81,8 @@ class GatewayOptions:
     stop_grace: float = 15.0
     shutdown_grace: float = 5.0
     progress_interval: float = 1.0
-    # A backend that said it continues (``auto_continue``) builds its agent first (Hermes waits up to 120 s):
-    # how long the tray waits for the continuation's first frame before it says "not started".
-    start_timeout: float = 150.0
-    # While Hermes sends nothing, how often the tray reads Hermes' facts (state.db, the marker) instead.
-    facts_interval: float = 2.0
+    start_timeout: float = 150.0  # for the first frame once Hermes said it continues (it builds its agent: ≤120 s)
+    facts_interval: float = 2.0  # while Hermes sends nothing, how often its facts (state.db, marker) are read
 
 
 def gateway_log_path(session_key: str) -> Path:

@@ -92,8 +92,7 @@ class ResumeResult:
             "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
             "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
             "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
-            "code": self.code or "",
-            # Where it ran: "running-backend" (the user's hermes dashboard, backend_pid) or "separate-process".
+            "code": self.code or "",  # "" for none; ran_in: running-backend (backend_pid) or separate-process
             "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
             "where": c.where if c else None, "fallback_reason": self.fallback_reason,
             # What Hermes did, as codes (core.vocab): why it did not continue the turn here, how the tray learnt

@@ -84,8 +84,7 @@ class Run(Follow):
                 return busy
         return None
 
-    def _run(self) -> ContinuationResult:
-        """Spawn the gateway and wait until it is ready; then resume."""
+    def _run(self) -> ContinuationResult:  # spawn the gateway, wait until it is ready, then resume
         gw = self.gw
         try:
             gw.start()
