@@ -12,11 +12,11 @@ import enum
 import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
-           "Finish"]
+           "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
-else:  # pragma: no cover - Python 3.10
+else:  # pragma: no cover - Python 3.10 (a version check, not try/except: mypy then sees real enums)
 
     class StrEnum(str, enum.Enum):
         """``enum.StrEnum`` for Python 3.10: members format and print as their value."""
@@ -139,9 +139,41 @@ class Finish(StrEnum):
     LEFT_ALONE = "left-alone"  # the tray could not tell its turn from someone else's and left the session alone
 
 
-# ── the scanner's records (core.deciding.records) ──────────────────────────────────────────────
+class Refusal(StrEnum):
+    """Why a resume was refused before anything ran (``ResumeResult.code``; the ``code`` of ``resume --json``),
+    and why the per-turn claim was not granted (``ClaimRefused.code``). Callers decide on these, never on text."""
 
-__all__ += ["TurnSource"]
+    CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim (resuming it)
+    BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
+    GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
+    CHANGED = "changed"  # the marker differs from the entry the user was shown
+    ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
+    NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
+    STORE_ERROR = "store-error"  # the lease store or the marker file could not be used: unsure, so nobody acts
+    NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
+
+
+class SkipOutcome(StrEnum):
+    """How a skip request ended (``SkipResult.outcome``)."""
+
+    SKIPPED = "skipped"
+    RESUMING = "resuming"  # a resume holds the turn's claim right now
+    CHANGED = "changed"  # the entry changed or is gone since it was shown
+    ERROR = "error"  # the lease store or the marker file could not be used
+
+
+class RanIn(StrEnum):
+    """Where a continuation ran (``ContinuationResult.ran_in``; the journal's and ``--json``'s ``ran_in``)."""
+
+    RUNNING_BACKEND = "running-backend"  # the user's own ``hermes dashboard``, over its /api/ws
+    SEPARATE_PROCESS = "separate-process"  # a gateway the tray spawned
+
+
+class ContinuedBy(StrEnum):
+    """Who continues the turn (``ContinuationResult.continued_by``)."""
+
+    BACKEND = "backend"  # Hermes continues it itself (auto-continue)
+    TRAY = "tray"  # the tray submitted the continuation note (an older Hermes)
 
 
 class TurnSource(StrEnum):

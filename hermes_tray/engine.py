@@ -284,7 +284,7 @@ def run_result(result: ResumeResult) -> RunResult:
         message=str(result.message or ""),
         answer=str((cont.answer if cont is not None else "") or ""),
         attempts=cont.attempt if cont is not None else None,
-        code=result.code if outcome is Outcome.REFUSED else "",
+        code=(result.code or "") if outcome is Outcome.REFUSED else "",
         ran_in=str(cont.ran_in or "") if cont is not None and cont.dispatched else "",
         where=str(cont.where or "") if cont is not None and cont.dispatched else "",
         verdict=str(result.verdict or "") if outcome is Outcome.REFUSED else "",

@@ -18,7 +18,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
-from hermes_tray_core.backend.websocket import BackendUnusable, Secret
+from hermes_tray_core.backend.rpc import GatewayError, RpcSession
+from hermes_tray_core.backend.websocket import OPEN_TIMEOUT, BackendUnusable, Secret, WebSocketTransport
 from hermes_tray_core.hermes.processes import HermesProcess, is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity
 from hermes_tray_core.vocab import ProcessKind
@@ -46,6 +47,24 @@ class BackendEndpoint:
 
     def describe(self) -> str:
         return f"your running Hermes (pid {self.pid}, port {self.port})"
+
+    def session(self, open_timeout: float = OPEN_TIMEOUT) -> RpcSession:
+        """A JSON-RPC session over this backend's ``/api/ws``, not opened yet."""
+        return RpcSession(WebSocketTransport(self.host, self.port, self.token, pid=self.pid, identity=self.identity,
+                                             open_timeout=open_timeout))
+
+
+def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSession:
+    """A JSON-RPC session with a running backend's ``/api/ws``, ready (``gateway.ready``); GatewayError /
+    TimeoutError when it cannot be reached. Opening one changes nothing in the backend."""
+    s = backend.session()
+    try:
+        s.start()
+        s.wait_ready(timeout)
+    except (GatewayError, TimeoutError):
+        s.shutdown(1.0)
+        raise
+    return s
 
 
 # ── the process ────────────────────────────────────────────────────────────────────────────────
@@ -166,4 +185,4 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
 
 
 __all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "PageFacts", "args_endpoint", "backend_python",
-           "endpoint_for", "read_page"]
+           "connect_backend", "endpoint_for", "read_page"]

@@ -34,6 +34,7 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from hermes_tray_core.backend.websocket import Secret
 from hermes_tray_core.hermes.processes import is_loopback
@@ -117,7 +118,7 @@ def _own_dir(path: Path) -> str | None:
     return None
 
 
-def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict | None:
+def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
     """``GET /api/host/identity`` with the token as Bearer; the answer (``pid``, ``role``, ``servesSpa``) or
     None when the port does not answer as an owner (never raises; the token is never echoed)."""
     if not is_loopback(host):

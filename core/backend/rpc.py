@@ -3,8 +3,8 @@
 Hermes speaks the same newline-delimited JSON-RPC whether its gateway is a stdio child
 (``python -m tui_gateway.entry``) or the running backend's ``/api/ws`` (``tui_gateway/ws.py``
 reuses ``server.dispatch``). This module is the one copy of the client side: request ids,
-matching responses, the event queue, ``gateway.ready``. The transports (``transport_stdio``,
-``transport_ws``) only move lines.
+matching responses, the event queue, ``gateway.ready``. The transports (``core.backend.stdio``,
+``core.backend.websocket``) only move lines.
 """
 
 from __future__ import annotations
@@ -84,9 +84,6 @@ class Transport:
         """Stop at once: SIGKILL for our own child; for a running backend, only drop the connection."""
         self.close(0.0)
 
-    def where(self) -> str:
-        return "in a separate Hermes process"
-
     def ended(self, during: str) -> str:
         """What a user is told when the transport ended ``during`` ("mid-turn", "during start-up")."""
         return f"Hermes exited {during} (exit code {self.returncode()})"
@@ -101,7 +98,7 @@ class RpcSession:
         self.events: queue.Queue[Any] = queue.Queue()
         self.received: dict[str, float] = {}
         self.eof = threading.Event()
-        self._pending: dict[int, queue.Queue[dict]] = {}
+        self._pending: dict[int, queue.Queue[dict[str, Any]]] = {}
         self._lock = threading.Lock()
         self._next_id = 0
         self._reader: threading.Thread | None = None
@@ -163,7 +160,9 @@ class RpcSession:
                 # wake-up of whichever thread consumes it). Our own parsed copy: Hermes never sees it.
                 received = time.monotonic()
                 if frame.get("method") == "event":
-                    params = frame.get("params") if isinstance(frame.get("params"), dict) else {}
+                    params = frame.get("params")
+                    if not isinstance(params, dict):
+                        params = {}
                     params[RECEIVED] = received
                     self.events.put(params)
                     continue
@@ -186,12 +185,12 @@ class RpcSession:
 
     # requests
 
-    def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict]:
+    def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict[str, Any]]:
         """Write one request; returns the queue its response will arrive on."""
         with self._lock:
             self._next_id += 1
             rid = self._next_id
-            waiter: queue.Queue[dict] = queue.Queue(maxsize=1)
+            waiter: queue.Queue[dict[str, Any]] = queue.Queue(maxsize=1)
             self._pending[rid] = waiter
         data = (json.dumps({"jsonrpc": "2.0", "id": rid, "method": method, "params": params}) + "\n").encode()
         try:
@@ -205,7 +204,7 @@ class RpcSession:
             raise GatewayError(f"Hermes went away before it could take {method}") from exc
         return waiter
 
-    def result_of(self, method: str, waiter: queue.Queue[dict], timeout: float) -> dict[str, Any]:
+    def result_of(self, method: str, waiter: queue.Queue[dict[str, Any]], timeout: float) -> dict[str, Any]:
         """The result of a sent request (``self.received[method]`` = when its answer was read)."""
         try:
             frame = waiter.get(timeout=timeout)

@@ -28,17 +28,17 @@ from typing import Any, NamedTuple
 
 from hermes_tray_core.vocab import ProcessKind
 
-__all__ = ["ASK_TIMEOUT", "CACHE_SECONDS", "WriterTurn", "active_sessions", "ask_writer", "forget",
+__all__ = ["ASK_TIMEOUT", "CACHE_SECONDS", "RUNNING_STATUSES", "WriterTurn", "active_sessions", "ask_writer", "forget",
            "none_running", "open_in_backends", "session_row"]
 
 logger = logging.getLogger(__name__)
 
 CACHE_SECONDS = 3.0
 ASK_TIMEOUT = 2.0  # connect, ready and the answer, each: a scan never waits long for the app
-_RUNNING = ("working", "starting", "waiting", "streaming")
+RUNNING_STATUSES = ("working", "starting", "waiting", "streaming")  # a live row's status while a turn runs
 _COMMANDS = (b"hermes", b"hermes-agent", b"hermes-acp")  # hermes_processes.HERMES_COMMANDS, as bytes
 
-_cache: dict[tuple[int, float | None], tuple[float, dict[str, dict] | None]] = {}
+_cache: dict[tuple[int, float | None], tuple[float, dict[str, dict[str, Any]] | None]] = {}
 _lock = threading.Lock()
 
 
@@ -51,7 +51,7 @@ class WriterTurn(NamedTuple):
     detail: str
 
 
-def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> dict | None:
+def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> dict[str, Any] | None:
     """The ``session.active_list`` row of stored session ``key`` (runtime id ``sid`` when given)."""
     rows = listed.get("sessions")
     for row in rows if isinstance(rows, list) else ():
@@ -84,7 +84,7 @@ def none_running() -> bool:
     return True
 
 
-def active_sessions(proc: Any) -> dict[str, dict] | None:
+def active_sessions(proc: Any) -> dict[str, dict[str, Any]] | None:
     """``{session key: its active_list row}`` of the running backend ``proc`` (a
     :class:`~hermes_tray_core.hermes.processes.HermesProcess`), or None when it cannot be asked. Cached."""
     ident = (int(proc.pid), getattr(proc, "start_time", None))
@@ -100,15 +100,12 @@ def active_sessions(proc: Any) -> dict[str, dict] | None:
     return rows
 
 
-def _ask(proc: Any) -> dict[str, dict] | None:
+def _ask(proc: Any) -> dict[str, dict[str, Any]] | None:
     from hermes_tray_core.backend.endpoint import endpoint_for
-    from hermes_tray_core.backend.rpc import GatewayError, RpcSession
-    from hermes_tray_core.backend.websocket import WebSocketTransport
+    from hermes_tray_core.backend.rpc import GatewayError
 
     try:
-        backend = endpoint_for(proc)
-        session = RpcSession(WebSocketTransport(backend.host, backend.port, backend.token, pid=backend.pid,
-                                                identity=backend.identity, open_timeout=ASK_TIMEOUT))
+        session = endpoint_for(proc).session(open_timeout=ASK_TIMEOUT)
         session.start()
     except (GatewayError, OSError, ValueError) as exc:
         logger.info("cannot ask Hermes pid %s which sessions are live: %s", proc.pid, exc)
@@ -167,7 +164,7 @@ def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float |
     row = rows.get(session_key)
     if row is None:
         return WriterTurn("none", f"{who} does not hold the session")
-    if str(row.get("status") or "") in _RUNNING:
+    if str(row.get("status") or "") in RUNNING_STATUSES:
         return WriterTurn("running", f"{who} is running a turn for it")
     return WriterTurn("none", f"{who} holds the session but runs no turn for it")
 

@@ -16,7 +16,8 @@ from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, Transport
+from hermes_tray_core.backend.install import HermesInstall, gateway_environment
+from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, RpcSession, Transport
 from hermes_tray_core.process.child_env import dll_directory_reset
 from hermes_tray_core.process.identity import identity_of
 
@@ -60,8 +61,8 @@ class StdioTransport(Transport):
                 self.log_problem = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
                 self.log_path = None
         kwargs = popen_platform_kwargs()
-        if os.name == "nt":
-            kwargs["creationflags"] = kwargs.get("creationflags", 0) | subprocess.CREATE_NEW_PROCESS_GROUP
+        if os.name == "nt":  # Windows-only constant: read like CREATE_NO_WINDOW above (typeshed has it on win32 only)
+            kwargs["creationflags"] = kwargs.get("creationflags", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
         else:
             kwargs["start_new_session"] = True  # a Ctrl-C in our terminal is ours to handle, not Hermes'
         self.opened_at = time.monotonic()
@@ -161,4 +162,22 @@ class StdioTransport(Transport):
             self._signal(kill=True)
 
 
-__all__ = ["StdioTransport", "popen_platform_kwargs"]
+class GatewayProcess(RpcSession):
+    """A spawned stdio gateway and a JSON-RPC session over it."""
+
+    def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
+                 env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+        self.stdio = StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
+                                    cwd=cwd, log_path=log_path, describe=install.describe())
+        super().__init__(self.stdio)
+
+    @property
+    def proc(self) -> subprocess.Popen[bytes] | None:
+        return self.stdio.proc
+
+    @property
+    def log_path(self) -> Path | None:
+        return self.stdio.log_path
+
+
+__all__ = ["GatewayProcess", "StdioTransport", "popen_platform_kwargs"]

@@ -17,10 +17,15 @@ import socket
 import time
 import urllib.parse
 from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from hermes_tray_core.backend.rpc import GatewayError, Transport
 from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity, identity_of
+from hermes_tray_core.vocab import WriterState
+
+if TYPE_CHECKING:  # websockets is imported when a connection opens, not with this module
+    from websockets.sync.client import ClientConnection
 
 logger = logging.getLogger(__name__)
 
@@ -80,7 +85,7 @@ class WebSocketTransport(Transport):
         self.pid = pid
         self.identity = identity if identity is not None else (identity_of(pid) if pid else None)
         self.open_timeout = open_timeout
-        self._ws = None
+        self._ws: ClientConnection | None = None
         self._closed = False
 
     @property
@@ -93,6 +98,7 @@ class WebSocketTransport(Transport):
     def open(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
+        from websockets.typing import Origin
 
         query = urllib.parse.urlencode({"token": self.token.reveal()}) if self.token else ""
         uri = f"ws://{self.netloc}{WS_PATH}" + (f"?{query}" if query else "")
@@ -101,7 +107,7 @@ class WebSocketTransport(Transport):
         try:
             # Our own socket to the loopback address: websockets never resolves or picks an address itself.
             sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
-            ws = connect(uri, sock=sock, origin=self.origin(), open_timeout=self.open_timeout, close_timeout=2,
+            ws = connect(uri, sock=sock, origin=Origin(self.origin()), open_timeout=self.open_timeout, close_timeout=2,
                          max_size=MAX_FRAME, compression=None, logger=_SILENT)
             ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
         except InvalidStatus as exc:
@@ -164,7 +170,7 @@ class WebSocketTransport(Transport):
 
         if self._ws.protocol.state is not State.OPEN:
             return False
-        return self.identity is None or self.identity.liveness() != "dead"
+        return self.identity is None or self.identity.liveness() != WriterState.DEAD
 
     def close(self, grace: float = 5.0) -> int | None:
         """Disconnect (the backend keeps running: it is the user's). Idempotent; no exit code."""
@@ -177,12 +183,6 @@ class WebSocketTransport(Transport):
                 logger.debug("closing the backend connection failed", exc_info=True)
         return None
 
-    def kill(self) -> None:
-        self.close(0.0)
-
-    def where(self) -> str:
-        return f"in your running Hermes (pid {self.pid})" if self.pid else "in your running Hermes"
-
     def ended(self, during: str) -> str:
         # A killed backend's sockets close a moment before the process is gone from the process table:
         # give it that moment, so the user reads "exited" for a crash, not "closed the connection".
@@ -190,10 +190,10 @@ class WebSocketTransport(Transport):
         if self.identity is not None:
             deadline = time.monotonic() + EXIT_GRACE
             state = self.identity.liveness()
-            while state == "alive" and time.monotonic() < deadline:
+            while state == WriterState.ALIVE and time.monotonic() < deadline:
                 time.sleep(0.02)
                 state = self.identity.liveness()
-            gone = state == "dead"
+            gone = state == WriterState.DEAD
         who = f"your running Hermes (pid {self.pid})" if self.pid else "your running Hermes"
         return f"{who} {'exited' if gone else 'closed the connection'} {during}"
 

@@ -1,23 +1,21 @@
 """Exactly once: the one home of the per-turn claim, the re-check under it, and the skip tombstones.
 
-Every hermes-tray process (the tray, the helper, the CLI, a second login) that acts on an interrupted
-turn — resume or skip — goes through here, so one rule decides who may act:
+Every hermes-tray process (the tray, the helper, the CLI, a second login) that acts on an interrupted turn —
+resume or skip — goes through here, so one rule decides who may act:
 
 * **the claim**: ``resume:<canonical home>:<session key>`` in the tray's per-user lease store
-  (:mod:`core.stores.lease`), with a fencing epoch. Resume and skip take the same name, so they exclude
-  each other; the holder string says which one holds it (``via=skip-…`` for a skip);
-* **the re-check** under the claim: the marker is still there, equal to what the user was shown, and
-  the decision journal does not already settle this very turn (``completed`` or ``skipped``);
+  (:mod:`core.stores.lease`), with a fencing epoch. Resume and skip take the same name, so they exclude each
+  other; the holder string says which one holds it (``via=skip-…`` for a skip);
+* **the re-check** under the claim: the marker is still there, equal to what the user was shown, and the
+  decision journal does not already settle this very turn (``completed`` or ``skipped``);
 * **the marker hand-over**: a continuation takes the marker over by compare-and-swap
-  (:meth:`core.markers.store.MarkerStore.replace_if_unchanged`), so it never continues a turn that changed
-  or was skipped after the re-check;
-* **tombstones**: a skip is journalled as ``skipped`` under the turn's identity (session key +
-  ``started_at`` + ``attempts``). Any process of ours that later finds that exact entry back in
-  Hermes' file (a stale Hermes write brought it back) removes it again and never offers it
-  (:func:`tombstoned`, :func:`enforce_tombstones`). A turn the tray saw continued and finished
-  (``completed`` under the same identity) is retired by the same rule wherever it reappears
-  (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would continue a fresh entry
-  again) gets to run it twice.
+  (:mod:`core.continuing.handover`), so it never continues a turn that changed or was skipped since;
+* **tombstones**: a skip is journalled as ``skipped`` under the turn's identity (session key + ``started_at``
+  + ``attempts``). Any process of ours that later finds that exact entry back in Hermes' file (a stale Hermes
+  write brought it back) removes it again and never offers it (:func:`tombstoned`, :func:`enforce_tombstones`).
+  A turn the tray saw continued and finished (``completed`` under the same identity) is retired by the same
+  rule wherever it reappears (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would
+  continue a fresh entry again) gets to run it twice.
 """
 
 from __future__ import annotations
@@ -28,7 +26,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.vocab import Refusal
 
 __all__ = [
     "BUSY_RESUME", "BUSY_SKIP", "CLAIM_ERROR", "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
@@ -38,10 +38,8 @@ __all__ = [
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
 
-#: Why a claim was refused (reason codes; the message is for people).
-BUSY_RESUME = "busy-resume"  # another process is resuming the turn
-BUSY_SKIP = "busy-skip"  # another process is skipping it right now
-CLAIM_ERROR = "claim-error"  # the lease store could not be used: unsure, so nobody acts
+#: Why a claim was refused, by the older names (the codes are :class:`~hermes_tray_core.vocab.Refusal`'s).
+BUSY_RESUME, BUSY_SKIP, CLAIM_ERROR = Refusal.CLAIMED_ELSEWHERE, Refusal.BEING_SKIPPED, Refusal.STORE_ERROR
 
 #: Journalled for a turn identity: it must never be dispatched (or offered) again.
 SETTLED = ("completed", "skipped")
@@ -91,14 +89,13 @@ class Claim(NamedTuple):
 
 
 class ClaimRefused(NamedTuple):
-    """The claim was not granted: ``code`` (:data:`BUSY_RESUME`, :data:`BUSY_SKIP`, :data:`CLAIM_ERROR`)
-    and a one-line ``message``."""
+    """The claim was not granted: why (``code``) and a one-line ``message``."""
 
-    code: str
+    code: Refusal
     message: str
 
 
-def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
+def claim(home: Path | str, session_key: SessionKey, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
           lease_path: Path | None = None) -> Claim | ClaimRefused:
     """Take the turn's claim for ``purpose`` (``resume`` or ``skip``). Never raises for a busy or broken
     store: a :class:`ClaimRefused` says which (when unsure whether someone holds it, nobody acts)."""
@@ -108,7 +105,7 @@ def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: fl
         store = lease_store(lease_path)
         lease = store.acquire(name, f"pid={os.getpid()}:via={tag}", ttl=ttl, wait=wait)
     except Exception as exc:
-        return ClaimRefused(CLAIM_ERROR, f"cannot claim the turn in the tray's lease store ({exc})")
+        return ClaimRefused(Refusal.STORE_ERROR, f"cannot claim the turn in the tray's lease store ({exc})")
     if lease is not None:
         return Claim(store, lease, name)
     try:
@@ -117,9 +114,9 @@ def claim(home: Path | str, session_key: str, *, purpose: str, via: str, ttl: fl
         logger.warning("could not read the claim on %s", session_key, exc_info=True)
         cur = None
     if cur is not None and ":via=skip-" in cur.holder:
-        return ClaimRefused(BUSY_SKIP, "this turn is being skipped right now")
+        return ClaimRefused(Refusal.BEING_SKIPPED, "this turn is being skipped right now")
     who = f" ({cur.holder})" if cur is not None else ""
-    return ClaimRefused(BUSY_RESUME, f"another hermes-tray process is already resuming this turn{who}")
+    return ClaimRefused(Refusal.CLAIMED_ELSEWHERE, f"another hermes-tray process is already resuming this turn{who}")
 
 
 def release(held: Claim, session_key: str = "?") -> None:

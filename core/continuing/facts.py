@@ -28,7 +28,7 @@ from typing import Any
 from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import NotContinued, Verdict, WriterState
 
-__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "touched_by_other",
+__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "raw_entry", "touched_by_other",
            "wall_time_of", "why_not_continued"]
 
 #: A resume reply's ``started_at`` older than the request by more than this is a live session's.
@@ -68,7 +68,7 @@ def touched_by_other(row: Mapping[str, Any], own_touch: float) -> bool:
     return last is not None and last > own_touch + TOUCH_SLACK
 
 
-def _raw_entry(home: Path | str, key: str) -> dict | None:
+def raw_entry(home: Path | str, key: str) -> dict[str, Any] | None:
     from hermes_tray_core.markers.store import MarkerStore
 
     try:
@@ -88,10 +88,10 @@ def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before:
     from hermes_tray_core.hermes.state_db import active_session_owner
     from hermes_tray_core.markers.entries import marker_writer_state
 
-    entry = _raw_entry(home, key)
+    entry = raw_entry(home, key)
     if entry is not None and before is not None and dict(entry) != dict(before):
         pid = entry.get("writer_pid")
-        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry, home) == "alive":
+        if isinstance(pid, int) and pid != our_pid and marker_writer_state(entry, home) == WriterState.ALIVE:
             return (NotContinued.ANOTHER_OWNER, f"another Hermes process (pid {pid}) is continuing it", pid)
     ignore = (our_pid,) if our_pid else ()
     owner = active_session_owner(home, key, ignore_pids=ignore)
@@ -111,7 +111,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     from hermes_tray_core.markers.entries import marker_writer_state
 
     now = time.time() if now is None else now
-    after = _raw_entry(home, key)
+    after = raw_entry(home, key)
     elsewhere = continued_elsewhere(home, key, our_pid, before)
     if elsewhere is not None:
         return elsewhere[0], elsewhere[1]
@@ -128,7 +128,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
         if d is not None and d.verdict == Verdict.EXHAUSTED:
             return NotContinued.EXHAUSTED, f"Hermes cleared the turn: {d.reason}"
         return NotContinued.DECLINED, "Hermes cleared the turn without continuing it (it did not say why)"
-    if after is not None and marker_writer_state(after, home) == "alive" and after.get("writer_pid") != our_pid:
+    if after is not None and marker_writer_state(after, home) == WriterState.ALIVE and after.get("writer_pid") != our_pid:
         return (NotContinued.WRITER_ALIVE,
                 f"Hermes left it: its writer (pid {after.get('writer_pid')}) is still running")
     return NotContinued.DECLINED, "Hermes resumed the session but left the turn alone (it did not say why)"

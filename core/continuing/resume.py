@@ -2,23 +2,20 @@
 
 ``resume_turn(home, session_key, expected)``:
 
-1. claims ``resume:<canonical home>:<session_key>`` in the tray's per-user lease store (fencing
-   epoch; a second tray, the helper or another login gets "already being resumed");
-2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and
-   still be ``actionable`` by the same policy the scanner uses — a live writer, a live Hermes turn
-   lease or a live active-session owner means a backend is on it: refuse and say continue there;
+1. claims the turn (:mod:`core.continuing.claim`: a second tray, the helper or another login gets
+   "already being resumed");
+2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and still be
+   ``actionable`` by the same policy the scanner uses — a live writer, a live Hermes turn lease or a live
+   active-session owner means a backend is on it: refuse and say continue there;
 3. dispatches the continuation through Hermes (``core.continuing.gateway``) and follows it to the end;
-4. journals each step — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` /
-   ``failed`` / ``gave-up`` (and ``refused``) — identity only, never prompt text;
-5. releases the claim.
+4. journals each step — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` / ``failed`` /
+   ``gave-up`` (and ``refused``) — identity only, never prompt text; then releases the claim.
 
-A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the
-next resume sees it actionable until ``max_attempts``, where the engine stops and says so — unless
-Hermes' ``state.db`` shows that continuation's note answered (:mod:`core.continuing.completion`): then it is
-settled, journalled ``completed``, and refused.
-
-This module is the gateway driver's caller: it reads the tray settings (which Hermes to run,
-the continuation's inactivity limit) and hands them to :func:`core.continuing.gateway.continue_turn`.
+A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the next resume sees
+it actionable until ``max_attempts``, where the engine stops and says so — unless Hermes' ``state.db`` shows
+that continuation's note answered (:mod:`core.continuing.completion`): then it is settled, journalled
+``completed``, and refused. This module reads the tray settings (which Hermes to run, the inactivity limit)
+and hands them to :mod:`core.continuing.gateway`.
 """
 
 from __future__ import annotations
@@ -29,13 +26,25 @@ import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core.backend.install import settings_hermes_command
+from hermes_tray_core import keys
+from hermes_tray_core.backend.capabilities import backend_capabilities
+from hermes_tray_core.backend.install import (
+    HermesInstall,
+    HermesSettingsError,
+    find_hermes,
+    settings_hermes_command,
+)
+from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
-from hermes_tray_core.continuing import gateway
-from hermes_tray_core.keys import validate_session_id
-from hermes_tray_core.vocab import Outcome
+from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
+from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress
+from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.vocab import Outcome, RanIn, Refusal, Verdict, WriterState
+
+if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
+    from hermes_tray_core.backend.endpoint import BackendEndpoint
 
 logger = logging.getLogger(__name__)
 
@@ -43,20 +52,8 @@ EXIT_COMPLETED = 0
 EXIT_REFUSED = 1
 EXIT_FAILED = 3
 
-REFUSED = Outcome.REFUSED
-GAVE_UP = Outcome.GAVE_UP
+REFUSED, GAVE_UP = Outcome.REFUSED, Outcome.GAVE_UP
 CLAIM_TTL = 60.0
-
-# Why a resume was refused, as a code beside the human message (``ResumeResult.code``): callers
-# decide on these, never on the message text.
-CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim
-BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
-GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
-CHANGED = "changed"  # the marker differs from the entry the user was shown
-ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
-NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
-STORE_ERROR = "store-error"  # the lease store or the marker file could not be used
-NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
 
 
 @dataclass
@@ -64,28 +61,28 @@ class ResumeResult:
     """How a resume request ended: ``outcome`` (a gateway outcome, ``refused`` or ``gave-up``),
     a one-line human ``message``, and the exit code the CLI uses (0 / 1 / 3)."""
 
-    outcome: str
+    outcome: Outcome
     message: str
     home: str
-    session_key: str
+    session_key: SessionKey
     verdict: str | None = None
-    continuation: gateway.ContinuationResult | None = None
-    code: str = ""  # a refusal's reason code (CLAIMED_ELSEWHERE, GONE, …); "" otherwise
+    continuation: ContinuationResult | None = None
+    code: Refusal | None = None  # why it was refused (``--json`` writes "" for none)
     # Why the user's running Hermes was not used and a separate gateway was spawned (None: it was used, or
     # no continuation was attempted).
     fallback_reason: str | None = None
 
     @property
     def exit_code(self) -> int:
-        if self.outcome == gateway.COMPLETED:
+        if self.outcome == Outcome.COMPLETED:
             return EXIT_COMPLETED
-        if self.outcome in (REFUSED, GAVE_UP, gateway.DECLINED):  # nothing ran: a refusal, with its reason
+        if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED):  # nothing ran: a refusal, with its reason
             return EXIT_REFUSED
         return EXIT_FAILED
 
     @property
     def ok(self) -> bool:
-        return self.outcome == gateway.COMPLETED
+        return self.outcome == Outcome.COMPLETED
 
     def to_dict(self) -> dict[str, Any]:
         c = self.continuation
@@ -95,8 +92,7 @@ class ResumeResult:
             "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
             "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
             "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
-            "code": self.code,
-            # Where it ran: "running-backend" (the user's hermes dashboard, backend_pid) or "separate-process".
+            "code": self.code or "",  # "" for none; ran_in: running-backend (backend_pid) or separate-process
             "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
             "where": c.where if c else None, "fallback_reason": self.fallback_reason,
             # What Hermes did, as codes (core.vocab): why it did not continue the turn here, how the tray learnt
@@ -111,17 +107,16 @@ canonical_home = exactly_once.canonical_home
 claim_name = exactly_once.claim_name
 _lease_store = exactly_once.lease_store
 
-
-
 #: what the user can still do about a turn resume refuses, by verdict (the turns window's "Recent" says the same)
 _HINTS = {
-    "running": " Continue it in the Hermes window that has it open.",
-    "disabled": " Hermes auto-continue is off there: `hermes-tray enable` turns it back on, then resume it"
+    Verdict.RUNNING: " Continue it in the Hermes window that has it open.",
+    Verdict.DISABLED: " Hermes auto-continue is off there: `hermes-tray enable` turns it back on, then resume it"
                 " (or skip it with `hermes-tray skip`).",
-    "stale": " Continue it by hand in Hermes if it still matters, or skip it with `hermes-tray skip`.",
+    Verdict.STALE: " Continue it by hand in Hermes if it still matters, or skip it with `hermes-tray skip`.",
 }
 
-def settings_options() -> gateway.GatewayOptions:
+
+def settings_options() -> GatewayOptions:
     """Gateway options with the tray's ``continuation_idle_timeout`` (defaults if the settings are unreadable:
     the refusal for that comes from :func:`settings_hermes_command`)."""
     from hermes_tray_core.stores.settings import SettingsError, load_settings
@@ -129,8 +124,8 @@ def settings_options() -> gateway.GatewayOptions:
     try:
         idle = load_settings().continuation_idle_timeout
     except (SettingsError, OSError):
-        return gateway.GatewayOptions()
-    return gateway.GatewayOptions(idle_timeout=float(idle))
+        return GatewayOptions()
+    return GatewayOptions(idle_timeout=float(idle))
 
 
 def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
@@ -148,7 +143,7 @@ def _journal(event: str, home: str, key: str, started_at: float | None = None, *
 class Assessment:
     """The policy's verdict on one marker right now, with the config it used."""
 
-    verdict: str
+    verdict: Verdict
     reason: str
     unsure: bool
     max_attempts: int
@@ -170,7 +165,7 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
     activity = session_activity(home, session_key, now=now)
     owner = activity.owner.state
     turn, turn_detail = "unknown", ""
-    if writer == "alive":  # a live backend that wrote it may run no turn for it any more: ask it
+    if writer == WriterState.ALIVE:  # a live backend that wrote it may run no turn for it any more: ask it
         from hermes_tray_core.backend.sessions import ask_writer
 
         pid, start = entry.get("writer_pid"), entry.get("writer_start_time")
@@ -182,7 +177,7 @@ def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now:
                 owner = "none"  # the registry's owner is that very backend, which runs no turn for it
     details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
     backend, backend_detail = "none", ""
-    if writer == "unknown":  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
+    if writer == WriterState.UNKNOWN:  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
         from hermes_tray_core.hermes.processes import backend_state
 
         backend, backend_detail = backend_state(home)
@@ -198,10 +193,10 @@ def resume_turn(
     session_key: str,
     expected: Mapping[str, Any] | None = None,
     *,
-    install: gateway.HermesInstall | None = None,
-    options: gateway.GatewayOptions | None = None,
-    on_progress: Callable[[gateway.Progress], None] | None = None,
-    on_dispatched: Callable[[gateway.ContinuationResult], None] | None = None,
+    install: HermesInstall | None = None,
+    options: GatewayOptions | None = None,
+    on_progress: Callable[[Progress], None] | None = None,
+    on_dispatched: Callable[[ContinuationResult], None] | None = None,
     stop: threading.Event | None = None,
     lease_path: Path | None = None,
     claim_wait: float = 0.0,
@@ -215,276 +210,287 @@ def resume_turn(
     is there now (auto mode). ``on_dispatched`` fires when the continuation has started.
     ``prefer_running_backend``: continue inside the user's running ``hermes dashboard`` of that home when
     there is one (``core.backend.running``); False always spawns a gateway (benchmarks compare the two).
-    Raises :class:`~core.keys.InvalidIdError` for a malformed ``session_key``.
+    Raises :class:`~core.keys.InvalidIdError` for a malformed ``session_key`` (the one check of it: past here
+    it is a :class:`~core.keys.SessionKey`).
     """
-    validate_session_id(session_key, what="session key")  # InvalidIdError: a caller bug, not a turn state
-    home_s = canonical_home(home)
-    key = session_key
-
-    def refused(message: str, code: str, verdict: str | None = None) -> ResumeResult:
-        _journal("refused", home_s, key, None, reason=message, verdict=verdict, via=via)
-        return ResumeResult(REFUSED, message, home_s, key, verdict, code=code)
-
-    held = exactly_once.claim(home_s, key, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
+    key = keys.session_key(session_key)  # InvalidIdError: a caller bug, not a turn state
+    r = _Resume(home, key, via, install, options, on_progress, on_dispatched, stop, env)
+    held = exactly_once.claim(r.home_s, key, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
                               lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == exactly_once.CLAIM_ERROR:  # unsure whether someone else holds it: refuse
-            return ResumeResult(REFUSED, f"Not resumed: {held.message}.", home_s, key, code=STORE_ERROR)
-        return refused(f"Not resumed: {held.message}.",
-                       BEING_SKIPPED if held.code == exactly_once.BUSY_SKIP else CLAIMED_ELSEWHERE)
-    store, lease = held.store, held.lease
+        if held.code == Refusal.STORE_ERROR:  # unsure whether someone else holds it: refuse (not journalled)
+            return r.result(REFUSED, f"Not resumed: {held.message}.", code=held.code)
+        return r.refused(f"Not resumed: {held.message}.", held.code)  # claimed elsewhere, or being skipped
     from hermes_tray_core.stores.lease import LeaseKeeper
 
-    keeper = LeaseKeeper(store, lease, ttl=CLAIM_TTL,
+    keeper = LeaseKeeper(held.store, held.lease, ttl=CLAIM_TTL,
                          on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
     try:
-        return _resume_claimed(home, home_s, key, expected, install, options, on_progress, on_dispatched,
-                               prefer_running_backend,
-                               stop, env, via, lease.epoch, refused)
+        return r.claimed(held.epoch, expected, prefer_running_backend)
     finally:
         keeper.stop()
         keeper.join(timeout=5)
         exactly_once.release(held, key)
 
 
-SETTLED = exactly_once.SETTLED
-_settled = exactly_once.settled
+class _Backends:
+    """The user's running backends of the home, looked for beside the re-checks: the process-table walk, their
+    installation's capabilities (cached) and a connection to each overlap them; nothing is asked of a backend."""
 
+    def __init__(self, home: Path | str) -> None:
+        self.home = home
+        self.found: list[BackendEndpoint] = []
+        self.why_none: str | None = None
+        self.took = 0.0
+        self.connections: dict[int, RpcSession] = {}
+        self.thread = threading.Thread(target=self._look, name="find-live-backend", daemon=True)
+        self.thread.start()
 
-def _choose_backend(backends: list[Any], entry: Mapping[str, Any]) -> Any:
-    """Which running backend to continue in: the one the marker names as its writer when it is among them
-    (Hermes continues a marker of its own process, never another live one's), else the first found."""
-    writer = entry.get("writer_pid")
-    for b in backends:
-        if b.pid == writer:
-            return b
-    return backends[0] if backends else None
+    def _look(self) -> None:
+        from hermes_tray_core.backend.endpoint import connect_backend
+        from hermes_tray_core.backend.running import find_live_backends
 
-
-def _resume_claimed(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
-                    install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
-                    on_progress: Callable[[gateway.Progress], None] | None,
-                    on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
-                    prefer_running_backend: bool, stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
-                    refused: Callable[..., ResumeResult]) -> ResumeResult:
-
-    # Looking for the user's running backends (a process-table walk), asking their installation what it can do
-    # (cached) and connecting to them overlap the re-checks below; nothing is asked of a backend until then.
-    looked: list[tuple[list[Any], str | None, float]] = []
-    connections: dict[int, Any] = {}
-    finder: threading.Thread | None = None
-    if prefer_running_backend:
-        def look() -> None:
-            from hermes_tray_core.backend.running import find_live_backends
-
-            t = time.monotonic()
+        t = time.monotonic()
+        try:
+            self.found, self.why_none = find_live_backends(self.home)
+        except Exception as exc:  # never a reason not to resume: the separate gateway, and why
+            self.why_none = f"cannot look for a running Hermes ({type(exc).__name__})"
+        self.took = time.monotonic() - t
+        for b in self.found:
             try:
-                backends, why = find_live_backends(home)
-            except Exception as exc:  # never a reason not to resume: the separate gateway, and why
-                backends, why = [], f"cannot look for a running Hermes ({type(exc).__name__})"
-            looked.append((backends, why, time.monotonic() - t))
-            for b in backends:
-                try:
-                    if gateway.backend_capabilities(home, b).auto_continue is not None:
-                        connections[b.pid] = gateway.connect_backend(b)
-                except Exception:  # continue_in_backend connects again, and says why it cannot
-                    logger.debug("could not connect to %s ahead of the resume", b.describe(), exc_info=True)
+                if backend_capabilities(self.home, b).auto_continue is not None:
+                    self.connections[b.pid] = connect_backend(b)
+            except Exception:  # continue_in_backend connects again, and says why it cannot
+                logger.debug("could not connect to %s ahead of the resume", b.describe(), exc_info=True)
 
-        finder = threading.Thread(target=look, name="find-live-backend", daemon=True)
-        finder.start()
-    try:
-        return _resume_checked(home, home_s, key, expected, install, options, on_progress, on_dispatched, stop, env,
-                               via, epoch, refused, finder, looked, connections)
-    finally:
-        if finder is not None:
-            finder.join()
-        for s in list(connections.values()):  # those the continuation did not take
+    def close(self) -> None:
+        self.thread.join()
+        for s in list(self.connections.values()):  # those the continuation did not take
             s.shutdown(1.0)
 
 
-def _resume_checked(home: Path | str, home_s: str, key: str, expected: Mapping[str, Any] | None,
-                    install: gateway.HermesInstall | None, options: gateway.GatewayOptions | None,
-                    on_progress: Callable[[gateway.Progress], None] | None,
-                    on_dispatched: Callable[[gateway.ContinuationResult], None] | None,
-                    stop: threading.Event | None, env: Mapping[str, str] | None, via: str, epoch: int,
-                    refused: Callable[..., ResumeResult], finder: threading.Thread | None,
-                    looked: list[tuple[list[Any], str | None, float]], connections: dict[int, Any]) -> ResumeResult:
-    from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
+class _Resume:
+    """One resume under its claim, in named steps: re-check the turn, continue it, record how it ended."""
 
-    try:
-        entry = list_turn_markers(home).get(key)
-    except MarkerStoreError as exc:
-        return refused(f"Not resumed: cannot read the turn markers ({exc}).", STORE_ERROR)
-    if entry is None:
-        return refused("Not resumed: this turn is no longer marked as interrupted (it finished, was skipped, "
-                       "or was resumed elsewhere).", GONE)
-    if expected is not None and dict(entry) != dict(expected):
-        return refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran or "
-                       "Hermes updated it); look at it again.", CHANGED)
-    started_at = exactly_once.turn_started_at(entry)
+    def __init__(self, home: Path | str, key: SessionKey, via: str, install: HermesInstall | None,
+                 options: GatewayOptions | None, on_progress: Callable[[Progress], None] | None,
+                 on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event | None,
+                 env: Mapping[str, str] | None) -> None:
+        self.home, self.home_s, self.key, self.via = home, canonical_home(home), key, via
+        self.install, self.options, self.on_progress, self.on_dispatched = install, options, on_progress, on_dispatched
+        self.stop, self.env = stop, env
+        self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
+        self.epoch = 0
+        self.attempts = 0
+        self._approved: list[threading.Thread] = []
 
-    def journal(event: str, **fields: Any) -> None:
-        _journal(event, home_s, key, started_at, via=via, **fields)
+    def result(self, outcome: Outcome, message: str, verdict: str | None = None,
+               continuation: ContinuationResult | None = None, *, code: Refusal | None = None,
+               fallback: str | None = None) -> ResumeResult:
+        return ResumeResult(outcome, message, self.home_s, self.key, verdict, continuation, code=code,
+                            fallback_reason=fallback)
 
-    from hermes_tray_core.continuing.completion import settle_if_finished
+    def journal(self, event: str, **fields: Any) -> None:
+        _journal(event, self.home_s, self.key, self.started_at, via=self.via, **fields)
 
-    settled = settle_if_finished(home, key, entry)
-    if settled is not None and not settled.finished:  # unsure whether it finished: never risk a second turn
-        why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
-        journal("refused", reason=why, verdict="unsure")
-        return ResumeResult(REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
-                            home_s, key, "unsure", code=NOT_ACTIONABLE)
-    if settled is not None:  # a continuation the tray ran finished; its own process did not say so
-        why = f"this turn was already continued and completed ({settled.reason})"
-        journal("refused", reason=why, verdict="settled")
-        return ResumeResult(REFUSED, f"Not resumed: {why}." + (
-            "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
-            home_s, key, "settled", code=ALREADY_SETTLED)
-    done = _settled(home_s, key, started_at)
-    if done:
-        why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
-            " (the tray's decision journal says so), yet its marker is back"
-        removed = exactly_once.enforce_tombstones(home, {key: entry})
-        journal("refused", reason=f"this turn {why}", verdict="settled")
-        tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
-                " Skip it to remove the marker, or continue it by hand in Hermes.")
-        return ResumeResult(REFUSED, f"Not resumed: this turn {why}.{tail}", home_s, key, "settled",
-                            code=ALREADY_SETTLED)
-    a = assess(home, key, entry)
-    if a.verdict == "exhausted":
-        msg = f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it still matters."
-        journal(GAVE_UP, reason=a.reason)
-        return ResumeResult(GAVE_UP, msg, home_s, key, a.verdict)
-    if a.verdict != "actionable":
-        hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
-        journal("refused", reason=f"{a.reason}", verdict=a.verdict)
-        return ResumeResult(REFUSED, f"Not resumed: {a.reason}.{hint}", home_s, key, a.verdict, code=NOT_ACTIONABLE)
-    from hermes_tray_core.deciding.policy import marker_attempts, marker_prompt
+    def refused(self, message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
+        """Refused before the turn was read: journalled without its identity."""
+        _journal("refused", self.home_s, self.key, None, reason=message, verdict=verdict, via=self.via)
+        return self.result(REFUSED, message, verdict, code=code)
 
-    attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
-    prompt = marker_prompt(entry)  # as Hermes reads it: a number in that field is its text
-    assert prompt.strip()  # actionable implies a prompt
-    approved: list[threading.Thread] = []
+    def claimed(self, epoch: int, expected: Mapping[str, Any] | None, prefer_running_backend: bool) -> ResumeResult:
+        self.epoch = epoch
+        backends = _Backends(self.home) if prefer_running_backend else None
+        try:
+            checked = self._recheck(expected)
+            if isinstance(checked, ResumeResult):
+                return checked
+            entry, a = checked
+            ran = self._continue(entry, a, backends)
+            return ran if isinstance(ran, ResumeResult) else self._report(*ran, a)
+        finally:
+            if backends is not None:
+                backends.close()
 
-    def approve(gateway_pid: int | None = None) -> None:
-        # Journalled beside Hermes' start-up (a durable append is an fsync); every later step of this
-        # resume waits for it (approved_done), so the journal order is always approved → dispatched → …
-        if not approved:
-            t = threading.Thread(target=journal, args=("approved",), name="journal-approved", daemon=True,
-                                 kwargs={"attempts": attempts, "epoch": epoch, "gateway_pid": gateway_pid})
-            approved.append(t)
+    # step 1: the turn is still the one shown, not settled, and actionable
+
+    def _recheck(self, expected: Mapping[str, Any] | None) -> tuple[dict[str, Any], Assessment] | ResumeResult:
+        from hermes_tray_core.continuing.completion import settle_if_finished
+        from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
+
+        try:
+            entry = list_turn_markers(self.home).get(self.key)
+        except MarkerStoreError as exc:
+            return self.refused(f"Not resumed: cannot read the turn markers ({exc}).", Refusal.STORE_ERROR)
+        if entry is None:
+            return self.refused("Not resumed: this turn is no longer marked as interrupted (it finished, was skipped, "
+                                "or was resumed elsewhere).", Refusal.GONE)
+        if expected is not None and dict(entry) != dict(expected):
+            return self.refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran "
+                                "or Hermes updated it); look at it again.", Refusal.CHANGED)
+        self.started_at = exactly_once.turn_started_at(entry)
+        settled = settle_if_finished(self.home, self.key, entry)
+        if settled is not None and not settled.finished:  # unsure whether it finished: never risk a second turn
+            why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
+            self.journal("refused", reason=why, verdict="unsure")
+            return self.result(REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
+                               "unsure", code=Refusal.NOT_ACTIONABLE)
+        if settled is not None:  # a continuation the tray ran finished; its own process did not say so
+            why = f"this turn was already continued and completed ({settled.reason})"
+            self.journal("refused", reason=why, verdict="settled")
+            return self.result(REFUSED, f"Not resumed: {why}." + (
+                "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
+                "settled", code=Refusal.ALREADY_SETTLED)
+        done = exactly_once.settled(self.home_s, self.key, self.started_at)
+        if done:
+            why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
+                " (the tray's decision journal says so), yet its marker is back"
+            removed = exactly_once.enforce_tombstones(self.home, {self.key: entry})
+            self.journal("refused", reason=f"this turn {why}", verdict="settled")
+            tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
+                    " Skip it to remove the marker, or continue it by hand in Hermes.")
+            return self.result(REFUSED, f"Not resumed: this turn {why}.{tail}", "settled",
+                               code=Refusal.ALREADY_SETTLED)
+        a = assess(self.home, self.key, entry)
+        if a.verdict == Verdict.EXHAUSTED:
+            self.journal(GAVE_UP, reason=a.reason)
+            return self.result(GAVE_UP, f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it "
+                                        "still matters.", a.verdict)
+        if a.verdict != Verdict.ACTIONABLE:
+            hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
+            self.journal("refused", reason=f"{a.reason}", verdict=a.verdict)
+            return self.result(REFUSED, f"Not resumed: {a.reason}.{hint}", a.verdict, code=Refusal.NOT_ACTIONABLE)
+        return dict(entry), a
+
+    # the journal order is always approved → (continuing →) dispatched → the end
+
+    def _approve(self, gateway_pid: int | None = None) -> None:
+        """Journalled beside Hermes' start-up (a durable append is an fsync); every later step waits for it."""
+        if not self._approved:
+            t = threading.Thread(target=self.journal, args=("approved",), name="journal-approved", daemon=True,
+                                 kwargs={"attempts": self.attempts, "epoch": self.epoch, "gateway_pid": gateway_pid})
+            self._approved.append(t)
             t.start()
 
-    def approved_done() -> None:
-        approve()
-        approved[0].join()
+    def _approved_done(self) -> None:
+        self._approve()
+        self._approved[0].join()
 
-    def dispatched(res: gateway.ContinuationResult) -> None:
-        approved_done()
-        journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
-                epoch=epoch, ran_in=res.ran_in, backend_pid=res.backend_pid)
-        if on_dispatched is not None:
-            on_dispatched(res)
+    def _dispatched(self, res: ContinuationResult) -> None:
+        self._approved_done()
+        self.journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
+                     epoch=self.epoch, ran_in=res.ran_in, backend_pid=res.backend_pid)
+        if self.on_dispatched is not None:
+            self.on_dispatched(res)
 
-    def submitting(marker: Mapping[str, Any]) -> None:
-        # The continuation's own marker (its identity: this session + its started_at) and how state.db
-        # will show the note answered: journalled before the note is submitted (core.continuing.completion).
+    def _submitting(self, marker: Mapping[str, Any]) -> None:
+        """The continuation's own marker (its identity: this session + its started_at) and how state.db will show
+        the note answered: journalled before the note is submitted (core.continuing.completion)."""
         from hermes_tray_core.continuing.completion import mark_of
 
-        approved_done()  # the journal order stays approved → continuing → dispatched → …
+        self._approved_done()
         mark = mark_of(marker)
-        _journal("continuing", home_s, key, exactly_once.turn_started_at(marker), via=via, attempt=marker.get("attempts"),
-                 original_started_at=started_at, **(mark.fields() if mark else {}))
+        _journal("continuing", self.home_s, self.key, exactly_once.turn_started_at(marker), via=self.via,
+                 attempt=marker.get("attempts"), original_started_at=self.started_at, **(mark.fields() if mark else {}))
 
-    res: gateway.ContinuationResult | None = None
-    fallback: str | None = None
-    if finder is not None:
-        t_wait = time.monotonic()
-        finder.join()
-        waited = time.monotonic() - t_wait
-        backends, fallback, took_find = looked[0]
-        backend = _choose_backend(backends, entry)
-        if backend is not None:
-            res = gateway.continue_in_backend(home, key, backend, original_prompt=prompt, attempts=attempts,
-                                              options=options or settings_options(), on_progress=on_progress,
-                                              on_dispatched=dispatched, stop=stop, expected=entry,
-                                              on_submitting=submitting, on_connected=approve,
-                                              other_backends=tuple(backends), connections=connections)
-            res.timings["find_backend"] = took_find
-            res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
-            if res.backend_unusable:  # nothing was resumed there: a separate gateway, and say why
+    # step 2: continue it, in the user's running Hermes when there is one, else in a spawned gateway
+
+    def _continue(self, entry: dict[str, Any], a: Assessment, backends: _Backends | None
+                  ) -> tuple[ContinuationResult, str | None] | ResumeResult:
+        from hermes_tray_core.deciding.policy import marker_attempts, marker_prompt
+
+        self.attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
+        prompt = marker_prompt(entry)  # as Hermes reads it: a number in that field is its text
+        assert prompt.strip()  # actionable implies a prompt
+        options = self.options or settings_options()
+        fallback: str | None = "the running backend was not asked (disabled for this call)"
+        if backends is not None:
+            t_wait = time.monotonic()
+            backends.thread.join()
+            waited = time.monotonic() - t_wait
+            fallback = backends.why_none
+            # The backend the marker names as its writer when it is among them (Hermes continues a marker of its own
+            # process, never another live one's), else the first found.
+            found = backends.found
+            backend = next((b for b in found if b.pid == entry.get("writer_pid")), found[0] if found else None)
+            if backend is not None:
+                res = continue_in_backend(self.home, self.key, backend, original_prompt=prompt, attempts=self.attempts,
+                                          options=options, on_progress=self.on_progress,
+                                          on_dispatched=self._dispatched, stop=self.stop, expected=entry,
+                                          on_submitting=self._submitting, on_connected=self._approve,
+                                          other_backends=tuple(backends.found), connections=backends.connections)
+                res.timings["find_backend"] = backends.took
+                res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
+                if not res.backend_unusable:
+                    return res, None
                 from hermes_tray_core.backend.running import forget
 
-                forget(home)
+                forget(self.home)  # nothing was resumed there: a separate gateway, and say why
                 fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
-                res = None
-    else:
-        fallback = "the running backend was not asked (disabled for this call)"
-    if res is None:
         try:
-            inst = install or gateway.find_hermes(settings_hermes_command())  # the caller's choice
-        except gateway.HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
-            journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
-            return ResumeResult(REFUSED, f"Not resumed: {exc}", home_s, key, a.verdict, code=NO_HERMES_CHOICE,
-                                fallback_reason=fallback)
-        except gateway.HermesNotFound as exc:
-            approved_done()
-            journal("failed", outcome=gateway.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
-            return ResumeResult(gateway.ERROR, f"Not resumed: {exc}", home_s, key, a.verdict,
-                                fallback_reason=fallback)
-        res = gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=inst,
-                                    options=options or settings_options(), on_progress=on_progress,
-                                    on_dispatched=dispatched, on_spawned=approve, stop=stop, env=env,
-                                    expected=entry, on_submitting=submitting)
-    else:
-        fallback = None
-    approved_done()  # (also when Hermes never started: approved, then failed)
-    where = {"ran_in": res.ran_in, "backend_pid": res.backend_pid, "fallback_reason": fallback}
-    if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
-        journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
-                dispatched=False, **where)
-        return ResumeResult(REFUSED, res.message, home_s, key, a.verdict, res, code=CHANGED, fallback_reason=fallback)
-    if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
-        journal("refused", reason=res.live_elsewhere, verdict="running", dispatched=False,
-                not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
-        return ResumeResult(REFUSED, res.message, home_s, key, "running", res, code=NOT_ACTIONABLE,
-                            fallback_reason=fallback)
-    fields = {"attempt": res.attempt, "attempts": attempts, "continued_by": res.continued_by, "status": res.status,
-              "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
-              **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
-    if res.log_problem:
-        fields["log_problem"] = res.log_problem
-    if res.outcome == gateway.COMPLETED:
-        event, extra = "completed", {}
-    elif res.outcome == gateway.INTERRUPTED:  # by a stop the user asked for, or by Hermes itself
-        event, extra = "interrupted", {"stopped_by": "you" if res.stopped_by_request else "hermes"}
-    else:
-        event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
-    for name in ("not_continued", "finish", "left_alone"):
-        if getattr(res, name):
-            extra[name] = getattr(res, name)
-    journal(event, **extra, **fields)
-    if res.marker_left:
-        # The continuation's own marker (attempts + 1, new started_at, a writer now gone) could not be
-        # removed and would read actionable: record the same outcome under its identity, so ask-once and
-        # auto mode see it answered and a resume of it is refused (completed).
-        _journal(event, home_s, key, res.marker_left_started_at, via=via, marker_left=res.marker_left,
-                 **extra, **fields)
-    message = res.message
-    if res.dispatched and res.where:
-        message += f" It ran {res.where}."
-    if fallback and res.ran_in == gateway.SEPARATE_PROCESS and res.dispatched:
-        message += f" (Not in your running Hermes: {fallback}.)"
-    if res.outcome == gateway.CRASHED and res.dispatched:
-        attempt = res.attempt or attempts + 1
-        if attempt >= a.max_attempts:
-            message += (f" That was attempt {attempt} of {a.max_attempts}: the retry budget is used up, so "
-                        "hermes-tray will not continue it again.")
-            journal(GAVE_UP, reason=f"attempt {attempt} of {a.max_attempts} crashed")
-    return ResumeResult(res.outcome, message, home_s, key, a.verdict, res, fallback_reason=fallback)
+            inst = self.install or find_hermes(settings_hermes_command())  # the caller's choice
+        except HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
+            self.journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
+            return self.result(REFUSED, f"Not resumed: {exc}", a.verdict, code=Refusal.NO_HERMES_CHOICE,
+                               fallback=fallback)
+        except HermesNotFound as exc:
+            self._approved_done()
+            self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
+            return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
+        return continue_turn(self.home, self.key, original_prompt=prompt, attempts=self.attempts, install=inst,
+                             options=options, on_progress=self.on_progress, on_dispatched=self._dispatched,
+                             on_spawned=self._approve, stop=self.stop, env=self.env, expected=entry,
+                             on_submitting=self._submitting), fallback
+
+    # step 3: journal how it ended, and say it
+
+    def _report(self, res: ContinuationResult, fallback: str | None, a: Assessment) -> ResumeResult:
+        self._approved_done()  # (also when Hermes never started: approved, then failed)
+        where = {"ran_in": res.ran_in, "backend_pid": res.backend_pid, "fallback_reason": fallback}
+        if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
+            self.journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
+                         dispatched=False, **where)
+            return self.result(REFUSED, res.message, a.verdict, res, code=Refusal.CHANGED, fallback=fallback)
+        if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
+            self.journal("refused", reason=res.live_elsewhere, verdict=Verdict.RUNNING, dispatched=False,
+                         not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
+            return self.result(REFUSED, res.message, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
+                               fallback=fallback)
+        fields = {"attempt": res.attempt, "attempts": self.attempts, "continued_by": res.continued_by,
+                  "status": res.status, "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
+                  **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
+        if res.log_problem:
+            fields["log_problem"] = res.log_problem
+        extra: dict[str, Any] = {}
+        if res.outcome == Outcome.COMPLETED:
+            event = "completed"
+        elif res.outcome == Outcome.INTERRUPTED:  # by a stop the user asked for, or by Hermes itself
+            event, extra = "interrupted", {"stopped_by": "you" if res.stopped_by_request else "hermes"}
+        else:
+            event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
+        for name in ("not_continued", "finish", "left_alone"):
+            if getattr(res, name):
+                extra[name] = getattr(res, name)
+        self.journal(event, **extra, **fields)
+        if res.marker_left:
+            # The continuation's own marker (attempts + 1, new started_at, a writer now gone) could not be
+            # removed and would read actionable: record the same outcome under its identity, so ask-once and
+            # auto mode see it answered and a resume of it is refused (completed).
+            _journal(event, self.home_s, self.key, res.marker_left_started_at, via=self.via,
+                     marker_left=res.marker_left, **extra, **fields)
+        message = res.message
+        if res.dispatched and res.where:
+            message += f" It ran {res.where}."
+        if fallback and res.ran_in == RanIn.SEPARATE_PROCESS and res.dispatched:
+            message += f" (Not in your running Hermes: {fallback}.)"
+        if res.outcome == Outcome.CRASHED and res.dispatched:
+            attempt = res.attempt or self.attempts + 1
+            if attempt >= a.max_attempts:
+                message += (f" That was attempt {attempt} of {a.max_attempts}: the retry budget is used up, so "
+                            "hermes-tray will not continue it again.")
+                self.journal(GAVE_UP, reason=f"attempt {attempt} of {a.max_attempts} crashed")
+        return self.result(res.outcome, message, a.verdict, res, fallback=fallback)
 
 
-__all__ = ["ALREADY_SETTLED", "BEING_SKIPPED", "CHANGED", "CLAIMED_ELSEWHERE", "EXIT_COMPLETED", "EXIT_FAILED",
-           "EXIT_REFUSED", "GAVE_UP", "GONE", "NOT_ACTIONABLE", "NO_HERMES_CHOICE", "REFUSED", "STORE_ERROR",
-           "Assessment", "ResumeResult",
+__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "GAVE_UP", "REFUSED", "Assessment", "ResumeResult",
            "assess", "canonical_home", "claim_name", "resume_turn", "settings_options"]

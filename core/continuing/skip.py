@@ -2,24 +2,20 @@
 
 ``skip_turn(home, session_key, expected)``:
 
-1. takes the same per-turn claim a resume takes (:mod:`core.continuing.claim`), ``resume:<canonical home>:<session_key>`` in the tray's
-   per-user lease store, without waiting: if a resume (the tray, the helper, another login, a
-   ``hermes-tray resume``) holds it, the turn is being resumed right now and the skip loses, saying so;
-2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was
-   shown): if it changed or vanished, nothing is removed;
-3. records ``skipped`` in the decision journal — still inside the claim, so a resume that takes the
-   claim next already finds the turn answered (``core.continuing.resume`` refuses a turn journalled as skipped,
-   should its marker be written again);
-4. releases the claim.
+1. takes the per-turn claim a resume takes (:mod:`core.continuing.claim`), without waiting: if a resume (the
+   tray, the helper, another login, ``hermes-tray resume``) holds it, the skip loses, saying so;
+2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was shown):
+   if it changed or vanished, nothing is removed;
+3. records ``skipped`` in the decision journal still inside the claim, so a resume that takes the claim next
+   finds the turn answered (and refuses it should its marker be written again); then releases the claim.
 
-Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim —
-an older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs
-itself: that run takes the marker over by compare-and-swap before it submits anything.)
+Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim — an
+older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs itself: that
+run takes the marker over by compare-and-swap before it submits anything.)
 
-The ``skipped`` entry is the caller's (the CLI and the tray record different fields): pass
-``on_skipped``, a callable that journals it; it runs inside the claim, right after the removal. A
-failure there is reported (``SkipResult.journal_error``), never undoes the skip. Without
-``on_skipped`` nothing is journalled here (older callers that journal afterwards).
+The ``skipped`` entry is the caller's (the CLI and the tray record different fields): ``on_skipped`` journals
+it, inside the claim, right after the removal. A failure there is reported (``SkipResult.journal_error``),
+never undoes the skip. Without ``on_skipped`` nothing is journalled here.
 """
 
 from __future__ import annotations
@@ -30,29 +26,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core import keys
 from hermes_tray_core.continuing import claim as exactly_once
-from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.vocab import Refusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
 
-SKIPPED = "skipped"
-RESUMING = "resuming"  # a resume holds the turn's claim right now
-CHANGED = "changed"  # the entry changed or is gone since it was shown
-ERROR = "error"  # the lease store or the marker file could not be used
+# The outcomes by their older names (the shell's ``core_skip.RESUMING``).
+SKIPPED, RESUMING, CHANGED, ERROR = SkipOutcome.SKIPPED, SkipOutcome.RESUMING, SkipOutcome.CHANGED, SkipOutcome.ERROR
 
 CLAIM_TTL = 30.0
 
 
 @dataclass(frozen=True)
 class SkipResult:
-    outcome: str
+    outcome: SkipOutcome
     message: str
     journal_error: str | None = None  # on_skipped failed (the skip stands): a warning to show
 
-
     @property
     def ok(self) -> bool:
-        return self.outcome == SKIPPED
+        return self.outcome == SkipOutcome.SKIPPED
 
 
 def skip_turn(
@@ -69,31 +63,31 @@ def skip_turn(
     raises for expected failures; :class:`~core.keys.InvalidIdError` for a malformed key."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
-    validate_session_id(session_key, what="session key")
-    held = exactly_once.claim(home, session_key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
+    key = keys.session_key(session_key)  # the one check of the key: past here it is a SessionKey
+    held = exactly_once.claim(home, key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == exactly_once.CLAIM_ERROR:  # cannot tell whether a resume holds it: do nothing
-            return SkipResult(ERROR, f"Not skipped: {held.message}.")
-        return SkipResult(RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
+        if held.code == Refusal.STORE_ERROR:  # cannot tell whether a resume holds it: do nothing
+            return SkipResult(SkipOutcome.ERROR, f"Not skipped: {held.message}.")
+        return SkipResult(SkipOutcome.RESUMING, "Not skipped: this turn is being resumed right now; stop the continuation "
                                     "instead if it should not run.")
     journal_error: str | None = None
     try:
-        removed = remove_marker_if_unchanged(home, session_key, dict(expected))
+        removed = remove_marker_if_unchanged(home, key, dict(expected))
         if removed and on_skipped is not None:
             try:
                 problem = on_skipped()
             except Exception as exc:  # bookkeeping: reported, never undoes the skip
-                logger.warning("could not journal the skip of %s", session_key, exc_info=True)
+                logger.warning("could not journal the skip of %s", key, exc_info=True)
                 problem = f"could not record 'skipped' in the decision journal ({exc})"
             journal_error = problem if isinstance(problem, str) and problem else None
     except OSError as exc:
-        return SkipResult(ERROR, f"Not skipped: {exc}")
+        return SkipResult(SkipOutcome.ERROR, f"Not skipped: {exc}")
     finally:
-        exactly_once.release(held, session_key)
+        exactly_once.release(held, key)
     if not removed:
-        return SkipResult(CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
+        return SkipResult(SkipOutcome.CHANGED, "Not skipped: the turn changed (or was cleared) since it was shown; it was "
                                    "left in place.")
-    return SkipResult(SKIPPED, "Skipped: it will not be resumed.", journal_error)
+    return SkipResult(SkipOutcome.SKIPPED, "Skipped: it will not be resumed.", journal_error)
 
 
 __all__ = ["CHANGED", "ERROR", "RESUMING", "SKIPPED", "SkipResult", "skip_turn"]

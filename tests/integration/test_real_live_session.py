@@ -32,7 +32,7 @@ from real_flow import (
 )
 from real_session import SEED_PROMPT
 
-from hermes_tray_core.continuing import gateway
+from hermes_tray_core.continuing.run import Run
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
 from tests.support.product import product_env
@@ -154,15 +154,15 @@ def test_g2_a_window_opened_during_the_continuation_keeps_its_session(g2_home, g
 def _window_opens_right_after_the_check(monkeypatch: pytest.MonkeyPatch, home: Path, key: str,
                                         opened: list) -> None:
     """Forced timing: the window resumes the session right after the tray's session.active_list."""
-    original = gateway._Run._live_in_backend
+    original = Run._live_in_backend
 
-    def check_then_window(self: gateway._Run) -> str | None:
+    def check_then_window(self: Run) -> str | None:
         busy = original(self)
         w = Window(home)
         opened.append((w, w.resume(key)))
         return busy
 
-    monkeypatch.setattr(gateway._Run, "_live_in_backend", check_then_window)
+    monkeypatch.setattr(Run, "_live_in_backend", check_then_window)
 
 
 def test_legacy_a_window_opening_between_check_and_resume_gets_nothing_submitted(

@@ -1,0 +1,237 @@
+"""Following one continuation to its end: Hermes' own frames on the tray's connection, or its facts
+(``state.db``, the marker, the active-session registry) while the frames go elsewhere. The tray stops a
+turn (``session.interrupt``) only while it is provably the tray's own, in a session no other client touched.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import time
+from typing import Any
+
+from hermes_tray_core.backend.rpc import EOF as _EOF
+from hermes_tray_core.backend.rpc import RECEIVED, GatewayError
+from hermes_tray_core.continuing.facts import continued_elsewhere, wall_time_of, why_not_continued
+from hermes_tray_core.continuing.results import ANSWER_CHARS, ContinuationResult
+from hermes_tray_core.continuing.runstate import RunState, sentence
+from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT
+from hermes_tray_core.vocab import Finish, NotContinued, Outcome
+
+__all__ = ["Follow"]
+
+
+class Follow(RunState):
+    """From Hermes' answer to ``session.resume`` (or the note's submit) to the end of the turn."""
+
+    def _follow_backend(self, resumed: dict[str, Any], t_resume: float) -> ContinuationResult:
+        """A backend with the feature: it continues (or declines) by itself; the tray never submits anything.
+
+        With ``auto_continue`` in the reply Hermes has scheduled the continuation (it builds its agent first),
+        but the turn is only "running" once its first frame arrives here: a losing resume gets the same reply
+        and is refused silently (another live owner), so until that frame the tray watches the marker and the
+        active-session registry, within ``start_timeout``. Without it, only frames already in flight can say it
+        continues after all (``decline_grace``); else the marker before and after says why not."""
+        desc = resumed.get("auto_continue")
+        promised = isinstance(desc, dict)
+        if isinstance(desc, dict):
+            attempt = desc.get("attempt")
+            if isinstance(attempt, int) and not isinstance(attempt, bool):
+                self.result.attempt = attempt
+            self.phase = "starting"
+            self.progress(force=True)
+        limit = self.opts.start_timeout if promised else self.opts.decline_grace
+        deadline = time.monotonic() + limit
+        next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
+        while time.monotonic() < deadline:
+            ev = self.next_event(0.1)
+            if ev is _EOF:
+                return self.finish(Outcome.CRASHED,
+                                   f"{sentence(self.gw.transport.ended('right after resuming the session'))}.")
+            if isinstance(ev, dict) and self._is_continuation_frame(ev):
+                self.own_touch = max(self.own_touch, wall_time_of(ev.get(RECEIVED)))
+                self.result.dispatched = True
+                self._dispatched()
+                self.pushback = ev
+                return self._follow(t_resume)
+            if self.stop.is_set() and promised:
+                return self._stop_before_start()
+            if time.monotonic() >= next_facts:
+                next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
+                elsewhere = continued_elsewhere(self.home, self.key, self.gw.pid, self.handover.expected)
+                if elsewhere is not None:
+                    return self.not_continued(elsewhere[0], elsewhere[1], holder=elsewhere[2])
+                if promised:
+                    state, _why = self._note_facts()
+                    if state == "finished":  # answered, and none of it came here: another process ran it
+                        return self.not_continued(NotContinued.ANOTHER_OWNER,
+                                                  "another Hermes process continued it, and it finished")
+                self.progress()
+        if promised:
+            return self.not_continued(NotContinued.NOT_STARTED,
+                                      f"Hermes said it would continue the turn but started nothing within "
+                                      f"{self.opts.start_timeout:g}s")
+        code, why = why_not_continued(self.home, self.key, self.handover.expected, self.gw.pid)
+        return self.not_continued(code, why)
+
+    def _stop_before_start(self) -> ContinuationResult:
+        """Stop asked while Hermes builds the continuation's agent: interrupt it (only in a session the tray
+        holds alone: Hermes then never starts it, and retires its marker itself)."""
+        why = self._ours_alone(started=False)
+        self.result.stopped_by_request = True
+        if why:
+            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
+            return self.finish(Outcome.INTERRUPTED, f"Not stopped by the tray: {why}. Stop it in Hermes if it runs.")
+        with contextlib.suppress(GatewayError, TimeoutError):
+            self.gw.request("session.interrupt", {"session_id": self.sid}, timeout=min(10.0, self.opts.rpc_timeout))
+        return self.finish(Outcome.INTERRUPTED, "Stopped before Hermes started the continuation; it will not be "
+                                                "continued again.")
+
+    def _is_continuation_frame(self, ev: dict[str, Any]) -> bool:
+        if ev.get("session_id") not in (None, self.sid):
+            return False
+        t = ev.get("type")
+        if t == "message.start":
+            return True
+        payload = ev.get("payload")
+        return t == "status.update" and isinstance(payload, dict) and \
+            RESUMING_STATUS_TEXT.rstrip("…") in str(payload.get("text") or "")
+
+    def _finished_elsewhere(self) -> ContinuationResult | None:
+        """The events stopped coming here (a window resumed the session: 0.19.0 sends them to the newest client):
+        Hermes' state.db says whether the turn finished. The tray's marker is retired; Hermes retires its own."""
+        if self.backend is None:
+            return None
+        state, why = self._note_facts()
+        if state != "finished":
+            return None
+        # Hermes writes the reply a moment before it sends message.complete: if the stream is still ours, that
+        # frame is on its way — follow it instead of reading the end from state.db.
+        deadline = time.monotonic() + 1.0
+        while time.monotonic() < deadline:
+            ev = self.next_event(0.1)
+            if ev is _EOF:
+                break
+            if isinstance(ev, dict) and ev.get("session_id") in (None, self.sid):
+                if ev.get("session_id") == self.sid:
+                    self.pushback = ev
+                    return None
+        self._retire_marker()
+        self.result.finish = Finish.STATE_DB
+        return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed; it is now open in your "
+                                      f"Hermes window, which took over its events ({why}).", "complete")
+
+    def _follow(self, t_resume: float) -> ContinuationResult:
+        """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
+        gw = self.gw
+        deadline = time.monotonic() + self.opts.idle_timeout  # moves on with every frame of this session
+        next_facts = time.monotonic() + self.opts.facts_interval
+        stop_deadline: float | None = None
+        acked_at: float | None = None
+        interrupt_waiter: queue.Queue[dict[str, Any]] | None = None
+        while True:
+            now = time.monotonic()
+            if stop_deadline is None and (self.stop.is_set() or now >= deadline):
+                self.timed_out = not self.stop.is_set()
+                done = self._finished_elsewhere()
+                if done is not None:
+                    return done
+                why = self._ours_alone()
+                if why:  # never interrupt a session the tray does not provably hold alone: say so instead
+                    return self._left_alone(why)
+                self.phase = "stopping"
+                self.progress(force=True)
+                stop_deadline = now + self.opts.stop_grace
+                with contextlib.suppress(GatewayError):
+                    interrupt_waiter = gw.send("session.interrupt", {"session_id": self.sid})
+            if interrupt_waiter is not None and acked_at is None:
+                with contextlib.suppress(queue.Empty):
+                    if "result" in interrupt_waiter.get_nowait():
+                        acked_at = now
+                        self._retire_marker()  # a confirmed Stop retires the marker at once, as Hermes does
+            if stop_deadline is not None:
+                quiet_end = acked_at is not None and not self.turn_seen and now - acked_at >= 1.0
+                if quiet_end or now >= stop_deadline:
+                    # Interrupted before its agent ran (Hermes then ends the turn without a frame),
+                    # or Hermes did not confirm in time: either way the turn is over for us.
+                    self._retire_marker()
+                    return self._stopped_result()
+            ev = self.next_event(0.2)
+            if ev is None:
+                if stop_deadline is None and time.monotonic() >= next_facts:
+                    next_facts = time.monotonic() + self.opts.facts_interval
+                    done = self._finished_elsewhere()  # quiet here: did Hermes finish it for another client?
+                    if done is not None:
+                        return done
+                self.progress()
+                continue
+            if ev is _EOF:
+                if stop_deadline is not None:
+                    self._retire_marker()
+                    return self._stopped_result()
+                if self.handover.ours is not None and self._note_facts()[0] == "finished":  # answered, then exited
+                    self._retire_marker()
+                    self.result.finish = Finish.STATE_DB
+                    return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (Hermes "
+                                                  "exited right after; its state.db holds the reply).", "complete")
+                return self.finish(Outcome.CRASHED, f"{sentence(gw.transport.ended('mid-turn'))}. "
+                                            f"{self._see_log()}." + self._child_died_marker_note())
+            if ev.get("session_id") not in (None, self.sid):
+                continue
+            etype = str(ev.get("type") or "")
+            if stop_deadline is None:
+                deadline = time.monotonic() + self.opts.idle_timeout
+                next_facts = time.monotonic() + self.opts.facts_interval
+            self.frames += 1
+            self.last_frame = etype
+            if etype == "message.start":
+                self.turn_seen = True
+                arrived = float(ev.get(RECEIVED) or time.monotonic())
+                self.result.timings.setdefault("first_frame", arrived - t_resume)
+                self.result.timings.setdefault("message_start_at", arrived)
+            elif etype in ("message.delta", "thinking.delta", "tool.start", "tool.progress"):
+                self.turn_seen = True
+            self.progress(force=etype == "message.start")
+            payload = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
+            if etype == "message.complete":
+                status = str(payload["status"]) if isinstance(payload.get("status"), str) else "complete"
+                if isinstance(payload.get("text"), str):
+                    self.result.answer = payload["text"][:ANSWER_CHARS]
+                self._retire_marker()
+                self.result.finish = Finish.STREAM
+                if stop_deadline is not None:
+                    return self._stopped_result(status)
+                if status == "interrupted":
+                    return self.finish(Outcome.INTERRUPTED, "The continuation was interrupted before it finished.", status)
+                if status == "error":
+                    return self.finish(Outcome.ERROR, "Hermes finished the continuation with an error.", status)
+                return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
+            if etype == "error":
+                msg = str(payload.get("message") or "unknown error")[:300]
+                self._retire_marker()
+                return self.finish(Outcome.ERROR, f"Hermes reported an error during the continuation: {msg}", "error")
+
+    def _left_alone(self, why: str) -> ContinuationResult:
+        """The tray does not interrupt: the turn running there is not provably its own, alone. Said as it is."""
+        self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
+        state, _facts = self._note_facts()
+        if state == "superseded":
+            return self.finish(Outcome.INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
+                               "interrupted")
+        if self.timed_out:
+            return self.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.opts.idle_timeout:g}s, and the tray "
+                                          f"left the session alone: {why}. It will not continue the turn again.")
+        self.result.stopped_by_request = True
+        return self.finish(Outcome.INTERRUPTED, f"Not stopped by the tray: {why}. Stop it in your Hermes window if it "
+                                        "still runs.")
+
+    def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
+        if status == "complete":  # Hermes finished the turn before the stop reached it
+            return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (it finished before "
+                                          "the stop reached Hermes).", status)
+        if self.timed_out:
+            return self.finish(Outcome.TIMED_OUT, f"Hermes showed no activity for {self.opts.idle_timeout:g}s, so the "
+                                          "continuation was stopped; it will not be continued again.", status)
+        self.result.stopped_by_request = True
+        return self.finish(Outcome.INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
+                                        "again.", status)

@@ -1,0 +1,104 @@
+"""What one continuation reports: its progress, its result, and the knobs it runs with."""
+
+from __future__ import annotations
+
+import itertools
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from hermes_tray_core.backend.rpc import DEFAULT_RPC_TIMEOUT
+from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn
+
+__all__ = ["ANSWER_CHARS", "ContinuationResult", "GatewayOptions", "Progress", "gateway_log_path"]
+
+ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
+
+
+@dataclass
+class Progress:
+    """What a continuation is doing, for a progress line: phase, seconds since start, last frame."""
+
+    phase: str  # starting | resuming | running | stopping | finishing
+    elapsed: float
+    last_frame: str | None = None
+    frames: int = 0
+
+
+@dataclass
+class ContinuationResult:
+    """How a continuation ended, plus what a user or the journal needs to know about it."""
+
+    outcome: Outcome
+    message: str
+    continued_by: ContinuedBy | None = None
+    runtime_session_id: str | None = None
+    attempt: int | None = None
+    gateway_pid: int | None = None
+    gateway_exit: int | None = None
+    log_path: str | None = None
+    timings: dict[str, float] = field(default_factory=dict)
+    status: str | None = None  # message.complete status as Hermes reported it
+    dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
+    # Legacy backend, ``declined``, nothing submitted: the checked entry changed (a skip won) when the tray came
+    # to take it over; or Hermes was found on the session (or could not be told not to be) right before (why).
+    marker_changed: bool = False
+    live_elsewhere: str | None = None
+    # Legacy backend: the tray's own marker for the run could not be removed (why); the leftover's ``started_at``
+    # names it (the outcome is journalled under it too, so it is not offered or continued again).
+    marker_left: str | None = None
+    marker_left_started_at: float | None = None
+    # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
+    answer: str | None = None
+    # The gateway's stderr log could not be opened (why): Hermes ran without one (``log_path`` None).
+    log_problem: str | None = None
+    # Where it ran (pid ``backend_pid`` or ``gateway_pid``); ``where`` says it for a user.
+    ran_in: RanIn = RanIn.SEPARATE_PROCESS
+    backend_pid: int | None = None
+    where: str | None = None
+    # Why the running backend could not be used (nothing was sent there): the caller falls back to a gateway.
+    backend_unusable: str | None = None
+    # ``interrupted`` because the caller asked to stop it (Stop, Ctrl-C, SIGTERM), not Hermes on its own.
+    stopped_by_request: bool = False
+    # Why Hermes did not continue the turn in this run (``declined``): a reason code read from Hermes' facts.
+    not_continued: NotContinued | None = None
+    # Another Hermes process that continues it or holds the session (the losing side of a race), when known.
+    holder_pid: int | None = None
+    # How the tray learnt the end (its own stream, Hermes' state.db, or not at all: it left the session alone).
+    finish: Finish | None = None
+    # Why the tray sent no ``session.interrupt`` (the running turn was not provably its own, alone): one line.
+    left_alone: str | None = None
+
+@dataclass
+class GatewayOptions:
+    """Timeouts and knobs for a continuation (seconds)."""
+
+    ready_timeout: float = 90.0  # a cold first start of Hermes compiles and imports a lot
+    rpc_timeout: float = DEFAULT_RPC_TIMEOUT
+    idle_timeout: float = 600.0  # stop after this long without a frame from Hermes (its own limit); no total cap
+    decline_grace: float = 2.0  # how long a continuation-capable backend may take to show its frames
+    stop_grace: float = 15.0
+    shutdown_grace: float = 5.0
+    progress_interval: float = 1.0
+    start_timeout: float = 150.0  # for the first frame once Hermes said it continues (it builds its agent: ≤120 s)
+    facts_interval: float = 2.0  # while Hermes sends nothing, how often its facts (state.db, marker) are read
+
+
+def gateway_log_path(session_key: str) -> Path:
+    """Per-continuation stderr log of the gateway, in the tray's log dir (0600). The session key is made
+    safe for a file name everywhere (``:`` is valid in a key, not in a Windows file name)."""
+    from hermes_tray_core.stores.logfiles import safe_file_part
+    from hermes_tray_core.stores.paths import log_dir
+
+    now = time.time()
+    stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
+    # Milliseconds and a per-process count: one tray can start two continuations within a second, and each
+    # keeps its own log (the second must never append to or replace the first's).
+    return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}-{next(_LOG_SEQ)}.log"
+
+
+_LOG_SEQ = itertools.count(1)
+
+
+_LOG_SEQ = itertools.count(1)

@@ -1,0 +1,286 @@
+"""Starting one continuation: spawn a gateway or connect to the user's running backend, check nothing holds
+the session there, ``session.resume``, and on a Hermes without auto-continue submit the continuation note
+(after taking the marker over: :mod:`core.continuing.handover`). :class:`~core.continuing.follow.Follow`
+then follows it to its end. Until a session is resumed nothing is changed, so a running backend that cannot be
+used gives ``backend_unusable`` and the caller falls back to a spawned gateway.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from hermes_tray_core.backend.rpc import GatewayError, RpcError
+from hermes_tray_core.backend.sessions import session_row
+from hermes_tray_core.backend.stdio import GatewayProcess
+from hermes_tray_core.continuing.facts import live_reuse, touched_by_other, wall_time_of
+from hermes_tray_core.continuing.follow import Follow
+from hermes_tray_core.continuing.results import ContinuationResult
+from hermes_tray_core.continuing.runstate import OPEN_IN_APP, Stopped
+from hermes_tray_core.vocab import NotContinued, Outcome
+
+__all__ = ["Run"]
+
+logger = logging.getLogger(__name__)
+
+
+class Run(Follow):
+    """One continuation, from the start to its result (:meth:`run`)."""
+
+    def run(self) -> ContinuationResult:
+        try:
+            return self._run_in_backend() if self.backend is not None else self._run()
+        finally:
+            if self.dispatch_thread is not None:
+                self.dispatch_thread.join()  # "dispatched" is reported before the outcome, always
+            self.phase = "finishing"
+            # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
+            # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
+            if self.backend is not None:
+                # Disconnects only: the backend is the user's. The tray never sends session.close there: the
+                # session was resumed with close_on_disconnect, so Hermes closes it now only if no other client
+                # holds it (0.22 detaches this client alone; 0.19.0 touches only a session whose events still come
+                # here). Like a spawned gateway at stdin EOF, a continuation nobody else watches ends with the tray.
+                self.gw.shutdown(self.opts.shutdown_grace)
+            elif isinstance(self.gw, GatewayProcess) and self.gw.proc is not None:
+                self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
+
+    def _live_in_backend(self) -> str | None:
+        """Ask the running backend which sessions are live (``session.active_list``); why not to go on, or None.
+
+        Raises GatewayError/TimeoutError when it does not answer (the caller falls back: nothing was sent)."""
+        assert self.backend is not None
+        listed = self.gw.request("session.active_list", {}, timeout=self.opts.rpc_timeout)
+        if not isinstance(listed.get("sessions"), list):
+            raise GatewayError("its session.active_list answer has no session list")
+        return self._live_there(listed, self.backend.pid)
+
+    def _live_there(self, listed: dict[str, Any], pid: int) -> str | None:
+        live = session_row(listed, self.key) is not None
+        return f"{OPEN_IN_APP} (your running Hermes, pid {pid}, has it live)" if live else None
+
+    def _live_in_others(self) -> str | None:
+        """Every other backend serving this home is asked too: a session live in any of them is never
+        continued here. One that cannot be asked is passed over (Hermes' own turn lease and active-session
+        registry, checked before, cover it), and said in the log."""
+        # Imported here: endpoint's http.client loads OpenSSL, which an idle tray never maps.
+        from hermes_tray_core.backend.endpoint import connect_backend
+
+        for other in self.other_backends:
+            s = self.connections.pop(other.pid, None)
+            try:
+                if s is None or not s.alive():
+                    s = connect_backend(other, timeout=min(self.opts.ready_timeout, 10.0))
+                listed = s.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout))
+            except (GatewayError, TimeoutError) as exc:
+                logger.info("could not ask %s which sessions are live (%s); relying on Hermes' lease and registry",
+                            other.describe(), exc)
+                continue
+            finally:
+                if s is not None:
+                    s.shutdown(1.0)
+            if busy := self._live_there(listed, other.pid):
+                return busy
+        return None
+
+    def _run(self) -> ContinuationResult:  # spawn the gateway, wait until it is ready, then resume
+        gw = self.gw
+        try:
+            gw.start()
+        except GatewayError as exc:
+            return self.finish(Outcome.ERROR, f"Not resumed: {exc}")
+        self.result.gateway_pid = gw.pid
+        if gw.log_problem:
+            self.result.log_path = None
+            self.result.log_problem = gw.log_problem
+        if self.on_spawned is not None and gw.pid is not None:
+            try:
+                self.on_spawned(gw.pid)
+            except Exception:
+                logger.exception("on_spawned callback failed")
+        self.progress(force=True)
+        try:
+            self.result.timings["ready"] = self._wait(gw.wait_ready, self.opts.ready_timeout, "become ready")
+        except TimeoutError as exc:
+            return self.finish(Outcome.TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
+        except Stopped:
+            self.result.stopped_by_request = True
+            return self.finish(Outcome.INTERRUPTED, "Stopped before Hermes was ready; the turn is still pending.")
+        except GatewayError as exc:
+            return self.finish(Outcome.CRASHED, f"Not resumed: {exc}. {self._see_log()}. The turn is still pending.")
+        return self._resume()
+
+    def _run_in_backend(self) -> ContinuationResult:
+        """Connect, ready, ``session.active_list`` here and in every other backend of the home: until here
+        nothing has changed, so any failure falls back."""
+        gw = self.gw
+        self.progress(force=True)
+        try:
+            if self.preopened:  # connected while the caller re-checked the turn
+                self.result.timings["ready"] = 0.0
+            else:
+                gw.start()
+                self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0),
+                                                          "become ready")
+            if self.on_connected is not None:
+                try:
+                    self.on_connected()
+                except Exception:
+                    logger.exception("on_connected callback failed")
+            t_asked = time.monotonic()
+            busy = self._live_in_backend()
+            self.result.timings["active_list"] = time.monotonic() - t_asked
+        except Stopped:
+            self.result.stopped_by_request = True
+            return self.finish(Outcome.INTERRUPTED, "Stopped before the continuation started; the turn is still pending.")
+        except RpcError as exc:
+            return self.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
+        except (GatewayError, TimeoutError) as exc:
+            return self.unusable(str(exc))
+        busy = busy or self._live_in_others()
+        if busy:
+            there = ("; this Hermes continues the interrupted turn there itself" if self.caps.auto_continue
+                     else ". Continue it there")
+            self.result.live_elsewhere = busy
+            self.result.not_continued = NotContinued.OPEN_IN_APP
+            return self.finish(Outcome.DECLINED, f"Not resumed: {busy}{there}; the tray starts nothing for it.")
+        return self._resume()
+
+    def _resume(self) -> ContinuationResult:
+        gw = self.gw
+        self.phase = "resuming"
+        self.progress(force=True)
+        from hermes_tray_core.hermes.state_db import message_high_water
+        from hermes_tray_core.markers.turn_marker import read_turn_marker
+
+        if self.caps.auto_continue:
+            # Hermes writes its own continuation note after this id: how the tray recognises its end in state.db.
+            self.note_after, _problem = message_high_water(self.home)
+            self.expected_read = read_turn_marker(self.home, self.key)
+        t_resume = time.monotonic()
+        sent_at = time.time()
+        try:
+            # In the user's backend the session is Hermes' to close when the tray disconnects, and only if no other
+            # client holds it then (close_on_disconnect: 0.22 skips a session another client is attached to, 0.19.0
+            # one whose events went to a newer client) — never the tray's session.close, which ends it for all.
+            params: dict[str, Any] = {"session_id": self.key}
+            if self.backend is not None:
+                params["close_on_disconnect"] = True
+            waiter = gw.send("session.resume", params)
+            # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
+            resumed = self._wait(lambda t: gw.result_of("session.resume", waiter, t), self.opts.rpc_timeout,
+                                 "answer session.resume", stoppable=False)
+        except TimeoutError as exc:
+            return self.finish(Outcome.TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
+        except RpcError as exc:
+            return self.finish(Outcome.ERROR, f"Not resumed: Hermes refused the session ({exc.rpc_message}).")
+        except GatewayError as exc:
+            return self.finish(Outcome.CRASHED, f"Not resumed: {exc}. {self._see_log()}.")
+        self.result.timings["resume"] = gw.received.get("session.resume", time.monotonic()) - t_resume
+        self.own_touch = wall_time_of(gw.received.get("session.resume"))
+        sid = resumed.get("session_id")
+        if not isinstance(sid, str) or not sid:
+            return self.finish(Outcome.ERROR, "Not resumed: Hermes' session.resume answer had no session id.")
+        self.sid = self.result.runtime_session_id = sid
+        tip = resumed.get("resumed")
+        self.state_session = tip if isinstance(tip, str) and tip else self.key
+        if self.backend is not None and live_reuse(resumed, sent_at):
+            # Live there already: a window opened it between the tray's check and its resume. Hermes handed the
+            # tray that live session; nothing is submitted, interrupted or closed, and the session is left to the
+            # window (0.19.0 sends its events to the latest resumer: the window gets them back at its next prompt).
+            return self.not_continued(NotContinued.OPENED_DURING_CHECK,
+                                      f"{OPEN_IN_APP}: a Hermes window opened it while the tray was checking; "
+                                      "nothing was sent")
+        if resumed.get("running") and not resumed.get("auto_continue"):
+            return self.not_continued(NotContinued.OPEN_IN_APP, "this Hermes reports the session is already running")
+        if self.caps.auto_continue:
+            return self._follow_backend(resumed, t_resume)
+        return self._submit_note(t_resume, self.state_session)
+
+    def _submit_note(self, t_resume: float, state_session: str) -> ContinuationResult:
+        gw = self.gw
+        if self.stop.is_set():
+            self.result.stopped_by_request = True
+            return self.finish(Outcome.INTERRUPTED, "Stopped before the continuation was submitted; the turn is still "
+                                            "pending.")
+        busy = self._live_elsewhere()
+        if busy:
+            self.result.live_elsewhere = busy
+            return self.finish(Outcome.DECLINED, f"Not resumed: {busy}; nothing was submitted. Continue it in the Hermes "
+                                         "window that has it open.")
+        if self.backend is not None:
+            # Before prompt.submit: the session the tray resumed is live under the tray's own runtime id, and
+            # no other client resumed it or submitted to it since (its last_active would say so).
+            try:
+                row = self._live_row()
+            except (GatewayError, TimeoutError) as exc:
+                return self.finish(Outcome.ERROR, "Not resumed: your running Hermes did not say who holds the "
+                                                  f"session ({exc}); nothing was submitted. The turn is still pending.")
+            if row is None or row.get("id") != self.sid or touched_by_other(row, self.own_touch):
+                return self.not_continued(NotContinued.OPENED_DURING_CHECK,
+                                          f"{OPEN_IN_APP}: a Hermes window opened it while the tray was resuming; "
+                                          "nothing was submitted")
+        unreadable = self.handover.make_mark(state_session)
+        if unreadable:
+            return self.finish(Outcome.ERROR, f"Not resumed: Hermes' state.db cannot be read ({unreadable}), so the tray "
+                                      "could not tell later whether the continuation finished; nothing was "
+                                      "submitted. The turn is still pending.")
+        t_marker = time.monotonic()
+        from hermes_tray_core.markers.store import MarkerStoreError
+
+        assert gw.identity is not None  # a started gateway or a backend endpoint: its process is known
+        try:
+            taken = self.handover.take(gw.identity)  # compare-and-swap just before the submit (core.continuing.handover)
+        except (MarkerStoreError, ValueError) as exc:
+            logger.error("could not record the continuation marker for %s: %s", self.key, exc)
+            return self.finish(Outcome.ERROR, f"Not resumed: the tray could not keep the turn marker for the "
+                                      f"continuation ({exc}); nothing was submitted. The turn is still pending.")
+        t_submit = time.monotonic()
+        self.result.timings["marker"] = t_submit - t_marker
+        if not taken:
+            self.result.marker_changed = True
+            return self.finish(Outcome.DECLINED, "Not resumed: the interrupted turn was skipped or changed while Hermes "
+                                         "was starting; nothing was submitted.")
+        if self.on_submitting is not None and self.handover.ours is not None:
+            try:  # the caller journals the mark: bookkeeping, never a reason not to go on
+                self.on_submitting(dict(self.handover.ours))
+            except Exception:
+                logger.exception("on_submitting callback failed")
+        try:
+            waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": self.handover.note})
+        except GatewayError as exc:
+            self.handover.give_back()
+            return self.finish(Outcome.CRASHED, f"Not resumed: {exc}. The turn is still pending.")
+        try:
+            self._wait(lambda t: gw.result_of("prompt.submit", waiter, t), self.opts.rpc_timeout,
+                       "accept the continuation")
+        except Stopped:
+            pass  # _follow sends the interrupt and retires the marker
+        except (GatewayError, TimeoutError) as exc:
+            if not gw.alive():
+                return self.finish(Outcome.CRASHED, f"Hermes exited while the continuation was submitted ({exc})."
+                                   + self._child_died_marker_note())
+            self._retire_marker()
+            return self.finish(Outcome.ERROR, f"Not resumed: Hermes did not take the continuation ({exc}).")
+        self.own_touch = max(self.own_touch, wall_time_of(gw.received.get("prompt.submit")))
+        self.result.timings["submit"] = gw.received.get("prompt.submit", time.monotonic()) - t_submit
+        self.result.dispatched = True
+        self._dispatched()
+        return self._follow(t_resume)
+
+    def _live_elsewhere(self) -> str | None:
+        """Legacy backend, right before the swap: is a Hermes turn lease or another active-session owner on
+        the session now? The caller checked before spawning the gateway, up to ``ready_timeout`` ago. Our
+        own gateway registering the session it resumed is not another owner. Returns why not to go on."""
+        from hermes_tray_core.hermes.state_db import session_activity
+
+        try:
+            activity = session_activity(self.home, self.key, ignore_pids=(self.gw.pid,) if self.gw.pid else ())
+        except Exception as exc:  # cannot tell: never risk a second turn
+            return f"cannot tell whether Hermes is running this session ({exc})"
+        if activity.running:
+            return activity.reason
+        if activity.unsure:
+            return f"cannot tell whether Hermes is running this session ({activity.reason})"
+        return None
