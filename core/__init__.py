@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 #: name -> the module that owns it ("module:attribute" where the face names it differently: an
-#: attribute whose own name says too little outside its module, like ``continuing.skip``'s ``RESUMING``)
+#: attribute whose own name says too little outside its module, like ``stores.decisions``'s ``record``)
 _FACE = {
     # finding homes, scanning, judging
     "discover_homes": "hermes.homes", "Home": "hermes.homes",
@@ -31,8 +31,6 @@ _FACE = {
     # resuming and skipping
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
-    "SKIP_RESUMING": "continuing.skip:RESUMING", "SKIP_CHANGED": "continuing.skip:CHANGED",
-    "SKIP_ERROR": "continuing.skip:ERROR",
     "turn_started_at": "continuing.claim",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
     "find_hermes": "continuing.gateway",
@@ -74,7 +72,7 @@ _FACE = {
     "child_environment": "process.child_env",
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
-    "TurnSource": "vocab",
+    "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
@@ -83,21 +81,21 @@ __all__ = [
     "__version__", "discover_homes", "Home", "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
-    "SKIP_RESUMING", "SKIP_CHANGED", "SKIP_ERROR", "turn_started_at", "Progress", "GatewayOptions",
-    "find_hermes", "probe_capabilities", "HermesNotFound", "HermesSettingsError", "MarkerStore",
-    "MarkerStoreError", "record_turn_start", "clear_turn_marker", "read_turn_marker", "marker_writer_state",
-    "list_turn_markers", "normalize_marker", "exchange_support", "wait_for_marker_settle",
-    "AutoContinueConfig", "BackendConfigError", "read_backend_config", "write_auto_continue",
-    "parse_config_value", "HomeState", "parse_holder", "HermesProcesses", "RESUMING_STATUS_TEXT",
-    "continuation_note", "is_continuation_note", "find_live_backend", "settings_hermes_command",
-    "DecisionJournal", "default_journal", "record_decision", "record_config_change", "decision_history",
-    "turn_roots", "TraySettings", "SettingsError", "load_settings", "save_settings", "update_settings",
-    "with_changes", "validate_settings", "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT",
-    "MAX_IDLE_TIMEOUT", "settings_file", "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db",
-    "decision_journal_dir", "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile",
-    "try_lock_fd", "unlock_fd", "open_private_append", "process_liveness", "own_identity", "own_pidns",
-    "child_environment", "Verdict", "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "InvalidIdError",
-    "validate_session_id", "strict_finite",
+    "turn_started_at", "Progress", "GatewayOptions", "find_hermes", "probe_capabilities", "HermesNotFound",
+    "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
+    "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
+    "wait_for_marker_settle", "AutoContinueConfig", "BackendConfigError", "read_backend_config",
+    "write_auto_continue", "parse_config_value", "HomeState", "parse_holder", "HermesProcesses",
+    "RESUMING_STATUS_TEXT", "continuation_note", "is_continuation_note", "find_live_backend",
+    "settings_hermes_command", "DecisionJournal", "default_journal", "record_decision",
+    "record_config_change", "decision_history", "turn_roots", "TraySettings", "SettingsError",
+    "load_settings", "save_settings", "update_settings", "with_changes", "validate_settings",
+    "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT", "MAX_IDLE_TIMEOUT", "settings_file",
+    "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db", "decision_journal_dir",
+    "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile", "try_lock_fd", "unlock_fd",
+    "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
+    "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
+    "InvalidIdError", "validate_session_id", "strict_finite",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
@@ -113,9 +111,6 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         probe_capabilities,
     )
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
-    from hermes_tray_core.continuing.skip import CHANGED as SKIP_CHANGED
-    from hermes_tray_core.continuing.skip import ERROR as SKIP_ERROR
-    from hermes_tray_core.continuing.skip import RESUMING as SKIP_RESUMING
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
     from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
@@ -181,7 +176,17 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     )
     from hermes_tray_core.stores.settings import parse_value as parse_setting_value
     from hermes_tray_core.stores.settings import validate as validate_settings
-    from hermes_tray_core.vocab import Mode, Outcome, ReasonCode, TurnSource, Verdict, WriterState
+    from hermes_tray_core.vocab import (
+        Mode,
+        Outcome,
+        RanIn,
+        ReasonCode,
+        Refusal,
+        SkipOutcome,
+        TurnSource,
+        Verdict,
+        WriterState,
+    )
 
 def __getattr__(name: str) -> object:
     spec = _FACE.get(name)

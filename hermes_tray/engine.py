@@ -137,7 +137,7 @@ class CoreEngine:
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------
     def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:
         """Skip unless the entry changed or a resume holds the turn right now (``core.continuing.skip``)."""
-        from hermes_tray_core import SKIP_CHANGED, SKIP_RESUMING, skip_turn
+        from hermes_tray_core import SkipOutcome, skip_turn
 
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
         res = skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
@@ -145,9 +145,9 @@ class CoreEngine:
         if res.ok:
             return SkipReply(True)
         log.info("skip refused (%s): %s", res.outcome, record.session_key)
-        if res.outcome == SKIP_RESUMING:
+        if res.outcome == SkipOutcome.RESUMING:
             return SkipReply(False, "This turn is being resumed right now; it was not skipped.")
-        if res.outcome == SKIP_CHANGED:
+        if res.outcome == SkipOutcome.CHANGED:
             return SkipReply(False, "The turn changed since it was shown; it was left in place.")
         return SkipReply(False, res.message)
 

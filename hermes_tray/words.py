@@ -25,7 +25,7 @@ __all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
                 "writer", "tombstone", "journal", "backend", "claim", "epoch", "json-rpc", "session.resume")
 
-RUNNING_BACKEND = "running-backend"  # core.continuing.gateway.RUNNING_BACKEND (not imported: it pulls the gateway in)
+RUNNING_BACKEND = "running-backend"  # the values of the engine's RanIn (vocab)
 SEPARATE_PROCESS = "separate-process"
 
 # -- the turns window, the menu and the tooltip --------------------------------------------------------------

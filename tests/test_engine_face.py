@@ -31,10 +31,10 @@ def test_the_engine_package_shows_its_face_without_loading_it() -> None:
 def test_a_renamed_face_name_is_the_engine_s_own_object() -> None:
     """``module:attribute`` entries give the attribute under the face's clearer name."""
     import hermes_tray_core
-    from hermes_tray_core.continuing import skip
+    from hermes_tray_core.markers import settle
     from hermes_tray_core.stores import decisions
 
-    assert hermes_tray_core.SKIP_RESUMING is skip.RESUMING
+    assert hermes_tray_core.wait_for_marker_settle is settle.wait
     assert hermes_tray_core.record_decision is decisions.record
 
 

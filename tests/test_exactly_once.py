@@ -5,6 +5,7 @@ from __future__ import annotations
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores import decisions
+from hermes_tray_core.vocab import Refusal
 from tests.support.sim_homes import make_home, plant_marker
 
 
@@ -13,14 +14,14 @@ def test_one_claim_per_turn_and_the_holder_says_who(tmp_path):
     skip = exactly_once.claim(home, "s1", purpose="skip", via="cli", ttl=30)
     assert isinstance(skip, exactly_once.Claim)
     again = exactly_once.claim(home, "s1", purpose="resume", via="tray-user", ttl=30)
-    assert isinstance(again, exactly_once.ClaimRefused) and again.code == exactly_once.BUSY_SKIP
+    assert isinstance(again, exactly_once.ClaimRefused) and again.code == Refusal.BEING_SKIPPED
     other = exactly_once.claim(home, "s2", purpose="resume", via="cli", ttl=30)  # another turn: free
     assert isinstance(other, exactly_once.Claim)
     exactly_once.release(skip)
     resume = exactly_once.claim(str(home) + "/.", "s1", purpose="resume", via="cli", ttl=30)  # same home spelled otherwise
     assert isinstance(resume, exactly_once.Claim) and resume.epoch > skip.epoch  # fencing: strictly newer
     busy = exactly_once.claim(home, "s1", purpose="skip", via="cli", ttl=30)
-    assert isinstance(busy, exactly_once.ClaimRefused) and busy.code == exactly_once.BUSY_RESUME
+    assert isinstance(busy, exactly_once.ClaimRefused) and busy.code == Refusal.CLAIMED_ELSEWHERE
     for held in (resume, other):
         exactly_once.release(held)
 

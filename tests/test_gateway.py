@@ -18,6 +18,7 @@ from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.vocab import Outcome
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
@@ -109,7 +110,7 @@ def test_an_interpreter_without_hermes_is_not_guessed(tmp_path):
     assert caps.auto_continue is None
     res = gateway.continue_turn(tmp_path, "s1", original_prompt="x", attempts=0,
                                 install=gateway.install_from_command([sys.executable]))
-    assert res.outcome == gateway.ERROR and not res.dispatched and "tui_gateway" in res.message
+    assert res.outcome == Outcome.ERROR and not res.dispatched and "tui_gateway" in res.message
 
 
 # ── continuations ───────────────────────────────────────────────────────────────────────────────
@@ -125,7 +126,7 @@ def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(sims, tmp_pa
         during.append(dict(list_turn_markers(home)[key]))
 
     res = run(home, key, sims["legacy"], on_dispatched=dispatched, on_progress=progress.append)
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     assert res.continued_by == "tray" and res.attempt == 1
     assert res.answer == "Simulated Hermes: the task is finished."
     # While it ran: attempts + 1, the ORIGINAL prompt (never the note), the gateway child as writer.
@@ -149,7 +150,7 @@ def test_marker_kept_for_legacy_run_reads_running_while_it_runs(sims, tmp_path):
     states: list[str] = []
     res = run(home, key, sims["legacy"],
               on_dispatched=lambda r: states.append(marker_writer_state(list_turn_markers(home)[key])))
-    assert res.outcome == gateway.COMPLETED
+    assert res.outcome == Outcome.COMPLETED
     assert states == ["alive"]
 
 
@@ -166,7 +167,7 @@ def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp
         before = dict(list_turn_markers(home)[key])
         clock_step.step()
         res = run(home, key, sims["auto-continue"])
-    assert res.outcome == gateway.DECLINED and not res.dispatched
+    assert res.outcome == Outcome.DECLINED and not res.dispatched
     assert res.not_continued == "writer-alive" and "its writer" in res.message and "still running" in res.message
     assert read_turns(home) == []
     assert list_turn_markers(home)[key] == before
@@ -178,7 +179,7 @@ def test_a_continuation_that_dies_leaves_its_marker_for_the_next_attempt(sims, t
     plant_marker(home, key, PROMPT)
     write_control(home, die_mid_turn=True)
     res = run(home, key, sims[cap])
-    assert res.outcome == gateway.CRASHED and res.dispatched
+    assert res.outcome == Outcome.CRASHED and res.dispatched
     m = list_turn_markers(home)[key]
     assert m["attempts"] == 1 and m["prompt"] == PROMPT
     assert m["writer_pid"] == res.gateway_pid and marker_writer_state(m) == "dead"
@@ -199,7 +200,7 @@ def test_the_continuation_marker_keeps_the_diagnostic_category_and_its_completio
     write_control(home, die_mid_turn=True)
     submitted: list[dict] = []
     res = run(home, key, sims["legacy"], expected=diag, on_submitting=submitted.append)
-    assert res.outcome == gateway.CRASHED and res.dispatched
+    assert res.outcome == Outcome.CRASHED and res.dispatched
     m = list_turn_markers(home)[key]
     assert m["attempts"] == 1 and m["notification_category"] == "diagnostic"  # as Hermes' own marker carries it
     mark = mark_of(m)
@@ -225,7 +226,7 @@ def test_a_long_continuation_that_keeps_streaming_is_not_cut_off(sims, tmp_path)
     write_control(home, turn_seconds=3.0, deltas=15)
     plant_marker(home, key, PROMPT)
     res = run(home, key, sims["legacy"], options=gateway.GatewayOptions(idle_timeout=1.0, shutdown_grace=2))
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     assert key not in list_turn_markers(home)
 
 
@@ -243,7 +244,7 @@ def test_stop_interrupts_and_retires_the_marker(sims, tmp_path):
 
     t0 = time.monotonic()
     res = run(home, key, sims["legacy"], stop=stop, on_progress=progress)
-    assert res.outcome == gateway.INTERRUPTED and res.status == "interrupted"
+    assert res.outcome == Outcome.INTERRUPTED and res.status == "interrupted"
     assert res.stopped_by_request  # the journal says "stopped by you", not "interrupted in Hermes"
     assert time.monotonic() - t0 < 10
     assert key not in list_turn_markers(home)  # a confirmed Stop is never continued again
@@ -258,7 +259,7 @@ def test_stop_of_a_backend_continuation_retires_the_marker(sims, tmp_path):
     stop = threading.Event()
     res = run(home, key, sims["auto-continue"], stop=stop,
               on_progress=lambda p: stop.set() if p.last_frame == "message.delta" else None)
-    assert res.outcome == gateway.INTERRUPTED
+    assert res.outcome == Outcome.INTERRUPTED
     assert key not in list_turn_markers(home)
 
 
@@ -269,7 +270,7 @@ def test_backend_that_never_becomes_ready_times_out_and_nothing_is_left(sims, tm
     opts = gateway.GatewayOptions(ready_timeout=1.0, shutdown_grace=1.0)
     t0 = time.monotonic()
     res = run(home, key, sims["legacy"], options=opts)
-    assert res.outcome == gateway.TIMED_OUT and not res.dispatched
+    assert res.outcome == Outcome.TIMED_OUT and not res.dispatched
     assert "did not become ready within 1s" in res.message and "still pending" in res.message
     assert time.monotonic() - t0 < 8
     assert not pid_running(res.gateway_pid)
@@ -282,7 +283,7 @@ def test_turn_that_never_finishes_times_out_and_is_stopped(sims, tmp_path):
     plant_marker(home, key, PROMPT)
     opts = gateway.GatewayOptions(idle_timeout=1.5, stop_grace=3, shutdown_grace=2)
     res = run(home, key, sims["legacy"], options=opts)
-    assert res.outcome == gateway.TIMED_OUT and res.dispatched
+    assert res.outcome == Outcome.TIMED_OUT and res.dispatched
     assert "no activity for 1.5s" in res.message
     assert not pid_running(res.gateway_pid)
     assert key not in list_turn_markers(home)
@@ -291,7 +292,7 @@ def test_turn_that_never_finishes_times_out_and_is_stopped(sims, tmp_path):
 def test_unknown_session_is_an_error_not_a_turn(sims, tmp_path):
     home, _key = make_home(tmp_path / "home")
     res = run(home, "20200101_000000_nosuch", sims["legacy"])
-    assert res.outcome == gateway.ERROR and "session not found" in res.message
+    assert res.outcome == Outcome.ERROR and "session not found" in res.message
     assert read_turns(home) == []
 
 
@@ -311,7 +312,7 @@ def test_stop_before_hermes_is_ready_leaves_the_turn_pending(sims, tmp_path):
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
     res = run(home, key, sims["legacy"], stop=stop, options=gateway.GatewayOptions(shutdown_grace=1.0))
-    assert res.outcome == gateway.INTERRUPTED and not res.dispatched and "still pending" in res.message
+    assert res.outcome == Outcome.INTERRUPTED and not res.dispatched and "still pending" in res.message
     assert res.stopped_by_request  # History: "stopped by you before it started (still waiting)"
     assert not pid_running(res.gateway_pid)
     assert list_turn_markers(home)[key] == entry
@@ -347,7 +348,7 @@ def test_shutdown_stops_hermes_tool_subprocesses_with_the_gateway(sims, tmp_path
     plant_marker(home, key, PROMPT)
     opts = gateway.GatewayOptions(idle_timeout=1.0, stop_grace=3, shutdown_grace=1.0)
     res = run(home, key, sims["legacy"], options=opts)
-    assert res.outcome == gateway.TIMED_OUT and res.dispatched
+    assert res.outcome == Outcome.TIMED_OUT and res.dispatched
     tools = tool_pids(home)
     try:
         assert len(tools) == 1
@@ -399,7 +400,7 @@ def test_an_unusable_log_folder_does_not_stop_the_continuation(sims, tmp_path, m
     plant_marker(home, key, PROMPT)
     res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
                                 options=FAST)
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     assert res.log_path is None and res.log_problem
     assert key not in list_turn_markers(home)
 
@@ -412,7 +413,7 @@ def test_a_symlinked_gateway_log_is_not_followed(sims, tmp_path):
     home, key = make_home(tmp_path / "home")
     plant_marker(home, key, PROMPT)
     res = run(home, key, sims["legacy"], log_path=link)
-    assert res.outcome == gateway.COMPLETED and res.log_path is None and "symlink" in (res.log_problem or "")
+    assert res.outcome == Outcome.COMPLETED and res.log_path is None and "symlink" in (res.log_problem or "")
     assert victim.read_text() == "precious\n"
 
 
@@ -432,7 +433,7 @@ def test_gateway_logs_have_portable_names_and_only_the_newest_20_are_kept(sims, 
     plant_marker(home, key, PROMPT)
     res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
                                 options=FAST)
-    assert res.outcome == gateway.COMPLETED
+    assert res.outcome == Outcome.COMPLETED
     kept = sorted(p.name for p in (logs / "gateway").iterdir())
     assert len(kept) == 20 and Path(res.log_path or "").name in kept
     assert "20200101T000000-s-0.log" not in kept and "20200101T000024-s-24.log" in kept

@@ -22,6 +22,7 @@ from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing.resume import resume_turn
 from hermes_tray_core.hermes.processes import ProcessKind, classify
 from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.vocab import Outcome, RanIn
 from tests.support.sim_homes import make_home, plant_marker
 
 PROMPT = "Migrate the settings page to the new form component."
@@ -113,9 +114,9 @@ def test_a_gated_backend_is_not_used_and_the_resume_falls_back_saying_why(sims, 
         backend, why = find_live_backend(home)
         assert backend is None and "gated mode" in (why or "")
         res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     c = res.continuation
-    assert c is not None and c.ran_in == gateway.SEPARATE_PROCESS and c.gateway_pid
+    assert c is not None and c.ran_in == RanIn.SEPARATE_PROCESS and c.gateway_pid
     assert res.fallback_reason and "gated mode" in res.fallback_reason
     d = res.to_dict()
     assert d["ran_in"] == "separate-process" and "gated mode" in d["fallback_reason"]
@@ -131,9 +132,9 @@ def test_an_env_token_refused_by_a_gated_backend_falls_back_with_the_http_status
     entry = plant_marker(home, key, PROMPT)
     with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}):
         res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     assert res.fallback_reason and "HTTP 403" in res.fallback_reason
-    assert res.continuation is not None and res.continuation.ran_in == gateway.SEPARATE_PROCESS
+    assert res.continuation is not None and res.continuation.ran_in == RanIn.SEPARATE_PROCESS
     assert len(read_turns(home)) == 1
 
 
@@ -148,9 +149,9 @@ def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_
             proc, _port):
         res = resume_turn(home, key, entry, options=FAST, via="test")
         assert proc.poll() is None  # still running: the tray never stops the user's backend
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     c = res.continuation
-    assert c is not None and c.ran_in == gateway.RUNNING_BACKEND and c.backend_pid == proc.pid
+    assert c is not None and c.ran_in == RanIn.RUNNING_BACKEND and c.backend_pid == proc.pid
     assert c.gateway_pid is None and res.fallback_reason is None
     assert f"It ran in your running Hermes (pid {proc.pid})." in res.message
     from hermes_tray.engine import run_result
@@ -211,8 +212,8 @@ def test_the_backend_stopped_before_the_resume_means_a_spawned_gateway(sims, tmp
         pass  # started and SIGKILLed: gone before the resume
     assert proc.poll() is not None
     res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
-    assert res.outcome == gateway.COMPLETED, res.message
-    assert res.continuation is not None and res.continuation.ran_in == gateway.SEPARATE_PROCESS
+    assert res.outcome == Outcome.COMPLETED, res.message
+    assert res.continuation is not None and res.continuation.ran_in == RanIn.SEPARATE_PROCESS
     assert res.fallback_reason == NO_BACKEND
     assert len(read_turns(home)) == 1
 

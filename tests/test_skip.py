@@ -20,6 +20,7 @@ from hermes_tray_core.markers.store import MarkerStore, list_turn_markers, remov
 from hermes_tray_core.stores import decisions
 from hermes_tray_core.stores.lease import LeaseStore
 from hermes_tray_core.stores.paths import lease_db
+from hermes_tray_core.vocab import SkipOutcome
 from tests.support.sim_homes import dead_identity, make_home, plant_marker
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
@@ -86,7 +87,7 @@ def test_skip_loses_to_a_resume_claim_held_by_another_process_and_wins_once_it_i
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "held"
         res = core_skip.skip_turn(home, "s1", shown, via="test")
-        assert res.outcome == core_skip.RESUMING and not res.ok
+        assert res.outcome == SkipOutcome.RESUMING and not res.ok
         assert "being resumed right now" in res.message
         assert list_turn_markers(home)["s1"] == shown, "a losing skip must not touch the marker"
     finally:
@@ -104,7 +105,7 @@ def test_skip_of_a_changed_turn_is_refused_and_changes_nothing(tmp_path):
     shown = plant_marker(home, "s1", PROMPT)
     newer = plant_marker(home, "s1", PROMPT, attempts=1)
     res = core_skip.skip_turn(home, "s1", shown)
-    assert res.outcome == core_skip.CHANGED
+    assert res.outcome == SkipOutcome.CHANGED
     assert list_turn_markers(home)["s1"] == newer
 
 
@@ -124,7 +125,7 @@ def test_skip_inside_the_resume_window_loses_and_the_continuation_runs(sims, tmp
         res = core_skip.skip_turn(home, key, shown, via="test")
     finally:
         t.join(60)
-    assert res.outcome == core_skip.RESUMING, res.message
+    assert res.outcome == SkipOutcome.RESUMING, res.message
     assert out["r"].ok, out["r"].message
     assert continuations(home, key) == 1
 
@@ -223,7 +224,7 @@ def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
     moved = plant_marker(home, "s3", PROMPT)
     plant_marker(home, "s3", PROMPT, attempts=1)
     res = core_skip.skip_turn(home, "s3", moved, via="test", on_skipped=lambda: called.append(1))
-    assert res.outcome == core_skip.CHANGED and called == []
+    assert res.outcome == SkipOutcome.CHANGED and called == []
 
 
 def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):

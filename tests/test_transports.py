@@ -21,6 +21,7 @@ from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.vocab import Outcome, RanIn
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Rename the config loader and update its callers."
@@ -71,7 +72,7 @@ def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(driver, tmp_
     plant_marker(home, key, PROMPT)
     during: list[dict] = []
     res = driver.run(home, key, "legacy", on_dispatched=lambda r: during.append(dict(list_turn_markers(home)[key])))
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     assert res.continued_by == "tray" and res.attempt == 1
     (m,) = during  # attempts + 1, the ORIGINAL prompt, the process running the turn as writer (alive)
     assert m["attempts"] == 1 and m["prompt"] == PROMPT and m["writer_pid"] == driver.writer_pid(res)
@@ -80,11 +81,11 @@ def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(driver, tmp_
     assert sim_state.messages(home, key)[0] == ("user", continuation_note(PROMPT))
     assert res.timings["first_frame"] > 0
     if driver.kind == "websocket":
-        assert res.ran_in == gateway.RUNNING_BACKEND and res.gateway_pid is None
+        assert res.ran_in == RanIn.RUNNING_BACKEND and res.gateway_pid is None
         assert res.where == f"in your running Hermes (pid {res.backend_pid})"
         assert pid_running(res.backend_pid)  # the user's backend is never stopped by the tray
     else:
-        assert res.ran_in == gateway.SEPARATE_PROCESS and res.where == "in a separate Hermes process"
+        assert res.ran_in == RanIn.SEPARATE_PROCESS and res.where == "in a separate Hermes process"
         assert not pid_running(res.gateway_pid)
 
 
@@ -92,7 +93,7 @@ def test_backend_with_the_feature_continues_by_itself_and_no_note_is_sent(driver
     home, key = make_home(tmp_path / "home", turn_seconds=0.3)
     plant_marker(home, key, PROMPT)
     res = driver.run(home, key, "auto-continue")
-    assert res.outcome == gateway.COMPLETED, res.message
+    assert res.outcome == Outcome.COMPLETED, res.message
     assert res.continued_by == "backend" and res.attempt == 1
     assert [t["kind"] for t in read_turns(home)] == ["auto-continue"]
     assert key not in list_turn_markers(home)
@@ -106,7 +107,7 @@ def test_a_backend_that_dies_mid_continuation_leaves_the_marker_counted(driver, 
     plant_marker(home, key, PROMPT)
     write_control(home, die_mid_turn=True)  # the process running the turn SIGKILLs itself halfway
     res = driver.run(home, key, cap)
-    assert res.outcome == gateway.CRASHED and res.dispatched, res.message
+    assert res.outcome == Outcome.CRASHED and res.dispatched, res.message
     m = list_turn_markers(home)[key]
     assert m["attempts"] == 1 and m["prompt"] == PROMPT
     assert m["writer_pid"] == driver.writer_pid(res) and marker_writer_state(m) == "dead"
@@ -120,7 +121,7 @@ def test_stop_interrupts_and_retires_the_marker(driver, tmp_path):
     plant_marker(home, key, PROMPT)
     stop = threading.Event()
     res = driver.run(home, key, "legacy", stop=stop, on_dispatched=lambda r: stop.set())
-    assert res.outcome == gateway.INTERRUPTED, res.message
+    assert res.outcome == Outcome.INTERRUPTED, res.message
     assert key not in list_turn_markers(home)
     assert len(read_turns(home)) == 1
 
@@ -130,7 +131,7 @@ def test_a_skip_that_lands_first_wins_and_nothing_is_submitted(driver, tmp_path)
     shown = plant_marker(home, key, PROMPT)
     plant_marker(home, key, PROMPT, attempts=1)  # changed since it was shown (another attempt, a skip…)
     res = driver.run(home, key, "legacy", expected=shown)
-    assert res.outcome == gateway.DECLINED and res.marker_changed and not res.dispatched
+    assert res.outcome == Outcome.DECLINED and res.marker_changed and not res.dispatched
     assert read_turns(home) == []
 
 
@@ -152,7 +153,7 @@ def test_a_session_only_the_tray_held_is_closed_by_hermes_when_the_tray_leaves(d
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     plant_marker(home, key, PROMPT)
     res = driver.run(home, key, "legacy")
-    assert res.outcome == gateway.COMPLETED
+    assert res.outcome == Outcome.COMPLETED
     if driver.kind != "websocket":
         return
     s = _window(home)
@@ -177,7 +178,7 @@ def test_a_window_that_took_the_session_during_the_continuation_keeps_it(driver,
         held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
 
     res = driver.run(home, key, "legacy", on_dispatched=window_opens)
-    assert res.outcome == gateway.COMPLETED and res.finish == "state-db", res.message
+    assert res.outcome == Outcome.COMPLETED and res.finish == "state-db", res.message
     (s, sid), = held
     try:
         assert s.request("prompt.submit", {"session_id": sid, "text": "and one more thing"}, 5)["status"] == "streaming"

@@ -31,15 +31,12 @@ from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.vocab import Refusal
 
 __all__ = [
-    "BUSY_RESUME", "BUSY_SKIP", "CLAIM_ERROR", "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
+    "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
     "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "tombstoned",
     "turn_started_at",
 ]
 
 logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
-
-#: Why a claim was refused, by the older names (the codes are :class:`~hermes_tray_core.vocab.Refusal`'s).
-BUSY_RESUME, BUSY_SKIP, CLAIM_ERROR = Refusal.CLAIMED_ELSEWHERE, Refusal.BEING_SKIPPED, Refusal.STORE_ERROR
 
 #: Journalled for a turn identity: it must never be dispatched (or offered) again.
 SETTLED = ("completed", "skipped")

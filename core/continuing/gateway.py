@@ -60,11 +60,6 @@ if TYPE_CHECKING:
     from hermes_tray_core.backend.endpoint import BackendEndpoint
     from hermes_tray_core.backend.rpc import RpcSession
 
-# The outcomes and places by their older names (the enums are vocab.Outcome and vocab.RanIn).
-COMPLETED, INTERRUPTED, ERROR = Outcome.COMPLETED, Outcome.INTERRUPTED, Outcome.ERROR
-CRASHED, TIMED_OUT, DECLINED = Outcome.CRASHED, Outcome.TIMED_OUT, Outcome.DECLINED
-RUNNING_BACKEND, SEPARATE_PROCESS = RanIn.RUNNING_BACKEND, RanIn.SEPARATE_PROCESS
-
 
 def continue_turn(
     home: Path | str,
@@ -175,7 +170,6 @@ def continue_in_backend(
 
 
 __all__ = [
-    "COMPLETED", "CRASHED", "DECLINED", "ERROR", "INTERRUPTED", "RUNNING_BACKEND", "SEPARATE_PROCESS", "TIMED_OUT",
     "Capabilities", "ContinuationResult", "GatewayOptions", "GatewayProcess", "HermesInstall", "HermesNotFound",
     "HermesSettingsError", "Progress", "clear_capability_cache", "continue_in_backend", "continue_turn",
     "find_hermes", "gateway_environment", "gateway_log_path", "install_from_command", "probe_capabilities",

@@ -52,7 +52,6 @@ EXIT_COMPLETED = 0
 EXIT_REFUSED = 1
 EXIT_FAILED = 3
 
-REFUSED, GAVE_UP = Outcome.REFUSED, Outcome.GAVE_UP
 CLAIM_TTL = 60.0
 
 
@@ -219,7 +218,7 @@ def resume_turn(
                               lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
         if held.code == Refusal.STORE_ERROR:  # unsure whether someone else holds it: refuse (not journalled)
-            return r.result(REFUSED, f"Not resumed: {held.message}.", code=held.code)
+            return r.result(Outcome.REFUSED, f"Not resumed: {held.message}.", code=held.code)
         return r.refused(f"Not resumed: {held.message}.", held.code)  # claimed elsewhere, or being skipped
     from hermes_tray_core.stores.lease import LeaseKeeper
 
@@ -296,7 +295,7 @@ class _Resume:
     def refused(self, message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
         """Refused before the turn was read: journalled without its identity."""
         _journal("refused", self.home_s, self.key, None, reason=message, verdict=verdict, via=self.via)
-        return self.result(REFUSED, message, verdict, code=code)
+        return self.result(Outcome.REFUSED, message, verdict, code=code)
 
     def claimed(self, epoch: int, expected: Mapping[str, Any] | None, prefer_running_backend: bool) -> ResumeResult:
         self.epoch = epoch
@@ -333,12 +332,12 @@ class _Resume:
         if settled is not None and not settled.finished:  # unsure whether it finished: never risk a second turn
             why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
             self.journal("refused", reason=why, verdict="unsure")
-            return self.result(REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
+            return self.result(Outcome.REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
                                "unsure", code=Refusal.NOT_ACTIONABLE)
         if settled is not None:  # a continuation the tray ran finished; its own process did not say so
             why = f"this turn was already continued and completed ({settled.reason})"
             self.journal("refused", reason=why, verdict="settled")
-            return self.result(REFUSED, f"Not resumed: {why}." + (
+            return self.result(Outcome.REFUSED, f"Not resumed: {why}." + (
                 "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
                 "settled", code=Refusal.ALREADY_SETTLED)
         done = exactly_once.settled(self.home_s, self.key, self.started_at)
@@ -349,17 +348,17 @@ class _Resume:
             self.journal("refused", reason=f"this turn {why}", verdict="settled")
             tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
                     " Skip it to remove the marker, or continue it by hand in Hermes.")
-            return self.result(REFUSED, f"Not resumed: this turn {why}.{tail}", "settled",
+            return self.result(Outcome.REFUSED, f"Not resumed: this turn {why}.{tail}", "settled",
                                code=Refusal.ALREADY_SETTLED)
         a = assess(self.home, self.key, entry)
         if a.verdict == Verdict.EXHAUSTED:
-            self.journal(GAVE_UP, reason=a.reason)
-            return self.result(GAVE_UP, f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it "
+            self.journal(Outcome.GAVE_UP, reason=a.reason)
+            return self.result(Outcome.GAVE_UP, f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it "
                                         "still matters.", a.verdict)
         if a.verdict != Verdict.ACTIONABLE:
             hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
             self.journal("refused", reason=f"{a.reason}", verdict=a.verdict)
-            return self.result(REFUSED, f"Not resumed: {a.reason}.{hint}", a.verdict, code=Refusal.NOT_ACTIONABLE)
+            return self.result(Outcome.REFUSED, f"Not resumed: {a.reason}.{hint}", a.verdict, code=Refusal.NOT_ACTIONABLE)
         return dict(entry), a
 
     # the journal order is always approved → (continuing →) dispatched → the end
@@ -431,7 +430,7 @@ class _Resume:
             inst = self.install or find_hermes(settings_hermes_command())  # the caller's choice
         except HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
             self.journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
-            return self.result(REFUSED, f"Not resumed: {exc}", a.verdict, code=Refusal.NO_HERMES_CHOICE,
+            return self.result(Outcome.REFUSED, f"Not resumed: {exc}", a.verdict, code=Refusal.NO_HERMES_CHOICE,
                                fallback=fallback)
         except HermesNotFound as exc:
             self._approved_done()
@@ -450,11 +449,11 @@ class _Resume:
         if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
             self.journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
                          dispatched=False, **where)
-            return self.result(REFUSED, res.message, a.verdict, res, code=Refusal.CHANGED, fallback=fallback)
+            return self.result(Outcome.REFUSED, res.message, a.verdict, res, code=Refusal.CHANGED, fallback=fallback)
         if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
             self.journal("refused", reason=res.live_elsewhere, verdict=Verdict.RUNNING, dispatched=False,
                          not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
-            return self.result(REFUSED, res.message, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
+            return self.result(Outcome.REFUSED, res.message, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
                                fallback=fallback)
         fields = {"attempt": res.attempt, "attempts": self.attempts, "continued_by": res.continued_by,
                   "status": res.status, "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
@@ -488,9 +487,9 @@ class _Resume:
             if attempt >= a.max_attempts:
                 message += (f" That was attempt {attempt} of {a.max_attempts}: the retry budget is used up, so "
                             "hermes-tray will not continue it again.")
-                self.journal(GAVE_UP, reason=f"attempt {attempt} of {a.max_attempts} crashed")
+                self.journal(Outcome.GAVE_UP, reason=f"attempt {attempt} of {a.max_attempts} crashed")
         return self.result(res.outcome, message, a.verdict, res, fallback=fallback)
 
 
-__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "GAVE_UP", "REFUSED", "Assessment", "ResumeResult",
+__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "Assessment", "ResumeResult",
            "assess", "canonical_home", "claim_name", "resume_turn", "settings_options"]

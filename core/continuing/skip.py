@@ -32,9 +32,6 @@ from hermes_tray_core.vocab import Refusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
 
-# The outcomes by their older names (the shell's ``core_skip.RESUMING``).
-SKIPPED, RESUMING, CHANGED, ERROR = SkipOutcome.SKIPPED, SkipOutcome.RESUMING, SkipOutcome.CHANGED, SkipOutcome.ERROR
-
 CLAIM_TTL = 30.0
 
 
@@ -90,4 +87,4 @@ def skip_turn(
     return SkipResult(SkipOutcome.SKIPPED, "Skipped: it will not be resumed.", journal_error)
 
 
-__all__ = ["CHANGED", "ERROR", "RESUMING", "SKIPPED", "SkipResult", "skip_turn"]
+__all__ = ["SkipResult", "skip_turn"]

@@ -30,10 +30,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def run(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
     from hermes_tray_core import (
-        SKIP_ERROR,
-        SKIP_RESUMING,
         InvalidIdError,
         Scanner,
+        SkipOutcome,
         skip_turn,
         turn_started_at,
         validate_session_id,
@@ -69,9 +68,9 @@ def run(args: argparse.Namespace) -> int:
                        attempts=turn.attempts)
 
     res = skip_turn(turn.home, key, entry, via="cli", on_skipped=record_skip)
-    if res.outcome == SKIP_ERROR:
+    if res.outcome == SkipOutcome.ERROR:
         return refuse(args, f"could not skip {key}: {res.message}")
-    if res.outcome == SKIP_RESUMING:
+    if res.outcome == SkipOutcome.RESUMING:
         journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
                 action="skip", why="being resumed right now")
         return refuse(args, f"{key} is being resumed right now: not skipped — stop the continuation instead "

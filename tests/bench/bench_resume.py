@@ -58,6 +58,7 @@ import _testpath  # noqa: E402,F401 - the installed product; tests.* from this c
 from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
 from hermes_tray_core.continuing import gateway  # noqa: E402
 from hermes_tray_core.continuing.resume import resume_turn  # noqa: E402
+from hermes_tray_core.vocab import RanIn  # noqa: E402
 from tests.support.sim_homes import make_home, plant_marker, tray_dirs  # noqa: E402
 
 PROMPT = "Benchmark prompt: summarise the repository layout."
@@ -154,7 +155,7 @@ def tray_live_run(home: Path, key: str, *, prefer: bool, install: gateway.Hermes
     c = res.continuation
     if res.outcome != "completed" or c is None:
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
-    want = gateway.RUNNING_BACKEND if prefer else gateway.SEPARATE_PROCESS
+    want = RanIn.RUNNING_BACKEND if prefer else RanIn.SEPARATE_PROCESS
     if c.ran_in != want:
         raise RuntimeError(f"bench resume ran {c.ran_in}, wanted {want}: {res.fallback_reason}")
     if prefer:
@@ -339,7 +340,7 @@ def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: gateway.He
     c = res.continuation
     if res.outcome != "completed" or c is None or c.continued_by != "backend":
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
-    if c.ran_in != (gateway.RUNNING_BACKEND if prefer else gateway.SEPARATE_PROCESS):
+    if c.ran_in != (RanIn.RUNNING_BACKEND if prefer else RanIn.SEPARATE_PROCESS):
         raise RuntimeError(f"bench resume ran {c.ran_in}: {res.fallback_reason}")
     _marker_gone(home, key)
     return _first_note_at(mock, since) - t0

@@ -39,6 +39,7 @@ from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.vocab import Outcome
 from tests.support.sim_homes import settings_for
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
@@ -348,7 +349,7 @@ def test_declined_silently_is_reported_as_not_continued_with_the_reason(g2_home,
         t0 = time.monotonic()
         res = gateway.continue_in_backend(home, key, backend, original_prompt=PROMPT, attempts=0, expected=entry)
         took = time.monotonic() - t0
-    assert res.outcome == gateway.DECLINED and not res.dispatched
+    assert res.outcome == Outcome.DECLINED and not res.dispatched
     assert res.not_continued == "stale" and "freshness window" in res.message and took < 10
     assert key not in list_turn_markers(home)
 
@@ -387,7 +388,7 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
         finally:
             mock_llm.release()
         other.shutdown(10)
-    assert res.outcome == gateway.DECLINED and not res.dispatched and started == [], res.message
+    assert res.outcome == Outcome.DECLINED and not res.dispatched and started == [], res.message
     assert res.not_continued == "another-owner" and res.holder_pid == other.pid
     assert f"pid {other.pid}" in res.message
     assert len(note_requests(mock_llm, since)) == 1  # the other process's, and no second
