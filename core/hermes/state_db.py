@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tray_core.hermes import paths as hermes_paths
+from hermes_tray_core.hermes.state_db_batch import BUSY_TIMEOUT_S, columns, describe_error, text_or_none
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
 from hermes_tray_core.vocab import WriterState
@@ -53,7 +54,6 @@ AnswerState = Literal["finished", "pending", "unknown"]
 #: before the reply), ``unknown`` (state.db unreadable).
 NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
 
-BUSY_TIMEOUT_S = 0.2
 MAX_ROOT_DEPTH = 256
 MAX_REGISTRY_BYTES = 8 * 1024 * 1024
 _SESSION_COLUMNS = ("id", "title", "source", "parent_session_id", "end_reason")
@@ -174,23 +174,6 @@ def _connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple
     return conn, None
 
 
-def _columns(conn: sqlite3.Connection, table: str) -> set[str]:
-    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
-
-
-def _describe(exc: Exception) -> str:
-    text = str(exc) or type(exc).__name__
-    if "locked" in text or "busy" in text:
-        return f"state.db is locked ({text})"
-    return f"state.db is unreadable ({text})"
-
-
-def _s(value: object) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
-
-
 def _session_row(conn: sqlite3.Connection, cols: set[str], session_id: str) -> SessionInfo | None:
     wanted = [c for c in _SESSION_COLUMNS if c in cols]
     row = conn.execute(
@@ -201,10 +184,10 @@ def _session_row(conn: sqlite3.Connection, cols: set[str], session_id: str) -> S
     values = dict(zip(wanted, row, strict=True))
     return SessionInfo(
         id=str(values["id"]),
-        title=_s(values.get("title")),
-        source=_s(values.get("source")),
-        parent_session_id=_s(values.get("parent_session_id")) or None,
-        end_reason=_s(values.get("end_reason")),
+        title=text_or_none(values.get("title")),
+        source=text_or_none(values.get("source")),
+        parent_session_id=text_or_none(values.get("parent_session_id")) or None,
+        end_reason=text_or_none(values.get("end_reason")),
     )
 
 
@@ -215,12 +198,12 @@ def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | Non
     if conn is None:
         return None, problem
     try:
-        cols = _columns(conn, "sessions")
+        cols = columns(conn, "sessions")
         if "id" not in cols:
             return None, "state.db has no sessions table"
         return _session_row(conn, cols, str(session_id)), None
     except Exception as exc:  # sqlite3.Error, MemoryError on garbage, …: answer, never raise
-        return None, _describe(exc)
+        return None, describe_error(exc)
     finally:
         conn.close()
 
@@ -233,7 +216,7 @@ def session_info(home: Path | str, session_id: str) -> SessionInfo | None:
 def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
     """:func:`conversation_root` on an open ``state.db`` connection (the scanner batches one per home).
     May raise ``sqlite3.Error``."""
-    cols = _columns(conn, "sessions")
+    cols = columns(conn, "sessions")
     if not {"id", "parent_session_id", "end_reason"} <= cols:
         return session_id
     current = session_id
@@ -343,7 +326,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
     if conn is None:
         return _lv("unknown", problem or "state.db unavailable")
     try:
-        cols = _columns(conn, "session_turn_leases")
+        cols = columns(conn, "session_turn_leases")
         if not cols:
             return _lv("free", "this Hermes keeps no turn leases")
         if not {"conversation_id", "holder", "expires_at"} <= cols:
@@ -366,7 +349,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
             best = best or view
         return best or _lv("free", "no turn lease", conversation_id=root)
     except Exception as exc:
-        return _lv("unknown", _describe(exc))
+        return _lv("unknown", describe_error(exc))
     finally:
         conn.close()
 
@@ -416,7 +399,7 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     seen: list[OwnerView] = []
     for entry in matches:
         pid = entry.get("pid")
-        surface = _s(entry.get("surface"))
+        surface = text_or_none(entry.get("surface"))
         label = f"{surface} " if surface else ""
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
             seen.append(_ov("unknown", "active-session entry has no usable pid", None, surface))
@@ -474,20 +457,20 @@ def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIME
     if conn is None:
         return None, problem
     try:
-        if "id" not in _columns(conn, "messages"):
+        if "id" not in columns(conn, "messages"):
             return None, "state.db has no messages table"
         row = conn.execute("SELECT MAX(id) FROM messages").fetchone()
         value = row[0] if row else None
         return (int(value) if isinstance(value, int) and not isinstance(value, bool) else 0), None
     except Exception as exc:
-        return None, _describe(exc)
+        return None, describe_error(exc)
     finally:
         conn.close()
 
 
 def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
     """``session_id`` and the sessions compression continued it in (children of a compressed parent)."""
-    cols = _columns(conn, "sessions")
+    cols = columns(conn, "sessions")
     found = [session_id]
     if not {"id", "parent_session_id", "end_reason"} <= cols:
         return found
@@ -524,7 +507,7 @@ def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,
     if conn is None:
         return "unknown", problem or "state.db unavailable"
     try:
-        cols = _columns(conn, "messages")
+        cols = columns(conn, "messages")
         if not {"id", "session_id", "role", "content"} <= cols:
             return "unknown", "state.db has no messages table this tray understands"
         if "finish_reason" not in cols:
@@ -556,6 +539,6 @@ def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,
                                   f"continuation note (message {note_id})")
         return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
     except Exception as exc:
-        return "unknown", _describe(exc)
+        return "unknown", describe_error(exc)
     finally:
         conn.close()

@@ -1,5 +1,8 @@
 """One read-only look at a home's ``state.db`` for all its markers at once (session titles and sources,
 Hermes turn leases, compression-chain roots): one connection and one query per table, never one per key.
+
+It also holds the few helpers :mod:`core.hermes.state_db` shares: the scanner imports this module at start-up
+and that one only when it needs it, so the shared copy lives here.
 """
 
 from __future__ import annotations
@@ -7,11 +10,16 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.hermes import paths as hermes_paths
 
-__all__ = ["HomeState"]
+if TYPE_CHECKING:  # sqlite3 is imported when a state.db is opened, not with this module
+    import sqlite3
+
+__all__ = ["BUSY_TIMEOUT_S", "HomeState", "columns", "describe_error", "text_or_none"]
+
+BUSY_TIMEOUT_S = 0.2
 
 
 class HomeState:
@@ -25,8 +33,6 @@ class HomeState:
     to judge. No ``state.db`` at all holds no turn lease (``free``); one that cannot be read is
     ``unknown``, so its turns are never actionable.
     """
-
-    BUSY_TIMEOUT_S = 0.2
 
     def __init__(self, home: Path, now: float) -> None:
         self.home = home
@@ -58,18 +64,15 @@ class HomeState:
             import sqlite3
 
             uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=self.BUSY_TIMEOUT_S, isolation_level=None)
+            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
             self._conn = conn
-            conn.execute(f"PRAGMA busy_timeout = {int(self.BUSY_TIMEOUT_S * 1000)}")
+            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
             conn.execute("PRAGMA query_only = 1")
-            self._scols = self._columns("sessions")
-            self._lcols = self._columns("session_turn_leases")
+            self._scols = columns(conn, "sessions")
+            self._lcols = columns(conn, "session_turn_leases")
         except Exception as exc:
-            self.status, self.problem = "unreadable", _describe_db(exc)
+            self.status, self.problem = "unreadable", describe_error(exc)
             self.close()
-
-    def _columns(self, table: str) -> set[str]:
-        return {str(r[1]) for r in self._conn.execute(f"PRAGMA table_info({table})")}
 
     def close(self) -> None:
         if self._conn is not None:
@@ -101,11 +104,12 @@ class HomeState:
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
                     for row in conn.execute(sql, chunk):
                         v = dict(zip(wanted, row, strict=True))
-                        self._sessions[str(v["id"])] = (_text(v.get("title")), _text(v.get("source")),
-                                                        _text(v.get("parent_session_id")) or None)
+                        self._sessions[str(v["id"])] = (text_or_none(v.get("title")),
+                                                        text_or_none(v.get("source")),
+                                                        text_or_none(v.get("parent_session_id")) or None)
         except Exception as exc:
             self._sessions = {}
-            self._session_error = _describe_db(exc)
+            self._session_error = describe_error(exc)
         cols = self._lcols
         if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
             return
@@ -126,7 +130,7 @@ class HomeState:
                     v = dict(zip(wanted, row, strict=True))
                     self._leases[str(v.pop("conversation_id"))] = v
         except Exception as exc:
-            self._lease_error = _describe_db(exc)
+            self._lease_error = describe_error(exc)
 
     def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
         """((title, source, parent) | None, problem | None)."""
@@ -165,7 +169,11 @@ class HomeState:
         return best or ("free", "no turn lease")
 
 
-def _text(value: Any) -> str | None:
+def columns(conn: sqlite3.Connection, table: str) -> set[str]:
+    return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
+
+
+def text_or_none(value: object) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
@@ -176,7 +184,7 @@ def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
         yield items[i:i + size]
 
 
-def _describe_db(exc: Exception) -> str:
+def describe_error(exc: Exception) -> str:
     text = str(exc) or type(exc).__name__
     if "locked" in text or "busy" in text:
         return f"state.db is locked ({text})"
