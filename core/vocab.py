@@ -1,9 +1,6 @@
 """The engine's typed vocabulary: string enums whose values are exactly the strings the JSON output,
-the journal and the README use, so typing a value never changes what a user or a script reads.
-
-``StrEnum`` members *are* strings (``Verdict.RUNNING == "running"``, ``json.dumps`` writes
-``"running"``, f-strings print ``running``), so older callers comparing with literals keep working
-while new code names the member.
+the journal and the README use (``StrEnum`` members *are* those strings), so typing a value never changes
+what a user or a script reads.
 """
 
 from __future__ import annotations

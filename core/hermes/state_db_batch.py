@@ -23,15 +23,11 @@ BUSY_TIMEOUT_S = 0.2
 
 
 class HomeState:
-    """One read-only look at ``state.db`` for every marker of a home: one connection and one query
-    per table for all keys (not a connection per key — ``status`` must stay fast with 32 markers
-    in each of several homes).
+    """Batched, because ``status`` must stay fast with 32 markers in each of several homes.
 
-    Opened as :mod:`core.hermes.state_db` opens it (read-only URI, short busy timeout, query_only).
-    Judging a lease row and walking a compression chain use that module's own rules
-    (``judge_lease_row``, ``conversation_root_with``), imported only when there is a row or a parent
-    to judge. No ``state.db`` at all holds no turn lease (``free``); one that cannot be read is
-    ``unknown``, so its turns are never actionable.
+    Opened as :mod:`core.hermes.state_db` opens it; lease rows and compression chains are judged by that
+    module's rules, imported only when there is a row or a parent to judge. No ``state.db`` at all holds
+    no turn lease (``free``); one that cannot be read is ``unknown``, so its turns are never actionable.
     """
 
     def __init__(self, home: Path, now: float) -> None:

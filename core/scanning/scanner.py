@@ -16,13 +16,6 @@ what it parsed, and re-reads only files that changed. With ``cache_file`` (the C
 The records live in :mod:`hermes_tray_core.deciding.records`, the batched ``state.db`` reader in
 :mod:`hermes_tray_core.hermes.state_db_batch`, the WebUI journal summary in :mod:`hermes_tray_core.scanning.webui`;
 verdicts, ages and reasons come from :mod:`hermes_tray_core.deciding.policy` only.
-
-Public API::
-
-    scanner = Scanner(homes, cache_file=None)      # homes: list[core.hermes.homes.Home]
-    result = scanner.scan(now=None)                 # -> ScanResult(homes=[HomeReport], turns=[TurnRecord])
-    scan(homes, ...)                                # one-shot convenience
-    record.to_json() / report.to_json()             # the ``status --json`` shapes
 """
 
 from __future__ import annotations

@@ -8,12 +8,11 @@ whose worker is gone was interrupted) and to keep its own decision journal (see
 
 Durability and concurrency: each append takes a blocking OS lock on the journal file itself
 (``flock`` — the same lock the WebUI takes, so the two serialise — or a ``msvcrt`` byte lock on
-Windows), writes one line, fsyncs, and fsyncs the directory when it created the file. The fd
-stays open for this process's next append (a bounded per-process cache; threads of one process
-serialise on in-process locks, since ``flock`` cannot tell them apart; the fd cache is
-:mod:`core.stores.append_fds`). A torn
-last line (a writer killed mid-write) is closed with a newline before the next event, so the
-fragment never swallows a good event; readers report it as malformed and carry on.
+Windows), writes one line, fsyncs, and fsyncs the directory when it created the file. The fd stays open
+for this process's next append (:mod:`core.stores.append_fds`; threads of one process serialise on
+in-process locks, since ``flock`` cannot tell them apart). A torn last line (a writer killed mid-write) is
+closed with a newline before the next event, so the fragment never swallows a good event; readers report it
+as malformed and carry on.
 """
 
 from __future__ import annotations
