@@ -59,7 +59,6 @@ class HostToken:
     host: str
     port: int
     token: Secret = field(repr=False)
-    serves_spa: bool | None = None
 
 
 def lock_dir(env_get: Callable[[str], str | None]) -> Path | None:
@@ -173,8 +172,7 @@ def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -
     answer = confirm_identity(host, port, token)
     if answer is None or answer.get("pid") != pid:
         raise ValueError(f"the process on port {port} did not confirm it is pid {pid} ({IDENTITY_PATH})")
-    spa = answer.get("servesSpa")
-    return HostToken(role, pid, host, port, token, spa if isinstance(spa, bool) else None)
+    return HostToken(role, pid, host, port, token)
 
 
 def find_host_token(pid: int, start_time: float | None, env_get: Callable[[str], str | None]

@@ -33,7 +33,6 @@ class ContinuationResult:
     outcome: Outcome
     message: str
     continued_by: ContinuedBy | None = None
-    runtime_session_id: str | None = None
     attempt: int | None = None
     gateway_pid: int | None = None
     gateway_exit: int | None = None

@@ -182,7 +182,7 @@ class Run(Follow):
         sid = resumed.get("session_id")
         if not isinstance(sid, str) or not sid:
             return self.finish(Outcome.ERROR, "Not resumed: Hermes' session.resume answer had no session id.")
-        self.sid = self.result.runtime_session_id = sid
+        self.sid = sid
         tip = resumed.get("resumed")
         self.state_session = tip if isinstance(tip, str) and tip else self.key
         if self.backend is not None and live_reuse(resumed, sent_at):

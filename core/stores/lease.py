@@ -70,8 +70,8 @@ _MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
 CORRUPT_SUFFIX = "corrupt"
 
-# A ``leases`` row as SQLite returns it: (holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark,
-# acquired_at); the column values are whatever the file holds, so each use checks its own.
+# A ``leases`` row as SQLite returns it: (holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark);
+# the column values are whatever the file holds, so each use checks its own.
 _Row = tuple[Any, ...]
 _T = TypeVar("_T")
 
@@ -85,7 +85,6 @@ class Lease:
     holder: str
     epoch: int
     expires_at: float
-    acquired_at: float = 0.0
 
 
 class LeaseStore:
@@ -243,8 +242,8 @@ class LeaseStore:
     def _peek(self, name: str) -> _Row | None:
         with self._lock:
             row: _Row | None = self._connection().execute(
-                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark, acquired_at"
-                " FROM leases WHERE name = ?",
+                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark FROM leases"
+                " WHERE name = ?",
                 (name,),
             ).fetchone()
             return row
@@ -253,7 +252,7 @@ class LeaseStore:
         # Look first without the write lock: a waiter polling a held lease never contends with
         # the holder's refresh/release or with the other waiters.
         row = self._peek(name)
-        if row is not None and not self._free(row[:7], time.time()):
+        if row is not None and not self._free(row, time.time()):
             return None
         me = own_identity()
         ns = own_pidns()
@@ -278,7 +277,7 @@ class LeaseStore:
                 " owner_start = excluded.owner_start, owner_ns = excluded.owner_ns, owner_mark = excluded.owner_mark",
                 (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark),
             )
-            return Lease(name, holder, epoch, expires, now)
+            return Lease(name, holder, epoch, expires)
 
         return self._write(txn)
 
@@ -361,9 +360,9 @@ class LeaseStore:
     def current(self, name: str) -> Lease | None:
         """The live lease on ``name``, or None when it is free (by any of the rules above)."""
         row = self._peek(name)
-        if row is None or self._free(row[:7], time.time()):
+        if row is None or self._free(row, time.time()):
             return None
-        return Lease(name, row[0], row[1], row[2], row[7] or 0.0)
+        return Lease(name, row[0], row[1], row[2])
 
     def last_epoch(self, name: str) -> int:
         """The highest epoch ever granted for ``name`` (0 if never acquired)."""
