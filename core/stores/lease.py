@@ -416,10 +416,6 @@ class LeaseKeeper:
         if self._thread.is_alive():
             self._thread.join(timeout)
 
-    @property
-    def active(self) -> bool:
-        return self._thread.is_alive() and not self._stop.is_set()
-
     def __enter__(self) -> LeaseKeeper:
         return self.start()
 
