@@ -18,7 +18,8 @@ from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import sim_command
 from hermes_tray_core.backend.install import settings_hermes_command
 from hermes_tray_core.continuing import gateway
-from hermes_tray_core.continuing.resume import claim_name, resume_turn
+from hermes_tray_core.continuing.claim import claim_name
+from hermes_tray_core.continuing.resume import resume_turn
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.lease import LeaseStore
@@ -422,7 +423,7 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
 def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp_path):
     import sqlite3
 
-    from hermes_tray_core.continuing import resume as core_resume
+    from hermes_tray_core.continuing.claim import lease_store
     from hermes_tray_core.stores.paths import lease_db
 
     home, key = make_home(tmp_path / "home")
@@ -430,7 +431,7 @@ def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp
     other = LeaseStore(lease_db())
     held = other.acquire(claim_name(home, key), "pid=1:via=other", ttl=60)
     assert held is not None
-    store = core_resume._lease_store(None)
+    store = lease_store(None)
 
     def broken(_name: str) -> None:
         raise sqlite3.OperationalError("disk I/O error")

@@ -14,7 +14,8 @@ import pytest
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing import skip as core_skip
-from hermes_tray_core.continuing.resume import claim_name, resume_turn
+from hermes_tray_core.continuing.claim import claim_name
+from hermes_tray_core.continuing.resume import resume_turn
 from hermes_tray_core.markers.entries import build_entry
 from hermes_tray_core.markers.store import MarkerStore, list_turn_markers, remove_marker_if_unchanged
 from hermes_tray_core.stores import decisions
@@ -71,7 +72,7 @@ def test_replace_if_unchanged_swaps_only_the_entry_that_was_seen(tmp_path):
 HOLD_CLAIM = """
 import sys, time
 from hermes_tray_core.stores.lease import LeaseStore
-from hermes_tray_core.continuing.resume import claim_name
+from hermes_tray_core.continuing.claim import claim_name
 store = LeaseStore(sys.argv[1])
 lease = store.acquire(claim_name(sys.argv[2], sys.argv[3]), "pid=child:via=test", ttl=60)
 print("held" if lease else "missed", flush=True)

@@ -101,11 +101,6 @@ class ResumeResult:
         }
 
 
-# The claim's home is core.continuing.claim; these names stay importable from here for callers and tests.
-canonical_home = exactly_once.canonical_home
-claim_name = exactly_once.claim_name
-_lease_store = exactly_once.lease_store
-
 #: what the user can still do about a turn resume refuses, by verdict (the turns window's "Recent" says the same)
 _HINTS = {
     Verdict.RUNNING: " Continue it in the Hermes window that has it open.",
@@ -275,7 +270,7 @@ class _Resume:
                  options: GatewayOptions | None, on_progress: Callable[[Progress], None] | None,
                  on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event | None,
                  env: Mapping[str, str] | None) -> None:
-        self.home, self.home_s, self.key, self.via = home, canonical_home(home), key, via
+        self.home, self.home_s, self.key, self.via = home, exactly_once.canonical_home(home), key, via
         self.install, self.options, self.on_progress, self.on_dispatched = install, options, on_progress, on_dispatched
         self.stop, self.env = stop, env
         self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
@@ -491,5 +486,5 @@ class _Resume:
         return self.result(res.outcome, message, a.verdict, res, fallback=fallback)
 
 
-__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "Assessment", "ResumeResult",
-           "assess", "canonical_home", "claim_name", "resume_turn", "settings_options"]
+__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "Assessment", "ResumeResult", "assess", "resume_turn",
+           "settings_options"]

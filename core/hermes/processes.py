@@ -19,16 +19,7 @@ the tray does nothing. This module finds those processes with psutil:
 The dashboard engine (continuing turns inside ``hermes dashboard``) builds on the same records: a
 :class:`HermesProcess` knows its interpreter (``exe``), its loopback listening ports and can read one
 variable of its environment on demand (nothing of the environment is stored or logged).
-
-Public API::
-
-    snapshot = HermesProcesses.now()             # one psutil pass, reused for a whole scan
-    snapshot.serving(home)                        # -> [HermesProcess] serving that home (dashboard first)
-    snapshot.dashboard(home)                      # -> HermesProcess | None
-    snapshot.webui_servers(state_dir)             # -> [HermesProcess] of a WebUI state dir
-    snapshot.backend_state(home)                  # -> ("live" | "none", "pid 4242 (hermes dashboard)")
-    backend_state(home)                           # the same from a fresh look ("unknown" when unreadable)
-    find_hermes_processes()                       # -> [HermesProcess], everything found
+:meth:`HermesProcesses.now` takes one psutil pass, reused for a whole scan.
 """
 
 from __future__ import annotations

@@ -87,7 +87,7 @@ _HOLD_CLAIM = """
 import sys, time
 from hermes_tray_core.stores.lease import LeaseStore
 from hermes_tray_core.stores.paths import lease_db
-from hermes_tray_core.continuing.resume import claim_name
+from hermes_tray_core.continuing.claim import claim_name
 lease = LeaseStore(lease_db()).acquire(claim_name(sys.argv[1], sys.argv[2]), "pid=0:via=tray-auto", ttl=60, wait=0)
 print("held" if lease else "not-held", flush=True)
 time.sleep(60)
