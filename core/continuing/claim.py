@@ -36,7 +36,7 @@ __all__ = [
     "turn_started_at",
 ]
 
-logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+logger = get_logger(__name__)
 
 #: Journalled for a turn identity: it must never be dispatched (or offered) again.
 SETTLED = ("completed", "skipped")

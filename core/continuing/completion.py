@@ -34,7 +34,7 @@ from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
 
-logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+logger = get_logger(__name__)
 
 __all__ = ["MARK_KEYS", "ContinuationMark", "Settlement", "mark_of", "note_digest", "settle_if_finished"]
 

@@ -51,7 +51,7 @@ from hermes_tray_core.process.identity import ProcessIdentity
 from hermes_tray_core.stores import exchange as atomic_exchange
 from hermes_tray_core.stores import fsutil
 
-logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+logger = get_logger(__name__)
 
 # Without an exchange: re-read + re-apply rounds when a non-locking writer changed the file under us; after
 # that we write the latest merge unchecked (progress). The unchecked write is what loses Hermes' entries: at

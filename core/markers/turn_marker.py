@@ -22,7 +22,7 @@ from hermes_tray_core.stores import exchange as atomic_exchange
 
 __all__ = ["clear_turn_marker", "exchange_support", "marker_writer_state", "read_turn_marker", "record_turn_start"]
 
-logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+logger = get_logger(__name__)
 
 _STORES: dict[str, MarkerStore] = {}
 

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
 
 __all__ = ["RunningNow"]
 
-logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+logger = get_logger(__name__)
 
 
 class _NoApp(dict[str, dict[str, int]]):

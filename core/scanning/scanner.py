@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
-logger = get_logger(__name__)  # logging is imported on first use (core.lazy_log)
+logger = get_logger(__name__)
 # Log levels as numbers, so that naming them does not import logging.
 _WARNING, _ERROR = 30, 40
 
