@@ -1,5 +1,5 @@
 """The engine's typed vocabulary: string enums whose values are exactly the strings the JSON output,
-the journal and the README use (``StrEnum`` members *are* those strings), so typing a value never changes
+the journal and docs/cli.md use (``StrEnum`` members *are* those strings), so typing a value never changes
 what a user or a script reads.
 """
 

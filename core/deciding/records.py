@@ -57,7 +57,7 @@ class TurnRecord(NamedTuple):
                 f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
 
     def to_json(self) -> dict[str, Any]:
-        """The ``status --json`` turn object (keys exactly as documented in the README)."""
+        """The ``status --json`` turn object (keys exactly as documented in docs/cli.md)."""
         return {
             "home": str(self.home),
             "profile": self.profile,

@@ -1,7 +1,7 @@
 """``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen.
 
 Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden.
-The JSON schema is documented in the README (``{"homes": [...], "turns": [...]}``).
+The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``).
 """
 
 from __future__ import annotations
