@@ -19,7 +19,7 @@ from hermes_tray.notices import about_html
 
 LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),
          ("hermes-tray on PyPI", "https://pypi.org/project/hermes-tray/"))
-#: what the tray is built on, and under which licence (docs/architecture.md "Dependencies" says why each is there)
+#: what the tray is built on, and under which licence (docs/architecture.md "Dependencies and why" says why each is there)
 LICENCES = (("hermes-tray", "MIT"), ("Qt / PySide6", "LGPL-3.0"), ("desktop-notifier", "MIT"),
             ("psutil", "BSD-3-Clause"), ("platformdirs", "MIT"), ("ruamel.yaml", "MIT"), ("PyYAML", "MIT"),
             ("tomli-w", "MIT"), ("jeepney", "MIT"), ("websockets", "BSD-3-Clause"))
