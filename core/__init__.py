@@ -30,6 +30,7 @@ _FACE = {
     "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
     # what a turn did and why it stopped; remind me later
     "TurnProgress": "hermes.progress", "cause_words": "deciding.causes", "ExitWitness": "deciding.witness",
+    "remind_at": "deciding.snooze", "snooze_turn": "deciding.snooze",
     # resuming and skipping
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
@@ -83,8 +84,8 @@ _FACE = {
 __all__ = [
     "__version__", "discover_homes", "Home", "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
-    "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness",
-    "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
+    "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
+    "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
     "turn_started_at", "Progress", "GatewayOptions", "find_hermes", "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
@@ -120,6 +121,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.deciding.causes import cause_words
     from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
+    from hermes_tray_core.deciding.snooze import remind_at, snooze_turn
     from hermes_tray_core.deciding.witness import ExitWitness
     from hermes_tray_core.hermes.config import AutoContinueConfig, read_backend_config
     from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue

@@ -1,5 +1,5 @@
-"""Deciding with the facts: how far an interrupted turn got (Hermes' own ``state.db``) and why it stopped (only
-when a fact on this machine shows it).
+"""Deciding with the facts: how far an interrupted turn got (Hermes' own ``state.db``), why it stopped (only
+when a fact on this machine shows it), and "remind me later" (the decision journal, honoured by ask-once).
 
 Real files throughout: homes with Hermes' marker file and a real SQLite ``state.db`` laid out as Hermes lays it
 out, the real decision journal, real child processes SIGKILLed, the real ``/proc``. The real Hermes backends
@@ -19,8 +19,9 @@ from pathlib import Path
 import psutil
 import pytest
 
-from hermes_tray_core import Scanner, discover_homes
+from hermes_tray_core import AskOnce, Scanner, discover_homes, waiting
 from hermes_tray_core.deciding.causes import CAUSE_WORDS, stop_cause
+from hermes_tray_core.deciding.snooze import MORNING_HOUR, remind_at, snooze_turn
 from hermes_tray_core.deciding.witness import ExitWitness
 from hermes_tray_core.process import machine
 from hermes_tray_core.stores.decisions import DecisionJournal
@@ -306,3 +307,117 @@ def test_the_witness_reads_nothing_while_no_writer_lives(tmp_path):
     assert reads == [] and witness.exited(12345) is None
 
 
+# ── remind me later ─────────────────────────────────────────────────────────────────────────────
+
+
+def test_remind_at_reads_what_a_person_types():
+    now = time.mktime((2026, 12, 4, 15, 0, 0, 0, 0, -1))
+    assert remind_at("1h", now) == now + 3600 and remind_at("2h30m", now) == now + 9000
+    assert remind_at("90s", now) == now + 90 and remind_at("1d", now) == now + 86400
+    assert time.localtime(remind_at("tomorrow", now))[:5] == (2026, 12, 5, MORNING_HOUR, 0)
+    assert time.localtime(remind_at("14:30", now))[:5] == (2026, 12, 5, 14, 30)  # already past today
+    assert time.localtime(remind_at("16:05", now))[:5] == (2026, 12, 4, 16, 5)
+    assert time.localtime(remind_at("2026-12-06 08:00", now))[:5] == (2026, 12, 6, 8, 0)
+    for bad in ("soon", "1x", "2026-12-01 09:00", "30d", "0m", ""):
+        with pytest.raises(ValueError):
+            remind_at(bad, now)
+
+
+class Clock:
+    """The tray's clock seams (wall and monotonic), moved by the test."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def ask_once(clock: Clock) -> AskOnce:
+    return AskOnce(DecisionJournal, clock=clock, wall_clock=clock)
+
+
+def announce(ask: AskOnce, home: FixtureHome, clock: Clock, mode: str = "ask"):
+    """One tray review after a scan at the clock's time; what it announces is delivered and journalled."""
+    records = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    review = ask.review(waiting(records), mode, others=records)
+    if review.ask:
+        ask.journal_notified(ask.delivered(review.ask, True), via="test")
+    return review
+
+
+def test_a_snoozed_turn_is_not_announced_before_its_time_and_once_after_it_across_a_restart(tmp_path):
+    t0 = time.time()
+    home = one_marker(tmp_path, started_at=t0 - 30, freshness_minutes=180)  # still fresh in an hour
+    clock = Clock(t0)
+    first = ask_once(clock)
+    assert len(announce(first, home, clock).ask) == 1  # announced; the user answers "remind me in 1 hour"
+    (turn,) = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    snooze_turn(turn, remind_at("1h", clock.t), via="test")
+    # the tray restarts: a new process, the journal on disk
+    clock.t += 60
+    again = ask_once(clock)
+    review = announce(again, home, clock)
+    assert review.ask == [] and [t.session_key for t in review.snoozed] == ["s1"]
+    clock.t += 3600 - 120  # still a minute early
+    assert announce(again, home, clock).ask == []
+    clock.t += 120
+    assert [t.session_key for t in announce(again, home, clock).ask] == ["s1"]  # exactly once after the time
+    assert announce(again, home, clock).ask == []
+    assert announce(ask_once(clock), home, clock).ask == []  # nor after another restart
+    events = [e["event"] for e in reversed(DecisionJournal().history(20))]
+    assert events == ["notified", "snoozed", "notified"]
+
+
+def test_a_turn_that_goes_stale_during_its_snooze_is_not_announced_but_reported_lapsed(tmp_path):
+    t0 = time.time()
+    home = one_marker(tmp_path, started_at=t0 - 30)  # the default freshness window is 15 minutes
+    clock = Clock(t0)
+    ask = ask_once(clock)
+    (turn,) = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    snooze_turn(turn, clock.t + 3600, via="test")
+    assert announce(ask, home, clock).ask == []
+    clock.t += 3601
+    review = announce(ask, home, clock)
+    assert review.ask == [] and [(t.session_key, t.verdict) for t in review.lapsed] == [("s1", Verdict.STALE)]
+    assert "beyond the 15 min freshness window" in review.lapsed[0].reason  # the reason the shell lists
+    assert announce(ask, home, clock).lapsed == []  # told once
+    assert "notified" not in [e["event"] for e in DecisionJournal().history(20)]
+
+
+def test_a_snooze_never_continues_anything_even_in_auto_mode(tmp_path):
+    t0 = time.time()
+    home = one_marker(tmp_path, started_at=t0 - 30)
+    clock = Clock(t0)
+    (turn,) = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    snooze_turn(turn, clock.t + 300, via="test")
+    ask = ask_once(clock)
+    review = announce(ask, home, clock, mode="auto")
+    assert review.resume == [] and review.ask == []
+    clock.t += 301
+    review = announce(ask, home, clock, mode="auto")
+    assert review.resume == [] and [t.session_key for t in review.ask] == ["s1"]  # asked, not resumed
+    assert "s1" in home.read_markers()
+
+
+def test_snooze_on_the_command_line_is_journalled_and_shown_in_history(tmp_path):
+    home = one_marker(tmp_path, started_at=time.time() - 30)
+    out = cli(tmp_path, "snooze", "s1", "--for", "2h", "--json", "--home", str(home.path))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["ok"] and doc["snoozed"] == "s1" and doc["until"] == pytest.approx(time.time() + 7200, abs=60)
+    hist = json.loads(cli(tmp_path, "history", "--json").stdout)
+    assert [(e["event"], e["session_key"], e["via"]) for e in hist] == [("snoozed", "s1", "cli")]
+    assert "prompt" not in hist[0] and PROMPT not in json.dumps(hist)
+    text = cli(tmp_path, "history").stdout
+    assert "until=" + time.strftime("%Y-%m-%d %H:%M", time.localtime(doc["until"])) in text
+    assert home.read_markers()["s1"]["prompt"] == PROMPT  # nothing continued, nothing skipped
+    # usage errors (exit 2) and refusals (exit 1), each saying why
+    assert cli(tmp_path, "snooze", "s1", "--for", "soon", "--home", str(home.path)).returncode == 2
+    assert cli(tmp_path, "snooze", "../x", "--home", str(home.path)).returncode == 2
+    missing = cli(tmp_path, "snooze", "s2", "--home", str(home.path))
+    assert missing.returncode == 1 and "no interrupted turn s2" in missing.stderr
+    running = one_marker(tmp_path / "other", writer={"writer_pid": os.getpid(),
+                                                      "writer_start_time": psutil.Process().create_time()})
+    refused = cli(tmp_path, "snooze", "s1", "--home", str(running.path))
+    assert refused.returncode == 1 and "not waiting for you (running" in refused.stderr

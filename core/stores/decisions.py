@@ -12,8 +12,9 @@ which key, the old and the new value, and who made it (``by``: ``cli`` or ``tray
 no turn (no ``session_key``), each is its own journal turn, and :meth:`DecisionJournal.history`
 returns them interleaved in time order with the turn decisions.
 
-One event says something about a turn without deciding it: ``stopped`` (a witness saw why its Hermes
-process died: ``cause``, with the fact behind it).
+Two events say something about a turn without deciding it: ``snoozed`` (the user asked to be reminded
+``until`` a time: the turn is not announced before then, and nothing is continued) and ``stopped`` (a witness
+saw why its Hermes process died: ``cause``, with the fact behind it).
 
 Never prompt text: fields that could carry it are refused, other strings are capped.
 The file is bounded: past ``max_bytes`` the oldest *finished* turns (and the oldest configuration
@@ -47,6 +48,7 @@ EVENTS = (
     "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
     "continuing",  # the tray is about to submit its continuation note: how state.db will show it answered
     "config-changed",  # a setting changed (record_config_change); about no turn
+    "snoozed",  # remind me later: not announced before ``until`` (epoch seconds); continues nothing
     "stopped",  # a witness saw why the turn's Hermes process died (``cause``, ``fact``): core.deciding.witness
 )
 CONFIG_CHANGED = "config-changed"
@@ -159,7 +161,7 @@ class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
 
-    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished", "stops", "crashes")
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished", "snoozes", "stops", "crashes")
 
     def __init__(self, signature: tuple[int, int] | None = None) -> None:
         self.signature = signature
@@ -168,6 +170,7 @@ class _Cache:
         self.by_turn: dict[str, list[str]] = {}
         self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
         self.finished: dict[str, list[object]] = {}  # turn_id -> attempts of each ``completed``
+        self.snoozes: dict[str, float] = {}  # turn_id -> ``until`` of its latest ``snoozed``
         self.stops: dict[str, dict[str, Any]] = {}  # turn_id -> its latest ``stopped``
         self.crashes: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (home, session) -> crashed continuations
 
@@ -320,6 +323,10 @@ class DecisionJournal:
                 cache.skips.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
             elif name == "completed":
                 cache.finished.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
+            elif name == "snoozed":
+                until = ev.get("until")
+                if isinstance(until, (int, float)) and not isinstance(until, bool):
+                    cache.snoozes[tid] = float(until)
             elif name == "stopped":
                 cache.stops[tid] = ev
             elif name == "failed" and ev.get("outcome") == "crashed":
@@ -367,6 +374,20 @@ class DecisionJournal:
             if got is None or got == want:
                 return True
         return False
+
+    def snooze(self, home: Path | str, session_key: str, started_at: float | int | None) -> tuple[float, bool] | None:
+        """The turn's latest snooze: ``(until, asked_since)`` — ``asked_since`` once it was announced or
+        decided after that snooze — or None when it was never snoozed."""
+        cache = self._load()
+        if started_at is None or not cache.snoozes:
+            return None
+        tid = self._read_turn_id(home, session_key, started_at)
+        until = cache.snoozes.get(tid)
+        if until is None:
+            return None
+        names = cache.by_turn.get(tid, [])
+        last = len(names) - 1 - names[::-1].index("snoozed")
+        return until, any(n in ANSWERED or n == "notified" for n in names[last + 1:])
 
     def knows_stops(self) -> bool:
         """Whether the journal holds any ``stopped`` or crashed continuation at all (one look per scan, so that
