@@ -232,51 +232,58 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
 # ---------------------------------------------------------------------------------------------
 # reading (one connection, already open read-only)
 
-#: How many tool calls a row asked for, counted in SQL without parsing its JSON: the ``"name":`` keys of
-#: Hermes' layout, one per call (inside the arguments, a JSON string, every quote is escaped).
-_CALLS = "CASE WHEN m.tool_calls IS NULL THEN 0 ELSE (length(m.tool_calls) - length(replace(m.tool_calls, '\"name\":', ''))) / 7 END"
+#: How a row's tool calls are counted: the ``"name":`` keys of Hermes' layout, one per call (inside the
+#: arguments, a JSON string, every quote is escaped), so no parse is needed.
+_NAME_KEY = '"name":'
 
 
 def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                   columns: set[str]) -> dict[str, TurnProgress]:
     """Every turn's :class:`TurnProgress`, ``turns`` being (session id, the marker's ``started_at``) pairs and
     ``columns`` those of ``messages``. One query per 400 turns, read at once (the read lock is short): the turns'
-    rows, with the first :data:`_INLINE` characters of an assistant row's text and tool calls; the few kept
-    rows that are longer are read again whole. Raises ``sqlite3.Error`` (the caller then says nothing of their
+    rows, with the first :data:`_INLINE` characters of an assistant row's text and tool calls; rows longer than
+    that (rare) are read again whole. Raises ``sqlite3.Error`` (the caller then says nothing of their
     progress)."""
     wanted = list(dict.fromkeys(turns))
     if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
         return {}
     live = " AND m.active = 1" if "active" in columns else ""
-    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n, whole]]
+    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n]]
     seen: dict[str, list[Any]] = {}
+    long_rows: dict[int, tuple[str, list[Any] | None, int]] = {}  # id -> (turn, kept row or None, calls counted)
     for i in range(0, len(wanted), _CHUNK):
         chunk = wanted[i:i + _CHUNK]
         sql = (f"WITH t(sid, since) AS (VALUES {','.join('(?, ?)' for _ in chunk)}) "
-               f"SELECT m.session_id, m.id, m.role, m.timestamp, {_CALLS}, "
+               f"SELECT m.session_id, m.id, m.role, m.timestamp, "
                f"CASE WHEN m.role = 'assistant' THEN substr(m.content, 1, {_INLINE}) END, "
-               f"CASE WHEN m.role = 'assistant' THEN substr(m.tool_calls, 1, {_INLINE}) END, "
-               f"CASE WHEN m.role = 'assistant' THEN max(coalesce(length(m.content), 0), coalesce(length(m.tool_calls), 0)) END "
+               f"CASE WHEN m.role = 'assistant' THEN substr(m.tool_calls, 1, {_INLINE}) END "
                "FROM t JOIN messages m ON m.session_id = t.sid AND m.timestamp >= t.since "
                f"WHERE m.role IN ('assistant', 'tool'){live}")
-        for sid, rid, role, ts, ncalls, content, calls, size in conn.execute(
-                sql, [v for t in chunk for v in t]).fetchall():
+        for sid, rid, role, ts, content, calls in conn.execute(sql, [v for t in chunk for v in t]).fetchall():
             acc = seen.get(sid)
             if acc is None:
                 acc = seen[sid] = [0, 0, 0.0, []]
             acc[0] += 1
-            acc[1] += ncalls or 0
             if isinstance(ts, (int, float)) and ts > acc[2]:
                 acc[2] = float(ts)
-            if role == "assistant":  # keep the last few (rows come in no particular order)
-                last = acc[3]
-                if len(last) >= RECENT_STEPS:
-                    if rid < last[0][0]:
-                        continue
-                    del last[0]
-                last.append([rid, content, calls, ncalls or 0, (size or 0) <= _INLINE])
+            if role != "assistant":
+                continue
+            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
+            acc[1] += n
+            row: list[Any] | None = [rid, content, calls, n]
+            last = acc[3]  # keep the last few (rows come in no particular order)
+            if len(last) < RECENT_STEPS:
+                last.append(row)
                 last.sort(key=_first)
-    _read_whole(conn, [row for acc in seen.values() for row in acc[3] if not row[4]])
+            elif rid > last[0][0]:
+                last[0] = row
+                last.sort(key=_first)
+            else:
+                row = None
+            if (isinstance(content, str) and len(content) >= _INLINE) or (isinstance(calls, str)
+                                                                           and len(calls) >= _INLINE):
+                long_rows[rid] = (sid, row, n)
+    _read_whole(conn, long_rows, seen)
     out: dict[str, TurnProgress] = {}
     for key, started in wanted:
         acc = seen.get(key)
@@ -289,10 +296,16 @@ def _first(row: list[Any]) -> Any:
     return row[0]
 
 
-def _read_whole(conn: sqlite3.Connection, rows: list[list[Any]]) -> None:
-    """The text and tool calls of kept rows longer than what the first query brought, in place."""
-    for i in range(0, len(rows), _CHUNK * 2):
-        part = {row[0]: row for row in rows[i:i + _CHUNK * 2]}
+def _read_whole(conn: sqlite3.Connection, long_rows: dict[int, tuple[str, list[Any] | None, int]],
+                seen: dict[str, list[Any]]) -> None:
+    """Rows the first query cut: counted again whole, and the kept ones given their whole text and calls."""
+    ids = list(long_rows)
+    for i in range(0, len(ids), _CHUNK * 2):
+        part = ids[i:i + _CHUNK * 2]
         sql = f"SELECT id, content, tool_calls FROM messages WHERE id IN ({','.join('?' * len(part))})"
-        for rid, content, calls in conn.execute(sql, list(part)).fetchall():
-            part[rid][1], part[rid][2] = content, calls
+        for rid, content, calls in conn.execute(sql, part).fetchall():
+            sid, row, counted = long_rows[rid]
+            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
+            seen[sid][1] += n - counted
+            if row is not None:
+                row[1], row[2], row[3] = content, calls, n
