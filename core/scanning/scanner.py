@@ -49,6 +49,7 @@ from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, W
 if TYPE_CHECKING:
     from hermes_tray_core.hermes.config import YamlMap
     from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.hermes.progress import TurnProgress
 
 __all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
@@ -176,7 +177,7 @@ class Scanner:
         (``core.backend.sessions``); a session open there reads as open in Hermes (a live owner), not as
         waiting for a Resume. ``read_progress``: read how far each turn got and why it stopped
         (:mod:`core.hermes.progress`, :mod:`core.deciding.causes`); callers that act on a turn without
-        showing it (a resume's re-check) leave it off."""
+        showing it (``skip``, ``doctor``, ``snooze``) leave it off."""
         self.homes = list(homes)
         self.cache_file = cache_file
         self._cache = ScanCache(cache_file)  # WebUI journal summaries and config.yaml results
@@ -414,7 +415,8 @@ class Scanner:
         return record, tp
 
     def _facts(self, home: Home, key: str, entry: Mapping[str, Any], started: float, attempts: int, verdict: Verdict,
-               writer: WriterState, state: _HomeState | None, now: float) -> tuple[Any, StopCause | None, str]:
+               writer: WriterState, state: _HomeState | None,
+               now: float) -> tuple[TurnProgress | None, StopCause | None, str]:
         """How far the turn got (state.db, read in the same look) and, once it no longer runs, why it stopped —
         only from a fact (core.deciding.causes): ``(progress, cause, fact)``."""
         progress = state.progress(key) if state else None
