@@ -28,6 +28,9 @@ _FACE = {
     "age_text": "deciding.policy", "restate_age": "deciding.policy",
     "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once", "ident": "deciding.ask_once",
     "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
+    # what a turn did and why it stopped; remind me later
+    "TurnProgress": "hermes.progress", "cause_words": "deciding.causes", "ExitWitness": "deciding.witness",
+    "remind_at": "deciding.snooze", "snooze_turn": "deciding.snooze",
     # resuming and skipping
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
@@ -72,7 +75,8 @@ _FACE = {
     "child_environment": "process.child_env",
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
-    "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab",
+    "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
+    "StepKind": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
@@ -80,7 +84,8 @@ _FACE = {
 __all__ = [
     "__version__", "discover_homes", "Home", "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
-    "TurnJournal", "ident", "turn_key", "waiting", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
+    "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
+    "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
     "turn_started_at", "Progress", "GatewayOptions", "find_hermes", "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
@@ -95,7 +100,7 @@ __all__ = [
     "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
-    "InvalidIdError", "validate_session_id", "strict_finite",
+    "StopCause", "StepKind", "InvalidIdError", "validate_session_id", "strict_finite",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
@@ -113,14 +118,18 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
+    from hermes_tray_core.deciding.causes import cause_words
     from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
+    from hermes_tray_core.deciding.snooze import remind_at, snooze_turn
+    from hermes_tray_core.deciding.witness import ExitWitness
     from hermes_tray_core.hermes.config import AutoContinueConfig, read_backend_config
     from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
     from hermes_tray_core.hermes.config_edit import parse_value as parse_config_value
     from hermes_tray_core.hermes.homes import Home, discover_homes
     from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
     from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.hermes.progress import TurnProgress
     from hermes_tray_core.hermes.state_db import parse_holder
     from hermes_tray_core.hermes.state_db_batch import HomeState
     from hermes_tray_core.keys import InvalidIdError, validate_session_id
@@ -183,6 +192,8 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         ReasonCode,
         Refusal,
         SkipOutcome,
+        StepKind,
+        StopCause,
         TurnSource,
         Verdict,
         WriterState,

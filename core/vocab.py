@@ -9,7 +9,7 @@ import enum
 import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
-           "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource"]
+           "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource", "StopCause", "StepKind"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -178,3 +178,22 @@ class TurnSource(StrEnum):
 
     DESKTOP = "desktop"  # a Hermes marker (``<home>/desktop/interrupted_turns.json``): resumable
     WEBUI = "webui"  # an unfinished WebUI journal turn: informational, never acted on
+
+
+class StopCause(StrEnum):
+    """Why a turn stopped, when a fact on this machine says so (``TurnRecord.cause``; ``status --json``'s
+    ``cause``). Each comes with its fact (``cause_fact``); without one it is ``unknown``, never a guess
+    (:mod:`hermes_tray_core.deciding.causes`)."""
+
+    SHUTDOWN = "shutdown"  # Hermes recorded that it was shut down (``interrupted_by: "shutdown"``: an update, a quit)
+    OUT_OF_MEMORY = "out-of-memory"  # the kernel's OOM-kill counter moved as the watched writer died
+    RESTARTED = "restarted"  # the computer started again after the turn's Hermes process did
+    CONTINUATION_CRASHED = "continuation-crashed"  # the tray's journal: its own continuation of it exited mid-turn
+    UNKNOWN = "unknown"
+
+
+class StepKind(StrEnum):
+    """What one recorded step of a turn was (:mod:`hermes_tray_core.hermes.progress`)."""
+
+    TOOL = "tool"  # a tool call (with or without its result yet)
+    TEXT = "text"  # text the assistant wrote

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tray.contract import BackendValues, Outcome, ProblemDetail, RunResult, ScanSummary, SkipReply
 from hermes_tray_core import (
+    ExitWitness,
     Home,
     Scanner,
     SettingsError,
@@ -59,6 +60,7 @@ class CoreEngine:
         self.explicit_homes = list(explicit_homes) if explicit_homes else None
         self._scanner: Scanner | None = None
         self._scanner_homes: tuple[str, ...] = ()
+        self._witness = ExitWitness()  # the detector thread's: why a watched writer died
 
     # --- homes and scanning (detector thread) -------------------------------------------------
     def homes(self) -> list[Home]:
@@ -132,7 +134,12 @@ class CoreEngine:
                 # recorded start time may no longer match psutil's), so the watch takes the pid alone; at
                 # worst a pid recycled since then wakes a rescan early.
                 out[pid] = None
+        self._witness.look(records)
         return list(out.items())
+
+    def writer_exited(self, pid: int) -> None:
+        """A watched writer exited: was the out-of-memory killer at work? (journalled for its turns)"""
+        self._witness.exited(pid)
 
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------
     def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:

@@ -16,7 +16,7 @@ from tests.support.fixture_homes import FixtureHome, env_for, marker_entry, own_
 
 REPO = Path(__file__).resolve().parents[1]
 TURN_KEYS = {"home", "profile", "session_key", "title", "prompt_excerpt", "started_at", "age_seconds", "attempts",
-             "writer", "verdict", "reason", "reason_code", "source"}
+             "writer", "verdict", "reason", "reason_code", "source", "progress", "cause", "cause_fact"}
 
 
 def cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:

@@ -12,7 +12,11 @@ journal (``hermes_tray_core.stores.decisions``), which remembers across restarts
 * a turn that leaves the list and comes back is looked at afresh; a *new* interruption of the same
   session (new start or attempt count) replaces the old one and is a new question;
 * a notification that reached nobody leaves its turns unasked: a review after
-  :data:`UNSHOWN_RETRY_SECONDS` asks again.
+  :data:`UNSHOWN_RETRY_SECONDS` asks again;
+* a turn the user snoozed (``snoozed`` in the journal, :mod:`hermes_tray_core.deciding.snooze`) is not asked
+  about before its ``until`` (by the wall clock, ``wall_clock``), then asked exactly once — in ``auto`` mode too:
+  a snooze never continues anything. One that is no longer waiting when its time comes (gone stale, say) is
+  not asked: the review lists it in ``lapsed``, with its verdict and reason, once per process.
 
 A turn counts as asked once its notification was delivered (:meth:`AskOnce.delivered` journals
 ``notified``), never before. Qt-free: tested without an event loop.
@@ -60,6 +64,9 @@ class TurnJournal(Protocol):
     def is_tombstoned(self, home: Path | str, session_key: str, started_at: float | int | None,
                       attempts: object) -> bool: ...
 
+    def snooze(self, home: Path | str, session_key: str,
+               started_at: float | int | None) -> tuple[float, bool] | None: ...
+
     def record(self, event: str, *, home: Path | str, session_key: str, started_at: float | int | None = None,
                **fields: object) -> object: ...
 
@@ -96,6 +103,10 @@ class Review:
     reskip: list[tuple[str, TurnRecord]] = field(default_factory=list)  # skipped before and back: skip again
     replaced: set[str] = field(default_factory=set)  # a newer interruption replaced what a note shows
     gone: set[str] = field(default_factory=set)  # no longer waiting (settled here or elsewhere)
+    snoozed: list[TurnRecord] = field(default_factory=list)  # waiting, but the user asked to be reminded later
+    # snoozed turns whose time came while they were no longer waiting (stale, exhausted, …): not asked about;
+    # the shell lists them with their verdict and reason
+    lapsed: list[TurnRecord] = field(default_factory=list)
 
 
 class AskOnce:
@@ -107,15 +118,19 @@ class AskOnce:
         *,
         clock: Callable[[], float] = time.monotonic,
         retry_seconds: float = UNSHOWN_RETRY_SECONDS,
+        wall_clock: Callable[[], float] = time.time,
     ) -> None:
         self._journal = journal or _default_journal
         self.clock = clock
+        self.wall_clock = wall_clock  # a snooze's ``until`` is a wall-clock time (it outlives the process)
         self.retry_seconds = retry_seconds
         self._seen: set[TurnIdent] = set()
         self._waiting: dict[str, TurnIdent] = {}
         self._notified: set[TurnIdent] = set()  # journalled as notified by this process
         self._unshown: set[TurnIdent] = set()  # notes that reached nobody: ask again…
         self._unshown_retry = 0.0  # …from this clock() on
+        self._snoozed: dict[TurnIdent, float] = {}  # seen while snoozed: looked at again from ``until`` on
+        self._lapsed: set[TurnIdent] = set()  # reported in ``Review.lapsed`` already
 
     # --- the journal ----------------------------------------------------------------------------
     def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
@@ -137,10 +152,21 @@ class AskOnce:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return False
 
+    def snoozed(self, record: TurnRecord, journal: TurnJournal | None = None) -> tuple[float, bool] | None:
+        """The turn's latest snooze ``(until, asked since)``, or None (never snoozed, or the journal cannot be
+        read: then the other rules decide, and they never continue an asked turn)."""
+        try:
+            return (journal or self._journal()).snooze(record.home, record.session_key, record.started_at)
+        except Exception:
+            log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
+            return None
+
     # --- a scan ---------------------------------------------------------------------------------
-    def review(self, pending: Mapping[str, TurnRecord], mode: str) -> Review:
-        """Decide what the tray does about ``pending`` (from :func:`waiting`) in ``mode`` (ask|auto|list)."""
+    def review(self, pending: Mapping[str, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
+        """Decide what the tray does about ``pending`` (from :func:`waiting`) in ``mode`` (ask|auto|list).
+        ``others``: the scan's other records, for the snoozed turns that stopped waiting (``Review.lapsed``)."""
         out = Review()
+        now = self.wall_clock()
         before = self._waiting
         # a turn that left the list and comes back (a non-locking writer resurrected a skipped
         # marker) is looked at afresh: skipped again, or — if it was asked about — not re-asked
@@ -154,10 +180,16 @@ class AskOnce:
         if self._unshown and self.clock() >= self._unshown_retry:
             self._seen -= self._unshown
             self._unshown.clear()
+        for i, until in list(self._snoozed.items()):  # a snooze whose time came: look at that turn afresh
+            if now >= until:
+                del self._snoozed[i]
+                self._seen.discard(i)
         journal: TurnJournal | None = None  # resolved once a review (naming it asks platformdirs)
         for key, rec in pending.items():
             i = now_idents[key]
             if i in self._seen:
+                if i in self._snoozed:
+                    out.snoozed.append(rec)
                 continue
             self._seen.add(i)
             if journal is None:
@@ -165,8 +197,15 @@ class AskOnce:
                     journal = self._journal()
                 except Exception:
                     log.warning("cannot open the decision journal", exc_info=True)
+            snooze = self.snoozed(rec, journal) if mode != Mode.LIST else None
             if self.skipped_before(rec, journal):
                 out.reskip.append((key, rec))
+            elif snooze is not None and not snooze[1]:
+                if now < snooze[0]:
+                    self._snoozed[i] = snooze[0]
+                    out.snoozed.append(rec)
+                else:  # its time came: asked exactly once (delivered() then journals it), never continued
+                    out.ask.append(rec)
             elif mode == Mode.AUTO:
                 # never continue a turn someone already asked about, decided, or that ran to an end
                 if self.asked_before(rec, unreadable=True, journal=journal):
@@ -176,7 +215,27 @@ class AskOnce:
                     out.resume.append(key)
             elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False, journal=journal):
                 out.ask.append(rec)
+        self._lapse(out, pending, others, now, journal)
         return out
+
+    def _lapse(self, out: Review, pending: Mapping[str, TurnRecord], others: Iterable[TurnRecord], now: float,
+               journal: TurnJournal | None) -> None:
+        """Snoozed turns whose time came while they were not waiting any more: told once, never asked about."""
+        waiting_now = {ident(r) for r in pending.values()}
+        for rec in others:
+            i = ident(rec)
+            if rec.source != TurnSource.DESKTOP or i in waiting_now or i in self._lapsed:
+                continue
+            if journal is None:
+                try:
+                    journal = self._journal()
+                except Exception:
+                    log.warning("cannot open the decision journal", exc_info=True)
+                    return
+            snooze = self.snoozed(rec, journal)
+            if snooze is not None and not snooze[1] and now >= snooze[0]:
+                self._lapsed.add(i)
+                out.lapsed.append(rec)
 
     # --- notifications --------------------------------------------------------------------------
     def not_announced(self, turns: Iterable[TurnRecord]) -> None:

@@ -8,10 +8,13 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_tray_core.deciding.policy import AutoContinueConfig
-from hermes_tray_core.vocab import ReasonCode, TurnSource, Verdict, WriterState
+from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
+
+if TYPE_CHECKING:  # read from state.db only when a home has markers
+    from hermes_tray_core.hermes.progress import TurnProgress
 
 __all__ = ["TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt", "EXCERPT_CHARS"]
 
@@ -24,7 +27,9 @@ class TurnRecord(NamedTuple):
     ``source`` is :attr:`TurnSource.DESKTOP` (a marker; resumable when the verdict is actionable) or
     :attr:`TurnSource.WEBUI` (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
     entry as read — pass it back as ``expected`` to skip/resume so a changed marker is refused.
-    ``turn_id`` is set for WebUI records.
+    ``turn_id`` is set for WebUI records. ``progress``: how far the turn got, as Hermes recorded it (None when
+    that cannot be read: no state.db, unreadable, a WebUI turn). ``cause``: why it stopped, with ``cause_fact``
+    (:mod:`hermes_tray_core.deciding.causes`); None while it runs.
     """
 
     home: Path
@@ -46,6 +51,9 @@ class TurnRecord(NamedTuple):
     # (pid, start time) of the live process that makes this turn ``running`` when it is not the marker's
     # writer (a Hermes backend serving the home): the tray watches it, its exit changes the verdict.
     holder: tuple[int, float | None] | None = None
+    progress: TurnProgress | None = None
+    cause: StopCause | None = None
+    cause_fact: str = ""
 
     @property
     def actionable(self) -> bool:
@@ -56,8 +64,9 @@ class TurnRecord(NamedTuple):
         return (f"TurnRecord(home={str(self.home)!r}, session_key={self.session_key!r}, source={self.source!r}, "
                 f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
 
-    def to_json(self) -> dict[str, Any]:
-        """The ``status --json`` turn object (keys exactly as documented in docs/cli.md)."""
+    def to_json(self, *, excerpts: bool = True) -> dict[str, Any]:
+        """The ``status --json`` turn object (keys exactly as documented in docs/cli.md); ``excerpts`` False
+        (``show_prompts = false``) leaves the progress excerpt out."""
         return {
             "home": str(self.home),
             "profile": self.profile,
@@ -72,6 +81,9 @@ class TurnRecord(NamedTuple):
             "reason": self.reason,
             "reason_code": None if self.code is None else str(self.code),
             "source": str(self.source),
+            "progress": None if self.progress is None else self.progress.to_json(excerpts=excerpts),
+            "cause": None if self.cause is None else str(self.cause),
+            "cause_fact": self.cause_fact or None,
         }
 
 
@@ -126,9 +138,11 @@ class ScanResult(NamedTuple):
     def unsupported(self) -> bool:
         return any(h.unsupported for h in self.homes)
 
-    def to_json(self) -> dict[str, Any]:
-        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document."""
-        return {"homes": [h.to_json() for h in self.homes], "turns": [t.to_json() for t in self.turns]}
+    def to_json(self, *, excerpts: bool = True) -> dict[str, Any]:
+        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document (``excerpts``: see
+        :meth:`TurnRecord.to_json`)."""
+        return {"homes": [h.to_json() for h in self.homes],
+                "turns": [t.to_json(excerpts=excerpts) for t in self.turns]}
 
 
 

@@ -1,5 +1,6 @@
 """One read-only look at a home's ``state.db`` for all its markers at once (session titles and sources,
-Hermes turn leases, compression-chain roots): one connection and one query per table, never one per key.
+Hermes turn leases, compression-chain roots, how far each turn got): one connection and one query per table,
+never one per key.
 
 It also holds the few helpers :mod:`core.hermes.state_db` shares: the scanner imports this module at start-up
 and that one only when it needs it, so the shared copy lives here.
@@ -8,7 +9,7 @@ and that one only when it needs it, so the shared copy lives here.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ from hermes_tray_core.hermes import paths as hermes_paths
 
 if TYPE_CHECKING:  # sqlite3 is imported when a state.db is opened, not with this module
     import sqlite3
+
+    from hermes_tray_core.hermes.progress import TurnProgress
 
 __all__ = ["BUSY_TIMEOUT_S", "HomeState", "columns", "describe_error", "text_or_none"]
 
@@ -41,6 +44,8 @@ class HomeState:
         self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
         self._leases: dict[str, dict[str, object]] = {}
         self._roots: dict[str, str] = {}
+        self._compressed: set[str] = set()  # sessions compression closed: their turn went on elsewhere
+        self._progress: dict[str, TurnProgress] = {}
         self._lease_error: str | None = None
         self._session_error: str | None = None
         path = str(hermes_paths.state_db(Path(home)))
@@ -87,14 +92,16 @@ class HomeState:
         except Exception:
             return None
 
-    def prefetch(self, keys: Sequence[str]) -> None:
-        """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once."""
+    def prefetch(self, keys: Sequence[str], since: Mapping[str, float] | None = None) -> None:
+        """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once; with
+        ``since`` (session key -> its marker's ``started_at``), also how far each of those turns got."""
         if self._conn is None or not keys:
             return
         conn = self._conn
         keys = list(keys)
         try:
-            wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id") if c in self._scols]
+            wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id", "end_reason")
+                                 if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
@@ -103,9 +110,13 @@ class HomeState:
                         self._sessions[str(v["id"])] = (text_or_none(v.get("title")),
                                                         text_or_none(v.get("source")),
                                                         text_or_none(v.get("parent_session_id")) or None)
+                        if v.get("end_reason") == "compression":
+                            self._compressed.add(str(v["id"]))
         except Exception as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
+        if since:
+            self._prefetch_progress(conn, since)
         cols = self._lcols
         if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
             return
@@ -127,6 +138,20 @@ class HomeState:
                     self._leases[str(v.pop("conversation_id"))] = v
         except Exception as exc:
             self._lease_error = describe_error(exc)
+
+    def _prefetch_progress(self, conn: sqlite3.Connection, since: Mapping[str, float]) -> None:
+        """core.hermes.progress, in this same connection; a failure leaves every turn's progress unknown."""
+        try:
+            from hermes_tray_core.hermes.progress import read_progress
+
+            turns = [(k, t) for k, t in since.items() if k not in self._compressed]
+            self._progress = read_progress(conn, turns, columns(conn, "messages"))
+        except Exception:
+            self._progress = {}
+
+    def progress(self, key: str) -> TurnProgress | None:
+        """How far the turn of ``key`` got (:mod:`core.hermes.progress`), or None when that cannot be read."""
+        return self._progress.get(key)
 
     def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
         """((title, source, parent) | None, problem | None)."""

@@ -44,11 +44,12 @@ from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.scanning.cache import MISS, ScanCache, default_cache_file
 from hermes_tray_core.scanning.running import RunningNow
 from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
-from hermes_tray_core.vocab import ReasonCode, TurnSource, Verdict, WriterState
+from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:
     from hermes_tray_core.hermes.config import YamlMap
     from hermes_tray_core.hermes.processes import HermesProcesses
+    from hermes_tray_core.hermes.progress import TurnProgress
 
 __all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
@@ -168,12 +169,15 @@ class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
-                 process_finder: Callable[[], HermesProcesses] | None = None, ask_running_hermes: bool = False) -> None:
+                 process_finder: Callable[[], HermesProcesses] | None = None, ask_running_hermes: bool = False,
+                 read_progress: bool = True) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes.processes.HermesProcesses`
         (default: look at the process table), asked at most once per scan. ``ask_running_hermes``: before a
         turn is offered, ask the running Hermes of its home which sessions it has open
         (``core.backend.sessions``); a session open there reads as open in Hermes (a live owner), not as
-        waiting for a Resume."""
+        waiting for a Resume. ``read_progress``: read how far each turn got and why it stopped
+        (:mod:`core.hermes.progress`, :mod:`core.deciding.causes`); callers that act on a turn without
+        showing it (``skip``, ``doctor``, ``snooze``) leave it off."""
         self.homes = list(homes)
         self.cache_file = cache_file
         self._cache = ScanCache(cache_file)  # WebUI journal summaries and config.yaml results
@@ -182,6 +186,9 @@ class Scanner:
         self._process_finder = process_finder
         self._now = RunningNow(process_finder)  # what runs, looked at once per scan
         self._ask_app = ask_running_hermes
+        self._read_progress = read_progress
+        self._boot_time: tuple[float | None] | None = None  # this computer's boot time, read once per scan
+        self._stops: Any = False  # the decision journal when it knows how some turn stopped (None: it knows none)
         self._logged: set[tuple[str, str, str]] = set()
 
     # scanning --------------------------------------------------------------------------------
@@ -191,6 +198,8 @@ class Scanner:
         now = time.time() if now is None else now
         self._managed_now = None
         self._now = RunningNow(self._process_finder)
+        self._boot_time = None
+        self._stops = False
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -326,7 +335,9 @@ class Scanner:
         out = []
         title_problem = None
         if state:
-            state.prefetch([str(k) for k in entries])
+            since = {str(k): t for k, e in entries.items() if isinstance(e, Mapping)
+                     and (t := marker_started_at(e)) is not None} if self._read_progress else None
+            state.prefetch([str(k) for k in entries], since)
         for key, entry in entries.items():
             if _settled_continuation(home.path, key, entry) or _retired(home.path, str(key), entry, self._now.decisions()):
                 continue
@@ -387,16 +398,48 @@ class Scanner:
                                       backend=backend, backend_detail=backend_detail, writer_note=note)
         mapping = entry if isinstance(entry, Mapping) else {}
         holder = self._now.holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
+        started = (marker_started_at(mapping) or 0.0) if mapping else 0.0
+        attempts = (marker_attempts(mapping) or 0) if mapping else 0
+        progress, cause, fact = (self._facts(home, key, mapping, started, attempts, decision.verdict, writer, state, now)
+                                 if self._read_progress and mapping else (None, None, ""))
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
             prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
-            started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
-            age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
+            started_at=started,
+            age_seconds=decision.age_seconds, attempts=attempts,
             writer=writer, verdict=decision.verdict, reason=decision.reason, source=TurnSource.DESKTOP,
             unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
+            progress=progress, cause=cause, cause_fact=fact,
         )
         return record, tp
+
+    def _facts(self, home: Home, key: str, entry: Mapping[str, Any], started: float, attempts: int, verdict: Verdict,
+               writer: WriterState, state: _HomeState | None,
+               now: float) -> tuple[TurnProgress | None, StopCause | None, str]:
+        """How far the turn got (state.db, read in the same look) and, once it no longer runs, why it stopped —
+        only from a fact (core.deciding.causes): ``(progress, cause, fact)``."""
+        progress = state.progress(key) if state else None
+        if verdict == Verdict.RUNNING or writer == WriterState.ALIVE:
+            return progress, None, ""
+        from hermes_tray_core.deciding.causes import stop_cause
+
+        if self._boot_time is None:
+            from hermes_tray_core.process.machine import boot_time
+
+            self._boot_time = (boot_time(),)
+        witnessed = crashed = None
+        try:
+            if self._stops is False:  # once per scan: most journals know of no stop at all
+                journal = self._now.decisions()
+                self._stops = journal if journal is not None and journal.knows_stops() else None
+            if self._stops is not None:
+                witnessed, crashed = self._stops.stop_facts(home.path, key, started, attempts)
+        except Exception as exc:  # the journal is a witness, not a judge: without it, fewer facts
+            self._stops = None
+            self._log_once(home, key, f"cannot read the decision journal ({type(exc).__name__})")
+        cause, fact = stop_cause(entry, now=now, boot_time=self._boot_time[0], witnessed=witnessed, crashed=crashed)
+        return progress, cause, fact
 
     def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:
         """Log a problem with one marker once per scanner (the tray re-scans often): identity only."""

@@ -12,6 +12,10 @@ which key, the old and the new value, and who made it (``by``: ``cli`` or ``tray
 no turn (no ``session_key``), each is its own journal turn, and :meth:`DecisionJournal.history`
 returns them interleaved in time order with the turn decisions.
 
+Two events say something about a turn without deciding it: ``snoozed`` (the user asked to be reminded
+``until`` a time: the turn is not announced before then, and nothing is continued) and ``stopped`` (a witness
+saw why its Hermes process died: ``cause``, with the fact behind it).
+
 Never prompt text: fields that could carry it are refused, other strings are capped.
 The file is bounded: past ``max_bytes`` the oldest *finished* turns (and the oldest configuration
 changes) are dropped whole; the events of a turn still in progress are never dropped.
@@ -44,6 +48,8 @@ EVENTS = (
     "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
     "continuing",  # the tray is about to submit its continuation note: how state.db will show it answered
     "config-changed",  # a setting changed (record_config_change); about no turn
+    "snoozed",  # remind me later: not announced before ``until`` (epoch seconds); continues nothing
+    "stopped",  # a witness saw why the turn's Hermes process died (``cause``, ``fact``): core.deciding.witness
 )
 CONFIG_CHANGED = "config-changed"
 #: Who changes configuration.
@@ -155,7 +161,7 @@ class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
 
-    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished")
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished", "snoozes", "stops", "crashes")
 
     def __init__(self, signature: tuple[int, int] | None = None) -> None:
         self.signature = signature
@@ -164,6 +170,9 @@ class _Cache:
         self.by_turn: dict[str, list[str]] = {}
         self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
         self.finished: dict[str, list[object]] = {}  # turn_id -> attempts of each ``completed``
+        self.snoozes: dict[str, float] = {}  # turn_id -> ``until`` of its latest ``snoozed``
+        self.stops: dict[str, dict[str, Any]] = {}  # turn_id -> its latest ``stopped``
+        self.crashes: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (home, session) -> crashed continuations
 
 
 class DecisionJournal:
@@ -180,15 +189,19 @@ class DecisionJournal:
         self._lock = threading.Lock()
         self._read_keys: dict[str, tuple[float, str]] = {}
 
-    def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
-        """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
+    def _read_home_key(self, home: Path | str) -> str:
+        """:func:`home_key` for a read, reused for :data:`READ_KEY_SECONDS`."""
         text, now = os.fspath(home), time.monotonic()
         hit = self._read_keys.get(text)
         if hit is None or now - hit[0] >= READ_KEY_SECONDS:
             if len(self._read_keys) > 256:
                 self._read_keys.clear()
             hit = self._read_keys[text] = (now, home_key(home))
-        return _turn_id(hit[1], session_key, started_at)
+        return hit[1]
+
+    def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
+        """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
+        return _turn_id(self._read_home_key(home), session_key, started_at)
 
     @property
     def path(self) -> Path:
@@ -305,10 +318,19 @@ class DecisionJournal:
                 continue
             cache.events.append(ev)
             cache.by_turn.setdefault(str(ev.get("turn_id") or ""), []).append(str(ev.get("event") or ""))
-            if ev.get("event") == "skipped":
-                cache.skips.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
-            elif ev.get("event") == "completed":
-                cache.finished.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
+            name, tid = ev.get("event"), str(ev.get("turn_id") or "")
+            if name == "skipped":
+                cache.skips.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
+            elif name == "completed":
+                cache.finished.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
+            elif name == "snoozed":
+                until = ev.get("until")
+                if isinstance(until, (int, float)) and not isinstance(until, bool):
+                    cache.snoozes[tid] = float(until)
+            elif name == "stopped":
+                cache.stops[tid] = ev
+            elif name == "failed" and ev.get("outcome") == "crashed":
+                cache.crashes.setdefault((str(ev.get("home")), str(ev.get("session_key"))), []).append(ev)
         cache.offset += end
         cache.signature = (st.st_ino, cache.offset)
         return cache
@@ -352,6 +374,45 @@ class DecisionJournal:
             if got is None or got == want:
                 return True
         return False
+
+    def snooze(self, home: Path | str, session_key: str, started_at: float | int | None) -> tuple[float, bool] | None:
+        """The turn's latest snooze: ``(until, asked_since)`` — ``asked_since`` once it was announced or
+        decided after that snooze — or None when it was never snoozed."""
+        cache = self._load()
+        if started_at is None or not cache.snoozes:
+            return None
+        tid = self._read_turn_id(home, session_key, started_at)
+        until = cache.snoozes.get(tid)
+        if until is None:
+            return None
+        names = cache.by_turn.get(tid, [])
+        last = len(names) - 1 - names[::-1].index("snoozed")
+        return until, any(n in ANSWERED or n == "notified" for n in names[last + 1:])
+
+    def knows_stops(self) -> bool:
+        """Whether the journal holds any ``stopped`` or crashed continuation at all (one look per scan, so that
+        a journal with none costs the turns nothing)."""
+        cache = self._load()
+        return bool(cache.stops or cache.crashes)
+
+    def stop_facts(self, home: Path | str, session_key: str, started_at: float | int | None,
+                   attempts: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+        """What the journal knows of how this run of a turn stopped: ``(stopped, crashed)`` — the latest
+        ``stopped`` a witness recorded for it, and the ``failed`` (``outcome: crashed``) of the tray's own
+        continuation that left it (attempt ``attempts`` of the session, journalled after the run began: a
+        continuation's marker counts its attempt and is written when it starts). Each None when there is none."""
+        cache = self._load()
+        if started_at is None or (not cache.stops and not cache.crashes):
+            return None, None
+        stopped = cache.stops.get(self._read_turn_id(home, session_key, started_at)) if cache.stops else None
+        crashed = None
+        want = _attempts_key(attempts)
+        for ev in cache.crashes.get((self._read_home_key(home), session_key), ()) if want else ():
+            at = ev.get("created_at")
+            if (_attempts_key(ev.get("attempt")) == want and isinstance(at, (int, float))
+                    and not isinstance(at, bool) and at >= float(started_at) - CRASH_SLACK):
+                crashed = ev
+        return stopped, crashed
 
     def was_asked(self, home: Path | str, session_key: str, started_at: float | int | None) -> bool:
         """True once the user was notified or a decision was taken: a restart must not ask again."""
@@ -402,6 +463,9 @@ class DecisionJournal:
 #: ``started_at``): Hermes writes it when the continued turn starts, the tray journals ``dispatched`` once Hermes
 #: has answered — either may come first.
 DISPATCH_SLACK = 120.0
+#: How much earlier than a continuation's marker its crash may be journalled and still be its own (clocks of two
+#: processes read at about the same moment).
+CRASH_SLACK = 5.0
 
 
 def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:

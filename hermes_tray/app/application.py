@@ -188,7 +188,8 @@ class TrayApp(QObject):
         self.notifier = make_notifier(APP_DISPLAY_NAME)
         self.controller = Controller(self.engine, self.notifier, autostart=autostart, demo=options.demo, parent=self)
         self.detector = Detector(
-            self.engine.scan, self.engine.watch_plan, self.engine.writers, self.engine.homes(), homes_fn=self.engine.homes
+            self.engine.scan, self.engine.watch_plan, self.engine.writers, self.engine.homes(), homes_fn=self.engine.homes,
+            exited=self.engine.writer_exited,
         )
         self.detector_thread = DetectorThread(self.detector, self)
         self._wire()

@@ -36,7 +36,7 @@ class HelperApp(QObject):
             engine, self.notifier, quiet=lambda: instance_running("tray"), role="helper", parent=self
         )
         self.detector = Detector(
-            engine.scan, engine.watch_plan, engine.writers, engine.homes(), homes_fn=engine.homes
+            engine.scan, engine.watch_plan, engine.writers, engine.homes(), homes_fn=engine.homes, exited=engine.writer_exited
         )
         self.detector_thread = DetectorThread(self.detector, self)
         self.detector.scanned.connect(self.controller.on_scan)

@@ -227,7 +227,7 @@ def run(args: argparse.Namespace) -> int:
         problems.append(f"tray settings are invalid ({exc}); defaults are used — fix the file or run "
                         "`hermes-tray config set KEY VALUE`")
     homes = selected_homes(args, settings=settings)
-    result = Scanner(homes).scan()
+    result = Scanner(homes, read_progress=False).scan()  # neither shows how far a turn got
     home_rows = []
     processes = None
     for h in result.homes:

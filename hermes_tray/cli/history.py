@@ -53,10 +53,22 @@ def run(args: argparse.Namespace) -> int:
             continue
         what = ev.get("session_key") or "?"
         where = ev.get("home") or ""
-        extra = " · ".join(f"{k}={v}" for k, v in ev.items() if k not in skip and v is not None)
+        extra = " · ".join(f"{k}={_field(k, v)}" for k, v in ev.items() if k not in skip and v is not None)
         via = f" [{ev['via']}]" if ev.get("via") else ""
         print(f"{when}  {ev.get('event', '?'):<11} {what}  {where}{via}" + (f"  {extra}" if extra else ""))
     return 0
+
+
+def _field(name: str, value: object) -> str:
+    """One field as a person reads it: a snooze's ``until`` as a local time."""
+    import time
+
+    from hermes_tray_core import strict_finite
+
+    until = strict_finite(value) if name == "until" else None
+    if until is not None:
+        return time.strftime("%Y-%m-%d %H:%M", time.localtime(min(max(until, 0.0), 2**37)))
+    return str(value)
 
 
 def _show(value: object) -> str:

@@ -30,6 +30,7 @@ COMMAND_MODULES = [
     "status",
     "resume",
     "skip",
+    "snooze",
     "enable_disable",
     "config_cmd",
     "doctor",

@@ -43,7 +43,7 @@ def run(args: argparse.Namespace) -> int:
     except InvalidIdError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
     homes = selected_homes(args)
-    result = Scanner(homes).scan()
+    result = Scanner(homes, read_progress=False).scan()  # neither shows how far a turn got
     found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
     if not found:
         unreadable = [str(h.path) for h in result.homes if h.markers in ("corrupt", "unreadable")]

@@ -1,7 +1,9 @@
 """``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen.
 
 Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden.
-The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``).
+The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``). Each turn says how far
+it got and why it stopped, where that is known; ``show_prompts = false`` leaves out the excerpt of what it
+last said or did, as it leaves prompts out of notifications.
 """
 
 from __future__ import annotations
@@ -24,17 +26,30 @@ def run(args: argparse.Namespace) -> int:
     homes = selected_homes(args)
     result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),
                      ask_running_hermes=True).scan()
+    excerpts = show_excerpts() if result.turns else True
     if args.json:
-        print_json(result.to_json())
+        print_json(result.to_json(excerpts=excerpts))
         return 0
-    print(render(result))
+    print(render(result, excerpts=excerpts))
     return 0
 
 
-def render(result) -> str:
+def show_excerpts() -> bool:
+    """The ``show_prompts`` setting (default on): read only when there are turns to show."""
+    from hermes_tray_core import settings_file
+
+    if not settings_file().exists():  # the common case: no need to load the settings module
+        return True
+    from hermes_tray.cli.common import load_tray_settings
+
+    return bool(load_tray_settings(quiet=True).show_prompts)
+
+
+def render(result, *, excerpts: bool = True) -> str:
     """The human-readable status: one line per turn (reason underneath), then per-home problems."""
     from hermes_tray.cli.common import table
     from hermes_tray.format import age_text
+    from hermes_tray_core import cause_words
 
     out: list[str] = []
     multi = len(result.homes) > 1
@@ -54,6 +69,10 @@ def render(result) -> str:
         for line, t in zip(lines[1:], result.turns, strict=True):
             out.append(line)
             out.append(f"    {t.reason}")
+            if t.progress is not None:
+                out.append(f"    progress: {t.progress.line(excerpts=excerpts)}")
+            if t.cause is not None:
+                out.append(f"    why it stopped: {cause_words(t.cause, t.cause_fact)}")
         n = len(result.actionable)
         out.append("")
         out.append(f"{n} turn(s) can be resumed: hermes-tray resume SESSION" if n

@@ -2,8 +2,8 @@
 
 Lives in its own ``QThread``. Wake-ups: a marker/journal/profile directory changed
 (``QFileSystemWatcher``, 15 ms settle so a temp-file + rename write is read once), a marker
-writer exited (pidfd — scanned at once, that is the latency that matters), or the 30 s safety
-re-scan. Nothing polls in between. The scan itself is the engine's (``core``); a scan that
+writer exited (pidfd — scanned at once, that is the latency that matters; ``exited`` first hears of it, so
+the engine's witness can read the facts of that moment), or the 30 s safety re-scan. Nothing polls in between. The scan itself is the engine's (``core``); a scan that
 raises is reported as a problem and never stops the thread.
 
 The homes are not fixed: with a ``homes`` provider the detector asks it again before every scan
@@ -75,8 +75,10 @@ class Detector(QObject):
         homes: Sequence[Any] = (),
         *,
         homes_fn: HomesFn | None = None,
+        exited: Callable[[int], object] | None = None,
     ) -> None:
         super().__init__()
+        self._exited_fn = exited
         self._scan_fn = scan
         self._plan_fn = plan
         self._writers_fn = writers
@@ -176,6 +178,11 @@ class Detector(QObject):
             self._settle.start()
 
     def _on_writer_exit(self, pid: int) -> None:
+        if self._exited_fn is not None:
+            try:
+                self._exited_fn(pid)  # the engine's witness, at the moment of the death
+            except Exception:
+                log.exception("the exit of writer %s could not be witnessed", pid)
         self._scan(f"writer-exit:{pid}", time.time())
 
     def _scan(self, reason: str, woke: float) -> None:

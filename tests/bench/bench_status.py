@@ -1,15 +1,18 @@
 """Benchmark: ``hermes-tray status --json`` wall time, cold and warm, vs a stat-only floor.
 
 Fixture: 5 Hermes homes (root + 4 profiles) × 32 markers (dead writers, sessions in a real
-``state.db`` with a turn-lease table) + 1,000 WebUI journals (200 per home). Measured in one
-run, on the same files:
+``state.db`` with a turn-lease table and Hermes' ``messages``: 20 rows of earlier turns per session, then
+the interrupted turn's own tool calls, results and text) + 1,000 WebUI journals (200 per home). Measured
+in one run, on the same files:
 
 * floor — a minimal Python process that only ``stat``s every file ``status`` looks at;
 * cold  — ``status --json`` with an empty scan cache (every journal parsed);
-* warm  — ``status --json`` again (unchanged journals answered from the cache).
+* warm  — ``status --json`` again (unchanged journals answered from the cache);
+* the facts — the same scan in this process with and without reading how far each turn got and why it
+  stopped (``Scanner(read_progress=...)``, alternated): what those reads add to a ``status``. Target ≤ 5 ms.
 
-Each is a fresh process (interpreter start-up included, as a user would see it); the median of
-``--runs`` repetitions is reported. Targets: cold ≤ 6× floor, warm ≤ 3× floor. ``--peer PYTHON`` also
+Each process figure is a fresh process (interpreter start-up included, as a user would see it); the median
+of ``--runs`` repetitions is reported. Targets: cold ≤ 6× floor, warm ≤ 3× floor. ``--peer PYTHON`` also
 times the ``status`` of another installation (that interpreter's environment, e.g. the code before a
 change), alternated with this one's in every repetition.
 
@@ -20,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import statistics
 import subprocess
@@ -36,6 +40,8 @@ from tests.support.fixture_homes import FixtureHome, dead_pid, env_for, journal_
 HOMES = 5
 MARKERS = 32
 JOURNALS = 1000
+HISTORY_ROWS = 20  # rows of earlier turns in each marker's session (not the interrupted turn's)
+FACTS_TARGET_MS = 5.0
 
 FLOOR = r"""
 import os, sys
@@ -63,12 +69,24 @@ def build(base: Path) -> list[Path]:
     for h, home in enumerate(homes):
         home.write_config("# bench\ndesktop:\n  auto_continue:\n    freshness_minutes: 30\nmodel: {provider: x}\n")
         entries = {}
+        home.db().execute("BEGIN")
         for i in range(MARKERS):
             key = f"2026{h:02d}{i:02d}_120000_{i:06x}"
             home.add_session(key, title=f"Session {h}/{i}")
-            entries[key] = {"attempts": i % 3, "prompt": f"prompt {i}\n" + "x" * 200, "started_at": now - 60 * i,
-                            "auto_continue": True, "writer_pid": gone, "writer_start_time": 1.0}
-        home.db()  # lease table exists (no rows)
+            started = now - 60 * i
+            for j in range(HISTORY_ROWS):  # earlier turns: not this turn's progress
+                home.add_message(key, "user" if j % 2 == 0 else "assistant", "earlier " * 40, at=started - 3600 + j)
+            home.add_message(key, "user", f"prompt {i}", at=started - 2)
+            for j in range(i % 5):  # the interrupted turn: tool calls and their results, then some text
+                home.add_message(key, "assistant", "", at=started + 3 * j + 1,
+                                 calls=[("terminal", {"command": f"pytest -k case{j}\n" + "x" * 300})])
+                home.add_message(key, "tool", "output line\n" * 200, at=started + 3 * j + 2, tool="terminal")
+            if i % 2:
+                home.add_message(key, "assistant", "Working on it.\n\n" + "detail " * 100, at=started + 20,
+                                 finish="verify_hook_continue")
+            entries[key] = {"attempts": i % 3, "prompt": f"prompt {i}\n" + "x" * 200, "started_at": started,
+                            "auto_continue": True, "writer_pid": gone, "writer_start_time": now - 7200}
+        home.db().execute("COMMIT")
         home.write_markers(entries)
         home.close()
         for j in range(JOURNALS // HOMES):
@@ -125,6 +143,27 @@ def status_argv(python: str) -> list[str]:
     return [script, "status", "--json"] if script else [python, "-m", "hermes_tray", "status", "--json"]
 
 
+def facts_cost(homes: list[Path], env: dict[str, str], runs: int) -> dict[tuple[str, bool], float]:
+    """Median wall ms of one warm scan of every home in this process (as a warm ``status`` scans: the scan
+    cache answers for the WebUI journals), with and without the facts (how far each turn got, why it
+    stopped), alternated so that load hits both alike."""
+    os.environ.update(env)
+    from hermes_tray_core import Scanner, default_cache_file, discover_homes
+
+    found = discover_homes(explicit=[str(h) for h in homes])
+    times: dict[tuple[str, bool], list[float]] = {}
+    for i in range(runs + 2):  # the first two warm the imports, the page cache and the scan cache
+        for flag in ((True, False) if i % 2 else (False, True)):
+            t0, c0 = time.perf_counter(), time.process_time()
+            turns = Scanner(found, read_progress=flag, cache_file=default_cache_file()).scan().turns
+            took, cpu = time.perf_counter() - t0, time.process_time() - c0
+            assert len(turns) == HOMES * MARKERS and all((t.progress is not None) == flag for t in turns)
+            if i >= 2:
+                times.setdefault(("wall", flag), []).append(took)
+                times.setdefault(("cpu", flag), []).append(cpu)
+    return {k: statistics.median(v) * 1000 for k, v in times.items()}
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--runs", type=int, default=7)
@@ -172,6 +211,15 @@ def main() -> int:
                   f"warm {wall['warm'] / wall['peer warm']:.2f}x")
         print(f"target cold <= 6.0x floor (wall): {'met' if wall['cold'] / f <= 6.0 else 'NOT met'}")
         print(f"target warm <= 3.0x floor (wall): {'met' if wall['warm'] / f <= 3.0 else 'NOT met'}")
+        n = max(opts.runs, 41)
+        facts = facts_cost(homes, env, n)
+        for kind in ("wall", "cpu"):
+            with_, without = facts[(kind, True)], facts[(kind, False)]
+            print(f"one warm scan of the {nturns} turns in this process, {kind} (median of {n}, alternated): "
+                  f"{with_:.1f} ms with the facts, {without:.1f} ms without -> +{with_ - without:.1f} ms "
+                  f"({with_ / without:.2f}x)")
+        added = facts[("wall", True)] - facts[("wall", False)]
+        print(f"target facts add <= {FACTS_TARGET_MS:.0f} ms (wall): {'met' if added <= FACTS_TARGET_MS else 'NOT met'}")
     finally:
         if not opts.keep:
             shutil.rmtree(base, ignore_errors=True)

@@ -75,6 +75,9 @@ class FakeEngine:
     def writers(self, homes, records):
         return []
 
+    def writer_exited(self, pid):
+        return None
+
     def skip(self, record, *, origin):
         time.sleep(self.skip_delay)
         self.acted_on.append(("skip", record))

@@ -114,6 +114,49 @@ def test_detector_reports_actionable_after_sigkill(qtbot, tmp_path) -> None:
         proc.wait()
 
 
+def test_a_writer_killed_as_the_oom_counter_moves_is_said_to_have_run_out_of_memory(qtbot, tmp_path,
+                                                                                    monkeypatch) -> None:
+    """The tray's own watch, as the tray and the helper wire it: while the writer lives each scan reads the
+    kernel's OOM-kill count through the engine's one seam; the test's fake kernel counts a kill and the writer
+    is SIGKILLed; the scan its exit wakes says why the turn stopped, with the fact."""
+    from hermes_tray.engine import CoreEngine
+    from hermes_tray.watch.detector import Detector, DetectorThread
+    from hermes_tray_core.hermes.homes import discover_homes
+    from hermes_tray_core.process import machine
+    from tests.support.fixture_homes import FixtureHome, marker_entry
+
+    vmstat = tmp_path / "vmstat"
+    vmstat.write_text("nr_free_pages 12\noom_kill 41\n")
+    monkeypatch.setattr(machine, "VMSTAT", str(vmstat))
+    proc = _sleeper()
+    try:
+        home = FixtureHome(tmp_path / "hermes")
+        home.add_session("s1", title="Fix the flaky test")
+        writer = {"writer_pid": proc.pid, "writer_start_time": psutil.Process(proc.pid).create_time()}
+        home.write_markers({"s1": marker_entry(writer=writer)})
+        engine = CoreEngine([str(home.path)])
+        det = Detector(engine.scan, engine.watch_plan, engine.writers, discover_homes(explicit=[str(home.path)]),
+                       exited=engine.writer_exited)
+        thread = DetectorThread(det)
+        reports = []
+        det.scanned.connect(reports.append)
+        thread.start()
+        try:
+            qtbot.waitUntil(lambda: bool(reports and reports[-1].records), timeout=5000)
+            assert reports[-1].records[0].verdict == "running" and reports[-1].records[0].cause is None
+            vmstat.write_text("nr_free_pages 12\noom_kill 42\n")  # the OOM killer strikes
+            os.kill(proc.pid, signal.SIGKILL)
+            qtbot.waitUntil(lambda: reports[-1].records[0].verdict == "actionable", timeout=3000)
+        finally:
+            thread.stop()
+    finally:
+        proc.kill()
+        proc.wait()
+    rec = reports[-1].records[0]
+    assert reports[-1].reason.startswith("writer-exit")
+    assert rec.cause == "out-of-memory" and f"(pid {proc.pid})" in rec.cause_fact
+
+
 def _wait_and_kill(qtbot, reports, proc) -> None:
     qtbot.waitUntil(lambda: bool(reports and reports[-1].records), timeout=5000)
     assert reports[-1].records[0].verdict == "running"

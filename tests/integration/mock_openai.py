@@ -2,8 +2,11 @@
 
 Serves ``GET /v1/models`` and ``POST /v1/chat/completions`` (streaming SSE or plain JSON),
 records every request it receives, and can hold a request open (``hold()``) so a turn is
-reliably mid-run when a test SIGKILLs the gateway. Runs in a thread of the test process, or
-standalone (``python mock_openai.py --port-file F --record F``) for manual runs.
+reliably mid-run when a test SIGKILLs the gateway. A *script* (``play([...])``) makes the next agent
+requests answer with tool calls (:class:`ToolCalls`) or with a reply streamed slowly, word by word
+(:class:`Slow`), so a test can kill a turn after its tool calls, in the middle of its answer.
+Runs in a thread of the test process, or standalone (``python mock_openai.py --port-file F --record F``)
+for manual runs.
 """
 
 from __future__ import annotations
@@ -19,6 +22,22 @@ from pathlib import Path
 from typing import Any
 
 MODEL = "mock-model"
+TITLE_PREFIX = "Generate a short, descriptive title"  # Hermes' auxiliary title request: never scripted
+
+
+@dataclass(frozen=True)
+class ToolCalls:
+    """A scripted answer: the model asks for these tool calls, ``(name, arguments)`` each, in one message."""
+
+    calls: tuple[tuple[str, dict[str, Any]], ...]
+
+
+@dataclass(frozen=True)
+class Slow:
+    """A scripted answer: ``text`` streamed one word every ``every`` seconds (``words_sent`` counts them)."""
+
+    text: str
+    every: float = 0.5
 
 
 @dataclass
@@ -65,6 +84,8 @@ class MockOpenAI:
         self.record_file = record_file
         self.requests: list[Recorded] = []
         self.delay = 0.0  # seconds to sleep before answering each completion
+        self.words_sent = 0  # words of the current Slow answer written to the client so far
+        self._script: list[ToolCalls | Slow] = []
         self._cond = threading.Condition()
         self._held = False
         self._httpd: ThreadingHTTPServer | None = None
@@ -79,6 +100,36 @@ class MockOpenAI:
     def release(self) -> None:
         with self._cond:
             self._held = False
+            self._cond.notify_all()
+
+    def play(self, steps: list[ToolCalls | Slow]) -> None:
+        """The next agent requests (not Hermes' title requests) answer with ``steps``, one each, in order;
+        then the plain ``reply`` again."""
+        with self._cond:
+            self._script = list(steps)
+            self.words_sent = 0
+
+    def wait_for_words(self, n: int, timeout: float = 60.0) -> None:
+        """Block until ``n`` words of a :class:`Slow` answer went out; AssertionError on timeout."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.words_sent < n:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise AssertionError(f"the mock streamed {self.words_sent} word(s), wanted {n}")
+                self._cond.wait(left)
+
+    def _next_step(self, body: Any) -> ToolCalls | Slow | None:
+        msgs = body.get("messages") if isinstance(body, dict) else None
+        first = msgs[0].get("content") if isinstance(msgs, list) and msgs and isinstance(msgs[0], dict) else None
+        if isinstance(first, str) and first.startswith(TITLE_PREFIX):
+            return None
+        with self._cond:
+            return self._script.pop(0) if self._script else None
+
+    def _sent_word(self) -> None:
+        with self._cond:
+            self.words_sent += 1
             self._cond.notify_all()
 
     def completions(self) -> list[Recorded]:
@@ -151,29 +202,67 @@ class MockOpenAI:
                 stream = isinstance(body, dict) and bool(body.get("stream"))
                 model = (body or {}).get("model") or MODEL
                 cid = "chatcmpl-" + uuid.uuid4().hex[:12]
+                step = mock._next_step(body)
+                if isinstance(step, ToolCalls):
+                    self._tool_calls(step, stream, cid, model)
+                    return
+                text = step.text if isinstance(step, Slow) else mock.reply
                 if not stream:
                     self._send_json(200, {
                         "id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
                         "choices": [{"index": 0, "finish_reason": "stop",
-                                     "message": {"role": "assistant", "content": mock.reply}}],
+                                     "message": {"role": "assistant", "content": text}}],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
                     return
+                self._start_stream()
+                words = text.split(" ")
+                chunks = [{"role": "assistant", "content": ""}] + [
+                    {"content": (w if i == 0 else " " + w)} for i, w in enumerate(words)]
+                try:
+                    for i, delta in enumerate(chunks):
+                        self._sse({"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                                   "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
+                        if isinstance(step, Slow) and i:
+                            mock._sent_word()
+                            time.sleep(step.every)
+                    self._sse({"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
+                               "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
+                               "usage": {"prompt_tokens": 10, "completion_tokens": len(words),
+                                         "total_tokens": 10 + len(words)}})
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    pass
+                self.close_connection = True
+
+            def _start_stream(self) -> None:
                 self.send_response(200)
                 self.send_header("Content-Type", "text/event-stream")
                 self.send_header("Cache-Control", "no-cache")
                 self.send_header("Connection", "close")
                 self.end_headers()
-                words = mock.reply.split(" ")
-                chunks = [{"role": "assistant", "content": ""}] + [
-                    {"content": (w if i == 0 else " " + w)} for i, w in enumerate(words)]
+
+            def _tool_calls(self, step: ToolCalls, stream: bool, cid: str, model: str) -> None:
+                calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
+                          "function": {"name": name, "arguments": json.dumps(args)}} for name, args in step.calls]
+                usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+                if not stream:
+                    self._send_json(200, {
+                        "id": cid, "object": "chat.completion", "created": int(time.time()), "model": model,
+                        "choices": [{"index": 0, "finish_reason": "tool_calls",
+                                     "message": {"role": "assistant", "content": None, "tool_calls": calls}}],
+                        "usage": usage})
+                    return
+                self._start_stream()
+                deltas = [{"role": "assistant", "content": None,
+                           "tool_calls": [{"index": i, **c} for i, c in enumerate(calls)]}]
                 try:
-                    for delta in chunks:
+                    for delta in deltas:
                         self._sse({"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
                                    "model": model, "choices": [{"index": 0, "delta": delta, "finish_reason": None}]})
                     self._sse({"id": cid, "object": "chat.completion.chunk", "created": int(time.time()),
-                               "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}],
-                               "usage": {"prompt_tokens": 10, "completion_tokens": len(words),
-                                         "total_tokens": 10 + len(words)}})
+                               "model": model, "choices": [{"index": 0, "delta": {}, "finish_reason": "tool_calls"}],
+                               "usage": usage})
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):

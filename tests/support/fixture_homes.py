@@ -97,8 +97,26 @@ class FixtureHome:
                 conn.execute("CREATE TABLE IF NOT EXISTS session_turn_leases (conversation_id TEXT PRIMARY KEY, "
                              "holder TEXT NOT NULL DEFAULT '', acquired_at REAL, expires_at REAL, epoch INTEGER, "
                              "owner_pid INTEGER, owner_pid_start REAL)")
+            conn.execute("CREATE TABLE IF NOT EXISTS messages (id INTEGER PRIMARY KEY AUTOINCREMENT, session_id TEXT "
+                         "NOT NULL, role TEXT NOT NULL, content TEXT, tool_call_id TEXT, tool_calls TEXT, tool_name "
+                         "TEXT, timestamp REAL NOT NULL, finish_reason TEXT, active INTEGER NOT NULL DEFAULT 1)")
+            conn.execute("CREATE INDEX IF NOT EXISTS idx_messages_session ON messages(session_id, timestamp)")
             self._db = conn
         return self._db
+
+    def add_message(self, sid: str, role: str, content: str | None = None, *, at: float,
+                    calls: list[tuple[str, dict[str, Any]]] = (), tool: str | None = None,  # type: ignore[assignment]
+                    finish: str | None = None, active: int = 1) -> int:
+        """One ``messages`` row as Hermes writes it: an assistant row's ``calls`` as its ``tool_calls`` JSON
+        (name, arguments) in Hermes' own layout, a tool row's ``tool`` as ``tool_name``."""
+        tool_calls = json.dumps([{"id": f"call_{i}", "call_id": f"call_{i}", "type": "function",
+                                  "function": {"name": name, "arguments": json.dumps(args)}}
+                                 for i, (name, args) in enumerate(calls)]) if calls else None
+        cur = self.db().execute(
+            "INSERT INTO messages (session_id, role, content, tool_calls, tool_name, timestamp, finish_reason, active) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (sid, role, content, tool_calls, tool, at, finish or ("tool_calls" if calls else None), active))
+        return int(cur.lastrowid or 0)
 
     def add_session(self, sid: str, *, title: str | None = None, source: str = "tui") -> None:
         self.db().execute("INSERT OR REPLACE INTO sessions (id, source, title, started_at) VALUES (?, ?, ?, ?)",

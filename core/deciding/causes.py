@@ -1,0 +1,93 @@
+"""Why an interrupted turn stopped — said only when a fact on this machine shows it, and always with that fact.
+
+One pure function over facts handed in (no I/O), first match wins:
+
+* ``shutdown``: Hermes wrote in the marker that it was shut down (``interrupted_by: "shutdown"``, newer
+  backends: an update or a quit);
+* ``out-of-memory``: the tray watched the turn's Hermes process and saw the kernel's out-of-memory kill count
+  move between its last look at the live process and its exit (:mod:`hermes_tray_core.deciding.witness`, the
+  decision journal's ``stopped``);
+* ``restarted``: the turn's Hermes process started (its ``writer_start_time``, else the turn's ``started_at``)
+  before this computer last started — the restart ended it at the latest;
+* ``continuation-crashed``: the tray's journal says its own continuation of this turn exited mid-turn (a
+  ``failed`` with ``outcome: crashed`` for this attempt);
+* else ``unknown``: "Hermes stopped (cause unknown)".
+
+Not met: a wall-clock step forward after the Hermes process started (NTP setting a clock that started wrong,
+e.g. a computer without a battery-backed clock) by more than how long that computer had then been up makes its
+start time read as before this boot: ``restarted`` would then be said of a turn whose computer did not restart.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Mapping
+from functools import lru_cache
+from typing import Any
+
+from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.vocab import StopCause
+
+__all__ = ["CAUSE_WORDS", "RESTART_MARGIN_S", "cause_words", "stop_cause"]
+
+#: A Hermes process this much older than the boot (or more) started before it: the kernel's boot time is
+#: whole seconds, and slewing moves it by far less.
+RESTART_MARGIN_S = 30.0
+
+#: One short phrase per cause, as the user reads it (the fact follows it in brackets).
+CAUSE_WORDS = {
+    StopCause.SHUTDOWN: "Hermes was shut down (an update or a quit)",
+    StopCause.OUT_OF_MEMORY: "the computer ran out of memory",
+    StopCause.RESTARTED: "the computer restarted",
+    StopCause.CONTINUATION_CRASHED: "hermes-tray's continuation of it crashed",
+    StopCause.UNKNOWN: "Hermes stopped (cause unknown)",
+}
+
+
+def cause_words(cause: StopCause, fact: str = "") -> str:
+    """The cause as one line: its phrase, and the fact behind it."""
+    words = CAUSE_WORDS[cause]
+    return f"{words} ({fact})" if fact else words
+
+
+def _when(t: float, now: float) -> str:
+    """A moment as a person reads it: "14:02" today, "Mar 3 14:02" another day."""
+    return _minute(int(t // 60), int(now // 60))
+
+
+@lru_cache(maxsize=512)  # a scan says the same few moments of many turns (the boot, their starts)
+def _minute(t: int, now: int) -> str:
+    try:
+        at, today = time.localtime(t * 60), time.localtime(now * 60)
+    except (OverflowError, OSError, ValueError):
+        return "an unreadable time"
+    same_day = (at.tm_year, at.tm_yday) == (today.tm_year, today.tm_yday)
+    return time.strftime("%H:%M" if same_day else "%b %d %H:%M", at)
+
+
+def stop_cause(entry: Mapping[str, Any], *, now: float, boot_time: float | None = None,
+               witnessed: Mapping[str, Any] | None = None,
+               crashed: Mapping[str, Any] | None = None) -> tuple[StopCause, str]:
+    """``(cause, fact)`` for the marker ``entry`` of a turn that is no longer running. ``boot_time``: when this
+    computer last started (:func:`hermes_tray_core.process.machine.boot_time`); ``witnessed``: the decision
+    journal's ``stopped`` for this turn; ``crashed``: its ``failed`` (``crashed``) continuation. The fact is ""
+    only for ``unknown``."""
+    if entry.get("interrupted_by") == "shutdown":
+        return StopCause.SHUTDOWN, "Hermes recorded it in the turn's marker"
+    if witnessed is not None and witnessed.get("cause") == StopCause.OUT_OF_MEMORY:
+        fact = witnessed.get("fact")
+        if isinstance(fact, str) and fact:
+            return StopCause.OUT_OF_MEMORY, fact
+    started = strict_finite(entry.get("writer_start_time"))
+    what = "its Hermes process started"
+    if started is None or started <= 0:
+        started, what = strict_finite(entry.get("started_at")), "the turn started"
+    if boot_time is not None and started is not None and 0 < started < boot_time - RESTART_MARGIN_S:
+        return StopCause.RESTARTED, (f"{what} at {_when(started, now)}, before this computer last started, "
+                                     f"at {_when(boot_time, now)}")
+    if crashed is not None:
+        at = strict_finite(crashed.get("created_at"))
+        return StopCause.CONTINUATION_CRASHED, ("its journal: the Hermes running attempt "
+                                                f"{crashed.get('attempt')} exited mid-turn"
+                                                + (f" at {_when(at, now)}" if at is not None else ""))
+    return StopCause.UNKNOWN, ""

@@ -1,0 +1,89 @@
+"""Remind me later: put an interrupted turn's announcement off until a time the user names.
+
+A snooze is one ``snoozed`` event in the decision journal (identity only: home, session, ``started_at``,
+``attempts``, and ``until``), so it outlives a restart and shows in ``history``. It continues nothing and skips
+nothing: ask-once (:mod:`hermes_tray_core.deciding.ask_once`) does not announce the turn before ``until``, then
+announces it once — unless it stopped waiting meanwhile (gone stale, resumed elsewhere), which the review
+reports instead. A snooze belongs to one run of a turn: a newer interruption of the same session is a new
+question.
+
+When: ``remind_at`` reads what a person types — ``90s``, ``30m``, ``1h``, ``1h30m``, ``2d``; ``tomorrow``
+(:data:`MORNING_HOUR` o'clock the next day, local time); ``HH:MM`` (the next time the clock shows it); or a
+date and time (``2026-12-05 09:00``).
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from hermes_tray_core.deciding.records import TurnRecord
+    from hermes_tray_core.stores.decisions import DecisionJournal
+
+__all__ = ["DEFAULT_SNOOZE_S", "MAX_SNOOZE_S", "MORNING_HOUR", "remind_at", "snooze_turn"]
+
+DEFAULT_SNOOZE_S = 3600.0  # "Remind me in 1 hour"
+MORNING_HOUR = 9  # "tomorrow": the next day at this hour, local time
+MAX_SNOOZE_S = 7 * 86400.0  # Hermes forgets a marker after a day; a week is already generous
+_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_DURATION = re.compile(r"(\d+)\s*([smhd])")
+
+
+def _duration(text: str) -> float | None:
+    compact = text.replace(" ", "")
+    parts = _DURATION.findall(compact)
+    if not parts or "".join(n + u for n, u in parts) != compact:
+        return None
+    return float(sum(int(n) * _UNITS[u] for n, u in parts))
+
+
+def _local(t: time.struct_time) -> float:
+    return time.mktime(t)
+
+
+def remind_at(spec: str, now: float) -> float:
+    """When ``spec`` means, as a wall-clock time after ``now``; ValueError (a sentence for the user) when it
+    means nothing, is not in the future, or is more than a week away."""
+    text = spec.strip().lower()
+    until: float | None
+    if text == "tomorrow":
+        day = time.localtime(now + 86400)
+        until = _local(time.struct_time((day.tm_year, day.tm_mon, day.tm_mday, MORNING_HOUR, 0, 0, 0, 0, -1)))
+    elif (seconds := _duration(text)) is not None:
+        until = now + seconds
+    else:
+        until = None
+        for fmt in ("%H:%M", "%Y-%m-%d %H:%M", "%Y-%m-%dT%H:%M", "%Y-%m-%d"):
+            try:
+                parsed = time.strptime(text.upper() if "T" in fmt else text, fmt)
+            except ValueError:
+                continue
+            if fmt == "%H:%M":
+                today = time.localtime(now)
+                until = _local(time.struct_time((today.tm_year, today.tm_mon, today.tm_mday, parsed.tm_hour,
+                                                 parsed.tm_min, 0, 0, 0, -1)))
+                if until <= now:
+                    until += 86400
+            else:
+                until = _local(time.struct_time((*parsed[:6], 0, 0, -1)))
+            break
+    if until is None:
+        raise ValueError(f"cannot read {spec!r} as a time: say 30m, 1h, tomorrow, 14:30 or 2026-12-05 09:00")
+    if until <= now:
+        raise ValueError(f"{spec!r} is not in the future")
+    if until - now > MAX_SNOOZE_S:
+        raise ValueError(f"{spec!r} is more than a week away; Hermes forgets an interrupted turn after a day")
+    return until
+
+
+def snooze_turn(record: TurnRecord, until: float, *, via: str, journal: DecisionJournal | None = None) -> None:
+    """Journal that ``record``'s turn is not to be announced before ``until``. Raises what the journal raises
+    (the caller tells the user the snooze did not take)."""
+    if journal is None:
+        from hermes_tray_core.stores import decisions
+
+        journal = decisions.default_journal()
+    journal.record("snoozed", home=record.home, session_key=record.session_key, started_at=record.started_at,
+                   attempts=record.attempts, until=float(until), profile=record.profile, via=via)

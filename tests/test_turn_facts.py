@@ -1,0 +1,423 @@
+"""Deciding with the facts: how far an interrupted turn got (Hermes' own ``state.db``), why it stopped (only
+when a fact on this machine shows it), and "remind me later" (the decision journal, honoured by ask-once).
+
+Real files throughout: homes with Hermes' marker file and a real SQLite ``state.db`` laid out as Hermes lays it
+out, the real decision journal, real child processes SIGKILLed, the real ``/proc``. The real Hermes backends
+are in tests/integration/test_real_progress.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from hermes_tray_core import AskOnce, Scanner, discover_homes, waiting
+from hermes_tray_core.deciding.causes import CAUSE_WORDS, stop_cause
+from hermes_tray_core.deciding.snooze import MORNING_HOUR, remind_at, snooze_turn
+from hermes_tray_core.deciding.witness import ExitWitness
+from hermes_tray_core.process import machine
+from hermes_tray_core.stores.decisions import DecisionJournal
+from hermes_tray_core.vocab import StopCause, Verdict
+from tests.support.fixture_homes import FixtureHome, env_for, gone_writer, marker_entry
+
+PROMPT = "Run the test suite and fix what fails"
+
+
+def scan_one(home: FixtureHome, now: float | None = None, **kw):
+    (turn,) = Scanner(discover_homes(explicit=[str(home.path)]), **kw).scan(now).turns
+    return turn
+
+
+def cli(tmp_path: Path, *args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "hermes_tray", *args], env=env_for(tmp_path, **env),
+                          capture_output=True, text=True, timeout=120)
+
+
+# ── how far it got ──────────────────────────────────────────────────────────────────────────────
+
+
+def interrupted_home(tmp_path: Path, *, started: float) -> FixtureHome:
+    """A session whose earlier turn was answered and whose current turn made two tool calls, as Hermes
+    persists them: the user's message stamped when it was submitted (before the marker), each tool call before
+    its tool ran, each result after; the answer being streamed when it died is not there."""
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1", title="Flaky tests")
+    home.add_message("s1", "user", "an earlier question", at=started - 600)
+    home.add_message("s1", "assistant", "An earlier answer.\n\nIn two paragraphs.", at=started - 590, finish="stop")
+    home.add_message("s1", "user", PROMPT, at=started - 8)  # submitted before Hermes wrote its marker
+    home.add_message("s1", "assistant", "", at=started + 2, calls=[("terminal", {"command": "pytest -x\nexit"})])
+    home.add_message("s1", "tool", '{"output": "1 failed"}', at=started + 5, tool="terminal")
+    home.add_message("s1", "assistant", "The failure is in test_io.\n\nReading it now.", at=started + 6,
+                     calls=[("read_file", {"path": "tests/test_io.py"})])
+    home.add_message("s1", "tool", '{"content": "..."}', at=started + 7, tool="read_file")
+    home.add_message("s1", "assistant", "rewound", at=started + 8, active=0)  # rewound by Hermes: not the turn's
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    return home
+
+
+def test_progress_counts_what_hermes_recorded_after_the_prompt_and_names_the_last_thing_it_did(tmp_path):
+    started = time.time() - 120
+    turn = scan_one(interrupted_home(tmp_path, started=started))
+    p = turn.progress
+    assert p is not None and p.kept
+    assert (p.messages, p.tool_calls) == (4, 2)  # two tool calls and their two results; no prompt, no earlier turn
+    assert [s.phrase() for s in p.recent] == ["ran `terminal` (tool)", "wrote 2 paragraphs", "ran `read_file` (tool)"]
+    assert p.last_excerpt == "read_file: tests/test_io.py"
+    assert p.ran_for_s == pytest.approx(7.0, abs=0.01)
+    j = turn.to_json()["progress"]
+    assert j == {"messages": 4, "tool_calls": 2, "last_kind": "tool", "last_excerpt": "read_file: tests/test_io.py",
+                 "ran_for_s": 7.0, "recent": [{"kind": "tool", "tool": "terminal"}, {"kind": "text", "paragraphs": 2},
+                                              {"kind": "tool", "tool": "read_file"}]}
+    assert "read_file" not in repr(p) and "test_io" not in repr(turn)  # never in a log line
+
+
+def test_the_last_text_or_the_first_line_of_the_last_call_is_the_excerpt(tmp_path):
+    started = time.time() - 60
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1")
+    home.add_message("s1", "user", PROMPT, at=started - 1)
+    home.add_message("s1", "assistant", "", at=started + 1, calls=[("terminal", {"command": "\n  make test\nmake"})])
+    home.add_message("s1", "tool", "ok", at=started + 2, tool="terminal")
+    home.add_message("s1", "assistant", "All green.\n\nNow I am writing the summary", at=started + 3,
+                     finish="verify_hook_continue")
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    p = scan_one(home).progress
+    assert p.last_excerpt == "Now I am writing the summary" and p.last_kind == "text"
+    assert p.line() == ("3 messages, 1 tool call in at least 3 s; then ran `terminal` (tool), wrote 2 paragraphs "
+                        "— last: Now I am writing the summary")
+
+
+def test_long_text_and_large_tool_arguments_are_read_whole(tmp_path):
+    started = time.time() - 60
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1")
+    home.add_message("s1", "assistant", "First.\n\n" + "word " * 2000 + "\n\nThird and last line", at=started + 1)
+    home.add_message("s1", "assistant", "", at=started + 2,
+                     calls=[("terminal", {"command": "ls"}), ("write_file", {"path": "src/big.py", "content": "x" * 9000})])
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    p = scan_one(home).progress
+    assert [s.phrase() for s in p.recent] == ["wrote 3 paragraphs", "ran `terminal` (tool)", "ran `write_file` (tool)"]
+    assert p.last_excerpt == "write_file: src/big.py" and p.tool_calls == 2
+
+
+def test_a_turn_hermes_kept_nothing_of_says_so_and_an_unreadable_one_says_nothing(tmp_path):
+    started = time.time() - 60
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1")
+    home.add_message("s1", "user", "earlier", at=started - 300)
+    home.add_message("s1", "assistant", "An earlier answer.", at=started - 290, finish="stop")
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    p = scan_one(home).progress
+    assert p is not None and not p.kept and p.messages == 0 and p.last_kind is None
+    assert p.line() == "Hermes kept nothing of this turn's progress"
+    assert p.to_json()["last_excerpt"] is None
+    # no state.db at all, or one without Hermes' messages table: unknown, never "nothing"
+    bare = FixtureHome(tmp_path / "bare")
+    bare.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    assert scan_one(bare).progress is None
+    (bare.path / "state.db").write_bytes(b"this is not a database")
+    assert scan_one(bare).progress is None
+
+
+def test_a_session_compression_closed_is_unknown_not_zero(tmp_path):
+    started = time.time() - 60
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1")
+    home.db().execute("UPDATE sessions SET end_reason = 'compression' WHERE id = 's1'")
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    assert scan_one(home).progress is None
+
+
+def test_progress_is_read_in_the_same_look_for_every_marker_of_a_home(tmp_path):
+    started = time.time() - 60
+    home = FixtureHome(tmp_path / "hermes")
+    entries = {}
+    for i in range(40):
+        key = f"s{i}"
+        home.add_session(key)
+        for j in range(i % 4):
+            home.add_message(key, "assistant", "", at=started + j, calls=[(f"tool{j}", {"x": "y"})])
+        entries[key] = marker_entry(PROMPT, started_at=started)
+    home.write_markers(entries)
+    home.close()
+    turns = {t.session_key: t for t in Scanner(discover_homes(explicit=[str(home.path)])).scan().turns}
+    assert {k: t.progress.tool_calls for k, t in turns.items()} == {f"s{i}": i % 4 for i in range(40)}
+    off = Scanner(discover_homes(explicit=[str(home.path)]), read_progress=False).scan().turns
+    assert all(t.progress is None and t.cause is None for t in off)
+
+
+def test_status_prints_one_progress_line_and_show_prompts_off_hides_the_excerpt_everywhere(tmp_path):
+    home = interrupted_home(tmp_path, started=time.time() - 120)
+    out = cli(tmp_path, "status", "--home", str(home.path))
+    assert out.returncode == 0, out.stderr
+    assert ("    progress: 4 messages, 2 tool calls in at least 7 s; then ran `terminal` (tool), wrote 2 paragraphs, "
+            "ran `read_file` (tool) — last: read_file: tests/test_io.py") in out.stdout.splitlines()
+    data = json.loads(cli(tmp_path, "status", "--json", "--home", str(home.path)).stdout)
+    assert data["turns"][0]["progress"]["last_excerpt"] == "read_file: tests/test_io.py"
+    assert cli(tmp_path, "config", "set", "show_prompts", "false").returncode == 0
+    out = cli(tmp_path, "status", "--home", str(home.path))
+    assert "tests/test_io.py" not in out.stdout and "— last:" not in out.stdout
+    assert "4 messages, 2 tool calls" in out.stdout
+    data = json.loads(cli(tmp_path, "status", "--json", "--home", str(home.path)).stdout)
+    assert data["turns"][0]["progress"]["last_excerpt"] is None and data["turns"][0]["progress"]["tool_calls"] == 2
+
+
+# ── why it stopped ──────────────────────────────────────────────────────────────────────────────
+
+
+def one_marker(tmp_path: Path, *, freshness_minutes: int = 15, **entry) -> FixtureHome:
+    home = FixtureHome(tmp_path / "hermes")
+    home.write_config(f"desktop:\n  auto_continue:\n    freshness_minutes: {freshness_minutes}\n")
+    home.add_session("s1")
+    home.write_markers({"s1": marker_entry(PROMPT, **entry)})
+    home.close()
+    return home
+
+
+def test_a_writer_that_started_before_this_boot_was_stopped_by_the_restart(tmp_path):
+    boot = machine.boot_time()
+    assert boot is not None and boot < time.time()
+    home = one_marker(tmp_path, started_at=boot - 3000, writer={"writer_pid": 4_000_000, "writer_start_time": boot - 3600})
+    turn = scan_one(home, now=boot + 60)  # its verdict is stale; the cause is a fact all the same
+    assert turn.cause == StopCause.RESTARTED
+    assert turn.cause_fact.startswith("its Hermes process started at ") and "before this computer last started" in \
+        turn.cause_fact
+    j = turn.to_json()
+    assert j["cause"] == "restarted" and j["cause_fact"] == turn.cause_fact
+
+
+def test_a_writer_of_this_boot_that_died_has_no_known_cause(tmp_path):
+    home = one_marker(tmp_path, writer=gone_writer() | {"writer_start_time": time.time() - 60})
+    turn = scan_one(home)
+    assert turn.verdict == Verdict.ACTIONABLE
+    assert (turn.cause, turn.cause_fact) == (StopCause.UNKNOWN, "")
+    assert turn.to_json()["cause"] == "unknown" and turn.to_json()["cause_fact"] is None
+
+
+def test_hermes_own_shutdown_record_and_the_tray_own_crashed_continuation_are_causes(tmp_path):
+    now = time.time()
+    assert stop_cause({"interrupted_by": "shutdown"}, now=now)[0] == StopCause.SHUTDOWN
+    # the tray's journal: its continuation (attempt 1) of this session crashed after the run's marker was written
+    home = one_marker(tmp_path, attempts=1, started_at=now - 30,
+                      writer=gone_writer() | {"writer_start_time": now - 40})  # a writer of this boot
+    journal = DecisionJournal()
+    journal.record("dispatched", home=home.path, session_key="s1", started_at=now - 400, attempt=1)
+    journal.record("failed", home=home.path, session_key="s1", started_at=now - 400, attempt=1, outcome="crashed")
+    turn = scan_one(home)
+    assert turn.cause == StopCause.CONTINUATION_CRASHED and "attempt 1 exited mid-turn" in turn.cause_fact
+    # a crash of another attempt, or one journalled before this run began, is not this run's
+    assert journal.stop_facts(home.path, "s1", now - 30, 2) == (None, None)
+    assert journal.stop_facts(home.path, "s1", now + 60, 1) == (None, None)
+
+
+def test_a_running_turn_has_no_cause(tmp_path):
+    home = one_marker(tmp_path, writer={"writer_pid": os.getpid(), "writer_start_time": psutil.Process().create_time()})
+    turn = scan_one(home)
+    assert turn.verdict == Verdict.RUNNING and turn.cause is None and turn.to_json()["cause"] is None
+
+
+def test_no_cause_is_printed_without_its_fact(tmp_path):
+    now = time.time()
+    for cause, facts in ((StopCause.SHUTDOWN, {"entry": {"interrupted_by": "shutdown"}}),
+                         (StopCause.RESTARTED, {"entry": {"writer_start_time": 1000.0}, "boot_time": now - 50}),
+                         (StopCause.CONTINUATION_CRASHED, {"crashed": {"attempt": 2, "created_at": now}})):
+        got, fact = stop_cause(facts.get("entry", {}), now=now, boot_time=facts.get("boot_time"),
+                               crashed=facts.get("crashed"))
+        assert got == cause and fact
+    # a witness record without its fact is no cause
+    assert stop_cause({}, now=now, witnessed={"cause": "out-of-memory"})[0] == StopCause.UNKNOWN
+    assert set(CAUSE_WORDS) == set(StopCause)
+    home = one_marker(tmp_path, started_at=now - 4000, writer={"writer_pid": 4_000_000, "writer_start_time": 100.0})
+    out = cli(tmp_path, "status", "--home", str(home.path))
+    (line,) = [ln for ln in out.stdout.splitlines() if "why it stopped" in ln]
+    assert line.startswith("    why it stopped: the computer restarted (its Hermes process started at ")
+
+
+# ── the out-of-memory killer, through the one seam ─────────────────────────────────────────────
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="the kernel's counters are Linux's")
+def test_the_real_vmstat_has_the_oom_kill_counter_the_seam_reads():
+    with open("/proc/vmstat", encoding="ascii") as fh:
+        lines = [ln.split() for ln in fh if ln.startswith("oom_kill ")]
+    if not lines:
+        pytest.skip("this kernel predates the oom_kill counter (Linux 4.13)")
+    ((name, value),) = lines
+    assert machine.VMSTAT == "/proc/vmstat" and machine.oom_kills() == int(value) >= 0
+    assert machine.boot_time() == float(next(ln.split()[1] for ln in open("/proc/stat") if ln.startswith("btime ")))
+
+
+def fake_vmstat(path: Path, kills: int) -> None:
+    path.write_text(f"nr_free_pages 1000\npgfault 5\noom_kill {kills}\nnr_dirty 3\n")
+
+
+def sleeper() -> subprocess.Popen[bytes]:
+    return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(120)"])
+
+
+@pytest.mark.parametrize("moved", [True, False], ids=["counter-moved", "counter-still"])
+def test_a_writer_killed_while_the_oom_counter_moves_stopped_out_of_memory(tmp_path, monkeypatch, moved):
+    vmstat = tmp_path / "vmstat"
+    fake_vmstat(vmstat, 7)
+    monkeypatch.setattr(machine, "VMSTAT", str(vmstat))
+    proc = sleeper()
+    try:
+        home = one_marker(tmp_path, writer={"writer_pid": proc.pid,
+                                            "writer_start_time": psutil.Process(proc.pid).create_time()})
+        witness = ExitWitness()
+        running = Scanner(discover_homes(explicit=[str(home.path)])).scan().turns
+        assert running[0].verdict == Verdict.RUNNING
+        witness.look(running)  # after each scan: the count while the writer lives
+        if moved:
+            fake_vmstat(vmstat, 8)  # the OOM killer strikes
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        assert witness.exited(proc.pid) == (StopCause.OUT_OF_MEMORY if moved else None)
+    finally:
+        proc.kill()
+        proc.wait()
+    turn = scan_one(home)
+    assert turn.verdict == Verdict.ACTIONABLE
+    if moved:
+        assert turn.cause == StopCause.OUT_OF_MEMORY
+        assert f"(pid {proc.pid})" in turn.cause_fact and "out-of-memory killer ran within" in turn.cause_fact
+        assert "stopped" in [e["event"] for e in DecisionJournal().history(10)]
+    else:
+        assert turn.cause == StopCause.UNKNOWN and DecisionJournal().history(10) == []
+
+
+def test_the_witness_reads_nothing_while_no_writer_lives(tmp_path):
+    reads = []
+    witness = ExitWitness(oom_kills=lambda: reads.append(1) or 3)
+    home = one_marker(tmp_path)
+    witness.look(Scanner(discover_homes(explicit=[str(home.path)])).scan().turns)
+    assert reads == [] and witness.exited(12345) is None
+
+
+# ── remind me later ─────────────────────────────────────────────────────────────────────────────
+
+
+def test_remind_at_reads_what_a_person_types():
+    now = time.mktime((2026, 12, 4, 15, 0, 0, 0, 0, -1))
+    assert remind_at("1h", now) == now + 3600 and remind_at("2h30m", now) == now + 9000
+    assert remind_at("90s", now) == now + 90 and remind_at("1d", now) == now + 86400
+    assert time.localtime(remind_at("tomorrow", now))[:5] == (2026, 12, 5, MORNING_HOUR, 0)
+    assert time.localtime(remind_at("14:30", now))[:5] == (2026, 12, 5, 14, 30)  # already past today
+    assert time.localtime(remind_at("16:05", now))[:5] == (2026, 12, 4, 16, 5)
+    assert time.localtime(remind_at("2026-12-06 08:00", now))[:5] == (2026, 12, 6, 8, 0)
+    for bad in ("soon", "1x", "2026-12-01 09:00", "30d", "0m", ""):
+        with pytest.raises(ValueError):
+            remind_at(bad, now)
+
+
+class Clock:
+    """The tray's clock seams (wall and monotonic), moved by the test."""
+
+    def __init__(self, t: float) -> None:
+        self.t = t
+
+    def __call__(self) -> float:
+        return self.t
+
+
+def ask_once(clock: Clock) -> AskOnce:
+    return AskOnce(DecisionJournal, clock=clock, wall_clock=clock)
+
+
+def announce(ask: AskOnce, home: FixtureHome, clock: Clock, mode: str = "ask"):
+    """One tray review after a scan at the clock's time; what it announces is delivered and journalled."""
+    records = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    review = ask.review(waiting(records), mode, others=records)
+    if review.ask:
+        ask.journal_notified(ask.delivered(review.ask, True), via="test")
+    return review
+
+
+def test_a_snoozed_turn_is_not_announced_before_its_time_and_once_after_it_across_a_restart(tmp_path):
+    t0 = time.time()
+    home = one_marker(tmp_path, started_at=t0 - 30, freshness_minutes=180)  # still fresh in an hour
+    clock = Clock(t0)
+    first = ask_once(clock)
+    assert len(announce(first, home, clock).ask) == 1  # announced; the user answers "remind me in 1 hour"
+    snoozed = cli(tmp_path, "snooze", "s1", "--for", "1h", "--home", str(home.path))  # another process
+    assert snoozed.returncode == 0, snoozed.stderr
+    # the tray restarts: nothing of the first one's memory, the journal on disk
+    clock.t += 60
+    again = ask_once(clock)
+    review = announce(again, home, clock)
+    assert review.ask == [] and [t.session_key for t in review.snoozed] == ["s1"]
+    clock.t += 3600 - 120  # still a minute early
+    assert announce(again, home, clock).ask == []
+    clock.t += 120
+    assert [t.session_key for t in announce(again, home, clock).ask] == ["s1"]  # exactly once after the time
+    assert announce(again, home, clock).ask == []
+    assert announce(ask_once(clock), home, clock).ask == []  # nor after another restart
+    events = [e["event"] for e in reversed(DecisionJournal().history(20))]
+    assert events == ["notified", "snoozed", "notified"]
+
+
+def test_a_turn_that_goes_stale_during_its_snooze_is_not_announced_but_reported_lapsed(tmp_path):
+    t0 = time.time()
+    home = one_marker(tmp_path, started_at=t0 - 30)  # the default freshness window is 15 minutes
+    clock = Clock(t0)
+    ask = ask_once(clock)
+    (turn,) = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    snooze_turn(turn, clock.t + 3600, via="test")
+    assert announce(ask, home, clock).ask == []
+    clock.t += 3601
+    review = announce(ask, home, clock)
+    assert review.ask == [] and [(t.session_key, t.verdict) for t in review.lapsed] == [("s1", Verdict.STALE)]
+    assert "beyond the 15 min freshness window" in review.lapsed[0].reason  # the reason the shell lists
+    assert announce(ask, home, clock).lapsed == []  # told once
+    assert "notified" not in [e["event"] for e in DecisionJournal().history(20)]
+
+
+def test_a_snooze_never_continues_anything_even_in_auto_mode(tmp_path):
+    t0 = time.time()
+    home = one_marker(tmp_path, started_at=t0 - 30)
+    clock = Clock(t0)
+    (turn,) = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
+    snooze_turn(turn, clock.t + 300, via="test")
+    ask = ask_once(clock)
+    review = announce(ask, home, clock, mode="auto")
+    assert review.resume == [] and review.ask == []
+    clock.t += 301
+    review = announce(ask, home, clock, mode="auto")
+    assert review.resume == [] and [t.session_key for t in review.ask] == ["s1"]  # asked, not resumed
+    assert "s1" in home.read_markers()
+
+
+def test_snooze_on_the_command_line_is_journalled_and_shown_in_history(tmp_path):
+    home = one_marker(tmp_path, started_at=time.time() - 30)
+    out = cli(tmp_path, "snooze", "s1", "--for", "2h", "--json", "--home", str(home.path))
+    assert out.returncode == 0, out.stderr
+    doc = json.loads(out.stdout)
+    assert doc["ok"] and doc["snoozed"] == "s1" and doc["until"] == pytest.approx(time.time() + 7200, abs=60)
+    hist = json.loads(cli(tmp_path, "history", "--json").stdout)
+    assert [(e["event"], e["session_key"], e["via"]) for e in hist] == [("snoozed", "s1", "cli")]
+    assert "prompt" not in hist[0] and PROMPT not in json.dumps(hist)
+    text = cli(tmp_path, "history").stdout
+    assert "until=" + time.strftime("%Y-%m-%d %H:%M", time.localtime(doc["until"])) in text
+    assert home.read_markers()["s1"]["prompt"] == PROMPT  # nothing continued, nothing skipped
+    # usage errors (exit 2) and refusals (exit 1), each saying why
+    assert cli(tmp_path, "snooze", "s1", "--for", "soon", "--home", str(home.path)).returncode == 2
+    assert cli(tmp_path, "snooze", "../x", "--home", str(home.path)).returncode == 2
+    missing = cli(tmp_path, "snooze", "s2", "--home", str(home.path))
+    assert missing.returncode == 1 and "no interrupted turn s2" in missing.stderr
+    running = one_marker(tmp_path / "other", writer={"writer_pid": os.getpid(),
+                                                      "writer_start_time": psutil.Process().create_time()})
+    refused = cli(tmp_path, "snooze", "s1", "--home", str(running.path))
+    assert refused.returncode == 1 and "not waiting for you (running" in refused.stderr
