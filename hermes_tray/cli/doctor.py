@@ -159,7 +159,11 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     if not probe:
         return info, []
     caps = probe_capabilities(install)
-    info.update(version=caps.version, auto_continue=caps.auto_continue, detail=caps.detail)
+    from hermes_tray.demo import hermes_label
+
+    info.update(version=caps.version, distribution=caps.distribution,
+                label=hermes_label(caps.version, caps.distribution), auto_continue=caps.auto_continue,
+                detail=caps.detail)
     if caps.auto_continue is None:
         return info, [f"cannot tell what this Hermes can do: {caps.detail}"]
     return info, []
@@ -312,7 +316,7 @@ def render(report: dict[str, Any]) -> str:
     if hermes.get("installed"):
         out.append(f"  command: {' '.join(hermes['command'])}, from {hermes['source']}")
         if "version" in hermes:
-            out.append(f"  version: {hermes.get('version') or 'unknown'}; {hermes.get('detail')}")
+            out.append(f"  version: {hermes.get('label') or 'unknown'}; {hermes.get('detail')}")
     elif hermes.get("running"):
         out.append("  command: none found; resumes run in the running Hermes")
     else:
