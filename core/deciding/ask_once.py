@@ -10,7 +10,10 @@ journal (``hermes_tray_core.stores.decisions``), which remembers across restarts
 * a turn journalled as skipped that reappears (a non-locking writer resurrected it) is skipped
   again, silently;
 * a turn that leaves the list and comes back is looked at afresh; a *new* interruption of the same
-  session (new start or attempt count) replaces the old one and is a new question;
+  session (new start or attempt count) replaces the old one and is a new question; but a turn this
+  process asked about (same home, session key and ``started_at``) is never asked again while its
+  marker only flickers (a writer storm rewriting the file: it leaves and comes back many times a
+  second, before its ``notified`` is even journalled);
 * a notification that reached nobody leaves its turns unasked: a review after
   :data:`UNSHOWN_RETRY_SECONDS` asks again.
 
@@ -48,6 +51,7 @@ log = logging.getLogger(__name__)
 UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
 
 TurnIdent = tuple[str, str, float, int]  # (home, session key, started_at, attempts): one interruption
+AskedTurn = tuple[str, str, float]  # (home, session key, started_at): a turn asked about once, whatever flickers
 
 
 class TurnJournal(Protocol):
@@ -116,6 +120,7 @@ class AskOnce:
         self._notified: set[TurnIdent] = set()  # journalled as notified by this process
         self._unshown: set[TurnIdent] = set()  # notes that reached nobody: ask again…
         self._unshown_retry = 0.0  # …from this clock() on
+        self._asked: set[AskedTurn] = set()  # asked about by this process (or found asked): never again
 
     # --- the journal ----------------------------------------------------------------------------
     def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
@@ -153,6 +158,7 @@ class AskOnce:
         self._notified &= set(now_idents.values())
         if self._unshown and self.clock() >= self._unshown_retry:
             self._seen -= self._unshown
+            self._asked -= {_asked(i) for i in self._unshown}
             self._unshown.clear()
         journal: TurnJournal | None = None  # resolved once a review (naming it asks platformdirs)
         for key, rec in pending.items():
@@ -174,14 +180,18 @@ class AskOnce:
                              rec.profile, rec.session_key)
                 else:
                     out.resume.append(key)
-            elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False, journal=journal):
-                out.ask.append(rec)
+            elif mode == Mode.ASK and _asked(i) not in self._asked:
+                self._asked.add(_asked(i))  # asked now, or found asked in the journal: a flicker asks nothing
+                if not self.asked_before(rec, unreadable=False, journal=journal):
+                    out.ask.append(rec)
         return out
 
     # --- notifications --------------------------------------------------------------------------
     def not_announced(self, turns: Iterable[TurnRecord]) -> None:
         """Announcing failed: never "seen" without having been asked; the next review asks again."""
-        self._seen -= {ident(t) for t in turns}
+        idents = {ident(t) for t in turns}
+        self._seen -= idents
+        self._asked -= {_asked(i) for i in idents}
 
     def delivered(self, turns: Sequence[TurnRecord], ok: bool) -> list[TurnRecord]:
         """A note about ``turns`` reached the user (``ok``) or went nowhere (ask again after the retry
@@ -219,6 +229,10 @@ class AskOnce:
                               profile=t.profile, attempts=t.attempts, via=via)
             except Exception:
                 log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
+
+
+def _asked(i: TurnIdent) -> AskedTurn:
+    return (i[0], i[1], i[2])
 
 
 def _default_journal() -> TurnJournal:
