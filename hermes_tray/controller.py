@@ -49,6 +49,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
+#: a turn whose marker vanished keeps its notification this long: a writer rewriting the file continuously makes
+#: a marker flicker (gone in one scan, back in the next), and withdrawing and showing again is a notification each
+VANISHED_GRACE = 5.0
 
 
 def stop_budget() -> float:
@@ -241,6 +244,9 @@ class Controller(QObject):
         self._ticker = QTimer(self)
         self._ticker.setInterval(1000)
         self._ticker.timeout.connect(self._publish)
+        # turns that left the list, by turn key: since when, and which interruption the note showed
+        self._vanished: dict[str, tuple[float, tuple[Any, ...]]] = {}
+        self._vanish_check = False  # a look at them is due (one pending timer at a time)
 
     # --- reading ------------------------------------------------------------------------------
     @property
@@ -304,6 +310,7 @@ class Controller(QObject):
         """A fresh scan: update the lists, ask about turns that are new, act in auto mode."""
         self._report = report
         records: list[TurnRecord] = list(report.records)
+        previous = self._records
         self._records = {turn_key(r.home, r.session_key): r for r in records}
         pending = waiting(records, running=[r.key for r in self._runs()])
         for key, turn in list(self._turns.items()):
@@ -317,6 +324,7 @@ class Controller(QObject):
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
             self.notes.resolved({_split_key(k) for k in review.replaced})
+        self._note_vanished(review.gone, pending, previous)  # before asking: a new interruption is asked below
         if self._settings.notify and (pending or any(r.writer == "alive" for r in records)):
             self.notifier.prepare()  # a turn is running (or waiting): be ready to speak at once
         for key, rec in review.reskip:
@@ -351,10 +359,38 @@ class Controller(QObject):
             held = self._turns.get(key)
             if held is not None and held.continued and rec.verdict == "exhausted" and held.phase is not Phase.RUNNING:
                 self._gave_up(rec)  # says it once: the turn is no longer marked as continued here
-        if review.gone:
-            self.notes.resolved({_split_key(k) for k in review.gone})
         self._publish()
         self.scan_seen.emit(report)
+
+    def _note_vanished(self, gone: set[str], pending: dict[str, TurnRecord], previous: dict[str, TurnRecord]) -> None:
+        """Turns settled elsewhere (another process, Hermes) leave the list: their notes are withdrawn once they
+        stayed away :data:`VANISHED_GRACE` seconds. One that comes back as the same interruption was only
+        flickering (its note stays as it was); as a new one, the note that showed the old one goes at once."""
+        now = time.monotonic()
+        for key in gone:
+            rec = previous.get(key)
+            if rec is not None:
+                self._vanished.setdefault(key, (now, ident(rec)))
+        for key in [k for k in self._vanished if k in pending]:
+            _since, was = self._vanished.pop(key)
+            if ident(pending[key]) != was:
+                self.notes.resolved({_split_key(key)})
+        self._withdraw_vanished()
+
+    def _withdraw_vanished(self, *, timer: bool = False) -> None:
+        if timer:
+            self._vanish_check = False
+        now = time.monotonic()
+        due = {k for k, (since, _was) in self._vanished.items() if now - since >= VANISHED_GRACE}
+        for key in due:
+            del self._vanished[key]
+        if due:
+            self.notes.resolved({_split_key(k) for k in due})
+        if self._vanished and not self._vanish_check:
+            self._vanish_check = True
+            first = min(since for since, _was in self._vanished.values())
+            QTimer.singleShot(max(0, int((first + VANISHED_GRACE - now) * 1000) + 10),
+                              lambda: self._withdraw_vanished(timer=True))
 
     def _publish(self) -> None:
         show = bool(self._settings.show_prompts)

@@ -57,6 +57,21 @@ def test_asks_once_and_once_only_across_a_restart(journal) -> None:
     assert restarted.review(pending(r), "ask").ask == [], "the journal remembers across a restart"
 
 
+def test_a_turn_whose_marker_flickers_is_asked_once_before_its_note_is_even_journalled(journal) -> None:
+    """A writer storm: the marker leaves the list and comes back many times a second, before the note's
+    "notified" reaches the journal. Asked once, whatever its attempt count reads meanwhile."""
+    ask = AskOnce(lambda: journal)
+    r = rec("s1")
+    assert ask.review(pending(r), "ask").ask == [r]
+    for _ in range(20):
+        assert ask.review(pending(), "ask").gone == {turn_key(HOME, "s1")}
+        assert ask.review(pending(r), "ask").ask == [], "the same turn back is not a new question"
+        assert ask.review(pending(rec("s1", attempts=1)), "ask").ask == []
+    assert journal.events_for(HOME, "s1", r.started_at) == []
+    later = rec("s1", started_at=r.started_at + 60)
+    assert ask.review(pending(later), "ask").ask == [later], "a new interruption is still a new question"
+
+
 def test_a_new_interruption_of_the_same_session_is_a_new_question(journal) -> None:
     ask = AskOnce(lambda: journal)
     a = rec("s1", started_at=1000.0)

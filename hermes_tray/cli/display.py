@@ -51,10 +51,13 @@ def no_display_report() -> str:
 
 
 def refuse_without_display() -> int | None:
-    """EXIT_REFUSED (after saying why) when there is no screen for the tray; None when there is. The tray and
-    the demo ask it before anything starts."""
+    """EXIT_REFUSED (after saying why) when there is no screen for the tray, or Qt cannot load its platform
+    plugin there (a missing library: ``qt_platform``); None when the tray can show. The tray and the demo ask it
+    before anything starts."""
     if not display_missing():
-        return None
+        from hermes_tray.cli.qt_platform import refuse_without_qt_platform
+
+        return refuse_without_qt_platform()
     from hermes_tray.cli.main import EXIT_REFUSED
 
     print(no_display_report(), file=sys.stderr)

@@ -43,10 +43,10 @@ def _session_bus_address() -> str | None:
 
 def check_desktop() -> tuple[dict[str, Any], list[str]]:
     """System tray and notification server availability, plus problems (each with its fix)."""
-    info: dict[str, Any] = {"platform": sys.platform, "tray": None, "notifications": None}
+    info: dict[str, Any] = {"platform": sys.platform, "tray": None, "tray_kind": None, "notifications": None}
     problems: list[str] = []
     if sys.platform in ("win32", "darwin"):
-        info["tray"] = "provided by the operating system"
+        info["tray"], info["tray_kind"] = "provided by the operating system", "system"
         info["notifications"] = "native notification centre"
         return info, problems
     display = os.environ.get("WAYLAND_DISPLAY") or os.environ.get("DISPLAY")
@@ -55,11 +55,24 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
         problems.append("no graphical session here (DISPLAY / WAYLAND_DISPLAY unset, e.g. over SSH): the tray "
                         "cannot show — use the command line or `hermes-tray helper`, or run the tray in your "
                         "desktop session")
+    from hermes_tray.cli.qt_platform import check_platform, fix_text
+
+    qt = check_platform()  # the check the tray makes before it starts
+    info["qt_platform"] = qt.to_json() if qt is not None else None
+    if qt is not None and not qt.ok:
+        problems.append(fix_text(qt))
+    from hermes_tray.cli.x11_tray import xembed_tray
+
+    xembed = xembed_tray()  # an XEmbed tray (trayer, stalonetray, i3bar…) owns _NET_SYSTEM_TRAY_S<screen>
+    if xembed:
+        info.update(tray="XEmbed system tray", tray_kind="xembed", xembed_selection=xembed)
     address = _session_bus_address()
     info["session_bus"] = address
     if not address:
-        problems.append("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS unset): no tray icon or notifications "
-                        "can be shown — log in to a desktop session (or start one with dbus-run-session)")
+        problems.append("no D-Bus session bus (DBUS_SESSION_BUS_ADDRESS unset): no "
+                        + ("" if xembed else "tray icon or ") + "notifications can be shown"
+                        + (" (the XEmbed tray icon works)" if xembed else "")
+                        + " — log in to a desktop session (or start one with dbus-run-session)")
         return info, problems
     try:
         from jeepney import DBusAddress, Properties, new_method_call
@@ -92,13 +105,15 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
                 host = None
         if has_watcher and host is not False:
             info["tray"] = "StatusNotifierItem host" + ("" if host else " (host state unknown)")
-        else:
+            info["tray_kind"] = "sni"
+        elif not xembed:  # only no tray of any kind is a problem: the status window stands in for the icon
             info["tray"] = None
             problems.append(
-                "no system tray (StatusNotifierItem) host on the session bus"
-                + (" — a watcher runs, but no host has registered" if has_watcher else "")
-                + ": enable your desktop's tray / AppIndicator extension (GNOME: 'AppIndicator and KStatusNotifierItem"
-                " Support'); an X11 XEmbed tray may still work. Notifications and the CLI work without it")
+                "no system tray of any kind: no StatusNotifierItem host on the session bus"
+                + (" (a watcher runs, but no host has registered)" if has_watcher else "")
+                + " and no XEmbed tray on the X display — enable your desktop's tray / AppIndicator extension "
+                "(GNOME: 'AppIndicator and KStatusNotifierItem Support') or run one (e.g. stalonetray); until "
+                "then the tray shows a small status window. Notifications and the CLI work without it")
         owned = bool(ask(message_bus.NameHasOwner(NOTIFICATIONS))[0])
         activatable = NOTIFICATIONS in ask(message_bus.ListActivatableNames())[0]
         if owned or activatable:
@@ -144,7 +159,11 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     if not probe:
         return info, []
     caps = probe_capabilities(install)
-    info.update(version=caps.version, auto_continue=caps.auto_continue, detail=caps.detail)
+    from hermes_tray.demo import hermes_label
+
+    info.update(version=caps.version, distribution=caps.distribution,
+                label=hermes_label(caps.version, caps.distribution), auto_continue=caps.auto_continue,
+                detail=caps.detail)
     if caps.auto_continue is None:
         return info, [f"cannot tell what this Hermes can do: {caps.detail}"]
     return info, []
@@ -297,7 +316,7 @@ def render(report: dict[str, Any]) -> str:
     if hermes.get("installed"):
         out.append(f"  command: {' '.join(hermes['command'])}, from {hermes['source']}")
         if "version" in hermes:
-            out.append(f"  version: {hermes.get('version') or 'unknown'}; {hermes.get('detail')}")
+            out.append(f"  version: {hermes.get('label') or 'unknown'}; {hermes.get('detail')}")
     elif hermes.get("running"):
         out.append("  command: none found; resumes run in the running Hermes")
     else:
@@ -305,6 +324,12 @@ def render(report: dict[str, Any]) -> str:
     d = report["desktop"]
     out.append("Desktop:")
     out.append(f"  system tray: {d.get('tray') or 'not available'}")
+    qt = d.get("qt_platform")
+    if isinstance(qt, dict):
+        names = {"xcb": "X11", "wayland": "Wayland"}
+        tried = " or ".join(names.get(p, p) for p in qt["platforms"])
+        out.append(f"  Qt's libraries for {tried}: " + ("all there" if qt["ok"] else
+                                                         f"missing {', '.join(qt['missing']) or 'something'}"))
     n = d.get("notifications")
     if isinstance(n, dict):
         out.append(f"  notifications: {n['server']} {n['version']} ({', '.join(n['capabilities']) or 'no capabilities'})")

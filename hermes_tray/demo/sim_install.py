@@ -13,11 +13,13 @@ backend (:mod:`hermes_tray.demo.sim_dashboard`).
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
 from pathlib import Path
 
+from hermes_tray.demo import SIMULATED_DISTRIBUTION
 from hermes_tray.demo.sim_backend import AUTO, LEGACY
 
 _ENTRY = """\
@@ -74,6 +76,20 @@ def _our_paths() -> list[str]:
     return [d for d in dirs if os.path.isdir(d)] + [project_root]
 
 
+def _declare_distribution(pkg_root: Path) -> None:
+    """Metadata saying which distribution ships this ``tui_gateway``, as a real Hermes' has: the tray's version
+    look-up then says "simulated Hermes (demo)" (``hermes_tray.demo.hermes_label``), not "version unknown"."""
+    from hermes_tray_core import __version__
+
+    for old in pkg_root.glob("*.dist-info"):
+        shutil.rmtree(old, ignore_errors=True)
+    info = pkg_root / f"{SIMULATED_DISTRIBUTION.replace('-', '_')}-{__version__}.dist-info"
+    info.mkdir(parents=True)
+    (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {SIMULATED_DISTRIBUTION}\nVersion: {__version__}\n"
+                                   "Summary: the hermes-tray demo's simulated Hermes\n", encoding="utf-8")
+    (info / "top_level.txt").write_text("tui_gateway\n", encoding="utf-8")
+
+
 def create_sim_install(root: Path | str, capability: str = AUTO) -> Path:
     """Build (or reuse) a simulated Hermes install at ``root``; returns its ``hermes`` launcher path.
 
@@ -101,6 +117,7 @@ def create_sim_install(root: Path | str, capability: str = AUTO) -> Path:
         marker.write_text(_TURN_MARKER, encoding="utf-8")
     else:
         marker.unlink(missing_ok=True)
+    _declare_distribution(pkg_root)
     lines = [f"import site; site.addsitedir({d!r})" for d in _our_paths()]
     (purelib / "hermes_tray_sim.pth").write_text(str(pkg_root) + "\n" + "\n".join(lines) + "\n", encoding="utf-8")
     launcher_dir = root / ("Scripts" if os.name == "nt" else "bin")

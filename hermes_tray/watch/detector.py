@@ -6,6 +6,13 @@ writer exited (pidfd — scanned at once, that is the latency that matters; ``ex
 the engine's witness can read the facts of that moment), or the 30 s safety re-scan. Nothing polls in between. The scan itself is the engine's (``core``); a scan that
 raises is reported as a problem and never stops the thread.
 
+A writer that rewrites the files continuously (a storm) would keep the detector scanning back to
+back (the watcher reports such a burst a few times a second: ``fswatch``): a change that comes within
+:data:`STORM_GAP_S` of the last change-woken scan — or within ten times that scan's own duration,
+whichever is longer — waits until then, so a storm costs the helper a few % of a core
+(``tests/bench/bench_storm.py``). The first change after a quiet spell is still read after 15 ms, and
+a writer's exit at once.
+
 The homes are not fixed: with a ``homes`` provider the detector asks it again before every scan
 woken by a file change, a settings change or the safety clock (a new profile, a home added in
 the settings), and re-applies its watches when the answer differs. A writer-exit scan (the one
@@ -15,6 +22,7 @@ whose latency matters) uses the homes it has.
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -31,6 +39,8 @@ log = logging.getLogger(__name__)
 
 SAFETY_RESCAN_MS = 30_000
 SETTLE_MS = 15
+STORM_GAP_S = 1.0  # at least this long between two scans woken by file changes
+STORM_COST_FACTOR = 10  # … and at least this many times the last one's duration
 
 
 @dataclass(frozen=True)
@@ -90,6 +100,7 @@ class Detector(QObject):
         self._safety: QTimer | None = None
         self._pending_reason = ""
         self._pending_since = 0.0
+        self._next_change_scan = 0.0  # time.monotonic() before which a change waits (a storm's pace)
         self._gone_seen: set[int] = set()
         self._configure.connect(self._on_configure)
         self._rescan.connect(self._on_rescan)
@@ -127,6 +138,8 @@ class Detector(QObject):
         for t in (self._settle, self._safety):
             if t is not None:
                 t.stop()
+        if self._fs is not None:
+            self._fs.stop()
         if self._pids is not None:
             self._pids.clear()
         app = QCoreApplication.instance()
@@ -170,12 +183,12 @@ class Detector(QObject):
     def _on_fs_change(self, path: str) -> None:
         if not self._pending_reason:
             self._pending_since = time.time()
-        self._pending_reason = "change"
-        if "profiles" in Path(path).parts[-1:]:
-            self._pending_reason = "profiles"
+        if self._pending_reason != "profiles":
+            self._pending_reason = "profiles" if os.path.basename(path) == "profiles" else "change"
         assert self._settle is not None
         if not self._settle.isActive():
-            self._settle.start()
+            wait = self._next_change_scan - time.monotonic()
+            self._settle.start(max(SETTLE_MS, int(wait * 1000)))
 
     def _on_writer_exit(self, pid: int) -> None:
         if self._exited_fn is not None:
@@ -194,12 +207,16 @@ class Detector(QObject):
         rehomed = False
         if not reason.startswith(_KEEP_HOMES):
             rehomed = self._refresh_homes()
+        began = time.monotonic()
         try:
             records, problems, extra = self._scan_fn(self._homes)
         except Exception as exc:  # the engine promises not to raise; the tray never trusts that
             log.exception("scan failed")
             records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), ScanSummary()
         self.scans += 1
+        if reason in ("change", "profiles"):
+            took = time.monotonic() - began
+            self._next_change_scan = began + max(STORM_GAP_S, STORM_COST_FACTOR * took)
         self._watch_writers(records)
         if reason == "profiles" and not rehomed:
             self._apply_plan()

@@ -145,6 +145,28 @@ def test_window_titles_name_the_window_once_and_about_says_what_was_found(qtbot,
     assert label.height() >= label.heightForWidth(label.width()), "the About text is cut"
 
 
+def test_about_links_only_to_places_that_exist(qtbot) -> None:
+    """Before: About linked "hermes-tray on PyPI", a page for a package that is not published. Now its links are
+    Hermes Agent's page (published: the tests install it from the index) and files on this machine: the read me
+    this installation carries, the third-party notices."""
+    import re
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    from hermes_tray.app.about import AboutDialog
+
+    about = AboutDialog([])
+    qtbot.addWidget(about)
+    qtbot.waitUntil(lambda: "Read me" in about.text.text() and "Third-party" in about.text.text(), timeout=10_000)
+    links = re.findall(r'<a href="([^"]+)">([^<]+)</a>', about.text.text())
+    web = [href for href, _name in links if not href.startswith("file:")]
+    assert web == ["https://pypi.org/project/hermes-agent/"], links
+    files = {name: Path(unquote(urlparse(href).path)) for href, name in links if href.startswith("file:")}
+    assert set(files) == {"Read me", "Third-party software and licences"}, links
+    assert all(f.is_file() for f in files.values())
+    assert files["Read me"].read_text(encoding="utf-8").startswith("# hermes-tray")
+
+
 def test_with_no_program_to_open_it_the_log_folder_and_the_notices_show_their_path(qtbot, monkeypatch,
                                                                                   tmp_path) -> None:
     """Issue 25.10. Before: "Open log folder" and About's "Third-party software and licences" did nothing on a

@@ -145,14 +145,45 @@ def test_resurrected_skip_is_removed_again_without_asking(qtbot, rec) -> None:
     assert notes.shown == []
 
 
-def test_turn_resolved_elsewhere_withdraws_its_notification(qtbot, rec) -> None:
+def test_turn_resolved_elsewhere_withdraws_its_notification(qtbot, rec, monkeypatch) -> None:
+    from hermes_tray import controller
+
+    monkeypatch.setattr(controller, "VANISHED_GRACE", 0.3)
     ctrl, engine, notes = make()
     scan(ctrl, rec("s1"), rec("s2"))
     key = notes.shown[-1].key
     scan(ctrl, rec("s2"))  # s1 resumed by the CLI / another process
-    assert notes.on_screen()[key].title == "Hermes turn interrupted"
+    qtbot.waitUntil(lambda: notes.on_screen()[key].title == "Hermes turn interrupted", timeout=3000)
     scan(ctrl)
-    assert key not in notes.on_screen()
+    assert key in notes.on_screen(), "kept while the marker may only be flickering"
+    qtbot.waitUntil(lambda: key not in notes.on_screen(), timeout=3000)
+
+
+def test_a_flickering_marker_is_one_notification_that_keeps_naming_its_turns(qtbot, rec) -> None:
+    """Issue 35.7. A writer rewriting the marker file continuously makes turns vanish and come back many times a
+    second. Before: each return before the "notified" write landed asked again, each vanishing shrank or
+    withdrew the note (506 notifications in 2 minutes, a turn named 18 times). Now: one note, naming both."""
+    import threading
+
+    ctrl, engine, notes = make()
+    hold = threading.Event()
+    ctrl._writer.submit(hold.wait)  # the journal's "notified" write is still queued, as under load
+    s1, s2 = rec("s1"), rec("s2")
+    try:
+        scan(ctrl, s1, s2)
+        for _ in range(50):
+            scan(ctrl, s2)
+            scan(ctrl, s1)
+            scan(ctrl)
+            scan(ctrl, s1, s2)
+    finally:
+        hold.set()
+    settle(qtbot, ctrl)
+    assert len(notes.shown) == 1, [n.title for n in notes.shown]
+    (note,) = notes.on_screen().values()
+    assert note.title == "2 Hermes turns interrupted"
+    assert [e for e in engine.events if e[0] == "notified"] == [("notified", "s1", s1.started_at),
+                                                                ("notified", "s2", s2.started_at)]
 
 
 def test_disable_button_turns_backend_off_for_that_home(qtbot, rec) -> None:

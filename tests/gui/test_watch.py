@@ -85,6 +85,36 @@ def test_stand_in_parent_does_not_wake_on_unrelated_churn(qtbot, tmp_path) -> No
     assert hits == []
 
 
+def test_a_storm_of_rewrites_wakes_a_few_times_a_second_and_its_last_change_is_not_lost(qtbot, tmp_path) -> None:
+    """Issue 35.7. Before: every rewrite of the marker file re-applied the whole plan (a millisecond each) and
+    woke the detector: most of the helper's CPU under a storm. Now a burst is reported at its start and, if
+    anything changed meanwhile, again when it ends (``fswatch.BURST_MS``), and a change after a quiet spell
+    is reported at once."""
+    home = tmp_path / "home"
+    (home / "desktop").mkdir(parents=True)
+    marker = home / "desktop" / "interrupted_turns.json"
+    w = HomeWatcher()
+    w.set_plan([home / "desktop"], [marker])
+    hits: list[float] = []
+    w.changed.connect(lambda _path: hits.append(time.monotonic()))
+    writes, end = 0, time.monotonic() + 1.0
+    while time.monotonic() < end:
+        tmp = home / "desktop" / ".interrupted_turns_x.tmp"
+        tmp.write_text(str(writes))
+        os.replace(tmp, marker)
+        writes += 1
+        QCoreApplication.processEvents()
+    last_write = time.monotonic()
+    qtbot.wait(800)
+    assert writes > 100
+    assert 1 <= len(hits) <= 8, f"{len(hits)} wake-ups for {writes} rewrites"
+    assert hits[-1] >= last_write - 0.3, "the rewrites at the end of the storm were reported too"
+    before = len(hits)
+    with qtbot.waitSignal(w.changed, timeout=1000):
+        marker.write_text("quiet again")
+    assert len(hits) == before + 1
+
+
 def test_detector_reports_actionable_after_sigkill(qtbot, tmp_path) -> None:
     """The whole background path with the real engine: live writer → SIGKILL → actionable."""
     from hermes_tray.engine import CoreEngine
