@@ -145,6 +145,11 @@ def _run(argv: list[str], exit_quickly: bool) -> int:
     # SUPPRESS defaults let the options stand before or after the command; fill them in once here.
     args.homes = getattr(args, "homes", None)
     args.json = getattr(args, "json", False)
+    if args.homes and any(not str(h).strip() for h in args.homes):
+        # `--home "$HERMES_HOME"` with the variable unset: never the current directory
+        from hermes_tray.cli.common import refuse
+
+        return refuse(args, "--home is empty (an unset variable?): give the path of a Hermes home", EXIT_USAGE)
     func = getattr(args, "func", None)
     if func is None:
         tray = sys.modules.get("hermes_tray.cli.tray")
