@@ -273,12 +273,27 @@ def test_config_set_homes_is_checked_and_doctor_counts_a_home_that_went_away(tmp
     assert any(str(plain) in p and "does not exist" in p for p in report["problems"]), report["problems"]
 
 
-@pytest.mark.parametrize("value", ["0", "-3", "nan", "inf"])
-def test_demo_refuses_a_crash_time_that_would_never_come(value, tmp_path):
+@pytest.mark.parametrize("value", ["-3", "-0.5", "nan", "inf"])
+def test_demo_refuses_a_crash_time_that_means_nothing(value, tmp_path):
     proc = run(env_for(tmp_path), "demo", "--no-tray", "--crash-after", value, "--dir", str(tmp_path / "demo"))
     assert proc.returncode == 2, text(proc)
     assert "--crash-after" in _one_line_error(proc)
     assert not (tmp_path / "demo").exists()  # refused before anything was made or started
+
+
+def test_demo_with_no_crash_says_so(tmp_path):
+    """0 means never: said as it is (before: "It is SIGKILLed a few seconds into its turn")."""
+    import psutil
+
+    proc = run(env_for(tmp_path), "demo", "--no-tray", "--crash-after", "0", "--dir", str(tmp_path / "demo"))
+    out, _err = text(proc)
+    pid = int(re.search(r"simulated backend pid (\d+)", out).group(1))
+    try:
+        assert proc.returncode == 0 and "It is not crashed for you" in out and "SIGKILLed" not in out
+        time.sleep(3)
+        assert psutil.Process(pid).status() != psutil.STATUS_ZOMBIE  # and indeed it runs on
+    finally:
+        os.kill(pid, signal.SIGKILL)
 
 
 def test_demo_says_when_its_backend_crashes(tmp_path):

@@ -37,7 +37,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--capability", choices=("auto-continue", "legacy"), default="auto-continue",
                    help="simulate a Hermes that continues turns itself (default) or an older one (0.19.0)")
     p.add_argument("--crash-after", type=float, default=5.0, metavar="SECONDS",
-                   help="SIGKILL the simulated backend this long into its turn (default 5; more than 0)")
+                   help="SIGKILL the simulated backend this long into its turn (default 5; 0 = never: crash it "
+                   "yourself, or its turn ends by itself after an hour)")
     from hermes_tray.demo.home import default_demo_root
     from hermes_tray.format import short_path
 
@@ -64,8 +65,13 @@ def _instructions(demo: Any, crash_after: float = 5.0) -> str:
                    or k.startswith("HERMES_TRAY_STATE") or k.startswith("HERMES_TRAY_LOG"))
     home = shlex.quote(str(demo.home))
     exe = own_command()
-    crash = (f"It is SIGKILLed {crash_after:g} s into its turn; or do it yourself: kill -9 {demo.backend_pid}"
-             if demo.backend_pid else "")
+    if not demo.backend_pid:
+        crash = ""
+    elif crash_after:
+        crash = f"It is SIGKILLed {crash_after:g} s into its turn; or do it yourself: kill -9 {demo.backend_pid}"
+    else:  # 0: never — said as it is, with the way to end it
+        crash = (f"It is not crashed for you: do it yourself, kill -9 {demo.backend_pid} (its turn ends by itself "
+                 "after an hour)")
     return f"""\
 hermes-tray demo ready in {demo.root}
   Hermes home      {demo.home}
@@ -111,9 +117,9 @@ def _hand_off(root: Path) -> int | None:
 def run(args: argparse.Namespace) -> int:
     import math
 
-    if not (math.isfinite(args.crash_after) and args.crash_after > 0):
-        # a backend that never crashes would run on unowned (--no-tray): refused, before anything starts
-        return refuse(args, f"--crash-after must be a number of seconds above 0, not {args.crash_after:g}", EXIT_USAGE)
+    if not (math.isfinite(args.crash_after) and args.crash_after >= 0):  # refused before anything starts
+        return refuse(args, f"--crash-after must be a number of seconds (0 = never), not {args.crash_after:g}",
+                      EXIT_USAGE)
     if not args.no_tray:
         from hermes_tray.cli.display import refuse_without_display
 
@@ -132,7 +138,7 @@ def run(args: argparse.Namespace) -> int:
             return handed
         shutil.rmtree(root, ignore_errors=True)  # fresh each launch: no state from an earlier demo
     try:
-        demo = create_demo(root, capability=args.capability, die_after=args.crash_after)
+        demo = create_demo(root, capability=args.capability, die_after=args.crash_after or None)
     except SimInstallError as exc:
         return refuse(args, f"cannot create the demo: {exc}")
     except (OSError, ValueError) as exc:  # --dir is a file, under /proc, not writable, too long, not UTF-8…
