@@ -61,7 +61,7 @@ def selected_homes(args: argparse.Namespace, *, settings=None):
     return discover_homes(extra=settings.homes)
 
 
-def refuse_missing_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int | None:
+def refuse_unusable_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int | None:
     """Check the ``--home`` paths before a command reads them; None when it may go on (or none was given).
 
     Refused (exit 1, one line) is a path that does not exist (a typo, never read as a home Hermes has not
@@ -155,4 +155,4 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
 
 
 __all__ = ["EXIT_REFUSED", "EXIT_USAGE", "homes_to_change", "journal", "journal_config",
-           "load_tray_settings", "print_json", "refuse", "refuse_missing_homes", "selected_homes", "table", "warn"]
+           "load_tray_settings", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]

@@ -79,7 +79,7 @@ def run(args: argparse.Namespace) -> int:
         load_tray_settings,
         print_json,
         refuse,
-        refuse_missing_homes,
+        refuse_unusable_homes,
         selected_homes,
         warn,
     )
@@ -110,7 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from hermes_tray_core import HomeAccess, look_at_homes
 
     homes = selected_homes(args)
-    refused = refuse_missing_homes(args, homes)
+    refused = refuse_unusable_homes(args, homes)
     if refused is not None:
         return refused
     looks = look_at_homes([h.path for h in homes])

@@ -42,9 +42,9 @@ def run(args: argparse.Namespace) -> int:
         except InvalidIdError as exc:
             return refuse(args, str(exc), EXIT_USAGE)
     if args.homes:
-        from hermes_tray.cli.common import refuse_missing_homes, selected_homes
+        from hermes_tray.cli.common import refuse_unusable_homes, selected_homes
 
-        refused = refuse_missing_homes(args, selected_homes(args))
+        refused = refuse_unusable_homes(args, selected_homes(args))
         if refused is not None:
             return refused
     rows = entries(args.limit, args.session, args.homes)

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hermes_tray.cli.common import print_json, refuse, refuse_missing_homes, selected_homes, warn
+from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
 from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
 
 STOP_NOTE = "Ctrl-C stops it for good, as Hermes' own Stop does."
@@ -89,7 +89,7 @@ def run(args: argparse.Namespace) -> int:
         validate_session_id(args.session, what="session")
     except InvalidIdError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
-    refused = refuse_missing_homes(args, selected_homes(args))
+    refused = refuse_unusable_homes(args, selected_homes(args))
     if refused is not None:
         return refused
     home, entry, problem = _find(args)

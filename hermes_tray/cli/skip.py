@@ -33,7 +33,7 @@ def run(args: argparse.Namespace) -> int:
         journal,
         print_json,
         refuse,
-        refuse_missing_homes,
+        refuse_unusable_homes,
         selected_homes,
         warn,
     )
@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     except InvalidIdError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
     homes = selected_homes(args)
-    refused = refuse_missing_homes(args, homes)
+    refused = refuse_unusable_homes(args, homes)
     if refused is not None:
         return refused
     result = Scanner(homes).scan()

@@ -19,11 +19,11 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray.cli.common import print_json, refuse_missing_homes, selected_homes
+    from hermes_tray.cli.common import print_json, refuse_unusable_homes, selected_homes
     from hermes_tray_core import Scanner, default_cache_file
 
     homes = selected_homes(args)
-    refused = refuse_missing_homes(args, homes)  # `--home <typo>`: the path does not exist, said plainly
+    refused = refuse_unusable_homes(args, homes)  # `--home <typo>`: the path does not exist, said plainly
     if refused is not None:
         return refused
     result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),
