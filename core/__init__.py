@@ -22,6 +22,8 @@ __version__ = "0.1.0"
 _FACE = {
     # finding homes, scanning, judging
     "discover_homes": "hermes.homes", "Home": "hermes.homes",
+    "look_at_homes": "hermes.reach:look", "HomeAccess": "hermes.reach:Access", "os_error_words": "hermes.reach",
+    "is_hermes_home": "hermes.paths",
     "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.cache",
     "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
     "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
@@ -82,7 +84,8 @@ _FACE = {
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
 __all__ = [
-    "__version__", "discover_homes", "Home", "Scanner", "scan", "default_cache_file", "TurnRecord",
+    "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "os_error_words", "is_hermes_home",
+    "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
     "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
@@ -128,8 +131,12 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.hermes.config_edit import parse_value as parse_config_value
     from hermes_tray_core.hermes.homes import Home, discover_homes
     from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
+    from hermes_tray_core.hermes.paths import is_hermes_home
     from hermes_tray_core.hermes.processes import HermesProcesses
     from hermes_tray_core.hermes.progress import TurnProgress
+    from hermes_tray_core.hermes.reach import Access as HomeAccess
+    from hermes_tray_core.hermes.reach import look as look_at_homes
+    from hermes_tray_core.hermes.reach import os_error_words
     from hermes_tray_core.hermes.state_db import parse_holder
     from hermes_tray_core.hermes.state_db_batch import HomeState
     from hermes_tray_core.keys import InvalidIdError, validate_session_id

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray.contract import BackendValues, Outcome, ProblemDetail, RunResult, ScanSummary, SkipReply
+from hermes_tray.format import safe_text
 from hermes_tray_core import (
     ExitWitness,
     Home,
@@ -83,14 +84,15 @@ class CoreEngine:
         enabled: list[bool] = []
         for report in result.homes:
             desktop = str(report.path / "desktop")
-            for p in report.problems:
-                problems.append(f"{report.profile}: {p}")
+            for p in report.problems:  # shown as is in the menu and the windows: no control character from a path
+                problems.append(safe_text(f"{report.profile}: {p}"))
                 marker = report.markers in ("corrupt", "unreadable") and "interrupted_turns" in p
                 details.append(ProblemDetail(problems[-1], folder=desktop if marker else
-                                             (str(report.path) if report.exists else ""), attention=report.exists,
+                                             (str(report.path) if report.exists else ""),
+                                             attention=report.exists or not report.reachable,
                                              kind="markers" if marker else "", home=str(report.path)))
             for u in report.unsupported:
-                problems.append(f"{report.profile}: {u} (not supported yet)")
+                problems.append(safe_text(f"{report.profile}: {u} (not supported yet)"))
                 details.append(ProblemDetail(problems[-1], folder=desktop, attention=True, kind="markers",
                                              home=str(report.path)))
             if report.exists:
@@ -108,9 +110,16 @@ class CoreEngine:
         )
 
     def watch_plan(self, homes: Sequence[Home]) -> tuple[list[Path], list[Path]]:
+        """What to watch: every home that answers a (bounded) look. A home that cannot be read or does not
+        answer is left out — watching it would fail or hang for every home — and its scan says why."""
+        from hermes_tray_core import HomeAccess, look_at_homes
+
         dirs: list[Path] = []
         files: list[Path] = []
-        for h in homes:
+        looks = look_at_homes([h.path for h in homes])
+        for h, seen in zip(homes, looks, strict=True):
+            if seen.access in (HomeAccess.UNREADABLE, HomeAccess.NO_ANSWER):
+                continue
             dirs += [h.path / "desktop", h.path / "profiles", h.webui_journal_dir]
             files += [h.marker_file, h.config_file]
         if self.explicit_homes is None:
@@ -276,7 +285,7 @@ class CoreEngine:
                 for key in keys:
                     info, _problem = state.session(key)
                     if info and info[0]:
-                        out[(home, key)] = str(info[0])
+                        out[(home, key)] = safe_text(info[0])
             finally:
                 state.close()
         return out

@@ -5,16 +5,45 @@ The age formatter itself lives with the ages and reasons it words, in :mod:`core
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING
 
 from hermes_tray_core import age_text, restate_age, strict_finite
 
 __all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
-           "first_line", "short_path"]
+           "first_line", "safe_text", "short_path"]
 
 if TYPE_CHECKING:
     from hermes_tray_core import TurnRecord
+
+
+# What a file must never put on a terminal or in a window as is: C0 and C1 control characters (ESC starts
+# the sequences that retitle a terminal or rewrite its screen, BEL rings it), DEL, the bidirectional
+# overrides and isolates (U+202E shows text backwards), the line and paragraph separators, and the lone
+# surrogates a path that is not UTF-8 decodes to (they cannot even be printed). Tab and line feed are
+# handled apart (see safe_text).
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+_UNSAFE_OR_BREAK = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    ch = match.group()
+    return " " if ch in "\t\n" else f"\\u{ord(ch):04x}"
+
+
+def safe_text(value: object, *, keep_newlines: bool = False) -> str:
+    """``value`` as text that is safe to show: every character a file could use to take over a terminal or
+    a label (see ``_UNSAFE``) becomes a visible escape (``\\u001b``, ``\\u202e``), the same spelling JSON
+    uses, so ``--json`` output passed through here is still valid JSON. Tabs and line feeds become spaces
+    (one line: a session key, a title) unless ``keep_newlines`` (multi-line text of our own, where they
+    stay). The one function every human output uses:
+    the command line's streams (``cli.main``), notifications (``notify.base.Note``), the windows."""
+    text = value if isinstance(value, str) else str(value)
+    pattern = _UNSAFE if keep_newlines else _UNSAFE_OR_BREAK
+    if pattern.search(text) is None:
+        return text
+    return pattern.sub(_escape, text)
 
 
 def since_text(since: float | None, now: float | None = None) -> str:
@@ -63,11 +92,12 @@ def first_line(text: str, limit: int = 120) -> str:
 
 
 def short_path(path: object) -> str:
-    """``/home/me/.hermes`` → ``~/.hermes``: shorter, and the same for every reader."""
+    """``/home/me/.hermes`` → ``~/.hermes``: shorter, the same for every reader, and shown safely
+    (:func:`safe_text`: a folder's name is whatever its creator chose)."""
     import os
 
     text = str(path)
     home = os.path.expanduser("~")
     if home and home != "/" and (text == home or text.startswith(home + os.sep)):
-        return "~" + text[len(home):]
-    return text
+        text = "~" + text[len(home):]
+    return safe_text(text)

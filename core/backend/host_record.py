@@ -38,6 +38,7 @@ from typing import Any
 
 from hermes_tray_core.backend.websocket import Secret
 from hermes_tray_core.hermes.processes import is_loopback
+from hermes_tray_core.stores.fsutil import too_large_words
 
 __all__ = ["ROLES", "HostToken", "confirm_identity", "find_host_token", "lock_dir"]
 
@@ -96,7 +97,7 @@ def _private_file(path: Path, limit: int) -> bytes:
                 raise ValueError(f"{path.name} can be read or written by others (mode "
                                  f"{stat.S_IMODE(st.st_mode):o})")
         if st.st_size > limit:
-            raise ValueError(f"{path.name} is too large")
+            raise ValueError(f"{path.name} is {too_large_words(limit)}")
         return os.read(fd, limit + 1)[:limit]
     finally:
         os.close(fd)

@@ -102,6 +102,9 @@ class HomeReport(NamedTuple):
     webui_sessions: int
     unsupported: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
+    # False when the home itself could not be read or did not answer (core.hermes.reach): nothing in it may be
+    # touched again this scan (its problem says why). Not in the JSON: ``markers``/``state_db`` say "unreadable".
+    reachable: bool = True
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert
+from hermes_tray_core.stores import fsutil
 
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
@@ -248,11 +249,11 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
     if path is None:
         return None, {}, None
     try:
-        text = path.read_text(encoding="utf-8")
+        text = fsutil.read_regular(path).decode("utf-8")
     except FileNotFoundError:
         return None, {}, None
     except (OSError, UnicodeDecodeError) as exc:
-        return path, {}, f"the managed config {path} cannot be read ({exc}); Hermes ignores it too"
+        return path, {}, f"the managed config {path} cannot be read ({_why(exc)}); Hermes ignores it too"
     try:
         doc = load_as_hermes(text) or {}
         doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
@@ -313,13 +314,22 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
     path = config_path(home)
     managed = read_managed(env) if managed is None else managed
     try:
-        text = path.read_text(encoding="utf-8-sig")
-    except FileNotFoundError:
+        text = fsutil.read_regular(path).decode("utf-8-sig")
+    except (FileNotFoundError, NotADirectoryError):
         return _effective(path, None, False, managed, [])
-    except (OSError, UnicodeDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
         return BackendConfig(path, AutoContinueConfig(), exists=True,
-                             error=f"cannot read {path}: {exc}{_overlay_lost(managed)}")
+                             error=f"cannot read {path}: {_why(exc)}{_overlay_lost(managed)}")
     return backend_config_from_text(path, text, managed=managed)
+
+
+def _why(exc: Exception) -> str:
+    """A read error in the user's words (no errno number, no exception name)."""
+    if isinstance(exc, UnicodeDecodeError):
+        return "not UTF-8 text"
+    from hermes_tray_core.hermes.reach import os_error_words
+
+    return os_error_words(exc)
 
 
 def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:

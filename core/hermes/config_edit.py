@@ -312,6 +312,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
         ensure_private_dir,
         file_signature,
         locked,
+        read_regular,
         sweep_stale_temps,
     )
 
@@ -339,12 +340,14 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     with locked(lock):
         for _attempt in range(5):
             try:
-                raw = path.read_bytes()
+                raw = read_regular(path)
                 exists = True
             except FileNotFoundError:
                 raw, exists = b"", False
             except OSError as exc:
-                raise BackendConfigError(f"cannot read {path}: {exc}") from exc
+                from hermes_tray_core.hermes.reach import os_error_words
+
+                raise BackendConfigError(f"cannot read {path}: {os_error_words(exc)}") from exc
             sig = file_signature(path) if exists else None
             bom = raw.startswith(b"\xef\xbb\xbf")
             try:

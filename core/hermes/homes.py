@@ -19,9 +19,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hermes_tray_core.hermes import paths as hermes_paths
-from hermes_tray_core.hermes.paths import DEFAULT_PROFILE, PROFILE_RE, canonical, default_root
+from hermes_tray_core.hermes import reach
+from hermes_tray_core.hermes.paths import DEFAULT_PROFILE, PROFILE_RE, default_root
 
-__all__ = ["Home", "PROFILE_RE", "DEFAULT_PROFILE", "default_root", "profile_of", "list_profiles", "discover_homes"]
+__all__ = ["Home", "PROFILE_RE", "DEFAULT_PROFILE", "default_root", "profile_of", "discover_homes"]
 
 
 class Home(NamedTuple):
@@ -68,22 +69,6 @@ def profile_of(path: Path) -> str:
     return path.name if hermes_paths.is_profile_home(path) else DEFAULT_PROFILE
 
 
-def list_profiles(root: Path) -> list[Path]:
-    """Profile homes under ``root`` (sorted by name); nothing on any error."""
-    try:
-        entries = sorted(os.scandir(root / "profiles"), key=lambda e: e.name)
-    except OSError:
-        return []
-    out = []
-    for entry in entries:
-        try:
-            if PROFILE_RE.match(entry.name) and entry.is_dir():
-                out.append(Path(entry.path))
-        except OSError:
-            continue
-    return out
-
-
 def discover_homes(
     *,
     explicit: Iterable[str | os.PathLike[str]] | None = None,
@@ -94,41 +79,49 @@ def discover_homes(
 
     ``explicit`` (``--home``) replaces discovery: exactly those homes, no profiles added.
     Otherwise: the root home (even if it does not exist yet), its profiles, then ``extra``
-    (tray settings ``homes``) and their profiles.
+    (tray settings ``homes``) and their profiles. Every path is looked at through :func:`reach.look`
+    (bounded): a home that cannot be read or does not answer is still returned, for the scan to report.
     """
     env = os.environ if env is None else env
     root, root_origin = default_root(env)
     webui_env = env.get("HERMES_WEBUI_STATE_DIR")
-    root_key = canonical(root)
     homes: list[Home] = []
     seen: set[str] = set()
 
-    def add(path: Path, origin: str, profile: str | None = None) -> None:
-        key = canonical(path)
+    def add(path: Path, key: str, origin: str, profile: str | None = None) -> None:
         if key in seen:
             return
         seen.add(key)
         webui = Path(os.path.expanduser(webui_env)) if webui_env and key == root_key else None
         homes.append(Home(path, profile or profile_of(path), origin, webui))
 
+    def add_with_profiles(found: reach.Reach, origin: str, profile: str | None = None) -> None:
+        add(found.path, found.canonical, origin, profile)
+        for prof in found.profiles:
+            add(prof.path, prof.canonical, "profile", prof.path.name)
+
     if explicit is not None:
-        for p in explicit:
-            add(Path(os.path.expanduser(os.fspath(p))).absolute(), "cli")
+        paths = [Path(os.path.expanduser(os.fspath(p))).absolute() for p in explicit]
+        looks = reach.look(paths + [root] if webui_env else paths)
+        root_key = looks[-1].canonical if webui_env else ""
+        for found in looks[:len(paths)]:
+            add(found.path, found.canonical, "cli")
         return homes
-    if hermes_paths.is_profile_home(root):
+    extras = [Path(os.path.expanduser(os.fspath(p))).absolute() for p in extra]
+    profile_root = hermes_paths.is_profile_home(root)
+    roots = [root, hermes_paths.root_of(root)] if profile_root else [root]
+    # One bounded look at every root (its canonical path, its profiles): a root on a drive that hangs
+    # delays discovery by reach.TIMEOUT once, never for ever.
+    looks = reach.look(roots + extras, find_profiles=True)
+    root_key = looks[0].canonical
+    if profile_root:
         # HERMES_HOME=<root>/profiles/<name>: that profile first, then its root and the root's other profiles.
-        add(root, root_origin, root.name)
-        real_root = hermes_paths.root_of(root)
-        add(real_root, "root", DEFAULT_PROFILE)
-        for prof in list_profiles(real_root):
-            add(prof, "profile", prof.name)
+        add(root, root_key, root_origin, root.name)
+        add_with_profiles(looks[1], "root", DEFAULT_PROFILE)
+        for prof in looks[0].profiles:
+            add(prof.path, prof.canonical, "profile", prof.path.name)
     else:
-        add(root, root_origin, DEFAULT_PROFILE)
-    for prof in list_profiles(root):
-        add(prof, "profile", prof.name)
-    for p in extra:
-        path = Path(os.path.expanduser(os.fspath(p))).absolute()
-        add(path, "settings")
-        for prof in list_profiles(path):
-            add(prof, "profile", prof.name)
+        add_with_profiles(looks[0], root_origin, DEFAULT_PROFILE)
+    for found in looks[len(roots):]:
+        add_with_profiles(found, "settings")
     return homes

@@ -22,7 +22,7 @@ __all__ = [
     "PROFILE_RE", "DEFAULT_PROFILE", "DEFAULT_MANAGED_DIR",
     "default_root", "root_of", "is_profile_home", "profile_home", "canonical",
     "marker_file", "config_file", "state_db", "active_sessions_file", "active_profile_file",
-    "default_webui_state_dir", "managed_dir", "managed_config_file",
+    "default_webui_state_dir", "managed_dir", "managed_config_file", "is_hermes_home",
 ]
 
 PROFILE_RE = re.compile(r"^[a-z0-9][a-z0-9_-]{0,63}$")
@@ -91,6 +91,13 @@ def config_file(home: Path) -> Path:
 
 def state_db(home: Path) -> Path:
     return home / "state.db"
+
+
+def is_hermes_home(home: Path | str) -> bool:
+    """Has Hermes (or the tray) ever used ``home``: a ``config.yaml``, a ``desktop/`` or a ``state.db`` in it?
+    A write names a home to change; a folder with none of them is a typo or the wrong directory."""
+    home = Path(home)
+    return any(os.path.lexists(p) for p in (config_file(home), home / "desktop", state_db(home)))
 
 
 def active_sessions_file(home: Path) -> Path:

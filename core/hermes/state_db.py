@@ -21,6 +21,7 @@ Liveness rules (the design's contract):
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -36,6 +37,7 @@ from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.state_db_batch import BUSY_TIMEOUT_S, columns, describe_error, text_or_none
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
+from hermes_tray_core.stores import fsutil
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
@@ -377,14 +379,13 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     """
     path = hermes_paths.active_sessions_file(Path(home))
     try:
-        with open(path, "rb") as fh:
-            data = fh.read(MAX_REGISTRY_BYTES + 1)
-    except FileNotFoundError:
+        data = fsutil.read_regular(path, MAX_REGISTRY_BYTES)  # a FIFO there must not hang the scan
+    except (FileNotFoundError, NotADirectoryError):
         return _ov("none", "no active-session registry")
     except OSError as exc:
-        return _ov("unknown", f"active_sessions.json is unreadable ({exc.strerror or exc})")
-    if len(data) > MAX_REGISTRY_BYTES:
-        return _ov("unknown", "active_sessions.json is implausibly large")
+        if exc.errno == errno.EFBIG:
+            return _ov("unknown", f"active_sessions.json is {exc.strerror}")
+        return _ov("unknown", f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
     try:
         entries = _entries(json.loads(data))
     except (ValueError, RecursionError):

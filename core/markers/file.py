@@ -17,7 +17,7 @@ from typing import Any
 
 from hermes_tray_core.stores import fsutil
 
-__all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "Corrupt", "Entries",
+__all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
            "decode", "encode", "marker_lock_path", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
 
 MARKER_DIR = "desktop"
@@ -53,6 +53,16 @@ MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", 
 
 class Corrupt(ValueError):
     """The bytes are not a JSON object (the message says why)."""
+
+
+class TooLarge(Corrupt):
+    """The file is over :data:`MAX_FILE_BYTES` and was not read: a size limit, not damage (the message says
+    so). Writers set it aside like a corrupt file; readers report it in these words, never as corrupt."""
+
+
+#: What :func:`read_file` hands back for a file over the limit (never a whole file's bytes).
+_TOO_LARGE = b"\0too-large"
+TOO_LARGE_WORDS = fsutil.too_large_words(MAX_FILE_BYTES)
 
 
 def same_entry(a: object, b: object) -> bool:
@@ -92,11 +102,18 @@ def encode(entries: Entries) -> bytes:
 
 
 def decode(data: bytes) -> Entries:
-    """Entries of a marker file; object entries only (as Hermes). Raises :class:`Corrupt` if not a JSON object."""
+    """Entries of a marker file; object entries only (as Hermes). Raises :class:`Corrupt` if not a JSON object,
+    :class:`TooLarge` for the stand-in :func:`read_file` returns for a file over the limit."""
+    if data == _TOO_LARGE:
+        raise TooLarge(TOO_LARGE_WORDS)
     try:
         doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError) as exc:
-        raise Corrupt(type(exc).__name__) from None
+    except UnicodeDecodeError:
+        raise Corrupt("not UTF-8 text") from None
+    except RecursionError:
+        raise Corrupt("nested too deeply") from None
+    except ValueError:
+        raise Corrupt("not valid JSON") from None
     if not isinstance(doc, dict):
         raise Corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
@@ -119,7 +136,7 @@ def read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | No
         if not stat.S_ISREG(st.st_mode):
             raise fsutil.UnsafePathError(errno.EINVAL, "not a regular file", str(path))
         if st.st_size > MAX_FILE_BYTES:
-            return b"\0too-large", (st.st_ino, st.st_size, st.st_mtime_ns)
+            return _TOO_LARGE, (st.st_ino, st.st_size, st.st_mtime_ns)
         want = st.st_size + 1  # one read normally: a short read means EOF
         chunks = []
         while True:

@@ -66,9 +66,16 @@ VERIFIED_RETRIES = 200
 class MarkerStoreError(OSError):
     """The marker file could not be read or written; the message names the file and the cause."""
 
+    def __str__(self) -> str:  # the user's words: the cause and the file, no errno number
+        return f"{self.strerror} ({self.filename})" if self.filename else str(self.strerror or "")
+
 
 class MarkerCorruptError(MarkerStoreError):
     """The marker file exists but is not a JSON object (reads refuse it; the next write sets it aside)."""
+
+
+class MarkerTooLargeError(MarkerStoreError):
+    """The marker file is over the size limit and was not read (reads refuse it; the next write sets it aside)."""
 
 
 class _ForeignChange(Exception):
@@ -131,6 +138,8 @@ class MarkerStore:
                 return {}
             try:
                 return marker_file.decode(data)
+            except marker_file.TooLarge as exc:
+                raise MarkerTooLargeError(errno.EFBIG, f"turn-marker file is {exc}", str(self.path)) from None
             except marker_file.Corrupt as exc:
                 raise MarkerCorruptError(errno.EINVAL, f"turn-marker file is corrupt ({exc})", str(self.path)) from None
 
@@ -314,11 +323,13 @@ class MarkerStore:
         except marker_file.Corrupt as exc:
             if check and fsutil.file_signature(self._p) != sig:
                 raise _ForeignChange() from None  # replaced since we read it: judge the new one instead
-            dest = fsutil.set_aside(self.path, "corrupt")
+            large = isinstance(exc, marker_file.TooLarge)
+            what = str(exc) if large else f"corrupt ({exc})"
+            dest = fsutil.set_aside(self.path, "too-large" if large else "corrupt")
             if dest is None:
-                raise MarkerStoreError(errno.EIO, f"turn-marker file is corrupt ({exc}) and could not be moved aside",
+                raise MarkerStoreError(errno.EIO, f"turn-marker file is {what} and could not be moved aside",
                                        str(self.path)) from None
-            logger.warning("turn-marker file %s was corrupt (%s); kept as %s, starting fresh", self.path, exc, dest.name)
+            logger.warning("turn-marker file %s was %s; kept as %s, starting fresh", self.path, what, dest.name)
             return None, {}, None
 
     def _store(self, entries: Entries, read: bytes | None, sig: atomic_exchange.Sig | None | Literal[False],
@@ -535,4 +546,4 @@ def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dic
     return MarkerStore(home).remove_if_unchanged(session_key, expected, settle=settle)
 
 
-__all__ = ["MarkerCorruptError", "MarkerStore", "MarkerStoreError", "list_turn_markers", "remove_marker_if_unchanged"]
+__all__ = ["MarkerCorruptError", "MarkerStore", "MarkerStoreError", "MarkerTooLargeError", "list_turn_markers", "remove_marker_if_unchanged"]

@@ -36,6 +36,7 @@ from hermes_tray_core.deciding.policy import (
     marker_started_at,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
+from hermes_tray_core.hermes import reach
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
 from hermes_tray_core.lazy_log import get_logger
@@ -118,6 +119,23 @@ def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
     return problems
 
 
+def _missing_problem(home: Home) -> str:
+    """A home that does not exist: normal for Hermes' own default home before its first run; a typo or a
+    removed folder when the user named it (``--home``, the tray settings' ``homes``)."""
+    if home.origin == "cli":
+        return f"{home.path} does not exist"
+    if home.origin == "settings":
+        return (f"{home.path} does not exist — remove it from the tray settings' homes "
+                "(hermes-tray config set homes …) or restore it")
+    return f"{home.path} does not exist (Hermes has not run with this home yet)"
+
+
+def _unreadable(home: Home, exists: bool, problem: str) -> HomeReport:
+    """The report of a home that could not be read at all: nothing in it is known, the reason says why."""
+    return HomeReport(home.path, home.profile, home.origin, exists, "unreadable", 0, AutoContinueConfig(),
+                      "unreadable", home.webui_journal_dir, 0, problems=(problem,), reachable=False)
+
+
 def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, list[str]]:
     from hermes_tray_core.hermes.config import read_backend_config
 
@@ -170,15 +188,18 @@ class Scanner:
 
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
                  process_finder: Callable[[], HermesProcesses] | None = None, ask_running_hermes: bool = False,
-                 read_progress: bool = True) -> None:
+                 read_progress: bool = True, home_timeout: float = reach.TIMEOUT) -> None:
         """``process_finder``: returns a :class:`~hermes_tray_core.hermes.processes.HermesProcesses`
         (default: look at the process table), asked at most once per scan. ``ask_running_hermes``: before a
         turn is offered, ask the running Hermes of its home which sessions it has open
         (``core.backend.sessions``); a session open there reads as open in Hermes (a live owner), not as
         waiting for a Resume. ``read_progress``: read how far each turn got and why it stopped
         (:mod:`core.hermes.progress`, :mod:`core.deciding.causes`); callers that act on a turn without
-        showing it (``skip``, ``doctor``, ``snooze``) leave it off."""
+        showing it (``skip``, ``doctor``, ``snooze``) leave it off.
+        ``home_timeout``: seconds each home may take to answer its first look
+        (:mod:`hermes_tray_core.hermes.reach`) before it is reported as not answering."""
         self.homes = list(homes)
+        self.home_timeout = home_timeout
         self.cache_file = cache_file
         self._cache = ScanCache(cache_file)  # WebUI journal summaries and config.yaml results
         self._markers: dict[str, _MarkersRead] = {}  # path -> (sig, entries, status, problem)  (memory only: prompts)
@@ -204,13 +225,18 @@ class Scanner:
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
         live_journals: set[str] = set()
-        for home in self.homes:
+        # One bounded look at every home first: a home that cannot be read (or hangs) is that home's problem.
+        looks = reach.look([home.path for home in self.homes], timeout=self.home_timeout)
+        for home, seen in zip(self.homes, looks, strict=True):
+            if seen.access in (reach.Access.UNREADABLE, reach.Access.NO_ANSWER):
+                reports.append(_unreadable(home, seen.exists, seen.problem))
+                continue
             try:
-                report, home_turns = self._scan_home(home, now, seen_journal_dirs, live_journals)
-            except Exception as exc:  # belt and braces: one home never breaks the rest
-                report = HomeReport(home.path, home.profile, home.origin, home.path.is_dir(), "unreadable", 0,
-                                    AutoContinueConfig(), "unreadable", home.webui_journal_dir, 0,
-                                    problems=(f"scanning failed ({type(exc).__name__}: {exc}); please report it",))
+                report, home_turns = self._scan_home(home, seen, now, seen_journal_dirs, live_journals)
+            except Exception:  # belt and braces: one home never breaks the rest (and the path is not touched again)
+                logger.exception("%s: scanning this home failed", home.path)
+                report = _unreadable(home, seen.exists, f"{home.path}: scanning this home failed unexpectedly "
+                                     "(details in the log); please report it")
                 home_turns = []
             reports.append(report)
             turns.extend(home_turns)
@@ -251,27 +277,36 @@ class Scanner:
     def _read_markers(self, home: Home) -> tuple[dict[str, Any] | None, str, str | None, os.stat_result | None]:
         """(entries or None, status, problem, stat)."""
         path = home.marker_file
-        st = _stat(path)
-        if st is None:
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):
             if os.path.lexists(path):
                 return None, "unreadable", f"{path} cannot be read (dangling link?)", None
             self._markers.pop(str(path), None)
             return {}, "none", None, None
+        except (OSError, ValueError) as exc:  # never "nothing interrupted" for a file that is there but unreadable
+            return None, "unreadable", f"{path} cannot be read: {reach.os_error_words(exc)}", None
         sig = _sig(st)
         cached = self._markers.get(str(path))
         if cached and cached[0] == sig:
             return cached[1], cached[2], cached[3], st
-        from hermes_tray_core.markers.store import MarkerCorruptError, list_turn_markers
+        from hermes_tray_core.markers.store import MarkerCorruptError, MarkerTooLargeError, list_turn_markers
 
         try:
             entries, status, problem = list_turn_markers(home.path), "ok", None
+        except MarkerTooLargeError:
+            from hermes_tray_core.markers.file import TOO_LARGE_WORDS
+
+            entries, status = None, "unreadable"
+            problem = (f"{path} is {TOO_LARGE_WORDS}; interrupted turns in this home cannot be seen. "
+                       "Move it aside to keep it; Hermes then starts a new one")
         except MarkerCorruptError as exc:
             entries, status = None, "corrupt"
             problem = (f"{path} is corrupt ({exc.strerror}); interrupted turns in this home cannot be seen. "
                        "Hermes' next write will replace it; move it aside to keep it")
         except Exception as exc:
             entries, status = None, "unreadable"
-            problem = f"{path} cannot be read ({exc}); check its owner and permissions"
+            problem = f"{path} cannot be read: {reach.os_error_words(exc)}"
         self._markers[str(path)] = (sig, entries, status, problem)
         return entries, status, problem, st
 
@@ -290,12 +325,14 @@ class Scanner:
             found.append(f"an interrupted_turns table in {home.state_db}")
         return [f"newer Hermes storage not yet supported: {f}; update hermes-tray" for f in found]
 
-    def _scan_home(self, home: Home, now: float, seen_dirs: set[str], live_journals: set[str]) -> tuple[HomeReport, list[TurnRecord]]:
+    def _scan_home(self, home: Home, seen: reach.Reach, now: float, seen_dirs: set[str],
+                   live_journals: set[str]) -> tuple[HomeReport, list[TurnRecord]]:
         problems: list[str] = []
-        exists = home.path.is_dir()
-        if not exists:
-            problems.append(f"{home.path} is not a directory: not a Hermes home" if os.path.lexists(home.path)
-                            else f"{home.path} does not exist (Hermes has not run with this home yet)")
+        exists = seen.ok
+        if seen.access is reach.Access.NOT_DIR:
+            problems.append(f"{seen.problem}: not a Hermes home")
+        elif seen.access is reach.Access.MISSING:
+            problems.append(_missing_problem(home))
         config, cfg_problems = self._config(home) if exists else (AutoContinueConfig(), [])
         problems.extend(cfg_problems)
         entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
@@ -346,8 +383,8 @@ class Scanner:
             except Exception as exc:  # one hostile entry never hides its siblings
                 self._log_once(home, str(key), f"cannot judge this marker ({type(exc).__name__}: {exc})",
                                level=_ERROR)
-                problems.append(f"marker {str(key)[:80]!r} cannot be judged ({type(exc).__name__}); "
-                                "it is left alone — please report it")
+                problems.append(f"marker {str(key)[:80]!r} cannot be judged; it is left alone — please report it "
+                                "(details in the log)")
                 continue
             title_problem = title_problem or tp
             if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry, self._now.decisions()):
@@ -458,10 +495,10 @@ class Scanner:
         jdir = home.webui_journal_dir
         try:
             listing = _list_journals(jdir)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):
             return 0, []
-        except OSError as exc:
-            problems.append(f"cannot list WebUI journals in {jdir} ({exc.strerror}); check permissions")
+        except (OSError, ValueError) as exc:
+            problems.append(f"cannot list WebUI journals in {jdir}: {reach.os_error_words(exc)}")
             return 0, []
         records: list[TurnRecord] = []
         malformed_sessions = 0
@@ -476,7 +513,7 @@ class Scanner:
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:
-                    problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl ({exc})")
+                    problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl: {reach.os_error_words(exc)}")
                     continue
             if summary is None:
                 continue

@@ -20,7 +20,7 @@ from pathlib import Path
 
 __all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
     "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
-    "open_private_lockfile", "refuse_symlink", "set_aside", "sweep_stale_temps", "temp_name_for",
+    "open_private_lockfile", "read_regular", "refuse_symlink", "set_aside", "too_large_words", "sweep_stale_temps", "temp_name_for",
     "try_lock_fd", "unlock_fd", "write_temp", "writer_gone"]
 
 FILE_MODE = 0o600
@@ -299,6 +299,37 @@ def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) ->
     except FileNotFoundError:
         return None
     return (st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+
+
+def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+    """All bytes of a regular file, refusing anything else without blocking on it: a FIFO planted where a
+    file belongs would otherwise hang the reader for ever. Raises FileNotFoundError when absent, OSError
+    (EINVAL "not a regular file", EFBIG "too large to read (over …)" past ``limit`` bytes) otherwise."""
+    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
+        if limit is not None and st.st_size > limit:
+            raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
+        chunks = []
+        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+            chunks.append(chunk)
+            if limit is not None and sum(map(len, chunks)) > limit:
+                raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
+        return b"".join(chunks)
+    finally:
+        os.close(fd)
+
+
+def too_large_words(limit: int) -> str:
+    """How a size limit is told to the user: "too large to read (over 16 MiB)" — never "corrupt"."""
+    if limit >= 1 << 20:
+        return f"too large to read (over {limit / (1 << 20):g} MiB)"
+    return f"too large to read (over {limit / (1 << 10):g} KiB)"
 
 
 def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:

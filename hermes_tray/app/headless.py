@@ -4,12 +4,17 @@ For desktops without a tray and for unattended ``auto`` mode. Notifications go t
 desktop-notifier when a session bus is there (buttons work here too), otherwise to the log.
 While a tray runs for the same user the helper does not ask (the tray does); both still agree
 on who resumes through the engine's leases.
+
+Started in a terminal, it says in two lines what it watches and then one line per interrupted turn it
+notices; started by systemd or an autostart entry (no terminal) it prints only what needs the user (no
+home found, a problem), once per change. Everything also goes to its log.
 """
 
 from __future__ import annotations
 
 import logging
 import os
+import sys
 from collections.abc import Sequence
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
@@ -17,6 +22,7 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from hermes_tray.app import events
 from hermes_tray.app.single_instance import SingleInstance, instance_running
 from hermes_tray.controller import Controller
+from hermes_tray.format import safe_text
 from hermes_tray.notify import make_notifier
 from hermes_tray.watch.detector import Detector, DetectorThread, ScanReport
 
@@ -43,10 +49,40 @@ class HelperApp(QObject):
         self.controller.rescan_requested.connect(self.detector.rescan)
         self.controller.scan_seen.connect(self._on_scan_seen)
         self.controller.present_window.connect(lambda _a: log.info("notification clicked (no window in the helper)"))
+        self._terminal = _on_terminal()
+        self._told: set[tuple[str, str, float]] | None = None  # turns already named on the terminal
 
     def _on_scan_seen(self, report: ScanReport) -> None:
         events.emit_scan(report, scanned=report.finished, homes_found=report.extra.homes_found)
+        if self._terminal:
+            self._say_turns(report)
         self._say_state()
+
+    def _say(self, line: str) -> None:
+        print(f"hermes-tray helper: {safe_text(line)}", flush=True)
+
+    def _say_turns(self, report: ScanReport) -> None:
+        """On a terminal: first what is watched (two lines), then one line per interrupted turn noticed."""
+        from hermes_tray.notify.coalesce import turn_label
+        from hermes_tray_core import Verdict
+
+        state = self.controller.state
+        if self._told is None:
+            self._told = set()
+            homes = report.extra.watching or tuple(str(getattr(h, "path", h)) for h in report.homes)
+            self._say(f"watching {len(homes)} Hermes home{'s' if len(homes) != 1 else ''}: {', '.join(homes)}")
+            self._say(f"mode {state.mode}: {_MODE_WORDS.get(str(state.mode), 'see the tray settings')}; "
+                      "one line here per interrupted turn (Ctrl-C stops the helper)")
+        for rec in report.records:
+            if rec.verdict in (Verdict.RUNNING, Verdict.SKIPPED):  # running: nothing was interrupted
+                continue
+            ident = (str(rec.home), rec.session_key, float(rec.started_at or 0.0))
+            if ident in self._told:
+                continue
+            self._told.add(ident)
+            where = "" if rec.profile == "default" else f" ({rec.profile} profile)"
+            self._say(f"interrupted turn{where}: {turn_label(rec, show_prompts=state.show_prompts)} — {rec.verdict}: "
+                      f"{rec.reason}")
 
     def _say_state(self) -> None:
         """The helper has no window: what the tray's window would say (no home, a problem) goes to
@@ -60,8 +96,9 @@ class HelperApp(QObject):
         if lines != said:
             self._said = lines
             for line in lines:
-                log.warning("%s", line)
-                print(f"hermes-tray helper: {line}", flush=True)
+                # on a terminal the line below says it: a warning would repeat it there (logging_setup)
+                log.log(logging.INFO if self._terminal else logging.WARNING, "%s", line)
+                self._say(line)  # a problem is said even to systemd's journal: once per change
 
     def start(self) -> None:
         self.detector_thread.start()
@@ -70,6 +107,19 @@ class HelperApp(QObject):
         self.controller.shutdown()
         self.detector_thread.stop()
         self.notifier.shutdown()
+
+
+_MODE_WORDS = {"ask": "each interrupted turn is notified and waits for you",
+               "auto": "each interrupted turn is resumed at once, then notified",
+               "list": "interrupted turns are only listed"}
+
+
+def _on_terminal() -> bool:
+    """Is the helper's output a terminal a person reads (not systemd's journal, not an autostart's /dev/null)?"""
+    try:
+        return sys.stdout is not None and sys.stdout.isatty()
+    except (OSError, ValueError):
+        return False
 
 
 def run_helper(homes: Sequence[str] | None = None, *, notifications: bool = True) -> int:

@@ -39,7 +39,7 @@ from hermes_tray.app.history_model import (
     when_of,
 )
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import short_path, since_text
+from hermes_tray.format import safe_text, short_path, since_text
 
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -233,8 +233,8 @@ class HistoryWindow(QDialog):
             e = t.events[-1]
             what = "Hermes settings changed" if t.home else "Tray settings changed"
             item = QTreeWidgetItem([what, t.profile, _stamp(when_of(e)), t.outcome(), ""])
-            item.setToolTip(0, t.home or "The tray's own settings")
-            item.setToolTip(1, t.home)
+            item.setToolTip(0, safe_text(t.home) or "The tray's own settings")
+            item.setToolTip(1, safe_text(t.home))
             item.setToolTip(2, since_text(when_of(e)))
             item.setToolTip(3, t.outcome())
             return item
@@ -242,8 +242,8 @@ class HistoryWindow(QDialog):
         interrupted = _stamp(t.started_at or 0) if t.started_at else ""
         item = QTreeWidgetItem([title, t.profile, interrupted, t.outcome(), t.where()])
         item.setData(0, TURN_ROLE, id(t))
-        item.setToolTip(0, f"{title}\nSession ID: {t.session_key}")
-        item.setToolTip(1, t.home)
+        item.setToolTip(0, f"{title}\nSession ID: {safe_text(t.session_key)}")
+        item.setToolTip(1, safe_text(t.home))
         if t.started_at:
             item.setToolTip(2, since_text(t.started_at))
         details = t.outcome_details()

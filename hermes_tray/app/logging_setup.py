@@ -19,7 +19,9 @@ class _PrivateRotatingHandler(logging.handlers.RotatingFileHandler):
     def _open(self):  # noqa: ANN202 - stdlib override
         from hermes_tray_core import open_private_append
 
-        return os.fdopen(open_private_append(self.baseFilename), "a", encoding=self.encoding or "utf-8")
+        # backslashreplace: a path that is not UTF-8 (a home named so) is logged as escapes, never a logging error
+        return os.fdopen(open_private_append(self.baseFilename), "a", encoding=self.encoding or "utf-8",
+                         errors="backslashreplace")
 
 
 def setup_logging(name: str = "hermes-tray", *, verbose: bool = False) -> Path | None:

@@ -32,7 +32,7 @@ from PySide6.QtWidgets import (
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
-from hermes_tray.format import elapsed_text, elide, short_path, since_text
+from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = words.STOP_HINT
@@ -335,7 +335,7 @@ class PromptWindow(QDialog):
 
     @staticmethod
     def _row_tip(t: TurnItem) -> str:
-        return f"{t.reason_now}\nSession ID: {t.session_key}\nHome: {t.home}"
+        return f"{t.reason_now}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
 
     def _row_text(self, t: TurnItem) -> str:
         lines = [t.title]
@@ -448,11 +448,12 @@ class PromptWindow(QDialog):
         recent = self.selected_recent() if self._focus == "recent" else None
         if turn is not None:
             self.detail.setText(f"{t_home(turn)} · interrupted {turn.when}")
-            facts = [turn.reason_now, f"Session ID: {turn.session_key}", f"Home: {turn.home}"]
+            facts = [turn.reason_now, f"Session ID: {safe_text(turn.session_key)}", f"Home: {safe_text(turn.home)}"]
         elif recent is not None:
             self.detail.setText("")
-            facts = [x for x in (recent.details_now, f"Session ID: {recent.session_key}" if recent.session_key
-                                 else "", f"Home: {recent.home}" if recent.home else "") if x]
+            facts = [x for x in (recent.details_now, f"Session ID: {safe_text(recent.session_key)}"
+                                 if recent.session_key else "", f"Home: {safe_text(recent.home)}" if recent.home
+                                 else "") if x]
         else:
             self.detail.setText("")
             facts = []

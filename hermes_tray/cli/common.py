@@ -61,21 +61,60 @@ def selected_homes(args: argparse.Namespace, *, settings=None):
     return discover_homes(extra=settings.homes)
 
 
-def homes_to_change(args: argparse.Namespace, *, all_flag: bool) -> tuple[list, str | None]:
+def refuse_unusable_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int | None:
+    """Check the ``--home`` paths before a command reads them; None when it may go on (or none was given).
+
+    Refused (exit 1, one line) is a path that does not exist (a typo, never read as a home Hermes has not
+    used yet), is not a directory, or is a directory but not a Hermes home (no ``config.yaml``, ``desktop/``
+    or ``state.db``: ``--home ~`` for ``--home ~/.hermes``). A home that cannot be read (permissions, a name
+    too long, a drive that does not answer) is refused only when no ``--home`` can be read; otherwise the
+    command reads the others and reports that one as its problem."""
+    if not args.homes:
+        return None
+    from hermes_tray_core import HomeAccess, is_hermes_home, look_at_homes
+
+    unreadable = []
+    for seen in look_at_homes([h.path for h in homes]):
+        if seen.access in (HomeAccess.MISSING, HomeAccess.NOT_DIR):
+            return refuse(args, seen.problem)
+        if seen.ok and not is_hermes_home(seen.path):
+            return refuse(args, f"{seen.path} is not a Hermes home (no config.yaml, no desktop/, no state.db): "
+                          "check the path")
+        if not seen.ok:
+            unreadable.append(seen.problem)
+    if unreadable and len(unreadable) == len(homes):
+        return refuse(args, "; ".join(unreadable))
+    return None
+
+
+def homes_to_change(args: argparse.Namespace, *, all_flag: bool, create: bool = False) -> tuple[list, str | None, int]:
     """Homes a write applies to: ``--home`` ones, every existing home with ``--all``, or the only
-    existing home. Returns ``(homes, problem)``; a problem is a usage error to report."""
+    existing home. Returns ``(homes, problem, exit code)``; with a problem nothing may be written.
+
+    A ``--home`` must be a Hermes home (a ``config.yaml``, a ``desktop/`` or a ``state.db`` in it) that can be
+    read, unless ``create`` (``--create``): then a folder that is not one yet, or does not exist, is made one."""
+    from hermes_tray_core import HomeAccess, is_hermes_home, look_at_homes
+
     homes = selected_homes(args)
+    looks = look_at_homes([h.path for h in homes])
     if args.homes:
-        return homes, None
-    existing = [h for h in homes if h.path.is_dir()]
-    if all_flag:
-        return existing, None if existing else "no Hermes home found (use --home PATH)"
-    if len(existing) == 1:
-        return existing, None
+        for home, seen in zip(homes, looks, strict=True):
+            if seen.access is HomeAccess.MISSING and create:
+                continue
+            if not seen.ok:
+                hint = " (pass --create to make it a Hermes home)" if seen.access is HomeAccess.MISSING else ""
+                return [], seen.problem + hint, EXIT_REFUSED
+            if not create and not is_hermes_home(home.path):
+                return [], (f"{home.path} is not a Hermes home (no config.yaml, no desktop/, no state.db): "
+                            "check the path, or pass --create to make it one"), EXIT_REFUSED
+        return homes, None, 0
+    existing = [h for h, seen in zip(homes, looks, strict=True) if seen.ok]
     if not existing:
-        return [], "no Hermes home found (use --home PATH)"
+        return [], "no Hermes home found (use --home PATH)", EXIT_REFUSED
+    if all_flag or len(existing) == 1:
+        return existing, None, 0
     names = ", ".join(str(h.path) for h in existing)
-    return [], f"several Hermes homes ({names}): say --all or pick one with --home PATH"
+    return [], f"several Hermes homes ({names}): say --all or pick one with --home PATH", EXIT_USAGE
 
 
 def journal(event: str, *, home: Any, session_key: str, **fields: Any) -> str | None:
@@ -116,4 +155,4 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
 
 
 __all__ = ["EXIT_REFUSED", "EXIT_USAGE", "homes_to_change", "journal", "journal_config",
-           "load_tray_settings", "print_json", "refuse", "selected_homes", "table", "warn"]
+           "load_tray_settings", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]

@@ -29,6 +29,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     put.add_argument("key", metavar="KEY")
     put.add_argument("value", metavar="VALUE")
     put.add_argument("--all", action="store_true", help="backend keys: every Hermes home found")
+    put.add_argument("--create", action="store_true",
+                     help="backend keys: make a --home that is not a Hermes home yet one; homes: accept a folder "
+                     "Hermes has not used yet")
     parser.set_defaults(func=run)
 
 
@@ -38,14 +41,19 @@ def _tray_dict(settings) -> dict:
     return d
 
 
-def _home_dicts(homes) -> list[dict]:
-    from hermes_tray_core import read_backend_config
+def _home_dicts(homes, looks) -> list[dict]:
+    from hermes_tray_core import HomeAccess, read_backend_config
 
     out = []
-    for h in homes:
+    for h, seen in zip(homes, looks, strict=True):
+        if seen.access in (HomeAccess.UNREADABLE, HomeAccess.NO_ANSWER):  # never read (or hang on) that home
+            out.append({"home": str(h.path), "profile": h.profile, "exists": seen.exists, "enabled": None,
+                        "freshness_minutes": None, "max_attempts": None, "managed": [], "managed_path": None,
+                        "warnings": [], "error": seen.problem})
+            continue
         cfg = read_backend_config(h.path)
         ac = cfg.auto_continue
-        out.append({"home": str(h.path), "profile": h.profile, "exists": h.path.is_dir(), "enabled": ac.enabled,
+        out.append({"home": str(h.path), "profile": h.profile, "exists": seen.ok, "enabled": ac.enabled,
                     "freshness_minutes": ac.freshness_minutes, "max_attempts": ac.max_attempts,
                     "managed": list(ac.managed),
                     "managed_path": str(cfg.managed_path) if cfg.managed_path else None,
@@ -71,6 +79,7 @@ def run(args: argparse.Namespace) -> int:
         load_tray_settings,
         print_json,
         refuse,
+        refuse_unusable_homes,
         selected_homes,
         warn,
     )
@@ -98,18 +107,29 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(_fmt(value))
         return 0
-    homes = [h for h in selected_homes(args) if args.homes or h.path.is_dir()]
-    rows = _home_dicts(homes)
+    from hermes_tray_core import HomeAccess, look_at_homes
+
+    homes = selected_homes(args)
+    refused = refuse_unusable_homes(args, homes)
+    if refused is not None:
+        return refused
+    looks = look_at_homes([h.path for h in homes])
+    chosen = [(h, seen) for h, seen in zip(homes, looks, strict=True)
+              if args.homes or seen.access not in (HomeAccess.MISSING, HomeAccess.NOT_DIR)]
+    rows = _home_dicts([h for h, _ in chosen], [seen for _, seen in chosen])
     if action == "get" and not rows:  # nothing to read the key from: a refusal, never silence and 0
         return refuse(args, f"no Hermes home found, so {key} has no value to show (use --home PATH)")
     if action == "get":
+        readable = [r for r in rows if r["enabled"] is not None]
+        if not readable:  # every home named cannot be read: say why, never "(unset)"
+            return refuse(args, "; ".join(r["error"] for r in rows))
         if args.json:
             print_json({"key": key, "homes": [{"home": r["home"], "value": r[key]} for r in rows]})
         elif len(rows) == 1:
             print(_fmt(rows[0][key]))
         else:
             for r in rows:
-                print(f"{r['home']}: {_fmt(r[key])}")
+                print(f"{r['home']}: {_fmt(r[key]) if r['enabled'] is not None else r['error']}")
         return 0
     if args.json:
         print_json({"tray": _tray_dict(settings), "homes": rows})
@@ -119,6 +139,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"  {k} = {_fmt(v)}")
     for r in rows:
         print(f"{r['home']} ({r['profile']}){'' if r['exists'] else ' — does not exist'}:")
+        if r["enabled"] is None:  # could not be read: its error says why
+            print(f"  ! {r['error']}")
+            continue
         for k in BACKEND_KEYS:
             pinned = f"  (set by the administrator in {r['managed_path']})" if k in r["managed"] else ""
             print(f"  {k} = {_fmt(r[k])}{pinned}")
@@ -160,6 +183,10 @@ def _set(args: argparse.Namespace) -> int:
         validate({key: value})
     except SettingsError as exc:
         return refuse(args, str(exc), EXIT_USAGE)  # the value given is wrong
+    if key == "homes":
+        problem = _homes_problem(value, create=args.create)
+        if problem:
+            return refuse(args, problem)  # checked now, never found wrong at every later start
     old = _tray_dict(load_tray_settings(quiet=True))[key]
     try:
         settings = update_settings({key: value})
@@ -177,3 +204,22 @@ def _set(args: argparse.Namespace) -> int:
     else:
         print(f"{key} = {_fmt(new)} ({settings.path})")
     return 0
+
+
+def _homes_problem(paths: list[str], *, create: bool) -> str | None:
+    """Why ``homes`` must not take these paths, or None. Each must be a folder this user can read that answers
+    (as ``--home`` for a write), and a Hermes home unless ``create``: a typo is refused when it is set, not
+    reported at every later start (an entry that disappears later is a problem ``doctor`` counts)."""
+    import os
+    from pathlib import Path
+
+    from hermes_tray_core import is_hermes_home, look_at_homes
+
+    wanted = [Path(os.path.expanduser(p)).absolute() for p in paths]
+    for path, seen in zip(wanted, look_at_homes(wanted), strict=True):
+        if not seen.ok:
+            return seen.problem
+        if not create and not is_hermes_home(path):
+            return (f"{path} is not a Hermes home (no config.yaml, no desktop/, no state.db): check the path, or "
+                    "pass --create to watch a folder Hermes has not used yet")
+    return None

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse
-from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED
+from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
 
 DESCRIPTION = (
     "Try hermes-tray on a throwaway Hermes home with a simulated Hermes: a turn runs and crashes after a few "
@@ -37,7 +37,8 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--capability", choices=("auto-continue", "legacy"), default="auto-continue",
                    help="simulate a Hermes that continues turns itself (default) or an older one (0.19.0)")
     p.add_argument("--crash-after", type=float, default=5.0, metavar="SECONDS",
-                   help="SIGKILL the simulated backend this long into its turn (default 5; 0 = never)")
+                   help="SIGKILL the simulated backend this long into its turn (default 5; 0 = never: crash it "
+                   "yourself, or its turn ends by itself after an hour)")
     from hermes_tray.demo.home import default_demo_root
     from hermes_tray.format import short_path
 
@@ -59,13 +60,18 @@ def own_command() -> str:
     return f"{shlex.quote(sys.executable)} -m hermes_tray"
 
 
-def _instructions(demo: Any) -> str:
+def _instructions(demo: Any, crash_after: float = 5.0) -> str:
     env = " ".join(f"{k}={shlex.quote(v)}" for k, v in demo.env.items() if k.startswith("HERMES_TRAY_CONFIG")
                    or k.startswith("HERMES_TRAY_STATE") or k.startswith("HERMES_TRAY_LOG"))
     home = shlex.quote(str(demo.home))
     exe = own_command()
-    crash = (f"It is SIGKILLed a few seconds into its turn; or do it yourself: kill -9 {demo.backend_pid}"
-             if demo.backend_pid else "")
+    if not demo.backend_pid:
+        crash = ""
+    elif crash_after:
+        crash = f"It is SIGKILLed {crash_after:g} s into its turn; or do it yourself: kill -9 {demo.backend_pid}"
+    else:  # 0: never — said as it is, with the way to end it
+        crash = (f"It is not crashed for you: do it yourself, kill -9 {demo.backend_pid} (its turn ends by itself "
+                 "after an hour)")
     return f"""\
 hermes-tray demo ready in {demo.root}
   Hermes home      {demo.home}
@@ -109,6 +115,11 @@ def _hand_off(root: Path) -> int | None:
 
 
 def run(args: argparse.Namespace) -> int:
+    import math
+
+    if not (math.isfinite(args.crash_after) and args.crash_after >= 0):  # refused before anything starts
+        return refuse(args, f"--crash-after must be a number of seconds (0 = never), not {args.crash_after:g}",
+                      EXIT_USAGE)
     if not args.no_tray:
         from hermes_tray.cli.display import refuse_without_display
 
@@ -127,10 +138,14 @@ def run(args: argparse.Namespace) -> int:
             return handed
         shutil.rmtree(root, ignore_errors=True)  # fresh each launch: no state from an earlier demo
     try:
-        demo = create_demo(root, capability=args.capability,
-                           die_after=args.crash_after if args.crash_after and args.crash_after > 0 else None)
+        demo = create_demo(root, capability=args.capability, die_after=args.crash_after or None)
     except SimInstallError as exc:
         return refuse(args, f"cannot create the demo: {exc}")
+    except (OSError, ValueError) as exc:  # --dir is a file, under /proc, not writable, too long, not UTF-8…
+        from hermes_tray_core import os_error_words
+
+        where = f" in {root}" if root is not None else ""
+        return refuse(args, f"cannot create the demo{where}: {os_error_words(exc)}")
     start = _show(args, demo)
     if start is None:
         return EXIT_OK
@@ -148,7 +163,7 @@ def _show(args: argparse.Namespace, demo: Any) -> Any:
         print_json({"ok": True, "root": str(demo.root), "home": str(demo.home), "session_key": demo.session_key,
                     "backend_pid": demo.backend_pid, "env": demo.env, "capability": demo.capability})
     else:
-        print(_instructions(demo))
+        print(_instructions(demo, args.crash_after))
     if args.no_tray:
         return None
     try:

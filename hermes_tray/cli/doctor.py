@@ -251,7 +251,7 @@ def run(args: argparse.Namespace) -> int:
     processes = None
     for h in result.homes:
         row = h.to_json()
-        if h.exists:
+        if h.exists and h.reachable:
             if processes is None:
                 from hermes_tray_core import HermesProcesses
 
@@ -266,7 +266,10 @@ def run(args: argparse.Namespace) -> int:
                 row["turns"][t.verdict] = row["turns"].get(t.verdict, 0) + 1
         home_rows.append(row)
         problems.extend(f"{h.path}: {u}" for u in h.unsupported)
-        problems.extend(f"{h.path}: {p}" for p in h.problems if h.exists)
+        # A home the user named (tray settings' homes, --home) that is gone, or any home that cannot be read,
+        # is a problem; Hermes' own default home that does not exist yet is not.
+        if h.exists or h.origin in ("settings", "cli") or h.markers == "unreadable":
+            problems.extend(p if p.startswith(str(h.path)) else f"{h.path}: {p}" for p in h.problems)
     if not any(h.exists for h in result.homes):
         problems.append("no Hermes home found (looked at " + ", ".join(str(h.path) for h in result.homes)
                         + "): run Hermes once, set HERMES_HOME, or pass --home PATH")

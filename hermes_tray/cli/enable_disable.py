@@ -10,6 +10,9 @@ the decision journal as ``config-changed`` (home, key, old, new, by=cli).
 from __future__ import annotations
 
 import argparse
+import os
+
+CREATE_HELP = "make a --home that is not a Hermes home yet (no config.yaml, desktop/ or state.db) one"
 
 
 def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentParser) -> None:
@@ -17,6 +20,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
                        ("disable", "turn Hermes auto-continue off (desktop.auto_continue.enabled: false)")):
         parser = subparsers.add_parser(name, parents=[common], help=text, description=text + ".")
         parser.add_argument("--all", action="store_true", help="every Hermes home found (root and profiles)")
+        parser.add_argument("--create", action="store_true", help=CREATE_HELP)
         parser.set_defaults(func=run, enable=(name == "enable"))
 
 
@@ -26,22 +30,31 @@ def run(args: argparse.Namespace) -> int:
 
 def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> int:
     """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each change."""
-    from hermes_tray.cli.common import EXIT_USAGE, homes_to_change, journal_config, print_json, refuse, warn
-    from hermes_tray_core import BackendConfigError, read_backend_config, write_auto_continue
+    from hermes_tray.cli.common import homes_to_change, journal_config, print_json, refuse, warn
+    from hermes_tray_core import (
+        BackendConfigError,
+        ensure_private_dir,
+        os_error_words,
+        read_backend_config,
+        write_auto_continue,
+    )
 
-    homes, problem = homes_to_change(args, all_flag=all_flag)
+    homes, problem, code = homes_to_change(args, all_flag=all_flag, create=bool(getattr(args, "create", False)))
     if problem:
-        return refuse(args, problem, EXIT_USAGE)
+        return refuse(args, problem, code)
     results, failed = [], 0
     for home in homes:
         before = read_backend_config(home.path).auto_continue
         try:
+            if getattr(args, "create", False) and not os.path.isdir(home.path):
+                ensure_private_dir(home.path)  # --create on a folder that does not exist yet: made 0700
             cfg = write_auto_continue(home.path, **changes)
         except (BackendConfigError, OSError) as exc:
             failed += 1
-            results.append({"home": str(home.path), "ok": False, "error": str(exc)})
+            why = str(exc) if isinstance(exc, BackendConfigError) else os_error_words(exc)
+            results.append({"home": str(home.path), "ok": False, "error": why})
             if not args.json:
-                warn(f"{home.path}: {exc}")
+                warn(f"{home.path}: {why}")
             continue
         ac = cfg.auto_continue
         for key in changes:

@@ -30,15 +30,29 @@ def run(args: argparse.Namespace) -> int:
     import time
 
     from hermes_tray.cli.common import EXIT_USAGE, print_json, refuse
+    from hermes_tray.format import safe_text
 
     if args.limit < 1:
         return refuse(args, "--limit must be at least 1", EXIT_USAGE)
+    if args.session is not None:  # an unsafe key is a usage error, as for resume and skip
+        from hermes_tray_core import InvalidIdError, validate_session_id
+
+        try:
+            validate_session_id(args.session, what="--session")
+        except InvalidIdError as exc:
+            return refuse(args, str(exc), EXIT_USAGE)
+    if args.homes:
+        from hermes_tray.cli.common import refuse_unusable_homes, selected_homes
+
+        refused = refuse_unusable_homes(args, selected_homes(args))
+        if refused is not None:
+            return refused
     rows = entries(args.limit, args.session, args.homes)
     if args.json:
         print_json(rows)
         return 0
     if not rows:
-        print("no decisions recorded yet")
+        print(f"no decisions recorded about session {args.session}" if args.session else "no decisions recorded yet")
         return 0
     from hermes_tray_core import strict_finite
 
@@ -51,7 +65,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"{when}  {'config':<11} {ev.get('key')}: {_show(ev.get('old'))} -> {_show(ev.get('new'))}  "
                   f"{where} [{ev.get('by') or '?'}]")
             continue
-        what = ev.get("session_key") or "?"
+        what = safe_text(ev.get("session_key") or "?")
         where = ev.get("home") or ""
         extra = " · ".join(f"{k}={_field(k, v)}" for k, v in ev.items() if k not in skip and v is not None)
         via = f" [{ev['via']}]" if ev.get("via") else ""

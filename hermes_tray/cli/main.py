@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from typing import Any
 
 from hermes_tray_core import __version__
 
@@ -113,11 +114,43 @@ def main(argv: list[str] | None = None, *, exit_quickly: bool = False) -> int:
         from hermes_tray.cli.resume_worker import run_worker
 
         return int(run_worker() or 0)
+    streams = sys.stdout, sys.stderr
+    sys.stdout, sys.stderr = (_SafeStream(s) if s is not None else s for s in streams)
+    try:
+        return _run(argv, exit_quickly)
+    finally:
+        sys.stdout, sys.stderr = streams
+
+
+class _SafeStream:
+    """``sys.stdout`` / ``sys.stderr`` while a command runs: whatever a file holds (a session key, a title, a
+    path) reaches the terminal through :func:`hermes_tray.format.safe_text`, never raw — in every command's
+    human output, and in ``--json`` output as JSON escapes (``\\u202e``), which keep it valid JSON."""
+
+    def __init__(self, stream: Any) -> None:
+        self._stream = stream
+
+    def write(self, text: str) -> int:
+        from hermes_tray.format import safe_text
+
+        self._stream.write(safe_text(text, keep_newlines=True))
+        return len(text)
+
+    def __getattr__(self, name: str) -> Any:  # flush, fileno, isatty, encoding…: the real stream's
+        return getattr(self._stream, name)
+
+
+def _run(argv: list[str], exit_quickly: bool) -> int:
     parser = build_parser(_command_module(argv))
     args = parser.parse_args(argv)
     # SUPPRESS defaults let the options stand before or after the command; fill them in once here.
     args.homes = getattr(args, "homes", None)
     args.json = getattr(args, "json", False)
+    if args.homes and any(not str(h).strip() for h in args.homes):
+        # `--home "$HERMES_HOME"` with the variable unset: never the current directory
+        from hermes_tray.cli.common import refuse
+
+        return refuse(args, "--home is empty (an unset variable?): give the path of a Hermes home", EXIT_USAGE)
     func = getattr(args, "func", None)
     if func is None:
         tray = sys.modules.get("hermes_tray.cli.tray")

@@ -30,7 +30,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from hermes_tray.cli.common import print_json, refuse, selected_homes, warn
+from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
 from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
 
 STOP_NOTE = "Ctrl-C stops it for good, as Hermes' own Stop does."
@@ -52,11 +52,15 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
 
 def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
     """(home, marker entry, problem) for the requested session across the selected homes."""
-    from hermes_tray_core import MarkerStoreError, list_turn_markers
+    from hermes_tray_core import MarkerStoreError, list_turn_markers, look_at_homes
 
     found = []
     problems = []
-    for home in selected_homes(args):
+    homes = selected_homes(args)
+    for home, seen in zip(homes, look_at_homes([h.path for h in homes]), strict=True):
+        if seen.problem and seen.exists:  # cannot be read (or hangs): never touched again, said why
+            problems.append(seen.problem)
+            continue
         try:
             entry = list_turn_markers(home.path).get(args.session)
         except MarkerStoreError as exc:
@@ -85,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
         validate_session_id(args.session, what="session")
     except InvalidIdError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
+    refused = refuse_unusable_homes(args, selected_homes(args))
+    if refused is not None:
+        return refused
     home, entry, problem = _find(args)
     if problem:
         return refuse(args, f"Not resumed: {problem}.")

@@ -28,7 +28,15 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray.cli.common import EXIT_USAGE, journal, print_json, refuse, selected_homes, warn
+    from hermes_tray.cli.common import (
+        EXIT_USAGE,
+        journal,
+        print_json,
+        refuse,
+        refuse_unusable_homes,
+        selected_homes,
+        warn,
+    )
     from hermes_tray_core import (
         InvalidIdError,
         Scanner,
@@ -43,6 +51,9 @@ def run(args: argparse.Namespace) -> int:
     except InvalidIdError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
     homes = selected_homes(args)
+    refused = refuse_unusable_homes(args, homes)
+    if refused is not None:
+        return refused
     result = Scanner(homes, read_progress=False).scan()  # neither shows how far a turn got
     found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
     if not found:

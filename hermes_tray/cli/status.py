@@ -1,9 +1,10 @@
 """``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen.
 
-Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden.
-The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``). Each turn says how far
-it got and why it stopped, where that is known; ``show_prompts = false`` leaves out the excerpt of what it
-last said or did, as it leaves prompts out of notifications.
+Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden. A
+``--home`` that does not exist is refused (exit 1): a typo, not a home Hermes has not used yet.
+The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``).
+Each turn says how far it got and why it stopped, where that is known; ``show_prompts = false`` leaves out
+the excerpt of what it last said or did, as it leaves prompts out of notifications.
 """
 
 from __future__ import annotations
@@ -20,10 +21,13 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray.cli.common import print_json, selected_homes
+    from hermes_tray.cli.common import print_json, refuse_unusable_homes, selected_homes
     from hermes_tray_core import Scanner, default_cache_file
 
     homes = selected_homes(args)
+    refused = refuse_unusable_homes(args, homes)  # `--home <typo>`: the path does not exist, said plainly
+    if refused is not None:
+        return refused
     result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),
                      ask_running_hermes=True).scan()
     excerpts = show_excerpts() if result.turns else True
@@ -48,7 +52,7 @@ def show_excerpts() -> bool:
 def render(result, *, excerpts: bool = True) -> str:
     """The human-readable status: one line per turn (reason underneath), then per-home problems."""
     from hermes_tray.cli.common import table
-    from hermes_tray.format import age_text
+    from hermes_tray.format import age_text, safe_text
     from hermes_tray_core import cause_words
 
     out: list[str] = []
@@ -56,23 +60,25 @@ def render(result, *, excerpts: bool = True) -> str:
     if result.turns:
         rows = []
         for t in result.turns:
-            what = t.title or t.prompt_excerpt or ("(WebUI turn)" if t.source == "webui" else "")
+            # one line each, whatever the marker holds: no line break or control character from a file
+            what = safe_text(t.title or t.prompt_excerpt or ("(WebUI turn)" if t.source == "webui" else ""))
             if len(what) > 50:
                 what = what[:49] + "…"
             where = t.profile if multi else ""
             rows.append([t.verdict + ("?" if t.unsure else ""), age_text(t.age_seconds), str(t.attempts),
-                         t.writer, *([where] if multi else []), t.session_key + (" (webui)" if t.source == "webui" else ""),
+                         t.writer, *([where] if multi else []),
+                         safe_text(t.session_key) + (" (webui)" if t.source == "webui" else ""),
                          what])
         headers = ["VERDICT", "AGE", "TRIES", "WRITER", *(["PROFILE"] if multi else []), "SESSION", "WHAT"]
         lines = table(rows, headers).splitlines()
         out.append(lines[0])
         for line, t in zip(lines[1:], result.turns, strict=True):
             out.append(line)
-            out.append(f"    {t.reason}")
+            out.append(f"    {safe_text(t.reason)}")
             if t.progress is not None:
-                out.append(f"    progress: {t.progress.line(excerpts=excerpts)}")
+                out.append(f"    progress: {safe_text(t.progress.line(excerpts=excerpts))}")
             if t.cause is not None:
-                out.append(f"    why it stopped: {cause_words(t.cause, t.cause_fact)}")
+                out.append(f"    why it stopped: {safe_text(cause_words(t.cause, t.cause_fact))}")
         n = len(result.actionable)
         out.append("")
         out.append(f"{n} turn(s) can be resumed: hermes-tray resume SESSION" if n

@@ -52,6 +52,7 @@ def hermes_present(args: argparse.Namespace) -> bool:
         discover_homes,
         find_hermes,
         load_settings,
+        look_at_homes,
         settings_hermes_command,
     )
 
@@ -59,7 +60,8 @@ def hermes_present(args: argparse.Namespace) -> bool:
         extra = load_settings().home_paths()
     except Exception:
         extra = []
-    if any(home.path.is_dir() for home in discover_homes(extra=extra)):
+    homes = discover_homes(extra=extra)
+    if any(seen.ok for seen in look_at_homes([home.path for home in homes])):
         return True
     try:
         find_hermes(settings_hermes_command())

@@ -103,10 +103,13 @@ def create_sim_install(root: Path | str, capability: str = AUTO) -> Path:
                               "or a pip install for the demo)")
     root = Path(root)
     python = _venv_python(root)
-    if not python.exists():
-        subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)],  # noqa: S603
-                       check=True, capture_output=True, timeout=120)
-    purelib = _site_packages(python)
+    try:
+        if not python.exists():
+            subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(root)],  # noqa: S603
+                           check=True, capture_output=True, timeout=120)
+        purelib = _site_packages(python)
+    except subprocess.SubprocessError:  # e.g. a folder whose name is not UTF-8: Python's venv cannot live there
+        raise SimInstallError(f"Python could not make the simulated Hermes installation in {root}") from None
     pkg_root = root / "sim-packages"
     pkg = pkg_root / "tui_gateway"
     pkg.mkdir(parents=True, exist_ok=True)

@@ -12,6 +12,8 @@ from typing import Any
 
 from PySide6.QtCore import QObject, Signal
 
+from hermes_tray.format import safe_text
+
 
 @dataclass(frozen=True)
 class Action:
@@ -31,6 +33,12 @@ class Note:
     log_line: str = ""  # identity only (session keys, counts): what a log may say about this note
     subjects: tuple[Any, ...] = field(default=(), compare=False)  # the turns this version stands for
     kind: str = "info"  # one of KINDS: picks the icon and the urgency
+
+    def __post_init__(self) -> None:
+        # Whatever a title or body carries from Hermes' files (session titles, prompts, paths), no control
+        # character or bidi override reaches the notification server (every notifier shows a Note).
+        object.__setattr__(self, "title", safe_text(self.title))
+        object.__setattr__(self, "body", safe_text(self.body, keep_newlines=True))
 
     @property
     def urgency(self) -> str:

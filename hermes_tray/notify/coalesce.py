@@ -14,6 +14,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
+from hermes_tray.format import safe_text
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray_core import TurnRecord
 
@@ -23,16 +24,16 @@ _counter = itertools.count(1)
 
 
 def clean_text(value: object, limit: int) -> str:
-    """One line of displayable text from whatever a record holds (None, numbers, control chars).
+    """One line of displayable text from whatever a record holds (None, numbers, control chars:
+    :func:`~hermes_tray.format.safe_text`).
 
     ``<``, ``>`` and ``&`` are swapped for look-alikes: servers with body markup would read a
     prompt such as ``<b>`` or ``<a href=…>`` as markup, servers without it show escapes verbatim.
     """
     if value is None:
         return ""
-    text = value if isinstance(value, str) else str(value)
-    text = "".join(ch if ch.isprintable() else " " for ch in text[: limit * 4])
-    text = " ".join(text.split()).translate({ord("<"): "‹", ord(">"): "›", ord("&"): "＋"})
+    text = safe_text(value if isinstance(value, str) else str(value))
+    text = " ".join(text[: limit * 4].split()).translate({ord("<"): "‹", ord(">"): "›", ord("&"): "＋"})
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 

@@ -218,8 +218,8 @@ class Detector(QObject):
             took = time.monotonic() - began
             self._next_change_scan = began + max(STORM_GAP_S, STORM_COST_FACTOR * took)
         self._watch_writers(records)
-        if reason == "profiles" and not rehomed:
-            self._apply_plan()
+        if reason in ("profiles", "safety") and not rehomed:
+            self._apply_plan()  # the safety clock also picks up a home that answers again (or stopped answering)
         self.scanned.emit(
             ScanReport(tuple(records), tuple(problems), reason, woke, time.time(), self._homes, extra)
         )
@@ -237,7 +237,12 @@ class Detector(QObject):
             self._pids.unwatch(pid)
         gone = set()
         for pid, start in wanted:
-            if not self._pids.watch(pid, start):
+            try:
+                watching = self._pids.watch(pid, start)
+            except Exception:  # one writer that cannot be watched (a pid the OS refuses) never stops the others
+                log.warning("cannot watch process %r for exit; the 30 s re-scan covers it", pid, exc_info=True)
+                continue
+            if not watching:
                 gone.add(pid)  # died between the scan and the watch: look again, once per pid
         fresh = gone - self._gone_seen
         self._gone_seen = gone

@@ -306,3 +306,68 @@ def test_waiter_choice_per_platform() -> None:
     assert pidwatch.waiter_factory("sunos5") is pidwatch.PollWaiter
     if sys.platform.startswith("linux") and hasattr(os, "pidfd_open"):
         assert pidwatch.waiter_factory() is pidwatch.PidfdWaiter
+
+
+# --- one home's trouble stays in that home ---------------------------------------------------------------
+
+
+def test_a_path_that_cannot_be_looked_at_is_not_watched_and_stops_nothing(qtbot, tmp_path) -> None:
+    """A home whose name is too long for the file system in the plan: the good home is still watched."""
+    long = tmp_path / ("x" * 300)
+    good = tmp_path / "good"
+    (good / "desktop").mkdir(parents=True)
+    w = HomeWatcher()
+    w.set_plan([long / "desktop", good / "desktop"], [long / "config.yaml", good / "desktop" / "interrupted_turns.json"])
+    assert str(good / "desktop") in w.watched_paths()
+    with qtbot.waitSignal(w.changed, timeout=3000):
+        (good / "desktop" / "interrupted_turns.json").write_text("{}")
+
+
+@pytest.mark.timeout(120)
+def test_a_change_in_one_home_never_looks_at_another_homes_drive(qtbot, tmp_path) -> None:
+    """A drive that stops answering after it was planned: changes in the good home are still reported, and
+    re-examining the plan never touches the dead drive (it would hang the detector thread for good)."""
+    from tests.support import dead_mount as dm
+
+    if dm.available():
+        pytest.skip(dm.available())
+    good = tmp_path / "good"
+    (good / "desktop").mkdir(parents=True)
+    drive = tmp_path / "drive"
+    (drive / "hermes" / "desktop").mkdir(parents=True)
+    w = HomeWatcher()
+    w.set_plan([good / "desktop", drive / "hermes" / "desktop"])
+    assert str(drive / "hermes" / "desktop") in w.watched_paths()
+    with dm.dead_mount(drive, give_up_after=30):  # the drive goes away under the watch
+        for i in range(3):
+            with qtbot.waitSignal(w.changed, timeout=5000) as got:
+                (good / "desktop" / f"interrupted_turns.json{i}").write_text("{}")
+            assert got.args[0] == str(good / "desktop")
+
+
+def test_a_writer_the_os_will_not_watch_stops_no_other(qtbot, tmp_path, rec) -> None:
+    """One marker names a pid no kernel has (2**70): the real writer beside it is still watched, and its
+    death wakes a scan at once."""
+    from hermes_tray.contract import ScanSummary
+    from hermes_tray.engine import CoreEngine
+    from hermes_tray.watch.detector import Detector, DetectorThread
+
+    proc = _sleeper()
+    alive = [rec("bad", writer="alive", entry={"writer_pid": 2**70}),
+             rec("good", writer="alive", entry={"writer_pid": proc.pid})]
+    reports: list = []
+    det = Detector(lambda _homes: (alive if proc.poll() is None else [], [], ScanSummary()),
+                   lambda _homes: ([], []), CoreEngine([str(tmp_path)]).writers, [])
+    thread = DetectorThread(det)
+    det.scanned.connect(reports.append)
+    thread.start()
+    try:
+        qtbot.waitUntil(lambda: bool(reports), timeout=5000)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait()
+        qtbot.waitUntil(lambda: reports[-1].reason.startswith("writer-exit"), timeout=5000)
+    finally:
+        thread.stop()
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
