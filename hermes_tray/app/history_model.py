@@ -32,6 +32,18 @@ OUTCOME_TEXT = {
 #: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
 REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
+#: event → what it was, for the event trail (the journal's own name stays in ``--json``)
+EVENT_TEXT = {
+    "detected": "Seen", "notified": "You were told", "approved": "You chose Resume", "dispatched": "Sent to Hermes",
+    "continuing": "Hermes continues it", "completed": "Finished", "interrupted": "Stopped", "failed": "Failed",
+    "gave-up": "Gave up", "refused": "Not resumed", "skipped": "Skipped", "cleared": "Cleared by Hermes",
+    "config-changed": "Settings changed",
+}
+#: who or what acted (the journal's ``via``: an origin, or the channel a notification went out by), in words
+VIA_TEXT = {"menu": "from the menu", "window": "from the turns window", "notification": "from a notification",
+            "history": "from History", "auto": "automatically", "cli": "from the command line",
+            "desktop-notifier": "by a notification", "log": "in the log only: no notification server"}
+RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
                       "dispatched", "continuing", "approved", "notified", "detected"})
 
@@ -82,14 +94,29 @@ def event_detail(entry: Any) -> str:
         return (f"{field_of(entry, 'key', '?')}: {value_text(field_of(entry, 'old', None))} → "
                 f"{value_text(field_of(entry, 'new', None))}" + (f" (from the {by})" if by else ""))
     bits = []
-    for name in ("reason", "outcome", "where", "via"):
+    for name in ("reason", "outcome", "where"):
         v = field_of(entry, name, "")
         if v and not (name == "outcome" and str(v) in str(field_of(entry, "reason", ""))):
-            bits.append(f"{name} {v}" if name == "via" else str(v))
+            bits.append(str(v))
+    via = via_text(field_of(entry, "via", ""))
+    if via:
+        bits.append(via)
     attempt = field_of(entry, "attempt", None)
     if isinstance(attempt, int) and not isinstance(attempt, bool):
         bits.append(f"attempt {attempt}")
     return " · ".join(bits)
+
+
+def event_text(entry: Any) -> str:
+    """What one event was, in words (an event of a newer journal: its own name)."""
+    name = str(field_of(entry, "event", ""))
+    return EVENT_TEXT.get(name, name)
+
+
+def via_text(via: object) -> str:
+    """``tray-menu`` → ``from the menu``; a name this version does not know is left out (``--json`` has it)."""
+    text = str(via or "")
+    return VIA_TEXT.get(text.removeprefix("tray-"), "")
 
 
 @dataclass
@@ -185,9 +212,13 @@ class TurnHistory:
                 return f"in your running Hermes (pid {field_of(e, 'backend_pid', '')})"
         return self.where()
 
+    def resumed(self) -> bool:
+        """Was it ever resumed (by the user, the tray in auto mode or the command line)?"""
+        return any(str(field_of(e, "event", "")) in RESUMED for e in self.events)
+
     def can_resume_again(self, pending: Callable[[str, str], bool]) -> bool:
-        """Offer "Resume again" only where the policy allows: the turn is waiting right now."""
-        return not self.config and pending(self.home, self.session_key)
+        """Offer "Resume again" only for a turn resumed before that the policy lets resume now (it waits)."""
+        return not self.config and self.resumed() and pending(self.home, self.session_key)
 
 
 def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
