@@ -52,6 +52,16 @@ class TurnItem:
         """The policy's reason with the age it states said as of now (it ticks with :attr:`when`)."""
         return restate_age(self.reason, self.stated_age, self.age_seconds)
 
+    @property
+    def reason_details(self) -> str:
+        """The policy's reason less the age its row already says ("interrupted 1 min ago" once, not three
+        times: the row, the line under the list, Details)."""
+        said = f"interrupted {self.when}; "
+        text = self.reason_now
+        if text.startswith(said) and len(text) > len(said):
+            text = text[len(said)].upper() + text[len(said) + 1:]
+        return text
+
     def menu_label(self) -> str:
         """``name — excerpt — age``: the name tells it apart from the other turns listed (``turn_names``);
         the prompt's excerpt only when shown and not already said by the name."""

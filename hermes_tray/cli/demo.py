@@ -59,30 +59,34 @@ def own_command() -> str:
     return f"{shlex.quote(sys.executable)} -m hermes_tray"
 
 
-def _instructions(demo: Any) -> str:
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in demo.env.items() if k.startswith("HERMES_TRAY_CONFIG")
-                   or k.startswith("HERMES_TRAY_STATE") or k.startswith("HERMES_TRAY_LOG"))
-    home = shlex.quote(str(demo.home))
-    exe = own_command()
-    crash = (f"It is SIGKILLed a few seconds into its turn; or do it yourself: kill -9 {demo.backend_pid}"
-             if demo.backend_pid else "")
+def _launcher(demo: Any) -> Path:
+    """``<demo>/hermes-tray``: this very hermes-tray with the demo's own settings and state (its env), so
+    the banner's commands are short and never touch the user's own tray."""
+    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in demo.env.items())
+    path = Path(demo.root) / "hermes-tray"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f"#!/bin/sh\n# hermes-tray on the demo in {shlex.quote(str(demo.root))}\n{env}"
+                f"exec {own_command()} \"$@\"\n")
+    return path
+
+
+def _instructions(demo: Any, *, ends: str, crashes: bool = True) -> str:
+    """What was made and what to try, in a few short lines. ``ends``: ``quit`` (Quit removes the demo),
+    ``next-start`` (the user's one demo dir, made afresh at each start) or ``kept``."""
+    cmd = shlex.quote(str(_launcher(demo)))
+    when = "its turn crashes a few seconds in" if crashes else "its turn runs"
+    crash = f"{when} (or now: kill -9 {demo.backend_pid})" if demo.backend_pid else when
+    end = {"quit": "Quit removes the demo.\n", "next-start": "",
+           "kept": f"Remove it when you are done: rm -rf {shlex.quote(str(demo.root))}\n"}[ends]
     return f"""\
 hermes-tray demo ready in {demo.root}
-  Hermes home      {demo.home}
-  session          {demo.session_key}
-  simulated Hermes {demo.launcher} ({demo.capability})
-  running turn     simulated backend pid {demo.backend_pid}
-{crash}
-
-Try (the demo's tray state lives in the demo dir, not yours):
-  {env} {exe} status --home {home}
-  {env} {exe} resume {demo.session_key} --home {home} --wait
-  {env} {exe} resume {demo.session_key} --home {home}          # returns once started
-  {env} {exe} skip {demo.session_key} --home {home}
-  {env} {exe} history
-Make the next continuation crash too:  echo '{{"die_mid_turn": true}}' > {home}/sim_backend.json
-Clean up: rm -rf {shlex.quote(str(demo.root))}
-"""
+  Hermes home  {demo.home} (a simulated Hermes)
+  session      {demo.session_key}: {crash}
+The demo's own command line (its settings and state stay in the demo):
+  {cmd} status
+  {cmd} resume {demo.session_key} --wait
+{end}"""
 
 
 def _hand_off(root: Path) -> int | None:
@@ -131,7 +135,8 @@ def run(args: argparse.Namespace) -> int:
                            die_after=args.crash_after if args.crash_after and args.crash_after > 0 else None)
     except SimInstallError as exc:
         return refuse(args, f"cannot create the demo: {exc}")
-    start = _show(args, demo)
+    ends = "kept" if args.no_tray or (root is not None and not reuse) else "quit" if root is None else "next-start"
+    start = _show(args, demo, ends=ends)
     if start is None:
         return EXIT_OK
     try:
@@ -142,13 +147,13 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(demo.root, ignore_errors=True)
 
 
-def _show(args: argparse.Namespace, demo: Any) -> Any:
+def _show(args: argparse.Namespace, demo: Any, *, ends: str) -> Any:
     """Print what was made; the tray's entry point to run on it, or None (``--no-tray``, no tray)."""
     if args.json:
         print_json({"ok": True, "root": str(demo.root), "home": str(demo.home), "session_key": demo.session_key,
                     "backend_pid": demo.backend_pid, "env": demo.env, "capability": demo.capability})
     else:
-        print(_instructions(demo))
+        print(_instructions(demo, ends=ends, crashes=bool(args.crash_after and args.crash_after > 0)))
     if args.no_tray:
         return None
     try:
