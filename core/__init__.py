@@ -63,7 +63,7 @@ _FACE = {
     "settings_file": "stores.paths", "state_dir": "stores.paths", "cache_dir": "stores.paths",
     "log_dir": "stores.paths", "runtime_dir": "stores.paths", "lease_db": "stores.paths",
     "decision_journal_dir": "stores.paths",
-    "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil",
+    "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil", "os_error_text": "stores.fsutil",
     "open_private_lockfile": "stores.fsutil", "try_lock_fd": "stores.fsutil", "unlock_fd": "stores.fsutil",
     "open_private_append": "stores.logfiles",
     # processes
@@ -92,7 +92,7 @@ __all__ = [
     "load_settings", "save_settings", "update_settings", "with_changes", "validate_settings",
     "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT", "MAX_IDLE_TIMEOUT", "settings_file",
     "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db", "decision_journal_dir",
-    "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile", "try_lock_fd", "unlock_fd",
+    "ensure_private_dir", "atomic_write_bytes", "os_error_text", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "InvalidIdError", "validate_session_id", "strict_finite",
@@ -150,6 +150,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         atomic_write_bytes,
         ensure_private_dir,
         open_private_lockfile,
+        os_error_text,
         try_lock_fd,
         unlock_fd,
     )

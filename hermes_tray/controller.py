@@ -461,7 +461,7 @@ class Controller(QObject):
             return self.engine.skip(rec, origin=origin)
         except Exception as exc:
             log.exception("engine call skip failed")
-            return SkipReply(False, f"{type(exc).__name__}: {exc}")
+            return SkipReply(False, words.error_text(exc))
 
     def _skip_again(self, key: str, rec: TurnRecord) -> None:
         """A skipped turn reappeared (a non-locking writer resurrected it): skip it again, silently."""
@@ -503,7 +503,7 @@ class Controller(QObject):
                 )
             except Exception as exc:  # the engine's bug must not kill the tray
                 log.exception("resume failed")
-                out = RunResult(Outcome.ERROR, f"Could not resume: {type(exc).__name__}")
+                out = RunResult(Outcome.ERROR, f"Could not resume: {words.error_text(exc)}")
             self._finished.emit(key, out)
 
         run.thread = threading.Thread(target=work, name=f"resume-{rec.session_key}", daemon=True)
@@ -554,7 +554,7 @@ class Controller(QObject):
             return self.engine.set_backend(homes, **changes)
         except Exception as exc:
             log.exception("engine call set_backend failed")
-            return [f"{type(exc).__name__}: {exc}"]
+            return [words.error_text(exc)]
 
     def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> None:
         """Turn Hermes' auto-continue on or off (on the write worker; problems come as messages)."""

@@ -39,6 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert
+from hermes_tray_core.stores.fsutil import os_error_text
 
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
@@ -252,7 +253,8 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
     except FileNotFoundError:
         return None, {}, None
     except (OSError, UnicodeDecodeError) as exc:
-        return path, {}, f"the managed config {path} cannot be read ({exc}); Hermes ignores it too"
+        why = os_error_text(exc) if isinstance(exc, OSError) else "it is not UTF-8 text"
+        return path, {}, f"the managed config {path} cannot be read ({why}); Hermes ignores it too"
     try:
         doc = load_as_hermes(text) or {}
         doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
@@ -317,8 +319,9 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
     except FileNotFoundError:
         return _effective(path, None, False, managed, [])
     except (OSError, UnicodeDecodeError) as exc:
+        why = os_error_text(exc) if isinstance(exc, OSError) else "it is not UTF-8 text"
         return BackendConfig(path, AutoContinueConfig(), exists=True,
-                             error=f"cannot read {path}: {exc}{_overlay_lost(managed)}")
+                             error=f"cannot read {path} ({why}){_overlay_lost(managed)}")
     return backend_config_from_text(path, text, managed=managed)
 
 

@@ -32,7 +32,6 @@ from hermes_tray_core.deciding.policy import (
     decide,
     decide_webui,
     marker_attempts,
-    marker_prompt,
     marker_started_at,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
@@ -258,11 +257,14 @@ class Scanner:
             entries, status, problem = list_turn_markers(home.path), "ok", None
         except MarkerCorruptError as exc:
             entries, status = None, "corrupt"
-            problem = (f"{path} is corrupt ({exc.strerror}); interrupted turns in this home cannot be seen. "
-                       "Hermes' next write will replace it; move it aside to keep it")
+            problem = (f"{path} is corrupt: {exc.reason or 'it is not a JSON object'}. Interrupted turns in this "
+                       "home cannot be seen. Hermes' next write will replace it; move it aside to keep it")
         except Exception as exc:
+            from hermes_tray_core.stores.fsutil import os_error_text
+
             entries, status = None, "unreadable"
-            problem = f"{path} cannot be read ({exc}); check its owner and permissions"
+            why = os_error_text(exc) if isinstance(exc, OSError) else "it cannot be read"
+            problem = f"{path} cannot be read ({why}); check its owner and permissions"
         self._markers[str(path)] = (sig, entries, status, problem)
         return entries, status, problem, st
 
@@ -390,7 +392,8 @@ class Scanner:
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
-            prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
+            # what the user reads: a prompt that is text (Hermes also takes a number there as text: its decision)
+            prompt_excerpt=prompt_excerpt(mapping.get("prompt") if isinstance(mapping.get("prompt"), str) else ""),
             started_at=(marker_started_at(mapping) or 0.0) if mapping else 0.0,
             age_seconds=decision.age_seconds, attempts=(marker_attempts(mapping) or 0) if mapping else 0,
             writer=writer, verdict=decision.verdict, reason=decision.reason, source=TurnSource.DESKTOP,

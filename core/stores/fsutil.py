@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
+__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir", "os_error_text",
     "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
     "open_private_lockfile", "refuse_symlink", "set_aside", "sweep_stale_temps", "temp_name_for",
     "try_lock_fd", "unlock_fd", "write_temp", "writer_gone"]
@@ -33,6 +33,16 @@ _TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<nonce>[0-9a-f]{8})\.tm
 
 class UnsafePathError(OSError):
     """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
+
+
+def os_error_text(exc: OSError) -> str:
+    """What went wrong with a file, as a person reads it: the system's own words ("read-only file system",
+    "permission denied", "no space left on device"), never the errno number, the exception's class or the
+    temp file the write went through (those are in ``str(exc)``: for the log and ``--json``)."""
+    if type(exc).__str__ is not OSError.__str__:  # an error class that words itself (MarkerStoreError)
+        return str(exc)
+    text = exc.strerror or (exc.args[0] if exc.args and isinstance(exc.args[0], str) else "") or "cannot be used"
+    return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
 def refuse_symlink(path: Path | str) -> None:

@@ -154,7 +154,9 @@ class TrayApp(QObject):
             self._start_engine_unguarded()
         except Exception as exc:
             log.exception("could not start watching for interrupted turns")
-            self._start_failed(f"{type(exc).__name__}: {exc}")
+            from hermes_tray.words import error_text
+
+            self._start_failed(error_text(exc))
 
     def _start_failed(self, why: str) -> None:
         from hermes_tray.app.viewstate import Problem, ViewState

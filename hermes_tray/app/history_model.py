@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tray import words
+from hermes_tray.words import event_detail, event_text, value_text, via_text
+
+__all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns", "homes_in", "profile_of",
+           "same_home", "value_text", "via_text", "when_of"]
 
 #: event → what the user reads for a turn whose newest decisive event it is
 OUTCOME_TEXT = {
@@ -32,17 +36,6 @@ OUTCOME_TEXT = {
 #: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
 REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
-#: event → what it was, for the event trail (the journal's own name stays in ``--json``)
-EVENT_TEXT = {
-    "detected": "Seen", "notified": "You were told", "approved": "You chose Resume", "dispatched": "Sent to Hermes",
-    "continuing": "Hermes continues it", "completed": "Finished", "interrupted": "Stopped", "failed": "Failed",
-    "gave-up": "Gave up", "refused": "Not resumed", "skipped": "Skipped", "cleared": "Cleared by Hermes",
-    "config-changed": "Settings changed",
-}
-#: who or what acted (the journal's ``via``: an origin, or the channel a notification went out by), in words
-VIA_TEXT = {"menu": "from the menu", "window": "from the turns window", "notification": "from a notification",
-            "history": "from History", "auto": "automatically", "cli": "from the command line",
-            "desktop-notifier": "by a notification", "log": "in the log only: no notification server"}
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
                       "dispatched", "continuing", "approved", "notified", "detected"})
@@ -74,49 +67,6 @@ def profile_of(home: str) -> str:
     if len(parts) >= 2 and parts[-2] == "profiles" and parts[-1]:
         return parts[-1]
     return "default"
-
-
-def value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value is None:
-        return "(unset)"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "(none)"
-    return str(value)
-
-
-def event_detail(entry: Any) -> str:
-    """One line about one event (never prompt text: the journal has none)."""
-    event = str(field_of(entry, "event", ""))
-    if event == "config-changed":
-        by = field_of(entry, "by", "")
-        return (f"{field_of(entry, 'key', '?')}: {value_text(field_of(entry, 'old', None))} → "
-                f"{value_text(field_of(entry, 'new', None))}" + (f" (from the {by})" if by else ""))
-    bits = []
-    for name in ("reason", "outcome", "where"):
-        v = field_of(entry, name, "")
-        if v and not (name == "outcome" and str(v) in str(field_of(entry, "reason", ""))):
-            bits.append(str(v))
-    via = via_text(field_of(entry, "via", ""))
-    if via:
-        bits.append(via)
-    attempt = field_of(entry, "attempt", None)
-    if isinstance(attempt, int) and not isinstance(attempt, bool):
-        bits.append(f"attempt {attempt}")
-    return " · ".join(bits)
-
-
-def event_text(entry: Any) -> str:
-    """What one event was, in words (an event of a newer journal: its own name)."""
-    name = str(field_of(entry, "event", ""))
-    return EVENT_TEXT.get(name, name)
-
-
-def via_text(via: object) -> str:
-    """``tray-menu`` → ``from the menu``; a name this version does not know is left out (``--json`` has it)."""
-    text = str(via or "")
-    return VIA_TEXT.get(text.removeprefix("tray-"), "")
 
 
 @dataclass

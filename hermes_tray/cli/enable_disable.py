@@ -26,7 +26,15 @@ def run(args: argparse.Namespace) -> int:
 
 def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> int:
     """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each change."""
-    from hermes_tray.cli.common import EXIT_USAGE, homes_to_change, journal_config, print_json, refuse, warn
+    from hermes_tray.cli.common import (
+        EXIT_USAGE,
+        error_words,
+        homes_to_change,
+        journal_config,
+        print_json,
+        refuse,
+        warn,
+    )
     from hermes_tray_core import BackendConfigError, read_backend_config, write_auto_continue
 
     homes, problem = homes_to_change(args, all_flag=all_flag)
@@ -41,7 +49,7 @@ def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> i
             failed += 1
             results.append({"home": str(home.path), "ok": False, "error": str(exc)})
             if not args.json:
-                warn(f"{home.path}: {exc}")
+                warn(f"{home.path}: {error_words(exc)}")
             continue
         ac = cfg.auto_continue
         for key in changes:

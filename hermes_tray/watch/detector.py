@@ -189,9 +189,10 @@ class Detector(QObject):
             rehomed = self._refresh_homes()
         try:
             records, problems, extra = self._scan_fn(self._homes)
-        except Exception as exc:  # the engine promises not to raise; the tray never trusts that
+        except Exception:  # the engine promises not to raise; the tray never trusts that
             log.exception("scan failed")
-            records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), ScanSummary()
+            records, problems, extra = (), ("The tray could not look for interrupted turns. The log folder has the "
+                                            "details.",), ScanSummary()
         self.scans += 1
         self._watch_writers(records)
         if reason == "profiles" and not rehomed:
