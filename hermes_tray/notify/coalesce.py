@@ -196,6 +196,7 @@ class InterruptionNotices:
             lines.append(words.WAITING_ASK)
             body = "\n".join(lines)
             actions: tuple[Action, ...] = (
+                Action("default", "Show"),  # a click on the note: the turns window
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
                 Action("disable", "Disable auto-continue"),
@@ -205,11 +206,11 @@ class InterruptionNotices:
             names = ", ".join(self._name(t) for t in turns[:3])
             more = f" and {len(turns) - 3} more" if len(turns) > 3 else ""
             body = f"{names}{more}"
-            actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
+            actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("default", "Open"))
             title = words.storm_title(len(turns))
         named = ", ".join(turn_identity(t) for t in turns[:LOG_TURNS])
         log_line = f"{title}: {named}" + (f" and {len(turns) - LOG_TURNS} more" if len(turns) > LOG_TURNS else "")
         if not self.can_open:  # no window to open (the headless helper): no button that does nothing
-            actions = tuple(a for a in actions if a.key != "open")
+            actions = tuple(a for a in actions if a.key not in ("open", "default"))
         return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,
                     subjects=tuple(turns), kind="waiting")
