@@ -41,7 +41,8 @@ def os_error_text(exc: OSError) -> str:
     temp file the write went through (those are in ``str(exc)``: for the log and ``--json``)."""
     if type(exc).__str__ is not OSError.__str__:  # an error class that words itself (MarkerStoreError)
         return str(exc)
-    text = exc.strerror or (exc.args[0] if exc.args and isinstance(exc.args[0], str) else "") or "cannot be used"
+    first = exc.args[0] if exc.args else None
+    text: str = exc.strerror or (first if isinstance(first, str) else "") or "cannot be used"
     return text[:1].lower() + text[1:] if text[1:2].islower() else text
 
 
