@@ -22,7 +22,7 @@ __version__ = "0.1.0"
 _FACE = {
     # finding homes, scanning, judging
     "discover_homes": "hermes.homes", "Home": "hermes.homes",
-    "look_at_homes": "hermes.reach:look", "HomeAccess": "hermes.reach:Access", "os_error_words": "hermes.reach",
+    "look_at_homes": "hermes.reach:look", "HomeAccess": "hermes.reach:Access",
     "is_hermes_home": "hermes.paths",
     "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.cache",
     "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
@@ -68,7 +68,7 @@ _FACE = {
     "settings_file": "stores.paths", "state_dir": "stores.paths", "cache_dir": "stores.paths",
     "log_dir": "stores.paths", "runtime_dir": "stores.paths", "lease_db": "stores.paths",
     "decision_journal_dir": "stores.paths",
-    "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil",
+    "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil", "os_error_text": "stores.fsutil",
     "open_private_lockfile": "stores.fsutil", "try_lock_fd": "stores.fsutil", "unlock_fd": "stores.fsutil",
     "open_private_append": "stores.logfiles",
     # processes
@@ -84,7 +84,7 @@ _FACE = {
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
 __all__ = [
-    "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "os_error_words", "is_hermes_home",
+    "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "is_hermes_home",
     "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
@@ -100,7 +100,7 @@ __all__ = [
     "load_settings", "save_settings", "update_settings", "with_changes", "validate_settings",
     "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT", "MAX_IDLE_TIMEOUT", "settings_file",
     "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db", "decision_journal_dir",
-    "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile", "try_lock_fd", "unlock_fd",
+    "ensure_private_dir", "atomic_write_bytes", "os_error_text", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "StopCause", "StepKind", "InvalidIdError", "validate_session_id", "strict_finite",
@@ -136,7 +136,6 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.hermes.progress import TurnProgress
     from hermes_tray_core.hermes.reach import Access as HomeAccess
     from hermes_tray_core.hermes.reach import look as look_at_homes
-    from hermes_tray_core.hermes.reach import os_error_words
     from hermes_tray_core.hermes.state_db import parse_holder
     from hermes_tray_core.hermes.state_db_batch import HomeState
     from hermes_tray_core.keys import InvalidIdError, validate_session_id
@@ -166,6 +165,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         atomic_write_bytes,
         ensure_private_dir,
         open_private_lockfile,
+        os_error_text,
         try_lock_fd,
         unlock_fd,
     )

@@ -41,7 +41,7 @@ from hermes_tray.autostart.base import AutoStart
 from hermes_tray.contract import ROUTINE_REFUSALS, BackendValues, Engine, Outcome, RunResult, SkipReply
 from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
-from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_label
+from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_names
 from hermes_tray.watch.detector import ScanReport
 from hermes_tray_core import AskOnce, Progress, TraySettings, TurnRecord, ident, turn_key, waiting
 
@@ -219,10 +219,12 @@ class Controller(QObject):
         # the helper has no window: its notes carry no "Show"/"Open" button that would do nothing
         self.can_show = role != "helper"
         self.notes = InterruptionNotices(notifier, show_prompts=lambda: bool(self._settings.show_prompts),
-                                         can_open=self.can_show)
+                                         can_open=self.can_show, name=self._label)
         self._recent: list[RecentItem] = []  # how this process's continuations ended (newest last)
         self.ask = AskOnce(engine.journal)
         self._records: dict[str, TurnRecord] = {}  # the last scan's turns, by turn key, in its order
+        self._names: dict[str, str] = {}  # what tells each of them apart from the others (``turn_names``)
+        self._named: tuple[dict[str, TurnRecord] | None, bool] = (None, False)  # the records, show_prompts named
         self._turns: dict[str, _Turn] = {}  # what this process does about each turn (none: IDLE)
         self._answers: dict[str, _Answer] = {}
         self._outcomes = 0
@@ -312,6 +314,7 @@ class Controller(QObject):
         records: list[TurnRecord] = list(report.records)
         previous = self._records
         self._records = {turn_key(r.home, r.session_key): r for r in records}
+        self._rename()
         pending = waiting(records, running=[r.key for r in self._runs()])
         for key, turn in list(self._turns.items()):
             if turn.phase is Phase.WAITING and key not in pending:
@@ -394,6 +397,7 @@ class Controller(QObject):
 
     def _publish(self) -> None:
         show = bool(self._settings.show_prompts)
+        self._rename()
         scanned = self._report.finished or time.time()  # the records' ages are as of their scan
         items = {k: self._item(k, r, show, scanned) for k, r in self._records.items()}
         self._items = {k: (self._records[k], show, scanned, i) for k, i in items.items()}
@@ -426,15 +430,26 @@ class Controller(QObject):
         self._state = state
         self.state_changed.emit(state)
 
+    def _rename(self) -> None:
+        """Name the listed turns so that no two read alike (once per scan and show_prompts setting)."""
+        show = bool(self._settings.show_prompts)
+        if self._named[0] is not self._records or self._named[1] != show:
+            self._named = (self._records, show)
+            self._names = dict(zip(self._records, turn_names(list(self._records.values()), show_prompts=show),
+                                   strict=True))
+
     def _label(self, rec: TurnRecord) -> str:
-        return turn_label(rec, show_prompts=bool(self._settings.show_prompts))
+        """What the user calls this turn: the name it is listed under."""
+        return self._names.get(turn_key(rec.home, rec.session_key)) or turn_names(
+            [rec], show_prompts=bool(self._settings.show_prompts))[0]
 
     def _item(self, key: str, rec: TurnRecord, show: bool, scanned: float) -> TurnItem:
         """The row of ``rec``, reused from the last publish when nothing it says has changed."""
         last = self._items.get(key)
-        if last is not None and last[0] is rec and last[1] == show and last[2] == scanned:
+        name = self._names.get(key, "")
+        if last is not None and last[0] is rec and last[1] == show and last[2] == scanned and last[3].title == name:
             return last[3]
-        return turn_item(rec, show_prompts=show, now=scanned)
+        return turn_item(rec, show_prompts=show, now=scanned, name=name)
 
     def _autostart_state(self) -> bool | None:
         if self.autostart is None:
@@ -482,7 +497,7 @@ class Controller(QObject):
             return self.engine.skip(rec, origin=origin)
         except Exception as exc:
             log.exception("engine call skip failed")
-            return SkipReply(False, f"{type(exc).__name__}: {exc}")
+            return SkipReply(False, words.error_text(exc))
 
     def _skip_again(self, key: str, rec: TurnRecord) -> None:
         """A skipped turn reappeared (a non-locking writer resurrected it): skip it again, silently."""
@@ -524,7 +539,7 @@ class Controller(QObject):
                 )
             except Exception as exc:  # the engine's bug must not kill the tray
                 log.exception("resume failed")
-                out = RunResult(Outcome.ERROR, f"Could not resume: {type(exc).__name__}")
+                out = RunResult(Outcome.ERROR, f"Could not resume: {words.error_text(exc)}")
             self._finished.emit(key, out)
 
         run.thread = threading.Thread(target=work, name=f"resume-{rec.session_key}", daemon=True)
@@ -575,7 +590,7 @@ class Controller(QObject):
             return self.engine.set_backend(homes, **changes)
         except Exception as exc:
             log.exception("engine call set_backend failed")
-            return [f"{type(exc).__name__}: {exc}"]
+            return [words.error_text(exc)]
 
     def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> None:
         """Turn Hermes' auto-continue on or off (on the write worker; problems come as messages)."""

@@ -267,6 +267,9 @@ class CoreEngine:
         """The decision journal, newest first; with homes given (``--home``), only what concerns them."""
         return list(decision_history(limit, homes=self.explicit_homes))
 
+    def history_file(self) -> Path:
+        return default_journal().path
+
     def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
         rows for turns whose marker is gone. A session without a title, or a home whose ``state.db``

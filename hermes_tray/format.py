@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import re
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from hermes_tray_core import age_text, restate_age, strict_finite
 
 __all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
-           "first_line", "safe_text", "short_path"]
+           "first_line", "repeats", "safe_text", "short_path", "tell_apart"]
 
 if TYPE_CHECKING:
     from hermes_tray_core import TurnRecord
@@ -82,6 +83,62 @@ def elapsed_text(seconds: float) -> str:
 def elide(text: str, limit: int) -> str:
     text = " ".join(str(text).split())
     return text if len(text) <= limit else text[: max(0, limit - 1)] + "…"
+
+
+def tell_apart(texts: Sequence[str], width: int) -> list[str]:
+    """Each text in at most ``width`` characters, showing where it differs from the others: a text whose
+    elided form another shares keeps its first words and jumps to the first word that differs
+    (``Please refactor … keys warn (round 2)``); one that another merely continues shows its own end.
+    Texts that are equal stay equal: the caller tells those apart by something else (their time).
+    Neighbours in sorted order share the longest prefixes, so this is O(n log n) for a storm of thousands."""
+    words = [str(t).split() for t in texts]
+    shown = [elide(t, width) for t in texts]
+    seen: dict[str, int] = {}
+    for s in shown:
+        seen[s] = seen.get(s, 0) + 1
+    order = sorted(range(len(words)), key=lambda i: words[i])
+    shared = [0] * len(words)  # the most leading words each text shares with another
+    for a, b in zip(order, order[1:], strict=False):
+        n = _common(words[a], words[b])
+        shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
+    same: dict[tuple[str, ...], int] = {}
+    for w in words:
+        same[tuple(w)] = same.get(tuple(w), 0) + 1
+    out = []
+    for i, w in enumerate(words):
+        if seen[shown[i]] == 1 or not w or same[tuple(w)] > 1:
+            out.append(shown[i])
+            continue
+        k = shared[i]
+        start = k if k < len(w) else max(0, len(w) - 3)  # all of it begins another: its end tells it apart
+        if start <= 2:
+            out.append(shown[i])
+            continue
+        out.append(elide(f"{' '.join(w[:2])} … {' '.join(w[start:])}", width))
+    return out
+
+
+def _common(a: Sequence[str], b: Sequence[str]) -> int:
+    n = 0
+    for x, y in zip(a, b, strict=False):
+        if x != y:
+            break
+        n += 1
+    return n
+
+
+def repeats(a: str, b: str, run: int = 3) -> bool:
+    """Do ``a`` and ``b`` share a run of ``run`` words (or is one of them that short and inside the other)?
+    A line that says one of them already need not say the other: never the same text twice."""
+    def norm(text: str) -> list[str]:
+        return [w for w in (x.strip("“”\"'…,.:;!?()").lower() for x in str(text).split()) if w]
+
+    wa, wb = norm(a), norm(b)
+    if not wa or not wb:
+        return False
+    n = min(run, len(wa), len(wb))
+    grams = {tuple(wa[i:i + n]) for i in range(len(wa) - n + 1)}
+    return any(tuple(wb[i:i + n]) in grams for i in range(len(wb) - n + 1))
 
 
 def first_line(text: str, limit: int = 120) -> str:

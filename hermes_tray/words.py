@@ -13,13 +13,15 @@ in Hermes), never the engine's (marker, verdict, gateway, lease, …). Qt-free: 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from typing import Any
 
 from hermes_tray_core import Outcome, ReasonCode, Verdict
 
-__all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
-           "status_word", "tries", "untitled_label"]
+__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "VIA_TEXT", "Ending", "Held", "catalogue", "ending", "error_text",
+           "event_detail", "event_text", "held", "ran_in_short", "ran_in_sentence", "status_word", "tries", "untitled_label",
+           "value_text", "via_text"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
@@ -43,6 +45,16 @@ MODE_LINES = {"ask": "Asks before resuming", "auto": "Resumes automatically", "l
               "off": "Only lists interrupted turns"}
 DEMO_NO_LOGIN = "Not in the demo: it would start the demo at every login."
 NO_LOGIN = "Start at login is not available on this system."
+
+
+def error_text(exc: BaseException) -> str:
+    """An error as a person reads it: a file error in the system's words (no errno number, no temp file), else
+    its message, never its class name (the log and ``--json`` keep ``str(exc)`` and the traceback)."""
+    if isinstance(exc, OSError):
+        from hermes_tray_core import os_error_text
+
+        return os_error_text(exc)
+    return str(exc) or "an unexpected error"
 
 
 def count(n: int, one: str, many: str | None = None) -> str:
@@ -226,6 +238,78 @@ def storm_title(n: int) -> str:
     return f"{n} Hermes turns interrupted"
 
 
+# -- History and ``hermes-tray history``: the decision journal's events, in words ------------------------------
+
+#: event → what it was (the journal's own name stays in ``--json``)
+EVENT_TEXT = {
+    "detected": "Seen", "notified": "You were told", "approved": "You chose Resume", "dispatched": "Sent to Hermes",
+    "continuing": "Hermes continues it", "completed": "Finished", "interrupted": "Stopped", "failed": "Failed",
+    "gave-up": "Gave up", "refused": "Not resumed", "skipped": "Skipped", "cleared": "Cleared by Hermes",
+    "config-changed": "Settings changed", "snoozed": "Remind me later", "stopped": "Hermes stopped",
+}
+#: who or what acted (the journal's ``via``: an origin, or the channel a notification went out by; a
+#: configuration change's ``by``), in words
+VIA_TEXT = {"menu": "from the menu", "window": "from the turns window", "notification": "from a notification",
+            "history": "from History", "auto": "automatically", "cli": "from the command line", "tray": "from the tray",
+            "desktop-notifier": "by a notification", "log": "in the log only: no notification server"}
+
+
+def _field(entry: Any, name: str, default: Any = "") -> Any:
+    return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
+
+
+def event_text(entry: Any) -> str:
+    """What one event was, in words (an event of a newer journal: its own name)."""
+    name = str(_field(entry, "event", ""))
+    if name == "refused" and _field(entry, "action", "") == "skip":
+        return "Not skipped"
+    return EVENT_TEXT.get(name, name)
+
+
+def via_text(via: object) -> str:
+    """``tray-menu`` → ``from the menu``; a name this version does not know is left out (``--json`` has it)."""
+    text = str(via or "")
+    return VIA_TEXT.get(text.removeprefix("tray-"), "")
+
+
+def value_text(value: Any) -> str:
+    """A setting's value: on/off, a list joined, "(unset)"."""
+    if isinstance(value, bool):
+        return "on" if value else "off"
+    if value is None:
+        return "(unset)"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(str(v) for v in value) or "(none)"
+    if isinstance(value, float) and value.is_integer():
+        return str(int(value))
+    return str(value)
+
+
+def event_detail(entry: Any) -> str:
+    """One line about one event (never prompt text: the journal has none; never its timings or raw times)."""
+    if str(_field(entry, "event", "")) == "config-changed":
+        by = via_text(_field(entry, "by", ""))
+        return (f"{_field(entry, 'key', '?')}: {value_text(_field(entry, 'old', None))} → "
+                f"{value_text(_field(entry, 'new', None))}" + (f", {by}" if by else ""))
+    bits = []
+    for name in ("reason", "why", "outcome", "where"):
+        v = _field(entry, name, "")
+        if v and not (name == "outcome" and str(v) in str(_field(entry, "reason", ""))):
+            bits.append(str(v))
+    via = via_text(_field(entry, "via", ""))
+    if via:
+        bits.append(via)
+    attempt = _field(entry, "attempt", None)
+    if isinstance(attempt, int) and not isinstance(attempt, bool):
+        bits.append(f"attempt {attempt}")
+    until = _field(entry, "until", None)
+    if isinstance(until, (int, float)) and not isinstance(until, bool) and 0 < until < 2**37:
+        import time
+
+        bits.append(f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
+    return " · ".join(bits)
+
+
 # -- everything, for the writing rules -----------------------------------------------------------------------
 
 
@@ -236,6 +320,8 @@ def catalogue() -> Iterator[tuple[str, str]]:
         if name.isupper() and isinstance(value, str) and name not in ("RUNNING_BACKEND", "SEPARATE_PROCESS"):
             yield name, value
     yield from (("MODE_LINES", v) for v in MODE_LINES.values())
+    yield from ((f"EVENT_TEXT {k}", v) for k, v in EVENT_TEXT.items())
+    yield from ((f"VIA_TEXT {k}", v) for k, v in VIA_TEXT.items())
     for code, (why, can) in [*REFUSALS.items(), *NOT_ACTIONABLE.items()]:
         yield f"refusal {code}", why
         yield f"refusal {code} (to do)", can

@@ -31,8 +31,11 @@ GLYPHS = {
     "gave-up": '<path d="M45.5 9.5l9 9M54.5 9.5l-9 9" stroke="{fg}" stroke-width="3.8" stroke-linecap="round"/>',
 }
 BADGE = {"attention": "#f28c28", "busy": "#2f80ed", "paused": "#8a94a6", "finished": "#27ae60", "gave-up": "#d64545"}
-# variant -> (glyph colour, halo = the panel it sits on)
-VARIANTS = {"light": ("#1f2933", "#ffffff"), "dark": ("#f5f7fa", "#1f2933"), "mono": ("#000000", None)}
+# variant -> (glyph colour, halo = the panel it sits on). "note": for notifications, whose bubbles are light
+# or dark by the theme: the dark glyph of "light" inside a white outline reads on both
+VARIANTS = {"light": ("#1f2933", "#ffffff"), "dark": ("#f5f7fa", "#1f2933"), "mono": ("#000000", None),
+            "note": ("#1f2933", "#ffffff")}
+OUTLINE = 4.5  # extra stroke width of the "note" variant's outline (2.25 on each side of a stem)
 STATES = ("idle", "attention", "busy", "paused", "finished", "gave-up")
 
 
@@ -41,6 +44,11 @@ def svg(state: str, variant: str) -> str:
     opacity = "0.55" if state == "paused" else "1.0"
     glyph_ring = f'<g fill="none" stroke="{fg}" stroke-opacity="{opacity}" stroke-linecap="round">{RING}</g>'
     glyph_h = f'<g fill="none" stroke="{fg}" stroke-opacity="{opacity}" stroke-linecap="round">{H}</g>'
+    if variant == "note":  # the same strokes, wider and white, underneath
+        ring_out = RING.replace('stroke-width="6"', f'stroke-width="{6 + OUTLINE}"')
+        h_out = H.replace('stroke-width="7"', f'stroke-width="{7 + OUTLINE}"')
+        glyph_ring = f'<g fill="none" stroke="{halo}" stroke-linecap="round">{ring_out}</g>' + glyph_ring
+        glyph_h = f'<g fill="none" stroke="{halo}" stroke-linecap="round">{h_out}</g>' + glyph_h
     head = ('<?xml version="1.0" encoding="UTF-8"?>\n'
             '<svg xmlns="http://www.w3.org/2000/svg" width="64" height="64" viewBox="0 0 64 64">\n'
             f"<title>hermes-tray {state} ({variant})</title>\n")

@@ -51,7 +51,7 @@ def png_bytes(image: QImage) -> bytes:
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, b"PNG"):
+    if not image.save(buffer, "PNG"):  # type: ignore[call-overload]  # PySide6 6.11 takes str; its stubs say bytes
         raise OSError("could not encode a PNG")
     return bytes(data.data())
 
@@ -86,7 +86,7 @@ def main() -> int:
         out_dir.mkdir(parents=True, exist_ok=True)
         for svg in sources:
             target = out_dir / f"{svg.stem}.png"
-            if not render(svg, size).save(str(target), b"PNG"):
+            if not render(svg, size).save(str(target)):
                 print(f"could not write {target}", file=sys.stderr)
                 return 1
     print(f"rendered {len(sources)} icons x {len(SIZES)} sizes into {PNG_DIR}")

@@ -111,7 +111,7 @@ def test_skip_removes_only_that_marker_and_journals_without_prompt(tmp_path, tre
     assert events[0]["event"] == "skipped" and events[0]["session_key"] == "s-dead"
     journal_text = "".join(p.read_text() for p in (tmp_path / "tray-state").rglob("*.jsonl"))
     assert "refactor" not in journal_text and "secret" not in journal_text
-    assert "skipped" in cli(tmp_path, "history", env=env).stdout
+    assert "Skipped" in cli(tmp_path, "history", env=env).stdout
 
 
 def test_skip_loses_race_to_a_new_run_and_says_so(tmp_path, tree):
@@ -123,7 +123,7 @@ def test_skip_loses_race_to_a_new_run_and_says_so(tmp_path, tree):
     root.write_markers(entries)
     proc = cli(tmp_path, "skip", "s-dead", "--started-at", repr(seen["started_at"]), env=env)
     assert proc.returncode == 1
-    assert "changed since you saw it" in proc.stderr
+    assert "is not when the turn now waiting in s-dead started" in proc.stderr and "newer run" in proc.stderr
     assert root.read_markers()["s-dead"]["attempts"] == 1  # left alone
     assert json.loads(cli(tmp_path, "history", "--json", env=env).stdout)[0]["event"] == "refused"
 
@@ -188,7 +188,7 @@ def test_config_set_then_get_backend_and_tray(tmp_path, tree):
     changes = [(e["key"], e["old"], e["new"], e["by"], e["home"]) for e in events if e["event"] == "config-changed"]
     assert changes == [("mode", "ask", "auto", "cli", None),
                        ("freshness_minutes", 15, 45, "cli", str(work.path.resolve()))]
-    assert "mode: ask -> auto" in cli(tmp_path, "history", env=env).stdout
+    assert "mode: ask → auto, from the command line" in cli(tmp_path, "history", env=env).stdout
 
 
 def test_disable_enable_selection_and_effect(tmp_path, tree):

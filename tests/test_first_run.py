@@ -71,6 +71,7 @@ def test_no_command_without_hermes_opens_the_demo(tmp_path):
         out = _wait_for_demo(proc)
         assert "demo ready" in out, out
         assert "Hermes home" in out
+        assert "rm -rf" not in out, out  # made afresh at each start: nothing to clean up by hand
         time.sleep(1.0)
         assert proc.poll() is None, "the tray should be running on the demo home"
     finally:

@@ -269,7 +269,7 @@ def test_junk_hermes_would_continue_is_actionable_and_status_json_stays_strict(t
     turns = by_key(result)
     assert {k: t.verdict for k, t in turns.items()} == {"nan": "actionable", "inf": "actionable",
                                                         "number": "actionable", "gone": "stale"}
-    assert turns["number"].prompt_excerpt == "42"
+    assert turns["number"].prompt_excerpt == ""  # continued as "42" by Hermes, but no number is shown as a prompt
     json.dumps(result.to_json(), allow_nan=False)
 
 

@@ -410,7 +410,7 @@ def test_snooze_on_the_command_line_is_journalled_and_shown_in_history(tmp_path)
     assert [(e["event"], e["session_key"], e["via"]) for e in hist] == [("snoozed", "s1", "cli")]
     assert "prompt" not in hist[0] and PROMPT not in json.dumps(hist)
     text = cli(tmp_path, "history").stdout
-    assert "until=" + time.strftime("%Y-%m-%d %H:%M", time.localtime(doc["until"])) in text
+    assert "until " + time.strftime("%Y-%m-%d %H:%M", time.localtime(doc["until"])) in text
     assert home.read_markers()["s1"]["prompt"] == PROMPT  # nothing continued, nothing skipped
     # usage errors (exit 2) and refusals (exit 1), each saying why
     assert cli(tmp_path, "snooze", "s1", "--for", "soon", "--home", str(home.path)).returncode == 2

@@ -28,6 +28,7 @@ from typing import Any
 
 from hermes_tray_core import keys
 from hermes_tray_core.continuing import claim as exactly_once
+from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.vocab import Refusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
@@ -78,7 +79,8 @@ def skip_turn(
                 problem = f"could not record 'skipped' in the decision journal ({exc})"
             journal_error = problem if isinstance(problem, str) and problem else None
     except OSError as exc:
-        return SkipResult(SkipOutcome.ERROR, f"Not skipped: {exc}")
+        logger.warning("could not skip %s: %s", key, exc)
+        return SkipResult(SkipOutcome.ERROR, f"Not skipped: {os_error_text(exc)}")
     finally:
         exactly_once.release(held, key)
     if not removed:

@@ -70,13 +70,19 @@ class Decision(NamedTuple):
         return self.verdict == Verdict.ACTIONABLE
 
 
+MAX_AGE_SAID = 10 * 365 * 86400.0  # seconds: older than Hermes itself, a time no turn started at
+
+
 def age_text(seconds: float | None) -> str:
     """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter — of the
     reasons here, of every view (menu, turns window, tooltip, History, Recent) and of ``hermes-tray
-    status`` — so two places never disagree in style. Negative and non-finite ages read as 0."""
+    status`` — so two places never disagree in style. Negative and non-finite ages read as 0; an age of
+    more than :data:`MAX_AGE_SAID` (a malformed ``started_at`` of 0 read "20791 days ago") as unknown."""
     if seconds is None:
         return "at an unknown time"
     s = max(0.0, finite(seconds) or 0.0)
+    if s > MAX_AGE_SAID:
+        return "at an unknown time"
     if s < 60:
         return f"{int(s)} s ago"
     if s < 90 * 60:

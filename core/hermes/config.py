@@ -40,6 +40,7 @@ from typing import Any, NamedTuple
 
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert
 from hermes_tray_core.stores import fsutil
+from hermes_tray_core.stores.fsutil import os_error_text
 
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
@@ -326,10 +327,8 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
 def _why(exc: Exception) -> str:
     """A read error in the user's words (no errno number, no exception name)."""
     if isinstance(exc, UnicodeDecodeError):
-        return "not UTF-8 text"
-    from hermes_tray_core.hermes.reach import os_error_words
-
-    return os_error_words(exc)
+        return "it is not UTF-8 text"
+    return os_error_text(exc)
 
 
 def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:

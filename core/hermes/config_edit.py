@@ -23,7 +23,10 @@ from typing import TYPE_CHECKING, Any
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.hermes import config as read
 from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
+from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.numbers import finite
+
+logger = get_logger(__name__)
 
 if TYPE_CHECKING:
     from ruamel.yaml import YAML
@@ -312,6 +315,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
         ensure_private_dir,
         file_signature,
         locked,
+        os_error_text,
         read_regular,
         sweep_stale_temps,
     )
@@ -345,9 +349,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             except FileNotFoundError:
                 raw, exists = b"", False
             except OSError as exc:
-                from hermes_tray_core.hermes.reach import os_error_words
-
-                raise BackendConfigError(f"cannot read {path}: {os_error_words(exc)}") from exc
+                raise BackendConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
             sig = file_signature(path) if exists else None
             bom = raw.startswith(b"\xef\xbb\xbf")
             try:
@@ -409,6 +411,9 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 atomic_write_bytes(path, data, mode=mode, before_replace=unchanged)
             except _ChangedUnderUs:
                 continue
+            except OSError as exc:  # the temp file's name and the errno stay in the log, not in the words
+                logger.warning("cannot write %s: %s", path, exc)
+                raise BackendConfigError(f"{path} cannot be written ({os_error_text(exc)}); left unchanged") from exc
             sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
             return after
         raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")

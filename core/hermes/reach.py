@@ -27,9 +27,10 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hermes_tray_core.hermes.paths import PROFILE_RE
+from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.vocab import StrEnum
 
-__all__ = ["TIMEOUT", "Access", "Reach", "look", "look_one", "os_error_words"]
+__all__ = ["TIMEOUT", "Access", "Reach", "look", "look_one"]
 
 #: Seconds one home may take to answer its look (a local disk answers in microseconds; a network drive
 #: that has gone away never does).
@@ -63,34 +64,6 @@ class Reach(NamedTuple):
         return self.access is Access.OK
 
 
-_WORDS = {
-    errno.EACCES: "permission denied — check its owner and permissions",
-    errno.EPERM: "permission denied — check its owner and permissions",
-    errno.ENAMETOOLONG: "the path is too long for the file system",
-    errno.ELOOP: "too many symbolic links (a link that points back at itself?)",
-    errno.EIO: "the disk reported an input/output error (a failing disk, or a network drive that is gone?)",
-    errno.ESTALE: "the network drive no longer knows this folder (stale file handle): remount it",
-    errno.ENOTDIR: "a part of the path is a file, not a folder",
-    errno.ENOTCONN: "the drive it is on is not connected",
-    errno.ENODEV: "the drive it is on is not there",
-}
-
-
-def os_error_words(exc: BaseException) -> str:
-    """Why a file operation failed, in plain words (no errno number, no exception name)."""
-    if isinstance(exc, OSError):
-        words = _WORDS.get(exc.errno or -1)
-        if words:
-            return words
-        if exc.strerror:
-            return exc.strerror[0].lower() + exc.strerror[1:]
-    if isinstance(exc, UnicodeError):
-        return "the path is not valid text on this system"
-    if isinstance(exc, ValueError):  # a NUL byte in the path
-        return "the path is not valid"
-    return "it cannot be read"
-
-
 def _canonical(path: Path) -> str:
     try:
         return os.path.normcase(os.path.realpath(path))
@@ -122,20 +95,20 @@ def look_one(path: Path, *, find_profiles: bool = False) -> Reach:
     except FileNotFoundError:
         return Reach(path, Access.MISSING, f"{path} does not exist", plain, False)
     except NotADirectoryError:
-        return Reach(path, Access.NOT_DIR, f"{path} is not a directory ({_WORDS[errno.ENOTDIR]})", plain, False)
+        return Reach(path, Access.NOT_DIR, f"{path} is not a directory ({os_error_text(OSError(errno.ENOTDIR, 'Not a directory'))})", plain, False)
     except (OSError, ValueError) as exc:
         gone = isinstance(exc, ValueError) or getattr(exc, "errno", None) == errno.ENAMETOOLONG
-        return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_words(exc)}", plain, not gone)
+        return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, not gone)
     except Exception:  # never raise from the worker: the caller would wait for nothing
         return Reach(path, Access.UNREADABLE, f"{path} cannot be read", plain, True)
     if not stat.S_ISDIR(st.st_mode):
         return Reach(path, Access.NOT_DIR, f"{path} is not a directory", plain, True)
     try:
         if not os.access(path, os.R_OK | os.X_OK):
-            return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {_WORDS[errno.EACCES]}", plain, True)
+            return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(OSError(errno.EACCES, 'Permission denied'))}", plain, True)
         return Reach(path, Access.OK, "", _canonical(path), True, _profiles(path) if find_profiles else ())
     except Exception as exc:
-        return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_words(exc)}", plain, True)
+        return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, True)
 
 
 class _Batch:

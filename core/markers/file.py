@@ -52,7 +52,11 @@ MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", 
 
 
 class Corrupt(ValueError):
-    """The bytes are not a JSON object (the message says why)."""
+    """The bytes are not a JSON object (the message says why, in words a person reads)."""
+
+
+_JSON_KIND = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false",
+              type(None): "null"}
 
 
 class TooLarge(Corrupt):
@@ -109,13 +113,13 @@ def decode(data: bytes) -> Entries:
     try:
         doc = json.loads(data.decode("utf-8"))
     except UnicodeDecodeError:
-        raise Corrupt("not UTF-8 text") from None
+        raise Corrupt("it is not UTF-8 text") from None
     except RecursionError:
-        raise Corrupt("nested too deeply") from None
+        raise Corrupt("it is nested too deeply") from None
     except ValueError:
-        raise Corrupt("not valid JSON") from None
+        raise Corrupt("it is not valid JSON") from None
     if not isinstance(doc, dict):
-        raise Corrupt(f"top level is a JSON {type(doc).__name__}, not an object")
+        raise Corrupt(f"it holds {_JSON_KIND.get(type(doc), 'a value')}, not an object")
     return {k: v for k, v in doc.items() if isinstance(v, dict)}
 
 

@@ -64,14 +64,18 @@ VERIFIED_RETRIES = 200
 
 
 class MarkerStoreError(OSError):
-    """The marker file could not be read or written; the message names the file and the cause."""
+    """The marker file could not be read or written; the message names the file and the cause.
 
-    def __str__(self) -> str:  # the user's words: the cause and the file, no errno number
-        return f"{self.strerror} ({self.filename})" if self.filename else str(self.strerror or "")
+    Said in words (``cause: file``): the errno number stays in ``errno`` for whoever needs it."""
+
+    def __str__(self) -> str:
+        return f"{self.strerror}: {self.filename}" if self.filename else str(self.strerror or "")
 
 
 class MarkerCorruptError(MarkerStoreError):
     """The marker file exists but is not a JSON object (reads refuse it; the next write sets it aside)."""
+
+    reason = ""  # why, in words: "it is not valid JSON"
 
 
 class MarkerTooLargeError(MarkerStoreError):
@@ -139,9 +143,11 @@ class MarkerStore:
             try:
                 return marker_file.decode(data)
             except marker_file.TooLarge as exc:
-                raise MarkerTooLargeError(errno.EFBIG, f"turn-marker file is {exc}", str(self.path)) from None
+                raise MarkerTooLargeError(errno.EFBIG, f"the file is {exc}", str(self.path)) from None
             except marker_file.Corrupt as exc:
-                raise MarkerCorruptError(errno.EINVAL, f"turn-marker file is corrupt ({exc})", str(self.path)) from None
+                err = MarkerCorruptError(errno.EINVAL, f"the file is corrupt: {exc}", str(self.path))
+                err.reason = str(exc)
+                raise err from None
 
     def read(self, session_key: str) -> dict[str, Any] | None:
         """Hermes' ``read_turn_marker`` shape for ``session_key``, or None."""
@@ -327,7 +333,7 @@ class MarkerStore:
             what = str(exc) if large else f"corrupt ({exc})"
             dest = fsutil.set_aside(self.path, "too-large" if large else "corrupt")
             if dest is None:
-                raise MarkerStoreError(errno.EIO, f"turn-marker file is {what} and could not be moved aside",
+                raise MarkerStoreError(errno.EIO, f"the file is {what} and could not be moved aside",
                                        str(self.path)) from None
             logger.warning("turn-marker file %s was %s; kept as %s, starting fresh", self.path, what, dest.name)
             return None, {}, None

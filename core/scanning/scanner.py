@@ -32,7 +32,6 @@ from hermes_tray_core.deciding.policy import (
     decide,
     decide_webui,
     marker_attempts,
-    marker_prompt,
     marker_started_at,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
@@ -45,6 +44,7 @@ from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.scanning.cache import MISS, ScanCache, default_cache_file
 from hermes_tray_core.scanning.running import RunningNow
 from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
+from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:
@@ -285,7 +285,7 @@ class Scanner:
             self._markers.pop(str(path), None)
             return {}, "none", None, None
         except (OSError, ValueError) as exc:  # never "nothing interrupted" for a file that is there but unreadable
-            return None, "unreadable", f"{path} cannot be read: {reach.os_error_words(exc)}", None
+            return None, "unreadable", f"{path} cannot be read: {os_error_text(exc)}", None
         sig = _sig(st)
         cached = self._markers.get(str(path))
         if cached and cached[0] == sig:
@@ -302,11 +302,11 @@ class Scanner:
                        "Move it aside to keep it; Hermes then starts a new one")
         except MarkerCorruptError as exc:
             entries, status = None, "corrupt"
-            problem = (f"{path} is corrupt ({exc.strerror}); interrupted turns in this home cannot be seen. "
-                       "Hermes' next write will replace it; move it aside to keep it")
+            problem = (f"{path} is corrupt: {exc.reason or 'it is not a JSON object'}. Interrupted turns in this "
+                       "home cannot be seen. Hermes' next write will replace it; move it aside to keep it")
         except Exception as exc:
             entries, status = None, "unreadable"
-            problem = f"{path} cannot be read: {reach.os_error_words(exc)}"
+            problem = f"{path} cannot be read: {os_error_text(exc)}"
         self._markers[str(path)] = (sig, entries, status, problem)
         return entries, status, problem, st
 
@@ -442,7 +442,8 @@ class Scanner:
         record = TurnRecord(
             home=home.path, profile=home.profile, session_key=key,
             title=title,
-            prompt_excerpt=prompt_excerpt(marker_prompt(mapping)),
+            # what the user reads: a prompt that is text (Hermes also takes a number there as text: its decision)
+            prompt_excerpt=prompt_excerpt(mapping.get("prompt") if isinstance(mapping.get("prompt"), str) else ""),
             started_at=started,
             age_seconds=decision.age_seconds, attempts=attempts,
             writer=writer, verdict=decision.verdict, reason=decision.reason, source=TurnSource.DESKTOP,
@@ -498,7 +499,7 @@ class Scanner:
         except (FileNotFoundError, NotADirectoryError):
             return 0, []
         except (OSError, ValueError) as exc:
-            problems.append(f"cannot list WebUI journals in {jdir}: {reach.os_error_words(exc)}")
+            problems.append(f"cannot list WebUI journals in {jdir}: {os_error_text(exc)}")
             return 0, []
         records: list[TurnRecord] = []
         malformed_sessions = 0
@@ -513,7 +514,7 @@ class Scanner:
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
                 except Exception as exc:
-                    problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl: {reach.os_error_words(exc)}")
+                    problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl: {os_error_text(exc)}")
                     continue
             if summary is None:
                 continue

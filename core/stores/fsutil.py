@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir",
+__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir", "os_error_text",
     "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
     "open_private_lockfile", "read_regular", "refuse_symlink", "set_aside", "too_large_words", "sweep_stale_temps", "temp_name_for",
     "try_lock_fd", "unlock_fd", "write_temp", "writer_gone"]
@@ -33,6 +33,41 @@ _TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<nonce>[0-9a-f]{8})\.tm
 
 class UnsafePathError(OSError):
     """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
+
+
+#: errors whose system words alone do not say what to do about them
+_WORDS = {
+    errno.EACCES: "permission denied — check its owner and permissions",
+    errno.EPERM: "permission denied — check its owner and permissions",
+    errno.ENAMETOOLONG: "the path is too long for the file system",
+    errno.ELOOP: "too many symbolic links (a link that points back at itself?)",
+    errno.EIO: "the disk reported an input/output error (a failing disk, or a network drive that is gone?)",
+    errno.ESTALE: "the network drive no longer knows this folder (stale file handle): remount it",
+    errno.ENOTDIR: "a part of the path is a file, not a folder",
+    errno.ENOTCONN: "the drive it is on is not connected",
+    errno.ENODEV: "the drive it is on is not there",
+}
+
+
+def os_error_text(exc: BaseException) -> str:
+    """What went wrong with a file, as a person reads it: the system's own words ("read-only file system",
+    "no space left on device"), with what to do where they do not say it, never the errno number, the
+    exception's class or the temp file the write went through (those are in ``str(exc)``: for the log and
+    ``--json``)."""
+    if isinstance(exc, OSError):
+        if type(exc).__str__ is not OSError.__str__:  # an error class that words itself (MarkerStoreError)
+            return str(exc)
+        words = _WORDS.get(exc.errno or -1)
+        if words:
+            return words
+        first = exc.args[0] if exc.args else None
+        text: str = exc.strerror or (first if isinstance(first, str) else "") or "cannot be used"
+        return text[:1].lower() + text[1:] if text[1:2].islower() else text
+    if isinstance(exc, UnicodeError):
+        return "the path is not valid text on this system"
+    if isinstance(exc, ValueError):  # a NUL byte in the path
+        return "the path is not valid"
+    return "it cannot be read"
 
 
 def refuse_symlink(path: Path | str) -> None:

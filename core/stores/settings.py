@@ -177,15 +177,28 @@ def parse_value(key: str, text: str) -> Any:
         if low in ("false", "no", "off", "0"):
             return False
         raise SettingsError(f"{key}: must be true or false, not {text!r}")
-    if key in ("homes", "hermes_command"):
+    if key == "hermes_command":
         import shlex
 
-        return shlex.split(text) if key == "hermes_command" else [p for p in text.split(os.pathsep) if p]
+        try:
+            argv = shlex.split(text)
+        except ValueError:  # shlex's "No closing quotation"
+            raise SettingsError(f"{key}: a quote is not closed in {text!r}") from None
+        if not argv:
+            raise SettingsError(f"{key}: give the command that starts Hermes, or go back to finding it by itself "
+                                "with: hermes-tray config unset hermes_command")
+        return argv
+    if key == "homes":
+        return [p for p in text.split(os.pathsep) if p]
     if key == "continuation_idle_timeout":
         try:
-            return _idle_timeout(float(text))
+            seconds = float(text)
         except ValueError:
-            raise SettingsError(f"{key}: must be a number of seconds, not {text!r}") from None
+            seconds = float("nan")
+        if not MIN_IDLE_TIMEOUT <= seconds <= MAX_IDLE_TIMEOUT:
+            raise SettingsError(f"{key}: must be a number of seconds from {MIN_IDLE_TIMEOUT:g} to "
+                                f"{MAX_IDLE_TIMEOUT:g}, not {text!r}")
+        return seconds
     return text.strip()
 
 

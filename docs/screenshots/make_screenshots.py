@@ -6,9 +6,11 @@ in a temp dir for History), with the installed product (``.venv-test`` after ``.
 With no display it starts the test desktop (``tests/desktop/session.py``) for the run; with one it
 uses it.
 
-Writes into this folder: prompt-window.png, prompt-window-running.png, tray-menu.png,
-turns-window-problem-recent.png, history.png (at its default size: every column must show whole),
-status-window-running.png, icons-22px.png. Look at every one after a change.
+Writes into this folder: prompt-window.png, prompt-window-running.png, tray-menu.png (three waiting turns
+whose prompts begin alike), turns-window-problem-recent.png, history.png (open while a turn finishes, at its
+default size: every column must show whole), status-window-menu.png (the status window with the icon's menu
+open), notification-dunst.png (a waiting turn's notification on dunst, a real notification server, dark
+theme), icons-22px.png. Look at every one after a change.
 """
 
 from __future__ import annotations
@@ -101,17 +103,37 @@ def prompt_window_running(app: QApplication) -> None:
     w.close()
 
 
-def tray_menu(app: QApplication) -> None:
-    """The tray's menu, as the panel shows it: a waiting turn, a held one (auto-continue off in a profile)."""
-    from hermes_tray.app.menu import TrayMenu
+SIMILAR = ("Refactor the config parser so that unknown keys produce a warning instead of an error, then run the "
+           "tests",
+           "Refactor the config parser so that unknown keys produce a warning instead of an error (round 2)",
+           "Refactor the config parser so that unknown keys produce a warning, and say so in the README")
 
-    verdict, reason, age, code = _reason(1, 0)
-    waiting = replace(_turn("20260301_101500_a1b2c3", "Demo: refactor the config parser",
-                            "Refactor the config parser so unknown keys produce a warning", 1, verdict=verdict,
-                            reason=reason, code=code), stated_age=age)
+
+def similar_turns() -> list:
+    """Three untitled turns whose prompts share their first 60 characters, as the scanner records them."""
+    from hermes_tray_core import TurnRecord
+
+    verdict, reason, age, code = _reason(40, 0)
+    return [TurnRecord(home=Path(HOME), profile="default", session_key=f"20260301_10{n}500_a1b2c{n}", title=None,
+                       prompt_excerpt=prompt, started_at=time.time() - 40 - 70 * n, age_seconds=age + 70 * n,
+                       attempts=0, writer="dead", verdict=verdict, reason=reason, source="desktop", entry=None,
+                       code=code) for n, prompt in enumerate(SIMILAR)]
+
+
+def tray_menu(app: QApplication) -> None:
+    """The tray's menu, as the panel shows it: three waiting turns whose prompts begin alike, each named by
+    the part that differs (``turn_names``), as the controller names them."""
+    from hermes_tray.app.menu import TrayMenu
+    from hermes_tray.app.viewstate import turn_item
+    from hermes_tray.notify.coalesce import turn_names
+
+    records = similar_turns()
+    now = time.time()
+    pending = tuple(turn_item(r, show_prompts=True, now=now, name=n)
+                    for r, n in zip(records, turn_names(records, show_prompts=True), strict=True))
     menu = TrayMenu()
     menu.set_loading(False)
-    menu.set_state(ViewState(pending=(waiting,), backend_enabled=None, autostart=False))
+    menu.set_state(ViewState(pending=pending, backend_enabled=True, autostart=False))
     menu.adjustSize()
     _settle(app, menu)
     menu.grab().save(str(HERE / "tray-menu.png"))
@@ -136,9 +158,9 @@ def turns_window(app: QApplication) -> None:
     done = words.ending("completed", ran_in="running-backend")
     finished = RecentItem("k3", "Fix the flaky upload test", done.what, done.why, since=time.time() - 640,
                           details="Hermes finished the turn. It ran in your running Hermes (pid 48211).")
-    problem = Problem(f"work: {Path.home()}/.hermes/profiles/work/desktop/interrupted_turns.json is corrupt "
-                      "(Expecting ',' delimiter); interrupted turns in this home cannot be seen. Hermes' next "
-                      "write will replace it; move it aside to keep it",
+    problem = Problem(f"work: {Path.home()}/.hermes/profiles/work/desktop/interrupted_turns.json is corrupt: it "
+                      "is not valid JSON. Interrupted turns in this home cannot be seen. Hermes' next write will "
+                      "replace it; move it aside to keep it",
                       folder=f"{Path.home()}/.hermes/profiles/work/desktop", kind="markers",
                       home=f"{Path.home()}/.hermes/profiles/work")
     state = ViewState(pending=pending, others=(gave_up, open_there), problems=(problem,),
@@ -182,7 +204,7 @@ def history(app: QApplication) -> None:
                                                       ("dispatched", {"attempt": 1, "ran_in": "separate-process"}),
                                                       ("interrupted", {"stopped_by": "you", "dispatched": True,
                                                                        "ran_in": "separate-process"})]),
-        (root, "20260301_120000_77aa11", t0 + 4000, [("notified", {})]),
+        (root, "20260301_120000_77aa11", t0 + 4000, [("notified", {"via": "desktop-notifier"})]),
     ]
     for home, key, started, events in steps:
         for ev, fields in events:
@@ -203,24 +225,151 @@ def history(app: QApplication) -> None:
         fx.close()
     w = HistoryWindow(lambda: decisions.history(500),
                       title_for=lambda _h, k: "Summarise the CI failures" if k == "20260301_120000_77aa11" else None,
-                      pending=lambda _h, k: k == "20260301_120000_77aa11",
-                      hermes_titles=CoreEngine(explicit_homes=[str(root), str(work)]).session_titles)
+                      hermes_titles=CoreEngine(explicit_homes=[str(root), str(work)]).session_titles,
+                      watch=d.path)
     _settle(app, w)  # at its default size: it sizes itself so that every column shows whole
-    w.tree.setCurrentItem(w.tree.topLevelItem(0))
+    waiting = next(w.tree.topLevelItem(i) for i in range(w.tree.topLevelItemCount())
+                   if w.tree.topLevelItem(i).text(0) == "Summarise the CI failures")
+    w.tree.setCurrentItem(waiting)  # the turn waiting for you, its trail open
+    waiting.setExpanded(True)
+    # while it is open, the waiting turn is resumed and finishes: History follows the journal by itself
+    key, started = "20260301_120000_77aa11", t0 + 4000
+    for ev, fields in (("approved", {"via": "tray-menu"}), ("dispatched", {"attempt": 1, "ran_in": "running-backend",
+                                                                           "backend_pid": 48211}),
+                       ("completed", {"where": "in your running Hermes (pid 48211)", "ran_in": "running-backend"})):
+        d.record(ev, home=str(root), session_key=key, started_at=started, **fields)
+        _settle(app, w)
+    end = time.monotonic() + 10
+    while w.tree.topLevelItem(0).text(3) != "Resumed and finished" and time.monotonic() < end:
+        _settle(app, w)
+    assert w.tree.topLevelItem(0).text(3) == "Resumed and finished", "History did not follow the journal"
     _settle(app, w)
     w.grab().save(str(HERE / "history.png"))
     w.close()
 
 
 def status_window(app: QApplication) -> None:
+    """The status window (no tray) while a continuation runs, its Menu open: the icon's own menu."""
+    from hermes_tray.app.menu import TrayMenu
     from hermes_tray.app.status_window import StatusWindow
 
-    w = StatusWindow()
-    w.set_state(ViewState(running=(RunningItem("k", "Refactor the config parser so unknown keys warn", 83,
-                                               "writing the answer · 14 updates", at=time.monotonic()),)))
+    state = ViewState(running=(RunningItem("k", "Refactor the config parser so unknown keys warn", 83,
+                                           "writing the answer · 14 updates", at=time.monotonic()),),
+                      backend_enabled=True, autostart=False)
+    menu = TrayMenu()
+    menu.set_loading(False)
+    menu.set_state(state)
+    w = StatusWindow(menu)
+    w.set_state(state)
+    w.move(40, 40)
     _settle(app, w)
-    w.grab().save(str(HERE / "status-window-running.png"))
+    menu.popup(w.menu_button.mapToGlobal(QPoint(0, w.menu_button.height())))  # as the button pops it up
+    _settle(app, menu)
+    frame = w.frameGeometry().united(menu.geometry()).adjusted(-12, -12, 12, 12)
+    shot = app.primaryScreen().grabWindow(0, frame.x(), frame.y(), frame.width(), frame.height())
+    shot.save(str(HERE / "status-window-menu.png"))
+    menu.close()
     w.close()
+
+
+DUNSTRC = """[global]
+    width = 460
+    height = 220
+    origin = top-right
+    offset = 24x24
+    font = DejaVu Sans 10
+    frame_width = 1
+    frame_color = "#5a6473"
+    padding = 12
+    horizontal_padding = 12
+    text_icon_padding = 12
+    icon_position = left
+    min_icon_size = 48
+    max_icon_size = 48
+    show_indicators = yes
+    markup = full
+    format = "<b>%s</b>\\n%b"
+[urgency_low]
+    background = "#222222"
+    foreground = "#f5f7fa"
+[urgency_normal]
+    background = "#222222"
+    foreground = "#f5f7fa"
+[urgency_critical]
+    background = "#222222"
+    foreground = "#f5f7fa"
+    frame_color = "#d64545"
+"""
+
+
+def notification_on_dunst(app: QApplication) -> None:
+    """A waiting turn's notification as dunst (Debian's package, a real server; a dark theme) shows it: sent by
+    the tray's own notifier over a bus of its own, where dunst owns the notification service."""
+    import shutil
+    import signal
+    import subprocess
+
+    from hermes_tray.notify.coalesce import InterruptionNotices, turn_names
+    from hermes_tray.notify.desktop import DesktopNotifierBackend
+
+    if shutil.which("dunst") is None:
+        raise SystemExit("notification-dunst.png needs dunst (./tests/run installs it)")
+    run = TMP / "dunst"
+    run.mkdir()
+    (run / "dunstrc").write_text(DUNSTRC, encoding="utf-8")
+    (run / "bus.conf").write_text(
+        "<busconfig><type>session</type>"
+        f"<listen>unix:path={run / 'bus'}</listen><auth>EXTERNAL</auth>"
+        '<policy context="default"><allow send_destination="*" eavesdrop="true"/><allow eavesdrop="true"/>'
+        '<allow own="*"/></policy>'
+        "</busconfig>", encoding="utf-8")
+    procs = [subprocess.Popen(["dbus-daemon", f"--config-file={run / 'bus.conf'}", "--nofork", "--nopidfile"],
+                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+    end = time.monotonic() + 10
+    while not (run / "bus").exists() and time.monotonic() < end:
+        time.sleep(0.05)
+    env = {**os.environ, "DBUS_SESSION_BUS_ADDRESS": f"unix:path={run / 'bus'}"}
+    with open(run / "dunst.log", "wb") as log:
+        procs.append(subprocess.Popen(["dunst", "-config", str(run / "dunstrc")], env=env, stdout=log, stderr=log))
+    bus_before = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
+    os.environ["DBUS_SESSION_BUS_ADDRESS"] = env["DBUS_SESSION_BUS_ADDRESS"]
+    notifier = None
+    try:
+        end = time.monotonic() + 20
+        while notifier is None or not notifier.available:  # dunst takes a moment to own its name
+            if time.monotonic() > end:
+                raise SystemExit("dunst did not come up: " + (run / "dunst.log").read_text(errors="replace")[-800:])
+            if notifier is not None:
+                notifier.shutdown()
+                time.sleep(0.3)
+            notifier = DesktopNotifierBackend("Hermes Tray")
+            notifier.wait_ready(10)
+        records = similar_turns()
+        names = dict(zip((r.session_key for r in records), turn_names(records, show_prompts=True), strict=True))
+        notes = InterruptionNotices(notifier, show_prompts=lambda: True, name=lambda r: names[r.session_key])
+        notes.announce([records[1]])
+        for _ in range(40):
+            app.processEvents()
+            time.sleep(0.05)
+        wid = subprocess.run(["xdotool", "search", "--classname", "Dunst"], env=env, capture_output=True,
+                             text=True, timeout=10).stdout.split()
+        geo = subprocess.run(["xdotool", "getwindowgeometry", "--shell", wid[-1]], env=env, capture_output=True,
+                             text=True, timeout=10, check=True).stdout
+        g = dict(line.split("=", 1) for line in geo.split())
+        x, y, wd, ht = (int(g[k]) for k in ("X", "Y", "WIDTH", "HEIGHT"))
+        app.primaryScreen().grabWindow(0, x - 12, y - 12, wd + 24, ht + 24).save(str(HERE / "notification-dunst.png"))
+    finally:
+        if notifier is not None:
+            notifier.shutdown()
+        if bus_before is not None:
+            os.environ["DBUS_SESSION_BUS_ADDRESS"] = bus_before
+        for proc in reversed(procs):
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
 
 
 def icons() -> None:
@@ -256,6 +405,7 @@ def main() -> int:
     turns_window(app)
     history(app)
     status_window(app)
+    notification_on_dunst(app)
     icons()
     print(f"screenshots written to {HERE}")
     return 0

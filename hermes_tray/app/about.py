@@ -5,6 +5,7 @@ read more, and the licences of what it is built on. The Hermes version is asked 
 from __future__ import annotations
 
 import html
+import logging
 import sys
 import threading
 from collections.abc import Callable, Sequence
@@ -19,6 +20,8 @@ from hermes_tray.app.icons import app_icon
 from hermes_tray.demo import SIMULATED_DISTRIBUTION, hermes_label
 from hermes_tray.format import short_path
 from hermes_tray.notices import about_html
+
+log = logging.getLogger(__name__)
 
 #: places on the web that exist (hermes-tray itself is not published: its read me ships with it, ``readme_file``)
 LINKS = (("Hermes Agent", "https://pypi.org/project/hermes-agent/"),)
@@ -40,7 +43,8 @@ def hermes_found(hermes_command: Sequence[str] | None) -> str:
     try:
         caps = probe_capabilities(install)
     except Exception as exc:
-        return f"found at {install.python}, version unknown ({type(exc).__name__})"
+        log.info("could not ask %s for its version: %r", install.python, exc)
+        return f"found at {install.python}, version unknown"
     if caps.auto_continue is None:
         return f"{short_path(install.python)}: not usable ({caps.detail or 'it did not answer'})"
     continues = {True: "continues interrupted turns itself", False: "the tray continues its turns",

@@ -154,7 +154,9 @@ class TrayApp(QObject):
             self._start_engine_unguarded()
         except Exception as exc:
             log.exception("could not start watching for interrupted turns")
-            self._start_failed(f"{type(exc).__name__}: {exc}")
+            from hermes_tray.words import error_text
+
+            self._start_failed(error_text(exc))
 
     def _start_failed(self, why: str) -> None:
         from hermes_tray.app.viewstate import Problem, ViewState
@@ -326,10 +328,9 @@ class TrayApp(QObject):
     def _show_status_window(self) -> None:
         from hermes_tray.app.status_window import StatusWindow
 
-        self.status_window = StatusWindow()
+        self.status_window = StatusWindow(self.menu)  # the icon's menu: History, About, the mode, the log folder…
         sw = self.status_window
         sw.open_requested.connect(lambda: self.window.present(activate=True))
-        sw.settings_requested.connect(self.show_settings)
         sw.quit_requested.connect(self.quit)
         if self.controller is not None:
             sw.set_state(self.controller.state)
@@ -387,8 +388,9 @@ class TrayApp(QObject):
         if dlg is None:
             dlg = HistoryWindow(lambda: self.engine.history(500), title_for=self._title_for,
                                 pending=lambda h, k: self._pending_key(h, k) is not None,
-                                hermes_titles=self.engine.session_titles)
+                                hermes_titles=self.engine.session_titles, watch=self.engine.history_file())
             dlg.resume_requested.connect(self._resume_from_history)
+            self.controller.state_changed.connect(lambda _s, d=dlg: d.pending_changed())
             self._dialogs["history"] = dlg
         else:
             dlg.reload()
@@ -409,13 +411,15 @@ class TrayApp(QObject):
 
     def _title_for(self, home: str, session_key: str) -> str | None:
         from hermes_tray.app.history_model import same_home
+        from hermes_tray.format import repeats
 
         if self.controller is None:
             return None
         state = self.controller.state
         for item in (*state.pending, *state.others):
             if item.session_key == session_key and same_home(str(item.home), home):
-                return item.title + (f" — “{item.excerpt}”" if item.excerpt else "")
+                said = not item.excerpt or item.title.startswith("“") or repeats(item.title, item.excerpt)
+                return item.title + ("" if said else f" — “{item.excerpt}”")  # never the same text twice
         return None
 
     def _resume_from_history(self, home: str, session_key: str) -> None:

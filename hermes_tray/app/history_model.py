@@ -15,6 +15,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tray import words
+from hermes_tray.words import event_detail, event_text, value_text, via_text
+
+__all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns", "homes_in", "profile_of",
+           "same_home", "value_text", "via_text", "when_of"]
 
 #: event → what the user reads for a turn whose newest decisive event it is
 OUTCOME_TEXT = {
@@ -32,6 +36,7 @@ OUTCOME_TEXT = {
 #: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
 REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
+RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
                       "dispatched", "continuing", "approved", "notified", "detected"})
 
@@ -62,34 +67,6 @@ def profile_of(home: str) -> str:
     if len(parts) >= 2 and parts[-2] == "profiles" and parts[-1]:
         return parts[-1]
     return "default"
-
-
-def value_text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "on" if value else "off"
-    if value is None:
-        return "(unset)"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(str(v) for v in value) or "(none)"
-    return str(value)
-
-
-def event_detail(entry: Any) -> str:
-    """One line about one event (never prompt text: the journal has none)."""
-    event = str(field_of(entry, "event", ""))
-    if event == "config-changed":
-        by = field_of(entry, "by", "")
-        return (f"{field_of(entry, 'key', '?')}: {value_text(field_of(entry, 'old', None))} → "
-                f"{value_text(field_of(entry, 'new', None))}" + (f" (from the {by})" if by else ""))
-    bits = []
-    for name in ("reason", "outcome", "where", "via"):
-        v = field_of(entry, name, "")
-        if v and not (name == "outcome" and str(v) in str(field_of(entry, "reason", ""))):
-            bits.append(f"{name} {v}" if name == "via" else str(v))
-    attempt = field_of(entry, "attempt", None)
-    if isinstance(attempt, int) and not isinstance(attempt, bool):
-        bits.append(f"attempt {attempt}")
-    return " · ".join(bits)
 
 
 @dataclass
@@ -185,9 +162,13 @@ class TurnHistory:
                 return f"in your running Hermes (pid {field_of(e, 'backend_pid', '')})"
         return self.where()
 
+    def resumed(self) -> bool:
+        """Was it ever resumed (by the user, the tray in auto mode or the command line)?"""
+        return any(str(field_of(e, "event", "")) in RESUMED for e in self.events)
+
     def can_resume_again(self, pending: Callable[[str, str], bool]) -> bool:
-        """Offer "Resume again" only where the policy allows: the turn is waiting right now."""
-        return not self.config and pending(self.home, self.session_key)
+        """Offer "Resume again" only for a turn resumed before that the policy lets resume now (it waits)."""
+        return not self.config and self.resumed() and pending(self.home, self.session_key)
 
 
 def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:

@@ -1,17 +1,22 @@
 """History: one row per interrupted turn — what it was, when it was interrupted, what happened to it,
-where it ran — with the event trail on expand, a filter by home, "Resume again" where the policy
-allows (the turn waits right now) and "Copy session ID". Configuration changes (a home's
+where it ran — with the event trail on expand, a filter by home, "Resume again" for a turn resumed before
+that the policy lets resume now (it waits) and "Copy session ID". Configuration changes (a home's
 auto-continue settings or the tray's own, from the menu, the settings dialog or the CLI) are rows too.
+
+It is live: the journal file is watched, and each change (this tray's, the helper's, the command line's)
+is read a moment later, keeping the selected row and the open trails.
 """
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, Signal
+from PySide6.QtCore import QFileSystemWatcher, Qt, QTimer, Signal
 from PySide6.QtGui import QGuiApplication
 from PySide6.QtWidgets import (
     QAbstractItemView,
@@ -31,7 +36,7 @@ from hermes_tray import words
 from hermes_tray.app.history_model import (
     TurnHistory,
     event_detail,
-    field_of,
+    event_text,
     group_turns,
     homes_in,
     profile_of,
@@ -45,6 +50,10 @@ COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
 MAX_COLUMN_PX = 420
 DEFAULT_SIZE = (860, 460)  # at least; wider when the columns need it (up to the screen), so none is cut
+LIVE_DELAY_MS = 150  # a burst of journal writes (one resume writes three or four events) is read once
+READ_ERROR = "The history could not be read. The log folder has the details."
+
+log = logging.getLogger(__name__)
 
 
 def _stamp(t: float) -> str:
@@ -63,10 +72,12 @@ class HistoryWindow(QDialog):
         title_for: Callable[[str, str], str | None] = lambda _h, _k: None,
         pending: Callable[[str, str], bool] = lambda _h, _k: False,
         hermes_titles: Callable[[list[tuple[str, str]]], dict[tuple[str, str], str]] | None = None,
+        watch: Path | str | None = None,
     ) -> None:
         """``title_for``: what the tray shows for a turn it still lists (title and excerpt); for the others
         (their marker is gone) ``hermes_titles`` asks Hermes' ``state.db`` — blocking, so off the GUI thread,
-        and the rows are re-titled when it answers."""
+        and the rows are re-titled when it answers. ``watch``: the journal file; History reads it again
+        whenever it changes."""
         super().__init__(parent)
         self._load = load
         self._title_for = title_for
@@ -76,6 +87,15 @@ class HistoryWindow(QDialog):
         self.titles_arrived.connect(self._got_titles)
         self._pending = pending
         self._turns: list[TurnHistory] = []
+        self._shown: dict[int, TurnHistory] = {}  # the rows on screen, by the id their items carry
+        self._watch = Path(watch) if watch is not None else None
+        self._watcher = QFileSystemWatcher(self)
+        self._watcher.fileChanged.connect(self._journal_changed)
+        self._watcher.directoryChanged.connect(self._journal_changed)
+        self._later = QTimer(self)
+        self._later.setSingleShot(True)
+        self._later.setInterval(LIVE_DELAY_MS)
+        self._later.timeout.connect(self.reload)
         self.setWindowTitle("History")  # the app name is added by Qt (application display name)
         self.setWindowIcon(app_icon())
         self.resize(*DEFAULT_SIZE)
@@ -105,7 +125,7 @@ class HistoryWindow(QDialog):
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.resume_button = QPushButton("&Resume again")
         self.resume_button.setAccessibleName("Resume this turn again")
-        self.resume_button.setToolTip("Only offered while the turn is waiting (Hermes' policy allows it)")
+        self.resume_button.setToolTip("For a turn resumed before that waits again. Resume a new one from the menu.")
         self.resume_button.clicked.connect(self._resume)
         self.copy_button = QPushButton("&Copy session ID")
         self.copy_button.setAccessibleName("Copy the session ID of this turn")
@@ -118,15 +138,43 @@ class HistoryWindow(QDialog):
             buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
+        self._follow()
         self.reload()
+
+    # --- live ---------------------------------------------------------------------------------
+    def _follow(self) -> None:
+        """Watch the journal file and its folder (a compaction replaces the file; the first write creates
+        it); while neither exists yet, the nearest folder above that does."""
+        if self._watch is None:
+            return
+        wanted = [str(self._watch)] if self._watch.exists() else []
+        folder = self._watch.parent
+        while not folder.exists() and folder.parent != folder:
+            folder = folder.parent
+        wanted.append(str(folder))
+        stale = [p for p in (*self._watcher.files(), *self._watcher.directories()) if p not in wanted]
+        if stale:
+            self._watcher.removePaths(stale)
+        missing = [p for p in wanted if p not in (*self._watcher.files(), *self._watcher.directories())]
+        if missing:
+            self._watcher.addPaths(missing)
+
+    def _journal_changed(self, _path: str) -> None:
+        self._follow()
+        self._later.start()
+
+    def pending_changed(self) -> None:
+        """The waiting turns changed (a scan): whether "Resume again" applies may have too."""
+        self._update_buttons()
 
     # --- data ---------------------------------------------------------------------------------
     def reload(self) -> None:
         try:
             entries = list(self._load())
-        except Exception as exc:  # the journal is the engine's; a read problem is shown, not raised
+        except Exception:  # the journal is the engine's; a read problem is shown, not raised
+            log.exception("History could not read the decision journal")
             entries = []
-            self._error = f"The decision journal could not be read: {exc}"
+            self._error = READ_ERROR
         else:
             self._error = ""
         self._turns = group_turns(entries)
@@ -146,8 +194,25 @@ class HistoryWindow(QDialog):
         home = self.home_filter.currentData() or ""
         return [t for t in self._turns if not home or (t.home and same_home(t.home, home))]
 
+    @staticmethod
+    def _row_key(t: TurnHistory) -> tuple[object, ...]:
+        """The same row across reloads: a turn by its home, session and first run; a change by its time."""
+        if t.config:
+            return ("config", when_of(t.events[-1]))
+        return (t.home, t.session_key, t.started_at)
+
     def _fill(self) -> None:
         turns = self.visible_turns()
+        current = self.selected_turn()
+        keep = self._row_key(current) if current is not None else None
+        rows = {id(t): t for t in self._turns}
+        opened = set()
+        for i in range(self.tree.topLevelItemCount()):
+            item = self.tree.topLevelItem(i)
+            old = self._shown.get(item.data(0, TURN_ROLE)) if item is not None else None
+            if item is not None and old is not None and item.isExpanded():
+                opened.add(self._row_key(old))
+        scrolled = self.tree.verticalScrollBar().value()
         n = sum(1 for t in turns if not t.config)
         if self._error:
             self.summary.setText(self._error)
@@ -158,14 +223,23 @@ class HistoryWindow(QDialog):
         else:
             self.summary.setText("Nothing recorded yet.")
         self.tree.clear()
+        self._shown = rows
+        chosen = None
         for t in turns:
-            self.tree.addTopLevelItem(self._row(t))
+            item = self._row(t)
+            self.tree.addTopLevelItem(item)
+            key = self._row_key(t)
+            if key in opened:
+                item.setExpanded(True)
+            if key == keep:
+                chosen = item
         for col in range(len(COLUMNS)):  # every column as wide as its text (the full text is its tooltip)
             self._fit_column(col)
         self._fit_window()
-        first = self.tree.topLevelItem(0)  # None when the list is empty
-        if first is not None:
-            self.tree.setCurrentItem(first)
+        chosen = chosen or self.tree.topLevelItem(0)  # None when the list is empty
+        if chosen is not None:
+            self.tree.setCurrentItem(chosen)
+        self.tree.verticalScrollBar().setValue(scrolled)
         self._update_buttons()
         self._ask_hermes_for_titles(turns)
 
@@ -220,10 +294,9 @@ class HistoryWindow(QDialog):
         if not found:
             return
         self._titles.update(found)
-        by_id = {id(t): t for t in self._turns}
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
-            t = by_id.get(item.data(0, TURN_ROLE)) if item is not None else None
+            t = self._shown.get(item.data(0, TURN_ROLE)) if item is not None else None
             if item is not None and t is not None:
                 item.setText(0, self._title(t))
         self._fit_column(0)
@@ -251,7 +324,7 @@ class HistoryWindow(QDialog):
         if t.where():
             item.setToolTip(4, t.where_details())
         for e in t.events:  # the event trail, on expand
-            child = QTreeWidgetItem([str(field_of(e, "event", "")), "", _stamp(when_of(e)), event_detail(e), ""])
+            child = QTreeWidgetItem([event_text(e), "", _stamp(when_of(e)), event_detail(e), ""])
             child.setToolTip(3, event_detail(e))
             item.addChild(child)
         return item
@@ -262,8 +335,7 @@ class HistoryWindow(QDialog):
             item = item.parent()
         if item is None:
             return None
-        ident = item.data(0, TURN_ROLE)
-        return next((t for t in self._turns if id(t) == ident), None)
+        return self._shown.get(item.data(0, TURN_ROLE))
 
     def _update_buttons(self) -> None:
         t = self.selected_turn()

@@ -82,8 +82,8 @@ def tray_icon(state: IconState | str, variant: str | None = None) -> QIcon:
     return icon
 
 
-#: notification kind -> icon state (the badge says what happened); the light variant: notification
-#: bubbles are light on most desktops, and the halo keeps the badge apart on dark ones
+#: notification kind -> icon state (the badge says what happened); the "note" variant: the dark glyph in a
+#: white outline reads on light and dark notification bubbles alike (the light one vanished on dunst's dark one)
 NOTE_ICON_STATES = {"waiting": "attention", "finished": "finished", "gave-up": "gave-up", "failed": "gave-up",
                     "stopped": "idle", "refused": "idle", "info": "idle"}
 
@@ -91,7 +91,7 @@ NOTE_ICON_STATES = {"waiting": "attention", "finished": "finished", "gave-up": "
 def note_icon_file(kind: str, size: int = 64) -> str:
     """The PNG a notification of ``kind`` shows (one icon per kind)."""
     state = NOTE_ICON_STATES.get(kind, "idle")
-    return str(resource_path("icons", "png", str(size), f"hermes-tray-{state}-light.png"))
+    return str(resource_path("icons", "png", str(size), f"hermes-tray-{state}-note.png"))
 
 
 def app_icon() -> QIcon:

@@ -335,7 +335,7 @@ class PromptWindow(QDialog):
 
     @staticmethod
     def _row_tip(t: TurnItem) -> str:
-        return f"{t.reason_now}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
+        return f"{t.reason_details}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
 
     def _row_text(self, t: TurnItem) -> str:
         lines = [t.title]
@@ -447,8 +447,8 @@ class PromptWindow(QDialog):
         turn = self.selected_turn() if self._focus == "list" else None
         recent = self.selected_recent() if self._focus == "recent" else None
         if turn is not None:
-            self.detail.setText(f"{t_home(turn)} · interrupted {turn.when}")
-            facts = [turn.reason_now, f"Session ID: {safe_text(turn.session_key)}", f"Home: {safe_text(turn.home)}"]
+            self.detail.setText(t_home(turn))  # when it was interrupted: its row says it
+            facts = [turn.reason_details, f"Session ID: {safe_text(turn.session_key)}", f"Home: {safe_text(turn.home)}"]
         elif recent is not None:
             self.detail.setText("")
             facts = [x for x in (recent.details_now, f"Session ID: {safe_text(recent.session_key)}"

@@ -58,7 +58,9 @@ class StartupGuard:
             log.error("unexpected error", exc_info=(kind, exc, tb))
             self._previous(kind, exc, tb)
             return
-        self.fail(f"{kind.__name__}: {exc}", (kind, exc, tb))
+        from hermes_tray.words import error_text
+
+        self.fail(error_text(exc), (kind, exc, tb))
 
     def fail(self, why: str, exc_info: tuple | None = None) -> None:
         """Start-up failed before anything was shown: say it, stop what was started, exit non-zero."""

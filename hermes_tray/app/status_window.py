@@ -1,13 +1,15 @@
 """A small status window for desktops without a system tray (GNOME without the extension, kiosks).
 
-It stands in for the icon: the same state picture, the same counts, and buttons for what the
-menu would offer. Closing it hides it to the task bar rather than quitting (Quit is explicit).
+It stands in for the icon: the same state picture, the same counts, "Open turns…", and the icon's own
+menu behind "Menu" (History, the mode, auto-continue on/off, Settings, Open log folder, About…): what the
+tray offers is reachable without a tray. Closing it hides it to the task bar rather than quitting (Quit
+is explicit).
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import QSize, Signal
-from PySide6.QtWidgets import QHBoxLayout, QLabel, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from hermes_tray.app.icons import IconState, app_icon, tray_icon
 from hermes_tray.app.viewstate import ViewState
@@ -15,10 +17,10 @@ from hermes_tray.app.viewstate import ViewState
 
 class StatusWindow(QWidget):
     open_requested = Signal()
-    settings_requested = Signal()
     quit_requested = Signal()
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, menu: QMenu | None = None, parent: QWidget | None = None) -> None:
+        """``menu``: the tray icon's menu, offered behind the "Menu" button (not owned here)."""
         super().__init__(parent)
         self.setWindowTitle("Hermes Tray")  # the app's own name: this window stands in for its icon
         self.setWindowIcon(app_icon())
@@ -35,11 +37,15 @@ class StatusWindow(QWidget):
         row = QHBoxLayout()
         self.open_button = QPushButton("Open turns…")
         self.open_button.clicked.connect(self.open_requested.emit)
-        settings = QPushButton("Settings…")
-        settings.clicked.connect(self.settings_requested.emit)
+        self.menu_button = QPushButton("&Menu")
+        self.menu_button.setAccessibleName("Menu: History, settings, the log folder and more")
+        self.menu_button.setToolTip("What the tray icon's menu offers: History, the mode, Settings, About…")
+        if menu is not None:
+            self.menu_button.setMenu(menu)
+        self.menu_button.setVisible(menu is not None)
         quit_button = QPushButton("Quit")
         quit_button.clicked.connect(self.quit_requested.emit)
-        for b in (self.open_button, settings, quit_button):
+        for b in (self.open_button, self.menu_button, quit_button):
             row.addWidget(b)
         col.addLayout(row)
         lay.addLayout(col, 1)

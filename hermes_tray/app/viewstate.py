@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from hermes_tray import words
 from hermes_tray.contract import ProblemDetail
-from hermes_tray.format import elapsed_text, elide, restate_age, short_path, since_text, turn_since
+from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, since_text, turn_since
 from hermes_tray_core import TurnRecord, turn_key
 
 
@@ -52,10 +52,21 @@ class TurnItem:
         """The policy's reason with the age it states said as of now (it ticks with :attr:`when`)."""
         return restate_age(self.reason, self.stated_age, self.age_seconds)
 
+    @property
+    def reason_details(self) -> str:
+        """The policy's reason less the age its row already says ("interrupted 1 min ago" once, not three
+        times: the row, the line under the list, Details)."""
+        said = f"interrupted {self.when}; "
+        text = self.reason_now
+        if text.startswith(said) and len(text) > len(said):
+            text = text[len(said)].upper() + text[len(said) + 1:]
+        return text
+
     def menu_label(self) -> str:
-        """``title — excerpt — age`` (excerpt only when shown)."""
-        parts = [elide(self.title, 34)]
-        if self.excerpt and not self.title.startswith("“"):  # an untitled turn is named by its prompt already
+        """``name — excerpt — age``: the name tells it apart from the other turns listed (``turn_names``);
+        the prompt's excerpt only when shown and not already said by the name."""
+        parts = [self.title]
+        if self.excerpt and not self.title.startswith("“") and not repeats(self.title, self.excerpt):
             parts.append(elide(self.excerpt, 30))
         parts.append(self.when)
         return " — ".join(parts)
@@ -231,17 +242,18 @@ class ViewState:
         return f"No Hermes home found yet — watching {where} for one"
 
 
-def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None) -> TurnItem:
+def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None, name: str = "") -> TurnItem:
     """A scanner record as a row; ``now`` is when the record's age was measured (its scan), default
-    this instant. Text is cleaned for display (control characters, markup look-alikes)."""
-    from hermes_tray.notify.coalesce import clean_text, turn_label
+    this instant; ``name``: what tells it apart from the turns listed with it (``turn_names``), default
+    its own label. Text is cleaned for display (control characters, markup look-alikes)."""
+    from hermes_tray.notify.coalesce import NAME_WIDTH, clean_text, turn_label
 
     home = str(record.home)
     return TurnItem(
         key=turn_key(home, record.session_key),
         home=home,
         session_key=record.session_key,
-        title=turn_label(record, show_prompts=show_prompts),
+        title=name or elide(turn_label(record, show_prompts=show_prompts), NAME_WIDTH),
         excerpt=clean_text(record.prompt_excerpt, 200) if show_prompts else "",
         since=turn_since(record, now),
         attempts=record.attempts,

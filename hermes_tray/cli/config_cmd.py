@@ -1,9 +1,9 @@
-"""``hermes-tray config show | get KEY | set KEY VALUE``.
+"""``hermes-tray config show | get KEY | set KEY VALUE | unset KEY``.
 
 Backend keys (``enabled``, ``freshness_minutes``, ``max_attempts``) live in each home's
 config.yaml (``desktop.auto_continue``) and are read/written there; tray keys (``mode``,
 ``notify``, ``show_prompts``, ``homes``, ``hermes_command``, ``continuation_idle_timeout``) live in the
-tray's config.toml.
+tray's config.toml; ``unset`` removes a tray key from it, so the tray's default applies again.
 Invalid keys or values are usage errors (exit 2); a config.yaml that cannot be edited safely is
 a refusal (exit 1).
 """
@@ -32,6 +32,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     put.add_argument("--create", action="store_true",
                      help="backend keys: make a --home that is not a Hermes home yet one; homes: accept a folder "
                      "Hermes has not used yet")
+    unset = sub.add_parser("unset", parents=[common], help="a tray setting back to its default")
+    unset.add_argument("key", metavar="KEY")
     parser.set_defaults(func=run)
 
 
@@ -90,6 +92,8 @@ def run(args: argparse.Namespace) -> int:
         return refuse(args, f"unknown key {key!r}: choose one of {', '.join(BACKEND_KEYS + TRAY_KEYS)}", EXIT_USAGE)
     if action == "set":
         return _set(args)
+    if action == "unset":
+        return _unset(args)
     if key in TRAY_KEYS or action == "show":
         from hermes_tray_core import SettingsError, load_settings
 
@@ -134,7 +138,9 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"tray": _tray_dict(settings), "homes": rows})
         return 0
-    print(f"tray ({settings.path}):")
+    from hermes_tray_core import settings_file
+
+    print(f"tray ({settings.path or settings_file()}):")
     for k, v in _tray_dict(settings).items():
         print(f"  {k} = {_fmt(v)}")
     for r in rows:
@@ -155,6 +161,7 @@ def run(args: argparse.Namespace) -> int:
 def _set(args: argparse.Namespace) -> int:
     from hermes_tray.cli.common import (
         EXIT_USAGE,
+        error_words,
         journal_config,
         load_tray_settings,
         print_json,
@@ -193,7 +200,7 @@ def _set(args: argparse.Namespace) -> int:
     except SettingsError as exc:
         return refuse(args, str(exc))  # the file holds something else that is wrong
     except OSError as exc:
-        return refuse(args, f"could not write the tray settings: {exc}")
+        return refuse(args, f"could not write the tray settings: {error_words(exc)}")
     new = _tray_dict(settings)[key]
     if new != old:
         note = journal_config(home=None, key=key, old=old, new=new)
@@ -223,3 +230,40 @@ def _homes_problem(paths: list[str], *, create: bool) -> str | None:
             return (f"{path} is not a Hermes home (no config.yaml, no desktop/, no state.db): check the path, or "
                     "pass --create to watch a folder Hermes has not used yet")
     return None
+
+
+def _unset(args: argparse.Namespace) -> int:
+    """Remove a tray key from config.toml: the tray's default applies again (``hermes_command``: Hermes is
+    found by itself). Hermes' own keys are set, never unset: their default is Hermes' to say."""
+    from hermes_tray.cli.common import (
+        EXIT_USAGE,
+        error_words,
+        journal_config,
+        load_tray_settings,
+        print_json,
+        refuse,
+        warn,
+    )
+    from hermes_tray_core import SettingsError, update_settings
+
+    key = args.key
+    if key in BACKEND_KEYS:
+        return refuse(args, f"{key} is Hermes' own setting: give it a value with hermes-tray config set {key} VALUE",
+                      EXIT_USAGE)
+    old = _tray_dict(load_tray_settings(quiet=True))[key]
+    try:
+        settings = update_settings({key: None})
+    except SettingsError as exc:
+        return refuse(args, str(exc))
+    except OSError as exc:
+        return refuse(args, f"could not write the tray settings: {error_words(exc)}")
+    new = _tray_dict(settings)[key]
+    if new != old:
+        note = journal_config(home=None, key=key, old=old, new=new)
+        if note:
+            warn(note)
+    if args.json:
+        print_json({"ok": True, "key": key, "value": new, "file": str(settings.path)})
+    else:
+        print(f"{key} = {_fmt(new)} (the default; {settings.path})")
+    return 0

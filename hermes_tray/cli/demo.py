@@ -60,35 +60,38 @@ def own_command() -> str:
     return f"{shlex.quote(sys.executable)} -m hermes_tray"
 
 
-def _instructions(demo: Any, crash_after: float = 5.0) -> str:
-    env = " ".join(f"{k}={shlex.quote(v)}" for k, v in demo.env.items() if k.startswith("HERMES_TRAY_CONFIG")
-                   or k.startswith("HERMES_TRAY_STATE") or k.startswith("HERMES_TRAY_LOG"))
-    home = shlex.quote(str(demo.home))
-    exe = own_command()
+def _launcher(demo: Any) -> Path:
+    """``<demo>/hermes-tray``: this very hermes-tray with the demo's own settings and state (its env), so
+    the banner's commands are short and never touch the user's own tray."""
+    env = "".join(f"export {k}={shlex.quote(v)}\n" for k, v in demo.env.items())
+    path = Path(demo.root) / "hermes-tray"
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o700)
+    with os.fdopen(fd, "w", encoding="utf-8") as f:
+        f.write(f"#!/bin/sh\n# hermes-tray on the demo in {shlex.quote(str(demo.root))}\n{env}"
+                f"exec {own_command()} \"$@\"\n")
+    return path
+
+
+def _instructions(demo: Any, *, ends: str, crash_after: float = 5.0) -> str:
+    """What was made and what to try, in a few short lines. ``ends``: ``quit`` (Quit removes the demo),
+    ``next-start`` (the user's one demo dir, made afresh at each start) or ``kept``."""
+    cmd = shlex.quote(str(_launcher(demo)))
     if not demo.backend_pid:
-        crash = ""
-    elif crash_after:
-        crash = f"It is SIGKILLed {crash_after:g} s into its turn; or do it yourself: kill -9 {demo.backend_pid}"
-    else:  # 0: never — said as it is, with the way to end it
-        crash = (f"It is not crashed for you: do it yourself, kill -9 {demo.backend_pid} (its turn ends by itself "
-                 "after an hour)")
+        crash = f"its turn crashes {crash_after:g} s in" if crash_after > 0 else "its turn runs"
+    elif crash_after > 0:
+        crash = f"its turn crashes {crash_after:g} s in (or now: kill -9 {demo.backend_pid})"
+    else:  # --crash-after 0: never, said as it is, with the way to do it
+        crash = f"its turn runs until you crash it: kill -9 {demo.backend_pid}"
+    end = {"quit": "Quit removes the demo.\n", "next-start": "",
+           "kept": f"Remove it when you are done: rm -rf {shlex.quote(str(demo.root))}\n"}[ends]
     return f"""\
 hermes-tray demo ready in {demo.root}
-  Hermes home      {demo.home}
-  session          {demo.session_key}
-  simulated Hermes {demo.launcher} ({demo.capability})
-  running turn     simulated backend pid {demo.backend_pid}
-{crash}
-
-Try (the demo's tray state lives in the demo dir, not yours):
-  {env} {exe} status --home {home}
-  {env} {exe} resume {demo.session_key} --home {home} --wait
-  {env} {exe} resume {demo.session_key} --home {home}          # returns once started
-  {env} {exe} skip {demo.session_key} --home {home}
-  {env} {exe} history
-Make the next continuation crash too:  echo '{{"die_mid_turn": true}}' > {home}/sim_backend.json
-Clean up: rm -rf {shlex.quote(str(demo.root))}
-"""
+  Hermes home  {demo.home} (a simulated Hermes)
+  session      {demo.session_key}: {crash}
+The demo's own command line (its settings and state stay in the demo):
+  {cmd} status
+  {cmd} resume {demo.session_key} --wait
+{end}"""
 
 
 def _hand_off(root: Path) -> int | None:
@@ -142,11 +145,12 @@ def run(args: argparse.Namespace) -> int:
     except SimInstallError as exc:
         return refuse(args, f"cannot create the demo: {exc}")
     except (OSError, ValueError) as exc:  # --dir is a file, under /proc, not writable, too long, not UTF-8…
-        from hermes_tray_core import os_error_words
+        from hermes_tray_core import os_error_text
 
         where = f" in {root}" if root is not None else ""
-        return refuse(args, f"cannot create the demo{where}: {os_error_words(exc)}")
-    start = _show(args, demo)
+        return refuse(args, f"cannot create the demo{where}: {os_error_text(exc)}")
+    ends = "kept" if args.no_tray or (root is not None and not reuse) else "quit" if root is None else "next-start"
+    start = _show(args, demo, ends=ends)
     if start is None:
         return EXIT_OK
     try:
@@ -157,13 +161,13 @@ def run(args: argparse.Namespace) -> int:
             shutil.rmtree(demo.root, ignore_errors=True)
 
 
-def _show(args: argparse.Namespace, demo: Any) -> Any:
+def _show(args: argparse.Namespace, demo: Any, *, ends: str) -> Any:
     """Print what was made; the tray's entry point to run on it, or None (``--no-tray``, no tray)."""
     if args.json:
         print_json({"ok": True, "root": str(demo.root), "home": str(demo.home), "session_key": demo.session_key,
                     "backend_pid": demo.backend_pid, "env": demo.env, "capability": demo.capability})
     else:
-        print(_instructions(demo, args.crash_after))
+        print(_instructions(demo, ends=ends, crash_after=args.crash_after or 0.0))
     if args.no_tray:
         return None
     try:

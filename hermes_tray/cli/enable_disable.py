@@ -30,11 +30,10 @@ def run(args: argparse.Namespace) -> int:
 
 def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> int:
     """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each change."""
-    from hermes_tray.cli.common import homes_to_change, journal_config, print_json, refuse, warn
+    from hermes_tray.cli.common import error_words, homes_to_change, journal_config, print_json, refuse, warn
     from hermes_tray_core import (
         BackendConfigError,
         ensure_private_dir,
-        os_error_words,
         read_backend_config,
         write_auto_continue,
     )
@@ -51,7 +50,7 @@ def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> i
             cfg = write_auto_continue(home.path, **changes)
         except (BackendConfigError, OSError) as exc:
             failed += 1
-            why = str(exc) if isinstance(exc, BackendConfigError) else os_error_words(exc)
+            why = str(exc) if isinstance(exc, BackendConfigError) else error_words(exc)
             results.append({"home": str(home.path), "ok": False, "error": why})
             if not args.json:
                 warn(f"{home.path}: {why}")

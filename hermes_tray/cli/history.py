@@ -27,8 +27,6 @@ def entries(limit: int, session: str | None = None, homes: list[str] | None = No
 
 
 def run(args: argparse.Namespace) -> int:
-    import time
-
     from hermes_tray.cli.common import EXIT_USAGE, print_json, refuse
     from hermes_tray.format import safe_text
 
@@ -48,48 +46,40 @@ def run(args: argparse.Namespace) -> int:
         if refused is not None:
             return refused
     rows = entries(args.limit, args.session, args.homes)
-    if args.json:
+    if args.json:  # every field as journalled: times as epoch seconds, the run's timings, the channel's name
         print_json(rows)
         return 0
     if not rows:
-        print(f"no decisions recorded about session {args.session}" if args.session else "no decisions recorded yet")
+        print(f"Nothing recorded about session {safe_text(args.session)} yet." if args.session
+              else "Nothing recorded yet.")
         return 0
-    from hermes_tray_core import strict_finite
-
-    skip = {"event", "created_at", "home", "session_key", "turn_id", "via"}
     for ev in rows:
-        stamp = min(max(strict_finite(ev.get("created_at")) or 0.0, 0.0), 2**37)  # a time localtime() accepts
-        when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp))
-        if ev.get("event") == "config-changed":
-            where = ev.get("home") or "tray settings"
-            print(f"{when}  {'config':<11} {ev.get('key')}: {_show(ev.get('old'))} -> {_show(ev.get('new'))}  "
-                  f"{where} [{ev.get('by') or '?'}]")
-            continue
-        what = safe_text(ev.get("session_key") or "?")
-        where = ev.get("home") or ""
-        extra = " · ".join(f"{k}={_field(k, v)}" for k, v in ev.items() if k not in skip and v is not None)
-        via = f" [{ev['via']}]" if ev.get("via") else ""
-        print(f"{when}  {ev.get('event', '?'):<11} {what}  {where}{via}" + (f"  {extra}" if extra else ""))
+        print(line(ev))
     return 0
 
 
-def _field(name: str, value: object) -> str:
-    """One field as a person reads it: a snooze's ``until`` as a local time."""
+def line(ev: dict) -> str:
+    """One event as a person reads it: local time, what happened, which turn (session and profile), the details
+    in words. Never its epoch times, its timings or the notifier's name: ``--json`` has them."""
     import time
 
+    from hermes_tray import words
+    from hermes_tray.format import safe_text
     from hermes_tray_core import strict_finite
 
-    until = strict_finite(value) if name == "until" else None
-    if until is not None:
-        return time.strftime("%Y-%m-%d %H:%M", time.localtime(min(max(until, 0.0), 2**37)))
-    return str(value)
+    stamp = min(max(strict_finite(ev.get("created_at")) or 0.0, 0.0), 2**37)  # a time localtime() accepts
+    when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "(time unknown)     "
+    home = str(ev.get("home") or "")
+    if ev.get("event") == "config-changed":
+        about = f"{_profile(home)} profile" if home else "tray settings"
+    else:
+        profile = _profile(home)
+        about = str(ev.get("session_key") or "?") + ("" if profile == "default" else f" ({profile} profile)")
+    detail = words.event_detail(ev)
+    return safe_text(f"{when}  {words.event_text(ev):<20} {about}" + (f"  {detail}" if detail else ""))
 
 
-def _show(value: object) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if value is None:
-        return "(unset)"
-    if isinstance(value, list):
-        return "[" + ", ".join(str(v) for v in value) + "]"
-    return str(value)
+def _profile(home: str) -> str:
+    """Hermes' name for a home: ``<root>/profiles/<name>`` is ``name``, any other home ``default``."""
+    parts = home.replace("\\", "/").rstrip("/").split("/")
+    return parts[-1] if len(parts) >= 2 and parts[-2] == "profiles" and parts[-1] else "default"

@@ -28,6 +28,8 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 
 def run(args: argparse.Namespace) -> int:
+    import time
+
     from hermes_tray.cli.common import (
         EXIT_USAGE,
         journal,
@@ -67,9 +69,15 @@ def run(args: argparse.Namespace) -> int:
     entry = dict(turn.entry or {})
     if args.started_at is not None and entry.get("started_at") != args.started_at:
         journal("refused", home=turn.home, session_key=key, started_at=args.started_at, action="skip",
-                why="marker changed since shown")
-        return refuse(args, f"{key} changed since you saw it (it is now a different run, started_at "
-                      f"{entry.get('started_at')}): not skipped — run `hermes-tray status` again")
+                why="the --started-at given is not this turn's")
+        # the value given is not this turn's: a typo, or a run that replaced the one shown. Which, only the
+        # user knows; the turn's own value is in --json (a float is no sentence)
+        started = turn_started_at(entry)
+        when = (f" ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})"
+                if isinstance(started, (int, float)) and 0 < started < 2**37 else "")
+        return refuse(args, f"The --started-at given is not when the turn now waiting in {key} started{when}: a "
+                      "mistyped value, or a newer run of it. Not skipped. Check it with `hermes-tray status --json`.",
+                      started_at=entry.get("started_at"))
     if not args.force and (turn.verdict == "not-ours" or (turn.verdict == "running" and not turn.unsure)):
         return refuse(args, f"{key} is {turn.verdict}: {turn.reason} — not skipped (--force to skip anyway)")
     started_at = turn_started_at(entry)  # the turn's identity, as the tray and a resume journal it
@@ -80,7 +88,7 @@ def run(args: argparse.Namespace) -> int:
 
     res = skip_turn(turn.home, key, entry, via="cli", on_skipped=record_skip)
     if res.outcome == SkipOutcome.ERROR:
-        return refuse(args, f"could not skip {key}: {res.message}")
+        return refuse(args, f"{key}: {res.message}")
     if res.outcome == SkipOutcome.RESUMING:
         journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
                 action="skip", why="being resumed right now")
@@ -88,7 +96,7 @@ def run(args: argparse.Namespace) -> int:
                       "(`hermes-tray status` shows it)")
     if not res.ok:
         journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
-                action="skip", why="marker changed while skipping")
+                action="skip", why="it changed while being skipped")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")
     # Before exiting: the settle window, in which a stale Hermes write that brings the entry back is undone

@@ -180,12 +180,5 @@ def default_demo_root() -> Path:
     return cache_dir() / "demo"
 
 
-def shell_exports(demo: DemoHome) -> str:
-    """``export`` lines that point a shell's hermes-tray at the demo (POSIX shells)."""
-    import shlex
-
-    return "\n".join(f"export {k}={shlex.quote(v)}" for k, v in demo.env.items())
-
-
 def python_for_demo() -> str:
     return sys.executable

@@ -2,7 +2,9 @@
 
 Notes are identified by a caller-chosen ``key``; showing a note with a key already on screen
 replaces it in place where the server allows. User responses come back on ``activated``
-(note key, action key) in the Qt thread; ``"default"`` is a click on the note body.
+(note key, action key) in the Qt thread; ``"default"`` is a click on the note body. A note has a
+default action only when its ``actions`` hold one keyed ``"default"``, and its label is what servers
+that list actions (dunst's menu) show for it; a note without one has none (no blank entry).
 """
 
 from __future__ import annotations
@@ -46,12 +48,16 @@ class Note:
         return "critical" if self.urgent else URGENCY.get(self.kind, "normal")
 
 
-#: what a note is about → its urgency. Waiting turns need a decision (normal, stays until answered
-#: on most servers); a turn Hermes gave up on or that failed again is bad news (critical); a finished
+#: what a note is about → its urgency. Waiting turns need a decision (normal; it never expires by itself:
+#: :data:`STAYS`); a turn Hermes gave up on or that failed again is bad news (critical); a finished
 #: or stopped one is a receipt (low: no sound, no banner on a busy screen with most servers).
 URGENCY = {"waiting": "normal", "finished": "low", "stopped": "low", "gave-up": "critical",
            "failed": "critical", "refused": "normal", "info": "normal"}
 KINDS = tuple(URGENCY)
+#: kinds whose note asks a question: it stays until answered (expire timeout 0, the spec's "never expires", where
+#: the server honours it: dunst, KDE; GNOME keeps every note in its list anyway). Not the ``resident`` hint: that
+#: keeps a note after a button was pressed, and an answered question should go.
+STAYS = frozenset({"waiting"})
 
 
 class Notifier(QObject):

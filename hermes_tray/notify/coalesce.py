@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import itertools
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
-from hermes_tray.format import safe_text
+from hermes_tray.format import elide, repeats, safe_text, tell_apart
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray_core import TurnRecord
 
@@ -50,6 +51,50 @@ def turn_label(turn: TurnRecord, *, show_prompts: bool = False) -> str:
                                 excerpt)
 
 
+NAME_WIDTH = 44  # characters of a turn's name the menu shows: names differ within them
+
+
+def turn_names(turns: Sequence[TurnRecord], *, show_prompts: bool = False) -> list[str]:
+    """:func:`turn_label` of each of turns listed together, told apart: names that would read alike
+    (within :data:`NAME_WIDTH`) show the part of the prompt that differs, else when each started."""
+    names = [elide(turn_label(t, show_prompts=show_prompts), NAME_WIDTH) for t in turns]
+    alike = sorted(_alike(names))
+    if not alike:
+        return names
+    excerpts = [clean_text(turns[i].prompt_excerpt, 200) if show_prompts else "" for i in alike]
+    untitled = [not clean_text(turns[i].title, 80) for i in alike]
+    if show_prompts:  # the part of the prompt that differs: an untitled turn is named by it, a titled one adds it
+        whole, short = tell_apart(excerpts, NAME_WIDTH - 2), tell_apart(excerpts, NAME_WIDTH - 23)
+        for n, i in enumerate(alike):
+            if excerpts[n] and untitled[n]:
+                names[i] = f"“{whole[n]}”"
+            elif excerpts[n] and not repeats(names[i], short[n]):
+                names[i] = f"{elide(names[i], 20)} — {short[n]}"
+    plain = names
+    for fmt in ("%H:%M", "%H:%M:%S"):  # still alike (the same prompt twice): when each started
+        if not _alike(names):
+            return names
+        dup = _alike(plain)
+        names = [f"{n.split(', started ')[0]}, {w}" if i in dup and (w := _started(turns[i].started_at, fmt))
+                 else n for i, n in enumerate(plain)]
+    seen: Counter[str] = Counter()
+    for i in sorted(_alike(names)):  # started the same second: numbered, the last resort
+        seen[plain[i]] += 1
+        names[i] = f"{names[i]} ({seen[plain[i]]})"
+    return names
+
+
+def _alike(names: Sequence[str]) -> set[int]:
+    count = Counter(names)
+    return {i for i, n in enumerate(names) if count[n] > 1}
+
+
+def _started(at: object, fmt: str) -> str:
+    if isinstance(at, (int, float)) and not isinstance(at, bool) and 0 < at < 2**37:
+        return f"started {time.strftime(fmt, time.localtime(at))}"
+    return ""
+
+
 def turn_identity(turn: TurnRecord) -> str:
     """What a log may say about a turn: home/profile and session key."""
     return f"{turn.profile or 'default'}/{turn.session_key}"
@@ -75,8 +120,11 @@ class InterruptionNotices:
         clock: Callable[[], float] = time.monotonic,
         window: float = WINDOW_SECONDS,
         can_open: bool = True,
+        name: Callable[[TurnRecord], str] | None = None,
     ) -> None:
+        """``name``: what the user calls a turn (the name the menu lists it under), default :func:`turn_label`."""
         self.notifier = notifier
+        self._name = name or (lambda t: turn_label(t, show_prompts=self.show_prompts()))
         self.can_open = can_open
         self.show_prompts = show_prompts
         self.clock = clock
@@ -136,32 +184,33 @@ class InterruptionNotices:
     def _note(self, group: _Group) -> Note:
         turns = group.turns
         show = self.show_prompts()
-        if len(turns) == 1:
+        if len(turns) == 1:  # the title says what happened; the body which turn, once, and what to do
             turn = turns[0]
-            label = turn_label(turn, show_prompts=show)
+            label = self._name(turn)
             excerpt = clean_text(turn.prompt_excerpt, 160)
             lines = [label]
-            if show and excerpt:  # an untitled turn, named by its prompt's first words: the whole excerpt instead
-                lines = [f"“{excerpt}”"] if label.startswith("“") else [label, f"“{excerpt}”"]
+            if show and excerpt and not label.startswith("“") and not repeats(label, excerpt):
+                lines.append(f"“{excerpt}”")  # a titled turn: its prompt too, unless the title says it already
             if group.lead:
                 lines.insert(0, clean_text(group.lead, 300))
             lines.append(words.WAITING_ASK)
             body = "\n".join(lines)
             actions: tuple[Action, ...] = (
+                Action("default", "Show"),  # a click on the note: the turns window
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
                 Action("disable", "Disable auto-continue"),
             )
             title = group.title or words.WAITING_TITLE
         else:
-            names = ", ".join(turn_label(t, show_prompts=show) for t in turns[:3])
+            names = ", ".join(self._name(t) for t in turns[:3])
             more = f" and {len(turns) - 3} more" if len(turns) > 3 else ""
             body = f"{names}{more}"
-            actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("open", "Open"))
+            actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("default", "Open"))
             title = words.storm_title(len(turns))
         named = ", ".join(turn_identity(t) for t in turns[:LOG_TURNS])
         log_line = f"{title}: {named}" + (f" and {len(turns) - LOG_TURNS} more" if len(turns) > LOG_TURNS else "")
         if not self.can_open:  # no window to open (the headless helper): no button that does nothing
-            actions = tuple(a for a in actions if a.key != "open")
+            actions = tuple(a for a in actions if a.key not in ("open", "default"))
         return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,
                     subjects=tuple(turns), kind="waiting")

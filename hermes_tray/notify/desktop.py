@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import QObject
 
-from hermes_tray.notify.base import Note, Notifier
+from hermes_tray.notify.base import STAYS, Note, Notifier
 
 if TYPE_CHECKING:
     from desktop_notifier import Capability, Icon, Notification
@@ -55,6 +55,9 @@ class _Channel(Protocol):
     def replace_next(self, identifier: str) -> bool:
         """The next note replaces the one sent as ``identifier`` on screen: True if the server can."""
         ...
+    def label_default(self, label: str) -> None:
+        """The next note's default action (a click on it) is labelled ``label``, or left out when ""."""
+        ...
 
 
 class _Public:
@@ -77,12 +80,16 @@ class _Public:
     def replace_next(self, identifier: str) -> bool:
         return False
 
+    def label_default(self, label: str) -> None:
+        return None  # macOS and Windows have no list of actions for a blank entry to show in
+
 
 def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
     """desktop-notifier's D-Bus back end, extended where its public API has no way: its ``Notify`` call
     gets the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would
-    stack ten notes instead of updating one) and the ``desktop-entry`` hint (servers take the app's
-    name and icon from the installed entry).
+    stack ten notes instead of updating one), the ``desktop-entry`` hint (servers take the app's
+    name and icon from the installed entry), and a labelled default action or none (desktop-notifier
+    always sends ``default`` with an empty label: dunst lists it as a blank entry in its menu).
 
     Not public API: this relies on three members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
     (6.x, pinned ``<7`` in pyproject.toml): ``_init_dbus`` (it returns the proxy whose ``call_notify`` is
@@ -95,6 +102,7 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
 
     class ReplacingDBus(DBusDesktopNotifier):
         next_replaces_id = 0
+        next_default = ""
 
         async def _init_dbus(self) -> Any:
             interface: Any = await super()._init_dbus()  # dbus-fast generates its call_* methods at run time
@@ -104,8 +112,9 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
             async def call_notify(app: str, _replaces_id: int, icon: str, summary: str, body: str,
                                   actions: list[str], hints: Any, *args: Any, **kwargs: Any) -> Any:
                 replaces, backend.next_replaces_id = backend.next_replaces_id, 0
-                return await original(app, replaces, icon, summary, body, actions, with_desktop_entry(hints),
-                                      *args, **kwargs)
+                default, backend.next_default = backend.next_default, ""
+                return await original(app, replaces, icon, summary, body, labelled_default(actions, default),
+                                      with_desktop_entry(hints), *args, **kwargs)
 
             interface.call_notify = call_notify
             return interface
@@ -120,6 +129,9 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
             self._clear_notification_from_cache(identifier)
             return True
 
+        def label_default(self, label: str) -> None:
+            self.next_default = label
+
     backend = ReplacingDBus(app_name, icon)
     if not hasattr(backend, "_platform_to_interface_notification_identifier"):
         raise AttributeError("desktop-notifier's D-Bus back end differs")
@@ -133,6 +145,18 @@ def _channel(app_name: str, icon: Icon) -> _Channel:
         except Exception:
             log.info("desktop-notifier's D-Bus back end differs: updates replace notes by closing them")
     return _Public(app_name, icon)
+
+
+def labelled_default(actions: list[str], label: str) -> list[str]:
+    """The spec's flat ``[key, label, …]`` list with its ``default`` action labelled ``label``, or without it
+    when ``label`` is "" (a note that does nothing when clicked offers nothing)."""
+    out: list[str] = []
+    for key, text in zip(actions[0::2], actions[1::2], strict=False):
+        if key != "default":
+            out += [key, text]
+        elif label:
+            out += [key, label]
+    return out
 
 
 DESKTOP_ENTRY = "hermes-tray"  # the installed hermes-tray.desktop: servers take the app's name/icon from it
@@ -174,7 +198,7 @@ class DesktopNotifierBackend(Notifier):
         self._thread = threading.Thread(target=self._run_loop, name="notifier", daemon=True)
         self._thread.start()
         self._app_name = app_name
-        self._icon = Icon(path=Path(icon_file(IconState.ATTENTION, "light", 64)))
+        self._icon = Icon(path=Path(icon_file(IconState.ATTENTION, "note", 64)))
         self._channel = _channel(app_name, self._icon)
         self._identifiers: dict[str, str] = {}  # note key -> desktop-notifier identifier (loop thread only)
         self._lock: asyncio.Lock | None = None
@@ -229,9 +253,11 @@ class DesktopNotifierBackend(Notifier):
                 self.delivered.emit(note, False)
                 return
             key = note.key
+            # the default action is a click on the note where the server has one, else a button like the rest
+            default = next((a.label for a in note.actions if a.key == "default"), "") if self.supports_click else ""
             buttons = tuple(
                 Button(title=a.label, identifier=a.key, on_pressed=self._on_press(key, a.key))
-                for a in note.actions
+                for a in note.actions if not (default and a.key == "default")
             ) if self.supports_actions else ()
             notification = Notification(
                 title=note.title,
@@ -239,8 +265,9 @@ class DesktopNotifierBackend(Notifier):
                 urgency={"low": Urgency.Low, "critical": Urgency.Critical}.get(note.urgency, Urgency.Normal),
                 icon=kind_icon(note.kind),
                 buttons=buttons,
-                on_clicked=self._on_press(key, "default"),
+                on_clicked=self._on_press(key, "default") if default else None,
                 on_dismissed=lambda: self.dismissed.emit(key),
+                timeout=0 if note.kind in STAYS else -1,  # 0: never expires (a question waits for its answer)
             )
             previous = self._identifiers.get(key)
             if previous is not None and not self._channel.replace_next(previous):
@@ -248,6 +275,7 @@ class DesktopNotifierBackend(Notifier):
                     await self._channel.clear(previous)
                 except Exception:
                     pass
+            self._channel.label_default(default)
             try:
                 await self._channel.send(notification)
             except Exception:

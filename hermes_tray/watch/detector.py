@@ -210,9 +210,10 @@ class Detector(QObject):
         began = time.monotonic()
         try:
             records, problems, extra = self._scan_fn(self._homes)
-        except Exception as exc:  # the engine promises not to raise; the tray never trusts that
+        except Exception:  # the engine promises not to raise; the tray never trusts that
             log.exception("scan failed")
-            records, problems, extra = (), (f"scan failed: {type(exc).__name__}",), ScanSummary()
+            records, problems, extra = (), ("The tray could not look for interrupted turns. The log folder has the "
+                                            "details.",), ScanSummary()
         self.scans += 1
         if reason in ("change", "profiles"):
             took = time.monotonic() - began

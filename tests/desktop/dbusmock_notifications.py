@@ -83,6 +83,7 @@ def load(mock, parameters):
         record.write(json.dumps({
             "id": nid, "app_name": str(app_name), "summary": str(summary), "body": str(body),
             "actions": dict(zip(map(str, actions[0::2]), map(str, actions[1::2]), strict=False)),
+            "action_list": [str(a) for a in actions],  # as sent: a key twice, or a blank label, shows here
             "app_icon": str(app_icon),
             "replaces_id": int(replaces_id), "hints": _plain(hints), "expire_timeout": int(timeout),
             "sender": str(sender), "time": round(time.time(), 3)}) + "\n")

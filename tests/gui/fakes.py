@@ -119,6 +119,9 @@ class FakeEngine:
     def history(self, limit=500):
         return []
 
+    def history_file(self):
+        return decisions.default_journal().path
+
     def session_titles(self, turns):
         return {}
 

@@ -36,7 +36,8 @@ def test_one_turn_one_notification_with_buttons(qtbot, rec) -> None:
     assert len(notes.shown) == 1
     note = notes.shown[0]
     assert note.title == "Hermes turn interrupted"
-    assert [a.label for a in note.actions] == ["Resume", "Skip", "Disable auto-continue"]
+    assert [(a.key, a.label) for a in note.actions] == [("default", "Show"), ("resume", "Resume"), ("skip", "Skip"),
+                                                         ("disable", "Disable auto-continue")]  # a click: Show
     assert "make test_upload stop timing out on CI" in note.body
     assert ("notified", "s1", r.started_at) in engine.events
     assert ctrl.state.icon_state == "attention"
@@ -243,7 +244,7 @@ def test_a_failed_continuation_with_budget_left_says_it_is_still_waiting(qtbot, 
     after = notes.shown[before:]
     assert [n.title for n in after] == ["Hermes turn failed again"]  # one note, not also "interrupted"
     assert "Hermes exited before it finished." in after[0].body and after[0].kind == "waiting"
-    assert [a.label for a in after[0].actions][:2] == ["Resume", "Skip"]  # the ask itself: act on it here
+    assert [a.label for a in after[0].actions][1:3] == ["Resume", "Skip"]  # the ask itself: act on it here
     assert ctrl.state.pending and ctrl.state.pending[0].session_key == "s1"
 
 

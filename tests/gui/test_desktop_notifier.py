@@ -78,3 +78,64 @@ def test_a_server_that_starts_after_the_tray_gets_the_next_note(qtbot, tmp_path,
         if server is not None:
             server.kill()
             server.wait(5)
+
+
+def test_what_a_real_server_receives_a_labelled_default_and_a_question_that_stays(qtbot, tmp_path, monkeypatch,
+                                                                                 session_bus) -> None:
+    """Before, on dunst: every note carried desktop-notifier's ``default`` action with an empty label (a blank entry
+    in dunst's action menu; the "Show" button was a second ``default``), and a waiting turn's note expired with the
+    server's timeout, its buttons gone before they were answered. Now the default action is labelled, or absent
+    where clicking does nothing (the helper); a question never expires; a receipt keeps the server's timeout."""
+    from hermes_tray.notify import desktop
+    from hermes_tray.notify.base import Action
+    from hermes_tray.notify.coalesce import InterruptionNotices
+
+    monkeypatch.setenv("DBUS_SESSION_BUS_ADDRESS", session_bus)
+    record = tmp_path / "notes.jsonl"
+    server = subprocess.Popen(
+        [SYSTEM_PYTHON, "-m", "dbusmock", "--session", "--template", str(HERE / "dbusmock_notifications.py"),
+         "--parameters", json.dumps({"record": str(record)})],
+        env={"DBUS_SESSION_BUS_ADDRESS": session_bus, "PATH": "/usr/bin:/bin"},
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    notifier = None
+    try:
+        end = time.monotonic() + 20
+        while notifier is None or not notifier.available:  # the server takes a moment to own its name
+            assert time.monotonic() < end, "the notification server did not come up"
+            if notifier is not None:
+                notifier.shutdown()
+                qtbot.wait(200)
+            notifier = desktop.DesktopNotifierBackend("Hermes Tray test")
+            notifier.wait_ready(10)
+        from tests.gui.conftest import make_record
+
+        turn = make_record("s1")
+        tray = InterruptionNotices(notifier, show_prompts=lambda: True)
+        helper = InterruptionNotices(notifier, show_prompts=lambda: True, can_open=False)
+        for send in (lambda: tray.announce([turn]), lambda: helper.announce([make_record("s2")]),
+                     lambda: notifier.show(Note("outcome-1", "Hermes turn finished", "Fix the flaky test finished.",
+                                                (Action("default", "Show"),), kind="finished")),
+                     lambda: notifier.show(Note("message-1", "Hermes Tray", "Nothing was done."))):
+            with qtbot.waitSignal(notifier.delivered, timeout=10000) as got:
+                send()
+            assert got.args[1] is True
+        shown = [json.loads(line) for line in record.read_text().splitlines()]
+        assert [n["summary"] for n in shown] == ["Hermes turn interrupted", "Hermes turn interrupted",
+                                                 "Hermes turn finished", "Hermes Tray"]
+        asked, helper_note, receipt, message = shown
+        assert asked["action_list"] == ["default", "Show", "resume", "Resume", "skip", "Skip", "disable",
+                                        "Disable auto-continue"]
+        assert asked["expire_timeout"] == 0 and asked["hints"]["urgency"] == 1  # stays until answered
+        assert "default" not in helper_note["action_list"], helper_note["action_list"]  # the helper opens nothing
+        assert helper_note["action_list"][0::2] == ["resume", "skip", "disable"]
+        assert receipt["action_list"] == ["default", "Show"] and receipt["expire_timeout"] == -1
+        assert receipt["hints"]["urgency"] == 0
+        assert message["action_list"] == []  # nothing to click: nothing offered, not a blank entry
+        for n in shown:
+            assert "" not in n["action_list"][1::2], n  # no action without a label
+            assert n["app_icon"].endswith("-note.png") or str(n["hints"].get("image-path", "")).endswith("-note.png"), n
+    finally:
+        if notifier is not None:
+            notifier.shutdown()
+        server.kill()
+        server.wait(5)

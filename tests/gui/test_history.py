@@ -72,27 +72,28 @@ def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     # the event trail on expand
     done = next(win.tree.topLevelItem(i) for i in range(4) if _key(win, win.tree.topLevelItem(i)) == "s-done")
     assert done.toolTip(4) == "in your running Hermes (pid 4242)" and "Session ID: s-done" in done.toolTip(0)
-    assert [done.child(i).text(0) for i in range(done.childCount())] == ["notified", "approved", "dispatched",
-                                                                          "completed"]
+    assert [done.child(i).text(0) for i in range(done.childCount())] == ["You were told", "You chose Resume",
+                                                                          "Sent to Hermes", "Finished"]
 
     # filter by home
     win.home_filter.setCurrentIndex(win.home_filter.findData(work))
     assert set(_rows(win)) == {"s-skip"}
     win.home_filter.setCurrentIndex(0)
 
-    # copy the session id; "Resume again" only where the turn waits now
+    # copy the session id; "Resume again" only for a turn resumed before that waits now
+    waiting.add((root, "s-done"))  # its marker is back: it waits again
     for i in range(win.tree.topLevelItemCount()):
         item = win.tree.topLevelItem(i)
         win.tree.setCurrentItem(item)
         key = _key(win, item)
-        assert win.resume_button.isEnabled() == (key == "s-wait"), key
+        assert win.resume_button.isEnabled() == (key == "s-done"), key  # s-wait was never resumed
     win.copy_button.click()
     assert QGuiApplication.clipboard().text() == win.selected_turn().session_key
-    wait_item = next(win.tree.topLevelItem(i) for i in range(4) if _key(win, win.tree.topLevelItem(i)) == "s-wait")
-    win.tree.setCurrentItem(wait_item)
+    again = next(win.tree.topLevelItem(i) for i in range(4) if _key(win, win.tree.topLevelItem(i)) == "s-done")
+    win.tree.setCurrentItem(again)
     with qtbot.waitSignal(win.resume_requested) as got:
         win.resume_button.click()
-    assert got.args == [root, "s-wait"]
+    assert got.args == [root, "s-done"]
 
 
 def test_history_works_from_the_keyboard(qtbot, tmp_path) -> None:

@@ -186,3 +186,31 @@ def test_every_state_stands_out_on_its_panel(qapp, state: str, variant: str, pan
     lum, bg = _luminance(*mean), _luminance(*panel)
     ratio = (max(lum, bg) + 0.05) / (min(lum, bg) + 0.05)
     assert ratio >= 3.0, (state, variant, size, round(ratio, 2))
+
+
+@pytest.mark.parametrize("kind", ("waiting", "finished", "gave-up", "info"))
+@pytest.mark.parametrize("bubble", ((255, 255, 255), (245, 245, 245), (34, 34, 34), (48, 48, 48)),
+                         ids=("white", "light grey", "dunst dark", "gnome dark"))
+def test_a_notification_icon_reads_on_light_and_dark_bubbles(qapp, kind: str, bubble: tuple) -> None:
+    """Before: the notes used the light-panel glyph, a dark H nearly invisible on a dark theme's bubble (dunst's
+    default is #222222). Now its outline or its body contrasts at least 3:1 with the bubble over much of the
+    glyph, on light and dark bubbles alike (the badge's corner aside)."""
+    from hermes_tray.app.icons import note_icon_file
+
+    img = QImage(note_icon_file(kind))
+    size = img.width()
+    drawn = contrasting = 0
+    bg = _luminance(*bubble)
+    for x in range(size):
+        for y in range(size):
+            if x > size * 0.55 and y < size * 0.45:
+                continue
+            c = img.pixelColor(x, y)
+            a = c.alphaF()
+            if a < 0.4:
+                continue
+            drawn += 1
+            px = tuple(a * ch + (1 - a) * b for ch, b in zip((c.red(), c.green(), c.blue()), bubble, strict=True))
+            lum = _luminance(*px)
+            contrasting += (max(lum, bg) + 0.05) / (min(lum, bg) + 0.05) >= 3.0
+    assert drawn and contrasting / drawn >= 0.3, (kind, bubble, round(contrasting / max(drawn, 1), 2))

@@ -171,9 +171,9 @@ def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tm
     rows = [[tree.topLevelItem(r).text(c) for c in range(tree.columnCount())] for r in range(tree.topLevelItemCount())]
     assert rows[0][0] == "Hermes settings changed" and rows[0][1] == "default" and rows[0][2]  # a real time stamp
     details = [r[3] for r in rows]
-    assert "enabled: on → off (from the tray)" in details
-    assert "freshness_minutes: 15 → 30 (from the tray)" in details
-    assert any(r[0] == "Tray settings changed" and r[1] == "" and r[3] == "mode: ask → auto (from the tray)"
+    assert "enabled: on → off, from the tray" in details
+    assert "freshness_minutes: 15 → 30, from the tray" in details
+    assert any(r[0] == "Tray settings changed" and r[1] == "" and r[3] == "mode: ask → auto, from the tray"
                for r in rows)
 
 

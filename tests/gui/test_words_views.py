@@ -138,3 +138,57 @@ def test_an_untitled_session_is_named_by_its_prompt_profile_and_time(qtbot, rec)
     w.set_state(ViewState(pending=(hidden,), show_prompts=False))
     w.details_button.setChecked(True)
     assert "Session ID: 20261202_101501_bbbbbb" in w.details.text()  # the id, on demand
+
+
+def test_the_windows_say_no_internals_over_every_state(qtbot, tmp_path, monkeypatch) -> None:
+    """The windows' half of tests/test_no_internals.py: over the same states on disk (a corrupt marker file, one
+    that is a directory, malformed entries, a config.yaml that is a directory, a state.db that is not SQLite…),
+    every text of the menu, the tooltip, the turns window (with Details open), the status window and History
+    (with the journal's timings and the notifier's name in it) is free of errno text, exception class names,
+    temp-file names, library names, raw floats and timing keys."""
+    from PySide6.QtWidgets import QTreeWidgetItemIterator
+
+    from hermes_tray.app.history_window import HistoryWindow
+    from hermes_tray.app.status_window import StatusWindow
+    from hermes_tray.engine import CoreEngine
+    from hermes_tray_core.stores import decisions
+    from tests.support.fixture_homes import FixtureHome
+    from tests.test_no_internals import STATES, internals
+
+    texts: list[tuple[str, str]] = []
+    for n, (name, build) in enumerate(STATES.items()):
+        home = FixtureHome(tmp_path / f"state-{n}" / "hermes")
+        if build is not None:
+            build(home)
+        engine = CoreEngine([str(home.path)])
+        turns, problems, extra = engine.scan(engine.homes())
+        ctrl = Controller(engine, RecordingNotifier())
+        ctrl.on_scan(ScanReport(records=tuple(turns), problems=tuple(problems), homes=tuple(engine.homes()),
+                                extra=extra, finished=time.time()))
+        state = ctrl.state
+        menu = TrayMenu()
+        status = StatusWindow(menu)
+        w = PromptWindow()
+        for widget in (menu, status, w):
+            qtbot.addWidget(widget)
+        menu.set_state(state)
+        status.set_state(state)
+        w.set_state(state)
+        w.details_button.setChecked(True)
+        said = [*state.tooltip().splitlines(), *_menu_texts(menu), *_window_texts(w), status.text.text()]
+        for row in range(w.list.count()):
+            w.list.setCurrentRow(row)
+            said += [w.detail.text(), w.details.text(), w.list.item(row).toolTip()]
+        texts += [(name, t) for t in said]
+        (tmp_path / "tray-config" / "config.toml").unlink(missing_ok=True)
+    win = HistoryWindow(lambda: decisions.history(500), watch=decisions.default_journal().path)
+    qtbot.addWidget(win)
+    it = QTreeWidgetItemIterator(win.tree)
+    while it.value() is not None:
+        item = it.value()
+        texts += [("history", item.text(c)) for c in range(win.tree.columnCount())]
+        texts += [("history tooltip", item.toolTip(c)) for c in range(win.tree.columnCount())]
+        it += 1
+    assert any(where == "history" and t == "Sent to Hermes" for where, t in texts)  # the journal was there
+    bad = {f"{where}: {t}": found for where, text in texts for t in text.splitlines() if (found := internals(t))}
+    assert not bad, bad
