@@ -33,6 +33,7 @@ _FACE = {
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
     "turn_started_at": "continuing.claim",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
+    "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
     "find_hermes": "continuing.gateway",
     "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
     "HermesSettingsError": "continuing.gateway",
@@ -72,7 +73,7 @@ _FACE = {
     "child_environment": "process.child_env",
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
-    "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab",
+    "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
@@ -81,7 +82,7 @@ __all__ = [
     "__version__", "discover_homes", "Home", "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
-    "turn_started_at", "Progress", "GatewayOptions", "find_hermes", "probe_capabilities", "HermesNotFound",
+    "turn_started_at", "Progress", "GatewayOptions", "StopRequest", "settle_orphaned_runs", "find_hermes", "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
     "wait_for_marker_settle", "AutoContinueConfig", "BackendConfigError", "read_backend_config",
@@ -94,7 +95,7 @@ __all__ = [
     "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db", "decision_journal_dir",
     "ensure_private_dir", "atomic_write_bytes", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
-    "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
+    "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn", "StopReason",
     "InvalidIdError", "validate_session_id", "strict_finite",
 ]
 
@@ -110,6 +111,8 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         find_hermes,
         probe_capabilities,
     )
+    from hermes_tray_core.continuing.orphans import settle_orphaned_runs
+    from hermes_tray_core.continuing.results import StopRequest
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
@@ -183,6 +186,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         ReasonCode,
         Refusal,
         SkipOutcome,
+        StopReason,
         TurnSource,
         Verdict,
         WriterState,

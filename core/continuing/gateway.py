@@ -137,9 +137,10 @@ def continue_in_backend(
     sessions are live (``session.active_list``): a session live in any of them is open in the user's Hermes app
     and left alone (``declined``, ``not_continued`` ``open-in-app``); so is one Hermes' resume shows already live
     (a window opened it in between: ``opened-during-check``): nothing is submitted, interrupted or closed. The
-    tray never sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session
-    at disconnect only if no other client holds it), and ``session.interrupt`` only while the turn running is
-    provably its own in a session no other client touched (``left_alone`` says why not). A backend that cannot be
+    tray never sends ``session.close`` there nor asks Hermes to close the session when it disconnects (Hermes parks
+    it and lets it go once idle, so a turn running there outlives the tray: ``RunState.detach``), and
+    ``session.interrupt`` only while the turn running is provably its own in a session no other client touched
+    (``left_alone`` says why not). A backend that cannot be
     used before a session is resumed (refused, gated, no answer, capabilities unknown) gives ``backend_unusable``
     (why): the caller falls back to a spawned gateway. ``connections``: sessions the caller already opened
     (``connect_backend``, by backend pid); the one used is taken out of the dict, the rest stay the caller's.

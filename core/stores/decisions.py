@@ -32,7 +32,7 @@ from hermes_tray_core.keys import validate_session_id
 from hermes_tray_core.stores import paths
 from hermes_tray_core.stores import turn_journal as journal
 
-__all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
+__all__ = ["ANSWERED", "OPEN_RUN", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
     "decision_turn_id", "default_journal", "has_answered", "history", "home_key",
     "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
@@ -43,6 +43,7 @@ EVENTS = (
     "completed", "interrupted", "failed", "gave-up", "refused",
     "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
     "continuing",  # the tray is about to submit its continuation note: how state.db will show it answered
+    "detached",  # the tray stopped following a continuation that goes on in Hermes (it quit, or a window has it)
     "config-changed",  # a setting changed (record_config_change); about no turn
 )
 CONFIG_CHANGED = "config-changed"
@@ -52,7 +53,11 @@ CONFIG_BY = ("cli", "tray")
 TERMINAL = frozenset({"skipped", "completed", "interrupted", "failed", "gave-up", "refused", "cleared",
                       CONFIG_CHANGED})
 #: Someone decided (the user, or the tray in auto mode): the turn must not be offered again.
-ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up"})
+ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up",
+                      "detached"})
+#: A run of ours that was started and not concluded yet: if its process is gone, its end is read from Hermes
+#: (``core.continuing.orphans``).
+OPEN_RUN = frozenset({"approved", "dispatched", "detached"})
 FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
 RESERVED_FIELDS = frozenset({"version", "session_id", "turn_id", "created_at", "event", "home", "session_key",
                              "started_at", "stream_id"})
@@ -155,7 +160,7 @@ class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
 
-    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished")
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished", "stopped", "open_runs")
 
     def __init__(self, signature: tuple[int, int] | None = None) -> None:
         self.signature = signature
@@ -164,6 +169,8 @@ class _Cache:
         self.by_turn: dict[str, list[str]] = {}
         self.skips: dict[str, list[object]] = {}  # turn_id -> attempts of each ``skipped``
         self.finished: dict[str, list[object]] = {}  # turn_id -> attempts of each ``completed``
+        self.stopped: dict[str, list[tuple[object, str]]] = {}  # turn_id -> (attempts, event) of a Stop or give-up
+        self.open_runs: dict[str, dict[str, Any]] = {}  # turn_id -> its newest event, while that is an open one
 
 
 class DecisionJournal:
@@ -182,13 +189,7 @@ class DecisionJournal:
 
     def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
         """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
-        text, now = os.fspath(home), time.monotonic()
-        hit = self._read_keys.get(text)
-        if hit is None or now - hit[0] >= READ_KEY_SECONDS:
-            if len(self._read_keys) > 256:
-                self._read_keys.clear()
-            hit = self._read_keys[text] = (now, home_key(home))
-        return _turn_id(hit[1], session_key, started_at)
+        return _turn_id(self._read_home_key(home), session_key, started_at)
 
     @property
     def path(self) -> Path:
@@ -305,10 +306,17 @@ class DecisionJournal:
                 continue
             cache.events.append(ev)
             cache.by_turn.setdefault(str(ev.get("turn_id") or ""), []).append(str(ev.get("event") or ""))
-            if ev.get("event") == "skipped":
-                cache.skips.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
-            elif ev.get("event") == "completed":
-                cache.finished.setdefault(str(ev.get("turn_id") or ""), []).append(_attempts_key(ev.get("attempts")))
+            tid, name = str(ev.get("turn_id") or ""), ev.get("event")
+            if name == "skipped":
+                cache.skips.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
+            elif name == "completed":
+                cache.finished.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
+            elif (name == "interrupted" and ev.get("stopped_by") == "you") or name == "gave-up":
+                cache.stopped.setdefault(tid, []).append((_attempts_key(ev.get("attempts")), str(name)))
+            if name in OPEN_RUN:
+                cache.open_runs[tid] = ev
+            elif name in TERMINAL:
+                cache.open_runs.pop(tid, None)
         cache.offset += end
         cache.signature = (st.st_ino, cache.offset)
         return cache
@@ -340,6 +348,41 @@ class DecisionJournal:
         like a skipped one so neither the tray nor Hermes continues it again. A ``completed`` event that
         recorded no attempts (older journals) retires the run."""
         return self._matches(self._load().finished, home, session_key, started_at, attempts)
+
+    def stopped_how(self, home: Path | str, session_key: str, started_at: float | int | None,
+                    attempts: object) -> str | None:
+        """``interrupted`` (you stopped it) or ``gave-up`` (the tray gave up on it) when the journal records that for
+        this exact turn (the identity :meth:`is_tombstoned` uses): a Stop is final, so a marker for it that is
+        still there (Hermes' file could not be changed, or a stale write brought it back) is never offered or
+        resumed again. None otherwise."""
+        if started_at is None:
+            return None
+        index = self._load().stopped
+        if not index:
+            return None
+        want = _attempts_key(attempts)
+        for got, how in index.get(self._read_turn_id(home, session_key, started_at), ()):
+            if got is None or got == want:
+                return how
+        return None
+
+    def open_runs(self, home: Path | str) -> list[dict[str, Any]]:
+        """The runs in ``home`` whose newest event is an open one (:data:`OPEN_RUN`), oldest first: started, not
+        concluded in the journal. Cheap: an index kept as the journal is read."""
+        runs = self._load().open_runs
+        if not runs:
+            return []
+        key = self._read_home_key(home)
+        return [dict(ev) for ev in runs.values() if ev.get("home") == key]
+
+    def _read_home_key(self, home: Path | str) -> str:
+        text, now = os.fspath(home), time.monotonic()
+        hit = self._read_keys.get(text)
+        if hit is None or now - hit[0] >= READ_KEY_SECONDS:
+            if len(self._read_keys) > 256:
+                self._read_keys.clear()
+            hit = self._read_keys[text] = (now, home_key(home))
+        return hit[1]
 
     def _matches(self, index: dict[str, list[object]], home: Path | str, session_key: str,
                  started_at: float | int | None, attempts: object) -> bool:
