@@ -33,6 +33,7 @@ def run(args: argparse.Namespace) -> int:
 
     if args.limit < 1:
         return refuse(args, "--limit must be at least 1", EXIT_USAGE)
+    settle_open_runs(args)
     rows = entries(args.limit, args.session, args.homes)
     if args.json:
         print_json(rows)
@@ -57,6 +58,22 @@ def run(args: argparse.Namespace) -> int:
         via = f" [{ev['via']}]" if ev.get("via") else ""
         print(f"{when}  {ev.get('event', '?'):<11} {what}  {where}{via}" + (f"  {extra}" if extra else ""))
     return 0
+
+
+def settle_open_runs(args: argparse.Namespace) -> None:
+    """A run whose process is gone (a killed resume worker, a tray that quit) is settled from Hermes' facts
+    first, as every scan does (``core.continuing.orphans``): history never says "running" for a turn Hermes
+    finished. Bookkeeping: nothing here stops the command."""
+    try:
+        from hermes_tray.cli.common import selected_homes
+        from hermes_tray_core import default_journal, settle_orphaned_runs
+
+        journal = default_journal()
+        for home in selected_homes(args):
+            if journal.open_runs(home.path):
+                settle_orphaned_runs(home.path, journal=journal)
+    except Exception:  # never a reason not to show the history
+        pass
 
 
 def _show(value: object) -> str:
