@@ -18,7 +18,7 @@ from dataclasses import dataclass
 
 from hermes_tray_core import Outcome, ReasonCode, Verdict
 
-__all__ = ["ENGINE_WORDS", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
+__all__ = ["ENGINE_WORDS", "RESUME_AGAIN", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
            "status_word", "tries", "untitled_label"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
@@ -104,6 +104,9 @@ def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: st
                     _finish_by_hand(in_app), ("skip",))
     if verdict == Verdict.SKIPPED:
         return Held("Skipped", "You skipped it. It is not resumed.")
+    if verdict == Verdict.STOPPED:
+        return Held("Stopped", "You stopped it. It is not resumed again.", "Skip it once its home can be written.",
+                    ("skip",))
     if verdict == Verdict.RUNNING:
         if code == ReasonCode.OWNER_ALIVE:
             return Held("Open in Hermes", "It continues there.")
@@ -128,7 +131,7 @@ def status_word(verdict: str, code: str | None = None) -> str:
         return "open in Hermes"
     short: dict[str, str] = {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
                              Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
-                             Verdict.SKIPPED: "skipped"}
+                             Verdict.SKIPPED: "skipped", Verdict.STOPPED: "stopped"}
     return short.get(verdict, str(verdict))
 
 
@@ -156,6 +159,9 @@ class Ending:
     kind: str = "info"  # the notification's kind (hermes_tray.notify.base.URGENCY)
 
 
+#: What is left to do after a continuation failed, where the turn is listed (the command line says its own)
+RESUME_AGAIN = "If it is listed above, Resume tries again."
+
 #: Why a resume was refused, by ``core.continuing.resume`` code (and, for ``not-actionable``, by the policy's verdict).
 REFUSALS = {
     "claimed-elsewhere": ("Another Hermes Tray is resuming it.", ""),
@@ -163,6 +169,8 @@ REFUSALS = {
     "gone": ("It is no longer waiting.", ""),
     "changed": ("It changed since it was shown.", "Look at it again."),
     "settled": ("It was already finished or skipped.", ""),
+    "stopped": ("You stopped it. A Stop is final.", ""),
+    "home-read-only": ("Hermes cannot write in this home.", "Make it writable, then resume it."),
     "store-error": ("The tray could not read its own records.", "Run hermes-tray doctor."),
     "hermes-settings": ("The tray settings name no usable Hermes.", "Fix the Hermes command in Settings."),
 }
@@ -184,6 +192,12 @@ def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped
     where = ran_in_sentence(ran_in)
     if outcome is Outcome.COMPLETED:
         return Ending("Resumed and finished", where, "", "Hermes turn finished", "finished")
+    if outcome is Outcome.DETACHED and stopped:  # your Stop, but a Hermes window shares the session
+        return Ending("Left to your Hermes window", "Your Hermes window also uses it, so the tray did not stop it.",
+                      "Stop it there if you want it stopped.", "Turn left to Hermes", "info")
+    if outcome is Outcome.DETACHED:
+        return Ending("Left running in Hermes", "The tray stopped following it. Hermes goes on with it.",
+                      "History shows how it ends.", "", "info")
     if stopped:
         return Ending("Stopped", "You stopped it. It is not resumed again.",
                       "Go on in Hermes by hand." if in_app else "", "Turn stopped", "stopped")
@@ -196,7 +210,7 @@ def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped
         return Ending("Not resumed", why, can, "Turn not resumed", "refused")
     if outcome is Outcome.DECLINED:
         return Ending("Not resumed", "Hermes chose not to continue it.", "", "Turn not resumed", "refused")
-    again = "If it is listed above, Resume tries again."
+    again = RESUME_AGAIN
     if outcome is Outcome.INTERRUPTED:
         return Ending("Interrupted again", " ".join(x for x in ("Hermes stopped it before it finished.", where) if x),
                       again, "Hermes turn failed again", "failed")
