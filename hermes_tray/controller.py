@@ -767,7 +767,9 @@ class Controller(QObject):
         phase = progress.phase or ""
         frame = progress.last_frame
         frames = progress.frames or 0
-        status = {"waiting-for-backend": "waiting for your Hermes to start…", "starting": "starting Hermes…",
+        status = {"waiting-for-backend": "waiting for your Hermes to start…",
+                  "waiting-for-release": "waiting for your Hermes to let go of the session…",
+                  "starting": "starting Hermes…",
                   "resuming": "resuming the session…", "running": "working", "stopping": "stopping…",
                   "finishing": "finishing…"}.get(phase, phase)
         if frame and phase == "running":

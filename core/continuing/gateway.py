@@ -129,6 +129,7 @@ def continue_in_backend(
     on_connected: Callable[[], None] | None = None,
     other_backends: tuple[BackendEndpoint, ...] = (),
     connections: dict[int, RpcSession] | None = None,
+    left_before: tuple[str, float] | None = None,
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
@@ -144,6 +145,8 @@ def continue_in_backend(
     used before a session is resumed (refused, gated, no answer, capabilities unknown) gives ``backend_unusable``
     (why): the caller falls back to a spawned gateway. ``connections``: sessions the caller already opened
     (``connect_backend``, by backend pid); the one used is taken out of the dict, the rest stay the caller's.
+    ``left_before``: the session the tray left in this backend last time (runtime id, when): found live, idle and
+    untouched since, it is waited for until Hermes lets it go, instead of read as open in a Hermes window.
     """
     opts = options or GatewayOptions()
     home = Path(home)
@@ -164,7 +167,7 @@ def continue_in_backend(
               stop or threading.Event(), backend=backend)
     run.on_progress, run.on_dispatched, run.on_submitting, run.on_connected = (on_progress, on_dispatched,
                                                                                on_submitting, on_connected)
-    run.preopened, run.connections = preopened, connections
+    run.preopened, run.connections, run.left_before = preopened, connections, left_before
     run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
     run.result.ran_in, run.result.backend_pid, run.result.where = RanIn.RUNNING_BACKEND, backend.pid, where
     return run.run()

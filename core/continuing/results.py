@@ -47,7 +47,7 @@ def stop_reason(stop: threading.Event) -> StopReason | None:
 class Progress:
     """What a continuation is doing, for a progress line: phase, seconds since start, last frame, and where it runs."""
 
-    phase: str  # waiting-for-backend | starting | resuming | running | stopping | finishing
+    phase: str  # waiting-for-backend | starting | waiting-for-release | resuming | running | stopping | finishing
     elapsed: float
     last_frame: str | None = None
     frames: int = 0
@@ -92,6 +92,9 @@ class ContinuationResult:
     # Where state.db will show this continuation's note answered: (stored session, messages.id before it). With the
     # note's digest it is journalled at dispatch, so the turn's end can be read from Hermes after our process died.
     note_mark: tuple[str, int] | None = None
+    # The runtime session the tray resumed in the user's running Hermes and left there (Hermes lets it go once idle
+    # with no client): journalled, so a later resume knows that live session for the tray's own leftover.
+    left_session: str | None = None
     # Why Hermes did not continue the turn in this run (``declined``): a reason code read from Hermes' facts.
     not_continued: NotContinued | None = None
     # Another Hermes process that continues it or holds the session (the losing side of a race), when known.
@@ -115,6 +118,7 @@ class GatewayOptions:
     start_timeout: float = 150.0  # for the first frame once Hermes said it continues (it builds its agent: ≤120 s)
     facts_interval: float = 2.0  # while Hermes sends nothing, how often its facts (state.db, marker) are read
     backend_start_wait: float = 10.0  # a running Hermes of the home that is still starting is waited for this long
+    release_wait: float = 30.0  # for Hermes to let go of a session the tray itself left there (its grace is 20 s)
 
 
 def gateway_log_path(session_key: str) -> Path:

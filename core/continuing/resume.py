@@ -314,6 +314,20 @@ class _Resume:
             if backends is not None:
                 backends.close()
 
+    def _left_before(self, backend_pid: int) -> tuple[str, float] | None:
+        """The session a run of ours last left in that backend for this turn's session (runtime id, when), from the
+        journal; None when none (or the journal cannot be read)."""
+        try:
+            from hermes_tray_core.stores import decisions
+
+            for ev in decisions.default_journal().history(50, home=self.home_s, session_key=self.key):
+                if ev.get("backend_pid") == backend_pid and isinstance(ev.get("left_sid"), str):
+                    at = ev.get("created_at")
+                    return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
+        except Exception:
+            logger.debug("cannot read which session the tray left in %s", backend_pid, exc_info=True)
+        return None
+
     def _waiting_for_backend(self) -> None:
         """A running Hermes of the home is still starting: say so while the tray waits for it."""
         if self.on_progress is not None:
@@ -461,7 +475,8 @@ class _Resume:
                                           options=options, on_progress=self.on_progress,
                                           on_dispatched=self._dispatched, stop=self.stop, expected=entry,
                                           on_submitting=self._submitting, on_connected=self._approve,
-                                          other_backends=tuple(backends.found), connections=backends.connections)
+                                          other_backends=tuple(backends.found), connections=backends.connections,
+                                          left_before=self._left_before(backend.pid))
                 res.timings["find_backend"] = backends.took
                 res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
                 if not res.backend_unusable:
@@ -499,6 +514,8 @@ class _Resume:
                          not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
             return self.result(Outcome.REFUSED, res.message, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
                                fallback=fallback)
+        if res.left_session:
+            where["left_sid"] = res.left_session  # the session left to Hermes in that backend (Run._left_by_us)
         fields = {"attempt": res.attempt, "attempts": self.attempts, "continued_by": res.continued_by,
                   "status": res.status, "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
                   **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}

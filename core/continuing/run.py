@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 from hermes_tray_core.backend.rpc import GatewayError, RpcError
-from hermes_tray_core.backend.sessions import session_row
+from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
 from hermes_tray_core.backend.stdio import GatewayProcess
-from hermes_tray_core.continuing.facts import live_reuse, touched_by_other, wall_time_of
+from hermes_tray_core.continuing.facts import TOUCH_SLACK, live_reuse, touched_by_other, wall_time_of
 from hermes_tray_core.continuing.follow import Follow
 from hermes_tray_core.continuing.results import ContinuationResult
 from hermes_tray_core.continuing.runstate import OPEN_IN_APP, Stopped
+from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import NotContinued, Outcome
 
 __all__ = ["Run"]
@@ -42,6 +43,7 @@ class Run(Follow):
                 # session.close there, and resumed it without close_on_disconnect: Hermes parks a session left
                 # without a client and lets it go once it is idle (after its 20 s grace), while a turn still running
                 # in it goes on — the tray quitting (or being killed) never ends a continuation there (detach()).
+                self.result.left_session = self.sid
                 self.gw.shutdown(self.opts.shutdown_grace)
             elif isinstance(self.gw, GatewayProcess) and self.gw.proc is not None:
                 self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
@@ -54,7 +56,39 @@ class Run(Follow):
         listed = self.gw.request("session.active_list", {}, timeout=self.opts.rpc_timeout)
         if not isinstance(listed.get("sessions"), list):
             raise GatewayError("its session.active_list answer has no session list")
+        row = session_row(listed, self.key)
+        if row is not None and self._left_by_us(row):
+            listed = self._wait_let_go(row)
         return self._live_there(listed, self.backend.pid)
+
+    def _left_by_us(self, row: dict[str, Any]) -> bool:
+        """The live session is the one the tray itself left here last time, idle, untouched since: Hermes holds it
+        only until its reap grace passes (the tray never closes a session for everyone), no window has it."""
+        if self.left_before is None or row.get("id") != self.left_before[0]:
+            return False
+        if str(row.get("status") or "") in RUNNING_STATUSES:
+            return False
+        last = strict_finite(row.get("last_active"))
+        return last is not None and last <= self.left_before[1] + TOUCH_SLACK
+
+    def _wait_let_go(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Wait (``release_wait``, stoppable) for Hermes to let go of the session the tray left; the last answer
+        of ``session.active_list``. Anything else happening to the session ends the wait: a window then has it."""
+        phase, self.phase = self.phase, "waiting-for-release"
+        self.progress(force=True)
+        deadline = time.monotonic() + self.opts.release_wait
+        try:
+            while True:
+                if self.stop.is_set():
+                    raise Stopped
+                time.sleep(0.5)
+                listed = self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout))
+                now = session_row(listed, self.key)
+                if now is None or now != row and not self._left_by_us(now) or time.monotonic() >= deadline:
+                    return listed
+                self.progress()
+        finally:
+            self.phase = phase
 
     def _live_there(self, listed: dict[str, Any], pid: int) -> str | None:
         live = session_row(listed, self.key) is not None

@@ -55,6 +55,8 @@ class RunState:
         self.preopened = False  # ``gw`` was connected while the caller re-checked the turn
         self.other_backends: tuple[BackendEndpoint, ...] = ()
         self.connections: dict[int, RpcSession] = {}  # ready sessions the caller opened, by backend pid
+        # The session the tray left in this backend last time (runtime id, when it left): see Run._left_by_us.
+        self.left_before: tuple[str, float] | None = None
         self.t0 = time.monotonic()
         self.phase = "starting"
         self.last_frame: str | None = None

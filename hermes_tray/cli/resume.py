@@ -79,6 +79,8 @@ def progress_text(p: Any) -> str | None:
     """A continuation's progress in plain words (None: nothing new to say; the outcome line follows)."""
     if p.phase == "waiting-for-backend":
         return "Waiting for your Hermes to start…"
+    if p.phase == "waiting-for-release":
+        return "Waiting for your Hermes to let go of the session the tray left there…"
     if p.phase in ("starting", "resuming"):
         return "Continuing in your running Hermes…" if p.ran_in == "running-backend" else \
             "Starting Hermes for this turn…"
