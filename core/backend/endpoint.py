@@ -16,6 +16,7 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -32,6 +33,9 @@ from hermes_tray_core.process.identity import ProcessIdentity
 from hermes_tray_core.vocab import ProcessKind
 
 DEFAULT_PORT = 9119
+#: A backend younger than this that offers no token yet is still starting (it listens a moment before it
+#: publishes its host record): waited for, not passed over.
+STARTING_AGE = 60.0
 TOKEN_ENV = "HERMES_DASHBOARD_SESSION_TOKEN"
 PAGE_TIMEOUT = 3.0
 PAGE_LIMIT = 4 * 1024 * 1024
@@ -188,8 +192,11 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
                                   "use it")
         token = page.token
         if not token:
-            raise BackendUnusable(f"your running Hermes ({proc.describe()}) offers no session token (none in its "
-                                  f"environment, its host record — {record_why} — or its page)")
+            why = (f"your running Hermes ({proc.describe()}) offers no session token (none in its environment, its "
+                   f"host record — {record_why} — or its page)")
+            if time.time() - proc.start_time < STARTING_AGE:  # a 0.22 Hermes writes its host record once it serves
+                raise BackendStarting(why)
+            raise BackendUnusable(why)
     if not proc.is_alive():
         raise BackendUnusable(f"{proc.describe()} exited")
     return BackendEndpoint(proc.pid, identity, host, port, python, token, source)

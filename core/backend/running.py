@@ -82,7 +82,7 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
         if found or not starting:
             return found, why
         if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
-            return [], (f"{starting[0]} did not become ready within {wait:g} s" if wait > 0 else why)
+            return [], (f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why)
         if not said and on_waiting is not None:
             said = True
             on_waiting()
