@@ -702,8 +702,11 @@ class Controller(QObject):
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
 
     def _ending(self, out: RunResult, *, stopped: bool) -> words.Ending:
-        return words.ending(out.outcome, code=out.code, verdict=out.verdict, stopped=stopped, attempts=out.attempts,
-                            ran_in=out.ran_in, in_app=not self.demo)
+        e = words.ending(out.outcome, code=out.code, verdict=out.verdict, stopped=stopped, attempts=out.attempts,
+                         ran_in=out.ran_in, in_app=not self.demo)
+        if stopped and out.marker_left:  # your Stop holds, but Hermes' own file still names the turn: say so
+            e = replace(e, can_do=words.stop_not_written(out.marker_left))
+        return e
 
     def _add_recent(self, item: RecentItem) -> None:
         """The newest word on a turn replaces the older ones (a skip after "Not resumed" says "Skipped")."""

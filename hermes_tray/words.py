@@ -18,8 +18,8 @@ from dataclasses import dataclass
 
 from hermes_tray_core import Outcome, ReasonCode, Verdict
 
-__all__ = ["ENGINE_WORDS", "RESUME_AGAIN", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short", "ran_in_sentence",
-           "status_word", "tries", "untitled_label"]
+__all__ = ["ENGINE_WORDS", "RESUME_AGAIN", "Ending", "Held", "catalogue", "ending", "held", "ran_in_short",
+           "ran_in_sentence", "status_word", "stop_not_written", "tries", "untitled_label"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
@@ -225,6 +225,11 @@ def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped
                       "failed")
     return Ending("Not resumed", "Hermes could not resume it.", "Run hermes-tray doctor.", "Turn not resumed",
                   "failed")
+
+
+def stop_not_written(why: str) -> str:
+    """After your Stop, Hermes' own file could not be changed (``why``, plain words): one sentence, what to do."""
+    return f"Hermes' file could not be changed: {why}. It is still never resumed; Skip clears it once that is fixed."
 
 
 # -- notifications -------------------------------------------------------------------------------------------
