@@ -816,6 +816,9 @@ class Controller(QObject):
         elif stopped:
             note = Note(note_key, e.title, _body(title, e), log_line=f"stopped: {who}", kind=e.kind)
             self._forget_continued(key)
+        elif outcome is Outcome.DETACHED:  # left running in Hermes as the tray quits: no failure to say
+            log.info("left to Hermes: %s", who)
+            note = None
         else:
             # said after the scan this finish triggers (or FAILURE_VERDICT_MS at the latest)
             self._turn(key).failure = _Failure(note_key, title, out, run, self._outcomes)
