@@ -38,6 +38,7 @@ _FACE = {
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
     "turn_started_at": "continuing.claim",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
+    "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
     "find_hermes": "continuing.gateway",
     "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
     "HermesSettingsError": "continuing.gateway",
@@ -78,7 +79,7 @@ _FACE = {
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
     "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
-    "StepKind": "vocab",
+    "StepKind": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
 }
 
@@ -89,7 +90,8 @@ __all__ = [
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
     "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
-    "turn_started_at", "Progress", "GatewayOptions", "find_hermes", "probe_capabilities", "HermesNotFound",
+    "turn_started_at", "Progress", "GatewayOptions", "StopRequest", "settle_orphaned_runs", "find_hermes",
+    "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
     "wait_for_marker_settle", "AutoContinueConfig", "BackendConfigError", "read_backend_config",
@@ -103,7 +105,7 @@ __all__ = [
     "ensure_private_dir", "atomic_write_bytes", "os_error_text", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
-    "StopCause", "StepKind", "InvalidIdError", "validate_session_id", "strict_finite",
+    "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
@@ -118,6 +120,8 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         find_hermes,
         probe_capabilities,
     )
+    from hermes_tray_core.continuing.orphans import settle_orphaned_runs
+    from hermes_tray_core.continuing.results import StopRequest
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
@@ -201,6 +205,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         SkipOutcome,
         StepKind,
         StopCause,
+        StopReason,
         TurnSource,
         Verdict,
         WriterState,

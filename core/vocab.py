@@ -9,7 +9,8 @@ import enum
 import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
-           "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource", "StopCause", "StepKind"]
+           "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource", "StopCause", "StepKind",
+           "StopReason"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -37,6 +38,9 @@ class Verdict(StrEnum):
     # Not one of Hermes' verdicts and never returned by ``policy.decide``: core.continuing.claim's tombstone (this
     # exact turn was skipped; a stale Hermes write brought its marker back, and the scanner removes it again).
     SKIPPED = "skipped"
+    # Not one of Hermes' verdicts either: you stopped this turn (or the tray gave up on it), the decision journal
+    # says so, and its marker is still there (Hermes' file could not be changed): never offered or resumed again.
+    STOPPED = "stopped"
 
 
 class WriterState(StrEnum):
@@ -80,6 +84,7 @@ class ReasonCode(StrEnum):
     WEBUI_SERVER_LIVE = "webui-server-live"
     WEBUI_INTERRUPTED = "webui-interrupted"
     TOMBSTONED = "tombstoned"  # skipped earlier (the decision journal): never offered again
+    STOPPED = "stopped"  # stopped by you, or given up by the tray, earlier (the decision journal): never again
 
 
 class Outcome(StrEnum):
@@ -92,6 +97,9 @@ class Outcome(StrEnum):
     CRASHED = "crashed"
     TIMED_OUT = "timed-out"
     DECLINED = "declined"  # a backend with the feature chose not to continue
+    # The tray stopped following the continuation (it quit, or a Hermes window shares the session) and left it to
+    # the user's running Hermes: how it ends is read from Hermes later (core.continuing.orphans).
+    DETACHED = "detached"
     REFUSED = "refused"
     GAVE_UP = "gave-up"
 
@@ -134,6 +142,7 @@ class Finish(StrEnum):
     STREAM = "stream"  # Hermes' own terminal frame (message.complete) on the tray's connection
     STATE_DB = "state-db"  # the events went elsewhere (a window took the session): Hermes' state.db has the reply
     LEFT_ALONE = "left-alone"  # the tray could not tell its turn from someone else's and left the session alone
+    DETACHED = "detached"  # the tray quit while it ran: not learnt here; the next scan reads it from Hermes
 
 
 class Refusal(StrEnum):
@@ -145,6 +154,8 @@ class Refusal(StrEnum):
     GONE = "gone"  # no longer marked: finished, skipped or resumed elsewhere
     CHANGED = "changed"  # the marker differs from the entry the user was shown
     ALREADY_SETTLED = "settled"  # the decision journal has it completed/skipped, yet its marker is back
+    STOPPED = "stopped"  # the decision journal has it stopped by you (or given up), yet its marker is still there
+    HOME_READ_ONLY = "home-read-only"  # Hermes could not write where the continuation must: nothing was started
     NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
     STORE_ERROR = "store-error"  # the lease store or the marker file could not be used: unsure, so nobody acts
     NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
@@ -197,3 +208,13 @@ class StepKind(StrEnum):
 
     TOOL = "tool"  # a tool call (with or without its result yet)
     TEXT = "text"  # text the assistant wrote
+
+
+class StopReason(StrEnum):
+    """Why a running continuation is asked to stop (``core.continuing.results.StopRequest``).
+
+    Only the user's Stop ends a turn; the tray or the helper shutting down (Quit, logout, SIGTERM, an update)
+    leaves it to Hermes as if the tray had never been there."""
+
+    USER = "you"  # the menu's or window's Stop, Ctrl-C in ``resume --wait``: interrupted, for good
+    SHUTDOWN = "shutdown"  # the tray quits: it stops following; the continuation is left to Hermes

@@ -43,6 +43,7 @@ class RunResult:
     ran_in: str = ""
     where: str = ""
     verdict: str = ""  # a ``not-actionable`` refusal's verdict (running, disabled, stale, unsure, settled)
+    marker_left: str = ""  # Hermes' file could not be changed after the run: why, in plain words
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,17 @@ from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_names
 from hermes_tray.watch.detector import ScanReport
-from hermes_tray_core import AskOnce, Progress, TraySettings, TurnRecord, ident, turn_key, waiting
+from hermes_tray_core import (
+    AskOnce,
+    Progress,
+    StopReason,
+    StopRequest,
+    TraySettings,
+    TurnRecord,
+    ident,
+    turn_key,
+    waiting,
+)
 
 log = logging.getLogger(__name__)
 
@@ -75,7 +85,7 @@ class _Run:
     key: str
     title: str
     started: float
-    stop: threading.Event
+    stop: StopRequest
     status: str = "starting…"
     wall_started: float = field(default_factory=time.time)
     thread: threading.Thread | None = None
@@ -127,7 +137,10 @@ class _Turn:
 
 
 def _end_descendants(*, since: float, grace: float = 2.0) -> None:
-    """Terminate, then kill, this process's descendants created at ``since`` or later."""
+    """Kill this process's descendants created at ``since`` or later (a Hermes gateway a continuation started).
+
+    SIGKILL, not SIGTERM: Hermes ends a running turn as interrupted and clears its marker on SIGTERM (the turn would
+    be lost); killed, it leaves the marker, and the turn is offered again (``core.continuing.runstate``'s detach)."""
     import psutil
 
     try:
@@ -136,16 +149,10 @@ def _end_descendants(*, since: float, grace: float = 2.0) -> None:
         return
     for p in procs:
         try:
-            p.terminate()
-        except psutil.Error:
-            pass
-    _gone, alive = psutil.wait_procs(procs, timeout=grace)
-    for p in alive:
-        try:
             p.kill()
         except psutil.Error:
             pass
-    psutil.wait_procs(alive, timeout=grace)
+    psutil.wait_procs(procs, timeout=grace)
     for p in procs:
         log.warning("ended process %s left by a continuation", p.pid)
 
@@ -527,7 +534,7 @@ class Controller(QObject):
         rec = record if record is not None else self._records.get(key)
         if rec is None or self.phase(key) in (Phase.RUNNING, Phase.SKIPPING):
             return False
-        run = _Run(key, self._label(rec), time.monotonic(), threading.Event(), record=rec, origin=origin)
+        run = _Run(key, self._label(rec), time.monotonic(), StopRequest(), record=rec, origin=origin)
         self._set_phase(key, Phase.RUNNING, run)
         self._turn(key).continued = True
         self.notes.resolved({(str(rec.home), rec.session_key)})
@@ -660,16 +667,19 @@ class Controller(QObject):
         return True
 
     def shutdown(self, wait: float | None = None) -> None:
-        """Finish queued writes, stop running continuations (they retire their markers as a confirmed
-        Stop) and wait.
+        """Finish queued writes, let go of running continuations and wait.
 
-        The wait is what the engine itself may need to stop a run (:func:`stop_budget`); a run
-        still going after that has its processes (this process's descendants started since it
-        began) terminated, then killed: quitting never leaves a Hermes child behind.
+        Quitting (Quit, logout, SIGTERM, SIGHUP, an update) is never the user's Stop: each continuation is left as
+        it would be without the tray (:class:`~hermes_tray_core.StopReason` ``SHUTDOWN``). In the user's running
+        Hermes it goes on and the next start reads how it ended from Hermes; a separate Hermes process the tray
+        started is killed, its turn left interrupted and offered again. Nothing is journalled as stopped by you.
+        The wait is what the engine itself may need (:func:`stop_budget`); a run still going after that has its
+        processes (this process's descendants started since it began) killed: quitting never leaves a Hermes child
+        behind.
         """
         runs = self._runs()
         for run in runs:
-            run.stop.set()
+            run.stop.request(StopReason.SHUTDOWN)
         self._quitting.set()
         self._writer.shutdown(wait=True)  # a skip or settings save the user asked for is finished, not torn
         if not runs:
@@ -743,8 +753,11 @@ class Controller(QObject):
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
 
     def _ending(self, out: RunResult, *, stopped: bool) -> words.Ending:
-        return words.ending(out.outcome, code=out.code, verdict=out.verdict, stopped=stopped, attempts=out.attempts,
-                            ran_in=out.ran_in, in_app=not self.demo)
+        e = words.ending(out.outcome, code=out.code, verdict=out.verdict, stopped=stopped, attempts=out.attempts,
+                         ran_in=out.ran_in, in_app=not self.demo)
+        if stopped and out.marker_left:  # your Stop holds, but Hermes' own file still names the turn: say so
+            e = replace(e, can_do=words.stop_not_written(out.marker_left))
+        return e
 
     def _add_recent(self, item: RecentItem) -> None:
         """The newest word on a turn replaces the older ones (a skip after "Not resumed" says "Skipped")."""
@@ -808,8 +821,11 @@ class Controller(QObject):
         phase = progress.phase or ""
         frame = progress.last_frame
         frames = progress.frames or 0
-        status = {"starting": "starting Hermes…", "resuming": "resuming the session…",
-                  "running": "working", "stopping": "stopping…", "finishing": "finishing…"}.get(phase, phase)
+        status = {"waiting-for-backend": "waiting for your Hermes to start…",
+                  "waiting-for-release": "waiting for your Hermes to let go of the session…",
+                  "starting": "starting Hermes…",
+                  "resuming": "resuming the session…", "running": "working", "stopping": "stopping…",
+                  "finishing": "finishing…"}.get(phase, phase)
         if frame and phase == "running":
             status = f"{_frame_text(str(frame))} · {frames} update{'s' if frames != 1 else ''}"
         if not run.stop.is_set():
@@ -823,7 +839,8 @@ class Controller(QObject):
         title = run.title if run else "Hermes turn"
         if out.outcome is Outcome.GAVE_UP and out.attempts is None and run is not None and run.record is not None:
             out = replace(out, attempts=run.record.attempts)  # refused at the budget: the tries the turn had
-        stopped = run is not None and run.stop.is_set() and out.outcome is not Outcome.COMPLETED
+        stopped = run is not None and run.stop.is_set() and run.stop.reason is StopReason.USER \
+            and out.outcome is not Outcome.COMPLETED
         self._remember(key, title, out, stopped=stopped)
         who = turn_identity(run.record) if run is not None and run.record is not None else key
         self._outcomes += 1
@@ -850,6 +867,9 @@ class Controller(QObject):
         elif stopped:
             note = Note(note_key, e.title, _body(title, e), log_line=f"stopped: {who}", kind=e.kind)
             self._forget_continued(key)
+        elif outcome is Outcome.DETACHED:  # left running in Hermes as the tray quits: no failure to say
+            log.info("left to Hermes: %s", who)
+            note = None
         else:
             # said after the scan this finish triggers (or FAILURE_VERDICT_MS at the latest)
             self._turn(key).failure = _Failure(note_key, title, out, run, self._outcomes)

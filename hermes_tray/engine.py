@@ -307,4 +307,5 @@ def run_result(result: ResumeResult) -> RunResult:
         ran_in=str(cont.ran_in or "") if cont is not None and cont.dispatched else "",
         where=str(cont.where or "") if cont is not None and cont.dispatched else "",
         verdict=str(result.verdict or "") if outcome is Outcome.REFUSED else "",
+        marker_left=str((cont.marker_left if cont is not None else "") or ""),
     )

@@ -19,9 +19,9 @@ from typing import Any
 
 from hermes_tray_core import Outcome, ReasonCode, Verdict
 
-__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "VIA_TEXT", "Ending", "Held", "catalogue", "ending", "error_text",
-           "event_detail", "event_text", "held", "ran_in_short", "ran_in_sentence", "status_word", "tries", "untitled_label",
-           "value_text", "via_text"]
+__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "ending",
+           "error_text", "event_detail", "event_text", "held", "ran_in_short", "ran_in_sentence", "status_word",
+           "stop_not_written", "tries", "untitled_label", "value_text", "via_text"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
@@ -116,6 +116,9 @@ def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: st
                     _finish_by_hand(in_app), ("skip",))
     if verdict == Verdict.SKIPPED:
         return Held("Skipped", "You skipped it. It is not resumed.")
+    if verdict == Verdict.STOPPED:
+        return Held("Stopped", "You stopped it. It is not resumed again.", "Skip it once its home can be written.",
+                    ("skip",))
     if verdict == Verdict.RUNNING:
         if code == ReasonCode.OWNER_ALIVE:
             return Held("Open in Hermes", "It continues there.")
@@ -140,7 +143,7 @@ def status_word(verdict: str, code: str | None = None) -> str:
         return "open in Hermes"
     short: dict[str, str] = {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
                              Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
-                             Verdict.SKIPPED: "skipped"}
+                             Verdict.SKIPPED: "skipped", Verdict.STOPPED: "stopped"}
     return short.get(verdict, str(verdict))
 
 
@@ -168,6 +171,9 @@ class Ending:
     kind: str = "info"  # the notification's kind (hermes_tray.notify.base.URGENCY)
 
 
+#: What is left to do after a continuation failed, where the turn is listed (the command line says its own)
+RESUME_AGAIN = "If it is listed above, Resume tries again."
+
 #: Why a resume was refused, by ``core.continuing.resume`` code (and, for ``not-actionable``, by the policy's verdict).
 REFUSALS = {
     "claimed-elsewhere": ("Another Hermes Tray is resuming it.", ""),
@@ -175,6 +181,8 @@ REFUSALS = {
     "gone": ("It is no longer waiting.", ""),
     "changed": ("It changed since it was shown.", "Look at it again."),
     "settled": ("It was already finished or skipped.", ""),
+    "stopped": ("You stopped it. A Stop is final.", ""),
+    "home-read-only": ("Hermes cannot write in this home.", "Make it writable, then resume it."),
     "store-error": ("The tray could not read its own records.", "Run hermes-tray doctor."),
     "hermes-settings": ("The tray settings name no usable Hermes.", "Fix the Hermes command in Settings."),
 }
@@ -196,6 +204,12 @@ def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped
     where = ran_in_sentence(ran_in)
     if outcome is Outcome.COMPLETED:
         return Ending("Resumed and finished", where, "", "Hermes turn finished", "finished")
+    if outcome is Outcome.DETACHED and stopped:  # your Stop, but a Hermes window shares the session
+        return Ending("Left to your Hermes window", "Your Hermes window also uses it, so the tray did not stop it.",
+                      "Stop it there if you want it stopped.", "Turn left to Hermes", "info")
+    if outcome is Outcome.DETACHED:
+        return Ending("Left running in Hermes", "The tray stopped following it. Hermes goes on with it.",
+                      "History shows how it ends.", "", "info")
     if stopped:
         return Ending("Stopped", "You stopped it. It is not resumed again.",
                       "Go on in Hermes by hand." if in_app else "", "Turn stopped", "stopped")
@@ -208,7 +222,7 @@ def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped
         return Ending("Not resumed", why, can, "Turn not resumed", "refused")
     if outcome is Outcome.DECLINED:
         return Ending("Not resumed", "Hermes chose not to continue it.", "", "Turn not resumed", "refused")
-    again = "If it is listed above, Resume tries again."
+    again = RESUME_AGAIN
     if outcome is Outcome.INTERRUPTED:
         return Ending("Interrupted again", " ".join(x for x in ("Hermes stopped it before it finished.", where) if x),
                       again, "Hermes turn failed again", "failed")
@@ -223,6 +237,11 @@ def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped
                       "failed")
     return Ending("Not resumed", "Hermes could not resume it.", "Run hermes-tray doctor.", "Turn not resumed",
                   "failed")
+
+
+def stop_not_written(why: str) -> str:
+    """After your Stop, Hermes' own file could not be changed (``why``, plain words): one sentence, what to do."""
+    return f"Hermes' file could not be changed: {why}. It is still never resumed; Skip clears it once that is fixed."
 
 
 # -- notifications -------------------------------------------------------------------------------------------
@@ -246,6 +265,7 @@ EVENT_TEXT = {
     "continuing": "Hermes continues it", "completed": "Finished", "interrupted": "Stopped", "failed": "Failed",
     "gave-up": "Gave up", "refused": "Not resumed", "skipped": "Skipped", "cleared": "Cleared by Hermes",
     "config-changed": "Settings changed", "snoozed": "Remind me later", "stopped": "Hermes stopped",
+    "detached": "Left to Hermes",
 }
 #: who or what acted (the journal's ``via``: an origin, or the channel a notification went out by; a
 #: configuration change's ``by``), in words

@@ -18,7 +18,7 @@ from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
-from hermes_tray_core.vocab import Outcome
+from hermes_tray_core.vocab import Outcome, StopReason
 from tests.support.sim_homes import make_home, pid_running, plant_marker
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
@@ -274,7 +274,7 @@ def test_stop_interrupts_and_retires_the_marker(sims, tmp_path):
     t0 = time.monotonic()
     res = run(home, key, sims["legacy"], stop=stop, on_progress=progress)
     assert res.outcome == Outcome.INTERRUPTED and res.status == "interrupted"
-    assert res.stopped_by_request  # the journal says "stopped by you", not "interrupted in Hermes"
+    assert res.stopped_by == StopReason.USER  # the journal says "stopped by you", not "interrupted in Hermes"
     assert time.monotonic() - t0 < 10
     assert key not in list_turn_markers(home)  # a confirmed Stop is never continued again
     assert not pid_running(res.gateway_pid)
@@ -334,17 +334,33 @@ def test_gateway_stderr_goes_to_a_private_log(sims, tmp_path):
     assert PROMPT not in log.read_text(encoding="utf-8", errors="replace")
 
 
-def test_stop_before_hermes_is_ready_leaves_the_turn_pending(sims, tmp_path):
+def test_your_stop_before_hermes_is_ready_ends_the_turn_for_good(sims, tmp_path):
     home, key = make_home(tmp_path / "home")
     write_control(home, never_ready=True)
     entry = plant_marker(home, key, PROMPT)
     stop = threading.Event()
     threading.Timer(0.5, stop.set).start()
-    res = run(home, key, sims["legacy"], stop=stop, options=gateway.GatewayOptions(shutdown_grace=1.0))
-    assert res.outcome == Outcome.INTERRUPTED and not res.dispatched and "still pending" in res.message
-    assert res.stopped_by_request  # History: "stopped by you before it started (still waiting)"
+    res = run(home, key, sims["legacy"], stop=stop, options=gateway.GatewayOptions(shutdown_grace=1.0),
+              expected=entry)
+    assert res.outcome == Outcome.INTERRUPTED and not res.dispatched and "not resumed again" in res.message
+    assert res.stopped_by == StopReason.USER  # History: "stopped before it started"
     assert not pid_running(res.gateway_pid)
-    assert list_turn_markers(home)[key] == entry
+    assert key not in list_turn_markers(home)  # a Stop is final: Hermes' own resume will not continue it either
+
+
+def test_the_tray_quitting_before_hermes_is_ready_leaves_the_turn_waiting(sims, tmp_path):
+    from hermes_tray_core import StopRequest
+
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_ready=True)
+    entry = plant_marker(home, key, PROMPT)
+    stop = StopRequest()
+    threading.Timer(0.5, stop.request, args=(StopReason.SHUTDOWN,)).start()
+    res = run(home, key, sims["legacy"], stop=stop, options=gateway.GatewayOptions(shutdown_grace=1.0))
+    assert res.outcome == Outcome.INTERRUPTED and not res.dispatched and "still waiting" in res.message
+    assert res.stopped_by == StopReason.SHUTDOWN  # never "stopped by you"
+    assert not pid_running(res.gateway_pid)
+    assert list_turn_markers(home)[key] == entry  # untouched: offered again
 
 
 # ── the gateway's process group ─────────────────────────────────────────────────────────────────

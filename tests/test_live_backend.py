@@ -205,6 +205,46 @@ def test_a_session_open_in_another_client_is_left_alone_and_keeps_its_events(sim
             window.shutdown()
 
 
+@pytest.mark.parametrize("cap", ["legacy", "auto-continue"])
+def test_the_session_the_tray_left_there_is_waited_for_not_read_as_a_window(sims, tmp_path, cap):
+    # The tray leaves its session to Hermes (a turn running there must outlive the tray), which lets it go once
+    # idle after its grace: a second resume of the same session right after sees it live, knows it for its own
+    # leftover (the same runtime id, untouched since the tray left) and waits for Hermes to let it go.
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    write_control(home, dashboard_orphan_grace=2.0)
+    with running_sim_dashboard(root_of(sims[cap]), home):
+        first = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test")
+        assert first.outcome == Outcome.COMPLETED, first.message
+        phases: list[str] = []
+        again = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test",
+                            on_progress=lambda p: phases.append(p.phase))
+        assert again.outcome == Outcome.COMPLETED, again.message
+        assert "waiting-for-release" in phases
+        assert again.continuation is not None and again.continuation.ran_in == RanIn.RUNNING_BACKEND
+    assert len(read_turns(home)) == 2
+
+
+def test_the_session_the_tray_left_is_a_windows_once_a_window_took_it(sims, tmp_path):
+    home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    write_control(home, dashboard_orphan_grace=30.0)
+    with running_sim_dashboard(root_of(sims["legacy"]), home):
+        first = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test")
+        assert first.outcome == Outcome.COMPLETED, first.message
+        backend, why = find_live_backend(home)
+        assert backend is not None, why
+        window = client(backend)
+        try:
+            time.sleep(0.05)
+            window.request("session.resume", {"session_id": key}, 5)  # the user opens it: it is the window's now
+            t0 = time.monotonic()
+            res = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test")
+            assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
+            assert time.monotonic() - t0 < 10  # not waited for: a window has it
+        finally:
+            window.shutdown()
+    assert len(read_turns(home)) == 1
+
+
 def test_the_backend_stopped_before_the_resume_means_a_spawned_gateway(sims, tmp_path):
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     entry = plant_marker(home, key, PROMPT)

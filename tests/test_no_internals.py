@@ -241,5 +241,6 @@ def test_the_sentences_the_issue_quoted_now_say_what_happened(tmp_path: Path, mo
 
     decisions.default_journal().record("dispatched", home=str(home.path), session_key="s-wait", started_at=1.5e9,
                                        via="tray-menu", attempt=1, t_active_list=0.003)
-    said = _run(["history", "--session", "s-wait"]).splitlines()[0]
+    # (history first settles that run from Hermes' facts: a "Cleared by Hermes" line comes above it)
+    said = next(x for x in _run(["history", "--session", "s-wait"]).splitlines() if "Sent to Hermes" in x)
     assert re.match(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d  Sent to Hermes +s-wait  from the menu · attempt 1$", said.strip()), said

@@ -226,10 +226,13 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
     reader.start()
     deadline = time.monotonic() + 20
-    while time.monotonic() < deadline and not any("message.start" in ln for ln in lines):
+    while time.monotonic() < deadline and not any("Hermes is answering…" in ln for ln in lines):
         time.sleep(0.05)
     gw_pid = list_turn_markers(home)[key]["writer_pid"]
     assert any("Ctrl-C stops it for good" in ln for ln in lines)  # said before
+    # progress in plain words, never the engine's phases or frame names
+    assert any(ln.strip() == "Hermes is answering…" for ln in lines), lines
+    assert not any("message.start" in ln or "last frame" in ln or "resuming " in ln for ln in lines), lines
     p.send_signal(signal.SIGINT)
     assert p.stderr is not None
     err = p.stderr.read()
@@ -290,8 +293,9 @@ def test_cli_stopped_then_killed_after_hermes_finished_is_settled_from_state_db(
     assert again.returncode == 1 and "no interrupted turn" in err
     assert [t["kind"] for t in read_turns(home)] == ["note"]  # Hermes ran exactly one continuation
     # "dispatched" is journalled once Hermes acknowledged the submit; the stop can land before that (a loaded
-    # machine), and the journal then says only what the tray saw. Settled as completed either way.
-    assert journal_events(key) in (["approved", "continuing", "dispatched", "completed"],
+    # machine), and the journal then says only what the tray saw. Settled as completed either way: the run the
+    # killed process left open (core.continuing.orphans) and the marker it kept (core.continuing.completion).
+    assert journal_events(key) in (["approved", "continuing", "dispatched", "completed", "completed"],
                                    ["approved", "continuing", "completed"])
 
 
@@ -307,8 +311,10 @@ def test_cli_sigterm_or_sighup_stops_the_continuation_cleanly(sim_roots, env, tm
     gw_pid = list_turn_markers(home)[key]["writer_pid"]
     p.send_signal(getattr(signal, sig))
     _out, err = p.communicate(timeout=40)
-    assert p.returncode == 4 and f"{sig}: stopping the continuation cleanly" in err
-    assert "Stopped. You stopped it. It is not resumed again." in err
+    assert p.returncode == 4 and f"{sig}: stopping…" in err
+    # one message, agreeing with the result: stopped for good (no "Details" contradicting it)
+    assert [ln for ln in err.splitlines() if ln.startswith("hermes-tray:")] == [
+        "hermes-tray: Stopped. You stopped it. It is not resumed again. Go on in Hermes by hand."], err
     assert key not in list_turn_markers(home)  # stopped: its marker retired, not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
@@ -609,3 +615,92 @@ def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would
     assert turns[0]["text_sha"] == _digest(continuation_note(text))
     assert key not in list_turn_markers(home)
     assert journal_events(key)[-1] == "completed"
+
+
+# ── a home Hermes cannot write; a Stop that cannot be written to Hermes' file ─────────────────────────
+
+
+def test_a_home_hermes_cannot_write_is_refused_up_front_in_one_line(sim_roots, env, tmp_path):
+    from tests.support.readonly import is_read_only, read_only
+
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    with read_only(home / "desktop"):
+        assert is_read_only(home / "desktop")
+        t0 = time.monotonic()
+        p = cli("resume", key, "--home", str(home), "--wait", env=env)
+        out, err = p.communicate(timeout=60)
+        took = time.monotonic() - t0
+    assert p.returncode == 1, (out, err)
+    lines = [ln for ln in err.splitlines() if ln.strip()]
+    assert len(lines) == 1, err  # one line, saying what and what to do
+    assert f"Hermes cannot write in {home / 'desktop'}" in lines[0] and "Make it writable" in lines[0], lines
+    assert "read-only file system" in lines[0] or "no permission" in lines[0]
+    assert "Errno" not in err and "Resuming" not in out  # nothing started, nothing to stop
+    assert took < 20  # not a continuation that runs for a minute and records nothing
+    assert read_turns(home) == []
+    assert list_turn_markers(home)[key]["attempts"] == 0  # untouched: offered again once the home can be written
+
+
+def test_a_stop_that_cannot_be_written_to_hermes_file_is_still_final_and_said(sim_roots, env, tmp_path):
+    from tests.support.readonly import read_only
+
+    home, key = make_home(tmp_path / "home")
+    write_control(home, never_finish=True, turn_seconds=0.2)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    p = cli("resume", key, "--home", str(home), "--wait", env=env)
+    lines: list[str] = []
+    assert p.stdout is not None and p.stderr is not None
+    reader = threading.Thread(target=lambda: lines.extend(iter(p.stdout.readline, "")), daemon=True)
+    reader.start()
+    assert _wait(lambda: any("Hermes is answering…" in ln for ln in lines), 30), lines
+    with read_only(home / "desktop"):  # Hermes' file cannot be changed any more
+        p.send_signal(signal.SIGINT)
+        err = p.stderr.read()
+        p.wait(timeout=40)
+        said = [ln for ln in err.splitlines() if ln.startswith("hermes-tray:")]
+        assert p.returncode == 4, err
+        assert len(said) == 1 and said[0].startswith("hermes-tray: Stopped. You stopped it."), err
+        assert "Hermes' file could not be changed (" in said[0] and f"hermes-tray skip {key}" in said[0], said
+        assert "Errno" not in err
+        left = list_turn_markers(home)[key]
+        assert left["attempts"] == 1 and marker_writer_state(left) == "dead"  # it reads actionable to Hermes…
+        (turn,) = _status_turns(home, key, env)  # …but the tray's journal holds the Stop, and every reader honours it
+        assert turn["verdict"] == "stopped" and turn["reason_code"] == "stopped", turn
+        again = cli("resume", key, "--home", str(home), "--wait", env=env)
+        _out, err2 = again.communicate(timeout=60)
+        assert again.returncode == 1 and "you stopped it earlier" in err2, err2
+    assert [t["kind"] for t in read_turns(home)] == ["note"]  # one continuation, never a second
+    assert _status_turns(home, key, env)[0]["verdict"] == "stopped"  # writable again: this scan removes it…
+    assert key not in list_turn_markers(home)
+    assert _status_turns(home, key, env) == []  # …and nothing is offered
+
+
+def test_a_killed_resume_worker_is_settled_from_hermes_at_the_next_scan(sim_roots, env, tmp_path):
+    from hermes_tray.app.history_model import group_turns
+    from hermes_tray_core.stores import decisions
+
+    home, key = make_home(tmp_path / "home", turn_seconds=3.0)
+    settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
+    plant_marker(home, key, PROMPT)
+    p = cli("resume", key, "--home", str(home), "--json", env=env)
+    out, err = p.communicate(timeout=30)
+    assert p.returncode == 0, err
+    info = json.loads(out)
+    os.kill(info["pid"], signal.SIGKILL)  # the background worker, mid-continuation
+    assert _wait(lambda: not pid_running(info["pid"]) and not pid_running(info["gateway_pid"]), 30)
+
+    def row() -> str:
+        (t,) = [t for t in group_turns(decisions.history(500)) if t.session_key == key]
+        return t.outcome()
+
+    assert row() == "Running"  # what the journal alone says: the worker never wrote how it ended
+    turns = _status_turns(home, key, env)  # the next scan asks Hermes
+    finished = [r for r, _c in sim_state.messages(home, key)][-1:] == ["assistant"] and \
+        sim_state.messages(home, key)[-1][1].endswith(".")
+    assert row() == ("Resumed and finished" if finished else "Interrupted again"), (row(), turns)
+    if not finished:  # not finished: its marker (attempt 1, its writer gone) is offered again
+        assert [t["verdict"] for t in turns] == ["actionable"] and turns[0]["attempts"] == 1
+    assert row() == row()  # settled once

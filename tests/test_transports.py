@@ -115,6 +115,34 @@ def test_a_backend_that_dies_mid_continuation_leaves_the_marker_counted(driver, 
     assert len(read_turns(home)) == 1
 
 
+@pytest.mark.parametrize("cap", ["legacy", "auto-continue"])
+def test_the_tray_quitting_leaves_the_continuation_as_it_would_be_without_the_tray(driver, tmp_path, cap):
+    from hermes_tray_core import StopReason, StopRequest
+
+    home, key = make_home(tmp_path / "home", turn_seconds=2.0)
+    plant_marker(home, key, PROMPT)
+    stop = StopRequest()
+    res = driver.run(home, key, cap, stop=stop, on_dispatched=lambda r: stop.request(StopReason.SHUTDOWN))
+    assert res.stopped_by == StopReason.SHUTDOWN, res.message
+    if driver.kind == "websocket":
+        # inside the running backend: the tray only stops following; the turn finishes there
+        assert res.outcome == Outcome.DETACHED and pid_running(res.backend_pid), res.message
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and [r for r, _c in sim_state.messages(home, key)][-1:] != ["assistant"]:
+            time.sleep(0.05)
+        assert [r for r, _c in sim_state.messages(home, key)][-2:] == ["user", "assistant"]
+        if cap == "auto-continue":  # Hermes retires its own marker at the end of the turn
+            assert key not in list_turn_markers(home)
+        else:  # the tray's marker names the backend still; the next scan settles it from state.db
+            assert list_turn_markers(home)[key]["writer_pid"] == res.backend_pid
+    else:
+        # a separate Hermes the tray started: killed, its marker left with a dead writer, offered again
+        assert res.outcome == Outcome.INTERRUPTED and not pid_running(res.gateway_pid), res.message
+        m = list_turn_markers(home)[key]  # the original, or the continuation's own (attempts + 1)
+        assert marker_writer_state(m) == "dead" and m["prompt"] == PROMPT
+    assert len(read_turns(home)) <= 1
+
+
 def test_stop_interrupts_and_retires_the_marker(driver, tmp_path):
     home, key = make_home(tmp_path / "home")
     write_control(home, never_finish=True, turn_seconds=0.2)
@@ -147,10 +175,11 @@ def _window(home):
     return s
 
 
-def test_a_session_only_the_tray_held_is_closed_by_hermes_when_the_tray_leaves(driver, tmp_path, sims):
-    # The tray sends no session.close: it resumes with close_on_disconnect, and Hermes closes the session at
-    # the disconnect because no other client holds it.
+def test_a_session_only_the_tray_held_is_let_go_by_hermes_once_idle_after_the_tray_leaves(driver, tmp_path, sims):
+    # The tray sends no session.close and no close_on_disconnect: Hermes parks the session the tray leaves and lets
+    # it go once idle after its grace (here 0.5 s), as it does for any client that goes away.
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
+    write_control(home, dashboard_orphan_grace=0.5)
     plant_marker(home, key, PROMPT)
     res = driver.run(home, key, "legacy")
     assert res.outcome == Outcome.COMPLETED

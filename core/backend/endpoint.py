@@ -6,7 +6,8 @@ else the host record a 0.22-era Hermes publishes (:mod:`core.backend.host_record
 ``/api/host/identity``), else ``window.__HERMES_SESSION_TOKEN__`` in the page it serves at ``/``), and
 whether it is in gated mode (``window.__HERMES_AUTH_REQUIRED__`` true: sign-in required, no token: not usable). Anything
 that rules the backend out raises :class:`~core.backend.websocket.BackendUnusable` with the reason, which
-the resume falls back on and reports. Never another user's process, never a non-loopback address;
+the resume falls back on and reports; one that is still starting (nothing listens on its port yet) raises
+:class:`~core.backend.websocket.BackendStarting`, and is waited for. Never another user's process, never a non-loopback address;
 the token only ever lives in a :class:`~core.backend.websocket.Secret`.
 """
 
@@ -15,16 +16,26 @@ from __future__ import annotations
 import http.client
 import os
 import re
+import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray_core.backend.rpc import GatewayError, RpcSession
-from hermes_tray_core.backend.websocket import OPEN_TIMEOUT, BackendUnusable, Secret, WebSocketTransport
+from hermes_tray_core.backend.websocket import (
+    OPEN_TIMEOUT,
+    BackendStarting,
+    BackendUnusable,
+    Secret,
+    WebSocketTransport,
+)
 from hermes_tray_core.hermes.processes import HermesProcess, is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity
 from hermes_tray_core.vocab import ProcessKind
 
 DEFAULT_PORT = 9119
+#: A backend younger than this that offers no token yet is still starting (it listens a moment before it
+#: publishes its host record): waited for, not passed over.
+STARTING_AGE = 60.0
 TOKEN_ENV = "HERMES_DASHBOARD_SESSION_TOKEN"
 PAGE_TIMEOUT = 3.0
 PAGE_LIMIT = 4 * 1024 * 1024
@@ -127,6 +138,8 @@ def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFac
         resp = conn.getresponse()
         body = resp.read(PAGE_LIMIT).decode("utf-8", "replace")
         status = resp.status
+    except ConnectionRefusedError:  # its process runs but does not listen yet: it is starting
+        raise BackendStarting(f"your running Hermes does not answer on {netloc} yet") from None
     except (OSError, http.client.HTTPException) as exc:
         raise BackendUnusable(f"cannot read the running Hermes' page on {netloc} ({type(exc).__name__})") from None
     finally:
@@ -154,6 +167,8 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
         host, port = (match or listening)[0]
     else:
         arg_host = "127.0.0.1" if arg_host == "localhost" else arg_host
+        if not arg_port and is_loopback(arg_host):  # --port 0: the port is known once it listens
+            raise BackendStarting(f"{proc.describe()} is not listening yet")
         if not (arg_port and is_loopback(arg_host)):
             raise BackendUnusable(f"{proc.describe()} has no loopback listening socket (its arguments say "
                                   f"{arg_host}:{arg_port}): not used")
@@ -177,8 +192,11 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
                                   "use it")
         token = page.token
         if not token:
-            raise BackendUnusable(f"your running Hermes ({proc.describe()}) offers no session token (none in its "
-                                  f"environment, its host record — {record_why} — or its page)")
+            why = (f"your running Hermes ({proc.describe()}) offers no session token (none in its environment, its "
+                   f"host record — {record_why} — or its page)")
+            if time.time() - proc.start_time < STARTING_AGE:  # a 0.22 Hermes writes its host record once it serves
+                raise BackendStarting(why)
+            raise BackendUnusable(why)
     if not proc.is_alive():
         raise BackendUnusable(f"{proc.describe()} exited")
     return BackendEndpoint(proc.pid, identity, host, port, python, token, source)

@@ -14,10 +14,12 @@ forgotten (:func:`forget`), so the next resume looks again.
 from __future__ import annotations
 
 import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 
 from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for
-from hermes_tray_core.backend.websocket import BackendUnusable
+from hermes_tray_core.backend.websocket import BackendStarting, BackendUnusable
 from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.processes import HermesProcesses
 from hermes_tray_core.vocab import ProcessKind
@@ -62,12 +64,40 @@ def find_live_backends(home: Path | str, processes: HermesProcesses | None = Non
     """Every running backend serving ``home`` that the tray can reach (a home may have two: the app's
     ``hermes serve`` and a ``hermes dashboard``), and why none when there is none. Always a fresh look; the
     first one found is remembered for :func:`find_live_backend`."""
+    found, why, _starting = _look(home, processes)
+    return found, why
+
+
+def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[], None] | None = None,
+                      stop: threading.Event | None = None) -> tuple[list[BackendEndpoint], str | None]:
+    """:func:`find_live_backends`, but a backend of the home that is still starting (its process runs, nothing
+    answers on its port yet) is waited for, up to ``wait`` seconds, instead of passed over: a second Hermes
+    started beside it would take the session and lock the user's window out of it. ``on_waiting`` is called once,
+    when the wait begins. The reason, when none could be used, says which: none exists, or it never became
+    ready."""
+    deadline = time.monotonic() + wait
+    said = False
+    while True:
+        found, why, starting = _look(home, None)
+        if found or not starting:
+            return found, why
+        if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
+            return [], (f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why)
+        if not said and on_waiting is not None:
+            said = True
+            on_waiting()
+        time.sleep(0.1)
+
+
+def _look(home: Path | str, processes: HermesProcesses | None
+          ) -> tuple[list[BackendEndpoint], str | None, list[str]]:
+    """(the usable backends, why none, the ones still starting, by description)."""
     key = hermes_paths.canonical(home)
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
     if not backends:
-        return [], NO_BACKEND
-    reasons, found = [], []
+        return [], NO_BACKEND, []
+    reasons, found, starting = [], [], []
     for proc in backends:
         with _known_lock:
             cached = _endpoints.get((proc.pid, proc.start_time))
@@ -76,6 +106,10 @@ def find_live_backends(home: Path | str, processes: HermesProcesses | None = Non
             continue
         try:
             endpoint = endpoint_for(proc)
+        except BackendStarting as exc:
+            reasons.append(str(exc))
+            starting.append(f"your running Hermes (pid {proc.pid})")
+            continue
         except BackendUnusable as exc:
             reasons.append(str(exc))
             continue
@@ -85,7 +119,7 @@ def find_live_backends(home: Path | str, processes: HermesProcesses | None = Non
     if found:
         with _known_lock:
             _known[key] = found[0]
-    return found, "; ".join(reasons) or None
+    return found, "; ".join(reasons) or None, starting
 
 
-__all__ = ["NO_BACKEND", "find_live_backend", "find_live_backends", "forget"]
+__all__ = ["NO_BACKEND", "find_live_backend", "find_live_backends", "forget", "wait_for_backends"]

@@ -44,6 +44,11 @@ class BackendUnusable(GatewayError):
     """This running backend cannot be used for a continuation (the message says why): fall back."""
 
 
+class BackendStarting(BackendUnusable):
+    """This running backend is still starting: its process runs, but nothing answers on its port yet. Waited for
+    (``core.backend.running.wait_for_backends``), never passed over at once."""
+
+
 class BackendRefused(BackendUnusable):
     """The backend refused the WebSocket upgrade (HTTP 401/403: gated mode, token or Origin)."""
 

@@ -15,7 +15,10 @@ resume or skip — goes through here, so one rule decides who may act:
   write brought it back) removes it again and never offers it (:func:`tombstoned`, :func:`enforce_tombstones`).
   A turn the tray saw continued and finished (``completed`` under the same identity) is retired by the same
   rule wherever it reappears (:func:`retired`): neither the tray nor Hermes (whose ``session.resume`` would
-  continue a fresh entry again) gets to run it twice.
+  continue a fresh entry again) gets to run it twice;
+* **a Stop is final**: a turn you stopped (``interrupted`` with ``stopped_by: you``) or the tray gave up on
+  (``gave-up``) is honoured by the same rule (:func:`stopped`), also when Hermes' file could not be changed (a
+  read-only home): every reader shows it stopped, never actionable, and a resume refuses it.
 """
 
 from __future__ import annotations
@@ -32,7 +35,7 @@ from hermes_tray_core.vocab import Refusal
 
 __all__ = [
     "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
-    "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "tombstoned",
+    "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "stopped", "tombstoned",
     "turn_started_at",
 ]
 
@@ -162,32 +165,42 @@ def settled(home: Path | str, session_key: str, started_at: float | None, *, jou
 def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
     """True when this exact turn (session key + ``started_at`` + ``attempts``) was skipped: its entry must
     never be offered again, and any process of ours that sees it removes it (:func:`enforce_tombstones`)."""
-    return _journal_says("is_tombstoned", home, session_key, entry, journal)
+    return bool(_journal_says("is_tombstoned", home, session_key, entry, journal))
 
 
 def retired(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
     """True when this exact turn (the identity :func:`tombstoned` uses) was continued and finished
     (``completed``): an entry for it is a stale write's copy and is retired, never offered or continued."""
-    return _journal_says("is_retired", home, session_key, entry, journal)
+    return bool(_journal_says("is_retired", home, session_key, entry, journal))
+
+
+def stopped(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> str | None:
+    """``interrupted`` (you stopped it) / ``gave-up`` when the journal records that for this exact turn (the
+    identity :func:`tombstoned` uses): a Stop is final wherever it was recorded. None otherwise (also when the
+    journal cannot be read: logged)."""
+    how = _journal_says("stopped_how", home, session_key, entry, journal)
+    return how if isinstance(how, str) else None
 
 
 def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapping[str, Any] | None,
-                  journal: Any) -> bool:
+                  journal: Any) -> Any:
     from hermes_tray_core.stores import decisions
 
     try:
         j = journal or decisions.default_journal()
         # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
-        return bool(getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry)))
+        answer = getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry))
+        return answer if isinstance(answer, str) else bool(answer)
     except Exception:
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
-        return False
+        return None if question == "stopped_how" else False
 
 
 def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]], *,
                        journal: Any = None) -> list[str]:
-    """Remove every entry of ``entries`` (as read from ``home``'s marker file) that a skip tombstoned, or
-    that the tray saw finished (:func:`retired`), and that came back. Returns the keys removed.
+    """Remove every entry of ``entries`` (as read from ``home``'s marker file) that a skip tombstoned, that the
+    tray saw finished (:func:`retired`) or that was stopped for good (:func:`stopped`), and that is still (or
+    again) there. Returns the keys removed.
     Compare-and-remove: an entry that changed (a new turn, a new attempt) is not this tombstone's and
     stays. Never raises (a failure is logged; the next scan retries)."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
@@ -195,13 +208,14 @@ def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]
     removed = []
     for key, entry in entries.items():
         if not isinstance(entry, Mapping) or not (tombstoned(home, key, entry, journal=journal)
-                                                  or retired(home, key, entry, journal=journal)):
+                                                  or retired(home, key, entry, journal=journal)
+                                                  or stopped(home, key, entry, journal=journal)):
             continue
         try:
             if remove_marker_if_unchanged(home, key, dict(entry)):
                 logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
                             "it back", key)
                 removed.append(key)
-        except Exception:
-            logger.warning("could not remove the skipped marker of %s again", key, exc_info=True)
+        except Exception as exc:  # a read-only home: the journal keeps the decision; every reader honours it
+            logger.info("could not remove the settled marker of %s (%s)", key, exc)
     return removed

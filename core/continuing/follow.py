@@ -16,7 +16,7 @@ from hermes_tray_core.continuing.facts import continued_elsewhere, wall_time_of,
 from hermes_tray_core.continuing.results import ANSWER_CHARS, ContinuationResult
 from hermes_tray_core.continuing.runstate import RunState, sentence
 from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT
-from hermes_tray_core.vocab import Finish, NotContinued, Outcome
+from hermes_tray_core.vocab import Finish, NotContinued, Outcome, StopReason
 
 __all__ = ["Follow"]
 
@@ -55,7 +55,7 @@ class Follow(RunState):
                 self.pushback = ev
                 return self._follow(t_resume)
             if self.stop.is_set() and promised:
-                return self._stop_before_start()
+                return self.detach() if self.quitting else self._stop_before_start()
             if time.monotonic() >= next_facts:
                 next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
                 elsewhere = continued_elsewhere(self.home, self.key, self.gw.pid, self.handover.expected)
@@ -78,14 +78,23 @@ class Follow(RunState):
         """Stop asked while Hermes builds the continuation's agent: interrupt it (only in a session the tray
         holds alone: Hermes then never starts it, and retires its marker itself)."""
         why = self._ours_alone(started=False)
-        self.result.stopped_by_request = True
         if why:
-            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
-            return self.finish(Outcome.INTERRUPTED, f"Not stopped by the tray: {why}. Stop it in Hermes if it runs.")
+            return self._left_to_window(why)
+        self.result.stopped_by = StopReason.USER
         with contextlib.suppress(GatewayError, TimeoutError):
             self.gw.request("session.interrupt", {"session_id": self.sid}, timeout=min(10.0, self.opts.rpc_timeout))
+        self._retire_marker(stopped=True)
         return self.finish(Outcome.INTERRUPTED, "Stopped before Hermes started the continuation; it will not be "
                                                 "continued again.")
+
+    def _left_to_window(self, why: str) -> ContinuationResult:
+        """The user's Stop, but the turn running there is not provably the tray's own, alone (a Hermes window shares
+        the session): the tray sends no interrupt and stops following; the turn is the window's to stop. Its end
+        is read from Hermes later (``core.continuing.orphans``), never recorded as stopped by you."""
+        self.result.stopped_by = StopReason.USER
+        self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
+        return self.finish(Outcome.DETACHED, f"Not stopped by the tray: {why}. It goes on in your Hermes window; "
+                                             "stop it there if you want it stopped.")
 
     def _is_continuation_frame(self, ev: dict[str, Any]) -> bool:
         if ev.get("session_id") not in (None, self.sid):
@@ -132,6 +141,8 @@ class Follow(RunState):
         while True:
             now = time.monotonic()
             if stop_deadline is None and (self.stop.is_set() or now >= deadline):
+                if self.quitting:
+                    return self.detach()
                 self.timed_out = not self.stop.is_set()
                 done = self._finished_elsewhere()
                 if done is not None:
@@ -148,13 +159,14 @@ class Follow(RunState):
                 with contextlib.suppress(queue.Empty):
                     if "result" in interrupt_waiter.get_nowait():
                         acked_at = now
-                        self._retire_marker()  # a confirmed Stop retires the marker at once, as Hermes does
+                        # a confirmed Stop retires the marker at once, as Hermes does
+                        self._retire_marker(stopped=not self.timed_out)
             if stop_deadline is not None:
                 quiet_end = acked_at is not None and not self.turn_seen and now - acked_at >= 1.0
                 if quiet_end or now >= stop_deadline:
                     # Interrupted before its agent ran (Hermes then ends the turn without a frame),
                     # or Hermes did not confirm in time: either way the turn is over for us.
-                    self._retire_marker()
+                    self._retire_marker(stopped=not self.timed_out)
                     return self._stopped_result()
             ev = self.next_event(0.2)
             if ev is None:
@@ -167,7 +179,7 @@ class Follow(RunState):
                 continue
             if ev is _EOF:
                 if stop_deadline is not None:
-                    self._retire_marker()
+                    self._retire_marker(stopped=not self.timed_out)
                     return self._stopped_result()
                 if self.handover.ours is not None and self._note_facts()[0] == "finished":  # answered, then exited
                     self._retire_marker()
@@ -197,7 +209,7 @@ class Follow(RunState):
                 status = str(payload["status"]) if isinstance(payload.get("status"), str) else "complete"
                 if isinstance(payload.get("text"), str):
                     self.result.answer = payload["text"][:ANSWER_CHARS]
-                self._retire_marker()
+                self._retire_marker(stopped=stop_deadline is not None and not self.timed_out and status != "complete")
                 self.result.finish = Finish.STREAM
                 if stop_deadline is not None:
                     return self._stopped_result(status)
@@ -213,17 +225,16 @@ class Follow(RunState):
 
     def _left_alone(self, why: str) -> ContinuationResult:
         """The tray does not interrupt: the turn running there is not provably its own, alone. Said as it is."""
-        self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
         state, _facts = self._note_facts()
         if state == "superseded":
+            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
             return self.finish(Outcome.INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
                                "interrupted")
         if self.timed_out:
+            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
             return self.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.opts.idle_timeout:g}s, and the tray "
                                           f"left the session alone: {why}. It will not continue the turn again.")
-        self.result.stopped_by_request = True
-        return self.finish(Outcome.INTERRUPTED, f"Not stopped by the tray: {why}. Stop it in your Hermes window if it "
-                                        "still runs.")
+        return self._left_to_window(why)
 
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
         if status == "complete":  # Hermes finished the turn before the stop reached it
@@ -232,6 +243,6 @@ class Follow(RunState):
         if self.timed_out:
             return self.finish(Outcome.TIMED_OUT, f"Hermes showed no activity for {self.opts.idle_timeout:g}s, so the "
                                           "continuation was stopped; it will not be continued again.", status)
-        self.result.stopped_by_request = True
+        self.result.stopped_by = StopReason.USER
         return self.finish(Outcome.INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
                                         "again.", status)

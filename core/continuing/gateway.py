@@ -129,6 +129,7 @@ def continue_in_backend(
     on_connected: Callable[[], None] | None = None,
     other_backends: tuple[BackendEndpoint, ...] = (),
     connections: dict[int, RpcSession] | None = None,
+    left_before: tuple[str, float] | None = None,
 ) -> ContinuationResult:
     """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
 
@@ -137,12 +138,15 @@ def continue_in_backend(
     sessions are live (``session.active_list``): a session live in any of them is open in the user's Hermes app
     and left alone (``declined``, ``not_continued`` ``open-in-app``); so is one Hermes' resume shows already live
     (a window opened it in between: ``opened-during-check``): nothing is submitted, interrupted or closed. The
-    tray never sends ``session.close`` there (it resumes with ``close_on_disconnect``: Hermes closes the session
-    at disconnect only if no other client holds it), and ``session.interrupt`` only while the turn running is
-    provably its own in a session no other client touched (``left_alone`` says why not). A backend that cannot be
+    tray never sends ``session.close`` there nor asks Hermes to close the session when it disconnects (Hermes parks
+    it and lets it go once idle, so a turn running there outlives the tray: ``RunState.detach``), and
+    ``session.interrupt`` only while the turn running is provably its own in a session no other client touched
+    (``left_alone`` says why not). A backend that cannot be
     used before a session is resumed (refused, gated, no answer, capabilities unknown) gives ``backend_unusable``
     (why): the caller falls back to a spawned gateway. ``connections``: sessions the caller already opened
     (``connect_backend``, by backend pid); the one used is taken out of the dict, the rest stay the caller's.
+    ``left_before``: the session the tray left in this backend last time (runtime id, when): found live, idle and
+    untouched since, it is waited for until Hermes lets it go, instead of read as open in a Hermes window.
     """
     opts = options or GatewayOptions()
     home = Path(home)
@@ -163,7 +167,7 @@ def continue_in_backend(
               stop or threading.Event(), backend=backend)
     run.on_progress, run.on_dispatched, run.on_submitting, run.on_connected = (on_progress, on_dispatched,
                                                                                on_submitting, on_connected)
-    run.preopened, run.connections = preopened, connections
+    run.preopened, run.connections, run.left_before = preopened, connections, left_before
     run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
     run.result.ran_in, run.result.backend_pid, run.result.where = RanIn.RUNNING_BACKEND, backend.pid, where
     return run.run()

@@ -20,7 +20,7 @@ from hermes_tray_core.process.identity import ProcessIdentity
 if TYPE_CHECKING:  # completion pulls in hashlib (OpenSSL): an idle tray imports this module and never needs it
     from hermes_tray_core.continuing.completion import ContinuationMark
 
-__all__ = ["MarkerHandover"]
+__all__ = ["MarkerHandover", "plain_error"]
 
 logger = logging.getLogger(__name__)
 
@@ -86,14 +86,18 @@ class MarkerHandover:
         except Exception:
             logger.exception("could not restore the marker for %s", self.key)
 
-    def retire(self, writer_pid: int | None) -> tuple[str, float | None] | None:
+    def retire(self, writer_pid: int | None, *, stopped: bool = False) -> tuple[str, float | None] | None:
         """The continuation concluded (or was stopped): its marker must not be continued again.
 
         Our own entry is removed; without one, an entry the process running the turn (``writer_pid``) wrote is
-        (a backend that continued itself retires its own; after a Stop we make sure). Returns why our entry could not be
-        removed and its ``started_at`` (it would read actionable: the caller records the turn under it)."""
+        (a backend that continued itself retires its own; after a Stop we make sure). ``stopped`` (the user's
+        Stop): the entry the user stopped (the checked one) goes too if it is still there unchanged — Hermes
+        clears its own at a Stop, unless it cannot write its home. Returns why an entry that had to go could not be
+        removed (plain words) and that entry's ``started_at``: it would read actionable, so the caller records the
+        turn under it; None when nothing was left."""
         from hermes_tray_core.markers.store import MarkerStore
 
+        target: dict[str, Any] | None = self.ours
         try:
             store = MarkerStore(self.home)
             if self.ours is not None:
@@ -101,12 +105,23 @@ class MarkerHandover:
                     logger.warning("marker for %s changed during the continuation; left as is", self.key)
                 return None
             entry = store.list().get(self.key)
-            if isinstance(entry, dict) and writer_pid is not None and entry.get("writer_pid") == writer_pid:
+            if isinstance(entry, dict) and ((writer_pid is not None and entry.get("writer_pid") == writer_pid)
+                                            or (stopped and entry == self.expected)):
+                target = entry
                 store.remove_if_unchanged(self.key, entry)
         except Exception as exc:
-            logger.exception("could not retire the marker for %s", self.key)
-            if self.ours is not None:
-                started = self.ours.get("started_at")
-                return ((str(exc) or type(exc).__name__)[:300],
+            logger.info("could not retire the marker for %s: %s", self.key, exc)  # the result says it, once
+            if target is not None:
+                started = target.get("started_at")
+                return (plain_error(exc)[:300],
                         float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None)
         return None
+
+
+def plain_error(exc: BaseException) -> str:
+    """Why a file could not be written, in words a user reads ("read-only file system"): no errno, no temp-file
+    name, no exception class (those go to the log)."""
+    if isinstance(exc, OSError) and exc.strerror:
+        return exc.strerror[:1].lower() + exc.strerror[1:]
+    text = str(exc).splitlines()[0] if str(exc) else "it could not be written"
+    return text.split(": '", 1)[0]

@@ -4,26 +4,54 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from hermes_tray_core.backend.rpc import DEFAULT_RPC_TIMEOUT
-from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn
+from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn, StopReason
 
-__all__ = ["ANSWER_CHARS", "ContinuationResult", "GatewayOptions", "Progress", "gateway_log_path"]
+__all__ = ["ANSWER_CHARS", "ContinuationResult", "GatewayOptions", "Progress", "StopRequest", "gateway_log_path",
+           "stop_reason"]
 
 ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
 
 
+class StopRequest(threading.Event):
+    """A stop that says why (:class:`~core.vocab.StopReason`): the user's Stop interrupts the continuation for good;
+    a shutdown (Quit, logout, SIGTERM, an update) only makes the tray stop following it. A plain ``set()`` is the
+    user's Stop, so any ``threading.Event`` a caller passes keeps its old meaning."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.reason = StopReason.USER
+
+    def request(self, reason: StopReason) -> None:
+        """Ask the continuation to stop for ``reason``; the first request wins (a Stop already on its way stays
+        a Stop when the tray then quits)."""
+        if not self.is_set():
+            self.reason = reason
+        self.set()
+
+
+def stop_reason(stop: threading.Event) -> StopReason | None:
+    """Why ``stop`` was set (None: it was not)."""
+    if not stop.is_set():
+        return None
+    reason = getattr(stop, "reason", StopReason.USER)
+    return reason if isinstance(reason, StopReason) else StopReason.USER
+
+
 @dataclass
 class Progress:
-    """What a continuation is doing, for a progress line: phase, seconds since start, last frame."""
+    """What a continuation is doing, for a progress line: phase, seconds since start, last frame, and where it runs."""
 
-    phase: str  # starting | resuming | running | stopping | finishing
+    phase: str  # waiting-for-backend | starting | waiting-for-release | resuming | running | stopping | finishing
     elapsed: float
     last_frame: str | None = None
     frames: int = 0
+    ran_in: RanIn | None = None  # None: not known yet (the backend is still being looked for)
 
 
 @dataclass
@@ -58,8 +86,15 @@ class ContinuationResult:
     where: str | None = None
     # Why the running backend could not be used (nothing was sent there): the caller falls back to a gateway.
     backend_unusable: str | None = None
-    # ``interrupted`` because the caller asked to stop it (Stop, Ctrl-C, SIGTERM), not Hermes on its own.
-    stopped_by_request: bool = False
+    # ``interrupted`` (or ``detached``) because the caller asked (StopReason.USER: Stop, Ctrl-C; SHUTDOWN: the
+    # tray quit), not Hermes on its own.
+    stopped_by: StopReason | None = None
+    # Where state.db will show this continuation's note answered: (stored session, messages.id before it). With the
+    # note's digest it is journalled at dispatch, so the turn's end can be read from Hermes after our process died.
+    note_mark: tuple[str, int] | None = None
+    # The runtime session the tray resumed in the user's running Hermes and left there (Hermes lets it go once idle
+    # with no client): journalled, so a later resume knows that live session for the tray's own leftover.
+    left_session: str | None = None
     # Why Hermes did not continue the turn in this run (``declined``): a reason code read from Hermes' facts.
     not_continued: NotContinued | None = None
     # Another Hermes process that continues it or holds the session (the losing side of a race), when known.
@@ -82,6 +117,8 @@ class GatewayOptions:
     progress_interval: float = 1.0
     start_timeout: float = 150.0  # for the first frame once Hermes said it continues (it builds its agent: ≤120 s)
     facts_interval: float = 2.0  # while Hermes sends nothing, how often its facts (state.db, marker) are read
+    backend_start_wait: float = 10.0  # a running Hermes of the home that is still starting is waited for this long
+    release_wait: float = 30.0  # for Hermes to let go of a session the tray itself left there (its grace is 20 s)
 
 
 def gateway_log_path(session_key: str) -> Path:
@@ -95,9 +132,6 @@ def gateway_log_path(session_key: str) -> Path:
     # Milliseconds and a per-process count: one tray can start two continuations within a second, and each
     # keeps its own log (the second must never append to or replace the first's).
     return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}-{next(_LOG_SEQ)}.log"
-
-
-_LOG_SEQ = itertools.count(1)
 
 
 _LOG_SEQ = itertools.count(1)

@@ -39,9 +39,9 @@ from hermes_tray_core.backend.install import (
 from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
-from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress
+from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.keys import SessionKey
-from hermes_tray_core.vocab import Outcome, RanIn, Refusal, Verdict, WriterState
+from hermes_tray_core.vocab import Outcome, RanIn, Refusal, StopReason, Verdict, WriterState
 
 if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
     from hermes_tray_core.backend.endpoint import BackendEndpoint
@@ -77,7 +77,7 @@ class ResumeResult:
             return EXIT_COMPLETED
         if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED):  # nothing ran: a refusal, with its reason
             return EXIT_REFUSED
-        return EXIT_FAILED
+        return EXIT_FAILED  # it ran and did not finish here (``detached``: it goes on in Hermes; the CLI says which)
 
     @property
     def ok(self) -> bool:
@@ -98,6 +98,7 @@ class ResumeResult:
             # the end, and why the tray left a session alone instead of stopping it.
             "not_continued": c.not_continued if c else None, "holder_pid": c.holder_pid if c else None,
             "finish": c.finish if c else None, "left_alone": c.left_alone if c else None,
+            "stopped_by": c.stopped_by if c else None,  # "you" (Stop, Ctrl-C) or "shutdown" (the tray quit)
         }
 
 
@@ -229,10 +230,13 @@ def resume_turn(
 
 class _Backends:
     """The user's running backends of the home, looked for beside the re-checks: the process-table walk, their
-    installation's capabilities (cached) and a connection to each overlap them; nothing is asked of a backend."""
+    installation's capabilities (cached) and a connection to each overlap them; nothing is asked of a backend.
+    One that is still starting is waited for (``wait`` seconds; ``on_waiting`` says so once), never passed over:
+    a second Hermes beside it would take the session and lock the user's window out."""
 
-    def __init__(self, home: Path | str) -> None:
-        self.home = home
+    def __init__(self, home: Path | str, *, wait: float = 0.0, on_waiting: Callable[[], None] | None = None,
+                 stop: threading.Event | None = None) -> None:
+        self.home, self.wait, self.on_waiting, self.stop = home, wait, on_waiting, stop
         self.found: list[BackendEndpoint] = []
         self.why_none: str | None = None
         self.took = 0.0
@@ -242,11 +246,12 @@ class _Backends:
 
     def _look(self) -> None:
         from hermes_tray_core.backend.endpoint import connect_backend
-        from hermes_tray_core.backend.running import find_live_backends
+        from hermes_tray_core.backend.running import wait_for_backends
 
         t = time.monotonic()
         try:
-            self.found, self.why_none = find_live_backends(self.home)
+            self.found, self.why_none = wait_for_backends(self.home, wait=self.wait, on_waiting=self.on_waiting,
+                                                          stop=self.stop)
         except Exception as exc:  # never a reason not to resume: the separate gateway, and why
             self.why_none = f"cannot look for a running Hermes ({type(exc).__name__})"
         self.took = time.monotonic() - t
@@ -274,6 +279,7 @@ class _Resume:
         self.install, self.options, self.on_progress, self.on_dispatched = install, options, on_progress, on_dispatched
         self.stop, self.env = stop, env
         self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
+        self.prompt: str | None = None  # the turn's original prompt (never journalled: its note's digest is)
         self.epoch = 0
         self.attempts = 0
         self._approved: list[threading.Thread] = []
@@ -294,7 +300,9 @@ class _Resume:
 
     def claimed(self, epoch: int, expected: Mapping[str, Any] | None, prefer_running_backend: bool) -> ResumeResult:
         self.epoch = epoch
-        backends = _Backends(self.home) if prefer_running_backend else None
+        self.options = self.options or settings_options()
+        backends = _Backends(self.home, wait=self.options.backend_start_wait, on_waiting=self._waiting_for_backend,
+                             stop=self.stop) if prefer_running_backend else None
         try:
             checked = self._recheck(expected)
             if isinstance(checked, ResumeResult):
@@ -306,7 +314,29 @@ class _Resume:
             if backends is not None:
                 backends.close()
 
-    # step 1: the turn is still the one shown, not settled, and actionable
+    def _left_before(self, backend_pid: int) -> tuple[str, float] | None:
+        """The session a run of ours last left in that backend for this turn's session (runtime id, when), from the
+        journal; None when none (or the journal cannot be read)."""
+        try:
+            from hermes_tray_core.stores import decisions
+
+            for ev in decisions.default_journal().history(50, home=self.home_s, session_key=self.key):
+                if ev.get("backend_pid") == backend_pid and isinstance(ev.get("left_sid"), str):
+                    at = ev.get("created_at")
+                    return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
+        except Exception:
+            logger.debug("cannot read which session the tray left in %s", backend_pid, exc_info=True)
+        return None
+
+    def _waiting_for_backend(self) -> None:
+        """A running Hermes of the home is still starting: say so while the tray waits for it."""
+        if self.on_progress is not None:
+            try:
+                self.on_progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
+            except Exception:
+                logger.exception("progress callback failed")
+
+    # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
     def _recheck(self, expected: Mapping[str, Any] | None) -> tuple[dict[str, Any], Assessment] | ResumeResult:
         from hermes_tray_core.continuing.completion import settle_if_finished
@@ -345,6 +375,20 @@ class _Resume:
                     " Skip it to remove the marker, or continue it by hand in Hermes.")
             return self.result(Outcome.REFUSED, f"Not resumed: this turn {why}.{tail}", "settled",
                                code=Refusal.ALREADY_SETTLED)
+        how = exactly_once.stopped(self.home, self.key, entry)
+        if how:
+            why = "you stopped it" if how == "interrupted" else "the tray gave up on it"
+            self.journal("refused", reason=f"{why} earlier", verdict=Verdict.STOPPED)
+            return self.result(Outcome.REFUSED, f"Not resumed: {why} earlier (the tray's decision journal says so), and "
+                               "a Stop is final. Its marker is still in Hermes' file; `hermes-tray skip` removes it "
+                               "once the home can be written.", Verdict.STOPPED, code=Refusal.STOPPED)
+        from hermes_tray_core.continuing.writable import write_problem
+
+        cannot = write_problem(self.home)
+        if cannot:
+            self.journal("refused", reason=cannot, verdict="read-only")
+            return self.result(Outcome.REFUSED, f"Not resumed: {cannot}. Make it writable, then resume it.",
+                               code=Refusal.HOME_READ_ONLY)
         a = assess(self.home, self.key, entry)
         if a.verdict == Verdict.EXHAUSTED:
             self.journal(Outcome.GAVE_UP, reason=a.reason)
@@ -370,10 +414,22 @@ class _Resume:
         self._approve()
         self._approved[0].join()
 
+    def _mark_fields(self, res: ContinuationResult) -> dict[str, Any]:
+        """How state.db will show this continuation answered (``core.continuing.completion``'s keys): journalled
+        with the run, so its end is read from Hermes even after our process died (``core.continuing.orphans``)."""
+        if res.note_mark is None or self.prompt is None:
+            return {}
+        from hermes_tray_core.continuing.completion import ContinuationMark
+
+        session, after = res.note_mark
+        from hermes_tray_core.hermes.note import continuation_note
+
+        return ContinuationMark.for_note(session, after, continuation_note(self.prompt)).fields()
+
     def _dispatched(self, res: ContinuationResult) -> None:
         self._approved_done()
         self.journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
-                     epoch=self.epoch, ran_in=res.ran_in, backend_pid=res.backend_pid)
+                     epoch=self.epoch, ran_in=res.ran_in, backend_pid=res.backend_pid, **self._mark_fields(res))
         if self.on_dispatched is not None:
             self.on_dispatched(res)
 
@@ -396,6 +452,7 @@ class _Resume:
         self.attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
         prompt = marker_prompt(entry)  # as Hermes reads it: a number in that field is its text
         assert prompt.strip()  # actionable implies a prompt
+        self.prompt = prompt
         options = self.options or settings_options()
         fallback: str | None = "the running backend was not asked (disabled for this call)"
         if backends is not None:
@@ -403,6 +460,12 @@ class _Resume:
             backends.thread.join()
             waited = time.monotonic() - t_wait
             fallback = backends.why_none
+            if self.stop is not None and self.stop.is_set():  # stopped while a starting Hermes was waited for
+                quit_ = stop_reason(self.stop) == StopReason.SHUTDOWN
+                return ContinuationResult(Outcome.INTERRUPTED, "hermes-tray quit before Hermes started the "
+                                          "continuation; the turn is still waiting." if quit_ else
+                                          "Stopped before Hermes started the continuation; it is not resumed "
+                                          "again.", stopped_by=stop_reason(self.stop)), fallback
             # The backend the marker names as its writer when it is among them (Hermes continues a marker of its own
             # process, never another live one's), else the first found.
             found = backends.found
@@ -412,7 +475,8 @@ class _Resume:
                                           options=options, on_progress=self.on_progress,
                                           on_dispatched=self._dispatched, stop=self.stop, expected=entry,
                                           on_submitting=self._submitting, on_connected=self._approve,
-                                          other_backends=tuple(backends.found), connections=backends.connections)
+                                          other_backends=tuple(backends.found), connections=backends.connections,
+                                          left_before=self._left_before(backend.pid))
                 res.timings["find_backend"] = backends.took
                 res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
                 if not res.backend_unusable:
@@ -450,6 +514,8 @@ class _Resume:
                          not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
             return self.result(Outcome.REFUSED, res.message, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
                                fallback=fallback)
+        if res.left_session:
+            where["left_sid"] = res.left_session  # the session left to Hermes in that backend (Run._left_by_us)
         fields = {"attempt": res.attempt, "attempts": self.attempts, "continued_by": res.continued_by,
                   "status": res.status, "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
                   **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
@@ -458,20 +524,22 @@ class _Resume:
         extra: dict[str, Any] = {}
         if res.outcome == Outcome.COMPLETED:
             event = "completed"
-        elif res.outcome == Outcome.INTERRUPTED:  # by a stop the user asked for, or by Hermes itself
-            event, extra = "interrupted", {"stopped_by": "you" if res.stopped_by_request else "hermes"}
+        elif res.outcome == Outcome.INTERRUPTED:  # by the user's Stop, by the tray quitting, or by Hermes itself
+            event, extra = "interrupted", {"stopped_by": res.stopped_by or "hermes"}
+        elif res.outcome == Outcome.DETACHED:  # it goes on in Hermes: its end is read from Hermes later
+            event, extra = "detached", {"stopped_by": res.stopped_by, **self._mark_fields(res)}
         else:
             event, extra = "failed", {"outcome": res.outcome, "reason": res.message[:300]}
         for name in ("not_continued", "finish", "left_alone"):
             if getattr(res, name):
                 extra[name] = getattr(res, name)
         self.journal(event, **extra, **fields)
-        if res.marker_left:
-            # The continuation's own marker (attempts + 1, new started_at, a writer now gone) could not be
-            # removed and would read actionable: record the same outcome under its identity, so ask-once and
-            # auto mode see it answered and a resume of it is refused (completed).
+        if res.marker_left and res.marker_left_started_at != self.started_at:
+            # The marker left (the continuation's own, attempts + 1, a new started_at, a writer now gone) could not
+            # be removed and would read actionable: record the same outcome under its identity, so ask-once and
+            # auto mode see it answered and a resume of it is refused (completed, or stopped for good).
             _journal(event, self.home_s, self.key, res.marker_left_started_at, via=self.via,
-                     marker_left=res.marker_left, **extra, **fields)
+                     marker_left=res.marker_left, **extra, **{**fields, "attempts": res.attempt})
         message = res.message
         if res.dispatched and res.where:
             message += f" It ran {res.where}."

@@ -12,12 +12,13 @@ import time
 from typing import Any
 
 from hermes_tray_core.backend.rpc import GatewayError, RpcError
-from hermes_tray_core.backend.sessions import session_row
+from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
 from hermes_tray_core.backend.stdio import GatewayProcess
-from hermes_tray_core.continuing.facts import live_reuse, touched_by_other, wall_time_of
+from hermes_tray_core.continuing.facts import TOUCH_SLACK, live_reuse, touched_by_other, wall_time_of
 from hermes_tray_core.continuing.follow import Follow
 from hermes_tray_core.continuing.results import ContinuationResult
 from hermes_tray_core.continuing.runstate import OPEN_IN_APP, Stopped
+from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.vocab import NotContinued, Outcome
 
 __all__ = ["Run"]
@@ -38,10 +39,11 @@ class Run(Follow):
             # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
             # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
             if self.backend is not None:
-                # Disconnects only: the backend is the user's. The tray never sends session.close there: the
-                # session was resumed with close_on_disconnect, so Hermes closes it now only if no other client
-                # holds it (0.22 detaches this client alone; 0.19.0 touches only a session whose events still come
-                # here). Like a spawned gateway at stdin EOF, a continuation nobody else watches ends with the tray.
+                # Disconnects only: the backend is the user's, and so is the session. The tray never sends
+                # session.close there, and resumed it without close_on_disconnect: Hermes parks a session left
+                # without a client and lets it go once it is idle (after its 20 s grace), while a turn still running
+                # in it goes on — the tray quitting (or being killed) never ends a continuation there (detach()).
+                self.result.left_session = self.sid
                 self.gw.shutdown(self.opts.shutdown_grace)
             elif isinstance(self.gw, GatewayProcess) and self.gw.proc is not None:
                 self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
@@ -54,7 +56,39 @@ class Run(Follow):
         listed = self.gw.request("session.active_list", {}, timeout=self.opts.rpc_timeout)
         if not isinstance(listed.get("sessions"), list):
             raise GatewayError("its session.active_list answer has no session list")
+        row = session_row(listed, self.key)
+        if row is not None and self._left_by_us(row):
+            listed = self._wait_let_go(row)
         return self._live_there(listed, self.backend.pid)
+
+    def _left_by_us(self, row: dict[str, Any]) -> bool:
+        """The live session is the one the tray itself left here last time, idle, untouched since: Hermes holds it
+        only until its reap grace passes (the tray never closes a session for everyone), no window has it."""
+        if self.left_before is None or row.get("id") != self.left_before[0]:
+            return False
+        if str(row.get("status") or "") in RUNNING_STATUSES:
+            return False
+        last = strict_finite(row.get("last_active"))
+        return last is not None and last <= self.left_before[1] + TOUCH_SLACK
+
+    def _wait_let_go(self, row: dict[str, Any]) -> dict[str, Any]:
+        """Wait (``release_wait``, stoppable) for Hermes to let go of the session the tray left; the last answer
+        of ``session.active_list``. Anything else happening to the session ends the wait: a window then has it."""
+        phase, self.phase = self.phase, "waiting-for-release"
+        self.progress(force=True)
+        deadline = time.monotonic() + self.opts.release_wait
+        try:
+            while True:
+                if self.stop.is_set():
+                    raise Stopped
+                time.sleep(0.5)
+                listed = self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout))
+                now = session_row(listed, self.key)
+                if now is None or now != row and not self._left_by_us(now) or time.monotonic() >= deadline:
+                    return listed
+                self.progress()
+        finally:
+            self.phase = phase
 
     def _live_there(self, listed: dict[str, Any], pid: int) -> str | None:
         live = session_row(listed, self.key) is not None
@@ -105,8 +139,7 @@ class Run(Follow):
         except TimeoutError as exc:
             return self.finish(Outcome.TIMED_OUT, f"Not resumed: {exc}. The turn is still pending.")
         except Stopped:
-            self.result.stopped_by_request = True
-            return self.finish(Outcome.INTERRUPTED, "Stopped before Hermes was ready; the turn is still pending.")
+            return self.not_started("Hermes was ready")
         except GatewayError as exc:
             return self.finish(Outcome.CRASHED, f"Not resumed: {exc}. {self._see_log()}. The turn is still pending.")
         return self._resume()
@@ -132,8 +165,7 @@ class Run(Follow):
             busy = self._live_in_backend()
             self.result.timings["active_list"] = time.monotonic() - t_asked
         except Stopped:
-            self.result.stopped_by_request = True
-            return self.finish(Outcome.INTERRUPTED, "Stopped before the continuation started; the turn is still pending.")
+            return self.not_started("the continuation started")
         except RpcError as exc:
             return self.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
         except (GatewayError, TimeoutError) as exc:
@@ -161,12 +193,12 @@ class Run(Follow):
         t_resume = time.monotonic()
         sent_at = time.time()
         try:
-            # In the user's backend the session is Hermes' to close when the tray disconnects, and only if no other
-            # client holds it then (close_on_disconnect: 0.22 skips a session another client is attached to, 0.19.0
-            # one whose events went to a newer client) — never the tray's session.close, which ends it for all.
+            # In the user's backend the session is Hermes' to close, never the tray's (session.close ends it for every
+            # client). Not close_on_disconnect either: with it, Hermes tears a session down when its last client
+            # leaves — a running turn too (0.22 waits 5 s for the turn, then closes its agent: the model call in
+            # flight is cut; measured) — so the tray quitting or being killed mid-turn would cost the user the turn.
+            # Without it Hermes parks the session and reaps it once idle (20 s grace), a running turn going on.
             params: dict[str, Any] = {"session_id": self.key}
-            if self.backend is not None:
-                params["close_on_disconnect"] = True
             waiter = gw.send("session.resume", params)
             # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
             resumed = self._wait(lambda t: gw.result_of("session.resume", waiter, t), self.opts.rpc_timeout,
@@ -185,6 +217,8 @@ class Run(Follow):
         self.sid = sid
         tip = resumed.get("resumed")
         self.state_session = tip if isinstance(tip, str) and tip else self.key
+        if self.note_after is not None:
+            self.result.note_mark = (self.state_session, self.note_after)
         if self.backend is not None and live_reuse(resumed, sent_at):
             # Live there already: a window opened it between the tray's check and its resume. Hermes handed the
             # tray that live session; nothing is submitted, interrupted or closed, and the session is left to the
@@ -201,9 +235,7 @@ class Run(Follow):
     def _submit_note(self, t_resume: float, state_session: str) -> ContinuationResult:
         gw = self.gw
         if self.stop.is_set():
-            self.result.stopped_by_request = True
-            return self.finish(Outcome.INTERRUPTED, "Stopped before the continuation was submitted; the turn is still "
-                                            "pending.")
+            return self.not_started("the continuation was submitted")
         busy = self._live_elsewhere()
         if busy:
             self.result.live_elsewhere = busy
@@ -222,6 +254,8 @@ class Run(Follow):
                                           f"{OPEN_IN_APP}: a Hermes window opened it while the tray was resuming; "
                                           "nothing was submitted")
         unreadable = self.handover.make_mark(state_session)
+        if self.handover.mark is not None:
+            self.result.note_mark = (self.handover.mark.state_session, self.handover.mark.after_message_id)
         if unreadable:
             return self.finish(Outcome.ERROR, f"Not resumed: Hermes' state.db cannot be read ({unreadable}), so the tray "
                                       "could not tell later whether the continuation finished; nothing was "

@@ -18,9 +18,9 @@ from hermes_tray_core.backend.rpc import GatewayError, RpcSession
 from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
 from hermes_tray_core.continuing.facts import raw_entry, touched_by_other
 from hermes_tray_core.continuing.handover import MarkerHandover
-from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress
+from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.keys import SessionKey
-from hermes_tray_core.vocab import ContinuedBy, NotContinued, Outcome, WriterState
+from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn, StopReason, WriterState
 
 if TYPE_CHECKING:
     from hermes_tray_core.backend.endpoint import BackendEndpoint
@@ -55,6 +55,8 @@ class RunState:
         self.preopened = False  # ``gw`` was connected while the caller re-checked the turn
         self.other_backends: tuple[BackendEndpoint, ...] = ()
         self.connections: dict[int, RpcSession] = {}  # ready sessions the caller opened, by backend pid
+        # The session the tray left in this backend last time (runtime id, when it left): see Run._left_by_us.
+        self.left_before: tuple[str, float] | None = None
         self.t0 = time.monotonic()
         self.phase = "starting"
         self.last_frame: str | None = None
@@ -62,7 +64,8 @@ class RunState:
         self._last_progress = 0.0
         self.result = ContinuationResult(Outcome.CRASHED, "", log_path=str(log_path) if log_path else None,
                                          continued_by=ContinuedBy.BACKEND if caps.auto_continue else ContinuedBy.TRAY,
-                                         attempt=handover.attempts + 1, where="in a separate Hermes process")
+                                         attempt=handover.attempts + 1, where="in a separate Hermes process",
+                                         ran_in=RanIn.SEPARATE_PROCESS)
         self.sid: str | None = None  # the runtime session id Hermes' resume answered
         self.state_session: str | None = None  # the stored session the resume landed on (compression tip)
         self.own_touch = 0.0  # wall time of the tray's own latest touch of the session (resume, submit, start frame)
@@ -82,7 +85,7 @@ class RunState:
             return
         self._last_progress = now
         try:
-            self.on_progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames))
+            self.on_progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames, self.result.ran_in))
         except Exception:
             logger.exception("progress callback failed")
 
@@ -95,6 +98,43 @@ class RunState:
         if status is not None:
             self.result.status = status
         return self.result
+
+    @property
+    def quitting(self) -> bool:
+        """The stop asked for is a shutdown (the tray quits), not the user's Stop."""
+        return stop_reason(self.stop) == StopReason.SHUTDOWN
+
+    def not_started(self, before: str) -> ContinuationResult:
+        """Stopped ``before`` (e.g. "Hermes was ready") anything reached Hermes: nothing to interrupt. The
+        user's Stop ends the turn for good (the journal keeps it so); a shutdown leaves it waiting."""
+        self.result.stopped_by = stop_reason(self.stop) or StopReason.USER
+        if self.result.stopped_by == StopReason.SHUTDOWN:
+            return self.finish(Outcome.INTERRUPTED, f"hermes-tray quit before {before}; the turn is still waiting.")
+        self._retire_marker(stopped=True)  # else Hermes' own session.resume would continue it when a window opens it
+        return self.finish(Outcome.INTERRUPTED, f"Stopped before {before}; it is not resumed again.")
+
+    def detach(self) -> ContinuationResult:
+        """The tray quits while the continuation runs: leave it as it would be without the tray.
+
+        In the user's running Hermes the tray only stops following: the session was resumed without
+        ``close_on_disconnect``, so Hermes keeps the turn running with no client (0.22 re-checks a detached
+        turn every 20 s and lets it run while it shows activity; 0.19.0's one-time reap skips a running
+        session, which then stays open, idle, in that backend). How it ended is read from Hermes at the next
+        scan (``core.continuing.orphans``). A gateway the tray spawned cannot outlive the tray (it reads its
+        requests from our pipe), and Hermes 0.22 ends a running turn as interrupted — clearing its marker, so
+        the turn would be lost — when its stdin closes or on SIGTERM (measured): it is SIGKILLed instead, the
+        crash Hermes recovers from. Its marker stays with a dead writer and is offered again (the attempt
+        counts against the budget); nothing is ever recorded as stopped by you."""
+        self.result.stopped_by = StopReason.SHUTDOWN
+        if self.backend is not None:
+            self.result.finish = Finish.DETACHED
+            return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
+                                                 f"{self.result.where or 'in your running Hermes'}.")
+        kill = getattr(getattr(self.gw, "stdio", None), "kill", None)
+        if callable(kill):
+            kill()
+        return self.finish(Outcome.INTERRUPTED, "hermes-tray quit, so it stopped the separate Hermes process it had "
+                                                "started; the turn stays interrupted and is offered again.")
 
     def _see_log(self) -> str:
         if self.backend is not None:
@@ -112,10 +152,10 @@ class RunState:
         return (f" The turn stays marked as interrupted (attempt {self.handover.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
 
-    def _retire_marker(self) -> None:
-        """The continuation concluded (or was stopped): its marker must not be continued again."""
+    def _retire_marker(self, *, stopped: bool = False) -> None:
+        """The continuation concluded (or was stopped, ``stopped``): its marker must not be continued again."""
         writer = self.gw.identity.pid if self.gw.identity is not None else None
-        left = self.handover.retire(writer)
+        left = self.handover.retire(writer, stopped=stopped)
         self.result.marker_left, self.result.marker_left_started_at = left if left else (None, None)
 
     def _live_row(self) -> dict[str, Any] | None:

@@ -48,8 +48,8 @@ __all__ = [
     "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
 ]
 
-# What decide() can return (Verdict.SKIPPED is core.continuing.claim's tombstone, applied by the scanner).
-VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v is not Verdict.SKIPPED)
+# What decide() can return (Verdict.SKIPPED and STOPPED are core.continuing.claim's, applied by the scanner).
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v not in (Verdict.SKIPPED, Verdict.STOPPED))
 
 # Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
 # reason and JSON number stays short.

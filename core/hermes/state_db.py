@@ -486,6 +486,22 @@ def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
     return found
 
 
+def _note_id_by_digest(conn: sqlite3.Connection, in_sessions: str, sessions: list[str], after_id: int, digest: str,
+                       api_content: bool) -> int | None:
+    """The first user message after ``after_id`` whose text has SHA-256 ``digest`` (bounded: the note is the first
+    user message after the mark, give or take a window's few)."""
+    from hermes_tray_core.digest import sha256_hex
+
+    cols = "id, content" + (", api_content" if api_content else "")
+    rows = conn.execute(f"SELECT {cols} FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' ORDER BY id "
+                        "LIMIT 50", [*sessions, after_id]).fetchall()
+    for row in rows:
+        for text in row[1:]:
+            if isinstance(text, str) and sha256_hex(text.encode("utf-8", "surrogatepass")) == digest:
+                return int(row[0])
+    return None
+
+
 def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
                   busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
     """Did Hermes run ``note`` (a user message submitted after ``messages.id`` ``after_id`` in
@@ -498,11 +514,12 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
     return state, why
 
 
-def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,
-               busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[NoteState, str]:
+def note_state(home: Path | str, session_id: str, note: str | None, after_id: int, *,
+               busy_timeout: float = NOTE_BUSY_TIMEOUT_S, digest: str | None = None) -> tuple[NoteState, str]:
     """Where the turn of ``note`` (a continuation note, the tray's or Hermes' own, written after
     ``messages.id`` ``after_id``) stands in ``state.db`` (:data:`NoteState`). Any final reply after the note means it was
-    answered (a message queued meanwhile is persisted when accepted, before that reply). Never raises; the second item says
+    answered (a message queued meanwhile is persisted when accepted, before that reply). Without the note (its prompt
+    is gone with the marker), ``digest``: its SHA-256, as the journal keeps it. Never raises; the second item says
     why, in one line."""
     conn, problem = _connect_ro(home, busy_timeout)
     if conn is None:
@@ -515,12 +532,16 @@ def note_state(home: Path | str, session_id: str, note: str, after_id: int, *,
             return "unknown", "state.db records no finish_reason, so a finished reply cannot be told"
         sessions = _continued_sessions(conn, session_id)
         in_sessions = f"session_id IN ({','.join('?' * len(sessions))})"
-        same = "content = ?" + (" OR api_content = ?" if "api_content" in cols else "")
-        args = [note] * (2 if "api_content" in cols else 1)
-        row = conn.execute(
-            f"SELECT MIN(id) FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' AND ({same})",
-            [*sessions, int(after_id), *args]).fetchone()
-        note_id = row[0] if row else None
+        if note is not None:
+            same = "content = ?" + (" OR api_content = ?" if "api_content" in cols else "")
+            args = [note] * (2 if "api_content" in cols else 1)
+            row = conn.execute(
+                f"SELECT MIN(id) FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' AND ({same})",
+                [*sessions, int(after_id), *args]).fetchone()
+            note_id = row[0] if row else None
+        else:
+            note_id = _note_id_by_digest(conn, in_sessions, sessions, int(after_id), str(digest or ""),
+                                         "api_content" in cols)
         if note_id is None:
             return "absent", "the continuation note is not in state.db"
         no_tools = " AND (tool_calls IS NULL OR tool_calls IN ('', '[]', 'null'))" if "tool_calls" in cols else ""

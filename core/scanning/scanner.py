@@ -183,6 +183,17 @@ def _tombstoned(home: Path, key: str, entry: dict[str, Any], journal: Any) -> bo
     return True
 
 
+def _stopped(home: Path, key: str, entry: dict[str, Any], journal: Any) -> str | None:
+    """core.continuing.claim: this exact turn was stopped for good (or given up) and its marker is still there (a
+    read-only home, a stale write): removed here when it can be (compare-and-remove), never offered either way."""
+    from hermes_tray_core.continuing import claim as exactly_once
+
+    how = exactly_once.stopped(home, key, entry, journal=journal)
+    if how:
+        exactly_once.enforce_tombstones(home, {key: entry}, journal=journal)
+    return how
+
+
 class Scanner:
     """Incremental scanner over a fixed list of homes. Not thread-safe: one per thread."""
 
@@ -338,6 +349,8 @@ class Scanner:
         entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
         if mproblem:
             problems.append(mproblem)
+        if entries is not None:
+            self._settle_runs(home, entries)
         turns: list[TurnRecord] = []
         state = _HomeState(home.path, now) if exists else None
         try:
@@ -367,6 +380,19 @@ class Scanner:
                             tuple(unsupported), tuple(problems))
         return report, turns
 
+    def _settle_runs(self, home: Home, entries: dict[str, Any]) -> None:
+        """core.continuing.orphans: a run of ours whose process is gone is settled from Hermes' facts (looked at
+        only when the journal has an open run in this home)."""
+        journal = self._now.decisions()
+        try:
+            if journal is None or not journal.open_runs(home.path):
+                return
+        except Exception:
+            return
+        from hermes_tray_core.continuing.orphans import settle_orphaned_runs
+
+        settle_orphaned_runs(home.path, entries, journal=journal)
+
     def _marker_records(self, home: Home, entries: dict[str, Any], config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:
         out = []
@@ -392,6 +418,12 @@ class Scanner:
                     verdict=Verdict.SKIPPED, code=ReasonCode.TOMBSTONED, unsure=False,
                     reason="skipped earlier (the tray's decision journal); a stale Hermes write brought its marker "
                            "back, so it was removed again — it will not be resumed")
+            elif isinstance(entry, dict) and (how := _stopped(home.path, str(key), entry, self._now.decisions())):
+                record = record._replace(
+                    verdict=Verdict.STOPPED, code=ReasonCode.STOPPED, unsure=False,
+                    reason=("you stopped it" if how == "interrupted" else "the tray gave up on it") + " earlier "
+                           "(the tray's decision journal): a Stop is final, so it is not resumed again; its marker "
+                           "stays only while Hermes' file cannot be changed")
             if record.code == ReasonCode.MALFORMED_ENTRY:
                 self._log_once(home, record.session_key, record.reason)
             out.append(record)

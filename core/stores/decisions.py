@@ -36,7 +36,7 @@ from hermes_tray_core.keys import validate_session_id
 from hermes_tray_core.stores import paths
 from hermes_tray_core.stores import turn_journal as journal
 
-__all__ = ["ANSWERED", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
+__all__ = ["ANSWERED", "OPEN_RUN", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
     "decision_turn_id", "default_journal", "has_answered", "history", "home_key",
     "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
@@ -47,6 +47,7 @@ EVENTS = (
     "completed", "interrupted", "failed", "gave-up", "refused",
     "cleared",  # the marker went away without the tray (Hermes resumed or pruned it elsewhere)
     "continuing",  # the tray is about to submit its continuation note: how state.db will show it answered
+    "detached",  # the tray stopped following a continuation that goes on in Hermes (it quit, or a window has it)
     "config-changed",  # a setting changed (record_config_change); about no turn
     "snoozed",  # remind me later: not announced before ``until`` (epoch seconds); continues nothing
     "stopped",  # a witness saw why the turn's Hermes process died (``cause``, ``fact``): core.deciding.witness
@@ -58,7 +59,11 @@ CONFIG_BY = ("cli", "tray")
 TERMINAL = frozenset({"skipped", "completed", "interrupted", "failed", "gave-up", "refused", "cleared",
                       CONFIG_CHANGED})
 #: Someone decided (the user, or the tray in auto mode): the turn must not be offered again.
-ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up"})
+ANSWERED = frozenset({"approved", "skipped", "dispatched", "completed", "interrupted", "failed", "gave-up",
+                      "detached"})
+#: A run of ours that was started and not concluded yet: if its process is gone, its end is read from Hermes
+#: (``core.continuing.orphans``).
+OPEN_RUN = frozenset({"approved", "dispatched", "detached"})
 FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
 RESERVED_FIELDS = frozenset({"version", "session_id", "turn_id", "created_at", "event", "home", "session_key",
                              "started_at", "stream_id"})
@@ -161,7 +166,8 @@ class _Cache:
     """What has been read of the journal so far (a plain class: ``status`` reads it, and importing
     ``dataclasses`` cost its start-up ~10 ms; tests/bench/bench_status.py)."""
 
-    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished", "snoozes", "stops", "crashes")
+    __slots__ = ("signature", "offset", "events", "by_turn", "skips", "finished", "snoozes", "stops", "crashes",
+                 "stopped", "open_runs")
 
     def __init__(self, signature: tuple[int, int] | None = None) -> None:
         self.signature = signature
@@ -173,6 +179,8 @@ class _Cache:
         self.snoozes: dict[str, float] = {}  # turn_id -> ``until`` of its latest ``snoozed``
         self.stops: dict[str, dict[str, Any]] = {}  # turn_id -> its latest ``stopped``
         self.crashes: dict[tuple[str, str], list[dict[str, Any]]] = {}  # (home, session) -> crashed continuations
+        self.stopped: dict[str, list[tuple[object, str]]] = {}  # turn_id -> (attempts, event) of a Stop or give-up
+        self.open_runs: dict[str, dict[str, Any]] = {}  # turn_id -> its newest event, while that is an open one
 
 
 class DecisionJournal:
@@ -331,6 +339,12 @@ class DecisionJournal:
                 cache.stops[tid] = ev
             elif name == "failed" and ev.get("outcome") == "crashed":
                 cache.crashes.setdefault((str(ev.get("home")), str(ev.get("session_key"))), []).append(ev)
+            if (name == "interrupted" and ev.get("stopped_by") == "you") or name == "gave-up":
+                cache.stopped.setdefault(tid, []).append((_attempts_key(ev.get("attempts")), str(name)))
+            if name in OPEN_RUN:
+                cache.open_runs[tid] = ev
+            elif name in TERMINAL:
+                cache.open_runs.pop(tid, None)
         cache.offset += end
         cache.signature = (st.st_ino, cache.offset)
         return cache
@@ -362,6 +376,32 @@ class DecisionJournal:
         like a skipped one so neither the tray nor Hermes continues it again. A ``completed`` event that
         recorded no attempts (older journals) retires the run."""
         return self._matches(self._load().finished, home, session_key, started_at, attempts)
+
+    def stopped_how(self, home: Path | str, session_key: str, started_at: float | int | None,
+                    attempts: object) -> str | None:
+        """``interrupted`` (you stopped it) or ``gave-up`` (the tray gave up on it) when the journal records that for
+        this exact turn (the identity :meth:`is_tombstoned` uses): a Stop is final, so a marker for it that is
+        still there (Hermes' file could not be changed, or a stale write brought it back) is never offered or
+        resumed again. None otherwise."""
+        if started_at is None:
+            return None
+        index = self._load().stopped
+        if not index:
+            return None
+        want = _attempts_key(attempts)
+        for got, how in index.get(self._read_turn_id(home, session_key, started_at), ()):
+            if got is None or got == want:
+                return how
+        return None
+
+    def open_runs(self, home: Path | str) -> list[dict[str, Any]]:
+        """The runs in ``home`` whose newest event is an open one (:data:`OPEN_RUN`), oldest first: started, not
+        concluded in the journal. Cheap: an index kept as the journal is read."""
+        runs = self._load().open_runs
+        if not runs:
+            return []
+        key = self._read_home_key(home)
+        return [dict(ev) for ev in runs.values() if ev.get("home") == key]
 
     def _matches(self, index: dict[str, list[object]], home: Path | str, session_key: str,
                  started_at: float | int | None, attempts: object) -> bool:

@@ -29,6 +29,7 @@ OUTCOME_TEXT = {
     "refused": "Not resumed",
     "dispatched": "Running",
     "continuing": "Running",
+    "detached": "Left running in Hermes",
     "approved": "Resuming",
     "notified": "Waiting for you",
     "detected": "Seen",
@@ -38,7 +39,7 @@ REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "st
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
-                      "dispatched", "continuing", "approved", "notified", "detected"})
+                      "dispatched", "continuing", "approved", "notified", "detected", "detached"})
 
 
 def field_of(entry: Any, name: str, default: Any = "") -> Any:
@@ -127,7 +128,10 @@ class TurnHistory:
                 by = str(field_of(e, "stopped_by", ""))
                 if by == "you" and field_of(e, "dispatched", True) is False:
                     return "Stopped before it started"
-                return {"you": "Stopped by you", "hermes": "Interrupted again in Hermes"}.get(by, OUTCOME_TEXT[name])
+                return {"you": "Stopped by you", "hermes": "Interrupted again in Hermes",
+                        "shutdown": "Left waiting: the tray quit"}.get(by, OUTCOME_TEXT[name])
+            if name == "detached" and field_of(e, "finish", "") == "left-alone":
+                return "Left to your Hermes window"
             if name == "refused":
                 why = REFUSED_WHY.get(str(field_of(e, "verdict", "")), "")
                 return "Not resumed" + (f": {why}" if why else "")

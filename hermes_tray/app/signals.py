@@ -1,4 +1,7 @@
-"""Clean exit on SIGINT/SIGTERM while Qt's loop runs (Python handlers only run when Python does).
+"""Clean exit on SIGINT/SIGTERM/SIGHUP while Qt's loop runs (Python handlers only run when Python does).
+
+SIGHUP too (a closed terminal, a session ending): its default action would end the process at once, and a
+continuation's Hermes process with it, before the controller could leave the continuation to Hermes.
 
 A socket pair is the wake-up fd: the C-level handler writes the signal number, a
 ``QSocketNotifier`` wakes the event loop, and the quit runs in the Qt thread. No polling timer.
@@ -23,8 +26,9 @@ def install_quit_on_signals(parent: QObject, on_quit: Callable[[int], None]) -> 
         rsock.close()
         wsock.close()
         return None
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: None)  # the wake-up fd does the work
+    for sig in (signal.SIGINT, signal.SIGTERM, getattr(signal, "SIGHUP", None)):
+        if sig is not None:
+            signal.signal(sig, lambda *_: None)  # the wake-up fd does the work
     notifier = QSocketNotifier(rsock.fileno(), QSocketNotifier.Type.Read, parent)
 
     def readable() -> None:

@@ -45,6 +45,7 @@ def run(args: argparse.Namespace) -> int:
         refused = refuse_unusable_homes(args, selected_homes(args))
         if refused is not None:
             return refused
+    settle_open_runs(args)
     rows = entries(args.limit, args.session, args.homes)
     if args.json:  # every field as journalled: times as epoch seconds, the run's timings, the channel's name
         print_json(rows)
@@ -83,3 +84,19 @@ def _profile(home: str) -> str:
     """Hermes' name for a home: ``<root>/profiles/<name>`` is ``name``, any other home ``default``."""
     parts = home.replace("\\", "/").rstrip("/").split("/")
     return parts[-1] if len(parts) >= 2 and parts[-2] == "profiles" and parts[-1] else "default"
+
+
+def settle_open_runs(args: argparse.Namespace) -> None:
+    """A run whose process is gone (a killed resume worker, a tray that quit) is settled from Hermes' facts
+    first, as every scan does (``core.continuing.orphans``): history never says "running" for a turn Hermes
+    finished. Bookkeeping: nothing here stops the command."""
+    try:
+        from hermes_tray.cli.common import selected_homes
+        from hermes_tray_core import default_journal, settle_orphaned_runs
+
+        journal = default_journal()
+        for home in selected_homes(args):
+            if journal.open_runs(home.path):
+                settle_orphaned_runs(home.path, journal=journal)
+    except Exception:  # never a reason not to show the history
+        pass

@@ -5,16 +5,17 @@ background worker (``resume_worker``) carries it to the end and journals the out
 ``--wait`` it stays, prints progress and the outcome. Signals are handled deliberately, so a
 turn is never run twice whatever happens to this process:
 
-* SIGINT (Ctrl-C), SIGTERM, SIGHUP (terminal closed): stop the continuation cleanly —
-  ``session.interrupt``, its marker retired, the outcome journalled (``interrupted``, or
-  ``completed`` when Hermes finished before the stop reached it);
+* SIGINT (Ctrl-C), SIGTERM, SIGHUP (terminal closed): your Stop — ``session.interrupt``, its marker
+  retired, the outcome journalled (``interrupted``, or ``completed`` when Hermes finished before the stop
+  reached it); when a Hermes window shares the session the tray sends no interrupt and leaves the turn to
+  that window (``detached``). Either way exit 4 and one line saying which;
 * SIGTSTP (Ctrl-Z): refused while the continuation runs (a stopped client cannot retire the
   marker of a turn Hermes finishes meanwhile); said once on stderr;
 * SIGSTOP / SIGKILL cannot be caught: the continuation's marker carries its completion mark, and
   whoever reads it next settles it from Hermes' ``state.db`` (``core.continuing.completion``).
 
 Exit codes: 0 completed (or started, without --wait), 1 refused (the message says why),
-3 failed (interrupted, error, crashed, timed-out), 2 usage.
+3 failed (interrupted, error, crashed, timed-out), 4 stopped by a signal (above), 2 usage.
 """
 
 from __future__ import annotations
@@ -25,7 +26,6 @@ import os
 import signal
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
@@ -35,6 +35,8 @@ from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPE
 
 STOP_NOTE = "Ctrl-C stops it for good, as Hermes' own Stop does."
 STOPPED_TEXT = "Stopped as you asked. The turn ended for good."  # the outcome's message (--json, the journal)
+#: instead of the tray's "If it is listed above, Resume tries again." (nothing is listed here)
+AGAIN_TEXT = "`hermes-tray status` shows whether it can be resumed again."
 
 
 def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
@@ -77,9 +79,22 @@ def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
     return None, None, f"no interrupted turn for session {args.session} in the selected homes{extra}"
 
 
-def _fmt_progress(p: Any) -> str:
-    last = f", last frame {p.last_frame}" if p.last_frame else ""
-    return f"  {p.phase:<9} {p.elapsed:6.1f}s{last}"
+def progress_text(p: Any) -> str | None:
+    """A continuation's progress in plain words (None: nothing new to say; the outcome line follows)."""
+    if p.phase == "waiting-for-backend":
+        return "Waiting for your Hermes to start…"
+    if p.phase == "waiting-for-release":
+        return "Waiting for your Hermes to let go of the session the tray left there…"
+    if p.phase in ("starting", "resuming"):
+        return "Continuing in your running Hermes…" if p.ran_in == "running-backend" else \
+            "Starting Hermes for this turn…"
+    if p.phase == "running":
+        if str(p.last_frame or "").startswith("tool"):
+            return "Hermes is using tools…"
+        return "Hermes is answering…" if p.frames else "Hermes is continuing the turn…"
+    if p.phase == "stopping":
+        return "Stopping…"
+    return None
 
 
 def run(args: argparse.Namespace) -> int:
@@ -104,11 +119,30 @@ def outcome_text(result: dict[str, Any]) -> str:
     """The short line for how a resume ended (``hermes_tray.words``), from the result's typed fields."""
     from hermes_tray import words
 
-    stopped = result.get("outcome") == "stopped"
-    e = words.ending(result.get("outcome", "error") if not stopped else "interrupted", code=str(result.get("code") or ""),
+    stopped = result.get("outcome") == "stopped" or result.get("stopped_by") == "you"
+    outcome = result.get("outcome", "error")
+    e = words.ending("interrupted" if outcome == "stopped" else outcome, code=str(result.get("code") or ""),
                      verdict=str(result.get("verdict") or ""), stopped=stopped, attempts=result.get("attempt"),
                      ran_in=str(result.get("ran_in") or "") if result.get("attempt") else "")
-    return " ".join(x for x in (f"{e.what}.", e.why, e.can_do) if x)
+    can_do = AGAIN_TEXT if e.can_do == words.RESUME_AGAIN else e.can_do
+    line = " ".join(x for x in (f"{e.what}.", e.why, can_do) if x)
+    if stopped and result.get("marker_left"):  # the stop could not be written to Hermes' own file
+        line += (f" Hermes' file could not be changed ({result['marker_left']}), so the tray keeps the stop in its "
+                 f"own records and never resumes it; once the home can be written, `hermes-tray skip "
+                 f"{result.get('session_key')}` clears it.")
+    return line
+
+
+def stop_outcome(result: dict[str, Any]) -> dict[str, Any]:
+    """The result of a run your signal stopped, as the command reports it (exit 4, docs/cli.md): the tray stopped
+    it for good (``stopped``), or left it to a Hermes window that shares the session (``detached``). Any other
+    ending (it finished, was refused, failed on its own) stays as it was."""
+    out = dict(result)
+    if out.get("outcome") == "interrupted" and out.get("stopped_by") == "you":
+        out.update(outcome="stopped", exit_code=EXIT_STOPPED, message=STOPPED_TEXT)
+    elif out.get("outcome") == "detached" and out.get("stopped_by") == "you":
+        out.update(exit_code=EXIT_STOPPED)
+    return out
 
 
 def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
@@ -120,17 +154,20 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
     if code == EXIT_OK:
         print(line)
         return code
+    if result.get("code") == "home-read-only":  # one line: where Hermes cannot write, and what to do
+        warn(str(result.get("message") or line))
+        return code
     warn(line)
     message = str(result.get("message") or "")
-    if message and result.get("outcome") != "stopped":
+    if message and code != EXIT_STOPPED:  # a stop is said in one line; failures and refusals add Hermes' facts
         warn(f"Details: {message}")  # Hermes' facts as the engine states them (pids, paths, reasons)
     return code
 
 
 def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from hermes_tray_core import resume_turn
+    from hermes_tray_core import StopReason, StopRequest, resume_turn
 
-    stop = threading.Event()
+    stop = StopRequest()
     quiet = bool(args.json)
     said: set[str] = set()
 
@@ -141,11 +178,9 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             pass
 
     def on_stop(sig: int, _frm: Any) -> None:
-        if not stop.is_set():
-            name = signal.Signals(sig).name
-            say(f"\n{name}: stopping the continuation cleanly. The turn ends for good. "
-                "Another signal does not speed it up.")
-        stop.set()
+        if not stop.is_set():  # how it ended is said once, by the outcome line
+            say(f"\n{signal.Signals(sig).name}: stopping… Another signal does not speed it up.")
+        stop.request(StopReason.USER)  # your Stop (docs/cli.md): also SIGTERM and SIGHUP, which you sent
 
     def on_tstp(_sig: int, _frm: Any) -> None:
         if "tstp" not in said:
@@ -160,8 +195,7 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         if hasattr(signal, name):
             handlers[getattr(signal, name)] = handler
     old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
-    last_t = 0.0  # when the last progress line was printed, and its phase
-    last_phase: str | None = None
+    last: list[Any] = [None, 0.0]  # the last progress line and when it was printed
 
     def started() -> None:
         # said once the turn is ours to continue (the claim won, the checks passed): a resume that loses a
@@ -171,19 +205,18 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
             print(f"Resuming {args.session}. {STOP_NOTE}", flush=True)
 
     def progress(p: Any) -> None:
-        nonlocal last_t, last_phase
-        started()
+        if p.phase != "waiting-for-backend":
+            started()
         if quiet:
             return
-        now = time.monotonic()
-        if p.phase != last_phase or now - last_t >= 5.0 or p.last_frame == "message.start" and p.frames <= 2:
-            print(_fmt_progress(p), flush=True)
-            last_t, last_phase = now, p.phase
+        text, now = progress_text(p), time.monotonic()
+        if text and (text != last[0] or now - last[1] >= 30.0):
+            again = text == last[0]
+            print(f"{text} ({p.elapsed:.0f} s)" if again else text, flush=True)
+            last[0], last[1] = text, now
 
-    def dispatched(res: Any) -> None:
+    def dispatched(_res: Any) -> None:
         started()
-        if not quiet:
-            print(f"Try {res.attempt} started {res.where}.", flush=True)
 
     try:
         result = resume_turn(home.path, args.session, entry, on_progress=progress, on_dispatched=dispatched,
@@ -192,10 +225,10 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         for sig, previous in old.items():
             signal.signal(sig, previous)
     outcome = result.to_dict()
-    if stop.is_set() and outcome.get("outcome") != "completed" and outcome.get("exit_code") == EXIT_FAILED \
-            and outcome.get("finish") != "left-alone":  # left alone: nothing was stopped, and the message says why
-        # the user's Stop is its own outcome, not a failure: said, with its own exit status
-        outcome.update(outcome="stopped", exit_code=EXIT_STOPPED, message=STOPPED_TEXT)
+    if stop.is_set():
+        outcome = stop_outcome(outcome)
+    if not quiet and outcome.get("outcome") == "completed":
+        print("Done.", flush=True)
     try:
         return _outcome(args, outcome)
     except (OSError, ValueError):  # the terminal went away (SIGHUP): the journal has the outcome
@@ -249,11 +282,25 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
                 proc.wait(timeout=30)
                 return _outcome(args, msg)
     except KeyboardInterrupt:
-        proc.terminate()  # the worker stops the continuation cleanly on SIGTERM
-        warn("Interrupted: stopping the continuation. The turn ends for good.")
-        proc.wait(timeout=60)
-        warn(outcome_text({"outcome": "stopped"}))
-        return EXIT_STOPPED
+        # Your Ctrl-C, passed on as one (the worker's SIGTERM is a shutdown: it would only stop following)
+        if sys.platform == "win32":
+            proc.terminate()
+        else:
+            proc.send_signal(signal.SIGINT)
+        warn("Stopping…")
+        try:
+            out, _err = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            out, _err = proc.communicate()
+        for raw in reversed(out.splitlines()):
+            try:
+                msg = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(msg, dict) and msg.get("event") == "result":
+                return _outcome(args, stop_outcome(msg))
+        return refuse(args, f"the background helper stopped before it said how (see {log_dir()})", EXIT_FAILED)
     code = proc.wait(timeout=30)
     return refuse(args, f"the background helper exited unexpectedly (exit {code}); see {log_dir()}",
                   EXIT_FAILED if code else EXIT_REFUSED)

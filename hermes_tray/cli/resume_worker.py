@@ -9,8 +9,12 @@ does not cut the continuation short. Protocol with its parent:
   ``{"event": "result", …}`` if it ended (or was refused) before that. After ``dispatched`` the
   parent goes away; the worker's stdout is then pointed at its log so nothing can block on it.
 
-SIGTERM stops the continuation cleanly (``session.interrupt``, marker retired). The outcome is
-journalled by ``core.continuing.resume``; the worker's own log holds identity and outcome only.
+SIGINT (the ``resume`` command's Ctrl-C, passed on) is the user's Stop: ``session.interrupt``, marker retired,
+for good. SIGTERM (logout, ``kill``, an update) is not: the worker stops following the continuation, which goes
+on in the user's running Hermes, or — in a Hermes process the worker started — is left interrupted and offered
+again (``StopReason.SHUTDOWN``). If the worker is SIGKILLed, the next scan settles the run from Hermes' facts
+(``core.continuing.orphans``). The outcome is journalled by ``core.continuing.resume``; the worker's own log
+holds identity and outcome only.
 """
 
 from __future__ import annotations
@@ -101,11 +105,13 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
     with contextlib.suppress(OSError, ValueError):
         stdin.close()
 
-    stop = threading.Event()
+    from hermes_tray_core import StopReason, StopRequest
+
+    stop = StopRequest()
     if hasattr(signal, "SIGTERM"):
-        signal.signal(signal.SIGTERM, lambda *_: stop.set())
+        signal.signal(signal.SIGTERM, lambda *_: stop.request(StopReason.SHUTDOWN))
     if hasattr(signal, "SIGINT"):
-        signal.signal(signal.SIGINT, lambda *_: stop.set())
+        signal.signal(signal.SIGINT, lambda *_: stop.request(StopReason.USER))
     if hasattr(signal, "SIGHUP"):
         signal.signal(signal.SIGHUP, signal.SIG_IGN)
     if hasattr(signal, "SIGTSTP"):  # detached from any terminal; a stray Ctrl-Z must not stall the bookkeeping

@@ -71,6 +71,8 @@ DEFAULTS: dict[str, Any] = {
     "dashboard_gated": False,
     "dashboard_page_token": True,
     "dashboard_hide_live": False,
+    # seconds a session left without a client stays live before Hermes lets it go (once idle); a running turn goes on
+    "dashboard_orphan_grace": 20.0,
 }
 
 

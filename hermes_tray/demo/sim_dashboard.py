@@ -12,7 +12,9 @@ What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gat
   set of live sessions for all connections; each session's events go to the connection that
   created or last resumed it (a resume of a live session moves them to the newcomer, as 0.19.0
   does); when a connection closes, the sessions whose events still go to it are closed if they were
-  resumed with ``close_on_disconnect``, else they stay live, detached.
+  resumed with ``close_on_disconnect``, else they stay live, detached: a running turn goes on, and the session
+  is let go once it is idle ``dashboard_orphan_grace`` seconds after the disconnect (Hermes' 20 s grace; 0.22
+  checks again every grace while the turn runs).
 
 Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launcher), which prints
 ``HERMES_DASHBOARD_READY port=<n>`` like Hermes. Knobs in ``<HERMES_HOME>/sim_backend.json``:
@@ -102,6 +104,24 @@ class SimDashboard(SimGateway):
                     session["conn"] = None
                     if session.get("close_on_disconnect"):
                         self.sessions.pop(sid, None)
+                    else:
+                        self._reap_later(sid, session)
+
+    def _reap_later(self, sid: str, session: dict[str, Any]) -> None:
+        """Let a session left without a client go once it is idle, after the grace (as Hermes' orphan reaper)."""
+        grace = float(load_control(self.home)["dashboard_orphan_grace"])
+
+        def reap() -> None:
+            if self.sessions.get(sid) is not session or session.get("conn") is not None:
+                return  # resumed again meanwhile: a client holds it
+            if session.get("running"):
+                self._reap_later(sid, session)  # a running turn goes on: look again after another grace
+                return
+            self.sessions.pop(sid, None)
+
+        t = threading.Timer(max(0.0, grace), reap)
+        t.daemon = True
+        t.start()
 
 
 def serve(home: Path, capability: str, host: str, port: int) -> None:

@@ -150,8 +150,35 @@ def ws_minimal_client(port: int, token: str, key: str) -> float:
 
 LIVE_PARTS: list[dict[str, float]] = []
 
+#: The tray leaves the session it resumed to Hermes (a turn running there must outlive the tray), which lets it go
+#: once idle after its reap grace (20 s by default, 1 s here). Each run starts once Hermes has let go of the last
+#: run's session (untimed): a resume right after one waits for that, and this benchmark times the resume itself.
+REAP_GRACE = {"HERMES_TUI_WS_ORPHAN_REAP_GRACE_S": "1"}
+
+
+def wait_released(home: Path, key: str, timeout: float = 30.0) -> None:
+    from hermes_tray_core.backend.endpoint import connect_backend
+    from hermes_tray_core.backend.running import find_live_backend
+
+    backend, why = find_live_backend(home)
+    if backend is None:
+        raise RuntimeError(f"the dashboard is gone: {why}")
+    deadline = time.monotonic() + timeout
+    while True:
+        s = connect_backend(backend)
+        try:
+            rows = s.request("session.active_list", {}, 10)["sessions"]
+        finally:
+            s.shutdown(1.0)
+        if not any(r.get("session_key") == key for r in rows):
+            return
+        if time.monotonic() > deadline:
+            raise RuntimeError("Hermes did not let go of the session")
+        time.sleep(0.2)
+
 
 def tray_live_run(home: Path, key: str, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
+    wait_released(home, key)
     entry = plant_marker(home, key, PROMPT)
     t0 = time.monotonic()
     res = resume_turn(home, key, entry, install=install, via="bench", prefer_running_backend=prefer)
@@ -172,7 +199,7 @@ def bench_live(hermes_python: Path, home: Path, key: str, runs: int) -> None:
     from hermes_tray_core.backend.running import find_live_backend
 
     real = gateway.install_from_command([str(hermes_python)])
-    with running_dashboard(hermes_python, home) as (_proc, port):
+    with running_dashboard(hermes_python, home, env=REAP_GRACE) as (_proc, port):
         backend, why = find_live_backend(home)
         if backend is None:
             raise RuntimeError(f"the dashboard is not usable: {why}")
@@ -181,13 +208,14 @@ def bench_live(hermes_python: Path, home: Path, key: str, runs: int) -> None:
                                    env=gateway.gateway_environment(home), cwd=str(Path.home()))
         gateway.probe_capabilities(real, env=gateway.gateway_environment(home), cwd=str(Path.home()))
         tray_live_run(home, key, prefer=True)  # warm-up: the dashboard's first agent build, page cache
+        wait_released(home, key)
         ws_minimal_client(port, token, key)
         ours, floor, spawned = [], [], []
         LIVE_PARTS.clear()
         rng = random.Random(11)
         for _ in range(runs):
             steps = [lambda: ours.append(tray_live_run(home, key, prefer=True)),
-                     lambda: floor.append(ws_minimal_client(port, token, key)),
+                     lambda: (wait_released(home, key), floor.append(ws_minimal_client(port, token, key))),
                      lambda: spawned.append(tray_live_run(home, key, prefer=False, install=real))]
             rng.shuffle(steps)
             for step in steps:
@@ -345,6 +373,7 @@ STEPS: dict[str, float] = {}  # the last g2_tray_run's step timings
 
 
 def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
+    wait_released(home, key)
     entry = plant_marker(home, key, PROMPT)
     since = len(mock.completions())
     t0 = STEPS["t0"] = time.time()
@@ -363,6 +392,7 @@ def g2_minimal_run(home: Path, key: str, mock, port: int, token: str) -> float:
     """The floor: connect with the known port and token, ready, session.resume — Hermes continues the turn."""
     from websockets.sync.client import connect
 
+    wait_released(home, key)
     plant_marker(home, key, PROMPT)
     since = len(mock.completions())
     t0 = time.time()
@@ -393,7 +423,7 @@ def bench_g2(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
 
     spawned_install = gateway.install_from_command([str(g2_python)])
     gateway.probe_capabilities(spawned_install, env=gateway.gateway_environment(home), cwd=str(Path.home()))
-    with running_dashboard(g2_python, home) as (_proc, port):
+    with running_dashboard(g2_python, home, env=REAP_GRACE) as (_proc, port):
         backend, why = find_live_backend(home)
         if backend is None or backend.token_source != "host-record":
             raise RuntimeError(f"the 0.22 dashboard is not usable through its host record: {why}")

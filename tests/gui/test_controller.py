@@ -456,8 +456,55 @@ def test_quit_waits_for_a_continuation_that_takes_long_to_stop(qtbot, rec) -> No
         engine.child.wait()
 
 
+def test_quitting_is_never_your_stop_and_your_stop_is(qtbot, rec) -> None:
+    """The engine is told why a run must stop: Quit (logout, SIGTERM, an update) lets the continuation go on in
+    Hermes; only the Stop button ends it for good."""
+    from hermes_tray_core import StopReason
+
+    reasons: list = []
+
+    class Engine(FakeEngine):
+        def resume(self, record, *, origin, on_progress, stop):
+            stop.wait(10)
+            reasons.append((record.session_key, stop.reason))
+            return RunResult(Outcome.INTERRUPTED, "stopped")
+
+    ctrl, _, _ = make(Engine())
+    scan(ctrl, rec("s1"), rec("s2"))
+    k1, k2 = (i.key for i in ctrl.state.pending)
+    ctrl.resume(k1)
+    ctrl.resume(k2)
+    ctrl.stop(k1)  # the user's Stop
+    qtbot.waitUntil(lambda: len(reasons) == 1, timeout=5000)
+    ctrl.shutdown(wait=5)  # then Quit
+    assert dict(reasons) == {"s1": StopReason.USER, "s2": StopReason.SHUTDOWN}
+
+
+def test_a_stop_hermes_file_could_not_record_is_said_in_one_sentence(qtbot, rec) -> None:
+    """Your Stop holds (the tray's journal), but Hermes' own file could not be changed: the note and Recent say so,
+    and what to do, in words (no errno, no temp-file name)."""
+
+    class Engine(FakeEngine):
+        def resume(self, record, *, origin, on_progress, stop):
+            stop.wait(10)
+            return RunResult(Outcome.INTERRUPTED, "stopped", marker_left="read-only file system")
+
+    ctrl, _, notes = make(Engine())
+    scan(ctrl, rec("s1"))
+    key = ctrl.state.pending[0].key
+    ctrl.resume(key)
+    ctrl.stop(key)
+    qtbot.waitUntil(lambda: any(n.kind == "stopped" for n in notes.shown), timeout=5000)
+    (note,) = [n for n in notes.shown if n.kind == "stopped"]
+    said = "Hermes' file could not be changed: read-only file system. It is still never resumed; Skip clears it"
+    assert said in note.body, note.body
+    (recent,) = [r for r in ctrl.state.recent if r.key == key]
+    assert recent.what == "Stopped" and said in recent.can_do
+
+
 def test_quit_ends_a_continuation_that_does_not_stop(qtbot, rec) -> None:
-    """Past the budget the tray ends the run's processes itself (terminate, then kill)."""
+    """Past the budget the tray ends the run's processes itself (killed: a SIGTERM would make Hermes drop the
+    turn's marker)."""
     engine = _ChildEngine(stop_takes=None, ignore_term=True)
     ctrl, _, _ = make(engine)
     scan(ctrl, rec("s1"))

@@ -43,13 +43,19 @@ def env(user_dirs: dict[str, str], hermes_python: Path) -> dict[str, str]:
     return dirs
 
 
+#: Hermes lets a session go once no client holds it and it is idle, after this grace (20 s by default): the
+#: tray leaves its session to Hermes (it never asks Hermes to close it at disconnect: a turn still running there
+#: must outlive the tray), so back-to-back resumes of one session wait for it; short here to keep the tests quick.
+REAP_GRACE = {"HERMES_TUI_WS_ORPHAN_REAP_GRACE_S": "3"}
+
+
 @pytest.fixture(scope="module")
 def shared(tmp_path_factory: pytest.TempPathFactory, seeded_home: tuple[Path, str], hermes_python: Path):
     """One real dashboard for a copy of the seeded home: (home, key, dashboard process, port)."""
     src, key = seeded_home
     home = tmp_path_factory.mktemp("dash") / "hermes-home"
     shutil.copytree(src, home, ignore=shutil.ignore_patterns("*.lock", "logs"))
-    with running_dashboard(hermes_python, home) as (proc, port):
+    with running_dashboard(hermes_python, home, env=REAP_GRACE) as (proc, port):
         yield home, key, proc, port
 
 
@@ -104,6 +110,22 @@ def window_client(home: Path) -> tuple[RpcSession, int]:
     return s, backend.pid
 
 
+def live_copies(home: Path, key: str) -> list[dict]:
+    s, _pid = window_client(home)
+    try:
+        return [r for r in s.request("session.active_list", {}, 10)["sessions"] if r.get("session_key") == key]
+    finally:
+        s.shutdown()
+
+
+def wait_released(home: Path, key: str, timeout: float = 40.0) -> None:
+    """Until the dashboard holds no live copy of the session (an earlier test's, let go after Hermes' grace)."""
+    deadline = time.monotonic() + timeout
+    while live_copies(home, key):
+        assert time.monotonic() < deadline, "Hermes never let go of the session nobody holds"
+        time.sleep(0.5)
+
+
 def test_resume_runs_once_inside_the_dashboard_and_starts_no_gateway(shared, mock_llm: MockOpenAI, env):
     home, key, dash, port = shared
     backend, why = find_live_backend(home)
@@ -131,16 +153,14 @@ def test_resume_runs_once_inside_the_dashboard_and_starts_no_gateway(shared, moc
     assert key not in list_turn_markers(home)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
     assert dash.poll() is None  # the user's backend keeps running
-    # The tray closed what it attached: the dashboard holds no live copy of the session.
-    s, _pid = window_client(home)
-    try:
-        assert [r for r in s.request("session.active_list", {}, 10)["sessions"] if r.get("session_key") == key] == []
-    finally:
-        s.shutdown()
+    # The tray leaves the session to Hermes, which lets it go once idle with no client: after its grace the
+    # dashboard holds no live copy of the session (the tray never closes it for everyone).
+    wait_released(home, key, timeout=30)
 
 
 def test_two_racing_resumes_run_one_continuation_in_the_dashboard(shared, mock_llm: MockOpenAI, env):
     home, key, dash, _port = shared
+    wait_released(home, key)
     plant_marker(home, key, SEED_PROMPT)
     since = len(mock_llm.completions())
     procs = [cli("resume", key, "--home", str(home), "--wait", env=env) for _ in range(2)]
@@ -153,6 +173,7 @@ def test_two_racing_resumes_run_one_continuation_in_the_dashboard(shared, mock_l
 
 def test_a_window_holding_the_session_keeps_its_events_and_the_tray_starts_nothing(shared, mock_llm, env):
     home, key, dash, _port = shared
+    wait_released(home, key)
     entry = plant_marker(home, key, SEED_PROMPT)
     window, _pid = window_client(home)  # stands in for the Desktop window that has the session open
     try:
@@ -187,6 +208,7 @@ def test_the_dashboard_killed_mid_continuation_is_interrupted_counted_and_never_
                                                                                        hermes_python):
     # Last user of the shared dashboard: it is SIGKILLed here.
     home, key, dash, _port = shared
+    wait_released(home, key)
     plant_marker(home, key, SEED_PROMPT)
     since = len(mock_llm.completions())
     mock_llm.hold()  # the model "thinks" until released: the turn is reliably mid-run

@@ -1,0 +1,111 @@
+"""After a kill, the truth from Hermes: a run of ours whose process is gone is settled from Hermes' facts.
+
+A continuation's end is journalled by the process that follows it. When that process is SIGKILLed (the resume
+worker, the tray, the helper) or stops following on purpose (the tray quit: ``detached``), the journal's last
+word on the run is an open one (``approved``, ``dispatched``, ``detached``) and History would say "Running"
+forever. Every scan looks at such runs whose claim no live process of ours holds (``core.continuing.claim``:
+a dead holder's claim is free) and asks Hermes, never a process of ours:
+
+* the continuation's note and a finished reply after it in ``state.db`` (found by the digest journalled at
+  dispatch, ``core.continuing.completion``'s mark) → ``completed`` ("Resumed and finished");
+* a marker for the session whose writer is alive → still running: left for a later scan;
+* a marker whose writer is gone → the continuation died: ``failed`` (crashed); the marker is offered again;
+* no marker and no finished reply → Hermes ended it without one (stopped in a Hermes window, or cleared):
+  ``cleared``;
+* ``state.db`` unreadable → left for a later scan (unsure: nothing is guessed).
+
+Bookkeeping only: it never raises, never writes Hermes' files, and costs nothing when no run is open.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from hermes_tray_core.lazy_log import get_logger
+
+__all__ = ["settle_orphaned_runs"]
+
+logger = get_logger(__name__)
+
+
+def settle_orphaned_runs(home: Path | str, entries: Mapping[str, Any] | None = None, *, journal: Any = None) -> int:
+    """Settle ``home``'s open runs whose process is gone (module doc); ``entries``: the marker file as just read
+    (None: read it here). Returns how many were settled."""
+    try:
+        from hermes_tray_core.stores import decisions
+
+        j = journal or decisions.default_journal()
+        runs = j.open_runs(home)
+        if not runs:
+            return 0
+        if entries is None:
+            from hermes_tray_core.markers.store import list_turn_markers
+
+            entries = list_turn_markers(home)
+        settled = 0
+        for ev in runs:
+            if _settle(home, ev, entries, j):
+                settled += 1
+        return settled
+    except Exception:
+        logger.warning("could not settle the open runs of %s", home, exc_info=True)
+        return 0
+
+
+def _claimed(home: Path | str, key: str) -> bool:
+    """A live process of ours holds the turn's claim: it follows the run (or cannot be told: treated as held)."""
+    from hermes_tray_core.continuing import claim as exactly_once
+
+    try:
+        return exactly_once.lease_store().current(exactly_once.claim_name(home, key)) is not None
+    except Exception:
+        return True
+
+
+def _settle(home: Path | str, ev: Mapping[str, Any], entries: Mapping[str, Any], journal: Any) -> bool:
+    key, started = ev.get("session_key"), ev.get("started_at")
+    if not isinstance(key, str) or _claimed(home, key):
+        return False
+    from hermes_tray_core.continuing.completion import mark_of
+    from hermes_tray_core.markers.entries import marker_writer_state
+
+    entry = entries.get(key)
+    mark = mark_of(ev)
+    if mark is not None:
+        from hermes_tray_core.hermes.state_db import note_state
+
+        state, why = note_state(home, mark.state_session, None, mark.after_message_id, digest=mark.note_sha256)
+        if state == "unknown":
+            return False  # cannot tell: a later scan asks again
+        if state == "finished":
+            return _record(journal, "completed", home, key, started, ev, settled_by="state.db", reason=why)
+    if isinstance(entry, Mapping):
+        writer = marker_writer_state(dict(entry), home)
+        if writer != "dead":
+            return False  # Hermes still runs it (or may): its end comes later
+        # a marker other than the one the run started from: Hermes had taken the turn over (its continuation's)
+        dispatched = ev.get("event") != "approved" or entry.get("started_at") != started
+        return _record(journal, "failed", home, key, started, ev, outcome="crashed" if dispatched else "error",
+                       dispatched=dispatched,
+                       reason="the process following the continuation is gone and it did not finish; the turn waits "
+                              "again" if dispatched else "the resume ended before Hermes started the continuation")
+    return _record(journal, "cleared", home, key, started, ev,
+                   reason="Hermes holds no marker for it and state.db holds no finished reply: it ended in Hermes "
+                          "without one (stopped there, or cleared)")
+
+
+def _record(journal: Any, event: str, home: Path | str, key: str, started: Any, ev: Mapping[str, Any],
+            **fields: Any) -> bool:
+    attempt = ev.get("attempt")
+    try:
+        journal.record(event, home=home, session_key=key, started_at=started if isinstance(started, (int, float))
+                       and not isinstance(started, bool) else None, via="scan", after=ev.get("event"),
+                       attempts=ev.get("attempts"), ran_in=ev.get("ran_in"), backend_pid=ev.get("backend_pid"),
+                       **({"attempt": attempt} if attempt is not None else {}), **fields)
+    except Exception:
+        logger.warning("could not journal how the run of %s ended", key, exc_info=True)
+        return False
+    logger.info("run of %s (%s) settled from Hermes' facts: %s", key, ev.get("event"), event)
+    return True

@@ -1,0 +1,41 @@
+"""Can a continuation write where it must? Checked before one starts, so a home Hermes cannot write is refused
+in one line up front instead of a continuation that runs for a minute and records nothing.
+
+A continuation writes in two places of the home: ``desktop/`` (Hermes' marker file, and the tray's lock beside
+it) and ``state.db`` with the journal files SQLite creates next to it. Read-only file systems are told apart from
+missing permission (the fix differs). ``os.access`` is the check: it answers for this process as the kernel would
+(a read-only mount says no even to root; root's own permission bypass says yes, and root can then write).
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from hermes_tray_core.markers.file import MARKER_DIR
+
+__all__ = ["write_problem"]
+
+
+def _why(path: Path) -> str:
+    try:
+        if os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1):
+            return "it is on a read-only file system"
+    except (OSError, AttributeError):  # no statvfs (Windows), or it cannot be asked: permission is the likely cause
+        pass
+    return "you have no permission to write there"
+
+
+def write_problem(home: Path | str) -> str | None:
+    """Why Hermes cannot write where a continuation of a turn in ``home`` must (one sentence, plain words), or
+    None."""
+    home = Path(home)
+    desktop = home / MARKER_DIR
+    state_db = home / "state.db"
+    for path, need in ((desktop if desktop.is_dir() else home, os.W_OK | os.X_OK), (home, os.W_OK | os.X_OK),
+                       (state_db, os.W_OK)):
+        if path == state_db and not path.exists():
+            continue
+        if not os.access(path, need):
+            return f"Hermes cannot write in {path}: {_why(path if path.is_dir() else path.parent)}"
+    return None
