@@ -10,7 +10,6 @@ in the shell. Qt-free.
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -39,19 +38,6 @@ if TYPE_CHECKING:
     from hermes_tray_core import Progress, ResumeResult, TurnJournal
 
 log = logging.getLogger(__name__)
-
-
-def own_cli(*args: str) -> list[str]:
-    """Argv of this installation's own command line (``python -m hermes_tray`` from source; the bundle's
-    executable, its console twin on Windows, when frozen)."""
-    if getattr(sys, "frozen", False):
-        exe = Path(sys.executable)
-        twin = exe.with_name(f"{exe.stem}-cli{exe.suffix}")
-        return [str(twin if sys.platform == "win32" and twin.is_file() else exe), *args]
-    exe = Path(sys.executable)
-    if exe.name.lower() == "pythonw.exe" and exe.with_name("python.exe").is_file():
-        exe = exe.with_name("python.exe")  # pythonw has no stdout to answer on (CREATE_NO_WINDOW hides the console)
-    return [str(exe), "-m", "hermes_tray", *args]
 
 
 class CoreEngine:
