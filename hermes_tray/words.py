@@ -168,7 +168,7 @@ class Ending:
     why: str = ""  # one or two short sentences
     can_do: str = ""
     title: str = ""  # the notification's title ("" = no notification of its own)
-    kind: str = "info"  # the notification's kind (hermes_tray.notify.base.URGENCY)
+    kind: str = "info"  # the notification's kind (hermes_tray.notify.note.URGENCY)
 
 
 #: What is left to do after a continuation failed, where the turn is listed (the command line says its own)
