@@ -27,8 +27,11 @@ from typing import Any, TypeVar
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from hermes_tray import words
-from hermes_tray.app.settings_model import SettingsSnapshot
-from hermes_tray.app.viewstate import (
+from hermes_tray.autostart.base import AutoStart
+from hermes_tray.contract import ROUTINE_REFUSALS, BackendValues, Engine, Outcome, RunResult, SkipReply
+from hermes_tray.format import first_line, short_path
+from hermes_tray.model.settings import SettingsSnapshot
+from hermes_tray.model.viewstate import (
     RecentItem,
     RunningItem,
     TurnItem,
@@ -37,9 +40,6 @@ from hermes_tray.app.viewstate import (
     turn_item,
     view_problems,
 )
-from hermes_tray.autostart.base import AutoStart
-from hermes_tray.contract import ROUTINE_REFUSALS, BackendValues, Engine, Outcome, RunResult, SkipReply
-from hermes_tray.format import first_line, short_path
 from hermes_tray.notify.base import Action, Note, Notifier
 from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_names
 from hermes_tray.watch.detector import ScanReport

@@ -28,8 +28,8 @@ from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 if TYPE_CHECKING:
     from hermes_tray.app.prompt_window import PromptWindow
     from hermes_tray.app.status_window import StatusWindow
-    from hermes_tray.app.viewstate import ViewState
     from hermes_tray.controller import Controller
+    from hermes_tray.model.viewstate import ViewState
     from hermes_tray.watch.detector import DetectorThread, ScanReport
 
 log = logging.getLogger(__name__)
@@ -159,7 +159,7 @@ class TrayApp(QObject):
             self._start_failed(error_text(exc))
 
     def _start_failed(self, why: str) -> None:
-        from hermes_tray.app.viewstate import Problem, ViewState
+        from hermes_tray.model.viewstate import Problem, ViewState
         from hermes_tray_core import log_dir
 
         self.start_error = why
@@ -400,7 +400,7 @@ class TrayApp(QObject):
 
     def _pending_key(self, home: str, session_key: str) -> str | None:
         """The turn key of a waiting turn of this home and session (a journal names homes canonically)."""
-        from hermes_tray.app.history_model import same_home
+        from hermes_tray.model.history import same_home
 
         if self.controller is None:
             return None
@@ -410,8 +410,8 @@ class TrayApp(QObject):
         return None
 
     def _title_for(self, home: str, session_key: str) -> str | None:
-        from hermes_tray.app.history_model import same_home
         from hermes_tray.format import repeats
+        from hermes_tray.model.history import same_home
 
         if self.controller is None:
             return None

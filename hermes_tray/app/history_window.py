@@ -33,7 +33,9 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray import words
-from hermes_tray.app.history_model import (
+from hermes_tray.app.icons import app_icon
+from hermes_tray.format import safe_text, short_path, since_text
+from hermes_tray.model.history import (
     TurnHistory,
     event_detail,
     event_text,
@@ -43,8 +45,6 @@ from hermes_tray.app.history_model import (
     same_home,
     when_of,
 )
-from hermes_tray.app.icons import app_icon
-from hermes_tray.format import safe_text, short_path, since_text
 
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1

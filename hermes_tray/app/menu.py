@@ -14,8 +14,8 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
 from hermes_tray import words
-from hermes_tray.app.viewstate import TurnItem, ViewState
 from hermes_tray.format import elapsed_text, elide
+from hermes_tray.model.viewstate import TurnItem, ViewState
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
 LABEL_CHARS = 64  # a menu entry longer than this is elided (the full text is its tooltip)

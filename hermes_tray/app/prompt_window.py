@@ -31,8 +31,8 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
+from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = words.STOP_HINT

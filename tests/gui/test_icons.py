@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 
 from hermes_tray.app.icons import SIZES, VARIANTS, IconState, icon_file, tray_icon
-from hermes_tray.app.viewstate import RunningItem, ViewState, turn_item
+from hermes_tray.model.viewstate import RunningItem, ViewState, turn_item
 
 STATES = [s.value for s in IconState]
 

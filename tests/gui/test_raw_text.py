@@ -113,7 +113,7 @@ def test_notifications_escape_them(hostile, qtbot, caplog):
 
 def test_the_turns_window_escapes_them(hostile, qtbot):
     from hermes_tray.app.prompt_window import PromptWindow
-    from hermes_tray.app.viewstate import ViewState, turn_item
+    from hermes_tray.model.viewstate import ViewState, turn_item
 
     home, _env = hostile
     w = PromptWindow()
