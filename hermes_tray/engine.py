@@ -1,10 +1,9 @@
-"""The one place the shell calls into the engine (``hermes_tray_core``): a thin adapter, no engine logic.
+"""The adapter the tray and the helper act through (``hermes_tray_core``'s face): a thin layer, no engine logic.
 
 Everything here delegates: scanning (``scanner``), skipping (``skip``), resuming (``resume``),
 backend config (``backend_config``), tray settings (``settings``) and the decision journal
-(``decisions``; ask-once is ``ask_once``, which the controller drives). Refusals are told apart by
-their reason codes, never by their text. If an engine interface changes, this file is what changes
-in the shell. Qt-free.
+(``decisions``; ask-once is ``ask_once``, which the turn model drives). Refusals are told apart by
+their reason codes, never by their text. Qt-free.
 """
 
 from __future__ import annotations

@@ -360,7 +360,7 @@ class TrayApp(QObject):
         return True
 
     def _on_message(self, text: str) -> None:
-        from hermes_tray.notify.base import Note
+        from hermes_tray.notify.note import Note
 
         self._messages += 1
         self.notifier.show(Note(f"message-{self._messages}", "Hermes Tray", text, log_line="message"))
@@ -441,7 +441,7 @@ class TrayApp(QObject):
     def show_about(self) -> None:
         from hermes_tray.app.about import AboutDialog
 
-        homes = [str(getattr(h, "path", h)) for h in (self.controller._report.homes if self.controller else ())]
+        homes = [str(getattr(h, "path", h)) for h in (self.controller.report.homes if self.controller else ())]
         command = None
         if self.controller is not None and self.controller.settings.hermes_command:
             command = list(self.controller.settings.hermes_command)

@@ -23,10 +23,10 @@ MENU_TURNS = 10  # turns listed in the menu; the rest are counted (the turns win
 
 
 class TrayMenu(QMenu):
-    resume_requested = Signal(str)
-    skip_requested = Signal(str)
+    resume_requested = Signal(object)  # turn key (opaque)
+    skip_requested = Signal(object)
     enable_requested = Signal(str)  # home: turn Hermes auto-continue back on there (a held turn's entry)
-    stop_requested = Signal(str)
+    stop_requested = Signal(object)
     resume_all_requested = Signal()
     open_requested = Signal()
     backend_enabled_toggled = Signal(bool)

@@ -10,6 +10,7 @@ opened by the user (tray click, menu, second launch) it comes to the front.
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
@@ -41,7 +42,7 @@ STOP_HINT = words.STOP_HINT
 class _RunningRow(QFrame):
     """A continuation in progress: title, elapsed time and status, a busy bar and Stop."""
 
-    stop = Signal(str)
+    stop = Signal(object)  # turn key
 
     def __init__(self, item: RunningItem, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -126,10 +127,10 @@ class ProblemBanner(QFrame):
 
 
 class PromptWindow(QDialog):
-    resume_requested = Signal(str)
-    skip_requested = Signal(str)
-    disable_requested = Signal(str)  # turn key: disable auto-continue in that turn's home
-    stop_requested = Signal(str)
+    resume_requested = Signal(object)  # turn key (opaque)
+    skip_requested = Signal(object)
+    disable_requested = Signal(object)  # turn key: disable auto-continue in that turn's home
+    stop_requested = Signal(object)
     settings_requested = Signal()
     open_folder_requested = Signal(str)
     enable_requested = Signal(str)  # home: turn Hermes auto-continue back on there
@@ -420,7 +421,7 @@ class PromptWindow(QDialog):
             else:
                 row.update_item(r)
 
-    def selected_key(self) -> str | None:
+    def selected_key(self) -> Hashable | None:
         item = self.list.currentItem()
         return item.data(KEY_ROLE) if item is not None else None
 
@@ -474,12 +475,12 @@ class PromptWindow(QDialog):
     # --- actions ------------------------------------------------------------------------------
     def _resume_selected(self) -> None:
         key = self.selected_key()
-        if key:
+        if key is not None:
             self.resume_requested.emit(key)
 
     def _skip_selected(self) -> None:
         key = self.selected_key()
-        if key:
+        if key is not None:
             self.skip_requested.emit(key)
 
     def _delete_pressed(self) -> None:
@@ -491,7 +492,7 @@ class PromptWindow(QDialog):
 
     def _disable_selected(self) -> None:
         key = self.selected_key()
-        if key:
+        if key is not None:
             self.disable_requested.emit(key)
 
     def context_menu_for(self, which: str) -> QMenu:

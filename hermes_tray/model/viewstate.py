@@ -1,4 +1,4 @@
-"""What the views show, as plain data: the controller builds it, the menu/window/tooltip render it.
+"""What the views show, as plain data: the turn model builds it, the menu/window/tooltip render it.
 
 Keeping it plain lets the views be tested with hand-made states and keeps engine records out of
 widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
@@ -7,20 +7,21 @@ widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
-from hermes_tray.contract import ProblemDetail
+from hermes_tray.contract import ProblemDetail, key_of
 from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, since_text, turn_since
-from hermes_tray_core import TurnRecord, turn_key
+from hermes_tray_core import TurnRecord
 
 
 @dataclass(frozen=True)
 class TurnItem:
-    """One interrupted turn as a row: identity, labels, and the engine record it came from."""
+    """One interrupted turn as a row: identity, labels, and the engine record it came from. ``key``: the turn's
+    opaque key (:func:`hermes_tray.contract.key_of`)."""
 
-    key: str
+    key: Hashable
     home: str
     session_key: str
     title: str
@@ -76,7 +77,7 @@ class TurnItem:
 class RunningItem:
     """A continuation the tray is running: shown with elapsed time, streaming status and Stop."""
 
-    key: str
+    key: Hashable
     title: str
     elapsed: float  # as of ``at`` (time.monotonic()); :meth:`elapsed_now` ticks on from there
     status: str
@@ -95,7 +96,7 @@ class RecentItem:
     (pids, paths, reasons), shown on demand; ``details_age``: the age those state (they tick with the row).
     """
 
-    key: str
+    key: Hashable
     title: str
     what: str
     why: str = ""
@@ -250,7 +251,7 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
 
     home = str(record.home)
     return TurnItem(
-        key=turn_key(home, record.session_key),
+        key=key_of(record),
         home=home,
         session_key=record.session_key,
         title=name or elide(turn_label(record, show_prompts=show_prompts), NAME_WIDTH),

@@ -3,7 +3,8 @@
 The first interrupted turn is announced at once; turns found within the next 2 s update that
 same notification in place ("3 turns interrupted", Resume all / Skip all / Open), so a crash
 storm is one notification, not ten. After the window a new turn starts a new notification.
-Text obeys ``show_prompts``: off → the note names the session, never the prompt.
+Text obeys ``show_prompts``: off → the note names the session, never the prompt. Qt-free: notes go to a
+:class:`~hermes_tray.notify.note.NoteSink` (the notifier).
 """
 
 from __future__ import annotations
@@ -11,12 +12,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
+from hermes_tray.contract import key_of
 from hermes_tray.format import elide, repeats, safe_text, tell_apart
-from hermes_tray.notify.base import Action, Note, Notifier
+from hermes_tray.notify.note import Action, Note, NoteSink
 from hermes_tray_core import TurnRecord
 
 WINDOW_SECONDS = 2.0
@@ -114,7 +116,7 @@ class InterruptionNotices:
 
     def __init__(
         self,
-        notifier: Notifier,
+        notifier: NoteSink,
         *,
         show_prompts: Callable[[], bool],
         clock: Callable[[], float] = time.monotonic,
@@ -149,8 +151,8 @@ class InterruptionNotices:
             group = _Group(key=f"interrupted-{next(_counter)}", started=now)
             self._groups[group.key] = group
             self._open = group
-        known = {self._ident(t) for t in group.turns}
-        group.turns.extend(t for t in turns if self._ident(t) not in known)
+        known = {key_of(t) for t in group.turns}
+        group.turns.extend(t for t in turns if key_of(t) not in known)
         self.notifier.show(self._note(group))
         return group.key
 
@@ -164,11 +166,11 @@ class InterruptionNotices:
         if self._open is not None and self._open.key == note_key:
             self._open = None
 
-    def resolved(self, session_keys: set[tuple[str, str]]) -> None:
-        """Turns settled elsewhere (menu, window, another process): shrink or withdraw their notes."""
+    def resolved(self, keys: set[Hashable]) -> None:
+        """Turns settled elsewhere (menu, window, another process), by turn key: shrink or withdraw their notes."""
         for key, group in list(self._groups.items()):
             before = len(group.turns)
-            group.turns = [t for t in group.turns if self._ident(t) not in session_keys]
+            group.turns = [t for t in group.turns if key_of(t) not in keys]
             if len(group.turns) == before:
                 continue
             if group.turns:
@@ -176,10 +178,6 @@ class InterruptionNotices:
             else:
                 self.notifier.close(key)
                 self.answered(key)
-
-    @staticmethod
-    def _ident(turn: TurnRecord) -> tuple[str, str]:
-        return (str(turn.home), turn.session_key)
 
     def _note(self, group: _Group) -> Note:
         turns = group.turns

@@ -147,9 +147,9 @@ def test_resurrected_skip_is_removed_again_without_asking(qtbot, rec) -> None:
 
 
 def test_turn_resolved_elsewhere_withdraws_its_notification(qtbot, rec, monkeypatch) -> None:
-    from hermes_tray import controller
+    from hermes_tray.model import turns
 
-    monkeypatch.setattr(controller, "VANISHED_GRACE", 0.3)
+    monkeypatch.setattr(turns, "VANISHED_GRACE", 0.3)
     ctrl, engine, notes = make()
     scan(ctrl, rec("s1"), rec("s2"))
     key = notes.shown[-1].key
@@ -168,7 +168,7 @@ def test_a_flickering_marker_is_one_notification_that_keeps_naming_its_turns(qtb
 
     ctrl, engine, notes = make()
     hold = threading.Event()
-    ctrl._writer.submit(hold.wait)  # the journal's "notified" write is still queued, as under load
+    ctrl.writes.pool.submit(hold.wait)  # the journal's "notified" write is still queued, as under load
     s1, s2 = rec("s1"), rec("s2")
     try:
         scan(ctrl, s1, s2)
@@ -356,7 +356,7 @@ def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> N
     scan(ctrl, a, other)
     key = notes.shown[-1].key
     # the controller's record of s1 changes identity without a scan that withdraws the note
-    ctrl._records[ctrl.state.pending[0].key] = rec("s1", started_at=2000.0)
+    ctrl.model.records[ctrl.state.pending[0].key] = rec("s1", started_at=2000.0)
     ctrl.on_note_activated(key, "skip-all")
     settle(qtbot, ctrl)
     assert [r.session_key for _a, r in engine.acted_on] == ["s2"]
