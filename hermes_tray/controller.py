@@ -8,7 +8,7 @@ decide through the engine, and hands results back as signals:
   write worker, never on the GUI thread;
 * each continuation runs on a thread of its own; its progress and outcome come back as signals;
 * timers: the second-by-second ticker while a continuation runs, the look at notes of turns gone elsewhere,
-  the failure said when no scan follows;
+  the failure said when no scan follows, a snoozed turn's time;
 * quitting is never the user's Stop (:meth:`shutdown`).
 
 Views never call the engine; the engine never sees Qt.
@@ -31,11 +31,11 @@ from hermes_tray.contract import Engine, Outcome, RunResult, ScanReport, SkipRep
 from hermes_tray.model import settings as settings_model
 from hermes_tray.model.notes import After
 from hermes_tray.model.settings import SettingsSnapshot
-from hermes_tray.model.turns import Phase, Run, TurnModel
-from hermes_tray.model.viewstate import TurnItem, ViewState
+from hermes_tray.model.turns import Run, TurnModel
+from hermes_tray.model.viewstate import ViewState
 from hermes_tray.notify.base import Notifier
 from hermes_tray.notify.note import Note
-from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnRecord
+from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnRecord, remind_at
 
 log = logging.getLogger(__name__)
 
@@ -177,7 +177,6 @@ class Controller(QObject):
         self.engine = engine
         self.notifier = notifier
         self.autostart = autostart
-        self.role = role
         # the helper has no window: its notes carry no "Show"/"Open" button that would do nothing
         self.model = TurnModel(notifier, AskOnce(engine.journal), engine.settings(), quiet=quiet,
                                can_show=role != "helper", demo=demo)
@@ -193,6 +192,9 @@ class Controller(QObject):
         self._recheck = QTimer(self)  # notes of turns that left the list: withdrawn once gone long enough
         self._recheck.setSingleShot(True)
         self._recheck.timeout.connect(lambda: self._recheck_in(self.model.withdraw_vanished()))
+        self._remind = QTimer(self)  # a snoozed turn's time: look again (the scan brings its one reminder)
+        self._remind.setSingleShot(True)
+        self._remind.timeout.connect(lambda: self.rescan_requested.emit("reminder"))
 
     # --- reading ------------------------------------------------------------------------------
     @property
@@ -208,23 +210,12 @@ class Controller(QObject):
         return self.model.report
 
     @property
-    def notes(self) -> Any:
-        return self.model.notes
-
-    @property
-    def ask(self) -> AskOnce:
-        return self.model.ask
-
-    @property
     def busy_writing(self) -> bool:
         """A write handed to the worker has not come back yet."""
         return self.writes.pending > 0
 
     def record_for(self, key: Key) -> TurnRecord | None:
         return self.model.records.get(key)
-
-    def phase(self, key: Key) -> Phase:
-        return self.model.phase(key)
 
     # --- scans and the view -------------------------------------------------------------------
     def on_scan(self, report: ScanReport) -> None:
@@ -237,12 +228,20 @@ class Controller(QObject):
         for key in after.resume:
             QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
         self._recheck_in(after.recheck_in)
+        self._arm_reminder()
         self._publish()
         self.scan_seen.emit(report)
 
     def _recheck_in(self, seconds: float | None) -> None:
         if seconds is not None and not self._recheck.isActive():
             self._recheck.start(max(0, int(seconds * 1000) + 10))
+
+    def _arm_reminder(self) -> None:
+        at = self.model.next_reminder()
+        if at is None:
+            self._remind.stop()
+        else:
+            self._remind.start(min(2**31 - 1, int(max(0.0, at - self.model.ask.wall_clock()) * 1000) + 50))
 
     def _publish(self) -> None:
         state = self._state = self.model.view(autostart=settings_model.autostart_state(self.autostart))
@@ -311,6 +310,31 @@ class Controller(QObject):
     def resume_all(self, keys: Iterable[Key] | None = None, *, origin: str = "menu") -> int:
         return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self.model.waiting_keys()))
 
+    def snooze(self, key: Key, when: str = "1h", *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
+        """Remind me later (``when``: ``1h``, ``tomorrow``…): journalled on the write worker, never continued or
+        skipped; False if the turn is not waiting."""
+        rec = self.model.begin_snooze(key, record)
+        if rec is None:
+            return False
+        until = remind_at(when, self.model.ask.wall_clock())
+
+        def then(error: str | None) -> None:
+            if text := self.model.snoozed(key, rec, until, error):
+                self.message.emit(text)
+            self._arm_reminder()
+            self._publish()
+
+        self.writes.submit(lambda: self._engine_snooze(rec, until, origin), then)
+        return True
+
+    def _engine_snooze(self, rec: TurnRecord, until: float, origin: str) -> str | None:
+        try:
+            self.engine.snooze(rec, until, origin=origin)
+        except Exception as exc:  # boundary: the user is told the snooze did not take
+            log.exception("engine call snooze failed")
+            return words.error_text(exc)
+        return None
+
     def stop(self, key: Key) -> None:
         if self.model.stop(key):
             self._publish()
@@ -336,6 +360,8 @@ class Controller(QObject):
             self.resume(key, origin="notification", record=rec)
         for key, rec in pressed.skip:
             self.skip(key, origin="notification", record=rec)
+        for key, rec in pressed.snooze:
+            self.snooze(key, origin="notification", record=rec)
         if pressed.disable:
             self.set_backend_enabled(False, pressed.disable)
         if pressed.message:
@@ -429,4 +455,4 @@ class Controller(QObject):
             _let_go(runs, stop_budget() if wait is None else wait)
 
 
-__all__ = ["Controller", "Phase", "TurnItem"]
+__all__ = ["Controller", "WriteWorker", "stop_budget"]

@@ -161,6 +161,13 @@ class CoreEngine:
                              on_progress=on_progress, stop=stop, via=f"tray-{origin}")
         return run_result(result)
 
+    def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:
+        """Remind me later: a ``snoozed`` event in the decision journal (``core.deciding.snooze``); it continues and
+        skips nothing. Raises what the journal raises."""
+        from hermes_tray_core import snooze_turn
+
+        snooze_turn(record, until, via=f"tray-{origin}")
+
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
         from hermes_tray_core import BackendConfigError, read_backend_config, write_auto_continue

@@ -73,7 +73,7 @@ def journalled(event: str) -> list[str]:
 
 
 def test_the_turn_model_imports_no_qt() -> None:
-    code = ("import sys, hermes_tray.model.turns, hermes_tray.model.settings, "
+    code = ("import sys, hermes_tray.model.turns, hermes_tray.model.page, hermes_tray.model.settings, "
             "hermes_tray.model.history; sys.exit(any(m.startswith(('PySide6', 'shiboken6')) for m in sys.modules))")
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
 
@@ -84,7 +84,7 @@ def test_one_turn_is_asked_once_and_counts_as_asked_only_once_delivered() -> Non
     scan(m, r)
     scan(m, r)  # seen again: not asked again
     (note,) = sink.shown
-    assert [a.label for a in note.actions] == ["Show", "Resume", "Skip", "Disable auto-continue"]
+    assert [a.label for a in note.actions] == ["Show", "Resume", "Skip", "Remind me in 1 hour", "Disable auto-continue"]
     assert note.kind == "waiting" and m.view().pending[0].session_key == "s1"
     assert journalled("notified") == []  # shown is not asked: delivered is
     m.ask.journal_notified(m.delivered(note, True), via="test")
@@ -124,7 +124,7 @@ def test_a_skipped_turn_that_comes_back_is_skipped_again_without_a_question() ->
 
 
 def test_a_failed_continuation_is_said_once_after_the_next_scan_gave_up_or_failed_again() -> None:
-    for verdict, title in (("exhausted", "Hermes gave up on a turn"), ("actionable", "Hermes turn failed again")):
+    for verdict, title in (("exhausted", "Hermes gave up on a turn"), ("actionable", "Interrupted again: Turn s1")):
         m, sink = model()
         scan(m, rec("s1", attempts=1))
         key = next(iter(m.records))
@@ -246,7 +246,7 @@ def test_notes_off_still_lists_and_prompts_hidden_stay_hidden() -> None:
     hidden, sink = model(show_prompts=False)
     scan(hidden, rec("s1", title=None))
     note = sink.shown[0]
-    assert "timing out" not in note.title + note.body and "Untitled session" in note.body
+    assert "timing out" not in note.title + note.body and note.title.startswith("Interrupted: Untitled session")
     assert hidden.view().pending[0].excerpt == ""
 
 
@@ -259,3 +259,32 @@ def test_routine_ends_say_nothing(outcome) -> None:
     out = RunResult(outcome, "claimed", code="claimed-elsewhere" if outcome is Outcome.REFUSED else "")
     before = len(sink.shown)
     assert m.finished(key, out) is After.NOTHING and len(sink.shown) == before
+
+
+def test_only_a_waiting_turn_can_be_snoozed_and_a_snooze_that_was_not_saved_says_so() -> None:
+    m, sink = model()
+    scan(m, rec("s1"), rec("s2", verdict="stale"))
+    waiting_key, stale_key = list(m.records)
+    assert m.begin_snooze(stale_key) is None
+    r = m.begin_snooze(waiting_key)
+    assert r is not None and m.snoozed(waiting_key, r, time.time() + 3600, "disk full") == \
+        "The reminder could not be saved. Nothing changed."
+    assert m.view().pending[0].reminder is None and m.next_reminder() is None
+    assert m.snoozed(waiting_key, r, time.time() + 3600, None) == ""
+    assert m.view().pending[0].reminder is not None and m.next_reminder() is not None
+
+
+def test_the_page_of_a_turn_no_longer_listed_says_only_what_the_journal_recorded() -> None:
+    from hermes_tray.model.page import page_for
+
+    m, _sink = model()
+    r = rec("gone")
+    decisions.record("notified", home=r.home, session_key=r.session_key, started_at=r.started_at, via="log")
+    decisions.record("skipped", home=r.home, session_key=r.session_key, started_at=r.started_at, via="tray-cli")
+    scan(m)  # not listed: its marker is gone
+    page = page_for(m.view(), decisions.history(100), home=str(HOME), session_key="gone", title="Old one")
+    assert page is not None and page.key is None and page.actions == () and page.facts == ()
+    assert page.title == "Old one" and page.state == "Last recorded: Skipped. The tray does not list it now."
+    assert [(d.what, d.detail) for d in page.decisions] == [("You were told", "in the log only: no notification "
+                                                             "server"), ("Skipped", "from the command line")]
+    assert page_for(m.view(), [], home=str(HOME), session_key="never") is None

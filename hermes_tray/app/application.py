@@ -135,6 +135,8 @@ class TrayApp(QObject):
         w.set_state(c.state)
         w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
         w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
+        w.snooze_requested.connect(lambda k, when: c.snooze(k, when, origin="window"))
+        w.page_requested.connect(lambda k: self.show_turn_page(key=k, origin="window"))
         w.disable_requested.connect(c.disable_for)
         w.stop_requested.connect(c.stop)
         w.open_folder_requested.connect(self.open_folder)
@@ -210,6 +212,7 @@ class TrayApp(QObject):
 
         m.resume_requested.connect(lambda k: c.resume(k, origin="menu"))
         m.skip_requested.connect(lambda k: c.skip(k, origin="menu"))
+        m.snooze_requested.connect(lambda k: c.snooze(k, "1h", origin="menu"))
         m.enable_requested.connect(lambda home: c.set_backend_enabled(True, [home]))
         m.stop_requested.connect(c.stop)
         m.resume_all_requested.connect(lambda: c.resume_all(origin="menu"))
@@ -390,6 +393,8 @@ class TrayApp(QObject):
                                 pending=lambda h, k: self._pending_key(h, k) is not None,
                                 hermes_titles=self.engine.session_titles, watch=self.engine.history_file())
             dlg.resume_requested.connect(self._resume_from_history)
+            dlg.page_requested.connect(lambda home, session, title: self.show_turn_page(
+                home=home, session_key=session, title=title, origin="history"))
             self.controller.state_changed.connect(lambda _s, d=dlg: d.pending_changed())
             self._dialogs["history"] = dlg
         else:
@@ -426,6 +431,33 @@ class TrayApp(QObject):
         key = self._pending_key(home, session_key)
         if key is not None and self.controller is not None:
             self.controller.resume(key, origin="history")
+
+    def show_turn_page(self, *, key: object = None, home: str = "", session_key: str = "", title: str = "",
+                       origin: str = "window") -> None:
+        """A turn's page (a double-click in the turns window or History): its facts, its decisions, its buttons."""
+        if self.controller is None:
+            return
+        from hermes_tray.app.turn_page import TurnPageDialog
+        from hermes_tray.model.page import page_for
+
+        c = self.controller
+        try:
+            entries = self.engine.history(500)
+        except Exception:  # boundary: the page shows what else it knows; the log has why
+            log.exception("a turn's page could not read the decision journal")
+            entries = []
+        page = page_for(c.state, entries, key=key, home=home, session_key=session_key, title=title)
+        if page is None:
+            return
+        dlg = TurnPageDialog(page)
+        dlg.resume_requested.connect(lambda k: c.resume(k, origin=origin))
+        dlg.skip_requested.connect(lambda k: c.skip(k, origin=origin))
+        dlg.snooze_requested.connect(lambda k, when: c.snooze(k, when, origin=origin))
+        self._dialogs["page"] = dlg
+        dlg.show()
+        dlg.raise_()
+        dlg.activateWindow()
+        events.emit("window", name="turn-page")
 
     def open_folder(self, path: str) -> None:
         """A problem's folder (the banner's "Open folder"), in the desktop's file manager, else its path."""

@@ -9,6 +9,9 @@ The scan says what Hermes has; :class:`TurnModel` says what the tray does with i
   only lists; a skipped turn that reappears (a non-locking writer resurrected it) is skipped again silently;
 * a failed continuation is said once, after the scan that follows it ("gave up" or "failed", never both);
 * a turn settled elsewhere has its note withdrawn once it stayed away :data:`VANISHED_GRACE` seconds;
+* remind me later: a snoozed turn is not announced before its time, then once ("Reminder: …"), and journalled
+  as asked so that a restart does not announce it again; one that stopped waiting meanwhile is listed under
+  Recent with why, never announced; a snooze continues nothing, in ``auto`` mode too;
 * how this process's continuations and skips ended ("Recent").
 
 Its methods return values: the :class:`~hermes_tray.model.viewstate.ViewState` the views render, what to do
@@ -139,6 +142,7 @@ class Pressed:
     answer: tuple[str, str] | None = None  # (title, text)
     resume: list[tuple[Key, TurnRecord]] = field(default_factory=list)
     skip: list[tuple[Key, TurnRecord]] = field(default_factory=list)
+    snooze: list[tuple[Key, TurnRecord]] = field(default_factory=list)
     disable: list[str] = field(default_factory=list)
     message: str = ""
 
@@ -194,6 +198,9 @@ class TurnModel:
         self._items: dict[Key, tuple[TurnRecord, bool, float, TurnItem]] = {}
         # turns that left the list: since when (time.monotonic()), and which interruption the note showed
         self._vanished: dict[Key, tuple[float, tuple[object, ...]]] = {}
+        self._snoozes: dict[Key, tuple[tuple[object, ...], float]] = {}  # waiting turns snoozed: until (wall clock)
+        self._reminding: set[tuple[object, ...]] = set()  # reminders shown: journalled as asked once delivered
+        self._lapsed: dict[Key, tuple[object, ...]] = {}  # snoozes that ended after their turn stopped waiting
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
@@ -247,7 +254,9 @@ class TurnModel:
         for key in pending:
             if self.phase(key) is Phase.IDLE:
                 self._set_phase(key, Phase.WAITING)
-        review = self.ask.review(pending, self.settings.mode)
+        review = self.ask.review(pending, self.settings.mode,
+                                 others=[r for k, r in self.records.items() if k not in pending])
+        self._track_snoozes(review.snoozed, review.lapsed, pending)
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
@@ -271,7 +280,17 @@ class TurnModel:
 
     def _announce(self, ask: list[TurnRecord]) -> None:
         """Ask about new turns; one still waiting after our continuation failed gets ONE note, the ask itself,
-        saying why. A turn whose note could not be made is not counted as asked: the next scan asks again."""
+        saying why; one whose snooze ended gets one reminder of its own. A turn whose note could not be made is
+        not counted as asked: the next scan asks again."""
+        now = self.ask.wall_clock()
+        for rec in [r for r in ask if self._reminder_due(r, now)]:
+            ask.remove(rec)
+            self._reminding.add(ident(rec))
+            try:
+                self.notes.announce([rec], title=words.REMINDER_WHAT, lead=words.REMINDER_LEAD)
+            except Exception:  # boundary: never "seen" without having been asked
+                log.exception("could not announce a reminder")
+                self.ask.not_announced([rec])
         for rec in list(ask):
             failure = self._take_failure(key_of(rec))
             if failure is None:
@@ -279,7 +298,7 @@ class TurnModel:
             ask.remove(rec)
             try:
                 e = notes.ending(failure.result, stopped=False, in_app=self.in_app)
-                self.notes.announce([rec], title=e.title or words.FAILED_AGAIN_TITLE, lead=e.why)
+                self.notes.announce([rec], title=e.what, lead=e.why)
             except Exception:  # boundary: never "seen" without having been asked
                 log.exception("could not announce a failed continuation")
                 self.ask.not_announced([rec])
@@ -305,6 +324,33 @@ class TurnModel:
             if ident(pending[key]) != was:
                 self.notes.resolved({key})
 
+    def _track_snoozes(self, snoozed: list[TurnRecord], lapsed: list[TurnRecord],
+                       pending: dict[Key, TurnRecord]) -> None:
+        """Which waiting turns are snoozed, and until when (a snooze made by another process or before a restart
+        is read from the journal once); which snoozes lapsed."""
+        for rec in snoozed:
+            key, i = key_of(rec), ident(rec)
+            if self._snoozes.get(key, (None,))[0] != i and (found := self.ask.snoozed(rec)) and not found[1]:
+                self._snoozes[key] = (i, found[0])
+        for key in [k for k, (i, _until) in self._snoozes.items() if k not in pending or ident(pending[k]) != i]:
+            del self._snoozes[key]
+        self._lapsed.update((key_of(r), ident(r)) for r in lapsed)
+        for key in [k for k, i in self._lapsed.items() if k not in self.records or ident(self.records[k]) != i]:
+            del self._lapsed[key]
+
+    def _reminder_due(self, rec: TurnRecord, now: float) -> bool:
+        """Asked because its snooze ended (this process's, or one the journal holds from before a restart)."""
+        known = self._snoozes.get(key_of(rec))
+        if known is not None and known[0] == ident(rec):
+            return known[1] <= now
+        found = self.ask.snoozed(rec)  # no journal read at all while nothing was ever snoozed
+        return found is not None and not found[1] and found[0] <= now
+
+    def next_reminder(self) -> float | None:
+        """When the next snoozed turn is due (wall clock), None when none is: the controller looks again then."""
+        now = self.ask.wall_clock()
+        return min((until for _i, until in self._snoozes.values() if until > now), default=None)
+
     def withdraw_vanished(self) -> float | None:
         """Withdraw the notes of turns gone long enough; seconds until the next one is due (None: none left)."""
         now = time.monotonic()
@@ -322,7 +368,8 @@ class TurnModel:
         show = bool(self.settings.show_prompts)
         self._rename()
         scanned = self.report.finished or time.time()  # the records' ages are as of their scan
-        items = {k: self._item(k, r, show, scanned) for k, r in self.records.items()}
+        now_wall = self.ask.wall_clock()
+        items = {k: self._item(k, r, show, scanned, self._reminder(k, r, now_wall)) for k, r in self.records.items()}
         self._items = {k: (self.records[k], show, scanned, i) for k, i in items.items()}
         pending = tuple(items[k] for k in self.waiting_keys())
         others = tuple(i for k, i in items.items() if self.phase(k) is Phase.IDLE)
@@ -340,7 +387,7 @@ class TurnModel:
             problems=view_problems(self.report.problems, extra.problem_details, homes_found=extra.homes_found),
             homes_found=extra.homes_found,
             watching=extra.watching,
-            recent=recent_items(others, self._recent, in_app=self.in_app),
+            recent=recent_items(others, self._recent, in_app=self.in_app, lapsed=self._lapsed),
             in_app=self.in_app,
             demo=self.demo,
         )
@@ -357,13 +404,18 @@ class TurnModel:
         """What the user calls this turn: the name it is listed under."""
         return self._names.get(key_of(rec)) or turn_names([rec], show_prompts=bool(self.settings.show_prompts))[0]
 
-    def _item(self, key: Key, rec: TurnRecord, show: bool, scanned: float) -> TurnItem:
+    def _reminder(self, key: Key, rec: TurnRecord, now: float) -> float | None:
+        snooze = self._snoozes.get(key)
+        return snooze[1] if snooze is not None and snooze[0] == ident(rec) and snooze[1] > now else None
+
+    def _item(self, key: Key, rec: TurnRecord, show: bool, scanned: float, reminder: float | None) -> TurnItem:
         """The row of ``rec``, reused from the last view when nothing it says has changed."""
         last = self._items.get(key)
         name = self._names.get(key, "")
-        if last is not None and last[0] is rec and last[1] == show and last[2] == scanned and last[3].title == name:
+        if last is not None and last[0] is rec and last[1] == show and last[2] == scanned \
+                and last[3].title == name and last[3].reminder == reminder:
             return last[3]
-        return turn_item(rec, show_prompts=show, now=scanned, name=name)
+        return turn_item(rec, show_prompts=show, now=scanned, name=name, reminder=reminder)
 
     # --- the user's choices -------------------------------------------------------------------
     def begin_resume(self, key: Key, *, origin: str, record: TurnRecord | None = None) -> Run | None:
@@ -412,6 +464,22 @@ class TurnModel:
         run.stop.set()
         run.status = "stopping…"
         return True
+
+    def begin_snooze(self, key: Key, record: TurnRecord | None = None) -> TurnRecord | None:
+        """Remind me later about a waiting turn (None: it is not waiting). The snooze is journalled on the write
+        worker (:meth:`snoozed` follows); it continues and skips nothing."""
+        rec = record if record is not None else self.records.get(key)
+        return rec if rec is not None and self.phase(key) is Phase.WAITING else None
+
+    def snoozed(self, key: Key, rec: TurnRecord, until: float, error: str | None) -> str:
+        """The snooze was journalled (or not: ``error``): its note goes until then. The line to show the user."""
+        if error is not None:
+            log.warning("snooze of %s not journalled: %s", turn_identity(rec), error)
+            return words.SNOOZE_NOT_KEPT
+        self._snoozes[key] = (ident(rec), until)
+        self.notes.resolved({key})
+        self.ask.not_announced([rec])  # looked at afresh: the journal's snooze holds it until ``until``
+        return ""
 
     # --- a continuation's progress and end ----------------------------------------------------
     def progress(self, key: Key, progress: Progress) -> bool:
@@ -520,7 +588,7 @@ class TurnModel:
         self.notes.answered(note_key)
         if action == "disable":
             return Pressed(disable=sorted({str(t.home) for t in turns}))
-        if action not in ("resume", "resume-all", "skip", "skip-all"):
+        if action not in ("resume", "resume-all", "skip", "skip-all", "snooze"):
             return Pressed()
         if not turns:  # withdrawn already (its turn was settled or replaced): a late press
             log.info("answer to a withdrawn notification %s ignored", note_key)
@@ -531,7 +599,8 @@ class TurnModel:
             if current is None or ident(current) != ident(t):
                 changed.append(t)
             else:
-                (out.resume if action.startswith("resume") else out.skip).append((key, t))
+                (out.resume if action.startswith("resume") else out.snooze if action == "snooze"
+                 else out.skip).append((key, t))
         if changed:
             log.info("notification answered for turns that changed since: %s",
                      ", ".join(turn_identity(t) for t in changed))
@@ -543,8 +612,15 @@ class TurnModel:
         again). Exactly the turns that version of the note showed (a coalesced note grows between shows)."""
         if not note.key.startswith("interrupted-"):
             return []
-        new = self.ask.delivered(list(note.subjects), ok)
-        if not new and not ok:
+        subjects = list(note.subjects)
+        new = self.ask.delivered(subjects, ok)
+        reminded = [t for t in subjects if ident(t) in self._reminding]
+        if ok and reminded:  # a reminder counts as asked too, once (its turn was asked before its snooze)
+            new += [t for t in reminded if t not in new]
+            self._reminding -= {ident(t) for t in reminded}
+            for t in reminded:
+                self._snoozes.pop(key_of(t), None)
+        if not ok and not new:
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
         return new
 
