@@ -58,7 +58,7 @@ def refuse_without_display() -> int | None:
         from hermes_tray.cli.qt_platform import refuse_without_qt_platform
 
         return refuse_without_qt_platform()
-    from hermes_tray.cli.main import EXIT_REFUSED
+    from hermes_tray.cli.exits import EXIT_REFUSED
 
     print(no_display_report(), file=sys.stderr)
     return EXIT_REFUSED

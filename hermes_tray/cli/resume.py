@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
-from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
+from hermes_tray.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
 
 STOP_NOTE = "Ctrl-C stops it for good, as Hermes' own Stop does."
 STOPPED_TEXT = "Stopped as you asked. The turn ended for good."  # the outcome's message (--json, the journal)
