@@ -138,8 +138,8 @@ def test_the_tray_quitting_leaves_the_continuation_as_it_would_be_without_the_tr
     else:
         # a separate Hermes the tray started: killed, its marker left with a dead writer, offered again
         assert res.outcome == Outcome.INTERRUPTED and not pid_running(res.gateway_pid), res.message
-        m = list_turn_markers(home)[key]  # the original, or the continuation's own (attempts + 1)
-        assert marker_writer_state(m) == "dead" and m["prompt"] == PROMPT
+        m = list_turn_markers(home)[key]  # the original, or the continuation's own with the try given back
+        assert marker_writer_state(m) == "dead" and m["prompt"] == PROMPT and m.get("attempts", 0) == 0
     assert len(read_turns(home)) <= 1
 
 
