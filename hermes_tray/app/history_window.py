@@ -267,8 +267,9 @@ class HistoryWindow(QDialog):
             self.resize(min(width, int(screen * 0.95)), self.height())
 
     def _title(self, t: TurnHistory) -> str:
-        return (self._title_for(t.home, t.session_key) or self._titles.get((t.home, t.session_key))
-                or words.untitled_label(t.profile, t.started_at))
+        """Hermes' title for the session, escaped here (it comes from a file anyone who can write the home wrote)."""
+        return safe_text(self._title_for(t.home, t.session_key) or self._titles.get((t.home, t.session_key))
+                         or words.untitled_label(t.profile, t.started_at))
 
     def _ask_hermes_for_titles(self, turns: list[TurnHistory]) -> None:
         ask = self._hermes_titles

@@ -32,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
+from hermes_tray.format import safe_text
 from hermes_tray.model.page import TurnPage
 
 
@@ -40,7 +41,8 @@ def _at(t: float) -> str:
 
 
 def _label(text: str, *, bold: bool = False) -> QLabel:
-    label = QLabel(text)
+    """A line of the page; what came from a file (a key, a title, a prompt) is escaped here, once for all."""
+    label = QLabel(safe_text(text, keep_newlines=True))
     label.setTextFormat(Qt.TextFormat.PlainText)
     label.setWordWrap(True)
     label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
@@ -59,7 +61,7 @@ class TurnPageDialog(QDialog):
     def __init__(self, page: TurnPage, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self.page = page
-        self.setWindowTitle(page.title)  # Qt adds " — Hermes Tray"
+        self.setWindowTitle(safe_text(page.title))  # Qt adds " — Hermes Tray"
         self.setWindowIcon(app_icon())
         self.setMinimumSize(560, 420)
         lay = QVBoxLayout(self)

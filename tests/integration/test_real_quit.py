@@ -280,15 +280,22 @@ def _starting_dashboard(python: Path, home: Path) -> subprocess.Popen[bytes]:
     return proc
 
 
-def _resume_in_thread(home: Path, key: str, **kw) -> tuple[threading.Thread, list, list]:
+def _resume_in_thread(home: Path, key: str, said: list[str | None] | None = None,
+                      **kw) -> tuple[threading.Thread, list, list]:
+    """A resume on a thread; ``said``: what ``resume --wait`` prints at each step (``cli.resume.progress_text``)."""
+    from hermes_tray.cli.resume import progress_text
     from hermes_tray_core.continuing.resume import resume_turn
 
     phases: list[str] = []
     out: list = []
 
+    def seen(p) -> None:
+        phases.append(p.phase)
+        if said is not None:
+            said.append(progress_text(p))
+
     def run() -> None:
-        out.append(resume_turn(home, key, list_turn_markers(home)[key], via="test",
-                               on_progress=lambda p: phases.append(p.phase), **kw))
+        out.append(resume_turn(home, key, list_turn_markers(home)[key], via="test", on_progress=seen, **kw))
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
@@ -308,8 +315,10 @@ def test_a_resume_while_the_running_hermes_is_still_starting_waits_for_it_and_ru
         with GatewayWatch(home) as watch:
             # the bound is wide here only because a loaded test machine starts Hermes slowly; what is tested is
             # that the tray waits for the Hermes that is starting instead of starting a second one beside it
-            t, phases, out = _resume_in_thread(home, key, options=GatewayOptions(backend_start_wait=180))
+            said: list[str | None] = []
+            t, phases, out = _resume_in_thread(home, key, said, options=GatewayOptions(backend_start_wait=180))
             wait_for(lambda: "waiting-for-backend" in phases, "the tray to wait for the starting Hermes", 30)
+            assert "Waiting for your Hermes to start…" in said, said  # what `resume --wait` prints meanwhile
             time.sleep(1.0)
             assert not watch.seen  # nothing spawned while it waits
             os.kill(dash.pid, signal.SIGCONT)
