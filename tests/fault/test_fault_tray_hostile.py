@@ -11,7 +11,6 @@ exit 0 on SIGTERM, never write a marker file they were not asked to, and keep co
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import time
