@@ -13,7 +13,7 @@ of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -104,7 +104,11 @@ class ScanReport:
     extra: ScanSummary = field(default_factory=ScanSummary)  # what the scan says beside turns and problems
 
 
-def key_of(record: TurnRecord) -> Hashable:
+#: A turn's key in the shell (:func:`key_of`): a string, opaque — compared and hashed, never taken apart.
+TurnKey = str
+
+
+def key_of(record: TurnRecord) -> TurnKey:
     """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's ``turn_key``,
     opaque. It is compared and hashed, never taken apart: a turn's home and session come from its record."""
     from hermes_tray_core import turn_key

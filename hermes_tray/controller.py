@@ -19,15 +19,16 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
+from functools import partial
 from typing import Any, TypeVar
 
 from PySide6.QtCore import QObject, QTimer, Signal
 
 from hermes_tray import words
 from hermes_tray.autostart.base import AutoStart
-from hermes_tray.contract import Engine, Outcome, RunResult, ScanReport, SkipReply
+from hermes_tray.contract import Engine, Outcome, RunResult, ScanReport, SkipReply, TurnKey
 from hermes_tray.model import settings as settings_model
 from hermes_tray.model.notes import After
 from hermes_tray.model.settings import SettingsSnapshot
@@ -40,7 +41,7 @@ from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnRe
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Key = Hashable
+Key = TurnKey
 FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
 
 
@@ -223,8 +224,8 @@ class Controller(QObject):
         auto mode resumes."""
         after = self.model.scan(report)
         for key, rec in after.reskip:
-            self.writes.submit(lambda r=rec: self._engine_skip(r, "re-skip"),
-                             lambda reply, k=key, r=rec: self._skipped(k, r, reply, again=True), bookkeeping=True)
+            self.writes.submit(partial(self._engine_skip, rec, "re-skip"),
+                               partial(self._skipped, key, rec, again=True), bookkeeping=True)
         for key in after.resume:
             QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
         self._recheck_in(after.recheck_in)
@@ -345,9 +346,13 @@ class Controller(QObject):
 
     def _on_finished(self, key: Key, out: RunResult) -> None:
         if self.model.finished(key, out) is After.LATER:  # said after the scan this finish triggers, or then
-            QTimer.singleShot(FAILURE_VERDICT_MS, lambda: (self.model.say_failure(key), self._publish()))
+            QTimer.singleShot(FAILURE_VERDICT_MS, partial(self._say_failure, key))
         self._publish()
         self.rescan_requested.emit("resume-finished")
+
+    def _say_failure(self, key: Key) -> None:
+        self.model.say_failure(key)
+        self._publish()
 
     # --- notification answers -----------------------------------------------------------------
     def on_note_activated(self, note_key: str, action: str) -> None:

@@ -56,6 +56,42 @@ from tests.support.clock_step import STEPS as _STEPS  # noqa: E402
 settings.register_profile("hermes-tray", deadline=None)
 settings.load_profile("hermes-tray")
 
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_configure(config: pytest.Config) -> None:
+    """Hypothesis draws from the run's seed (before its plugin reads ``--hypothesis-seed``), unless one is given."""
+    from tests.support.seed import run_seed
+
+    if getattr(config.option, "hypothesis_seed", "absent") is None:
+        config.option.hypothesis_seed = run_seed()
+
+
+def pytest_report_header(config: pytest.Config) -> str:
+    from tests.support.seed import run_seed
+
+    return f"random seed: {run_seed()} (HERMES_TRAY_TEST_SEED)"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]):
+    """A failed randomised test (Hypothesis, or one using ``random_seed``) says how to replay its draws."""
+    from tests.support.seed import replay_hint
+
+    outcome = yield
+    rep = outcome.get_result()
+    randomised = "random_seed" in getattr(item, "fixturenames", ()) or getattr(
+        getattr(item, "obj", None), "is_hypothesis_test", False)
+    if rep.failed and randomised:
+        rep.sections.append(("random seed", replay_hint()))
+
+
+@pytest.fixture
+def random_seed() -> int:
+    """The run's seed for a test's own ``random.Random`` (a failure prints it; see ``tests/support/seed.py``)."""
+    from tests.support.seed import run_seed
+
+    return run_seed()
+
 # Read before any test replaces HOME: the cached real hermes-agent venv lives in the real home.
 _REAL_HERMES_VENV = str(venv_path(LEGACY))
 _REAL_G2_VENV = str(venv_path(G2))

@@ -6,11 +6,13 @@ in a temp dir for History), with the installed product (``.venv-test`` after ``.
 With no display it starts the test desktop (``tests/desktop/session.py``) for the run; with one it
 uses it.
 
-Writes into this folder: prompt-window.png, prompt-window-running.png, tray-menu.png (three waiting turns
-whose prompts begin alike), turns-window-problem-recent.png, history.png (open while a turn finishes, at its
-default size: every column must show whole), status-window-menu.png (the status window with the icon's menu
-open), notification-dunst.png (a waiting turn's notification on dunst, a real notification server, dark
-theme), icons-22px.png. Look at every one after a change.
+Writes into this folder: prompt-window.png, turns-window-facts.png (a waiting turn's Details: how far it got
+and why it stopped), prompt-window-running.png, tray-menu.png (three waiting turns whose prompts begin alike),
+turns-window-problem-recent.png, history.png (open while a turn finishes, at its default size: every column must
+show whole), status-window-menu.png (the status window with the icon's menu open), turn-page.png (a turn's page:
+its facts, its decisions so far, a reminder set), notification-dunst.png (a waiting turn's notification on dunst,
+a real notification server, dark theme, with how far it got and why it stopped), icons-22px.png. Look at every
+one after a change.
 """
 
 from __future__ import annotations
@@ -71,6 +73,49 @@ def _reason(age: float, attempts: int, **facts: str) -> tuple[str, str, float, s
                 "writer_pid": 999_999_999}, config=AutoContinueConfig(freshness_minutes=24 * 60), writer="dead",
                now=now, lease="free", backend="none", **{"owner": "none", **facts})
     return str(d.verdict), d.reason, d.age_seconds, str(d.code)
+
+
+FACTS_KEY = "20260301_101500_a1b2c3"
+FACTS_AGE = 40 * 60  # the turn started 40 min ago …
+BOOTED = 25 * 60  # … and this computer restarted 25 min ago, ending it
+
+
+def facts_turn():
+    """A waiting turn with what Hermes kept of it and why it stopped, as the scanner records them: the progress
+    a turn killed mid-way leaves (tool calls, some text) and the cause the engine's own ``stop_cause`` gives a
+    marker whose writer started before the computer last started (its words, with its fact)."""
+    from hermes_tray_core import StepKind, TurnProgress, TurnRecord
+    from hermes_tray_core.deciding.causes import stop_cause
+    from hermes_tray_core.hermes.progress import ProgressStep
+
+    verdict, reason, age, code = _reason(FACTS_AGE, 0)
+    now = time.time()
+    started = now - FACTS_AGE
+    cause, fact = stop_cause({"started_at": started, "writer_start_time": started - 4}, now=now,
+                             boot_time=now - BOOTED)
+    steps = (ProgressStep(StepKind.TOOL, "read_file"), ProgressStep(StepKind.TEXT, paragraphs=2),
+             ProgressStep(StepKind.TOOL, "patch"), ProgressStep(StepKind.TOOL, "terminal"))
+    progress = TurnProgress(messages=11, tool_calls=5, recent=steps, ran_for_s=11 * 60 + 20,
+                            last_excerpt="terminal: pytest tests/test_config.py -q")
+    return TurnRecord(home=Path(HOME), profile="default", session_key=FACTS_KEY, title="Demo: refactor the config parser",
+                      prompt_excerpt="Refactor the config parser so unknown keys produce a warning instead of an "
+                                     "error, then update the tests.", started_at=started, age_seconds=age, attempts=0,
+                      writer="dead", verdict=verdict, reason=reason, source="desktop", code=code, progress=progress,
+                      cause=cause, cause_fact=fact)
+
+
+def turns_window_facts(app: QApplication) -> None:
+    """The turns window with a waiting turn's Details: how far it got and why it stopped."""
+    from hermes_tray.app.prompt_window import PromptWindow
+    from hermes_tray.model.viewstate import turn_item
+
+    w = PromptWindow()
+    w.resize(560, 500)
+    w.set_state(ViewState(pending=(turn_item(facts_turn(), show_prompts=True),)))
+    w.details_button.setChecked(True)
+    _settle(app, w)
+    w.grab().save(str(HERE / "turns-window-facts.png"))
+    w.close()
 
 
 def prompt_window(app: QApplication) -> None:
@@ -309,7 +354,7 @@ def notification_on_dunst(app: QApplication) -> None:
     import signal
     import subprocess
 
-    from hermes_tray.notify.coalesce import InterruptionNotices, turn_names
+    from hermes_tray.notify.coalesce import InterruptionNotices
     from hermes_tray.notify.desktop import DesktopNotifierBackend
 
     if shutil.which("dunst") is None:
@@ -344,10 +389,8 @@ def notification_on_dunst(app: QApplication) -> None:
                 time.sleep(0.3)
             notifier = DesktopNotifierBackend("Hermes Tray")
             notifier.wait_ready(10)
-        records = similar_turns()
-        names = dict(zip((r.session_key for r in records), turn_names(records, show_prompts=True), strict=True))
-        notes = InterruptionNotices(notifier, show_prompts=lambda: True, name=lambda r: names[r.session_key])
-        notes.announce([records[1]])
+        notes = InterruptionNotices(notifier, show_prompts=lambda: True)
+        notes.announce([facts_turn()])  # how far it got and why it stopped, as Details says it
         for _ in range(40):
             app.processEvents()
             time.sleep(0.05)
@@ -370,6 +413,30 @@ def notification_on_dunst(app: QApplication) -> None:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
+
+
+def turn_page(app: QApplication) -> None:
+    """A turn's page (a double-click in the turns window or History): the same waiting turn, told about and set
+    to remind in an hour; its decisions from the real journal (after ``history``, so they are not in its rows)."""
+    from hermes_tray.app.turn_page import TurnPageDialog
+    from hermes_tray.model.page import page_for
+    from hermes_tray.model.viewstate import turn_item
+    from hermes_tray_core.stores import decisions
+
+    rec = facts_turn()
+    until = time.time() + 3600
+    d = decisions.default_journal()
+    d.record("notified", home=HOME, session_key=FACTS_KEY, started_at=rec.started_at, via="desktop-notifier")
+    d.record("snoozed", home=HOME, session_key=FACTS_KEY, started_at=rec.started_at, until=until,
+             via="tray-notification")
+    item = turn_item(rec, show_prompts=True, reminder=until)
+    page = page_for(ViewState(pending=(item,)), decisions.history(500), key=item.key)
+    assert page is not None
+    w = TurnPageDialog(page)
+    w.resize(560, 560)
+    _settle(app, w)
+    w.grab().save(str(HERE / "turn-page.png"))
+    w.close()
 
 
 def icons() -> None:
@@ -400,11 +467,13 @@ def main() -> int:
     app = QApplication.instance() or QApplication(["hermes-tray"])
     configure_application(app)
     prompt_window(app)
+    turns_window_facts(app)
     prompt_window_running(app)
     tray_menu(app)
     turns_window(app)
     history(app)
     status_window(app)
+    turn_page(app)
     notification_on_dunst(app)
     icons()
     print(f"screenshots written to {HERE}")

@@ -28,6 +28,7 @@ from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 if TYPE_CHECKING:
     from hermes_tray.app.prompt_window import PromptWindow
     from hermes_tray.app.status_window import StatusWindow
+    from hermes_tray.contract import TurnKey
     from hermes_tray.controller import Controller
     from hermes_tray.model.viewstate import ViewState
     from hermes_tray.watch.detector import DetectorThread, ScanReport
@@ -432,7 +433,7 @@ class TrayApp(QObject):
         if key is not None and self.controller is not None:
             self.controller.resume(key, origin="history")
 
-    def show_turn_page(self, *, key: object = None, home: str = "", session_key: str = "", title: str = "",
+    def show_turn_page(self, *, key: TurnKey | None = None, home: str = "", session_key: str = "", title: str = "",
                        origin: str = "window") -> None:
         """A turn's page (a double-click in the turns window or History): its facts, its decisions, its buttons."""
         if self.controller is None:

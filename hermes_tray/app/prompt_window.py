@@ -11,7 +11,6 @@ opened by the user (tray click, menu, second launch) it comes to the front.
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
+from hermes_tray.contract import TurnKey
 from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 
@@ -433,7 +433,7 @@ class PromptWindow(QDialog):
             else:
                 row.update_item(r)
 
-    def selected_key(self) -> Hashable | None:
+    def selected_key(self) -> TurnKey | None:
         item = self.list.currentItem()
         return item.data(KEY_ROLE) if item is not None else None
 

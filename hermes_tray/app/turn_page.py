@@ -14,7 +14,6 @@ that running Hermes anyway, when one serves the home.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -32,6 +31,7 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
+from hermes_tray.contract import TurnKey
 from hermes_tray.format import safe_text
 from hermes_tray.model.page import TurnPage
 
@@ -116,7 +116,7 @@ class TurnPageDialog(QDialog):
 
     def _act(self, emit: object) -> None:
         """Do it, then close: the turns window and History show what follows."""
-        key: Hashable | None = self.page.key
+        key: TurnKey | None = self.page.key
         if key is not None and callable(emit):
             emit(key)
             self.accept()

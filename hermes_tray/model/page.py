@@ -8,11 +8,12 @@ only what the journal recorded.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
 from hermes_tray import words
+from hermes_tray.contract import TurnKey
 from hermes_tray.format import short_path
 from hermes_tray.model.history import TurnHistory, group_turns, same_home, when_of
 from hermes_tray.model.viewstate import RecentItem, TurnItem, ViewState
@@ -32,7 +33,7 @@ class TurnPage:
     """``key``: the turn's key while it is listed (None: nothing to act on); ``actions``: the buttons that apply
     (``resume``, ``skip``, ``snooze``)."""
 
-    key: Hashable | None
+    key: TurnKey | None
     title: str
     where: str
     state: str
@@ -69,12 +70,13 @@ def _decisions(turn: TurnHistory | None) -> tuple[Decision, ...]:
     return tuple(Decision(when_of(e), words.event_text(e), words.event_detail(e)) for e in turn.events)
 
 
-def page_for(state: ViewState, history: Iterable[Any], *, key: Hashable | None = None, home: str = "",
+def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = None, home: str = "",
              session_key: str = "", title: str = "") -> TurnPage | None:
     """The page of the turn listed under ``key``, or of ``home``/``session_key`` (History's rows, listed or
     not; ``title``: History's name for a turn no longer listed). None when neither is known."""
     item: TurnItem | RecentItem | None = None
-    for candidate in (*state.pending, *state.others, *state.recent):
+    candidates: tuple[TurnItem | RecentItem, ...] = (*state.pending, *state.others, *state.recent)
+    for candidate in candidates:
         if (key is not None and candidate.key == key) or (
                 key is None and candidate.session_key == session_key and same_home(str(candidate.home), home)):
             item = candidate

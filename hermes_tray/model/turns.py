@@ -28,12 +28,12 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from hermes_tray import words
-from hermes_tray.contract import Outcome, RunResult, ScanReport, SkipReply, key_of
+from hermes_tray.contract import Outcome, RunResult, ScanReport, SkipReply, TurnKey, key_of
 from hermes_tray.model import notes
 from hermes_tray.model.viewstate import (
     RecentItem,
@@ -59,7 +59,7 @@ from hermes_tray_core import (
 
 log = logging.getLogger(__name__)
 
-Key = Hashable
+Key = TurnKey
 #: a turn whose marker vanished keeps its notification this long: a writer rewriting the file continuously makes
 #: a marker flicker (gone in one scan, back in the next), and withdrawing and showing again is a notification each
 VANISHED_GRACE = 5.0

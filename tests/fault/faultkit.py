@@ -47,11 +47,10 @@ def kills_per_kind(default: int = DEFAULT_KILLS) -> int:
 
 
 def seed() -> int:
-    """Seed for the kill delays; printed on failure so a run can be replayed."""
-    raw = os.environ.get("HERMES_TRAY_FAULT_SEED")
-    if raw:
-        return int(raw)
-    return int.from_bytes(os.urandom(4), "little")
+    """Seed for the kill delays: the run's (``HERMES_TRAY_TEST_SEED`` replays it; printed on failure)."""
+    from tests.support.seed import run_seed
+
+    return run_seed()
 
 
 _CTX = None

@@ -1,7 +1,7 @@
 """Crash injection: SIGKILL writers at random points, >= 50 kills per kind in CI.
 
 See ``fault_scenarios.py`` for what each kind checks after every kill. Replay a failing run
-with ``HERMES_TRAY_FAULT_SEED=<seed printed in the failure>``; raise the count with
+with ``HERMES_TRAY_TEST_SEED=<seed printed in the failure>``; raise the count with
 ``HERMES_TRAY_FAULT_KILLS`` (the bench driver runs >= 500 per kind).
 """
 
@@ -23,7 +23,7 @@ def _run(fn, tmp_path):
     try:
         stats = fn(tmp_path, KILLS, random.Random(s))
     except AssertionError as exc:
-        raise AssertionError(f"{exc}\n(replay with HERMES_TRAY_FAULT_SEED={s})") from exc
+        raise AssertionError(f"{exc}\n(replay with HERMES_TRAY_TEST_SEED={s})") from exc
     report(stats)
     assert stats.kills >= KILLS
     # Most kills must land inside the writer loop, after at least one completed operation.

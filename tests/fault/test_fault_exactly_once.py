@@ -47,12 +47,10 @@ def test_crash_loop_stops_at_max_attempts(sim_roots, tmp_path, cap):
 
 
 @pytest.mark.parametrize("cap", ["auto-continue", "legacy"])
-def test_killing_the_resumer_never_doubles_a_continuation(sim_roots, tmp_path, cap):
+def test_killing_the_resumer_never_doubles_a_continuation(sim_roots, tmp_path, cap, random_seed):
     """SIGKILL a `resume --wait` at a random point and resume again at once: no attempt runs twice."""
-    import random
-
     rounds = int(os.environ.get("HERMES_TRAY_FAULT_RESUMER_KILLS", "4"))
-    r = R.kill_the_resumer(tmp_path, sim_roots[cap], rounds=rounds, seed=random.randrange(1 << 30))
+    r = R.kill_the_resumer(tmp_path, sim_roots[cap], rounds=rounds, seed=random_seed)
     print(r)
     assert r["double_dispatches"] == 0, r
     assert r["over_budget"] == 0, r

@@ -11,7 +11,6 @@ exit 0 on SIGTERM, never write a marker file they were not asked to, and keep co
 from __future__ import annotations
 
 import json
-import os
 import random
 import subprocess
 import time
@@ -38,8 +37,8 @@ JOURNAL = [b'{"event": "submitted", "turn_id": "t", "created_at": 1}\n{"event": 
            b'{"event": "worker_started", "turn_id": "t", "created_at": "NaN", "worker_pid": 1}\n']
 
 
-def test_tray_and_helper_survive_a_storm_of_hostile_files(tmp_path):
-    rng = random.Random(int.from_bytes(os.urandom(4), "little"))
+def test_tray_and_helper_survive_a_storm_of_hostile_files(tmp_path, random_seed):
+    rng = random.Random(random_seed)  # which file gets which bytes when: a failure prints the seed to replay it
     home = tmp_path / "home"
     for d in ("desktop", "runtime", "webui/sessions/_turn_journal"):
         (home / d).mkdir(parents=True)
@@ -65,7 +64,7 @@ def test_tray_and_helper_survive_a_storm_of_hostile_files(tmp_path):
                 rng.choice(JOURNAL))
             H.write_state_db(home / "state.db", rng.choice(["garbage", "empty", "wrong-schema", "views", "classic"]),
                              ["20261129_1"], [[b"\xff", None, 1.5, "compression", b"\x00", 2**62, -1, "x"]],
-                             os.urandom(64))
+                             rng.randbytes(64))
             writes += 1
             time.sleep(rng.uniform(0.01, 0.12))
             for p in procs:

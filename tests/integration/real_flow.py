@@ -108,6 +108,30 @@ def interrupt_a_real_turn(home: Path, key: str, mock: MockOpenAI, prompt: str, *
     return list_turn_markers(home)[key]
 
 
+def kill_a_real_turn_mid_answer(home: Path, key: str, python: Path, mock: MockOpenAI, prompt: str, script: list,
+                                *, words: int) -> int:
+    """A real turn of a Hermes that continues turns itself (its own stdio gateway), SIGKILLed while the model
+    streams its answer: ``script`` is what the model does (tool calls, then a slow answer), the kill comes once
+    ``words`` words of it went out. Returns the pid that died (the marker's writer)."""
+    from hermes_tray_core.continuing import gateway
+
+    install = gateway.install_from_command([str(python)])
+    gw = gateway.GatewayProcess(install, home, log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
+    gw.start()
+    try:
+        gw.wait_ready(90)
+        mock.play(script)
+        sid = gw.request("session.resume", {"session_id": key}, 60)["session_id"]
+        gw.request("prompt.submit", {"session_id": sid, "text": prompt}, 30)
+        mock.wait_for_words(words, 150)
+        os.kill(gw.pid, signal.SIGKILL)  # mid-stream
+    finally:
+        mock.play([])
+        gw.shutdown(5)
+    assert list_turn_markers(home)[key]["writer_pid"] == gw.pid  # Hermes' own marker, left by the kill
+    return gw.pid
+
+
 def note_requests(mock: MockOpenAI, since: int) -> list[Recorded]:
     """Model requests of a continuation (the note anywhere in the newest user message) after ``since``."""
     return [r for r in mock.completions()[since:] if NOTE_PREFIX in r.last_user_text()]

@@ -159,10 +159,19 @@ def test_licence_and_notices_ship_in_bundle_and_tarball(artifacts: dict[str, Pat
 
 
 def test_frozen_cli_starts_without_qt(artifacts: dict[str, Path], tmp_path: Path) -> None:
+    """The command line answers without loading Qt: the system's dynamic loader lists every library the frozen
+    app loads (``LD_DEBUG=files``), and none of Qt's or its bindings' is among them."""
     exe = artifacts["bundle"] / "hermes-tray"
-    result = run([str(exe), "--version"], env=clean_env(tmp_path))
+    trace = tmp_path / "loaded"  # the loader writes loaded.<pid>
+    result = run([str(exe), "--version"], env={**clean_env(tmp_path), "LD_DEBUG": "files",
+                                               "LD_DEBUG_OUTPUT": str(trace)})
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == f"hermes-tray {__version__}"
+    loaded = {name for log in tmp_path.glob("loaded.*")
+              for name in re.findall(r"file=(\S+)", log.read_text(errors="replace"))}
+    assert any("libpython3" in name for name in loaded), sorted(loaded)  # the trace sees what the app loads
+    qt = sorted(name for name in loaded if re.search(r"libQt6|PySide6|shiboken6", name))
+    assert qt == [], qt
 
 
 def test_install_run_uninstall(artifacts: dict[str, Path], tmp_path: Path) -> None:
