@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.process.identity import ProcessIdentity
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ EOF = object()  # put on ``events`` (once) when the transport ends
 RECEIVED = "_received"  # key our reader adds to each parsed frame: time.monotonic() when it was read
 
 
-class GatewayError(RuntimeError):
+class GatewayError(TrayError, RuntimeError):
     """Hermes could not be found, started or spoken to; the message says what to do."""
 
 

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.digest import sha256_hex
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.hermes import config as read
 from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
 from hermes_tray_core.lazy_log import get_logger
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["BackendConfigError", "ManagedValueError", "parse_value", "write_auto_continue"]
 
 
-class BackendConfigError(Exception):
+class BackendConfigError(TrayError):
     """config.yaml cannot be changed safely (unparseable, wrong shape, symlink, bad value)."""
 
 

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import paths
 from hermes_tray_core.vocab import Mode
 
@@ -40,7 +41,7 @@ DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn
 MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT = 1.0, 86_400.0
 
 
-class SettingsError(ValueError):
+class SettingsError(TrayError, ValueError):
     """The settings file, or a value for it, is invalid (the message says which key and why)."""
 
 
