@@ -6,7 +6,7 @@ exception class, no temp file — and log ``detail``. Errors that callers alread
 (``OSError`` for file trouble, ``ValueError`` for a bad value, ``RuntimeError`` for the gateway) keep that base
 as their second one, so ``except OSError`` still catches them.
 
-Where ``except Exception`` stays in the engine, it is a boundary (a thread's top, a callback into the shell,
+Where a catch-all stays in the engine, it is a boundary (a thread's top, a callback into the shell,
 bookkeeping that must never break a turn, reading what Hermes or the user wrote where anything can be): each
 says which on its line (``tests/test_errors.py`` counts them).
 """

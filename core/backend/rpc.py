@@ -173,7 +173,7 @@ class RpcSession:
                     waiter = self._pending.pop(rid, None) if isinstance(rid, int) else None
                 if waiter is not None:
                     waiter.put(frame)
-        except Exception:  # a transport that breaks mid-read ends the session like EOF
+        except Exception:  # boundary: the reader thread's top: a transport that breaks mid-read ends like EOF
             logger.debug("gateway (%s) reader stopped", self.transport.kind, exc_info=True)
         finally:
             self.eof.set()

@@ -130,7 +130,7 @@ def marker_prompt(marker: Mapping[str, Any]) -> str:
     is text to Hermes, and it continues with that text."""
     try:
         return str(marker.get("prompt") or "")
-    except Exception:
+    except Exception:  # boundary: reading what Hermes wrote (as Hermes' own str())
         return ""
 
 
@@ -317,7 +317,7 @@ def _hermes_bool(value: Any) -> bool:
     """Hermes' ``bool(entry.get("auto_continue", True))``."""
     try:
         return bool(value)
-    except Exception:
+    except Exception:  # boundary: reading what Hermes wrote (as Hermes' own bool())
         return True
 
 

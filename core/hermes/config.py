@@ -124,7 +124,7 @@ def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
         return raw.strip().lower() in HERMES_TRUTHY
     try:
         return bool(raw)
-    except Exception:
+    except Exception:  # boundary: reading what the user wrote (Hermes' own bool())
         return default
 
 
@@ -258,7 +258,7 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
     try:
         doc = load_as_hermes(text) or {}
         doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
-    except Exception as exc:
+    except Exception as exc:  # boundary: parsing what the administrator wrote, where anything can be
         return path, {}, f"{yaml_error(path, exc)} — Hermes ignores this managed config"
     return path, doc, None
 
@@ -336,7 +336,7 @@ def backend_config_from_text(path: Path, text: str, *, managed: Managed | None =
     managed = read_managed() if managed is None else managed
     try:
         doc = load_as_hermes(text)
-    except Exception as exc:
+    except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
         return BackendConfig(path, AutoContinueConfig(), exists=True,
                              error=yaml_error(path, exc) + _overlay_lost(managed))
     _block, shape = auto_continue_block(doc)
@@ -352,7 +352,8 @@ def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list
     mpath, mdoc, mwarn = managed
     try:
         block, pinned = merged_desktop_block(doc, mdoc)
-    except Exception as exc:  # a hostile document: Hermes' own merge would fail open to the user's file
+    # boundary: a hostile document: Hermes' own merge would fail open to the user's file
+    except Exception as exc:
         block, pinned = auto_continue_block(doc)[0], ()
         mwarn = f"the managed config could not be applied ({type(exc).__name__})"
     cfg, more = coerce_auto_continue(block, pinned)

@@ -181,14 +181,14 @@ def _first_key_pos(mapping: Any) -> tuple[int, int] | None:
         first = next(iter(mapping))
         pos = mapping.lc.key(first)
         return int(pos[0]), int(pos[1])
-    except Exception:
+    except (StopIteration, AttributeError, KeyError, IndexError, TypeError, ValueError):  # no position kept
         return None
 
 
 def _is_block(mapping: Any) -> bool:
     try:
         return not mapping.fa.flow_style()
-    except Exception:
+    except (AttributeError, TypeError):  # not a round-trip mapping: no style kept
         return False
 
 
@@ -359,7 +359,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
             try:
                 hermes_doc = read.load_as_hermes(text)  # what Hermes sees: the values we compare and verify
-            except Exception as exc:
+            except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
                 raise BackendConfigError(
                     f"{read.yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
                 ) from exc
@@ -379,7 +379,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
             try:
                 doc = _parse(text)  # round trip: where the lines to edit are
-            except Exception as exc:
+            except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
                 raise BackendConfigError(
                     f"{path} cannot be edited safely ({read.yaml_error(path, exc).split(': ', 1)[-1]}); "
                     "left unchanged — edit it by hand"
@@ -390,7 +390,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                     candidate = edit(text, doc, todo) if edit else _ruamel_edit(text, todo)
                 except BackendConfigError:
                     raise
-                except Exception:
+                except Exception:  # boundary: an edit of what the user wrote that fails is not used (the next way is)
                     candidate = None
                 if candidate is not None and _reads_as(candidate, expected, todo):
                     new_text = candidate
@@ -449,5 +449,5 @@ def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, An
             return False
         block, _shape = read.auto_continue_block(doc)
         return isinstance(block, Mapping) and all(k in block and _same(block[k], v) for k, v in changes.items())
-    except Exception:
+    except Exception:  # boundary: reading back what an edit made, where anything can be: not verified
         return False

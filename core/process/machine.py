@@ -45,7 +45,7 @@ def boot_time() -> float | None:
         import psutil
 
         return float(psutil.boot_time())
-    except Exception:  # psutil answers oddly on exotic systems: then it cannot be told
+    except Exception:  # boundary: psutil answers oddly on exotic systems: then it cannot be told
         return None
 
 

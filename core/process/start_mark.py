@@ -81,7 +81,7 @@ class _PsutilMarks:
 
             created = float(psutil.Process(int(pid)).create_time())
             booted = float(psutil.boot_time())
-        except Exception:
+        except Exception:  # boundary: what psutil reports on exotic systems: then no mark
             return None
         return f"{self.kind}:{int(pid)}:{created!r}:{booted!r}"
 

@@ -247,7 +247,7 @@ def _pid_exists(pid: int) -> bool:
         import psutil
 
         return psutil.pid_exists(pid)
-    except Exception:
+    except (ImportError, OSError, ValueError, OverflowError):  # a pid from a file name can be any size
         return True
 
 

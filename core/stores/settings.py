@@ -145,7 +145,7 @@ def load_settings(path: Path | None = None) -> TraySettings:
         raise SettingsError(f"cannot read {path}: {exc}") from exc
     try:
         data = _loads(text)
-    except Exception as exc:
+    except (ValueError, RecursionError) as exc:  # not TOML; nested past Python's recursion limit
         raise SettingsError(f"{path} is not valid TOML: {exc}") from exc
     try:
         return validate(data, path=path)
@@ -216,7 +216,7 @@ def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> Tra
             raw = _loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raw = {}
-        except Exception as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not TOML, nested too deep
             raise SettingsError(f"{path} is not valid TOML ({exc}); fix or remove it") from exc
         merged = {**raw, **dict(changes)}
         merged = {k: v for k, v in merged.items() if v is not None}
