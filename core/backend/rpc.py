@@ -45,6 +45,11 @@ class RpcError(GatewayError):
         self.code = code
         self.rpc_message = message
 
+    @property
+    def user_message(self) -> str:
+        """Hermes' own words (the method and the JSON-RPC code are for the log)."""
+        return f"Hermes answered with an error: {self.rpc_message}" if self.rpc_message else super().user_message
+
 
 class Transport:
     """Moves newline-JSON lines to and from one gateway. Subclasses: the stdio child, the WebSocket.

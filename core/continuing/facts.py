@@ -73,7 +73,7 @@ def raw_entry(home: Path | str, key: str) -> dict[str, Any] | None:
 
     try:
         entry = MarkerStore(home).list().get(key)
-    except Exception:  # boundary: reading the marker file Hermes wrote, where anything can be
+    except (OSError, ValueError):  # MarkerStoreError (unreadable, corrupt), a path refused
         return None
     return entry if isinstance(entry, dict) else None
 

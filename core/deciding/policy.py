@@ -315,10 +315,7 @@ def decide_webui(
 
 def _hermes_bool(value: Any) -> bool:
     """Hermes' ``bool(entry.get("auto_continue", True))``."""
-    try:
-        return bool(value)
-    except Exception:  # boundary: reading what Hermes wrote (as Hermes' own bool())
-        return True
+    return bool(value)  # JSON's values are built-in types: their bool() never raises
 
 
 def _short(value: Any) -> str:

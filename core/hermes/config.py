@@ -122,10 +122,7 @@ def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
         return raw
     if isinstance(raw, str):
         return raw.strip().lower() in HERMES_TRUTHY
-    try:
-        return bool(raw)
-    except Exception:  # boundary: reading what the user wrote (Hermes' own bool())
-        return default
+    return bool(raw)  # YAML's values are built-in types: their bool() never raises
 
 
 def hermes_freshness_minutes(raw: Any) -> float:
@@ -285,6 +282,14 @@ def load_as_hermes(text: str) -> Any:
         loader.dispose()
 
 
+def parse_as_hermes(text: str) -> tuple[Any, Exception | None]:
+    """:func:`load_as_hermes` answering ``(doc, None)``, or ``(None, why)`` for a file Hermes cannot read either."""
+    try:
+        return load_as_hermes(text), None
+    except Exception as exc:  # boundary: parsing what the user wrote, where anything can be (Hermes catches all)
+        return None, exc
+
+
 MAX_NODES = 200_000  # far beyond any real config.yaml; an alias bomb ("billion laughs") hits it at once
 
 
@@ -334,11 +339,10 @@ def _why(exc: Exception) -> str:
 def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:
     """As :func:`read_backend_config`, for text already read (the scanner caches by file signature)."""
     managed = read_managed() if managed is None else managed
-    try:
-        doc = load_as_hermes(text)
-    except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
+    doc, bad = parse_as_hermes(text)
+    if bad is not None:
         return BackendConfig(path, AutoContinueConfig(), exists=True,
-                             error=yaml_error(path, exc) + _overlay_lost(managed))
+                             error=yaml_error(path, bad) + _overlay_lost(managed))
     _block, shape = auto_continue_block(doc)
     return _effective(path, doc, True, managed, shape)
 

@@ -357,12 +357,11 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError as exc:
                 raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
-            try:
-                hermes_doc = read.load_as_hermes(text)  # what Hermes sees: the values we compare and verify
-            except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
+            hermes_doc, bad = read.parse_as_hermes(text)  # what Hermes sees: the values we compare and verify
+            if bad is not None:
                 raise BackendConfigError(
-                    f"{read.yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
-                ) from exc
+                    f"{read.yaml_error(path, bad)} — left unchanged; fix it (or move it aside) and retry"
+                ) from bad
             if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
                 raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
             block, shape = read.auto_continue_block(hermes_doc)

@@ -129,7 +129,7 @@ class HermesProcess(NamedTuple):
             if not self.is_alive():
                 return None  # gone, or the pid was recycled
             return psutil.Process(self.pid).environ().get(name)
-        except Exception:  # boundary: reading another program's environment, where anything can be
+        except process_errors():
             return None
 
 

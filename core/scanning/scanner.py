@@ -316,7 +316,7 @@ class Scanner:
             entries, status = None, "corrupt"
             problem = (f"{path} is corrupt: {exc.reason or 'it is not a JSON object'}. Interrupted turns in this "
                        "home cannot be seen. Hermes' next write will replace it; move it aside to keep it")
-        except Exception as exc:  # boundary: reading the marker file Hermes wrote, where anything can be
+        except (OSError, ValueError) as exc:  # MarkerStoreError (unreadable), a path refused
             entries, status = None, "unreadable"
             problem = f"{path} cannot be read: {os_error_text(exc)}"
         self._markers[str(path)] = (sig, entries, status, problem)
