@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.stores.fsutil import os_error_text
@@ -252,11 +253,14 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
         return None, {}, None
     except (OSError, UnicodeDecodeError) as exc:
         return path, {}, f"the managed config {path} cannot be read ({_why(exc)}); Hermes ignores it too"
-    try:
-        doc = load_as_hermes(text) or {}
-        doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
-    except Exception as exc:  # boundary: parsing what the administrator wrote, where anything can be
-        return path, {}, f"{yaml_error(path, exc)} — Hermes ignores this managed config"
+    doc, bad = parse_as_hermes(text)
+    if bad is None:
+        try:
+            doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
+        except (ValueError, RecursionError) as exc:  # too many values (TooComplex), nested too deep
+            bad = exc
+    if bad is not None:
+        return path, {}, f"{yaml_error(path, bad)} — Hermes ignores this managed config"
     return path, doc, None
 
 
@@ -293,7 +297,7 @@ def parse_as_hermes(text: str) -> tuple[Any, Exception | None]:
 MAX_NODES = 200_000  # far beyond any real config.yaml; an alias bomb ("billion laughs") hits it at once
 
 
-class TooComplex(ValueError):
+class TooComplex(TrayError, ValueError):
     """A document that expands to more than :data:`MAX_NODES` values (YAML aliases): never walked further."""
 
 

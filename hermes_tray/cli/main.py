@@ -166,13 +166,12 @@ def _run(argv: list[str], exit_quickly: bool) -> int:
         if exit_quickly and getattr(args, "quick_exit", False):
             _exit_now(code)
         return code
-    except TrayError as exc:  # an engine error no command answered: its sentence (the log has the rest)
-        import logging
-
+    except TrayError as exc:  # an engine error no command answered: its sentence; --json has the detail too
         from hermes_tray.cli.common import refuse
 
-        logging.getLogger(__name__).warning("%s failed: %s", getattr(args, "command", "hermes-tray"), exc.detail)
-        return refuse(args, str(exc) if args.json else exc.user_message, EXIT_REFUSED)
+        if args.json:
+            return refuse(args, str(exc), EXIT_REFUSED, detail=exc.detail)
+        return refuse(args, exc.user_message, EXIT_REFUSED)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `hermes-tray status | head`: the reader has what it wanted, no traceback
