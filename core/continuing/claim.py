@@ -223,7 +223,6 @@ def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]
                 logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
                             "it back", key)
                 removed.append(key)
-        # boundary: a read-only home: the journal keeps the decision; every reader honours it
-        except Exception as exc:
+        except Exception as exc:  # boundary: bookkeeping (a read-only home: the journal keeps the decision)
             logger.info("could not remove the settled marker of %s (%s)", key, exc)
     return removed

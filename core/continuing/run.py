@@ -279,8 +279,7 @@ class Run(Follow):
         if self.on_submitting is not None and self.handover.ours is not None:
             try:  # the caller journals the mark: bookkeeping, never a reason not to go on
                 self.on_submitting(dict(self.handover.ours))
-            # boundary: a callback into the shell (bookkeeping, never a reason not to go on)
-            except Exception:
+            except Exception:  # boundary: a callback into the shell (never a reason not to go on)
                 logger.exception("on_submitting callback failed")
         try:
             waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": self.handover.note})

@@ -284,8 +284,7 @@ class AskOnce:
         try:
             target.record_many(rows)
             return
-        # boundary: bookkeeping: one bad turn (a hostile key) must not cost the others their record
-        except Exception:
+        except Exception:  # boundary: bookkeeping: one hostile key never costs the others their record
             log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
         for t in turns:
             try:

@@ -360,8 +360,7 @@ def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list
     mpath, mdoc, mwarn = managed
     try:
         block, pinned = merged_desktop_block(doc, mdoc)
-    # boundary: a hostile document: Hermes' own merge would fail open to the user's file
-    except Exception as exc:
+    except Exception as exc:  # boundary: a hostile document: Hermes' merge would fail open to the user's file
         block, pinned = auto_continue_block(doc)[0], ()
         mwarn = f"the managed config could not be applied ({type(exc).__name__})"
     cfg, more = coerce_auto_continue(block, pinned)

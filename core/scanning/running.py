@@ -114,8 +114,7 @@ class RunningNow:
             if not isinstance(procs, Exception):
                 try:
                     found = backend_sessions.open_in_backends(home.path, procs)
-                # boundary: asking a running Hermes is a nicety: the resume path asks again
-                except Exception as exc:
+                except Exception as exc:  # boundary: a nicety: the resume path asks again
                     logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
             self._open[key] = found
         return self._open[key]

@@ -244,8 +244,7 @@ class Scanner:
                 continue
             try:
                 report, home_turns = self._scan_home(home, seen, now, seen_journal_dirs, live_journals)
-            # boundary: belt and braces: one home never breaks the rest (and the path is not touched again)
-            except Exception:
+            except Exception:  # boundary: one home never breaks the rest (its path is not touched again)
                 logger.exception("%s: scanning this home failed", home.path)
                 report = _unreadable(home, seen.exists, f"{home.path}: scanning this home failed unexpectedly "
                                      "(details in the log); please report it")
