@@ -13,7 +13,7 @@ says which on its line (``tests/test_errors.py`` counts them).
 
 from __future__ import annotations
 
-__all__ = ["TrayError", "user_message"]
+__all__ = ["FALLBACK", "TrayError"]
 
 #: said when an error carries no words of its own
 FALLBACK = "something went wrong (the log has the details)"
@@ -47,10 +47,3 @@ class TrayError(Exception):
         if cause is not None:
             parts.append(f"caused by {type(cause).__name__}: {cause}")
         return "; ".join(parts)
-
-
-def user_message(exc: BaseException) -> str:
-    """The sentence to show for any error: a :class:`TrayError`'s own, else its message (never its class)."""
-    if isinstance(exc, TrayError):
-        return exc.user_message
-    return str(exc) or FALLBACK
