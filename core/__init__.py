@@ -81,6 +81,7 @@ _FACE = {
     "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
     "StepKind": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
+    "TrayError": "errors",
 }
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
@@ -106,6 +107,7 @@ __all__ = [
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
+    "TrayError",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
@@ -130,6 +132,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
     from hermes_tray_core.deciding.snooze import remind_at, snooze_turn
     from hermes_tray_core.deciding.witness import ExitWitness
+    from hermes_tray_core.errors import TrayError
     from hermes_tray_core.hermes.config import AutoContinueConfig, read_backend_config
     from hermes_tray_core.hermes.config_edit import BackendConfigError, write_auto_continue
     from hermes_tray_core.hermes.config_edit import parse_value as parse_config_value

@@ -10,6 +10,8 @@ from __future__ import annotations
 import re
 from typing import NewType
 
+from hermes_tray_core.errors import TrayError
+
 __all__ = ["InvalidIdError", "MAX_ID_LEN", "SessionKey", "session_key", "validate_session_id"]
 
 #: A session key that passed :func:`session_key` (Hermes' stored session id, ``state.db`` ``sessions.id``).
@@ -20,7 +22,7 @@ MAX_ID_LEN = 256
 _ID_RE = re.compile(r"^[A-Za-z0-9_.:-]+$")
 
 
-class InvalidIdError(ValueError):
+class InvalidIdError(TrayError, ValueError):
     """A session key or id that is unsafe to use (path separators, '..', control chars, too long)."""
 
 

@@ -58,6 +58,10 @@ def error_text(exc: BaseException) -> str:
         from hermes_tray_core import os_error_text
 
         return os_error_text(exc)
+    from hermes_tray_core import TrayError
+
+    if isinstance(exc, TrayError):  # the engine's own errors say it in the user's words
+        return exc.user_message
     return str(exc) or "an unexpected error"
 
 

@@ -141,7 +141,8 @@ def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFac
     except ConnectionRefusedError:  # its process runs but does not listen yet: it is starting
         raise BackendStarting(f"your running Hermes does not answer on {netloc} yet") from None
     except (OSError, http.client.HTTPException) as exc:
-        raise BackendUnusable(f"cannot read the running Hermes' page on {netloc} ({type(exc).__name__})") from None
+        raise BackendUnusable(f"cannot read the running Hermes' page on {netloc}",
+                              detail=f"{type(exc).__name__}: {exc}") from None
     finally:
         conn.close()
     if status in (401, 403):

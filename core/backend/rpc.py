@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.process.identity import ProcessIdentity
 
 logger = logging.getLogger(__name__)
@@ -27,7 +28,7 @@ EOF = object()  # put on ``events`` (once) when the transport ends
 RECEIVED = "_received"  # key our reader adds to each parsed frame: time.monotonic() when it was read
 
 
-class GatewayError(RuntimeError):
+class GatewayError(TrayError, RuntimeError):
     """Hermes could not be found, started or spoken to; the message says what to do."""
 
 
@@ -43,6 +44,11 @@ class RpcError(GatewayError):
         self.method = method
         self.code = code
         self.rpc_message = message
+
+    @property
+    def user_message(self) -> str:
+        """Hermes' own words (the method and the JSON-RPC code are for the log)."""
+        return f"Hermes answered with an error: {self.rpc_message}" if self.rpc_message else super().user_message
 
 
 class Transport:
@@ -172,7 +178,7 @@ class RpcSession:
                     waiter = self._pending.pop(rid, None) if isinstance(rid, int) else None
                 if waiter is not None:
                     waiter.put(frame)
-        except Exception:  # a transport that breaks mid-read ends the session like EOF
+        except Exception:  # boundary: the reader thread's top: a transport that breaks mid-read ends like EOF
             logger.debug("gateway (%s) reader stopped", self.transport.kind, exc_info=True)
         finally:
             self.eof.set()

@@ -26,6 +26,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core.process.identity import process_errors
 from hermes_tray_core.vocab import ProcessKind
 
 __all__ = ["ASK_TIMEOUT", "CACHE_SECONDS", "RUNNING_STATUSES", "WriterTurn", "active_sessions", "ask_writer", "forget",
@@ -119,7 +120,7 @@ def _ask(proc: Any) -> dict[str, dict[str, Any]] | None:
     finally:
         try:
             session.shutdown(1.0)
-        except Exception:  # closing our own connection: never the backend
+        except Exception:  # boundary: closing our own connection never fails the caller (never the backend)
             pass
     rows = listed.get("sessions") if isinstance(listed, dict) else None
     if not isinstance(rows, list):
@@ -151,7 +152,7 @@ def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float |
         snap = processes if isinstance(processes, HermesProcesses) else HermesProcesses.now(
             kinds=(ProcessKind.DASHBOARD,))
         proc = next((p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD and p.pid == pid), None)
-    except Exception as exc:
+    except process_errors() as exc:  # the process table cannot be walked
         return WriterTurn("unknown", f"cannot list processes ({type(exc).__name__})")
     if proc is None:
         return WriterTurn("unknown", f"pid {pid} is not a Hermes backend serving this home")

@@ -53,6 +53,13 @@ def canonical_home(home: Path | str) -> str:
     return home_key(home)
 
 
+def lease_errors() -> tuple[type[Exception], ...]:
+    """What the lease store can raise (:data:`core.stores.lease.STORE_ERRORS`), for ``except lease_errors():``."""
+    from hermes_tray_core.stores.lease import STORE_ERRORS
+
+    return STORE_ERRORS
+
+
 def claim_name(home: Path | str, session_key: str) -> str:
     return f"resume:{canonical_home(home)}:{session_key}"
 
@@ -104,13 +111,13 @@ def claim(home: Path | str, session_key: SessionKey, *, purpose: str, via: str, 
     try:
         store = lease_store(lease_path)
         lease = store.acquire(name, f"pid={os.getpid()}:via={tag}", ttl=ttl, wait=wait)
-    except Exception as exc:
+    except lease_errors() as exc:
         return ClaimRefused(Refusal.STORE_ERROR, f"cannot claim the turn in the tray's lease store ({exc})")
     if lease is not None:
         return Claim(store, lease, name)
     try:
         cur = store.current(name)
-    except Exception:  # only the holder's name is missing from the message: still a refusal
+    except lease_errors():  # only the holder's name is missing from the message: still a refusal
         logger.warning("could not read the claim on %s", session_key, exc_info=True)
         cur = None
     if cur is not None and ":via=skip-" in cur.holder:
@@ -123,7 +130,7 @@ def release(held: Claim, session_key: str = "?") -> None:
     """Release a claim; a failure is logged (the lease expires on its own)."""
     try:
         held.store.release(held.lease)
-    except Exception:
+    except lease_errors():
         logger.warning("could not release the claim on %s (it expires on its own)", session_key, exc_info=True)
 
 
@@ -153,7 +160,7 @@ def settled(home: Path | str, session_key: str, started_at: float | None, *, jou
 
     try:
         names = (journal or decisions.default_journal()).events_for(canonical_home(home), session_key, started_at)
-    except Exception:
+    except Exception:  # boundary: bookkeeping (the journal); unknown is the answer
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
         return None
     for name in reversed(names):
@@ -191,7 +198,7 @@ def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapp
         # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
         answer = getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry))
         return answer if isinstance(answer, str) else bool(answer)
-    except Exception:
+    except Exception:  # boundary: bookkeeping (the journal); unknown is the answer
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
         return None if question == "stopped_how" else False
 
@@ -216,6 +223,6 @@ def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]
                 logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
                             "it back", key)
                 removed.append(key)
-        except Exception as exc:  # a read-only home: the journal keeps the decision; every reader honours it
+        except Exception as exc:  # boundary: bookkeeping (a read-only home: the journal keeps the decision)
             logger.info("could not remove the settled marker of %s (%s)", key, exc)
     return removed

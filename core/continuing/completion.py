@@ -124,7 +124,7 @@ def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, A
         from hermes_tray_core.markers.store import MarkerStore
 
         retired = MarkerStore(home).remove_if_unchanged(session_key, dict(entry))
-    except Exception:
+    except Exception:  # boundary: bookkeeping (the marker) never breaks a turn
         logger.warning("could not retire the settled continuation marker for %s", session_key, exc_info=True)
     logger.info("continuation of %s settled from state.db (%s); marker %s", session_key, why,
                 "retired" if retired else "left (it changed, or could not be written)")
@@ -144,5 +144,5 @@ def _journal_completed(home: Path | str, key: str, started: float | None, entry:
         journal.record("completed", home=home, session_key=key, started_at=started, settled_by="state.db",
                        attempt=attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else None,
                        reason=why)
-    except Exception:
+    except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
         logger.warning("could not journal the settled continuation of %s", key, exc_info=True)

@@ -73,7 +73,7 @@ def raw_entry(home: Path | str, key: str) -> dict[str, Any] | None:
 
     try:
         entry = MarkerStore(home).list().get(key)
-    except Exception:
+    except (OSError, ValueError):  # MarkerStoreError (unreadable, corrupt), a path refused
         return None
     return entry if isinstance(entry, dict) else None
 
@@ -119,7 +119,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
         try:
             cfg = read_backend_config(home).auto_continue
             d = decide(before, config=cfg, writer=WriterState.DEAD, now=now)
-        except Exception:
+        except Exception:  # boundary: reading what the user and Hermes wrote: without it, fewer facts
             d = None
         if d is not None and d.verdict == Verdict.DISABLED:
             return NotContinued.DISABLED, f"Hermes cleared the turn: {d.reason}"

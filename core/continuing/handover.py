@@ -83,7 +83,7 @@ class MarkerHandover:
         try:
             if MarkerStore(self.home).replace_if_unchanged(self.key, self.ours, self.expected):
                 self.ours = None
-        except Exception:
+        except Exception:  # boundary: bookkeeping (the marker) never breaks a turn
             logger.exception("could not restore the marker for %s", self.key)
 
     def uncount(self, writer_pid: int | None) -> bool:
@@ -129,7 +129,7 @@ class MarkerHandover:
                                             or (stopped and entry == self.expected)):
                 target = entry
                 store.remove_if_unchanged(self.key, entry)
-        except Exception as exc:
+        except Exception as exc:  # boundary: bookkeeping (the marker) never breaks a turn
             logger.info("could not retire the marker for %s: %s", self.key, exc)  # the result says it, once
             if target is not None:
                 started = target.get("started_at")

@@ -49,7 +49,7 @@ def settle_orphaned_runs(home: Path | str, entries: Mapping[str, Any] | None = N
             if _settle(home, ev, entries, j):
                 settled += 1
         return settled
-    except Exception:
+    except Exception:  # boundary: bookkeeping (settling old runs) never breaks a scan
         logger.warning("could not settle the open runs of %s", home, exc_info=True)
         return 0
 
@@ -60,7 +60,7 @@ def _claimed(home: Path | str, key: str) -> bool:
 
     try:
         return exactly_once.lease_store().current(exactly_once.claim_name(home, key)) is not None
-    except Exception:
+    except exactly_once.lease_errors():
         return True
 
 
@@ -104,7 +104,7 @@ def _record(journal: Any, event: str, home: Path | str, key: str, started: Any, 
                        and not isinstance(started, bool) else None, via="scan", after=ev.get("event"),
                        attempts=ev.get("attempts"), ran_in=ev.get("ran_in"), backend_pid=ev.get("backend_pid"),
                        **({"attempt": attempt} if attempt is not None else {}), **fields)
-    except Exception:
+    except Exception:  # boundary: bookkeeping (the journal) never breaks a scan
         logger.warning("could not journal how the run of %s ended", key, exc_info=True)
         return False
     logger.info("run of %s (%s) settled from Hermes' facts: %s", key, ev.get("event"), event)

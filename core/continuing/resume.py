@@ -130,7 +130,7 @@ def _journal(event: str, home: str, key: str, started_at: float | None = None, *
         from hermes_tray_core.stores import decisions
 
         decisions.record(event, home=home, session_key=key, started_at=started_at, **fields)
-    except Exception:
+    except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
         logger.warning("could not journal %s for %s", event, key, exc_info=True)
 
 
@@ -252,14 +252,14 @@ class _Backends:
         try:
             self.found, self.why_none = wait_for_backends(self.home, wait=self.wait, on_waiting=self.on_waiting,
                                                           stop=self.stop)
-        except Exception as exc:  # never a reason not to resume: the separate gateway, and why
+        except Exception as exc:  # boundary: never a reason not to resume: the separate gateway, and why
             self.why_none = f"cannot look for a running Hermes ({type(exc).__name__})"
         self.took = time.monotonic() - t
         for b in self.found:
             try:
                 if backend_capabilities(self.home, b).auto_continue is not None:
                     self.connections[b.pid] = connect_backend(b)
-            except Exception:  # continue_in_backend connects again, and says why it cannot
+            except Exception:  # boundary: continue_in_backend connects again, and says why it cannot
                 logger.debug("could not connect to %s ahead of the resume", b.describe(), exc_info=True)
 
     def close(self) -> None:
@@ -324,7 +324,7 @@ class _Resume:
                 if ev.get("backend_pid") == backend_pid and isinstance(ev.get("left_sid"), str):
                     at = ev.get("created_at")
                     return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
-        except Exception:
+        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             logger.debug("cannot read which session the tray left in %s", backend_pid, exc_info=True)
         return None
 
@@ -333,7 +333,7 @@ class _Resume:
         if self.on_progress is not None:
             try:
                 self.on_progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
-            except Exception:
+            except Exception:  # boundary: a callback into the shell
                 logger.exception("progress callback failed")
 
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home

@@ -131,7 +131,7 @@ class Run(Follow):
         if self.on_spawned is not None and gw.pid is not None:
             try:
                 self.on_spawned(gw.pid)
-            except Exception:
+            except Exception:  # boundary: a callback into the shell
                 logger.exception("on_spawned callback failed")
         self.progress(force=True)
         try:
@@ -159,7 +159,7 @@ class Run(Follow):
             if self.on_connected is not None:
                 try:
                     self.on_connected()
-                except Exception:
+                except Exception:  # boundary: a callback into the shell
                     logger.exception("on_connected callback failed")
             t_asked = time.monotonic()
             busy = self._live_in_backend()
@@ -279,7 +279,7 @@ class Run(Follow):
         if self.on_submitting is not None and self.handover.ours is not None:
             try:  # the caller journals the mark: bookkeeping, never a reason not to go on
                 self.on_submitting(dict(self.handover.ours))
-            except Exception:
+            except Exception:  # boundary: a callback into the shell (never a reason not to go on)
                 logger.exception("on_submitting callback failed")
         try:
             waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": self.handover.note})
@@ -311,7 +311,7 @@ class Run(Follow):
 
         try:
             activity = session_activity(self.home, self.key, ignore_pids=(self.gw.pid,) if self.gw.pid else ())
-        except Exception as exc:  # cannot tell: never risk a second turn
+        except Exception as exc:  # boundary: cannot tell: never risk a second turn
             return f"cannot tell whether Hermes is running this session ({exc})"
         if activity.running:
             return activity.reason

@@ -87,7 +87,7 @@ class RunState:
         self._last_progress = now
         try:
             self.on_progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames, self.result.ran_in))
-        except Exception:
+        except Exception:  # boundary: a callback into the shell
             logger.exception("progress callback failed")
 
     def finish(self, outcome: Outcome, message: str, status: str | None = None) -> ContinuationResult:
@@ -252,7 +252,7 @@ class RunState:
         def call() -> None:
             try:
                 callback(snapshot)
-            except Exception:
+            except Exception:  # boundary: a callback into the shell
                 logger.exception("on_dispatched callback failed")
 
         self.dispatch_thread = threading.Thread(target=call, name="on-dispatched", daemon=True)

@@ -74,7 +74,7 @@ def skip_turn(
         if removed and on_skipped is not None:
             try:
                 problem = on_skipped()
-            except Exception as exc:  # bookkeeping: reported, never undoes the skip
+            except Exception as exc:  # boundary: bookkeeping: reported, never undoes the skip
                 logger.warning("could not journal the skip of %s", key, exc_info=True)
                 problem = f"could not record 'skipped' in the decision journal ({exc})"
             journal_error = problem if isinstance(problem, str) and problem else None

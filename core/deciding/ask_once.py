@@ -143,7 +143,7 @@ class AskOnce:
         """Notified or decided already; ``unreadable`` is the answer when the journal cannot be read."""
         try:
             return (journal or self._journal()).was_asked(record.home, record.session_key, record.started_at)
-        except Exception:
+        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return unreadable
 
@@ -154,7 +154,7 @@ class AskOnce:
         try:
             return (journal or self._journal()).is_tombstoned(record.home, record.session_key, record.started_at,
                                                               record.attempts)
-        except Exception:
+        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return False
 
@@ -163,7 +163,7 @@ class AskOnce:
         read: then the other rules decide, and they never continue an asked turn)."""
         try:
             return (journal or self._journal()).snooze(record.home, record.session_key, record.started_at)
-        except Exception:
+        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return None
 
@@ -203,7 +203,7 @@ class AskOnce:
             if journal is None:
                 try:
                     journal = self._journal()
-                except Exception:
+                except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
                     log.warning("cannot open the decision journal", exc_info=True)
             snooze = self.snoozed(rec, journal) if mode != Mode.LIST else None
             if self.skipped_before(rec, journal):
@@ -240,7 +240,7 @@ class AskOnce:
             if journal is None:
                 try:
                     journal = self._journal()
-                except Exception:
+                except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
                     log.warning("cannot open the decision journal", exc_info=True)
                     return
             snooze = self.snoozed(rec, journal)
@@ -284,13 +284,13 @@ class AskOnce:
         try:
             target.record_many(rows)
             return
-        except Exception:  # one bad turn (a hostile key) must not cost the others their record
+        except Exception:  # boundary: bookkeeping: one hostile key never costs the others their record
             log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
         for t in turns:
             try:
                 target.record("notified", home=str(t.home), session_key=t.session_key, started_at=t.started_at,
                               profile=t.profile, attempts=t.attempts, via=via)
-            except Exception:
+            except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
                 log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
 
 

@@ -98,6 +98,6 @@ class ExitWitness:
             for home, key, started, attempts in turns]
         try:
             self._journal().record_many(rows)
-        except Exception:  # bookkeeping never breaks the watch; the cause then stays unknown
+        except Exception:  # boundary: bookkeeping never breaks the watch; the cause then stays unknown
             logger.warning("could not journal the out-of-memory death of pid %s", pid, exc_info=True)
         return StopCause.OUT_OF_MEMORY

@@ -38,6 +38,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.stores.fsutil import os_error_text
@@ -122,10 +123,7 @@ def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
         return raw
     if isinstance(raw, str):
         return raw.strip().lower() in HERMES_TRUTHY
-    try:
-        return bool(raw)
-    except Exception:
-        return default
+    return bool(raw)  # YAML's values are built-in types: their bool() never raises
 
 
 def hermes_freshness_minutes(raw: Any) -> float:
@@ -255,11 +253,14 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
         return None, {}, None
     except (OSError, UnicodeDecodeError) as exc:
         return path, {}, f"the managed config {path} cannot be read ({_why(exc)}); Hermes ignores it too"
-    try:
-        doc = load_as_hermes(text) or {}
-        doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
-    except Exception as exc:
-        return path, {}, f"{yaml_error(path, exc)} — Hermes ignores this managed config"
+    doc, bad = parse_as_hermes(text)
+    if bad is None:
+        try:
+            doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
+        except (ValueError, RecursionError) as exc:  # too many values (TooComplex), nested too deep
+            bad = exc
+    if bad is not None:
+        return path, {}, f"{yaml_error(path, bad)} — Hermes ignores this managed config"
     return path, doc, None
 
 
@@ -285,10 +286,18 @@ def load_as_hermes(text: str) -> Any:
         loader.dispose()
 
 
+def parse_as_hermes(text: str) -> tuple[Any, Exception | None]:
+    """:func:`load_as_hermes` answering ``(doc, None)``, or ``(None, why)`` for a file Hermes cannot read either."""
+    try:
+        return load_as_hermes(text), None
+    except Exception as exc:  # boundary: parsing what the user wrote, where anything can be (Hermes catches all)
+        return None, exc
+
+
 MAX_NODES = 200_000  # far beyond any real config.yaml; an alias bomb ("billion laughs") hits it at once
 
 
-class TooComplex(ValueError):
+class TooComplex(TrayError, ValueError):
     """A document that expands to more than :data:`MAX_NODES` values (YAML aliases): never walked further."""
 
 
@@ -334,11 +343,10 @@ def _why(exc: Exception) -> str:
 def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:
     """As :func:`read_backend_config`, for text already read (the scanner caches by file signature)."""
     managed = read_managed() if managed is None else managed
-    try:
-        doc = load_as_hermes(text)
-    except Exception as exc:
+    doc, bad = parse_as_hermes(text)
+    if bad is not None:
         return BackendConfig(path, AutoContinueConfig(), exists=True,
-                             error=yaml_error(path, exc) + _overlay_lost(managed))
+                             error=yaml_error(path, bad) + _overlay_lost(managed))
     _block, shape = auto_continue_block(doc)
     return _effective(path, doc, True, managed, shape)
 
@@ -352,7 +360,7 @@ def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list
     mpath, mdoc, mwarn = managed
     try:
         block, pinned = merged_desktop_block(doc, mdoc)
-    except Exception as exc:  # a hostile document: Hermes' own merge would fail open to the user's file
+    except Exception as exc:  # boundary: a hostile document: Hermes' merge would fail open to the user's file
         block, pinned = auto_continue_block(doc)[0], ()
         mwarn = f"the managed config could not be applied ({type(exc).__name__})"
     cfg, more = coerce_auto_continue(block, pinned)

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.digest import sha256_hex
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.hermes import config as read
 from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
 from hermes_tray_core.lazy_log import get_logger
@@ -34,7 +35,7 @@ if TYPE_CHECKING:
 __all__ = ["BackendConfigError", "ManagedValueError", "parse_value", "write_auto_continue"]
 
 
-class BackendConfigError(Exception):
+class BackendConfigError(TrayError):
     """config.yaml cannot be changed safely (unparseable, wrong shape, symlink, bad value)."""
 
 
@@ -180,14 +181,14 @@ def _first_key_pos(mapping: Any) -> tuple[int, int] | None:
         first = next(iter(mapping))
         pos = mapping.lc.key(first)
         return int(pos[0]), int(pos[1])
-    except Exception:
+    except (StopIteration, AttributeError, KeyError, IndexError, TypeError, ValueError):  # no position kept
         return None
 
 
 def _is_block(mapping: Any) -> bool:
     try:
         return not mapping.fa.flow_style()
-    except Exception:
+    except (AttributeError, TypeError):  # not a round-trip mapping: no style kept
         return False
 
 
@@ -356,12 +357,11 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 text = raw.decode("utf-8-sig")
             except UnicodeDecodeError as exc:
                 raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
-            try:
-                hermes_doc = read.load_as_hermes(text)  # what Hermes sees: the values we compare and verify
-            except Exception as exc:
+            hermes_doc, bad = read.parse_as_hermes(text)  # what Hermes sees: the values we compare and verify
+            if bad is not None:
                 raise BackendConfigError(
-                    f"{read.yaml_error(path, exc)} — left unchanged; fix it (or move it aside) and retry"
-                ) from exc
+                    f"{read.yaml_error(path, bad)} — left unchanged; fix it (or move it aside) and retry"
+                ) from bad
             if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
                 raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
             block, shape = read.auto_continue_block(hermes_doc)
@@ -378,7 +378,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                 raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
             try:
                 doc = _parse(text)  # round trip: where the lines to edit are
-            except Exception as exc:
+            except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
                 raise BackendConfigError(
                     f"{path} cannot be edited safely ({read.yaml_error(path, exc).split(': ', 1)[-1]}); "
                     "left unchanged — edit it by hand"
@@ -389,7 +389,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
                     candidate = edit(text, doc, todo) if edit else _ruamel_edit(text, todo)
                 except BackendConfigError:
                     raise
-                except Exception:
+                except Exception:  # boundary: an edit of what the user wrote that fails is not used (the next way is)
                     candidate = None
                 if candidate is not None and _reads_as(candidate, expected, todo):
                     new_text = candidate
@@ -448,5 +448,5 @@ def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, An
             return False
         block, _shape = read.auto_continue_block(doc)
         return isinstance(block, Mapping) and all(k in block and _same(block[k], v) for k, v in changes.items())
-    except Exception:
+    except Exception:  # boundary: reading back what an edit made, where anything can be: not verified
         return False

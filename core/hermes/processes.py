@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import psutil
 
 from hermes_tray_core.hermes import paths as hermes_paths
+from hermes_tray_core.process.identity import process_errors
 from hermes_tray_core.vocab import ProcessKind, WriterState
 
 __all__ = [
@@ -105,7 +106,7 @@ class HermesProcess(NamedTuple):
             proc = psutil.Process(self.pid)
             conns = proc.net_connections(kind="tcp") if hasattr(proc, "net_connections") else proc.connections(
                 kind="tcp")
-        except Exception:
+        except process_errors():
             return []
         found = set()
         for c in conns:
@@ -128,7 +129,7 @@ class HermesProcess(NamedTuple):
             if not self.is_alive():
                 return None  # gone, or the pid was recycled
             return psutil.Process(self.pid).environ().get(name)
-        except Exception:
+        except process_errors():
             return None
 
 
@@ -270,7 +271,7 @@ def _same_user_filter() -> tuple[list[str], Callable[[dict[str, Any]], bool]]:
         import getpass
 
         me = getpass.getuser().lower()
-    except Exception:
+    except (ImportError, KeyError, OSError):  # no login name to be had (getuser's own failures)
         me = None
     return ["username"], lambda info: me is not None and str(info.get("username") or "").rsplit("\\", 1)[
         -1].lower() == me
@@ -293,7 +294,7 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
     wanted = frozenset(kinds) if kinds is not None else None
     try:
         import psutil
-    except Exception:
+    except ImportError:
         return []
     skip = {os.getpid(), *exclude_pids}
     extra, mine = _same_user_filter()
@@ -303,25 +304,34 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
     by_argv = wanted is not None and ProcessKind.WEBUI not in wanted
     try:
         it = psutil.process_iter(["pid", "cmdline"] if by_argv else ["pid", "cmdline", "create_time", *extra])
-    except Exception:
+    except process_errors():
         return []
+
+    def one(proc: psutil.Process) -> HermesProcess | None:
+        info = proc.info
+        if by_argv:
+            argv = info.get("cmdline") or []
+            if not argv or (wanted is not None and classify(argv) not in wanted):
+                return None
+            info = {**info, **proc.as_dict(["create_time", *extra])}
+        if info.get("pid") in skip:
+            return None
+        return _record(proc, info, mine, wanted)
+
     for proc in it:
-        try:
-            info = proc.info
-            if by_argv:
-                argv = info.get("cmdline") or []
-                if not argv or (wanted is not None and classify(argv) not in wanted):
-                    continue
-                info = {**info, **proc.as_dict(["create_time", *extra])}
-            if info.get("pid") in skip:
-                continue
-            found = _record(proc, info, mine, wanted)
-            if found is not None:
-                out.append(found)
-        except Exception:
-            continue  # gone, or not readable: not ours to judge
+        found = _look(one, proc)
+        if found is not None:
+            out.append(found)
     out.sort(key=lambda p: (_KIND_ORDER[p.kind], p.pid))
     return out
+
+
+def _look(read: Callable[..., HermesProcess | None], *args: Any) -> HermesProcess | None:
+    """One process looked at: None when it is gone, not readable, or holds what cannot be read."""
+    try:
+        return read(*args)
+    except Exception:  # boundary: reading what another program's process holds, where anything can be
+        return None
 
 
 def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str, Any]], bool], wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
@@ -353,7 +363,7 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
         webui = Path(os.path.expanduser(state)) if state else hermes_paths.default_webui_state_dir(home)
     try:
         exe = proc.exe() or None
-    except Exception:
+    except process_errors():
         exe = None
     start = info.get("create_time")
     return HermesProcess(pid, float(start) if start is not None else None, kind, home,
@@ -363,14 +373,15 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
 def hermes_process(pid: int) -> HermesProcess | None:
     """The live Hermes process ``pid`` of this user (as :func:`find_hermes_processes` sees it), or None: not
     Hermes, another user's, gone or unreadable. One process looked at, not the whole table."""
-    try:
+
+    def one() -> HermesProcess | None:
         import psutil
 
         proc = psutil.Process(pid)
         extra, mine = _same_user_filter()
         return _record(proc, proc.as_dict(["pid", "cmdline", "create_time", *extra]), mine, None)
-    except Exception:
-        return None
+
+    return _look(one)
 
 
 def serves_home(pid: int, home: Path | str) -> bool:
@@ -386,7 +397,7 @@ def backend_state(home: Path | str) -> tuple[str, str]:
     """A fresh look: (``live`` / ``none`` / ``unknown``, detail) — does a live Hermes backend serve ``home``?"""
     try:
         return HermesProcesses.now().backend_state(home)
-    except Exception as exc:
+    except process_errors() as exc:  # the process table cannot be walked
         return "unknown", f"cannot list processes: {exc}"
 
 

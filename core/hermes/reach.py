@@ -91,6 +91,13 @@ def look_one(path: Path, *, find_profiles: bool = False) -> Reach:
     """One unbounded look at ``path`` (the worker's job; call :func:`look` to bound it). Never raises."""
     plain = os.path.normcase(os.path.abspath(path))
     try:
+        return _look_one(path, plain, find_profiles)
+    except Exception:  # boundary: the worker's top (never raise from it: the caller would wait for nothing)
+        return Reach(path, Access.UNREADABLE, f"{path} cannot be read", plain, True)
+
+
+def _look_one(path: Path, plain: str, find_profiles: bool) -> Reach:
+    try:
         st = os.stat(path)
     except FileNotFoundError:
         return Reach(path, Access.MISSING, f"{path} does not exist", plain, False)
@@ -99,15 +106,13 @@ def look_one(path: Path, *, find_profiles: bool = False) -> Reach:
     except (OSError, ValueError) as exc:
         gone = isinstance(exc, ValueError) or getattr(exc, "errno", None) == errno.ENAMETOOLONG
         return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, not gone)
-    except Exception:  # never raise from the worker: the caller would wait for nothing
-        return Reach(path, Access.UNREADABLE, f"{path} cannot be read", plain, True)
     if not stat.S_ISDIR(st.st_mode):
         return Reach(path, Access.NOT_DIR, f"{path} is not a directory", plain, True)
     try:
         if not os.access(path, os.R_OK | os.X_OK):
             return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(OSError(errno.EACCES, 'Permission denied'))}", plain, True)
         return Reach(path, Access.OK, "", _canonical(path), True, _profiles(path) if find_profiles else ())
-    except Exception as exc:
+    except (OSError, ValueError) as exc:
         return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, True)
 
 

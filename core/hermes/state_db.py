@@ -34,7 +34,13 @@ from pathlib import Path
 from typing import Literal
 
 from hermes_tray_core.hermes import paths as hermes_paths
-from hermes_tray_core.hermes.state_db_batch import BUSY_TIMEOUT_S, columns, describe_error, text_or_none
+from hermes_tray_core.hermes.state_db_batch import (
+    BUSY_TIMEOUT_S,
+    columns,
+    db_errors,
+    describe_error,
+    text_or_none,
+)
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
 from hermes_tray_core.stores import fsutil
@@ -204,7 +210,7 @@ def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | Non
         if "id" not in cols:
             return None, "state.db has no sessions table"
         return _session_row(conn, cols, str(session_id)), None
-    except Exception as exc:  # sqlite3.Error, MemoryError on garbage, …: answer, never raise
+    except db_errors() as exc:  # sqlite3.Error, MemoryError on garbage: answer, never raise
         return None, describe_error(exc)
     finally:
         conn.close()
@@ -246,7 +252,7 @@ def conversation_root(home: Path | str, session_id: str) -> str:
         return session_id
     try:
         return conversation_root_with(conn, session_id)
-    except Exception:
+    except db_errors():
         return session_id
     finally:
         conn.close()
@@ -350,7 +356,7 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
                 return view
             best = best or view
         return best or _lv("free", "no turn lease", conversation_id=root)
-    except Exception as exc:
+    except Exception as exc:  # boundary: judging a lease row Hermes wrote, where anything can be
         return _lv("unknown", describe_error(exc))
     finally:
         conn.close()
@@ -463,7 +469,7 @@ def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIME
         row = conn.execute("SELECT MAX(id) FROM messages").fetchone()
         value = row[0] if row else None
         return (int(value) if isinstance(value, int) and not isinstance(value, bool) else 0), None
-    except Exception as exc:
+    except db_errors() as exc:
         return None, describe_error(exc)
     finally:
         conn.close()
@@ -560,7 +566,7 @@ def note_state(home: Path | str, session_id: str, note: str | None, after_id: in
             return "superseded", (f"state.db holds a newer user message (message {later[0]}) after the "
                                   f"continuation note (message {note_id})")
         return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
-    except Exception as exc:
+    except Exception as exc:  # boundary: reading the messages Hermes wrote, where anything can be
         return "unknown", describe_error(exc)
     finally:
         conn.close()

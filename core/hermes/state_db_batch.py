@@ -71,7 +71,7 @@ class HomeState:
             conn.execute("PRAGMA query_only = 1")
             self._scols = columns(conn, "sessions")
             self._lcols = columns(conn, "session_turn_leases")
-        except Exception as exc:
+        except db_errors() as exc:
             self.status, self.problem = "unreadable", describe_error(exc)
             self.close()
 
@@ -79,7 +79,7 @@ class HomeState:
         if self._conn is not None:
             try:
                 self._conn.close()
-            except Exception:
+            except db_errors():
                 pass
             self._conn = None
 
@@ -89,7 +89,7 @@ class HomeState:
         try:
             row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type='table' AND name=?", (name,)).fetchone()
             return row is not None
-        except Exception:
+        except db_errors():
             return None
 
     def prefetch(self, keys: Sequence[str], since: Mapping[str, float] | None = None) -> None:
@@ -112,7 +112,7 @@ class HomeState:
                                                         text_or_none(v.get("parent_session_id")) or None)
                         if v.get("end_reason") == "compression":
                             self._compressed.add(str(v["id"]))
-        except Exception as exc:
+        except db_errors() as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
         if since:
@@ -136,7 +136,7 @@ class HomeState:
                 for row in conn.execute(sql, chunk):
                     v = dict(zip(wanted, row, strict=True))
                     self._leases[str(v.pop("conversation_id"))] = v
-        except Exception as exc:
+        except db_errors() as exc:
             self._lease_error = describe_error(exc)
 
     def _prefetch_progress(self, conn: sqlite3.Connection, since: Mapping[str, float]) -> None:
@@ -146,7 +146,7 @@ class HomeState:
 
             turns = [(k, t) for k, t in since.items() if k not in self._compressed]
             self._progress = read_progress(conn, turns, columns(conn, "messages"))
-        except Exception:
+        except Exception:  # boundary: reading what Hermes wrote in its messages, where anything can be
             self._progress = {}
 
     def progress(self, key: str) -> TurnProgress | None:
@@ -185,9 +185,17 @@ class HomeState:
                 if view.state == "live":
                     return view.state, view.detail
                 best = best or (view.state, view.detail)
-        except Exception as exc:
+        except Exception as exc:  # boundary: judging a lease row Hermes wrote, where anything can be
             return "unknown", f"cannot judge the turn lease ({exc})"
         return best or ("free", "no turn lease")
+
+
+def db_errors() -> tuple[type[Exception], ...]:
+    """What reading ``state.db`` can raise: sqlite3's errors (locked, corrupt, not a database, text that is not
+    UTF-8), MemoryError (SQLite out of memory on a hostile file), OSError / ValueError (a path refused)."""
+    import sqlite3
+
+    return (sqlite3.Error, MemoryError, OSError, ValueError)
 
 
 def columns(conn: sqlite3.Connection, table: str) -> set[str]:

@@ -87,7 +87,7 @@ def normalize_marker(entry: object) -> dict[str, Any] | None:
         if entry.get("notification_category") == "diagnostic":
             out["notification_category"] = "diagnostic"
         return out
-    except Exception:
+    except Exception:  # boundary: reading what Hermes wrote, where anything can be
         return None
 
 
@@ -113,7 +113,7 @@ def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJud
             def serves(p: int) -> bool:
                 return serves_home(p, home)
         return judge_hermes_identity(pid, entry.get("writer_start_time"), serves_home=serves)
-    except Exception:
+    except Exception:  # boundary: reading what Hermes wrote, where anything can be
         return unknown
 
 

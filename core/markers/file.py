@@ -15,6 +15,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import fsutil
 
 __all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
@@ -51,7 +52,7 @@ Entries = dict[str, dict[str, Any]]
 MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", "tray_submitted_at")
 
 
-class Corrupt(ValueError):
+class Corrupt(TrayError, ValueError):
     """The bytes are not a JSON object (the message says why, in words a person reads)."""
 
 

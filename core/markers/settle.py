@@ -238,7 +238,7 @@ def _run() -> None:
         for w in todo:
             try:
                 redone = _check(w)
-            except Exception:  # bookkeeping never breaks the tray: this window ends, the tombstone remains
+            except Exception:  # boundary: a thread's top: this window ends, the tombstone remains
                 logger.warning("settle window on %s failed", w.store.path, exc_info=True)
                 with _cond:
                     w.until = 0.0

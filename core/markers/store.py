@@ -41,6 +41,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.keys import session_key as checked_key
 from hermes_tray_core.lazy_log import get_logger
@@ -63,7 +64,7 @@ FOREIGN_RETRIES = 50
 VERIFIED_RETRIES = 200
 
 
-class MarkerStoreError(OSError):
+class MarkerStoreError(TrayError, OSError):
     """The marker file could not be read or written; the message names the file and the cause.
 
     Said in words (``cause: file``): the errno number stays in ``errno`` for whoever needs it."""

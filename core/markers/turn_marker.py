@@ -10,8 +10,9 @@ non-empty key. The writes go through :class:`~hermes_tray_core.markers.store.Mar
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.entries import marker_writer_state, normalize_marker
@@ -25,6 +26,16 @@ __all__ = ["clear_turn_marker", "exchange_support", "marker_writer_state", "read
 logger = get_logger(__name__)
 
 _STORES: dict[str, MarkerStore] = {}
+_T = TypeVar("_T")
+
+
+def _quietly(failed: str, subject: object, default: _T, act: Callable[[], _T]) -> _T:
+    """Hermes calls these in its turn: a failure is logged (identity only, ``failed`` + ``subject``) and swallowed."""
+    try:
+        return act()
+    except Exception:  # boundary: bookkeeping never breaks a turn (Hermes' own calls, in its turn)
+        logger.debug("%s %s", failed, subject, exc_info=True)
+        return default
 
 
 def _store_for(home: Path | str) -> MarkerStore:
@@ -54,34 +65,29 @@ def record_turn_start(
     """
     if not session_key or not prompt or not isinstance(session_key, str) or not isinstance(prompt, str):
         return
-    try:
-        _store_for(home)._record(session_key, prompt, attempts, auto_continue, notification_category, writer)
-    except Exception:
-        logger.debug("failed to record turn marker for %s", session_key, exc_info=True)
+    _quietly("failed to record turn marker for", session_key, None, lambda: _store_for(home)._record(
+        session_key, prompt, attempts, auto_continue, notification_category, writer))
 
 
 def clear_turn_marker(home: Path | str, session_key: str) -> None:
     """Remove the marker once its turn concluded (any outcome the client saw). Never raises."""
     if not session_key or not isinstance(session_key, str):
         return
-    try:
-        _store_for(home)._clear(session_key)
-    except Exception:
-        logger.debug("failed to clear turn marker for %s", session_key, exc_info=True)
+    _quietly("failed to clear turn marker for", session_key, None, lambda: _store_for(home)._clear(session_key))
 
 
 def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | None:
     """The marker left by a turn that never concluded, in Hermes' shape, or None. Never raises."""
     if not session_key or not isinstance(session_key, str):
         return None
-    try:
+
+    def read() -> dict[str, Any] | None:
         data, _sig = read_file(_store_for(home)._p)
         if data is None:
             return None
         return normalize_marker(decode(data).get(session_key))
-    except Exception:
-        logger.debug("unreadable turn-marker file under %s", home, exc_info=True)
-        return None
+
+    return _quietly("unreadable turn-marker file under", home, None, read)
 
 
 def exchange_support(home: Path | str) -> tuple[bool, str]:

@@ -97,7 +97,7 @@ def _set_dll_directory(path: str | None) -> None:
 
         if not ctypes.windll.kernel32.SetDllDirectoryW(path):  # type: ignore[attr-defined]
             logger.debug("SetDllDirectoryW(%r) failed", path)
-    except Exception:  # never let this stop a spawn
+    except Exception:  # boundary: never let this stop a spawn
         logger.debug("SetDllDirectoryW(%r) unavailable", path, exc_info=True)
 
 

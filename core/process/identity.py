@@ -80,6 +80,18 @@ def _psutil() -> ModuleType:
     return psutil
 
 
+def process_errors() -> tuple[type[Exception], ...]:
+    """What looking at another process can raise: psutil's own errors (gone, a zombie, not ours to read), the
+    OS's (a race psutil does not translate), ValueError / OverflowError (a pid out of range), RuntimeError (what
+    psutil raises where a platform answers oddly), ImportError (no psutil). For ``except process_errors():``
+    where anything else is a bug to see, not a process to pass over."""
+    try:
+        err: type[Exception] = _psutil().Error
+    except ImportError:
+        err = ImportError
+    return (ImportError, err, OSError, ValueError, OverflowError, RuntimeError)
+
+
 def _no_such_pid(pid: int) -> bool:
     """True only when the kernel says no process has this pid (POSIX ``kill(pid, 0)`` → ESRCH).
 
@@ -92,7 +104,7 @@ def _no_such_pid(pid: int) -> bool:
         os.kill(pid, 0)
     except ProcessLookupError:
         return True
-    except Exception:
+    except (OSError, OverflowError, ValueError):
         return False
     return False
 
@@ -102,7 +114,7 @@ def process_start_time(pid: int) -> float | None:
     try:
         psutil = _psutil()
         return float(psutil.Process(pid).create_time())
-    except Exception:
+    except process_errors():
         return None
 
 
@@ -164,7 +176,7 @@ def process_liveness(pid: object, start_time: object = None, *, mark: object = N
     except psutil.AccessDenied:
         # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.
         return _ALIVE if expected is None else _UNKNOWN
-    except Exception:
+    except Exception:  # boundary: liveness never raises (its readers are bookkeeping): any other error is unknown
         return _UNKNOWN
     return _ALIVE if abs(float(created) - expected) < START_TIME_TOLERANCE else _DEAD
 
@@ -281,7 +293,7 @@ def judge_hermes_identity(pid: int, start_time: object, *,
         return HermesJudgement(hermes, hermes)
     try:
         same_home = bool(serves_home(pid))
-    except Exception:
+    except Exception:  # boundary: a caller's callback; an error there proves nothing about the process
         same_home = False
     return HermesJudgement(_ALIVE, hermes, shift) if same_home else HermesJudgement(hermes, hermes)
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import sys
 
+from hermes_tray_core.process.identity import process_errors
+
 __all__ = ["PROC_STAT", "VMSTAT", "boot_time", "oom_kills"]
 
 #: Where the kernel says when it booted (``btime``) and how many OOM kills it made (``oom_kill``).
@@ -45,7 +47,7 @@ def boot_time() -> float | None:
         import psutil
 
         return float(psutil.boot_time())
-    except Exception:  # psutil answers oddly on exotic systems: then it cannot be told
+    except process_errors():  # psutil answers oddly on exotic systems (RuntimeError): then it cannot be told
         return None
 
 

@@ -27,6 +27,8 @@ from __future__ import annotations
 import os
 import sys
 
+from hermes_tray_core.process.identity import process_errors
+
 __all__ = ["PROC", "mark_pid", "same_process", "start_mark"]
 
 #: The procfs this module reads (the real one; psutil's ``PROCFS_PATH`` is psutil's business).
@@ -81,7 +83,7 @@ class _PsutilMarks:
 
             created = float(psutil.Process(int(pid)).create_time())
             booted = float(psutil.boot_time())
-        except Exception:
+        except process_errors():  # gone, not ours to read, or a platform that answers oddly: no mark
             return None
         return f"{self.kind}:{int(pid)}:{created!r}:{booted!r}"
 

@@ -46,7 +46,7 @@ class ScanCache:
                     j, c = doc.get("journals"), doc.get("configs")
                     self._journals = j if isinstance(j, dict) else {}
                     self._configs = c if isinstance(c, dict) else {}
-            except Exception:
+            except (OSError, ValueError, RecursionError):  # unreadable, not JSON, nested too deep: start afresh
                 self._journals, self._configs = {}, {}
 
     def save(self) -> None:
@@ -61,8 +61,8 @@ class ScanCache:
             # version check fails) and rebuilt; the fsync was most of a cold `status`'s write (1-4 ms).
             atomic_write_bytes(self.path, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
             self._dirty = False
-        except Exception:
-            pass  # a cache is an optimisation: never fail a scan over it
+        except Exception:  # boundary: bookkeeping (a cache is an optimisation) never fails a scan
+            pass
 
     def config(self, key: str, sig: list[object]) -> tuple[AutoContinueConfig, list[str]] | None:
         """A config.yaml's effective settings and problems, if cached under this signature."""

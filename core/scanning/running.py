@@ -62,7 +62,7 @@ class RunningNow:
 
         try:
             claimed = exactly_once.lease_store().current(exactly_once.claim_name(home.path, key)) is not None
-        except Exception:
+        except exactly_once.lease_errors():
             claimed = True  # cannot tell: leave it running
         return None if claimed else answer
 
@@ -74,7 +74,7 @@ class RunningNow:
 
             try:
                 self._journal_ = decisions.default_journal()
-            except Exception:
+            except (OSError, RuntimeError, ValueError):  # a state dir that cannot be named
                 return None  # exactly_once.tombstoned looks again, and logs what fails
         return self._journal_
 
@@ -114,7 +114,7 @@ class RunningNow:
             if not isinstance(procs, Exception):
                 try:
                     found = backend_sessions.open_in_backends(home.path, procs)
-                except Exception as exc:  # a nicety: the resume path asks again before it continues
+                except Exception as exc:  # boundary: a nicety: the resume path asks again
                     logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
             self._open[key] = found
         return self._open[key]
@@ -124,11 +124,12 @@ class RunningNow:
         :meth:`_hermes_processes`, once per scan."""
         if self._apps is None:
             from hermes_tray_core.hermes.processes import HermesProcesses
+            from hermes_tray_core.process.identity import process_errors
             from hermes_tray_core.vocab import ProcessKind
 
             try:
                 self._apps = HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
-            except Exception as exc:
+            except process_errors() as exc:
                 self._apps = exc
         return self._apps
 
@@ -139,7 +140,7 @@ class RunningNow:
 
             try:
                 self._procs = self._process_finder() if self._process_finder else HermesProcesses.now()
-            except Exception as exc:
+            except Exception as exc:  # boundary: a caller's process finder (or the table), kept as the answer
                 self._procs = exc
         return self._procs
 

@@ -244,7 +244,7 @@ class Scanner:
                 continue
             try:
                 report, home_turns = self._scan_home(home, seen, now, seen_journal_dirs, live_journals)
-            except Exception:  # belt and braces: one home never breaks the rest (and the path is not touched again)
+            except Exception:  # boundary: one home never breaks the rest (its path is not touched again)
                 logger.exception("%s: scanning this home failed", home.path)
                 report = _unreadable(home, seen.exists, f"{home.path}: scanning this home failed unexpectedly "
                                      "(details in the log); please report it")
@@ -315,7 +315,7 @@ class Scanner:
             entries, status = None, "corrupt"
             problem = (f"{path} is corrupt: {exc.reason or 'it is not a JSON object'}. Interrupted turns in this "
                        "home cannot be seen. Hermes' next write will replace it; move it aside to keep it")
-        except Exception as exc:
+        except (OSError, ValueError) as exc:  # MarkerStoreError (unreadable), a path refused
             entries, status = None, "unreadable"
             problem = f"{path} cannot be read: {os_error_text(exc)}"
         self._markers[str(path)] = (sig, entries, status, problem)
@@ -387,7 +387,7 @@ class Scanner:
         try:
             if journal is None or not journal.open_runs(home.path):
                 return
-        except Exception:
+        except Exception:  # boundary: bookkeeping (the journal) never breaks a scan
             return
         from hermes_tray_core.continuing.orphans import settle_orphaned_runs
 
@@ -406,7 +406,7 @@ class Scanner:
                 continue
             try:
                 record, tp = self._marker_record(home, str(key), entry, config, state, now)
-            except Exception as exc:  # one hostile entry never hides its siblings
+            except Exception as exc:  # boundary: one hostile entry never hides its siblings
                 self._log_once(home, str(key), f"cannot judge this marker ({type(exc).__name__}: {exc})",
                                level=_ERROR)
                 problems.append(f"marker {str(key)[:80]!r} cannot be judged; it is left alone — please report it "
@@ -505,7 +505,7 @@ class Scanner:
                 self._stops = journal if journal is not None and journal.knows_stops() else None
             if self._stops is not None:
                 witnessed, crashed = self._stops.stop_facts(home.path, key, started, attempts)
-        except Exception as exc:  # the journal is a witness, not a judge: without it, fewer facts
+        except Exception as exc:  # boundary: the journal is a witness, not a judge: without it, fewer facts
             self._stops = None
             self._log_once(home, key, f"cannot read the decision journal ({type(exc).__name__})")
         cause, fact = stop_cause(entry, now=now, boot_time=self._boot_time[0], witnessed=witnessed, crashed=crashed)
@@ -545,7 +545,7 @@ class Scanner:
                     summary = self._cache.put_summary(ckey, sig, _summarise_journal(sid, paths))
                 except ValueError:
                     continue  # not a WebUI session id: not ours to read
-                except Exception as exc:
+                except Exception as exc:  # boundary: reading a journal the WebUI wrote, where anything can be
                     problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl: {os_error_text(exc)}")
                     continue
             if summary is None:
@@ -559,7 +559,7 @@ class Scanner:
                 record = self._webui_record(home, sid, pending, now, process_liveness)
                 if record is not None:
                     records.append(record)
-            except Exception as exc:  # one hostile journal never hides the others
+            except Exception as exc:  # boundary: one hostile journal never hides the others
                 self._log_once(home, sid, f"cannot judge this WebUI session ({type(exc).__name__}: {exc})",
                                level=_ERROR)
         if malformed_sessions:

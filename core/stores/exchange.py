@@ -24,6 +24,7 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import fsutil
 
 if TYPE_CHECKING:
@@ -38,11 +39,11 @@ _UNSUPPORTED = {errno.EINVAL, errno.ENOSYS, getattr(errno, "ENOTSUP", -1), getat
                 getattr(errno, "EXDEV", -1)}
 
 
-class ExchangeUnsupported(OSError):
+class ExchangeUnsupported(TrayError, OSError):
     """This OS or filesystem offers no atomic exchange for these paths."""
 
 
-class PutBackIncomplete(OSError):
+class PutBackIncomplete(TrayError, OSError):
     """A version could not be put back (a round failed, or a foreign writer renamed in during every round):
     the file at ``filename`` came out last, may be newer than what stands, and must be kept, never removed."""
 

@@ -18,6 +18,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from hermes_tray_core.errors import TrayError
+
 __all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir", "os_error_text",
     "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
     "open_private_lockfile", "read_regular", "refuse_symlink", "set_aside", "too_large_words", "sweep_stale_temps", "temp_name_for",
@@ -31,7 +33,7 @@ _BINARY = getattr(os, "O_BINARY", 0)
 _TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<nonce>[0-9a-f]{8})\.tmp$")
 
 
-class UnsafePathError(OSError):
+class UnsafePathError(TrayError, OSError):
     """A path the project would write through is a symlink (or otherwise not a plain file/dir)."""
 
 
@@ -245,7 +247,7 @@ def _pid_exists(pid: int) -> bool:
         import psutil
 
         return psutil.pid_exists(pid)
-    except Exception:
+    except (ImportError, OSError, ValueError, OverflowError):  # a pid from a file name can be any size
         return True
 
 

@@ -371,6 +371,12 @@ class LeaseStore:
         return int(row[0]) if row else 0
 
 
+#: What the store can raise: SQLite's errors (locked or busy past the timeout, a broken file), MemoryError (SQLite
+#: out of memory on a broken file), the file system's (a symlink refused, a full disk, a dir not ours), ValueError
+#: (a name, holder or path it refuses). Callers that must go on catch these, never more.
+STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, MemoryError, OSError, ValueError)
+
+
 def _looks_corrupt(exc: Exception) -> bool:
     text = str(exc).lower()
     return "not a database" in text or "malformed" in text or "corrupt" in text
@@ -427,7 +433,7 @@ class LeaseKeeper:
         while not self._stop.wait(self.interval):
             try:
                 ok = self.store.refresh(self.lease, ttl=self.ttl)
-            except Exception:
+            except Exception:  # boundary: a thread's top (a failed refresh is a lost lease, never a dead keeper)
                 log.warning("lease %s: refresh failed", self.lease.name, exc_info=True)
                 ok = False
             if ok:
@@ -440,6 +446,6 @@ class LeaseKeeper:
             if self.on_lost is not None:
                 try:
                     self.on_lost(self.lease)
-                except Exception:
+                except Exception:  # boundary: a callback into the caller
                     log.exception("lease %s: on_lost callback failed", self.lease.name)
             return

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import paths
 from hermes_tray_core.vocab import Mode
 
@@ -40,7 +41,7 @@ DEFAULT_IDLE_TIMEOUT = 600.0  # Hermes' own inactivity limit for a turn
 MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT = 1.0, 86_400.0
 
 
-class SettingsError(ValueError):
+class SettingsError(TrayError, ValueError):
     """The settings file, or a value for it, is invalid (the message says which key and why)."""
 
 
@@ -144,7 +145,7 @@ def load_settings(path: Path | None = None) -> TraySettings:
         raise SettingsError(f"cannot read {path}: {exc}") from exc
     try:
         data = _loads(text)
-    except Exception as exc:
+    except (ValueError, RecursionError) as exc:  # not TOML; nested past Python's recursion limit
         raise SettingsError(f"{path} is not valid TOML: {exc}") from exc
     try:
         return validate(data, path=path)
@@ -215,7 +216,7 @@ def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> Tra
             raw = _loads(path.read_text(encoding="utf-8"))
         except FileNotFoundError:
             raw = {}
-        except Exception as exc:
+        except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not TOML, nested too deep
             raise SettingsError(f"{path} is not valid TOML ({exc}); fix or remove it") from exc
         merged = {**raw, **dict(changes)}
         merged = {k: v for k, v in merged.items() if v is not None}

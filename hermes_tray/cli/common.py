@@ -49,7 +49,7 @@ def load_tray_settings(*, quiet: bool = False):
         return load_settings()
     except SettingsError as exc:
         if not quiet:
-            warn(f"ignoring tray settings: {exc}")
+            warn(f"ignoring tray settings: {exc.user_message}")
         return TraySettings()
 
 

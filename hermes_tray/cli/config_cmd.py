@@ -101,8 +101,8 @@ def run(args: argparse.Namespace) -> int:
             settings = load_settings()
         except SettingsError as exc:
             if action == "get":
-                return refuse(args, str(exc))
-            warn(str(exc))
+                return refuse(args, exc.user_message)
+            warn(exc.user_message)
             settings = load_tray_settings(quiet=True)
     if action == "get" and key in TRAY_KEYS:
         value = _tray_dict(settings)[key]
@@ -178,7 +178,7 @@ def _set(args: argparse.Namespace) -> int:
         try:
             value = parse_value(key, text)
         except BackendConfigError as exc:
-            return refuse(args, str(exc), EXIT_USAGE)
+            return refuse(args, exc.user_message, EXIT_USAGE)
         return set_backend(args, {key: value}, all_flag=args.all)
     from hermes_tray_core import SettingsError, update_settings
     from hermes_tray_core import parse_setting_value as parse_value
@@ -189,7 +189,7 @@ def _set(args: argparse.Namespace) -> int:
 
         validate({key: value})
     except SettingsError as exc:
-        return refuse(args, str(exc), EXIT_USAGE)  # the value given is wrong
+        return refuse(args, exc.user_message, EXIT_USAGE)  # the value given is wrong
     if key == "homes":
         problem = _homes_problem(value, create=args.create)
         if problem:
@@ -198,7 +198,7 @@ def _set(args: argparse.Namespace) -> int:
     try:
         settings = update_settings({key: value})
     except SettingsError as exc:
-        return refuse(args, str(exc))  # the file holds something else that is wrong
+        return refuse(args, exc.user_message)  # the file holds something else that is wrong
     except OSError as exc:
         return refuse(args, f"could not write the tray settings: {error_words(exc)}")
     new = _tray_dict(settings)[key]
@@ -254,7 +254,7 @@ def _unset(args: argparse.Namespace) -> int:
     try:
         settings = update_settings({key: None})
     except SettingsError as exc:
-        return refuse(args, str(exc))
+        return refuse(args, exc.user_message)
     except OSError as exc:
         return refuse(args, f"could not write the tray settings: {error_words(exc)}")
     new = _tray_dict(settings)[key]

@@ -152,7 +152,7 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     try:
         install = find_hermes(settings.hermes_command)
     except HermesNotFound as exc:
-        return info, [f"{exc}"]
+        return info, [exc.user_message]
     except Exception as exc:
         return info, [f"cannot look for Hermes ({exc}): set hermes_command in the tray settings"]
     info.update(installed=True, command=list(install.argv), python=install.python, source=install.source)

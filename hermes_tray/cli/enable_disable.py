@@ -50,7 +50,7 @@ def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> i
             cfg = write_auto_continue(home.path, **changes)
         except (BackendConfigError, OSError) as exc:
             failed += 1
-            why = str(exc) if isinstance(exc, BackendConfigError) else error_words(exc)
+            why = error_words(exc)  # a BackendConfigError's sentence, a file error in the system's words
             results.append({"home": str(home.path), "ok": False, "error": why})
             if not args.json:
                 warn(f"{home.path}: {why}")

@@ -38,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
         try:
             validate_session_id(args.session, what="--session")
         except InvalidIdError as exc:
-            return refuse(args, str(exc), EXIT_USAGE)
+            return refuse(args, exc.user_message, EXIT_USAGE)
     if args.homes:
         from hermes_tray.cli.common import refuse_unusable_homes, selected_homes
 

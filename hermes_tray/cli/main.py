@@ -159,12 +159,20 @@ def _run(argv: list[str], exit_quickly: bool) -> int:
             parser.print_help()
             return EXIT_OK
         func = tray.run_default
+    from hermes_tray_core import TrayError
+
     try:
         code = int(func(args) or 0)
         sys.stdout.flush()
         if exit_quickly and getattr(args, "quick_exit", False):
             _exit_now(code)
         return code
+    except TrayError as exc:  # an engine error no command answered: its sentence; --json has the detail too
+        from hermes_tray.cli.common import refuse
+
+        if args.json:
+            return refuse(args, str(exc), EXIT_REFUSED, detail=exc.detail)
+        return refuse(args, exc.user_message, EXIT_REFUSED)
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:  # `hermes-tray status | head`: the reader has what it wanted, no traceback

@@ -66,7 +66,7 @@ def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
         try:
             entry = list_turn_markers(home.path).get(args.session)
         except MarkerStoreError as exc:
-            problems.append(f"{home.path}: {exc}")
+            problems.append(f"{home.path}: {exc.user_message}")
             continue
         if entry is not None:
             found.append((home, entry))
@@ -103,7 +103,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         validate_session_id(args.session, what="session")
     except InvalidIdError as exc:
-        return refuse(args, str(exc), EXIT_USAGE)
+        return refuse(args, exc.user_message, EXIT_USAGE)
     refused = refuse_unusable_homes(args, selected_homes(args))
     if refused is not None:
         return refused

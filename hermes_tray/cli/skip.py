@@ -51,7 +51,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         key = validate_session_id(args.session, what="SESSION")
     except InvalidIdError as exc:
-        return refuse(args, str(exc), EXIT_USAGE)
+        return refuse(args, exc.user_message, EXIT_USAGE)
     homes = selected_homes(args)
     refused = refuse_unusable_homes(args, homes)
     if refused is not None:

@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         key = validate_session_id(args.session, what="SESSION")
     except InvalidIdError as exc:
-        return refuse(args, str(exc), EXIT_USAGE)
+        return refuse(args, exc.user_message, EXIT_USAGE)
     now = time.time()
     try:
         until = remind_at(args.until or args.for_ or "1h", now)

@@ -1,0 +1,49 @@
+"""The engine's errors: one family, each saying what happened in the user's words and keeping the rest for the log.
+
+Modelled on Maestral's ``errors.py``: every error the engine raises on purpose derives from :class:`TrayError`,
+so a caller (the command line, the tray) can show ``user_message`` — one short sentence, no errno number, no
+exception class, no temp file — and log ``detail``. Errors that callers already catch by a built-in base
+(``OSError`` for file trouble, ``ValueError`` for a bad value, ``RuntimeError`` for the gateway) keep that base
+as their second one, so ``except OSError`` still catches them.
+
+Where a catch-all stays in the engine, it is a boundary (a thread's top, a callback into the shell,
+bookkeeping that must never break a turn, reading what Hermes or the user wrote where anything can be): each
+says which on its line (``tests/test_errors.py`` counts them).
+"""
+
+from __future__ import annotations
+
+__all__ = ["FALLBACK", "TrayError"]
+
+#: said when an error carries no words of its own
+FALLBACK = "something went wrong (the log has the details)"
+
+
+class TrayError(Exception):
+    """Base of the engine's errors: ``user_message`` for people, ``detail`` for the log and ``--json``.
+
+    ``detail=`` (keyword) keeps what only a maintainer needs (a class name, a code) out of the sentence."""
+
+    def __init__(self, *args: object, detail: str | None = None) -> None:
+        super().__init__(*args)
+        self.extra_detail = detail
+
+    @property
+    def user_message(self) -> str:
+        """One short sentence a person can act on (the message the error was raised with, by default)."""
+        if isinstance(self, OSError) and type(self).__str__ is OSError.__str__:
+            # "[Errno 40] refusing to follow a symlink: '/p'" is for the log; people read the words alone
+            return str(self.strerror or FALLBACK)
+        return str(self) or FALLBACK
+
+    @property
+    def detail(self) -> str:
+        """Everything for the log: the class, the full message, what was kept aside, and the cause."""
+        parts = [f"{type(self).__name__}: {self}"]
+        if self.extra_detail:
+            parts.append(self.extra_detail)
+        cause = self.__cause__ if self.__cause__ is not None else (
+            None if self.__suppress_context__ else self.__context__)
+        if cause is not None:
+            parts.append(f"caused by {type(cause).__name__}: {cause}")
+        return "; ".join(parts)
