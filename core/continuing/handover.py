@@ -102,7 +102,7 @@ class MarkerHandover:
                     or entry.get("attempts") != self.attempts + 1:
                 return False
             return store.replace_if_unchanged(self.key, entry, {**entry, "attempts": self.attempts})
-        except Exception:  # boundary: bookkeeping at shutdown never breaks the quit; the attempt stays counted
+        except OSError:  # MarkerStoreError, unreadable or unwritable: the quit goes on, the attempt stays counted
             logger.exception("could not give back the attempt a quit ended for %s", self.key)
             return False
 
