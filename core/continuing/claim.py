@@ -29,12 +29,12 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.keys import SessionKey, home_path
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.vocab import Refusal
 
 __all__ = [
-    "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
+    "SETTLED", "Claim", "ClaimRefused", "claim",
     "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "stopped", "tombstoned",
     "turn_started_at",
 ]
@@ -45,16 +45,8 @@ logger = get_logger(__name__)
 SETTLED = ("completed", "skipped")
 
 
-def canonical_home(home: Path | str) -> str:
-    """One spelling per home so every process names the claim alike: the decision journal's
-    (:func:`core.stores.decisions.home_key`), one rule for both."""
-    from hermes_tray_core.stores.decisions import home_key
-
-    return home_key(home)
-
-
 def claim_name(home: Path | str, session_key: str) -> str:
-    return f"resume:{canonical_home(home)}:{session_key}"
+    return f"resume:{home_path(home)}:{session_key}"
 
 
 _stores: dict[str, Any] = {}
@@ -152,7 +144,7 @@ def settled(home: Path | str, session_key: str, started_at: float | None, *, jou
     from hermes_tray_core.stores import decisions
 
     try:
-        names = (journal or decisions.default_journal()).events_for(canonical_home(home), session_key, started_at)
+        names = (journal or decisions.default_journal()).events_for(home, session_key, started_at)
     except Exception:
         logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
         return None
@@ -188,7 +180,6 @@ def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapp
 
     try:
         j = journal or decisions.default_journal()
-        # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
         answer = getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry))
         return answer if isinstance(answer, str) else bool(answer)
     except Exception:

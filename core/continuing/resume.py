@@ -275,7 +275,7 @@ class _Resume:
                  options: GatewayOptions | None, on_progress: Callable[[Progress], None] | None,
                  on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event | None,
                  env: Mapping[str, str] | None) -> None:
-        self.home, self.home_s, self.key, self.via = home, exactly_once.canonical_home(home), key, via
+        self.home, self.home_s, self.key, self.via = home, keys.home_path(home), key, via
         self.install, self.options, self.on_progress, self.on_dispatched = install, options, on_progress, on_dispatched
         self.stop, self.env = stop, env
         self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
