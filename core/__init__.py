@@ -27,6 +27,7 @@ _FACE = {
     "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.cache",
     "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
     "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
+    "Seen": "deciding.policy",
     "age_text": "deciding.policy", "restate_age": "deciding.policy",
     "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once", "ident": "deciding.ask_once",
     "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
@@ -36,7 +37,6 @@ _FACE = {
     # resuming and skipping
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
-    "turn_started_at": "continuing.claim",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
     "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
     "find_hermes": "continuing.gateway",
@@ -81,16 +81,18 @@ _FACE = {
     "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
     "StepKind": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
+    # one turn, typed where it enters
+    "Turn": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
 }
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
 __all__ = [
     "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "is_hermes_home",
     "Scanner", "scan", "default_cache_file", "TurnRecord",
-    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
+    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "Seen", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
     "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
-    "turn_started_at", "Progress", "GatewayOptions", "StopRequest", "settle_orphaned_runs", "find_hermes",
+    "Progress", "GatewayOptions", "StopRequest", "settle_orphaned_runs", "find_hermes",
     "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
@@ -106,12 +108,12 @@ __all__ = [
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
+    "Turn", "Marker", "HomePath", "home_path",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
     from hermes_tray_core.backend.install import settings_hermes_command
     from hermes_tray_core.backend.running import find_live_backend
-    from hermes_tray_core.continuing.claim import turn_started_at
     from hermes_tray_core.continuing.gateway import (
         GatewayOptions,
         HermesNotFound,
@@ -126,7 +128,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
     from hermes_tray_core.deciding.causes import cause_words
-    from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
+    from hermes_tray_core.deciding.policy import Decision, Seen, age_text, decide, decide_webui, restate_age
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
     from hermes_tray_core.deciding.snooze import remind_at, snooze_turn
     from hermes_tray_core.deciding.witness import ExitWitness
@@ -142,7 +144,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.hermes.reach import look as look_at_homes
     from hermes_tray_core.hermes.state_db import parse_holder
     from hermes_tray_core.hermes.state_db_batch import HomeState
-    from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core.keys import HomePath, InvalidIdError, home_path, validate_session_id
     from hermes_tray_core.markers.entries import marker_writer_state, normalize_marker
     from hermes_tray_core.markers.settle import wait as wait_for_marker_settle
     from hermes_tray_core.markers.store import MarkerStore, MarkerStoreError, list_turn_markers
@@ -196,6 +198,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     )
     from hermes_tray_core.stores.settings import parse_value as parse_setting_value
     from hermes_tray_core.stores.settings import validate as validate_settings
+    from hermes_tray_core.turn import Marker, Turn
     from hermes_tray_core.vocab import (
         Mode,
         Outcome,

@@ -142,7 +142,7 @@ class AskOnce:
     def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
         """Notified or decided already; ``unreadable`` is the answer when the journal cannot be read."""
         try:
-            return (journal or self._journal()).was_asked(record.home, record.session_key, record.started_at)
+            return (journal or self._journal()).was_asked(record.turn.home, record.session_key, record.started_at)
         except Exception:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return unreadable
@@ -152,7 +152,7 @@ class AskOnce:
         :func:`core.continuing.claim.tombstoned` applies it to raw entries): it reappearing means a writer
         resurrected it. A later attempt of the same run is a new question, not a skip to repeat."""
         try:
-            return (journal or self._journal()).is_tombstoned(record.home, record.session_key, record.started_at,
+            return (journal or self._journal()).is_tombstoned(record.turn.home, record.session_key, record.started_at,
                                                               record.attempts)
         except Exception:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
@@ -162,7 +162,7 @@ class AskOnce:
         """The turn's latest snooze ``(until, asked since)``, or None (never snoozed, or the journal cannot be
         read: then the other rules decide, and they never continue an asked turn)."""
         try:
-            return (journal or self._journal()).snooze(record.home, record.session_key, record.started_at)
+            return (journal or self._journal()).snooze(record.turn.home, record.session_key, record.started_at)
         except Exception:
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return None
@@ -277,7 +277,7 @@ class AskOnce:
         it off that thread, passing the journal they resolved when they asked.
         Bookkeeping: a failure is logged; a later restart may then ask once more, nothing worse."""
         target = journal if journal is not None else self._journal()
-        rows = [{"event": "notified", "home": str(t.home), "session_key": t.session_key, "started_at": t.started_at,
+        rows = [{"event": "notified", "home": t.turn.home, "session_key": t.session_key, "started_at": t.started_at,
                  "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
         if not rows:
             return
@@ -288,7 +288,7 @@ class AskOnce:
             log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
         for t in turns:
             try:
-                target.record("notified", home=str(t.home), session_key=t.session_key, started_at=t.started_at,
+                target.record("notified", home=t.turn.home, session_key=t.session_key, started_at=t.started_at,
                               profile=t.profile, attempts=t.attempts, via=via)
             except Exception:
                 log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)

@@ -33,6 +33,7 @@ from typing import Any
 
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.keys import HomePath, home_path, validate_session_id
+from hermes_tray_core.numbers import json_number
 from hermes_tray_core.stores import paths
 from hermes_tray_core.stores import turn_journal as journal
 
@@ -303,9 +304,9 @@ class DecisionJournal:
             elif name == "completed":
                 cache.finished.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
             elif name == "snoozed":
-                until = ev.get("until")
-                if isinstance(until, (int, float)) and not isinstance(until, bool):
-                    cache.snoozes[tid] = float(until)
+                until = json_number(ev.get("until"))
+                if until is not None:
+                    cache.snoozes[tid] = until
             elif name == "stopped":
                 cache.stops[tid] = ev
             elif name == "failed" and ev.get("outcome") == "crashed":
@@ -419,9 +420,8 @@ class DecisionJournal:
         crashed = None
         want = _attempts_key(attempts)
         for ev in cache.crashes.get((home_path(home), session_key), ()) if want else ():
-            at = ev.get("created_at")
-            if (_attempts_key(ev.get("attempt")) == want and isinstance(at, (int, float))
-                    and not isinstance(at, bool) and at >= float(started_at) - CRASH_SLACK):
+            at = json_number(ev.get("created_at"))
+            if _attempts_key(ev.get("attempt")) == want and at is not None and at >= float(started_at) - CRASH_SLACK:
                 crashed = ev
         return stopped, crashed
 
@@ -507,11 +507,11 @@ def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         if attempts is not None and ev.get("event") != "continuing":
             run["attempts"] = attempts
         if ev.get("event") == "dispatched":
-            n, at = _attempts_key(ev.get("attempt")), ev.get("created_at")
-            if n is not None and isinstance(at, (int, float)) and not isinstance(at, bool):
-                run["dispatched"].append((n, float(at)))
-        original = ev.get("original_started_at")
-        if ev.get("event") == "continuing" and isinstance(original, (int, float)) and not isinstance(original, bool):
+            n, at = _attempts_key(ev.get("attempt")), json_number(ev.get("created_at"))
+            if n is not None and at is not None:
+                run["dispatched"].append((n, at))
+        original = json_number(ev.get("original_started_at"))
+        if ev.get("event") == "continuing" and original is not None:
             home, key = ev.get("home"), ev.get("session_key")
             if isinstance(home, str) and isinstance(key, str):
                 up = _turn_id(home, key, original)

@@ -34,6 +34,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.turn import Turn
+
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 LIVE_TURNS = 20  # turns running at once (at most; with MAX_CRASHED, under Hermes' cap of 32)
@@ -159,7 +161,7 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
                 ok = code == 0
                 assert code in (0, 1), text
             elif via == "skip_turn":
-                ok = core_skip.skip_turn(home, key, entry, via="race").ok
+                ok = core_skip.skip_turn(Turn.of(home, key, entry), via="race").ok
             else:  # the skip primitive: compare-and-remove by exchange, with its settle window
                 ok = remove_marker_if_unchanged(home, key, entry)
             if ok:

@@ -24,6 +24,8 @@ from pathlib import Path
 
 from faultkit import environ
 
+from hermes_tray_core.turn import Turn
+
 
 def _cli() -> list[str]:
     return [sys.executable, "-m", "hermes_tray"]
@@ -282,7 +284,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
                                       stop_grace=5, shutdown_grace=3)
         out: dict = {}
         t = threading.Thread(target=lambda: out.setdefault(
-            "r", resume_turn(home, key, shown, install=install, options=opts, via="fault-race")))
+            "r", resume_turn(Turn.of(home, key, shown), install=install, options=opts, via="fault-race")))
         t.start()
         _wait_for(lambda: any(e.get("event") == "approved" for e in decisions.history(50, session_key=key)), 20)
         time.sleep(skip_after)
@@ -293,7 +295,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
             except ImportError:  # before core.continuing.skip existed, the CLI and the tray did a bare compare-and-remove
                 skip_turn = None
         if skip_turn is not None:
-            skipped = skip_turn(home, key, shown, via="fault-race").ok
+            skipped = skip_turn(Turn.of(home, key, shown), via="fault-race").ok
         else:
             skipped = remove_marker_if_unchanged(home, key, shown)
         t.join(60)

@@ -38,6 +38,7 @@ from test_real_gateway import transcript
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
+from hermes_tray_core.turn import Turn
 from tests.support.sim_homes import pid_running, plant_marker
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
@@ -282,7 +283,7 @@ def _resume_in_thread(home: Path, key: str, **kw) -> tuple[threading.Thread, lis
     out: list = []
 
     def run() -> None:
-        out.append(resume_turn(home, key, list_turn_markers(home)[key], via="test",
+        out.append(resume_turn(Turn.of(home, key, list_turn_markers(home)[key]), via="test",
                                on_progress=lambda p: phases.append(p.phase), **kw))
 
     t = threading.Thread(target=run, daemon=True)
