@@ -2,16 +2,19 @@
 
 ``Outcome`` is the engine's own vocabulary (``hermes_tray_core.vocab``), re-exported here.
 
-:class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``);
-the controller is written against it alone. Qt-free and import-cheap: everything in ``hermes_tray``
-may import it, and it imports nothing of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
+:class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``): what the
+tray and the helper do to turns and homes goes through it, so tests can script the engine. It is not the shell's
+only way in: the command line, the turn model, start-up and small helpers import names of the engine's face
+(``hermes_tray_core``) directly; that face is the one door (no shell module imports a module behind it:
+import-linter). Qt-free and import-cheap: everything in ``hermes_tray`` may import it, and it imports nothing
+of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
 """
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Callable, Hashable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -20,8 +23,8 @@ from hermes_tray_core import Outcome
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
     from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnRecord
 
-__all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "ProblemDetail", "RunResult", "ScanSummary",
-           "SkipReply"]
+__all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "ProblemDetail", "RunResult", "ScanReport",
+           "ScanSummary", "SkipReply", "key_of"]
 
 
 #: Refusal codes (``core.continuing.resume``) that are normal operation when two processes both act on a turn:
@@ -87,6 +90,28 @@ class BackendValues:
     managed_path: str | None = None
 
 
+@dataclass(frozen=True)
+class ScanReport:
+    """One scan as the detector hands it to the controller: the engine's records, the problems it reported,
+    and what woke it."""
+
+    records: tuple[Any, ...] = ()
+    problems: tuple[str, ...] = ()
+    reason: str = "start"
+    started: float = 0.0  # time.time() when the wake-up happened (for latency measurement)
+    finished: float = 0.0
+    homes: tuple[Any, ...] = ()
+    extra: ScanSummary = field(default_factory=ScanSummary)  # what the scan says beside turns and problems
+
+
+def key_of(record: TurnRecord) -> Hashable:
+    """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's ``turn_key``,
+    opaque. It is compared and hashed, never taken apart: a turn's home and session come from its record."""
+    from hermes_tray_core import turn_key
+
+    return turn_key(record.home, record.session_key)
+
+
 class Engine(Protocol):
     """What the shell needs from the engine. Calls marked *blocking* write files, take locks or wait on
     SQLite: the controller runs them on its write worker, never on the GUI thread."""
@@ -106,6 +131,10 @@ class Engine(Protocol):
                stop: threading.Event) -> RunResult:  # blocking (minutes): a worker thread of its own
         ...
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:  # blocking
+        ...
+    def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:  # blocking
+        """Journal "remind me later" for ``record`` until the wall-clock time ``until``; raises when the journal
+        cannot be written (the snooze did not take)."""
         ...
     def backend_values(self, home_path: str) -> BackendValues: ...
     def journal(self) -> TurnJournal: ...

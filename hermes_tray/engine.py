@@ -1,16 +1,14 @@
-"""The one place the shell calls into the engine (``hermes_tray_core``): a thin adapter, no engine logic.
+"""The adapter the tray and the helper act through (``hermes_tray_core``'s face): a thin layer, no engine logic.
 
 Everything here delegates: scanning (``scanner``), skipping (``skip``), resuming (``resume``),
 backend config (``backend_config``), tray settings (``settings``) and the decision journal
-(``decisions``; ask-once is ``ask_once``, which the controller drives). Refusals are told apart by
-their reason codes, never by their text. If an engine interface changes, this file is what changes
-in the shell. Qt-free.
+(``decisions``; ask-once is ``ask_once``, which the turn model drives). Refusals are told apart by
+their reason codes, never by their text. Qt-free.
 """
 
 from __future__ import annotations
 
 import logging
-import sys
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -39,19 +37,6 @@ if TYPE_CHECKING:
     from hermes_tray_core import Progress, ResumeResult, TurnJournal
 
 log = logging.getLogger(__name__)
-
-
-def own_cli(*args: str) -> list[str]:
-    """Argv of this installation's own command line (``python -m hermes_tray`` from source; the bundle's
-    executable, its console twin on Windows, when frozen)."""
-    if getattr(sys, "frozen", False):
-        exe = Path(sys.executable)
-        twin = exe.with_name(f"{exe.stem}-cli{exe.suffix}")
-        return [str(twin if sys.platform == "win32" and twin.is_file() else exe), *args]
-    exe = Path(sys.executable)
-    if exe.name.lower() == "pythonw.exe" and exe.with_name("python.exe").is_file():
-        exe = exe.with_name("python.exe")  # pythonw has no stdout to answer on (CREATE_NO_WINDOW hides the console)
-    return [str(exe), "-m", "hermes_tray", *args]
 
 
 class CoreEngine:
@@ -170,6 +155,13 @@ class CoreEngine:
 
         result = resume_turn(record.turn, on_progress=on_progress, stop=stop, via=f"tray-{origin}")
         return run_result(result)
+
+    def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:
+        """Remind me later: a ``snoozed`` event in the decision journal (``core.deciding.snooze``); it continues and
+        skips nothing. Raises what the journal raises."""
+        from hermes_tray_core import snooze_turn
+
+        snooze_turn(record, until, via=f"tray-{origin}")
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
         """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""

@@ -15,13 +15,17 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core import Outcome, ReasonCode, Verdict
 
-__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "ending",
-           "error_text", "event_detail", "event_text", "held", "ran_in_short", "ran_in_sentence", "status_word",
-           "stop_not_written", "tries", "untitled_label", "value_text", "via_text"]
+if TYPE_CHECKING:
+    from hermes_tray_core import StopCause, TurnProgress
+
+__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "cause_line",
+           "ending", "error_text", "event_detail", "event_text", "held", "progress_line", "progress_lines",
+           "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries",
+           "turn_title", "untitled_label", "value_text", "via_text"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
@@ -168,7 +172,7 @@ class Ending:
     why: str = ""  # one or two short sentences
     can_do: str = ""
     title: str = ""  # the notification's title ("" = no notification of its own)
-    kind: str = "info"  # the notification's kind (hermes_tray.notify.base.URGENCY)
+    kind: str = "info"  # the notification's kind (hermes_tray.notify.note.URGENCY)
 
 
 #: What is left to do after a continuation failed, where the turn is listed (the command line says its own)
@@ -246,8 +250,10 @@ def stop_not_written(why: str) -> str:
 
 # -- notifications -------------------------------------------------------------------------------------------
 
-WAITING_TITLE = "Hermes turn interrupted"
+WAITING_WHAT = "Interrupted"  # a waiting turn's note: "Interrupted: <its name>"
+REMINDER_WHAT = "Reminder"  # the one note when a snooze ends: "Reminder: <its name>"
 WAITING_ASK = "Resume it, skip it, or turn auto-continue off."
+REMINDER_LEAD = "You asked to be reminded of it."
 FAILED_AGAIN_TITLE = "Hermes turn failed again"
 OUT_OF_DATE = "That notification is out of date. Nothing was done."
 CHANGED_SINCE = "changed since the notification. Nothing was done."
@@ -255,6 +261,78 @@ CHANGED_SINCE = "changed since the notification. Nothing was done."
 
 def storm_title(n: int) -> str:
     return f"{n} Hermes turns interrupted"
+
+
+def turn_title(what: str, name: str) -> str:
+    """A note about one turn: what happened, then which turn ("Interrupted: Fix CI"). Turns listed together
+    have names that differ (``turn_names``), so their notes' titles do too."""
+    return f"{what}: {name}"
+
+
+# -- what a turn was doing when it stopped, and why it stopped ----------------------------------------------
+
+KEPT_NOTHING = "Hermes kept nothing of this turn's progress."
+REMIND_HOUR = "Remind me in 1 hour"
+REMIND_LATER = "Remind me later"
+REMIND_TOMORROW = "Remind me tomorrow morning"
+LAPSED = "It stopped waiting before your reminder."
+SNOOZE_NOT_KEPT = "The reminder could not be saved. Nothing changed."
+
+
+def _n(n: int, noun: str) -> str:
+    return f"{n} {noun}{'' if n == 1 else 's'}"
+
+
+def _took(seconds: float | None) -> str:
+    if seconds is None:
+        return ""
+    s = int(max(0.0, seconds))
+    took = f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h {s % 3600 // 60} min"
+    return f" in at least {took}"
+
+
+def progress_line(progress: TurnProgress | None, *, excerpts: bool = True) -> str:
+    """One line (a notification, a tooltip): how far the turn got, and (``excerpts``) the last thing it said or
+    did. "" when it cannot be read: never a guess."""
+    if progress is None:
+        return ""
+    if not progress.kept:
+        return KEPT_NOTHING
+    line = f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}"
+    line += _took(progress.ran_for_s)
+    return line + (f" — last: {progress.last_excerpt}" if excerpts and progress.last_excerpt else "")
+
+
+def progress_lines(progress: TurnProgress | None, *, excerpts: bool = True) -> tuple[str, ...]:
+    """The turn's progress in full (Details, the turn's page): how far, its last steps, the last thing it said
+    or did (``excerpts``: shown only where prompts are)."""
+    if progress is None:
+        return ()
+    if not progress.kept:
+        return (KEPT_NOTHING,)
+    lines = [f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}"
+             f"{_took(progress.ran_for_s)}."]
+    if progress.recent:
+        lines.append("Last steps: " + ", ".join(step.phrase() for step in progress.recent) + ".")
+    if excerpts and progress.last_excerpt:
+        lines.append(f"Last it said or did: {progress.last_excerpt}")
+    return tuple(lines)
+
+
+def cause_line(cause: StopCause | None, fact: str = "") -> str:
+    """Why it stopped, with the fact behind it (a cause is never said without one); "" while it runs."""
+    if cause is None:
+        return ""
+    from hermes_tray_core import cause_words
+
+    return f"Why it stopped: {cause_words(cause, fact)}"
+
+
+def reminder_text(until: float, now: float) -> str:
+    """When a snoozed turn is announced again: "Reminder at 15:02", "Reminder Fri 09:00"."""
+    at, today = time.localtime(until), time.localtime(now)
+    same_day = (at.tm_year, at.tm_yday) == (today.tm_year, today.tm_yday)
+    return f"Reminder {'at ' if same_day else ''}{time.strftime('%H:%M' if same_day else '%a %H:%M', at)}"
 
 
 # -- History and ``hermes-tray history``: the decision journal's events, in words ------------------------------
@@ -360,3 +438,13 @@ def catalogue() -> Iterator[tuple[str, str]]:
     yield "untitled", untitled_label("work", time.time() - 60)
     yield "untitled", untitled_label("default", None, "Refactor the config parser so unknown keys warn, then test")
     yield "storm", storm_title(12)
+    yield "title", turn_title(WAITING_WHAT, "Fix the flaky test")
+    from hermes_tray_core import StopCause, TurnProgress
+
+    for cause in StopCause:
+        yield f"cause {cause}", cause_line(cause, "" if cause == StopCause.UNKNOWN else "the turn started at 14:02")
+    steps = TurnProgress(messages=4, tool_calls=2, ran_for_s=75.0, last_excerpt="read_file: notes.txt")
+    for p in (TurnProgress(), steps):
+        yield "progress", progress_line(p, excerpts=False)
+        yield from (("progress (details)", line) for line in progress_lines(p, excerpts=False))
+    yield "reminder", reminder_text(time.time() + 3600, time.time())

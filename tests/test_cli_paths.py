@@ -73,7 +73,7 @@ def test_exit_codes_are_the_documented_ones(command, case, code, one_home, tmp_p
     out, err = text(proc)
     assert proc.returncode == int(code), (args, out[-800:], err[-800:])
     assert "Traceback" not in out + err
-    if case == "not found" and words[0] in ("resume", "skip"):  # a home with no such turn: the same code
+    if case == "not found" and words[0] in ("resume", "skip", "snooze"):  # a home with no such turn: the same code
         proc = run(env, *[("nothing-here" if w == "SESSION" else w) for w in words])
         assert proc.returncode == int(code), text(proc)
 
@@ -104,6 +104,7 @@ COMMANDS = {
     "status --json": ["status", "--json"],
     "resume": ["resume", "s1"],
     "skip": ["skip", "s1"],
+    "snooze": ["snooze", "s1"],
     "enable": ["enable"],
     "disable": ["disable"],
     "config show": ["config", "show"],

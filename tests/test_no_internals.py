@@ -146,7 +146,7 @@ COMMANDS = (
     ("config", "set", "enabled", "false"), ("config", "set", "notify", "perhaps"), ("config", "unset", "mode"),
     ("config", "set", "nonsense", "1"), ("enable",), ("disable",),
     ("skip", "s-wait", "--started-at", "123"), ("skip", "s-live"), ("skip", "nope"), ("skip", "../evil"),
-    ("skip", "s-num"), ("skip", "s-old"), ("resume", "nope"), ("resume", "s-live"), ("resume", "s-hermes"),
+    ("skip", "s-num"), ("skip", "s-old"), ("snooze", "s-wait", "--for", "2h"), ("snooze", "nope"), ("snooze", "s-live"), ("resume", "nope"), ("resume", "s-live"), ("resume", "s-hermes"),
     ("resume", "s-old"), ("resume", "s-num"), ("autostart", "status"), ("history", "--limit", "0"),
 )
 

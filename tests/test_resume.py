@@ -680,7 +680,7 @@ def test_a_stop_that_cannot_be_written_to_hermes_file_is_still_final_and_said(si
 
 
 def test_a_killed_resume_worker_is_settled_from_hermes_at_the_next_scan(sim_roots, env, tmp_path):
-    from hermes_tray.app.history_model import group_turns
+    from hermes_tray.model.history import group_turns
     from hermes_tray_core.stores import decisions
 
     home, key = make_home(tmp_path / "home", turn_seconds=3.0)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -238,7 +239,7 @@ def test_the_demos_try_lines_work_in_a_shell_where_hermes_tray_is_not_on_path(tm
     p = subprocess.run(tray_argv("demo", "--no-tray", "--crash-after", "0", "--dir", tmp_path / "d"),
                        capture_output=True, text=True, env=env, timeout=60)
     assert p.returncode == 0, p.stderr
-    demo_pid = int(p.stdout.split("kill -9 ", 1)[1].split(")")[0])
+    demo_pid = int(re.search(r"kill -9 (\d+)", p.stdout).group(1))
     try:
         tries = [ln.strip() for ln in p.stdout.splitlines() if ln.strip().endswith(" status")]
         assert tries and Path(tries[0].split()[0]).is_absolute()  # a path, never a bare name

@@ -64,7 +64,7 @@ def test_every_sentence_follows_the_writing_rules(where: str, text: str) -> None
 
 def test_titles_are_short() -> None:
     titles = {e.title for o in words.Outcome for s in (False, True)
-              for e in [words.ending(o, stopped=s, attempts=3)]} | {words.WAITING_TITLE, words.storm_title(10_000)}
+              for e in [words.ending(o, stopped=s, attempts=3)]} | {words.storm_title(10_000)}
     assert all(len(t) <= MAX_TITLE for t in titles), titles
 
 

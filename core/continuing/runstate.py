@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -124,15 +125,24 @@ class RunState:
         requests from our pipe), and Hermes 0.22 ends a running turn as interrupted — clearing its marker, so
         the turn would be lost — when its stdin closes or on SIGTERM (measured): it is SIGKILLed instead, the
         crash Hermes recovers from. Its marker stays with a dead writer and is offered again (the attempt
-        counts against the budget); nothing is ever recorded as stopped by you."""
+        does not count against the budget: :meth:`MarkerHandover.uncount`); nothing is recorded as stopped by you."""
         self.result.stopped_by = StopReason.SHUTDOWN
         if self.backend is not None:
             self.result.finish = Finish.DETACHED
             return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
                                                  f"{self.result.where or 'in your running Hermes'}.")
-        kill = getattr(getattr(self.gw, "stdio", None), "kill", None)
+        stdio = getattr(self.gw, "stdio", None)
+        kill = getattr(stdio, "kill", None)
         if callable(kill):
             kill()
+            proc = getattr(stdio, "proc", None)
+            if proc is not None:
+                try:
+                    proc.wait(timeout=5)
+                except subprocess.TimeoutExpired:
+                    logger.warning("the gateway %s did not end within 5 s of SIGKILL", proc.pid)
+                else:
+                    self.handover.uncount(proc.pid)
         return self.finish(Outcome.INTERRUPTED, "hermes-tray quit, so it stopped the separate Hermes process it had "
                                                 "started; the turn stays interrupted and is offered again.")
 

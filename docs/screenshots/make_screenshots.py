@@ -42,7 +42,7 @@ from PySide6.QtGui import QColor, QImage, QPainter  # noqa: E402
 from PySide6.QtWidgets import QApplication  # noqa: E402
 
 from hermes_tray.app.application import configure_application  # noqa: E402
-from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState, recent_items  # noqa: E402
+from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState, recent_items  # noqa: E402
 
 HOME = str(Path.home() / ".hermes")
 
@@ -125,7 +125,7 @@ def tray_menu(app: QApplication) -> None:
     """The tray's menu, as the panel shows it: three waiting turns whose prompts begin alike, each named by
     the part that differs (``turn_names``), as the controller names them."""
     from hermes_tray.app.menu import TrayMenu
-    from hermes_tray.app.viewstate import turn_item
+    from hermes_tray.model.viewstate import turn_item
     from hermes_tray.notify.coalesce import turn_names
 
     records = similar_turns()

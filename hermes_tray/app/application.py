@@ -28,8 +28,8 @@ from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 if TYPE_CHECKING:
     from hermes_tray.app.prompt_window import PromptWindow
     from hermes_tray.app.status_window import StatusWindow
-    from hermes_tray.app.viewstate import ViewState
     from hermes_tray.controller import Controller
+    from hermes_tray.model.viewstate import ViewState
     from hermes_tray.watch.detector import DetectorThread, ScanReport
 
 log = logging.getLogger(__name__)
@@ -135,6 +135,8 @@ class TrayApp(QObject):
         w.set_state(c.state)
         w.resume_requested.connect(lambda k: c.resume(k, origin="window"))
         w.skip_requested.connect(lambda k: c.skip(k, origin="window"))
+        w.snooze_requested.connect(lambda k, when: c.snooze(k, when, origin="window"))
+        w.page_requested.connect(lambda k: self.show_turn_page(key=k, origin="window"))
         w.disable_requested.connect(c.disable_for)
         w.stop_requested.connect(c.stop)
         w.open_folder_requested.connect(self.open_folder)
@@ -159,7 +161,7 @@ class TrayApp(QObject):
             self._start_failed(error_text(exc))
 
     def _start_failed(self, why: str) -> None:
-        from hermes_tray.app.viewstate import Problem, ViewState
+        from hermes_tray.model.viewstate import Problem, ViewState
         from hermes_tray_core import log_dir
 
         self.start_error = why
@@ -210,6 +212,7 @@ class TrayApp(QObject):
 
         m.resume_requested.connect(lambda k: c.resume(k, origin="menu"))
         m.skip_requested.connect(lambda k: c.skip(k, origin="menu"))
+        m.snooze_requested.connect(lambda k: c.snooze(k, "1h", origin="menu"))
         m.enable_requested.connect(lambda home: c.set_backend_enabled(True, [home]))
         m.stop_requested.connect(c.stop)
         m.resume_all_requested.connect(lambda: c.resume_all(origin="menu"))
@@ -360,7 +363,7 @@ class TrayApp(QObject):
         return True
 
     def _on_message(self, text: str) -> None:
-        from hermes_tray.notify.base import Note
+        from hermes_tray.notify.note import Note
 
         self._messages += 1
         self.notifier.show(Note(f"message-{self._messages}", "Hermes Tray", text, log_line="message"))
@@ -390,6 +393,8 @@ class TrayApp(QObject):
                                 pending=lambda h, k: self._pending_key(h, k) is not None,
                                 hermes_titles=self.engine.session_titles, watch=self.engine.history_file())
             dlg.resume_requested.connect(self._resume_from_history)
+            dlg.page_requested.connect(lambda home, session, title: self.show_turn_page(
+                home=home, session_key=session, title=title, origin="history"))
             self.controller.state_changed.connect(lambda _s, d=dlg: d.pending_changed())
             self._dialogs["history"] = dlg
         else:
@@ -400,7 +405,7 @@ class TrayApp(QObject):
 
     def _pending_key(self, home: str, session_key: str) -> str | None:
         """The turn key of a waiting turn of this home and session (a journal names homes canonically)."""
-        from hermes_tray.app.history_model import same_home
+        from hermes_tray.model.history import same_home
 
         if self.controller is None:
             return None
@@ -410,8 +415,8 @@ class TrayApp(QObject):
         return None
 
     def _title_for(self, home: str, session_key: str) -> str | None:
-        from hermes_tray.app.history_model import same_home
         from hermes_tray.format import repeats
+        from hermes_tray.model.history import same_home
 
         if self.controller is None:
             return None
@@ -427,6 +432,33 @@ class TrayApp(QObject):
         if key is not None and self.controller is not None:
             self.controller.resume(key, origin="history")
 
+    def show_turn_page(self, *, key: object = None, home: str = "", session_key: str = "", title: str = "",
+                       origin: str = "window") -> None:
+        """A turn's page (a double-click in the turns window or History): its facts, its decisions, its buttons."""
+        if self.controller is None:
+            return
+        from hermes_tray.app.turn_page import TurnPageDialog
+        from hermes_tray.model.page import page_for
+
+        c = self.controller
+        try:
+            entries = self.engine.history(500)
+        except Exception:  # boundary: the page shows what else it knows; the log has why
+            log.exception("a turn's page could not read the decision journal")
+            entries = []
+        page = page_for(c.state, entries, key=key, home=home, session_key=session_key, title=title)
+        if page is None:
+            return
+        dlg = TurnPageDialog(page)
+        dlg.resume_requested.connect(lambda k: c.resume(k, origin=origin))
+        dlg.skip_requested.connect(lambda k: c.skip(k, origin=origin))
+        dlg.snooze_requested.connect(lambda k, when: c.snooze(k, when, origin=origin))
+        self._dialogs["page"] = dlg
+        dlg.show()
+        dlg.raise_()
+        dlg.activateWindow()
+        events.emit("window", name="turn-page")
+
     def open_folder(self, path: str) -> None:
         """A problem's folder (the banner's "Open folder"), in the desktop's file manager, else its path."""
         if path:
@@ -441,7 +473,7 @@ class TrayApp(QObject):
     def show_about(self) -> None:
         from hermes_tray.app.about import AboutDialog
 
-        homes = [str(getattr(h, "path", h)) for h in (self.controller._report.homes if self.controller else ())]
+        homes = [str(getattr(h, "path", h)) for h in (self.controller.report.homes if self.controller else ())]
         command = None
         if self.controller is not None and self.controller.settings.hermes_command:
             command = list(self.controller.settings.hermes_command)

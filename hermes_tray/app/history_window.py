@@ -1,6 +1,6 @@
 """History: one row per interrupted turn — what it was, when it was interrupted, what happened to it,
-where it ran — with the event trail on expand, a filter by home, "Resume again" for a turn resumed before
-that the policy lets resume now (it waits) and "Copy session ID". Configuration changes (a home's
+where it ran — with the event trail on expand, the turn's page on a double-click, a filter by home, "Resume
+again" for a turn resumed before that the policy lets resume now (it waits) and "Copy session ID". Configuration changes (a home's
 auto-continue settings or the tray's own, from the menu, the settings dialog or the CLI) are rows too.
 
 It is live: the journal file is watched, and each change (this tray's, the helper's, the command line's)
@@ -33,7 +33,9 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray import words
-from hermes_tray.app.history_model import (
+from hermes_tray.app.icons import app_icon
+from hermes_tray.format import safe_text, short_path, since_text
+from hermes_tray.model.history import (
     TurnHistory,
     event_detail,
     event_text,
@@ -43,8 +45,6 @@ from hermes_tray.app.history_model import (
     same_home,
     when_of,
 )
-from hermes_tray.app.icons import app_icon
-from hermes_tray.format import safe_text, short_path, since_text
 
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
@@ -62,6 +62,7 @@ def _stamp(t: float) -> str:
 
 class HistoryWindow(QDialog):
     resume_requested = Signal(str, str)  # home, session key
+    page_requested = Signal(str, str, str)  # home, session key, the name History shows: the turn's page
     titles_arrived = Signal(object, object)  # what was asked, {(home, session key): title} from state.db (off-thread)
 
     def __init__(
@@ -121,6 +122,8 @@ class HistoryWindow(QDialog):
         self.tree.setAlternatingRowColors(True)
         self.tree.header().setStretchLastSection(True)  # every column is sized to its text in _fill
         self.tree.currentItemChanged.connect(lambda *_: self._update_buttons())
+        self.tree.setExpandsOnDoubleClick(False)  # a double-click opens the turn's page; the arrow shows its trail
+        self.tree.itemDoubleClicked.connect(lambda *_: self._open_page())
         lay.addWidget(self.tree, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         self.resume_button = QPushButton("&Resume again")
@@ -341,6 +344,11 @@ class HistoryWindow(QDialog):
         t = self.selected_turn()
         self.copy_button.setEnabled(t is not None and not t.config)
         self.resume_button.setEnabled(t is not None and t.can_resume_again(self._pending))
+
+    def _open_page(self) -> None:
+        t = self.selected_turn()
+        if t is not None and not t.config:
+            self.page_requested.emit(t.home, t.session_key, self._title(t))
 
     def _copy(self) -> None:
         t = self.selected_turn()

@@ -1,4 +1,5 @@
-"""Tray icon states and variants, loaded from the pre-rendered PNGs in ``resources/icons``.
+"""Tray icon states and variants, loaded from the pre-rendered PNGs in ``resources/icons`` (their file names:
+:mod:`hermes_tray.resources`).
 
 Pre-rendered sizes rather than an SVG engine: panels ask for odd sizes (22, 24) and a
 scaled 64 px pixmap blurs at 16 px; each PNG was rendered for its size.
@@ -6,7 +7,6 @@ scaled 64 px pixmap blurs at 16 px; each PNG was rendered for its size.
 
 from __future__ import annotations
 
-import enum
 import os
 import sys
 from functools import lru_cache
@@ -14,27 +14,12 @@ from functools import lru_cache
 from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication, QIcon
 
-from hermes_tray.resources import resource_path
+from hermes_tray.resources import IconState, icon_file
+
+__all__ = ["SIZES", "VARIANTS", "IconState", "app_icon", "default_variant", "icon_file", "tray_icon"]
 
 SIZES = (16, 22, 24, 32, 48, 64, 128, 256)
 VARIANTS = ("light", "dark", "mono")
-
-
-class IconState(str, enum.Enum):
-    """What the tray shows: nothing to do, turns waiting, a continuation running, auto-continue off."""
-
-    IDLE = "idle"
-    ATTENTION = "attention"
-    BUSY = "busy"
-    PAUSED = "paused"
-
-
-def icon_file(state: IconState | str, variant: str, size: int | None = None) -> str:
-    """Path of one rendered PNG (or the SVG source when ``size`` is None)."""
-    name = f"hermes-tray-{IconState(state).value}-{variant}"
-    if size is None:
-        return str(resource_path("icons", "svg", f"{name}.svg"))
-    return str(resource_path("icons", "png", str(size), f"{name}.png"))
 
 
 def default_variant() -> str:
@@ -80,18 +65,6 @@ def tray_icon(state: IconState | str, variant: str | None = None) -> QIcon:
     if variant == "mono":
         icon.setIsMask(True)
     return icon
-
-
-#: notification kind -> icon state (the badge says what happened); the "note" variant: the dark glyph in a
-#: white outline reads on light and dark notification bubbles alike (the light one vanished on dunst's dark one)
-NOTE_ICON_STATES = {"waiting": "attention", "finished": "finished", "gave-up": "gave-up", "failed": "gave-up",
-                    "stopped": "idle", "refused": "idle", "info": "idle"}
-
-
-def note_icon_file(kind: str, size: int = 64) -> str:
-    """The PNG a notification of ``kind`` shows (one icon per kind)."""
-    state = NOTE_ICON_STATES.get(kind, "idle")
-    return str(resource_path("icons", "png", str(size), f"hermes-tray-{state}-note.png"))
 
 
 def app_icon() -> QIcon:

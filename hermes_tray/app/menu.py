@@ -14,8 +14,8 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
 from hermes_tray import words
-from hermes_tray.app.viewstate import TurnItem, ViewState
 from hermes_tray.format import elapsed_text, elide
+from hermes_tray.model.viewstate import TurnItem, ViewState
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
 LABEL_CHARS = 64  # a menu entry longer than this is elided (the full text is its tooltip)
@@ -23,10 +23,11 @@ MENU_TURNS = 10  # turns listed in the menu; the rest are counted (the turns win
 
 
 class TrayMenu(QMenu):
-    resume_requested = Signal(str)
-    skip_requested = Signal(str)
+    resume_requested = Signal(object)  # turn key (opaque)
+    skip_requested = Signal(object)
+    snooze_requested = Signal(object)  # turn key: remind me in 1 hour
     enable_requested = Signal(str)  # home: turn Hermes auto-continue back on there (a held turn's entry)
-    stop_requested = Signal(str)
+    stop_requested = Signal(object)
     resume_all_requested = Signal()
     open_requested = Signal()
     backend_enabled_toggled = Signal(bool)
@@ -92,12 +93,19 @@ class TrayMenu(QMenu):
 
     def _turn_menu(self, item: TurnItem) -> None:
         sub = self.addMenu(item.menu_label())
-        sub.menuAction().setToolTip(item.title + (f"\n“{item.excerpt}”" if item.excerpt else ""))
+        # the turn, then what it was doing and why it stopped: one line each
+        tip = [item.title, f"“{item.excerpt}”" if item.excerpt else "", item.progress, item.cause]
+        sub.menuAction().setToolTip("\n".join(x for x in tip if x))
         sub.menuAction().setData(item.key)
         sub.setToolTipsVisible(True)
         sub.addAction("Resume").triggered.connect(lambda _=False, k=item.key: self.resume_requested.emit(k))
         sub.addAction("Skip").triggered.connect(lambda _=False, k=item.key: self.skip_requested.emit(k))
+        if item.reminder is None:
+            sub.addAction(words.REMIND_HOUR).triggered.connect(
+                lambda _=False, k=item.key: self.snooze_requested.emit(k))
         info_text = "Not resumed yet" if not item.attempts else f"{words.tries(item.attempts)} so far"
+        if item.reminder is not None:
+            info_text += f" · {item.reminder_text()}"
         if item.profile and item.profile != "default":
             info_text += f" · {item.profile} profile"
         sub.addAction(info_text).setEnabled(False)

@@ -1,8 +1,9 @@
 """The prompt window: the primary place to decide, on every desktop.
 
 A list of interrupted turns (title, prompt excerpt, when, attempts, home/profile) with Resume
-(the default button: Enter resumes the selected turn), Skip and Disable auto-continue; running
-continuations with elapsed time, streaming status and Stop; and the answer of a finished one.
+(the default button: Enter resumes the selected turn), Skip, Remind me later and Disable auto-continue; Details
+says what each was doing and why it stopped, and a double-click opens its page; running continuations with
+elapsed time, streaming status and Stop; and the answer of a finished one.
 Shown by a notification or the auto mode it does not take focus from what the user is typing;
 opened by the user (tray click, menu, second launch) it comes to the front.
 """
@@ -10,6 +11,7 @@ opened by the user (tray click, menu, second launch) it comes to the front.
 from __future__ import annotations
 
 import functools
+from collections.abc import Hashable
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
@@ -31,8 +33,8 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.app.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
+from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = words.STOP_HINT
@@ -41,7 +43,7 @@ STOP_HINT = words.STOP_HINT
 class _RunningRow(QFrame):
     """A continuation in progress: title, elapsed time and status, a busy bar and Stop."""
 
-    stop = Signal(str)
+    stop = Signal(object)  # turn key
 
     def __init__(self, item: RunningItem, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -126,10 +128,12 @@ class ProblemBanner(QFrame):
 
 
 class PromptWindow(QDialog):
-    resume_requested = Signal(str)
-    skip_requested = Signal(str)
-    disable_requested = Signal(str)  # turn key: disable auto-continue in that turn's home
-    stop_requested = Signal(str)
+    resume_requested = Signal(object)  # turn key (opaque)
+    skip_requested = Signal(object)
+    snooze_requested = Signal(object, str)  # turn key, when ("1h", "tomorrow")
+    page_requested = Signal(object)  # turn key: its page (a double-click)
+    disable_requested = Signal(object)  # turn key: disable auto-continue in that turn's home
+    stop_requested = Signal(object)
     settings_requested = Signal()
     open_folder_requested = Signal(str)
     enable_requested = Signal(str)  # home: turn Hermes auto-continue back on there
@@ -167,7 +171,8 @@ class PromptWindow(QDialog):
         self.list.setSpacing(3)
         self.list.setTextElideMode(Qt.TextElideMode.ElideRight)
         self.list.currentItemChanged.connect(lambda *_: self._picked("list"))
-        self.list.itemActivated.connect(lambda _i: self._resume_selected())
+        # Enter resumes through the default button (the list passes the key on); a double-click opens the page
+        self.list.itemDoubleClicked.connect(lambda i: self.page_requested.emit(i.data(KEY_ROLE)))
         self.list.setAccessibleName("Interrupted turns")
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.list.customContextMenuRequested.connect(self._list_menu)
@@ -213,6 +218,7 @@ class PromptWindow(QDialog):
         self.recent_list.setAlternatingRowColors(True)
         self.recent_list.setSpacing(2)
         self.recent_list.currentItemChanged.connect(lambda *_: self._picked("recent"))
+        self.recent_list.itemDoubleClicked.connect(lambda _i: self._recent_page())
         self.recent_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
         self.recent_list.customContextMenuRequested.connect(self._recent_menu)
         root.addWidget(self.recent_list, 60)
@@ -245,6 +251,11 @@ class PromptWindow(QDialog):
         self.disable_button.setAutoDefault(False)
         buttons.addWidget(self.disable_button)
         buttons.addStretch(1)
+        self.snooze_button = QPushButton(words.REMIND_LATER)
+        self.snooze_button.setAutoDefault(False)
+        self.snooze_button.setAccessibleName("Remind me of this turn later: it is not resumed or skipped")
+        self.snooze_button.setMenu(self._snooze_menu(self))
+        buttons.addWidget(self.snooze_button)
         self.skip_button = QPushButton("&Skip")
         self.skip_button.setAutoDefault(False)
         self.skip_button.clicked.connect(self._skip_selected)
@@ -346,6 +357,8 @@ class PromptWindow(QDialog):
         meta = [f"Interrupted {t.when}"]
         if t.attempts:
             meta.append(f"{words.tries(t.attempts)} so far")
+        if t.reminder is not None:
+            meta.append(t.reminder_text())
         if t.profile and t.profile != "default":
             meta.append(f"{t.profile} profile")
         lines.append(" · ".join(meta))
@@ -420,7 +433,7 @@ class PromptWindow(QDialog):
             else:
                 row.update_item(r)
 
-    def selected_key(self) -> str | None:
+    def selected_key(self) -> Hashable | None:
         item = self.list.currentItem()
         return item.data(KEY_ROLE) if item is not None else None
 
@@ -437,7 +450,7 @@ class PromptWindow(QDialog):
 
     def _update_buttons(self) -> None:
         turn = self.selected_turn()
-        for b in (self.resume_button, self.skip_button, self.disable_button):
+        for b in (self.resume_button, self.skip_button, self.disable_button, self.snooze_button):
             b.setEnabled(turn is not None)
         self._update_detail()
 
@@ -448,10 +461,11 @@ class PromptWindow(QDialog):
         recent = self.selected_recent() if self._focus == "recent" else None
         if turn is not None:
             self.detail.setText(t_home(turn))  # when it was interrupted: its row says it
-            facts = [turn.reason_details, f"Session ID: {safe_text(turn.session_key)}", f"Home: {safe_text(turn.home)}"]
+            facts = [turn.reason_details, *turn.facts, f"Session ID: {safe_text(turn.session_key)}",
+                     f"Home: {safe_text(turn.home)}"]
         elif recent is not None:
             self.detail.setText("")
-            facts = [x for x in (recent.details_now, f"Session ID: {safe_text(recent.session_key)}"
+            facts = [x for x in (recent.details_now, *recent.facts, f"Session ID: {safe_text(recent.session_key)}"
                                  if recent.session_key else "", f"Home: {safe_text(recent.home)}" if recent.home
                                  else "") if x]
         else:
@@ -474,12 +488,12 @@ class PromptWindow(QDialog):
     # --- actions ------------------------------------------------------------------------------
     def _resume_selected(self) -> None:
         key = self.selected_key()
-        if key:
+        if key is not None:
             self.resume_requested.emit(key)
 
     def _skip_selected(self) -> None:
         key = self.selected_key()
-        if key:
+        if key is not None:
             self.skip_requested.emit(key)
 
     def _delete_pressed(self) -> None:
@@ -489,9 +503,25 @@ class PromptWindow(QDialog):
         else:
             self._skip_selected()
 
+    def _snooze_menu(self, parent: QWidget) -> QMenu:
+        menu = QMenu(parent)
+        menu.addAction(words.REMIND_HOUR, lambda: self._snooze_selected("1h"))
+        menu.addAction(words.REMIND_TOMORROW, lambda: self._snooze_selected("tomorrow"))
+        return menu
+
+    def _snooze_selected(self, when: str) -> None:
+        key = self.selected_key()
+        if key is not None:
+            self.snooze_requested.emit(key, when)
+
+    def _recent_page(self) -> None:
+        r = self.selected_recent()
+        if r is not None:
+            self.page_requested.emit(r.key)
+
     def _disable_selected(self) -> None:
         key = self.selected_key()
-        if key:
+        if key is not None:
             self.disable_requested.emit(key)
 
     def context_menu_for(self, which: str) -> QMenu:
@@ -502,6 +532,9 @@ class PromptWindow(QDialog):
             if turn is not None:
                 menu.addAction("Resume", self._resume_selected)
                 menu.addAction("Skip", self._skip_selected)
+                menu.addAction(words.REMIND_HOUR, lambda: self._snooze_selected("1h"))
+                menu.addAction(words.REMIND_TOMORROW, lambda: self._snooze_selected("tomorrow"))
+                menu.addAction("Open its page", lambda: self.page_requested.emit(turn.key))
                 menu.addAction("Disable auto-continue", self._disable_selected)
                 menu.addAction("Copy session ID", functools.partial(_copy, turn.session_key))
         else:

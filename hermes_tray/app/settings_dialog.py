@@ -28,8 +28,8 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray.app.icons import app_icon
-from hermes_tray.app.settings_model import BackendValues, SettingsModel, SettingsSnapshot
 from hermes_tray.format import short_path
+from hermes_tray.model.settings import BackendValues, SettingsModel, SettingsSnapshot
 
 ALL_HOMES = "__all__"
 __all__ = ["BackendValues", "SettingsDialog", "SettingsModel", "SettingsSnapshot"]

@@ -12,7 +12,7 @@ from PySide6.QtCore import QSize, Signal
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QMenu, QPushButton, QVBoxLayout, QWidget
 
 from hermes_tray.app.icons import IconState, app_icon, tray_icon
-from hermes_tray.app.viewstate import ViewState
+from hermes_tray.model.viewstate import ViewState
 
 
 class StatusWindow(QWidget):

@@ -23,7 +23,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon
 
 from hermes_tray.app.icons import IconState, tray_icon
-from hermes_tray.app.viewstate import ViewState
+from hermes_tray.model.viewstate import ViewState
 
 log = logging.getLogger(__name__)
 

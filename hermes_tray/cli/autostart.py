@@ -6,7 +6,7 @@ import argparse
 import json
 import sys
 
-from hermes_tray.cli.main import EXIT_NO, EXIT_OK, EXIT_REFUSED
+from hermes_tray.cli.exits import EXIT_NO, EXIT_OK, EXIT_REFUSED
 
 HELP = "start the tray (or, with --helper, the headless helper) at login: on, off or status"
 

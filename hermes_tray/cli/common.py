@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from hermes_tray.cli.main import EXIT_REFUSED, EXIT_USAGE
+from hermes_tray.cli.exits import EXIT_REFUSED, EXIT_USAGE
 
 
 def warn(message: str) -> None:

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray.cli.common import print_json, refuse
-from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
+from hermes_tray.cli.exits import EXIT_OK, EXIT_REFUSED, EXIT_USAGE
 
 DESCRIPTION = (
     "Try hermes-tray on a throwaway Hermes home with a simulated Hermes: a turn runs and crashes after a few "

@@ -7,6 +7,7 @@ and left the backend orphaned. Now nothing starts: the user reads what ``doctor`
 
 from __future__ import annotations
 
+import logging
 import os
 import sys
 
@@ -41,8 +42,9 @@ def no_display_report() -> str:
         from hermes_tray.cli.doctor import check_desktop
 
         _info, problems = check_desktop()
-    except Exception as exc:  # the advice above stands without doctor's details
-        problems = [f"doctor could not check the desktop ({type(exc).__name__}: {exc})"]
+    except Exception:  # boundary: the advice above stands without doctor's details (the log has why)
+        logging.getLogger(__name__).exception("doctor could not check the desktop")
+        problems = ["doctor could not check the desktop (the log says why)"]
     others = [p for p in problems if not p.startswith("no graphical session")]
     if others:
         lines.append("doctor also found:")
@@ -58,7 +60,7 @@ def refuse_without_display() -> int | None:
         from hermes_tray.cli.qt_platform import refuse_without_qt_platform
 
         return refuse_without_qt_platform()
-    from hermes_tray.cli.main import EXIT_REFUSED
+    from hermes_tray.cli.exits import EXIT_REFUSED
 
     print(no_display_report(), file=sys.stderr)
     return EXIT_REFUSED

@@ -214,7 +214,7 @@ def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
     info = {"exchange": ok, "detail": detail}
     if ok:
         return info, None
-    return info, (f"{home}: the tray's writes to Hermes' marker file cannot use an atomic exchange here ({detail}): "
+    return info, (f"{home}: the tray's writes to Hermes' marker file cannot use an atomic exchange here: "
                   "they fall back to compare-and-replace, which a Hermes write at the same moment can still "
                   "undo (a marker lost, or a skipped turn back) — keep the Hermes home on a local filesystem "
                   "(ext4, btrfs, xfs, tmpfs, APFS, NTFS)")
@@ -304,8 +304,8 @@ def render(report: dict[str, Any]) -> str:
                        f"{', '.join(ac['managed'])}")
         mw = h.get("marker_writes")
         if isinstance(mw, dict):
-            out.append("    marker writes: " + (f"atomic exchange ({mw['detail']})" if mw.get("exchange")
-                                               else f"compare-and-replace only ({mw['detail']})"))
+            out.append("    marker writes: " + ("atomic exchange" if mw.get("exchange") else  # the call: --json
+                                               "compare-and-replace only (this filesystem cannot swap two files)"))
         rb = h.get("running_backend")
         if isinstance(rb, dict) and rb.get("usable"):
             out.append(f"    running Hermes: pid {rb['pid']} on 127.0.0.1:{rb['port']} (session token from its "

@@ -13,17 +13,21 @@ import importlib
 import sys
 from typing import Any
 
+from hermes_tray.cli.exits import (
+    EXIT_FAILED,
+    EXIT_INTERRUPTED,
+    EXIT_NO,
+    EXIT_OK,
+    EXIT_PIPE_CLOSED,
+    EXIT_REFUSED,
+    EXIT_STOPPED,
+    EXIT_USAGE,
+    RESUME_WORKER,
+)
 from hermes_tray_core import __version__
 
-# The one exit-code table every command follows (README "Command line" prints it).
-EXIT_OK = 0
-EXIT_REFUSED = 1  # nothing done, the reason printed (no home found, not actionable, no display…)
-EXIT_NO = 1  # a question answered "no", as `test` does: `autostart status` when start at login is off
-EXIT_USAGE = 2  # the command line itself is wrong
-EXIT_FAILED = 3  # `resume --wait`: the continuation ran and failed
-EXIT_STOPPED = 4  # `resume --wait`: you stopped it (Ctrl-C / SIGTERM): the turn ended for good
-EXIT_INTERRUPTED = 130  # Ctrl-C before anything was done
-EXIT_PIPE_CLOSED = 141  # the reader of the output went away (`| head`), as 128 + SIGPIPE
+__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_NO", "EXIT_OK", "EXIT_PIPE_CLOSED", "EXIT_REFUSED",
+           "EXIT_STOPPED", "EXIT_USAGE", "RESUME_WORKER", "entry", "main"]
 
 # Order = order in --help.
 COMMAND_MODULES = [
@@ -59,9 +63,6 @@ def common_options() -> argparse.ArgumentParser:
 
 # Commands whose module is not named after them; every other command ``X`` lives in ``hermes_tray.cli.X``.
 COMMAND_MODULE_OF = {"enable": "enable_disable", "disable": "enable_disable", "config": "config_cmd"}
-#: The background worker of ``resume`` in a frozen build, where ``python -m`` is not available: an internal
-#: entry, started before parsing so that it is never offered as a command (``resume_worker.worker_argv``).
-RESUME_WORKER = "_resume-worker"
 
 
 def _command_module(argv: list[str]) -> str | None:

@@ -178,7 +178,7 @@ def refuse_without_qt_platform() -> int | None:
     check = check_platform()
     if check is None or check.ok:
         return None
-    from hermes_tray.cli.main import EXIT_REFUSED
+    from hermes_tray.cli.exits import EXIT_REFUSED
 
     print(f"hermes-tray: {fix_text(check)}. Nothing was started.", file=sys.stderr)
     return EXIT_REFUSED

@@ -31,7 +31,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
-from hermes_tray.cli.main import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
+from hermes_tray.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
 
 if TYPE_CHECKING:
     from hermes_tray_core import Turn

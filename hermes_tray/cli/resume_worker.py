@@ -54,7 +54,7 @@ def _open_log() -> tuple[Path | None, int | None]:
 def worker_argv() -> list[str]:
     """How to start the worker: ``python -m`` from source, a hidden command in a frozen app."""
     if getattr(sys, "frozen", False):
-        from hermes_tray.cli.main import RESUME_WORKER
+        from hermes_tray.cli.exits import RESUME_WORKER
 
         return [sys.executable, RESUME_WORKER]
     return [sys.executable, "-m", "hermes_tray.cli.resume_worker"]

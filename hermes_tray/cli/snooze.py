@@ -24,7 +24,7 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from hermes_tray.cli.common import EXIT_USAGE, print_json, refuse, selected_homes
+    from hermes_tray.cli.common import EXIT_USAGE, print_json, refuse, refuse_unusable_homes, selected_homes
     from hermes_tray_core import InvalidIdError, Scanner, remind_at, snooze_turn, validate_session_id
 
     try:
@@ -37,6 +37,9 @@ def run(args: argparse.Namespace) -> int:
     except ValueError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
     homes = selected_homes(args)
+    refused = refuse_unusable_homes(args, homes)
+    if refused is not None:
+        return refused
     result = Scanner(homes, read_progress=False).scan(now)
     found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
     if not found:

@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
@@ -178,7 +177,3 @@ def default_demo_root() -> Path:
     from hermes_tray_core import cache_dir
 
     return cache_dir() / "demo"
-
-
-def python_for_demo() -> str:
-    return sys.executable

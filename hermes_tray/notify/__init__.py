@@ -1,8 +1,15 @@
 """Desktop notifications behind a small interface: desktop-notifier where a server exists, the log elsewhere."""
 
-from hermes_tray.notify.base import Action, Note, Notifier
+from __future__ import annotations
 
-__all__ = ["Action", "Note", "Notifier", "make_notifier"]
+from typing import TYPE_CHECKING
+
+from hermes_tray.notify.note import Action, Note
+
+if TYPE_CHECKING:  # the notifiers are Qt objects: loaded with the notifier, not with the package
+    from hermes_tray.notify.base import Notifier
+
+__all__ = ["Action", "Note", "make_notifier"]
 
 
 def make_notifier(app_name: str = "Hermes Tray", *, allow_desktop: bool = True, lazy: bool = True) -> Notifier:

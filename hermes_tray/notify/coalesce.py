@@ -1,9 +1,11 @@
 """Turn a stream of "turn interrupted" events into few notifications.
 
-The first interrupted turn is announced at once; turns found within the next 2 s update that
-same notification in place ("3 turns interrupted", Resume all / Skip all / Open), so a crash
-storm is one notification, not ten. After the window a new turn starts a new notification.
-Text obeys ``show_prompts``: off → the note names the session, never the prompt.
+The first interrupted turn is announced at once ("Interrupted: <its name>", what it was doing and why it
+stopped, Resume / Skip / Remind me in 1 hour); turns found within the next 2 s update that same notification in
+place ("3 turns interrupted", Resume all / Skip all / Open), so a crash storm is one notification, not ten.
+After the window a new turn starts a new notification.
+Text obeys ``show_prompts``: off → the note names the session, never the prompt. Qt-free: notes go to a
+:class:`~hermes_tray.notify.note.NoteSink` (the notifier).
 """
 
 from __future__ import annotations
@@ -11,12 +13,13 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
+from hermes_tray.contract import key_of
 from hermes_tray.format import elide, repeats, safe_text, tell_apart
-from hermes_tray.notify.base import Action, Note, Notifier
+from hermes_tray.notify.note import Action, Note, NoteSink
 from hermes_tray_core import TurnRecord
 
 WINDOW_SECONDS = 2.0
@@ -36,6 +39,19 @@ def clean_text(value: object, limit: int) -> str:
     text = safe_text(value if isinstance(value, str) else str(value))
     text = " ".join(text[: limit * 4].split()).translate({ord("<"): "‹", ord(">"): "›", ord("&"): "＋"})
     return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def turn_lines(turn: TurnRecord, *, show_prompts: bool) -> tuple[str, str, tuple[str, ...]]:
+    """What the turn was doing and why it stopped, cleaned for display: (progress in one line, cause in one line,
+    both in full). The last thing it said or did is shown only with ``show_prompts``, as prompts are; what
+    cannot be read is left out, never guessed."""
+    progress = turn.progress
+    if progress is not None and progress.last_excerpt:
+        progress = progress._replace(last_excerpt=clean_text(progress.last_excerpt, 160))
+    cause = clean_text(words.cause_line(turn.cause, str(turn.cause_fact or "")), 300)
+    full = tuple(clean_text(line, 300) for line in words.progress_lines(progress, excerpts=show_prompts))
+    return (clean_text(words.progress_line(progress, excerpts=show_prompts), 240), cause,
+            full + ((cause,) if cause else ()))
 
 
 def turn_label(turn: TurnRecord, *, show_prompts: bool = False) -> str:
@@ -105,7 +121,7 @@ class _Group:
     key: str
     started: float
     turns: list[TurnRecord] = field(default_factory=list)
-    title: str = ""  # a single turn's own title ("failed again"), else the default
+    title: str = ""  # what happened to a single turn ("Interrupted again"), else "Interrupted"
     lead: str = ""  # a first line saying why it is asked again
 
 
@@ -114,7 +130,7 @@ class InterruptionNotices:
 
     def __init__(
         self,
-        notifier: Notifier,
+        notifier: NoteSink,
         *,
         show_prompts: Callable[[], bool],
         clock: Callable[[], float] = time.monotonic,
@@ -135,8 +151,9 @@ class InterruptionNotices:
     def announce(self, turns: Sequence[TurnRecord], *, title: str = "", lead: str = "") -> str | None:
         """Announce newly interrupted turns; returns the note key used (None if nothing to say).
 
-        ``title``/``lead``: a turn asked about again for a reason (its continuation failed): a note
-        of its own, with the same buttons, never merged into a storm note.
+        ``title``/``lead``: a turn asked about again for a reason (its continuation failed, its reminder is due):
+        a note of its own, with the same buttons, never merged into a storm note; ``title`` says what happened,
+        before the turn's name.
         """
         if not turns:
             return None
@@ -149,8 +166,8 @@ class InterruptionNotices:
             group = _Group(key=f"interrupted-{next(_counter)}", started=now)
             self._groups[group.key] = group
             self._open = group
-        known = {self._ident(t) for t in group.turns}
-        group.turns.extend(t for t in turns if self._ident(t) not in known)
+        known = {key_of(t) for t in group.turns}
+        group.turns.extend(t for t in turns if key_of(t) not in known)
         self.notifier.show(self._note(group))
         return group.key
 
@@ -164,11 +181,11 @@ class InterruptionNotices:
         if self._open is not None and self._open.key == note_key:
             self._open = None
 
-    def resolved(self, session_keys: set[tuple[str, str]]) -> None:
-        """Turns settled elsewhere (menu, window, another process): shrink or withdraw their notes."""
+    def resolved(self, keys: set[Hashable]) -> None:
+        """Turns settled elsewhere (menu, window, another process), by turn key: shrink or withdraw their notes."""
         for key, group in list(self._groups.items()):
             before = len(group.turns)
-            group.turns = [t for t in group.turns if self._ident(t) not in session_keys]
+            group.turns = [t for t in group.turns if key_of(t) not in keys]
             if len(group.turns) == before:
                 continue
             if group.turns:
@@ -177,31 +194,28 @@ class InterruptionNotices:
                 self.notifier.close(key)
                 self.answered(key)
 
-    @staticmethod
-    def _ident(turn: TurnRecord) -> tuple[str, str]:
-        return (str(turn.home), turn.session_key)
-
     def _note(self, group: _Group) -> Note:
         turns = group.turns
         show = self.show_prompts()
-        if len(turns) == 1:  # the title says what happened; the body which turn, once, and what to do
+        if len(turns) == 1:  # the title says what happened to which turn; the body the facts and what to do
             turn = turns[0]
             label = self._name(turn)
             excerpt = clean_text(turn.prompt_excerpt, 160)
-            lines = [label]
+            lines = [clean_text(group.lead, 300)] if group.lead else []
             if show and excerpt and not label.startswith("“") and not repeats(label, excerpt):
                 lines.append(f"“{excerpt}”")  # a titled turn: its prompt too, unless the title says it already
-            if group.lead:
-                lines.insert(0, clean_text(group.lead, 300))
+            progress, cause, _full = turn_lines(turn, show_prompts=show)
+            lines += [x for x in (progress, cause) if x]
             lines.append(words.WAITING_ASK)
             body = "\n".join(lines)
             actions: tuple[Action, ...] = (
                 Action("default", "Show"),  # a click on the note: the turns window
                 Action("resume", "Resume"),
                 Action("skip", "Skip"),
+                Action("snooze", words.REMIND_HOUR),
                 Action("disable", "Disable auto-continue"),
             )
-            title = group.title or words.WAITING_TITLE
+            title = words.turn_title(group.title or words.WAITING_WHAT, label)
         else:
             names = ", ".join(self._name(t) for t in turns[:3])
             more = f" and {len(turns) - 3} more" if len(turns) > 3 else ""
@@ -209,7 +223,8 @@ class InterruptionNotices:
             actions = (Action("resume-all", "Resume all"), Action("skip-all", "Skip all"), Action("default", "Open"))
             title = words.storm_title(len(turns))
         named = ", ".join(turn_identity(t) for t in turns[:LOG_TURNS])
-        log_line = f"{title}: {named}" + (f" and {len(turns) - LOG_TURNS} more" if len(turns) > LOG_TURNS else "")
+        log_what = title if len(turns) > 1 else group.title or words.WAITING_WHAT  # a log line names no turn
+        log_line = f"{log_what}: {named}" + (f" and {len(turns) - LOG_TURNS} more" if len(turns) > LOG_TURNS else "")
         if not self.can_open:  # no window to open (the headless helper): no button that does nothing
             actions = tuple(a for a in actions if a.key not in ("open", "default"))
         return Note(key=group.key, title=title, body=body, actions=actions, log_line=log_line,

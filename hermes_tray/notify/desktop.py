@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from PySide6.QtCore import QObject
 
-from hermes_tray.notify.base import STAYS, Note, Notifier
+from hermes_tray.notify.base import Notifier
+from hermes_tray.notify.note import STAYS, Note
 
 if TYPE_CHECKING:
     from desktop_notifier import Capability, Icon, Notification
@@ -178,7 +179,7 @@ def kind_icon(kind: str) -> Icon:
     failed (a cross), anything else the plain glyph."""
     from desktop_notifier import Icon
 
-    from hermes_tray.app.icons import note_icon_file
+    from hermes_tray.resources import note_icon_file
 
     return Icon(path=Path(note_icon_file(kind)))
 
@@ -192,7 +193,7 @@ class DesktopNotifierBackend(Notifier):
         super().__init__(parent)
         from desktop_notifier import Icon
 
-        from hermes_tray.app.icons import IconState, icon_file
+        from hermes_tray.resources import IconState, icon_file
 
         self._loop = asyncio.new_event_loop()
         self._thread = threading.Thread(target=self._run_loop, name="notifier", daemon=True)

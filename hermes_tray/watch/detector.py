@@ -25,13 +25,14 @@ import logging
 import os
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from PySide6.QtCore import QCoreApplication, QMetaObject, QObject, Qt, QThread, QTimer, Signal, Slot
 
-from hermes_tray.contract import ScanSummary
+from hermes_tray.contract import ScanReport, ScanSummary
+
+__all__ = ["Detector", "DetectorThread", "ScanReport"]
 from hermes_tray.watch.fswatch import HomeWatcher
 from hermes_tray.watch.pidwatch import PidWatcher, make_pid_watcher
 
@@ -41,19 +42,6 @@ SAFETY_RESCAN_MS = 30_000
 SETTLE_MS = 15
 STORM_GAP_S = 1.0  # at least this long between two scans woken by file changes
 STORM_COST_FACTOR = 10  # … and at least this many times the last one's duration
-
-
-@dataclass(frozen=True)
-class ScanReport:
-    """One scan: the engine's records, problems it reported, and what woke it."""
-
-    records: tuple[Any, ...] = ()
-    problems: tuple[str, ...] = ()
-    reason: str = "start"
-    started: float = 0.0  # time.time() when the wake-up happened (for latency measurement)
-    finished: float = 0.0
-    homes: tuple[Any, ...] = ()
-    extra: ScanSummary = field(default_factory=ScanSummary)  # what the scan says beside turns and problems
 
 
 ScanFn = Callable[[Sequence[Any]], tuple[Sequence[Any], Sequence[str], ScanSummary]]

@@ -225,7 +225,7 @@ def measure_latency(s: Session, run: int, home: Path, samples: int) -> tuple[lis
             end = time.monotonic() + 5
             got = None
             while got is None and time.monotonic() < end:
-                got = next((n for n in s.notifications() if n["time"] >= killed and n["summary"] == "Hermes turn interrupted"
+                got = next((n for n in s.notifications() if n["time"] >= killed and n["summary"].startswith("Interrupted: ")
                             and n["sender"] and n["time"] - killed < 5), None)
                 if got is None:
                     time.sleep(0.02)

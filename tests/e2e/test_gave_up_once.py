@@ -44,10 +44,10 @@ def test_two_failed_continuations_end_in_one_gave_up_note(desktop, demo, tmp_pat
         tray.wait_event(lambda e: e["event"] == "tray-shown", what="tray icon")
         start = time.time()
         assert demo.crash_backend()
-        (asked,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"] == "Hermes turn interrupted"],
+        (asked,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"].startswith("Interrupted: ")],
                             10, "interrupted notification", seen)
         desktop.click_action(asked["id"], "resume")  # attempt 1: crashes mid-turn
-        (again,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"] == "Hermes turn failed again"],
+        (again,) = wait_for(lambda: [n for n in _notes(desktop, start) if n["summary"].startswith("Interrupted again: ")],
                             60, "failed-again notification (the ask, with its buttons)", seen)
         assert again["actions"].get("resume") == "Resume" and "Hermes exited before it finished." in again["body"]
         second = time.time()

@@ -30,7 +30,7 @@ TURNS = [f"storm-{i}" for i in range(6)]
 
 
 def _named(note: dict) -> int:
-    """How many turns a note stands for (its title: "Hermes turn interrupted", "6 Hermes turns interrupted")."""
+    """How many turns a note stands for (its title: "Interrupted: <its name>", "6 Hermes turns interrupted")."""
     found = re.match(r"(\d+) Hermes turns interrupted", note["summary"])
     return int(found.group(1)) if found else 1
 

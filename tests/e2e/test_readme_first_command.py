@@ -150,7 +150,7 @@ def test_readme_first_command_gives_a_working_tray(kind: TrayKind, tmp_path: Pat
                                          and any(m["label"] == "Quit" for m in i["menu"])], 300,
                                 "the StatusNotifierItem registered, with its menu")[0]
                 assert item["Id"] == "hermes-tray"
-            note = wait_for(lambda: [n for n in desk.notifications() if n["summary"] == "Hermes turn interrupted"],
+            note = wait_for(lambda: [n for n in desk.notifications() if n["summary"].startswith("Interrupted: ")],
                             60, "the demo's notification")[0]
             assert note["app_name"] and {"Resume", "Skip"} <= set(note["actions"].values())
             assert desk.rejected() == []

@@ -64,7 +64,7 @@ def test_crash_storm_is_one_notification_updated_in_place(desktop, demo, tmp_pat
                          "the storm summary")[-1]
         notes = _ours(desktop, t0)
         first = notes[0]
-        assert first["summary"] == "Hermes turn interrupted" and first["replaces_id"] == 0
+        assert first["summary"].startswith("Interrupted: ") and first["replaces_id"] == 0
         assert all(n["replaces_id"] == first["id"] for n in notes[1:]), "updates must replace the first notification"
         assert final["id"] == first["id"]
         assert final["actions"] == {"default": "Open", "resume-all": "Resume all", "skip-all": "Skip all"}
@@ -88,7 +88,7 @@ def test_interrupted_while_tray_was_off_is_shown_once(desktop, demo, tmp_path) -
     tray = start_tray(desktop, demo, tmp_path)
     try:
         tray.wait_event(lambda e: e["event"] == "scan" and e["verdicts"].get(key) == "actionable", what="first scan")
-        wait_for(lambda: [n for n in _ours(desktop, t0) if n["summary"] == "Hermes turn interrupted"], 30,
+        wait_for(lambda: [n for n in _ours(desktop, t0) if n["summary"].startswith("Interrupted: ")], 30,
                  "notification at start")  # the notifier loads on first need
     finally:
         assert tray.stop() == 0

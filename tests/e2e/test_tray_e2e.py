@@ -27,8 +27,9 @@ SHOTS = (ROOT / "docs" / "screenshots" if os.environ.get("HERMES_TRAY_UPDATE_SCR
 
 
 def _notes(desktop, summary: str, after: float) -> list[dict]:
+    """Our notes whose title starts with ``summary`` ("Interrupted: " names the turn after it)."""
     return [n for n in desktop.notifications()
-            if n["app_name"] == "Hermes Tray" and n["summary"] == summary and n["time"] >= after]
+            if n["app_name"] == "Hermes Tray" and n["summary"].startswith(summary) and n["time"] >= after]
 
 
 def _running(tray, key: str) -> None:
@@ -59,9 +60,9 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         # 1. the backend dies mid-turn
         killed = time.time()
         assert demo.crash_backend()
-        (note,) = wait_for(lambda: _notes(desktop, "Hermes turn interrupted", killed), 10, "interrupted notification")
+        (note,) = wait_for(lambda: _notes(desktop, "Interrupted: ", killed), 10, "interrupted notification")
         assert note["actions"]["resume"] == "Resume" and note["actions"]["skip"] == "Skip"
-        assert "Demo: refactor the config parser" in note["body"]
+        assert note["summary"].startswith("Interrupted: Demo: refactor the config parser")  # which turn: the title
         assert note["time"] - killed < 2.0
 
         # 2. Resume → continuation → finished
@@ -84,7 +85,7 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         _running(tray, key)
         killed = time.time()
         assert demo.crash_backend()
-        (again,) = wait_for(lambda: _notes(desktop, "Hermes turn interrupted", killed), 10, "second notification")
+        (again,) = wait_for(lambda: _notes(desktop, "Interrupted: ", killed), 10, "second notification")
         marker = read_turn_marker(demo.home, key)
         assert marker is not None and marker["attempts"] == 0
         desktop.click_action(again["id"], "skip")
@@ -178,8 +179,7 @@ def test_screenshots_menu_prompt_window_settings(desktop, demo, tmp_path) -> Non
         from hermes_tray.demo.sim_backend import write_control
 
         write_control(demo.home, turn_seconds=20)
-        (note,) = [n for n in desktop.notifications() if n["summary"] == "Hermes turn interrupted"
-                   and n["body"].startswith("Demo")][-1:]
+        (note,) = [n for n in desktop.notifications() if n["summary"].startswith("Interrupted: Demo")][-1:]
         desktop.click_action(note["id"], "resume")
         tray.wait_event(lambda e: e["event"] == "scan" and e.get("pending") == 0, what="turn taken")
         time.sleep(3.5)

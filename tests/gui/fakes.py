@@ -97,6 +97,11 @@ class FakeEngine:
             time.sleep(0.01)
         return self.resume_outcome
 
+    def snooze(self, record, until, *, origin):
+        from hermes_tray_core import snooze_turn
+
+        snooze_turn(record, until, via=f"tray-{origin}")  # the real journal, as the engine writes it
+
     def set_backend(self, home_paths, **changes):
         self.backend_changes.append((list(home_paths), changes))
         return []

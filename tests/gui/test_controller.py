@@ -35,8 +35,9 @@ def test_one_turn_one_notification_with_buttons(qtbot, rec) -> None:
     settle(qtbot, ctrl)
     assert len(notes.shown) == 1
     note = notes.shown[0]
-    assert note.title == "Hermes turn interrupted"
+    assert note.title == "Interrupted: Fix the flaky test"
     assert [(a.key, a.label) for a in note.actions] == [("default", "Show"), ("resume", "Resume"), ("skip", "Skip"),
+                                                         ("snooze", "Remind me in 1 hour"),
                                                          ("disable", "Disable auto-continue")]  # a click: Show
     assert "make test_upload stop timing out on CI" in note.body
     assert ("notified", "s1", r.started_at) in engine.events
@@ -71,7 +72,7 @@ def test_crash_storm_is_one_notification_updated_in_place(qtbot, rec) -> None:
 def test_after_the_window_a_new_turn_gets_a_new_notification(qtbot, rec) -> None:
     ctrl, engine, notes = make()
     clock = [100.0]
-    ctrl.notes.clock = lambda: clock[0]
+    ctrl.model.notes.clock = lambda: clock[0]
     scan(ctrl, rec("s1"))
     clock[0] += 2.5
     scan(ctrl, rec("s1"), rec("s2"))
@@ -147,14 +148,14 @@ def test_resurrected_skip_is_removed_again_without_asking(qtbot, rec) -> None:
 
 
 def test_turn_resolved_elsewhere_withdraws_its_notification(qtbot, rec, monkeypatch) -> None:
-    from hermes_tray import controller
+    from hermes_tray.model import turns
 
-    monkeypatch.setattr(controller, "VANISHED_GRACE", 0.3)
+    monkeypatch.setattr(turns, "VANISHED_GRACE", 0.3)
     ctrl, engine, notes = make()
     scan(ctrl, rec("s1"), rec("s2"))
     key = notes.shown[-1].key
     scan(ctrl, rec("s2"))  # s1 resumed by the CLI / another process
-    qtbot.waitUntil(lambda: notes.on_screen()[key].title == "Hermes turn interrupted", timeout=3000)
+    qtbot.waitUntil(lambda: notes.on_screen()[key].title.startswith("Interrupted: "), timeout=3000)
     scan(ctrl)
     assert key in notes.on_screen(), "kept while the marker may only be flickering"
     qtbot.waitUntil(lambda: key not in notes.on_screen(), timeout=3000)
@@ -168,7 +169,7 @@ def test_a_flickering_marker_is_one_notification_that_keeps_naming_its_turns(qtb
 
     ctrl, engine, notes = make()
     hold = threading.Event()
-    ctrl._writer.submit(hold.wait)  # the journal's "notified" write is still queued, as under load
+    ctrl.writes.pool.submit(hold.wait)  # the journal's "notified" write is still queued, as under load
     s1, s2 = rec("s1"), rec("s2")
     try:
         scan(ctrl, s1, s2)
@@ -242,7 +243,7 @@ def test_a_failed_continuation_with_budget_left_says_it_is_still_waiting(qtbot, 
     ctrl, notes, before = _failing_resume(qtbot, rec)
     scan(ctrl, rec("s1", attempts=2))  # still actionable: the budget allows another try
     after = notes.shown[before:]
-    assert [n.title for n in after] == ["Hermes turn failed again"]  # one note, not also "interrupted"
+    assert [n.title for n in after] == ["Interrupted again: Fix the flaky test"]  # one note, not also "interrupted"
     assert "Hermes exited before it finished." in after[0].body and after[0].kind == "waiting"
     assert [a.label for a in after[0].actions][1:3] == ["Resume", "Skip"]  # the ask itself: act on it here
     assert ctrl.state.pending and ctrl.state.pending[0].session_key == "s1"
@@ -356,7 +357,7 @@ def test_note_whose_turn_changed_while_still_shown_does_nothing(qtbot, rec) -> N
     scan(ctrl, a, other)
     key = notes.shown[-1].key
     # the controller's record of s1 changes identity without a scan that withdraws the note
-    ctrl._records[ctrl.state.pending[0].key] = rec("s1", started_at=2000.0)
+    ctrl.model.records[ctrl.state.pending[0].key] = rec("s1", started_at=2000.0)
     ctrl.on_note_activated(key, "skip-all")
     settle(qtbot, ctrl)
     assert [r.session_key for _a, r in engine.acted_on] == ["s2"]
@@ -367,7 +368,7 @@ def test_unshown_notification_does_not_use_up_ask_once(qtbot, rec, monkeypatch) 
     """At login the notification server may not be up: a note that went only to the log is not
     'notified'; the turn is asked about again later, and journalled once a note reaches the user."""
     ctrl, engine, notes = make()
-    ctrl.ask.retry_seconds = 0.0
+    ctrl.model.ask.retry_seconds = 0.0
     notes.deliver = False
     r = rec("s1")
     scan(ctrl, r)

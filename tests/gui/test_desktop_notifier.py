@@ -120,14 +120,14 @@ def test_what_a_real_server_receives_a_labelled_default_and_a_question_that_stay
                 send()
             assert got.args[1] is True
         shown = [json.loads(line) for line in record.read_text().splitlines()]
-        assert [n["summary"] for n in shown] == ["Hermes turn interrupted", "Hermes turn interrupted",
+        assert [n["summary"] for n in shown] == ["Interrupted: Fix the flaky test", "Interrupted: Fix the flaky test",
                                                  "Hermes turn finished", "Hermes Tray"]
         asked, helper_note, receipt, message = shown
-        assert asked["action_list"] == ["default", "Show", "resume", "Resume", "skip", "Skip", "disable",
-                                        "Disable auto-continue"]
+        assert asked["action_list"] == ["default", "Show", "resume", "Resume", "skip", "Skip", "snooze",
+                                        "Remind me in 1 hour", "disable", "Disable auto-continue"]
         assert asked["expire_timeout"] == 0 and asked["hints"]["urgency"] == 1  # stays until answered
         assert "default" not in helper_note["action_list"], helper_note["action_list"]  # the helper opens nothing
-        assert helper_note["action_list"][0::2] == ["resume", "skip", "disable"]
+        assert helper_note["action_list"][0::2] == ["resume", "skip", "snooze", "disable"]
         assert receipt["action_list"] == ["default", "Show"] and receipt["expire_timeout"] == -1
         assert receipt["hints"]["urgency"] == 0
         assert message["action_list"] == []  # nothing to click: nothing offered, not a blank entry

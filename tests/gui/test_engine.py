@@ -116,7 +116,7 @@ def test_losing_the_resume_claim_to_another_process_is_silent_in_auto_mode(qtbot
             notes = RecordingNotifier()
             ctrl = Controller(engine, notes)
             ctrl.on_scan(ScanReport(records=tuple(turns)))
-            key = ctrl.state.pending[0].key if mode == "ask" else next(iter(ctrl._records))
+            key = ctrl.state.pending[0].key if mode == "ask" else next(iter(ctrl.model.records))
             if mode == "ask":
                 notes.shown.clear()
                 ctrl.resume(key, origin="menu")

@@ -8,7 +8,7 @@ import pytest
 from PySide6.QtGui import QColor, QImage
 
 from hermes_tray.app.icons import SIZES, VARIANTS, IconState, icon_file, tray_icon
-from hermes_tray.app.viewstate import RunningItem, ViewState, turn_item
+from hermes_tray.model.viewstate import RunningItem, ViewState, turn_item
 
 STATES = [s.value for s in IconState]
 
@@ -143,7 +143,7 @@ def test_badges_are_whole_and_the_h_stays_an_h(qapp, state: str, variant: str) -
 
 
 def test_one_notification_icon_per_kind(qapp) -> None:
-    from hermes_tray.app.icons import note_icon_file
+    from hermes_tray.resources import note_icon_file
 
     files = {kind: note_icon_file(kind) for kind in ("waiting", "finished", "gave-up")}
     assert len(set(files.values())) == 3
@@ -195,7 +195,7 @@ def test_a_notification_icon_reads_on_light_and_dark_bubbles(qapp, kind: str, bu
     """Before: the notes used the light-panel glyph, a dark H nearly invisible on a dark theme's bubble (dunst's
     default is #222222). Now its outline or its body contrasts at least 3:1 with the bubble over much of the
     glyph, on light and dark bubbles alike (the badge's corner aside)."""
-    from hermes_tray.app.icons import note_icon_file
+    from hermes_tray.resources import note_icon_file
 
     img = QImage(note_icon_file(kind))
     size = img.width()

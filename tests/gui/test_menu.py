@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from hermes_tray.app.menu import TrayMenu
-from hermes_tray.app.viewstate import RunningItem, ViewState, turn_item
+from hermes_tray.model.viewstate import RunningItem, ViewState, turn_item
 
 
 def _state(rec, *, show_prompts: bool = True, **kw) -> ViewState:
@@ -125,7 +125,7 @@ def test_a_held_turn_can_be_skipped_or_turned_back_on_from_the_menu(qtbot, rec) 
 
 def test_an_unreadable_store_never_reads_no_interrupted_turns(qtbot) -> None:
     """Issue 25.8. Before: "No interrupted turns" was the first menu entry and tooltip line above the warning."""
-    from hermes_tray.app.viewstate import Problem
+    from hermes_tray.model.viewstate import Problem
 
     bad = Problem("default: /h/.hermes/desktop/interrupted_turns.json is corrupt", folder="/h/.hermes/desktop",
                   kind="markers", home="/h/.hermes")

@@ -13,9 +13,9 @@ from fakes import RecordingNotifier
 from hermes_tray.app.menu import LABEL_CHARS, TrayMenu
 from hermes_tray.app.prompt_window import PromptWindow
 from hermes_tray.app.status_window import StatusWindow
-from hermes_tray.app.viewstate import Problem, RunningItem, ViewState
 from hermes_tray.controller import Controller
 from hermes_tray.engine import CoreEngine
+from hermes_tray.model.viewstate import Problem, RunningItem, ViewState
 from hermes_tray.watch.detector import ScanReport
 from tests.support.fixture_homes import FixtureHome
 

@@ -6,7 +6,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from hermes_tray.app.prompt_window import PromptWindow
-from hermes_tray.app.viewstate import RunningItem, ViewState, turn_item
+from hermes_tray.model.viewstate import RunningItem, ViewState, turn_item
 
 
 def _window(qtbot) -> PromptWindow:

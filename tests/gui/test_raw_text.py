@@ -105,7 +105,7 @@ def test_notifications_escape_them(hostile, qtbot, caplog):
     for note in notifier.shown:
         assert_clean(note.title, "notification title")
         assert_clean(note.body, "notification body")
-    assert "Title" in notifier.shown[0].body or "Title" in notifier.shown[1].body
+    assert "Title" in notifier.shown[0].title or "Title" in notifier.shown[1].title  # the name: in the title
     direct = Note("k", f"T{HOSTILE}", f"line one\nB{HOSTILE}")  # any note, from anywhere in the shell
     assert_clean(direct.title, "note title") and assert_clean(direct.body, "note body")
     assert direct.body.startswith("line one\n")  # a body's own lines stay lines
@@ -113,7 +113,7 @@ def test_notifications_escape_them(hostile, qtbot, caplog):
 
 def test_the_turns_window_escapes_them(hostile, qtbot):
     from hermes_tray.app.prompt_window import PromptWindow
-    from hermes_tray.app.viewstate import ViewState, turn_item
+    from hermes_tray.model.viewstate import ViewState, turn_item
 
     home, _env = hostile
     w = PromptWindow()

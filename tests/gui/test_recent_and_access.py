@@ -14,9 +14,9 @@ from PySide6.QtGui import QAccessible
 from PySide6.QtWidgets import QAbstractButton, QAbstractItemView, QComboBox, QHeaderView, QSpinBox, QWidget
 
 from hermes_tray.app.prompt_window import PromptWindow
-from hermes_tray.app.viewstate import ViewState, recent_items, turn_item
 from hermes_tray.contract import Outcome, RunResult
 from hermes_tray.controller import Controller
+from hermes_tray.model.viewstate import ViewState, recent_items, turn_item
 from hermes_tray.watch.detector import ScanReport
 
 

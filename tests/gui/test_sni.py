@@ -26,7 +26,7 @@ from jeepney.io.blocking import open_dbus_connection  # noqa: E402
 from PySide6.QtGui import QActionGroup, QImage  # noqa: E402
 from PySide6.QtWidgets import QMenu, QSystemTrayIcon  # noqa: E402
 
-from hermes_tray.app.viewstate import Problem, ViewState, turn_item  # noqa: E402
+from hermes_tray.model.viewstate import Problem, ViewState, turn_item  # noqa: E402
 
 WATCHER_SCRIPT = Path(__file__).resolve().parents[1] / "support" / "sni_watcher.py"
 MENU = "com.canonical.dbusmenu"

@@ -1,6 +1,7 @@
 """Turns tell apart at a glance: the menu, the turns window and the notifications name each waiting turn by
 what differs between it and the others listed (the part of the prompt, else the time), never the same text
-twice in one line; a notification's title says what happened and its body which turn, once."""
+twice in one line; a notification's title says what happened to which turn ("Interrupted: <name>"), so the
+titles of separate notes differ, and its body gives the facts without naming the turn again."""
 
 from __future__ import annotations
 
@@ -31,14 +32,14 @@ def _menu_turn_labels(menu: TrayMenu) -> list[str]:
 def test_three_untitled_turns_alike_for_60_characters_read_apart_in_the_menu_and_the_notifications(qtbot, rec):
     """Before: "SLOW: please refactor the parser … — SLOW: please refactor the par… — 11 s ago" for each: the
     prompt twice, both cut before the part that differs; the notification said the prompt in its title and
-    again in its body."""
+    again in its body; then every note's title was the same "Hermes turn interrupted"."""
     engine = FakeEngine()
     notes = RecordingNotifier()
     from hermes_tray.controller import Controller
 
     ctrl = Controller(engine, notes)
     clock = [100.0]
-    ctrl.notes.clock = lambda: clock[0]
+    ctrl.model.notes.clock = lambda: clock[0]
     turns = _turns(rec)
     for n in range(1, 4):  # interrupted one after the other: a notification each
         ctrl.on_scan(ScanReport(records=tuple(turns[:n]), finished=time.time()))
@@ -55,13 +56,14 @@ def test_three_untitled_turns_alike_for_60_characters_read_apart_in_the_menu_and
 
     shown = [n for n in notes.shown if n.kind == "waiting"]
     assert len(shown) == 3
-    assert len({n.body for n in shown}) == 3, [n.body for n in shown]
+    assert len({n.title for n in shown}) == 3, [n.title for n in shown]  # separate notes, different titles
     for n in shown:
-        assert n.title == "Hermes turn interrupted"  # what happened
-        turn_line = n.body.splitlines()[0]  # which turn, once
-        assert not repeats(n.title, turn_line) and n.body.count(turn_line) == 1
-        assert not any(repeats(a, b) for i, a in enumerate(n.body.splitlines()) for b in n.body.splitlines()[i + 1:])
-    assert [n.body.splitlines()[0] for n in shown[1:]] == [t.title for t in ctrl.state.pending[1:]]  # as listed
+        what, _, name = n.title.partition(": ")
+        assert what == "Interrupted" and name  # what happened, to which turn
+        lines = n.body.splitlines()
+        assert not any(repeats(name, line) for line in lines), (name, lines)  # the body never names it again
+        assert not any(repeats(a, b) for i, a in enumerate(lines) for b in lines[i + 1:])
+    assert [n.title.partition(": ")[2] for n in shown[1:]] == [t.title for t in ctrl.state.pending[1:]]  # as listed
 
 
 def test_a_storm_of_such_turns_names_each_apart_in_its_one_notification(qtbot, rec):

@@ -11,9 +11,9 @@ from test_words import broken_rules
 
 from hermes_tray.app.menu import TrayMenu
 from hermes_tray.app.prompt_window import PromptWindow
-from hermes_tray.app.viewstate import Problem, ViewState, recent_items, turn_item
 from hermes_tray.contract import Outcome, RunResult
 from hermes_tray.controller import Controller
+from hermes_tray.model.viewstate import Problem, ViewState, recent_items, turn_item
 from hermes_tray.watch.detector import ScanReport
 
 

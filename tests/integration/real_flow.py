@@ -161,7 +161,7 @@ def journal_events(key: str) -> list[str]:
 
 def history_rows(key: str) -> list[tuple[str, str]]:
     """History as a person reads it (one row per turn): (what happened, where it ran) for ``key``."""
-    from hermes_tray.app.history_model import group_turns
+    from hermes_tray.model.history import group_turns
     from hermes_tray_core.stores import decisions
 
     return [(t.outcome(), t.where()) for t in group_turns(decisions.history(500)) if t.session_key == key]

@@ -387,6 +387,9 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
                                               expected=entry, on_dispatched=started.append)
         finally:
             mock_llm.release()
+        # the other process's continuation reaches the model (under load, after the tray's resume returned);
+        # closing its gateway before that would end it unasked
+        wait_for(lambda: len(note_requests(mock_llm, since)) >= 1, "the other process's continuation at the model")
         other.shutdown(10)
     assert res.outcome == Outcome.DECLINED and not res.dispatched and started == [], res.message
     assert res.not_continued == "another-owner" and res.holder_pid == other.pid

@@ -35,6 +35,7 @@ from real_session import SEED_PROMPT
 from test_real_dashboard import GatewayWatch
 from test_real_gateway import transcript
 
+from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
@@ -161,30 +162,34 @@ def test_legacy_quitting_while_the_note_runs_in_the_dashboard_leaves_it_to_finis
 # ── 2. quitting while the continuation runs in a Hermes the tray started ──────────────────────────────
 
 
+@pytest.mark.parametrize("process", ["helper", "tray"])
 def test_quitting_while_a_continuation_runs_in_a_gateway_it_started_leaves_the_turn_waiting(
-        g2_home, g2_python, mock_llm: MockOpenAI, g2_auto):
+        process: str, g2_home, g2_python, mock_llm: MockOpenAI, g2_auto):
+    """At the last attempt Hermes allows (``max_attempts`` 1): the quit ended the attempt, not the turn, so the
+    turn is offered again at its own count; counted, it would be exhausted and never offered again."""
     home, key = g2_home
+    write_auto_continue(home, max_attempts=1)
     with running_dashboard(g2_python, home):
         interrupt_a_real_turn(home, key, mock_llm, PROMPT)
     since = len(mock_llm.completions())
     with GatewayWatch(home) as watch:
         mock_llm.hold()
         try:
-            helper = start("helper", home, g2_auto)
+            app = start(process, home, g2_auto)
             wait_for(lambda: note_requests(mock_llm, since), "the continuation at the model", 150)
             (gw,) = watch.seen
-            quit_with_sigterm(helper)
+            quit_with_sigterm(app)
             assert not pid_running(gw)  # never left behind
         finally:
             mock_llm.release()
     left = list_turn_markers(home)[key]  # Hermes' own marker of the continuation, its writer gone: not lost
-    assert left["prompt"] == PROMPT and marker_writer_state(left) == "dead" and left["attempts"] == 1
+    assert left["prompt"] == PROMPT and marker_writer_state(left) == "dead" and left["attempts"] == 0
     never_stopped_by_you(key)
     (stop,) = [e for e in events_of(key) if e["event"] == "interrupted"]
     assert stop["stopped_by"] == "shutdown"
     assert history_rows(key)[0][0] == "Left waiting: the tray quit", events_of(key)
     st = status_turn(home, key, g2_auto)
-    assert st is not None and st["verdict"] == "actionable" and st["attempts"] == 1  # offered again
+    assert st is not None and st["verdict"] == "actionable" and st["attempts"] == 0  # offered again
     code, result, err = tray_json("resume", key, "--home", str(home), "--wait", env=g2_auto)
     assert code == 0 and result["outcome"] == "completed", (result, err)
     assert history_rows(key)[0][0] == "Resumed and finished"

@@ -151,7 +151,7 @@ class MenuExporter(QObject):
         data = action.data()
         if action.isSeparator():
             what: tuple = ("-",)
-        elif isinstance(data, str) and data:
+        elif data is not None and data != "":  # a turn key: opaque, hashable
             what = ("turn", data)
         else:
             what = ("label", action.text(), action.menu() is not None)

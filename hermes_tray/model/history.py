@@ -39,7 +39,7 @@ REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "st
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
-                      "dispatched", "continuing", "approved", "notified", "detected", "detached"})
+                      "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed"})
 
 
 def field_of(entry: Any, name: str, default: Any = "") -> Any:
@@ -135,6 +135,8 @@ class TurnHistory:
             if name == "refused":
                 why = REFUSED_WHY.get(str(field_of(e, "verdict", "")), "")
                 return "Not resumed" + (f": {why}" if why else "")
+            if name == "snoozed" and _num(field_of(e, "until", None)):
+                return words.reminder_text(_num(field_of(e, "until", None)), when_of(e))
             return OUTCOME_TEXT.get(name, name)
         return names[-1] if names else ""
 

@@ -1,4 +1,4 @@
-"""What the views show, as plain data: the controller builds it, the menu/window/tooltip render it.
+"""What the views show, as plain data: the turn model builds it, the menu/window/tooltip render it.
 
 Keeping it plain lets the views be tested with hand-made states and keeps engine records out of
 widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
@@ -7,20 +7,21 @@ widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Hashable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
-from hermes_tray.contract import ProblemDetail
+from hermes_tray.contract import ProblemDetail, key_of
 from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, since_text, turn_since
-from hermes_tray_core import TurnRecord, turn_key
+from hermes_tray_core import TurnRecord
 
 
 @dataclass(frozen=True)
 class TurnItem:
-    """One interrupted turn as a row: identity, labels, and the engine record it came from."""
+    """One interrupted turn as a row: identity, labels, and the engine record it came from. ``key``: the turn's
+    opaque key (:func:`hermes_tray.contract.key_of`)."""
 
-    key: str
+    key: Hashable
     home: str
     session_key: str
     title: str
@@ -34,6 +35,12 @@ class TurnItem:
     record: TurnRecord | None = field(default=None, compare=False, repr=False)
     stated_age: float | None = None  # the age ``reason`` states (the policy's, as of the scan)
     code: str = ""  # the policy's reason code: what the views word it by (``reason`` is the details)
+    # what it was doing and why it stopped: one line each (a tooltip, a notification) and in full (Details);
+    # the last thing it said or did only when prompts are shown
+    progress: str = ""
+    cause: str = ""
+    facts: tuple[str, ...] = ()
+    reminder: float | None = None  # snoozed: announced again at this wall-clock time
 
     @property
     def actionable(self) -> bool:
@@ -62,6 +69,9 @@ class TurnItem:
             text = text[len(said)].upper() + text[len(said) + 1:]
         return text
 
+    def reminder_text(self) -> str:
+        return "" if self.reminder is None else words.reminder_text(self.reminder, time.time())
+
     def menu_label(self) -> str:
         """``name — excerpt — age``: the name tells it apart from the other turns listed (``turn_names``);
         the prompt's excerpt only when shown and not already said by the name."""
@@ -76,7 +86,7 @@ class TurnItem:
 class RunningItem:
     """A continuation the tray is running: shown with elapsed time, streaming status and Stop."""
 
-    key: str
+    key: Hashable
     title: str
     elapsed: float  # as of ``at`` (time.monotonic()); :meth:`elapsed_now` ticks on from there
     status: str
@@ -95,7 +105,7 @@ class RecentItem:
     (pids, paths, reasons), shown on demand; ``details_age``: the age those state (they tick with the row).
     """
 
-    key: str
+    key: Hashable
     title: str
     what: str
     why: str = ""
@@ -106,6 +116,7 @@ class RecentItem:
     details: str = ""
     details_age: float | None = None
     session_key: str = ""
+    facts: tuple[str, ...] = ()  # what it was doing and why it stopped (Details)
 
     @property
     def details_now(self) -> str:
@@ -114,20 +125,21 @@ class RecentItem:
         return restate_age(self.details, self.details_age, age)
 
 
-def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *,
-                 in_app: bool = True) -> tuple[RecentItem, ...]:
+def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *, in_app: bool = True,
+                 lapsed: Collection[Hashable] = ()) -> tuple[RecentItem, ...]:
     """The turns window's "Recent" section: turns still there but not waiting (held back by the policy,
     worded from its verdict and reason code: ``hermes_tray.words``) first, then what this tray's
     continuations and skips ended in, newest first. ``in_app``: a Hermes app exists to finish a turn in
-    (False in the demo)."""
+    (False in the demo); ``lapsed``: turns whose snooze ended after they stopped waiting (said so)."""
     held = []
     shown = set()
     for t in others:
         if t.verdict == "actionable" and t.source == "desktop":
             continue  # waiting, between a resume that ended and the scan that offers it again: not "held"
         h = words.held(t.verdict, t.code, attempts=t.attempts, source=t.source, in_app=in_app)
-        held.append(RecentItem(t.key, t.title, h.what, h.why, h.can_do, t.since, t.home, h.actions, t.reason,
-                               t.stated_age, t.session_key))
+        why = f"{words.LAPSED} {h.why}".strip() if t.key in lapsed else h.why
+        held.append(RecentItem(t.key, t.title, h.what, why, h.can_do, t.since, t.home, h.actions, t.reason,
+                               t.stated_age, t.session_key, t.facts))
         shown.add(t.key)
     # a turn listed above (its marker is back) is not also listed with an older ending
     ended = sorted((r for r in outcomes if r.key not in shown), key=lambda r: -(r.since or 0))
@@ -242,15 +254,17 @@ class ViewState:
         return f"No Hermes home found yet — watching {where} for one"
 
 
-def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None, name: str = "") -> TurnItem:
+def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None, name: str = "",
+              reminder: float | None = None) -> TurnItem:
     """A scanner record as a row; ``now`` is when the record's age was measured (its scan), default
     this instant; ``name``: what tells it apart from the turns listed with it (``turn_names``), default
     its own label. Text is cleaned for display (control characters, markup look-alikes)."""
-    from hermes_tray.notify.coalesce import NAME_WIDTH, clean_text, turn_label
+    from hermes_tray.notify.coalesce import NAME_WIDTH, clean_text, turn_label, turn_lines
 
     home = str(record.home)
+    progress, cause, facts = turn_lines(record, show_prompts=show_prompts)
     return TurnItem(
-        key=turn_key(home, record.session_key),
+        key=key_of(record),
         home=home,
         session_key=record.session_key,
         title=name or elide(turn_label(record, show_prompts=show_prompts), NAME_WIDTH),
@@ -264,6 +278,10 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
         record=record,
         stated_age=record.age_seconds,
         code=str(record.code or ""),
+        progress=progress,
+        cause=cause,
+        facts=facts,
+        reminder=reminder,
     )
 
 

@@ -1,0 +1,110 @@
+"""A turn's page: everything known about one interrupted turn, together — its prompt, what it was doing and why
+it stopped, its tries, every decision so far (the decision journal's events for it, in words) and what can still
+be done about it. Plain data, built from the view state and the journal; ``app/turn_page.py`` renders it.
+
+Only facts: a turn that is no longer listed (its marker is gone) has no progress or cause to show, and says
+only what the journal recorded.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Iterable
+from dataclasses import dataclass
+from typing import Any
+
+from hermes_tray import words
+from hermes_tray.format import short_path
+from hermes_tray.model.history import TurnHistory, group_turns, same_home, when_of
+from hermes_tray.model.viewstate import RecentItem, TurnItem, ViewState
+
+
+@dataclass(frozen=True)
+class Decision:
+    """One event of the turn's journal, as History's trail says it."""
+
+    at: float  # wall clock
+    what: str
+    detail: str = ""
+
+
+@dataclass(frozen=True)
+class TurnPage:
+    """``key``: the turn's key while it is listed (None: nothing to act on); ``actions``: the buttons that apply
+    (``resume``, ``skip``, ``snooze``)."""
+
+    key: Hashable | None
+    title: str
+    where: str
+    state: str
+    prompt: str = ""
+    facts: tuple[str, ...] = ()
+    tries: str = ""
+    decisions: tuple[Decision, ...] = ()
+    actions: tuple[str, ...] = ()
+    session_key: str = ""
+    home: str = ""
+
+
+def _where(profile: str, home: str) -> str:
+    return f"{profile} profile" if profile and profile != "default" else short_path(home)
+
+
+def _tries(attempts: int) -> str:
+    return "Not resumed yet" if not attempts else f"{words.tries(attempts)} so far"
+
+
+def _journal(entries: Iterable[Any], home: str, session_key: str, started_at: float | None) -> TurnHistory | None:
+    """The turn's events: the journal's turn of this home and session that holds this run, else its newest."""
+    mine = [t for t in group_turns(entries) if not t.config and t.session_key == session_key
+            and same_home(t.home, home)]
+    for t in mine:
+        if started_at is not None and any(e.get("started_at") == started_at for e in t.events if isinstance(e, dict)):
+            return t
+    return mine[0] if mine else None
+
+
+def _decisions(turn: TurnHistory | None) -> tuple[Decision, ...]:
+    if turn is None:
+        return ()
+    return tuple(Decision(when_of(e), words.event_text(e), words.event_detail(e)) for e in turn.events)
+
+
+def page_for(state: ViewState, history: Iterable[Any], *, key: Hashable | None = None, home: str = "",
+             session_key: str = "", title: str = "") -> TurnPage | None:
+    """The page of the turn listed under ``key``, or of ``home``/``session_key`` (History's rows, listed or
+    not; ``title``: History's name for a turn no longer listed). None when neither is known."""
+    item: TurnItem | RecentItem | None = None
+    for candidate in (*state.pending, *state.others, *state.recent):
+        if (key is not None and candidate.key == key) or (
+                key is None and candidate.session_key == session_key and same_home(str(candidate.home), home)):
+            item = candidate
+            break
+    entries = list(history)
+    if isinstance(item, TurnItem):
+        waiting = item in state.pending
+        prompt = item.excerpt or ("" if state.show_prompts else words.PROMPT_HIDDEN)
+        status = "Waiting for you" + (f" · {item.reminder_text()}" if item.reminder is not None else "") \
+            if waiting else words.held(item.verdict, item.code, attempts=item.attempts, source=item.source,
+                                       in_app=state.in_app).what
+        recent = next((r for r in state.recent if r.key == item.key), None)
+        actions = ("resume", "skip", "snooze") if waiting else tuple(a for a in (recent.actions if recent else ())
+                                                                    if a == "skip")
+        return TurnPage(item.key, item.title, _where(item.profile, item.home), status, prompt, item.facts,
+                        _tries(item.attempts), _decisions(_journal(entries, item.home, item.session_key,
+                                                                   item.record.started_at if item.record else None)),
+                        actions, item.session_key, item.home)
+    if isinstance(item, RecentItem):  # how a continuation of ours ended: the turn may be gone
+        journal = _journal(entries, item.home, item.session_key, None)
+        status = " ".join(x for x in (item.what + ".", item.why, item.can_do) if x)
+        return TurnPage(item.key, item.title, short_path(item.home), status, facts=item.facts,
+                        decisions=_decisions(journal), actions=tuple(a for a in item.actions if a == "skip"),
+                        session_key=item.session_key, home=item.home)
+    journal = _journal(entries, home, session_key, None)
+    if journal is None:
+        return None
+    return TurnPage(None, title or words.untitled_label(journal.profile, journal.started_at),
+                    _where(journal.profile, home), f"Last recorded: {journal.outcome()}. The tray does not list it now.",
+                    tries=_tries(journal.tries()), decisions=_decisions(journal), session_key=session_key, home=home)
+
+
+__all__ = ["Decision", "TurnPage", "page_for"]
