@@ -82,7 +82,7 @@ _FACE = {
     "StepKind": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
     # one turn, typed where it enters
-    "Turn": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
+    "Turn": "turn", "TurnKey": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
 }
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
@@ -108,7 +108,7 @@ __all__ = [
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
-    "Turn", "Marker", "HomePath", "home_path",
+    "Turn", "TurnKey", "Marker", "HomePath", "home_path",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
@@ -198,7 +198,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     )
     from hermes_tray_core.stores.settings import parse_value as parse_setting_value
     from hermes_tray_core.stores.settings import validate as validate_settings
-    from hermes_tray_core.turn import Marker, Turn
+    from hermes_tray_core.turn import Marker, Turn, TurnKey
     from hermes_tray_core.vocab import (
         Mode,
         Outcome,

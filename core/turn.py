@@ -29,7 +29,7 @@ from hermes_tray_core.numbers import (
     strict_finite,
 )
 
-__all__ = ["Marker", "Turn"]
+__all__ = ["Marker", "Turn", "TurnKey"]
 
 
 class Marker(NamedTuple):
@@ -112,6 +112,20 @@ class Marker(NamedTuple):
         return isinstance(self.raw, dict) and isinstance(other, dict) and dict(other) == self.raw
 
 
+class TurnKey(NamedTuple):
+    """Which session's waiting turn, in which home: what a turn goes by in the shell (menus, windows, notes).
+    Compared and hashed, never taken apart or joined into text."""
+
+    home: HomePath
+    key: SessionKey
+
+    @classmethod
+    def of(cls, home: Path | str, key: object) -> TurnKey:
+        """The door for a turn named from outside (a History row, a journal line): ``key`` checked
+        (:class:`~hermes_tray_core.keys.InvalidIdError` when unsafe), ``home`` made canonical."""
+        return cls(home_path(home), session_key(key))
+
+
 class Turn(NamedTuple):
     """One interrupted turn: where (:class:`~hermes_tray_core.keys.HomePath`), which session
     (:class:`~hermes_tray_core.keys.SessionKey`) and its marker as the user was shown it."""
@@ -125,6 +139,11 @@ class Turn(NamedTuple):
         """The door: ``key`` checked (:class:`~hermes_tray_core.keys.InvalidIdError` when unsafe), ``home`` made
         canonical, ``entry`` (the marker entry as read) typed."""
         return cls(home_path(home), session_key(key), Marker.read(entry))
+
+    @property
+    def id(self) -> TurnKey:
+        """The turn's key in the shell: its home and session (a new interruption of the session keeps it)."""
+        return TurnKey(self.home, self.key)
 
     @property
     def path(self) -> Path:

@@ -13,7 +13,7 @@ of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes_tray_core import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
-    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnRecord
+    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnKey, TurnRecord
 
 __all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "ProblemDetail", "RunResult", "ScanReport",
            "ScanSummary", "SkipReply", "key_of"]
@@ -104,12 +104,12 @@ class ScanReport:
     extra: ScanSummary = field(default_factory=ScanSummary)  # what the scan says beside turns and problems
 
 
-def key_of(record: TurnRecord) -> Hashable:
-    """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's ``turn_key``,
-    opaque. It is compared and hashed, never taken apart: a turn's home and session come from its record."""
-    from hermes_tray_core import turn_key
-
-    return turn_key(record.home, record.session_key)
+def key_of(record: TurnRecord) -> TurnKey:
+    """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's typed
+    ``TurnKey`` (its canonical home and checked session), made by the scan that found the turn. It is compared
+    and hashed, never taken apart into text; a turn named from outside a scan (a History row) gets its key from
+    the engine's ``turn_key``."""
+    return record.turn.id
 
 
 class Engine(Protocol):

@@ -19,7 +19,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from concurrent import futures
 from typing import Any, TypeVar
 
@@ -35,12 +35,12 @@ from hermes_tray.model.turns import Run, TurnModel
 from hermes_tray.model.viewstate import ViewState
 from hermes_tray.notify.base import Notifier
 from hermes_tray.notify.note import Note
-from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnRecord, remind_at
+from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnKey, TurnRecord, remind_at
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-Key = Hashable
+Key = TurnKey
 FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
 
 
@@ -214,6 +214,11 @@ class Controller(QObject):
         """A write handed to the worker has not come back yet."""
         return self.writes.pending > 0
 
+    def _reskip(self, key: Key, rec: TurnRecord) -> None:
+        """A skipped turn that came back is skipped again, silently, on the write worker."""
+        self.writes.submit(lambda: self._engine_skip(rec, "re-skip"),
+                           lambda reply: self._skipped(key, rec, reply, again=True), bookkeeping=True)
+
     def record_for(self, key: Key) -> TurnRecord | None:
         return self.model.records.get(key)
 
@@ -223,8 +228,7 @@ class Controller(QObject):
         auto mode resumes."""
         after = self.model.scan(report)
         for key, rec in after.reskip:
-            self.writes.submit(lambda r=rec: self._engine_skip(r, "re-skip"),
-                             lambda reply, k=key, r=rec: self._skipped(k, r, reply, again=True), bookkeeping=True)
+            self._reskip(key, rec)
         for key in after.resume:
             QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
         self._recheck_in(after.recheck_in)
@@ -345,9 +349,13 @@ class Controller(QObject):
 
     def _on_finished(self, key: Key, out: RunResult) -> None:
         if self.model.finished(key, out) is After.LATER:  # said after the scan this finish triggers, or then
-            QTimer.singleShot(FAILURE_VERDICT_MS, lambda: (self.model.say_failure(key), self._publish()))
+            QTimer.singleShot(FAILURE_VERDICT_MS, lambda: self._say_failure(key))
         self._publish()
         self.rescan_requested.emit("resume-finished")
+
+    def _say_failure(self, key: Key) -> None:
+        self.model.say_failure(key)
+        self._publish()
 
     # --- notification answers -----------------------------------------------------------------
     def on_note_activated(self, note_key: str, action: str) -> None:

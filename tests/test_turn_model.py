@@ -18,7 +18,7 @@ from hermes_tray.model import turns as turns_module
 from hermes_tray.model.notes import After
 from hermes_tray.model.turns import Phase, TurnModel
 from hermes_tray.notify.note import Note
-from hermes_tray_core import AskOnce, Progress, TraySettings, TurnRecord
+from hermes_tray_core import AskOnce, Marker, Progress, TraySettings, Turn, TurnRecord, home_path
 from hermes_tray_core.stores import decisions
 
 HOME = Path("/home/u/.hermes")
@@ -50,12 +50,13 @@ class Sink:
 
 
 def rec(session_key: str, **fields) -> TurnRecord:
-    base = dict(home=HOME, profile="default", session_key=session_key, title=f"Turn {session_key}",
-                prompt_excerpt="make test_upload stop timing out on CI", started_at=STARTED,
-                age_seconds=300.0, attempts=0, writer="dead", verdict="actionable",
-                reason="its writer is gone and the turn is fresh", source="desktop", entry=None)
+    base = dict(home=HOME, profile="default", title=f"Turn {session_key}",
+                prompt_excerpt="make test_upload stop timing out on CI", age_seconds=300.0, writer="dead",
+                verdict="actionable", reason="its writer is gone and the turn is fresh", source="desktop")
+    started_at, attempts = fields.pop("started_at", STARTED), fields.pop("attempts", 0)
+    marker = Marker.read(fields.pop("entry", None))._replace(started=started_at, attempts=attempts)
     base.update(fields)
-    return TurnRecord(**base)
+    return TurnRecord(turn=Turn(home_path(base["home"]), session_key, marker), **base)
 
 
 def model(*, quiet: bool = False, can_show: bool = True, **settings) -> tuple[TurnModel, Sink]:

@@ -26,12 +26,19 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core.deciding.policy import AutoContinueConfig, Decision, Seen, decide, decide_webui
+from hermes_tray_core.deciding.policy import (
+    AutoContinueConfig,
+    Decision,
+    Seen,
+    decide,
+    decide_webui,
+    marker_age,
+)
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
 from hermes_tray_core.hermes import reach
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
-from hermes_tray_core.keys import InvalidIdError, home_path, session_key
+from hermes_tray_core.keys import InvalidIdError, SessionKey, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
 from hermes_tray_core.numbers import strict_finite
@@ -344,7 +351,7 @@ class Scanner:
         entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
         if mproblem:
             problems.append(mproblem)
-        made = self._turns(home, entries, problems) if entries else []
+        made, unsafe = self._turns(home, entries) if entries else ([], [])
         if entries is not None:
             self._settle_runs(home, made)
         turns: list[TurnRecord] = []
@@ -353,6 +360,7 @@ class Scanner:
             unsupported = self._unsupported(home, state) if state else []
             if made:
                 turns.extend(self._marker_records(home, made, config, state, now, problems))
+            turns.extend(self._unsafe_record(home, key, entry, now) for key, entry in unsafe)
             db_status = state.status if state else "missing"
             if state and state.status == "unreadable" and state.problem:
                 problems.append(f"{state.problem}: titles and Hermes' turn leases cannot be checked")
@@ -389,19 +397,31 @@ class Scanner:
 
         settle_orphaned_runs(home.path, turns, journal=journal)
 
-    def _turns(self, home: Home, entries: dict[str, Any], problems: list[str]) -> list[Turn]:
-        """The door: one :class:`~hermes_tray_core.turn.Turn` per entry whose session key is one Hermes writes (any
-        other is reported and left alone: nothing can safely name it in a claim, a journal or an argv)."""
+    def _turns(self, home: Home, entries: dict[str, Any]) -> tuple[list[Turn], list[tuple[str, Any]]]:
+        """The door: one :class:`~hermes_tray_core.turn.Turn` per entry whose session key is one Hermes writes;
+        the entries under any other key apart (listed, never acted on: :meth:`_unsafe_record`)."""
         where = home_path(home.path)
         turns: list[Turn] = []
+        unsafe: list[tuple[str, Any]] = []
         for key, entry in entries.items():
             try:
                 turns.append(Turn(where, session_key(key), Marker.read(entry)))
             except InvalidIdError as exc:
                 self._log_once(home, str(key)[:80], f"unsafe session key: {exc}")
-                problems.append(f"marker {str(key)[:80]!r} is not under a Hermes session id ({exc}); it is left "
-                                "alone")
-        return turns
+                unsafe.append((str(key), entry))
+        return turns, unsafe
+
+    def _unsafe_record(self, home: Home, key: str, entry: Any, now: float) -> TurnRecord:
+        """A marker under a key no Hermes session has (path separators, control characters): listed as it is, so
+        the user sees it, and ``not-ours`` — nothing can safely name it in a claim, a journal or an argv, so no
+        resume or skip is offered. Its turn carries the key unchecked for display only."""
+        marker = Marker.read(entry)
+        return TurnRecord(
+            home=home.path, profile=home.profile, turn=Turn(home_path(home.path), SessionKey(key), marker),
+            title=None, prompt_excerpt=prompt_excerpt(marker.excerpt_source),
+            age_seconds=marker_age(marker, now), writer=WriterState.UNKNOWN, verdict=Verdict.NOT_OURS,
+            reason="its session key is not one Hermes writes: it is left alone", source=TurnSource.DESKTOP,
+            code=ReasonCode.MALFORMED_ENTRY)
 
     def _marker_records(self, home: Home, turns: list[Turn], config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:

@@ -11,7 +11,6 @@ opened by the user (tray click, menu, second launch) it comes to the front.
 from __future__ import annotations
 
 import functools
-from collections.abc import Hashable
 
 from PySide6.QtCore import QPoint, Qt, Signal
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
@@ -35,6 +34,7 @@ from hermes_tray import words
 from hermes_tray.app.icons import app_icon
 from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
+from hermes_tray_core import TurnKey
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = words.STOP_HINT
@@ -145,7 +145,7 @@ class PromptWindow(QDialog):
         self.setModal(False)
         self.setMinimumSize(560, 380)
         self._state = ViewState()
-        self._running_rows: dict[str, _RunningRow] = {}
+        self._running_rows: dict[TurnKey, _RunningRow] = {}
         self._focus = "list"  # the list whose selection the details and the Delete key follow
 
         root = QVBoxLayout(self)
@@ -433,7 +433,7 @@ class PromptWindow(QDialog):
             else:
                 row.update_item(r)
 
-    def selected_key(self) -> Hashable | None:
+    def selected_key(self) -> TurnKey | None:
         item = self.list.currentItem()
         return item.data(KEY_ROLE) if item is not None else None
 

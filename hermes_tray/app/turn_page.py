@@ -14,7 +14,6 @@ that running Hermes anyway, when one serves the home.
 from __future__ import annotations
 
 import time
-from collections.abc import Hashable
 
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
@@ -33,6 +32,7 @@ from PySide6.QtWidgets import (
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
 from hermes_tray.model.page import TurnPage
+from hermes_tray_core import TurnKey
 
 
 def _at(t: float) -> str:
@@ -114,7 +114,7 @@ class TurnPageDialog(QDialog):
 
     def _act(self, emit: object) -> None:
         """Do it, then close: the turns window and History show what follows."""
-        key: Hashable | None = self.page.key
+        key: TurnKey | None = self.page.key
         if key is not None and callable(emit):
             emit(key)
             self.accept()

@@ -8,7 +8,7 @@ only what the journal recorded.
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -16,6 +16,7 @@ from hermes_tray import words
 from hermes_tray.format import short_path
 from hermes_tray.model.history import TurnHistory, group_turns, same_home, when_of
 from hermes_tray.model.viewstate import RecentItem, TurnItem, ViewState
+from hermes_tray_core import TurnKey
 
 
 @dataclass(frozen=True)
@@ -32,7 +33,7 @@ class TurnPage:
     """``key``: the turn's key while it is listed (None: nothing to act on); ``actions``: the buttons that apply
     (``resume``, ``skip``, ``snooze``)."""
 
-    key: Hashable | None
+    key: TurnKey | None
     title: str
     where: str
     state: str
@@ -47,6 +48,17 @@ class TurnPage:
 
 def _where(profile: str, home: str) -> str:
     return f"{profile} profile" if profile and profile != "default" else short_path(home)
+
+
+def named_turn(home: str, session_key: str) -> TurnKey | None:
+    """The key of a turn named by its home and session from outside a scan (a History row, a journal line): the
+    engine's door checks the session and spells the home canonically; None for a session no turn can have."""
+    from hermes_tray_core import InvalidIdError, turn_key
+
+    try:
+        return turn_key(home, session_key)
+    except InvalidIdError:
+        return None
 
 
 def _tries(attempts: int) -> str:
@@ -69,16 +81,14 @@ def _decisions(turn: TurnHistory | None) -> tuple[Decision, ...]:
     return tuple(Decision(when_of(e), words.event_text(e), words.event_detail(e)) for e in turn.events)
 
 
-def page_for(state: ViewState, history: Iterable[Any], *, key: Hashable | None = None, home: str = "",
+def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = None, home: str = "",
              session_key: str = "", title: str = "") -> TurnPage | None:
     """The page of the turn listed under ``key``, or of ``home``/``session_key`` (History's rows, listed or
     not; ``title``: History's name for a turn no longer listed). None when neither is known."""
-    item: TurnItem | RecentItem | None = None
-    for candidate in (*state.pending, *state.others, *state.recent):
-        if (key is not None and candidate.key == key) or (
-                key is None and candidate.session_key == session_key and same_home(str(candidate.home), home)):
-            item = candidate
-            break
+    if key is None and session_key:
+        key = named_turn(home, session_key)
+    candidates: tuple[TurnItem | RecentItem, ...] = (*state.pending, *state.others, *state.recent)
+    item = next((c for c in candidates if key is not None and c.key == key), None)
     entries = list(history)
     if isinstance(item, TurnItem):
         waiting = item in state.pending

@@ -28,7 +28,7 @@ import itertools
 import logging
 import threading
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from enum import Enum
 
@@ -52,6 +52,7 @@ from hermes_tray_core import (
     StopReason,
     StopRequest,
     TraySettings,
+    TurnKey,
     TurnRecord,
     ident,
     waiting,
@@ -59,7 +60,7 @@ from hermes_tray_core import (
 
 log = logging.getLogger(__name__)
 
-Key = Hashable
+Key = TurnKey
 #: a turn whose marker vanished keeps its notification this long: a writer rewriting the file continuously makes
 #: a marker flicker (gone in one scan, back in the next), and withdrawing and showing again is a notification each
 VANISHED_GRACE = 5.0

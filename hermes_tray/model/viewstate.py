@@ -7,13 +7,13 @@ widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
 from __future__ import annotations
 
 import time
-from collections.abc import Collection, Hashable, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
 from hermes_tray.contract import ProblemDetail, key_of
 from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, since_text, turn_since
-from hermes_tray_core import TurnRecord
+from hermes_tray_core import TurnKey, TurnRecord
 
 
 @dataclass(frozen=True)
@@ -21,7 +21,7 @@ class TurnItem:
     """One interrupted turn as a row: identity, labels, and the engine record it came from. ``key``: the turn's
     opaque key (:func:`hermes_tray.contract.key_of`)."""
 
-    key: Hashable
+    key: TurnKey
     home: str
     session_key: str
     title: str
@@ -86,7 +86,7 @@ class TurnItem:
 class RunningItem:
     """A continuation the tray is running: shown with elapsed time, streaming status and Stop."""
 
-    key: Hashable
+    key: TurnKey
     title: str
     elapsed: float  # as of ``at`` (time.monotonic()); :meth:`elapsed_now` ticks on from there
     status: str
@@ -105,7 +105,7 @@ class RecentItem:
     (pids, paths, reasons), shown on demand; ``details_age``: the age those state (they tick with the row).
     """
 
-    key: Hashable
+    key: TurnKey
     title: str
     what: str
     why: str = ""
@@ -126,7 +126,7 @@ class RecentItem:
 
 
 def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *, in_app: bool = True,
-                 lapsed: Collection[Hashable] = ()) -> tuple[RecentItem, ...]:
+                 lapsed: Collection[TurnKey] = ()) -> tuple[RecentItem, ...]:
     """The turns window's "Recent" section: turns still there but not waiting (held back by the policy,
     worded from its verdict and reason code: ``hermes_tray.words``) first, then what this tray's
     continuations and skips ended in, newest first. ``in_app``: a Hermes app exists to finish a turn in

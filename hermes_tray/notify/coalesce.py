@@ -13,14 +13,14 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
-from collections.abc import Callable, Hashable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
 from hermes_tray.contract import key_of
 from hermes_tray.format import elide, repeats, safe_text, tell_apart
 from hermes_tray.notify.note import Action, Note, NoteSink
-from hermes_tray_core import TurnRecord
+from hermes_tray_core import TurnKey, TurnRecord
 
 WINDOW_SECONDS = 2.0
 LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
@@ -181,7 +181,7 @@ class InterruptionNotices:
         if self._open is not None and self._open.key == note_key:
             self._open = None
 
-    def resolved(self, keys: set[Hashable]) -> None:
+    def resolved(self, keys: set[TurnKey]) -> None:
         """Turns settled elsewhere (menu, window, another process), by turn key: shrink or withdraw their notes."""
         for key, group in list(self._groups.items()):
             before = len(group.turns)
