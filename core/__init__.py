@@ -38,6 +38,7 @@ _FACE = {
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
+    "Listener": "continuing.listener", "Callbacks": "continuing.listener",
     "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
     "find_hermes": "continuing.gateway",
     "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
@@ -92,7 +93,7 @@ __all__ = [
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "Seen", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
     "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
-    "Progress", "GatewayOptions", "StopRequest", "settle_orphaned_runs", "find_hermes",
+    "Progress", "GatewayOptions", "Listener", "Callbacks", "StopRequest", "settle_orphaned_runs", "find_hermes",
     "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
@@ -122,6 +123,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         find_hermes,
         probe_capabilities,
     )
+    from hermes_tray_core.continuing.listener import Callbacks, Listener
     from hermes_tray_core.continuing.orphans import settle_orphaned_runs
     from hermes_tray_core.continuing.results import StopRequest
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn

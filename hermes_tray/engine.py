@@ -151,9 +151,9 @@ class CoreEngine:
     def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
                stop: threading.Event) -> RunResult:
         """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
-        from hermes_tray_core import resume_turn
+        from hermes_tray_core import Callbacks, resume_turn
 
-        result = resume_turn(record.turn, on_progress=on_progress, stop=stop, via=f"tray-{origin}")
+        result = resume_turn(record.turn, listener=Callbacks(on_progress=on_progress), stop=stop, via=f"tray-{origin}")
         return run_result(result)
 
     def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:

@@ -218,7 +218,7 @@ def test_the_session_the_tray_left_there_is_waited_for_not_read_as_a_window(sims
         assert first.outcome == Outcome.COMPLETED, first.message
         phases: list[str] = []
         again = resume_turn(Turn.of(home, key, plant_marker(home, key, PROMPT)), options=FAST, via="test",
-                            on_progress=lambda p: phases.append(p.phase))
+                            listener=gateway.Callbacks(on_progress=lambda p: phases.append(p.phase)))
         assert again.outcome == Outcome.COMPLETED, again.message
         assert "waiting-for-release" in phases
         assert again.continuation is not None and again.continuation.ran_in == RanIn.RUNNING_BACKEND

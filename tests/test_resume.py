@@ -512,7 +512,7 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     entry = plant_marker(home, key, PROMPT)
     plant_marker(home, "20261129_000000_other", "another turn")  # so removing ours rewrites the file
     res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST,
-                      on_dispatched=lambda _r: fill())  # the disk fills up while the continuation runs
+                      listener=gateway.Callbacks(on_dispatched=lambda _r: fill()))  # the disk fills up meanwhile
     assert res.outcome == "completed", res.message
     assert "The marker could not be removed" in res.message and res.to_dict()["marker_left"]
     left = list_turn_markers(home)[key]  # the tray's own entry: attempts + 1, a writer that has exited

@@ -23,7 +23,7 @@ from hermes_tray_core.stores.lease import LeaseStore
 from hermes_tray_core.stores.paths import lease_db
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import SkipOutcome
-from tests.support.sim_homes import dead_identity, make_home, plant_marker
+from tests.support.sim_homes import dead_identity, make_home, plant_marker, turn_of
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
@@ -175,8 +175,8 @@ def test_legacy_continuation_marker_is_in_place_before_the_note_is_submitted(sim
     def at_dispatch(res: gateway.ContinuationResult) -> None:
         seen["entry"] = list_turn_markers(home).get(key)
 
-    res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
-                                options=FAST, expected=shown, on_dispatched=at_dispatch)
+    res = gateway.continue_turn(turn_of(home, key, PROMPT, expected=shown), sims["legacy"], options=FAST,
+                                listener=gateway.Callbacks(on_dispatched=at_dispatch))
     assert res.outcome == "completed", res.message
     entry = seen["entry"]
     assert entry is not None and entry["attempts"] == 1 and entry["prompt"] == PROMPT

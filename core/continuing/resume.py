@@ -38,6 +38,7 @@ from hermes_tray_core.backend.install import (
 from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
+from hermes_tray_core.continuing.listener import Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.turn import Marker, Turn
@@ -184,8 +185,7 @@ def resume_turn(
     *,
     install: HermesInstall | None = None,
     options: GatewayOptions | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    on_dispatched: Callable[[ContinuationResult], None] | None = None,
+    listener: Listener | None = None,
     stop: threading.Event | None = None,
     lease_path: Path | None = None,
     claim_wait: float = 0.0,
@@ -196,12 +196,14 @@ def resume_turn(
     """Resume ``turn`` once (see module doc). Never raises for expected failures.
 
     ``turn.marker``: the entry the user was shown; one not read from a file (``Marker()``) means whatever is
-    there now (auto mode). ``on_dispatched`` fires when the continuation has started.
+    there now (auto mode). The ``listener`` (:mod:`core.continuing.listener`) hears the continuation's progress and
+    ``dispatched`` once it has started (journalled first); ``connected`` and ``submitting`` are this resume's own
+    bookkeeping.
     ``prefer_running_backend``: continue inside the user's running ``hermes dashboard`` of that home when
     there is one (``core.backend.running``); False always spawns a gateway (benchmarks compare the two).
     """
     key = turn.key
-    r = _Resume(turn, via, install, options, on_progress, on_dispatched, stop, env)
+    r = _Resume(turn, via, install, options, listener, stop, env)
     held = exactly_once.claim(turn, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
                               lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
@@ -263,12 +265,10 @@ class _Backends:
 class _Resume:
     """One resume under its claim, in named steps: re-check the turn, continue it, record how it ended."""
 
-    def __init__(self, turn: Turn, via: str, install: HermesInstall | None,
-                 options: GatewayOptions | None, on_progress: Callable[[Progress], None] | None,
-                 on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event | None,
-                 env: Mapping[str, str] | None) -> None:
+    def __init__(self, turn: Turn, via: str, install: HermesInstall | None, options: GatewayOptions | None,
+                 listener: Listener | None, stop: threading.Event | None, env: Mapping[str, str] | None) -> None:
         self.turn, self.home, self.key, self.via = turn, turn.home, turn.key, via
-        self.install, self.options, self.on_progress, self.on_dispatched = install, options, on_progress, on_dispatched
+        self.install, self.options, self.listener = install, options, listener
         self.stop, self.env = stop, env
         self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
         self.prompt: str | None = None  # the turn's original prompt (never journalled: its note's digest is)
@@ -321,9 +321,9 @@ class _Resume:
 
     def _waiting_for_backend(self) -> None:
         """A running Hermes of the home is still starting: say so while the tray waits for it."""
-        if self.on_progress is not None:
+        if self.listener is not None:
             try:
-                self.on_progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
+                self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
             except Exception:
                 logger.exception("progress callback failed")
 
@@ -419,14 +419,24 @@ class _Resume:
 
         return ContinuationMark.for_note(session, after, continuation_note(self.prompt)).fields()
 
-    def _dispatched(self, res: ContinuationResult) -> None:
-        self._approved_done()
-        self.journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
-                     epoch=self.epoch, ran_in=res.ran_in, backend_pid=res.backend_pid, **self._mark_fields(res))
-        if self.on_dispatched is not None:
-            self.on_dispatched(res)
+    # what the continuation tells this resume (its Listener): journalled here, progress and the start passed on
 
-    def _submitting(self, marker: Mapping[str, Any]) -> None:
+    def progress(self, progress: Progress) -> None:
+        if self.listener is not None:
+            self.listener.progress(progress)
+
+    def connected(self, gateway_pid: int | None) -> None:
+        self._approve(gateway_pid)
+
+    def dispatched(self, result: ContinuationResult) -> None:
+        self._approved_done()
+        self.journal("dispatched", attempt=result.attempt, continued_by=result.continued_by,
+                     gateway_pid=result.gateway_pid, epoch=self.epoch, ran_in=result.ran_in,
+                     backend_pid=result.backend_pid, **self._mark_fields(result))
+        if self.listener is not None:
+            self.listener.dispatched(result)
+
+    def submitting(self, marker: dict[str, Any]) -> None:
         """The continuation's own marker (its identity: this session + its started_at) and how state.db will show
         the note answered: journalled before the note is submitted (core.continuing.completion)."""
         from hermes_tray_core.continuing.completion import mark_of
@@ -440,7 +450,6 @@ class _Resume:
 
     def _continue(self, a: Assessment, backends: _Backends | None
                   ) -> tuple[ContinuationResult, str | None] | ResumeResult:
-        entry = self.turn.marker.raw
         self.attempts = self.turn.attempts  # as Hermes counts them: a negative count is 0, never -1 + 1
         prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
         assert prompt.strip()  # actionable implies a prompt
@@ -463,10 +472,7 @@ class _Resume:
             found = backends.found
             backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
             if backend is not None:
-                res = continue_in_backend(self.home, self.key, backend, original_prompt=prompt, attempts=self.attempts,
-                                          options=options, on_progress=self.on_progress,
-                                          on_dispatched=self._dispatched, stop=self.stop, expected=entry,
-                                          on_submitting=self._submitting, on_connected=self._approve,
+                res = continue_in_backend(self.turn, backend, options=options, listener=self, stop=self.stop,
                                           other_backends=tuple(backends.found), connections=backends.connections,
                                           left_before=self._left_before(backend.pid))
                 res.timings["find_backend"] = backends.took
@@ -487,10 +493,7 @@ class _Resume:
             self._approved_done()
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
-        return continue_turn(self.home, self.key, original_prompt=prompt, attempts=self.attempts, install=inst,
-                             options=options, on_progress=self.on_progress, on_dispatched=self._dispatched,
-                             on_spawned=self._approve, stop=self.stop, env=self.env, expected=entry,
-                             on_submitting=self._submitting), fallback
+        return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
 
     # step 3: journal how it ended, and say it
 

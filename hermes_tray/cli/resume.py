@@ -169,7 +169,7 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
 
 
 def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
-    from hermes_tray_core import StopReason, StopRequest, resume_turn
+    from hermes_tray_core import Callbacks, StopReason, StopRequest, resume_turn
 
     stop = StopRequest()
     quiet = bool(args.json)
@@ -223,7 +223,8 @@ def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
         started()
 
     try:
-        result = resume_turn(turn, on_progress=progress, on_dispatched=dispatched, stop=stop, via="cli")
+        result = resume_turn(turn, listener=Callbacks(on_progress=progress, on_dispatched=dispatched), stop=stop,
+                             via="cli")
     finally:
         for sig, previous in old.items():
             signal.signal(sig, previous)

@@ -121,7 +121,7 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
     if hasattr(signal, "SIGTSTP"):  # detached from any terminal; a stray Ctrl-Z must not stall the bookkeeping
         signal.signal(signal.SIGTSTP, signal.SIG_IGN)
 
-    from hermes_tray_core import resume_turn
+    from hermes_tray_core import Callbacks, resume_turn
 
     key = turn.key
     log.info("resuming %s in %s", key, turn.home)
@@ -131,7 +131,7 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
               "gateway_pid": res.gateway_pid, "ran_in": res.ran_in, "backend_pid": res.backend_pid,
               "where": res.where}, detach=True)
 
-    result = resume_turn(turn, on_dispatched=dispatched, stop=stop, via=str(req.get("via") or "cli"))
+    result = resume_turn(turn, listener=Callbacks(on_dispatched=dispatched), stop=stop, via=str(req.get("via") or "cli"))
     log.info("%s: %s (exit %s) %s", key, result.outcome, result.exit_code,
              result.continuation.log_path if result.continuation else "")
     emit({"event": "result", **result.to_dict()})

@@ -160,7 +160,8 @@ def test_stop_interrupts_a_real_continuation(real_home, mock_llm, env):
                 stop.set()
 
         opts = gateway.GatewayOptions(stop_grace=20, progress_interval=0.1)
-        res = resume_turn(Turn.of(home, key, entry), stop=stop, on_progress=progress, options=opts)
+        res = resume_turn(Turn.of(home, key, entry), stop=stop, listener=gateway.Callbacks(on_progress=progress),
+                          options=opts)
     finally:
         mock_llm.delay = 0.0
     assert res.outcome == "interrupted", res.message

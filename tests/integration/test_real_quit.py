@@ -35,6 +35,7 @@ from real_session import SEED_PROMPT
 from test_real_dashboard import GatewayWatch
 from test_real_gateway import transcript
 
+from hermes_tray_core.continuing.listener import Callbacks
 from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
@@ -289,7 +290,7 @@ def _resume_in_thread(home: Path, key: str, **kw) -> tuple[threading.Thread, lis
 
     def run() -> None:
         out.append(resume_turn(Turn.of(home, key, list_turn_markers(home)[key]), via="test",
-                               on_progress=lambda p: phases.append(p.phase), **kw))
+                               listener=Callbacks(on_progress=lambda p: phases.append(p.phase)), **kw))
 
     t = threading.Thread(target=run, daemon=True)
     t.start()
