@@ -82,6 +82,7 @@ _FACE = {
     "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
     "StepKind": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
+    "json_int": "numbers", "json_number": "numbers",
     # one turn, typed where it enters
     "Turn": "turn", "TurnKey": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
 }
@@ -109,6 +110,7 @@ __all__ = [
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
+    "json_int", "json_number",
     "Turn", "TurnKey", "Marker", "HomePath", "home_path",
 ]
 
@@ -156,7 +158,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         read_turn_marker,
         record_turn_start,
     )
-    from hermes_tray_core.numbers import strict_finite
+    from hermes_tray_core.numbers import json_int, json_number, strict_finite
     from hermes_tray_core.process.child_env import child_environment
     from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
     from hermes_tray_core.scanning.cache import default_cache_file

@@ -105,8 +105,8 @@ def _alike(names: Sequence[str]) -> set[int]:
     return {i for i, n in enumerate(names) if count[n] > 1}
 
 
-def _started(at: object, fmt: str) -> str:
-    if isinstance(at, (int, float)) and not isinstance(at, bool) and 0 < at < 2**37:
+def _started(at: float, fmt: str) -> str:
+    if 0 < at < 2**37:
         return f"started {time.strftime(fmt, time.localtime(at))}"
     return ""
 
