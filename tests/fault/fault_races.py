@@ -34,8 +34,6 @@ import time
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core.turn import Turn
-
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent.parent
 LIVE_TURNS = 20  # turns running at once (at most; with MAX_CRASHED, under Hermes' cap of 32)
@@ -124,6 +122,7 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
     from hermes_tray_core.continuing import skip as core_skip
     from hermes_tray_core.markers import settle as marker_settle
     from hermes_tray_core.markers.store import list_turn_markers, remove_marker_if_unchanged
+    from hermes_tray_core.turn import Turn
 
     home = tmp / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)

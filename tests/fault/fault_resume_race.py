@@ -24,8 +24,6 @@ from pathlib import Path
 
 from faultkit import environ
 
-from hermes_tray_core.turn import Turn
-
 
 def _cli() -> list[str]:
     return [sys.executable, "-m", "hermes_tray"]
@@ -270,6 +268,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
     from hermes_tray_core.continuing.resume import resume_turn
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
     from hermes_tray_core.stores import decisions
+    from hermes_tray_core.turn import Turn
     from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = Path(workdir)
