@@ -27,6 +27,7 @@ _FACE = {
     "Scanner": "scanning.scanner", "scan": "scanning.scanner", "default_cache_file": "scanning.cache",
     "TurnRecord": "deciding.records", "HomeReport": "deciding.records", "ScanResult": "deciding.records",
     "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
+    "Seen": "deciding.policy",
     "age_text": "deciding.policy", "restate_age": "deciding.policy",
     "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once", "ident": "deciding.ask_once",
     "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
@@ -36,8 +37,8 @@ _FACE = {
     # resuming and skipping
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
     "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
-    "turn_started_at": "continuing.claim",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
+    "Listener": "continuing.listener", "Callbacks": "continuing.listener",
     "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
     "find_hermes": "continuing.gateway",
     "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
@@ -82,16 +83,19 @@ _FACE = {
     "StepKind": "vocab", "StopReason": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
     "TrayError": "errors",
+    "json_int": "numbers", "json_number": "numbers",
+    # one turn, typed where it enters
+    "Turn": "turn", "TurnKey": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
 }
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
 __all__ = [
     "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "is_hermes_home",
     "Scanner", "scan", "default_cache_file", "TurnRecord",
-    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "age_text", "restate_age", "AskOnce",
+    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "Seen", "age_text", "restate_age", "AskOnce",
     "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
     "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
-    "turn_started_at", "Progress", "GatewayOptions", "StopRequest", "settle_orphaned_runs", "find_hermes",
+    "Progress", "GatewayOptions", "Listener", "Callbacks", "StopRequest", "settle_orphaned_runs", "find_hermes",
     "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
@@ -108,12 +112,13 @@ __all__ = [
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
     "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
     "TrayError",
+    "json_int", "json_number",
+    "Turn", "TurnKey", "Marker", "HomePath", "home_path",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
     from hermes_tray_core.backend.install import settings_hermes_command
     from hermes_tray_core.backend.running import find_live_backend
-    from hermes_tray_core.continuing.claim import turn_started_at
     from hermes_tray_core.continuing.gateway import (
         GatewayOptions,
         HermesNotFound,
@@ -122,13 +127,14 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         find_hermes,
         probe_capabilities,
     )
+    from hermes_tray_core.continuing.listener import Callbacks, Listener
     from hermes_tray_core.continuing.orphans import settle_orphaned_runs
     from hermes_tray_core.continuing.results import StopRequest
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
     from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
     from hermes_tray_core.deciding.causes import cause_words
-    from hermes_tray_core.deciding.policy import Decision, age_text, decide, decide_webui, restate_age
+    from hermes_tray_core.deciding.policy import Decision, Seen, age_text, decide, decide_webui, restate_age
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
     from hermes_tray_core.deciding.snooze import remind_at, snooze_turn
     from hermes_tray_core.deciding.witness import ExitWitness
@@ -145,7 +151,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.hermes.reach import look as look_at_homes
     from hermes_tray_core.hermes.state_db import parse_holder
     from hermes_tray_core.hermes.state_db_batch import HomeState
-    from hermes_tray_core.keys import InvalidIdError, validate_session_id
+    from hermes_tray_core.keys import HomePath, InvalidIdError, home_path, validate_session_id
     from hermes_tray_core.markers.entries import marker_writer_state, normalize_marker
     from hermes_tray_core.markers.settle import wait as wait_for_marker_settle
     from hermes_tray_core.markers.store import MarkerStore, MarkerStoreError, list_turn_markers
@@ -155,7 +161,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         read_turn_marker,
         record_turn_start,
     )
-    from hermes_tray_core.numbers import strict_finite
+    from hermes_tray_core.numbers import json_int, json_number, strict_finite
     from hermes_tray_core.process.child_env import child_environment
     from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
     from hermes_tray_core.scanning.cache import default_cache_file
@@ -199,6 +205,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     )
     from hermes_tray_core.stores.settings import parse_value as parse_setting_value
     from hermes_tray_core.stores.settings import validate as validate_settings
+    from hermes_tray_core.turn import Marker, Turn, TurnKey
     from hermes_tray_core.vocab import (
         Mode,
         Outcome,

@@ -1,18 +1,25 @@
-"""Session keys: checked once where they enter the engine, then passed as :class:`SessionKey`.
+"""A turn's identity, checked once where it enters the engine: its session key and its home.
 
 A key comes from outside (the command line, a marker file, a journal, the shell) and ends up in lease names,
 journal records and argv. :func:`session_key` checks it once at that boundary and returns a ``SessionKey``;
 everything past the boundary takes the typed key and does not check again (mypy holds the line).
+
+A home is named many ways (``~/.hermes``, a symlink to it, ``C:\\Users\\Me`` and ``c:\\users\\me``).
+:func:`home_path` gives its one canonical spelling, a :class:`HomePath`: the decision journal's keys, the claim
+names and process → home matching all compare homes by it, so they cannot disagree.
 """
 
 from __future__ import annotations
 
+import os
 import re
+from pathlib import Path
 from typing import NewType
 
 from hermes_tray_core.errors import TrayError
 
-__all__ = ["InvalidIdError", "MAX_ID_LEN", "SessionKey", "session_key", "validate_session_id"]
+__all__ = ["HomePath", "InvalidIdError", "MAX_ID_LEN", "SessionKey", "home_path", "session_key",
+           "validate_session_id"]
 
 #: A session key that passed :func:`session_key` (Hermes' stored session id, ``state.db`` ``sessions.id``).
 SessionKey = NewType("SessionKey", str)
@@ -50,3 +57,23 @@ def validate_session_id(value: object, *, what: str = "session id") -> str:
 def session_key(value: object, *, what: str = "session key") -> SessionKey:
     """``value`` as a :class:`SessionKey`, or :class:`InvalidIdError` saying why it is not one."""
     return SessionKey(validate_session_id(value, what=what))
+
+
+class HomePath(str):
+    """A home in its canonical spelling (:func:`home_path`); a plain ``str`` otherwise (JSON, dict keys, paths)."""
+
+    __slots__ = ()
+
+
+def home_path(home: Path | str) -> HomePath:
+    """The one canonical spelling of a home: ``~`` expanded, symlinks and ``..`` resolved (the absolute path where
+    that fails: a symlink loop, an unreadable directory), letter case folded where the OS folds it (Windows).
+    A :class:`HomePath` is returned as it is: canonical once, never resolved again."""
+    if isinstance(home, HomePath):
+        return home
+    path = Path(os.path.expanduser(os.fspath(home)))
+    try:
+        text = str(path.resolve(strict=False))
+    except (OSError, RuntimeError, ValueError):  # a symlink loop (RuntimeError before Python 3.13), a NUL byte
+        text = str(path.absolute())
+    return HomePath(os.path.normcase(text))

@@ -15,7 +15,8 @@ import math
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-__all__ = ["INT_CAP", "HermesRaises", "convert", "as_float", "as_int", "finite", "strict_finite", "capped_int"]
+__all__ = ["INT_CAP", "HermesRaises", "convert", "as_float", "as_int", "finite", "json_int", "json_number",
+           "strict_finite", "capped_int"]
 
 _N = TypeVar("_N", int, float)
 
@@ -61,12 +62,24 @@ def finite(value: Any) -> float | None:
     return f if f is not None and math.isfinite(f) else None
 
 
+def json_int(value: object) -> int | None:
+    """``value`` when it is a JSON/SQLite integer (an ``int``, never a ``bool``), else None."""
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def json_number(value: object) -> float | None:
+    """A JSON/SQLite *number* (int or float, never bool or text) as a float, else None (NaN and ±inf kept; an
+    integer too large for a float is None)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return as_float(value)
+
+
 def strict_finite(value: Any) -> float | None:
     """A finite JSON/SQLite *number* (int or float, never bool or text), else None: for fields Hermes
     itself type-checks (``writer_start_time``, journal times)."""
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return finite(value)
+    number = json_number(value)
+    return number if number is not None and math.isfinite(number) else None
 
 
 def capped_int(value: int, lo: int = -INT_CAP, hi: int = INT_CAP) -> int:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes_tray_core import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
-    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnRecord
+    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnKey, TurnRecord
 
 __all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "ProblemDetail", "RunResult", "ScanReport",
            "ScanSummary", "SkipReply", "key_of"]
@@ -104,16 +104,12 @@ class ScanReport:
     extra: ScanSummary = field(default_factory=ScanSummary)  # what the scan says beside turns and problems
 
 
-#: A turn's key in the shell (:func:`key_of`): a string, opaque — compared and hashed, never taken apart.
-TurnKey = str
-
-
 def key_of(record: TurnRecord) -> TurnKey:
-    """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's ``turn_key``,
-    opaque. It is compared and hashed, never taken apart: a turn's home and session come from its record."""
-    from hermes_tray_core import turn_key
-
-    return turn_key(record.home, record.session_key)
+    """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's typed
+    ``TurnKey`` (its canonical home and checked session), made by the scan that found the turn. It is compared
+    and hashed, never taken apart into text; a turn named from outside a scan (a History row) gets its key from
+    the engine's ``turn_key``."""
+    return record.turn.id
 
 
 class Engine(Protocol):

@@ -28,7 +28,7 @@ from PySide6.QtCore import QObject, QTimer, Signal
 
 from hermes_tray import words
 from hermes_tray.autostart.base import AutoStart
-from hermes_tray.contract import Engine, Outcome, RunResult, ScanReport, SkipReply, TurnKey
+from hermes_tray.contract import Engine, Outcome, RunResult, ScanReport, SkipReply
 from hermes_tray.model import settings as settings_model
 from hermes_tray.model.notes import After
 from hermes_tray.model.settings import SettingsSnapshot
@@ -36,7 +36,7 @@ from hermes_tray.model.turns import Run, TurnModel
 from hermes_tray.model.viewstate import ViewState
 from hermes_tray.notify.base import Notifier
 from hermes_tray.notify.note import Note
-from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnRecord, remind_at
+from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnKey, TurnRecord, remind_at
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +215,11 @@ class Controller(QObject):
         """A write handed to the worker has not come back yet."""
         return self.writes.pending > 0
 
+    def _reskip(self, key: Key, rec: TurnRecord) -> None:
+        """A skipped turn that came back is skipped again, silently, on the write worker."""
+        self.writes.submit(lambda: self._engine_skip(rec, "re-skip"),
+                           lambda reply: self._skipped(key, rec, reply, again=True), bookkeeping=True)
+
     def record_for(self, key: Key) -> TurnRecord | None:
         return self.model.records.get(key)
 
@@ -224,8 +229,7 @@ class Controller(QObject):
         auto mode resumes."""
         after = self.model.scan(report)
         for key, rec in after.reskip:
-            self.writes.submit(partial(self._engine_skip, rec, "re-skip"),
-                               partial(self._skipped, key, rec, again=True), bookkeeping=True)
+            self._reskip(key, rec)
         for key in after.resume:
             QTimer.singleShot(0, lambda k=key: self.resume(k, origin="auto"))
         self._recheck_in(after.recheck_in)

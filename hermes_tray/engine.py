@@ -119,11 +119,8 @@ class CoreEngine:
         for r in records:
             if r.holder is not None:  # a live Hermes backend holds an unknown-writer turn: its exit matters too
                 out[r.holder[0]] = r.holder[1]
-            if r.writer != "alive":
-                continue
-            entry = r.entry or {}
-            pid = entry.get("writer_pid")
-            if isinstance(pid, int) and not isinstance(pid, bool) and pid > 0:
+            pid = r.turn.marker.writer_pid
+            if r.writer == "alive" and pid is not None:
                 # The scan has just judged this pid to be the writer (through a wall-clock step, too: its
                 # recorded start time may no longer match psutil's), so the watch takes the pid alone; at
                 # worst a pid recycled since then wakes a rescan early.
@@ -141,8 +138,7 @@ class CoreEngine:
         from hermes_tray_core import SkipOutcome, skip_turn
 
         # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
-        res = skip_turn(record.home, record.session_key, dict(record.entry or {}), via=f"tray-{origin}",
-                        on_skipped=lambda: self.record("skipped", record, via=origin))
+        res = skip_turn(record.turn, via=f"tray-{origin}", on_skipped=lambda: self.record("skipped", record, via=origin))
         if res.ok:
             return SkipReply(True)
         log.info("skip refused (%s): %s", res.outcome, record.session_key)
@@ -155,10 +151,9 @@ class CoreEngine:
     def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
                stop: threading.Event) -> RunResult:
         """Runs on a worker thread; the engine claims, re-checks, dispatches and journals."""
-        from hermes_tray_core import resume_turn
+        from hermes_tray_core import Callbacks, resume_turn
 
-        result = resume_turn(record.home, record.session_key, dict(record.entry or {}),
-                             on_progress=on_progress, stop=stop, via=f"tray-{origin}")
+        result = resume_turn(record.turn, listener=Callbacks(on_progress=on_progress), stop=stop, via=f"tray-{origin}")
         return run_result(result)
 
     def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:
@@ -249,7 +244,7 @@ class CoreEngine:
         directory) is logged; it must not turn the skip or resume it records into a failure.
         """
         try:
-            record_decision(event, home=str(record.home), session_key=record.session_key,
+            record_decision(event, home=record.turn.home, session_key=record.session_key,
                             started_at=record.started_at, profile=record.profile, attempts=record.attempts,
                             **fields)
         except Exception:

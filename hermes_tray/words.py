@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core import Outcome, ReasonCode, Verdict
+from hermes_tray_core import Outcome, ReasonCode, Verdict, json_int, json_number
 
 if TYPE_CHECKING:
     from hermes_tray_core import StopCause, TurnProgress
@@ -401,11 +401,11 @@ def event_detail(entry: Any) -> str:
     via = via_text(_field(entry, "via", ""))
     if via:
         bits.append(via)
-    attempt = _field(entry, "attempt", None)
-    if isinstance(attempt, int) and not isinstance(attempt, bool):
+    attempt = json_int(_field(entry, "attempt", None))
+    if attempt is not None:
         bits.append(f"attempt {attempt}")
-    until = _field(entry, "until", None)
-    if isinstance(until, (int, float)) and not isinstance(until, bool) and 0 < until < 2**37:
+    until = json_number(_field(entry, "until", None))
+    if until is not None and 0 < until < 2**37:
         import time
 
         bits.append(f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")

@@ -14,18 +14,20 @@ from pathlib import Path
 import pytest
 
 from hermes_tray_core.deciding.ask_once import AskOnce, turn_key, waiting
+from hermes_tray_core.keys import home_path
 from hermes_tray_core.scanning.scanner import TurnRecord
 from hermes_tray_core.stores.decisions import DecisionJournal
+from hermes_tray_core.turn import Marker, Turn
 
 HOME = Path("/home/u/.hermes")
 
 
 def rec(session_key: str, **fields) -> TurnRecord:
-    base = dict(home=HOME, profile="default", session_key=session_key, title="A title", prompt_excerpt="",
-                started_at=1_700_000_000.0, age_seconds=60.0, attempts=0, writer="dead", verdict="actionable",
-                reason="fresh", source="desktop", entry=None)
+    base = dict(home=HOME, profile="default", title="A title", prompt_excerpt="", age_seconds=60.0, writer="dead",
+                verdict="actionable", reason="fresh", source="desktop")
+    marker = Marker.known(fields.pop("started_at", 1_700_000_000.0), fields.pop("attempts", 0))
     base.update(fields)
-    return TurnRecord(**base)
+    return TurnRecord(turn=Turn(home_path(base["home"]), session_key, marker), **base)
 
 
 @pytest.fixture

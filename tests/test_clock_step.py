@@ -30,6 +30,7 @@ from hermes_tray_core.process import identity as procid
 from hermes_tray_core.process.identity import STEP_WINDOW_S, identity_of, own_pidns, process_start_time
 from hermes_tray_core.process.start_mark import same_process, start_mark
 from hermes_tray_core.stores.lease import LeaseStore
+from hermes_tray_core.turn import Marker, Turn
 from tests.support.fake_hermes import fake_hermes, kill
 from tests.support.sim_homes import make_home, plant_marker
 
@@ -123,7 +124,7 @@ def test_a_live_hermes_writer_holder_and_owner_stay_alive_through_the_step(tmp_p
         _lease_row(home, key, proc.pid, start)
         _registry(home, key, proc.pid, start)
         clock_step.step()
-        judged = writer_judgement(entry, home)
+        judged = writer_judgement(Marker.read(entry), home)
         assert judged.state == "alive" and marker_writer_state(entry, home) == "alive"
         assert turn_lease_view(home, key).state == "live"
         assert active_session_owner(home, key).state == "alive"
@@ -132,14 +133,14 @@ def test_a_live_hermes_writer_holder_and_owner_stay_alive_through_the_step(tmp_p
             assert judged.hermes == "dead" and judged.shift == pytest.approx(clock_step.delta)
             assert "wall-clock step" in judged.note and "Hermes' own check would call it gone" in judged.note
             assert "wall-clock step" in turn_lease_view(home, key).detail
-        a = assess(home, key, entry)
+        a = assess(Turn.of(home, key, entry))
         assert a.verdict == "running" and "still running" in a.reason
         assert ("wall-clock step" in a.reason) == bool(clock_step.delta)
     # The same records once that process is gone (SIGKILLed): dead, free, dead — the step changes nothing.
     assert marker_writer_state(entry, home) == "dead"
     assert turn_lease_view(home, key).state == "free"
     assert active_session_owner(home, key).state == "dead"
-    assert assess(home, key, entry).verdict == "actionable"
+    assert assess(Turn.of(home, key, entry)).verdict == "actionable"
 
 
 def test_a_recycled_pid_of_a_process_that_is_not_hermes_still_reads_dead(tmp_path, clock_step):
@@ -154,7 +155,7 @@ def test_a_recycled_pid_of_a_process_that_is_not_hermes_still_reads_dead(tmp_pat
         assert marker_writer_state(entry, home) == "dead"
         assert turn_lease_view(home, key).state == "free"
         assert active_session_owner(home, key).state == "dead"
-        assert assess(home, key, entry).verdict == "actionable"
+        assert assess(Turn.of(home, key, entry)).verdict == "actionable"
 
 
 def test_a_hermes_of_another_home_or_a_start_beyond_the_window_is_another_process(tmp_path, clock_step):

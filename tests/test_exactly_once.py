@@ -5,22 +5,23 @@ from __future__ import annotations
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores import decisions
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Refusal
 from tests.support.sim_homes import make_home, plant_marker
 
 
 def test_one_claim_per_turn_and_the_holder_says_who(tmp_path):
     home, _key = make_home(tmp_path / "home")
-    skip = exactly_once.claim(home, "s1", purpose="skip", via="cli", ttl=30)
+    skip = exactly_once.claim(Turn.of(home, "s1", None), purpose="skip", via="cli", ttl=30)
     assert isinstance(skip, exactly_once.Claim)
-    again = exactly_once.claim(home, "s1", purpose="resume", via="tray-user", ttl=30)
+    again = exactly_once.claim(Turn.of(home, "s1", None), purpose="resume", via="tray-user", ttl=30)
     assert isinstance(again, exactly_once.ClaimRefused) and again.code == Refusal.BEING_SKIPPED
-    other = exactly_once.claim(home, "s2", purpose="resume", via="cli", ttl=30)  # another turn: free
+    other = exactly_once.claim(Turn.of(home, "s2", None), purpose="resume", via="cli", ttl=30)  # another turn: free
     assert isinstance(other, exactly_once.Claim)
     exactly_once.release(skip)
-    resume = exactly_once.claim(str(home) + "/.", "s1", purpose="resume", via="cli", ttl=30)  # same home spelled otherwise
+    resume = exactly_once.claim(Turn.of(str(home) + "/.", "s1", None), purpose="resume", via="cli", ttl=30)  # same home spelled otherwise
     assert isinstance(resume, exactly_once.Claim) and resume.epoch > skip.epoch  # fencing: strictly newer
-    busy = exactly_once.claim(home, "s1", purpose="skip", via="cli", ttl=30)
+    busy = exactly_once.claim(Turn.of(home, "s1", None), purpose="skip", via="cli", ttl=30)
     assert isinstance(busy, exactly_once.ClaimRefused) and busy.code == Refusal.CLAIMED_ELSEWHERE
     for held in (resume, other):
         exactly_once.release(held)
@@ -30,11 +31,11 @@ def test_a_skip_tombstones_exactly_that_turn(tmp_path):
     home, _key = make_home(tmp_path / "home")
     shown = plant_marker(home, "s1", "a prompt", attempts=1)
     decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], attempts=1)
-    assert exactly_once.tombstoned(home, "s1", shown)
-    assert not exactly_once.tombstoned(home, "s1", {**shown, "attempts": 2})  # another attempt: a new turn
-    assert not exactly_once.tombstoned(home, "s1", {**shown, "started_at": shown["started_at"] + 1})
-    assert not exactly_once.tombstoned(home, "s2", shown)
-    assert exactly_once.settled(home, "s1", shown["started_at"]) == "skipped"
+    assert exactly_once.tombstoned(Turn.of(home, "s1", shown))
+    assert not exactly_once.tombstoned(Turn.of(home, "s1", {**shown, "attempts": 2}))  # another attempt: a new turn
+    assert not exactly_once.tombstoned(Turn.of(home, "s1", {**shown, "started_at": shown["started_at"] + 1}))
+    assert not exactly_once.tombstoned(Turn.of(home, "s2", shown))
+    assert exactly_once.settled(Turn.of(home, "s1", shown)) == "skipped"
 
 
 def test_enforce_tombstones_removes_only_the_exact_entry_that_came_back(tmp_path):
@@ -44,7 +45,7 @@ def test_enforce_tombstones_removes_only_the_exact_entry_that_came_back(tmp_path
     plant_marker(home, "s3", "never skipped")
     decisions.record("skipped", home=home, session_key="s1", started_at=back["started_at"], attempts=0)
     decisions.record("skipped", home=home, session_key="s2", started_at=newer["started_at"], attempts=0)
-    removed = exactly_once.enforce_tombstones(home, list_turn_markers(home))
+    removed = exactly_once.enforce_tombstones(Turn.of(home, k, e) for k, e in list_turn_markers(home).items())
     assert removed == ["s1"]
     assert sorted(list_turn_markers(home)) == ["s2", "s3"]
 
@@ -57,7 +58,7 @@ def test_status_shows_a_tombstoned_turn_as_skipped_removes_it_and_resume_refuses
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, "skipped, then brought back by a stale Hermes write", attempts=0)
     decisions.record("skipped", home=home, session_key=key, started_at=entry["started_at"], attempts=0)
-    res = resume_turn(home, key, entry)  # before any scan: the journal settles it, and resume removes it again
+    res = resume_turn(Turn.of(home, key, entry))  # before any scan: the journal settles it, and resume removes it again
     assert res.outcome == "refused" and res.verdict == "settled", res.message
     assert key not in list_turn_markers(home) and "removed again" in res.message
     import json
@@ -82,9 +83,9 @@ def test_a_tombstone_counts_attempts_as_hermes_does(tmp_path):
     shown = plant_marker(home, "s1", "a prompt")
     raw = {**shown, "attempts": -3}
     decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], attempts=0)
-    assert exactly_once.tombstoned(home, "s1", raw)
-    assert exactly_once.tombstoned(home, "s1", {**shown, "attempts": "0"})
-    assert not exactly_once.tombstoned(home, "s1", {**shown, "attempts": 1})
+    assert exactly_once.tombstoned(Turn.of(home, "s1", raw))
+    assert exactly_once.tombstoned(Turn.of(home, "s1", {**shown, "attempts": "0"}))
+    assert not exactly_once.tombstoned(Turn.of(home, "s1", {**shown, "attempts": 1}))
 
 
 def test_a_junk_started_at_turn_skipped_from_the_tray_stays_skipped(tmp_path):
@@ -105,7 +106,7 @@ def test_a_junk_started_at_turn_skipped_from_the_tray_stays_skipped(tmp_path):
     assert turn.verdict == "actionable"
     decisions.record("skipped", home=home, session_key=key, started_at=turn.started_at, attempts=turn.attempts)
     back = list_turn_markers(home)[key]  # as a stale Hermes write would bring it back
-    assert exactly_once.tombstoned(home, key, back)
-    assert exactly_once.turn_started_at(back) == turn.started_at
-    res = resume_turn(home, key, back)
+    assert exactly_once.tombstoned(Turn.of(home, key, back))
+    assert Turn.of(home, key, back).started_at == turn.started_at
+    res = resume_turn(Turn.of(home, key, back))
     assert res.outcome == "refused" and res.verdict == "settled", res.message

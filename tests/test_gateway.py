@@ -15,11 +15,12 @@ from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import read_turns, write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
 from hermes_tray_core.continuing import gateway
+from hermes_tray_core.continuing.listener import Callbacks
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.vocab import Outcome, StopReason
-from tests.support.sim_homes import make_home, pid_running, plant_marker
+from tests.support.sim_homes import make_home, pid_running, plant_marker, turn_of
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
@@ -29,8 +30,8 @@ FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
 
 
 def run(home: Path, key: str, install: gateway.HermesInstall, *, attempts: int = 0, prompt: str = PROMPT,
-        options: gateway.GatewayOptions = FAST, **kw) -> gateway.ContinuationResult:
-    return gateway.continue_turn(home, key, original_prompt=prompt, attempts=attempts, install=install,
+        options: gateway.GatewayOptions = FAST, expected: dict | None = None, **kw) -> gateway.ContinuationResult:
+    return gateway.continue_turn(turn_of(home, key, prompt, attempts=attempts, expected=expected), install,
                                  options=options, **kw)
 
 
@@ -137,8 +138,7 @@ def test_an_interpreter_without_hermes_is_not_guessed(tmp_path):
     caps = gateway.probe_capabilities(gateway.install_from_command([sys.executable]),
                                       env=gateway.gateway_environment(tmp_path), use_cache=False)
     assert caps.auto_continue is None
-    res = gateway.continue_turn(tmp_path, "s1", original_prompt="x", attempts=0,
-                                install=gateway.install_from_command([sys.executable]))
+    res = gateway.continue_turn(turn_of(tmp_path, "s1", "x"), gateway.install_from_command([sys.executable]))
     assert res.outcome == Outcome.ERROR and not res.dispatched and "tui_gateway" in res.message
 
 
@@ -154,7 +154,7 @@ def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(sims, tmp_pa
     def dispatched(res: gateway.ContinuationResult) -> None:
         during.append(dict(list_turn_markers(home)[key]))
 
-    res = run(home, key, sims["legacy"], on_dispatched=dispatched, on_progress=progress.append)
+    res = run(home, key, sims["legacy"], listener=Callbacks(on_dispatched=dispatched, on_progress=progress.append))
     assert res.outcome == Outcome.COMPLETED, res.message
     assert res.continued_by == "tray" and res.attempt == 1
     assert res.answer == "Simulated Hermes: the task is finished."
@@ -177,8 +177,8 @@ def test_marker_kept_for_legacy_run_reads_running_while_it_runs(sims, tmp_path):
     home, key = make_home(tmp_path / "home", turn_seconds=1.0)
     plant_marker(home, key, PROMPT)
     states: list[str] = []
-    res = run(home, key, sims["legacy"],
-              on_dispatched=lambda r: states.append(marker_writer_state(list_turn_markers(home)[key])))
+    res = run(home, key, sims["legacy"], listener=Callbacks(
+        on_dispatched=lambda r: states.append(marker_writer_state(list_turn_markers(home)[key]))))
     assert res.outcome == Outcome.COMPLETED
     assert states == ["alive"]
 
@@ -228,7 +228,7 @@ def test_the_continuation_marker_keeps_the_diagnostic_category_and_its_completio
     before = max((mid for mid in _message_ids(home)), default=0)
     write_control(home, die_mid_turn=True)
     submitted: list[dict] = []
-    res = run(home, key, sims["legacy"], expected=diag, on_submitting=submitted.append)
+    res = run(home, key, sims["legacy"], expected=diag, listener=Callbacks(on_submitting=submitted.append))
     assert res.outcome == Outcome.CRASHED and res.dispatched
     m = list_turn_markers(home)[key]
     assert m["attempts"] == 1 and m["notification_category"] == "diagnostic"  # as Hermes' own marker carries it
@@ -272,7 +272,7 @@ def test_stop_interrupts_and_retires_the_marker(sims, tmp_path):
             stop.set()
 
     t0 = time.monotonic()
-    res = run(home, key, sims["legacy"], stop=stop, on_progress=progress)
+    res = run(home, key, sims["legacy"], stop=stop, listener=Callbacks(on_progress=progress))
     assert res.outcome == Outcome.INTERRUPTED and res.status == "interrupted"
     assert res.stopped_by == StopReason.USER  # the journal says "stopped by you", not "interrupted in Hermes"
     assert time.monotonic() - t0 < 10
@@ -287,7 +287,7 @@ def test_stop_of_a_backend_continuation_retires_the_marker(sims, tmp_path):
     plant_marker(home, key, PROMPT)
     stop = threading.Event()
     res = run(home, key, sims["auto-continue"], stop=stop,
-              on_progress=lambda p: stop.set() if p.last_frame == "message.delta" else None)
+              listener=Callbacks(on_progress=lambda p: stop.set() if p.last_frame == "message.delta" else None))
     assert res.outcome == Outcome.INTERRUPTED
     assert key not in list_turn_markers(home)
 
@@ -443,8 +443,7 @@ def test_an_unusable_log_folder_does_not_stop_the_continuation(sims, tmp_path, m
     monkeypatch.setenv("HERMES_TRAY_LOG_DIR", str(logs))
     home, key = make_home(tmp_path / "home")
     plant_marker(home, key, PROMPT)
-    res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
-                                options=FAST)
+    res = gateway.continue_turn(turn_of(home, key, PROMPT), sims["legacy"], options=FAST)
     assert res.outcome == Outcome.COMPLETED, res.message
     assert res.log_path is None and res.log_problem
     assert key not in list_turn_markers(home)
@@ -476,8 +475,7 @@ def test_gateway_logs_have_portable_names_and_only_the_newest_20_are_kept(sims, 
         os.utime(old, (1_600_000_000 + i, 1_600_000_000 + i))
     home, key = make_home(tmp_path / "home")
     plant_marker(home, key, PROMPT)
-    res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
-                                options=FAST)
+    res = gateway.continue_turn(turn_of(home, key, PROMPT), sims["legacy"], options=FAST)
     assert res.outcome == Outcome.COMPLETED
     kept = sorted(p.name for p in (logs / "gateway").iterdir())
     assert len(kept) == 20 and Path(res.log_path or "").name in kept

@@ -7,8 +7,8 @@ import sys
 
 import pytest
 
-from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.processes import HermesProcesses, ProcessKind, classify, home_for
+from hermes_tray_core.keys import home_path
 from tests.support.fake_hermes import fake_hermes, kill
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="fake processes use the POSIX shebang form")
@@ -118,4 +118,4 @@ def test_home_rules_follow_hermes_profile_override(tmp_path):
     (root / "active_profile").write_text("work")
     assert home_for(ProcessKind.DASHBOARD, ["hermes", "dashboard"], env) == prof
     assert home_for(ProcessKind.DASHBOARD, ["hermes", "dashboard"], {**env, "HERMES_S6_SUPERVISED_CHILD": "1"}) == root
-    assert hermes_paths.canonical(root) == hermes_paths.canonical(tmp_path / "hermes" / "." )
+    assert home_path(root) == home_path(tmp_path / "hermes" / "." )

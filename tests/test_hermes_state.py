@@ -442,6 +442,7 @@ def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(t
     from hermes_tray_core.markers.entries import build_entry
     from hermes_tray_core.markers.store import MarkerStore
     from hermes_tray_core.stores import decisions
+    from hermes_tray_core.turn import Turn
     from tests.support.sim_homes import dead_identity
 
     prompt = "Create notes.txt listing the three largest files."
@@ -455,25 +456,25 @@ def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(t
     assert store.replace_if_unchanged(SID, store.list()[SID], entry)
     entry = store.list()[SID]
     msg(conn, "user", continuation_note(prompt))
-    assert settle_if_finished(home, SID, entry) is None  # running, or killed mid-turn: not settled
+    assert settle_if_finished(Turn.of(home, SID, entry)) is None  # running, or killed mid-turn: not settled
     assert store.list()[SID] == entry
     # A Hermes marker (no mark) is never settled this way, whatever state.db holds.
     plain = {k: v for k, v in entry.items() if not k.startswith("tray_")}
     msg(conn, "assistant", "Done: notes.txt lists them.", finish="stop")
-    assert settle_if_finished(home, SID, plain) is None
+    assert settle_if_finished(Turn.of(home, SID, plain)) is None
     # state.db gone (moved away, a restore in progress): whether it finished cannot be told.
     (home / "state.db").rename(home / "state.db.away")
-    unsure = settle_if_finished(home, SID, entry)
+    unsure = settle_if_finished(Turn.of(home, SID, entry))
     assert unsure is not None and not unsure.finished and unsure.state == "unknown"
     assert store.list()[SID] == entry and decisions.default_journal().events_for(home, SID, entry["started_at"]) == []
     (home / "state.db.away").rename(home / "state.db")
     # A mark whose digest does not match the marker's prompt is left alone.
-    assert settle_if_finished(home, SID, {**entry, "prompt": prompt + "!"}) is None
-    settled = settle_if_finished(home, SID, entry)
+    assert settle_if_finished(Turn.of(home, SID, {**entry, "prompt": prompt + "!"})) is None
+    settled = settle_if_finished(Turn.of(home, SID, entry))
     assert settled is not None and settled.finished and settled.retired and "reply" in settled.reason
     assert SID not in store.list()
     events = decisions.default_journal().events_for(home, SID, entry["started_at"])
     assert events == ["completed"]
     # A second reader finding the same (already retired) entry journals nothing more.
-    assert settle_if_finished(home, SID, entry) is not None
+    assert settle_if_finished(Turn.of(home, SID, entry)) is not None
     assert decisions.default_journal().events_for(home, SID, entry["started_at"]) == ["completed"]

@@ -22,6 +22,7 @@ from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing.resume import resume_turn
 from hermes_tray_core.hermes.processes import ProcessKind, classify
 from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Outcome, RanIn
 from tests.support.sim_homes import make_home, plant_marker
 
@@ -113,7 +114,7 @@ def test_a_gated_backend_is_not_used_and_the_resume_falls_back_saying_why(sims, 
     with running_sim_dashboard(root_of(sims["legacy"]), home):
         backend, why = find_live_backend(home)
         assert backend is None and "gated mode" in (why or "")
-        res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+        res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)
     assert res.outcome == Outcome.COMPLETED, res.message
     c = res.continuation
     assert c is not None and c.ran_in == RanIn.SEPARATE_PROCESS and c.gateway_pid
@@ -131,7 +132,7 @@ def test_an_env_token_refused_by_a_gated_backend_falls_back_with_the_http_status
     write_control(home, dashboard_gated=True)
     entry = plant_marker(home, key, PROMPT)
     with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}):
-        res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+        res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)
     assert res.outcome == Outcome.COMPLETED, res.message
     assert res.fallback_reason and "HTTP 403" in res.fallback_reason
     assert res.continuation is not None and res.continuation.ran_in == RanIn.SEPARATE_PROCESS
@@ -147,7 +148,7 @@ def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_
     entry = plant_marker(home, key, PROMPT)
     with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}) as (
             proc, _port):
-        res = resume_turn(home, key, entry, options=FAST, via="test")
+        res = resume_turn(Turn.of(home, key, entry), options=FAST, via="test")
         assert proc.poll() is None  # still running: the tray never stops the user's backend
     assert res.outcome == Outcome.COMPLETED, res.message
     c = res.continuation
@@ -181,7 +182,7 @@ def test_a_session_open_in_another_client_is_left_alone_and_keeps_its_events(sim
         window = client(backend)  # stands in for the Desktop window that has the session open
         try:
             sid = window.request("session.resume", {"session_id": key}, 5)["session_id"]
-            res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+            res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)
             assert res.outcome == "refused" and res.verdict == "running", res.message
             assert "open in your Hermes app" in res.message
             assert res.continuation is not None and res.continuation.live_elsewhere
@@ -213,11 +214,11 @@ def test_the_session_the_tray_left_there_is_waited_for_not_read_as_a_window(sims
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     write_control(home, dashboard_orphan_grace=2.0)
     with running_sim_dashboard(root_of(sims[cap]), home):
-        first = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test")
+        first = resume_turn(Turn.of(home, key, plant_marker(home, key, PROMPT)), options=FAST, via="test")
         assert first.outcome == Outcome.COMPLETED, first.message
         phases: list[str] = []
-        again = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test",
-                            on_progress=lambda p: phases.append(p.phase))
+        again = resume_turn(Turn.of(home, key, plant_marker(home, key, PROMPT)), options=FAST, via="test",
+                            listener=gateway.Callbacks(on_progress=lambda p: phases.append(p.phase)))
         assert again.outcome == Outcome.COMPLETED, again.message
         assert "waiting-for-release" in phases
         assert again.continuation is not None and again.continuation.ran_in == RanIn.RUNNING_BACKEND
@@ -228,7 +229,7 @@ def test_the_session_the_tray_left_is_a_windows_once_a_window_took_it(sims, tmp_
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     write_control(home, dashboard_orphan_grace=30.0)
     with running_sim_dashboard(root_of(sims["legacy"]), home):
-        first = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test")
+        first = resume_turn(Turn.of(home, key, plant_marker(home, key, PROMPT)), options=FAST, via="test")
         assert first.outcome == Outcome.COMPLETED, first.message
         backend, why = find_live_backend(home)
         assert backend is not None, why
@@ -237,7 +238,7 @@ def test_the_session_the_tray_left_is_a_windows_once_a_window_took_it(sims, tmp_
             time.sleep(0.05)
             window.request("session.resume", {"session_id": key}, 5)  # the user opens it: it is the window's now
             t0 = time.monotonic()
-            res = resume_turn(home, key, plant_marker(home, key, PROMPT), options=FAST, via="test")
+            res = resume_turn(Turn.of(home, key, plant_marker(home, key, PROMPT)), options=FAST, via="test")
             assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
             assert time.monotonic() - t0 < 10  # not waited for: a window has it
         finally:
@@ -251,7 +252,7 @@ def test_the_backend_stopped_before_the_resume_means_a_spawned_gateway(sims, tmp
     with running_sim_dashboard(root_of(sims["legacy"]), home) as (proc, _port):
         pass  # started and SIGKILLed: gone before the resume
     assert proc.poll() is not None
-    res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)
     assert res.outcome == Outcome.COMPLETED, res.message
     assert res.continuation is not None and res.continuation.ran_in == RanIn.SEPARATE_PROCESS
     assert res.fallback_reason == NO_BACKEND
@@ -315,7 +316,7 @@ def test_a_live_session_the_list_misses_is_still_not_taken_over(sims, tmp_path):
         try:
             sid = window.request("session.resume", {"session_id": key}, 5)["session_id"]
             time.sleep(1.2)  # the window has had it open a while
-            res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+            res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)
             assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
             assert read_turns(home) == []  # the tray submitted nothing
             assert list_turn_markers(home)[key] == entry
@@ -335,7 +336,7 @@ def test_an_open_session_on_a_backend_that_continues_turns_itself_says_it_will_c
         try:
             window.request("session.resume", {"session_id": key}, 5)  # open in the window, idle
             entry = plant_marker(home, key, PROMPT)  # then a turn of it is found interrupted
-            res = resume_turn(home, key, entry, options=FAST)
+            res = resume_turn(Turn.of(home, key, entry), options=FAST)
         finally:
             window.shutdown()
     assert res.outcome == "refused" and "open in your Hermes app" in res.message, res.message
@@ -365,7 +366,7 @@ def test_a_marker_handed_to_a_backend_that_runs_no_turn_is_offered_again_unless_
             (t,) = [t for t in Scanner([Home(home, "default", "test")]).scan().turns if t.session_key == key]
             return t.verdict, t.reason
 
-        held = exactly_once.claim(home, key, purpose="resume", via="test", ttl=60)
+        held = exactly_once.claim(Turn.of(home, key, None), purpose="resume", via="test", ttl=60)
         assert isinstance(held, exactly_once.Claim)
         try:
             assert verdict()[0] == "running"

@@ -26,6 +26,7 @@ from hermes_tray_core.continuing.resume import assess
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.file import marker_path
 from hermes_tray_core.process.identity import process_start_time
+from hermes_tray_core.turn import Turn
 from tests.integration.hermes_venv import G2, venv_path, venv_python
 from tests.support.sim_homes import dead_identity
 
@@ -121,7 +122,7 @@ def test_every_junk_form_gets_the_verdict_hermes_own_code_gives_it(tmp_path, wri
         homes.append((str(home), KEY))
     tray = {}
     for (name, entry), (home, _key) in zip(cases, homes, strict=True):  # before Hermes clears any of them
-        tray[name] = (assess(home, KEY, entry).verdict, marker_writer_state(entry, home))
+        tray[name] = (assess(Turn.of(home, KEY, entry)).verdict, marker_writer_state(entry, home))
     env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_")}
     env["HERMES_HOME"] = str(tmp_path / "hermes-own-home")
     result = tmp_path / "hermes-says.json"

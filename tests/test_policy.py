@@ -4,10 +4,17 @@ from __future__ import annotations
 
 import pytest
 
-from hermes_tray_core.deciding.policy import VERDICTS, AutoContinueConfig, decide
+from hermes_tray_core.deciding import policy
+from hermes_tray_core.deciding.policy import VERDICTS, AutoContinueConfig, Seen
+from hermes_tray_core.turn import Marker
 
 NOW = 1_800_000_000.0
 DEFAULT = AutoContinueConfig()
+
+
+def decide(entry, *, config, now, **seen):
+    """The policy on a raw entry, as the scanner calls it: the entry typed, what else was seen bundled."""
+    return policy.decide(Marker.read(entry), config=config, now=now, seen=Seen(**seen))
 
 
 def marker(**over):
@@ -177,7 +184,7 @@ def test_hostile_numbers_never_raise_and_age_agrees_with_reason(field, value, wr
     assert "\n" not in d.reason and len(d.reason) < 200
     assert math.isfinite(d.age_seconds) and d.age_seconds >= 0
     assert agrees(d), (d.reason, d.age_seconds)
-    assert d.age_seconds == marker_age(entry, NOW)
+    assert d.age_seconds == marker_age(Marker.read(entry), NOW)
     if d.unsure:
         assert d.verdict != "actionable"
 

@@ -23,6 +23,7 @@ from hermes_tray_core.continuing.resume import resume_turn
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.lease import LeaseStore
+from hermes_tray_core.turn import Turn
 from tests.support.sim_homes import make_home, pid_running, plant_marker, settings_for
 
 PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
@@ -49,7 +50,7 @@ def journal_events(key: str) -> list[str]:
 def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     assert res.outcome == "completed" and res.exit_code == 0, res.message
     assert key not in list_turn_markers(home)
     assert [t["kind"] for t in read_turns(home)] == ["note"]
@@ -71,7 +72,7 @@ def test_refuses_while_the_writer_is_alive(sim_roots, env, tmp_path):
         from hermes_tray_core.process.identity import identity_of
 
         entry = plant_marker(home, key, PROMPT, writer=identity_of(writer.pid))
-        res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+        res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     finally:
         writer.kill()
         writer.wait()
@@ -85,7 +86,7 @@ def test_refuses_when_a_live_hermes_holds_the_turn_lease(sim_roots, env, tmp_pat
     entry = plant_marker(home, key, PROMPT)
     assert sim_state.acquire_turn_lease(home, key, "t1")  # held by this (live) process
     clock_step.step()
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.verdict == "running"
     assert "turn lease" in res.message
     assert read_turns(home) == []
@@ -101,7 +102,7 @@ def test_refuses_when_a_live_hermes_has_the_session_open(sim_roots, env, tmp_pat
     (home / "runtime" / "active_sessions.json").write_text(json.dumps({"entries": [
         {"session_id": key, "pid": me.pid, "process_start_time": me.start_time, "surface": "tui"}]}))
     clock_step.step()
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.verdict == "running"
     assert "has this session open" in res.message and "Continue it in the Hermes window" in res.message
     assert read_turns(home) == []
@@ -111,7 +112,7 @@ def test_refuses_a_marker_that_changed_since_it_was_shown(sim_roots, env, tmp_pa
     home, key = make_home(tmp_path / "home")
     shown = plant_marker(home, key, PROMPT)
     plant_marker(home, key, PROMPT, attempts=1)  # another attempt ran meanwhile
-    res = resume_turn(home, key, shown, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, shown), install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and "changed since it was shown" in res.message
     assert res.code == "changed" and res.to_dict()["code"] == "changed"
     assert read_turns(home) == []
@@ -123,7 +124,7 @@ def test_refuses_a_turn_no_longer_marked_with_the_gone_code(sim_roots, env, tmp_
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
     assert remove_marker_if_unchanged(home, key, shown)  # someone else dealt with it meanwhile
-    res = resume_turn(home, key, shown, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, shown), install=install(sim_roots), options=FAST)
     assert res.outcome == "refused" and res.code == "gone" and res.exit_code == 1
 
 
@@ -136,7 +137,7 @@ def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_p
     lease = store.acquire(claim_name(home, key), "other-tray", ttl=60)
     assert lease is not None
     try:
-        res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+        res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     finally:
         store.release(lease)
     assert res.outcome == "refused" and "already resuming" in res.message
@@ -147,7 +148,7 @@ def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_p
 def test_exhausted_budget_gives_up_and_says_so(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home", max_attempts=2)
     entry = plant_marker(home, key, PROMPT, attempts=2)
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     assert res.outcome == "gave-up" and res.exit_code == 1
     assert "budget is 2" in res.message
     assert journal_events(key) == ["gave-up"]
@@ -158,7 +159,7 @@ def test_a_crash_at_the_budget_is_reported_as_the_last_attempt(sim_roots, env, t
     home, key = make_home(tmp_path / "home", max_attempts=1, turn_seconds=1.0)
     entry = plant_marker(home, key, PROMPT)
     write_control(home, die_mid_turn=True)
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     assert res.outcome == "crashed" and res.exit_code == 3
     assert "retry budget is used up" in res.message
     assert journal_events(key) == ["approved", "continuing", "dispatched", "failed", "gave-up"]
@@ -342,18 +343,18 @@ def test_a_crashed_continuation_is_resumed_again_but_never_while_state_db_cannot
     home, key = make_home(tmp_path / "home", turn_seconds=1.0)
     entry = plant_marker(home, key, PROMPT)
     write_control(home, die_mid_turn=True)
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     assert res.outcome == "crashed"
     left = list_turn_markers(home)[key]  # attempts 1, its completion mark, a dead writer; no reply in state.db
     write_control(home, die_mid_turn=False)
     (home / "state.db").rename(home / "state.db.away")
     try:
-        unsure = resume_turn(home, key, left, install=install(sim_roots), options=FAST)
+        unsure = resume_turn(Turn.of(home, key, left), install=install(sim_roots), options=FAST)
     finally:
         (home / "state.db.away").rename(home / "state.db")
     assert unsure.outcome == "refused" and "cannot tell whether" in unsure.message, unsure.message
     assert list_turn_markers(home)[key] == left
-    again = resume_turn(home, key, left, install=install(sim_roots), options=FAST)
+    again = resume_turn(Turn.of(home, key, left), install=install(sim_roots), options=FAST)
     assert again.outcome == "completed", again.message  # pending in state.db: a real retry, within budget
     assert [t["kind"] for t in read_turns(home)] == ["note", "note"]
 
@@ -367,7 +368,7 @@ def test_the_inactivity_timeout_setting_stops_a_silent_continuation(sim_roots, e
     update_settings({"continuation_idle_timeout": 1.5})
     entry = plant_marker(home, key, PROMPT)
     t0 = time.monotonic()
-    res = resume_turn(home, key, entry)  # options from the tray settings
+    res = resume_turn(Turn.of(home, key, entry))  # options from the tray settings
     assert res.outcome == "timed-out" and "no activity for 1.5s" in res.message, res.message
     assert time.monotonic() - t0 < 25
     assert key not in list_turn_markers(home)
@@ -399,7 +400,7 @@ def test_a_malformed_session_key_is_a_caller_error(env, tmp_path):
     from hermes_tray_core.keys import InvalidIdError
 
     with pytest.raises(InvalidIdError):
-        resume_turn(tmp_path, "../../etc/passwd", {})
+        resume_turn(Turn.of(tmp_path, "../../etc/passwd", {}))
 
 
 # ── review fixes ────────────────────────────────────────────────────────────────────────────────
@@ -415,7 +416,7 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
     cfg = Path(env["HERMES_TRAY_CONFIG_DIR"])
     cfg.mkdir(parents=True, exist_ok=True)
     (cfg / "config.toml").write_text('hermes_command = ["/opt/my-hermes/bin/python"\n', encoding="utf-8")
-    res = resume_turn(home, key, entry, options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), options=FAST)
     assert res.outcome == "refused" and res.exit_code == 1, res.message
     assert "settings" in res.message and "config.toml" in res.message
     assert read_turns(home) == []
@@ -423,7 +424,7 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
     # Unset (no settings file at all) still means "the hermes on PATH".
     (cfg / "config.toml").unlink()
     assert settings_hermes_command() is None
-    assert resume_turn(home, key, entry, options=FAST).outcome == "completed"
+    assert resume_turn(Turn.of(home, key, entry), options=FAST).outcome == "completed"
 
 
 def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp_path):
@@ -444,7 +445,7 @@ def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp
 
     store.current = broken  # the store failed between the refused acquire and the look at its holder
     try:
-        res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+        res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     finally:
         del store.current
         other.release(held)
@@ -510,8 +511,8 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     home, key = make_home(home, turn_seconds=1.5)
     entry = plant_marker(home, key, PROMPT)
     plant_marker(home, "20261129_000000_other", "another turn")  # so removing ours rewrites the file
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST,
-                      on_dispatched=lambda _r: fill())  # the disk fills up while the continuation runs
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST,
+                      listener=gateway.Callbacks(on_dispatched=lambda _r: fill()))  # the disk fills up meanwhile
     assert res.outcome == "completed", res.message
     assert "The marker could not be removed" in res.message and res.to_dict()["marker_left"]
     left = list_turn_markers(home)[key]  # the tray's own entry: attempts + 1, a writer that has exited
@@ -520,7 +521,7 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     assert decisions.turn_status(home, key, left["started_at"]) == "completed"
     assert decisions.has_answered(home, key, left["started_at"])  # ask-once / auto mode: answered
     # Resuming the leftover is refused: that turn already completed. Exactly one continuation ran.
-    again = resume_turn(home, key, left, install=install(sim_roots), options=FAST)
+    again = resume_turn(Turn.of(home, key, left), install=install(sim_roots), options=FAST)
     assert again.outcome == "refused" and "already continued and completed" in again.message, again.message
     assert [t["kind"] for t in read_turns(home)] == ["note"]
 
@@ -541,7 +542,7 @@ def test_legacy_continuation_rechecks_hermes_right_before_submitting(sim_roots, 
 
     took = threading.Timer(0.5, take)
     took.start()
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     took.join()
     assert res.outcome == "refused" and res.verdict == "running", res.message
     assert "turn lease" in res.message and "nothing was submitted" in res.message
@@ -569,7 +570,7 @@ def test_legacy_recheck_also_sees_an_active_session_owner_but_not_our_own_gatewa
 
     t = threading.Timer(0.5, register)
     t.start()
-    res = resume_turn(home, key, entry, install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=install(sim_roots), options=FAST)
     t.join()
     assert res.outcome == "refused" and "has this session open" in res.message, res.message
     assert read_turns(home) == []
@@ -607,7 +608,7 @@ def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would
     entry = plant_marker(home, key, PROMPT)
     entry[field] = value
     marker_path(home).write_text(json.dumps({key: entry}))  # NaN / Infinity as Python writes them
-    res = resume_turn(home, key, list_turn_markers(home)[key], install=install(sim_roots), options=FAST)
+    res = resume_turn(Turn.of(home, key, list_turn_markers(home)[key]), install=install(sim_roots), options=FAST)
     assert res.outcome == "completed", res.message
     turns = read_turns(home)
     assert [t["kind"] for t in turns] == ["note"]

@@ -71,6 +71,21 @@ def test_every_verdict_across_root_and_profile(tree):
     assert "refactor" not in repr(dead) and "s-dead" in repr(dead)  # a logged record carries no prompt text
 
 
+def test_a_marker_under_a_key_no_hermes_session_has_is_listed_but_never_offered(tmp_path, monkeypatch):
+    """A key with a path separator or control characters names no Hermes session: nothing may put it in a claim, a
+    journal or an argv. The turn is listed as it is (the user sees it) and judged not-ours, so no Resume is offered
+    (one would only fail); its neighbour is judged as ever."""
+    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "tray-state"))
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s-ok", title="Fine")
+    home.write_markers({"s-ok": marker_entry("a fine turn"), "../../x\x07": marker_entry("a hostile one")})
+    home.close()
+    turns = by_key(scan(discover_homes(env={"HERMES_HOME": str(home.path)})))
+    assert turns["s-ok"].verdict == "actionable"
+    odd = turns["../../x\x07"]
+    assert (odd.verdict, odd.code, odd.prompt_excerpt) == ("not-ours", "malformed-entry", "a hostile one")
+
+
 def test_corrupt_marker_file_is_reported_not_hidden(tree):
     root, _work, homes = tree
     root.marker_file.write_text("{not json")

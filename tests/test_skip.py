@@ -21,8 +21,9 @@ from hermes_tray_core.markers.store import MarkerStore, list_turn_markers, remov
 from hermes_tray_core.stores import decisions
 from hermes_tray_core.stores.lease import LeaseStore
 from hermes_tray_core.stores.paths import lease_db
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import SkipOutcome
-from tests.support.sim_homes import dead_identity, make_home, plant_marker
+from tests.support.sim_homes import dead_identity, make_home, plant_marker, turn_of
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
@@ -87,7 +88,7 @@ def test_skip_loses_to_a_resume_claim_held_by_another_process_and_wins_once_it_i
                              stdout=subprocess.PIPE, text=True)
     try:
         assert child.stdout is not None and child.stdout.readline().strip() == "held"
-        res = core_skip.skip_turn(home, "s1", shown, via="test")
+        res = core_skip.skip_turn(Turn.of(home, "s1", shown), via="test")
         assert res.outcome == SkipOutcome.RESUMING and not res.ok
         assert "being resumed right now" in res.message
         assert list_turn_markers(home)["s1"] == shown, "a losing skip must not touch the marker"
@@ -95,7 +96,7 @@ def test_skip_loses_to_a_resume_claim_held_by_another_process_and_wins_once_it_i
         child.kill()
         child.wait()
     # its holder is dead: the claim is free at once, and the skip wins (and leaves the claim free)
-    res = core_skip.skip_turn(home, "s1", shown, via="test")
+    res = core_skip.skip_turn(Turn.of(home, "s1", shown), via="test")
     assert res.ok, res.message
     assert "s1" not in list_turn_markers(home)
     assert LeaseStore(lease_db()).current(claim_name(home, "s1")) is None
@@ -105,7 +106,7 @@ def test_skip_of_a_changed_turn_is_refused_and_changes_nothing(tmp_path):
     home = tmp_path / "home"
     shown = plant_marker(home, "s1", PROMPT)
     newer = plant_marker(home, "s1", PROMPT, attempts=1)
-    res = core_skip.skip_turn(home, "s1", shown)
+    res = core_skip.skip_turn(Turn.of(home, "s1", shown))
     assert res.outcome == SkipOutcome.CHANGED
     assert list_turn_markers(home)["s1"] == newer
 
@@ -119,11 +120,11 @@ def test_skip_inside_the_resume_window_loses_and_the_continuation_runs(sims, tmp
     write_control(home, resume_delay=0.8)
     out: dict = {}
     t = threading.Thread(target=lambda: out.setdefault(
-        "r", resume_turn(home, key, shown, install=sims[cap], options=FAST, via="test")))
+        "r", resume_turn(Turn.of(home, key, shown), install=sims[cap], options=FAST, via="test")))
     t.start()
     try:
         assert wait_for(lambda: "approved" in [e["event"] for e in decisions.history(50, session_key=key)])
-        res = core_skip.skip_turn(home, key, shown, via="test")
+        res = core_skip.skip_turn(Turn.of(home, key, shown), via="test")
     finally:
         t.join(60)
     assert res.outcome == SkipOutcome.RESUMING, res.message
@@ -143,7 +144,7 @@ def test_legacy_continuation_submits_nothing_when_the_marker_was_skipped_meanwhi
     write_control(home, resume_delay=0.8)
     out: dict = {}
     t = threading.Thread(target=lambda: out.setdefault(
-        "r", resume_turn(home, key, shown, install=sims["legacy"], options=FAST, via="test")))
+        "r", resume_turn(Turn.of(home, key, shown), install=sims["legacy"], options=FAST, via="test")))
     t.start()
     try:
         assert wait_for(lambda: "approved" in [e["event"] for e in decisions.history(50, session_key=key)])
@@ -174,8 +175,8 @@ def test_legacy_continuation_marker_is_in_place_before_the_note_is_submitted(sim
     def at_dispatch(res: gateway.ContinuationResult) -> None:
         seen["entry"] = list_turn_markers(home).get(key)
 
-    res = gateway.continue_turn(home, key, original_prompt=PROMPT, attempts=0, install=sims["legacy"],
-                                options=FAST, expected=shown, on_dispatched=at_dispatch)
+    res = gateway.continue_turn(turn_of(home, key, PROMPT, expected=shown), sims["legacy"], options=FAST,
+                                listener=gateway.Callbacks(on_dispatched=at_dispatch))
     assert res.outcome == "completed", res.message
     entry = seen["entry"]
     assert entry is not None and entry["attempts"] == 1 and entry["prompt"] == PROMPT
@@ -191,7 +192,7 @@ def test_a_resume_that_meets_a_skip_in_progress_says_so(sims, tmp_path):
     held = store.acquire(claim_name(home, key), "pid=1:via=skip-cli", ttl=30)  # what skip_turn takes
     assert held is not None
     try:
-        res = resume_turn(home, key, shown, install=sims["legacy"], options=FAST, via="test")
+        res = resume_turn(Turn.of(home, key, shown), install=sims["legacy"], options=FAST, via="test")
     finally:
         store.release(held)
     assert res.outcome == "refused" and "being skipped right now" in res.message
@@ -211,7 +212,7 @@ def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
         seen.append(cur.holder if cur is not None else None)
         decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], via="test")
 
-    res = core_skip.skip_turn(home, "s1", shown, via="test", on_skipped=on_skipped)
+    res = core_skip.skip_turn(Turn.of(home, "s1", shown), via="test", on_skipped=on_skipped)
     assert res.ok and res.journal_error is None
     assert seen and seen[0] is not None and ":via=skip-test" in seen[0]  # journalled before the release
     assert decisions.turn_status(home, "s1", shown["started_at"]) == "skipped"
@@ -219,12 +220,12 @@ def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
 
     # A journal failure is reported, never undoes the skip; a losing skip journals nothing.
     again = plant_marker(home, "s2", PROMPT)
-    res = core_skip.skip_turn(home, "s2", again, via="test", on_skipped=lambda: 1 / 0)
+    res = core_skip.skip_turn(Turn.of(home, "s2", again), via="test", on_skipped=lambda: 1 / 0)
     assert res.ok and "division by zero" in (res.journal_error or "")
     called: list = []
     moved = plant_marker(home, "s3", PROMPT)
     plant_marker(home, "s3", PROMPT, attempts=1)
-    res = core_skip.skip_turn(home, "s3", moved, via="test", on_skipped=lambda: called.append(1))
+    res = core_skip.skip_turn(Turn.of(home, "s3", moved), via="test", on_skipped=lambda: called.append(1))
     assert res.outcome == SkipOutcome.CHANGED and called == []
 
 
@@ -241,6 +242,6 @@ def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
     assert decisions.turn_status(home, key, entry["started_at"]) == "skipped"
     marker_path(home).write_bytes(before)  # a stale writer puts the very same entry back
     assert list_turn_markers(home)[key] == entry
-    res = resume_turn(home, key, entry, install=sims["legacy"], options=FAST)
+    res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)
     assert res.outcome == "refused" and "was skipped" in res.message, res.message
     assert continuations(home, key) == 0

@@ -22,7 +22,7 @@ from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.vocab import Outcome, RanIn
-from tests.support.sim_homes import make_home, pid_running, plant_marker
+from tests.support.sim_homes import make_home, pid_running, plant_marker, turn_of
 
 PROMPT = "Rename the config loader and update its callers."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
@@ -46,16 +46,16 @@ class Driver:
 
     def run(self, home: Path, key: str, cap: str, **kw) -> gateway.ContinuationResult:
         kw.setdefault("options", FAST)
+        turn = turn_of(home, key, kw.pop("prompt", PROMPT), attempts=kw.pop("attempts", 0),
+                       expected=kw.pop("expected", None))
         if self.kind == "stdio":
-            return gateway.continue_turn(home, key, original_prompt=kw.pop("prompt", PROMPT),
-                                         attempts=kw.pop("attempts", 0), install=self.sims[cap], **kw)
+            return gateway.continue_turn(turn, self.sims[cap], **kw)
         if self.backend_proc is None:
             self.backend_proc, _port = self.stack.enter_context(running_sim_dashboard(sim_root(self.sims[cap]), home))
         backend, why = find_live_backend(home)
         assert backend is not None, why
         assert backend.pid == self.backend_proc.pid
-        return gateway.continue_in_backend(home, key, backend, original_prompt=kw.pop("prompt", PROMPT),
-                                           attempts=kw.pop("attempts", 0), **kw)
+        return gateway.continue_in_backend(turn, backend, **kw)
 
     def writer_pid(self, res: gateway.ContinuationResult) -> int | None:
         return res.gateway_pid if self.kind == "stdio" else res.backend_pid
@@ -71,7 +71,7 @@ def test_legacy_backend_gets_the_note_and_the_tray_keeps_the_marker(driver, tmp_
     home, key = make_home(tmp_path / "home", turn_seconds=0.6)
     plant_marker(home, key, PROMPT)
     during: list[dict] = []
-    res = driver.run(home, key, "legacy", on_dispatched=lambda r: during.append(dict(list_turn_markers(home)[key])))
+    res = driver.run(home, key, "legacy", listener=gateway.Callbacks(on_dispatched=lambda r: during.append(dict(list_turn_markers(home)[key]))))
     assert res.outcome == Outcome.COMPLETED, res.message
     assert res.continued_by == "tray" and res.attempt == 1
     (m,) = during  # attempts + 1, the ORIGINAL prompt, the process running the turn as writer (alive)
@@ -122,7 +122,7 @@ def test_the_tray_quitting_leaves_the_continuation_as_it_would_be_without_the_tr
     home, key = make_home(tmp_path / "home", turn_seconds=2.0)
     plant_marker(home, key, PROMPT)
     stop = StopRequest()
-    res = driver.run(home, key, cap, stop=stop, on_dispatched=lambda r: stop.request(StopReason.SHUTDOWN))
+    res = driver.run(home, key, cap, stop=stop, listener=gateway.Callbacks(on_dispatched=lambda r: stop.request(StopReason.SHUTDOWN)))
     assert res.stopped_by == StopReason.SHUTDOWN, res.message
     if driver.kind == "websocket":
         # inside the running backend: the tray only stops following; the turn finishes there
@@ -148,7 +148,7 @@ def test_stop_interrupts_and_retires_the_marker(driver, tmp_path):
     write_control(home, never_finish=True, turn_seconds=0.2)
     plant_marker(home, key, PROMPT)
     stop = threading.Event()
-    res = driver.run(home, key, "legacy", stop=stop, on_dispatched=lambda r: stop.set())
+    res = driver.run(home, key, "legacy", stop=stop, listener=gateway.Callbacks(on_dispatched=lambda r: stop.set()))
     assert res.outcome == Outcome.INTERRUPTED, res.message
     assert key not in list_turn_markers(home)
     assert len(read_turns(home)) == 1
@@ -206,7 +206,7 @@ def test_a_window_that_took_the_session_during_the_continuation_keeps_it(driver,
         s = _window(home)
         held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
 
-    res = driver.run(home, key, "legacy", on_dispatched=window_opens)
+    res = driver.run(home, key, "legacy", listener=gateway.Callbacks(on_dispatched=window_opens))
     assert res.outcome == Outcome.COMPLETED and res.finish == "state-db", res.message
     (s, sid), = held
     try:
@@ -230,7 +230,7 @@ def test_stop_leaves_alone_a_session_a_window_took_and_says_so(driver, tmp_path,
         held.append((s, s.request("session.resume", {"session_id": key}, 5)["session_id"]))
         stop.set()
 
-    res = driver.run(home, key, "legacy", stop=stop, on_dispatched=window_opens_then_stop)
+    res = driver.run(home, key, "legacy", stop=stop, listener=gateway.Callbacks(on_dispatched=window_opens_then_stop))
     (s, _sid), = held
     try:
         assert res.finish == "left-alone" and "another client" in (res.left_alone or ""), res.message

@@ -25,6 +25,7 @@ from hermes_tray_core.deciding.snooze import MORNING_HOUR, remind_at, snooze_tur
 from hermes_tray_core.deciding.witness import ExitWitness
 from hermes_tray_core.process import machine
 from hermes_tray_core.stores.decisions import DecisionJournal
+from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import StopCause, Verdict
 from tests.support.fixture_homes import FixtureHome, env_for, gone_writer, marker_entry
 
@@ -209,7 +210,7 @@ def test_a_writer_of_this_boot_that_died_has_no_known_cause(tmp_path):
 
 def test_hermes_own_shutdown_record_and_the_tray_own_crashed_continuation_are_causes(tmp_path):
     now = time.time()
-    assert stop_cause({"interrupted_by": "shutdown"}, now=now)[0] == StopCause.SHUTDOWN
+    assert stop_cause(Marker.read({"interrupted_by": "shutdown"}), now=now)[0] == StopCause.SHUTDOWN
     # the tray's journal: its continuation (attempt 1) of this session crashed after the run's marker was written
     home = one_marker(tmp_path, attempts=1, started_at=now - 30,
                       writer=gone_writer() | {"writer_start_time": now - 40})  # a writer of this boot
@@ -234,11 +235,11 @@ def test_no_cause_is_printed_without_its_fact(tmp_path):
     for cause, facts in ((StopCause.SHUTDOWN, {"entry": {"interrupted_by": "shutdown"}}),
                          (StopCause.RESTARTED, {"entry": {"writer_start_time": 1000.0}, "boot_time": now - 50}),
                          (StopCause.CONTINUATION_CRASHED, {"crashed": {"attempt": 2, "created_at": now}})):
-        got, fact = stop_cause(facts.get("entry", {}), now=now, boot_time=facts.get("boot_time"),
+        got, fact = stop_cause(Marker.read(facts.get("entry", {})), now=now, boot_time=facts.get("boot_time"),
                                crashed=facts.get("crashed"))
         assert got == cause and fact
     # a witness record without its fact is no cause
-    assert stop_cause({}, now=now, witnessed={"cause": "out-of-memory"})[0] == StopCause.UNKNOWN
+    assert stop_cause(Marker.read({}), now=now, witnessed={"cause": "out-of-memory"})[0] == StopCause.UNKNOWN
     assert set(CAUSE_WORDS) == set(StopCause)
     home = one_marker(tmp_path, started_at=now - 4000, writer={"writer_pid": 4_000_000, "writer_start_time": 100.0})
     out = cli(tmp_path, "status", "--home", str(home.path))

@@ -18,7 +18,7 @@ from hermes_tray.model import turns as turns_module
 from hermes_tray.model.notes import After
 from hermes_tray.model.turns import Phase, TurnModel
 from hermes_tray.notify.note import Note
-from hermes_tray_core import AskOnce, Progress, TraySettings, TurnRecord
+from hermes_tray_core import AskOnce, Marker, Progress, TraySettings, Turn, TurnRecord, home_path
 from hermes_tray_core.stores import decisions
 
 HOME = Path("/home/u/.hermes")
@@ -50,12 +50,13 @@ class Sink:
 
 
 def rec(session_key: str, **fields) -> TurnRecord:
-    base = dict(home=HOME, profile="default", session_key=session_key, title=f"Turn {session_key}",
-                prompt_excerpt="make test_upload stop timing out on CI", started_at=STARTED,
-                age_seconds=300.0, attempts=0, writer="dead", verdict="actionable",
-                reason="its writer is gone and the turn is fresh", source="desktop", entry=None)
+    base = dict(home=HOME, profile="default", title=f"Turn {session_key}",
+                prompt_excerpt="make test_upload stop timing out on CI", age_seconds=300.0, writer="dead",
+                verdict="actionable", reason="its writer is gone and the turn is fresh", source="desktop")
+    started_at, attempts = fields.pop("started_at", STARTED), fields.pop("attempts", 0)
+    marker = Marker.read(fields.pop("entry", None))._replace(started=started_at, attempts=attempts)
     base.update(fields)
-    return TurnRecord(**base)
+    return TurnRecord(turn=Turn(home_path(base["home"]), session_key, marker), **base)
 
 
 def model(*, quiet: bool = False, can_show: bool = True, **settings) -> tuple[TurnModel, Sink]:
@@ -288,3 +289,21 @@ def test_the_page_of_a_turn_no_longer_listed_says_only_what_the_journal_recorded
     assert [(d.what, d.detail) for d in page.decisions] == [("You were told", "in the log only: no notification "
                                                              "server"), ("Skipped", "from the command line")]
     assert page_for(m.view(), [], home=str(HOME), session_key="never") is None
+
+
+def test_a_history_row_finds_its_waiting_turn_whichever_spelling_of_the_home_found_it(tmp_path) -> None:
+    """The journal names a home canonically; the scan may have found it through a symlink. The History row's page
+    is still the waiting turn's own, with Resume (a row names its turn by the engine's TurnKey, made where it
+    enters, not by comparing path text)."""
+    from hermes_tray.contract import key_of
+    from hermes_tray.model.page import page_for
+
+    real = tmp_path / "real-home"
+    real.mkdir()
+    link = tmp_path / "link-home"
+    link.symlink_to(real, target_is_directory=True)
+    m, _sink = model()
+    r = rec("s1", home=link)
+    scan(m, r)
+    page = page_for(m.view(), [], home=str(real.resolve()), session_key="s1")
+    assert page is not None and page.key == key_of(r) and page.actions == ("resume", "skip", "snooze")

@@ -38,6 +38,7 @@ from typing import Any
 
 from hermes_tray_core.backend.websocket import Secret
 from hermes_tray_core.hermes.processes import is_loopback
+from hermes_tray_core.numbers import json_number
 from hermes_tray_core.stores.fsutil import too_large_words
 
 __all__ = ["ROLES", "HostToken", "confirm_identity", "find_host_token", "lock_dir"]
@@ -152,9 +153,8 @@ def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -
         raise ValueError(f"host-{role}.json is not a host record")
     if rec.get("pid") != pid or isinstance(rec.get("pid"), bool):
         raise ValueError(f"host-{role}.json names another process")
-    created = rec.get("createTime")
-    if isinstance(created, (int, float)) and not isinstance(created, bool) and start_time is not None \
-            and abs(float(created) - start_time) > START_SLACK:
+    created = json_number(rec.get("createTime"))
+    if created is not None and start_time is not None and abs(created - start_time) > START_SLACK:
         raise ValueError(f"host-{role}.json names an earlier process with the same pid")
     port = rec.get("port")
     if not isinstance(port, int) or isinstance(port, bool) or not 0 < port < 65536:

@@ -20,8 +20,8 @@ from pathlib import Path
 
 from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for
 from hermes_tray_core.backend.websocket import BackendStarting, BackendUnusable
-from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.processes import HermesProcesses
+from hermes_tray_core.keys import home_path
 from hermes_tray_core.vocab import ProcessKind
 
 NO_BACKEND = "no running Hermes backend (hermes dashboard) serves this home"
@@ -38,7 +38,7 @@ _endpoints: dict[tuple[int, float | None], BackendEndpoint] = {}
 def forget(home: Path | str) -> None:
     """Drop the backend remembered for ``home`` (it could not be used): the next call looks again."""
     with _known_lock:
-        gone = _known.pop(hermes_paths.canonical(home), None)
+        gone = _known.pop(home_path(home), None)
         if gone is not None:
             _endpoints.pop((gone.pid, gone.identity.start_time), None)
 
@@ -49,7 +49,7 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
 
     Without ``processes`` a backend found earlier for this home is reused while it is the same live
     process; with them (a caller's own snapshot, e.g. ``doctor``) the answer is always fresh."""
-    key = hermes_paths.canonical(home)
+    key = home_path(home)
     if processes is None:
         with _known_lock:
             known = _known.get(key)
@@ -92,7 +92,7 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
 def _look(home: Path | str, processes: HermesProcesses | None
           ) -> tuple[list[BackendEndpoint], str | None, list[str]]:
     """(the usable backends, why none, the ones still starting, by description)."""
-    key = hermes_paths.canonical(home)
+    key = home_path(home)
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
     if not backends:

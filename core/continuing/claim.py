@@ -25,32 +25,24 @@ from __future__ import annotations
 
 import os
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.keys import home_path
 from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Refusal
 
 __all__ = [
-    "SETTLED", "Claim", "ClaimRefused", "canonical_home", "claim",
+    "SETTLED", "Claim", "ClaimRefused", "claim",
     "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "stopped", "tombstoned",
-    "turn_started_at",
 ]
 
 logger = get_logger(__name__)
 
 #: Journalled for a turn identity: it must never be dispatched (or offered) again.
 SETTLED = ("completed", "skipped")
-
-
-def canonical_home(home: Path | str) -> str:
-    """One spelling per home so every process names the claim alike: the decision journal's
-    (:func:`core.stores.decisions.home_key`), one rule for both."""
-    from hermes_tray_core.stores.decisions import home_key
-
-    return home_key(home)
 
 
 def lease_errors() -> tuple[type[Exception], ...]:
@@ -61,7 +53,8 @@ def lease_errors() -> tuple[type[Exception], ...]:
 
 
 def claim_name(home: Path | str, session_key: str) -> str:
-    return f"resume:{canonical_home(home)}:{session_key}"
+    """The claim's name in the lease store (a :class:`~hermes_tray_core.keys.HomePath` is taken as it is)."""
+    return f"resume:{home_path(home)}:{session_key}"
 
 
 _stores: dict[str, Any] = {}
@@ -102,11 +95,11 @@ class ClaimRefused(NamedTuple):
     message: str
 
 
-def claim(home: Path | str, session_key: SessionKey, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
+def claim(turn: Turn, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
           lease_path: Path | None = None) -> Claim | ClaimRefused:
     """Take the turn's claim for ``purpose`` (``resume`` or ``skip``). Never raises for a busy or broken
     store: a :class:`ClaimRefused` says which (when unsure whether someone holds it, nobody acts)."""
-    name = claim_name(home, session_key)
+    name = claim_name(turn.home, turn.key)
     tag = f"skip-{via}" if purpose == "skip" else via
     try:
         store = lease_store(lease_path)
@@ -118,7 +111,7 @@ def claim(home: Path | str, session_key: SessionKey, *, purpose: str, via: str, 
     try:
         cur = store.current(name)
     except lease_errors():  # only the holder's name is missing from the message: still a refusal
-        logger.warning("could not read the claim on %s", session_key, exc_info=True)
+        logger.warning("could not read the claim on %s", turn.key, exc_info=True)
         cur = None
     if cur is not None and ":via=skip-" in cur.holder:
         return ClaimRefused(Refusal.BEING_SKIPPED, "this turn is being skipped right now")
@@ -134,34 +127,16 @@ def release(held: Claim, session_key: str = "?") -> None:
         logger.warning("could not release the claim on %s (it expires on its own)", session_key, exc_info=True)
 
 
-def turn_started_at(entry: Mapping[str, Any] | None) -> float:
-    """``started_at`` of a raw marker entry as every journal event about that turn keys it: the time the
-    scanner's record shows (``TurnRecord.started_at``, which the tray's skips and ask-once use), Hermes'
-    ``float(started_at or 0)`` when that is a finite time, else 0 — so a resume, a skip from the tray or the
-    CLI, and a tombstone check name a junk-valued turn (NaN, text) alike."""
-    from hermes_tray_core.deciding.policy import marker_started_at
-
-    return marker_started_at(entry or {}) or 0.0
-
-
-def _attempts(entry: Mapping[str, Any] | None) -> int:
-    """``attempts`` as Hermes counts it (``max(0, int(...))``), as the scanner's records and so every
-    ``skipped`` event carry it: a tombstone compares like with like (``-3`` is 0)."""
-    from hermes_tray_core.deciding.policy import marker_attempts
-
-    return marker_attempts(entry or {}) or 0
-
-
-def settled(home: Path | str, session_key: str, started_at: float | None, *, journal: Any = None) -> str | None:
+def settled(turn: Turn, *, journal: Any = None) -> str | None:
     """``completed`` / ``skipped`` when the decision journal already records that for this very turn
     (home, session, started_at): a marker for it that is back (a writer re-wrote it, the tray could
     not remove its own) must not run the turn again. None when unknown (journal unreadable: logged)."""
     from hermes_tray_core.stores import decisions
 
     try:
-        names = (journal or decisions.default_journal()).events_for(canonical_home(home), session_key, started_at)
+        names = (journal or decisions.default_journal()).events_for(turn.home, turn.key, turn.started_at)
     except Exception:  # boundary: bookkeeping (the journal); unknown is the answer
-        logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
+        logger.warning("cannot read the decision journal for %s", turn.key, exc_info=True)
         return None
     for name in reversed(names):
         if name in SETTLED:
@@ -169,60 +144,57 @@ def settled(home: Path | str, session_key: str, started_at: float | None, *, jou
     return None
 
 
-def tombstoned(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
+def tombstoned(turn: Turn, *, journal: Any = None) -> bool:
     """True when this exact turn (session key + ``started_at`` + ``attempts``) was skipped: its entry must
     never be offered again, and any process of ours that sees it removes it (:func:`enforce_tombstones`)."""
-    return bool(_journal_says("is_tombstoned", home, session_key, entry, journal))
+    return bool(_journal_says("is_tombstoned", turn, journal))
 
 
-def retired(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> bool:
+def retired(turn: Turn, *, journal: Any = None) -> bool:
     """True when this exact turn (the identity :func:`tombstoned` uses) was continued and finished
     (``completed``): an entry for it is a stale write's copy and is retired, never offered or continued."""
-    return bool(_journal_says("is_retired", home, session_key, entry, journal))
+    return bool(_journal_says("is_retired", turn, journal))
 
 
-def stopped(home: Path | str, session_key: str, entry: Mapping[str, Any] | None, *, journal: Any = None) -> str | None:
+def stopped(turn: Turn, *, journal: Any = None) -> str | None:
     """``interrupted`` (you stopped it) / ``gave-up`` when the journal records that for this exact turn (the
     identity :func:`tombstoned` uses): a Stop is final wherever it was recorded. None otherwise (also when the
     journal cannot be read: logged)."""
-    how = _journal_says("stopped_how", home, session_key, entry, journal)
+    how = _journal_says("stopped_how", turn, journal)
     return how if isinstance(how, str) else None
 
 
-def _journal_says(question: str, home: Path | str, session_key: str, entry: Mapping[str, Any] | None,
-                  journal: Any) -> Any:
+def _journal_says(question: str, turn: Turn, journal: Any) -> Any:
     from hermes_tray_core.stores import decisions
 
     try:
         j = journal or decisions.default_journal()
-        # The journal names the turn by its own canonical home (decisions.home_key): no second resolve here.
-        answer = getattr(j, question)(home, session_key, turn_started_at(entry), _attempts(entry))
+        answer = getattr(j, question)(turn.home, turn.key, turn.started_at, turn.attempts)
         return answer if isinstance(answer, str) else bool(answer)
     except Exception:  # boundary: bookkeeping (the journal); unknown is the answer
-        logger.warning("cannot read the decision journal for %s", session_key, exc_info=True)
+        logger.warning("cannot read the decision journal for %s", turn.key, exc_info=True)
         return None if question == "stopped_how" else False
 
 
-def enforce_tombstones(home: Path | str, entries: Mapping[str, Mapping[str, Any]], *,
-                       journal: Any = None) -> list[str]:
-    """Remove every entry of ``entries`` (as read from ``home``'s marker file) that a skip tombstoned, that the
-    tray saw finished (:func:`retired`) or that was stopped for good (:func:`stopped`), and that is still (or
-    again) there. Returns the keys removed.
+def enforce_tombstones(turns: Iterable[Turn], *, journal: Any = None) -> list[str]:
+    """Remove every turn's entry (as read from its home's marker file) that a skip tombstoned, that the tray saw
+    finished (:func:`retired`) or that was stopped for good (:func:`stopped`), and that is still (or again) there.
+    Returns the keys removed.
     Compare-and-remove: an entry that changed (a new turn, a new attempt) is not this tombstone's and
     stays. Never raises (a failure is logged; the next scan retries)."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
-    removed = []
-    for key, entry in entries.items():
-        if not isinstance(entry, Mapping) or not (tombstoned(home, key, entry, journal=journal)
-                                                  or retired(home, key, entry, journal=journal)
-                                                  or stopped(home, key, entry, journal=journal)):
+    removed: list[str] = []
+    for turn in turns:
+        entry = turn.marker.entry
+        if entry is None or not (tombstoned(turn, journal=journal) or retired(turn, journal=journal)
+                                 or stopped(turn, journal=journal)):
             continue
         try:
-            if remove_marker_if_unchanged(home, key, dict(entry)):
+            if remove_marker_if_unchanged(turn.home, turn.key, entry):
                 logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
-                            "it back", key)
-                removed.append(key)
+                            "it back", turn.key)
+                removed.append(turn.key)
         except Exception as exc:  # boundary: bookkeeping (a read-only home: the journal keeps the decision)
-            logger.info("could not remove the settled marker of %s (%s)", key, exc)
+            logger.info("could not remove the settled marker of %s (%s)", turn.key, exc)
     return removed

@@ -27,12 +27,13 @@ import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
+from hermes_tray_core.numbers import json_int
+from hermes_tray_core.turn import Turn
 
 logger = get_logger(__name__)
 
@@ -90,59 +91,54 @@ class Settlement:
         return self.state == "finished"
 
 
-def settle_if_finished(home: Path | str, session_key: str, entry: Mapping[str, Any]) -> Settlement | None:
-    """If ``entry`` is a tray continuation's marker and ``state.db`` shows its note answered, journal
+def settle_if_finished(turn: Turn) -> Settlement | None:
+    """If the turn's marker is a tray continuation's and ``state.db`` shows its note answered, journal
     ``completed`` (once) and retire the marker; return the :class:`Settlement` (``finished``).
 
     ``unknown`` when ``state.db`` cannot be read (a resume must refuse: it might run the turn twice).
     None when it is not such a marker or its note is not answered (pending): then the caller's
     ordinary verdict stands. Bookkeeping failures are logged, never raised."""
-    mark = mark_of(entry)
-    if mark is None:
+    entry = turn.marker.entry
+    mark = mark_of(entry) if entry is not None else None
+    if entry is None or mark is None:
         return None
     from hermes_tray_core.hermes.state_db import note_answered
 
-    prompt = entry.get("prompt")
-    if not isinstance(prompt, str) or not prompt:
+    prompt = turn.marker.excerpt_source
+    if not prompt:
         return None
     note = continuation_note(prompt)
     if note_digest(note) != mark.note_sha256:
         logger.warning("continuation marker for %s: its prompt does not match the recorded note; left alone",
-                       session_key)
+                       turn.key)
         return None
-    state, why = note_answered(home, mark.state_session, note, mark.after_message_id)
+    state, why = note_answered(turn.home, mark.state_session, note, mark.after_message_id)
     if state == "unknown":
         return Settlement("unknown", why)
     if state != "finished":
         return None
-    from hermes_tray_core.continuing.claim import turn_started_at
-
-    started = turn_started_at(entry)
-    _journal_completed(home, session_key, started, entry, why)
+    _journal_completed(turn, why)
     retired = False
     try:
         from hermes_tray_core.markers.store import MarkerStore
 
-        retired = MarkerStore(home).remove_if_unchanged(session_key, dict(entry))
+        retired = MarkerStore(turn.home).remove_if_unchanged(turn.key, entry)
     except Exception:  # boundary: bookkeeping (the marker) never breaks a turn
-        logger.warning("could not retire the settled continuation marker for %s", session_key, exc_info=True)
-    logger.info("continuation of %s settled from state.db (%s); marker %s", session_key, why,
+        logger.warning("could not retire the settled continuation marker for %s", turn.key, exc_info=True)
+    logger.info("continuation of %s settled from state.db (%s); marker %s", turn.key, why,
                 "retired" if retired else "left (it changed, or could not be written)")
     return Settlement("finished", why, retired)
 
 
-def _journal_completed(home: Path | str, key: str, started: float | None, entry: Mapping[str, Any],
-                       why: str) -> None:
+def _journal_completed(turn: Turn, why: str) -> None:
     """``completed`` under the continuation marker's identity, unless a reader already wrote it."""
     try:
         from hermes_tray_core.stores import decisions
 
         journal = decisions.default_journal()
-        if "completed" in journal.events_for(home, key, started):
+        if "completed" in journal.events_for(turn.home, turn.key, turn.started_at):
             return
-        attempts = entry.get("attempts")
-        journal.record("completed", home=home, session_key=key, started_at=started, settled_by="state.db",
-                       attempt=attempts if isinstance(attempts, int) and not isinstance(attempts, bool) else None,
-                       reason=why)
+        journal.record("completed", home=turn.home, session_key=turn.key, started_at=turn.started_at,
+                       settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")), reason=why)
     except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-        logger.warning("could not journal the settled continuation of %s", key, exc_info=True)
+        logger.warning("could not journal the settled continuation of %s", turn.key, exc_info=True)

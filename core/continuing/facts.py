@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import NotContinued, Verdict, WriterState
 
 __all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "raw_entry", "touched_by_other",
@@ -106,7 +107,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
 
     Gone: Hermes cleared it, and its own rules on the entry as it was say why (disabled, stale, out of
     budget). Still there: its writer is alive, another process owns the session, or Hermes did not say."""
-    from hermes_tray_core.deciding.policy import decide
+    from hermes_tray_core.deciding.policy import Seen, decide
     from hermes_tray_core.hermes.config import read_backend_config
     from hermes_tray_core.markers.entries import marker_writer_state
 
@@ -118,7 +119,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     if after is None and before is not None:
         try:
             cfg = read_backend_config(home).auto_continue
-            d = decide(before, config=cfg, writer=WriterState.DEAD, now=now)
+            d = decide(Marker.read(dict(before)), config=cfg, now=now, seen=Seen(WriterState.DEAD))
         except Exception:  # boundary: reading what the user and Hermes wrote: without it, fewer facts
             d = None
         if d is not None and d.verdict == Verdict.DISABLED:

@@ -16,6 +16,7 @@ from hermes_tray_core.continuing.facts import continued_elsewhere, wall_time_of,
 from hermes_tray_core.continuing.results import ANSWER_CHARS, ContinuationResult
 from hermes_tray_core.continuing.runstate import RunState, sentence
 from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT
+from hermes_tray_core.numbers import json_int
 from hermes_tray_core.vocab import Finish, NotContinued, Outcome, StopReason
 
 __all__ = ["Follow"]
@@ -35,8 +36,8 @@ class Follow(RunState):
         desc = resumed.get("auto_continue")
         promised = isinstance(desc, dict)
         if isinstance(desc, dict):
-            attempt = desc.get("attempt")
-            if isinstance(attempt, int) and not isinstance(attempt, bool):
+            attempt = json_int(desc.get("attempt"))
+            if attempt is not None:
                 self.result.attempt = attempt
             self.phase = "starting"
             self.progress(force=True)

@@ -30,9 +30,9 @@ from __future__ import annotations
 
 import subprocess  # noqa: F401 - tests patch ``gateway.subprocess.run`` to count capability probes
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 # Re-exported (one import for the shell and the tests): finding Hermes, what it can do, the run's types.
 from hermes_tray_core.backend.capabilities import (  # noqa: F401
@@ -51,9 +51,10 @@ from hermes_tray_core.backend.install import (  # noqa: F401
 from hermes_tray_core.backend.rpc import HermesNotFound  # noqa: F401
 from hermes_tray_core.backend.stdio import GatewayProcess
 from hermes_tray_core.continuing.handover import MarkerHandover
+from hermes_tray_core.continuing.listener import Callbacks, Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, gateway_log_path
 from hermes_tray_core.continuing.run import Run
-from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Outcome, RanIn
 
 if TYPE_CHECKING:
@@ -62,38 +63,32 @@ if TYPE_CHECKING:
 
 
 def continue_turn(
-    home: Path | str,
-    key: SessionKey,
-    *,
-    original_prompt: str,
-    attempts: int,
+    turn: Turn,
     install: HermesInstall,
+    *,
     capabilities: Capabilities | None = None,
     options: GatewayOptions | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    on_dispatched: Callable[[ContinuationResult], None] | None = None,
-    on_spawned: Callable[[int], None] | None = None,
+    listener: Listener | None = None,
     stop: threading.Event | None = None,
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
-    expected: Mapping[str, Any] | None = None,
-    on_submitting: Callable[[dict[str, Any]], None] | None = None,
 ) -> ContinuationResult:
-    """Run one continuation of ``key`` in ``home`` through Hermes and report how it ended. Never raises for
-    anything Hermes does: failures are outcomes with a message.
+    """Run one continuation of ``turn`` through Hermes and report how it ended. Never raises for anything Hermes
+    does: failures are outcomes with a message.
 
-    ``attempts`` is the marker's count (it runs as ``attempts + 1``), ``original_prompt`` its ORIGINAL prompt,
-    ``expected`` the raw entry the caller checked: on a legacy backend the tray swaps it for the run's own marker
-    right before ``prompt.submit`` and submits nothing if it changed or vanished meanwhile (a skip that landed
-    while Hermes was starting): ``declined`` with ``marker_changed``. ``on_spawned(pid)`` fires right after the
-    gateway started (bookkeeping overlaps its start-up); ``on_submitting(marker)`` (legacy) with the run's marker
-    as stored, completion mark included, before the note is submitted (the caller journals it); ``on_dispatched``
-    once the continuation turn started; ``stop`` set → ``session.interrupt`` and the marker is retired.
-    ``install`` is the caller's: which Hermes to run (settings, PATH) is not decided here.
+    The turn's marker gives the attempts (it runs as ``attempts + 1``) and the ORIGINAL prompt; its entry, when
+    the caller checked one (``turn.marker.raw``), is the one expected: on a legacy backend the tray swaps it for
+    the run's own marker right before ``prompt.submit`` and submits nothing if it changed or vanished meanwhile
+    (a skip that landed while Hermes was starting): ``declined`` with ``marker_changed``. The ``listener``
+    (:mod:`core.continuing.listener`) hears ``connected(pid)`` right after the gateway started (bookkeeping
+    overlaps its start-up), ``submitting(marker)`` (legacy) with the run's marker as stored, completion mark
+    included, before the note is submitted (the caller journals it), ``dispatched`` once the continuation turn
+    started. ``stop`` set → ``session.interrupt`` and the marker is retired. ``install`` is the caller's: which
+    Hermes to run (settings, PATH) is not decided here.
     """
     opts = options or GatewayOptions()
-    home = Path(home)
+    home, key = Path(turn.home), turn.key
     gw_env = dict(env) if env is not None else gateway_environment(home)
     gw_cwd = cwd if cwd is not None else str(Path.home())
     caps = capabilities or probe_capabilities(install, env=gw_env, cwd=gw_cwd)
@@ -105,28 +100,19 @@ def continue_turn(
     if caps.auto_continue is None:
         return ContinuationResult(Outcome.ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
     gw = GatewayProcess(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd)
-    run = Run(home, key, gw, MarkerHandover(home, key, original_prompt, attempts, expected), caps, opts,
-              stop or threading.Event(), log_path=log_path)
-    run.on_progress, run.on_dispatched, run.on_spawned, run.on_submitting = (on_progress, on_dispatched, on_spawned,
-                                                                             on_submitting)
+    run = Run(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), log_path=log_path)
+    run.listener = listener
     return run.run()
 
 
 def continue_in_backend(
-    home: Path | str,
-    key: SessionKey,
+    turn: Turn,
     backend: BackendEndpoint,
     *,
-    original_prompt: str,
-    attempts: int,
     capabilities: Capabilities | None = None,
     options: GatewayOptions | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    on_dispatched: Callable[[ContinuationResult], None] | None = None,
+    listener: Listener | None = None,
     stop: threading.Event | None = None,
-    expected: Mapping[str, Any] | None = None,
-    on_submitting: Callable[[dict[str, Any]], None] | None = None,
-    on_connected: Callable[[], None] | None = None,
     other_backends: tuple[BackendEndpoint, ...] = (),
     connections: dict[int, RpcSession] | None = None,
     left_before: tuple[str, float] | None = None,
@@ -146,10 +132,11 @@ def continue_in_backend(
     (why): the caller falls back to a spawned gateway. ``connections``: sessions the caller already opened
     (``connect_backend``, by backend pid); the one used is taken out of the dict, the rest stay the caller's.
     ``left_before``: the session the tray left in this backend last time (runtime id, when): found live, idle and
-    untouched since, it is waited for until Hermes lets it go, instead of read as open in a Hermes window.
+    untouched since, it is waited for until Hermes lets it go, instead of read as open in a Hermes window. The
+    ``listener`` hears ``connected(None)`` once the backend answered.
     """
     opts = options or GatewayOptions()
-    home = Path(home)
+    home, key = Path(turn.home), turn.key
     where = f"in your running Hermes (pid {backend.pid})"
     if capabilities is None:
         capabilities = backend_capabilities(home, backend)
@@ -163,17 +150,22 @@ def continue_in_backend(
     if ready is not None and not preopened:
         ready.shutdown(1.0)
     gw = ready if ready is not None and preopened else backend.session()
-    run = Run(home, key, gw, MarkerHandover(home, key, original_prompt, attempts, expected), capabilities, opts,
-              stop or threading.Event(), backend=backend)
-    run.on_progress, run.on_dispatched, run.on_submitting, run.on_connected = (on_progress, on_dispatched,
-                                                                               on_submitting, on_connected)
+    run = Run(home, key, gw, _handover(turn), capabilities, opts, stop or threading.Event(), backend=backend)
+    run.listener = listener
     run.preopened, run.connections, run.left_before = preopened, connections, left_before
     run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
     run.result.ran_in, run.result.backend_pid, run.result.where = RanIn.RUNNING_BACKEND, backend.pid, where
     return run.run()
 
 
+def _handover(turn: Turn) -> MarkerHandover:
+    """The turn's marker as a legacy continuation takes it over: its ORIGINAL prompt and attempts as Hermes reads
+    them, and the entry the caller checked (None: none was read, nothing to compare)."""
+    return MarkerHandover(Path(turn.home), turn.key, turn.marker.prompt, turn.attempts, turn.marker.entry)
+
+
 __all__ = [
+    "Callbacks", "Listener",
     "Capabilities", "ContinuationResult", "GatewayOptions", "GatewayProcess", "HermesInstall", "HermesNotFound",
     "HermesSettingsError", "Progress", "clear_capability_cache", "continue_in_backend", "continue_turn",
     "find_hermes", "gateway_environment", "gateway_log_path", "install_from_command", "probe_capabilities",

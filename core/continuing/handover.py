@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.numbers import json_number
 from hermes_tray_core.process.identity import ProcessIdentity
 
 if TYPE_CHECKING:  # completion pulls in hashlib (OpenSSL): an idle tray imports this module and never needs it
@@ -132,9 +133,7 @@ class MarkerHandover:
         except Exception as exc:  # boundary: bookkeeping (the marker) never breaks a turn
             logger.info("could not retire the marker for %s: %s", self.key, exc)  # the result says it, once
             if target is not None:
-                started = target.get("started_at")
-                return (plain_error(exc)[:300],
-                        float(started) if isinstance(started, (int, float)) and not isinstance(started, bool) else None)
+                return plain_error(exc)[:300], json_number(target.get("started_at"))
         return None
 
 

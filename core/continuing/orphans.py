@@ -19,42 +19,54 @@ Bookkeeping only: it never raises, never writes Hermes' files, and costs nothing
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.keys import HomePath, InvalidIdError, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.numbers import json_number
+from hermes_tray_core.turn import Marker, Turn
+from hermes_tray_core.vocab import WriterState
 
 __all__ = ["settle_orphaned_runs"]
 
 logger = get_logger(__name__)
 
 
-def settle_orphaned_runs(home: Path | str, entries: Mapping[str, Any] | None = None, *, journal: Any = None) -> int:
-    """Settle ``home``'s open runs whose process is gone (module doc); ``entries``: the marker file as just read
+def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, *, journal: Any = None) -> int:
+    """Settle ``home``'s open runs whose process is gone (module doc); ``turns``: its marker file as just read
     (None: read it here). Returns how many were settled."""
+    where = home_path(home)
     try:
         from hermes_tray_core.stores import decisions
 
         j = journal or decisions.default_journal()
-        runs = j.open_runs(home)
+        runs = j.open_runs(where)
         if not runs:
             return 0
-        if entries is None:
-            from hermes_tray_core.markers.store import list_turn_markers
-
-            entries = list_turn_markers(home)
-        settled = 0
-        for ev in runs:
-            if _settle(home, ev, entries, j):
-                settled += 1
-        return settled
+        if turns is None:
+            turns = _read(where)
+        by_key: dict[str, Turn] = {t.key: t for t in turns}
+        return len([ev for ev in runs if _settle(where, ev, by_key, j)])
     except Exception:  # boundary: bookkeeping (settling old runs) never breaks a scan
-        logger.warning("could not settle the open runs of %s", home, exc_info=True)
+        logger.warning("could not settle the open runs of %s", where, exc_info=True)
         return 0
 
 
-def _claimed(home: Path | str, key: str) -> bool:
+def _read(home: HomePath) -> list[Turn]:
+    from hermes_tray_core.markers.store import list_turn_markers
+
+    out = []
+    for key, entry in list_turn_markers(home).items():
+        try:
+            out.append(Turn(home, session_key(key), Marker.read(entry)))
+        except InvalidIdError:
+            continue  # not under a Hermes session id: no run of ours is about it
+    return out
+
+
+def _claimed(home: HomePath, key: str) -> bool:
     """A live process of ours holds the turn's claim: it follows the run (or cannot be told: treated as held)."""
     from hermes_tray_core.continuing import claim as exactly_once
 
@@ -64,14 +76,14 @@ def _claimed(home: Path | str, key: str) -> bool:
         return True
 
 
-def _settle(home: Path | str, ev: Mapping[str, Any], entries: Mapping[str, Any], journal: Any) -> bool:
+def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], journal: Any) -> bool:
     key, started = ev.get("session_key"), ev.get("started_at")
     if not isinstance(key, str) or _claimed(home, key):
         return False
     from hermes_tray_core.continuing.completion import mark_of
-    from hermes_tray_core.markers.entries import marker_writer_state
+    from hermes_tray_core.markers.entries import writer_judgement
 
-    entry = entries.get(key)
+    turn = turns.get(key)
     mark = mark_of(ev)
     if mark is not None:
         from hermes_tray_core.hermes.state_db import note_state
@@ -81,12 +93,11 @@ def _settle(home: Path | str, ev: Mapping[str, Any], entries: Mapping[str, Any],
             return False  # cannot tell: a later scan asks again
         if state == "finished":
             return _record(journal, "completed", home, key, started, ev, settled_by="state.db", reason=why)
-    if isinstance(entry, Mapping):
-        writer = marker_writer_state(dict(entry), home)
-        if writer != "dead":
+    if turn is not None and turn.marker.is_entry:
+        if writer_judgement(turn.marker, home).state != WriterState.DEAD:
             return False  # Hermes still runs it (or may): its end comes later
         # a marker other than the one the run started from: Hermes had taken the turn over (its continuation's)
-        dispatched = ev.get("event") != "approved" or entry.get("started_at") != started
+        dispatched = ev.get("event") != "approved" or turn.marker.raw.get("started_at") != started
         return _record(journal, "failed", home, key, started, ev, outcome="crashed" if dispatched else "error",
                        dispatched=dispatched,
                        reason="the process following the continuation is gone and it did not finish; the turn waits "
@@ -96,14 +107,14 @@ def _settle(home: Path | str, ev: Mapping[str, Any], entries: Mapping[str, Any],
                           "without one (stopped there, or cleared)")
 
 
-def _record(journal: Any, event: str, home: Path | str, key: str, started: Any, ev: Mapping[str, Any],
+def _record(journal: Any, event: str, home: HomePath, key: str, started: Any, ev: Mapping[str, Any],
             **fields: Any) -> bool:
     attempt = ev.get("attempt")
     try:
-        journal.record(event, home=home, session_key=key, started_at=started if isinstance(started, (int, float))
-                       and not isinstance(started, bool) else None, via="scan", after=ev.get("event"),
-                       attempts=ev.get("attempts"), ran_in=ev.get("ran_in"), backend_pid=ev.get("backend_pid"),
-                       **({"attempt": attempt} if attempt is not None else {}), **fields)
+        journal.record(event, home=home, session_key=key, started_at=json_number(started), via="scan",
+                       after=ev.get("event"), attempts=ev.get("attempts"), ran_in=ev.get("ran_in"),
+                       backend_pid=ev.get("backend_pid"), **({"attempt": attempt} if attempt is not None else {}),
+                       **fields)
     except Exception:  # boundary: bookkeeping (the journal) never breaks a scan
         logger.warning("could not journal how the run of %s ended", key, exc_info=True)
         return False

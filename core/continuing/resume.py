@@ -28,7 +28,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core import keys
 from hermes_tray_core.backend.capabilities import backend_capabilities
 from hermes_tray_core.backend.install import (
     HermesInstall,
@@ -39,8 +38,10 @@ from hermes_tray_core.backend.install import (
 from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
+from hermes_tray_core.continuing.listener import Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.turn import Marker, Turn
 from hermes_tray_core.vocab import Outcome, RanIn, Refusal, StopReason, Verdict, WriterState
 
 if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
@@ -144,54 +145,47 @@ class Assessment:
     max_attempts: int
 
 
-def assess(home: Path | str, session_key: str, entry: Mapping[str, Any], *, now: float | None = None) -> Assessment:
-    """The scanner's verdict for one marker entry: writer, Hermes turn lease, active-session owner."""
-    from hermes_tray_core.deciding.policy import decide
+def assess(turn: Turn, *, now: float | None = None) -> Assessment:
+    """The scanner's verdict for one turn: writer, Hermes turn lease, active-session owner."""
+    from hermes_tray_core.deciding.policy import Seen, decide
     from hermes_tray_core.hermes.config import read_backend_config
     from hermes_tray_core.hermes.state_db import lookup_session, session_activity
     from hermes_tray_core.markers.entries import writer_judgement
 
     now = time.time() if now is None else now
+    home, marker = turn.home, turn.marker
     cfg = read_backend_config(home).auto_continue
-    judged = writer_judgement(dict(entry), home)
+    judged = writer_judgement(marker, home)
     writer = judged.state
-    info, _problem = lookup_session(home, session_key)
-    source = info.source if info else None
-    activity = session_activity(home, session_key, now=now)
+    info, _problem = lookup_session(home, turn.key)
+    activity = session_activity(home, turn.key, now=now)
     owner = activity.owner.state
-    turn, turn_detail = "unknown", ""
-    if writer == WriterState.ALIVE:  # a live backend that wrote it may run no turn for it any more: ask it
-        from hermes_tray_core.backend.sessions import ask_writer
+    idle, idle_detail = "unknown", ""
+    if writer == WriterState.ALIVE and marker.writer_pid is not None:  # a live backend that wrote it may run no
+        from hermes_tray_core.backend.sessions import ask_writer  # turn for it any more: ask it
 
-        pid, start = entry.get("writer_pid"), entry.get("writer_start_time")
-        if isinstance(pid, int) and not isinstance(pid, bool):
-            answer = ask_writer(home, session_key, pid, float(start) if isinstance(start, (int, float))
-                                and not isinstance(start, bool) else None)
-            turn, turn_detail = answer.state, answer.detail
-            if turn == "none" and activity.owner.pid == pid:
-                owner = "none"  # the registry's owner is that very backend, which runs no turn for it
+        answer = ask_writer(home, turn.key, marker.writer_pid, marker.writer_start)
+        idle, idle_detail = answer.state, answer.detail
+        if idle == "none" and activity.owner.pid == marker.writer_pid:
+            owner = "none"  # the registry's owner is that very backend, which runs no turn for it
     details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
     backend, backend_detail = "none", ""
     if writer == WriterState.UNKNOWN:  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
         from hermes_tray_core.hermes.processes import backend_state
 
         backend, backend_detail = backend_state(home)
-    d = decide(entry, config=cfg, writer=writer, now=now, source=source, lease=activity.lease.state,
-               owner=owner, activity_detail="; ".join(details), backend=backend,
-               backend_detail=backend_detail, writer_note=judged.note, writer_turn=turn,
-               writer_turn_detail=turn_detail)
+    d = decide(marker, config=cfg, now=now, seen=Seen(
+        writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
+        backend_detail, judged.note, idle, idle_detail))
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
 
 
 def resume_turn(
-    home: Path | str,
-    session_key: str,
-    expected: Mapping[str, Any] | None = None,
+    turn: Turn,
     *,
     install: HermesInstall | None = None,
     options: GatewayOptions | None = None,
-    on_progress: Callable[[Progress], None] | None = None,
-    on_dispatched: Callable[[ContinuationResult], None] | None = None,
+    listener: Listener | None = None,
     stop: threading.Event | None = None,
     lease_path: Path | None = None,
     claim_wait: float = 0.0,
@@ -199,18 +193,18 @@ def resume_turn(
     via: str = "api",
     prefer_running_backend: bool = True,
 ) -> ResumeResult:
-    """Resume ``session_key`` in ``home`` once (see module doc). Never raises for expected failures.
+    """Resume ``turn`` once (see module doc). Never raises for expected failures.
 
-    ``expected``: the raw marker entry the user was shown (``list_turn_markers``); None = whatever
-    is there now (auto mode). ``on_dispatched`` fires when the continuation has started.
+    ``turn.marker``: the entry the user was shown; one not read from a file (``Marker()``) means whatever is
+    there now (auto mode). The ``listener`` (:mod:`core.continuing.listener`) hears the continuation's progress and
+    ``dispatched`` once it has started (journalled first); ``connected`` and ``submitting`` are this resume's own
+    bookkeeping.
     ``prefer_running_backend``: continue inside the user's running ``hermes dashboard`` of that home when
     there is one (``core.backend.running``); False always spawns a gateway (benchmarks compare the two).
-    Raises :class:`~core.keys.InvalidIdError` for a malformed ``session_key`` (the one check of it: past here
-    it is a :class:`~core.keys.SessionKey`).
     """
-    key = keys.session_key(session_key)  # InvalidIdError: a caller bug, not a turn state
-    r = _Resume(home, key, via, install, options, on_progress, on_dispatched, stop, env)
-    held = exactly_once.claim(r.home_s, key, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
+    key = turn.key
+    r = _Resume(turn, via, install, options, listener, stop, env)
+    held = exactly_once.claim(turn, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
                               lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
         if held.code == Refusal.STORE_ERROR:  # unsure whether someone else holds it: refuse (not journalled)
@@ -221,7 +215,7 @@ def resume_turn(
     keeper = LeaseKeeper(held.store, held.lease, ttl=CLAIM_TTL,
                          on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
     try:
-        return r.claimed(held.epoch, expected, prefer_running_backend)
+        return r.claimed(held.epoch, prefer_running_backend)
     finally:
         keeper.stop()
         keeper.join(timeout=5)
@@ -271,12 +265,10 @@ class _Backends:
 class _Resume:
     """One resume under its claim, in named steps: re-check the turn, continue it, record how it ended."""
 
-    def __init__(self, home: Path | str, key: SessionKey, via: str, install: HermesInstall | None,
-                 options: GatewayOptions | None, on_progress: Callable[[Progress], None] | None,
-                 on_dispatched: Callable[[ContinuationResult], None] | None, stop: threading.Event | None,
-                 env: Mapping[str, str] | None) -> None:
-        self.home, self.home_s, self.key, self.via = home, exactly_once.canonical_home(home), key, via
-        self.install, self.options, self.on_progress, self.on_dispatched = install, options, on_progress, on_dispatched
+    def __init__(self, turn: Turn, via: str, install: HermesInstall | None, options: GatewayOptions | None,
+                 listener: Listener | None, stop: threading.Event | None, env: Mapping[str, str] | None) -> None:
+        self.turn, self.home, self.key, self.via = turn, turn.home, turn.key, via
+        self.install, self.options, self.listener = install, options, listener
         self.stop, self.env = stop, env
         self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
         self.prompt: str | None = None  # the turn's original prompt (never journalled: its note's digest is)
@@ -287,29 +279,28 @@ class _Resume:
     def result(self, outcome: Outcome, message: str, verdict: str | None = None,
                continuation: ContinuationResult | None = None, *, code: Refusal | None = None,
                fallback: str | None = None) -> ResumeResult:
-        return ResumeResult(outcome, message, self.home_s, self.key, verdict, continuation, code=code,
+        return ResumeResult(outcome, message, self.home, self.key, verdict, continuation, code=code,
                             fallback_reason=fallback)
 
     def journal(self, event: str, **fields: Any) -> None:
-        _journal(event, self.home_s, self.key, self.started_at, via=self.via, **fields)
+        _journal(event, self.home, self.key, self.started_at, via=self.via, **fields)
 
     def refused(self, message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
         """Refused before the turn was read: journalled without its identity."""
-        _journal("refused", self.home_s, self.key, None, reason=message, verdict=verdict, via=self.via)
+        _journal("refused", self.home, self.key, None, reason=message, verdict=verdict, via=self.via)
         return self.result(Outcome.REFUSED, message, verdict, code=code)
 
-    def claimed(self, epoch: int, expected: Mapping[str, Any] | None, prefer_running_backend: bool) -> ResumeResult:
+    def claimed(self, epoch: int, prefer_running_backend: bool) -> ResumeResult:
         self.epoch = epoch
         self.options = self.options or settings_options()
         backends = _Backends(self.home, wait=self.options.backend_start_wait, on_waiting=self._waiting_for_backend,
                              stop=self.stop) if prefer_running_backend else None
         try:
-            checked = self._recheck(expected)
+            checked = self._recheck()
             if isinstance(checked, ResumeResult):
                 return checked
-            entry, a = checked
-            ran = self._continue(entry, a, backends)
-            return ran if isinstance(ran, ResumeResult) else self._report(*ran, a)
+            ran = self._continue(checked, backends)
+            return ran if isinstance(ran, ResumeResult) else self._report(*ran, checked)
         finally:
             if backends is not None:
                 backends.close()
@@ -320,7 +311,7 @@ class _Resume:
         try:
             from hermes_tray_core.stores import decisions
 
-            for ev in decisions.default_journal().history(50, home=self.home_s, session_key=self.key):
+            for ev in decisions.default_journal().history(50, home=self.home, session_key=self.key):
                 if ev.get("backend_pid") == backend_pid and isinstance(ev.get("left_sid"), str):
                     at = ev.get("created_at")
                     return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
@@ -330,15 +321,16 @@ class _Resume:
 
     def _waiting_for_backend(self) -> None:
         """A running Hermes of the home is still starting: say so while the tray waits for it."""
-        if self.on_progress is not None:
+        if self.listener is not None:
             try:
-                self.on_progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
+                self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
             except Exception:  # boundary: a callback into the shell
                 logger.exception("progress callback failed")
 
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
-    def _recheck(self, expected: Mapping[str, Any] | None) -> tuple[dict[str, Any], Assessment] | ResumeResult:
+    def _recheck(self) -> Assessment | ResumeResult:
+        """Under the claim: the marker read again must be the one shown (``self.turn`` becomes the turn as read)."""
         from hermes_tray_core.continuing.completion import settle_if_finished
         from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
 
@@ -349,11 +341,12 @@ class _Resume:
         if entry is None:
             return self.refused("Not resumed: this turn is no longer marked as interrupted (it finished, was skipped, "
                                 "or was resumed elsewhere).", Refusal.GONE)
-        if expected is not None and dict(entry) != dict(expected):
+        if self.turn.marker.raw is not None and not self.turn.marker.same_entry(entry):
             return self.refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran "
                                 "or Hermes updated it); look at it again.", Refusal.CHANGED)
-        self.started_at = exactly_once.turn_started_at(entry)
-        settled = settle_if_finished(self.home, self.key, entry)
+        self.turn = turn = Turn(self.home, self.key, Marker.read(entry))
+        self.started_at = turn.started_at
+        settled = settle_if_finished(turn)
         if settled is not None and not settled.finished:  # unsure whether it finished: never risk a second turn
             why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
             self.journal("refused", reason=why, verdict="unsure")
@@ -365,17 +358,17 @@ class _Resume:
             return self.result(Outcome.REFUSED, f"Not resumed: {why}." + (
                 "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
                 "settled", code=Refusal.ALREADY_SETTLED)
-        done = exactly_once.settled(self.home_s, self.key, self.started_at)
+        done = exactly_once.settled(turn)
         if done:
             why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
                 " (the tray's decision journal says so), yet its marker is back"
-            removed = exactly_once.enforce_tombstones(self.home, {self.key: entry})
+            removed = exactly_once.enforce_tombstones([turn])
             self.journal("refused", reason=f"this turn {why}", verdict="settled")
             tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
                     " Skip it to remove the marker, or continue it by hand in Hermes.")
             return self.result(Outcome.REFUSED, f"Not resumed: this turn {why}.{tail}", "settled",
                                code=Refusal.ALREADY_SETTLED)
-        how = exactly_once.stopped(self.home, self.key, entry)
+        how = exactly_once.stopped(turn)
         if how:
             why = "you stopped it" if how == "interrupted" else "the tray gave up on it"
             self.journal("refused", reason=f"{why} earlier", verdict=Verdict.STOPPED)
@@ -389,7 +382,7 @@ class _Resume:
             self.journal("refused", reason=cannot, verdict="read-only")
             return self.result(Outcome.REFUSED, f"Not resumed: {cannot}. Make it writable, then resume it.",
                                code=Refusal.HOME_READ_ONLY)
-        a = assess(self.home, self.key, entry)
+        a = assess(turn)
         if a.verdict == Verdict.EXHAUSTED:
             self.journal(Outcome.GAVE_UP, reason=a.reason)
             return self.result(Outcome.GAVE_UP, f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it "
@@ -398,7 +391,7 @@ class _Resume:
             hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
             self.journal("refused", reason=f"{a.reason}", verdict=a.verdict)
             return self.result(Outcome.REFUSED, f"Not resumed: {a.reason}.{hint}", a.verdict, code=Refusal.NOT_ACTIONABLE)
-        return dict(entry), a
+        return a
 
     # the journal order is always approved → (continuing →) dispatched → the end
 
@@ -426,31 +419,39 @@ class _Resume:
 
         return ContinuationMark.for_note(session, after, continuation_note(self.prompt)).fields()
 
-    def _dispatched(self, res: ContinuationResult) -> None:
-        self._approved_done()
-        self.journal("dispatched", attempt=res.attempt, continued_by=res.continued_by, gateway_pid=res.gateway_pid,
-                     epoch=self.epoch, ran_in=res.ran_in, backend_pid=res.backend_pid, **self._mark_fields(res))
-        if self.on_dispatched is not None:
-            self.on_dispatched(res)
+    # what the continuation tells this resume (its Listener): journalled here, progress and the start passed on
 
-    def _submitting(self, marker: Mapping[str, Any]) -> None:
+    def progress(self, progress: Progress) -> None:
+        if self.listener is not None:
+            self.listener.progress(progress)
+
+    def connected(self, gateway_pid: int | None) -> None:
+        self._approve(gateway_pid)
+
+    def dispatched(self, result: ContinuationResult) -> None:
+        self._approved_done()
+        self.journal("dispatched", attempt=result.attempt, continued_by=result.continued_by,
+                     gateway_pid=result.gateway_pid, epoch=self.epoch, ran_in=result.ran_in,
+                     backend_pid=result.backend_pid, **self._mark_fields(result))
+        if self.listener is not None:
+            self.listener.dispatched(result)
+
+    def submitting(self, marker: dict[str, Any]) -> None:
         """The continuation's own marker (its identity: this session + its started_at) and how state.db will show
         the note answered: journalled before the note is submitted (core.continuing.completion)."""
         from hermes_tray_core.continuing.completion import mark_of
 
         self._approved_done()
         mark = mark_of(marker)
-        _journal("continuing", self.home_s, self.key, exactly_once.turn_started_at(marker), via=self.via,
+        _journal("continuing", self.home, self.key, Marker.read(marker).started_at, via=self.via,
                  attempt=marker.get("attempts"), original_started_at=self.started_at, **(mark.fields() if mark else {}))
 
     # step 2: continue it, in the user's running Hermes when there is one, else in a spawned gateway
 
-    def _continue(self, entry: dict[str, Any], a: Assessment, backends: _Backends | None
+    def _continue(self, a: Assessment, backends: _Backends | None
                   ) -> tuple[ContinuationResult, str | None] | ResumeResult:
-        from hermes_tray_core.deciding.policy import marker_attempts, marker_prompt
-
-        self.attempts = marker_attempts(entry) or 0  # as Hermes counts them: a negative count is 0, never -1 + 1
-        prompt = marker_prompt(entry)  # as Hermes reads it: a number in that field is its text
+        self.attempts = self.turn.attempts  # as Hermes counts them: a negative count is 0, never -1 + 1
+        prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
         assert prompt.strip()  # actionable implies a prompt
         self.prompt = prompt
         options = self.options or settings_options()
@@ -469,12 +470,9 @@ class _Resume:
             # The backend the marker names as its writer when it is among them (Hermes continues a marker of its own
             # process, never another live one's), else the first found.
             found = backends.found
-            backend = next((b for b in found if b.pid == entry.get("writer_pid")), found[0] if found else None)
+            backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
             if backend is not None:
-                res = continue_in_backend(self.home, self.key, backend, original_prompt=prompt, attempts=self.attempts,
-                                          options=options, on_progress=self.on_progress,
-                                          on_dispatched=self._dispatched, stop=self.stop, expected=entry,
-                                          on_submitting=self._submitting, on_connected=self._approve,
+                res = continue_in_backend(self.turn, backend, options=options, listener=self, stop=self.stop,
                                           other_backends=tuple(backends.found), connections=backends.connections,
                                           left_before=self._left_before(backend.pid))
                 res.timings["find_backend"] = backends.took
@@ -495,10 +493,7 @@ class _Resume:
             self._approved_done()
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
-        return continue_turn(self.home, self.key, original_prompt=prompt, attempts=self.attempts, install=inst,
-                             options=options, on_progress=self.on_progress, on_dispatched=self._dispatched,
-                             on_spawned=self._approve, stop=self.stop, env=self.env, expected=entry,
-                             on_submitting=self._submitting), fallback
+        return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
 
     # step 3: journal how it ended, and say it
 
@@ -538,7 +533,7 @@ class _Resume:
             # The marker left (the continuation's own, attempts + 1, a new started_at, a writer now gone) could not
             # be removed and would read actionable: record the same outcome under its identity, so ask-once and
             # auto mode see it answered and a resume of it is refused (completed, or stopped for good).
-            _journal(event, self.home_s, self.key, res.marker_left_started_at, via=self.via,
+            _journal(event, self.home, self.key, res.marker_left_started_at, via=self.via,
                      marker_left=res.marker_left, **extra, **{**fields, "attempts": res.attempt})
         message = res.message
         if res.dispatched and res.where:

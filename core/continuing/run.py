@@ -128,9 +128,9 @@ class Run(Follow):
         if gw.log_problem:
             self.result.log_path = None
             self.result.log_problem = gw.log_problem
-        if self.on_spawned is not None and gw.pid is not None:
+        if self.listener is not None and gw.pid is not None:
             try:
-                self.on_spawned(gw.pid)
+                self.listener.connected(gw.pid)
             except Exception:  # boundary: a callback into the shell
                 logger.exception("on_spawned callback failed")
         self.progress(force=True)
@@ -156,9 +156,9 @@ class Run(Follow):
                 gw.start()
                 self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0),
                                                           "become ready")
-            if self.on_connected is not None:
+            if self.listener is not None:
                 try:
-                    self.on_connected()
+                    self.listener.connected(None)
                 except Exception:  # boundary: a callback into the shell
                     logger.exception("on_connected callback failed")
             t_asked = time.monotonic()
@@ -276,9 +276,9 @@ class Run(Follow):
             self.result.marker_changed = True
             return self.finish(Outcome.DECLINED, "Not resumed: the interrupted turn was skipped or changed while Hermes "
                                          "was starting; nothing was submitted.")
-        if self.on_submitting is not None and self.handover.ours is not None:
+        if self.listener is not None and self.handover.ours is not None:
             try:  # the caller journals the mark: bookkeeping, never a reason not to go on
-                self.on_submitting(dict(self.handover.ours))
+                self.listener.submitting(dict(self.handover.ours))
             except Exception:  # boundary: a callback into the shell (never a reason not to go on)
                 logger.exception("on_submitting callback failed")
         try:

@@ -19,6 +19,7 @@ from hermes_tray_core.backend.rpc import GatewayError, RpcSession
 from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
 from hermes_tray_core.continuing.facts import raw_entry, touched_by_other
 from hermes_tray_core.continuing.handover import MarkerHandover
+from hermes_tray_core.continuing.listener import Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn, StopReason, WriterState
@@ -48,11 +49,7 @@ class RunState:
                  log_path: Path | None = None) -> None:
         self.home, self.key, self.gw, self.handover = home, key, gw, handover
         self.caps, self.opts, self.stop, self.backend, self.log_path = caps, opts, stop, backend, log_path
-        self.on_progress: Callable[[Progress], None] | None = None
-        self.on_dispatched: Callable[[ContinuationResult], None] | None = None
-        self.on_spawned: Callable[[int], None] | None = None
-        self.on_submitting: Callable[[dict[str, Any]], None] | None = None
-        self.on_connected: Callable[[], None] | None = None  # the backend answered: bookkeeping may start beside it
+        self.listener: Listener | None = None  # who is told as it goes (core.continuing.listener); None: nobody
         self.preopened = False  # ``gw`` was connected while the caller re-checked the turn
         self.other_backends: tuple[BackendEndpoint, ...] = ()
         self.connections: dict[int, RpcSession] = {}  # ready sessions the caller opened, by backend pid
@@ -79,14 +76,14 @@ class RunState:
 
 
     def progress(self, force: bool = False) -> None:
-        if self.on_progress is None:
+        if self.listener is None:
             return
         now = time.monotonic()
         if not force and now - self._last_progress < self.opts.progress_interval:
             return
         self._last_progress = now
         try:
-            self.on_progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames, self.result.ran_in))
+            self.listener.progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames, self.result.ran_in))
         except Exception:  # boundary: a callback into the shell
             logger.exception("progress callback failed")
 
@@ -245,9 +242,9 @@ class RunState:
         """Report the start; the callback (journal, UI) runs beside the frame loop, never delaying it."""
         self.phase = "running"
         self.progress(force=True)
-        if self.on_dispatched is None:
+        if self.listener is None:
             return
-        callback, snapshot = self.on_dispatched, self.result
+        callback, snapshot = self.listener.dispatched, self.result
 
         def call() -> None:
             try:

@@ -1,10 +1,10 @@
 """Skip one interrupted turn — only if it is still the one the user saw, and not while it is being resumed.
 
-``skip_turn(home, session_key, expected)``:
+``skip_turn(turn)``:
 
 1. takes the per-turn claim a resume takes (:mod:`core.continuing.claim`), without waiting: if a resume (the
    tray, the helper, another login, ``hermes-tray resume``) holds it, the skip loses, saying so;
-2. removes the marker entry by compare-and-remove against ``expected`` (the raw entry the user was shown):
+2. removes the marker entry by compare-and-remove against the entry the user was shown (``turn.marker``):
    if it changed or vanished, nothing is removed;
 3. records ``skipped`` in the decision journal still inside the claim, so a resume that takes the claim next
    finds the turn answered (and refuses it should its marker be written again); then releases the claim.
@@ -21,14 +21,13 @@ never undoes the skip. Without ``on_skipped`` nothing is journalled here.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
-from hermes_tray_core import keys
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.stores.fsutil import os_error_text
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Refusal, SkipOutcome
 
 logger = logging.getLogger(__name__)
@@ -48,21 +47,19 @@ class SkipResult:
 
 
 def skip_turn(
-    home: Path | str,
-    session_key: str,
-    expected: Mapping[str, Any],
+    turn: Turn,
     *,
     lease_path: Path | None = None,
     via: str = "api",
     on_skipped: Callable[[], object] | None = None,
 ) -> SkipResult:
-    """Remove ``session_key``'s marker in ``home`` iff it still equals ``expected`` and no resume holds the
-    turn (see module doc); then, still holding the claim, call ``on_skipped()`` to journal it. Never
-    raises for expected failures; :class:`~core.keys.InvalidIdError` for a malformed key."""
+    """Remove the turn's marker iff it still equals the one shown (``turn.marker``) and no resume holds the turn
+    (see module doc); then, still holding the claim, call ``on_skipped()`` to journal it. Never raises for
+    expected failures."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
-    key = keys.session_key(session_key)  # the one check of the key: past here it is a SessionKey
-    held = exactly_once.claim(home, key, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
+    key = turn.key
+    held = exactly_once.claim(turn, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
     if isinstance(held, exactly_once.ClaimRefused):
         if held.code == Refusal.STORE_ERROR:  # cannot tell whether a resume holds it: do nothing
             return SkipResult(SkipOutcome.ERROR, f"Not skipped: {held.message}.")
@@ -70,7 +67,7 @@ def skip_turn(
                                     "instead if it should not run.")
     journal_error: str | None = None
     try:
-        removed = remove_marker_if_unchanged(home, key, dict(expected))
+        removed = remove_marker_if_unchanged(turn.home, key, turn.marker.entry or {})
         if removed and on_skipped is not None:
             try:
                 problem = on_skipped()

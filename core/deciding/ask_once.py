@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from hermes_tray_core.turn import TurnKey
 from hermes_tray_core.vocab import Mode, TurnSource, Verdict
 
 if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
@@ -77,9 +78,10 @@ class TurnJournal(Protocol):
     def record_many(self, decisions: Sequence[Mapping[str, object]]) -> object: ...
 
 
-def turn_key(home: Path | str, session_key: str) -> str:
-    """The key one session's waiting turn goes by in the tray (menus, windows, notifications)."""
-    return f"{home}\x1f{session_key}"
+def turn_key(home: Path | str, session_key: str) -> TurnKey:
+    """The key one session's waiting turn goes by in the tray (menus, windows, notifications), for a turn named
+    by its home and session from outside a scan (a record has its own: ``record.turn.id``)."""
+    return TurnKey.of(home, session_key)
 
 
 def ident(record: TurnRecord) -> TurnIdent:
@@ -87,12 +89,12 @@ def ident(record: TurnRecord) -> TurnIdent:
     return (str(record.home), record.session_key, record.started_at, record.attempts)
 
 
-def waiting(records: Iterable[TurnRecord], *, running: Iterable[str] = ()) -> dict[str, TurnRecord]:
+def waiting(records: Iterable[TurnRecord], *, running: Iterable[TurnKey] = ()) -> dict[TurnKey, TurnRecord]:
     """The turns that wait for an answer: actionable desktop turns the tray is not running now."""
     busy = set(running)
-    out: dict[str, TurnRecord] = {}
+    out: dict[TurnKey, TurnRecord] = {}
     for r in records:
-        key = turn_key(r.home, r.session_key)
+        key = r.turn.id
         if r.verdict == Verdict.ACTIONABLE and r.source == TurnSource.DESKTOP and key not in busy:
             out[key] = r
     return out
@@ -103,10 +105,10 @@ class Review:
     """What to do after a scan: each list holds turns that are new to this process's attention."""
 
     ask: list[TurnRecord] = field(default_factory=list)  # notify and wait for the user
-    resume: list[str] = field(default_factory=list)  # auto mode: continue these now (turn keys)
-    reskip: list[tuple[str, TurnRecord]] = field(default_factory=list)  # skipped before and back: skip again
-    replaced: set[str] = field(default_factory=set)  # a newer interruption replaced what a note shows
-    gone: set[str] = field(default_factory=set)  # no longer waiting (settled here or elsewhere)
+    resume: list[TurnKey] = field(default_factory=list)  # auto mode: continue these now (turn keys)
+    reskip: list[tuple[TurnKey, TurnRecord]] = field(default_factory=list)  # skipped before and back: skip again
+    replaced: set[TurnKey] = field(default_factory=set)  # a newer interruption replaced what a note shows
+    gone: set[TurnKey] = field(default_factory=set)  # no longer waiting (settled here or elsewhere)
     snoozed: list[TurnRecord] = field(default_factory=list)  # waiting, but the user asked to be reminded later
     # snoozed turns whose time came while they were no longer waiting (stale, exhausted, …): not asked about;
     # the shell lists them with their verdict and reason
@@ -129,7 +131,7 @@ class AskOnce:
         self.wall_clock = wall_clock  # a snooze's ``until`` is a wall-clock time (it outlives the process)
         self.retry_seconds = retry_seconds
         self._seen: set[TurnIdent] = set()
-        self._waiting: dict[str, TurnIdent] = {}
+        self._waiting: dict[TurnKey, TurnIdent] = {}
         self._notified: set[TurnIdent] = set()  # journalled as notified by this process
         self._unshown: set[TurnIdent] = set()  # notes that reached nobody: ask again…
         self._unshown_retry = 0.0  # …from this clock() on
@@ -142,7 +144,7 @@ class AskOnce:
     def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
         """Notified or decided already; ``unreadable`` is the answer when the journal cannot be read."""
         try:
-            return (journal or self._journal()).was_asked(record.home, record.session_key, record.started_at)
+            return (journal or self._journal()).was_asked(record.turn.home, record.session_key, record.started_at)
         except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return unreadable
@@ -152,7 +154,7 @@ class AskOnce:
         :func:`core.continuing.claim.tombstoned` applies it to raw entries): it reappearing means a writer
         resurrected it. A later attempt of the same run is a new question, not a skip to repeat."""
         try:
-            return (journal or self._journal()).is_tombstoned(record.home, record.session_key, record.started_at,
+            return (journal or self._journal()).is_tombstoned(record.turn.home, record.session_key, record.started_at,
                                                               record.attempts)
         except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
@@ -162,13 +164,13 @@ class AskOnce:
         """The turn's latest snooze ``(until, asked since)``, or None (never snoozed, or the journal cannot be
         read: then the other rules decide, and they never continue an asked turn)."""
         try:
-            return (journal or self._journal()).snooze(record.home, record.session_key, record.started_at)
+            return (journal or self._journal()).snooze(record.turn.home, record.session_key, record.started_at)
         except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
             log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
             return None
 
     # --- a scan ---------------------------------------------------------------------------------
-    def review(self, pending: Mapping[str, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
+    def review(self, pending: Mapping[TurnKey, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
         """Decide what the tray does about ``pending`` (from :func:`waiting`) in ``mode`` (ask|auto|list).
         ``others``: the scan's other records, for the snoozed turns that stopped waiting (``Review.lapsed``)."""
         out = Review()
@@ -229,7 +231,7 @@ class AskOnce:
         self._lapse(out, pending, others, now, journal)
         return out
 
-    def _lapse(self, out: Review, pending: Mapping[str, TurnRecord], others: Iterable[TurnRecord], now: float,
+    def _lapse(self, out: Review, pending: Mapping[TurnKey, TurnRecord], others: Iterable[TurnRecord], now: float,
                journal: TurnJournal | None) -> None:
         """Snoozed turns whose time came while they were not waiting any more: told once, never asked about."""
         waiting_now = {ident(r) for r in pending.values()}
@@ -277,7 +279,7 @@ class AskOnce:
         it off that thread, passing the journal they resolved when they asked.
         Bookkeeping: a failure is logged; a later restart may then ask once more, nothing worse."""
         target = journal if journal is not None else self._journal()
-        rows = [{"event": "notified", "home": str(t.home), "session_key": t.session_key, "started_at": t.started_at,
+        rows = [{"event": "notified", "home": t.turn.home, "session_key": t.session_key, "started_at": t.started_at,
                  "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
         if not rows:
             return
@@ -288,7 +290,7 @@ class AskOnce:
             log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
         for t in turns:
             try:
-                target.record("notified", home=str(t.home), session_key=t.session_key, started_at=t.started_at,
+                target.record("notified", home=t.turn.home, session_key=t.session_key, started_at=t.started_at,
                               profile=t.profile, attempts=t.attempts, via=via)
             except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
                 log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)

@@ -26,6 +26,7 @@ from functools import lru_cache
 from typing import Any
 
 from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import StopCause
 
 __all__ = ["CAUSE_WORDS", "RESTART_MARGIN_S", "cause_words", "stop_cause"]
@@ -65,13 +66,14 @@ def _minute(t: int, now: int) -> str:
     return time.strftime("%H:%M" if same_day else "%b %d %H:%M", at)
 
 
-def stop_cause(entry: Mapping[str, Any], *, now: float, boot_time: float | None = None,
+def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
                witnessed: Mapping[str, Any] | None = None,
                crashed: Mapping[str, Any] | None = None) -> tuple[StopCause, str]:
-    """``(cause, fact)`` for the marker ``entry`` of a turn that is no longer running. ``boot_time``: when this
+    """``(cause, fact)`` for the ``marker`` of a turn that is no longer running. ``boot_time``: when this
     computer last started (:func:`hermes_tray_core.process.machine.boot_time`); ``witnessed``: the decision
     journal's ``stopped`` for this turn; ``crashed``: its ``failed`` (``crashed``) continuation. The fact is ""
     only for ``unknown``."""
+    entry = marker.raw if marker.is_entry else {}
     if entry.get("interrupted_by") == "shutdown":
         return StopCause.SHUTDOWN, "Hermes recorded it in the turn's marker"
     if witnessed is not None and witnessed.get("cause") == StopCause.OUT_OF_MEMORY:

@@ -39,12 +39,13 @@ from hermes_tray_core.hermes.config import (
     MAX_FRESHNESS_MINUTES,
     AutoContinueConfig,
 )
-from hermes_tray_core.numbers import INT_CAP, as_float, as_int, capped_int, finite, strict_finite
+from hermes_tray_core.numbers import finite, json_int
+from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
 __all__ = [
-    "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "decide", "decide_webui",
-    "marker_attempts", "marker_prompt", "marker_started_at", "marker_reference_time", "marker_age", "age_text", "restate_age",
+    "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "Seen", "decide", "decide_webui",
+    "marker_age", "age_text", "restate_age",
     "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
 ]
 
@@ -105,46 +106,9 @@ def _fmt_minutes(minutes: float) -> str:
     return f"{int(minutes)} min" if float(minutes).is_integer() else f"{minutes:g} min"
 
 
-def marker_started_at(marker: Mapping[str, Any]) -> float | None:
-    """Hermes' ``float(started_at or 0)`` as a time to show or key a turn by; None when that raises or is
-    not a finite time (the verdict itself uses :func:`_hermes_started_at`)."""
-    raw = marker.get("started_at")
-    return finite(raw or 0)
-
-
-def _hermes_started_at(marker: Mapping[str, Any]) -> float | None:
-    """Exactly Hermes' ``float(entry.get("started_at") or 0)``: NaN and ±inf included (Hermes compares
-    them as they are: a NaN or +inf age is never stale, -inf always is); None where that raises."""
-    return as_float(marker.get("started_at") or 0)
-
-
-def _interrupted_at(marker: Mapping[str, Any]) -> float | None:
-    """``interrupted_at`` when a positive finite JSON number (newer Hermes variants write it), else None:
-    anything else is junk that a Hermes without the field ignores, and so the tray does."""
-    interrupted = strict_finite(marker.get("interrupted_at"))
-    return interrupted if interrupted is not None and interrupted > 0 else None
-
-
-def marker_prompt(marker: Mapping[str, Any]) -> str:
-    """The prompt as Hermes reads it (``str(entry.get("prompt") or "")``): a number or a list in that field
-    is text to Hermes, and it continues with that text."""
-    try:
-        return str(marker.get("prompt") or "")
-    except Exception:  # boundary: reading what Hermes wrote (as Hermes' own str())
-        return ""
-
-
-def marker_reference_time(marker: Mapping[str, Any]) -> float | None:
-    """When the freshness window starts: ``interrupted_at`` if a positive finite time, else ``started_at``
-    as Hermes converts it (which may be NaN or ±inf: see :func:`_hermes_started_at`)."""
-    interrupted = _interrupted_at(marker)
-    return interrupted if interrupted is not None else _hermes_started_at(marker)
-
-
-def marker_age(marker: Mapping[str, Any], now: float) -> float:
-    """Seconds since :func:`marker_reference_time` (0 when unknown or in the future): what every reason states."""
-    ref = marker_reference_time(marker)
-    return _age(ref, now)
+def marker_age(marker: Marker, now: float) -> float:
+    """Seconds since the marker's reference time (0 when unknown or in the future): what every reason states."""
+    return _age(marker.reference_time, now)
 
 
 def _age(ref: float | None, now: float) -> float:
@@ -158,90 +122,86 @@ def _age(ref: float | None, now: float) -> float:
     return min(age, MAX_AGE_SECONDS)
 
 
-def marker_attempts(marker: Mapping[str, Any]) -> int | None:
-    """Hermes' ``max(0, int(attempts or 0))`` (capped at :data:`~hermes_tray_core.numbers.INT_CAP`);
-    None when Hermes' own reader fails on it (it then ignores the whole marker)."""
-    n = as_int(marker.get("attempts") or 0)
-    return None if n is None else capped_int(max(0, n), 0, INT_CAP)
-
-
-def decide(
-    marker: Mapping[str, Any],
-    *,
-    config: AutoContinueConfig,
-    writer: WriterState,
-    now: float,
-    source: str | None = None,
-    lease: str = "free",
-    owner: str = "none",
-    activity_detail: str = "",
-    backend: str = "none",
-    backend_detail: str = "",
-    writer_note: str = "",
-    writer_turn: str = "unknown",
-    writer_turn_detail: str = "",
-) -> Decision:
-    """Verdict for one marker entry (the raw dict stored under its session key).
-
-    ``writer``: ``alive`` / ``dead`` / ``unknown`` (``marker_writer_state``). ``source``: the
-    session's ``state.db`` source, when known. ``lease``: ``live`` / ``free`` / ``unknown`` (Hermes
-    turn lease; a home with no ``state.db`` holds none: ``free``); ``owner``: ``alive`` / ``dead`` /
-    ``none`` / ``unknown`` (active-session registry; no registry file: ``none``). ``unknown`` means
-    a source exists but could not be read: never actionable. ``activity_detail`` is appended to
-    lease/owner reasons (e.g. the holder's pid). ``backend``: ``live`` / ``none`` / ``unknown`` — is a
-    live Hermes process serving this home (``backend_detail`` names it: ``pid 4242 (hermes dashboard)``)?
-    It matters only when the writer is ``unknown``. ``writer_note``: why the tray's writer verdict differs
-    from Hermes' own (:attr:`core.process.identity.HermesJudgement.note`), said with the verdict. ``writer_turn``: for a
-    live writer that is a running backend of this home, what it answered when asked
-    (:mod:`hermes_tray_core.backend.sessions`): ``none`` (it runs no turn for the session — Hermes would
+class Seen(NamedTuple):
+    """What else was seen about a turn besides its marker. ``writer``: ``alive`` / ``dead`` / ``unknown``
+    (:func:`~hermes_tray_core.markers.entries.marker_writer_state`). ``source``: the session's ``state.db``
+    source, when known. ``lease``: ``live`` / ``free`` / ``unknown`` (Hermes turn lease; a home with no
+    ``state.db`` holds none: ``free``); ``owner``: ``alive`` / ``dead`` / ``none`` / ``unknown`` (active-session
+    registry; no registry file: ``none``). ``unknown`` means a source exists but could not be read: never
+    actionable. ``activity_detail`` is appended to lease/owner reasons (e.g. the holder's pid). ``backend``:
+    ``live`` / ``none`` / ``unknown`` — is a live Hermes process serving this home (``backend_detail`` names it:
+    ``pid 4242 (hermes dashboard)``)? It matters only when the writer is ``unknown``. ``writer_note``: why the
+    tray's writer verdict differs from Hermes' own (:attr:`core.process.identity.HermesJudgement.note`), said with
+    the verdict. ``writer_turn``: for a live writer that is a running backend of this home, what it answered when
+    asked (:mod:`hermes_tray_core.backend.sessions`): ``none`` (it runs no turn for the session — Hermes would
     continue the marker when resumed there, so the live writer does not make it ``running``;
-    ``writer_turn_detail`` says so in the reason), else ``running`` / ``unknown`` (the live writer stands).
+    ``writer_turn_detail`` says so in the reason), else ``running`` / ``unknown`` (the live writer stands)."""
+
+    writer: WriterState = WriterState.UNKNOWN
+    source: str | None = None
+    lease: str = "free"
+    owner: str = "none"
+    activity_detail: str = ""
+    backend: str = "none"
+    backend_detail: str = ""
+    writer_note: str = ""
+    writer_turn: str = "unknown"
+    writer_turn_detail: str = ""
+
+
+NOTHING_SEEN = Seen()
+
+
+def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen = NOTHING_SEEN) -> Decision:
+    """Verdict for one marker entry (its typed view: :class:`~hermes_tray_core.turn.Marker`), with what else was
+    ``seen`` about the turn (:class:`Seen`).
 
     Junk values are judged as Hermes' own code judges them (``read_turn_marker`` then
     ``_maybe_schedule_auto_continue``): the prompt is ``str(prompt or "")``, ``started_at`` is
     ``float(started_at or 0)`` even when NaN or ±inf, ``attempts`` is ``max(0, int(attempts or 0))``; only
     a conversion that raises makes the entry one Hermes ignores.
     """
-    if not isinstance(marker, Mapping):
+    if not marker.is_entry:
         return Decision(Verdict.NOT_OURS, "marker entry is not an object; Hermes ignores it",
                         code=ReasonCode.MALFORMED_ENTRY)
-    attempts = marker_attempts(marker)
-    ref = marker_reference_time(marker)
-    age = _age(ref, now)
+    attempts = marker.attempts
+    age = marker_age(marker, now)
+    writer, lease, owner, backend, backend_detail = seen.writer, seen.lease, seen.owner, seen.backend, seen.backend_detail
 
     def out(verdict: Verdict, code: ReasonCode, reason: str, unsure: bool = False) -> Decision:
         return Decision(verdict, reason, unsure, code, age)
 
     # 1. not-ours
-    if not _hermes_bool(marker.get("auto_continue", True)):
+    if not marker.auto_continue:
         return out(Verdict.NOT_OURS, ReasonCode.AUTO_CONTINUE_OFF,
                    "auto_continue is off for this turn: another mechanism owns its recovery")
-    if not marker_prompt(marker).strip():
-        what = "a queued entry with no prompt" if marker.get("queued") else "no prompt recorded"
+    if not marker.prompt.strip():
+        what = "a queued entry with no prompt" if marker.queued else "no prompt recorded"
         return out(Verdict.NOT_OURS, ReasonCode.NO_PROMPT, f"{what}: there is nothing to continue")
-    if source == "bot_room":
+    if seen.source == "bot_room":
         return out(Verdict.NOT_OURS, ReasonCode.HOSTED_ROOM, "hosted bot_room session: its driver owns recovery")
-    if attempts is None or _hermes_started_at(marker) is None:
+    if attempts is None or marker.hermes_started is None:
         bad = "attempts" if attempts is None else "started_at"
         return out(Verdict.NOT_OURS, ReasonCode.MALFORMED_ENTRY,
                    f"malformed marker ({bad} is not a number Hermes can read): Hermes ignores it")
     # 2. running
-    detail = f" ({activity_detail})" if activity_detail else ""
-    idle_writer = writer == WriterState.ALIVE and writer_turn == "none"
+    detail = f" ({seen.activity_detail})" if seen.activity_detail else ""
+    idle_writer = writer == WriterState.ALIVE and seen.writer_turn == "none"
     if idle_writer:  # asked, the live backend that wrote it runs no turn for it: judged as Hermes would there
         writer = WriterState.DEAD
     if writer == WriterState.ALIVE:
-        pid = _short(marker.get("writer_pid"))
+        pid = _short(marker.raw.get("writer_pid"))
         return out(Verdict.RUNNING, ReasonCode.WRITER_ALIVE,
-                   f"its writer (pid {pid}) is still running: the turn is not interrupted{_paren(writer_note)}")
+                   f"its writer (pid {pid}) is still running: the turn is not interrupted{_paren(seen.writer_note)}")
     if lease == "live":
         return out(Verdict.RUNNING, ReasonCode.LEASE_LIVE, f"a Hermes backend holds this session's turn lease{detail}")
     if owner == "alive":
         return out(Verdict.RUNNING, ReasonCode.OWNER_ALIVE, f"a live Hermes process has this session open{detail}")
     unsure: tuple[ReasonCode, str] | None = None
     if writer != WriterState.DEAD:
-        why = ("the marker has no writer pid (written by an older backend)" if marker.get("writer_pid") is None
-               else f"cannot tell whether writer pid {_short(marker.get('writer_pid'))} is still running")
+        raw_pid = marker.raw.get("writer_pid")
+        why = ("the marker has no writer pid (written by an older backend)" if raw_pid is None
+               else f"cannot tell whether writer pid {_short(raw_pid)} is still running")
         if backend == "live":
             return out(Verdict.RUNNING, ReasonCode.BACKEND_LIVE,
                        f"{why}, and Hermes {backend_detail or 'backend'} serves this home: "
@@ -261,7 +221,7 @@ def decide(
     # 4. stale
     window = float(config.freshness_minutes) * 60.0
     if config.freshness_minutes < MAX_FRESHNESS_MINUTES and age > window:  # the maximum is Hermes' .inf
-        since = "interrupted" if _interrupted_at(marker) is not None else "started"
+        since = "interrupted" if marker.interrupted_at is not None else "started"
         return out(Verdict.STALE, ReasonCode.STALE,
                    f"{since} {age_text(age)}, beyond the {_fmt_minutes(config.freshness_minutes)} "
                    "freshness window")
@@ -274,7 +234,7 @@ def decide(
     # 6. actionable
     older = "; written by an older backend" if writer != WriterState.DEAD else ""
     if idle_writer:
-        older = f"; {writer_turn_detail or 'its writer, a running Hermes backend, runs no turn for it'}"
+        older = f"; {seen.writer_turn_detail or 'its writer, a running Hermes backend, runs no turn for it'}"
     return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
                f"interrupted {age_text(age)}; would be continuation {attempts + 1} of "
                f"{config.max_attempts}{older}")
@@ -313,15 +273,11 @@ def decide_webui(
                     f"WebUI{more}", False, ReasonCode.WEBUI_INTERRUPTED, age)
 
 
-def _hermes_bool(value: Any) -> bool:
-    """Hermes' ``bool(entry.get("auto_continue", True))``."""
-    return bool(value)  # JSON's values are built-in types: their bool() never raises
-
-
 def _short(value: Any) -> str:
-    if isinstance(value, int) and not isinstance(value, bool) and abs(value) >= 10**20:
+    number = json_int(value)
+    if number is not None and abs(number) >= 10**20:
         return "(a huge number)"
-    text = str(value) if isinstance(value, int) and not isinstance(value, bool) else repr(value)
+    text = str(number) if number is not None else repr(value)
     return text if len(text) <= 24 else text[:23] + "…"
 
 

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_tray_core.deciding.policy import AutoContinueConfig
+from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:  # read from state.db only when a home has markers
@@ -24,29 +26,27 @@ EXCERPT_CHARS = 120
 class TurnRecord(NamedTuple):
     """One interrupted turn, as the user sees it (an immutable record).
 
-    ``source`` is :attr:`TurnSource.DESKTOP` (a marker; resumable when the verdict is actionable) or
-    :attr:`TurnSource.WEBUI` (an unfinished WebUI journal turn: informational, never acted on). ``entry`` is the raw marker
-    entry as read — pass it back as ``expected`` to skip/resume so a changed marker is refused.
-    ``turn_id`` is set for WebUI records. ``progress``: how far the turn got, as Hermes recorded it (None when
-    that cannot be read: no state.db, unreadable, a WebUI turn). ``cause``: why it stopped, with ``cause_fact``
-    (:mod:`hermes_tray_core.deciding.causes`); None while it runs.
+    ``home`` is the home as it was found (as the user named it: what the user reads); ``turn`` the turn itself
+    (:class:`~hermes_tray_core.turn.Turn`: the canonical home, the checked session key and the marker entry as
+    read — pass it back to skip/resume, so a changed marker is refused). ``source`` is :attr:`TurnSource.DESKTOP`
+    (a marker; resumable when the verdict is actionable) or :attr:`TurnSource.WEBUI` (an unfinished WebUI journal
+    turn: informational, never acted on). ``turn_id`` is set for WebUI records. ``progress``: how far the turn
+    got, as Hermes recorded it (None when that cannot be read: no state.db, unreadable, a WebUI turn). ``cause``:
+    why it stopped, with ``cause_fact`` (:mod:`hermes_tray_core.deciding.causes`); None while it runs.
     """
 
     home: Path
     profile: str
-    session_key: str
+    turn: Turn
     title: str | None
     prompt_excerpt: str
-    started_at: float
     age_seconds: float
-    attempts: int
     writer: WriterState
     verdict: Verdict
     reason: str
     source: TurnSource
     unsure: bool = False
     turn_id: str | None = None
-    entry: Mapping[str, Any] | None = None
     code: ReasonCode | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
     # (pid, start time) of the live process that makes this turn ``running`` when it is not the marker's
     # writer (a Hermes backend serving the home): the tray watches it, its exit changes the verdict.
@@ -54,6 +54,24 @@ class TurnRecord(NamedTuple):
     progress: TurnProgress | None = None
     cause: StopCause | None = None
     cause_fact: str = ""
+
+    @property
+    def session_key(self) -> SessionKey:
+        return self.turn.key
+
+    @property
+    def started_at(self) -> float:
+        return self.turn.started_at
+
+    @property
+    def attempts(self) -> int:
+        return self.turn.attempts
+
+    @property
+    def entry(self) -> Mapping[str, Any] | None:
+        """The marker entry as read (None for a WebUI turn or a junk entry)."""
+        raw = self.turn.marker.raw
+        return raw if isinstance(raw, dict) else None
 
     @property
     def actionable(self) -> bool:

@@ -85,5 +85,5 @@ def snooze_turn(record: TurnRecord, until: float, *, via: str, journal: Decision
         from hermes_tray_core.stores import decisions
 
         journal = decisions.default_journal()
-    journal.record("snoozed", home=record.home, session_key=record.session_key, started_at=record.started_at,
+    journal.record("snoozed", home=record.turn.home, session_key=record.session_key, started_at=record.started_at,
                    attempts=record.attempts, until=float(until), profile=record.profile, via=via)

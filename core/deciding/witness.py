@@ -66,12 +66,10 @@ class ExitWitness:
         writer lives)."""
         turns: dict[int, list[_Turn]] = {}
         for r in records:
-            entry = r.entry
-            pid = entry.get("writer_pid") if entry is not None else None
-            if r.writer != WriterState.ALIVE or r.source != TurnSource.DESKTOP or not isinstance(pid, int) \
-                    or isinstance(pid, bool) or pid <= 0:
+            pid = r.turn.marker.writer_pid
+            if r.writer != WriterState.ALIVE or r.source != TurnSource.DESKTOP or pid is None:
                 continue
-            turns.setdefault(pid, []).append((str(r.home), r.session_key, r.started_at, r.attempts))
+            turns.setdefault(pid, []).append((r.turn.home, r.session_key, r.started_at, r.attempts))
         if not turns:
             self._seen.clear()
             return

@@ -39,7 +39,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.errors import TrayError
-from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert
+from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert, json_int
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.stores.fsutil import os_error_text
 
@@ -109,7 +109,7 @@ def _describe(raw: Any) -> str:
         return "a list"
     if isinstance(raw, str):
         return repr(raw if len(raw) <= 40 else raw[:39] + "…")
-    if isinstance(raw, int) and not isinstance(raw, bool) and abs(raw) >= 10**20:
+    if (number := json_int(raw)) is not None and abs(number) >= 10**20:
         return "a huge integer"
     text = repr(raw)
     return text if len(text) <= 40 else type(raw).__name__
@@ -173,7 +173,7 @@ def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[Aut
                                 "every interrupted turn is stale at once")
         raw, key = cfg.get("max_attempts"), "max_attempts"
         attempts = hermes_max_attempts(raw)
-        if raw is not None and not (isinstance(raw, int) and not isinstance(raw, bool) and raw >= 0):
+        if raw is not None and not ((number := json_int(raw)) is not None and number >= 0):
             warnings.append(f"{name}.max_attempts: {_describe(raw)} reads as {attempts} to Hermes "
                             "(write a whole number >= 0)")
     except HermesRaises as exc:

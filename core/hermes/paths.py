@@ -20,7 +20,7 @@ from pathlib import Path
 
 __all__ = [
     "PROFILE_RE", "DEFAULT_PROFILE", "DEFAULT_MANAGED_DIR",
-    "default_root", "root_of", "is_profile_home", "profile_home", "canonical",
+    "default_root", "root_of", "is_profile_home", "profile_home",
     "marker_file", "config_file", "state_db", "active_sessions_file", "active_profile_file",
     "default_webui_state_dir", "managed_dir", "managed_config_file", "is_hermes_home",
 ]
@@ -71,14 +71,6 @@ def profile_home(root: Path, name: str) -> Path:
     if not PROFILE_RE.match(name):
         raise ValueError(f"not a Hermes profile name: {name!r}")
     return root / "profiles" / name
-
-
-def canonical(path: Path | str) -> str:
-    """One spelling per directory (symlinks resolved, case folded where the OS does): compare homes by this."""
-    try:
-        return os.path.normcase(os.path.realpath(path))
-    except OSError:
-        return os.path.normcase(os.path.abspath(path))
 
 
 def marker_file(home: Path) -> Path:

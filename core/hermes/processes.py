@@ -14,7 +14,7 @@ the tray does nothing. This module finds those processes with psutil:
   ``~/.hermes`` of the process's ``HOME``. For ``hermes`` commands Hermes' own profile rules apply
   first (``hermes_cli.main._apply_profile_override``): ``-p/--profile <name>``, then a
   ``HERMES_HOME`` that already is a profile home, then the root's sticky ``active_profile``. Homes
-  compare canonically (:func:`hermes_tray_core.hermes.paths.canonical`).
+  compare canonically (:func:`hermes_tray_core.keys.home_path`).
 
 The dashboard engine (continuing turns inside ``hermes dashboard``) builds on the same records: a
 :class:`HermesProcess` knows its interpreter (``exe``), its loopback listening ports and can read one
@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     import psutil
 
 from hermes_tray_core.hermes import paths as hermes_paths
+from hermes_tray_core.keys import HomePath, home_path
 from hermes_tray_core.process.identity import process_errors
 from hermes_tray_core.vocab import ProcessKind, WriterState
 
@@ -69,8 +70,8 @@ class HermesProcess(NamedTuple):
     mark: str | None = None  # clock-proof start mark (core.process.start_mark): what "still the same process" compares
 
     @property
-    def home_key(self) -> str:
-        return hermes_paths.canonical(self.home)
+    def home_key(self) -> HomePath:
+        return home_path(self.home)
 
     @property
     def command(self) -> str:
@@ -390,7 +391,7 @@ def serves_home(pid: int, home: Path | str) -> bool:
     (:func:`hermes_tray_core.process.identity.judge_hermes_identity`)."""
     found = hermes_process(pid)
     return (found is not None and found.kind != ProcessKind.WEBUI
-            and found.home_key == hermes_paths.canonical(home))
+            and found.home_key == home_path(home))
 
 
 def backend_state(home: Path | str) -> tuple[str, str]:
@@ -417,7 +418,7 @@ class HermesProcesses:
 
     def serving(self, home: Path | str) -> list[HermesProcess]:
         """Hermes backends (dashboard, gateway, CLI) whose home is ``home``; the Desktop backend first."""
-        return list(self._by_home.get(hermes_paths.canonical(home), ()))
+        return list(self._by_home.get(home_path(home), ()))
 
     def dashboard(self, home: Path | str) -> HermesProcess | None:
         """The live ``hermes dashboard`` of ``home`` (the oldest-pid one when several), or None."""
@@ -430,7 +431,7 @@ class HermesProcesses:
 
     def webui_servers(self, state_dir: Path | str) -> list[HermesProcess]:
         """WebUI servers whose state dir is ``state_dir``."""
-        key = hermes_paths.canonical(state_dir)
+        key = home_path(state_dir)
         return [p for p in self.processes if p.kind == ProcessKind.WEBUI and p.webui_state_dir is not None
-                and hermes_paths.canonical(p.webui_state_dir) == key]
+                and home_path(p.webui_state_dir) == key]
 

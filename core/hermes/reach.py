@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from hermes_tray_core.hermes.paths import PROFILE_RE
+from hermes_tray_core.keys import home_path
 from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.vocab import StrEnum
 
@@ -49,7 +50,7 @@ class Access(StrEnum):
 
 class Reach(NamedTuple):
     """One look at one path. ``problem``: a sentence about the path in the user's words ("" when OK).
-    ``canonical``: one spelling per directory (symlinks resolved) when it answered, else the absolute path.
+    ``canonical``: its :func:`~hermes_tray_core.keys.home_path` when it answered, else the absolute path.
     ``profiles``: a look at each ``profiles/<name>/`` directory under it, when asked for."""
 
     path: Path
@@ -62,13 +63,6 @@ class Reach(NamedTuple):
     @property
     def ok(self) -> bool:
         return self.access is Access.OK
-
-
-def _canonical(path: Path) -> str:
-    try:
-        return os.path.normcase(os.path.realpath(path))
-    except (OSError, ValueError):
-        return os.path.normcase(os.path.abspath(path))
 
 
 def _profiles(root: Path) -> tuple[Reach, ...]:
@@ -111,7 +105,7 @@ def _look_one(path: Path, plain: str, find_profiles: bool) -> Reach:
     try:
         if not os.access(path, os.R_OK | os.X_OK):
             return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(OSError(errno.EACCES, 'Permission denied'))}", plain, True)
-        return Reach(path, Access.OK, "", _canonical(path), True, _profiles(path) if find_profiles else ())
+        return Reach(path, Access.OK, "", home_path(path), True, _profiles(path) if find_profiles else ())
     except (OSError, ValueError) as exc:
         return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, True)
 

@@ -41,7 +41,7 @@ from hermes_tray_core.hermes.state_db_batch import (
     describe_error,
     text_or_none,
 )
-from hermes_tray_core.numbers import as_float
+from hermes_tray_core.numbers import as_float, json_int
 from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.vocab import WriterState
@@ -295,8 +295,8 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
     if expires is None or expires <= now:
         return _lv("free", "turn lease expired", holder, expires, cid)
     pid, pidns = parse_holder(holder)
-    owner_pid = row.get("owner_pid")
-    if isinstance(owner_pid, int) and not isinstance(owner_pid, bool) and owner_pid > 0:
+    owner_pid = json_int(row.get("owner_pid"))
+    if owner_pid is not None and owner_pid > 0:
         pid = owner_pid
     left = int(expires - now)
     ours = own_pidns()
@@ -468,7 +468,7 @@ def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIME
             return None, "state.db has no messages table"
         row = conn.execute("SELECT MAX(id) FROM messages").fetchone()
         value = row[0] if row else None
-        return (int(value) if isinstance(value, int) and not isinstance(value, bool) else 0), None
+        return json_int(value) or 0, None
     except db_errors() as exc:
         return None, describe_error(exc)
     finally:

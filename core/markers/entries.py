@@ -21,6 +21,7 @@ from hermes_tray_core.process.identity import (
     judge_hermes_identity,
     own_identity,
 )
+from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["MAX_AGE_SECS", "MAX_ENTRIES", "MAX_PROMPT_CHARS", "build_entry", "marker_writer_state", "normalize_marker",
@@ -91,7 +92,7 @@ def normalize_marker(entry: object) -> dict[str, Any] | None:
         return None
 
 
-def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJudgement:
+def writer_judgement(marker: Marker, home: Path | str | None = None) -> HermesJudgement:
     """The tray's and Hermes' verdicts on this marker's writer (``writer_pid`` + ``writer_start_time``).
 
     Hermes' own ``marker_writer_state``: ``unknown`` unless ``writer_pid`` is a positive int (never a bool);
@@ -101,10 +102,8 @@ def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJud
     (:func:`core.process.identity.judge_hermes_identity`); ``.hermes`` keeps Hermes' own verdict."""
     unknown = HermesJudgement(WriterState.UNKNOWN, WriterState.UNKNOWN)
     try:
-        if not isinstance(entry, dict):
-            return unknown
-        pid = entry.get("writer_pid")
-        if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
+        pid = marker.writer_pid
+        if pid is None:
             return unknown
         serves = None
         if home is not None:
@@ -112,19 +111,19 @@ def writer_judgement(entry: object, home: Path | str | None = None) -> HermesJud
 
             def serves(p: int) -> bool:
                 return serves_home(p, home)
-        return judge_hermes_identity(pid, entry.get("writer_start_time"), serves_home=serves)
+        return judge_hermes_identity(pid, marker.writer_start_time, serves_home=serves)
     except Exception:  # boundary: reading what Hermes wrote, where anything can be
         return unknown
 
 
 def marker_writer_state(entry: object, home: Path | str | None = None) -> WriterState:
-    """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker still running?
+    """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker entry still running?
 
     A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
     process) is the safe answer that leaves the marker alone. ``home``: the home whose marker file holds the
     entry, so that a live Hermes writer stays alive through a wall-clock step (:func:`writer_judgement`).
     """
-    return writer_judgement(entry, home).state
+    return writer_judgement(Marker.read(entry), home).state
 
 
 def with_record(entries: Entries, key: str, entry: dict[str, Any], now: float) -> Entries:

@@ -24,7 +24,7 @@ from collections.abc import Callable
 from types import ModuleType
 from typing import Any, NamedTuple, TypeGuard
 
-from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.numbers import json_int, strict_finite
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["STEP_WINDOW_S", "HermesJudgement", "ProcessIdentity", "START_TIME_TOLERANCE", "hermes_liveness",
@@ -140,7 +140,7 @@ def identity_of(pid: int) -> ProcessIdentity:
 
 
 def _valid_pid(pid: object) -> TypeGuard[int]:
-    return isinstance(pid, int) and not isinstance(pid, bool) and pid > 0
+    return (number := json_int(pid)) is not None and number > 0
 
 
 def process_liveness(pid: object, start_time: object = None, *, mark: object = None) -> Liveness:

@@ -5,12 +5,13 @@ when a verdict depends on it (a process-table look costs more than the rest of a
 from __future__ import annotations
 
 import os
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import ProcessKind
 
 if TYPE_CHECKING:
@@ -38,22 +39,18 @@ class RunningNow:
         self._registry: dict[str, bool] = {}  # home -> may its active-session registry exist?
         self._journal_: Any = None  # core.stores.decisions.DecisionJournal
 
-    def writer_turn(self, home: Home, key: str, entry: Any) -> Any:
+    def writer_turn(self, home: Home, turn: Turn) -> Any:
         """For a live writer that is a running backend serving ``home``: its answer when asked whether it runs a
-        turn for ``key`` (:mod:`core.backend.sessions`), when that answer is "none" (no turn); else None (the
+        turn for the session (:mod:`core.backend.sessions`), when that answer is "none" (no turn); else None (the
         live writer stands: a turn runs there, or it cannot be asked)."""
-        if not isinstance(entry, Mapping):
-            return None
-        pid = entry.get("writer_pid")
+        pid = turn.marker.writer_pid
         procs = self.processes()
-        if isinstance(procs, Exception) or not isinstance(pid, int) or not any(
+        if isinstance(procs, Exception) or pid is None or not any(
                 p.pid == pid and p.kind == ProcessKind.DASHBOARD for p in procs.serving(home.path)):
             return None
         from hermes_tray_core.backend.sessions import ask_writer
 
-        start = entry.get("writer_start_time")
-        answer = ask_writer(home.path, key, pid, float(start) if isinstance(start, (int, float))
-                            and not isinstance(start, bool) else None, processes=procs)
+        answer = ask_writer(home.path, turn.key, pid, turn.marker.writer_start, processes=procs)
         if answer.state != "none":
             return None
         # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
@@ -61,7 +58,7 @@ class RunningNow:
         from hermes_tray_core.continuing import claim as exactly_once
 
         try:
-            claimed = exactly_once.lease_store().current(exactly_once.claim_name(home.path, key)) is not None
+            claimed = exactly_once.lease_store().current(exactly_once.claim_name(turn.home, turn.key)) is not None
         except exactly_once.lease_errors():
             claimed = True  # cannot tell: leave it running
         return None if claimed else answer

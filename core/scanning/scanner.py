@@ -22,22 +22,23 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.deciding.policy import (
     AutoContinueConfig,
     Decision,
+    Seen,
     decide,
     decide_webui,
-    marker_attempts,
-    marker_started_at,
+    marker_age,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
 from hermes_tray_core.hermes import reach
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
+from hermes_tray_core.keys import InvalidIdError, SessionKey, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
 from hermes_tray_core.numbers import strict_finite
@@ -45,6 +46,7 @@ from hermes_tray_core.scanning.cache import MISS, ScanCache, default_cache_file
 from hermes_tray_core.scanning.running import RunningNow
 from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
 from hermes_tray_core.stores.fsutil import os_error_text
+from hermes_tray_core.turn import Marker, Turn
 from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:
@@ -147,50 +149,50 @@ def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, 
 # the scanner
 
 
-def _settled_continuation(home: Path, key: object, entry: Any) -> bool:
+def _settled_continuation(turn: Turn) -> bool:
     """core.continuing.completion: a tray continuation whose note Hermes' state.db shows answered is settled
     (journalled ``completed``, marker retired) and yields no record, never an actionable one."""
-    if not isinstance(entry, dict) or MARK_KEYS[0] not in entry:
+    if not turn.marker.is_entry or MARK_KEYS[0] not in turn.marker.raw:
         return False
     from hermes_tray_core.continuing.completion import (
         settle_if_finished,  # only for a tray continuation's marker
     )
 
-    settled = settle_if_finished(home, str(key), entry)
+    settled = settle_if_finished(turn)
     return settled is not None and settled.finished
 
 
-def _retired(home: Path, key: str, entry: Any, journal: Any) -> bool:
+def _retired(turn: Turn, journal: Any) -> bool:
     """core.continuing.claim: the tray saw this exact turn continued and finished, so a marker for it is a stale
     write's copy: removed again here (compare-and-remove) and never shown — else Hermes' own
     ``session.resume`` would continue the finished turn a second time."""
     from hermes_tray_core.continuing import claim as exactly_once
 
-    if not isinstance(entry, dict) or not exactly_once.retired(home, key, entry, journal=journal):
+    if not turn.marker.is_entry or not exactly_once.retired(turn, journal=journal):
         return False
-    exactly_once.enforce_tombstones(home, {key: entry}, journal=journal)
+    exactly_once.enforce_tombstones([turn], journal=journal)
     return True
 
 
-def _tombstoned(home: Path, key: str, entry: dict[str, Any], journal: Any) -> bool:
+def _tombstoned(turn: Turn, journal: Any) -> bool:
     """core.continuing.claim: this exact turn (session key + started_at + attempts) was skipped, so a marker for
     it is a stale Hermes write's copy: removed again here (compare-and-remove), and never offered."""
     from hermes_tray_core.continuing import claim as exactly_once
 
-    if not exactly_once.tombstoned(home, key, entry, journal=journal):
+    if not turn.marker.is_entry or not exactly_once.tombstoned(turn, journal=journal):
         return False
-    exactly_once.enforce_tombstones(home, {key: entry}, journal=journal)
+    exactly_once.enforce_tombstones([turn], journal=journal)
     return True
 
 
-def _stopped(home: Path, key: str, entry: dict[str, Any], journal: Any) -> str | None:
+def _stopped(turn: Turn, journal: Any) -> str | None:
     """core.continuing.claim: this exact turn was stopped for good (or given up) and its marker is still there (a
     read-only home, a stale write): removed here when it can be (compare-and-remove), never offered either way."""
     from hermes_tray_core.continuing import claim as exactly_once
 
-    how = exactly_once.stopped(home, key, entry, journal=journal)
+    how = exactly_once.stopped(turn, journal=journal) if turn.marker.is_entry else None
     if how:
-        exactly_once.enforce_tombstones(home, {key: entry}, journal=journal)
+        exactly_once.enforce_tombstones([turn], journal=journal)
     return how
 
 
@@ -349,14 +351,16 @@ class Scanner:
         entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
         if mproblem:
             problems.append(mproblem)
+        made, unsafe = self._turns(home, entries) if entries else ([], [])
         if entries is not None:
-            self._settle_runs(home, entries)
+            self._settle_runs(home, made)
         turns: list[TurnRecord] = []
         state = _HomeState(home.path, now) if exists else None
         try:
             unsupported = self._unsupported(home, state) if state else []
-            if entries:
-                turns.extend(self._marker_records(home, entries, config, state, now, problems))
+            if made:
+                turns.extend(self._marker_records(home, made, config, state, now, problems))
+            turns.extend(self._unsafe_record(home, key, entry, now) for key, entry in unsafe)
             db_status = state.status if state else "missing"
             if state and state.status == "unreadable" and state.problem:
                 problems.append(f"{state.problem}: titles and Hermes' turn leases cannot be checked")
@@ -380,45 +384,71 @@ class Scanner:
                             tuple(unsupported), tuple(problems))
         return report, turns
 
-    def _settle_runs(self, home: Home, entries: dict[str, Any]) -> None:
+    def _settle_runs(self, home: Home, turns: list[Turn]) -> None:
         """core.continuing.orphans: a run of ours whose process is gone is settled from Hermes' facts (looked at
         only when the journal has an open run in this home)."""
         journal = self._now.decisions()
         try:
-            if journal is None or not journal.open_runs(home.path):
+            if journal is None or not journal.open_runs(home_path(home.path)):
                 return
         except Exception:  # boundary: bookkeeping (the journal) never breaks a scan
             return
         from hermes_tray_core.continuing.orphans import settle_orphaned_runs
 
-        settle_orphaned_runs(home.path, entries, journal=journal)
+        settle_orphaned_runs(home.path, turns, journal=journal)
 
-    def _marker_records(self, home: Home, entries: dict[str, Any], config: AutoContinueConfig, state: _HomeState | None,
+    def _turns(self, home: Home, entries: dict[str, Any]) -> tuple[list[Turn], list[tuple[str, Any]]]:
+        """The door: one :class:`~hermes_tray_core.turn.Turn` per entry whose session key is one Hermes writes;
+        the entries under any other key apart (listed, never acted on: :meth:`_unsafe_record`)."""
+        where = home_path(home.path)
+        turns: list[Turn] = []
+        unsafe: list[tuple[str, Any]] = []
+        for key, entry in entries.items():
+            try:
+                turns.append(Turn(where, session_key(key), Marker.read(entry)))
+            except InvalidIdError as exc:
+                self._log_once(home, str(key)[:80], f"unsafe session key: {exc}")
+                unsafe.append((str(key), entry))
+        return turns, unsafe
+
+    def _unsafe_record(self, home: Home, key: str, entry: Any, now: float) -> TurnRecord:
+        """A marker under a key no Hermes session has (path separators, control characters): listed as it is, so
+        the user sees it, and ``not-ours`` — nothing can safely name it in a claim, a journal or an argv, so no
+        resume or skip is offered. Its turn carries the key unchecked for display only."""
+        marker = Marker.read(entry)
+        return TurnRecord(
+            home=home.path, profile=home.profile, turn=Turn(home_path(home.path), SessionKey(key), marker),
+            title=None, prompt_excerpt=prompt_excerpt(marker.excerpt_source),
+            age_seconds=marker_age(marker, now), writer=WriterState.UNKNOWN, verdict=Verdict.NOT_OURS,
+            reason="its session key is not one Hermes writes: it is left alone", source=TurnSource.DESKTOP,
+            code=ReasonCode.MALFORMED_ENTRY)
+
+    def _marker_records(self, home: Home, turns: list[Turn], config: AutoContinueConfig, state: _HomeState | None,
                         now: float, problems: list[str]) -> list[TurnRecord]:
         out = []
         title_problem = None
         if state:
-            since = {str(k): t for k, e in entries.items() if isinstance(e, Mapping)
-                     and (t := marker_started_at(e)) is not None} if self._read_progress else None
-            state.prefetch([str(k) for k in entries], since)
-        for key, entry in entries.items():
-            if _settled_continuation(home.path, key, entry) or _retired(home.path, str(key), entry, self._now.decisions()):
+            since: dict[str, float] | None = {t.key: t.marker.started for t in turns if t.marker.started is not None} \
+                if self._read_progress else None
+            state.prefetch([t.key for t in turns], since)
+        for turn in turns:
+            if _settled_continuation(turn) or _retired(turn, self._now.decisions()):
                 continue
             try:
-                record, tp = self._marker_record(home, str(key), entry, config, state, now)
+                record, tp = self._marker_record(home, turn, config, state, now)
             except Exception as exc:  # boundary: one hostile entry never hides its siblings
-                self._log_once(home, str(key), f"cannot judge this marker ({type(exc).__name__}: {exc})",
+                self._log_once(home, turn.key, f"cannot judge this marker ({type(exc).__name__}: {exc})",
                                level=_ERROR)
-                problems.append(f"marker {str(key)[:80]!r} cannot be judged; it is left alone — please report it "
+                problems.append(f"marker {turn.key[:80]!r} cannot be judged; it is left alone — please report it "
                                 "(details in the log)")
                 continue
             title_problem = title_problem or tp
-            if isinstance(entry, dict) and _tombstoned(home.path, str(key), entry, self._now.decisions()):
+            if _tombstoned(turn, self._now.decisions()):
                 record = record._replace(
                     verdict=Verdict.SKIPPED, code=ReasonCode.TOMBSTONED, unsure=False,
                     reason="skipped earlier (the tray's decision journal); a stale Hermes write brought its marker "
                            "back, so it was removed again — it will not be resumed")
-            elif isinstance(entry, dict) and (how := _stopped(home.path, str(key), entry, self._now.decisions())):
+            elif how := _stopped(turn, self._now.decisions()):
                 record = record._replace(
                     verdict=Verdict.STOPPED, code=ReasonCode.STOPPED, unsure=False,
                     reason=("you stopped it" if how == "interrupted" else "the tray gave up on it") + " earlier "
@@ -431,65 +461,61 @@ class Scanner:
             problems.append(f"{title_problem}: session titles unavailable")
         return out
 
-    def _marker_record(self, home: Home, key: str, entry: Any, config: AutoContinueConfig,
-                       state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
+    def _seen(self, home: Home, turn: Turn, state: _HomeState | None) -> Seen:
+        """What runs beside the marker (writer, lease, owner, backend, the running Hermes app), looked at only
+        as far as the verdict depends on it."""
         from hermes_tray_core.markers.entries import writer_judgement
 
-        info, tp = state.session(key) if state else (None, None)
-        judged = writer_judgement(entry, home.path) if isinstance(entry, Mapping) else None
+        key, marker = turn.key, turn.marker
+        info = state.session(key)[0] if state else None
+        source = info[1] if info else None
+        judged = writer_judgement(marker, home.path) if marker.is_entry else None
         writer = judged.state if judged is not None else WriterState.UNKNOWN
-        title, source = (info[0], info[1]) if info else (None, None)
-        turn = self._now.writer_turn(home, key, entry) if writer == WriterState.ALIVE else None
         note = judged.note if judged is not None else ""
-        if (writer == WriterState.ALIVE and turn is None) or not isinstance(entry, Mapping):
-            decision: Decision = decide(entry, config=config, writer=writer, now=now, source=source,
-                                        writer_note=note)
-        else:
-            lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
-            owner = self._now.owner(home, key)
-            ostate = owner.state if owner else "none"
-            if turn is not None and owner is not None and owner.pid == entry.get("writer_pid"):
-                ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
-            details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
-                       if st in ("live", "alive", "unknown")]
-            backend, backend_detail = self._now.backend(home) if writer == WriterState.UNKNOWN else ("none", "")
-            decision = decide(entry, config=config, writer=writer, now=now, source=source,
-                              lease=lstate, owner=ostate, activity_detail="; ".join(details),
-                              backend=backend, backend_detail=backend_detail, writer_note=note,
-                              writer_turn="none" if turn is not None else "unknown",
-                              writer_turn_detail=turn.detail if turn is not None else "")
-            if self._ask_app and decision.verdict not in (Verdict.RUNNING, Verdict.NOT_OURS):
-                pid = self._now.open_sessions(home).get(key)
-                if pid is not None:  # open in the Hermes app: a live owner, as Hermes' registry would say
-                    details.append(f"open in your running Hermes, pid {pid}")
-                    decision = decide(entry, config=config, writer=writer, now=now, source=source,
-                                      lease=lstate, owner="alive", activity_detail="; ".join(details),
-                                      backend=backend, backend_detail=backend_detail, writer_note=note)
-        mapping = entry if isinstance(entry, Mapping) else {}
+        idle = self._now.writer_turn(home, turn) if writer == WriterState.ALIVE else None
+        if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
+            return Seen(writer, source, writer_note=note)
+        lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
+        owner = self._now.owner(home, key)
+        ostate = owner.state if owner else "none"
+        if idle is not None and owner is not None and owner.pid == marker.writer_pid:
+            ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
+        details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
+                   if st in ("live", "alive", "unknown")]
+        backend, backend_detail = self._now.backend(home) if writer == WriterState.UNKNOWN else ("none", "")
+        return Seen(writer, source, lstate, ostate, "; ".join(details), backend, backend_detail, note,
+                    "none" if idle is not None else "unknown", idle.detail if idle is not None else "")
+
+    def _marker_record(self, home: Home, turn: Turn, config: AutoContinueConfig,
+                       state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
+        key, marker = turn.key, turn.marker
+        info, tp = state.session(key) if state else (None, None)
+        seen = self._seen(home, turn, state)
+        decision: Decision = decide(marker, config=config, now=now, seen=seen)
+        if self._ask_app and decision.verdict not in (Verdict.RUNNING, Verdict.NOT_OURS):
+            pid = self._now.open_sessions(home).get(key)
+            if pid is not None:  # open in the Hermes app: a live owner, as Hermes' registry would say
+                detail = "; ".join(d for d in (seen.activity_detail, f"open in your running Hermes, pid {pid}") if d)
+                decision = decide(marker, config=config, now=now,
+                                  seen=seen._replace(owner="alive", activity_detail=detail, writer_turn="unknown",
+                                                     writer_turn_detail=""))
         holder = self._now.holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
-        started = (marker_started_at(mapping) or 0.0) if mapping else 0.0
-        attempts = (marker_attempts(mapping) or 0) if mapping else 0
-        progress, cause, fact = (self._facts(home, key, mapping, started, attempts, decision.verdict, writer, state, now)
-                                 if self._read_progress and mapping else (None, None, ""))
+        progress, cause, fact = (self._facts(home, turn, decision.verdict, seen.writer, state, now)
+                                 if self._read_progress and marker.is_entry else (None, None, ""))
         record = TurnRecord(
-            home=home.path, profile=home.profile, session_key=key,
-            title=title,
-            # what the user reads: a prompt that is text (Hermes also takes a number there as text: its decision)
-            prompt_excerpt=prompt_excerpt(mapping.get("prompt") if isinstance(mapping.get("prompt"), str) else ""),
-            started_at=started,
-            age_seconds=decision.age_seconds, attempts=attempts,
-            writer=writer, verdict=decision.verdict, reason=decision.reason, source=TurnSource.DESKTOP,
-            unsure=decision.unsure, entry=entry if mapping else None, code=decision.code, holder=holder,
+            home=home.path, profile=home.profile, turn=turn, title=info[0] if info else None,
+            prompt_excerpt=prompt_excerpt(marker.excerpt_source),
+            age_seconds=decision.age_seconds, writer=seen.writer, verdict=decision.verdict, reason=decision.reason,
+            source=TurnSource.DESKTOP, unsure=decision.unsure, code=decision.code, holder=holder,
             progress=progress, cause=cause, cause_fact=fact,
         )
         return record, tp
 
-    def _facts(self, home: Home, key: str, entry: Mapping[str, Any], started: float, attempts: int, verdict: Verdict,
-               writer: WriterState, state: _HomeState | None,
+    def _facts(self, home: Home, turn: Turn, verdict: Verdict, writer: WriterState, state: _HomeState | None,
                now: float) -> tuple[TurnProgress | None, StopCause | None, str]:
         """How far the turn got (state.db, read in the same look) and, once it no longer runs, why it stopped —
         only from a fact (core.deciding.causes): ``(progress, cause, fact)``."""
-        progress = state.progress(key) if state else None
+        progress = state.progress(turn.key) if state else None
         if verdict == Verdict.RUNNING or writer == WriterState.ALIVE:
             return progress, None, ""
         from hermes_tray_core.deciding.causes import stop_cause
@@ -504,11 +530,12 @@ class Scanner:
                 journal = self._now.decisions()
                 self._stops = journal if journal is not None and journal.knows_stops() else None
             if self._stops is not None:
-                witnessed, crashed = self._stops.stop_facts(home.path, key, started, attempts)
+                witnessed, crashed = self._stops.stop_facts(turn.home, turn.key, turn.started_at, turn.attempts)
         except Exception as exc:  # boundary: the journal is a witness, not a judge: without it, fewer facts
             self._stops = None
-            self._log_once(home, key, f"cannot read the decision journal ({type(exc).__name__})")
-        cause, fact = stop_cause(entry, now=now, boot_time=self._boot_time[0], witnessed=witnessed, crashed=crashed)
+            self._log_once(home, turn.key, f"cannot read the decision journal ({type(exc).__name__})")
+        cause, fact = stop_cause(turn.marker, now=now, boot_time=self._boot_time[0], witnessed=witnessed,
+                                 crashed=crashed)
         return progress, cause, fact
 
     def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:
@@ -584,8 +611,9 @@ class Scanner:
                                 pending_turns=len(pending))
         started = strict_finite(turn.get("started_at")) or 0.0
         return TurnRecord(
-            home=home.path, profile=home.profile, session_key=sid, title=None, prompt_excerpt="",
-            started_at=started, age_seconds=decision.age_seconds, attempts=0, writer=writer,
+            home=home.path, profile=home.profile, turn=Turn(home_path(home.path), session_key(sid),
+                                                            Marker.known(started)),
+            title=None, prompt_excerpt="", age_seconds=decision.age_seconds, writer=writer,
             verdict=decision.verdict, reason=decision.reason, source=TurnSource.WEBUI, unsure=decision.unsure,
             turn_id=turn.get("turn_id") if isinstance(turn.get("turn_id"), str) else None, code=decision.code,
         )

@@ -9,7 +9,7 @@ import os
 from collections.abc import Sequence
 from typing import Any
 
-from hermes_tray_core.numbers import strict_finite
+from hermes_tray_core.numbers import json_int, strict_finite
 from hermes_tray_core.stores import turn_journal as journal
 
 __all__ = ["summarise_journal", "valid_summary", "shard_pids", "MAX_JOURNAL_BYTES"]
@@ -43,8 +43,8 @@ def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
             pid, start = None, None
             for ev in evs:
                 for pk, sk in (("worker_pid", "worker_start_time"), ("pid", "process_start_time")):
-                    p = ev.get(pk)
-                    if isinstance(p, int) and not isinstance(p, bool) and p > 0:
+                    p = json_int(ev.get(pk))
+                    if p is not None and p > 0:
                         pid, start = p, strict_finite(ev.get(sk))
             if pid is None and tid in pids_by_turn:
                 pid = pids_by_turn[tid]

@@ -32,13 +32,14 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.digest import sha256_hex
-from hermes_tray_core.keys import validate_session_id
+from hermes_tray_core.keys import HomePath, home_path, validate_session_id
+from hermes_tray_core.numbers import json_number
 from hermes_tray_core.stores import paths
 from hermes_tray_core.stores import turn_journal as journal
 
 __all__ = ["ANSWERED", "OPEN_RUN", "CONFIG_BY", "CONFIG_CHANGED", "DecisionJournal", "DEFAULT_MAX_BYTES", "EVENTS",
     "FORBIDDEN_FIELDS", "JOURNAL_ID", "MAX_LIST", "MAX_STRING", "RESERVED_FIELDS", "TERMINAL",
-    "decision_turn_id", "default_journal", "has_answered", "history", "home_key",
+    "decision_turn_id", "default_journal", "has_answered", "history",
     "record", "record_config_change", "turn_roots", "turn_status", "was_asked"]
 
 JOURNAL_ID = "decisions"
@@ -72,29 +73,13 @@ MAX_LIST = 32  # elements kept of a list-valued setting (extra homes, hermes_com
 DEFAULT_MAX_BYTES = 1 << 20
 
 
-def home_key(home: Path | str) -> str:
-    """The canonical spelling of a Hermes home, so one home is one key however it was named: ``~`` expanded,
-    symlinks and ``..`` resolved (the absolute path where that fails). The one rule for it: the decision
-    journal's keys and the exactly-once claim names (:func:`core.continuing.claim.canonical_home`) use it."""
-    path = Path(os.path.expanduser(os.fspath(home)))
-    try:
-        return str(path.resolve(strict=False))
-    except (OSError, RuntimeError):  # a symlink loop (RuntimeError before Python 3.13), an unreadable dir
-        return str(path.absolute())
-
-
-#: How long a read of the journal reuses a home's :func:`home_key` (a scan asks once per marker: 10,000 path
-#: resolutions were most of a crash storm's first look, tests/gui/test_helper.py). Writes always resolve.
-READ_KEY_SECONDS = 1.0
-
-
 def _started_repr(started_at: float | int | None) -> str:
     return "none" if started_at is None else repr(float(started_at))
 
 
 def decision_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
     """Deterministic ``YYYYmmddTHHMMSSZ-<12 hex>`` for one interrupted turn."""
-    return _turn_id(home_key(home), session_key, started_at)
+    return _turn_id(home_path(home), session_key, started_at)
 
 
 def _turn_id(canonical_home: str, session_key: str, started_at: float | int | None) -> str:
@@ -133,10 +118,8 @@ def _clean(name: str, value: Any) -> Any:
     raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
 
 
-def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fields: Mapping[str, Any], *,
-                  canonical: bool = False) -> dict[str, Any]:
-    """One turn decision as the journal stores it, after every refusal (see :meth:`DecisionJournal.record`).
-    ``canonical``: ``home`` is already its :func:`home_key`."""
+def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
+    """One turn decision as the journal stores it, after every refusal (see :meth:`DecisionJournal.record`)."""
     if event not in EVENTS:
         raise ValueError(f"unknown decision event {event!r}; expected one of {', '.join(EVENTS)}")
     if event == CONFIG_CHANGED:
@@ -150,7 +133,7 @@ def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fiel
     reserved = RESERVED_FIELDS.intersection(fields)
     if reserved:
         raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
-    hk = home if canonical else home_key(home)
+    hk = home_path(home)
     payload: dict[str, Any] = {
         "event": event,
         "turn_id": _turn_id(hk, session_key, started_at),
@@ -195,21 +178,10 @@ class DecisionJournal:
         self.max_bytes = max_bytes
         self._cache = _Cache()
         self._lock = threading.Lock()
-        self._read_keys: dict[str, tuple[float, str]] = {}
 
-    def _read_home_key(self, home: Path | str) -> str:
-        """:func:`home_key` for a read, reused for :data:`READ_KEY_SECONDS`."""
-        text, now = os.fspath(home), time.monotonic()
-        hit = self._read_keys.get(text)
-        if hit is None or now - hit[0] >= READ_KEY_SECONDS:
-            if len(self._read_keys) > 256:
-                self._read_keys.clear()
-            hit = self._read_keys[text] = (now, home_key(home))
-        return hit[1]
-
-    def _read_turn_id(self, home: Path | str, session_key: str, started_at: float | int | None) -> str:
-        """:func:`decision_turn_id` for a read, with the home's key reused for :data:`READ_KEY_SECONDS`."""
-        return _turn_id(self._read_home_key(home), session_key, started_at)
+    @staticmethod
+    def _read_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
+        return _turn_id(home_path(home), session_key, started_at)
 
     @property
     def path(self) -> Path:
@@ -233,14 +205,14 @@ class DecisionJournal:
         not N. Each item holds ``event``, ``home``, ``session_key``, ``started_at`` and its fields, as
         :meth:`record` takes them; one refused item writes none."""
         payloads = []
-        keys: dict[str, str] = {}  # each home resolved once for the whole batch
+        keys: dict[str, HomePath] = {}  # each home resolved once for the whole batch
         for d in decisions:
             fields = {k: v for k, v in d.items() if k not in ("event", "home", "session_key", "started_at")}
             home = os.fspath(d.get("home", ""))
             if home not in keys:
-                keys[home] = home_key(home)
+                keys[home] = home_path(home)
             payloads.append(_turn_payload(str(d.get("event")), keys[home], d.get("session_key"),
-                                          d.get("started_at"), fields, canonical=True))
+                                          d.get("started_at"), fields))
         written = journal.append_turn_journal_events(JOURNAL_ID, payloads, session_dir=self.directory)
         self._bound()
         return written
@@ -266,7 +238,7 @@ class DecisionJournal:
             raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
         payload: dict[str, Any] = {
             "event": CONFIG_CHANGED,
-            "home": home_key(home) if home is not None else None,
+            "home": home_path(home) if home is not None else None,
             "key": key,
             "old": _clean_setting("old", old),
             "new": _clean_setting("new", new),
@@ -332,9 +304,9 @@ class DecisionJournal:
             elif name == "completed":
                 cache.finished.setdefault(tid, []).append(_attempts_key(ev.get("attempts")))
             elif name == "snoozed":
-                until = ev.get("until")
-                if isinstance(until, (int, float)) and not isinstance(until, bool):
-                    cache.snoozes[tid] = float(until)
+                until = json_number(ev.get("until"))
+                if until is not None:
+                    cache.snoozes[tid] = until
             elif name == "stopped":
                 cache.stops[tid] = ev
             elif name == "failed" and ev.get("outcome") == "crashed":
@@ -400,7 +372,7 @@ class DecisionJournal:
         runs = self._load().open_runs
         if not runs:
             return []
-        key = self._read_home_key(home)
+        key = home_path(home)
         return [dict(ev) for ev in runs.values() if ev.get("home") == key]
 
     def _matches(self, index: dict[str, list[object]], home: Path | str, session_key: str,
@@ -447,10 +419,9 @@ class DecisionJournal:
         stopped = cache.stops.get(self._read_turn_id(home, session_key, started_at)) if cache.stops else None
         crashed = None
         want = _attempts_key(attempts)
-        for ev in cache.crashes.get((self._read_home_key(home), session_key), ()) if want else ():
-            at = ev.get("created_at")
-            if (_attempts_key(ev.get("attempt")) == want and isinstance(at, (int, float))
-                    and not isinstance(at, bool) and at >= float(started_at) - CRASH_SLACK):
+        for ev in cache.crashes.get((home_path(home), session_key), ()) if want else ():
+            at = json_number(ev.get("created_at"))
+            if _attempts_key(ev.get("attempt")) == want and at is not None and at >= float(started_at) - CRASH_SLACK:
                 crashed = ev
         return stopped, crashed
 
@@ -466,7 +437,7 @@ class DecisionJournal:
         what concerns any of these homes, and the tray's own settings changes (they concern no home)."""
         events = self._load().events
         wanted = [*([home] if home is not None else []), *(homes or ())]
-        keys = {home_key(h) for h in wanted} if home is not None or homes is not None else None
+        keys = {home_path(h) for h in wanted} if home is not None or homes is not None else None
         tray = home is None and homes is not None  # the tray's own settings pass a ``homes`` filter
         out: list[dict[str, Any]] = []
         for ev in reversed(events):
@@ -536,11 +507,11 @@ def turn_roots(events: Iterable[Mapping[str, Any]]) -> dict[str, str]:
         if attempts is not None and ev.get("event") != "continuing":
             run["attempts"] = attempts
         if ev.get("event") == "dispatched":
-            n, at = _attempts_key(ev.get("attempt")), ev.get("created_at")
-            if n is not None and isinstance(at, (int, float)) and not isinstance(at, bool):
-                run["dispatched"].append((n, float(at)))
-        original = ev.get("original_started_at")
-        if ev.get("event") == "continuing" and isinstance(original, (int, float)) and not isinstance(original, bool):
+            n, at = _attempts_key(ev.get("attempt")), json_number(ev.get("created_at"))
+            if n is not None and at is not None:
+                run["dispatched"].append((n, at))
+        original = json_number(ev.get("original_started_at"))
+        if ev.get("event") == "continuing" and original is not None:
             home, key = ev.get("home"), ev.get("session_key")
             if isinstance(home, str) and isinstance(key, str):
                 up = _turn_id(home, key, original)

@@ -66,12 +66,13 @@ def _settle(app: QApplication, w) -> None:
 def _reason(age: float, attempts: int, **facts: str) -> tuple[str, str, float, str]:
     """The policy's own verdict, reason, age and reason code for a marker of that age and attempt count (no
     invented words); ``facts``: the policy's other inputs (an owner, its detail)."""
-    from hermes_tray_core.deciding.policy import AutoContinueConfig, decide
+    from hermes_tray_core.deciding.policy import AutoContinueConfig, Seen, decide
+    from hermes_tray_core.turn import Marker
 
     now = time.time()
-    d = decide({"attempts": attempts, "prompt": "…", "started_at": now - age, "auto_continue": True,
-                "writer_pid": 999_999_999}, config=AutoContinueConfig(freshness_minutes=24 * 60), writer="dead",
-               now=now, lease="free", backend="none", **{"owner": "none", **facts})
+    d = decide(Marker.read({"attempts": attempts, "prompt": "…", "started_at": now - age, "auto_continue": True,
+                            "writer_pid": 999_999_999}), config=AutoContinueConfig(freshness_minutes=24 * 60),
+               now=now, seen=Seen(**{"writer": "dead", "lease": "free", "backend": "none", "owner": "none", **facts}))
     return str(d.verdict), d.reason, d.age_seconds, str(d.code)
 
 
@@ -156,12 +157,12 @@ SIMILAR = ("Refactor the config parser so that unknown keys produce a warning in
 
 def similar_turns() -> list:
     """Three untitled turns whose prompts share their first 60 characters, as the scanner records them."""
-    from hermes_tray_core import TurnRecord
+    from hermes_tray_core import Marker, Turn, TurnRecord, home_path
 
     verdict, reason, age, code = _reason(40, 0)
-    return [TurnRecord(home=Path(HOME), profile="default", session_key=f"20260301_10{n}500_a1b2c{n}", title=None,
-                       prompt_excerpt=prompt, started_at=time.time() - 40 - 70 * n, age_seconds=age + 70 * n,
-                       attempts=0, writer="dead", verdict=verdict, reason=reason, source="desktop", entry=None,
+    return [TurnRecord(home=Path(HOME), profile="default", title=None, prompt_excerpt=prompt,
+                       turn=Turn(home_path(HOME), f"20260301_10{n}500_a1b2c{n}", Marker.known(time.time() - 40 - 70 * n)),
+                       age_seconds=age + 70 * n, writer="dead", verdict=verdict, reason=reason, source="desktop",
                        code=code) for n, prompt in enumerate(SIMILAR)]
 
 

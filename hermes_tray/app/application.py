@@ -28,10 +28,10 @@ from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 if TYPE_CHECKING:
     from hermes_tray.app.prompt_window import PromptWindow
     from hermes_tray.app.status_window import StatusWindow
-    from hermes_tray.contract import TurnKey
     from hermes_tray.controller import Controller
     from hermes_tray.model.viewstate import ViewState
     from hermes_tray.watch.detector import DetectorThread, ScanReport
+    from hermes_tray_core import TurnKey
 
 log = logging.getLogger(__name__)
 
@@ -404,26 +404,25 @@ class TrayApp(QObject):
         dlg.raise_()
         dlg.activateWindow()
 
-    def _pending_key(self, home: str, session_key: str) -> str | None:
-        """The turn key of a waiting turn of this home and session (a journal names homes canonically)."""
-        from hermes_tray.model.history import same_home
+    def _pending_key(self, home: str, session_key: str) -> TurnKey | None:
+        """The turn key of a waiting turn of this home and session (History's row: the key is made where it enters)."""
+        from hermes_tray.model.page import named_turn
 
-        if self.controller is None:
+        key = named_turn(home, session_key) if self.controller is not None else None
+        if key is None or self.controller is None:
             return None
-        for item in self.controller.state.pending:
-            if item.session_key == session_key and same_home(str(item.home), home):
-                return item.key
-        return None
+        return key if any(item.key == key for item in self.controller.state.pending) else None
 
     def _title_for(self, home: str, session_key: str) -> str | None:
         from hermes_tray.format import repeats
-        from hermes_tray.model.history import same_home
+        from hermes_tray.model.page import named_turn
 
-        if self.controller is None:
+        key = named_turn(home, session_key) if self.controller is not None else None
+        if key is None or self.controller is None:
             return None
         state = self.controller.state
         for item in (*state.pending, *state.others):
-            if item.session_key == session_key and same_home(str(item.home), home):
+            if item.key == key:
                 said = not item.excerpt or item.title.startswith("“") or repeats(item.title, item.excerpt)
                 return item.title + ("" if said else f" — “{item.excerpt}”")  # never the same text twice
         return None

@@ -32,9 +32,9 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.contract import TurnKey
 from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
+from hermes_tray_core import TurnKey
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
 STOP_HINT = words.STOP_HINT
@@ -145,7 +145,7 @@ class PromptWindow(QDialog):
         self.setModal(False)
         self.setMinimumSize(560, 380)
         self._state = ViewState()
-        self._running_rows: dict[str, _RunningRow] = {}
+        self._running_rows: dict[TurnKey, _RunningRow] = {}
         self._focus = "list"  # the list whose selection the details and the Delete key follow
 
         root = QVBoxLayout(self)

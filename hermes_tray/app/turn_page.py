@@ -31,9 +31,9 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.contract import TurnKey
 from hermes_tray.format import safe_text
 from hermes_tray.model.page import TurnPage
+from hermes_tray_core import TurnKey
 
 
 def _at(t: float) -> str:

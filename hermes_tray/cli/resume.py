@@ -28,10 +28,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
 from hermes_tray.cli.exits import EXIT_FAILED, EXIT_OK, EXIT_REFUSED, EXIT_STOPPED, EXIT_USAGE
+
+if TYPE_CHECKING:
+    from hermes_tray_core import Turn
 
 STOP_NOTE = "Ctrl-C stops it for good, as Hermes' own Stop does."
 STOPPED_TEXT = "Stopped as you asked. The turn ended for good."  # the outcome's message (--json, the journal)
@@ -52,9 +55,9 @@ def register(subparsers: Any, common: argparse.ArgumentParser) -> None:
     # parsing, so a mistyped command never lists it among the choices.
 
 
-def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
-    """(home, marker entry, problem) for the requested session across the selected homes."""
-    from hermes_tray_core import MarkerStoreError, list_turn_markers, look_at_homes
+def _find(args: argparse.Namespace) -> tuple[Turn | None, str | None]:
+    """(the turn, or why there is none) for the requested session across the selected homes."""
+    from hermes_tray_core import MarkerStoreError, Turn, list_turn_markers, look_at_homes
 
     found = []
     problems = []
@@ -71,12 +74,13 @@ def _find(args: argparse.Namespace) -> tuple[Any, dict | None, str | None]:
         if entry is not None:
             found.append((home, entry))
     if len(found) == 1:
-        return found[0][0], found[0][1], None
+        home, entry = found[0]
+        return Turn.of(home.path, args.session, entry), None  # the door: the session was checked by run()
     if len(found) > 1:
         where = ", ".join(str(h.path) for h, _ in found)
-        return None, None, f"session {args.session} has interrupted turns in several homes ({where}): pick one with --home"
+        return None, f"session {args.session} has interrupted turns in several homes ({where}): pick one with --home"
     extra = f" ({'; '.join(problems)})" if problems else ""
-    return None, None, f"no interrupted turn for session {args.session} in the selected homes{extra}"
+    return None, f"no interrupted turn for session {args.session} in the selected homes{extra}"
 
 
 def progress_text(p: Any) -> str | None:
@@ -107,12 +111,12 @@ def run(args: argparse.Namespace) -> int:
     refused = refuse_unusable_homes(args, selected_homes(args))
     if refused is not None:
         return refused
-    home, entry, problem = _find(args)
-    if problem:
+    turn, problem = _find(args)
+    if turn is None:
         return refuse(args, f"Not resumed: {problem}.")
     if args.wait:
-        return _run_wait(args, home, entry)
-    return _run_background(args, home, entry)
+        return _run_wait(args, turn)
+    return _run_background(args, turn)
 
 
 def outcome_text(result: dict[str, Any]) -> str:
@@ -164,8 +168,8 @@ def _outcome(args: argparse.Namespace, result: dict[str, Any]) -> int:
     return code
 
 
-def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
-    from hermes_tray_core import StopReason, StopRequest, resume_turn
+def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
+    from hermes_tray_core import Callbacks, StopReason, StopRequest, resume_turn
 
     stop = StopRequest()
     quiet = bool(args.json)
@@ -219,8 +223,8 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         started()
 
     try:
-        result = resume_turn(home.path, args.session, entry, on_progress=progress, on_dispatched=dispatched,
-                             stop=stop, via="cli")
+        result = resume_turn(turn, listener=Callbacks(on_progress=progress, on_dispatched=dispatched), stop=stop,
+                             via="cli")
     finally:
         for sig, previous in old.items():
             signal.signal(sig, previous)
@@ -235,7 +239,7 @@ def _run_wait(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
         return int(outcome["exit_code"])
 
 
-def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> int:
+def _run_background(args: argparse.Namespace, turn: Turn) -> int:
     from hermes_tray.cli.resume_worker import LOG_NAME, worker_argv
     from hermes_tray_core import child_environment, ensure_private_dir, log_dir, open_private_append
 
@@ -257,7 +261,7 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
             worker_argv(), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=errlog, close_fds=True,
             env=child_environment(), **kwargs)
     assert proc.stdin is not None and proc.stdout is not None
-    request = {"home": str(home.path), "session_key": args.session, "expected": entry, "via": "cli"}
+    request = {"home": turn.home, "session_key": turn.key, "expected": turn.marker.raw, "via": "cli"}
     try:
         proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
         proc.stdin.close()
@@ -274,7 +278,7 @@ def _run_background(args: argparse.Namespace, home: Any, entry: dict | None) -> 
                         "it. `hermes-tray history` shows how it ends.")
                 if args.json:
                     print_json({"ok": True, "outcome": "started", "session_key": args.session,
-                                "home": str(home.path), **{k: v for k, v in msg.items() if k != "event"}})
+                                "home": str(turn.path), **{k: v for k, v in msg.items() if k != "event"}})
                 else:
                     print(text)
                 return EXIT_OK

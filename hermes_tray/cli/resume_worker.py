@@ -95,11 +95,15 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
                         os.dup2(lfd, 1)
                         os.close(lfd)
 
+    from hermes_tray_core import Turn
+
     try:
         req = json.loads(stdin.readline() or "null")
-    except ValueError:
-        req = None
-    if not isinstance(req, dict) or not isinstance(req.get("session_key"), str) or not req.get("home"):
+        if not isinstance(req, dict) or not isinstance(req.get("home"), str) or not req["home"]:
+            raise ValueError("no home")
+        expected = req.get("expected") if isinstance(req.get("expected"), dict) else None
+        turn = Turn.of(req["home"], req["session_key"], expected)  # the door: the key is checked here
+    except (ValueError, KeyError):  # not a request this command sends (InvalidIdError: an unsafe session key)
         emit({"event": "result", "outcome": "refused", "message": "resume worker: bad request", "exit_code": 1})
         return 1
     with contextlib.suppress(OSError, ValueError):
@@ -117,19 +121,17 @@ def run_worker(stdin: Any = None, stdout: Any = None) -> int:
     if hasattr(signal, "SIGTSTP"):  # detached from any terminal; a stray Ctrl-Z must not stall the bookkeeping
         signal.signal(signal.SIGTSTP, signal.SIG_IGN)
 
-    from hermes_tray_core import resume_turn
+    from hermes_tray_core import Callbacks, resume_turn
 
-    key = req["session_key"]
-    log.info("resuming %s in %s", key, req["home"])
+    key = turn.key
+    log.info("resuming %s in %s", key, turn.home)
 
     def dispatched(res: Any) -> None:
         emit({"event": "dispatched", "pid": os.getpid(), "attempt": res.attempt, "continued_by": res.continued_by,
               "gateway_pid": res.gateway_pid, "ran_in": res.ran_in, "backend_pid": res.backend_pid,
               "where": res.where}, detach=True)
 
-    expected = req.get("expected") if isinstance(req.get("expected"), dict) else None
-    result = resume_turn(req["home"], key, expected, on_dispatched=dispatched, stop=stop,
-                         via=str(req.get("via") or "cli"))
+    result = resume_turn(turn, listener=Callbacks(on_dispatched=dispatched), stop=stop, via=str(req.get("via") or "cli"))
     log.info("%s: %s (exit %s) %s", key, result.outcome, result.exit_code,
              result.continuation.log_path if result.continuation else "")
     emit({"event": "result", **result.to_dict()})

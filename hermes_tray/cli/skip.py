@@ -39,14 +39,7 @@ def run(args: argparse.Namespace) -> int:
         selected_homes,
         warn,
     )
-    from hermes_tray_core import (
-        InvalidIdError,
-        Scanner,
-        SkipOutcome,
-        skip_turn,
-        turn_started_at,
-        validate_session_id,
-    )
+    from hermes_tray_core import InvalidIdError, Scanner, SkipOutcome, skip_turn, validate_session_id
 
     try:
         key = validate_session_id(args.session, what="SESSION")
@@ -65,37 +58,35 @@ def run(args: argparse.Namespace) -> int:
     if len(found) > 1:
         where = ", ".join(str(t.home) for t in found)
         return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
-    turn = found[0]
-    entry = dict(turn.entry or {})
+    rec = found[0]
+    entry = rec.entry or {}
     if args.started_at is not None and entry.get("started_at") != args.started_at:
-        journal("refused", home=turn.home, session_key=key, started_at=args.started_at, action="skip",
+        journal("refused", home=rec.turn.home, session_key=key, started_at=args.started_at, action="skip",
                 why="the --started-at given is not this turn's")
         # the value given is not this turn's: a typo, or a run that replaced the one shown. Which, only the
         # user knows; the turn's own value is in --json (a float is no sentence)
-        started = turn_started_at(entry)
-        when = (f" ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})"
-                if isinstance(started, (int, float)) and 0 < started < 2**37 else "")
+        started = rec.started_at
+        when = (f" ({time.strftime('%Y-%m-%d %H:%M:%S', time.localtime(started))})" if 0 < started < 2**37 else "")
         return refuse(args, f"The --started-at given is not when the turn now waiting in {key} started{when}: a "
                       "mistyped value, or a newer run of it. Not skipped. Check it with `hermes-tray status --json`.",
                       started_at=entry.get("started_at"))
-    if not args.force and (turn.verdict == "not-ours" or (turn.verdict == "running" and not turn.unsure)):
-        return refuse(args, f"{key} is {turn.verdict}: {turn.reason} — not skipped (--force to skip anyway)")
-    started_at = turn_started_at(entry)  # the turn's identity, as the tray and a resume journal it
+    if not args.force and (rec.verdict == "not-ours" or (rec.verdict == "running" and not rec.unsure)):
+        return refuse(args, f"{key} is {rec.verdict}: {rec.reason} — not skipped (--force to skip anyway)")
 
     def record_skip() -> str | None:  # inside the skip's claim: a resume after it finds the turn answered
-        return journal("skipped", home=turn.home, session_key=key, started_at=started_at, verdict=turn.verdict,
-                       attempts=turn.attempts)
+        return journal("skipped", home=rec.turn.home, session_key=key, started_at=rec.started_at,
+                       verdict=rec.verdict, attempts=rec.attempts)
 
-    res = skip_turn(turn.home, key, entry, via="cli", on_skipped=record_skip)
+    res = skip_turn(rec.turn, via="cli", on_skipped=record_skip)
     if res.outcome == SkipOutcome.ERROR:
         return refuse(args, f"{key}: {res.message}")
     if res.outcome == SkipOutcome.RESUMING:
-        journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
+        journal("refused", home=rec.turn.home, session_key=key, started_at=rec.started_at,
                 action="skip", why="being resumed right now")
         return refuse(args, f"{key} is being resumed right now: not skipped — stop the continuation instead "
                       "(`hermes-tray status` shows it)")
     if not res.ok:
-        journal("refused", home=turn.home, session_key=key, started_at=turn_started_at(entry),
+        journal("refused", home=rec.turn.home, session_key=key, started_at=rec.started_at,
                 action="skip", why="it changed while being skipped")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")
@@ -107,8 +98,8 @@ def run(args: argparse.Namespace) -> int:
     if res.journal_error:
         warn(res.journal_error)
     if args.json:
-        print_json({"ok": True, "skipped": key, "home": str(turn.home)})
+        print_json({"ok": True, "skipped": key, "home": str(rec.home)})
     else:
-        print(f"skipped {key} in {turn.home}: it will not be resumed")
+        print(f"skipped {key} in {rec.home}: it will not be resumed")
     return 0
 

@@ -277,14 +277,15 @@ class SimGateway:
 
     def _auto_continue_plan(self, key: str) -> tuple[int, str, float] | None:
         """Hermes' own decision on resume: continue, clear, or leave the marker (its order)."""
-        from hermes_tray_core import decide, read_backend_config
+        from hermes_tray_core import Marker, Seen, decide, read_backend_config
 
         raw = MarkerStore(self.home).list().get(key)
         marker = normalize_marker(raw)
         if raw is None or marker is None:
             return None
         cfg = read_backend_config(self.home).auto_continue
-        verdict = decide(raw, config=cfg, writer=marker_writer_state(raw, self.home), now=time.time()).verdict
+        verdict = decide(Marker.read(raw), config=cfg, now=time.time(),
+                         seen=Seen(marker_writer_state(raw, self.home))).verdict
         if verdict in ("not-ours", "running"):
             return None  # another mechanism / a live writer owns it: leave it
         if verdict != "actionable":

@@ -16,6 +16,7 @@ from typing import Any
 
 from hermes_tray import words
 from hermes_tray.words import event_detail, event_text, value_text, via_text
+from hermes_tray_core import json_int, json_number
 
 __all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns", "homes_in", "profile_of",
            "same_home", "value_text", "via_text", "when_of"]
@@ -49,7 +50,7 @@ def field_of(entry: Any, name: str, default: Any = "") -> Any:
 
 
 def _num(v: Any) -> float:
-    return float(v) if isinstance(v, (int, float)) and not isinstance(v, bool) else 0.0
+    return json_number(v) or 0.0
 
 
 def when_of(entry: Any) -> float:
@@ -102,8 +103,8 @@ class TurnHistory:
         best = 0
         for e in self.events:
             for name in ("attempt", "attempts"):
-                v = field_of(e, name, None)
-                if isinstance(v, int) and not isinstance(v, bool):
+                v = json_int(field_of(e, name, None))
+                if v is not None:
                     best = max(best, v)
         return best
 

@@ -49,8 +49,7 @@ def body(label: str, e: words.Ending) -> str:
 def gave_up_text(label: str, rec: TurnRecord, *, in_app: bool = True) -> str:
     """The body of "Hermes gave up on a turn": after how many tries (the user's and automatic ones alike
     count against Hermes' budget), and what is left to do."""
-    n = rec.attempts if isinstance(rec.attempts, int) and not isinstance(rec.attempts, bool) else 0
-    e = words.ending(Outcome.GAVE_UP, attempts=n or None, in_app=in_app)
+    e = words.ending(Outcome.GAVE_UP, attempts=rec.attempts or None, in_app=in_app)
     return f"{label}\n{e.what}. {e.why} {e.can_do}".rstrip()
 
 

@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from hermes_tray import words
-from hermes_tray.contract import TurnKey
 from hermes_tray.format import short_path
 from hermes_tray.model.history import TurnHistory, group_turns, same_home, when_of
 from hermes_tray.model.viewstate import RecentItem, TurnItem, ViewState
+from hermes_tray_core import TurnKey
 
 
 @dataclass(frozen=True)
@@ -50,6 +50,17 @@ def _where(profile: str, home: str) -> str:
     return f"{profile} profile" if profile and profile != "default" else short_path(home)
 
 
+def named_turn(home: str, session_key: str) -> TurnKey | None:
+    """The key of a turn named by its home and session from outside a scan (a History row, a journal line): the
+    engine's door checks the session and spells the home canonically; None for a session no turn can have."""
+    from hermes_tray_core import InvalidIdError, turn_key
+
+    try:
+        return turn_key(home, session_key)
+    except InvalidIdError:
+        return None
+
+
 def _tries(attempts: int) -> str:
     return "Not resumed yet" if not attempts else f"{words.tries(attempts)} so far"
 
@@ -74,13 +85,10 @@ def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = 
              session_key: str = "", title: str = "") -> TurnPage | None:
     """The page of the turn listed under ``key``, or of ``home``/``session_key`` (History's rows, listed or
     not; ``title``: History's name for a turn no longer listed). None when neither is known."""
-    item: TurnItem | RecentItem | None = None
+    if key is None and session_key:
+        key = named_turn(home, session_key)
     candidates: tuple[TurnItem | RecentItem, ...] = (*state.pending, *state.others, *state.recent)
-    for candidate in candidates:
-        if (key is not None and candidate.key == key) or (
-                key is None and candidate.session_key == session_key and same_home(str(candidate.home), home)):
-            item = candidate
-            break
+    item = next((c for c in candidates if key is not None and c.key == key), None)
     entries = list(history)
     if isinstance(item, TurnItem):
         waiting = item in state.pending

@@ -33,7 +33,7 @@ from dataclasses import dataclass, field, replace
 from enum import Enum
 
 from hermes_tray import words
-from hermes_tray.contract import Outcome, RunResult, ScanReport, SkipReply, TurnKey, key_of
+from hermes_tray.contract import Outcome, RunResult, ScanReport, SkipReply, key_of
 from hermes_tray.model import notes
 from hermes_tray.model.viewstate import (
     RecentItem,
@@ -52,6 +52,7 @@ from hermes_tray_core import (
     StopReason,
     StopRequest,
     TraySettings,
+    TurnKey,
     TurnRecord,
     ident,
     waiting,

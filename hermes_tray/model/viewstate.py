@@ -11,9 +11,9 @@ from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
-from hermes_tray.contract import ProblemDetail, TurnKey, key_of
+from hermes_tray.contract import ProblemDetail, key_of
 from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, since_text, turn_since
-from hermes_tray_core import TurnRecord
+from hermes_tray_core import TurnKey, TurnRecord
 
 
 @dataclass(frozen=True)

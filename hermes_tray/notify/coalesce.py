@@ -17,10 +17,10 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
-from hermes_tray.contract import TurnKey, key_of
+from hermes_tray.contract import key_of
 from hermes_tray.format import elide, repeats, safe_text, tell_apart
 from hermes_tray.notify.note import Action, Note, NoteSink
-from hermes_tray_core import TurnRecord
+from hermes_tray_core import TurnKey, TurnRecord
 
 WINDOW_SECONDS = 2.0
 LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
@@ -105,8 +105,8 @@ def _alike(names: Sequence[str]) -> set[int]:
     return {i for i, n in enumerate(names) if count[n] > 1}
 
 
-def _started(at: object, fmt: str) -> str:
-    if isinstance(at, (int, float)) and not isinstance(at, bool) and 0 < at < 2**37:
+def _started(at: float, fmt: str) -> str:
+    if 0 < at < 2**37:
         return f"started {time.strftime(fmt, time.localtime(at))}"
     return ""
 

@@ -61,6 +61,7 @@ import _testpath  # noqa: E402,F401 - the installed product; tests.* from this c
 from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
 from hermes_tray_core.continuing import gateway  # noqa: E402
 from hermes_tray_core.continuing.resume import resume_turn  # noqa: E402
+from hermes_tray_core.turn import Turn  # noqa: E402
 from hermes_tray_core.vocab import RanIn  # noqa: E402
 from tests.support.sim_homes import make_home, plant_marker, tray_dirs  # noqa: E402
 
@@ -112,7 +113,7 @@ def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str,
 def tray_run(home: Path, key: str, install: gateway.HermesInstall, cwd: str) -> dict[str, float]:
     entry = plant_marker(home, key, PROMPT)
     t0 = time.monotonic()
-    res = resume_turn(home, key, entry, install=install, via="bench")
+    res = resume_turn(Turn.of(home, key, entry), install=install, via="bench")
     if res.outcome != "completed" or res.continuation is None:
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
     t = res.continuation.timings
@@ -181,7 +182,7 @@ def tray_live_run(home: Path, key: str, *, prefer: bool, install: gateway.Hermes
     wait_released(home, key)
     entry = plant_marker(home, key, PROMPT)
     t0 = time.monotonic()
-    res = resume_turn(home, key, entry, install=install, via="bench", prefer_running_backend=prefer)
+    res = resume_turn(Turn.of(home, key, entry), install=install, via="bench", prefer_running_backend=prefer)
     c = res.continuation
     if res.outcome != "completed" or c is None:
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")
@@ -377,7 +378,7 @@ def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: gateway.He
     entry = plant_marker(home, key, PROMPT)
     since = len(mock.completions())
     t0 = STEPS["t0"] = time.time()
-    res = resume_turn(home, key, entry, install=install, via="bench", prefer_running_backend=prefer)
+    res = resume_turn(Turn.of(home, key, entry), install=install, via="bench", prefer_running_backend=prefer)
     c = res.continuation
     if res.outcome != "completed" or c is None or c.continued_by != "backend":
         raise RuntimeError(f"bench resume failed: {res.outcome}: {res.message}")

@@ -122,6 +122,7 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
     from hermes_tray_core.continuing import skip as core_skip
     from hermes_tray_core.markers import settle as marker_settle
     from hermes_tray_core.markers.store import list_turn_markers, remove_marker_if_unchanged
+    from hermes_tray_core.turn import Turn
 
     home = tmp / "home"
     (home / "desktop").mkdir(parents=True, exist_ok=True)
@@ -159,7 +160,7 @@ def hermes_writer_race(tmp: Path, skips: int, *, via: str = "primitive", rate: f
                 ok = code == 0
                 assert code in (0, 1), text
             elif via == "skip_turn":
-                ok = core_skip.skip_turn(home, key, entry, via="race").ok
+                ok = core_skip.skip_turn(Turn.of(home, key, entry), via="race").ok
             else:  # the skip primitive: compare-and-remove by exchange, with its settle window
                 ok = remove_marker_if_unchanged(home, key, entry)
             if ok:

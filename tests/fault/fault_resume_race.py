@@ -268,6 +268,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
     from hermes_tray_core.continuing.resume import resume_turn
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
     from hermes_tray_core.stores import decisions
+    from hermes_tray_core.turn import Turn
     from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
     root = Path(workdir)
@@ -282,7 +283,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
                                       stop_grace=5, shutdown_grace=3)
         out: dict = {}
         t = threading.Thread(target=lambda: out.setdefault(
-            "r", resume_turn(home, key, shown, install=install, options=opts, via="fault-race")))
+            "r", resume_turn(Turn.of(home, key, shown), install=install, options=opts, via="fault-race")))
         t.start()
         _wait_for(lambda: any(e.get("event") == "approved" for e in decisions.history(50, session_key=key)), 20)
         time.sleep(skip_after)
@@ -293,7 +294,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
             except ImportError:  # before core.continuing.skip existed, the CLI and the tray did a bare compare-and-remove
                 skip_turn = None
         if skip_turn is not None:
-            skipped = skip_turn(home, key, shown, via="fault-race").ok
+            skipped = skip_turn(Turn.of(home, key, shown), via="fault-race").ok
         else:
             skipped = remove_marker_if_unchanged(home, key, shown)
         t.join(60)

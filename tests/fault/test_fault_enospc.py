@@ -20,6 +20,8 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tray_core.turn import Turn
+
 GOOD_KEY = "20261129_120000_good"
 
 
@@ -225,7 +227,7 @@ def test_resume_claim_on_a_full_state_disk_refuses_cleanly(disk, monkeypatch):
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(state))
     entry = json.loads((home / "desktop" / "interrupted_turns.json").read_text())[GOOD_KEY]
     with disk.full():
-        res = resume_turn(home, GOOD_KEY, entry, lease_path=state / "leases.sqlite3")
+        res = resume_turn(Turn.of(home, GOOD_KEY, entry), lease_path=state / "leases.sqlite3")
     assert not res.ok and res.exit_code in (1, 3)
     assert res.message
     assert hashlib.sha256((home / "desktop" / "interrupted_turns.json").read_bytes()).hexdigest() == \

@@ -256,14 +256,11 @@ def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
     for dirpath, _d, files in os.walk(scratch.root):
         for f in files:
             assert Path(dirpath).is_relative_to(home / "desktop"), f"file written outside the desktop dir: {dirpath}/{f}"
-    try:
-        from hermes_tray_core.continuing import resume
-    except ImportError:
-        return
-    fn = getattr(resume, "resume_turn", None)
-    if fn is not None:
-        with pytest.raises((InvalidIdError, ValueError)):
-            fn(home, bad, {})
+    from hermes_tray_core.continuing.resume import resume_turn
+    from hermes_tray_core.turn import Turn
+
+    with pytest.raises((InvalidIdError, ValueError)):  # a turn is typed at the door: resume never sees the id
+        resume_turn(Turn.of(home, bad, {}))
 
 
 def test_huge_prompt_is_capped(scratch):

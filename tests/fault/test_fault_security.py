@@ -32,6 +32,8 @@ from pathlib import Path
 import pytest
 from faultkit import environ  # noqa: E402
 
+from hermes_tray_core.turn import Turn
+
 P_SKIP = "QUOKKA-7731 skip me: rewrite the billing module in Rust"
 P_RESUME = "NARWHAL-4402 resume me: migrate the database with zero downtime"
 P_NOTIFY = "AXOLOTL-9158 notify me: summarise the incident report for the board"
@@ -331,7 +333,7 @@ def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch
     entry = plant_marker(home, key, P_RESUME)
     from hermes_tray_core.continuing.resume import resume_turn
 
-    res = resume_turn(home, key, entry, install=gateway.install_from_command([str(fake)]),
+    res = resume_turn(Turn.of(home, key, entry), install=gateway.install_from_command([str(fake)]),
                       options=gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
                                                      decline_grace=0.5, stop_grace=5, shutdown_grace=3))
     assert res.ok, res.message

@@ -8,7 +8,9 @@ from typing import Any
 
 import pytest
 
+from hermes_tray_core.keys import home_path
 from hermes_tray_core.scanning.scanner import TurnRecord
+from hermes_tray_core.turn import Marker, Turn
 
 pytest.importorskip("pytestqt")
 
@@ -45,13 +47,14 @@ def _finish_controller_writes(monkeypatch: pytest.MonkeyPatch):
 def make_record(session_key: str, **fields: Any) -> TurnRecord:
     """A real scanner record with plausible defaults (an actionable desktop turn 5 minutes old)."""
     base: dict[str, Any] = dict(
-        home=Path("/home/u/.hermes"), profile="default", session_key=session_key, title="Fix the flaky test",
-        prompt_excerpt="make test_upload stop timing out on CI", started_at=time.time() - 300,
-        age_seconds=300.0, attempts=0, writer="dead", verdict="actionable",
-        reason="its writer is gone and the turn is fresh", source="desktop", entry=None,
+        home=Path("/home/u/.hermes"), profile="default", title="Fix the flaky test",
+        prompt_excerpt="make test_upload stop timing out on CI", age_seconds=300.0, writer="dead",
+        verdict="actionable", reason="its writer is gone and the turn is fresh", source="desktop",
     )
+    started_at, attempts = fields.pop("started_at", time.time() - 300), fields.pop("attempts", 0)
+    marker = Marker.read(fields.pop("entry", None))._replace(started=started_at, attempts=attempts)
     base.update(fields)
-    return TurnRecord(**base)
+    return TurnRecord(turn=Turn(home_path(base["home"]), session_key, marker), **base)
 
 
 @pytest.fixture

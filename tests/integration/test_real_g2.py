@@ -40,7 +40,7 @@ from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.vocab import Outcome
-from tests.support.sim_homes import settings_for
+from tests.support.sim_homes import settings_for, turn_of
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
 
@@ -347,7 +347,7 @@ def test_declined_silently_is_reported_as_not_continued_with_the_reason(g2_home,
         backend, why = find_live_backend(home)
         assert backend is not None, why
         t0 = time.monotonic()
-        res = gateway.continue_in_backend(home, key, backend, original_prompt=PROMPT, attempts=0, expected=entry)
+        res = gateway.continue_in_backend(turn_of(home, key, PROMPT, expected=entry), backend)
         took = time.monotonic() - t0
     assert res.outcome == Outcome.DECLINED and not res.dispatched
     assert res.not_continued == "stale" and "freshness window" in res.message and took < 10
@@ -383,8 +383,8 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
                      "the other process to start its continuation")
             (home / "desktop" / "interrupted_turns.json").write_text(_json.dumps({key: entry}))
             started: list[object] = []
-            res = gateway.continue_in_backend(home, key, backend, original_prompt=PROMPT, attempts=0,
-                                              expected=entry, on_dispatched=started.append)
+            res = gateway.continue_in_backend(turn_of(home, key, PROMPT, expected=entry), backend,
+                                              listener=gateway.Callbacks(on_dispatched=started.append))
         finally:
             mock_llm.release()
         # the other process's continuation reaches the model (under load, after the tray's resume returned);

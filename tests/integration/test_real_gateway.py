@@ -26,6 +26,7 @@ from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
+from hermes_tray_core.turn import Turn
 from tests.support.sim_homes import pid_running, plant_marker, settings_for
 
 
@@ -159,7 +160,8 @@ def test_stop_interrupts_a_real_continuation(real_home, mock_llm, env):
                 stop.set()
 
         opts = gateway.GatewayOptions(stop_grace=20, progress_interval=0.1)
-        res = resume_turn(home, key, entry, stop=stop, on_progress=progress, options=opts)
+        res = resume_turn(Turn.of(home, key, entry), stop=stop, listener=gateway.Callbacks(on_progress=progress),
+                          options=opts)
     finally:
         mock_llm.delay = 0.0
     assert res.outcome == "interrupted", res.message

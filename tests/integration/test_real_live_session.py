@@ -35,6 +35,7 @@ from real_session import SEED_PROMPT
 from hermes_tray_core.continuing.run import Run
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
+from hermes_tray_core.turn import Turn
 from tests.support.product import product_env
 from tests.support.sim_homes import plant_marker
 
@@ -175,7 +176,7 @@ def test_legacy_a_window_opening_between_check_and_resume_gets_nothing_submitted
     opened: list = []
     with running_dashboard(hermes_python, home):
         _window_opens_right_after_the_check(monkeypatch, home, key, opened)
-        res = resume_turn(home, key, entry, via="test")
+        res = resume_turn(Turn.of(home, key, entry), via="test")
         (w, reply), = opened
         try:
             assert tray_note_requests(mock_llm, since) == [] and list_turn_markers(home)[key] == entry
@@ -200,7 +201,7 @@ def test_g2_a_window_opening_between_check_and_resume_runs_the_only_continuation
     opened: list = []
     with running_dashboard(g2_python, home):
         _window_opens_right_after_the_check(monkeypatch, home, key, opened)
-        res = resume_turn(home, key, entry, via="test")
+        res = resume_turn(Turn.of(home, key, entry), via="test")
         (w, reply), = opened
         try:
             assert reply["auto_continue"]["attempt"] == 1  # Hermes continues it in the window

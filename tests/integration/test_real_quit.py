@@ -35,10 +35,12 @@ from real_session import SEED_PROMPT
 from test_real_dashboard import GatewayWatch
 from test_real_gateway import transcript
 
+from hermes_tray_core.continuing.listener import Callbacks
 from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
+from hermes_tray_core.turn import Turn
 from tests.support.sim_homes import pid_running, plant_marker
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
@@ -295,7 +297,8 @@ def _resume_in_thread(home: Path, key: str, said: list[str | None] | None = None
             said.append(progress_text(p))
 
     def run() -> None:
-        out.append(resume_turn(home, key, list_turn_markers(home)[key], via="test", on_progress=seen, **kw))
+        out.append(resume_turn(Turn.of(home, key, list_turn_markers(home)[key]), via="test",
+                               listener=Callbacks(on_progress=seen), **kw))
 
     t = threading.Thread(target=run, daemon=True)
     t.start()

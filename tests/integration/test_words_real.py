@@ -16,6 +16,7 @@ import pytest
 from real_dashboard import running_dashboard
 from real_session import SEED_PROMPT
 
+from hermes_tray_core import turn_key
 from tests.support.product import product_env, tray_argv
 from tests.support.sim_homes import plant_marker, settings_for
 
@@ -105,8 +106,7 @@ def test_a_session_open_in_the_hermes_app_is_said_up_front_and_offered_no_resume
             assert ctrl.state.pending == ()  # no Resume offered
             row = next(r for r in ctrl.state.recent if r.session_key == key)
             assert (row.what, row.why, row.actions) == ("Open in Hermes", "It continues there.", ())
-            turn_key = next(k for k, r in ctrl.model.records.items() if r.session_key == key)  # opaque: never built
-            assert ctrl.resume(turn_key) is True  # even asked directly, Hermes' answer stands
+            assert ctrl.resume(turn_key(home, key)) is True  # even asked directly, Hermes' answer stands
             qtbot.waitUntil(lambda: not ctrl.state.running, timeout=90_000)
             note = ctrl.notifier.shown[-1]
             assert note.title == "Turn not resumed" and "Hermes has it open. It continues there." in note.body

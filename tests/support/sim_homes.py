@@ -15,6 +15,7 @@ from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import write_control
 from hermes_tray_core.markers.store import MarkerStore
 from hermes_tray_core.process.identity import ProcessIdentity, process_start_time
+from hermes_tray_core.turn import Marker, Turn
 
 CONFIG = """\
 # test home
@@ -62,6 +63,13 @@ def plant_marker(home: Path, key: str, prompt: str, *, attempts: int = 0,
                  writer: ProcessIdentity | None = None) -> dict:
     """A marker as a backend that died mid-turn leaves it (dead writer unless ``writer`` given)."""
     return MarkerStore(home).record(key, prompt, attempts=attempts, writer=writer or dead_identity())
+
+
+def turn_of(home: Path | str, key: str, prompt: str, *, attempts: int = 0, expected: dict | None = None) -> Turn:
+    """The turn a continuation is handed: the entry the caller checked (``expected``: compared before the note is
+    submitted), else one known by its prompt and attempts alone (nothing to compare)."""
+    marker = Marker.read(expected) if expected is not None else Marker(prompt=prompt, attempts=attempts)
+    return Turn.of(home, key, None)._replace(marker=marker)
 
 
 def settings_for(install_python: str, config_dir: Path) -> Path:

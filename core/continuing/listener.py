@@ -1,0 +1,56 @@
+"""What a continuation tells whoever started it while it runs: one :class:`Listener`, instead of a callback per event.
+
+The events, in the order they come: ``progress`` (what it is doing, throttled), ``connected`` (Hermes is up:
+a spawned gateway started, with its pid, or the running backend answered: bookkeeping may start beside it),
+``submitting`` (an older Hermes: the run's own marker, as stored, right before the note is submitted),
+``dispatched`` (the continuation turn started). How it ended is the return value, not an event.
+
+Every method is called on the continuation's threads; a listener that raises is logged and the turn goes on
+(bookkeeping never breaks a turn). :class:`Callbacks` makes a listener from plain functions (the command line,
+the shell, tests).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from hermes_tray_core.continuing.results import ContinuationResult, Progress
+
+__all__ = ["Callbacks", "Listener"]
+
+
+class Listener(Protocol):
+    """What a continuation reports, as it goes (module doc)."""
+
+    def progress(self, progress: Progress) -> None: ...
+    def connected(self, gateway_pid: int | None) -> None: ...
+    def submitting(self, marker: dict[str, Any]) -> None: ...
+    def dispatched(self, result: ContinuationResult) -> None: ...
+
+
+@dataclass(frozen=True)
+class Callbacks:
+    """A :class:`Listener` made of the functions given; an event without one is not listened to."""
+
+    on_progress: Callable[[Progress], object] | None = None
+    on_connected: Callable[[int | None], object] | None = None
+    on_submitting: Callable[[dict[str, Any]], object] | None = None
+    on_dispatched: Callable[[ContinuationResult], object] | None = None
+
+    def progress(self, progress: Progress) -> None:
+        if self.on_progress is not None:
+            self.on_progress(progress)
+
+    def connected(self, gateway_pid: int | None) -> None:
+        if self.on_connected is not None:
+            self.on_connected(gateway_pid)
+
+    def submitting(self, marker: dict[str, Any]) -> None:
+        if self.on_submitting is not None:
+            self.on_submitting(marker)
+
+    def dispatched(self, result: ContinuationResult) -> None:
+        if self.on_dispatched is not None:
+            self.on_dispatched(result)
