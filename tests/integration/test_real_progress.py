@@ -17,10 +17,9 @@ from pathlib import Path
 
 import pytest
 from mock_openai import Slow, ToolCalls
-from real_flow import status_turn, tray, wait_for
+from real_flow import kill_a_real_turn_mid_answer, status_turn, tray, wait_for
 from real_session import SEED_PROMPT
 
-from hermes_tray_core.continuing import gateway
 from hermes_tray_core.markers.store import list_turn_markers
 from tests.support.sim_homes import plant_marker, settings_for
 
@@ -83,20 +82,7 @@ def legacy_env(user_dirs: dict[str, str], hermes_python: Path) -> dict[str, str]
 def test_a_0_22_turn_killed_mid_answer_shows_its_two_tool_calls_and_nothing_of_the_answer(g2_home, g2_python,
                                                                                          mock_llm, g2_env):
     home, key = g2_home
-    install = gateway.install_from_command([str(g2_python)])
-    gw = gateway.GatewayProcess(install, home, log_path=home.parent / "progress-gateway.log", cwd=str(home.parent))
-    gw.start()
-    try:
-        gw.wait_ready(90)
-        mock_llm.play(SCRIPT)
-        sid = gw.request("session.resume", {"session_id": key}, 60)["session_id"]
-        gw.request("prompt.submit", {"session_id": sid, "text": PROMPT}, 30)
-        mock_llm.wait_for_words(WORDS_BEFORE_THE_KILL, 150)
-        os.kill(gw.pid, signal.SIGKILL)  # mid-stream
-    finally:
-        mock_llm.play([])
-        gw.shutdown(5)
-    assert list_turn_markers(home)[key]["writer_pid"] == gw.pid  # Hermes' own marker, left by the kill
+    kill_a_real_turn_mid_answer(home, key, g2_python, mock_llm, PROMPT, SCRIPT, words=WORDS_BEFORE_THE_KILL)
     turn = status_turn(home, key, g2_env)
     assert turn is not None and turn["verdict"] == "actionable"
     assert_progress_is_what_hermes_kept(home, key, turn)
