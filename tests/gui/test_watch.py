@@ -23,6 +23,29 @@ def _sleeper() -> subprocess.Popen:
     return subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
 
 
+def _watch_a_turn_written_by(proc, tmp_path, *, exits: bool = False):
+    """A home whose one turn names ``proc`` as its writer, watched by the tray's detector on its own thread
+    (``exits``: told of the writer's exit by the engine, as the tray wires it). The running thread and the
+    list its scan reports land in."""
+    from hermes_tray.engine import CoreEngine
+    from hermes_tray.watch.detector import Detector, DetectorThread
+    from hermes_tray_core.hermes.homes import discover_homes
+    from tests.support.fixture_homes import FixtureHome, marker_entry
+
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1", title="Fix the flaky test")
+    writer = {"writer_pid": proc.pid, "writer_start_time": psutil.Process(proc.pid).create_time()}
+    home.write_markers({"s1": marker_entry(writer=writer)})
+    engine = CoreEngine([str(home.path)])
+    det = Detector(engine.scan, engine.watch_plan, engine.writers, discover_homes(explicit=[str(home.path)]),
+                   **({"exited": engine.writer_exited} if exits else {}))
+    thread = DetectorThread(det)
+    reports: list = []
+    det.scanned.connect(reports.append)
+    thread.start()
+    return thread, reports
+
+
 @pytest.mark.parametrize("kind", ["best", "thread"])
 def test_writer_exit_wakes_at_once(qtbot, kind) -> None:
     watcher = make_pid_watcher() if kind == "best" else ThreadPidWatcher()
@@ -117,24 +140,9 @@ def test_a_storm_of_rewrites_wakes_a_few_times_a_second_and_its_last_change_is_n
 
 def test_detector_reports_actionable_after_sigkill(qtbot, tmp_path) -> None:
     """The whole background path with the real engine: live writer → SIGKILL → actionable."""
-    from hermes_tray.engine import CoreEngine
-    from hermes_tray.watch.detector import Detector, DetectorThread
-    from hermes_tray_core.hermes.homes import discover_homes
-    from tests.support.fixture_homes import FixtureHome, marker_entry
-
     proc = _sleeper()
     try:
-        home = FixtureHome(tmp_path / "hermes")
-        home.add_session("s1", title="Fix the flaky test")
-        writer = {"writer_pid": proc.pid, "writer_start_time": psutil.Process(proc.pid).create_time()}
-        home.write_markers({"s1": marker_entry(writer=writer)})
-        engine = CoreEngine([str(home.path)])
-        homes = discover_homes(explicit=[str(home.path)])
-        det = Detector(engine.scan, engine.watch_plan, engine.writers, homes)
-        thread = DetectorThread(det)
-        reports = []
-        det.scanned.connect(reports.append)
-        thread.start()
+        thread, reports = _watch_a_turn_written_by(proc, tmp_path)
         try:
             _wait_and_kill(qtbot, reports, proc)
         finally:
@@ -149,28 +157,14 @@ def test_a_writer_killed_as_the_oom_counter_moves_is_said_to_have_run_out_of_mem
     """The tray's own watch, as the tray and the helper wire it: while the writer lives each scan reads the
     kernel's OOM-kill count through the engine's one seam; the test's fake kernel counts a kill and the writer
     is SIGKILLed; the scan its exit wakes says why the turn stopped, with the fact."""
-    from hermes_tray.engine import CoreEngine
-    from hermes_tray.watch.detector import Detector, DetectorThread
-    from hermes_tray_core.hermes.homes import discover_homes
     from hermes_tray_core.process import machine
-    from tests.support.fixture_homes import FixtureHome, marker_entry
 
     vmstat = tmp_path / "vmstat"
     vmstat.write_text("nr_free_pages 12\noom_kill 41\n")
     monkeypatch.setattr(machine, "VMSTAT", str(vmstat))
     proc = _sleeper()
     try:
-        home = FixtureHome(tmp_path / "hermes")
-        home.add_session("s1", title="Fix the flaky test")
-        writer = {"writer_pid": proc.pid, "writer_start_time": psutil.Process(proc.pid).create_time()}
-        home.write_markers({"s1": marker_entry(writer=writer)})
-        engine = CoreEngine([str(home.path)])
-        det = Detector(engine.scan, engine.watch_plan, engine.writers, discover_homes(explicit=[str(home.path)]),
-                       exited=engine.writer_exited)
-        thread = DetectorThread(det)
-        reports = []
-        det.scanned.connect(reports.append)
-        thread.start()
+        thread, reports = _watch_a_turn_written_by(proc, tmp_path, exits=True)
         try:
             qtbot.waitUntil(lambda: bool(reports and reports[-1].records), timeout=5000)
             assert reports[-1].records[0].verdict == "running" and reports[-1].records[0].cause is None
