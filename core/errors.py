@@ -8,12 +8,21 @@ as their second one, so ``except OSError`` still catches them.
 
 Where a catch-all stays in the engine, it is a boundary (a thread's top, a callback into the shell,
 bookkeeping that must never break a turn, reading what Hermes or the user wrote where anything can be): each
-says which on its line (``tests/test_errors.py`` counts them).
+says which on its line (``tests/test_errors.py`` counts them). Bookkeeping — the decision journal, a marker the
+tray retires or restores, a cache — goes through one door, :func:`bookkeeping`, so that rule lives in one place.
 """
 
 from __future__ import annotations
 
-__all__ = ["FALLBACK", "TrayError"]
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["FALLBACK", "Bookkept", "TrayError", "bookkeeping"]
+
+#: logging's levels, for :func:`bookkeeping`, without importing logging (``status`` logs nothing: core/lazy_log.py)
+DEBUG, INFO, WARNING, ERROR = 10, 20, 30, 40
 
 #: said when an error carries no words of its own
 FALLBACK = "something went wrong (the log has the details)"
@@ -47,3 +56,32 @@ class TrayError(Exception):
         if cause is not None:
             parts.append(f"caused by {type(cause).__name__}: {cause}")
         return "; ".join(parts)
+
+
+@dataclass
+class Bookkept:
+    """What :func:`bookkeeping` saw: ``error`` is the exception it logged and swallowed, or None."""
+
+    error: Exception | None = None
+
+    @property
+    def failed(self) -> bool:
+        return self.error is not None
+
+
+@contextmanager
+def bookkeeping(logger: Any, what: str, *args: object,
+                level: int = WARNING, trace: bool = True) -> Iterator[Bookkept]:
+    """``with bookkeeping(log, "could not journal %s", key) as kept:`` — the body's failure is logged (``what``
+    with the traceback, or with the error's words when ``trace`` is false) and never raised: the journal, the
+    tray's marker writes and its caches keep records of a turn and must never break one. ``kept.failed`` says
+    whether the body ran through; the value it would have set stays the caller's default."""
+    kept = Bookkept()
+    try:
+        yield kept
+    except Exception as exc:  # boundary: bookkeeping never breaks a turn (the one door for it)
+        kept.error = exc
+        if trace:
+            logger.log(level, what, *args, exc_info=True)
+        else:
+            logger.log(level, what + ": %s", *args, exc)

@@ -29,8 +29,9 @@ from tests.test_no_internals import internals
 
 ROOT = Path(__file__).resolve().parents[1]
 
-#: The ceiling on ``except Exception`` in the engine (a grep of ``core/``, as the count was first taken: 108).
-MAX_CATCH_ALLS = 65
+#: The ceiling on ``except Exception`` in the engine (a grep of ``core/``, as the count was first taken: 108;
+#: bookkeeping goes through one door, ``core/errors.py`` ``bookkeeping``).
+MAX_CATCH_ALLS = 47
 
 #: Public exception classes of the engine that are not errors a person reads: control flow, caught where
 #: they are raised.
@@ -204,3 +205,25 @@ def test_every_catch_all_in_the_engine_is_a_boundary_that_says_which() -> None:
                 silent.append(f"{path.relative_to(ROOT)}:{i + 1}")
     assert not silent, f"a catch-all that does not say which boundary it is: {silent}"
     assert count <= MAX_CATCH_ALLS, f"{count} catch-alls in the engine, at most {MAX_CATCH_ALLS}"
+
+
+def test_bookkeeping_that_fails_is_logged_and_the_turn_goes_on(tmp_path: Path, caplog) -> None:
+    """The one door for bookkeeping: a journal that cannot be written (here its folder is a file) costs a line
+    in the log, never the resume that was recording; an interrupt (Ctrl-C, a quit) still goes through."""
+    import logging
+
+    import pytest
+
+    from hermes_tray_core.errors import bookkeeping
+    from hermes_tray_core.stores.decisions import DecisionJournal
+
+    blocked = tmp_path / "journal"
+    blocked.write_text("not a folder")
+    log = logging.getLogger("test.bookkeeping")
+    with caplog.at_level(logging.WARNING, logger="test.bookkeeping"):
+        with bookkeeping(log, "could not journal %s for %s", "approved", "s1") as kept:
+            DecisionJournal(blocked).record("approved", home=str(tmp_path), session_key="s1", started_at=1.0)
+    assert kept.failed and isinstance(kept.error, OSError)
+    assert "could not journal approved for s1" in caplog.text
+    with pytest.raises(KeyboardInterrupt), bookkeeping(log, "never swallowed"):
+        raise KeyboardInterrupt

@@ -29,6 +29,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from hermes_tray_core.errors import INFO, bookkeeping
 from hermes_tray_core.keys import home_path
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.turn import Turn
@@ -133,11 +134,9 @@ def settled(turn: Turn, *, journal: Any = None) -> str | None:
     not remove its own) must not run the turn again. None when unknown (journal unreadable: logged)."""
     from hermes_tray_core.stores import decisions
 
-    try:
+    names: list[str] = []  # unknown is the answer when the journal cannot be read
+    with bookkeeping(logger, "cannot read the decision journal for %s", turn.key):
         names = (journal or decisions.default_journal()).events_for(turn.home, turn.key, turn.started_at)
-    except Exception:  # boundary: bookkeeping (the journal); unknown is the answer
-        logger.warning("cannot read the decision journal for %s", turn.key, exc_info=True)
-        return None
     for name in reversed(names):
         if name in SETTLED:
             return name
@@ -167,13 +166,11 @@ def stopped(turn: Turn, *, journal: Any = None) -> str | None:
 def _journal_says(question: str, turn: Turn, journal: Any) -> Any:
     from hermes_tray_core.stores import decisions
 
-    try:
+    with bookkeeping(logger, "cannot read the decision journal for %s", turn.key):  # unknown is the answer
         j = journal or decisions.default_journal()
         answer = getattr(j, question)(turn.home, turn.key, turn.started_at, turn.attempts)
         return answer if isinstance(answer, str) else bool(answer)
-    except Exception:  # boundary: bookkeeping (the journal); unknown is the answer
-        logger.warning("cannot read the decision journal for %s", turn.key, exc_info=True)
-        return None if question == "stopped_how" else False
+    return None if question == "stopped_how" else False
 
 
 def enforce_tombstones(turns: Iterable[Turn], *, journal: Any = None) -> list[str]:
@@ -190,11 +187,11 @@ def enforce_tombstones(turns: Iterable[Turn], *, journal: Any = None) -> list[st
         if entry is None or not (tombstoned(turn, journal=journal) or retired(turn, journal=journal)
                                  or stopped(turn, journal=journal)):
             continue
-        try:
+        # a read-only home: the journal keeps the decision
+        with bookkeeping(logger, "could not remove the settled marker of %s", turn.key, level=INFO,
+                         trace=False):
             if remove_marker_if_unchanged(turn.home, turn.key, entry):
                 logger.info("removed the marker of %s again: it was skipped or finished and a stale write brought "
                             "it back", turn.key)
                 removed.append(turn.key)
-        except Exception as exc:  # boundary: bookkeeping (a read-only home: the journal keeps the decision)
-            logger.info("could not remove the settled marker of %s (%s)", turn.key, exc)
     return removed

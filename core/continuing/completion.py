@@ -29,6 +29,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
@@ -119,12 +120,10 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
         return None
     _journal_completed(turn, why)
     retired = False
-    try:
+    with bookkeeping(logger, "could not retire the settled continuation marker for %s", turn.key):
         from hermes_tray_core.markers.store import MarkerStore
 
         retired = MarkerStore(turn.home).remove_if_unchanged(turn.key, entry)
-    except Exception:  # boundary: bookkeeping (the marker) never breaks a turn
-        logger.warning("could not retire the settled continuation marker for %s", turn.key, exc_info=True)
     logger.info("continuation of %s settled from state.db (%s); marker %s", turn.key, why,
                 "retired" if retired else "left (it changed, or could not be written)")
     return Settlement("finished", why, retired)
@@ -132,7 +131,7 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
 
 def _journal_completed(turn: Turn, why: str) -> None:
     """``completed`` under the continuation marker's identity, unless a reader already wrote it."""
-    try:
+    with bookkeeping(logger, "could not journal the settled continuation of %s", turn.key):
         from hermes_tray_core.stores import decisions
 
         journal = decisions.default_journal()
@@ -140,5 +139,3 @@ def _journal_completed(turn: Turn, why: str) -> None:
             return
         journal.record("completed", home=turn.home, session_key=turn.key, started_at=turn.started_at,
                        settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")), reason=why)
-    except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-        logger.warning("could not journal the settled continuation of %s", turn.key, exc_info=True)

@@ -13,6 +13,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes_tray_core.errors import ERROR, INFO, bookkeeping
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.numbers import json_number
@@ -81,11 +82,9 @@ class MarkerHandover:
 
         if self.expected is None or self.ours is None:
             return
-        try:
+        with bookkeeping(logger, "could not restore the marker for %s", self.key, level=ERROR):
             if MarkerStore(self.home).replace_if_unchanged(self.key, self.ours, self.expected):
                 self.ours = None
-        except Exception:  # boundary: bookkeeping (the marker) never breaks a turn
-            logger.exception("could not restore the marker for %s", self.key)
 
     def uncount(self, writer_pid: int | None) -> bool:
         """The tray quit and SIGKILLed the gateway it started for this run: a shutdown ended the attempt, not the
@@ -119,7 +118,9 @@ class MarkerHandover:
         from hermes_tray_core.markers.store import MarkerStore
 
         target: dict[str, Any] | None = self.ours
-        try:
+        # the result says why, once
+        with bookkeeping(logger, "could not retire the marker for %s", self.key, level=INFO,
+                         trace=False) as kept:
             store = MarkerStore(self.home)
             if self.ours is not None:
                 if not store.remove_if_unchanged(self.key, self.ours):
@@ -130,10 +131,8 @@ class MarkerHandover:
                                             or (stopped and entry == self.expected)):
                 target = entry
                 store.remove_if_unchanged(self.key, entry)
-        except Exception as exc:  # boundary: bookkeeping (the marker) never breaks a turn
-            logger.info("could not retire the marker for %s: %s", self.key, exc)  # the result says it, once
-            if target is not None:
-                return plain_error(exc)[:300], json_number(target.get("started_at"))
+        if kept.error is not None and target is not None:
+            return plain_error(kept.error)[:300], json_number(target.get("started_at"))
         return None
 
 

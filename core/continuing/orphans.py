@@ -23,6 +23,7 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.keys import HomePath, InvalidIdError, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.numbers import json_number
@@ -38,7 +39,7 @@ def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, 
     """Settle ``home``'s open runs whose process is gone (module doc); ``turns``: its marker file as just read
     (None: read it here). Returns how many were settled."""
     where = home_path(home)
-    try:
+    with bookkeeping(logger, "could not settle the open runs of %s", where):  # settling old runs never breaks a scan
         from hermes_tray_core.stores import decisions
 
         j = journal or decisions.default_journal()
@@ -49,9 +50,7 @@ def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, 
             turns = _read(where)
         by_key: dict[str, Turn] = {t.key: t for t in turns}
         return len([ev for ev in runs if _settle(where, ev, by_key, j)])
-    except Exception:  # boundary: bookkeeping (settling old runs) never breaks a scan
-        logger.warning("could not settle the open runs of %s", where, exc_info=True)
-        return 0
+    return 0
 
 
 def _read(home: HomePath) -> list[Turn]:
@@ -110,13 +109,12 @@ def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], jo
 def _record(journal: Any, event: str, home: HomePath, key: str, started: Any, ev: Mapping[str, Any],
             **fields: Any) -> bool:
     attempt = ev.get("attempt")
-    try:
+    with bookkeeping(logger, "could not journal how the run of %s ended", key) as kept:
         journal.record(event, home=home, session_key=key, started_at=json_number(started), via="scan",
                        after=ev.get("event"), attempts=ev.get("attempts"), ran_in=ev.get("ran_in"),
                        backend_pid=ev.get("backend_pid"), **({"attempt": attempt} if attempt is not None else {}),
                        **fields)
-    except Exception:  # boundary: bookkeeping (the journal) never breaks a scan
-        logger.warning("could not journal how the run of %s ended", key, exc_info=True)
+    if kept.failed:
         return False
     logger.info("run of %s (%s) settled from Hermes' facts: %s", key, ev.get("event"), event)
     return True

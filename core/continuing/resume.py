@@ -40,6 +40,7 @@ from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
 from hermes_tray_core.continuing.listener import Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
+from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.turn import Marker, Turn
 from hermes_tray_core.vocab import Outcome, RanIn, Refusal, StopReason, Verdict, WriterState
@@ -127,12 +128,10 @@ def settings_options() -> GatewayOptions:
 def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
     """Decision journal entry for the turn that started at ``started_at`` (bookkeeping: a failure is
     logged, never raised)."""
-    try:
+    with bookkeeping(logger, "could not journal %s for %s", event, key):
         from hermes_tray_core.stores import decisions
 
         decisions.record(event, home=home, session_key=key, started_at=started_at, **fields)
-    except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-        logger.warning("could not journal %s for %s", event, key, exc_info=True)
 
 
 @dataclass(frozen=True)
@@ -308,15 +307,13 @@ class _Resume:
     def _left_before(self, backend_pid: int) -> tuple[str, float] | None:
         """The session a run of ours last left in that backend for this turn's session (runtime id, when), from the
         journal; None when none (or the journal cannot be read)."""
-        try:
+        with bookkeeping(logger, "cannot read which session the tray left in %s", backend_pid, level=DEBUG):
             from hermes_tray_core.stores import decisions
 
             for ev in decisions.default_journal().history(50, home=self.home, session_key=self.key):
                 if ev.get("backend_pid") == backend_pid and isinstance(ev.get("left_sid"), str):
                     at = ev.get("created_at")
                     return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
-        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-            logger.debug("cannot read which session the tray left in %s", backend_pid, exc_info=True)
         return None
 
     def _waiting_for_backend(self) -> None:

@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from hermes_tray_core.continuing import claim as exactly_once
+from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Refusal, SkipOutcome
@@ -69,11 +70,11 @@ def skip_turn(
     try:
         removed = remove_marker_if_unchanged(turn.home, key, turn.marker.entry or {})
         if removed and on_skipped is not None:
-            try:
+            problem: object = None
+            with bookkeeping(logger, "could not journal the skip of %s", key) as kept:  # never undoes the skip
                 problem = on_skipped()
-            except Exception as exc:  # boundary: bookkeeping: reported, never undoes the skip
-                logger.warning("could not journal the skip of %s", key, exc_info=True)
-                problem = f"could not record 'skipped' in the decision journal ({exc})"
+            if kept.error is not None:
+                problem = f"could not record 'skipped' in the decision journal ({kept.error})"
             journal_error = problem if isinstance(problem, str) and problem else None
     except OSError as exc:
         logger.warning("could not skip %s: %s", key, exc)

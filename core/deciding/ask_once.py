@@ -32,8 +32,9 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, TypeVar
 
+from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.turn import TurnKey
 from hermes_tray_core.vocab import Mode, TurnSource, Verdict
 
@@ -52,6 +53,7 @@ __all__ = [
 ]
 
 log = logging.getLogger(__name__)
+_A = TypeVar("_A")
 
 UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again after this
 
@@ -143,31 +145,34 @@ class AskOnce:
     # --- the journal ----------------------------------------------------------------------------
     def asked_before(self, record: TurnRecord, *, unreadable: bool, journal: TurnJournal | None = None) -> bool:
         """Notified or decided already; ``unreadable`` is the answer when the journal cannot be read."""
-        try:
-            return (journal or self._journal()).was_asked(record.turn.home, record.session_key, record.started_at)
-        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-            log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
-            return unreadable
+        return self._read(record, journal, unreadable,
+                          lambda j: j.was_asked(record.turn.home, record.session_key, record.started_at))
 
     def skipped_before(self, record: TurnRecord, journal: TurnJournal | None = None) -> bool:
         """This very turn was skipped — the tombstone's rule (session key + ``started_at`` + ``attempts``, as
         :func:`core.continuing.claim.tombstoned` applies it to raw entries): it reappearing means a writer
         resurrected it. A later attempt of the same run is a new question, not a skip to repeat."""
-        try:
-            return (journal or self._journal()).is_tombstoned(record.turn.home, record.session_key, record.started_at,
-                                                              record.attempts)
-        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-            log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
-            return False
+        return self._read(record, journal, False, lambda j: j.is_tombstoned(
+            record.turn.home, record.session_key, record.started_at, record.attempts))
 
     def snoozed(self, record: TurnRecord, journal: TurnJournal | None = None) -> tuple[float, bool] | None:
         """The turn's latest snooze ``(until, asked since)``, or None (never snoozed, or the journal cannot be
         read: then the other rules decide, and they never continue an asked turn)."""
-        try:
-            return (journal or self._journal()).snooze(record.turn.home, record.session_key, record.started_at)
-        except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-            log.warning("cannot read the decision journal for %s", record.session_key, exc_info=True)
-            return None
+        return self._read(record, journal, None,
+                          lambda j: j.snooze(record.turn.home, record.session_key, record.started_at))
+
+    def _read(self, record: TurnRecord, journal: TurnJournal | None, unreadable: _A,
+              ask: Callable[[TurnJournal], _A]) -> _A:
+        """``ask`` the journal about ``record``; ``unreadable`` is the answer when it cannot be read."""
+        with bookkeeping(log, "cannot read the decision journal for %s", record.session_key):
+            return ask(journal or self._journal())
+        return unreadable
+
+    def _open(self) -> TurnJournal | None:
+        """The journal this review reads (None when it cannot be opened: each rule then has its answer)."""
+        with bookkeeping(log, "cannot open the decision journal"):
+            return self._journal()
+        return None
 
     # --- a scan ---------------------------------------------------------------------------------
     def review(self, pending: Mapping[TurnKey, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
@@ -203,10 +208,7 @@ class AskOnce:
                 continue
             self._seen.add(i)
             if journal is None:
-                try:
-                    journal = self._journal()
-                except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-                    log.warning("cannot open the decision journal", exc_info=True)
+                journal = self._open()
             snooze = self.snoozed(rec, journal) if mode != Mode.LIST else None
             if self.skipped_before(rec, journal):
                 out.reskip.append((key, rec))
@@ -239,12 +241,8 @@ class AskOnce:
             i = ident(rec)
             if rec.source != TurnSource.DESKTOP or i in waiting_now or i in self._lapsed:
                 continue
-            if journal is None:
-                try:
-                    journal = self._journal()
-                except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-                    log.warning("cannot open the decision journal", exc_info=True)
-                    return
+            if journal is None and (journal := self._open()) is None:
+                return
             snooze = self.snoozed(rec, journal)
             if snooze is not None and not snooze[1] and now >= snooze[0]:
                 self._lapsed.add(i)
@@ -283,17 +281,14 @@ class AskOnce:
                  "profile": t.profile, "attempts": t.attempts, "via": via} for t in turns]
         if not rows:
             return
-        try:
+        # one hostile key never costs the others their record: after a failed batch, one by one
+        with bookkeeping(log, "could not journal 'notified' for %d turns at once; one by one", len(rows)):
             target.record_many(rows)
             return
-        except Exception:  # boundary: bookkeeping: one hostile key never costs the others their record
-            log.warning("could not journal 'notified' for %d turns at once; one by one", len(rows), exc_info=True)
         for t in turns:
-            try:
+            with bookkeeping(log, "could not journal 'notified' for %s", t.session_key):
                 target.record("notified", home=t.turn.home, session_key=t.session_key, started_at=t.started_at,
                               profile=t.profile, attempts=t.attempts, via=via)
-            except Exception:  # boundary: bookkeeping (the journal) never breaks a turn
-                log.warning("could not journal 'notified' for %s", t.session_key, exc_info=True)
 
 
 def _asked(i: TurnIdent) -> AskedTurn:

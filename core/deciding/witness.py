@@ -20,6 +20,7 @@ import time
 from collections.abc import Callable, Iterable
 from typing import TYPE_CHECKING, Any
 
+from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.vocab import StopCause, TurnSource, WriterState
 
@@ -94,8 +95,6 @@ class ExitWitness:
              "cause": str(StopCause.OUT_OF_MEMORY), "fact": fact, "pid": pid, "oom_kills_before": before,
              "oom_kills_after": after, "window_s": window}
             for home, key, started, attempts in turns]
-        try:
+        with bookkeeping(logger, "could not journal the out-of-memory death of pid %s", pid):  # the watch goes on
             self._journal().record_many(rows)
-        except Exception:  # boundary: bookkeeping never breaks the watch; the cause then stays unknown
-            logger.warning("could not journal the out-of-memory death of pid %s", pid, exc_info=True)
         return StopCause.OUT_OF_MEMORY

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
+from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.entries import marker_writer_state, normalize_marker
 from hermes_tray_core.markers.file import decode, marker_path, read_file
@@ -31,11 +32,9 @@ _T = TypeVar("_T")
 
 def _quietly(failed: str, subject: object, default: _T, act: Callable[[], _T]) -> _T:
     """Hermes calls these in its turn: a failure is logged (identity only, ``failed`` + ``subject``) and swallowed."""
-    try:
+    with bookkeeping(logger, "%s %s", failed, subject, level=DEBUG):
         return act()
-    except Exception:  # boundary: bookkeeping never breaks a turn (Hermes' own calls, in its turn)
-        logger.debug("%s %s", failed, subject, exc_info=True)
-        return default
+    return default
 
 
 def _store_for(home: Path | str) -> MarkerStore:

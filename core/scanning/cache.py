@@ -15,7 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.deciding.policy import AutoContinueConfig
+from hermes_tray_core.errors import DEBUG, bookkeeping
+from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.scanning.webui import valid_summary
+
+logger = get_logger(__name__)
 
 __all__ = ["CACHE_VERSION", "MISS", "ScanCache", "default_cache_file"]
 
@@ -52,7 +56,8 @@ class ScanCache:
     def save(self) -> None:
         if self.path is None or not self._dirty:
             return
-        try:
+        # a cache is an optimisation: it never fails a scan
+        with bookkeeping(logger, "could not save the scan cache %s", self.path, level=DEBUG):
             from hermes_tray_core.stores.fsutil import atomic_write_bytes, ensure_private_dir
 
             ensure_private_dir(self.path.parent)
@@ -61,8 +66,6 @@ class ScanCache:
             # version check fails) and rebuilt; the fsync was most of a cold `status`'s write (1-4 ms).
             atomic_write_bytes(self.path, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
             self._dirty = False
-        except Exception:  # boundary: bookkeeping (a cache is an optimisation) never fails a scan
-            pass
 
     def config(self, key: str, sig: list[object]) -> tuple[AutoContinueConfig, list[str]] | None:
         """A config.yaml's effective settings and problems, if cached under this signature."""

@@ -35,6 +35,7 @@ from hermes_tray_core.deciding.policy import (
     marker_age,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
+from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.hermes import reach
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
@@ -388,10 +389,10 @@ class Scanner:
         """core.continuing.orphans: a run of ours whose process is gone is settled from Hermes' facts (looked at
         only when the journal has an open run in this home)."""
         journal = self._now.decisions()
-        try:
+        with bookkeeping(logger, "cannot read the open runs of %s", home.path, level=DEBUG) as kept:
             if journal is None or not journal.open_runs(home_path(home.path)):
                 return
-        except Exception:  # boundary: bookkeeping (the journal) never breaks a scan
+        if kept.failed:
             return
         from hermes_tray_core.continuing.orphans import settle_orphaned_runs
 
@@ -525,15 +526,16 @@ class Scanner:
 
             self._boot_time = (boot_time(),)
         witnessed = crashed = None
-        try:
+        # the journal is a witness, not a judge: without it, fewer facts
+        with bookkeeping(logger, "cannot read the decision journal for %s", turn.key, level=DEBUG) as kept:
             if self._stops is False:  # once per scan: most journals know of no stop at all
                 journal = self._now.decisions()
                 self._stops = journal if journal is not None and journal.knows_stops() else None
             if self._stops is not None:
                 witnessed, crashed = self._stops.stop_facts(turn.home, turn.key, turn.started_at, turn.attempts)
-        except Exception as exc:  # boundary: the journal is a witness, not a judge: without it, fewer facts
+        if kept.error is not None:
             self._stops = None
-            self._log_once(home, turn.key, f"cannot read the decision journal ({type(exc).__name__})")
+            self._log_once(home, turn.key, f"cannot read the decision journal ({type(kept.error).__name__})")
         cause, fact = stop_cause(turn.marker, now=now, boot_time=self._boot_time[0], witnessed=witnessed,
                                  crashed=crashed)
         return progress, cause, fact
