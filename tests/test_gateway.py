@@ -183,6 +183,28 @@ def test_marker_kept_for_legacy_run_reads_running_while_it_runs(sims, tmp_path):
     assert states == ["alive"]
 
 
+
+def test_a_listener_that_fails_at_every_event_never_costs_the_turn(sims, tmp_path, caplog):
+    """The shell's handlers are bookkeeping: each one raising is logged, and the turn still runs to its answer."""
+    home, key = make_home(tmp_path / "home", turn_seconds=0.3)
+    plant_marker(home, key, PROMPT)
+    heard: list[str] = []
+
+    def fail(event: str):
+        def handler(_arg: object) -> None:
+            heard.append(event)
+            raise RuntimeError(f"the shell broke on {event}")
+        return handler
+
+    res = run(home, key, sims["legacy"], listener=Callbacks(
+        on_progress=fail("progress"), on_connected=fail("connected"), on_submitting=fail("submitting"),
+        on_dispatched=fail("dispatched")))
+    assert res.outcome == Outcome.COMPLETED, res.message
+    assert res.answer == "Simulated Hermes: the task is finished."
+    assert {"progress", "connected", "submitting", "dispatched"} <= set(heard)
+    assert "the continuation's listener failed on dispatched" in caplog.text
+    assert key not in list_turn_markers(home)
+
 @pytest.mark.skipif(sys.platform == "win32", reason="the fake Hermes process uses the POSIX shebang form")
 def test_backend_with_the_feature_that_declines_gets_nothing_submitted(sims, tmp_path, clock_step):
     home, key = make_home(tmp_path / "home")

@@ -51,7 +51,7 @@ from hermes_tray_core.backend.install import (  # noqa: F401
 from hermes_tray_core.backend.rpc import HermesNotFound  # noqa: F401
 from hermes_tray_core.backend.stdio import GatewayProcess
 from hermes_tray_core.continuing.handover import MarkerHandover
-from hermes_tray_core.continuing.listener import Callbacks, Listener
+from hermes_tray_core.continuing.listener import Callbacks, Heard, Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, gateway_log_path
 from hermes_tray_core.continuing.run import Run
 from hermes_tray_core.turn import Turn
@@ -101,7 +101,7 @@ def continue_turn(
         return ContinuationResult(Outcome.ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
     gw = GatewayProcess(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd)
     run = Run(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), log_path=log_path)
-    run.listener = listener
+    run.listener = Heard(listener)
     return run.run()
 
 
@@ -151,7 +151,7 @@ def continue_in_backend(
         ready.shutdown(1.0)
     gw = ready if ready is not None and preopened else backend.session()
     run = Run(home, key, gw, _handover(turn), capabilities, opts, stop or threading.Event(), backend=backend)
-    run.listener = listener
+    run.listener = Heard(listener)
     run.preopened, run.connections, run.left_before = preopened, connections, left_before
     run.other_backends = tuple(b for b in other_backends if b.pid != backend.pid)
     run.result.ran_in, run.result.backend_pid, run.result.where = RanIn.RUNNING_BACKEND, backend.pid, where

@@ -5,9 +5,9 @@ a spawned gateway started, with its pid, or the running backend answered: bookke
 ``submitting`` (an older Hermes: the run's own marker, as stored, right before the note is submitted),
 ``dispatched`` (the continuation turn started). How it ended is the return value, not an event.
 
-Every method is called on the continuation's threads; a listener that raises is logged and the turn goes on
-(bookkeeping never breaks a turn). :class:`Callbacks` makes a listener from plain functions (the command line,
-the shell, tests).
+Every method is called on the continuation's threads, through :class:`Heard`: a listener that raises is logged
+and the turn goes on (bookkeeping never breaks a turn). :class:`Callbacks` makes a listener from plain functions
+(the command line, the shell, tests).
 """
 
 from __future__ import annotations
@@ -17,8 +17,11 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from hermes_tray_core.continuing.results import ContinuationResult, Progress
+from hermes_tray_core.lazy_log import get_logger
 
-__all__ = ["Callbacks", "Listener"]
+__all__ = ["Callbacks", "Heard", "Listener"]
+
+logger = get_logger(__name__)
 
 
 class Listener(Protocol):
@@ -54,3 +57,35 @@ class Callbacks:
     def dispatched(self, result: ContinuationResult) -> None:
         if self.on_dispatched is not None:
             self.on_dispatched(result)
+
+
+class Heard:
+    """A listener as the continuation tells it: none is nobody, and one that raises is logged, never the turn's end."""
+
+    __slots__ = ("_listener",)
+
+    def __init__(self, listener: Listener | None = None) -> None:
+        self._listener = listener
+
+    def __bool__(self) -> bool:
+        return self._listener is not None
+
+    def _tell(self, event: str, arg: object) -> None:
+        if self._listener is None:
+            return
+        try:
+            getattr(self._listener, event)(arg)
+        except Exception:  # boundary: a callback into the shell (a listener that raises never ends the turn)
+            logger.exception("the continuation's listener failed on %s", event)
+
+    def progress(self, progress: Progress) -> None:
+        self._tell("progress", progress)
+
+    def connected(self, gateway_pid: int | None) -> None:
+        self._tell("connected", gateway_pid)
+
+    def submitting(self, marker: dict[str, Any]) -> None:
+        self._tell("submitting", marker)
+
+    def dispatched(self, result: ContinuationResult) -> None:
+        self._tell("dispatched", result)

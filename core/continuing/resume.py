@@ -38,7 +38,7 @@ from hermes_tray_core.backend.install import (
 from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
-from hermes_tray_core.continuing.listener import Listener
+from hermes_tray_core.continuing.listener import Heard, Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.keys import SessionKey
@@ -267,7 +267,7 @@ class _Resume:
     def __init__(self, turn: Turn, via: str, install: HermesInstall | None, options: GatewayOptions | None,
                  listener: Listener | None, stop: threading.Event | None, env: Mapping[str, str] | None) -> None:
         self.turn, self.home, self.key, self.via = turn, turn.home, turn.key, via
-        self.install, self.options, self.listener = install, options, listener
+        self.install, self.options, self.listener = install, options, Heard(listener)
         self.stop, self.env = stop, env
         self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
         self.prompt: str | None = None  # the turn's original prompt (never journalled: its note's digest is)
@@ -318,11 +318,7 @@ class _Resume:
 
     def _waiting_for_backend(self) -> None:
         """A running Hermes of the home is still starting: say so while the tray waits for it."""
-        if self.listener is not None:
-            try:
-                self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
-            except Exception:  # boundary: a callback into the shell
-                logger.exception("progress callback failed")
+        self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
 
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
@@ -419,8 +415,7 @@ class _Resume:
     # what the continuation tells this resume (its Listener): journalled here, progress and the start passed on
 
     def progress(self, progress: Progress) -> None:
-        if self.listener is not None:
-            self.listener.progress(progress)
+        self.listener.progress(progress)
 
     def connected(self, gateway_pid: int | None) -> None:
         self._approve(gateway_pid)
@@ -430,8 +425,7 @@ class _Resume:
         self.journal("dispatched", attempt=result.attempt, continued_by=result.continued_by,
                      gateway_pid=result.gateway_pid, epoch=self.epoch, ran_in=result.ran_in,
                      backend_pid=result.backend_pid, **self._mark_fields(result))
-        if self.listener is not None:
-            self.listener.dispatched(result)
+        self.listener.dispatched(result)
 
     def submitting(self, marker: dict[str, Any]) -> None:
         """The continuation's own marker (its identity: this session + its started_at) and how state.db will show

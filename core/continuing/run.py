@@ -128,11 +128,8 @@ class Run(Follow):
         if gw.log_problem:
             self.result.log_path = None
             self.result.log_problem = gw.log_problem
-        if self.listener is not None and gw.pid is not None:
-            try:
-                self.listener.connected(gw.pid)
-            except Exception:  # boundary: a callback into the shell
-                logger.exception("on_spawned callback failed")
+        if gw.pid is not None:
+            self.listener.connected(gw.pid)
         self.progress(force=True)
         try:
             self.result.timings["ready"] = self._wait(gw.wait_ready, self.opts.ready_timeout, "become ready")
@@ -156,11 +153,7 @@ class Run(Follow):
                 gw.start()
                 self.result.timings["ready"] = self._wait(gw.wait_ready, min(self.opts.ready_timeout, 10.0),
                                                           "become ready")
-            if self.listener is not None:
-                try:
-                    self.listener.connected(None)
-                except Exception:  # boundary: a callback into the shell
-                    logger.exception("on_connected callback failed")
+            self.listener.connected(None)
             t_asked = time.monotonic()
             busy = self._live_in_backend()
             self.result.timings["active_list"] = time.monotonic() - t_asked
@@ -276,11 +269,8 @@ class Run(Follow):
             self.result.marker_changed = True
             return self.finish(Outcome.DECLINED, "Not resumed: the interrupted turn was skipped or changed while Hermes "
                                          "was starting; nothing was submitted.")
-        if self.listener is not None and self.handover.ours is not None:
-            try:  # the caller journals the mark: bookkeeping, never a reason not to go on
-                self.listener.submitting(dict(self.handover.ours))
-            except Exception:  # boundary: a callback into the shell (never a reason not to go on)
-                logger.exception("on_submitting callback failed")
+        if self.handover.ours is not None:  # the caller journals the mark: never a reason not to go on
+            self.listener.submitting(dict(self.handover.ours))
         try:
             waiter = gw.send("prompt.submit", {"session_id": self.sid, "text": self.handover.note})
         except GatewayError as exc:

@@ -19,7 +19,7 @@ from hermes_tray_core.backend.rpc import GatewayError, RpcSession
 from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
 from hermes_tray_core.continuing.facts import raw_entry, touched_by_other
 from hermes_tray_core.continuing.handover import MarkerHandover
-from hermes_tray_core.continuing.listener import Listener
+from hermes_tray_core.continuing.listener import Heard
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.vocab import ContinuedBy, Finish, NotContinued, Outcome, RanIn, StopReason, WriterState
@@ -49,7 +49,7 @@ class RunState:
                  log_path: Path | None = None) -> None:
         self.home, self.key, self.gw, self.handover = home, key, gw, handover
         self.caps, self.opts, self.stop, self.backend, self.log_path = caps, opts, stop, backend, log_path
-        self.listener: Listener | None = None  # who is told as it goes (core.continuing.listener); None: nobody
+        self.listener = Heard()  # who is told as it goes (core.continuing.listener); Heard(): nobody
         self.preopened = False  # ``gw`` was connected while the caller re-checked the turn
         self.other_backends: tuple[BackendEndpoint, ...] = ()
         self.connections: dict[int, RpcSession] = {}  # ready sessions the caller opened, by backend pid
@@ -76,16 +76,13 @@ class RunState:
 
 
     def progress(self, force: bool = False) -> None:
-        if self.listener is None:
+        if not self.listener:
             return
         now = time.monotonic()
         if not force and now - self._last_progress < self.opts.progress_interval:
             return
         self._last_progress = now
-        try:
-            self.listener.progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames, self.result.ran_in))
-        except Exception:  # boundary: a callback into the shell
-            logger.exception("progress callback failed")
+        self.listener.progress(Progress(self.phase, now - self.t0, self.last_frame, self.frames, self.result.ran_in))
 
     def finish(self, outcome: Outcome, message: str, status: str | None = None) -> ContinuationResult:
         if self.result.marker_left:
@@ -242,17 +239,10 @@ class RunState:
         """Report the start; the callback (journal, UI) runs beside the frame loop, never delaying it."""
         self.phase = "running"
         self.progress(force=True)
-        if self.listener is None:
+        if not self.listener:
             return
-        callback, snapshot = self.listener.dispatched, self.result
-
-        def call() -> None:
-            try:
-                callback(snapshot)
-            except Exception:  # boundary: a callback into the shell
-                logger.exception("on_dispatched callback failed")
-
-        self.dispatch_thread = threading.Thread(target=call, name="on-dispatched", daemon=True)
+        self.dispatch_thread = threading.Thread(target=self.listener.dispatched, args=(self.result,),
+                                                name="on-dispatched", daemon=True)
         self.dispatch_thread.start()
 
     def _wait(self, fn: Callable[[float], Any], timeout: float, what: str, *, stoppable: bool = True) -> Any:
