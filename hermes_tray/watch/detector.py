@@ -62,7 +62,6 @@ class Detector(QObject):
     """Watches homes and scans them; all methods run in the detector thread (use the signals)."""
 
     scanned = Signal(object)  # ScanReport
-    _configure = Signal(object)
     _rescan = Signal(str)
 
     def __init__(
@@ -90,14 +89,9 @@ class Detector(QObject):
         self._pending_since = 0.0
         self._next_change_scan = 0.0  # time.monotonic() before which a change waits (a storm's pace)
         self._gone_seen: set[int] = set()
-        self._configure.connect(self._on_configure)
         self._rescan.connect(self._on_rescan)
-        self.scans = 0
 
     # --- called from any thread -----------------------------------------------------------------
-    def configure(self, homes: Sequence[Any]) -> None:
-        self._configure.emit(tuple(homes))
-
     def rescan(self, reason: str = "request") -> None:
         self._rescan.emit(reason)
 
@@ -133,11 +127,6 @@ class Detector(QObject):
         app = QCoreApplication.instance()
         if app is not None:
             self.moveToThread(app.thread())
-
-    def _on_configure(self, homes: tuple[Any, ...]) -> None:
-        self._homes = homes
-        self._apply_plan()
-        self._scan("homes", time.time())
 
     def _refresh_homes(self) -> bool:
         """Ask the provider for the homes again; re-apply the watches if they changed."""
@@ -202,7 +191,6 @@ class Detector(QObject):
             log.exception("scan failed")
             records, problems, extra = (), ("The tray could not look for interrupted turns. The log folder has the "
                                             "details.",), ScanSummary()
-        self.scans += 1
         if reason in ("change", "profiles"):
             took = time.monotonic() - began
             self._next_change_scan = began + max(STORM_GAP_S, STORM_COST_FACTOR * took)
