@@ -374,24 +374,18 @@ def _parse_lines(data: bytes, events: list[Event], malformed: list[Event], file_
         try:
             event = loads(raw)
         except (ValueError, RecursionError):
-            if isinstance(raw, bytes):
-                raw = raw.decode("utf-8", errors="replace")
-            if not raw.strip():
-                continue
-            bad = {"line": line_no, "raw": raw}
-            if file_label:
-                bad["file"] = file_label
-            malformed.append(bad)
-            continue
+            event = None  # an empty line lands here too, and is skipped below
         if type(event) is dict:
             append(event)
-        else:
-            if isinstance(raw, bytes):
-                raw = raw.decode("utf-8", errors="replace")
-            bad = {"line": line_no, "raw": raw}
-            if file_label:
-                bad["file"] = file_label
-            malformed.append(bad)
+            continue
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", errors="replace")
+        if not raw.strip():
+            continue
+        bad = {"line": line_no, "raw": raw}
+        if file_label:
+            bad["file"] = file_label
+        malformed.append(bad)
 
 
 _GC_PAUSE_BYTES = 256 * 1024
@@ -547,9 +541,8 @@ def derive_turn_journal_states(events: Iterable[Event]) -> tuple[dict[str, Event
     terminal: dict[str, list[Event]] = {}
     terminal_names = TERMINAL_EVENTS
     for event in events:
-        if type(event) is not dict:
-            if not isinstance(event, dict):
-                continue
+        if not isinstance(event, dict):
+            continue
         turn_id = event.get("turn_id")
         if type(turn_id) is not str:
             turn_id = str(turn_id or "")
