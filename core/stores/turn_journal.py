@@ -39,6 +39,7 @@ from hermes_tray_core.stores.fsutil import (
     lock_fd,
     sweep_stale_temps,
     unlock_fd,
+    write_all,
 )
 
 __all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "append_turn_journal_event",
@@ -155,13 +156,6 @@ def _open_locked(path: Path) -> tuple[int, bool, int]:
         return fd, created, st.st_size
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # reused: dumps(**kw) builds one per call
 _SCALARS = (str, int, bool, type(None))
 _INF = float("inf")
@@ -210,7 +204,7 @@ def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
                     if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
                         data = b"\n" + data  # a killed writer left a torn line: never glue onto it
                     try:
-                        _write_all(fd, data)
+                        write_all(fd, data)
                         os.fsync(fd)
                     except BaseException:
                         h.end = -1
@@ -644,7 +638,7 @@ def compact_turn_journal(
             out = b"".join(encoded[i] for i in range(len(events)) if i in keep)
             if os.name == "nt":  # pragma: no cover - an open file cannot be replaced there
                 os.ftruncate(fd, 0)
-                _write_all(fd, out)
+                write_all(fd, out)
                 os.fsync(fd)
             else:
                 atomic_write_bytes(path, out)  # appenders waiting on the old inode re-open
