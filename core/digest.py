@@ -16,7 +16,7 @@ import importlib
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["sha256_hex"]
+__all__ = ["note_digest", "sha256_hex"]
 
 
 class _Digest(Protocol):
@@ -42,3 +42,9 @@ _sha256 = _builtin_sha256()
 def sha256_hex(data: bytes) -> str:
     """The SHA-256 hex digest of ``data`` (identical to ``hashlib.sha256(data).hexdigest()``)."""
     return _sha256(data).hexdigest()
+
+
+def note_digest(note: str) -> str:
+    """SHA-256 of a continuation note as UTF-8 (``surrogatepass``: a prompt may hold a lone surrogate), as the
+    marker and the journal keep it."""
+    return sha256_hex(note.encode("utf-8", "surrogatepass"))
