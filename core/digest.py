@@ -1,8 +1,9 @@
 """SHA-256 without loading OpenSSL.
 
 ``hashlib.sha256`` is OpenSSL's on most builds: its first use maps libcrypto into the process. The tray
-only needs short digests of its own identifiers (decision journal turn ids, config lock names), and
-CPython's built-in implementation gives the same digests, so an idle tray does without libcrypto.
+only needs digests to recognise things by (decision journal turn ids, config lock names, continuation notes, a host
+token's fingerprint), and CPython's built-in implementation gives the same digests, so an idle tray does
+without libcrypto.
 
 Measured (tests/bench/bench_tricks.py, one run, 2026-12-03): the idle tray holds 69.7 MB resident
 against 73.3 MB with ``hashlib.sha256`` (+3.6 MB, 1.05x; 3 side-by-side runs on the test desktop);
