@@ -24,6 +24,7 @@ from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.errors import TrayError
 from hermes_tray_core.hermes import config as read
 from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
+from hermes_tray_core.hermes.paths import config_file
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.numbers import finite
 
@@ -317,7 +318,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     )
 
     wanted = _validate_changes(changes)
-    path = read.config_path(home)
+    path = config_file(Path(home))
     managed = read.read_managed()
     _block, pinned = read.merged_desktop_block({}, managed[1])
     if any(k in pinned for k in wanted):
