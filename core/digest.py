@@ -1,8 +1,9 @@
 """SHA-256 without loading OpenSSL.
 
 ``hashlib.sha256`` is OpenSSL's on most builds: its first use maps libcrypto into the process. The tray
-only needs short digests of its own identifiers (decision journal turn ids, config lock names), and
-CPython's built-in implementation gives the same digests, so an idle tray does without libcrypto.
+only needs digests to recognise things by (decision journal turn ids, config lock names, continuation notes, a host
+token's fingerprint), and CPython's built-in implementation gives the same digests, so an idle tray does
+without libcrypto.
 
 Measured (tests/bench/bench_tricks.py, one run, 2026-12-03): the idle tray holds 69.7 MB resident
 against 73.3 MB with ``hashlib.sha256`` (+3.6 MB, 1.05x; 3 side-by-side runs on the test desktop);
@@ -16,7 +17,7 @@ import importlib
 from collections.abc import Callable
 from typing import Protocol
 
-__all__ = ["sha256_hex"]
+__all__ = ["note_digest", "sha256_hex"]
 
 
 class _Digest(Protocol):
@@ -42,3 +43,9 @@ _sha256 = _builtin_sha256()
 def sha256_hex(data: bytes) -> str:
     """The SHA-256 hex digest of ``data`` (identical to ``hashlib.sha256(data).hexdigest()``)."""
     return _sha256(data).hexdigest()
+
+
+def note_digest(note: str) -> str:
+    """SHA-256 of a continuation note as UTF-8 (``surrogatepass``: a prompt may hold a lone surrogate), as the
+    marker and the journal keep it."""
+    return sha256_hex(note.encode("utf-8", "surrogatepass"))

@@ -316,7 +316,7 @@ def test_threads_of_one_process_never_interleave_large_events(tmp_path, monkeypa
             os.write(fd, data[k:k + 4096])
             time.sleep(0)
 
-    monkeypatch.setattr(j, "_write_all", chunked_write_all)
+    monkeypatch.setattr(j, "write_all", chunked_write_all)
 
     def writer(tag: str) -> None:
         for i in range(n):
@@ -361,7 +361,7 @@ def test_forked_child_does_not_share_the_parents_append_lock(tmp_path, monkeypat
             os.write(fd, data[k:k + 4096])
             time.sleep(0)
 
-    monkeypatch.setattr(j, "_write_all", chunked_write_all)
+    monkeypatch.setattr(j, "write_all", chunked_write_all)
     j.append_turn_journal_event("forked", {"event": "submitted", "w": "P", "i": -1}, session_dir=tmp_path)
     pid = os.fork()  # the child inherits the parent's cached journal fd
     if pid == 0:
@@ -391,7 +391,7 @@ def test_threads_over_more_journals_than_the_fd_cache_never_lose_or_misfile_even
             os.write(fd, data[k:k + 2048])
             time.sleep(0.0005)
 
-    monkeypatch.setattr(j, "_write_all", chunked_write_all)
+    monkeypatch.setattr(j, "write_all", chunked_write_all)
     names = [f"evict{i:02d}" for i in range(40)]
     per_thread, errors = 25, []
 

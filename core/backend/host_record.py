@@ -25,7 +25,6 @@ The token lives only in a :class:`~core.backend.websocket.Secret`; it is never l
 
 from __future__ import annotations
 
-import hashlib
 import http.client
 import json
 import os
@@ -37,6 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray_core.backend.websocket import Secret
+from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.numbers import json_number
 from hermes_tray_core.stores.fsutil import too_large_words
@@ -167,7 +167,7 @@ def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -
     if not token_text:
         raise ValueError(f"host-{role}.token is empty")
     fingerprint = str(rec.get("tokenFingerprint") or "")
-    if fingerprint and hashlib.sha256(token_text.encode("utf-8", "replace")).hexdigest()[:16] != fingerprint:
+    if fingerprint and sha256_hex(token_text.encode("utf-8", "replace"))[:16] != fingerprint:
         raise ValueError(f"host-{role}.token does not belong to host-{role}.json (a restart in between?)")
     token = Secret(token_text)
     answer = confirm_identity(host, port, token)

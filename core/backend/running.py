@@ -55,26 +55,17 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
             known = _known.get(key)
         if known is not None and known.identity.liveness() == "alive":
             return known, None
-    usable, why = find_live_backends(home, processes)
+    usable, why, _starting = _look(home, processes)
     return (usable[0], None) if usable else (None, why)
-
-
-def find_live_backends(home: Path | str, processes: HermesProcesses | None = None
-                       ) -> tuple[list[BackendEndpoint], str | None]:
-    """Every running backend serving ``home`` that the tray can reach (a home may have two: the app's
-    ``hermes serve`` and a ``hermes dashboard``), and why none when there is none. Always a fresh look; the
-    first one found is remembered for :func:`find_live_backend`."""
-    found, why, _starting = _look(home, processes)
-    return found, why
 
 
 def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[], None] | None = None,
                       stop: threading.Event | None = None) -> tuple[list[BackendEndpoint], str | None]:
-    """:func:`find_live_backends`, but a backend of the home that is still starting (its process runs, nothing
-    answers on its port yet) is waited for, up to ``wait`` seconds, instead of passed over: a second Hermes
-    started beside it would take the session and lock the user's window out of it. ``on_waiting`` is called once,
-    when the wait begins. The reason, when none could be used, says which: none exists, or it never became
-    ready."""
+    """Every running backend serving ``home`` that the tray can reach, and why none; a backend that is still
+    starting (its process runs, nothing answers on its port yet) is waited for, up to ``wait`` seconds, instead of
+    passed over: a second Hermes started beside it would take the session and lock the user's window out of it.
+    ``on_waiting`` is called once, when the wait begins. The reason, when none could be used, says which: none
+    exists, or it never became ready."""
     deadline = time.monotonic() + wait
     said = False
     while True:
@@ -91,7 +82,9 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
 
 def _look(home: Path | str, processes: HermesProcesses | None
           ) -> tuple[list[BackendEndpoint], str | None, list[str]]:
-    """(the usable backends, why none, the ones still starting, by description)."""
+    """A fresh look at the running backends of ``home`` (it may have two: the app's ``hermes serve`` and a
+    ``hermes dashboard``): (the usable ones, why none, the ones still starting, by description). The first one
+    found is remembered for :func:`find_live_backend`."""
     key = home_path(home)
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
@@ -122,4 +115,4 @@ def _look(home: Path | str, processes: HermesProcesses | None
     return found, "; ".join(reasons) or None, starting
 
 
-__all__ = ["NO_BACKEND", "find_live_backend", "find_live_backends", "forget", "wait_for_backends"]
+__all__ = ["NO_BACKEND", "find_live_backend", "forget", "wait_for_backends"]

@@ -37,7 +37,7 @@ from hermes_tray_core.vocab import Refusal
 
 __all__ = [
     "SETTLED", "Claim", "ClaimRefused", "claim",
-    "claim_name", "enforce_tombstones", "lease_store", "release", "retired", "settled", "stopped", "tombstoned",
+    "claim_name", "enforce_tombstones", "is_held", "lease_store", "release", "retired", "settled", "stopped", "tombstoned",
 ]
 
 logger = get_logger(__name__)
@@ -118,6 +118,15 @@ def claim(turn: Turn, *, purpose: str, via: str, ttl: float, wait: float = 0.0,
         return ClaimRefused(Refusal.BEING_SKIPPED, "this turn is being skipped right now")
     who = f" ({cur.holder})" if cur is not None else ""
     return ClaimRefused(Refusal.CLAIMED_ELSEWHERE, f"another hermes-tray process is already resuming this turn{who}")
+
+
+def is_held(home: Path | str, session_key: str) -> bool:
+    """A live process of ours holds the turn's claim (a resume or a skip of it runs now), or the lease store cannot
+    tell: then it is taken as held, so nobody acts on the turn behind that process's back."""
+    try:
+        return lease_store().current(claim_name(home, session_key)) is not None
+    except lease_errors():
+        return True
 
 
 def release(held: Claim, session_key: str = "?") -> None:

@@ -23,12 +23,12 @@ never does, and a finished reply in ``state.db`` is the end of the turn either w
 
 from __future__ import annotations
 
-import hashlib
 import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from hermes_tray_core.digest import note_digest
 from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.lazy_log import get_logger
@@ -39,11 +39,6 @@ from hermes_tray_core.turn import Turn
 logger = get_logger(__name__)
 
 __all__ = ["MARK_KEYS", "ContinuationMark", "Settlement", "mark_of", "note_digest", "settle_if_finished"]
-
-
-def note_digest(note: str) -> str:
-    """SHA-256 of the note as UTF-8 (``surrogatepass``: a prompt may hold a lone surrogate)."""
-    return hashlib.sha256(note.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 @dataclass(frozen=True)

@@ -19,7 +19,7 @@ from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.numbers import json_number
 from hermes_tray_core.process.identity import ProcessIdentity
 
-if TYPE_CHECKING:  # completion pulls in hashlib (OpenSSL): an idle tray imports this module and never needs it
+if TYPE_CHECKING:  # completion is needed once a note goes in: an idle tray imports this module and never does
     from hermes_tray_core.continuing.completion import ContinuationMark
 
 __all__ = ["MarkerHandover", "plain_error"]

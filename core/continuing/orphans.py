@@ -65,19 +65,11 @@ def _read(home: HomePath) -> list[Turn]:
     return out
 
 
-def _claimed(home: HomePath, key: str) -> bool:
-    """A live process of ours holds the turn's claim: it follows the run (or cannot be told: treated as held)."""
-    from hermes_tray_core.continuing import claim as exactly_once
-
-    try:
-        return exactly_once.lease_store().current(exactly_once.claim_name(home, key)) is not None
-    except exactly_once.lease_errors():
-        return True
-
-
 def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], journal: Any) -> bool:
     key, started = ev.get("session_key"), ev.get("started_at")
-    if not isinstance(key, str) or _claimed(home, key):
+    from hermes_tray_core.continuing import claim as exactly_once
+
+    if not isinstance(key, str) or exactly_once.is_held(home, key):  # a live process of ours follows the run
         return False
     from hermes_tray_core.continuing.completion import mark_of
     from hermes_tray_core.markers.entries import writer_judgement

@@ -22,9 +22,8 @@ if TYPE_CHECKING:
     from hermes_tray_core.deciding.records import TurnRecord
     from hermes_tray_core.stores.decisions import DecisionJournal
 
-__all__ = ["DEFAULT_SNOOZE_S", "MAX_SNOOZE_S", "MORNING_HOUR", "remind_at", "snooze_turn"]
+__all__ = ["MAX_SNOOZE_S", "MORNING_HOUR", "remind_at", "snooze_turn"]
 
-DEFAULT_SNOOZE_S = 3600.0  # "Remind me in 1 hour"
 MORNING_HOUR = 9  # "tomorrow": the next day at this hour, local time
 MAX_SNOOZE_S = 7 * 86400.0  # Hermes forgets a marker after a day; a week is already generous
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -39,10 +38,6 @@ def _duration(text: str) -> float | None:
     return float(sum(int(n) * _UNITS[u] for n, u in parts))
 
 
-def _local(t: time.struct_time) -> float:
-    return time.mktime(t)
-
-
 def remind_at(spec: str, now: float) -> float:
     """When ``spec`` means, as a wall-clock time after ``now``; ValueError (a sentence for the user) when it
     means nothing, is not in the future, or is more than a week away."""
@@ -50,7 +45,7 @@ def remind_at(spec: str, now: float) -> float:
     until: float | None
     if text == "tomorrow":
         day = time.localtime(now + 86400)
-        until = _local(time.struct_time((day.tm_year, day.tm_mon, day.tm_mday, MORNING_HOUR, 0, 0, 0, 0, -1)))
+        until = time.mktime(time.struct_time((day.tm_year, day.tm_mon, day.tm_mday, MORNING_HOUR, 0, 0, 0, 0, -1)))
     elif (seconds := _duration(text)) is not None:
         until = now + seconds
     else:
@@ -62,12 +57,12 @@ def remind_at(spec: str, now: float) -> float:
                 continue
             if fmt == "%H:%M":
                 today = time.localtime(now)
-                until = _local(time.struct_time((today.tm_year, today.tm_mon, today.tm_mday, parsed.tm_hour,
+                until = time.mktime(time.struct_time((today.tm_year, today.tm_mon, today.tm_mday, parsed.tm_hour,
                                                  parsed.tm_min, 0, 0, 0, -1)))
                 if until <= now:
                     until += 86400
             else:
-                until = _local(time.struct_time((*parsed[:6], 0, 0, -1)))
+                until = time.mktime(time.struct_time((*parsed[:6], 0, 0, -1)))
             break
     if until is None:
         raise ValueError(f"cannot read {spec!r} as a time: say 30m, 1h, tomorrow, 14:30 or 2026-12-05 09:00")

@@ -39,13 +39,14 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.errors import TrayError
+from hermes_tray_core.hermes.paths import config_file
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert, json_int
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.stores.fsutil import os_error_text
 
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
-    "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "config_path", "hermes_enabled",
+    "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "hermes_enabled",
     "hermes_freshness_minutes", "hermes_max_attempts", "load_as_hermes", "merged_desktop_block", "read_backend_config",
     "read_managed", "yaml_error"]
 
@@ -93,12 +94,6 @@ class BackendConfig(NamedTuple):
     warnings: tuple[str, ...] = ()
     error: str | None = None  # unreadable / unparseable: defaults apply, as in Hermes
     managed_path: Path | None = None
-
-
-def config_path(home: Path | str) -> Path:
-    from hermes_tray_core.hermes.paths import config_file
-
-    return config_file(Path(home))
 
 
 def _describe(raw: Any) -> str:
@@ -321,7 +316,7 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
                         managed: Managed | None = None) -> BackendConfig:
     """Effective auto-continue settings of ``home`` (its config.yaml under the managed overlay), as Hermes
     reads them. Never raises: problems come back as ``error`` / ``warnings``."""
-    path = config_path(home)
+    path = config_file(Path(home))
     managed = read_managed(env) if managed is None else managed
     try:
         text = fsutil.read_regular(path).decode("utf-8-sig")

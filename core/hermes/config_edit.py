@@ -24,6 +24,7 @@ from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.errors import TrayError
 from hermes_tray_core.hermes import config as read
 from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
+from hermes_tray_core.hermes.paths import config_file
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.numbers import finite
 
@@ -58,19 +59,14 @@ def _number(raw: Any) -> float | None:
     return finite(raw)
 
 
-def _yaml(kind: str = "rt") -> YAML:
+def _yaml() -> YAML:
+    """ruamel.yaml's round-trip parser: where the lines to edit are, never what a value means (YAML 1.2)."""
     from ruamel.yaml import YAML
 
-    y = YAML(typ=kind)
-    if kind == "rt":
-        y.preserve_quotes = True
-        y.width = 4096
+    y = YAML(typ="rt")
+    y.preserve_quotes = True
+    y.width = 4096
     return y
-
-
-def _parse(text: str) -> Any:
-    """Round-trip parse (ruamel.yaml), for locating what to edit. Never used for values."""
-    return _yaml("rt").load(text)
 
 
 def _plain(value: Any, budget: list[int] | None = None) -> Any:
@@ -254,7 +250,7 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
     from ruamel.yaml.util import load_yaml_guess_indent
 
     _doc, indent, block_seq_indent = load_yaml_guess_indent(text) if text.strip() else (None, 2, 0)
-    y = _yaml("rt")
+    y = _yaml()
     y.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0), offset=block_seq_indent or 0)
     doc = y.load(text)
     if doc is None:
@@ -322,7 +318,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     )
 
     wanted = _validate_changes(changes)
-    path = read.config_path(home)
+    path = config_file(Path(home))
     managed = read.read_managed()
     _block, pinned = read.merged_desktop_block({}, managed[1])
     if any(k in pinned for k in wanted):
@@ -377,7 +373,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
             except TooComplex as exc:
                 raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
             try:
-                doc = _parse(text)  # round trip: where the lines to edit are
+                doc = _yaml().load(text)  # round trip: where the lines to edit are
             except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
                 raise BackendConfigError(
                     f"{path} cannot be edited safely ({read.yaml_error(path, exc).split(': ', 1)[-1]}); "

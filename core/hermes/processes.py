@@ -345,18 +345,15 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
     if not isinstance(pid, int) or not argv or not mine(info) or not _quick_candidate(argv):
         return None
     kind = classify(argv)
-    env: Mapping[str, str] | None = None
     if wanted is not None and (kind is None and ProcessKind.WEBUI not in wanted
                                or kind is not None and kind not in wanted):
         return None
+    env = proc.environ()
     if kind is None:
         # Only a python process can still be a WebUI server found by its environment.
-        env = proc.environ()
         kind = classify(argv, env)
         if kind is None or (wanted is not None and kind not in wanted):
             return None
-    if env is None:
-        env = proc.environ()
     home = home_for(kind, argv, env)
     webui = None
     if kind == ProcessKind.WEBUI:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
+from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_tray_core.vocab import StepKind
@@ -274,10 +275,10 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
             last = acc[3]  # keep the last few (rows come in no particular order)
             if len(last) < RECENT_STEPS:
                 last.append(row)
-                last.sort(key=_first)
+                last.sort(key=itemgetter(0))
             elif rid > last[0][0]:
                 last[0] = row
-                last.sort(key=_first)
+                last.sort(key=itemgetter(0))
             else:
                 row = None
             if (isinstance(content, str) and len(content) >= _INLINE) or (isinstance(calls, str)
@@ -290,10 +291,6 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
         out[key] = (summarise((acc[0], acc[1], acc[2]), [(r[1], r[2], r[3]) for r in acc[3]], started)
                     if acc is not None else TurnProgress())
     return out
-
-
-def _first(row: list[Any]) -> Any:
-    return row[0]
 
 
 def _read_whole(conn: sqlite3.Connection, long_rows: dict[int, tuple[str, list[Any] | None, int]],

@@ -496,14 +496,14 @@ def _note_id_by_digest(conn: sqlite3.Connection, in_sessions: str, sessions: lis
                        api_content: bool) -> int | None:
     """The first user message after ``after_id`` whose text has SHA-256 ``digest`` (bounded: the note is the first
     user message after the mark, give or take a window's few)."""
-    from hermes_tray_core.digest import sha256_hex
+    from hermes_tray_core.digest import note_digest
 
     cols = "id, content" + (", api_content" if api_content else "")
     rows = conn.execute(f"SELECT {cols} FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' ORDER BY id "
                         "LIMIT 50", [*sessions, after_id]).fetchall()
     for row in rows:
         for text in row[1:]:
-            if isinstance(text, str) and sha256_hex(text.encode("utf-8", "surrogatepass")) == digest:
+            if isinstance(text, str) and note_digest(text) == digest:
                 return int(row[0])
     return None
 

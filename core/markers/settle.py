@@ -28,7 +28,7 @@ from typing import Any
 from hermes_tray_core.markers import file as marker_file
 from hermes_tray_core.markers.file import Entries
 
-__all__ = ["POLL_SECS", "SETTLE_SECS", "Leaks", "guard", "pending", "reapplied", "wait", "watch_leaks"]
+__all__ = ["POLL_SECS", "SETTLE_SECS", "Leaks", "guard", "reapplied", "wait", "watch_leaks"]
 
 logger = logging.getLogger(__name__)
 
@@ -155,11 +155,6 @@ class Leaks:
     def register(self, store: Any) -> None:
         if self.stale:
             watch_leaks(store, self)
-
-
-def pending() -> bool:
-    with _cond:
-        return bool(_watches)
 
 
 def wait(timeout: float = 5.0) -> bool:

@@ -262,7 +262,7 @@ class MarkerStore:
         the lock).
         """
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
-        try:
+        with self._errors(what):
             fd = self._open_lock()
             try:
                 fsutil.lock_fd(fd)
@@ -276,10 +276,6 @@ class MarkerStore:
                 fsutil.fsync_dir(self._dir)
             self._sweep()
             return result
-        except (MarkerStoreError, _ForeignChange):
-            raise
-        except OSError as exc:
-            raise self._error(exc, what) from exc
 
     def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
         """(whether a rename needs its directory fsync, ``mutate``'s result). With an exchange every attempt

@@ -169,9 +169,7 @@ def process_liveness(pid: object, start_time: object = None, *, mark: object = N
         if expected is None:
             return _ALIVE
         created = proc.create_time()
-    except psutil.NoSuchProcess:
-        return _DEAD
-    except psutil.ZombieProcess:
+    except psutil.NoSuchProcess:  # ZombieProcess too: it is a NoSuchProcess
         return _DEAD
     except psutil.AccessDenied:
         # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.

@@ -54,14 +54,11 @@ class RunningNow:
         if answer.state != "none":
             return None
         # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
-        # marker to that backend and its submit the backend holds no turn yet): the live writer stands.
+        # marker to that backend and its submit the backend holds no turn yet), or cannot be told: the live writer
+        # stands.
         from hermes_tray_core.continuing import claim as exactly_once
 
-        try:
-            claimed = exactly_once.lease_store().current(exactly_once.claim_name(turn.home, turn.key)) is not None
-        except exactly_once.lease_errors():
-            claimed = True  # cannot tell: leave it running
-        return None if claimed else answer
+        return None if exactly_once.is_held(turn.home, turn.key) else answer
 
     def decisions(self) -> Any:
         """The decision journal (its tombstones), looked up once per scan: naming its directory asks
@@ -118,11 +115,10 @@ class RunningNow:
 
     def dashboards(self) -> HermesProcesses | Exception:
         """The running Hermes apps alone (their command lines; the environment of those few): cheaper than
-        :meth:`_hermes_processes`, once per scan."""
+        :meth:`processes`, once per scan."""
         if self._apps is None:
             from hermes_tray_core.hermes.processes import HermesProcesses
             from hermes_tray_core.process.identity import process_errors
-            from hermes_tray_core.vocab import ProcessKind
 
             try:
                 self._apps = HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))

@@ -288,22 +288,22 @@ class Scanner:
                 self._managed_now = (*read_managed(), [str(path), *_sig(st)])
         return self._managed_now
 
-    def _read_markers(self, home: Home) -> tuple[dict[str, Any] | None, str, str | None, os.stat_result | None]:
-        """(entries or None, status, problem, stat)."""
+    def _read_markers(self, home: Home) -> tuple[dict[str, Any] | None, str, str | None]:
+        """(entries or None, status, problem)."""
         path = home.marker_file
         try:
             st = os.stat(path)
         except (FileNotFoundError, NotADirectoryError):
             if os.path.lexists(path):
-                return None, "unreadable", f"{path} cannot be read (dangling link?)", None
+                return None, "unreadable", f"{path} cannot be read (dangling link?)"
             self._markers.pop(str(path), None)
-            return {}, "none", None, None
+            return {}, "none", None
         except (OSError, ValueError) as exc:  # never "nothing interrupted" for a file that is there but unreadable
-            return None, "unreadable", f"{path} cannot be read: {os_error_text(exc)}", None
+            return None, "unreadable", f"{path} cannot be read: {os_error_text(exc)}"
         sig = _sig(st)
         cached = self._markers.get(str(path))
         if cached and cached[0] == sig:
-            return cached[1], cached[2], cached[3], st
+            return cached[1], cached[2], cached[3]
         from hermes_tray_core.markers.store import MarkerCorruptError, MarkerTooLargeError, list_turn_markers
 
         try:
@@ -322,7 +322,7 @@ class Scanner:
             entries, status = None, "unreadable"
             problem = f"{path} cannot be read: {os_error_text(exc)}"
         self._markers[str(path)] = (sig, entries, status, problem)
-        return entries, status, problem, st
+        return entries, status, problem
 
     def _unsupported(self, home: Home, state: _HomeState) -> list[str]:
         found = []
@@ -349,7 +349,7 @@ class Scanner:
             problems.append(_missing_problem(home))
         config, cfg_problems = self._config(home) if exists else (AutoContinueConfig(), [])
         problems.extend(cfg_problems)
-        entries, mstatus, mproblem, _st = self._read_markers(home) if exists else ({}, "none", None, None)
+        entries, mstatus, mproblem = self._read_markers(home) if exists else ({}, "none", None)
         if mproblem:
             problems.append(mproblem)
         made, unsafe = self._turns(home, entries) if entries else ([], [])

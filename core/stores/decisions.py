@@ -118,6 +118,16 @@ def _clean(name: str, value: Any) -> Any:
     raise TypeError(f"decision field {name!r} must be a str, number, bool or None, not {type(value).__name__}")
 
 
+def _refuse_fields(fields: Mapping[str, Any], reserved: frozenset[str]) -> None:
+    """Refuse a field that could carry prompt text, or one the journal sets itself (``ValueError``)."""
+    bad = FORBIDDEN_FIELDS.intersection(fields)
+    if bad:
+        raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
+    taken = reserved.intersection(fields)
+    if taken:
+        raise ValueError(f"field(s) {sorted(taken)} are set by the journal itself")
+
+
 def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fields: Mapping[str, Any]) -> dict[str, Any]:
     """One turn decision as the journal stores it, after every refusal (see :meth:`DecisionJournal.record`)."""
     if event not in EVENTS:
@@ -127,12 +137,7 @@ def _turn_payload(event: str, home: Any, session_key: Any, started_at: Any, fiel
     validate_session_id(session_key, what="session key")
     if started_at is not None and (isinstance(started_at, bool) or not isinstance(started_at, (int, float))):
         raise TypeError("started_at must be a number or None")
-    bad = FORBIDDEN_FIELDS.intersection(fields)
-    if bad:
-        raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
-    reserved = RESERVED_FIELDS.intersection(fields)
-    if reserved:
-        raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+    _refuse_fields(fields, RESERVED_FIELDS)
     hk = home_path(home)
     payload: dict[str, Any] = {
         "event": event,
@@ -178,10 +183,6 @@ class DecisionJournal:
         self.max_bytes = max_bytes
         self._cache = _Cache()
         self._lock = threading.Lock()
-
-    @staticmethod
-    def _read_turn_id(home: Path | str, session_key: str, started_at: float | int | None) -> str:
-        return _turn_id(home_path(home), session_key, started_at)
 
     @property
     def path(self) -> Path:
@@ -230,12 +231,7 @@ class DecisionJournal:
             raise ValueError(f"by must be one of {', '.join(CONFIG_BY)}, not {by!r}")
         if not isinstance(key, str) or not key or len(key) > 100:
             raise ValueError("key must be a short non-empty string")
-        bad = FORBIDDEN_FIELDS.intersection(fields)
-        if bad:
-            raise ValueError(f"decision journal never stores prompt text: refusing field(s) {sorted(bad)}")
-        reserved = RESERVED_FIELDS.union({"key", "old", "new", "by"}).intersection(fields)
-        if reserved:
-            raise ValueError(f"field(s) {sorted(reserved)} are set by the journal itself")
+        _refuse_fields(fields, RESERVED_FIELDS.union({"key", "old", "new", "by"}))
         payload: dict[str, Any] = {
             "event": CONFIG_CHANGED,
             "home": home_path(home) if home is not None else None,
@@ -323,7 +319,7 @@ class DecisionJournal:
 
     def events_for(self, home: Path | str, session_key: str, started_at: float | int | None) -> list[str]:
         """Event names recorded for one turn, in append order."""
-        return list(self._load().by_turn.get(self._read_turn_id(home, session_key, started_at), ()))
+        return list(self._load().by_turn.get(decision_turn_id(home, session_key, started_at), ()))
 
     def turn_status(self, home: Path | str, session_key: str, started_at: float | int | None) -> str | None:
         """The latest event recorded for the turn, or None if the tray never saw it."""
@@ -361,7 +357,7 @@ class DecisionJournal:
         if not index:
             return None
         want = _attempts_key(attempts)
-        for got, how in index.get(self._read_turn_id(home, session_key, started_at), ()):
+        for got, how in index.get(decision_turn_id(home, session_key, started_at), ()):
             if got is None or got == want:
                 return how
         return None
@@ -382,7 +378,7 @@ class DecisionJournal:
         if not index:
             return False  # nothing recorded: no need to name the turn (a path resolve and a digest)
         want = _attempts_key(attempts)
-        for got in index.get(self._read_turn_id(home, session_key, started_at), ()):
+        for got in index.get(decision_turn_id(home, session_key, started_at), ()):
             if got is None or got == want:
                 return True
         return False
@@ -393,7 +389,7 @@ class DecisionJournal:
         cache = self._load()
         if started_at is None or not cache.snoozes:
             return None
-        tid = self._read_turn_id(home, session_key, started_at)
+        tid = decision_turn_id(home, session_key, started_at)
         until = cache.snoozes.get(tid)
         if until is None:
             return None
@@ -416,7 +412,7 @@ class DecisionJournal:
         cache = self._load()
         if started_at is None or (not cache.stops and not cache.crashes):
             return None, None
-        stopped = cache.stops.get(self._read_turn_id(home, session_key, started_at)) if cache.stops else None
+        stopped = cache.stops.get(decision_turn_id(home, session_key, started_at)) if cache.stops else None
         crashed = None
         want = _attempts_key(attempts)
         for ev in cache.crashes.get((home_path(home), session_key), ()) if want else ():

@@ -22,8 +22,8 @@ from hermes_tray_core.errors import TrayError
 
 __all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir", "os_error_text",
     "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
-    "open_private_lockfile", "read_regular", "refuse_symlink", "set_aside", "too_large_words", "sweep_stale_temps", "temp_name_for",
-    "try_lock_fd", "unlock_fd", "write_temp", "writer_gone"]
+    "open_private_lockfile", "read_regular", "refuse_symlink", "set_aside", "too_large_words", "sweep_stale_temps",
+    "try_lock_fd", "unlock_fd", "write_all", "write_temp", "writer_gone"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -132,11 +132,6 @@ def fsync_path(path: Path | str) -> None:
         os.close(fd)
 
 
-def temp_name_for(target: Path) -> Path:
-    """Writer-tagged temp path beside ``target``: ``.<name>.<pid>.<nonce>.tmp``."""
-    return target.with_name(f".{target.name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-
-
 def atomic_write_bytes(
     target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
@@ -165,19 +160,17 @@ def atomic_write_bytes(
 
 
 def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
-    """A new temp file beside ``target`` (``temp_name_for``'s name) holding ``data``, mode ``mode``, fsynced
-    unless ``sync`` is False. Returns its path; nothing is left behind on failure."""
+    """A new temp file beside ``target``, named after its writer (``.<name>.<pid>.<nonce>.tmp``), holding
+    ``data``, mode ``mode``, fsynced unless ``sync`` is False. Returns its path; nothing is left behind on
+    failure."""
     directory, name = os.path.split(target)
-    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")  # as temp_name_for()
+    tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
     try:
         try:
             if os.name != "nt":
                 os.fchmod(fd, mode)  # umask may have masked bits off; by fd: no second path lookup
-            view = memoryview(data)
-            while view:
-                n = os.write(fd, view)
-                view = view[n:]
+            write_all(fd, data)
             if sync:
                 os.fsync(fd)
         finally:
@@ -187,6 +180,14 @@ def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = 
             os.unlink(tmp)
         raise
     return tmp
+
+
+def write_all(fd: int, data: bytes) -> None:
+    """Write all of ``data`` to ``fd`` (``os.write`` may write less than it is given)."""
+    view = memoryview(data)
+    while view:
+        n = os.write(fd, view)
+        view = view[n:]
 
 
 def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:

@@ -73,6 +73,8 @@ CORRUPT_SUFFIX = "corrupt"
 # A ``leases`` row as SQLite returns it: (holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark);
 # the column values are whatever the file holds, so each use checks its own.
 _Row = tuple[Any, ...]
+_SELECT_ROW = ("SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark FROM leases"
+               " WHERE name = ?")
 _T = TypeVar("_T")
 
 
@@ -112,13 +114,6 @@ class LeaseStore:
         os.close(fd)
         for suffix in ("-wal", "-shm"):
             refuse_symlink(self.path.with_name(self.path.name + suffix))
-
-    @classmethod
-    def default(cls) -> LeaseStore:
-        """The tray's per-user store, ``core.stores.paths.lease_db()``."""
-        from hermes_tray_core.stores import paths
-
-        return cls(paths.lease_db())
 
     def _connection(self) -> sqlite3.Connection:
         try:
@@ -241,11 +236,7 @@ class LeaseStore:
 
     def _peek(self, name: str) -> _Row | None:
         with self._lock:
-            row: _Row | None = self._connection().execute(
-                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark FROM leases"
-                " WHERE name = ?",
-                (name,),
-            ).fetchone()
+            row: _Row | None = self._connection().execute(_SELECT_ROW, (name,)).fetchone()
             return row
 
     def _try_acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
@@ -258,11 +249,7 @@ class LeaseStore:
         ns = own_pidns()
 
         def txn(conn: sqlite3.Connection) -> Lease | None:
-            row = conn.execute(
-                "SELECT holder, epoch, expires_at, owner_pid, owner_start, owner_ns, owner_mark FROM leases"
-                " WHERE name = ?",
-                (name,),
-            ).fetchone()
+            row = conn.execute(_SELECT_ROW, (name,)).fetchone()
             now = time.time()
             if not self._free(row, now):
                 return None

@@ -106,7 +106,7 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
             kw[key] = _bool(key, data[key])
     if "homes" in data:
         kw["homes"] = _str_list("homes", data["homes"], what="paths of Hermes homes")
-    if data.get("hermes_command", ()) is not None and "hermes_command" in data:
+    if data.get("hermes_command") is not None:
         cmd = _str_list("hermes_command", data["hermes_command"], what="an argv list such as [\"hermes\"]")
         if not cmd:
             raise SettingsError("hermes_command: must not be empty (remove the key to use the default)")

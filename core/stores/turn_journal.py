@@ -39,6 +39,7 @@ from hermes_tray_core.stores.fsutil import (
     lock_fd,
     sweep_stale_temps,
     unlock_fd,
+    write_all,
 )
 
 __all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "append_turn_journal_event",
@@ -155,13 +156,6 @@ def _open_locked(path: Path) -> tuple[int, bool, int]:
         return fd, created, st.st_size
 
 
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        n = os.write(fd, view)
-        view = view[n:]
-
-
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # reused: dumps(**kw) builds one per call
 _SCALARS = (str, int, bool, type(None))
 _INF = float("inf")
@@ -210,7 +204,7 @@ def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
                     if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
                         data = b"\n" + data  # a killed writer left a torn line: never glue onto it
                     try:
-                        _write_all(fd, data)
+                        write_all(fd, data)
                         os.fsync(fd)
                     except BaseException:
                         h.end = -1
@@ -374,24 +368,18 @@ def _parse_lines(data: bytes, events: list[Event], malformed: list[Event], file_
         try:
             event = loads(raw)
         except (ValueError, RecursionError):
-            if isinstance(raw, bytes):
-                raw = raw.decode("utf-8", errors="replace")
-            if not raw.strip():
-                continue
-            bad = {"line": line_no, "raw": raw}
-            if file_label:
-                bad["file"] = file_label
-            malformed.append(bad)
-            continue
+            event = None  # an empty line lands here too, and is skipped below
         if type(event) is dict:
             append(event)
-        else:
-            if isinstance(raw, bytes):
-                raw = raw.decode("utf-8", errors="replace")
-            bad = {"line": line_no, "raw": raw}
-            if file_label:
-                bad["file"] = file_label
-            malformed.append(bad)
+            continue
+        if isinstance(raw, bytes):
+            raw = raw.decode("utf-8", errors="replace")
+        if not raw.strip():
+            continue
+        bad = {"line": line_no, "raw": raw}
+        if file_label:
+            bad["file"] = file_label
+        malformed.append(bad)
 
 
 _GC_PAUSE_BYTES = 256 * 1024
@@ -547,9 +535,8 @@ def derive_turn_journal_states(events: Iterable[Event]) -> tuple[dict[str, Event
     terminal: dict[str, list[Event]] = {}
     terminal_names = TERMINAL_EVENTS
     for event in events:
-        if type(event) is not dict:
-            if not isinstance(event, dict):
-                continue
+        if not isinstance(event, dict):
+            continue
         turn_id = event.get("turn_id")
         if type(turn_id) is not str:
             turn_id = str(turn_id or "")
@@ -651,7 +638,7 @@ def compact_turn_journal(
             out = b"".join(encoded[i] for i in range(len(events)) if i in keep)
             if os.name == "nt":  # pragma: no cover - an open file cannot be replaced there
                 os.ftruncate(fd, 0)
-                _write_all(fd, out)
+                write_all(fd, out)
                 os.fsync(fd)
             else:
                 atomic_write_bytes(path, out)  # appenders waiting on the old inode re-open
