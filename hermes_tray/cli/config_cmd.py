@@ -223,14 +223,8 @@ def _unset(args: argparse.Namespace) -> int:
 def _write_tray_key(args: argparse.Namespace, key: str, value) -> int:
     """Write one tray key to config.toml (None removes it: the default applies again), journal a change and
     print the value now in force."""
-    from hermes_tray.cli.common import (
-        error_words,
-        journal_config,
-        load_tray_settings,
-        print_json,
-        refuse,
-        warn,
-    )
+    from hermes_tray.cli.common import journal_config, load_tray_settings, print_json, refuse, warn
+    from hermes_tray.words import error_text
     from hermes_tray_core import SettingsError, update_settings
 
     old = _tray_dict(load_tray_settings(quiet=True))[key]
@@ -239,7 +233,7 @@ def _write_tray_key(args: argparse.Namespace, key: str, value) -> int:
     except SettingsError as exc:
         return refuse(args, exc.user_message)  # the file holds something else that is wrong
     except OSError as exc:
-        return refuse(args, f"could not write the tray settings: {error_words(exc)}")
+        return refuse(args, f"could not write the tray settings: {error_text(exc)}")
     new = _tray_dict(settings)[key]
     if new != old:
         note = journal_config(home=None, key=key, old=old, new=new)
