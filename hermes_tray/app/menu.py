@@ -60,15 +60,15 @@ class TrayMenu(QMenu):
         """Before the first scan the menu says so, rather than claiming nothing is interrupted."""
         if loading != self._loading:
             self._loading = loading
-            if self.isVisible():
-                self._dirty = True
-            else:
-                self.rebuild()
+            self._changed()
 
     def set_state(self, state: ViewState) -> None:
-        if state == self._state:
-            return
-        self._state = state
+        if state != self._state:
+            self._state = state
+            self._changed()
+
+    def _changed(self) -> None:
+        """Rebuild now, or once the menu closes if it is open."""
         if self.isVisible():
             self._dirty = True
         else:
