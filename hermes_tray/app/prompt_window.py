@@ -253,7 +253,10 @@ class PromptWindow(QDialog):
         self.snooze_button = QPushButton(words.REMIND_LATER)
         self.snooze_button.setAutoDefault(False)
         self.snooze_button.setAccessibleName("Remind me of this turn later: it is not resumed or skipped")
-        self.snooze_button.setMenu(self._snooze_menu(self))
+        snooze = QMenu(self)
+        snooze.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
+        snooze.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
+        self.snooze_button.setMenu(snooze)
         buttons.addWidget(self.snooze_button)
         self.skip_button = QPushButton("&Skip")
         self.skip_button.setAutoDefault(False)
@@ -497,12 +500,6 @@ class PromptWindow(QDialog):
             self._recent_action("skip")
         else:
             self._for_selected(self.skip_requested)
-
-    def _snooze_menu(self, parent: QWidget) -> QMenu:
-        menu = QMenu(parent)
-        menu.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
-        menu.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
-        return menu
 
     def _recent_page(self) -> None:
         r = self.selected_recent()
