@@ -32,7 +32,8 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
+from hermes_tray.format import elapsed_text, elide, safe_text, since_text
+from hermes_tray.model.page import where_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 from hermes_tray_core import TurnKey
 
@@ -462,7 +463,7 @@ class PromptWindow(QDialog):
         turn = self.selected_turn() if self._focus == "list" else None
         recent = self.selected_recent() if self._focus == "recent" else None
         if turn is not None:
-            self.detail.setText(t_home(turn))  # when it was interrupted: its row says it
+            self.detail.setText(where_text(turn.profile, turn.home))  # when it was interrupted: its row says it
             facts = [turn.reason_details, *turn.facts, f"Session ID: {safe_text(turn.session_key)}",
                      f"Home: {safe_text(turn.home)}"]
         elif recent is not None:
@@ -556,7 +557,3 @@ class PromptWindow(QDialog):
 
 def _copy(text: str) -> None:
     QGuiApplication.clipboard().setText(text)
-
-
-def t_home(turn: TurnItem) -> str:
-    return f"{turn.profile} profile" if turn.profile and turn.profile != "default" else short_path(turn.home)
