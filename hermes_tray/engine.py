@@ -217,16 +217,10 @@ class CoreEngine:
 
     def update_settings(self, changes: dict[str, Any]) -> TraySettings:
         """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
-        from hermes_tray_core import save_settings, update_settings, with_changes
+        from hermes_tray_core import update_settings
 
         old = self.settings().to_dict()
-        if changes.get("hermes_command", 0) is None:
-            # "unset": write everything except the key (update_settings merges)
-            rest = {k: v for k, v in changes.items() if k != "hermes_command"}
-            new = with_changes(load_settings(), **rest, hermes_command=None)
-            save_settings(new)
-        else:
-            new = update_settings(changes)
+        new = update_settings(changes)  # hermes_command=None unsets it
         now = new.to_dict()
         for key in changes:
             self._record_config(None, key, old.get(key), now.get(key))

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import re
 import time
+from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -93,17 +94,13 @@ def tell_apart(texts: Sequence[str], width: int) -> list[str]:
     Neighbours in sorted order share the longest prefixes, so this is O(n log n) for a storm of thousands."""
     words = [str(t).split() for t in texts]
     shown = [elide(t, width) for t in texts]
-    seen: dict[str, int] = {}
-    for s in shown:
-        seen[s] = seen.get(s, 0) + 1
+    seen = Counter(shown)
     order = sorted(range(len(words)), key=lambda i: words[i])
     shared = [0] * len(words)  # the most leading words each text shares with another
     for a, b in zip(order, order[1:], strict=False):
         n = _common(words[a], words[b])
         shared[a], shared[b] = max(shared[a], n), max(shared[b], n)
-    same: dict[tuple[str, ...], int] = {}
-    for w in words:
-        same[tuple(w)] = same.get(tuple(w), 0) + 1
+    same = Counter(tuple(w) for w in words)
     out = []
     for i, w in enumerate(words):
         if seen[shown[i]] == 1 or not w or same[tuple(w)] > 1:

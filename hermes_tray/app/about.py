@@ -89,9 +89,7 @@ def readme_link() -> str:
 
 
 class AboutDialog(QDialog):
-    _hermes = Signal(str)
-    _notices = Signal(str)
-    _readme = Signal(str)
+    _answered = Signal(str, str)  # which line ("hermes", "notices", "readme"), its text
 
     def __init__(self, homes: Sequence[str], hermes_command: Sequence[str] | None = None,
                  parent: QWidget | None = None) -> None:
@@ -120,15 +118,11 @@ class AboutDialog(QDialog):
         self.notices = ""  # the MIT line and the third-party notices link (the file is written off the GUI thread)
         self.readme = ""  # the link to the read me (written off the GUI thread too)
         self._render()
-        self._hermes.connect(self._got_hermes)
-        self._notices.connect(self._got_notices)
-        self._readme.connect(self._got_readme)
-        threading.Thread(target=self._answer, args=(self._hermes, lambda: hermes_found(hermes_command)),
-                         name="about-hermes", daemon=True).start()
-        threading.Thread(target=self._answer, args=(self._notices, about_html), name="about-notices",
-                         daemon=True).start()
-        threading.Thread(target=self._answer, args=(self._readme, readme_link), name="about-readme",
-                         daemon=True).start()
+        self._answered.connect(self._got)
+        for name, work in (("hermes", lambda: hermes_found(hermes_command)), ("notices", about_html),
+                           ("readme", readme_link)):
+            threading.Thread(target=self._answer, args=(self._answered, name, work), name=f"about-{name}",
+                             daemon=True).start()
 
     def open_link(self, link: str) -> None:
         """A web link in the browser, the third-party notices with the desktop's program; where nothing
@@ -144,25 +138,17 @@ class AboutDialog(QDialog):
             self.shown_path.show()
 
     @staticmethod
-    def _answer(signal: Any, work: Callable[[], str]) -> None:
+    def _answer(signal: Any, name: str, work: Callable[[], str]) -> None:
         """Off the GUI thread: compute, then hand the text over — unless the box was closed and deleted
         meanwhile (Qt then says "Signal source has been deleted"): nobody is left to show it."""
         text = work()
         try:
-            signal.emit(text)
+            signal.emit(name, text)
         except RuntimeError:
             pass
 
-    def _got_hermes(self, text: str) -> None:
-        self.hermes = text
-        self._render()
-
-    def _got_notices(self, text: str) -> None:
-        self.notices = text
-        self._render()
-
-    def _got_readme(self, text: str) -> None:
-        self.readme = text
+    def _got(self, name: str, text: str) -> None:
+        setattr(self, name, text)  # self.hermes, self.notices or self.readme
         self._render()
 
     def _render(self) -> None:

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QTimer
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QWidget
 
 from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
@@ -377,11 +377,7 @@ class TrayApp(QObject):
         dlg = self._dialogs.get("settings")
         if dlg is None or not dlg.isVisible():
             dlg = SettingsDialog(self.controller)
-            self._dialogs["settings"] = dlg
-        dlg.show()
-        dlg.raise_()
-        dlg.activateWindow()
-        events.emit("window", name="settings")
+        self._bring_up("settings", dlg, event="settings")
 
     def show_history(self) -> None:
         if self.controller is None:
@@ -397,12 +393,9 @@ class TrayApp(QObject):
             dlg.page_requested.connect(lambda home, session, title: self.show_turn_page(
                 home=home, session_key=session, title=title, origin="history"))
             self.controller.state_changed.connect(lambda _s, d=dlg: d.pending_changed())
-            self._dialogs["history"] = dlg
         else:
             dlg.reload()
-        dlg.show()
-        dlg.raise_()
-        dlg.activateWindow()
+        self._bring_up("history", dlg)
 
     def _pending_key(self, home: str, session_key: str) -> TurnKey | None:
         """The turn key of a waiting turn of this home and session (History's row: the key is made where it enters)."""
@@ -453,11 +446,7 @@ class TrayApp(QObject):
         dlg.resume_requested.connect(lambda k: c.resume(k, origin=origin))
         dlg.skip_requested.connect(lambda k: c.skip(k, origin=origin))
         dlg.snooze_requested.connect(lambda k, when: c.snooze(k, when, origin=origin))
-        self._dialogs["page"] = dlg
-        dlg.show()
-        dlg.raise_()
-        dlg.activateWindow()
-        events.emit("window", name="turn-page")
+        self._bring_up("page", dlg, event="turn-page")
 
     def open_folder(self, path: str) -> None:
         """A problem's folder (the banner's "Open folder"), in the desktop's file manager, else its path."""
@@ -477,12 +466,16 @@ class TrayApp(QObject):
         command = None
         if self.controller is not None and self.controller.settings.hermes_command:
             command = list(self.controller.settings.hermes_command)
-        dlg = AboutDialog(homes, command)
-        self._dialogs["about"] = dlg
+        self._bring_up("about", AboutDialog(homes, command), event="about")
+
+    def _bring_up(self, name: str, dlg: QWidget, *, event: str = "") -> None:
+        """Keep ``dlg`` (the one ``name`` window of its kind) and show it in front, focused: the user asked for it."""
+        self._dialogs[name] = dlg
         dlg.show()
         dlg.raise_()
         dlg.activateWindow()
-        events.emit("window", name="about")
+        if event:
+            events.emit("window", name=event)
 
 
 def run_tray(options: TrayOptions | None = None, argv: list[str] | None = None) -> int:

@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 from PySide6.QtCore import QCoreApplication, QObject, QTimer
 
+from hermes_tray import words
 from hermes_tray.app import events
 from hermes_tray.app.single_instance import SingleInstance, instance_running
 from hermes_tray.controller import Controller
@@ -70,7 +71,7 @@ class HelperApp(QObject):
         if self._told is None:
             self._told = set()
             homes = report.extra.watching or tuple(str(getattr(h, "path", h)) for h in report.homes)
-            self._say(f"watching {len(homes)} Hermes home{'s' if len(homes) != 1 else ''}: {', '.join(homes)}")
+            self._say(f"watching {words.count(len(homes), 'Hermes home')}: {', '.join(homes)}")
             self._say(f"mode {state.mode}: {_MODE_WORDS.get(str(state.mode), 'see the tray settings')}; "
                       "one line here per interrupted turn (Ctrl-C stops the helper)")
         for rec in report.records:

@@ -220,9 +220,9 @@ class HistoryWindow(QDialog):
         if self._error:
             self.summary.setText(self._error)
         elif turns:
-            self.summary.setText(f"{n} interrupted turn{'s' if n != 1 else ''}"
-                                 + (f", {len(turns) - n} settings change{'s' if len(turns) - n != 1 else ''}"
-                                    if len(turns) > n else "") + ", newest first")
+            changes = len(turns) - n
+            self.summary.setText(words.count(n, "interrupted turn")
+                                 + (f", {words.count(changes, 'settings change')}" if changes else "") + ", newest first")
         else:
             self.summary.setText("Nothing recorded yet.")
         self.tree.clear()

@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QMenu, QWidget
 
 from hermes_tray import words
 from hermes_tray.format import elapsed_text, elide
+from hermes_tray.model.page import tries_text
 from hermes_tray.model.viewstate import TurnItem, ViewState
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
@@ -60,15 +61,15 @@ class TrayMenu(QMenu):
         """Before the first scan the menu says so, rather than claiming nothing is interrupted."""
         if loading != self._loading:
             self._loading = loading
-            if self.isVisible():
-                self._dirty = True
-            else:
-                self.rebuild()
+            self._changed()
 
     def set_state(self, state: ViewState) -> None:
-        if state == self._state:
-            return
-        self._state = state
+        if state != self._state:
+            self._state = state
+            self._changed()
+
+    def _changed(self) -> None:
+        """Rebuild now, or once the menu closes if it is open."""
         if self.isVisible():
             self._dirty = True
         else:
@@ -103,7 +104,7 @@ class TrayMenu(QMenu):
         if item.reminder is None:
             sub.addAction(words.REMIND_HOUR).triggered.connect(
                 lambda _=False, k=item.key: self.snooze_requested.emit(k))
-        info_text = "Not resumed yet" if not item.attempts else f"{words.tries(item.attempts)} so far"
+        info_text = tries_text(item.attempts)
         if item.reminder is not None:
             info_text += f" · {item.reminder_text()}"
         if item.profile and item.profile != "default":

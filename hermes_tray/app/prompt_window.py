@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import functools
 
-from PySide6.QtCore import QPoint, Qt, Signal
+from PySide6.QtCore import QPoint, Qt, Signal, SignalInstance
 from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
@@ -32,12 +32,12 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import elapsed_text, elide, safe_text, short_path, since_text
+from hermes_tray.format import elapsed_text, elide, safe_text, since_text
+from hermes_tray.model.page import where_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
 from hermes_tray_core import TurnKey
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
-STOP_HINT = words.STOP_HINT
 
 
 class _RunningRow(QFrame):
@@ -60,7 +60,7 @@ class _RunningRow(QFrame):
         bar.setTextVisible(False)
         bar.setMaximumHeight(8)
         # Said before pressing it, on screen (not only in a hover tooltip): Stop ends the turn for good.
-        self.hint = QLabel(STOP_HINT)
+        self.hint = QLabel(words.STOP_HINT)
         self.hint.setTextFormat(Qt.TextFormat.PlainText)
         self.hint.setWordWrap(True)
         self.hint.setEnabled(False)  # drawn in the palette's quieter colour
@@ -71,9 +71,9 @@ class _RunningRow(QFrame):
         lay.addLayout(col, 1)
         self.stop_button = QPushButton(words.STOP_LABEL)
         self.stop_button.setAutoDefault(False)
-        self.stop_button.setToolTip(STOP_HINT)
+        self.stop_button.setToolTip(words.STOP_HINT)
         self.stop_button.setAccessibleName("Stop this continuation")
-        self.stop_button.setAccessibleDescription(STOP_HINT)
+        self.stop_button.setAccessibleDescription(words.STOP_HINT)
         self.stop_button.clicked.connect(lambda: self.stop.emit(self.key))
         lay.addWidget(self.stop_button)
         self.update_item(item)
@@ -175,7 +175,7 @@ class PromptWindow(QDialog):
         self.list.itemDoubleClicked.connect(lambda i: self.page_requested.emit(i.data(KEY_ROLE)))
         self.list.setAccessibleName("Interrupted turns")
         self.list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.list.customContextMenuRequested.connect(self._list_menu)
+        self.list.customContextMenuRequested.connect(lambda pos: self._popup(self.list, "list", pos))
         root.addWidget(self.list, 100)
 
         detail_row = QHBoxLayout()
@@ -220,7 +220,7 @@ class PromptWindow(QDialog):
         self.recent_list.currentItemChanged.connect(lambda *_: self._picked("recent"))
         self.recent_list.itemDoubleClicked.connect(lambda _i: self._recent_page())
         self.recent_list.setContextMenuPolicy(Qt.ContextMenuPolicy.CustomContextMenu)
-        self.recent_list.customContextMenuRequested.connect(self._recent_menu)
+        self.recent_list.customContextMenuRequested.connect(lambda pos: self._popup(self.recent_list, "recent", pos))
         root.addWidget(self.recent_list, 60)
         recent_row = QHBoxLayout()
         self.recent_hint = QLabel()
@@ -247,22 +247,25 @@ class PromptWindow(QDialog):
         buttons.setContentsMargins(0, 0, 0, 0)
         self.disable_button = QPushButton("Disable auto-continue")
         self.disable_button.setToolTip("Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
-        self.disable_button.clicked.connect(self._disable_selected)
+        self.disable_button.clicked.connect(lambda: self._for_selected(self.disable_requested))
         self.disable_button.setAutoDefault(False)
         buttons.addWidget(self.disable_button)
         buttons.addStretch(1)
         self.snooze_button = QPushButton(words.REMIND_LATER)
         self.snooze_button.setAutoDefault(False)
         self.snooze_button.setAccessibleName("Remind me of this turn later: it is not resumed or skipped")
-        self.snooze_button.setMenu(self._snooze_menu(self))
+        snooze = QMenu(self)
+        snooze.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
+        snooze.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
+        self.snooze_button.setMenu(snooze)
         buttons.addWidget(self.snooze_button)
         self.skip_button = QPushButton("&Skip")
         self.skip_button.setAutoDefault(False)
-        self.skip_button.clicked.connect(self._skip_selected)
+        self.skip_button.clicked.connect(lambda: self._for_selected(self.skip_requested))
         buttons.addWidget(self.skip_button)
         self.resume_button = QPushButton("&Resume")
         self.resume_button.setDefault(True)
-        self.resume_button.clicked.connect(self._resume_selected)
+        self.resume_button.clicked.connect(lambda: self._for_selected(self.resume_requested))
         buttons.addWidget(self.resume_button)
         # the buttons act on the list above them; "Recent" (with its own buttons) comes after them
         root.insertWidget(root.indexOf(self.recent_title), self.button_row)
@@ -460,7 +463,7 @@ class PromptWindow(QDialog):
         turn = self.selected_turn() if self._focus == "list" else None
         recent = self.selected_recent() if self._focus == "recent" else None
         if turn is not None:
-            self.detail.setText(t_home(turn))  # when it was interrupted: its row says it
+            self.detail.setText(where_text(turn.profile, turn.home))  # when it was interrupted: its row says it
             facts = [turn.reason_details, *turn.facts, f"Session ID: {safe_text(turn.session_key)}",
                      f"Home: {safe_text(turn.home)}"]
         elif recent is not None:
@@ -486,43 +489,23 @@ class PromptWindow(QDialog):
         events.emit("window", name="answer", chars=len(text))  # how much, never what
 
     # --- actions ------------------------------------------------------------------------------
-    def _resume_selected(self) -> None:
+    def _for_selected(self, signal: SignalInstance, *args: object) -> None:
+        """Emit ``signal`` with the selected turn's key (and ``args``), if a turn is selected."""
         key = self.selected_key()
         if key is not None:
-            self.resume_requested.emit(key)
-
-    def _skip_selected(self) -> None:
-        key = self.selected_key()
-        if key is not None:
-            self.skip_requested.emit(key)
+            signal.emit(key, *args)
 
     def _delete_pressed(self) -> None:
         """Delete skips the selected turn: a waiting one, or one under Recent that can be skipped."""
         if not self.list.hasFocus() and (self._focus == "recent" or self.recent_list.hasFocus()):
             self._recent_action("skip")
         else:
-            self._skip_selected()
-
-    def _snooze_menu(self, parent: QWidget) -> QMenu:
-        menu = QMenu(parent)
-        menu.addAction(words.REMIND_HOUR, lambda: self._snooze_selected("1h"))
-        menu.addAction(words.REMIND_TOMORROW, lambda: self._snooze_selected("tomorrow"))
-        return menu
-
-    def _snooze_selected(self, when: str) -> None:
-        key = self.selected_key()
-        if key is not None:
-            self.snooze_requested.emit(key, when)
+            self._for_selected(self.skip_requested)
 
     def _recent_page(self) -> None:
         r = self.selected_recent()
         if r is not None:
             self.page_requested.emit(r.key)
-
-    def _disable_selected(self) -> None:
-        key = self.selected_key()
-        if key is not None:
-            self.disable_requested.emit(key)
 
     def context_menu_for(self, which: str) -> QMenu:
         """The right-click menu of a list's selected row (tests read it without opening it)."""
@@ -530,12 +513,12 @@ class PromptWindow(QDialog):
         if which == "list":
             turn = self.selected_turn()
             if turn is not None:
-                menu.addAction("Resume", self._resume_selected)
-                menu.addAction("Skip", self._skip_selected)
-                menu.addAction(words.REMIND_HOUR, lambda: self._snooze_selected("1h"))
-                menu.addAction(words.REMIND_TOMORROW, lambda: self._snooze_selected("tomorrow"))
+                menu.addAction("Resume", lambda: self._for_selected(self.resume_requested))
+                menu.addAction("Skip", lambda: self._for_selected(self.skip_requested))
+                menu.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
+                menu.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
                 menu.addAction("Open its page", lambda: self.page_requested.emit(turn.key))
-                menu.addAction("Disable auto-continue", self._disable_selected)
+                menu.addAction("Disable auto-continue", lambda: self._for_selected(self.disable_requested))
                 menu.addAction("Copy session ID", functools.partial(_copy, turn.session_key))
         else:
             r = self.selected_recent()
@@ -547,12 +530,6 @@ class PromptWindow(QDialog):
                 if r.session_key:
                     menu.addAction("Copy session ID", functools.partial(_copy, r.session_key))
         return menu
-
-    def _list_menu(self, pos: QPoint) -> None:
-        self._popup(self.list, "list", pos)
-
-    def _recent_menu(self, pos: QPoint) -> None:
-        self._popup(self.recent_list, "recent", pos)
 
     def _popup(self, view: QListWidget, which: str, pos: QPoint) -> None:
         item = view.itemAt(pos)
@@ -580,7 +557,3 @@ class PromptWindow(QDialog):
 
 def _copy(text: str) -> None:
     QGuiApplication.clipboard().setText(text)
-
-
-def t_home(turn: TurnItem) -> str:
-    return f"{turn.profile} profile" if turn.profile and turn.profile != "default" else short_path(turn.home)

@@ -52,7 +52,6 @@ class SettingsDialog(QDialog):
         self.setWindowTitle("Settings")  # Qt adds " — Hermes Tray"
         self.setWindowIcon(app_icon())
         self._snap = model.snapshot()
-        self._loading = False
 
         root = QVBoxLayout(self)
         backend_box = QGroupBox("Hermes auto-continue (written to each home's config.yaml)")
@@ -78,9 +77,8 @@ class SettingsDialog(QDialog):
         self.home_note = QLabel()
         self.home_note.setWordWrap(True)
         bform.addRow(self.home_note)
-        self._tooltips = {w: t for w, t in (("enabled", self.enabled_box.toolTip()),
-                                             ("freshness_minutes", self.freshness.toolTip()),
-                                             ("max_attempts", self.attempts.toolTip()))}
+        self._tooltips = {"enabled": self.enabled_box.toolTip(), "freshness_minutes": self.freshness.toolTip(),
+                          "max_attempts": self.attempts.toolTip()}
         root.addWidget(backend_box)
 
         tray_box = QGroupBox("This tray")
@@ -125,7 +123,7 @@ class SettingsDialog(QDialog):
             | QDialogButtonBox.StandardButton.Apply
             | QDialogButtonBox.StandardButton.Cancel
         )
-        self.buttons.accepted.connect(self._ok)
+        self.buttons.accepted.connect(lambda: self._apply(close=True))
         self.buttons.rejected.connect(self.reject)
         self.buttons.button(QDialogButtonBox.StandardButton.Apply).clicked.connect(lambda: self._apply())
         root.addWidget(self.buttons)
@@ -138,7 +136,7 @@ class SettingsDialog(QDialog):
     # --- loading ------------------------------------------------------------------------------
     def _fill_tray(self) -> None:
         s = self._snap
-        self.mode_combo.setCurrentIndex(max(0, [m for m, _ in MODE_LABELS].index(s.mode) if s.mode in ("ask", "auto", "list") else 0))
+        self.mode_combo.setCurrentIndex(max(0, self.mode_combo.findData(s.mode)))  # a mode not offered here: the first
         self.notify_box.setChecked(s.notify)
         self.prompts_box.setChecked(s.show_prompts)
         self.autostart_box.setChecked(bool(s.autostart))
@@ -160,11 +158,9 @@ class SettingsDialog(QDialog):
         values = [self._snap.backend.get(h, BackendValues()) for h in homes]
         broken = [h for h, v in zip(homes, values, strict=True) if v.error]
         first = next((v for v in values if not v.error), BackendValues())
-        self._loading = True
         self.enabled_box.setChecked(first.enabled)
         self.freshness.setValue(int(first.freshness_minutes))
         self.attempts.setValue(int(first.max_attempts))
-        self._loading = False
         notes = []
         if len(homes) > 1 and len({(v.enabled, v.freshness_minutes, v.max_attempts) for v in values if not v.error}) > 1:
             notes.append("The homes differ; saving writes these values to every home.")
@@ -273,9 +269,6 @@ class SettingsDialog(QDialog):
         self.applied.emit()
         if close and not problems:
             self.accept()
-
-    def _ok(self) -> None:
-        self._apply(close=True)
 
     def keyPressEvent(self, event) -> None:  # noqa: N802 - Qt override
         if event.key() == Qt.Key.Key_Escape:

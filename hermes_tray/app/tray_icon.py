@@ -141,9 +141,7 @@ class TrayPresence(QObject):
             icon.setIcon(tray_icon(IconState(state.icon_state)))
         if icon is self._sni:
             icon.set_needs_attention(state.needs_attention)
-        tip = state.tooltip()
-        if tip != icon.toolTip():
-            icon.setToolTip(tip)
+        self.refresh_tooltip()
 
     def refresh_tooltip(self) -> None:
         """Re-say the tooltip's elapsed times as of now (only sent when the text changed), on whichever

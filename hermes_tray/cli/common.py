@@ -19,13 +19,6 @@ def warn(message: str) -> None:
     print(f"hermes-tray: {message}", file=sys.stderr)
 
 
-def error_words(exc: BaseException) -> str:
-    """An error as a person reads it (``words.error_text``); ``--json`` and the log keep ``str(exc)``."""
-    from hermes_tray.words import error_text
-
-    return error_text(exc)
-
-
 def print_json(obj: Any) -> None:
     """Indented for a terminal; compact (the fast C encoder) when piped to a program."""
     indent = 2 if sys.stdout.isatty() else None
@@ -161,5 +154,5 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
     return "\n".join(lines)
 
 
-__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "error_words", "homes_to_change", "journal", "journal_config",
+__all__ = ["EXIT_REFUSED", "EXIT_USAGE", "homes_to_change", "journal", "journal_config",
            "load_tray_settings", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]

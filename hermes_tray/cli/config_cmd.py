@@ -159,15 +159,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _set(args: argparse.Namespace) -> int:
-    from hermes_tray.cli.common import (
-        EXIT_USAGE,
-        error_words,
-        journal_config,
-        load_tray_settings,
-        print_json,
-        refuse,
-        warn,
-    )
+    from hermes_tray.cli.common import EXIT_USAGE, refuse
 
     key, text = args.key, args.value
     if key in BACKEND_KEYS:
@@ -180,7 +172,7 @@ def _set(args: argparse.Namespace) -> int:
         except BackendConfigError as exc:
             return refuse(args, exc.user_message, EXIT_USAGE)
         return set_backend(args, {key: value}, all_flag=args.all)
-    from hermes_tray_core import SettingsError, update_settings
+    from hermes_tray_core import SettingsError
     from hermes_tray_core import parse_setting_value as parse_value
 
     try:
@@ -194,23 +186,7 @@ def _set(args: argparse.Namespace) -> int:
         problem = _homes_problem(value, create=args.create)
         if problem:
             return refuse(args, problem)  # checked now, never found wrong at every later start
-    old = _tray_dict(load_tray_settings(quiet=True))[key]
-    try:
-        settings = update_settings({key: value})
-    except SettingsError as exc:
-        return refuse(args, exc.user_message)  # the file holds something else that is wrong
-    except OSError as exc:
-        return refuse(args, f"could not write the tray settings: {error_words(exc)}")
-    new = _tray_dict(settings)[key]
-    if new != old:
-        note = journal_config(home=None, key=key, old=old, new=new)
-        if note:
-            warn(note)
-    if args.json:
-        print_json({"ok": True, "key": key, "value": new, "file": str(settings.path)})
-    else:
-        print(f"{key} = {_fmt(new)} ({settings.path})")
-    return 0
+    return _write_tray_key(args, key, value)
 
 
 def _homes_problem(paths: list[str], *, create: bool) -> str | None:
@@ -235,28 +211,29 @@ def _homes_problem(paths: list[str], *, create: bool) -> str | None:
 def _unset(args: argparse.Namespace) -> int:
     """Remove a tray key from config.toml: the tray's default applies again (``hermes_command``: Hermes is
     found by itself). Hermes' own keys are set, never unset: their default is Hermes' to say."""
-    from hermes_tray.cli.common import (
-        EXIT_USAGE,
-        error_words,
-        journal_config,
-        load_tray_settings,
-        print_json,
-        refuse,
-        warn,
-    )
-    from hermes_tray_core import SettingsError, update_settings
+    from hermes_tray.cli.common import EXIT_USAGE, refuse
 
     key = args.key
     if key in BACKEND_KEYS:
         return refuse(args, f"{key} is Hermes' own setting: give it a value with hermes-tray config set {key} VALUE",
                       EXIT_USAGE)
+    return _write_tray_key(args, key, None)
+
+
+def _write_tray_key(args: argparse.Namespace, key: str, value) -> int:
+    """Write one tray key to config.toml (None removes it: the default applies again), journal a change and
+    print the value now in force."""
+    from hermes_tray.cli.common import journal_config, load_tray_settings, print_json, refuse, warn
+    from hermes_tray.words import error_text
+    from hermes_tray_core import SettingsError, update_settings
+
     old = _tray_dict(load_tray_settings(quiet=True))[key]
     try:
-        settings = update_settings({key: None})
+        settings = update_settings({key: value})
     except SettingsError as exc:
-        return refuse(args, exc.user_message)
+        return refuse(args, exc.user_message)  # the file holds something else that is wrong
     except OSError as exc:
-        return refuse(args, f"could not write the tray settings: {error_words(exc)}")
+        return refuse(args, f"could not write the tray settings: {error_text(exc)}")
     new = _tray_dict(settings)[key]
     if new != old:
         note = journal_config(home=None, key=key, old=old, new=new)
@@ -265,5 +242,5 @@ def _unset(args: argparse.Namespace) -> int:
     if args.json:
         print_json({"ok": True, "key": key, "value": new, "file": str(settings.path)})
     else:
-        print(f"{key} = {_fmt(new)} (the default; {settings.path})")
+        print(f"{key} = {_fmt(new)} ({'the default; ' if value is None else ''}{settings.path})")
     return 0

@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections import Counter
 from typing import Any
 
 HELP = "check homes, Hermes, the system tray and notifications; say how to fix what is wrong"
@@ -260,10 +261,7 @@ def run(args: argparse.Namespace) -> int:
             row["marker_writes"], problem = check_marker_writes(h.path)
             if problem:
                 problems.append(problem)
-        row["turns"] = {}
-        for t in result.turns:
-            if t.home == h.path:
-                row["turns"][t.verdict] = row["turns"].get(t.verdict, 0) + 1
+        row["turns"] = dict(Counter(t.verdict for t in result.turns if t.home == h.path))
         home_rows.append(row)
         problems.extend(f"{h.path}: {u}" for u in h.unsupported)
         # A home the user named (tray settings' homes, --home) that is gone, or any home that cannot be read,

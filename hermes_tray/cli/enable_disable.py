@@ -30,7 +30,8 @@ def run(args: argparse.Namespace) -> int:
 
 def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> int:
     """Apply ``changes`` to the chosen homes' config.yaml; one line per home; journal each change."""
-    from hermes_tray.cli.common import error_words, homes_to_change, journal_config, print_json, refuse, warn
+    from hermes_tray.cli.common import homes_to_change, journal_config, print_json, refuse, warn
+    from hermes_tray.words import error_text
     from hermes_tray_core import (
         BackendConfigError,
         ensure_private_dir,
@@ -50,7 +51,7 @@ def set_backend(args: argparse.Namespace, changes: dict, *, all_flag: bool) -> i
             cfg = write_auto_continue(home.path, **changes)
         except (BackendConfigError, OSError) as exc:
             failed += 1
-            why = error_words(exc)  # a BackendConfigError's sentence, a file error in the system's words
+            why = error_text(exc)  # a BackendConfigError's sentence, a file error in the system's words
             results.append({"home": str(home.path), "ok": False, "error": why})
             if not args.json:
                 warn(f"{home.path}: {why}")

@@ -66,24 +66,19 @@ def line(ev: dict) -> str:
 
     from hermes_tray import words
     from hermes_tray.format import safe_text
+    from hermes_tray.model.history import profile_of
     from hermes_tray_core import strict_finite
 
     stamp = min(max(strict_finite(ev.get("created_at")) or 0.0, 0.0), 2**37)  # a time localtime() accepts
     when = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(stamp)) if stamp else "(time unknown)     "
     home = str(ev.get("home") or "")
     if ev.get("event") == "config-changed":
-        about = f"{_profile(home)} profile" if home else "tray settings"
+        about = f"{profile_of(home)} profile" if home else "tray settings"
     else:
-        profile = _profile(home)
+        profile = profile_of(home)
         about = str(ev.get("session_key") or "?") + ("" if profile == "default" else f" ({profile} profile)")
     detail = words.event_detail(ev)
     return safe_text(f"{when}  {words.event_text(ev):<20} {about}" + (f"  {detail}" if detail else ""))
-
-
-def _profile(home: str) -> str:
-    """Hermes' name for a home: ``<root>/profiles/<name>`` is ``name``, any other home ``default``."""
-    parts = home.replace("\\", "/").rstrip("/").split("/")
-    return parts[-1] if len(parts) >= 2 and parts[-2] == "profiles" and parts[-1] else "default"
 
 
 def settle_open_runs(args: argparse.Namespace) -> None:

@@ -219,12 +219,9 @@ def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
             print(f"{text} ({p.elapsed:.0f} s)" if again else text, flush=True)
             last[0], last[1] = text, now
 
-    def dispatched(_res: Any) -> None:
-        started()
-
     try:
-        result = resume_turn(turn, listener=Callbacks(on_progress=progress, on_dispatched=dispatched), stop=stop,
-                             via="cli")
+        result = resume_turn(turn, listener=Callbacks(on_progress=progress, on_dispatched=lambda _res: started()),
+                             stop=stop, via="cli")
     finally:
         for sig, previous in old.items():
             signal.signal(sig, previous)

@@ -64,9 +64,8 @@ def render(result, *, excerpts: bool = True) -> str:
             what = safe_text(t.title or t.prompt_excerpt or ("(WebUI turn)" if t.source == "webui" else ""))
             if len(what) > 50:
                 what = what[:49] + "…"
-            where = t.profile if multi else ""
             rows.append([t.verdict + ("?" if t.unsure else ""), age_text(t.age_seconds), str(t.attempts),
-                         t.writer, *([where] if multi else []),
+                         t.writer, *([t.profile] if multi else []),
                          safe_text(t.session_key) + (" (webui)" if t.source == "webui" else ""),
                          what])
         headers = ["VERDICT", "AGE", "TRIES", "WRITER", *(["PROFILE"] if multi else []), "SESSION", "WHAT"]

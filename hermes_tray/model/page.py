@@ -46,7 +46,8 @@ class TurnPage:
     home: str = ""
 
 
-def _where(profile: str, home: str) -> str:
+def where_text(profile: str, home: str) -> str:
+    """Where a turn is: its profile, or its home's short path for the default profile."""
     return f"{profile} profile" if profile and profile != "default" else short_path(home)
 
 
@@ -61,7 +62,7 @@ def named_turn(home: str, session_key: str) -> TurnKey | None:
         return None
 
 
-def _tries(attempts: int) -> str:
+def tries_text(attempts: int) -> str:
     return "Not resumed yet" if not attempts else f"{words.tries(attempts)} so far"
 
 
@@ -99,8 +100,8 @@ def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = 
         recent = next((r for r in state.recent if r.key == item.key), None)
         actions = ("resume", "skip", "snooze") if waiting else tuple(a for a in (recent.actions if recent else ())
                                                                     if a == "skip")
-        return TurnPage(item.key, item.title, _where(item.profile, item.home), status, prompt, item.facts,
-                        _tries(item.attempts), _decisions(_journal(entries, item.home, item.session_key,
+        return TurnPage(item.key, item.title, where_text(item.profile, item.home), status, prompt, item.facts,
+                        tries_text(item.attempts), _decisions(_journal(entries, item.home, item.session_key,
                                                                    item.record.started_at if item.record else None)),
                         actions, item.session_key, item.home)
     if isinstance(item, RecentItem):  # how a continuation of ours ended: the turn may be gone
@@ -113,8 +114,8 @@ def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = 
     if journal is None:
         return None
     return TurnPage(None, title or words.untitled_label(journal.profile, journal.started_at),
-                    _where(journal.profile, home), f"Last recorded: {journal.outcome()}. The tray does not list it now.",
-                    tries=_tries(journal.tries()), decisions=_decisions(journal), session_key=session_key, home=home)
+                    where_text(journal.profile, home), f"Last recorded: {journal.outcome()}. The tray does not list it now.",
+                    tries=tries_text(journal.tries()), decisions=_decisions(journal), session_key=session_key, home=home)
 
 
-__all__ = ["Decision", "TurnPage", "page_for"]
+__all__ = ["Decision", "TurnPage", "page_for", "tries_text", "where_text"]

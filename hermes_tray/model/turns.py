@@ -165,7 +165,7 @@ def progress_text(progress: Progress) -> str:
     if frame and phase == "running":
         frames = progress.frames or 0
         doing = "using tools" if frame.startswith("tool") else FRAME_TEXT.get(frame, "working")
-        status = f"{doing} · {frames} update{'s' if frames != 1 else ''}"
+        status = f"{doing} · {words.count(frames, 'update')}"
     return status
 
 

@@ -43,10 +43,6 @@ class TurnItem:
     reminder: float | None = None  # snoozed: announced again at this wall-clock time
 
     @property
-    def actionable(self) -> bool:
-        return self.verdict == "actionable"
-
-    @property
     def age_seconds(self) -> float | None:
         return None if self.since is None else max(0.0, time.time() - self.since)
 
@@ -190,7 +186,7 @@ class ViewState:
 
     @property
     def attention_problems(self) -> tuple[Problem, ...]:
-        return tuple(p for p in self.problems if getattr(p, "attention", True))
+        return tuple(p for p in self.problems if p.attention)
 
     @property
     def unreadable_homes(self) -> tuple[str, ...]:

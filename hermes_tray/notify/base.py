@@ -15,7 +15,7 @@ __all__ = ["Action", "Note", "Notifier"]
 
 
 class Notifier(QObject):
-    """Base: shows notes, reports presses. Subclasses implement ``_show``/``_close``."""
+    """Base: shows notes, reports presses. Subclasses implement ``show`` (and ``close``, ``prepare``, ``shutdown``)."""
 
     activated = Signal(str, str)  # note key, action key ("default" = body click)
     dismissed = Signal(str)  # note key: closed without an answer (the turn stays pending)

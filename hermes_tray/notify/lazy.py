@@ -25,10 +25,6 @@ class LazyNotifier(Notifier):
         self._real: Notifier | None = None
 
     @property
-    def loaded(self) -> bool:
-        return self._real is not None
-
-    @property
     def real(self) -> Notifier:
         if self._real is None:
             real = self._factory()
