@@ -53,7 +53,7 @@ class CoreEngine:
         extra: Sequence[str] = ()
         try:
             extra = self.settings().homes
-        except Exception:
+        except Exception:  # boundary: a settings file that cannot be read: the homes Hermes has still count
             pass
         return discover_homes(explicit=self.explicit_homes, extra=extra)
 
@@ -190,7 +190,7 @@ class CoreEngine:
             return
         try:
             record_config_change(home=home, key=key, old=old, new=new, by="tray")
-        except Exception:
+        except Exception:  # boundary: bookkeeping never breaks a change
             log.warning("could not journal the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
@@ -241,7 +241,7 @@ class CoreEngine:
             record_decision(event, home=record.turn.home, session_key=record.session_key,
                             started_at=record.started_at, profile=record.profile, attempts=record.attempts,
                             **fields)
-        except Exception:
+        except Exception:  # boundary: bookkeeping never breaks a turn
             log.warning("could not journal %r for %s", event, record.session_key, exc_info=True)
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:

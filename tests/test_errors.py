@@ -8,7 +8,8 @@ answers reaches the terminal as that sentence and exit 1; one no command answers
 traceback), and ``--json`` keeps the detail.
 
 The static half: every public error class of the engine is one of the family, and every catch-all left in
-the engine is a boundary that says which, at most :data:`MAX_CATCH_ALLS` of them.
+the engine (and the shell) is a boundary that says which, at most :data:`MAX_CATCH_ALLS`
+(:data:`MAX_SHELL_CATCH_ALLS`) of them.
 """
 
 from __future__ import annotations
@@ -32,6 +33,9 @@ ROOT = Path(__file__).resolve().parents[1]
 #: The ceiling on ``except Exception`` in the engine (a grep of ``core/``, as the count was first taken: 108;
 #: bookkeeping goes through one door, ``core/errors.py`` ``bookkeeping``).
 MAX_CATCH_ALLS = 36
+#: The shell's ceiling (62 when the engine's was first taken; its boundaries: threads, D-Bus, Qt callbacks,
+#: the notification server, diagnostics).
+MAX_SHELL_CATCH_ALLS = 65
 
 #: Public exception classes of the engine that are not errors a person reads: control flow, caught where
 #: they are raised.
@@ -191,9 +195,12 @@ def test_every_public_engine_error_is_one_of_the_family() -> None:
 _CATCH_ALL = re.compile(r"^\s*except Exception\b")
 
 
-def test_every_catch_all_in_the_engine_is_a_boundary_that_says_which() -> None:
+@pytest.mark.parametrize(("package", "most"), [("core", MAX_CATCH_ALLS), ("hermes_tray", MAX_SHELL_CATCH_ALLS)])
+def test_every_catch_all_is_a_boundary_that_says_which(package: str, most: int) -> None:
+    """The engine's and the shell's: a catch-all says on its line (or the comment line above) which boundary it
+    is, so a reader knows why everything is caught there; and there are no more of them than now."""
     count, silent = 0, []
-    for path in sorted((ROOT / "core").rglob("*.py")):
+    for path in sorted((ROOT / package).rglob("*.py")):
         lines = path.read_text(encoding="utf-8").splitlines()
         for i, line in enumerate(lines):
             if "except Exception" not in line:
@@ -204,7 +211,7 @@ def test_every_catch_all_in_the_engine_is_a_boundary_that_says_which() -> None:
             if _CATCH_ALL.match(line) and "boundary" not in said:
                 silent.append(f"{path.relative_to(ROOT)}:{i + 1}")
     assert not silent, f"a catch-all that does not say which boundary it is: {silent}"
-    assert count <= MAX_CATCH_ALLS, f"{count} catch-alls in the engine, at most {MAX_CATCH_ALLS}"
+    assert count <= most, f"{count} catch-alls in {package}, at most {most}"
 
 
 def test_bookkeeping_that_fails_is_logged_and_the_turn_goes_on(tmp_path: Path, caplog) -> None:

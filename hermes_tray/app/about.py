@@ -38,11 +38,11 @@ def hermes_found(hermes_command: Sequence[str] | None) -> str:
         from hermes_tray_core import find_hermes, probe_capabilities
 
         install = find_hermes(hermes_command)
-    except Exception as exc:
+    except Exception as exc:  # boundary: About says what went wrong finding Hermes
         return f"not found ({exc})"
     try:
         caps = probe_capabilities(install)
-    except Exception as exc:
+    except Exception as exc:  # boundary: asking Hermes, another program, for its version
         log.info("could not ask %s for its version: %r", install.python, exc)
         return f"found at {install.python}, version unknown"
     if caps.auto_continue is None:

@@ -75,7 +75,7 @@ def default_autostart() -> Any:
         from hermes_tray.autostart import get_autostart
 
         return get_autostart()
-    except Exception:
+    except Exception:  # boundary: the platform's start-at-login back end, whatever it raises
         log.info("start at login is not available here", exc_info=True)
         return None
 
@@ -155,7 +155,7 @@ class TrayApp(QObject):
         self._engine_started = True
         try:
             self._start_engine_unguarded()
-        except Exception as exc:
+        except Exception as exc:  # boundary: the engine's start: said in the tray, never a dead tray
             log.exception("could not start watching for interrupted turns")
             from hermes_tray.words import error_text
 

@@ -174,7 +174,7 @@ class HistoryWindow(QDialog):
     def reload(self) -> None:
         try:
             entries = list(self._load())
-        except Exception:  # the journal is the engine's; a read problem is shown, not raised
+        except Exception:  # boundary: the journal is the engine's; a read problem is shown, not raised
             log.exception("History could not read the decision journal")
             entries = []
             self._error = READ_ERROR
@@ -284,7 +284,7 @@ class HistoryWindow(QDialog):
             found: dict[tuple[str, str], str] = {}
             try:
                 found = ask(wanted)
-            except Exception:  # a title is a nicety: the row keeps "session …"
+            except Exception:  # boundary: a title is a nicety: the row keeps "session …"
                 pass
             try:
                 self.titles_arrived.emit(wanted, found)

@@ -36,7 +36,7 @@ def _user_tag() -> str:
         return str(getuid())
     try:
         return getpass.getuser()
-    except Exception:
+    except Exception:  # boundary: the OS's user database, whatever it raises
         return "user"
 
 
@@ -115,7 +115,7 @@ class SingleInstance(QObject):
             done = False
             try:
                 done = bool(self.handler(line[:64])) if self.handler is not None else False
-            except Exception:
+            except Exception:  # boundary: a callback into the tray from a second instance
                 log.exception("single instance: could not answer %r", line[:64])
             sock.write(b"ok\n" if done else b"failed\n")
             sock.flush()

@@ -52,7 +52,7 @@ class StartupGuard:
             return
         try:
             visible = self._visible()
-        except Exception:
+        except Exception:  # boundary: the start-up failure's hook must not fail itself
             visible = False
         if visible and not issubclass(kind, (SystemExit, KeyboardInterrupt)):
             log.error("unexpected error", exc_info=(kind, exc, tb))
@@ -70,7 +70,7 @@ class StartupGuard:
         if self._log_path is not None:
             try:
                 where = self._log_path()
-            except Exception:
+            except Exception:  # boundary: the start-up failure's hook must not fail itself
                 where = ""
         lines = [f"hermes-tray could not start: {why}"]
         if where:
@@ -81,7 +81,7 @@ class StartupGuard:
         sys.stderr.flush()
         try:
             self._stop()
-        except Exception:
+        except Exception:  # boundary: the start-up failure's hook must not fail itself
             log.exception("could not stop everything after the start-up failure")
         if not self._show_box("\n\n".join(lines)):
             self._exit(EXIT_START_FAILED)
@@ -100,6 +100,6 @@ class StartupGuard:
             box.show()
             self._box = box
             return True
-        except Exception:
+        except Exception:  # boundary: the start-up failure's hook must not fail itself
             log.exception("could not show the start-up failure")
             return False

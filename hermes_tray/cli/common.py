@@ -126,7 +126,7 @@ def journal(event: str, *, home: Any, session_key: str, **fields: Any) -> str | 
 
         record_decision(event, home=home, session_key=session_key, **{"via": "cli", **fields})
         return None
-    except Exception as exc:  # the journal is bookkeeping: report, never undo the decision
+    except Exception as exc:  # boundary: the journal is bookkeeping: report, never undo the decision
         return f"could not record '{event}' in the decision journal ({exc})"
 
 
@@ -138,7 +138,7 @@ def journal_config(*, home: Any, key: str, old: Any, new: Any) -> str | None:
 
         record_config_change(home=home, key=key, old=old, new=new, by="cli")
         return None
-    except Exception as exc:
+    except Exception as exc:  # boundary: bookkeeping: reported, never undoes the change
         return f"could not record the change of {key} in the decision journal ({exc})"
 
 

@@ -85,7 +85,7 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
         return info, problems
     try:
         conn = open_dbus_connection(bus=address)
-    except Exception as exc:
+    except Exception as exc:  # boundary: a diagnostic: the bus, whatever it raises
         problems.append(f"cannot connect to the D-Bus session bus at {address} ({exc}): start your desktop "
                         "session's bus, or fix DBUS_SESSION_BUS_ADDRESS")
         return info, problems
@@ -102,7 +102,7 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
             watcher = DBusAddress("/StatusNotifierWatcher", bus_name=SNI_WATCHER, interface=SNI_WATCHER)
             try:
                 host = bool(ask(Properties(watcher).get("IsStatusNotifierHostRegistered"))[0][1])
-            except Exception:
+            except Exception:  # boundary: a diagnostic: the watcher, whatever it answers
                 host = None
         if has_watcher and host is not False:
             info["tray"] = "StatusNotifierItem host" + ("" if host else " (host state unknown)")
@@ -127,17 +127,17 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
                 if "actions" not in caps:
                     problems.append(f"the notification server ({name}) shows no action buttons: Resume/Skip "
                                     "will be in the tray menu only — use a server with 'actions' for one-click")
-            except Exception as exc:
+            except Exception as exc:  # boundary: a diagnostic: the server, whatever it answers
                 problems.append(f"the notification server does not answer ({exc}): restart it or your session")
         else:
             problems.append("no notification server on the session bus: interrupted turns will only show in the "
                             "tray menu — install/start one (e.g. dunst, mako, or your desktop's own)")
-    except Exception as exc:
+    except Exception as exc:  # boundary: a diagnostic: the bus, whatever it answers
         problems.append(f"D-Bus session bus did not answer ({exc}): restart your desktop session")
     finally:
         try:
             conn.close()
-        except Exception:
+        except Exception:  # boundary: a diagnostic: closing a broken connection
             pass
     return info, problems
 
@@ -154,7 +154,7 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
         install = find_hermes(settings.hermes_command)
     except HermesNotFound as exc:
         return info, [exc.user_message]
-    except Exception as exc:
+    except Exception as exc:  # boundary: a diagnostic never fails the report
         return info, [f"cannot look for Hermes ({exc}): set hermes_command in the tray settings"]
     info.update(installed=True, command=list(install.argv), python=install.python, source=install.source)
     if not probe:
@@ -196,7 +196,7 @@ def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
 
     try:
         backend, why = find_live_backend(home, processes)
-    except Exception as exc:  # a diagnostic never fails the report
+    except Exception as exc:  # boundary: a diagnostic never fails the report
         return {"usable": False, "reason": f"cannot look for a running Hermes ({type(exc).__name__})"}
     if backend is None:
         return {"usable": False, "reason": why}

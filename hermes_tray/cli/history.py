@@ -93,5 +93,5 @@ def settle_open_runs(args: argparse.Namespace) -> None:
         for home in selected_homes(args):
             if journal.open_runs(home.path):
                 settle_orphaned_runs(home.path, journal=journal)
-    except Exception:  # never a reason not to show the history
+    except Exception:  # boundary: never a reason not to show the history
         pass

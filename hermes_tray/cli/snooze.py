@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         return refuse(args, f"{key} is not waiting for you ({turn.verdict}: {turn.reason}): nothing to remind you of")
     try:
         snooze_turn(turn, until, via="cli")
-    except Exception as exc:  # the journal could not be written: the snooze did not take
+    except Exception as exc:  # boundary: the journal could not be written: the snooze did not take
         why = getattr(exc, "strerror", None) or "the decision journal cannot be written"
         return refuse(args, f"could not record the snooze ({why}); nothing changed")
     if args.json:

@@ -58,7 +58,7 @@ def hermes_present(args: argparse.Namespace) -> bool:
 
     try:
         extra = load_settings().home_paths()
-    except Exception:
+    except Exception:  # boundary: a settings file that cannot be read: the homes Hermes has still count
         extra = []
     homes = discover_homes(extra=extra)
     if any(seen.ok for seen in look_at_homes([home.path for home in homes])):

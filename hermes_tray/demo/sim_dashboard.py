@@ -65,7 +65,7 @@ class SimDashboard(SimGateway):
             return
         try:
             conn.send(json.dumps(obj, ensure_ascii=False))
-        except Exception:
+        except Exception:  # boundary: the demo's client went away
             return
 
     def _new_session(self, key: str) -> dict[str, Any]:
@@ -96,7 +96,7 @@ class SimDashboard(SimGateway):
                 text = message if isinstance(message, str) else message.decode("utf-8", "replace")
                 for line in text.split("\n"):
                     self.handle_line(line)
-        except Exception:
+        except Exception:  # boundary: the demo's client went away
             pass
         finally:
             for sid, session in list(self.sessions.items()):

@@ -26,7 +26,7 @@ def make_notifier(app_name: str = "Hermes Tray", *, allow_desktop: bool = True, 
 
             if desktop_available():
                 return DesktopNotifierBackend(app_name)
-        except Exception:  # an import or bus problem must never stop the tray
+        except Exception:  # boundary: an import or bus problem must never stop the tray
             import logging
 
             logging.getLogger(__name__).warning("desktop notifications unavailable", exc_info=True)

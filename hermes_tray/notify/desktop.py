@@ -143,7 +143,7 @@ def _channel(app_name: str, icon: Icon) -> _Channel:
     if sys.platform.startswith("linux"):
         try:
             return _replacing_dbus(app_name, icon)
-        except Exception:
+        except Exception:  # boundary: desktop-notifier's private D-Bus class, whatever its version holds
             log.info("desktop-notifier's D-Bus back end differs: updates replace notes by closing them")
     return _Public(app_name, icon)
 
@@ -228,7 +228,7 @@ class DesktopNotifierBackend(Notifier):
         self._probed_at = time.monotonic()
         try:
             caps = await asyncio.wait_for(self._channel.get_capabilities(), 5)
-        except Exception as exc:
+        except Exception as exc:  # boundary: the notification server over D-Bus: whatever it answers
             log.warning("no notification server (%s): notifications go to the log", type(exc).__name__)
             self.available = False
             self._channel = _channel(self._app_name, self._icon)  # connect afresh next time
@@ -274,12 +274,12 @@ class DesktopNotifierBackend(Notifier):
             if previous is not None and not self._channel.replace_next(previous):
                 try:
                     await self._channel.clear(previous)
-                except Exception:
+                except Exception:  # boundary: the server: a note it lost need not be closed
                     pass
             self._channel.label_default(default)
             try:
                 await self._channel.send(notification)
-            except Exception:
+            except Exception:  # boundary: the server: told as not delivered, then raised to the loop
                 self.delivered.emit(note, False)
                 raise
             self._identifiers[key] = notification.identifier
@@ -293,7 +293,7 @@ class DesktopNotifierBackend(Notifier):
                 return
             try:
                 await self._channel.clear(identifier)
-            except Exception:
+            except Exception:  # boundary: the server: a note it lost need not be closed
                 pass
 
     def _on_press(self, key: str, action: str) -> Callable[[], None]:
@@ -308,7 +308,7 @@ class DesktopNotifierBackend(Notifier):
         try:
             self._probe.result(timeout)
             return True
-        except Exception:
+        except Exception:  # boundary: the probe's failure is said where it happened
             return False
 
     def show(self, note: Note) -> None:

@@ -134,7 +134,7 @@ class Detector(QObject):
             return False
         try:
             homes = tuple(self._homes_fn())
-        except Exception:
+        except Exception:  # boundary: a call into the engine from the detector thread
             log.exception("could not list the homes; keeping the ones watched")
             return False
         if _home_paths(homes) == _home_paths(self._homes):
@@ -152,7 +152,7 @@ class Detector(QObject):
             return
         try:
             dirs, files = self._plan_fn(self._homes)
-        except Exception:
+        except Exception:  # boundary: a call into the engine from the detector thread
             log.exception("could not work out what to watch")
             return
         self._fs.set_plan(dirs, files)
@@ -171,7 +171,7 @@ class Detector(QObject):
         if self._exited_fn is not None:
             try:
                 self._exited_fn(pid)  # the engine's witness, at the moment of the death
-            except Exception:
+            except Exception:  # boundary: a call into the engine from the detector thread
                 log.exception("the exit of writer %s could not be witnessed", pid)
         self._scan(f"writer-exit:{pid}", time.time())
 
@@ -187,7 +187,7 @@ class Detector(QObject):
         began = time.monotonic()
         try:
             records, problems, extra = self._scan_fn(self._homes)
-        except Exception:  # the engine promises not to raise; the tray never trusts that
+        except Exception:  # boundary: the engine promises not to raise; the tray never trusts that
             log.exception("scan failed")
             records, problems, extra = (), ("The tray could not look for interrupted turns. The log folder has the "
                                             "details.",), ScanSummary()
@@ -206,7 +206,7 @@ class Detector(QObject):
             return
         try:
             wanted = self._writers_fn(self._homes, records)
-        except Exception:
+        except Exception:  # boundary: a call into the engine from the detector thread
             log.exception("could not list marker writers")
             return
         wanted_pids = {pid for pid, _ in wanted}
@@ -216,7 +216,8 @@ class Detector(QObject):
         for pid, start in wanted:
             try:
                 watching = self._pids.watch(pid, start)
-            except Exception:  # one writer that cannot be watched (a pid the OS refuses) never stops the others
+            # boundary: one writer that cannot be watched (a pid the OS refuses) never stops the others
+            except Exception:
                 log.warning("cannot watch process %r for exit; the 30 s re-scan covers it", pid, exc_info=True)
                 continue
             if not watching:

@@ -362,7 +362,7 @@ class ThreadPidWatcher(PidWatcher):
         waiter = self._factory(pid)
         try:
             armed = waiter.arm(start_time)
-        except Exception:
+        except Exception:  # boundary: a pid the OS will not let us wait on is watched by the scans instead
             log.debug("cannot wait for %s", pid, exc_info=True)
             armed = False
         if not armed:
@@ -373,7 +373,7 @@ class ThreadPidWatcher(PidWatcher):
         def run() -> None:
             try:
                 exited = waiter.wait()
-            except Exception:
+            except Exception:  # boundary: the waiter thread's top
                 log.debug("waiting for %s failed", pid, exc_info=True)
                 exited = False
             finally:

@@ -127,7 +127,7 @@ class SessionLink(QObject):
                 self._incoming.emit(("msg", msg))
         except ReceiveStopped:
             pass
-        except Exception as exc:  # the bus closed the socket (daemon gone) or sent garbage
+        except Exception as exc:  # boundary: the bus closed the socket (daemon gone) or sent garbage
             if not self._closing:
                 log.warning("session bus connection lost: %s", exc)
         finally:
@@ -166,7 +166,7 @@ class SessionLink(QObject):
                 self.send(new_method_return(msg, *answer))
         except DBusFault as fault:
             self.send(new_error(msg, fault.name, "s", (str(fault),)))
-        except Exception as exc:  # a bug in a handler must not take the tray down: answer an error
+        except Exception as exc:  # boundary: a bug in a handler must not take the tray down: answer an error
             log.exception("D-Bus call %s.%s failed", hdr.fields.get(HeaderFields.interface),
                           hdr.fields.get(HeaderFields.member))
             self.send(new_error(msg, "org.freedesktop.DBus.Error.Failed", "s", (f"{type(exc).__name__}: {exc}",)))

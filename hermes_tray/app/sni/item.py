@@ -300,7 +300,7 @@ def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon) -> SniTrayIco
         return SniTrayIcon(link, menu, icon, attention_icon)
     except KeyError:
         log.debug("no session bus address: using Qt's tray icon")
-    except Exception as exc:  # no bus, a broken watcher, a timeout: Qt's icon is still there
+    except Exception as exc:  # boundary: no bus, a broken watcher, a timeout: Qt's icon is still there
         log.warning("cannot publish the tray item (%s: %s): using Qt's tray icon", type(exc).__name__, exc)
     if link is not None:
         link.close()

@@ -32,6 +32,6 @@ def watcher_present() -> bool:
         finally:
             if address:
                 QDBusConnection.disconnectFromBus(PROBE)
-    except Exception as exc:  # QtDBus missing from a stripped Qt: the item will find out by itself
+    except Exception as exc:  # boundary: QtDBus missing from a stripped Qt: the item will find out by itself
         log.debug("could not ask Qt's session bus for a StatusNotifierWatcher: %s", exc)
         return True
