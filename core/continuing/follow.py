@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import queue
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from hermes_tray_core.backend.rpc import EOF as _EOF
@@ -20,6 +21,17 @@ from hermes_tray_core.numbers import json_int
 from hermes_tray_core.vocab import Finish, NotContinued, Outcome, StopReason
 
 __all__ = ["Follow"]
+
+
+@dataclass
+class _Watch:
+    """The follow loop's clocks, and the stop in flight."""
+
+    deadline: float  # silence until then is a time-out; moves on with every frame of this session
+    next_facts: float  # when to read Hermes' facts again while no frame comes
+    stop_deadline: float | None = None  # a stop was sent: how long Hermes has to confirm it
+    acked_at: float | None = None  # when Hermes confirmed the interrupt
+    interrupt: queue.Queue[dict[str, Any]] | None = None  # the interrupt's answer, when it comes
 
 
 class Follow(RunState):
@@ -133,96 +145,119 @@ class Follow(RunState):
 
     def _follow(self, t_resume: float) -> ContinuationResult:
         """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
-        gw = self.gw
-        deadline = time.monotonic() + self.opts.idle_timeout  # moves on with every frame of this session
-        next_facts = time.monotonic() + self.opts.facts_interval
-        stop_deadline: float | None = None
-        acked_at: float | None = None
-        interrupt_waiter: queue.Queue[dict[str, Any]] | None = None
+        now = time.monotonic()
+        w = _Watch(deadline=now + self.opts.idle_timeout, next_facts=now + self.opts.facts_interval)
         while True:
-            now = time.monotonic()
-            if stop_deadline is None and (self.stop.is_set() or now >= deadline):
-                if self.quitting:
-                    return self.detach()
-                self.timed_out = not self.stop.is_set()
-                done = self._finished_elsewhere()
-                if done is not None:
-                    return done
-                why = self._ours_alone()
-                if why:  # never interrupt a session the tray does not provably hold alone: say so instead
-                    return self._left_alone(why)
-                self.phase = "stopping"
-                self.progress(force=True)
-                stop_deadline = now + self.opts.stop_grace
-                with contextlib.suppress(GatewayError):
-                    interrupt_waiter = gw.send("session.interrupt", {"session_id": self.sid})
-            if interrupt_waiter is not None and acked_at is None:
-                with contextlib.suppress(queue.Empty):
-                    if "result" in interrupt_waiter.get_nowait():
-                        acked_at = now
-                        # a confirmed Stop retires the marker at once, as Hermes does
-                        self._retire_marker(stopped=not self.timed_out)
-            if stop_deadline is not None:
-                quiet_end = acked_at is not None and not self.turn_seen and now - acked_at >= 1.0
-                if quiet_end or now >= stop_deadline:
-                    # Interrupted before its agent ran (Hermes then ends the turn without a frame),
-                    # or Hermes did not confirm in time: either way the turn is over for us.
+            done = self._stopping(w, time.monotonic())
+            if done is None:
+                ev = self.next_event(0.2)
+                if ev is None:
+                    done = self._quiet(w)
+                elif ev is _EOF:
+                    done = self._ended(w)
+                else:
+                    done = self._frame(w, ev, t_resume)
+            if done is not None:
+                return done
+
+    def _stopping(self, w: _Watch, now: float) -> ContinuationResult | None:
+        """A Stop, or silence past the idle time-out: interrupt the session (only one the tray provably holds
+        alone), then give Hermes ``stop_grace`` to confirm; the turn is over for us when it does or when that ends."""
+        if w.stop_deadline is None and (self.stop.is_set() or now >= w.deadline):
+            if self.quitting:
+                return self.detach()
+            self.timed_out = not self.stop.is_set()
+            done = self._finished_elsewhere()
+            if done is not None:
+                return done
+            why = self._ours_alone()
+            if why:  # never interrupt a session the tray does not provably hold alone: say so instead
+                return self._left_alone(why)
+            self.phase = "stopping"
+            self.progress(force=True)
+            w.stop_deadline = now + self.opts.stop_grace
+            with contextlib.suppress(GatewayError):
+                w.interrupt = self.gw.send("session.interrupt", {"session_id": self.sid})
+        if w.interrupt is not None and w.acked_at is None:
+            with contextlib.suppress(queue.Empty):
+                if "result" in w.interrupt.get_nowait():
+                    w.acked_at = now
+                    # a confirmed Stop retires the marker at once, as Hermes does
                     self._retire_marker(stopped=not self.timed_out)
-                    return self._stopped_result()
-            ev = self.next_event(0.2)
-            if ev is None:
-                if stop_deadline is None and time.monotonic() >= next_facts:
-                    next_facts = time.monotonic() + self.opts.facts_interval
-                    done = self._finished_elsewhere()  # quiet here: did Hermes finish it for another client?
-                    if done is not None:
-                        return done
-                self.progress()
-                continue
-            if ev is _EOF:
-                if stop_deadline is not None:
-                    self._retire_marker(stopped=not self.timed_out)
-                    return self._stopped_result()
-                if self.handover.ours is not None and self._note_facts()[0] == "finished":  # answered, then exited
-                    self._retire_marker()
-                    self.result.finish = Finish.STATE_DB
-                    return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (Hermes "
+        if w.stop_deadline is not None:
+            quiet_end = w.acked_at is not None and not self.turn_seen and now - w.acked_at >= 1.0
+            if quiet_end or now >= w.stop_deadline:
+                # Interrupted before its agent ran (Hermes then ends the turn without a frame),
+                # or Hermes did not confirm in time: either way the turn is over for us.
+                self._retire_marker(stopped=not self.timed_out)
+                return self._stopped_result()
+        return None
+
+    def _quiet(self, w: _Watch) -> ContinuationResult | None:
+        """No frame for a moment: now and then ask Hermes' facts whether it finished the turn for another client."""
+        if w.stop_deadline is None and time.monotonic() >= w.next_facts:
+            w.next_facts = time.monotonic() + self.opts.facts_interval
+            done = self._finished_elsewhere()
+            if done is not None:
+                return done
+        self.progress()
+        return None
+
+    def _ended(self, w: _Watch) -> ContinuationResult:
+        """The connection to Hermes ended."""
+        if w.stop_deadline is not None:
+            self._retire_marker(stopped=not self.timed_out)
+            return self._stopped_result()
+        if self.handover.ours is not None and self._note_facts()[0] == "finished":  # answered, then exited
+            self._retire_marker()
+            self.result.finish = Finish.STATE_DB
+            return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (Hermes "
                                                   "exited right after; its state.db holds the reply).", "complete")
-                return self.finish(Outcome.CRASHED, f"{sentence(gw.transport.ended('mid-turn'))}. "
+        return self.finish(Outcome.CRASHED, f"{sentence(self.gw.transport.ended('mid-turn'))}. "
                                             f"{self._see_log()}." + self._child_died_marker_note())
-            if ev.get("session_id") not in (None, self.sid):
-                continue
-            etype = str(ev.get("type") or "")
-            if stop_deadline is None:
-                deadline = time.monotonic() + self.opts.idle_timeout
-                next_facts = time.monotonic() + self.opts.facts_interval
-            self.frames += 1
-            self.last_frame = etype
-            if etype == "message.start":
-                self.turn_seen = True
-                arrived = float(ev.get(RECEIVED) or time.monotonic())
-                self.result.timings.setdefault("first_frame", arrived - t_resume)
-                self.result.timings.setdefault("message_start_at", arrived)
-            elif etype in ("message.delta", "thinking.delta", "tool.start", "tool.progress"):
-                self.turn_seen = True
-            self.progress(force=etype == "message.start")
-            payload = ev.get("payload") if isinstance(ev.get("payload"), dict) else {}
-            if etype == "message.complete":
-                status = str(payload["status"]) if isinstance(payload.get("status"), str) else "complete"
-                if isinstance(payload.get("text"), str):
-                    self.result.answer = payload["text"][:ANSWER_CHARS]
-                self._retire_marker(stopped=stop_deadline is not None and not self.timed_out and status != "complete")
-                self.result.finish = Finish.STREAM
-                if stop_deadline is not None:
-                    return self._stopped_result(status)
-                if status == "interrupted":
-                    return self.finish(Outcome.INTERRUPTED, "The continuation was interrupted before it finished.", status)
-                if status == "error":
-                    return self.finish(Outcome.ERROR, "Hermes finished the continuation with an error.", status)
-                return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
-            if etype == "error":
-                msg = str(payload.get("message") or "unknown error")[:300]
-                self._retire_marker()
-                return self.finish(Outcome.ERROR, f"Hermes reported an error during the continuation: {msg}", "error")
+
+    def _frame(self, w: _Watch, ev: dict[str, Any], t_resume: float) -> ContinuationResult | None:
+        """One of this session's frames: the clocks move on, progress is told, and an end or error ends it."""
+        if ev.get("session_id") not in (None, self.sid):
+            return None
+        etype = str(ev.get("type") or "")
+        if w.stop_deadline is None:
+            w.deadline = time.monotonic() + self.opts.idle_timeout
+            w.next_facts = time.monotonic() + self.opts.facts_interval
+        self.frames += 1
+        self.last_frame = etype
+        if etype == "message.start":
+            self.turn_seen = True
+            arrived = float(ev.get(RECEIVED) or time.monotonic())
+            self.result.timings.setdefault("first_frame", arrived - t_resume)
+            self.result.timings.setdefault("message_start_at", arrived)
+        elif etype in ("message.delta", "thinking.delta", "tool.start", "tool.progress"):
+            self.turn_seen = True
+        self.progress(force=etype == "message.start")
+        raw = ev.get("payload")
+        payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
+        if etype == "message.complete":
+            return self._completed(w, payload)
+        if etype == "error":
+            msg = str(payload.get("message") or "unknown error")[:300]
+            self._retire_marker()
+            return self.finish(Outcome.ERROR, f"Hermes reported an error during the continuation: {msg}", "error")
+        return None
+
+    def _completed(self, w: _Watch, payload: dict[str, Any]) -> ContinuationResult:
+        """Hermes' ``message.complete``: the turn ended, as its status says (or as the stop in flight made it)."""
+        status = str(payload["status"]) if isinstance(payload.get("status"), str) else "complete"
+        if isinstance(payload.get("text"), str):
+            self.result.answer = payload["text"][:ANSWER_CHARS]
+        self._retire_marker(stopped=w.stop_deadline is not None and not self.timed_out and status != "complete")
+        self.result.finish = Finish.STREAM
+        if w.stop_deadline is not None:
+            return self._stopped_result(status)
+        if status == "interrupted":
+            return self.finish(Outcome.INTERRUPTED, "The continuation was interrupted before it finished.", status)
+        if status == "error":
+            return self.finish(Outcome.ERROR, "Hermes finished the continuation with an error.", status)
+        return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
 
     def _left_alone(self, why: str) -> ContinuationResult:
         """The tray does not interrupt: the turn running there is not provably its own, alone. Said as it is."""
