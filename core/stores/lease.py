@@ -145,7 +145,7 @@ class LeaseStore:
         )
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
-            if conn.execute("PRAGMA journal_mode = WAL").fetchone()[0].lower() != "wal":
+            if self._journal_mode_wal(conn).lower() != "wal":
                 log.warning("lease store %s: WAL unavailable, using the rollback journal", self.path)
             conn.execute("PRAGMA synchronous = FULL")
             if conn.execute("PRAGMA user_version").fetchone()[0] < SCHEMA_VERSION:
@@ -174,6 +174,19 @@ class LeaseStore:
             raise
         self._conn, self._conn_pid = conn, pid
         return conn
+
+    def _journal_mode_wal(self, conn: sqlite3.Connection) -> str:
+        """Switch a new store to WAL. Processes opening a new store together each hold a read lock and want
+        the write lock: SQLite fails all but one at once ("database is locked", no busy wait, to avoid a
+        deadlock), so try again until the busy timeout; once the file is WAL, the pragma only reads it."""
+        deadline = time.monotonic() + self._busy_timeout
+        while True:
+            try:
+                return str(conn.execute("PRAGMA journal_mode = WAL").fetchone()[0])
+            except sqlite3.OperationalError as exc:
+                if time.monotonic() >= deadline or "locked" not in str(exc):
+                    raise
+            time.sleep(0.01)
 
     def _replaces_a_lost_store(self) -> bool:
         """A store set aside as corrupt lies beside this (new) one: its granted epochs are unknown."""
