@@ -354,6 +354,12 @@ def test_declined_silently_is_reported_as_not_continued_with_the_reason(g2_home,
     assert key not in list_turn_markers(home)
 
 
+def refusals(home: Path) -> int:
+    """How many times Hermes' logs say it refused an auto-continue because another process owns the session."""
+    return sum(f.read_text(errors="replace").count("refused: session has another live owner")
+               for f in (home / "logs").glob("*.log"))
+
+
 def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g2_home, g2_python, mock_llm,
                                                                                env):
     """Another Hermes process (a stdio gateway) continues the turn; the tray's resume in the dashboard read the
@@ -382,9 +388,14 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
             wait_for(lambda: list_turn_markers(home).get(key, {}).get("writer_pid") == other.pid,
                      "the other process to start its continuation")
             (home / "desktop" / "interrupted_turns.json").write_text(_json.dumps({key: entry}))
+            before = refusals(home)
             started: list[object] = []
             res = gateway.continue_in_backend(turn_of(home, key, PROMPT, expected=entry), backend,
                                               listener=gateway.Callbacks(on_dispatched=started.append))
+            # Hermes checks ownership only when its scheduled auto-continue starts (after building the agent): keep
+            # the other process's turn running until it has refused. Released earlier, that turn ends first, and
+            # the entry put back above (a dead writer) is then rightly Hermes' to continue: a second turn.
+            wait_for(lambda: refusals(home) > before, "Hermes refusing the losing side")
         finally:
             mock_llm.release()
         # the other process's continuation reaches the model (under load, after the tray's resume returned);
