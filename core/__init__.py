@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 __version__ = "0.1.0"
 
 #: name -> the module that owns it ("module:attribute" where the face names it differently: an
-#: attribute whose own name says too little outside its module, like ``stores.decisions``'s ``record``)
+#: attribute whose own name says too little outside its module, like ``hermes.reach``'s ``look``)
 _FACE = {
     # finding homes, scanning, judging
     "discover_homes": "hermes.homes", "Home": "hermes.homes",
@@ -29,7 +29,8 @@ _FACE = {
     "decide": "deciding.policy", "decide_webui": "deciding.policy", "Decision": "deciding.policy",
     "Seen": "deciding.policy",
     "age_text": "deciding.policy", "restate_age": "deciding.policy",
-    "AskOnce": "deciding.ask_once", "TurnJournal": "deciding.ask_once", "ident": "deciding.ask_once",
+    "judge": "deciding.policy", "Facts": "deciding.policy",
+    "AskOnce": "deciding.ask_once", "record_notified": "deciding.ask_once", "snoozed_until": "deciding.ask_once",
     "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
     # what a turn did and why it stopped; remind me later
     "TurnProgress": "hermes.progress", "cause_words": "deciding.causes", "ExitWitness": "deciding.witness",
@@ -58,9 +59,7 @@ _FACE = {
     "is_continuation_note": "hermes.note",
     "find_live_backend": "backend.running", "settings_hermes_command": "backend.install",
     # the tray's own stores
-    "DecisionJournal": "stores.decisions", "default_journal": "stores.decisions",
-    "record_decision": "stores.decisions:record", "record_config_change": "stores.decisions",
-    "decision_history": "stores.decisions:history", "turn_roots": "stores.decisions",
+    "Ledger": "stores.ledger", "ledger": "stores.ledger", "TurnStatus": "stores.ledger",
     "TraySettings": "stores.settings", "SettingsError": "stores.settings", "load_settings": "stores.settings",
     "save_settings": "stores.settings", "update_settings": "stores.settings",
     "with_changes": "stores.settings",
@@ -68,8 +67,7 @@ _FACE = {
     "SETTING_KEYS": "stores.settings:KEYS", "MIN_IDLE_TIMEOUT": "stores.settings",
     "MAX_IDLE_TIMEOUT": "stores.settings",
     "settings_file": "stores.paths", "state_dir": "stores.paths", "cache_dir": "stores.paths",
-    "log_dir": "stores.paths", "runtime_dir": "stores.paths", "lease_db": "stores.paths",
-    "decision_journal_dir": "stores.paths",
+    "log_dir": "stores.paths", "runtime_dir": "stores.paths", "ledger_db": "stores.paths",
     "ensure_private_dir": "stores.fsutil", "atomic_write_bytes": "stores.fsutil", "os_error_text": "stores.fsutil",
     "open_private_lockfile": "stores.fsutil", "try_lock_fd": "stores.fsutil", "unlock_fd": "stores.fsutil",
     "open_private_append": "stores.logfiles",
@@ -80,20 +78,20 @@ _FACE = {
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
     "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
-    "StepKind": "vocab", "StopReason": "vocab",
+    "StepKind": "vocab", "StopReason": "vocab", "Event": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
     "TrayError": "errors",
     "json_int": "numbers", "json_number": "numbers",
     # one turn, typed where it enters
-    "Turn": "turn", "TurnKey": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
+    "Turn": "turn", "TurnId": "turn", "TurnKey": "turn", "Marker": "turn", "HomePath": "keys", "home_path": "keys",
 }
 
 #: the face, for ``import *`` and for type checkers (re-exported names); the same names as ``_FACE``
 __all__ = [
     "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "is_hermes_home",
     "Scanner", "scan", "default_cache_file", "TurnRecord",
-    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "Seen", "age_text", "restate_age", "AskOnce",
-    "TurnJournal", "ident", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
+    "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "Seen", "age_text", "restate_age", "judge",
+    "Facts", "AskOnce", "record_notified", "snoozed_until", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
     "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
     "Progress", "GatewayOptions", "Listener", "Callbacks", "StopRequest", "settle_orphaned_runs", "find_hermes",
     "probe_capabilities", "HermesNotFound",
@@ -102,18 +100,17 @@ __all__ = [
     "wait_for_marker_settle", "AutoContinueConfig", "BackendConfigError", "read_backend_config",
     "write_auto_continue", "parse_config_value", "HomeState", "parse_holder", "HermesProcesses",
     "RESUMING_STATUS_TEXT", "continuation_note", "is_continuation_note", "find_live_backend",
-    "settings_hermes_command", "DecisionJournal", "default_journal", "record_decision",
-    "record_config_change", "decision_history", "turn_roots", "TraySettings", "SettingsError",
+    "settings_hermes_command", "Ledger", "ledger", "TurnStatus", "TraySettings", "SettingsError",
     "load_settings", "save_settings", "update_settings", "with_changes", "validate_settings",
     "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT", "MAX_IDLE_TIMEOUT", "settings_file",
-    "state_dir", "cache_dir", "log_dir", "runtime_dir", "lease_db", "decision_journal_dir",
+    "state_dir", "cache_dir", "log_dir", "runtime_dir", "ledger_db",
     "ensure_private_dir", "atomic_write_bytes", "os_error_text", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
-    "StopCause", "StepKind", "StopReason", "InvalidIdError", "validate_session_id", "strict_finite",
+    "StopCause", "StepKind", "StopReason", "Event", "InvalidIdError", "validate_session_id", "strict_finite",
     "TrayError",
     "json_int", "json_number",
-    "Turn", "TurnKey", "Marker", "HomePath", "home_path",
+    "Turn", "TurnId", "TurnKey", "Marker", "HomePath", "home_path",
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
@@ -132,9 +129,18 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.continuing.results import StopRequest
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
-    from hermes_tray_core.deciding.ask_once import AskOnce, TurnJournal, ident, turn_key, waiting
+    from hermes_tray_core.deciding.ask_once import AskOnce, record_notified, snoozed_until, turn_key, waiting
     from hermes_tray_core.deciding.causes import cause_words
-    from hermes_tray_core.deciding.policy import Decision, Seen, age_text, decide, decide_webui, restate_age
+    from hermes_tray_core.deciding.policy import (
+        Decision,
+        Facts,
+        Seen,
+        age_text,
+        decide,
+        decide_webui,
+        judge,
+        restate_age,
+    )
     from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord
     from hermes_tray_core.deciding.snooze import remind_at, snooze_turn
     from hermes_tray_core.deciding.witness import ExitWitness
@@ -166,14 +172,6 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
     from hermes_tray_core.scanning.cache import default_cache_file
     from hermes_tray_core.scanning.scanner import Scanner, scan
-    from hermes_tray_core.stores.decisions import (
-        DecisionJournal,
-        default_journal,
-        record_config_change,
-        turn_roots,
-    )
-    from hermes_tray_core.stores.decisions import history as decision_history
-    from hermes_tray_core.stores.decisions import record as record_decision
     from hermes_tray_core.stores.fsutil import (
         atomic_write_bytes,
         ensure_private_dir,
@@ -182,11 +180,11 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
         try_lock_fd,
         unlock_fd,
     )
+    from hermes_tray_core.stores.ledger import Ledger, TurnStatus, ledger
     from hermes_tray_core.stores.logfiles import open_private_append
     from hermes_tray_core.stores.paths import (
         cache_dir,
-        decision_journal_dir,
-        lease_db,
+        ledger_db,
         log_dir,
         runtime_dir,
         settings_file,
@@ -205,8 +203,9 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     )
     from hermes_tray_core.stores.settings import parse_value as parse_setting_value
     from hermes_tray_core.stores.settings import validate as validate_settings
-    from hermes_tray_core.turn import Marker, Turn, TurnKey
+    from hermes_tray_core.turn import Marker, Turn, TurnId, TurnKey
     from hermes_tray_core.vocab import (
+        Event,
         Mode,
         Outcome,
         RanIn,

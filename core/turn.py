@@ -29,7 +29,7 @@ from hermes_tray_core.numbers import (
     strict_finite,
 )
 
-__all__ = ["Marker", "Turn", "TurnKey"]
+__all__ = ["Marker", "Turn", "TurnId", "TurnKey"]
 
 
 class Marker(NamedTuple):
@@ -126,6 +126,24 @@ class TurnKey(NamedTuple):
         return cls(home_path(home), session_key(key))
 
 
+class TurnId(NamedTuple):
+    """One interruption: its home, its session, when the marker says it started and how often it had been
+    continued (``attempts``). The one key of an interruption everywhere: ask-once, the ledger, History, a turn's
+    page. A new interruption of the same session is a new ``TurnId`` (its :class:`TurnKey` stays)."""
+
+    home: HomePath
+    key: SessionKey
+    started_at: float
+    attempt: int
+
+    @property
+    def id(self) -> TurnKey:
+        return TurnKey(self.home, self.key)
+
+    def __repr__(self) -> str:
+        return f"TurnId({str(self.home)!r}, {self.key!r}, {self.started_at!r}, {self.attempt})"
+
+
 class Turn(NamedTuple):
     """One interrupted turn: where (:class:`~hermes_tray_core.keys.HomePath`), which session
     (:class:`~hermes_tray_core.keys.SessionKey`) and its marker as the user was shown it."""
@@ -144,6 +162,11 @@ class Turn(NamedTuple):
     def id(self) -> TurnKey:
         """The turn's key in the shell: its home and session (a new interruption of the session keeps it)."""
         return TurnKey(self.home, self.key)
+
+    @property
+    def ident(self) -> TurnId:
+        """This interruption (a new one of the session has a new start or attempt count)."""
+        return TurnId(self.home, self.key, self.marker.started_at, self.marker.tries)
 
     @property
     def path(self) -> Path:

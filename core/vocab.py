@@ -10,7 +10,7 @@ import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
            "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource", "StopCause", "StepKind",
-           "StopReason"]
+           "StopReason", "Event"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -38,9 +38,12 @@ class Verdict(StrEnum):
     # Not one of Hermes' verdicts and never returned by ``policy.decide``: core.continuing.claim's tombstone (this
     # exact turn was skipped; a stale Hermes write brought its marker back, and the scanner removes it again).
     SKIPPED = "skipped"
-    # Not one of Hermes' verdicts either: you stopped this turn (or the tray gave up on it), the decision journal
-    # says so, and its marker is still there (Hermes' file could not be changed): never offered or resumed again.
+    # Not one of Hermes' verdicts either: you stopped this turn (or the tray gave up on it), the ledger says so, and
+    # its marker is still there (Hermes' file could not be changed): never offered or resumed again.
     STOPPED = "stopped"
+    # Nor this: a continuation of ours finished this very turn (the ledger, or Hermes' state.db says so) and its marker
+    # is back: never listed (the scanner removes the marker again), refused by a resume.
+    FINISHED = "finished"
 
 
 class WriterState(StrEnum):
@@ -83,8 +86,10 @@ class ReasonCode(StrEnum):
     WEBUI_WORKER_ALIVE = "webui-worker-alive"
     WEBUI_SERVER_LIVE = "webui-server-live"
     WEBUI_INTERRUPTED = "webui-interrupted"
-    TOMBSTONED = "tombstoned"  # skipped earlier (the decision journal): never offered again
-    STOPPED = "stopped"  # stopped by you, or given up by the tray, earlier (the decision journal): never again
+    TOMBSTONED = "tombstoned"  # skipped earlier (the ledger): never offered again
+    STOPPED = "stopped"  # stopped by you, or given up by the tray, earlier (the ledger): never again
+    FINISHED = "finished"  # continued by the tray and finished (the ledger, or state.db): never again
+    UNSURE_FINISHED = "unsure-finished"  # a continuation of ours ran it, and whether it finished cannot be read
 
 
 class Outcome(StrEnum):
@@ -218,3 +223,25 @@ class StopReason(StrEnum):
 
     USER = "you"  # the menu's or window's Stop, Ctrl-C in ``resume --wait``: interrupted, for good
     SHUTDOWN = "shutdown"  # the tray quits: it stops following; the continuation is left to Hermes
+
+
+class Event(StrEnum):
+    """What the ledger records about an interruption (:mod:`hermes_tray_core.stores.ledger`); ``history --json``'s
+    ``event``."""
+
+    NOTIFIED = "notified"  # the user was told (a notification was delivered)
+    SNOOZED = "snoozed"  # remind me later: not announced before ``until``; continues nothing
+    SKIPPED = "skipped"
+    APPROVED = "approved"  # a resume passed its checks (the user's Resume, auto mode, the command line)
+    CONTINUING = "continuing"  # the tray is about to submit its continuation note (an older Hermes)
+    DISPATCHED = "dispatched"  # Hermes started the continuation
+    COMPLETED = "completed"
+    INTERRUPTED = "interrupted"  # by your Stop, by Hermes, or left waiting as the tray quit (``stopped_by``)
+    FAILED = "failed"
+    GAVE_UP = "gave-up"
+    REFUSED = "refused"
+    CLEARED = "cleared"  # the marker went away without the tray (Hermes ended it elsewhere)
+    DETACHED = "detached"  # the tray stopped following a continuation that goes on in Hermes
+    STOPPED = "stopped"  # a witness saw why the turn's Hermes process died (``cause``, ``fact``)
+    CONFIG_CHANGED = "config-changed"  # a setting changed; about no turn
+    DETECTED = "detected"  # written by early releases only; read from their journals

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from hermes_tray_core import Outcome
 
 if TYPE_CHECKING:  # types only: the shell imports these modules when it first scans
-    from hermes_tray_core import Home, Progress, TraySettings, TurnJournal, TurnKey, TurnRecord
+    from hermes_tray_core import Home, Ledger, Progress, TraySettings, TurnKey, TurnRecord
 
 __all__ = ["ROUTINE_REFUSALS", "BackendValues", "Engine", "Outcome", "ProblemDetail", "RunResult", "ScanReport",
            "ScanSummary", "SkipReply", "key_of"]
@@ -133,14 +133,16 @@ class Engine(Protocol):
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:  # blocking
         ...
     def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:  # blocking
-        """Journal "remind me later" for ``record`` until the wall-clock time ``until``; raises when the journal
+        """Record "remind me later" for ``record`` until the wall-clock time ``until``; raises when the ledger
         cannot be written (the snooze did not take)."""
         ...
     def backend_values(self, home_path: str) -> BackendValues: ...
-    def journal(self) -> TurnJournal: ...
-    def history(self, limit: int = 500) -> list[dict[str, Any]]: ...
-    def history_file(self) -> Path:
-        """The file :meth:`history` reads (History watches it)."""
+    def ledger(self) -> Ledger: ...
+    def history(self, limit: int = 500) -> list[dict[str, Any]]:
+        """History's rows (``Ledger.turns``): one per interrupted turn, one per settings change."""
+        ...
+    def history_files(self) -> list[Path]:
+        """The files :meth:`history` reads (History watches them)."""
         ...
     def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
         ...

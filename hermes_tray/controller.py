@@ -36,7 +36,16 @@ from hermes_tray.model.turns import Run, TurnModel
 from hermes_tray.model.viewstate import ViewState
 from hermes_tray.notify.base import Notifier
 from hermes_tray.notify.note import Note
-from hermes_tray_core import AskOnce, Progress, StopReason, TraySettings, TurnKey, TurnRecord, remind_at
+from hermes_tray_core import (
+    AskOnce,
+    Progress,
+    StopReason,
+    TraySettings,
+    TurnKey,
+    TurnRecord,
+    record_notified,
+    remind_at,
+)
 
 log = logging.getLogger(__name__)
 
@@ -179,7 +188,7 @@ class Controller(QObject):
         self.notifier = notifier
         self.autostart = autostart
         # the helper has no window: its notes carry no "Show"/"Open" button that would do nothing
-        self.model = TurnModel(notifier, AskOnce(engine.journal), engine.settings(), quiet=quiet,
+        self.model = TurnModel(notifier, AskOnce(engine.ledger), engine.settings(), quiet=quiet,
                                can_show=role != "helper", demo=demo)
         self._state = ViewState()
         self.writes = WriteWorker(self)
@@ -316,7 +325,7 @@ class Controller(QObject):
         return sum(self.resume(k, origin=origin) for k in list(keys if keys is not None else self.model.waiting_keys()))
 
     def snooze(self, key: Key, when: str = "1h", *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
-        """Remind me later (``when``: ``1h``, ``tomorrow``…): journalled on the write worker, never continued or
+        """Remind me later (``when``: ``1h``, ``tomorrow``…): recorded on the write worker, never continued or
         skipped; False if the turn is not waiting."""
         rec = self.model.begin_snooze(key, record)
         if rec is None:
@@ -379,9 +388,9 @@ class Controller(QObject):
     def _on_delivered(self, note: Note, ok: bool) -> None:
         new = self.model.delivered(note, ok)
         if new:
-            via, journal = self.notifier.name, self.model.ask.journal()  # the journal of now, not of when it runs
-            self.writes.submit(lambda: self.model.ask.journal_notified(new, via=via, journal=journal),
-                             lambda _none: None, bookkeeping=True)
+            via, ledger = self.notifier.name, self.model.ask.ledger()  # the ledger of now, not of when it runs
+            self.writes.submit(lambda: record_notified(new, via=via, ledger=ledger), lambda _none: None,
+                               bookkeeping=True)
 
     # --- settings (the dialog's model, the menu's switches) ------------------------------------
     def set_backend_enabled(self, enabled: bool, home_paths: Sequence[str] | None = None) -> None:

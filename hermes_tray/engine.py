@@ -1,9 +1,8 @@
 """The adapter the tray and the helper act through (``hermes_tray_core``'s face): a thin layer, no engine logic.
 
 Everything here delegates: scanning (``scanner``), skipping (``skip``), resuming (``resume``),
-backend config (``backend_config``), tray settings (``settings``) and the decision journal
-(``decisions``; ask-once is ``ask_once``, which the turn model drives). Refusals are told apart by
-their reason codes, never by their text. Qt-free.
+backend config (``backend_config``), tray settings (``settings``) and the ledger (ask-once is ``ask_once``, which
+the turn model drives). Refusals are told apart by their reason codes, never by their text. Qt-free.
 """
 
 from __future__ import annotations
@@ -24,17 +23,14 @@ from hermes_tray_core import (
     SettingsError,
     TraySettings,
     TurnRecord,
-    decision_history,
     default_cache_file,
-    default_journal,
     discover_homes,
+    ledger,
     load_settings,
-    record_config_change,
-    record_decision,
 )
 
 if TYPE_CHECKING:
-    from hermes_tray_core import Progress, ResumeResult, TurnJournal
+    from hermes_tray_core import Ledger, Progress, ResumeResult
 
 log = logging.getLogger(__name__)
 
@@ -137,8 +133,8 @@ class CoreEngine:
         """Skip unless the entry changed or a resume holds the turn right now (``core.continuing.skip``)."""
         from hermes_tray_core import SkipOutcome, skip_turn
 
-        # journalled inside the skip's claim (record() never raises): a resume after it finds the turn answered
-        res = skip_turn(record.turn, via=f"tray-{origin}", on_skipped=lambda: self.record("skipped", record, via=origin))
+        # recorded inside the skip's claim: a resume after it finds the turn settled
+        res = skip_turn(record.turn, via=f"tray-{origin}", profile=record.profile)
         if res.ok:
             return SkipReply(True)
         log.info("skip refused (%s): %s", res.outcome, record.session_key)
@@ -157,14 +153,14 @@ class CoreEngine:
         return run_result(result)
 
     def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:
-        """Remind me later: a ``snoozed`` event in the decision journal (``core.deciding.snooze``); it continues and
-        skips nothing. Raises what the journal raises."""
+        """Remind me later: a ``snoozed`` decision in the ledger (``core.deciding.snooze``); it continues and
+        skips nothing. Raises what the ledger raises."""
         from hermes_tray_core import snooze_turn
 
         snooze_turn(record, until, via=f"tray-{origin}")
 
     def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:
-        """Write Hermes' auto-continue keys (menu toggle, settings dialog); journal each value that changed."""
+        """Write Hermes' auto-continue keys (menu toggle, settings dialog); record each value that changed."""
         from hermes_tray_core import BackendConfigError, read_backend_config, write_auto_continue
 
         problems = []
@@ -185,13 +181,13 @@ class CoreEngine:
 
     @staticmethod
     def _record_config(home: str | None, key: str, old: object, new: object) -> None:
-        """A ``config-changed`` event (by the tray) when the value really changed; bookkeeping never raises."""
+        """A ``config-changed`` decision (by the tray) when the value really changed; bookkeeping never raises."""
         if old == new and type(old) is type(new):
             return
         try:
-            record_config_change(home=home, key=key, old=old, new=new, by="tray")
+            ledger().record_config_change(home=home, key=key, old=old, new=new, by="tray")
         except Exception:  # boundary: bookkeeping never breaks a change
-            log.warning("could not journal the change of %s", key, exc_info=True)
+            log.warning("could not record the change of %s", key, exc_info=True)
 
     def backend_values(self, home_path: str) -> BackendValues:
         from hermes_tray_core import read_backend_config
@@ -216,7 +212,7 @@ class CoreEngine:
             return TraySettings()
 
     def update_settings(self, changes: dict[str, Any]) -> TraySettings:
-        """Write the tray's own settings (menu, settings dialog); journal each value that changed."""
+        """Write the tray's own settings (menu, settings dialog); record each value that changed."""
         from hermes_tray_core import update_settings
 
         old = self.settings().to_dict()
@@ -226,30 +222,18 @@ class CoreEngine:
             self._record_config(None, key, old.get(key), now.get(key))
         return new
 
-    # --- decision journal ---------------------------------------------------------------------
-    def journal(self) -> TurnJournal:
-        """The decision journal ask-once reads and writes (re-resolved: env overrides apply)."""
-        return default_journal()
-
-    def record(self, event: str, record: TurnRecord, **fields: Any) -> None:
-        """Journal a decision about a turn (``core.stores.decisions`` vocabulary): identity only, never prompt text.
-
-        Bookkeeping: it never raises. A journal that cannot be written (disk full, a broken state
-        directory) is logged; it must not turn the skip or resume it records into a failure.
-        """
-        try:
-            record_decision(event, home=record.turn.home, session_key=record.session_key,
-                            started_at=record.started_at, profile=record.profile, attempts=record.attempts,
-                            **fields)
-        except Exception:  # boundary: bookkeeping never breaks a turn
-            log.warning("could not journal %r for %s", event, record.session_key, exc_info=True)
+    # --- the ledger ---------------------------------------------------------------------------
+    def ledger(self) -> Ledger:
+        """The ledger ask-once reads and writes (re-resolved: env overrides apply)."""
+        return ledger()
 
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
-        """The decision journal, newest first; with homes given (``--home``), only what concerns them."""
-        return list(decision_history(limit, homes=self.explicit_homes))
+        """History's rows, newest first (``Ledger.turns``); with homes given (``--home``), only theirs."""
+        return ledger().turns(limit, homes=self.explicit_homes)
 
-    def history_file(self) -> Path:
-        return default_journal().path
+    def history_files(self) -> list[Path]:
+        path = ledger().path
+        return [path, path.with_name(path.name + "-wal")]
 
     def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's

@@ -31,11 +31,11 @@ def test_the_engine_package_shows_its_face_without_loading_it() -> None:
 def test_a_renamed_face_name_is_the_engine_s_own_object() -> None:
     """``module:attribute`` entries give the attribute under the face's clearer name."""
     import hermes_tray_core
+    from hermes_tray_core.hermes import reach
     from hermes_tray_core.markers import settle
-    from hermes_tray_core.stores import decisions
 
     assert hermes_tray_core.wait_for_marker_settle is settle.wait
-    assert hermes_tray_core.record_decision is decisions.record
+    assert hermes_tray_core.look_at_homes is reach.look
 
 
 def test_the_face_lists_and_its_typed_names_agree() -> None:

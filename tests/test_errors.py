@@ -215,22 +215,23 @@ def test_every_catch_all_is_a_boundary_that_says_which(package: str, most: int) 
 
 
 def test_bookkeeping_that_fails_is_logged_and_the_turn_goes_on(tmp_path: Path, caplog) -> None:
-    """The one door for bookkeeping: a journal that cannot be written (here its folder is a file) costs a line
+    """The one door for bookkeeping: a ledger that cannot be written (here its folder is a file) costs a line
     in the log, never the resume that was recording; an interrupt (Ctrl-C, a quit) still goes through."""
     import logging
 
     import pytest
 
     from hermes_tray_core.errors import bookkeeping
-    from hermes_tray_core.stores.decisions import DecisionJournal
+    from hermes_tray_core.stores.ledger import Ledger
+    from hermes_tray_core.turn import TurnId
 
-    blocked = tmp_path / "journal"
+    blocked = tmp_path / "state"
     blocked.write_text("not a folder")
     log = logging.getLogger("test.bookkeeping")
     with caplog.at_level(logging.WARNING, logger="test.bookkeeping"):
-        with bookkeeping(log, "could not journal %s for %s", "approved", "s1") as kept:
-            DecisionJournal(blocked).record("approved", home=str(tmp_path), session_key="s1", started_at=1.0)
+        with bookkeeping(log, "could not record %s for %s", "approved", "s1") as kept:
+            Ledger(blocked / "ledger.sqlite3").record("approved", TurnId(str(tmp_path), "s1", 1.0, 0))
     assert kept.failed and isinstance(kept.error, OSError)
-    assert "could not journal approved for s1" in caplog.text
+    assert "could not record approved for s1" in caplog.text
     with pytest.raises(KeyboardInterrupt), bookkeeping(log, "never swallowed"):
         raise KeyboardInterrupt

@@ -441,8 +441,8 @@ def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(t
     from hermes_tray_core.hermes.note import continuation_note
     from hermes_tray_core.markers.entries import build_entry
     from hermes_tray_core.markers.store import MarkerStore
-    from hermes_tray_core.stores import decisions
     from hermes_tray_core.turn import Turn
+    from tests.support import book
     from tests.support.sim_homes import dead_identity
 
     prompt = "Create notes.txt listing the three largest files."
@@ -466,15 +466,15 @@ def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(t
     (home / "state.db").rename(home / "state.db.away")
     unsure = settle_if_finished(Turn.of(home, SID, entry))
     assert unsure is not None and not unsure.finished and unsure.state == "unknown"
-    assert store.list()[SID] == entry and decisions.default_journal().events_for(home, SID, entry["started_at"]) == []
+    assert store.list()[SID] == entry and book.events(home, SID, entry["started_at"]) == []
     (home / "state.db.away").rename(home / "state.db")
     # A mark whose digest does not match the marker's prompt is left alone.
     assert settle_if_finished(Turn.of(home, SID, {**entry, "prompt": prompt + "!"})) is None
     settled = settle_if_finished(Turn.of(home, SID, entry))
     assert settled is not None and settled.finished and settled.retired and "reply" in settled.reason
     assert SID not in store.list()
-    events = decisions.default_journal().events_for(home, SID, entry["started_at"])
+    events = book.events(home, SID, entry["started_at"])
     assert events == ["completed"]
     # A second reader finding the same (already retired) entry journals nothing more.
     assert settle_if_finished(Turn.of(home, SID, entry)) is not None
-    assert decisions.default_journal().events_for(home, SID, entry["started_at"]) == ["completed"]
+    assert book.events(home, SID, entry["started_at"]) == ["completed"]

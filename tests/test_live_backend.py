@@ -39,9 +39,9 @@ def root_of(install: gateway.HermesInstall) -> Path:
 
 
 def journal(key: str) -> list[dict]:
-    from hermes_tray_core.stores import decisions
+    from tests.support import book
 
-    return [e for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    return [e for e in reversed(book.history(500)) if e.get("session_key") == key]
 
 
 def client(backend) -> RpcSession:
@@ -164,10 +164,10 @@ def test_resume_prefers_the_running_backend_and_never_leaks_the_token(sims, tmp_
     events = journal(key)
     assert [e["event"] for e in events] == ["approved", "continuing", "dispatched", "completed"]
     assert events[2]["ran_in"] == "running-backend" and events[2]["backend_pid"] == proc.pid
-    # The token is nowhere: not in a log record (websockets' debug log included), the result, the journal.
-    from hermes_tray_core.stores.paths import decision_journal_dir
+    # The token is nowhere: not in a log record (websockets' debug log included), the result, the ledger.
+    from hermes_tray_core.stores.paths import state_dir
 
-    journal_text = "".join(p.read_text(errors="replace") for p in Path(decision_journal_dir()).rglob("*")
+    journal_text = "".join(p.read_bytes().decode(errors="replace") for p in Path(state_dir()).rglob("*")
                            if p.is_file())
     assert TOKEN not in caplog.text and TOKEN not in json.dumps(res.to_dict()) and TOKEN not in repr(res)
     assert TOKEN not in journal_text

@@ -116,11 +116,11 @@ def _bad_settings(home: FixtureHome) -> None:
 
 
 def _journal_with_timings(home: FixtureHome) -> None:
-    from hermes_tray_core.stores import decisions
+    from tests.support import book
 
     _turns(home)
     t0 = time.time() - 600
-    d = decisions.default_journal()
+    d = book
     d.record("notified", home=str(home.path), session_key="s-wait", started_at=t0 + 0.123456, via="desktop-notifier")
     d.record("approved", home=str(home.path), session_key="s-wait", started_at=t0 + 0.123456, via="tray-menu")
     d.record("dispatched", home=str(home.path), session_key="s-wait", started_at=t0 + 0.123456, attempt=1,
@@ -237,9 +237,9 @@ def test_the_sentences_the_issue_quoted_now_say_what_happened(tmp_path: Path, mo
     assert rows["s-num"].rstrip().endswith("s-num"), rows["s-num"]  # no number as its prompt
     assert "at an unknown time" in rows["s-num"] and "days ago" not in rows["s-num"]
 
-    from hermes_tray_core.stores import decisions
+    from tests.support import book
 
-    decisions.default_journal().record("dispatched", home=str(home.path), session_key="s-wait", started_at=1.5e9,
+    book.record("dispatched", home=str(home.path), session_key="s-wait", started_at=1.5e9,
                                        via="tray-menu", attempt=1, t_active_list=0.003)
     # (history first settles that run from Hermes' facts: a "Cleared by Hermes" line comes above it)
     said = next(x for x in _run(["history", "--session", "s-wait"]).splitlines() if "Sent to Hermes" in x)

@@ -42,9 +42,9 @@ def install(sim_roots: dict[str, Path], cap: str = "legacy") -> gateway.HermesIn
 
 
 def journal_events(key: str) -> list[str]:
-    from hermes_tray_core.stores import decisions
+    from tests.support import book
 
-    return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    return [e["event"] for e in reversed(book.history(500)) if e.get("session_key") == key]
 
 
 def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
@@ -60,7 +60,7 @@ def test_resume_completes_once_and_journals_each_step(sim_roots, env, tmp_path):
     blob = "".join(p.read_text(encoding="utf-8") for p in journal_dir.rglob("*.jsonl"))
     assert PROMPT not in blob and "Migrate" not in blob
     # The claim is released (and its epoch kept) for the next time.
-    from hermes_tray_core.stores.paths import lease_db
+    from hermes_tray_core.stores.paths import ledger_db as lease_db
 
     assert LeaseStore(lease_db()).current(claim_name(home, key)) is None
 
@@ -131,7 +131,7 @@ def test_refuses_a_turn_no_longer_marked_with_the_gone_code(sim_roots, env, tmp_
 def test_refuses_when_another_tray_process_holds_the_claim(sim_roots, env, tmp_path):
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
-    from hermes_tray_core.stores.paths import lease_db
+    from hermes_tray_core.stores.paths import ledger_db as lease_db
 
     store = LeaseStore(lease_db())
     lease = store.acquire(claim_name(home, key), "other-tray", ttl=60)
@@ -244,9 +244,9 @@ def test_cli_ctrl_c_stops_the_continuation_cleanly(sim_roots, env, tmp_path):
     assert key not in list_turn_markers(home)  # stopped by the user: not continued again
     assert not pid_running(gw_pid)
     assert journal_events(key) == ["approved", "continuing", "dispatched", "interrupted"]
-    from hermes_tray_core.stores import decisions
+    from tests.support import book
 
-    stop = next(e for e in decisions.history(500) if e.get("session_key") == key and e["event"] == "interrupted")
+    stop = next(e for e in book.history(500) if e.get("session_key") == key and e["event"] == "interrupted")
     assert stop["stopped_by"] == "you"  # History says "stopped by you", not "interrupted in Hermes"
 
 
@@ -430,8 +430,8 @@ def test_unreadable_tray_settings_refuse_instead_of_running_hermes_from_path(sim
 def test_a_claim_that_cannot_be_read_back_is_still_a_refusal(sim_roots, env, tmp_path):
     import sqlite3
 
-    from hermes_tray_core.continuing.claim import lease_store
-    from hermes_tray_core.stores.paths import lease_db
+    from hermes_tray_core.stores.lease import shared as lease_store
+    from hermes_tray_core.stores.paths import ledger_db as lease_db
 
     home, key = make_home(tmp_path / "home")
     entry = plant_marker(home, key, PROMPT)
@@ -505,7 +505,8 @@ def small_desktop_dir(tmp_path):
 
 def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resumed_again(
         sim_roots, env, small_desktop_dir):
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
+    from tests.support import book
 
     home, fill = small_desktop_dir
     home, key = make_home(home, turn_seconds=1.5)
@@ -518,8 +519,8 @@ def test_a_completed_continuation_whose_marker_cannot_be_removed_is_never_resume
     left = list_turn_markers(home)[key]  # the tray's own entry: attempts + 1, a writer that has exited
     assert left["attempts"] == 1 and marker_writer_state(left) == "dead"
     assert res.continuation is not None and res.continuation.marker_left_started_at == left["started_at"]
-    assert decisions.turn_status(home, key, left["started_at"]) == "completed"
-    assert decisions.has_answered(home, key, left["started_at"])  # ask-once / auto mode: answered
+    assert book.events(home, key, left["started_at"])[-1] == "completed"
+    assert ledger().status(Turn.of(home, key, left).ident).asked  # ask-once / auto mode: answered
     # Resuming the leftover is refused: that turn already completed. Exactly one continuation ran.
     again = resume_turn(Turn.of(home, key, left), install=install(sim_roots), options=FAST)
     assert again.outcome == "refused" and "already continued and completed" in again.message, again.message
@@ -681,7 +682,7 @@ def test_a_stop_that_cannot_be_written_to_hermes_file_is_still_final_and_said(si
 
 def test_a_killed_resume_worker_is_settled_from_hermes_at_the_next_scan(sim_roots, env, tmp_path):
     from hermes_tray.model.history import group_turns
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
     home, key = make_home(tmp_path / "home", turn_seconds=3.0)
     settings_for(sim_command(sim_roots["legacy"])[0], Path(env["HERMES_TRAY_CONFIG_DIR"]))
@@ -694,10 +695,10 @@ def test_a_killed_resume_worker_is_settled_from_hermes_at_the_next_scan(sim_root
     assert _wait(lambda: not pid_running(info["pid"]) and not pid_running(info["gateway_pid"]), 30)
 
     def row() -> str:
-        (t,) = [t for t in group_turns(decisions.history(500)) if t.session_key == key]
+        (t,) = [t for t in group_turns(ledger().turns(500)) if t.session_key == key]
         return t.outcome()
 
-    assert row() == "Running"  # what the journal alone says: the worker never wrote how it ended
+    assert row() == "Running"  # what the ledger alone says: the worker never recorded how it ended
     turns = _status_turns(home, key, env)  # the next scan asks Hermes
     finished = [r for r, _c in sim_state.messages(home, key)][-1:] == ["assistant"] and \
         sim_state.messages(home, key)[-1][1].endswith(".")

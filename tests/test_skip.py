@@ -18,11 +18,11 @@ from hermes_tray_core.continuing.claim import claim_name
 from hermes_tray_core.continuing.resume import resume_turn
 from hermes_tray_core.markers.entries import build_entry
 from hermes_tray_core.markers.store import MarkerStore, list_turn_markers, remove_marker_if_unchanged
-from hermes_tray_core.stores import decisions
 from hermes_tray_core.stores.lease import LeaseStore
-from hermes_tray_core.stores.paths import lease_db
+from hermes_tray_core.stores.paths import ledger_db as lease_db
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import SkipOutcome
+from tests.support import book
 from tests.support.sim_homes import dead_identity, make_home, plant_marker, turn_of
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
@@ -123,7 +123,7 @@ def test_skip_inside_the_resume_window_loses_and_the_continuation_runs(sims, tmp
         "r", resume_turn(Turn.of(home, key, shown), install=sims[cap], options=FAST, via="test")))
     t.start()
     try:
-        assert wait_for(lambda: "approved" in [e["event"] for e in decisions.history(50, session_key=key)])
+        assert wait_for(lambda: "approved" in [e["event"] for e in book.history(50, session_key=key)])
         res = core_skip.skip_turn(Turn.of(home, key, shown), via="test")
     finally:
         t.join(60)
@@ -147,7 +147,7 @@ def test_legacy_continuation_submits_nothing_when_the_marker_was_skipped_meanwhi
         "r", resume_turn(Turn.of(home, key, shown), install=sims["legacy"], options=FAST, via="test")))
     t.start()
     try:
-        assert wait_for(lambda: "approved" in [e["event"] for e in decisions.history(50, session_key=key)])
+        assert wait_for(lambda: "approved" in [e["event"] for e in book.history(50, session_key=key)])
         time.sleep(0.1)
         skipped = remove_marker_if_unchanged(home, key, shown)  # no claim taken
     finally:
@@ -160,7 +160,7 @@ def test_legacy_continuation_submits_nothing_when_the_marker_was_skipped_meanwhi
     assert continuations(home, key) == 0
     assert not [t for t in read_turns(home) if t.get("kind") == "note"]
     assert key not in list_turn_markers(home), "the skipped marker must not come back"
-    events = [e["event"] for e in reversed(decisions.history(50, session_key=key))]
+    events = [e["event"] for e in reversed(book.history(50, session_key=key))]
     assert events[-1] == "refused" and "dispatched" not in events
 
 
@@ -199,34 +199,43 @@ def test_a_resume_that_meets_a_skip_in_progress_says_so(sims, tmp_path):
     assert continuations(home, key) == 0 and list_turn_markers(home)[key] == shown
 
 
-# ── the skip is journalled inside its claim; a resume refuses a skipped turn ──────────────────────
+# ── the skip is recorded inside its claim; a resume refuses a skipped turn ──────────────────────
 
 
-def test_skip_journals_skipped_while_it_still_holds_the_claim(tmp_path):
+def test_skip_records_skipped_while_it_still_holds_the_claim(tmp_path, monkeypatch):
+    from hermes_tray_core.stores.ledger import Ledger, ledger
+
     home = tmp_path / "home"
     shown = plant_marker(home, "s1", PROMPT)
     seen: list = []
+    record = Ledger.record
 
-    def on_skipped() -> None:
-        cur = LeaseStore(lease_db()).current(claim_name(home, "s1"))
-        seen.append(cur.holder if cur is not None else None)
-        decisions.record("skipped", home=home, session_key="s1", started_at=shown["started_at"], via="test")
+    def watching(self, event, turn, **fields):
+        cur = LeaseStore(lease_db()).current(claim_name(home, turn.key))
+        seen.append((event, cur.holder if cur is not None else None))
+        return record(self, event, turn, **fields)
 
-    res = core_skip.skip_turn(Turn.of(home, "s1", shown), via="test", on_skipped=on_skipped)
+    monkeypatch.setattr(Ledger, "record", watching)
+    res = core_skip.skip_turn(Turn.of(home, "s1", shown), via="test")
     assert res.ok and res.journal_error is None
-    assert seen and seen[0] is not None and ":via=skip-test" in seen[0]  # journalled before the release
-    assert decisions.turn_status(home, "s1", shown["started_at"]) == "skipped"
+    assert seen and seen[0][0] == "skipped" and ":via=skip-test" in seen[0][1]  # recorded before the release
+    assert ledger().status(Turn.of(home, "s1", shown).ident).skipped
     assert LeaseStore(lease_db()).current(claim_name(home, "s1")) is None
 
-    # A journal failure is reported, never undoes the skip; a losing skip journals nothing.
+    # A ledger failure is reported, never undoes the skip; a losing skip records nothing.
+    def failing(self, event, turn, **fields):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(Ledger, "record", failing)
     again = plant_marker(home, "s2", PROMPT)
-    res = core_skip.skip_turn(Turn.of(home, "s2", again), via="test", on_skipped=lambda: 1 / 0)
-    assert res.ok and "division by zero" in (res.journal_error or "")
-    called: list = []
+    res = core_skip.skip_turn(Turn.of(home, "s2", again), via="test")
+    assert res.ok and "No space left" in (res.journal_error or "") and "s2" not in list_turn_markers(home)
+    monkeypatch.setattr(Ledger, "record", watching)
+    seen.clear()
     moved = plant_marker(home, "s3", PROMPT)
     plant_marker(home, "s3", PROMPT, attempts=1)
-    res = core_skip.skip_turn(Turn.of(home, "s3", moved), via="test", on_skipped=lambda: called.append(1))
-    assert res.outcome == SkipOutcome.CHANGED and called == []
+    res = core_skip.skip_turn(Turn.of(home, "s3", moved), via="test")
+    assert res.outcome == SkipOutcome.CHANGED and seen == []
 
 
 def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
@@ -239,7 +248,7 @@ def test_a_skipped_turn_whose_marker_comes_back_is_not_resumed(sims, tmp_path):
                        capture_output=True, text=True, timeout=60)  # tray dirs: tests/conftest.py user_dirs (environment)
     assert p.returncode == 0, p.stderr
     assert key not in list_turn_markers(home)
-    assert decisions.turn_status(home, key, entry["started_at"]) == "skipped"
+    assert book.events(home, key, entry["started_at"])[-1] == "skipped"
     marker_path(home).write_bytes(before)  # a stale writer puts the very same entry back
     assert list_turn_markers(home)[key] == entry
     res = resume_turn(Turn.of(home, key, entry), install=sims["legacy"], options=FAST)

@@ -20,12 +20,14 @@ import psutil
 import pytest
 
 from hermes_tray_core import AskOnce, Scanner, discover_homes, waiting
+from hermes_tray_core.continuing.claim import claim, release
+from hermes_tray_core.deciding.ask_once import record_notified
 from hermes_tray_core.deciding.causes import CAUSE_WORDS, stop_cause
 from hermes_tray_core.deciding.snooze import MORNING_HOUR, remind_at, snooze_turn
 from hermes_tray_core.deciding.witness import ExitWitness
 from hermes_tray_core.process import machine
-from hermes_tray_core.stores.decisions import DecisionJournal
-from hermes_tray_core.turn import Marker
+from hermes_tray_core.stores.ledger import ledger
+from hermes_tray_core.turn import Marker, Turn
 from hermes_tray_core.vocab import StopCause, Verdict
 from tests.support.fixture_homes import FixtureHome, env_for, gone_writer, marker_entry
 
@@ -211,17 +213,20 @@ def test_a_writer_of_this_boot_that_died_has_no_known_cause(tmp_path):
 def test_hermes_own_shutdown_record_and_the_tray_own_crashed_continuation_are_causes(tmp_path):
     now = time.time()
     assert stop_cause(Marker.read({"interrupted_by": "shutdown"}), now=now)[0] == StopCause.SHUTDOWN
-    # the tray's journal: its continuation (attempt 1) of this session crashed after the run's marker was written
+    # the tray's ledger: its continuation (attempt 1) of this session crashed after the run's marker was written
     home = one_marker(tmp_path, attempts=1, started_at=now - 30,
                       writer=gone_writer() | {"writer_start_time": now - 40})  # a writer of this boot
-    journal = DecisionJournal()
-    journal.record("dispatched", home=home.path, session_key="s1", started_at=now - 400, attempt=1)
-    journal.record("failed", home=home.path, session_key="s1", started_at=now - 400, attempt=1, outcome="crashed")
+    first = Turn.of(home.path, "s1", {"started_at": now - 400, "attempts": 0})
+    held = claim(first, purpose="resume", via="test", ttl=30)
+    book = ledger()
+    book.record("dispatched", first.ident, run=held.run, attempt=1)
+    book.record("failed", first.ident, run=held.run, attempt=1, outcome="crashed")
+    release(held)
     turn = scan_one(home)
     assert turn.cause == StopCause.CONTINUATION_CRASHED and "attempt 1 exited mid-turn" in turn.cause_fact
-    # a crash of another attempt, or one journalled before this run began, is not this run's
-    assert journal.stop_facts(home.path, "s1", now - 30, 2) == (None, None)
-    assert journal.stop_facts(home.path, "s1", now + 60, 1) == (None, None)
+    # a crash of another attempt, or one recorded before this run began, is not this run's
+    assert book.status(turn.turn.ident._replace(attempt=2)).crashed is None
+    assert book.status(turn.turn.ident._replace(started_at=now + 60)).crashed is None
 
 
 def test_a_running_turn_has_no_cause(tmp_path):
@@ -295,9 +300,9 @@ def test_a_writer_killed_while_the_oom_counter_moves_stopped_out_of_memory(tmp_p
     if moved:
         assert turn.cause == StopCause.OUT_OF_MEMORY
         assert f"(pid {proc.pid})" in turn.cause_fact and "out-of-memory killer ran within" in turn.cause_fact
-        assert "stopped" in [e["event"] for e in DecisionJournal().history(10)]
+        assert "stopped" in [e["event"] for e in ledger().history(10)]
     else:
-        assert turn.cause == StopCause.UNKNOWN and DecisionJournal().history(10) == []
+        assert turn.cause == StopCause.UNKNOWN and ledger().history(10) == []
 
 
 def test_the_witness_reads_nothing_while_no_writer_lives(tmp_path):
@@ -335,15 +340,16 @@ class Clock:
 
 
 def ask_once(clock: Clock) -> AskOnce:
-    return AskOnce(DecisionJournal, clock=clock, wall_clock=clock)
+    return AskOnce(clock=clock, wall_clock=clock)
 
 
 def announce(ask: AskOnce, home: FixtureHome, clock: Clock, mode: str = "ask"):
-    """One tray review after a scan at the clock's time; what it announces is delivered and journalled."""
+    """One tray review after a scan at the clock's time; what it announces (or reminds of) is delivered and
+    recorded."""
     records = Scanner(discover_homes(explicit=[str(home.path)])).scan(clock.t).turns
     review = ask.review(waiting(records), mode, others=records)
-    if review.ask:
-        ask.journal_notified(ask.delivered(review.ask, True), via="test")
+    if review.ask or review.remind:
+        record_notified(ask.delivered(review.ask + review.remind, True), via="test")
     return review
 
 
@@ -355,18 +361,19 @@ def test_a_snoozed_turn_is_not_announced_before_its_time_and_once_after_it_acros
     assert len(announce(first, home, clock).ask) == 1  # announced; the user answers "remind me in 1 hour"
     snoozed = cli(tmp_path, "snooze", "s1", "--for", "1h", "--home", str(home.path))  # another process
     assert snoozed.returncode == 0, snoozed.stderr
-    # the tray restarts: nothing of the first one's memory, the journal on disk
+    # the tray restarts: nothing of the first one's memory, the ledger on disk
     clock.t += 60
     again = ask_once(clock)
     review = announce(again, home, clock)
-    assert review.ask == [] and [t.session_key for t in review.snoozed] == ["s1"]
+    assert review.ask == [] and [k.key for k in review.snoozed] == ["s1"]
     clock.t += 3600 - 120  # still a minute early
-    assert announce(again, home, clock).ask == []
+    assert announce(again, home, clock).remind == []
     clock.t += 120
-    assert [t.session_key for t in announce(again, home, clock).ask] == ["s1"]  # exactly once after the time
-    assert announce(again, home, clock).ask == []
-    assert announce(ask_once(clock), home, clock).ask == []  # nor after another restart
-    events = [e["event"] for e in reversed(DecisionJournal().history(20))]
+    assert [t.session_key for t in announce(again, home, clock).remind] == ["s1"]  # exactly once after the time
+    assert announce(again, home, clock).remind == []
+    later = announce(ask_once(clock), home, clock)
+    assert later.ask == later.remind == []  # nor after another restart
+    events = [e["event"] for e in reversed(ledger().history(20))]
     assert events == ["notified", "snoozed", "notified"]
 
 
@@ -383,7 +390,7 @@ def test_a_turn_that_goes_stale_during_its_snooze_is_not_announced_but_reported_
     assert review.ask == [] and [(t.session_key, t.verdict) for t in review.lapsed] == [("s1", Verdict.STALE)]
     assert "beyond the 15 min freshness window" in review.lapsed[0].reason  # the reason the shell lists
     assert announce(ask, home, clock).lapsed == []  # told once
-    assert "notified" not in [e["event"] for e in DecisionJournal().history(20)]
+    assert "notified" not in [e["event"] for e in ledger().history(20)]
 
 
 def test_a_snooze_never_continues_anything_even_in_auto_mode(tmp_path):
@@ -397,11 +404,11 @@ def test_a_snooze_never_continues_anything_even_in_auto_mode(tmp_path):
     assert review.resume == [] and review.ask == []
     clock.t += 301
     review = announce(ask, home, clock, mode="auto")
-    assert review.resume == [] and [t.session_key for t in review.ask] == ["s1"]  # asked, not resumed
+    assert review.resume == [] and [t.session_key for t in review.remind] == ["s1"]  # reminded, not resumed
     assert "s1" in home.read_markers()
 
 
-def test_snooze_on_the_command_line_is_journalled_and_shown_in_history(tmp_path):
+def test_snooze_on_the_command_line_is_recorded_and_shown_in_history(tmp_path):
     home = one_marker(tmp_path, started_at=time.time() - 30)
     out = cli(tmp_path, "snooze", "s1", "--for", "2h", "--json", "--home", str(home.path))
     assert out.returncode == 0, out.stderr

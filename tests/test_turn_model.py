@@ -1,6 +1,6 @@
 """The tray's turn model without Qt: what a user is asked, told and shown, driven by scans and outcomes alone.
 
-A real decision journal (the test's private state dir), real scanner records, real ask-once; notes go to a list.
+The real ledger (the test's private state dir), real scanner records, real ask-once; notes go to a list.
 No event loop: the model returns what the controller would do, and what the views would render.
 """
 
@@ -19,7 +19,9 @@ from hermes_tray.model.notes import After
 from hermes_tray.model.turns import Phase, TurnModel
 from hermes_tray.notify.note import Note
 from hermes_tray_core import AskOnce, Marker, Progress, TraySettings, Turn, TurnRecord, home_path
-from hermes_tray_core.stores import decisions
+from hermes_tray_core.deciding.ask_once import record_notified
+from hermes_tray_core.stores.ledger import ledger
+from tests.support import book
 
 HOME = Path("/home/u/.hermes")
 STARTED = time.time() - 300  # one interruption per session: the same start in every scan
@@ -61,7 +63,7 @@ def rec(session_key: str, **fields) -> TurnRecord:
 
 def model(*, quiet: bool = False, can_show: bool = True, **settings) -> tuple[TurnModel, Sink]:
     sink = Sink()
-    return TurnModel(sink, AskOnce(decisions.default_journal), TraySettings(**settings), quiet=lambda: quiet,
+    return TurnModel(sink, AskOnce(ledger), TraySettings(**settings), quiet=lambda: quiet,
                      can_show=can_show), sink
 
 
@@ -70,7 +72,7 @@ def scan(m: TurnModel, *records: TurnRecord):
 
 
 def journalled(event: str) -> list[str]:
-    return [e["session_key"] for e in decisions.history(1000) if e["event"] == event]
+    return [e["session_key"] for e in book.history(1000) if e["event"] == event]
 
 
 def test_the_turn_model_imports_no_qt() -> None:
@@ -88,11 +90,11 @@ def test_one_turn_is_asked_once_and_counts_as_asked_only_once_delivered() -> Non
     assert [a.label for a in note.actions] == ["Show", "Resume", "Skip", "Remind me in 1 hour", "Disable auto-continue"]
     assert note.kind == "waiting" and m.view().pending[0].session_key == "s1"
     assert journalled("notified") == []  # shown is not asked: delivered is
-    m.ask.journal_notified(m.delivered(note, True), via="test")
+    record_notified(m.delivered(note, True), via="test")
     assert journalled("notified") == ["s1"]
     restarted, again = model()
     scan(restarted, r)
-    assert again.shown == [], "the journal remembers across a restart"
+    assert again.shown == [], "the ledger remembers across a restart"
 
 
 def test_a_storm_is_one_note_updated_in_place_naming_each_turn() -> None:
@@ -117,7 +119,7 @@ def test_auto_mode_resumes_without_asking_and_list_mode_only_lists() -> None:
 def test_a_skipped_turn_that_comes_back_is_skipped_again_without_a_question() -> None:
     m, sink = model()
     r = rec("s1")
-    decisions.record("skipped", home=r.home, session_key=r.session_key, started_at=r.started_at)
+    book.record("skipped", home=r.home, session_key=r.session_key, started_at=r.started_at)
     after = scan(m, r)
     assert [k for k, _r in after.reskip] == [next(iter(m.records))]
     assert sink.shown == [] and m.view().pending == ()  # being skipped: not listed as waiting
@@ -275,24 +277,24 @@ def test_only_a_waiting_turn_can_be_snoozed_and_a_snooze_that_was_not_saved_says
     assert m.view().pending[0].reminder is not None and m.next_reminder() is not None
 
 
-def test_the_page_of_a_turn_no_longer_listed_says_only_what_the_journal_recorded() -> None:
+def test_the_page_of_a_turn_no_longer_listed_says_only_what_the_ledger_recorded() -> None:
     from hermes_tray.model.page import page_for
 
     m, _sink = model()
     r = rec("gone")
-    decisions.record("notified", home=r.home, session_key=r.session_key, started_at=r.started_at, via="log")
-    decisions.record("skipped", home=r.home, session_key=r.session_key, started_at=r.started_at, via="tray-cli")
+    book.record("notified", home=r.home, session_key=r.session_key, started_at=r.started_at, via="log")
+    book.record("skipped", home=r.home, session_key=r.session_key, started_at=r.started_at, via="tray-cli")
     scan(m)  # not listed: its marker is gone
-    page = page_for(m.view(), decisions.history(100), home=str(HOME), session_key="gone", title="Old one")
+    page = page_for(m.view(), ledger().turns(100), ident=book.ident(HOME, "gone", r.started_at, 0), title="Old one")
     assert page is not None and page.key is None and page.actions == () and page.facts == ()
     assert page.title == "Old one" and page.state == "Last recorded: Skipped. The tray does not list it now."
     assert [(d.what, d.detail) for d in page.decisions] == [("You were told", "in the log only: no notification "
                                                              "server"), ("Skipped", "from the command line")]
-    assert page_for(m.view(), [], home=str(HOME), session_key="never") is None
+    assert page_for(m.view(), [], ident=book.ident(HOME, "never", r.started_at, 0)) is None
 
 
 def test_a_history_row_finds_its_waiting_turn_whichever_spelling_of_the_home_found_it(tmp_path) -> None:
-    """The journal names a home canonically; the scan may have found it through a symlink. The History row's page
+    """The ledger names a home canonically; the scan may have found it through a symlink. The History row's page
     is still the waiting turn's own, with Resume (a row names its turn by the engine's TurnKey, made where it
     enters, not by comparing path text)."""
     from hermes_tray.contract import key_of
@@ -305,5 +307,5 @@ def test_a_history_row_finds_its_waiting_turn_whichever_spelling_of_the_home_fou
     m, _sink = model()
     r = rec("s1", home=link)
     scan(m, r)
-    page = page_for(m.view(), [], home=str(real.resolve()), session_key="s1")
+    page = page_for(m.view(), [], ident=book.ident(real.resolve(), "s1", r.started_at, 0))
     assert page is not None and page.key == key_of(r) and page.actions == ("resume", "skip", "snooze")

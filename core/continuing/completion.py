@@ -6,7 +6,7 @@ writer). Its own process retiring that marker on ``message.complete`` is not eno
 killed after Hermes finished, it leaves the marker of a completed turn, whose writer then exits, and
 a second resume would send the model a second note. So, just before the note is submitted, what is
 needed to recognise its completion in ``state.db`` goes into the continuation's marker (extra keys,
-which Hermes' ``read_turn_marker`` ignores) and into the decision journal (``continuing``):
+which Hermes' ``read_turn_marker`` ignores) and into the ledger (``continuing``):
 
 * ``tray_state_session``: the stored session the note goes to (``session.resume``'s compression tip);
 * ``tray_after_message_id``: ``MAX(messages.id)`` before the submit (ids only grow);
@@ -125,12 +125,11 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
 
 
 def _journal_completed(turn: Turn, why: str) -> None:
-    """``completed`` under the continuation marker's identity, unless a reader already wrote it."""
-    with bookkeeping(logger, "could not journal the settled continuation of %s", turn.key):
-        from hermes_tray_core.stores import decisions
+    """``completed`` under the continuation marker's identity, unless a reader already recorded it."""
+    with bookkeeping(logger, "could not record the settled continuation of %s", turn.key):
+        from hermes_tray_core.stores.ledger import ledger
 
-        journal = decisions.default_journal()
-        if "completed" in journal.events_for(turn.home, turn.key, turn.started_at):
-            return
-        journal.record("completed", home=turn.home, session_key=turn.key, started_at=turn.started_at,
-                       settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")), reason=why)
+        book = ledger()
+        if not book.status(turn.ident).finished:
+            book.record("completed", turn.ident, settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")),
+                        reason=why)

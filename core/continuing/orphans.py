@@ -1,10 +1,10 @@
 """After a kill, the truth from Hermes: a run of ours whose process is gone is settled from Hermes' facts.
 
-A continuation's end is journalled by the process that follows it. When that process is SIGKILLed (the resume
-worker, the tray, the helper) or stops following on purpose (the tray quit: ``detached``), the journal's last
-word on the run is an open one (``approved``, ``dispatched``, ``detached``) and History would say "Running"
-forever. Every scan looks at such runs whose claim no live process of ours holds (``core.continuing.claim``:
-a dead holder's claim is free) and asks Hermes, never a process of ours:
+A continuation's end is recorded by the process that follows it. When that process is SIGKILLed (the resume
+worker, the tray, the helper) or stops following on purpose (the tray quit: ``detached``), the ledger holds the run
+open and History would say "Running" forever. Every scan looks at the open runs whose claim is no longer held at
+their epoch (``core.continuing.claim.run_held``: a dead holder's claim is free) and asks Hermes, never a process of
+ours:
 
 * the continuation's note and a finished reply after it in ``state.db`` (found by the digest journalled at
   dispatch, ``core.continuing.completion``'s mark) → ``completed`` ("Resumed and finished");
@@ -12,7 +12,11 @@ a dead holder's claim is free) and asks Hermes, never a process of ours:
 * a marker whose writer is gone → the continuation died: ``failed`` (crashed); the marker is offered again;
 * no marker and no finished reply → Hermes ended it without one (stopped in a Hermes window, or cleared):
   ``cleared``;
-* ``state.db`` unreadable → left for a later scan (unsure: nothing is guessed).
+* ``state.db`` unreadable → left for a later scan (unsure: nothing is guessed);
+* a run that recorded nothing (its resume died checking the turn) → closed, with nothing to say.
+
+A run that never reached Hermes is no answer (:class:`~hermes_tray_core.stores.ledger.TurnStatus`): its turn is
+resumed (auto mode) or asked about again.
 
 Bookkeeping only: it never raises, never writes Hermes' files, and costs nothing when no run is open.
 """
@@ -21,35 +25,37 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.keys import HomePath, InvalidIdError, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.numbers import json_number
-from hermes_tray_core.turn import Marker, Turn
+from hermes_tray_core.turn import Marker, Turn, TurnId
 from hermes_tray_core.vocab import WriterState
+
+if TYPE_CHECKING:
+    from hermes_tray_core.stores.ledger import Ledger
 
 __all__ = ["settle_orphaned_runs"]
 
 logger = get_logger(__name__)
 
 
-def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, *, journal: Any = None) -> int:
+def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, *, book: Ledger | None = None) -> int:
     """Settle ``home``'s open runs whose process is gone (module doc); ``turns``: its marker file as just read
     (None: read it here). Returns how many were settled."""
     where = home_path(home)
     with bookkeeping(logger, "could not settle the open runs of %s", where):  # settling old runs never breaks a scan
-        from hermes_tray_core.stores import decisions
+        from hermes_tray_core.stores.ledger import ledger
 
-        j = journal or decisions.default_journal()
-        runs = j.open_runs(where)
+        book = book or ledger()
+        runs = book.open_runs(where)
         if not runs:
             return 0
         if turns is None:
             turns = _read(where)
         by_key: dict[str, Turn] = {t.key: t for t in turns}
-        return len([ev for ev in runs if _settle(where, ev, by_key, j)])
+        return len([ev for ev in runs if _settle(where, ev, by_key, book)])
     return 0
 
 
@@ -65,12 +71,15 @@ def _read(home: HomePath) -> list[Turn]:
     return out
 
 
-def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], journal: Any) -> bool:
-    key, started = ev.get("session_key"), ev.get("started_at")
-    from hermes_tray_core.continuing import claim as exactly_once
+def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], book: Ledger) -> bool:
+    from hermes_tray_core.continuing.claim import run_held
 
-    if not isinstance(key, str) or exactly_once.is_held(home, key):  # a live process of ours follows the run
+    key = ev["session_key"]
+    if run_held(ev["claim"], ev["epoch"]):  # a live process of ours follows the run
         return False
+    if ev["event"] is None:  # it died checking the turn: nothing began
+        book.end_run(ev["run"])
+        return True
     from hermes_tray_core.continuing.completion import mark_of
     from hermes_tray_core.markers.entries import writer_judgement
 
@@ -83,30 +92,29 @@ def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], jo
         if state == "unknown":
             return False  # cannot tell: a later scan asks again
         if state == "finished":
-            return _record(journal, "completed", home, key, started, ev, settled_by="state.db", reason=why)
+            return _record(book, "completed", ev, settled_by="state.db", reason=why)
     if turn is not None and turn.marker.is_entry:
         if writer_judgement(turn.marker, home).state != WriterState.DEAD:
             return False  # Hermes still runs it (or may): its end comes later
         # a marker other than the one the run started from: Hermes had taken the turn over (its continuation's)
-        dispatched = ev.get("event") != "approved" or turn.marker.raw.get("started_at") != started
-        return _record(journal, "failed", home, key, started, ev, outcome="crashed" if dispatched else "error",
-                       dispatched=dispatched,
+        dispatched = ev["event"] != "approved" or turn.started_at != ev["started_at"]
+        return _record(book, "failed", ev, marker=turn.started_at if dispatched else None,
+                       outcome="crashed" if dispatched else "error", dispatched=dispatched,
                        reason="the process following the continuation is gone and it did not finish; the turn waits "
                               "again" if dispatched else "the resume ended before Hermes started the continuation")
-    return _record(journal, "cleared", home, key, started, ev,
+    return _record(book, "cleared", ev,
                    reason="Hermes holds no marker for it and state.db holds no finished reply: it ended in Hermes "
                           "without one (stopped there, or cleared)")
 
 
-def _record(journal: Any, event: str, home: HomePath, key: str, started: Any, ev: Mapping[str, Any],
-            **fields: Any) -> bool:
+def _record(book: Ledger, event: str, ev: Mapping[str, Any], *, marker: float | None = None, **fields: Any) -> bool:
     attempt = ev.get("attempt")
-    with bookkeeping(logger, "could not journal how the run of %s ended", key) as kept:
-        journal.record(event, home=home, session_key=key, started_at=json_number(started), via="scan",
-                       after=ev.get("event"), attempts=ev.get("attempts"), ran_in=ev.get("ran_in"),
-                       backend_pid=ev.get("backend_pid"), **({"attempt": attempt} if attempt is not None else {}),
-                       **fields)
+    turn = TurnId(ev["home"], ev["session_key"], ev["started_at"], ev["attempts"] if ev["attempts"] is not None else -1)
+    with bookkeeping(logger, "could not record how the run of %s ended", turn.key) as kept:
+        book.record(event, turn, run=ev["run"], marker_started=marker, via="scan", after=ev.get("event"),
+                    ran_in=ev.get("ran_in"), backend_pid=ev.get("backend_pid"),
+                    **({"attempt": attempt} if attempt is not None else {}), **fields)
     if kept.failed:
         return False
-    logger.info("run of %s (%s) settled from Hermes' facts: %s", key, ev.get("event"), event)
+    logger.info("run of %s (%s) settled from Hermes' facts: %s", turn.key, ev.get("event"), event)
     return True

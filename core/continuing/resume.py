@@ -3,13 +3,13 @@
 ``resume_turn(home, session_key, expected)``:
 
 1. claims the turn (:mod:`core.continuing.claim`: a second tray, the helper or another login gets
-   "already being resumed");
+   "already being resumed"); the claim and the run it starts in the ledger commit in one transaction;
 2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and still be
-   ``actionable`` by the same policy the scanner uses — a live writer, a live Hermes turn lease or a live
-   active-session owner means a backend is on it: refuse and say continue there;
+   ``actionable`` by the one judge the scanner uses (:func:`core.deciding.policy.judge`) — settled in the ledger,
+   a live writer, a live Hermes turn lease or a live active-session owner: refuse and say why;
 3. dispatches the continuation through Hermes (``core.continuing.gateway``) and follows it to the end;
-4. journals each step — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` / ``failed`` /
-   ``gave-up`` (and ``refused``) — identity only, never prompt text; then releases the claim.
+4. records each step of the run in the ledger — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` /
+   ``failed`` / ``gave-up`` (and ``refused``) — identity only, never prompt text; then releases the claim.
 
 A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the next resume sees
 it actionable until ``max_attempts``, where the engine stops and says so — unless Hermes' ``state.db`` shows
@@ -42,11 +42,22 @@ from hermes_tray_core.continuing.listener import Heard, Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, stop_reason
 from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.keys import SessionKey
-from hermes_tray_core.turn import Marker, Turn
-from hermes_tray_core.vocab import Outcome, RanIn, Refusal, StopReason, Verdict, WriterState
+from hermes_tray_core.stores.ledger import NOTHING, TurnStatus
+from hermes_tray_core.turn import Marker, Turn, TurnId
+from hermes_tray_core.vocab import (
+    Event,
+    Outcome,
+    RanIn,
+    ReasonCode,
+    Refusal,
+    StopReason,
+    Verdict,
+    WriterState,
+)
 
 if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
     from hermes_tray_core.backend.endpoint import BackendEndpoint
+    from hermes_tray_core.continuing.completion import Settlement
 
 logger = logging.getLogger(__name__)
 
@@ -125,35 +136,45 @@ def settings_options() -> GatewayOptions:
     return GatewayOptions(idle_timeout=float(idle))
 
 
-def _journal(event: str, home: str, key: str, started_at: float | None = None, **fields: Any) -> None:
-    """Decision journal entry for the turn that started at ``started_at`` (bookkeeping: a failure is
-    logged, never raised)."""
-    with bookkeeping(logger, "could not journal %s for %s", event, key):
-        from hermes_tray_core.stores import decisions
+def _record(event: Event | str, turn: TurnId, *, run: int | None = None, marker: float | None = None,
+            **fields: Any) -> None:
+    """A step of a resume in the ledger (bookkeeping: a failure is logged, never raised)."""
+    with bookkeeping(logger, "could not record %s for %s", event, turn.key):
+        from hermes_tray_core.stores.ledger import ledger
 
-        decisions.record(event, home=home, session_key=key, started_at=started_at, **fields)
+        ledger().record(event, turn, run=run, marker_started=marker, **fields)
 
 
 @dataclass(frozen=True)
 class Assessment:
-    """The policy's verdict on one marker right now, with the config it used."""
+    """The one judge's verdict on one marker right now (:func:`core.deciding.policy.judge`), with the budget it used."""
 
     verdict: Verdict
     reason: str
     unsure: bool
     max_attempts: int
+    code: ReasonCode | None = None
+    known: TurnStatus = NOTHING  # what the ledger knows of it
+    settled: Settlement | None = None  # a continuation of ours, as state.db shows it
 
 
 def assess(turn: Turn, *, now: float | None = None) -> Assessment:
-    """The scanner's verdict for one turn: writer, Hermes turn lease, active-session owner."""
-    from hermes_tray_core.deciding.policy import Seen, decide
+    """The scanner's verdict for one turn, from a fresh look: the ledger, a continuation of ours settled from
+    state.db, the writer, Hermes' turn lease, the active-session owner (:func:`core.deciding.policy.judge`)."""
+    from hermes_tray_core.continuing.completion import settle_if_finished
+    from hermes_tray_core.deciding.policy import Facts, Seen, judge
     from hermes_tray_core.hermes.config import read_backend_config
     from hermes_tray_core.hermes.state_db import lookup_session, session_activity
     from hermes_tray_core.markers.entries import writer_judgement
+    from hermes_tray_core.stores.ledger import ledger
 
     now = time.time() if now is None else now
     home, marker = turn.home, turn.marker
     cfg = read_backend_config(home).auto_continue
+    known = NOTHING
+    with bookkeeping(logger, "cannot read the ledger for %s", turn.key):  # unknown: the other facts decide
+        known = ledger().status(turn.ident)
+    settled = settle_if_finished(turn)
     judged = writer_judgement(marker, home)
     writer = judged.state
     info, _problem = lookup_session(home, turn.key)
@@ -173,10 +194,11 @@ def assess(turn: Turn, *, now: float | None = None) -> Assessment:
         from hermes_tray_core.hermes.processes import backend_state
 
         backend, backend_detail = backend_state(home)
-    d = decide(marker, config=cfg, now=now, seen=Seen(
-        writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
-        backend_detail, judged.note, idle, idle_detail))
-    return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
+    seen = Seen(writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
+                backend_detail, judged.note, idle, idle_detail)
+    d = judge(marker, Facts(cfg, now, seen, known, settled.state if settled else None,
+                            settled.reason if settled else ""))
+    return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts), d.code, known, settled)
 
 
 def resume_turn(
@@ -186,7 +208,6 @@ def resume_turn(
     options: GatewayOptions | None = None,
     listener: Listener | None = None,
     stop: threading.Event | None = None,
-    lease_path: Path | None = None,
     claim_wait: float = 0.0,
     env: Mapping[str, str] | None = None,
     via: str = "api",
@@ -203,10 +224,9 @@ def resume_turn(
     """
     key = turn.key
     r = _Resume(turn, via, install, options, listener, stop, env)
-    held = exactly_once.claim(turn, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait,
-                              lease_path=lease_path)
+    held = exactly_once.claim(turn, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait)
     if isinstance(held, exactly_once.ClaimRefused):
-        if held.code == Refusal.STORE_ERROR:  # unsure whether someone else holds it: refuse (not journalled)
+        if held.code == Refusal.STORE_ERROR:  # unsure whether someone else holds it: refuse (not recorded)
             return r.result(Outcome.REFUSED, f"Not resumed: {held.message}.", code=held.code)
         return r.refused(f"Not resumed: {held.message}.", held.code)  # claimed elsewhere, or being skipped
     from hermes_tray_core.stores.lease import LeaseKeeper
@@ -214,7 +234,7 @@ def resume_turn(
     keeper = LeaseKeeper(held.store, held.lease, ttl=CLAIM_TTL,
                          on_lost=lambda _l: logger.error("resume claim on %s lost mid-run", key)).start()
     try:
-        return r.claimed(held.epoch, prefer_running_backend)
+        return r.claimed(held, prefer_running_backend)
     finally:
         keeper.stop()
         keeper.join(timeout=5)
@@ -269,9 +289,9 @@ class _Resume:
         self.turn, self.home, self.key, self.via = turn, turn.home, turn.key, via
         self.install, self.options, self.listener = install, options, Heard(listener)
         self.stop, self.env = stop, env
-        self.started_at: float | None = None  # the turn's identity in the journal, once its marker is read
-        self.prompt: str | None = None  # the turn's original prompt (never journalled: its note's digest is)
+        self.prompt: str | None = None  # the turn's original prompt (never recorded: its note's digest is)
         self.epoch = 0
+        self.run = 0  # the ledger's run, recorded with the claim
         self.attempts = 0
         self._approved: list[threading.Thread] = []
 
@@ -281,16 +301,17 @@ class _Resume:
         return ResumeResult(outcome, message, self.home, self.key, verdict, continuation, code=code,
                             fallback_reason=fallback)
 
-    def journal(self, event: str, **fields: Any) -> None:
-        _journal(event, self.home, self.key, self.started_at, via=self.via, **fields)
+    def journal(self, event: Event | str, *, marker: float | None = None, **fields: Any) -> None:
+        """A step of this run, about the turn as read under the claim."""
+        _record(event, self.turn.ident, run=self.run or None, marker=marker, via=self.via, **fields)
 
     def refused(self, message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
-        """Refused before the turn was read: journalled without its identity."""
-        _journal("refused", self.home, self.key, None, reason=message, verdict=verdict, via=self.via)
+        """Refused before the marker was read again (about the turn as shown), or after it changed."""
+        self.journal(Event.REFUSED, reason=message, verdict=verdict)
         return self.result(Outcome.REFUSED, message, verdict, code=code)
 
-    def claimed(self, epoch: int, prefer_running_backend: bool) -> ResumeResult:
-        self.epoch = epoch
+    def claimed(self, held: exactly_once.Claim, prefer_running_backend: bool) -> ResumeResult:
+        self.epoch, self.run = held.epoch, held.run
         self.options = self.options or settings_options()
         backends = _Backends(self.home, wait=self.options.backend_start_wait, on_waiting=self._waiting_for_backend,
                              stop=self.stop) if prefer_running_backend else None
@@ -308,9 +329,9 @@ class _Resume:
         """The session a run of ours last left in that backend for this turn's session (runtime id, when), from the
         journal; None when none (or the journal cannot be read)."""
         with bookkeeping(logger, "cannot read which session the tray left in %s", backend_pid, level=DEBUG):
-            from hermes_tray_core.stores import decisions
+            from hermes_tray_core.stores.ledger import ledger
 
-            for ev in decisions.default_journal().history(50, home=self.home, session_key=self.key):
+            for ev in ledger().history(50, home=self.home, session_key=self.key):
                 if ev.get("backend_pid") == backend_pid and isinstance(ev.get("left_sid"), str):
                     at = ev.get("created_at")
                     return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
@@ -323,8 +344,8 @@ class _Resume:
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
     def _recheck(self) -> Assessment | ResumeResult:
-        """Under the claim: the marker read again must be the one shown (``self.turn`` becomes the turn as read)."""
-        from hermes_tray_core.continuing.completion import settle_if_finished
+        """Under the claim: the marker read again must be the one shown (``self.turn`` becomes the turn as read), and
+        the one judge must find it actionable."""
         from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
 
         try:
@@ -338,51 +359,43 @@ class _Resume:
             return self.refused("Not resumed: the interrupted turn changed since it was shown (another attempt ran "
                                 "or Hermes updated it); look at it again.", Refusal.CHANGED)
         self.turn = turn = Turn(self.home, self.key, Marker.read(entry))
-        self.started_at = turn.started_at
-        settled = settle_if_finished(turn)
-        if settled is not None and not settled.finished:  # unsure whether it finished: never risk a second turn
-            why = f"cannot tell whether the tray's previous continuation of this turn finished ({settled.reason})"
-            self.journal("refused", reason=why, verdict="unsure")
-            return self.result(Outcome.REFUSED, f"Not resumed: {why}. Try again when Hermes' state.db can be read.",
+        a = assess(turn)
+        if a.verdict == Verdict.STOPPED:
+            why = "you stopped it" if a.known.stopped == Event.INTERRUPTED else "the tray gave up on it"
+            self.journal(Event.REFUSED, reason=f"{why} earlier", verdict=Verdict.STOPPED)
+            return self.result(Outcome.REFUSED, f"Not resumed: {why} earlier (the tray's ledger says so), and a Stop is "
+                               "final. Its marker is still in Hermes' file; `hermes-tray skip` removes it once the home "
+                               "can be written.", Verdict.STOPPED, code=Refusal.STOPPED)
+        if a.verdict in (Verdict.SKIPPED, Verdict.FINISHED):
+            if a.settled is not None and a.settled.finished:  # a continuation of ours finished; its process did not say
+                why = f"this turn was already continued and completed ({a.settled.reason})"
+                tail = "" if a.settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."
+            else:
+                why = ("this turn was skipped" if a.verdict == Verdict.SKIPPED else
+                       "this turn was already continued and completed") + " (the tray's ledger says so), yet its marker is back"
+                tail = (" The stale marker was removed again, so Hermes will not continue it either."
+                        if exactly_once.remove_settled(turn) else " Skip it to remove the marker, or continue it by hand "
+                        "in Hermes.")
+            self.journal(Event.REFUSED, reason=why, verdict="settled")
+            return self.result(Outcome.REFUSED, f"Not resumed: {why}.{tail}", "settled", code=Refusal.ALREADY_SETTLED)
+        if a.code == ReasonCode.UNSURE_FINISHED:  # never risk a second turn
+            self.journal(Event.REFUSED, reason=a.reason, verdict="unsure")
+            return self.result(Outcome.REFUSED, f"Not resumed: {a.reason}. Try again when Hermes' state.db can be read.",
                                "unsure", code=Refusal.NOT_ACTIONABLE)
-        if settled is not None:  # a continuation the tray ran finished; its own process did not say so
-            why = f"this turn was already continued and completed ({settled.reason})"
-            self.journal("refused", reason=why, verdict="settled")
-            return self.result(Outcome.REFUSED, f"Not resumed: {why}." + (
-                "" if settled.retired else " Its marker could not be removed: skip it with `hermes-tray skip`."),
-                "settled", code=Refusal.ALREADY_SETTLED)
-        done = exactly_once.settled(turn)
-        if done:
-            why = ("was skipped" if done == "skipped" else "was already continued and completed") + \
-                " (the tray's decision journal says so), yet its marker is back"
-            removed = exactly_once.enforce_tombstones([turn])
-            self.journal("refused", reason=f"this turn {why}", verdict="settled")
-            tail = (" The stale marker was removed again, so Hermes will not continue it either." if removed else
-                    " Skip it to remove the marker, or continue it by hand in Hermes.")
-            return self.result(Outcome.REFUSED, f"Not resumed: this turn {why}.{tail}", "settled",
-                               code=Refusal.ALREADY_SETTLED)
-        how = exactly_once.stopped(turn)
-        if how:
-            why = "you stopped it" if how == "interrupted" else "the tray gave up on it"
-            self.journal("refused", reason=f"{why} earlier", verdict=Verdict.STOPPED)
-            return self.result(Outcome.REFUSED, f"Not resumed: {why} earlier (the tray's decision journal says so), and "
-                               "a Stop is final. Its marker is still in Hermes' file; `hermes-tray skip` removes it "
-                               "once the home can be written.", Verdict.STOPPED, code=Refusal.STOPPED)
         from hermes_tray_core.continuing.writable import write_problem
 
         cannot = write_problem(self.home)
         if cannot:
-            self.journal("refused", reason=cannot, verdict="read-only")
+            self.journal(Event.REFUSED, reason=cannot, verdict="read-only")
             return self.result(Outcome.REFUSED, f"Not resumed: {cannot}. Make it writable, then resume it.",
                                code=Refusal.HOME_READ_ONLY)
-        a = assess(turn)
         if a.verdict == Verdict.EXHAUSTED:
-            self.journal(Outcome.GAVE_UP, reason=a.reason)
+            self.journal(Event.GAVE_UP, reason=a.reason)
             return self.result(Outcome.GAVE_UP, f"Not resumed: gave up — {a.reason}. Continue it by hand in Hermes if it "
                                         "still matters.", a.verdict)
         if a.verdict != Verdict.ACTIONABLE:
             hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
-            self.journal("refused", reason=f"{a.reason}", verdict=a.verdict)
+            self.journal(Event.REFUSED, reason=f"{a.reason}", verdict=a.verdict)
             return self.result(Outcome.REFUSED, f"Not resumed: {a.reason}.{hint}", a.verdict, code=Refusal.NOT_ACTIONABLE)
         return a
 
@@ -428,14 +441,14 @@ class _Resume:
         self.listener.dispatched(result)
 
     def submitting(self, marker: dict[str, Any]) -> None:
-        """The continuation's own marker (its identity: this session + its started_at) and how state.db will show
-        the note answered: journalled before the note is submitted (core.continuing.completion)."""
+        """The continuation's own marker (the interruption it becomes, should it die: this run's) and how state.db
+        will show the note answered: recorded before the note is submitted (core.continuing.completion)."""
         from hermes_tray_core.continuing.completion import mark_of
 
         self._approved_done()
         mark = mark_of(marker)
-        _journal("continuing", self.home, self.key, Marker.read(marker).started_at, via=self.via,
-                 attempt=marker.get("attempts"), original_started_at=self.started_at, **(mark.fields() if mark else {}))
+        self.journal(Event.CONTINUING, marker=Marker.read(marker).started_at, attempt=marker.get("attempts"),
+                     **(mark.fields() if mark else {}))
 
     # step 2: continue it, in the user's running Hermes when there is one, else in a spawned gateway
 
@@ -486,11 +499,26 @@ class _Resume:
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
         return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
 
-    # step 3: journal how it ended, and say it
+    # step 3: record how it ended, and say it
+
+    def _own_marker(self, res: ContinuationResult) -> float | None:
+        """When this run reached Hermes and did not finish: the ``started_at`` of the marker its continuation left
+        (Hermes' own, or ours), so that the interruption it is — should it be offered again — is tied to this run."""
+        if res.outcome == Outcome.COMPLETED or not res.dispatched:
+            return None
+        if res.marker_left_started_at is not None:
+            return float(res.marker_left_started_at)
+        from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
+
+        try:
+            left = Marker.read(list_turn_markers(self.home).get(self.key))
+        except (MarkerStoreError, OSError, ValueError):
+            return None
+        return left.started if left.is_entry and left.tries >= 1 and left.started != self.turn.started_at else None
 
     def _report(self, res: ContinuationResult, fallback: str | None, a: Assessment) -> ResumeResult:
         self._approved_done()  # (also when Hermes never started: approved, then failed)
-        where = {"ran_in": res.ran_in, "backend_pid": res.backend_pid, "fallback_reason": fallback}
+        where: dict[str, Any] = {"ran_in": res.ran_in, "backend_pid": res.backend_pid, "fallback_reason": fallback}
         if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
             self.journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
                          dispatched=False, **where)
@@ -502,7 +530,7 @@ class _Resume:
                                fallback=fallback)
         if res.left_session:
             where["left_sid"] = res.left_session  # the session left to Hermes in that backend (Run._left_by_us)
-        fields = {"attempt": res.attempt, "attempts": self.attempts, "continued_by": res.continued_by,
+        fields: dict[str, Any] = {"attempt": res.attempt, "continued_by": res.continued_by,
                   "status": res.status, "dispatched": res.dispatched, "gateway_exit": res.gateway_exit, **where,
                   **{f"t_{k}": round(v, 3) for k, v in res.timings.items() if not k.endswith("_at")}}
         if res.log_problem:
@@ -519,13 +547,13 @@ class _Resume:
         for name in ("not_continued", "finish", "left_alone"):
             if getattr(res, name):
                 extra[name] = getattr(res, name)
-        self.journal(event, **extra, **fields)
-        if res.marker_left and res.marker_left_started_at != self.started_at:
+        self.journal(event, marker=self._own_marker(res), **extra, **fields)
+        if res.marker_left and res.marker_left_started_at not in (None, self.turn.started_at):
             # The marker left (the continuation's own, attempts + 1, a new started_at, a writer now gone) could not
             # be removed and would read actionable: record the same outcome under its identity, so ask-once and
             # auto mode see it answered and a resume of it is refused (completed, or stopped for good).
-            _journal(event, self.home, self.key, res.marker_left_started_at, via=self.via,
-                     marker_left=res.marker_left, **extra, **{**fields, "attempts": res.attempt})
+            left = TurnId(self.home, self.key, float(res.marker_left_started_at or 0.0), int(res.attempt or 0))
+            _record(event, left, via=self.via, marker_left=res.marker_left, **extra, **fields)
         message = res.message
         if res.dispatched and res.where:
             message += f" It ran {res.where}."

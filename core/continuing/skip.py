@@ -6,24 +6,21 @@
    tray, the helper, another login, ``hermes-tray resume``) holds it, the skip loses, saying so;
 2. removes the marker entry by compare-and-remove against the entry the user was shown (``turn.marker``):
    if it changed or vanished, nothing is removed;
-3. records ``skipped`` in the decision journal still inside the claim, so a resume that takes the claim next
-   finds the turn answered (and refuses it should its marker be written again); then releases the claim.
+3. records ``skipped`` in the ledger still inside the claim, so a resume that takes the claim next finds the turn
+   settled (and refuses it should its marker be written again); then releases the claim.
 
 Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim — an
 older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs itself: that
 run takes the marker over by compare-and-swap before it submits anything.)
 
-The ``skipped`` entry is the caller's (the CLI and the tray record different fields): ``on_skipped`` journals
-it, inside the claim, right after the removal. A failure there is reported (``SkipResult.journal_error``),
-never undoes the skip. Without ``on_skipped`` nothing is journalled here.
+A failure to record it is reported (``SkipResult.journal_error``), never undoes the skip.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
 from dataclasses import dataclass
-from pathlib import Path
+from typing import Any
 
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.errors import bookkeeping
@@ -40,27 +37,21 @@ CLAIM_TTL = 30.0
 class SkipResult:
     outcome: SkipOutcome
     message: str
-    journal_error: str | None = None  # on_skipped failed (the skip stands): a warning to show
+    journal_error: str | None = None  # the ledger could not record it (the skip stands): a warning to show
 
     @property
     def ok(self) -> bool:
         return self.outcome == SkipOutcome.SKIPPED
 
 
-def skip_turn(
-    turn: Turn,
-    *,
-    lease_path: Path | None = None,
-    via: str = "api",
-    on_skipped: Callable[[], object] | None = None,
-) -> SkipResult:
+def skip_turn(turn: Turn, *, via: str = "api", **fields: Any) -> SkipResult:
     """Remove the turn's marker iff it still equals the one shown (``turn.marker``) and no resume holds the turn
-    (see module doc); then, still holding the claim, call ``on_skipped()`` to journal it. Never raises for
-    expected failures."""
+    (see module doc); then, still holding the claim, record ``skipped`` (by ``via``, with ``fields``). Never raises
+    for expected failures."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
     key = turn.key
-    held = exactly_once.claim(turn, purpose="skip", via=via, ttl=CLAIM_TTL, lease_path=lease_path)
+    held = exactly_once.claim(turn, purpose="skip", via=via, ttl=CLAIM_TTL)
     if isinstance(held, exactly_once.ClaimRefused):
         if held.code == Refusal.STORE_ERROR:  # cannot tell whether a resume holds it: do nothing
             return SkipResult(SkipOutcome.ERROR, f"Not skipped: {held.message}.")
@@ -69,13 +60,13 @@ def skip_turn(
     journal_error: str | None = None
     try:
         removed = remove_marker_if_unchanged(turn.home, key, turn.marker.entry or {})
-        if removed and on_skipped is not None:
-            problem: object = None
-            with bookkeeping(logger, "could not journal the skip of %s", key) as kept:  # never undoes the skip
-                problem = on_skipped()
+        if removed:
+            from hermes_tray_core.stores.ledger import ledger
+
+            with bookkeeping(logger, "could not record the skip of %s", key) as kept:  # never undoes the skip
+                ledger().record("skipped", turn.ident, via=via, **fields)
             if kept.error is not None:
-                problem = f"could not record 'skipped' in the decision journal ({kept.error})"
-            journal_error = problem if isinstance(problem, str) and problem else None
+                journal_error = f"could not record 'skipped' in the tray's ledger ({kept.error})"
     except OSError as exc:
         logger.warning("could not skip %s: %s", key, exc)
         return SkipResult(SkipOutcome.ERROR, f"Not skipped: {os_error_text(exc)}")

@@ -1,8 +1,10 @@
 """What should happen to one interrupted turn: the tray's one home for verdicts, ages and reasons.
 
-:func:`decide` (a desktop marker) and :func:`decide_webui` (a pending WebUI turn) take everything they
-need as arguments (no I/O, no clock), so the tray, the helper, the CLI and the resume engine reach the
-same verdict as Hermes' backend would on ``session.resume``. Each :class:`Decision` carries the verdict,
+:func:`judge` (a desktop marker, with what the tray itself knows of it) and :func:`decide_webui` (a pending WebUI
+turn) take everything they need as arguments (no I/O, no clock), so the scanner (the tray, the helper, the CLI) and
+the resume's re-check under its claim reach one verdict, in one order: first what the tray's own ledger and a
+continuation of its own settle (skipped, finished, stopped for good; unsure whether it finished), then
+:func:`decide`, the verdict Hermes' backend would reach on ``session.resume``. Each :class:`Decision` carries the verdict,
 a stable reason *code*, the one line a user reads, and the age that line states (``age_seconds``): the
 scanner shows exactly that age, so the two can never disagree.
 
@@ -40,17 +42,20 @@ from hermes_tray_core.hermes.config import (
     AutoContinueConfig,
 )
 from hermes_tray_core.numbers import finite, json_int
+from hermes_tray_core.stores.ledger import NOTHING, TurnStatus
 from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import ReasonCode, Verdict, WriterState
 
 __all__ = [
-    "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "Seen", "decide", "decide_webui",
+    "Verdict", "ReasonCode", "VERDICTS", "AutoContinueConfig", "Decision", "Facts", "Seen", "decide", "decide_webui",
+    "judge",
     "marker_age", "age_text", "restate_age",
     "DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES", "MAX_AGE_SECONDS",
 ]
 
-# What decide() can return (Verdict.SKIPPED and STOPPED are core.continuing.claim's, applied by the scanner).
-VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v not in (Verdict.SKIPPED, Verdict.STOPPED))
+# What decide() can return (SKIPPED, STOPPED and FINISHED are judge()'s, from the tray's own ledger).
+VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v not in (Verdict.SKIPPED, Verdict.STOPPED,
+                                                                        Verdict.FINISHED))
 
 # Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
 # reason and JSON number stays short.
@@ -238,6 +243,46 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
     return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
                f"interrupted {age_text(age)}; would be continuation {attempts + 1} of "
                f"{config.max_attempts}{older}")
+
+
+class Facts(NamedTuple):
+    """Everything :func:`judge` weighs beside the marker: Hermes' config for the home, the time, what runs beside it
+    (:class:`Seen`), what the tray's ledger knows of this interruption, and ``note``: for a marker of a continuation
+    the tray submitted its note to (an older Hermes), whether ``state.db`` shows that note answered —
+    ``finished``, ``unknown`` (``state.db`` cannot be read; ``note_detail`` says why), or None (not such a marker,
+    or not answered yet)."""
+
+    config: AutoContinueConfig
+    now: float
+    seen: Seen = NOTHING_SEEN
+    ledger: TurnStatus = NOTHING
+    note: str | None = None
+    note_detail: str = ""
+
+
+def judge(marker: Marker, facts: Facts) -> Decision:
+    """The one verdict on a desktop marker, in one order (module doc): the tray's own settlements first, each said
+    with what it is, then Hermes' order (:func:`decide`)."""
+    known, age = facts.ledger, marker_age(marker, facts.now)
+    if marker.is_entry:
+        if known.skipped:
+            return Decision(Verdict.SKIPPED, "skipped earlier (the tray's ledger); a stale Hermes write brought its "
+                            "marker back, so it is removed again — it will not be resumed", code=ReasonCode.TOMBSTONED,
+                            age_seconds=age)
+        if known.finished or facts.note == "finished":
+            how = facts.note_detail if facts.note == "finished" else "the tray's ledger"
+            return Decision(Verdict.FINISHED, f"it was already continued and completed ({how or 'state.db'}), yet its "
+                            "marker is back", code=ReasonCode.FINISHED, age_seconds=age)
+        if known.stopped is not None:
+            who = "you stopped it" if known.stopped == "interrupted" else "the tray gave up on it"
+            return Decision(Verdict.STOPPED, f"{who} earlier (the tray's ledger): a Stop is final, so it is not resumed "
+                            "again; its marker stays only while Hermes' file cannot be changed", code=ReasonCode.STOPPED,
+                            age_seconds=age)
+        if facts.note == "unknown":
+            return Decision(Verdict.RUNNING, "cannot tell whether the tray's previous continuation of this turn "
+                            f"finished ({facts.note_detail or 'state.db cannot be read'})", True,
+                            ReasonCode.UNSURE_FINISHED, age)
+    return decide(marker, config=facts.config, now=facts.now, seen=facts.seen)
 
 
 def decide_webui(

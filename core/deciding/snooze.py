@@ -1,7 +1,7 @@
 """Remind me later: put an interrupted turn's announcement off until a time the user names.
 
-A snooze is one ``snoozed`` event in the decision journal (identity only: home, session, ``started_at``,
-``attempts``, and ``until``), so it outlives a restart and shows in ``history``. It continues nothing and skips
+A snooze is one ``snoozed`` decision in the ledger (about that interruption, with its ``until``), so it outlives a
+restart and shows in ``history``; the scan reads it back with everything else the ledger knows of the turn. It continues nothing and skips
 nothing: ask-once (:mod:`hermes_tray_core.deciding.ask_once`) does not announce the turn before ``until``, then
 announces it once — unless it stopped waiting meanwhile (gone stale, resumed elsewhere), which the review
 reports instead. A snooze belongs to one run of a turn: a newer interruption of the same session is a new
@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from hermes_tray_core.deciding.records import TurnRecord
-    from hermes_tray_core.stores.decisions import DecisionJournal
+    from hermes_tray_core.stores.ledger import Ledger
 
 __all__ = ["MAX_SNOOZE_S", "MORNING_HOUR", "remind_at", "snooze_turn"]
 
@@ -73,12 +73,11 @@ def remind_at(spec: str, now: float) -> float:
     return until
 
 
-def snooze_turn(record: TurnRecord, until: float, *, via: str, journal: DecisionJournal | None = None) -> None:
-    """Journal that ``record``'s turn is not to be announced before ``until``. Raises what the journal raises
-    (the caller tells the user the snooze did not take)."""
-    if journal is None:
-        from hermes_tray_core.stores import decisions
+def snooze_turn(record: TurnRecord, until: float, *, via: str, ledger: Ledger | None = None) -> None:
+    """Record that ``record``'s turn is not to be announced before ``until``. Raises what the ledger raises (the caller
+    tells the user the snooze did not take)."""
+    if ledger is None:
+        from hermes_tray_core.stores.ledger import ledger as default
 
-        journal = decisions.default_journal()
-    journal.record("snoozed", home=record.turn.home, session_key=record.session_key, started_at=record.started_at,
-                   attempts=record.attempts, until=float(until), profile=record.profile, via=via)
+        ledger = default()
+    ledger.record("snoozed", record.turn.ident, until=float(until), profile=record.profile, via=via)

@@ -1,6 +1,6 @@
 """What runs now, as one scan sees it: the Hermes processes, the running Hermes apps and the sessions they
-have open, the active-session registry and the decision journal — each looked at once per scan, and only
-when a verdict depends on it (a process-table look costs more than the rest of a scan)."""
+have open, the active-session registry — each looked at once per scan, and only when a verdict depends on it (a
+process-table look costs more than the rest of a scan)."""
 
 from __future__ import annotations
 
@@ -37,7 +37,6 @@ class RunningNow:
         self._apps: HermesProcesses | Exception | None = None  # the running Hermes apps alone
         self._open: dict[str, dict[str, int]] = {}  # home -> {session key: pid}
         self._registry: dict[str, bool] = {}  # home -> may its active-session registry exist?
-        self._journal_: Any = None  # core.stores.decisions.DecisionJournal
 
     def writer_turn(self, home: Home, turn: Turn) -> Any:
         """For a live writer that is a running backend serving ``home``: its answer when asked whether it runs a
@@ -59,18 +58,6 @@ class RunningNow:
         from hermes_tray_core.continuing import claim as exactly_once
 
         return None if exactly_once.is_held(turn.home, turn.key) else answer
-
-    def decisions(self) -> Any:
-        """The decision journal (its tombstones), looked up once per scan: naming its directory asks
-        platformdirs, ~0.1 ms a marker."""
-        if self._journal_ is None:
-            from hermes_tray_core.stores import decisions
-
-            try:
-                self._journal_ = decisions.default_journal()
-            except (OSError, RuntimeError, ValueError):  # a state dir that cannot be named
-                return None  # exactly_once.tombstoned looks again, and logs what fails
-        return self._journal_
 
     def owner(self, home: Home, key: str) -> OwnerView | None:
         """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""

@@ -29,9 +29,10 @@ from typing import TYPE_CHECKING, Any
 from hermes_tray_core.deciding.policy import (
     AutoContinueConfig,
     Decision,
+    Facts,
     Seen,
-    decide,
     decide_webui,
+    judge,
     marker_age,
 )
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
@@ -47,7 +48,8 @@ from hermes_tray_core.scanning.cache import MISS, ScanCache, default_cache_file
 from hermes_tray_core.scanning.running import RunningNow
 from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
 from hermes_tray_core.stores.fsutil import os_error_text
-from hermes_tray_core.turn import Marker, Turn
+from hermes_tray_core.stores.ledger import NOTHING, UNREADABLE, TurnStatus
+from hermes_tray_core.turn import Marker, Turn, TurnId
 from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:
@@ -150,51 +152,15 @@ def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, 
 # the scanner
 
 
-def _settled_continuation(turn: Turn) -> bool:
-    """core.continuing.completion: a tray continuation whose note Hermes' state.db shows answered is settled
-    (journalled ``completed``, marker retired) and yields no record, never an actionable one."""
+def _note(turn: Turn) -> tuple[str | None, str]:
+    """core.continuing.completion: for a marker of a continuation the tray submitted its note to, whether state.db
+    shows that note answered (``finished``: recorded and the marker retired there) or cannot tell (``unknown``)."""
     if not turn.marker.is_entry or MARK_KEYS[0] not in turn.marker.raw:
-        return False
-    from hermes_tray_core.continuing.completion import (
-        settle_if_finished,  # only for a tray continuation's marker
-    )
+        return None, ""
+    from hermes_tray_core.continuing.completion import settle_if_finished
 
     settled = settle_if_finished(turn)
-    return settled is not None and settled.finished
-
-
-def _retired(turn: Turn, journal: Any) -> bool:
-    """core.continuing.claim: the tray saw this exact turn continued and finished, so a marker for it is a stale
-    write's copy: removed again here (compare-and-remove) and never shown — else Hermes' own
-    ``session.resume`` would continue the finished turn a second time."""
-    from hermes_tray_core.continuing import claim as exactly_once
-
-    if not turn.marker.is_entry or not exactly_once.retired(turn, journal=journal):
-        return False
-    exactly_once.enforce_tombstones([turn], journal=journal)
-    return True
-
-
-def _tombstoned(turn: Turn, journal: Any) -> bool:
-    """core.continuing.claim: this exact turn (session key + started_at + attempts) was skipped, so a marker for
-    it is a stale Hermes write's copy: removed again here (compare-and-remove), and never offered."""
-    from hermes_tray_core.continuing import claim as exactly_once
-
-    if not turn.marker.is_entry or not exactly_once.tombstoned(turn, journal=journal):
-        return False
-    exactly_once.enforce_tombstones([turn], journal=journal)
-    return True
-
-
-def _stopped(turn: Turn, journal: Any) -> str | None:
-    """core.continuing.claim: this exact turn was stopped for good (or given up) and its marker is still there (a
-    read-only home, a stale write): removed here when it can be (compare-and-remove), never offered either way."""
-    from hermes_tray_core.continuing import claim as exactly_once
-
-    how = exactly_once.stopped(turn, journal=journal) if turn.marker.is_entry else None
-    if how:
-        exactly_once.enforce_tombstones([turn], journal=journal)
-    return how
+    return (settled.state, settled.reason) if settled is not None else (None, "")
 
 
 class Scanner:
@@ -223,7 +189,6 @@ class Scanner:
         self._ask_app = ask_running_hermes
         self._read_progress = read_progress
         self._boot_time: tuple[float | None] | None = None  # this computer's boot time, read once per scan
-        self._stops: Any = False  # the decision journal when it knows how some turn stopped (None: it knows none)
         self._logged: set[tuple[str, str, str]] = set()
 
     # scanning --------------------------------------------------------------------------------
@@ -234,7 +199,6 @@ class Scanner:
         self._managed_now = None
         self._now = RunningNow(self._process_finder)
         self._boot_time = None
-        self._stops = False
         reports: list[HomeReport] = []
         turns: list[TurnRecord] = []
         seen_journal_dirs: set[str] = set()
@@ -387,16 +351,17 @@ class Scanner:
 
     def _settle_runs(self, home: Home, turns: list[Turn]) -> None:
         """core.continuing.orphans: a run of ours whose process is gone is settled from Hermes' facts (looked at
-        only when the journal has an open run in this home)."""
-        journal = self._now.decisions()
+        only when the ledger has an open run in this home)."""
+        from hermes_tray_core.stores.ledger import ledger
+
         with bookkeeping(logger, "cannot read the open runs of %s", home.path, level=DEBUG) as kept:
-            if journal is None or not journal.open_runs(home_path(home.path)):
+            if not ledger().open_runs(home_path(home.path)):
                 return
         if kept.failed:
             return
         from hermes_tray_core.continuing.orphans import settle_orphaned_runs
 
-        settle_orphaned_runs(home.path, turns, journal=journal)
+        settle_orphaned_runs(home.path, turns)
 
     def _turns(self, home: Home, entries: dict[str, Any]) -> tuple[list[Turn], list[tuple[str, Any]]]:
         """The door: one :class:`~hermes_tray_core.turn.Turn` per entry whose session key is one Hermes writes;
@@ -432,11 +397,17 @@ class Scanner:
             since: dict[str, float] | None = {t.key: t.marker.started for t in turns if t.marker.started is not None} \
                 if self._read_progress else None
             state.prefetch([t.key for t in turns], since)
+        from hermes_tray_core.stores.ledger import ledger
+
+        known: dict[TurnId, TurnStatus] = {}
+        with bookkeeping(logger, "cannot read the ledger for %s", home.path, level=DEBUG) as kept:
+            known = ledger().statuses(t.ident for t in turns if t.marker.is_entry)
+        if kept.error is not None:
+            self._log_once(home, "", f"cannot read the tray's ledger ({type(kept.error).__name__})")
+        unknown = UNREADABLE if kept.error is not None else NOTHING
         for turn in turns:
-            if _settled_continuation(turn) or _retired(turn, self._now.decisions()):
-                continue
             try:
-                record, tp = self._marker_record(home, turn, config, state, now)
+                record, tp = self._marker_record(home, turn, config, state, now, known.get(turn.ident, unknown))
             except Exception as exc:  # boundary: one hostile entry never hides its siblings
                 self._log_once(home, turn.key, f"cannot judge this marker ({type(exc).__name__}: {exc})",
                                level=_ERROR)
@@ -444,17 +415,12 @@ class Scanner:
                                 "(details in the log)")
                 continue
             title_problem = title_problem or tp
-            if _tombstoned(turn, self._now.decisions()):
-                record = record._replace(
-                    verdict=Verdict.SKIPPED, code=ReasonCode.TOMBSTONED, unsure=False,
-                    reason="skipped earlier (the tray's decision journal); a stale Hermes write brought its marker "
-                           "back, so it was removed again — it will not be resumed")
-            elif how := _stopped(turn, self._now.decisions()):
-                record = record._replace(
-                    verdict=Verdict.STOPPED, code=ReasonCode.STOPPED, unsure=False,
-                    reason=("you stopped it" if how == "interrupted" else "the tray gave up on it") + " earlier "
-                           "(the tray's decision journal): a Stop is final, so it is not resumed again; its marker "
-                           "stays only while Hermes' file cannot be changed")
+            if record.verdict in (Verdict.SKIPPED, Verdict.STOPPED, Verdict.FINISHED):
+                from hermes_tray_core.continuing.claim import remove_settled
+
+                remove_settled(turn)  # a stale write brought it back, or the home could not be written
+                if record.verdict == Verdict.FINISHED:
+                    continue  # never listed: Hermes' own session.resume would continue it a second time
             if record.code == ReasonCode.MALFORMED_ENTRY:
                 self._log_once(home, record.session_key, record.reason)
             out.append(record)
@@ -487,21 +453,22 @@ class Scanner:
         return Seen(writer, source, lstate, ostate, "; ".join(details), backend, backend_detail, note,
                     "none" if idle is not None else "unknown", idle.detail if idle is not None else "")
 
-    def _marker_record(self, home: Home, turn: Turn, config: AutoContinueConfig,
-                       state: _HomeState | None, now: float) -> tuple[TurnRecord, str | None]:
+    def _marker_record(self, home: Home, turn: Turn, config: AutoContinueConfig, state: _HomeState | None,
+                       now: float, known: TurnStatus) -> tuple[TurnRecord, str | None]:
         key, marker = turn.key, turn.marker
         info, tp = state.session(key) if state else (None, None)
         seen = self._seen(home, turn, state)
-        decision: Decision = decide(marker, config=config, now=now, seen=seen)
-        if self._ask_app and decision.verdict not in (Verdict.RUNNING, Verdict.NOT_OURS):
+        note, note_detail = _note(turn)
+        decision: Decision = judge(marker, Facts(config, now, seen, known, note, note_detail))
+        if self._ask_app and decision.verdict in (Verdict.DISABLED, Verdict.STALE, Verdict.EXHAUSTED,
+                                                  Verdict.ACTIONABLE):
             pid = self._now.open_sessions(home).get(key)
             if pid is not None:  # open in the Hermes app: a live owner, as Hermes' registry would say
                 detail = "; ".join(d for d in (seen.activity_detail, f"open in your running Hermes, pid {pid}") if d)
-                decision = decide(marker, config=config, now=now,
-                                  seen=seen._replace(owner="alive", activity_detail=detail, writer_turn="unknown",
-                                                     writer_turn_detail=""))
+                decision = judge(marker, Facts(config, now, seen._replace(
+                    owner="alive", activity_detail=detail, writer_turn="unknown", writer_turn_detail=""), known))
         holder = self._now.holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
-        progress, cause, fact = (self._facts(home, turn, decision.verdict, seen.writer, state, now)
+        progress, cause, fact = (self._facts(home, turn, decision.verdict, seen.writer, state, now, known)
                                  if self._read_progress and marker.is_entry else (None, None, ""))
         record = TurnRecord(
             home=home.path, profile=home.profile, turn=turn, title=info[0] if info else None,
@@ -513,9 +480,9 @@ class Scanner:
         return record, tp
 
     def _facts(self, home: Home, turn: Turn, verdict: Verdict, writer: WriterState, state: _HomeState | None,
-               now: float) -> tuple[TurnProgress | None, StopCause | None, str]:
+               now: float, known: TurnStatus) -> tuple[TurnProgress | None, StopCause | None, str]:
         """How far the turn got (state.db, read in the same look) and, once it no longer runs, why it stopped —
-        only from a fact (core.deciding.causes): ``(progress, cause, fact)``."""
+        only from a fact (core.deciding.causes; the ledger is a witness): ``(progress, cause, fact)``."""
         progress = state.progress(turn.key) if state else None
         if verdict == Verdict.RUNNING or writer == WriterState.ALIVE:
             return progress, None, ""
@@ -525,19 +492,8 @@ class Scanner:
             from hermes_tray_core.process.machine import boot_time
 
             self._boot_time = (boot_time(),)
-        witnessed = crashed = None
-        # the journal is a witness, not a judge: without it, fewer facts
-        with bookkeeping(logger, "cannot read the decision journal for %s", turn.key, level=DEBUG) as kept:
-            if self._stops is False:  # once per scan: most journals know of no stop at all
-                journal = self._now.decisions()
-                self._stops = journal if journal is not None and journal.knows_stops() else None
-            if self._stops is not None:
-                witnessed, crashed = self._stops.stop_facts(turn.home, turn.key, turn.started_at, turn.attempts)
-        if kept.error is not None:
-            self._stops = None
-            self._log_once(home, turn.key, f"cannot read the decision journal ({type(kept.error).__name__})")
-        cause, fact = stop_cause(turn.marker, now=now, boot_time=self._boot_time[0], witnessed=witnessed,
-                                 crashed=crashed)
+        cause, fact = stop_cause(turn.marker, now=now, boot_time=self._boot_time[0], witnessed=known.witnessed,
+                                 crashed=known.crashed)
         return progress, cause, fact
 
     def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:

@@ -40,7 +40,7 @@ from hermes_tray_core.stores.fsutil import FILE_MODE, ensure_private_dir, refuse
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
-    "SCHEMA_VERSION"]
+    "SCHEMA_VERSION", "STORE_ERRORS", "shared"]
 
 log = logging.getLogger(__name__)
 
@@ -90,8 +90,8 @@ class Lease:
 
 
 class LeaseStore:
-    """Leases in one SQLite file (``core.stores.paths.lease_db()`` for the tray). Thread-safe; a forked
-    child opens its own connection on first use."""
+    """Leases in one SQLite file (``core.stores.paths.ledger_db()`` for the tray, where the ledger keeps its tables
+    too: :mod:`core.stores.ledger`). Thread-safe; a forked child opens its own connection on first use."""
 
     def __init__(self, path: Path | str, *, busy_timeout: float = BUSY_TIMEOUT_S) -> None:
         self.path = Path(path)
@@ -209,7 +209,8 @@ class LeaseStore:
 
     # -- transactions --------------------------------------------------------------------------
 
-    def _write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+    def write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``fn(connection)`` in one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
@@ -247,12 +248,17 @@ class LeaseStore:
             return True
         return self._holder_gone(pid, start, ns, mark)
 
-    def _peek(self, name: str) -> _Row | None:
+    def read(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
+        """``fn(connection)`` outside a write transaction (a WAL reader never waits for a writer)."""
         with self._lock:
-            row: _Row | None = self._connection().execute(_SELECT_ROW, (name,)).fetchone()
-            return row
+            return fn(self._connection())
 
-    def _try_acquire(self, name: str, holder: str, ttl: float) -> Lease | None:
+    def _peek(self, name: str) -> _Row | None:
+        row: _Row | None = self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
+        return row
+
+    def _try_acquire(self, name: str, holder: str, ttl: float,
+                     then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
         # Look first without the write lock: a waiter polling a held lease never contends with
         # the holder's refresh/release or with the other waiters.
         row = self._peek(name)
@@ -277,9 +283,12 @@ class LeaseStore:
                 " owner_start = excluded.owner_start, owner_ns = excluded.owner_ns, owner_mark = excluded.owner_mark",
                 (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark),
             )
-            return Lease(name, holder, epoch, expires)
+            lease = Lease(name, holder, epoch, expires)
+            if then is not None:
+                then(conn, lease)
+            return lease
 
-        return self._write(txn)
+        return self.write(txn)
 
     # -- API -----------------------------------------------------------------------------------
 
@@ -294,8 +303,11 @@ class LeaseStore:
         on_wait: Callable[[float], None] | None = None,
         should_abort: Callable[[], bool] | None = None,
         on_wait_every: float = ON_WAIT_INTERVAL_S,
+        then: Callable[[sqlite3.Connection, Lease], None] | None = None,
     ) -> Lease | None:
-        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait`` seconds.
+        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait`` seconds. ``then(connection,
+        lease)`` runs inside the transaction that grants it: what it writes commits with the lease, or neither does
+        (the ledger records a run with its claim).
 
         Returns the :class:`Lease`, or None when the wait ran out or ``should_abort()`` said so.
         ``on_wait(elapsed)`` is called at the first miss, then every ``on_wait_every`` seconds
@@ -311,7 +323,7 @@ class LeaseStore:
         next_notice = 0.0
         poll = max(poll, 0.001)
         while True:
-            lease = self._try_acquire(name, holder, ttl)
+            lease = self._try_acquire(name, holder, ttl, then)
             if lease is not None:
                 return lease
             elapsed = time.monotonic() - start
@@ -337,7 +349,7 @@ class LeaseStore:
             )
             return expires if cur.rowcount == 1 else None
 
-        expires = self._write(txn)
+        expires = self.write(txn)
         if expires is None:
             return False
         lease.expires_at = float(expires)
@@ -355,7 +367,7 @@ class LeaseStore:
             )
             return cur.rowcount == 1
 
-        return bool(self._write(txn))
+        return bool(self.write(txn))
 
     def current(self, name: str) -> Lease | None:
         """The live lease on ``name``, or None when it is free (by any of the rules above)."""
@@ -366,9 +378,25 @@ class LeaseStore:
 
     def last_epoch(self, name: str) -> int:
         """The highest epoch ever granted for ``name`` (0 if never acquired)."""
-        with self._lock:
-            row = self._connection().execute("SELECT epoch FROM leases WHERE name = ?", (name,)).fetchone()
+        row = self.read(lambda conn: conn.execute("SELECT epoch FROM leases WHERE name = ?", (name,)).fetchone())
         return int(row[0]) if row else 0
+
+
+_stores: dict[str, LeaseStore] = {}
+_stores_lock = threading.Lock()
+
+
+def shared(path: Path | str | None = None) -> LeaseStore:
+    """One open store per file per process (default: the tray's, ``core.stores.paths.ledger_db()``): the tray
+    resumes many times, and a fresh connection (file checks, WAL set-up) would sit on every resume's path."""
+    from hermes_tray_core.stores.paths import ledger_db
+
+    key = str(path or ledger_db())
+    with _stores_lock:
+        store = _stores.get(key)
+        if store is None:
+            store = _stores[key] = LeaseStore(key)
+        return store
 
 
 #: What the store can raise: SQLite's errors (locked or busy past the timeout, a broken file), MemoryError (SQLite

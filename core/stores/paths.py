@@ -11,8 +11,8 @@ from pathlib import Path
 
 import platformdirs
 
-__all__ = ["APP", "cache_dir", "config_dir", "decision_journal_dir", "lease_db", "log_dir", "runtime_dir",
-    "settings_file", "state_dir"]
+__all__ = ["APP", "cache_dir", "config_dir", "journal_file", "ledger_db", "log_dir", "runtime_dir", "settings_file",
+    "state_dir"]
 
 APP = "hermes-tray"
 
@@ -53,9 +53,11 @@ def settings_file() -> Path:
     return config_dir() / "config.toml"
 
 
-def decision_journal_dir() -> Path:
-    return state_dir() / "journal"
+def ledger_db() -> Path:
+    """The ledger and the claims (one SQLite file: a claim and its record commit in one transaction)."""
+    return state_dir() / "ledger.sqlite3"
 
 
-def lease_db() -> Path:
-    return state_dir() / "leases.sqlite3"
+def journal_file() -> Path:
+    """The JSON-lines decision journal of releases before the ledger: read once into it, then set aside."""
+    return state_dir() / "journal" / "_turn_journal" / "decisions.jsonl"

@@ -1,18 +1,11 @@
-"""Append-only, crash-safe turn journal in the Hermes WebUI's format.
+"""Turn journals in the Hermes WebUI's format, read: one JSONL file per session at
+``<session_dir>/_turn_journal/<session_id>.jsonl``; newer WebUIs also write per-process shards
+``<session_id>~<pid>.jsonl``, which reads merge. A turn whose latest event is not terminal and whose worker is gone
+was interrupted (:mod:`core.scanning.webui`). The tray never writes these files. An earlier release kept its own
+decision journal in this format; it is read once into the ledger (:mod:`core.stores.migrate`).
 
-One JSONL file per session at ``<session_dir>/_turn_journal/<session_id>.jsonl``; newer WebUIs
-also write per-process shards ``<session_id>~<pid>.jsonl``, which reads merge. The tray uses
-this module two ways: to *read* WebUI journals (a turn whose latest event is not terminal and
-whose worker is gone was interrupted) and to keep its own decision journal (see
-:mod:`core.stores.decisions`). WebUI files are only ever read; only the tray's own files are compacted.
-
-Durability and concurrency: each append takes a blocking OS lock on the journal file itself
-(``flock`` — the same lock the WebUI takes, so the two serialise — or a ``msvcrt`` byte lock on
-Windows), writes one line, fsyncs, and fsyncs the directory when it created the file. The fd stays open
-for this process's next append (:mod:`core.stores.append_fds`; threads of one process serialise on
-in-process locks, since ``flock`` cannot tell them apart). A torn last line (a writer killed mid-write) is
-closed with a newline before the next event, so the fragment never swallows a good event; readers report it
-as malformed and carry on.
+A line that is not one JSON object (torn by a writer killed mid-write, garbage, nested deeper than the parser goes)
+is reported as malformed; the reader carries on.
 """
 
 from __future__ import annotations
@@ -25,28 +18,16 @@ import json
 import os
 import re
 import stat
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core.stores import append_fds as journal_fds
-from hermes_tray_core.stores.fsutil import (
-    atomic_write_bytes,
-    fsync_dir,
-    lock_fd,
-    sweep_stale_temps,
-    unlock_fd,
-    write_all,
-)
-
-__all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "append_turn_journal_event",
-    "append_turn_journal_event_for_stream", "append_turn_journal_events", "compact_turn_journal", "derive_turn_journal_states",
-    "is_terminal_turn_event", "iter_turn_journal_session_ids", "journal_dir", "journal_path",
-    "make_turn_id", "pending_turns", "read_journal_files", "read_turn_journal", "shard_paths",
-    "turn_journal_files", "validate_journal_session_id"]
+__all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "derive_turn_journal_states",
+    "is_terminal_turn_event", "iter_turn_journal_session_ids", "journal_dir", "journal_path", "make_turn_id",
+    "pending_turns", "read_journal_files", "read_turn_journal", "shard_paths", "turn_journal_files",
+    "validate_journal_session_id"]
 
 TURN_JOURNAL_DIR_NAME = "_turn_journal"
 TERMINAL_EVENTS = frozenset({"completed", "interrupted"})
@@ -104,211 +85,6 @@ def make_turn_id(now: float | None = None) -> str:
 
 def is_terminal_turn_event(event: Event | None) -> bool:
     return str((event or {}).get("event") or "") in TERMINAL_EVENTS
-
-
-# ---------------------------------------------------------------------------------------------
-# locking: a blocking lock on the journal file itself
-
-# The engine's one platform lock (core.stores.fsutil): ``flock`` on POSIX — the WebUI's lock, so its writers and
-# ours serialise. Windows byte locks are mandatory: lock one byte far past any real data, so readers of the
-# journal are never refused while an append is in progress.
-_WIN_LOCK_OFFSET = 1 << 40
-
-
-def _lock(fd: int) -> None:
-    lock_fd(fd, offset=_WIN_LOCK_OFFSET)
-
-
-def _unlock(fd: int) -> None:
-    unlock_fd(fd, offset=_WIN_LOCK_OFFSET)
-
-
-if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
-
-    def _read_at(fd: int, size: int, offset: int) -> bytes:
-        os.lseek(fd, offset, os.SEEK_SET)
-        return os.read(fd, size)
-else:
-
-    def _read_at(fd: int, size: int, offset: int) -> bytes:
-        return os.pread(fd, size, offset)
-
-
-def _open_locked(path: Path) -> tuple[int, bool, int]:
-    """Open ``path`` for appending (creating it 0600) and lock it. Returns ``(fd, created, size)``.
-
-    Re-opens when the file was replaced (compacted) while we waited for the lock, so an append
-    can never land in an unlinked inode. A symlink or a non-regular file is refused.
-    """
-    name = os.fspath(path)
-    while True:
-        fd, created = journal_fds.open_append(name)
-        try:
-            _lock(fd)
-            st = os.fstat(fd)
-            if st.st_nlink == 0 and os.name != "nt":
-                _unlock(fd)
-                os.close(fd)
-                continue
-        except BaseException:
-            os.close(fd)
-            raise
-        return fd, created, st.st_size
-
-
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))  # reused: dumps(**kw) builds one per call
-_SCALARS = (str, int, bool, type(None))
-_INF = float("inf")
-
-
-def _encode(payload: Event) -> bytes:
-    return (_ENCODER.encode(payload) + "\n").encode("utf-8")
-
-
-def _as_written(payload: Event, line: bytes) -> Event:
-    """What a reader will get back for ``line``. A flat dict of JSON-native values round-trips
-    unchanged, so skip re-parsing it; anything else (tuples, int keys, nesting) is re-parsed."""
-    for key, value in payload.items():
-        if type(key) is not str or (
-                type(value) not in _SCALARS and not (type(value) is float and -_INF < value < _INF)):
-            return _loads_event(line)
-    return payload
-
-
-def _loads_event(line: bytes) -> Event:
-    """A line this process just wrote, read back (it is one JSON object)."""
-    event: Event = json.loads(line)
-    return event
-
-
-def _append(path: Path, build: bytes | Callable[[int], bytes]) -> None:
-    """Lock ``path``, write ``build`` (or ``build(fd)``, computed under the lock) as a whole line
-    (after a newline if the tail is torn), fsync, unlock. The fd stays open for the next append
-    from this process."""
-    name = os.fspath(path)
-    replaced = False
-    with journal_fds.STRIPES[hash(name) % len(journal_fds.STRIPES)]:
-        while True:
-            h, created = journal_fds.acquire(name)
-            try:
-                fd = h.fd
-                _lock(fd)
-                try:
-                    st = os.fstat(fd)
-                    if st.st_nlink == 0 and os.name != "nt":
-                        replaced = True  # by a compaction (or deleted) since we opened it: use the new file
-                        continue
-                    replaced = False
-                    size = st.st_size
-                    data = build if isinstance(build, bytes) else build(fd)
-                    if size and not (h.ino == st.st_ino and h.end == size) and _read_at(fd, 1, size - 1) != b"\n":
-                        data = b"\n" + data  # a killed writer left a torn line: never glue onto it
-                    try:
-                        write_all(fd, data)
-                        os.fsync(fd)
-                    except BaseException:
-                        h.end = -1
-                        raise
-                    h.ino, h.end = st.st_ino, size + len(data)
-                finally:
-                    _unlock(fd)
-                    if replaced:
-                        journal_fds.drop(name, h)
-            finally:
-                journal_fds.release(h)
-            break
-    if created:
-        fsync_dir(Path(os.path.dirname(name)))
-
-
-_valid_ids: set[str] = set()
-
-
-def _prepare(session_id: str, event: object) -> Event:
-    if not isinstance(event, dict):
-        raise TypeError("event must be a dict")
-    if not str(event.get("event") or "").strip():
-        raise ValueError("event is required")
-    if type(session_id) is not str or session_id not in _valid_ids:
-        validate_journal_session_id(session_id)
-        if len(_valid_ids) < 4096:
-            _valid_ids.add(session_id)
-    payload = dict(event)
-    payload.setdefault("version", 1)
-    payload["session_id"] = session_id
-    if not payload.get("turn_id"):
-        payload["turn_id"] = make_turn_id()
-    payload.setdefault("created_at", time.time())
-    return payload
-
-
-# ---------------------------------------------------------------------------------------------
-# appends
-
-
-def append_turn_journal_event(session_id: str, event: Event, *, session_dir: Path | str) -> Event:
-    """Append one event and fsync it before returning; returns exactly what was written.
-
-    Fills ``version`` (1), ``session_id``, ``turn_id`` and ``created_at`` when absent.
-    ``TypeError`` for a non-dict event, ``ValueError`` for an empty ``event`` name or a bad
-    session id; nothing is written for a rejected call.
-    """
-    return append_turn_journal_events(session_id, [event], session_dir=session_dir)[0]
-
-
-def append_turn_journal_events(session_id: str, events: Sequence[Event], *, session_dir: Path | str) -> list[Event]:
-    """Append several events as one write and one fsync (a crash storm is one journal write, not one per
-    turn); returns them as written. All are checked before anything is written: one bad event writes none.
-    They share one ``created_at`` unless an event brings its own."""
-    now = time.time()
-    payloads = [_prepare(session_id, {"created_at": now, **e} if isinstance(e, dict) else e) for e in events]
-    lines = [_encode(p) for p in payloads]  # raises (nothing written) for a value JSON cannot hold
-    if lines:
-        _append(_cached_path(session_id, os.fspath(session_dir)), b"".join(lines))
-    return [_as_written(p, line) for p, line in zip(payloads, lines, strict=True)]
-
-
-def _latest_turn_id_for_stream(events: Iterable[Event], stream_id: str) -> str | None:
-    stream = str(stream_id or "").strip()
-    if not stream:
-        return None
-    latest: str | None = None
-    for event in events:
-        if isinstance(event, dict) and str(event.get("stream_id") or "") == stream:
-            turn_id = str(event.get("turn_id") or "").strip()
-            if turn_id:
-                latest = turn_id
-    return latest
-
-
-def append_turn_journal_event_for_stream(
-    session_id: str, stream_id: str, event: Event, *, session_dir: Path | str
-) -> Event:
-    """Append an event for the turn that ``stream_id`` belongs to (the latest turn that named it).
-
-    The lookup and the append happen under one lock, so a concurrent writer cannot slip a
-    different turn for the same stream in between.
-    """
-    if not isinstance(event, dict):
-        raise TypeError("event must be a dict")
-    base = dict(event)
-    base["stream_id"] = str(stream_id)
-    payload = _prepare(session_id, {**base, "turn_id": base.get("turn_id") or "pending"})
-    path = journal_path(session_id, session_dir=session_dir)
-    written: list[bytes] = []
-
-    def build(_fd: int) -> bytes:
-        if base.get("turn_id"):
-            turn_id = base["turn_id"]
-        else:
-            events = read_turn_journal(session_id, session_dir=session_dir)["events"]
-            turn_id = _latest_turn_id_for_stream(events, stream_id) or make_turn_id()
-        line = _encode({**payload, "turn_id": turn_id})
-        written.append(line)
-        return line
-
-    _append(path, build)
-    return _loads_event(written[0])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -569,82 +345,3 @@ def pending_turns(events: Iterable[Event]) -> list[Event]:
     """
     states, _ = derive_turn_journal_states(events)
     return sorted((e for e in states.values() if not is_terminal_turn_event(e)), key=_created_key)
-
-
-# ---------------------------------------------------------------------------------------------
-# bounding the tray's own journals
-
-
-def compact_turn_journal(
-    session_id: str,
-    *,
-    session_dir: Path | str,
-    max_bytes: int,
-    target_bytes: int | None = None,
-    is_terminal: Callable[[Event], bool] = is_terminal_turn_event,
-) -> int:
-    """Shrink a journal the tray owns to about ``target_bytes`` (default half of ``max_bytes``)
-    when it exceeds ``max_bytes``. Returns how many events were dropped.
-
-    Drops whole finished turns, oldest first (by their latest event), and never an event of a
-    turn that has not reached a terminal event (``is_terminal`` decides) — so the journal may
-    stay above the target if unfinished turns alone fill it. Malformed lines and events without
-    a turn id are dropped too. Never call this on WebUI files: they are only ever read.
-    """
-    path = journal_path(session_id, session_dir=session_dir)
-    target = max_bytes // 2 if target_bytes is None else target_bytes
-    try:
-        if os.stat(path).st_size <= max_bytes:
-            return 0
-    except FileNotFoundError:
-        return 0
-    fd, _created, size = _open_locked(path)
-    try:
-        try:
-            if size <= max_bytes:
-                return 0
-            chunks = []
-            offset = 0
-            while offset < size:
-                chunk = _read_at(fd, min(1 << 20, size - offset), offset)
-                if not chunk:
-                    break
-                chunks.append(chunk)
-                offset += len(chunk)
-            data = b"".join(chunks)
-            events: list[Event] = []
-            _parse_lines(data, events, [], None)
-            encoded = [_encode(e) for e in events]
-            groups: dict[str, list[int]] = {}
-            done: dict[str, bool] = {}
-            last: dict[str, float] = {}
-            for i, ev in enumerate(events):
-                tid = str(ev.get("turn_id") or "").strip()
-                if not tid:
-                    continue
-                groups.setdefault(tid, []).append(i)
-                created = _created_key(ev)
-                if tid not in last or created >= last[tid]:
-                    last[tid] = created
-                    done[tid] = bool(is_terminal(ev))
-            keep = {i for idxs in groups.values() for i in idxs}
-            total = sum(len(encoded[i]) for i in keep)
-            for tid in sorted((t for t in groups if done[t]), key=lambda t: last[t]):
-                if total <= target:
-                    break
-                for i in groups[tid]:
-                    keep.discard(i)
-                    total -= len(encoded[i])
-            out = b"".join(encoded[i] for i in range(len(events)) if i in keep)
-            if os.name == "nt":  # pragma: no cover - an open file cannot be replaced there
-                os.ftruncate(fd, 0)
-                write_all(fd, out)
-                os.fsync(fd)
-            else:
-                atomic_write_bytes(path, out)  # appenders waiting on the old inode re-open
-                sweep_stale_temps(path)  # temp files of compactions killed mid-write
-            return len(events) - len(keep)
-        finally:
-            _unlock(fd)
-    finally:
-        os.close(fd)

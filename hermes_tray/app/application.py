@@ -31,7 +31,7 @@ if TYPE_CHECKING:
     from hermes_tray.controller import Controller
     from hermes_tray.model.viewstate import ViewState
     from hermes_tray.watch.detector import DetectorThread, ScanReport
-    from hermes_tray_core import TurnKey
+    from hermes_tray_core import TurnId, TurnKey
 
 log = logging.getLogger(__name__)
 
@@ -387,24 +387,22 @@ class TrayApp(QObject):
         dlg = self._dialogs.get("history")
         if dlg is None:
             dlg = HistoryWindow(lambda: self.engine.history(500), title_for=self._title_for,
-                                pending=lambda h, k: self._pending_key(h, k) is not None,
-                                hermes_titles=self.engine.session_titles, watch=self.engine.history_file())
+                                pending=lambda ident: self._pending_key(ident) is not None,
+                                hermes_titles=self.engine.session_titles, watch=self.engine.history_files())
             dlg.resume_requested.connect(self._resume_from_history)
-            dlg.page_requested.connect(lambda home, session, title: self.show_turn_page(
-                home=home, session_key=session, title=title, origin="history"))
+            dlg.page_requested.connect(lambda ident, title: self.show_turn_page(ident=ident, title=title,
+                                                                                 origin="history"))
             self.controller.state_changed.connect(lambda _s, d=dlg: d.pending_changed())
         else:
             dlg.reload()
         self._bring_up("history", dlg)
 
-    def _pending_key(self, home: str, session_key: str) -> TurnKey | None:
-        """The turn key of a waiting turn of this home and session (History's row: the key is made where it enters)."""
-        from hermes_tray.model.page import named_turn
-
-        key = named_turn(home, session_key) if self.controller is not None else None
-        if key is None or self.controller is None:
+    def _pending_key(self, ident: TurnId) -> TurnKey | None:
+        """The turn key of this interruption while it waits (History's row: its newest interruption)."""
+        if self.controller is None:
             return None
-        return key if any(item.key == key for item in self.controller.state.pending) else None
+        return next((item.key for item in self.controller.state.pending
+                     if item.record is not None and item.record.turn.ident == ident), None)
 
     def _title_for(self, home: str, session_key: str) -> str | None:
         from hermes_tray.format import repeats
@@ -420,12 +418,12 @@ class TrayApp(QObject):
                 return item.title + ("" if said else f" — “{item.excerpt}”")  # never the same text twice
         return None
 
-    def _resume_from_history(self, home: str, session_key: str) -> None:
-        key = self._pending_key(home, session_key)
+    def _resume_from_history(self, ident: TurnId) -> None:
+        key = self._pending_key(ident)
         if key is not None and self.controller is not None:
             self.controller.resume(key, origin="history")
 
-    def show_turn_page(self, *, key: TurnKey | None = None, home: str = "", session_key: str = "", title: str = "",
+    def show_turn_page(self, *, key: TurnKey | None = None, ident: TurnId | None = None, title: str = "",
                        origin: str = "window") -> None:
         """A turn's page (a double-click in the turns window or History): its facts, its decisions, its buttons."""
         if self.controller is None:
@@ -437,9 +435,9 @@ class TrayApp(QObject):
         try:
             entries = self.engine.history(500)
         except Exception:  # boundary: the page shows what else it knows; the log has why
-            log.exception("a turn's page could not read the decision journal")
+            log.exception("a turn's page could not read the ledger")
             entries = []
-        page = page_for(c.state, entries, key=key, home=home, session_key=session_key, title=title)
+        page = page_for(c.state, entries, key=key, ident=ident, title=title)
         if page is None:
             return
         dlg = TurnPageDialog(page)

@@ -3,7 +3,7 @@ where it ran — with the event trail on expand, the turn's page on a double-cli
 again" for a turn resumed before that the policy lets resume now (it waits) and "Copy session ID". Configuration changes (a home's
 auto-continue settings or the tray's own, from the menu, the settings dialog or the CLI) are rows too.
 
-It is live: the journal file is watched, and each change (this tray's, the helper's, the command line's)
+It is live: the ledger's files are watched, and each change (this tray's, the helper's, the command line's)
 is read a moment later, keeping the selected row and the open trails.
 """
 
@@ -45,12 +45,13 @@ from hermes_tray.model.history import (
     same_home,
     when_of,
 )
+from hermes_tray_core import TurnId
 
 COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
 MAX_COLUMN_PX = 420
 DEFAULT_SIZE = (860, 460)  # at least; wider when the columns need it (up to the screen), so none is cut
-LIVE_DELAY_MS = 150  # a burst of journal writes (one resume writes three or four events) is read once
+LIVE_DELAY_MS = 150  # a burst of ledger writes (one resume writes three or four decisions) is read once
 READ_ERROR = "The history could not be read. The log folder has the details."
 
 log = logging.getLogger(__name__)
@@ -61,8 +62,8 @@ def _stamp(t: float) -> str:
 
 
 class HistoryWindow(QDialog):
-    resume_requested = Signal(str, str)  # home, session key
-    page_requested = Signal(str, str, str)  # home, session key, the name History shows: the turn's page
+    resume_requested = Signal(object)  # the row's newest interruption (TurnId)
+    page_requested = Signal(object, str)  # the row's newest interruption, the name History shows: the turn's page
     titles_arrived = Signal(object, object)  # what was asked, {(home, session key): title} from state.db (off-thread)
 
     def __init__(
@@ -71,14 +72,14 @@ class HistoryWindow(QDialog):
         parent: QWidget | None = None,
         *,
         title_for: Callable[[str, str], str | None] = lambda _h, _k: None,
-        pending: Callable[[str, str], bool] = lambda _h, _k: False,
+        pending: Callable[[TurnId], bool] = lambda _i: False,
         hermes_titles: Callable[[list[tuple[str, str]]], dict[tuple[str, str], str]] | None = None,
-        watch: Path | str | None = None,
+        watch: Iterable[Path] = (),
     ) -> None:
         """``title_for``: what the tray shows for a turn it still lists (title and excerpt); for the others
         (their marker is gone) ``hermes_titles`` asks Hermes' ``state.db`` — blocking, so off the GUI thread,
-        and the rows are re-titled when it answers. ``watch``: the journal file; History reads it again
-        whenever it changes."""
+        and the rows are re-titled when it answers. ``pending``: whether this interruption waits now. ``watch``: the
+        ledger's files; History reads it again whenever one changes."""
         super().__init__(parent)
         self._load = load
         self._title_for = title_for
@@ -89,7 +90,7 @@ class HistoryWindow(QDialog):
         self._pending = pending
         self._turns: list[TurnHistory] = []
         self._shown: dict[int, TurnHistory] = {}  # the rows on screen, by the id their items carry
-        self._watch = Path(watch) if watch is not None else None
+        self._watch = [Path(p) for p in watch]
         self._watcher = QFileSystemWatcher(self)
         self._watcher.fileChanged.connect(self._journal_changed)
         self._watcher.directoryChanged.connect(self._journal_changed)
@@ -100,7 +101,7 @@ class HistoryWindow(QDialog):
         self.setWindowTitle("History")  # the app name is added by Qt (application display name)
         self.setWindowIcon(app_icon())
         self.resize(*DEFAULT_SIZE)
-        self._sized = False  # the first fill sizes the window so that every column shows whole
+
         lay = QVBoxLayout(self)
         top = QHBoxLayout()
         self.summary = QLabel()
@@ -146,12 +147,12 @@ class HistoryWindow(QDialog):
 
     # --- live ---------------------------------------------------------------------------------
     def _follow(self) -> None:
-        """Watch the journal file and its folder (a compaction replaces the file; the first write creates
-        it); while neither exists yet, the nearest folder above that does."""
-        if self._watch is None:
+        """Watch the ledger's files and their folder (the first write creates them); while none exists yet, the
+        nearest folder above that does."""
+        if not self._watch:
             return
-        wanted = [str(self._watch)] if self._watch.exists() else []
-        folder = self._watch.parent
+        wanted = [str(p) for p in self._watch if p.exists()]
+        folder = self._watch[0].parent
         while not folder.exists() and folder.parent != folder:
             folder = folder.parent
         wanted.append(str(folder))
@@ -174,8 +175,8 @@ class HistoryWindow(QDialog):
     def reload(self) -> None:
         try:
             entries = list(self._load())
-        except Exception:  # boundary: the journal is the engine's; a read problem is shown, not raised
-            log.exception("History could not read the decision journal")
+        except Exception:  # boundary: the ledger is the engine's; a read problem is shown, not raised
+            log.exception("History could not read the ledger")
             entries = []
             self._error = READ_ERROR
         else:
@@ -252,19 +253,19 @@ class HistoryWindow(QDialog):
         self.tree.setColumnWidth(col, min(self.tree.columnWidth(col), MAX_COLUMN_PX))
 
     def _fit_window(self) -> None:
-        """At its first fill (its default size), the window is as wide as its columns need, up to the screen:
-        no column is cut off (before: "in your running Her…" with no tooltip)."""
-        if self._sized:
-            return
-        self._sized = True
+        """The window grows as wide as its columns need, up to the screen, whenever they grow (titles arrive after
+        the first fill): no column is cut off (before: "in your running Her…" with no tooltip)."""
         frame = self.tree.frameWidth() * 2 + self.tree.verticalScrollBar().sizeHint().width() + 4
         needed = sum(self.tree.columnWidth(c) for c in range(len(COLUMNS))) + frame
         layout = self.layout()
         margins = layout.contentsMargins() if layout is not None else None
         width = needed + (margins.left() + margins.right() if margins is not None else 0)
         screen = self.screen().availableGeometry().width() if self.screen() is not None else width
-        if width > self.width():
-            self.resize(min(width, int(screen * 0.95)), self.height())
+        target = min(width, int(screen * 0.95))
+        if target > self.width():
+            self.resize(target, self.height())
+        if width > max(target, self.width()):  # the screen is narrower still: the title gives way (its tooltip has it)
+            self.tree.setColumnWidth(0, max(120, self.tree.columnWidth(0) - (width - max(target, self.width()))))
 
     def _title(self, t: TurnHistory) -> str:
         """Hermes' title for the session, escaped here (it comes from a file anyone who can write the home wrote)."""
@@ -304,6 +305,7 @@ class HistoryWindow(QDialog):
             if item is not None and t is not None:
                 item.setText(0, self._title(t))
         self._fit_column(0)
+        self._fit_window()
 
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:
@@ -348,8 +350,8 @@ class HistoryWindow(QDialog):
 
     def _open_page(self) -> None:
         t = self.selected_turn()
-        if t is not None and not t.config:
-            self.page_requested.emit(t.home, t.session_key, self._title(t))
+        if t is not None and t.last is not None:
+            self.page_requested.emit(t.last, self._title(t))
 
     def _copy(self) -> None:
         t = self.selected_turn()
@@ -358,6 +360,6 @@ class HistoryWindow(QDialog):
 
     def _resume(self) -> None:
         t = self.selected_turn()
-        if t is not None and t.can_resume_again(self._pending):
-            self.resume_requested.emit(t.home, t.session_key)
+        if t is not None and t.last is not None and t.can_resume_again(self._pending):
+            self.resume_requested.emit(t.last)
             self.resume_button.setEnabled(False)

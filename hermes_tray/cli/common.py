@@ -1,4 +1,4 @@
-"""Helpers the command-line commands share: which homes, how to print, how to journal.
+"""Helpers the command-line commands share: which homes, how to print, how to record a decision.
 
 Import-light on purpose (``status`` must start fast): ``core`` modules are imported inside the
 functions that need them.
@@ -117,29 +117,28 @@ def homes_to_change(args: argparse.Namespace, *, all_flag: bool, create: bool = 
     return [], f"several Hermes homes ({names}): say --all or pick one with --home PATH", EXIT_USAGE
 
 
-def journal(event: str, *, home: Any, session_key: str, **fields: Any) -> str | None:
-    """Record a CLI decision about a turn (``skipped``, ``refused``…) in the tray's decision journal
-    (never prompt text). Returns None on success, else a warning to show: a journal failure never
-    undoes the decision."""
+def journal(event: str, turn: Any, **fields: Any) -> str | None:
+    """Record a CLI decision about ``turn`` (a ``TurnId``: ``refused``…) in the tray's ledger (never prompt text).
+    Returns None on success, else a warning to show: a ledger failure never undoes the decision."""
     try:
-        from hermes_tray_core import record_decision
+        from hermes_tray_core import ledger
 
-        record_decision(event, home=home, session_key=session_key, **{"via": "cli", **fields})
+        ledger().record(event, turn, **{"via": "cli", **fields})
         return None
-    except Exception as exc:  # boundary: the journal is bookkeeping: report, never undo the decision
-        return f"could not record '{event}' in the decision journal ({exc})"
+    except Exception as exc:  # boundary: the ledger is bookkeeping: report, never undo the decision
+        return f"could not record '{event}' in the tray's ledger ({exc})"
 
 
 def journal_config(*, home: Any, key: str, old: Any, new: Any) -> str | None:
     """Record a configuration change made from the CLI (``home`` None: the tray's own settings) as a
-    ``config-changed`` event in the decision journal. None on success, else a warning to show."""
+    ``config-changed`` decision in the ledger. None on success, else a warning to show."""
     try:
-        from hermes_tray_core import record_config_change
+        from hermes_tray_core import ledger
 
-        record_config_change(home=home, key=key, old=old, new=new, by="cli")
+        ledger().record_config_change(home=home, key=key, old=old, new=new, by="cli")
         return None
     except Exception as exc:  # boundary: bookkeeping: reported, never undoes the change
-        return f"could not record the change of {key} in the decision journal ({exc})"
+        return f"could not record the change of {key} in the tray's ledger ({exc})"
 
 
 def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:

@@ -222,13 +222,12 @@ def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
 
 
 def _paths() -> dict[str, str]:
-    from hermes_tray_core import cache_dir, decision_journal_dir, lease_db, log_dir, settings_file, state_dir
+    from hermes_tray_core import cache_dir, ledger_db, log_dir, settings_file, state_dir
 
     return {
         "settings": str(settings_file()),
         "state": str(state_dir()),
-        "decision_journal": str(decision_journal_dir()),
-        "leases": str(lease_db()),
+        "ledger": str(ledger_db()),
         "cache": str(cache_dir()),
         "logs": str(log_dir()),
     }

@@ -1,8 +1,8 @@
-"""``hermes-tray history [--limit N] [--json]``: the tray's decision journal, newest first.
+"""``hermes-tray history [--limit N] [--json]``: what the tray decided, newest first.
 
 Turn decisions (notified, approved, skipped, dispatched, completed, …) and configuration changes
 (``config-changed``: enable, disable, ``config set`` from the CLI, and the tray's menu and settings
-dialog) all come from :mod:`core.stores.decisions`, interleaved in time order. Never contains prompt text.
+dialog) all come from the ledger (:mod:`core.stores.ledger`), interleaved in time order. Never contains prompt text.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 
 def entries(limit: int, session: str | None = None, homes: list[str] | None = None) -> list[dict]:
     """Turn decisions and configuration changes, newest first (with ``homes``: only theirs)."""
-    from hermes_tray_core import decision_history
+    from hermes_tray_core import ledger
 
-    return list(decision_history(limit, session_key=session, homes=homes or None))
+    return ledger().history(limit, session_key=session, homes=homes or None)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -47,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
             return refused
     settle_open_runs(args)
     rows = entries(args.limit, args.session, args.homes)
-    if args.json:  # every field as journalled: times as epoch seconds, the run's timings, the channel's name
+    if args.json:  # every field as recorded: times as epoch seconds, the run's timings, the channel's name
         print_json(rows)
         return 0
     if not rows:
@@ -87,11 +87,11 @@ def settle_open_runs(args: argparse.Namespace) -> None:
     finished. Bookkeeping: nothing here stops the command."""
     try:
         from hermes_tray.cli.common import selected_homes
-        from hermes_tray_core import default_journal, settle_orphaned_runs
+        from hermes_tray_core import ledger, settle_orphaned_runs
 
-        journal = default_journal()
+        book = ledger()
         for home in selected_homes(args):
-            if journal.open_runs(home.path):
-                settle_orphaned_runs(home.path, journal=journal)
+            if book.open_runs(home.path):
+                settle_orphaned_runs(home.path, book=book)
     except Exception:  # boundary: never a reason not to show the history
         pass

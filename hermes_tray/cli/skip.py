@@ -61,7 +61,7 @@ def run(args: argparse.Namespace) -> int:
     rec = found[0]
     entry = rec.entry or {}
     if args.started_at is not None and entry.get("started_at") != args.started_at:
-        journal("refused", home=rec.turn.home, session_key=key, started_at=args.started_at, action="skip",
+        journal("refused", rec.turn.ident._replace(started_at=float(args.started_at)), action="skip",
                 why="the --started-at given is not this turn's")
         # the value given is not this turn's: a typo, or a run that replaced the one shown. Which, only the
         # user knows; the turn's own value is in --json (a float is no sentence)
@@ -73,25 +73,19 @@ def run(args: argparse.Namespace) -> int:
     if not args.force and (rec.verdict == "not-ours" or (rec.verdict == "running" and not rec.unsure)):
         return refuse(args, f"{key} is {rec.verdict}: {rec.reason} — not skipped (--force to skip anyway)")
 
-    def record_skip() -> str | None:  # inside the skip's claim: a resume after it finds the turn answered
-        return journal("skipped", home=rec.turn.home, session_key=key, started_at=rec.started_at,
-                       verdict=rec.verdict, attempts=rec.attempts)
-
-    res = skip_turn(rec.turn, via="cli", on_skipped=record_skip)
+    res = skip_turn(rec.turn, via="cli", verdict=rec.verdict)  # recorded inside the skip's claim
     if res.outcome == SkipOutcome.ERROR:
         return refuse(args, f"{key}: {res.message}")
     if res.outcome == SkipOutcome.RESUMING:
-        journal("refused", home=rec.turn.home, session_key=key, started_at=rec.started_at,
-                action="skip", why="being resumed right now")
+        journal("refused", rec.turn.ident, action="skip", why="being resumed right now")
         return refuse(args, f"{key} is being resumed right now: not skipped — stop the continuation instead "
                       "(`hermes-tray status` shows it)")
     if not res.ok:
-        journal("refused", home=rec.turn.home, session_key=key, started_at=rec.started_at,
-                action="skip", why="it changed while being skipped")
+        journal("refused", rec.turn.ident, action="skip", why="it changed while being skipped")
         return refuse(args, f"{key} changed (or was cleared) while it was being skipped: not skipped — "
                       "run `hermes-tray status` again")
     # Before exiting: the settle window, in which a stale Hermes write that brings the entry back is undone
-    # again (core.markers.settle); after it, the journalled tombstone makes any process of ours remove it.
+    # again (core.markers.settle); after it, the recorded skip makes any process of ours remove it.
     from hermes_tray_core import wait_for_marker_settle
 
     wait_for_marker_settle(timeout=5.0)

@@ -1,10 +1,9 @@
-"""History as a person reads it: one row per interrupted turn (what happened to it, where it ran),
-built from the decision journal's event log. Pure data: the window renders it, tests read it.
+"""History as a person reads it: one row per interrupted turn (what happened to it, where it ran), from the
+ledger's rows (``Ledger.turns``: an interruption and those its continuations became, with every decision about
+them). Pure data: the window renders it, tests read it.
 
-The journal stores one line per event (``notified``, ``approved``, ``dispatched``, ``completed``…);
-a user asks "what happened to that turn?". Events of one turn share ``turn_id`` (home + session +
-``started_at``); the newest decisive event says the outcome. Configuration changes stay rows of
-their own.
+A user asks "what happened to that turn?": the newest decisive decision says the outcome. Configuration changes stay
+rows of their own.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from typing import Any
 
 from hermes_tray import words
 from hermes_tray.words import event_detail, event_text, value_text, via_text
-from hermes_tray_core import json_int, json_number
+from hermes_tray_core import TurnId, json_int, json_number
 
 __all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns", "homes_in", "profile_of",
            "same_home", "value_text", "via_text", "when_of"]
@@ -73,13 +72,15 @@ def profile_of(home: str) -> str:
 
 @dataclass
 class TurnHistory:
-    """Everything the journal knows about one interrupted turn, oldest event first."""
+    """Everything the ledger knows about one interrupted turn, oldest event first. ``last``: its newest interruption
+    (what "Resume again" and its page's buttons act on, while it waits)."""
 
     home: str
     session_key: str
     started_at: float | None
     events: list[Any] = field(default_factory=list)
     config: bool = False  # a configuration change, not a turn
+    last: TurnId | None = None
 
     @property
     def profile(self) -> str:
@@ -173,45 +174,23 @@ class TurnHistory:
         """Was it ever resumed (by the user, the tray in auto mode or the command line)?"""
         return any(str(field_of(e, "event", "")) in RESUMED for e in self.events)
 
-    def can_resume_again(self, pending: Callable[[str, str], bool]) -> bool:
-        """Offer "Resume again" only for a turn resumed before that the policy lets resume now (it waits)."""
-        return not self.config and self.resumed() and pending(self.home, self.session_key)
+    def can_resume_again(self, pending: Callable[[TurnId], bool]) -> bool:
+        """Offer "Resume again" only for a turn resumed before whose newest interruption waits now."""
+        return not self.config and self.last is not None and self.resumed() and pending(self.last)
 
 
-def group_turns(entries: Iterable[Any]) -> list[TurnHistory]:
-    """Journal entries (any order) → one :class:`TurnHistory` per interrupted turn, newest activity first.
-
-    Which turn an event belongs to is the engine's one rule (``decisions.turn_roots``): the events of a turn's
-    continuations (attempt 1, 2, …, each a marker with its own ``started_at``) land in its row."""
-    from hermes_tray_core import turn_roots
-
-    order = sorted(entries, key=when_of)
-    fields = ("event", "turn_id", "home", "session_key", "started_at", "attempts", "attempt", "created_at",
-              "original_started_at")
-    roots = turn_roots({f: field_of(e, f, None) for f in fields} for e in order)
-    turns: dict[str, TurnHistory] = {}
-    firsts: dict[str, float | None] = {}  # the started_at of each run, to date a turn by its first run
-    for n, e in enumerate(order):
-        event = str(field_of(e, "event", ""))
-        home = str(field_of(e, "home", "") or "")
-        if event == "config-changed":
-            turns[f"config-{n}"] = TurnHistory(home, "", None, [e], config=True)
-            continue
-        key = str(field_of(e, "session_key", "") or "")
-        started = field_of(e, "started_at", None)
-        run = str(field_of(e, "turn_id", "") or f"{home}\x1f{key}\x1f{started}")
-        tid = roots.get(run, run)
-        if run not in firsts and event != "continuing":
-            firsts[run] = _num(started) or None
-        t = turns.get(tid)
-        if t is None:
-            t = turns[tid] = TurnHistory(home, key, None)
-        t.events.append(e)
-    for tid, t in turns.items():
-        if not t.config:  # interrupted when its first run was (the root's own started_at when it is known)
-            t.started_at = firsts.get(tid) or min((v for r, v in firsts.items() if v and roots.get(r, r) == tid),
-                                                  default=None)
-    return sorted(turns.values(), key=lambda t: t.last_at, reverse=True)
+def group_turns(rows: Iterable[Mapping[str, Any]]) -> list[TurnHistory]:
+    """The ledger's rows (``Ledger.turns``, newest activity first) as :class:`TurnHistory` rows."""
+    out = []
+    for row in rows:
+        first, events = row.get("turn"), list(row.get("events") or ())
+        if first is None:
+            out.append(TurnHistory(str(field_of(events[-1], "home", "") or "") if events else "", "", None, events,
+                                   config=True))
+        else:
+            out.append(TurnHistory(str(first.home), str(first.key), first.started_at or None, events,
+                                   last=row.get("last")))
+    return out
 
 
 def homes_in(turns: Iterable[TurnHistory]) -> list[str]:

@@ -1,9 +1,10 @@
 """A turn's page: everything known about one interrupted turn, together — its prompt, what it was doing and why
-it stopped, its tries, every decision so far (the decision journal's events for it, in words) and what can still
-be done about it. Plain data, built from the view state and the journal; ``app/turn_page.py`` renders it.
+it stopped, its tries, every decision so far (the ledger's, in words) and what can still be done about it. Plain
+data, built from the view state and History's rows; ``app/turn_page.py`` renders it.
 
-Only facts: a turn that is no longer listed (its marker is gone) has no progress or cause to show, and says
-only what the journal recorded.
+Only facts: a turn that is no longer listed (its marker is gone) has no progress or cause to show, and says only
+what the ledger recorded. Only buttons that act: a page opened from History acts on the turn listed now only when it
+is that row's newest interruption (a newer interruption of the session is another turn, with a row of its own).
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from hermes_tray import words
 from hermes_tray.format import short_path
 from hermes_tray.model.history import TurnHistory, group_turns, same_home, when_of
 from hermes_tray.model.viewstate import RecentItem, TurnItem, ViewState
-from hermes_tray_core import TurnKey
+from hermes_tray_core import TurnId, TurnKey
 
 
 @dataclass(frozen=True)
@@ -52,8 +53,8 @@ def where_text(profile: str, home: str) -> str:
 
 
 def named_turn(home: str, session_key: str) -> TurnKey | None:
-    """The key of a turn named by its home and session from outside a scan (a History row, a journal line): the
-    engine's door checks the session and spells the home canonically; None for a session no turn can have."""
+    """The key of a turn named by its home and session from outside a scan (a History row): the engine's door checks
+    the session and spells the home canonically; None for a session no turn can have."""
     from hermes_tray_core import InvalidIdError, turn_key
 
     try:
@@ -66,12 +67,12 @@ def tries_text(attempts: int) -> str:
     return "Not resumed yet" if not attempts else f"{words.tries(attempts)} so far"
 
 
-def _journal(entries: Iterable[Any], home: str, session_key: str, started_at: float | None) -> TurnHistory | None:
-    """The turn's events: the journal's turn of this home and session that holds this run, else its newest."""
-    mine = [t for t in group_turns(entries) if not t.config and t.session_key == session_key
-            and same_home(t.home, home)]
+def _row(rows: Iterable[Any], home: str, session_key: str, ident: TurnId | None) -> TurnHistory | None:
+    """History's row of this turn: the one holding that interruption (``ident``), else the newest of the session."""
+    mine = [t for t in group_turns(rows) if not t.config and t.session_key == session_key and same_home(t.home, home)]
     for t in mine:
-        if started_at is not None and any(e.get("started_at") == started_at for e in t.events if isinstance(e, dict)):
+        if ident is not None and any(isinstance(e, dict) and e.get("started_at") == ident.started_at
+                                     for e in t.events):
             return t
     return mine[0] if mine else None
 
@@ -82,14 +83,17 @@ def _decisions(turn: TurnHistory | None) -> tuple[Decision, ...]:
     return tuple(Decision(when_of(e), words.event_text(e), words.event_detail(e)) for e in turn.events)
 
 
-def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = None, home: str = "",
-             session_key: str = "", title: str = "") -> TurnPage | None:
-    """The page of the turn listed under ``key``, or of ``home``/``session_key`` (History's rows, listed or
-    not; ``title``: History's name for a turn no longer listed). None when neither is known."""
-    if key is None and session_key:
-        key = named_turn(home, session_key)
+def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = None, ident: TurnId | None = None,
+             title: str = "") -> TurnPage | None:
+    """The page of the turn listed under ``key``, or of History's row whose newest interruption is ``ident`` (listed
+    or not; ``title``: History's name for it). None when neither is known."""
+    home, session_key = (str(ident.home), str(ident.key)) if ident is not None else ("", "")
+    if key is None and ident is not None:
+        key = ident.id
     candidates: tuple[TurnItem | RecentItem, ...] = (*state.pending, *state.others, *state.recent)
     item = next((c for c in candidates if key is not None and c.key == key), None)
+    if ident is not None and isinstance(item, TurnItem) and (item.record is None or item.record.turn.ident != ident):
+        item = None  # the session's turn listed now is another interruption: this page acts on nothing
     entries = list(history)
     if isinstance(item, TurnItem):
         waiting = item in state.pending
@@ -101,16 +105,16 @@ def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = 
         actions = ("resume", "skip", "snooze") if waiting else tuple(a for a in (recent.actions if recent else ())
                                                                     if a == "skip")
         return TurnPage(item.key, item.title, where_text(item.profile, item.home), status, prompt, item.facts,
-                        tries_text(item.attempts), _decisions(_journal(entries, item.home, item.session_key,
-                                                                   item.record.started_at if item.record else None)),
+                        tries_text(item.attempts), _decisions(_row(entries, item.home, item.session_key,
+                                                                item.record.turn.ident if item.record else None)),
                         actions, item.session_key, item.home)
-    if isinstance(item, RecentItem):  # how a continuation of ours ended: the turn may be gone
-        journal = _journal(entries, item.home, item.session_key, None)
+    if isinstance(item, RecentItem) and ident is None:  # how a continuation of ours ended: the turn may be gone
+        journal = _row(entries, item.home, item.session_key, None)
         status = " ".join(x for x in (item.what + ".", item.why, item.can_do) if x)
         return TurnPage(item.key, item.title, short_path(item.home), status, facts=item.facts,
                         decisions=_decisions(journal), actions=tuple(a for a in item.actions if a == "skip"),
                         session_key=item.session_key, home=item.home)
-    journal = _journal(entries, home, session_key, None)
+    journal = _row(entries, home, session_key, ident)
     if journal is None:
         return None
     return TurnPage(None, title or words.untitled_label(journal.profile, journal.started_at),

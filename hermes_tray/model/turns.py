@@ -52,9 +52,9 @@ from hermes_tray_core import (
     StopReason,
     StopRequest,
     TraySettings,
+    TurnId,
     TurnKey,
     TurnRecord,
-    ident,
     waiting,
 )
 
@@ -198,10 +198,9 @@ class TurnModel:
         # 10,000 turns made every publish cost 0.4 s of the GUI thread)
         self._items: dict[Key, tuple[TurnRecord, bool, float, TurnItem]] = {}
         # turns that left the list: since when (time.monotonic()), and which interruption the note showed
-        self._vanished: dict[Key, tuple[float, tuple[object, ...]]] = {}
-        self._snoozes: dict[Key, tuple[tuple[object, ...], float]] = {}  # waiting turns snoozed: until (wall clock)
-        self._reminding: set[tuple[object, ...]] = set()  # reminders shown: journalled as asked once delivered
-        self._lapsed: dict[Key, tuple[object, ...]] = {}  # snoozes that ended after their turn stopped waiting
+        self._vanished: dict[Key, tuple[float, TurnId]] = {}
+        self._reminders: dict[Key, float] = {}  # waiting turns snoozed, as the last review read them: until when
+        self._lapsed: dict[Key, TurnId] = {}  # snoozes that ended after their turn stopped waiting
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
@@ -257,7 +256,10 @@ class TurnModel:
                 self._set_phase(key, Phase.WAITING)
         review = self.ask.review(pending, self.settings.mode,
                                  others=[r for k, r in self.records.items() if k not in pending])
-        self._track_snoozes(review.snoozed, review.lapsed, pending)
+        self._reminders = dict(review.snoozed)
+        self._lapsed.update((key_of(r), r.turn.ident) for r in review.lapsed)
+        for key in [k for k, i in self._lapsed.items() if k not in self.records or self.records[k].turn.ident != i]:
+            del self._lapsed[key]
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
@@ -267,8 +269,8 @@ class TurnModel:
             self.sink.prepare()  # a turn is running (or waiting): be ready to speak at once
         for key, _rec in review.reskip:
             self._set_phase(key, Phase.SKIPPING)
-        if review.ask and self.settings.notify and not self.quiet():
-            self._announce(list(review.ask))
+        if (review.ask or review.remind) and self.settings.notify and not self.quiet():
+            self._announce(list(review.ask), list(review.remind))
         failed = sorted((t.failure.order, k) for k, t in self._turns.items()
                         if t.failure is not None and t.phase is not Phase.RUNNING)
         for _order, key in failed:
@@ -279,14 +281,11 @@ class TurnModel:
                 self._gave_up(rec)  # says it once: the turn is no longer marked as continued here
         return AfterScan(list(review.reskip), list(review.resume), self.withdraw_vanished())
 
-    def _announce(self, ask: list[TurnRecord]) -> None:
+    def _announce(self, ask: list[TurnRecord], remind: list[TurnRecord]) -> None:
         """Ask about new turns; one still waiting after our continuation failed gets ONE note, the ask itself,
         saying why; one whose snooze ended gets one reminder of its own. A turn whose note could not be made is
         not counted as asked: the next scan asks again."""
-        now = self.ask.wall_clock()
-        for rec in [r for r in ask if self._reminder_due(r, now)]:
-            ask.remove(rec)
-            self._reminding.add(ident(rec))
+        for rec in remind:
             try:
                 self.notes.announce([rec], title=words.REMINDER_WHAT, lead=words.REMINDER_LEAD)
             except Exception:  # boundary: never "seen" without having been asked
@@ -319,38 +318,16 @@ class TurnModel:
         for key in gone:
             rec = previous.get(key)
             if rec is not None:
-                self._vanished.setdefault(key, (now, ident(rec)))
+                self._vanished.setdefault(key, (now, rec.turn.ident))
         for key in [k for k in self._vanished if k in pending]:
             _since, was = self._vanished.pop(key)
-            if ident(pending[key]) != was:
+            if pending[key].turn.ident != was:
                 self.notes.resolved({key})
-
-    def _track_snoozes(self, snoozed: list[TurnRecord], lapsed: list[TurnRecord],
-                       pending: dict[Key, TurnRecord]) -> None:
-        """Which waiting turns are snoozed, and until when (a snooze made by another process or before a restart
-        is read from the journal once); which snoozes lapsed."""
-        for rec in snoozed:
-            key, i = key_of(rec), ident(rec)
-            if self._snoozes.get(key, (None,))[0] != i and (found := self.ask.snoozed(rec)) and not found[1]:
-                self._snoozes[key] = (i, found[0])
-        for key in [k for k, (i, _until) in self._snoozes.items() if k not in pending or ident(pending[k]) != i]:
-            del self._snoozes[key]
-        self._lapsed.update((key_of(r), ident(r)) for r in lapsed)
-        for key in [k for k, i in self._lapsed.items() if k not in self.records or ident(self.records[k]) != i]:
-            del self._lapsed[key]
-
-    def _reminder_due(self, rec: TurnRecord, now: float) -> bool:
-        """Asked because its snooze ended (this process's, or one the journal holds from before a restart)."""
-        known = self._snoozes.get(key_of(rec))
-        if known is not None and known[0] == ident(rec):
-            return known[1] <= now
-        found = self.ask.snoozed(rec)  # no journal read at all while nothing was ever snoozed
-        return found is not None and not found[1] and found[0] <= now
 
     def next_reminder(self) -> float | None:
         """When the next snoozed turn is due (wall clock), None when none is: the controller looks again then."""
         now = self.ask.wall_clock()
-        return min((until for _i, until in self._snoozes.values() if until > now), default=None)
+        return min((until for until in self._reminders.values() if until > now), default=None)
 
     def withdraw_vanished(self) -> float | None:
         """Withdraw the notes of turns gone long enough; seconds until the next one is due (None: none left)."""
@@ -406,8 +383,8 @@ class TurnModel:
         return self._names.get(key_of(rec)) or turn_names([rec], show_prompts=bool(self.settings.show_prompts))[0]
 
     def _reminder(self, key: Key, rec: TurnRecord, now: float) -> float | None:
-        snooze = self._snoozes.get(key)
-        return snooze[1] if snooze is not None and snooze[0] == ident(rec) and snooze[1] > now else None
+        until = self._reminders.get(key)
+        return until if until is not None and until > now else None
 
     def _item(self, key: Key, rec: TurnRecord, show: bool, scanned: float, reminder: float | None) -> TurnItem:
         """The row of ``rec``, reused from the last view when nothing it says has changed."""
@@ -477,7 +454,7 @@ class TurnModel:
         if error is not None:
             log.warning("snooze of %s not journalled: %s", turn_identity(rec), error)
             return words.SNOOZE_NOT_KEPT
-        self._snoozes[key] = (ident(rec), until)
+        self._reminders[key] = until
         self.notes.resolved({key})
         self.ask.not_announced([rec])  # looked at afresh: the journal's snooze holds it until ``until``
         return ""
@@ -597,7 +574,7 @@ class TurnModel:
         out, changed = Pressed(), []
         for t in turns:
             key, current = key_of(t), self.records.get(key_of(t))
-            if current is None or ident(current) != ident(t):
+            if current is None or current.turn.ident != t.turn.ident:
                 changed.append(t)
             else:
                 (out.resume if action.startswith("resume") else out.snooze if action == "snooze"
@@ -615,12 +592,9 @@ class TurnModel:
             return []
         subjects = list(note.subjects)
         new = self.ask.delivered(subjects, ok)
-        reminded = [t for t in subjects if ident(t) in self._reminding]
-        if ok and reminded:  # a reminder counts as asked too, once (its turn was asked before its snooze)
-            new += [t for t in reminded if t not in new]
-            self._reminding -= {ident(t) for t in reminded}
-            for t in reminded:
-                self._snoozes.pop(key_of(t), None)
+        if ok:
+            for t in subjects:
+                self._reminders.pop(key_of(t), None)
         if not ok and not new:
             log.info("notification %s was not shown; its turns will be asked about again", note.key)
         return new

@@ -51,11 +51,10 @@ def run_kills(n: int, seed: int, rows: dict, kinds_filter: str | None = None) ->
     kinds = [
         ("atomic write (fsutil)", sc.crash_fsutil),
         ("markers", sc.crash_markers),
-        ("journal append", sc.crash_journal),
         ("lease ops", sc.crash_lease),
         ("config.toml", sc.crash_settings),
         ("config.yaml", sc.crash_config_yaml),
-        ("decision journal (compacting)", sc.crash_decisions),
+        ("ledger (bounded at each start)", sc.crash_ledger),
     ]
     if kinds_filter:
         kinds = [k for k in kinds if any(f.strip() in k[0] for f in kinds_filter.split(","))]

@@ -12,7 +12,6 @@ turn's marker flicker. The helper's CPU under the same storm is measured in ``te
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import subprocess
@@ -72,7 +71,8 @@ def test_a_two_minute_storm_is_one_notification_per_turn_at_most(desktop, tmp_pa
           f"{len(notes)} notifications (updates included), {len(latest)} on screen")
     assert len(notes) <= len(TURNS), [(n["id"], n["summary"]) for n in notes]
     assert sum(_named(n) for n in latest.values()) == len(TURNS), "every turn named by exactly one notification"
-    journal = Path(env["HERMES_TRAY_STATE_DIR"]) / "journal" / "_turn_journal" / "decisions.jsonl"
-    events = [json.loads(line) for line in journal.read_text().splitlines() if line.strip()]
+    from hermes_tray_core.stores.ledger import Ledger
+
+    events = Ledger(Path(env["HERMES_TRAY_STATE_DIR"]) / "ledger.sqlite3").history(10_000)
     notified = sorted(e["session_key"] for e in events if e.get("event") == "notified")
     assert notified == TURNS, "each turn asked about once"

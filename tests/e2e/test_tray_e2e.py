@@ -42,14 +42,14 @@ def demo(tmp_path, monkeypatch):
 
     d = create_demo(tmp_path / "demo", die_after=None, continuation_seconds=1.0)
     for k, v in d.env.items():
-        monkeypatch.setenv(k, v)  # this process reads the demo's journal too
+        monkeypatch.setenv(k, v)  # this process reads the demo's ledger too
     yield d
     d.cleanup()
 
 
 def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
     from hermes_tray_core.markers.turn_marker import read_turn_marker
-    from hermes_tray_core.stores import decisions
+    from tests.support import book
 
     key = demo.session_key
     tray = start_tray(desktop, demo, tmp_path)
@@ -77,7 +77,7 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         shown = tray.wait_event(lambda e: e["event"] == "window" and e.get("name") == "answer", what="answer shown")
         assert shown["chars"] >= len(done["body"].splitlines()[2]) > 0
         wait_for(lambda: read_turn_marker(demo.home, key) is None, 10, "marker cleared")
-        events = [e["event"] for e in decisions.history(50) if e["session_key"] == key]
+        events = [e["event"] for e in book.history(50) if e["session_key"] == key]
         assert "notified" in events and "approved" in events and "completed" in events
 
         # 3. another crash → Skip → marker gone, no continuation
@@ -90,8 +90,8 @@ def test_crash_notify_resume_finish_then_skip(desktop, demo, tmp_path) -> None:
         assert marker is not None and marker["attempts"] == 0
         desktop.click_action(again["id"], "skip")
         wait_for(lambda: read_turn_marker(demo.home, key) is None, 10, "skipped marker removed")
-        wait_for(lambda: "skipped" in [e["event"] for e in decisions.history(10) if e["session_key"] == key], 5,
-                 "skip journalled")
+        wait_for(lambda: "skipped" in [e["event"] for e in book.history(10) if e["session_key"] == key], 5,
+                 "skip recorded")
         time.sleep(0.5)
         assert not _notes(desktop, "Hermes turn finished", killed), "Skip must not run a continuation"
     finally:

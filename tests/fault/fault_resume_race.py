@@ -198,7 +198,7 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
     """Every continuation dies mid-turn. Count continuations the backend ran and what the tray said."""
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray_core.markers.store import list_turn_markers
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
     from tests.support.sim_homes import make_home, plant_marker
 
     root = Path(workdir)
@@ -236,7 +236,7 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
 
     conts = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]
     with environ({k: v for k, v in env.items() if k.startswith("HERMES_TRAY_")}):
-        events = [e.get("event") for e in reversed(decisions.history(500, session_key=key))]
+        events = [e.get("event") for e in reversed(ledger().history(500, session_key=key))]
     marker = list_turn_markers(home).get(key)
     return {
         "max_attempts": max_attempts,
@@ -267,7 +267,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
     from hermes_tray_core.continuing import gateway
     from hermes_tray_core.continuing.resume import resume_turn
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
     from hermes_tray_core.turn import Turn
     from tests.support.sim_homes import make_home, plant_marker, tray_dirs
 
@@ -285,7 +285,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
         t = threading.Thread(target=lambda: out.setdefault(
             "r", resume_turn(Turn.of(home, key, shown), install=install, options=opts, via="fault-race")))
         t.start()
-        _wait_for(lambda: any(e.get("event") == "approved" for e in decisions.history(50, session_key=key)), 20)
+        _wait_for(lambda: any(e.get("event") == "approved" for e in ledger().history(50, session_key=key)), 20)
         time.sleep(skip_after)
         skip_turn = None
         if claim:

@@ -253,80 +253,6 @@ def crash_markers(workdir: Path, kills: int, rng: random.Random) -> KillStats:
 JOURNAL_SID = "fault-session_01"
 
 
-def journal_blob(seq: int) -> str:
-    # Mostly small events, some larger than PIPE_BUF / a page, a few ~70 KB (the WebUI's big submits).
-    size = (0, 100, 5_000, 70_000)[seq % 4] if seq % 9 else 70_000
-    return _payload(seq, size)
-
-
-def _journal_writer(ack, session_dir: str, start: int, seed: int, sid: str = JOURNAL_SID) -> None:
-    from hermes_tray_core.stores import turn_journal as journal
-
-    ack("R")
-    i = start
-    events = ("submitted", "worker_started", "assistant_started", "completed")
-    while True:
-        ev = {"event": events[i % 4], "turn_id": f"20261129T120000Z-{i % 0xFFFFFFFFFFFF:012x}",
-              "seq": i, "blob": journal_blob(i)}
-        ack(f"B {i}")
-        out = journal.append_turn_journal_event(sid, ev, session_dir=Path(session_dir))
-        assert out["seq"] == i
-        ack(f"A {i}")
-        i += 1
-
-
-def crash_journal(workdir: Path, kills: int, rng: random.Random) -> KillStats:
-    """hermes_tray_core.stores.turn_journal appends under SIGKILL: every acked event readable, torn tails never swallow one."""
-    from hermes_tray_core.stores import turn_journal as journal
-
-    session_dir = Path(workdir) / "sessions"
-    acked: set[int] = set()
-    maybe: set[int] = set()
-    torn_rounds = 0
-    per_file = 25  # rounds per journal file: keeps each check linear in what one file holds
-
-    def sid_for(r: int) -> str:
-        return f"{JOURNAL_SID}-{r // per_file}"
-
-    def verify(res: RoundResult) -> None:
-        nonlocal torn_rounds
-        if res.index % per_file == 0:
-            acked.clear()
-            maybe.clear()
-        done, inflight = _split(res.acks)
-        acked.update(int(d[0]) for d in done)
-        if inflight:
-            maybe.add(int(inflight[0]))
-        sid = sid_for(res.index)
-        data = journal.read_turn_journal(sid, session_dir=session_dir)
-        seqs = [e.get("seq") for e in data["events"]]
-        assert len(seqs) == len(set(seqs)), f"round {res.index}: an event appears twice"
-        seen = set(seqs)
-        missing = acked - seen
-        assert not missing, f"round {res.index}: acked events lost: {sorted(missing)[:5]}"
-        unknown = seen - acked - maybe
-        assert not unknown, f"round {res.index}: events nobody wrote: {sorted(unknown)[:5]}"
-        for e in data["events"]:
-            assert e["blob"] == journal_blob(e["seq"]), f"round {res.index}: event {e['seq']} damaged"
-            assert e["session_id"] == sid and e.get("version") == 1
-        # A malformed line can only be the torn fragment of an in-flight append.
-        assert len(data["malformed"]) <= len(maybe), f"round {res.index}: {len(data['malformed'])} malformed lines"
-        if res.index % per_file == per_file - 1:
-            torn_rounds += len(data["malformed"])
-
-    stats = kill_rounds(
-        "journal",
-        workdir,
-        _journal_writer,
-        kills=kills,
-        rng=rng,
-        args_for=lambda r: (str(session_dir), r * 1_000_000, rng.randrange(1 << 30), sid_for(r)),
-        verify=verify,
-    )
-    stats.extra["torn_tails"] = torn_rounds
-    return stats
-
-
 # --------------------------------------------------------------------------- core.stores.lease
 
 LEASE_NAMES = ["resume:/h:s1", "resume:/h:s2", "resume:/h:s3"]
@@ -566,16 +492,19 @@ def crash_config_yaml(workdir: Path, kills: int, rng: random.Random) -> KillStat
     return stats
 
 
-# --------------------------------------------------------------------------- decision journal (bounded)
+# --------------------------------------------------------------------------- the ledger
 
 DECISION_FLOW = ("notified", "approved", "dispatched", "completed")
 
 
-def _decisions_writer(ack, directory: str, start: int, seed: int, max_bytes: int) -> None:
-    from hermes_tray_core.stores import decisions
+def _ledger_writer(ack, path: str, start: int, seed: int, keep: int) -> None:
+    from hermes_tray_core.stores import ledger as ledger_module
+    from hermes_tray_core.stores.ledger import Ledger
+    from hermes_tray_core.turn import TurnId
 
+    ledger_module.KEEP = keep  # every start of a process keeps it bounded: a tiny bound bounds it often
     rng = random.Random(seed)
-    j = decisions.DecisionJournal(Path(directory), max_bytes=max_bytes)
+    book = Ledger(Path(path))
     ack("R")
     i = start
     open_turns: list[tuple[str, int]] = []  # (key, next step)
@@ -585,12 +514,9 @@ def _decisions_writer(ack, directory: str, start: int, seed: int, max_bytes: int
         n = rng.randrange(len(open_turns))
         key, step = open_turns[n]
         event = DECISION_FLOW[step]
-        before = j.path.stat().st_size if j.path.exists() else 0
         ack(f"B {i} {key} {event}")
-        j.record(event, home="/h", session_key=key, started_at=1.0, seq=i)
+        book.record(event, TurnId("/h", key, 1.0, 0), seq=i)  # type: ignore[arg-type]
         ack(f"A {i} {key} {event}")
-        if j.path.stat().st_size < before:
-            ack("C")  # this append compacted the journal
         if step + 1 < len(DECISION_FLOW):
             open_turns[n] = (key, step + 1)
         else:
@@ -598,60 +524,42 @@ def _decisions_writer(ack, directory: str, start: int, seed: int, max_bytes: int
         i += 1
 
 
-def crash_decisions(workdir: Path, kills: int, rng: random.Random, *, max_bytes: int = 3_000) -> KillStats:
-    """The tray's bounded decision journal under SIGKILL, compacting constantly (tiny max_bytes):
-    every acked event of an unfinished turn survives; a finished turn is dropped whole or kept whole."""
-    from hermes_tray_core.stores import decisions
+def crash_ledger(workdir: Path, kills: int, rng: random.Random, *, keep: int = 40) -> KillStats:
+    """The tray's ledger under SIGKILL, each process starting by bounding it (a tiny bound): every acked decision of
+    a turn is there, in order, unless a bound dropped the oldest; the in-flight one is there whole or not at all;
+    the file is never damaged (integrity check)."""
+    import sqlite3
 
-    directory = Path(workdir) / "journal"
-    acked: dict[str, list[int]] = {}  # key -> acked seqs
-    finished: set[str] = set()
+    from hermes_tray_core.stores.ledger import Ledger
+
+    path = Path(workdir) / "ledger.sqlite3"
+    acked: dict[int, str] = {}  # seq -> key
     maybe: set[int] = set()
-    compactions = 0
-    litter = [0]
 
     def verify(res: RoundResult) -> None:
-        nonlocal compactions
         done, inflight = _split(res.acks)
-        for i, key, event in done:
-            acked.setdefault(key, []).append(int(i))
-            if event in decisions.TERMINAL:
-                finished.add(key)
+        for i, key, _event in done:
+            acked[int(i)] = key
         if inflight:
             maybe.add(int(inflight[0]))
-        compactions += res.acks.count("C")
-        j = decisions.DecisionJournal(directory, max_bytes=max_bytes)
-        events = j.history(1_000_000)
-        seen: dict[str, set[int]] = {}
-        for e in events:
-            seen.setdefault(e["session_key"], set()).add(int(e["seq"]))
-            if e["event"] in decisions.TERMINAL:  # an in-flight terminal event that landed finishes the turn
-                finished.add(e["session_key"])
-        if inflight and inflight[2] in decisions.TERMINAL and not seen.get(inflight[1]):
-            # The in-flight terminal event landed and the same call's compaction dropped the finished turn.
-            finished.add(inflight[1])
-        all_seen = set().union(*seen.values()) if seen else set()
-        for key, seqs in acked.items():
-            have = seen.get(key, set())
-            if key not in finished:
-                lost = set(seqs) - have
-                assert not lost, f"round {res.index}: events {sorted(lost)} of unfinished turn {key} lost"
-            else:
-                partial = bool(have) and not set(seqs) <= have
-                assert not partial, f"round {res.index}: finished turn {key} only partly dropped"
-        everything = {s for v in acked.values() for s in v} | maybe
-        assert all_seen <= everything, f"round {res.index}: events nobody wrote"
-        litter[0] = _check_litter(res, j.path, "C" in res.acks, litter[0])
+        con = sqlite3.connect(path)
+        try:
+            assert con.execute("PRAGMA integrity_check").fetchone()[0] == "ok", f"round {res.index}: damaged"
+        finally:
+            con.close()
+        seen = [int(e["seq"]) for e in Ledger(path).history(1_000_000)]
+        assert len(seen) == len(set(seen)), f"round {res.index}: a decision appears twice"
+        assert set(seen) <= set(acked) | maybe, f"round {res.index}: decisions nobody wrote"
+        newest = [i for i in sorted(acked, reverse=True)][: keep // 2]
+        lost = set(newest) - set(seen)
+        assert not lost, f"round {res.index}: acked decisions lost: {sorted(lost)[:5]}"
 
-    stats = kill_rounds(
-        "decisions",
+    return kill_rounds(
+        "ledger",
         workdir,
-        _decisions_writer,
+        _ledger_writer,
         kills=kills,
         rng=rng,
-        args_for=lambda r: (str(directory), r * 1_000_000, rng.randrange(1 << 30), max_bytes),
+        args_for=lambda r: (str(path), r * 1_000_000, rng.randrange(1 << 30), keep),
         verify=verify,
     )
-    stats.extra["compactions_seen"] = compactions
-    stats.extra["temp_litter_left"] = len(temp_litter(directory / "_turn_journal", "decisions.jsonl"))
-    return stats

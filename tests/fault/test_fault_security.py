@@ -263,29 +263,17 @@ def test_a_symlinked_desktop_dir_is_followed_as_hermes_follows_it(tmp_path):
     assert not [n for n in os.listdir(elsewhere) if n.endswith(".tmp")]
 
 
-def test_webui_journal_symlink_refused(tmp_path, trap):
-    from hermes_tray_core.stores import turn_journal as journal
+def test_ledger_symlink_refused(tmp_path, trap, monkeypatch):
+    from hermes_tray_core.stores.ledger import Ledger
+    from hermes_tray_core.turn import TurnId
 
-    sdir = tmp_path / "sessions"
-    (sdir / "_turn_journal").mkdir(parents=True)
-    (sdir / "_turn_journal" / "s1.jsonl").symlink_to(trap)
-    with pytest.raises(OSError):
-        journal.append_turn_journal_event("s1", {"event": "submitted"}, session_dir=sdir)
-    _untouched(trap)
-
-
-def test_decision_journal_symlink_refused(tmp_path, trap, monkeypatch):
-    from hermes_tray_core.stores import decisions
-
-    monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "state"))
-    j = decisions.DecisionJournal(tmp_path / "state" / "journal")
-    j.path.parent.mkdir(parents=True, exist_ok=True)
-    os.chmod(j.path.parent, 0o700)
-    j.path.symlink_to(trap)
+    path = tmp_path / "state" / "ledger.sqlite3"
+    path.parent.mkdir(mode=0o700)
+    path.symlink_to(trap)
     with pytest.raises(OSError):  # refused, said: never written through the link
-        j.record("skipped", home=tmp_path, session_key="20261129_120000_s", started_at=1.0)
+        Ledger(path).record("skipped", TurnId(str(tmp_path), "20261129_120000_s", 1.0, 0))
     _untouched(trap)
-    assert j.path.is_symlink() and os.readlink(j.path) == str(trap)  # and the link itself left alone
+    assert path.is_symlink() and os.readlink(path) == str(trap)  # and the link itself left alone
 
 
 def test_settings_and_config_yaml_symlinks_refused(tmp_path, trap, monkeypatch):

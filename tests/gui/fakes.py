@@ -1,8 +1,8 @@
-"""Controller test parts: a recording notifier, and an engine that acts on nothing but journals for real.
+"""Controller test parts: a recording notifier, and an engine that acts on nothing but records for real.
 
 ``FakeEngine`` stands in for the engine's actions (skip, resume, config) so a test can script their
-results; its decision journal is the real one (``decisions.default_journal()`` in the test's private
-state dir), so ask-once runs exactly as in the tray."""
+results; its ledger is the real one (``ledger()`` in the test's private state dir), so ask-once runs exactly as in
+the tray."""
 
 from __future__ import annotations
 
@@ -12,7 +12,8 @@ from typing import Any
 
 from hermes_tray.contract import BackendValues, Outcome, RunResult, ScanSummary, SkipReply
 from hermes_tray.notify.base import Note, Notifier
-from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.ledger import ledger
+from tests.support import book
 
 
 class RecordingNotifier(Notifier):
@@ -100,7 +101,7 @@ class FakeEngine:
     def snooze(self, record, until, *, origin):
         from hermes_tray_core import snooze_turn
 
-        snooze_turn(record, until, via=f"tray-{origin}")  # the real journal, as the engine writes it
+        snooze_turn(record, until, via=f"tray-{origin}")  # the real ledger, as the engine writes it
 
     def set_backend(self, home_paths, **changes):
         self.backend_changes.append((list(home_paths), changes))
@@ -109,23 +110,23 @@ class FakeEngine:
     def backend_values(self, home_path):
         return BackendValues()
 
-    def journal(self):
-        return decisions.default_journal()
+    def ledger(self):
+        return ledger()
 
     def note(self, event: str, record: Any) -> None:
-        """Journal ``event`` for ``record`` as another process (the CLI, an earlier tray) would."""
-        decisions.record(event, home=record.home, session_key=record.session_key, started_at=record.started_at)
+        """Record ``event`` for ``record`` as another process (the CLI, an earlier tray) would."""
+        ledger().record(event, record.turn.ident)
 
     @property
     def events(self) -> list[tuple[str, str, Any]]:
-        """(event, session key, started_at) in the real journal, oldest first."""
-        return [(e["event"], e["session_key"], e["started_at"]) for e in reversed(decisions.history(1000))]
+        """(event, session key, started_at) in the real ledger, oldest first."""
+        return [(e["event"], e["session_key"], e["started_at"]) for e in reversed(book.history(1000))]
 
     def history(self, limit=500):
         return []
 
-    def history_file(self):
-        return decisions.default_journal().path
+    def history_files(self):
+        return [ledger().path]
 
     def session_titles(self, turns):
         return {}

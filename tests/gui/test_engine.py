@@ -1,8 +1,7 @@
-"""The engine adapter against real homes and the real journal: bookkeeping never undoes an action."""
+"""The engine adapter against real homes and the real ledger: bookkeeping never undoes an action."""
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 from fakes import RecordingNotifier
@@ -11,26 +10,34 @@ from hermes_tray.controller import Controller
 from hermes_tray.engine import CoreEngine
 from hermes_tray.watch.detector import ScanReport
 from hermes_tray_core.hermes.homes import discover_homes
+from hermes_tray_core.stores.ledger import ledger
 from tests.support.fixture_homes import FixtureHome, marker_entry
 
 
-def _broken_journal() -> None:
-    """The decision journal cannot be written: a plain file where its directory should be."""
-    from hermes_tray_core.stores.paths import decision_journal_dir
+def _full_disk(monkeypatch) -> list[str]:
+    """The ledger's decisions cannot be written any more (the disk filled up after the claim was taken)."""
+    import errno
 
-    path = decision_journal_dir()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text("not a directory")
+    from hermes_tray_core.stores.ledger import Ledger
+
+    tried: list[str] = []
+
+    def full(self, event, turn, **fields):
+        tried.append(str(event))
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(Ledger, "record", full)
+    return tried
 
 
-def test_skip_succeeds_even_when_the_journal_cannot_be_written(qtbot, tmp_path: Path) -> None:
+def test_skip_succeeds_even_when_the_ledger_cannot_be_written(qtbot, tmp_path: Path, monkeypatch) -> None:
     home = FixtureHome(tmp_path / "hermes")
     home.add_session("s1", title="Fix the flaky test")
     home.write_markers({"s1": marker_entry()})
     engine = CoreEngine([str(home.path)])
     turns, _problems, _extra = engine.scan(discover_homes(explicit=[str(home.path)]))
     assert [t.session_key for t in turns] == ["s1"]
-    _broken_journal()
+    tried = _full_disk(monkeypatch)
 
     ctrl = Controller(engine, RecordingNotifier())
     ctrl.on_scan(ScanReport(records=tuple(turns)))
@@ -42,11 +49,11 @@ def test_skip_succeeds_even_when_the_journal_cannot_be_written(qtbot, tmp_path: 
     assert done.args == [key, True]
     assert messages == [], "a skip that happened must not be reported as 'could not skip'"
     assert not home.marker_file.exists() or "s1" not in home.read_markers()
-    assert os.path.isfile(tmp_path / "tray-state" / "journal")  # still broken: nothing was journalled
+    assert tried == ["skipped"]  # it was tried, and failed
 
 
 class _SpyEngine(CoreEngine):
-    """The real engine (real journal, real settings) with resume recorded instead of run."""
+    """The real engine (real ledger, real settings) with resume recorded instead of run."""
 
     def __init__(self, homes) -> None:
         super().__init__(homes)
@@ -59,7 +66,7 @@ class _SpyEngine(CoreEngine):
         return RunResult(Outcome.COMPLETED, "done")
 
 
-def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path: Path) -> None:
+def test_auto_mode_never_resumes_a_turn_the_ledger_has_answered(qtbot, tmp_path: Path) -> None:
     from hermes_tray_core.stores.settings import update_settings
 
     update_settings({"mode": "auto"})
@@ -71,9 +78,10 @@ def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path
     turns, _p, _e = engine.scan(discover_homes(explicit=[str(home.path)]))
     by_key = {t.session_key: t for t in turns}
     # an earlier tray (before a restart) resumed "done" to completion, and asked about "asked"
-    engine.record("approved", by_key["done"], via="auto")
-    engine.record("completed", by_key["done"])
-    engine.record("notified", by_key["asked"], via="desktop-notifier")
+    book = ledger()
+    book.record("approved", by_key["done"].turn.ident, via="auto")
+    book.record("completed", by_key["done"].turn.ident)
+    book.record("notified", by_key["asked"].turn.ident, via="desktop-notifier")
 
     ctrl = Controller(engine, RecordingNotifier())
     ctrl.on_scan(ScanReport(records=tuple(turns)))
@@ -86,9 +94,9 @@ def test_auto_mode_never_resumes_a_turn_the_journal_has_answered(qtbot, tmp_path
 _HOLD_CLAIM = """
 import sys, time
 from hermes_tray_core.stores.lease import LeaseStore
-from hermes_tray_core.stores.paths import lease_db
+from hermes_tray_core.stores.paths import ledger_db
 from hermes_tray_core.continuing.claim import claim_name
-lease = LeaseStore(lease_db()).acquire(claim_name(sys.argv[1], sys.argv[2]), "pid=0:via=tray-auto", ttl=60, wait=0)
+lease = LeaseStore(ledger_db()).acquire(claim_name(sys.argv[1], sys.argv[2]), "pid=0:via=tray-auto", ttl=60, wait=0)
 print("held" if lease else "not-held", flush=True)
 time.sleep(60)
 """
@@ -96,7 +104,7 @@ time.sleep(60)
 
 def test_losing_the_resume_claim_to_another_process_is_silent_in_auto_mode(qtbot, tmp_path: Path) -> None:
     """Tray and helper both in auto mode: the one that loses the claim says nothing to the user
-    (the winner reports the outcome); the refusal is in the journal and the log."""
+    (the winner reports the outcome); the refusal is in the ledger and the log."""
     import subprocess
     import sys
 
@@ -127,8 +135,8 @@ def test_losing_the_resume_claim_to_another_process_is_silent_in_auto_mode(qtbot
                 assert outcome_notes == [], "the loser of the claim must not report a failure"
             else:
                 assert outcome_notes and outcome_notes[-1].title == "Turn not resumed"
-        # core.continuing.resume journals the refusal (under the session, without the turn's start for now)
-        assert any(e.get("event") == "refused" and e.get("session_key") == "s1" for e in engine.history(50))
+        # core.continuing.resume records the refusal (about the turn as it was shown)
+        assert any(e.get("event") == "refused" and e.get("session_key") == "s1" for e in ledger().history(50))
     finally:
         holder.kill()
         holder.wait()

@@ -2,7 +2,7 @@
 notification, the menu's tooltip); "remind me later" that survives a restart and brings the turn back with exactly
 one notification; a turn's page, opened by a double-click in the turns window and in History.
 
-A real decision journal (the test's private state dir), real scanner records with the engine's own progress and
+The real ledger (the test's private state dir), real scanner records with the engine's own progress and
 cause types, a real Qt event loop; the engine's actions are scripted (``fakes.FakeEngine``).
 """
 
@@ -20,7 +20,8 @@ from hermes_tray.controller import Controller
 from hermes_tray.watch.detector import ScanReport
 from hermes_tray_core import StepKind, StopCause, TurnProgress
 from hermes_tray_core.hermes.progress import ProgressStep
-from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.ledger import ledger
+from tests.support import book
 
 PROGRESS = TurnProgress(messages=4, tool_calls=2, ran_for_s=75.0, last_excerpt="read_file: notes.txt",
                         recent=(ProgressStep(StepKind.TOOL, "terminal"), ProgressStep(StepKind.TOOL, "read_file")))
@@ -28,10 +29,10 @@ RESTARTED = "its Hermes process started at 09:12, before this computer last star
 
 
 class JournalEngine(FakeEngine):
-    """History and the turn's page read the real journal."""
+    """History and the turn's page read the real ledger."""
 
     def history(self, limit=500):
-        return decisions.history(limit)
+        return ledger().turns(limit)
 
 
 def turn(rec, key="s1", **fields):
@@ -48,7 +49,7 @@ def settle(qtbot, ctrl) -> None:
 
 
 def snoozes() -> list[dict]:
-    return [e for e in decisions.history(1000) if e["event"] == "snoozed"]
+    return [e for e in book.history(1000) if e["event"] == "snoozed"]
 
 
 # --- what it was doing, and why it stopped -----------------------------------------------------------------------
@@ -131,7 +132,7 @@ def test_remind_me_in_1_hour_outlives_a_restart_then_brings_the_turn_back_with_o
     assert ctrl.state.pending[0].reminder == snoozed["until"]  # still listed, saying when it comes back
     ctrl.shutdown()
 
-    restarted = RecordingNotifier()  # the tray starts again: same journal, nothing else kept
+    restarted = RecordingNotifier()  # the tray starts again: same ledger, nothing else kept
     again = Controller(FakeEngine(), restarted)
     again.model.ask.wall_clock = lambda: now[0]
     for minutes in (0, 30, 59):
@@ -260,7 +261,7 @@ def test_a_double_click_in_the_turns_window_opens_the_turns_page_whose_buttons_a
     try:
         c = app.controller
         scan(c, turn(rec, attempts=1))
-        settle(qtbot, c)  # "notified" is in the journal
+        settle(qtbot, c)  # "notified" is in the ledger
         app.presence.clicked.emit()
         w = app.window
         _double_click(qtbot, w.list, w.list.item(0))

@@ -26,7 +26,7 @@ def demo(tmp_path):
 
 
 def _events(path: Path) -> list[dict]:
-    """The journal's complete lines: one still being appended (no newline yet) is read next time."""
+    """The events file's complete lines: one still being appended (no newline yet) is read next time."""
     if not path.exists():
         return []
     text = path.read_text()
@@ -123,11 +123,12 @@ def _dead_writer() -> tuple[int, float]:
     return p.pid, start
 
 
-def test_a_storm_of_10000_turns_is_one_note_one_journal_write_and_sigterm_ends_it_within_a_second(
+def test_a_storm_of_10000_turns_is_one_note_one_ledger_write_and_sigterm_ends_it_within_a_second(
         tmp_path: Path) -> None:
     """Issue 24.6. Before: on a 10,000-entry marker file (a foreign writer's) the helper journalled one
     "notified" event per entry at ~22/s and ignored SIGTERM for over 5 minutes (it waited for that backlog).
-    Now the storm is one notification and one journal write, and SIGTERM ends the helper within a second."""
+    Now the storm is one notification and one ledger write, and SIGTERM ends the helper within a second."""
+    from hermes_tray_core.stores.ledger import Ledger, ledger
     from tests.support.product import product_env, tray_argv
 
     home = tmp_path / "hermes-home"
@@ -140,16 +141,17 @@ def test_a_storm_of_10000_turns_is_one_note_one_journal_write_and_sigterm_ends_i
     marker = home / "desktop" / "interrupted_turns.json"
     marker.write_text(json.dumps(entries))
     marker.chmod(0o600)
-    journal = Path(os.environ["HERMES_TRAY_STATE_DIR"]) / "journal" / "_turn_journal" / "decisions.jsonl"
+    journal = ledger().path
     log = Path(os.environ["HERMES_TRAY_LOG_DIR"]) / "hermes-tray-helper.log"
     env = product_env({k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"})
     helper = subprocess.Popen(tray_argv("helper", "--home", home, "--no-notifications"), env=env,
                               stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
     try:
         def notified() -> list[dict]:
-            return [e for e in _events(journal) if e.get("event") == "notified"] if journal.exists() else []
+            return [e for e in Ledger(journal).history(20_000) if e.get("event") == "notified"] \
+                if journal.exists() else []
 
-        seen = _wait(lambda: len(notified()) >= 10_000 and notified(), 120, "every turn journalled as notified")
+        seen = _wait(lambda: len(notified()) >= 10_000 and notified(), 120, "every turn recorded as notified")
         t0 = time.monotonic()
         helper.send_signal(signal.SIGTERM)
         helper.wait(timeout=60)
@@ -161,7 +163,7 @@ def test_a_storm_of_10000_turns_is_one_note_one_journal_write_and_sigterm_ends_i
     assert helper.returncode == 0, helper.stderr.read()[-1500:]
     assert took < 1.0, f"SIGTERM took {took:.2f} s to end the helper"
     assert len(seen) == 10_000 and len({e["session_key"] for e in seen}) == 10_000
-    assert len({e["created_at"] for e in seen}) == 1, "one journal write for the storm, not one per turn"
+    assert len({e["created_at"] for e in seen}) == 1, "one ledger write for the storm, not one per turn"
     notes = [line for line in log.read_text().splitlines() if "notification:" in line]
     assert len(notes) == 1 and "10000 Hermes turns interrupted" in notes[0], notes
     assert len(notes[0]) < 2000, "the log line names a few turns and counts the rest"

@@ -1,4 +1,4 @@
-"""History: one row per interrupted turn, from the real decision journal (real files on disk).
+"""History: one row per interrupted turn, from the real ledger (real SQLite on disk).
 
 Before: a raw event log (notified / approved / dispatched / completed rows), the home column
 ``default`` on some rows and a full path on others, Detail always empty.
@@ -13,7 +13,8 @@ from PySide6.QtCore import Qt
 from PySide6.QtGui import QGuiApplication
 
 from hermes_tray.app.history_window import COLUMNS, TURN_ROLE, HistoryWindow
-from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.ledger import ledger
+from tests.support import book
 
 
 def _journal(tmp_path: Path) -> tuple[str, str]:
@@ -22,7 +23,7 @@ def _journal(tmp_path: Path) -> tuple[str, str]:
     for h in (root, work):
         h.mkdir(parents=True)
     t0 = time.time() - 600
-    d = decisions.default_journal()
+    d = book
     # a turn resumed (by the user) and finished in the running backend
     for ev, extra in (("notified", {"via": "desktop-notifier"}), ("approved", {"via": "tray-notification"}),
                       ("dispatched", {"attempt": 1, "ran_in": "running-backend"}),
@@ -53,9 +54,9 @@ def _rows(win: HistoryWindow) -> dict[str, list[str]]:
 def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     root, work = _journal(tmp_path)
     waiting = {(root, "s-wait")}
-    win = HistoryWindow(lambda: decisions.history(500),
+    win = HistoryWindow(lambda: ledger().turns(500),
                         title_for=lambda h, k: "Fix the flaky test" if k == "s-done" else None,
-                        pending=lambda h, k: (h, k) in waiting)
+                        pending=lambda ident: (str(ident.home), ident.key) in waiting)
     qtbot.addWidget(win)
     rows = _rows(win)
     assert set(rows) == {"s-done", "s-skip", "s-gone", "s-wait"}  # 12 events, 4 turns
@@ -93,12 +94,12 @@ def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     win.tree.setCurrentItem(again)
     with qtbot.waitSignal(win.resume_requested) as got:
         win.resume_button.click()
-    assert got.args == [root, "s-done"]
+    assert got.args == [win.selected_turn().last] and got.args[0].key == "s-done" and str(got.args[0].home) == root
 
 
 def test_history_works_from_the_keyboard(qtbot, tmp_path) -> None:
     _journal(tmp_path)
-    win = HistoryWindow(lambda: decisions.history(500))
+    win = HistoryWindow(lambda: ledger().turns(500))
     qtbot.addWidget(win)
     win.show()
     qtbot.waitExposed(win)
@@ -124,7 +125,7 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
         home.add_session(key, title=title)
         home.close()
     engine = CoreEngine(explicit_homes=[root, work])
-    win = HistoryWindow(lambda: decisions.history(500), hermes_titles=engine.session_titles)
+    win = HistoryWindow(lambda: ledger().turns(500), hermes_titles=engine.session_titles)
     qtbot.addWidget(win)
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Write the release notes", timeout=5000)
     rows = _rows(win)
@@ -135,14 +136,14 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
 def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
     root = tmp_path / ".hermes"
     root.mkdir()
-    d = decisions.default_journal()
+    d = book
     t0 = time.time() - 60
     for key, by in (("s-you", "you"), ("s-hermes", "hermes"), ("s-old", None)):
         d.record("dispatched", home=str(root), session_key=key, started_at=t0, attempt=1)
         d.record("interrupted", home=str(root), session_key=key, started_at=t0, dispatched=True,
                  **({"stopped_by": by} if by else {}))
     d.record("interrupted", home=str(root), session_key="s-early", started_at=t0, stopped_by="you", dispatched=False)
-    win = HistoryWindow(lambda: decisions.history(500))
+    win = HistoryWindow(lambda: ledger().turns(500))
     qtbot.addWidget(win)
     rows = _rows(win)
     assert rows["s-early"][3] == "Stopped before it started"
@@ -154,7 +155,7 @@ def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
 def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
     """Before: "gave up after 2 continuations (attempt …" — the column a user reads was clipped."""
     _journal(tmp_path)
-    win = HistoryWindow(lambda: decisions.history(500))
+    win = HistoryWindow(lambda: ledger().turns(500))
     qtbot.addWidget(win)
     win.resize(760, 420)
     win.show()
@@ -170,13 +171,13 @@ def test_at_its_default_size_every_column_shows_whole_with_a_real_profile(qtbot,
     root, work = _journal(tmp_path)
     other = tmp_path / "elsewhere" / "hermes-home"  # a home that is no profile: Hermes calls it default
     other.mkdir(parents=True)
-    d = decisions.default_journal()
+    d = book
     d.record("dispatched", home=str(other), session_key="s-sep", started_at=time.time() - 30, attempt=1,
              ran_in="separate-process")
     d.record("completed", home=str(other), session_key="s-sep", started_at=time.time() - 30,
              where="in a separate Hermes process", ran_in="separate-process")
     d.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
-    win = HistoryWindow(lambda: decisions.history(500))
+    win = HistoryWindow(lambda: ledger().turns(500))
     qtbot.addWidget(win)
     win.show()
     qtbot.waitExposed(win)
@@ -204,7 +205,7 @@ def test_a_title_lookup_that_missed_is_asked_again_at_the_next_refresh(qtbot, tm
         answer = answers.pop(0)
         return answer if answer is not None else {t: f"Title of {t[1]}" for t in turns}
 
-    win = HistoryWindow(lambda: decisions.history(500), hermes_titles=titles)
+    win = HistoryWindow(lambda: ledger().turns(500), hermes_titles=titles)
     qtbot.addWidget(win)
     qtbot.waitUntil(lambda: not win._asked, timeout=5000)  # the first (empty) answer arrived
     assert _rows(win)["s-skip"][0].startswith("Untitled session in work")
@@ -217,8 +218,8 @@ def test_history_with_home_given_lists_only_that_home(qtbot, tmp_path) -> None:
     from hermes_tray.engine import CoreEngine
 
     root, work = _journal(tmp_path)
-    decisions.record_config_change(home=root, key="enabled", old=True, new=False, by="cli")
-    decisions.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
+    book.record_config_change(home=root, key="enabled", old=True, new=False, by="cli")
+    book.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
     win = HistoryWindow(CoreEngine(explicit_homes=[work]).history)
     qtbot.addWidget(win)
     rows = [[win.tree.topLevelItem(r).text(c) for c in range(len(COLUMNS))]

@@ -20,7 +20,8 @@ from PySide6.QtWidgets import QApplication, QMenu, QSystemTrayIcon
 from hermes_tray.app.application import TrayApp, TrayOptions
 from hermes_tray.app.history_window import COLUMNS, HistoryWindow
 from hermes_tray.demo.sim_install import sim_command
-from hermes_tray_core.stores import decisions
+from hermes_tray_core.stores.ledger import ledger
+from tests.support import book
 from tests.support.sim_homes import make_home, plant_marker
 
 
@@ -85,7 +86,7 @@ def test_history_opened_from_the_status_window_follows_a_turn_until_it_finishes(
         trail = [item.child(i).text(0) for i in range(item.childCount())]
         assert trail[0] == "You were told" and trail[-1] == "Finished", trail
         assert "You chose Resume" in trail
-        assert reloads, "History read the journal again by itself"
+        assert reloads, "History read the ledger again by itself"
     finally:
         for w in list(app._dialogs.values()):
             w.close()
@@ -94,11 +95,10 @@ def test_history_opened_from_the_status_window_follows_a_turn_until_it_finishes(
 
 def test_resume_again_only_for_a_turn_resumed_before_that_waits_again(qtbot, tmp_path) -> None:
     t0 = time.time() - 300
-    d = decisions.default_journal()
-    d.record("notified", home=str(tmp_path), session_key="never", started_at=t0, via="desktop-notifier")
+    book.record("notified", home=str(tmp_path), session_key="never", started_at=t0, via="desktop-notifier")
     for ev in ("approved", "dispatched", "failed"):
-        d.record(ev, home=str(tmp_path), session_key="again", started_at=t0 + 1, attempt=1, via="tray-menu")
-    win = HistoryWindow(lambda: decisions.history(500), pending=lambda h, k: True, watch=d.path)
+        book.record(ev, home=str(tmp_path), session_key="again", started_at=t0 + 1, attempt=1, via="tray-menu")
+    win = HistoryWindow(lambda: ledger().turns(500), pending=lambda ident: True, watch=[ledger().path])
     qtbot.addWidget(win)
     enabled = {}
     for i in range(win.tree.topLevelItemCount()):

@@ -1,6 +1,6 @@
 """The tray never freezes on a locked database: skip, config change, settings save and resume while
-another process holds a real SQLite write transaction on the lease store and on Hermes' ``state.db``
-(and the decision journal's lock), measured with a 5 ms QTimer heartbeat on the GUI thread.
+another process holds a real SQLite write transaction on the tray's ledger (its claims too) and on Hermes'
+``state.db``, measured with a 5 ms QTimer heartbeat on the GUI thread.
 
 Each case also shows that the lock really blocked the operation (it finishes only after the holder
 lets go), so a pass is "blocked for a second, and the UI did not notice", never "nothing was locked".
@@ -32,20 +32,17 @@ HOLD_MS = 1000  # how long the other process keeps everything locked
 pytestmark = pytest.mark.serial  # measures how long the GUI thread stalls: alone, not beside parallel tests
 
 _LOCKER = r"""
-import fcntl, sqlite3, sys
+import sqlite3, sys
 
 dbs = []
-for path in sys.argv[2:]:
+for path in sys.argv[1:]:
     db = sqlite3.connect(path, isolation_level=None, timeout=30)
     db.execute("BEGIN EXCLUSIVE")  # a real write transaction: every other writer waits on it
     dbs.append(db)
-journal = open(sys.argv[1], "a")
-fcntl.flock(journal, fcntl.LOCK_EX)  # the decision journal's append lock
 print("locked", flush=True)
 sys.stdin.readline()
 for db in dbs:
     db.execute("COMMIT")
-fcntl.flock(journal, fcntl.LOCK_UN)
 print("released", flush=True)
 """
 
@@ -70,11 +67,10 @@ class Heartbeat:
 
 
 class Locker:
-    """Another process holding the lease store, ``state.db`` and the journal lock until released."""
+    """Another process holding the ledger (and its claims) and ``state.db`` until released."""
 
-    def __init__(self, journal: Path, *dbs: Path) -> None:
-        journal.parent.mkdir(parents=True, exist_ok=True)
-        self.proc = subprocess.Popen([sys.executable, "-c", _LOCKER, str(journal), *map(str, dbs)],
+    def __init__(self, *dbs: Path) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", _LOCKER, *map(str, dbs)],
                                      stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.proc.stdout is not None and self.proc.stdout.readline().strip() == "locked"
         self.released_at: float | None = None
@@ -96,23 +92,21 @@ class Locker:
 @pytest.fixture
 def tray(qtbot, tmp_path: Path, sim_roots):
     """A controller over the real engine and a real home (state.db, a crashed turn, the sim Hermes)."""
-    from hermes_tray_core.stores import decisions
-    from hermes_tray_core.stores.lease import LeaseStore
-    from hermes_tray_core.stores.paths import lease_db
+    from hermes_tray_core.stores.ledger import ledger
     from hermes_tray_core.stores.settings import update_settings
+    from tests.support import book
 
     update_settings({"hermes_command": sim_command(sim_roots["auto-continue"])})
     home, key = make_home(tmp_path / "home", turn_seconds=0.2)
     plant_marker(home, key, "fix the flaky test")
-    LeaseStore(lease_db())  # the store exists (schema and WAL set up) before anyone locks it
-    decisions.record("detected", home=home, session_key=key)  # the journal file exists
+    book.record("detected", home=home, session_key=key)  # the ledger exists (tables, WAL) before anyone locks it
     engine = CoreEngine([str(home)])
     homes = discover_homes(explicit=[str(home)])
     turns, _problems, extra = engine.scan(homes)
     ctrl = Controller(engine, RecordingNotifier())
     ctrl.on_scan(ScanReport(records=tuple(turns), homes=tuple(homes), extra=extra))
     assert len(ctrl.state.pending) == 1
-    locker = Locker(decisions.default_journal().path, lease_db(), home / "state.db")
+    locker = Locker(ledger().path, home / "state.db")
     yield ctrl, home, locker
     locker.kill()
     ctrl.shutdown(wait=30)

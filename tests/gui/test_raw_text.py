@@ -133,7 +133,7 @@ def test_the_turns_window_escapes_them(hostile, qtbot):
 
 def test_the_menu_history_and_a_turns_page_escape_them(hostile, qtbot):
     """Every other place a turn's name, prompt or home is read: the tray menu (labels and tooltips), History
-    (its rows, from the real journal, with the hostile title Hermes gave the session) and a turn's page."""
+    (its rows, from the real ledger, with the hostile title Hermes gave the session) and a turn's page."""
     from PySide6.QtWidgets import QWidget
 
     from hermes_tray.app.history_window import HistoryWindow
@@ -141,7 +141,7 @@ def test_the_menu_history_and_a_turns_page_escape_them(hostile, qtbot):
     from hermes_tray.app.turn_page import TurnPageDialog
     from hermes_tray.model.page import page_for
     from hermes_tray.model.viewstate import ViewState, turn_item
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
     home, _env = hostile
     records = _records(home)
@@ -154,11 +154,10 @@ def test_the_menu_history_and_a_turns_page_escape_them(hostile, qtbot):
     for t in texts:
         assert_clean(t, "the tray menu")
 
-    journal = decisions.default_journal()
-    for r in records:  # the key with control characters is never journalled (an unsafe id): s1 is
+    for r in records:  # the key with control characters is never recorded (an unsafe id): s1 is
         if r.session_key == "s1":
-            journal.record("notified", home=str(r.home), session_key=r.session_key, started_at=r.started_at)
-    history = HistoryWindow(lambda: decisions.history(500), title_for=lambda h, k: f"Title {HOSTILE} end")
+            ledger().record("notified", r.turn.ident)
+    history = HistoryWindow(lambda: ledger().turns(500), title_for=lambda h, k: f"Title {HOSTILE} end")
     qtbot.addWidget(history)
     tree = history.tree
     texts += [tree.topLevelItem(r).text(c) for r in range(tree.topLevelItemCount()) for c in range(tree.columnCount())]
@@ -169,7 +168,7 @@ def test_the_menu_history_and_a_turns_page_escape_them(hostile, qtbot):
         assert_clean(t, "History")
 
     for item in state.pending:
-        page = page_for(state, decisions.history(500), key=item.key)
+        page = page_for(state, ledger().turns(500), key=item.key)
         assert page is not None
         dialog = TurnPageDialog(page)
         qtbot.addWidget(dialog)

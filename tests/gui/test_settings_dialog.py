@@ -142,9 +142,9 @@ def test_menu_switch_turns_hermes_auto_continue_off_in_every_existing_home(qtbot
 
 def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tmp_path) -> None:
     """Every change the tray writes — backend keys from the dialog or the menu switch, its own settings —
-    is a config-changed event in the decision journal, and the History window lists it."""
+    is a config-changed decision in the ledger, and the History window lists it."""
     from hermes_tray.app.history_window import HistoryWindow
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
     home = tmp_path / "hermes"
     ctrl = _controller(tmp_path, [home])
@@ -157,7 +157,7 @@ def test_settings_and_menu_changes_are_journalled_and_shown_in_history(qtbot, tm
     ctrl.set_backend_enabled(False)
     ctrl.set_backend_enabled(False)  # no change: nothing recorded
     assert ctrl.drain(5)
-    changes = [e for e in decisions.history(50) if e["event"] == "config-changed"]
+    changes = [e for e in ledger().history(50) if e["event"] == "config-changed"]
     got = {(e["home"], e["key"], repr(e["old"]), repr(e["new"]), e["by"]) for e in changes}
     assert got == {
         (str(home.resolve()), "freshness_minutes", "15", "30", "tray"),

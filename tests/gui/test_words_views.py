@@ -151,7 +151,7 @@ def test_the_windows_say_no_internals_over_every_state(qtbot, tmp_path, monkeypa
     from hermes_tray.app.history_window import HistoryWindow
     from hermes_tray.app.status_window import StatusWindow
     from hermes_tray.engine import CoreEngine
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
     from tests.support.fixture_homes import FixtureHome
     from tests.test_no_internals import STATES, internals
 
@@ -181,7 +181,7 @@ def test_the_windows_say_no_internals_over_every_state(qtbot, tmp_path, monkeypa
             said += [w.detail.text(), w.details.text(), w.list.item(row).toolTip()]
         texts += [(name, t) for t in said]
         (tmp_path / "tray-config" / "config.toml").unlink(missing_ok=True)
-    win = HistoryWindow(lambda: decisions.history(500), watch=decisions.default_journal().path)
+    win = HistoryWindow(lambda: ledger().turns(500), watch=[ledger().path])
     qtbot.addWidget(win)
     it = QTreeWidgetItemIterator(win.tree)
     while it.value() is not None:
@@ -189,6 +189,6 @@ def test_the_windows_say_no_internals_over_every_state(qtbot, tmp_path, monkeypa
         texts += [("history", item.text(c)) for c in range(win.tree.columnCount())]
         texts += [("history tooltip", item.toolTip(c)) for c in range(win.tree.columnCount())]
         it += 1
-    assert any(where == "history" and t == "Sent to Hermes" for where, t in texts)  # the journal was there
+    assert any(where == "history" and t == "Sent to Hermes" for where, t in texts)  # the ledger was there
     bad = {f"{where}: {t}": found for where, text in texts for t in text.splitlines() if (found := internals(t))}
     assert not bad, bad

@@ -1,0 +1,146 @@
+"""An earlier release's decision journal, read into the ledger once, when the ledger is made.
+
+The journal (JSON lines, ``<state>/journal/_turn_journal/decisions.jsonl``) is then set aside: renamed
+``decisions.jsonl.migrated-<time>``, kept, never read again. There is no way back: a release before the ledger would
+start a new journal, without what was decided since.
+
+One bad line costs that line only: a torn, huge, deeply nested or garbage line, an event the ledger does not know,
+a session id no Hermes writes is left out; a field that is not a scalar (or could carry prompt text) loses that
+field only. Each is counted in the log. Runs are rebuilt in the journal's order: ``approved`` starts one,
+``continuing`` names the run it continues (``original_started_at``) and that run's own marker, an end closes it;
+which run became which interruption then follows the ledger's one rule (:func:`core.stores.ledger._parent`). A run
+the journal left open is settled from Hermes' facts by the next scan, as any run whose process is gone.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from hermes_tray_core.keys import InvalidIdError, home_path, session_key
+from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.numbers import json_number
+from hermes_tray_core.stores import turn_journal
+from hermes_tray_core.turn import TurnId
+from hermes_tray_core.vocab import Event
+
+if TYPE_CHECKING:
+    from hermes_tray_core.stores.ledger import Ledger
+
+__all__ = ["read_journal", "set_aside"]
+
+logger = get_logger(__name__)
+
+_IDENTITY = frozenset({"event", "home", "session_key", "started_at", "turn_id", "created_at", "version", "session_id",
+                       "stream_id", "attempts"})
+_CLOSING = frozenset({"completed", "interrupted", "failed", "gave-up", "refused", "cleared"})
+
+
+def _attempts(value: object) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        return int(value) if float(value).is_integer() and 0 <= value < 2**31 else None
+    except (OverflowError, ValueError):
+        return None
+
+
+def _fields(ev: Mapping[str, Any]) -> dict[str, Any]:
+    """The event's own fields the ledger can keep (scalars; lists of scalars for a setting's values)."""
+    from hermes_tray_core.stores.ledger import FORBIDDEN_FIELDS, _clean
+
+    out = {}
+    for k, v in ev.items():
+        if not isinstance(k, str) or k in _IDENTITY or k in FORBIDDEN_FIELDS:
+            continue
+        try:
+            out[k] = _clean(k, v)
+        except TypeError:
+            continue  # a nested value: that field is left out, the record kept
+    return out
+
+
+def read_journal(ledger: Ledger, conn: sqlite3.Connection, path: Path) -> bool:
+    """Read the journal at ``path`` into ``ledger`` on ``conn`` (inside the transaction that makes the ledger).
+    True when there was one to read (the caller sets it aside once that transaction commits)."""
+    try:
+        doc = turn_journal.read_journal_files("decisions", [(None, path)])
+    except (OSError, ValueError) as exc:
+        logger.warning("cannot read the decision journal %s to carry it into the ledger: %s", path, exc)
+        return False
+    events = [ev for ev in doc["events"] if isinstance(ev, dict)]
+    if not events and not doc["malformed"] and not path.exists():
+        return False
+    attempts: dict[tuple[str, str, float], int] = {}
+    for ev in events:  # an interruption's attempt count, from any of its events that recorded it
+        key = (str(ev.get("home")), str(ev.get("session_key")), json_number(ev.get("started_at")) or 0.0)
+        n = _attempts(ev.get("attempts"))
+        if n is not None and ev.get("event") != "continuing":
+            attempts.setdefault(key, n)
+    runs: dict[tuple[str, str, float], int] = {}
+    kept = 0
+    for ev in events:
+        try:
+            kept += _one(ledger, conn, ev, attempts, runs)
+        except (ValueError, TypeError, OverflowError, RecursionError, sqlite3.Error) as exc:
+            logger.info("decision journal: an entry left out (%s)", type(exc).__name__)
+    left_out = len(events) - kept + len(doc["malformed"])
+    logger.warning("the decision journal %s was read into the ledger: %d entries kept, %d left out", path, kept,
+                   left_out)
+    return True
+
+
+def _one(ledger: Ledger, conn: sqlite3.Connection, ev: Mapping[str, Any], attempts: Mapping[tuple[str, str, float], int],
+         runs: dict[tuple[str, str, float], int]) -> int:
+    from hermes_tray_core.stores.ledger import _decision
+
+    name, at = ev.get("event"), json_number(ev.get("created_at")) or 0.0
+    if name == Event.CONFIG_CHANGED:
+        home = ev.get("home")
+        ledger_fields = _fields(ev)
+        ledger_fields["home"] = home_path(home) if isinstance(home, str) else None
+        import json
+
+        conn.execute("INSERT INTO decisions (at, event, details) VALUES (?, ?, ?)",
+                     (at, Event.CONFIG_CHANGED.value, json.dumps(ledger_fields, ensure_ascii=False)))
+        return 1
+    kind = Event(str(name))
+    home, key = ev.get("home"), session_key(ev.get("session_key"))
+    if not isinstance(home, str) or not home:
+        raise InvalidIdError("no home")
+    started = json_number(ev.get("started_at")) or 0.0
+    ident = (home, key, started)
+    turn = TurnId(home_path(home), key, started, attempts.get(ident, -1))
+    fields = _fields(ev)
+    run: int | None = None
+    marker: float | None = None
+    if kind is Event.CONTINUING:  # recorded under the continuation's own marker; it belongs to the run it continues
+        original = json_number(ev.get("original_started_at"))
+        if original is not None:
+            ident, marker = (home, key, original), started
+            turn = TurnId(turn.home, key, original, attempts.get(ident, -1))
+    if kind is Event.APPROVED:
+        tid = ledger._turn_row(conn, turn)
+        run = int(conn.execute("INSERT INTO runs (turn, claim, epoch, begun) VALUES (?, '', 0, ?)",
+                               (tid, at)).lastrowid or 0)
+        runs[ident] = run
+    else:
+        run = runs.get(ident)
+        if run is not None and name in _CLOSING:
+            del runs[ident]
+    ledger._insert(conn, turn, _decision(kind, fields, at), run, marker)
+    return 1
+
+
+def set_aside(path: Path) -> None:
+    """The journal, read in: renamed beside itself (kept, never read again)."""
+    try:
+        os.replace(path, path.with_name(f"{path.name}.migrated-{time.strftime('%Y%m%dT%H%M%S')}"))
+    except FileNotFoundError:
+        pass
+    except OSError as exc:
+        logger.warning("the decision journal %s was read into the ledger but cannot be set aside: %s", path, exc)
