@@ -23,6 +23,14 @@ def jfile(tmp_path: Path, sid: str = "s1") -> Path:
     return tmp_path / "_turn_journal" / f"{sid}.jsonl"
 
 
+def read(sid: object, session_dir: Path) -> dict:
+    """One session's journal as the scanner reads it: its main file, then its shards (``<sid>~<pid>.jsonl``)."""
+    j.validate_journal_session_id(sid)
+    base = session_dir / "_turn_journal"
+    shards = sorted(base.glob(f"{sid}~*.jsonl")) if base.is_dir() else []
+    return j.read_journal_files(str(sid), [(None, base / f"{sid}.jsonl"), *[(p.name, p) for p in shards]])
+
+
 
 
 
@@ -33,7 +41,7 @@ def jfile(tmp_path: Path, sid: str = "s1") -> Path:
                                  "ä", "a~1", "a:b", "x" * 201, None, 5])
 def test_bad_session_ids_are_refused(tmp_path, sid):
     with pytest.raises(ValueError):
-        j.read_turn_journal(sid, session_dir=tmp_path)
+        read(sid, tmp_path)
 
 
 
@@ -49,7 +57,7 @@ def test_reads_tolerate_blank_non_object_torn_and_binary_lines(tmp_path):
         json.dumps(good1).encode() + b"\n\n   \n[1, 2]\n42\n\"str\"\n\xff\xfe not utf8\n"
         + json.dumps(good2).encode() + b"\n{\"event\": \"assistant_sta"
     )
-    out = j.read_turn_journal("s1", session_dir=tmp_path)
+    out = read("s1", tmp_path)
     assert out["session_id"] == "s1"
     assert out["events"] == [good1, good2]
     assert [m["line"] for m in out["malformed"]] == [4, 5, 6, 7, 9]
@@ -58,13 +66,12 @@ def test_reads_tolerate_blank_non_object_torn_and_binary_lines(tmp_path):
 
 
 def test_missing_journal_reads_empty(tmp_path):
-    assert j.read_turn_journal("nope", session_dir=tmp_path) == {"session_id": "nope", "events": [], "malformed": []}
-    assert j.iter_turn_journal_session_ids(tmp_path / "missing") == []
+    assert read("nope", tmp_path) == {"session_id": "nope", "events": [], "malformed": []}
 
 
 
 
-def test_derive_latest_state_and_terminal_collisions():
+def test_derive_the_latest_state():
     events = [
         {"turn_id": "a", "event": "submitted", "created_at": 1.0},
         {"turn_id": "a", "event": "interrupted", "created_at": 5.0},
@@ -76,14 +83,11 @@ def test_derive_latest_state_and_terminal_collisions():
         "not a dict",
         {"turn_id": "c", "event": "completed", "created_at": "garbage"},
     ]
-    states, collisions = j.derive_turn_journal_states(events)
+    states = j.derive_turn_journal_states(events)
     assert states["a"]["event"] == "interrupted"
     assert states["b"]["event"] == "worker_started"
     assert set(states) == {"a", "b", "c"}
-    assert collisions == [{"turn_id": "a", "events": [events[2], events[1]]}]
     assert [e["turn_id"] for e in j.pending_turns(events)] == ["b"]
-    assert j.is_terminal_turn_event({"event": "completed"}) and not j.is_terminal_turn_event({"event": "x"})
-    assert not j.is_terminal_turn_event(None)
 
 
 
@@ -98,14 +102,11 @@ def test_shards_are_merged_and_listed_under_the_session_id(tmp_path):
     jfile(tmp_path, "s10~1").write_text("")  # another session whose id merely starts with s1
     jfile(tmp_path, "s2").write_text("")
     (tmp_path / "_turn_journal" / "notes.txt").write_text("")
-    out = j.read_turn_journal("s1", session_dir=tmp_path)
+    out = read("s1", tmp_path)
     assert [e["created_at"] for e in out["events"]] == [1.0, 2.0, 3.0]
     assert out["events"][0] == main
     assert out["malformed"] == [{"line": 2, "raw": "not json", "file": "s1~4242.jsonl"}]
-    assert j.iter_turn_journal_session_ids(tmp_path) == ["s1", "s10", "s2"]
     assert j.pending_turns(out["events"]) == []
-    files = j.turn_journal_files(tmp_path)
-    assert files["s1"] == [jfile(tmp_path), shard]
 
 
 
@@ -134,13 +135,13 @@ def test_reads_a_webui_written_journal_and_finds_the_pending_turn(tmp_path):
     path = jfile(tmp_path, "web_1")
     path.parent.mkdir()
     path.write_text(WEBUI_LINES, encoding="utf-8")
-    events = j.read_turn_journal("web_1", session_dir=tmp_path)["events"]
+    events = read("web_1", tmp_path)["events"]
     assert [e["event"] for e in events] == ["submitted", "worker_started"]
     (pending,) = j.pending_turns(events)
     assert pending["turn_id"] == "20260101T120000Z-0123456789ab" and pending["event"] == "worker_started"
     with path.open("a") as fh:
         fh.write(json.dumps({"event": "interrupted", "turn_id": pending["turn_id"], "created_at": 1767268802.0}) + "\n")
-    assert j.pending_turns(j.read_turn_journal("web_1", session_dir=tmp_path)["events"]) == []
+    assert j.pending_turns(read("web_1", tmp_path)["events"]) == []
 
 
 def load_webui_reference():
@@ -163,15 +164,14 @@ def test_the_webui_reference_and_the_tray_read_its_files_alike(tmp_path):
     ref = load_webui_reference()
     theirs = ref.append_turn_journal_event("s1", {"event": "submitted", "stream_id": "x"}, session_dir=tmp_path)
     theirs2 = ref.append_turn_journal_event_for_stream("s1", "x", {"event": "completed"}, session_dir=tmp_path)
-    mine = j.read_turn_journal("s1", session_dir=tmp_path)
+    mine = read("s1", tmp_path)
     theirs_read = ref.read_turn_journal("s1", session_dir=tmp_path)
     assert mine == theirs_read
     assert mine["events"] == [theirs, theirs2]
-    assert j.derive_turn_journal_states(mine["events"]) == ref.derive_turn_journal_states(theirs_read["events"])
-    assert j.iter_turn_journal_session_ids(tmp_path) == ref.iter_turn_journal_session_ids(tmp_path)
+    assert j.derive_turn_journal_states(mine["events"]) == ref.derive_turn_journal_states(theirs_read["events"])[0]
     with open(jfile(tmp_path), "ab") as fh:
         fh.write(b"[]\n\n{broken\n")
-    assert j.read_turn_journal("s1", session_dir=tmp_path) == ref.read_turn_journal("s1", session_dir=tmp_path)
+    assert read("s1", tmp_path) == ref.read_turn_journal("s1", session_dir=tmp_path)
 
 
 
@@ -190,11 +190,10 @@ EVENT = st.fixed_dictionaries({}, optional={"event": JSON | st.sampled_from(["co
 @settings(max_examples=300, deadline=None)
 @given(events=st.lists(EVENT | JSON, max_size=12))
 def test_derive_and_pending_accept_any_json_shapes(events):
-    states, collisions = j.derive_turn_journal_states(events)
+    states = j.derive_turn_journal_states(events)
     pending = j.pending_turns(events)
     assert all(isinstance(k, str) and k for k in states)
-    assert all(not j.is_terminal_turn_event(e) for e in pending)
-    assert all(len(c["events"]) > 1 for c in collisions)
+    assert all(str(e.get("event") or "") not in j.TERMINAL_EVENTS for e in pending)
 
 
 

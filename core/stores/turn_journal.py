@@ -12,29 +12,21 @@ from __future__ import annotations
 
 import contextlib
 import errno
-import functools
 import gc
 import json
 import os
 import re
 import stat
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from pathlib import Path
 from typing import Any
 
-__all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "TURN_JOURNAL_DIR_NAME", "derive_turn_journal_states",
-    "is_terminal_turn_event", "iter_turn_journal_session_ids", "journal_dir", "journal_path", "make_turn_id",
-    "pending_turns", "read_journal_files", "read_turn_journal", "shard_paths", "turn_journal_files",
-    "validate_journal_session_id"]
+__all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "derive_turn_journal_states", "pending_turns",
+    "read_journal_files", "validate_journal_session_id"]
 
-TURN_JOURNAL_DIR_NAME = "_turn_journal"
 TERMINAL_EVENTS = frozenset({"completed", "interrupted"})
 MAX_SESSION_ID_LEN = 200  # leaves room for "~<pid>.jsonl" inside a 255-byte file name
 _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
-_SHARD_RE = re.compile(r"^(?P<sid>[A-Za-z0-9_.-]+)~(?P<pid>\d+)\.jsonl$")
-_SUFFIX = ".jsonl"
 
 #: One journal event: a flat JSON object as written and as read back.
 Event = dict[str, Any]
@@ -61,30 +53,6 @@ def validate_journal_session_id(session_id: object) -> str:
     if session_id.strip(".") == "":
         raise ValueError("invalid session_id: only dots")
     return session_id
-
-
-def journal_dir(session_dir: Path | str) -> Path:
-    return Path(session_dir) / TURN_JOURNAL_DIR_NAME
-
-
-@functools.lru_cache(maxsize=512)
-def _cached_path(session_id: str, session_dir: str) -> Path:
-    return Path(session_dir) / TURN_JOURNAL_DIR_NAME / f"{session_id}{_SUFFIX}"
-
-
-def journal_path(session_id: str, *, session_dir: Path | str) -> Path:
-    """``<session_dir>/_turn_journal/<session_id>.jsonl`` for a validated id."""
-    return _cached_path(validate_journal_session_id(session_id), os.fspath(session_dir))
-
-
-def make_turn_id(now: float | None = None) -> str:
-    """``YYYYmmddTHHMMSSZ-<12 hex>``, the WebUI's turn id shape."""
-    stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime(time.time() if now is None else now))
-    return f"{stamp}-{os.urandom(6).hex()}"
-
-
-def is_terminal_turn_event(event: Event | None) -> bool:
-    return str((event or {}).get("event") or "") in TERMINAL_EVENTS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,40 +191,12 @@ def _created_key(event: Event) -> float:
         return 0.0
 
 
-def shard_paths(session_id: str, *, session_dir: Path | str) -> list[Path]:
-    """The per-process shards ``<session_id>~<pid>.jsonl`` of one session, sorted."""
-    validate_journal_session_id(session_id)
-    prefix = f"{session_id}~"
-    try:
-        names = os.listdir(journal_dir(session_dir))
-    except OSError:
-        return []
-    return [
-        journal_dir(session_dir) / n
-        for n in sorted(names)
-        if n.startswith(prefix) and (m := _SHARD_RE.match(n)) and m.group("sid") == session_id
-    ]
-
-
-def read_turn_journal(
-    session_id: str, *, session_dir: Path | str, shards: list[Path] | None = None
-) -> Event:
-    """``{"session_id", "events", "malformed"}`` for one session, shards merged.
-
-    Malformed entries are ``{"line": <1-based>, "raw": <text>}`` (plus ``"file"`` for a line in
-    a shard). With shards present the merged events are ordered by ``created_at`` (stable). A
-    scanner that already listed the directory can pass ``shards`` to skip a second listing.
-    """
-    path = journal_path(session_id, session_dir=session_dir)
-    if shards is None:
-        shards = shard_paths(session_id, session_dir=session_dir)
-    return read_journal_files(session_id, [(None, path)] + [(shard.name, shard) for shard in shards])
-
-
 def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | os.PathLike[str]]]) -> Event:
-    """:func:`read_turn_journal` over files already found: ``(label, path)`` pairs, label None for the
-    session's main file and the shard's file name for a shard. The caller has validated the names (a
-    directory listing it made); a missing file reads as empty."""
+    """``{"session_id", "events", "malformed"}`` of one session's files: ``(label, path)`` pairs, label None for the
+    session's main file (``<session_id>.jsonl``) and the shard's file name for a shard (``<session_id>~<pid>.jsonl``),
+    as the caller's listing found them (it validated the names); a missing file reads as empty. Malformed entries are
+    ``{"line": <1-based>, "raw": <text>}`` (plus ``"file"`` for a shard's line); with shards the merged events are
+    ordered by ``created_at`` (stable)."""
     events: list[Event] = []
     malformed: list[Event] = []
     blobs = [(label, _read_bytes(path)) for label, path in files]
@@ -272,44 +212,10 @@ def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | 
     return {"session_id": session_id, "events": events, "malformed": malformed}
 
 
-def turn_journal_files(session_dir: Path | str) -> dict[str, list[Path]]:
-    """Every session's journal files (main file first, then shards), from one directory listing."""
-    try:
-        names = sorted(os.listdir(journal_dir(session_dir)))
-    except OSError:
-        return {}
-    out: dict[str, list[Path]] = {}
-    base = journal_dir(session_dir)
-    for name in names:
-        if not name.endswith(_SUFFIX):
-            continue
-        m = _SHARD_RE.match(name)
-        sid = m.group("sid") if m else name[: -len(_SUFFIX)]
-        if not _SESSION_ID_RE.match(sid) or sid.strip(".") == "" or len(sid) > MAX_SESSION_ID_LEN:
-            continue
-        files = out.setdefault(sid, [])
-        if m:
-            files.append(base / name)
-        else:
-            files.insert(0, base / name)
-    return out
-
-
-def iter_turn_journal_session_ids(session_dir: Path | str) -> list[str]:
-    """Sorted ids of every journaled session (shard suffixes stripped); ``[]`` for a missing dir."""
-    return sorted(turn_journal_files(session_dir))
-
-
-def derive_turn_journal_states(events: Iterable[Event]) -> tuple[dict[str, Event], list[Event]]:
-    """``(latest event per turn_id by created_at, terminal collisions)``.
-
-    Ties go to the later event in the input. A collision record ``{"turn_id", "events"}`` lists
-    every terminal event of a turn that has more than one, in ``created_at`` order.
-    """
+def derive_turn_journal_states(events: Iterable[Event]) -> dict[str, Event]:
+    """The latest event of each turn (``turn_id``), by ``created_at``; ties go to the later event in the input."""
     states: dict[str, Event] = {}
     stamps: dict[str, float] = {}
-    terminal: dict[str, list[Event]] = {}
-    terminal_names = TERMINAL_EVENTS
     for event in events:
         if not isinstance(event, dict):
             continue
@@ -322,26 +228,15 @@ def derive_turn_journal_states(events: Iterable[Event]) -> tuple[dict[str, Event
         created = event.get("created_at")
         if type(created) is not float:
             created = _created_key(event)
-        name = event.get("event")
-        if type(name) is str and name in terminal_names:
-            terminal.setdefault(turn_id, []).append(event)
         previous = stamps.get(turn_id)
         if previous is None or created >= previous:
             states[turn_id] = event
             stamps[turn_id] = created
-    collisions: list[Event] = [
-        {"turn_id": tid, "events": sorted(evts, key=_created_key)}
-        for tid, evts in terminal.items()
-        if len(evts) > 1
-    ]
-    return states, collisions
+    return states
 
 
 def pending_turns(events: Iterable[Event]) -> list[Event]:
-    """Latest event of every turn that has not reached a terminal event, oldest first.
-
-    For a WebUI journal these are the turns still running — or, when their worker is gone,
-    interrupted.
-    """
-    states, _ = derive_turn_journal_states(events)
-    return sorted((e for e in states.values() if not is_terminal_turn_event(e)), key=_created_key)
+    """Latest event of every turn that has not reached a terminal event, oldest first: for a WebUI journal, the turns
+    still running — or, when their worker is gone, interrupted."""
+    return sorted((e for e in derive_turn_journal_states(events).values()
+                   if str(e.get("event") or "") not in TERMINAL_EVENTS), key=_created_key)

@@ -1,10 +1,11 @@
-"""Benchmark core.stores.turn_journal and core.stores.lease against bare baselines measured in the same run.
+"""Benchmark the ledger, the WebUI journal reader and core.stores.lease against bare baselines measured in the
+same run.
 
     python tests/bench/bench_journal_lease.py [--dir DIR] [--quick]
 
-Figures (targets from issue 3):
-  * journal appends/s vs a bare O_APPEND + write + fsync loop on the same disk   (>= 0.8x)
-  * read + derive of a 100,000-event journal vs a bare json.loads loop           (>= 0.7x)
+Figures:
+  * ledger decisions/s vs a bare SQLite INSERT + COMMIT (WAL, synchronous=FULL) on the same disk  (>= 0.5x)
+  * read + derive of a 100,000-event WebUI journal vs a bare json.loads loop       (>= 0.7x)
   * lease acquire+release/s in one process
   * lease grants/s and holder changes/s with 8 contending processes
 The WebUI's own journal (loaded from ../shared/reference when present) is timed alongside
@@ -54,39 +55,40 @@ def sample_event(i: int) -> dict:
             "stream_id": f"st-{i // 4}", "message": "Refactor the parser and run the tests " * 3}
 
 
-def bench_appends(root: Path, n: int, rounds: int, webui, block: int = 20) -> dict:
-    """Bare and candidate appends interleaved in small blocks (order alternating), so a burst of
-    load from other processes on the shared machine hits both alike."""
-    events = [sample_event(i) for i in range(n)]
-    lines = [(json.dumps({**e, "version": 1, "session_id": "b"}, separators=(",", ":")) + "\n").encode()
-             for e in events]
-    bare, ours, ref = [], [], []
+def bench_ledger(root: Path, n: int, rounds: int, block: int = 20) -> dict:
+    """Ledger decisions (each its own durable transaction) against a bare SQLite INSERT + COMMIT in WAL with
+    ``synchronous=FULL`` on the same disk, interleaved in small blocks (order alternating), so a burst of load
+    from other processes on the shared machine hits both alike."""
+    import sqlite3
+
+    from hermes_tray_core.stores.ledger import Ledger
+    from hermes_tray_core.turn import TurnId
+
+    bare, ours = [], []
     for r in range(rounds):
-        d = root / f"append{r}"
-        (d / "_turn_journal").mkdir(parents=True)
-        fd = os.open(d / "bare.jsonl", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        journal.append_turn_journal_event("ours", {"event": "warmup"}, session_dir=d)
-        if webui is not None:
-            webui.append_turn_journal_event("ref", {"event": "warmup"}, session_dir=d)
-        t_bare = t_ours = t_ref = 0.0
+        d = root / f"ledger{r}"
+        d.mkdir(parents=True)
+        conn = sqlite3.connect(d / "bare.sqlite3", isolation_level=None)
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = FULL")
+        conn.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, at REAL, event TEXT, details TEXT)")
+        book = Ledger(d / "ledger.sqlite3")
+        book.record("notified", TurnId(str(d), "warmup", 1.0, 0))  # type: ignore[arg-type]
+        t_bare = t_ours = 0.0
 
-        def run_bare(lo: int, hi: int, fd: int = fd) -> float:
+        def run_bare(lo: int, hi: int, conn: sqlite3.Connection = conn) -> float:
             t0 = time.perf_counter()
-            for line in lines[lo:hi]:
-                os.write(fd, line)
-                os.fsync(fd)
+            for _i in range(lo, hi):
+                conn.execute("BEGIN IMMEDIATE")
+                conn.execute("INSERT INTO t (at, event, details) VALUES (?, ?, ?)", (time.time(), "notified",
+                                                                                      '{"via":"bench"}'))
+                conn.execute("COMMIT")
             return time.perf_counter() - t0
 
-        def run_ours(lo: int, hi: int, d: Path = d) -> float:
+        def run_ours(lo: int, hi: int, d: Path = d, book: Ledger = book) -> float:
             t0 = time.perf_counter()
-            for e in events[lo:hi]:
-                journal.append_turn_journal_event("ours", e, session_dir=d)
-            return time.perf_counter() - t0
-
-        def run_ref(lo: int, hi: int, d: Path = d) -> float:
-            t0 = time.perf_counter()
-            for e in events[lo:hi]:
-                webui.append_turn_journal_event("ref", e, session_dir=d)
+            for i in range(lo, hi):
+                book.record("notified", TurnId(str(d), f"s{i}", 1.0, 0), via="bench")  # type: ignore[arg-type]
             return time.perf_counter() - t0
 
         for k, lo in enumerate(range(0, n, block)):
@@ -97,20 +99,13 @@ def bench_appends(root: Path, n: int, rounds: int, webui, block: int = 20) -> di
             else:
                 t_bare += run_bare(lo, hi)
                 t_ours += run_ours(lo, hi)
-            if webui is not None:
-                t_ref += run_ref(lo, hi)
-        os.close(fd)
+        conn.close()
         bare.append(n / t_bare)
         ours.append(n / t_ours)
-        if webui is not None:
-            ref.append(n / t_ref)
         shutil.rmtree(d)
     ratios = [o / b for o, b in zip(ours, bare, strict=True)]
-    out = {"bare_per_s": statistics.median(bare), "ours_per_s": statistics.median(ours),
-           "ratio": statistics.median(ratios)}
-    if ref:
-        out["webui_per_s"] = statistics.median(ref)
-    return out
+    return {"bare_per_s": statistics.median(bare), "ours_per_s": statistics.median(ours),
+            "ratio": statistics.median(ratios)}
 
 
 def bench_read(root: Path, n: int, rounds: int, webui) -> dict:
@@ -131,8 +126,8 @@ def bench_read(root: Path, n: int, rounds: int, webui) -> dict:
         assert len(parsed) == n
         del parsed
         t0 = time.perf_counter()
-        got = journal.read_turn_journal("big", session_dir=d)
-        states, _ = journal.derive_turn_journal_states(got["events"])
+        got = journal.read_journal_files("big", [(None, path)])
+        states = journal.derive_turn_journal_states(got["events"])
         ours.append(time.perf_counter() - t0)
         assert len(got["events"]) == n and len(states) == n // 4
         del got, states
@@ -209,7 +204,7 @@ def main() -> int:
     q = args.quick
     try:
         res = {
-            "append": bench_appends(root, 100 if q else 300, 3 if q else 5, webui),
+            "ledger": bench_ledger(root, 100 if q else 300, 3 if q else 5),
             "read": bench_read(root, 20_000 if q else 100_000, 3 if q else 7, webui),
             "lease_single": bench_lease_single(root, 200 if q else 1000),
             "lease_8proc": bench_lease_contention(root, 8, 1.5 if q else 3.0, 0.05),
@@ -220,10 +215,9 @@ def main() -> int:
     if args.json:
         print(json.dumps(res, indent=2))
         return 0
-    a, r, s = res["append"], res["read"], res["lease_single"]
-    print(f"journal append:  {a['ours_per_s']:8.0f}/s   bare O_APPEND+fsync {a['bare_per_s']:8.0f}/s   "
-          f"ratio {a['ratio']:.2f}x (target >= 0.80)"
-          + (f"   [WebUI reference {a['webui_per_s']:.0f}/s]" if "webui_per_s" in a else ""))
+    a, r, s = res["ledger"], res["read"], res["lease_single"]
+    print(f"ledger decision: {a['ours_per_s']:8.0f}/s   bare SQLite insert+commit {a['bare_per_s']:8.0f}/s   "
+          f"ratio {a['ratio']:.2f}x (target >= 0.50)")
     print(f"read+derive {r['events']:,} events: {r['ours_s'] * 1000:7.1f} ms   bare json.loads {r['bare_s'] * 1000:7.1f} ms"
           f"   ratio {r['ratio']:.2f}x (target >= 0.70)"
           + (f"   [WebUI reference {r['webui_s'] * 1000:.1f} ms]" if "webui_s" in r else ""))
@@ -233,7 +227,7 @@ def main() -> int:
         print(f"lease, {c['processes']} contending processes (poll {c['poll_s'] * 1000:g} ms): "
               f"{c['grants_per_s']:6.0f} grants/s, {c['holder_changes_per_s']:6.0f} hand-overs/s "
               f"(holder changed), {c['processes_served']}/{c['processes']} processes served")
-    ok = a["ratio"] >= 0.8 and r["ratio"] >= 0.7
+    ok = a["ratio"] >= 0.5 and r["ratio"] >= 0.7
     print("targets:", "met" if ok else "MISSED")
     return 0 if ok else 1
 

@@ -219,9 +219,9 @@ def test_journal_reader_tolerates_anything(scratch, lines, sid):
     sdir = home / "webui" / "sessions"
     p = sdir / "_turn_journal" / f"{sid}.jsonl"
     p.write_bytes(lines)
-    doc = journal.read_turn_journal(sid, session_dir=sdir)
+    doc = journal.read_journal_files(sid, [(None, p)])
     assert isinstance(doc["events"], list) and isinstance(doc["malformed"], list)
-    states, _collisions = journal.derive_turn_journal_states(doc["events"])
+    journal.derive_turn_journal_states(doc["events"])
     journal.pending_turns(doc["events"])
     _count("journal")
 
@@ -244,7 +244,7 @@ def test_engine_rejects_unsafe_ids_and_hermes_calls_stay_silent(scratch, bad):
     with pytest.raises((InvalidIdError, ValueError)):
         store.remove_if_unchanged(bad, {})
     with pytest.raises((InvalidIdError, ValueError)):
-        journal.read_turn_journal(bad, session_dir=home / "webui" / "sessions")
+        journal.validate_journal_session_id(bad)
     # Hermes-compatible bookkeeping: silent, like Hermes'. Nothing escapes the home's desktop dir.
     turn_marker.record_turn_start(home, bad, "p")
     turn_marker.clear_turn_marker(home, bad)

@@ -167,3 +167,58 @@ def test_a_storm_of_10000_turns_is_one_note_one_ledger_write_and_sigterm_ends_it
     notes = [line for line in log.read_text().splitlines() if "notification:" in line]
     assert len(notes) == 1 and "10000 Hermes turns interrupted" in notes[0], notes
     assert len(notes[0]) < 2000, "the log line names a few turns and counts the rest"
+
+
+def test_a_resume_the_helper_quit_before_hermes_took_it_is_resumed_at_the_next_start(tmp_path: Path,
+                                                                                      sim_roots) -> None:
+    """Issue 41.3. Before: the helper SIGTERMed 2–3.5 s after it started a resume, before Hermes took the marker,
+    left the journal reading "asked or answered": after a restart it neither resumed nor notified, and the turn sat
+    actionable until it went stale. A resume that never reached Hermes is no answer: the next start resumes it,
+    and it is continued exactly once."""
+    from hermes_tray.demo.sim_backend import read_turns, write_control
+    from hermes_tray.demo.sim_install import sim_command
+    from hermes_tray_core.markers.store import list_turn_markers
+    from hermes_tray_core.stores.ledger import ledger
+    from hermes_tray_core.stores.paths import settings_file
+    from hermes_tray_core.stores.settings import TraySettings, save_settings
+    from hermes_tray_core.turn import Turn
+    from tests.support.product import product_env, tray_argv
+    from tests.support.sim_homes import make_home, plant_marker
+
+    save_settings(TraySettings(mode="auto", hermes_command=tuple(sim_command(sim_roots["auto-continue"]))),
+                  settings_file())
+    home, key = make_home(tmp_path / "home", turn_seconds=0.5)
+    write_control(home, ready_delay=8.0)  # the Hermes the helper starts is slow to get ready
+    shown = plant_marker(home, key, "Refactor the config parser")
+    env = product_env({k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"})
+
+    def helper() -> subprocess.Popen:
+        return subprocess.Popen(tray_argv("helper", "--home", home, "--no-notifications"), env=env,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+
+    def events() -> list[str]:
+        return [e["event"] for e in reversed(ledger().history(100, session_key=key))]
+
+    first = helper()
+    try:
+        _wait(lambda: "approved" in events(), 30, "the helper resuming the turn on its own")
+        time.sleep(1.0)
+        first.send_signal(signal.SIGTERM)  # a logout, before Hermes took the marker
+        first.wait(timeout=30)
+    finally:
+        if first.poll() is None:
+            first.kill()
+            first.wait()
+    assert first.returncode == 0, first.stderr.read()[-1500:]
+    assert list_turn_markers(home)[key] == shown and read_turns(home) == []  # Hermes never began it
+    assert not ledger().status(Turn.of(home, key, shown).ident).asked  # no answer: it waits for one
+
+    write_control(home, ready_delay=0.0)
+    second = helper()
+    try:
+        _wait(lambda: "completed" in events(), 60, "the next start resuming it to its end")
+    finally:
+        second.terminate()
+        second.wait(timeout=30)
+    assert [t.get("kind") for t in read_turns(home)] == ["auto-continue"]  # continued exactly once
+    assert key not in list_turn_markers(home)

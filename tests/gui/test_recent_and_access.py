@@ -139,8 +139,11 @@ def _windows(qtbot, tmp_path, rec):
     home.mkdir()
     ctrl = Controller(CoreEngine([str(home)]), RecordingNotifier())
     ctrl.on_scan(ScanReport(homes=tuple(discover_homes(explicit=[str(home)]))))
-    out = {"turns": prompt, "history": HistoryWindow(lambda: [
-        {"event": "notified", "home": str(tmp_path), "session_key": "s1", "started_at": 1.0, "created_at": 2.0}]),
+    from hermes_tray_core import TurnId, home_path
+
+    first = TurnId(home_path(tmp_path), "s1", 1.0, 0)
+    out = {"turns": prompt, "history": HistoryWindow(lambda: [{"turn": first, "last": first, "events": [
+        {"event": "notified", "home": str(tmp_path), "session_key": "s1", "started_at": 1.0, "created_at": 2.0}]}]),
         "settings": SettingsDialog(ctrl), "status": StatusWindow()}
     for w in out.values():
         qtbot.addWidget(w)
