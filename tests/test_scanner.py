@@ -190,8 +190,10 @@ def test_incremental_cache_rereads_only_changed_files(tree, tmp_path, monkeypatc
         root.write_journal(f"j{i}", journal_turn(f"20260101T00000{i}Z-aaaaaaaaaaaa", ["submitted", "completed"]))
     cache = tmp_path / "cache" / "scan.json"
     calls = []
-    real = scanner_mod._summarise_journal
-    monkeypatch.setattr(scanner_mod, "_summarise_journal", lambda sid, *a: calls.append(sid) or real(sid, *a))
+    from hermes_tray_core.scanning import webui
+
+    real = webui.summarise_journal
+    monkeypatch.setattr(webui, "summarise_journal", lambda sid, *a: calls.append(sid) or real(sid, *a))
     Scanner(homes, cache_file=cache).scan()
     assert sorted(calls) == [f"j{i}" for i in range(5)]
     calls.clear()

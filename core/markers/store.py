@@ -403,7 +403,7 @@ class MarkerStore:
                 tmp = progress.path  # where the exchange left the file it handed back, even after an exception
             # Unsettled only if an exchange may have run and not finished (ours is None: none ran).
             done = ours is None or (progress.settled if progress is not None else settled)
-            self._drop_temp(tmp, None if done else (ours, sig))
+            _drop_temp(self.path, tmp, None if done else (ours, sig))
         return result
 
     def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
@@ -493,35 +493,9 @@ class MarkerStore:
         logger.warning("turn-marker file %s kept changing during %d merges; left the last merge in place",
                        self.path, MERGE_ROUNDS)
         leaks.register(self)
-        if self._keep_unmerged(displaced) is None:
+        if _keep_unmerged(self.path, displaced) is None:
             raise OSError(errno.EIO, "a Hermes version that was not merged could not be set aside", displaced)
         return result
-
-    def _keep_unmerged(self, path: str) -> str | None:
-        """Set aside a foreign writer's version that came out of the marker file and was not merged: it may
-        be the newest Hermes write, so it is kept (0600, named after our temp file), never removed. The
-        name kept, or None when it could not be moved (then it stays where it is)."""
-        dest = fsutil.set_aside(Path(path), "unmerged")
-        if dest is None:
-            logger.error("a Hermes version of %s could not be set aside; it stays at %s", self.path, path)
-            return None
-        logger.warning("a Hermes version of %s that was not merged is kept as %s", self.path, dest.name)
-        return dest.name
-
-    def _drop_temp(self, path: str, unsettled: tuple[atomic_exchange.Sig | None, Any] | None) -> None:
-        """Remove our temp file. ``unsettled`` (our signature, the read file's): the exchange may have run and
-        not finished (a put-back that failed, an exception the put-back could not be finished after), so
-        the file there may be a foreign version newer than what stands: only ours, or the file we read
-        (older than ours, which stands), is removed; anything else is kept."""
-        if unsettled is not None:
-            here = fsutil.file_signature(path)
-            if here is None:
-                return
-            if here not in unsettled:
-                self._keep_unmerged(path)
-                return
-        with contextlib.suppress(FileNotFoundError):
-            os.unlink(path)
 
     @contextlib.contextmanager
     def _errors(self, what: str) -> Iterator[None]:
@@ -533,9 +507,36 @@ class MarkerStore:
             raise self._error(exc, what) from exc
 
     def _error(self, exc: OSError, what: str) -> MarkerStoreError:
-        reason = exc.strerror or str(exc)
-        where = exc.filename or str(self.path)
-        return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {reason}", where)
+        return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {exc.strerror or exc}",
+                                exc.filename or str(self.path))
+
+
+def _keep_unmerged(marker: Path, path: str) -> str | None:
+    """Set aside a foreign writer's version that came out of the marker file and was not merged: it may be the
+    newest Hermes write, so it is kept (0600, named after our temp file), never removed. The name kept, or None
+    when it could not be moved (then it stays where it is)."""
+    dest = fsutil.set_aside(Path(path), "unmerged")
+    if dest is None:
+        logger.error("a Hermes version of %s could not be set aside; it stays at %s", marker, path)
+        return None
+    logger.warning("a Hermes version of %s that was not merged is kept as %s", marker, dest.name)
+    return dest.name
+
+
+def _drop_temp(marker: Path, path: str, unsettled: tuple[atomic_exchange.Sig | None, Any] | None) -> None:
+    """Remove our temp file. ``unsettled`` (our signature, the read file's): the exchange may have run and not
+    finished (a put-back that failed, an exception the put-back could not be finished after), so the file there may
+    be a foreign version newer than what stands: only ours, or the file we read (older than ours, which stands), is
+    removed; anything else is kept."""
+    if unsettled is not None:
+        here = fsutil.file_signature(path)
+        if here is None:
+            return
+        if here not in unsettled:
+            _keep_unmerged(marker, path)
+            return
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(path)
 
 
 def list_turn_markers(home: Path | str) -> Entries:

@@ -31,7 +31,6 @@ from hermes_tray_core.deciding.policy import (
     Decision,
     Facts,
     Seen,
-    decide_webui,
     judge,
     marker_age,
 )
@@ -43,10 +42,9 @@ from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
 from hermes_tray_core.keys import InvalidIdError, SessionKey, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
-from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.scanning.cache import MISS, ScanCache, default_cache_file
+from hermes_tray_core.scanning.cache import ScanCache, default_cache_file
 from hermes_tray_core.scanning.running import RunningNow
-from hermes_tray_core.scanning.webui import summarise_journal as _summarise_journal
+from hermes_tray_core.scanning.webui import webui_records
 from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.stores.ledger import NOTHING, UNREADABLE, TurnStatus
 from hermes_tray_core.turn import Marker, Turn, TurnId
@@ -84,35 +82,6 @@ def _stat(path: Path) -> os.stat_result | None:
         return os.stat(path)
     except OSError:
         return None
-
-
-def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
-    """A WebUI journal directory's sessions: sid -> (signature of its files, their paths), the main file
-    (``<sid>.jsonl``) first, then its shards (``<sid>~<pid>.jsonl``). Raises OSError if it cannot be listed."""
-    groups: dict[str, list[tuple[str, str, str]]] = {}  # sid -> [(name, path, "name:ino:size:mtime_ns")]
-    for de in os.scandir(jdir):
-        name = de.name
-        if name[-6:] != ".jsonl" or name[0] == ".":
-            continue
-        try:
-            st = de.stat()
-        except OSError:
-            continue
-        sid = name[:-6].split("~", 1)[0]
-        item = (name, de.path, f"{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
-        files = groups.get(sid)
-        if files is None:
-            groups[sid] = [item]  # one file per session is the common case
-        else:
-            files.append(item)
-    out: dict[str, tuple[str, list[str]]] = {}
-    for sid, files in groups.items():
-        if len(files) == 1:
-            out[sid] = (files[0][2], [files[0][1]])
-        else:
-            files.sort(key=lambda f: ("~" in f[0], f[0]))
-            out[sid] = ("|".join(f[2] for f in files), [f[1] for f in files])
-    return out
 
 
 def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
@@ -318,7 +287,9 @@ class Scanner:
             problems.append(mproblem)
         made, unsafe = self._turns(home, entries) if entries else ([], [])
         if entries is not None:
-            self._settle_runs(home, made)
+            from hermes_tray_core.continuing.orphans import settle_orphaned_runs
+
+            settle_orphaned_runs(home.path, made)  # a run of ours whose process is gone: its end, from Hermes' facts
         turns: list[TurnRecord] = []
         state = _HomeState(home.path, now) if exists else None
         try:
@@ -341,27 +312,14 @@ class Scanner:
         key = str(jdir)
         if key not in seen_dirs:
             seen_dirs.add(key)
-            nsessions, webui_turns = self._webui_records(home, now, problems, live_journals)
+            nsessions, webui_turns = webui_records(home, now, problems, live_journals, self._cache, self._now,
+                                                   self._log_once)
             turns.extend(webui_turns)
         turns.sort(key=lambda t: -t.started_at)
         report = HomeReport(home.path, home.profile, home.origin, exists, mstatus,
                             len(entries or {}), config, db_status, jdir, nsessions,
                             tuple(unsupported), tuple(problems))
         return report, turns
-
-    def _settle_runs(self, home: Home, turns: list[Turn]) -> None:
-        """core.continuing.orphans: a run of ours whose process is gone is settled from Hermes' facts (looked at
-        only when the ledger has an open run in this home)."""
-        from hermes_tray_core.stores.ledger import ledger
-
-        with bookkeeping(logger, "cannot read the open runs of %s", home.path, level=DEBUG) as kept:
-            if not ledger().open_runs(home_path(home.path)):
-                return
-        if kept.failed:
-            return
-        from hermes_tray_core.continuing.orphans import settle_orphaned_runs
-
-        settle_orphaned_runs(home.path, turns)
 
     def _turns(self, home: Home, entries: dict[str, Any]) -> tuple[list[Turn], list[tuple[str, Any]]]:
         """The door: one :class:`~hermes_tray_core.turn.Turn` per entry whose session key is one Hermes writes;
@@ -505,77 +463,6 @@ class Scanner:
             self._logged.clear()
         self._logged.add(tag)
         logger.log(level, "%s: session %r: %s", home.path, key[:80], what)
-
-    def _webui_records(self, home: Home, now: float, problems: list[str],
-                       live: set[str]) -> tuple[int, list[TurnRecord]]:
-        from hermes_tray_core.process.identity import process_liveness
-
-        jdir = home.webui_journal_dir
-        try:
-            listing = _list_journals(jdir)
-        except (FileNotFoundError, NotADirectoryError):
-            return 0, []
-        except (OSError, ValueError) as exc:
-            problems.append(f"cannot list WebUI journals in {jdir}: {os_error_text(exc)}")
-            return 0, []
-        records: list[TurnRecord] = []
-        malformed_sessions = 0
-        prefix = str(jdir) + os.sep
-        for sid, (sig, paths) in listing.items():
-            ckey = prefix + sid
-            live.add(ckey)
-            summary = self._cache.summary(ckey, sig)
-            if summary is MISS:
-                try:
-                    summary = self._cache.put_summary(ckey, sig, _summarise_journal(sid, paths))
-                except ValueError:
-                    continue  # not a WebUI session id: not ours to read
-                except Exception as exc:  # boundary: reading a journal the WebUI wrote, where anything can be
-                    problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl: {os_error_text(exc)}")
-                    continue
-            if summary is None:
-                continue
-            if summary.get("malformed"):
-                malformed_sessions += 1
-            pending = [p for p in summary["pending"] if type(p) is dict]
-            if not pending:
-                continue
-            try:
-                record = self._webui_record(home, sid, pending, now, process_liveness)
-                if record is not None:
-                    records.append(record)
-            except Exception as exc:  # boundary: one hostile journal never hides the others
-                self._log_once(home, sid, f"cannot judge this WebUI session ({type(exc).__name__}: {exc})",
-                               level=_ERROR)
-        if malformed_sessions:
-            problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
-        return len(listing), records
-
-    def _webui_record(self, home: Home, sid: str, pending: list[dict[str, Any]], now: float,
-                      liveness: Callable[[object, object], WriterState]) -> TurnRecord | None:
-        """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while
-        a worker of the session is alive (nothing was interrupted)."""
-        judged = []
-        for p in pending:
-            pid, start = p.get("pid"), p.get("start")
-            writer = liveness(pid, start) if pid else WriterState.UNKNOWN
-            judged.append((writer, p))
-        # A live worker anywhere in the session wins (it is running); else the newest turn speaks for it.
-        if any(j[0] == WriterState.ALIVE for j in judged):
-            return None  # a live worker: the session's turn is simply running, not interrupted
-        writer, turn = max(judged, key=lambda j: strict_finite(j[1].get("started_at")) or 0.0)
-        server, server_detail = (self._now.webui_server(home) if writer == WriterState.UNKNOWN else ("none", ""))
-        decision = decide_webui(turn, worker=writer, now=now, server=server, server_detail=server_detail,
-                                pending_turns=len(pending))
-        started = strict_finite(turn.get("started_at")) or 0.0
-        return TurnRecord(
-            home=home.path, profile=home.profile, turn=Turn(home_path(home.path), session_key(sid),
-                                                            Marker.known(started)),
-            title=None, prompt_excerpt="", age_seconds=decision.age_seconds, writer=writer,
-            verdict=decision.verdict, reason=decision.reason, source=TurnSource.WEBUI, unsure=decision.unsure,
-            turn_id=turn.get("turn_id") if isinstance(turn.get("turn_id"), str) else None, code=decision.code,
-        )
-
 
 def scan(homes: Sequence[Home], *, cache_file: Path | None = None, now: float | None = None) -> ScanResult:
     """One-shot scan (the CLI passes :func:`default_cache_file` for warm re-runs)."""

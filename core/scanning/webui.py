@@ -1,18 +1,31 @@
-"""The WebUI turn journal of one session, summarised without any text: its unfinished turns (ids, times,
-worker identity), for the scanner and its cache.
+"""The WebUI turn journals of a home: each session summarised without any text (its unfinished turns: ids, times,
+worker identity) for the scanner's cache, and judged (:func:`webui_records`, :func:`decide_webui`): a WebUI turn is
+listed, never acted on.
 """
 
 from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from hermes_tray_core.deciding.policy import decide_webui
+from hermes_tray_core.deciding.records import TurnRecord
+from hermes_tray_core.keys import home_path, session_key
 from hermes_tray_core.numbers import json_int, strict_finite
 from hermes_tray_core.stores import turn_journal as journal
+from hermes_tray_core.stores.fsutil import os_error_text
+from hermes_tray_core.turn import Marker, Turn
+from hermes_tray_core.vocab import TurnSource, WriterState
 
-__all__ = ["summarise_journal", "valid_summary", "shard_pids", "MAX_JOURNAL_BYTES"]
+if TYPE_CHECKING:
+    from hermes_tray_core.hermes.homes import Home
+    from hermes_tray_core.scanning.cache import ScanCache
+    from hermes_tray_core.scanning.running import RunningNow
+
+__all__ = ["summarise_journal", "valid_summary", "shard_pids", "webui_records", "MAX_JOURNAL_BYTES"]
 
 MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
@@ -79,3 +92,107 @@ def shard_pids(files: Sequence[str | os.PathLike[str]]) -> dict[str, int]:
             if isinstance(ev, dict) and isinstance(ev.get("turn_id"), str):
                 out[ev["turn_id"].strip()] = pid
     return out
+
+
+def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
+    """A WebUI journal directory's sessions: sid -> (signature of its files, their paths), the main file
+    (``<sid>.jsonl``) first, then its shards (``<sid>~<pid>.jsonl``). Raises OSError if it cannot be listed."""
+    groups: dict[str, list[tuple[str, str, str]]] = {}  # sid -> [(name, path, "name:ino:size:mtime_ns")]
+    for de in os.scandir(jdir):
+        name = de.name
+        if name[-6:] != ".jsonl" or name[0] == ".":
+            continue
+        try:
+            st = de.stat()
+        except OSError:
+            continue
+        sid = name[:-6].split("~", 1)[0]
+        item = (name, de.path, f"{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
+        files = groups.get(sid)
+        if files is None:
+            groups[sid] = [item]  # one file per session is the common case
+        else:
+            files.append(item)
+    out: dict[str, tuple[str, list[str]]] = {}
+    for sid, files in groups.items():
+        if len(files) == 1:
+            out[sid] = (files[0][2], [files[0][1]])
+        else:
+            files.sort(key=lambda f: ("~" in f[0], f[0]))
+            out[sid] = ("|".join(f[2] for f in files), [f[1] for f in files])
+    return out
+
+
+
+
+def webui_records(home: Home, now: float, problems: list[str], live: set[str], cache: ScanCache,
+                  running: RunningNow, log_once: Callable[..., None]) -> tuple[int, list[TurnRecord]]:
+    """The WebUI sessions of ``home`` with an unfinished turn, one record each (``live``: their cache keys;
+    ``problems``: what could not be read). Its journals' summaries come from (and go to) ``cache``."""
+    from hermes_tray_core.process.identity import process_liveness
+    from hermes_tray_core.scanning.cache import MISS  # (the cache reads this module's summaries)
+
+    jdir = home.webui_journal_dir
+    try:
+        listing = _list_journals(jdir)
+    except (FileNotFoundError, NotADirectoryError):
+        return 0, []
+    except (OSError, ValueError) as exc:
+        problems.append(f"cannot list WebUI journals in {jdir}: {os_error_text(exc)}")
+        return 0, []
+    records: list[TurnRecord] = []
+    malformed_sessions = 0
+    prefix = str(jdir) + os.sep
+    for sid, (sig, paths) in listing.items():
+        ckey = prefix + sid
+        live.add(ckey)
+        summary = cache.summary(ckey, sig)
+        if summary is MISS:
+            try:
+                summary = cache.put_summary(ckey, sig, summarise_journal(sid, paths))
+            except ValueError:
+                continue  # not a WebUI session id: not ours to read
+            except Exception as exc:  # boundary: reading a journal the WebUI wrote, where anything can be
+                problems.append(f"cannot read WebUI journal {jdir / sid}.jsonl: {os_error_text(exc)}")
+                continue
+        if summary is None:
+            continue
+        if summary.get("malformed"):
+            malformed_sessions += 1
+        pending = [p for p in summary["pending"] if type(p) is dict]
+        if not pending:
+            continue
+        try:
+            record = _webui_record(home, sid, pending, now, process_liveness, running)
+            if record is not None:
+                records.append(record)
+        except Exception as exc:  # boundary: one hostile journal never hides the others
+            log_once(home, sid, f"cannot judge this WebUI session ({type(exc).__name__}: {exc})", level=40)
+    if malformed_sessions:
+        problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
+    return len(listing), records
+
+def _webui_record(home: Home, sid: str, pending: list[dict[str, Any]], now: float,
+                  liveness: Callable[[object, object], WriterState], running: RunningNow) -> TurnRecord | None:
+    """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while
+    a worker of the session is alive (nothing was interrupted)."""
+    judged = []
+    for p in pending:
+        pid, start = p.get("pid"), p.get("start")
+        writer = liveness(pid, start) if pid else WriterState.UNKNOWN
+        judged.append((writer, p))
+    # A live worker anywhere in the session wins (it is running); else the newest turn speaks for it.
+    if any(j[0] == WriterState.ALIVE for j in judged):
+        return None  # a live worker: the session's turn is simply running, not interrupted
+    writer, turn = max(judged, key=lambda j: strict_finite(j[1].get("started_at")) or 0.0)
+    server, server_detail = (running.webui_server(home) if writer == WriterState.UNKNOWN else ("none", ""))
+    decision = decide_webui(turn, worker=writer, now=now, server=server, server_detail=server_detail,
+                            pending_turns=len(pending))
+    started = strict_finite(turn.get("started_at")) or 0.0
+    return TurnRecord(
+        home=home.path, profile=home.profile, turn=Turn(home_path(home.path), session_key(sid),
+                                                        Marker.known(started)),
+        title=None, prompt_excerpt="", age_seconds=decision.age_seconds, writer=writer,
+        verdict=decision.verdict, reason=decision.reason, source=TurnSource.WEBUI, unsure=decision.unsure,
+        turn_id=turn.get("turn_id") if isinstance(turn.get("turn_id"), str) else None, code=decision.code,
+    )

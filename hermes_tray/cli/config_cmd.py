@@ -76,41 +76,33 @@ def _fmt(value) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from hermes_tray.cli.common import (
-        EXIT_USAGE,
-        load_tray_settings,
-        print_json,
-        refuse,
-        refuse_unusable_homes,
-        selected_homes,
-        warn,
-    )
+    """One function per action: ``show``, ``get``, ``set``, ``unset``."""
+    from hermes_tray.cli.common import EXIT_USAGE, refuse
 
-    action = args.action
     key = getattr(args, "key", None)
     if key is not None and key not in BACKEND_KEYS + TRAY_KEYS:
         return refuse(args, f"unknown key {key!r}: choose one of {', '.join(BACKEND_KEYS + TRAY_KEYS)}", EXIT_USAGE)
-    if action == "set":
-        return _set(args)
-    if action == "unset":
-        return _unset(args)
-    if key in TRAY_KEYS or action == "show":
-        from hermes_tray_core import SettingsError, load_settings
+    return {"show": _show, "get": _get, "set": _set, "unset": _unset}[args.action](args)
 
-        try:
-            settings = load_settings()
-        except SettingsError as exc:
-            if action == "get":
-                return refuse(args, exc.user_message)
-            warn(exc.user_message)
-            settings = load_tray_settings(quiet=True)
-    if action == "get" and key in TRAY_KEYS:
-        value = _tray_dict(settings)[key]
-        if args.json:
-            print_json({"key": key, "value": value})
-        else:
-            print(_fmt(value))
-        return 0
+
+def _tray_settings(args: argparse.Namespace, *, strict: bool) -> object:
+    """The tray's settings; an unreadable file is said (a refusal when ``strict``: ``get`` of a tray key) and the
+    defaults shown."""
+    from hermes_tray.cli.common import load_tray_settings, refuse, warn
+    from hermes_tray_core import SettingsError, load_settings
+
+    try:
+        return load_settings()
+    except SettingsError as exc:
+        if strict:
+            return refuse(args, exc.user_message)
+        warn(exc.user_message)
+        return load_tray_settings(quiet=True)
+
+
+def _home_rows(args: argparse.Namespace) -> list[dict] | int:
+    """Every selected home's backend keys (an exit code when a ``--home`` cannot be used)."""
+    from hermes_tray.cli.common import refuse_unusable_homes, selected_homes
     from hermes_tray_core import HomeAccess, look_at_homes
 
     homes = selected_homes(args)
@@ -120,27 +112,49 @@ def run(args: argparse.Namespace) -> int:
     looks = look_at_homes([h.path for h in homes])
     chosen = [(h, seen) for h, seen in zip(homes, looks, strict=True)
               if args.homes or seen.access not in (HomeAccess.MISSING, HomeAccess.NOT_DIR)]
-    rows = _home_dicts([h for h, _ in chosen], [seen for _, seen in chosen])
-    if action == "get" and not rows:  # nothing to read the key from: a refusal, never silence and 0
-        return refuse(args, f"no Hermes home found, so {key} has no value to show (use --home PATH)")
-    if action == "get":
-        readable = [r for r in rows if r["enabled"] is not None]
-        if not readable:  # every home named cannot be read: say why, never "(unset)"
-            return refuse(args, "; ".join(r["error"] for r in rows))
-        if args.json:
-            print_json({"key": key, "homes": [{"home": r["home"], "value": r[key]} for r in rows]})
-        elif len(rows) == 1:
-            print(_fmt(rows[0][key]))
-        else:
-            for r in rows:
-                print(f"{r['home']}: {_fmt(r[key]) if r['enabled'] is not None else r['error']}")
+    return _home_dicts([h for h, _ in chosen], [seen for _, seen in chosen])
+
+
+def _get(args: argparse.Namespace) -> int:
+    from hermes_tray.cli.common import print_json, refuse
+
+    key = args.key
+    if key in TRAY_KEYS:
+        settings = _tray_settings(args, strict=True)
+        if isinstance(settings, int):
+            return settings
+        value = _tray_dict(settings)[key]
+        print_json({"key": key, "value": value}) if args.json else print(_fmt(value))
         return 0
+    rows = _home_rows(args)
+    if isinstance(rows, int):
+        return rows
+    if not rows:  # nothing to read the key from: a refusal, never silence and 0
+        return refuse(args, f"no Hermes home found, so {key} has no value to show (use --home PATH)")
+    if not [r for r in rows if r["enabled"] is not None]:  # every home named cannot be read: say why, never "(unset)"
+        return refuse(args, "; ".join(r["error"] for r in rows))
+    if args.json:
+        print_json({"key": key, "homes": [{"home": r["home"], "value": r[key]} for r in rows]})
+    elif len(rows) == 1:
+        print(_fmt(rows[0][key]))
+    else:
+        for r in rows:
+            print(f"{r['home']}: {_fmt(r[key]) if r['enabled'] is not None else r['error']}")
+    return 0
+
+
+def _show(args: argparse.Namespace) -> int:
+    from hermes_tray.cli.common import print_json
+    from hermes_tray_core import settings_file
+
+    settings = _tray_settings(args, strict=False)
+    rows = _home_rows(args)
+    if isinstance(rows, int):
+        return rows
     if args.json:
         print_json({"tray": _tray_dict(settings), "homes": rows})
         return 0
-    from hermes_tray_core import settings_file
-
-    print(f"tray ({settings.path or settings_file()}):")
+    print(f"tray ({getattr(settings, 'path', None) or settings_file()}):")
     for k, v in _tray_dict(settings).items():
         print(f"  {k} = {_fmt(v)}")
     for r in rows:

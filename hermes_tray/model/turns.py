@@ -110,7 +110,7 @@ class _Failure:
 
 @dataclass
 class _Turn:
-    """Everything this process holds about one turn (:attr:`TurnModel._turns`, by key)."""
+    """Everything this process holds about one turn (:class:`Phases`, by key)."""
 
     phase: Phase = Phase.IDLE
     run: Run | None = None  # while RUNNING
@@ -120,6 +120,51 @@ class _Turn:
     @property
     def empty(self) -> bool:
         return self.phase is Phase.IDLE and self.failure is None and not self.continued
+
+
+class Phases(dict[Key, _Turn]):
+    """What this process does about each turn, by key (a turn only listed has no entry: ``IDLE``)."""
+
+    def phase(self, key: Key) -> Phase:
+        turn = self.get(key)
+        return Phase.IDLE if turn is None else turn.phase
+
+    def of(self, key: Key) -> _Turn:
+        return self.setdefault(key, _Turn())
+
+    def set(self, key: Key, phase: Phase, run: Run | None = None) -> None:
+        turn = self.of(key)
+        turn.phase, turn.run = phase, run
+        self.tidy(key)
+
+    def tidy(self, key: Key) -> None:
+        turn = self.get(key)
+        if turn is not None and turn.empty:
+            del self[key]
+
+    def run_of(self, key: Key) -> Run | None:
+        turn = self.get(key)
+        return turn.run if turn is not None and turn.phase is Phase.RUNNING else None
+
+    def runs(self) -> list[Run]:
+        """The continuations running now, in the order they started."""
+        return sorted((t.run for t in self.values() if t.phase is Phase.RUNNING and t.run is not None),
+                      key=lambda r: r.order)
+
+    def forget_continued(self, key: Key) -> None:
+        turn = self.get(key)
+        if turn is not None:
+            turn.continued = False
+            self.tidy(key)
+
+    def take_failure(self, key: Key) -> _Failure | None:
+        """The failure not said yet about ``key``, now in the caller's hands (said once)."""
+        turn = self.get(key)
+        if turn is None or turn.failure is None:
+            return None
+        failure, turn.failure = turn.failure, None
+        self.tidy(key)
+        return failure
 
 
 @dataclass
@@ -190,7 +235,7 @@ class TurnModel:
         self.records: dict[Key, TurnRecord] = {}  # the last scan's turns, by key, in its order
         self._names: dict[Key, str] = {}  # what tells each of them apart from the others (``turn_names``)
         self._named: tuple[dict[Key, TurnRecord] | None, bool] = (None, False)  # the records, show_prompts named
-        self._turns: dict[Key, _Turn] = {}  # what this process does about each turn (none: IDLE)
+        self._turns = Phases()  # what this process does about each turn
         self._recent: list[RecentItem] = []  # how this process's continuations and skips ended (newest last)
         self._answers: dict[str, tuple[str, str]] = {}  # a "finished" note's key → (title, answer)
         self._outcomes = 0
@@ -204,40 +249,18 @@ class TurnModel:
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
-        turn = self._turns.get(key)
-        return Phase.IDLE if turn is None else turn.phase
-
-    def _turn(self, key: Key) -> _Turn:
-        return self._turns.setdefault(key, _Turn())
-
-    def _set_phase(self, key: Key, phase: Phase, run: Run | None = None) -> None:
-        turn = self._turn(key)
-        turn.phase, turn.run = phase, run
-        self._tidy(key)
-
-    def _tidy(self, key: Key) -> None:
-        turn = self._turns.get(key)
-        if turn is not None and turn.empty:
-            del self._turns[key]
+        return self._turns.phase(key)
 
     def run_of(self, key: Key) -> Run | None:
-        turn = self._turns.get(key)
-        return turn.run if turn is not None and turn.phase is Phase.RUNNING else None
+        return self._turns.run_of(key)
 
     def runs(self) -> list[Run]:
         """The continuations running now, in the order they started."""
-        runs = [t.run for t in self._turns.values() if t.phase is Phase.RUNNING and t.run is not None]
-        return sorted(runs, key=lambda r: r.order)
+        return self._turns.runs()
 
     def waiting_keys(self) -> list[Key]:
         """The turns waiting for an answer, in the scan's order."""
         return [k for k in self.records if self.phase(k) is Phase.WAITING]
-
-    def _forget_continued(self, key: Key) -> None:
-        turn = self._turns.get(key)
-        if turn is not None:
-            turn.continued = False
-            self._tidy(key)
 
     # --- a scan -------------------------------------------------------------------------------
     def scan(self, report: ScanReport) -> AfterScan:
@@ -250,10 +273,10 @@ class TurnModel:
         pending = waiting(records, running=[r.key for r in self.runs()])
         for key, turn in list(self._turns.items()):
             if turn.phase is Phase.WAITING and key not in pending:
-                self._set_phase(key, Phase.IDLE)
+                self._turns.set(key, Phase.IDLE)
         for key in pending:
             if self.phase(key) is Phase.IDLE:
-                self._set_phase(key, Phase.WAITING)
+                self._turns.set(key, Phase.WAITING)
         review = self.ask.review(pending, self.settings.mode,
                                  others=[r for k, r in self.records.items() if k not in pending])
         self._reminders = dict(review.snoozed)
@@ -268,7 +291,7 @@ class TurnModel:
         if self.settings.notify and (pending or any(r.writer == "alive" for r in records)):
             self.sink.prepare()  # a turn is running (or waiting): be ready to speak at once
         for key, _rec in review.reskip:
-            self._set_phase(key, Phase.SKIPPING)
+            self._turns.set(key, Phase.SKIPPING)
         if (review.ask or review.remind) and self.settings.notify and not self.quiet():
             self._announce(list(review.ask), list(review.remind))
         failed = sorted((t.failure.order, k) for k, t in self._turns.items()
@@ -292,7 +315,7 @@ class TurnModel:
                 log.exception("could not announce a reminder")
                 self.ask.not_announced([rec])
         for rec in list(ask):
-            failure = self._take_failure(key_of(rec))
+            failure = self._turns.take_failure(key_of(rec))
             if failure is None:
                 continue
             ask.remove(rec)
@@ -403,8 +426,8 @@ class TurnModel:
         if rec is None or self.phase(key) in (Phase.RUNNING, Phase.SKIPPING):
             return None
         run = Run(key, self.label(rec), time.monotonic(), StopRequest(), rec, origin=origin)
-        self._set_phase(key, Phase.RUNNING, run)
-        self._turn(key).continued = True
+        self._turns.set(key, Phase.RUNNING, run)
+        self._turns.of(key).continued = True
         self.notes.resolved({key})
         return run
 
@@ -413,7 +436,7 @@ class TurnModel:
         rec = record if record is not None else self.records.get(key)
         if rec is None or self.phase(key) in (Phase.SKIPPING, Phase.RUNNING):
             return None
-        self._set_phase(key, Phase.SKIPPING)
+        self._turns.set(key, Phase.SKIPPING)
         return rec
 
     def skipped(self, key: Key, rec: TurnRecord, reply: SkipReply, *, again: bool = False) -> str:
@@ -422,7 +445,7 @@ class TurnModel:
         if self.phase(key) is Phase.SKIPPING:
             last = self.records.get(key)
             waits = not reply.ok and last is not None and key in waiting([last])
-            self._set_phase(key, Phase.WAITING if waits else Phase.IDLE)
+            self._turns.set(key, Phase.WAITING if waits else Phase.IDLE)
         if again:
             log.info("skipped turn reappeared, removed again: %s (%s)", turn_identity(rec), reply.message or "ok")
             return ""
@@ -473,7 +496,7 @@ class TurnModel:
         """A continuation ended: Recent says how, and a note now — or, for a failure, after the next scan."""
         run = self.run_of(key)
         if run is not None:
-            self._set_phase(key, Phase.IDLE)  # until the next scan says otherwise
+            self._turns.set(key, Phase.IDLE)  # until the next scan says otherwise
         title = run.title if run else "Hermes turn"
         if out.outcome is Outcome.GAVE_UP and out.attempts is None and run is not None:
             out = replace(out, attempts=run.record.attempts)  # refused at the budget: the tries the turn had
@@ -493,9 +516,9 @@ class TurnModel:
             for old in [k for k in self._answers if k != note_key][:-ANSWERS_KEPT]:
                 del self._answers[old]
         if out.outcome is Outcome.GAVE_UP or (stopped and out.outcome is not Outcome.REFUSED):
-            self._forget_continued(key)  # said here: the scan that follows does not say it again
+            self._turns.forget_continued(key)  # said here: the scan that follows does not say it again
         if after is notes.After.LATER:
-            self._turn(key).failure = _Failure(note_key, title, out, run, self._outcomes)
+            self._turns.of(key).failure = _Failure(note_key, title, out, run, self._outcomes)
         elif after is notes.After.NOTHING:
             log.info("no note for %s: %s (%s)", who, out.outcome.value, out.message)
         if note is not None:
@@ -505,7 +528,7 @@ class TurnModel:
     def say_failure(self, key: Key) -> None:
         """One note for a continuation that failed, worded after the scan that followed it: the last
         attempt of the budget is "gave up" (never also "can be continued again"), else "failed"."""
-        failure = self._take_failure(key)
+        failure = self._turns.take_failure(key)
         if failure is None:
             return
         rec = self.records.get(key)
@@ -517,18 +540,9 @@ class TurnModel:
         self._show(notes.failure_note(failure.note_key, failure.title, failure.result, who, in_app=self.in_app,
                                       can_show=self.can_show), auto=run is not None and run.origin == "auto")
 
-    def _take_failure(self, key: Key) -> _Failure | None:
-        """The failure not said yet about ``key``, now in the caller's hands (said once)."""
-        turn = self._turns.get(key)
-        if turn is None or turn.failure is None:
-            return None
-        failure, turn.failure = turn.failure, None
-        self._tidy(key)
-        return failure
-
     def _gave_up(self, rec: TurnRecord, note_key: str | None = None) -> None:
         """A turn we continued died again and reached Hermes' retry budget: stop, and say so once."""
-        self._forget_continued(key_of(rec))
+        self._turns.forget_continued(key_of(rec))
         if note_key is None:
             self._outcomes += 1
             note_key = f"outcome-{self._outcomes}"
