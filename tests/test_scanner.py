@@ -10,7 +10,6 @@ import time
 import pytest
 
 from hermes_tray_core.hermes.homes import discover_homes
-from hermes_tray_core.scanning import scanner as scanner_mod
 from hermes_tray_core.scanning.scanner import Scanner, prompt_excerpt, scan
 from tests.support.fixture_homes import FixtureHome, dead_pid, journal_turn, marker_entry, own_writer
 
