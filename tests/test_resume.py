@@ -357,6 +357,10 @@ def test_a_crashed_continuation_is_resumed_again_but_never_while_state_db_cannot
     again = resume_turn(Turn.of(home, key, left), install=install(sim_roots), options=FAST)
     assert again.outcome == "completed", again.message  # pending in state.db: a real retry, within budget
     assert [t["kind"] for t in read_turns(home)] == ["note", "note"]
+    from hermes_tray_core.stores.ledger import ledger
+
+    (row,) = [r for r in ledger().turns() if r["turn"] is not None and r["turn"].key == key]  # History: one row
+    assert row["turn"] == Turn.of(home, key, entry).ident and row["last"] == Turn.of(home, key, left).ident
 
 
 def test_the_inactivity_timeout_setting_stops_a_silent_continuation(sim_roots, env, tmp_path):

@@ -309,3 +309,24 @@ def test_a_history_row_finds_its_waiting_turn_whichever_spelling_of_the_home_fou
     scan(m, r)
     page = page_for(m.view(), [], ident=book.ident(real.resolve(), "s1", r.started_at, 0))
     assert page is not None and page.key == key_of(r) and page.actions == ("resume", "skip", "snooze")
+
+
+def test_a_page_opened_from_history_offers_only_buttons_that_act_on_that_turn() -> None:
+    """Issue 42.8. Before: a History row of an earlier interruption of a session opened a page whose Resume, Skip
+    and Remind me later acted on the session's newer interruption, listed now. The row's page acts only while its
+    own newest interruption is the one waiting."""
+    from hermes_tray.model.page import page_for
+
+    m, _sink = model()
+    older = rec("s1", started_at=STARTED - 3600)
+    book.record("notified", home=older.home, session_key="s1", started_at=older.started_at, attempts=0)
+    book.record("skipped", home=older.home, session_key="s1", started_at=older.started_at, attempts=0)
+    newer = rec("s1")
+    book.record("notified", home=newer.home, session_key="s1", started_at=newer.started_at, attempts=0)
+    scan(m, newer)  # the newer interruption waits
+    rows = ledger().turns(100)
+    page = page_for(m.view(), rows, ident=older.turn.ident, title="Old one")
+    assert page is not None and page.key is None and page.actions == ()
+    assert page.state == "Last recorded: Skipped. The tray does not list it now."
+    page = page_for(m.view(), rows, ident=newer.turn.ident)
+    assert page is not None and page.key is not None and page.actions == ("resume", "skip", "snooze")

@@ -503,7 +503,8 @@ class _Resume:
 
     def _own_marker(self, res: ContinuationResult) -> float | None:
         """When this run reached Hermes and did not finish: the ``started_at`` of the marker its continuation left
-        (Hermes' own, or ours), so that the interruption it is — should it be offered again — is tied to this run."""
+        (Hermes' own, or ours; whatever count it holds), so that the interruption it is — should it be offered again —
+        is tied to this run."""
         if res.outcome == Outcome.COMPLETED or not res.dispatched:
             return None
         if res.marker_left_started_at is not None:
@@ -514,7 +515,7 @@ class _Resume:
             left = Marker.read(list_turn_markers(self.home).get(self.key))
         except (MarkerStoreError, OSError, ValueError):
             return None
-        return left.started if left.is_entry and left.tries >= 1 and left.started != self.turn.started_at else None
+        return left.started if left.is_entry and left.started != self.turn.started_at else None
 
     def _report(self, res: ContinuationResult, fallback: str | None, a: Assessment) -> ResumeResult:
         self._approved_done()  # (also when Hermes never started: approved, then failed)

@@ -227,3 +227,56 @@ def test_history_with_home_given_lists_only_that_home(qtbot, tmp_path) -> None:
     assert set(_rows(win)) == {"s-skip"}
     assert [r[0] for r in rows if "settings" in r[0]] == ["Tray settings changed"]  # this tray's own: kept
     assert win.summary.text() == "1 interrupted turn, 1 settings change, newest first"
+
+
+def test_a_turn_offered_again_after_its_continuation_is_one_row_and_counted_once(qtbot, tmp_path) -> None:
+    """Issue 42.8. Before: a turn offered again (its continuation died, or the tray quit while it ran) showed as
+    two rows, and History counted 19 turns where there were 17. The run that became the new interruption ties it
+    to its turn when it is recorded: one row, counted once, whose trail holds both."""
+    from hermes_tray_core.continuing.claim import claim, release
+    from hermes_tray_core.turn import Turn
+
+    home = tmp_path / ".hermes"
+    home.mkdir()
+    t0 = time.time() - 600
+    first = Turn.of(home, "s-again", {"started_at": t0, "attempts": 0})
+    book.record("notified", home=home, session_key="s-again", started_at=t0, attempts=0)
+    held = claim(first, purpose="resume", via="tray-menu", ttl=30)  # the run and its claim: one transaction
+    ledger().record("approved", first.ident, run=held.run, via="tray-menu")
+    ledger().record("dispatched", first.ident, run=held.run, attempt=1, ran_in="separate-process")
+    # the tray quit while it ran: the marker its continuation left, put back at the turn's own count, is seen by
+    # the run as it ends; offered again after the quit, it is the same turn
+    again_at = time.time() - 30
+    ledger().record("interrupted", first.ident, run=held.run, marker_started=again_at, stopped_by="shutdown",
+                    dispatched=True)
+    release(held)
+    book.record("notified", home=home, session_key="s-again", started_at=again_at, attempts=0)
+    book.record("notified", home=home, session_key="s-other", started_at=t0 + 5, attempts=0)
+    win = HistoryWindow(lambda: ledger().turns(500))
+    qtbot.addWidget(win)
+    assert sorted(_key(win, win.tree.topLevelItem(i)) for i in range(win.tree.topLevelItemCount())) == \
+        ["s-again", "s-other"]
+    assert win.summary.text() == "2 interrupted turns, newest first"
+    again = next(win.tree.topLevelItem(i) for i in range(2) if _key(win, win.tree.topLevelItem(i)) == "s-again")
+    assert [again.child(i).text(0) for i in range(again.childCount())] == [
+        "You were told", "You chose Resume", "Sent to Hermes", "Stopped", "You were told"]
+    assert win.selected_turn() is not None
+
+
+def test_where_it_ran_is_not_cut_when_titles_arrive_after_the_first_fill(qtbot, tmp_path) -> None:
+    """Issue 42.8. Before: Hermes' titles came back after the window was sized; the title column grew and pushed
+    "Where it ran" out of view. The window grows with its columns (up to the screen), else the title gives way."""
+    root, _work = _journal(tmp_path)
+    long_title = "Refactor the configuration parser so that every unknown key warns once"
+    win = HistoryWindow(lambda: ledger().turns(500), hermes_titles=lambda turns: {t: long_title for t in turns})
+    qtbot.addWidget(win)
+    win.show()
+    qtbot.waitExposed(win)
+    qtbot.waitUntil(lambda: long_title in [r[0] for r in _rows(win).values()], timeout=5000)
+    qtbot.wait(50)
+    tree, fm = win.tree, win.tree.fontMetrics()
+    last = len(COLUMNS) - 1
+    right = tree.header().sectionViewportPosition(last) + tree.columnWidth(last)
+    assert right <= tree.viewport().width() + 1, (right, tree.viewport().width())
+    done = next(tree.topLevelItem(r) for r in range(tree.topLevelItemCount()) if tree.topLevelItem(r).text(last))
+    assert fm.horizontalAdvance(done.text(last)) <= tree.columnWidth(last)
