@@ -54,38 +54,7 @@ Key = TurnKey
 FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
 
 
-def stop_budget() -> float:
-    """How long stopping a continuation may take at worst, by ``core.continuing.gateway``'s own timeouts:
-    the interrupt's grace, then close stdin → wait, terminate → wait, kill → wait (10 s), plus
-    the reader join and a margin."""
-    try:
-        from hermes_tray_core import GatewayOptions
-
-        o = GatewayOptions()
-        return float(o.stop_grace) + 2 * float(o.shutdown_grace) + 10.0 + 2.0 + 3.0
-    except Exception:  # boundary: quitting must not fail on a budget it cannot read
-        return 40.0
-
-
-def _end_descendants(*, since: float, grace: float = 2.0) -> None:
-    """Kill this process's descendants created at ``since`` or later (a Hermes gateway a continuation started).
-
-    SIGKILL, not SIGTERM: Hermes ends a running turn as interrupted and clears its marker on SIGTERM (the turn would
-    be lost); killed, it leaves the marker, and the turn is offered again (``core.continuing.runstate``'s detach)."""
-    import psutil
-
-    try:
-        procs = [p for p in psutil.Process().children(recursive=True) if p.create_time() >= since]
-    except psutil.Error:
-        return
-    for p in procs:
-        try:
-            p.kill()
-        except psutil.Error:
-            pass
-    psutil.wait_procs(procs, timeout=grace)
-    for p in procs:
-        log.warning("ended process %s left by a continuation", p.pid)
+QUIT_WAIT_S = 5.0  # how long quitting waits for runs to say how they were left (then it quits as a crash would)
 
 
 class WriteWorker(QObject):
@@ -150,20 +119,18 @@ class WriteWorker(QObject):
 
 
 def _let_go(runs: list[Run], wait: float) -> None:
-    """Wait up to ``wait`` seconds for continuations told to stop; kill what is left of them (this process's
-    descendants started since the first of them began): quitting never leaves a Hermes child behind."""
-    log.info("stopping %d continuation(s) before quitting (at most %.0f s)", len(runs), wait)
+    """Wait up to ``wait`` seconds for continuations told the tray quits to say how they were left (journalled
+    ``detached``). One still busy after that is left as a crash would leave it: nothing of it is killed, its
+    Hermes carries the turn on (a running backend, or a gateway behind its keeper), and the next scan reads
+    how it ended from Hermes (``orphans``)."""
+    log.info("leaving %s before quitting (at most %.0f s)", words.count(len(runs), "continuation"), wait)
     deadline = time.monotonic() + wait
     for run in runs:
         if run.thread is not None:
             run.thread.join(max(0.0, deadline - time.monotonic()))
     stuck = [r for r in runs if r.thread is not None and r.thread.is_alive()]
     if stuck:
-        log.warning("%d continuation(s) did not stop in %.0f s: ending their processes", len(stuck), wait)
-        _end_descendants(since=min(r.wall_started for r in stuck) - 1.0)
-        for run in stuck:
-            if run.thread is not None:
-                run.thread.join(2.0)
+        log.warning("%s still busy after %.0f s: left to Hermes as they are", words.count(len(stuck), "continuation"), wait)
 
 
 class Controller(QObject):
@@ -460,17 +427,17 @@ class Controller(QObject):
         """Finish queued writes, let go of running continuations and wait.
 
         Quitting (Quit, logout, SIGTERM, SIGHUP, an update) is never the user's Stop: each continuation is left as
-        it would be without the tray (:class:`~hermes_tray_core.StopReason` ``SHUTDOWN``). In the user's running
-        Hermes it goes on and the next start reads how it ended from Hermes; a separate Hermes process the tray
-        started is killed, its turn left interrupted and offered again. Nothing is journalled as stopped by you.
-        The wait is what the engine itself may need (:func:`stop_budget`); then :func:`_let_go`.
+        it would be without the tray (:class:`~hermes_tray_core.StopReason` ``SHUTDOWN``): it goes on in Hermes (the
+        user's running Hermes, or the one the tray started, behind its keeper), and the next start reads how it
+        ended from Hermes. Nothing is journalled as stopped by you, and nothing is killed: a quit that does not
+        finish in time ends as a crash would, which costs no turn either (:func:`_let_go`).
         """
         runs = self.model.runs()
         for run in runs:
             run.stop.request(StopReason.SHUTDOWN)
         self.writes.shutdown()
         if runs:
-            _let_go(runs, stop_budget() if wait is None else wait)
+            _let_go(runs, QUIT_WAIT_S if wait is None else wait)
 
 
-__all__ = ["Controller", "WriteWorker", "stop_budget"]
+__all__ = ["QUIT_WAIT_S", "Controller", "WriteWorker"]

@@ -1,18 +1,27 @@
-"""The stdio transport: a gateway child (``python -m tui_gateway.entry``) the tray spawns for one run.
+"""The stdio transport: a gateway child (``python -m tui_gateway.entry``) the tray starts for one run, reached
+through a keeper (:mod:`core.backend.keeper`) so that the tray's end is never the turn's.
 
-Its stderr goes straight to a private log file, so nothing Hermes prints can block it; it runs in a
-process group of its own, so stopping it stops the tool subprocesses Hermes started too.
+The keeper runs under Hermes' own interpreter and starts the gateway; the lines pass through it unchanged. The
+tray ends a run with :meth:`StdioTransport.close` (the keeper ends the gateway: stdin closed, then SIGTERM, then
+SIGKILL to its process group, which holds the tools Hermes started) or :meth:`StdioTransport.kill`; when it
+quits, or dies, the keeper carries the turn to its end first (:meth:`StdioTransport.detach`). Hermes' stderr, and
+the keeper's few lines, go straight to a private log file, so nothing Hermes prints can block it; both run in a
+session of their own, so the terminal's signals are not theirs.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
+import select
 import signal
 import subprocess
+import sys
 import time
 from collections.abc import Iterator, Mapping, Sequence
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +32,8 @@ from hermes_tray_core.process.identity import identity_of
 
 logger = logging.getLogger(__name__)
 
+HELLO_TIMEOUT = 30.0  # the keeper says which gateway it started within this (it starts in ~20 ms)
+
 
 def popen_platform_kwargs() -> dict[str, Any]:
     if os.name == "nt":
@@ -30,58 +41,94 @@ def popen_platform_kwargs() -> dict[str, Any]:
     return {}
 
 
+def _own_session() -> dict[str, Any]:
+    """A Ctrl-C or hang-up in our terminal is ours to handle, not the keeper's nor Hermes'."""
+    if os.name == "nt":  # Windows-only constant (typeshed has it on win32 only)
+        return {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)
+                | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
+    return {"start_new_session": True}
+
+
+@cache
+def keeper_source() -> str:
+    """The keeper's code, run with ``-c`` (the frozen app carries the file as data: packaging/hermes-tray.spec)."""
+    from importlib import resources
+
+    return resources.files("hermes_tray_core.backend").joinpath("keeper.py").read_text(encoding="utf-8")
+
+
 class StdioTransport(Transport):
-    """One spawned gateway child; lines over its stdin/stdout."""
+    """One spawned gateway child behind its keeper; lines over the keeper's stdin/stdout."""
 
     kind = "stdio"
 
     def __init__(self, argv: Sequence[str], *, env: Mapping[str, str], cwd: str | None = None,
-                 log_path: Path | None = None, describe: str | None = None) -> None:
+                 log_path: Path | None = None, describe: str | None = None, python: str | None = None,
+                 start_timeout: float = 150.0, idle_timeout: float = 900.0) -> None:
         self.argv = tuple(argv)
         self.env = dict(env)
         self.cwd = cwd
         self.log_path = log_path
         self.describe = describe or " ".join(self.argv)
-        self.proc: subprocess.Popen[bytes] | None = None
+        self.python = python or self.argv[0]
+        self.limits = {"start_timeout": start_timeout, "idle_timeout": idle_timeout}
+        self.proc: subprocess.Popen[bytes] | None = None  # the keeper
+
+    def _open_log(self) -> Any:
+        """Hermes' stderr goes to ``log_path``; a log that cannot be opened (disk full, no permission, a symlink
+        planted there) is no reason not to run: stderr then goes nowhere, and ``log_problem`` says why."""
+        if self.log_path is None:
+            return None
+        from hermes_tray_core.stores.fsutil import ensure_private_dir
+        from hermes_tray_core.stores.logfiles import open_private_append
+
+        try:
+            ensure_private_dir(self.log_path.parent)
+            return os.fdopen(open_private_append(self.log_path), "ab")
+        except OSError as exc:
+            logger.warning("cannot open the gateway log %s (%s); Hermes' stderr is discarded", self.log_path, exc)
+            self.log_problem = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
+            self.log_path = None
+            return None
 
     def open(self) -> None:
-        """Spawn the gateway. Its stderr goes to ``log_path``; a log that cannot be opened (disk full, no
-        permission, a symlink planted there) is no reason not to run: stderr then goes nowhere, and
-        ``log_problem`` says why (``log_path`` becomes None)."""
-        log = None
-        if self.log_path is not None:
-            from hermes_tray_core.stores.fsutil import ensure_private_dir
-            from hermes_tray_core.stores.logfiles import open_private_append
-
-            try:
-                ensure_private_dir(self.log_path.parent)
-                log = os.fdopen(open_private_append(self.log_path), "ab")
-            except OSError as exc:
-                logger.warning("cannot open the gateway log %s (%s); Hermes' stderr is discarded", self.log_path, exc)
-                self.log_problem = f"{exc.strerror or exc}" + (f": {exc.filename}" if exc.filename else "")
-                self.log_path = None
-        kwargs = popen_platform_kwargs()
-        if os.name == "nt":  # Windows-only constant: read like CREATE_NO_WINDOW above (typeshed has it on win32 only)
-            kwargs["creationflags"] = kwargs.get("creationflags", 0) | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)
-        else:
-            kwargs["start_new_session"] = True  # a Ctrl-C in our terminal is ours to handle, not Hermes'
+        """Start the keeper, which starts the gateway and says its pid."""
+        log = self._open_log()
+        config = json.dumps({"argv": list(self.argv), "cwd": self.cwd, **self.limits})
         self.opened_at = time.monotonic()
         try:
             with dll_directory_reset():  # a frozen Windows tray's bundle must not be Hermes' DLL directory
                 self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                    list(self.argv), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                    stderr=log if log is not None else subprocess.DEVNULL, env=self.env, cwd=self.cwd,
-                    close_fds=True, **kwargs,
-                )
+                    [self.python, "-I", "-S", "-c", keeper_source(), config], stdin=subprocess.PIPE,
+                    stdout=subprocess.PIPE, stderr=log if log is not None else subprocess.DEVNULL, env=self.env,
+                    cwd=self.cwd, close_fds=True, **_own_session())
         except FileNotFoundError as exc:
-            raise HermesNotFound(f"cannot start Hermes: {self.argv[0]} does not exist") from exc
+            raise HermesNotFound(f"cannot start Hermes: {self.python} does not exist") from exc
         except OSError as exc:
             raise GatewayError(f"cannot start Hermes ({self.describe}): {exc.strerror or exc}") from exc
         finally:
             if log is not None:
                 log.close()
-        self.pid = self.proc.pid
-        self.identity = identity_of(self.proc.pid)
+        said = self._hello()
+        if "pid" not in said:
+            self.close(0.0)
+            if said.get("missing"):
+                raise HermesNotFound(f"cannot start Hermes: {self.argv[0]} does not exist")
+            raise GatewayError(f"cannot start Hermes ({self.describe}): {said.get('error') or 'no answer'}")
+        self.pid = int(said["pid"])
+        self.identity = identity_of(self.pid)
+
+    def _hello(self) -> dict[str, Any]:
+        """The keeper's first line: ``{"pid": …}`` or ``{"error": …}`` (empty when it said nothing in time)."""
+        assert self.proc is not None and self.proc.stdout is not None
+        out = self.proc.stdout
+        if os.name != "nt" and not select.select([out], [], [], HELLO_TIMEOUT)[0]:
+            return {}
+        try:
+            said = json.loads(out.readline()).get("keeper")
+        except (ValueError, AttributeError):
+            return {}
+        return said if isinstance(said, dict) else {}
 
     def lines(self) -> Iterator[bytes]:
         assert self.proc is not None and self.proc.stdout is not None
@@ -97,78 +144,85 @@ class StdioTransport(Transport):
         self.proc.stdin.flush()
 
     def alive(self) -> bool:
-        return self.proc is not None and self.proc.poll() is None
+        return self.proc is not None and self.proc.poll() is None  # the keeper ends with the gateway
 
     def returncode(self) -> int | None:
+        """The gateway's exit code, as the keeper passes it on (128 + n for signal n)."""
         if self.proc is None:
             return None
         with contextlib.suppress(subprocess.TimeoutExpired):
             return self.proc.wait(timeout=0.5)
         return None
 
-    def _signal(self, *, kill: bool) -> None:
-        """SIGTERM (``kill`` False) or SIGKILL the gateway and, on POSIX, its whole process group.
-
-        The gateway starts in a session of its own (``start_new_session``), so its process group id is its
-        pid and holds the subprocesses Hermes started for tools: signalling the group stops them too
-        instead of orphaning them. Only called while the gateway has not been reaped, so the group id
-        cannot belong to anyone else. Windows: the gateway process alone (terminate/kill)."""
+    def _tell(self, order: str, **args: float) -> None:
         proc = self.proc
-        if proc is None:
+        if proc is None or proc.stdin is None:
             return
-        if os.name == "nt":
-            with contextlib.suppress(OSError):
-                if kill:
-                    proc.kill()
-                else:
-                    proc.terminate()
-            return
-        sig = signal.SIGKILL if kill else signal.SIGTERM
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            pass  # the group is gone already
-        except OSError:
-            with contextlib.suppress(OSError):
-                os.kill(proc.pid, sig)
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.write(json.dumps({"keeper": order, **args}).encode() + b"\n")
+            proc.stdin.flush()
+        with contextlib.suppress(OSError, ValueError):
+            proc.stdin.close()
 
     def close(self, grace: float = 5.0) -> int | None:
-        """Close stdin → wait → terminate → wait → kill (terminate and kill go to the gateway's process
-        group, its tool subprocesses included). Returns the exit code; idempotent."""
+        """The run is over: the keeper ends the gateway (stdin closed → wait → SIGTERM → wait → SIGKILL, to its
+        process group). Returns the exit code; idempotent."""
         proc = self.proc
         if proc is None:
             return None
-        if proc.stdin is not None:
-            with contextlib.suppress(OSError, ValueError):
-                proc.stdin.close()
-        for step in ("wait", "terminate", "kill"):
-            if step == "terminate":
-                self._signal(kill=False)
-            elif step == "kill":
-                self._signal(kill=True)
-            try:
-                proc.wait(timeout=grace if step != "kill" else 10)
-                break
-            except subprocess.TimeoutExpired:
-                logger.warning("gateway %s did not exit after %s; escalating", proc.pid, step)
+        self._tell("end", grace=grace)
+        try:
+            proc.wait(timeout=3 * max(grace, 5.0) + 5)  # the keeper's own three steps, and a margin
+        except subprocess.TimeoutExpired:
+            logger.warning("the keeper of gateway %s did not end it; killing both", self.pid)
+            self._kill_keeper()
         with contextlib.suppress(OSError, ValueError):
             if proc.stdout is not None:
                 proc.stdout.close()
         return proc.returncode
 
+    def detach(self) -> None:
+        """The tray goes away while the turn may run: the keeper carries it to its end, then ends the gateway.
+        Nothing is waited for."""
+        if self.proc is not None and self.proc.stdin is not None:
+            with contextlib.suppress(OSError, ValueError):
+                self.proc.stdin.close()
+
     def kill(self) -> None:
-        """SIGKILL the gateway and its process group (its tool subprocesses)."""
-        if self.proc is not None and self.proc.poll() is None:
-            self._signal(kill=True)
+        """End the gateway now: SIGKILL to it and its process group (its tools), by the keeper."""
+        proc = self.proc
+        if proc is None or proc.poll() is not None:
+            return
+        self._tell("kill")
+        try:
+            proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:
+            self._kill_keeper()
+
+    def _kill_keeper(self) -> None:
+        """Last resort: SIGKILL the keeper (on Linux the kernel then SIGKILLs the gateway, ``PR_SET_PDEATHSIG``);
+        elsewhere the gateway's process group too, while the keeper has not reaped it."""
+        proc = self.proc
+        if proc is None:
+            return
+        if os.name != "nt" and not sys.platform.startswith("linux") and self.pid is not None:
+            with contextlib.suppress(OSError):
+                os.killpg(self.pid, signal.SIGKILL)
+        with contextlib.suppress(OSError):
+            proc.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            proc.wait(timeout=5.0)
 
 
 class GatewayProcess(RpcSession):
     """A spawned stdio gateway and a JSON-RPC session over it."""
 
     def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
-                 env: Mapping[str, str] | None = None, cwd: str | None = None) -> None:
+                 env: Mapping[str, str] | None = None, cwd: str | None = None,
+                 start_timeout: float = 150.0, idle_timeout: float = 900.0) -> None:
         self.stdio = StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
-                                    cwd=cwd, log_path=log_path, describe=install.describe())
+                                    cwd=cwd, log_path=log_path, describe=install.describe(), python=install.python,
+                                    start_timeout=start_timeout, idle_timeout=idle_timeout)
         super().__init__(self.stdio)
 
     @property
@@ -179,5 +233,9 @@ class GatewayProcess(RpcSession):
     def log_path(self) -> Path | None:
         return self.stdio.log_path
 
+    def detach(self) -> None:
+        """Stop following; the keeper carries the turn to its end (:meth:`StdioTransport.detach`)."""
+        self.stdio.detach()
 
-__all__ = ["GatewayProcess", "StdioTransport", "popen_platform_kwargs"]
+
+__all__ = ["GatewayProcess", "StdioTransport", "keeper_source", "popen_platform_kwargs"]

@@ -99,7 +99,8 @@ def continue_turn(
         prune_logs(log_path.parent, keep=KEEP_GATEWAY_LOGS - 1)  # with this run's: the newest 20 stay
     if caps.auto_continue is None:
         return ContinuationResult(Outcome.ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
-    gw = GatewayProcess(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd)
+    gw = GatewayProcess(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd,
+                        start_timeout=opts.start_timeout, idle_timeout=opts.idle_timeout)
     run = Run(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), log_path=log_path)
     run.listener = Heard(listener)
     return run.run()

@@ -86,26 +86,6 @@ class MarkerHandover:
             if MarkerStore(self.home).replace_if_unchanged(self.key, self.ours, self.expected):
                 self.ours = None
 
-    def uncount(self, writer_pid: int | None) -> bool:
-        """The tray quit and SIGKILLed the gateway it started for this run: a shutdown ended the attempt, not the
-        turn, so it must not use up the retry budget (at the last attempt it would be lost). The entry that
-        process left (it the writer, one attempt more than the turn had) is put back at the turn's own count,
-        compare-and-swap; any other entry is left as it is. True when it was put back."""
-        from hermes_tray_core.markers.store import MarkerStore
-
-        if writer_pid is None:
-            return False
-        try:
-            store = MarkerStore(self.home)
-            entry = store.list().get(self.key)
-            if not isinstance(entry, dict) or entry.get("writer_pid") != writer_pid \
-                    or entry.get("attempts") != self.attempts + 1:
-                return False
-            return store.replace_if_unchanged(self.key, entry, {**entry, "attempts": self.attempts})
-        except OSError:  # MarkerStoreError, unreadable or unwritable: the quit goes on, the attempt stays counted
-            logger.exception("could not give back the attempt a quit ended for %s", self.key)
-            return False
-
     def retire(self, writer_pid: int | None, *, stopped: bool = False) -> tuple[str, float | None] | None:
         """The continuation concluded (or was stopped): its marker must not be continued again.
 

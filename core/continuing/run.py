@@ -19,7 +19,7 @@ from hermes_tray_core.continuing.follow import Follow
 from hermes_tray_core.continuing.results import ContinuationResult
 from hermes_tray_core.continuing.runstate import OPEN_IN_APP, Stopped
 from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.vocab import NotContinued, Outcome
+from hermes_tray_core.vocab import Finish, NotContinued, Outcome
 
 __all__ = ["Run"]
 
@@ -46,7 +46,10 @@ class Run(Follow):
                 self.result.left_session = self.sid
                 self.gw.shutdown(self.opts.shutdown_grace)
             elif isinstance(self.gw, GatewayProcess) and self.gw.proc is not None:
-                self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
+                if self.result.finish == Finish.DETACHED:
+                    self.gw.detach()  # its keeper carries the turn to its end, then ends it
+                else:
+                    self.result.gateway_exit = self.gw.shutdown(self.opts.shutdown_grace)
 
     def _live_in_backend(self) -> str | None:
         """Ask the running backend which sessions are live (``session.active_list``); why not to go on, or None.

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import logging
 import queue
-import subprocess
 import threading
 import time
 from collections.abc import Callable
@@ -109,36 +108,18 @@ class RunState:
         return self.finish(Outcome.INTERRUPTED, f"Stopped before {before}; it is not resumed again.")
 
     def detach(self) -> ContinuationResult:
-        """The tray quits while the continuation runs: leave it as it would be without the tray.
+        """The tray quits while the continuation runs: leave it as it would be without the tray; it goes on.
 
         In the user's running Hermes the tray only stops following: the session was resumed without
         ``close_on_disconnect``, so Hermes keeps the turn running with no client (0.22 re-checks a detached
         turn every 20 s and lets it run while it shows activity; 0.19.0's one-time reap skips a running
-        session, which then stays open, idle, in that backend). How it ended is read from Hermes at the next
-        scan (``core.continuing.orphans``). A gateway the tray spawned cannot outlive the tray (it reads its
-        requests from our pipe), and Hermes 0.22 ends a running turn as interrupted — clearing its marker, so
-        the turn would be lost — when its stdin closes or on SIGTERM (measured): it is SIGKILLed instead, the
-        crash Hermes recovers from. Its marker stays with a dead writer and is offered again (the attempt
-        does not count against the budget: :meth:`MarkerHandover.uncount`); nothing is recorded as stopped by you."""
+        session, which then stays open, idle, in that backend). A Hermes the tray started goes on behind its
+        keeper (:mod:`core.backend.keeper`), which ends it once the turn is over. How it ended is read from
+        Hermes at the next scan (``core.continuing.orphans``); nothing is recorded as stopped by you."""
         self.result.stopped_by = StopReason.SHUTDOWN
-        if self.backend is not None:
-            self.result.finish = Finish.DETACHED
-            return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
-                                                 f"{self.result.where or 'in your running Hermes'}.")
-        stdio = getattr(self.gw, "stdio", None)
-        kill = getattr(stdio, "kill", None)
-        if callable(kill):
-            kill()
-            proc = getattr(stdio, "proc", None)
-            if proc is not None:
-                try:
-                    proc.wait(timeout=5)
-                except subprocess.TimeoutExpired:
-                    logger.warning("the gateway %s did not end within 5 s of SIGKILL", proc.pid)
-                else:
-                    self.handover.uncount(proc.pid)
-        return self.finish(Outcome.INTERRUPTED, "hermes-tray quit, so it stopped the separate Hermes process it had "
-                                                "started; the turn stays interrupted and is offered again.")
+        self.result.finish = Finish.DETACHED
+        return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
+                                             f"{self.result.where or 'in your running Hermes'}.")
 
     def _see_log(self) -> str:
         if self.backend is not None:

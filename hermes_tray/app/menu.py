@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import Signal
+from PySide6.QtCore import QTimer, Signal
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
@@ -76,7 +76,14 @@ class TrayMenu(QMenu):
             self.rebuild()
 
     def _after_hide(self) -> None:
+        """The rebuild waits for the event loop's next turn: a menu hides itself BEFORE it activates the chosen
+        entry (Return, a click), and rebuilding here would delete that entry under Qt's feet (Quit on an XEmbed
+        tray's menu crashed the tray, SIGSEGV in QAction::triggered, while a continuation's elapsed time changed)."""
         if self._dirty:
+            QTimer.singleShot(0, self._rebuild_if_dirty)
+
+    def _rebuild_if_dirty(self) -> None:
+        if self._dirty and not self.isVisible():
             self._dirty = False
             self.rebuild()
 

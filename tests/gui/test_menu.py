@@ -96,6 +96,25 @@ def test_not_rebuilt_under_the_pointer(qtbot, rec) -> None:
     qtbot.waitUntil(lambda: menu.action_labels()[0] == "2 interrupted turns")
 
 
+def test_choosing_an_entry_of_a_menu_that_changed_while_open_does_what_it_says(qtbot, rec) -> None:
+    """Return on Quit while a continuation's elapsed time changed under the open menu: Qt hides the menu first,
+    then activates the entry; rebuilding on hide deleted the entry mid-activation (SIGSEGV on XEmbed trays)."""
+    from PySide6.QtCore import Qt
+    from PySide6.QtTest import QTest
+
+    running = RunningItem("k", "Fix the flaky test", 12, "writing the answer")
+    menu = TrayMenu()
+    qtbot.addWidget(menu)
+    menu.set_state(ViewState(running=(running,)))
+    menu.popup(menu.pos())
+    qtbot.waitUntil(menu.isVisible)
+    menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 13, "writing the answer"),)))
+    menu.setActiveAction(menu.find_action("Quit"))
+    with qtbot.waitSignal(menu.quit_requested, timeout=2000):
+        QTest.keyClick(menu, Qt.Key.Key_Return)
+    qtbot.waitUntil(lambda: menu.action_labels()[0] == "Resuming Fix the flaky test — 0:13")
+
+
 def test_extra_demo_entry(qtbot) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)

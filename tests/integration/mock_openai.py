@@ -42,12 +42,14 @@ class Slow:
 
 @dataclass
 class Recorded:
-    """One request as received: method, path, parsed JSON body (or None) and arrival time."""
+    """One request as received: method, path, parsed JSON body (or None) and arrival time; ``answered`` once the
+    whole answer went out (a client gone mid-answer never got one)."""
 
     method: str
     path: str
     body: Any
     at: float = field(default_factory=time.time)
+    answered: bool = False
 
     @property
     def messages(self) -> list[dict]:
@@ -192,7 +194,7 @@ class MockOpenAI:
                     body = json.loads(raw or b"null")
                 except ValueError:
                     body = None
-                mock._record("POST", self.path, body)
+                rec = mock._record("POST", self.path, body)
                 if not self.path.rstrip("/").endswith("/chat/completions"):
                     self._send_json(404, {"error": {"message": "not found"}})
                     return
@@ -204,7 +206,7 @@ class MockOpenAI:
                 cid = "chatcmpl-" + uuid.uuid4().hex[:12]
                 step = mock._next_step(body)
                 if isinstance(step, ToolCalls):
-                    self._tool_calls(step, stream, cid, model)
+                    self._tool_calls(step, stream, cid, model, rec)
                     return
                 text = step.text if isinstance(step, Slow) else mock.reply
                 if not stream:
@@ -213,6 +215,7 @@ class MockOpenAI:
                         "choices": [{"index": 0, "finish_reason": "stop",
                                      "message": {"role": "assistant", "content": text}}],
                         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}})
+                    mock._answered(rec)
                     return
                 self._start_stream()
                 words = text.split(" ")
@@ -231,6 +234,7 @@ class MockOpenAI:
                                          "total_tokens": 10 + len(words)}})
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
+                    mock._answered(rec)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True
@@ -242,7 +246,7 @@ class MockOpenAI:
                 self.send_header("Connection", "close")
                 self.end_headers()
 
-            def _tool_calls(self, step: ToolCalls, stream: bool, cid: str, model: str) -> None:
+            def _tool_calls(self, step: ToolCalls, stream: bool, cid: str, model: str, rec: Recorded) -> None:
                 calls = [{"id": f"call_{uuid.uuid4().hex[:12]}", "type": "function",
                           "function": {"name": name, "arguments": json.dumps(args)}} for name, args in step.calls]
                 usage = {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
@@ -252,6 +256,7 @@ class MockOpenAI:
                         "choices": [{"index": 0, "finish_reason": "tool_calls",
                                      "message": {"role": "assistant", "content": None, "tool_calls": calls}}],
                         "usage": usage})
+                    mock._answered(rec)
                     return
                 self._start_stream()
                 deltas = [{"role": "assistant", "content": None,
@@ -265,6 +270,7 @@ class MockOpenAI:
                                "usage": usage})
                     self.wfile.write(b"data: [DONE]\n\n")
                     self.wfile.flush()
+                    mock._answered(rec)
                 except (BrokenPipeError, ConnectionResetError):
                     pass
                 self.close_connection = True
@@ -293,7 +299,7 @@ class MockOpenAI:
         self.stop()
 
     # ── internals ────────────────────────────────────────────────────────
-    def _record(self, method: str, path: str, body: Any) -> None:
+    def _record(self, method: str, path: str, body: Any) -> Recorded:
         rec = Recorded(method, path, body)
         with self._cond:
             self.requests.append(rec)
@@ -301,6 +307,12 @@ class MockOpenAI:
         if self.record_file is not None:
             with open(self.record_file, "a", encoding="utf-8") as f:
                 f.write(json.dumps({"method": method, "path": path, "body": body, "at": rec.at}) + "\n")
+        return rec
+
+    def _answered(self, rec: Recorded) -> None:
+        with self._cond:
+            rec.answered = True
+            self._cond.notify_all()
 
     def _wait_released(self) -> None:
         with self._cond:

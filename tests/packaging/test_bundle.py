@@ -97,6 +97,12 @@ def test_resources_load_in_frozen_bundle(artifacts: dict[str, Path], tmp_path: P
     assert written == expected
 
 
+def test_the_keeper_travels_as_source_in_the_frozen_bundle(artifacts: dict[str, Path]) -> None:
+    """A Hermes the frozen tray starts runs behind the keeper, whose source runs under Hermes' own interpreter."""
+    bundled = artifacts["bundle"] / "_internal" / "hermes_tray_core" / "backend" / "keeper.py"
+    assert bundled.read_bytes() == (ROOT / "core" / "backend" / "keeper.py").read_bytes()
+
+
 # Left to the user's system on purpose (packaging/hermes-tray.spec, SYSTEM_LIBS); the tray
 # starting from the installed bundle in test_install_run_uninstall is what proves it still works.
 SYSTEM_LIBS = ("libstdc++.so", "libgcc_s.so", "libfontconfig.so", "libfreetype.so")

@@ -1,0 +1,356 @@
+"""The keeper: a small process between the tray and a Hermes gateway the tray starts, so that no end of a
+process of ours ever reaches Hermes as the end of the turn.
+
+Hermes' stdio gateway (``python -m tui_gateway.entry``) reads its requests from its stdin and writes its events to
+its stdout. When the process on the other end of those pipes dies, Hermes reads end-of-file (or a broken pipe)
+and ends a running turn as interrupted, clearing its marker: a SIGKILLed tray, helper or resume worker, an X
+server going away under the tray, or a crash at Quit would cost the user the turn. So the tray talks to the
+gateway through this keeper. While the tray is there, the keeper passes every line through unchanged. When the
+tray goes away without saying ``end`` (it died, or it quit: a quit is never the user's Stop), the keeper keeps
+both pipes of the gateway open, reads and drops its events, and closes the gateway's stdin only once Hermes is
+idle: no request unanswered, no turn running, no continuation Hermes promised still to start. Hermes then
+exits the way it does at the end of any run of the tray's. The turn is continued once, to its end, whatever
+became of the tray (crash-only: every end of ours is a crash, and none of them is the turn's).
+
+The keeper itself is guarded by the kernel where it can be: on Linux the gateway is SIGKILLed when the keeper
+dies (``PR_SET_PDEATHSIG``), on Windows it is in a job object that is closed with the keeper
+(``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``). Killed that way, Hermes' marker stays, with a dead writer: a crash
+Hermes recovers from, the turn offered again. macOS has neither: there a kill of the keeper alone ends the turn
+as Hermes ends it at end-of-file. The keeper ignores the terminal's signals and takes SIGTERM for the tray going
+away, so only SIGKILL ends it.
+
+It runs under Hermes' own interpreter (``python -I -S -c <this file> <config>``: no site, no user paths), so
+it imports nothing but the standard library, and starts in about 20 ms. Lines from the tray that are not for
+Hermes: ``{"keeper": "end", "grace": s}`` (the run is over: end the gateway now, politely, then by force) and
+``{"keeper": "kill"}`` (SIGKILL it). Its first line to the tray is ``{"keeper": {"pid": <gateway pid>}}``, or
+``{"keeper": {"error": …, "missing": true|false}}`` when the gateway could not be started.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from typing import Any, BinaryIO
+
+QUIET_S = 1.0  # idle this long (no frame at all) before the gateway's stdin is closed
+TICK_S = 0.1
+
+
+class Gate:
+    """What Hermes is doing, read from the lines that pass: requests awaiting an answer, turns running, and
+    continuations Hermes promised (a ``session.resume`` answered with ``auto_continue``, a ``prompt.submit``
+    accepted) whose first frame has not come yet."""
+
+    def __init__(self, start_timeout: float, idle_timeout: float) -> None:
+        self.start_timeout, self.idle_timeout = start_timeout, idle_timeout
+        self.lock = threading.Lock()
+        self.pending: dict[Any, str] = {}  # request id -> method
+        self.running: set[str] = set()  # runtime session ids with a turn in flight
+        self.promised: dict[str, float] = {}  # runtime session id -> until when its first frame is awaited
+        self.last_frame = time.monotonic()
+
+    def sent(self, line: bytes) -> None:
+        msg = _parse(line)
+        if msg is not None and "id" in msg and isinstance(msg.get("method"), str):
+            with self.lock:
+                self.pending[_key(msg["id"])] = msg["method"]
+
+    def received(self, line: bytes) -> None:
+        now = time.monotonic()
+        msg = _parse(line)
+        with self.lock:
+            self.last_frame = now
+            if msg is None:
+                return
+            if msg.get("method") == "event":
+                self._event(msg.get("params"))
+                return
+            method = self.pending.pop(_key(msg.get("id")), None)
+            result = msg.get("result")
+            if not isinstance(result, dict):
+                return
+            sid = result.get("session_id")
+            if (method == "session.resume" and isinstance(result.get("auto_continue"), dict)
+                    or method == "prompt.submit"):
+                sid = sid if isinstance(sid, str) else "?"
+                if sid not in self.running:
+                    self.promised[sid] = now + self.start_timeout
+
+    def _event(self, params: Any) -> None:
+        if not isinstance(params, dict):
+            return
+        kind, sid = params.get("type"), params.get("session_id")
+        sid = sid if isinstance(sid, str) else "?"
+        if kind == "message.start":
+            self.running.add(sid)
+            self.promised.pop(sid, None)
+            self.promised.pop("?", None)
+        elif kind in ("message.complete", "error"):
+            self.running.discard(sid)
+            self.promised.pop(sid, None)
+
+    def idle(self) -> bool:
+        """Nothing in flight, and quiet for a moment: closing Hermes' stdin now costs nothing."""
+        now = time.monotonic()
+        with self.lock:
+            self.promised = {s: t for s, t in self.promised.items() if t > now}
+            return (not self.pending and not self.running and not self.promised
+                    and now - self.last_frame >= QUIET_S)
+
+    def stalled(self) -> bool:
+        """A turn runs but Hermes has sent nothing for the tray's idle limit: the tray would stop it too."""
+        with self.lock:
+            return bool(self.running) and time.monotonic() - self.last_frame >= self.idle_timeout
+
+
+def _parse(line: bytes) -> dict[str, Any] | None:
+    try:
+        msg = json.loads(line)
+    except (ValueError, RecursionError):
+        return None
+    return msg if isinstance(msg, dict) else None
+
+
+def _key(rid: Any) -> Any:
+    return rid if isinstance(rid, (int, str)) else repr(rid)
+
+
+def _pdeathsig() -> Any:
+    """Linux: a ``preexec_fn`` that has the kernel SIGKILL the child when this process dies (checked against the
+    race in which it died before the call). None elsewhere."""
+    if not sys.platform.startswith("linux"):
+        return None
+    import ctypes
+
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    parent = os.getpid()
+
+    def arm() -> None:
+        prctl(1, int(signal.SIGKILL))  # PR_SET_PDEATHSIG
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return arm
+
+
+class WindowsJob:
+    """Windows: a job object that kills every process in it when its last handle (ours) closes."""
+
+    LIMIT_KILL_ON_JOB_CLOSE = 0x2000
+    EXTENDED_LIMIT_INFORMATION = 9
+
+    def __init__(self, kernel32: Any) -> None:
+        import ctypes
+
+        dword = ctypes.c_uint32
+
+        class Basic(ctypes.Structure):
+            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                        ("LimitFlags", dword), ("MinimumWorkingSetSize", ctypes.c_size_t),
+                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", dword),
+                        ("Affinity", ctypes.c_size_t), ("PriorityClass", dword),
+                        ("SchedulingClass", dword)]
+
+        class Io(ctypes.Structure):
+            _fields_ = [(n, ctypes.c_uint64) for n in ("ReadOperationCount", "WriteOperationCount",
+                                                        "OtherOperationCount", "ReadTransferCount",
+                                                        "WriteTransferCount", "OtherTransferCount")]
+
+        class Extended(ctypes.Structure):
+            _fields_ = [("BasicLimitInformation", Basic), ("IoInfo", Io), ("ProcessMemoryLimit", ctypes.c_size_t),
+                        ("JobMemoryLimit", ctypes.c_size_t), ("PeakProcessMemoryUsed", ctypes.c_size_t),
+                        ("PeakJobMemoryUsed", ctypes.c_size_t)]
+
+        self.kernel32 = kernel32
+        self.handle = kernel32.CreateJobObjectW(None, None)
+        if not self.handle:
+            raise OSError("CreateJobObjectW failed")
+        info = Extended()
+        info.BasicLimitInformation.LimitFlags = self.LIMIT_KILL_ON_JOB_CLOSE
+        if not kernel32.SetInformationJobObject(self.handle, self.EXTENDED_LIMIT_INFORMATION,
+                                                ctypes.byref(info), ctypes.sizeof(info)):
+            raise OSError("SetInformationJobObject failed")
+
+    def assign(self, process_handle: int) -> None:
+        if not self.kernel32.AssignProcessToJobObject(self.handle, process_handle):
+            raise OSError("AssignProcessToJobObject failed")
+
+
+def guard(proc: subprocess.Popen[bytes], kernel32: Any = None) -> Any:
+    """Tie ``proc`` to this process where the kernel can (Windows: its job object, kept alive with the
+    keeper). Linux does it at spawn (:func:`_pdeathsig`); None where nothing does."""
+    if os.name != "nt" and kernel32 is None:
+        return None
+    try:
+        if kernel32 is None:
+            import ctypes
+
+            kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
+        job = WindowsJob(kernel32)
+        job.assign(int(proc._handle))  # type: ignore[attr-defined]  # Popen's process handle on Windows
+        return job
+    except (OSError, AttributeError, ValueError) as exc:
+        log(f"the gateway is not tied to the keeper ({exc})")
+        return None
+
+
+def log(text: str) -> None:
+    try:
+        sys.stderr.write(f"[hermes-tray keeper] {text}\n")
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+
+
+class Keeper:
+    def __init__(self, proc: subprocess.Popen[bytes], gate: Gate, up: BinaryIO, down: BinaryIO) -> None:
+        self.proc, self.gate, self.up, self.down = proc, gate, up, down
+        self.tray_gone = threading.Event()  # the tray left without ``end``: carry the turn to its end
+        self.end = threading.Event()  # the tray said the run is over
+        self.write_lock = threading.Lock()
+        self.grace = 5.0  # each step of ending the gateway when the tray says ``end``
+
+    def from_tray(self) -> None:
+        """Lines from the tray to Hermes (only complete lines: a tray killed mid-write leaves half of one)."""
+        stdin = self.proc.stdin
+        assert stdin is not None
+        try:
+            for line in iter(self.up.readline, b""):
+                if not line.endswith(b"\n"):
+                    break
+                if line.startswith(b'{"keeper"'):
+                    order = _parse(line) or {}
+                    if order.get("keeper") == "kill":
+                        kill(self.proc)
+                    elif order.get("keeper") == "end":
+                        grace = order.get("grace")
+                        self.grace = float(grace) if isinstance(grace, (int, float)) and grace >= 0 else 5.0
+                        self.end.set()
+                    continue
+                self.gate.sent(line)
+                try:
+                    stdin.write(line)
+                    stdin.flush()
+                except (OSError, ValueError):
+                    return  # Hermes is gone; its stdout ends too
+        except (OSError, ValueError):
+            pass
+        finally:
+            if not self.end.is_set():
+                self.tray_gone.set()
+
+    def to_tray(self) -> None:
+        """Hermes' lines to the tray, while it is there; read and dropped once it is gone (never let Hermes block
+        on a full pipe or see a broken one)."""
+        stdout = self.proc.stdout
+        assert stdout is not None
+        for line in iter(stdout.readline, b""):
+            self.gate.received(line)
+            if self.tray_gone.is_set():
+                continue
+            try:
+                with self.write_lock:
+                    self.down.write(line)
+                    self.down.flush()
+            except (OSError, ValueError):
+                self.tray_gone.set()
+
+    def run(self) -> int:
+        threading.Thread(target=self.from_tray, name="from-tray", daemon=True).start()
+        reader = threading.Thread(target=self.to_tray, name="to-tray", daemon=True)
+        reader.start()
+        closed = False
+        while self.proc.poll() is None:
+            if self.end.is_set():
+                end(self.proc, grace=self.grace)
+                break
+            if self.tray_gone.is_set() and not closed and (self.gate.idle() or self.gate.stalled()):
+                log("the tray is gone and Hermes is " + ("idle" if self.gate.idle() else "silent")
+                    + ": ending the gateway")
+                closed = True
+                threading.Thread(target=end, args=(self.proc,), kwargs={"grace": 10.0}, daemon=True).start()
+            time.sleep(TICK_S)
+        code = self.proc.wait()
+        reader.join(2.0)
+        return code
+
+
+def end(proc: subprocess.Popen[bytes], grace: float) -> None:
+    """Close Hermes' stdin (it exits, as at the end of any run), then SIGTERM, then SIGKILL its process group."""
+    if proc.stdin is not None:
+        try:
+            proc.stdin.close()
+        except (OSError, ValueError):
+            pass
+    for step in ("wait", "term", "kill"):
+        if step == "term":
+            signal_group(proc, kill=False)
+        elif step == "kill":
+            signal_group(proc, kill=True)
+        try:
+            proc.wait(timeout=grace)
+            return
+        except subprocess.TimeoutExpired:
+            log(f"the gateway did not exit after {step}")
+
+
+def kill(proc: subprocess.Popen[bytes]) -> None:
+    signal_group(proc, kill=True)
+
+
+def signal_group(proc: subprocess.Popen[bytes], *, kill: bool) -> None:
+    """The gateway and its process group (the tools Hermes started); only while it is not reaped, so the group
+    cannot be anyone else's. Windows: the gateway process."""
+    if proc.poll() is not None:
+        return
+    try:
+        if os.name == "nt":
+            proc.kill() if kill else proc.terminate()
+        else:
+            os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
+    except OSError:
+        pass
+
+
+def hello(down: BinaryIO, payload: dict[str, Any]) -> None:
+    down.write(json.dumps({"keeper": payload}).encode() + b"\n")
+    down.flush()
+
+
+def main(argv: list[str]) -> int:
+    config = json.loads(argv[1])
+    for name in ("SIGINT", "SIGHUP", "SIGPIPE", "SIGTERM"):  # SIGTERM: the tray going away (session logout)
+        sig = getattr(signal, name, None)
+        if sig is not None:
+            signal.signal(sig, signal.SIG_IGN)
+    up, down = sys.stdin.buffer, sys.stdout.buffer
+    kwargs: dict[str, Any] = {}
+    if os.name == "nt":
+        kwargs["creationflags"] = 0x08000000 | 0x00000200  # CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP
+    else:
+        kwargs["start_new_session"] = True  # its own group: its tools are signalled with it
+        kwargs["preexec_fn"] = _pdeathsig()
+    try:
+        proc = subprocess.Popen(config["argv"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
+                                cwd=config.get("cwd"), close_fds=True, **kwargs)
+    except OSError as exc:
+        hello(down, {"error": exc.strerror or str(exc), "missing": isinstance(exc, FileNotFoundError)})
+        return 127
+    job = guard(proc)
+    hello(down, {"pid": proc.pid})
+    gate = Gate(float(config.get("start_timeout", 150.0)), float(config.get("idle_timeout", 900.0)))
+    code = Keeper(proc, gate, up, down).run()
+    del job
+    return code if code >= 0 else 128 - code
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

