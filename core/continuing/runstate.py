@@ -1,6 +1,7 @@
 """The state of one continuation and what every step of it uses: progress, the result, Hermes' events,
-stoppable waits, and what the running backend says about the session (the steps: ``core.continuing.run``
-starts it, ``core.continuing.follow`` follows it to its end; the legacy marker: ``core.continuing.handover``).
+stoppable waits, and what the running backend says about the session. A ``Run`` (``core.continuing.run``) holds it
+and starts the continuation; its ``Follow`` (``core.continuing.follow``) follows it to its end, over the same state;
+the legacy marker is the state's ``handover`` (``core.continuing.handover``).
 """
 
 from __future__ import annotations
@@ -41,19 +42,22 @@ class Stopped(Exception):
 
 class RunState:
     """One continuation: where it runs (``gw``: a spawned gateway, or the user's backend when ``backend``),
-    what the caller asked (``handover`` holds the checked marker entry) and what it saw so far."""
+    what the caller asked (``handover`` holds the checked marker entry), who is told as it goes (``listener``) and
+    what it saw so far. In the user's backend: ``preopened`` (``gw`` was connected while the caller re-checked the
+    turn), ``connections`` (ready sessions the caller opened to the ``other_backends`` of the home, by pid) and
+    ``left_before`` (the session the tray left there last time, runtime id and when: see ``Run._left_by_us``)."""
 
     def __init__(self, home: Path, key: SessionKey, gw: RpcSession, handover: MarkerHandover, caps: Capabilities,
-                 opts: GatewayOptions, stop: threading.Event, *, backend: BackendEndpoint | None = None,
-                 log_path: Path | None = None) -> None:
+                 opts: GatewayOptions, stop: threading.Event, *, listener: Heard | None = None,
+                 backend: BackendEndpoint | None = None, log_path: Path | None = None, preopened: bool = False,
+                 other_backends: tuple[BackendEndpoint, ...] = (), connections: dict[int, RpcSession] | None = None,
+                 left_before: tuple[str, float] | None = None) -> None:
         self.home, self.key, self.gw, self.handover = home, key, gw, handover
         self.caps, self.opts, self.stop, self.backend, self.log_path = caps, opts, stop, backend, log_path
-        self.listener = Heard()  # who is told as it goes (core.continuing.listener); Heard(): nobody
-        self.preopened = False  # ``gw`` was connected while the caller re-checked the turn
-        self.other_backends: tuple[BackendEndpoint, ...] = ()
-        self.connections: dict[int, RpcSession] = {}  # ready sessions the caller opened, by backend pid
-        # The session the tray left in this backend last time (runtime id, when it left): see Run._left_by_us.
-        self.left_before: tuple[str, float] | None = None
+        self.listener = listener if listener is not None else Heard()  # Heard(): nobody
+        self.preopened, self.left_before = preopened, left_before
+        self.other_backends = tuple(b for b in other_backends if backend is None or b.pid != backend.pid)
+        self.connections = connections if connections is not None else {}
         self.t0 = time.monotonic()
         self.phase = "starting"
         self.last_frame: str | None = None
@@ -63,6 +67,9 @@ class RunState:
                                          continued_by=ContinuedBy.BACKEND if caps.auto_continue else ContinuedBy.TRAY,
                                          attempt=handover.attempts + 1, where="in a separate Hermes process",
                                          ran_in=RanIn.SEPARATE_PROCESS)
+        if backend is not None:
+            self.result.ran_in, self.result.backend_pid = RanIn.RUNNING_BACKEND, backend.pid
+            self.result.where = f"in your running Hermes (pid {backend.pid})"
         self.sid: str | None = None  # the runtime session id Hermes' resume answered
         self.state_session: str | None = None  # the stored session the resume landed on (compression tip)
         self.own_touch = 0.0  # wall time of the tray's own latest touch of the session (resume, submit, start frame)

@@ -178,14 +178,14 @@ def status_turn(home: Path, key: str, env: dict[str, str]) -> dict | None:
 
 
 def journal_events(key: str) -> list[str]:
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
-    return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    return [e["event"] for e in reversed(ledger().history(500)) if e.get("session_key") == key]
 
 
 def history_rows(key: str) -> list[tuple[str, str]]:
     """History as a person reads it (one row per turn): (what happened, where it ran) for ``key``."""
     from hermes_tray.model.history import group_turns
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
-    return [(t.outcome(), t.where()) for t in group_turns(decisions.history(500)) if t.session_key == key]
+    return [(t.outcome(), t.where()) for t in group_turns(ledger().turns(500)) if t.session_key == key]

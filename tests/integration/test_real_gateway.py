@@ -57,9 +57,9 @@ def transcript(home: Path, key: str) -> list[tuple[str, str]]:
 
 
 def journal_events(key: str) -> list[str]:
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
-    return [e["event"] for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    return [e["event"] for e in reversed(ledger().history(500)) if e.get("session_key") == key]
 
 
 def status_of(home: Path, key: str, env: dict[str, str]) -> dict:

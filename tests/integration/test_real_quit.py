@@ -85,9 +85,9 @@ def quit_with_sigterm(p: subprocess.Popen[str]) -> float:
 
 
 def events_of(key: str) -> list[dict]:
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
-    return [e for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    return [e for e in reversed(ledger().history(500)) if e.get("session_key") == key]
 
 
 def never_stopped_by_you(key: str) -> None:

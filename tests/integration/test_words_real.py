@@ -29,7 +29,7 @@ def test_a_resume_inside_the_real_dashboard_is_one_history_row(real_home, mock_l
     "2 interrupted turns": the real one and a phantom "running" row holding only the ``continuing`` event,
     stamped with the continuation's own start."""
     from hermes_tray.app.history_window import HistoryWindow
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
     home, key = real_home
     settings_for(str(hermes_python), Path(user_dirs["HERMES_TRAY_CONFIG_DIR"]))
@@ -41,12 +41,12 @@ def test_a_resume_inside_the_real_dashboard_is_one_history_row(real_home, mock_l
     result = json.loads(p.stdout)
     assert result["outcome"] == "completed" and result["ran_in"] == "running-backend"
     assert result["backend_pid"] == dash.pid
-    events = [e for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    events = [e for e in reversed(ledger().history(500)) if e.get("session_key") == key]
     names = [e["event"] for e in events]
     assert "continuing" in names and names[-1] == "completed", names
     assert len({e["started_at"] for e in events}) == 2, "the continuation's marker has a start of its own"
 
-    win = HistoryWindow(lambda: decisions.history(500))
+    win = HistoryWindow(lambda: ledger().turns(500))
     qtbot.addWidget(win)
     assert win.tree.topLevelItemCount() == 1
     assert win.summary.text().startswith("1 interrupted turn")
