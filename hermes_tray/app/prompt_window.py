@@ -127,6 +127,49 @@ class ProblemBanner(QFrame):
         self.setVisible(True)
 
 
+def _heading(state: ViewState) -> tuple[str, str]:
+    """The window's heading and the line under it, for what the state holds."""
+    if state.pending:
+        return words.count(len(state.pending), "interrupted turn"), \
+            "Hermes stopped before these turns finished. " + words.RESUME_HINT
+    if state.running:
+        return "Resuming…", "Hermes is continuing the interrupted turn."
+    if state.held:
+        h = len(state.held)
+        return (words.count(h, "interrupted turn") + " held", "Hermes auto-continue is off in "
+                + ("their homes." if h != 1 else "its home.") + " Turn it back on below to resume, or skip.")
+    if not state.homes_found:
+        return "No Hermes home found", (state.no_home_text() + ". Turns cut off by a crash or restart show up here "
+                                        "once Hermes has run.")
+    if state.unreadable_homes:
+        return "Interrupted turns cannot all be seen", state.status_line() + ". Nothing else is waiting."
+    if state.attention_problems:
+        return words.NO_TURNS, "Nothing is waiting. The tray has a problem to show you below."
+    return words.NO_TURNS, words.NOTHING_WAITING
+
+
+def _text(*, selectable: bool = False, name: str = "") -> QLabel:
+    """A label of the window's text (wrapped; plain text, selectable, named for a screen reader when asked)."""
+    label = QLabel()
+    label.setWordWrap(True)
+    if selectable:
+        label.setTextFormat(Qt.TextFormat.PlainText)
+        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+    if name:
+        label.setAccessibleName(name)
+    return label
+
+
+def _button(text: str, slot: object, name: str = "") -> QPushButton:
+    """A button that is never the default one (Enter resumes), named for a screen reader when asked."""
+    button = QPushButton(text)
+    button.setAutoDefault(False)
+    if name:
+        button.setAccessibleName(name)
+    button.clicked.connect(slot)
+    return button
+
+
 class PromptWindow(QDialog):
     resume_requested = Signal(object)  # turn key (opaque)
     skip_requested = Signal(object)
@@ -155,8 +198,7 @@ class PromptWindow(QDialog):
         f.setBold(True)
         self.header.setFont(f)
         root.addWidget(self.header)
-        self.subheader = QLabel()
-        self.subheader.setWordWrap(True)
+        self.subheader = _text()
         root.addWidget(self.subheader)
         self.banner = ProblemBanner(self)
         self.banner.open_folder.connect(self.open_folder_requested.emit)
@@ -179,10 +221,7 @@ class PromptWindow(QDialog):
         root.addWidget(self.list, 100)
 
         detail_row = QHBoxLayout()
-        self.detail = QLabel()
-        self.detail.setWordWrap(True)
-        self.detail.setTextFormat(Qt.TextFormat.PlainText)
-        self.detail.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.detail = _text(selectable=True)
         detail_row.addWidget(self.detail, 1)
         self.details_button = QToolButton()
         self.details_button.setText("&Details")
@@ -191,11 +230,7 @@ class PromptWindow(QDialog):
         self.details_button.toggled.connect(lambda _on: self._update_detail())
         detail_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         root.addLayout(detail_row)
-        self.details = QLabel()  # Hermes' facts as the engine states them: session id, home, pids, reasons
-        self.details.setWordWrap(True)
-        self.details.setTextFormat(Qt.TextFormat.PlainText)
-        self.details.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-        self.details.setAccessibleName("Details")
+        self.details = _text(selectable=True, name="Details")  # Hermes' facts: session id, home, pids, reasons
         self.details.setVisible(False)
         root.addWidget(self.details)
 
@@ -223,18 +258,13 @@ class PromptWindow(QDialog):
         self.recent_list.customContextMenuRequested.connect(lambda pos: self._popup(self.recent_list, "recent", pos))
         root.addWidget(self.recent_list, 60)
         recent_row = QHBoxLayout()
-        self.recent_hint = QLabel()
-        self.recent_hint.setWordWrap(True)
+        self.recent_hint = _text()
         recent_row.addWidget(self.recent_hint, 1)
-        self.recent_button = QPushButton("Turn auto-continue &on")  # the row's "enable"
-        self.recent_button.setAutoDefault(False)
-        self.recent_button.setAccessibleName("Turn Hermes auto-continue back on for this turn's home")
-        self.recent_button.clicked.connect(lambda: self._recent_action("enable"))
+        self.recent_button = _button("Turn auto-continue &on", lambda: self._recent_action("enable"),  # its "enable"
+                                     "Turn Hermes auto-continue back on for this turn's home")
         recent_row.addWidget(self.recent_button)
-        self.recent_skip_button = QPushButton("S&kip it")  # the row's "skip"
-        self.recent_skip_button.setAutoDefault(False)
-        self.recent_skip_button.setAccessibleName("Skip this turn: it is not resumed")
-        self.recent_skip_button.clicked.connect(lambda: self._recent_action("skip"))
+        self.recent_skip_button = _button("S&kip it", lambda: self._recent_action("skip"),  # the row's "skip"
+                                          "Skip this turn: it is not resumed")
         recent_row.addWidget(self.recent_skip_button)
         self.recent_box = QWidget()
         self.recent_box.setLayout(recent_row)
@@ -245,10 +275,8 @@ class PromptWindow(QDialog):
         self.button_row = QWidget()
         buttons = QHBoxLayout(self.button_row)
         buttons.setContentsMargins(0, 0, 0, 0)
-        self.disable_button = QPushButton("Disable auto-continue")
+        self.disable_button = _button("Disable auto-continue", lambda: self._for_selected(self.disable_requested))
         self.disable_button.setToolTip("Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
-        self.disable_button.clicked.connect(lambda: self._for_selected(self.disable_requested))
-        self.disable_button.setAutoDefault(False)
         buttons.addWidget(self.disable_button)
         buttons.addStretch(1)
         self.snooze_button = QPushButton(words.REMIND_LATER)
@@ -259,9 +287,7 @@ class PromptWindow(QDialog):
         snooze.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
         self.snooze_button.setMenu(snooze)
         buttons.addWidget(self.snooze_button)
-        self.skip_button = QPushButton("&Skip")
-        self.skip_button.setAutoDefault(False)
-        self.skip_button.clicked.connect(lambda: self._for_selected(self.skip_requested))
+        self.skip_button = _button("&Skip", lambda: self._for_selected(self.skip_requested))
         buttons.addWidget(self.skip_button)
         self.resume_button = QPushButton("&Resume")
         self.resume_button.setDefault(True)
@@ -278,30 +304,9 @@ class PromptWindow(QDialog):
         self._state = state
         selected = self.selected_key()
         n = len(state.pending)
-        if n:
-            self.header.setText(words.count(n, "interrupted turn"))
-            self.subheader.setText("Hermes stopped before these turns finished. " + words.RESUME_HINT)
-        elif state.running:
-            self.header.setText("Resuming…")
-            self.subheader.setText("Hermes is continuing the interrupted turn.")
-        elif state.held:
-            h = len(state.held)
-            self.header.setText(words.count(h, "interrupted turn") + " held")
-            self.subheader.setText("Hermes auto-continue is off in " + ("their homes." if h != 1 else "its home.")
-                                   + " Turn it back on below to resume, or skip.")
-        elif not state.homes_found:
-            self.header.setText("No Hermes home found")
-            self.subheader.setText(state.no_home_text() + ". Turns cut off by a crash or restart show up "
-                                   "here once Hermes has run.")
-        elif state.unreadable_homes:
-            self.header.setText("Interrupted turns cannot all be seen")
-            self.subheader.setText(state.status_line() + ". Nothing else is waiting.")
-        elif state.attention_problems:
-            self.header.setText(words.NO_TURNS)
-            self.subheader.setText("Nothing is waiting. The tray has a problem to show you below.")
-        else:
-            self.header.setText(words.NO_TURNS)
-            self.subheader.setText(words.NOTHING_WAITING)
+        header, subheader = _heading(state)
+        self.header.setText(header)
+        self.subheader.setText(subheader)
         self._sync_running(state.running)
         self.banner.set_problems(state.problems)
         self._fill_recent(state)
