@@ -43,9 +43,7 @@ DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up"
 
 
 def field_of(entry: Any, name: str, default: Any = "") -> Any:
-    if isinstance(entry, Mapping):
-        return entry.get(name, default)
-    return getattr(entry, name, default)
+    return entry.get(name, default) if isinstance(entry, Mapping) else default
 
 
 def _num(v: Any) -> float:
@@ -53,12 +51,8 @@ def _num(v: Any) -> float:
 
 
 def when_of(entry: Any) -> float:
-    """The journal stamps ``created_at``; older in-memory entries used ``time`` / ``ts``."""
-    for name in ("created_at", "time", "ts"):
-        value = _num(field_of(entry, name, None))
-        if value:
-            return value
-    return 0.0
+    """When the ledger recorded it (``created_at``; 0 when unknown)."""
+    return _num(field_of(entry, "created_at", None))
 
 
 def profile_of(home: str) -> str:
@@ -93,10 +87,6 @@ class TurnHistory:
             if isinstance(name, str) and name:
                 return name
         return profile_of(self.home)
-
-    @property
-    def last_at(self) -> float:
-        return max((when_of(e) for e in self.events), default=0.0)
 
     def tries(self) -> int:
         """How many continuations the turn had: the highest attempt any of its runs names (a run with its
