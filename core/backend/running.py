@@ -1,9 +1,11 @@
 """Which running Hermes backend a continuation should go to, or why none.
 
-The user's own ``hermes dashboard`` / ``hermes serve`` serving the home (``core.hermes.processes``:
-this user's processes only), reachable on loopback with its session token
-(``core.backend.endpoint``). When there is none, or none can be used, the reason is returned: the
-resume falls back to a spawned gateway and reports it.
+First the gateway that owns every session of the home, when one answers on its control socket
+(``core.backend.gateway_discovery``; reached with a ticket per connection); then the user's own ``hermes
+dashboard`` / ``hermes serve`` serving the home (``core.hermes.processes``: this user's processes only),
+reachable on loopback with its session token (``core.backend.endpoint``). When there is none, or none can be
+used, the reason is returned: the resume falls back to a spawned gateway and reports it — except beside a gateway
+that owns the home's sessions and cannot be used: :class:`GatewayOwnsHome`, and nothing is started.
 
 A long-lived process (the tray, the helper) keeps the backend it found per home and reuses it while
 that very process (pid + start time) is alive: finding it costs a process-table scan, a socket table
@@ -18,13 +20,18 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
-from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for
+from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for, gateway_endpoint
 from hermes_tray_core.backend.websocket import BackendStarting, BackendUnusable
 from hermes_tray_core.hermes.processes import HermesProcesses
 from hermes_tray_core.keys import home_path
 from hermes_tray_core.vocab import ProcessKind
 
 NO_BACKEND = "no running Hermes backend (hermes dashboard) serves this home"
+
+
+class GatewayOwnsHome(BackendUnusable):
+    """A gateway owns every session of this home and the tray cannot continue through it (no tickets, no loopback
+    address, not the user's): a second Hermes runtime must never be started beside it."""
 
 
 _known: dict[str, BackendEndpoint] = {}
@@ -73,7 +80,10 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
         if found or not starting:
             return found, why
         if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
-            return [], (f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why)
+            late = f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why
+            if isinstance(starting[0], _Owner):  # never a second runtime beside the gateway that owns the home
+                raise GatewayOwnsHome(late or starting[0])
+            return [], late
         if not said and on_waiting is not None:
             said = True
             on_waiting()
@@ -86,11 +96,16 @@ def _look(home: Path | str, processes: HermesProcesses | None
     ``hermes dashboard``): (the usable ones, why none, the ones still starting, by description). The first one
     found is remembered for :func:`find_live_backend`."""
     key = home_path(home)
+    reasons: list[str] = []
+    found: list[BackendEndpoint] = []
+    starting: list[str] = []
+    _gateway(home, found, starting)
+    if starting:  # the gateway that owns the home is starting: nothing else is used meanwhile
+        return [], f"{starting[0]} is not ready yet", starting
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
-    if not backends:
+    if not backends and not found and not starting:
         return [], NO_BACKEND, []
-    reasons, found, starting = [], [], []
     for proc in backends:
         with _known_lock:
             cached = _endpoints.get((proc.pid, proc.start_time))
@@ -115,4 +130,31 @@ def _look(home: Path | str, processes: HermesProcesses | None
     return found, "; ".join(reasons) or None, starting
 
 
-__all__ = ["NO_BACKEND", "find_live_backend", "forget", "wait_for_backends"]
+class _Owner(str):
+    """The description of a starting gateway that owns the home (waited for; never passed over)."""
+
+    __slots__ = ()
+
+
+def _gateway(home: Path | str, found: list[BackendEndpoint], starting: list[str]) -> None:
+    """The gateway that owns ``home``'s sessions, when one answers: added to ``found`` (or ``starting``). One that
+    owns them and cannot be used raises :class:`GatewayOwnsHome`; a gateway that owns nothing is passed over."""
+    from hermes_tray_core.backend.gateway_discovery import find_gateway
+
+    gw, _why = find_gateway(home)
+    if gw is None:
+        return
+    try:
+        endpoint = gateway_endpoint(gw, home)
+    except BackendStarting:
+        starting.append(_Owner(gw.describe()) if gw.authority else gw.describe())
+        return
+    except BackendUnusable as exc:
+        if gw.authority:
+            raise GatewayOwnsHome(f"{gw.describe()} owns this home's sessions and the tray cannot continue "
+                                  f"through it ({exc})") from None
+        return
+    found.append(endpoint)
+
+
+__all__ = ["NO_BACKEND", "GatewayOwnsHome", "find_live_backend", "forget", "wait_for_backends"]
