@@ -273,3 +273,38 @@ def test_stop_ends_the_continuation_in_the_gateway(sim_roots, sims, tmp_path):
     assert took < 20
     assert [t["pid"] for t in read_turns(home)] == [proc.pid]
     assert journal(key)[-1]["event"] == "interrupted"
+
+
+# ── doctor and status say which Hermes serves the home ─────────────────────────────────────────
+
+
+def _cli(*args: str) -> str:
+    import subprocess
+
+    from tests.support.product import product_env, tray_argv
+
+    return subprocess.run(tray_argv(*args), env=product_env(), capture_output=True, text=True, timeout=120).stdout
+
+
+@pytest.mark.parametrize("tickets_on", [True, False], ids=["tickets", "no-tickets"])
+def test_doctor_and_status_say_the_gateway_serves_the_home(sim_roots, tmp_path, tickets_on):
+    home, _ = make_home(tmp_path / "h")
+    text = _cli("status", "--home", str(home))
+    assert "served by" not in text  # nothing serves it: nothing said per home
+    none = json.loads(_cli("doctor", "--json", "--no-probe", "--home", str(home)))["homes"][0]["running_backend"]
+    assert none["kind"] is None and none["line"].startswith("none — resumes start a separate Hermes process")
+    args = () if tickets_on else ("--no-tickets",)
+    with running_gateway(sim_roots["auto-continue"], home, *args) as (proc, _port):
+        doctor = _cli("doctor", "--home", str(home), "--no-probe")
+        status = _cli("status", "--home", str(home))
+        doc = json.loads(_cli("status", "--json", "--home", str(home)))
+    for text in (doctor, status):
+        line = next(x for x in text.splitlines() if "served by:" in x)
+        assert f"the gateway that owns its sessions, pid {proc.pid} (Hermes 0.23.6; session-authority-v1)" in line
+        if tickets_on:
+            assert line.endswith("resumes continue there, with single-use tickets")
+        else:
+            assert "resumes are refused, and no other Hermes is started beside it" in line
+    served = doc["homes"][0]["served_by"]
+    assert served["kind"] == "gateway" and served["pid"] == proc.pid and served["usable"] is tickets_on
+    assert served["version"] == "0.23.6" and served["capabilities"] == ["session-authority-v1"]

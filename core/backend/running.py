@@ -19,12 +19,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
 from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for, gateway_endpoint
 from hermes_tray_core.backend.websocket import BackendStarting, BackendUnusable
 from hermes_tray_core.hermes.processes import HermesProcesses
 from hermes_tray_core.keys import home_path
-from hermes_tray_core.vocab import ProcessKind
+from hermes_tray_core.vocab import BackendKind, ProcessKind
 
 NO_BACKEND = "no running Hermes backend (hermes dashboard) serves this home"
 
@@ -157,4 +158,78 @@ def _gateway(home: Path | str, found: list[BackendEndpoint], starting: list[str]
     found.append(endpoint)
 
 
-__all__ = ["NO_BACKEND", "GatewayOwnsHome", "find_live_backend", "forget", "wait_for_backends"]
+class ServedBy(NamedTuple):
+    """Which Hermes serves a home, for ``doctor`` and ``status``: ``kind`` None when none does."""
+
+    kind: BackendKind | None
+    pid: int | None = None
+    version: str | None = None
+    capabilities: tuple[str, ...] = ()
+    usable: bool = False
+    detail: str = ""  # why it cannot be used
+    port: int | None = None
+    token_source: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": None if self.kind is None else str(self.kind), "usable": self.usable, "pid": self.pid,
+                "port": self.port, "token_source": self.token_source, "version": self.version,
+                "capabilities": list(self.capabilities), "reason": None if self.usable else self.detail}
+
+    def line(self) -> str:
+        """One line a person reads: which Hermes, its version and capabilities, where resumes go."""
+        facts = "; ".join([*([f"Hermes {self.version}"] if self.version else []), *self.capabilities])
+        facts = f" ({facts})" if facts else ""
+        if self.kind == BackendKind.GATEWAY:
+            who = f"the gateway that owns its sessions, pid {self.pid}" if self.pid else "the gateway that owns its sessions"
+            if self.usable:
+                return f"{who}{facts}: resumes continue there, with single-use tickets"
+            return f"{who}{facts}: {self.detail}"
+        if self.kind == BackendKind.DASHBOARD and self.usable:
+            return (f"hermes dashboard{facts} — running Hermes: pid {self.pid} on 127.0.0.1:{self.port} (session token "
+                    f"from its {self.token_source}): resumes continue there")
+        if self.kind == BackendKind.DASHBOARD:
+            return f"hermes dashboard — running Hermes: not used ({self.detail}); resumes start a separate Hermes process"
+        return "none — resumes start a separate Hermes process" + (f" ({self.detail})" if self.detail else "")
+
+
+def who_serves(home: Path | str, processes: HermesProcesses | None = None, *, versions: bool = True) -> ServedBy:
+    """Which Hermes serves ``home`` (the gateway that owns its sessions, else a dashboard, else none), its version
+    and capabilities, and where a resume would go. ``versions``: ask a dashboard's installation for its version
+    (a short Python run, cached per interpreter). Never raises."""
+    from hermes_tray_core.backend.gateway_discovery import find_gateway
+    from hermes_tray_core.process.identity import process_errors
+
+    gw, _why = find_gateway(home)
+    if gw is not None:
+        try:
+            endpoint = gateway_endpoint(gw, home)
+        except BackendUnusable as exc:
+            detail = (f"resumes are refused, and no other Hermes is started beside it: it gives the tray no way in "
+                      f"({exc})" if gw.authority else f"not used ({exc})")
+            return ServedBy(BackendKind.GATEWAY, gw.pid, gw.version, gw.capabilities, False, detail)
+        return ServedBy(BackendKind.GATEWAY, gw.pid, gw.version, gw.capabilities, True, port=endpoint.port,
+                        token_source=endpoint.token_source)
+    from hermes_tray_core.backend.sessions import none_running
+
+    try:
+        backend, why = (None, NO_BACKEND) if processes is None and none_running() else find_live_backend(home, processes)
+    except (BackendUnusable, *process_errors()) as exc:
+        return ServedBy(None, detail=f"cannot look for a running Hermes: {exc}")
+    if backend is None:
+        if why and why != NO_BACKEND:  # a dashboard runs, and cannot be used
+            return ServedBy(BackendKind.DASHBOARD, detail=why)
+        return ServedBy(None, detail=why or "")
+    version, caps = None, ()
+    if versions:
+        from hermes_tray_core.backend.capabilities import backend_capabilities
+
+        found = backend_capabilities(home, backend)
+        version = found.version
+        caps = ("continues interrupted turns itself",) if found.auto_continue else (
+            ("the tray submits the continuation note",) if found.auto_continue is False else ())
+    return ServedBy(BackendKind.DASHBOARD, backend.pid, version, caps, True, port=backend.port,
+                    token_source=backend.token_source)
+
+
+__all__ = ["NO_BACKEND", "GatewayOwnsHome", "ServedBy", "find_live_backend", "forget", "wait_for_backends",
+           "who_serves"]
