@@ -77,6 +77,8 @@ class ReasonCode(StrEnum):
     AUTO_CONTINUE_OFF = "auto-continue-off"
     NO_PROMPT = "no-prompt"
     HOSTED_ROOM = "hosted-room"
+    FUTURE_ENTRY = "future-entry"  # starts more than 5 minutes in the future: newer Hermes' reader drops it
+    OTHER_GENERATION = "other-generation"  # of a conversation generation before a chat clear: not continued
     WRITER_ALIVE = "writer-alive"
     LEASE_LIVE = "lease-live"
     OWNER_ALIVE = "owner-alive"

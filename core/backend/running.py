@@ -211,15 +211,17 @@ def who_serves(home: Path | str, processes: HermesProcesses | None = None, *, ve
                         token_source=endpoint.token_source)
     from hermes_tray_core.backend.sessions import none_running
 
+    cannot: tuple[type[Exception], ...] = (BackendUnusable, *process_errors())
     try:
         backend, why = (None, NO_BACKEND) if processes is None and none_running() else find_live_backend(home, processes)
-    except (BackendUnusable, *process_errors()) as exc:
+    except cannot as exc:
         return ServedBy(None, detail=f"cannot look for a running Hermes: {exc}")
     if backend is None:
         if why and why != NO_BACKEND:  # a dashboard runs, and cannot be used
             return ServedBy(BackendKind.DASHBOARD, detail=why)
         return ServedBy(None, detail=why or "")
-    version, caps = None, ()
+    version: str | None = None
+    caps: tuple[str, ...] = ()
     if versions:
         from hermes_tray_core.backend.capabilities import backend_capabilities
 

@@ -175,7 +175,7 @@ def assess(turn: Turn, *, now: float | None = None) -> Assessment:
         backend, backend_detail = backend_state(home)
     d = decide(marker, config=cfg, now=now, seen=Seen(
         writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
-        backend_detail, judged.note, idle, idle_detail))
+        backend_detail, judged.note, idle, idle_detail, info.conversation_generation if info else None))
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts))
 
 
@@ -226,11 +226,12 @@ def _gateway_owns(home: Path | str) -> str | None:
     from hermes_tray_core.backend.running import GatewayOwnsHome, wait_for_backends
     from hermes_tray_core.process.identity import process_errors
 
+    cannot: tuple[type[Exception], ...] = (GatewayError, *process_errors())
     try:
         wait_for_backends(home, wait=0.0)
     except GatewayOwnsHome as exc:
         return str(exc)
-    except (GatewayError, *process_errors()) as exc:  # no usable backend: the spawned gateway, as before
+    except cannot as exc:  # no usable backend: the spawned gateway, as before
         logger.debug("cannot look for a gateway owning %s: %s", home, exc)
     return None
 
@@ -342,8 +343,13 @@ class _Resume:
     def _recheck(self) -> Assessment | ResumeResult:
         """Under the claim: the marker read again must be the one shown (``self.turn`` becomes the turn as read)."""
         from hermes_tray_core.continuing.completion import settle_if_finished
+        from hermes_tray_core.hermes.config import sessions_elsewhere
         from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
 
+        elsewhere = sessions_elsewhere(self.home)
+        if elsewhere:  # its markers and sessions are not in the files the tray reads: a stale file is no proof
+            return self.refused(f"Not resumed: this Hermes keeps its sessions elsewhere ({elsewhere}). Continue it in "
+                                "Hermes.", Refusal.SESSIONS_ELSEWHERE)
         try:
             entry = list_turn_markers(self.home).get(self.key)
         except MarkerStoreError as exc:
