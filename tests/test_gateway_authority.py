@@ -5,6 +5,7 @@ to its end or a Stop, and refusing — never starting a second Hermes beside it 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import socket
 import threading
@@ -308,3 +309,113 @@ def test_doctor_and_status_say_the_gateway_serves_the_home(sim_roots, tmp_path, 
     served = doc["homes"][0]["served_by"]
     assert served["kind"] == "gateway" and served["pid"] == proc.pid and served["usable"] is tickets_on
     assert served["version"] == "0.23.6" and served["capabilities"] == ["session-authority-v1"]
+
+
+# ── a dashboard that mints tickets ──────────────────────────────────────────────────────────────
+
+
+class _TicketDashboard:
+    """A dashboard front as newer Hermes serves it (upstream ``hermes_cli/dashboard_auth/routes.py``
+    @ 04dcb30a82e8e4d46f5d11b6c4a748003ea07421: ``POST /api/auth/ws-ticket`` answers ``{ticket, ttl_seconds: 30}``;
+    ``hermes_cli/web_server_chat.py`` @ fe13bb37a33d2206036d82ed101e989eb018f5f7: the ticket rides in the
+    subprotocols, ``hermes-gateway-v1`` is echoed, the query token is not taken). One port: a POST is answered
+    here, anything else is passed to a WebSocket server behind it."""
+
+    def __init__(self, token: str) -> None:
+        from websockets.sync.server import serve
+
+        self.token, self.tickets, self.offered, self.minted = token, set(), [], 0
+
+        def process_request(_connection, request):
+            from websockets.datastructures import Headers
+            from websockets.http11 import Response
+
+            raw = request.headers.get("Sec-WebSocket-Protocol") or ""
+            self.offered.append((request.path, raw))
+            parts = [p.strip() for p in raw.split(",")]
+            ticket = next((p[len(tickets.TICKET_PREFIX):] for p in parts if p.startswith(tickets.TICKET_PREFIX)), "")
+            if tickets.PROTOCOL not in parts or ticket not in self.tickets:
+                return Response(401, "Unauthorized", Headers([("Content-Length", "0")]), b"")
+            self.tickets.discard(ticket)
+            return None
+
+        def handler(conn):
+            conn.send(json.dumps({"jsonrpc": "2.0", "method": "event", "params": {"type": "gateway.ready"}}))
+            for message in conn:
+                req = json.loads(message)
+                conn.send(json.dumps({"jsonrpc": "2.0", "id": req["id"], "result": {"sessions": []}}))
+
+        self.ws = serve(handler, "127.0.0.1", 0, process_request=process_request,
+                        select_subprotocol=lambda _c, offered: tickets.PROTOCOL if tickets.PROTOCOL in offered else None)
+        threading.Thread(target=self.ws.serve_forever, daemon=True).start()
+        self.front = socket.create_server(("127.0.0.1", 0))
+        self.port = self.front.getsockname()[1]
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                peer, _ = self.front.accept()
+            except OSError:
+                return
+            threading.Thread(target=self._serve, args=(peer,), daemon=True).start()
+
+    def _serve(self, peer: socket.socket) -> None:
+        if peer.recv(5, socket.MSG_PEEK) == b"POST ":
+            head = b""
+            while b"\r\n\r\n" not in head:
+                head += peer.recv(4096)
+            given = [ln.split(b":", 1)[1].strip().decode() for ln in head.split(b"\r\n")
+                     if ln.lower().startswith(b"x-hermes-session-token:")]
+            if given == [self.token]:
+                self.minted += 1
+                ticket = f"t{self.minted}-one-use"
+                self.tickets.add(ticket)
+                body = json.dumps({"ticket": ticket, "ttl_seconds": 30}).encode()
+                peer.sendall(b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: "
+                             + str(len(body)).encode() + b"\r\nConnection: close\r\n\r\n" + body)
+            else:
+                peer.sendall(b"HTTP/1.1 401 Unauthorized\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+            peer.close()
+            return
+        back = socket.create_connection(("127.0.0.1", self.ws.socket.getsockname()[1]))
+
+        def pump(a: socket.socket, b: socket.socket) -> None:
+            try:
+                while data := a.recv(65536):
+                    b.sendall(data)
+            except OSError:
+                pass
+            finally:
+                for s in (a, b):
+                    with contextlib.suppress(OSError):
+                        s.shutdown(socket.SHUT_RDWR)
+
+        threading.Thread(target=pump, args=(peer, back), daemon=True).start()
+        pump(back, peer)
+
+    def close(self) -> None:
+        self.front.close()
+        self.ws.shutdown()
+
+
+def test_a_dashboard_that_mints_tickets_is_entered_with_one_never_with_its_token_in_the_url():
+    from hermes_tray_core.backend.websocket import Secret
+
+    dash = _TicketDashboard("dash-token-" + "z" * 20)
+    try:
+        s = RpcSession(WebSocketTransport("127.0.0.1", dash.port, Secret(dash.token)))
+        s.start()
+        try:
+            s.wait_ready(5)
+            assert s.request("session.active_list", {}, 5) == {"sessions": []}
+        finally:
+            s.shutdown()
+        with pytest.raises(BackendRefused):  # a wrong token mints nothing; the query token is not taken either
+            WebSocketTransport("127.0.0.1", dash.port, Secret("wrong")).open()
+    finally:
+        dash.close()
+    assert dash.minted == 1
+    (path, offered), (path2, _) = dash.offered
+    assert path == "/api/ws" and offered == "hermes-gateway-v1, hermes-gateway-ticket.t1-one-use"
+    assert dash.token not in path + offered and path2 == "/api/ws?token=wrong"
