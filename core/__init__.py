@@ -57,7 +57,7 @@ _FACE = {
     "HermesProcesses": "hermes.processes",
     "RESUMING_STATUS_TEXT": "hermes.note", "continuation_note": "hermes.note",
     "is_continuation_note": "hermes.note",
-    "find_live_backend": "backend.running", "settings_hermes_command": "backend.install",
+    "find_live_backend": "backend.running", "who_serves": "backend.running", "settings_hermes_command": "backend.install",
     # the tray's own stores
     "Ledger": "stores.ledger", "ledger": "stores.ledger", "TurnStatus": "stores.ledger",
     "TraySettings": "stores.settings", "SettingsError": "stores.settings", "load_settings": "stores.settings",
@@ -99,7 +99,7 @@ __all__ = [
     "read_turn_marker", "marker_writer_state", "list_turn_markers", "normalize_marker", "exchange_support",
     "wait_for_marker_settle", "AutoContinueConfig", "BackendConfigError", "read_backend_config",
     "write_auto_continue", "parse_config_value", "HomeState", "parse_holder", "HermesProcesses",
-    "RESUMING_STATUS_TEXT", "continuation_note", "is_continuation_note", "find_live_backend",
+    "RESUMING_STATUS_TEXT", "continuation_note", "is_continuation_note", "find_live_backend", "who_serves",
     "settings_hermes_command", "Ledger", "ledger", "TurnStatus", "TraySettings", "SettingsError",
     "load_settings", "save_settings", "update_settings", "with_changes", "validate_settings",
     "parse_setting_value", "SETTING_KEYS", "MIN_IDLE_TIMEOUT", "MAX_IDLE_TIMEOUT", "settings_file",
@@ -115,7 +115,7 @@ __all__ = [
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
     from hermes_tray_core.backend.install import settings_hermes_command
-    from hermes_tray_core.backend.running import find_live_backend
+    from hermes_tray_core.backend.running import find_live_backend, who_serves
     from hermes_tray_core.continuing.gateway import (
         GatewayOptions,
         HermesNotFound,

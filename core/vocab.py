@@ -63,6 +63,13 @@ class ProcessKind(StrEnum):
     WEBUI = "webui"  # a Hermes WebUI server (its turn journals live in its state dir)
 
 
+class BackendKind(StrEnum):
+    """Which running Hermes a continuation goes to (:class:`~hermes_tray_core.backend.endpoint.BackendEndpoint`)."""
+
+    DASHBOARD = "dashboard"  # ``hermes dashboard`` / ``hermes serve``: found in the process table, token or ticket
+    GATEWAY = "gateway"  # the gateway that owns every session: found through its control socket, tickets only
+
+
 class ReasonCode(StrEnum):
     """Why a verdict was reached: a stable code beside the human reason line.
 
@@ -73,6 +80,8 @@ class ReasonCode(StrEnum):
     AUTO_CONTINUE_OFF = "auto-continue-off"
     NO_PROMPT = "no-prompt"
     HOSTED_ROOM = "hosted-room"
+    FUTURE_ENTRY = "future-entry"  # starts more than 5 minutes in the future: newer Hermes' reader drops it
+    OTHER_GENERATION = "other-generation"  # of a conversation generation before a chat clear: not continued
     WRITER_ALIVE = "writer-alive"
     LEASE_LIVE = "lease-live"
     OWNER_ALIVE = "owner-alive"
@@ -164,6 +173,8 @@ class Refusal(StrEnum):
     NOT_ACTIONABLE = "not-actionable"  # the policy's verdict says no (see ``verdict``)
     STORE_ERROR = "store-error"  # the lease store or the marker file could not be used: unsure, so nobody acts
     NO_HERMES_CHOICE = "hermes-settings"  # which Hermes to run is unknown (the tray settings are broken)
+    GATEWAY_OWNS = "gateway-owns"  # a gateway owns the home's sessions and cannot be used: never a second runtime
+    SESSIONS_ELSEWHERE = "sessions-elsewhere"  # this Hermes keeps its sessions outside state.db and the marker file
 
 
 class SkipOutcome(StrEnum):

@@ -277,12 +277,14 @@ def _doctor(home: Path) -> tuple[dict, str]:
 
 def test_doctor_says_where_resumes_run_and_why_not_in_the_running_hermes(sims, tmp_path):
     home, _key = make_home(tmp_path / "home")
-    rb, _text = _doctor(home)
-    assert rb == {"usable": False, "reason": NO_BACKEND}
+    rb, text = _doctor(home)
+    assert (rb["kind"], rb["usable"], rb["reason"]) == (None, False, NO_BACKEND)
+    assert "served by: none — resumes start a separate Hermes process" in text
     with running_sim_dashboard(root_of(sims["legacy"]), home, env={"HERMES_DASHBOARD_SESSION_TOKEN": TOKEN}) as (
             proc, port):
         rb, text = _doctor(home)
-        assert rb == {"usable": True, "pid": proc.pid, "port": port, "token_source": "environment"}
+        assert (rb["kind"], rb["usable"], rb["pid"], rb["port"], rb["token_source"]) == (
+            "dashboard", True, proc.pid, port, "environment")
         assert f"running Hermes: pid {proc.pid} on 127.0.0.1:{port}" in text and TOKEN not in text
     write_control(home, dashboard_gated=True)
     with running_sim_dashboard(root_of(sims["legacy"]), home):

@@ -64,6 +64,10 @@ with open(sys.argv[1], "w") as f:  # the gateway module takes stdout for its JSO
     json.dump(out, f)
 """
 
+# An entry that starts more than 5 minutes in the future: 0.22.2.post1 continues it; newer Hermes' reader drops it.
+# The tray follows the newer reader and leaves it (when unsure, nothing is continued).
+NEWER_READER = {"started_at=inf", "started_at='inf'"}
+
 MEANS = {"actionable": "continue", "stale": "clear", "disabled": "clear", "exhausted": "clear",
          "not-ours": "leave", "running": "leave"}
 
@@ -132,6 +136,8 @@ def test_every_junk_form_gets_the_verdict_hermes_own_code_gives_it(tmp_path, wri
     differ = []
     for (name, _entry), (action, writer, _n) in zip(cases, hermes, strict=True):
         verdict, tray_writer = tray[name]
+        if name in NEWER_READER and (verdict, action) == ("not-ours", "continue"):
+            continue
         if MEANS[verdict] != action or (writer is not None and tray_writer != writer):
             differ.append(f"{name}: Hermes {action} (writer {writer}), tray {verdict} (writer {tray_writer})")
     assert not differ, "\n".join(differ)

@@ -599,12 +599,14 @@ def test_cli_resume_wait_with_an_unusable_log_folder_runs_and_journals(sim_roots
     assert journal_events(key) == ["approved", "continuing", "dispatched", "completed"]
 
 
-@pytest.mark.parametrize(("field", "value"), [("started_at", float("nan")), ("started_at", float("inf")),
-                                              ("prompt", 1234), ("prompt", ["step 1", "step 2"])])
+@pytest.mark.parametrize(("field", "value"), [("started_at", float("nan")), ("prompt", 1234),
+                                              ("prompt", ["step 1", "step 2"])])
 def test_a_junk_valued_marker_hermes_would_continue_is_continued_as_hermes_would(sim_roots, env, tmp_path,
                                                                                  field, value):
     """Values Hermes never writes, which its own code still continues (tests/test_marker_parity_hermes.py):
-    the tray continues them once, with the prompt as Hermes reads it (``str(prompt)``), and says so."""
+    the tray continues them once, with the prompt as Hermes reads it (``str(prompt)``), and says so. (A +Infinity
+    ``started_at`` is more than 5 minutes in the future: newer Hermes' reader drops it, and the tray does not offer
+    it: tests/test_newer_hermes_homes.py.)"""
     from hermes_tray.demo.sim_backend import _digest
     from hermes_tray_core.hermes.note import continuation_note
     from hermes_tray_core.markers.file import marker_path

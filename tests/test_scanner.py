@@ -270,8 +270,10 @@ def test_junk_marker_entries_never_break_the_scan(tmp_path, monkeypatch):
 
 
 def test_junk_hermes_would_continue_is_actionable_and_status_json_stays_strict(tmp_path, monkeypatch):
-    """NaN / +Infinity ``started_at`` and a non-text prompt: Hermes' own code continues them (issue 24, point 7;
-    tests/test_marker_parity_hermes.py), so they are offered, and nothing non-finite reaches the JSON."""
+    """NaN ``started_at`` and a non-text prompt: Hermes' own code continues them (issue 24, point 7;
+    tests/test_marker_parity_hermes.py), so they are offered, and nothing non-finite reaches the JSON. A +Infinity
+    ``started_at`` starts more than 5 minutes in the future: newer Hermes' reader drops it, so it is not offered
+    (0.22.2.post1 would still continue it)."""
     monkeypatch.setenv("HERMES_TRAY_STATE_DIR", str(tmp_path / "s"))
     home = FixtureHome(tmp_path / "h")
     home.close()
@@ -283,7 +285,7 @@ def test_junk_hermes_would_continue_is_actionable_and_status_json_stays_strict(t
     home.marker_file.write_text(json.dumps(junk))
     result = scan(discover_homes(explicit=[home.path]))
     turns = by_key(result)
-    assert {k: t.verdict for k, t in turns.items()} == {"nan": "actionable", "inf": "actionable",
+    assert {k: t.verdict for k, t in turns.items()} == {"nan": "actionable", "inf": "not-ours",
                                                         "number": "actionable", "gone": "stale"}
     assert turns["number"].prompt_excerpt == ""  # continued as "42" by Hermes, but no number is shown as a prompt
     json.dumps(result.to_json(), allow_nan=False)

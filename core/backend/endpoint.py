@@ -19,6 +19,7 @@ import re
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from hermes_tray_core.backend.rpc import GatewayError, RpcSession
 from hermes_tray_core.backend.websocket import (
@@ -30,7 +31,13 @@ from hermes_tray_core.backend.websocket import (
 )
 from hermes_tray_core.hermes.processes import HermesProcess, is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity
-from hermes_tray_core.vocab import ProcessKind
+from hermes_tray_core.vocab import BackendKind, ProcessKind
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from pathlib import Path
+
+    from hermes_tray_core.backend.gateway_discovery import GatewayIdentity
 
 DEFAULT_PORT = 9119
 #: A backend younger than this that offers no token yet is still starting (it listens a moment before it
@@ -46,23 +53,29 @@ _GATED_RE = re.compile(r"window\.__HERMES_AUTH_REQUIRED__\s*=\s*(true|false)")
 
 @dataclass(frozen=True)
 class BackendEndpoint:
-    """A running backend the tray may connect to. ``token`` prints as ``<secret>``."""
+    """A running backend the tray may connect to. ``token`` prints as ``<secret>``. A gateway that owns every
+    session (``kind`` gateway) has no token: ``tickets`` grants one per connection."""
 
     pid: int
     identity: ProcessIdentity
     host: str
     port: int
     python: str | None  # the interpreter it runs (for the capability probe); None = unknown
-    token: Secret = field(repr=False)
-    token_source: str  # "environment" | "host-record" | "page"
+    token: Secret | None = field(repr=False)
+    token_source: str  # "environment" | "host-record" | "page" | "gateway-ticket"
+    kind: BackendKind = BackendKind.DASHBOARD
+    tickets: Callable[[], Secret] | None = field(default=None, repr=False, compare=False)
+    version: str | None = None  # what the gateway said of itself (dashboards: asked of the installation)
 
     def describe(self) -> str:
+        if self.kind == BackendKind.GATEWAY:
+            return f"your Hermes gateway (pid {self.pid}, port {self.port})"
         return f"your running Hermes (pid {self.pid}, port {self.port})"
 
     def session(self, open_timeout: float = OPEN_TIMEOUT) -> RpcSession:
         """A JSON-RPC session over this backend's ``/api/ws``, not opened yet."""
         return RpcSession(WebSocketTransport(self.host, self.port, self.token, pid=self.pid, identity=self.identity,
-                                             open_timeout=open_timeout))
+                                             open_timeout=open_timeout, tickets=self.tickets))
 
 
 def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSession:
@@ -76,6 +89,32 @@ def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSe
         s.shutdown(1.0)
         raise
     return s
+
+
+def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpoint:
+    """How to reach the gateway that owns ``home``'s sessions: its ``api_origin``, a ticket per connection, the
+    process that answered its control socket. :class:`BackendUnusable` says why it cannot be used."""
+    from hermes_tray_core.backend.gateway_discovery import session_ticket
+    from hermes_tray_core.process.identity import identity_of
+
+    host, port = gateway.loopback_origin()
+    if gateway.state != "ready":
+        raise BackendStarting(f"{gateway.describe()} is {gateway.state}, not ready yet")
+    if gateway.pid is None:
+        raise BackendUnusable(f"{gateway.describe()}: the system does not say which process it is")
+    identity = identity_of(gateway.pid)
+    if identity.start_time is None:
+        raise BackendUnusable(f"{gateway.describe()} exited")
+    python = None
+    try:
+        import psutil
+
+        python = backend_python(psutil.Process(gateway.pid).cmdline())
+    except (psutil.Error, OSError):
+        python = None
+    session_ticket(gateway, home)  # it grants tickets at all (one unused ticket expires on its own in 30 s)
+    return BackendEndpoint(gateway.pid, identity, host, port, python, None, "gateway-ticket", BackendKind.GATEWAY,
+                           lambda: session_ticket(gateway, home), gateway.version)
 
 
 # ── the process ────────────────────────────────────────────────────────────────────────────────
@@ -204,4 +243,4 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
 
 
 __all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "PageFacts", "args_endpoint", "backend_python",
-           "connect_backend", "endpoint_for", "read_page"]
+           "connect_backend", "endpoint_for", "gateway_endpoint", "read_page"]

@@ -1,9 +1,11 @@
 """Which running Hermes backend a continuation should go to, or why none.
 
-The user's own ``hermes dashboard`` / ``hermes serve`` serving the home (``core.hermes.processes``:
-this user's processes only), reachable on loopback with its session token
-(``core.backend.endpoint``). When there is none, or none can be used, the reason is returned: the
-resume falls back to a spawned gateway and reports it.
+First the gateway that owns every session of the home, when one answers on its control socket
+(``core.backend.gateway_discovery``; reached with a ticket per connection); then the user's own ``hermes
+dashboard`` / ``hermes serve`` serving the home (``core.hermes.processes``: this user's processes only),
+reachable on loopback with its session token (``core.backend.endpoint``). When there is none, or none can be
+used, the reason is returned: the resume falls back to a spawned gateway and reports it — except beside a gateway
+that owns the home's sessions and cannot be used: :class:`GatewayOwnsHome`, and nothing is started.
 
 A long-lived process (the tray, the helper) keeps the backend it found per home and reuses it while
 that very process (pid + start time) is alive: finding it costs a process-table scan, a socket table
@@ -17,14 +19,20 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import NamedTuple
 
-from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for
+from hermes_tray_core.backend.endpoint import BackendEndpoint, endpoint_for, gateway_endpoint
 from hermes_tray_core.backend.websocket import BackendStarting, BackendUnusable
 from hermes_tray_core.hermes.processes import HermesProcesses
 from hermes_tray_core.keys import home_path
-from hermes_tray_core.vocab import ProcessKind
+from hermes_tray_core.vocab import BackendKind, ProcessKind
 
 NO_BACKEND = "no running Hermes backend (hermes dashboard) serves this home"
+
+
+class GatewayOwnsHome(BackendUnusable):
+    """A gateway owns every session of this home and the tray cannot continue through it (no tickets, no loopback
+    address, not the user's): a second Hermes runtime must never be started beside it."""
 
 
 _known: dict[str, BackendEndpoint] = {}
@@ -73,7 +81,10 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
         if found or not starting:
             return found, why
         if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
-            return [], (f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why)
+            late = f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why
+            if isinstance(starting[0], _Owner):  # never a second runtime beside the gateway that owns the home
+                raise GatewayOwnsHome(late or starting[0])
+            return [], late
         if not said and on_waiting is not None:
             said = True
             on_waiting()
@@ -86,11 +97,16 @@ def _look(home: Path | str, processes: HermesProcesses | None
     ``hermes dashboard``): (the usable ones, why none, the ones still starting, by description). The first one
     found is remembered for :func:`find_live_backend`."""
     key = home_path(home)
+    reasons: list[str] = []
+    found: list[BackendEndpoint] = []
+    starting: list[str] = []
+    _gateway(home, found, starting)
+    if starting:  # the gateway that owns the home is starting: nothing else is used meanwhile
+        return [], f"{starting[0]} is not ready yet", starting
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
-    if not backends:
+    if not backends and not found and not starting:
         return [], NO_BACKEND, []
-    reasons, found, starting = [], [], []
     for proc in backends:
         with _known_lock:
             cached = _endpoints.get((proc.pid, proc.start_time))
@@ -115,4 +131,107 @@ def _look(home: Path | str, processes: HermesProcesses | None
     return found, "; ".join(reasons) or None, starting
 
 
-__all__ = ["NO_BACKEND", "find_live_backend", "forget", "wait_for_backends"]
+class _Owner(str):
+    """The description of a starting gateway that owns the home (waited for; never passed over)."""
+
+    __slots__ = ()
+
+
+def _gateway(home: Path | str, found: list[BackendEndpoint], starting: list[str]) -> None:
+    """The gateway that owns ``home``'s sessions, when one answers: added to ``found`` (or ``starting``). One that
+    owns them and cannot be used raises :class:`GatewayOwnsHome`; a gateway that owns nothing is passed over."""
+    from hermes_tray_core.backend.gateway_discovery import find_gateway
+
+    gw, _why = find_gateway(home)
+    if gw is None:
+        return
+    try:
+        endpoint = gateway_endpoint(gw, home)
+    except BackendStarting:
+        starting.append(_Owner(gw.describe()) if gw.authority else gw.describe())
+        return
+    except BackendUnusable as exc:
+        if gw.authority:
+            raise GatewayOwnsHome(f"{gw.describe()} owns this home's sessions and the tray cannot continue "
+                                  f"through it ({exc})") from None
+        return
+    found.append(endpoint)
+
+
+class ServedBy(NamedTuple):
+    """Which Hermes serves a home, for ``doctor`` and ``status``: ``kind`` None when none does."""
+
+    kind: BackendKind | None
+    pid: int | None = None
+    version: str | None = None
+    capabilities: tuple[str, ...] = ()
+    usable: bool = False
+    detail: str = ""  # why it cannot be used
+    port: int | None = None
+    token_source: str | None = None
+
+    def to_json(self) -> dict[str, object]:
+        return {"kind": None if self.kind is None else str(self.kind), "usable": self.usable, "pid": self.pid,
+                "port": self.port, "token_source": self.token_source, "version": self.version,
+                "capabilities": list(self.capabilities), "reason": None if self.usable else self.detail}
+
+    def line(self) -> str:
+        """One line a person reads: which Hermes, its version and capabilities, where resumes go."""
+        facts = "; ".join([*([f"Hermes {self.version}"] if self.version else []), *self.capabilities])
+        facts = f" ({facts})" if facts else ""
+        if self.kind == BackendKind.GATEWAY:
+            who = f"the gateway that owns its sessions, pid {self.pid}" if self.pid else "the gateway that owns its sessions"
+            if self.usable:
+                return f"{who}{facts}: resumes continue there, with single-use tickets"
+            return f"{who}{facts}: {self.detail}"
+        if self.kind == BackendKind.DASHBOARD and self.usable:
+            return (f"hermes dashboard{facts} — running Hermes: pid {self.pid} on 127.0.0.1:{self.port} (session token "
+                    f"from its {self.token_source}): resumes continue there")
+        if self.kind == BackendKind.DASHBOARD:
+            return f"hermes dashboard — running Hermes: not used ({self.detail}); resumes start a separate Hermes process"
+        return "none — resumes start a separate Hermes process" + (f" ({self.detail})" if self.detail else "")
+
+
+def who_serves(home: Path | str, processes: HermesProcesses | None = None, *, versions: bool = True) -> ServedBy:
+    """Which Hermes serves ``home`` (the gateway that owns its sessions, else a dashboard, else none), its version
+    and capabilities, and where a resume would go. ``versions``: ask a dashboard's installation for its version
+    (a short Python run, cached per interpreter). Never raises."""
+    from hermes_tray_core.backend.gateway_discovery import find_gateway
+    from hermes_tray_core.process.identity import process_errors
+
+    gw, _why = find_gateway(home)
+    if gw is not None:
+        try:
+            endpoint = gateway_endpoint(gw, home)
+        except BackendUnusable as exc:
+            detail = (f"resumes are refused, and no other Hermes is started beside it: it gives the tray no way in "
+                      f"({exc})" if gw.authority else f"not used ({exc})")
+            return ServedBy(BackendKind.GATEWAY, gw.pid, gw.version, gw.capabilities, False, detail)
+        return ServedBy(BackendKind.GATEWAY, gw.pid, gw.version, gw.capabilities, True, port=endpoint.port,
+                        token_source=endpoint.token_source)
+    from hermes_tray_core.backend.sessions import none_running
+
+    cannot: tuple[type[Exception], ...] = (BackendUnusable, *process_errors())
+    try:
+        backend, why = (None, NO_BACKEND) if processes is None and none_running() else find_live_backend(home, processes)
+    except cannot as exc:
+        return ServedBy(None, detail=f"cannot look for a running Hermes: {exc}")
+    if backend is None:
+        if why and why != NO_BACKEND:  # a dashboard runs, and cannot be used
+            return ServedBy(BackendKind.DASHBOARD, detail=why)
+        return ServedBy(None, detail=why or "")
+    version: str | None = None
+    caps: tuple[str, ...] = ()
+    if versions:
+        from hermes_tray_core.backend.capabilities import backend_capabilities
+
+        found = backend_capabilities(home, backend)
+        version = found.version
+        caps = ("continues interrupted turns itself",) if found.auto_continue else (
+            ("the tray submits the continuation note",) if found.auto_continue is False else ())
+    return ServedBy(BackendKind.DASHBOARD, backend.pid, version, caps, True, port=backend.port,
+                    token_source=backend.token_source)
+
+
+__all__ = ["NO_BACKEND", "GatewayOwnsHome", "ServedBy", "find_live_backend", "forget", "wait_for_backends",
+           "who_serves"]

@@ -1,10 +1,13 @@
 """The WebSocket transport: the running Hermes backend's ``/api/ws`` (``hermes dashboard`` / ``serve``).
 
 The same newline JSON-RPC as the stdio gateway, in the backend's own process (``gateway.ready`` on
-accept). Loopback only: the address is checked here again, whatever the caller found. The session
-token rides in the query string as Hermes requires; it is never logged (``websockets`` gets a
-silenced logger: its debug log prints the request line), never put in a message, never stored.
-``Origin: http://127.0.0.1:<port>`` satisfies the backend's Host/Origin guard.
+accept). Loopback only: the address is checked here again, whatever the caller found. Credentials, in this
+order: a single-use ticket from ``tickets`` (the gateway that owns every session grants them), else a ticket
+the dashboard mints for the session token (``core.backend.tickets``; newer Hermes), else the token in the query
+string as hermes-agent 0.19.0 and 0.22.2.post1 require. A ticket rides in the subprotocols and the server must
+echo ``hermes-gateway-v1``. None of them is ever logged (``websockets`` gets a silenced logger: its debug log
+prints the request line), put in a message, or stored. ``Origin: http://127.0.0.1:<port>`` satisfies the
+backend's Host/Origin guard.
 
 Closing never stops the backend: it is the user's. A 401/403 on the upgrade (gated mode, a wrong
 token, the Origin guard) raises :class:`BackendRefused`, which callers treat as "fall back".
@@ -16,7 +19,7 @@ import logging
 import socket
 import time
 import urllib.parse
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import TYPE_CHECKING
 
 from hermes_tray_core.backend.rpc import GatewayError, Transport
@@ -79,7 +82,8 @@ class WebSocketTransport(Transport):
     kind = "websocket"
 
     def __init__(self, host: str, port: int, token: Secret | None, *, pid: int | None = None,
-                 identity: ProcessIdentity | None = None, open_timeout: float = OPEN_TIMEOUT) -> None:
+                 identity: ProcessIdentity | None = None, open_timeout: float = OPEN_TIMEOUT,
+                 tickets: Callable[[], Secret] | None = None) -> None:
         if not is_loopback(host):
             raise BackendUnusable(f"the backend listens on {host}, not a loopback address: not used")
         if not 0 < int(port) < 65536:
@@ -90,6 +94,7 @@ class WebSocketTransport(Transport):
         self.pid = pid
         self.identity = identity if identity is not None else (identity_of(pid) if pid else None)
         self.open_timeout = open_timeout
+        self.ticket_source = tickets
         self._ws: ClientConnection | None = None
         self._closed = False
 
@@ -103,9 +108,14 @@ class WebSocketTransport(Transport):
     def open(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
-        from websockets.typing import Origin
+        from websockets.typing import Origin, Subprotocol
 
-        query = urllib.parse.urlencode({"token": self.token.reveal()}) if self.token else ""
+        from hermes_tray_core.backend import tickets
+
+        ticket = self.ticket_source() if self.ticket_source is not None else (
+            tickets.mint_dashboard_ticket(self.host, self.port, self.token) if self.token else None)
+        offered = tickets.subprotocols(ticket) if ticket else None
+        query = urllib.parse.urlencode({"token": self.token.reveal()}) if self.token and not offered else ""
         uri = f"ws://{self.netloc}{WS_PATH}" + (f"?{query}" if query else "")
         self.opened_at = time.monotonic()
         sock = None
@@ -113,7 +123,8 @@ class WebSocketTransport(Transport):
             # Our own socket to the loopback address: websockets never resolves or picks an address itself.
             sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
             ws = connect(uri, sock=sock, origin=Origin(self.origin()), open_timeout=self.open_timeout, close_timeout=2,
-                         max_size=MAX_FRAME, compression=None, logger=_SILENT)
+                         max_size=MAX_FRAME, compression=None, logger=_SILENT,
+                         subprotocols=[Subprotocol(p) for p in offered] if offered else None)
             ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
         except InvalidStatus as exc:
             self._close_sock(sock)
@@ -131,6 +142,9 @@ class WebSocketTransport(Transport):
             # Never chain or repeat the exception text: it could carry the URI (and so the token).
             raise BackendUnusable(f"cannot connect to the running Hermes on {self.netloc} "
                                   f"({type(exc).__name__})") from None
+        if offered and ws.subprotocol != tickets.PROTOCOL:  # the ticket was not taken as Hermes' gateway protocol
+            ws.close()
+            raise BackendUnusable("the running Hermes did not confirm its gateway protocol (hermes-gateway-v1)")
         peer = ws.remote_address[0] if ws.remote_address else ""
         if not is_loopback(str(peer)):  # a redirect elsewhere: never talk to a non-loopback peer
             ws.close()

@@ -35,7 +35,7 @@ from hermes_tray_core.backend.install import (
     find_hermes,
     settings_hermes_command,
 )
-from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
+from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
 from hermes_tray_core.continuing.listener import Heard, Listener
@@ -45,6 +45,7 @@ from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.stores.ledger import NOTHING, TurnStatus
 from hermes_tray_core.turn import Marker, Turn, TurnId
 from hermes_tray_core.vocab import (
+    BackendKind,
     Event,
     Outcome,
     RanIn,
@@ -195,7 +196,7 @@ def assess(turn: Turn, *, now: float | None = None) -> Assessment:
 
         backend, backend_detail = backend_state(home)
     seen = Seen(writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
-                backend_detail, judged.note, idle, idle_detail)
+                backend_detail, judged.note, idle, idle_detail, info.conversation_generation if info else None)
     d = judge(marker, Facts(cfg, now, seen, known, settled.state if settled else None,
                             settled.reason if settled else ""))
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts), d.code, known, settled)
@@ -241,6 +242,21 @@ def resume_turn(
         exactly_once.release(held, key)
 
 
+def _gateway_owns(home: Path | str) -> str | None:
+    """Why no runtime may be started for ``home`` (a gateway owns its sessions), or None. Never raises."""
+    from hermes_tray_core.backend.running import GatewayOwnsHome, wait_for_backends
+    from hermes_tray_core.process.identity import process_errors
+
+    cannot: tuple[type[Exception], ...] = (GatewayError, *process_errors())
+    try:
+        wait_for_backends(home, wait=0.0)
+    except GatewayOwnsHome as exc:
+        return str(exc)
+    except cannot as exc:  # no usable backend: the spawned gateway, as before
+        logger.debug("cannot look for a gateway owning %s: %s", home, exc)
+    return None
+
+
 class _Backends:
     """The user's running backends of the home, looked for beside the re-checks: the process-table walk, their
     installation's capabilities (cached) and a connection to each overlap them; nothing is asked of a backend.
@@ -252,6 +268,7 @@ class _Backends:
         self.home, self.wait, self.on_waiting, self.stop = home, wait, on_waiting, stop
         self.found: list[BackendEndpoint] = []
         self.why_none: str | None = None
+        self.owned: str | None = None  # a gateway owns the home's sessions and cannot be used: why (nothing starts)
         self.took = 0.0
         self.connections: dict[int, RpcSession] = {}
         self.thread = threading.Thread(target=self._look, name="find-live-backend", daemon=True)
@@ -259,12 +276,14 @@ class _Backends:
 
     def _look(self) -> None:
         from hermes_tray_core.backend.endpoint import connect_backend
-        from hermes_tray_core.backend.running import wait_for_backends
+        from hermes_tray_core.backend.running import GatewayOwnsHome, wait_for_backends
 
         t = time.monotonic()
         try:
             self.found, self.why_none = wait_for_backends(self.home, wait=self.wait, on_waiting=self.on_waiting,
                                                           stop=self.stop)
+        except GatewayOwnsHome as exc:
+            self.owned = str(exc)
         except Exception as exc:  # boundary: never a reason not to resume: the separate gateway, and why
             self.why_none = f"cannot look for a running Hermes ({type(exc).__name__})"
         self.took = time.monotonic() - t
@@ -346,8 +365,13 @@ class _Resume:
     def _recheck(self) -> Assessment | ResumeResult:
         """Under the claim: the marker read again must be the one shown (``self.turn`` becomes the turn as read), and
         the one judge must find it actionable."""
+        from hermes_tray_core.hermes.config import sessions_elsewhere
         from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
 
+        elsewhere = sessions_elsewhere(self.home)
+        if elsewhere:  # its markers and sessions are not in the files the tray reads: a stale file is no proof
+            return self.refused(f"Not resumed: this Hermes keeps its sessions elsewhere ({elsewhere}). Continue it in "
+                                "Hermes.", Refusal.SESSIONS_ELSEWHERE)
         try:
             entry = list_turn_markers(self.home).get(self.key)
         except MarkerStoreError as exc:
@@ -471,8 +495,10 @@ class _Resume:
                                           "continuation; the turn is still waiting." if quit_ else
                                           "Stopped before Hermes started the continuation; it is not resumed "
                                           "again.", stopped_by=stop_reason(self.stop)), fallback
+            if backends.owned:
+                return self._owned(a, backends.owned)
             # The backend the marker names as its writer when it is among them (Hermes continues a marker of its own
-            # process, never another live one's), else the first found.
+            # process, never another live one's), else the first found (the gateway that owns the home comes first).
             found = backends.found
             backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
             if backend is not None:
@@ -483,10 +509,17 @@ class _Resume:
                 res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
                 if not res.backend_unusable:
                     return res, None
+                if backend.kind == BackendKind.GATEWAY:  # nothing was resumed, and nothing may start beside it
+                    return self._owned(a, f"{backend.describe()} owns this home's sessions and the tray cannot "
+                                          f"continue through it ({res.backend_unusable})")
                 from hermes_tray_core.backend.running import forget
 
                 forget(self.home)  # nothing was resumed there: a separate gateway, and say why
                 fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
+        else:
+            owned = _gateway_owns(self.home)
+            if owned:
+                return self._owned(a, owned)
         try:
             inst = self.install or find_hermes(settings_hermes_command())  # the caller's choice
         except HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
@@ -498,6 +531,12 @@ class _Resume:
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
         return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
+
+    def _owned(self, a: Assessment, why: str) -> ResumeResult:
+        """A gateway owns the home's sessions and the tray cannot get in: refused, nothing started beside it."""
+        self.journal("refused", reason=why, verdict=a.verdict, dispatched=False)
+        return self.result(Outcome.REFUSED, f"Not resumed: {why}. Continue it in Hermes.", a.verdict,
+                           code=Refusal.GATEWAY_OWNS, fallback=why)
 
     # step 3: record how it ended, and say it
 

@@ -11,7 +11,9 @@ scanner shows exactly that age, so the two can never disagree.
 Marker verdicts, first match wins (Hermes' own order):
 
 ``not-ours``   ``auto_continue`` false, no prompt (queued / malformed entries), a hosted ``bot_room``
-               session, or numbers Hermes' own reader cannot read (it then sees no marker at all).
+               session, numbers Hermes' own reader cannot read (it then sees no marker at all), and what newer
+               Hermes' reader drops or does not continue: an entry starting more than 5 minutes in the future,
+               and one whose ``conversation_generation`` is not the session's in ``state.db`` (a chat clear).
 ``running``    the writer is alive, or a live Hermes turn lease / active-session owner. A writer of
                *unknown* liveness (no ``writer_pid``, as older backends write; junk pids) does not
                block by itself — Hermes' scheduler blocks only ``alive`` — unless a live Hermes process
@@ -60,6 +62,8 @@ VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v not in (Verdict.
 # Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
 # reason and JSON number stays short.
 MAX_AGE_SECONDS = 1e11
+#: Newer Hermes' marker reader drops an entry that starts further than this in the future.
+FUTURE_SKEW_SECONDS = 300.0
 
 
 class Decision(NamedTuple):
@@ -152,6 +156,7 @@ class Seen(NamedTuple):
     writer_note: str = ""
     writer_turn: str = "unknown"
     writer_turn_detail: str = ""
+    generation: int | None = None  # the session's conversation_generation in state.db, where newer Hermes keeps it
 
 
 NOTHING_SEEN = Seen()
@@ -189,6 +194,15 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
         bad = "attempts" if attempts is None else "started_at"
         return out(Verdict.NOT_OURS, ReasonCode.MALFORMED_ENTRY,
                    f"malformed marker ({bad} is not a number Hermes can read): Hermes ignores it")
+    if marker.hermes_started > now + FUTURE_SKEW_SECONDS:  # newer Hermes' reader drops it (a clock set wrong)
+        return out(Verdict.NOT_OURS, ReasonCode.FUTURE_ENTRY,
+                   "its start time is more than 5 minutes in the future (a clock was wrong when it was written): "
+                   "Hermes ignores it")
+    marked = marker.raw.get("conversation_generation")
+    if isinstance(marked, int) and not isinstance(marked, bool) and seen.generation is not None \
+            and marked != seen.generation:
+        return out(Verdict.NOT_OURS, ReasonCode.OTHER_GENERATION,
+                   "the chat was cleared since this turn started: Hermes does not continue it")
     # 2. running
     detail = f" ({seen.activity_detail})" if seen.activity_detail else ""
     idle_writer = writer == WriterState.ALIVE and seen.writer_turn == "none"

@@ -363,6 +363,31 @@ def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list
     return BackendConfig(path, cfg, exists, tuple(warnings), None, mpath if mdoc else None)
 
 
+def sessions_elsewhere(home: Path | str) -> str | None:
+    """Why this Hermes keeps its sessions (and their interrupted-turn markers) outside ``state.db`` and
+    ``desktop/interrupted_turns.json``, from its config.yaml: ``sessiondb.provider`` other than ``sqlite`` (upstream
+    ships only sqlite) or a fork's ``sessions.state_backend: authority``. None when it keeps them there (or the
+    file does not say). Reads the YAML only when the file names one of the keys; never raises."""
+    path = config_file(Path(home))
+    try:
+        raw = fsutil.read_regular(path)
+    except (OSError, ValueError):
+        return None
+    if b"sessiondb" not in raw and b"state_backend" not in raw:
+        return None
+    doc, bad = parse_as_hermes(raw.decode("utf-8-sig", "replace"))
+    if bad is not None or not isinstance(doc, Mapping):
+        return None
+    db, sessions = doc.get("sessiondb"), doc.get("sessions")
+    provider = db.get("provider") if isinstance(db, Mapping) else None
+    if isinstance(provider, str) and provider.strip() and provider.strip().lower() != "sqlite":
+        return f"sessiondb.provider is {provider.strip()[:40]!r} in {path}"
+    backend = sessions.get("state_backend") if isinstance(sessions, Mapping) else None
+    if isinstance(backend, str) and backend.strip().lower() == "authority":
+        return f"sessions.state_backend is 'authority' in {path}"
+    return None
+
+
 def yaml_error(path: Path, exc: Exception) -> str:
     mark = getattr(exc, "problem_mark", None)
     where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""

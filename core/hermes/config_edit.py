@@ -307,15 +307,8 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     untouched — when it does not parse, has an unexpected shape, is a symlink, or a value is bad.
     Returns the configuration as read back from the written file.
     """
-    from hermes_tray_core.stores.fsutil import (
-        atomic_write_bytes,
-        ensure_private_dir,
-        file_signature,
-        locked,
-        os_error_text,
-        read_regular,
-        sweep_stale_temps,
-    )
+    from hermes_tray_core.hermes.locks import CONFIG_LOCK, HermesLockBusy, HermesLockUnusable, hermes_lock
+    from hermes_tray_core.stores.fsutil import ensure_private_dir, locked
 
     wanted = _validate_changes(changes)
     path = config_file(Path(home))
@@ -339,80 +332,99 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     lock = _lock_path(path)
     ensure_private_dir(lock.parent)
     with locked(lock):
-        for _attempt in range(5):
-            try:
-                raw = read_regular(path)
-                exists = True
-            except FileNotFoundError:
-                raw, exists = b"", False
-            except OSError as exc:
-                raise BackendConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
-            sig = file_signature(path) if exists else None
-            bom = raw.startswith(b"\xef\xbb\xbf")
-            try:
-                text = raw.decode("utf-8-sig")
-            except UnicodeDecodeError as exc:
-                raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
-            hermes_doc, bad = read.parse_as_hermes(text)  # what Hermes sees: the values we compare and verify
-            if bad is not None:
-                raise BackendConfigError(
-                    f"{read.yaml_error(path, bad)} — left unchanged; fix it (or move it aside) and retry"
-                ) from bad
-            if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
-                raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
-            block, shape = read.auto_continue_block(hermes_doc)
-            if shape:
-                raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
-            if block is not None and not isinstance(block, Mapping):
-                raise BackendConfigError(f"{path}: desktop.auto_continue is not a mapping; left unchanged")
-            try:
-                todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
-                if not todo:
-                    return _in_effect(read.backend_config_from_text(path, text, managed=managed), wanted)
-                expected = _expected(hermes_doc, todo)
-            except TooComplex as exc:
-                raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
-            try:
-                doc = _yaml().load(text)  # round trip: where the lines to edit are
-            except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
-                raise BackendConfigError(
-                    f"{path} cannot be edited safely ({read.yaml_error(path, exc).split(': ', 1)[-1]}); "
-                    "left unchanged — edit it by hand"
-                ) from exc
-            new_text = None
-            for edit in (_minimal_edit, None):
-                try:
-                    candidate = edit(text, doc, todo) if edit else _ruamel_edit(text, todo)
-                except BackendConfigError:
-                    raise
-                except Exception:  # boundary: an edit of what the user wrote that fails is not used (the next way is)
-                    candidate = None
-                if candidate is not None and _reads_as(candidate, expected, todo):
-                    new_text = candidate
-                    break
-            if new_text is None:
-                raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
-            after = _in_effect(read.backend_config_from_text(path, new_text, managed=managed), todo)
-            data = new_text.encode("utf-8")
-            if bom:
-                data = b"\xef\xbb\xbf" + data
-            mode = stat.S_IMODE(os.stat(path).st_mode) if exists else 0o600
+        try:
+            with hermes_lock(path.with_name(CONFIG_LOCK), create=True):  # Hermes' own, beside config.yaml
+                return _edit_locked(path, wanted, managed)
+        except HermesLockBusy as exc:
+            raise BackendConfigError(f"{path}: {exc}; left unchanged — try again in a moment") from exc
+        except HermesLockUnusable as exc:  # a read-only home, a symlink in its place
+            raise BackendConfigError(f"{path.parent}: {exc.strerror}; {path.name} left unchanged") from exc
 
-            def unchanged(sig: tuple[int, int, int] | None = sig) -> None:
-                now_sig = file_signature(path) if path.exists() else None
-                if now_sig != sig:
-                    raise _ChangedUnderUs()
 
+def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> BackendConfig:
+    """The edit itself, under the tray's lock and Hermes' own."""
+    from hermes_tray_core.stores.fsutil import (
+        atomic_write_bytes,
+        file_signature,
+        os_error_text,
+        read_regular,
+        sweep_stale_temps,
+    )
+
+    for _attempt in range(5):
+        try:
+            raw = read_regular(path)
+            exists = True
+        except FileNotFoundError:
+            raw, exists = b"", False
+        except OSError as exc:
+            raise BackendConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
+        sig = file_signature(path) if exists else None
+        bom = raw.startswith(b"\xef\xbb\xbf")
+        try:
+            text = raw.decode("utf-8-sig")
+        except UnicodeDecodeError as exc:
+            raise BackendConfigError(f"{path} is not UTF-8 text; left unchanged") from exc
+        hermes_doc, bad = read.parse_as_hermes(text)  # what Hermes sees: the values we compare and verify
+        if bad is not None:
+            raise BackendConfigError(
+                f"{read.yaml_error(path, bad)} — left unchanged; fix it (or move it aside) and retry"
+            ) from bad
+        if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
+            raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
+        block, shape = read.auto_continue_block(hermes_doc)
+        if shape:
+            raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
+        if block is not None and not isinstance(block, Mapping):
+            raise BackendConfigError(f"{path}: desktop.auto_continue is not a mapping; left unchanged")
+        try:
+            todo = {k: v for k, v in wanted.items() if not (block and k in block and _same(block[k], v))}
+            if not todo:
+                return _in_effect(read.backend_config_from_text(path, text, managed=managed), wanted)
+            expected = _expected(hermes_doc, todo)
+        except TooComplex as exc:
+            raise BackendConfigError(f"{path}: {exc}; left unchanged — edit it by hand") from exc
+        try:
+            doc = _yaml().load(text)  # round trip: where the lines to edit are
+        except Exception as exc:  # boundary: parsing what the user wrote, where anything can be
+            raise BackendConfigError(
+                f"{path} cannot be edited safely ({read.yaml_error(path, exc).split(': ', 1)[-1]}); "
+                "left unchanged — edit it by hand"
+            ) from exc
+        new_text = None
+        for edit in (_minimal_edit, None):
             try:
-                atomic_write_bytes(path, data, mode=mode, before_replace=unchanged)
-            except _ChangedUnderUs:
-                continue
-            except OSError as exc:  # the temp file's name and the errno stay in the log, not in the words
-                logger.warning("cannot write %s: %s", path, exc)
-                raise BackendConfigError(f"{path} cannot be written ({os_error_text(exc)}); left unchanged") from exc
-            sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
-            return after
-        raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")
+                candidate = edit(text, doc, todo) if edit else _ruamel_edit(text, todo)
+            except BackendConfigError:
+                raise
+            except Exception:  # boundary: an edit of what the user wrote that fails is not used (the next way is)
+                candidate = None
+            if candidate is not None and _reads_as(candidate, expected, todo):
+                new_text = candidate
+                break
+        if new_text is None:
+            raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
+        after = _in_effect(read.backend_config_from_text(path, new_text, managed=managed), todo)
+        data = new_text.encode("utf-8")
+        if bom:
+            data = b"\xef\xbb\xbf" + data
+        mode = stat.S_IMODE(os.stat(path).st_mode) if exists else 0o600
+
+        def unchanged(sig: tuple[int, int, int] | None = sig) -> None:
+            now_sig = file_signature(path) if path.exists() else None
+            if now_sig != sig:
+                raise _ChangedUnderUs()
+
+        try:
+            atomic_write_bytes(path, data, mode=mode, before_replace=unchanged)
+        except _ChangedUnderUs:
+            continue
+        except OSError as exc:  # the temp file's name and the errno stay in the log, not in the words
+            logger.warning("cannot write %s: %s", path, exc)
+            raise BackendConfigError(f"{path} cannot be written ({os_error_text(exc)}); left unchanged") from exc
+        sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
+        return after
+    raise BackendConfigError(f"{path} kept changing while hermes-tray tried to edit it; try again")
 
 
 def _in_effect(cfg: BackendConfig, wanted: Mapping[str, Any]) -> BackendConfig:

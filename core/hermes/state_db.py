@@ -64,7 +64,7 @@ NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
 
 MAX_ROOT_DEPTH = 256
 MAX_REGISTRY_BYTES = 8 * 1024 * 1024
-_SESSION_COLUMNS = ("id", "title", "source", "parent_session_id", "end_reason")
+_SESSION_COLUMNS = ("id", "title", "source", "parent_session_id", "end_reason", "conversation_generation")
 _HOLDER_PID_RE = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
 _HOLDER_NS_RE = re.compile(r"(?:^|:)pidns=(\d+)(?::|$)")
 
@@ -78,6 +78,7 @@ class SessionInfo:
     source: str | None = None
     parent_session_id: str | None = None
     end_reason: str | None = None
+    conversation_generation: int | None = None  # newer Hermes: raised by a chat clear
 
 
 @dataclass(frozen=True)
@@ -196,7 +197,12 @@ def _session_row(conn: sqlite3.Connection, cols: set[str], session_id: str) -> S
         source=text_or_none(values.get("source")),
         parent_session_id=text_or_none(values.get("parent_session_id")) or None,
         end_reason=text_or_none(values.get("end_reason")),
+        conversation_generation=_generation(values.get("conversation_generation")),
     )
+
+
+def _generation(value: object) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | None, str | None]:

@@ -42,6 +42,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from hermes_tray_core.errors import TrayError
+from hermes_tray_core.hermes.locks import MARKER_LOCK, hermes_lock
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.keys import session_key as checked_key
 from hermes_tray_core.lazy_log import get_logger
@@ -267,7 +268,8 @@ class MarkerStore:
             try:
                 fsutil.lock_fd(fd)
                 try:
-                    wrote, result = self._locked_update(mutate, what)
+                    with hermes_lock(self.path.parent / MARKER_LOCK, create=False):  # Hermes' own, where it has one
+                        wrote, result = self._locked_update(mutate, what)
                 finally:
                     fsutil.unlock_fd(fd)
             finally:

@@ -37,6 +37,7 @@ from hermes_tray_core.deciding.policy import (
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
 from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.hermes import reach
+from hermes_tray_core.hermes.config import sessions_elsewhere
 from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
 from hermes_tray_core.keys import InvalidIdError, SessionKey, home_path, session_key
@@ -54,6 +55,10 @@ if TYPE_CHECKING:
     from hermes_tray_core.hermes.config import YamlMap
     from hermes_tray_core.hermes.processes import HermesProcesses
     from hermes_tray_core.hermes.progress import TurnProgress
+
+#: A home whose Hermes keeps its sessions outside state.db and the marker file (core.hermes.config).
+ELSEWHERE = ("this Hermes keeps its sessions elsewhere ({}), so hermes-tray cannot see or resume its interrupted "
+             "turns; continue them in Hermes")
 
 __all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
@@ -282,6 +287,11 @@ class Scanner:
             problems.append(_missing_problem(home))
         config, cfg_problems = self._config(home) if exists else (AutoContinueConfig(), [])
         problems.extend(cfg_problems)
+        elsewhere = sessions_elsewhere(home.path) if exists else None
+        if elsewhere:  # its marker file and state.db are not where its sessions are: neither is read
+            report = HomeReport(home.path, home.profile, home.origin, exists, "elsewhere", 0, config, "elsewhere",
+                                home.webui_journal_dir, 0, (ELSEWHERE.format(elsewhere),), tuple(problems))
+            return report, []
         entries, mstatus, mproblem = self._read_markers(home) if exists else ({}, "none", None)
         if mproblem:
             problems.append(mproblem)
@@ -398,8 +408,9 @@ class Scanner:
         writer = judged.state if judged is not None else WriterState.UNKNOWN
         note = judged.note if judged is not None else ""
         idle = self._now.writer_turn(home, turn) if writer == WriterState.ALIVE else None
+        generation = state.generation(key) if state else None
         if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
-            return Seen(writer, source, writer_note=note)
+            return Seen(writer, source, writer_note=note, generation=generation)
         lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
         owner = self._now.owner(home, key)
         ostate = owner.state if owner else "none"
@@ -409,7 +420,7 @@ class Scanner:
                    if st in ("live", "alive", "unknown")]
         backend, backend_detail = self._now.backend(home) if writer == WriterState.UNKNOWN else ("none", "")
         return Seen(writer, source, lstate, ostate, "; ".join(details), backend, backend_detail, note,
-                    "none" if idle is not None else "unknown", idle.detail if idle is not None else "")
+                    "none" if idle is not None else "unknown", idle.detail if idle is not None else "", generation)
 
     def _marker_record(self, home: Home, turn: Turn, config: AutoContinueConfig, state: _HomeState | None,
                        now: float, known: TurnStatus) -> tuple[TurnRecord, str | None]:

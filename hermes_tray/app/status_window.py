@@ -43,7 +43,7 @@ class StatusWindow(QWidget):
         if menu is not None:
             self.menu_button.setMenu(menu)
         self.menu_button.setVisible(menu is not None)
-        quit_button = QPushButton("Quit")
+        quit_button = QPushButton("&Quit")
         quit_button.clicked.connect(self.quit_requested.emit)
         for b in (self.open_button, self.menu_button, quit_button):
             row.addWidget(b)

@@ -189,18 +189,17 @@ def reconcile_hermes(hermes: dict[str, Any], problems: list[str], home_rows: lis
             "hermes_command in the tray settings"]
 
 
-def check_running_backend(home: Any, processes: Any) -> dict[str, Any]:
-    """Where a resume in ``home`` would run: the user's running ``hermes dashboard`` (pid, port, where its token
-    comes from — never the token) or, with the reason, a separate Hermes process."""
-    from hermes_tray_core import find_live_backend
+def check_running_backend(home: Any, processes: Any, *, probe: bool = True) -> dict[str, Any]:
+    """Which Hermes serves ``home`` — the gateway that owns its sessions, a ``hermes dashboard``, or none — its
+    version and capabilities, and where a resume there would run (never a token)."""
+    from hermes_tray_core import who_serves
 
     try:
-        backend, why = find_live_backend(home, processes)
+        served = who_serves(home, processes, versions=probe)
     except Exception as exc:  # boundary: a diagnostic never fails the report
-        return {"usable": False, "reason": f"cannot look for a running Hermes ({type(exc).__name__})"}
-    if backend is None:
-        return {"usable": False, "reason": why}
-    return {"usable": True, "pid": backend.pid, "port": backend.port, "token_source": backend.token_source}
+        return {"usable": False, "kind": None, "reason": f"cannot look for a running Hermes ({type(exc).__name__})",
+                "line": f"unknown (cannot look for a running Hermes: {type(exc).__name__})"}
+    return {**served.to_json(), "line": served.line()}
 
 
 # ---------------------------------------------------------------------------------------------
@@ -256,7 +255,7 @@ def run(args: argparse.Namespace) -> int:
                 from hermes_tray_core import HermesProcesses
 
                 processes = HermesProcesses.now()
-            row["running_backend"] = check_running_backend(h.path, processes)
+            row["running_backend"] = check_running_backend(h.path, processes, probe=not args.no_probe)
             row["marker_writes"], problem = check_marker_writes(h.path)
             if problem:
                 problems.append(problem)
@@ -304,11 +303,8 @@ def render(report: dict[str, Any]) -> str:
             out.append("    marker writes: " + ("atomic exchange" if mw.get("exchange") else  # the call: --json
                                                "compare-and-replace only (this filesystem cannot swap two files)"))
         rb = h.get("running_backend")
-        if isinstance(rb, dict) and rb.get("usable"):
-            out.append(f"    running Hermes: pid {rb['pid']} on 127.0.0.1:{rb['port']} (session token from its "
-                       f"{rb['token_source']}): resumes continue there")
-        elif isinstance(rb, dict):
-            out.append(f"    running Hermes: not used ({rb.get('reason')}); resumes start a separate Hermes process")
+        if isinstance(rb, dict) and rb.get("line"):
+            out.append(f"    served by: {rb['line']}")
     hermes = report["hermes"]
     out.append("Hermes:")
     for r in hermes.get("running") or ():

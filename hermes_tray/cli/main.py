@@ -43,6 +43,7 @@ COMMAND_MODULES = [
     "helper",
     "demo",
     "autostart",
+    "quit",
 ]
 
 

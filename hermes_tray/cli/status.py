@@ -31,11 +31,22 @@ def run(args: argparse.Namespace) -> int:
     result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),
                      ask_running_hermes=True).scan()
     excerpts = show_excerpts() if result.turns else True
+    served = served_by(result)
     if args.json:
-        print_json(result.to_json(excerpts=excerpts))
+        doc = result.to_json(excerpts=excerpts)
+        for h in doc["homes"]:
+            h["served_by"] = served[h["path"]].to_json() if h["path"] in served else None
+        print_json(doc)
         return 0
-    print(render(result, excerpts=excerpts))
+    print(render(result, excerpts=excerpts, served=served))
     return 0
+
+
+def served_by(result) -> dict:
+    """Which Hermes serves each home that exists (the gateway that owns its sessions, a dashboard, none)."""
+    from hermes_tray_core import who_serves
+
+    return {str(h.path): who_serves(h.path) for h in result.homes if h.exists and h.reachable}
 
 
 def show_excerpts() -> bool:
@@ -49,7 +60,7 @@ def show_excerpts() -> bool:
     return bool(load_tray_settings(quiet=True).show_prompts)
 
 
-def render(result, *, excerpts: bool = True) -> str:
+def render(result, *, excerpts: bool = True, served: dict | None = None) -> str:
     """The human-readable status: one line per turn (reason underneath), then per-home problems."""
     from hermes_tray.cli.common import table
     from hermes_tray.format import age_text, safe_text
@@ -94,9 +105,12 @@ def render(result, *, excerpts: bool = True) -> str:
             out.append("no interrupted turns found in the homes that could be read — see below")
     for h in result.homes:
         notes = [f"NOT SUPPORTED: {u}" for u in h.unsupported] + list(h.problems)
-        if notes:
+        there = (served or {}).get(str(h.path))
+        if notes or (there is not None and there.kind is not None):
             out.append("")
             out.append(f"{h.path} ({h.profile}):")
+            if there is not None and there.kind is not None:
+                out.append(f"  served by: {there.line()}")
             out.extend(f"  - {n}" for n in notes)
     if any(t.unsure for t in result.turns):
         out.append("")

@@ -190,6 +190,13 @@ class Desktop:
         self._procs.clear()
         shutil.rmtree(self.dir, ignore_errors=True)
 
+    def end_x(self) -> None:
+        """The X server goes away under everything on this desktop (a logout, a crashed display server)."""
+        for name, proc in self._procs:
+            if name == "xvfb" and proc.poll() is None:
+                os.kill(proc.pid, signal.SIGKILL)
+                proc.wait()
+
     def __enter__(self) -> Desktop:
         return self.start()
 

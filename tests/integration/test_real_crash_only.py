@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from mock_openai import MockOpenAI
-from real_flow import history_rows, note_requests, tray_json, wait_for
+from real_flow import history_rows, note_requests, tray, tray_json, wait_for
 from test_real_dashboard import GatewayWatch
 from test_real_quit import auto_settings, finished_in_state_db, never_stopped_by_you, start
 
@@ -151,3 +151,48 @@ def test_a_sigterm_before_hermes_took_the_marker_leaves_the_turn_to_the_next_sta
         out, err = p.communicate(timeout=60)
         assert p.returncode == 0, (out, err)
         come_back_and_count(home, key, env, mock_llm, since, watch.seen)
+
+
+# ── the desktop going away, and Quit from the icon's own menu on each kind of tray ──────────────────────
+
+
+def _quit_from_the_xembed_menu(desktop, tray_pid: int) -> None:
+    """Right click on the icon trayer embeds, then Up (the last entry: Quit) and Return, as a person does."""
+    (icon,) = wait_for(lambda: [i for i in desktop.xembed_icons() if i["pid"] == tray_pid], "the icon in trayer", 30)
+    x, y, w, h = icon["geometry"]
+    desktop.xdotool("mousemove", x + w // 2, y + h // 2, "click", "3")
+    time.sleep(1.0)  # the menu opens; the continuation's elapsed time changes under it meanwhile
+    desktop.xdotool("key", "Up")
+    time.sleep(0.5)
+    desktop.xdotool("key", "Return")
+
+
+@pytest.mark.parametrize("how", ["quit-from-the-xembed-menu", "quit-from-the-sni-menu", "x-server-killed"])
+def test_the_desktop_going_away_or_quit_from_the_icon_never_costs_the_turn(how: str, turn, mock_llm: MockOpenAI):
+    from tests.desktop.session import Desktop, TrayKind
+
+    home, key, env = turn
+    since = len(mock_llm.completions())
+    desktop = Desktop(TrayKind.SNI if how == "quit-from-the-sni-menu" else TrayKind.XEMBED).start()
+    try:
+        with GatewayWatch(home) as watch:
+            mock_llm.hold()
+            try:
+                app = tray("tray", "--home", str(home), env={**env, **desktop.env})
+                wait_for(lambda: note_requests(mock_llm, since), "the continuation at the model", 150)
+                time.sleep(1.5)  # the menu's running entry has ticked at least once
+                if how == "quit-from-the-xembed-menu":
+                    _quit_from_the_xembed_menu(desktop, app.pid)
+                elif how == "quit-from-the-sni-menu":
+                    wait_for(lambda: any(i["pid"] == app.pid for i in desktop.tray_items()), "the SNI item", 30)
+                    desktop.tray_activate("Quit")
+                else:
+                    desktop.end_x()
+                out, err = app.communicate(timeout=60)
+            finally:
+                mock_llm.release()
+            if how != "x-server-killed":
+                assert app.returncode == 0, err[-3000:]  # a quit, not a crash
+            come_back_and_count(home, key, env, mock_llm, since, watch.seen)
+    finally:
+        desktop.stop()

@@ -1,0 +1,66 @@
+"""Single-use tickets for Hermes' ``/api/ws``, and how they ride on the WebSocket upgrade.
+
+Newer Hermes admits a WebSocket client with a ticket instead of the long-lived session token in the URL
+(upstream ``hermes_cli/web_server_chat.py`` ``_gateway_ws_ticket_from_subprotocol``): the client offers exactly
+two subprotocols, ``hermes-gateway-v1`` and ``hermes-gateway-ticket.<ticket>``, and the server echoes only
+``hermes-gateway-v1`` (the ticket is a credential and is never reflected). Tickets come from:
+
+* the gateway that owns every session: its control socket's ``session-ticket`` verb
+  (:func:`core.backend.gateway_discovery.session_ticket`);
+* the dashboard: ``POST /api/auth/ws-ticket`` with the session token in ``X-Hermes-Session-Token``, which
+  answers ``{ticket, ttl_seconds: 30}`` (upstream ``hermes_cli/dashboard_auth/routes.py``) —
+  :func:`mint_dashboard_ticket`. A dashboard without that route (hermes-agent 0.19.0, 0.22.2.post1) answers
+  404/405: the token goes in the query string as before.
+
+A ticket lives only in a :class:`~core.backend.websocket.Secret`, is minted right before the connection it
+opens (it expires in 30 s and works once) and is never logged.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+
+from hermes_tray_core.backend.websocket import Secret
+from hermes_tray_core.hermes.processes import is_loopback
+
+__all__ = ["MINT_PATH", "PROTOCOL", "TICKET_PREFIX", "mint_dashboard_ticket", "subprotocols"]
+
+PROTOCOL = "hermes-gateway-v1"
+TICKET_PREFIX = "hermes-gateway-ticket."
+MINT_PATH = "/api/auth/ws-ticket"
+MINT_TIMEOUT = 3.0
+MINT_LIMIT = 64 * 1024
+
+
+def subprotocols(ticket: Secret) -> list[str]:
+    """The two subprotocols that carry ``ticket`` on the upgrade."""
+    return [PROTOCOL, TICKET_PREFIX + ticket.reveal()]
+
+
+def mint_dashboard_ticket(host: str, port: int, token: Secret, *, timeout: float = MINT_TIMEOUT) -> Secret | None:
+    """A ticket from the dashboard at ``host:port`` for ``token``, or None when it mints none (a Hermes without
+    the route, a refusal, no answer): the caller then offers the token as older Hermes wants it. Never raises."""
+    if not is_loopback(host):
+        return None
+    h = host.strip("[]")
+    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+    conn = http.client.HTTPConnection(h, port, timeout=timeout)
+    try:
+        conn.request("POST", MINT_PATH, body=b"", headers={
+            "Host": netloc, "Accept": "application/json", "Origin": f"http://{netloc}", "Content-Length": "0",
+            "X-Hermes-Session-Token": token.reveal()})
+        resp = conn.getresponse()
+        body = resp.read(MINT_LIMIT)
+        if resp.status != 200:
+            return None
+        data = json.loads(body.decode("utf-8", "replace"))
+    except (OSError, http.client.HTTPException, ValueError):
+        return None
+    finally:
+        conn.close()
+    ticket = data.get("ticket") if isinstance(data, dict) else None
+    if not isinstance(ticket, str) or not ticket or len(ticket) > 1024 or not ticket.isprintable() or " " in ticket \
+            or "," in ticket:
+        return None
+    return Secret(ticket)
