@@ -41,9 +41,9 @@ FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
 
 
 def journal(key: str) -> list[dict]:
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
-    return [e for e in reversed(decisions.history(500)) if e.get("session_key") == key]
+    return [e for e in reversed(ledger().history(500)) if e.get("session_key") == key]
 
 
 # ── seeing it ───────────────────────────────────────────────────────────────────────────────────

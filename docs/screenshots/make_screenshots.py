@@ -221,19 +221,18 @@ def turns_window(app: QApplication) -> None:
 
 def history(app: QApplication) -> None:
     from hermes_tray.app.history_window import HistoryWindow
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
+    from tests.support import book
 
     root = TMP / "home" / ".hermes"
     work = root / "profiles" / "work"
     work.mkdir(parents=True)
-    d = decisions.default_journal()
     t0 = time.time() - 5400
     steps = [
         (root, "20260301_101500_a1b2c3", t0, [("notified", {}), ("approved", {"via": "tray-notification"}),
                                                # the tray's own marker for the run it continues (a legacy
-                                               # Hermes): a run of its own, shown in the same row
-                                               ("continuing", {"attempt": 1, "original_started_at": t0,
-                                                               "at": t0 + 60}),
+                                               # Hermes), in the same row
+                                               ("continuing", {"attempt": 1}),
                                                ("dispatched", {"attempt": 1, "ran_in": "running-backend",
                                                                "backend_pid": 48211}),
                                                ("completed", {"where": "in your running Hermes (pid 48211)",
@@ -254,10 +253,9 @@ def history(app: QApplication) -> None:
     ]
     for home, key, started, events in steps:
         for ev, fields in events:
-            at = fields.pop("at", started)
-            d.record(ev, home=str(home), session_key=key, started_at=at, **fields)
-    decisions.record_config_change(home=str(root), key="enabled", old=True, new=False, by="tray")
-    decisions.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
+            book.record(ev, home=str(home), session_key=key, started_at=started, **fields)
+    book.record_config_change(home=str(root), key="enabled", old=True, new=False, by="tray")
+    book.record_config_change(home=None, key="mode", old="ask", new="auto", by="tray")
     # The waiting turn is titled as the tray lists it; the others, whose markers are gone, by Hermes' own
     # state.db — a real one here, read by the engine exactly as in the app.
     from hermes_tray.engine import CoreEngine
@@ -269,26 +267,26 @@ def history(app: QApplication) -> None:
         fx = FixtureHome(home)
         fx.add_session(key, title=title)
         fx.close()
-    w = HistoryWindow(lambda: decisions.history(500),
+    w = HistoryWindow(lambda: ledger().turns(500),
                       title_for=lambda _h, k: "Summarise the CI failures" if k == "20260301_120000_77aa11" else None,
                       hermes_titles=CoreEngine(explicit_homes=[str(root), str(work)]).session_titles,
-                      watch=d.path)
+                      watch=[ledger().path, ledger().path.with_name("ledger.sqlite3-wal")])
     _settle(app, w)  # at its default size: it sizes itself so that every column shows whole
     waiting = next(w.tree.topLevelItem(i) for i in range(w.tree.topLevelItemCount())
                    if w.tree.topLevelItem(i).text(0) == "Summarise the CI failures")
     w.tree.setCurrentItem(waiting)  # the turn waiting for you, its trail open
     waiting.setExpanded(True)
-    # while it is open, the waiting turn is resumed and finishes: History follows the journal by itself
+    # while it is open, the waiting turn is resumed and finishes: History follows the ledger by itself
     key, started = "20260301_120000_77aa11", t0 + 4000
     for ev, fields in (("approved", {"via": "tray-menu"}), ("dispatched", {"attempt": 1, "ran_in": "running-backend",
                                                                            "backend_pid": 48211}),
                        ("completed", {"where": "in your running Hermes (pid 48211)", "ran_in": "running-backend"})):
-        d.record(ev, home=str(root), session_key=key, started_at=started, **fields)
+        book.record(ev, home=str(root), session_key=key, started_at=started, **fields)
         _settle(app, w)
     end = time.monotonic() + 10
     while w.tree.topLevelItem(0).text(3) != "Resumed and finished" and time.monotonic() < end:
         _settle(app, w)
-    assert w.tree.topLevelItem(0).text(3) == "Resumed and finished", "History did not follow the journal"
+    assert w.tree.topLevelItem(0).text(3) == "Resumed and finished", "History did not follow the ledger"
     _settle(app, w)
     w.grab().save(str(HERE / "history.png"))
     w.close()
@@ -418,20 +416,18 @@ def notification_on_dunst(app: QApplication) -> None:
 
 def turn_page(app: QApplication) -> None:
     """A turn's page (a double-click in the turns window or History): the same waiting turn, told about and set
-    to remind in an hour; its decisions from the real journal (after ``history``, so they are not in its rows)."""
+    to remind in an hour; its decisions from the real ledger (after ``history``, so they are not in its rows)."""
     from hermes_tray.app.turn_page import TurnPageDialog
     from hermes_tray.model.page import page_for
     from hermes_tray.model.viewstate import turn_item
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
 
     rec = facts_turn()
     until = time.time() + 3600
-    d = decisions.default_journal()
-    d.record("notified", home=HOME, session_key=FACTS_KEY, started_at=rec.started_at, via="desktop-notifier")
-    d.record("snoozed", home=HOME, session_key=FACTS_KEY, started_at=rec.started_at, until=until,
-             via="tray-notification")
+    ledger().record("notified", rec.turn.ident, via="desktop-notifier")
+    ledger().record("snoozed", rec.turn.ident, until=until, via="tray-notification")
     item = turn_item(rec, show_prompts=True, reminder=until)
-    page = page_for(ViewState(pending=(item,)), decisions.history(500), key=item.key)
+    page = page_for(ViewState(pending=(item,)), ledger().turns(500), key=item.key)
     assert page is not None
     w = TurnPageDialog(page)
     w.resize(560, 560)

@@ -543,7 +543,7 @@ def bench_detect(g2_python: Path, home: Path, key: str, mock, runs: int) -> None
     from hermes_tray_core.backend.running import find_live_backend, forget
     from hermes_tray_core.backend.websocket import WebSocketTransport
     from hermes_tray_core.markers.store import MarkerStore, list_turn_markers
-    from hermes_tray_core.stores import decisions
+    from hermes_tray_core.stores.ledger import ledger
     from tests.support.product import product_env, tray_argv
 
     helper = subprocess.Popen(tray_argv("helper", "--no-notifications", "--home", str(home)), env=product_env(),
@@ -577,7 +577,7 @@ def bench_detect(g2_python: Path, home: Path, key: str, mock, runs: int) -> None
                 stop_dashboard(dash, kill=True)
             deadline = time.monotonic() + 30
             while True:
-                got = [e for e in decisions.history(200, session_key=key)
+                got = [e for e in ledger().history(200, session_key=key)
                        if e.get("event") == "notified" and e.get("started_at") == started]
                 if got:
                     took.append(float(got[0]["created_at"]) - t_kill)
