@@ -145,41 +145,52 @@ class AskOnce:
                    and r.turn.ident not in self._waiting.values()]
         known = self._statuses([*looking.values(), *(r.turn.ident for r in lapsing)])
         for key, i in looking.items():
-            rec = pending[key]
             st = known.get(i, NOTHING) if known is not None else UNREADABLE
-            until = snoozed_until(st) if mode != Mode.LIST and not st.skipped else None
             self._seen.add(i)
-            if until is not None:
-                self._snoozed.add(i)
-                if now < until:
-                    out.snoozed[key] = until
-                    continue
-                self._snoozed.discard(i)
-                if _run(i) not in self._woken:  # its time came: reminded exactly once (its delivery is recorded as
-                    self._woken.add(_run(i))  # asked again), never continued; a flicker before that asks nothing
-                    self._notified.discard(i)
-                    out.remind.append(rec)
-                continue
-            self._snoozed.discard(i)
-            if st.skipped:
-                out.reskip.append((key, rec))
-            elif mode == Mode.AUTO:
-                # never continue a turn someone already asked about, decided, or that ran to an end
-                if st.asked or not st.readable:
-                    log.info("auto mode: not resuming %s/%s: the ledger has it asked or answered",
-                             rec.profile, rec.session_key)
-                else:
-                    out.resume.append(key)
-            elif mode == Mode.ASK and _run(i) not in self._asked:
-                self._asked.add(_run(i))  # asked now, or found asked: a flicker asks nothing
-                if not st.asked:
-                    out.ask.append(rec)
+            if not self._snooze(key, pending[key], st, mode, now, out):
+                self._answer(key, pending[key], st, mode, out)
         for rec in lapsing:  # snoozed turns whose time came while they were not waiting any more: told once
             until = snoozed_until(known.get(rec.turn.ident, NOTHING)) if known is not None else None
             if until is not None and now >= until:
                 self._lapsed.add(rec.turn.ident)
                 out.lapsed.append(rec)
         return out
+
+    def _snooze(self, key: TurnKey, rec: TurnRecord, st: TurnStatus, mode: str, now: float, out: Review) -> bool:
+        """A snoozed turn: held until its time, then reminded of exactly once (its delivery is recorded as asked
+        again), never continued; a flicker before that asks nothing. False when no snooze holds it."""
+        i = rec.turn.ident
+        until = snoozed_until(st) if mode != Mode.LIST and not st.skipped else None
+        if until is None:
+            self._snoozed.discard(i)
+            return False
+        self._snoozed.add(i)
+        if now < until:
+            out.snoozed[key] = until
+            return True
+        self._snoozed.discard(i)
+        if _run(i) not in self._woken:
+            self._woken.add(_run(i))
+            self._notified.discard(i)
+            out.remind.append(rec)
+        return True
+
+    def _answer(self, key: TurnKey, rec: TurnRecord, st: TurnStatus, mode: str, out: Review) -> None:
+        """A turn new to this process: skipped again, resumed (auto mode: only one nobody asked about or answered,
+        and only while the ledger can be read), or asked about (ask mode) — once."""
+        i = rec.turn.ident
+        if st.skipped:
+            out.reskip.append((key, rec))
+        elif mode == Mode.AUTO:
+            if st.asked or not st.readable:
+                log.info("auto mode: not resuming %s/%s: the ledger has it asked or answered", rec.profile,
+                         rec.session_key)
+            else:
+                out.resume.append(key)
+        elif mode == Mode.ASK and _run(i) not in self._asked:
+            self._asked.add(_run(i))  # asked now, or found asked: a flicker asks nothing
+            if not st.asked:
+                out.ask.append(rec)
 
     def _statuses(self, turns: list[TurnId]) -> dict[TurnId, TurnStatus] | None:
         """What the ledger knows of ``turns``; None when it cannot be read (each rule then has its answer)."""

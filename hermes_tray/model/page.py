@@ -83,6 +83,23 @@ def _decisions(turn: TurnHistory | None) -> tuple[Decision, ...]:
     return tuple(Decision(when_of(e), words.event_text(e), words.event_detail(e)) for e in turn.events)
 
 
+def _listed(state: ViewState, item: TurnItem, entries: list[Any]) -> TurnPage:
+    """The page of a turn the tray lists: a waiting one can be resumed, skipped or snoozed; another one skipped when
+    Recent offers it."""
+    waiting = item in state.pending
+    prompt = item.excerpt or ("" if state.show_prompts else words.PROMPT_HIDDEN)
+    status = "Waiting for you" + (f" · {item.reminder_text()}" if item.reminder is not None else "") \
+        if waiting else words.held(item.verdict, item.code, attempts=item.attempts, source=item.source,
+                                   in_app=state.in_app).what
+    recent = next((r for r in state.recent if r.key == item.key), None)
+    actions = ("resume", "skip", "snooze") if waiting else tuple(a for a in (recent.actions if recent else ())
+                                                                if a == "skip")
+    return TurnPage(item.key, item.title, where_text(item.profile, item.home), status, prompt, item.facts,
+                    tries_text(item.attempts), _decisions(_row(entries, item.home, item.session_key,
+                                                            item.record.turn.ident if item.record else None)),
+                    actions, item.session_key, item.home)
+
+
 def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = None, ident: TurnId | None = None,
              title: str = "") -> TurnPage | None:
     """The page of the turn listed under ``key``, or of History's row whose newest interruption is ``ident`` (listed
@@ -96,18 +113,7 @@ def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = 
         item = None  # the session's turn listed now is another interruption: this page acts on nothing
     entries = list(history)
     if isinstance(item, TurnItem):
-        waiting = item in state.pending
-        prompt = item.excerpt or ("" if state.show_prompts else words.PROMPT_HIDDEN)
-        status = "Waiting for you" + (f" · {item.reminder_text()}" if item.reminder is not None else "") \
-            if waiting else words.held(item.verdict, item.code, attempts=item.attempts, source=item.source,
-                                       in_app=state.in_app).what
-        recent = next((r for r in state.recent if r.key == item.key), None)
-        actions = ("resume", "skip", "snooze") if waiting else tuple(a for a in (recent.actions if recent else ())
-                                                                    if a == "skip")
-        return TurnPage(item.key, item.title, where_text(item.profile, item.home), status, prompt, item.facts,
-                        tries_text(item.attempts), _decisions(_row(entries, item.home, item.session_key,
-                                                                item.record.turn.ident if item.record else None)),
-                        actions, item.session_key, item.home)
+        return _listed(state, item, entries)
     if isinstance(item, RecentItem) and ident is None:  # how a continuation of ours ended: the turn may be gone
         journal = _row(entries, item.home, item.session_key, None)
         status = " ".join(x for x in (item.what + ".", item.why, item.can_do) if x)
