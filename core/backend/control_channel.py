@@ -29,6 +29,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from hermes_tray_core.backend.host_record import read_private_file
 from hermes_tray_core.backend.websocket import BackendUnusable
 from hermes_tray_core.digest import sha256_hex
 
@@ -120,24 +121,17 @@ class UnixControlChannel(ControlChannel):
             self._own_private(direct, stat.S_ISSOCK, "socket")
             return direct
         pointer = self.home / POINTER_NAME
+        if not os.path.lexists(pointer):
+            raise ControlUnavailable(f"no gateway control socket in {self.home}")
         try:
-            fd = os.open(pointer, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0))
-        except FileNotFoundError:
-            raise ControlUnavailable(f"no gateway control socket in {self.home}") from None
-        except OSError as exc:
-            raise ControlUnavailable(f"{pointer} cannot be read ({exc.strerror or type(exc).__name__})") from None
-        try:
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode) or st.st_uid != os.getuid() or stat.S_IMODE(st.st_mode) & 0o077:
-                raise ControlUnavailable(f"{pointer} is not a private file of yours: not used")
-            raw = os.read(fd, POINTER_LIMIT + 1)
-        finally:
-            os.close(fd)
+            raw = read_private_file(pointer, POINTER_LIMIT)
+        except ValueError as exc:
+            raise ControlUnavailable(f"{pointer} is not used: {exc}") from None
         target = Path(raw[:POINTER_LIMIT].decode("utf-8-sig", "replace").strip())
         folder = f"hermes-gw-{home_hash(self.home)}"
         newer = target.name == "control.sock" and target.parent.name == folder
         older = target.name == f"{folder}.sock"
-        if len(raw) > POINTER_LIMIT or not target.is_absolute() or not (newer or older):
+        if not target.is_absolute() or not (newer or older):
             raise ControlUnavailable(f"{pointer} does not name this home's control socket: not used")
         if newer:
             self._own_private(target.parent, stat.S_ISDIR, "folder")

@@ -78,7 +78,7 @@ def lock_dir(env_get: Callable[[str], str | None]) -> Path | None:
     return Path(home) / ".local" / "state" / "hermes" / LOCKS_DIRNAME
 
 
-def _private_file(path: Path, limit: int) -> bytes:
+def read_private_file(path: Path, limit: int) -> bytes:
     """The bytes of a regular file of ours that nobody else can read or write; ValueError says why not."""
     flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
     try:
@@ -119,32 +119,45 @@ def _own_dir(path: Path) -> str | None:
     return None
 
 
-def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
-    """``GET /api/host/identity`` with the token as Bearer; the answer (``pid``, ``role``, ``servesSpa``) or
-    None when the port does not answer as an owner (never raises; the token is never echoed)."""
+def loopback_json(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
+                  timeout: float) -> Any:
+    """One request to a loopback HTTP server of this user's Hermes and its JSON answer; None when it is not a
+    loopback address, does not answer 200 or answers no JSON (never raises; what is sent is never echoed)."""
     if not is_loopback(host):
         return None
     h = host.strip("[]")
+    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
     conn = http.client.HTTPConnection(h, port, timeout=timeout)
     try:
-        netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
-        conn.request("GET", IDENTITY_PATH, headers={"Host": netloc, "Accept": "application/json",
-                                                     "Authorization": f"Bearer {token.reveal()}"})
+        conn.request(method, path, body=b"" if method == "POST" else None,
+                     headers={"Host": netloc, "Accept": "application/json", **headers})
         resp = conn.getresponse()
-        body = resp.read(MAX_RECORD_BYTES)
+        body = resp.read(limit)
         if resp.status != 200:
             return None
-        data = json.loads(body.decode("utf-8", "replace"))
+        return json.loads(body.decode("utf-8", "replace"))
     except (OSError, http.client.HTTPException, ValueError):
         return None
     finally:
         conn.close()
+
+
+def origin_of(host: str, port: int) -> str:
+    h = host.strip("[]")
+    return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
+
+
+def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
+    """``GET /api/host/identity`` with the token as Bearer; the answer (``pid``, ``role``, ``servesSpa``) or
+    None when the port does not answer as an owner (never raises; the token is never echoed)."""
+    data = loopback_json("GET", host, port, IDENTITY_PATH, {"Authorization": f"Bearer {token.reveal()}"},
+                         limit=MAX_RECORD_BYTES, timeout=timeout)
     return data if isinstance(data, dict) else None
 
 
 def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -> HostToken:
     """The confirmed record of ``role`` naming ``pid``; ValueError with the reason otherwise."""
-    raw = _private_file(directory / f"host-{role}.json", MAX_RECORD_BYTES)
+    raw = read_private_file(directory / f"host-{role}.json", MAX_RECORD_BYTES)
     try:
         rec = json.loads(raw.decode("utf-8-sig"))
     except ValueError:
@@ -163,7 +176,7 @@ def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -
     host = "127.0.0.1" if host in ("0.0.0.0", "::", "*", "localhost") else host  # Hermes dials loopback too
     if not is_loopback(host):
         raise ValueError(f"host-{role}.json names a non-loopback address")
-    token_text = _private_file(directory / f"host-{role}.token", MAX_TOKEN_BYTES).decode("utf-8-sig", "replace").strip()
+    token_text = read_private_file(directory / f"host-{role}.token", MAX_TOKEN_BYTES).decode("utf-8-sig", "replace").strip()
     if not token_text:
         raise ValueError(f"host-{role}.token is empty")
     fingerprint = str(rec.get("tokenFingerprint") or "")

@@ -18,11 +18,8 @@ opens (it expires in 30 s and works once) and is never logged.
 
 from __future__ import annotations
 
-import http.client
-import json
-
+from hermes_tray_core.backend.host_record import loopback_json, origin_of
 from hermes_tray_core.backend.websocket import Secret
-from hermes_tray_core.hermes.processes import is_loopback
 
 __all__ = ["MINT_PATH", "PROTOCOL", "TICKET_PREFIX", "mint_dashboard_ticket", "subprotocols"]
 
@@ -41,24 +38,9 @@ def subprotocols(ticket: Secret) -> list[str]:
 def mint_dashboard_ticket(host: str, port: int, token: Secret, *, timeout: float = MINT_TIMEOUT) -> Secret | None:
     """A ticket from the dashboard at ``host:port`` for ``token``, or None when it mints none (a Hermes without
     the route, a refusal, no answer): the caller then offers the token as older Hermes wants it. Never raises."""
-    if not is_loopback(host):
-        return None
-    h = host.strip("[]")
-    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
-    conn = http.client.HTTPConnection(h, port, timeout=timeout)
-    try:
-        conn.request("POST", MINT_PATH, body=b"", headers={
-            "Host": netloc, "Accept": "application/json", "Origin": f"http://{netloc}", "Content-Length": "0",
-            "X-Hermes-Session-Token": token.reveal()})
-        resp = conn.getresponse()
-        body = resp.read(MINT_LIMIT)
-        if resp.status != 200:
-            return None
-        data = json.loads(body.decode("utf-8", "replace"))
-    except (OSError, http.client.HTTPException, ValueError):
-        return None
-    finally:
-        conn.close()
+    data = loopback_json("POST", host, port, MINT_PATH, {
+        "Origin": origin_of(host, port), "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
+        limit=MINT_LIMIT, timeout=timeout)
     ticket = data.get("ticket") if isinstance(data, dict) else None
     if not isinstance(ticket, str) or not ticket or len(ticket) > 1024 or not ticket.isprintable() or " " in ticket \
             or "," in ticket:

@@ -37,7 +37,6 @@ from test_real_gateway import transcript
 
 from hermes_tray_core.continuing.listener import Callbacks
 from hermes_tray_core.hermes.config_edit import write_auto_continue
-from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
 from hermes_tray_core.turn import Turn
@@ -164,10 +163,10 @@ def test_legacy_quitting_while_the_note_runs_in_the_dashboard_leaves_it_to_finis
 
 
 @pytest.mark.parametrize("process", ["helper", "tray"])
-def test_quitting_while_a_continuation_runs_in_a_gateway_it_started_leaves_the_turn_waiting(
+def test_quitting_while_a_continuation_runs_in_a_gateway_it_started_lets_it_finish_there(
         process: str, g2_home, g2_python, mock_llm: MockOpenAI, g2_auto):
-    """At the last attempt Hermes allows (``max_attempts`` 1): the quit ended the attempt, not the turn, so the
-    turn is offered again at its own count; counted, it would be exhausted and never offered again."""
+    """At the last attempt Hermes allows (``max_attempts`` 1): the quit is not the turn's end. The Hermes the tray
+    started goes on behind its keeper, finishes the turn once, then ends; nothing was given back or counted."""
     home, key = g2_home
     write_auto_continue(home, max_attempts=1)
     with running_dashboard(g2_python, home):
@@ -179,20 +178,20 @@ def test_quitting_while_a_continuation_runs_in_a_gateway_it_started_leaves_the_t
             app = start(process, home, g2_auto)
             wait_for(lambda: note_requests(mock_llm, since), "the continuation at the model", 150)
             (gw,) = watch.seen
-            quit_with_sigterm(app)
-            assert not pid_running(gw)  # never left behind
+            took = quit_with_sigterm(app)
+            assert took < 15, f"quitting took {took:.1f} s"
+            time.sleep(1.0)
+            assert pid_running(gw)  # the quit did not end it
+            assert list_turn_markers(home)[key]["writer_pid"] == gw  # Hermes' own marker of the continuation
         finally:
             mock_llm.release()
-    left = list_turn_markers(home)[key]  # Hermes' own marker of the continuation, its writer gone: not lost
-    assert left["prompt"] == PROMPT and marker_writer_state(left) == "dead" and left["attempts"] == 0
+        wait_for(lambda: finished_in_state_db(home, key), "the reply in state.db", 120)
+        wait_for(lambda: not pid_running(gw), "the Hermes the tray started to end once the turn was over", 60)
+    assert key not in list_turn_markers(home)
+    assert len(note_requests(mock_llm, since)) == 1  # once, to its end
     never_stopped_by_you(key)
-    (stop,) = [e for e in events_of(key) if e["event"] == "interrupted"]
-    assert stop["stopped_by"] == "shutdown"
-    assert history_rows(key)[0][0] == "Left waiting: the tray quit", events_of(key)
-    st = status_turn(home, key, g2_auto)
-    assert st is not None and st["verdict"] == "actionable" and st["attempts"] == 0  # offered again
-    code, result, err = tray_json("resume", key, "--home", str(home), "--wait", env=g2_auto)
-    assert code == 0 and result["outcome"] == "completed", (result, err)
+    assert history_rows(key)[0][0] == "Left running in Hermes", events_of(key)
+    assert status_turn(home, key, g2_auto) is None  # the next scan reads the end from Hermes
     assert history_rows(key)[0][0] == "Resumed and finished"
 
 
