@@ -225,6 +225,50 @@ def test_hermes_commits_while_status_reads_a_long_turn(tmp_path, monkeypatch):
     assert len(commits) >= 4, f"{len(commits)} reads"
 
 
+def test_a_commit_longer_than_the_busy_timeout_mid_reading_costs_nothing(tmp_path, monkeypatch):
+    """Reading a long turn takes many short reads; Hermes may hold ``state.db`` longer than the reader's busy
+    timeout (0.2 s: a slow disk's fsync) just as one of them starts. That read is tried again: the facts are all
+    there (before, one such wait mid-way left the turn's progress unknown)."""
+    import sqlite3
+    import threading
+
+    rows = 20_000
+    home = long_turn(tmp_path, rows, started=time.time() - 600)
+    reads = []
+
+    def hermes_holds_it(sql: str) -> None:
+        if not re.search(r"\bFROM messages\b", sql):
+            return
+        reads.append(sql)
+        if len(reads) != 2:  # as the second read of the turn starts
+            return
+        taken = threading.Event()
+
+        def hold() -> None:
+            conn = sqlite3.connect(home.path / "state.db", isolation_level=None)
+            conn.execute("BEGIN EXCLUSIVE")
+            taken.set()
+            time.sleep(0.5)  # longer than the reader's 0.2 s busy timeout
+            conn.execute("COMMIT")
+            conn.close()
+
+        threading.Thread(target=hold).start()
+        taken.wait(10)
+
+    real_connect = sqlite3.connect
+
+    def connect(*args, **kw):
+        conn = real_connect(*args, **kw)
+        if "mode=ro" in str(args[0] if args else kw.get("database", "")):
+            conn.set_trace_callback(hermes_holds_it)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    p = scan_one(home).progress
+    assert len(reads) > 3
+    assert p is not None and (p.messages, p.tool_calls) == (rows, rows // 2 + len(range(0, rows, 6)))
+
+
 def test_status_prints_one_progress_line_and_show_prompts_off_hides_the_excerpt_everywhere(tmp_path):
     home = interrupted_home(tmp_path, started=time.time() - 120)
     out = cli(tmp_path, "status", "--home", str(home.path))

@@ -32,6 +32,7 @@ BUSY_TIMEOUT_S = 0.2
 #: wait for it in rollback-journal mode): tests/bench/bench_statedb_hold.py measures what they wait.
 HOLD_S = 0.005
 _BATCH = 64  # rows fetched between two looks at the clock
+_RETRIES = 3  # statements of one walk tried again after a busy timeout
 
 
 class HomeState:
@@ -230,17 +231,28 @@ def session_rows(conn: sqlite3.Connection, session_id: str, since: object, value
                  args: Sequence[object] = ()) -> Iterator[tuple[Any, ...]]:
     """``(id, timestamp, *values)`` of each of ``session_id``'s messages stamped at or after ``since``, oldest first
     (by ``timestamp``, then ``id``: the order of Hermes' index on ``(session_id, timestamp)``, which every schema
-    has). ``values``: SQL expressions computed in SQLite (so a long text need not leave it); ``where``: more
-    conditions (`` AND …``) with their ``args``.
+    has). ``values``: SQL expressions computed in SQLite (so a long text need not leave it), with their
+    ``value_args``; ``where``: cheap further conditions (`` AND …``) with their ``args``.
 
     Read in statements that each stop after about :data:`HOLD_S` seconds, letting go of ``state.db`` (autocommit:
     the lock ends with the statement), the next resuming after the last row read; the rows are handed on only once
-    their statement let go, so nothing the caller does holds it either. May raise ``sqlite3.Error``."""
+    their statement let go, so nothing the caller does holds it either. A statement that found Hermes committing for
+    longer than the busy timeout is tried again, up to :data:`_RETRIES` times in one walk (a walk is many
+    statements: one such wait must not cost the whole reading). May raise ``sqlite3.Error``."""
+    import sqlite3
+
     head = f"SELECT id, timestamp, {values} FROM messages WHERE session_id = ? AND timestamp >= ?"
     sql, params = f"{head}{where} ORDER BY timestamp, id", [*value_args, session_id, since, *args]
+    retries = _RETRIES
     while True:
         rows: list[tuple[Any, ...]] = []
-        cur = conn.execute(sql, params)
+        try:
+            cur = conn.execute(sql, params)
+        except sqlite3.OperationalError as exc:  # the lock is taken as a statement starts, or never
+            if retries <= 0 or not ("locked" in str(exc) or "busy" in str(exc)):
+                raise
+            retries -= 1
+            continue
         try:
             start = time.monotonic()
             while batch := cur.fetchmany(_BATCH):
