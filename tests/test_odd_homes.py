@@ -174,6 +174,23 @@ needs_stalling_drive = pytest.mark.skipif(sd.available() is not None,
                                           reason=f"no FUSE drive here: {sd.available()}")
 
 
+def test_with_no_process_to_spare_the_look_is_made_in_a_thread(odd, monkeypatch):
+    """A look runs in a child; when none can be started (the user's process limit reached), it runs in a thread
+    rather than not at all: every home still gets its answer."""
+    from hermes_tray_core.hermes import reach
+
+    good, locked, long, _env = odd
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setattr(reach, "_readable", {})
+    found = reach.look([good.path, long], find_profiles=True)
+    assert [r.access for r in found] == [reach.Access.OK, reach.Access.UNREADABLE]
+    assert "too long" in found[1].problem
+
+
 def _read_to_end(proc: subprocess.Popen, timeout: float) -> str:
     """Everything ``proc`` writes on its standard output, up to the end of it (as ``| jq`` reads it)."""
     out, end = b"", time.monotonic() + timeout

@@ -140,7 +140,12 @@ class _Child:
         self.done = False  # the child has ended (reaped): whatever was stuck let go
         r, w = os.pipe()
         last_fd = min(max(256, os.sysconf("SC_OPEN_MAX")), 1 << 16)  # one close_range on Linux; a loop elsewhere
-        self.pid = os.fork()
+        try:
+            self.pid = os.fork()
+        except OSError:  # no process to be had (a limit reached): the caller looks in a thread instead
+            os.close(r)
+            os.close(w)
+            raise
         if self.pid == 0:  # pragma: no cover - the child (the parent's tests see what it wrote)
             try:
                 os.closerange(0, w)  # stdout, stderr, lock files, sockets: nothing of ours held if it sticks
@@ -268,7 +273,10 @@ def look(paths: Sequence[Path], *, find_profiles: bool = False, timeout: float =
             _stuck.pop(key, None)
             todo.append(i)
     while todo:
-        batch = _Looker([paths[i] for i in todo], find_profiles)
+        try:
+            batch: _Child | _Batch = _Looker([paths[i] for i in todo], find_profiles)
+        except OSError:
+            batch = _Batch([paths[i] for i in todo], find_profiles)
         overran = batch.wait(timeout)
         if len(_readable) > 1024:
             _readable.clear()
