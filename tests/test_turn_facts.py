@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -158,6 +159,114 @@ def test_progress_is_read_in_the_same_look_for_every_marker_of_a_home(tmp_path):
     assert {k: t.progress.tool_calls for k, t in turns.items()} == {f"s{i}": i % 4 for i in range(40)}
     off = Scanner(discover_homes(explicit=[str(home.path)]), read_progress=False).scan().turns
     assert all(t.progress is None and t.cause is None for t in off)
+
+
+def long_turn(tmp_path: Path, rows: int, *, started: float) -> FixtureHome:
+    """A turn of ``rows`` rows (tool calls, every third two at once, and their results) in a ``state.db`` in
+    rollback-journal mode, as Hermes 0.22 keeps it on SQLite before 3.51.3 (where a reader blocks a commit)."""
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1", title="Long loop")
+    home.add_session("other")
+    home.db().execute("BEGIN")
+    home.add_message("s1", "user", PROMPT, at=started - 1)
+    at, i = started, 0
+    while i < rows:
+        calls = [("terminal", {"command": f"step {i}"})] * (2 if i % 3 == 0 else 1)
+        home.add_message("s1", "assistant", "", at=(at := at + 0.001), calls=calls)
+        home.add_message("s1", "tool", "ok", at=(at := at + 0.001), tool="terminal")
+        i += 2
+    home.db().execute("COMMIT")
+    home.db().execute("PRAGMA journal_mode=DELETE")
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    return home
+
+
+def test_hermes_commits_while_status_reads_a_long_turn(tmp_path, monkeypatch):
+    """In rollback-journal mode a reader's lock makes Hermes' commits wait, for as long as one read lasts: reading
+    a 200,000-row turn in one statement made Hermes' writes wait up to 734 ms. Now a turn's rows are read in short
+    statements, letting go between them: a Hermes commit tried whenever a read of ``messages`` starts goes through
+    every time, many times within one turn's reading (before: once, before its one long read); the facts are
+    exact."""
+    import sqlite3
+
+    rows = 50_000
+    home = long_turn(tmp_path, rows, started=time.time() - 600)
+    writer = sqlite3.connect(home.path / "state.db", timeout=0, isolation_level=None)
+    commits: list[bool] = []
+
+    def hermes_commits(sql: str) -> None:
+        if not re.search(r"\b(FROM|JOIN) messages\b", sql):  # a read of the turn's rows starts
+            return
+        try:  # Hermes' write, without waiting: it goes through only if no read holds state.db
+            writer.execute("BEGIN IMMEDIATE")
+            writer.execute("INSERT INTO messages (session_id, role, content, timestamp) VALUES "
+                           "('other', 'assistant', 'tick', ?)", (time.time(),))
+            writer.execute("COMMIT")
+            commits.append(True)
+        except sqlite3.OperationalError:
+            writer.execute("ROLLBACK")
+            commits.append(False)
+
+    real_connect = sqlite3.connect
+
+    def connect(*args, **kw):  # the scanner's read-only connection, traced
+        conn = real_connect(*args, **kw)
+        if "mode=ro" in str(args[0] if args else kw.get("database", "")):
+            conn.set_trace_callback(hermes_commits)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    p = scan_one(home).progress
+    writer.close()
+    assert p is not None and (p.messages, p.tool_calls) == (rows, rows // 2 + len(range(0, rows, 6)))
+    assert [s.phrase() for s in p.recent] == ["ran `terminal` (tool)"] * 3
+    assert all(commits), commits
+    assert len(commits) >= 4, f"{len(commits)} reads"
+
+
+def test_a_commit_longer_than_the_busy_timeout_mid_reading_costs_nothing(tmp_path, monkeypatch):
+    """Reading a long turn takes many short reads; Hermes may hold ``state.db`` longer than the reader's busy
+    timeout (0.2 s: a slow disk's fsync) just as one of them starts. That read is tried again: the facts are all
+    there (before, one such wait mid-way left the turn's progress unknown)."""
+    import sqlite3
+    import threading
+
+    rows = 20_000
+    home = long_turn(tmp_path, rows, started=time.time() - 600)
+    reads = []
+
+    def hermes_holds_it(sql: str) -> None:
+        if not re.search(r"\bFROM messages\b", sql):
+            return
+        reads.append(sql)
+        if len(reads) != 2:  # as the second read of the turn starts
+            return
+        taken = threading.Event()
+
+        def hold() -> None:
+            conn = sqlite3.connect(home.path / "state.db", isolation_level=None)
+            conn.execute("BEGIN EXCLUSIVE")
+            taken.set()
+            time.sleep(0.5)  # longer than the reader's 0.2 s busy timeout
+            conn.execute("COMMIT")
+            conn.close()
+
+        threading.Thread(target=hold).start()
+        taken.wait(10)
+
+    real_connect = sqlite3.connect
+
+    def connect(*args, **kw):
+        conn = real_connect(*args, **kw)
+        if "mode=ro" in str(args[0] if args else kw.get("database", "")):
+            conn.set_trace_callback(hermes_holds_it)
+        return conn
+
+    monkeypatch.setattr(sqlite3, "connect", connect)
+    p = scan_one(home).progress
+    assert len(reads) > 3
+    assert p is not None and (p.messages, p.tool_calls) == (rows, rows // 2 + len(range(0, rows, 6)))
 
 
 def test_status_prints_one_progress_line_and_show_prompts_off_hides_the_excerpt_everywhere(tmp_path):

@@ -105,6 +105,33 @@ def test_a_storm_is_one_note_updated_in_place_naming_each_turn() -> None:
     assert [a.label for a in last.actions] == ["Resume all", "Skip all", "Open"]
 
 
+def test_a_storm_note_shown_again_journals_only_the_turns_new_to_it() -> None:
+    """A storm note grows in place; each version that reaches the user journals as asked only the turns no
+    earlier version showed, even one whose marker flickered away and back meanwhile (before: journalled again)."""
+    m, sink = model()
+    scan(m, rec("s1"))
+    assert [t.session_key for t in m.delivered(sink.shown[-1], True)] == ["s1"]
+    scan(m)  # s1's marker flickers (a storm of writers rewriting the file)
+    scan(m, rec("s1"), rec("s2"))
+    grown = sink.shown[-1]
+    assert grown.key == sink.shown[0].key and [t.session_key for t in grown.subjects] == ["s1", "s2"]
+    assert [t.session_key for t in m.delivered(grown, True)] == ["s2"]
+    assert m.delivered(grown, True) == []  # the same version again: nothing new
+
+
+def test_any_press_ends_a_note_a_later_turn_gets_a_note_of_its_own() -> None:
+    """However the user answers a note — a button, or a click that opens the window — it is gone (the notifier
+    closes it on every server): a turn found right after never brings it back, nor the turns it showed."""
+    m, sink = model()
+    scan(m, rec("s1"), rec("s2"))
+    first = sink.shown[-1].key
+    assert m.pressed(first, "default").present
+    scan(m, rec("s1"), rec("s2"), rec("s3"))
+    later = sink.shown[-1]
+    assert later.key != first and [t.session_key for t in later.subjects] == ["s3"]
+    assert all(n.key != first for n in sink.shown[2:])
+
+
 def test_auto_mode_resumes_without_asking_and_list_mode_only_lists() -> None:
     auto, sink = model(mode="auto")
     after = scan(auto, rec("s1"))

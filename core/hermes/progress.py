@@ -14,9 +14,10 @@ submitted (before the marker, by seconds on a busy machine) and the previous tur
 neither is counted. Rewound rows (``active = 0``) are not the turn's. A session compression closed is not
 read (its turn goes on in another session, with copies of its rows): its progress is unknown, not zero.
 
-One read per home for all its markers (:meth:`hermes_tray_core.hermes.state_db_batch.HomeState.prefetch`):
-a light query over the turn's rows (no text, no arguments), then the text and tool calls of the last few
-assistant rows only.
+Read in the home's one look (:meth:`hermes_tray_core.hermes.state_db_batch.HomeState.prefetch`): a light walk
+over each turn's rows (no text, no arguments; counted inside SQLite), then the text and tool calls of its last
+few assistant rows only. The walk lets go of ``state.db`` every few milliseconds, so a turn of any size never
+holds up Hermes' writes (``tests/bench/bench_statedb_hold.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from hermes_tray_core.hermes.state_db_batch import session_rows
 from hermes_tray_core.vocab import StepKind
 
 if TYPE_CHECKING:
@@ -36,8 +37,7 @@ __all__ = ["EXCERPT_CHARS", "RECENT_STEPS", "ProgressStep", "TurnProgress", "rea
 
 EXCERPT_CHARS = 120
 RECENT_STEPS = 3  # "the last few by kind"
-_CHUNK = 400  # keys per query: 2 bound values each, well under SQLite's limit
-_INLINE = 4000  # characters of an assistant row's text and tool calls read with the first query
+_CHUNK = 400  # row ids per query, well under SQLite's limit of bound values
 # A tool call's name in Hermes' ``tool_calls`` JSON: the only ``"name"`` key outside the (escaped) arguments
 # string, so a look for it needs no parse (a turn's older calls are only named; its last one is parsed).
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
@@ -234,75 +234,56 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
 # reading (one connection, already open read-only)
 
 #: How a row's tool calls are counted: the ``"name":`` keys of Hermes' layout, one per call (inside the
-#: arguments, a JSON string, every quote is escaped), so no parse is needed.
+#: arguments, a JSON string, every quote is escaped), so no parse is needed. Counted inside SQLite, so a
+#: long row's text never leaves it.
 _NAME_KEY = '"name":'
+_CALLS = (f"CASE WHEN role = 'assistant' AND typeof(tool_calls) = 'text' THEN (length(tool_calls) - "
+          f"length(replace(tool_calls, '{_NAME_KEY}', ''))) / {len(_NAME_KEY)} ELSE 0 END")
 
 
 def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                   columns: set[str]) -> dict[str, TurnProgress]:
     """Every turn's :class:`TurnProgress`, ``turns`` being (session id, the marker's ``started_at``) pairs and
-    ``columns`` those of ``messages``. One query per 400 turns, read at once (the read lock is short): the turns'
-    rows, with the first :data:`_INLINE` characters of an assistant row's text and tool calls; rows longer than
-    that (rare) are read again whole. Raises ``sqlite3.Error`` (the caller then says nothing of their
+    ``columns`` those of ``messages``. Each turn's rows are walked through Hermes' index in short statements
+    (:func:`~hermes_tray_core.hermes.state_db_batch.session_rows`: never a long hold on ``state.db``) for what
+    SQLite can tell of each without its text (role, time, how many calls); then only the text and calls of the
+    turn's last few assistant rows are read. Raises ``sqlite3.Error`` (the caller then says nothing of their
     progress)."""
     wanted = list(dict.fromkeys(turns))
     if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
         return {}
-    live = " AND m.active = 1" if "active" in columns else ""
-    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n]]
+    live = " AND active = 1" if "active" in columns else ""
+    values = f"role IN ('assistant', 'tool'){live}, role = 'assistant'{live}, {_CALLS}"
+    # per turn: [rows, tool calls, the last row's time, the ids of its last assistant rows with their calls]
     seen: dict[str, list[Any]] = {}
-    long_rows: dict[int, tuple[str, list[Any] | None, int]] = {}  # id -> (turn, kept row or None, calls counted)
-    for i in range(0, len(wanted), _CHUNK):
-        chunk = wanted[i:i + _CHUNK]
-        sql = (f"WITH t(sid, since) AS (VALUES {','.join('(?, ?)' for _ in chunk)}) "
-               f"SELECT m.session_id, m.id, m.role, m.timestamp, "
-               f"CASE WHEN m.role = 'assistant' THEN substr(m.content, 1, {_INLINE}) END, "
-               f"CASE WHEN m.role = 'assistant' THEN substr(m.tool_calls, 1, {_INLINE}) END "
-               "FROM t JOIN messages m ON m.session_id = t.sid AND m.timestamp >= t.since "
-               f"WHERE m.role IN ('assistant', 'tool'){live}")
-        for sid, rid, role, ts, content, calls in conn.execute(sql, [v for t in chunk for v in t]).fetchall():
-            acc = seen.get(sid)
-            if acc is None:
-                acc = seen[sid] = [0, 0, 0.0, []]
+    for sid, since in wanted:
+        acc: list[Any] = [0, 0, 0.0, []]
+        for rid, ts, mine, said, n in session_rows(conn, sid, since, values):
+            if not mine:
+                continue
             acc[0] += 1
             if isinstance(ts, (int, float)) and ts > acc[2]:
                 acc[2] = float(ts)
-            if role != "assistant":
-                continue
-            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
-            acc[1] += n
-            row: list[Any] | None = [rid, content, calls, n]
-            last = acc[3]  # keep the last few (rows come in no particular order)
-            if len(last) < RECENT_STEPS:
-                last.append(row)
-                last.sort(key=itemgetter(0))
-            elif rid > last[0][0]:
-                last[0] = row
-                last.sort(key=itemgetter(0))
-            else:
-                row = None
-            if (isinstance(content, str) and len(content) >= _INLINE) or (isinstance(calls, str)
-                                                                           and len(calls) >= _INLINE):
-                long_rows[rid] = (sid, row, n)
-    _read_whole(conn, long_rows, seen)
+            if said:
+                acc[1] += n
+                acc[3] = sorted([*acc[3], (rid, n)])[-RECENT_STEPS:]  # the last few (rows come in time order)
+        if acc[0]:
+            seen[sid] = acc
+    texts = _texts(conn, [rid for acc in seen.values() for rid, _n in acc[3]])
     out: dict[str, TurnProgress] = {}
     for key, started in wanted:
-        acc = seen.get(key)
-        out[key] = (summarise((acc[0], acc[1], acc[2]), [(r[1], r[2], r[3]) for r in acc[3]], started)
-                    if acc is not None else TurnProgress())
+        got = seen.get(key)
+        out[key] = (summarise((got[0], got[1], got[2]), [(*texts.get(rid, (None, None)), n) for rid, n in got[3]],
+                              started) if got is not None else TurnProgress())
     return out
 
 
-def _read_whole(conn: sqlite3.Connection, long_rows: dict[int, tuple[str, list[Any] | None, int]],
-                seen: dict[str, list[Any]]) -> None:
-    """Rows the first query cut: counted again whole, and the kept ones given their whole text and calls."""
-    ids = list(long_rows)
-    for i in range(0, len(ids), _CHUNK * 2):
-        part = ids[i:i + _CHUNK * 2]
+def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[object, object]]:
+    """The whole text and tool calls of these rows (a few per turn), by id."""
+    out: dict[int, tuple[object, object]] = {}
+    for i in range(0, len(ids), _CHUNK):
+        part = ids[i:i + _CHUNK]
         sql = f"SELECT id, content, tool_calls FROM messages WHERE id IN ({','.join('?' * len(part))})"
         for rid, content, calls in conn.execute(sql, part).fetchall():
-            sid, row, counted = long_rows[rid]
-            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
-            seen[sid][1] += n - counted
-            if row is not None:
-                row[1], row[2], row[3] = content, calls, n
+            out[rid] = (content, calls)
+    return out

@@ -7,7 +7,8 @@ With no display it starts the test desktop (``tests/desktop/session.py``) for th
 uses it.
 
 Writes into this folder: prompt-window.png, turns-window-facts.png (a waiting turn's Details: how far it got
-and why it stopped), prompt-window-running.png, tray-menu.png (three waiting turns whose prompts begin alike),
+and why it stopped), prompt-window-running.png (a continuation running beside a waiting turn with its Details,
+and Recent: the window grown to fit), tray-menu.png (three waiting turns whose prompts begin alike),
 turns-window-problem-recent.png, history.png (open while a turn finishes, at its default size: every column must
 show whole), status-window-menu.png (the status window with the icon's menu open), turn-page.png (a turn's page:
 its facts, its decisions so far, a reminder set), notification-dunst.png (a waiting turn's notification on dunst,
@@ -85,22 +86,24 @@ def facts_turn():
     """A waiting turn with what Hermes kept of it and why it stopped, as the scanner records them: the progress
     a turn killed mid-way leaves (tool calls, some text) and the cause the engine's own ``stop_cause`` gives a
     marker whose writer started before the computer last started (its words, with its fact)."""
-    from hermes_tray_core import StepKind, TurnProgress, TurnRecord
+    from hermes_tray_core import StepKind, Turn, TurnProgress, TurnRecord, home_path
     from hermes_tray_core.deciding.causes import stop_cause
     from hermes_tray_core.hermes.progress import ProgressStep
+    from hermes_tray_core.turn import Marker
 
     verdict, reason, age, code = _reason(FACTS_AGE, 0)
     now = time.time()
     started = now - FACTS_AGE
-    cause, fact = stop_cause({"started_at": started, "writer_start_time": started - 4}, now=now,
+    cause, fact = stop_cause(Marker.read({"started_at": started, "writer_start_time": started - 4}), now=now,
                              boot_time=now - BOOTED)
     steps = (ProgressStep(StepKind.TOOL, "read_file"), ProgressStep(StepKind.TEXT, paragraphs=2),
              ProgressStep(StepKind.TOOL, "patch"), ProgressStep(StepKind.TOOL, "terminal"))
     progress = TurnProgress(messages=11, tool_calls=5, recent=steps, ran_for_s=11 * 60 + 20,
                             last_excerpt="terminal: pytest tests/test_config.py -q")
-    return TurnRecord(home=Path(HOME), profile="default", session_key=FACTS_KEY, title="Demo: refactor the config parser",
+    return TurnRecord(home=Path(HOME), profile="default", turn=Turn(home_path(HOME), FACTS_KEY, Marker.known(started)),
+                      title="Demo: refactor the config parser",
                       prompt_excerpt="Refactor the config parser so unknown keys produce a warning instead of an "
-                                     "error, then update the tests.", started_at=started, age_seconds=age, attempts=0,
+                                     "error, then update the tests.", age_seconds=age,
                       writer="dead", verdict=verdict, reason=reason, source="desktop", code=code, progress=progress,
                       cause=cause, cause_fact=fact)
 
@@ -138,12 +141,21 @@ def prompt_window(app: QApplication) -> None:
 
 
 def prompt_window_running(app: QApplication) -> None:
+    """A continuation running while another turn waits (its Details open) and one finished under Recent, opened at
+    560×380: the window grows to fit what it shows, nothing drawn over anything."""
+    from hermes_tray import words
     from hermes_tray.app.prompt_window import PromptWindow
+    from hermes_tray.model.viewstate import turn_item
 
+    done = words.ending("completed", ran_in="running-backend")
+    finished = RecentItem("k3", "Fix the flaky upload test", done.what, done.why, since=time.time() - 640,
+                          details="Hermes finished the turn. It ran in your running Hermes (pid 48211).")
     w = PromptWindow()
     w.resize(560, 380)
-    w.set_state(ViewState(running=(RunningItem("k", "Demo: refactor the config parser", 2, "answering · 2 updates",
+    w.set_state(ViewState(pending=(turn_item(facts_turn(), show_prompts=True),), recent=(finished,),
+                          running=(RunningItem("k", "Summarise the CI failures", 2, "answering · 2 updates",
                                                at=time.monotonic()),)))
+    w.details_button.setChecked(True)
     _settle(app, w)
     w.grab().save(str(HERE / "prompt-window-running.png"))
     w.close()

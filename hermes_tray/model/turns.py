@@ -584,9 +584,9 @@ class TurnModel:
             answer = self._answers.get(note_key)
             return Pressed(present=True, answer=answer if answer is not None and answer[1] else None)
         turns = self.notes.turns_for(note_key)
+        self.notes.answered(note_key)  # pressed, it is gone (the notifier closes it): a later turn gets a new note
         if action in ("default", "open"):
             return Pressed(present=True)
-        self.notes.answered(note_key)
         if action == "disable":
             return Pressed(disable=sorted({str(t.home) for t in turns}))
         if action not in ("resume", "resume-all", "skip", "skip-all", "snooze"):
@@ -610,10 +610,10 @@ class TurnModel:
 
     def delivered(self, note: Note, ok: bool) -> list[TurnRecord]:
         """A turn note reached the user (the turns to journal as asked, never again) or went nowhere (ask
-        again). Exactly the turns that version of the note showed (a coalesced note grows between shows)."""
+        again). Exactly the turns that version of the note showed first (a coalesced note grows between shows)."""
         if not note.key.startswith("interrupted-"):
             return []
-        subjects = list(note.subjects)
+        subjects = self.notes.newly_shown(note.key, note.subjects) if ok else list(note.subjects)
         new = self.ask.delivered(subjects, ok)
         reminded = [t for t in subjects if ident(t) in self._reminding]
         if ok and reminded:  # a reminder counts as asked too, once (its turn was asked before its snooze)

@@ -20,7 +20,7 @@ from hermes_tray import words
 from hermes_tray.contract import key_of
 from hermes_tray.format import elide, repeats, safe_text, tell_apart
 from hermes_tray.notify.note import Action, Note, NoteSink
-from hermes_tray_core import TurnKey, TurnRecord
+from hermes_tray_core import TurnKey, TurnRecord, ident
 
 WINDOW_SECONDS = 2.0
 LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
@@ -123,6 +123,7 @@ class _Group:
     turns: list[TurnRecord] = field(default_factory=list)
     title: str = ""  # what happened to a single turn ("Interrupted again"), else "Interrupted"
     lead: str = ""  # a first line saying why it is asked again
+    shown: set[tuple[object, ...]] = field(default_factory=set)  # the interruptions a version of it reached the user with
 
 
 class InterruptionNotices:
@@ -175,8 +176,19 @@ class InterruptionNotices:
         group = self._groups.get(note_key)
         return list(group.turns) if group else []
 
+    def newly_shown(self, note_key: str, turns: Sequence[TurnRecord]) -> list[TurnRecord]:
+        """A version of the note reached the user showing ``turns``: those no earlier version showed (a storm
+        note grows in place; the turns it showed before were asked already, whatever happened to them since)."""
+        group = self._groups.get(note_key)
+        if group is None:
+            return list(turns)
+        new = [t for t in turns if ident(t) not in group.shown]
+        group.shown |= {ident(t) for t in new}
+        return new
+
     def answered(self, note_key: str) -> None:
-        """The user answered this note (a button): forget it; a later turn starts a new note."""
+        """The user answered this note (any press: the note is gone, the notifier closes it): forget it; a later
+        turn starts a new note."""
         self._groups.pop(note_key, None)
         if self._open is not None and self._open.key == note_key:
             self._open = None
