@@ -247,7 +247,7 @@ def test_notes_off_still_lists_and_prompts_hidden_stay_hidden() -> None:
     hidden, sink = model(show_prompts=False)
     scan(hidden, rec("s1", title=None))
     note = sink.shown[0]
-    assert "timing out" not in note.title + note.body and note.title.startswith("Interrupted: Untitled session")
+    assert "timing out" not in note.title + note.body and note.title.startswith("Interrupted: Turn started ")
     assert hidden.view().pending[0].excerpt == ""
 
 

@@ -42,6 +42,7 @@ class HomeState:
         self._scols: set[str] = set()
         self._lcols: set[str] = set()
         self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
+        self._derived: set[str] = set()  # sessions whose title Hermes derived from the prompt (title_source)
         self._leases: dict[str, dict[str, object]] = {}
         self._roots: dict[str, str] = {}
         self._compressed: set[str] = set()  # sessions compression closed: their turn went on elsewhere
@@ -100,8 +101,8 @@ class HomeState:
         conn = self._conn
         keys = list(keys)
         try:
-            wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id", "end_reason")
-                                 if c in self._scols]
+            wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id", "end_reason",
+                                             "title_source") if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
@@ -112,6 +113,8 @@ class HomeState:
                                                         text_or_none(v.get("parent_session_id")) or None)
                         if v.get("end_reason") == "compression":
                             self._compressed.add(str(v["id"]))
+                        if v.get("title_source") == "derived":
+                            self._derived.add(str(v["id"]))
         except db_errors() as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
@@ -158,6 +161,11 @@ class HomeState:
         if self._conn is None:
             return None, self.problem
         return self._sessions.get(key), self._session_error
+
+    def title_from_prompt(self, key: str) -> bool:
+        """Is the session's title the prompt's own words? Hermes 0.22 titles a session from its prompt at once
+        (``title_source = 'derived'``) until a model or the user names it: hidden wherever the prompt is."""
+        return key in self._derived
 
     def lease(self, key: str) -> tuple[str, str]:
         """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""

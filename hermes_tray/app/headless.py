@@ -22,10 +22,12 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from hermes_tray import words
 from hermes_tray.app import events
 from hermes_tray.app.single_instance import SingleInstance, instance_running
+from hermes_tray.contract import key_of
 from hermes_tray.controller import Controller
 from hermes_tray.format import safe_text
 from hermes_tray.notify import make_notifier
 from hermes_tray.watch.detector import Detector, DetectorThread, ScanReport
+from hermes_tray_core import TurnRecord, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -63,10 +65,8 @@ class HelperApp(QObject):
         print(f"hermes-tray helper: {safe_text(line)}", flush=True)
 
     def _say_turns(self, report: ScanReport) -> None:
-        """On a terminal: first what is watched (two lines), then one line per interrupted turn noticed."""
-        from hermes_tray.notify.coalesce import turn_label
-        from hermes_tray_core import Verdict
-
+        """On a terminal: first what is watched (two lines), then one line per interrupted turn it sees — waiting
+        for you, being resumed, or left alone and why — named as its notes and the tray's menu name it."""
         state = self.controller.state
         if self._told is None:
             self._told = set()
@@ -74,6 +74,7 @@ class HelperApp(QObject):
             self._say(f"watching {words.count(len(homes), 'Hermes home')}: {', '.join(homes)}")
             self._say(f"mode {state.mode}: {_MODE_WORDS.get(str(state.mode), 'see the tray settings')}; "
                       "one line here per interrupted turn (Ctrl-C stops the helper)")
+        model = self.controller.model
         for rec in report.records:
             if rec.verdict in (Verdict.RUNNING, Verdict.SKIPPED):  # running: nothing was interrupted
                 continue
@@ -81,9 +82,9 @@ class HelperApp(QObject):
             if ident in self._told:
                 continue
             self._told.add(ident)
-            where = "" if rec.profile == "default" else f" ({rec.profile} profile)"
-            self._say(f"interrupted turn{where}: {turn_label(rec, show_prompts=state.show_prompts)} — {rec.verdict}: "
-                      f"{rec.reason}")
+            self._say(turn_line(rec, model.label(rec), mode=str(state.mode), reminder=model.reminder_of(rec),
+                                resumed=key_of(rec) in model.auto_resumed,
+                                declined=key_of(rec) in model.auto_declined))
 
     def _say_state(self) -> None:
         """The helper has no window: what the tray's window would say (no home, a problem) goes to
@@ -108,6 +109,28 @@ class HelperApp(QObject):
         self.controller.shutdown()
         self.detector_thread.stop()
         self.notifier.shutdown()
+
+
+def turn_line(rec: TurnRecord, name: str, *, mode: str, reminder: float | None = None, resumed: bool = False,
+              declined: bool = False) -> str:
+    """One interrupted turn as the helper says it on a terminal: what happens to it, which turn (its name, its
+    profile), when it stopped, and why it waits or is left alone — the tray's words, never the engine's."""
+    import time
+
+    where = "" if rec.profile == "default" else f" ({rec.profile} profile)"
+    when = words.when_text(*rec.moment)
+    about = f"{name}{where}, {when}"
+    if rec.verdict != Verdict.ACTIONABLE or rec.source != "desktop":
+        h = words.held(rec.verdict, rec.code, attempts=rec.attempts, source=str(rec.source))
+        why = " ".join(x for x in (h.why, h.can_do) if x)
+        return f"not resumed: {about}. {h.what}." + (f" {why}" if why else "")
+    if reminder is not None:
+        return f"waiting: {about}. {words.reminder_text(reminder, time.time())}."
+    if resumed:
+        return f"resuming: {about}."
+    if mode == "auto":
+        return f"not resumed automatically: {about}. {words.AUTO_ASKED_BEFORE} hermes-tray resume {rec.session_key}"
+    return f"waiting for you: {about}. To resume it: hermes-tray resume {rec.session_key}"
 
 
 _MODE_WORDS = {"ask": "each interrupted turn is notified and waits for you",

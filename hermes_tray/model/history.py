@@ -25,7 +25,7 @@ __all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns
 OUTCOME_TEXT = {
     "completed": "Resumed and finished",
     "skipped": "Skipped",
-    "interrupted": "Stopped",
+    "interrupted": "Interrupted again",
     "cleared": "Cleared by Hermes",
     "refused": "Not resumed",
     "dispatched": "Running",
@@ -129,8 +129,7 @@ class TurnHistory:
                 by = str(field_of(e, "stopped_by", ""))
                 if by == "you" and field_of(e, "dispatched", True) is False:
                     return "Stopped before it started"
-                return {"you": "Stopped by you", "hermes": "Interrupted again in Hermes",
-                        "shutdown": "Left waiting: the tray quit"}.get(by, OUTCOME_TEXT[name])
+                return words.STOPPED_BY.get(by, OUTCOME_TEXT[name])
             if name == "detached" and field_of(e, "finish", "") == "left-alone":
                 return "Left to your Hermes window"
             if name == "refused":

@@ -129,7 +129,7 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Write the release notes", timeout=5000)
     rows = _rows(win)
     assert rows["s-done"][0] == "Fix the flaky test"
-    assert rows["s-gone"][0].startswith("Untitled session, started ")  # no title in state.db: its time names it
+    assert rows["s-gone"][0].startswith("Turn started ")  # no title in state.db: its time names it
 
 
 def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
@@ -148,7 +148,8 @@ def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
     assert rows["s-early"][3] == "Stopped before it started"
     assert rows["s-you"][3] == "Stopped by you"
     assert rows["s-hermes"][3] == "Interrupted again in Hermes"
-    assert rows["s-old"][3] == "Stopped"  # an older journal's event: it did not say who
+    # an older journal's event did not say who: never "Stopped" (the word for your own Stop)
+    assert rows["s-old"][3] == "Interrupted again"
 
 
 def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
@@ -207,7 +208,7 @@ def test_a_title_lookup_that_missed_is_asked_again_at_the_next_refresh(qtbot, tm
     win = HistoryWindow(lambda: decisions.history(500), hermes_titles=titles)
     qtbot.addWidget(win)
     qtbot.waitUntil(lambda: not win._asked, timeout=5000)  # the first (empty) answer arrived
-    assert _rows(win)["s-skip"][0].startswith("Untitled session in work")
+    assert _rows(win)["s-skip"][0].startswith("Turn in work, started ")
     win.reload()
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Title of s-skip", timeout=5000)
 
