@@ -129,7 +129,8 @@ class CoreEngine:
         return list(out.items())
 
     def writer_exited(self, pid: int) -> None:
-        """A watched writer exited: was the out-of-memory killer at work? (journalled for its turns)"""
+        """A watched writer exited: the moment its turns were interrupted, and whether the kernel ended it for lack
+        of memory (journalled for its turns)."""
         self._witness.exited(pid)
 
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------

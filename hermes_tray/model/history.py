@@ -94,6 +94,12 @@ class TurnHistory:
         return profile_of(self.home)
 
     @property
+    def interrupted_at(self) -> float | None:
+        """When it was interrupted, where that was seen (its Hermes process's end: ``stopped``), else None: then
+        only when it started is known."""
+        return next((when_of(e) or None for e in self.events if field_of(e, "event", "") == "stopped"), None)
+
+    @property
     def last_at(self) -> float:
         return max((when_of(e) for e in self.events), default=0.0)
 

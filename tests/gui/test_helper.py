@@ -165,3 +165,72 @@ def test_a_storm_of_10000_turns_is_one_note_one_journal_write_and_sigterm_ends_i
     notes = [line for line in log.read_text().splitlines() if "notification:" in line]
     assert len(notes) == 1 and "10000 Hermes turns interrupted" in notes[0], notes
     assert len(notes[0]) < 2000, "the log line names a few turns and counts the rest"
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str], until, timeout: float = 30.0) -> str:
+    """Run the helper with a terminal for its output (a pseudo-terminal), until ``until(text)`` holds."""
+    import pty
+
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+    os.close(follower)
+    text = ""
+    try:
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not until(text):
+            import select
+
+            if select.select([leader], [], [], 0.2)[0]:
+                try:
+                    text += os.read(leader, 65536).decode("utf-8", "replace")
+                except OSError:
+                    break
+        return text
+    finally:
+        proc.terminate()
+        proc.wait(timeout=15)
+        os.close(leader)
+
+
+def test_on_a_terminal_the_helper_says_what_it_watches_and_what_happens_to_each_turn(tmp_path) -> None:
+    """Auto mode, on a terminal: a turn it was told of before is not resumed by itself, and it says so and how to
+    resume it; a turn too old and one held by auto-continue off are left alone, each with why. Named as the tray
+    names them; never the engine's words."""
+    from hermes_tray_core.stores.decisions import DecisionJournal
+    from hermes_tray_core.stores.settings import load_settings, save_settings, with_changes
+    from tests.support.fixture_homes import FixtureHome, env_for, gone_writer, marker_entry
+
+    env = env_for(tmp_path)  # the tray's files where this test's own journal and settings are (conftest.user_dirs)
+    now = time.time()
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s-told", title="Fix the flaky test")
+    home.add_session("s-old", title="Write the release notes")
+    home.write_markers({"s-told": marker_entry("fix it", started_at=now - 30, writer=gone_writer()),
+                        "s-old": marker_entry("notes", started_at=now - 7200, writer=gone_writer())})
+    home.close()
+    held = FixtureHome(tmp_path / "held")
+    held.write_config("desktop:\n  auto_continue:\n    enabled: false\n")
+    held.add_session("s-held", title="Tidy the docs")
+    held.write_markers({"s-held": marker_entry("tidy", started_at=now - 30, writer=gone_writer())})
+    held.close()
+    DecisionJournal().record("notified", home=str(home.path), session_key="s-told", started_at=now - 30,
+                             attempts=0, via="desktop-notifier")
+    cfg = Path(env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml"
+    save_settings(with_changes(load_settings(cfg), mode="auto"), cfg)
+    out = _on_a_terminal([sys.executable, "-m", "hermes_tray", "helper", "--home", str(home.path), "--home",
+                          str(held.path), "--no-notifications"], env, lambda t: t.count("\n") >= 5)
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    assert lines[0] == f"hermes-tray helper: watching 2 Hermes homes: {home.path}, {held.path}", out
+    assert lines[1].startswith("hermes-tray helper: mode auto: each interrupted turn is resumed at once"), out
+    said = {key: next(ln for ln in lines[2:] if name in ln)
+            for key, name in (("s-told", "Fix the flaky test"), ("s-old", "Write the release notes"),
+                              ("s-held", "Tidy the docs"))}
+    assert said["s-told"] == ("hermes-tray helper: not resumed automatically: Fix the flaky test, started 30 s ago. "
+                              "You were asked about it before, or it was answered. Resume it by hand: "
+                              "hermes-tray resume s-told")
+    assert said["s-old"].startswith("hermes-tray helper: not resumed: Write the release notes, started 2 h ago. "
+                                    "Too old to resume. It is older than this home's freshness window."), said
+    assert said["s-held"].startswith("hermes-tray helper: not resumed: Tidy the docs, started 30 s ago. Held: "
+                                     "auto-continue is off."), said
+    for word in ("actionable", "verdict", "stale", "marker"):
+        assert word not in out.lower(), word

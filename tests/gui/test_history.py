@@ -66,7 +66,7 @@ def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     assert rows["s-done"][1] == "default"  # one spelling per home, never a path in one row and a name in another
     assert rows["s-gone"][3] == "Gave up after 2 tries"
     assert rows["s-wait"][3] == "Waiting for you"
-    assert all(r[2] for r in rows.values())  # when it was interrupted
+    assert all(r[2].startswith("Started ") for r in rows.values())  # when each was interrupted is not known
     assert win.summary.text() == "4 interrupted turns, newest first"
 
     # the event trail on expand
@@ -130,6 +130,45 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
     rows = _rows(win)
     assert rows["s-done"][0] == "Fix the flaky test"
     assert rows["s-gone"][0].startswith("Turn started ")  # no title in state.db: its time names it
+
+
+def test_a_title_hermes_made_of_the_prompt_is_left_out_while_prompts_are_hidden(qtbot, tmp_path) -> None:
+    from support.fixture_homes import FixtureHome
+
+    from hermes_tray.engine import CoreEngine
+
+    root, _work = _journal(tmp_path)
+    home = FixtureHome(Path(root))
+    home.add_session("s-done", title="SLOW: email my landlord about the broken boiler", title_source="derived")
+    home.close()
+    engine = CoreEngine(explicit_homes=[root])
+    assert engine.session_titles([(root, "s-done")]) == {(root, "s-done"): home_title(home)}
+    assert engine.session_titles([(root, "s-done")], prompts=False) == {}
+    win = HistoryWindow(lambda: decisions.history(500),
+                        hermes_titles=lambda turns: engine.session_titles(turns, prompts=False))
+    qtbot.addWidget(win)
+    qtbot.wait(300)
+    assert _rows(win)["s-done"][0].startswith("Turn started ")
+
+
+def home_title(home) -> str:
+    return home.db().execute("SELECT title FROM sessions WHERE id = 's-done'").fetchone()[0]
+
+
+def test_the_when_column_says_interrupted_only_when_that_moment_was_seen(qtbot, tmp_path) -> None:
+    """The tray's witness saw the turn's Hermes end (``stopped``): that moment; else only when it started."""
+    t0 = time.time() - 3600
+    d = decisions.default_journal()
+    d.record("stopped", home=str(tmp_path), session_key="s-seen", started_at=t0, attempts=0, pid=4242)  # the witness
+    d.record("notified", home=str(tmp_path), session_key="s-seen", started_at=t0, attempts=0)
+    d.record("notified", home=str(tmp_path), session_key="s-unseen", started_at=t0, attempts=0)
+    seen = next(e["created_at"] for e in decisions.history(10) if e["event"] == "stopped")
+    win = HistoryWindow(lambda: decisions.history(500))
+    qtbot.addWidget(win)
+    rows = _rows(win)
+    assert COLUMNS[2] == "When"
+    assert rows["s-seen"][2] == "Interrupted " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
+    assert rows["s-unseen"][2] == "Started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
 
 
 def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:

@@ -191,6 +191,11 @@ def test_quitting_while_a_continuation_runs_in_a_gateway_it_started_leaves_the_t
     assert history_rows(key)[0][0] == "Left waiting: the tray quit", events_of(key)
     st = status_turn(home, key, g2_auto)
     assert st is not None and st["verdict"] == "actionable" and st["attempts"] == 0  # offered again
+    # why it stopped is the tray's own record of its quit, never "cause unknown"; and when: the quit
+    assert st["cause"] == "tray-quit" and st["cause_fact"].startswith("its journal: the tray quit while attempt 1 ran")
+    assert st["interrupted_at"] == pytest.approx(stop["created_at"], abs=1.0)  # (or its Hermes seen to end)
+    shown, _err = tray("status", "--home", str(home), env=g2_auto).communicate(timeout=60)
+    assert "    why it stopped: the tray quit while it ran (its journal: " in shown, shown
     code, result, err = tray_json("resume", key, "--home", str(home), "--wait", env=g2_auto)
     assert code == 0 and result["outcome"] == "completed", (result, err)
     assert history_rows(key)[0][0] == "Resumed and finished"
