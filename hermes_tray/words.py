@@ -86,7 +86,8 @@ def untitled_label(profile: str, started_at: float | None, excerpt: str = "", *,
     return f"Turn{where}" if where else "A turn"
 
 
-WHEN_LEAD = {Moment.INTERRUPTED: "interrupted", Moment.LAST_SAVED: "last saved", Moment.STARTED: "started"}
+WHEN_LEAD: dict[str, str] = {Moment.INTERRUPTED: "interrupted", Moment.LAST_SAVED: "last saved",
+                             Moment.STARTED: "started"}
 
 
 def when_text(moment: str, at: float | None, now: float | None = None) -> str:

@@ -93,7 +93,7 @@ class HelperApp(QObject):
         lines = []
         if not state.homes_found:
             lines.append(state.no_home_text() + ".")
-        lines += [f"problem: {p.text} — run `hermes-tray doctor`" for p in state.attention_problems]
+        lines += [f"problem: {p.text} — run hermes-tray doctor" for p in state.attention_problems]
         said = getattr(self, "_said", None)
         if lines != said:
             self._said = lines

@@ -61,7 +61,7 @@ def reminders_of(turns) -> dict[int, float]:
             found = journal.snooze(t.turn.home, t.session_key, t.started_at)
             if found is not None and found[0] > now and not found[1]:
                 out[i] = found[0]
-    except Exception:  # boundary: the journal is a nicety here; the turns are listed without their reminders
+    except (OSError, ValueError):  # the journal cannot be read: the turns are listed without their reminders
         return {}
     return out
 

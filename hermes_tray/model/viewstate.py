@@ -66,8 +66,8 @@ class TurnItem:
         said = f"{self.when}; "
         text = self.reason_now
         if text.startswith(said) and len(text) > len(said):
-            text = text[len(said)].upper() + text[len(said) + 1:]
-        return text
+            text = text[len(said):]
+        return text[:1].upper() + text[1:]
 
     def reminder_text(self) -> str:
         return "" if self.reminder is None else words.reminder_text(self.reminder, time.time())
@@ -157,7 +157,7 @@ class Problem:
 
     text: str
     folder: str = ""  # what "Open folder" opens ("" = nothing to open)
-    advice: str = "Run `hermes-tray doctor` for the details and how to fix it."
+    advice: str = "Run hermes-tray doctor for the details and how to fix it."
     attention: bool = True
     # "markers": a home's interrupted turns cannot be read (a corrupt, unreadable or not yet supported
     # store): the tray does not know that nothing waits there. "" for any other problem.
