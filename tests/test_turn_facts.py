@@ -114,6 +114,27 @@ def test_long_text_and_large_tool_arguments_are_read_whole(tmp_path):
     assert p.last_excerpt == "write_file: src/big.py" and p.tool_calls == 2
 
 
+def test_a_call_saved_without_its_result_was_running_when_the_turn_stopped(tmp_path):
+    """Hermes saves the calls before their tools run and each result as its tool ends, in order: the first call
+    without a result was running; the calls after it may never have started, and are not said to have run."""
+    started = time.time() - 60
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s1")
+    home.add_message("s1", "assistant", "", at=started + 1, calls=[("read_file", {"path": "a.txt"})])
+    home.add_message("s1", "tool", "a", at=started + 2, tool="read_file")
+    home.add_message("s1", "assistant", "Building it now.", at=started + 3,
+                     calls=[("terminal", {"command": "make"}), ("terminal", {"command": "make test"}),
+                            ("write_file", {"path": "log.txt"})])
+    home.add_message("s1", "tool", "built", at=started + 9, tool="terminal")
+    home.write_markers({"s1": marker_entry(PROMPT, started_at=started)})
+    home.close()
+    p = scan_one(home).progress
+    assert [s.phrase() for s in p.recent] == ["wrote 1 paragraph", "ran terminal",
+                                              "was running terminal when it stopped"]
+    assert p.recent[-1].to_json() == {"kind": "tool", "tool": "terminal", "running": True}
+    assert p.tool_calls == 4  # what it asked for, all of it
+
+
 def test_a_turn_hermes_kept_nothing_of_says_so_and_an_unreadable_one_says_nothing(tmp_path):
     started = time.time() - 60
     home = FixtureHome(tmp_path / "hermes")

@@ -252,7 +252,8 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
     if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
         return {}
     live = " AND m.active = 1" if "active" in columns else ""
-    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n]]
+    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n],
+    #            the ids of its tool results]
     seen: dict[str, list[Any]] = {}
     long_rows: dict[int, tuple[str, list[Any] | None, int]] = {}  # id -> (turn, kept row or None, calls counted)
     for i in range(0, len(wanted), _CHUNK):
@@ -266,11 +267,12 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
         for sid, rid, role, ts, content, calls in conn.execute(sql, [v for t in chunk for v in t]).fetchall():
             acc = seen.get(sid)
             if acc is None:
-                acc = seen[sid] = [0, 0, 0.0, []]
+                acc = seen[sid] = [0, 0, 0.0, [], []]
             acc[0] += 1
             if isinstance(ts, (int, float)) and ts > acc[2]:
                 acc[2] = float(ts)
             if role != "assistant":
+                acc[4].append(rid)
                 continue
             n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
             acc[1] += n
@@ -294,19 +296,12 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
         if acc is None:
             out[key] = TurnProgress()
             continue
-        last = acc[3][-1] if acc[3] else None
-        answered = _answered(conn, key, last[0], "active" in columns) if last is not None and last[3] else None
+        # the tool results Hermes saved after its last assistant row (each as its tool ended): fewer than that
+        # row's calls, and the rest were still running when the turn stopped
+        last = acc[3][-1][0] if acc[3] else None
+        answered = sum(1 for rid in acc[4] if rid > last) if last is not None else None
         out[key] = summarise((acc[0], acc[1], acc[2]), [(r[1], r[2], r[3]) for r in acc[3]], started, answered)
     return out
-
-
-def _answered(conn: sqlite3.Connection, session_id: str, row_id: int, active: bool) -> int:
-    """How many tool results Hermes saved after the assistant row ``row_id`` (it saves each call before its tool
-    runs and each result after): fewer than its calls, and the rest were still running when the turn stopped."""
-    live = " AND active = 1" if active else ""
-    row = conn.execute(f"SELECT COUNT(*) FROM messages WHERE session_id = ? AND role = 'tool' AND id > ?{live}",
-                       (session_id, row_id)).fetchone()
-    return int(row[0]) if row else 0
 
 
 def _read_whole(conn: sqlite3.Connection, long_rows: dict[int, tuple[str, list[Any] | None, int]],

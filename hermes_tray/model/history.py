@@ -34,13 +34,15 @@ OUTCOME_TEXT = {
     "approved": "Resuming",
     "notified": "Waiting for you",
     "detected": "Seen",
+    "stopped": "Interrupted",  # the tray saw its Hermes end, and nothing was decided since
 }
 #: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
 REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
-                      "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed"})
+                      "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed",
+                      "stopped"})
 
 
 def field_of(entry: Any, name: str, default: Any = "") -> Any:
