@@ -34,15 +34,14 @@ OUTCOME_TEXT = {
     "approved": "Resuming",
     "notified": "Waiting for you",
     "detected": "Seen",
-    "stopped": "Interrupted",  # the tray saw its Hermes end, and nothing was decided since
+    "stopped": "Interrupted",  # the tray saw its Hermes end, and nothing else is recorded
 }
 #: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
 REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
                "settled": "already finished", "unsure": "could not check", "not-ours": "Hermes handles it"}
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
-                      "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed",
-                      "stopped"})
+                      "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed"})
 
 
 def field_of(entry: Any, name: str, default: Any = "") -> Any:
@@ -146,7 +145,8 @@ class TurnHistory:
             if name == "snoozed" and _num(field_of(e, "until", None)):
                 return words.reminder_text(_num(field_of(e, "until", None)), when_of(e))
             return OUTCOME_TEXT.get(name, name)
-        return names[-1] if names else ""
+        # nothing decisive: only what a witness saw (its Hermes' end: "stopped"), in words
+        return OUTCOME_TEXT.get(names[-1], names[-1]) if names else ""
 
     def outcome_details(self) -> str:
         """The engine's own words for the newest decisive event (the cell's tooltip): its reason, where it ran."""

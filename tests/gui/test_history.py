@@ -163,6 +163,8 @@ def test_the_when_column_says_interrupted_only_when_that_moment_was_seen(qtbot, 
     d.record("notified", home=str(tmp_path), session_key="s-seen", started_at=t0, attempts=0)
     d.record("notified", home=str(tmp_path), session_key="s-unseen", started_at=t0, attempts=0)
     d.record("stopped", home=str(tmp_path), session_key="s-alone", started_at=t0, attempts=0, pid=4243)
+    d.record("skipped", home=str(tmp_path), session_key="s-race", started_at=t0, attempts=0)
+    d.record("stopped", home=str(tmp_path), session_key="s-race", started_at=t0, attempts=0, pid=4244)
     seen = next(e["created_at"] for e in decisions.history(10) if e["event"] == "stopped")
     win = HistoryWindow(lambda: decisions.history(500))
     qtbot.addWidget(win)
@@ -172,6 +174,7 @@ def test_the_when_column_says_interrupted_only_when_that_moment_was_seen(qtbot, 
     assert rows["s-seen"][3] == "Waiting for you"  # told after it was seen to end
     assert rows["s-unseen"][2] == "Started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
     assert rows["s-alone"][3] == "Interrupted"  # only seen to end (list mode): never the journal's own word
+    assert rows["s-race"][3] == "Skipped"  # a witness's record landing after a decision does not hide it
 
 
 def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
