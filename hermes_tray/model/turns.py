@@ -202,9 +202,8 @@ class TurnModel:
         self._snoozes: dict[Key, tuple[tuple[object, ...], float]] = {}  # waiting turns snoozed: until (wall clock)
         self._reminding: set[tuple[object, ...]] = set()  # reminders shown: journalled as asked once delivered
         self._lapsed: dict[Key, tuple[object, ...]] = {}  # snoozes that ended after their turn stopped waiting
-        # what auto mode did about the turns new to the last scan: resumed them, or not (asked or answered before)
-        self.auto_resumed: set[Key] = set()
-        self.auto_declined: set[Key] = set()
+        # what auto mode did about each listed turn: "resumed", or "declined" (asked or answered before)
+        self._auto: dict[Key, tuple[tuple[object, ...], str]] = {}
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
@@ -261,7 +260,9 @@ class TurnModel:
         review = self.ask.review(pending, self.settings.mode,
                                  others=[r for k, r in self.records.items() if k not in pending])
         self._track_snoozes(review.snoozed, review.lapsed, pending)
-        self.auto_resumed, self.auto_declined = set(review.resume), set(review.declined)
+        self._auto = {k: v for k, v in self._auto.items() if k in self.records}
+        for keys, what in ((review.resume, "resumed"), (review.declined, "declined")):
+            self._auto.update((k, (ident(self.records[k]), what)) for k in keys if k in self.records)
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
@@ -419,6 +420,12 @@ class TurnModel:
                 used.add(old)
                 names[key] = old
         self._names = names
+
+    def auto_choice(self, rec: TurnRecord) -> str | None:
+        """What auto mode did about this interruption of the turn: "resumed", "declined" (it was asked about or
+        answered before), or None (not in auto mode, or not yet)."""
+        found = self._auto.get(key_of(rec))
+        return found[1] if found is not None and found[0] == ident(rec) else None
 
     def reminder_of(self, rec: TurnRecord) -> float | None:
         """When a snoozed waiting turn is announced again (wall clock), None when it is not snoozed."""

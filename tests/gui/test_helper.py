@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -167,29 +168,69 @@ def test_a_storm_of_10000_turns_is_one_note_one_journal_write_and_sigterm_ends_i
     assert len(notes[0]) < 2000, "the log line names a few turns and counts the rest"
 
 
-def _on_a_terminal(argv: list[str], env: dict[str, str], until, timeout: float = 30.0) -> str:
-    """Run the helper with a terminal for its output (a pseudo-terminal), until ``until(text)`` holds."""
-    import pty
+class _Terminal:
+    """A process whose output goes to a terminal (a pseudo-terminal), as when a person starts it in one."""
 
-    leader, follower = pty.openpty()
-    proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
-    os.close(follower)
-    text = ""
-    try:
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        import pty
+
+        self.leader, follower = pty.openpty()
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+        os.close(follower)
+        self.text = ""
+
+    def until(self, done, timeout: float = 30.0) -> str:
+        """Read its output until ``done(text)`` holds (or the time is up); the output so far."""
+        import select
+
         end = time.monotonic() + timeout
-        while time.monotonic() < end and not until(text):
-            import select
-
-            if select.select([leader], [], [], 0.2)[0]:
+        while time.monotonic() < end and not done(self.text):
+            if select.select([self.leader], [], [], 0.2)[0]:
                 try:
-                    text += os.read(leader, 65536).decode("utf-8", "replace")
+                    self.text += os.read(self.leader, 65536).decode("utf-8", "replace")
                 except OSError:
                     break
-        return text
+        return self.text
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+        os.close(self.leader)
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str], until, timeout: float = 30.0) -> str:
+    """Run the helper on a terminal until ``until(text)`` holds."""
+    term = _Terminal(argv, env)
+    try:
+        return term.until(until, timeout)
     finally:
-        proc.terminate()
-        proc.wait(timeout=15)
-        os.close(leader)
+        term.close()
+
+
+def test_on_a_terminal_auto_mode_says_it_resumes_a_turn_and_nothing_more_while_it_runs(demo, tmp_path) -> None:
+    from hermes_tray_core.markers.turn_marker import read_turn_marker
+    from hermes_tray_core.stores.settings import load_settings, save_settings, with_changes
+
+    cfg = Path(demo.env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml"
+    save_settings(with_changes(load_settings(cfg), mode="auto"), cfg)
+    events = tmp_path / "events.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env.update(demo.env, HERMES_TRAY_EVENTS=str(events), XDG_RUNTIME_DIR=str(tmp_path / "xdg"))
+    term = _Terminal([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home)], env)
+    try:
+        key = demo.session_key
+        _wait(lambda: any(e["event"] == "scan" and e["verdicts"].get(key) == "running" for e in _events(events)),
+              20, "helper sees the running turn")
+        demo.crash_backend()
+        term.until(lambda t: "resuming: " in t)
+        _wait(lambda: read_turn_marker(demo.home, key) is None, 30, "the continuation ran and cleared the marker")
+        text = term.until(lambda t: False, 2)  # what it said meanwhile
+    finally:
+        term.close()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("hermes-tray helper: ")]
+    turn_lines = lines[2:]
+    assert len(turn_lines) == 1 and turn_lines[0].startswith("hermes-tray helper: resuming: "), lines
+    assert re.search(r"(interrupted|last saved|started) \d+ s ago\.$", turn_lines[0]), turn_lines
 
 
 def test_on_a_terminal_the_helper_says_what_it_watches_and_what_happens_to_each_turn(tmp_path) -> None:
