@@ -88,7 +88,7 @@ def test_status_table_and_problems_are_shown(tmp_path, tree):
 
 
 def test_status_says_ages_in_the_same_words_as_the_tray(tmp_path, tree):
-    """One age formatter everywhere: the table's AGE column reads like the turns window ("4 min ago")."""
+    """One age formatter everywhere: the table's WHEN column reads like the turns window ("started 4 min ago")."""
     from hermes_tray.format import age_text
 
     _root, _work, env = tree

@@ -247,6 +247,26 @@ def test_hermes_own_shutdown_record_and_the_tray_own_crashed_continuation_are_ca
     assert journal.stop_facts(home.path, "s1", now + 60, 1) == (None, None)
 
 
+def test_a_turn_offered_again_after_the_tray_quit_says_the_tray_quit_while_it_ran(tmp_path):
+    """The tray quit while its continuation (attempt 1) ran in a Hermes it started: it ended that process and gave
+    the attempt back (the marker left counts 0); its journal holds ``interrupted``, ``stopped_by: shutdown``."""
+    now = time.time()
+    home = one_marker(tmp_path, attempts=0, started_at=now - 30,
+                      writer=gone_writer() | {"writer_start_time": now - 40})
+    journal = DecisionJournal()
+    journal.record("dispatched", home=home.path, session_key="s1", started_at=now - 400, attempts=0, attempt=1)
+    journal.record("interrupted", home=home.path, session_key="s1", started_at=now - 400, attempts=0, attempt=1,
+                   stopped_by="shutdown", dispatched=True)
+    turn = scan_one(home)
+    assert turn.cause == StopCause.TRAY_QUIT and turn.cause_fact.startswith("its journal: the tray quit while "
+                                                                            "attempt 1 ran, at ")
+    assert turn.interrupted_at is not None and abs(turn.interrupted_at - now) < 5 and turn.moment[0] == "interrupted"
+    out = cli(tmp_path, "status", "--home", str(home.path))
+    assert "    why it stopped: the tray quit while it ran (its journal: " in out.stdout
+    # the user's own Stop is not a quit, and a quit before this run began is not this run's
+    assert journal.stop_facts(home.path, "s1", now + 60, 0) == (None, None)
+
+
 def test_a_running_turn_has_no_cause(tmp_path):
     home = one_marker(tmp_path, writer={"writer_pid": os.getpid(), "writer_start_time": psutil.Process().create_time()})
     turn = scan_one(home)
@@ -257,7 +277,8 @@ def test_no_cause_is_printed_without_its_fact(tmp_path):
     now = time.time()
     for cause, facts in ((StopCause.SHUTDOWN, {"entry": {"interrupted_by": "shutdown"}}),
                          (StopCause.RESTARTED, {"entry": {"writer_start_time": 1000.0}, "boot_time": now - 50}),
-                         (StopCause.CONTINUATION_CRASHED, {"crashed": {"attempt": 2, "created_at": now}})):
+                         (StopCause.CONTINUATION_CRASHED, {"crashed": {"attempt": 2, "created_at": now}}),
+                         (StopCause.TRAY_QUIT, {"crashed": {"event": "interrupted", "attempt": 2, "created_at": now}})):
         got, fact = stop_cause(Marker.read(facts.get("entry", {})), now=now, boot_time=facts.get("boot_time"),
                                crashed=facts.get("crashed"))
         assert got == cause and fact
