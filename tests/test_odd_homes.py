@@ -309,7 +309,8 @@ def test_the_helper_on_a_terminal_keeps_watching_the_good_home(odd, tmp_path):
         _new_turn(good, "s-new", "Second turn")
         text = term.wait_for("Second turn", 30)
         line = next(ln for ln in text.splitlines() if "Second turn" in ln)
-        assert line.startswith("hermes-tray helper: interrupted turn") and "actionable" in line
+        assert line.startswith("hermes-tray helper: waiting for you: Second turn, started ") and \
+            line.endswith("To resume it: hermes-tray resume s-new"), line  # the tray's words, not the engine's
         assert "Traceback" not in text and "carry on" not in text  # show_prompts never needed for a title
     finally:
         term.close()
@@ -348,4 +349,4 @@ def test_the_helper_without_a_terminal_prints_no_turn_lines(odd, tmp_path):
         proc.terminate()
         proc.wait(timeout=20)
     text = out.read_text()
-    assert "watching" not in text and "interrupted turn" not in text and "Good turn" not in text, text
+    assert "watching" not in text and "waiting for you" not in text and "Good turn" not in text, text

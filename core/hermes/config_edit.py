@@ -420,7 +420,7 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
         except _ChangedUnderUs:
             continue
         except OSError as exc:  # the temp file's name and the errno stay in the log, not in the words
-            logger.warning("cannot write %s: %s", path, exc)
+            logger.info("cannot write %s: %s", path, exc)
             raise BackendConfigError(f"{path} cannot be written ({os_error_text(exc)}); left unchanged") from exc
         sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
         return after

@@ -44,22 +44,25 @@ _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 class ProgressStep(NamedTuple):
-    """One thing the turn did: a tool call (``tool``: its name) or text it wrote (``paragraphs``)."""
+    """One thing the turn did: a tool call (``tool``: its name; ``running``: Hermes saved the call and no result,
+    so the tool was still running when the turn stopped) or text it wrote (``paragraphs``)."""
 
     kind: StepKind
     tool: str | None = None
     paragraphs: int = 0
+    running: bool = False
 
     def phrase(self) -> str:
-        """In the user's words: "ran `pytest` (tool)", "wrote 3 paragraphs"."""
+        """In the user's words: "ran pytest", "was running terminal when it stopped", "wrote 3 paragraphs"."""
         if self.kind == StepKind.TOOL:
-            return f"ran `{self.tool}` (tool)" if self.tool else "ran a tool"
+            what = self.tool or "a tool"
+            return f"was running {what} when it stopped" if self.running else f"ran {what}"
         n = self.paragraphs
         return f"wrote {n} paragraph{'' if n == 1 else 's'}"
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == StepKind.TOOL:
-            return {"kind": str(self.kind), "tool": self.tool}
+            return {"kind": str(self.kind), "tool": self.tool, "running": self.running}
         return {"kind": str(self.kind), "paragraphs": self.paragraphs}
 
 
@@ -109,8 +112,6 @@ class TurnProgress(NamedTuple):
             return "Hermes kept nothing of this turn's progress"
         parts = [_count(self.messages, "message"), _count(self.tool_calls, "tool call")]
         text = ", ".join(parts)
-        if self.ran_for_s is not None:
-            text += f" in at least {_duration(self.ran_for_s)}"
         if self.recent:
             text += "; then " + ", ".join(s.phrase() for s in self.recent)
         if excerpts and self.last_excerpt:
@@ -120,15 +121,6 @@ class TurnProgress(NamedTuple):
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _duration(seconds: float) -> str:
-    s = int(max(0.0, seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,14 +196,20 @@ def _paragraphs(text: str) -> int:
 
 
 def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object, object, int]],
-              started_at: float) -> TurnProgress:
+              started_at: float, answered: int | None = None) -> TurnProgress:
     """The record from a turn's totals (rows, tool calls, the last row's time; None: nothing recorded) and its
-    last assistant rows, oldest first: (content, tool_calls, how many calls). Read from the end: only the last
-    few steps are looked at, and only the last call is parsed."""
+    last assistant rows, oldest first: (content, tool_calls, how many calls). ``answered``: how many tool results
+    Hermes saved after the last of those rows (None: not known). Hermes saves each result as its tool ends, in the
+    calls' order: the first call without one was still running when the turn stopped, and the calls after it are
+    left out (they may never have started). Read from the end: only the last few steps are looked at, and only the
+    last call is parsed."""
     if totals is None or totals[0] <= 0:
         return TurnProgress()
     steps: list[ProgressStep] = []  # newest first
     excerpt = ""
+    unfinished = 0
+    if tail and answered is not None:
+        unfinished = max(0, tail[-1][2] - answered)
     for content, raw_calls, ncalls in reversed(tail):
         if len(steps) >= RECENT_STEPS:
             break
@@ -219,7 +217,12 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
             if not excerpt:  # the last thing it did: parsed, for its arguments' first line
                 calls = _calls(raw_calls)
                 excerpt = _call_excerpt(calls[-1]) if calls else ""
-            steps.extend(ProgressStep(StepKind.TOOL, tool=n) for n in reversed(_names(raw_calls)))
+            names = _names(raw_calls)
+            if unfinished:  # the first call without a result was running; the ones after it may not have started
+                names = names[:len(names) - unfinished + 1]
+            steps.extend(ProgressStep(StepKind.TOOL, tool=n, running=bool(unfinished) and i == 0)
+                         for i, n in enumerate(reversed(names)))
+            unfinished = 0
         text = content if isinstance(content, str) else ""
         if text.strip():
             steps.append(ProgressStep(StepKind.TEXT, paragraphs=_paragraphs(text)))
@@ -254,10 +257,11 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
         return {}
     live = " AND active = 1" if "active" in columns else ""
     values = f"role IN ('assistant', 'tool'){live}, role = 'assistant'{live}, {_CALLS}"
-    # per turn: [rows, tool calls, the last row's time, the ids of its last assistant rows with their calls]
+    # per turn: [rows, tool calls, the last row's time, the ids of its last assistant rows with their calls,
+    #            the ids of its tool results]
     seen: dict[str, list[Any]] = {}
     for sid, since in wanted:
-        acc: list[Any] = [0, 0, 0.0, []]
+        acc: list[Any] = [0, 0, 0.0, [], []]
         for rid, ts, mine, said, n in session_rows(conn, sid, since, values):
             if not mine:
                 continue
@@ -267,14 +271,23 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
             if said:
                 acc[1] += n
                 acc[3] = sorted([*acc[3], (rid, n)])[-RECENT_STEPS:]  # the last few (rows come in time order)
+            else:
+                acc[4].append(rid)
         if acc[0]:
             seen[sid] = acc
     texts = _texts(conn, [rid for acc in seen.values() for rid, _n in acc[3]])
     out: dict[str, TurnProgress] = {}
     for key, started in wanted:
         got = seen.get(key)
-        out[key] = (summarise((got[0], got[1], got[2]), [(*texts.get(rid, (None, None)), n) for rid, n in got[3]],
-                              started) if got is not None else TurnProgress())
+        if got is None:
+            out[key] = TurnProgress()
+            continue
+        # the tool results Hermes saved after its last assistant row (each as its tool ended): fewer than that
+        # row's calls, and the rest were still running when the turn stopped
+        last = got[3][-1][0] if got[3] else None
+        answered = sum(1 for rid in got[4] if rid > last) if last is not None else None
+        out[key] = summarise((got[0], got[1], got[2]), [(*texts.get(rid, (None, None)), n) for rid, n in got[3]],
+                             started, answered)
     return out
 
 

@@ -53,6 +53,7 @@ class HomeState:
         self._lcols: set[str] = set()
         self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
         self._generations: dict[str, int] = {}  # sessions.conversation_generation, where the schema has it
+        self._derived: set[str] = set()  # sessions whose title Hermes derived from the prompt (title_source)
         self._leases: dict[str, dict[str, object]] = {}
         self._roots: dict[str, str] = {}
         self._compressed: set[str] = set()  # sessions compression closed: their turn went on elsewhere
@@ -112,7 +113,7 @@ class HomeState:
         keys = list(keys)
         try:
             wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id", "end_reason",
-                                             "conversation_generation") if c in self._scols]
+                                             "conversation_generation", "title_source") if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
@@ -126,6 +127,8 @@ class HomeState:
                         gen = v.get("conversation_generation")
                         if isinstance(gen, int) and not isinstance(gen, bool):
                             self._generations[str(v["id"])] = gen
+                        if v.get("title_source") == "derived":
+                            self._derived.add(str(v["id"]))
         except db_errors() as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
@@ -176,6 +179,11 @@ class HomeState:
     def generation(self, key: str) -> int | None:
         """The session's ``conversation_generation`` (a chat clear raises it), or None where not kept."""
         return self._generations.get(key)
+
+    def title_from_prompt(self, key: str) -> bool:
+        """Is the session's title the prompt's own words? Hermes 0.22 titles a session from its prompt at once
+        (``title_source = 'derived'``) until a model or the user names it: hidden wherever the prompt is."""
+        return key in self._derived
 
     def lease(self, key: str) -> tuple[str, str]:
         """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""

@@ -305,7 +305,8 @@ class DecisionJournal:
                     cache.snoozes[tid] = until
             elif name == "stopped":
                 cache.stops[tid] = ev
-            elif name == "failed" and ev.get("outcome") == "crashed":
+            elif (name == "failed" and ev.get("outcome") == "crashed") or (
+                    name == "interrupted" and ev.get("stopped_by") == "shutdown"):  # a run of ours that ended mid-turn
                 cache.crashes.setdefault((str(ev.get("home")), str(ev.get("session_key"))), []).append(ev)
             if (name == "interrupted" and ev.get("stopped_by") == "you") or name == "gave-up":
                 cache.stopped.setdefault(tid, []).append((_attempts_key(ev.get("attempts")), str(name)))
@@ -406,18 +407,23 @@ class DecisionJournal:
     def stop_facts(self, home: Path | str, session_key: str, started_at: float | int | None,
                    attempts: object) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
         """What the journal knows of how this run of a turn stopped: ``(stopped, crashed)`` — the latest
-        ``stopped`` a witness recorded for it, and the ``failed`` (``outcome: crashed``) of the tray's own
-        continuation that left it (attempt ``attempts`` of the session, journalled after the run began: a
-        continuation's marker counts its attempt and is written when it starts). Each None when there is none."""
+        ``stopped`` a witness recorded for it, and the end of the tray's own continuation that left it mid-turn:
+        a ``failed`` (``outcome: crashed``) of attempt ``attempts``, or an ``interrupted`` the tray's quit caused
+        (``stopped_by: shutdown``; the quit gives the attempt back, so the marker counts either), journalled after
+        the run began (a continuation's marker counts its attempt and is written when it starts). Each None when
+        there is none."""
         cache = self._load()
         if started_at is None or (not cache.stops and not cache.crashes):
             return None, None
         stopped = cache.stops.get(decision_turn_id(home, session_key, started_at)) if cache.stops else None
         crashed = None
         want = _attempts_key(attempts)
-        for ev in cache.crashes.get((home_path(home), session_key), ()) if want else ():
+        for ev in cache.crashes.get((home_path(home), session_key), ()) if want is not None else ():
             at = json_number(ev.get("created_at"))
-            if _attempts_key(ev.get("attempt")) == want and at is not None and at >= float(started_at) - CRASH_SLACK:
+            counts = {_attempts_key(ev.get("attempt"))}
+            if ev.get("event") == "interrupted":
+                counts.add(_attempts_key(ev.get("attempts")))
+            if want in counts and at is not None and at >= float(started_at) - CRASH_SLACK:
                 crashed = ev
         return stopped, crashed
 

@@ -388,7 +388,8 @@ class TrayApp(QObject):
         if dlg is None:
             dlg = HistoryWindow(lambda: self.engine.history(500), title_for=self._title_for,
                                 pending=lambda h, k: self._pending_key(h, k) is not None,
-                                hermes_titles=self.engine.session_titles, watch=self.engine.history_file())
+                                hermes_titles=lambda turns: self.engine.session_titles(turns, prompts=self._prompts()),
+                                watch=self.engine.history_file())
             dlg.resume_requested.connect(self._resume_from_history)
             dlg.page_requested.connect(lambda home, session, title: self.show_turn_page(
                 home=home, session_key=session, title=title, origin="history"))
@@ -405,6 +406,10 @@ class TrayApp(QObject):
         if key is None or self.controller is None:
             return None
         return key if any(item.key == key for item in self.controller.state.pending) else None
+
+    def _prompts(self) -> bool:
+        """The ``show_prompts`` setting, as the views last rendered it."""
+        return self.controller is None or bool(self.controller.state.show_prompts)
 
     def _title_for(self, home: str, session_key: str) -> str | None:
         from hermes_tray.format import repeats

@@ -376,7 +376,7 @@ class PromptWindow(QDialog):
             lines.append(f"“{elide(t.excerpt, 110)}”")
         elif not self._state.show_prompts:
             lines.append(words.PROMPT_HIDDEN)
-        meta = [f"Interrupted {t.when}"]
+        meta = [t.when.capitalize()]  # "Interrupted 3 s ago" only when that moment is known
         if t.attempts:
             meta.append(f"{words.tries(t.attempts)} so far")
         if t.reminder is not None:

@@ -202,6 +202,8 @@ class TurnModel:
         self._snoozes: dict[Key, tuple[tuple[object, ...], float]] = {}  # waiting turns snoozed: until (wall clock)
         self._reminding: set[tuple[object, ...]] = set()  # reminders shown: journalled as asked once delivered
         self._lapsed: dict[Key, tuple[object, ...]] = {}  # snoozes that ended after their turn stopped waiting
+        # what auto mode did about each listed turn: "resumed", or "declined" (asked or answered before)
+        self._auto: dict[Key, tuple[tuple[object, ...], str]] = {}
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
@@ -258,6 +260,9 @@ class TurnModel:
         review = self.ask.review(pending, self.settings.mode,
                                  others=[r for k, r in self.records.items() if k not in pending])
         self._track_snoozes(review.snoozed, review.lapsed, pending)
+        self._auto = {k: v for k, v in self._auto.items() if k in self.records}
+        for keys, what in ((review.resume, "resumed"), (review.declined, "declined")):
+            self._auto.update((k, (ident(self.records[k]), what)) for k in keys if k in self.records)
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
@@ -394,12 +399,37 @@ class TurnModel:
         )
 
     def _rename(self) -> None:
-        """Name the listed turns so that no two read alike (once per scan and show_prompts setting)."""
+        """Name the listed turns so that no two read alike (once per scan and show_prompts setting). A turn told
+        apart from another keeps that name while it is listed, also once the other has gone: alone, its plain
+        name could end right before the part that told it apart."""
         show = bool(self.settings.show_prompts)
-        if self._named[0] is not self.records or self._named[1] != show:
-            self._named = (self.records, show)
-            self._names = dict(zip(self.records, turn_names(list(self.records.values()), show_prompts=show),
-                                   strict=True))
+        before, shown = self._named
+        if before is self.records and shown == show:
+            return
+        was = self._names if shown == show and before is not None else {}
+        self._named = (self.records, show)
+        names = dict(zip(self.records, turn_names(list(self.records.values()), show_prompts=show), strict=True))
+        used = set(names.values())
+        for key, name in names.items():
+            old = was.get(key)
+            if old is None or old == name or old in used or before is None or key not in before \
+                    or ident(before[key]) != ident(self.records[key]):
+                continue
+            if name == turn_names([self.records[key]], show_prompts=show)[0]:  # alone now, plainly named
+                used.discard(name)
+                used.add(old)
+                names[key] = old
+        self._names = names
+
+    def auto_choice(self, rec: TurnRecord) -> str | None:
+        """What auto mode did about this interruption of the turn: "resumed", "declined" (it was asked about or
+        answered before), or None (not in auto mode, or not yet)."""
+        found = self._auto.get(key_of(rec))
+        return found[1] if found is not None and found[0] == ident(rec) else None
+
+    def reminder_of(self, rec: TurnRecord) -> float | None:
+        """When a snoozed waiting turn is announced again (wall clock), None when it is not snoozed."""
+        return self._reminder(key_of(rec), rec, self.ask.wall_clock())
 
     def label(self, rec: TurnRecord) -> str:
         """What the user calls this turn: the name it is listed under."""

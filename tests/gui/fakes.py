@@ -127,7 +127,7 @@ class FakeEngine:
     def history_file(self):
         return decisions.default_journal().path
 
-    def session_titles(self, turns):
+    def session_titles(self, turns, *, prompts=True):
         return {}
 
     def settings(self):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import time
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QWidget
 
@@ -17,7 +19,8 @@ def _window(qtbot) -> PromptWindow:
 
 def _turns(rec, show=True):
     return (
-        turn_item(rec("s1", title="Fix the flaky test", attempts=1, profile="work"), show_prompts=show),
+        turn_item(rec("s1", title="Fix the flaky test", attempts=1, profile="work", interrupted_at=time.time() - 300),
+                  show_prompts=show),
         turn_item(rec("s2", title="Write the release notes", prompt_excerpt="draft notes for 2.1"), show_prompts=show),
     )
 
@@ -36,6 +39,7 @@ def test_shows_turns_with_title_excerpt_when_attempts_and_profile(qtbot, rec) ->
     assert "Fix the flaky test" in first
     assert "“make test_upload stop timing out on CI”" in first
     assert "Interrupted 5 min ago · 1 try so far · work profile" in first
+    assert "Started 5 min ago" in w.list.item(1).text()  # when it was interrupted is not known: never "Interrupted"
     assert w.resume_button.isDefault()
 
 
