@@ -243,7 +243,7 @@ def test_hermes_commits_while_status_reads_a_long_turn(tmp_path, monkeypatch):
     p = scan_one(home).progress
     writer.close()
     assert p is not None and (p.messages, p.tool_calls) == (rows, rows // 2 + len(range(0, rows, 6)))
-    assert [s.phrase() for s in p.recent] == ["ran `terminal` (tool)"] * 3
+    assert [s.phrase() for s in p.recent] == ["ran terminal"] * 2 + ["was running terminal when it stopped"]
     assert all(commits), commits
     assert len(commits) >= 4, f"{len(commits)} reads"
 
