@@ -33,11 +33,11 @@ _FACE = {
     "AskOnce": "deciding.ask_once", "record_notified": "deciding.ask_once", "snoozed_until": "deciding.ask_once",
     "turn_key": "deciding.ask_once", "waiting": "deciding.ask_once",
     # what a turn did and why it stopped; remind me later
-    "TurnProgress": "hermes.progress", "cause_words": "deciding.causes", "ExitWitness": "deciding.witness",
+    "TurnProgress": "hermes.progress", "ProgressStep": "hermes.progress", "cause_words": "deciding.causes", "ExitWitness": "deciding.witness",
     "remind_at": "deciding.snooze", "snooze_turn": "deciding.snooze",
     # resuming and skipping
     "resume_turn": "continuing.resume", "ResumeResult": "continuing.resume",
-    "skip_turn": "continuing.skip", "SkipResult": "continuing.skip",
+    "skip_turn": "continuing.skip", "SkipResult": "continuing.skip", "write_problem": "continuing.writable",
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
     "Listener": "continuing.listener", "Callbacks": "continuing.listener",
     "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
@@ -78,7 +78,7 @@ _FACE = {
     # the shared vocabulary
     "Verdict": "vocab", "WriterState": "vocab", "ReasonCode": "vocab", "Outcome": "vocab", "Mode": "vocab",
     "TurnSource": "vocab", "Refusal": "vocab", "SkipOutcome": "vocab", "RanIn": "vocab", "StopCause": "vocab",
-    "StepKind": "vocab", "StopReason": "vocab", "Event": "vocab",
+    "StepKind": "vocab", "StopReason": "vocab", "Event": "vocab", "Moment": "vocab",
     "InvalidIdError": "keys", "validate_session_id": "keys", "strict_finite": "numbers",
     "TrayError": "errors",
     "json_int": "numbers", "json_number": "numbers",
@@ -91,8 +91,8 @@ __all__ = [
     "__version__", "discover_homes", "Home", "look_at_homes", "HomeAccess", "is_hermes_home",
     "Scanner", "scan", "default_cache_file", "TurnRecord",
     "HomeReport", "ScanResult", "decide", "decide_webui", "Decision", "Seen", "age_text", "restate_age", "judge",
-    "Facts", "AskOnce", "record_notified", "snoozed_until", "turn_key", "waiting", "TurnProgress", "cause_words", "ExitWitness", "remind_at",
-    "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult",
+    "Facts", "AskOnce", "record_notified", "snoozed_until", "turn_key", "waiting", "TurnProgress", "ProgressStep", "cause_words", "ExitWitness", "remind_at",
+    "snooze_turn", "resume_turn", "ResumeResult", "skip_turn", "SkipResult", "write_problem",
     "Progress", "GatewayOptions", "Listener", "Callbacks", "StopRequest", "settle_orphaned_runs", "find_hermes",
     "probe_capabilities", "HermesNotFound",
     "HermesSettingsError", "MarkerStore", "MarkerStoreError", "record_turn_start", "clear_turn_marker",
@@ -107,7 +107,7 @@ __all__ = [
     "ensure_private_dir", "atomic_write_bytes", "os_error_text", "open_private_lockfile", "try_lock_fd", "unlock_fd",
     "open_private_append", "process_liveness", "own_identity", "own_pidns", "child_environment", "Verdict",
     "WriterState", "ReasonCode", "Outcome", "Mode", "TurnSource", "Refusal", "SkipOutcome", "RanIn",
-    "StopCause", "StepKind", "StopReason", "Event", "InvalidIdError", "validate_session_id", "strict_finite",
+    "StopCause", "StepKind", "StopReason", "Event", "Moment", "InvalidIdError", "validate_session_id", "strict_finite",
     "TrayError",
     "json_int", "json_number",
     "Turn", "TurnId", "TurnKey", "Marker", "HomePath", "home_path",
@@ -129,6 +129,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.continuing.results import StopRequest
     from hermes_tray_core.continuing.resume import ResumeResult, resume_turn
     from hermes_tray_core.continuing.skip import SkipResult, skip_turn
+    from hermes_tray_core.continuing.writable import write_problem
     from hermes_tray_core.deciding.ask_once import AskOnce, record_notified, snoozed_until, turn_key, waiting
     from hermes_tray_core.deciding.causes import cause_words
     from hermes_tray_core.deciding.policy import (
@@ -152,7 +153,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT, continuation_note, is_continuation_note
     from hermes_tray_core.hermes.paths import is_hermes_home
     from hermes_tray_core.hermes.processes import HermesProcesses
-    from hermes_tray_core.hermes.progress import TurnProgress
+    from hermes_tray_core.hermes.progress import ProgressStep, TurnProgress
     from hermes_tray_core.hermes.reach import Access as HomeAccess
     from hermes_tray_core.hermes.reach import look as look_at_homes
     from hermes_tray_core.hermes.state_db import parse_holder
@@ -207,6 +208,7 @@ if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the 
     from hermes_tray_core.vocab import (
         Event,
         Mode,
+        Moment,
         Outcome,
         RanIn,
         ReasonCode,

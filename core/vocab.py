@@ -10,7 +10,7 @@ import sys
 
 __all__ = ["StrEnum", "Verdict", "WriterState", "ProcessKind", "ReasonCode", "Outcome", "Mode", "NotContinued",
            "Finish", "Refusal", "SkipOutcome", "RanIn", "ContinuedBy", "TurnSource", "StopCause", "StepKind",
-           "StopReason", "Event"]
+           "StopReason", "Event", "Moment"]
 
 if sys.version_info >= (3, 11):
     from enum import StrEnum
@@ -213,10 +213,20 @@ class StopCause(StrEnum):
     (:mod:`hermes_tray_core.deciding.causes`)."""
 
     SHUTDOWN = "shutdown"  # Hermes recorded that it was shut down (``interrupted_by: "shutdown"``: an update, a quit)
-    OUT_OF_MEMORY = "out-of-memory"  # the kernel's OOM-kill counter moved as the watched writer died
+    OUT_OF_MEMORY = "out-of-memory"  # the kernel said it killed that very process (its log, its memory group)
     RESTARTED = "restarted"  # the computer started again after the turn's Hermes process did
     CONTINUATION_CRASHED = "continuation-crashed"  # the tray's journal: its own continuation of it exited mid-turn
+    TRAY_QUIT = "tray-quit"  # the tray's journal: it quit while its continuation of the turn ran
     UNKNOWN = "unknown"
+
+
+class Moment(StrEnum):
+    """Which moment of a turn its age counts from, as a fact allows (``TurnRecord.moment``): a turn is said to be
+    "interrupted N ago" only when the moment it was interrupted is known."""
+
+    INTERRUPTED = "interrupted"  # Hermes' own ``interrupted_at``, or the end of its process as the tray saw it
+    LAST_SAVED = "last-saved"  # the last thing Hermes saved of it (``state.db``): interrupted after that
+    STARTED = "started"  # only when it started is known
 
 
 class StepKind(StrEnum):

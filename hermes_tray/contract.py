@@ -144,7 +144,9 @@ class Engine(Protocol):
     def history_files(self) -> list[Path]:
         """The files :meth:`history` reads (History watches them)."""
         ...
-    def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
+    def session_titles(self, turns: Sequence[tuple[str, str]], *,
+                       prompts: bool = True) -> dict[tuple[str, str], str]:  # blocking
+        """Hermes' titles of these (home, session key) turns; ``prompts`` False leaves out those made of the prompt."""
         ...
     def settings(self) -> TraySettings: ...
     def update_settings(self, changes: dict[str, Any]) -> TraySettings:  # blocking

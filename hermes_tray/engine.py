@@ -125,7 +125,8 @@ class CoreEngine:
         return list(out.items())
 
     def writer_exited(self, pid: int) -> None:
-        """A watched writer exited: was the out-of-memory killer at work? (journalled for its turns)"""
+        """A watched writer exited: the moment its turns were interrupted, and whether the kernel ended it for lack
+        of memory (journalled for its turns)."""
         self._witness.exited(pid)
 
     # --- actions (blocking: the controller's write worker, or a resume's own thread) --------------
@@ -235,10 +236,11 @@ class CoreEngine:
         path = ledger().path
         return [path, path.with_name(path.name + "-wal")]
 
-    def session_titles(self, turns: Sequence[tuple[str, str]]) -> dict[tuple[str, str], str]:  # blocking
+    def session_titles(self, turns: Sequence[tuple[str, str]], *,
+                       prompts: bool = True) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' own titles (``state.db``, read-only) of these ``(home, session key)`` turns — History's
-        rows for turns whose marker is gone. A session without a title, or a home whose ``state.db``
-        cannot be read, is simply left out."""
+        rows for turns whose marker is gone. A session without a title, one whose title Hermes made of the prompt
+        while ``prompts`` are hidden, or a home whose ``state.db`` cannot be read, is simply left out."""
         from hermes_tray_core import HomeState
 
         by_home: dict[str, list[str]] = {}
@@ -252,7 +254,7 @@ class CoreEngine:
                 state.prefetch(keys)
                 for key in keys:
                     info, _problem = state.session(key)
-                    if info and info[0]:
+                    if info and info[0] and (prompts or not state.title_from_prompt(key)):
                         out[(home, key)] = safe_text(info[0])
             finally:
                 state.close()

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core import Outcome, ReasonCode, Verdict, json_int, json_number
+from hermes_tray_core import Moment, Outcome, ReasonCode, Verdict, age_text, json_int, json_number
 
 if TYPE_CHECKING:
     from hermes_tray_core import StopCause, TurnProgress
@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 __all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "cause_line",
            "ending", "error_text", "event_detail", "event_text", "held", "progress_line", "progress_lines",
            "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries",
-           "turn_title", "untitled_label", "value_text", "via_text"]
+           "turn_title", "untitled_label", "value_text", "via_text", "when_text"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
 ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
@@ -70,19 +70,34 @@ def count(n: int, one: str, many: str | None = None) -> str:
     return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
-def untitled_label(profile: str, started_at: float | None, excerpt: str = "") -> str:
-    """What identifies an untitled session to a person: its prompt's first words, else its profile and the
-    time it started. The session id is on demand (tooltips, Details, Copy session ID)."""
+def untitled_label(profile: str, started_at: float | None, excerpt: str = "", *, fmt: str | None = None) -> str:
+    """What names a turn whose title is not shown (none, or the prompt's own words while prompts are hidden): its
+    prompt's first words (``excerpt``: only where prompts are shown), else its profile and the time it started —
+    never the user's words; ``fmt``: how the time is written (default: the minute, and the day if not today). The
+    session id is on demand (tooltips, Details, Copy session ID)."""
     words = " ".join(excerpt.split()[:6])
     if words:
         more = len(words) < len(" ".join(excerpt.split()))
         return f"“{words}{'…' if more else ''}”"
-    when = ""
-    if isinstance(started_at, (int, float)) and started_at > 0:
-        fmt = "%H:%M" if time.time() - started_at < 86_400 else "%d %b %H:%M"
-        when = f", started {time.strftime(fmt, time.localtime(started_at))}"
     where = "" if not profile or profile == "default" else f" in {profile}"
-    return f"Untitled session{where}{when}"
+    if isinstance(started_at, (int, float)) and 0 < started_at < 2**37:
+        fmt = fmt or ("%H:%M" if time.time() - started_at < 86_400 else "%d %b %H:%M")
+        return f"Turn{where}{',' if where else ''} started {time.strftime(fmt, time.localtime(started_at))}"
+    return f"Turn{where}" if where else "A turn"
+
+
+WHEN_LEAD: dict[str, str] = {Moment.INTERRUPTED: "interrupted", Moment.LAST_SAVED: "last saved",
+                             Moment.STARTED: "started"}
+
+
+def when_text(moment: str, at: float | None, now: float | None = None) -> str:
+    """How long ago, said of what is known (``TurnRecord.moment``): "interrupted 3 s ago" only when the moment it
+    was interrupted is known, "last saved 2 min ago" when only the last thing Hermes saved of it is, else "started
+    41 min ago"."""
+    lead = WHEN_LEAD.get(moment, "started")
+    if at is None:
+        return f"{lead} at an unknown time"
+    return f"{lead} {age_text((time.time() if now is None else now) - at)}"
 
 
 # -- turns the tray leaves alone ------------------------------------------------------------------------------
@@ -258,6 +273,7 @@ WAITING_WHAT = "Interrupted"  # a waiting turn's note: "Interrupted: <its name>"
 REMINDER_WHAT = "Reminder"  # the one note when a snooze ends: "Reminder: <its name>"
 WAITING_ASK = "Resume it, skip it, or turn auto-continue off."
 REMINDER_LEAD = "You asked to be reminded of it."
+AUTO_ASKED_BEFORE = "You were asked about it before, or it was answered. Resume it by hand:"
 FAILED_AGAIN_TITLE = "Hermes turn failed again"
 OUT_OF_DATE = "That notification is out of date. Nothing was done."
 CHANGED_SINCE = "changed since the notification. Nothing was done."
@@ -287,23 +303,17 @@ def _n(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-def _took(seconds: float | None) -> str:
-    if seconds is None:
-        return ""
-    s = int(max(0.0, seconds))
-    took = f"{s} s" if s < 60 else f"{s // 60} min" if s < 3600 else f"{s // 3600} h {s % 3600 // 60} min"
-    return f" in at least {took}"
-
-
 def progress_line(progress: TurnProgress | None, *, excerpts: bool = True) -> str:
-    """One line (a notification, a tooltip): how far the turn got, and (``excerpts``) the last thing it said or
-    did. "" when it cannot be read: never a guess."""
+    """One line (a notification, a tooltip): how far the turn got, the tool it was running when it stopped, and
+    (``excerpts``) the last thing it said or did. "" when it cannot be read: never a guess."""
     if progress is None:
         return ""
     if not progress.kept:
         return KEPT_NOTHING
     line = f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}"
-    line += _took(progress.ran_for_s)
+    running = [step.phrase() for step in progress.recent if step.running]
+    if running:
+        line += "; " + running[-1]
     return line + (f" — last: {progress.last_excerpt}" if excerpts and progress.last_excerpt else "")
 
 
@@ -314,8 +324,7 @@ def progress_lines(progress: TurnProgress | None, *, excerpts: bool = True) -> t
         return ()
     if not progress.kept:
         return (KEPT_NOTHING,)
-    lines = [f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}"
-             f"{_took(progress.ran_for_s)}."]
+    lines = [f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}."]
     if progress.recent:
         lines.append("Last steps: " + ", ".join(step.phrase() for step in progress.recent) + ".")
     if excerpts and progress.last_excerpt:
@@ -344,7 +353,8 @@ def reminder_text(until: float, now: float) -> str:
 #: event → what it was (the journal's own name stays in ``--json``)
 EVENT_TEXT = {
     "detected": "Seen", "notified": "You were told", "approved": "You chose Resume", "dispatched": "Sent to Hermes",
-    "continuing": "Hermes continues it", "completed": "Finished", "interrupted": "Stopped", "failed": "Failed",
+    "continuing": "Hermes continues it", "completed": "Finished", "interrupted": "Interrupted again",
+    "failed": "Failed",
     "gave-up": "Gave up", "refused": "Not resumed", "skipped": "Skipped", "cleared": "Cleared by Hermes",
     "config-changed": "Settings changed", "snoozed": "Remind me later", "stopped": "Hermes stopped",
     "detached": "Left to Hermes",
@@ -360,11 +370,19 @@ def _field(entry: Any, name: str, default: Any = "") -> Any:
     return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
 
 
+#: who or what ended a continuation (an ``interrupted`` event's ``stopped_by``): only the user's own Stop is "Stopped"
+STOPPED_BY = {"you": "Stopped by you", "hermes": "Interrupted again in Hermes", "shutdown": "Left waiting: the tray quit"}
+
+
 def event_text(entry: Any) -> str:
     """What one event was, in words (an event of a newer journal: its own name)."""
     name = str(_field(entry, "event", ""))
     if name == "refused" and _field(entry, "action", "") == "skip":
         return "Not skipped"
+    if name == "interrupted":
+        return STOPPED_BY.get(str(_field(entry, "stopped_by", "")), EVENT_TEXT[name])
+    if name == "approved" and str(_field(entry, "via", "")).removeprefix("tray-") == "auto":
+        return "Resumed automatically"
     return EVENT_TEXT.get(name, name)
 
 
@@ -424,6 +442,8 @@ def catalogue() -> Iterator[tuple[str, str]]:
     yield from (("MODE_LINES", v) for v in MODE_LINES.values())
     yield from ((f"EVENT_TEXT {k}", v) for k, v in EVENT_TEXT.items())
     yield from ((f"VIA_TEXT {k}", v) for k, v in VIA_TEXT.items())
+    yield from ((f"STOPPED_BY {k}", v) for k, v in STOPPED_BY.items())
+    yield from ((f"when {m}", when_text(m, time.time() - 75)) for m in Moment)
     for code, (why, can) in [*REFUSALS.items(), *NOT_ACTIONABLE.items()]:
         yield f"refusal {code}", why
         yield f"refusal {code} (to do)", can
@@ -447,8 +467,13 @@ def catalogue() -> Iterator[tuple[str, str]]:
 
     for cause in StopCause:
         yield f"cause {cause}", cause_line(cause, "" if cause == StopCause.UNKNOWN else "the turn started at 14:02")
+    from hermes_tray_core import ProgressStep, StepKind
+
     steps = TurnProgress(messages=4, tool_calls=2, ran_for_s=75.0, last_excerpt="read_file: notes.txt")
-    for p in (TurnProgress(), steps):
+    running = TurnProgress(messages=3, tool_calls=2, ran_for_s=75.0, recent=(
+        ProgressStep(StepKind.TOOL, tool="read_file"), ProgressStep(StepKind.TEXT, paragraphs=2),
+        ProgressStep(StepKind.TOOL, tool="terminal", running=True)))
+    for p in (TurnProgress(), steps, running):
         yield "progress", progress_line(p, excerpts=False)
         yield from (("progress (details)", line) for line in progress_lines(p, excerpts=False))
     yield "reminder", reminder_text(time.time() + 3600, time.time())

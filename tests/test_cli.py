@@ -15,8 +15,9 @@ import pytest
 from tests.support.fixture_homes import FixtureHome, env_for, marker_entry, own_writer
 
 REPO = Path(__file__).resolve().parents[1]
-TURN_KEYS = {"home", "profile", "session_key", "title", "prompt_excerpt", "started_at", "age_seconds", "attempts",
-             "writer", "verdict", "reason", "reason_code", "source", "progress", "cause", "cause_fact"}
+TURN_KEYS = {"home", "profile", "session_key", "title", "prompt_excerpt", "started_at", "interrupted_at",
+             "age_seconds", "attempts", "writer", "verdict", "reason", "reason_code", "source", "progress", "cause",
+             "cause_fact", "reminder_at"}
 
 
 def cli(tmp: Path, *args: str, env: dict | None = None, timeout: float = 60) -> subprocess.CompletedProcess:
@@ -77,7 +78,7 @@ def test_status_table_and_problems_are_shown(tmp_path, tree):
     assert proc.returncode == 0
     assert "actionable" in proc.stdout and "Crashed refactor" in proc.stdout
     assert "beyond the 15 min freshness window" in proc.stdout
-    assert "2 turn(s) can be resumed" in proc.stdout
+    assert "2 turns can be resumed" in proc.stdout and "(s)" not in proc.stdout
     root.marker_file.write_text("[]")
     (work.path / "desktop" / "interrupted_turns.json.migrated").write_text("{}")
     proc = cli(tmp_path, "status", env=env)
@@ -87,7 +88,7 @@ def test_status_table_and_problems_are_shown(tmp_path, tree):
 
 
 def test_status_says_ages_in_the_same_words_as_the_tray(tmp_path, tree):
-    """One age formatter everywhere: the table's AGE column reads like the turns window ("4 min ago")."""
+    """One age formatter everywhere: the table's WHEN column reads like the turns window ("started 4 min ago")."""
     from hermes_tray.format import age_text
 
     _root, _work, env = tree

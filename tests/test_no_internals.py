@@ -231,10 +231,10 @@ def test_the_sentences_the_issue_quoted_now_say_what_happened(tmp_path: Path, mo
     assert "give it a value" in _run(["config", "unset", "enabled"])  # Hermes' own keys are set, never unset
 
     _malformed(home)
-    rows = {line.split()[-2] if line.split()[-1] in ("x", "y") else line.split()[-1]: line
-            for line in _run(["status"]).splitlines() if line.startswith(("stale", "not-ours"))}
+    rows = {m.group(1): line for line in _run(["status"]).splitlines()
+            if line.startswith(("stale", "not-ours")) and (m := re.search(r"\s(s-\w+)\s", line))}
     assert set(rows) == {"s-num", "s-str", "s-neg"}, rows
-    assert rows["s-num"].rstrip().endswith("s-num"), rows["s-num"]  # no number as its prompt
+    assert rows["s-num"].split("s-num", 1)[1].strip() == "A turn", rows["s-num"]  # no number as its prompt
     assert "at an unknown time" in rows["s-num"] and "days ago" not in rows["s-num"]
 
     from tests.support import book

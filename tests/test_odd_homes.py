@@ -5,7 +5,8 @@ answers, a FIFO where a file belongs, a marker file over the size limit: each be
 line, while every other home is read as usual — by ``status`` (still valid JSON), by ``config set homes``
 (refused when set), and by the helper, which goes on noticing turns in the good home. Real files, real
 permissions (an unprivileged child: tests.support.unprivileged), a real mount that never answers
-(tests.support.dead_mount: a FUSE file system whose daemon never replies, as a dead network drive).
+(tests.support.dead_mount: a FUSE file system whose daemon never replies, as a dead network drive), and a
+real FUSE drive that answers, then stops answering mid-session (tests.support.stalling_drive: fusepy on libfuse2).
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import sys
 import time
 from pathlib import Path
 
+import psutil
 import pytest
 
 from tests.support import dead_mount as dm
+from tests.support import stalling_drive as sd
 from tests.support.fixture_homes import FixtureHome, env_for, marker_entry
 from tests.support.unprivileged import locked_dir, no_file_privileges, unlock
 
@@ -167,6 +170,78 @@ def test_status_answers_beside_a_drive_that_hangs(odd, tmp_path):
     assert took < 2 * 10 + 20, took  # at most twice the 10 s limit, plus start-up on a loaded machine
 
 
+needs_stalling_drive = pytest.mark.skipif(sd.available() is not None,
+                                          reason=f"no FUSE drive here: {sd.available()}")
+
+
+def test_with_no_process_to_spare_the_look_is_made_in_a_thread(odd, monkeypatch):
+    """A look runs in a child; when none can be started (the user's process limit reached), it runs in a thread
+    rather than not at all: every home still gets its answer."""
+    from hermes_tray_core.hermes import reach
+
+    good, locked, long, _env = odd
+
+    def no_fork() -> int:
+        raise BlockingIOError(11, "Resource temporarily unavailable")
+
+    monkeypatch.setattr(os, "fork", no_fork)
+    monkeypatch.setattr(reach, "_readable", {})
+    found = reach.look([good.path, long], find_profiles=True)
+    assert [r.access for r in found] == [reach.Access.OK, reach.Access.UNREADABLE]
+    assert "too long" in found[1].problem
+
+
+def _read_to_end(proc: subprocess.Popen, timeout: float) -> str:
+    """Everything ``proc`` writes on its standard output, up to the end of it (as ``| jq`` reads it)."""
+    out, end = b"", time.monotonic() + timeout
+    while (left := end - time.monotonic()) > 0:
+        if select.select([proc.stdout], [], [], min(left, 0.5))[0]:
+            chunk = os.read(proc.stdout.fileno(), 65536)
+            if not chunk:
+                return out.decode()
+            out += chunk
+    raise AssertionError(f"its output did not end within {timeout:.0f} s; it had written: {out.decode()[:300]}")
+
+
+@needs_stalling_drive
+def test_status_ends_beside_a_drive_that_stops_answering(odd, tmp_path):
+    """sshfs, rclone or gvfs whose server goes away: the drive has taken the look's request and never answers it,
+    so whatever looks sleeps in the kernel where no signal reaches it. Before, that was a thread of ``status``:
+    its output was complete after 10 s but the process could not end, holding its output open (``| jq`` never
+    ended) until the drive answered. Now the look runs in a child left behind holding nothing of ours."""
+    good, _locked, _long, env = odd
+    far = FixtureHome(tmp_path / "backing" / "hermes")
+    far.add_session("s-far", title="Far turn")
+    far.close()
+    far.write_markers({"s-far": marker_entry("sum the logs", started_at=time.time() - 60)})
+    argv = [sys.executable, "-m", "hermes_tray", "status", "--json", "--home", str(good.path)]
+    with sd.StallingDrive(tmp_path / "backing", tmp_path / "mnt") as drive:
+        home = drive.mount / "hermes"
+        doc = json.loads(cli(env, *argv[3:], "--home", str(home)).stdout)
+        assert [t["session_key"] for t in doc["turns"]] == ["s-good", "s-far"]  # while it answers, it is read
+        drive.stall()
+        t0 = time.monotonic()
+        proc = subprocess.Popen([*argv, "--home", str(home)], cwd=REPO, env=env, stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE)
+        try:
+            out = _read_to_end(proc, 10 + 30)  # the 10 s bound, plus start-up on a loaded machine
+            took = time.monotonic() - t0
+            assert proc.wait(10) == 0, proc.stderr.read()
+        finally:
+            if proc.poll() is None:
+                proc.kill()
+        doc = json.loads(out)  # complete JSON
+        assert [t["session_key"] for t in doc["turns"]] == ["s-good"]
+        (stuck,) = [h for h in doc["homes"] if h["path"] == str(home)]
+        assert stuck["problems"] == [f"{home} did not answer within 10 s (a network drive that is not responding?); "
+                                     "its turns cannot be seen until it answers"]
+        assert took < 10 + 30, took
+        left = [p for p in psutil.process_iter(["cmdline"]) if p.info["cmdline"] == [*argv, "--home", str(home)]]
+    # the look left behind ends once the drive is gone (the connection aborted: its call failed)
+    psutil.wait_procs(left, timeout=20)
+    assert not [p for p in left if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
 # --- the helper -------------------------------------------------------------------------------------------
 
 
@@ -234,7 +309,8 @@ def test_the_helper_on_a_terminal_keeps_watching_the_good_home(odd, tmp_path):
         _new_turn(good, "s-new", "Second turn")
         text = term.wait_for("Second turn", 30)
         line = next(ln for ln in text.splitlines() if "Second turn" in ln)
-        assert line.startswith("hermes-tray helper: interrupted turn") and "actionable" in line
+        assert line.startswith("hermes-tray helper: waiting for you: Second turn, started ") and \
+            line.endswith("To resume it: hermes-tray resume s-new"), line  # the tray's words, not the engine's
         assert "Traceback" not in text and "carry on" not in text  # show_prompts never needed for a title
     finally:
         term.close()
@@ -273,4 +349,4 @@ def test_the_helper_without_a_terminal_prints_no_turn_lines(odd, tmp_path):
         proc.terminate()
         proc.wait(timeout=20)
     text = out.read_text()
-    assert "watching" not in text and "interrupted turn" not in text and "Good turn" not in text, text
+    assert "watching" not in text and "waiting for you" not in text and "Good turn" not in text, text

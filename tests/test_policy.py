@@ -103,7 +103,10 @@ CASES = [
     ("float-string-attempts", marker(attempts="1.0"), {}, "not-ours", "malformed"),
     ("infinite-attempts", marker(attempts=float("inf")), {}, "not-ours", "malformed"),
     ("huge-started-at", marker(started_at=10**400), {}, "not-ours", "malformed"),
-    ("string-started-at", marker(started_at=str(NOW - 60)), {}, "actionable", "interrupted 1 min ago"),
+    # only when it started is known: said of its start, never "interrupted" (Hermes' freshness still counts from it)
+    ("string-started-at", marker(started_at=str(NOW - 60)), {}, "actionable", "started 1 min ago"),
+    ("hermes-interrupted-at", marker(started_at=NOW - 600, interrupted_at=NOW - 60), {}, "actionable",
+     "interrupted 1 min ago"),
     ("negative-interrupted-at", marker(started_at=NOW - 30, interrupted_at=-5), {}, "actionable", "30 s ago"),
     ("malformed-started-at", marker(started_at="yesterday"), {}, "not-ours", "malformed"),
     ("diagnostic-is-still-a-turn", marker(notification_category="diagnostic"), {}, "actionable", "continuation"),

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from hermes_tray import words
 from hermes_tray.contract import Outcome, RunResult, ScanReport, SkipReply
 from hermes_tray.model import turns as turns_module
 from hermes_tray.model.notes import After
@@ -105,6 +106,33 @@ def test_a_storm_is_one_note_updated_in_place_naming_each_turn() -> None:
     last = sink.shown[-1]
     assert last.title == "3 Hermes turns interrupted" and last.body == "Turn s1, Turn s2, Turn s3"
     assert [a.label for a in last.actions] == ["Resume all", "Skip all", "Open"]
+
+
+def test_a_storm_note_shown_again_journals_only_the_turns_new_to_it() -> None:
+    """A storm note grows in place; each version that reaches the user journals as asked only the turns no
+    earlier version showed, even one whose marker flickered away and back meanwhile (before: journalled again)."""
+    m, sink = model()
+    scan(m, rec("s1"))
+    assert [t.session_key for t in m.delivered(sink.shown[-1], True)] == ["s1"]
+    scan(m)  # s1's marker flickers (a storm of writers rewriting the file)
+    scan(m, rec("s1"), rec("s2"))
+    grown = sink.shown[-1]
+    assert grown.key == sink.shown[0].key and [t.session_key for t in grown.subjects] == ["s1", "s2"]
+    assert [t.session_key for t in m.delivered(grown, True)] == ["s2"]
+    assert m.delivered(grown, True) == []  # the same version again: nothing new
+
+
+def test_any_press_ends_a_note_a_later_turn_gets_a_note_of_its_own() -> None:
+    """However the user answers a note — a button, or a click that opens the window — it is gone (the notifier
+    closes it on every server): a turn found right after never brings it back, nor the turns it showed."""
+    m, sink = model()
+    scan(m, rec("s1"), rec("s2"))
+    first = sink.shown[-1].key
+    assert m.pressed(first, "default").present
+    scan(m, rec("s1"), rec("s2"), rec("s3"))
+    later = sink.shown[-1]
+    assert later.key != first and [t.session_key for t in later.subjects] == ["s3"]
+    assert all(n.key != first for n in sink.shown[2:])
 
 
 def test_auto_mode_resumes_without_asking_and_list_mode_only_lists() -> None:
@@ -249,7 +277,7 @@ def test_notes_off_still_lists_and_prompts_hidden_stay_hidden() -> None:
     hidden, sink = model(show_prompts=False)
     scan(hidden, rec("s1", title=None))
     note = sink.shown[0]
-    assert "timing out" not in note.title + note.body and note.title.startswith("Interrupted: Untitled session")
+    assert "timing out" not in note.title + note.body and note.title.startswith("Interrupted: Turn started ")
     assert hidden.view().pending[0].excerpt == ""
 
 
@@ -330,3 +358,54 @@ def test_a_page_opened_from_history_offers_only_buttons_that_act_on_that_turn() 
     assert page.state == "Last recorded: Skipped. The tray does not list it now."
     page = page_for(m.view(), rows, ident=newer.turn.ident)
     assert page is not None and page.key is not None and page.actions == ("resume", "skip", "snooze")
+
+
+def test_a_turn_told_apart_from_another_keeps_its_name_once_the_other_has_gone() -> None:
+    """Two turns whose prompts begin alike are named by the part that differs; resume one, and the other is not
+    renamed to its plain name, which would end right before that part ("…so unknown keys warn, and…")."""
+    shared = "Please refactor the configuration parser so that unknown keys warn instead of failing, and then"
+    m, _sink = model(mode="list")
+    one = rec("s1", title=None, prompt_excerpt=f"{shared} run the tests")
+    two = rec("s2", title=None, prompt_excerpt=f"{shared} update the docs")
+    scan(m, one, two)
+    names = {i.session_key: i.title for i in m.view().pending}
+    assert names["s2"].endswith("update the docs”") and names["s1"] != names["s2"], names
+    scan(m, two)  # s1 was resumed elsewhere: s2 alone
+    assert m.view().pending[0].title == names["s2"]
+    scan(m, rec("s2", title=None, prompt_excerpt=f"{shared} update the docs", started_at=STARTED + 60))
+    assert m.view().pending[0].title != names["s2"]  # a new interruption of that session is named afresh
+
+
+def test_a_snoozed_turn_says_its_reminder_in_its_menu_row() -> None:
+    m, _sink = model()
+    turn = rec("s1", title="Fix the flaky test")
+    scan(m, turn)
+    until = time.time() + 3600
+    book.record("snoozed", home=str(HOME), session_key="s1", started_at=STARTED, attempts=0, until=until,
+                via="tray-menu")
+    m2, _sink = model()  # a restarted tray reads it from the ledger
+    scan(m2, turn)
+    (item,) = m2.view().pending
+    said = words.reminder_text(until, time.time())
+    assert item.menu_label() == f"Fix the flaky test — make test_upload stop timing … — {said[0].lower()}{said[1:]}"
+
+
+def test_show_prompts_off_hides_a_title_hermes_made_of_the_prompt_in_the_note_the_menu_and_the_window() -> None:
+    """Hermes 0.22 titles a session from its prompt at once (``title_source = 'derived'``): that title is the
+    prompt, and is hidden wherever prompts are; a title a model or the user gave is not."""
+    landlord = "SLOW: email my landlord about the broken boiler"
+    derived = rec("s1", title=landlord, prompt_excerpt=landlord + " and ask when", title_from_prompt=True)
+    named = rec("s2", title="Quarterly report", prompt_excerpt="Summarise the Q3 numbers", started_at=STARTED + 1)
+    shown, sink = model(show_prompts=True)
+    scan(shown, derived)
+    assert "SLOW: email my landlord" in sink.shown[0].title
+    hidden, sink = model(show_prompts=False)
+    scan(hidden, derived)
+    note = sink.shown[0]
+    view = hidden.view()
+    said = [note.title, note.body, *(i.title for i in view.pending), *(i.menu_label() for i in view.pending),
+            *(i.excerpt for i in view.pending)]
+    assert not [s for s in said if "landlord" in s or "boiler" in s], said
+    assert note.title == f"Interrupted: Turn started {time.strftime('%H:%M', time.localtime(STARTED))}"
+    scan(hidden, derived, named)
+    assert [i.title for i in hidden.view().pending][1] == "Quarterly report"

@@ -19,7 +19,7 @@ Hermes recovers from, the turn offered again. macOS has neither: there a kill of
 as Hermes ends it at end-of-file. The keeper ignores the terminal's signals and takes SIGTERM for the tray going
 away, so only SIGKILL ends it.
 
-It runs under Hermes' own interpreter (``python -I -S -c <this file> <config>``: no site, no user paths), so
+It runs under Hermes' own interpreter (``python -I -S <this file> <config>``: no site, no user paths), so
 it imports nothing but the standard library, and starts in about 20 ms. Lines from the tray that are not for
 Hermes: ``{"keeper": "end", "grace": s}`` (the run is over: end the gateway now, politely, then by force) and
 ``{"keeper": "kill"}`` (SIGKILL it). Its first line to the tray is ``{"keeper": {"pid": <gateway pid>}}``, or
@@ -38,6 +38,7 @@ import time
 from typing import Any, BinaryIO
 
 QUIET_S = 1.0  # idle this long (no frame at all) before the gateway's stdin is closed
+ORPHAN_GRACE_S = 60.0  # an idle Hermes whose stdin was closed is given this long to save and exit, per step
 TICK_S = 0.1
 
 
@@ -276,7 +277,7 @@ class Keeper:
                 log("the tray is gone and Hermes is " + ("idle" if self.gate.idle() else "silent")
                     + ": ending the gateway")
                 closed = True
-                threading.Thread(target=end, args=(self.proc,), kwargs={"grace": 10.0}, daemon=True).start()
+                threading.Thread(target=end, args=(self.proc,), kwargs={"grace": ORPHAN_GRACE_S}, daemon=True).start()
             time.sleep(TICK_S)
         code = self.proc.wait()
         reader.join(2.0)

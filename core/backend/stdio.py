@@ -50,11 +50,15 @@ def _own_session() -> dict[str, Any]:
 
 
 @cache
-def keeper_source() -> str:
-    """The keeper's code, run with ``-c`` (the frozen app carries the file as data: packaging/hermes-tray.spec)."""
+def keeper_argv() -> tuple[str, ...]:
+    """How the keeper is run after ``python -I -S``: its file (the frozen app carries it as data:
+    packaging/hermes-tray.spec), or its code with ``-c`` where it is not a file of its own (a zip)."""
     from importlib import resources
 
-    return resources.files("hermes_tray_core.backend").joinpath("keeper.py").read_text(encoding="utf-8")
+    keeper = resources.files("hermes_tray_core.backend").joinpath("keeper.py")
+    if isinstance(keeper, Path) and keeper.is_file():
+        return (str(keeper),)
+    return ("-c", keeper.read_text(encoding="utf-8"))
 
 
 class StdioTransport(Transport):
@@ -99,7 +103,7 @@ class StdioTransport(Transport):
         try:
             with dll_directory_reset():  # a frozen Windows tray's bundle must not be Hermes' DLL directory
                 self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
-                    [self.python, "-I", "-S", "-c", keeper_source(), config], stdin=subprocess.PIPE,
+                    [self.python, "-I", "-S", *keeper_argv(), config], stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=log if log is not None else subprocess.DEVNULL, env=self.env,
                     cwd=self.cwd, close_fds=True, **_own_session())
         except FileNotFoundError as exc:
@@ -238,4 +242,4 @@ class GatewayProcess(RpcSession):
         self.stdio.detach()
 
 
-__all__ = ["GatewayProcess", "StdioTransport", "keeper_source", "popen_platform_kwargs"]
+__all__ = ["GatewayProcess", "StdioTransport", "keeper_argv", "popen_platform_kwargs"]

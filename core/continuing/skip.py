@@ -68,8 +68,12 @@ def skip_turn(turn: Turn, *, via: str = "api", **fields: Any) -> SkipResult:
             if kept.error is not None:
                 journal_error = f"could not record 'skipped' in the tray's ledger ({kept.error})"
     except OSError as exc:
-        logger.warning("could not skip %s: %s", key, exc)
-        return SkipResult(SkipOutcome.ERROR, f"Not skipped: {os_error_text(exc)}")
+        logger.info("could not skip %s: %s", key, exc)  # the result says it, in words
+        from hermes_tray_core.continuing.writable import unwritable
+
+        where = unwritable(turn.home)  # a read-only home said as such, never the lock file that failed first
+        return SkipResult(SkipOutcome.ERROR, f"Not skipped: {where[0]} cannot be written: {where[1]}." if where
+                          else f"Not skipped: {os_error_text(exc)}")
     finally:
         exactly_once.release(held, key)
     if not removed:

@@ -14,7 +14,7 @@ from pathlib import Path
 
 from hermes_tray_core.markers.file import MARKER_DIR
 
-__all__ = ["write_problem"]
+__all__ = ["unwritable", "write_problem"]
 
 
 def _why(path: Path) -> str:
@@ -26,9 +26,8 @@ def _why(path: Path) -> str:
     return "you have no permission to write there"
 
 
-def write_problem(home: Path | str) -> str | None:
-    """Why Hermes cannot write where a continuation of a turn in ``home`` must (one sentence, plain words), or
-    None."""
+def unwritable(home: Path | str) -> tuple[Path, str] | None:
+    """Where in ``home`` a continuation (or a skip) cannot write, and why (plain words), or None."""
     home = Path(home)
     desktop = home / MARKER_DIR
     state_db = home / "state.db"
@@ -37,5 +36,12 @@ def write_problem(home: Path | str) -> str | None:
         if path == state_db and not path.exists():
             continue
         if not os.access(path, need):
-            return f"Hermes cannot write in {path}: {_why(path if path.is_dir() else path.parent)}"
+            return path, _why(path if path.is_dir() else path.parent)
     return None
+
+
+def write_problem(home: Path | str) -> str | None:
+    """Why Hermes cannot write where a continuation of a turn in ``home`` must (one sentence, plain words), or
+    None."""
+    found = unwritable(home)
+    return None if found is None else f"Hermes cannot write in {found[0]}: {found[1]}"

@@ -84,6 +84,7 @@ class Review:
     ask: list[TurnRecord] = field(default_factory=list)  # notify and wait for the user
     remind: list[TurnRecord] = field(default_factory=list)  # their snooze ended: asked again, once, as a reminder
     resume: list[TurnKey] = field(default_factory=list)  # auto mode: continue these now (turn keys)
+    declined: list[TurnKey] = field(default_factory=list)  # auto mode: not continued, asked or answered before
     reskip: list[tuple[TurnKey, TurnRecord]] = field(default_factory=list)  # skipped before and back: skip again
     replaced: set[TurnKey] = field(default_factory=set)  # a newer interruption replaced what a note shows
     gone: set[TurnKey] = field(default_factory=set)  # no longer waiting (settled here or elsewhere)
@@ -185,6 +186,7 @@ class AskOnce:
             if st.asked or not st.readable:
                 log.info("auto mode: not resuming %s/%s: the ledger has it asked or answered", rec.profile,
                          rec.session_key)
+                out.declined.append(key)
             else:
                 out.resume.append(key)
         elif mode == Mode.ASK and _run(i) not in self._asked:

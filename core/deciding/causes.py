@@ -1,17 +1,23 @@
-"""Why an interrupted turn stopped — said only when a fact on this machine shows it, and always with that fact.
+"""Why an interrupted turn stopped, and when — said only when a fact on this machine shows it, and always with that
+fact.
 
-One pure function over facts handed in (no I/O), first match wins:
+Pure functions over facts handed in (no I/O). :func:`stop_cause`, first match wins:
 
 * ``shutdown``: Hermes wrote in the marker that it was shut down (``interrupted_by: "shutdown"``, newer
   backends: an update or a quit);
-* ``out-of-memory``: the tray watched the turn's Hermes process and saw the kernel's out-of-memory kill count
-  move between its last look at the live process and its exit (:mod:`hermes_tray_core.deciding.witness`, the
-  decision journal's ``stopped``);
+* ``out-of-memory``: the tray watched the turn's Hermes process die and the kernel said it killed that very
+  process for memory — its log naming the pid, or the process's own memory group counting the kill
+  (:mod:`hermes_tray_core.deciding.witness`, the decision journal's ``stopped``);
+* ``tray-quit``: the tray's journal says it quit while its own continuation of this turn ran (``interrupted``,
+  ``stopped_by: shutdown``): a quit ends the process it started for the turn, and the turn is offered again;
 * ``restarted``: the turn's Hermes process started (its ``writer_start_time``, else the turn's ``started_at``)
   before this computer last started — the restart ended it at the latest;
 * ``continuation-crashed``: the tray's journal says its own continuation of this turn exited mid-turn (a
   ``failed`` with ``outcome: crashed`` for this attempt);
 * else ``unknown``: "Hermes stopped (cause unknown)".
+
+:func:`stopped_at`: when it was interrupted — Hermes' own ``interrupted_at``, else the moment the tray saw it end
+(the witness's ``stopped``, its own run's end); else None, and the turn is said to have *started* N ago.
 
 Not met: a wall-clock step forward after the Hermes process started (NTP setting a clock that started wrong,
 e.g. a computer without a battery-backed clock) by more than how long that computer had then been up makes its
@@ -29,7 +35,7 @@ from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import StopCause
 
-__all__ = ["CAUSE_WORDS", "RESTART_MARGIN_S", "cause_words", "stop_cause"]
+__all__ = ["CAUSE_WORDS", "RESTART_MARGIN_S", "cause_words", "stop_cause", "stopped_at"]
 
 #: A Hermes process this much older than the boot (or more) started before it: the kernel's boot time is
 #: whole seconds, and slewing moves it by far less.
@@ -38,7 +44,8 @@ RESTART_MARGIN_S = 30.0
 #: One short phrase per cause, as the user reads it (the fact follows it in brackets).
 CAUSE_WORDS = {
     StopCause.SHUTDOWN: "Hermes was shut down (an update or a quit)",
-    StopCause.OUT_OF_MEMORY: "the computer ran out of memory",
+    StopCause.OUT_OF_MEMORY: "its Hermes process ran out of memory",
+    StopCause.TRAY_QUIT: "the tray quit while it ran",
     StopCause.RESTARTED: "the computer restarted",
     StopCause.CONTINUATION_CRASHED: "hermes-tray's continuation of it crashed",
     StopCause.UNKNOWN: "Hermes stopped (cause unknown)",
@@ -80,6 +87,11 @@ def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
         fact = witnessed.get("fact")
         if isinstance(fact, str) and fact:
             return StopCause.OUT_OF_MEMORY, fact
+    if crashed is not None and crashed.get("event") == "interrupted":  # stopped_by: shutdown (the journal's rule)
+        at = strict_finite(crashed.get("created_at"))
+        return StopCause.TRAY_QUIT, ("its journal: the tray quit while attempt "
+                                     f"{crashed.get('attempt')} ran" + (f", at {_when(at, now)}" if at is not None
+                                                                         else ""))
     started = strict_finite(entry.get("writer_start_time"))
     what = "its Hermes process started"
     if started is None or started <= 0:
@@ -93,3 +105,17 @@ def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
                                                 f"{crashed.get('attempt')} exited mid-turn"
                                                 + (f" at {_when(at, now)}" if at is not None else ""))
     return StopCause.UNKNOWN, ""
+
+
+def stopped_at(marker: Marker, *, witnessed: Mapping[str, Any] | None = None,
+               crashed: Mapping[str, Any] | None = None) -> float | None:
+    """When the turn of ``marker`` was interrupted, from a fact: Hermes' own ``interrupted_at``, else when the tray
+    saw its Hermes process end (``witnessed``: the journal's ``stopped``) or its own run of it end (``crashed``);
+    None when nothing says (its age is then said from when it started)."""
+    if marker.interrupted_at is not None:
+        return marker.interrupted_at
+    for fact in (witnessed, crashed):
+        at = strict_finite(fact.get("created_at")) if fact is not None else None
+        if at is not None and at > 0:
+            return at
+    return None

@@ -178,6 +178,9 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
     age = marker_age(marker, now)
     writer, lease, owner, backend, backend_detail = seen.writer, seen.lease, seen.owner, seen.backend, seen.backend_detail
 
+    # the age counts from Hermes' own moment: said "interrupted" only when Hermes wrote when that was
+    since = "interrupted" if marker.interrupted_at is not None else "started"
+
     def out(verdict: Verdict, code: ReasonCode, reason: str, unsure: bool = False) -> Decision:
         return Decision(verdict, reason, unsure, code, age)
 
@@ -240,14 +243,14 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
     # 4. stale
     window = float(config.freshness_minutes) * 60.0
     if config.freshness_minutes < MAX_FRESHNESS_MINUTES and age > window:  # the maximum is Hermes' .inf
-        since = "interrupted" if marker.interrupted_at is not None else "started"
         return out(Verdict.STALE, ReasonCode.STALE,
                    f"{since} {age_text(age)}, beyond the {_fmt_minutes(config.freshness_minutes)} "
                    "freshness window")
     # 5. exhausted
     if attempts >= config.max_attempts:
         return out(Verdict.EXHAUSTED, ReasonCode.EXHAUSTED,
-                   f"already continued {attempts} time(s); the budget is {config.max_attempts}")
+                   f"already continued {attempts} {'time' if attempts == 1 else 'times'}; the budget is "
+                   f"{config.max_attempts}")
     if unsure is not None:
         return out(Verdict.RUNNING, unsure[0], f"{unsure[1]}; left alone until that is known", unsure=True)
     # 6. actionable
@@ -255,7 +258,7 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
     if idle_writer:
         older = f"; {seen.writer_turn_detail or 'its writer, a running Hermes backend, runs no turn for it'}"
     return out(Verdict.ACTIONABLE, ReasonCode.ACTIONABLE,
-               f"interrupted {age_text(age)}; would be continuation {attempts + 1} of "
+               f"{since} {age_text(age)}; would be continuation {attempts + 1} of "
                f"{config.max_attempts}{older}")
 
 
@@ -328,7 +331,7 @@ def decide_webui(
         return Decision(Verdict.RUNNING, "WebUI turn has not finished; cannot tell whether a WebUI server is "
                         f"running{_paren(server_detail)}{more}", True, ReasonCode.WEBUI_SERVER_LIVE, age)
     gone = f"its worker (pid {_short(turn.get('pid'))}) is gone" if worker == WriterState.DEAD else "no WebUI server is running"
-    return Decision(Verdict.NOT_OURS, f"WebUI turn interrupted {age_text(age)} ({gone}); retry it from the "
+    return Decision(Verdict.NOT_OURS, f"WebUI turn started {age_text(age)} did not finish ({gone}); retry it from the "
                     f"WebUI{more}", False, ReasonCode.WEBUI_INTERRUPTED, age)
 
 

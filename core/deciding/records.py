@@ -12,8 +12,9 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_tray_core.deciding.policy import AutoContinueConfig
 from hermes_tray_core.keys import SessionKey
+from hermes_tray_core.numbers import strict_finite
 from hermes_tray_core.turn import Turn
-from hermes_tray_core.vocab import ReasonCode, StopCause, TurnSource, Verdict, WriterState
+from hermes_tray_core.vocab import Moment, ReasonCode, StopCause, TurnSource, Verdict, WriterState
 
 if TYPE_CHECKING:  # read from state.db only when a home has markers
     from hermes_tray_core.hermes.progress import TurnProgress
@@ -33,6 +34,9 @@ class TurnRecord(NamedTuple):
     turn: informational, never acted on). ``turn_id`` is set for WebUI records. ``progress``: how far the turn
     got, as Hermes recorded it (None when that cannot be read: no state.db, unreadable, a WebUI turn). ``cause``:
     why it stopped, with ``cause_fact`` (:mod:`hermes_tray_core.deciding.causes`); None while it runs.
+    ``title_from_prompt``: Hermes made ``title`` from the prompt's own words (hidden wherever the prompt is).
+    ``interrupted_at``: when it was interrupted, from a fact (:func:`~hermes_tray_core.deciding.causes.stopped_at`),
+    else None.
     """
 
     home: Path
@@ -54,6 +58,8 @@ class TurnRecord(NamedTuple):
     progress: TurnProgress | None = None
     cause: StopCause | None = None
     cause_fact: str = ""
+    title_from_prompt: bool = False
+    interrupted_at: float | None = None
 
     @property
     def session_key(self) -> SessionKey:
@@ -77,21 +83,39 @@ class TurnRecord(NamedTuple):
     def actionable(self) -> bool:
         return self.verdict == Verdict.ACTIONABLE
 
+    @property
+    def moment(self) -> tuple[Moment, float | None]:
+        """The moment a turn's age is said from, and what it is: when it was interrupted where a fact says so,
+        else the last thing Hermes saved of it, else when it started (None: not even that is known)."""
+        if self.interrupted_at is not None:
+            return Moment.INTERRUPTED, self.interrupted_at
+        started = strict_finite(self.started_at)
+        started = started if started is not None and started > 0 else None
+        p = self.progress
+        if started is not None and p is not None and p.kept and p.ran_for_s is not None and p.ran_for_s > 0:
+            return Moment.LAST_SAVED, started + p.ran_for_s
+        return Moment.STARTED, started
+
+    def shown_title(self, *, prompts: bool) -> str | None:
+        """The session's title as it may be shown: not when it is the prompt's own words and prompts are hidden."""
+        return None if self.title_from_prompt and not prompts else self.title
+
     def __repr__(self) -> str:
         # Identity only: a record that lands in a log must not carry prompt text (excerpt, entry).
         return (f"TurnRecord(home={str(self.home)!r}, session_key={self.session_key!r}, source={self.source!r}, "
                 f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
 
-    def to_json(self, *, excerpts: bool = True) -> dict[str, Any]:
-        """The ``status --json`` turn object (keys exactly as documented in docs/cli.md); ``excerpts`` False
-        (``show_prompts = false``) leaves the progress excerpt out."""
+    def to_json(self, *, prompts: bool = True) -> dict[str, Any]:
+        """The ``status --json`` turn object (keys exactly as documented in docs/cli.md); ``prompts`` False
+        (``show_prompts = false``) leaves out the prompt, a title made of it and the progress excerpt."""
         return {
             "home": str(self.home),
             "profile": self.profile,
             "session_key": self.session_key,
-            "title": self.title,
-            "prompt_excerpt": self.prompt_excerpt,
+            "title": self.shown_title(prompts=prompts),
+            "prompt_excerpt": self.prompt_excerpt if prompts else None,
             "started_at": self.started_at,
+            "interrupted_at": self.interrupted_at,
             "age_seconds": round(self.age_seconds, 3),
             "attempts": self.attempts,
             "writer": str(self.writer),
@@ -99,7 +123,7 @@ class TurnRecord(NamedTuple):
             "reason": self.reason,
             "reason_code": None if self.code is None else str(self.code),
             "source": str(self.source),
-            "progress": None if self.progress is None else self.progress.to_json(excerpts=excerpts),
+            "progress": None if self.progress is None else self.progress.to_json(excerpts=prompts),
             "cause": None if self.cause is None else str(self.cause),
             "cause_fact": self.cause_fact or None,
         }
@@ -159,11 +183,11 @@ class ScanResult(NamedTuple):
     def unsupported(self) -> bool:
         return any(h.unsupported for h in self.homes)
 
-    def to_json(self, *, excerpts: bool = True) -> dict[str, Any]:
-        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document (``excerpts``: see
+    def to_json(self, *, prompts: bool = True) -> dict[str, Any]:
+        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document (``prompts``: see
         :meth:`TurnRecord.to_json`)."""
         return {"homes": [h.to_json() for h in self.homes],
-                "turns": [t.to_json(excerpts=excerpts) for t in self.turns]}
+                "turns": [t.to_json(prompts=prompts) for t in self.turns]}
 
 
 

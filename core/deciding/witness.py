@@ -1,24 +1,23 @@
-"""A witness at the death of a turn's Hermes: was the kernel's out-of-memory killer at work just then?
+"""A witness at the death of a turn's Hermes: when did it end, and did the kernel end it for lack of memory?
 
 The tray and the helper watch every live marker writer for its exit (``hermes_tray/watch/pidwatch.py``: a
-pidfd on Linux, woken within a millisecond). After each scan :meth:`ExitWitness.look` keeps, for each writer
-that runs a turn, the kernel's OOM-kill count as read then (:func:`hermes_tray_core.process.machine.oom_kills`);
-at its exit :meth:`ExitWitness.exited` reads it again. A count that moved in between means the OOM killer
-ran in that window (the time since the last scan, at most the detector's 30 s safety re-scan): the fact is
-recorded in the ledger as ``stopped`` (``cause: out-of-memory``, the window and both counts) for each turn that
-process ran, where ``status``, the tray and the helper read it (:mod:`hermes_tray_core.deciding.causes`).
+pidfd on Linux, woken within a millisecond). After each scan :meth:`ExitWitness.look` notes, for each writer that
+runs a turn, how to tell later whether the out-of-memory killer ended *that* process
+(:mod:`hermes_tray_core.process.oom`: how far the kernel's log was read, its memory group's kill count); at its
+exit :meth:`ExitWitness.exited` asks again. For each turn that process left behind (its marker still names it),
+``stopped`` is recorded in the ledger at that moment — when the turn was interrupted — and, when the kernel named that
+process, ``cause: out-of-memory`` with the fact; ``status``, the tray and the helper read it
+(:mod:`hermes_tray_core.deciding.causes`).
 
-What this does not know: which process the OOM killer chose (vmstat counts kills, it names no one); a death
-nobody watched (no tray or helper running) has no witness, and its cause stays unknown. With no live writer
-nothing is read: an idle tray costs nothing more.
+What this does not know: a death nobody watched (no tray or helper running) has no witness — its moment and
+cause stay unknown; where neither the kernel's log nor a memory group of its own can be read, the cause stays
+unknown. With no live writer nothing is read: an idle tray costs nothing more.
 """
 
 from __future__ import annotations
 
-import math
-import time
 from collections.abc import Callable, Iterable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.lazy_log import get_logger
@@ -27,11 +26,17 @@ from hermes_tray_core.vocab import Event, StopCause, TurnSource, WriterState
 
 if TYPE_CHECKING:
     from hermes_tray_core.deciding.records import TurnRecord
+    from hermes_tray_core.process.oom import KernelLog, MemoryGroup
     from hermes_tray_core.stores.ledger import Ledger
 
 __all__ = ["ExitWitness"]
 
 logger = get_logger(__name__)
+
+class _Watched(NamedTuple):
+    log_mark: int | None  # how far the kernel's log was read when the process was seen alive
+    group: MemoryGroup | None  # its memory group and that group's kill count then
+    turns: list[TurnId]
 
 
 def _default_ledger() -> Ledger:
@@ -41,27 +46,29 @@ def _default_ledger() -> Ledger:
 
 
 class ExitWitness:
-    """Per process (the tray's or the helper's detector thread): the OOM-kill count last seen for each live
-    writer. ``oom_kills`` and ``clock`` (monotonic) are seams for tests; ``ledger`` resolves the ledger."""
+    """Per process (the tray's or the helper's detector thread): what was seen of each live writer. ``ledger``
+    resolves the ledger; ``kernel_log`` and ``memory_group`` are seams for tests. The ledger stamps the moment
+    (``created_at``)."""
 
     def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
-                 oom_kills: Callable[[], int | None] | None = None,
-                 clock: Callable[[], float] = time.monotonic) -> None:
+                 kernel_log: KernelLog | None = None,
+                 memory_group: Callable[[int], MemoryGroup | None] | None = None) -> None:
         self._ledger = ledger or _default_ledger
-        self._oom_kills = oom_kills
-        self.clock = clock
-        self._seen: dict[int, tuple[int | None, float, list[TurnId]]] = {}  # pid -> (count, when, its turns)
+        self._log = kernel_log
+        self._group = memory_group
+        self._seen: dict[int, _Watched] = {}
 
-    def _count(self) -> int | None:
-        if self._oom_kills is not None:
-            return self._oom_kills()
-        from hermes_tray_core.process.machine import oom_kills
+    def _facts(self) -> tuple[KernelLog, Callable[[int], MemoryGroup | None]]:
+        if self._log is None or self._group is None:
+            from hermes_tray_core.process import oom
 
-        return oom_kills()
+            self._log = self._log or oom.KernelLog()
+            self._group = self._group or oom.memory_group
+        return self._log, self._group
 
     def look(self, records: Iterable[TurnRecord]) -> None:
-        """After a scan: the live writers and their turns, and the OOM-kill count now (read only when some
-        writer lives)."""
+        """After a scan: the live writers and their turns (what is known of each is read once, when it is first
+        seen alive; nothing while no writer lives)."""
         turns: dict[int, list[TurnId]] = {}
         for r in records:
             pid = r.turn.marker.writer_pid
@@ -71,24 +78,37 @@ class ExitWitness:
         if not turns:
             self._seen.clear()
             return
-        count, now = self._count(), self.clock()
-        self._seen = {pid: (count, now, t) for pid, t in turns.items()}
+        log, group = self._facts()
+        mark = log.mark() if any(pid not in self._seen for pid in turns) else None
+        seen = {}
+        for pid, t in turns.items():
+            old = self._seen.get(pid)
+            seen[pid] = old._replace(turns=t) if old is not None else _Watched(mark, group(pid), t)
+        self._seen = seen
 
     def exited(self, pid: int) -> StopCause | None:
-        """The writer ``pid`` exited: ``out-of-memory`` (recorded for its turns) when the OOM-kill count
-        moved since the last look at it, else None. Bookkeeping: a ledger failure is logged, never raised."""
-        seen = self._seen.pop(pid, None)
-        if seen is None:
+        """The writer ``pid`` exited: record ``stopped`` (this moment) for each turn it left behind, with
+        ``out-of-memory`` and its fact when the kernel ended that very process; returns that cause, else None.
+        Bookkeeping: a ledger failure is logged, never raised."""
+        watched = self._seen.pop(pid, None)
+        if watched is None:
             return None
-        before, since, turns = seen
-        after = self._count()
-        if before is None or after is None or after <= before:
-            return None
-        window = max(1, math.ceil(self.clock() - since))
-        fact = (f"the kernel's out-of-memory killer ran within {window} s of its Hermes process (pid {pid}) "
-                f"ending: {after - before} kill(s), seen by hermes-tray")
-        fields: dict[str, Any] = {"cause": str(StopCause.OUT_OF_MEMORY), "fact": fact, "pid": pid,
-                                  "oom_kills_before": before, "oom_kills_after": after, "window_s": window}
-        with bookkeeping(logger, "could not record the out-of-memory death of pid %s", pid):  # the watch goes on
-            self._ledger().record_many([(Event.STOPPED, turn, fields) for turn in turns])
-        return StopCause.OUT_OF_MEMORY
+        log, _group = self._facts()
+        fact = log.killed(pid, watched.log_mark) or (watched.group.fact(pid) if watched.group is not None else None)
+        fields: dict[str, Any] = {"pid": pid, **({"cause": str(StopCause.OUT_OF_MEMORY), "fact": fact} if fact else {})}
+        rows = [(Event.STOPPED, turn, fields) for turn in watched.turns if _left_behind(turn, pid)]
+        if rows:
+            with bookkeeping(logger, "could not record the end of pid %s", pid):  # the watch goes on
+                self._ledger().record_many(rows)
+        return StopCause.OUT_OF_MEMORY if fact and rows else None
+
+
+def _left_behind(turn: TurnId, pid: int) -> bool:
+    """Is the turn's marker still there, written by ``pid`` at ``started``? A turn that ended before its process
+    did has none: nothing was interrupted."""
+    from hermes_tray_core.markers.store import MarkerStore
+
+    with bookkeeping(logger, "cannot read the markers of %s", turn.home):
+        entry = MarkerStore(turn.home).list().get(turn.key)
+        return isinstance(entry, dict) and entry.get("writer_pid") == pid and entry.get("started_at") == turn.started_at
+    return False

@@ -13,6 +13,7 @@ never loads it. The tray never writes a key the administrator's managed overlay 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import stat
@@ -338,6 +339,9 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
         except HermesLockBusy as exc:
             raise BackendConfigError(f"{path}: {exc}; left unchanged — try again in a moment") from exc
         except HermesLockUnusable as exc:  # a read-only home, a symlink in its place
+            if exc.errno in (errno.EROFS, errno.EACCES, errno.EPERM):  # said of the file the user knows
+                raise BackendConfigError(f"{path} cannot be written ({os.strerror(exc.errno).lower()}); "
+                                         "left unchanged") from exc
             raise BackendConfigError(f"{path.parent}: {exc.strerror}; {path.name} left unchanged") from exc
 
 
@@ -420,7 +424,7 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
         except _ChangedUnderUs:
             continue
         except OSError as exc:  # the temp file's name and the errno stay in the log, not in the words
-            logger.warning("cannot write %s: %s", path, exc)
+            logger.info("cannot write %s: %s", path, exc)
             raise BackendConfigError(f"{path} cannot be written ({os_error_text(exc)}); left unchanged") from exc
         sweep_stale_temps(path)  # our temp files of edits killed mid-write (only ours: writer-tagged names)
         return after

@@ -14,9 +14,10 @@ submitted (before the marker, by seconds on a busy machine) and the previous tur
 neither is counted. Rewound rows (``active = 0``) are not the turn's. A session compression closed is not
 read (its turn goes on in another session, with copies of its rows): its progress is unknown, not zero.
 
-One read per home for all its markers (:meth:`hermes_tray_core.hermes.state_db_batch.HomeState.prefetch`):
-a light query over the turn's rows (no text, no arguments), then the text and tool calls of the last few
-assistant rows only.
+Read in the home's one look (:meth:`hermes_tray_core.hermes.state_db_batch.HomeState.prefetch`): a light walk
+over each turn's rows (no text, no arguments; counted inside SQLite), then the text and tool calls of its last
+few assistant rows only. The walk lets go of ``state.db`` every few milliseconds, so a turn of any size never
+holds up Hermes' writes (``tests/bench/bench_statedb_hold.py``).
 """
 
 from __future__ import annotations
@@ -24,9 +25,9 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from operator import itemgetter
 from typing import TYPE_CHECKING, Any, NamedTuple
 
+from hermes_tray_core.hermes.state_db_batch import session_rows
 from hermes_tray_core.vocab import StepKind
 
 if TYPE_CHECKING:
@@ -36,30 +37,32 @@ __all__ = ["EXCERPT_CHARS", "RECENT_STEPS", "ProgressStep", "TurnProgress", "rea
 
 EXCERPT_CHARS = 120
 RECENT_STEPS = 3  # "the last few by kind"
-_CHUNK = 400  # keys per query: 2 bound values each, well under SQLite's limit
-_INLINE = 4000  # characters of an assistant row's text and tool calls read with the first query
+_CHUNK = 400  # row ids per query, well under SQLite's limit of bound values
 # A tool call's name in Hermes' ``tool_calls`` JSON: the only ``"name"`` key outside the (escaped) arguments
 # string, so a look for it needs no parse (a turn's older calls are only named; its last one is parsed).
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 class ProgressStep(NamedTuple):
-    """One thing the turn did: a tool call (``tool``: its name) or text it wrote (``paragraphs``)."""
+    """One thing the turn did: a tool call (``tool``: its name; ``running``: Hermes saved the call and no result,
+    so the tool was still running when the turn stopped) or text it wrote (``paragraphs``)."""
 
     kind: StepKind
     tool: str | None = None
     paragraphs: int = 0
+    running: bool = False
 
     def phrase(self) -> str:
-        """In the user's words: "ran `pytest` (tool)", "wrote 3 paragraphs"."""
+        """In the user's words: "ran pytest", "was running terminal when it stopped", "wrote 3 paragraphs"."""
         if self.kind == StepKind.TOOL:
-            return f"ran `{self.tool}` (tool)" if self.tool else "ran a tool"
+            what = self.tool or "a tool"
+            return f"was running {what} when it stopped" if self.running else f"ran {what}"
         n = self.paragraphs
         return f"wrote {n} paragraph{'' if n == 1 else 's'}"
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == StepKind.TOOL:
-            return {"kind": str(self.kind), "tool": self.tool}
+            return {"kind": str(self.kind), "tool": self.tool, "running": self.running}
         return {"kind": str(self.kind), "paragraphs": self.paragraphs}
 
 
@@ -109,8 +112,6 @@ class TurnProgress(NamedTuple):
             return "Hermes kept nothing of this turn's progress"
         parts = [_count(self.messages, "message"), _count(self.tool_calls, "tool call")]
         text = ", ".join(parts)
-        if self.ran_for_s is not None:
-            text += f" in at least {_duration(self.ran_for_s)}"
         if self.recent:
             text += "; then " + ", ".join(s.phrase() for s in self.recent)
         if excerpts and self.last_excerpt:
@@ -120,15 +121,6 @@ class TurnProgress(NamedTuple):
 
 def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
-def _duration(seconds: float) -> str:
-    s = int(max(0.0, seconds))
-    if s < 60:
-        return f"{s} s"
-    if s < 3600:
-        return f"{s // 60} min"
-    return f"{s // 3600} h {s % 3600 // 60} min"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -204,14 +196,20 @@ def _paragraphs(text: str) -> int:
 
 
 def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object, object, int]],
-              started_at: float) -> TurnProgress:
+              started_at: float, answered: int | None = None) -> TurnProgress:
     """The record from a turn's totals (rows, tool calls, the last row's time; None: nothing recorded) and its
-    last assistant rows, oldest first: (content, tool_calls, how many calls). Read from the end: only the last
-    few steps are looked at, and only the last call is parsed."""
+    last assistant rows, oldest first: (content, tool_calls, how many calls). ``answered``: how many tool results
+    Hermes saved after the last of those rows (None: not known). Hermes saves each result as its tool ends, in the
+    calls' order: the first call without one was still running when the turn stopped, and the calls after it are
+    left out (they may never have started). Read from the end: only the last few steps are looked at, and only the
+    last call is parsed."""
     if totals is None or totals[0] <= 0:
         return TurnProgress()
     steps: list[ProgressStep] = []  # newest first
     excerpt = ""
+    unfinished = 0
+    if tail and answered is not None:
+        unfinished = max(0, tail[-1][2] - answered)
     for content, raw_calls, ncalls in reversed(tail):
         if len(steps) >= RECENT_STEPS:
             break
@@ -219,7 +217,12 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
             if not excerpt:  # the last thing it did: parsed, for its arguments' first line
                 calls = _calls(raw_calls)
                 excerpt = _call_excerpt(calls[-1]) if calls else ""
-            steps.extend(ProgressStep(StepKind.TOOL, tool=n) for n in reversed(_names(raw_calls)))
+            names = _names(raw_calls)
+            if unfinished:  # the first call without a result was running; the ones after it may not have started
+                names = names[:len(names) - unfinished + 1]
+            steps.extend(ProgressStep(StepKind.TOOL, tool=n, running=bool(unfinished) and i == 0)
+                         for i, n in enumerate(reversed(names)))
+            unfinished = 0
         text = content if isinstance(content, str) else ""
         if text.strip():
             steps.append(ProgressStep(StepKind.TEXT, paragraphs=_paragraphs(text)))
@@ -234,75 +237,66 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
 # reading (one connection, already open read-only)
 
 #: How a row's tool calls are counted: the ``"name":`` keys of Hermes' layout, one per call (inside the
-#: arguments, a JSON string, every quote is escaped), so no parse is needed.
+#: arguments, a JSON string, every quote is escaped), so no parse is needed. Counted inside SQLite, so a
+#: long row's text never leaves it.
 _NAME_KEY = '"name":'
+_CALLS = (f"CASE WHEN role = 'assistant' AND typeof(tool_calls) = 'text' THEN (length(tool_calls) - "
+          f"length(replace(tool_calls, '{_NAME_KEY}', ''))) / {len(_NAME_KEY)} ELSE 0 END")
 
 
 def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                   columns: set[str]) -> dict[str, TurnProgress]:
     """Every turn's :class:`TurnProgress`, ``turns`` being (session id, the marker's ``started_at``) pairs and
-    ``columns`` those of ``messages``. One query per 400 turns, read at once (the read lock is short): the turns'
-    rows, with the first :data:`_INLINE` characters of an assistant row's text and tool calls; rows longer than
-    that (rare) are read again whole. Raises ``sqlite3.Error`` (the caller then says nothing of their
+    ``columns`` those of ``messages``. Each turn's rows are walked through Hermes' index in short statements
+    (:func:`~hermes_tray_core.hermes.state_db_batch.session_rows`: never a long hold on ``state.db``) for what
+    SQLite can tell of each without its text (role, time, how many calls); then only the text and calls of the
+    turn's last few assistant rows are read. Raises ``sqlite3.Error`` (the caller then says nothing of their
     progress)."""
     wanted = list(dict.fromkeys(turns))
     if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
         return {}
-    live = " AND m.active = 1" if "active" in columns else ""
-    # per turn: [rows, tool calls, the last row's time, its last assistant rows as [id, content, calls, n]]
+    live = " AND active = 1" if "active" in columns else ""
+    values = f"role IN ('assistant', 'tool'){live}, role = 'assistant'{live}, {_CALLS}"
+    # per turn: [rows, tool calls, the last row's time, the ids of its last assistant rows with their calls,
+    #            the ids of its tool results]
     seen: dict[str, list[Any]] = {}
-    long_rows: dict[int, tuple[str, list[Any] | None, int]] = {}  # id -> (turn, kept row or None, calls counted)
-    for i in range(0, len(wanted), _CHUNK):
-        chunk = wanted[i:i + _CHUNK]
-        sql = (f"WITH t(sid, since) AS (VALUES {','.join('(?, ?)' for _ in chunk)}) "
-               f"SELECT m.session_id, m.id, m.role, m.timestamp, "
-               f"CASE WHEN m.role = 'assistant' THEN substr(m.content, 1, {_INLINE}) END, "
-               f"CASE WHEN m.role = 'assistant' THEN substr(m.tool_calls, 1, {_INLINE}) END "
-               "FROM t JOIN messages m ON m.session_id = t.sid AND m.timestamp >= t.since "
-               f"WHERE m.role IN ('assistant', 'tool'){live}")
-        for sid, rid, role, ts, content, calls in conn.execute(sql, [v for t in chunk for v in t]).fetchall():
-            acc = seen.get(sid)
-            if acc is None:
-                acc = seen[sid] = [0, 0, 0.0, []]
+    for sid, since in wanted:
+        acc: list[Any] = [0, 0, 0.0, [], []]
+        for rid, ts, mine, said, n in session_rows(conn, sid, since, values):
+            if not mine:
+                continue
             acc[0] += 1
             if isinstance(ts, (int, float)) and ts > acc[2]:
                 acc[2] = float(ts)
-            if role != "assistant":
-                continue
-            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
-            acc[1] += n
-            row: list[Any] | None = [rid, content, calls, n]
-            last = acc[3]  # keep the last few (rows come in no particular order)
-            if len(last) < RECENT_STEPS:
-                last.append(row)
-                last.sort(key=itemgetter(0))
-            elif rid > last[0][0]:
-                last[0] = row
-                last.sort(key=itemgetter(0))
+            if said:
+                acc[1] += n
+                acc[3] = sorted([*acc[3], (rid, n)])[-RECENT_STEPS:]  # the last few (rows come in time order)
             else:
-                row = None
-            if (isinstance(content, str) and len(content) >= _INLINE) or (isinstance(calls, str)
-                                                                           and len(calls) >= _INLINE):
-                long_rows[rid] = (sid, row, n)
-    _read_whole(conn, long_rows, seen)
+                acc[4].append(rid)
+        if acc[0]:
+            seen[sid] = acc
+    texts = _texts(conn, [rid for acc in seen.values() for rid, _n in acc[3]])
     out: dict[str, TurnProgress] = {}
     for key, started in wanted:
-        acc = seen.get(key)
-        out[key] = (summarise((acc[0], acc[1], acc[2]), [(r[1], r[2], r[3]) for r in acc[3]], started)
-                    if acc is not None else TurnProgress())
+        got = seen.get(key)
+        if got is None:
+            out[key] = TurnProgress()
+            continue
+        # the tool results Hermes saved after its last assistant row (each as its tool ended): fewer than that
+        # row's calls, and the rest were still running when the turn stopped
+        last = got[3][-1][0] if got[3] else None
+        answered = sum(1 for rid in got[4] if rid > last) if last is not None else None
+        out[key] = summarise((got[0], got[1], got[2]), [(*texts.get(rid, (None, None)), n) for rid, n in got[3]],
+                             started, answered)
     return out
 
 
-def _read_whole(conn: sqlite3.Connection, long_rows: dict[int, tuple[str, list[Any] | None, int]],
-                seen: dict[str, list[Any]]) -> None:
-    """Rows the first query cut: counted again whole, and the kept ones given their whole text and calls."""
-    ids = list(long_rows)
-    for i in range(0, len(ids), _CHUNK * 2):
-        part = ids[i:i + _CHUNK * 2]
+def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[object, object]]:
+    """The whole text and tool calls of these rows (a few per turn), by id."""
+    out: dict[int, tuple[object, object]] = {}
+    for i in range(0, len(ids), _CHUNK):
+        part = ids[i:i + _CHUNK]
         sql = f"SELECT id, content, tool_calls FROM messages WHERE id IN ({','.join('?' * len(part))})"
         for rid, content, calls in conn.execute(sql, part).fetchall():
-            sid, row, counted = long_rows[rid]
-            n = calls.count(_NAME_KEY) if isinstance(calls, str) else 0
-            seen[sid][1] += n - counted
-            if row is not None:
-                row[1], row[2], row[3] = content, calls, n
+            out[rid] = (content, calls)
+    return out

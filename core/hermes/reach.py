@@ -3,13 +3,14 @@
 A home the user cannot enter, whose path is too long, that loops through symlinks, or that sits on a disk
 or network drive that fails (EIO, ESTALE) must become that home's problem line, never an exception that
 hides every other home. A home on a network drive that no longer answers is worse: every file operation
-under it hangs, and nothing but a separate thread can give up on it. So :func:`look` stats every home (and
-lists the profiles of a root) in one worker thread, in order, and waits at most :data:`TIMEOUT` seconds for
-each; a home that overruns is reported as not answering and the others are looked at by a fresh worker.
-The thread stuck on it is left to finish on its own: while it has not, later looks at that home answer
-"did not answer" at once instead of starting another thread (so a dead drive costs one thread, not
-one per scan). One thread per look, started with the interpreter's own ``_thread`` (``status`` does not
-otherwise import :mod:`threading`; tests/bench/bench_status.py measures the cost).
+under it hangs in the kernel, and no thread stuck there can be stopped — nor can the process end while one
+is (``status`` then kept its output open: ``| jq`` never ended). So :func:`look` stats every home (and lists
+the profiles of a root) in a child process, in order, and waits at most :data:`TIMEOUT` seconds for each
+answer; a home that overruns is reported as not answering, the child is left behind holding nothing of ours
+(it ends once the drive answers), and the others are looked at by a fresh child. While it has not ended,
+later looks at that home answer "did not answer" at once instead of starting another (so a dead drive costs
+one process, not one per scan). tests/test_odd_homes.py holds this to a FUSE drive that stops answering;
+tests/bench/bench_status.py measures the cost.
 
 Only the look is bounded: a drive that dies between the look and the reads that follow it can still hang
 that scan.
@@ -19,15 +20,17 @@ from __future__ import annotations
 
 import _thread
 import errno
+import marshal
 import os
+import select
 import stat
 import time
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from hermes_tray_core.hermes.paths import PROFILE_RE
-from hermes_tray_core.keys import home_path
+from hermes_tray_core.keys import HomePath, home_path
 from hermes_tray_core.stores.fsutil import os_error_text
 from hermes_tray_core.vocab import StrEnum
 
@@ -110,8 +113,90 @@ def _look_one(path: Path, plain: str, find_profiles: bool) -> Reach:
         return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, True)
 
 
+def _pack(reach: Reach) -> tuple[Any, ...]:
+    return (str(reach.path), reach.access.value, reach.problem, str(reach.canonical), reach.exists,
+            tuple(_pack(p) for p in reach.profiles))
+
+
+def _unpack(t: tuple[Any, ...]) -> Reach:
+    access = Access(t[1])
+    canonical = HomePath(t[3]) if access is Access.OK else t[3]
+    return Reach(Path(t[0]), access, t[2], canonical, t[4], tuple(_unpack(p) for p in t[5]))
+
+
+class _Child:
+    """Looks at ``paths`` in order in a forked child, where a look stuck in the kernel cannot hold this process.
+
+    A thread stuck on a drive whose server stopped answering (a FUSE daemon, NFS) cannot be stopped, and its
+    process cannot end while it is stuck: ``status`` stayed, holding its standard output, until the drive
+    answered. The child closes every file it inherited first, so left behind it holds nothing of ours; it ends
+    once the drive answers, at its next write into the pipe closed here. It runs only :func:`look_one` and writes
+    each :class:`Reach` to the pipe: forked from a process with threads, it touches no lock another thread may
+    hold (no logging, no buffered stream)."""
+
+    def __init__(self, paths: Sequence[Path], find_profiles: bool) -> None:
+        self.paths = list(paths)
+        self.results: list[Reach] = []
+        self.done = False  # the child has ended (reaped): whatever was stuck let go
+        r, w = os.pipe()
+        last_fd = min(max(256, os.sysconf("SC_OPEN_MAX")), 1 << 16)  # one close_range on Linux; a loop elsewhere
+        try:
+            self.pid = os.fork()
+        except OSError:  # no process to be had (a limit reached): the caller looks in a thread instead
+            os.close(r)
+            os.close(w)
+            raise
+        if self.pid == 0:  # pragma: no cover - the child (the parent's tests see what it wrote)
+            try:
+                os.closerange(0, w)  # stdout, stderr, lock files, sockets: nothing of ours held if it sticks
+                os.closerange(w + 1, last_fd)
+                for path in self.paths:
+                    data = marshal.dumps(_pack(look_one(path, find_profiles=find_profiles)))
+                    view = memoryview(len(data).to_bytes(4, "big") + data)
+                    while view:
+                        view = view[os.write(w, view):]
+            finally:
+                os._exit(0)
+        os.close(w)
+        self._fd = r
+
+    def wait(self, timeout: float) -> int | None:
+        """Wait until every path answered (None), or until one took ``timeout`` seconds without an answer: its
+        index (the child is then left behind, never waited for)."""
+        poll, buf, deadline = select.poll(), b"", time.monotonic() + timeout
+        poll.register(self._fd, select.POLLIN)
+        try:
+            while True:
+                if not poll.poll(max(0.0, deadline - time.monotonic()) * 1000):
+                    if time.monotonic() >= deadline:
+                        return len(self.results)
+                    continue
+                chunk = os.read(self._fd, 65536)
+                if not chunk:  # it said everything and ended (or is about to)
+                    self._reap(0)
+                    return None if len(self.results) == len(self.paths) else len(self.results)
+                buf += chunk
+                while len(buf) >= 4 and len(buf) >= 4 + (n := int.from_bytes(buf[:4], "big")):
+                    self.results.append(_unpack(marshal.loads(buf[4:4 + n])))
+                    buf, deadline = buf[4 + n:], time.monotonic() + timeout
+        finally:
+            os.close(self._fd)
+
+    def _reap(self, flags: int) -> None:
+        try:
+            self.done = os.waitpid(self.pid, flags)[0] != 0
+        except ChildProcessError:
+            self.done = True
+
+    @property
+    def stuck(self) -> bool:
+        if not self.done:
+            self._reap(os.WNOHANG)
+        return not self.done
+
+
 class _Batch:
-    """A worker thread looking at ``paths`` in order; the caller waits for it, giving each path its own time."""
+    """Where there is no ``fork`` (Windows, which has no FUSE): a worker thread looking at ``paths`` in order."""
 
     def __init__(self, paths: Sequence[Path], find_profiles: bool) -> None:
         self.paths = list(paths)
@@ -122,6 +207,10 @@ class _Batch:
         self._lock = _thread.allocate_lock()  # guards results / abandoned / done
         self._finished = _thread.allocate_lock()  # released once, by the worker, when it is done
         self._finished.acquire()
+        try:
+            _thread.start_new_thread(self.run, ())
+        except RuntimeError:  # no thread to be had: look without a bound rather than not at all
+            self.run()
 
     def run(self) -> None:
         try:
@@ -137,10 +226,8 @@ class _Batch:
             self._finished.release()
 
     def wait(self, timeout: float) -> int | None:
-        """Wait until every path answered (None), or until one path took ``timeout`` seconds without the worker
-        moving on: its index (the worker is then abandoned). The common case costs one wake-up: the caller
-        sleeps until the worker is done and looks at the progress only when ``timeout`` passes first (so a path
-        is given up on after between ``timeout`` and twice that)."""
+        """As :meth:`_Child.wait`; a path is given up on after between ``timeout`` and twice that (the caller
+        sleeps until the worker is done and looks at its progress only when ``timeout`` passes first)."""
         seen = 0
         while not self._finished.acquire(True, timeout):
             with self._lock:
@@ -152,9 +239,16 @@ class _Batch:
         self._finished.release()  # done: leave it released for anyone else who asks
         return None if len(self.results) == len(self.paths) else len(self.results)
 
+    @property
+    def stuck(self) -> bool:
+        return not self.done
 
-#: str(path) -> the worker still stuck on it
-_stuck: dict[str, _Batch] = {}
+
+_Looker = _Child if hasattr(os, "fork") else _Batch
+
+
+#: str(path) -> the looker still stuck on it
+_stuck: dict[str, _Child | _Batch] = {}
 #: str(path) -> (time.monotonic(), a look that found it readable): a scan right after discovery (the CLI, the
 #: tray's detector) reuses discovery's look instead of starting a second thread. Only "readable" is reused, and
 #: only for :data:`FRESH` seconds: a home that appears or breaks is seen by the very next look.
@@ -171,7 +265,7 @@ def look(paths: Sequence[Path], *, find_profiles: bool = False, timeout: float =
         key = str(path)
         stuck = _stuck.get(key)
         recent = None if find_profiles else _readable.get(key)
-        if stuck is not None and not stuck.done:
+        if stuck is not None and stuck.stuck:
             found[i] = _no_answer(path, timeout)
         elif recent is not None and now - recent[0] < FRESH:
             found[i] = recent[1]
@@ -179,11 +273,10 @@ def look(paths: Sequence[Path], *, find_profiles: bool = False, timeout: float =
             _stuck.pop(key, None)
             todo.append(i)
     while todo:
-        batch = _Batch([paths[i] for i in todo], find_profiles)
         try:
-            _thread.start_new_thread(batch.run, ())
-        except RuntimeError:  # no thread to be had: look without a bound rather than not at all
-            batch.run()
+            batch: _Child | _Batch = _Looker([paths[i] for i in todo], find_profiles)
+        except OSError:
+            batch = _Batch([paths[i] for i in todo], find_profiles)
         overran = batch.wait(timeout)
         if len(_readable) > 1024:
             _readable.clear()

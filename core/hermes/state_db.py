@@ -39,6 +39,7 @@ from hermes_tray_core.hermes.state_db_batch import (
     columns,
     db_errors,
     describe_error,
+    session_rows,
     text_or_none,
 )
 from hermes_tray_core.numbers import as_float, json_int
@@ -498,20 +499,41 @@ def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
     return found
 
 
-def _note_id_by_digest(conn: sqlite3.Connection, in_sessions: str, sessions: list[str], after_id: int, digest: str,
-                       api_content: bool) -> int | None:
-    """The first user message after ``after_id`` whose text has SHA-256 ``digest`` (bounded: the note is the first
-    user message after the mark, give or take a window's few)."""
+def _start(conn: sqlite3.Connection, session_id: str, main: str, row_id: int) -> object:
+    """Where a walk of ``session_id`` after message ``row_id`` begins: that message's time in the session the note
+    was sent to (Hermes stamps a message when it writes it), the whole of a session compression continued it in
+    (its rows are copies, stamped as their originals)."""
+    if session_id != main:
+        return -math.inf
+    row = conn.execute("SELECT timestamp FROM messages WHERE id = ?", (row_id,)).fetchone()
+    return row[0] if row is not None and row[0] is not None else -math.inf
+
+
+def _note_id(conn: sqlite3.Connection, sessions: list[str], after_id: int, note: str | None, digest: str,
+             api_content: bool) -> tuple[int, object] | None:
+    """(id, time) of the first user message after ``after_id`` that is ``note`` (or, without it, whose text has
+    SHA-256 ``digest``, among the first 50 user messages: the note is the first, give or take a window's few)."""
     from hermes_tray_core.digest import note_digest
 
-    cols = "id, content" + (", api_content" if api_content else "")
-    rows = conn.execute(f"SELECT {cols} FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' ORDER BY id "
-                        "LIMIT 50", [*sessions, after_id]).fetchall()
-    for row in rows:
-        for text in row[1:]:
-            if isinstance(text, str) and note_digest(text) == digest:
-                return int(row[0])
-    return None
+    texts = ["content", "api_content"] if api_content else ["content"]
+    if note is not None:  # the note's text compared inside SQLite: no row's text leaves it
+        values, args = f"role = 'user' AND ({' OR '.join(f'{c} = ?' for c in texts)})", [note] * len(texts)
+    else:  # the text of user rows only, to hash here
+        values, args = ", ".join(["role = 'user'", *(f"CASE WHEN role = 'user' THEN {c} END" for c in texts)]), []
+    found: list[tuple[int, object]] = []
+    for sid in sessions:
+        users = 0
+        for rid, ts, hit, *text in session_rows(conn, sid, _start(conn, sid, sessions[0], after_id), values,
+                                                value_args=args, where=" AND id > ?", args=[after_id]):
+            if note is None and hit:
+                users += 1
+                hit = any(isinstance(t, str) and note_digest(t) == digest for t in text)
+            if hit:
+                found.append((int(rid), ts))
+                break
+            if users >= 50:
+                break
+    return min(found, key=lambda f: f[0]) if found else None
 
 
 def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
@@ -543,33 +565,33 @@ def note_state(home: Path | str, session_id: str, note: str | None, after_id: in
         if "finish_reason" not in cols:
             return "unknown", "state.db records no finish_reason, so a finished reply cannot be told"
         sessions = _continued_sessions(conn, session_id)
-        in_sessions = f"session_id IN ({','.join('?' * len(sessions))})"
-        if note is not None:
-            same = "content = ?" + (" OR api_content = ?" if "api_content" in cols else "")
-            args = [note] * (2 if "api_content" in cols else 1)
-            row = conn.execute(
-                f"SELECT MIN(id) FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' AND ({same})",
-                [*sessions, int(after_id), *args]).fetchone()
-            note_id = row[0] if row else None
-        else:
-            note_id = _note_id_by_digest(conn, in_sessions, sessions, int(after_id), str(digest or ""),
-                                         "api_content" in cols)
-        if note_id is None:
+        found = _note_id(conn, sessions, int(after_id), note, str(digest or ""), "api_content" in cols)
+        if found is None:
             return "absent", "the continuation note is not in state.db"
+        note_id, note_at = found
         no_tools = " AND (tool_calls IS NULL OR tool_calls IN ('', '[]', 'null'))" if "tool_calls" in cols else ""
         ends = ",".join("?" * len(_NOT_AN_END))
-        reply = conn.execute(
-            f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'assistant'{no_tools} "
-            f"AND finish_reason IS NOT NULL AND finish_reason NOT IN ({ends}) ORDER BY id LIMIT 1",
-            [*sessions, int(note_id), *_NOT_AN_END]).fetchone()
-        if reply is not None:
+        values = (f"role = 'assistant'{no_tools} AND finish_reason IS NOT NULL AND finish_reason NOT IN ({ends}), "
+                  "role = 'user'")
+        replies: list[int] = []
+        later: list[int] = []
+        for sid in sessions:  # each walked after the note in short reads (session_rows)
+            since = note_at if sid == sessions[0] else -math.inf
+            first_user = None
+            for rid, _ts, reply, user in session_rows(conn, sid, since, values, value_args=_NOT_AN_END,
+                                                       where=" AND id > ?", args=[note_id]):
+                if reply:
+                    replies.append(int(rid))
+                    break
+                if user and first_user is None:
+                    first_user = int(rid)
+            if first_user is not None:
+                later.append(first_user)
+        if replies:
             return "finished", (f"state.db holds the continuation note (message {note_id}) and its reply "
-                                f"(message {reply[0]})")
-        later = conn.execute(
-            f"SELECT id FROM messages WHERE {in_sessions} AND id > ? AND role = 'user' ORDER BY id LIMIT 1",
-            [*sessions, int(note_id)]).fetchone()
-        if later is not None:
-            return "superseded", (f"state.db holds a newer user message (message {later[0]}) after the "
+                                f"(message {min(replies)})")
+        if later:
+            return "superseded", (f"state.db holds a newer user message (message {min(later)}) after the "
                                   f"continuation note (message {note_id})")
         return "pending", f"state.db holds the continuation note (message {note_id}) but no finished reply"
     except Exception as exc:  # boundary: reading the messages Hermes wrote, where anything can be

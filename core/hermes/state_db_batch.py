@@ -4,11 +4,16 @@ never one per key.
 
 It also holds the few helpers :mod:`core.hermes.state_db` shares: the scanner imports this module at start-up
 and that one only when it needs it, so the shared copy lives here.
+
+Reading never holds up Hermes. Hermes 0.22 on SQLite before 3.51.3 keeps ``state.db`` in rollback-journal
+mode, where a reader's lock makes Hermes' commits wait; so no read here holds it long whatever a session's
+size: a session's messages are walked by :func:`session_rows`, in statements of at most :data:`HOLD_S` each.
 """
 
 from __future__ import annotations
 
 import os
+import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -20,9 +25,14 @@ if TYPE_CHECKING:  # sqlite3 is imported when a state.db is opened, not with thi
 
     from hermes_tray_core.hermes.progress import TurnProgress
 
-__all__ = ["BUSY_TIMEOUT_S", "HomeState", "columns", "describe_error", "text_or_none"]
+__all__ = ["BUSY_TIMEOUT_S", "HOLD_S", "HomeState", "columns", "describe_error", "session_rows", "text_or_none"]
 
 BUSY_TIMEOUT_S = 0.2
+#: Seconds one statement walking a session's messages may hold ``state.db`` before it lets go (Hermes' commits
+#: wait for it in rollback-journal mode): tests/bench/bench_statedb_hold.py measures what they wait.
+HOLD_S = 0.005
+_BATCH = 64  # rows fetched between two looks at the clock
+_RETRIES = 3  # statements of one walk tried again after a busy timeout
 
 
 class HomeState:
@@ -43,6 +53,7 @@ class HomeState:
         self._lcols: set[str] = set()
         self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
         self._generations: dict[str, int] = {}  # sessions.conversation_generation, where the schema has it
+        self._derived: set[str] = set()  # sessions whose title Hermes derived from the prompt (title_source)
         self._leases: dict[str, dict[str, object]] = {}
         self._roots: dict[str, str] = {}
         self._compressed: set[str] = set()  # sessions compression closed: their turn went on elsewhere
@@ -102,7 +113,7 @@ class HomeState:
         keys = list(keys)
         try:
             wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id", "end_reason",
-                                             "conversation_generation") if c in self._scols]
+                                             "conversation_generation", "title_source") if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
@@ -116,6 +127,8 @@ class HomeState:
                         gen = v.get("conversation_generation")
                         if isinstance(gen, int) and not isinstance(gen, bool):
                             self._generations[str(v["id"])] = gen
+                        if v.get("title_source") == "derived":
+                            self._derived.add(str(v["id"]))
         except db_errors() as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
@@ -167,6 +180,11 @@ class HomeState:
         """The session's ``conversation_generation`` (a chat clear raises it), or None where not kept."""
         return self._generations.get(key)
 
+    def title_from_prompt(self, key: str) -> bool:
+        """Is the session's title the prompt's own words? Hermes 0.22 titles a session from its prompt at once
+        (``title_source = 'derived'``) until a model or the user names it: hidden wherever the prompt is."""
+        return key in self._derived
+
     def lease(self, key: str) -> tuple[str, str]:
         """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""
         if self._conn is None:
@@ -214,6 +232,49 @@ def text_or_none(value: object) -> str | None:
     if value is None:
         return None
     return value if isinstance(value, str) else str(value)
+
+
+def session_rows(conn: sqlite3.Connection, session_id: str, since: object, values: str, *,
+                 value_args: Sequence[object] = (), where: str = "",
+                 args: Sequence[object] = ()) -> Iterator[tuple[Any, ...]]:
+    """``(id, timestamp, *values)`` of each of ``session_id``'s messages stamped at or after ``since``, oldest first
+    (by ``timestamp``, then ``id``: the order of Hermes' index on ``(session_id, timestamp)``, which every schema
+    has). ``values``: SQL expressions computed in SQLite (so a long text need not leave it), with their
+    ``value_args``; ``where``: cheap further conditions (`` AND …``) with their ``args``.
+
+    Read in statements that each stop after about :data:`HOLD_S` seconds, letting go of ``state.db`` (autocommit:
+    the lock ends with the statement), the next resuming after the last row read; the rows are handed on only once
+    their statement let go, so nothing the caller does holds it either. A statement that found Hermes committing for
+    longer than the busy timeout is tried again, up to :data:`_RETRIES` times in one walk (a walk is many
+    statements: one such wait must not cost the whole reading). May raise ``sqlite3.Error``."""
+    import sqlite3
+
+    head = f"SELECT id, timestamp, {values} FROM messages WHERE session_id = ? AND timestamp >= ?"
+    sql, params = f"{head}{where} ORDER BY timestamp, id", [*value_args, session_id, since, *args]
+    retries = _RETRIES
+    while True:
+        rows: list[tuple[Any, ...]] = []
+        try:
+            cur = conn.execute(sql, params)
+        except sqlite3.OperationalError as exc:  # the lock is taken as a statement starts, or never
+            if retries <= 0 or not ("locked" in str(exc) or "busy" in str(exc)):
+                raise
+            retries -= 1
+            continue
+        try:
+            start = time.monotonic()
+            while batch := cur.fetchmany(_BATCH):
+                rows += batch
+                if time.monotonic() - start >= HOLD_S:
+                    break
+        finally:
+            cur.close()
+        yield from rows
+        if not batch:  # the statement ran to its end
+            return
+        rid, ts = rows[-1][0], rows[-1][1]
+        sql = f"{head} AND (timestamp > ? OR id > ?){where} ORDER BY timestamp, id"
+        params = [*value_args, session_id, ts, ts, rid, *args]
 
 
 def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:

@@ -1,10 +1,9 @@
-"""Two facts about this computer that can say why a process stopped: when the computer last started (a
-turn whose Hermes started before that was cut off by the restart at the latest) and how many processes the
-kernel's out-of-memory killer has ended since then (a count that moves as the OOM killer strikes).
+"""A fact about this computer that can say why a process stopped: when the computer last started (a turn whose
+Hermes started before that was cut off by the restart at the latest).
 
-Each is read from one file named here — ``PROC_STAT`` and ``VMSTAT`` are the seam a test points at a file
-of its own — and each read answers None when it cannot tell (not Linux, no such line, unreadable), never a
-guess. Elsewhere the boot time comes from psutil; the OOM count exists only on Linux (4.13 and later).
+Read from the file named here — ``PROC_STAT`` is the seam a test points at a file of its own — it answers None
+when it cannot tell (no such line, unreadable), never a guess. Elsewhere the boot time comes from psutil. (Whether
+the out-of-memory killer ended a process is a fact about that process: :mod:`hermes_tray_core.process.oom`.)
 """
 
 from __future__ import annotations
@@ -13,11 +12,10 @@ import sys
 
 from hermes_tray_core.process.identity import process_errors
 
-__all__ = ["PROC_STAT", "VMSTAT", "boot_time", "oom_kills"]
+__all__ = ["PROC_STAT", "boot_time"]
 
-#: Where the kernel says when it booted (``btime``) and how many OOM kills it made (``oom_kill``).
+#: Where the kernel says when it booted (``btime``).
 PROC_STAT = "/proc/stat"
-VMSTAT = "/proc/vmstat"
 
 
 def _field(path: str, name: bytes) -> int | None:
@@ -50,8 +48,3 @@ def boot_time() -> float | None:
     except process_errors():  # psutil answers oddly on exotic systems (RuntimeError): then it cannot be told
         return None
 
-
-def oom_kills() -> int | None:
-    """How many processes the kernel's out-of-memory killer has ended since boot (``oom_kill`` of
-    ``/proc/vmstat``), or None where the kernel does not say."""
-    return _field(VMSTAT, b"oom_kill")

@@ -437,25 +437,28 @@ class Scanner:
                 decision = judge(marker, Facts(config, now, seen._replace(
                     owner="alive", activity_detail=detail, writer_turn="unknown", writer_turn_detail=""), known))
         holder = self._now.holder(home) if decision.code == ReasonCode.BACKEND_LIVE else None
-        progress, cause, fact = (self._facts(home, turn, decision.verdict, seen.writer, state, now, known)
-                                 if self._read_progress and marker.is_entry else (None, None, ""))
+        progress, cause, fact, stopped = (self._facts(home, turn, decision.verdict, seen.writer, state, now, known)
+                                          if self._read_progress and marker.is_entry
+                                          else (None, None, "", marker.interrupted_at))
         record = TurnRecord(
             home=home.path, profile=home.profile, turn=turn, title=info[0] if info else None,
             prompt_excerpt=prompt_excerpt(marker.excerpt_source),
             age_seconds=decision.age_seconds, writer=seen.writer, verdict=decision.verdict, reason=decision.reason,
             source=TurnSource.DESKTOP, unsure=decision.unsure, code=decision.code, holder=holder,
             progress=progress, cause=cause, cause_fact=fact,
+            title_from_prompt=bool(info and info[0] and state and state.title_from_prompt(key)),
+            interrupted_at=stopped,
         )
         return record, tp
 
     def _facts(self, home: Home, turn: Turn, verdict: Verdict, writer: WriterState, state: _HomeState | None,
-               now: float, known: TurnStatus) -> tuple[TurnProgress | None, StopCause | None, str]:
-        """How far the turn got (state.db, read in the same look) and, once it no longer runs, why it stopped —
-        only from a fact (core.deciding.causes; the ledger is a witness): ``(progress, cause, fact)``."""
+               now: float, known: TurnStatus) -> tuple[TurnProgress | None, StopCause | None, str, float | None]:
+        """How far the turn got (state.db, read in the same look) and, once it no longer runs, why and when it
+        stopped — only from a fact (core.deciding.causes; the ledger is a witness): ``(progress, cause, fact, when)``."""
         progress = state.progress(turn.key) if state else None
         if verdict == Verdict.RUNNING or writer == WriterState.ALIVE:
-            return progress, None, ""
-        from hermes_tray_core.deciding.causes import stop_cause
+            return progress, None, "", None
+        from hermes_tray_core.deciding.causes import stop_cause, stopped_at
 
         if self._boot_time is None:
             from hermes_tray_core.process.machine import boot_time
@@ -463,7 +466,7 @@ class Scanner:
             self._boot_time = (boot_time(),)
         cause, fact = stop_cause(turn.marker, now=now, boot_time=self._boot_time[0], witnessed=known.witnessed,
                                  crashed=known.crashed)
-        return progress, cause, fact
+        return progress, cause, fact, stopped_at(turn.marker, witnessed=known.witnessed, crashed=known.crashed)
 
     def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:
         """Log a problem with one marker once per scanner (the tray re-scans often): identity only."""

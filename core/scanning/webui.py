@@ -169,7 +169,8 @@ def webui_records(home: Home, now: float, problems: list[str], live: set[str], c
         except Exception as exc:  # boundary: one hostile journal never hides the others
             log_once(home, sid, f"cannot judge this WebUI session ({type(exc).__name__}: {exc})", level=40)
     if malformed_sessions:
-        problems.append(f"{malformed_sessions} WebUI journal(s) in {jdir} have malformed lines (skipped)")
+        what = "WebUI journal has" if malformed_sessions == 1 else "WebUI journals have"
+        problems.append(f"{malformed_sessions} {what} malformed lines in {jdir} (skipped)")
     return len(listing), records
 
 def _webui_record(home: Home, sid: str, pending: list[dict[str, Any]], now: float,

@@ -413,15 +413,15 @@ class Ledger:
                     marks = ",".join("?" * len(chunk))
                     for r in conn.execute(_DECISIONS_OF.format(marks), (home, *chunk)):
                         rows.setdefault((r[0], r[1]), []).append(r)
-                        if r[3] == Event.FAILED and r[8] is not None:
-                            crashes[r[8]] = {**json.loads(r[5]), "created_at": r[6]}
+                        if r[3] in (Event.FAILED, Event.INTERRUPTED) and r[8] is not None:
+                            crashes[r[8]] = {**json.loads(r[5]), "event": r[3], "created_at": r[6]}
                     for r in conn.execute(_RUNS_OF.format(marks), (home, *chunk)):
                         runs.setdefault(r[7], []).append(_Run(*r[:7]))
                 for key, wanted in sessions.items():
                     for t in wanted:
                         parent = _parent(runs.get(key, ()), float(t.started_at), t.attempt)
                         crash = crashes.get(parent.id) if parent is not None else None
-                        crashed = crash if crash is not None and crash.get("outcome") == "crashed" and \
+                        crashed = crash if crash is not None and _ended_mid_turn(crash) and \
                             crash["created_at"] >= float(t.started_at) - CRASH_SLACK else None
                         out[t] = _status(rows.get((key, float(t.started_at)), ()), t.attempt, crashed)
             return out
@@ -513,6 +513,11 @@ _HISTORY = ("SELECT d.id, d.at, d.event, d.via, d.reason, d.until, d.details, t.
             "t.attempt, coalesce(t.root, t.id), d.run FROM decisions d LEFT JOIN turns t ON d.turn = t.id")
 
 
+def _ended_mid_turn(end: Mapping[str, Any]) -> bool:
+    """The end of our run that left a turn mid-way: it crashed, or the tray's quit stopped it (``shutdown``)."""
+    return end.get("outcome") == "crashed" or (end["event"] == Event.INTERRUPTED and end.get("stopped_by") == "shutdown")
+
+
 def _status(rows: Iterable[Sequence[Any]], attempt: int, crashed: Mapping[str, Any] | None) -> TurnStatus:
     """:class:`TurnStatus` from one interruption's decisions (every attempt count its ``started_at`` was seen with),
     oldest first: ``(session, started_at, attempt, event, until, details, at, via, run, run open, run reached,
@@ -522,10 +527,10 @@ def _status(rows: Iterable[Sequence[Any]], attempt: int, crashed: Mapping[str, A
     stopped: Event | None = None
     snooze: tuple[float, bool] | None = None
     witnessed: dict[str, Any] | None = None
-    for (_s, _t, got, event, until, details, _at, _via, run, run_open, reached, reason) in rows:
+    for (_s, _t, got, event, until, details, at, _via, run, run_open, reached, reason) in rows:
         mine = got in (attempt, -1)
         if event == Event.STOPPED:
-            witnessed = {**json.loads(details), **({"reason": reason} if reason else {})}
+            witnessed = {**json.loads(details), **({"reason": reason} if reason else {}), "created_at": at}
             continue
         if event == Event.SNOOZED:
             if until is not None:

@@ -7,12 +7,14 @@ With no display it starts the test desktop (``tests/desktop/session.py``) for th
 uses it.
 
 Writes into this folder: prompt-window.png, turns-window-facts.png (a waiting turn's Details: how far it got
-and why it stopped), prompt-window-running.png, tray-menu.png (three waiting turns whose prompts begin alike),
+and why it stopped), prompt-window-running.png (a continuation running beside a waiting turn with its Details,
+and Recent: the window grown to fit), tray-menu.png (three waiting turns whose prompts begin alike),
 turns-window-problem-recent.png, history.png (open while a turn finishes, at its default size: every column must
 show whole), status-window-menu.png (the status window with the icon's menu open), turn-page.png (a turn's page:
 its facts, its decisions so far, a reminder set), notification-dunst.png (a waiting turn's notification on dunst,
-a real notification server, dark theme, with how far it got and why it stopped), icons-22px.png. Look at every
-one after a change.
+a real notification server, dark theme, with how far it got and why it stopped), notification-dunst-hidden.png
+(the same with show_prompts off: no prompt, no title Hermes made of it), icons-22px.png. Look at every one after
+a change.
 """
 
 from __future__ import annotations
@@ -51,9 +53,10 @@ HOME = str(Path.home() / ".hermes")
 
 def _turn(key: str, title: str, excerpt: str, age: float, verdict: str = "actionable", reason: str = "",
           attempts: int = 0, profile: str = "default", code: str = "") -> TurnItem:
+    """A row whose turn the tray saw end ``age`` seconds ago (its witness): "Interrupted … ago"."""
     return TurnItem(key=f"{HOME}\x1f{key}", home=HOME, session_key=key, title=title, excerpt=excerpt,
                     since=time.time() - age, attempts=attempts, verdict=verdict, reason=reason, profile=profile,
-                    code=code or verdict)
+                    code=code or verdict, moment="interrupted", at=time.time() - age)
 
 
 def _settle(app: QApplication, w) -> None:
@@ -81,28 +84,30 @@ FACTS_AGE = 40 * 60  # the turn started 40 min ago …
 BOOTED = 25 * 60  # … and this computer restarted 25 min ago, ending it
 
 
-def facts_turn():
+def facts_turn(*, title_from_prompt: bool = False):
     """A waiting turn with what Hermes kept of it and why it stopped, as the scanner records them: the progress
-    a turn killed mid-way leaves (tool calls, some text) and the cause the engine's own ``stop_cause`` gives a
-    marker whose writer started before the computer last started (its words, with its fact)."""
-    from hermes_tray_core import StepKind, TurnProgress, TurnRecord
+    a turn killed mid-way leaves (tool calls, some text, the tool it was running) and the cause the engine's own
+    ``stop_cause`` gives a marker whose writer started before the computer last started (its words, with its
+    fact). Nobody saw it end: its age is said from the last thing Hermes saved. ``title_from_prompt``: its title
+    is the one Hermes made of the prompt (hidden with the prompt)."""
+    from hermes_tray_core import Marker, ProgressStep, StepKind, Turn, TurnProgress, TurnRecord, home_path
     from hermes_tray_core.deciding.causes import stop_cause
-    from hermes_tray_core.hermes.progress import ProgressStep
 
     verdict, reason, age, code = _reason(FACTS_AGE, 0)
     now = time.time()
     started = now - FACTS_AGE
-    cause, fact = stop_cause({"started_at": started, "writer_start_time": started - 4}, now=now,
-                             boot_time=now - BOOTED)
-    steps = (ProgressStep(StepKind.TOOL, "read_file"), ProgressStep(StepKind.TEXT, paragraphs=2),
-             ProgressStep(StepKind.TOOL, "patch"), ProgressStep(StepKind.TOOL, "terminal"))
+    marker = Marker.read({"attempts": 0, "prompt": "…", "started_at": started, "writer_start_time": started - 4})
+    cause, fact = stop_cause(marker, now=now, boot_time=now - BOOTED)
+    steps = (ProgressStep(StepKind.TEXT, paragraphs=2), ProgressStep(StepKind.TOOL, "patch"),
+             ProgressStep(StepKind.TOOL, "terminal", running=True))
     progress = TurnProgress(messages=11, tool_calls=5, recent=steps, ran_for_s=11 * 60 + 20,
                             last_excerpt="terminal: pytest tests/test_config.py -q")
-    return TurnRecord(home=Path(HOME), profile="default", session_key=FACTS_KEY, title="Demo: refactor the config parser",
-                      prompt_excerpt="Refactor the config parser so unknown keys produce a warning instead of an "
-                                     "error, then update the tests.", started_at=started, age_seconds=age, attempts=0,
-                      writer="dead", verdict=verdict, reason=reason, source="desktop", code=code, progress=progress,
-                      cause=cause, cause_fact=fact)
+    prompt = "Refactor the config parser so unknown keys produce a warning instead of an error, then update the tests."
+    title = prompt[:48] if title_from_prompt else "Demo: refactor the config parser"
+    return TurnRecord(home=Path(HOME), profile="default", turn=Turn(home_path(HOME), FACTS_KEY, marker), title=title,
+                      prompt_excerpt=prompt, age_seconds=age, writer="dead", verdict=verdict, reason=reason,
+                      source="desktop", code=code, progress=progress, cause=cause, cause_fact=fact,
+                      title_from_prompt=title_from_prompt)
 
 
 def turns_window_facts(app: QApplication) -> None:
@@ -123,11 +128,11 @@ def prompt_window(app: QApplication) -> None:
     """The turns window as a notification's Resume/Show opens it: one waiting turn, its details shown."""
     from hermes_tray.app.prompt_window import PromptWindow
 
-    verdict, reason, age, code = _reason(3, 0)
+    verdict, reason, age, code = _reason(240, 0)  # started 4 min ago; its Hermes seen to end 3 s ago
     pending = (replace(_turn("20260301_101500_a1b2c3", "Demo: refactor the config parser",
                              "Refactor the config parser so unknown keys produce a warning instead of an error, "
-                             "then update the tests.", 3, verdict=verdict, reason=reason, code=code),
-                       stated_age=age),)
+                             "then update the tests.", 240, verdict=verdict, reason=reason, code=code),
+                       stated_age=age, at=time.time() - 3),)
     w = PromptWindow()
     w.resize(560, 420)
     w.set_state(ViewState(pending=pending))
@@ -138,12 +143,21 @@ def prompt_window(app: QApplication) -> None:
 
 
 def prompt_window_running(app: QApplication) -> None:
+    """A continuation running while another turn waits (its Details open) and one finished under Recent, opened at
+    560×380: the window grows to fit what it shows, nothing drawn over anything."""
+    from hermes_tray import words
     from hermes_tray.app.prompt_window import PromptWindow
+    from hermes_tray.model.viewstate import turn_item
 
+    done = words.ending("completed", ran_in="running-backend")
+    finished = RecentItem("k3", "Fix the flaky upload test", done.what, done.why, since=time.time() - 640,
+                          details="Hermes finished the turn. It ran in your running Hermes (pid 48211).")
     w = PromptWindow()
     w.resize(560, 380)
-    w.set_state(ViewState(running=(RunningItem("k", "Demo: refactor the config parser", 2, "answering · 2 updates",
+    w.set_state(ViewState(pending=(turn_item(facts_turn(), show_prompts=True),), recent=(finished,),
+                          running=(RunningItem("k", "Summarise the CI failures", 2, "answering · 2 updates",
                                                at=time.monotonic()),)))
+    w.details_button.setChecked(True)
     _settle(app, w)
     w.grab().save(str(HERE / "prompt-window-running.png"))
     w.close()
@@ -163,7 +177,8 @@ def similar_turns() -> list:
     return [TurnRecord(home=Path(HOME), profile="default", title=None, prompt_excerpt=prompt,
                        turn=Turn(home_path(HOME), f"20260301_10{n}500_a1b2c{n}", Marker.known(time.time() - 40 - 70 * n)),
                        age_seconds=age + 70 * n, writer="dead", verdict=verdict, reason=reason, source="desktop",
-                       code=code) for n, prompt in enumerate(SIMILAR)]
+                       code=code, interrupted_at=time.time() - 30 - 70 * n)  # seen to end by the tray
+            for n, prompt in enumerate(SIMILAR)]
 
 
 def tray_menu(app: QApplication) -> None:
@@ -346,9 +361,10 @@ DUNSTRC = """[global]
 """
 
 
-def notification_on_dunst(app: QApplication) -> None:
+def notification_on_dunst(app: QApplication, *, hidden: bool = False) -> None:
     """A waiting turn's notification as dunst (Debian's package, a real server; a dark theme) shows it: sent by
-    the tray's own notifier over a bus of its own, where dunst owns the notification service."""
+    the tray's own notifier over a bus of its own, where dunst owns the notification service. ``hidden``: with
+    ``show_prompts = false``, for a turn whose title Hermes made of its prompt (notification-dunst-hidden.png)."""
     import shutil
     import signal
     import subprocess
@@ -358,7 +374,7 @@ def notification_on_dunst(app: QApplication) -> None:
 
     if shutil.which("dunst") is None:
         raise SystemExit("notification-dunst.png needs dunst (./tests/run installs it)")
-    run = TMP / "dunst"
+    run = TMP / ("dunst-hidden" if hidden else "dunst")
     run.mkdir()
     (run / "dunstrc").write_text(DUNSTRC, encoding="utf-8")
     (run / "bus.conf").write_text(
@@ -388,8 +404,8 @@ def notification_on_dunst(app: QApplication) -> None:
                 time.sleep(0.3)
             notifier = DesktopNotifierBackend("Hermes Tray")
             notifier.wait_ready(10)
-        notes = InterruptionNotices(notifier, show_prompts=lambda: True)
-        notes.announce([facts_turn()])  # how far it got and why it stopped, as Details says it
+        notes = InterruptionNotices(notifier, show_prompts=lambda: not hidden)
+        notes.announce([facts_turn(title_from_prompt=hidden)])  # how far it got and why it stopped, as Details says
         for _ in range(40):
             app.processEvents()
             time.sleep(0.05)
@@ -399,7 +415,8 @@ def notification_on_dunst(app: QApplication) -> None:
                              text=True, timeout=10, check=True).stdout
         g = dict(line.split("=", 1) for line in geo.split())
         x, y, wd, ht = (int(g[k]) for k in ("X", "Y", "WIDTH", "HEIGHT"))
-        app.primaryScreen().grabWindow(0, x - 12, y - 12, wd + 24, ht + 24).save(str(HERE / "notification-dunst.png"))
+        name = "notification-dunst-hidden.png" if hidden else "notification-dunst.png"
+        app.primaryScreen().grabWindow(0, x - 12, y - 12, wd + 24, ht + 24).save(str(HERE / name))
     finally:
         if notifier is not None:
             notifier.shutdown()
@@ -472,6 +489,7 @@ def main() -> int:
     status_window(app)
     turn_page(app)
     notification_on_dunst(app)
+    notification_on_dunst(app, hidden=True)
     icons()
     print(f"screenshots written to {HERE}")
     return 0

@@ -388,7 +388,8 @@ class TrayApp(QObject):
         if dlg is None:
             dlg = HistoryWindow(lambda: self.engine.history(500), title_for=self._title_for,
                                 pending=lambda ident: self._pending_key(ident) is not None,
-                                hermes_titles=self.engine.session_titles, watch=self.engine.history_files())
+                                hermes_titles=lambda turns: self.engine.session_titles(turns, prompts=self._prompts()),
+                                watch=self.engine.history_files())
             dlg.resume_requested.connect(self._resume_from_history)
             dlg.page_requested.connect(lambda ident, title: self.show_turn_page(ident=ident, title=title,
                                                                                  origin="history"))
@@ -403,6 +404,10 @@ class TrayApp(QObject):
             return None
         return next((item.key for item in self.controller.state.pending
                      if item.record is not None and item.record.turn.ident == ident), None)
+
+    def _prompts(self) -> bool:
+        """The ``show_prompts`` setting, as the views last rendered it."""
+        return self.controller is None or bool(self.controller.state.show_prompts)
 
     def _title_for(self, home: str, session_key: str) -> str | None:
         from hermes_tray.format import repeats

@@ -22,10 +22,12 @@ from PySide6.QtCore import QCoreApplication, QObject, QTimer
 from hermes_tray import words
 from hermes_tray.app import events
 from hermes_tray.app.single_instance import SingleInstance, instance_running
+from hermes_tray.contract import key_of
 from hermes_tray.controller import Controller
 from hermes_tray.format import safe_text
 from hermes_tray.notify import make_notifier
 from hermes_tray.watch.detector import Detector, DetectorThread, ScanReport
+from hermes_tray_core import ReasonCode, TurnRecord, Verdict
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,8 @@ class HelperApp(QObject):
         self.controller.scan_seen.connect(self._on_scan_seen)
         self.controller.present_window.connect(lambda _a: log.info("notification clicked (no window in the helper)"))
         self._terminal = _on_terminal()
-        self._told: set[tuple[str, str, float]] | None = None  # turns already named on the terminal
+        # what the terminal was last told of each turn: said again only when that changes
+        self._told: dict[tuple[str, str, float], tuple[object, ...]] | None = None
 
     def _on_scan_seen(self, report: ScanReport) -> None:
         events.emit_scan(report, scanned=report.finished, homes_found=report.extra.homes_found)
@@ -63,27 +66,26 @@ class HelperApp(QObject):
         print(f"hermes-tray helper: {safe_text(line)}", flush=True)
 
     def _say_turns(self, report: ScanReport) -> None:
-        """On a terminal: first what is watched (two lines), then one line per interrupted turn noticed."""
-        from hermes_tray.notify.coalesce import turn_label
-        from hermes_tray_core import Verdict
-
+        """On a terminal: first what is watched (two lines), then one line per interrupted turn it sees — waiting
+        for you, being resumed, or left alone and why — named as its notes and the tray's menu name it."""
         state = self.controller.state
         if self._told is None:
-            self._told = set()
+            self._told = {}
             homes = report.extra.watching or tuple(str(getattr(h, "path", h)) for h in report.homes)
             self._say(f"watching {words.count(len(homes), 'Hermes home')}: {', '.join(homes)}")
             self._say(f"mode {state.mode}: {_MODE_WORDS.get(str(state.mode), 'see the tray settings')}; "
                       "one line here per interrupted turn (Ctrl-C stops the helper)")
+        model = self.controller.model
         for rec in report.records:
-            if rec.verdict in (Verdict.RUNNING, Verdict.SKIPPED):  # running: nothing was interrupted
-                continue
+            if rec.verdict == Verdict.SKIPPED or rec.code in _RUNS or model.run_of(key_of(rec)) is not None:
+                continue  # it runs (in Hermes, or continued by us: "resuming" was said): nothing to say of it
             ident = (str(rec.home), rec.session_key, float(rec.started_at or 0.0))
-            if ident in self._told:
+            reminder, auto = model.reminder_of(rec), model.auto_choice(rec)
+            said = (rec.verdict, rec.code, reminder, auto, str(state.mode))
+            if self._told.get(ident) == said:
                 continue
-            self._told.add(ident)
-            where = "" if rec.profile == "default" else f" ({rec.profile} profile)"
-            self._say(f"interrupted turn{where}: {turn_label(rec, show_prompts=state.show_prompts)} — {rec.verdict}: "
-                      f"{rec.reason}")
+            self._told[ident] = said
+            self._say(turn_line(rec, model.label(rec), mode=str(state.mode), reminder=reminder, auto=auto))
 
     def _say_state(self) -> None:
         """The helper has no window: what the tray's window would say (no home, a problem) goes to
@@ -92,7 +94,7 @@ class HelperApp(QObject):
         lines = []
         if not state.homes_found:
             lines.append(state.no_home_text() + ".")
-        lines += [f"problem: {p.text} — run `hermes-tray doctor`" for p in state.attention_problems]
+        lines += [f"problem: {p.text} — run hermes-tray doctor" for p in state.attention_problems]
         said = getattr(self, "_said", None)
         if lines != said:
             self._said = lines
@@ -109,6 +111,31 @@ class HelperApp(QObject):
         self.detector_thread.stop()
         self.notifier.shutdown()
 
+
+def turn_line(rec: TurnRecord, name: str, *, mode: str, reminder: float | None = None,
+              auto: str | None = None) -> str:
+    """One interrupted turn as the helper says it on a terminal: what happens to it, which turn (its name, its
+    profile), when it stopped, and why it waits or is left alone — the tray's words, never the engine's."""
+    import time
+
+    where = "" if rec.profile == "default" else f" ({rec.profile} profile)"
+    when = words.when_text(*rec.moment)
+    about = f"{name}{where}, {when}"
+    if rec.verdict != Verdict.ACTIONABLE or rec.source != "desktop":
+        h = words.held(rec.verdict, rec.code, attempts=rec.attempts, source=str(rec.source))
+        why = " ".join(x for x in (h.why, h.can_do) if x)
+        return f"not resumed: {about}. {h.what}." + (f" {why}" if why else "")
+    if reminder is not None:
+        return f"waiting: {about}. {words.reminder_text(reminder, time.time())}."
+    if auto == "resumed":
+        return f"resuming: {about}."
+    if mode == "auto" and auto == "declined":
+        return f"not resumed automatically: {about}. {words.AUTO_ASKED_BEFORE} hermes-tray resume {rec.session_key}"
+    return f"waiting for you: {about}. To resume it: hermes-tray resume {rec.session_key}"
+
+
+#: a turn running in Hermes (its process, its turn lease, a WebUI worker): not interrupted, nothing to say of it
+_RUNS = frozenset({ReasonCode.WRITER_ALIVE, ReasonCode.LEASE_LIVE, ReasonCode.WEBUI_WORKER_ALIVE})
 
 _MODE_WORDS = {"ask": "each interrupted turn is notified and waits for you",
                "auto": "each interrupted turn is resumed at once, then notified",

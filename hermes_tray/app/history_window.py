@@ -47,7 +47,7 @@ from hermes_tray.model.history import (
 )
 from hermes_tray_core import TurnId
 
-COLUMNS = ("Turn", "Profile", "Interrupted", "What happened", "Where it ran")
+COLUMNS = ("Turn", "Profile", "When", "What happened", "Where it ran")
 TURN_ROLE = Qt.ItemDataRole.UserRole + 1
 MAX_COLUMN_PX = 420
 DEFAULT_SIZE = (860, 460)  # at least; wider when the columns need it (up to the screen), so none is cut
@@ -318,13 +318,14 @@ class HistoryWindow(QDialog):
             item.setToolTip(3, t.outcome())
             return item
         title = self._title(t)
-        interrupted = _stamp(t.started_at or 0) if t.started_at else ""
-        item = QTreeWidgetItem([title, t.profile, interrupted, t.outcome(), t.where()])
+        at, what = (t.interrupted_at, "Interrupted") if t.interrupted_at else (t.started_at, "Started")
+        when = f"{what} {_stamp(at)}" if at else ""  # "Interrupted" only when that moment is known
+        item = QTreeWidgetItem([title, t.profile, when, t.outcome(), t.where()])
         item.setData(0, TURN_ROLE, id(t))
         item.setToolTip(0, f"{title}\nSession ID: {safe_text(t.session_key)}")
         item.setToolTip(1, safe_text(t.home))
-        if t.started_at:
-            item.setToolTip(2, since_text(t.started_at))
+        if at:
+            item.setToolTip(2, f"{what.lower()} {since_text(at)}")
         details = t.outcome_details()
         item.setToolTip(3, t.outcome() + (f"\n{details}" if details and details != t.outcome() else ""))
         if t.where():

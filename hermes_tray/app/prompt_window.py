@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import functools
 
-from PySide6.QtCore import QPoint, Qt, Signal, SignalInstance
-from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, QPoint, Qt, Signal, SignalInstance
+from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
@@ -38,6 +38,7 @@ from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnIt
 from hermes_tray_core import TurnKey
 
 KEY_ROLE = Qt.ItemDataRole.UserRole + 1
+MIN_WIDTH = 560
 
 
 class _RunningRow(QFrame):
@@ -186,12 +187,12 @@ class PromptWindow(QDialog):
         self.setWindowTitle("Interrupted turns")  # Qt adds " — Hermes Tray"
         self.setWindowIcon(app_icon())
         self.setModal(False)
-        self.setMinimumSize(560, 380)
+        self.resize(MIN_WIDTH, 380)
         self._state = ViewState()
         self._running_rows: dict[TurnKey, _RunningRow] = {}
         self._focus = "list"  # the list whose selection the details and the Delete key follow
 
-        root = QVBoxLayout(self)
+        root = self._root = QVBoxLayout(self)
         self.header = QLabel()
         f = QFont(self.header.font())
         f.setPointSizeF(f.pointSizeF() * 1.25)
@@ -298,6 +299,24 @@ class PromptWindow(QDialog):
         QShortcut(QKeySequence(QKeySequence.StandardKey.Delete), self).activated.connect(self._delete_pressed)
         self.set_state(self._state)
 
+    # --- size -----------------------------------------------------------------------------------
+    def event(self, e: QEvent) -> bool:
+        done = super().event(e)
+        if e.type() == QEvent.Type.LayoutRequest:  # its content changed: rows, Details, Recent, a continuation
+            self._fit()
+        return done
+
+    def resizeEvent(self, e: QResizeEvent) -> None:
+        super().resizeEvent(e)
+        self._fit()
+
+    def _fit(self) -> None:
+        """The window grows with its content: never shorter than what it shows needs at its width. Qt's own
+        minimum leaves wrapped text out (height-for-width), so a list, Details, Recent and a running
+        continuation open at once had the continuation's lines drawn over each other."""
+        self.setMinimumWidth(max(MIN_WIDTH, self._root.totalMinimumSize().width()))
+        self.setMinimumHeight(self._root.minimumHeightForWidth(self.width()))
+
     # --- state --------------------------------------------------------------------------------
     def set_state(self, state: ViewState) -> None:
         """Update in place: the selection follows its turn, rows appear and vanish live."""
@@ -362,7 +381,7 @@ class PromptWindow(QDialog):
             lines.append(f"“{elide(t.excerpt, 110)}”")
         elif not self._state.show_prompts:
             lines.append(words.PROMPT_HIDDEN)
-        meta = [f"Interrupted {t.when}"]
+        meta = [t.when.capitalize()]  # "Interrupted 3 s ago" only when that moment is known
         if t.attempts:
             meta.append(f"{words.tries(t.attempts)} so far")
         if t.reminder is not None:

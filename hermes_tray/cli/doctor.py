@@ -208,8 +208,12 @@ def check_running_backend(home: Any, processes: Any, *, probe: bool = True) -> d
 def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
     """Can the tray's writes to this home's marker file go in by atomic exchange (core.markers.store)? Without
     one they fall back to compare-and-replace, which a concurrent Hermes write can still defeat."""
-    from hermes_tray_core import exchange_support
+    from hermes_tray_core import exchange_support, write_problem
 
+    cannot = write_problem(home)
+    if cannot:  # a read-only home: nothing can be written there, whatever the file system could do
+        return ({"exchange": None, "read_only": True, "detail": cannot},
+                f"{home} is read-only: {cannot}. Its turns cannot be resumed or skipped until it can be written")
     ok, detail = exchange_support(home)
     info = {"exchange": ok, "detail": detail}
     if ok:
@@ -299,7 +303,9 @@ def render(report: dict[str, Any]) -> str:
             out.append(f"    set by the administrator's managed config (wins over config.yaml): "
                        f"{', '.join(ac['managed'])}")
         mw = h.get("marker_writes")
-        if isinstance(mw, dict):
+        if isinstance(mw, dict) and mw.get("read_only"):
+            out.append("    marker writes: none, the home is read-only")
+        elif isinstance(mw, dict):
             out.append("    marker writes: " + ("atomic exchange" if mw.get("exchange") else  # the call: --json
                                                "compare-and-replace only (this filesystem cannot swap two files)"))
         rb = h.get("running_backend")
@@ -335,7 +341,8 @@ def render(report: dict[str, Any]) -> str:
     out.extend(f"  {k}: {v}" for k, v in report["paths"].items())
     if report["problems"]:
         out.append("")
-        out.append(f"{len(report['problems'])} problem(s):")
+        n = len(report["problems"])
+        out.append(f"{n} {'problem' if n == 1 else 'problems'}:")
         out.extend(f"  - {p}" for p in report["problems"])
     else:
         out.append("")

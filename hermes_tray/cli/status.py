@@ -3,8 +3,10 @@
 Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden. A
 ``--home`` that does not exist is refused (exit 1): a typo, not a home Hermes has not used yet.
 The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``).
-Each turn says how far it got and why it stopped, where that is known; ``show_prompts = false`` leaves out
-the excerpt of what it last said or did, as it leaves prompts out of notifications.
+Each turn says how far it got, why it stopped, and when — "interrupted" only when that moment is known — and a
+reminder set for it. Turns are named as the tray names them (``notify.coalesce.turn_names``: alike ones by the part
+that differs); ``show_prompts = false`` leaves out the prompt, a title Hermes made of it, and the excerpt of what
+it last said or did, as it leaves them out of notifications.
 """
 
 from __future__ import annotations
@@ -30,15 +32,18 @@ def run(args: argparse.Namespace) -> int:
         return refused
     result = Scanner(homes, cache_file=None if args.no_cache else default_cache_file(),
                      ask_running_hermes=True).scan()
-    excerpts = show_excerpts() if result.turns else True
+    prompts = show_excerpts() if result.turns else True
+    reminders = reminders_of(result.turns)
     served = served_by(result)
     if args.json:
-        doc = result.to_json(excerpts=excerpts)
+        doc = result.to_json(prompts=prompts)
+        for i, row in enumerate(doc["turns"]):
+            row["reminder_at"] = reminders.get(i)
         for h in doc["homes"]:
             h["served_by"] = served[h["path"]].to_json() if h["path"] in served else None
         print_json(doc)
         return 0
-    print(render(result, excerpts=excerpts, served=served))
+    print(render(result, excerpts=prompts, reminders=reminders, served=served))
     return 0
 
 
@@ -47,6 +52,29 @@ def served_by(result) -> dict:
     from hermes_tray_core import who_serves
 
     return {str(h.path): who_serves(h.path) for h in result.homes if h.exists and h.reachable}
+
+
+def reminders_of(turns) -> dict[int, float]:
+    """``{index: when}`` of the turns snoozed and not yet announced again (the ledger's ``snoozed``)."""
+    import time
+
+    from hermes_tray_core import Verdict, ledger, snoozed_until
+
+    waiting = [(i, t) for i, t in enumerate(turns) if t.verdict == Verdict.ACTIONABLE]
+    if not waiting:
+        return {}
+    out: dict[int, float] = {}
+    try:
+        known = ledger().statuses([t.turn.ident for _i, t in waiting])
+    except (OSError, ValueError):  # the ledger cannot be read: the turns are listed without their reminders
+        return {}
+    now = time.time()
+    for i, t in waiting:
+        st = known.get(t.turn.ident)
+        until = snoozed_until(st) if st is not None else None
+        if until is not None and until > now:
+            out[i] = until
+    return out
 
 
 def show_excerpts() -> bool:
@@ -60,42 +88,56 @@ def show_excerpts() -> bool:
     return bool(load_tray_settings(quiet=True).show_prompts)
 
 
-def render(result, *, excerpts: bool = True, served: dict | None = None) -> str:
+def render(result, *, excerpts: bool = True, reminders: dict[int, float] | None = None,
+           served: dict | None = None) -> str:
     """The human-readable status: one line per turn (reason underneath), then per-home problems."""
     from hermes_tray.cli.common import table
-    from hermes_tray.format import age_text, safe_text
+    from hermes_tray.format import safe_text
     from hermes_tray_core import cause_words
 
     out: list[str] = []
     multi = len(result.homes) > 1
+    reminders = reminders or {}
     if result.turns:
+        import time
+
+        from hermes_tray import words
+        from hermes_tray_core import write_problem
+
+        names = _names(result.turns, excerpts)
+        blocked = {str(h): why for h in {t.home for t in result.actionable} if (why := write_problem(h))}
         rows = []
-        for t in result.turns:
+        for t, what in zip(result.turns, names, strict=True):
             # one line each, whatever the marker holds: no line break or control character from a file
-            what = safe_text(t.title or t.prompt_excerpt or ("(WebUI turn)" if t.source == "webui" else ""))
-            if len(what) > 50:
-                what = what[:49] + "…"
-            rows.append([t.verdict + ("?" if t.unsure else ""), age_text(t.age_seconds), str(t.attempts),
+            rows.append([t.verdict + ("?" if t.unsure else ""), words.when_text(*t.moment), str(t.attempts),
                          t.writer, *([t.profile] if multi else []),
-                         safe_text(t.session_key) + (" (webui)" if t.source == "webui" else ""),
-                         what])
-        headers = ["VERDICT", "AGE", "TRIES", "WRITER", *(["PROFILE"] if multi else []), "SESSION", "WHAT"]
+                         safe_text(t.session_key) + (" (webui)" if t.source == "webui" else ""), safe_text(what)])
+        headers = ["VERDICT", "WHEN", "TRIES", "WRITER", *(["PROFILE"] if multi else []), "SESSION", "WHAT"]
         lines = table(rows, headers).splitlines()
         out.append(lines[0])
-        for line, t in zip(lines[1:], result.turns, strict=True):
+        for i, (line, t) in enumerate(zip(lines[1:], result.turns, strict=True)):
             out.append(line)
             out.append(f"    {safe_text(t.reason)}")
+            if i in reminders:
+                said = words.reminder_text(reminders[i], time.time())
+                out.append(f"    {said[:1].lower()}{said[1:]}: not announced before then")
+            if t.actionable and str(t.home) in blocked:
+                out.append(f"    cannot be resumed now: {safe_text(blocked[str(t.home)])}")
             if t.progress is not None:
                 out.append(f"    progress: {safe_text(t.progress.line(excerpts=excerpts))}")
             if t.cause is not None:
                 out.append(f"    why it stopped: {safe_text(cause_words(t.cause, t.cause_fact))}")
-        n = len(result.actionable)
+        n = sum(1 for t in result.actionable if str(t.home) not in blocked)
         out.append("")
-        out.append(f"{n} turn(s) can be resumed: hermes-tray resume SESSION" if n
+        out.append(f"{words.count(n, 'turn')} can be resumed: hermes-tray resume SESSION" if n
                    else "nothing to resume right now")
+        stuck = len(result.actionable) - n
+        if stuck:
+            out.append(f"{words.count(stuck, 'waiting turn')} cannot be resumed until Hermes can write in "
+                       f"{'its home' if stuck == 1 else 'their homes'}")
         held = [t for t in result.turns if t.verdict == "disabled"]
         if held:  # the same words as the tray's turns window: why they wait, and the one way to act
-            out.append(f"{len(held)} turn(s) not continued because Hermes auto-continue is off: "
+            out.append(f"{words.count(len(held), 'turn')} not continued because Hermes auto-continue is off: "
                        "`hermes-tray enable` turns it back on, then they can be resumed")
     else:
         readable = [h for h in result.homes if h.exists and h.markers in ("ok", "none") and not h.unsupported]
@@ -116,3 +158,14 @@ def render(result, *, excerpts: bool = True, served: dict | None = None) -> str:
         out.append("")
         out.append("? = could not be checked for sure; left alone until it can be")
     return "\n".join(out)
+
+
+def _names(turns, prompts: bool) -> list[str]:
+    """What each turn is called, as the tray's menu and notifications call it: Hermes' turns told apart by the
+    part that differs (``turn_names``), in 50 characters; WebUI turns by where they ran."""
+    from hermes_tray.format import elide
+    from hermes_tray.notify.coalesce import turn_names
+
+    desktop = [t for t in turns if t.source != "webui"]
+    named = iter(turn_names(desktop, show_prompts=prompts))
+    return [elide(next(named), 50) if t.source != "webui" else "(WebUI turn)" for t in turns]

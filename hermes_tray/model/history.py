@@ -24,7 +24,7 @@ __all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns
 OUTCOME_TEXT = {
     "completed": "Resumed and finished",
     "skipped": "Skipped",
-    "interrupted": "Stopped",
+    "interrupted": "Interrupted again",
     "cleared": "Cleared by Hermes",
     "refused": "Not resumed",
     "dispatched": "Running",
@@ -33,6 +33,7 @@ OUTCOME_TEXT = {
     "approved": "Resuming",
     "notified": "Waiting for you",
     "detected": "Seen",
+    "stopped": "Interrupted",  # the tray saw its Hermes end, and nothing else is recorded
 }
 #: a refusal's verdict → why, in a few words (the journal's reason is the cell's tooltip)
 REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "stale": "too old",
@@ -88,6 +89,12 @@ class TurnHistory:
                 return name
         return profile_of(self.home)
 
+    @property
+    def interrupted_at(self) -> float | None:
+        """When it was interrupted, where that was seen (its Hermes process's end: ``stopped``), else None: then
+        only when it started is known."""
+        return next((when_of(e) or None for e in self.events if field_of(e, "event", "") == "stopped"), None)
+
     def tries(self) -> int:
         """How many continuations the turn had: the highest attempt any of its runs names (a run with its
         own marker journals both ``continuing`` and ``dispatched`` for one try: counting events counted it twice)."""
@@ -120,8 +127,7 @@ class TurnHistory:
                 by = str(field_of(e, "stopped_by", ""))
                 if by == "you" and field_of(e, "dispatched", True) is False:
                     return "Stopped before it started"
-                return {"you": "Stopped by you", "hermes": "Interrupted again in Hermes",
-                        "shutdown": "Left waiting: the tray quit"}.get(by, OUTCOME_TEXT[name])
+                return words.STOPPED_BY.get(by, OUTCOME_TEXT[name])
             if name == "detached" and field_of(e, "finish", "") == "left-alone":
                 return "Left to your Hermes window"
             if name == "refused":
@@ -130,7 +136,8 @@ class TurnHistory:
             if name == "snoozed" and _num(field_of(e, "until", None)):
                 return words.reminder_text(_num(field_of(e, "until", None)), when_of(e))
             return OUTCOME_TEXT.get(name, name)
-        return names[-1] if names else ""
+        # nothing decisive: only what a witness saw (its Hermes' end: "stopped"), in words
+        return OUTCOME_TEXT.get(names[-1], names[-1]) if names else ""
 
     def outcome_details(self) -> str:
         """The engine's own words for the newest decisive event (the cell's tooltip): its reason, where it ran."""

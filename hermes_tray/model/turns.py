@@ -246,6 +246,8 @@ class TurnModel:
         self._vanished: dict[Key, tuple[float, TurnId]] = {}
         self._reminders: dict[Key, float] = {}  # waiting turns snoozed, as the last review read them: until when
         self._lapsed: dict[Key, TurnId] = {}  # snoozes that ended after their turn stopped waiting
+        # what auto mode did about each listed turn: "resumed", or "declined" (asked or answered before)
+        self._auto: dict[Key, tuple[TurnId, str]] = {}
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
@@ -283,6 +285,9 @@ class TurnModel:
         self._lapsed.update((key_of(r), r.turn.ident) for r in review.lapsed)
         for key in [k for k, i in self._lapsed.items() if k not in self.records or self.records[k].turn.ident != i]:
             del self._lapsed[key]
+        self._auto = {k: v for k, v in self._auto.items() if k in self.records}
+        for keys, what in ((review.resume, "resumed"), (review.declined, "declined")):
+            self._auto.update((k, (self.records[k].turn.ident, what)) for k in keys if k in self.records)
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
@@ -394,12 +399,37 @@ class TurnModel:
         )
 
     def _rename(self) -> None:
-        """Name the listed turns so that no two read alike (once per scan and show_prompts setting)."""
+        """Name the listed turns so that no two read alike (once per scan and show_prompts setting). A turn told
+        apart from another keeps that name while it is listed, also once the other has gone: alone, its plain
+        name could end right before the part that told it apart."""
         show = bool(self.settings.show_prompts)
-        if self._named[0] is not self.records or self._named[1] != show:
-            self._named = (self.records, show)
-            self._names = dict(zip(self.records, turn_names(list(self.records.values()), show_prompts=show),
-                                   strict=True))
+        before, shown = self._named
+        if before is self.records and shown == show:
+            return
+        was = self._names if shown == show and before is not None else {}
+        self._named = (self.records, show)
+        names = dict(zip(self.records, turn_names(list(self.records.values()), show_prompts=show), strict=True))
+        used = set(names.values())
+        for key, name in names.items():
+            old = was.get(key)
+            if old is None or old == name or old in used or before is None or key not in before \
+                    or before[key].turn.ident != self.records[key].turn.ident:
+                continue
+            if name == turn_names([self.records[key]], show_prompts=show)[0]:  # alone now, plainly named
+                used.discard(name)
+                used.add(old)
+                names[key] = old
+        self._names = names
+
+    def auto_choice(self, rec: TurnRecord) -> str | None:
+        """What auto mode did about this interruption of the turn: "resumed", "declined" (it was asked about or
+        answered before), or None (not in auto mode, or not yet)."""
+        found = self._auto.get(key_of(rec))
+        return found[1] if found is not None and found[0] == rec.turn.ident else None
+
+    def reminder_of(self, rec: TurnRecord) -> float | None:
+        """When a snoozed waiting turn is announced again (wall clock), None when it is not snoozed."""
+        return self._reminder(key_of(rec), rec, self.ask.wall_clock())
 
     def label(self, rec: TurnRecord) -> str:
         """What the user calls this turn: the name it is listed under."""
@@ -575,9 +605,9 @@ class TurnModel:
             answer = self._answers.get(note_key)
             return Pressed(present=True, answer=answer if answer is not None and answer[1] else None)
         turns = self.notes.turns_for(note_key)
+        self.notes.answered(note_key)  # pressed, it is gone (the notifier closes it): a later turn gets a new note
         if action in ("default", "open"):
             return Pressed(present=True)
-        self.notes.answered(note_key)
         if action == "disable":
             return Pressed(disable=sorted({str(t.home) for t in turns}))
         if action not in ("resume", "resume-all", "skip", "skip-all", "snooze"):
@@ -601,10 +631,10 @@ class TurnModel:
 
     def delivered(self, note: Note, ok: bool) -> list[TurnRecord]:
         """A turn note reached the user (the turns to journal as asked, never again) or went nowhere (ask
-        again). Exactly the turns that version of the note showed (a coalesced note grows between shows)."""
+        again). Exactly the turns that version of the note showed first (a coalesced note grows between shows)."""
         if not note.key.startswith("interrupted-"):
             return []
-        subjects = list(note.subjects)
+        subjects = self.notes.newly_shown(note.key, note.subjects) if ok else list(note.subjects)
         new = self.ask.delivered(subjects, ok)
         if ok:
             for t in subjects:

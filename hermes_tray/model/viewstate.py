@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 from hermes_tray import words
 from hermes_tray.contract import ProblemDetail, key_of
-from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, since_text, turn_since
+from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, turn_since
 from hermes_tray_core import TurnKey, TurnRecord
 
 
@@ -41,6 +41,9 @@ class TurnItem:
     cause: str = ""
     facts: tuple[str, ...] = ()
     reminder: float | None = None  # snoozed: announced again at this wall-clock time
+    # the moment its age is said from, and what it is (``TurnRecord.moment``): "interrupted" only when known
+    moment: str = "started"
+    at: float | None = None
 
     @property
     def age_seconds(self) -> float | None:
@@ -48,7 +51,8 @@ class TurnItem:
 
     @property
     def when(self) -> str:
-        return since_text(self.since)
+        """"interrupted 3 s ago", "last saved 2 min ago" or "started 41 min ago", said now."""
+        return words.when_text(self.moment, self.at)
 
     @property
     def reason_now(self) -> str:
@@ -59,22 +63,23 @@ class TurnItem:
     def reason_details(self) -> str:
         """The policy's reason less the age its row already says ("interrupted 1 min ago" once, not three
         times: the row, the line under the list, Details)."""
-        said = f"interrupted {self.when}; "
+        said = f"{self.when}; "
         text = self.reason_now
         if text.startswith(said) and len(text) > len(said):
-            text = text[len(said)].upper() + text[len(said) + 1:]
-        return text
+            text = text[len(said):]
+        return text[:1].upper() + text[1:]
 
     def reminder_text(self) -> str:
         return "" if self.reminder is None else words.reminder_text(self.reminder, time.time())
 
     def menu_label(self) -> str:
-        """``name — excerpt — age``: the name tells it apart from the other turns listed (``turn_names``);
-        the prompt's excerpt only when shown and not already said by the name."""
+        """``name — excerpt — age``, or ``— reminder at …`` while snoozed: the name tells it apart from the other
+        turns listed (``turn_names``); the prompt's excerpt only when shown and not already said by the name."""
         parts = [self.title]
         if self.excerpt and not self.title.startswith("“") and not repeats(self.title, self.excerpt):
             parts.append(elide(self.excerpt, 30))
-        parts.append(self.when)
+        reminder = self.reminder_text()
+        parts.append(reminder[:1].lower() + reminder[1:] if reminder else self.when)
         return " — ".join(parts)
 
 
@@ -152,7 +157,7 @@ class Problem:
 
     text: str
     folder: str = ""  # what "Open folder" opens ("" = nothing to open)
-    advice: str = "Run `hermes-tray doctor` for the details and how to fix it."
+    advice: str = "Run hermes-tray doctor for the details and how to fix it."
     attention: bool = True
     # "markers": a home's interrupted turns cannot be read (a corrupt, unreadable or not yet supported
     # store): the tray does not know that nothing waits there. "" for any other problem.
@@ -266,6 +271,8 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
         title=name or elide(turn_label(record, show_prompts=show_prompts), NAME_WIDTH),
         excerpt=clean_text(record.prompt_excerpt, 200) if show_prompts else "",
         since=turn_since(record, now),
+        moment=str(record.moment[0]),
+        at=record.moment[1],
         attempts=record.attempts,
         verdict=str(record.verdict),
         reason=clean_text(record.reason, 300),

@@ -20,7 +20,7 @@ from hermes_tray import words
 from hermes_tray.contract import key_of
 from hermes_tray.format import elide, repeats, safe_text, tell_apart
 from hermes_tray.notify.note import Action, Note, NoteSink
-from hermes_tray_core import TurnKey, TurnRecord
+from hermes_tray_core import TurnId, TurnKey, TurnRecord
 
 WINDOW_SECONDS = 2.0
 LOG_TURNS = 20  # a storm's log line names this many turns, then counts the rest
@@ -55,16 +55,18 @@ def turn_lines(turn: TurnRecord, *, show_prompts: bool) -> tuple[str, str, tuple
 
 
 def turn_label(turn: TurnRecord, *, show_prompts: bool = False) -> str:
-    """What a person calls a turn: its session's title; for an untitled session its prompt's first words
-    (only when ``show_prompts``), else its profile and when it started (``words.untitled_label``). The
-    session id is shown on demand, never as the name."""
-    title = clean_text(turn.title, 80)
+    """What a person calls a turn: its session's title (not one Hermes made of the prompt while prompts are
+    hidden); else its prompt's first words (only when ``show_prompts``), else its profile and when it started
+    (``words.untitled_label``). The session id is shown on demand, never as the name."""
+    title = clean_text(turn.shown_title(prompts=show_prompts), 80)
     if title:
         return title
     excerpt = clean_text(turn.prompt_excerpt, 120) if show_prompts else ""
-    profile = clean_text(turn.profile, 64)
-    return words.untitled_label(profile, turn.started_at if isinstance(turn.started_at, (int, float)) else None,
-                                excerpt)
+    return words.untitled_label(clean_text(turn.profile, 64), _when(turn), excerpt)
+
+
+def _when(turn: TurnRecord) -> float | None:
+    return turn.started_at if isinstance(turn.started_at, (int, float)) else None
 
 
 NAME_WIDTH = 44  # characters of a turn's name the menu shows: names differ within them
@@ -72,13 +74,14 @@ NAME_WIDTH = 44  # characters of a turn's name the menu shows: names differ with
 
 def turn_names(turns: Sequence[TurnRecord], *, show_prompts: bool = False) -> list[str]:
     """:func:`turn_label` of each of turns listed together, told apart: names that would read alike
-    (within :data:`NAME_WIDTH`) show the part of the prompt that differs, else when each started."""
+    (within :data:`NAME_WIDTH`) show the part of the prompt that differs (only when ``show_prompts``), else when
+    each started, else which of them it is ("2 of 3")."""
     names = [elide(turn_label(t, show_prompts=show_prompts), NAME_WIDTH) for t in turns]
     alike = sorted(_alike(names))
     if not alike:
         return names
     excerpts = [clean_text(turns[i].prompt_excerpt, 200) if show_prompts else "" for i in alike]
-    untitled = [not clean_text(turns[i].title, 80) for i in alike]
+    untitled = [not clean_text(turns[i].shown_title(prompts=show_prompts), 80) for i in alike]
     if show_prompts:  # the part of the prompt that differs: an untitled turn is named by it, a titled one adds it
         whole, short = tell_apart(excerpts, NAME_WIDTH - 2), tell_apart(excerpts, NAME_WIDTH - 23)
         for n, i in enumerate(alike):
@@ -91,24 +94,29 @@ def turn_names(turns: Sequence[TurnRecord], *, show_prompts: bool = False) -> li
         if not _alike(names):
             return names
         dup = _alike(plain)
-        names = [f"{n.split(', started ')[0]}, {w}" if i in dup and (w := _started(turns[i].started_at, fmt))
-                 else n for i, n in enumerate(plain)]
-    seen: Counter[str] = Counter()
-    for i in sorted(_alike(names)):  # started the same second: numbered, the last resort
-        seen[plain[i]] += 1
-        names[i] = f"{names[i]} ({seen[plain[i]]})"
+        names = [_timed(turns[i], n, fmt, show_prompts) if i in dup else n for i, n in enumerate(plain)]
+    groups: dict[str, list[int]] = {}
+    for i in sorted(_alike(names)):  # started the same second: which of them, the last resort
+        groups.setdefault(names[i], []).append(i)
+    for name, same in groups.items():
+        for n, i in enumerate(same, 1):
+            names[i] = f"{name} ({n} of {len(same)})"
     return names
+
+
+def _timed(turn: TurnRecord, name: str, fmt: str, show_prompts: bool) -> str:
+    """``name`` with when the turn started, written ``fmt``: a nameless turn's own label says it already."""
+    at = _when(turn)
+    if at is None or not 0 < at < 2**37:
+        return name
+    if not clean_text(turn.shown_title(prompts=show_prompts), 80) and not (show_prompts and turn.prompt_excerpt):
+        return elide(words.untitled_label(clean_text(turn.profile, 64), at, fmt=fmt), NAME_WIDTH)
+    return f"{name}, started {time.strftime(fmt, time.localtime(at))}"
 
 
 def _alike(names: Sequence[str]) -> set[int]:
     count = Counter(names)
     return {i for i, n in enumerate(names) if count[n] > 1}
-
-
-def _started(at: float, fmt: str) -> str:
-    if 0 < at < 2**37:
-        return f"started {time.strftime(fmt, time.localtime(at))}"
-    return ""
 
 
 def turn_identity(turn: TurnRecord) -> str:
@@ -123,6 +131,7 @@ class _Group:
     turns: list[TurnRecord] = field(default_factory=list)
     title: str = ""  # what happened to a single turn ("Interrupted again"), else "Interrupted"
     lead: str = ""  # a first line saying why it is asked again
+    shown: set[TurnId] = field(default_factory=set)  # the interruptions a version of it reached the user with
 
 
 class InterruptionNotices:
@@ -175,8 +184,19 @@ class InterruptionNotices:
         group = self._groups.get(note_key)
         return list(group.turns) if group else []
 
+    def newly_shown(self, note_key: str, turns: Sequence[TurnRecord]) -> list[TurnRecord]:
+        """A version of the note reached the user showing ``turns``: those no earlier version showed (a storm
+        note grows in place; the turns it showed before were asked already, whatever happened to them since)."""
+        group = self._groups.get(note_key)
+        if group is None:
+            return list(turns)
+        new = [t for t in turns if t.turn.ident not in group.shown]
+        group.shown |= {t.turn.ident for t in new}
+        return new
+
     def answered(self, note_key: str) -> None:
-        """The user answered this note (a button): forget it; a later turn starts a new note."""
+        """The user answered this note (any press: the note is gone, the notifier closes it): forget it; a later
+        turn starts a new note."""
         self._groups.pop(note_key, None)
         if self._open is not None and self._open.key == note_key:
             self._open = None

@@ -92,18 +92,23 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
     name and icon from the installed entry), and a labelled default action or none (desktop-notifier
     always sends ``default`` with an empty label: dunst lists it as a blank entry in its menu).
 
-    Not public API: this relies on three members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
+    It also closes every note the user answered (``CloseNotification``): desktop-notifier forgets a note when its
+    action is invoked, but servers whose action menu invokes without closing (dunst) leave it on screen.
+
+    Not public API: this relies on four members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
     (6.x, pinned ``<7`` in pyproject.toml): ``_init_dbus`` (it returns the proxy whose ``call_notify`` is
-    wrapped), ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id) and
-    ``_clear_notification_from_cache`` (the replaced note's bookkeeping). If they are missing the caller
-    falls back to :class:`_Public`. tests/e2e/test_storm_and_restart.py (``replaces_id``) and
-    tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives.
+    wrapped), ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id),
+    ``_clear_notification_from_cache`` (the replaced note's bookkeeping) and ``_on_action`` (the server's
+    ``ActionInvoked``). If they are missing the caller falls back to :class:`_Public`.
+    tests/e2e/test_storm_and_restart.py (``replaces_id``, an answered note closed on a server that leaves it up)
+    and tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives.
     """
     from desktop_notifier.backends.dbus import DBusDesktopNotifier
 
     class ReplacingDBus(DBusDesktopNotifier):
         next_replaces_id = 0
         next_default = ""
+        closing: set[asyncio.Task[None]] = set()  # the loop keeps only weak references to its tasks
 
         async def _init_dbus(self) -> Any:
             interface: Any = await super()._init_dbus()  # dbus-fast generates its call_* methods at run time
@@ -133,8 +138,27 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
         def label_default(self, label: str) -> None:
             self.next_default = label
 
+        def _on_action(self, nid: int, action_key: str) -> None:
+            ours = nid in self._platform_to_interface_notification_identifier  # GNOME tells every app of every press
+            super()._on_action(nid, action_key)
+            if ours:
+                task = asyncio.ensure_future(self._close_answered(nid))
+                self.closing.add(task)
+                task.add_done_callback(self.closing.discard)
+
+        async def _close_answered(self, nid: int) -> None:
+            """An answered note goes, whatever the server did: dunst's action menu runs an action and leaves the
+            note up, still offering buttons that now do nothing, and later notes stack beside it."""
+            from dbus_fast.errors import DBusError
+
+            try:
+                await self.interface.call_close_notification(nid)  # type: ignore[union-attr]
+            except (DBusError, OSError, EOFError):  # closed already (an error reply), or the bus went away
+                pass
+
     backend = ReplacingDBus(app_name, icon)
-    if not hasattr(backend, "_platform_to_interface_notification_identifier"):
+    if not hasattr(backend, "_platform_to_interface_notification_identifier") or not hasattr(
+            DBusDesktopNotifier, "_on_action"):
         raise AttributeError("desktop-notifier's D-Bus back end differs")
     return backend
 

@@ -6,7 +6,8 @@ Built from well-kept parts, owned by this repository (no outside tool):
 * a private session bus: ``dbus-daemon`` with its own config, which never activates services, so nothing
   runs on it that the desktop did not start;
 * notifications: python-dbusmock's ``notification_daemon`` extended by ``dbusmock_notifications.py``
-  (strict ``Notify`` signature, declared signals, ``actions``; every notification recorded);
+  (strict ``Notify`` signature, declared signals, ``actions``; every notification and every close recorded;
+  with ``action_closes=False`` an action leaves its note up, as dunst's action menu does);
 * the tray, by kind: ``xembed`` — ``trayer``, an XEmbed tray drawn along the top, so the icon shows in
   screenshots; ``sni`` — a StatusNotifierWatcher with a host, python-dbusmock with
   ``dbusmock_sni_watcher.py`` (KDE, GNOME with AppIndicator); ``none`` — no tray at all.
@@ -39,6 +40,7 @@ NOTIFICATIONS_PATH = "/org/freedesktop/Notifications"
 WATCHER = "org.kde.StatusNotifierWatcher"
 WATCHER_PATH = "/StatusNotifierWatcher"
 MOCK_IFACE = "org.freedesktop.DBus.Mock"
+SERVER_IFACE = "org.hermes_tray.test.NotificationServer"  # what a person does to notes (dbusmock_notifications.py)
 ITEM_IFACE = "org.kde.StatusNotifierItem"
 DBUSMENU = "com.canonical.dbusmenu"
 #: what the desktop needs, by Debian package (tests/run installs them)
@@ -68,9 +70,13 @@ def missing_parts() -> list[str]:
 class Desktop:
     """One throwaway desktop. ``start()`` brings it up, ``stop()`` stops exactly what it started."""
 
-    def __init__(self, tray: TrayKind = TrayKind.XEMBED, *, size: str = "1280x800x24") -> None:
+    def __init__(self, tray: TrayKind = TrayKind.XEMBED, *, size: str = "1280x800x24",
+                 action_closes: bool = True) -> None:
+        """``action_closes``: the notification server closes a note when one of its actions runs (GNOME, KDE, a
+        click in dunst); False: the note stays up (dunst's action menu)."""
         self.tray = tray
         self.size = size
+        self.action_closes = action_closes
         self.dir = Path(tempfile.mkdtemp(prefix="hermes-tray-desktop-"))
         self.record = self.dir / "notifications.jsonl"
         self.env: dict[str, str] = {}
@@ -148,7 +154,8 @@ class Desktop:
 
         mock = [SYSTEM_PYTHON, "-m", "dbusmock", "--session", "--template"]
         notify = self._spawn("notifications", [*mock, str(HERE / "dbusmock_notifications.py"), "--parameters",
-                                               json.dumps({"record": str(self.record)})], env=child)
+                                               json.dumps({"record": str(self.record),
+                                                           "action_closes": self.action_closes})], env=child)
         self._wait("notifications", self._notifications_ready, notify)
         if self.tray is TrayKind.SNI:
             watcher = self._spawn("sni-watcher", [*mock, str(HERE / "dbusmock_sni_watcher.py")], env=child)
@@ -261,24 +268,24 @@ class Desktop:
     def notifications(self) -> list[dict]:
         """Every ``Notify`` the server accepted, in order: ``{id, app_name, summary, body, actions: {key:
         label}, hints, replaces_id, expire_timeout, sender, time}``."""
-        return [r for r in self._records() if "rejected" not in r]
+        return [r for r in self._records() if "id" in r]
 
     def rejected(self) -> list[dict]:
         """``Notify`` calls refused for their signature (a real daemon refuses them too)."""
         return [r for r in self._records() if "rejected" in r]
 
-    def _emit(self, nid: int, name: str, signature: str, args: list) -> None:
-        senders = [n["sender"] for n in self.notifications() if n["id"] == nid]
-        if not senders:
-            raise KeyError(f"no notification {nid}")
-        # Addressed to the connection that sent it, as dunst does (GNOME broadcasts): an app must listen on
-        # the connection it sent Notify on.
-        self.call(NOTIFICATIONS, NOTIFICATIONS_PATH, MOCK_IFACE, "EmitSignalDetailed", "sssava{sv}",
-                  (NOTIFICATIONS, name, signature, args, {"destination": ("s", senders[-1])}))
+    def closes(self) -> list[dict]:
+        """Every close, in order: ``{closed: id, reason, by: "app" (CloseNotification) | "user", was_open}``."""
+        return [r for r in self._records() if "closed" in r]
+
+    def on_screen(self) -> list[int]:
+        """The notes still up."""
+        return [int(n) for n in self.call(NOTIFICATIONS, NOTIFICATIONS_PATH, SERVER_IFACE, "OnScreen")[0]]
 
     def click_action(self, nid: int, key: str) -> None:
-        """The user presses button ``key`` (``default``: the notification's body): ActionInvoked, then
-        NotificationClosed(id, 2) unless the notification asked to stay (``resident``)."""
+        """The user presses button ``key`` (``default``: the notification's body): the server sends ActionInvoked,
+        then closes the note (NotificationClosed(id, 2)) unless it asked to stay (``resident``) or the server leaves
+        notes up after an action (``action_closes=False``)."""
         latest = [n for n in self.notifications() if n["id"] == nid][-1:]
         if not latest or (key not in latest[0]["actions"]):
             raise KeyError(f"notification {nid} has no action {key!r}")
@@ -286,13 +293,11 @@ class Desktop:
         # tray reading the server's answer to Notify: desktop-notifier links the note to its id only then and
         # drops an ActionInvoked that comes first (seen under load: the press did nothing).
         time.sleep(max(0.0, REACTION_S - (time.time() - latest[0]["time"])))
-        self._emit(nid, "ActionInvoked", "us", [("u", nid), ("s", key)])
-        if not latest[0]["hints"].get("resident"):
-            self.close(nid, 2)
+        self.call(NOTIFICATIONS, NOTIFICATIONS_PATH, SERVER_IFACE, "Press", "us", (nid, key))
 
-    def close(self, nid: int, reason: int = 2) -> None:
-        """The notification closes (2: dismissed by the user)."""
-        self._emit(nid, "NotificationClosed", "uu", [("u", nid), ("u", reason)])
+    def close(self, nid: int) -> None:
+        """The user dismisses the notification (NotificationClosed reason 2)."""
+        self.call(NOTIFICATIONS, NOTIFICATIONS_PATH, SERVER_IFACE, "Dismiss", "u", (nid,))
 
     # ── the tray ──────────────────────────────────────────────────────────────────────────────────
 

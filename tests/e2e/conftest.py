@@ -86,6 +86,20 @@ class Tray:
 
 
 @pytest.fixture(scope="session")
+def dunst_like_desktop():
+    """A StatusNotifierItem tray and a notification server that leaves a note up after one of its actions ran,
+    as dunst's action menu does (``ActionInvoked`` without ``NotificationClosed``)."""
+    try:
+        d = Desktop(TrayKind.SNI, action_closes=False).start()
+    except DesktopUnavailable as exc:
+        pytest.fail(f"the test desktop (dunst-like notifications) did not start: {exc}")
+    try:
+        yield d
+    finally:
+        d.stop()
+
+
+@pytest.fixture(scope="session")
 def trayless_desktop():
     """No tray host at all (GNOME without the AppIndicator extension, kiosks)."""
     d = _desktop(TrayKind.NONE)

@@ -128,7 +128,7 @@ class FakeEngine:
     def history_files(self):
         return [ledger().path]
 
-    def session_titles(self, turns):
+    def session_titles(self, turns, *, prompts=True):
         return {}
 
     def settings(self):

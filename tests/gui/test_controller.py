@@ -84,7 +84,7 @@ def test_prompt_not_in_notification_when_show_prompts_off(qtbot, rec) -> None:
     scan(ctrl, rec("s1", title=None))
     body = notes.shown[0].body + notes.shown[0].title
     assert "timing out" not in body
-    assert "Untitled session" in body and "s1" not in body  # its profile and time name it; the id is on demand
+    assert "Turn started " in body and "s1" not in body  # its profile and time name it; the id is on demand
 
 
 def test_resume_button_runs_continuation_and_reports_finished(qtbot, rec) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -227,3 +228,112 @@ def test_a_resume_the_helper_quit_before_hermes_took_it_is_resumed_at_the_next_s
         second.wait(timeout=30)
     assert [t.get("kind") for t in read_turns(home)] == ["auto-continue"]  # continued exactly once
     assert key not in list_turn_markers(home)
+
+
+class _Terminal:
+    """A process whose output goes to a terminal (a pseudo-terminal), as when a person starts it in one."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        import pty
+
+        self.leader, follower = pty.openpty()
+        self.proc = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=follower, stderr=follower)
+        os.close(follower)
+        self.text = ""
+
+    def until(self, done, timeout: float = 30.0) -> str:
+        """Read its output until ``done(text)`` holds (or the time is up); the output so far."""
+        import select
+
+        end = time.monotonic() + timeout
+        while time.monotonic() < end and not done(self.text):
+            if select.select([self.leader], [], [], 0.2)[0]:
+                try:
+                    self.text += os.read(self.leader, 65536).decode("utf-8", "replace")
+                except OSError:
+                    break
+        return self.text
+
+    def close(self) -> None:
+        self.proc.terminate()
+        self.proc.wait(timeout=15)
+        os.close(self.leader)
+
+
+def _on_a_terminal(argv: list[str], env: dict[str, str], until, timeout: float = 30.0) -> str:
+    """Run the helper on a terminal until ``until(text)`` holds."""
+    term = _Terminal(argv, env)
+    try:
+        return term.until(until, timeout)
+    finally:
+        term.close()
+
+
+def test_on_a_terminal_auto_mode_says_it_resumes_a_turn_and_nothing_more_while_it_runs(demo, tmp_path) -> None:
+    from hermes_tray_core.markers.turn_marker import read_turn_marker
+    from hermes_tray_core.stores.settings import load_settings, save_settings, with_changes
+
+    cfg = Path(demo.env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml"
+    save_settings(with_changes(load_settings(cfg), mode="auto"), cfg)
+    events = tmp_path / "events.jsonl"
+    env = {k: v for k, v in os.environ.items() if k != "DBUS_SESSION_BUS_ADDRESS"}
+    env.update(demo.env, HERMES_TRAY_EVENTS=str(events), XDG_RUNTIME_DIR=str(tmp_path / "xdg"))
+    term = _Terminal([sys.executable, "-m", "hermes_tray", "helper", "--home", str(demo.home)], env)
+    try:
+        key = demo.session_key
+        _wait(lambda: any(e["event"] == "scan" and e["verdicts"].get(key) == "running" for e in _events(events)),
+              20, "helper sees the running turn")
+        demo.crash_backend()
+        term.until(lambda t: "resuming: " in t)
+        _wait(lambda: read_turn_marker(demo.home, key) is None, 30, "the continuation ran and cleared the marker")
+        text = term.until(lambda t: False, 2)  # what it said meanwhile
+    finally:
+        term.close()
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip().startswith("hermes-tray helper: ")]
+    turn_lines = lines[2:]
+    assert len(turn_lines) == 1 and turn_lines[0].startswith("hermes-tray helper: resuming: "), lines
+    assert re.search(r"(interrupted|last saved|started) \d+ s ago\.$", turn_lines[0]), turn_lines
+
+
+def test_on_a_terminal_the_helper_says_what_it_watches_and_what_happens_to_each_turn(tmp_path) -> None:
+    """Auto mode, on a terminal: a turn it was told of before is not resumed by itself, and it says so and how to
+    resume it; a turn too old and one held by auto-continue off are left alone, each with why. Named as the tray
+    names them; never the engine's words."""
+    from hermes_tray_core.stores.settings import load_settings, save_settings, with_changes
+    from tests.support import book
+    from tests.support.fixture_homes import FixtureHome, env_for, gone_writer, marker_entry
+
+    env = env_for(tmp_path)  # the tray's files where this test's own ledger and settings are (conftest.user_dirs)
+    now = time.time()
+    home = FixtureHome(tmp_path / "hermes")
+    home.add_session("s-told", title="Fix the flaky test")
+    home.add_session("s-old", title="Write the release notes")
+    home.write_markers({"s-told": marker_entry("fix it", started_at=now - 30, writer=gone_writer()),
+                        "s-old": marker_entry("notes", started_at=now - 7200, writer=gone_writer())})
+    home.close()
+    held = FixtureHome(tmp_path / "held")
+    held.write_config("desktop:\n  auto_continue:\n    enabled: false\n")
+    held.add_session("s-held", title="Tidy the docs")
+    held.write_markers({"s-held": marker_entry("tidy", started_at=now - 30, writer=gone_writer())})
+    held.close()
+    book.record("notified", home=str(home.path), session_key="s-told", started_at=now - 30, attempts=0,
+                via="desktop-notifier")
+    cfg = Path(env["HERMES_TRAY_CONFIG_DIR"]) / "config.toml"
+    save_settings(with_changes(load_settings(cfg), mode="auto"), cfg)
+    out = _on_a_terminal([sys.executable, "-m", "hermes_tray", "helper", "--home", str(home.path), "--home",
+                          str(held.path), "--no-notifications"], env, lambda t: t.count("\n") >= 5)
+    lines = [ln.strip() for ln in out.splitlines() if ln.strip()]
+    assert lines[0] == f"hermes-tray helper: watching 2 Hermes homes: {home.path}, {held.path}", out
+    assert lines[1].startswith("hermes-tray helper: mode auto: each interrupted turn is resumed at once"), out
+    said = {key: next(ln for ln in lines[2:] if name in ln)
+            for key, name in (("s-told", "Fix the flaky test"), ("s-old", "Write the release notes"),
+                              ("s-held", "Tidy the docs"))}
+    assert said["s-told"] == ("hermes-tray helper: not resumed automatically: Fix the flaky test, started 30 s ago. "
+                              "You were asked about it before, or it was answered. Resume it by hand: "
+                              "hermes-tray resume s-told")
+    assert said["s-old"].startswith("hermes-tray helper: not resumed: Write the release notes, started 2 h ago. "
+                                    "Too old to resume. It is older than this home's freshness window."), said
+    assert said["s-held"].startswith("hermes-tray helper: not resumed: Tidy the docs, started 30 s ago. Held: "
+                                     "auto-continue is off."), said
+    for word in ("actionable", "verdict", "stale", "marker"):
+        assert word not in out.lower(), word

@@ -67,7 +67,7 @@ def test_one_row_per_turn_with_what_happened_and_where(qtbot, tmp_path) -> None:
     assert rows["s-done"][1] == "default"  # one spelling per home, never a path in one row and a name in another
     assert rows["s-gone"][3] == "Gave up after 2 tries"
     assert rows["s-wait"][3] == "Waiting for you"
-    assert all(r[2] for r in rows.values())  # when it was interrupted
+    assert all(r[2].startswith("Started ") for r in rows.values())  # when each was interrupted is not known
     assert win.summary.text() == "4 interrupted turns, newest first"
 
     # the event trail on expand
@@ -130,7 +130,52 @@ def test_a_turn_whose_marker_is_gone_is_titled_from_hermes_state_db(qtbot, tmp_p
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Write the release notes", timeout=5000)
     rows = _rows(win)
     assert rows["s-done"][0] == "Fix the flaky test"
-    assert rows["s-gone"][0].startswith("Untitled session, started ")  # no title in state.db: its time names it
+    assert rows["s-gone"][0].startswith("Turn started ")  # no title in state.db: its time names it
+
+
+def test_a_title_hermes_made_of_the_prompt_is_left_out_while_prompts_are_hidden(qtbot, tmp_path) -> None:
+    from support.fixture_homes import FixtureHome
+
+    from hermes_tray.engine import CoreEngine
+
+    root, _work = _journal(tmp_path)
+    home = FixtureHome(Path(root))
+    home.add_session("s-done", title="SLOW: email my landlord about the broken boiler", title_source="derived")
+    home.close()
+    engine = CoreEngine(explicit_homes=[root])
+    assert engine.session_titles([(root, "s-done")]) == {(root, "s-done"): home_title(home)}
+    assert engine.session_titles([(root, "s-done")], prompts=False) == {}
+    win = HistoryWindow(lambda: ledger().turns(500),
+                        hermes_titles=lambda turns: engine.session_titles(turns, prompts=False))
+    qtbot.addWidget(win)
+    qtbot.wait(300)
+    assert _rows(win)["s-done"][0].startswith("Turn started ")
+
+
+def home_title(home) -> str:
+    return home.db().execute("SELECT title FROM sessions WHERE id = 's-done'").fetchone()[0]
+
+
+def test_the_when_column_says_interrupted_only_when_that_moment_was_seen(qtbot, tmp_path) -> None:
+    """The tray's witness saw the turn's Hermes end (``stopped``): that moment; else only when it started."""
+    t0 = time.time() - 3600
+    d = book
+    d.record("stopped", home=str(tmp_path), session_key="s-seen", started_at=t0, attempts=0, pid=4242)  # the witness
+    d.record("notified", home=str(tmp_path), session_key="s-seen", started_at=t0, attempts=0)
+    d.record("notified", home=str(tmp_path), session_key="s-unseen", started_at=t0, attempts=0)
+    d.record("stopped", home=str(tmp_path), session_key="s-alone", started_at=t0, attempts=0, pid=4243)
+    d.record("skipped", home=str(tmp_path), session_key="s-race", started_at=t0, attempts=0)
+    d.record("stopped", home=str(tmp_path), session_key="s-race", started_at=t0, attempts=0, pid=4244)
+    seen = next(e["created_at"] for e in book.history(10) if e["event"] == "stopped")
+    win = HistoryWindow(lambda: ledger().turns(500))
+    qtbot.addWidget(win)
+    rows = _rows(win)
+    assert COLUMNS[2] == "When"
+    assert rows["s-seen"][2] == "Interrupted " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seen))
+    assert rows["s-seen"][3] == "Waiting for you"  # told after it was seen to end
+    assert rows["s-unseen"][2] == "Started " + time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t0))
+    assert rows["s-alone"][3] == "Interrupted"  # only seen to end (list mode): never the ledger's own word
+    assert rows["s-race"][3] == "Skipped"  # a witness's record landing after a decision does not hide it
 
 
 def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
@@ -149,7 +194,8 @@ def test_a_stop_says_who_stopped_it(qtbot, tmp_path) -> None:
     assert rows["s-early"][3] == "Stopped before it started"
     assert rows["s-you"][3] == "Stopped by you"
     assert rows["s-hermes"][3] == "Interrupted again in Hermes"
-    assert rows["s-old"][3] == "Stopped"  # an older journal's event: it did not say who
+    # an older journal's event did not say who: never "Stopped" (the word for your own Stop)
+    assert rows["s-old"][3] == "Interrupted again"
 
 
 def test_what_happened_is_not_cut(qtbot, tmp_path) -> None:
@@ -208,7 +254,7 @@ def test_a_title_lookup_that_missed_is_asked_again_at_the_next_refresh(qtbot, tm
     win = HistoryWindow(lambda: ledger().turns(500), hermes_titles=titles)
     qtbot.addWidget(win)
     qtbot.waitUntil(lambda: not win._asked, timeout=5000)  # the first (empty) answer arrived
-    assert _rows(win)["s-skip"][0].startswith("Untitled session in work")
+    assert _rows(win)["s-skip"][0].startswith("Turn in work, started ")
     win.reload()
     qtbot.waitUntil(lambda: _rows(win)["s-skip"][0] == "Title of s-skip", timeout=5000)
 

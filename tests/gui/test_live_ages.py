@@ -33,9 +33,10 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
         assert app._clock.interval() == IDLE_TICK_MS  # nothing on screen: only the tooltip, rarely
         scanned = time.time()
         # the policy's reasons state the age too (core.deciding.policy.age_text): they must tick with the rows
-        waiting = rec("s1", age_seconds=3.0, reason="interrupted 3 s ago; would be continuation 1 of 2")
+        waiting = rec("s1", age_seconds=3.0, reason="interrupted 3 s ago; would be continuation 1 of 2",
+                      interrupted_at=scanned - 3.0)
         stale = rec("s2", age_seconds=3.0, verdict="stale", title="Old one",
-                    reason="interrupted 3 s ago, beyond the 0 min freshness window")
+                    reason="interrupted 3 s ago, beyond the 0 min freshness window", interrupted_at=scanned - 3.0)
         app.controller.on_scan(ScanReport(records=(waiting, stale), finished=scanned))
         app._present_window(True)
         w = app.window
@@ -47,7 +48,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
         assert window_text.count("3 s ago") == 1, window_text
         assert "Would be continuation 1 of 2" in w.details.text()  # the engine's reason: behind Details
         menu_before = [label for label in app.menu.action_labels() if "Fix the flaky test" in label]
-        assert menu_before and menu_before[0].endswith("3 s ago")
+        assert menu_before and menu_before[0].endswith("interrupted 3 s ago")
         # no new scan: the clock alone moves the ages on — the row, its tooltip, the detail line, Recent
         qtbot.waitUntil(lambda: "Interrupted 5 s ago" in w.list.item(0).text(), timeout=4000)
         assert w.list.currentRow() == 0  # updated in place: the selection stays

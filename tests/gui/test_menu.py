@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import time
+
 from hermes_tray.app.menu import TrayMenu
 from hermes_tray.model.viewstate import RunningItem, ViewState, turn_item
 
 
 def _state(rec, *, show_prompts: bool = True, **kw) -> ViewState:
     turns = (
-        turn_item(rec("s1", title="Fix the flaky test", age_seconds=240), show_prompts=show_prompts),
-        turn_item(rec("s2", title="Write the release notes", prompt_excerpt="draft notes for 2.1", age_seconds=30),
+        # the moment s1 was interrupted is known (its Hermes' end, seen); of s2 only when it started
+        turn_item(rec("s1", title="Fix the flaky test", age_seconds=240, interrupted_at=time.time() - 240),
                   show_prompts=show_prompts),
+        turn_item(rec("s2", title="Write the release notes", prompt_excerpt="draft notes for 2.1", age_seconds=30,
+                      started_at=time.time() - 30), show_prompts=show_prompts),
     )
     return ViewState(pending=turns, show_prompts=show_prompts, **{"autostart": False, **kw})
 
@@ -21,8 +25,8 @@ def test_lists_each_turn_with_resume_and_skip(qtbot, rec) -> None:
     menu.set_state(_state(rec))
     labels = menu.action_labels()
     assert labels[0] == "2 interrupted turns"
-    assert "Fix the flaky test — make test_upload stop timing … — 4 min ago" in labels
-    assert "Write the release notes — draft notes for 2.1 — 30 s ago" in labels
+    assert "Fix the flaky test — make test_upload stop timing … — interrupted 4 min ago" in labels
+    assert "Write the release notes — draft notes for 2.1 — started 30 s ago" in labels
     assert "Resume all" in labels
     for entry in ("Hermes auto-continue", "When a turn is interrupted", "Settings…", "History…",
                   "Open log folder", "Start at login", "About Hermes Tray", "Quit"):
@@ -51,7 +55,7 @@ def test_prompts_hidden_when_show_prompts_is_off(qtbot, rec) -> None:
     menu.set_state(_state(rec, show_prompts=False))
     text = "\n".join(menu.action_labels())
     assert "timing out" not in text and "draft notes" not in text
-    assert "Fix the flaky test — 4 min ago" in text
+    assert "Fix the flaky test — interrupted 4 min ago" in text
 
 
 def test_mode_and_backend_switches(qtbot, rec) -> None:

@@ -81,12 +81,12 @@ def test_a_storm_of_such_turns_names_each_apart_in_its_one_notification(qtbot, r
 def test_prompts_hidden_or_equal_are_told_apart_by_their_time_then_a_number(rec):
     at = time.mktime((2026, 12, 3, 14, 2, 5, 0, 0, -1))
     hidden = turn_names([rec("a", title=None, started_at=at), rec("b", title=None, started_at=at + 1)])
-    assert hidden == ["Untitled session, started 14:02:05", "Untitled session, started 14:02:06"]
+    assert hidden == ["Turn started 14:02:05", "Turn started 14:02:06"]
     same = turn_names([rec("a", title=None, prompt_excerpt="do it", started_at=at - 120),
                        rec("b", title=None, prompt_excerpt="do it", started_at=at)], show_prompts=True)
     assert same == ["“do it”, started 14:00", "“do it”, started 14:02"]
     twins = turn_names([rec("a", title="Fix CI", started_at=at), rec("b", title="Fix CI", started_at=at)])
-    assert twins == ["Fix CI, started 14:02:05 (1)", "Fix CI, started 14:02:05 (2)"]
+    assert twins == ["Fix CI, started 14:02:05 (1 of 2)", "Fix CI, started 14:02:05 (2 of 2)"]
     titled = turn_names([rec("a", title="Demo: refactor the config parser and test it all", prompt_excerpt=PROMPTS[0]),
                          rec("b", title="Demo: refactor the config parser and test it all",
                              prompt_excerpt=PROMPTS[1])], show_prompts=True)

@@ -152,33 +152,32 @@ def test_detector_reports_actionable_after_sigkill(qtbot, tmp_path) -> None:
         proc.wait()
 
 
-def test_a_writer_killed_as_the_oom_counter_moves_is_said_to_have_run_out_of_memory(qtbot, tmp_path,
-                                                                                    monkeypatch) -> None:
-    """The tray's own watch, as the tray and the helper wire it: while the writer lives each scan reads the
-    kernel's OOM-kill count through the engine's one seam; the test's fake kernel counts a kill and the writer
-    is SIGKILLed; the scan its exit wakes says why the turn stopped, with the fact."""
-    from hermes_tray_core.process import machine
+def test_a_writer_the_oom_killer_ends_is_said_to_have_run_out_of_memory_and_when(qtbot, tmp_path) -> None:
+    """The tray's own watch, as the tray and the helper wire it: the writer runs in a memory group of its own;
+    while it lives the engine's witness notes what the kernel can later say about it; it allocates past its
+    group's limit and the kernel ends it. The scan its exit wakes says why the turn stopped, with the fact about
+    that very process, and that it was interrupted then."""
+    from tests.support.memcg import hog, memory_group, oom_kill
 
-    vmstat = tmp_path / "vmstat"
-    vmstat.write_text("nr_free_pages 12\noom_kill 41\n")
-    monkeypatch.setattr(machine, "VMSTAT", str(vmstat))
-    proc = _sleeper()
-    try:
-        thread, reports = _watch_a_turn_written_by(proc, tmp_path, exits=True)
+    with memory_group() as (group, _kind):
+        proc = hog(group)
         try:
-            qtbot.waitUntil(lambda: bool(reports and reports[-1].records), timeout=5000)
-            assert reports[-1].records[0].verdict == "running" and reports[-1].records[0].cause is None
-            vmstat.write_text("nr_free_pages 12\noom_kill 42\n")  # the OOM killer strikes
-            os.kill(proc.pid, signal.SIGKILL)
-            qtbot.waitUntil(lambda: reports[-1].records[0].verdict == "actionable", timeout=3000)
+            thread, reports = _watch_a_turn_written_by(proc, tmp_path, exits=True)
+            try:
+                qtbot.waitUntil(lambda: bool(reports and reports[-1].records), timeout=5000)
+                assert reports[-1].records[0].verdict == "running" and reports[-1].records[0].cause is None
+                oom_kill(proc)
+                died = time.time()
+                qtbot.waitUntil(lambda: reports[-1].records[0].verdict == "actionable", timeout=3000)
+            finally:
+                thread.stop()
         finally:
-            thread.stop()
-    finally:
-        proc.kill()
-        proc.wait()
+            proc.kill()
+            proc.wait()
     rec = reports[-1].records[0]
     assert reports[-1].reason.startswith("writer-exit")
-    assert rec.cause == "out-of-memory" and f"(pid {proc.pid})" in rec.cause_fact
+    assert rec.cause == "out-of-memory" and f"pid {proc.pid}" in rec.cause_fact
+    assert rec.moment[0] == "interrupted" and abs(rec.moment[1] - died) < 2.0
 
 
 def _wait_and_kill(qtbot, reports, proc) -> None:

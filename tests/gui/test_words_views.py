@@ -132,7 +132,7 @@ def test_an_untitled_session_is_named_by_its_prompt_profile_and_time(qtbot, rec)
     qtbot.waitUntil(lambda: not ctrl.state.running, timeout=5000)
     assert ctrl.state.recent[0].title == names[0]  # Recent
     hidden = turn_item(r2, show_prompts=False)  # prompts hidden: the profile and the time name it
-    assert hidden.title == f"Untitled session in work, started {time.strftime('%H:%M', time.localtime(started))}"
+    assert hidden.title == f"Turn in work, started {time.strftime('%H:%M', time.localtime(started))}"
     w = PromptWindow()
     qtbot.addWidget(w)
     w.set_state(ViewState(pending=(hidden,), show_prompts=False))

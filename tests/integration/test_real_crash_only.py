@@ -72,6 +72,16 @@ def turn(tmp_path: Path, interrupted, g2_python: Path, user_dirs: dict[str, str]
     return home, key, auto_settings(g2_python, user_dirs)
 
 
+def hermes_started_by(pid: int) -> bool:
+    """A Hermes gateway among ``pid``'s descendants (read from /proc at once: the moment is Hermes' start-up)."""
+    import psutil
+
+    try:
+        return any("tui_gateway.entry" in p.cmdline() for p in psutil.Process(pid).children(recursive=True))
+    except psutil.Error:
+        return False
+
+
 def answered(mock: MockOpenAI, since: int) -> list:
     """Continuation requests the model answered in full."""
     return [r for r in note_requests(mock, since) if r.answered]
@@ -101,9 +111,19 @@ def come_back_and_count(home: Path, key: str, env: dict[str, str], mock: MockOpe
     finally:
         helper.send_signal(signal.SIGTERM)
         helper.communicate(timeout=60)
-    assert len(answered(mock, since)) == 1, [r.answered for r in note_requests(mock, since)]
+    assert len(answered(mock, since)) == 1, _what_happened(env, key, mock, since)
     assert len(note_requests(mock, since)) <= 2  # at most one more request, cut off before its answer
     never_stopped_by_you(key)
+
+
+def _what_happened(env: dict[str, str], key: str, mock: MockOpenAI, since: int) -> str:
+    """For a failure: the model's requests, the journal, the logs of the Hermes processes the tray started."""
+    from real_flow import journal_events
+
+    logs = sorted(Path(env["HERMES_TRAY_LOG_DIR"]).rglob("*.log"))
+    tails = "\n".join(f"--- {p.name}\n{p.read_text(errors='replace')[-2500:]}" for p in logs)
+    asked = [(r.at, r.answered, len(r.messages)) for r in note_requests(mock, since)]
+    return f"requests {asked}\njournal {journal_events(key)}\n{tails}"
 
 
 MOMENTS = ["before-hermes-took-the-marker", "while-the-model-answers", "right-after-the-answer"]
@@ -122,7 +142,7 @@ def test_a_sigkill_of_the_process_continuing_a_turn_never_costs_it_nor_doubles_i
         try:
             p, pid = begin(process, home, key, env)
             if moment == "before-hermes-took-the-marker":
-                wait_for(lambda: watch.seen, "the Hermes the tray starts", 60, step=0.01)
+                wait_for(lambda: hermes_started_by(pid), "the Hermes the tray starts", 60, step=0.005)
                 assert list_turn_markers(home)[key] == before  # Hermes is starting: the marker is untouched
             else:
                 wait_for(lambda: note_requests(mock_llm, since), "the continuation at the model", 150)
@@ -145,7 +165,7 @@ def test_a_sigterm_before_hermes_took_the_marker_leaves_the_turn_to_the_next_sta
     before = dict(list_turn_markers(home)[key])
     with GatewayWatch(home) as watch:
         p = start("helper", home, env)
-        wait_for(lambda: watch.seen, "the Hermes the helper starts", 60, step=0.01)
+        wait_for(lambda: hermes_started_by(p.pid), "the Hermes the helper starts", 60, step=0.005)
         assert list_turn_markers(home)[key] == before
         p.send_signal(signal.SIGTERM)
         out, err = p.communicate(timeout=60)

@@ -62,7 +62,8 @@ def assert_progress_is_what_hermes_kept(home: Path, key: str, turn: dict) -> Non
     assert streamed not in all_text(home)
     progress = turn["progress"]
     assert progress["messages"] == len(rows) == 4 and progress["tool_calls"] == 2
-    assert progress["recent"] == [{"kind": "tool", "tool": "terminal"}, {"kind": "tool", "tool": "read_file"}]
+    assert progress["recent"] == [{"kind": "tool", "tool": "terminal", "running": False},
+                                  {"kind": "tool", "tool": "read_file", "running": False}]  # each has its result
     assert progress["last_kind"] == "tool" and progress["last_excerpt"] == "read_file: notes.txt"
     assert progress["ran_for_s"] > 0
 

@@ -89,7 +89,7 @@ class FixtureHome:
             conn = sqlite3.connect(self.path / "state.db", isolation_level=None)
             conn.execute("PRAGMA journal_mode=WAL")
             conn.execute("CREATE TABLE IF NOT EXISTS sessions (id TEXT PRIMARY KEY, source TEXT, title TEXT, "
-                         "parent_session_id TEXT, end_reason TEXT, started_at REAL)")
+                         "parent_session_id TEXT, end_reason TEXT, started_at REAL, title_source TEXT)")
             if schema == "classic":
                 conn.execute("CREATE TABLE IF NOT EXISTS session_turn_leases (conversation_id TEXT PRIMARY KEY, "
                              "holder TEXT, acquired_at REAL, expires_at REAL)")
@@ -118,9 +118,12 @@ class FixtureHome:
             (sid, role, content, tool_calls, tool, at, finish or ("tool_calls" if calls else None), active))
         return int(cur.lastrowid or 0)
 
-    def add_session(self, sid: str, *, title: str | None = None, source: str = "tui") -> None:
-        self.db().execute("INSERT OR REPLACE INTO sessions (id, source, title, started_at) VALUES (?, ?, ?, ?)",
-                          (sid, source, title, time.time()))
+    def add_session(self, sid: str, *, title: str | None = None, source: str = "tui",
+                    title_source: str | None = None) -> None:
+        """A session row; ``title_source`` as Hermes 0.22 records it ("derived": made of the prompt, "llm",
+        "user")."""
+        self.db().execute("INSERT OR REPLACE INTO sessions (id, source, title, started_at, title_source) "
+                          "VALUES (?, ?, ?, ?, ?)", (sid, source, title, time.time(), title_source))
 
     def add_lease(self, sid: str, *, holder: str, ttl: float = 300.0) -> None:
         now = time.time()
