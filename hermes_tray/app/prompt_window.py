@@ -171,6 +171,38 @@ def _button(text: str, slot: object, name: str = "") -> QPushButton:
     return button
 
 
+def row_text(t: TurnItem, show_prompts: bool) -> str:
+    """A waiting turn's row: its name, its prompt (or that prompts are hidden), when, tries, reminder, profile."""
+    lines = [t.title]
+    if t.excerpt and not t.title.startswith("“"):
+        lines.append(f"“{elide(t.excerpt, 110)}”")
+    elif not show_prompts:
+        lines.append(words.PROMPT_HIDDEN)
+    meta = [t.when.capitalize()]  # "Interrupted 3 s ago" only when that moment is known
+    if t.attempts:
+        meta.append(f"{words.tries(t.attempts)} so far")
+    if t.reminder is not None:
+        meta.append(t.reminder_text())
+    if t.profile and t.profile != "default":
+        meta.append(f"{t.profile} profile")
+    lines.append(" · ".join(meta))
+    return "\n".join(x for x in lines if x)
+
+
+def row_tip(t: TurnItem) -> str:
+    return f"{t.reason_details}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
+
+
+def recent_text(r: RecentItem) -> str:
+    """A Recent row: the turn, what happened and since when, why, what can be done."""
+    lines = [f"{r.title} — {r.what}" + (f" · {since_text(r.since)}" if r.since else "")]
+    if r.why:
+        lines.append(r.why)
+    if r.can_do:
+        lines.append(r.can_do)
+    return "\n".join(lines)
+
+
 class PromptWindow(QDialog):
     resume_requested = Signal(object)  # turn key (opaque)
     skip_requested = Signal(object)
@@ -350,13 +382,13 @@ class PromptWindow(QDialog):
             item = self.list.item(i)
             turn = next((t for t in self._state.pending if t.key == item.data(KEY_ROLE)), None)
             if turn is not None:
-                item.setText(self._row_text(turn))
-                item.setToolTip(self._row_tip(turn))
+                item.setText(row_text(turn, self._state.show_prompts))
+                item.setToolTip(row_tip(turn))
         for i in range(self.recent_list.count()):
             item = self.recent_list.item(i)
             k = item.data(KEY_ROLE)
             if isinstance(k, int) and k < len(self._state.recent):
-                item.setText(self._recent_text(self._state.recent[k]))
+                item.setText(recent_text(self._state.recent[k]))
                 if self._state.recent[k].details:
                     item.setToolTip(self._state.recent[k].details_now)
         self._update_detail()
@@ -366,37 +398,17 @@ class PromptWindow(QDialog):
                 row.update_item(r)
 
     def _row(self, t: TurnItem) -> QListWidgetItem:
-        item = QListWidgetItem(self._row_text(t))
+        item = QListWidgetItem(row_text(t, self._state.show_prompts))
         item.setData(KEY_ROLE, t.key)
-        item.setToolTip(self._row_tip(t))
+        item.setToolTip(row_tip(t))
         return item
-
-    @staticmethod
-    def _row_tip(t: TurnItem) -> str:
-        return f"{t.reason_details}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
-
-    def _row_text(self, t: TurnItem) -> str:
-        lines = [t.title]
-        if t.excerpt and not t.title.startswith("“"):
-            lines.append(f"“{elide(t.excerpt, 110)}”")
-        elif not self._state.show_prompts:
-            lines.append(words.PROMPT_HIDDEN)
-        meta = [t.when.capitalize()]  # "Interrupted 3 s ago" only when that moment is known
-        if t.attempts:
-            meta.append(f"{words.tries(t.attempts)} so far")
-        if t.reminder is not None:
-            meta.append(t.reminder_text())
-        if t.profile and t.profile != "default":
-            meta.append(f"{t.profile} profile")
-        lines.append(" · ".join(meta))
-        return "\n".join(x for x in lines if x)
 
     def _fill_recent(self, state: ViewState) -> None:
         selected = self.recent_list.currentItem().data(KEY_ROLE) if self.recent_list.currentItem() else None
         self.recent_list.blockSignals(True)
         self.recent_list.clear()
         for i, r in enumerate(state.recent):
-            item = QListWidgetItem(self._recent_text(r))
+            item = QListWidgetItem(recent_text(r))
             item.setData(KEY_ROLE, i)
             if r.details:
                 item.setToolTip(r.details_now)
@@ -409,15 +421,6 @@ class PromptWindow(QDialog):
             self.recent_list.setCurrentRow(selected if isinstance(selected, int) and selected < len(state.recent)
                                            else 0)
         self._update_recent_buttons()
-
-    @staticmethod
-    def _recent_text(r: RecentItem) -> str:
-        lines = [f"{r.title} — {r.what}" + (f" · {since_text(r.since)}" if r.since else "")]
-        if r.why:
-            lines.append(r.why)
-        if r.can_do:
-            lines.append(r.can_do)
-        return "\n".join(lines)
 
     def selected_recent(self) -> RecentItem | None:
         item = self.recent_list.currentItem()

@@ -44,7 +44,7 @@ from hermes_tray.model.viewstate import (
     turn_item,
     view_problems,
 )
-from hermes_tray.notify.coalesce import InterruptionNotices, turn_identity, turn_names
+from hermes_tray.notify.coalesce import InterruptionNotices, ListedNames, turn_identity, turn_names
 from hermes_tray.notify.note import Note, NoteSink
 from hermes_tray_core import (
     AskOnce,
@@ -214,6 +214,38 @@ def progress_text(progress: Progress) -> str:
     return status
 
 
+class _Vanished:
+    """Turns settled elsewhere (another process, Hermes) leave the list: their notes are withdrawn once they stayed
+    away :data:`VANISHED_GRACE` seconds. One that comes back as the same interruption was only flickering (its note
+    stays as it was); as a new one, the note that showed the old one goes at once."""
+
+    def __init__(self, notices: InterruptionNotices) -> None:
+        self.notes = notices
+        self.since: dict[Key, tuple[float, TurnId]] = {}  # since when (time.monotonic()), which interruption it was
+
+    def saw(self, gone: set[Key], pending: dict[Key, TurnRecord], previous: dict[Key, TurnRecord]) -> None:
+        now = time.monotonic()
+        for key in gone:
+            rec = previous.get(key)
+            if rec is not None:
+                self.since.setdefault(key, (now, rec.turn.ident))
+        for key in [k for k in self.since if k in pending]:
+            _at, was = self.since.pop(key)
+            if pending[key].turn.ident != was:
+                self.notes.resolved({key})
+
+    def withdraw(self) -> float | None:
+        now = time.monotonic()
+        due = {k for k, (at, _was) in self.since.items() if now - at >= VANISHED_GRACE}
+        for key in due:
+            del self.since[key]
+        if due:
+            self.notes.resolved(due)
+        if not self.since:
+            return None
+        return max(0.0, min(at for at, _was in self.since.values()) + VANISHED_GRACE - now)
+
+
 class TurnModel:
     """The turns of the last scan and what this process does about each (see the module's docstring)."""
 
@@ -233,8 +265,7 @@ class TurnModel:
                                          can_open=can_show, name=self.label)
         self.report = ScanReport()
         self.records: dict[Key, TurnRecord] = {}  # the last scan's turns, by key, in its order
-        self._names: dict[Key, str] = {}  # what tells each of them apart from the others (``turn_names``)
-        self._named: tuple[dict[Key, TurnRecord] | None, bool] = (None, False)  # the records, show_prompts named
+        self._names = ListedNames()  # what tells each of them apart from the others
         self._turns = Phases()  # what this process does about each turn
         self._recent: list[RecentItem] = []  # how this process's continuations and skips ended (newest last)
         self._answers: dict[str, tuple[str, str]] = {}  # a "finished" note's key → (title, answer)
@@ -242,12 +273,11 @@ class TurnModel:
         # the rows of the last view, by key: a record that did not change is not re-worded (a storm of
         # 10,000 turns made every publish cost 0.4 s of the GUI thread)
         self._items: dict[Key, tuple[TurnRecord, bool, float, TurnItem]] = {}
-        # turns that left the list: since when (time.monotonic()), and which interruption the note showed
-        self._vanished: dict[Key, tuple[float, TurnId]] = {}
+        self._vanished = _Vanished(self.notes)  # turns that left the list, until their notes are withdrawn
         self._reminders: dict[Key, float] = {}  # waiting turns snoozed, as the last review read them: until when
         self._lapsed: dict[Key, TurnId] = {}  # snoozes that ended after their turn stopped waiting
-        # what auto mode did about each listed turn: "resumed", or "declined" (asked or answered before)
-        self._auto: dict[Key, tuple[TurnId, str]] = {}
+        # what auto mode did about each listed interruption: "resumed", or "declined" (asked or answered before)
+        self._auto: dict[TurnId, str] = {}
 
     # --- each turn's phase --------------------------------------------------------------------
     def phase(self, key: Key) -> Phase:
@@ -271,7 +301,7 @@ class TurnModel:
         records: list[TurnRecord] = list(report.records)
         previous = self.records
         self.records = {key_of(r): r for r in records}
-        self._rename()
+        self._names.refresh(self.records, bool(self.settings.show_prompts))
         pending = waiting(records, running=[r.key for r in self.runs()])
         for key, turn in list(self._turns.items()):
             if turn.phase is Phase.WAITING and key not in pending:
@@ -285,14 +315,15 @@ class TurnModel:
         self._lapsed.update((key_of(r), r.turn.ident) for r in review.lapsed)
         for key in [k for k, i in self._lapsed.items() if k not in self.records or self.records[k].turn.ident != i]:
             del self._lapsed[key]
-        self._auto = {k: v for k, v in self._auto.items() if k in self.records}
-        for keys, what in ((review.resume, "resumed"), (review.declined, "declined")):
-            self._auto.update((k, (self.records[k].turn.ident, what)) for k in keys if k in self.records)
+        listed = {r.turn.ident for r in records}
+        self._auto = {i: w for i, w in self._auto.items() if i in listed} | {
+            self.records[k].turn.ident: w for keys, w in ((review.resume, "resumed"), (review.declined, "declined"))
+            for k in keys if k in self.records}
         if review.replaced:
             # a new interruption of the same session replaced the one a notification shows: withdraw
             # that notification (its buttons would act on a turn it never showed); the new one is asked
             self.notes.resolved(set(review.replaced))
-        self._note_vanished(review.gone, pending, previous)  # before asking: a new interruption is asked below
+        self._vanished.saw(review.gone, pending, previous)  # before asking: a new interruption is asked below
         if self.settings.notify and (pending or any(r.writer == "alive" for r in records)):
             self.sink.prepare()  # a turn is running (or waiting): be ready to speak at once
         for key, _rec in review.reskip:
@@ -337,21 +368,6 @@ class TurnModel:
             log.exception("could not announce %d interrupted turn(s)", len(ask))
             self.ask.not_announced(ask)
 
-    def _note_vanished(self, gone: set[Key], pending: dict[Key, TurnRecord],
-                       previous: dict[Key, TurnRecord]) -> None:
-        """Turns settled elsewhere (another process, Hermes) leave the list: their notes are withdrawn once they
-        stayed away :data:`VANISHED_GRACE` seconds. One that comes back as the same interruption was only
-        flickering (its note stays as it was); as a new one, the note that showed the old one goes at once."""
-        now = time.monotonic()
-        for key in gone:
-            rec = previous.get(key)
-            if rec is not None:
-                self._vanished.setdefault(key, (now, rec.turn.ident))
-        for key in [k for k in self._vanished if k in pending]:
-            _since, was = self._vanished.pop(key)
-            if pending[key].turn.ident != was:
-                self.notes.resolved({key})
-
     def next_reminder(self) -> float | None:
         """When the next snoozed turn is due (wall clock), None when none is: the controller looks again then."""
         now = self.ask.wall_clock()
@@ -359,23 +375,15 @@ class TurnModel:
 
     def withdraw_vanished(self) -> float | None:
         """Withdraw the notes of turns gone long enough; seconds until the next one is due (None: none left)."""
-        now = time.monotonic()
-        due = {k for k, (since, _was) in self._vanished.items() if now - since >= VANISHED_GRACE}
-        for key in due:
-            del self._vanished[key]
-        if due:
-            self.notes.resolved(due)
-        if not self._vanished:
-            return None
-        return max(0.0, min(since for since, _was in self._vanished.values()) + VANISHED_GRACE - now)
+        return self._vanished.withdraw()
 
     # --- what the views render ----------------------------------------------------------------
     def view(self, *, autostart: bool | None = None) -> ViewState:
         show = bool(self.settings.show_prompts)
-        self._rename()
+        self._names.refresh(self.records, show)
         scanned = self.report.finished or time.time()  # the records' ages are as of their scan
         now_wall = self.ask.wall_clock()
-        items = {k: self._item(k, r, show, scanned, self._reminder(k, r, now_wall)) for k, r in self.records.items()}
+        items = {k: self._item(k, r, show, scanned, self.reminder_of(r, now_wall)) for k, r in self.records.items()}
         self._items = {k: (self.records[k], show, scanned, i) for k, i in items.items()}
         pending = tuple(items[k] for k in self.waiting_keys())
         others = tuple(i for k, i in items.items() if self.phase(k) is Phase.IDLE)
@@ -398,51 +406,24 @@ class TurnModel:
             demo=self.demo,
         )
 
-    def _rename(self) -> None:
-        """Name the listed turns so that no two read alike (once per scan and show_prompts setting). A turn told
-        apart from another keeps that name while it is listed, also once the other has gone: alone, its plain
-        name could end right before the part that told it apart."""
-        show = bool(self.settings.show_prompts)
-        before, shown = self._named
-        if before is self.records and shown == show:
-            return
-        was = self._names if shown == show and before is not None else {}
-        self._named = (self.records, show)
-        names = dict(zip(self.records, turn_names(list(self.records.values()), show_prompts=show), strict=True))
-        used = set(names.values())
-        for key, name in names.items():
-            old = was.get(key)
-            if old is None or old == name or old in used or before is None or key not in before \
-                    or before[key].turn.ident != self.records[key].turn.ident:
-                continue
-            if name == turn_names([self.records[key]], show_prompts=show)[0]:  # alone now, plainly named
-                used.discard(name)
-                used.add(old)
-                names[key] = old
-        self._names = names
-
     def auto_choice(self, rec: TurnRecord) -> str | None:
         """What auto mode did about this interruption of the turn: "resumed", "declined" (it was asked about or
         answered before), or None (not in auto mode, or not yet)."""
-        found = self._auto.get(key_of(rec))
-        return found[1] if found is not None and found[0] == rec.turn.ident else None
+        return self._auto.get(rec.turn.ident)
 
-    def reminder_of(self, rec: TurnRecord) -> float | None:
+    def reminder_of(self, rec: TurnRecord, now: float | None = None) -> float | None:
         """When a snoozed waiting turn is announced again (wall clock), None when it is not snoozed."""
-        return self._reminder(key_of(rec), rec, self.ask.wall_clock())
+        until = self._reminders.get(key_of(rec))
+        return until if until is not None and until > (self.ask.wall_clock() if now is None else now) else None
 
     def label(self, rec: TurnRecord) -> str:
         """What the user calls this turn: the name it is listed under."""
         return self._names.get(key_of(rec)) or turn_names([rec], show_prompts=bool(self.settings.show_prompts))[0]
 
-    def _reminder(self, key: Key, rec: TurnRecord, now: float) -> float | None:
-        until = self._reminders.get(key)
-        return until if until is not None and until > now else None
-
     def _item(self, key: Key, rec: TurnRecord, show: bool, scanned: float, reminder: float | None) -> TurnItem:
         """The row of ``rec``, reused from the last view when nothing it says has changed."""
         last = self._items.get(key)
-        name = self._names.get(key, "")
+        name = self._names.get(key)
         if last is not None and last[0] is rec and last[1] == show and last[2] == scanned \
                 and last[3].title == name and last[3].reminder == reminder:
             return last[3]

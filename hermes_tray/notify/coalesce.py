@@ -13,7 +13,7 @@ from __future__ import annotations
 import itertools
 import time
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from hermes_tray import words
@@ -112,6 +112,38 @@ def _timed(turn: TurnRecord, name: str, fmt: str, show_prompts: bool) -> str:
     if not clean_text(turn.shown_title(prompts=show_prompts), 80) and not (show_prompts and turn.prompt_excerpt):
         return elide(words.untitled_label(clean_text(turn.profile, 64), at, fmt=fmt), NAME_WIDTH)
     return f"{name}, started {time.strftime(fmt, time.localtime(at))}"
+
+
+class ListedNames:
+    """The names of the turns listed together (:func:`turn_names`), made once per list and ``show_prompts``. A turn
+    told apart from another keeps that name while it is listed, also once the other has gone: alone, its plain name
+    could end right before the part that told it apart."""
+
+    def __init__(self) -> None:
+        self._names: dict[TurnKey, str] = {}
+        self._named: tuple[Mapping[TurnKey, TurnRecord] | None, bool] = (None, False)  # the list, show_prompts
+
+    def refresh(self, records: Mapping[TurnKey, TurnRecord], show: bool) -> None:
+        before, shown = self._named
+        if before is records and shown == show:
+            return
+        was = self._names if shown == show and before is not None else {}
+        self._named = (records, show)
+        names = dict(zip(records, turn_names(list(records.values()), show_prompts=show), strict=True))
+        used = set(names.values())
+        for key, name in names.items():
+            old = was.get(key)
+            if old is None or old == name or old in used or before is None or key not in before \
+                    or before[key].turn.ident != records[key].turn.ident:
+                continue
+            if name == turn_names([records[key]], show_prompts=show)[0]:  # alone now, plainly named
+                used.discard(name)
+                used.add(old)
+                names[key] = old
+        self._names = names
+
+    def get(self, key: TurnKey) -> str:
+        return self._names.get(key, "")
 
 
 def _alike(names: Sequence[str]) -> set[int]:

@@ -305,7 +305,7 @@ def test_a_turn_offered_again_after_its_continuation_is_one_row_and_counted_once
     assert win.summary.text() == "2 interrupted turns, newest first"
     again = next(win.tree.topLevelItem(i) for i in range(2) if _key(win, win.tree.topLevelItem(i)) == "s-again")
     assert [again.child(i).text(0) for i in range(again.childCount())] == [
-        "You were told", "You chose Resume", "Sent to Hermes", "Stopped", "You were told"]
+        "You were told", "You chose Resume", "Sent to Hermes", "Left waiting: the tray quit", "You were told"]
     assert win.selected_turn() is not None
 
 
