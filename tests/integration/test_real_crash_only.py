@@ -10,6 +10,7 @@ was answered in full exactly once — never lost, never twice — and History sa
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -18,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from mock_openai import MockOpenAI
-from real_flow import history_rows, note_requests, tray, tray_json, wait_for
+from real_flow import history_rows, note_requests, tray, wait_for
 from test_real_dashboard import GatewayWatch
 from test_real_quit import auto_settings, finished_in_state_db, never_stopped_by_you, start
 
@@ -69,17 +70,43 @@ def interrupted(tmp_path_factory, g2_seeded_home, g2_python, mock_llm: MockOpenA
 def turn(tmp_path: Path, interrupted, g2_python: Path, user_dirs: dict[str, str]):
     home, key = _copy(interrupted, tmp_path)
     assert list_turn_markers(home)[key]["attempts"] == 0
-    return home, key, auto_settings(g2_python, user_dirs)
+    yield home, key, auto_settings(g2_python, user_dirs)
+    _end_all_of(home, user_dirs)  # a failed test leaves nothing that could ask the shared model later
 
 
-def hermes_started_by(pid: int) -> bool:
-    """A Hermes gateway among ``pid``'s descendants (read from /proc at once: the moment is Hermes' start-up)."""
+def _end_all_of(home: Path, dirs: dict[str, str]) -> None:
+    """SIGKILL every process of this test: Hermes serving ``home``, and ours using its tray dirs."""
+    import psutil
+
+    mine = os.path.realpath(home)
+    for p in psutil.process_iter(["pid"]):
+        try:
+            env = p.environ()
+        except (psutil.Error, OSError):
+            continue
+        if os.path.realpath(env.get("HERMES_HOME", "/nonexistent")) == mine or \
+                env.get("HERMES_TRAY_STATE_DIR") == dirs["HERMES_TRAY_STATE_DIR"]:
+            with contextlib.suppress(psutil.Error):
+                p.kill()
+
+
+def descendant(pid: int, word: str) -> int | None:
+    """The first of ``pid``'s descendants whose command line names ``word`` (read from /proc at once)."""
     import psutil
 
     try:
-        return any("tui_gateway.entry" in p.cmdline() for p in psutil.Process(pid).children(recursive=True))
+        for p in psutil.Process(pid).children(recursive=True):
+            with contextlib.suppress(psutil.Error):
+                if any(word in a for a in p.cmdline()):
+                    return p.pid
     except psutil.Error:
-        return False
+        pass
+    return None
+
+
+def hermes_started_by(pid: int) -> bool:
+    """A Hermes gateway among ``pid``'s descendants: Hermes is starting."""
+    return descendant(pid, "tui_gateway.entry") is not None
 
 
 def answered(mock: MockOpenAI, since: int) -> list:
@@ -87,14 +114,15 @@ def answered(mock: MockOpenAI, since: int) -> list:
     return [r for r in note_requests(mock, since) if r.answered]
 
 
-def begin(process: str, home: Path, key: str, env: dict[str, str]) -> tuple[subprocess.Popen[str] | None, int]:
-    """The process that continues the turn, in auto mode, and the pid to kill."""
-    if process == "worker":
-        code, info, err = tray_json("resume", key, "--home", str(home), env=env)
-        assert code == 0 and info["outcome"] == "started", (info, err)
-        return None, int(info["pid"])
-    p = start(process, home, env)
-    return p, p.pid
+def begin(process: str, home: Path, key: str, env: dict[str, str]) -> tuple[subprocess.Popen[str], int]:
+    """The process that continues the turn, in auto mode (or ``hermes-tray resume``), and the pid to kill: the
+    helper, the tray, or the background worker ``resume`` starts (its child until it says it started)."""
+    if process != "worker":
+        p = start(process, home, env)
+        return p, p.pid
+    p = tray("resume", key, "--home", str(home), "--json", env=env)
+    return p, wait_for(lambda: descendant(p.pid, "resume_worker") or descendant(p.pid, "_resume-worker"),
+                       "the background worker", 60, step=0.005)
 
 
 def come_back_and_count(home: Path, key: str, env: dict[str, str], mock: MockOpenAI, since: int,
@@ -152,8 +180,7 @@ def test_a_sigkill_of_the_process_continuing_a_turn_never_costs_it_nor_doubles_i
             os.kill(pid, signal.SIGKILL)
         finally:
             mock_llm.release()
-        if p is not None:
-            p.communicate(timeout=30)
+        p.communicate(timeout=30)
         come_back_and_count(home, key, env, mock_llm, since, watch.seen)
 
 

@@ -36,11 +36,19 @@ def what_hermes_kept(db: Path, since: float) -> dict:
         conn.close()
     calls = [[c["function"] for c in json.loads(t or "[]")] for r, _c, t, _ts in rows if r == "assistant"]
     steps: list[dict] = []  # newest first
+    results_after = 0  # tool results saved after the newest assistant row: its calls without one were running
+    newest = True
     for role, content, _t, _ts in reversed(rows):
         if role != "assistant":
+            results_after += newest
             continue
-        for fn in reversed(json.loads(_t or "[]")):
-            steps.append({"kind": "tool", "tool": fn["function"]["name"]})
+        names = [fn["function"]["name"] for fn in json.loads(_t or "[]")]
+        running = newest and results_after < len(names)
+        if running:
+            names = names[:results_after + 1]  # the first without a result ran; the ones after may not have
+        for i, name in enumerate(reversed(names)):
+            steps.append({"kind": "tool", "tool": name, "running": running and i == 0})
+        newest = False
         if (content or "").strip():
             steps.append({"kind": "text", "paragraphs": len([b for b in content.split("\n\n") if b.strip()])})
     return {"messages": len(rows), "tool_calls": sum(len(c) for c in calls),
