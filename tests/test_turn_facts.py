@@ -375,11 +375,11 @@ def test_a_turn_offered_again_after_the_tray_quit_says_the_tray_quit_while_it_ra
                 dispatched=True)  # the marker it left, at the turn's own count, is the run's
     release(held)
     turn = scan_one(home)
-    assert turn.cause == StopCause.TRAY_QUIT and turn.cause_fact.startswith("its journal: the tray quit while "
+    assert turn.cause == StopCause.TRAY_QUIT and turn.cause_fact.startswith("the tray's records: the tray quit while "
                                                                             "attempt 1 ran, at ")
     assert turn.interrupted_at is not None and abs(turn.interrupted_at - now) < 5 and turn.moment[0] == "interrupted"
     out = cli(tmp_path, "status", "--home", str(home.path))
-    assert "    why it stopped: the tray quit while it ran (its journal: " in out.stdout
+    assert "    why it stopped: the tray quit while it ran (the tray's records: " in out.stdout
     # a quit before this run began is not this run's
     assert book.status(turn.turn.ident._replace(started_at=now + 60)).crashed is None
 

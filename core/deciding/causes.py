@@ -89,7 +89,7 @@ def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
             return StopCause.OUT_OF_MEMORY, fact
     if crashed is not None and crashed.get("event") == "interrupted":  # stopped_by: shutdown (the journal's rule)
         at = strict_finite(crashed.get("created_at"))
-        return StopCause.TRAY_QUIT, ("its journal: the tray quit while attempt "
+        return StopCause.TRAY_QUIT, ("the tray's records: the tray quit while attempt "
                                      f"{crashed.get('attempt')} ran" + (f", at {_when(at, now)}" if at is not None
                                                                          else ""))
     started = strict_finite(entry.get("writer_start_time"))
@@ -101,7 +101,7 @@ def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
                                      f"at {_when(boot_time, now)}")
     if crashed is not None:
         at = strict_finite(crashed.get("created_at"))
-        return StopCause.CONTINUATION_CRASHED, ("its journal: the Hermes running attempt "
+        return StopCause.CONTINUATION_CRASHED, ("the tray's records: the Hermes running attempt "
                                                 f"{crashed.get('attempt')} exited mid-turn"
                                                 + (f" at {_when(at, now)}" if at is not None else ""))
     return StopCause.UNKNOWN, ""
