@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 from mock_openai import MockOpenAI, Recorded
-from real_flow import turn_requests  # noqa: F401 - also imported from here by test_real_dashboard
+from real_flow import turn_requests, wait_for  # noqa: F401 - turn_requests also imported from here by test_real_dashboard
 from real_session import SEED_PROMPT
 
 from hermes_tray_core.hermes.config_edit import write_auto_continue
@@ -177,15 +177,6 @@ def status_turns(home: Path, key: str, env: dict[str, str]) -> list[dict]:
     p = cli("status", "--json", "--home", str(home), env=env)
     out, err = p.communicate(timeout=60)
     return [t for t in json.loads(out)["turns"] if t["session_key"] == key]
-
-
-def wait_for(cond, what: str, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if cond():
-            return
-        time.sleep(0.05)
-    raise AssertionError(f"timed out waiting for {what}")
 
 
 def answered(home: Path, key: str) -> bool:
