@@ -53,13 +53,10 @@ class GatewayIdentity:
     pid: int | None  # the process that answered (the OS's peer credentials); None where the OS cannot tell
     state: str
     instance_id: str
-    authority_epoch: int | None
     served: tuple[ServedProfile, ...]
     capabilities: tuple[str, ...]
     api_origin: str | None
-    supervisor: str | None
     version: str | None
-    runtime_protocol: object = None
 
     @property
     def authority(self) -> bool:
@@ -119,18 +116,15 @@ def identify(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> GatewayId
         if isinstance(row, dict) and _text(row.get("profile_id")) and _text(row.get("home")):
             served.append(ServedProfile(str(row["profile_id"]), str(row["home"])))
     caps = result.get("capabilities")
-    epoch = result.get("authority_epoch")
     instance = _text(result.get("instance_id"))
     if instance is None:
         raise ControlUnavailable(f"the process on {home}'s control socket names no instance: not a gateway")
     return GatewayIdentity(
         control_home=home, pid=pid, state=_text(result.get("state")) or "unknown", instance_id=instance,
-        authority_epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
         served=tuple(served),
         capabilities=tuple(c for c in caps if _text(c)) if isinstance(caps, list) else (),
-        api_origin=_text(result.get("api_origin")), supervisor=_text(result.get("supervisor")),
-        version=_text(result.get("version") or result.get("hermes_version")),
-        runtime_protocol=result.get("runtime_protocol"))
+        api_origin=_text(result.get("api_origin")),
+        version=_text(result.get("version") or result.get("hermes_version")))
 
 
 def _root_of(home: Path) -> Path | None:

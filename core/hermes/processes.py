@@ -118,10 +118,6 @@ class HermesProcess(NamedTuple):
             found.add((str(c.laddr.ip), int(c.laddr.port)))
         return sorted(found, key=lambda a: (":" in a[0], a[1], a[0]))
 
-    def listening_ports(self, *, loopback_only: bool = True) -> list[int]:
-        """TCP ports this process listens on (loopback addresses only by default), sorted; [] if unreadable."""
-        return sorted({port for _ip, port in self.listening_addresses(loopback_only=loopback_only)})
-
     def environ_get(self, name: str) -> str | None:
         """One variable of the process's (start-up) environment, or None. Never cached or logged."""
         try:
@@ -416,10 +412,6 @@ class HermesProcesses:
     def serving(self, home: Path | str) -> list[HermesProcess]:
         """Hermes backends (dashboard, gateway, CLI) whose home is ``home``; the Desktop backend first."""
         return list(self._by_home.get(home_path(home), ()))
-
-    def dashboard(self, home: Path | str) -> HermesProcess | None:
-        """The live ``hermes dashboard`` of ``home`` (the oldest-pid one when several), or None."""
-        return next((p for p in self.serving(home) if p.kind == ProcessKind.DASHBOARD), None)
 
     def backend_state(self, home: Path | str) -> tuple[str, str]:
         """(``live`` / ``none``, which process) — the policy's ``backend`` input for ``home``."""
