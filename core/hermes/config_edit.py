@@ -1,9 +1,9 @@
 """Editing Hermes' ``config.yaml`` (``desktop.auto_continue``), only when the user asks.
 
 A minimal edit: only the edited keys' lines change, every other byte is kept; ruamel.yaml (round trip, loaded
-lazily) finds those lines and re-emits the file only when a line edit is not possible. The new text must read, as
-Hermes parses it, as the old document plus exactly the intended values and types, or nothing is written; a file
-that does not parse is never overwritten. A key the managed overlay pins is never written
+lazily) finds those lines and re-emits the file only when a line edit is not possible. The new text must read,
+as Hermes parses it, as the old document plus exactly the intended values and types, or nothing is written; a
+file that does not parse is never overwritten. A key the managed overlay pins is never written
 (:class:`ManagedValueError`): the edit would have no effect.
 """
 
@@ -66,7 +66,8 @@ def _yaml() -> YAML:
 
 
 def _plain(value: Any, budget: list[int] | None = None) -> Any:
-    """Deep copy as plain dict/list/scalars, bounded (:class:`TooComplex`): aliases make a small file a huge tree."""
+    """Deep copy as plain dict/list/scalars, bounded (:class:`TooComplex`): aliases make a small file a huge
+    tree."""
     if budget is None:
         budget = [read.MAX_NODES]
     budget[0] -= 1
@@ -110,7 +111,8 @@ def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_value(key: str, text: str) -> Any:
-    """A command-line string for a backend key as the typed value; what does not parse is refused as written."""
+    """A command-line string for a backend key as the typed value; what does not parse is refused as
+    written."""
     t = text.strip()
     value: object = text
     if key == "enabled" and t.lower() in _TRUE_WORDS | _FALSE_WORDS | {"1", "0"}:
@@ -124,8 +126,8 @@ def parse_value(key: str, text: str) -> Any:
 
 
 def _fmt(value: Any) -> str:
-    """A value as YAML text that YAML 1.1 (Hermes) and 1.2 read alike: 1.1 floats need a dot and a signed exponent
-    (``1e-05`` is a string there, ``1.0e-05`` a float in both)."""
+    """A value as YAML text that YAML 1.1 (Hermes) and 1.2 read alike: 1.1 floats need a dot and a signed
+    exponent (``1e-05`` is a string there, ``1.0e-05`` a float in both)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -186,8 +188,10 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += nl
-    if doc is not None and (not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc))):
-        return None  # (None: empty or comments only, the block is appended below them)
+    if doc is None:
+        pass  # empty or comments only: the block is appended below them
+    elif not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc)):
+        return None
     desktop = doc.get("desktop") if doc else None
     block = desktop.get("auto_continue") if isinstance(desktop, Mapping) else None
     if doc and "desktop" in doc and not isinstance(desktop, Mapping):
@@ -283,8 +287,8 @@ class _ChangedUnderUs(Exception):
 
 
 def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
-    """Set ``enabled`` / ``freshness_minutes`` / ``max_attempts`` in ``<home>/config.yaml``; the configuration read
-    back. :class:`BackendConfigError`, the file untouched, when it cannot be done safely."""
+    """Set ``enabled`` / ``freshness_minutes`` / ``max_attempts`` in ``<home>/config.yaml``; the configuration
+    read back. :class:`BackendConfigError`, the file untouched, when it cannot be done safely."""
     from hermes_tray_core.hermes.locks import CONFIG_LOCK, HermesLockBusy, HermesLockUnusable, hermes_lock
     from hermes_tray_core.stores.fsutil import ensure_private_dir, locked
 
@@ -408,8 +412,8 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
 
 
 def _in_effect(cfg: BackendConfig, wanted: Mapping[str, Any]) -> BackendConfig:
-    """``cfg`` if Hermes would use every ``wanted`` value as written, else :class:`BackendConfigError` saying what
-    stops it (``max_attempts: .inf``, say): a change Hermes would ignore is not made."""
+    """``cfg`` if Hermes would use every ``wanted`` value as written, else :class:`BackendConfigError` saying
+    what stops it (``max_attempts: .inf``, say): a change Hermes would ignore is not made."""
     ignored = [k for k, v in wanted.items() if not _equal(getattr(cfg.auto_continue, k), v)]
     if not ignored:
         return cfg
@@ -427,7 +431,8 @@ def _same(current: Any, value: Any) -> bool:
 
 
 def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
-    """Hermes would read ``candidate`` as ``expected``, the changed keys with exactly their types (not ``1 == True``)."""
+    """Hermes would read ``candidate`` as ``expected``, the changed keys with exactly their types (not ``1 ==
+    True``)."""
     try:
         doc = read.load_as_hermes(candidate)
         if _plain(doc) != expected:
