@@ -1,13 +1,14 @@
 """Ask at most once per interrupted turn: which turns to ask about, skip again or resume on their own.
 
-Every scan goes to :class:`AskOnce`, which answers with a :class:`Review` by the tray's mode and what the ledger
-knows (one read a review; across restarts and processes). A turn asked about or decided is not asked again, nor
-resumed in ``auto`` mode (an unreadable ledger counts as asked: never act on a guess); a resume that never reached
-Hermes is no answer. A skipped turn that reappears is skipped again, silently. A new interruption of a session is a
-new question, but a turn whose marker only flickers (a writer storm) is never asked twice by this process. A note
-that reached nobody is asked again after :data:`UNSHOWN_RETRY_SECONDS`. A snoozed turn is held until its wall-clock
-``until``, then reminded of once, never continued, in ``auto`` mode too; one no longer waiting by then is reported
-in ``lapsed``, once. A turn counts as asked once its note was delivered (:func:`record_notified`).
+Every scan goes to :class:`AskOnce`, which answers with a :class:`Review` by the tray's mode and what the
+ledger knows (one read a review; across restarts and processes). A turn asked about or decided is not asked
+again, nor resumed in ``auto`` mode (an unreadable ledger counts as asked: never act on a guess); a resume
+that never reached Hermes is no answer. A skipped turn that reappears is skipped again, silently. A new
+interruption of a session is a new question, but a turn whose marker only flickers (a writer storm) is never
+asked twice by this process. A note that reached nobody is asked again after :data:`UNSHOWN_RETRY_SECONDS`. A
+snoozed turn is held until its wall-clock ``until``, then reminded of once, never continued, in ``auto`` mode
+too; one no longer waiting by then is reported in ``lapsed``, once. A turn counts as asked once its note was
+delivered (:func:`record_notified`).
 """
 
 from __future__ import annotations
@@ -36,7 +37,8 @@ UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again a
 
 
 def turn_key(home: Path | str, session_key: str) -> TurnKey:
-    """The key a session's waiting turn goes by in the tray, named from outside a scan (a record has ``turn.id``)."""
+    """The key a session's waiting turn goes by in the tray, named from outside a scan (a record has
+    ``turn.id``)."""
     return TurnKey.of(home, session_key)
 
 
@@ -106,7 +108,8 @@ class AskOnce:
 
     # --- a scan ---------------------------------------------------------------------------------
     def review(self, pending: Mapping[TurnKey, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
-        """What the tray does about ``pending`` (:func:`waiting`) in ``mode``; ``others``: the scan's other records."""
+        """What the tray does about ``pending`` (:func:`waiting`) in ``mode``; ``others``: the scan's other
+        records."""
         out = Review()
         now = self.wall_clock()
         before = self._waiting
@@ -141,7 +144,8 @@ class AskOnce:
         return out
 
     def _snooze(self, key: TurnKey, rec: TurnRecord, st: TurnStatus, mode: str, now: float, out: Review) -> bool:
-        """A snoozed turn: held until its time, then reminded of once, never continued. False when no snooze holds."""
+        """A snoozed turn: held until its time, then reminded of once, never continued. False when no snooze
+        holds."""
         i = rec.turn.ident
         until = snoozed_until(st) if mode != Mode.LIST and not st.skipped else None
         if until is None:
@@ -207,8 +211,9 @@ class AskOnce:
 
 
 def record_notified(turns: Sequence[TurnRecord], *, via: str, ledger: Ledger | None = None) -> None:
-    """Record ``notified`` for every turn in one transaction (a storm of 10,000 is one write): off an event loop's
-    thread, with the ledger resolved when asked. A failure costs at most one more question after a restart."""
+    """Record ``notified`` for every turn in one transaction (a storm of 10,000 is one write): off an event
+    loop's thread, with the ledger resolved when asked. A failure costs at most one more question after a
+    restart."""
     target = ledger if ledger is not None else _default_ledger()
     rows = [(Event.NOTIFIED, t.turn.ident, {"profile": t.profile, "via": via}) for t in turns]
     if not rows:

@@ -1,11 +1,12 @@
-"""Why an interrupted turn stopped, and when: said only from a fact on this machine, always with that fact (pure).
+"""Why an interrupted turn stopped, and when: said only from a fact on this machine, always with that fact
+(pure).
 
-:func:`stop_cause`, first match wins: ``shutdown`` (Hermes wrote ``interrupted_by: "shutdown"`` in the marker);
-``out-of-memory`` (the tray's witness saw the kernel kill that very process for memory:
+:func:`stop_cause`, first match wins: ``shutdown`` (Hermes wrote ``interrupted_by: "shutdown"`` in the
+marker); ``out-of-memory`` (the tray's witness saw the kernel kill that very process for memory:
 :mod:`hermes_tray_core.deciding.witness`); ``tray-quit`` (the tray quit while its own continuation ran);
 ``restarted`` (the turn's Hermes process started before this computer last did); ``continuation-crashed`` (the
-tray's continuation exited mid-turn); else ``unknown``. :func:`stopped_at`: Hermes' ``interrupted_at``, else the
-moment the tray saw it end; else None, and its age is said from its start.
+tray's continuation exited mid-turn); else ``unknown``. :func:`stopped_at`: Hermes' ``interrupted_at``, else
+the moment the tray saw it end; else None, and its age is said from its start.
 
 Not met: a clock stepped forward after the Hermes process started (NTP on a computer without a battery-backed
 clock) by more than that computer's uptime makes ``restarted`` said of a turn whose computer did not restart.
@@ -63,8 +64,9 @@ def _minute(t: int, now: int) -> str:
 def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
                witnessed: Mapping[str, Any] | None = None,
                crashed: Mapping[str, Any] | None = None) -> tuple[StopCause, str]:
-    """``(cause, fact)`` for a turn no longer running. ``witnessed``: the ledger's ``stopped`` for it; ``crashed``: its
-    continuation's crash (or the tray's quit under it). The fact is "" only for ``unknown``."""
+    """``(cause, fact)`` for a turn no longer running. ``witnessed``: the ledger's ``stopped`` for it;
+    ``crashed``: its continuation's crash (or the tray's quit under it). The fact is "" only for
+    ``unknown``."""
     entry = marker.raw if marker.is_entry else {}
     if entry.get("interrupted_by") == "shutdown":
         return StopCause.SHUTDOWN, "Hermes recorded it in the turn's marker"

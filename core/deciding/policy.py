@@ -1,14 +1,14 @@
 """What should happen to one interrupted turn: the tray's one home for verdicts, ages and reasons.
 
-:func:`judge` (a desktop marker) and :func:`decide_webui` (a pending WebUI turn) take everything as arguments (no
-I/O, no clock), so the scanner and the resume's re-check under its claim reach one verdict in one order
+:func:`judge` (a desktop marker) and :func:`decide_webui` (a pending WebUI turn) take everything as arguments
+(no I/O, no clock), so the scanner and the resume's re-check under its claim reach one verdict in one order
 (docs/architecture.md): what the tray's own ledger and continuations settle, then :func:`decide`, the verdict
-Hermes would reach on ``session.resume``, first match wins: ``not-ours`` (also what Hermes' reader cannot read or
-drops), ``running``, ``disabled``, ``stale``, ``exhausted``, ``actionable``. A writer of *unknown* liveness does
-not block by itself (Hermes' scheduler blocks only ``alive``) unless a live Hermes process serves the home. An
-unreadable source leaves the other checks standing (all "do nothing" verdicts Hermes would also reach); a marker
-that would be ``actionable`` reads ``running``, ``unsure``. Each :class:`Decision` carries the age its line states,
-which is the age every view shows. The tray's mode never changes a verdict.
+Hermes would reach on ``session.resume``, first match wins: ``not-ours`` (also what Hermes' reader cannot read
+or drops), ``running``, ``disabled``, ``stale``, ``exhausted``, ``actionable``. A writer of *unknown* liveness
+does not block by itself (Hermes' scheduler blocks only ``alive``) unless a live Hermes process serves the
+home. An unreadable source leaves the other checks standing (all "do nothing" verdicts Hermes would also
+reach); a marker that would be ``actionable`` reads ``running``, ``unsure``. Each :class:`Decision` carries
+the age its line states, which is the age every view shows. The tray's mode never changes a verdict.
 """
 
 from __future__ import annotations
@@ -39,7 +39,8 @@ __all__ = [
 VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v not in (Verdict.SKIPPED, Verdict.STOPPED,
                                                                         Verdict.FINISHED))
 
-# Ages are capped (about 3,000 years): beyond every finite window, and every reason and JSON number stays short.
+# Ages are capped (about 3,000 years): beyond every finite window, and every reason and JSON number stays
+# short.
 MAX_AGE_SECONDS = 1e11
 #: Newer Hermes' marker reader drops an entry that starts further than this in the future.
 FUTURE_SKEW_SECONDS = 300.0
@@ -63,9 +64,9 @@ MAX_AGE_SAID = 10 * 365 * 86400.0  # seconds: older than Hermes itself, a time n
 
 
 def age_text(seconds: float | None) -> str:
-    """``"12 s ago"`` … ``"3 days ago"``: the one age formatter of every reason, view and ``status``. Negative and
-    non-finite ages read as 0; one over :data:`MAX_AGE_SAID` (a ``started_at`` of 0 read "20791 days ago") as
-    unknown."""
+    """``"12 s ago"`` … ``"3 days ago"``: the one age formatter of every reason, view and ``status``. Negative
+    and non-finite ages read as 0; one over :data:`MAX_AGE_SAID` (a ``started_at`` of 0 read "20791 days ago")
+    as unknown."""
     if seconds is None:
         return "at an unknown time"
     s = max(0.0, finite(seconds) or 0.0)
@@ -81,7 +82,8 @@ def age_text(seconds: float | None) -> str:
 
 
 def restate_age(reason: str, stated_age: float | None, age_now: float | None) -> str:
-    """``reason`` with the age it states (``stated_age``) said again as ``age_now``: it ticks with the row above it."""
+    """``reason`` with the age it states (``stated_age``) said again as ``age_now``: it ticks with the row
+    above it."""
     if stated_age is None or age_now is None:
         return reason
     return reason.replace(age_text(stated_age), age_text(age_now), 1)
@@ -109,10 +111,10 @@ def _age(ref: float | None, now: float) -> float:
 class Seen(NamedTuple):
     """What else was seen about a turn: its writer, the session's ``source``, Hermes' turn ``lease``, the
     active-session ``owner``, whether a live Hermes ``backend`` serves the home (weighed only for an unknown
-    writer). ``unknown``: a source that exists and could not be read, never actionable. ``writer_note``: why the
-    tray's writer verdict differs from Hermes'. ``writer_turn``: what a live writer that is a running backend of
-    the home answered when asked; ``none`` (it runs no turn for the session, and Hermes would continue the marker
-    there) keeps it from making the turn ``running``."""
+    writer). ``unknown``: a source that exists and could not be read, never actionable. ``writer_note``: why
+    the tray's writer verdict differs from Hermes'. ``writer_turn``: what a live writer that is a running
+    backend of the home answered when asked; ``none`` (it runs no turn for the session, and Hermes would
+    continue the marker there) keeps it from making the turn ``running``."""
 
     writer: WriterState = WriterState.UNKNOWN
     source: str | None = None
@@ -225,8 +227,9 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
 
 
 class Facts(NamedTuple):
-    """Everything :func:`judge` weighs beside the marker. ``note``: for a marker of a continuation the tray submitted
-    its note to, ``finished`` or ``unknown`` (``note_detail`` says why) as ``state.db`` shows it, else None."""
+    """Everything :func:`judge` weighs beside the marker. ``note``: for a marker of a continuation the tray
+    submitted its note to, ``finished`` or ``unknown`` (``note_detail`` says why) as ``state.db`` shows it,
+    else None."""
 
     config: AutoContinueConfig
     now: float
@@ -237,7 +240,8 @@ class Facts(NamedTuple):
 
 
 def judge(marker: Marker, facts: Facts) -> Decision:
-    """The one verdict on a desktop marker: the tray's own settlements first, then Hermes' order (:func:`decide`)."""
+    """The one verdict on a desktop marker: the tray's own settlements first, then Hermes' order
+    (:func:`decide`)."""
     known, age = facts.ledger, marker_age(marker, facts.now)
     if marker.is_entry:
         if known.skipped:
@@ -269,8 +273,8 @@ def decide_webui(
     server_detail: str = "",
     pending_turns: int = 1,
 ) -> Decision:
-    """Verdict on a WebUI session's newest unfinished turn (never resumed by the tray): ``running`` while its worker
-    or a WebUI server of its state dir (``server``) lives, else interrupted, to retry in the WebUI."""
+    """Verdict on a WebUI session's newest unfinished turn (never resumed by the tray): ``running`` while its
+    worker or a WebUI server of its state dir (``server``) lives, else interrupted, to retry in the WebUI."""
     started = finite(turn.get("started_at"))
     age = _age(started, now)
     more = f" ({pending_turns} unfinished turns in this session)" if pending_turns > 1 else ""

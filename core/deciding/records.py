@@ -23,9 +23,9 @@ EXCERPT_CHARS = 120
 
 
 class TurnRecord(NamedTuple):
-    """One interrupted turn as the user sees it. ``home``: as the user named it; ``turn``: the turn as read (pass it
-    back to skip or resume, so a changed marker is refused). A WebUI turn (``turn_id``) is never acted on.
-    ``progress`` None: it cannot be read. ``cause`` (with ``cause_fact``): None while it runs."""
+    """One interrupted turn as the user sees it. ``home``: as the user named it; ``turn``: the turn as read
+    (pass it back to skip or resume, so a changed marker is refused). A WebUI turn (``turn_id``) is never
+    acted on. ``progress`` None: it cannot be read. ``cause`` (with ``cause_fact``): None while it runs."""
 
     home: Path
     profile: str
@@ -40,7 +40,8 @@ class TurnRecord(NamedTuple):
     unsure: bool = False
     turn_id: str | None = None
     code: ReasonCode | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
-    # (pid, start time) of the live process other than its writer that makes it ``running``: the tray watches it
+    # (pid, start time) of the live process other than its writer that makes it ``running``: the tray watches
+    # it
     holder: tuple[int, float | None] | None = None
     progress: TurnProgress | None = None
     cause: StopCause | None = None
@@ -71,8 +72,8 @@ class TurnRecord(NamedTuple):
 
     @property
     def moment(self) -> tuple[Moment, float | None]:
-        """The moment a turn's age is said from: interrupted (a fact), else the last thing Hermes saved, else its
-        start (None: not known)."""
+        """The moment a turn's age is said from: interrupted (a fact), else the last thing Hermes saved, else
+        its start (None: not known)."""
         if self.interrupted_at is not None:
             return Moment.INTERRUPTED, self.interrupted_at
         started = strict_finite(self.started_at)
@@ -128,7 +129,8 @@ class HomeReport(NamedTuple):
     webui_sessions: int
     unsupported: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
-    # False: the home could not be read or did not answer, nothing in it is touched again this scan (not in the JSON)
+    # False: the home could not be read or did not answer, nothing in it is touched again this scan (not in
+    # the JSON)
     reachable: bool = True
 
     def to_json(self) -> dict[str, Any]:

@@ -2,9 +2,9 @@
 
 A snooze is one ``snoozed`` decision in the ledger with its ``until``: it outlives a restart and shows in
 ``history``. It continues and skips nothing: ask-once announces the turn once at ``until`` (unless it stopped
-waiting meanwhile), and it belongs to one interruption (a newer one is a new question). :func:`remind_at` reads
-``90s``, ``30m``, ``1h30m``, ``2d``, ``tomorrow`` (:data:`MORNING_HOUR`, local time), ``HH:MM`` (its next
-time) or ``2026-12-05 09:00``.
+waiting meanwhile), and it belongs to one interruption (a newer one is a new question). :func:`remind_at`
+reads ``90s``, ``30m``, ``1h30m``, ``2d``, ``tomorrow`` (:data:`MORNING_HOUR`, local time), ``HH:MM`` (its
+next time) or ``2026-12-05 09:00``.
 """
 
 from __future__ import annotations
@@ -68,7 +68,8 @@ def remind_at(spec: str, now: float) -> float:
 
 
 def snooze_turn(record: TurnRecord, until: float, *, via: str, ledger: Ledger | None = None) -> None:
-    """Record that ``record``'s turn is not announced before ``until`` (a ledger error is raised: it did not take)."""
+    """Record that ``record``'s turn is not announced before ``until`` (a ledger error is raised: it did not
+    take)."""
     if ledger is None:
         from hermes_tray_core.stores.ledger import ledger as default
 

@@ -1,11 +1,11 @@
 """A witness at the death of a turn's Hermes: when did it end, and did the kernel end it for lack of memory?
 
 The tray and the helper watch every live marker writer for its exit (``hermes_tray/watch/pidwatch.py``). After
-each scan :meth:`ExitWitness.look` notes how to tell later whether the out-of-memory killer ended *that* process
-(:mod:`hermes_tray_core.process.oom`); at its exit :meth:`ExitWitness.exited` asks again and records ``stopped``,
-at that moment, for each turn it left behind (with ``cause: out-of-memory`` and the fact when the kernel named it).
-A death nobody watched has no witness: its moment and cause stay unknown, as does a cause where neither the
-kernel's log nor a memory group of its own can be read. With no live writer nothing is read.
+each scan :meth:`ExitWitness.look` notes how to tell later whether the out-of-memory killer ended *that*
+process (:mod:`hermes_tray_core.process.oom`); at its exit :meth:`ExitWitness.exited` asks again and records
+``stopped``, at that moment, for each turn it left behind (with ``cause: out-of-memory`` and the fact when the
+kernel named it). A death nobody watched has no witness: its moment and cause stay unknown, as does a cause
+where neither the kernel's log nor a memory group of its own can be read. With no live writer nothing is read.
 """
 
 from __future__ import annotations
@@ -40,7 +40,8 @@ def _default_ledger() -> Ledger:
 
 
 class ExitWitness:
-    """What the detector thread saw of each live writer (``kernel_log``, ``memory_group``: seams for tests)."""
+    """What the detector thread saw of each live writer (``kernel_log``, ``memory_group``: seams for
+    tests)."""
 
     def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
                  kernel_log: KernelLog | None = None,
@@ -78,8 +79,8 @@ class ExitWitness:
         self._seen = seen
 
     def exited(self, pid: int) -> StopCause | None:
-        """The writer ``pid`` exited: record ``stopped`` for each turn it left behind; ``out-of-memory`` when the
-        kernel ended that very process, else None."""
+        """The writer ``pid`` exited: record ``stopped`` for each turn it left behind; ``out-of-memory`` when
+        the kernel ended that very process, else None."""
         watched = self._seen.pop(pid, None)
         if watched is None:
             return None
@@ -94,7 +95,8 @@ class ExitWitness:
 
 
 def _left_behind(turn: TurnId, pid: int) -> bool:
-    """Is the turn's marker still there, written by ``pid``? (A turn that ended before its process has none.)"""
+    """Is the turn's marker still there, written by ``pid``? (A turn that ended before its process has
+    none.)"""
     from hermes_tray_core.markers.store import MarkerStore
 
     with bookkeeping(logger, "cannot read the markers of %s", turn.home):

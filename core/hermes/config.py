@@ -1,19 +1,20 @@
-"""Hermes' own auto-continue policy, read: ``desktop.auto_continue`` of ``<home>/config.yaml``, with Hermes' keys,
-defaults and coercions, so that the tray and the backend agree on ``disabled`` / ``stale`` / ``exhausted``
-(writes: :mod:`hermes_tray_core.hermes.config_edit`).
+"""Hermes' own auto-continue policy, read: ``desktop.auto_continue`` of ``<home>/config.yaml``, with Hermes'
+keys, defaults and coercions, so that the tray and the backend agree on ``disabled`` / ``stale`` /
+``exhausted`` (writes: :mod:`hermes_tray_core.hermes.config_edit`).
 
-Parsed as Hermes parses it: PyYAML's safe loader (YAML 1.1: ``yes/no/on/off`` are booleans, ``010`` is 8, ``0o10``
-a string, ``1:30`` is 90, the last duplicate key wins), never ruamel (YAML 1.2 disagrees on each); loaded lazily.
-Hermes' coercions (``_auto_continue_config``): ``enabled`` absent/null → true, a string true iff one of
-``1 true yes on`` (stripped, lower-cased), else Python truth; ``freshness_minutes`` ``max(0, float(v))`` (bad →
-15; ``-5`` and ``.nan`` → 0, ``.inf`` never expires); ``max_attempts`` ``int(v)`` (bad or below 0 → 2, ``3.7`` →
-3). Where Hermes' code raises (an integer too large for a float, an infinite ``max_attempts``) it cannot
-auto-continue in that home: the tray reads it as disabled and says why; doubtful values come back as warnings.
+Parsed as Hermes parses it: PyYAML's safe loader (YAML 1.1: ``yes/no/on/off`` are booleans, ``010`` is 8,
+``0o10`` a string, ``1:30`` is 90, the last duplicate key wins), never ruamel (YAML 1.2 disagrees on each);
+loaded lazily. Hermes' coercions (``_auto_continue_config``): ``enabled`` absent/null → true, a string true
+iff one of ``1 true yes on`` (stripped, lower-cased), else Python truth; ``freshness_minutes`` ``max(0,
+float(v))`` (bad → 15; ``-5`` and ``.nan`` → 0, ``.inf`` never expires); ``max_attempts`` ``int(v)`` (bad or
+below 0 → 2, ``3.7`` → 3). Where Hermes' code raises (an integer too large for a float, an infinite
+``max_attempts``) it cannot auto-continue in that home: the tray reads it as disabled and says why; doubtful
+values come back as warnings.
 
-The managed overlay (``$HERMES_MANAGED_DIR`` when set, else ``/etc/hermes``; ``hermes_cli/managed_scope.py``) wins
-per leaf key: mappings merge, a managed null over a mapping is ignored, ``${VAR}`` expands from the environment. A
-managed file that does not parse is ignored; a user file that does not parse means the defaults *without* the
-overlay, as in Hermes.
+The managed overlay (``$HERMES_MANAGED_DIR`` when set, else ``/etc/hermes``; ``hermes_cli/managed_scope.py``)
+wins per leaf key: mappings merge, a managed null over a mapping is ignored, ``${VAR}`` expands from the
+environment. A managed file that does not parse is ignored; a user file that does not parse means the defaults
+*without* the overlay, as in Hermes.
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ Managed = tuple[Path | None, YamlMap, str | None]
 
 
 class AutoContinueConfig(NamedTuple):
-    """Effective ``desktop.auto_continue`` of one home; ``managed``: the keys the overlay pins. A NamedTuple, as
-    the engine's records are: ~10x cheaper to define than a frozen dataclass (``status`` pays for each class)."""
+    """Effective ``desktop.auto_continue`` of one home; ``managed``: the keys the overlay pins. A NamedTuple,
+    as the engine's records are: ~10x cheaper to define than a frozen dataclass (``status`` pays for each
+    class)."""
 
     enabled: bool = DEFAULT_ENABLED
     freshness_minutes: float = DEFAULT_FRESHNESS_MINUTES
@@ -63,7 +65,8 @@ HERMES_TRUTHY = frozenset({"1", "true", "yes", "on"})  # Hermes' is_truthy_value
 
 
 class BackendConfig(NamedTuple):
-    """One home's config.yaml under the overlay, as Hermes reads it (a NamedTuple: ``dataclasses`` costs ~10 ms)."""
+    """One home's config.yaml under the overlay, as Hermes reads it (a NamedTuple: ``dataclasses`` costs ~10
+    ms)."""
 
     path: Path
     auto_continue: AutoContinueConfig
@@ -109,7 +112,8 @@ def hermes_freshness_minutes(raw: Any) -> float:
 
 
 def hermes_max_attempts(raw: Any) -> int:
-    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)``, capped; :class:`HermesRaises` where Hermes raises."""
+    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)``, capped; :class:`HermesRaises` where Hermes
+    raises."""
     n = convert(int, raw)
     if n is None or n < 0:
         return DEFAULT_MAX_ATTEMPTS
@@ -231,8 +235,8 @@ _HERMES_LOADER: Any = None
 
 
 def load_as_hermes(text: str) -> Any:
-    """Parse ``text`` as Hermes parses config.yaml. Aliases are not expanded (an alias bomb costs its bytes here):
-    whatever walks the result must stay bounded."""
+    """Parse ``text`` as Hermes parses config.yaml. Aliases are not expanded (an alias bomb costs its bytes
+    here): whatever walks the result must stay bounded."""
     global _HERMES_LOADER
     import yaml
 
@@ -321,9 +325,10 @@ def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list
 
 
 def sessions_elsewhere(home: Path | str) -> str | None:
-    """Why this Hermes keeps its sessions and markers outside ``state.db`` and ``desktop/``, from config.yaml: a
-    ``sessiondb.provider`` other than ``sqlite`` (upstream ships only that) or a fork's ``sessions.state_backend:
-    authority``; else None. Parses the YAML only when the file names one of the keys."""
+    """Why this Hermes keeps its sessions and markers outside ``state.db`` and ``desktop/``, from config.yaml:
+    a ``sessiondb.provider`` other than ``sqlite`` (upstream ships only that) or a fork's
+    ``sessions.state_backend: authority``; else None. Parses the YAML only when the file names one of the
+    keys."""
     path = config_file(Path(home))
     try:
         raw = fsutil.read_regular(path)

@@ -1,8 +1,8 @@
-"""Which Hermes homes to watch: the root home and every ``<root>/profiles/<name>/``; a ``$HERMES_HOME`` that is a
-profile home (``hermes -p <name>``) also brings in ``<root>`` and its other profiles. The settings may add homes;
-``--home`` replaces discovery. The WebUI's journals are in ``<state>/sessions/_turn_journal``, ``<state>`` being
-``$HERMES_WEBUI_STATE_DIR`` for the root home the environment points at (the WebUI serves that one), else
-``<home>/webui``.
+"""Which Hermes homes to watch: the root home and every ``<root>/profiles/<name>/``; a ``$HERMES_HOME`` that
+is a profile home (``hermes -p <name>``) also brings in ``<root>`` and its other profiles. The settings may
+add homes; ``--home`` replaces discovery. The WebUI's journals are in ``<state>/sessions/_turn_journal``,
+``<state>`` being ``$HERMES_WEBUI_STATE_DIR`` for the root home the environment points at (the WebUI serves
+that one), else ``<home>/webui``.
 """
 
 from __future__ import annotations
@@ -63,9 +63,9 @@ def discover_homes(
     extra: Iterable[str | os.PathLike[str]] = (),
     env: Mapping[str, str] | None = None,
 ) -> list[Home]:
-    """The homes to watch, de-duplicated by real path, root first (even if it does not exist yet), then ``extra`` and
-    their profiles; ``explicit`` (``--home``): exactly those. A home that cannot be read or does not answer (one
-    bounded :func:`reach.look`) is still returned, for the scan to report."""
+    """The homes to watch, de-duplicated by real path, root first (even if it does not exist yet), then
+    ``extra`` and their profiles; ``explicit`` (``--home``): exactly those. A home that cannot be read or does
+    not answer (one bounded :func:`reach.look`) is still returned, for the scan to report."""
     env = os.environ if env is None else env
     root, root_origin = default_root(env)
     webui_env = env.get("HERMES_WEBUI_STATE_DIR")
@@ -94,7 +94,8 @@ def discover_homes(
     extras = [Path(os.path.expanduser(os.fspath(p))).absolute() for p in extra]
     profile_root = hermes_paths.is_profile_home(root)
     roots = [root, hermes_paths.root_of(root)] if profile_root else [root]
-    # one bounded look at every root: a drive that hangs delays discovery by reach.TIMEOUT once, never for ever
+    # one bounded look at every root: a drive that hangs delays discovery by reach.TIMEOUT once, never for
+    # ever
     looks = reach.look(roots + extras, find_profiles=True)
     root_key = looks[0].canonical
     if profile_root:

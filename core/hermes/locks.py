@@ -1,8 +1,8 @@
-"""Hermes' own lock files, taken beside the tray's, so that a write of the tray and one of Hermes never interleave:
-``config.yaml.lock`` (newer Hermes waits 10 s for it, then writes unlocked; the tray creates it when absent) and
-``desktop/.interrupted_turns.lock`` (newer marker writers; taken only where it exists). ``flock`` on POSIX, byte 0
-by ``msvcrt`` on Windows, as Hermes takes them. The tray waits up to :data:`WAIT`, then raises
-:class:`HermesLockBusy` and changes nothing: it never writes past a lock Hermes holds.
+"""Hermes' own lock files, taken beside the tray's, so that a write of the tray and one of Hermes never
+interleave: ``config.yaml.lock`` (newer Hermes waits 10 s for it, then writes unlocked; the tray creates it
+when absent) and ``desktop/.interrupted_turns.lock`` (newer marker writers; taken only where it exists).
+``flock`` on POSIX, byte 0 by ``msvcrt`` on Windows, as Hermes takes them. The tray waits up to :data:`WAIT`,
+then raises :class:`HermesLockBusy` and changes nothing: it never writes past a lock Hermes holds.
 """
 
 from __future__ import annotations
@@ -42,7 +42,8 @@ class HermesLockUnusable(TrayError, OSError):
 
 @contextlib.contextmanager
 def hermes_lock(path: Path | str, *, create: bool, wait: float | None = None) -> Iterator[bool]:
-    """Hold Hermes' lock file ``path`` (True), or nothing when it does not exist and ``create`` is False (False)."""
+    """Hold Hermes' lock file ``path`` (True), or nothing when it does not exist and ``create`` is False
+    (False)."""
     path = Path(path)
     try:
         fd = fsutil.open_private_lockfile(path) if create else os.open(

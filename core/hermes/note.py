@@ -1,5 +1,5 @@
-"""The continuation note, byte for byte as Hermes submits it: an older Hermes (0.19.0) resumes without continuing,
-so the tray submits it itself, and the model sees one wording whichever side continued the turn.
+"""The continuation note, byte for byte as Hermes submits it: an older Hermes (0.19.0) resumes without
+continuing, so the tray submits it itself, and the model sees one wording whichever side continued the turn.
 """
 
 from __future__ import annotations

@@ -1,9 +1,9 @@
 """Where Hermes keeps things: the one module that knows Hermes' paths.
 
-Root home = ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes`` (Windows); a profile home is
-``<root>/profiles/<name>``, and a ``$HERMES_HOME`` that *is* one has ``<root>`` two levels up (Hermes'
-``get_default_hermes_root``). The managed overlay: ``$HERMES_MANAGED_DIR`` (when set: that directory or nothing),
-else ``/etc/hermes`` (``hermes_cli/managed_scope.get_managed_dir``).
+Root home = ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes`` (Windows); a profile
+home is ``<root>/profiles/<name>``, and a ``$HERMES_HOME`` that *is* one has ``<root>`` two levels up (Hermes'
+``get_default_hermes_root``). The managed overlay: ``$HERMES_MANAGED_DIR`` (when set: that directory or
+nothing), else ``/etc/hermes`` (``hermes_cli/managed_scope.get_managed_dir``).
 """
 
 from __future__ import annotations
@@ -79,7 +79,8 @@ def state_db(home: Path) -> Path:
 
 
 def is_hermes_home(home: Path | str) -> bool:
-    """Has Hermes (or the tray) ever used ``home``? A folder with none of its files is a typo or the wrong one."""
+    """Has Hermes (or the tray) ever used ``home``? A folder with none of its files is a typo or the wrong
+    one."""
     home = Path(home)
     return any(os.path.lexists(p) for p in (config_file(home), home / "desktop", state_db(home)))
 
@@ -98,7 +99,8 @@ def default_webui_state_dir(home: Path) -> Path:
 
 
 def managed_dir(env: Mapping[str, str] | None = None) -> Path | None:
-    """The managed-scope directory Hermes honours, or None (a missing override means none, never the default)."""
+    """The managed-scope directory Hermes honours, or None (a missing override means none, never the
+    default)."""
     env = os.environ if env is None else env
     override = (env.get("HERMES_MANAGED_DIR") or "").strip()
     if override:

@@ -1,12 +1,12 @@
-"""Which live Hermes processes serve which home: what the tray can see and Hermes cannot (a marker whose writer is
-*unknown* falls through Hermes' checks; the tray holds back while a live Hermes serves its home).
+"""Which live Hermes processes serve which home: what the tray can see and Hermes cannot (a marker whose
+writer is *unknown* falls through Hermes' checks; the tray holds back while a live Hermes serves its home).
 
 Processes of this user only: ``hermes dashboard`` / ``serve``, ``python -m tui_gateway.entry``, any other
 ``hermes`` / ``hermes-agent`` / ``hermes-acp`` command, and WebUI servers (``HERMES_WEBUI_STATE_DIR`` in their
-environment, or ``hermes-webui`` in their command line). Each one's home is its ``HERMES_HOME``, else ``~/.hermes``
-of its ``HOME``, after Hermes' own profile rules for ``hermes`` commands (``_apply_profile_override``: ``-p``, a
-``HERMES_HOME`` that is a profile home, then the sticky ``active_profile``). Nothing of a process's environment is
-stored or logged.
+environment, or ``hermes-webui`` in their command line). Each one's home is its ``HERMES_HOME``, else
+``~/.hermes`` of its ``HOME``, after Hermes' own profile rules for ``hermes`` commands
+(``_apply_profile_override``: ``-p``, a ``HERMES_HOME`` that is a profile home, then the sticky
+``active_profile``). Nothing of a process's environment is stored or logged.
 """
 
 from __future__ import annotations
@@ -130,7 +130,8 @@ def _base(arg: str) -> str:
 
 
 def looks_like_python(arg: str) -> bool:
-    """An interpreter (python3.11, pythonw.exe, pypy3, ``py``): one rule for discovery and ``hermes_command``."""
+    """An interpreter (python3.11, pythonw.exe, pypy3, ``py``): one rule for discovery and
+    ``hermes_command``."""
     name = _base(arg)
     return name == "py" or name.startswith(("python", "pypy"))
 
@@ -261,8 +262,8 @@ def _quick_candidate(argv: Sequence[str]) -> bool:
 
 def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
                           kinds: Iterable[ProcessKind] | None = None) -> list[HermesProcess]:
-    """Every live Hermes process of this user but this one; [] when psutil fails. ``kinds``: only those (without the
-    WebUI, only the matching processes' environments are read)."""
+    """Every live Hermes process of this user but this one; [] when psutil fails. ``kinds``: only those
+    (without the WebUI, only the matching processes' environments are read)."""
     wanted = frozenset(kinds) if kinds is not None else None
     try:
         import psutil

@@ -1,12 +1,12 @@
 """How far an interrupted turn got, as Hermes persisted it in ``state.db``: read, never guessed.
 
 Hermes (0.19.0 and 0.22.2.post1) writes the user's message and each assistant message that asks for tool calls
-*before* the tools run, each tool result right after, and the final answer only when the turn ends: a turn killed
-mid-answer shows its tool calls and results but none of the words it was streaming. The turn's rows are the
-session's ``assistant`` and ``tool`` rows stamped at or after the marker's ``started_at`` (the user's message is
-stamped when submitted, before the marker), not rewound (``active = 0``); a session compression closed is not read
-(its turn goes on elsewhere): unknown, not zero. Read in the home's one look, in short statements
-(``tests/bench/bench_statedb_hold.py``).
+*before* the tools run, each tool result right after, and the final answer only when the turn ends: a turn
+killed mid-answer shows its tool calls and results but none of the words it was streaming. The turn's rows are
+the session's ``assistant`` and ``tool`` rows stamped at or after the marker's ``started_at`` (the user's
+message is stamped when submitted, before the marker), not rewound (``active = 0``); a session compression
+closed is not read (its turn goes on elsewhere): unknown, not zero. Read in the home's one look, in short
+statements (``tests/bench/bench_statedb_hold.py``).
 """
 
 from __future__ import annotations
@@ -54,9 +54,9 @@ class ProgressStep(NamedTuple):
 
 
 class TurnProgress(NamedTuple):
-    """What Hermes recorded of one turn after its prompt. ``messages``: assistant and tool rows; ``recent``: the
-    last few steps, oldest first; ``last_excerpt``: its last text's last line, or its last call and the first line
-    of its arguments; ``ran_for_s``: from its start to the last thing recorded."""
+    """What Hermes recorded of one turn after its prompt. ``messages``: assistant and tool rows; ``recent``:
+    the last few steps, oldest first; ``last_excerpt``: its last text's last line, or its last call and the
+    first line of its arguments; ``ran_for_s``: from its start to the last thing recorded."""
 
     messages: int = 0
     tool_calls: int = 0
@@ -171,10 +171,10 @@ def _paragraphs(text: str) -> int:
 
 def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object, object, int]],
               started_at: float, answered: int | None = None) -> TurnProgress:
-    """The record from a turn's totals (rows, tool calls, the last row's time) and its last assistant rows, oldest
-    first: (content, tool_calls, how many calls). ``answered``: tool results saved after the last of those rows.
-    Hermes saves each result as its tool ends, in order: the first call without one was running when the turn
-    stopped, and those after it are left out (they may never have started)."""
+    """The record from a turn's totals (rows, tool calls, the last row's time) and its last assistant rows,
+    oldest first: (content, tool_calls, how many calls). ``answered``: tool results saved after the last of
+    those rows. Hermes saves each result as its tool ends, in order: the first call without one was running
+    when the turn stopped, and those after it are left out (they may never have started)."""
     if totals is None or totals[0] <= 0:
         return TurnProgress()
     steps: list[ProgressStep] = []  # newest first
@@ -214,9 +214,9 @@ _CALLS = (f"CASE WHEN role = 'assistant' AND typeof(tool_calls) = 'text' THEN (l
 
 def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                   columns: set[str]) -> dict[str, TurnProgress]:
-    """Each (session id, the marker's ``started_at``) turn's :class:`TurnProgress` (``columns``: of ``messages``): its
-    rows walked without their text (role, time, how many calls), then the text of its last few assistant rows
-    only. Raises ``sqlite3.Error``."""
+    """Each (session id, the marker's ``started_at``) turn's :class:`TurnProgress` (``columns``: of
+    ``messages``): its rows walked without their text (role, time, how many calls), then the text of its last
+    few assistant rows only. Raises ``sqlite3.Error``."""
     wanted = list(dict.fromkeys(turns))
     if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
         return {}

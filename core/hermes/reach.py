@@ -1,13 +1,13 @@
 """Can a home be read at all? One look at each home, bounded in time, before anything reads inside it.
 
-A home the user cannot enter, or on a failing disk (EIO, ESTALE), must become that home's problem line, never an
-exception that hides every other home. A network drive that no longer answers is worse: every operation under it
-hangs in the kernel, and the process cannot end while a thread is stuck there (``status | jq`` never ended). So
-:func:`look` stats each home in a child process and waits at most :data:`TIMEOUT` for each answer; a home that
-overruns is "not answering", the child is left behind holding nothing of ours (it ends once the drive answers) and
-a fresh one looks at the rest; until it ends, later looks answer at once (a dead drive costs one process, not one a
-scan). tests/test_odd_homes.py holds this to a FUSE drive that stops answering. Only the look is bounded: a drive
-that dies right after it can still hang that scan.
+A home the user cannot enter, or on a failing disk (EIO, ESTALE), must become that home's problem line, never
+an exception that hides every other home. A network drive that no longer answers is worse: every operation
+under it hangs in the kernel, and the process cannot end while a thread is stuck there (``status | jq`` never
+ended). So :func:`look` stats each home in a child process and waits at most :data:`TIMEOUT` for each answer;
+a home that overruns is "not answering", the child is left behind holding nothing of ours (it ends once the
+drive answers) and a fresh one looks at the rest; until it ends, later looks answer at once (a dead drive
+costs one process, not one a scan). tests/test_odd_homes.py holds this to a FUSE drive that stops answering.
+Only the look is bounded: a drive that dies right after it can still hang that scan.
 """
 
 from __future__ import annotations
@@ -116,9 +116,10 @@ def _unpack(t: tuple[Any, ...]) -> Reach:
 
 
 class _Child:
-    """Looks at ``paths`` in order in a forked child, where a look stuck in the kernel cannot hold this process. It
-    closes every inherited file first (left behind, it holds nothing of ours; it ends at its next write into the
-    pipe closed here) and, forked from a process with threads, touches no lock (no logging, no buffered stream)."""
+    """Looks at ``paths`` in order in a forked child, where a look stuck in the kernel cannot hold this
+    process. It closes every inherited file first (left behind, it holds nothing of ours; it ends at its next
+    write into the pipe closed here) and, forked from a process with threads, touches no lock (no logging, no
+    buffered stream)."""
 
     def __init__(self, paths: Sequence[Path], find_profiles: bool) -> None:
         self.paths = list(paths)
@@ -147,7 +148,8 @@ class _Child:
         self._fd = r
 
     def wait(self, timeout: float) -> int | None:
-        """None when every path answered, else the index of the first that took ``timeout`` (the child is left)."""
+        """None when every path answered, else the index of the first that took ``timeout`` (the child is
+        left)."""
         poll, buf, deadline = select.poll(), b"", time.monotonic() + timeout
         poll.register(self._fd, select.POLLIN)
         try:

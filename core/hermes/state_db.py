@@ -1,11 +1,12 @@
 """Read-only views of Hermes' ``state.db`` (sessions, turn leases, messages) and its active-session registry.
 
-``state.db`` is opened read-only with a short busy timeout: a backend mid-write never waits on us. Every function
-answers instead of raising: an unreadable source is ``None`` / ``"unknown"`` with a one-line reason; a missing one
-is a definite answer (no ``state.db``: no lease, ``free``; no registry: no owner, ``none``). A turn lease is free
-with no row, ``holder == ''`` or ``expires_at <= now``; a live-looking holder ``pid=<n>[:pidns=<ino>]:…`` is judged
-by its pid only in *our* pid namespace (elsewhere it is live until it expires). The lease key is the conversation
-root: ``parent_session_id`` followed up while the parent ended with ``end_reason = 'compression'``.
+``state.db`` is opened read-only with a short busy timeout: a backend mid-write never waits on us. Every
+function answers instead of raising: an unreadable source is ``None`` / ``"unknown"`` with a one-line reason;
+a missing one is a definite answer (no ``state.db``: no lease, ``free``; no registry: no owner, ``none``). A
+turn lease is free with no row, ``holder == ''`` or ``expires_at <= now``; a live-looking holder
+``pid=<n>[:pidns=<ino>]:…`` is judged by its pid only in *our* pid namespace (elsewhere it is live until it
+expires). The lease key is the conversation root: ``parent_session_id`` followed up while the parent ended
+with ``end_reason = 'compression'``.
 """
 
 from __future__ import annotations
@@ -46,9 +47,9 @@ LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
 #: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
 AnswerState = Literal["finished", "pending", "unknown"]
-#: Where the turn of a continuation note stands (:func:`note_state`): ``pending`` (there, no end, nothing after it),
-#: ``superseded`` (a newer user message after it: a running turn is someone else's), ``finished`` (a final reply
-#: after it, whatever came between: a queued message may be persisted before the reply).
+#: Where the turn of a continuation note stands (:func:`note_state`): ``pending`` (there, no end, nothing
+#: after it), ``superseded`` (a newer user message after it: a running turn is someone else's), ``finished``
+#: (a final reply after it, whatever came between: a queued message may be persisted before the reply).
 NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
 
 MAX_ROOT_DEPTH = 256
@@ -124,8 +125,8 @@ def _paren(text: str) -> str:
 
 
 def state_db_missing(home: Path | str) -> bool:
-    """``<home>/state.db`` provably does not exist; anything else in its place, or a home we may not look into, may
-    hold leases we cannot see."""
+    """``<home>/state.db`` provably does not exist; anything else in its place, or a home we may not look
+    into, may hold leases we cannot see."""
     try:
         os.lstat(hermes_paths.state_db(Path(home)))
     except FileNotFoundError:
@@ -245,8 +246,8 @@ def _serves(home: Path | str | None) -> Callable[[int], bool] | None:
 
 
 def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
-    """Judge one ``session_turn_leases`` row (column → value) of conversation ``cid``. ``home``: whose ``state.db``
-    holds it, so that a live Hermes holder keeps its lease through a wall-clock step."""
+    """Judge one ``session_turn_leases`` row (column → value) of conversation ``cid``. ``home``: whose
+    ``state.db`` holds it, so that a live Hermes holder keeps its lease through a wall-clock step."""
     holder = row.get("holder")
     holder = "" if holder is None else str(holder)
     expires = _num(row.get("expires_at"))
@@ -274,15 +275,15 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
     if liveness == WriterState.DEAD:
         return LeaseView("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
     if liveness == WriterState.ALIVE:
-        return LeaseView("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}", holder, expires,
-                   cid, pid)
+        return LeaseView("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}",
+                         holder, expires, cid, pid)
     return LeaseView("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
                      holder, expires, cid, pid)
 
 
 def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = None) -> LeaseView:
-    """Does a Hermes turn hold this session's conversation's lease now? The root's row, and the session's own (an
-    older backend keyed it so); a schema without the table holds no lease."""
+    """Does a Hermes turn hold this session's conversation's lease now? The root's row, and the session's own
+    (an older backend keyed it so); a schema without the table holds no lease."""
     now = time.time() if now is None else now
     if state_db_missing(home):
         return LeaseView("free", "no state.db, so no Hermes turn lease")
@@ -328,8 +329,8 @@ def _entries(doc: object) -> list[object] | None:
 
 
 def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Collection[int] = ()) -> OwnerView:
-    """The registered owner of ``session_id`` and whether it lives. ``ignore_pids``: processes of ours here (the
-    gateway the tray started registers the session it resumed), not another owner."""
+    """The registered owner of ``session_id`` and whether it lives. ``ignore_pids``: processes of ours here
+    (the gateway the tray started registers the session it resumed), not another owner."""
     path = hermes_paths.active_sessions_file(Path(home))
     try:
         data = fsutil.read_regular(path, MAX_REGISTRY_BYTES)  # a FIFO there must not hang the scan
@@ -338,7 +339,8 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     except OSError as exc:
         if exc.errno == errno.EFBIG:
             return OwnerView("unknown", f"active_sessions.json is {exc.strerror}")
-        return OwnerView("unknown", f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
+        return OwnerView("unknown",
+                         f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
     try:
         entries = _entries(json.loads(data))
     except (ValueError, RecursionError):
@@ -365,8 +367,8 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
         judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
         liveness = judged.state
         if liveness == WriterState.ALIVE:
-            return OwnerView("alive", f"Hermes {label}process {pid} has this session open{_paren(judged.note)}", pid,
-                       surface)
+            why = f"Hermes {label}process {pid} has this session open{_paren(judged.note)}"
+            return OwnerView("alive", why, pid, surface)
         if liveness == WriterState.DEAD:
             seen.append(OwnerView("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
@@ -383,10 +385,11 @@ def session_activity(home: Path | str, session_id: str, *, now: float | None = N
                            active_session_owner(home, session_id, ignore_pids=ignore_pids))
 
 
-# A continuation's note and its reply. Hermes persists a turn's user message when it starts and the final assistant
-# reply (no ``tool_calls``, ``finish_reason`` set) when it ends; mid-turn flushes add ``assistant`` rows WITH
-# ``tool_calls`` and ``tool`` rows, no end. ``messages.id`` is AUTOINCREMENT ("after the submit" is ``id > MAX(id)``
-# read before it); compression re-inserts rows with new ids in a child session, which is followed.
+# A continuation's note and its reply. Hermes persists a turn's user message when it starts and the final
+# assistant reply (no ``tool_calls``, ``finish_reason`` set) when it ends; mid-turn flushes add ``assistant``
+# rows WITH ``tool_calls`` and ``tool`` rows, no end. ``messages.id`` is AUTOINCREMENT ("after the submit" is
+# ``id > MAX(id)`` read before it); compression re-inserts rows with new ids in a child session, which is
+# followed.
 
 #: ``finish_reason`` values that do not end a turn (a tool round, a truncated reply, a verify hook that
 #: sends the agent on: ``agent/conversation_loop.py``).
@@ -430,8 +433,9 @@ def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
 
 
 def _start(conn: sqlite3.Connection, session_id: str, main: str, row_id: int) -> object:
-    """Where a walk of ``session_id`` after message ``row_id`` begins: that message's time in the note's session,
-    the whole of one compression continued it in (its rows are copies, stamped as their originals)."""
+    """Where a walk of ``session_id`` after message ``row_id`` begins: that message's time in the note's
+    session, the whole of one compression continued it in (its rows are copies, stamped as their
+    originals)."""
     if session_id != main:
         return -math.inf
     row = conn.execute("SELECT timestamp FROM messages WHERE id = ?", (row_id,)).fetchone()
@@ -467,7 +471,8 @@ def _note_id(conn: sqlite3.Connection, sessions: list[str], after_id: int, note:
 
 def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
                   busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
-    """Did Hermes run ``note`` (submitted after message ``after_id``) to a finished reply? And why, in one line."""
+    """Did Hermes run ``note`` (submitted after message ``after_id``) to a finished reply? And why, in one
+    line."""
     state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
     if state == "absent" or state == "superseded":
         return "pending", why
@@ -476,8 +481,9 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
 
 def note_state(home: Path | str, session_id: str, note: str | None, after_id: int, *,
                busy_timeout: float = NOTE_BUSY_TIMEOUT_S, digest: str | None = None) -> tuple[NoteState, str]:
-    """Where the turn of a continuation ``note`` written after message ``after_id`` stands (:data:`NoteState`), and
-    why. Without the note (its prompt went with the marker), ``digest``: its SHA-256, as the ledger keeps it."""
+    """Where the turn of a continuation ``note`` written after message ``after_id`` stands
+    (:data:`NoteState`), and why. Without the note (its prompt went with the marker), ``digest``: its SHA-256,
+    as the ledger keeps it."""
     conn, problem = _connect_ro(home, busy_timeout)
     if conn is None:
         return "unknown", problem or "state.db unavailable"

@@ -1,10 +1,11 @@
 """One read-only look at a home's ``state.db`` for all its markers at once (titles, sources, turn leases,
 compression roots, how far each turn got): one connection and one query per table, never one per key; also the
-helpers :mod:`core.hermes.state_db` shares (the scanner loads this one at start-up, that one only when needed).
+helpers :mod:`core.hermes.state_db` shares (the scanner loads this one at start-up, that one only when
+needed).
 
-Reading never holds up Hermes: Hermes 0.22 on SQLite before 3.51.3 keeps ``state.db`` in rollback-journal mode,
-where a reader's lock makes its commits wait, so a session's messages are walked by :func:`session_rows` in
-statements of at most :data:`HOLD_S` each.
+Reading never holds up Hermes: Hermes 0.22 on SQLite before 3.51.3 keeps ``state.db`` in rollback-journal
+mode, where a reader's lock makes its commits wait, so a session's messages are walked by :func:`session_rows`
+in statements of at most :data:`HOLD_S` each.
 """
 
 from __future__ import annotations
@@ -33,8 +34,8 @@ _RETRIES = 3  # statements of one walk tried again after a busy timeout
 
 
 class HomeState:
-    """Batched, because ``status`` must stay fast with 32 markers in each of several homes; lease rows and chains
-    are judged by :mod:`core.hermes.state_db`'s rules, loaded only when there is one to judge."""
+    """Batched, because ``status`` must stay fast with 32 markers in each of several homes; lease rows and
+    chains are judged by :mod:`core.hermes.state_db`'s rules, loaded only when there is one to judge."""
 
     def __init__(self, home: Path, now: float) -> None:
         self.home = home
@@ -98,8 +99,8 @@ class HomeState:
             return None
 
     def prefetch(self, keys: Sequence[str], since: Mapping[str, float] | None = None) -> None:
-        """Read the session and lease rows of ``keys`` (and their roots) at once; with ``since`` (key -> its marker's
-        ``started_at``), how far each turn got."""
+        """Read the session and lease rows of ``keys`` (and their roots) at once; with ``since`` (key -> its
+        marker's ``started_at``), how far each turn got."""
         if self._conn is None or not keys:
             return
         conn = self._conn
@@ -170,8 +171,8 @@ class HomeState:
         return self._generations.get(key)
 
     def title_from_prompt(self, key: str) -> bool:
-        """Hermes 0.22 titles a session from its prompt (``title_source = 'derived'``) until a model or the user names
-        it: such a title is hidden wherever the prompt is."""
+        """Hermes 0.22 titles a session from its prompt (``title_source = 'derived'``) until a model or the
+        user names it: such a title is hidden wherever the prompt is."""
         return key in self._derived
 
     def lease(self, key: str) -> tuple[str, str]:
@@ -205,7 +206,8 @@ class HomeState:
 
 
 def db_errors() -> tuple[type[Exception], ...]:
-    """What reading ``state.db`` can raise (MemoryError: SQLite on a hostile file; OSError / ValueError: a path)."""
+    """What reading ``state.db`` can raise (MemoryError: SQLite on a hostile file; OSError / ValueError: a
+    path)."""
     import sqlite3
 
     return (sqlite3.Error, MemoryError, OSError, ValueError)
@@ -224,11 +226,11 @@ def text_or_none(value: object) -> str | None:
 def session_rows(conn: sqlite3.Connection, session_id: str, since: object, values: str, *,
                  value_args: Sequence[object] = (), where: str = "",
                  args: Sequence[object] = ()) -> Iterator[tuple[Any, ...]]:
-    """``(id, timestamp, *values)`` of ``session_id``'s messages stamped at or after ``since``, in the order of Hermes'
-    index on ``(session_id, timestamp)``, then ``id``. ``values``: SQL computed in SQLite (a long text need not
-    leave it); ``where``: further `` AND …`` conditions. Statements stop after about :data:`HOLD_S`, letting go of
-    ``state.db``, and their rows are handed on only then; one that met a busy timeout is tried again (up to
-    :data:`_RETRIES` a walk)."""
+    """``(id, timestamp, *values)`` of ``session_id``'s messages stamped at or after ``since``, in the order
+    of Hermes' index on ``(session_id, timestamp)``, then ``id``. ``values``: SQL computed in SQLite (a long
+    text need not leave it); ``where``: further `` AND …`` conditions. Statements stop after about
+    :data:`HOLD_S`, letting go of ``state.db``, and their rows are handed on only then; one that met a busy
+    timeout is tried again (up to :data:`_RETRIES` a walk)."""
     import sqlite3
 
     head = f"SELECT id, timestamp, {values} FROM messages WHERE session_id = ? AND timestamp >= ?"

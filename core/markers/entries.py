@@ -1,6 +1,6 @@
-"""One marker entry exactly as Hermes writes and reads it (``tui_gateway.turn_marker``), how the file keeps a day
-and 32 of them, and whether its writer still runs. One difference: the newest 32 *include* the marker being recorded
-(Hermes prunes to 32 and then adds one, so its file can hold 33).
+"""One marker entry exactly as Hermes writes and reads it (``tui_gateway.turn_marker``), how the file keeps a
+day and 32 of them, and whether its writer still runs. One difference: the newest 32 *include* the marker
+being recorded (Hermes prunes to 32 and then adds one, so its file can hold 33).
 """
 
 from __future__ import annotations
@@ -87,9 +87,9 @@ def normalize_marker(entry: object) -> dict[str, Any] | None:
 
 
 def writer_judgement(marker: Marker, home: Path | str | None = None) -> HermesJudgement:
-    """The tray's and Hermes' verdicts on this marker's writer (Hermes': ``unknown`` unless ``writer_pid`` is a
-    positive int, then its ``_pid_liveness``). With ``home`` the tray also reads a live Hermes process serving that
-    home through a wall-clock step (:func:`core.process.identity.judge_hermes_identity`)."""
+    """The tray's and Hermes' verdicts on this marker's writer (Hermes': ``unknown`` unless ``writer_pid`` is
+    a positive int, then its ``_pid_liveness``). With ``home`` the tray also reads a live Hermes process
+    serving that home through a wall-clock step (:func:`core.process.identity.judge_hermes_identity`)."""
     unknown = HermesJudgement(WriterState.UNKNOWN, WriterState.UNKNOWN)
     try:
         pid = marker.writer_pid
@@ -107,7 +107,8 @@ def writer_judgement(marker: Marker, home: Path | str | None = None) -> HermesJu
 
 
 def marker_writer_state(entry: object, home: Path | str | None = None) -> WriterState:
-    """Is the process that wrote this entry still running? "unknown" (junk, no pid, unreadable) leaves it alone."""
+    """Is the process that wrote this entry still running? "unknown" (junk, no pid, unreadable) leaves it
+    alone."""
     return writer_judgement(Marker.read(entry), home).state
 
 

@@ -73,8 +73,8 @@ def same_entry(a: object, b: object) -> bool:
 
 
 def same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """``a`` and ``b`` serialize alike: equal, and the same key order and scalar types (1 == 1.0 == True, -0.0 ==
-    0.0); a container value ([1] == [1.0]) is not worth a deep check."""
+    """``a`` and ``b`` serialize alike: equal, and the same key order and scalar types (1 == 1.0 == True, -0.0
+    == 0.0); a container value ([1] == [1.0]) is not worth a deep check."""
     if a is b:
         return True
     if a != b:
@@ -147,9 +147,10 @@ def read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | No
     return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``)
-# live until its rename returns, and ext4 can hold that rename for milliseconds while it flushes (a ``stat`` still
-# shows the old file). Waiting for them before our exchange leaves a merge only for a write inside our last step.
+# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_",
+# suffix=".tmp")``) live until its rename returns, and ext4 can hold that rename for milliseconds while it
+# flushes (a ``stat`` still shows the old file). Waiting for them before our exchange leaves a merge only for
+# a write inside our last step.
 _HERMES_TEMP_PREFIX = f".{MARKER_FILE.rsplit('.', 1)[0]}_"
 HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its read->rename: max 96 ms measured)
 _STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)

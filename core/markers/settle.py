@@ -1,12 +1,13 @@
 """The settle window after a tray write to Hermes' marker file: put back what a stale Hermes write undoes.
 
 Hermes writes read → change → temp file → rename, unlocked: a write that read before ours and renames after it
-brings back a skipped entry, or (after a merge, :class:`Leaks`) a value our momentary first version had wrong. We
-watch the file for as long as such a write can land and re-apply our change (locked, by exchange) when one does.
-Hermes' read → rename, measured with the reference writer (two writers a home, 2 shared cores, 3 CPU burners;
-``tests/bench/bench_markers.py`` prints it): p50 1.6, p99 34, p99.9 64, max 96 ms; :data:`SETTLE_SECS` is about 3x
-that, and each re-apply starts it again. One daemon thread a process; ``hermes-tray skip`` waits (:func:`wait`); a
-process that exits sooner leaves the skip's tombstone, which the next reader honours.
+brings back a skipped entry, or (after a merge, :class:`Leaks`) a value our momentary first version had wrong.
+We watch the file for as long as such a write can land and re-apply our change (locked, by exchange) when one
+does. Hermes' read → rename, measured with the reference writer (two writers a home, 2 shared cores, 3 CPU
+burners; ``tests/bench/bench_markers.py`` prints it): p50 1.6, p99 34, p99.9 64, max 96 ms;
+:data:`SETTLE_SECS` is about 3x that, and each re-apply starts it again. One daemon thread a process;
+``hermes-tray skip`` waits (:func:`wait`); a process that exits sooner leaves the skip's tombstone, which the
+next reader honours.
 """
 
 from __future__ import annotations
@@ -83,13 +84,15 @@ def watch_leaks(store: Any, leaks: Leaks) -> None:
 
 
 class Leaks:
-    """Entries our momentarily visible version (``transient``) got wrong: ``stale`` key -> (ours, the true value).
+    """Entries our momentarily visible version (``transient``) got wrong: ``stale`` key -> (ours, the true
+    value).
 
-    A Hermes rename between our last check and our exchange leaves ours in place until we put Hermes' back (two
-    syscalls, but we can be descheduled between); a Hermes write that read it copies our stale view of the entries
-    Hermes had just changed. A stale *present* value is a copy of an entry Hermes cleared (its records carry a fresh
-    ``started_at``): always removed again. A stale *absence* looks like Hermes clearing it: restored only when the
-    file is our transient with exactly one other entry changed (one Hermes write on top), never otherwise."""
+    A Hermes rename between our last check and our exchange leaves ours in place until we put Hermes' back
+    (two syscalls, but we can be descheduled between); a Hermes write that read it copies our stale view of
+    the entries Hermes had just changed. A stale *present* value is a copy of an entry Hermes cleared (its
+    records carry a fresh ``started_at``): always removed again. A stale *absence* looks like Hermes clearing
+    it: restored only when the file is our transient with exactly one other entry changed (one Hermes write on
+    top), never otherwise."""
 
     __slots__ = ("stale", "transient", "until")
 

@@ -1,20 +1,21 @@
 """Hermes' interrupted-turn marker file (``<home>/desktop/interrupted_turns.json``), written safely across
 processes (:class:`MarkerStore`); Hermes' own never-raising calls are :mod:`core.markers.turn_marker`.
 
-* Every read-modify-write holds a blocking OS lock on ``interrupted_turns.json.lock``, so our own writers lose and
-  resurrect nothing (Hermes' in-process lock loses a third or more of the markers with four backends on one home).
-* Against Hermes, which does not lock, a write goes in by atomic exchange (:mod:`core.stores.exchange`): the file
-  is checked (inode, size, mtime) and Hermes' in-flight temp files waited out right before it, and the file it
-  displaced is handed back. If that is not the one we read, Hermes' version goes straight back (ours was visible
-  for two syscalls) and the write is redone on it; a Hermes write that copied our brief version is put right for a
-  settle window (:class:`core.markers.settle.Leaks`), as is a stale Hermes write that brings a skipped entry back.
-  Without an exchange, compare-and-replace (:func:`core.markers.turn_marker.exchange_support` says so).
-* An empty map is written as ``{}``, never unlinked; a killed writer's temp file is swept by the next; a corrupt
-  file is set aside, never overwritten; a symlinked marker or lock path is refused; prompt text is never logged.
+* Every read-modify-write holds a blocking OS lock on ``interrupted_turns.json.lock``, so our own writers lose
+and resurrect nothing (Hermes' in-process lock loses a third or more of the markers with four backends on one
+home). * Against Hermes, which does not lock, a write goes in by atomic exchange
+(:mod:`core.stores.exchange`): the file is checked (inode, size, mtime) and Hermes' in-flight temp files
+waited out right before it, and the file it displaced is handed back. If that is not the one we read, Hermes'
+version goes straight back (ours was visible for two syscalls) and the write is redone on it; a Hermes write
+that copied our brief version is put right for a settle window (:class:`core.markers.settle.Leaks`), as is a
+stale Hermes write that brings a skipped entry back. Without an exchange, compare-and-replace
+(:func:`core.markers.turn_marker.exchange_support` says so). * An empty map is written as ``{}``, never
+unlinked; a killed writer's temp file is swept by the next; a corrupt file is set aside, never overwritten; a
+symlinked marker or lock path is refused; prompt text is never logged.
 
-Writes are rare (a user's decision), so contended throughput is no goal (``tests/bench/bench_markers.py`` prints
-it). Public methods check the session key where it enters and raise :class:`MarkerStoreError` (an ``OSError``)
-naming the file.
+Writes are rare (a user's decision), so contended throughput is no goal (``tests/bench/bench_markers.py``
+prints it). Public methods check the session key where it enters and raise :class:`MarkerStoreError` (an
+``OSError``) naming the file.
 """
 
 from __future__ import annotations
@@ -41,17 +42,19 @@ from hermes_tray_core.stores import fsutil
 
 logger = get_logger(__name__)
 
-# Without an exchange: rounds of re-read and re-apply when Hermes changed the file under us, then the latest merge
-# unchecked, which is what loses Hermes' entries: at ~100 Hermes writes/s, 5 rounds lost 19 per 500 skips, 50 none.
+# Without an exchange: rounds of re-read and re-apply when Hermes changed the file under us, then the latest
+# merge unchecked, which is what loses Hermes' entries: at ~100 Hermes writes/s, 5 rounds lost 19 per 500
+# skips, 50 none.
 FOREIGN_RETRIES = 50
 
-# With an exchange: attempts before an unverified write (merged by content); only a writer renaming without pause
-# could force it.
+# With an exchange: attempts before an unverified write (merged by content); only a writer renaming without
+# pause could force it.
 VERIFIED_RETRIES = 200
 
 
 class MarkerStoreError(TrayError, OSError):
-    """The marker file could not be read or written: ``cause: file`` in words (the errno stays in ``errno``)."""
+    """The marker file could not be read or written: ``cause: file`` in words (the errno stays in
+    ``errno``)."""
 
     def __str__(self) -> str:
         return f"{self.strerror}: {self.filename}" if self.filename else str(self.strerror or "")
@@ -137,8 +140,8 @@ class MarkerStore:
         notification_category: str | None = None,
         writer: ProcessIdentity | None = None,
     ) -> dict[str, Any]:
-        """Write the marker for a turn about to run; the entry as stored. ``writer``: the process it is recorded for
-        (a gateway the tray started), whose liveness it then follows."""
+        """Write the marker for a turn about to run; the entry as stored. ``writer``: the process it is
+        recorded for (a gateway the tray started), whose liveness it then follows."""
         key = checked_key(session_key)
         if not isinstance(prompt, str) or not prompt:
             raise ValueError("prompt must be a non-empty string")
@@ -153,9 +156,9 @@ class MarkerStore:
         return self._clear(checked_key(session_key))
 
     def remove_if_unchanged(self, session_key: str, expected: dict[str, Any], *, settle: bool = True) -> bool:
-        """Remove ``session_key`` only if its raw entry still equals ``expected``: the user decided about what they
-        were shown, never about something newer. ``settle``: a stale Hermes write that brings it back within the
-        settle window is undone (:mod:`core.markers.settle`)."""
+        """Remove ``session_key`` only if its raw entry still equals ``expected``: the user decided about what
+        they were shown, never about something newer. ``settle``: a stale Hermes write that brings it back
+        within the settle window is undone (:mod:`core.markers.settle`)."""
         key = checked_key(session_key)
         if not isinstance(expected, dict):
             raise TypeError("expected must be the entry dict list() returned")
@@ -163,8 +166,9 @@ class MarkerStore:
 
     def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any], *,
                              settle: bool = True) -> bool:
-        """Store ``replacement`` only if the entry still equals ``expected``: the tray's own continuation takes the
-        marker over this way, so it never continues a turn skipped or changed after it was checked."""
+        """Store ``replacement`` only if the entry still equals ``expected``: the tray's own continuation
+        takes the marker over this way, so it never continues a turn skipped or changed after it was
+        checked."""
         key = checked_key(session_key)
         if not isinstance(expected, dict) or not isinstance(replacement, dict):
             raise TypeError("expected and replacement must be entry dicts")
@@ -210,8 +214,8 @@ class MarkerStore:
                                  "clear"))
 
     def _modify(self, mutate: Mutate, what: str) -> Any:
-        """Locked read → ``mutate`` → durable write, re-applied if Hermes got in between; ``mutate``'s result for
-        what stands. The directory fsync and the sweep of dead writers' temp files come after the lock."""
+        """Locked read → ``mutate`` → durable write, re-applied if Hermes got in between; ``mutate``'s result
+        for what stands. The directory fsync and the sweep of dead writers' temp files come after the lock."""
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         with self._errors(what):
             fd = self._open_lock()
@@ -230,8 +234,8 @@ class MarkerStore:
             return result
 
     def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
-        """(whether a rename needs its directory fsync, ``mutate``'s result); without an exchange the last attempt
-        writes unchecked."""
+        """(whether a rename needs its directory fsync, ``mutate``'s result); without an exchange the last
+        attempt writes unchecked."""
         retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
         for attempt in range(retries + 1):
             check = attempt < retries
@@ -286,9 +290,10 @@ class MarkerStore:
 
     def _store(self, entries: Entries, read: bytes | None, sig: atomic_exchange.Sig | None | Literal[False],
                mutate: Mutate, result: Any) -> Any:
-        """Put ``entries`` in place of the file read (``sig`` False: no foreign-change check); ``mutate``'s result for
-        what stands. ``{}`` rather than an unlink: an absent file would let Hermes create it from a stale copy
-        without us seeing the displaced one. A Hermes version that came back is merged (:meth:`_merge_displaced`)."""
+        """Put ``entries`` in place of the file read (``sig`` False: no foreign-change check); ``mutate``'s
+        result for what stands. ``{}`` rather than an unlink: an absent file would let Hermes create it from a
+        stale copy without us seeing the displaced one. A Hermes version that came back is merged
+        (:meth:`_merge_displaced`)."""
         data = marker_file.encode(entries)
         tmp = fsutil.write_temp(self._p, data)
         ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
@@ -378,8 +383,9 @@ class MarkerStore:
     def _merge_displaced(self, displaced: str, read: bytes, placed: bytes, placed_entries: Entries,
                          mutate: Mutate, result: Any) -> Any:
         """The file our exchange displaced should be the one we read; while it is another version, re-apply
-        ``mutate`` to *that* and exchange again. A Hermes write that copied our momentary first version's stale
-        view of another entry is corrected here and for a settle window (:class:`~core.markers.settle.Leaks`)."""
+        ``mutate`` to *that* and exchange again. A Hermes write that copied our momentary first version's
+        stale view of another entry is corrected here and for a settle window
+        (:class:`~core.markers.settle.Leaks`)."""
         from hermes_tray_core.markers.settle import Leaks
 
         expected = read
@@ -445,7 +451,8 @@ class MarkerStore:
 
 
 def _keep_unmerged(marker: Path, path: str) -> str | None:
-    """Keep a Hermes version that came out and was not merged (it may be the newest): the name kept, or None."""
+    """Keep a Hermes version that came out and was not merged (it may be the newest): the name kept, or
+    None."""
     dest = fsutil.set_aside(Path(path), "unmerged")
     if dest is None:
         logger.error("a Hermes version of %s could not be set aside; it stays at %s", marker, path)
@@ -455,8 +462,8 @@ def _keep_unmerged(marker: Path, path: str) -> str | None:
 
 
 def _drop_temp(marker: Path, path: str, unsettled: tuple[atomic_exchange.Sig | None, Any] | None) -> None:
-    """Remove our temp file. ``unsettled`` (our signature, the read file's): an exchange did not finish, so the file
-    there may be a newer Hermes version: only ours or the one read is removed, anything else kept."""
+    """Remove our temp file. ``unsettled`` (our signature, the read file's): an exchange did not finish, so
+    the file there may be a newer Hermes version: only ours or the one read is removed, anything else kept."""
     if unsettled is not None:
         here = fsutil.file_signature(path)
         if here is None:

@@ -1,6 +1,7 @@
-"""Hermes' ``tui_gateway.turn_marker`` calls as the tray makes them: same names, arguments and shapes, never raising
-(marker bookkeeping must never break a turn: a failure is "no marker", logged by identity only), through
-:class:`~hermes_tray_core.markers.store.MarkerStore`. ``writer=`` is ours: a marker recorded for another process.
+"""Hermes' ``tui_gateway.turn_marker`` calls as the tray makes them: same names, arguments and shapes, never
+raising (marker bookkeeping must never break a turn: a failure is "no marker", logged by identity only),
+through :class:`~hermes_tray_core.markers.store.MarkerStore`. ``writer=`` is ours: a marker recorded for
+another process.
 """
 
 from __future__ import annotations
@@ -79,8 +80,8 @@ def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | Non
 
 
 def exchange_support(home: Path | str) -> tuple[bool, str]:
-    """Can writes to ``home``'s marker file go in by exchange? (True, mechanism) or (False, why): compare-and-replace,
-    which a concurrent Hermes write can defeat (``doctor`` says so)."""
+    """Can writes to ``home``'s marker file go in by exchange? (True, mechanism) or (False, why):
+    compare-and-replace, which a concurrent Hermes write can defeat (``doctor`` says so)."""
     directory = marker_path(home).parent
     probe_in = directory if directory.is_dir() else Path(home)
     if not probe_in.is_dir():

@@ -1,12 +1,12 @@
 """Put a new file in place of another and get back, atomically, exactly the file it displaced.
 
-Hermes rewrites its marker file with no cross-process lock, so a plain ``os.replace`` of ours could destroy a version
-it renamed in a moment earlier. An exchange swaps the two names in one step: the displaced file is still there under
-our temp name, to check and merge (:mod:`core.markers.store`). Linux: ``renameat2(RENAME_EXCHANGE)``; macOS:
-``renamex_np(RENAME_SWAP)``; Windows: ``ReplaceFileW`` with a backup name (not one atomic swap everywhere, but the
-displaced file is handed back). Where none works (an old kernel; FUSE, NFS, old overlayfs answer EINVAL)
-:class:`ExchangeUnsupported` is raised, the caller falls back to compare-and-replace and :func:`probe` tells
-``doctor``.
+Hermes rewrites its marker file with no cross-process lock, so a plain ``os.replace`` of ours could destroy a
+version it renamed in a moment earlier. An exchange swaps the two names in one step: the displaced file is
+still there under our temp name, to check and merge (:mod:`core.markers.store`). Linux:
+``renameat2(RENAME_EXCHANGE)``; macOS: ``renamex_np(RENAME_SWAP)``; Windows: ``ReplaceFileW`` with a backup
+name (not one atomic swap everywhere, but the displaced file is handed back). Where none works (an old kernel;
+FUSE, NFS, old overlayfs answer EINVAL) :class:`ExchangeUnsupported` is raised, the caller falls back to
+compare-and-replace and :func:`probe` tells ``doctor``.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ from hermes_tray_core.stores import fsutil
 if TYPE_CHECKING:
     import ctypes
 
-# ctypes and the OS primitive load at the first exchange: every ``status`` imports this and never exchanges (~4 ms).
+# ctypes and the OS primitive load at the first exchange: every ``status`` imports this and never exchanges
+# (~4 ms).
 
 __all__ = ["ExchangeUnsupported", "Progress", "PutBackIncomplete", "Sig", "mechanism", "probe", "swap_in", "swap_in_verified"]
 
@@ -54,13 +55,14 @@ _SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i386": 353, "i
                   "armv6l": 382, "ppc64le": 357, "ppc64": 357, "s390x": 347}
 
 
-# ``PyDLL`` keeps the GIL: the exchange and the check of what it displaced must follow within microseconds (ours
-# is visible in between); dropping the GIL can cost a whole switch interval (5 ms) to get it back.
+# ``PyDLL`` keeps the GIL: the exchange and the check of what it displaced must follow within microseconds
+# (ours is visible in between); dropping the GIL can cost a whole switch interval (5 ms) to get it back.
 _STATX_WANT = 0x100 | 0x200 | 0x40  # STATX_INO | STATX_SIZE | STATX_MTIME
 _AT_SYMLINK_NOFOLLOW = 0x100
 
 Sig = tuple[int, int, int]
-"""(inode, size, mtime_ns): an exchange or a rename changes none; a file that got a freed inode back differs in mtime."""
+"""(inode, size, mtime_ns): an exchange or a rename changes none; a file that got a freed inode back differs
+in mtime."""
 
 
 def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
@@ -229,8 +231,9 @@ def swap_in(new: str, target: str) -> str:
 
 
 class Progress:
-    """How far a verified exchange got, kept by the caller across an exception (a signal handler's lands at the next
-    Python call), so the put-back can be finished. ``settled``: ``path`` holds something older than what stands."""
+    """How far a verified exchange got, kept by the caller across an exception (a signal handler's lands at
+    the next Python call), so the put-back can be finished. ``settled``: ``path`` holds something older than
+    what stands."""
 
     __slots__ = ("failure", "first", "last_in", "next", "path", "pending", "settled", "was_read")
 
@@ -247,10 +250,11 @@ class Progress:
 
 def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Progress | None = None
                      ) -> tuple[str, bool]:
-    """:func:`swap_in`; if the displaced file is not the one read (signature ``read``), put it straight back (ours was
-    visible for two syscalls). Returns (the path of the displaced file, or of ours when put back; whether it was
-    the one read). An exception from outside between the steps never leaves ours in place and Hermes' version
-    under our temp name: the put-back is finished first. :class:`PutBackIncomplete` when it cannot finish."""
+    """:func:`swap_in`; if the displaced file is not the one read (signature ``read``), put it straight back
+    (ours was visible for two syscalls). Returns (the path of the displaced file, or of ours when put back;
+    whether it was the one read). An exception from outside between the steps never leaves ours in place and
+    Hermes' version under our temp name: the put-back is finished first. :class:`PutBackIncomplete` when it
+    cannot finish."""
     _impl()  # sets _PARTS where the OS has a verified form
     exchange, signature, next_path = _verified_parts()
     p = progress if progress is not None else Progress(new, ours)
@@ -267,7 +271,8 @@ def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Prog
 
 
 Exchange = Callable[[str, str], "OSError | None"]
-"""An exchange that *returns* its failure: an exception out of one is an outside one, and the files are judged again."""
+"""An exchange that *returns* its failure: an exception out of one is an outside one, and the files are judged
+again."""
 
 _PARTS: tuple[Exchange, Callable[[str], Sig | None]] | None = None
 
@@ -304,12 +309,12 @@ def _stat_sig(path: str | bytes) -> Sig | None:
 
 def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | None],
            next_path: Callable[[str], str], read: Sig, target: str, *, resuming: bool = False) -> None:
-    """Exchange ours in; while what comes out is not the file read, exchange it back in, until what comes out is
-    what went in the round before (first ours): then no rename landed between, and ``target`` holds the newest.
-    Any other file that comes out was renamed in since, is newer, and goes back next round. A target that
-    vanishes settles it too. Every decision comes from ``p`` and the file at ``p.path``, and ``p`` changes only
-    between calls, so this runs again (``resuming``) after an exception anywhere: a call under way is judged by
-    whether ``p.pending`` is still at ``p.path``."""
+    """Exchange ours in; while what comes out is not the file read, exchange it back in, until what comes out
+    is what went in the round before (first ours): then no rename landed between, and ``target`` holds the
+    newest. Any other file that comes out was renamed in since, is newer, and goes back next round. A target
+    that vanishes settles it too. Every decision comes from ``p`` and the file at ``p.path``, and ``p``
+    changes only between calls, so this runs again (``resuming``) after an exception anywhere: a call under
+    way is judged by whether ``p.pending`` is still at ``p.path``."""
     for _round in range(_PUT_BACK_ROUNDS + 2):
         if p.pending is not None:  # an exchange was started: did it happen?
             now = signature(p.path)

@@ -1,6 +1,7 @@
-"""Durable, private file primitives for every store: files 0600, dirs 0700, symlinks refused, writes by temp file
-+ fsync + ``os.replace`` + directory fsync, temp files named after their writer (a later writer sweeps a dead one's),
-and a *blocking* OS lock (a polling lock sleeps between tries and halves throughput under contention).
+"""Durable, private file primitives for every store: files 0600, dirs 0700, symlinks refused, writes by temp
+file + fsync + ``os.replace`` + directory fsync, temp files named after their writer (a later writer sweeps a
+dead one's), and a *blocking* OS lock (a polling lock sleeps between tries and halves throughput under
+contention).
 """
 
 from __future__ import annotations
@@ -49,8 +50,9 @@ _WORDS = {
 
 
 def os_error_text(exc: BaseException) -> str:
-    """What went wrong with a file, as a person reads it: the system's own words, with what to do where they do not
-    say it; never the errno number, the exception's class or the temp file (``str(exc)`` is for the log)."""
+    """What went wrong with a file, as a person reads it: the system's own words, with what to do where they
+    do not say it; never the errno number, the exception's class or the temp file (``str(exc)`` is for the
+    log)."""
     if isinstance(exc, OSError):
         if type(exc).__str__ is not OSError.__str__:  # an error class that words itself (MarkerStoreError)
             return str(exc)
@@ -128,8 +130,9 @@ def atomic_write_bytes(
     target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
 ) -> None:
-    """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename and may
-    raise to abandon the write. ``durable=False`` skips the fsyncs: only for a cache whose loss costs a re-read."""
+    """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename
+    and may raise to abandon the write. ``durable=False`` skips the fsyncs: only for a cache whose loss costs
+    a re-read."""
     target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
     refuse_symlink(target)
     directory = os.path.dirname(target)
@@ -147,8 +150,8 @@ def atomic_write_bytes(
 
 
 def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
-    """A new temp file beside ``target`` (``.<name>.<pid>.<nonce>.tmp``) holding ``data``; its path. Nothing is left
-    behind on failure."""
+    """A new temp file beside ``target`` (``.<name>.<pid>.<nonce>.tmp``) holding ``data``; its path. Nothing
+    is left behind on failure."""
     directory, name = os.path.split(target)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
@@ -251,8 +254,8 @@ def open_private_lockfile(path: Path | str) -> int:
 
 
 # One platform lock for every file the engine locks: ``flock`` on POSIX (per open file description: separate
-# opens exclude each other, threads included), a ``msvcrt`` byte lock at ``offset`` on Windows (mandatory there:
-# a file others read locks a byte far past its data).
+# opens exclude each other, threads included), a ``msvcrt`` byte lock at ``offset`` on Windows (mandatory
+# there: a file others read locks a byte far past its data).
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
@@ -320,8 +323,8 @@ _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
 def read_regular(path: Path | str, limit: int | None = None) -> bytes:
-    """All bytes of a regular file, refusing anything else without blocking on it (a FIFO planted there would hang
-    the reader): OSError EINVAL, or EFBIG past ``limit`` bytes."""
+    """All bytes of a regular file, refusing anything else without blocking on it (a FIFO planted there would
+    hang the reader): OSError EINVAL, or EFBIG past ``limit`` bytes."""
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
     try:
         st = os.fstat(fd)

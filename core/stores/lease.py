@@ -1,12 +1,13 @@
 """Cross-process leases with expiry and fencing epochs, in SQLite: one of our processes acts on a turn.
 
-Each operation is one short ``BEGIN IMMEDIATE`` transaction. ``epoch`` grows with every acquire of a name (the same
-holder after a release too) and survives release, so a late actor is told apart. A lease is free with no holder,
-once expired, or when its holder *process* is gone: the row keeps the acquirer's pid, create time, start mark
-(:mod:`core.process.start_mark`: a wall-clock step never ends a live holder; a row without one is judged by create
-time within 1 ms) and pid namespace (a holder in another one keeps it until it expires). WAL, ``synchronous=FULL``:
-a granted epoch survives power loss, and a store recreated in place of a corrupt one grants epochs above a floor of
-milliseconds since the epoch, above any the lost store can have granted (one per acquire, each over a millisecond).
+Each operation is one short ``BEGIN IMMEDIATE`` transaction. ``epoch`` grows with every acquire of a name (the
+same holder after a release too) and survives release, so a late actor is told apart. A lease is free with no
+holder, once expired, or when its holder *process* is gone: the row keeps the acquirer's pid, create time,
+start mark (:mod:`core.process.start_mark`: a wall-clock step never ends a live holder; a row without one is
+judged by create time within 1 ms) and pid namespace (a holder in another one keeps it until it expires). WAL,
+``synchronous=FULL``: a granted epoch survives power loss, and a store recreated in place of a corrupt one
+grants epochs above a floor of milliseconds since the epoch, above any the lost store can have granted (one
+per acquire, each over a millisecond).
 """
 
 from __future__ import annotations
@@ -287,9 +288,9 @@ class LeaseStore:
         on_wait_every: float = ON_WAIT_INTERVAL_S,
         then: Callable[[sqlite3.Connection, Lease], None] | None = None,
     ) -> Lease | None:
-        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait``; None when the wait ran out or
-        ``should_abort()`` said so. ``then(connection, lease)`` commits with the lease (the ledger's run with its
-        claim). ``on_wait(elapsed)``: at the first miss, then every ``on_wait_every`` seconds."""
+        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait``; None when the wait ran
+        out or ``should_abort()`` said so. ``then(connection, lease)`` commits with the lease (the ledger's
+        run with its claim). ``on_wait(elapsed)``: at the first miss, then every ``on_wait_every`` seconds."""
         if not name or not isinstance(name, str):
             raise ValueError("lease name must be a non-empty string")
         if not holder or not isinstance(holder, str):
@@ -358,7 +359,8 @@ _stores_lock = threading.Lock()
 
 
 def shared(path: Path | str | None = None) -> LeaseStore:
-    """One open store per file per process (default: the tray's): a fresh connection would sit on every resume."""
+    """One open store per file per process (default: the tray's): a fresh connection would sit on every
+    resume."""
     from hermes_tray_core.stores.paths import ledger_db
 
     key = str(path or ledger_db())
@@ -369,7 +371,8 @@ def shared(path: Path | str | None = None) -> LeaseStore:
         return store
 
 
-#: What the store can raise (MemoryError: SQLite on a broken file); callers that must go on catch these, never more.
+#: What the store can raise (MemoryError: SQLite on a broken file); callers that must go on catch these, never
+#: more.
 STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, MemoryError, OSError, ValueError)
 
 
@@ -379,8 +382,9 @@ def _looks_corrupt(exc: Exception) -> bool:
 
 
 class LeaseKeeper:
-    """Refreshes a held lease every ``ttl / 5`` seconds; a miss calls ``on_lost(lease)`` once and ends the thread
-    (after :meth:`stop` a miss is the holder's end, not a loss), as Hermes' turn-lease refresher does."""
+    """Refreshes a held lease every ``ttl / 5`` seconds; a miss calls ``on_lost(lease)`` once and ends the
+    thread (after :meth:`stop` a miss is the holder's end, not a loss), as Hermes' turn-lease refresher
+    does."""
 
     def __init__(
         self,

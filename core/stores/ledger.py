@@ -47,8 +47,8 @@ CREATE INDEX IF NOT EXISTS decisions_turn ON decisions (turn);
 CREATE INDEX IF NOT EXISTS runs_turn ON runs (turn);
 CREATE INDEX IF NOT EXISTS runs_open ON runs (open) WHERE open = 1;
 """
-#: Decisions kept (the oldest go first, never one of a turn whose run is still open): far more than a day's markers
-#: (Hermes keeps 32 a home, for a day at most) need.
+#: Decisions kept (the oldest go first, never one of a turn whose run is still open): far more than a day's
+#: markers (Hermes keeps 32 a home, for a day at most) need.
 KEEP = 20_000
 FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
 _RESERVED = frozenset({"event", "home", "session_key", "started_at", "attempts", "turn_id", "created_at", "version",
@@ -67,8 +67,8 @@ _ASKING = frozenset({Event.NOTIFIED, Event.SKIPPED, Event.COMPLETED, Event.GAVE_
 
 class TurnStatus(NamedTuple):
     """What the ledger knows of one interruption. ``stopped``: your Stop (``interrupted``) or ``gave-up``.
-    ``snooze``: ``(until, asked since)``. ``witnessed``: how a witness saw its Hermes die; ``crashed``: the failure
-    of our run that left it. ``readable`` False: nothing is known, act on no guess."""
+    ``snooze``: ``(until, asked since)``. ``witnessed``: how a witness saw its Hermes die; ``crashed``: the
+    failure of our run that left it. ``readable`` False: nothing is known, act on no guess."""
 
     asked: bool = False
     skipped: bool = False
@@ -152,9 +152,9 @@ class _Run(NamedTuple):
 
 
 def _parent(runs: Iterable[_Run], started_at: float, attempt: int) -> _Run | None:
-    """The one rule for which run of ours became the interruption ``(started_at, attempt)``: the run whose own marker
-    started then; else the latest that reached Hermes as continuation ``attempt``, its marker unseen, dispatched
-    before that marker began (within :data:`DISPATCH_SLACK`)."""
+    """The one rule for which run of ours became the interruption ``(started_at, attempt)``: the run whose own
+    marker started then; else the latest that reached Hermes as continuation ``attempt``, its marker unseen,
+    dispatched before that marker began (within :data:`DISPATCH_SLACK`)."""
     best: _Run | None = None
     for r in runs:
         if r.turn_started == started_at:
@@ -181,8 +181,9 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
 
 
 class Ledger:
-    """The ledger in ``path`` (default: the tray's), on the lease store's connection and lock. Reads of a ledger that
-    does not exist yet answer "nothing known" and create nothing. ``journal``: an earlier release's to read in."""
+    """The ledger in ``path`` (default: the tray's), on the lease store's connection and lock. Reads of a
+    ledger that does not exist yet answer "nothing known" and create nothing. ``journal``: an earlier
+    release's to read in."""
 
     def __init__(self, path: Path | str | None = None, *, journal: Path | None = None) -> None:
         self.path = Path(path) if path is not None else paths.ledger_db()
@@ -194,8 +195,8 @@ class Ledger:
     # -- the file ----------------------------------------------------------------------------------
 
     def store(self) -> LeaseStore:
-        """The store, its tables made (and a journal read in) on first use; a ready ledger is only read here, so a
-        first read never waits for another process's write."""
+        """The store, its tables made (and a journal read in) on first use; a ready ledger is only read here,
+        so a first read never waits for another process's write."""
         with self._lock:
             if self._store is None:
                 from hermes_tray_core.stores.lease import shared
@@ -250,8 +251,9 @@ class Ledger:
 
     def record(self, event: Event | str, turn: TurnId, *, run: int | None = None,
                marker_started: float | None = None, **fields: Any) -> dict[str, Any]:
-        """Record one decision about ``turn`` (``marker_started``: run ``run``'s own marker, when known) and return it
-        as :meth:`history` lists it. Refuses unknown events, prompt-bearing fields and non-scalars, writing nothing."""
+        """Record one decision about ``turn`` (``marker_started``: run ``run``'s own marker, when known) and
+        return it as :meth:`history` lists it. Refuses unknown events, prompt-bearing fields and non-scalars,
+        writing nothing."""
         row = _decision(event, fields)
         turn = _ident(turn)
 
@@ -263,7 +265,8 @@ class Ledger:
         return self._write(txn)
 
     def record_many(self, rows: Sequence[tuple[Event | str, TurnId, Mapping[str, Any]]]) -> None:
-        """``(event, turn, fields)`` decisions in one transaction (a crash storm is one write); one refused, none."""
+        """``(event, turn, fields)`` decisions in one transaction (a crash storm is one write); one refused,
+        none."""
         now = time.time()  # one moment for the batch
         checked = [(_ident(turn), _decision(event, fields, now)) for event, turn, fields in rows]
         if not checked:
@@ -297,8 +300,8 @@ class Ledger:
         return written[0]
 
     def begin_run(self, conn: sqlite3.Connection, turn: TurnId, lease: Lease) -> int:
-        """Inside the claim's transaction (``acquire``'s ``then``): a run of ours continues ``turn``; its number. The
-        caller made the tables first: :meth:`store` in here would wait for itself."""
+        """Inside the claim's transaction (``acquire``'s ``then``): a run of ours continues ``turn``; its
+        number. The caller made the tables first: :meth:`store` in here would wait for itself."""
         tid = self._turn_row(conn, _ident(turn))
         return int(conn.execute("INSERT INTO runs (turn, claim, epoch, begun) VALUES (?, ?, ?, ?)",
                                 (tid, lease.name, lease.epoch, time.time())).lastrowid or 0)
@@ -432,8 +435,9 @@ class Ledger:
         return out
 
     def turns(self, limit: int = 500, *, homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
-        """History's rows, newest activity first: one per turn, its continuations folded in (``turn``: its first
-        interruption, ``last``: its newest, ``events`` oldest first), one per settings change (``turn`` None)."""
+        """History's rows, newest activity first: one per turn, its continuations folded in (``turn``: its
+        first interruption, ``last``: its newest, ``events`` oldest first), one per settings change (``turn``
+        None)."""
         keys = {home_path(h) for h in homes} if homes else None
         groups: dict[object, dict[str, Any]] = {}
         for ev in self._read(lambda c: [self._event(r) for r in c.execute(_HISTORY + " ORDER BY d.id")], []):
@@ -480,8 +484,9 @@ def _ended_mid_turn(end: Mapping[str, Any]) -> bool:
 
 
 def _status(rows: Iterable[Sequence[Any]], attempt: int, crashed: Mapping[str, Any] | None) -> TurnStatus:
-    """:class:`TurnStatus` from one interruption's decision rows, oldest first (every attempt its ``started_at``
-    was seen with): a settling decision counts only for this very attempt (or an early journal's without one)."""
+    """:class:`TurnStatus` from one interruption's decision rows, oldest first (every attempt its
+    ``started_at`` was seen with): a settling decision counts only for this very attempt (or an early
+    journal's without one)."""
     asked = skipped = finished = False
     stopped: Event | None = None
     snooze: tuple[float, bool] | None = None

@@ -58,7 +58,8 @@ def safe_file_part(text: str) -> str:
 
 
 def prune_logs(directory: Path | str, *, keep: int = KEEP_GATEWAY_LOGS, suffix: str = ".log") -> int:
-    """Delete all but the newest ``keep`` regular ``*<suffix>`` files in ``directory``; how many. Never raises."""
+    """Delete all but the newest ``keep`` regular ``*<suffix>`` files in ``directory``; how many. Never
+    raises."""
     try:
         entries = list(os.scandir(directory))
     except OSError:

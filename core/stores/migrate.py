@@ -1,5 +1,5 @@
-"""An earlier release's decision journal (JSON lines), read into the ledger once, when the ledger is made, then
-renamed ``decisions.jsonl.migrated-<time>`` and kept (docs/architecture.md).
+"""An earlier release's decision journal (JSON lines), read into the ledger once, when the ledger is made,
+then renamed ``decisions.jsonl.migrated-<time>`` and kept (docs/architecture.md).
 
 One bad line costs that line only (counted in the log), a field that is not a scalar that field only. Runs are
 rebuilt in the journal's order: ``approved`` starts one, ``continuing`` names the run it continues
@@ -58,7 +58,8 @@ def _fields(ev: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_journal(ledger: Ledger, conn: sqlite3.Connection, path: Path) -> bool:
-    """Read the journal into ``ledger`` inside the transaction that makes it; True when there was one to read."""
+    """Read the journal into ``ledger`` inside the transaction that makes it; True when there was one to
+    read."""
     try:
         doc = turn_journal.read_journal_files("decisions", [(None, path)])
     except (OSError, ValueError) as exc:

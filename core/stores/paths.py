@@ -1,4 +1,5 @@
-"""Where hermes-tray keeps its own files (platformdirs); ``HERMES_TRAY_*_DIR`` overrides each (tests, the demo)."""
+"""Where hermes-tray keeps its own files (platformdirs); ``HERMES_TRAY_*_DIR`` overrides each (tests, the
+demo)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The tray's own settings (``config.toml`` in the user config dir; its keys: docs/cli.md, "config"): what the
-*tray* does with what it finds, distinct from Hermes' ``desktop.auto_continue``. An invalid file or value raises
-:class:`SettingsError` naming the key and what is allowed; writes are atomic, 0600, under a lock.
+*tray* does with what it finds, distinct from Hermes' ``desktop.auto_continue``. An invalid file or value
+raises :class:`SettingsError` naming the key and what is allowed; writes are atomic, 0600, under a lock.
 """
 
 from __future__ import annotations
@@ -97,7 +97,8 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
 
 
 def _idle_timeout(value: Any, given: object = None) -> float:
-    """Seconds in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (a bool, a string or NaN is refused; ``given``: as typed)."""
+    """Seconds in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (a bool, a string or NaN is refused; ``given``: as
+    typed)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             MIN_IDLE_TIMEOUT <= float(value) <= MAX_IDLE_TIMEOUT):
         raise SettingsError(f"continuation_idle_timeout: must be a number of seconds from {MIN_IDLE_TIMEOUT:g} to "

@@ -1,7 +1,7 @@
-"""Turn journals in the Hermes WebUI's format, read (the tray never writes them): ``<session_id>.jsonl``, and the
-per-process shards ``<session_id>~<pid>.jsonl`` of newer WebUIs, merged. A line that is not one JSON object (torn,
-garbage, nested too deep) is reported as malformed and the reader carries on. An earlier release's decision journal
-is in this format too (:mod:`core.stores.migrate`).
+"""Turn journals in the Hermes WebUI's format, read (the tray never writes them): ``<session_id>.jsonl``, and
+the per-process shards ``<session_id>~<pid>.jsonl`` of newer WebUIs, merged. A line that is not one JSON
+object (torn, garbage, nested too deep) is reported as malformed and the reader carries on. An earlier
+release's decision journal is in this format too (:mod:`core.stores.migrate`).
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ Event = dict[str, Any]
 
 
 def validate_journal_session_id(session_id: object) -> str:
-    """``session_id`` if it is safe as a journal file name, else ``ValueError``. Stricter than the WebUI (which
-    strips whitespace): an id that would be changed to be used is not the id the caller meant."""
+    """``session_id`` if it is safe as a journal file name, else ``ValueError``. Stricter than the WebUI
+    (which strips whitespace): an id that would be changed to be used is not the id the caller meant."""
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("invalid session_id: empty")
     if session_id != session_id.strip():
@@ -49,10 +49,11 @@ _scan_once: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_o
 
 
 def _parse_clean(text: str) -> list[Event] | None:
-    """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no white space
-    around it (the journal as a writer leaves it): then ``scan_once`` ending at the newline is ``json.loads(line)``
-    without the slice and three Python frames. The 1,000 journals of a cold scan: 41.6 ms of CPU against 59.9 ms
-    line by line; a cold ``status`` 151.3 against 171.1 ms (tests/bench/bench_tricks.py, 41 alternated runs)."""
+    """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no white
+    space around it (the journal as a writer leaves it): then ``scan_once`` ending at the newline is
+    ``json.loads(line)`` without the slice and three Python frames. The 1,000 journals of a cold scan: 41.6 ms
+    of CPU against 59.9 ms line by line; a cold ``status`` 151.3 against 171.1 ms
+    (tests/bench/bench_tricks.py, 41 alternated runs)."""
     out: list[Event] = []
     append = out.append
     find = text.find
@@ -137,9 +138,9 @@ _READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY"
 
 
 def _read_bytes(path: str | os.PathLike[str]) -> bytes | None:
-    """The whole file, or None if absent; a FIFO is refused without blocking. One read of the size ``fstat`` gave:
-    the 1,000 journals of a cold scan take 41.6 ms of CPU against 47.6 ms with ``open().read()``, a cold ``status``
-    151.3 against 163.3 ms (tests/bench/bench_tricks.py)."""
+    """The whole file, or None if absent; a FIFO is refused without blocking. One read of the size ``fstat``
+    gave: the 1,000 journals of a cold scan take 41.6 ms of CPU against 47.6 ms with ``open().read()``, a cold
+    ``status`` 151.3 against 163.3 ms (tests/bench/bench_tricks.py)."""
     try:
         fd = os.open(path, _READ_FLAGS)
     except (FileNotFoundError, NotADirectoryError):
@@ -171,9 +172,9 @@ def _created_key(event: Event) -> float:
 
 
 def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | os.PathLike[str]]]) -> Event:
-    """``{"session_id", "events", "malformed"}`` of one session's ``(label, path)`` files (label: None for the main
-    file, the shard's name for a shard; a missing file is empty). Malformed: ``{"line", "raw"}`` (+ ``"file"``);
-    shards' events merged by ``created_at``."""
+    """``{"session_id", "events", "malformed"}`` of one session's ``(label, path)`` files (label: None for the
+    main file, the shard's name for a shard; a missing file is empty). Malformed: ``{"line", "raw"}`` (+
+    ``"file"``); shards' events merged by ``created_at``."""
     events: list[Event] = []
     malformed: list[Event] = []
     blobs = [(label, _read_bytes(path)) for label, path in files]
@@ -213,6 +214,7 @@ def derive_turn_journal_states(events: Iterable[Event]) -> dict[str, Event]:
 
 
 def pending_turns(events: Iterable[Event]) -> list[Event]:
-    """Latest event of every turn with no terminal event, oldest first: running, or interrupted if its worker is gone."""
+    """Latest event of every turn with no terminal event, oldest first: running, or interrupted if its worker
+    is gone."""
     return sorted((e for e in derive_turn_journal_states(events).values()
                    if str(e.get("event") or "") not in TERMINAL_EVENTS), key=_created_key)
