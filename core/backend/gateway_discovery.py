@@ -1,21 +1,10 @@
 """Which Hermes gateway owns a home's sessions, found through its control socket; and its tickets.
 
-Newer Hermes runs one gateway that owns every local session (upstream ``gateway/control_socket.py``,
-``hermes_cli/gateway_runtime_discovery.py``, ``hermes_cli/gateway_client.py``; the Desktop app reaches it the
-same way). Its control channel (:mod:`core.backend.control_channel`) answers one verb per connection, a JSON
-line ``{"protocol": 1, "id": 1, "verb": …, "params": …}`` answered by ``{"ok": true, "protocol": 1, "id": 1,
-"result": …}``:
-
-* ``identify`` → ``{runtime_protocol: 1, state: "ready", instance_id, authority_epoch, served_profiles:
-  [{profile_id, home}], capabilities: ["session-authority-v1", …], api_origin, supervisor}`` (a version when it
-  says one);
-* ``session-ticket`` with ``{profile_id, instance_id, purpose: "interactive"}`` → a grant naming the same
-  ``profile_id``, ``instance_id`` and ``runtime_protocol`` 1, with a single-use ``ticket`` for
-  ``api_origin + /api/ws`` (:mod:`core.backend.tickets`). A profile served by the root's gateway gets its ticket
-  from the root's socket.
-
-:func:`find_gateway` looks at a profile home's own socket first, then at the root home's when the root's gateway
-lists that profile. Never a guess: a socket that does not answer as a gateway is no gateway.
+Newer Hermes runs one gateway that owns every local session (docs/architecture.md, "The gateway that owns every
+session"). Its control channel answers one verb per connection, ``{"protocol": 1, "id": 1, "verb", "params"}``
+→ ``{"ok": true, "protocol": 1, "id": 1, "result"}``: ``identify`` and ``session-ticket`` (``{profile_id,
+instance_id, purpose: "interactive"}`` → a grant naming the same ``profile_id``, ``instance_id`` and
+``runtime_protocol`` 1). Never a guess: a socket that does not answer as a gateway is no gateway.
 """
 
 from __future__ import annotations
@@ -133,8 +122,7 @@ def _root_of(home: Path) -> Path | None:
 
 
 def find_gateway(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> tuple[GatewayIdentity | None, str]:
-    """The gateway serving ``home``: its own socket's, else the root's when it lists ``home`` among the profiles
-    it serves; else (None, why not)."""
+    """The gateway serving ``home``: its own socket's, else the root's when it lists ``home``; else (None, why)."""
     home = Path(os.path.expanduser(os.fspath(home)))
     reasons = []
     for where in (home, _root_of(home)):

@@ -11,6 +11,7 @@ Lines from the tray for it: ``{"keeper": "end", "grace": s}`` (end the gateway, 
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -184,11 +185,9 @@ def guard(proc: subprocess.Popen[bytes], kernel32: Any = None) -> Any:
 
 
 def log(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"[hermes-tray keeper] {text}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class Keeper:
@@ -267,10 +266,8 @@ class Keeper:
 def end(proc: subprocess.Popen[bytes], grace: float) -> None:
     """Close Hermes' stdin (it exits, as at the end of any run), then SIGTERM, then SIGKILL its process group."""
     if proc.stdin is not None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             proc.stdin.close()
-        except (OSError, ValueError):
-            pass
     for step in ("wait", "term", "kill"):
         if step == "term":
             signal_group(proc, kill=False)
@@ -291,13 +288,11 @@ def signal_group(proc: subprocess.Popen[bytes], *, kill: bool) -> None:
     """The gateway and its process group (its tools); only while not reaped, so the group is no one else's."""
     if proc.poll() is not None:
         return
-    try:
+    with contextlib.suppress(OSError):
         if os.name == "nt":
             proc.kill() if kill else proc.terminate()
         else:
             os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
-    except OSError:
-        pass
 
 
 def hello(down: BinaryIO, payload: dict[str, Any]) -> None:
