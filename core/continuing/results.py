@@ -19,17 +19,15 @@ ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
 
 
 class StopRequest(threading.Event):
-    """A stop that says why (:class:`~core.vocab.StopReason`): the user's Stop interrupts the continuation for good;
-    a shutdown (Quit, logout, SIGTERM, an update) only makes the tray stop following it. A plain ``set()`` is the
-    user's Stop, so any ``threading.Event`` a caller passes keeps its old meaning."""
+    """A stop that says why: the user's Stop interrupts the continuation for good, a shutdown only stops following
+    it. A plain ``set()`` is the user's Stop."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reason = StopReason.USER
 
     def request(self, reason: StopReason) -> None:
-        """Ask the continuation to stop for ``reason``; the first request wins (a Stop already on its way stays
-        a Stop when the tray then quits)."""
+        """The first request wins (a Stop on its way stays a Stop when the tray then quits)."""
         if not self.is_set():
             self.reason = reason
         self.set()
@@ -122,15 +120,13 @@ class GatewayOptions:
 
 
 def gateway_log_path(session_key: str) -> Path:
-    """Per-continuation stderr log of the gateway, in the tray's log dir (0600). The session key is made
-    safe for a file name everywhere (``:`` is valid in a key, not in a Windows file name)."""
+    """Per-continuation stderr log of the gateway (0600), its name safe everywhere (``:`` is not, on Windows)."""
     from hermes_tray_core.stores.logfiles import safe_file_part
     from hermes_tray_core.stores.paths import log_dir
 
     now = time.time()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
-    # Milliseconds and a per-process count: one tray can start two continuations within a second, and each
-    # keeps its own log (the second must never append to or replace the first's).
+    # milliseconds and a count: two continuations within a second each keep their own log
     return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}-{next(_LOG_SEQ)}.log"
 
 

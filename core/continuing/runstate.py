@@ -5,6 +5,7 @@ stoppable waits, and what the running backend says about the session (held by ``
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -224,8 +225,6 @@ class RunState:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"Hermes did not {what} within {timeout:g}s")
-            try:
+            with contextlib.suppress(TimeoutError):
                 return fn(min(0.25, left))
-            except TimeoutError:
-                pass
             self.progress()
