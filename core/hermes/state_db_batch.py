@@ -10,6 +10,7 @@ in statements of at most :data:`HOLD_S` each.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -83,10 +84,8 @@ class HomeState:
 
     def close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(*db_errors()):
                 self._conn.close()
-            except db_errors():
-                pass
             self._conn = None
 
     def has_table(self, name: str) -> bool | None:

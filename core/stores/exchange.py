@@ -11,6 +11,7 @@ compare-and-replace and :func:`probe` tells ``doctor``.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -193,15 +194,13 @@ _PUT_BACK_ROUNDS = 64
 
 
 def _load() -> tuple[Callable[[str, str], str] | None, str]:
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         if sys.platform.startswith("linux"):
             return _linux(), "renameat2(RENAME_EXCHANGE)"
         if sys.platform == "darwin":
             return _macos(), "renamex_np(RENAME_SWAP)"
         if os.name == "nt":
             return _windows(), "ReplaceFileW (backup name)"
-    except (OSError, AttributeError):
-        pass
     return None, "none"
 
 
@@ -400,7 +399,5 @@ def probe(directory: str) -> tuple[bool, str]:
         return False, f"cannot probe {directory}: {exc.strerror or exc}"
     finally:
         for path in set(made):
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass
