@@ -150,8 +150,7 @@ def atomic_write_bytes(
 
 
 def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
-    """A new temp file beside ``target`` (``.<name>.<pid>.<nonce>.tmp``) holding ``data``; its path. Nothing
-    is left behind on failure."""
+    """A new temp file ``.<name>.<pid>.<nonce>.tmp`` beside ``target``; nothing left on failure."""
     directory, name = os.path.split(target)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
@@ -322,7 +321,7 @@ def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) ->
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def read_regular(path: Path | str, limit: int | None = None) -> bytes:
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """All bytes of a regular file, refusing anything else without blocking on it (a FIFO planted there would
     hang the reader): OSError EINVAL, or EFBIG past ``limit`` bytes."""
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
@@ -332,12 +331,15 @@ def read_regular(path: Path | str, limit: int | None = None) -> bytes:
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         if limit is not None and st.st_size > limit:
             raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+        chunks = [os.read(fd, st.st_size + 1)]  # one read of the size fstat gave
+        while len(chunks[0]) > st.st_size and (chunk := os.read(fd, 1 << 20)):  # it grew since: read on
             chunks.append(chunk)
             if limit is not None and sum(map(len, chunks)) > limit:
-                raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
-        return b"".join(chunks)
+                break
+        data = b"".join(chunks)
+        if limit is not None and len(data) > limit:
+            raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
+        return data
     finally:
         os.close(fd)
 
