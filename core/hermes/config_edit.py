@@ -66,8 +66,7 @@ def _yaml() -> YAML:
 
 
 def _plain(value: Any, budget: list[int] | None = None) -> Any:
-    """Deep copy as plain dict/list/scalars, bounded (:class:`TooComplex`): aliases make a small file a huge
-    tree."""
+    """Deep copy as plain data, bounded (:class:`TooComplex`): aliases make a small file a huge tree."""
     if budget is None:
         budget = [read.MAX_NODES]
     budget[0] -= 1
@@ -111,8 +110,7 @@ def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_value(key: str, text: str) -> Any:
-    """A command-line string for a backend key as the typed value; what does not parse is refused as
-    written."""
+    """A command-line string for a backend key as the typed value; what does not parse is refused."""
     t = text.strip()
     value: object = text
     if key == "enabled" and t.lower() in _TRUE_WORDS | _FALSE_WORDS | {"1", "0"}:
@@ -247,16 +245,13 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
         doc = CommentedMap()
     if not isinstance(doc, MutableMapping):
         raise BackendConfigError("config.yaml is not a mapping at the top level; edit it by hand")
-    desktop = doc.get("desktop")
-    if desktop is None:
-        desktop = doc["desktop"] = CommentedMap()
-    if not isinstance(desktop, MutableMapping):
-        raise BackendConfigError("config.yaml: 'desktop' is not a mapping; edit it by hand")
-    block = desktop.get("auto_continue")
-    if block is None:
-        block = desktop["auto_continue"] = CommentedMap()
-    if not isinstance(block, MutableMapping):
-        raise BackendConfigError("config.yaml: 'desktop.auto_continue' is not a mapping; edit it by hand")
+    block = doc
+    for key, where in (("desktop", "desktop"), ("auto_continue", "desktop.auto_continue")):
+        if block.get(key) is None:
+            block[key] = CommentedMap()
+        block = block[key]
+        if not isinstance(block, MutableMapping):
+            raise BackendConfigError(f"config.yaml: '{where}' is not a mapping; edit it by hand")
     for key, value in changes.items():
         block[key] = value
     out = io.StringIO()
@@ -431,8 +426,7 @@ def _same(current: Any, value: Any) -> bool:
 
 
 def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
-    """Hermes would read ``candidate`` as ``expected``, the changed keys with exactly their types (not ``1 ==
-    True``)."""
+    """Hermes would read ``candidate`` as ``expected``, types and all (not ``1 == True``)."""
     try:
         doc = read.load_as_hermes(candidate)
         if _plain(doc) != expected:
