@@ -1,17 +1,19 @@
 """Hermes' interrupted-turn marker file (``<home>/desktop/interrupted_turns.json``), written safely across
 processes (:class:`MarkerStore`); Hermes' own never-raising calls are :mod:`core.markers.turn_marker`.
 
-* Every read-modify-write holds a blocking OS lock on ``interrupted_turns.json.lock``, so our own writers lose
-and resurrect nothing (Hermes' in-process lock loses a third or more of the markers with four backends on one
-home). * Against Hermes, which does not lock, a write goes in by atomic exchange
-(:mod:`core.stores.exchange`): the file is checked (inode, size, mtime) and Hermes' in-flight temp files
-waited out right before it, and the file it displaced is handed back. If that is not the one we read, Hermes'
-version goes straight back (ours was visible for two syscalls) and the write is redone on it; a Hermes write
-that copied our brief version is put right for a settle window (:class:`core.markers.settle.Leaks`), as is a
-stale Hermes write that brings a skipped entry back. Without an exchange, compare-and-replace
-(:func:`core.markers.turn_marker.exchange_support` says so). * An empty map is written as ``{}``, never
-unlinked; a killed writer's temp file is swept by the next; a corrupt file is set aside, never overwritten; a
-symlinked marker or lock path is refused; prompt text is never logged.
+* Every read-modify-write holds a blocking OS lock on ``interrupted_turns.json.lock``, so our own writers
+  lose and resurrect nothing (Hermes' in-process lock loses a third or more of the markers with four backends
+  on one home).
+* Against Hermes, which does not lock, a write goes in by atomic exchange (:mod:`core.stores.exchange`): the
+  file is checked (inode, size, mtime) and Hermes' in-flight temp files waited out right before it, and the
+  file it displaced is handed back. If that is not the one we read, Hermes' version goes straight back (ours
+  was visible for two syscalls) and the write is redone on it; a Hermes write that copied our brief version
+  is put right for a settle window (:class:`core.markers.settle.Leaks`), as is a stale Hermes write that
+  brings a skipped entry back. Without an exchange, compare-and-replace
+  (:func:`core.markers.turn_marker.exchange_support` says so).
+* An empty map is written as ``{}``, never unlinked; a killed writer's temp file is swept by the next; a
+  corrupt file is set aside, never overwritten; a symlinked marker or lock path is refused; prompt text is
+  never logged.
 
 Writes are rare (a user's decision), so contended throughput is no goal (``tests/bench/bench_markers.py``
 prints it). Public methods check the session key where it enters and raise :class:`MarkerStoreError` (an
@@ -53,8 +55,7 @@ VERIFIED_RETRIES = 200
 
 
 class MarkerStoreError(TrayError, OSError):
-    """The marker file could not be read or written: ``cause: file`` in words (the errno stays in
-    ``errno``)."""
+    """The marker file could not be read or written: ``cause: file`` in words (errno in ``errno``)."""
 
     def __str__(self) -> str:
         return f"{self.strerror}: {self.filename}" if self.filename else str(self.strerror or "")
@@ -234,8 +235,7 @@ class MarkerStore:
             return result
 
     def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
-        """(whether a rename needs its directory fsync, ``mutate``'s result); without an exchange the last
-        attempt writes unchecked."""
+        """(needs a directory fsync, ``mutate``'s result); without an exchange the last try is unchecked."""
         retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
         for attempt in range(retries + 1):
             check = attempt < retries
@@ -451,8 +451,7 @@ class MarkerStore:
 
 
 def _keep_unmerged(marker: Path, path: str) -> str | None:
-    """Keep a Hermes version that came out and was not merged (it may be the newest): the name kept, or
-    None."""
+    """Keep a Hermes version that came out unmerged (it may be the newest): its name, or None."""
     dest = fsutil.set_aside(Path(path), "unmerged")
     if dest is None:
         logger.error("a Hermes version of %s could not be set aside; it stays at %s", marker, path)
