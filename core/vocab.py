@@ -148,8 +148,7 @@ class Finish(StrEnum):
 
 
 class Refusal(StrEnum):
-    """Why a resume was refused before anything ran, or the per-turn claim not granted (``resume --json``'s
-    ``code``)."""
+    """Why a resume was refused before anything ran, or the claim not granted (``resume --json``)."""
 
     CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim (resuming it)
     BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment

@@ -228,8 +228,7 @@ class Keeper:
                 self.tray_gone.set()
 
     def to_tray(self) -> None:
-        """Hermes' lines to the tray; dropped once it is gone (Hermes never blocks on a full pipe or sees a broken
-        one)."""
+        """Hermes' lines to the tray; dropped once it is gone (Hermes never blocks on a full pipe)."""
         stdout = self.proc.stdout
         assert stdout is not None
         for line in iter(stdout.readline, b""):

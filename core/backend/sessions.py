@@ -35,8 +35,7 @@ _lock = threading.Lock()
 
 
 class WriterTurn(NamedTuple):
-    """``state``: ``running``, ``none`` (no turn for the session there) or ``unknown``; ``detail`` names the
-    backend."""
+    """``state``: ``running``, ``none`` (no turn there) or ``unknown``; ``detail`` names the backend."""
 
     state: str
     detail: str
@@ -128,8 +127,7 @@ def open_in_backends(home: Path | str, processes: Any) -> dict[str, int]:
 
 def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float | None, *,
                processes: object = None) -> WriterTurn:
-    """Does the live writer ``pid``, a running backend serving ``home``, run a turn for ``session_key``? Never
-    raises."""
+    """Does the live writer ``pid``, a backend of ``home``, run a turn for ``session_key``? Never raises."""
     from hermes_tray_core.hermes.processes import HermesProcesses
     from hermes_tray_core.process.identity import judge_hermes_identity
 

@@ -97,8 +97,7 @@ def is_held(home: Path | str, session_key: str) -> bool:
 
 
 def run_held(claim: str, epoch: int) -> bool:
-    """The claim a run of ours was recorded under is still held at its epoch by a live process (or the store
-    cannot tell)."""
+    """The claim a run of ours was recorded under is held at its epoch by a live process (or unsure)."""
     from hermes_tray_core.stores.lease import shared
 
     if not claim:

@@ -88,8 +88,7 @@ class Follow:
         return self.s.not_continued(code, why)
 
     def _stop_before_start(self) -> ContinuationResult:
-        """Stop while Hermes builds the continuation's agent: interrupt it, in a session the tray holds
-        alone."""
+        """Stop while Hermes builds the agent: interrupt it, in a session the tray holds alone."""
         why = self.s._ours_alone(started=False)
         if why:
             return self._left_to_window(why)
@@ -119,8 +118,7 @@ class Follow:
             RESUMING_STATUS_TEXT.rstrip("…") in str(payload.get("text") or "")
 
     def _finished_elsewhere(self) -> ContinuationResult | None:
-        """The events stopped coming here (0.19.0 sends them to the newest client): state.db says whether it
-        finished."""
+        """The events stopped coming here (0.19.0 sends them to the newest client): did state.db finish it?"""
         if self.s.backend is None:
             return None
         state, why = self.s._note_facts()

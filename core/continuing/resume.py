@@ -109,8 +109,7 @@ _HINTS = {
 
 
 def settings_options() -> GatewayOptions:
-    """Gateway options with the tray's ``continuation_idle_timeout`` (defaults if the settings are
-    unreadable)."""
+    """Gateway options with the tray's ``continuation_idle_timeout`` (else the defaults)."""
     from hermes_tray_core.stores.settings import SettingsError, load_settings
 
     try:
@@ -318,8 +317,7 @@ class _Resume:
                 backends.close()
 
     def _left_before(self, backend_pid: int) -> tuple[str, float] | None:
-        """(runtime id, when) of the session a run of ours last left in that backend for this session, or
-        None."""
+        """(runtime id, when) of the session a run of ours last left in that backend, or None."""
         with bookkeeping(logger, "cannot read which session the tray left in %s", backend_pid, level=DEBUG):
             from hermes_tray_core.stores.ledger import ledger
 
@@ -435,8 +433,7 @@ class _Resume:
         self.listener.dispatched(result)
 
     def submitting(self, marker: dict[str, Any]) -> None:
-        """The continuation's own marker and how state.db will show the note answered, recorded before the
-        submit."""
+        """Record the run's own marker and how state.db will show the note answered, before the submit."""
         from hermes_tray_core.continuing.completion import mark_of
 
         self._approved_done()

@@ -27,8 +27,7 @@ logger = logging.getLogger(__name__)
 
 
 class Run:
-    """One continuation, from the start to its result: its state (``s``) and how it is followed
-    (``follow``)."""
+    """One continuation, from the start to its result: its state (``s``) and ``follow``."""
 
     def __init__(self, s: RunState) -> None:
         self.s = s
@@ -144,8 +143,7 @@ class Run:
         return self._resume()
 
     def _run_in_backend(self) -> ContinuationResult:
-        """Connect, ready, ``session.active_list`` in every backend of the home: nothing has changed yet, so
-        any failure falls back."""
+        """Connect, ready, ``session.active_list`` everywhere: nothing changed yet, so failures fall back."""
         gw = self.s.gw
         self.s.progress(force=True)
         try:

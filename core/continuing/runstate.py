@@ -101,8 +101,7 @@ class RunState:
         return stop_reason(self.stop) == StopReason.SHUTDOWN
 
     def not_started(self, before: str) -> ContinuationResult:
-        """Stopped before anything reached Hermes: the user's Stop ends the turn for good, a shutdown leaves
-        it waiting."""
+        """Stopped before anything reached Hermes: a Stop ends the turn, a shutdown leaves it waiting."""
         self.result.stopped_by = stop_reason(self.stop) or StopReason.USER
         if self.result.stopped_by == StopReason.SHUTDOWN:
             return self.finish(Outcome.INTERRUPTED, f"hermes-tray quit before {before}; the turn is still waiting.")

@@ -37,8 +37,7 @@ UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again a
 
 
 def turn_key(home: Path | str, session_key: str) -> TurnKey:
-    """The key a session's waiting turn goes by in the tray, named from outside a scan (a record has
-    ``turn.id``)."""
+    """The key a session's waiting turn goes by, named from outside a scan."""
     return TurnKey.of(home, session_key)
 
 
@@ -108,8 +107,7 @@ class AskOnce:
 
     # --- a scan ---------------------------------------------------------------------------------
     def review(self, pending: Mapping[TurnKey, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
-        """What the tray does about ``pending`` (:func:`waiting`) in ``mode``; ``others``: the scan's other
-        records."""
+        """What the tray does about ``pending`` in ``mode``; ``others``: the scan's other records."""
         out = Review()
         now = self.wall_clock()
         before = self._waiting
@@ -144,8 +142,7 @@ class AskOnce:
         return out
 
     def _snooze(self, key: TurnKey, rec: TurnRecord, st: TurnStatus, mode: str, now: float, out: Review) -> bool:
-        """A snoozed turn: held until its time, then reminded of once, never continued. False when no snooze
-        holds."""
+        """A snoozed turn: held until its time, then reminded of once, never continued (False: none)."""
         i = rec.turn.ident
         until = snoozed_until(st) if mode != Mode.LIST and not st.skipped else None
         if until is None:
@@ -195,8 +192,7 @@ class AskOnce:
         self._woken -= {_run(i) for i in idents}
 
     def delivered(self, turns: Sequence[TurnRecord], ok: bool) -> list[TurnRecord]:
-        """A note about ``turns`` reached the user (``ok``) or nobody (asked again later); those to record as
-        ``notified``, each once."""
+        """A note about ``turns`` reached the user (``ok``) or nobody; those to record as ``notified``."""
         if not ok:
             self._unshown |= {t.turn.ident for t in turns} - self._notified
             self._unshown_retry = self.clock() + self.retry_seconds

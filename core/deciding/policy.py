@@ -82,8 +82,7 @@ def age_text(seconds: float | None) -> str:
 
 
 def restate_age(reason: str, stated_age: float | None, age_now: float | None) -> str:
-    """``reason`` with the age it states (``stated_age``) said again as ``age_now``: it ticks with the row
-    above it."""
+    """``reason`` with its ``stated_age`` said again as ``age_now``: it ticks with the row above it."""
     if stated_age is None or age_now is None:
         return reason
     return reason.replace(age_text(stated_age), age_text(age_now), 1)
@@ -240,8 +239,7 @@ class Facts(NamedTuple):
 
 
 def judge(marker: Marker, facts: Facts) -> Decision:
-    """The one verdict on a desktop marker: the tray's own settlements first, then Hermes' order
-    (:func:`decide`)."""
+    """The one verdict on a desktop marker: the tray's own settlements, then :func:`decide`."""
     known, age = facts.ledger, marker_age(marker, facts.now)
     if marker.is_entry:
         if known.skipped:

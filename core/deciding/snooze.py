@@ -68,8 +68,7 @@ def remind_at(spec: str, now: float) -> float:
 
 
 def snooze_turn(record: TurnRecord, until: float, *, via: str, ledger: Ledger | None = None) -> None:
-    """Record that ``record``'s turn is not announced before ``until`` (a ledger error is raised: it did not
-    take)."""
+    """Hold ``record``'s turn back until ``until`` (a ledger error is raised: it did not take)."""
     if ledger is None:
         from hermes_tray_core.stores.ledger import ledger as default
 

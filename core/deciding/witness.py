@@ -40,8 +40,7 @@ def _default_ledger() -> Ledger:
 
 
 class ExitWitness:
-    """What the detector thread saw of each live writer (``kernel_log``, ``memory_group``: seams for
-    tests)."""
+    """What the detector thread saw of each live writer (``kernel_log``, ``memory_group``: seams)."""
 
     def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
                  kernel_log: KernelLog | None = None,
@@ -95,8 +94,7 @@ class ExitWitness:
 
 
 def _left_behind(turn: TurnId, pid: int) -> bool:
-    """Is the turn's marker still there, written by ``pid``? (A turn that ended before its process has
-    none.)"""
+    """Is the turn's marker still there, written by ``pid``?"""
     from hermes_tray_core.markers.store import MarkerStore
 
     with bookkeeping(logger, "cannot read the markers of %s", turn.home):

@@ -65,8 +65,7 @@ HERMES_TRUTHY = frozenset({"1", "true", "yes", "on"})  # Hermes' is_truthy_value
 
 
 class BackendConfig(NamedTuple):
-    """One home's config.yaml under the overlay, as Hermes reads it (a NamedTuple: ``dataclasses`` costs ~10
-    ms)."""
+    """One home's config.yaml under the overlay, as Hermes reads it."""
 
     path: Path
     auto_continue: AutoContinueConfig
@@ -112,8 +111,7 @@ def hermes_freshness_minutes(raw: Any) -> float:
 
 
 def hermes_max_attempts(raw: Any) -> int:
-    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)``, capped; :class:`HermesRaises` where Hermes
-    raises."""
+    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)``, capped (or :class:`HermesRaises`)."""
     n = convert(int, raw)
     if n is None or n < 0:
         return DEFAULT_MAX_ATTEMPTS

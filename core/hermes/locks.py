@@ -42,8 +42,7 @@ class HermesLockUnusable(TrayError, OSError):
 
 @contextlib.contextmanager
 def hermes_lock(path: Path | str, *, create: bool, wait: float | None = None) -> Iterator[bool]:
-    """Hold Hermes' lock file ``path`` (True), or nothing when it does not exist and ``create`` is False
-    (False)."""
+    """Hold Hermes' lock file ``path`` (True), or nothing when it is absent and not ``create`` (False)."""
     path = Path(path)
     try:
         fd = fsutil.open_private_lockfile(path) if create else os.open(

@@ -79,8 +79,7 @@ def state_db(home: Path) -> Path:
 
 
 def is_hermes_home(home: Path | str) -> bool:
-    """Has Hermes (or the tray) ever used ``home``? A folder with none of its files is a typo or the wrong
-    one."""
+    """Has Hermes (or the tray) ever used ``home``? If not, it is a typo or the wrong folder."""
     home = Path(home)
     return any(os.path.lexists(p) for p in (config_file(home), home / "desktop", state_db(home)))
 
@@ -99,8 +98,7 @@ def default_webui_state_dir(home: Path) -> Path:
 
 
 def managed_dir(env: Mapping[str, str] | None = None) -> Path | None:
-    """The managed-scope directory Hermes honours, or None (a missing override means none, never the
-    default)."""
+    """The managed-scope directory Hermes honours, or None (a missing override: none, not the default)."""
     env = os.environ if env is None else env
     override = (env.get("HERMES_MANAGED_DIR") or "").strip()
     if override:

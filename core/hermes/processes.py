@@ -130,8 +130,7 @@ def _base(arg: str) -> str:
 
 
 def looks_like_python(arg: str) -> bool:
-    """An interpreter (python3.11, pythonw.exe, pypy3, ``py``): one rule for discovery and
-    ``hermes_command``."""
+    """An interpreter (python3.11, pythonw.exe, pypy3, ``py``), for discovery and ``hermes_command``."""
     name = _base(arg)
     return name == "py" or name.startswith(("python", "pypy"))
 

@@ -148,8 +148,7 @@ class _Child:
         self._fd = r
 
     def wait(self, timeout: float) -> int | None:
-        """None when every path answered, else the index of the first that took ``timeout`` (the child is
-        left)."""
+        """None when every path answered, else the index of the first that took ``timeout``."""
         poll, buf, deadline = select.poll(), b"", time.monotonic() + timeout
         poll.register(self._fd, select.POLLIN)
         try:

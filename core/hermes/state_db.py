@@ -471,8 +471,7 @@ def _note_id(conn: sqlite3.Connection, sessions: list[str], after_id: int, note:
 
 def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
                   busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
-    """Did Hermes run ``note`` (submitted after message ``after_id``) to a finished reply? And why, in one
-    line."""
+    """Did Hermes run ``note`` (submitted after ``after_id``) to a finished reply? And why."""
     state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
     if state == "absent" or state == "superseded":
         return "pending", why

@@ -205,8 +205,7 @@ class HomeState:
 
 
 def db_errors() -> tuple[type[Exception], ...]:
-    """What reading ``state.db`` can raise (MemoryError: SQLite on a hostile file; OSError / ValueError: a
-    path)."""
+    """What reading ``state.db`` can raise (MemoryError: SQLite on a hostile file)."""
     import sqlite3
 
     return (sqlite3.Error, MemoryError, OSError, ValueError)

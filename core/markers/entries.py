@@ -107,8 +107,7 @@ def writer_judgement(marker: Marker, home: Path | str | None = None) -> HermesJu
 
 
 def marker_writer_state(entry: object, home: Path | str | None = None) -> WriterState:
-    """Is the process that wrote this entry still running? "unknown" (junk, no pid, unreadable) leaves it
-    alone."""
+    """Is the entry's writer still running? "unknown" (junk, no pid, unreadable) leaves it alone."""
     return writer_judgement(Marker.read(entry), home).state
 
 

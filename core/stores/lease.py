@@ -359,8 +359,7 @@ _stores_lock = threading.Lock()
 
 
 def shared(path: Path | str | None = None) -> LeaseStore:
-    """One open store per file per process (default: the tray's): a fresh connection would sit on every
-    resume."""
+    """One open store per file per process (default: the tray's), not a new connection every resume."""
     from hermes_tray_core.stores.paths import ledger_db
 
     key = str(path or ledger_db())

@@ -265,8 +265,7 @@ class Ledger:
         return self._write(txn)
 
     def record_many(self, rows: Sequence[tuple[Event | str, TurnId, Mapping[str, Any]]]) -> None:
-        """``(event, turn, fields)`` decisions in one transaction (a crash storm is one write); one refused,
-        none."""
+        """``(event, turn, fields)`` decisions in one transaction; one refused, none written."""
         now = time.time()  # one moment for the batch
         checked = [(_ident(turn), _decision(event, fields, now)) for event, turn, fields in rows]
         if not checked:

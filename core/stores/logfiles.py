@@ -25,8 +25,7 @@ _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def open_private_append(path: Path | str) -> int:
-    """Open ``path`` for appending, 0600; :class:`~core.stores.fsutil.UnsafePathError` for a symlink or a
-    non-regular file."""
+    """Open ``path`` for appending, 0600; :class:`UnsafePathError` for a link or a non-regular file."""
     name = os.fspath(path)
     if not _NOFOLLOW:
         refuse_symlink(Path(name))  # Windows: no O_NOFOLLOW; creating a symlink there needs privileges
@@ -58,8 +57,7 @@ def safe_file_part(text: str) -> str:
 
 
 def prune_logs(directory: Path | str, *, keep: int = KEEP_GATEWAY_LOGS, suffix: str = ".log") -> int:
-    """Delete all but the newest ``keep`` regular ``*<suffix>`` files in ``directory``; how many. Never
-    raises."""
+    """Delete all but the newest ``keep`` ``*<suffix>`` files in ``directory``; how many. Never raises."""
     try:
         entries = list(os.scandir(directory))
     except OSError:

@@ -58,8 +58,7 @@ def _fields(ev: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_journal(ledger: Ledger, conn: sqlite3.Connection, path: Path) -> bool:
-    """Read the journal into ``ledger`` inside the transaction that makes it; True when there was one to
-    read."""
+    """Read the journal into ``ledger`` in the transaction that makes it; True when there was one."""
     try:
         doc = turn_journal.read_journal_files("decisions", [(None, path)])
     except (OSError, ValueError) as exc:

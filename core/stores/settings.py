@@ -97,8 +97,7 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
 
 
 def _idle_timeout(value: Any, given: object = None) -> float:
-    """Seconds in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (a bool, a string or NaN is refused; ``given``: as
-    typed)."""
+    """Seconds in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (no bool, string or NaN; ``given``: as typed)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             MIN_IDLE_TIMEOUT <= float(value) <= MAX_IDLE_TIMEOUT):
         raise SettingsError(f"continuation_idle_timeout: must be a number of seconds from {MIN_IDLE_TIMEOUT:g} to "
