@@ -1,4 +1,5 @@
-"""The engine's errors: one family, each saying what happened in the user's words and keeping the rest for the log.
+"""The engine's errors: one family, each saying what happened in the user's words and keeping the rest for the
+log.
 
 Every error the engine raises on purpose derives from :class:`TrayError` (a caller shows ``user_message``, one
 sentence without internals, and logs ``detail``), keeping a built-in base where callers catch by it. A

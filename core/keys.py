@@ -62,8 +62,8 @@ class HomePath(str):
 
 
 def home_path(home: Path | str) -> HomePath:
-    """``~`` expanded, symlinks and ``..`` resolved (else the absolute path), case folded where the OS folds it;
-    a :class:`HomePath` is returned as it is."""
+    """``~`` expanded, symlinks and ``..`` resolved (else the absolute path), case folded where the OS folds
+    it; a :class:`HomePath` is returned as it is."""
     if isinstance(home, HomePath):
         return home
     path = Path(os.path.expanduser(os.fspath(home)))

@@ -1,4 +1,5 @@
-"""Numbers from files other programs wrote: one set of coercions, Hermes' semantics, always finite and bounded.
+"""Numbers from files other programs wrote: one set of coercions, Hermes' semantics, always finite and
+bounded.
 
 Hermes reads its numbers with Python's own ``float(x)`` / ``int(x)``, so those conversions are the rule here
 too; where Hermes would raise these return None and the caller says what Hermes does then. Results are finite

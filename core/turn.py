@@ -1,9 +1,9 @@
 """One interrupted turn, typed once where it enters the engine (the scanner, the command line): :class:`Turn`.
 Past that door nothing re-checks the key, re-resolves the home or re-reads a number of the entry.
 
-A :class:`Marker` is one entry read with Hermes' own coercions (``read_turn_marker``); a value whose conversion
-raises in Hermes reads as None (Hermes then ignores the entry). ``raw`` keeps the entry as read, for
-compare-and-swap.
+A :class:`Marker` is one entry read with Hermes' own coercions (``read_turn_marker``); a value whose
+conversion raises in Hermes reads as None (Hermes then ignores the entry). ``raw`` keeps the entry as read,
+for compare-and-swap.
 """
 
 from __future__ import annotations
@@ -118,8 +118,8 @@ class TurnKey(NamedTuple):
 
 
 class TurnId(NamedTuple):
-    """One interruption (home, session, ``started_at``, ``attempts``): its one key everywhere. A new interruption
-    of the same session is a new ``TurnId`` (its :class:`TurnKey` stays)."""
+    """One interruption (home, session, ``started_at``, ``attempts``): its one key everywhere. A new
+    interruption of the same session is a new ``TurnId`` (its :class:`TurnKey` stays)."""
 
     home: HomePath
     key: SessionKey

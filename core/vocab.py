@@ -35,8 +35,8 @@ class Verdict(StrEnum):
     STALE = "stale"
     EXHAUSTED = "exhausted"
     ACTIONABLE = "actionable"
-    # not Hermes' verdicts: the ledger settles this very turn, yet its marker is there (a stale write, or a file
-    # that could not be changed): never offered or resumed again
+    # not Hermes' verdicts: the ledger settles this very turn, yet its marker is there (a stale write, or a
+    # file that could not be changed): never offered or resumed again
     SKIPPED = "skipped"
     STOPPED = "stopped"  # by you, or given up by the tray
     FINISHED = "finished"  # a continuation of ours finished it: never even listed
@@ -103,7 +103,7 @@ class Outcome(StrEnum):
     CRASHED = "crashed"
     TIMED_OUT = "timed-out"
     DECLINED = "declined"  # a backend with the feature chose not to continue
-    DETACHED = "detached"  # the tray stopped following it (it quit, or a window shares the session): read later
+    DETACHED = "detached"  # the tray stopped following it (it quit, or a window shares the session)
     REFUSED = "refused"
     GAVE_UP = "gave-up"
 

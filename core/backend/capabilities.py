@@ -33,8 +33,8 @@ PROBE_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a Hermes installation can do (``auto_continue`` None: could not be told, refuse), and the version of
-    the distribution that ships its gateway (else ``hermes --version``'s)."""
+    """What a Hermes installation can do (``auto_continue`` None: could not be told, refuse), and the version
+    of the distribution that ships its gateway (else ``hermes --version``'s)."""
 
     auto_continue: bool | None
     version: str | None = None
@@ -82,8 +82,8 @@ _LAUNCHER_VERSION = re.compile(r"\bv?(\d+(?:\.\d+)+\S*)")
 
 
 def launcher_version(install: HermesInstall, env: Mapping[str, str], *, timeout: float = LAUNCHER_TIMEOUT) -> str | None:
-    """What ``hermes --version`` says ("Hermes Agent v0.22.2.post1 (2026.9.24)" → "0.22.2.post1"). Slow: only when
-    no distribution names the version."""
+    """What ``hermes --version`` says ("Hermes Agent v0.22.2.post1 (2026.9.24)" → "0.22.2.post1"). Slow: only
+    when no distribution names the version."""
     if install.python is None:
         return None
     candidates = [Path(install.python).with_name("hermes"), shutil.which("hermes")]

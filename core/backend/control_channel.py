@@ -1,10 +1,10 @@
 """The Hermes gateway's control socket, per OS: one JSON line in, one line out, one request per connection.
 
 A Hermes whose gateway owns every session publishes one per home (upstream ``gateway/control_socket.py``),
-never a TCP port: the file system's or the pipe's access rules are the boundary. POSIX: ``gateway.sock`` in the
-home, or the socket ``gateway.sock.path`` names (a long home path), used only when home, socket and folder are
-this user's and private and so is the peer. Windows: the named pipe, whose access list Hermes sets. Failures
-raise :class:`ControlUnavailable` with the reason in words.
+never a TCP port: the file system's or the pipe's access rules are the boundary. POSIX: ``gateway.sock`` in
+the home, or the socket ``gateway.sock.path`` names (a long home path), used only when home, socket and folder
+are this user's and private and so is the peer. Windows: the named pipe, whose access list Hermes sets.
+Failures raise :class:`ControlUnavailable` with the reason in words.
 """
 
 from __future__ import annotations
@@ -65,7 +65,7 @@ def _read_line(read: Callable[[int], bytes], deadline: float) -> bytes:
 
 
 class ControlChannel:
-    """One home's control endpoint: ``exchange`` returns the answer line and the pid that answered (or None)."""
+    """One home's control endpoint: ``exchange`` gives the answer line and who answered (or None)."""
 
     where: str = ""
 

@@ -132,7 +132,7 @@ def args_endpoint(argv: Sequence[str]) -> tuple[str, int]:
 
 
 def backend_python(argv: Sequence[str]) -> str | None:
-    """The interpreter a backend runs, from its command line (``psutil.exe()`` resolves a venv's to the base)."""
+    """The interpreter a backend runs, from its argv (``psutil.exe()`` gives a venv's base one)."""
     from hermes_tray_core.backend.install import launcher_python, looks_like_python
 
     if not argv:

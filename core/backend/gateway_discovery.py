@@ -1,10 +1,11 @@
 """Which Hermes gateway owns a home's sessions, found through its control socket; and its tickets.
 
-Newer Hermes runs one gateway that owns every local session (docs/architecture.md, "The gateway that owns every
-session"). Its control channel answers one verb per connection, ``{"protocol": 1, "id": 1, "verb", "params"}``
-→ ``{"ok": true, "protocol": 1, "id": 1, "result"}``: ``identify`` and ``session-ticket`` (``{profile_id,
-instance_id, purpose: "interactive"}`` → a grant naming the same ``profile_id``, ``instance_id`` and
-``runtime_protocol`` 1). Never a guess: a socket that does not answer as a gateway is no gateway.
+Newer Hermes runs one gateway that owns every local session (docs/architecture.md, "The gateway that owns
+every session"). Its control channel answers one verb per connection, ``{"protocol": 1, "id": 1, "verb",
+"params"}`` → ``{"ok": true, "protocol": 1, "id": 1, "result"}``: ``identify`` and ``session-ticket``
+(``{profile_id, instance_id, purpose: "interactive"}`` → a grant naming the same ``profile_id``,
+``instance_id`` and ``runtime_protocol`` 1). Never a guess: a socket that does not answer as a gateway is no
+gateway.
 """
 
 from __future__ import annotations
@@ -122,7 +123,7 @@ def _root_of(home: Path) -> Path | None:
 
 
 def find_gateway(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> tuple[GatewayIdentity | None, str]:
-    """The gateway serving ``home``: its own socket's, else the root's when it lists ``home``; else (None, why)."""
+    """The gateway serving ``home``: its own, else the root's if it lists ``home``; or (None, why)."""
     home = Path(os.path.expanduser(os.fspath(home)))
     reasons = []
     for where in (home, _root_of(home)):

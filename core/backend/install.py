@@ -61,7 +61,8 @@ def launcher_python(path: str | os.PathLike[str]) -> str | None:
 
 def install_from_command(command: Sequence[str], *, source: str = "settings") -> HermesInstall:
     """A configured ``hermes_command``: ``[python, "-m", "tui_gateway.entry", …]``, ``[python]`` or
-    ``[hermes-launcher]``; anything else runs as given, its interpreter unknown (a continuation is then refused)."""
+    ``[hermes-launcher]``; anything else runs as given, its interpreter unknown (a continuation is then
+    refused)."""
     argv = tuple(str(a) for a in command)
     if not argv or not argv[0]:
         raise HermesNotFound("hermes_command is empty")

@@ -1,7 +1,7 @@
 """A JSON-RPC 2.0 client session with a Hermes gateway, over any :class:`Transport`.
 
-Hermes speaks the same newline-delimited JSON-RPC over a stdio child or the running backend's ``/api/ws``: this
-is the one copy of the client side; the transports only move lines.
+Hermes speaks the same newline-delimited JSON-RPC over a stdio child or the running backend's ``/api/ws``:
+this is the one copy of the client side; the transports only move lines.
 """
 
 from __future__ import annotations
@@ -49,8 +49,8 @@ class RpcError(GatewayError):
 
 
 class Transport:
-    """Moves newline-JSON lines to and from one gateway. ``pid`` / ``identity``: the process that runs the turns
-    (a marker the tray keeps names it as writer)."""
+    """Moves newline-JSON lines to and from one gateway. ``pid`` / ``identity``: the process that runs the
+    turns (a marker the tray keeps names it as writer)."""
 
     kind = "?"
     pid: int | None = None

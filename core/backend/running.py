@@ -1,7 +1,7 @@
-"""Which running Hermes backend a continuation should go to, or why none: the gateway that owns every session of
-the home, else the user's own ``hermes dashboard`` / ``hermes serve`` serving it (docs/architecture.md, "Where a
-resume runs"). Without one the resume falls back to a spawned gateway, except beside a gateway that owns the
-home and cannot be used (:class:`GatewayOwnsHome`: nothing is started).
+"""Which running Hermes backend a continuation should go to, or why none: the gateway that owns every session
+of the home, else the user's own ``hermes dashboard`` / ``hermes serve`` serving it (docs/architecture.md,
+"Where a resume runs"). Without one the resume falls back to a spawned gateway, except beside a gateway that
+owns the home and cannot be used (:class:`GatewayOwnsHome`: nothing is started).
 
 A backend found is kept while that very process lives: finding one costs ~40 ms, a liveness check ~0.2 ms.
 """
@@ -59,8 +59,9 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
 
 def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[], None] | None = None,
                       stop: threading.Event | None = None) -> tuple[list[BackendEndpoint], str | None]:
-    """Every running backend serving ``home`` that the tray can reach, and why none. One still starting is waited
-    for (``wait`` s; ``on_waiting`` once), never passed over: a second Hermes beside it would take the session."""
+    """Every running backend serving ``home`` that the tray can reach, and why none. One still starting is
+    waited for (``wait`` s; ``on_waiting`` once), never passed over: a second Hermes beside it would take the
+    session."""
     deadline = time.monotonic() + wait
     said = False
     while True:
@@ -123,8 +124,8 @@ class _Owner(str):
 
 
 def _gateway(home: Path | str, found: list[BackendEndpoint], starting: list[str]) -> None:
-    """The gateway of ``home``, added to ``found`` (or ``starting``); one that owns the home and cannot be used
-    raises :class:`GatewayOwnsHome`."""
+    """The gateway of ``home``, added to ``found`` (or ``starting``); one that owns the home and cannot be
+    used raises :class:`GatewayOwnsHome`."""
     from hermes_tray_core.backend.gateway_discovery import find_gateway
 
     gw, _why = find_gateway(home)

@@ -51,8 +51,8 @@ def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> 
 
 
 def none_running() -> bool:
-    """True when this user surely runs no ``hermes dashboard`` / ``serve`` (Linux ``/proc``, a few ms): ``status``
-    then skips the process table."""
+    """True when this user surely runs no ``hermes dashboard`` / ``serve`` (Linux ``/proc``, a few ms):
+    ``status`` then skips the process table."""
     if not os.path.isdir("/proc/self"):
         return False
     uid = os.getuid()

@@ -175,7 +175,7 @@ class StdioTransport(Transport):
         return proc.returncode
 
     def detach(self) -> None:
-        """The tray goes away while the turn may run: the keeper carries it to its end. Nothing is waited for."""
+        """The tray goes away while the turn may run: the keeper carries it to its end. No wait."""
         if self.proc is not None and self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.proc.stdin.close()
@@ -192,7 +192,7 @@ class StdioTransport(Transport):
             self._kill_keeper()
 
     def _kill_keeper(self) -> None:
-        """Last resort: SIGKILL the keeper (Linux then kills the gateway), elsewhere the gateway's group too."""
+        """Last resort: SIGKILL the keeper (Linux then kills the gateway), else the gateway's group too."""
         proc = self.proc
         if proc is None:
             return

@@ -1,9 +1,10 @@
 """Single-use tickets for Hermes' ``/api/ws``, and how they ride on the WebSocket upgrade.
 
 Newer Hermes admits a WebSocket client with a ticket instead of the session token in the URL (upstream
-``hermes_cli/web_server_chat.py``): two subprotocols, ``hermes-gateway-v1`` and ``hermes-gateway-ticket.<ticket>``,
-of which the server echoes only the first. A ticket lives only in a :class:`Secret`, is minted right before the
-connection it opens (it expires in 30 s and works once) and is never logged.
+``hermes_cli/web_server_chat.py``): two subprotocols, ``hermes-gateway-v1`` and
+``hermes-gateway-ticket.<ticket>``, of which the server echoes only the first. A ticket lives only in a
+:class:`Secret`, is minted right before the connection it opens (it expires in 30 s and works once) and is
+never logged.
 """
 
 from __future__ import annotations
@@ -26,8 +27,8 @@ def subprotocols(ticket: Secret) -> list[str]:
 
 
 def mint_dashboard_ticket(host: str, port: int, token: Secret, *, timeout: float = MINT_TIMEOUT) -> Secret | None:
-    """``POST /api/auth/ws-ticket`` (``X-Hermes-Session-Token``), or None when it mints none (0.19.0 and 0.22 have
-    no route: the caller offers the token as they want it). Never raises."""
+    """``POST /api/auth/ws-ticket`` (``X-Hermes-Session-Token``), or None when it mints none (0.19.0 and 0.22
+    have no route: the caller offers the token as they want it). Never raises."""
     data = loopback_json("POST", host, port, MINT_PATH, {
         "Origin": origin_of(host, port), "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
         limit=MINT_LIMIT, timeout=timeout)

@@ -42,7 +42,7 @@ class BackendUnusable(GatewayError):
 
 
 class BackendStarting(BackendUnusable):
-    """This running backend is still starting (nothing answers on its port yet): waited for, never passed over."""
+    """This running backend is still starting (no answer on its port yet): waited for, never passed."""
 
 
 class BackendRefused(BackendUnusable):

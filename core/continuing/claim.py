@@ -1,5 +1,5 @@
-"""Exactly once: the per-turn claim every process of ours takes to resume or skip (docs/architecture.md,
-step 5; resume and skip take the same name, the holder string says which), and removing a settled turn's marker
+"""Exactly once: the per-turn claim every process of ours takes to resume or skip (docs/architecture.md, step
+5; resume and skip take the same name, the holder string says which), and removing a settled turn's marker
 that a stale Hermes write brought back, so that neither the tray nor Hermes' ``session.resume`` runs it twice.
 """
 
@@ -56,7 +56,8 @@ class ClaimRefused(NamedTuple):
 
 def claim(turn: Turn, *, purpose: str, via: str, ttl: float, wait: float = 0.0) -> Claim | ClaimRefused:
     """Take the turn's claim for ``purpose`` (``resume`` or ``skip``), a resume's run recorded in the same
-    transaction. Never raises for a busy or broken store: when unsure whether someone holds it, nobody acts."""
+    transaction. Never raises for a busy or broken store: when unsure whether someone holds it, nobody
+    acts."""
     from hermes_tray_core.stores.ledger import ledger
 
     name = claim_name(turn.home, turn.key)

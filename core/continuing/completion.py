@@ -74,7 +74,8 @@ class Settlement:
 
 def settle_if_finished(turn: Turn) -> Settlement | None:
     """Settle a tray continuation's marker whose note ``state.db`` shows answered (record ``completed`` once,
-    retire the marker). None when it is not such a marker or its note is pending: the ordinary verdict stands."""
+    retire the marker). None when it is not such a marker or its note is pending: the ordinary verdict
+    stands."""
     entry = turn.marker.entry
     mark = mark_of(entry) if entry is not None else None
     if entry is None or mark is None:

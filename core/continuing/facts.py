@@ -37,9 +37,9 @@ def wall_time_of(received_monotonic: float | None) -> float:
 
 
 def live_reuse(reply: Mapping[str, Any], sent_at: float) -> bool:
-    """Did ``session.resume`` (sent at wall time ``sent_at``) reuse a session another client holds live? A fresh
-    runtime answers ``inflight: null``, no ``turn_started_at`` and a ``started_at`` taken while serving the
-    request; anything else, or a doubt, is live (the tray then leaves the session alone)."""
+    """Did ``session.resume`` (sent at wall time ``sent_at``) reuse a session another client holds live? A
+    fresh runtime answers ``inflight: null``, no ``turn_started_at`` and a ``started_at`` taken while serving
+    the request; anything else, or a doubt, is live (the tray then leaves the session alone)."""
     if "turn_started_at" in reply:
         return True
     if "inflight" not in reply or reply.get("inflight") is not None:

@@ -86,9 +86,9 @@ class MarkerHandover:
                 self.ours = None
 
     def retire(self, writer_pid: int | None, *, stopped: bool = False) -> tuple[str, float | None] | None:
-        """The continuation concluded (or was stopped): remove our own entry, else the one ``writer_pid`` wrote,
-        or after the user's Stop the checked one if unchanged. Why an entry that had to go stayed (plain words)
-        and its ``started_at`` (the caller records the turn under it), or None."""
+        """The continuation concluded (or was stopped): remove our own entry, else the one ``writer_pid``
+        wrote, or after the user's Stop the checked one if unchanged. Why an entry that had to go stayed
+        (plain words) and its ``started_at`` (the caller records the turn under it), or None."""
         from hermes_tray_core.markers.store import MarkerStore
 
         target: dict[str, Any] | None = self.ours

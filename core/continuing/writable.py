@@ -1,8 +1,9 @@
 """Can a continuation write where it must? Checked before one starts, so a home Hermes cannot write is refused
 in one line up front instead of a continuation that runs for a minute and records nothing.
 
-It writes ``desktop/`` and ``state.db`` (with SQLite's journal files beside it); a read-only file system is told
-apart from missing permission (the fix differs). ``os.access`` answers for this process as the kernel would.
+It writes ``desktop/`` and ``state.db`` (with SQLite's journal files beside it); a read-only file system is
+told apart from missing permission (the fix differs). ``os.access`` answers for this process as the kernel
+would.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ __all__ = ["unwritable", "write_problem"]
 
 
 def _why(path: Path) -> str:
-    with contextlib.suppress(OSError, AttributeError):  # no statvfs (Windows), or it cannot be asked: permission is the likely cause
+    # no statvfs (Windows), or it cannot be asked: permission is the likely cause
+    with contextlib.suppress(OSError, AttributeError):
         if os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1):
             return "it is on a read-only file system"
     return "you have no permission to write there"

@@ -1,4 +1,5 @@
-"""The environment a child process (the Hermes gateway, our own worker, ``systemctl``) should get from a frozen app.
+"""The environment a child process (the Hermes gateway, our own worker, ``systemctl``) should get from a
+frozen app.
 
 PyInstaller's bootloader and runtime hooks point the loader, Qt, Tcl and SSL at the bundle; Hermes' own Python
 must not load our Qt or libssl, so a child gets the user's values back (outside a frozen app the environment
@@ -52,9 +53,9 @@ def _inside(path: str, root: str) -> bool:
 
 
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of ``base`` (default ``os.environ``) fit for a child: each ``<VAR>_ORIG`` put back, entries inside
-    the bundle dropped (a list left empty is removed), bootloader variables removed. A value a hook overwrote
-    without saving cannot be restored: it is dropped."""
+    """A copy of ``base`` (default ``os.environ``) fit for a child: each ``<VAR>_ORIG`` put back, entries
+    inside the bundle dropped (a list left empty is removed), bootloader variables removed. A value a hook
+    overwrote without saving cannot be restored: it is dropped."""
     env = dict(os.environ if base is None else base)
     if not is_frozen():
         return env

@@ -43,7 +43,7 @@ class ProcessIdentity(NamedTuple):
 
 
 def __getattr__(name: str) -> Any:
-    """``psutil`` on first use: it costs ~15 ms to import, and a scan whose writers are all gone never needs it."""
+    """``psutil`` on first use: ~15 ms to import, and a scan whose writers are gone never needs it."""
     if name == "psutil":
         return _psutil()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -112,8 +112,8 @@ def _valid_pid(pid: object) -> TypeGuard[int]:
 
 
 def process_liveness(pid: object, start_time: object = None, *, mark: object = None) -> Liveness:
-    """``alive`` iff the pid exists, is not a zombie and is the recorded process: by ``mark`` when given, else by
-    ``start_time`` within 1 ms. Any error that leaves the answer open is ``unknown`` ("leave it alone")."""
+    """``alive`` iff the pid exists, is not a zombie and is the recorded process: by ``mark`` when given, else
+    by ``start_time`` within 1 ms. Any error that leaves the answer open is ``unknown`` ("leave it alone")."""
     if not _valid_pid(pid):
         return _UNKNOWN
     if mark is not None:
@@ -197,8 +197,8 @@ def hermes_liveness(pid: int, start_time: object = None) -> Liveness:
 
 
 class HermesJudgement(NamedTuple):
-    """The tray's verdict on a Hermes-written identity (``state``, what it acts on), Hermes' own, and the clock
-    step (``shift``) the tray read where they differ."""
+    """The tray's verdict on a Hermes-written identity (``state``, what it acts on), Hermes' own, and the
+    clock step (``shift``) the tray read where they differ."""
 
     state: Liveness
     hermes: Liveness

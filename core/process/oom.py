@@ -1,5 +1,5 @@
-"""Was this very process ended by the kernel's out-of-memory killer? Two facts name the process itself, never the
-machine's count of kills (``/proc/vmstat`` counts every OOM kill, in any memory group, and names no one):
+"""Was this very process ended by the kernel's out-of-memory killer? Two facts name the process itself, never
+the machine's count of kills (``/proc/vmstat`` counts every OOM kill, in any memory group, and names no one):
 
 * **the kernel's log** (``/dev/kmsg``, where readable) names the pid it killed; only lines logged after the
   process was seen alive count, so a recycled pid never reads as killed;

@@ -3,10 +3,10 @@
 psutil's create time is the boot time plus the start since boot, so a wall-clock step moves it for every live
 process. The tray's own records of a process therefore carry a mark beside it:
 
-* Linux: ``linux:<boot id>:<pid>:<start ticks>``: neither moves with the clock, and a reboot changes the boot id.
+* Linux: ``linux:<boot id>:<pid>:<start ticks>``: neither moves with the clock; a reboot changes the boot id.
 * elsewhere: ``psutil:<pid>:<create time>:<boot time>``: a step moves both (or neither, where the OS keeps the
-  creation instant), so either agreeing within 1 ms is the same process. Not met there: a pid reused in a later
-  boot at the same boot-relative instant would pass; leases also expire, which bounds it.
+  creation instant), so either agreeing within 1 ms is the same process. Not met there: a pid reused in a
+  later boot at the same boot-relative instant would pass; leases also expire, which bounds it.
 
 A mark names its pid, so a mark left beside another pid is never taken for that pid's.
 """

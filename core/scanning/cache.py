@@ -89,7 +89,7 @@ class ScanCache:
         return MISS  # not cached, changed, or a damaged entry (never trusted: read the file)
 
     def put_summary(self, ckey: str, sig: str, summary: dict[str, Any]) -> dict[str, Any] | None:
-        """Keep ``summary`` ([sig] alone in the common case: nothing pending or malformed); what it gives back."""
+        """Keep ``summary`` (only [sig] when nothing is pending or malformed); what it gives back."""
         keep = None if not summary["pending"] and not summary["malformed"] else summary
         self._journals[ckey] = [sig] if keep is None else [sig, keep]
         self._dirty = True

@@ -116,9 +116,10 @@ class Scanner:
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
                  process_finder: Callable[[], HermesProcesses] | None = None, ask_running_hermes: bool = False,
                  read_progress: bool = True, home_timeout: float = reach.TIMEOUT) -> None:
-        """``process_finder`` is asked at most once a scan. ``ask_running_hermes``: a session open in the running
-        Hermes reads as a live owner, not as waiting for a Resume. ``read_progress``: how far each turn got and
-        why it stopped (off for callers that act without showing). ``home_timeout``: for each home's first look."""
+        """``process_finder`` is asked at most once a scan. ``ask_running_hermes``: a session open in the
+        running Hermes reads as a live owner, not as waiting for a Resume. ``read_progress``: how far each
+        turn got and why it stopped (off for callers that act without showing). ``home_timeout``: for each
+        home's first look."""
         self.homes = list(homes)
         self.home_timeout = home_timeout
         self.cache_file = cache_file
@@ -309,8 +310,9 @@ class Scanner:
         return turns, unsafe
 
     def _unsafe_record(self, home: Home, key: str, entry: Any, now: float) -> TurnRecord:
-        """A marker under a key no Hermes session has: listed so the user sees it, ``not-ours`` (nothing can safely
-        name it in a claim, a journal or an argv); its turn carries the key unchecked, for display only."""
+        """A marker under a key no Hermes session has: listed so the user sees it, ``not-ours`` (nothing can
+        safely name it in a claim, a journal or an argv); its turn carries the key unchecked, for display
+        only."""
         marker = Marker.read(entry)
         return TurnRecord(
             home=home.path, profile=home.profile, turn=Turn(home_path(home.path), SessionKey(key), marker),
@@ -415,8 +417,8 @@ class Scanner:
 
     def _facts(self, home: Home, turn: Turn, verdict: Verdict, writer: WriterState, state: _HomeState | None,
                now: float, known: TurnStatus) -> tuple[TurnProgress | None, StopCause | None, str, float | None]:
-        """``(progress, cause, fact, when)``: how far the turn got and, once it no longer runs, why and when it
-        stopped (only from a fact)."""
+        """``(progress, cause, fact, when)``: how far the turn got and, once it no longer runs, why and when
+        it stopped (only from a fact)."""
         progress = state.progress(turn.key) if state else None
         if verdict == Verdict.RUNNING or writer == WriterState.ALIVE:
             return progress, None, "", None

@@ -123,7 +123,7 @@ def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
 
 def webui_records(home: Home, now: float, problems: list[str], live: set[str], cache: ScanCache,
                   running: RunningNow, log_once: Callable[..., None]) -> tuple[int, list[TurnRecord]]:
-    """The WebUI sessions of ``home`` with an unfinished turn, one record each (``live``: their cache keys)."""
+    """The WebUI sessions of ``home`` with an unfinished turn (``live``: their cache keys)."""
     from hermes_tray_core.process.identity import process_liveness
     from hermes_tray_core.scanning.cache import MISS  # (the cache reads this module's summaries)
 
