@@ -1,14 +1,10 @@
 """Ask at most once per interrupted turn: which turns to ask about, skip again or resume on their own.
 
 Every scan goes to :class:`AskOnce`, which answers with a :class:`Review` by the tray's mode and what the
-ledger knows (one read a review; across restarts and processes). A turn asked about or decided is not asked
-again, nor resumed in ``auto`` mode (an unreadable ledger counts as asked: never act on a guess); a resume
-that never reached Hermes is no answer. A skipped turn that reappears is skipped again, silently. A new
-interruption of a session is a new question, but a turn whose marker only flickers (a writer storm) is never
-asked twice by this process. A note that reached nobody is asked again after :data:`UNSHOWN_RETRY_SECONDS`. A
-snoozed turn is held until its wall-clock ``until``, then reminded of once, never continued, in ``auto`` mode
-too; one no longer waiting by then is reported in ``lapsed``, once. A turn counts as asked once its note was
-delivered (:func:`record_notified`).
+ledger knows (docs/architecture.md, step 4). An unreadable ledger counts as asked: never act on a guess. A
+skipped turn that reappears is skipped again, silently; a turn whose marker only flickers is never asked twice
+by this process; a note that reached nobody is asked again after :data:`UNSHOWN_RETRY_SECONDS`; a snooze that
+lapsed while the turn stopped waiting is reported in ``lapsed``, once.
 """
 
 from __future__ import annotations

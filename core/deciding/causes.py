@@ -1,12 +1,6 @@
 """Why an interrupted turn stopped, and when: said only from a fact on this machine, always with that fact
-(pure).
-
-:func:`stop_cause`, first match wins: ``shutdown`` (Hermes wrote ``interrupted_by: "shutdown"`` in the
-marker); ``out-of-memory`` (the tray's witness saw the kernel kill that very process for memory:
-:mod:`hermes_tray_core.deciding.witness`); ``tray-quit`` (the tray quit while its own continuation ran);
-``restarted`` (the turn's Hermes process started before this computer last did); ``continuation-crashed`` (the
-tray's continuation exited mid-turn); else ``unknown``. :func:`stopped_at`: Hermes' ``interrupted_at``, else
-the moment the tray saw it end; else None, and its age is said from its start.
+(pure). :func:`stop_cause`: first match wins, in the order docs/architecture.md (step 3) lists the causes.
+:func:`stopped_at`: Hermes' ``interrupted_at``, else the moment the tray saw it end; else None.
 
 Not met: a clock stepped forward after the Hermes process started (NTP on a computer without a battery-backed
 clock) by more than that computer's uptime makes ``restarted`` said of a turn whose computer did not restart.

@@ -1,14 +1,11 @@
 """What should happen to one interrupted turn: the tray's one home for verdicts, ages and reasons.
 
-:func:`judge` (a desktop marker) and :func:`decide_webui` (a pending WebUI turn) take everything as arguments
-(no I/O, no clock), so the scanner and the resume's re-check under its claim reach one verdict in one order
-(docs/architecture.md): what the tray's own ledger and continuations settle, then :func:`decide`, the verdict
-Hermes would reach on ``session.resume``, first match wins: ``not-ours`` (also what Hermes' reader cannot read
-or drops), ``running``, ``disabled``, ``stale``, ``exhausted``, ``actionable``. A writer of *unknown* liveness
-does not block by itself (Hermes' scheduler blocks only ``alive``) unless a live Hermes process serves the
-home. An unreadable source leaves the other checks standing (all "do nothing" verdicts Hermes would also
-reach); a marker that would be ``actionable`` reads ``running``, ``unsure``. Each :class:`Decision` carries
-the age its line states, which is the age every view shows. The tray's mode never changes a verdict.
+:func:`judge` and :func:`decide_webui` take everything as arguments (no I/O, no clock), so the scanner and the
+resume's re-check reach one verdict in one order (docs/architecture.md, "The ledger, and the one judge"). A
+writer of *unknown* liveness does not block by itself (Hermes' scheduler blocks only ``alive``) unless a live
+Hermes process serves the home. An unreadable source leaves the other checks standing; a marker that would be
+``actionable`` reads ``running``, ``unsure``. Each :class:`Decision` carries the age its line states, which
+every view shows. The tray's mode never changes a verdict.
 """
 
 from __future__ import annotations
