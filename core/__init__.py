@@ -1,13 +1,8 @@
-"""hermes-tray's engine: markers, process liveness, leases, journal, policy.
+"""hermes-tray's engine: markers, process liveness, leases, journal, policy. Nothing in it imports Qt.
 
-Nothing in this package imports Qt, so a Hermes backend or a headless helper can embed it.
-
-Its face — what a caller needs to find, scan, judge, resume and skip interrupted turns, and what the
-shell needs of the tray's own stores — is importable from the package itself (``from hermes_tray_core
-import Scanner, resume_turn``); the shell imports the engine through it alone (an import-linter contract
-in pyproject.toml). Each name is loaded on first use (PEP 562), so importing the package costs nothing:
-``hermes-tray status`` pays only for the modules it uses. Everything else lives in the module named for
-its job.
+Its face is importable from the package itself (``from hermes_tray_core import Scanner, resume_turn``); the
+shell imports the engine through it alone (an import-linter contract). Each name is loaded on first use (PEP
+562), so ``hermes-tray status`` pays only for the modules it uses.
 """
 
 from __future__ import annotations

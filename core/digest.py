@@ -1,14 +1,7 @@
 """SHA-256 without loading OpenSSL.
 
-``hashlib.sha256`` is OpenSSL's on most builds: its first use maps libcrypto into the process. The tray
-only needs digests to recognise things by (decision journal turn ids, config lock names, continuation notes, a host
-token's fingerprint), and CPython's built-in implementation gives the same digests, so an idle tray does
-without libcrypto.
-
-Measured (tests/bench/bench_tricks.py, one run, 2026-12-03): the idle tray holds 69.7 MB resident
-against 73.3 MB with ``hashlib.sha256`` (+3.6 MB, 1.05x; 3 side-by-side runs on the test desktop);
-``hermes-tray status`` takes 151.3 against 158.4 ms of CPU cold, 94.0 against 97.7 warm (median of 41
-alternated runs).
+``hashlib.sha256`` is OpenSSL's on most builds, and its first use maps libcrypto into the process; CPython's
+built-in implementation gives the same digests, so an idle tray does without it (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -46,6 +39,5 @@ def sha256_hex(data: bytes) -> str:
 
 
 def note_digest(note: str) -> str:
-    """SHA-256 of a continuation note as UTF-8 (``surrogatepass``: a prompt may hold a lone surrogate), as the
-    marker and the journal keep it."""
+    """SHA-256 of a continuation note (``surrogatepass``: a prompt may hold a lone surrogate)."""
     return sha256_hex(note.encode("utf-8", "surrogatepass"))

@@ -1,15 +1,10 @@
-"""The engine's errors: one family, each saying what happened in the user's words and keeping the rest for the log.
+"""The engine's errors: one family, each saying what happened in the user's words and keeping the rest for the
+log.
 
-Modelled on Maestral's ``errors.py``: every error the engine raises on purpose derives from :class:`TrayError`,
-so a caller (the command line, the tray) can show ``user_message`` — one short sentence, no errno number, no
-exception class, no temp file — and log ``detail``. Errors that callers already catch by a built-in base
-(``OSError`` for file trouble, ``ValueError`` for a bad value, ``RuntimeError`` for the gateway) keep that base
-as their second one, so ``except OSError`` still catches them.
-
-Where a catch-all stays in the engine, it is a boundary (a thread's top, a callback into the shell,
-bookkeeping that must never break a turn, reading what Hermes or the user wrote where anything can be): each
-says which on its line (``tests/test_errors.py`` counts them). Bookkeeping — the decision journal, a marker the
-tray retires or restores, a cache — goes through one door, :func:`bookkeeping`, so that rule lives in one place.
+Every error the engine raises on purpose derives from :class:`TrayError` (a caller shows ``user_message``, one
+sentence without internals, and logs ``detail``), keeping a built-in base where callers catch by it. A
+catch-all in the engine is a boundary, which says so on its line (``tests/test_errors.py`` counts them);
+bookkeeping, which must never break a turn, goes through one door, :func:`bookkeeping`.
 """
 
 from __future__ import annotations
@@ -29,9 +24,7 @@ FALLBACK = "something went wrong (the log has the details)"
 
 
 class TrayError(Exception):
-    """Base of the engine's errors: ``user_message`` for people, ``detail`` for the log and ``--json``.
-
-    ``detail=`` (keyword) keeps what only a maintainer needs (a class name, a code) out of the sentence."""
+    """Base of the engine's errors: ``user_message`` for people, ``detail`` for the log and ``--json``."""
 
     def __init__(self, *args: object, detail: str | None = None) -> None:
         super().__init__(*args)
@@ -72,10 +65,8 @@ class Bookkept:
 @contextmanager
 def bookkeeping(logger: Any, what: str, *args: object,
                 level: int = WARNING, trace: bool = True) -> Iterator[Bookkept]:
-    """``with bookkeeping(log, "could not journal %s", key) as kept:`` — the body's failure is logged (``what``
-    with the traceback, or with the error's words when ``trace`` is false) and never raised: the journal, the
-    tray's marker writes and its caches keep records of a turn and must never break one. ``kept.failed`` says
-    whether the body ran through; the value it would have set stays the caller's default."""
+    """``with bookkeeping(log, "could not journal %s", key) as kept:`` — the body's failure is logged, never
+    raised (records of a turn must never break one); ``kept.failed`` says whether the body ran through."""
     kept = Bookkept()
     try:
         yield kept

@@ -1,12 +1,8 @@
 """A turn's identity, checked once where it enters the engine: its session key and its home.
 
-A key comes from outside (the command line, a marker file, a journal, the shell) and ends up in lease names,
-journal records and argv. :func:`session_key` checks it once at that boundary and returns a ``SessionKey``;
-everything past the boundary takes the typed key and does not check again (mypy holds the line).
-
-A home is named many ways (``~/.hermes``, a symlink to it, ``C:\\Users\\Me`` and ``c:\\users\\me``).
-:func:`home_path` gives its one canonical spelling, a :class:`HomePath`: the decision journal's keys, the claim
-names and process → home matching all compare homes by it, so they cannot disagree.
+A key from outside ends up in lease names, journal records and argv: :func:`session_key` checks it once and
+returns a ``SessionKey`` that nothing checks again (mypy holds the line). :func:`home_path` gives a home its
+one canonical spelling, a :class:`HomePath`, by which everything compares homes.
 """
 
 from __future__ import annotations
@@ -66,9 +62,8 @@ class HomePath(str):
 
 
 def home_path(home: Path | str) -> HomePath:
-    """The one canonical spelling of a home: ``~`` expanded, symlinks and ``..`` resolved (the absolute path where
-    that fails: a symlink loop, an unreadable directory), letter case folded where the OS folds it (Windows).
-    A :class:`HomePath` is returned as it is: canonical once, never resolved again."""
+    """``~`` expanded, symlinks and ``..`` resolved (else the absolute path), case folded where the OS folds
+    it; a :class:`HomePath` is returned as it is."""
     if isinstance(home, HomePath):
         return home
     path = Path(os.path.expanduser(os.fspath(home)))

@@ -1,13 +1,8 @@
 """A module logger that imports :mod:`logging` the first time something is logged.
 
-``hermes-tray status`` logs nothing on an ordinary run, and nothing else on its path imports
-:mod:`logging` (with ``traceback``, ``linecache``, ``tokenize`` …). The engine modules that ``status``
-imports take their logger from here; the rest use :func:`logging.getLogger` directly. The name is the
+``hermes-tray status`` logs nothing on an ordinary run, and nothing else on its path imports :mod:`logging`:
+the engine modules it imports take their logger from here (measured in docs/performance.md). The name is the
 same, so handlers, levels and pytest's ``caplog`` see no difference.
-
-Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, median of 41 alternated runs): a warm
-``status`` takes 94.0 ms of CPU against 104.5 ms with :func:`logging.getLogger` at import (+10.4 ms,
-1.11x), a cold one 151.3 against 171.1 ms. The tray imports :mod:`logging` anyway: no difference there.
 """
 
 from __future__ import annotations

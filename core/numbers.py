@@ -1,12 +1,9 @@
-"""Numbers from files other programs wrote: one set of coercions, Hermes' semantics, always finite and bounded.
+"""Numbers from files other programs wrote: one set of coercions, Hermes' semantics, always finite and
+bounded.
 
-Hermes reads its numbers with Python's own ``float(x)`` / ``int(x)`` (``float(entry.get("started_at") or 0)``,
-``max(0, int(attempts or 0))``, ``float(freshness_minutes)``, ``int(max_attempts)``), so those conversions are
-the rule here too: ``True`` is 1, ``" 3 "`` is 3, ``"1_000"`` is 1000, ``3.7`` truncates to 3 for an int,
-``"3.0"`` is no int. Where Hermes would raise (``int("x")``, ``float(10**400)``, ``int(float("inf"))``), these
-return None and the caller says what Hermes does then. Results are finite (no NaN / ±inf reaches a
-comparison, a JSON document or a time format) and integers are capped at :data:`INT_CAP` so a 400-digit
-``attempts`` compares, prints and serialises like any other number.
+Hermes reads its numbers with Python's own ``float(x)`` / ``int(x)``, so those conversions are the rule here
+too; where Hermes would raise these return None and the caller says what Hermes does then. Results are finite
+and integers capped at :data:`INT_CAP`, so a 400-digit ``attempts`` prints and serialises like any other.
 """
 
 from __future__ import annotations

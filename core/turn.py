@@ -1,15 +1,9 @@
-"""One interrupted turn, typed once where it enters the engine: :class:`Turn` (its home, its session, its marker).
+"""One interrupted turn, typed once where it enters the engine (the scanner, the command line): :class:`Turn`.
+Past that door nothing re-checks the key, re-resolves the home or re-reads a number of the entry.
 
-The scanner makes a ``Turn`` for every marker entry it reads, the command line for the session it is given (the
-shell's selection is a scanner record, which carries one); past that door everything takes the ``Turn``: resume,
-skip, the claim, the decision journal, completion, orphans, snooze. Nothing re-checks the key, re-resolves the
-home or re-reads a number of the entry.
-
-A :class:`Marker` is a typed view of one entry, read with Hermes' own coercions (``read_turn_marker`` and
-``_maybe_schedule_auto_continue``): the prompt is ``str(prompt or "")``, ``started_at`` is
-``float(started_at or 0)`` even when NaN or ±inf, ``attempts`` is ``max(0, int(attempts or 0))``. A value whose
-conversion raises in Hermes reads as None here (Hermes then ignores the whole entry:
-:func:`hermes_tray_core.deciding.policy.decide` says so). ``raw`` keeps the entry as read, for compare-and-swap.
+A :class:`Marker` is one entry read with Hermes' own coercions (``read_turn_marker``); a value whose
+conversion raises in Hermes reads as None (Hermes then ignores the entry). ``raw`` keeps the entry as read,
+for compare-and-swap.
 """
 
 from __future__ import annotations
@@ -82,8 +76,7 @@ class Marker(NamedTuple):
 
     @property
     def started_at(self) -> float:
-        """When the turn started, as every journal event names it and the user is shown: :attr:`started`, else 0
-        (so a resume, a skip from the tray or the command line and a tombstone name a junk-valued turn alike)."""
+        """:attr:`started`, else 0: every record names a junk-valued turn alike."""
         return self.started if self.started is not None else 0.0
 
     @property
@@ -113,23 +106,20 @@ class Marker(NamedTuple):
 
 
 class TurnKey(NamedTuple):
-    """Which session's waiting turn, in which home: what a turn goes by in the shell (menus, windows, notes).
-    Compared and hashed, never taken apart or joined into text."""
+    """Which session's waiting turn, in which home: what the shell goes by. Compared and hashed only."""
 
     home: HomePath
     key: SessionKey
 
     @classmethod
     def of(cls, home: Path | str, key: object) -> TurnKey:
-        """The door for a turn named from outside (a History row, a journal line): ``key`` checked
-        (:class:`~hermes_tray_core.keys.InvalidIdError` when unsafe), ``home`` made canonical."""
+        """The door for a turn named from outside (a History row, a journal line): ``key`` checked."""
         return cls(home_path(home), session_key(key))
 
 
 class TurnId(NamedTuple):
-    """One interruption: its home, its session, when the marker says it started and how often it had been
-    continued (``attempts``). The one key of an interruption everywhere: ask-once, the ledger, History, a turn's
-    page. A new interruption of the same session is a new ``TurnId`` (its :class:`TurnKey` stays)."""
+    """One interruption (home, session, ``started_at``, ``attempts``): its one key everywhere. A new
+    interruption of the same session is a new ``TurnId`` (its :class:`TurnKey` stays)."""
 
     home: HomePath
     key: SessionKey
@@ -145,8 +135,7 @@ class TurnId(NamedTuple):
 
 
 class Turn(NamedTuple):
-    """One interrupted turn: where (:class:`~hermes_tray_core.keys.HomePath`), which session
-    (:class:`~hermes_tray_core.keys.SessionKey`) and its marker as the user was shown it."""
+    """One interrupted turn: its home, its session and its marker as the user was shown it."""
 
     home: HomePath
     key: SessionKey
@@ -154,8 +143,7 @@ class Turn(NamedTuple):
 
     @classmethod
     def of(cls, home: Path | str, key: object, entry: object) -> Turn:
-        """The door: ``key`` checked (:class:`~hermes_tray_core.keys.InvalidIdError` when unsafe), ``home`` made
-        canonical, ``entry`` (the marker entry as read) typed."""
+        """The door: ``key`` checked, ``home`` made canonical, ``entry`` typed."""
         return cls(home_path(home), session_key(key), Marker.read(entry))
 
     @property

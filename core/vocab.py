@@ -35,15 +35,11 @@ class Verdict(StrEnum):
     STALE = "stale"
     EXHAUSTED = "exhausted"
     ACTIONABLE = "actionable"
-    # Not one of Hermes' verdicts and never returned by ``policy.decide``: core.continuing.claim's tombstone (this
-    # exact turn was skipped; a stale Hermes write brought its marker back, and the scanner removes it again).
+    # not Hermes' verdicts: the ledger settles this very turn, yet its marker is there (a stale write, or a
+    # file that could not be changed): never offered or resumed again
     SKIPPED = "skipped"
-    # Not one of Hermes' verdicts either: you stopped this turn (or the tray gave up on it), the ledger says so, and
-    # its marker is still there (Hermes' file could not be changed): never offered or resumed again.
-    STOPPED = "stopped"
-    # Nor this: a continuation of ours finished this very turn (the ledger, or Hermes' state.db says so) and its marker
-    # is back: never listed (the scanner removes the marker again), refused by a resume.
-    FINISHED = "finished"
+    STOPPED = "stopped"  # by you, or given up by the tray
+    FINISHED = "finished"  # a continuation of ours finished it: never even listed
 
 
 class WriterState(StrEnum):
@@ -71,10 +67,7 @@ class BackendKind(StrEnum):
 
 
 class ReasonCode(StrEnum):
-    """Why a verdict was reached: a stable code beside the human reason line.
-
-    Decisions (and the shell) branch on these, never on the English text.
-    """
+    """Why a verdict was reached: what decisions and the shell branch on, never the English reason line."""
 
     MALFORMED_ENTRY = "malformed-entry"
     AUTO_CONTINUE_OFF = "auto-continue-off"
@@ -102,8 +95,7 @@ class ReasonCode(StrEnum):
 
 
 class Outcome(StrEnum):
-    """How a continuation or a resume request ended (``core.continuing.gateway`` outcomes; ``core.continuing.resume`` adds
-    ``refused`` and ``gave-up``, where nothing ran)."""
+    """How a continuation or a resume request ended (``refused`` and ``gave-up``: nothing ran)."""
 
     COMPLETED = "completed"
     INTERRUPTED = "interrupted"
@@ -111,9 +103,7 @@ class Outcome(StrEnum):
     CRASHED = "crashed"
     TIMED_OUT = "timed-out"
     DECLINED = "declined"  # a backend with the feature chose not to continue
-    # The tray stopped following the continuation (it quit, or a Hermes window shares the session) and left it to
-    # the user's running Hermes: how it ends is read from Hermes later (core.continuing.orphans).
-    DETACHED = "detached"
+    DETACHED = "detached"  # the tray stopped following it (it quit, or a window shares the session)
     REFUSED = "refused"
     GAVE_UP = "gave-up"
 
@@ -135,9 +125,7 @@ class Mode(StrEnum):
 
 
 class NotContinued(StrEnum):
-    """Why a resume that reached Hermes did not continue the turn there (``ContinuationResult.not_continued``),
-    read from Hermes' own facts (its reply, the marker before and after, ``state.db``, the active-session
-    registry, ``session.active_list``, the events) — never a guess."""
+    """Why a resume that reached Hermes did not continue the turn there, read from Hermes' own facts."""
 
     OPEN_IN_APP = "open-in-app"  # live in a Hermes backend (a window holds it): nothing was sent
     OPENED_DURING_CHECK = "opened-during-check"  # a window attached between the tray's check and its resume
@@ -160,8 +148,7 @@ class Finish(StrEnum):
 
 
 class Refusal(StrEnum):
-    """Why a resume was refused before anything ran (``ResumeResult.code``; the ``code`` of ``resume --json``),
-    and why the per-turn claim was not granted (``ClaimRefused.code``). Callers decide on these, never on text."""
+    """Why a resume was refused before anything ran, or the claim not granted (``resume --json``)."""
 
     CLAIMED_ELSEWHERE = "claimed-elsewhere"  # another hermes-tray process holds the turn's claim (resuming it)
     BEING_SKIPPED = "being-skipped"  # a skip holds the claim for a moment
@@ -208,9 +195,7 @@ class TurnSource(StrEnum):
 
 
 class StopCause(StrEnum):
-    """Why a turn stopped, when a fact on this machine says so (``TurnRecord.cause``; ``status --json``'s
-    ``cause``). Each comes with its fact (``cause_fact``); without one it is ``unknown``, never a guess
-    (:mod:`hermes_tray_core.deciding.causes`)."""
+    """Why a turn stopped, each with its fact on this machine (``cause_fact``); without one ``unknown``."""
 
     SHUTDOWN = "shutdown"  # Hermes recorded that it was shut down (``interrupted_by: "shutdown"``: an update, a quit)
     OUT_OF_MEMORY = "out-of-memory"  # the kernel said it killed that very process (its log, its memory group)
@@ -221,8 +206,7 @@ class StopCause(StrEnum):
 
 
 class Moment(StrEnum):
-    """Which moment of a turn its age counts from, as a fact allows (``TurnRecord.moment``): a turn is said to be
-    "interrupted N ago" only when the moment it was interrupted is known."""
+    """Which moment of a turn its age counts from: "interrupted N ago" only when that moment is known."""
 
     INTERRUPTED = "interrupted"  # Hermes' own ``interrupted_at``, or the end of its process as the tray saw it
     LAST_SAVED = "last-saved"  # the last thing Hermes saved of it (``state.db``): interrupted after that
@@ -237,18 +221,15 @@ class StepKind(StrEnum):
 
 
 class StopReason(StrEnum):
-    """Why a running continuation is asked to stop (``core.continuing.results.StopRequest``).
-
-    Only the user's Stop ends a turn; the tray or the helper shutting down (Quit, logout, SIGTERM, an update)
-    leaves it to Hermes as if the tray had never been there."""
+    """Why a running continuation is asked to stop: only the user's Stop ends a turn; a shutdown leaves it to
+    Hermes as if the tray had never been there."""
 
     USER = "you"  # the menu's or window's Stop, Ctrl-C in ``resume --wait``: interrupted, for good
     SHUTDOWN = "shutdown"  # the tray quits: it stops following; the continuation is left to Hermes
 
 
 class Event(StrEnum):
-    """What the ledger records about an interruption (:mod:`hermes_tray_core.stores.ledger`); ``history --json``'s
-    ``event``."""
+    """What the ledger records about an interruption (``history --json``'s ``event``)."""
 
     NOTIFIED = "notified"  # the user was told (a notification was delivered)
     SNOOZED = "snoozed"  # remind me later: not announced before ``until``; continues nothing

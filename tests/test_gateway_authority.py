@@ -51,14 +51,14 @@ def journal(key: str) -> list[dict]:
 
 def test_the_gateway_is_seen_through_its_control_socket_with_what_it_says_of_itself(sim_roots, tmp_path):
     """Upstream gateway/control_socket.py @ 00067189dfecf833d4d009c2dd977ae85cf800e0 (socket 0600, one line each
-    way) and its readiness test (``identify``: ready, authority_epoch, served_profiles, session-authority-v1)."""
+    way) and its readiness test (``identify``: ready, instance_id, served_profiles, session-authority-v1)."""
     home, _key = make_home(tmp_path / "h")
     assert find_gateway(home) == (None, f"no gateway control socket in {home}")
     with running_gateway(sim_roots["auto-continue"], home) as (proc, port):
         gw, why = find_gateway(home)
         assert gw is not None, why
         assert gw.pid == proc.pid and gw.authority and gw.state == "ready" and gw.version == "0.23.6"
-        assert gw.api_origin == f"http://127.0.0.1:{port}" and gw.authority_epoch
+        assert gw.api_origin == f"http://127.0.0.1:{port}" and gw.instance_id
         assert gw.profile_for(home) is not None
         assert (home / "gateway.sock").stat().st_mode & 0o777 == 0o600
 

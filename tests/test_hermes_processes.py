@@ -24,19 +24,19 @@ def test_dashboard_is_found_with_its_home_port_and_python(tmp_path):
     root = _root(tmp_path)
     with fake_hermes("dashboard", tmp_path, env={"HERMES_HOME": str(root)}) as (proc, port):
         snap = HermesProcesses.now()
-        dash = snap.dashboard(root)
-        assert dash is not None and dash.pid == proc.pid
+        [dash] = snap.serving(root)
+        assert dash.pid == proc.pid
         assert dash.kind == ProcessKind.DASHBOARD
         assert dash.command == "hermes dashboard"
         assert dash.describe() == f"pid {proc.pid} (hermes dashboard)"
-        assert dash.listening_ports() == [port]
+        assert [p for _ip, p in dash.listening_addresses()] == [port]
         assert dash.exe and os.path.realpath(dash.exe) == os.path.realpath(sys.executable)
         assert dash.environ_get("HERMES_HOME") == str(root)
         assert dash.is_alive()
         # Another home (the profile) is not served by it.
         assert snap.serving(root / "profiles" / "work") == []
         kill(proc)
-    assert HermesProcesses.now().dashboard(root) is None
+    assert HermesProcesses.now().serving(root) == []
     assert not dash.is_alive()
 
 
@@ -63,8 +63,8 @@ def test_profile_flag_and_active_profile_pick_the_profile_home(tmp_path):
     root = _root(tmp_path)
     with fake_hermes("dashboard", tmp_path, env={"HERMES_HOME": str(root)}, args=["-p", "work"]) as (proc, _):
         snap = HermesProcesses.now()
-        assert snap.dashboard(root) is None
-        assert snap.dashboard(root / "profiles" / "work").pid == proc.pid
+        assert snap.serving(root) == []
+        assert [p.pid for p in snap.serving(root / "profiles" / "work")] == [proc.pid]
     (root / "active_profile").write_text("work\n")
     with fake_hermes("chat", tmp_path, env={"HERMES_HOME": str(root)}) as (proc, _):
         assert [p.pid for p in HermesProcesses.now().serving(root / "profiles" / "work")] == [proc.pid]

@@ -85,7 +85,7 @@ needs_pidns = pytest.mark.skipif(own_pidns() is None, reason="no pid namespaces 
 def test_session_info_reads_row_and_tolerates_missing_columns(tmp_path):
     conn = make_db(tmp_path)
     add_session(conn, "s1", title="Fix the build", source="bot_room")
-    assert hs.session_info(tmp_path, "s1") == hs.SessionInfo("s1", "Fix the build", "bot_room", None, None)
+    assert hs.lookup_session(tmp_path, "s1")[0] == hs.SessionInfo("s1", "Fix the build", "bot_room", None, None)
     assert hs.lookup_session(tmp_path, "nope") == (None, None)
 
     old = tmp_path / "old"
@@ -94,7 +94,7 @@ def test_session_info_reads_row_and_tolerates_missing_columns(tmp_path):
     c2.execute("CREATE TABLE sessions (id TEXT PRIMARY KEY, source TEXT)")
     c2.execute("INSERT INTO sessions VALUES ('s1', 'cli')")
     c2.commit()
-    assert hs.session_info(old, "s1") == hs.SessionInfo("s1", None, "cli", None, None)
+    assert hs.lookup_session(old, "s1")[0] == hs.SessionInfo("s1", None, "cli", None, None)
     assert hs.conversation_root(old, "s1") == "s1"
 
 
@@ -112,7 +112,7 @@ def test_state_db_is_opened_read_only(tmp_path):
     add_session(conn, "s1")
     conn.close()
     before = (tmp_path / "state.db").read_bytes()
-    hs.session_info(tmp_path, "s1")
+    hs.lookup_session(tmp_path, "s1")[0]
     hs.turn_lease_view(tmp_path, "s1")
     assert (tmp_path / "state.db").read_bytes() == before
     ro_conn, _ = hs._connect_ro(tmp_path)

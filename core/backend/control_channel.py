@@ -1,24 +1,15 @@
 """The Hermes gateway's control socket, per OS: one JSON line in, one line out, one request per connection.
 
-A Hermes whose gateway owns every session (upstream ``gateway/control_socket.py``,
-``hermes_cli/gateway_runtime_discovery.py``) publishes a local control endpoint per home; never a TCP port
-(the file system's or the pipe's access rules are the boundary):
-
-* POSIX (:class:`UnixControlChannel`): ``$HERMES_HOME/gateway.sock``, or, when the home's path is too long for a
-  socket address, the socket named in ``$HERMES_HOME/gateway.sock.path`` (a private temp folder
-  ``hermes-gw-<hash>/control.sock``; older gateways ``hermes-gw-<hash>.sock``). Used only when the home is not
-  writable by others, the socket (and its folder) are this user's and private, and the process listening on it
-  is this user's (the kernel's peer credentials, which also give its pid);
-* Windows (:class:`WindowsPipeChannel`): the named pipe ``\\\\.\\pipe\\hermes-gateway-<hash>``, whose access
-  list Hermes sets; the server's pid comes from ``GetNamedPipeServerProcessId``.
-
-``<hash>`` is the first 16 hex digits of SHA-256 of the home's resolved, case-normalised path.
-:func:`channel_for` picks the implementation for this OS. Failures raise :class:`ControlUnavailable` with the
-reason in words; nothing here decides what a gateway may do.
+A Hermes whose gateway owns every session publishes one per home (upstream ``gateway/control_socket.py``),
+never a TCP port: the file system's or the pipe's access rules are the boundary. POSIX: ``gateway.sock`` in
+the home, or the socket ``gateway.sock.path`` names (a long home path), used only when home, socket and folder
+are this user's and private and so is the peer. Windows: the named pipe, whose access list Hermes sets.
+Failures raise :class:`ControlUnavailable` with the reason in words.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import stat
@@ -53,12 +44,10 @@ def home_hash(home: Path | str) -> str:
 
 
 def pipe_name(home: Path | str) -> str:
-    """The Windows named pipe of ``home``'s gateway."""
     return rf"\\.\pipe\hermes-gateway-{home_hash(home)}"
 
 
 def _read_line(read: Callable[[int], bytes], deadline: float) -> bytes:
-    """Chunks until a newline, the end, the deadline or the size limit; the first line."""
     data = bytearray()
     while b"\n" not in data:
         if time.monotonic() >= deadline:
@@ -76,13 +65,12 @@ def _read_line(read: Callable[[int], bytes], deadline: float) -> bytes:
 
 
 class ControlChannel:
-    """One home's control endpoint. ``exchange`` sends one request line and returns (the answer line, the pid of
-    the process that answered, None when the OS cannot tell)."""
+    """One home's control endpoint: ``exchange`` gives the answer line and who answered (or None)."""
 
     where: str = ""
 
     def published(self) -> bool:
-        """Whether anything is published for this home at all (a cheap look: no connection)."""
+        """Anything published for this home at all (no connection)."""
         raise NotImplementedError
 
     def exchange(self, request: bytes, timeout: float) -> tuple[bytes, int | None]:
@@ -90,7 +78,6 @@ class ControlChannel:
 
 
 class UnixControlChannel(ControlChannel):
-    """``gateway.sock`` (or the socket its pointer file names) of one home, checked before it is used."""
 
     def __init__(self, home: Path | str) -> None:
         self.home = Path(home)
@@ -114,7 +101,6 @@ class UnixControlChannel(ControlChannel):
         return st
 
     def locate(self) -> Path:
-        """The socket to connect to, after the checks; :class:`ControlUnavailable` says why none."""
         self._own_private(self.home, stat.S_ISDIR, "Hermes home", group_ok=True)
         direct = self.home / SOCKET_NAME
         if os.path.lexists(direct):
@@ -174,8 +160,7 @@ Opener = Callable[[str], BinaryIO]
 
 
 class WindowsPipeChannel(ControlChannel):
-    """The named pipe of one home. ``opener`` opens the pipe (tests give one that needs no Windows);
-    ``server_pid`` asks the OS which process serves an open pipe."""
+    """The named pipe of one home (``opener``, ``server_pid``: tests give ones that need no Windows)."""
 
     BUSY_RETRY = 0.05
 
@@ -212,14 +197,11 @@ class WindowsPipeChannel(ControlChannel):
             raise ControlUnavailable(f"the gateway pipe {self.where} did not answer "
                                      f"({exc.strerror or type(exc).__name__})") from None
         finally:
-            try:
+            with contextlib.suppress(OSError):
                 handle.close()
-            except OSError:
-                pass
 
 
 def _pipe_server_pid(handle: Any) -> int | None:
-    """``GetNamedPipeServerProcessId`` of an open pipe (Windows); None elsewhere or when it fails."""
     if sys.platform != "win32":
         return None
     try:  # pragma: no cover - Windows only
@@ -235,5 +217,4 @@ def _pipe_server_pid(handle: Any) -> int | None:
 
 
 def channel_for(home: Path | str) -> ControlChannel:
-    """This OS's control channel for ``home``."""
     return WindowsPipeChannel(home) if os.name == "nt" else UnixControlChannel(home)

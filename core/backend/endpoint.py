@@ -1,14 +1,9 @@
 """How to reach a running Hermes backend (``hermes dashboard`` / ``hermes serve``) of this user.
 
-Given the backend's process (found by ``core.hermes.processes``: this user's only): its loopback listening port (psutil, else its ``--host``/``--port``
-arguments), the session token (``$HERMES_DASHBOARD_SESSION_TOKEN`` in that process's environment,
-else the host record a 0.22-era Hermes publishes (:mod:`core.backend.host_record`, confirmed with
-``/api/host/identity``), else ``window.__HERMES_SESSION_TOKEN__`` in the page it serves at ``/``), and
-whether it is in gated mode (``window.__HERMES_AUTH_REQUIRED__`` true: sign-in required, no token: not usable). Anything
-that rules the backend out raises :class:`~core.backend.websocket.BackendUnusable` with the reason, which
-the resume falls back on and reports; one that is still starting (nothing listens on its port yet) raises
-:class:`~core.backend.websocket.BackendStarting`, and is waited for. Never another user's process, never a non-loopback address;
-the token only ever lives in a :class:`~core.backend.websocket.Secret`.
+Its loopback port, its session token (its environment, else its host record, else its page) and whether it is
+gated (docs/architecture.md, "Where a resume runs"). :class:`BackendUnusable` says why one cannot be used (the
+resume falls back); :class:`BackendStarting`, one to wait for. Never a non-loopback address; the token only
+ever lives in a :class:`Secret`.
 """
 
 from __future__ import annotations
@@ -53,8 +48,7 @@ _GATED_RE = re.compile(r"window\.__HERMES_AUTH_REQUIRED__\s*=\s*(true|false)")
 
 @dataclass(frozen=True)
 class BackendEndpoint:
-    """A running backend the tray may connect to. ``token`` prints as ``<secret>``. A gateway that owns every
-    session (``kind`` gateway) has no token: ``tickets`` grants one per connection."""
+    """A running backend the tray may connect to; a gateway has ``tickets`` (one per connection), no token."""
 
     pid: int
     identity: ProcessIdentity
@@ -73,14 +67,12 @@ class BackendEndpoint:
         return f"your running Hermes (pid {self.pid}, port {self.port})"
 
     def session(self, open_timeout: float = OPEN_TIMEOUT) -> RpcSession:
-        """A JSON-RPC session over this backend's ``/api/ws``, not opened yet."""
         return RpcSession(WebSocketTransport(self.host, self.port, self.token, pid=self.pid, identity=self.identity,
                                              open_timeout=open_timeout, tickets=self.tickets))
 
 
 def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSession:
-    """A JSON-RPC session with a running backend's ``/api/ws``, ready (``gateway.ready``); GatewayError /
-    TimeoutError when it cannot be reached. Opening one changes nothing in the backend."""
+    """A JSON-RPC session with a running backend, ready; opening one changes nothing in the backend."""
     s = backend.session()
     try:
         s.start()
@@ -92,8 +84,7 @@ def connect_backend(backend: BackendEndpoint, *, timeout: float = 10.0) -> RpcSe
 
 
 def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpoint:
-    """How to reach the gateway that owns ``home``'s sessions: its ``api_origin``, a ticket per connection, the
-    process that answered its control socket. :class:`BackendUnusable` says why it cannot be used."""
+    """How to reach the gateway that owns ``home``'s sessions, or :class:`BackendUnusable`."""
     from hermes_tray_core.backend.gateway_discovery import session_ticket
     from hermes_tray_core.process.identity import identity_of
 
@@ -115,9 +106,6 @@ def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpo
     session_ticket(gateway, home)  # it grants tickets at all (one unused ticket expires on its own in 30 s)
     return BackendEndpoint(gateway.pid, identity, host, port, python, None, "gateway-ticket", BackendKind.GATEWAY,
                            lambda: session_ticket(gateway, home), gateway.version)
-
-
-# ── the process ────────────────────────────────────────────────────────────────────────────────
 
 
 def args_endpoint(argv: Sequence[str]) -> tuple[str, int]:
@@ -144,8 +132,7 @@ def args_endpoint(argv: Sequence[str]) -> tuple[str, int]:
 
 
 def backend_python(argv: Sequence[str]) -> str | None:
-    """The interpreter a backend runs, from its command line (``python …/bin/hermes dashboard`` or a
-    launcher with a shebang). Not ``psutil.exe()``: that resolves a venv's python to the base one."""
+    """The interpreter a backend runs, from its argv (``psutil.exe()`` gives a venv's base one)."""
     from hermes_tray_core.backend.install import launcher_python, looks_like_python
 
     if not argv:
@@ -154,9 +141,6 @@ def backend_python(argv: Sequence[str]) -> str | None:
     if looks_like_python(first):
         return first
     return launcher_python(first) if os.path.isabs(first) else None
-
-
-# ── the page and the token ─────────────────────────────────────────────────────────────────────
 
 
 @dataclass(frozen=True)
@@ -193,8 +177,7 @@ def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFac
 
 
 def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
-    """How to reach the backend ``proc`` (found by ``core.hermes.processes``: this user's, alive);
-    :class:`BackendUnusable` says why it cannot be used."""
+    """How to reach the backend ``proc``, or :class:`BackendUnusable`."""
     if proc.kind != ProcessKind.DASHBOARD:
         raise BackendUnusable(f"{proc.describe()} is not a Hermes web backend")
     if proc.start_time is None:

@@ -1,21 +1,11 @@
 """Which Hermes gateway owns a home's sessions, found through its control socket; and its tickets.
 
-Newer Hermes runs one gateway that owns every local session (upstream ``gateway/control_socket.py``,
-``hermes_cli/gateway_runtime_discovery.py``, ``hermes_cli/gateway_client.py``; the Desktop app reaches it the
-same way). Its control channel (:mod:`core.backend.control_channel`) answers one verb per connection, a JSON
-line ``{"protocol": 1, "id": 1, "verb": …, "params": …}`` answered by ``{"ok": true, "protocol": 1, "id": 1,
-"result": …}``:
-
-* ``identify`` → ``{runtime_protocol: 1, state: "ready", instance_id, authority_epoch, served_profiles:
-  [{profile_id, home}], capabilities: ["session-authority-v1", …], api_origin, supervisor}`` (a version when it
-  says one);
-* ``session-ticket`` with ``{profile_id, instance_id, purpose: "interactive"}`` → a grant naming the same
-  ``profile_id``, ``instance_id`` and ``runtime_protocol`` 1, with a single-use ``ticket`` for
-  ``api_origin + /api/ws`` (:mod:`core.backend.tickets`). A profile served by the root's gateway gets its ticket
-  from the root's socket.
-
-:func:`find_gateway` looks at a profile home's own socket first, then at the root home's when the root's gateway
-lists that profile. Never a guess: a socket that does not answer as a gateway is no gateway.
+Newer Hermes runs one gateway that owns every local session (docs/architecture.md, "The gateway that owns
+every session"). Its control channel answers one verb per connection, ``{"protocol": 1, "id": 1, "verb",
+"params"}`` → ``{"ok": true, "protocol": 1, "id": 1, "result"}``: ``identify`` and ``session-ticket``
+(``{profile_id, instance_id, purpose: "interactive"}`` → a grant naming the same ``profile_id``,
+``instance_id`` and ``runtime_protocol`` 1). Never a guess: a socket that does not answer as a gateway is no
+gateway.
 """
 
 from __future__ import annotations
@@ -53,13 +43,10 @@ class GatewayIdentity:
     pid: int | None  # the process that answered (the OS's peer credentials); None where the OS cannot tell
     state: str
     instance_id: str
-    authority_epoch: int | None
     served: tuple[ServedProfile, ...]
     capabilities: tuple[str, ...]
     api_origin: str | None
-    supervisor: str | None
     version: str | None
-    runtime_protocol: object = None
 
     @property
     def authority(self) -> bool:
@@ -119,18 +106,15 @@ def identify(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> GatewayId
         if isinstance(row, dict) and _text(row.get("profile_id")) and _text(row.get("home")):
             served.append(ServedProfile(str(row["profile_id"]), str(row["home"])))
     caps = result.get("capabilities")
-    epoch = result.get("authority_epoch")
     instance = _text(result.get("instance_id"))
     if instance is None:
         raise ControlUnavailable(f"the process on {home}'s control socket names no instance: not a gateway")
     return GatewayIdentity(
         control_home=home, pid=pid, state=_text(result.get("state")) or "unknown", instance_id=instance,
-        authority_epoch=epoch if isinstance(epoch, int) and not isinstance(epoch, bool) else None,
         served=tuple(served),
         capabilities=tuple(c for c in caps if _text(c)) if isinstance(caps, list) else (),
-        api_origin=_text(result.get("api_origin")), supervisor=_text(result.get("supervisor")),
-        version=_text(result.get("version") or result.get("hermes_version")),
-        runtime_protocol=result.get("runtime_protocol"))
+        api_origin=_text(result.get("api_origin")),
+        version=_text(result.get("version") or result.get("hermes_version")))
 
 
 def _root_of(home: Path) -> Path | None:
@@ -139,8 +123,7 @@ def _root_of(home: Path) -> Path | None:
 
 
 def find_gateway(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> tuple[GatewayIdentity | None, str]:
-    """The gateway serving ``home``: its own socket's, else the root's when it lists ``home`` among the profiles
-    it serves; else (None, why not)."""
+    """The gateway serving ``home``: its own, else the root's if it lists ``home``; or (None, why)."""
     home = Path(os.path.expanduser(os.fspath(home)))
     reasons = []
     for where in (home, _root_of(home)):

@@ -1,26 +1,10 @@
-"""The running backend's session token from the host record Hermes publishes (0.22-era Hermes).
-
-A ``hermes dashboard`` / ``hermes serve`` that owns this user's host role writes
-``host-<role>.json`` and ``host-<role>.token`` (0600) into its lock directory
-(``gateway/host_rendezvous.py``): ``$HERMES_GATEWAY_LOCK_DIR`` if set, else
-``$XDG_STATE_HOME/hermes/gateway-locks`` (a relative ``XDG_STATE_HOME`` is ignored, as the XDG spec
-says), else ``~/.local/state/hermes/gateway-locks`` (``gateway/status.py:_get_lock_dir``). Roles:
-``serve`` (the machine-level backend) and ``desktop-serve`` (a Hermes Desktop app's own backend).
-A pip-installed dashboard has no built frontend, so this record is the only place its token is
-published besides its environment.
-
-The directory is the *backend's*: it is worked out from that process's environment, as Hermes worked it
-out. A record is used only when all of these hold, else it is ignored with a reason:
-
-* record, token and their directory belong to this user; record and token are regular files (not
-  symlinks) that nobody else can read or write (POSIX; on Windows Hermes protects them with an ACL
-  and so does not check modes, nor does this);
-* the record names the process the caller found serving the home (pid, and its start time when the
-  record carries one), on a loopback port, and the token hashes to the record's ``tokenFingerprint``;
-* that process proves it is the owner: ``GET /api/host/identity`` with ``Authorization: Bearer
-  <token>`` on the recorded port answers with the same ``pid``.
-
-The token lives only in a :class:`~core.backend.websocket.Secret`; it is never logged or put in a message.
+"""The running backend's session token from the host record a 0.22-era Hermes publishes
+(``gateway/host_rendezvous.py``: ``host-<role>.json`` and ``.token`` in the lock directory that Hermes'
+``gateway/status.py:_get_lock_dir`` works out from the backend's own environment). A pip-installed dashboard
+publishes its token nowhere else. A record is used only when record, token and directory are this user's and
+private (POSIX; Windows protects them by ACL), it names the process found serving the home, its token matches
+``tokenFingerprint``, and that process answers ``/api/host/identity`` with its pid. The token lives only in a
+:class:`Secret`: never logged or put in a message.
 """
 
 from __future__ import annotations
@@ -54,7 +38,6 @@ START_SLACK = 1.0  # s: the record's createTime is Hermes' own reading of the sa
 
 @dataclass(frozen=True)
 class HostToken:
-    """A confirmed host record: the token, and the port it was confirmed on."""
 
     role: str
     pid: int
@@ -67,7 +50,6 @@ def lock_dir(env_get: Callable[[str], str | None]) -> Path | None:
     """Hermes' lock directory for a process whose environment answers ``env_get`` (None: cannot tell)."""
     override = env_get("HERMES_GATEWAY_LOCK_DIR")
     if override:
-        # Hermes takes it as it is; relative, it would be relative to the backend's working directory.
         return Path(override) if os.path.isabs(override) else None
     state = env_get("XDG_STATE_HOME") or ""
     if os.path.isabs(state):
@@ -121,8 +103,7 @@ def _own_dir(path: Path) -> str | None:
 
 def loopback_json(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
                   timeout: float) -> Any:
-    """One request to a loopback HTTP server of this user's Hermes and its JSON answer; None when it is not a
-    loopback address, does not answer 200 or answers no JSON (never raises; what is sent is never echoed)."""
+    """The JSON answer of a loopback HTTP server of this user's Hermes, or None (never raises or echoes)."""
     if not is_loopback(host):
         return None
     h = host.strip("[]")
@@ -148,15 +129,13 @@ def origin_of(host: str, port: int) -> str:
 
 
 def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
-    """``GET /api/host/identity`` with the token as Bearer; the answer (``pid``, ``role``, ``servesSpa``) or
-    None when the port does not answer as an owner (never raises; the token is never echoed)."""
+    """``GET /api/host/identity`` with the token as Bearer: ``{pid, role, servesSpa}``, or None."""
     data = loopback_json("GET", host, port, IDENTITY_PATH, {"Authorization": f"Bearer {token.reveal()}"},
                          limit=MAX_RECORD_BYTES, timeout=timeout)
     return data if isinstance(data, dict) else None
 
 
 def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -> HostToken:
-    """The confirmed record of ``role`` naming ``pid``; ValueError with the reason otherwise."""
     raw = read_private_file(directory / f"host-{role}.json", MAX_RECORD_BYTES)
     try:
         rec = json.loads(raw.decode("utf-8-sig"))
@@ -191,7 +170,6 @@ def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -
 
 def find_host_token(pid: int, start_time: float | None, env_get: Callable[[str], str | None]
                     ) -> tuple[HostToken | None, str]:
-    """The token of backend ``pid`` from its host record, confirmed; else (None, why not, in one line)."""
     directory = lock_dir(env_get)
     if directory is None:
         return None, "its host-record directory cannot be told (a relative HERMES_GATEWAY_LOCK_DIR or HOME)"

@@ -60,13 +60,9 @@ def launcher_python(path: str | os.PathLike[str]) -> str | None:
 
 
 def install_from_command(command: Sequence[str], *, source: str = "settings") -> HermesInstall:
-    """Interpret a configured ``hermes_command``.
-
-    Accepted forms: ``[python, "-m", "tui_gateway.entry", …]`` (used as is), ``[python]`` (the
-    gateway module is appended), or ``[hermes-launcher]`` (its shebang names the interpreter).
-    Anything else is run as given, with its interpreter unknown — capabilities then cannot be
-    probed and a continuation is refused rather than guessed.
-    """
+    """A configured ``hermes_command``: ``[python, "-m", "tui_gateway.entry", …]``, ``[python]`` or
+    ``[hermes-launcher]``; anything else runs as given, its interpreter unknown (a continuation is then
+    refused)."""
     argv = tuple(str(a) for a in command)
     if not argv or not argv[0]:
         raise HermesNotFound("hermes_command is empty")
@@ -107,12 +103,8 @@ class HermesSettingsError(HermesNotFound):
 
 
 def settings_hermes_command() -> tuple[str, ...] | None:
-    """``hermes_command`` from the tray settings; None only when it is not set.
-
-    Unreadable or invalid settings raise :class:`HermesSettingsError` (a :class:`HermesNotFound`)
-    with the settings error: the user may have set ``hermes_command`` there, and silently running
-    whatever ``hermes`` is on PATH instead could continue the turn with the wrong installation.
-    """
+    """``hermes_command`` from the tray settings; None only when it is not set. Broken settings raise
+    :class:`HermesSettingsError`: the ``hermes`` on PATH might be the wrong installation."""
     from hermes_tray_core.stores.settings import SettingsError, load_settings
 
     try:
@@ -128,11 +120,7 @@ def settings_hermes_command() -> tuple[str, ...] | None:
 
 
 def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """The environment Hermes runs with: the user's own, ``HERMES_HOME`` set, our internals removed.
-
-    A frozen tray (PyInstaller) has rewritten ``LD_LIBRARY_PATH`` and friends for itself; Hermes
-    gets the user's values back (:func:`core.process.child_env.child_environment`).
-    """
+    """The environment Hermes runs with: the user's own, ``HERMES_HOME`` set, our internals removed."""
     env = child_environment(base)
     for name in _DROP_ENV:
         env.pop(name, None)

@@ -1,33 +1,17 @@
 """The keeper: a small process between the tray and a Hermes gateway the tray starts, so that no end of a
-process of ours ever reaches Hermes as the end of the turn.
+process of ours ever reaches Hermes as the end of the turn (docs/architecture.md, "Crash-only"): it passes
+lines through while the tray is there, and once the tray left without ``end`` it drops Hermes' events and
+closes the gateway's stdin only when Hermes is idle.
 
-Hermes' stdio gateway (``python -m tui_gateway.entry``) reads its requests from its stdin and writes its events to
-its stdout. When the process on the other end of those pipes dies, Hermes reads end-of-file (or a broken pipe)
-and ends a running turn as interrupted, clearing its marker: a SIGKILLed tray, helper or resume worker, an X
-server going away under the tray, or a crash at Quit would cost the user the turn. So the tray talks to the
-gateway through this keeper. While the tray is there, the keeper passes every line through unchanged. When the
-tray goes away without saying ``end`` (it died, or it quit: a quit is never the user's Stop), the keeper keeps
-both pipes of the gateway open, reads and drops its events, and closes the gateway's stdin only once Hermes is
-idle: no request unanswered, no turn running, no continuation Hermes promised still to start. Hermes then
-exits the way it does at the end of any run of the tray's. The turn is continued once, to its end, whatever
-became of the tray (crash-only: every end of ours is a crash, and none of them is the turn's).
-
-The keeper itself is guarded by the kernel where it can be: on Linux the gateway is SIGKILLed when the keeper
-dies (``PR_SET_PDEATHSIG``), on Windows it is in a job object that is closed with the keeper
-(``JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE``). Killed that way, Hermes' marker stays, with a dead writer: a crash
-Hermes recovers from, the turn offered again. macOS has neither: there a kill of the keeper alone ends the turn
-as Hermes ends it at end-of-file. The keeper ignores the terminal's signals and takes SIGTERM for the tray going
-away, so only SIGKILL ends it.
-
-It runs under Hermes' own interpreter (``python -I -S <this file> <config>``: no site, no user paths), so
-it imports nothing but the standard library, and starts in about 20 ms. Lines from the tray that are not for
-Hermes: ``{"keeper": "end", "grace": s}`` (the run is over: end the gateway now, politely, then by force) and
-``{"keeper": "kill"}`` (SIGKILL it). Its first line to the tray is ``{"keeper": {"pid": <gateway pid>}}``, or
+It runs under Hermes' own interpreter (``python -I -S``), so it imports nothing but the standard library.
+Lines from the tray for it: ``{"keeper": "end", "grace": s}`` (end the gateway, politely, then by force) and
+``{"keeper": "kill"}``. Its first line to the tray is ``{"keeper": {"pid": <gateway pid>}}``, or
 ``{"keeper": {"error": …, "missing": true|false}}`` when the gateway could not be started.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -43,9 +27,8 @@ TICK_S = 0.1
 
 
 class Gate:
-    """What Hermes is doing, read from the lines that pass: requests awaiting an answer, turns running, and
-    continuations Hermes promised (a ``session.resume`` answered with ``auto_continue``, a ``prompt.submit``
-    accepted) whose first frame has not come yet."""
+    """What Hermes is doing, read from the lines that pass: requests unanswered, turns running, continuations
+    promised whose first frame has not come yet."""
 
     def __init__(self, start_timeout: float, idle_timeout: float) -> None:
         self.start_timeout, self.idle_timeout = start_timeout, idle_timeout
@@ -122,8 +105,7 @@ def _key(rid: Any) -> Any:
 
 
 def _pdeathsig() -> Any:
-    """Linux: a ``preexec_fn`` that has the kernel SIGKILL the child when this process dies (checked against the
-    race in which it died before the call). None elsewhere."""
+    """Linux: a ``preexec_fn`` that has the kernel SIGKILL the child when this process dies."""
     if not sys.platform.startswith("linux"):
         return None
     import ctypes
@@ -186,8 +168,7 @@ class WindowsJob:
 
 
 def guard(proc: subprocess.Popen[bytes], kernel32: Any = None) -> Any:
-    """Tie ``proc`` to this process where the kernel can (Windows: its job object, kept alive with the
-    keeper). Linux does it at spawn (:func:`_pdeathsig`); None where nothing does."""
+    """Windows: tie ``proc`` to the keeper by a job object (Linux does it at spawn)."""
     if os.name != "nt" and kernel32 is None:
         return None
     try:
@@ -204,11 +185,9 @@ def guard(proc: subprocess.Popen[bytes], kernel32: Any = None) -> Any:
 
 
 def log(text: str) -> None:
-    try:
+    with contextlib.suppress(OSError, ValueError):
         sys.stderr.write(f"[hermes-tray keeper] {text}\n")
         sys.stderr.flush()
-    except (OSError, ValueError):
-        pass
 
 
 class Keeper:
@@ -249,8 +228,7 @@ class Keeper:
                 self.tray_gone.set()
 
     def to_tray(self) -> None:
-        """Hermes' lines to the tray, while it is there; read and dropped once it is gone (never let Hermes block
-        on a full pipe or see a broken one)."""
+        """Hermes' lines to the tray; dropped once it is gone (Hermes never blocks on a full pipe)."""
         stdout = self.proc.stdout
         assert stdout is not None
         for line in iter(stdout.readline, b""):
@@ -287,10 +265,8 @@ class Keeper:
 def end(proc: subprocess.Popen[bytes], grace: float) -> None:
     """Close Hermes' stdin (it exits, as at the end of any run), then SIGTERM, then SIGKILL its process group."""
     if proc.stdin is not None:
-        try:
+        with contextlib.suppress(OSError, ValueError):
             proc.stdin.close()
-        except (OSError, ValueError):
-            pass
     for step in ("wait", "term", "kill"):
         if step == "term":
             signal_group(proc, kill=False)
@@ -308,17 +284,14 @@ def kill(proc: subprocess.Popen[bytes]) -> None:
 
 
 def signal_group(proc: subprocess.Popen[bytes], *, kill: bool) -> None:
-    """The gateway and its process group (the tools Hermes started); only while it is not reaped, so the group
-    cannot be anyone else's. Windows: the gateway process."""
+    """The gateway and its process group (its tools); only while not reaped, so the group is no one else's."""
     if proc.poll() is not None:
         return
-    try:
+    with contextlib.suppress(OSError):
         if os.name == "nt":
             proc.kill() if kill else proc.terminate()
         else:
             os.killpg(proc.pid, signal.SIGKILL if kill else signal.SIGTERM)
-    except OSError:
-        pass
 
 
 def hello(down: BinaryIO, payload: dict[str, Any]) -> None:

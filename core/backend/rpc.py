@@ -1,10 +1,7 @@
 """A JSON-RPC 2.0 client session with a Hermes gateway, over any :class:`Transport`.
 
-Hermes speaks the same newline-delimited JSON-RPC whether its gateway is a stdio child
-(``python -m tui_gateway.entry``) or the running backend's ``/api/ws`` (``tui_gateway/ws.py``
-reuses ``server.dispatch``). This module is the one copy of the client side: request ids,
-matching responses, the event queue, ``gateway.ready``. The transports (``core.backend.stdio``,
-``core.backend.websocket``) only move lines.
+Hermes speaks the same newline-delimited JSON-RPC over a stdio child or the running backend's ``/api/ws``:
+this is the one copy of the client side; the transports only move lines.
 """
 
 from __future__ import annotations
@@ -52,11 +49,8 @@ class RpcError(GatewayError):
 
 
 class Transport:
-    """Moves newline-JSON lines to and from one gateway. Subclasses: the stdio child, the WebSocket.
-
-    ``pid`` / ``identity`` name the process that runs the turns (our child, or the running backend):
-    a marker the tray keeps for a continuation names it as writer. ``where`` says it for a user.
-    """
+    """Moves newline-JSON lines to and from one gateway. ``pid`` / ``identity``: the process that runs the
+    turns (a marker the tray keeps names it as writer)."""
 
     kind = "?"
     pid: int | None = None
@@ -162,8 +156,7 @@ class RpcSession:
                     continue
                 if not isinstance(frame, dict):
                     continue
-                # Arrival time, taken here where the frame is read (timings must not include the
-                # wake-up of whichever thread consumes it). Our own parsed copy: Hermes never sees it.
+                # arrival time, taken where the frame is read (not when a consumer wakes up)
                 received = time.monotonic()
                 if frame.get("method") == "event":
                     params = frame.get("params")

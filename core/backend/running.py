@@ -1,16 +1,9 @@
-"""Which running Hermes backend a continuation should go to, or why none.
+"""Which running Hermes backend a continuation should go to, or why none: the gateway that owns every session
+of the home, else the user's own ``hermes dashboard`` / ``hermes serve`` serving it (docs/architecture.md,
+"Where a resume runs"). Without one the resume falls back to a spawned gateway, except beside a gateway that
+owns the home and cannot be used (:class:`GatewayOwnsHome`: nothing is started).
 
-First the gateway that owns every session of the home, when one answers on its control socket
-(``core.backend.gateway_discovery``; reached with a ticket per connection); then the user's own ``hermes
-dashboard`` / ``hermes serve`` serving the home (``core.hermes.processes``: this user's processes only),
-reachable on loopback with its session token (``core.backend.endpoint``). When there is none, or none can be
-used, the reason is returned: the resume falls back to a spawned gateway and reports it — except beside a gateway
-that owns the home's sessions and cannot be used: :class:`GatewayOwnsHome`, and nothing is started.
-
-A long-lived process (the tray, the helper) keeps the backend it found per home and reuses it while
-that very process (pid + start time) is alive: finding it costs a process-table scan, a socket table
-read and a page fetch (~40 ms), a liveness check ~0.2 ms. A backend that then cannot be used is
-forgotten (:func:`forget`), so the next resume looks again.
+A backend found is kept while that very process lives: finding one costs ~40 ms, a liveness check ~0.2 ms.
 """
 
 from __future__ import annotations
@@ -37,14 +30,13 @@ class GatewayOwnsHome(BackendUnusable):
 
 _known: dict[str, BackendEndpoint] = {}
 _known_lock = threading.Lock()
-# Per backend process (pid, start time): its endpoint, reused while that very process lives. Looking for every
-# backend of a home is a process-table walk each time (a second backend may have started); reaching one (its
-# port, its token from the environment, host record or page) is done once per process.
+# Per backend process (pid, start time): its endpoint, reached once. The process table is walked each time (a
+# second backend may have started).
 _endpoints: dict[tuple[int, float | None], BackendEndpoint] = {}
 
 
 def forget(home: Path | str) -> None:
-    """Drop the backend remembered for ``home`` (it could not be used): the next call looks again."""
+    """Drop the backend remembered for ``home`` (it could not be used)."""
     with _known_lock:
         gone = _known.pop(home_path(home), None)
         if gone is not None:
@@ -53,10 +45,8 @@ def forget(home: Path | str) -> None:
 
 def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
                       ) -> tuple[BackendEndpoint | None, str | None]:
-    """``(endpoint, None)`` for the running backend to continue in, else ``(None, why not)``.
-
-    Without ``processes`` a backend found earlier for this home is reused while it is the same live
-    process; with them (a caller's own snapshot, e.g. ``doctor``) the answer is always fresh."""
+    """``(endpoint, None)`` for the running backend to continue in, else ``(None, why not)``; fresh when given
+    ``processes`` (a caller's own snapshot)."""
     key = home_path(home)
     if processes is None:
         with _known_lock:
@@ -69,11 +59,9 @@ def find_live_backend(home: Path | str, processes: HermesProcesses | None = None
 
 def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[], None] | None = None,
                       stop: threading.Event | None = None) -> tuple[list[BackendEndpoint], str | None]:
-    """Every running backend serving ``home`` that the tray can reach, and why none; a backend that is still
-    starting (its process runs, nothing answers on its port yet) is waited for, up to ``wait`` seconds, instead of
-    passed over: a second Hermes started beside it would take the session and lock the user's window out of it.
-    ``on_waiting`` is called once, when the wait begins. The reason, when none could be used, says which: none
-    exists, or it never became ready."""
+    """Every running backend serving ``home`` that the tray can reach, and why none. One still starting is
+    waited for (``wait`` s; ``on_waiting`` once), never passed over: a second Hermes beside it would take the
+    session."""
     deadline = time.monotonic() + wait
     said = False
     while True:
@@ -93,9 +81,7 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
 
 def _look(home: Path | str, processes: HermesProcesses | None
           ) -> tuple[list[BackendEndpoint], str | None, list[str]]:
-    """A fresh look at the running backends of ``home`` (it may have two: the app's ``hermes serve`` and a
-    ``hermes dashboard``): (the usable ones, why none, the ones still starting, by description). The first one
-    found is remembered for :func:`find_live_backend`."""
+    """(the usable backends of ``home``, why none, the ones still starting); the first is remembered."""
     key = home_path(home)
     reasons: list[str] = []
     found: list[BackendEndpoint] = []
@@ -138,8 +124,8 @@ class _Owner(str):
 
 
 def _gateway(home: Path | str, found: list[BackendEndpoint], starting: list[str]) -> None:
-    """The gateway that owns ``home``'s sessions, when one answers: added to ``found`` (or ``starting``). One that
-    owns them and cannot be used raises :class:`GatewayOwnsHome`; a gateway that owns nothing is passed over."""
+    """The gateway of ``home``, added to ``found`` (or ``starting``); one that owns the home and cannot be
+    used raises :class:`GatewayOwnsHome`."""
     from hermes_tray_core.backend.gateway_discovery import find_gateway
 
     gw, _why = find_gateway(home)
@@ -176,7 +162,6 @@ class ServedBy(NamedTuple):
                 "capabilities": list(self.capabilities), "reason": None if self.usable else self.detail}
 
     def line(self) -> str:
-        """One line a person reads: which Hermes, its version and capabilities, where resumes go."""
         facts = "; ".join([*([f"Hermes {self.version}"] if self.version else []), *self.capabilities])
         facts = f" ({facts})" if facts else ""
         if self.kind == BackendKind.GATEWAY:
@@ -193,9 +178,8 @@ class ServedBy(NamedTuple):
 
 
 def who_serves(home: Path | str, processes: HermesProcesses | None = None, *, versions: bool = True) -> ServedBy:
-    """Which Hermes serves ``home`` (the gateway that owns its sessions, else a dashboard, else none), its version
-    and capabilities, and where a resume would go. ``versions``: ask a dashboard's installation for its version
-    (a short Python run, cached per interpreter). Never raises."""
+    """Which Hermes serves ``home`` and where a resume would go; never raises. ``versions``: ask a dashboard's
+    installation (a short Python run, cached)."""
     from hermes_tray_core.backend.gateway_discovery import find_gateway
     from hermes_tray_core.process.identity import process_errors
 

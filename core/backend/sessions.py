@@ -1,19 +1,10 @@
 """Which sessions a running Hermes backend has live: ``session.active_list`` over its ``/api/ws``.
 
-One asker for two questions, read-only (connect, ``gateway.ready``, ``session.active_list``, close):
-
-* **Is this session open in the user's Hermes app?** (:func:`open_in_backends`) A session live in a running
-  ``hermes dashboard`` / ``hermes serve`` of the home belongs to that app: the scanner says so up front ("open
-  in Hermes — it continues there") instead of offering a Resume the resume path would refuse.
-* **Does the live backend that wrote a marker still run a turn for it?** (:func:`ask_writer`) A live writer
-  means someone is working on it (Hermes' own rule), but a marker can name a live backend that holds no turn
-  for the session any more: the tray's continuation on a backend that predates auto-continue hands the marker
-  to that backend's pid before it submits its note, and a resume killed in between leaves the marker naming
-  a backend that never ran it. Hermes would continue such a marker when resumed in that very process.
-
-An answer is kept for :data:`CACHE_SECONDS` per backend process (scans come in bursts). A backend that cannot
-be asked (gated, refused, silent) answers nothing; the resume path asks again before it continues, so nothing
-is ever continued beside an open window on a cached guess.
+Read-only, for two questions: is this session open in the user's Hermes app (:func:`open_in_backends`: the
+scanner says so instead of offering a Resume that would be refused), and does the live backend a marker names
+as its writer still run a turn for it (:func:`ask_writer`: a resume killed after handing an older Hermes the
+marker leaves it naming a backend that never ran it). Answers are cached for :data:`CACHE_SECONDS` (scans come
+in bursts); the resume path asks again before it continues, never acting on a cached guess.
 """
 
 from __future__ import annotations
@@ -44,9 +35,7 @@ _lock = threading.Lock()
 
 
 class WriterTurn(NamedTuple):
-    """``state``: ``running`` (a turn runs for the session there), ``none`` (the backend holds no turn for it:
-    the session is not live there, or live and idle), ``unknown`` (not a backend the tray can ask, or it did
-    not answer); ``detail`` names the backend."""
+    """``state``: ``running``, ``none`` (no turn there) or ``unknown``; ``detail`` names the backend."""
 
     state: str
     detail: str
@@ -62,9 +51,8 @@ def session_row(listed: Mapping[str, Any], key: str, sid: str | None = None) -> 
 
 
 def none_running() -> bool:
-    """True when this user surely runs no ``hermes dashboard`` / ``hermes serve`` (Linux: their command lines
-    in ``/proc``, a few ms), so a scan need not look at the process table at all and ``status`` stays fast.
-    False when one may run, or elsewhere (the full look decides)."""
+    """True when this user surely runs no ``hermes dashboard`` / ``serve`` (Linux ``/proc``, a few ms):
+    ``status`` then skips the process table."""
     if not os.path.isdir("/proc/self"):
         return False
     uid = os.getuid()
@@ -86,8 +74,7 @@ def none_running() -> bool:
 
 
 def active_sessions(proc: Any) -> dict[str, dict[str, Any]] | None:
-    """``{session key: its active_list row}`` of the running backend ``proc`` (a
-    :class:`~hermes_tray_core.hermes.processes.HermesProcess`), or None when it cannot be asked. Cached."""
+    """``{session key: its active_list row}`` of the running backend ``proc``, or None. Cached."""
     ident = (int(proc.pid), getattr(proc, "start_time", None))
     with _lock:
         hit = _cache.get(ident)
@@ -129,9 +116,7 @@ def _ask(proc: Any) -> dict[str, dict[str, Any]] | None:
 
 
 def open_in_backends(home: Path | str, processes: Any) -> dict[str, int]:
-    """``{session key: pid of the running Hermes that has it open}`` for ``home``, from every ``hermes
-    dashboard`` serving it in ``processes`` (a :class:`~hermes_tray_core.hermes.processes.HermesProcesses`).
-    Empty when none serves it or none could be asked."""
+    """``{session key: pid of the running Hermes that has it open}`` for ``home``."""
     found: dict[str, int] = {}
     for proc in processes.serving(home):
         if proc.kind == ProcessKind.DASHBOARD:
@@ -142,9 +127,7 @@ def open_in_backends(home: Path | str, processes: Any) -> dict[str, int]:
 
 def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float | None, *,
                processes: object = None) -> WriterTurn:
-    """Does the live writer ``pid`` — when it is a running backend serving ``home`` — run a turn for
-    ``session_key``? ``start_time`` is the marker's ``writer_start_time`` (judged through a clock step, as
-    :func:`hermes_tray_core.process.identity.judge_hermes_identity` does). Never raises."""
+    """Does the live writer ``pid``, a backend of ``home``, run a turn for ``session_key``? Never raises."""
     from hermes_tray_core.hermes.processes import HermesProcesses
     from hermes_tray_core.process.identity import judge_hermes_identity
 
@@ -171,7 +154,7 @@ def ask_writer(home: Path | str, session_key: str, pid: int, start_time: float |
 
 
 def forget() -> None:
-    """Drop every cached answer (tests; a caller that knows the app just changed)."""
+    """Drop every cached answer."""
     with _lock:
         _cache.clear()
 

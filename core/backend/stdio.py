@@ -1,12 +1,6 @@
 """The stdio transport: a gateway child (``python -m tui_gateway.entry``) the tray starts for one run, reached
-through a keeper (:mod:`core.backend.keeper`) so that the tray's end is never the turn's.
-
-The keeper runs under Hermes' own interpreter and starts the gateway; the lines pass through it unchanged. The
-tray ends a run with :meth:`StdioTransport.close` (the keeper ends the gateway: stdin closed, then SIGTERM, then
-SIGKILL to its process group, which holds the tools Hermes started) or :meth:`StdioTransport.kill`; when it
-quits, or dies, the keeper carries the turn to its end first (:meth:`StdioTransport.detach`). Hermes' stderr, and
-the keeper's few lines, go straight to a private log file, so nothing Hermes prints can block it; both run in a
-session of their own, so the terminal's signals are not theirs.
+through a keeper (:mod:`core.backend.keeper`) so that the tray's end is never the turn's. Hermes' stderr goes
+straight to a private log file, so nothing Hermes prints can block it.
 """
 
 from __future__ import annotations
@@ -51,8 +45,7 @@ def _own_session() -> dict[str, Any]:
 
 @cache
 def keeper_argv() -> tuple[str, ...]:
-    """How the keeper is run after ``python -I -S``: its file (the frozen app carries it as data:
-    packaging/hermes-tray.spec), or its code with ``-c`` where it is not a file of its own (a zip)."""
+    """The keeper after ``python -I -S``: its file, or its code with ``-c`` where it is no file (a zip)."""
     from importlib import resources
 
     keeper = resources.files("hermes_tray_core.backend").joinpath("keeper.py")
@@ -62,7 +55,6 @@ def keeper_argv() -> tuple[str, ...]:
 
 
 class StdioTransport(Transport):
-    """One spawned gateway child behind its keeper; lines over the keeper's stdin/stdout."""
 
     kind = "stdio"
 
@@ -79,8 +71,7 @@ class StdioTransport(Transport):
         self.proc: subprocess.Popen[bytes] | None = None  # the keeper
 
     def _open_log(self) -> Any:
-        """Hermes' stderr goes to ``log_path``; a log that cannot be opened (disk full, no permission, a symlink
-        planted there) is no reason not to run: stderr then goes nowhere, and ``log_problem`` says why."""
+        """A log that cannot be opened is no reason not to run: stderr then goes nowhere (``log_problem``)."""
         if self.log_path is None:
             return None
         from hermes_tray_core.stores.fsutil import ensure_private_dir
@@ -96,7 +87,6 @@ class StdioTransport(Transport):
             return None
 
     def open(self) -> None:
-        """Start the keeper, which starts the gateway and says its pid."""
         log = self._open_log()
         config = json.dumps({"argv": list(self.argv), "cwd": self.cwd, **self.limits})
         self.opened_at = time.monotonic()
@@ -123,7 +113,7 @@ class StdioTransport(Transport):
         self.identity = identity_of(self.pid)
 
     def _hello(self) -> dict[str, Any]:
-        """The keeper's first line: ``{"pid": …}`` or ``{"error": …}`` (empty when it said nothing in time)."""
+        """The keeper's first line (empty when it said nothing in time)."""
         assert self.proc is not None and self.proc.stdout is not None
         out = self.proc.stdout
         if os.name != "nt" and not select.select([out], [], [], HELLO_TIMEOUT)[0]:
@@ -169,8 +159,7 @@ class StdioTransport(Transport):
             proc.stdin.close()
 
     def close(self, grace: float = 5.0) -> int | None:
-        """The run is over: the keeper ends the gateway (stdin closed → wait → SIGTERM → wait → SIGKILL, to its
-        process group). Returns the exit code; idempotent."""
+        """The run is over: the keeper ends the gateway; its exit code. Idempotent."""
         proc = self.proc
         if proc is None:
             return None
@@ -186,14 +175,13 @@ class StdioTransport(Transport):
         return proc.returncode
 
     def detach(self) -> None:
-        """The tray goes away while the turn may run: the keeper carries it to its end, then ends the gateway.
-        Nothing is waited for."""
+        """The tray goes away while the turn may run: the keeper carries it to its end. No wait."""
         if self.proc is not None and self.proc.stdin is not None:
             with contextlib.suppress(OSError, ValueError):
                 self.proc.stdin.close()
 
     def kill(self) -> None:
-        """End the gateway now: SIGKILL to it and its process group (its tools), by the keeper."""
+        """SIGKILL the gateway and its process group now, by the keeper."""
         proc = self.proc
         if proc is None or proc.poll() is not None:
             return
@@ -204,8 +192,7 @@ class StdioTransport(Transport):
             self._kill_keeper()
 
     def _kill_keeper(self) -> None:
-        """Last resort: SIGKILL the keeper (on Linux the kernel then SIGKILLs the gateway, ``PR_SET_PDEATHSIG``);
-        elsewhere the gateway's process group too, while the keeper has not reaped it."""
+        """Last resort: SIGKILL the keeper (Linux then kills the gateway), else the gateway's group too."""
         proc = self.proc
         if proc is None:
             return
@@ -219,7 +206,6 @@ class StdioTransport(Transport):
 
 
 class GatewayProcess(RpcSession):
-    """A spawned stdio gateway and a JSON-RPC session over it."""
 
     def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
                  env: Mapping[str, str] | None = None, cwd: str | None = None,
@@ -238,7 +224,6 @@ class GatewayProcess(RpcSession):
         return self.stdio.log_path
 
     def detach(self) -> None:
-        """Stop following; the keeper carries the turn to its end (:meth:`StdioTransport.detach`)."""
         self.stdio.detach()
 
 

@@ -1,19 +1,10 @@
 """Single-use tickets for Hermes' ``/api/ws``, and how they ride on the WebSocket upgrade.
 
-Newer Hermes admits a WebSocket client with a ticket instead of the long-lived session token in the URL
-(upstream ``hermes_cli/web_server_chat.py`` ``_gateway_ws_ticket_from_subprotocol``): the client offers exactly
-two subprotocols, ``hermes-gateway-v1`` and ``hermes-gateway-ticket.<ticket>``, and the server echoes only
-``hermes-gateway-v1`` (the ticket is a credential and is never reflected). Tickets come from:
-
-* the gateway that owns every session: its control socket's ``session-ticket`` verb
-  (:func:`core.backend.gateway_discovery.session_ticket`);
-* the dashboard: ``POST /api/auth/ws-ticket`` with the session token in ``X-Hermes-Session-Token``, which
-  answers ``{ticket, ttl_seconds: 30}`` (upstream ``hermes_cli/dashboard_auth/routes.py``) —
-  :func:`mint_dashboard_ticket`. A dashboard without that route (hermes-agent 0.19.0, 0.22.2.post1) answers
-  404/405: the token goes in the query string as before.
-
-A ticket lives only in a :class:`~core.backend.websocket.Secret`, is minted right before the connection it
-opens (it expires in 30 s and works once) and is never logged.
+Newer Hermes admits a WebSocket client with a ticket instead of the session token in the URL (upstream
+``hermes_cli/web_server_chat.py``): two subprotocols, ``hermes-gateway-v1`` and
+``hermes-gateway-ticket.<ticket>``, of which the server echoes only the first. A ticket lives only in a
+:class:`Secret`, is minted right before the connection it opens (it expires in 30 s and works once) and is
+never logged.
 """
 
 from __future__ import annotations
@@ -36,8 +27,8 @@ def subprotocols(ticket: Secret) -> list[str]:
 
 
 def mint_dashboard_ticket(host: str, port: int, token: Secret, *, timeout: float = MINT_TIMEOUT) -> Secret | None:
-    """A ticket from the dashboard at ``host:port`` for ``token``, or None when it mints none (a Hermes without
-    the route, a refusal, no answer): the caller then offers the token as older Hermes wants it. Never raises."""
+    """``POST /api/auth/ws-ticket`` (``X-Hermes-Session-Token``), or None when it mints none (0.19.0 and 0.22
+    have no route: the caller offers the token as they want it). Never raises."""
     data = loopback_json("POST", host, port, MINT_PATH, {
         "Origin": origin_of(host, port), "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
         limit=MINT_LIMIT, timeout=timeout)

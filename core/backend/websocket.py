@@ -1,20 +1,14 @@
 """The WebSocket transport: the running Hermes backend's ``/api/ws`` (``hermes dashboard`` / ``serve``).
 
-The same newline JSON-RPC as the stdio gateway, in the backend's own process (``gateway.ready`` on
-accept). Loopback only: the address is checked here again, whatever the caller found. Credentials, in this
-order: a single-use ticket from ``tickets`` (the gateway that owns every session grants them), else a ticket
-the dashboard mints for the session token (``core.backend.tickets``; newer Hermes), else the token in the query
-string as hermes-agent 0.19.0 and 0.22.2.post1 require. A ticket rides in the subprotocols and the server must
-echo ``hermes-gateway-v1``. None of them is ever logged (``websockets`` gets a silenced logger: its debug log
-prints the request line), put in a message, or stored. ``Origin: http://127.0.0.1:<port>`` satisfies the
-backend's Host/Origin guard.
-
-Closing never stops the backend: it is the user's. A 401/403 on the upgrade (gated mode, a wrong
-token, the Origin guard) raises :class:`BackendRefused`, which callers treat as "fall back".
+Loopback only: the address is checked here again, whatever the caller found. Credentials, in this order: a
+ticket from ``tickets`` (a gateway), else one the dashboard mints for the token, else the token in the query
+string (0.19.0, 0.22.2.post1); none is ever logged, put in a message or stored. Closing never stops the
+backend: it is the user's. A 401/403 on the upgrade raises :class:`BackendRefused` ("fall back").
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import socket
 import time
@@ -48,8 +42,7 @@ class BackendUnusable(GatewayError):
 
 
 class BackendStarting(BackendUnusable):
-    """This running backend is still starting: its process runs, but nothing answers on its port yet. Waited for
-    (``core.backend.running.wait_for_backends``), never passed over at once."""
+    """This running backend is still starting (no answer on its port yet): waited for, never passed."""
 
 
 class BackendRefused(BackendUnusable):
@@ -154,10 +147,8 @@ class WebSocketTransport(Transport):
     @staticmethod
     def _close_sock(sock: socket.socket | None) -> None:
         if sock is not None:
-            try:
+            with contextlib.suppress(OSError):
                 sock.close()
-            except OSError:
-                pass
 
     def lines(self) -> Iterator[bytes]:
         from websockets.exceptions import ConnectionClosed
@@ -203,8 +194,7 @@ class WebSocketTransport(Transport):
         return None
 
     def ended(self, during: str) -> str:
-        # A killed backend's sockets close a moment before the process is gone from the process table:
-        # give it that moment, so the user reads "exited" for a crash, not "closed the connection".
+        # a killed backend's sockets close a moment before it leaves the process table: "exited", not "closed"
         gone = False
         if self.identity is not None:
             deadline = time.monotonic() + EXIT_GRACE

@@ -1,21 +1,6 @@
-"""Exactly once: the one home of the per-turn claim, and of removing a settled turn's marker again.
-
-Every hermes-tray process (the tray, the helper, the CLI, a second login) that acts on an interrupted turn —
-resume or skip — goes through here, so one rule decides who may act:
-
-* **the claim**: ``resume:<canonical home>:<session key>`` in the tray's lease store (:mod:`core.stores.lease`), with
-  a fencing epoch. Resume and skip take the same name, so they exclude each other; the holder string says which one
-  holds it (``via=skip-…`` for a skip). A resume's claim and its run in the ledger (:mod:`core.stores.ledger`) commit
-  in one transaction: a run of ours is open exactly while its claim is, or its process is gone;
-* **the re-check** under the claim: the marker is still the one the user was shown, and the one judge
-  (:func:`core.deciding.policy.judge`) still finds it actionable — the ledger does not settle it (skipped,
-  finished, stopped for good) and Hermes would continue it;
-* **the marker hand-over**: a continuation takes the marker over by compare-and-swap
-  (:mod:`core.continuing.handover`), so it never continues a turn that changed or was skipped since;
-* **a settled turn's marker** (skipped, finished or stopped for good, as the ledger says of that exact
-  interruption) that a stale Hermes write brought back — or that could not be removed (a read-only home) — is
-  removed by any process of ours that finds it (:func:`remove_settled`): neither the tray nor Hermes (whose
-  ``session.resume`` would continue a fresh entry again) runs it twice.
+"""Exactly once: the per-turn claim every process of ours takes to resume or skip (docs/architecture.md, step
+5; resume and skip take the same name, the holder string says which), and removing a settled turn's marker
+that a stale Hermes write brought back, so that neither the tray nor Hermes' ``session.resume`` runs it twice.
 """
 
 from __future__ import annotations
@@ -39,20 +24,19 @@ logger = get_logger(__name__)
 
 
 def lease_errors() -> tuple[type[Exception], ...]:
-    """What the lease store can raise (:data:`core.stores.lease.STORE_ERRORS`), for ``except lease_errors():``."""
+    """What the lease store can raise, for ``except lease_errors():``."""
     from hermes_tray_core.stores.lease import STORE_ERRORS
 
     return STORE_ERRORS
 
 
 def claim_name(home: Path | str, session_key: str) -> str:
-    """The claim's name in the lease store (a :class:`~hermes_tray_core.keys.HomePath` is taken as it is)."""
     return f"resume:{home_path(home)}:{session_key}"
 
 
 class Claim(NamedTuple):
-    """A held claim on one turn; ``epoch`` is its fencing token; ``run``: the ledger's run of a resume (0 for a skip).
-    (Named tuples, not dataclasses, here: ``dataclasses`` costs ``status`` ~10 ms of its start-up.)"""
+    """A held claim on one turn; ``run``: the ledger's run of a resume (0 for a skip). A NamedTuple:
+    ``dataclasses`` costs ``status`` ~10 ms of its start-up."""
 
     store: LeaseStore
     lease: Lease
@@ -65,16 +49,15 @@ class Claim(NamedTuple):
 
 
 class ClaimRefused(NamedTuple):
-    """The claim was not granted: why (``code``) and a one-line ``message``."""
 
     code: Refusal
     message: str
 
 
 def claim(turn: Turn, *, purpose: str, via: str, ttl: float, wait: float = 0.0) -> Claim | ClaimRefused:
-    """Take the turn's claim for ``purpose`` (``resume`` or ``skip``); a resume's run is recorded in the ledger in the
-    same transaction. Never raises for a busy or broken store: a :class:`ClaimRefused` says which (when unsure
-    whether someone holds it, nobody acts)."""
+    """Take the turn's claim for ``purpose`` (``resume`` or ``skip``), a resume's run recorded in the same
+    transaction. Never raises for a busy or broken store: when unsure whether someone holds it, nobody
+    acts."""
     from hermes_tray_core.stores.ledger import ledger
 
     name = claim_name(turn.home, turn.key)
@@ -105,8 +88,7 @@ def claim(turn: Turn, *, purpose: str, via: str, ttl: float, wait: float = 0.0) 
 
 
 def is_held(home: Path | str, session_key: str) -> bool:
-    """A live process of ours holds the turn's claim (a resume or a skip of it runs now), or the lease store cannot
-    tell: then it is taken as held, so nobody acts on the turn behind that process's back."""
+    """A live process of ours holds the turn's claim, or the store cannot tell (then nobody acts)."""
     from hermes_tray_core.stores.lease import shared
 
     try:
@@ -116,8 +98,7 @@ def is_held(home: Path | str, session_key: str) -> bool:
 
 
 def run_held(claim: str, epoch: int) -> bool:
-    """The claim a run of ours was recorded under is still held at its epoch, by a live process (or the store cannot
-    tell: taken as held). False once that process is gone, released it, or someone claimed the turn since."""
+    """The claim a run of ours was recorded under is held at its epoch by a live process (or unsure)."""
     from hermes_tray_core.stores.lease import shared
 
     if not claim:
@@ -130,7 +111,6 @@ def run_held(claim: str, epoch: int) -> bool:
 
 
 def release(held: Claim, session_key: str = "?") -> None:
-    """Release a claim; a failure is logged (the lease expires on its own)."""
     try:
         held.store.release(held.lease)
     except lease_errors():
@@ -138,9 +118,8 @@ def release(held: Claim, session_key: str = "?") -> None:
 
 
 def remove_settled(turn: Turn) -> bool:
-    """Remove ``turn``'s marker entry — the ledger settles that very interruption (skipped, finished, stopped for
-    good) — if it is still (or again) there as read: compare-and-remove, so a new interruption of the session stays.
-    Never raises (a failure is logged; the next scan retries). True when it was removed."""
+    """Remove the marker of a turn the ledger settles, if it is still (or again) there as read (a new
+    interruption stays). Never raises: the next scan retries."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
     entry = turn.marker.entry

@@ -1,24 +1,11 @@
 """Whether a continuation the tray ran finished is Hermes' fact: its ``state.db`` says so.
 
-On a backend that predates auto-continue (``hermes-agent`` 0.19.0) the tray submits the
-continuation note itself and keeps a marker for that run (``attempts + 1``, the gateway child as
-writer). Its own process retiring that marker on ``message.complete`` is not enough: stopped or
-killed after Hermes finished, it leaves the marker of a completed turn, whose writer then exits, and
-a second resume would send the model a second note. So, just before the note is submitted, what is
-needed to recognise its completion in ``state.db`` goes into the continuation's marker (extra keys,
-which Hermes' ``read_turn_marker`` ignores) and into the ledger (``continuing``):
-
-* ``tray_state_session``: the stored session the note goes to (``session.resume``'s compression tip);
-* ``tray_after_message_id``: ``MAX(messages.id)`` before the submit (ids only grow);
-* ``tray_note_sha256``: the note's digest (the note itself is rebuilt from the marker's prompt);
-* ``tray_submitted_at``: when.
-
-Any reader that finds such a marker asks ``state.db`` (:func:`hermes_state.note_answered`): the
-note and a finished reply after it mean the turn is settled — journalled ``completed`` and the
-marker retired (compare-and-remove: a marker Hermes or anyone changed meanwhile is left alone),
-never offered or continued again. This holds whether or not the marker's writer still runs: a
-gateway whose client was killed exits, but a running ``hermes dashboard`` the continuation ran in
-never does, and a finished reply in ``state.db`` is the end of the turn either way.
+On an older Hermes the tray submits the note itself and keeps a marker for that run; killed after Hermes
+finished, it would leave the marker of a completed turn, and a second resume would send a second note. So
+before the submit, what recognises the note's answer (the stored session, ``MAX(messages.id)`` then, the
+note's digest, when) goes into that marker (extra keys Hermes ignores) and the ledger. Any reader that finds
+such a marker asks ``state.db``: the note and a finished reply after it settle the turn (``completed``, the
+marker retired by compare-and-remove), whether or not the marker's writer still runs.
 """
 
 from __future__ import annotations
@@ -51,7 +38,6 @@ class ContinuationMark:
     submitted_at: float
 
     def fields(self) -> dict[str, Any]:
-        """The marker's extra keys (also the journal's fields), in :data:`MARK_KEYS` order."""
         return dict(zip(MARK_KEYS, (self.state_session, self.after_message_id, self.note_sha256,
                                     self.submitted_at), strict=True))
 
@@ -74,9 +60,8 @@ def mark_of(entry: Mapping[str, Any]) -> ContinuationMark | None:
 
 @dataclass(frozen=True)
 class Settlement:
-    """What ``state.db`` says about a marked continuation: ``finished`` (settled: journalled, and
-    ``retired`` when the marker could be removed) or ``unknown`` (``state.db`` unreadable: whether
-    it finished cannot be told, so it must not be continued now); ``reason`` in one line."""
+    """What ``state.db`` says about a marked continuation: ``finished`` (settled; ``retired``: the marker
+    removed) or ``unknown`` (unreadable: it must not be continued now)."""
 
     state: str
     reason: str
@@ -88,12 +73,9 @@ class Settlement:
 
 
 def settle_if_finished(turn: Turn) -> Settlement | None:
-    """If the turn's marker is a tray continuation's and ``state.db`` shows its note answered, journal
-    ``completed`` (once) and retire the marker; return the :class:`Settlement` (``finished``).
-
-    ``unknown`` when ``state.db`` cannot be read (a resume must refuse: it might run the turn twice).
-    None when it is not such a marker or its note is not answered (pending): then the caller's
-    ordinary verdict stands. Bookkeeping failures are logged, never raised."""
+    """Settle a tray continuation's marker whose note ``state.db`` shows answered (record ``completed`` once,
+    retire the marker). None when it is not such a marker or its note is pending: the ordinary verdict
+    stands."""
     entry = turn.marker.entry
     mark = mark_of(entry) if entry is not None else None
     if entry is None or mark is None:
@@ -125,7 +107,6 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
 
 
 def _journal_completed(turn: Turn, why: str) -> None:
-    """``completed`` under the continuation marker's identity, unless a reader already recorded it."""
     with bookkeeping(logger, "could not record the settled continuation of %s", turn.key):
         from hermes_tray_core.stores.ledger import ledger
 

@@ -1,21 +1,10 @@
 """What Hermes did with a resume, read from Hermes' own facts — never from a guess or a version string.
 
-Hermes answers ``session.resume`` and then, on a backend that continues turns itself, either continues
-the turn or declines *silently* (stale, disabled, budget spent, another live owner: log only). It has no
-method that claims, lists or skips an interrupted turn. So the tray reads what Hermes leaves behind:
-
-* the resume reply: a session that was already live is *reused* (another client holds it). Hermes says
-  so in the reply's shape: a fresh runtime answers ``inflight: null`` and a ``started_at`` taken while
-  serving this very request; a live one answers its live payload (0.19.0: no ``inflight`` key unless a
-  turn is in flight; 0.22: ``turn_started_at``) and its older ``started_at``;
-* ``session.active_list``: the session's live row; its ``last_active`` moves whenever a client resumes it
-  or submits to it, so a ``last_active`` newer than the tray's own last touch means another client
-  touched the session;
-* the marker before and after (Hermes rewrites it for a continuation with its own pid, and deletes it
-  when it declines as stale / disabled / out of budget), and the active-session registry (the owner a
-  losing resume was refused for).
-
-Every function here reads only; none raises for what it reads.
+Hermes declines a continuation *silently* (stale, disabled, budget spent, another live owner: log only) and
+has no method that lists or claims an interrupted turn, so the tray reads what it leaves behind: the resume
+reply's shape, ``session.active_list``'s ``last_active``, the marker before and after (rewritten with its own
+pid for a continuation, deleted when declined) and the active-session registry. Nothing here raises for what
+it reads.
 """
 
 from __future__ import annotations
@@ -34,9 +23,8 @@ __all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "raw_entry", "tou
 
 #: A resume reply's ``started_at`` older than the request by more than this is a live session's.
 REUSE_SLACK = 0.25
-#: ``last_active`` newer than the tray's own last touch by more than this: another client touched it. Hermes stamps
-#: ``last_active`` before it answers, and the tray's own touch is the moment it read that answer, so any later
-#: stamp is someone else's; the slack only absorbs float rounding of the clock conversion.
+#: ``last_active`` newer than the tray's own last touch (when it read Hermes' answer, stamped before) by more
+#: than this is another client's: the slack only absorbs float rounding.
 TOUCH_SLACK = 0.001
 
 
@@ -49,11 +37,9 @@ def wall_time_of(received_monotonic: float | None) -> float:
 
 
 def live_reuse(reply: Mapping[str, Any], sent_at: float) -> bool:
-    """Did ``session.resume`` (sent at wall time ``sent_at``) reuse a session another client holds live?
-
-    Fresh runtimes (0.19.0 and 0.22 alike) answer ``inflight: null`` and no ``turn_started_at``, with a
-    ``started_at`` taken while serving the request. Anything else is a live one's payload — and when in
-    doubt, it is treated as live (the tray then leaves the session alone)."""
+    """Did ``session.resume`` (sent at wall time ``sent_at``) reuse a session another client holds live? A
+    fresh runtime answers ``inflight: null``, no ``turn_started_at`` and a ``started_at`` taken while serving
+    the request; anything else, or a doubt, is live (the tray then leaves the session alone)."""
     if "turn_started_at" in reply:
         return True
     if "inflight" not in reply or reply.get("inflight") is not None:
@@ -63,8 +49,7 @@ def live_reuse(reply: Mapping[str, Any], sent_at: float) -> bool:
 
 
 def touched_by_other(row: Mapping[str, Any], own_touch: float) -> bool:
-    """True when the live row's ``last_active`` is newer than the tray's own last touch (wall time):
-    another client resumed the session or submitted to it since."""
+    """Another client resumed the session or submitted to it since the tray's own last touch (wall time)."""
     last = strict_finite(row.get("last_active"))
     return last is not None and last > own_touch + TOUCH_SLACK
 
@@ -81,11 +66,8 @@ def raw_entry(home: Path | str, key: str) -> dict[str, Any] | None:
 
 def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before: Mapping[str, Any] | None
                         ) -> tuple[NotContinued, str, int | None] | None:
-    """Another Hermes process is continuing (or has continued) this turn: why, in one line, and its pid.
-
-    Signs: the marker rewritten by another live process (Hermes rewrites it with its own pid when its
-    continuation starts), or the active-session registry naming another live process as the session's
-    owner (what a losing resume was refused for)."""
+    """Another Hermes process is continuing this turn (it rewrote the marker, or the registry names it as the
+    session's owner): why, in one line, and its pid."""
     from hermes_tray_core.hermes.state_db import active_session_owner
     from hermes_tray_core.markers.entries import marker_writer_state
 
@@ -103,10 +85,8 @@ def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before:
 
 def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | None, our_pid: int | None,
                       now: float | None = None) -> tuple[NotContinued, str]:
-    """Hermes resumed the session and continued nothing: why, from the marker before and after.
-
-    Gone: Hermes cleared it, and its own rules on the entry as it was say why (disabled, stale, out of
-    budget). Still there: its writer is alive, another process owns the session, or Hermes did not say."""
+    """Hermes resumed the session and continued nothing: why, from the marker before and after (gone: Hermes'
+    own rules on the entry as it was say why)."""
     from hermes_tray_core.deciding.policy import Seen, decide
     from hermes_tray_core.hermes.config import read_backend_config
     from hermes_tray_core.markers.entries import marker_writer_state
@@ -122,12 +102,8 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
             d = decide(Marker.read(dict(before)), config=cfg, now=now, seen=Seen(WriterState.DEAD))
         except Exception:  # boundary: reading what the user and Hermes wrote: without it, fewer facts
             d = None
-        if d is not None and d.verdict == Verdict.DISABLED:
-            return NotContinued.DISABLED, f"Hermes cleared the turn: {d.reason}"
-        if d is not None and d.verdict == Verdict.STALE:
-            return NotContinued.STALE, f"Hermes cleared the turn: {d.reason}"
-        if d is not None and d.verdict == Verdict.EXHAUSTED:
-            return NotContinued.EXHAUSTED, f"Hermes cleared the turn: {d.reason}"
+        if d is not None and d.verdict in (Verdict.DISABLED, Verdict.STALE, Verdict.EXHAUSTED):
+            return NotContinued(d.verdict.value), f"Hermes cleared the turn: {d.reason}"
         return NotContinued.DECLINED, "Hermes cleared the turn without continuing it (it did not say why)"
     if after is not None and marker_writer_state(after, home) == WriterState.ALIVE and after.get("writer_pid") != our_pid:
         return (NotContinued.WRITER_ALIVE,

@@ -1,6 +1,6 @@
 """Following one continuation to its end: Hermes' own frames on the tray's connection, or its facts
-(``state.db``, the marker, the active-session registry) while the frames go elsewhere. The tray stops a
-turn (``session.interrupt``) only while it is provably the tray's own, in a session no other client touched.
+(``state.db``, the marker, the active-session registry) while the frames go elsewhere. The tray stops a turn
+(``session.interrupt``) only while it is provably its own, in a session no other client touched.
 """
 
 from __future__ import annotations
@@ -35,20 +35,16 @@ class _Watch:
 
 
 class Follow:
-    """From Hermes' answer to ``session.resume`` (or the note's submit) to the end of the turn, over the run's
-    state (``s``)."""
+    """From Hermes' answer to ``session.resume`` (or the note's submit) to the end of the turn."""
 
     def __init__(self, s: RunState) -> None:
         self.s = s
 
     def continued_by_hermes(self, resumed: dict[str, Any], t_resume: float) -> ContinuationResult:
-        """A backend with the feature: it continues (or declines) by itself; the tray never submits anything.
-
-        With ``auto_continue`` in the reply Hermes has scheduled the continuation (it builds its agent first),
-        but the turn is only "running" once its first frame arrives here: a losing resume gets the same reply
-        and is refused silently (another live owner), so until that frame the tray watches the marker and the
-        active-session registry, within ``start_timeout``. Without it, only frames already in flight can say it
-        continues after all (``decline_grace``); else the marker before and after says why not."""
+        """A Hermes that continues (or declines) by itself. ``auto_continue`` in the reply means scheduled,
+        but a losing resume gets the same reply and is refused silently: until the first frame the tray
+        watches the marker and the registry (``start_timeout``). Without it only frames in flight can still
+        say so (``decline_grace``); else the marker before and after says why not."""
         desc = resumed.get("auto_continue")
         promised = isinstance(desc, dict)
         if isinstance(desc, dict):
@@ -92,8 +88,7 @@ class Follow:
         return self.s.not_continued(code, why)
 
     def _stop_before_start(self) -> ContinuationResult:
-        """Stop asked while Hermes builds the continuation's agent: interrupt it (only in a session the tray
-        holds alone: Hermes then never starts it, and retires its marker itself)."""
+        """Stop while Hermes builds the agent: interrupt it, in a session the tray holds alone."""
         why = self.s._ours_alone(started=False)
         if why:
             return self._left_to_window(why)
@@ -105,9 +100,8 @@ class Follow:
                                                 "continued again.")
 
     def _left_to_window(self, why: str) -> ContinuationResult:
-        """The user's Stop, but the turn running there is not provably the tray's own, alone (a Hermes window shares
-        the session): the tray sends no interrupt and stops following; the turn is the window's to stop. Its end
-        is read from Hermes later (``core.continuing.orphans``), never recorded as stopped by you."""
+        """The user's Stop, but a Hermes window shares the session: no interrupt; the turn is the window's to
+        stop, and its end is read from Hermes later, never recorded as stopped by you."""
         self.s.result.stopped_by = StopReason.USER
         self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
         return self.s.finish(Outcome.DETACHED, f"Not stopped by the tray: {why}. It goes on in your Hermes window; "
@@ -124,15 +118,14 @@ class Follow:
             RESUMING_STATUS_TEXT.rstrip("…") in str(payload.get("text") or "")
 
     def _finished_elsewhere(self) -> ContinuationResult | None:
-        """The events stopped coming here (a window resumed the session: 0.19.0 sends them to the newest client):
-        Hermes' state.db says whether the turn finished. The tray's marker is retired; Hermes retires its own."""
+        """The events stopped coming here (0.19.0 sends them to the newest client): did state.db finish it?"""
         if self.s.backend is None:
             return None
         state, why = self.s._note_facts()
         if state != "finished":
             return None
-        # Hermes writes the reply a moment before it sends message.complete: if the stream is still ours, that
-        # frame is on its way — follow it instead of reading the end from state.db.
+        # Hermes writes the reply a moment before message.complete: a stream still ours has that frame on its
+        # way
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
             ev = self.s.next_event(0.1)
@@ -148,7 +141,6 @@ class Follow:
                                       f"Hermes window, which took over its events ({why}).", "complete")
 
     def to_end(self, t_resume: float) -> ContinuationResult:
-        """Follow this session's frames to the end of the turn (or a stop / time-out / crash)."""
         now = time.monotonic()
         w = _Watch(deadline=now + self.s.opts.idle_timeout, next_facts=now + self.s.opts.facts_interval)
         while True:
@@ -165,8 +157,8 @@ class Follow:
                 return done
 
     def _stopping(self, w: _Watch, now: float) -> ContinuationResult | None:
-        """A Stop, or silence past the idle time-out: interrupt the session (only one the tray provably holds
-        alone), then give Hermes ``stop_grace`` to confirm; the turn is over for us when it does or when that ends."""
+        """A Stop, or silence past the idle time-out: interrupt a session the tray holds alone, and give
+        Hermes ``stop_grace`` to confirm."""
         if w.stop_deadline is None and (self.s.stop.is_set() or now >= w.deadline):
             if self.s.quitting:
                 return self.s.detach()
@@ -191,14 +183,13 @@ class Follow:
         if w.stop_deadline is not None:
             quiet_end = w.acked_at is not None and not self.s.turn_seen and now - w.acked_at >= 1.0
             if quiet_end or now >= w.stop_deadline:
-                # Interrupted before its agent ran (Hermes then ends the turn without a frame),
-                # or Hermes did not confirm in time: either way the turn is over for us.
+                # interrupted before its agent ran (no frame then), or not confirmed in time: over for us
                 self.s._retire_marker(stopped=not self.s.timed_out)
                 return self._stopped_result()
         return None
 
     def _quiet(self, w: _Watch) -> ContinuationResult | None:
-        """No frame for a moment: now and then ask Hermes' facts whether it finished the turn for another client."""
+        """No frame for a moment: now and then ask Hermes' facts whether it finished for another client."""
         if w.stop_deadline is None and time.monotonic() >= w.next_facts:
             w.next_facts = time.monotonic() + self.s.opts.facts_interval
             done = self._finished_elsewhere()
@@ -208,7 +199,6 @@ class Follow:
         return None
 
     def _ended(self, w: _Watch) -> ContinuationResult:
-        """The connection to Hermes ended."""
         if w.stop_deadline is not None:
             self.s._retire_marker(stopped=not self.s.timed_out)
             return self._stopped_result()
@@ -221,7 +211,6 @@ class Follow:
                                             f"{self.s._see_log()}." + self.s._child_died_marker_note())
 
     def _frame(self, w: _Watch, ev: dict[str, Any], t_resume: float) -> ContinuationResult | None:
-        """One of this session's frames: the clocks move on, progress is told, and an end or error ends it."""
         if ev.get("session_id") not in (None, self.s.sid):
             return None
         etype = str(ev.get("type") or "")
@@ -249,7 +238,6 @@ class Follow:
         return None
 
     def _completed(self, w: _Watch, payload: dict[str, Any]) -> ContinuationResult:
-        """Hermes' ``message.complete``: the turn ended, as its status says (or as the stop in flight made it)."""
         status = str(payload["status"]) if isinstance(payload.get("status"), str) else "complete"
         if isinstance(payload.get("text"), str):
             self.s.result.answer = payload["text"][:ANSWER_CHARS]
@@ -264,7 +252,6 @@ class Follow:
         return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
 
     def _left_alone(self, why: str) -> ContinuationResult:
-        """The tray does not interrupt: the turn running there is not provably its own, alone. Said as it is."""
         state, _facts = self.s._note_facts()
         if state == "superseded":
             self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE

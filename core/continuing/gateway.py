@@ -1,29 +1,17 @@
-"""Continuing one interrupted turn through Hermes: :func:`continue_turn` in a gateway the tray spawns,
-:func:`continue_in_backend` inside the user's running backend (over its ``/api/ws``).
+"""Continuing one interrupted turn through Hermes (the tray never calls a model itself): :func:`continue_turn`
+in a gateway the tray spawns, :func:`continue_in_backend` inside the user's running backend over its
+``/api/ws``.
 
-The tray never calls a model itself: a continuation always runs through Hermes. The run is
-``core.continuing.run`` (start, resume, note) and ``core.continuing.follow`` (to the end); what it reports,
-``core.continuing.results``; the capability probe, ``core.backend.capabilities``; the JSON-RPC session,
-``core.backend.rpc`` over ``core.backend.stdio`` or ``core.backend.websocket``.
-
-Protocol (``hermes-agent`` 0.19.0 ``tui_gateway``; newer backends add auto-continue): the first frame is the
-``gateway.ready`` event; events are ``{"method":"event","params":{"type","session_id","payload"}}``;
-``session.resume {session_id: <stored id>}`` → ``{session_id: <runtime id>, resumed, running, …}``, plus
-``auto_continue: {attempt, interrupted_at}`` from a backend that continues the turn itself (it then emits
-``status.update`` "Resuming interrupted turn…", ``message.start`` … ``message.complete``, possibly before the
-reply reaches us); ``prompt.submit {session_id, text}`` → ``{status: "streaming"}``, then the turn's events up
-to ``message.complete {text, usage, status: complete|interrupted|error}`` (a turn that fails outside the agent
-loop sends an ``error`` event instead; one interrupted before its agent was built ends silently);
-``session.interrupt {session_id}``; closing a spawned gateway's stdin makes it exit.
-
-Which side continues is decided by capability before anything is sent: a backend with
-``tui_gateway.turn_marker`` continues by itself or declines, and the tray never submits a note to it; an older
-one gets the continuation note via ``prompt.submit``, the tray keeping the turn's marker for that run
-(``core.continuing.handover``), so a crash of the continuation is itself detected, the retry budget holds, and
-a run whose own process died after Hermes finished is settled from ``state.db``
-(``core.continuing.completion``), never continued twice. Which installation to run is the caller's choice
-(``install``); this module never reads the tray's settings. A continuation is stopped after ``idle_timeout``
-seconds without a frame from Hermes (as Hermes itself watches inactivity), never after a total time.
+Hermes' protocol (``tui_gateway``): ``gateway.ready`` first; events ``{"method":"event","params":{"type",
+"session_id","payload"}}``; ``session.resume {session_id}`` → ``{session_id: <runtime id>, resumed, running,
+…}`` plus ``auto_continue: {attempt, interrupted_at}`` from a Hermes that continues the turn itself (then
+``status.update`` "Resuming interrupted turn…", ``message.start`` … ``message.complete``, maybe before the
+reply reaches us); ``prompt.submit {session_id, text}`` → ``{status: "streaming"}`` and the turn's events up
+to ``message.complete {text, usage, status}`` (an ``error`` event for a failure outside the agent loop;
+silence for a turn interrupted before its agent was built); ``session.interrupt``. Which side continues is
+decided by capability before anything is sent: an older Hermes gets the note, the tray keeping the turn's
+marker for that run (:mod:`core.continuing.handover`). A continuation is stopped after ``idle_timeout``
+without a frame, never after a total time.
 """
 
 from __future__ import annotations
@@ -75,19 +63,11 @@ def continue_turn(
     env: Mapping[str, str] | None = None,
     cwd: str | None = None,
 ) -> ContinuationResult:
-    """Run one continuation of ``turn`` through Hermes and report how it ended. Never raises for anything Hermes
-    does: failures are outcomes with a message.
-
-    The turn's marker gives the attempts (it runs as ``attempts + 1``) and the ORIGINAL prompt; its entry, when
-    the caller checked one (``turn.marker.raw``), is the one expected: on a legacy backend the tray swaps it for
-    the run's own marker right before ``prompt.submit`` and submits nothing if it changed or vanished meanwhile
-    (a skip that landed while Hermes was starting): ``declined`` with ``marker_changed``. The ``listener``
-    (:mod:`core.continuing.listener`) hears ``connected(pid)`` right after the gateway started (bookkeeping
-    overlaps its start-up), ``submitting(marker)`` (legacy) with the run's marker as stored, completion mark
-    included, before the note is submitted (the caller journals it), ``dispatched`` once the continuation turn
-    started. ``stop`` set → ``session.interrupt`` and the marker is retired. ``install`` is the caller's: which
-    Hermes to run (settings, PATH) is not decided here.
-    """
+    """Run one continuation of ``turn`` (as ``attempts + 1``, with the ORIGINAL prompt) and report how it
+    ended; never raises for anything Hermes does. On an older Hermes the entry the caller checked is swapped
+    for the run's own marker right before ``prompt.submit``, and nothing is submitted if it changed meanwhile
+    (a skip landed): ``declined``, ``marker_changed``. Which Hermes to run (``install``) is the caller's
+    choice."""
     opts = options or GatewayOptions()
     home, key = Path(turn.home), turn.key
     gw_env = dict(env) if env is not None else gateway_environment(home)
@@ -118,24 +98,12 @@ def continue_in_backend(
     connections: dict[int, RpcSession] | None = None,
     left_before: tuple[str, float] | None = None,
 ) -> ContinuationResult:
-    """:func:`continue_turn` inside the user's running backend (``hermes dashboard``), over its ``/api/ws``.
-
-    The continuation runs in the process that owns the session: no second Hermes start-up. Before anything is
-    resumed this backend and every one of ``other_backends`` (the others serving the home) are asked which
-    sessions are live (``session.active_list``): a session live in any of them is open in the user's Hermes app
-    and left alone (``declined``, ``not_continued`` ``open-in-app``); so is one Hermes' resume shows already live
-    (a window opened it in between: ``opened-during-check``): nothing is submitted, interrupted or closed. The
-    tray never sends ``session.close`` there nor asks Hermes to close the session when it disconnects (Hermes parks
-    it and lets it go once idle, so a turn running there outlives the tray: ``RunState.detach``), and
-    ``session.interrupt`` only while the turn running is provably its own in a session no other client touched
-    (``left_alone`` says why not). A backend that cannot be
-    used before a session is resumed (refused, gated, no answer, capabilities unknown) gives ``backend_unusable``
-    (why): the caller falls back to a spawned gateway. ``connections``: sessions the caller already opened
-    (``connect_backend``, by backend pid); the one used is taken out of the dict, the rest stay the caller's.
-    ``left_before``: the session the tray left in this backend last time (runtime id, when): found live, idle and
-    untouched since, it is waited for until Hermes lets it go, instead of read as open in a Hermes window. The
-    ``listener`` hears ``connected(None)`` once the backend answered.
-    """
+    """:func:`continue_turn` inside the user's running backend, in the process that owns the session. A
+    session live in this or any of ``other_backends`` is open in the user's Hermes app and left alone, as is
+    one a window opened in between: nothing is submitted, interrupted or closed. A backend unusable before
+    anything was resumed gives ``backend_unusable`` (the caller falls back). ``connections``: sessions the
+    caller opened, by pid (the one used is taken out). ``left_before``: the session the tray left there last
+    time, waited for until Hermes lets it go."""
     opts = options or GatewayOptions()
     home, key = Path(turn.home), turn.key
     where = f"in your running Hermes (pid {backend.pid})"
@@ -157,8 +125,6 @@ def continue_in_backend(
 
 
 def _handover(turn: Turn) -> MarkerHandover:
-    """The turn's marker as a legacy continuation takes it over: its ORIGINAL prompt and attempts as Hermes reads
-    them, and the entry the caller checked (None: none was read, nothing to compare)."""
     return MarkerHandover(Path(turn.home), turn.key, turn.marker.prompt, turn.attempts, turn.marker.entry)
 
 

@@ -42,7 +42,7 @@ class MarkerHandover:
         return continuation_note(self.prompt)
 
     def make_mark(self, state_session: str) -> str | None:
-        """Read ``state.db``'s message high-water mark for the note's completion mark; why not, or None."""
+        """The note's completion mark from ``state.db``'s message high-water mark; why not, or None."""
         from hermes_tray_core.continuing.completion import ContinuationMark
         from hermes_tray_core.hermes.state_db import message_high_water
 
@@ -53,8 +53,7 @@ class MarkerHandover:
         return None
 
     def take(self, writer: ProcessIdentity) -> bool:
-        """Swap the checked entry for this run's own. False (nothing written) when it changed or vanished
-        since — a skip won, whoever made it. Raises ``MarkerStoreError`` when it cannot be written."""
+        """Swap the checked entry for this run's own; False when it changed or vanished since (a skip won)."""
         from hermes_tray_core.markers.entries import build_entry
         from hermes_tray_core.markers.store import MarkerStore
 
@@ -87,18 +86,12 @@ class MarkerHandover:
                 self.ours = None
 
     def retire(self, writer_pid: int | None, *, stopped: bool = False) -> tuple[str, float | None] | None:
-        """The continuation concluded (or was stopped): its marker must not be continued again.
-
-        Our own entry is removed; without one, an entry the process running the turn (``writer_pid``) wrote is
-        (a backend that continued itself retires its own; after a Stop we make sure). ``stopped`` (the user's
-        Stop): the entry the user stopped (the checked one) goes too if it is still there unchanged — Hermes
-        clears its own at a Stop, unless it cannot write its home. Returns why an entry that had to go could not be
-        removed (plain words) and that entry's ``started_at``: it would read actionable, so the caller records the
-        turn under it; None when nothing was left."""
+        """The continuation concluded (or was stopped): remove our own entry, else the one ``writer_pid``
+        wrote, or after the user's Stop the checked one if unchanged. Why an entry that had to go stayed
+        (plain words) and its ``started_at`` (the caller records the turn under it), or None."""
         from hermes_tray_core.markers.store import MarkerStore
 
         target: dict[str, Any] | None = self.ours
-        # the result says why, once
         with bookkeeping(logger, "could not retire the marker for %s", self.key, level=INFO,
                          trace=False) as kept:
             store = MarkerStore(self.home)
@@ -117,8 +110,7 @@ class MarkerHandover:
 
 
 def plain_error(exc: BaseException) -> str:
-    """Why a file could not be written, in words a user reads ("read-only file system"): no errno, no temp-file
-    name, no exception class (those go to the log)."""
+    """Why a file could not be written, in a user's words: no errno, temp-file name or exception class."""
     if isinstance(exc, OSError) and exc.strerror:
         return exc.strerror[:1].lower() + exc.strerror[1:]
     text = str(exc).splitlines()[0] if str(exc) else "it could not be written"

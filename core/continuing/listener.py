@@ -1,13 +1,9 @@
-"""What a continuation tells whoever started it while it runs: one :class:`Listener`, instead of a callback per event.
+"""What a continuation tells whoever started it while it runs: one :class:`Listener`, instead of a callback
+per event.
 
-The events, in the order they come: ``progress`` (what it is doing, throttled), ``connected`` (Hermes is up:
-a spawned gateway started, with its pid, or the running backend answered: bookkeeping may start beside it),
-``submitting`` (an older Hermes: the run's own marker, as stored, right before the note is submitted),
-``dispatched`` (the continuation turn started). How it ended is the return value, not an event.
-
-Every method is called on the continuation's threads, through :class:`Heard`: a listener that raises is logged
-and the turn goes on (bookkeeping never breaks a turn). :class:`Callbacks` makes a listener from plain functions
-(the command line, the shell, tests).
+In order: ``progress`` (throttled), ``connected`` (Hermes is up: bookkeeping may start beside it),
+``submitting`` (an older Hermes: the run's own marker, right before the note), ``dispatched``; how it ended is
+the return value. Called through :class:`Heard`: a listener that raises is logged and the turn goes on.
 """
 
 from __future__ import annotations

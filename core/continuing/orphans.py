@@ -1,23 +1,8 @@
 """After a kill, the truth from Hermes: a run of ours whose process is gone is settled from Hermes' facts.
 
-A continuation's end is recorded by the process that follows it. When that process is SIGKILLed (the resume
-worker, the tray, the helper) or stops following on purpose (the tray quit: ``detached``), the ledger holds the run
-open and History would say "Running" forever. Every scan looks at the open runs whose claim is no longer held at
-their epoch (``core.continuing.claim.run_held``: a dead holder's claim is free) and asks Hermes, never a process of
-ours:
-
-* the continuation's note and a finished reply after it in ``state.db`` (found by the digest journalled at
-  dispatch, ``core.continuing.completion``'s mark) → ``completed`` ("Resumed and finished");
-* a marker for the session whose writer is alive → still running: left for a later scan;
-* a marker whose writer is gone → the continuation died: ``failed`` (crashed); the marker is offered again;
-* no marker and no finished reply → Hermes ended it without one (stopped in a Hermes window, or cleared):
-  ``cleared``;
-* ``state.db`` unreadable → left for a later scan (unsure: nothing is guessed);
-* a run that recorded nothing (its resume died checking the turn) → closed, with nothing to say.
-
-A run that never reached Hermes is no answer (:class:`~hermes_tray_core.stores.ledger.TurnStatus`): its turn is
-resumed (auto mode) or asked about again.
-
+The process that follows a continuation records its end; killed (or detached at a quit), it leaves the run
+open. Every scan settles open runs whose claim no live process holds from Hermes' facts, as
+docs/architecture.md (step 7) lists; ``state.db`` unreadable or a writer alive leaves it for a later scan.
 Bookkeeping only: it never raises, never writes Hermes' files, and costs nothing when no run is open.
 """
 
@@ -42,8 +27,7 @@ logger = get_logger(__name__)
 
 
 def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, *, book: Ledger | None = None) -> int:
-    """Settle ``home``'s open runs whose process is gone (module doc); ``turns``: its marker file as just read
-    (None: read it here). Returns how many were settled."""
+    """Settle ``home``'s open runs whose process is gone; ``turns``: its markers as just read. How many."""
     where = home_path(home)
     with bookkeeping(logger, "could not settle the open runs of %s", where):  # settling old runs never breaks a scan
         from hermes_tray_core.stores.ledger import ledger

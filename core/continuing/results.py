@@ -19,17 +19,15 @@ ANSWER_CHARS = 4000  # how much of Hermes' final reply a result keeps for the UI
 
 
 class StopRequest(threading.Event):
-    """A stop that says why (:class:`~core.vocab.StopReason`): the user's Stop interrupts the continuation for good;
-    a shutdown (Quit, logout, SIGTERM, an update) only makes the tray stop following it. A plain ``set()`` is the
-    user's Stop, so any ``threading.Event`` a caller passes keeps its old meaning."""
+    """A stop that says why: the user's Stop interrupts the continuation for good, a shutdown only stops
+    following it. A plain ``set()`` is the user's Stop."""
 
     def __init__(self) -> None:
         super().__init__()
         self.reason = StopReason.USER
 
     def request(self, reason: StopReason) -> None:
-        """Ask the continuation to stop for ``reason``; the first request wins (a Stop already on its way stays
-        a Stop when the tray then quits)."""
+        """The first request wins (a Stop on its way stays a Stop when the tray then quits)."""
         if not self.is_set():
             self.reason = reason
         self.set()
@@ -68,41 +66,29 @@ class ContinuationResult:
     timings: dict[str, float] = field(default_factory=dict)
     status: str | None = None  # message.complete status as Hermes reported it
     dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
-    # Legacy backend, ``declined``, nothing submitted: the checked entry changed (a skip won) when the tray came
-    # to take it over; or Hermes was found on the session (or could not be told not to be) right before (why).
+    # an older Hermes, ``declined`` with nothing submitted: the checked entry changed (a skip won), or Hermes
+    # was found on the session right before (why)
     marker_changed: bool = False
     live_elsewhere: str | None = None
-    # Legacy backend: the tray's own marker for the run could not be removed (why); the leftover's ``started_at``
-    # names it (the outcome is journalled under it too, so it is not offered or continued again).
+    # an older Hermes: the run's own marker could not be removed (why); the outcome is recorded under it too
     marker_left: str | None = None
     marker_left_started_at: float | None = None
-    # Hermes' final text for the turn (message.complete), for the UI only: never journalled or logged.
-    answer: str | None = None
-    # The gateway's stderr log could not be opened (why): Hermes ran without one (``log_path`` None).
-    log_problem: str | None = None
-    # Where it ran (pid ``backend_pid`` or ``gateway_pid``); ``where`` says it for a user.
+    answer: str | None = None  # Hermes' final text, for the UI only: never recorded or logged
+    log_problem: str | None = None  # why the gateway's stderr log could not be opened (Hermes ran without)
     ran_in: RanIn = RanIn.SEPARATE_PROCESS
     backend_pid: int | None = None
-    where: str | None = None
-    # Why the running backend could not be used (nothing was sent there): the caller falls back to a gateway.
-    backend_unusable: str | None = None
-    # ``interrupted`` (or ``detached``) because the caller asked (StopReason.USER: Stop, Ctrl-C; SHUTDOWN: the
-    # tray quit), not Hermes on its own.
-    stopped_by: StopReason | None = None
-    # Where state.db will show this continuation's note answered: (stored session, messages.id before it). With the
-    # note's digest it is journalled at dispatch, so the turn's end can be read from Hermes after our process died.
+    where: str | None = None  # where it ran, for a user
+    backend_unusable: str | None = None  # why the running backend was not used (the caller falls back)
+    stopped_by: StopReason | None = None  # ``interrupted`` / ``detached`` because the caller asked
+    # (stored session, messages.id before the note): recorded at dispatch, so its end is read from state.db
+    # later
     note_mark: tuple[str, int] | None = None
-    # The runtime session the tray resumed in the user's running Hermes and left there (Hermes lets it go once idle
-    # with no client): journalled, so a later resume knows that live session for the tray's own leftover.
+    # the runtime session the tray left in the user's running Hermes: recorded, so a later resume knows it
     left_session: str | None = None
-    # Why Hermes did not continue the turn in this run (``declined``): a reason code read from Hermes' facts.
-    not_continued: NotContinued | None = None
-    # Another Hermes process that continues it or holds the session (the losing side of a race), when known.
-    holder_pid: int | None = None
-    # How the tray learnt the end (its own stream, Hermes' state.db, or not at all: it left the session alone).
-    finish: Finish | None = None
-    # Why the tray sent no ``session.interrupt`` (the running turn was not provably its own, alone): one line.
-    left_alone: str | None = None
+    not_continued: NotContinued | None = None  # why Hermes did not continue it here, from its facts
+    holder_pid: int | None = None  # another Hermes process that continues it or holds the session
+    finish: Finish | None = None  # how the tray learnt the end
+    left_alone: str | None = None  # why the tray sent no ``session.interrupt``
 
 @dataclass
 class GatewayOptions:
@@ -122,15 +108,13 @@ class GatewayOptions:
 
 
 def gateway_log_path(session_key: str) -> Path:
-    """Per-continuation stderr log of the gateway, in the tray's log dir (0600). The session key is made
-    safe for a file name everywhere (``:`` is valid in a key, not in a Windows file name)."""
+    """Per-continuation stderr log of the gateway (0600), its name safe on Windows too."""
     from hermes_tray_core.stores.logfiles import safe_file_part
     from hermes_tray_core.stores.paths import log_dir
 
     now = time.time()
     stamp = time.strftime("%Y%m%dT%H%M%S", time.localtime(now)) + f"{int(now * 1000) % 1000:03d}"
-    # Milliseconds and a per-process count: one tray can start two continuations within a second, and each
-    # keeps its own log (the second must never append to or replace the first's).
+    # milliseconds and a count: two continuations within a second each keep their own log
     return log_dir() / "gateway" / f"{stamp}-{safe_file_part(session_key)}-{os.getpid()}-{next(_LOG_SEQ)}.log"
 
 

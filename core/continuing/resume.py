@@ -1,21 +1,8 @@
-"""Resume one interrupted turn, exactly once across every hermes-tray process.
-
-``resume_turn(home, session_key, expected)``:
-
-1. claims the turn (:mod:`core.continuing.claim`: a second tray, the helper or another login gets
-   "already being resumed"); the claim and the run it starts in the ledger commit in one transaction;
-2. re-reads the marker: it must still be there, equal ``expected`` (what the user was shown) and still be
-   ``actionable`` by the one judge the scanner uses (:func:`core.deciding.policy.judge`) — settled in the ledger,
-   a live writer, a live Hermes turn lease or a live active-session owner: refuse and say why;
-3. dispatches the continuation through Hermes (``core.continuing.gateway``) and follows it to the end;
-4. records each step of the run in the ledger — ``approved``, ``dispatched``, ``completed`` / ``interrupted`` /
-   ``failed`` / ``gave-up`` (and ``refused``) — identity only, never prompt text; then releases the claim.
-
-A continuation that dies leaves its marker with ``attempts + 1`` (its writer then dead); the next resume sees
-it actionable until ``max_attempts``, where the engine stops and says so — unless Hermes' ``state.db`` shows
-that continuation's note answered (:mod:`core.continuing.completion`): then it is settled, journalled
-``completed``, and refused. This module reads the tray settings (which Hermes to run, the inactivity limit)
-and hands them to :mod:`core.continuing.gateway`.
+"""Resume one interrupted turn, exactly once across every hermes-tray process (docs/architecture.md, steps
+5-7): claim it (the claim and the run it starts commit together), re-read the marker under the claim (it must
+equal what the user was shown, and the one judge must find it ``actionable``), continue it through Hermes and
+follow it to the end, recording each step in the ledger (identity only, never prompt text), then release the
+claim.
 """
 
 from __future__ import annotations
@@ -71,8 +58,7 @@ CLAIM_TTL = 60.0
 
 @dataclass
 class ResumeResult:
-    """How a resume request ended: ``outcome`` (a gateway outcome, ``refused`` or ``gave-up``),
-    a one-line human ``message``, and the exit code the CLI uses (0 / 1 / 3)."""
+    """How a resume request ended: its ``outcome``, one line for people, and the CLI's exit code."""
 
     outcome: Outcome
     message: str
@@ -81,8 +67,7 @@ class ResumeResult:
     verdict: str | None = None
     continuation: ContinuationResult | None = None
     code: Refusal | None = None  # why it was refused (``--json`` writes "" for none)
-    # Why the user's running Hermes was not used and a separate gateway was spawned (None: it was used, or
-    # no continuation was attempted).
+    # why the user's running Hermes was not used and a separate gateway was spawned
     fallback_reason: str | None = None
 
     @property
@@ -108,8 +93,6 @@ class ResumeResult:
             "code": self.code or "",  # "" for none; ran_in: running-backend (backend_pid) or separate-process
             "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
             "where": c.where if c else None, "fallback_reason": self.fallback_reason,
-            # What Hermes did, as codes (core.vocab): why it did not continue the turn here, how the tray learnt
-            # the end, and why the tray left a session alone instead of stopping it.
             "not_continued": c.not_continued if c else None, "holder_pid": c.holder_pid if c else None,
             "finish": c.finish if c else None, "left_alone": c.left_alone if c else None,
             "stopped_by": c.stopped_by if c else None,  # "you" (Stop, Ctrl-C) or "shutdown" (the tray quit)
@@ -126,8 +109,7 @@ _HINTS = {
 
 
 def settings_options() -> GatewayOptions:
-    """Gateway options with the tray's ``continuation_idle_timeout`` (defaults if the settings are unreadable:
-    the refusal for that comes from :func:`settings_hermes_command`)."""
+    """Gateway options with the tray's ``continuation_idle_timeout`` (else the defaults)."""
     from hermes_tray_core.stores.settings import SettingsError, load_settings
 
     try:
@@ -139,7 +121,6 @@ def settings_options() -> GatewayOptions:
 
 def _record(event: Event | str, turn: TurnId, *, run: int | None = None, marker: float | None = None,
             **fields: Any) -> None:
-    """A step of a resume in the ledger (bookkeeping: a failure is logged, never raised)."""
     with bookkeeping(logger, "could not record %s for %s", event, turn.key):
         from hermes_tray_core.stores.ledger import ledger
 
@@ -148,7 +129,7 @@ def _record(event: Event | str, turn: TurnId, *, run: int | None = None, marker:
 
 @dataclass(frozen=True)
 class Assessment:
-    """The one judge's verdict on one marker right now (:func:`core.deciding.policy.judge`), with the budget it used."""
+    """The one judge's verdict on one marker now, with the budget it used."""
 
     verdict: Verdict
     reason: str
@@ -160,8 +141,7 @@ class Assessment:
 
 
 def assess(turn: Turn, *, now: float | None = None) -> Assessment:
-    """The scanner's verdict for one turn, from a fresh look: the ledger, a continuation of ours settled from
-    state.db, the writer, Hermes' turn lease, the active-session owner (:func:`core.deciding.policy.judge`)."""
+    """The scanner's verdict for one turn, from a fresh look at every fact."""
     from hermes_tray_core.continuing.completion import settle_if_finished
     from hermes_tray_core.deciding.policy import Facts, Seen, judge
     from hermes_tray_core.hermes.config import read_backend_config
@@ -214,15 +194,9 @@ def resume_turn(
     via: str = "api",
     prefer_running_backend: bool = True,
 ) -> ResumeResult:
-    """Resume ``turn`` once (see module doc). Never raises for expected failures.
-
-    ``turn.marker``: the entry the user was shown; one not read from a file (``Marker()``) means whatever is
-    there now (auto mode). The ``listener`` (:mod:`core.continuing.listener`) hears the continuation's progress and
-    ``dispatched`` once it has started (journalled first); ``connected`` and ``submitting`` are this resume's own
-    bookkeeping.
-    ``prefer_running_backend``: continue inside the user's running ``hermes dashboard`` of that home when
-    there is one (``core.backend.running``); False always spawns a gateway (benchmarks compare the two).
-    """
+    """Resume ``turn`` once; never raises for expected failures. ``turn.marker``: the entry the user was shown
+    (one not read from a file: whatever is there now, auto mode). ``prefer_running_backend`` False always
+    spawns a gateway (benchmarks compare the two)."""
     key = turn.key
     r = _Resume(turn, via, install, options, listener, stop, env)
     held = exactly_once.claim(turn, purpose="resume", via=via, ttl=CLAIM_TTL, wait=claim_wait)
@@ -258,10 +232,9 @@ def _gateway_owns(home: Path | str) -> str | None:
 
 
 class _Backends:
-    """The user's running backends of the home, looked for beside the re-checks: the process-table walk, their
-    installation's capabilities (cached) and a connection to each overlap them; nothing is asked of a backend.
-    One that is still starting is waited for (``wait`` seconds; ``on_waiting`` says so once), never passed over:
-    a second Hermes beside it would take the session and lock the user's window out."""
+    """The user's running backends of the home, looked for and connected to beside the re-checks (nothing is
+    asked of them yet). One still starting is waited for, never passed over: a second Hermes beside it would
+    take the session and lock the user's window out."""
 
     def __init__(self, home: Path | str, *, wait: float = 0.0, on_waiting: Callable[[], None] | None = None,
                  stop: threading.Event | None = None) -> None:
@@ -325,7 +298,6 @@ class _Resume:
         _record(event, self.turn.ident, run=self.run or None, marker=marker, via=self.via, **fields)
 
     def refused(self, message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
-        """Refused before the marker was read again (about the turn as shown), or after it changed."""
         self.journal(Event.REFUSED, reason=message, verdict=verdict)
         return self.result(Outcome.REFUSED, message, verdict, code=code)
 
@@ -345,8 +317,7 @@ class _Resume:
                 backends.close()
 
     def _left_before(self, backend_pid: int) -> tuple[str, float] | None:
-        """The session a run of ours last left in that backend for this turn's session (runtime id, when), from the
-        journal; None when none (or the journal cannot be read)."""
+        """(runtime id, when) of the session a run of ours last left in that backend, or None."""
         with bookkeeping(logger, "cannot read which session the tray left in %s", backend_pid, level=DEBUG):
             from hermes_tray_core.stores.ledger import ledger
 
@@ -357,14 +328,11 @@ class _Resume:
         return None
 
     def _waiting_for_backend(self) -> None:
-        """A running Hermes of the home is still starting: say so while the tray waits for it."""
         self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
 
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
     def _recheck(self) -> Assessment | ResumeResult:
-        """Under the claim: the marker read again must be the one shown (``self.turn`` becomes the turn as read), and
-        the one judge must find it actionable."""
         from hermes_tray_core.hermes.config import sessions_elsewhere
         from hermes_tray_core.markers.store import MarkerStoreError, list_turn_markers
 
@@ -426,7 +394,7 @@ class _Resume:
     # the journal order is always approved → (continuing →) dispatched → the end
 
     def _approve(self, gateway_pid: int | None = None) -> None:
-        """Journalled beside Hermes' start-up (a durable append is an fsync); every later step waits for it."""
+        """Recorded beside Hermes' start-up (a durable write is an fsync); every later step waits for it."""
         if not self._approved:
             t = threading.Thread(target=self.journal, args=("approved",), name="journal-approved", daemon=True,
                                  kwargs={"attempts": self.attempts, "epoch": self.epoch, "gateway_pid": gateway_pid})
@@ -438,8 +406,8 @@ class _Resume:
         self._approved[0].join()
 
     def _mark_fields(self, res: ContinuationResult) -> dict[str, Any]:
-        """How state.db will show this continuation answered (``core.continuing.completion``'s keys): journalled
-        with the run, so its end is read from Hermes even after our process died (``core.continuing.orphans``)."""
+        """How state.db will show this continuation answered, recorded with the run: its end is read from
+        Hermes even after our process died."""
         if res.note_mark is None or self.prompt is None:
             return {}
         from hermes_tray_core.continuing.completion import ContinuationMark
@@ -465,8 +433,7 @@ class _Resume:
         self.listener.dispatched(result)
 
     def submitting(self, marker: dict[str, Any]) -> None:
-        """The continuation's own marker (the interruption it becomes, should it die: this run's) and how state.db
-        will show the note answered: recorded before the note is submitted (core.continuing.completion)."""
+        """Record the run's own marker and how state.db will show the note answered, before the submit."""
         from hermes_tray_core.continuing.completion import mark_of
 
         self._approved_done()
@@ -497,8 +464,8 @@ class _Resume:
                                           "again.", stopped_by=stop_reason(self.stop)), fallback
             if backends.owned:
                 return self._owned(a, backends.owned)
-            # The backend the marker names as its writer when it is among them (Hermes continues a marker of its own
-            # process, never another live one's), else the first found (the gateway that owns the home comes first).
+            # the marker's writer when it is among them (Hermes continues a marker of its own process, never
+            # another live one's), else the first found (the gateway that owns the home comes first)
             found = backends.found
             backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
             if backend is not None:
@@ -533,7 +500,6 @@ class _Resume:
         return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
 
     def _owned(self, a: Assessment, why: str) -> ResumeResult:
-        """A gateway owns the home's sessions and the tray cannot get in: refused, nothing started beside it."""
         self.journal("refused", reason=why, verdict=a.verdict, dispatched=False)
         return self.result(Outcome.REFUSED, f"Not resumed: {why}. Continue it in Hermes.", a.verdict,
                            code=Refusal.GATEWAY_OWNS, fallback=why)
@@ -541,9 +507,8 @@ class _Resume:
     # step 3: record how it ended, and say it
 
     def _own_marker(self, res: ContinuationResult) -> float | None:
-        """When this run reached Hermes and did not finish: the ``started_at`` of the marker its continuation left
-        (Hermes' own, or ours; whatever count it holds), so that the interruption it is — should it be offered again —
-        is tied to this run."""
+        """The ``started_at`` of the marker a run that reached Hermes and did not finish left: that
+        interruption is this run's."""
         if res.outcome == Outcome.COMPLETED or not res.dispatched:
             return None
         if res.marker_left_started_at is not None:
@@ -589,9 +554,8 @@ class _Resume:
                 extra[name] = getattr(res, name)
         self.journal(event, marker=self._own_marker(res), **extra, **fields)
         if res.marker_left and res.marker_left_started_at not in (None, self.turn.started_at):
-            # The marker left (the continuation's own, attempts + 1, a new started_at, a writer now gone) could not
-            # be removed and would read actionable: record the same outcome under its identity, so ask-once and
-            # auto mode see it answered and a resume of it is refused (completed, or stopped for good).
+            # The continuation's own marker could not be removed and would read actionable: the same outcome
+            # under its identity, so that it reads answered (completed, or stopped for good).
             left = TurnId(self.home, self.key, float(res.marker_left_started_at or 0.0), int(res.attempt or 0))
             _record(event, left, via=self.via, marker_left=res.marker_left, **extra, **fields)
         message = res.message

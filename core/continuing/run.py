@@ -1,8 +1,8 @@
 """Starting one continuation: spawn a gateway or connect to the user's running backend, check nothing holds
-the session there, ``session.resume``, and on a Hermes without auto-continue submit the continuation note
-(after taking the marker over: :mod:`core.continuing.handover`). :class:`~core.continuing.follow.Follow`
-then follows it to its end. Until a session is resumed nothing is changed, so a running backend that cannot be
-used gives ``backend_unusable`` and the caller falls back to a spawned gateway.
+the session there, ``session.resume``, and on a Hermes without auto-continue take the marker over and submit
+the note. Until a session is resumed nothing is changed, so a running backend that cannot be used gives
+``backend_unusable`` and the caller falls back to a spawned gateway. Why the tray never closes a session in
+the user's backend, nor resumes with ``close_on_disconnect``: docs/architecture.md, "Crash-only".
 """
 
 from __future__ import annotations
@@ -27,9 +27,7 @@ logger = logging.getLogger(__name__)
 
 
 class Run:
-    """One continuation, from the start to its result (:meth:`run`): it holds its parts — the state of the run
-    (``s``, :class:`~core.continuing.runstate.RunState`: where it runs, what it saw, the marker handed over) and how
-    it is followed to its end (``follow``, :class:`~core.continuing.follow.Follow`)."""
+    """One continuation, from the start to its result: its state (``s``) and ``follow``."""
 
     def __init__(self, s: RunState) -> None:
         self.s = s
@@ -42,13 +40,9 @@ class Run:
             if self.s.dispatch_thread is not None:
                 self.s.dispatch_thread.join()  # "dispatched" is reported before the outcome, always
             self.s.phase = "finishing"
-            # Any marker still ours here belongs to a run that did not conclude (crash): it stays,
-            # with the dead child as writer, so the next scan sees it actionable (attempts + 1).
-            if self.s.backend is not None:
-                # Disconnects only: the backend is the user's, and so is the session. The tray never sends
-                # session.close there, and resumed it without close_on_disconnect: Hermes parks a session left
-                # without a client and lets it go once it is idle (after its 20 s grace), while a turn still running
-                # in it goes on — the tray quitting (or being killed) never ends a continuation there (detach()).
+            # A marker still ours here stays, its dead child the writer: the next scan finds it (attempts +
+            # 1).
+            if self.s.backend is not None:  # disconnect only: the session is the user's (module doc)
                 self.s.result.left_session = self.s.sid
                 self.s.gw.shutdown(self.s.opts.shutdown_grace)
             elif isinstance(self.s.gw, GatewayProcess) and self.s.gw.proc is not None:
@@ -58,9 +52,8 @@ class Run:
                     self.s.result.gateway_exit = self.s.gw.shutdown(self.s.opts.shutdown_grace)
 
     def _live_in_backend(self) -> str | None:
-        """Ask the running backend which sessions are live (``session.active_list``); why not to go on, or None.
-
-        Raises GatewayError/TimeoutError when it does not answer (the caller falls back: nothing was sent)."""
+        """Why not to go on, by the running backend's ``session.active_list``, or None
+        (GatewayError/TimeoutError: no answer, and the caller falls back)."""
         assert self.s.backend is not None
         listed = self.s.gw.request("session.active_list", {}, timeout=self.s.opts.rpc_timeout)
         if not isinstance(listed.get("sessions"), list):
@@ -71,8 +64,8 @@ class Run:
         return self._live_there(listed, self.s.backend.pid)
 
     def _left_by_us(self, row: dict[str, Any]) -> bool:
-        """The live session is the one the tray itself left here last time, idle, untouched since: Hermes holds it
-        only until its reap grace passes (the tray never closes a session for everyone), no window has it."""
+        """The live session is the one the tray left here last time, idle, untouched since: Hermes holds it
+        only until its reap grace passes, and no window has it."""
         if self.s.left_before is None or row.get("id") != self.s.left_before[0]:
             return False
         if str(row.get("status") or "") in RUNNING_STATUSES:
@@ -81,8 +74,8 @@ class Run:
         return last is not None and last <= self.s.left_before[1] + TOUCH_SLACK
 
     def _wait_let_go(self, row: dict[str, Any]) -> dict[str, Any]:
-        """Wait (``release_wait``, stoppable) for Hermes to let go of the session the tray left; the last answer
-        of ``session.active_list``. Anything else happening to the session ends the wait: a window then has it."""
+        """Wait (``release_wait``) for Hermes to let go of the session the tray left; anything else happening
+        to it ends the wait (a window has it)."""
         phase, self.s.phase = self.s.phase, "waiting-for-release"
         self.s.progress(force=True)
         deadline = time.monotonic() + self.s.opts.release_wait
@@ -104,10 +97,9 @@ class Run:
         return f"{OPEN_IN_APP} (your running Hermes, pid {pid}, has it live)" if live else None
 
     def _live_in_others(self) -> str | None:
-        """Every other backend serving this home is asked too: a session live in any of them is never
-        continued here. One that cannot be asked is passed over (Hermes' own turn lease and active-session
-        registry, checked before, cover it), and said in the log."""
-        # Imported here: endpoint's http.client loads OpenSSL, which an idle tray never maps.
+        """A session live in any other backend of this home is never continued here; one that cannot be asked
+        is passed over (Hermes' turn lease and registry cover it)."""
+        # here: endpoint's http.client loads OpenSSL, which an idle tray never maps
         from hermes_tray_core.backend.endpoint import connect_backend
 
         for other in self.s.other_backends:
@@ -151,8 +143,7 @@ class Run:
         return self._resume()
 
     def _run_in_backend(self) -> ContinuationResult:
-        """Connect, ready, ``session.active_list`` here and in every other backend of the home: until here
-        nothing has changed, so any failure falls back."""
+        """Connect, ready, ``session.active_list`` everywhere: nothing changed yet, so failures fall back."""
         gw = self.s.gw
         self.s.progress(force=True)
         try:
@@ -195,11 +186,7 @@ class Run:
         t_resume = time.monotonic()
         sent_at = time.time()
         try:
-            # In the user's backend the session is Hermes' to close, never the tray's (session.close ends it for every
-            # client). Not close_on_disconnect either: with it, Hermes tears a session down when its last client
-            # leaves — a running turn too (0.22 waits 5 s for the turn, then closes its agent: the model call in
-            # flight is cut; measured) — so the tray quitting or being killed mid-turn would cost the user the turn.
-            # Without it Hermes parks the session and reaps it once idle (20 s grace), a running turn going on.
+            # never close_on_disconnect (module doc): a quit or a crash of ours would cost the turn
             params: dict[str, Any] = {"session_id": self.s.key}
             waiter = gw.send("session.resume", params)
             # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
@@ -222,9 +209,8 @@ class Run:
         if self.s.note_after is not None:
             self.s.result.note_mark = (self.s.state_session, self.s.note_after)
         if self.s.backend is not None and live_reuse(resumed, sent_at):
-            # Live there already: a window opened it between the tray's check and its resume. Hermes handed the
-            # tray that live session; nothing is submitted, interrupted or closed, and the session is left to the
-            # window (0.19.0 sends its events to the latest resumer: the window gets them back at its next prompt).
+            # A window opened it between the check and the resume: nothing is submitted, interrupted or closed
+            # (0.19.0 sends events to the latest resumer: the window gets them back at its next prompt).
             return self.s.not_continued(NotContinued.OPENED_DURING_CHECK,
                                       f"{OPEN_IN_APP}: a Hermes window opened it while the tray was checking; "
                                       "nothing was sent")
@@ -244,8 +230,7 @@ class Run:
             return self.s.finish(Outcome.DECLINED, f"Not resumed: {busy}; nothing was submitted. Continue it in the Hermes "
                                          "window that has it open.")
         if self.s.backend is not None:
-            # Before prompt.submit: the session the tray resumed is live under the tray's own runtime id, and
-            # no other client resumed it or submitted to it since (its last_active would say so).
+            # the session is live under the tray's own runtime id, and no other client touched it since
             try:
                 row = self.s._live_row()
             except (GatewayError, TimeoutError) as exc:

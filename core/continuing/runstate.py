@@ -1,11 +1,11 @@
 """The state of one continuation and what every step of it uses: progress, the result, Hermes' events,
-stoppable waits, and what the running backend says about the session. A ``Run`` (``core.continuing.run``) holds it
-and starts the continuation; its ``Follow`` (``core.continuing.follow``) follows it to its end, over the same state;
-the legacy marker is the state's ``handover`` (``core.continuing.handover``).
+stoppable waits, and what the running backend says about the session (held by ``core.continuing.run``'s
+``Run`` and its ``Follow``; the older Hermes' marker is its ``handover``).
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import queue
 import threading
@@ -41,11 +41,8 @@ class Stopped(Exception):
 
 
 class RunState:
-    """One continuation: where it runs (``gw``: a spawned gateway, or the user's backend when ``backend``),
-    what the caller asked (``handover`` holds the checked marker entry), who is told as it goes (``listener``) and
-    what it saw so far. In the user's backend: ``preopened`` (``gw`` was connected while the caller re-checked the
-    turn), ``connections`` (ready sessions the caller opened to the ``other_backends`` of the home, by pid) and
-    ``left_before`` (the session the tray left there last time, runtime id and when: see ``Run._left_by_us``)."""
+    """One continuation: where it runs (``gw``; the user's backend when ``backend``), the checked marker
+    (``handover``), who is told as it goes (``listener``) and what it saw so far."""
 
     def __init__(self, home: Path, key: SessionKey, gw: RpcSession, handover: MarkerHandover, caps: Capabilities,
                  opts: GatewayOptions, stop: threading.Event, *, listener: Heard | None = None,
@@ -80,7 +77,6 @@ class RunState:
         self.turn_seen = False
         self.timed_out = False
 
-
     def progress(self, force: bool = False) -> None:
         if not self.listener:
             return
@@ -102,12 +98,10 @@ class RunState:
 
     @property
     def quitting(self) -> bool:
-        """The stop asked for is a shutdown (the tray quits), not the user's Stop."""
         return stop_reason(self.stop) == StopReason.SHUTDOWN
 
     def not_started(self, before: str) -> ContinuationResult:
-        """Stopped ``before`` (e.g. "Hermes was ready") anything reached Hermes: nothing to interrupt. The
-        user's Stop ends the turn for good (the journal keeps it so); a shutdown leaves it waiting."""
+        """Stopped before anything reached Hermes: a Stop ends the turn, a shutdown leaves it waiting."""
         self.result.stopped_by = stop_reason(self.stop) or StopReason.USER
         if self.result.stopped_by == StopReason.SHUTDOWN:
             return self.finish(Outcome.INTERRUPTED, f"hermes-tray quit before {before}; the turn is still waiting.")
@@ -115,14 +109,9 @@ class RunState:
         return self.finish(Outcome.INTERRUPTED, f"Stopped before {before}; it is not resumed again.")
 
     def detach(self) -> ContinuationResult:
-        """The tray quits while the continuation runs: leave it as it would be without the tray; it goes on.
-
-        In the user's running Hermes the tray only stops following: the session was resumed without
-        ``close_on_disconnect``, so Hermes keeps the turn running with no client (0.22 re-checks a detached
-        turn every 20 s and lets it run while it shows activity; 0.19.0's one-time reap skips a running
-        session, which then stays open, idle, in that backend). A Hermes the tray started goes on behind its
-        keeper (:mod:`core.backend.keeper`), which ends it once the turn is over. How it ended is read from
-        Hermes at the next scan (``core.continuing.orphans``); nothing is recorded as stopped by you."""
+        """The tray quits while the continuation runs: it goes on, as it would without the tray
+        (docs/architecture.md, "Crash-only"); how it ended is read from Hermes at the next scan, never
+        recorded as stopped by you."""
         self.result.stopped_by = StopReason.SHUTDOWN
         self.result.finish = Finish.DETACHED
         return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
@@ -138,26 +127,22 @@ class RunState:
     def _child_died_marker_note(self) -> str:
         if self.backend is not None and self.gw.identity is not None \
                 and self.gw.identity.liveness() != WriterState.DEAD:
-            # Only the connection ended: the turn may still run there (its marker names that live process).
             return (" Your running Hermes is still up and may still be running the turn; the tray will not continue "
                     "it while that process runs.")
         return (f" The turn stays marked as interrupted (attempt {self.handover.attempts + 1}), so it can be "
                 "continued again within the retry budget.")
 
     def _retire_marker(self, *, stopped: bool = False) -> None:
-        """The continuation concluded (or was stopped, ``stopped``): its marker must not be continued again."""
+        """The continuation concluded or was stopped: its marker must not be continued again."""
         writer = self.gw.identity.pid if self.gw.identity is not None else None
         left = self.handover.retire(writer, stopped=stopped)
         self.result.marker_left, self.result.marker_left_started_at = left if left else (None, None)
 
     def _live_row(self) -> dict[str, Any] | None:
-        """This session's ``session.active_list`` row in the running backend (GatewayError/TimeoutError when
-        it does not answer)."""
         return session_row(self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout)),
                            self.key)
 
     def _note_facts(self) -> tuple[str, str]:
-        """Where this run's continuation note stands in ``state.db`` (``core.hermes.state_db.note_state``)."""
         from hermes_tray_core.hermes.state_db import note_state
 
         mark = self.handover.mark
@@ -168,8 +153,8 @@ class RunState:
         return note_state(self.home, self.state_session or self.key, self.handover.note, self.note_after)
 
     def _ours_alone(self, *, started: bool = True) -> str | None:
-        """Before ``session.interrupt``: is the turn running there provably this run's (``started``: else only the
-        session), in a session no other client touched? None when it is; else why the tray leaves it alone."""
+        """Before ``session.interrupt``: None when the turn running there is provably this run's (``started``;
+        else the session only), in a session no other client touched; else why the tray leaves it alone."""
         if self.backend is None:
             return None  # our own gateway child: nobody else can hold its sessions
         try:
@@ -201,12 +186,10 @@ class RunState:
         return None
 
     def unusable(self, why: str) -> ContinuationResult:
-        """The running backend cannot be used and nothing was resumed there: the caller falls back."""
         self.result.backend_unusable = why
         return self.finish(Outcome.ERROR, f"Not resumed in your running Hermes: {why}.")
 
     def not_continued(self, code: NotContinued, why: str, *, holder: int | None = None) -> ContinuationResult:
-        """Hermes did not continue the turn in this run (``declined``), and why, from its facts."""
         self.result.not_continued = code
         self.result.holder_pid = holder
         if code in (NotContinued.OPEN_IN_APP, NotContinued.OPENED_DURING_CHECK, NotContinued.ANOTHER_OWNER):
@@ -214,7 +197,6 @@ class RunState:
         return self.finish(Outcome.DECLINED, f"Not continued: {why}.")
 
     def next_event(self, timeout: float) -> Any:
-        """Hermes' next event (or the one pushed back), :data:`~core.backend.rpc.EOF`, or None after ``timeout``."""
         if self.pushback is not None:
             ev, self.pushback = self.pushback, None
             return ev
@@ -224,7 +206,7 @@ class RunState:
             return None
 
     def _dispatched(self) -> None:
-        """Report the start; the callback (journal, UI) runs beside the frame loop, never delaying it."""
+        """Report the start; the callback runs beside the frame loop, never delaying it."""
         self.phase = "running"
         self.progress(force=True)
         if not self.listener:
@@ -234,7 +216,7 @@ class RunState:
         self.dispatch_thread.start()
 
     def _wait(self, fn: Callable[[float], Any], timeout: float, what: str, *, stoppable: bool = True) -> Any:
-        """Call a blocking ``fn(timeout)`` in slices so a stop request is noticed while waiting."""
+        """A blocking ``fn(timeout)`` in slices, so that a stop is noticed."""
         deadline = time.monotonic() + timeout
         while True:
             if stoppable and self.stop.is_set():
@@ -242,8 +224,6 @@ class RunState:
             left = deadline - time.monotonic()
             if left <= 0:
                 raise TimeoutError(f"Hermes did not {what} within {timeout:g}s")
-            try:
+            with contextlib.suppress(TimeoutError):
                 return fn(min(0.25, left))
-            except TimeoutError:
-                pass
             self.progress()

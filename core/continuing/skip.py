@@ -1,19 +1,8 @@
 """Skip one interrupted turn — only if it is still the one the user saw, and not while it is being resumed.
 
-``skip_turn(turn)``:
-
-1. takes the per-turn claim a resume takes (:mod:`core.continuing.claim`), without waiting: if a resume (the
-   tray, the helper, another login, ``hermes-tray resume``) holds it, the skip loses, saying so;
-2. removes the marker entry by compare-and-remove against the entry the user was shown (``turn.marker``):
-   if it changed or vanished, nothing is removed;
-3. records ``skipped`` in the ledger still inside the claim, so a resume that takes the claim next finds the turn
-   settled (and refuses it should its marker be written again); then releases the claim.
-
-Skip and resume therefore exclude each other: exactly one wins. (A skip that does not take the claim — an
-older hermes-tray, a hand edit — still cannot win silently against a continuation the tray runs itself: that
-run takes the marker over by compare-and-swap before it submits anything.)
-
-A failure to record it is reported (``SkipResult.journal_error``), never undoes the skip.
+It takes the claim a resume takes, without waiting (a resume holding it wins), removes the marker by
+compare-and-remove against the entry the user was shown, and records ``skipped`` still inside the claim: skip
+and resume exclude each other. A failure to record it is reported, never undoes the skip.
 """
 
 from __future__ import annotations
@@ -45,9 +34,7 @@ class SkipResult:
 
 
 def skip_turn(turn: Turn, *, via: str = "api", **fields: Any) -> SkipResult:
-    """Remove the turn's marker iff it still equals the one shown (``turn.marker``) and no resume holds the turn
-    (see module doc); then, still holding the claim, record ``skipped`` (by ``via``, with ``fields``). Never raises
-    for expected failures."""
+    """Skip ``turn`` (module doc); never raises for expected failures."""
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
 
     key = turn.key

@@ -1,14 +1,14 @@
 """Can a continuation write where it must? Checked before one starts, so a home Hermes cannot write is refused
 in one line up front instead of a continuation that runs for a minute and records nothing.
 
-A continuation writes in two places of the home: ``desktop/`` (Hermes' marker file, and the tray's lock beside
-it) and ``state.db`` with the journal files SQLite creates next to it. Read-only file systems are told apart from
-missing permission (the fix differs). ``os.access`` is the check: it answers for this process as the kernel would
-(a read-only mount says no even to root; root's own permission bypass says yes, and root can then write).
+It writes ``desktop/`` and ``state.db`` (with SQLite's journal files beside it); a read-only file system is
+told apart from missing permission (the fix differs). ``os.access`` answers for this process as the kernel
+would.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 from pathlib import Path
 
@@ -18,11 +18,10 @@ __all__ = ["unwritable", "write_problem"]
 
 
 def _why(path: Path) -> str:
-    try:
+    # no statvfs (Windows), or it cannot be asked: permission is the likely cause
+    with contextlib.suppress(OSError, AttributeError):
         if os.statvfs(path).f_flag & getattr(os, "ST_RDONLY", 1):
             return "it is on a read-only file system"
-    except (OSError, AttributeError):  # no statvfs (Windows), or it cannot be asked: permission is the likely cause
-        pass
     return "you have no permission to write there"
 
 
@@ -41,7 +40,6 @@ def unwritable(home: Path | str) -> tuple[Path, str] | None:
 
 
 def write_problem(home: Path | str) -> str | None:
-    """Why Hermes cannot write where a continuation of a turn in ``home`` must (one sentence, plain words), or
-    None."""
+    """Why Hermes cannot write where a continuation in ``home`` must (one plain sentence), or None."""
     found = unwritable(home)
     return None if found is None else f"Hermes cannot write in {found[0]}: {found[1]}"

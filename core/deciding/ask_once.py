@@ -1,27 +1,10 @@
-"""Ask at most once per interrupted turn: which turns to ask about, re-skip or resume on their own.
+"""Ask at most once per interrupted turn: which turns to ask about, skip again or resume on their own.
 
-The tray (and the headless helper) hands every scan to :class:`AskOnce`; it answers with a :class:`Review` saying
-what to do about each waiting turn, by the tray's mode and what the ledger knows of it
-(:meth:`~hermes_tray_core.stores.ledger.Ledger.statuses`, one read per review), which remembers across restarts and
-processes:
-
-* a turn already asked about, or decided (by this process before a restart, the helper, the CLI) is not asked
-  again; in ``auto`` mode it is not resumed either (a ledger that cannot be read counts as "asked": never act on a
-  guess). A resume that never reached Hermes is no answer: such a turn is resumed or asked about again;
-* a turn skipped before that reappears (a non-locking writer resurrected it) is skipped again, silently;
-* a turn that leaves the list and comes back is looked at afresh; a *new* interruption of the same session (new
-  start or attempt count) replaces the old one and is a new question; but a turn this process asked about (same
-  home, session key and ``started_at``) is never asked again while its marker only flickers (a writer storm
-  rewriting the file: it leaves and comes back many times a second, before its ``notified`` is even recorded);
-* a notification that reached nobody leaves its turns unasked: a review after :data:`UNSHOWN_RETRY_SECONDS` asks
-  again;
-* a turn the user snoozed (:mod:`hermes_tray_core.deciding.snooze`) is not asked about before its ``until`` (by the
-  wall clock, ``wall_clock``), then reminded of exactly once — in ``auto`` mode too: a snooze never continues
-  anything. One that is no longer waiting when its time comes (gone stale, say) is not asked: the review lists it
-  in ``lapsed``, once per process.
-
-A turn counts as asked once its notification was delivered (:meth:`AskOnce.delivered`, then
-:func:`record_notified`), never before. Qt-free: tested without an event loop.
+Every scan goes to :class:`AskOnce`, which answers with a :class:`Review` by the tray's mode and what the
+ledger knows (docs/architecture.md, step 4). An unreadable ledger counts as asked: never act on a guess. A
+skipped turn that reappears is skipped again, silently; a turn whose marker only flickers is never asked twice
+by this process; a note that reached nobody is asked again after :data:`UNSHOWN_RETRY_SECONDS`; a snooze that
+lapsed while the turn stopped waiting is reported in ``lapsed``, once.
 """
 
 from __future__ import annotations
@@ -50,8 +33,7 @@ UNSHOWN_RETRY_SECONDS = 30.0  # a turn note that reached nobody is tried again a
 
 
 def turn_key(home: Path | str, session_key: str) -> TurnKey:
-    """The key one session's waiting turn goes by in the tray (menus, windows, notifications), for a turn named
-    by its home and session from outside a scan (a record has its own: ``record.turn.id``)."""
+    """The key a session's waiting turn goes by, named from outside a scan."""
     return TurnKey.of(home, session_key)
 
 
@@ -67,7 +49,7 @@ def waiting(records: Iterable[TurnRecord], *, running: Iterable[TurnKey] = ()) -
 
 
 def snoozed_until(known: TurnStatus) -> float | None:
-    """When a turn's snooze ends, while it holds (nobody was asked since it was set); None when none does."""
+    """When a turn's snooze ends, while it holds (nobody was asked since it was set)."""
     snooze = known.snooze
     return snooze[0] if snooze is not None and not snooze[1] else None
 
@@ -79,7 +61,7 @@ def _run(i: TurnId) -> TurnId:
 
 @dataclass
 class Review:
-    """What to do after a scan: each list holds turns that are new to this process's attention."""
+    """What to do after a scan, about turns new to this process's attention."""
 
     ask: list[TurnRecord] = field(default_factory=list)  # notify and wait for the user
     remind: list[TurnRecord] = field(default_factory=list)  # their snooze ended: asked again, once, as a reminder
@@ -121,13 +103,11 @@ class AskOnce:
 
     # --- a scan ---------------------------------------------------------------------------------
     def review(self, pending: Mapping[TurnKey, TurnRecord], mode: str, *, others: Iterable[TurnRecord] = ()) -> Review:
-        """Decide what the tray does about ``pending`` (from :func:`waiting`) in ``mode`` (ask|auto|list).
-        ``others``: the scan's other records, for the snoozed turns that stopped waiting (``Review.lapsed``)."""
+        """What the tray does about ``pending`` in ``mode``; ``others``: the scan's other records."""
         out = Review()
         now = self.wall_clock()
         before = self._waiting
-        # a turn that left the list and comes back (a non-locking writer resurrected a skipped
-        # marker) is looked at afresh: skipped again, or — if it was asked about — not re-asked
+        # a turn that left the list and comes back is looked at afresh (skipped again, or not re-asked)
         for key in before.keys() - pending.keys():
             self._seen.discard(before[key])
             out.gone.add(key)
@@ -158,8 +138,7 @@ class AskOnce:
         return out
 
     def _snooze(self, key: TurnKey, rec: TurnRecord, st: TurnStatus, mode: str, now: float, out: Review) -> bool:
-        """A snoozed turn: held until its time, then reminded of exactly once (its delivery is recorded as asked
-        again), never continued; a flicker before that asks nothing. False when no snooze holds it."""
+        """A snoozed turn: held until its time, then reminded of once, never continued (False: none)."""
         i = rec.turn.ident
         until = snoozed_until(st) if mode != Mode.LIST and not st.skipped else None
         if until is None:
@@ -177,8 +156,6 @@ class AskOnce:
         return True
 
     def _answer(self, key: TurnKey, rec: TurnRecord, st: TurnStatus, mode: str, out: Review) -> None:
-        """A turn new to this process: skipped again, resumed (auto mode: only one nobody asked about or answered,
-        and only while the ledger can be read), or asked about (ask mode) — once."""
         i = rec.turn.ident
         if st.skipped:
             out.reskip.append((key, rec))
@@ -195,7 +172,7 @@ class AskOnce:
                 out.ask.append(rec)
 
     def _statuses(self, turns: list[TurnId]) -> dict[TurnId, TurnStatus] | None:
-        """What the ledger knows of ``turns``; None when it cannot be read (each rule then has its answer)."""
+        """What the ledger knows of ``turns``; None when it cannot be read."""
         if not turns:
             return {}
         with bookkeeping(log, "cannot read the tray's ledger"):
@@ -211,8 +188,7 @@ class AskOnce:
         self._woken -= {_run(i) for i in idents}
 
     def delivered(self, turns: Sequence[TurnRecord], ok: bool) -> list[TurnRecord]:
-        """A note about ``turns`` reached the user (``ok``) or went nowhere (ask again after the retry
-        delay). Returns the turns to record as ``notified`` (:func:`record_notified`), each once."""
+        """A note about ``turns`` reached the user (``ok``) or nobody; those to record as ``notified``."""
         if not ok:
             self._unshown |= {t.turn.ident for t in turns} - self._notified
             self._unshown_retry = self.clock() + self.retry_seconds
@@ -227,9 +203,9 @@ class AskOnce:
 
 
 def record_notified(turns: Sequence[TurnRecord], *, via: str, ledger: Ledger | None = None) -> None:
-    """Record ``notified`` for every turn in one transaction (a storm of 10,000 is one write, not 10,000). A durable
-    write: callers with an event loop run it off that thread, passing the ledger they resolved when they asked.
-    Bookkeeping: a failure is logged; a later restart may then ask once more, nothing worse."""
+    """Record ``notified`` for every turn in one transaction (a storm of 10,000 is one write): off an event
+    loop's thread, with the ledger resolved when asked. A failure costs at most one more question after a
+    restart."""
     target = ledger if ledger is not None else _default_ledger()
     rows = [(Event.NOTIFIED, t.turn.ident, {"profile": t.profile, "via": via}) for t in turns]
     if not rows:

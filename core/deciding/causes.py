@@ -1,27 +1,9 @@
-"""Why an interrupted turn stopped, and when — said only when a fact on this machine shows it, and always with that
-fact.
+"""Why an interrupted turn stopped, and when: said only from a fact on this machine, always with that fact
+(pure). :func:`stop_cause`: first match wins, in the order docs/architecture.md (step 3) lists the causes.
+:func:`stopped_at`: Hermes' ``interrupted_at``, else the moment the tray saw it end; else None.
 
-Pure functions over facts handed in (no I/O). :func:`stop_cause`, first match wins:
-
-* ``shutdown``: Hermes wrote in the marker that it was shut down (``interrupted_by: "shutdown"``, newer
-  backends: an update or a quit);
-* ``out-of-memory``: the tray watched the turn's Hermes process die and the kernel said it killed that very
-  process for memory — its log naming the pid, or the process's own memory group counting the kill
-  (:mod:`hermes_tray_core.deciding.witness`, the decision journal's ``stopped``);
-* ``tray-quit``: the tray's journal says it quit while its own continuation of this turn ran (``interrupted``,
-  ``stopped_by: shutdown``): a quit ends the process it started for the turn, and the turn is offered again;
-* ``restarted``: the turn's Hermes process started (its ``writer_start_time``, else the turn's ``started_at``)
-  before this computer last started — the restart ended it at the latest;
-* ``continuation-crashed``: the tray's journal says its own continuation of this turn exited mid-turn (a
-  ``failed`` with ``outcome: crashed`` for this attempt);
-* else ``unknown``: "Hermes stopped (cause unknown)".
-
-:func:`stopped_at`: when it was interrupted — Hermes' own ``interrupted_at``, else the moment the tray saw it end
-(the witness's ``stopped``, its own run's end); else None, and the turn is said to have *started* N ago.
-
-Not met: a wall-clock step forward after the Hermes process started (NTP setting a clock that started wrong,
-e.g. a computer without a battery-backed clock) by more than how long that computer had then been up makes its
-start time read as before this boot: ``restarted`` would then be said of a turn whose computer did not restart.
+Not met: a clock stepped forward after the Hermes process started (NTP on a computer without a battery-backed
+clock) by more than that computer's uptime makes ``restarted`` said of a turn whose computer did not restart.
 """
 
 from __future__ import annotations
@@ -59,7 +41,7 @@ def cause_words(cause: StopCause, fact: str = "") -> str:
 
 
 def _when(t: float, now: float) -> str:
-    """A moment as a person reads it: "14:02" today, "Mar 3 14:02" another day."""
+    """"14:02" today, "Mar 3 14:02" another day."""
     return _minute(int(t // 60), int(now // 60))
 
 
@@ -76,10 +58,9 @@ def _minute(t: int, now: int) -> str:
 def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
                witnessed: Mapping[str, Any] | None = None,
                crashed: Mapping[str, Any] | None = None) -> tuple[StopCause, str]:
-    """``(cause, fact)`` for the ``marker`` of a turn that is no longer running. ``boot_time``: when this
-    computer last started (:func:`hermes_tray_core.process.machine.boot_time`); ``witnessed``: the decision
-    journal's ``stopped`` for this turn; ``crashed``: its ``failed`` (``crashed``) continuation. The fact is ""
-    only for ``unknown``."""
+    """``(cause, fact)`` for a turn no longer running. ``witnessed``: the ledger's ``stopped`` for it;
+    ``crashed``: its continuation's crash (or the tray's quit under it). The fact is "" only for
+    ``unknown``."""
     entry = marker.raw if marker.is_entry else {}
     if entry.get("interrupted_by") == "shutdown":
         return StopCause.SHUTDOWN, "Hermes recorded it in the turn's marker"
@@ -109,9 +90,6 @@ def stop_cause(marker: Marker, *, now: float, boot_time: float | None = None,
 
 def stopped_at(marker: Marker, *, witnessed: Mapping[str, Any] | None = None,
                crashed: Mapping[str, Any] | None = None) -> float | None:
-    """When the turn of ``marker`` was interrupted, from a fact: Hermes' own ``interrupted_at``, else when the tray
-    saw its Hermes process end (``witnessed``: the journal's ``stopped``) or its own run of it end (``crashed``);
-    None when nothing says (its age is then said from when it started)."""
     if marker.interrupted_at is not None:
         return marker.interrupted_at
     for fact in (witnessed, crashed):

@@ -1,34 +1,11 @@
 """What should happen to one interrupted turn: the tray's one home for verdicts, ages and reasons.
 
-:func:`judge` (a desktop marker, with what the tray itself knows of it) and :func:`decide_webui` (a pending WebUI
-turn) take everything they need as arguments (no I/O, no clock), so the scanner (the tray, the helper, the CLI) and
-the resume's re-check under its claim reach one verdict, in one order: first what the tray's own ledger and a
-continuation of its own settle (skipped, finished, stopped for good; unsure whether it finished), then
-:func:`decide`, the verdict Hermes' backend would reach on ``session.resume``. Each :class:`Decision` carries the verdict,
-a stable reason *code*, the one line a user reads, and the age that line states (``age_seconds``): the
-scanner shows exactly that age, so the two can never disagree.
-
-Marker verdicts, first match wins (Hermes' own order):
-
-``not-ours``   ``auto_continue`` false, no prompt (queued / malformed entries), a hosted ``bot_room``
-               session, numbers Hermes' own reader cannot read (it then sees no marker at all), and what newer
-               Hermes' reader drops or does not continue: an entry starting more than 5 minutes in the future,
-               and one whose ``conversation_generation`` is not the session's in ``state.db`` (a chat clear).
-``running``    the writer is alive, or a live Hermes turn lease / active-session owner. A writer of
-               *unknown* liveness (no ``writer_pid``, as older backends write; junk pids) does not
-               block by itself — Hermes' scheduler blocks only ``alive`` — unless a live Hermes process
-               serves the home (``backend="live"``, found by :mod:`hermes_tray_core.hermes.processes`):
-               then the turn may be running there, and the reason names that process.
-``disabled``   backend ``desktop.auto_continue.enabled`` is false (the managed overlay included).
-``stale``      older than the freshness window (from ``interrupted_at`` when present and positive).
-``exhausted``  ``attempts >= max_attempts`` (attempts as Hermes counts them: ``max(0, int(attempts))``).
-``actionable`` may be resumed.
-
-When a source is unreadable (lease, active-session registry, the process table) the remaining checks
-still apply (they are all "do nothing" verdicts Hermes would also reach); a marker that would otherwise
-be ``actionable`` reads ``running`` with ``unsure=True`` instead — when unsure, do nothing and say why.
-
-The tray's own mode (ask / auto / off) never changes a verdict.
+:func:`judge` and :func:`decide_webui` take everything as arguments (no I/O, no clock), so the scanner and the
+resume's re-check reach one verdict in one order (docs/architecture.md, "The ledger, and the one judge"). A
+writer of *unknown* liveness does not block by itself (Hermes' scheduler blocks only ``alive``) unless a live
+Hermes process serves the home. An unreadable source leaves the other checks standing; a marker that would be
+``actionable`` reads ``running``, ``unsure``. Each :class:`Decision` carries the age its line states, which
+every view shows. The tray's mode never changes a verdict.
 """
 
 from __future__ import annotations
@@ -59,8 +36,8 @@ __all__ = [
 VERDICTS: tuple[str, ...] = tuple(v.value for v in Verdict if v not in (Verdict.SKIPPED, Verdict.STOPPED,
                                                                         Verdict.FINISHED))
 
-# Ages are capped (about 3,000 years): beyond every finite window, so every verdict is kept, and every
-# reason and JSON number stays short.
+# Ages are capped (about 3,000 years): beyond every finite window, and every reason and JSON number stays
+# short.
 MAX_AGE_SECONDS = 1e11
 #: Newer Hermes' marker reader drops an entry that starts further than this in the future.
 FUTURE_SKEW_SECONDS = 300.0
@@ -84,10 +61,9 @@ MAX_AGE_SAID = 10 * 365 * 86400.0  # seconds: older than Hermes itself, a time n
 
 
 def age_text(seconds: float | None) -> str:
-    """``"12 s ago"``, ``"4 min ago"``, ``"2 h ago"``, ``"3 days ago"``: the one age formatter — of the
-    reasons here, of every view (menu, turns window, tooltip, History, Recent) and of ``hermes-tray
-    status`` — so two places never disagree in style. Negative and non-finite ages read as 0; an age of
-    more than :data:`MAX_AGE_SAID` (a malformed ``started_at`` of 0 read "20791 days ago") as unknown."""
+    """``"12 s ago"`` … ``"3 days ago"``: the one age formatter of every reason, view and ``status``. Negative
+    and non-finite ages read as 0; one over :data:`MAX_AGE_SAID` (a ``started_at`` of 0 read "20791 days ago")
+    as unknown."""
     if seconds is None:
         return "at an unknown time"
     s = max(0.0, finite(seconds) or 0.0)
@@ -103,9 +79,7 @@ def age_text(seconds: float | None) -> str:
 
 
 def restate_age(reason: str, stated_age: float | None, age_now: float | None) -> str:
-    """``reason`` said as of a later moment: the age it states (:func:`age_text` of ``stated_age``, the
-    decision's ``age_seconds``) said again as ``age_now``, so a reason shown in a window ticks with the
-    row above it. A reason that states no age is returned as it is."""
+    """``reason`` with its ``stated_age`` said again as ``age_now``: it ticks with the row above it."""
     if stated_age is None or age_now is None:
         return reason
     return reason.replace(age_text(stated_age), age_text(age_now), 1)
@@ -116,13 +90,12 @@ def _fmt_minutes(minutes: float) -> str:
 
 
 def marker_age(marker: Marker, now: float) -> float:
-    """Seconds since the marker's reference time (0 when unknown or in the future): what every reason states."""
+    """Seconds since the marker's reference time (0 when unknown or in the future)."""
     return _age(marker.reference_time, now)
 
 
 def _age(ref: float | None, now: float) -> float:
-    """``now - ref`` clamped into [0, MAX_AGE_SECONDS]. Against any window below the cap it is stale exactly
-    when Hermes' unclamped ``now - started_at`` is (a NaN or negative age never is, +inf always is)."""
+    """``now - ref`` clamped into [0, MAX_AGE_SECONDS]: stale exactly when Hermes' unclamped age is."""
     if ref is None:
         return 0.0
     age = now - ref
@@ -132,19 +105,12 @@ def _age(ref: float | None, now: float) -> float:
 
 
 class Seen(NamedTuple):
-    """What else was seen about a turn besides its marker. ``writer``: ``alive`` / ``dead`` / ``unknown``
-    (:func:`~hermes_tray_core.markers.entries.marker_writer_state`). ``source``: the session's ``state.db``
-    source, when known. ``lease``: ``live`` / ``free`` / ``unknown`` (Hermes turn lease; a home with no
-    ``state.db`` holds none: ``free``); ``owner``: ``alive`` / ``dead`` / ``none`` / ``unknown`` (active-session
-    registry; no registry file: ``none``). ``unknown`` means a source exists but could not be read: never
-    actionable. ``activity_detail`` is appended to lease/owner reasons (e.g. the holder's pid). ``backend``:
-    ``live`` / ``none`` / ``unknown`` — is a live Hermes process serving this home (``backend_detail`` names it:
-    ``pid 4242 (hermes dashboard)``)? It matters only when the writer is ``unknown``. ``writer_note``: why the
-    tray's writer verdict differs from Hermes' own (:attr:`core.process.identity.HermesJudgement.note`), said with
-    the verdict. ``writer_turn``: for a live writer that is a running backend of this home, what it answered when
-    asked (:mod:`hermes_tray_core.backend.sessions`): ``none`` (it runs no turn for the session — Hermes would
-    continue the marker when resumed there, so the live writer does not make it ``running``;
-    ``writer_turn_detail`` says so in the reason), else ``running`` / ``unknown`` (the live writer stands)."""
+    """What else was seen about a turn: its writer, the session's ``source``, Hermes' turn ``lease``, the
+    active-session ``owner``, whether a live Hermes ``backend`` serves the home (weighed only for an unknown
+    writer). ``unknown``: a source that exists and could not be read, never actionable. ``writer_note``: why
+    the tray's writer verdict differs from Hermes'. ``writer_turn``: what a live writer that is a running
+    backend of the home answered when asked; ``none`` (it runs no turn for the session, and Hermes would
+    continue the marker there) keeps it from making the turn ``running``."""
 
     writer: WriterState = WriterState.UNKNOWN
     source: str | None = None
@@ -163,14 +129,8 @@ NOTHING_SEEN = Seen()
 
 
 def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen = NOTHING_SEEN) -> Decision:
-    """Verdict for one marker entry (its typed view: :class:`~hermes_tray_core.turn.Marker`), with what else was
-    ``seen`` about the turn (:class:`Seen`).
-
-    Junk values are judged as Hermes' own code judges them (``read_turn_marker`` then
-    ``_maybe_schedule_auto_continue``): the prompt is ``str(prompt or "")``, ``started_at`` is
-    ``float(started_at or 0)`` even when NaN or ±inf, ``attempts`` is ``max(0, int(attempts or 0))``; only
-    a conversion that raises makes the entry one Hermes ignores.
-    """
+    """Hermes' verdict on one marker, junk judged as Hermes' ``read_turn_marker`` judges it (only a conversion
+    that raises makes an entry it ignores)."""
     if not marker.is_entry:
         return Decision(Verdict.NOT_OURS, "marker entry is not an object; Hermes ignores it",
                         code=ReasonCode.MALFORMED_ENTRY)
@@ -263,11 +223,9 @@ def decide(marker: Marker, *, config: AutoContinueConfig, now: float, seen: Seen
 
 
 class Facts(NamedTuple):
-    """Everything :func:`judge` weighs beside the marker: Hermes' config for the home, the time, what runs beside it
-    (:class:`Seen`), what the tray's ledger knows of this interruption, and ``note``: for a marker of a continuation
-    the tray submitted its note to (an older Hermes), whether ``state.db`` shows that note answered —
-    ``finished``, ``unknown`` (``state.db`` cannot be read; ``note_detail`` says why), or None (not such a marker,
-    or not answered yet)."""
+    """Everything :func:`judge` weighs beside the marker. ``note``: for a marker of a continuation the tray
+    submitted its note to, ``finished`` or ``unknown`` (``note_detail`` says why) as ``state.db`` shows it,
+    else None."""
 
     config: AutoContinueConfig
     now: float
@@ -278,8 +236,7 @@ class Facts(NamedTuple):
 
 
 def judge(marker: Marker, facts: Facts) -> Decision:
-    """The one verdict on a desktop marker, in one order (module doc): the tray's own settlements first, each said
-    with what it is, then Hermes' order (:func:`decide`)."""
+    """The one verdict on a desktop marker: the tray's own settlements, then :func:`decide`."""
     known, age = facts.ledger, marker_age(marker, facts.now)
     if marker.is_entry:
         if known.skipped:
@@ -311,13 +268,8 @@ def decide_webui(
     server_detail: str = "",
     pending_turns: int = 1,
 ) -> Decision:
-    """Verdict for a WebUI session's newest unfinished turn (WebUI turns are never resumed by the tray).
-
-    ``turn``: ``started_at`` (epoch), ``pid`` (the worker's, when journalled). ``worker``: the worker's
-    liveness. ``server``: ``live`` / ``none`` / ``unknown`` — is a WebUI server for this state dir alive
-    (``server_detail`` names it)? A turn with no terminal event is ``running`` only while its worker or a
-    WebUI server of its state dir lives; otherwise it was interrupted (informational: retry it in the WebUI).
-    """
+    """Verdict on a WebUI session's newest unfinished turn (never resumed by the tray): ``running`` while its
+    worker or a WebUI server of its state dir (``server``) lives, else interrupted, to retry in the WebUI."""
     started = finite(turn.get("started_at"))
     age = _age(started, now)
     more = f" ({pending_turns} unfinished turns in this session)" if pending_turns > 1 else ""

@@ -1,7 +1,5 @@
-"""The scanner's records: what one interrupted turn and one home look like to the user and to ``status --json``.
-
-Immutable ``typing.NamedTuple`` records (cheaper to define than frozen dataclasses: ``status`` pays for
-every class it defines at start-up). ``to_json`` gives the documented ``status --json`` shapes.
+"""The scanner's records: one interrupted turn and one home as the user and ``status --json`` see them
+(NamedTuples: ``status`` pays for every class it defines, and dataclasses cost more).
 """
 
 from __future__ import annotations
@@ -25,19 +23,9 @@ EXCERPT_CHARS = 120
 
 
 class TurnRecord(NamedTuple):
-    """One interrupted turn, as the user sees it (an immutable record).
-
-    ``home`` is the home as it was found (as the user named it: what the user reads); ``turn`` the turn itself
-    (:class:`~hermes_tray_core.turn.Turn`: the canonical home, the checked session key and the marker entry as
-    read — pass it back to skip/resume, so a changed marker is refused). ``source`` is :attr:`TurnSource.DESKTOP`
-    (a marker; resumable when the verdict is actionable) or :attr:`TurnSource.WEBUI` (an unfinished WebUI journal
-    turn: informational, never acted on). ``turn_id`` is set for WebUI records. ``progress``: how far the turn
-    got, as Hermes recorded it (None when that cannot be read: no state.db, unreadable, a WebUI turn). ``cause``:
-    why it stopped, with ``cause_fact`` (:mod:`hermes_tray_core.deciding.causes`); None while it runs.
-    ``title_from_prompt``: Hermes made ``title`` from the prompt's own words (hidden wherever the prompt is).
-    ``interrupted_at``: when it was interrupted, from a fact (:func:`~hermes_tray_core.deciding.causes.stopped_at`),
-    else None.
-    """
+    """One interrupted turn as the user sees it. ``home``: as the user named it; ``turn``: the turn as read
+    (pass it back to skip or resume, so a changed marker is refused). A WebUI turn (``turn_id``) is never
+    acted on. ``progress`` None: it cannot be read. ``cause`` (with ``cause_fact``): None while it runs."""
 
     home: Path
     profile: str
@@ -52,8 +40,8 @@ class TurnRecord(NamedTuple):
     unsure: bool = False
     turn_id: str | None = None
     code: ReasonCode | None = None  # the policy's ReasonCode: what the shell branches on, never the reason text
-    # (pid, start time) of the live process that makes this turn ``running`` when it is not the marker's
-    # writer (a Hermes backend serving the home): the tray watches it, its exit changes the verdict.
+    # (pid, start time) of the live process other than its writer that makes it ``running``: the tray watches
+    # it
     holder: tuple[int, float | None] | None = None
     progress: TurnProgress | None = None
     cause: StopCause | None = None
@@ -75,7 +63,6 @@ class TurnRecord(NamedTuple):
 
     @property
     def entry(self) -> Mapping[str, Any] | None:
-        """The marker entry as read (None for a WebUI turn or a junk entry)."""
         raw = self.turn.marker.raw
         return raw if isinstance(raw, dict) else None
 
@@ -85,8 +72,8 @@ class TurnRecord(NamedTuple):
 
     @property
     def moment(self) -> tuple[Moment, float | None]:
-        """The moment a turn's age is said from, and what it is: when it was interrupted where a fact says so,
-        else the last thing Hermes saved of it, else when it started (None: not even that is known)."""
+        """The moment a turn's age is said from: interrupted (a fact), else the last thing Hermes saved, else
+        its start (None: not known)."""
         if self.interrupted_at is not None:
             return Moment.INTERRUPTED, self.interrupted_at
         started = strict_finite(self.started_at)
@@ -97,17 +84,15 @@ class TurnRecord(NamedTuple):
         return Moment.STARTED, started
 
     def shown_title(self, *, prompts: bool) -> str | None:
-        """The session's title as it may be shown: not when it is the prompt's own words and prompts are hidden."""
         return None if self.title_from_prompt and not prompts else self.title
 
     def __repr__(self) -> str:
-        # Identity only: a record that lands in a log must not carry prompt text (excerpt, entry).
+        # identity only: a record that lands in a log must not carry prompt text
         return (f"TurnRecord(home={str(self.home)!r}, session_key={self.session_key!r}, source={self.source!r}, "
                 f"verdict={self.verdict!r}, writer={self.writer!r}, attempts={self.attempts})")
 
     def to_json(self, *, prompts: bool = True) -> dict[str, Any]:
-        """The ``status --json`` turn object (keys exactly as documented in docs/cli.md); ``prompts`` False
-        (``show_prompts = false``) leaves out the prompt, a title made of it and the progress excerpt."""
+        """The ``status --json`` turn object (docs/cli.md)."""
         return {
             "home": str(self.home),
             "profile": self.profile,
@@ -144,8 +129,8 @@ class HomeReport(NamedTuple):
     webui_sessions: int
     unsupported: tuple[str, ...] = ()
     problems: tuple[str, ...] = ()
-    # False when the home itself could not be read or did not answer (core.hermes.reach): nothing in it may be
-    # touched again this scan (its problem says why). Not in the JSON: ``markers``/``state_db`` say "unreadable".
+    # False: the home could not be read or did not answer, nothing in it is touched again this scan (not in
+    # the JSON)
     reachable: bool = True
 
     def to_json(self) -> dict[str, Any]:
@@ -184,11 +169,8 @@ class ScanResult(NamedTuple):
         return any(h.unsupported for h in self.homes)
 
     def to_json(self, *, prompts: bool = True) -> dict[str, Any]:
-        """``{"homes": [...], "turns": [...]}`` — the ``status --json`` document (``prompts``: see
-        :meth:`TurnRecord.to_json`)."""
         return {"homes": [h.to_json() for h in self.homes],
                 "turns": [t.to_json(prompts=prompts) for t in self.turns]}
-
 
 
 def prompt_excerpt(prompt: object, limit: int = EXCERPT_CHARS) -> str:

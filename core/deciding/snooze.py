@@ -1,15 +1,10 @@
 """Remind me later: put an interrupted turn's announcement off until a time the user names.
 
-A snooze is one ``snoozed`` decision in the ledger (about that interruption, with its ``until``), so it outlives a
-restart and shows in ``history``; the scan reads it back with everything else the ledger knows of the turn. It continues nothing and skips
-nothing: ask-once (:mod:`hermes_tray_core.deciding.ask_once`) does not announce the turn before ``until``, then
-announces it once — unless it stopped waiting meanwhile (gone stale, resumed elsewhere), which the review
-reports instead. A snooze belongs to one run of a turn: a newer interruption of the same session is a new
-question.
-
-When: ``remind_at`` reads what a person types — ``90s``, ``30m``, ``1h``, ``1h30m``, ``2d``; ``tomorrow``
-(:data:`MORNING_HOUR` o'clock the next day, local time); ``HH:MM`` (the next time the clock shows it); or a
-date and time (``2026-12-05 09:00``).
+A snooze is one ``snoozed`` decision in the ledger with its ``until``: it outlives a restart and shows in
+``history``. It continues and skips nothing: ask-once announces the turn once at ``until`` (unless it stopped
+waiting meanwhile), and it belongs to one interruption (a newer one is a new question). :func:`remind_at`
+reads ``90s``, ``30m``, ``1h30m``, ``2d``, ``tomorrow`` (:data:`MORNING_HOUR`, local time), ``HH:MM`` (its
+next time) or ``2026-12-05 09:00``.
 """
 
 from __future__ import annotations
@@ -39,8 +34,7 @@ def _duration(text: str) -> float | None:
 
 
 def remind_at(spec: str, now: float) -> float:
-    """When ``spec`` means, as a wall-clock time after ``now``; ValueError (a sentence for the user) when it
-    means nothing, is not in the future, or is more than a week away."""
+    """``spec`` as a wall-clock time after ``now``; ValueError (a sentence for the user) otherwise."""
     text = spec.strip().lower()
     until: float | None
     if text == "tomorrow":
@@ -74,8 +68,7 @@ def remind_at(spec: str, now: float) -> float:
 
 
 def snooze_turn(record: TurnRecord, until: float, *, via: str, ledger: Ledger | None = None) -> None:
-    """Record that ``record``'s turn is not to be announced before ``until``. Raises what the ledger raises (the caller
-    tells the user the snooze did not take)."""
+    """Hold ``record``'s turn back until ``until`` (a ledger error is raised: it did not take)."""
     if ledger is None:
         from hermes_tray_core.stores.ledger import ledger as default
 

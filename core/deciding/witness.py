@@ -1,17 +1,11 @@
 """A witness at the death of a turn's Hermes: when did it end, and did the kernel end it for lack of memory?
 
-The tray and the helper watch every live marker writer for its exit (``hermes_tray/watch/pidwatch.py``: a
-pidfd on Linux, woken within a millisecond). After each scan :meth:`ExitWitness.look` notes, for each writer that
-runs a turn, how to tell later whether the out-of-memory killer ended *that* process
-(:mod:`hermes_tray_core.process.oom`: how far the kernel's log was read, its memory group's kill count); at its
-exit :meth:`ExitWitness.exited` asks again. For each turn that process left behind (its marker still names it),
-``stopped`` is recorded in the ledger at that moment — when the turn was interrupted — and, when the kernel named that
-process, ``cause: out-of-memory`` with the fact; ``status``, the tray and the helper read it
-(:mod:`hermes_tray_core.deciding.causes`).
-
-What this does not know: a death nobody watched (no tray or helper running) has no witness — its moment and
-cause stay unknown; where neither the kernel's log nor a memory group of its own can be read, the cause stays
-unknown. With no live writer nothing is read: an idle tray costs nothing more.
+The tray and the helper watch every live marker writer for its exit (``hermes_tray/watch/pidwatch.py``). After
+each scan :meth:`ExitWitness.look` notes how to tell later whether the out-of-memory killer ended *that*
+process (:mod:`hermes_tray_core.process.oom`); at its exit :meth:`ExitWitness.exited` asks again and records
+``stopped``, at that moment, for each turn it left behind (with ``cause: out-of-memory`` and the fact when the
+kernel named it). A death nobody watched has no witness: its moment and cause stay unknown, as does a cause
+where neither the kernel's log nor a memory group of its own can be read. With no live writer nothing is read.
 """
 
 from __future__ import annotations
@@ -46,9 +40,7 @@ def _default_ledger() -> Ledger:
 
 
 class ExitWitness:
-    """Per process (the tray's or the helper's detector thread): what was seen of each live writer. ``ledger``
-    resolves the ledger; ``kernel_log`` and ``memory_group`` are seams for tests. The ledger stamps the moment
-    (``created_at``)."""
+    """What the detector thread saw of each live writer (``kernel_log``, ``memory_group``: seams)."""
 
     def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
                  kernel_log: KernelLog | None = None,
@@ -67,8 +59,7 @@ class ExitWitness:
         return self._log, self._group
 
     def look(self, records: Iterable[TurnRecord]) -> None:
-        """After a scan: the live writers and their turns (what is known of each is read once, when it is first
-        seen alive; nothing while no writer lives)."""
+        """After a scan: the live writers and their turns, each read once, when first seen alive."""
         turns: dict[int, list[TurnId]] = {}
         for r in records:
             pid = r.turn.marker.writer_pid
@@ -87,9 +78,8 @@ class ExitWitness:
         self._seen = seen
 
     def exited(self, pid: int) -> StopCause | None:
-        """The writer ``pid`` exited: record ``stopped`` (this moment) for each turn it left behind, with
-        ``out-of-memory`` and its fact when the kernel ended that very process; returns that cause, else None.
-        Bookkeeping: a ledger failure is logged, never raised."""
+        """The writer ``pid`` exited: record ``stopped`` for each turn it left behind; ``out-of-memory`` when
+        the kernel ended that very process, else None."""
         watched = self._seen.pop(pid, None)
         if watched is None:
             return None
@@ -104,8 +94,7 @@ class ExitWitness:
 
 
 def _left_behind(turn: TurnId, pid: int) -> bool:
-    """Is the turn's marker still there, written by ``pid`` at ``started``? A turn that ended before its process
-    did has none: nothing was interrupted."""
+    """Is the turn's marker still there, written by ``pid``?"""
     from hermes_tray_core.markers.store import MarkerStore
 
     with bookkeeping(logger, "cannot read the markers of %s", turn.home):

@@ -1,33 +1,20 @@
-"""Hermes' own auto-continue policy, read: the ``desktop.auto_continue`` block of ``<home>/config.yaml``.
+"""Hermes' own auto-continue policy, read: ``desktop.auto_continue`` of ``<home>/config.yaml``, with Hermes'
+keys, defaults and coercions, so that the tray and the backend agree on ``disabled`` / ``stale`` /
+``exhausted`` (writes: :mod:`hermes_tray_core.hermes.config_edit`).
 
-The tray reads the same keys Hermes reads, with the same defaults, so the tray and the backend
-always agree on what is ``disabled`` / ``stale`` / ``exhausted``. (Editing the file, at the user's
-request only, is :mod:`hermes_tray_core.hermes.config_edit`.)
+Parsed as Hermes parses it: PyYAML's safe loader (YAML 1.1: ``yes/no/on/off`` are booleans, ``010`` is 8,
+``0o10`` a string, ``1:30`` is 90, the last duplicate key wins), never ruamel (YAML 1.2 disagrees on each);
+loaded lazily. Hermes' coercions (``_auto_continue_config``): ``enabled`` absent/null → true, a string true
+iff one of ``1 true yes on`` (stripped, lower-cased), else Python truth; ``freshness_minutes`` ``max(0,
+float(v))`` (bad → 15; ``-5`` and ``.nan`` → 0, ``.inf`` never expires); ``max_attempts`` ``int(v)`` (bad or
+below 0 → 2, ``3.7`` → 3). Where Hermes' code raises (an integer too large for a float, an infinite
+``max_attempts``) it cannot auto-continue in that home: the tray reads it as disabled and says why; doubtful
+values come back as warnings.
 
-**Reading** parses exactly as Hermes does: PyYAML's safe loader (``yaml.CSafeLoader`` when libyaml
-is there, else ``SafeLoader``), i.e. YAML 1.1 — ``yes/no/on/off`` are booleans, ``010`` is octal
-8, ``0o10`` is a string, ``1:30`` is sexagesimal 90, duplicate keys are allowed (the last wins).
-``ruamel.yaml`` (YAML 1.2) disagrees on each of those, so it is never used to read values. PyYAML
-is imported lazily: ``status`` with a warm cache does without it.
-
-Coercions are Hermes' own (``tui_gateway`` ``_auto_continue_config``), stated here in words:
-``enabled``: absent/null → true; a bool as is; a string is true iff, stripped and lower-cased, it is one of
-``1 true yes on`` (so ``"y"``, ``""``, ``"0"``, ``"enabled"`` are false); anything else by Python truth
-(``0`` false, ``2`` true). ``freshness_minutes``: ``float(value)`` (absent → 15; null, a list, a non-numeric
-string → 15), then ``max(0, ·)`` — ``-5`` and ``.nan`` mean 0 (every marker is stale), ``.inf`` never
-expires, ``true`` is 1. ``max_attempts``: ``int(value)`` (null, ``"3.0"``, ``.nan``, a list → 2; ``3.7``
-→ 3; ``true`` → 1); a result below 0 → 2. Where Hermes' own code raises (a ``freshness_minutes`` integer
-too large for a float, an infinite ``max_attempts``) Hermes cannot auto-continue anything in that home:
-the tray reads it as disabled and says why. Values that are not what the user probably meant come back
-as warnings saying what Hermes reads.
-
-**Managed overlay**: an administrator's ``config.yaml`` in ``$HERMES_MANAGED_DIR`` (when set: that
-directory or none) else ``/etc/hermes`` wins per leaf key (``hermes_cli/managed_scope.py``):
-mappings merge recursively, a managed null over a user mapping is ignored, anything else replaces the
-user's value; ``${VAR}`` in managed strings expands from the environment. A managed file that does not
-parse is ignored (as Hermes does); a user ``config.yaml`` that does not parse makes Hermes' gateway use
-the defaults *without* the overlay, and so does the tray. The tray never writes a managed key
-(:mod:`~hermes_tray_core.hermes.config_edit` refuses to edit a value that has no effect).
+The managed overlay (``$HERMES_MANAGED_DIR`` when set, else ``/etc/hermes``; ``hermes_cli/managed_scope.py``)
+wins per leaf key: mappings merge, a managed null over a mapping is ignored, ``${VAR}`` expands from the
+environment. A managed file that does not parse is ignored; a user file that does not parse means the defaults
+*without* the overlay, as in Hermes.
 """
 
 from __future__ import annotations
@@ -53,8 +40,7 @@ __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS
 DEFAULT_ENABLED = True
 DEFAULT_FRESHNESS_MINUTES = 15
 DEFAULT_MAX_ATTEMPTS = 2
-# A freshness window this wide never expires for any marker (about 1,900 years): what Hermes' ``.inf`` means,
-# kept finite so JSON output and arithmetic stay well-defined.
+# Hermes' ``.inf``, kept finite for JSON and arithmetic (about 1,900 years).
 MAX_FRESHNESS_MINUTES = 1e9
 
 #: A parsed YAML mapping: keys and values are whatever the file holds.
@@ -64,12 +50,9 @@ Managed = tuple[Path | None, YamlMap, str | None]
 
 
 class AutoContinueConfig(NamedTuple):
-    """Effective ``desktop.auto_continue`` block of one home (already coerced as Hermes coerces it).
-
-    ``managed``: the keys an administrator's managed overlay pins (they win over the user's file).
-    A ``typing.NamedTuple``, as the engine's records are: immutable, typed, compared by value, and ~10x
-    cheaper to define than a frozen dataclass (``hermes-tray status`` pays for every class it defines).
-    """
+    """Effective ``desktop.auto_continue`` of one home; ``managed``: the keys the overlay pins. A NamedTuple,
+    as the engine's records are: ~10x cheaper to define than a frozen dataclass (``status`` pays for each
+    class)."""
 
     enabled: bool = DEFAULT_ENABLED
     freshness_minutes: float = DEFAULT_FRESHNESS_MINUTES
@@ -82,11 +65,7 @@ HERMES_TRUTHY = frozenset({"1", "true", "yes", "on"})  # Hermes' is_truthy_value
 
 
 class BackendConfig(NamedTuple):
-    """What one home's config.yaml (plus the managed overlay) says about auto-continue, after Hermes' coercions.
-
-    ``auto_continue.managed`` names the keys the overlay pins; ``managed_path`` is the overlay file read.
-    (A named tuple: a cold ``status`` reads config.yaml through here, and ``dataclasses`` costs it ~10 ms.)
-    """
+    """One home's config.yaml under the overlay, as Hermes reads it."""
 
     path: Path
     auto_continue: AutoContinueConfig
@@ -97,7 +76,7 @@ class BackendConfig(NamedTuple):
 
 
 def _describe(raw: Any) -> str:
-    """A short, bounded description of a config value for a warning (never expands aliases)."""
+    """A config value for a warning, bounded (never expands aliases)."""
     if isinstance(raw, Mapping):
         return "a mapping"
     if isinstance(raw, (list, tuple)):
@@ -122,8 +101,7 @@ def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
 
 
 def hermes_freshness_minutes(raw: Any) -> float:
-    """Hermes' ``max(0.0, float(raw))`` (``float`` failing with TypeError/ValueError → the default),
-    bounded: ``inf`` becomes :data:`MAX_FRESHNESS_MINUTES`. Raises :class:`HermesRaises` where Hermes does."""
+    """Hermes' ``max(0.0, float(raw))``, ``inf`` bounded; :class:`HermesRaises` where Hermes raises."""
     minutes = convert(float, raw)
     if minutes is None:
         return DEFAULT_FRESHNESS_MINUTES
@@ -133,8 +111,7 @@ def hermes_freshness_minutes(raw: Any) -> float:
 
 
 def hermes_max_attempts(raw: Any) -> int:
-    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)`` (capped at INT_CAP); :class:`HermesRaises`
-    where Hermes raises (an infinite value)."""
+    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)``, capped (or :class:`HermesRaises`)."""
     n = convert(int, raw)
     if n is None or n < 0:
         return DEFAULT_MAX_ATTEMPTS
@@ -142,8 +119,8 @@ def hermes_max_attempts(raw: Any) -> int:
 
 
 def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[AutoContinueConfig, list[str]]:
-    """Effective settings from a (merged) ``desktop.auto_continue`` value exactly as Hermes reads them,
-    plus warnings where Hermes' reading is probably not what was meant."""
+    """Effective settings from a merged ``desktop.auto_continue`` value, and warnings where Hermes' reading is
+    probably not what was meant."""
     warnings: list[str] = []
     if block is not None and not isinstance(block, Mapping):
         warnings.append("desktop.auto_continue is not a mapping; Hermes uses the defaults")
@@ -178,12 +155,8 @@ def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[Aut
     return AutoContinueConfig(enabled, fresh, attempts, managed), warnings
 
 
-# ---------------------------------------------------------------------------------------------
-# the managed overlay
-
-
 def _expand_env(obj: Any, env: Mapping[str, str], budget: list[int]) -> Any:
-    """``${VAR}`` in managed strings from the environment (unset ones stay verbatim), as Hermes expands them."""
+    """``${VAR}`` in managed strings from the environment (unset ones stay verbatim)."""
     budget[0] -= 1
     if budget[0] < 0:
         raise TooComplex("the managed config expands to too many values")
@@ -200,8 +173,7 @@ _ENV_REF = re.compile(r"\$\{([^}]+)\}")
 
 
 def _hermes_merge(base: Any, override: Any) -> Any:
-    """Hermes' ``_deep_merge`` of one value: mappings recurse, a null over a mapping keeps the mapping,
-    anything else replaces."""
+    """Hermes' ``_deep_merge`` of one value."""
     if isinstance(base, Mapping) and isinstance(override, Mapping):
         out = dict(base)
         for key, value in override.items():
@@ -213,8 +185,7 @@ def _hermes_merge(base: Any, override: Any) -> Any:
 
 
 def merged_desktop_block(user_doc: Any, managed: YamlMap) -> tuple[Any, tuple[str, ...]]:
-    """(the merged ``desktop.auto_continue`` value Hermes reads, the keys the overlay pins whatever the
-    user's file says). Only the ``desktop`` branch of either document matters here."""
+    """(the merged ``desktop.auto_continue`` Hermes reads, the keys the overlay pins)."""
     user = user_doc if isinstance(user_doc, Mapping) else {}
     if "desktop" in managed:
         desk = _hermes_merge(user["desktop"], managed["desktop"]) if "desktop" in user else managed["desktop"]
@@ -235,7 +206,6 @@ def merged_desktop_block(user_doc: Any, managed: YamlMap) -> tuple[Any, tuple[st
 
 
 def read_managed(env: Mapping[str, str] | None = None) -> Managed:
-    """(the managed config.yaml, its parsed mapping — {} when absent —, a warning when it is ignored)."""
     from hermes_tray_core.hermes.paths import managed_config_file
 
     env = os.environ if env is None else env
@@ -263,12 +233,8 @@ _HERMES_LOADER: Any = None
 
 
 def load_as_hermes(text: str) -> Any:
-    """Parse ``text`` as Hermes parses config.yaml: PyYAML's safe loader (YAML 1.1), libyaml's C
-    loader when available. Raises ``yaml.YAMLError`` (or another ``Exception``) for a bad file.
-
-    Aliases are not expanded (an aliased node is one shared object): an alias bomb costs its few
-    hundred bytes here; whatever walks the result must stay bounded (:func:`_plain` is).
-    """
+    """Parse ``text`` as Hermes parses config.yaml. Aliases are not expanded (an alias bomb costs its bytes
+    here): whatever walks the result must stay bounded."""
     global _HERMES_LOADER
     import yaml
 
@@ -282,7 +248,6 @@ def load_as_hermes(text: str) -> Any:
 
 
 def parse_as_hermes(text: str) -> tuple[Any, Exception | None]:
-    """:func:`load_as_hermes` answering ``(doc, None)``, or ``(None, why)`` for a file Hermes cannot read either."""
     try:
         return load_as_hermes(text), None
     except Exception as exc:  # boundary: parsing what the user wrote, where anything can be (Hermes catches all)
@@ -297,7 +262,6 @@ class TooComplex(TrayError, ValueError):
 
 
 def auto_continue_block(doc: Any) -> tuple[Any, list[str]]:
-    """The raw ``desktop.auto_continue`` value of a parsed document (None when absent)."""
     if doc is None:
         return None, []
     if not isinstance(doc, Mapping):
@@ -310,12 +274,9 @@ def auto_continue_block(doc: Any) -> tuple[Any, list[str]]:
     return desktop.get("auto_continue"), []
 
 
-
-
 def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = None,
                         managed: Managed | None = None) -> BackendConfig:
-    """Effective auto-continue settings of ``home`` (its config.yaml under the managed overlay), as Hermes
-    reads them. Never raises: problems come back as ``error`` / ``warnings``."""
+    """``home``'s auto-continue settings as Hermes reads them; never raises (``error`` / ``warnings``)."""
     path = config_file(Path(home))
     managed = read_managed(env) if managed is None else managed
     try:
@@ -329,14 +290,12 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
 
 
 def _why(exc: Exception) -> str:
-    """A read error in the user's words (no errno number, no exception name)."""
     if isinstance(exc, UnicodeDecodeError):
         return "it is not UTF-8 text"
     return os_error_text(exc)
 
 
 def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:
-    """As :func:`read_backend_config`, for text already read (the scanner caches by file signature)."""
     managed = read_managed() if managed is None else managed
     doc, bad = parse_as_hermes(text)
     if bad is not None:
@@ -364,10 +323,10 @@ def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list
 
 
 def sessions_elsewhere(home: Path | str) -> str | None:
-    """Why this Hermes keeps its sessions (and their interrupted-turn markers) outside ``state.db`` and
-    ``desktop/interrupted_turns.json``, from its config.yaml: ``sessiondb.provider`` other than ``sqlite`` (upstream
-    ships only sqlite) or a fork's ``sessions.state_backend: authority``. None when it keeps them there (or the
-    file does not say). Reads the YAML only when the file names one of the keys; never raises."""
+    """Why this Hermes keeps its sessions and markers outside ``state.db`` and ``desktop/``, from config.yaml:
+    a ``sessiondb.provider`` other than ``sqlite`` (upstream ships only that) or a fork's
+    ``sessions.state_backend: authority``; else None. Parses the YAML only when the file names one of the
+    keys."""
     path = config_file(Path(home))
     try:
         raw = fsutil.read_regular(path)

@@ -1,14 +1,10 @@
-"""Editing Hermes' ``config.yaml`` (``desktop.auto_continue``), only when the user asks (enable, disable,
-``config set``).
+"""Editing Hermes' ``config.yaml`` (``desktop.auto_continue``), only when the user asks.
 
-A *minimal edit*: only the lines of the edited keys change, every other byte of the user's file (comments,
-order, quoting, other keys) is kept; ``ruamel.yaml`` (round trip) locates those lines, and re-emits the file
-only when a line edit is not possible. Before the file is replaced the new text is parsed the way Hermes
-parses it (:func:`hermes_tray_core.hermes.config.load_as_hermes`) and must equal the old document plus the
-intended change — the edited values with exactly the intended types; a file that does not parse (as Hermes
-reads it, or for the round-trip editor) is never overwritten. ``ruamel.yaml`` is imported lazily, and a read
-never loads it. The tray never writes a key the administrator's managed overlay pins:
-:func:`write_auto_continue` raises :class:`ManagedValueError` rather than edit a value that has no effect.
+A minimal edit: only the edited keys' lines change, every other byte is kept; ruamel.yaml (round trip, loaded
+lazily) finds those lines and re-emits the file only when a line edit is not possible. The new text must read,
+as Hermes parses it, as the old document plus exactly the intended values and types, or nothing is written; a
+file that does not parse is never overwritten. A key the managed overlay pins is never written
+(:class:`ManagedValueError`): the edit would have no effect.
 """
 
 from __future__ import annotations
@@ -50,7 +46,6 @@ _FALSE_WORDS = {"false", "no", "off", "n"}
 
 
 def _number(raw: Any) -> float | None:
-    """A finite number from a YAML value or a command-line string (never a bool)."""
     if isinstance(raw, bool):
         return None
     if isinstance(raw, str):
@@ -71,11 +66,7 @@ def _yaml() -> YAML:
 
 
 def _plain(value: Any, budget: list[int] | None = None) -> Any:
-    """Deep copy as plain dict/list/scalars, for comparing two parses.
-
-    Aliases make a small file a huge tree when copied: the copy is bounded by :data:`~hermes_tray_core.hermes.config.MAX_NODES`
-    (raises :class:`TooComplex`), so a hostile config.yaml cannot exhaust memory.
-    """
+    """Deep copy as plain data, bounded (:class:`TooComplex`): aliases make a small file a huge tree."""
     if budget is None:
         budget = [read.MAX_NODES]
     budget[0] -= 1
@@ -119,8 +110,7 @@ def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def parse_value(key: str, text: str) -> Any:
-    """A command-line string for a backend key as the typed value, or :class:`BackendConfigError` (the checks
-    of every edit, :func:`_validate_changes`: what does not parse is refused as the user wrote it)."""
+    """A command-line string for a backend key as the typed value; what does not parse is refused."""
     t = text.strip()
     value: object = text
     if key == "enabled" and t.lower() in _TRUE_WORDS | _FALSE_WORDS | {"1", "0"}:
@@ -134,9 +124,8 @@ def parse_value(key: str, text: str) -> Any:
 
 
 def _fmt(value: Any) -> str:
-    """A value as YAML text that PyYAML (YAML 1.1, as Hermes reads it) and YAML 1.2 both read back as
-    the same bool / int / float. (YAML 1.1 floats need a dot and a signed exponent: ``1e-05`` would be
-    a string there, ``1.0e-05`` is a float in both.)"""
+    """A value as YAML text that YAML 1.1 (Hermes) and 1.2 read alike: 1.1 floats need a dot and a signed
+    exponent (``1e-05`` is a string there, ``1.0e-05`` a float in both)."""
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
@@ -223,10 +212,8 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
             line, col = pos
             lines[line:line] = [" " * col + f"{k}: {_fmt(v)}{nl}" for k, v in insert]
         return "".join(lines)
-    if block is not None and not (isinstance(block, Mapping) and not len(block)):
-        return None
     if block is not None:
-        return None  # an empty flow mapping ``auto_continue: {}``: let ruamel re-emit it
+        return None  # ``auto_continue: {}`` or another layout: let ruamel re-emit it
     body = [f"{k}: {_fmt(v)}" for k, v in changes.items()]
     if isinstance(desktop, Mapping):
         if not len(desktop) or not _is_block(desktop):
@@ -244,7 +231,7 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
 
 
 def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
-    """Fallback: full round-trip re-emit (comments and order kept; spacing may be normalised)."""
+    """Full round-trip re-emit (comments and order kept; spacing may be normalised)."""
     import io
 
     from ruamel.yaml.comments import CommentedMap
@@ -258,16 +245,13 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
         doc = CommentedMap()
     if not isinstance(doc, MutableMapping):
         raise BackendConfigError("config.yaml is not a mapping at the top level; edit it by hand")
-    desktop = doc.get("desktop")
-    if desktop is None:
-        desktop = doc["desktop"] = CommentedMap()
-    if not isinstance(desktop, MutableMapping):
-        raise BackendConfigError("config.yaml: 'desktop' is not a mapping; edit it by hand")
-    block = desktop.get("auto_continue")
-    if block is None:
-        block = desktop["auto_continue"] = CommentedMap()
-    if not isinstance(block, MutableMapping):
-        raise BackendConfigError("config.yaml: 'desktop.auto_continue' is not a mapping; edit it by hand")
+    block = doc
+    for key, where in (("desktop", "desktop"), ("auto_continue", "desktop.auto_continue")):
+        if block.get(key) is None:
+            block[key] = CommentedMap()
+        block = block[key]
+        if not isinstance(block, MutableMapping):
+            raise BackendConfigError(f"config.yaml: '{where}' is not a mapping; edit it by hand")
     for key, value in changes.items():
         block[key] = value
     out = io.StringIO()
@@ -280,12 +264,8 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
 
 def _expected(doc: Any, changes: Mapping[str, Any]) -> dict[str, Any]:
     data: dict[str, Any] = _plain(doc) if doc is not None else {}
-    desktop = data.setdefault("desktop", {})
-    if desktop is None:
-        desktop = data["desktop"] = {}
-    block = desktop.get("auto_continue")
-    if block is None:
-        block = desktop["auto_continue"] = {}
+    desktop = data["desktop"] = data.get("desktop") or {}  # a mapping or None (the shape was checked)
+    block = desktop["auto_continue"] = desktop.get("auto_continue") or {}
     block.update(changes)
     return data
 
@@ -302,12 +282,8 @@ class _ChangedUnderUs(Exception):
 
 
 def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
-    """Set ``enabled`` / ``freshness_minutes`` / ``max_attempts`` in ``<home>/config.yaml``.
-
-    Only the edited keys' lines change. Raises :class:`BackendConfigError` — and leaves the file
-    untouched — when it does not parse, has an unexpected shape, is a symlink, or a value is bad.
-    Returns the configuration as read back from the written file.
-    """
+    """Set ``enabled`` / ``freshness_minutes`` / ``max_attempts`` in ``<home>/config.yaml``; the configuration
+    read back. :class:`BackendConfigError`, the file untouched, when it cannot be done safely."""
     from hermes_tray_core.hermes.locks import CONFIG_LOCK, HermesLockBusy, HermesLockUnusable, hermes_lock
     from hermes_tray_core.stores.fsutil import ensure_private_dir, locked
 
@@ -346,7 +322,6 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
 
 
 def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> BackendConfig:
-    """The edit itself, under the tray's lock and Hermes' own."""
     from hermes_tray_core.stores.fsutil import (
         atomic_write_bytes,
         file_signature,
@@ -432,9 +407,8 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
 
 
 def _in_effect(cfg: BackendConfig, wanted: Mapping[str, Any]) -> BackendConfig:
-    """``cfg`` if Hermes would use every ``wanted`` value as written, else :class:`BackendConfigError` with
-    what stops it (another value of the block Hermes fails on, say ``max_attempts: .inf``): a change Hermes
-    would ignore is not made, and not reported as made."""
+    """``cfg`` if Hermes would use every ``wanted`` value as written, else :class:`BackendConfigError` saying
+    what stops it (``max_attempts: .inf``, say): a change Hermes would ignore is not made."""
     ignored = [k for k, v in wanted.items() if not _equal(getattr(cfg.auto_continue, k), v)]
     if not ignored:
         return cfg
@@ -452,8 +426,7 @@ def _same(current: Any, value: Any) -> bool:
 
 
 def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
-    """True when Hermes would read ``candidate`` as ``expected``: every other value as before, and the
-    changed keys with exactly the intended values *and types* (``1 == True`` must not pass)."""
+    """Hermes would read ``candidate`` as ``expected``, types and all (not ``1 == True``)."""
     try:
         doc = read.load_as_hermes(candidate)
         if _plain(doc) != expected:

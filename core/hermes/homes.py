@@ -1,14 +1,8 @@
-"""Which Hermes homes to watch.
-
-The root home is ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes``
-(Windows). Every ``<root>/profiles/<name>/`` (name ``^[a-z0-9][a-z0-9_-]{0,63}$``) is a home of
-its own. A ``$HERMES_HOME`` that is itself a profile home (``<root>/profiles/<name>``, as
-``hermes -p <name>`` sets it) also brings in ``<root>`` and its other profiles: they belong to the
-same user's Hermes (origin ``root`` for that root). Hermes' paths come from
-:mod:`hermes_tray_core.hermes.paths`. The tray settings may add extra homes; ``--home`` on the command line replaces
-discovery altogether. Each home's WebUI turn journals live in
-``<state>/sessions/_turn_journal`` where ``<state>`` is ``$HERMES_WEBUI_STATE_DIR`` for the root
-home the environment points at (the WebUI serves that home) and ``<home>/webui`` otherwise.
+"""Which Hermes homes to watch: the root home and every ``<root>/profiles/<name>/``; a ``$HERMES_HOME`` that
+is a profile home (``hermes -p <name>``) also brings in ``<root>`` and its other profiles. The settings may
+add homes; ``--home`` replaces discovery. The WebUI's journals are in ``<state>/sessions/_turn_journal``,
+``<state>`` being ``$HERMES_WEBUI_STATE_DIR`` for the root home the environment points at (the WebUI serves
+that one), else ``<home>/webui``.
 """
 
 from __future__ import annotations
@@ -26,12 +20,8 @@ __all__ = ["Home", "PROFILE_RE", "DEFAULT_PROFILE", "default_root", "profile_of"
 
 
 class Home(NamedTuple):
-    """One Hermes home (an immutable record; see :mod:`core.deciding.policy` on why NamedTuple).
-
-    ``profile``: the profile name, or ``"default"`` for a root home. ``origin``: why it is watched
-    (``env`` / ``default`` / ``root`` (the root of a profile ``$HERMES_HOME``) / ``profile`` / ``settings``
-    / ``cli``).
-    """
+    """One Hermes home. ``origin``: why it is watched (``env`` / ``default`` / ``root`` (of a profile
+    ``$HERMES_HOME``) / ``profile`` / ``settings`` / ``cli``)."""
 
     path: Path
     profile: str = DEFAULT_PROFILE
@@ -52,7 +42,6 @@ class Home(NamedTuple):
 
     @property
     def webui_session_dir(self) -> Path:
-        """The WebUI ``session_dir`` (what ``core.stores.turn_journal`` calls it)."""
         return (self.webui_state_dir or hermes_paths.default_webui_state_dir(self.path)) / "sessions"
 
     @property
@@ -65,7 +54,6 @@ class Home(NamedTuple):
 
 
 def profile_of(path: Path) -> str:
-    """``profiles/<name>`` → name; anything else is a root home (``"default"``)."""
     return path.name if hermes_paths.is_profile_home(path) else DEFAULT_PROFILE
 
 
@@ -75,13 +63,9 @@ def discover_homes(
     extra: Iterable[str | os.PathLike[str]] = (),
     env: Mapping[str, str] | None = None,
 ) -> list[Home]:
-    """The homes to watch, de-duplicated (by real path), root first.
-
-    ``explicit`` (``--home``) replaces discovery: exactly those homes, no profiles added.
-    Otherwise: the root home (even if it does not exist yet), its profiles, then ``extra``
-    (tray settings ``homes``) and their profiles. Every path is looked at through :func:`reach.look`
-    (bounded): a home that cannot be read or does not answer is still returned, for the scan to report.
-    """
+    """The homes to watch, de-duplicated by real path, root first (even if it does not exist yet), then
+    ``extra`` and their profiles; ``explicit`` (``--home``): exactly those. A home that cannot be read or does
+    not answer (one bounded :func:`reach.look`) is still returned, for the scan to report."""
     env = os.environ if env is None else env
     root, root_origin = default_root(env)
     webui_env = env.get("HERMES_WEBUI_STATE_DIR")
@@ -110,8 +94,8 @@ def discover_homes(
     extras = [Path(os.path.expanduser(os.fspath(p))).absolute() for p in extra]
     profile_root = hermes_paths.is_profile_home(root)
     roots = [root, hermes_paths.root_of(root)] if profile_root else [root]
-    # One bounded look at every root (its canonical path, its profiles): a root on a drive that hangs
-    # delays discovery by reach.TIMEOUT once, never for ever.
+    # one bounded look at every root: a drive that hangs delays discovery by reach.TIMEOUT once, never for
+    # ever
     looks = reach.look(roots + extras, find_profiles=True)
     root_key = looks[0].canonical
     if profile_root:

@@ -1,14 +1,8 @@
-"""Hermes' own lock files, taken in addition to the tray's own locks, so a write of the tray and one of Hermes
-never interleave.
-
-* ``config.yaml.lock`` beside ``config.yaml``: newer Hermes locks it around its config writes (it waits 10 s for
-  it, then writes unlocked). The tray creates it when absent (0600; a Hermes that does not lock ignores it).
-* ``desktop/.interrupted_turns.lock``: newer marker writers lock it around each read-modify-write of the marker
-  file. Taken only where it exists: an older Hermes has none, and the tray does not invent one for it.
-
-Both are ``flock`` on POSIX and a lock of byte 0 (``msvcrt``) on Windows, as Hermes takes them
-(:func:`core.stores.fsutil.try_lock_fd`). The tray waits for a holder up to :data:`WAIT` seconds, then raises
-:class:`HermesLockBusy` and changes nothing: it never writes past a lock Hermes holds.
+"""Hermes' own lock files, taken beside the tray's, so that a write of the tray and one of Hermes never
+interleave: ``config.yaml.lock`` (newer Hermes waits 10 s for it, then writes unlocked; the tray creates it
+when absent) and ``desktop/.interrupted_turns.lock`` (newer marker writers; taken only where it exists).
+``flock`` on POSIX, byte 0 by ``msvcrt`` on Windows, as Hermes takes them. The tray waits up to :data:`WAIT`,
+then raises :class:`HermesLockBusy` and changes nothing: it never writes past a lock Hermes holds.
 """
 
 from __future__ import annotations
@@ -48,8 +42,7 @@ class HermesLockUnusable(TrayError, OSError):
 
 @contextlib.contextmanager
 def hermes_lock(path: Path | str, *, create: bool, wait: float | None = None) -> Iterator[bool]:
-    """Hold Hermes' lock file ``path`` (yields True), or nothing when it does not exist and ``create`` is False
-    (yields False). :class:`HermesLockBusy` after ``wait`` seconds of a holder."""
+    """Hold Hermes' lock file ``path`` (True), or nothing when it is absent and not ``create`` (False)."""
     path = Path(path)
     try:
         fd = fsutil.open_private_lockfile(path) if create else os.open(

@@ -1,8 +1,5 @@
-"""The continuation note: the exact text Hermes submits when it continues an interrupted turn.
-
-Backends older than the auto-continue feature (``hermes-agent`` 0.19.0 on PyPI) resume a session
-without continuing it, so the tray submits this same note itself. Keeping it byte-identical to
-Hermes' own means the model sees one wording whichever side continued the turn.
+"""The continuation note, byte for byte as Hermes submits it: an older Hermes (0.19.0) resumes without
+continuing, so the tray submits it itself, and the model sees one wording whichever side continued the turn.
 """
 
 from __future__ import annotations
@@ -18,12 +15,12 @@ RESUMING_STATUS_TEXT = "Resuming interrupted turn…"
 
 
 def continuation_note(original_prompt: str) -> str:
-    """The note + the ORIGINAL prompt (never a previous note: markers always keep the original)."""
+    """The note + the ORIGINAL prompt (markers always keep the original)."""
     return NOTE_PREFIX + "\n\n" + original_prompt
 
 
 def is_continuation_note(text: str) -> bool:
-    """True when ``text`` is a continuation note (used to refuse nesting a note inside a note)."""
+    """``text`` is a continuation note (a note is never nested in a note)."""
     return isinstance(text, str) and text.startswith(NOTE_PREFIX)
 
 

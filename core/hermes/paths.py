@@ -1,13 +1,9 @@
 """Where Hermes keeps things: the one module that knows Hermes' paths.
 
-Root home = ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes`` (Windows).
-A profile home is ``<root>/profiles/<name>`` (name ``^[a-z0-9][a-z0-9_-]{0,63}$``); a
-``$HERMES_HOME`` that *is* a profile home has ``<root>`` two levels up (Hermes' own
-``get_default_hermes_root``). Inside a home: ``config.yaml``, ``state.db``,
-``desktop/interrupted_turns.json``, ``runtime/active_sessions.json``, ``active_profile`` (root only),
-and the WebUI state dir ``<home>/webui`` (or ``$HERMES_WEBUI_STATE_DIR``). The administrator's
-managed overlay lives in ``$HERMES_MANAGED_DIR`` (when set: that directory or nothing) else
-``/etc/hermes`` (``hermes_cli/managed_scope.get_managed_dir``).
+Root home = ``$HERMES_HOME``, else ``~/.hermes`` (POSIX) or ``%LOCALAPPDATA%\\hermes`` (Windows); a profile
+home is ``<root>/profiles/<name>``, and a ``$HERMES_HOME`` that *is* one has ``<root>`` two levels up (Hermes'
+``get_default_hermes_root``). The managed overlay: ``$HERMES_MANAGED_DIR`` (when set: that directory or
+nothing), else ``/etc/hermes`` (``hermes_cli/managed_scope.get_managed_dir``).
 """
 
 from __future__ import annotations
@@ -37,7 +33,6 @@ def _user_home(env: Mapping[str, str]) -> str:
 
 
 def platform_default_root(env: Mapping[str, str] | None = None) -> Path:
-    """Hermes' platform default home (no ``$HERMES_HOME``) for the user whose environment is ``env``."""
     env = os.environ if env is None else env
     if sys.platform == "win32":
         base = (env.get("LOCALAPPDATA") or "").strip()
@@ -46,7 +41,7 @@ def platform_default_root(env: Mapping[str, str] | None = None) -> Path:
 
 
 def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
-    """``(home, origin)`` the environment points at: ``$HERMES_HOME`` (``env``) or the platform default."""
+    """``(home, origin)``: ``$HERMES_HOME`` (``env``) or the platform default."""
     env = os.environ if env is None else env
     value = env.get("HERMES_HOME")
     if value:
@@ -55,17 +50,15 @@ def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
 
 
 def is_profile_home(path: Path) -> bool:
-    """``<something>/profiles/<valid name>``."""
     return path.parent.name == "profiles" and bool(PROFILE_RE.match(path.name))
 
 
 def root_of(home: Path) -> Path:
-    """The root home a home belongs to: ``<root>`` for ``<root>/profiles/<name>``, else the home itself."""
     return home.parent.parent if is_profile_home(home) else home
 
 
 def profile_home(root: Path, name: str) -> Path:
-    """``<root>/profiles/<name>``; ``default`` is the root itself. Raises ValueError for an invalid name."""
+    """``<root>/profiles/<name>``; ``default`` is the root itself."""
     if name == DEFAULT_PROFILE:
         return root
     if not PROFILE_RE.match(name):
@@ -86,8 +79,7 @@ def state_db(home: Path) -> Path:
 
 
 def is_hermes_home(home: Path | str) -> bool:
-    """Has Hermes (or the tray) ever used ``home``: a ``config.yaml``, a ``desktop/`` or a ``state.db`` in it?
-    A write names a home to change; a folder with none of them is a typo or the wrong directory."""
+    """Has Hermes (or the tray) ever used ``home``? If not, it is a typo or the wrong folder."""
     home = Path(home)
     return any(os.path.lexists(p) for p in (config_file(home), home / "desktop", state_db(home)))
 
@@ -106,9 +98,7 @@ def default_webui_state_dir(home: Path) -> Path:
 
 
 def managed_dir(env: Mapping[str, str] | None = None) -> Path | None:
-    """The managed-scope directory Hermes honours, or None: ``$HERMES_MANAGED_DIR`` when set and
-    non-empty (only if it is a directory: a missing override means *no* managed scope, never the
-    default), else ``/etc/hermes`` when it is a directory."""
+    """The managed-scope directory Hermes honours, or None (a missing override: none, not the default)."""
     env = os.environ if env is None else env
     override = (env.get("HERMES_MANAGED_DIR") or "").strip()
     if override:

@@ -1,25 +1,12 @@
-"""Which live Hermes processes serve which home: what the tray can see and Hermes cannot.
+"""Which live Hermes processes serve which home: what the tray can see and Hermes cannot (a marker whose
+writer is *unknown* falls through Hermes' checks; the tray holds back while a live Hermes serves its home).
 
-Hermes' scheduler blocks a marker only when its writer is ``alive``; a marker of *unknown* liveness
-(no ``writer_pid``, as older backends write) falls through to its other checks. The tray follows that
-order unless a live Hermes process serves the marker's home — then the turn may well be running and
-the tray does nothing. This module finds those processes with psutil:
-
-- only processes of the current user (real uid on POSIX, user name on Windows);
-- ``hermes dashboard`` (the Desktop backend), ``python -m tui_gateway.entry`` (a stdio gateway), any
-  other ``hermes`` / ``hermes-agent`` / ``hermes-acp`` command (CLI, TUI, messaging gateway), and
-  Hermes WebUI servers (a process whose environment sets ``HERMES_WEBUI_STATE_DIR`` or whose
-  command line names ``hermes-webui`` / ``hermes_webui``);
-- each one's home: its ``HERMES_HOME`` (read from the process environment), else the default
-  ``~/.hermes`` of the process's ``HOME``. For ``hermes`` commands Hermes' own profile rules apply
-  first (``hermes_cli.main._apply_profile_override``): ``-p/--profile <name>``, then a
-  ``HERMES_HOME`` that already is a profile home, then the root's sticky ``active_profile``. Homes
-  compare canonically (:func:`hermes_tray_core.keys.home_path`).
-
-The dashboard engine (continuing turns inside ``hermes dashboard``) builds on the same records: a
-:class:`HermesProcess` knows its interpreter (``exe``), its loopback listening ports and can read one
-variable of its environment on demand (nothing of the environment is stored or logged).
-:meth:`HermesProcesses.now` takes one psutil pass, reused for a whole scan.
+Processes of this user only: ``hermes dashboard`` / ``serve``, ``python -m tui_gateway.entry``, any other
+``hermes`` / ``hermes-agent`` / ``hermes-acp`` command, and WebUI servers (``HERMES_WEBUI_STATE_DIR`` in their
+environment, or ``hermes-webui`` in their command line). Each one's home is its ``HERMES_HOME``, else
+``~/.hermes`` of its ``HOME``, after Hermes' own profile rules for ``hermes`` commands
+(``_apply_profile_override``: ``-p``, a ``HERMES_HOME`` that is a profile home, then the sticky
+``active_profile``). Nothing of a process's environment is stored or logged.
 """
 
 from __future__ import annotations
@@ -48,8 +35,7 @@ HERMES_COMMANDS = frozenset({"hermes", "hermes-agent", "hermes-acp"})
 BACKEND_SUBCOMMANDS = frozenset({"dashboard", "serve"})  # the web backend: /api/ws, the Desktop app's
 _GATEWAY_MODULE = "tui_gateway.entry"
 _WEBUI_HINTS = ("hermes-webui", "hermes_webui")
-# Flags of ``hermes`` that take a value (so the value is not taken for a subcommand or a profile flag),
-# as ``hermes_cli.main._apply_profile_override`` skips them.
+# Flags of ``hermes`` that take a value, as ``_apply_profile_override`` skips them.
 _VALUE_FLAGS = frozenset({"-z", "--oneshot", "-m", "--model", "--provider", "-t", "--toolsets", "-r", "--resume",
                           "-s", "--skills", "--usage-file", "-p", "--profile"})
 _OPTIONAL_VALUE_FLAGS = frozenset({"-c", "--continue"})
@@ -58,7 +44,7 @@ _KIND_ORDER = {ProcessKind.DASHBOARD: 0, ProcessKind.GATEWAY: 1, ProcessKind.CLI
 
 
 class HermesProcess(NamedTuple):
-    """One live Hermes process of this user (an immutable record; compare homes with :attr:`home_key`)."""
+    """One live Hermes process of this user (compare homes with :attr:`home_key`)."""
 
     pid: int
     start_time: float | None
@@ -75,7 +61,7 @@ class HermesProcess(NamedTuple):
 
     @property
     def command(self) -> str:
-        """A short, prompt-free name of the command: ``hermes dashboard``, ``python -m tui_gateway.entry``."""
+        """A short, prompt-free name: ``hermes dashboard``, ``python -m tui_gateway.entry``."""
         if self.kind == ProcessKind.GATEWAY:
             return f"python -m {_GATEWAY_MODULE}"
         if self.kind == ProcessKind.WEBUI:
@@ -86,21 +72,18 @@ class HermesProcess(NamedTuple):
         return f"{name} {sub}" if sub else name
 
     def describe(self) -> str:
-        """``pid 4242 (hermes dashboard)`` — what a reason line names."""
         return f"pid {self.pid} ({self.command})"
 
     def __repr__(self) -> str:  # argv may carry a prompt (``hermes -z "..."``): identity only
         return f"HermesProcess(pid={self.pid}, kind={self.kind.value!r}, home={str(self.home)!r})"
 
     def is_alive(self) -> bool:
-        """Still the same process (pid and start mark, else create time)."""
         from hermes_tray_core.process.identity import process_liveness
 
         return process_liveness(self.pid, self.start_time, mark=self.mark) == WriterState.ALIVE
 
     def listening_addresses(self, *, loopback_only: bool = True) -> list[tuple[str, int]]:
-        """(ip, port) of the TCP sockets this process listens on (loopback only by default), IPv4 first;
-        [] if unreadable."""
+        """(ip, port) of the TCP sockets it listens on (loopback only by default), IPv4 first."""
         try:
             import psutil
 
@@ -118,12 +101,8 @@ class HermesProcess(NamedTuple):
             found.add((str(c.laddr.ip), int(c.laddr.port)))
         return sorted(found, key=lambda a: (":" in a[0], a[1], a[0]))
 
-    def listening_ports(self, *, loopback_only: bool = True) -> list[int]:
-        """TCP ports this process listens on (loopback addresses only by default), sorted; [] if unreadable."""
-        return sorted({port for _ip, port in self.listening_addresses(loopback_only=loopback_only)})
-
     def environ_get(self, name: str) -> str | None:
-        """One variable of the process's (start-up) environment, or None. Never cached or logged."""
+        """One variable of its start-up environment, or None; never cached or logged."""
         try:
             import psutil
 
@@ -135,8 +114,7 @@ class HermesProcess(NamedTuple):
 
 
 def is_loopback(host: str) -> bool:
-    """An IP literal of a loopback address (``127.0.0.0/8``, ``::1``; brackets and a zone id allowed).
-    Names such as ``localhost`` are not: a name can resolve anywhere."""
+    """An IP literal of a loopback address; not ``localhost``: a name can resolve anywhere."""
     try:
         return ipaddress.ip_address(host.strip("[]").split("%", 1)[0]).is_loopback
     except ValueError:
@@ -152,14 +130,12 @@ def _base(arg: str) -> str:
 
 
 def looks_like_python(arg: str) -> bool:
-    """An interpreter's path or name (python3.11, pythonw.exe, pypy3, the Windows ``py`` launcher): one rule
-    for discovery and for reading a configured ``hermes_command``."""
+    """An interpreter (python3.11, pythonw.exe, pypy3, ``py``), for discovery and ``hermes_command``."""
     name = _base(arg)
     return name == "py" or name.startswith(("python", "pypy"))
 
 
 def _split_hermes(argv: Sequence[str]) -> tuple[str | None, list[str]]:
-    """(the ``hermes`` script, its arguments) when ``argv`` runs a Hermes command, else (None, [])."""
     if not argv:
         return None, []
     if _base(argv[0]) in HERMES_COMMANDS:
@@ -178,7 +154,7 @@ def _split_hermes(argv: Sequence[str]) -> tuple[str | None, list[str]]:
 
 
 def _option_width(args: Sequence[str], i: int) -> int:
-    """How many arguments ``args[i]`` spans (2 when a value follows it), as Hermes' pre-parser skips them."""
+    """How many arguments ``args[i]`` spans, as Hermes' pre-parser skips them."""
     a = args[i]
     if "=" in a or i + 1 >= len(args):
         return 1
@@ -210,7 +186,6 @@ def _is_gateway(argv: Sequence[str]) -> bool:
 
 
 def classify(argv: Sequence[str], env: Mapping[str, str] | None = None) -> ProcessKind | None:
-    """What kind of Hermes process a command line (and, for the WebUI, environment) is, or None."""
     argv = list(argv)
     if _is_gateway(argv):
         return ProcessKind.GATEWAY
@@ -226,7 +201,7 @@ def classify(argv: Sequence[str], env: Mapping[str, str] | None = None) -> Proce
 
 
 def _profile_flag(args: Sequence[str]) -> str | None:
-    """The ``-p/--profile`` value as Hermes pre-parses it (invalid names are ignored, as Hermes does)."""
+    """The ``-p/--profile`` value as Hermes pre-parses it (an invalid name is ignored)."""
     i = 0
     while i < len(args):
         a = args[i]
@@ -242,7 +217,6 @@ def _profile_flag(args: Sequence[str]) -> str | None:
 
 
 def home_for(kind: ProcessKind, argv: Sequence[str], env: Mapping[str, str]) -> Path:
-    """The home a Hermes process serves (not yet canonical)."""
     home, _origin = hermes_paths.default_root(env)
     if kind in (ProcessKind.CLI, ProcessKind.DASHBOARD):
         _script, rest = _split_hermes(argv)
@@ -264,7 +238,6 @@ def home_for(kind: ProcessKind, argv: Sequence[str], env: Mapping[str, str]) -> 
 
 
 def _same_user_filter() -> tuple[list[str], Callable[[dict[str, Any]], bool]]:
-    """A predicate on a psutil info dict: the process belongs to the current user."""
     if os.name == "posix":
         uid = os.getuid()
         return ["uids"], lambda info: info.get("uids") is not None and info["uids"].real == uid
@@ -279,7 +252,7 @@ def _same_user_filter() -> tuple[list[str], Callable[[dict[str, Any]], bool]]:
 
 
 def _quick_candidate(argv: Sequence[str]) -> bool:
-    """A cheap look at the command line before reading the environment (most processes are not Hermes)."""
+    """A cheap look at the command line before the environment is read."""
     for a in argv[:6]:
         if _base(a) in HERMES_COMMANDS or a == _GATEWAY_MODULE or a.endswith("entry.py") or a == "hermes_cli.main":
             return True
@@ -288,10 +261,8 @@ def _quick_candidate(argv: Sequence[str]) -> bool:
 
 def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
                           kinds: Iterable[ProcessKind] | None = None) -> list[HermesProcess]:
-    """Every live Hermes process of this user (this process excluded). Never raises: [] when psutil fails.
-
-    ``kinds``: only those (a resume looking for the Desktop backend asks for dashboards alone, and then
-    reads the environment of those processes only — not of every Python process, as WebUI detection must)."""
+    """Every live Hermes process of this user but this one; [] when psutil fails. ``kinds``: only those
+    (without the WebUI, only the matching processes' environments are read)."""
     wanted = frozenset(kinds) if kinds is not None else None
     try:
         import psutil
@@ -300,8 +271,7 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
     skip = {os.getpid(), *exclude_pids}
     extra, mine = _same_user_filter()
     out: list[HermesProcess] = []
-    # Looking for command-line kinds only (not the WebUI, found by its environment): read each process's
-    # command line alone, and the rest only for the few that match (~4× cheaper over a whole process table).
+    # Without the WebUI (found by its environment): the command lines alone first, ~4x cheaper over the table.
     by_argv = wanted is not None and ProcessKind.WEBUI not in wanted
     try:
         it = psutil.process_iter(["pid", "cmdline"] if by_argv else ["pid", "cmdline", "create_time", *extra])
@@ -328,7 +298,6 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
 
 
 def _look(read: Callable[..., HermesProcess | None], *args: Any) -> HermesProcess | None:
-    """One process looked at: None when it is gone, not readable, or holds what cannot be read."""
     try:
         return read(*args)
     except Exception:  # boundary: reading what another program's process holds, where anything can be
@@ -336,8 +305,6 @@ def _look(read: Callable[..., HermesProcess | None], *args: Any) -> HermesProces
 
 
 def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str, Any]], bool], wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
-    """The :class:`HermesProcess` of one psutil process (``info``: its pid, cmdline, create time and the
-    user fields of :func:`_same_user_filter`), or None when it is not a Hermes process of this user."""
     from hermes_tray_core.process.start_mark import start_mark
 
     pid = info.get("pid")
@@ -350,7 +317,6 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
         return None
     env = proc.environ()
     if kind is None:
-        # Only a python process can still be a WebUI server found by its environment.
         kind = classify(argv, env)
         if kind is None or (wanted is not None and kind not in wanted):
             return None
@@ -369,8 +335,7 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
 
 
 def hermes_process(pid: int) -> HermesProcess | None:
-    """The live Hermes process ``pid`` of this user (as :func:`find_hermes_processes` sees it), or None: not
-    Hermes, another user's, gone or unreadable. One process looked at, not the whole table."""
+    """The live Hermes process ``pid`` of this user, or None; one process looked at, not the whole table."""
 
     def one() -> HermesProcess | None:
         import psutil
@@ -383,16 +348,15 @@ def hermes_process(pid: int) -> HermesProcess | None:
 
 
 def serves_home(pid: int, home: Path | str) -> bool:
-    """True when ``pid`` is a live Hermes backend (dashboard, gateway, CLI) of this user serving ``home``:
-    what lets the tray read a Hermes-written identity through a wall-clock step
-    (:func:`hermes_tray_core.process.identity.judge_hermes_identity`)."""
+    """``pid`` is a live Hermes backend of this user serving ``home`` (then its identity is read through a
+    wall-clock step: :func:`hermes_tray_core.process.identity.judge_hermes_identity`)."""
     found = hermes_process(pid)
     return (found is not None and found.kind != ProcessKind.WEBUI
             and found.home_key == home_path(home))
 
 
 def backend_state(home: Path | str) -> tuple[str, str]:
-    """A fresh look: (``live`` / ``none`` / ``unknown``, detail) — does a live Hermes backend serve ``home``?"""
+    """A fresh look: does a live Hermes backend serve ``home``? (``live`` / ``none`` / ``unknown``, detail)"""
     try:
         return HermesProcesses.now().backend_state(home)
     except process_errors() as exc:  # the process table cannot be walked
@@ -400,7 +364,7 @@ def backend_state(home: Path | str) -> tuple[str, str]:
 
 
 class HermesProcesses:
-    """One look at the process table, shared by everything a scan asks (cheap lookups afterwards)."""
+    """One look at the process table, shared by everything a scan asks."""
 
     def __init__(self, processes: Sequence[HermesProcess]) -> None:
         self.processes = list(processes)
@@ -414,20 +378,14 @@ class HermesProcesses:
         return cls(find_hermes_processes(kinds=kinds))
 
     def serving(self, home: Path | str) -> list[HermesProcess]:
-        """Hermes backends (dashboard, gateway, CLI) whose home is ``home``; the Desktop backend first."""
+        """Hermes backends whose home is ``home``, the Desktop backend first."""
         return list(self._by_home.get(home_path(home), ()))
 
-    def dashboard(self, home: Path | str) -> HermesProcess | None:
-        """The live ``hermes dashboard`` of ``home`` (the oldest-pid one when several), or None."""
-        return next((p for p in self.serving(home) if p.kind == ProcessKind.DASHBOARD), None)
-
     def backend_state(self, home: Path | str) -> tuple[str, str]:
-        """(``live`` / ``none``, which process) — the policy's ``backend`` input for ``home``."""
         serving = self.serving(home)
         return ("live", serving[0].describe()) if serving else ("none", "")
 
     def webui_servers(self, state_dir: Path | str) -> list[HermesProcess]:
-        """WebUI servers whose state dir is ``state_dir``."""
         key = home_path(state_dir)
         return [p for p in self.processes if p.kind == ProcessKind.WEBUI and p.webui_state_dir is not None
                 and home_path(p.webui_state_dir) == key]

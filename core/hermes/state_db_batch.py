@@ -1,17 +1,16 @@
-"""One read-only look at a home's ``state.db`` for all its markers at once (session titles and sources,
-Hermes turn leases, compression-chain roots, how far each turn got): one connection and one query per table,
-never one per key.
+"""One read-only look at a home's ``state.db`` for all its markers at once (titles, sources, turn leases,
+compression roots, how far each turn got): one connection and one query per table, never one per key; also the
+helpers :mod:`core.hermes.state_db` shares (the scanner loads this one at start-up, that one only when
+needed).
 
-It also holds the few helpers :mod:`core.hermes.state_db` shares: the scanner imports this module at start-up
-and that one only when it needs it, so the shared copy lives here.
-
-Reading never holds up Hermes. Hermes 0.22 on SQLite before 3.51.3 keeps ``state.db`` in rollback-journal
-mode, where a reader's lock makes Hermes' commits wait; so no read here holds it long whatever a session's
-size: a session's messages are walked by :func:`session_rows`, in statements of at most :data:`HOLD_S` each.
+Reading never holds up Hermes: Hermes 0.22 on SQLite before 3.51.3 keeps ``state.db`` in rollback-journal
+mode, where a reader's lock makes its commits wait, so a session's messages are walked by :func:`session_rows`
+in statements of at most :data:`HOLD_S` each.
 """
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -36,12 +35,8 @@ _RETRIES = 3  # statements of one walk tried again after a busy timeout
 
 
 class HomeState:
-    """Batched, because ``status`` must stay fast with 32 markers in each of several homes.
-
-    Opened as :mod:`core.hermes.state_db` opens it; lease rows and compression chains are judged by that
-    module's rules, imported only when there is a row or a parent to judge. No ``state.db`` at all holds
-    no turn lease (``free``); one that cannot be read is ``unknown``, so its turns are never actionable.
-    """
+    """Batched, because ``status`` must stay fast with 32 markers in each of several homes; lease rows and
+    chains are judged by :mod:`core.hermes.state_db`'s rules, loaded only when there is one to judge."""
 
     def __init__(self, home: Path, now: float) -> None:
         self.home = home
@@ -89,10 +84,8 @@ class HomeState:
 
     def close(self) -> None:
         if self._conn is not None:
-            try:
+            with contextlib.suppress(*db_errors()):
                 self._conn.close()
-            except db_errors():
-                pass
             self._conn = None
 
     def has_table(self, name: str) -> bool | None:
@@ -105,8 +98,8 @@ class HomeState:
             return None
 
     def prefetch(self, keys: Sequence[str], since: Mapping[str, float] | None = None) -> None:
-        """Read the session rows and lease rows of ``keys`` (and their conversation roots) at once; with
-        ``since`` (session key -> its marker's ``started_at``), also how far each of those turns got."""
+        """Read the session and lease rows of ``keys`` (and their roots) at once; with ``since`` (key -> its
+        marker's ``started_at``), how far each turn got."""
         if self._conn is None or not keys:
             return
         conn = self._conn
@@ -157,7 +150,6 @@ class HomeState:
             self._lease_error = describe_error(exc)
 
     def _prefetch_progress(self, conn: sqlite3.Connection, since: Mapping[str, float]) -> None:
-        """core.hermes.progress, in this same connection; a failure leaves every turn's progress unknown."""
         try:
             from hermes_tray_core.hermes.progress import read_progress
 
@@ -167,26 +159,22 @@ class HomeState:
             self._progress = {}
 
     def progress(self, key: str) -> TurnProgress | None:
-        """How far the turn of ``key`` got (:mod:`core.hermes.progress`), or None when that cannot be read."""
         return self._progress.get(key)
 
     def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
-        """((title, source, parent) | None, problem | None)."""
         if self._conn is None:
             return None, self.problem
         return self._sessions.get(key), self._session_error
 
     def generation(self, key: str) -> int | None:
-        """The session's ``conversation_generation`` (a chat clear raises it), or None where not kept."""
         return self._generations.get(key)
 
     def title_from_prompt(self, key: str) -> bool:
-        """Is the session's title the prompt's own words? Hermes 0.22 titles a session from its prompt at once
-        (``title_source = 'derived'``) until a model or the user names it: hidden wherever the prompt is."""
+        """Hermes 0.22 titles a session from its prompt (``title_source = 'derived'``) until a model or the
+        user names it: such a title is hidden wherever the prompt is."""
         return key in self._derived
 
     def lease(self, key: str) -> tuple[str, str]:
-        """(``live`` / ``free`` / ``unknown``, detail) for the session's Hermes turn lease."""
         if self._conn is None:
             if self.status == "missing":
                 return "free", "no state.db, so no Hermes turn lease"
@@ -217,8 +205,7 @@ class HomeState:
 
 
 def db_errors() -> tuple[type[Exception], ...]:
-    """What reading ``state.db`` can raise: sqlite3's errors (locked, corrupt, not a database, text that is not
-    UTF-8), MemoryError (SQLite out of memory on a hostile file), OSError / ValueError (a path refused)."""
+    """What reading ``state.db`` can raise (MemoryError: SQLite on a hostile file)."""
     import sqlite3
 
     return (sqlite3.Error, MemoryError, OSError, ValueError)
@@ -237,16 +224,11 @@ def text_or_none(value: object) -> str | None:
 def session_rows(conn: sqlite3.Connection, session_id: str, since: object, values: str, *,
                  value_args: Sequence[object] = (), where: str = "",
                  args: Sequence[object] = ()) -> Iterator[tuple[Any, ...]]:
-    """``(id, timestamp, *values)`` of each of ``session_id``'s messages stamped at or after ``since``, oldest first
-    (by ``timestamp``, then ``id``: the order of Hermes' index on ``(session_id, timestamp)``, which every schema
-    has). ``values``: SQL expressions computed in SQLite (so a long text need not leave it), with their
-    ``value_args``; ``where``: cheap further conditions (`` AND …``) with their ``args``.
-
-    Read in statements that each stop after about :data:`HOLD_S` seconds, letting go of ``state.db`` (autocommit:
-    the lock ends with the statement), the next resuming after the last row read; the rows are handed on only once
-    their statement let go, so nothing the caller does holds it either. A statement that found Hermes committing for
-    longer than the busy timeout is tried again, up to :data:`_RETRIES` times in one walk (a walk is many
-    statements: one such wait must not cost the whole reading). May raise ``sqlite3.Error``."""
+    """``(id, timestamp, *values)`` of ``session_id``'s messages stamped at or after ``since``, in the order
+    of Hermes' index on ``(session_id, timestamp)``, then ``id``. ``values``: SQL computed in SQLite (a long
+    text need not leave it); ``where``: further `` AND …`` conditions. Statements stop after about
+    :data:`HOLD_S`, letting go of ``state.db``, and their rows are handed on only then; one that met a busy
+    timeout is tried again (up to :data:`_RETRIES` a walk)."""
     import sqlite3
 
     head = f"SELECT id, timestamp, {values} FROM messages WHERE session_id = ? AND timestamp >= ?"

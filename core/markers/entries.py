@@ -1,10 +1,6 @@
-"""One marker entry: how Hermes writes and reads it, how the file keeps at most a day and 32 of them, and
-whether the process that wrote it still runs.
-
-Entries are exactly Hermes' (``tui_gateway.turn_marker``): same fields, same order, prompt capped. One
-deliberate difference: the cap keeps the newest 32 *including* the marker being recorded (Hermes prunes to 32
-and then adds one, so its file can hold 33). ``writer=`` records a marker on behalf of another process (a
-continuation the tray launched), so liveness follows that process.
+"""One marker entry exactly as Hermes writes and reads it (``tui_gateway.turn_marker``), how the file keeps a
+day and 32 of them, and whether its writer still runs. One difference: the newest 32 *include* the marker
+being recorded (Hermes prunes to 32 and then adds one, so its file can hold 33).
 """
 
 from __future__ import annotations
@@ -33,12 +29,11 @@ MAX_PROMPT_CHARS = 64_000
 
 
 def _started_at(entry: dict[str, Any]) -> float:
-    """``started_at`` as Hermes reads it; junk counts as 0 (so it ages out instead of breaking writes)."""
+    """``started_at`` as Hermes reads it; junk is 0, so it ages out instead of breaking writes."""
     return finite(entry.get("started_at") or 0) or 0.0
 
 
 def writer_fields(writer: ProcessIdentity | None = None) -> dict[str, Any]:
-    """``writer_pid`` (+ ``writer_start_time`` when known) for ``writer``, default this process."""
     ident = writer if writer is not None else own_identity()
     fields: dict[str, Any] = {"writer_pid": int(ident.pid)}
     if ident.start_time is not None:
@@ -55,7 +50,6 @@ def build_entry(
     writer: ProcessIdentity | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
-    """A marker entry exactly as Hermes writes it (same fields, same order, prompt capped)."""
     entry: dict[str, Any] = {
         "attempts": max(0, int(attempts)),
         "prompt": prompt[:MAX_PROMPT_CHARS],
@@ -93,13 +87,9 @@ def normalize_marker(entry: object) -> dict[str, Any] | None:
 
 
 def writer_judgement(marker: Marker, home: Path | str | None = None) -> HermesJudgement:
-    """The tray's and Hermes' verdicts on this marker's writer (``writer_pid`` + ``writer_start_time``).
-
-    Hermes' own ``marker_writer_state``: ``unknown`` unless ``writer_pid`` is a positive int (never a bool);
-    then ``hermes_cli.active_sessions._pid_liveness`` with its coercions (:func:`core.process.identity.hermes_liveness`:
-    a ``writer_start_time`` Hermes cannot convert is no start time; NaN never matches). With ``home`` the
-    tray also reads the writer through a wall-clock step when it is a live Hermes process serving that home
-    (:func:`core.process.identity.judge_hermes_identity`); ``.hermes`` keeps Hermes' own verdict."""
+    """The tray's and Hermes' verdicts on this marker's writer (Hermes': ``unknown`` unless ``writer_pid`` is
+    a positive int, then its ``_pid_liveness``). With ``home`` the tray also reads a live Hermes process
+    serving that home through a wall-clock step (:func:`core.process.identity.judge_hermes_identity`)."""
     unknown = HermesJudgement(WriterState.UNKNOWN, WriterState.UNKNOWN)
     try:
         pid = marker.writer_pid
@@ -117,17 +107,12 @@ def writer_judgement(marker: Marker, home: Path | str | None = None) -> HermesJu
 
 
 def marker_writer_state(entry: object, home: Path | str | None = None) -> WriterState:
-    """``"alive"`` / ``"dead"`` / ``"unknown"``: is the process that wrote this marker entry still running?
-
-    A marker proves a turn started, never that its writer died; "unknown" (junk, no pid, unreadable
-    process) is the safe answer that leaves the marker alone. ``home``: the home whose marker file holds the
-    entry, so that a live Hermes writer stays alive through a wall-clock step (:func:`writer_judgement`).
-    """
+    """Is the entry's writer still running? "unknown" (junk, no pid, unreadable) leaves it alone."""
     return writer_judgement(Marker.read(entry), home).state
 
 
 def with_record(entries: Entries, key: str, entry: dict[str, Any], now: float) -> Entries:
-    """Prune (24 h, newest 32 including the new one) and insert; an existing key keeps its place, as in Hermes."""
+    """Prune (24 h, newest 32 with the new one) and insert; an existing key keeps its place, as in Hermes."""
     fresh = {}
     for k, e in entries.items():
         started = e.get("started_at")

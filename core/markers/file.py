@@ -1,8 +1,5 @@
-"""Hermes' marker file as bytes: where it is, one safe read of it, and its JSON — exactly Hermes' bytes.
-
-Hermes writes ``json.dumps(entries, indent=None, ensure_ascii=False)``; :func:`encode` produces the same
-bytes, :func:`decode` is the strict reader (object entries only, as Hermes). The store that writes the file
-(:mod:`core.markers.store`) and its settle window (:mod:`core.markers.settle`) both read it through here.
+"""Hermes' marker file as bytes: where it is, one safe read, and its JSON exactly as Hermes writes it
+(``json.dumps(entries, indent=None, ensure_ascii=False)``; object entries only).
 """
 
 from __future__ import annotations
@@ -46,14 +43,13 @@ def marker_lock_path(home: Path | str) -> Path:
 
 Entries = dict[str, dict[str, Any]]
 
-#: The extra keys a tray continuation adds to its marker (Hermes ignores them): how its completion is
-#: recognised in ``state.db`` (:mod:`core.continuing.completion`). A format fact, so readers can test for them
-#: without importing the completion engine.
+#: The keys a tray continuation adds to its marker (Hermes ignores them): how ``state.db`` shows it answered
+#: (:mod:`core.continuing.completion`), here so that readers need not import that.
 MARK_KEYS = ("tray_state_session", "tray_after_message_id", "tray_note_sha256", "tray_submitted_at")
 
 
 class Corrupt(TrayError, ValueError):
-    """The bytes are not a JSON object (the message says why, in words a person reads)."""
+    """The bytes are not a JSON object (the message says why, in words)."""
 
 
 _JSON_KIND = {list: "a list", str: "a string", int: "a number", float: "a number", bool: "true or false",
@@ -61,8 +57,7 @@ _JSON_KIND = {list: "a list", str: "a string", int: "a number", float: "a number
 
 
 class TooLarge(Corrupt):
-    """The file is over :data:`MAX_FILE_BYTES` and was not read: a size limit, not damage (the message says
-    so). Writers set it aside like a corrupt file; readers report it in these words, never as corrupt."""
+    """Over :data:`MAX_FILE_BYTES`, not read: a size limit, never said to be corrupt; writers set it aside."""
 
 
 #: What :func:`read_file` hands back for a file over the limit (never a whole file's bytes).
@@ -71,20 +66,19 @@ TOO_LARGE_WORDS = fsutil.too_large_words(MAX_FILE_BYTES)
 
 
 def same_entry(a: object, b: object) -> bool:
-    """Same stored value (:data:`ABSENT` for no entry): equal dicts that also serialize alike."""
+    """Same stored value (:data:`ABSENT`: no entry): equal dicts that serialize alike."""
     if a is ABSENT or b is ABSENT:
         return a is b
     return isinstance(a, dict) and isinstance(b, dict) and same_json(a, b)
 
 
 def same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
-    """True when ``a`` and ``b`` serialize to the same JSON text (equal, same key order, same scalar types)."""
+    """``a`` and ``b`` serialize alike: equal, and the same key order and scalar types (1 == 1.0 == True, -0.0
+    == 0.0); a container value ([1] == [1.0]) is not worth a deep check."""
     if a is b:
         return True
     if a != b:
         return False
-    # Equal dicts: same keys and ``==`` values. Same text also needs the same order and the same types
-    # (1 == 1.0 == True), and -0.0 == 0.0. Containers ([1] == [1.0]) are not worth a deep check: re-encode.
     for (ka, va), (kb, vb) in zip(a.items(), b.items(), strict=True):
         kind = type(va)
         if ka != kb or kind is not type(vb):
@@ -98,8 +92,7 @@ def same_json(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def encode(entries: Entries) -> bytes:
-    """Hermes' bytes: ``json.dumps(indent=None, ensure_ascii=False)`` in UTF-8. A lone surrogate (which UTF-8
-    cannot carry) makes the whole file ASCII-escaped, which any JSON reader parses."""
+    """Hermes' bytes; a lone surrogate (UTF-8 cannot carry it) makes the whole file ASCII-escaped."""
     try:
         return json.dumps(entries, ensure_ascii=False).encode("utf-8")
     except UnicodeEncodeError:
@@ -107,8 +100,8 @@ def encode(entries: Entries) -> bytes:
 
 
 def decode(data: bytes) -> Entries:
-    """Entries of a marker file; object entries only (as Hermes). Raises :class:`Corrupt` if not a JSON object,
-    :class:`TooLarge` for the stand-in :func:`read_file` returns for a file over the limit."""
+    """Entries of a marker file, object entries only (as Hermes); :class:`Corrupt`, or :class:`TooLarge` for
+    :func:`read_file`'s stand-in."""
     if data == _TOO_LARGE:
         raise TooLarge(TOO_LARGE_WORDS)
     try:
@@ -154,11 +147,10 @@ def read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | No
     return b"".join(chunks), (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_", suffix=".tmp")``).
-# One exists from the moment Hermes starts writing until its rename returns — and ext4 can hold a rename
-# over an existing file for milliseconds while it flushes the new file's data, during which a ``stat``
-# still shows the old file. So we wait for Hermes' temp files to go before our exchange: a merge is then
-# needed only when Hermes starts and finishes a write inside our microseconds-long last step.
+# Hermes' own temp files (``utils.atomic_json_write``: ``mkstemp(prefix=".interrupted_turns_",
+# suffix=".tmp")``) live until its rename returns, and ext4 can hold that rename for milliseconds while it
+# flushes (a ``stat`` still shows the old file). Waiting for them before our exchange leaves a merge only for
+# a write inside our last step.
 _HERMES_TEMP_PREFIX = f".{MARKER_FILE.rsplit('.', 1)[0]}_"
 HERMES_WRITE_WAIT_SECS = 0.2  # longest wait for one Hermes write in flight (its read->rename: max 96 ms measured)
 _STALE_TEMPS: dict[str, float] = {}  # Hermes temp name -> when first seen (a killed Hermes leaves one forever)

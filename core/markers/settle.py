@@ -1,20 +1,13 @@
 """The settle window after a tray write to Hermes' marker file: put back what a stale Hermes write undoes.
 
-Hermes writes its marker file read → change → temp file → rename, with no lock. If it read the file
-just before our write and renames just after, its rename carries the pre-write view: a skipped entry
-comes back, or (after a merge, see :class:`Leaks`) a value our momentary first version had
-wrong. Nothing can prevent that rename; what we can do is watch the file for as long as such a Hermes
-write can still land, and re-apply our change (under our lock, by exchange, merging) when one does.
-
-How long: Hermes' read → rename time. Measured with the reference writer (two writers on one home each,
-2 shared cores, 3 CPU burners; ``tests/bench/bench_markers.py`` re-measures it and prints it): p50 1.6 ms,
-p99 34 ms, p99.9 64 ms, max 96 ms. :data:`SETTLE_SECS` is about 3x that maximum, and every re-apply
-starts the window again (the re-apply is itself a write a stale Hermes write can undo).
-
-One daemon thread per process watches every pending window (a re-read every :data:`POLL_SECS`);
-:func:`wait` blocks until all are over — ``hermes-tray skip`` calls it before it exits. A process
-that exits sooner is covered by the skip's tombstone (:mod:`core.continuing.claim`): the next process of
-ours that sees the entry removes it again.
+Hermes writes read → change → temp file → rename, unlocked: a write that read before ours and renames after it
+brings back a skipped entry, or (after a merge, :class:`Leaks`) a value our momentary first version had wrong.
+We watch the file for as long as such a write can land and re-apply our change (locked, by exchange) when one
+does. Hermes' read → rename, measured with the reference writer (two writers a home, 2 shared cores, 3 CPU
+burners; ``tests/bench/bench_markers.py`` prints it): p50 1.6, p99 34, p99.9 64, max 96 ms;
+:data:`SETTLE_SECS` is about 3x that, and each re-apply starts it again. One daemon thread a process;
+``hermes-tray skip`` waits (:func:`wait`); a process that exits sooner leaves the skip's tombstone, which the
+next reader honours.
 """
 
 from __future__ import annotations
@@ -59,7 +52,7 @@ _reapplied = 0
 
 
 def reapplied() -> int:
-    """How many times this process re-applied a change a stale write had undone (for tests and benches)."""
+    """How many changes this process re-applied after a stale write (tests and benches)."""
     return _reapplied
 
 
@@ -91,22 +84,15 @@ def watch_leaks(store: Any, leaks: Leaks) -> None:
 
 
 class Leaks:
-    """Entries our momentarily visible version got wrong, and what they should be.
+    """Entries our momentarily visible version (``transient``) got wrong: ``stale`` key -> (ours, the true
+    value).
 
-    When a Hermes rename lands between our last check and our exchange, our version (``transient``, built
-    on the file we read) is in place until we put Hermes' version back or merge: two syscalls apart, but
-    on a loaded machine our process can be descheduled in between. A Hermes write that read it then copies
-    our stale view of the entries Hermes had just changed (``stale``: key -> (our value, the true value);
-    never the keys our own change is about). For a settle window (:mod:`core.markers.settle`), such copies
-    are put right:
-
-    * a stale *present* value is a byte-exact copy of an entry Hermes had cleared (its records always carry
-      a fresh ``started_at``): always removed again;
-    * a stale *absence* (a record we had not seen yet) looks like Hermes clearing that entry. It is
-      restored only when the file is our transient version with exactly one other entry changed — one
-      Hermes write on top of it — never when it looks like a clear of that entry (the transient itself,
-      or a file that moved on in more than one entry).
-    """
+    A Hermes rename between our last check and our exchange leaves ours in place until we put Hermes' back
+    (two syscalls, but we can be descheduled between); a Hermes write that read it copies our stale view of
+    the entries Hermes had just changed. A stale *present* value is a copy of an entry Hermes cleared (its
+    records carry a fresh ``started_at``): always removed again. A stale *absence* looks like Hermes clearing
+    it: restored only when the file is our transient with exactly one other entry changed (one Hermes write on
+    top), never otherwise."""
 
     __slots__ = ("stale", "transient", "until")
 
@@ -124,7 +110,7 @@ class Leaks:
                 self.stale.setdefault(key, (mine, real))
 
     def _derived(self, theirs: Entries) -> bool:
-        """One Hermes write on top of our transient version: it differs from it in exactly one entry."""
+        """One Hermes write on top of our transient version: one entry differs."""
         diff = 0
         for key in theirs.keys() | self.transient.keys():
             if not marker_file.same_entry(theirs.get(key, marker_file.ABSENT), self.transient.get(key, marker_file.ABSENT)):
@@ -134,7 +120,7 @@ class Leaks:
         return diff == 1
 
     def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:
-        """``theirs`` with copied stale values put right (a new dict when changed; see the class doc)."""
+        """``theirs`` with copied stale values put right (a new dict when changed)."""
         out = None
         derived: bool | None = True if in_merge else None
         for key, (mine, true) in self.stale.items():
@@ -170,7 +156,7 @@ def wait(timeout: float = 5.0) -> bool:
 
 
 def _fix(w: _Watch, entries: marker_file.Entries) -> marker_file.Entries | None:
-    """``entries`` with every undone guard re-applied and every copied stale value corrected, or None."""
+    """``entries`` with undone guards re-applied and copied stale values corrected, or None."""
     out = entries
     now = time.monotonic()
     w.leaks = [leaks for leaks in w.leaks if leaks.until > now]
@@ -187,7 +173,7 @@ def _fix(w: _Watch, entries: marker_file.Entries) -> marker_file.Entries | None:
 
 
 def _check(w: _Watch) -> bool:
-    """Re-read the file; re-apply under the store's lock if a stale write undid something. True if it did."""
+    """Re-read the file; re-apply under the store's lock if a stale write undid something."""
     global _reapplied
     try:
         data, _sig = marker_file.read_file(w.store._p)

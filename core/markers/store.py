@@ -1,34 +1,23 @@
 """Hermes' interrupted-turn marker file (``<home>/desktop/interrupted_turns.json``), written safely across
-processes: :class:`MarkerStore`.
+processes (:class:`MarkerStore`); Hermes' own never-raising calls are :mod:`core.markers.turn_marker`.
 
-What Hermes' own store (``tui_gateway.turn_marker``; ours of it: :mod:`core.markers.turn_marker`) lacks, and
-why this one exists:
+* Every read-modify-write holds a blocking OS lock on ``interrupted_turns.json.lock``, so our own writers
+  lose and resurrect nothing (Hermes' in-process lock loses a third or more of the markers with four backends
+  on one home).
+* Against Hermes, which does not lock, a write goes in by atomic exchange (:mod:`core.stores.exchange`): the
+  file is checked (inode, size, mtime) and Hermes' in-flight temp files waited out right before it, and the
+  file it displaced is handed back. If that is not the one we read, Hermes' version goes straight back (ours
+  was visible for two syscalls) and the write is redone on it; a Hermes write that copied our brief version
+  is put right for a settle window (:class:`core.markers.settle.Leaks`), as is a stale Hermes write that
+  brings a skipped entry back. Without an exchange, compare-and-replace
+  (:func:`core.markers.turn_marker.exchange_support` says so).
+* An empty map is written as ``{}``, never unlinked; a killed writer's temp file is swept by the next; a
+  corrupt file is set aside, never overwritten; a symlinked marker or lock path is refused; prompt text is
+  never logged.
 
-* every read-modify-write holds a blocking OS lock on a sidecar file (``interrupted_turns.json.lock``),
-  so the tray's own writers (tray, helper, CLI, any number of processes) lose nothing and resurrect
-  nothing (Hermes' in-process lock loses a third or more of the markers with four backends on one home);
-* against a writer that does not lock (Hermes itself), a write goes in by atomic *exchange*
-  (:mod:`core.stores.exchange`): right before it the file is checked (inode, size, mtime) and Hermes'
-  in-flight temp files are waited out, and the exchange hands back the file it displaced. If that is not
-  the file we read (a Hermes rename landed in between), Hermes' version goes straight back — ours was
-  visible for two syscalls — and the write is redone on it; a Hermes write that copied our brief version
-  is put right for a settle window (:class:`core.markers.settle.Leaks`). After a skip, :mod:`core.markers.settle`
-  also undoes a stale Hermes write (one that read the file before our write) that brings the entry back.
-  Without an exchange (some filesystems), the old compare-and-replace is used and
-  :func:`core.markers.turn_marker.exchange_support` says so;
-* an empty map is written as ``{}``, never unlinked;
-* writes are temp file + fsync + exchange + directory fsync; a killed writer's temp file is swept by
-  the next writer; a corrupt file is moved aside (``.corrupt-<timestamp>``), never overwritten;
-  a symlinked marker or lock path is refused;
-* prompt text is never logged: identity only.
-
-Each write is made alone: the tray, the helper and the CLI write this file only when a user decides
-something, so contended throughput is not a goal (``tests/bench/bench_markers.py`` still prints it).
-
-:class:`MarkerStore` is strict: its public methods are where a key enters (each turns it into a
-:class:`~core.keys.SessionKey` once, :func:`core.keys.session_key`; the internals take the typed key) and it raises
-:class:`MarkerStoreError` (an ``OSError``) naming the file when I/O fails. :func:`list_turn_markers` and
-:func:`remove_marker_if_unchanged` are its tray calls.
+Writes are rare (a user's decision), so contended throughput is no goal (``tests/bench/bench_markers.py``
+prints it). Public methods check the session key where it enters and raise :class:`MarkerStoreError` (an
+``OSError``) naming the file.
 """
 
 from __future__ import annotations
@@ -55,37 +44,35 @@ from hermes_tray_core.stores import fsutil
 
 logger = get_logger(__name__)
 
-# Without an exchange: re-read + re-apply rounds when a non-locking writer changed the file under us; after
-# that we write the latest merge unchecked (progress). The unchecked write is what loses Hermes' entries: at
-# ~100 Hermes writes/s and a slow disk, 5 rounds lost 19 per 500 skips, 50 rounds none (bench_markers).
+# Without an exchange: rounds of re-read and re-apply when Hermes changed the file under us, then the latest
+# merge unchecked, which is what loses Hermes' entries: at ~100 Hermes writes/s, 5 rounds lost 19 per 500
+# skips, 50 none.
 FOREIGN_RETRIES = 50
 
-# With an atomic exchange: attempts before an unverified write (merged by content), which only a writer
-# renaming over the file without pause could force.
+# With an exchange: attempts before an unverified write (merged by content); only a writer renaming without
+# pause could force it.
 VERIFIED_RETRIES = 200
 
 
 class MarkerStoreError(TrayError, OSError):
-    """The marker file could not be read or written; the message names the file and the cause.
-
-    Said in words (``cause: file``): the errno number stays in ``errno`` for whoever needs it."""
+    """The marker file could not be read or written: ``cause: file`` in words (errno in ``errno``)."""
 
     def __str__(self) -> str:
         return f"{self.strerror}: {self.filename}" if self.filename else str(self.strerror or "")
 
 
 class MarkerCorruptError(MarkerStoreError):
-    """The marker file exists but is not a JSON object (reads refuse it; the next write sets it aside)."""
+    """Not a JSON object: reads refuse it, the next write sets it aside."""
 
     reason = ""  # why, in words: "it is not valid JSON"
 
 
 class MarkerTooLargeError(MarkerStoreError):
-    """The marker file is over the size limit and was not read (reads refuse it; the next write sets it aside)."""
+    """Over the size limit, not read: reads refuse it, the next write sets it aside."""
 
 
 class _ForeignChange(Exception):
-    """Raised from the before-replace hook: the file changed since we read it."""
+    """The file changed since we read it."""
 
 
 def _without(entries: Entries, key: str) -> Entries:
@@ -97,17 +84,12 @@ Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
 
 
 def _read_path(path: str) -> bytes | None:
-    """All bytes of ``path`` (a file we own: the one our exchange displaced), or None if it is gone."""
+    """The file our exchange displaced, or None if it is gone."""
     try:
         with open(path, "rb") as fh:
             return fh.read()
     except FileNotFoundError:
         return None
-
-
-def _write_temp(target: str, data: bytes, *, sync: bool = True) -> str:
-    """A 0600 temp file beside ``target`` holding ``data``, fsynced unless ``sync`` is False; returns its path."""
-    return fsutil.write_temp(target, data, sync=sync)
 
 
 # Directory -> False once an exchange there answered "unsupported" (then compare-and-replace is used).
@@ -116,28 +98,20 @@ _EXCHANGE: dict[str, bool] = {}
 MERGE_ROUNDS = 8
 
 
-# ── the store ──────────────────────────────────────────────────────────────
-
-
 class MarkerStore:
-    """Strict marker store for one Hermes home: validated keys, clear errors, cross-process safe writes."""
+    """The marker file of one Hermes home."""
 
     def __init__(self, home: Path | str) -> None:
         self.home = Path(home)
         self.path = marker_file.marker_path(self.home)
-        self.lock_path = marker_file.marker_lock_path(self.home)
         self._p = os.fspath(self.path)
         self._dir = os.fspath(self.path.parent)
-        self._lock = os.fspath(self.lock_path)
+        self._lock = os.fspath(marker_file.marker_lock_path(self.home))
 
     # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
 
     def list(self) -> Entries:
-        """Every entry as stored (raw dicts, variant fields kept); {} when there is no file.
-
-        Raises :class:`MarkerCorruptError` for a file that is not a JSON object, :class:`MarkerStoreError`
-        when it cannot be read.
-        """
+        """Every entry as stored (raw dicts, variant fields kept); {} when there is no file."""
         with self._errors("read"):
             data, _sig = marker_file.read_file(self._p)
             if data is None:
@@ -167,11 +141,8 @@ class MarkerStore:
         notification_category: str | None = None,
         writer: ProcessIdentity | None = None,
     ) -> dict[str, Any]:
-        """Write the marker for a turn about to run and return the entry as stored.
-
-        ``writer`` records the marker on behalf of another process (e.g. a gateway child the tray
-        launched for a continuation), so liveness checks follow that process, not the tray.
-        """
+        """Write the marker for a turn about to run; the entry as stored. ``writer``: the process it is
+        recorded for (a gateway the tray started), whose liveness it then follows."""
         key = checked_key(session_key)
         if not isinstance(prompt, str) or not prompt:
             raise ValueError("prompt must be a non-empty string")
@@ -186,13 +157,9 @@ class MarkerStore:
         return self._clear(checked_key(session_key))
 
     def remove_if_unchanged(self, session_key: str, expected: dict[str, Any], *, settle: bool = True) -> bool:
-        """Remove ``session_key`` only if its raw entry still equals ``expected`` (as :meth:`list` gave it).
-
-        False when it is gone or changed (a new turn, another attempt): the user decided about what
-        they were shown, never about something newer. ``settle``: for a settle window afterwards, a stale
-        Hermes write that brings ``expected`` back is undone again (:mod:`core.markers.settle`; wait for it
-        with :func:`core.markers.settle.wait`).
-        """
+        """Remove ``session_key`` only if its raw entry still equals ``expected``: the user decided about what
+        they were shown, never about something newer. ``settle``: a stale Hermes write that brings it back
+        within the settle window is undone (:mod:`core.markers.settle`)."""
         key = checked_key(session_key)
         if not isinstance(expected, dict):
             raise TypeError("expected must be the entry dict list() returned")
@@ -200,13 +167,9 @@ class MarkerStore:
 
     def replace_if_unchanged(self, session_key: str, expected: dict[str, Any], replacement: dict[str, Any], *,
                              settle: bool = True) -> bool:
-        """Compare-and-swap: store ``replacement`` (e.g. from :func:`build_entry`) under ``session_key`` only
-        if the stored entry still equals ``expected``. False — nothing written — when it is gone or changed
-        (skipped, another attempt, a new turn).
-
-        The tray's own continuation of a turn takes the marker over this way, so it can never continue a
-        turn that was skipped (or changed) after it was checked, whoever skipped it.
-        """
+        """Store ``replacement`` only if the entry still equals ``expected``: the tray's own continuation
+        takes the marker over this way, so it never continues a turn skipped or changed after it was
+        checked."""
         key = checked_key(session_key)
         if not isinstance(expected, dict) or not isinstance(replacement, dict):
             raise TypeError("expected and replacement must be entry dicts")
@@ -217,8 +180,6 @@ class MarkerStore:
         return done
 
     def _swap(self, key: SessionKey, expected: dict[str, Any], new: Any, settle: bool, what: str) -> bool:
-        """``key``: ``expected`` → ``new`` (:data:`~core.markers.file.ABSENT`: removed) if it still reads
-        ``expected``; then, with ``settle``, a stale Hermes write that brings ``expected`` back is undone again."""
         if not os.path.lexists(self._p):
             return False
         now = time.time()
@@ -241,7 +202,6 @@ class MarkerStore:
                 writer: ProcessIdentity | None) -> dict[str, Any]:
         entry = build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
                             notification_category=category, writer=writer)
-        # Identity only — never the prompt: logs are read on crash triage and must not carry turn content.
         logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
         now = entry["started_at"]
         self._modify(lambda entries: (with_record(entries, key, entry, now), None), "record")
@@ -255,13 +215,8 @@ class MarkerStore:
                                  "clear"))
 
     def _modify(self, mutate: Mutate, what: str) -> Any:
-        """Locked read → ``mutate`` → durable write, re-applied if a non-locking writer got in between;
-        returns ``mutate``'s result for what finally stands.
-
-        The directory fsync runs after the lock is released: the rename is already visible to the next
-        writer. Dead writers' temp files are swept then too (judged by their writer's liveness, not by
-        the lock).
-        """
+        """Locked read → ``mutate`` → durable write, re-applied if Hermes got in between; ``mutate``'s result
+        for what stands. The directory fsync and the sweep of dead writers' temp files come after the lock."""
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         with self._errors(what):
             fd = self._open_lock()
@@ -280,9 +235,7 @@ class MarkerStore:
             return result
 
     def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
-        """(whether a rename needs its directory fsync, ``mutate``'s result). With an exchange every attempt
-        is verified (a foreign version that slipped in goes straight back), so retrying costs nothing but
-        time; without one, the last attempt writes unchecked."""
+        """(needs a directory fsync, ``mutate``'s result); without an exchange the last try is unchecked."""
         retries = VERIFIED_RETRIES if _EXCHANGE.get(self._dir, True) else FOREIGN_RETRIES
         for attempt in range(retries + 1):
             check = attempt < retries
@@ -297,7 +250,7 @@ class MarkerStore:
         raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
 
     def _open_lock(self) -> int:
-        """The sidecar lock file (0600); creates ``desktop/`` (0700) on a home's first write. A symlink is refused."""
+        """The sidecar lock file; creates ``desktop/`` on a home's first write."""
         try:
             return fsutil.open_private_lockfile(self._lock)
         except FileNotFoundError:
@@ -305,8 +258,7 @@ class MarkerStore:
             return fsutil.open_private_lockfile(self._lock)
 
     def _sweep(self) -> None:
-        """Remove dead writers' temp files: listing the directory is cheap; the writers are asked about
-        (psutil) only when another process's temp file is there."""
+        """Remove dead writers' temp files; psutil is asked only when another process's temp file is there."""
         prefix, mine = f".{marker_file.MARKER_FILE}.", f".{marker_file.MARKER_FILE}.{os.getpid()}."
         try:
             names = os.listdir(self._dir)
@@ -319,7 +271,6 @@ class MarkerStore:
             logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
 
     def _load_for_write(self, check: bool) -> tuple[bytes | None, Entries, tuple[int, int, int] | None]:
-        """(the bytes read, their entries, the file's signature); (None, {}, None) when there is no file."""
         data, sig = marker_file.read_file(self._p)
         if data is None:
             return None, {}, None
@@ -339,19 +290,12 @@ class MarkerStore:
 
     def _store(self, entries: Entries, read: bytes | None, sig: atomic_exchange.Sig | None | Literal[False],
                mutate: Mutate, result: Any) -> Any:
-        """Put ``entries`` in place of the file read (``read``, signature ``sig``; False = skip the
-        foreign-change check) and return ``mutate``'s result for what finally stands.
-
-        An empty map is written as ``{}``, never unlinked: an absent file would let a non-locking writer
-        that read before us create it from its own stale copy without us ever seeing the displaced one.
-        The write goes in by atomic exchange (:mod:`core.stores.exchange`): we get back the file we
-        displaced, and if a non-locking writer (Hermes) renamed its version in after our read, that version
-        is merged — ``mutate`` re-applied to it, and nothing else of ours — and exchanged in again
-        (:meth:`_merge_displaced`). Where no exchange exists: the old compare-and-replace (see
-        :func:`exchange_support`).
-        """
+        """Put ``entries`` in place of the file read (``sig`` False: no foreign-change check); ``mutate``'s
+        result for what stands. ``{}`` rather than an unlink: an absent file would let Hermes create it from a
+        stale copy without us seeing the displaced one. A Hermes version that came back is merged
+        (:meth:`_merge_displaced`)."""
         data = marker_file.encode(entries)
-        tmp = _write_temp(self._p, data)
+        tmp = fsutil.write_temp(self._p, data)
         ours: atomic_exchange.Sig | None = None  # our temp file's signature, once the exchange may run
         settled = False  # the exchange (if it ran) finished: what is left at tmp is older than what stands
         progress: atomic_exchange.Progress | None = None  # a verified exchange's steps, kept across an exception
@@ -392,9 +336,8 @@ class MarkerStore:
                 os.replace(tmp, self._p)
             else:
                 if sig is not False and not was_read:
-                    # A Hermes rename landed after our last check (ext4 holds a rename over a file while it
-                    # flushes): its version went straight back (ours was visible for two syscalls). Start
-                    # again from it, and watch for a Hermes write that copied ours meanwhile.
+                    # A Hermes rename landed after our last check (ext4 holds one while it flushes) and went
+                    # straight back: start again from it, and watch for a Hermes write that copied ours.
                     self._watch_transient(entries, mutate)
                     raise _ForeignChange()
                 if not was_read:  # the last attempt (unverified): judge what came back by its content
@@ -409,7 +352,7 @@ class MarkerStore:
         return result
 
     def _watch_transient(self, transient: Entries, mutate: Mutate) -> None:
-        """Register what our briefly visible ``transient`` got wrong against the version put back in place."""
+        """Watch what our briefly visible ``transient`` got wrong against the version put back."""
         try:
             data, _sig = marker_file.read_file(self._p)
             theirs = marker_file.decode(data) if data is not None else {}
@@ -439,15 +382,10 @@ class MarkerStore:
 
     def _merge_displaced(self, displaced: str, read: bytes, placed: bytes, placed_entries: Entries,
                          mutate: Mutate, result: Any) -> Any:
-        """Check the file our exchange displaced (now at ``displaced``): it should be the one we read. If a
-        non-locking writer renamed another version in after our read, re-apply ``mutate`` to *that* version
-        and exchange again, until what comes back is what we had put in place. Returns ``mutate``'s result
-        for what stands.
-
-        Between two exchanges our first version is visible for a moment; a Hermes write based on it could
-        copy our stale view of another entry. Those entries are remembered (:class:`~core.markers.settle.Leaks`) and corrected
-        here and, for a settle window, by :mod:`core.markers.settle`.
-        """
+        """The file our exchange displaced should be the one we read; while it is another version, re-apply
+        ``mutate`` to *that* and exchange again. A Hermes write that copied our momentary first version's
+        stale view of another entry is corrected here and for a settle window
+        (:class:`~core.markers.settle.Leaks`)."""
         from hermes_tray_core.markers.settle import Leaks
 
         expected = read
@@ -474,10 +412,9 @@ class MarkerStore:
             merged = theirs if new is None else new
             leaks.note(placed_entries, merged)
             merged_bytes = marker_file.encode(merged)
-            # Our first version is visible until this exchange: write the merge without waiting for the disk
-            # (microseconds instead of an fsync's milliseconds), and make it durable right after.
+            # Ours is visible until this exchange: the merge goes in before its fsync (microseconds, not ms).
             fresh = merged_bytes != got
-            candidate = _write_temp(self._p, merged_bytes, sync=False) if fresh else displaced
+            candidate = fsutil.write_temp(self._p, merged_bytes, sync=False) if fresh else displaced
             if fresh:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(displaced)
@@ -514,9 +451,7 @@ class MarkerStore:
 
 
 def _keep_unmerged(marker: Path, path: str) -> str | None:
-    """Set aside a foreign writer's version that came out of the marker file and was not merged: it may be the
-    newest Hermes write, so it is kept (0600, named after our temp file), never removed. The name kept, or None
-    when it could not be moved (then it stays where it is)."""
+    """Keep a Hermes version that came out unmerged (it may be the newest): its name, or None."""
     dest = fsutil.set_aside(Path(path), "unmerged")
     if dest is None:
         logger.error("a Hermes version of %s could not be set aside; it stays at %s", marker, path)
@@ -526,10 +461,8 @@ def _keep_unmerged(marker: Path, path: str) -> str | None:
 
 
 def _drop_temp(marker: Path, path: str, unsettled: tuple[atomic_exchange.Sig | None, Any] | None) -> None:
-    """Remove our temp file. ``unsettled`` (our signature, the read file's): the exchange may have run and not
-    finished (a put-back that failed, an exception the put-back could not be finished after), so the file there may
-    be a foreign version newer than what stands: only ours, or the file we read (older than ours, which stands), is
-    removed; anything else is kept."""
+    """Remove our temp file. ``unsettled`` (our signature, the read file's): an exchange did not finish, so
+    the file there may be a newer Hermes version: only ours or the one read is removed, anything else kept."""
     if unsettled is not None:
         here = fsutil.file_signature(path)
         if here is None:
@@ -542,13 +475,11 @@ def _drop_temp(marker: Path, path: str, unsettled: tuple[atomic_exchange.Sig | N
 
 
 def list_turn_markers(home: Path | str) -> Entries:
-    """All entries of ``home`` as stored (tray call: strict, see :meth:`MarkerStore.list`)."""
     return MarkerStore(home).list()
 
 
 def remove_marker_if_unchanged(home: Path | str, session_key: str, expected: dict[str, Any], *,
                                settle: bool = True) -> bool:
-    """Compare-and-remove (tray call: strict, see :meth:`MarkerStore.remove_if_unchanged`)."""
     return MarkerStore(home).remove_if_unchanged(session_key, expected, settle=settle)
 
 

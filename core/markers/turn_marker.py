@@ -1,10 +1,7 @@
-"""Hermes' ``tui_gateway.turn_marker`` calls, as the tray makes them: never raising.
-
-Same names, arguments and return shapes as Hermes' module (:func:`record_turn_start`,
-:func:`clear_turn_marker`, :func:`read_turn_marker`, :func:`marker_writer_state`): marker bookkeeping must never
-break a turn, so an I/O failure degrades to "no marker" (logged, identity only). Like Hermes they accept any
-non-empty key. The writes go through :class:`~hermes_tray_core.markers.store.MarkerStore` (locked, by exchange).
-``writer=`` is the tray's addition: a marker recorded on behalf of another process.
+"""Hermes' ``tui_gateway.turn_marker`` calls as the tray makes them: same names, arguments and shapes, never
+raising (marker bookkeeping must never break a turn: a failure is "no marker", logged by identity only),
+through :class:`~hermes_tray_core.markers.store.MarkerStore`. ``writer=`` is ours: a marker recorded for
+another process.
 """
 
 from __future__ import annotations
@@ -31,14 +28,13 @@ _T = TypeVar("_T")
 
 
 def _quietly(failed: str, subject: object, default: _T, act: Callable[[], _T]) -> _T:
-    """Hermes calls these in its turn: a failure is logged (identity only, ``failed`` + ``subject``) and swallowed."""
     with bookkeeping(logger, "%s %s", failed, subject, level=DEBUG):
         return act()
     return default
 
 
 def _store_for(home: Path | str) -> MarkerStore:
-    """A store per home, reused: building the paths costs more than a marker read."""
+    """A store per home, reused: its paths cost more than a marker read."""
     key = os.fspath(home)
     store = _STORES.get(key)
     if store is None:
@@ -58,10 +54,6 @@ def record_turn_start(
     notification_category: str | None = None,
     writer: ProcessIdentity | None = None,
 ) -> None:
-    """Persist the marker for a turn that is about to run (Hermes' call; ``writer`` is our addition).
-
-    Empty key or prompt is ignored; any failure is logged (identity only) and swallowed.
-    """
     if not session_key or not prompt or not isinstance(session_key, str) or not isinstance(prompt, str):
         return
     _quietly("failed to record turn marker for", session_key, None, lambda: _store_for(home)._record(
@@ -69,14 +61,12 @@ def record_turn_start(
 
 
 def clear_turn_marker(home: Path | str, session_key: str) -> None:
-    """Remove the marker once its turn concluded (any outcome the client saw). Never raises."""
     if not session_key or not isinstance(session_key, str):
         return
     _quietly("failed to clear turn marker for", session_key, None, lambda: _store_for(home)._clear(session_key))
 
 
 def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | None:
-    """The marker left by a turn that never concluded, in Hermes' shape, or None. Never raises."""
     if not session_key or not isinstance(session_key, str):
         return None
 
@@ -90,9 +80,8 @@ def read_turn_marker(home: Path | str, session_key: str) -> dict[str, Any] | Non
 
 
 def exchange_support(home: Path | str) -> tuple[bool, str]:
-    """Can the tray's writes to ``home``'s marker file go in by atomic exchange? (True, mechanism) or
-    (False, why): then they fall back to compare-and-replace, which a concurrent Hermes write can still
-    defeat (``hermes-tray doctor`` shows this)."""
+    """Can writes to ``home``'s marker file go in by exchange? (True, mechanism) or (False, why):
+    compare-and-replace, which a concurrent Hermes write can defeat (``doctor`` says so)."""
     directory = marker_path(home).parent
     probe_in = directory if directory.is_dir() else Path(home)
     if not probe_in.is_dir():

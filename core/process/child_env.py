@@ -1,15 +1,9 @@
-"""The environment a child process (the Hermes gateway, our own worker, ``systemctl``) should get from a frozen app.
+"""The environment a child process (the Hermes gateway, our own worker, ``systemctl``) should get from a
+frozen app.
 
-PyInstaller's bootloader points the dynamic loader at the bundle (``LD_LIBRARY_PATH`` on
-Linux, ``LIBPATH`` on AIX, ``DYLD_*`` on macOS) and saves the user's value as ``<VAR>_ORIG``;
-runtime hooks set ``QT_PLUGIN_PATH``/``QML2_IMPORT_PATH``, ``TCL_LIBRARY``/``TK_LIBRARY`` and
-``SSL_CERT_FILE`` into the bundle and, on Windows, put the bundle on ``PATH``. Hermes' own
-Python (or any other program) must not load our Qt or libssl, so a child gets the user's values
-back. Outside a frozen app the environment is returned as is.
-
-On Windows the bootloader also calls ``SetDllDirectoryW(bundle)``, which children inherit:
-spawn Hermes inside :func:`dll_directory_reset`, which resets it (``SetDllDirectoryW(None)``) for
-the spawn and puts the bundle back afterwards for our own later DLL loads.
+PyInstaller's bootloader and runtime hooks point the loader, Qt, Tcl and SSL at the bundle; Hermes' own Python
+must not load our Qt or libssl, so a child gets the user's values back (outside a frozen app the environment
+is returned as is). On Windows, spawn Hermes inside :func:`dll_directory_reset`.
 """
 
 from __future__ import annotations
@@ -59,15 +53,9 @@ def _inside(path: str, root: str) -> bool:
 
 
 def child_environment(base: Mapping[str, str] | None = None) -> dict[str, str]:
-    """A copy of ``base`` (default ``os.environ``) fit for a child of this process.
-
-    Frozen: each ``<VAR>_ORIG`` is put back as ``<VAR>``; entries inside the bundle
-    (``sys._MEIPASS`` and ``_PYI_APPLICATION_HOME_DIR``) are dropped from paths and search-path
-    lists (a list left empty is removed: the bootloader sets ``LD_LIBRARY_PATH`` without an
-    ``_ORIG`` when the user had none); bootloader variables are removed.
-    A value a runtime hook overwrote without saving (``QT_PLUGIN_PATH``) cannot be restored:
-    it is dropped, which is what the user had unless they set it themselves.
-    """
+    """A copy of ``base`` (default ``os.environ``) fit for a child: each ``<VAR>_ORIG`` put back, entries
+    inside the bundle dropped (a list left empty is removed), bootloader variables removed. A value a hook
+    overwrote without saving cannot be restored: it is dropped."""
     env = dict(os.environ if base is None else base)
     if not is_frozen():
         return env
@@ -103,8 +91,8 @@ def _set_dll_directory(path: str | None) -> None:
 
 @contextlib.contextmanager
 def dll_directory_reset() -> Iterator[None]:
-    """Windows + frozen: spawn children without the bootloader's ``SetDllDirectoryW(bundle)`` (inherited:
-    Hermes would load our DLLs). Resets it for the block, restores the bundle after. Elsewhere a no-op."""
+    """Windows + frozen: the bootloader's ``SetDllDirectoryW(bundle)`` (inherited: Hermes would load our DLLs)
+    reset for the block, restored after. Elsewhere a no-op."""
     bundle = bundle_dir()
     if sys.platform != "win32" or bundle is None:
         yield

@@ -1,19 +1,7 @@
 """Process identity and liveness: a recycled pid never passes as the original, and a wall-clock step never
-turns a live process dead.
-
-Two kinds of recorded identity are judged here:
-
-* **The tray's own records** (:class:`ProcessIdentity` with a ``mark``): the pid, psutil's create time (the
-  value Hermes' formats carry) and a clock-proof start mark (:mod:`hermes_tray_core.process.start_mark`). The mark
-  is what is compared, so a wall-clock step between recording and checking changes nothing.
-* **Identities Hermes wrote** (a marker's ``writer_pid`` / ``writer_start_time``, a turn lease's owner, an
-  active-session owner): psutil create times taken by a Hermes process, which a clock step moves.
-  :func:`hermes_liveness` is Hermes' own rule, with Hermes' own coercions (``_pid_liveness``: the pid
-  exists and is not a zombie, and the start times differ by < 1 ms). :func:`judge_hermes_identity` adds
-  the one thing the tray sees and Hermes does not: when Hermes' rule says *dead* only because the start
-  time is off, and the pid is a live Hermes process serving that home whose start lies within
-  :data:`STEP_WINDOW_S` of the recorded one, the tray reads it as *alive* (a clock step, not a new
-  process) and keeps Hermes' own verdict beside its own. The tray may be safer than Hermes, never less.
+turns a live process dead (docs/reliability.md, "Clock steps"). The tray's own records compare a start mark;
+identities Hermes wrote are judged by Hermes' own rule, read through a clock step where the tray can tell: the
+tray may be safer than Hermes, never less.
 """
 
 from __future__ import annotations
@@ -36,26 +24,15 @@ _ALIVE, _DEAD, _UNKNOWN = WriterState.ALIVE, WriterState.DEAD, WriterState.UNKNO
 # psutil reports create time with ~10 ms resolution on Linux; Hermes compares with this tolerance.
 START_TIME_TOLERANCE = 0.001
 
-#: How far a Hermes-written start time may lie from the process's current create time and still name that
-#: process, when the pid is a live Hermes process serving the same home (:func:`judge_hermes_identity`).
-#: The offset between the two is the wall clock's error when the value was written minus its error now: a
-#: step of NTP or a VM host after a resume (seconds to minutes), the 1000 s beyond which ntpd refuses to step
-#: at all, an RTC kept in local time on a dual-boot machine that NTP corrects by the UTC offset (up to 14 h)
-#: after Hermes started. A day covers all of them. Wider costs little: reading a dead writer alive only leaves
-#: a turn alone (and Hermes itself still continues it when the session is opened); reading a live one dead
-#: starts a second turn over it. Residual risk, said plainly: a pid the kernel gave, within that day, to
-#: another Hermes process serving the same home reads as the original writer — the tray then leaves that
-#: turn alone while the newcomer runs.
+#: How far a Hermes-written start time may lie from the live Hermes process's create time and still name it:
+#: an NTP or VM-host step, or an RTC in local time corrected by up to 14 h. A day covers them; wider costs
+#: little (a dead writer read alive only leaves a turn alone), narrower starts a second turn over a live one.
 STEP_WINDOW_S = 24 * 3600.0
 
 
 class ProcessIdentity(NamedTuple):
-    """(pid, psutil create time, start mark). An immutable record; a NamedTuple rather than a frozen
-    dataclass so that importing this module (every ``status`` run does) does not pull in ``dataclasses``.
-
-    ``start_time`` is psutil's create time as read when the identity was taken (what Hermes' formats
-    carry); ``mark`` (:mod:`hermes_tray_core.process.start_mark`) is what :meth:`liveness` compares when present,
-    so the identity survives a wall-clock step."""
+    """(pid, psutil create time as Hermes' formats carry it, start mark: what :meth:`liveness` compares). A
+    NamedTuple, so that importing this module (every ``status`` run does) does not pull in ``dataclasses``."""
 
     pid: int
     start_time: float | None = None
@@ -66,8 +43,7 @@ class ProcessIdentity(NamedTuple):
 
 
 def __getattr__(name: str) -> Any:
-    """``core.process.identity.psutil`` on first use: psutil costs ~15 ms to import, and ``hermes-tray status``
-    must start fast; a scan whose writers are all gone never needs it (see :func:`_no_such_pid`)."""
+    """``psutil`` on first use: ~15 ms to import, and a scan whose writers are gone never needs it."""
     if name == "psutil":
         return _psutil()
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
@@ -81,10 +57,8 @@ def _psutil() -> ModuleType:
 
 
 def process_errors() -> tuple[type[Exception], ...]:
-    """What looking at another process can raise: psutil's own errors (gone, a zombie, not ours to read), the
-    OS's (a race psutil does not translate), ValueError / OverflowError (a pid out of range), RuntimeError (what
-    psutil raises where a platform answers oddly), ImportError (no psutil). For ``except process_errors():``
-    where anything else is a bug to see, not a process to pass over."""
+    """What looking at another process can raise (psutil's, the OS's, a pid out of range, no psutil): anything
+    else is a bug to see, not a process to pass over."""
     try:
         err: type[Exception] = _psutil().Error
     except ImportError:
@@ -93,11 +67,7 @@ def process_errors() -> tuple[type[Exception], ...]:
 
 
 def _no_such_pid(pid: int) -> bool:
-    """True only when the kernel says no process has this pid (POSIX ``kill(pid, 0)`` → ESRCH).
-
-    Exactly the case psutil reports as ``NoSuchProcess``; anything else (EPERM: it exists; zombies;
-    Windows, where ``os.kill`` would terminate) is left to psutil.
-    """
+    """True only when ``kill(pid, 0)`` says ESRCH (psutil's ``NoSuchProcess``); all else is left to psutil."""
     if os.name != "posix":
         return False
     try:
@@ -122,9 +92,8 @@ _OWN: ProcessIdentity | None = None
 
 
 def own_identity() -> ProcessIdentity:
-    """This process's identity (cached per pid, so a fork gets its own). Its ``start_time`` is psutil's
-    create time as read once, as Hermes caches its own (``_own_start_time``): the value this process
-    writes as ``writer_start_time`` stays the same whatever the clock does afterwards."""
+    """This process's identity, read once per pid as Hermes caches its own: what it writes as
+    ``writer_start_time`` stays the same whatever the clock does afterwards."""
     global _OWN
     pid = os.getpid()
     if _OWN is None or _OWN.pid != pid:
@@ -133,7 +102,6 @@ def own_identity() -> ProcessIdentity:
 
 
 def identity_of(pid: int) -> ProcessIdentity:
-    """The identity of the live process ``pid`` now (create time and start mark)."""
     from hermes_tray_core.process.start_mark import start_mark
 
     return ProcessIdentity(pid, process_start_time(pid), start_mark(pid))
@@ -144,13 +112,8 @@ def _valid_pid(pid: object) -> TypeGuard[int]:
 
 
 def process_liveness(pid: object, start_time: object = None, *, mark: object = None) -> Liveness:
-    """``alive`` iff the pid exists, is not a zombie and is the recorded process.
-
-    With a start ``mark`` (the tray's own records) the mark decides, whatever the wall clock did. Without
-    one, ``start_time`` (a psutil create time) must match within 1 ms; a pid-only identity whose pid exists
-    reads alive. Any error that leaves the answer open is ``unknown``: callers treat unknown as "leave it
-    alone".
-    """
+    """``alive`` iff the pid exists, is not a zombie and is the recorded process: by ``mark`` when given, else
+    by ``start_time`` within 1 ms. Any error that leaves the answer open is ``unknown`` ("leave it alone")."""
     if not _valid_pid(pid):
         return _UNKNOWN
     if mark is not None:
@@ -172,7 +135,6 @@ def process_liveness(pid: object, start_time: object = None, *, mark: object = N
     except psutil.NoSuchProcess:  # ZombieProcess too: it is a NoSuchProcess
         return _DEAD
     except psutil.AccessDenied:
-        # The pid exists but belongs to someone we cannot inspect: alive for pid-only, else unknown.
         return _ALIVE if expected is None else _UNKNOWN
     except Exception:  # boundary: liveness never raises (its readers are bookkeeping): any other error is unknown
         return _UNKNOWN
@@ -190,8 +152,7 @@ def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
     alive = process_liveness(pid)  # exists, not a zombie
     if alive != _ALIVE or same:
         return alive
-    # The mark cannot be judged here (another platform's, or unreadable): the create time may still say
-    # alive; never dead on its account, since a clock step may be all that differs.
+    # a mark not judged here (another platform's): the create time may say alive, never dead (a clock step)
     return _ALIVE if start_time is not None and process_liveness(pid, start_time) == _ALIVE else _UNKNOWN
 
 
@@ -199,8 +160,7 @@ def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
 
 
 def _hermes_optional_float(value: object) -> float | None:
-    """Hermes' ``_optional_float``: None for None / ``""`` / what ``float()`` refuses (TypeError, ValueError).
-    OverflowError (an integer beyond float range) propagates, as in Hermes."""
+    """Hermes' ``_optional_float`` (OverflowError propagates, as in Hermes)."""
     if value is None or (isinstance(value, str) and value == ""):
         return None
     try:
@@ -215,17 +175,13 @@ def _exists_for_hermes(pid: int) -> bool:
 
 
 def _current_start(pid: int) -> float | None:
-    """The create time Hermes compares a recorded one with: its own cached one for itself, else psutil's now."""
+    """The create time Hermes compares with: its own cached one for itself, else psutil's now."""
     return own_identity().start_time if pid == os.getpid() else process_start_time(pid)
 
 
 def hermes_liveness(pid: int, start_time: object = None) -> Liveness:
-    """Hermes' own verdict on a (pid, recorded start time) it wrote — ``hermes_cli.active_sessions.
-    _pid_liveness`` with its coercions: the pid must exist and not be a zombie (the judging process itself
-    trivially exists); a start time that is None, ``""`` or not convertible by ``float()`` (a word, a list)
-    is no start time (alive); otherwise ``float(start)`` must match the current create time within 1 ms
-    (NaN and ±inf never do); an integer beyond float range raises there, which its callers read as
-    ``unknown``. ``pid`` must already be a valid pid (callers check its type as Hermes' callers do)."""
+    """Hermes' own verdict on a (pid, start time) it wrote: ``hermes_cli.active_sessions._pid_liveness``, with
+    its coercions (an overflow, which its callers read as unknown, is ``unknown``)."""
     if pid != os.getpid() and not _exists_for_hermes(pid):
         return _DEAD
     try:
@@ -241,11 +197,8 @@ def hermes_liveness(pid: int, start_time: object = None) -> Liveness:
 
 
 class HermesJudgement(NamedTuple):
-    """The tray's verdict on a Hermes-written identity, and Hermes' own where they differ.
-
-    ``state`` is what the tray acts on; ``hermes`` is Hermes' own rule's verdict; ``shift`` is the process's
-    current create time minus the recorded one — the clock step since it was recorded — when the tray read
-    one (``state`` alive, ``hermes`` dead), else 0."""
+    """The tray's verdict on a Hermes-written identity (``state``, what it acts on), Hermes' own, and the
+    clock step (``shift``) the tray read where they differ."""
 
     state: Liveness
     hermes: Liveness
@@ -267,13 +220,8 @@ def _seconds(shift: float) -> str:
 
 def judge_hermes_identity(pid: int, start_time: object, *,
                           serves_home: Callable[[int], bool] | None = None) -> HermesJudgement:
-    """Hermes' verdict (:func:`hermes_liveness`), read through a wall-clock step when the tray can tell.
-
-    Where Hermes' rule says *dead* although the pid is live and the recorded start time (as Hermes converts
-    it) lies within :data:`STEP_WINDOW_S` of the current create time, the pid is taken for the recorded
-    process iff ``serves_home(pid)`` — it is a live Hermes process serving the home the record belongs to
-    (:func:`hermes_tray_core.hermes.processes.serves_home`). A recycled pid of any other process still reads
-    dead. Without ``serves_home`` this is Hermes' verdict alone."""
+    """Hermes' verdict, read through a wall-clock step: *dead* only by a start time within
+    :data:`STEP_WINDOW_S` is *alive* iff ``serves_home(pid)`` (a live Hermes process of that home)."""
     hermes = hermes_liveness(pid, start_time)
     if hermes != _DEAD or serves_home is None:
         return HermesJudgement(hermes, hermes)

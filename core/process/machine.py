@@ -1,9 +1,5 @@
-"""A fact about this computer that can say why a process stopped: when the computer last started (a turn whose
-Hermes started before that was cut off by the restart at the latest).
-
-Read from the file named here — ``PROC_STAT`` is the seam a test points at a file of its own — it answers None
-when it cannot tell (no such line, unreadable), never a guess. Elsewhere the boot time comes from psutil. (Whether
-the out-of-memory killer ended a process is a fact about that process: :mod:`hermes_tray_core.process.oom`.)
+"""When this computer last started (a turn whose Hermes started before that was cut off by the restart at the
+latest): ``PROC_STAT`` (a test seam) on Linux, else psutil; None when it cannot tell, never a guess.
 """
 
 from __future__ import annotations
@@ -18,12 +14,12 @@ __all__ = ["PROC_STAT", "boot_time"]
 PROC_STAT = "/proc/stat"
 
 
-def _field(path: str, name: bytes) -> int | None:
+def field(path: str, name: bytes) -> int | None:
     """The integer after ``name`` on its line of a ``/proc`` table file, or None."""
     try:
         with open(path, "rb") as fh:
             data = fh.read(1 << 20)
-    except OSError:
+    except (OSError, ValueError):
         return None
     for line in data.splitlines():
         parts = line.split()
@@ -38,7 +34,7 @@ def _field(path: str, name: bytes) -> int | None:
 def boot_time() -> float | None:
     """When this computer last started (wall clock), or None when it cannot be read."""
     if sys.platform.startswith("linux"):
-        value = _field(PROC_STAT, b"btime")
+        value = field(PROC_STAT, b"btime")
         if value is not None:
             return float(value)
     try:

@@ -1,16 +1,12 @@
-"""Was this very process ended by the kernel's out-of-memory killer? Two facts name the process itself, never the
-machine's count of kills (``/proc/vmstat`` counts every OOM kill, in any memory group, and names no one):
+"""Was this very process ended by the kernel's out-of-memory killer? Two facts name the process itself, never
+the machine's count of kills (``/proc/vmstat`` counts every OOM kill, in any memory group, and names no one):
 
-* **the kernel's log** (``/dev/kmsg``, where this user may read it: ``kernel.dmesg_restrict`` off, or root) names
-  the pid it killed ("Out of memory: Killed process 4242 (python3)", "Memory cgroup out of memory: …"). Only
-  lines logged after the process was seen alive count, so a recycled pid never reads as killed;
-* **its own memory group** (cgroup v2 ``memory.events.local``, else ``memory.events``; v1 ``memory.oom_control``)
-  counts the OOM kills of the processes in it. Read while the process lives and again at its death: a count that
-  moved says the killer ended a process of that group then. Only a group that holds processes itself (a leaf,
-  or a local count) is read: a parent's count would also move for its children, and the root's for everyone.
+* **the kernel's log** (``/dev/kmsg``, where readable) names the pid it killed; only lines logged after the
+  process was seen alive count, so a recycled pid never reads as killed;
+* **its own memory group**'s OOM-kill count, read while it lives and at its death; only a group that holds
+  processes itself, since a parent's count also moves for its children.
 
-Each answer is None when it cannot tell (not Linux, not readable, no such group), never a guess. ``PROC``,
-``MOUNTINFO`` and ``KMSG`` are the seams a test points elsewhere.
+Each answer is None when it cannot tell, never a guess. ``PROC``, ``MOUNTINFO`` and ``KMSG`` are test seams.
 
 Not met: another process in the same memory group killed for memory at the same moment reads as this one (the
 log, when readable, names the pid and is asked first).
@@ -22,6 +18,8 @@ import errno
 import os
 import re
 from typing import NamedTuple
+
+from hermes_tray_core.process.machine import field
 
 __all__ = ["KMSG", "MOUNTINFO", "PROC", "KernelLog", "MemoryGroup", "memory_group"]
 
@@ -61,17 +59,7 @@ def _read(path: str, limit: int = 1 << 16) -> bytes | None:
 
 
 def _kill_count(path: str) -> int | None:
-    data = _read(path)
-    if data is None:
-        return None
-    for line in data.splitlines():
-        parts = line.split()
-        if len(parts) == 2 and parts[0] == b"oom_kill":
-            try:
-                return int(parts[1])
-            except ValueError:
-                return None
-    return None
+    return field(path, b"oom_kill")
 
 
 def _mounts() -> tuple[str | None, str | None]:
@@ -135,11 +123,8 @@ def memory_group(pid: int) -> MemoryGroup | None:
 
 
 class KernelLog:
-    """The kernel's log, read from where it stood when first asked: which pids it says it killed for memory.
-
-    One descriptor for the life of the witness, read without blocking. :meth:`mark` reads what is new and says how
-    far the log has been read; :meth:`killed` whether a line read after such a mark names the pid. When the log
-    cannot be read (``kernel.dmesg_restrict``, not Linux) every answer is None, and it is not tried again."""
+    """The kernel's log from where it stood when first asked: which pids it killed for memory after a
+    :meth:`mark`. One descriptor, read without blocking; unreadable, every answer is None."""
 
     def __init__(self, path: str | None = None) -> None:
         self._path = path or KMSG

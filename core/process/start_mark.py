@@ -1,25 +1,14 @@
 """Start marks: what identifies a process in the tray's own records, unmoved by wall-clock steps.
 
-psutil's ``create_time()`` is the boot time (the wall clock minus the time since boot, ``btime`` of
-``/proc/stat`` on Linux) plus the process's start in ticks since boot, so every wall-clock step (NTP after a
-laptop resumes, a VM host stepping its guest) moves the create time of every live process by the step. An
-identity recorded before the step then stops matching and a live process reads as dead. The tray's own
-records of a process (its lease holders and claims, the identities it keeps of its gateways and of the
-backends it found) therefore carry a *start mark* beside the create time. One interface, one
-implementation per OS:
+psutil's create time is the boot time plus the start since boot, so a wall-clock step moves it for every live
+process. The tray's own records of a process therefore carry a mark beside it:
 
-* Linux: ``linux:<boot id>:<pid>:<start ticks>`` — the boot id (``/proc/sys/kernel/random/boot_id``, new
-  at every boot) and the start in clock ticks since boot (field 22 of ``/proc/<pid>/stat``). Neither moves
-  when the wall clock steps; a reboot changes the boot id, so a pid reused after a reboot never matches.
-* elsewhere: ``psutil:<pid>:<create time>:<boot time>`` — psutil's create time together with the boot time
-  psutil reported at the same moment. Where the OS derives create time from boot time (as Linux does),
-  a step moves both by the same amount and the boot-relative start stays; where the OS keeps the creation
-  instant itself (Windows' process creation time, macOS' ``p_starttime``) the create time stays. Either
-  agreeing within 1 ms is the same process. Not met there: a pid reused in a *later boot* by a process that
-  started at the same boot-relative instant (within 1 ms) would pass; leases also expire, which bounds it.
+* Linux: ``linux:<boot id>:<pid>:<start ticks>``: neither moves with the clock; a reboot changes the boot id.
+* elsewhere: ``psutil:<pid>:<create time>:<boot time>``: a step moves both (or neither, where the OS keeps the
+  creation instant), so either agreeing within 1 ms is the same process. Not met there: a pid reused in a
+  later boot at the same boot-relative instant would pass; leases also expire, which bounds it.
 
-A mark names its pid, so a mark left beside another pid (a row updated by an older tray that does not
-know marks) is never taken for that pid's.
+A mark names its pid, so a mark left beside another pid is never taken for that pid's.
 """
 
 from __future__ import annotations
@@ -134,9 +123,8 @@ def mark_pid(mark: object) -> int | None:
 
 
 def same_process(mark: object, pid: int) -> bool | None:
-    """Is ``pid`` now the process ``mark`` was taken of? True / False, or None when that cannot be told
-    (not a mark of this platform, or the process's mark cannot be read — it may be gone: ask the caller's
-    liveness check). A mark of another pid is False."""
+    """Is ``pid`` now the process ``mark`` was taken of? None when that cannot be told (another platform's
+    mark, or unreadable: the caller's liveness check decides)."""
     if not isinstance(mark, str):
         return None
     recorded = _fields(mark)

@@ -1,9 +1,6 @@
-"""The scan cache: what a scan parsed of the WebUI journals and config.yaml files, kept between scans and,
-with a file (the CLI's :func:`default_cache_file`), between processes.
-
-Keyed by file signature (inode, size, mtime_ns): an entry whose file changed is never used. Summaries only,
-never prompt text. A cache file that is damaged, of another version or unwritable is simply not trusted and
-rebuilt: a cache is an optimisation, never a reason for a scan to fail.
+"""The scan cache: what a scan parsed of the WebUI journals and config.yaml files, kept between scans (and
+processes, with a file), keyed by file signature; summaries only, never prompt text. A cache file that is
+damaged, of another version or unwritable is rebuilt: never a reason for a scan to fail.
 """
 
 from __future__ import annotations
@@ -62,8 +59,7 @@ class ScanCache:
 
             ensure_private_dir(self.path.parent)
             doc = {"version": CACHE_VERSION, "journals": self._journals, "configs": self._configs}
-            # Not durable (no fsync): a cache lost to a power cut, or left empty, is simply not trusted (its
-            # version check fails) and rebuilt; the fsync was most of a cold `status`'s write (1-4 ms).
+            # no fsync (most of a cold `status`'s write): a cache lost to a power cut is rebuilt
             atomic_write_bytes(self.path, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
             self._dirty = False
 
@@ -93,16 +89,14 @@ class ScanCache:
         return MISS  # not cached, changed, or a damaged entry (never trusted: read the file)
 
     def put_summary(self, ckey: str, sig: str, summary: dict[str, Any]) -> dict[str, Any] | None:
-        """Keep ``summary`` as [sig] when nothing is pending and nothing malformed (the common case, kept
-        small), else [sig, summary]; returns what :meth:`summary` will give back."""
+        """Keep ``summary`` (only [sig] when nothing is pending or malformed); what it gives back."""
         keep = None if not summary["pending"] and not summary["malformed"] else summary
         self._journals[ckey] = [sig] if keep is None else [sig, keep]
         self._dirty = True
         return keep
 
     def forget_journals(self, live: set[str], dirs: set[str]) -> None:
-        """Drop the journals under ``dirs`` that are not in ``live`` (gone since): only under the homes scanned
-        now, so ``status --home X`` does not throw away what a full scan cached for the other homes."""
+        """Drop the journals under ``dirs`` (the homes scanned now) that are not in ``live``."""
         for key in [k for k in self._journals if k not in live and k.rsplit(os.sep, 1)[0] in dirs]:
             del self._journals[key]
             self._dirty = True

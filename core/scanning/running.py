@@ -28,8 +28,7 @@ class _NoApp(dict[str, dict[str, int]]):
 
 
 class RunningNow:
-    """One scan's look at what runs. ``process_finder``: returns a
-    :class:`~hermes_tray_core.hermes.processes.HermesProcesses` (default: look at the process table)."""
+    """One scan's look at what runs."""
 
     def __init__(self, process_finder: Callable[[], HermesProcesses] | None = None) -> None:
         self._process_finder = process_finder
@@ -39,9 +38,8 @@ class RunningNow:
         self._registry: dict[str, bool] = {}  # home -> may its active-session registry exist?
 
     def writer_turn(self, home: Home, turn: Turn) -> Any:
-        """For a live writer that is a running backend serving ``home``: its answer when asked whether it runs a
-        turn for the session (:mod:`core.backend.sessions`), when that answer is "none" (no turn); else None (the
-        live writer stands: a turn runs there, or it cannot be asked)."""
+        """A live writer that is a running backend of ``home`` and says it runs no turn for the session: its
+        answer; else None (the live writer stands)."""
         pid = turn.marker.writer_pid
         procs = self.processes()
         if isinstance(procs, Exception) or pid is None or not any(
@@ -52,9 +50,7 @@ class RunningNow:
         answer = ask_writer(home.path, turn.key, pid, turn.marker.writer_start, processes=procs)
         if answer.state != "none":
             return None
-        # A live claim on the turn is a hermes-tray process resuming it right now (between its hand-over of the
-        # marker to that backend and its submit the backend holds no turn yet), or cannot be told: the live writer
-        # stands.
+        # a claim held: one of ours is between handing that backend the marker and its submit (or unsure)
         from hermes_tray_core.continuing import claim as exactly_once
 
         return None if exactly_once.is_held(turn.home, turn.key) else answer
@@ -63,9 +59,7 @@ class RunningNow:
         """The active-session registry's view of ``key`` (None: no registry file, nobody claims any session)."""
         where = str(home.path)
         if where not in self._registry:
-            # No registry file means nobody claims any session (hermes_state says "none"): skip the module
-            # and 32 failed opens per home. (Only a registry that provably does not exist: one we cannot even
-            # stat is asked about, and answers "unknown".)
+            # a registry that provably does not exist claims no session: skip 32 failed opens per home
             try:
                 os.lstat(hermes_paths.active_sessions_file(home.path))
                 self._registry[where] = True
@@ -101,8 +95,7 @@ class RunningNow:
         return self._open[key]
 
     def dashboards(self) -> HermesProcesses | Exception:
-        """The running Hermes apps alone (their command lines; the environment of those few): cheaper than
-        :meth:`processes`, once per scan."""
+        """The running Hermes apps alone: cheaper than :meth:`processes`, once per scan."""
         if self._apps is None:
             from hermes_tray_core.hermes.processes import HermesProcesses
             from hermes_tray_core.process.identity import process_errors

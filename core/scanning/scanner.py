@@ -1,21 +1,10 @@
 """All homes → interrupted-turn records the tray, the helper and ``status`` show and act on.
 
-The scanner composes the engines (markers, WebUI journal, Hermes' state views, backend config)
-with :func:`core.deciding.policy.decide`. It never raises: a source it cannot read becomes a *problem*
-on its :class:`HomeReport` (with what to do about it), never "nothing interrupted". Newer Hermes
-storage it does not understand yet (an ``interrupted_turns`` table in ``state.db``, per-session
-files under ``desktop/interrupted_turns/``, or the JSON file renamed ``.migrated``) is reported
-in :attr:`HomeReport.unsupported`.
-
-Incremental: a :class:`Scanner` remembers each file's signature (inode, size, mtime_ns) and
-what it parsed, and re-reads only files that changed. With ``cache_file`` (the CLI uses
-:func:`default_cache_file`), the WebUI-journal and config.yaml results persist between processes
-— summaries only, never prompt text. Marker files (which hold prompts) are re-read every time
-(they are small) and liveness (writer, lease, owner) is always judged fresh.
-
-The records live in :mod:`hermes_tray_core.deciding.records`, the batched ``state.db`` reader in
-:mod:`hermes_tray_core.hermes.state_db_batch`, the WebUI journal summary in :mod:`hermes_tray_core.scanning.webui`;
-verdicts, ages and reasons come from :mod:`hermes_tray_core.deciding.policy` only.
+It never raises: a source it cannot read is a *problem* on its :class:`HomeReport` (with what to do about
+it), never "nothing interrupted"; newer Hermes storage it does not understand is reported as unsupported.
+Incremental: only files whose signature changed are re-read; the WebUI-journal and config.yaml summaries
+(never prompt text) persist in ``cache_file``. Liveness is always judged fresh; verdicts come from
+:mod:`hermes_tray_core.deciding.policy` only.
 """
 
 from __future__ import annotations
@@ -56,7 +45,6 @@ if TYPE_CHECKING:
     from hermes_tray_core.hermes.processes import HermesProcesses
     from hermes_tray_core.hermes.progress import TurnProgress
 
-#: A home whose Hermes keeps its sessions outside state.db and the marker file (core.hermes.config).
 ELSEWHERE = ("this Hermes keeps its sessions elsewhere ({}), so hermes-tray cannot see or resume its interrupted "
              "turns; continue them in Hermes")
 
@@ -66,16 +54,10 @@ logger = get_logger(__name__)
 # Log levels as numbers, so that naming them does not import logging.
 _WARNING, _ERROR = 30, 40
 
-
-# The managed overlay as a scan reads it once: (path, mapping, warning) as ``read_managed`` returns them, and
-# the signature the config cache compares ([path, ino, size, mtime_ns], None when there is no file).
+# The managed overlay, read once a scan: (path, mapping, warning, the signature the config cache compares).
 _ManagedNow = tuple["Path | None", "YamlMap", "str | None", "list[object] | None"]
 # A marker file as last read: (signature, entries or None, status, problem).
 _MarkersRead = tuple[list[int], "dict[str, Any] | None", str, "str | None"]
-
-
-# ---------------------------------------------------------------------------------------------
-# helpers
 
 
 def _sig(st: os.stat_result) -> list[int]:
@@ -90,8 +72,7 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
-    """What a home's report says about its config.yaml: Hermes' coercion warnings, and a file Hermes cannot
-    read (it then uses the defaults)."""
+    """Hermes' coercion warnings, and a config.yaml Hermes cannot read (it then uses the defaults)."""
     problems = [str(w) for w in warnings]
     if error:
         problems.append(f"{error} — Hermes falls back to the defaults; fix the file")
@@ -99,8 +80,6 @@ def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
 
 
 def _missing_problem(home: Home) -> str:
-    """A home that does not exist: normal for Hermes' own default home before its first run; a typo or a
-    removed folder when the user named it (``--home``, the tray settings' ``homes``)."""
     if home.origin == "cli":
         return f"{home.path} does not exist"
     if home.origin == "settings":
@@ -110,7 +89,6 @@ def _missing_problem(home: Home) -> str:
 
 
 def _unreadable(home: Home, exists: bool, problem: str) -> HomeReport:
-    """The report of a home that could not be read at all: nothing in it is known, the reason says why."""
     return HomeReport(home.path, home.profile, home.origin, exists, "unreadable", 0, AutoContinueConfig(),
                       "unreadable", home.webui_journal_dir, 0, problems=(problem,), reachable=False)
 
@@ -122,13 +100,8 @@ def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, 
     return cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
 
 
-# ---------------------------------------------------------------------------------------------
-# the scanner
-
-
 def _note(turn: Turn) -> tuple[str | None, str]:
-    """core.continuing.completion: for a marker of a continuation the tray submitted its note to, whether state.db
-    shows that note answered (``finished``: recorded and the marker retired there) or cannot tell (``unknown``)."""
+    """For the marker of a continuation the tray submitted its note to: is that note answered in state.db?"""
     if not turn.marker.is_entry or MARK_KEYS[0] not in turn.marker.raw:
         return None, ""
     from hermes_tray_core.continuing.completion import settle_if_finished
@@ -143,15 +116,10 @@ class Scanner:
     def __init__(self, homes: Sequence[Home], *, cache_file: Path | None = None,
                  process_finder: Callable[[], HermesProcesses] | None = None, ask_running_hermes: bool = False,
                  read_progress: bool = True, home_timeout: float = reach.TIMEOUT) -> None:
-        """``process_finder``: returns a :class:`~hermes_tray_core.hermes.processes.HermesProcesses`
-        (default: look at the process table), asked at most once per scan. ``ask_running_hermes``: before a
-        turn is offered, ask the running Hermes of its home which sessions it has open
-        (``core.backend.sessions``); a session open there reads as open in Hermes (a live owner), not as
-        waiting for a Resume. ``read_progress``: read how far each turn got and why it stopped
-        (:mod:`core.hermes.progress`, :mod:`core.deciding.causes`); callers that act on a turn without
-        showing it (``skip``, ``doctor``, ``snooze``) leave it off.
-        ``home_timeout``: seconds each home may take to answer its first look
-        (:mod:`hermes_tray_core.hermes.reach`) before it is reported as not answering."""
+        """``process_finder`` is asked at most once a scan. ``ask_running_hermes``: a session open in the
+        running Hermes reads as a live owner, not as waiting for a Resume. ``read_progress``: how far each
+        turn got and why it stopped (off for callers that act without showing). ``home_timeout``: for each
+        home's first look."""
         self.homes = list(homes)
         self.home_timeout = home_timeout
         self.cache_file = cache_file
@@ -165,10 +133,7 @@ class Scanner:
         self._boot_time: tuple[float | None] | None = None  # this computer's boot time, read once per scan
         self._logged: set[tuple[str, str, str]] = set()
 
-    # scanning --------------------------------------------------------------------------------
-
     def scan(self, now: float | None = None) -> ScanResult:
-        """Scan every home. Never raises."""
         now = time.time() if now is None else now
         self._managed_now = None
         self._now = RunningNow(self._process_finder)
@@ -332,8 +297,7 @@ class Scanner:
         return report, turns
 
     def _turns(self, home: Home, entries: dict[str, Any]) -> tuple[list[Turn], list[tuple[str, Any]]]:
-        """The door: one :class:`~hermes_tray_core.turn.Turn` per entry whose session key is one Hermes writes;
-        the entries under any other key apart (listed, never acted on: :meth:`_unsafe_record`)."""
+        """The door: a :class:`Turn` per entry whose key is one Hermes writes; the others apart."""
         where = home_path(home.path)
         turns: list[Turn] = []
         unsafe: list[tuple[str, Any]] = []
@@ -346,9 +310,9 @@ class Scanner:
         return turns, unsafe
 
     def _unsafe_record(self, home: Home, key: str, entry: Any, now: float) -> TurnRecord:
-        """A marker under a key no Hermes session has (path separators, control characters): listed as it is, so
-        the user sees it, and ``not-ours`` — nothing can safely name it in a claim, a journal or an argv, so no
-        resume or skip is offered. Its turn carries the key unchecked for display only."""
+        """A marker under a key no Hermes session has: listed so the user sees it, ``not-ours`` (nothing can
+        safely name it in a claim, a journal or an argv); its turn carries the key unchecked, for display
+        only."""
         marker = Marker.read(entry)
         return TurnRecord(
             home=home.path, profile=home.profile, turn=Turn(home_path(home.path), SessionKey(key), marker),
@@ -453,8 +417,8 @@ class Scanner:
 
     def _facts(self, home: Home, turn: Turn, verdict: Verdict, writer: WriterState, state: _HomeState | None,
                now: float, known: TurnStatus) -> tuple[TurnProgress | None, StopCause | None, str, float | None]:
-        """How far the turn got (state.db, read in the same look) and, once it no longer runs, why and when it
-        stopped — only from a fact (core.deciding.causes; the ledger is a witness): ``(progress, cause, fact, when)``."""
+        """``(progress, cause, fact, when)``: how far the turn got and, once it no longer runs, why and when
+        it stopped (only from a fact)."""
         progress = state.progress(turn.key) if state else None
         if verdict == Verdict.RUNNING or writer == WriterState.ALIVE:
             return progress, None, "", None
@@ -469,7 +433,7 @@ class Scanner:
         return progress, cause, fact, stopped_at(turn.marker, witnessed=known.witnessed, crashed=known.crashed)
 
     def _log_once(self, home: Home, key: str, what: str, level: int = _WARNING) -> None:
-        """Log a problem with one marker once per scanner (the tray re-scans often): identity only."""
+        """Once per scanner (the tray re-scans often): identity only."""
         tag = (str(home.path), key, what)
         if tag in self._logged:
             return

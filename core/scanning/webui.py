@@ -31,11 +31,8 @@ MAX_JOURNAL_BYTES = 64 * 1024 * 1024
 
 
 def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
-    """Pending turns of one WebUI session, without any text: ids, times, worker identity.
-
-    ``files``: the session's journal files from the scanner's listing of its directory, the main file
-    (``<sid>.jsonl``) first when there is one, then its shards (``<sid>~<pid>.jsonl``). Plain strings:
-    a cold ``status`` summarises a thousand journals, and path objects were a third of that."""
+    """Pending turns of one WebUI session, without any text. ``files``: the main file first, then its shards;
+    plain strings, since path objects were a third of a cold ``status`` over a thousand journals."""
     journal.validate_journal_session_id(sid)
     labelled = [(os.path.basename(f) if "~" in os.path.basename(f) else None, f) for f in files]
     doc = journal.read_journal_files(sid, labelled)
@@ -95,8 +92,7 @@ def shard_pids(files: Sequence[str | os.PathLike[str]]) -> dict[str, int]:
 
 
 def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
-    """A WebUI journal directory's sessions: sid -> (signature of its files, their paths), the main file
-    (``<sid>.jsonl``) first, then its shards (``<sid>~<pid>.jsonl``). Raises OSError if it cannot be listed."""
+    """A WebUI journal directory's sessions: sid -> (signature of its files, their paths, main file first)."""
     groups: dict[str, list[tuple[str, str, str]]] = {}  # sid -> [(name, path, "name:ino:size:mtime_ns")]
     for de in os.scandir(jdir):
         name = de.name
@@ -127,8 +123,7 @@ def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
 
 def webui_records(home: Home, now: float, problems: list[str], live: set[str], cache: ScanCache,
                   running: RunningNow, log_once: Callable[..., None]) -> tuple[int, list[TurnRecord]]:
-    """The WebUI sessions of ``home`` with an unfinished turn, one record each (``live``: their cache keys;
-    ``problems``: what could not be read). Its journals' summaries come from (and go to) ``cache``."""
+    """The WebUI sessions of ``home`` with an unfinished turn (``live``: their cache keys)."""
     from hermes_tray_core.process.identity import process_liveness
     from hermes_tray_core.scanning.cache import MISS  # (the cache reads this module's summaries)
 
@@ -175,8 +170,7 @@ def webui_records(home: Home, now: float, problems: list[str], live: set[str], c
 
 def _webui_record(home: Home, sid: str, pending: list[dict[str, Any]], now: float,
                   liveness: Callable[[object, object], WriterState], running: RunningNow) -> TurnRecord | None:
-    """One row per WebUI session: its newest unfinished turn, judged by :func:`decide_webui`; None while
-    a worker of the session is alive (nothing was interrupted)."""
+    """A WebUI session's newest unfinished turn, judged; None while a worker of the session is alive."""
     judged = []
     for p in pending:
         pid, start = p.get("pid"), p.get("start")

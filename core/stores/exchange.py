@@ -1,23 +1,17 @@
 """Put a new file in place of another and get back, atomically, exactly the file it displaced.
 
-Hermes rewrites its marker file without any cross-process lock: read, change, write a temp file, rename.
-A plain ``os.replace`` of ours can therefore destroy a version Hermes renamed in a moment earlier, and we
-would never know. An *exchange* swaps the two names in one step, so the file we displaced is still there
-under our temp name: we can see whether it is the version we read and, if not, merge and swap again
-(:mod:`core.markers.store`). One implementation per OS behind :func:`swap_in`:
-
-* Linux: ``renameat2(..., RENAME_EXCHANGE)`` (glibc wrapper, or the raw syscall on older C libraries);
-* macOS: ``renamex_np(..., RENAME_SWAP)``;
-* Windows: ``ReplaceFileW`` with a backup name — the replaced file is moved to the backup name in the same
-  call (not one atomic swap on every filesystem, but the displaced file is handed back, never destroyed).
-
-Where the primitive is missing (an old kernel, some filesystems answer EINVAL: FUSE, NFS, overlayfs on old
-kernels) :class:`ExchangeUnsupported` is raised; the caller falls back to its compare-and-replace and
-:func:`probe` lets ``hermes-tray doctor`` say so.
+Hermes rewrites its marker file with no cross-process lock, so a plain ``os.replace`` of ours could destroy a
+version it renamed in a moment earlier. An exchange swaps the two names in one step: the displaced file is
+still there under our temp name, to check and merge (:mod:`core.markers.store`). Linux:
+``renameat2(RENAME_EXCHANGE)``; macOS: ``renamex_np(RENAME_SWAP)``; Windows: ``ReplaceFileW`` with a backup
+name (not one atomic swap everywhere, but the displaced file is handed back). Where none works (an old kernel;
+FUSE, NFS, old overlayfs answer EINVAL) :class:`ExchangeUnsupported` is raised, the caller falls back to
+compare-and-replace and :func:`probe` tells ``doctor``.
 """
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import sys
@@ -30,8 +24,8 @@ from hermes_tray_core.stores import fsutil
 if TYPE_CHECKING:
     import ctypes
 
-# ``ctypes`` and the OS primitive are loaded at the first exchange, not at import: every ``status`` imports
-# this module (through core.markers.store) and never exchanges; ctypes cost it ~4 ms (python -X importtime).
+# ctypes and the OS primitive load at the first exchange: every ``status`` imports this and never exchanges
+# (~4 ms).
 
 __all__ = ["ExchangeUnsupported", "Progress", "PutBackIncomplete", "Sig", "mechanism", "probe", "swap_in", "swap_in_verified"]
 
@@ -44,8 +38,7 @@ class ExchangeUnsupported(TrayError, OSError):
 
 
 class PutBackIncomplete(TrayError, OSError):
-    """A version could not be put back (a round failed, or a foreign writer renamed in during every round):
-    the file at ``filename`` came out last, may be newer than what stands, and must be kept, never removed."""
+    """A version could not be put back: the file at ``filename`` may be newer than what stands; keep it."""
 
 
 def _unsupported(err: int, what: str, path: str) -> OSError:
@@ -63,15 +56,14 @@ _SYS_RENAMEAT2 = {"x86_64": 316, "aarch64": 276, "riscv64": 276, "i386": 353, "i
                   "armv6l": 382, "ppc64le": 357, "ppc64": 357, "s390x": 347}
 
 
-# ``PyDLL``: the call keeps the GIL. The exchange and the check of what it displaced must follow each other
-# within microseconds (our version is visible in between); a call that drops the GIL can wait a whole
-# switch interval (5 ms) to get it back while another thread of ours runs Python.
+# ``PyDLL`` keeps the GIL: the exchange and the check of what it displaced must follow within microseconds
+# (ours is visible in between); dropping the GIL can cost a whole switch interval (5 ms) to get it back.
 _STATX_WANT = 0x100 | 0x200 | 0x40  # STATX_INO | STATX_SIZE | STATX_MTIME
 _AT_SYMLINK_NOFOLLOW = 0x100
 
 Sig = tuple[int, int, int]
-"""(inode, size, mtime_ns) of a file, as ``core.markers.store`` takes it: an exchange or a rename changes none of
-them, and a different file that got a freed inode number back almost surely differs in its mtime."""
+"""(inode, size, mtime_ns): an exchange or a rename changes none; a file that got a freed inode back differs
+in mtime."""
 
 
 def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
@@ -197,21 +189,18 @@ def _windows() -> Callable[[str, str], str] | None:
     return swap
 
 
-# Put-back rounds before giving up: each round is two syscalls (microseconds); a Hermes write needs its own
-# temp file, write and fsync before its rename, so even one extra round is rarely needed.
+# Put-back rounds before giving up (a Hermes write takes a temp file and an fsync: one extra round is rare).
 _PUT_BACK_ROUNDS = 64
 
 
 def _load() -> tuple[Callable[[str, str], str] | None, str]:
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         if sys.platform.startswith("linux"):
             return _linux(), "renameat2(RENAME_EXCHANGE)"
         if sys.platform == "darwin":
             return _macos(), "renamex_np(RENAME_SWAP)"
         if os.name == "nt":
             return _windows(), "ReplaceFileW (backup name)"
-    except (OSError, AttributeError):
-        pass
     return None, "none"
 
 
@@ -219,7 +208,7 @@ _LOADED: tuple[Callable[[str, str], str] | None, str] | None = None
 
 
 def _impl() -> tuple[Callable[[str, str], str] | None, str]:
-    """(the swap, its name), loaded once on first use (a race loads it twice, harmlessly)."""
+    """(the swap, its name), loaded on first use (a race loads it twice, harmlessly)."""
     global _LOADED
     if _LOADED is None:
         _LOADED = _load()
@@ -233,11 +222,7 @@ def mechanism() -> str:
 
 
 def swap_in(new: str, target: str) -> str:
-    """Atomically put the file ``new`` at ``target`` and return the path that now holds the file it displaced.
-
-    Both must exist in the same directory. Raises :class:`FileNotFoundError` when ``target`` (or ``new``)
-    does not exist, :class:`ExchangeUnsupported` when this OS or filesystem cannot exchange.
-    """
+    """Put the file ``new`` at ``target`` (same directory) and return where the displaced file now is."""
     swap = _impl()[0]
     if swap is None:
         raise ExchangeUnsupported(errno.ENOSYS, "no atomic exchange on this platform", target)
@@ -245,11 +230,9 @@ def swap_in(new: str, target: str) -> str:
 
 
 class Progress:
-    """How far a verified exchange got. The caller keeps it across an exception (a signal handler that
-    raised, in any thread of the process, lands at the next Python call): what is at ``path`` and these
-    fields then say exactly what happened, and :func:`swap_in_verified` finishes the put-back before
-    the exception goes on. ``settled``: ``path`` holds something older than what stands (the file read,
-    a version put back, or ours), safe to remove."""
+    """How far a verified exchange got, kept by the caller across an exception (a signal handler's lands at
+    the next Python call), so the put-back can be finished. ``settled``: ``path`` holds something older than
+    what stands."""
 
     __slots__ = ("failure", "first", "last_in", "next", "path", "pending", "settled", "was_read")
 
@@ -266,16 +249,11 @@ class Progress:
 
 def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Progress | None = None
                      ) -> tuple[str, bool]:
-    """:func:`swap_in`, then: if the displaced file is not the one the caller read (signature ``read``), put
-    it straight back — and a still newer one that comes out instead of ours (signature ``ours``) — so our
-    version was visible for two syscalls only. Returns (the path holding the displaced file or, when put
-    back, ours; whether the displaced file was the one read).
-
-    The steps run without releasing the GIL where the OS allows (Linux). An exception from outside
-    (KeyboardInterrupt, a signal handler's) between them is not allowed to leave ours in place and
-    Hermes' version under our temp name: the put-back is finished from ``progress`` and the files, then
-    the exception goes on. Raises :class:`PutBackIncomplete` when the put-back cannot finish: the file at
-    its ``filename`` may be the newest version, and must be kept."""
+    """:func:`swap_in`; if the displaced file is not the one read (signature ``read``), put it straight back
+    (ours was visible for two syscalls). Returns (the path of the displaced file, or of ours when put back;
+    whether it was the one read). An exception from outside between the steps never leaves ours in place and
+    Hermes' version under our temp name: the put-back is finished first. :class:`PutBackIncomplete` when it
+    cannot finish."""
     _impl()  # sets _PARTS where the OS has a verified form
     exchange, signature, next_path = _verified_parts()
     p = progress if progress is not None else Progress(new, ours)
@@ -292,14 +270,13 @@ def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Prog
 
 
 Exchange = Callable[[str, str], "OSError | None"]
-"""An exchange of two paths that *returns* its failure (None when it ran): any exception out of one is
-then not ours but an outside one (a signal handler's), after which the files are judged again."""
+"""An exchange that *returns* its failure: an exception out of one is an outside one, and the files are judged
+again."""
 
 _PARTS: tuple[Exchange, Callable[[str], Sig | None]] | None = None
 
 
 def _verified_parts() -> tuple[Exchange, Callable[[str], Sig | None], Callable[[str], str]]:
-    """(exchange, signature, where the displaced file lands) for this OS."""
     if _PARTS is not None:
         return _PARTS[0], _PARTS[1], _same_path
     return _generic_exchange, _stat_sig, (backup_path if os.name == "nt" else _same_path)
@@ -318,7 +295,7 @@ def _same_path(path: str) -> str:
 
 
 def backup_path(path: str) -> str:
-    """Where ReplaceFileW puts the file it displaces (see _windows): the names alternate, never grow."""
+    """Where ReplaceFileW puts the file it displaces: the names alternate, never grow."""
     return path[: -len(_DISPLACED)] if path.endswith(_DISPLACED) else path + _DISPLACED
 
 
@@ -331,18 +308,12 @@ def _stat_sig(path: str | bytes) -> Sig | None:
 
 def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | None],
            next_path: Callable[[str], str], read: Sig, target: str, *, resuming: bool = False) -> None:
-    """Exchange ours in and, if what came out is not the file read, put it back: exchange what came out
-    back in, until what comes out is what went in the round before (first ours). Then no rename landed
-    in between, and ``target`` holds the newest version again. Any other file that comes out was renamed
-    in by a foreign writer after our last exchange, so it is newer than what we just put in, and goes
-    back in the next round. (Stopping on a round count instead, as before, could end one round off and
-    hand the caller the newest Hermes version to delete.) The target vanishing mid-way settles it too:
-    the removal is the newest state.
-
-    Every decision comes from ``p`` and the file now at ``p.path``, and ``p`` changes only between
-    calls, so this can be run again (``resuming``) after an exception at any point: a call that was
-    under way is judged by whether ``p.pending`` is still at ``p.path``.
-    """
+    """Exchange ours in; while what comes out is not the file read, exchange it back in, until what comes out
+    is what went in the round before (first ours): then no rename landed between, and ``target`` holds the
+    newest. Any other file that comes out was renamed in since, is newer, and goes back next round. A target
+    that vanishes settles it too. Every decision comes from ``p`` and the file at ``p.path``, and ``p``
+    changes only between calls, so this runs again (``resuming``) after an exception anywhere: a call under
+    way is judged by whether ``p.pending`` is still at ``p.path``."""
     for _round in range(_PUT_BACK_ROUNDS + 2):
         if p.pending is not None:  # an exchange was started: did it happen?
             now = signature(p.path)
@@ -404,7 +375,7 @@ def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | Non
 
 
 def probe(directory: str) -> tuple[bool, str]:
-    """Can files in ``directory`` be exchanged? (True, mechanism) or (False, why). Uses two scratch files."""
+    """Can files in ``directory`` be exchanged? (True, mechanism) or (False, why)."""
     swap, name = _impl()
     if swap is None:
         return False, f"no atomic exchange primitive on {sys.platform}"
@@ -428,7 +399,5 @@ def probe(directory: str) -> tuple[bool, str]:
         return False, f"cannot probe {directory}: {exc.strerror or exc}"
     finally:
         for path in set(made):
-            try:
+            with contextlib.suppress(OSError):
                 os.unlink(path)
-            except OSError:
-                pass

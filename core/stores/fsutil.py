@@ -1,9 +1,7 @@
-"""Durable, private file primitives shared by every store in ``core``.
-
-One place for the rules the project promises: files 0600, dirs 0700, symlinks refused,
-writes via temp file + fsync + ``os.replace`` + directory fsync, temp files named after
-their writer so a later writer can sweep the litter of dead ones, and a *blocking* OS
-lock (a polling lock sleeps between tries and halves throughput under contention).
+"""Durable, private file primitives for every store: files 0600, dirs 0700, symlinks refused, writes by temp
+file + fsync + ``os.replace`` + directory fsync, temp files named after their writer (a later writer sweeps a
+dead one's), and a *blocking* OS lock (a polling lock sleeps between tries and halves throughput under
+contention).
 """
 
 from __future__ import annotations
@@ -52,10 +50,9 @@ _WORDS = {
 
 
 def os_error_text(exc: BaseException) -> str:
-    """What went wrong with a file, as a person reads it: the system's own words ("read-only file system",
-    "no space left on device"), with what to do where they do not say it, never the errno number, the
-    exception's class or the temp file the write went through (those are in ``str(exc)``: for the log and
-    ``--json``)."""
+    """What went wrong with a file, as a person reads it: the system's own words, with what to do where they
+    do not say it; never the errno number, the exception's class or the temp file (``str(exc)`` is for the
+    log)."""
     if isinstance(exc, OSError):
         if type(exc).__str__ is not OSError.__str__:  # an error class that words itself (MarkerStoreError)
             return str(exc)
@@ -83,10 +80,7 @@ def refuse_symlink(path: Path | str) -> None:
 
 
 def ensure_private_dir(path: Path) -> Path:
-    """Create ``path`` (and parents) with mode 0700; an existing symlink at ``path`` is refused.
-
-    Parents that already exist keep their mode: only directories this call creates are made private.
-    """
+    """Create ``path`` (and parents) 0700, refusing a symlink there; existing parents keep their mode."""
     path = Path(path)
     refuse_symlink(path)
     if path.is_dir():
@@ -112,14 +106,14 @@ def ensure_private_dir(path: Path) -> Path:
 
 
 def fsync_dir(path: Path | str) -> None:
-    """Persist a directory entry change (create/rename). No-op where directories cannot be opened."""
+    """Persist a create or rename (not on Windows, where a directory cannot be opened)."""
     if sys.platform == "win32":
         return
     fsync_path(path)
 
 
 def fsync_path(path: Path | str) -> None:
-    """fsync what is at ``path`` now (a file, or a directory on POSIX), best effort: errors are ignored."""
+    """fsync what is at ``path`` now, best effort."""
     try:
         fd = os.open(path, os.O_RDONLY | _CLOEXEC | _BINARY)
     except OSError:
@@ -136,13 +130,9 @@ def atomic_write_bytes(
     target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
 ) -> None:
-    """Write ``data`` to ``target`` atomically and (unless ``durable`` is False) durably.
-
-    ``before_replace`` (optional) is called after the temp file is synced and right before the
-    rename; it may raise to abandon the write (the temp file is removed, ``target`` untouched).
-    ``durable=False`` skips both fsyncs: for a cache whose loss (or, after a power cut, an empty file)
-    only costs a re-read, never for anything a user or Hermes relies on.
-    """
+    """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename
+    and may raise to abandon the write. ``durable=False`` skips the fsyncs: only for a cache whose loss costs
+    a re-read."""
     target = os.fspath(target)  # plain strings: pathlib costs more than the syscalls on this hot path
     refuse_symlink(target)
     directory = os.path.dirname(target)
@@ -160,9 +150,7 @@ def atomic_write_bytes(
 
 
 def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = True) -> str:
-    """A new temp file beside ``target``, named after its writer (``.<name>.<pid>.<nonce>.tmp``), holding
-    ``data``, mode ``mode``, fsynced unless ``sync`` is False. Returns its path; nothing is left behind on
-    failure."""
+    """A new temp file ``.<name>.<pid>.<nonce>.tmp`` beside ``target``; nothing left on failure."""
     directory, name = os.path.split(target)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
     fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
@@ -191,11 +179,7 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
-    """Remove temp files for ``target`` left by writers that no longer exist. Returns how many.
-
-    A temp file of a live writer is never touched; one whose writer pid is gone (or recycled:
-    older than the process now holding that pid) is litter from a killed write.
-    """
+    """Remove the temp files of ``target`` whose writers are gone (:func:`writer_gone`); how many."""
     removed = 0
     directory = Path(target).parent
     try:
@@ -221,11 +205,8 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
 
 
 def writer_gone(pid: int, st: os.stat_result, *, now: float | None = None, min_age: float = 2.0) -> bool:
-    """Can the writer ``pid`` of a temp file (``st``: its lstat) no longer be writing it?
-
-    A pid that is gone, or a zombie (killed, not yet reaped), cannot be mid-write; nor can a process that
-    took the pid over after the file was written. Never this process.
-    """
+    """Can the writer ``pid`` of a temp file (``st``: its lstat) no longer be writing it? Gone, a zombie, or a
+    process that took the pid over after the file was written. Never this process."""
     from hermes_tray_core.process.identity import (  # local: keep fsutil light
         process_liveness,
         process_start_time,
@@ -257,7 +238,7 @@ def is_temp_name(name: str) -> bool:
 
 
 def open_private_lockfile(path: Path | str) -> int:
-    """Open (creating 0600) a lock file, refusing symlinks. Returns a raw fd."""
+    """Open (creating 0600) a lock file, refusing symlinks; a raw fd."""
     refuse_symlink(path)
     fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY, FILE_MODE)
     try:
@@ -271,10 +252,9 @@ def open_private_lockfile(path: Path | str) -> int:
     return fd
 
 
-# One platform lock for every file the engine locks (the marker sidecar, the journal, the one-tray lock):
-# ``flock`` on POSIX (per open file description: separate opens exclude each other, threads included), a
-# ``msvcrt`` byte lock on Windows at ``offset`` (mandatory there: a file whose bytes are read by others locks
-# a byte far past its data, see core.stores.turn_journal).
+# One platform lock for every file the engine locks: ``flock`` on POSIX (per open file description: separate
+# opens exclude each other, threads included), a ``msvcrt`` byte lock at ``offset`` on Windows (mandatory
+# there: a file others read locks a byte far past its data).
 if sys.platform == "win32":  # pragma: no cover - exercised on Windows only
     import msvcrt
 
@@ -302,7 +282,6 @@ else:
     import fcntl
 
     def lock_fd(fd: int, *, offset: int = 0) -> None:
-        """Block until the exclusive lock is ours (the kernel wakes us: no polling)."""
         fcntl.flock(fd, fcntl.LOCK_EX)
 
     def unlock_fd(fd: int, *, offset: int = 0) -> None:
@@ -318,7 +297,7 @@ else:
 
 @contextlib.contextmanager
 def locked(lock_path: Path) -> Iterator[int]:
-    """Hold an exclusive, blocking, cross-process lock on a private sidecar lock file."""
+    """Hold an exclusive cross-process lock on a private sidecar lock file."""
     fd = open_private_lockfile(Path(lock_path))
     try:
         lock_fd(fd)
@@ -331,7 +310,7 @@ def locked(lock_path: Path) -> Iterator[int]:
 
 
 def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) -> tuple[int, int, int] | None:
-    """(inode, size, mtime_ns) of ``path``, or None if it does not exist: detects a foreign rewrite."""
+    """(inode, size, mtime_ns) of ``path``, or None if it does not exist: a foreign rewrite changes it."""
     try:
         st = os.stat(path, follow_symlinks=follow_symlinks)
     except FileNotFoundError:
@@ -342,10 +321,9 @@ def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) ->
 _NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 
 
-def read_regular(path: Path | str, limit: int | None = None) -> bytes:
-    """All bytes of a regular file, refusing anything else without blocking on it: a FIFO planted where a
-    file belongs would otherwise hang the reader for ever. Raises FileNotFoundError when absent, OSError
-    (EINVAL "not a regular file", EFBIG "too large to read (over …)" past ``limit`` bytes) otherwise."""
+def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
+    """All bytes of a regular file, refusing anything else without blocking on it (a FIFO planted there would
+    hang the reader): OSError EINVAL, or EFBIG past ``limit`` bytes."""
     fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
     try:
         st = os.fstat(fd)
@@ -353,25 +331,28 @@ def read_regular(path: Path | str, limit: int | None = None) -> bytes:
             raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
         if limit is not None and st.st_size > limit:
             raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
-        chunks = []
-        while chunk := os.read(fd, max(st.st_size + 1, 1 << 16)):
+        chunks = [os.read(fd, st.st_size + 1)]  # one read of the size fstat gave
+        while len(chunks[0]) > st.st_size and (chunk := os.read(fd, 1 << 20)):  # it grew since: read on
             chunks.append(chunk)
             if limit is not None and sum(map(len, chunks)) > limit:
-                raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
-        return b"".join(chunks)
+                break
+        data = b"".join(chunks)
+        if limit is not None and len(data) > limit:
+            raise OSError(errno.EFBIG, too_large_words(limit), os.fspath(path))
+        return data
     finally:
         os.close(fd)
 
 
 def too_large_words(limit: int) -> str:
-    """How a size limit is told to the user: "too large to read (over 16 MiB)" — never "corrupt"."""
+    """"too large to read (over 16 MiB)": a size limit, never "corrupt"."""
     if limit >= 1 << 20:
         return f"too large to read (over {limit / (1 << 20):g} MiB)"
     return f"too large to read (over {limit / (1 << 10):g} KiB)"
 
 
 def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:
-    """Move a corrupt file out of the way (kept, 0600) instead of overwriting it."""
+    """Move a corrupt file out of the way (kept, 0600); where it went, or None."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     dest = path.with_name(f"{path.name}.{suffix}-{stamp}-{os.urandom(2).hex()}")
     try:

@@ -1,23 +1,13 @@
-"""Durable cross-process leases with expiry and fencing epochs, over SQLite.
+"""Cross-process leases with expiry and fencing epochs, in SQLite: one of our processes acts on a turn.
 
-Several hermes-tray processes (the tray, the headless helper, a second login) may see the
-same interrupted turn; a lease named after it lets exactly one of them act. Properties:
-
-* One short ``BEGIN IMMEDIATE`` transaction per operation; nothing is held while waiting.
-* ``epoch`` is a fencing token: it strictly increases with every successful acquire of a name
-  (also for the same holder string after a release) and survives release, so a late actor can
-  be told apart from the current one.
-* A lease is free when it has no holder, has expired, or its holder *process* is gone: the
-  store records the acquirer's pid, create time, start mark and pid namespace, so a SIGKILLed or
-  recycled holder is taken over at the next poll, not after the TTL. The start mark
-  (:mod:`core.process.start_mark`: boot id + start ticks on Linux) is what is compared, so a wall-clock step
-  never turns a live holder into a gone one; a row without a mark of its pid (written by a tray
-  before schema 3) is judged by create time within 1 ms, as before. A holder in another pid
-  namespace cannot be judged by pid and keeps the lease until it expires.
-* WAL journal, ``synchronous=FULL``: a granted epoch survives power loss and is never reissued.
-  Not even when a corrupt store is set aside and recreated: the new store's epochs start above
-  a time-based floor (milliseconds since the epoch), which exceeds any epoch the lost store can
-  have granted (epochs grow by one per acquire, and an acquire takes well over a millisecond).
+Each operation is one short ``BEGIN IMMEDIATE`` transaction. ``epoch`` grows with every acquire of a name (the
+same holder after a release too) and survives release, so a late actor is told apart. A lease is free with no
+holder, once expired, or when its holder *process* is gone: the row keeps the acquirer's pid, create time,
+start mark (:mod:`core.process.start_mark`: a wall-clock step never ends a live holder; a row without one is
+judged by create time within 1 ms) and pid namespace (a holder in another one keeps it until it expires). WAL,
+``synchronous=FULL``: a granted epoch survives power loss, and a store recreated in place of a corrupt one
+grants epochs above a floor of milliseconds since the epoch, above any the lost store can have granted (one
+per acquire, each over a millisecond).
 """
 
 from __future__ import annotations
@@ -65,8 +55,7 @@ CREATE TABLE IF NOT EXISTS leases (
 """
 # Schema 3: ``owner_mark``, the holder's clock-proof start mark (core.process.start_mark).
 _MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
-# Schema 2: store-wide settings. ``epoch_floor``: every epoch granted here is above it (set when the
-# store was created in place of a corrupt one, whose granted epochs are unknown).
+# Schema 2: ``epoch_floor``, above which a store made in place of a corrupt one grants its epochs.
 _META_SCHEMA = "CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value INTEGER NOT NULL)"
 CORRUPT_SUFFIX = "corrupt"
 
@@ -80,8 +69,7 @@ _T = TypeVar("_T")
 
 @dataclass
 class Lease:
-    """A granted lease. ``epoch`` fences every later refresh/release (and any effect the caller
-    chooses to fence with it); ``expires_at`` is updated by a successful :meth:`LeaseStore.refresh`."""
+    """A granted lease; ``epoch`` fences every later refresh and release."""
 
     name: str
     holder: str
@@ -121,8 +109,7 @@ class LeaseStore:
         except sqlite3.DatabaseError as exc:
             if isinstance(exc, sqlite3.OperationalError) or not _looks_corrupt(exc):
                 raise
-        # Garbage where the store should be: keep it for inspection, start a fresh one. Leases
-        # are short-lived coordination state; what matters is that nobody proceeds without one.
+        # Garbage where the store should be: keep it, start a fresh one (nobody proceeds without a lease).
         log.error("lease store %s is corrupt; set aside and recreated", self.path)
         for suffix in ("-wal", "-shm", ""):
             side = self.path.with_name(self.path.name + suffix)
@@ -136,8 +123,7 @@ class LeaseStore:
         if self._conn is not None and self._conn_pid == pid:
             return self._conn
         if self._conn is not None:
-            # Inherited across fork: never use it here, and keep it referenced so that garbage
-            # collection does not close the parent's SQLite handle from the child.
+            # Inherited across fork: never used here, kept so that its collection does not close the parent's.
             self._inherited.append(self._conn)
             self._conn = None
         conn = sqlite3.connect(
@@ -157,8 +143,7 @@ class LeaseStore:
                     if "owner_mark" not in {r[1] for r in conn.execute("PRAGMA table_info(leases)")}:
                         conn.execute(_MARK_COLUMN)
                     if fresh and self._replaces_a_lost_store():
-                        # Whoever creates the schema seeds the floor in the same transaction, so no
-                        # process can be granted an epoch of the new store below it.
+                        # in the transaction that makes the schema: no epoch of the new store is below it
                         floor = int(time.time() * 1000)
                         log.warning("lease store %s replaces a corrupt one: epochs continue above %d",
                                     self.path, floor)
@@ -176,9 +161,8 @@ class LeaseStore:
         return conn
 
     def _journal_mode_wal(self, conn: sqlite3.Connection) -> str:
-        """Switch a new store to WAL. Processes opening a new store together each hold a read lock and want
-        the write lock: SQLite fails all but one at once ("database is locked", no busy wait, to avoid a
-        deadlock), so try again until the busy timeout; once the file is WAL, the pragma only reads it."""
+        """Switch a new store to WAL, again until the busy timeout: processes opening a new store together
+        all fail but one at once ("database is locked", no busy wait); once the file is WAL it only reads."""
         deadline = time.monotonic() + self._busy_timeout
         while True:
             try:
@@ -210,7 +194,7 @@ class LeaseStore:
     # -- transactions --------------------------------------------------------------------------
 
     def write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """``fn(connection)`` in one ``BEGIN IMMEDIATE`` transaction (rolled back if it raises)."""
+        """``fn(connection)`` in one ``BEGIN IMMEDIATE`` transaction."""
         with self._lock:
             conn = self._connection()
             conn.execute("BEGIN IMMEDIATE")
@@ -259,8 +243,7 @@ class LeaseStore:
 
     def _try_acquire(self, name: str, holder: str, ttl: float,
                      then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
-        # Look first without the write lock: a waiter polling a held lease never contends with
-        # the holder's refresh/release or with the other waiters.
+        # Look first without the write lock: a waiter never contends with the holder or the other waiters.
         row = self._peek(name)
         if row is not None and not self._free(row, time.time()):
             return None
@@ -305,14 +288,9 @@ class LeaseStore:
         on_wait_every: float = ON_WAIT_INTERVAL_S,
         then: Callable[[sqlite3.Connection, Lease], None] | None = None,
     ) -> Lease | None:
-        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait`` seconds. ``then(connection,
-        lease)`` runs inside the transaction that grants it: what it writes commits with the lease, or neither does
-        (the ledger records a run with its claim).
-
-        Returns the :class:`Lease`, or None when the wait ran out or ``should_abort()`` said so.
-        ``on_wait(elapsed)`` is called at the first miss, then every ``on_wait_every`` seconds
-        (so a UI can say "waiting for another hermes-tray…" without being flooded).
-        """
+        """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait``; None when the wait ran
+        out or ``should_abort()`` said so. ``then(connection, lease)`` commits with the lease (the ledger's
+        run with its claim). ``on_wait(elapsed)``: at the first miss, then every ``on_wait_every`` seconds."""
         if not name or not isinstance(name, str):
             raise ValueError("lease name must be a non-empty string")
         if not holder or not isinstance(holder, str):
@@ -356,8 +334,7 @@ class LeaseStore:
         return True
 
     def release(self, lease: Lease) -> bool:
-        """Give ``lease`` up. True if this call released it; a repeat, or a release after the
-        lease was taken over, changes nothing and returns False. The epoch stays."""
+        """Give ``lease`` up (the epoch stays). False when it was released already or taken over."""
 
         def txn(conn: sqlite3.Connection) -> bool:
             cur = conn.execute(
@@ -370,16 +347,11 @@ class LeaseStore:
         return bool(self.write(txn))
 
     def current(self, name: str) -> Lease | None:
-        """The live lease on ``name``, or None when it is free (by any of the rules above)."""
+        """The live lease on ``name``, or None when it is free."""
         row = self._peek(name)
         if row is None or self._free(row, time.time()):
             return None
         return Lease(name, row[0], row[1], row[2])
-
-    def last_epoch(self, name: str) -> int:
-        """The highest epoch ever granted for ``name`` (0 if never acquired)."""
-        row = self.read(lambda conn: conn.execute("SELECT epoch FROM leases WHERE name = ?", (name,)).fetchone())
-        return int(row[0]) if row else 0
 
 
 _stores: dict[str, LeaseStore] = {}
@@ -387,8 +359,7 @@ _stores_lock = threading.Lock()
 
 
 def shared(path: Path | str | None = None) -> LeaseStore:
-    """One open store per file per process (default: the tray's, ``core.stores.paths.ledger_db()``): the tray
-    resumes many times, and a fresh connection (file checks, WAL set-up) would sit on every resume's path."""
+    """One open store per file per process (default: the tray's), not a new connection every resume."""
     from hermes_tray_core.stores.paths import ledger_db
 
     key = str(path or ledger_db())
@@ -399,9 +370,8 @@ def shared(path: Path | str | None = None) -> LeaseStore:
         return store
 
 
-#: What the store can raise: SQLite's errors (locked or busy past the timeout, a broken file), MemoryError (SQLite
-#: out of memory on a broken file), the file system's (a symlink refused, a full disk, a dir not ours), ValueError
-#: (a name, holder or path it refuses). Callers that must go on catch these, never more.
+#: What the store can raise (MemoryError: SQLite on a broken file); callers that must go on catch these, never
+#: more.
 STORE_ERRORS: tuple[type[Exception], ...] = (sqlite3.Error, MemoryError, OSError, ValueError)
 
 
@@ -411,12 +381,9 @@ def _looks_corrupt(exc: Exception) -> bool:
 
 
 class LeaseKeeper:
-    """Refreshes a held lease from a daemon thread every ``ttl / 5`` seconds.
-
-    A refresh that misses (fenced out, or an error) while the keeper is active calls
-    ``on_lost(lease)`` once and ends the thread; a miss observed after :meth:`stop` is the
-    normal end of the holder's work, not a loss. Hermes' turn-lease refresher behaves the same.
-    """
+    """Refreshes a held lease every ``ttl / 5`` seconds; a miss calls ``on_lost(lease)`` once and ends the
+    thread (after :meth:`stop` a miss is the holder's end, not a loss), as Hermes' turn-lease refresher
+    does."""
 
     def __init__(
         self,

@@ -1,21 +1,8 @@
 """The ledger: the tray's one memory of every interrupted turn, in SQLite beside its claims.
 
-One file (``core.stores.paths.ledger_db()``), the lease store's (:mod:`core.stores.lease`: WAL, a busy timeout, a
-corrupt file set aside), so that a claim and the run it starts commit in one transaction. Three tables:
-
-* ``turns``: one row per interruption (:class:`~hermes_tray_core.turn.TurnId`: home, session, the marker's
-  ``started_at`` and ``attempts``; ``-1`` where an early journal did not say), with ``run``, the run of ours whose
-  continuation became this interruption, and ``root``, the first interruption of that turn (both NULL for a first
-  interruption). A run's own marker is recorded with the run (``runs.marker_started``), so the interruption it
-  becomes is tied to it when written (:func:`_parent`), never guessed when read;
-* ``runs``: a continuation of ours and the interruption it continues: the claim it runs under (name, epoch),
-  when it began, the attempt Hermes counts it as, whether it reached Hermes and whether its end is still open;
-* ``decisions``: what happened, in order: an :class:`~hermes_tray_core.vocab.Event`, who (``via``), why
-  (``reason``), a snooze's ``until``, and the rest as a JSON object of scalars (never prompt text).
-
-:meth:`Ledger.status` answers what is known of one interruption; History reads :meth:`Ledger.turns` (one row per
-turn, its continuations folded in by ``root``). A JSON-lines journal of an earlier release is read in once and set
-aside (:mod:`core.stores.migrate`); there is no way back to it (an older release would start a new journal).
+Its tables, and how a run's own marker ties the interruption it becomes to its turn: docs/architecture.md
+("The ledger, and the one judge"). A JSON-lines journal of an earlier release is read in once and set aside
+(:mod:`core.stores.migrate`).
 """
 
 from __future__ import annotations
@@ -45,7 +32,7 @@ __all__ = ["FORBIDDEN_FIELDS", "KEEP", "MAX_LIST", "MAX_STRING", "NOTHING", "UNR
 logger = get_logger(__name__)
 _T = TypeVar("_T")
 
-VERSION = 1
+VERSION = 1  # turns.attempt -1: an early journal did not say
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS turns (
     id INTEGER PRIMARY KEY, home TEXT NOT NULL, session TEXT NOT NULL, started_at REAL NOT NULL,
@@ -60,34 +47,28 @@ CREATE INDEX IF NOT EXISTS decisions_turn ON decisions (turn);
 CREATE INDEX IF NOT EXISTS runs_turn ON runs (turn);
 CREATE INDEX IF NOT EXISTS runs_open ON runs (open) WHERE open = 1;
 """
-#: Decisions kept (the oldest go first, never one of a turn whose run is still open): History's newest, and far more
-#: than a day's markers (Hermes keeps 32 a home, for a day at most) need.
+#: Decisions kept (the oldest go first, never one of a turn whose run is still open): far more than a day's
+#: markers (Hermes keeps 32 a home, for a day at most) need.
 KEEP = 20_000
 FORBIDDEN_FIELDS = frozenset({"prompt", "text", "note", "excerpt", "prompt_excerpt", "continuation", "message_text"})
 _RESERVED = frozenset({"event", "home", "session_key", "started_at", "attempts", "turn_id", "created_at", "version",
                        "session_id", "stream_id"})
 MAX_STRING = 500
 MAX_LIST = 32  # elements kept of a list-valued setting (extra homes, hermes_command)
-#: A run whose ``attempt`` names a marker's ``attempts``, dispatched at most this long after that marker's
-#: ``started_at`` (Hermes writes it as the continued turn starts; the tray records the dispatch once Hermes answered:
-#: either may come first), continued into it — when the run's own marker was not seen.
+#: How long after a marker's ``started_at`` a run's dispatch may be recorded and still have become that marker
+#: (Hermes writes it as the continued turn starts, the tray records the dispatch once Hermes answered).
 DISPATCH_SLACK = 120.0
-#: How much earlier than an interruption's marker the crash of the run that became it may be recorded (clocks of two
-#: processes read at about the same moment): a crash recorded before that is another's.
+#: How much earlier than an interruption's marker the crash of the run that became it may be recorded.
 CRASH_SLACK = 5.0
-#: The end of a run: it no longer needs its end read from Hermes.
 _CLOSING = frozenset({Event.COMPLETED, Event.INTERRUPTED, Event.FAILED, Event.GAVE_UP, Event.REFUSED, Event.CLEARED})
 _REACHING = frozenset({Event.DISPATCHED, Event.CONTINUING, Event.DETACHED})
 _ASKING = frozenset({Event.NOTIFIED, Event.SKIPPED, Event.COMPLETED, Event.GAVE_UP})
 
 
 class TurnStatus(NamedTuple):
-    """What the ledger knows of one interruption (:meth:`Ledger.status`). ``asked``: the user was told, or someone
-    decided (a resume that never reached Hermes is no answer: after it the turn is unasked again, unless it was
-    your Stop). ``skipped`` / ``finished`` / ``stopped`` (``interrupted``: your Stop; ``gave-up``) settle this very
-    interruption for good. ``snooze``: ``(until, asked since)`` of its latest snooze. ``witnessed``: how a witness
-    saw its Hermes die (``stopped``); ``crashed``: the failure of our run that left it. ``readable``: False when
-    the ledger could not be read (nothing is known: act on no guess)."""
+    """What the ledger knows of one interruption. ``stopped``: your Stop (``interrupted``) or ``gave-up``.
+    ``snooze``: ``(until, asked since)``. ``witnessed``: how a witness saw its Hermes die; ``crashed``: the
+    failure of our run that left it. ``readable`` False: nothing is known, act on no guess."""
 
     asked: bool = False
     skipped: bool = False
@@ -116,7 +97,7 @@ def _clean(name: str, value: Any) -> Any:
 
 
 def _details(fields: Mapping[str, Any], reserved: frozenset[str] = _RESERVED) -> dict[str, Any]:
-    """The fields a decision keeps beside its columns; refuses what could carry prompt text or is the ledger's own."""
+    """The fields a decision keeps beside its columns: never what could carry prompt text."""
     bad = FORBIDDEN_FIELDS.intersection(fields)
     if bad:
         raise ValueError(f"the ledger never stores prompt text: refusing field(s) {sorted(bad)}")
@@ -127,8 +108,6 @@ def _details(fields: Mapping[str, Any], reserved: frozenset[str] = _RESERVED) ->
 
 
 class _Row(NamedTuple):
-    """One decision to write: its columns, checked."""
-
     event: Event
     via: str | None
     reason: str | None
@@ -154,7 +133,6 @@ def _decision(event: Event | str, fields: Mapping[str, Any], at: float | None = 
 
 
 def _ident(turn: TurnId) -> TurnId:
-    """``turn`` checked where it enters the ledger: a session id Hermes writes, a time, an attempt count."""
     validate_session_id(turn.key, what="session key")
     if isinstance(turn.started_at, bool) or not isinstance(turn.started_at, (int, float)):
         raise TypeError("started_at must be a number")
@@ -164,8 +142,6 @@ def _ident(turn: TurnId) -> TurnId:
 
 
 class _Run(NamedTuple):
-    """A run of ours as :func:`_parent` weighs it."""
-
     id: int
     turn_started: float
     root: int
@@ -176,10 +152,9 @@ class _Run(NamedTuple):
 
 
 def _parent(runs: Iterable[_Run], started_at: float, attempt: int) -> _Run | None:
-    """The one rule for which run of ours became the interruption ``(started_at, attempt)`` of a session: the run
-    whose own marker started then (seen by the run, or by the sweep that settled it); else a run that reached Hermes
-    as continuation ``attempt`` and whose marker was not seen, dispatched before that marker began (within
-    :data:`DISPATCH_SLACK`), the latest such."""
+    """The one rule for which run of ours became the interruption ``(started_at, attempt)``: the run whose own
+    marker started then; else the latest that reached Hermes as continuation ``attempt``, its marker unseen,
+    dispatched before that marker began (within :data:`DISPATCH_SLACK`)."""
     best: _Run | None = None
     for r in runs:
         if r.turn_started == started_at:
@@ -206,15 +181,13 @@ def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
 
 
 class Ledger:
-    """The ledger in ``path`` (default: ``core.stores.paths.ledger_db()``). Thread-safe: it shares the lease store's
-    connection and lock. Reads of a ledger that does not exist yet answer "nothing known" and create nothing."""
+    """The ledger in ``path`` (default: the tray's), on the lease store's connection and lock. Reads of a
+    ledger that does not exist yet answer "nothing known" and create nothing. ``journal``: an earlier
+    release's to read in."""
 
     def __init__(self, path: Path | str | None = None, *, journal: Path | None = None) -> None:
-        """``journal``: an earlier release's JSON-lines journal to read in when the ledger is made (default: the
-        tray's own, for the tray's own ledger)."""
         self.path = Path(path) if path is not None else paths.ledger_db()
         self.journal = journal if journal is not None or path is not None else paths.journal_file()
-        # (the tray's own ledger is ledger(): one per state dir and process)
         self._store: LeaseStore | None = None
         self._bounded = False  # this process kept it bounded (its first write)
         self._lock = threading.Lock()
@@ -222,8 +195,8 @@ class Ledger:
     # -- the file ----------------------------------------------------------------------------------
 
     def store(self) -> LeaseStore:
-        """The store the ledger lives in, its tables made (and an earlier release's journal read in) on first use.
-        A ledger that is ready is only read here: a first read never waits for another process's write."""
+        """The store, its tables made (and a journal read in) on first use; a ready ledger is only read here,
+        so a first read never waits for another process's write."""
         with self._lock:
             if self._store is None:
                 from hermes_tray_core.stores.lease import shared
@@ -239,7 +212,7 @@ class Ledger:
             return self._store
 
     def _prepare(self, conn: sqlite3.Connection) -> bool:
-        """Make the tables and read an earlier release's journal in. True when the journal is to be set aside."""
+        """Make the tables and read a journal in; True when the journal is to be set aside."""
         row = conn.execute("SELECT value FROM meta WHERE key = 'ledger'").fetchone()
         if row is None or row[0] < VERSION:
             for statement in _SCHEMA.split(";"):
@@ -254,8 +227,7 @@ class Ledger:
         return read_journal(self, conn, self.journal) if row is None else True
 
     def _write(self, fn: Callable[[sqlite3.Connection], _T]) -> _T:
-        """``fn`` in one write transaction; the first one of this process also keeps the ledger bounded: the newest
-        :data:`KEEP` decisions, and every decision of a turn whose run is still open."""
+        """``fn`` in one write transaction; this process's first also trims the ledger to :data:`KEEP`."""
         store = self.store()
 
         def txn(conn: sqlite3.Connection) -> _T:
@@ -279,9 +251,9 @@ class Ledger:
 
     def record(self, event: Event | str, turn: TurnId, *, run: int | None = None,
                marker_started: float | None = None, **fields: Any) -> dict[str, Any]:
-        """Record one decision about ``turn`` (``run``: the run of ours it is about; ``marker_started``: that run's own
-        marker, when it is known now) and return it as :meth:`history` lists it. Refuses unknown events,
-        prompt-bearing fields and values that are not scalars (``ValueError`` / ``TypeError``), writing nothing."""
+        """Record one decision about ``turn`` (``marker_started``: run ``run``'s own marker, when known) and
+        return it as :meth:`history` lists it. Refuses unknown events, prompt-bearing fields and non-scalars,
+        writing nothing."""
         row = _decision(event, fields)
         turn = _ident(turn)
 
@@ -293,8 +265,7 @@ class Ledger:
         return self._write(txn)
 
     def record_many(self, rows: Sequence[tuple[Event | str, TurnId, Mapping[str, Any]]]) -> None:
-        """Several decisions in one transaction (a crash storm is one write, not one per turn): ``(event, turn,
-        fields)`` each; one refused item writes none."""
+        """``(event, turn, fields)`` decisions in one transaction; one refused, none written."""
         now = time.time()  # one moment for the batch
         checked = [(_ident(turn), _decision(event, fields, now)) for event, turn, fields in rows]
         if not checked:
@@ -308,8 +279,7 @@ class Ledger:
 
     def record_config_change(self, *, home: Path | str | None, key: str, old: Any, new: Any, by: str,
                              **fields: Any) -> dict[str, Any]:
-        """A setting changed: ``home`` (None: the tray's own settings), ``key``, ``old`` / ``new`` (scalars or lists
-        of them), ``by`` (``cli`` or ``tray``). About no turn."""
+        """A setting changed (``home`` None: the tray's own), ``by`` ``cli`` or ``tray``."""
         if by not in ("cli", "tray"):
             raise ValueError(f"by must be one of cli, tray, not {by!r}")
         if not isinstance(key, str) or not key or len(key) > 100:
@@ -329,15 +299,14 @@ class Ledger:
         return written[0]
 
     def begin_run(self, conn: sqlite3.Connection, turn: TurnId, lease: Lease) -> int:
-        """Inside the claim's transaction (:meth:`core.stores.lease.LeaseStore.acquire`'s ``then``): a run of ours
-        continues ``turn`` under ``lease``. Returns the run's number. (The caller made the tables first:
-        :meth:`store` inside this transaction would wait for itself.)"""
+        """Inside the claim's transaction (``acquire``'s ``then``): a run of ours continues ``turn``; its
+        number. The caller made the tables first: :meth:`store` in here would wait for itself."""
         tid = self._turn_row(conn, _ident(turn))
         return int(conn.execute("INSERT INTO runs (turn, claim, epoch, begun) VALUES (?, ?, ?, ?)",
                                 (tid, lease.name, lease.epoch, time.time())).lastrowid or 0)
 
     def end_run(self, run: int) -> None:
-        """A run whose process is gone before it recorded anything (the resume died checking): nothing to say."""
+        """A run whose process died before it recorded anything (its resume was checking) is over."""
         self._write(lambda conn: conn.execute("UPDATE runs SET open = 0 WHERE id = ?", (run,)))
 
     def _insert(self, conn: sqlite3.Connection, turn: TurnId, row: _Row, run: int | None,
@@ -359,7 +328,6 @@ class Ledger:
         return int(number or 0)
 
     def _turn_row(self, conn: sqlite3.Connection, turn: TurnId) -> int:
-        """The row of ``turn``, made on first use and tied to the run that became it (:func:`_parent`)."""
         home = home_path(turn.home)
         key = (home, turn.key, float(turn.started_at), int(turn.attempt))
         found = conn.execute("SELECT id FROM turns WHERE home = ? AND session = ? AND started_at = ? AND attempt = ?",
@@ -374,8 +342,7 @@ class Ledger:
                                 (*key, parent.id if parent else None, parent.root if parent else None)).lastrowid or 0)
 
     def _marker(self, conn: sqlite3.Connection, run: int, turn: TurnId, started: float) -> None:
-        """Run ``run`` (of ``turn``) wrote or saw its own marker, started at ``started``: the interruption that marker
-        is (or becomes) is tied to it."""
+        """Run ``run`` wrote or saw its own marker, started at ``started``: tie that interruption to it."""
         if started == turn.started_at:
             return
         conn.execute("UPDATE runs SET marker_started = ? WHERE id = ?", (started, run))
@@ -392,11 +359,10 @@ class Ledger:
         return self.store().read(fn)
 
     def status(self, turn: TurnId) -> TurnStatus:
-        """What is known of ``turn`` (:class:`TurnStatus`)."""
         return self.statuses([turn]).get(turn, NOTHING)
 
     def statuses(self, turns: Iterable[TurnId]) -> dict[TurnId, TurnStatus]:
-        """:meth:`status` of many turns, a few queries per home (a scan asks about all of its turns at once)."""
+        """:meth:`status` of many turns, a few queries per home."""
         by_home: dict[str, dict[str, list[TurnId]]] = {}
         for t in turns:
             by_home.setdefault(home_path(t.home), {}).setdefault(t.key, []).append(t)
@@ -430,8 +396,8 @@ class Ledger:
         return found
 
     def open_runs(self, home: Path | str) -> list[dict[str, Any]]:
-        """The runs of ours in ``home`` whose end is still to be read, oldest first: each as its newest decision (as
-        :meth:`history` lists it; ``event`` None when it recorded none), with ``run``, ``claim`` and ``epoch``."""
+        """The runs of ours in ``home`` whose end is still to be read, oldest first: each its newest decision
+        (``event`` None: none), with ``run``, ``claim`` and ``epoch``."""
 
         def read(conn: sqlite3.Connection) -> list[dict[str, Any]]:
             out = []
@@ -450,10 +416,8 @@ class Ledger:
 
     def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None,
                 homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
-        """The newest ``limit`` decisions and settings changes, newest first, each a flat dict (``event``,
-        ``created_at``, ``turn_id``, ``home``, ``session_key``, ``started_at``, ``attempts``, ``via``, ``reason``, …).
-        ``home`` / ``session_key``: only theirs (a session leaves settings changes out); ``homes``: what concerns any
-        of these homes, and the tray's own settings changes."""
+        """The newest ``limit`` decisions and settings changes, newest first, each a flat dict. ``home`` /
+        ``session_key``: only theirs; ``homes``: theirs and the tray's own settings changes."""
         keys = {home_path(h) for h in [*([home] if home is not None else []), *(homes or ())]} \
             if home is not None or homes is not None else None
         tray = home is None and homes is not None
@@ -470,9 +434,9 @@ class Ledger:
         return out
 
     def turns(self, limit: int = 500, *, homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
-        """History's rows, newest activity first: one per interrupted turn (its continuations' interruptions folded
-        in), ``{"turn": TurnId of its first interruption, "last": TurnId of its newest, "events": [oldest first]}``,
-        and one per settings change (``"turn": None``)."""
+        """History's rows, newest activity first: one per turn, its continuations folded in (``turn``: its
+        first interruption, ``last``: its newest, ``events`` oldest first), one per settings change (``turn``
+        None)."""
         keys = {home_path(h) for h in homes} if homes else None
         groups: dict[object, dict[str, Any]] = {}
         for ev in self._read(lambda c: [self._event(r) for r in c.execute(_HISTORY + " ORDER BY d.id")], []):
@@ -514,15 +478,14 @@ _HISTORY = ("SELECT d.id, d.at, d.event, d.via, d.reason, d.until, d.details, t.
 
 
 def _ended_mid_turn(end: Mapping[str, Any]) -> bool:
-    """The end of our run that left a turn mid-way: it crashed, or the tray's quit stopped it (``shutdown``)."""
+    """Our run crashed, or the tray's quit stopped it, mid-turn."""
     return end.get("outcome") == "crashed" or (end["event"] == Event.INTERRUPTED and end.get("stopped_by") == "shutdown")
 
 
 def _status(rows: Iterable[Sequence[Any]], attempt: int, crashed: Mapping[str, Any] | None) -> TurnStatus:
-    """:class:`TurnStatus` from one interruption's decisions (every attempt count its ``started_at`` was seen with),
-    oldest first: ``(session, started_at, attempt, event, until, details, at, via, run, run open, run reached,
-    reason)``. Asked, a snooze and a witness are the run's; a settling decision only this very attempt's (or one an
-    early journal recorded without it)."""
+    """:class:`TurnStatus` from one interruption's decision rows, oldest first (every attempt its
+    ``started_at`` was seen with): a settling decision counts only for this very attempt (or an early
+    journal's without one)."""
     asked = skipped = finished = False
     stopped: Event | None = None
     snooze: tuple[float, bool] | None = None
@@ -558,7 +521,7 @@ _LEDGERS_LOCK = threading.Lock()
 
 
 def ledger() -> Ledger:
-    """The tray's ledger in the current state dir (re-resolved, so env overrides apply)."""
+    """The tray's ledger in the current state dir."""
     path = str(paths.ledger_db())
     with _LEDGERS_LOCK:
         found = _LEDGERS.get(path)

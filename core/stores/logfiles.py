@@ -1,13 +1,6 @@
-"""The tray's own log files: private (0600), appended to, never written through a symlink.
-
-Every log the tray or its helpers create in the user log dir goes through
-:func:`open_private_append`: ``O_NOFOLLOW`` (a symlink planted at the log path is refused, not
-followed), created 0600 whatever the umask, and an existing file left more open by an older
-version is narrowed to 0600 on its fd (never by path, which would follow a symlink).
-
-The gateway's per-continuation stderr logs are named with :func:`safe_file_part` (session keys
-may contain ``:``, which Windows forbids in file names) and pruned to the newest
-:data:`KEEP_GATEWAY_LOGS` by :func:`prune_logs`.
+"""The tray's own log files: private (0600), appended to, never through a symlink (``O_NOFOLLOW``; an existing
+file narrowed to 0600 by its fd). The gateway's per-continuation logs are pruned to the newest
+:data:`KEEP_GATEWAY_LOGS`.
 """
 
 from __future__ import annotations
@@ -32,11 +25,7 @@ _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def open_private_append(path: Path | str) -> int:
-    """Open ``path`` for appending (created 0600; an existing one is made 0600) and return the fd.
-
-    Raises :class:`~core.stores.fsutil.UnsafePathError` for a symlink or a non-regular file, ``OSError`` for
-    anything else that prevents it (the caller decides whether to go on without the log).
-    """
+    """Open ``path`` for appending, 0600; :class:`UnsafePathError` for a link or a non-regular file."""
     name = os.fspath(path)
     if not _NOFOLLOW:
         refuse_symlink(Path(name))  # Windows: no O_NOFOLLOW; creating a symlink there needs privileges
@@ -63,14 +52,12 @@ def open_private_append(path: Path | str) -> int:
 
 
 def safe_file_part(text: str) -> str:
-    """``text`` with every character outside ``[A-Za-z0-9_.-]`` replaced by ``_`` (valid everywhere)."""
+    """``text`` as part of a file name anywhere (a session key may hold ``:``, which Windows forbids)."""
     return _UNSAFE_CHARS.sub("_", text)
 
 
 def prune_logs(directory: Path | str, *, keep: int = KEEP_GATEWAY_LOGS, suffix: str = ".log") -> int:
-    """Delete all but the newest ``keep`` regular ``*<suffix>`` files in ``directory``; returns how many
-    went. Symlinks and anything else are left alone; a file that cannot be removed (in use on
-    Windows, gone already) is skipped. Never raises."""
+    """Delete all but the newest ``keep`` ``*<suffix>`` files in ``directory``; how many. Never raises."""
     try:
         entries = list(os.scandir(directory))
     except OSError:

@@ -1,15 +1,9 @@
-"""An earlier release's decision journal, read into the ledger once, when the ledger is made.
+"""An earlier release's decision journal (JSON lines), read into the ledger once, when the ledger is made,
+then renamed ``decisions.jsonl.migrated-<time>`` and kept (docs/architecture.md).
 
-The journal (JSON lines, ``<state>/journal/_turn_journal/decisions.jsonl``) is then set aside: renamed
-``decisions.jsonl.migrated-<time>``, kept, never read again. There is no way back: a release before the ledger would
-start a new journal, without what was decided since.
-
-One bad line costs that line only: a torn, huge, deeply nested or garbage line, an event the ledger does not know,
-a session id no Hermes writes is left out; a field that is not a scalar (or could carry prompt text) loses that
-field only. Each is counted in the log. Runs are rebuilt in the journal's order: ``approved`` starts one,
-``continuing`` names the run it continues (``original_started_at``) and that run's own marker, an end closes it;
-which run became which interruption then follows the ledger's one rule (:func:`core.stores.ledger._parent`). A run
-the journal left open is settled from Hermes' facts by the next scan, as any run whose process is gone.
+One bad line costs that line only (counted in the log), a field that is not a scalar that field only. Runs are
+rebuilt in the journal's order: ``approved`` starts one, ``continuing`` names the run it continues
+(``original_started_at``) and its own marker, an end closes it; a run left open is settled by the next scan.
 """
 
 from __future__ import annotations
@@ -50,7 +44,6 @@ def _attempts(value: object) -> int | None:
 
 
 def _fields(ev: Mapping[str, Any]) -> dict[str, Any]:
-    """The event's own fields the ledger can keep (scalars; lists of scalars for a setting's values)."""
     from hermes_tray_core.stores.ledger import FORBIDDEN_FIELDS, _clean
 
     out = {}
@@ -65,8 +58,7 @@ def _fields(ev: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def read_journal(ledger: Ledger, conn: sqlite3.Connection, path: Path) -> bool:
-    """Read the journal at ``path`` into ``ledger`` on ``conn`` (inside the transaction that makes the ledger).
-    True when there was one to read (the caller sets it aside once that transaction commits)."""
+    """Read the journal into ``ledger`` in the transaction that makes it; True when there was one."""
     try:
         doc = turn_journal.read_journal_files("decisions", [(None, path)])
     except (OSError, ValueError) as exc:
@@ -137,7 +129,6 @@ def _one(ledger: Ledger, conn: sqlite3.Connection, ev: Mapping[str, Any], attemp
 
 
 def set_aside(path: Path) -> None:
-    """The journal, read in: renamed beside itself (kept, never read again)."""
     try:
         os.replace(path, path.with_name(f"{path.name}.migrated-{time.strftime('%Y%m%dT%H%M%S')}"))
     except FileNotFoundError:

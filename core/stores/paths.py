@@ -1,8 +1,5 @@
-"""Where hermes-tray keeps its own files (platformdirs, app name ``hermes-tray``).
-
-``HERMES_TRAY_*_DIR`` environment variables override each location: tests, the demo and
-a second instance for debugging use them to stay out of the user's real state.
-"""
+"""Where hermes-tray keeps its own files (platformdirs); ``HERMES_TRAY_*_DIR`` overrides each (tests, the
+demo)."""
 
 from __future__ import annotations
 
@@ -54,10 +51,8 @@ def settings_file() -> Path:
 
 
 def ledger_db() -> Path:
-    """The ledger and the claims (one SQLite file: a claim and its record commit in one transaction)."""
     return state_dir() / "ledger.sqlite3"
 
 
 def journal_file() -> Path:
-    """The JSON-lines decision journal of releases before the ledger: read once into it, then set aside."""
     return state_dir() / "journal" / "_turn_journal" / "decisions.jsonl"

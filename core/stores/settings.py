@@ -1,21 +1,6 @@
-"""The tray's own settings (``config.toml`` in the user config dir).
-
-Distinct from the backend's ``desktop.auto_continue`` block: these say what the *tray* does
-with what it finds. Keys (all optional):
-
-``mode``            ``"ask"`` (default: notify and wait) | ``"auto"`` (resume at once, notify
-                    after) | ``"list"`` (list only; ``"off"``, its older name, is read as ``"list"``).
-``notify``          bool, default true.
-``show_prompts``    bool, default true: notifications show a prompt excerpt (lock screens!).
-``homes``           list of extra Hermes home paths to watch.
-``hermes_command``  argv list used to start Hermes (optional; default: discover ``hermes``).
-``continuation_idle_timeout``  seconds (default 600, as Hermes): a continuation the tray runs is
-                    stopped after this long without any sign of progress from Hermes; there is no
-                    limit on its total time.
-
-Invalid files raise :class:`SettingsError` whose message names the key and the allowed values;
-nothing guesses. Writes are atomic, 0600, under a lock so the tray and the CLI never lose each
-other's change.
+"""The tray's own settings (``config.toml`` in the user config dir; its keys: docs/cli.md, "config"): what the
+*tray* does with what it finds, distinct from Hermes' ``desktop.auto_continue``. An invalid file or value
+raises :class:`SettingsError` naming the key and what is allowed; writes are atomic, 0600, under a lock.
 """
 
 from __future__ import annotations
@@ -47,8 +32,6 @@ class SettingsError(TrayError, ValueError):
 
 @dataclass(frozen=True)
 class TraySettings:
-    """Validated tray settings. Use :func:`load_settings` / :func:`save_settings`."""
-
     mode: str = "ask"
     notify: bool = True
     show_prompts: bool = True
@@ -58,7 +41,6 @@ class TraySettings:
     path: Path | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        """The TOML-able mapping (``hermes_command`` omitted when unset)."""
         out: dict[str, Any] = {
             "mode": self.mode,
             "notify": self.notify,
@@ -71,7 +53,6 @@ class TraySettings:
         return out
 
     def home_paths(self) -> list[Path]:
-        """Extra homes, ``~`` expanded."""
         return [Path(os.path.expanduser(h)) for h in self.homes]
 
 
@@ -88,7 +69,6 @@ def _str_list(key: str, value: Any, *, what: str) -> tuple[str, ...]:
 
 
 def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettings:
-    """Build :class:`TraySettings` from a parsed mapping, or raise :class:`SettingsError`."""
     if not isinstance(data, Mapping):
         raise SettingsError("settings must be a table of keys")
     unknown = sorted(set(data) - set(KEYS))
@@ -116,12 +96,12 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
     return TraySettings(**kw, path=path)
 
 
-def _idle_timeout(value: Any) -> float:
-    """Seconds, a number in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (a bool, a string or NaN is refused)."""
+def _idle_timeout(value: Any, given: object = None) -> float:
+    """Seconds in [MIN_IDLE_TIMEOUT, MAX_IDLE_TIMEOUT] (no bool, string or NaN; ``given``: as typed)."""
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
             MIN_IDLE_TIMEOUT <= float(value) <= MAX_IDLE_TIMEOUT):
         raise SettingsError(f"continuation_idle_timeout: must be a number of seconds from {MIN_IDLE_TIMEOUT:g} to "
-                            f"{MAX_IDLE_TIMEOUT:g}, not {value!r}")
+                            f"{MAX_IDLE_TIMEOUT:g}, not {value if given is None else given!r}")
     return float(value)
 
 
@@ -196,16 +176,12 @@ def parse_value(key: str, text: str) -> Any:
             seconds = float(text)
         except ValueError:
             seconds = float("nan")
-        if not MIN_IDLE_TIMEOUT <= seconds <= MAX_IDLE_TIMEOUT:
-            raise SettingsError(f"{key}: must be a number of seconds from {MIN_IDLE_TIMEOUT:g} to "
-                                f"{MAX_IDLE_TIMEOUT:g}, not {text!r}")
-        return seconds
+        return _idle_timeout(seconds, text)
     return text.strip()
 
 
 def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> TraySettings:
-    """Read-modify-write under a lock: apply ``changes`` (typed values; ``hermes_command=None``
-    unsets it), validate, save, return."""
+    """Read-modify-write under a lock: apply ``changes`` (typed; None unsets a key), validate, save."""
     from hermes_tray_core.stores.fsutil import ensure_private_dir, locked
 
     path = Path(path) if path is not None else paths.settings_file()

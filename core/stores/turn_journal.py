@@ -1,25 +1,21 @@
-"""Turn journals in the Hermes WebUI's format, read: one JSONL file per session at
-``<session_dir>/_turn_journal/<session_id>.jsonl``; newer WebUIs also write per-process shards
-``<session_id>~<pid>.jsonl``, which reads merge. A turn whose latest event is not terminal and whose worker is gone
-was interrupted (:mod:`core.scanning.webui`). The tray never writes these files. An earlier release kept its own
-decision journal in this format; it is read once into the ledger (:mod:`core.stores.migrate`).
-
-A line that is not one JSON object (torn by a writer killed mid-write, garbage, nested deeper than the parser goes)
-is reported as malformed; the reader carries on.
+"""Turn journals in the Hermes WebUI's format, read (the tray never writes them): ``<session_id>.jsonl``, and
+the per-process shards ``<session_id>~<pid>.jsonl`` of newer WebUIs, merged. A line that is not one JSON
+object (torn, garbage, nested too deep) is reported as malformed and the reader carries on. An earlier
+release's decision journal is in this format too (:mod:`core.stores.migrate`).
 """
 
 from __future__ import annotations
 
 import contextlib
-import errno
 import gc
 import json
 import os
 import re
-import stat
 import threading
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
+
+from hermes_tray_core.stores.fsutil import read_regular
 
 __all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "derive_turn_journal_states", "pending_turns",
     "read_journal_files", "validate_journal_session_id"]
@@ -32,16 +28,9 @@ _SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
 Event = dict[str, Any]
 
 
-# ---------------------------------------------------------------------------------------------
-# names
-
-
 def validate_journal_session_id(session_id: object) -> str:
-    """Return ``session_id`` if it is safe as a journal file name, else raise ``ValueError``.
-
-    Stricter than the WebUI on purpose (it strips whitespace first; we refuse it): an id that
-    would be changed to be used is not the id the caller meant.
-    """
+    """``session_id`` if it is safe as a journal file name, else ``ValueError``. Stricter than the WebUI
+    (which strips whitespace): an id that would be changed to be used is not the id the caller meant."""
     if not isinstance(session_id, str) or not session_id:
         raise ValueError("invalid session_id: empty")
     if session_id != session_id.strip():
@@ -55,23 +44,16 @@ def validate_journal_session_id(session_id: object) -> str:
     return session_id
 
 
-# ---------------------------------------------------------------------------------------------
-# reads
-
-
 # json.loads' own C scanner (same decoder settings); typeshed does not list this attribute of JSONDecoder.
 _scan_once: Callable[[str, int], tuple[object, int]] = json.JSONDecoder().scan_once  # type: ignore[attr-defined]
 
 
 def _parse_clean(text: str) -> list[Event] | None:
-    """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no
-    surrounding white space (empty lines aside) — the journal as a writer leaves it. For such a line
-    ``json.loads(line)`` is ``scan_once(text, start)`` ending at the newline: the same result without
-    the per-line slice and three Python frames. Anything else is left to the line-by-line reader.
-
-    Measured (tests/bench/bench_tricks.py, one run, 2026-12-03, 41 alternated runs): reading the 1,000
-    journals of a cold scan takes 41.6 ms of CPU against 59.9 ms line by line with ``json.loads``
-    (1.44x), and a cold ``status`` 151.3 against 171.1 ms (+19.8 ms, 1.13x)."""
+    """Every line of ``text`` as one JSON object, or None unless each line is exactly one object with no white
+    space around it (the journal as a writer leaves it): then ``scan_once`` ending at the newline is
+    ``json.loads(line)`` without the slice and three Python frames. The 1,000 journals of a cold scan: 41.6 ms
+    of CPU against 59.9 ms line by line; a cold ``status`` 151.3 against 171.1 ms
+    (tests/bench/bench_tricks.py, 41 alternated runs)."""
     out: list[Event] = []
     append = out.append
     find = text.find
@@ -134,8 +116,8 @@ _gc_was_enabled = False
 
 @contextlib.contextmanager
 def _gc_paused() -> Iterator[None]:
-    """Pause the cyclic GC while parsing a big journal: JSON dicts hold no cycles, yet each
-    700 new containers trigger a collection pass over them all (about half the parse time)."""
+    """Pause the cyclic GC while parsing a big journal: JSON dicts hold no cycles, yet each 700 new containers
+    trigger a collection (about half the parse time)."""
     global _gc_depth, _gc_was_enabled
     with _gc_lock:
         if _gc_depth == 0:
@@ -151,34 +133,14 @@ def _gc_paused() -> Iterator[None]:
                 gc.enable()
 
 
-# O_NONBLOCK: a FIFO named like a journal must not hang the reader (a regular file ignores the flag).
-_READ_FLAGS = os.O_RDONLY | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_BINARY", 0) | getattr(os, "O_NONBLOCK", 0)
-
-
 def _read_bytes(path: str | os.PathLike[str]) -> bytes | None:
-    """The whole file, or None if it is absent; refuses anything but a regular file without blocking on it
-    (a FIFO). By descriptor, with one read of the size ``fstat`` gave (a short read of a regular file is
-    its end): reading the 1,000 journals of a cold scan takes 41.6 ms of CPU against 47.6 ms with
-    ``open(path, "rb").read()``, a cold ``status`` 151.3 against 163.3 ms (tests/bench/bench_tricks.py, one
-    run, 2026-12-03, 41 alternated runs)."""
+    """The whole file, or None if absent; a FIFO is refused without blocking. One read of the size ``fstat``
+    gave: the 1,000 journals of a cold scan take 41.6 ms of CPU against 47.6 ms with ``open().read()``, a cold
+    ``status`` 151.3 against 163.3 ms (tests/bench/bench_tricks.py)."""
     try:
-        fd = os.open(path, _READ_FLAGS)
+        return read_regular(path)
     except (FileNotFoundError, NotADirectoryError):
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
-        size = st.st_size
-        data = os.read(fd, size + 1)
-        if len(data) <= size:
-            return data
-        chunks = [data]  # it grew since the fstat: read on to its end
-        while chunk := os.read(fd, 1 << 20):
-            chunks.append(chunk)
-        return b"".join(chunks)
-    finally:
-        os.close(fd)
 
 
 def _created_key(event: Event) -> float:
@@ -192,11 +154,9 @@ def _created_key(event: Event) -> float:
 
 
 def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | os.PathLike[str]]]) -> Event:
-    """``{"session_id", "events", "malformed"}`` of one session's files: ``(label, path)`` pairs, label None for the
-    session's main file (``<session_id>.jsonl``) and the shard's file name for a shard (``<session_id>~<pid>.jsonl``),
-    as the caller's listing found them (it validated the names); a missing file reads as empty. Malformed entries are
-    ``{"line": <1-based>, "raw": <text>}`` (plus ``"file"`` for a shard's line); with shards the merged events are
-    ordered by ``created_at`` (stable)."""
+    """``{"session_id", "events", "malformed"}`` of one session's ``(label, path)`` files (label: None for the
+    main file, the shard's name for a shard; a missing file is empty). Malformed: ``{"line", "raw"}`` (+
+    ``"file"``); shards' events merged by ``created_at``."""
     events: list[Event] = []
     malformed: list[Event] = []
     blobs = [(label, _read_bytes(path)) for label, path in files]
@@ -236,7 +196,6 @@ def derive_turn_journal_states(events: Iterable[Event]) -> dict[str, Event]:
 
 
 def pending_turns(events: Iterable[Event]) -> list[Event]:
-    """Latest event of every turn that has not reached a terminal event, oldest first: for a WebUI journal, the turns
-    still running — or, when their worker is gone, interrupted."""
+    """Latest event of every unfinished turn, oldest first: running, or interrupted if its worker is gone."""
     return sorted((e for e in derive_turn_journal_states(events).values()
                    if str(e.get("event") or "") not in TERMINAL_EVENTS), key=_created_key)
