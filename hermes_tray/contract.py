@@ -1,13 +1,6 @@
-"""The contract between the Qt shell and the engine: the words they share and what the shell may call.
-
-``Outcome`` is the engine's own vocabulary (``hermes_tray_core.vocab``), re-exported here.
-
-:class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``): what the
-tray and the helper do to turns and homes goes through it, so tests can script the engine. It is not the shell's
-only way in: the command line, the turn model, start-up and small helpers import names of the engine's face
-(``hermes_tray_core``) directly; that face is the one door (no shell module imports a module behind it:
-import-linter). Qt-free and import-cheap: everything in ``hermes_tray`` may import it, and it imports nothing
-of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
+"""The contract between the Qt shell and the engine: the words they share, and :class:`Engine`, what the tray and
+the helper may do to turns and homes (implemented by :class:`hermes_tray.engine.CoreEngine`; tests script it).
+Qt-free and import-cheap: it imports nothing of ``hermes_tray`` (docs/architecture.md).
 """
 
 from __future__ import annotations

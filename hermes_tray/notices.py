@@ -1,16 +1,7 @@
-"""Third-party notices: who wrote what ships with hermes-tray, under which licence.
-
-Built from the distributions' own metadata (``importlib.metadata``: name, version, licence
-field or SPDX expression, the licence files the wheel ships), never from a hand-kept list, so
-an upgraded or added dependency is described by what it says about itself. Two callers:
-
-* the PyInstaller spec, at build time, for the files it actually bundled (Python
-  distributions, the Python runtime, and — on Debian-like build machines — the system
-  libraries, from ``dpkg`` and ``/usr/share/doc/<package>/copyright``);
-* the About box of a pip/pipx install, which has no bundle: the installed requirements of
-  hermes-tray, written to the cache on demand.
-
-Stdlib only (it runs inside the spec and in Qt-free commands).
+"""Third-party notices, built from the distributions' own metadata (``importlib.metadata``), never from a hand-kept
+list. Two callers: the PyInstaller spec at build time, for the files it bundled (Python distributions, the
+runtime, and on Debian-like build machines the system libraries, from ``dpkg`` and their copyright files); and
+the About box of a pip/pipx install, from the installed requirements. Stdlib only (it runs inside the spec).
 """
 
 from __future__ import annotations

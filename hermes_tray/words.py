@@ -1,13 +1,7 @@
-"""Every sentence the tray says about a turn, in one place, keyed by the engine's typed codes.
-
-The views (tooltip, menu, turns window, History, notifications) and the command line word a turn from its
-*typed* facts — the policy's ``Verdict`` and ``ReasonCode``, a resume's ``Outcome`` and refusal code, where
-it ran — never by re-reading the engine's English. The engine's own sentence stays the *details* (a row's
-tooltip, the window's Details, ``--json``, ``doctor``): pids, paths and reason codes live there.
-
-Writing rules, checked mechanically by ``tests/test_words.py`` over :func:`catalogue`: short sentences, one
-fact each; no nested parentheses; the user's words (stopped, skipped, finished, gave up after N tries, open
-in Hermes), never the engine's (marker, verdict, gateway, lease, …). Qt-free: the command line uses it too.
+"""Every sentence the tray says about a turn, in one place, keyed by the engine's typed codes (the views and
+the command line never re-read the engine's English, which stays the *details*: pids, paths, reason codes).
+Writing rules, checked by ``tests/test_words.py`` over :func:`catalogue`: short sentences, one fact each, no
+nested parentheses, the user's words, never the engine's (:data:`ENGINE_WORDS`). Qt-free: the command line uses it.
 """
 
 from __future__ import annotations
@@ -118,7 +112,7 @@ def _finish_by_hand(in_app: bool) -> str:
 
 
 def tries(n: int | None) -> str:
-    return f"{n} {'try' if n == 1 else 'tries'}" if n else "its tries"
+    return count(n, "try", "tries") if n else "its tries"
 
 
 def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: str = "desktop",
@@ -299,10 +293,6 @@ LAPSED = "It stopped waiting before your reminder."
 SNOOZE_NOT_KEPT = "The reminder could not be saved. Nothing changed."
 
 
-def _n(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def progress_line(progress: TurnProgress | None, *, excerpts: bool = True) -> str:
     """One line (a notification, a tooltip): how far the turn got, the tool it was running when it stopped, and
     (``excerpts``) the last thing it said or did. "" when it cannot be read: never a guess."""
@@ -310,7 +300,7 @@ def progress_line(progress: TurnProgress | None, *, excerpts: bool = True) -> st
         return ""
     if not progress.kept:
         return KEPT_NOTHING
-    line = f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}"
+    line = f"Progress: {count(progress.messages, 'message')}, {count(progress.tool_calls, 'tool call')}"
     running = [step.phrase() for step in progress.recent if step.running]
     if running:
         line += "; " + running[-1]
@@ -324,7 +314,7 @@ def progress_lines(progress: TurnProgress | None, *, excerpts: bool = True) -> t
         return ()
     if not progress.kept:
         return (KEPT_NOTHING,)
-    lines = [f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}."]
+    lines = [f"Progress: {count(progress.messages, 'message')}, {count(progress.tool_calls, 'tool call')}."]
     if progress.recent:
         lines.append("Last steps: " + ", ".join(step.phrase() for step in progress.recent) + ".")
     if excerpts and progress.last_excerpt:
@@ -424,8 +414,6 @@ def event_detail(entry: Any) -> str:
         bits.append(f"attempt {attempt}")
     until = json_number(_field(entry, "until", None))
     if until is not None and 0 < until < 2**37:
-        import time
-
         bits.append(f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return " · ".join(bits)
 

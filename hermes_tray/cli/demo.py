@@ -1,11 +1,7 @@
-"""``hermes-tray demo [--no-tray]``: try hermes-tray on a throwaway home and a simulated backend.
-
-Creates a private temp dir (or ``--dir``) with a Hermes home, a simulated Hermes install and tray state
-of its own, starts a simulated backend running a turn that crashes (SIGKILL) after a few seconds, and
-prints what to try, naming this very executable. Without ``--no-tray`` it opens the tray on that home
-(when the tray is part of this build); the demo never touches the user's real Hermes homes or tray state.
-``hermes-tray`` with no command and no Hermes installed runs it in ``~/.cache/hermes-tray/demo``
-(``default_demo_root``), made afresh each time.
+"""``hermes-tray demo [--no-tray]``: try hermes-tray on a throwaway home (``demo.home``, or ``--dir``) with a
+simulated backend whose turn crashes after a few seconds, printing what to try with this very executable; the
+user's real homes and tray state are never touched. ``hermes-tray`` with no command and no Hermes installed runs
+it in ``~/.cache/hermes-tray/demo`` (``default_demo_root``), made afresh each time.
 """
 
 from __future__ import annotations

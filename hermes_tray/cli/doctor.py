@@ -1,11 +1,7 @@
-"""``hermes-tray doctor [--json]``: is everything in place, and if not, what to do about it.
-
-Checks the Hermes homes (what each holds, unreadable or not-yet-supported storage, whether the tray's
-writes to Hermes' marker file can use an atomic exchange there), the tray
-settings, whether Hermes is installed (which version, whether it continues interrupted turns by
-itself), whether this desktop has a system tray and a notification server (asked on the D-Bus
-session bus with ``jeepney`` — no Qt, works over SSH with no display), and the paths in use.
-Every problem is printed with its fix. Exit 0 when nothing is wrong, 1 otherwise.
+"""``hermes-tray doctor [--json]``: is everything in place, and if not, what to do about it. Checks the Hermes
+homes, the tray settings, Hermes' install and what it can do, this desktop's tray and notification server (on the
+session bus with ``jeepney``: no Qt, works over SSH) and the paths in use. Every problem is printed with its fix;
+exit 0 when nothing is wrong, 1 otherwise.
 """
 
 from __future__ import annotations

@@ -1,21 +1,14 @@
-"""``hermes-tray resume SESSION [--home H] [--wait]``: continue an interrupted turn through Hermes.
+"""``hermes-tray resume SESSION [--home H] [--wait]``: continue an interrupted turn through Hermes (docs/cli.md:
+what it prints, its exit codes). Without ``--wait`` a detached worker (``resume_worker``) carries it to the end.
 
-Without ``--wait`` the command returns as soon as the continuation has started; a detached
-background worker (``resume_worker``) carries it to the end and journals the outcome. With
-``--wait`` it stays, prints progress and the outcome. Signals are handled deliberately, so a
-turn is never run twice whatever happens to this process:
+Signals are handled so that a turn is never run twice whatever happens to this process:
 
-* SIGINT (Ctrl-C), SIGTERM, SIGHUP (terminal closed): your Stop — ``session.interrupt``, its marker
-  retired, the outcome journalled (``interrupted``, or ``completed`` when Hermes finished before the stop
-  reached it); when a Hermes window shares the session the tray sends no interrupt and leaves the turn to
-  that window (``detached``). Either way exit 4 and one line saying which;
-* SIGTSTP (Ctrl-Z): refused while the continuation runs (a stopped client cannot retire the
-  marker of a turn Hermes finishes meanwhile); said once on stderr;
-* SIGSTOP / SIGKILL cannot be caught: the continuation's marker carries its completion mark, and
-  whoever reads it next settles it from Hermes' ``state.db`` (``core.continuing.completion``).
-
-Exit codes: 0 completed (or started, without --wait), 1 refused (the message says why),
-3 failed (interrupted, error, crashed, timed-out), 4 stopped by a signal (above), 2 usage.
+* SIGINT, SIGTERM, SIGHUP: your Stop (``session.interrupt``, its marker retired, the outcome recorded), or, when
+  a Hermes window shares the session, no interrupt and the turn left to that window (``detached``); exit 4;
+* SIGTSTP: refused while the continuation runs (a stopped client cannot retire the marker of a turn Hermes
+  finishes meanwhile); said once on stderr;
+* SIGSTOP / SIGKILL: the continuation's marker carries its completion mark, and whoever reads it next settles it
+  from Hermes' ``state.db`` (``core.continuing.completion``).
 """
 
 from __future__ import annotations

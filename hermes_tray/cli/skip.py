@@ -1,13 +1,10 @@
-"""``hermes-tray skip SESSION``: forget one interrupted turn — only if it is still the one you saw.
+"""``hermes-tray skip SESSION``: forget one interrupted turn, only if it is still the one you saw.
 
-The marker entry is removed by compare-and-remove (by atomic exchange, see ``core.markers.store``): if Hermes
-(or anyone) changed it after it was read, nothing is removed and the command says so (exit 1). Before it
-exits, the command watches the settle window (``core.markers.settle``): a stale Hermes write that brings the
-entry back is undone again. The skip is also a tombstone in the decision journal: any hermes-tray
-process that later sees that exact entry removes it again and never offers it. ``--started-at`` pins the turn shown
-by an earlier ``status --json``. A turn whose writer or a Hermes backend is still running it is
-not skipped (its marker is that turn's own bookkeeping) unless ``--force``. A turn some hermes-tray
-process is resuming right now is never skipped (``core.continuing.skip`` takes the resume's claim): one wins.
+The entry is removed by compare-and-remove (``core.markers.store``): changed since it was read, nothing is removed
+(exit 1). The command then watches the settle window (``core.markers.settle``) and undoes a stale Hermes write that
+brings the entry back; the skip's tombstone makes any later reader remove that exact entry again. ``--started-at``
+pins the turn an earlier ``status --json`` showed. A turn its writer or a Hermes backend still runs is not skipped
+unless ``--force``; one being resumed is never skipped (``core.continuing.skip`` takes the resume's claim).
 """
 
 from __future__ import annotations

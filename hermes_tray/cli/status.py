@@ -1,12 +1,8 @@
-"""``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen.
+"""``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen (docs/cli.md).
 
-Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden. A
-``--home`` that does not exist is refused (exit 1): a typo, not a home Hermes has not used yet.
-The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``).
-Each turn says how far it got, why it stopped, and when — "interrupted" only when that moment is known — and a
-reminder set for it. Turns are named as the tray names them (``notify.coalesce.turn_names``: alike ones by the part
-that differs); ``show_prompts = false`` leaves out the prompt, a title Hermes made of it, and the excerpt of what
-it last said or did, as it leaves them out of notifications.
+Exit 0 when the scan ran; problems reading a home are printed, never hidden. A ``--home`` that does not exist is
+refused (exit 1): a typo, not a home Hermes has not used yet. Turns are named and their prompts hidden as the
+tray does it (``notify.coalesce.turn_names``, ``show_prompts``).
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Throwaway demo homes: a Hermes home with a session and a running turn, on a simulated backend.
-
-``create_demo()`` builds, under one private temp directory: a Hermes home (``config.yaml`` with
-the auto-continue block, ``state.db`` with a session), a simulated Hermes installation (see
-``sim_install``), tray config/state/log dirs of its own (so the user's real tray state is never
-touched) with ``hermes_command`` pointing at the simulated install, and starts a simulated
-backend running a turn on the session — holding its marker and turn lease, and SIGKILLed after
-``die_after`` seconds (or by :meth:`DemoHome.crash_backend`), which leaves exactly what a
-crashed Hermes leaves: a marker from a dead writer.
+"""Throwaway demo homes: under one private temp directory, a Hermes home (``config.yaml`` with auto-continue, a
+session in ``state.db``), a simulated installation (``sim_install``), tray dirs of its own (the user's real tray
+state is never touched), and a simulated backend running a turn, SIGKILLed after ``die_after`` seconds (or by
+:meth:`DemoHome.crash_backend`): exactly what a crashed Hermes leaves, a marker from a dead writer.
 """
 
 from __future__ import annotations

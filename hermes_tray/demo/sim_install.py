@@ -1,13 +1,8 @@
-"""A throwaway "Hermes installation" whose gateway is the simulated backend.
-
-The tray finds Hermes and asks its installation what it can do (``core.continuing.gateway``): a ``hermes``
-launcher whose shebang names an interpreter, which runs ``-m tui_gateway.entry`` and either has
-``tui_gateway.turn_marker`` (auto-continue) or not (legacy). To exercise exactly that path, this
-builds a tiny virtualenv (``--without-pip``, ~0.1 s) whose ``tui_gateway`` package is a shim that
-starts :mod:`hermes_tray.demo.sim_backend`; the auto-continue variant also has ``turn_marker``
-(re-exporting ``core.markers.store``, which is API-compatible with Hermes' module). A ``.pth`` file
-makes this project importable inside it. ``bin/hermes dashboard`` starts the simulated running
-backend (:mod:`hermes_tray.demo.sim_dashboard`).
+"""A throwaway "Hermes installation" whose gateway is the simulated backend, to exercise the path by which the tray
+asks an installation what it can do (``core.continuing.gateway``): a tiny virtualenv (``--without-pip``, ~0.1 s)
+with a ``hermes`` launcher and a ``tui_gateway`` shim that starts :mod:`hermes_tray.demo.sim_backend`; the
+auto-continue variant also has ``turn_marker`` (re-exporting the engine's API-compatible module). A ``.pth``
+makes this project importable inside it; ``bin/hermes dashboard`` starts :mod:`hermes_tray.demo.sim_dashboard`.
 """
 
 from __future__ import annotations

@@ -1,10 +1,6 @@
-"""A turn's page: everything known about one interrupted turn, together — its prompt, what it was doing and why
-it stopped, its tries, every decision so far (the ledger's, in words) and what can still be done about it. Plain
-data, built from the view state and History's rows; ``app/turn_page.py`` renders it.
-
-Only facts: a turn that is no longer listed (its marker is gone) has no progress or cause to show, and says only
-what the ledger recorded. Only buttons that act: a page opened from History acts on the turn listed now only when it
-is that row's newest interruption (a newer interruption of the session is another turn, with a row of its own).
+"""A turn's page as plain data, built from the view state and History's rows (``app/turn_page.py`` renders it).
+Only facts: a turn no longer listed says only what the ledger recorded. Only buttons that act: from History it
+acts on the listed turn only when that is the row's newest interruption (a newer one is another turn).
 """
 
 from __future__ import annotations

@@ -1,25 +1,7 @@
-"""The turns as this process holds them, Qt-free: what each one is doing here, what to ask and when, and which
-note to show for how it ended.
-
-The scan says what Hermes has; :class:`TurnModel` says what the tray does with it:
-
-* each turn's :class:`Phase` here (waiting for an answer, being skipped, continued by a run of ours);
-* ask at most once per interrupted turn (:class:`~hermes_tray_core.AskOnce` and the decision journal, across
-  restarts and processes); ``ask`` notifies and waits, ``auto`` resumes at once and notifies after, ``list``
-  only lists; a skipped turn that reappears (a non-locking writer resurrected it) is skipped again silently;
-* a failed continuation is said once, after the scan that follows it ("gave up" or "failed", never both);
-* a turn settled elsewhere has its note withdrawn once it stayed away :data:`VANISHED_GRACE` seconds;
-* remind me later: a snoozed turn is not announced before its time, then once ("Reminder: …"), and journalled
-  as asked so that a restart does not announce it again; one that stopped waiting meanwhile is listed under
-  Recent with why, never announced; a snooze continues nothing, in ``auto`` mode too;
-* how this process's continuations and skips ended ("Recent").
-
-Its methods return values: the :class:`~hermes_tray.model.viewstate.ViewState` the views render, what to do
-after a scan or a press on a note. Notes go to a :class:`~hermes_tray.notify.note.NoteSink`. The controller
-wires it to Qt (signals, the write worker, timers, threads); tests drive it without an event loop.
-
-Turns go by opaque keys (:func:`~hermes_tray.contract.key_of`): never taken apart; a turn's home and session
-come from its record.
+"""The turns as this process holds them, Qt-free: each turn's phase here, what to ask and when, and which note
+to show for how it ended (docs/architecture.md, "What the shell shows about a turn"). Its methods return values
+(the view state, what to do after a scan or a press on a note); the controller wires them to Qt, and tests drive
+it without an event loop. Turns go by opaque keys (:func:`~hermes_tray.contract.key_of`), never taken apart.
 """
 
 from __future__ import annotations
@@ -91,7 +73,6 @@ class Run:
     record: TurnRecord
     origin: str = "menu"
     status: str = "starting…"
-    wall_started: float = field(default_factory=time.time)
     thread: threading.Thread | None = None  # the controller's: it runs the engine's resume
     order: int = field(default_factory=lambda: next(_RUN_ORDER))
 

@@ -1,11 +1,6 @@
-"""Turn a stream of "turn interrupted" events into few notifications.
-
-The first interrupted turn is announced at once ("Interrupted: <its name>", what it was doing and why it
-stopped, Resume / Skip / Remind me in 1 hour); turns found within the next 2 s update that same notification in
-place ("3 turns interrupted", Resume all / Skip all / Open), so a crash storm is one notification, not ten.
-After the window a new turn starts a new notification.
-Text obeys ``show_prompts``: off → the note names the session, never the prompt. Qt-free: notes go to a
-:class:`~hermes_tray.notify.note.NoteSink` (the notifier).
+"""Turn a stream of "turn interrupted" events into few notifications: the first turn is announced at once; turns
+found within the next 2 s update that note in place ("3 turns interrupted", Resume all / Skip all / Open), so a
+crash storm is one notification, not ten. Text obeys ``show_prompts``. Qt-free: notes go to a ``NoteSink``.
 """
 
 from __future__ import annotations

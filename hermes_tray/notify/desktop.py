@@ -1,14 +1,7 @@
-"""desktop-notifier back end, run on its own asyncio loop thread.
-
-Its own thread rather than qasync: the helper runs a ``QCoreApplication`` and the tray a
-``QApplication``, and neither should have its event loop replaced for a bus connection.
-Button presses arrive on that thread and are re-emitted as Qt signals (queued into the GUI
-thread).
-
-desktop-notifier's public API is used throughout (``send``/``clear``/``get_capabilities``, a new
-instance to connect afresh), with one exception that has no public API in desktop-notifier 6.x: on
-Linux a crash storm updates one notification in place (the spec's ``replaces_id``) and every note
-names the tray's desktop entry (the ``desktop-entry`` hint). :func:`_replacing_dbus` says how.
+"""desktop-notifier back end, run on its own asyncio loop thread rather than qasync: neither the helper's
+``QCoreApplication`` nor the tray's ``QApplication`` should have its event loop replaced for a bus connection.
+Button presses arrive on that thread and are re-emitted as Qt signals. Public API throughout, except on Linux
+(:func:`_replacing_dbus`).
 """
 
 from __future__ import annotations
@@ -90,10 +83,8 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
     gets the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would
     stack ten notes instead of updating one), the ``desktop-entry`` hint (servers take the app's
     name and icon from the installed entry), and a labelled default action or none (desktop-notifier
-    always sends ``default`` with an empty label: dunst lists it as a blank entry in its menu).
-
-    It also closes every note the user answered (``CloseNotification``): desktop-notifier forgets a note when its
-    action is invoked, but servers whose action menu invokes without closing (dunst) leave it on screen.
+    always sends ``default`` with an empty label: dunst lists it as a blank entry in its menu). It also closes
+    every note the user answered (``CloseNotification``): dunst's action menu invokes without closing.
 
     Not public API: this relies on four members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
     (6.x, pinned ``<7`` in pyproject.toml): ``_init_dbus`` (it returns the proxy whose ``call_notify`` is
@@ -261,9 +252,7 @@ class DesktopNotifierBackend(Notifier):
             self.available = True
             self.supports_actions = Capability.BUTTONS in caps
             self.supports_click = Capability.ON_CLICKED in caps
-            log.info(
-                "notification server: actions=%s click=%s", self.supports_actions, self.supports_click
-            )
+            log.info("notification server: actions=%s click=%s", self.supports_actions, self.supports_click)
         self.ready.emit()
 
     async def _show(self, note: Note) -> None:
@@ -296,10 +285,7 @@ class DesktopNotifierBackend(Notifier):
             )
             previous = self._identifiers.get(key)
             if previous is not None and not self._channel.replace_next(previous):
-                try:
-                    await self._channel.clear(previous)
-                except Exception:  # boundary: the server: a note it lost need not be closed
-                    pass
+                await self._clear(previous)
             self._channel.label_default(default)
             try:
                 await self._channel.send(notification)
@@ -313,12 +299,14 @@ class DesktopNotifierBackend(Notifier):
         assert self._lock is not None
         async with self._lock:
             identifier = self._identifiers.pop(key, None)
-            if identifier is None or not self.available:
-                return
-            try:
-                await self._channel.clear(identifier)
-            except Exception:  # boundary: the server: a note it lost need not be closed
-                pass
+            if identifier is not None and self.available:
+                await self._clear(identifier)
+
+    async def _clear(self, identifier: str) -> None:
+        try:
+            await self._channel.clear(identifier)
+        except Exception:  # boundary: the server: a note it lost need not be closed
+            pass
 
     def _on_press(self, key: str, action: str) -> Callable[[], None]:
         return lambda: self._pressed(key, action)

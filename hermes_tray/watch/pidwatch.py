@@ -1,11 +1,7 @@
-"""Wake up the moment a marker's writer process exits, without polling.
-
-One small interface, one implementation per OS: on Linux a ``pidfd`` (readable when the process
-exits) under a ``QSocketNotifier`` — under 1 ms from SIGKILL to wake-up; elsewhere one waiting
-thread per watched process, blocked in the OS's own exit wait: ``kqueue`` ``NOTE_EXIT`` on macOS
-and the BSDs, ``WaitForMultipleObjects`` on a ``SYNCHRONIZE`` process handle on Windows, and only
-where neither exists a slow poll. Each waiter is cancellable, so unwatching ends its thread at
-once. Both report through the ``exited`` signal in the thread that owns the watcher.
+"""Wake up the moment a marker's writer process exits, without polling: on Linux a ``pidfd`` under a
+``QSocketNotifier`` (under 1 ms from SIGKILL to wake-up); elsewhere one cancellable waiting thread per process in
+the OS's own exit wait (``kqueue`` ``NOTE_EXIT``; ``WaitForMultipleObjects`` on Windows; a slow poll only where
+neither exists). Both report through ``exited`` in the thread that owns the watcher.
 """
 
 from __future__ import annotations

@@ -1,12 +1,10 @@
 """The tray's own StatusNotifierItem (``org.kde.StatusNotifierItem``), registered with the panel's watcher.
 
-Why not Qt's: ``QSystemTrayIcon`` over D-Bus always says ``Status`` ``Active`` (its ``setStatus``
-is private), so panels never highlight waiting turns. This item speaks the same protocol with the
-same ``Id``/``Title``/``ToolTip`` slots Qt used, plus ``NeedsAttention``. It looks like the part of
-``QSystemTrayIcon`` the tray uses (``setIcon``, ``setToolTip``, ``activated``…), so
-:class:`~hermes_tray.app.tray_icon.TrayPresence` drives either. :func:`open_sni_tray` returns None
-whenever this path is not possible (no bus, no watcher with a host, jeepney missing); the caller
-then uses ``QSystemTrayIcon``.
+``QSystemTrayIcon`` over D-Bus always says ``Status`` ``Active`` (its ``setStatus`` is private), so panels never
+highlight waiting turns. This item speaks the same protocol with Qt's ``Id``/``Title``/``ToolTip``, plus
+``NeedsAttention``, and looks like the part of ``QSystemTrayIcon`` the tray uses, so ``TrayPresence`` drives
+either. :func:`open_sni_tray` returns None whenever this path is not possible (no bus, no watcher with a host,
+jeepney missing).
 """
 
 from __future__ import annotations
