@@ -1,8 +1,5 @@
-"""The adapter the tray and the helper act through (``hermes_tray_core``'s face): a thin layer, no engine logic.
-
-Everything here delegates: scanning (``scanner``), skipping (``skip``), resuming (``resume``),
-backend config (``backend_config``), tray settings (``settings``) and the ledger (ask-once is ``ask_once``, which
-the turn model drives). Refusals are told apart by their reason codes, never by their text. Qt-free.
+"""The adapter the tray and the helper act through: a thin layer over ``hermes_tray_core``'s face, no engine logic.
+Refusals are told apart by their reason codes, never by their text. Qt-free.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Start-up of the tray: single instance, engine, detector thread, notifier, views, wiring.
-
-Order matters: the instance lock is taken before anything visible exists (a second launch
-hands over and exits without ever creating an icon); the icon is created only once a tray
-host is there; detection starts at once so turns found while waiting are not lost.
+"""Start-up of the tray. Order matters: the instance lock before anything visible (a second launch hands over and
+exits without an icon); the icon only once a tray host is there; detection at once, so no turn found
+meanwhile is lost.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""Tray icon states and variants, loaded from the pre-rendered PNGs in ``resources/icons`` (their file names:
-:mod:`hermes_tray.resources`).
-
-Pre-rendered sizes rather than an SVG engine: panels ask for odd sizes (22, 24) and a
-scaled 64 px pixmap blurs at 16 px; each PNG was rendered for its size.
+"""Tray icon states and variants, from the PNGs pre-rendered per size (panels ask for 22 and 24, and a scaled
+64 px pixmap blurs at 16 px); their file names are :mod:`hermes_tray.resources`'.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Keep an idle tray small: fewer malloc arenas, and import-time garbage handed back to the OS.
-
-glibc gives every thread that allocates its own 64 MB arena; a tray has a GUI thread, a detector
-thread, a notifier thread and short-lived resume threads, and their half-empty arenas stay
-resident. Two arenas are plenty for a process that is idle nearly all the time. After start-up,
-``malloc_trim`` returns the heap that imports and the first scan left free. No-ops elsewhere.
+"""Keep an idle tray small: glibc gives every allocating thread its own 64 MB arena, and the half-empty arenas of
+the GUI, detector, notifier and resume threads stay resident, so two arenas it is; after start-up
+``malloc_trim`` returns what imports and the first scan left free. No-ops elsewhere.
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""The tray's context menu: interrupted turns with Resume / Skip, then the tray's switches.
-
-Built from a :class:`ViewState`; actions are reported as signals so the menu holds no logic.
-It is rebuilt when the state changes, but never while it is open (a menu that reshuffles under
-the pointer makes people click the wrong thing): the rebuild waits until it closes.
+"""The tray's context menu, built from a :class:`ViewState`, actions reported as signals. It is never rebuilt while
+open (a menu that reshuffles under the pointer makes people click the wrong thing): that waits until it closes.
 """
 
 from __future__ import annotations

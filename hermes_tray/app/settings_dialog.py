@@ -1,8 +1,6 @@
-"""Settings: Hermes' own auto-continue keys per home (or all homes) and the tray's own settings.
-
-Backend keys are written to each home's ``config.yaml`` through the engine; tray keys to the
-tray's ``config.toml``. Values are checked as they are typed (the OK button stays disabled while
-something is wrong, and the line under the field says what); changes apply without a restart.
+"""Settings: Hermes' auto-continue keys per home (or all homes), written to ``config.yaml`` through the engine, and
+the tray's own. Values are checked as they are typed (OK stays disabled, the line under the field says why);
+changes apply without a restart.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""One tray (and, separately, one helper) per user.
-
-The authority is an OS lock (the engine's platform lock, ``try_lock_fd``: flock on POSIX, a
-byte lock on Windows; symlinks refused) on a file in the user's runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
-access) carries messages: a second launch asks the running one to show its prompt window and
-exits before it creates any tray icon.
+"""One tray (and, separately, one helper) per user. The authority is an OS lock (``try_lock_fd``) on a file in the
+runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next. A user-only
+``QLocalServer`` beside it lets a second launch ask the running one to show its window, then exit with no icon.
 """
 
 from __future__ import annotations

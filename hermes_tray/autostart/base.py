@@ -1,8 +1,5 @@
-"""The one small interface every start-at-login backend implements, and what they share.
-
-State is never cached or kept in a config flag: ``is_enabled()`` reads the system (autostart
-file, systemd wants-link, LaunchAgent plist, Run registry value) every time, so the tray menu,
-the CLI and a user who deleted the entry by hand always agree.
+"""The one interface every start-at-login backend implements, and what they share. ``is_enabled()`` reads the
+system every time, never a cached flag, so the menu, the CLI and a user who deleted the entry by hand agree.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Headless helper on Linux: a systemd user unit, enabled into ``default.target``.
-
-Enabling is done the way ``systemctl --user enable`` does it (the unit file plus a
-``default.target.wants`` symlink), so it works with no running user manager (over SSH, in a
-container, in tests); when a user manager is reachable it is told to reload. State is read
-back from those same files: unit present, wants-link present and not masked.
+"""Headless helper on Linux: a systemd user unit, enabled as ``systemctl --user enable`` does (the unit file plus
+a ``default.target.wants`` symlink), so it works with no running user manager (SSH, a container, tests); one
+that is reachable is told to reload. State is read back from those files (present, linked, not masked).
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Windows: the per-user ``Run`` registry value (HKCU, no admin rights needed).
-
-Task Manager's "Startup apps" switch does not delete the Run value: it writes a flag under
-``Explorer\\StartupApproved\\Run`` (first byte odd = disabled). Status honours that flag, and
-``enable`` clears it, so the tray and Task Manager never disagree. The registry module is
-injected so the exact writes are tested with a fake on any OS.
+"""Windows: the per-user ``Run`` registry value (HKCU, no admin rights). Task Manager's "Startup apps" switch
+does not delete it but writes a flag under ``Explorer\\StartupApproved\\Run`` (first byte odd = disabled): status
+honours it and ``enable`` clears it. The registry module is injected, so the writes are tested on any OS.
 """
 
 from __future__ import annotations

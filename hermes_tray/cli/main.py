@@ -1,9 +1,5 @@
-"""Argument parsing and dispatch.
-
-Each command lives in its own module ``hermes_tray.cli.<name>`` exposing
-``register(subparsers, common) -> None`` (adds its sub-parser, with ``parents=[common]``)
-and sets ``func`` (``args -> int``) as the parser default. Nothing here imports Qt: the
-GUI commands import it inside their ``run``.
+"""Argument parsing and dispatch: each command's module ``hermes_tray.cli.<name>`` has ``register(subparsers,
+common)``, which adds its sub-parser and sets ``func`` (``args -> int``). Nothing here imports Qt.
 """
 
 from __future__ import annotations

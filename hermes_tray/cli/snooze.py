@@ -1,8 +1,6 @@
-"""``hermes-tray snooze SESSION [--for DURATION | --until WHEN]``: remind me of this turn later.
-
-The tray and the helper do not announce the turn before then, and announce it once after — unless it is no
-longer waiting by then. Nothing is continued or skipped; the snooze is journalled (``history`` shows it)
-and outlives a restart (``core.deciding.snooze``).
+"""``hermes-tray snooze SESSION [--for DURATION | --until WHEN]``: remind me of this turn later. It is announced
+once then, unless no longer waiting; nothing is continued or skipped; the snooze is recorded and outlives a
+restart (``core.deciding.snooze``).
 """
 
 from __future__ import annotations

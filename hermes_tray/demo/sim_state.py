@@ -1,9 +1,6 @@
-"""The simulated backend's own ``state.db``: a small subset of Hermes' schema, enough for the tray.
-
-The simulated backend plays Hermes in a throwaway demo home, so it owns this database the way
-Hermes owns a real one: sessions, their messages, and the session turn lease (the newer schema,
-with ``epoch``/``owner_pid``/``owner_pid_start``, released by ``holder = ''``). The tray itself
-only ever reads such a file (``core.hermes.state_db``).
+"""The simulated backend's own ``state.db``, a small subset of Hermes' schema that it owns as Hermes owns a real
+one: sessions, their messages and the session turn lease (the newer schema: ``epoch``/``owner_pid``/
+``owner_pid_start``, released by ``holder = ''``). The tray only ever reads such a file.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""History as a person reads it: one row per interrupted turn (what happened to it, where it ran), from the
-ledger's rows (``Ledger.turns``: an interruption and those its continuations became, with every decision about
-them). Pure data: the window renders it, tests read it.
-
-A user asks "what happened to that turn?": the newest decisive decision says the outcome. Configuration changes stay
-rows of their own.
+"""History as a person reads it: one row per interrupted turn, from the ledger's rows (``Ledger.turns``: an
+interruption and those its continuations became, with every decision); the newest decisive decision says the
+outcome. Configuration changes are rows of their own. Pure data: the window renders it, tests read it.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""Which note the tray shows for how a continuation ended, in the words of :mod:`hermes_tray.words`.
-
-Pure functions from an outcome to a :class:`~hermes_tray.notify.note.Note` (or to none): the turn model decides
-when to show one, the notifier shows it. A note's title says what happened; its body which turn, once, then why
-and what is left to do, one fact a sentence. The "turn interrupted" question itself is built by
-:mod:`hermes_tray.notify.coalesce` (a storm is one note).
+"""Which note the tray shows for how a continuation ended (pure functions, words from :mod:`hermes_tray.words`):
+its title says what happened, its body which turn, then why and what is left to do. The "turn interrupted"
+question is :mod:`hermes_tray.notify.coalesce`'s.
 """
 
 from __future__ import annotations

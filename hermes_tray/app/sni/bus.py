@@ -1,9 +1,6 @@
-"""One session-bus connection (jeepney) whose incoming calls and signals are handled on the GUI thread.
-
-Why: the exported objects read Qt state (the menu, the icon), which only the GUI thread may touch.
-A plain receive thread blocks in ``receive()`` (no polling) and hands every message to the GUI
-thread through a queued Qt signal; replies to our own calls complete a Future, so a call made
-from the GUI thread may wait for its reply without the GUI thread having to pump messages.
+"""One session-bus connection (jeepney) whose incoming calls and signals are handled on the GUI thread, which alone
+may touch the Qt state they read: a receive thread blocks in ``receive()`` and hands each message over by a
+queued signal; replies to our calls complete a Future, so the GUI thread may wait for one without pumping.
 """
 
 from __future__ import annotations
