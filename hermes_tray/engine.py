@@ -75,13 +75,8 @@ class CoreEngine:
                                              home=str(report.path)))
             if report.exists:
                 enabled.append(bool(report.config.enabled))
-        backend_enabled: bool | None = True
-        if enabled and not any(enabled):
-            backend_enabled = False
-        elif enabled and not all(enabled):
-            backend_enabled = None
         return result.turns, problems, ScanSummary(
-            backend_enabled=backend_enabled,
+            backend_enabled=True if all(enabled) else None if any(enabled) else False,  # None: homes disagree
             problem_details=tuple(details),
             homes_found=any(r.exists for r in result.homes),
             watching=tuple(str(r.path) for r in result.homes),

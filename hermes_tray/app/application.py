@@ -79,11 +79,8 @@ def default_autostart() -> Any:
 
 
 class TrayApp(QObject):
-    """Everything the running tray owns, wired together (constructed after the lock is ours).
-
-    Two phases: the icon and its menu first (what the user waits for), then — one event-loop turn
-    later — the engine, the notifier, the controller and the detector thread.
-    """
+    """Everything the running tray owns (made once the lock is ours), in two phases: the icon and its menu first
+    (what the user waits for), then the engine, the notifier, the controller and the detector thread."""
 
     def __init__(self, app: QApplication, options: TrayOptions, instance: SingleInstance | None = None) -> None:
         super().__init__()
@@ -142,12 +139,8 @@ class TrayApp(QObject):
         w.enable_requested.connect(lambda home: c.set_backend_enabled(True, [home]))
 
     def _start_engine(self) -> None:
-        """Phase two (after the icon): instance server, engine, notifier, controller, detector.
-
-        A failure here must not leave the icon "looking for interrupted turns" forever: the
-        menu, tooltip and status window say the tray could not start, and why (the log has more).
-        Runs once, whichever of its triggers comes first.
-        """
+        """Phase two, once, whichever trigger comes first. A failure must not leave the icon "looking for
+        interrupted turns" forever: the menu, tooltip and status window say the tray could not start, and why."""
         if self._engine_started:
             return
         self._engine_started = True
@@ -177,16 +170,12 @@ class TrayApp(QObject):
 
     def _start_engine_unguarded(self) -> None:
         from hermes_tray.controller import Controller
+        from hermes_tray.engine import CoreEngine
         from hermes_tray.notify import make_notifier
         from hermes_tray.watch.detector import Detector, DetectorThread
 
         options = self.options
-        if options.engine is None:
-            from hermes_tray.engine import CoreEngine
-
-            self.engine = CoreEngine(options.homes)
-        else:
-            self.engine = options.engine
+        self.engine = options.engine if options.engine is not None else CoreEngine(options.homes)
         autostart = default_autostart() if options.autostart == "default" else options.autostart
         self.notifier = make_notifier(APP_DISPLAY_NAME)
         self.controller = Controller(self.engine, self.notifier, autostart=autostart, demo=options.demo, parent=self)

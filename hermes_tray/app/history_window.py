@@ -9,7 +9,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -207,12 +207,7 @@ class HistoryWindow(QDialog):
         current = self.selected_turn()
         keep = self._row_key(current) if current is not None else None
         rows = {id(t): t for t in self._turns}
-        opened = set()
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
-            old = self._shown.get(item.data(0, TURN_ROLE)) if item is not None else None
-            if item is not None and old is not None and item.isExpanded():
-                opened.add(self._row_key(old))
+        opened = {self._row_key(old) for item, old in self._rows() if item.isExpanded()}
         scrolled = self.tree.verticalScrollBar().value()
         n = sum(1 for t in turns if not t.config)
         if self._error:
@@ -296,13 +291,18 @@ class HistoryWindow(QDialog):
         if not found:
             return
         self._titles.update(found)
+        for item, t in self._rows():
+            item.setText(0, self._title(t))
+        self._fit_column(0)
+        self._fit_window()
+
+    def _rows(self) -> Iterator[tuple[QTreeWidgetItem, TurnHistory]]:
+        """The rows on screen with the turns they show."""
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
             t = self._shown.get(item.data(0, TURN_ROLE)) if item is not None else None
             if item is not None and t is not None:
-                item.setText(0, self._title(t))
-        self._fit_column(0)
-        self._fit_window()
+                yield item, t
 
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:

@@ -27,6 +27,7 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray import words
+from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
 from hermes_tray.format import elapsed_text, elide, safe_text, since_text
 from hermes_tray.model.page import where_text
@@ -66,12 +67,9 @@ class _RunningRow(QFrame):
         col.addWidget(bar)
         col.addWidget(self.hint)
         lay.addLayout(col, 1)
-        self.stop_button = QPushButton(words.STOP_LABEL)
-        self.stop_button.setAutoDefault(False)
+        self.stop_button = _button(words.STOP_LABEL, lambda: self.stop.emit(self.key), "Stop this continuation")
         self.stop_button.setToolTip(words.STOP_HINT)
-        self.stop_button.setAccessibleName("Stop this continuation")
         self.stop_button.setAccessibleDescription(words.STOP_HINT)
-        self.stop_button.clicked.connect(lambda: self.stop.emit(self.key))
         lay.addWidget(self.stop_button)
         self.update_item(item)
 
@@ -94,16 +92,11 @@ class ProblemBanner(QFrame):
                            "#problemBanner QLabel { color: #3b2f00; }")
         self.setAccessibleName("Problems")
         lay = QHBoxLayout(self)
-        self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.PlainText)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = _text(selectable=True)
         lay.addWidget(self.text, 1)
-        self.folder_button = QPushButton("Open folder")
-        self.folder_button.setAutoDefault(False)
-        self.folder_button.setAccessibleName("Open the folder of this problem")
         self._folder = ""
-        self.folder_button.clicked.connect(lambda: self.open_folder.emit(self._folder))
+        self.folder_button = _button("Open folder", lambda: self.open_folder.emit(self._folder),
+                                     "Open the folder of this problem")
         lay.addWidget(self.folder_button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
 
@@ -187,6 +180,12 @@ def row_text(t: TurnItem, show_prompts: bool) -> str:
 
 def row_tip(t: TurnItem) -> str:
     return f"{t.reason_details}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
+
+
+def _say_recent(item: QListWidgetItem, r: RecentItem) -> None:
+    item.setText(recent_text(r))
+    if r.details:
+        item.setToolTip(r.details_now)
 
 
 def recent_text(r: RecentItem) -> str:
@@ -361,7 +360,10 @@ class PromptWindow(QDialog):
         self.list.blockSignals(True)
         self.list.clear()
         for t in state.pending:
-            self.list.addItem(self._row(t))
+            item = QListWidgetItem()
+            item.setData(KEY_ROLE, t.key)
+            self._say_row(item, t)
+            self.list.addItem(item)
         self.list.blockSignals(False)
         if n:
             keys = [t.key for t in state.pending]
@@ -378,36 +380,30 @@ class PromptWindow(QDialog):
             item = self.list.item(i)
             turn = next((t for t in self._state.pending if t.key == item.data(KEY_ROLE)), None)
             if turn is not None:
-                item.setText(row_text(turn, self._state.show_prompts))
-                item.setToolTip(row_tip(turn))
+                self._say_row(item, turn)
         for i in range(self.recent_list.count()):
             item = self.recent_list.item(i)
             k = item.data(KEY_ROLE)
             if isinstance(k, int) and k < len(self._state.recent):
-                item.setText(recent_text(self._state.recent[k]))
-                if self._state.recent[k].details:
-                    item.setToolTip(self._state.recent[k].details_now)
+                _say_recent(item, self._state.recent[k])
         self._update_detail()
         for r in self._state.running:
             row = self._running_rows.get(r.key)
             if row is not None:
                 row.update_item(r)
 
-    def _row(self, t: TurnItem) -> QListWidgetItem:
-        item = QListWidgetItem(row_text(t, self._state.show_prompts))
-        item.setData(KEY_ROLE, t.key)
+    def _say_row(self, item: QListWidgetItem, t: TurnItem) -> None:
+        item.setText(row_text(t, self._state.show_prompts))
         item.setToolTip(row_tip(t))
-        return item
 
     def _fill_recent(self, state: ViewState) -> None:
         selected = self.recent_list.currentItem().data(KEY_ROLE) if self.recent_list.currentItem() else None
         self.recent_list.blockSignals(True)
         self.recent_list.clear()
         for i, r in enumerate(state.recent):
-            item = QListWidgetItem(recent_text(r))
+            item = QListWidgetItem()
             item.setData(KEY_ROLE, i)
-            if r.details:
-                item.setToolTip(r.details_now)
+            _say_recent(item, r)
             self.recent_list.addItem(item)
         self.recent_list.blockSignals(False)
         show = bool(state.recent)
@@ -507,8 +503,6 @@ class PromptWindow(QDialog):
         self.answer.setPlainText(text)
         self.answer_title.setVisible(True)
         self.answer.setVisible(True)
-        from hermes_tray.app import events
-
         events.emit("window", name="answer", chars=len(text))  # how much, never what
 
     # --- actions ------------------------------------------------------------------------------
@@ -573,8 +567,6 @@ class PromptWindow(QDialog):
             self.raise_()
             self.activateWindow()
             self.list.setFocus()
-        from hermes_tray.app import events
-
         events.emit("window", name="prompt", activate=activate)
 
 

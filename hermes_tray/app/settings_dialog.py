@@ -190,10 +190,8 @@ class SettingsDialog(QDialog):
             return f"Hermes command: {exc} (check the quotes)", None
         if not argv:
             return "Hermes command: empty", None
-        exe = argv[0]
-        found = shutil.which(os.path.expanduser(exe))
-        if found is None:
-            return None, f"“{exe}” is not found or not executable; continuations would fail until it is."
+        if shutil.which(os.path.expanduser(argv[0])) is None:
+            return None, f"“{argv[0]}” is not found or not executable; continuations would fail until it is."
         return None, None
 
     def _validate(self) -> bool:
@@ -229,14 +227,9 @@ class SettingsDialog(QDialog):
             if diff:
                 backend[h] = diff
         s = self._snap
-        tray: dict[str, Any] = {}
-        mode = self.mode_combo.currentData()
-        if mode != s.mode:
-            tray["mode"] = mode
-        if self.notify_box.isChecked() != s.notify:
-            tray["notify"] = self.notify_box.isChecked()
-        if self.prompts_box.isChecked() != s.show_prompts:
-            tray["show_prompts"] = self.prompts_box.isChecked()
+        tray: dict[str, Any] = {key: value for key, value, old in (
+            ("mode", self.mode_combo.currentData(), s.mode), ("notify", self.notify_box.isChecked(), s.notify),
+            ("show_prompts", self.prompts_box.isChecked(), s.show_prompts)) if value != old}
         text = self.command_edit.text().strip()
         # "~/.local/bin/hermes" is what people type; the engine gets real paths
         command = [os.path.expanduser(a) if a.startswith("~") else a for a in shlex.split(text)] if text else None

@@ -24,10 +24,6 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser.set_defaults(func=run)
 
 
-# ---------------------------------------------------------------------------------------------
-# desktop
-
-
 def _session_bus_address() -> str | None:
     addr = os.environ.get("DBUS_SESSION_BUS_ADDRESS")
     if addr:
@@ -138,10 +134,6 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
     return info, problems
 
 
-# ---------------------------------------------------------------------------------------------
-# Hermes
-
-
 def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     from hermes_tray_core import HermesNotFound, find_hermes, probe_capabilities
 
@@ -167,10 +159,8 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
 
 
 def reconcile_hermes(hermes: dict[str, Any], problems: list[str], home_rows: list[dict[str, Any]]) -> list[str]:
-    """One answer about Hermes. With no ``hermes`` command found yet a running Hermes serving a home, doctor
-    said "Hermes: not found" beside "running Hermes: pid N … resumes continue there". Now the running ones are
-    named (``hermes["running"]``), and the missing command is a problem only for the homes no running Hermes
-    serves: there a resume would have to start Hermes, and cannot."""
+    """One answer about Hermes: the running ones that serve a home are named (``hermes["running"]``), and a
+    missing ``hermes`` command is a problem only for the homes none serves (a resume there must start Hermes)."""
     running = [{"pid": r["running_backend"]["pid"], "home": r["path"]} for r in home_rows
                if isinstance(r.get("running_backend"), dict) and r["running_backend"].get("usable")]
     hermes["running"] = running
@@ -196,9 +186,6 @@ def check_running_backend(home: Any, processes: Any, *, probe: bool = True) -> d
         return {"usable": False, "kind": None, "reason": f"cannot look for a running Hermes ({type(exc).__name__})",
                 "line": f"unknown (cannot look for a running Hermes: {type(exc).__name__})"}
     return {**served.to_json(), "line": served.line()}
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
@@ -335,12 +322,11 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"  notifications: {n or 'not available'}")
     out.append("Paths:")
     out.extend(f"  {k}: {v}" for k, v in report["paths"].items())
+    out.append("")
     if report["problems"]:
-        out.append("")
         n = len(report["problems"])
         out.append(f"{n} {'problem' if n == 1 else 'problems'}:")
         out.extend(f"  - {p}" for p in report["problems"])
     else:
-        out.append("")
         out.append("everything looks fine")
     return "\n".join(out)

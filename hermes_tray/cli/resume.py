@@ -185,12 +185,10 @@ def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
             say("\nhermes-tray: a continuation is running and cannot be paused (its bookkeeping would wait while "
                 "Hermes goes on). Ctrl-C stops it cleanly.")
 
-    handlers: dict[int, Callable[[int, Any], None]] = {signal.SIGINT: on_stop}
-    named: tuple[tuple[str, Callable[[int, Any], None]], ...] = (
-        ("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp))
-    for name, handler in named:
-        if hasattr(signal, name):
-            handlers[getattr(signal, name)] = handler
+    handlers: dict[int, Callable[[int, Any], None]] = {
+        getattr(signal, name): handler for name, handler in (
+            ("SIGINT", on_stop), ("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp))
+        if hasattr(signal, name)}
     old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     last: list[Any] = [None, 0.0]  # the last progress line and when it was printed
 

@@ -1,7 +1,5 @@
-"""What the views show, as plain data: the turn model builds it, the menu/window/tooltip render it.
-
-Keeping it plain lets the views be tested with hand-made states and keeps engine records out of
-widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
+"""What the views show, as plain data (the turn model builds it; views are tested with hand-made states and never
+see engine records). Prompt excerpts are filled in only when ``show_prompts`` is on.
 """
 
 from __future__ import annotations
@@ -99,12 +97,9 @@ class RunningItem:
 
 @dataclass(frozen=True)
 class RecentItem:
-    """A turn that is not waiting for a decision: what happened, why, and what the user can still do.
-
-    ``actions``: the buttons its row offers — ``enable`` (turn Hermes auto-continue back on for ``home``),
-    ``skip`` (forget a turn nothing will continue). ``details``: Hermes' facts as the engine states them
-    (pids, paths, reasons), shown on demand; ``details_age``: the age those state (they tick with the row).
-    """
+    """A turn that is not waiting for a decision: what happened, why, and what the user can still do
+    (``actions``: ``enable`` auto-continue in ``home``, ``skip``). ``details``: Hermes' facts as the engine states
+    them, on demand; ``details_age``: the age those state (they tick with the row)."""
 
     key: TurnKey
     title: str
@@ -149,11 +144,8 @@ def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = ()
 
 @dataclass(frozen=True)
 class Problem:
-    """Something the tray could not read or do, with where to look and what to do about it.
-
-    ``attention``: a problem the user must act on (a corrupt or unsupported marker store, an
-    unreadable config, a failed start); False for a home that simply does not exist yet.
-    """
+    """Something the tray could not read or do, with where to look and what to do about it. ``attention``: the
+    user must act on it (False for a home that simply does not exist yet)."""
 
     text: str
     folder: str = ""  # what "Open folder" opens ("" = nothing to open)
@@ -290,15 +282,9 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
 
 def view_problems(texts: Sequence[str], details: Sequence[ProblemDetail] | None, *,
                   homes_found: bool = True) -> tuple[Problem, ...]:
-    """The scan's problems as :class:`Problem` rows (``details`` from the engine when it gives them).
-
-    While no home exists, its "does not exist" lines are not problems: the no-home state says it.
-    """
+    """The scan's problems as rows. While no home exists, its "does not exist" lines are left out: the no-home
+    state says it."""
     if details is None:
         return tuple(Problem(str(t)) for t in texts)
-    out = []
-    for d in details:
-        if not d.attention and not homes_found:
-            continue
-        out.append(Problem(d.text, folder=d.folder, attention=d.attention, kind=d.kind, home=d.home))
-    return tuple(out)
+    return tuple(Problem(d.text, folder=d.folder, attention=d.attention, kind=d.kind, home=d.home)
+                 for d in details if d.attention or homes_found)
