@@ -95,13 +95,8 @@ class TurnHistory:
     def tries(self) -> int:
         """How many continuations the turn had: the highest attempt any of its runs names (a run with its
         own marker journals both ``continuing`` and ``dispatched`` for one try: counting events counted it twice)."""
-        best = 0
-        for e in self.events:
-            for name in ("attempt", "attempts"):
-                v = json_int(field_of(e, name, None))
-                if v is not None:
-                    best = max(best, v)
-        return best
+        counts = (json_int(field_of(e, name, None)) for e in self.events for name in ("attempt", "attempts"))
+        return max([0, *(n for n in counts if n is not None)])
 
     def names(self) -> list[str]:
         return [str(field_of(e, "event", "")) for e in self.events]

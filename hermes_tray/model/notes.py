@@ -80,10 +80,9 @@ def outcome_note(key: str, title: str, out: RunResult, who: str, *, stopped: boo
         # tray and helper both in auto mode: the other one won the claim (or already finished). Normal
         # operation, not a failure: the log and the journal (the engine records the refusal) say so.
         return After.NOTHING, None
-    if outcome is Outcome.REFUSED:
-        return After.NOTE, Note(key, e.title, body(title, e), log_line=f"refused: {who}", kind=e.kind)
-    if stopped:
-        return After.NOTE, Note(key, e.title, body(title, e), log_line=f"stopped: {who}", kind=e.kind)
+    if outcome is Outcome.REFUSED or stopped:
+        said = "refused" if outcome is Outcome.REFUSED else "stopped"
+        return After.NOTE, Note(key, e.title, body(title, e), log_line=f"{said}: {who}", kind=e.kind)
     if outcome is Outcome.DETACHED:  # left running in Hermes as the tray quits: no failure to say
         return After.NOTHING, None
     return After.LATER, None
