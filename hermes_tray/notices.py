@@ -11,7 +11,7 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from html import escape
 from importlib import metadata
 from pathlib import Path
@@ -278,22 +278,30 @@ def installed_notices() -> str:
     return "\n".join(parts)
 
 
-def notices_file() -> Path | None:
-    """The notices to show in the About box: the bundle's own file when frozen, else generated
-    from the installed requirements into the private cache (None when that cannot be written)."""
+def shipped_file(name: str, text: Callable[[], str | None]) -> Path | None:
+    """The file ``name`` as this installation has it: the bundle's own copy when frozen, else ``text()`` written
+    to the private cache. None when there is neither. Blocking (it writes a file): off the GUI thread."""
     if getattr(sys, "frozen", False):
         for base in (Path(getattr(sys, "_MEIPASS", "")), Path(sys.executable).resolve().parent):
-            if (base / NOTICES_NAME).is_file():
-                return base / NOTICES_NAME
+            if (base / name).is_file():
+                return base / name
         return None
     from hermes_tray_core import atomic_write_bytes, cache_dir, ensure_private_dir
 
     try:
-        target = ensure_private_dir(cache_dir()) / NOTICES_NAME
-        atomic_write_bytes(target, installed_notices().encode("utf-8"))
+        content = text()
+        if not content:
+            return None
+        target = ensure_private_dir(cache_dir()) / name
+        atomic_write_bytes(target, content.encode("utf-8"))
     except OSError:
         return None
     return target
+
+
+def notices_file() -> Path | None:
+    """The notices the About box links to: generated from the installed requirements outside a bundle."""
+    return shipped_file(NOTICES_NAME, installed_notices)
 
 
 def about_html() -> str:

@@ -38,12 +38,10 @@ def _user_tag() -> str:
 
 
 class SingleInstance(QObject):
-    """Lock + local server for one role (``tray`` or ``helper``) of one user.
-
-    ``handler(message) -> bool`` answers later launches: a launch is told ``ok`` only when the handler
-    did what it asked (say, the window is showing), ``failed`` otherwise, and nothing while the holder
-    is not listening yet (it listens once the user can see it).
-    """
+    """Lock + local server for one role (``tray`` or ``helper``) of one user. ``handler(message) -> bool``
+    answers later launches: a launch is told ``ok`` only when the handler did what it asked (say, the window
+    is showing), ``failed`` otherwise, and nothing while the holder is not listening yet (it listens once the
+    user can see it)."""
 
     def __init__(self, role: str = "tray", directory: Path | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -125,10 +123,8 @@ class SingleInstance(QObject):
         sock.abort()
 
     def send_to_primary(self, message: str = "show", timeout_ms: int = 3000) -> bool:
-        """Deliver ``message`` to the running instance; True once it acknowledged.
-
-        Retries briefly: the holder may have the lock but not yet be listening.
-        """
+        """Deliver ``message`` to the running instance; True once it acknowledged. Retries briefly: the holder
+        may have the lock but not yet be listening."""
         from PySide6.QtNetwork import QLocalSocket
 
         deadline = time.monotonic() + timeout_ms / 1000

@@ -36,10 +36,8 @@ def quote_exec_start(argv: list[str]) -> str:
 
 
 def condition_path(path: str) -> str:
-    """``ConditionPathExists=`` value: the absolute path, ``%`` escaped (specifiers expand there too).
-
-    systemd ignores a relative path with a warning, so a relative one is made absolute here.
-    """
+    """``ConditionPathExists=`` value: the absolute path, ``%`` escaped (specifiers expand there too). systemd
+    ignores a relative path with a warning, so a relative one is made absolute here."""
     if any(c in "\n\r" for c in path):
         raise ValueError(f"a unit setting cannot contain a line break: {path!r}")
     return os.path.abspath(path).replace("%", "%%")

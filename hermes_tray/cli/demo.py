@@ -150,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     if start is None:
         return EXIT_OK
     try:
-        return int(start(demo) if start.__name__ == "run_demo" else start([]) or 0)
+        return int(start(demo) or 0)
     finally:
         demo.crash_backend()
         if root is None:  # a temp dir only this tray used: nothing of it outlives the tray
@@ -172,7 +172,4 @@ def _show(args: argparse.Namespace, demo: Any, *, ends: str) -> Any:
         print("(the tray is not available in this build; use the commands above)", file=sys.stderr)
         return None
     os.environ.update(demo.env)
-    start = getattr(app, "run_demo", None) or getattr(app, "main", None)
-    if start is None:
-        print("(this build's tray has no demo entry point; use the commands above)", file=sys.stderr)
-    return start
+    return app.run_demo

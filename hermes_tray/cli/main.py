@@ -10,20 +10,16 @@ import sys
 from typing import Any
 
 from hermes_tray.cli.exits import (
-    EXIT_FAILED,
     EXIT_INTERRUPTED,
-    EXIT_NO,
     EXIT_OK,
     EXIT_PIPE_CLOSED,
     EXIT_REFUSED,
-    EXIT_STOPPED,
     EXIT_USAGE,
     RESUME_WORKER,
 )
 from hermes_tray_core import __version__
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_NO", "EXIT_OK", "EXIT_PIPE_CLOSED", "EXIT_REFUSED",
-           "EXIT_STOPPED", "EXIT_USAGE", "RESUME_WORKER", "entry", "main"]
+__all__ = ["EXIT_OK", "EXIT_REFUSED", "entry", "main"]
 
 # Order = order in --help.
 COMMAND_MODULES = [
@@ -122,8 +118,7 @@ def main(argv: list[str] | None = None, *, exit_quickly: bool = False) -> int:
 
 class _SafeStream:
     """``sys.stdout`` / ``sys.stderr`` while a command runs: whatever a file holds (a session key, a title, a
-    path) reaches the terminal through :func:`hermes_tray.format.safe_text`, never raw — in every command's
-    human output, and in ``--json`` output as JSON escapes (``\\u202e``), which keep it valid JSON."""
+    path) reaches the terminal through :func:`hermes_tray.format.safe_text`, never raw."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream

@@ -59,18 +59,12 @@ def reminders_of(turns) -> dict[int, float]:
     waiting = [(i, t) for i, t in enumerate(turns) if t.verdict == Verdict.ACTIONABLE]
     if not waiting:
         return {}
-    out: dict[int, float] = {}
     try:
         known = ledger().statuses([t.turn.ident for _i, t in waiting])
     except (OSError, ValueError):  # the ledger cannot be read: the turns are listed without their reminders
         return {}
-    now = time.time()
-    for i, t in waiting:
-        st = known.get(t.turn.ident)
-        until = snoozed_until(st) if st is not None else None
-        if until is not None and until > now:
-            out[i] = until
-    return out
+    until = {i: snoozed_until(st) for i, t in waiting if (st := known.get(t.turn.ident)) is not None}
+    return {i: at for i, at in until.items() if at is not None and at > time.time()}
 
 
 def show_excerpts() -> bool:
@@ -137,10 +131,8 @@ def render(result, *, excerpts: bool = True, reminders: dict[int, float] | None 
                        "`hermes-tray enable` turns it back on, then they can be resumed")
     else:
         readable = [h for h in result.homes if h.exists and h.markers in ("ok", "none") and not h.unsupported]
-        if len(readable) == len(result.homes):
-            out.append("no interrupted turns")
-        else:
-            out.append("no interrupted turns found in the homes that could be read — see below")
+        out.append("no interrupted turns" if len(readable) == len(result.homes)
+                   else "no interrupted turns found in the homes that could be read — see below")
     for h in result.homes:
         notes = [f"NOT SUPPORTED: {u}" for u in h.unsupported] + list(h.problems)
         there = (served or {}).get(str(h.path))

@@ -75,10 +75,9 @@ class DemoHome:
 
     def start_turn(self, *, turn_seconds: float = 3600.0, die_after: float | None = None,
                    prompt: str = DEMO_PROMPT, session_key: str | None = None) -> subprocess.Popen[bytes]:
-        """Start a simulated backend running a turn on the demo session (again, for another round).
-
-        Returns once that backend's own marker is on disk (its pid as the writer), so a crash right
-        after always leaves an interrupted turn behind."""
+        """Start a simulated backend running a turn on the demo session (again, for another round). Returns
+        once that backend's own marker is on disk (its pid as the writer), so a crash right after always
+        leaves an interrupted turn behind."""
         key = session_key or self.session_key
         self.current = key
         python = sim_command(self.install_root)[0]

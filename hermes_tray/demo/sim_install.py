@@ -86,11 +86,9 @@ def _declare_distribution(pkg_root: Path) -> None:
 
 
 def create_sim_install(root: Path | str, capability: str = AUTO) -> Path:
-    """Build (or reuse) a simulated Hermes install at ``root``; returns its ``hermes`` launcher path.
-
-    The launcher's shebang names the install's interpreter, so ``find_hermes`` with ``root/bin``
-    on PATH (or ``hermes_command = [<launcher>]``) resolves it as it would a real Hermes.
-    """
+    """Build (or reuse) a simulated Hermes install at ``root``; returns its ``hermes`` launcher path. The
+    launcher's shebang names the install's interpreter, so ``find_hermes`` with ``root/bin`` on PATH (or
+    ``hermes_command = [<launcher>]``) resolves it as it would a real Hermes."""
     if capability not in (AUTO, LEGACY):
         raise ValueError(f"capability must be {AUTO!r} or {LEGACY!r}")
     if getattr(sys, "frozen", False):

@@ -79,21 +79,19 @@ class _Public:
 
 
 def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
-    """desktop-notifier's D-Bus back end, extended where its public API has no way: its ``Notify`` call
-    gets the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would
-    stack ten notes instead of updating one), the ``desktop-entry`` hint (servers take the app's
-    name and icon from the installed entry), and a labelled default action or none (desktop-notifier
-    always sends ``default`` with an empty label: dunst lists it as a blank entry in its menu). It also closes
-    every note the user answered (``CloseNotification``): dunst's action menu invokes without closing.
-
-    Not public API: this relies on four members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
-    (6.x, pinned ``<7`` in pyproject.toml): ``_init_dbus`` (it returns the proxy whose ``call_notify`` is
-    wrapped), ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id),
+    """desktop-notifier's D-Bus back end, extended where its public API has no way: its ``Notify`` call gets
+    the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would stack ten
+    notes instead of updating one), the ``desktop-entry`` hint (servers take the app's name and icon from the
+    installed entry), and a labelled default action or none (desktop-notifier always sends ``default`` with an
+    empty label: dunst lists it as a blank entry in its menu). It also closes every note the user answered
+    (``CloseNotification``): dunst's action menu invokes without closing. Not public API: this relies on four
+    members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier`` (6.x, pinned ``<7`` in pyproject.toml):
+    ``_init_dbus`` (it returns the proxy whose ``call_notify`` is wrapped),
+    ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id),
     ``_clear_notification_from_cache`` (the replaced note's bookkeeping) and ``_on_action`` (the server's
     ``ActionInvoked``). If they are missing the caller falls back to :class:`_Public`.
-    tests/e2e/test_storm_and_restart.py (``replaces_id``, an answered note closed on a server that leaves it up)
-    and tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives.
-    """
+    tests/e2e/test_storm_and_restart.py (``replaces_id``, an answered note closed on a server that leaves it
+    up) and tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives."""
     from desktop_notifier.backends.dbus import DBusDesktopNotifier
 
     class ReplacingDBus(DBusDesktopNotifier):

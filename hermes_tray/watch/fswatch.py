@@ -95,11 +95,9 @@ class HomeWatcher(QObject):
             self._watcher.addPaths(fresh)
 
     def _on_change(self, path: str) -> None:
-        """Report changes in planned dirs/files; a stand-in parent only re-applies the plan.
-
-        A stand-in (the nearest existing parent of a missing planned dir, often the home
-        itself, where ``state.db`` churns) reports only when a planned dir appeared under it.
-        """
+        """Report changes in planned dirs/files; a stand-in parent only re-applies the plan. A stand-in (the
+        nearest existing parent of a missing planned dir, often the home itself, where ``state.db`` churns)
+        reports only when a planned dir appeared under it."""
         p = Path(path)
         stand_in = any(t == path and planned != p for planned, t in self._target.items())
         if (p in self._target) and not stand_in:

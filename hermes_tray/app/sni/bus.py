@@ -68,9 +68,7 @@ class SessionLink(QObject):
 
     def call(self, msg: Message, timeout: float = 2.0) -> tuple[Any, ...]:
         """Send a method call and wait for its reply's body (raises ``DBusErrorResponse``, ``TimeoutError``).
-
-        Only for peers that do not call back into us before answering (the bus itself, the watcher).
-        """
+        Only for peers that do not call back into us before answering (the bus itself, the watcher)."""
         serial = next(self.conn.outgoing_serial)
         fut: Future = Future()
         with self._lock:

@@ -272,9 +272,8 @@ class SniTrayIcon(QObject):
 
 def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon) -> SniTrayIcon | None:
     """Our own item when a StatusNotifierWatcher with a host is on the session bus, else None; never raises. Only
-    the checks are synchronous (sub-millisecond); the registration is answered later."""
-    if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
-        return None
+    the checks are synchronous (sub-millisecond); the registration is answered later. Linux and the BSDs only
+    (``TrayPresence`` asks)."""
     link = None
     try:
         link = SessionLink()
