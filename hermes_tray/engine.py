@@ -8,6 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -241,15 +242,12 @@ class CoreEngine:
         out: dict[tuple[str, str], str] = {}
         now = time.time()
         for home, keys in by_home.items():
-            state = HomeState(Path(home), now)
-            try:
+            with closing(HomeState(Path(home), now)) as state:
                 state.prefetch(keys)
                 for key in keys:
                     info, _problem = state.session(key)
                     if info and info[0] and (prompts or not state.title_from_prompt(key)):
                         out[(home, key)] = safe_text(info[0])
-            finally:
-                state.close()
         return out
 
 

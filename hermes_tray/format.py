@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 from hermes_tray_core import age_text, restate_age, strict_finite
 
 __all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
-           "first_line", "repeats", "safe_text", "short_path", "tell_apart"]
+           "first_line", "repeats", "safe_text", "short_path", "stamp", "tell_apart"]
 
 if TYPE_CHECKING:
     from hermes_tray_core import TurnRecord
@@ -69,6 +69,10 @@ def turn_since(turn: TurnRecord, scanned_at: float | None = None) -> float | Non
     at = time.time() if scanned_at is None else scanned_at
     age = turn_age(turn, at)
     return None if age is None else at - age
+
+
+def stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
 
 
 def elapsed_text(seconds: float) -> str:

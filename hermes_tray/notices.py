@@ -12,6 +12,7 @@ import shutil
 import subprocess
 import sys
 from collections.abc import Callable, Iterable
+from contextlib import suppress
 from html import escape
 from importlib import metadata
 from pathlib import Path
@@ -250,10 +251,8 @@ def bundle_notices(sources: Iterable[Path], ours: Iterable[Path] = ()) -> str:
     dists, rest = owners(paths)
     names = {_norm(_field(d.metadata, "Name")) for d in dists}
     if "pyinstaller" not in names:  # its bootloader is in every frozen executable
-        try:
+        with suppress(metadata.PackageNotFoundError):
             dists.append(metadata.distribution("pyinstaller"))
-        except metadata.PackageNotFoundError:
-            pass
     dists = sorted((d for d in dists if _norm(_field(d.metadata, "Name")) != "hermes-tray"),
                    key=lambda d: _norm(_field(d.metadata, "Name")))
     stdlib = Path(sys.base_prefix)

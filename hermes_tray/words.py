@@ -17,7 +17,7 @@ if TYPE_CHECKING:
     from hermes_tray_core import StopCause, TurnProgress
 
 __all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "cause_line",
-           "ending", "error_text", "event_detail", "event_text", "held", "progress_line", "progress_lines",
+           "ending", "error_text", "event_detail", "field_of", "event_text", "held", "progress_line", "progress_lines",
            "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries",
            "turn_title", "untitled_label", "value_text", "via_text", "when_text"]
 
@@ -356,7 +356,7 @@ VIA_TEXT = {"menu": "from the menu", "window": "from the turns window", "notific
             "desktop-notifier": "by a notification", "log": "in the log only: no notification server"}
 
 
-def _field(entry: Any, name: str, default: Any = "") -> Any:
+def field_of(entry: Any, name: str, default: Any = "") -> Any:
     return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
 
 
@@ -366,12 +366,12 @@ STOPPED_BY = {"you": "Stopped by you", "hermes": "Interrupted again in Hermes", 
 
 def event_text(entry: Any) -> str:
     """What one event was, in words (an event of a newer journal: its own name)."""
-    name = str(_field(entry, "event", ""))
-    if name == "refused" and _field(entry, "action", "") == "skip":
+    name = str(field_of(entry, "event", ""))
+    if name == "refused" and field_of(entry, "action", "") == "skip":
         return "Not skipped"
     if name == "interrupted":
-        return STOPPED_BY.get(str(_field(entry, "stopped_by", "")), EVENT_TEXT[name])
-    if name == "approved" and str(_field(entry, "via", "")).removeprefix("tray-") == "auto":
+        return STOPPED_BY.get(str(field_of(entry, "stopped_by", "")), EVENT_TEXT[name])
+    if name == "approved" and str(field_of(entry, "via", "")).removeprefix("tray-") == "auto":
         return "Resumed automatically"
     return EVENT_TEXT.get(name, name)
 
@@ -397,22 +397,22 @@ def value_text(value: Any) -> str:
 
 def event_detail(entry: Any) -> str:
     """One line about one event (never prompt text: the journal has none; never its timings or raw times)."""
-    if str(_field(entry, "event", "")) == "config-changed":
-        by = via_text(_field(entry, "by", ""))
-        return (f"{_field(entry, 'key', '?')}: {value_text(_field(entry, 'old', None))} → "
-                f"{value_text(_field(entry, 'new', None))}" + (f", {by}" if by else ""))
+    if str(field_of(entry, "event", "")) == "config-changed":
+        by = via_text(field_of(entry, "by", ""))
+        return (f"{field_of(entry, 'key', '?')}: {value_text(field_of(entry, 'old', None))} → "
+                f"{value_text(field_of(entry, 'new', None))}" + (f", {by}" if by else ""))
     bits = []
     for name in ("reason", "why", "outcome", "where"):
-        v = _field(entry, name, "")
-        if v and not (name == "outcome" and str(v) in str(_field(entry, "reason", ""))):
+        v = field_of(entry, name, "")
+        if v and not (name == "outcome" and str(v) in str(field_of(entry, "reason", ""))):
             bits.append(str(v))
-    via = via_text(_field(entry, "via", ""))
+    via = via_text(field_of(entry, "via", ""))
     if via:
         bits.append(via)
-    attempt = json_int(_field(entry, "attempt", None))
+    attempt = json_int(field_of(entry, "attempt", None))
     if attempt is not None:
         bits.append(f"attempt {attempt}")
-    until = json_number(_field(entry, "until", None))
+    until = json_number(field_of(entry, "until", None))
     if until is not None and 0 < until < 2**37:
         bits.append(f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return " · ".join(bits)

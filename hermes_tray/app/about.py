@@ -8,6 +8,7 @@ import html
 import logging
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -127,10 +128,8 @@ class AboutDialog(QDialog):
         """Off the GUI thread: compute, then hand the text over — unless the box was closed and deleted
         meanwhile (Qt then says "Signal source has been deleted"): nobody is left to show it."""
         text = work()
-        try:
+        with suppress(RuntimeError):
             signal.emit(name, text)
-        except RuntimeError:
-            pass
 
     def _got(self, name: str, text: str) -> None:
         setattr(self, name, text)  # self.hermes, self.notices or self.readme

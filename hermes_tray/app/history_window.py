@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
 from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +31,7 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import safe_text, short_path, since_text
+from hermes_tray.format import safe_text, short_path, since_text, stamp
 from hermes_tray.model.history import (
     TurnHistory,
     event_detail,
@@ -52,10 +52,6 @@ LIVE_DELAY_MS = 150  # a burst of ledger writes (one resume writes three or four
 READ_ERROR = "The history could not be read. The log folder has the details."
 
 log = logging.getLogger(__name__)
-
-
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
 
 
 class HistoryWindow(QDialog):
@@ -279,10 +275,8 @@ class HistoryWindow(QDialog):
                 found = ask(wanted)
             except Exception:  # boundary: a title is a nicety: the row keeps "session …"
                 pass
-            try:
+            with suppress(RuntimeError):  # the window was deleted meanwhile
                 self.titles_arrived.emit(wanted, found)
-            except RuntimeError:  # the window was deleted meanwhile
-                pass
 
         threading.Thread(target=work, name="history-titles", daemon=True).start()
 
@@ -308,7 +302,7 @@ class HistoryWindow(QDialog):
         if t.config:
             e = t.events[-1]
             what = "Hermes settings changed" if t.home else "Tray settings changed"
-            item = QTreeWidgetItem([what, t.profile, _stamp(when_of(e)), t.outcome(), ""])
+            item = QTreeWidgetItem([what, t.profile, stamp(when_of(e)), t.outcome(), ""])
             item.setToolTip(0, safe_text(t.home) or "The tray's own settings")
             item.setToolTip(1, safe_text(t.home))
             item.setToolTip(2, since_text(when_of(e)))
@@ -316,7 +310,7 @@ class HistoryWindow(QDialog):
             return item
         title = self._title(t)
         at, what = (t.interrupted_at, "Interrupted") if t.interrupted_at else (t.started_at, "Started")
-        when = f"{what} {_stamp(at)}" if at else ""  # "Interrupted" only when that moment is known
+        when = f"{what} {stamp(at)}" if at else ""  # "Interrupted" only when that moment is known
         item = QTreeWidgetItem([title, t.profile, when, t.outcome(), t.where()])
         item.setData(0, TURN_ROLE, id(t))
         item.setToolTip(0, f"{title}\nSession ID: {safe_text(t.session_key)}")
@@ -328,7 +322,7 @@ class HistoryWindow(QDialog):
         if t.where():
             item.setToolTip(4, t.where_details())
         for e in t.events:  # the event trail, on expand
-            child = QTreeWidgetItem([event_text(e), "", _stamp(when_of(e)), event_detail(e), ""])
+            child = QTreeWidgetItem([event_text(e), "", stamp(when_of(e)), event_detail(e), ""])
             child.setToolTip(3, event_detail(e))
             item.addChild(child)
         return item

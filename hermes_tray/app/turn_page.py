@@ -8,8 +8,6 @@ PyPI serves no web app at all (``/`` answers 404). Resume here continues it insi
 
 from __future__ import annotations
 
-import time
-
 from PySide6.QtCore import Qt, Signal
 from PySide6.QtGui import QFont
 from PySide6.QtWidgets import (
@@ -26,13 +24,9 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import safe_text
+from hermes_tray.format import safe_text, stamp
 from hermes_tray.model.page import TurnPage
 from hermes_tray_core import TurnKey
-
-
-def _at(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
 
 
 def _label(text: str, *, bold: bool = False) -> QLabel:
@@ -82,7 +76,7 @@ class TurnPageDialog(QDialog):
         self.decisions.setRootIsDecorated(False)
         self.decisions.setAccessibleName("Every decision about this turn so far")
         for d in page.decisions:
-            self.decisions.addTopLevelItem(QTreeWidgetItem([_at(d.at), d.what, d.detail]))
+            self.decisions.addTopLevelItem(QTreeWidgetItem([stamp(d.at), d.what, d.detail]))
         if not page.decisions:
             self.decisions.addTopLevelItem(QTreeWidgetItem(["", "Nothing recorded yet", ""]))
         for col in range(3):

@@ -6,6 +6,7 @@ honours it and ``enable`` clears it. The registry module is injected, so the wri
 from __future__ import annotations
 
 import subprocess
+from contextlib import suppress
 from typing import Any
 
 from hermes_tray.autostart.base import APP_NAME, AutoStart
@@ -49,11 +50,9 @@ class WindowsRunAutoStart(AutoStart):
 
     def _delete(self, key_path: str) -> None:
         reg = self.reg
-        try:
+        with suppress(FileNotFoundError):
             with reg.OpenKey(reg.HKEY_CURRENT_USER, key_path, 0, reg.KEY_SET_VALUE) as key:
                 reg.DeleteValue(key, self.value_name)
-        except FileNotFoundError:
-            pass
 
     def approved(self) -> bool:
         flag = self._query(APPROVED_KEY)

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from contextlib import suppress
 from typing import Any
 
 from hermes_tray.cli.exits import (
@@ -187,10 +188,8 @@ def _exit_now(code: int) -> None:
         return
     run_handlers()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 
@@ -198,12 +197,10 @@ def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
     import os
 
-    try:
+    with suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

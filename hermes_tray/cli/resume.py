@@ -21,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
@@ -169,10 +170,8 @@ def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
     said: set[str] = set()
 
     def say(text: str) -> None:
-        try:  # after SIGHUP the terminal may be gone: saying so must not break the clean stop
+        with suppress(OSError, ValueError):  # after SIGHUP the terminal may be gone: never break the clean stop
             print(text, file=sys.stderr, flush=True)
-        except (OSError, ValueError):
-            pass
 
     def on_stop(sig: int, _frm: Any) -> None:
         if not stop.is_set():  # how it ended is said once, by the outcome line
@@ -250,11 +249,9 @@ def _run_background(args: argparse.Namespace, turn: Turn) -> int:
             env=child_environment(), **kwargs)
     assert proc.stdin is not None and proc.stdout is not None
     request = {"home": turn.home, "session_key": turn.key, "expected": turn.marker.raw, "via": "cli"}
-    try:
+    with suppress(OSError):
         proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
         proc.stdin.close()
-    except OSError:
-        pass
     try:
         for raw in iter(proc.stdout.readline, b""):
             try:

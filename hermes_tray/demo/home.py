@@ -86,13 +86,10 @@ class DemoHome:
         if die_after is not None:
             argv += ["--die-after", str(die_after)]
         fd = os.open(self.root / "sim-backend.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        log = os.fdopen(fd, "ab")  # handed to the child
-        try:
+        with os.fdopen(fd, "ab") as log:  # handed to the child
             self.backend = subprocess.Popen(  # noqa: S603 - argv list
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **self.env},
                 start_new_session=(os.name != "nt"))
-        finally:
-            log.close()
         deadline = time.monotonic() + 10
         from hermes_tray_core import read_turn_marker
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tray import words
-from hermes_tray.words import event_detail, event_text, value_text, via_text
+from hermes_tray.words import event_detail, event_text, field_of, value_text, via_text
 from hermes_tray_core import TurnId, json_int, json_number
 
 __all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns", "homes_in", "profile_of",
@@ -38,10 +38,6 @@ REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "st
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
                       "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed"})
-
-
-def field_of(entry: Any, name: str, default: Any = "") -> Any:
-    return entry.get(name, default) if isinstance(entry, Mapping) else default
 
 
 def _num(v: Any) -> float:

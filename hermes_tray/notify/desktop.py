@@ -14,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -140,10 +141,8 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
             note up, still offering buttons that now do nothing, and later notes stack beside it."""
             from dbus_fast.errors import DBusError
 
-            try:
+            with suppress(DBusError, OSError, EOFError):  # closed already (an error reply), or the bus went away
                 await self.interface.call_close_notification(nid)  # type: ignore[union-attr]
-            except (DBusError, OSError, EOFError):  # closed already (an error reply), or the bus went away
-                pass
 
     backend = ReplacingDBus(app_name, icon)
     if not hasattr(backend, "_platform_to_interface_notification_identifier") or not hasattr(

@@ -9,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import Any
 
 from jeepney import (
@@ -171,10 +172,8 @@ class SessionLink(QObject):
         if self._closing:
             return
         self._closing = True
-        try:
+        with suppress(OSError):
             self.conn.close()
-        except OSError:
-            pass
         self._thread.join(timeout=2)
 
 
