@@ -20,7 +20,7 @@ from hermes_tray.cli.exits import (
 )
 from hermes_tray_core import __version__
 
-__all__ = ["EXIT_OK", "EXIT_REFUSED", "entry", "main"]
+__all__ = ["entry", "main"]
 
 # Order = order in --help.
 COMMAND_MODULES = [
