@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "cause_line",
            "ending", "error_text", "event_detail", "field_of", "event_text", "held", "progress_line", "progress_lines",
-           "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries",
+           "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries", "tries_text",
            "turn_title", "untitled_label", "value_text", "via_text", "when_text"]
 
 #: Words of the engine a user never needs to read in a short sentence (its details may hold them).
@@ -113,6 +113,10 @@ def _finish_by_hand(in_app: bool) -> str:
 
 def tries(n: int | None) -> str:
     return count(n, "try", "tries") if n else "its tries"
+
+
+def tries_text(attempts: int) -> str:
+    return "Not resumed yet" if not attempts else f"{tries(attempts)} so far"
 
 
 def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: str = "desktop",

@@ -18,7 +18,6 @@ from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.memory import trim
 from hermes_tray.app.menu import TrayMenu
-from hermes_tray.app.reveal import open_or_show
 from hermes_tray.app.single_instance import SingleInstance
 from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 
@@ -440,10 +439,13 @@ class TrayApp(QObject):
 
     def open_folder(self, path: str) -> None:
         """A problem's folder (the banner's "Open folder"), in the desktop's file manager, else its path."""
+        from hermes_tray.app.reveal import open_or_show
+
         if path:
             self._dialogs["path"] = open_or_show("Folder", path)
 
     def open_logs(self) -> None:
+        from hermes_tray.app.reveal import open_or_show
         from hermes_tray_core import ensure_private_dir, log_dir
 
         path = ensure_private_dir(log_dir())

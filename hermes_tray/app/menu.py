@@ -12,7 +12,6 @@ from PySide6.QtWidgets import QMenu, QWidget
 
 from hermes_tray import words
 from hermes_tray.format import elapsed_text, elide
-from hermes_tray.model.page import tries_text
 from hermes_tray.model.viewstate import TurnItem, ViewState
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
@@ -108,7 +107,7 @@ class TrayMenu(QMenu):
         if item.reminder is None:
             sub.addAction(words.REMIND_HOUR).triggered.connect(
                 lambda _=False, k=item.key: self.snooze_requested.emit(k))
-        info_text = tries_text(item.attempts)
+        info_text = words.tries_text(item.attempts)
         if item.reminder is not None:
             info_text += f" · {item.reminder_text()}"
         if item.profile and item.profile != "default":
