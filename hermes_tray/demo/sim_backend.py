@@ -99,21 +99,6 @@ def write_control(home: Path | str, **knobs: Any) -> None:
         json.dump(data, f)
 
 
-def read_turns(home: Path | str) -> list[dict[str, Any]]:
-    """The turns simulated backends ran on ``home`` (one dict per turn start)."""
-    try:
-        lines = (Path(home) / TURNS_FILE).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
-
-
 def _log_turn(home: Path, **fields: Any) -> None:
     fd = os.open(home / TURNS_FILE, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
     with os.fdopen(fd, "a", encoding="utf-8") as f:
