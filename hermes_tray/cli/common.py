@@ -86,6 +86,31 @@ def refuse_unusable_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int
     return None
 
 
+def one_turn(args: argparse.Namespace, now: float | None = None) -> Any:
+    """The interrupted turn of ``args.session`` in the selected homes (skip, snooze), or the exit code of the
+    refusal: a bad session id, an unusable ``--home``, no such turn, or one in several homes."""
+    from hermes_tray_core import InvalidIdError, Scanner, validate_session_id
+
+    try:
+        key = validate_session_id(args.session, what="SESSION")
+    except InvalidIdError as exc:
+        return refuse(args, exc.user_message, EXIT_USAGE)
+    homes = selected_homes(args)
+    refused = refuse_unusable_homes(args, homes)
+    if refused is not None:
+        return refused
+    result = Scanner(homes, read_progress=False).scan(now)  # neither shows how far a turn got
+    found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
+    if not found:
+        unreadable = [str(h.path) for h in result.homes if h.markers in ("corrupt", "unreadable")]
+        extra = f" (could not read the markers of {', '.join(unreadable)})" if unreadable else ""
+        return refuse(args, f"no interrupted turn {key} in {', '.join(str(h.path) for h in homes)}{extra}")
+    if len(found) > 1:
+        where = ", ".join(str(t.home) for t in found)
+        return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
+    return found[0]
+
+
 def homes_to_change(args: argparse.Namespace, *, all_flag: bool, create: bool = False) -> tuple[list, str | None, int]:
     """Homes a write applies to: ``--home`` ones, every existing home with ``--all``, or the only existing
     home. Returns ``(homes, problem, exit code)``; with a problem nothing may be written. A ``--home`` must be
@@ -152,4 +177,4 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
 
 
 __all__ = ["EXIT_REFUSED", "EXIT_USAGE", "homes_to_change", "journal", "journal_config",
-           "load_tray_settings", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]
+           "load_tray_settings", "one_turn", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]

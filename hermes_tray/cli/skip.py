@@ -27,35 +27,13 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from hermes_tray.cli.common import (
-        EXIT_USAGE,
-        journal,
-        print_json,
-        refuse,
-        refuse_unusable_homes,
-        selected_homes,
-        warn,
-    )
-    from hermes_tray_core import InvalidIdError, Scanner, SkipOutcome, skip_turn, validate_session_id
+    from hermes_tray.cli.common import journal, one_turn, print_json, refuse, warn
+    from hermes_tray_core import SkipOutcome, skip_turn
 
-    try:
-        key = validate_session_id(args.session, what="SESSION")
-    except InvalidIdError as exc:
-        return refuse(args, exc.user_message, EXIT_USAGE)
-    homes = selected_homes(args)
-    refused = refuse_unusable_homes(args, homes)
-    if refused is not None:
-        return refused
-    result = Scanner(homes, read_progress=False).scan()  # neither shows how far a turn got
-    found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
-    if not found:
-        unreadable = [str(h.path) for h in result.homes if h.markers in ("corrupt", "unreadable")]
-        extra = f" (could not read the markers of {', '.join(unreadable)})" if unreadable else ""
-        return refuse(args, f"no interrupted turn {key} in {', '.join(str(h.path) for h in homes)}{extra}")
-    if len(found) > 1:
-        where = ", ".join(str(t.home) for t in found)
-        return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
-    rec = found[0]
+    rec = one_turn(args)
+    if isinstance(rec, int):
+        return rec
+    key = rec.session_key
     entry = rec.entry or {}
     if args.started_at is not None and entry.get("started_at") != args.started_at:
         journal("refused", rec.turn.ident._replace(started_at=float(args.started_at)), action="skip",
