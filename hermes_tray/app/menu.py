@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtGui import QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
 from hermes_tray import words
@@ -126,22 +126,6 @@ class TrayMenu(QMenu):
         if n > MENU_TURNS:
             more = self.addAction(f"{words.count(n - MENU_TURNS, 'more turn')} in the turns window…")
             more.triggered.connect(self.open_requested.emit)
-
-    def action_labels(self) -> list[str]:
-        """Top-level entry texts (separators as ``---``): what a user reads, for tests."""
-        return [a.text() if not a.isSeparator() else "---" for a in self.actions()]
-
-    def find_action(self, text: str) -> QAction | None:
-        """Depth-first search for an entry by its exact label."""
-        stack = list(self.actions())
-        while stack:
-            act = stack.pop(0)
-            if act.text() == text:
-                return act
-            sub = act.menu()
-            if isinstance(sub, QMenu):  # QAction.menu() is a template in Qt 6: PySide6 types it QObject
-                stack.extend(sub.actions())
-        return None
 
     def rebuild(self) -> None:
         self.clear()
