@@ -1,13 +1,13 @@
 """Every sentence the tray says about a turn, in one place, keyed by the engine's typed codes (the views and
 the command line never re-read the engine's English, which stays the *details*: pids, paths, reason codes).
-Writing rules, checked by ``tests/test_words.py`` over :func:`catalogue`: short sentences, one fact each, no
-nested parentheses, the user's words, never the engine's (:data:`ENGINE_WORDS`). Qt-free: the command line uses it.
+Writing rules, checked by ``tests/test_words.py`` over every sentence here: short sentences, one fact each, no
+nested parentheses, the user's words, never the engine's. Qt-free: the command line uses it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -16,14 +16,10 @@ from hermes_tray_core import Moment, Outcome, ReasonCode, Verdict, age_text, jso
 if TYPE_CHECKING:
     from hermes_tray_core import StopCause, TurnProgress
 
-__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "cause_line",
+__all__ = ["EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "cause_line",
            "ending", "error_text", "event_detail", "field_of", "event_text", "held", "progress_line", "progress_lines",
            "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries", "tries_text",
            "turn_title", "untitled_label", "value_text", "via_text", "when_text"]
-
-#: Words of the engine a user never needs to read in a short sentence (its details may hold them).
-ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
-                "writer", "tombstone", "journal", "backend", "claim", "epoch", "json-rpc", "session.resume")
 
 RUNNING_BACKEND = "running-backend"  # the values of the engine's RanIn (vocab)
 SEPARATE_PROCESS = "separate-process"
@@ -420,52 +416,3 @@ def event_detail(entry: Any) -> str:
     if until is not None and 0 < until < 2**37:
         bits.append(f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return " · ".join(bits)
-
-
-# -- everything, for the writing rules -----------------------------------------------------------------------
-
-
-def catalogue() -> Iterator[tuple[str, str]]:
-    """``(where, text)`` for every string here and every rendering of each code: what tests/test_words.py
-    checks against the writing rules."""
-    for name, value in sorted(globals().items()):
-        if name.isupper() and isinstance(value, str) and name not in ("RUNNING_BACKEND", "SEPARATE_PROCESS"):
-            yield name, value
-    yield from (("MODE_LINES", v) for v in MODE_LINES.values())
-    yield from ((f"EVENT_TEXT {k}", v) for k, v in EVENT_TEXT.items())
-    yield from ((f"VIA_TEXT {k}", v) for k, v in VIA_TEXT.items())
-    yield from ((f"STOPPED_BY {k}", v) for k, v in STOPPED_BY.items())
-    yield from ((f"when {m}", when_text(m, time.time() - 75)) for m in Moment)
-    for code, (why, can) in [*REFUSALS.items(), *NOT_ACTIONABLE.items()]:
-        yield f"refusal {code}", why
-        yield f"refusal {code} (to do)", can
-    for verdict in Verdict:
-        for code in [None, *ReasonCode]:
-            for in_app in (True, False):
-                h = held(verdict, code, attempts=2, in_app=in_app)
-                yield from ((f"held {verdict}/{code}", s) for s in (h.what, h.why, h.can_do))
-    for outcome in Outcome:
-        for stopped in (False, True):
-            for ran_in in ("", RUNNING_BACKEND, SEPARATE_PROCESS):
-                for code in ("", *REFUSALS, "not-actionable"):
-                    for refused in ("", *NOT_ACTIONABLE):
-                        e = ending(outcome, code=code, verdict=refused, stopped=stopped, attempts=2, ran_in=ran_in)
-                        yield from ((f"ending {outcome}", s) for s in (e.what, e.why, e.can_do, e.title))
-    yield "untitled", untitled_label("work", time.time() - 60)
-    yield "untitled", untitled_label("default", None, "Refactor the config parser so unknown keys warn, then test")
-    yield "storm", storm_title(12)
-    yield "title", turn_title(WAITING_WHAT, "Fix the flaky test")
-    from hermes_tray_core import StopCause, TurnProgress
-
-    for cause in StopCause:
-        yield f"cause {cause}", cause_line(cause, "" if cause == StopCause.UNKNOWN else "the turn started at 14:02")
-    from hermes_tray_core import ProgressStep, StepKind
-
-    steps = TurnProgress(messages=4, tool_calls=2, ran_for_s=75.0, last_excerpt="read_file: notes.txt")
-    running = TurnProgress(messages=3, tool_calls=2, ran_for_s=75.0, recent=(
-        ProgressStep(StepKind.TOOL, tool="read_file"), ProgressStep(StepKind.TEXT, paragraphs=2),
-        ProgressStep(StepKind.TOOL, tool="terminal", running=True)))
-    for p in (TurnProgress(), steps, running):
-        yield "progress", progress_line(p, excerpts=False)
-        yield from (("progress (details)", line) for line in progress_lines(p, excerpts=False))
-    yield "reminder", reminder_text(time.time() + 3600, time.time())
