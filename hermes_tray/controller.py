@@ -173,18 +173,10 @@ class Controller(QObject):
     def report(self) -> ScanReport:
         return self.model.report
 
-    @property
-    def busy_writing(self) -> bool:
-        """A write handed to the worker has not come back yet."""
-        return self.writes.pending > 0
-
     def _reskip(self, key: Key, rec: TurnRecord) -> None:
         """A skipped turn that came back is skipped again, silently, on the write worker."""
         self.writes.submit(lambda: self._engine_skip(rec, "re-skip"),
                            lambda reply: self._skipped(key, rec, reply, again=True), bookkeeping=True)
-
-    def record_for(self, key: Key) -> TurnRecord | None:
-        return self.model.records.get(key)
 
     # --- scans and the view -------------------------------------------------------------------
     def on_scan(self, report: ScanReport) -> None:

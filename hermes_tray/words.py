@@ -18,7 +18,7 @@ if TYPE_CHECKING:
 
 __all__ = ["EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "cause_line",
            "ending", "error_text", "event_detail", "field_of", "event_text", "held", "progress_line", "progress_lines",
-           "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries", "tries_text",
+           "ran_in_short", "ran_in_sentence", "reminder_text", "stop_not_written", "tries", "tries_text",
            "turn_title", "untitled_label", "value_text", "via_text", "when_text"]
 
 RUNNING_BACKEND = "running-backend"  # the values of the engine's RanIn (vocab)
@@ -152,16 +152,6 @@ def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: st
             return Held("Hermes cannot read this turn", "Hermes ignores it too.")
         return Held("Hermes handles this one", "Hermes recovers it in its own way.")
     return Held("Not waiting")
-
-
-def status_word(verdict: str, code: str | None = None) -> str:
-    """One or two words for ``hermes-tray status``'s table (the JSON keeps the verdict itself)."""
-    if verdict == Verdict.RUNNING and code == ReasonCode.OWNER_ALIVE:
-        return "open in Hermes"
-    short: dict[str, str] = {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
-                             Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
-                             Verdict.SKIPPED: "skipped", Verdict.STOPPED: "stopped"}
-    return short.get(verdict, str(verdict))
 
 
 # -- how a resume ended ----------------------------------------------------------------------------------------

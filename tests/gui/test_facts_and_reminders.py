@@ -45,7 +45,7 @@ def scan(ctrl, *records) -> None:
 
 
 def settle(qtbot, ctrl) -> None:
-    qtbot.waitUntil(lambda: not ctrl.busy_writing, timeout=5000)
+    qtbot.waitUntil(lambda: ctrl.writes.pending == 0, timeout=5000)
 
 
 def snoozes() -> list[dict]:
