@@ -22,7 +22,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QLabel,
-    QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -31,6 +30,7 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
+from hermes_tray.app.widgets import button
 from hermes_tray.format import safe_text, short_path, since_text, stamp
 from hermes_tray.model.history import (
     TurnHistory,
@@ -120,18 +120,10 @@ class HistoryWindow(QDialog):
         self.tree.itemDoubleClicked.connect(lambda *_: self._open_page())
         lay.addWidget(self.tree, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.resume_button = QPushButton("&Resume again")
-        self.resume_button.setAccessibleName("Resume this turn again")
-        self.resume_button.setToolTip("For a turn resumed before that waits again. Resume a new one from the menu.")
-        self.resume_button.clicked.connect(self._resume)
-        self.copy_button = QPushButton("&Copy session ID")
-        self.copy_button.setAccessibleName("Copy the session ID of this turn")
-        self.copy_button.clicked.connect(self._copy)
-        refresh = QPushButton("Re&fresh")
-        refresh.setAccessibleName("Read the history again")
-        refresh.clicked.connect(self.reload)
-        for b in (self.resume_button, self.copy_button, refresh):
-            b.setAutoDefault(False)
+        self.resume_button = button("&Resume again", self._resume, "Resume this turn again",
+                                    "For a turn resumed before that waits again. Resume a new one from the menu.")
+        self.copy_button = button("&Copy session ID", self._copy, "Copy the session ID of this turn")
+        for b in (self.resume_button, self.copy_button, button("Re&fresh", self.reload, "Read the history again")):
             buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)

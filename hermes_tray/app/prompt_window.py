@@ -9,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal, SignalInstance
-from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QResizeEvent, QShortcut
+from PySide6.QtGui import QGuiApplication, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
@@ -29,6 +29,7 @@ from PySide6.QtWidgets import (
 from hermes_tray import words
 from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
+from hermes_tray.app.widgets import button, remind_menu, text
 from hermes_tray.format import elapsed_text, elide, safe_text, since_text
 from hermes_tray.model.page import where_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
@@ -67,7 +68,7 @@ class _RunningRow(QFrame):
         col.addWidget(bar)
         col.addWidget(self.hint)
         lay.addLayout(col, 1)
-        self.stop_button = _button(words.STOP_LABEL, lambda: self.stop.emit(self.key), "Stop this continuation")
+        self.stop_button = button(words.STOP_LABEL, lambda: self.stop.emit(self.key), "Stop this continuation")
         self.stop_button.setToolTip(words.STOP_HINT)
         self.stop_button.setAccessibleDescription(words.STOP_HINT)
         lay.addWidget(self.stop_button)
@@ -92,10 +93,10 @@ class ProblemBanner(QFrame):
                            "#problemBanner QLabel { color: #3b2f00; }")
         self.setAccessibleName("Problems")
         lay = QHBoxLayout(self)
-        self.text = _text(selectable=True)
+        self.text = text(selectable=True)
         lay.addWidget(self.text, 1)
         self._folder = ""
-        self.folder_button = _button("Open folder", lambda: self.open_folder.emit(self._folder),
+        self.folder_button = button("Open folder", lambda: self.open_folder.emit(self._folder),
                                      "Open the folder of this problem")
         lay.addWidget(self.folder_button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
@@ -136,28 +137,6 @@ def _heading(state: ViewState) -> tuple[str, str]:
     if state.attention_problems:
         return words.NO_TURNS, "Nothing is waiting. The tray has a problem to show you below."
     return words.NO_TURNS, words.NOTHING_WAITING
-
-
-def _text(*, selectable: bool = False, name: str = "") -> QLabel:
-    """A label of the window's text (wrapped; plain text, selectable, named for a screen reader when asked)."""
-    label = QLabel()
-    label.setWordWrap(True)
-    if selectable:
-        label.setTextFormat(Qt.TextFormat.PlainText)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    if name:
-        label.setAccessibleName(name)
-    return label
-
-
-def _button(text: str, slot: object, name: str = "") -> QPushButton:
-    """A button that is never the default one (Enter resumes), named for a screen reader when asked."""
-    button = QPushButton(text)
-    button.setAutoDefault(False)
-    if name:
-        button.setAccessibleName(name)
-    button.clicked.connect(slot)
-    return button
 
 
 def row_text(t: TurnItem, show_prompts: bool) -> str:
@@ -220,13 +199,9 @@ class PromptWindow(QDialog):
         self._focus = "list"  # the list whose selection the details and the Delete key follow
 
         root = self._root = QVBoxLayout(self)
-        self.header = QLabel()
-        f = QFont(self.header.font())
-        f.setPointSizeF(f.pointSizeF() * 1.25)
-        f.setBold(True)
-        self.header.setFont(f)
+        self.header = text(bold=True, scale=1.25)
         root.addWidget(self.header)
-        self.subheader = _text()
+        self.subheader = text()
         root.addWidget(self.subheader)
         self.banner = ProblemBanner(self)
         self.banner.open_folder.connect(self.open_folder_requested.emit)
@@ -249,7 +224,7 @@ class PromptWindow(QDialog):
         root.addWidget(self.list, 100)
 
         detail_row = QHBoxLayout()
-        self.detail = _text(selectable=True)
+        self.detail = text(selectable=True)
         detail_row.addWidget(self.detail, 1)
         self.details_button = QToolButton()
         self.details_button.setText("&Details")
@@ -258,7 +233,7 @@ class PromptWindow(QDialog):
         self.details_button.toggled.connect(lambda _on: self._update_detail())
         detail_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         root.addLayout(detail_row)
-        self.details = _text(selectable=True, name="Details")  # Hermes' facts: session id, home, pids, reasons
+        self.details = text(selectable=True, name="Details")  # Hermes' facts: session id, home, pids, reasons
         self.details.setVisible(False)
         root.addWidget(self.details)
 
@@ -270,10 +245,7 @@ class PromptWindow(QDialog):
         self.answer.setMaximumHeight(140)
         root.addWidget(self.answer_title)
         root.addWidget(self.answer)
-        self.recent_title = QLabel("Recent")
-        rf = QFont(self.recent_title.font())
-        rf.setBold(True)
-        self.recent_title.setFont(rf)
+        self.recent_title = text("Recent", bold=True)
         root.addWidget(self.recent_title)
         self.recent_list = QListWidget()
         self.recent_list.setAccessibleName("Recent: turns not waiting, what happened and why")
@@ -286,12 +258,12 @@ class PromptWindow(QDialog):
         self.recent_list.customContextMenuRequested.connect(lambda pos: self._popup(self.recent_list, "recent", pos))
         root.addWidget(self.recent_list, 60)
         recent_row = QHBoxLayout()
-        self.recent_hint = _text()
+        self.recent_hint = text()
         recent_row.addWidget(self.recent_hint, 1)
-        self.recent_button = _button("Turn auto-continue &on", lambda: self._recent_action("enable"),  # its "enable"
+        self.recent_button = button("Turn auto-continue &on", lambda: self._recent_action("enable"),  # its "enable"
                                      "Turn Hermes auto-continue back on for this turn's home")
         recent_row.addWidget(self.recent_button)
-        self.recent_skip_button = _button("S&kip it", lambda: self._recent_action("skip"),  # the row's "skip"
+        self.recent_skip_button = button("S&kip it", lambda: self._recent_action("skip"),  # the row's "skip"
                                           "Skip this turn: it is not resumed")
         recent_row.addWidget(self.recent_skip_button)
         self.recent_box = QWidget()
@@ -303,19 +275,15 @@ class PromptWindow(QDialog):
         self.button_row = QWidget()
         buttons = QHBoxLayout(self.button_row)
         buttons.setContentsMargins(0, 0, 0, 0)
-        self.disable_button = _button("Disable auto-continue", lambda: self._for_selected(self.disable_requested))
-        self.disable_button.setToolTip("Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
+        self.disable_button = button("Disable auto-continue", lambda: self._for_selected(self.disable_requested),
+                                     tip="Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
         buttons.addWidget(self.disable_button)
         buttons.addStretch(1)
-        self.snooze_button = QPushButton(words.REMIND_LATER)
-        self.snooze_button.setAutoDefault(False)
-        self.snooze_button.setAccessibleName("Remind me of this turn later: it is not resumed or skipped")
-        snooze = QMenu(self)
-        snooze.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
-        snooze.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
-        self.snooze_button.setMenu(snooze)
+        self.snooze_button = button(words.REMIND_LATER, None,
+                                    "Remind me of this turn later: it is not resumed or skipped")
+        self.snooze_button.setMenu(remind_menu(self, lambda when: self._for_selected(self.snooze_requested, when)))
         buttons.addWidget(self.snooze_button)
-        self.skip_button = _button("&Skip", lambda: self._for_selected(self.skip_requested))
+        self.skip_button = button("&Skip", lambda: self._for_selected(self.skip_requested))
         buttons.addWidget(self.skip_button)
         self.resume_button = QPushButton("&Resume")
         self.resume_button.setDefault(True)
@@ -532,8 +500,8 @@ class PromptWindow(QDialog):
             if turn is not None:
                 menu.addAction("Resume", lambda: self._for_selected(self.resume_requested))
                 menu.addAction("Skip", lambda: self._for_selected(self.skip_requested))
-                menu.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
-                menu.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
+                for act in remind_menu(menu, lambda when: self._for_selected(self.snooze_requested, when)).actions():
+                    menu.addAction(act)
                 menu.addAction("Open its page", lambda: self.page_requested.emit(turn.key))
                 menu.addAction("Disable auto-continue", lambda: self._for_selected(self.disable_requested))
                 menu.addAction("Copy session ID", functools.partial(_copy, turn.session_key))

@@ -8,14 +8,11 @@ PyPI serves no web app at all (``/`` answers 404). Resume here continues it insi
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QLabel,
-    QMenu,
-    QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -24,22 +21,15 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
+from hermes_tray.app.widgets import button, remind_menu, text
 from hermes_tray.format import safe_text, stamp
 from hermes_tray.model.page import TurnPage
 from hermes_tray_core import TurnKey
 
 
-def _label(text: str, *, bold: bool = False) -> QLabel:
+def _label(value: str, *, bold: bool = False, scale: float = 1.0) -> QLabel:
     """A line of the page; what came from a file (a key, a title, a prompt) is escaped here, once for all."""
-    label = QLabel(safe_text(text, keep_newlines=True))
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    if bold:
-        f = QFont(label.font())
-        f.setBold(True)
-        label.setFont(f)
-    return label
+    return text(safe_text(value, keep_newlines=True), selectable=True, bold=bold, scale=scale)
 
 
 class TurnPageDialog(QDialog):
@@ -54,11 +44,7 @@ class TurnPageDialog(QDialog):
         self.setWindowIcon(app_icon())
         self.setMinimumSize(560, 420)
         lay = QVBoxLayout(self)
-        head = _label(page.title, bold=True)
-        f = QFont(head.font())
-        f.setPointSizeF(f.pointSizeF() * 1.25)
-        head.setFont(f)
-        lay.addWidget(head)
+        lay.addWidget(_label(page.title, bold=True, scale=1.25))
         lay.addWidget(_label(" · ".join(x for x in (page.where, page.tries) if x)))
         self.state = _label(page.state)
         lay.addWidget(self.state)
@@ -86,21 +72,14 @@ class TurnPageDialog(QDialog):
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
-        self.resume_button = QPushButton("&Resume")
-        self.skip_button = QPushButton("&Skip")
-        self.snooze_button = QPushButton(words.REMIND_LATER)
-        snooze = QMenu(self.snooze_button)
-        snooze.addAction(words.REMIND_HOUR, lambda: self._act(lambda k: self.snooze_requested.emit(k, "1h")))
-        snooze.addAction(words.REMIND_TOMORROW,
-                         lambda: self._act(lambda k: self.snooze_requested.emit(k, "tomorrow")))
-        self.snooze_button.setMenu(snooze)
-        self.resume_button.clicked.connect(lambda: self._act(self.resume_requested.emit))
-        self.skip_button.clicked.connect(lambda: self._act(self.skip_requested.emit))
-        for name, button in (("resume", self.resume_button), ("skip", self.skip_button),
-                             ("snooze", self.snooze_button)):
-            button.setAutoDefault(False)
-            button.setVisible(name in page.actions and page.key is not None)
-            buttons.addButton(button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.resume_button = button("&Resume", lambda: self._act(self.resume_requested.emit))
+        self.skip_button = button("&Skip", lambda: self._act(self.skip_requested.emit))
+        self.snooze_button = button(words.REMIND_LATER)
+        self.snooze_button.setMenu(remind_menu(self.snooze_button, lambda when: self._act(
+            lambda k: self.snooze_requested.emit(k, when))))
+        for name, b in (("resume", self.resume_button), ("skip", self.skip_button), ("snooze", self.snooze_button)):
+            b.setVisible(name in page.actions and page.key is not None)
+            buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
         lay.addWidget(buttons)
 
     def _act(self, emit: object) -> None:
