@@ -85,8 +85,7 @@ class BackendValues:
 
 @dataclass(frozen=True)
 class ScanReport:
-    """One scan as the detector hands it to the controller: the engine's records, the problems it reported,
-    and what woke it."""
+    """One scan as the detector hands it to the controller."""
 
     records: tuple[Any, ...] = ()
     problems: tuple[str, ...] = ()

@@ -81,9 +81,8 @@ WHEN_LEAD: dict[str, str] = {Moment.INTERRUPTED: "interrupted", Moment.LAST_SAVE
 
 
 def when_text(moment: str, at: float | None, now: float | None = None) -> str:
-    """How long ago, said of what is known (``TurnRecord.moment``): "interrupted 3 s ago" only when the moment it
-    was interrupted is known, "last saved 2 min ago" when only the last thing Hermes saved of it is, else "started
-    41 min ago"."""
+    """How long ago, said of what is known (``TurnRecord.moment``): "interrupted 3 s ago" only when that moment is
+    known, else "last saved 2 min ago" or "started 41 min ago"."""
     lead = WHEN_LEAD.get(moment, "started")
     if at is None:
         return f"{lead} at an unknown time"
@@ -205,8 +204,7 @@ NOT_ACTIONABLE = {
 
 def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped: bool = False,
            attempts: int | None = None, ran_in: str = "", in_app: bool = True) -> Ending:
-    """Words for how a resume ended: by its outcome, its refusal code and verdict, whether you stopped it,
-    how many tries it had, and where it ran."""
+    """Words for how a resume ended."""
     outcome = Outcome.of(outcome)
     where = ran_in_sentence(ran_in)
     if outcome is Outcome.COMPLETED:

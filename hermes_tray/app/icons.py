@@ -19,9 +19,8 @@ VARIANTS = ("light", "dark", "mono")
 
 
 def default_variant() -> str:
-    """Pick the variant that stays legible on this desktop's panel. ``light`` = dark glyph for light panels,
-    ``dark`` = light glyph for dark panels, ``mono`` = a one-colour template the system tints (macOS menu
-    bar). ``HERMES_TRAY_ICON_VARIANT`` wins."""
+    """The variant legible on this desktop's panel: ``light`` (a dark glyph for light panels), ``dark``, or
+    ``mono`` (a template macOS's menu bar tints)."""
     forced = os.environ.get("HERMES_TRAY_ICON_VARIANT", "").strip().lower()
     if forced in VARIANTS:
         return forced

@@ -62,12 +62,9 @@ def selected_homes(args: argparse.Namespace, *, settings=None):
 
 
 def refuse_unusable_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int | None:
-    """Check the ``--home`` paths before a command reads them; None when it may go on (or none was given).
-    Refused (exit 1, one line) is a path that does not exist (a typo, never read as a home Hermes has not used
-    yet), is not a directory, or is a directory but not a Hermes home (no ``config.yaml``, ``desktop/`` or
-    ``state.db``: ``--home ~`` for ``--home ~/.hermes``). A home that cannot be read (permissions, a name too
-    long, a drive that does not answer) is refused only when no ``--home`` can be read; otherwise the command
-    reads the others and reports that one as its problem."""
+    """Check the ``--home`` paths before a command reads them; None when it may go on. A path that does not
+    exist is a typo, never a home Hermes has not used yet; ``--home ~`` (for ``~/.hermes``) is no Hermes home. One
+    that cannot be read is refused only when none can: the command reads the others and reports it as a problem."""
     if not args.homes:
         return None
     from hermes_tray_core import HomeAccess, is_hermes_home, look_at_homes
@@ -113,9 +110,8 @@ def one_turn(args: argparse.Namespace, now: float | None = None) -> Any:
 
 def homes_to_change(args: argparse.Namespace, *, all_flag: bool, create: bool = False) -> tuple[list, str | None, int]:
     """Homes a write applies to: ``--home`` ones, every existing home with ``--all``, or the only existing
-    home. Returns ``(homes, problem, exit code)``; with a problem nothing may be written. A ``--home`` must be
-    a Hermes home (a ``config.yaml``, a ``desktop/`` or a ``state.db`` in it) that can be read, unless
-    ``create`` (``--create``): then a folder that is not one yet, or does not exist, is made one."""
+    home, as ``(homes, problem, exit code)``: with a problem nothing may be written. ``create`` (``--create``):
+    a ``--home`` that is not a Hermes home yet, or does not exist, is made one."""
     from hermes_tray_core import HomeAccess, is_hermes_home, look_at_homes
 
     homes = selected_homes(args)

@@ -150,9 +150,8 @@ class Phases(dict[Key, _Turn]):
 
 @dataclass
 class AfterScan:
-    """What a scan leaves the controller to do. ``reskip``: skipped turns that reappeared (already
-    ``SKIPPING``): skip them again on the write worker; ``resume``: auto mode; ``recheck_in``: seconds until
-    :meth:`TurnModel.withdraw_vanished` is due (None: nothing to look at)."""
+    """What a scan leaves the controller to do. ``reskip``: skipped turns that reappeared, skipped again on the
+    write worker; ``recheck_in``: seconds until :meth:`TurnModel.withdraw_vanished` is due."""
 
     reskip: list[tuple[Key, TurnRecord]] = field(default_factory=list)
     resume: list[Key] = field(default_factory=list)
@@ -161,9 +160,7 @@ class AfterScan:
 
 @dataclass
 class Pressed:
-    """What a press on a notification asks for: the window (``present``, with a finished turn's ``answer``),
-    resumes and skips of the turns it showed that are still those turns, auto-continue off in ``disable``'s
-    homes, and a line for the user."""
+    """What a press on a notification asks for, of the turns it showed that are still those turns."""
 
     present: bool = False
     answer: tuple[str, str] | None = None  # (title, text)
@@ -232,8 +229,7 @@ class TurnModel:
 
     def __init__(self, sink: NoteSink, ask: AskOnce, settings: TraySettings, *,
                  quiet: Callable[[], bool] = lambda: False, can_show: bool = True, demo: bool = False) -> None:
-        """``sink``: where notes go (the notifier); ``quiet``: another process (the tray) does the asking, so the
-        helper stays silent; ``can_show``: there is a window to open (not in the helper); ``demo``: the demo's
+        """``quiet``: another process (the tray) does the asking, so the helper stays silent; ``demo``: the demo's
         simulated Hermes has no app to finish a turn in."""
         self.sink = sink
         self.ask = ask

@@ -16,8 +16,7 @@ from hermes_tray_core import TurnKey, TurnRecord
 
 @dataclass(frozen=True)
 class TurnItem:
-    """One interrupted turn as a row: identity, labels, and the engine record it came from. ``key``: the turn's
-    opaque key (:func:`hermes_tray.contract.key_of`)."""
+    """One interrupted turn as a row, with the engine record it came from."""
 
     key: TurnKey
     home: str
@@ -123,10 +122,9 @@ class RecentItem:
 
 def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *, in_app: bool = True,
                  lapsed: Collection[TurnKey] = ()) -> tuple[RecentItem, ...]:
-    """The turns window's "Recent" section: turns still there but not waiting (held back by the policy,
-    worded from its verdict and reason code: ``hermes_tray.words``) first, then what this tray's
-    continuations and skips ended in, newest first. ``in_app``: a Hermes app exists to finish a turn in
-    (False in the demo); ``lapsed``: turns whose snooze ended after they stopped waiting (said so)."""
+    """The turns window's "Recent": turns listed but not waiting (held back by the policy) first, then how this
+    tray's continuations and skips ended, newest first; ``lapsed``: snoozes that ended after their turn stopped
+    waiting (said so)."""
     held = []
     shown = set()
     for t in others:
@@ -249,9 +247,8 @@ class ViewState:
 
 def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None, name: str = "",
               reminder: float | None = None) -> TurnItem:
-    """A scanner record as a row; ``now`` is when the record's age was measured (its scan), default
-    this instant; ``name``: what tells it apart from the turns listed with it (``turn_names``), default
-    its own label. Text is cleaned for display (control characters, markup look-alikes)."""
+    """A scanner record as a row; ``now``: when its age was measured (its scan); ``name``: what tells it apart
+    from the turns listed with it (``turn_names``)."""
     from hermes_tray.notify.coalesce import NAME_WIDTH, clean_text, turn_label, turn_lines
 
     home = str(record.home)
