@@ -68,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "never_finish": False,
     "resume_delay": 0.0,
     "tool_child_seconds": 0.0,
-    # the simulated running backend (sim_dashboard): sign-in required, token in its page, list hides live sessions
+    # the tests' simulated running backend (tests/support/sim_dashboard.py): sign-in required, token in its page, list hides live sessions
     "dashboard_gated": False,
     "dashboard_page_token": True,
     "dashboard_hide_live": False,

@@ -2,7 +2,7 @@
 asks an installation what it can do (``core.continuing.gateway``): a tiny virtualenv (``--without-pip``, ~0.1 s)
 with a ``hermes`` launcher and a ``tui_gateway`` shim that starts :mod:`hermes_tray.demo.sim_backend`; the
 auto-continue variant also has ``turn_marker`` (re-exporting the engine's API-compatible module). A ``.pth``
-makes this project importable inside it; ``bin/hermes dashboard`` starts :mod:`hermes_tray.demo.sim_dashboard`.
+makes this project importable inside it.
 """
 
 from __future__ import annotations
@@ -37,10 +37,6 @@ _LAUNCHER = """\
 # Simulated 'hermes' launcher (the tray reads the interpreter from the line above).
 import sys
 
-if len(sys.argv) > 1 and sys.argv[1] in ("dashboard", "serve"):  # the running backend, /api/ws
-    from hermes_tray.demo.sim_dashboard import main
-
-    sys.exit(main(sys.argv[1:], {capability!r}))
 print("this is the hermes-tray simulated backend; the tray runs it as {python} -m tui_gateway.entry")
 sys.exit(0)
 """

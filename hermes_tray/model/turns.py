@@ -322,28 +322,22 @@ class TurnModel:
         saying why; one whose snooze ended gets one reminder of its own. A turn whose note could not be made is
         not counted as asked: the next scan asks again."""
         for rec in remind:
-            try:
-                self.notes.announce([rec], title=words.REMINDER_WHAT, lead=words.REMINDER_LEAD)
-            except Exception:  # boundary: never "seen" without having been asked
-                log.exception("could not announce a reminder")
-                self.ask.not_announced([rec])
+            self._ask([rec], title=words.REMINDER_WHAT, lead=words.REMINDER_LEAD)
         for rec in list(ask):
             failure = self._turns.take_failure(key_of(rec))
-            if failure is None:
-                continue
-            ask.remove(rec)
-            try:
+            if failure is not None:
+                ask.remove(rec)
                 e = notes.ending(failure.result, stopped=False, in_app=self.in_app)
-                self.notes.announce([rec], title=e.what, lead=e.why)
-            except Exception:  # boundary: never "seen" without having been asked
-                log.exception("could not announce a failed continuation")
-                self.ask.not_announced([rec])
+                self._ask([rec], title=e.what, lead=e.why)
+        if ask:
+            self._ask(ask)  # journalled as "notified" once delivered (delivered())
+
+    def _ask(self, recs: list[TurnRecord], **wording: str) -> None:
         try:
-            if ask:
-                self.notes.announce(ask)  # journalled as "notified" once delivered (delivered())
+            self.notes.announce(recs, **wording)
         except Exception:  # boundary: never "seen" without having been asked: the next scan asks again
-            log.exception("could not announce %d interrupted turn(s)", len(ask))
-            self.ask.not_announced(ask)
+            log.exception("could not announce %d interrupted turn(s)", len(recs))
+            self.ask.not_announced(recs)
 
     def next_reminder(self) -> float | None:
         """When the next snoozed turn is due (wall clock), None when none is: the controller looks again then."""

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from hermes_tray.demo import sim_state
-from hermes_tray.demo.sim_backend import TURNS_FILE, write_control
+from hermes_tray.demo.sim_backend import AUTO, LEGACY, TURNS_FILE, write_control
 from hermes_tray_core.markers.store import MarkerStore
 from hermes_tray_core.process.identity import ProcessIdentity, process_start_time
 from hermes_tray_core.turn import Marker, Turn
@@ -115,11 +115,17 @@ def read_turns(home: Path | str) -> list[dict[str, Any]]:
 @contextlib.contextmanager
 def running_sim_dashboard(root: Path | str, home: Path | str, *, env: dict[str, str] | None = None,
                           timeout: float = 30.0) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """Start the simulated running backend of the sim install at ``root`` for ``home``, the way Hermes runs
-    (``<python> <root>/bin/hermes dashboard --port 0``); yields (process, port); SIGKILLed at the end."""
+    """Start the simulated running backend (:mod:`tests.support.sim_dashboard`) with the interpreter of the sim
+    install at ``root`` for ``home``, the way Hermes runs (``<python> …/hermes dashboard --port 0``); yields
+    (process, port); SIGKILLed at the end."""
     root = Path(root)
     python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    launcher = root / ("Scripts" if os.name == "nt" else "bin") / "hermes"
+    launcher = root / "tests-bin" / "hermes"
+    if not launcher.exists():
+        launcher.parent.mkdir(exist_ok=True)
+        capability = AUTO if (root / "sim-packages" / "tui_gateway" / "turn_marker.py").exists() else LEGACY
+        launcher.write_text("import sys\n\nfrom tests.support.sim_dashboard import main\n\n"
+                            f"sys.exit(main(sys.argv[1:], {capability!r}))\n", encoding="utf-8")
     child_env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_TRAY_")}
     child_env.pop("HERMES_DASHBOARD_SESSION_TOKEN", None)
     child_env.update(env or {})

@@ -1,5 +1,5 @@
-"""A simulated running Hermes backend (``hermes dashboard``): the simulated gateway in-process behind
-``/api/ws``, for the fast tests of the WebSocket transport (``tests/integration`` runs the real one).
+"""A simulated running Hermes backend (``hermes dashboard``), test-only: the demo's simulated gateway in-process
+behind ``/api/ws``, for the fast tests of the WebSocket transport (``tests/integration`` runs the real one).
 
 What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gateway/ws.py``):
 
@@ -16,8 +16,8 @@ What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gat
   is let go once it is idle ``dashboard_orphan_grace`` seconds after the disconnect (Hermes' 20 s grace; 0.22
   checks again every grace while the turn runs).
 
-Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launcher), which prints
-``HERMES_DASHBOARD_READY port=<n>`` like Hermes. Knobs in ``<HERMES_HOME>/sim_backend.json``:
+Start: :func:`tests.support.sim_homes.running_sim_dashboard` (``<sim python> <a hermes launcher> dashboard --port
+0``, as Hermes runs), which waits for ``HERMES_DASHBOARD_READY port=<n>``. Knobs in ``<HERMES_HOME>/sim_backend.json``:
 ``dashboard_gated`` (bool), ``dashboard_page_token`` (bool, default true), ``dashboard_hide_live``
 (``session.active_list`` answers with no sessions, as for a session live under another id).
 """
