@@ -1,5 +1,5 @@
 """Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it). The age
-formatter lives with the ages it words (``core.deciding.policy``), re-exported here for the views.
+formatter lives with the ages it words (``core.deciding.policy``), loaded on first use: the tray's icon shows first.
 """
 
 from __future__ import annotations
@@ -10,9 +10,10 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hermes_tray_core import age_text, restate_age, strict_finite
+import hermes_tray_core
+from hermes_tray_core import strict_finite
 
-__all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
+__all__ = ["since_text", "turn_age", "turn_since", "elapsed_text", "elide",
            "first_line", "repeats", "safe_text", "short_path", "stamp", "tell_apart"]
 
 if TYPE_CHECKING:
@@ -45,10 +46,8 @@ def safe_text(value: object, *, keep_newlines: bool = False) -> str:
 
 
 def since_text(since: float | None, now: float | None = None) -> str:
-    """:func:`age_text` of a wall-clock moment, as of ``now`` (default: this instant)."""
-    if since is None:
-        return age_text(None)
-    return age_text((time.time() if now is None else now) - since)
+    """The engine's ``age_text`` of a wall-clock moment, as of ``now`` (default: this instant)."""
+    return hermes_tray_core.age_text(None if since is None else (time.time() if now is None else now) - since)
 
 
 def turn_age(turn: TurnRecord, now: float | None = None) -> float | None:

@@ -11,7 +11,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core import Moment, Outcome, ReasonCode, Verdict, age_text, json_int, json_number
+import hermes_tray_core
+from hermes_tray_core import Moment, Outcome, ReasonCode, Verdict, json_int, json_number
 
 if TYPE_CHECKING:
     from hermes_tray_core import StopCause, TurnProgress
@@ -86,7 +87,7 @@ def when_text(moment: str, at: float | None, now: float | None = None) -> str:
     lead = WHEN_LEAD.get(moment, "started")
     if at is None:
         return f"{lead} at an unknown time"
-    return f"{lead} {age_text((time.time() if now is None else now) - at)}"
+    return f"{lead} {hermes_tray_core.age_text((time.time() if now is None else now) - at)}"
 
 
 # -- turns the tray leaves alone ------------------------------------------------------------------------------

@@ -89,7 +89,7 @@ def test_status_table_and_problems_are_shown(tmp_path, tree):
 
 def test_status_says_ages_in_the_same_words_as_the_tray(tmp_path, tree):
     """One age formatter everywhere: the table's WHEN column reads like the turns window ("started 4 min ago")."""
-    from hermes_tray.format import age_text
+    from hermes_tray_core import age_text
 
     _root, _work, env = tree
     turns = status_json(tmp_path, env)["turns"]

@@ -7,11 +7,15 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import hermes_tray_core
 from hermes_tray import words
 from hermes_tray.contract import ProblemDetail, key_of
-from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, turn_since
-from hermes_tray_core import TurnKey, TurnRecord
+from hermes_tray.format import elapsed_text, elide, repeats, short_path, turn_since
+
+if TYPE_CHECKING:  # the engine's records load with its policy, after the tray's icon shows
+    from hermes_tray_core import TurnKey, TurnRecord
 
 
 @dataclass(frozen=True)
@@ -54,7 +58,7 @@ class TurnItem:
     @property
     def reason_now(self) -> str:
         """The policy's reason with the age it states said as of now (it ticks with :attr:`when`)."""
-        return restate_age(self.reason, self.stated_age, self.age_seconds)
+        return hermes_tray_core.restate_age(self.reason, self.stated_age, self.age_seconds)
 
     @property
     def reason_details(self) -> str:
@@ -117,7 +121,7 @@ class RecentItem:
     def details_now(self) -> str:
         """``details`` with the age they state said as of now."""
         age = None if self.since is None else max(0.0, time.time() - self.since)
-        return restate_age(self.details, self.details_age, age)
+        return hermes_tray_core.restate_age(self.details, self.details_age, age)
 
 
 def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *, in_app: bool = True,

@@ -11,8 +11,8 @@ from fakes import FakeEngine, RecordingNotifier, menu_labels
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from hermes_tray.app.application import IDLE_TICK_MS, VISIBLE_TICK_MS, TrayApp, TrayOptions
-from hermes_tray.format import age_text
 from hermes_tray.watch.detector import ScanReport
+from hermes_tray_core import age_text
 
 
 def test_one_style_for_every_age() -> None:
@@ -68,7 +68,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
 
 
 def test_a_reason_without_an_age_is_left_as_it_is() -> None:
-    from hermes_tray.format import restate_age
+    from hermes_tray_core import restate_age
 
     assert restate_age("auto-continue is disabled in this home's config.yaml", 3.0, 60.0) == (
         "auto-continue is disabled in this home's config.yaml")
