@@ -1,13 +1,6 @@
-"""The contract between the Qt shell and the engine: the words they share and what the shell may call.
-
-``Outcome`` is the engine's own vocabulary (``hermes_tray_core.vocab``), re-exported here.
-
-:class:`Engine` is implemented by :class:`hermes_tray.engine.CoreEngine` (over ``hermes_tray_core``): what the
-tray and the helper do to turns and homes goes through it, so tests can script the engine. It is not the shell's
-only way in: the command line, the turn model, start-up and small helpers import names of the engine's face
-(``hermes_tray_core``) directly; that face is the one door (no shell module imports a module behind it:
-import-linter). Qt-free and import-cheap: everything in ``hermes_tray`` may import it, and it imports nothing
-of ``hermes_tray`` (the import-linter contracts in pyproject.toml).
+"""The contract between the Qt shell and the engine: the words they share, and :class:`Engine`, what the tray and
+the helper may do to turns and homes (implemented by :class:`hermes_tray.engine.CoreEngine`; tests script it).
+Qt-free and import-cheap: it imports nothing of ``hermes_tray`` (docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -92,8 +85,7 @@ class BackendValues:
 
 @dataclass(frozen=True)
 class ScanReport:
-    """One scan as the detector hands it to the controller: the engine's records, the problems it reported,
-    and what woke it."""
+    """One scan as the detector hands it to the controller."""
 
     records: tuple[Any, ...] = ()
     problems: tuple[str, ...] = ()
@@ -105,10 +97,8 @@ class ScanReport:
 
 
 def key_of(record: TurnRecord) -> TurnKey:
-    """The key a turn goes by in the shell (menus, windows, notes, the turn model): the engine's typed
-    ``TurnKey`` (its canonical home and checked session), made by the scan that found the turn. It is compared
-    and hashed, never taken apart into text; a turn named from outside a scan (a History row) gets its key from
-    the engine's ``turn_key``."""
+    """The key a turn goes by in the shell: the engine's typed ``TurnKey`` (canonical home, checked session), made
+    by the scan that found it; compared and hashed, never taken apart (a History row's comes from ``turn_key``)."""
     return record.turn.id
 
 
@@ -119,35 +109,25 @@ class Engine(Protocol):
     def homes(self) -> list[Home]: ...
     def scan(self, homes: Sequence[Home]) -> tuple[Sequence[TurnRecord], Sequence[str], ScanSummary]:
         """(turns, problems to show, what else the scan says)."""
-        ...
     def watch_plan(self, homes: Sequence[Home]) -> tuple[list[Path], list[Path]]: ...
     def writers(self, homes: Sequence[Home], records: Sequence[TurnRecord]) -> list[tuple[int, float | None]]: ...
     def writer_exited(self, pid: int) -> None:
         """A watched writer exited (the detector thread): witness the moment (``ExitWitness``)."""
-        ...
-    def skip(self, record: TurnRecord, *, origin: str) -> SkipReply:  # blocking
-        ...
+    def skip(self, record: TurnRecord, *, origin: str) -> SkipReply: ...  # blocking
     def resume(self, record: TurnRecord, *, origin: str, on_progress: Callable[[Progress], None],
-               stop: threading.Event) -> RunResult:  # blocking (minutes): a worker thread of its own
-        ...
-    def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]:  # blocking
-        ...
+               stop: threading.Event) -> RunResult: ...  # blocking (minutes): a thread of its own
+    def set_backend(self, home_paths: Sequence[str], **changes: Any) -> list[str]: ...  # blocking
     def snooze(self, record: TurnRecord, until: float, *, origin: str) -> None:  # blocking
         """Record "remind me later" for ``record`` until the wall-clock time ``until``; raises when the ledger
         cannot be written (the snooze did not take)."""
-        ...
     def backend_values(self, home_path: str) -> BackendValues: ...
     def ledger(self) -> Ledger: ...
     def history(self, limit: int = 500) -> list[dict[str, Any]]:
         """History's rows (``Ledger.turns``): one per interrupted turn, one per settings change."""
-        ...
     def history_files(self) -> list[Path]:
         """The files :meth:`history` reads (History watches them)."""
-        ...
     def session_titles(self, turns: Sequence[tuple[str, str]], *,
                        prompts: bool = True) -> dict[tuple[str, str], str]:  # blocking
         """Hermes' titles of these (home, session key) turns; ``prompts`` False leaves out those made of the prompt."""
-        ...
     def settings(self) -> TraySettings: ...
-    def update_settings(self, changes: dict[str, Any]) -> TraySettings:  # blocking
-        ...
+    def update_settings(self, changes: dict[str, Any]) -> TraySettings: ...  # blocking

@@ -1,17 +1,6 @@
-"""The Qt wiring between the turn model, the engine and the views (tray, window, notifications, helper).
-
-What to ask, when, and which note says what is the turn model's (:mod:`hermes_tray.model.turns`, Qt-free); a
-turn's verdict is the engine's. The controller gives the model its scans, carries out what it and the user
-decide through the engine, and hands results back as signals:
-
-* every blocking write (skip, config.yaml, settings, start at login, journal appends) runs in order on one
-  write worker, never on the GUI thread;
-* each continuation runs on a thread of its own; its progress and outcome come back as signals;
-* timers: the second-by-second ticker while a continuation runs, the look at notes of turns gone elsewhere,
-  the failure said when no scan follows, a snoozed turn's time;
-* quitting is never the user's Stop (:meth:`shutdown`).
-
-Views never call the engine; the engine never sees Qt.
+"""The Qt wiring between the turn model, the engine and the views: the model gets the scans, what it and the
+user decide goes to the engine (blocking writes in order on one write worker, each continuation on a thread of
+its own), results come back as signals. Quitting is never the user's Stop (:meth:`Controller.shutdown`).
 """
 
 from __future__ import annotations
@@ -52,8 +41,6 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 Key = TurnKey
 FAILURE_VERDICT_MS = 3000  # a failed continuation is said after the next scan, or this long after
-
-
 QUIT_WAIT_S = 5.0  # how long quitting waits for runs to say how they were left (then it quits as a crash would)
 
 
@@ -186,18 +173,10 @@ class Controller(QObject):
     def report(self) -> ScanReport:
         return self.model.report
 
-    @property
-    def busy_writing(self) -> bool:
-        """A write handed to the worker has not come back yet."""
-        return self.writes.pending > 0
-
     def _reskip(self, key: Key, rec: TurnRecord) -> None:
         """A skipped turn that came back is skipped again, silently, on the write worker."""
         self.writes.submit(lambda: self._engine_skip(rec, "re-skip"),
                            lambda reply: self._skipped(key, rec, reply, again=True), bookkeeping=True)
-
-    def record_for(self, key: Key) -> TurnRecord | None:
-        return self.model.records.get(key)
 
     # --- scans and the view -------------------------------------------------------------------
     def on_scan(self, report: ScanReport) -> None:
@@ -233,8 +212,7 @@ class Controller(QObject):
         self.state_changed.emit(state)
 
     def drain(self, timeout: float | None = None) -> bool:
-        """Wait (blocking) until every write handed to the worker is done; True if none is left.
-        For quitting and for tools without an event loop; results still arrive as signals."""
+        """:meth:`WriteWorker.drain`, for quitting and tools without an event loop (results still come as signals)."""
         return self.writes.drain(timeout)
 
     # --- acting -------------------------------------------------------------------------------
@@ -265,11 +243,8 @@ class Controller(QObject):
         return True
 
     def resume(self, key: Key, *, origin: str = "menu", record: TurnRecord | None = None) -> bool:
-        """Start a continuation on a thread of its own; False if there is nothing to resume.
-
-        ``record``: the turn as the user saw it (a notification); the engine compares the marker
-        against *its* entry. Default: the turn as last scanned.
-        """
+        """Start a continuation on a thread of its own; False if there is nothing to resume (``record``:
+        :meth:`TurnModel.begin_resume`)."""
         run = self.model.begin_resume(key, origin=origin, record=record)
         if run is None:
             return False
@@ -424,14 +399,9 @@ class Controller(QObject):
 
     # --- quitting -----------------------------------------------------------------------------
     def shutdown(self, wait: float | None = None) -> None:
-        """Finish queued writes, let go of running continuations and wait.
-
-        Quitting (Quit, logout, SIGTERM, SIGHUP, an update) is never the user's Stop: each continuation is left as
-        it would be without the tray (:class:`~hermes_tray_core.StopReason` ``SHUTDOWN``): it goes on in Hermes (the
-        user's running Hermes, or the one the tray started, behind its keeper), and the next start reads how it
-        ended from Hermes. Nothing is journalled as stopped by you, and nothing is killed: a quit that does not
-        finish in time ends as a crash would, which costs no turn either (:func:`_let_go`).
-        """
+        """Finish queued writes, let go of running continuations and wait. Quitting (Quit, logout, SIGTERM,
+        SIGHUP, an update) is never the user's Stop: each continuation is left as it would be without the tray
+        (``StopReason.SHUTDOWN``), nothing is recorded as stopped by you and nothing is killed (:func:`_let_go`)."""
         runs = self.model.runs()
         for run in runs:
             run.stop.request(StopReason.SHUTDOWN)

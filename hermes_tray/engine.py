@@ -1,8 +1,5 @@
-"""The adapter the tray and the helper act through (``hermes_tray_core``'s face): a thin layer, no engine logic.
-
-Everything here delegates: scanning (``scanner``), skipping (``skip``), resuming (``resume``),
-backend config (``backend_config``), tray settings (``settings``) and the ledger (ask-once is ``ask_once``, which
-the turn model drives). Refusals are told apart by their reason codes, never by their text. Qt-free.
+"""The adapter the tray and the helper act through: a thin layer over ``hermes_tray_core``'s face, no engine logic.
+Refusals are told apart by their reason codes, never by their text. Qt-free.
 """
 
 from __future__ import annotations
@@ -11,6 +8,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Sequence
+from contextlib import closing
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,13 +76,8 @@ class CoreEngine:
                                              home=str(report.path)))
             if report.exists:
                 enabled.append(bool(report.config.enabled))
-        backend_enabled: bool | None = True
-        if enabled and not any(enabled):
-            backend_enabled = False
-        elif enabled and not all(enabled):
-            backend_enabled = None
         return result.turns, problems, ScanSummary(
-            backend_enabled=backend_enabled,
+            backend_enabled=True if all(enabled) else None if any(enabled) else False,  # None: homes disagree
             problem_details=tuple(details),
             homes_found=any(r.exists for r in result.homes),
             watching=tuple(str(r.path) for r in result.homes),
@@ -249,15 +242,12 @@ class CoreEngine:
         out: dict[tuple[str, str], str] = {}
         now = time.time()
         for home, keys in by_home.items():
-            state = HomeState(Path(home), now)
-            try:
+            with closing(HomeState(Path(home), now)) as state:
                 state.prefetch(keys)
                 for key in keys:
                     info, _problem = state.session(key)
                     if info and info[0] and (prompts or not state.title_from_prompt(key)):
                         out[(home, key)] = safe_text(info[0])
-            finally:
-                state.close()
         return out
 
 

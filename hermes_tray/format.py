@@ -1,7 +1,6 @@
-"""Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it).
-
-The age formatter itself lives with the ages and reasons it words, in :mod:`core.deciding.policy`
-(:func:`age_text`, :func:`restate_age`); it is re-exported here for the views."""
+"""Small text helpers shared by every view and the command line (Qt-free: ``status`` imports it). The age
+formatter lives with the ages it words (``core.deciding.policy``), loaded on first use: the tray's icon shows first.
+"""
 
 from __future__ import annotations
 
@@ -11,10 +10,11 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
-from hermes_tray_core import age_text, restate_age, strict_finite
+import hermes_tray_core
+from hermes_tray_core import strict_finite
 
-__all__ = ["age_text", "restate_age", "since_text", "turn_age", "turn_since", "elapsed_text", "elide",
-           "first_line", "repeats", "safe_text", "short_path", "tell_apart"]
+__all__ = ["since_text", "turn_age", "turn_since", "elapsed_text", "elide",
+           "first_line", "repeats", "safe_text", "short_path", "stamp", "tell_apart"]
 
 if TYPE_CHECKING:
     from hermes_tray_core import TurnRecord
@@ -35,12 +35,9 @@ def _escape(match: re.Match[str]) -> str:
 
 
 def safe_text(value: object, *, keep_newlines: bool = False) -> str:
-    """``value`` as text that is safe to show: every character a file could use to take over a terminal or
-    a label (see ``_UNSAFE``) becomes a visible escape (``\\u001b``, ``\\u202e``), the same spelling JSON
-    uses, so ``--json`` output passed through here is still valid JSON. Tabs and line feeds become spaces
-    (one line: a session key, a title) unless ``keep_newlines`` (multi-line text of our own, where they
-    stay). The one function every human output uses:
-    the command line's streams (``cli.main``), notifications (``notify.base.Note``), the windows."""
+    """``value`` as text that is safe to show, the one function every human output uses: each character a file
+    could use to take over a terminal or a label (``_UNSAFE``) becomes a visible escape in JSON's spelling
+    (``\\u001b``: ``--json`` output stays valid JSON); tabs and line feeds become spaces unless ``keep_newlines``."""
     text = value if isinstance(value, str) else str(value)
     pattern = _UNSAFE if keep_newlines else _UNSAFE_OR_BREAK
     if pattern.search(text) is None:
@@ -49,10 +46,8 @@ def safe_text(value: object, *, keep_newlines: bool = False) -> str:
 
 
 def since_text(since: float | None, now: float | None = None) -> str:
-    """:func:`age_text` of a wall-clock moment, as of ``now`` (default: this instant)."""
-    if since is None:
-        return age_text(None)
-    return age_text((time.time() if now is None else now) - since)
+    """The engine's ``age_text`` of a wall-clock moment, as of ``now`` (default: this instant)."""
+    return hermes_tray_core.age_text(None if since is None else (time.time() if now is None else now) - since)
 
 
 def turn_age(turn: TurnRecord, now: float | None = None) -> float | None:
@@ -75,6 +70,10 @@ def turn_since(turn: TurnRecord, scanned_at: float | None = None) -> float | Non
     return None if age is None else at - age
 
 
+def stamp(t: float) -> str:
+    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
+
+
 def elapsed_text(seconds: float) -> str:
     """``m:ss`` of a running continuation (menu, tooltip, turns window, status window)."""
     s = max(0, int(seconds))
@@ -87,11 +86,9 @@ def elide(text: str, limit: int) -> str:
 
 
 def tell_apart(texts: Sequence[str], width: int) -> list[str]:
-    """Each text in at most ``width`` characters, showing where it differs from the others: a text whose
-    elided form another shares keeps its first words and jumps to the first word that differs
-    (``Please refactor … keys warn (round 2)``); one that another merely continues shows its own end.
-    Texts that are equal stay equal: the caller tells those apart by something else (their time).
-    Neighbours in sorted order share the longest prefixes, so this is O(n log n) for a storm of thousands."""
+    """Each text in at most ``width`` characters, showing where it differs from the others: its first words, then
+    from the first word that differs (``Please refactor … keys warn (round 2)``); one that another merely continues
+    shows its own end; equal texts stay equal. Sorted neighbours share the longest prefixes: O(n log n)."""
     words = [str(t).split() for t in texts]
     shown = [elide(t, width) for t in texts]
     seen = Counter(shown)
@@ -116,12 +113,7 @@ def tell_apart(texts: Sequence[str], width: int) -> list[str]:
 
 
 def _common(a: Sequence[str], b: Sequence[str]) -> int:
-    n = 0
-    for x, y in zip(a, b, strict=False):
-        if x != y:
-            break
-        n += 1
-    return n
+    return next((i for i, (x, y) in enumerate(zip(a, b, strict=False)) if x != y), min(len(a), len(b)))
 
 
 def repeats(a: str, b: str, run: int = 3) -> bool:

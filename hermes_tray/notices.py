@@ -1,16 +1,7 @@
-"""Third-party notices: who wrote what ships with hermes-tray, under which licence.
-
-Built from the distributions' own metadata (``importlib.metadata``: name, version, licence
-field or SPDX expression, the licence files the wheel ships), never from a hand-kept list, so
-an upgraded or added dependency is described by what it says about itself. Two callers:
-
-* the PyInstaller spec, at build time, for the files it actually bundled (Python
-  distributions, the Python runtime, and — on Debian-like build machines — the system
-  libraries, from ``dpkg`` and ``/usr/share/doc/<package>/copyright``);
-* the About box of a pip/pipx install, which has no bundle: the installed requirements of
-  hermes-tray, written to the cache on demand.
-
-Stdlib only (it runs inside the spec and in Qt-free commands).
+"""Third-party notices, built from the distributions' own metadata (``importlib.metadata``), never from a hand-kept
+list. Two callers: the PyInstaller spec at build time, for the files it bundled (Python distributions, the
+runtime, and on Debian-like build machines the system libraries, from ``dpkg`` and their copyright files); and
+the About box of a pip/pipx install, from the installed requirements. Stdlib only (it runs inside the spec).
 """
 
 from __future__ import annotations
@@ -20,7 +11,8 @@ import re
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from contextlib import suppress
 from html import escape
 from importlib import metadata
 from pathlib import Path
@@ -259,10 +251,8 @@ def bundle_notices(sources: Iterable[Path], ours: Iterable[Path] = ()) -> str:
     dists, rest = owners(paths)
     names = {_norm(_field(d.metadata, "Name")) for d in dists}
     if "pyinstaller" not in names:  # its bootloader is in every frozen executable
-        try:
+        with suppress(metadata.PackageNotFoundError):
             dists.append(metadata.distribution("pyinstaller"))
-        except metadata.PackageNotFoundError:
-            pass
     dists = sorted((d for d in dists if _norm(_field(d.metadata, "Name")) != "hermes-tray"),
                    key=lambda d: _norm(_field(d.metadata, "Name")))
     stdlib = Path(sys.base_prefix)
@@ -287,22 +277,30 @@ def installed_notices() -> str:
     return "\n".join(parts)
 
 
-def notices_file() -> Path | None:
-    """The notices to show in the About box: the bundle's own file when frozen, else generated
-    from the installed requirements into the private cache (None when that cannot be written)."""
+def shipped_file(name: str, text: Callable[[], str | None]) -> Path | None:
+    """The file ``name`` as this installation has it: the bundle's own copy when frozen, else ``text()`` written
+    to the private cache. None when there is neither. Blocking (it writes a file): off the GUI thread."""
     if getattr(sys, "frozen", False):
         for base in (Path(getattr(sys, "_MEIPASS", "")), Path(sys.executable).resolve().parent):
-            if (base / NOTICES_NAME).is_file():
-                return base / NOTICES_NAME
+            if (base / name).is_file():
+                return base / name
         return None
     from hermes_tray_core import atomic_write_bytes, cache_dir, ensure_private_dir
 
     try:
-        target = ensure_private_dir(cache_dir()) / NOTICES_NAME
-        atomic_write_bytes(target, installed_notices().encode("utf-8"))
+        content = text()
+        if not content:
+            return None
+        target = ensure_private_dir(cache_dir()) / name
+        atomic_write_bytes(target, content.encode("utf-8"))
     except OSError:
         return None
     return target
+
+
+def notices_file() -> Path | None:
+    """The notices the About box links to: generated from the installed requirements outside a bundle."""
+    return shipped_file(NOTICES_NAME, installed_notices)
 
 
 def about_html() -> str:

@@ -1,16 +1,11 @@
 """Refuse, with a clear message, to run on PySide6 bindings that drop references to ``None``.
 
-Upstream bug PYSIDE-3474 (https://bugreports.qt.io/browse/PYSIDE-3474): PySide6 6.12.0 on CPython
-< 3.12 drops one reference to ``None`` on every call of a ``void`` Qt method (``setObjectName``,
-``QTimer.setInterval``…). ``None`` starts with ~5,000 references, so after a few thousand calls —
-minutes of a tray rebuilding its menu — CPython aborts with "none_dealloc: deallocating None".
-Python 3.12 made ``None`` immortal, which is why the bindings get away with it there.
-
-Measured here on CPython 3.11.7 (tests/test_qt_bindings.py runs the same probe): 6.12.0 aborts after
-~5,200 ``setObjectName`` calls; 6.11.3 loses no reference in 11,000 calls. An unaffected release
-exists, so ``pyproject.toml`` pins ``PySide6-Essentials<6.12`` on Python < 3.12 (no workaround in
-the tray). :func:`check` turns a pin that was bypassed (a distribution's package, ``--no-deps``)
-into this message at start instead of a crash minutes later.
+PYSIDE-3474 (https://bugreports.qt.io/browse/PYSIDE-3474): PySide6 6.12.0 on CPython < 3.12 (where ``None`` is
+not immortal) drops one reference to ``None`` on every call of a ``void`` Qt method; after a few thousand calls,
+minutes of a tray rebuilding its menu, CPython aborts ("none_dealloc"). Measured on CPython 3.11.7
+(tests/test_qt_bindings.py): 6.12.0 aborts after ~5,200 ``setObjectName`` calls, 6.11.3 loses none in 11,000.
+``pyproject.toml`` pins ``PySide6-Essentials<6.12`` there; :func:`check` turns a bypassed pin (a distribution's
+package, ``--no-deps``) into this message at start instead of a crash minutes later.
 """
 
 from __future__ import annotations

@@ -1,12 +1,7 @@
-"""Find bundled resources (icons, desktop-entry templates) wherever the app runs from, and name the icon files
-(the tray icon draws them with Qt; notifications hand the file to the server).
-
-Three layouts, one API:
-
-* a frozen PyInstaller bundle: the spec copies ``resources/`` to ``sys._MEIPASS/resources``;
-* an installed wheel: pyproject's package-data ships ``resources/`` as ``hermes_tray/_resources``;
-* a source checkout: ``hermes_tray/_resources`` is a symlink to ``<repo>/resources``; where the
-  checkout has no symlinks (Windows without ``core.symlinks``) the repo folder is used directly.
+"""Find bundled resources (icons, desktop-entry templates) wherever the app runs from, and name the icon files.
+Three layouts: a frozen bundle (``sys._MEIPASS/resources``); a wheel (package-data ships ``resources/`` as
+``hermes_tray/_resources``); a checkout (``_resources`` is a symlink to ``<repo>/resources``, or, without
+symlinks, the repo folder is used directly).
 """
 
 from __future__ import annotations

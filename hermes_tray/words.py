@@ -1,35 +1,26 @@
-"""Every sentence the tray says about a turn, in one place, keyed by the engine's typed codes.
-
-The views (tooltip, menu, turns window, History, notifications) and the command line word a turn from its
-*typed* facts — the policy's ``Verdict`` and ``ReasonCode``, a resume's ``Outcome`` and refusal code, where
-it ran — never by re-reading the engine's English. The engine's own sentence stays the *details* (a row's
-tooltip, the window's Details, ``--json``, ``doctor``): pids, paths and reason codes live there.
-
-Writing rules, checked mechanically by ``tests/test_words.py`` over :func:`catalogue`: short sentences, one
-fact each; no nested parentheses; the user's words (stopped, skipped, finished, gave up after N tries, open
-in Hermes), never the engine's (marker, verdict, gateway, lease, …). Qt-free: the command line uses it too.
+"""Every sentence the tray says about a turn, in one place, keyed by the engine's typed codes (the views and
+the command line never re-read the engine's English, which stays the *details*: pids, paths, reason codes).
+Writing rules, checked by ``tests/test_words.py`` over every sentence here: short sentences, one fact each, no
+nested parentheses, the user's words, never the engine's. Qt-free: the command line uses it.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core import Moment, Outcome, ReasonCode, Verdict, age_text, json_int, json_number
+import hermes_tray_core
+from hermes_tray_core import Moment, Outcome, ReasonCode, Verdict, json_int, json_number
 
 if TYPE_CHECKING:
     from hermes_tray_core import StopCause, TurnProgress
 
-__all__ = ["ENGINE_WORDS", "EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "catalogue", "cause_line",
-           "ending", "error_text", "event_detail", "event_text", "held", "progress_line", "progress_lines",
-           "ran_in_short", "ran_in_sentence", "reminder_text", "status_word", "stop_not_written", "tries",
+__all__ = ["EVENT_TEXT", "RESUME_AGAIN", "VIA_TEXT", "Ending", "Held", "cause_line",
+           "ending", "error_text", "event_detail", "field_of", "event_text", "held", "progress_line", "progress_lines",
+           "ran_in_short", "ran_in_sentence", "reminder_text", "stop_not_written", "tries", "tries_text",
            "turn_title", "untitled_label", "value_text", "via_text", "when_text"]
-
-#: Words of the engine a user never needs to read in a short sentence (its details may hold them).
-ENGINE_WORDS = ("marker", "verdict", "actionable", "not-ours", "dispatched", "gateway", "exhausted", "lease",
-                "writer", "tombstone", "journal", "backend", "claim", "epoch", "json-rpc", "session.resume")
 
 RUNNING_BACKEND = "running-backend"  # the values of the engine's RanIn (vocab)
 SEPARATE_PROCESS = "separate-process"
@@ -91,13 +82,12 @@ WHEN_LEAD: dict[str, str] = {Moment.INTERRUPTED: "interrupted", Moment.LAST_SAVE
 
 
 def when_text(moment: str, at: float | None, now: float | None = None) -> str:
-    """How long ago, said of what is known (``TurnRecord.moment``): "interrupted 3 s ago" only when the moment it
-    was interrupted is known, "last saved 2 min ago" when only the last thing Hermes saved of it is, else "started
-    41 min ago"."""
+    """How long ago, said of what is known (``TurnRecord.moment``): "interrupted 3 s ago" only when that moment is
+    known, else "last saved 2 min ago" or "started 41 min ago"."""
     lead = WHEN_LEAD.get(moment, "started")
     if at is None:
         return f"{lead} at an unknown time"
-    return f"{lead} {age_text((time.time() if now is None else now) - at)}"
+    return f"{lead} {hermes_tray_core.age_text((time.time() if now is None else now) - at)}"
 
 
 # -- turns the tray leaves alone ------------------------------------------------------------------------------
@@ -118,7 +108,11 @@ def _finish_by_hand(in_app: bool) -> str:
 
 
 def tries(n: int | None) -> str:
-    return f"{n} {'try' if n == 1 else 'tries'}" if n else "its tries"
+    return count(n, "try", "tries") if n else "its tries"
+
+
+def tries_text(attempts: int) -> str:
+    return "Not resumed yet" if not attempts else f"{tries(attempts)} so far"
 
 
 def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: str = "desktop",
@@ -158,16 +152,6 @@ def held(verdict: str, code: str | None = None, *, attempts: int = 0, source: st
             return Held("Hermes cannot read this turn", "Hermes ignores it too.")
         return Held("Hermes handles this one", "Hermes recovers it in its own way.")
     return Held("Not waiting")
-
-
-def status_word(verdict: str, code: str | None = None) -> str:
-    """One or two words for ``hermes-tray status``'s table (the JSON keeps the verdict itself)."""
-    if verdict == Verdict.RUNNING and code == ReasonCode.OWNER_ALIVE:
-        return "open in Hermes"
-    short: dict[str, str] = {Verdict.ACTIONABLE: "waiting", Verdict.DISABLED: "held", Verdict.STALE: "too old",
-                             Verdict.EXHAUSTED: "gave up", Verdict.RUNNING: "running", Verdict.NOT_OURS: "Hermes'",
-                             Verdict.SKIPPED: "skipped", Verdict.STOPPED: "stopped"}
-    return short.get(verdict, str(verdict))
 
 
 # -- how a resume ended ----------------------------------------------------------------------------------------
@@ -221,8 +205,7 @@ NOT_ACTIONABLE = {
 
 def ending(outcome: Outcome | str, *, code: str = "", verdict: str = "", stopped: bool = False,
            attempts: int | None = None, ran_in: str = "", in_app: bool = True) -> Ending:
-    """Words for how a resume ended: by its outcome, its refusal code and verdict, whether you stopped it,
-    how many tries it had, and where it ran."""
+    """Words for how a resume ended."""
     outcome = Outcome.of(outcome)
     where = ran_in_sentence(ran_in)
     if outcome is Outcome.COMPLETED:
@@ -299,10 +282,6 @@ LAPSED = "It stopped waiting before your reminder."
 SNOOZE_NOT_KEPT = "The reminder could not be saved. Nothing changed."
 
 
-def _n(n: int, noun: str) -> str:
-    return f"{n} {noun}{'' if n == 1 else 's'}"
-
-
 def progress_line(progress: TurnProgress | None, *, excerpts: bool = True) -> str:
     """One line (a notification, a tooltip): how far the turn got, the tool it was running when it stopped, and
     (``excerpts``) the last thing it said or did. "" when it cannot be read: never a guess."""
@@ -310,7 +289,7 @@ def progress_line(progress: TurnProgress | None, *, excerpts: bool = True) -> st
         return ""
     if not progress.kept:
         return KEPT_NOTHING
-    line = f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}"
+    line = f"Progress: {count(progress.messages, 'message')}, {count(progress.tool_calls, 'tool call')}"
     running = [step.phrase() for step in progress.recent if step.running]
     if running:
         line += "; " + running[-1]
@@ -324,7 +303,7 @@ def progress_lines(progress: TurnProgress | None, *, excerpts: bool = True) -> t
         return ()
     if not progress.kept:
         return (KEPT_NOTHING,)
-    lines = [f"Progress: {_n(progress.messages, 'message')}, {_n(progress.tool_calls, 'tool call')}."]
+    lines = [f"Progress: {count(progress.messages, 'message')}, {count(progress.tool_calls, 'tool call')}."]
     if progress.recent:
         lines.append("Last steps: " + ", ".join(step.phrase() for step in progress.recent) + ".")
     if excerpts and progress.last_excerpt:
@@ -366,7 +345,7 @@ VIA_TEXT = {"menu": "from the menu", "window": "from the turns window", "notific
             "desktop-notifier": "by a notification", "log": "in the log only: no notification server"}
 
 
-def _field(entry: Any, name: str, default: Any = "") -> Any:
+def field_of(entry: Any, name: str, default: Any = "") -> Any:
     return entry.get(name, default) if isinstance(entry, Mapping) else getattr(entry, name, default)
 
 
@@ -376,12 +355,12 @@ STOPPED_BY = {"you": "Stopped by you", "hermes": "Interrupted again in Hermes", 
 
 def event_text(entry: Any) -> str:
     """What one event was, in words (an event of a newer journal: its own name)."""
-    name = str(_field(entry, "event", ""))
-    if name == "refused" and _field(entry, "action", "") == "skip":
+    name = str(field_of(entry, "event", ""))
+    if name == "refused" and field_of(entry, "action", "") == "skip":
         return "Not skipped"
     if name == "interrupted":
-        return STOPPED_BY.get(str(_field(entry, "stopped_by", "")), EVENT_TEXT[name])
-    if name == "approved" and str(_field(entry, "via", "")).removeprefix("tray-") == "auto":
+        return STOPPED_BY.get(str(field_of(entry, "stopped_by", "")), EVENT_TEXT[name])
+    if name == "approved" and str(field_of(entry, "via", "")).removeprefix("tray-") == "auto":
         return "Resumed automatically"
     return EVENT_TEXT.get(name, name)
 
@@ -407,73 +386,22 @@ def value_text(value: Any) -> str:
 
 def event_detail(entry: Any) -> str:
     """One line about one event (never prompt text: the journal has none; never its timings or raw times)."""
-    if str(_field(entry, "event", "")) == "config-changed":
-        by = via_text(_field(entry, "by", ""))
-        return (f"{_field(entry, 'key', '?')}: {value_text(_field(entry, 'old', None))} → "
-                f"{value_text(_field(entry, 'new', None))}" + (f", {by}" if by else ""))
+    if str(field_of(entry, "event", "")) == "config-changed":
+        by = via_text(field_of(entry, "by", ""))
+        return (f"{field_of(entry, 'key', '?')}: {value_text(field_of(entry, 'old', None))} → "
+                f"{value_text(field_of(entry, 'new', None))}" + (f", {by}" if by else ""))
     bits = []
     for name in ("reason", "why", "outcome", "where"):
-        v = _field(entry, name, "")
-        if v and not (name == "outcome" and str(v) in str(_field(entry, "reason", ""))):
+        v = field_of(entry, name, "")
+        if v and not (name == "outcome" and str(v) in str(field_of(entry, "reason", ""))):
             bits.append(str(v))
-    via = via_text(_field(entry, "via", ""))
+    via = via_text(field_of(entry, "via", ""))
     if via:
         bits.append(via)
-    attempt = json_int(_field(entry, "attempt", None))
+    attempt = json_int(field_of(entry, "attempt", None))
     if attempt is not None:
         bits.append(f"attempt {attempt}")
-    until = json_number(_field(entry, "until", None))
+    until = json_number(field_of(entry, "until", None))
     if until is not None and 0 < until < 2**37:
-        import time
-
         bits.append(f"until {time.strftime('%Y-%m-%d %H:%M', time.localtime(until))}")
     return " · ".join(bits)
-
-
-# -- everything, for the writing rules -----------------------------------------------------------------------
-
-
-def catalogue() -> Iterator[tuple[str, str]]:
-    """``(where, text)`` for every string here and every rendering of each code: what tests/test_words.py
-    checks against the writing rules."""
-    for name, value in sorted(globals().items()):
-        if name.isupper() and isinstance(value, str) and name not in ("RUNNING_BACKEND", "SEPARATE_PROCESS"):
-            yield name, value
-    yield from (("MODE_LINES", v) for v in MODE_LINES.values())
-    yield from ((f"EVENT_TEXT {k}", v) for k, v in EVENT_TEXT.items())
-    yield from ((f"VIA_TEXT {k}", v) for k, v in VIA_TEXT.items())
-    yield from ((f"STOPPED_BY {k}", v) for k, v in STOPPED_BY.items())
-    yield from ((f"when {m}", when_text(m, time.time() - 75)) for m in Moment)
-    for code, (why, can) in [*REFUSALS.items(), *NOT_ACTIONABLE.items()]:
-        yield f"refusal {code}", why
-        yield f"refusal {code} (to do)", can
-    for verdict in Verdict:
-        for code in [None, *ReasonCode]:
-            for in_app in (True, False):
-                h = held(verdict, code, attempts=2, in_app=in_app)
-                yield from ((f"held {verdict}/{code}", s) for s in (h.what, h.why, h.can_do))
-    for outcome in Outcome:
-        for stopped in (False, True):
-            for ran_in in ("", RUNNING_BACKEND, SEPARATE_PROCESS):
-                for code in ("", *REFUSALS, "not-actionable"):
-                    for refused in ("", *NOT_ACTIONABLE):
-                        e = ending(outcome, code=code, verdict=refused, stopped=stopped, attempts=2, ran_in=ran_in)
-                        yield from ((f"ending {outcome}", s) for s in (e.what, e.why, e.can_do, e.title))
-    yield "untitled", untitled_label("work", time.time() - 60)
-    yield "untitled", untitled_label("default", None, "Refactor the config parser so unknown keys warn, then test")
-    yield "storm", storm_title(12)
-    yield "title", turn_title(WAITING_WHAT, "Fix the flaky test")
-    from hermes_tray_core import StopCause, TurnProgress
-
-    for cause in StopCause:
-        yield f"cause {cause}", cause_line(cause, "" if cause == StopCause.UNKNOWN else "the turn started at 14:02")
-    from hermes_tray_core import ProgressStep, StepKind
-
-    steps = TurnProgress(messages=4, tool_calls=2, ran_for_s=75.0, last_excerpt="read_file: notes.txt")
-    running = TurnProgress(messages=3, tool_calls=2, ran_for_s=75.0, recent=(
-        ProgressStep(StepKind.TOOL, tool="read_file"), ProgressStep(StepKind.TEXT, paragraphs=2),
-        ProgressStep(StepKind.TOOL, tool="terminal", running=True)))
-    for p in (TurnProgress(), steps, running):
-        yield "progress", progress_line(p, excerpts=False)
-        yield from (("progress (details)", line) for line in progress_lines(p, excerpts=False))
-    yield "reminder", reminder_text(time.time() + 3600, time.time())

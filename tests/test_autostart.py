@@ -25,7 +25,8 @@ from hermes_tray.autostart.launchagent import LaunchAgentAutoStart
 from hermes_tray.autostart.systemd import SystemdUserAutoStart, parse_exec_start, quote_exec_start
 from hermes_tray.autostart.windows import APPROVED_KEY, RUN_KEY, WindowsRunAutoStart
 from hermes_tray.autostart.xdg import XdgAutoStart
-from hermes_tray.cli.main import EXIT_OK, EXIT_REFUSED, main
+from hermes_tray.cli.exits import EXIT_OK, EXIT_REFUSED
+from hermes_tray.cli.main import main
 
 REPO = Path(__file__).resolve().parents[1]
 ODD_COMMAND = ["/opt/My Apps/hermes tray/hermes-tray", "--flag=100%", 'say "hi" $HOME `x` \\ back']

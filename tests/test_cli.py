@@ -89,7 +89,7 @@ def test_status_table_and_problems_are_shown(tmp_path, tree):
 
 def test_status_says_ages_in_the_same_words_as_the_tray(tmp_path, tree):
     """One age formatter everywhere: the table's WHEN column reads like the turns window ("started 4 min ago")."""
-    from hermes_tray.format import age_text
+    from hermes_tray_core import age_text
 
     _root, _work, env = tree
     turns = status_json(tmp_path, env)["turns"]
@@ -432,18 +432,18 @@ def test_status_exits_without_teardown_but_loses_nothing(tree, tmp_path, other_t
 
 def test_every_exit_code_is_in_the_readme_table_and_autostart_status_uses_one():
     """Issue 25.10: `autostart status` exited 1 when off, which the exit-code table did not cover. Every code
-    cli.main names (and `autostart status`'s "no") is a row of the README's table, with its meaning."""
+    the commands follow (and `autostart status`'s "no") is a row of the README's table, with its meaning."""
     import importlib
     import re
 
-    main = importlib.import_module("hermes_tray.cli.main")
+    exits = importlib.import_module("hermes_tray.cli.exits")
     autostart = importlib.import_module("hermes_tray.cli.autostart")
 
     readme = (REPO / "README.md").read_text()
     table = dict(re.findall(r"^\| (\d+) \| (.+) \|$", readme, re.M))
-    codes = {name: value for name, value in vars(main).items() if name.startswith("EXIT_")}
+    codes = {name: value for name, value in vars(exits).items() if name.startswith("EXIT_")}
     assert codes and all(str(v) in table for v in codes.values()), (codes, sorted(table))
-    assert "autostart status" in table[str(main.EXIT_NO)]
+    assert "autostart status" in table[str(exits.EXIT_NO)]
     src = Path(autostart.__file__).read_text()
     assert "return EXIT_NO" in src and src.count("EXIT_REFUSED") == 2  # imported, and used for a failure only
 

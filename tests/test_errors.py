@@ -153,7 +153,8 @@ def test_an_engine_error_no_command_answers_ends_in_its_sentence(tmp_path: Path,
     """The net under every command: a command that lets a real engine error through (here one that lists a
     corrupt marker file without a ``try``) ends in that error's sentence and exit 1, never a traceback."""
     from hermes_tray.cli import history
-    from hermes_tray.cli.main import EXIT_REFUSED, main
+    from hermes_tray.cli.exits import EXIT_REFUSED
+    from hermes_tray.cli.main import main
     from hermes_tray_core import MarkerStore
 
     home = FixtureHome(tmp_path / "hermes")

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tray.demo import sim_state
-from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_backend import write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing.listener import Callbacks
@@ -20,7 +20,7 @@ from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.vocab import Outcome, StopReason
-from tests.support.sim_homes import make_home, pid_running, plant_marker, turn_of
+from tests.support.sim_homes import make_home, pid_running, plant_marker, read_turns, turn_of
 
 PROMPT = "Fix the flaky test in tests/test_io.py and run the suite."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,

@@ -14,7 +14,6 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray.demo.sim_backend import read_turns
 from hermes_tray_core.backend import tickets
 from hermes_tray_core.backend.control_channel import (
     ControlUnavailable,
@@ -33,7 +32,7 @@ from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import BackendKind, Outcome, RanIn, Refusal
 from tests.support.gateway_standin import running_gateway
-from tests.support.sim_homes import make_home, plant_marker
+from tests.support.sim_homes import make_home, plant_marker, read_turns
 
 PROMPT = "Rename the billing module and fix its imports."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,

@@ -12,8 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray.demo.sim_dashboard import running_sim_dashboard
+from hermes_tray.demo.sim_backend import write_control
 from hermes_tray_core.backend.endpoint import args_endpoint, read_page
 from hermes_tray_core.backend.rpc import RpcSession
 from hermes_tray_core.backend.running import NO_BACKEND, find_live_backend
@@ -24,7 +23,7 @@ from hermes_tray_core.hermes.processes import ProcessKind, classify
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Outcome, RanIn
-from tests.support.sim_homes import make_home, plant_marker
+from tests.support.sim_homes import make_home, plant_marker, read_turns, running_sim_dashboard
 
 PROMPT = "Migrate the settings page to the new form component."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,

@@ -27,8 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray import words
 from tests.support.fixture_homes import FixtureHome, marker_entry, own_writer
+from tests.support.word_catalogue import catalogue
 
 INTERNALS = (
     ("errno", re.compile(r"errno", re.I)),
@@ -202,7 +202,7 @@ def cli_sentences(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[t
 
 
 def word_sentences() -> Iterator[tuple[str, str]]:
-    yield from words.catalogue()
+    yield from catalogue()
 
 
 def test_no_sentence_a_user_reads_holds_internals(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -14,11 +14,10 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray.demo.sim_backend import read_turns
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.fsutil import UnsafePathError
 from hermes_tray_core.stores.logfiles import open_private_append, prune_logs, safe_file_part
-from tests.support.sim_homes import make_home, plant_marker, settings_for, tray_dirs
+from tests.support.sim_homes import make_home, plant_marker, read_turns, settings_for, tray_dirs
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX modes and O_NOFOLLOW")
 

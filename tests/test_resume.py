@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from hermes_tray.demo import sim_state
-from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_backend import write_control
 from hermes_tray.demo.sim_install import sim_command
 from hermes_tray_core.backend.install import settings_hermes_command
 from hermes_tray_core.continuing import gateway
@@ -24,7 +24,7 @@ from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.lease import LeaseStore
 from hermes_tray_core.turn import Turn
-from tests.support.sim_homes import make_home, pid_running, plant_marker, settings_for
+from tests.support.sim_homes import make_home, pid_running, plant_marker, read_turns, settings_for
 
 PROMPT = "Migrate the settings loader to TOML and keep the old keys working."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,

@@ -14,11 +14,11 @@ from pathlib import Path
 
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.home import create_demo
-from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_backend import write_control
 from hermes_tray_core.hermes.state_db import session_activity
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
-from tests.support.sim_homes import make_home, tray_dirs
+from tests.support.sim_homes import make_home, read_turns, tray_dirs
 
 
 class Client:

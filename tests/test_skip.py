@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from hermes_tray.demo.sim_backend import read_turns, write_control
+from hermes_tray.demo.sim_backend import write_control
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing import skip as core_skip
 from hermes_tray_core.continuing.claim import claim_name
@@ -23,7 +23,7 @@ from hermes_tray_core.stores.paths import ledger_db as lease_db
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import SkipOutcome
 from tests.support import book
-from tests.support.sim_homes import dead_identity, make_home, plant_marker, turn_of
+from tests.support.sim_homes import dead_identity, make_home, plant_marker, read_turns, turn_of
 
 PROMPT = "Rename the config loader and keep the old name as an alias."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,

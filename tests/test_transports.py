@@ -14,15 +14,21 @@ from pathlib import Path
 import pytest
 
 from hermes_tray.demo import sim_state
-from hermes_tray.demo.sim_backend import read_turns, write_control
-from hermes_tray.demo.sim_dashboard import running_sim_dashboard
+from hermes_tray.demo.sim_backend import write_control
 from hermes_tray_core.backend.running import find_live_backend
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
 from hermes_tray_core.markers.entries import marker_writer_state
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.vocab import Outcome, RanIn
-from tests.support.sim_homes import make_home, pid_running, plant_marker, turn_of
+from tests.support.sim_homes import (
+    make_home,
+    pid_running,
+    plant_marker,
+    read_turns,
+    running_sim_dashboard,
+    turn_of,
+)
 
 PROMPT = "Rename the config loader and update its callers."
 FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,

@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import html
 import logging
-import sys
 import threading
 from collections.abc import Callable, Sequence
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QDialog, QDialogButtonBox, QLabel, QVBoxLayout, QW
 from hermes_tray.app.icons import app_icon
 from hermes_tray.demo import SIMULATED_DISTRIBUTION, hermes_label
 from hermes_tray.format import short_path
-from hermes_tray.notices import about_html
+from hermes_tray.notices import about_html, shipped_file
 
 log = logging.getLogger(__name__)
 
@@ -56,30 +56,16 @@ def hermes_found(hermes_command: Sequence[str] | None) -> str:
 
 
 def readme_file() -> Path | None:
-    """hermes-tray's read me as this installation has it: the bundle's own copy when frozen, else the text the
-    installed distribution carries in its metadata, written to the private cache. None when neither is there.
-    Blocking (it writes a file): off the GUI thread."""
-    if getattr(sys, "frozen", False):
-        for base in (Path(getattr(sys, "_MEIPASS", "")), Path(sys.executable).resolve().parent):
-            if (base / README_NAME).is_file():
-                return base / README_NAME
-        return None
+    """hermes-tray's read me as this installation has it (outside a bundle: the text its metadata carries)."""
     from importlib import metadata
 
-    from hermes_tray_core import atomic_write_bytes, cache_dir, ensure_private_dir
+    def description() -> str | None:
+        try:
+            return metadata.metadata("hermes-tray")["Description"]
+        except metadata.PackageNotFoundError:
+            return None
 
-    try:
-        text = metadata.metadata("hermes-tray")["Description"]
-    except metadata.PackageNotFoundError:
-        return None
-    if not text:
-        return None
-    try:
-        target = ensure_private_dir(cache_dir()) / README_NAME
-        atomic_write_bytes(target, text.encode("utf-8"))
-    except OSError:
-        return None
-    return target
+    return shipped_file(README_NAME, description)
 
 
 def readme_link() -> str:
@@ -142,10 +128,8 @@ class AboutDialog(QDialog):
         """Off the GUI thread: compute, then hand the text over — unless the box was closed and deleted
         meanwhile (Qt then says "Signal source has been deleted"): nobody is left to show it."""
         text = work()
-        try:
+        with suppress(RuntimeError):
             signal.emit(name, text)
-        except RuntimeError:
-            pass
 
     def _got(self, name: str, text: str) -> None:
         setattr(self, name, text)  # self.hermes, self.notices or self.readme

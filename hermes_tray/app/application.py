@@ -1,8 +1,6 @@
-"""Start-up of the tray: single instance, engine, detector thread, notifier, views, wiring.
-
-Order matters: the instance lock is taken before anything visible exists (a second launch
-hands over and exits without ever creating an icon); the icon is created only once a tray
-host is there; detection starts at once so turns found while waiting are not lost.
+"""Start-up of the tray. Order matters: the instance lock before anything visible (a second launch hands over and
+exits without an icon); the icon only once a tray host is there; detection at once, so no turn found
+meanwhile is lost.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
 from hermes_tray.app.memory import trim
 from hermes_tray.app.menu import TrayMenu
-from hermes_tray.app.reveal import open_or_show
 from hermes_tray.app.single_instance import SingleInstance
 from hermes_tray.app.tray_icon import WAIT_FOR_TRAY_SECONDS, TrayPresence
 
@@ -81,11 +78,8 @@ def default_autostart() -> Any:
 
 
 class TrayApp(QObject):
-    """Everything the running tray owns, wired together (constructed after the lock is ours).
-
-    Two phases: the icon and its menu first (what the user waits for), then — one event-loop turn
-    later — the engine, the notifier, the controller and the detector thread.
-    """
+    """Everything the running tray owns (made once the lock is ours), in two phases: the icon and its menu first
+    (what the user waits for), then the engine, the notifier, the controller and the detector thread."""
 
     def __init__(self, app: QApplication, options: TrayOptions, instance: SingleInstance | None = None) -> None:
         super().__init__()
@@ -144,12 +138,8 @@ class TrayApp(QObject):
         w.enable_requested.connect(lambda home: c.set_backend_enabled(True, [home]))
 
     def _start_engine(self) -> None:
-        """Phase two (after the icon): instance server, engine, notifier, controller, detector.
-
-        A failure here must not leave the icon "looking for interrupted turns" forever: the
-        menu, tooltip and status window say the tray could not start, and why (the log has more).
-        Runs once, whichever of its triggers comes first.
-        """
+        """Phase two, once, whichever trigger comes first. A failure must not leave the icon "looking for
+        interrupted turns" forever: the menu, tooltip and status window say the tray could not start, and why."""
         if self._engine_started:
             return
         self._engine_started = True
@@ -179,16 +169,12 @@ class TrayApp(QObject):
 
     def _start_engine_unguarded(self) -> None:
         from hermes_tray.controller import Controller
+        from hermes_tray.engine import CoreEngine
         from hermes_tray.notify import make_notifier
         from hermes_tray.watch.detector import Detector, DetectorThread
 
         options = self.options
-        if options.engine is None:
-            from hermes_tray.engine import CoreEngine
-
-            self.engine = CoreEngine(options.homes)
-        else:
-            self.engine = options.engine
+        self.engine = options.engine if options.engine is not None else CoreEngine(options.homes)
         autostart = default_autostart() if options.autostart == "default" else options.autostart
         self.notifier = make_notifier(APP_DISPLAY_NAME)
         self.controller = Controller(self.engine, self.notifier, autostart=autostart, demo=options.demo, parent=self)
@@ -453,10 +439,13 @@ class TrayApp(QObject):
 
     def open_folder(self, path: str) -> None:
         """A problem's folder (the banner's "Open folder"), in the desktop's file manager, else its path."""
+        from hermes_tray.app.reveal import open_or_show
+
         if path:
             self._dialogs["path"] = open_or_show("Folder", path)
 
     def open_logs(self) -> None:
+        from hermes_tray.app.reveal import open_or_show
         from hermes_tray_core import ensure_private_dir, log_dir
 
         path = ensure_private_dir(log_dir())

@@ -1,13 +1,8 @@
-"""The headless helper: the tray's watcher and engine with no GUI (``QCoreApplication``).
+"""The headless helper: the tray's watcher and engine with no GUI (``QCoreApplication``), for desktops without a
+tray and unattended ``auto`` mode. While a tray runs for the same user it does not ask (the tray does).
 
-For desktops without a tray and for unattended ``auto`` mode. Notifications go through
-desktop-notifier when a session bus is there (buttons work here too), otherwise to the log.
-While a tray runs for the same user the helper does not ask (the tray does); both still agree
-on who resumes through the engine's leases.
-
-Started in a terminal, it says in two lines what it watches and then one line per interrupted turn it
-notices; started by systemd or an autostart entry (no terminal) it prints only what needs the user (no
-home found, a problem), once per change. Everything also goes to its log.
+In a terminal it says in two lines what it watches, then one line per interrupted turn it notices; started by
+systemd or an autostart entry it prints only what needs the user (no home found, a problem), once per change.
 """
 
 from __future__ import annotations

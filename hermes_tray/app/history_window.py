@@ -1,18 +1,15 @@
-"""History: one row per interrupted turn — what it was, when it was interrupted, what happened to it,
-where it ran — with the event trail on expand, the turn's page on a double-click, a filter by home, "Resume
-again" for a turn resumed before that the policy lets resume now (it waits) and "Copy session ID". Configuration changes (a home's
-auto-continue settings or the tray's own, from the menu, the settings dialog or the CLI) are rows too.
-
-It is live: the ledger's files are watched, and each change (this tray's, the helper's, the command line's)
-is read a moment later, keeping the selected row and the open trails.
+"""History: one row per interrupted turn (what, when, what happened, where it ran) and per configuration change,
+with the trail on expand, the page on a double-click, a filter by home, "Resume again" and "Copy session ID".
+Live: the ledger's files are watched and each change (any process's) is read a moment later, keeping the
+selected row and the open trails.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -25,7 +22,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QHBoxLayout,
     QLabel,
-    QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -34,7 +30,8 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import safe_text, short_path, since_text
+from hermes_tray.app.widgets import button
+from hermes_tray.format import safe_text, short_path, since_text, stamp
 from hermes_tray.model.history import (
     TurnHistory,
     event_detail,
@@ -55,10 +52,6 @@ LIVE_DELAY_MS = 150  # a burst of ledger writes (one resume writes three or four
 READ_ERROR = "The history could not be read. The log folder has the details."
 
 log = logging.getLogger(__name__)
-
-
-def _stamp(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
 
 
 class HistoryWindow(QDialog):
@@ -127,18 +120,10 @@ class HistoryWindow(QDialog):
         self.tree.itemDoubleClicked.connect(lambda *_: self._open_page())
         lay.addWidget(self.tree, 1)
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
-        self.resume_button = QPushButton("&Resume again")
-        self.resume_button.setAccessibleName("Resume this turn again")
-        self.resume_button.setToolTip("For a turn resumed before that waits again. Resume a new one from the menu.")
-        self.resume_button.clicked.connect(self._resume)
-        self.copy_button = QPushButton("&Copy session ID")
-        self.copy_button.setAccessibleName("Copy the session ID of this turn")
-        self.copy_button.clicked.connect(self._copy)
-        refresh = QPushButton("Re&fresh")
-        refresh.setAccessibleName("Read the history again")
-        refresh.clicked.connect(self.reload)
-        for b in (self.resume_button, self.copy_button, refresh):
-            b.setAutoDefault(False)
+        self.resume_button = button("&Resume again", self._resume, "Resume this turn again",
+                                    "For a turn resumed before that waits again. Resume a new one from the menu.")
+        self.copy_button = button("&Copy session ID", self._copy, "Copy the session ID of this turn")
+        for b in (self.resume_button, self.copy_button, button("Re&fresh", self.reload, "Read the history again")):
             buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
         buttons.rejected.connect(self.reject)
         lay.addWidget(buttons)
@@ -210,12 +195,7 @@ class HistoryWindow(QDialog):
         current = self.selected_turn()
         keep = self._row_key(current) if current is not None else None
         rows = {id(t): t for t in self._turns}
-        opened = set()
-        for i in range(self.tree.topLevelItemCount()):
-            item = self.tree.topLevelItem(i)
-            old = self._shown.get(item.data(0, TURN_ROLE)) if item is not None else None
-            if item is not None and old is not None and item.isExpanded():
-                opened.add(self._row_key(old))
+        opened = {self._row_key(old) for item, old in self._rows() if item.isExpanded()}
         scrolled = self.tree.verticalScrollBar().value()
         n = sum(1 for t in turns if not t.config)
         if self._error:
@@ -287,10 +267,8 @@ class HistoryWindow(QDialog):
                 found = ask(wanted)
             except Exception:  # boundary: a title is a nicety: the row keeps "session …"
                 pass
-            try:
+            with suppress(RuntimeError):  # the window was deleted meanwhile
                 self.titles_arrived.emit(wanted, found)
-            except RuntimeError:  # the window was deleted meanwhile
-                pass
 
         threading.Thread(target=work, name="history-titles", daemon=True).start()
 
@@ -299,19 +277,24 @@ class HistoryWindow(QDialog):
         if not found:
             return
         self._titles.update(found)
+        for item, t in self._rows():
+            item.setText(0, self._title(t))
+        self._fit_column(0)
+        self._fit_window()
+
+    def _rows(self) -> Iterator[tuple[QTreeWidgetItem, TurnHistory]]:
+        """The rows on screen with the turns they show."""
         for i in range(self.tree.topLevelItemCount()):
             item = self.tree.topLevelItem(i)
             t = self._shown.get(item.data(0, TURN_ROLE)) if item is not None else None
             if item is not None and t is not None:
-                item.setText(0, self._title(t))
-        self._fit_column(0)
-        self._fit_window()
+                yield item, t
 
     def _row(self, t: TurnHistory) -> QTreeWidgetItem:
         if t.config:
             e = t.events[-1]
             what = "Hermes settings changed" if t.home else "Tray settings changed"
-            item = QTreeWidgetItem([what, t.profile, _stamp(when_of(e)), t.outcome(), ""])
+            item = QTreeWidgetItem([what, t.profile, stamp(when_of(e)), t.outcome(), ""])
             item.setToolTip(0, safe_text(t.home) or "The tray's own settings")
             item.setToolTip(1, safe_text(t.home))
             item.setToolTip(2, since_text(when_of(e)))
@@ -319,7 +302,7 @@ class HistoryWindow(QDialog):
             return item
         title = self._title(t)
         at, what = (t.interrupted_at, "Interrupted") if t.interrupted_at else (t.started_at, "Started")
-        when = f"{what} {_stamp(at)}" if at else ""  # "Interrupted" only when that moment is known
+        when = f"{what} {stamp(at)}" if at else ""  # "Interrupted" only when that moment is known
         item = QTreeWidgetItem([title, t.profile, when, t.outcome(), t.where()])
         item.setData(0, TURN_ROLE, id(t))
         item.setToolTip(0, f"{title}\nSession ID: {safe_text(t.session_key)}")
@@ -331,7 +314,7 @@ class HistoryWindow(QDialog):
         if t.where():
             item.setToolTip(4, t.where_details())
         for e in t.events:  # the event trail, on expand
-            child = QTreeWidgetItem([event_text(e), "", _stamp(when_of(e)), event_detail(e), ""])
+            child = QTreeWidgetItem([event_text(e), "", stamp(when_of(e)), event_detail(e), ""])
             child.setToolTip(3, event_detail(e))
             item.addChild(child)
         return item

@@ -1,8 +1,5 @@
-"""The tray's context menu: interrupted turns with Resume / Skip, then the tray's switches.
-
-Built from a :class:`ViewState`; actions are reported as signals so the menu holds no logic.
-It is rebuilt when the state changes, but never while it is open (a menu that reshuffles under
-the pointer makes people click the wrong thing): the rebuild waits until it closes.
+"""The tray's context menu, built from a :class:`ViewState`, actions reported as signals. It is never rebuilt while
+open (a menu that reshuffles under the pointer makes people click the wrong thing): that waits until it closes.
 """
 
 from __future__ import annotations
@@ -10,12 +7,11 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QTimer, Signal
-from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtGui import QActionGroup
 from PySide6.QtWidgets import QMenu, QWidget
 
 from hermes_tray import words
 from hermes_tray.format import elapsed_text, elide
-from hermes_tray.model.page import tries_text
 from hermes_tray.model.viewstate import TurnItem, ViewState
 
 MODES = (("ask", "Ask me"), ("auto", "Resume automatically"), ("list", "Only list them"))
@@ -111,7 +107,7 @@ class TrayMenu(QMenu):
         if item.reminder is None:
             sub.addAction(words.REMIND_HOUR).triggered.connect(
                 lambda _=False, k=item.key: self.snooze_requested.emit(k))
-        info_text = tries_text(item.attempts)
+        info_text = words.tries_text(item.attempts)
         if item.reminder is not None:
             info_text += f" · {item.reminder_text()}"
         if item.profile and item.profile != "default":
@@ -130,22 +126,6 @@ class TrayMenu(QMenu):
         if n > MENU_TURNS:
             more = self.addAction(f"{words.count(n - MENU_TURNS, 'more turn')} in the turns window…")
             more.triggered.connect(self.open_requested.emit)
-
-    def action_labels(self) -> list[str]:
-        """Top-level entry texts (separators as ``---``): what a user reads, for tests."""
-        return [a.text() if not a.isSeparator() else "---" for a in self.actions()]
-
-    def find_action(self, text: str) -> QAction | None:
-        """Depth-first search for an entry by its exact label."""
-        stack = list(self.actions())
-        while stack:
-            act = stack.pop(0)
-            if act.text() == text:
-                return act
-            sub = act.menu()
-            if isinstance(sub, QMenu):  # QAction.menu() is a template in Qt 6: PySide6 types it QObject
-                stack.extend(sub.actions())
-        return None
 
     def rebuild(self) -> None:
         self.clear()

@@ -1,11 +1,7 @@
-"""The prompt window: the primary place to decide, on every desktop.
-
-A list of interrupted turns (title, prompt excerpt, when, attempts, home/profile) with Resume
-(the default button: Enter resumes the selected turn), Skip, Remind me later and Disable auto-continue; Details
-says what each was doing and why it stopped, and a double-click opens its page; running continuations with
-elapsed time, streaming status and Stop; and the answer of a finished one.
-Shown by a notification or the auto mode it does not take focus from what the user is typing;
-opened by the user (tray click, menu, second launch) it comes to the front.
+"""The prompt window, the primary place to decide on every desktop: the interrupted turns with Resume (Enter),
+Skip, Remind me later and Disable auto-continue, Details and a turn's page; running continuations with Stop; a
+finished one's answer. Shown by a notification or auto mode it does not take focus from what the user types;
+opened by the user it comes to the front.
 """
 
 from __future__ import annotations
@@ -13,7 +9,7 @@ from __future__ import annotations
 import functools
 
 from PySide6.QtCore import QEvent, QPoint, Qt, Signal, SignalInstance
-from PySide6.QtGui import QFont, QGuiApplication, QKeySequence, QResizeEvent, QShortcut
+from PySide6.QtGui import QGuiApplication, QKeySequence, QResizeEvent, QShortcut
 from PySide6.QtWidgets import (
     QDialog,
     QFrame,
@@ -31,7 +27,9 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray import words
+from hermes_tray.app import events
 from hermes_tray.app.icons import app_icon
+from hermes_tray.app.widgets import button, remind_menu, text
 from hermes_tray.format import elapsed_text, elide, safe_text, since_text
 from hermes_tray.model.page import where_text
 from hermes_tray.model.viewstate import Problem, RecentItem, RunningItem, TurnItem, ViewState
@@ -70,12 +68,9 @@ class _RunningRow(QFrame):
         col.addWidget(bar)
         col.addWidget(self.hint)
         lay.addLayout(col, 1)
-        self.stop_button = QPushButton(words.STOP_LABEL)
-        self.stop_button.setAutoDefault(False)
+        self.stop_button = button(words.STOP_LABEL, lambda: self.stop.emit(self.key), "Stop this continuation")
         self.stop_button.setToolTip(words.STOP_HINT)
-        self.stop_button.setAccessibleName("Stop this continuation")
         self.stop_button.setAccessibleDescription(words.STOP_HINT)
-        self.stop_button.clicked.connect(lambda: self.stop.emit(self.key))
         lay.addWidget(self.stop_button)
         self.update_item(item)
 
@@ -98,16 +93,11 @@ class ProblemBanner(QFrame):
                            "#problemBanner QLabel { color: #3b2f00; }")
         self.setAccessibleName("Problems")
         lay = QHBoxLayout(self)
-        self.text = QLabel()
-        self.text.setWordWrap(True)
-        self.text.setTextFormat(Qt.TextFormat.PlainText)
-        self.text.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.text = text(selectable=True)
         lay.addWidget(self.text, 1)
-        self.folder_button = QPushButton("Open folder")
-        self.folder_button.setAutoDefault(False)
-        self.folder_button.setAccessibleName("Open the folder of this problem")
         self._folder = ""
-        self.folder_button.clicked.connect(lambda: self.open_folder.emit(self._folder))
+        self.folder_button = button("Open folder", lambda: self.open_folder.emit(self._folder),
+                                     "Open the folder of this problem")
         lay.addWidget(self.folder_button, 0, Qt.AlignmentFlag.AlignTop)
         self.setVisible(False)
 
@@ -149,28 +139,6 @@ def _heading(state: ViewState) -> tuple[str, str]:
     return words.NO_TURNS, words.NOTHING_WAITING
 
 
-def _text(*, selectable: bool = False, name: str = "") -> QLabel:
-    """A label of the window's text (wrapped; plain text, selectable, named for a screen reader when asked)."""
-    label = QLabel()
-    label.setWordWrap(True)
-    if selectable:
-        label.setTextFormat(Qt.TextFormat.PlainText)
-        label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    if name:
-        label.setAccessibleName(name)
-    return label
-
-
-def _button(text: str, slot: object, name: str = "") -> QPushButton:
-    """A button that is never the default one (Enter resumes), named for a screen reader when asked."""
-    button = QPushButton(text)
-    button.setAutoDefault(False)
-    if name:
-        button.setAccessibleName(name)
-    button.clicked.connect(slot)
-    return button
-
-
 def row_text(t: TurnItem, show_prompts: bool) -> str:
     """A waiting turn's row: its name, its prompt (or that prompts are hidden), when, tries, reminder, profile."""
     lines = [t.title]
@@ -191,6 +159,12 @@ def row_text(t: TurnItem, show_prompts: bool) -> str:
 
 def row_tip(t: TurnItem) -> str:
     return f"{t.reason_details}\nSession ID: {safe_text(t.session_key)}\nHome: {safe_text(t.home)}"
+
+
+def _say_recent(item: QListWidgetItem, r: RecentItem) -> None:
+    item.setText(recent_text(r))
+    if r.details:
+        item.setToolTip(r.details_now)
 
 
 def recent_text(r: RecentItem) -> str:
@@ -225,13 +199,9 @@ class PromptWindow(QDialog):
         self._focus = "list"  # the list whose selection the details and the Delete key follow
 
         root = self._root = QVBoxLayout(self)
-        self.header = QLabel()
-        f = QFont(self.header.font())
-        f.setPointSizeF(f.pointSizeF() * 1.25)
-        f.setBold(True)
-        self.header.setFont(f)
+        self.header = text(bold=True, scale=1.25)
         root.addWidget(self.header)
-        self.subheader = _text()
+        self.subheader = text()
         root.addWidget(self.subheader)
         self.banner = ProblemBanner(self)
         self.banner.open_folder.connect(self.open_folder_requested.emit)
@@ -254,7 +224,7 @@ class PromptWindow(QDialog):
         root.addWidget(self.list, 100)
 
         detail_row = QHBoxLayout()
-        self.detail = _text(selectable=True)
+        self.detail = text(selectable=True)
         detail_row.addWidget(self.detail, 1)
         self.details_button = QToolButton()
         self.details_button.setText("&Details")
@@ -263,7 +233,7 @@ class PromptWindow(QDialog):
         self.details_button.toggled.connect(lambda _on: self._update_detail())
         detail_row.addWidget(self.details_button, 0, Qt.AlignmentFlag.AlignTop)
         root.addLayout(detail_row)
-        self.details = _text(selectable=True, name="Details")  # Hermes' facts: session id, home, pids, reasons
+        self.details = text(selectable=True, name="Details")  # Hermes' facts: session id, home, pids, reasons
         self.details.setVisible(False)
         root.addWidget(self.details)
 
@@ -275,10 +245,7 @@ class PromptWindow(QDialog):
         self.answer.setMaximumHeight(140)
         root.addWidget(self.answer_title)
         root.addWidget(self.answer)
-        self.recent_title = QLabel("Recent")
-        rf = QFont(self.recent_title.font())
-        rf.setBold(True)
-        self.recent_title.setFont(rf)
+        self.recent_title = text("Recent", bold=True)
         root.addWidget(self.recent_title)
         self.recent_list = QListWidget()
         self.recent_list.setAccessibleName("Recent: turns not waiting, what happened and why")
@@ -291,12 +258,12 @@ class PromptWindow(QDialog):
         self.recent_list.customContextMenuRequested.connect(lambda pos: self._popup(self.recent_list, "recent", pos))
         root.addWidget(self.recent_list, 60)
         recent_row = QHBoxLayout()
-        self.recent_hint = _text()
+        self.recent_hint = text()
         recent_row.addWidget(self.recent_hint, 1)
-        self.recent_button = _button("Turn auto-continue &on", lambda: self._recent_action("enable"),  # its "enable"
+        self.recent_button = button("Turn auto-continue &on", lambda: self._recent_action("enable"),  # its "enable"
                                      "Turn Hermes auto-continue back on for this turn's home")
         recent_row.addWidget(self.recent_button)
-        self.recent_skip_button = _button("S&kip it", lambda: self._recent_action("skip"),  # the row's "skip"
+        self.recent_skip_button = button("S&kip it", lambda: self._recent_action("skip"),  # the row's "skip"
                                           "Skip this turn: it is not resumed")
         recent_row.addWidget(self.recent_skip_button)
         self.recent_box = QWidget()
@@ -308,19 +275,15 @@ class PromptWindow(QDialog):
         self.button_row = QWidget()
         buttons = QHBoxLayout(self.button_row)
         buttons.setContentsMargins(0, 0, 0, 0)
-        self.disable_button = _button("Disable auto-continue", lambda: self._for_selected(self.disable_requested))
-        self.disable_button.setToolTip("Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
+        self.disable_button = button("Disable auto-continue", lambda: self._for_selected(self.disable_requested),
+                                     tip="Turns Hermes auto-continue off in this turn's home. The menu turns it back on.")
         buttons.addWidget(self.disable_button)
         buttons.addStretch(1)
-        self.snooze_button = QPushButton(words.REMIND_LATER)
-        self.snooze_button.setAutoDefault(False)
-        self.snooze_button.setAccessibleName("Remind me of this turn later: it is not resumed or skipped")
-        snooze = QMenu(self)
-        snooze.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
-        snooze.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
-        self.snooze_button.setMenu(snooze)
+        self.snooze_button = button(words.REMIND_LATER, None,
+                                    "Remind me of this turn later: it is not resumed or skipped")
+        self.snooze_button.setMenu(remind_menu(self, lambda when: self._for_selected(self.snooze_requested, when)))
         buttons.addWidget(self.snooze_button)
-        self.skip_button = _button("&Skip", lambda: self._for_selected(self.skip_requested))
+        self.skip_button = button("&Skip", lambda: self._for_selected(self.skip_requested))
         buttons.addWidget(self.skip_button)
         self.resume_button = QPushButton("&Resume")
         self.resume_button.setDefault(True)
@@ -365,7 +328,10 @@ class PromptWindow(QDialog):
         self.list.blockSignals(True)
         self.list.clear()
         for t in state.pending:
-            self.list.addItem(self._row(t))
+            item = QListWidgetItem()
+            item.setData(KEY_ROLE, t.key)
+            self._say_row(item, t)
+            self.list.addItem(item)
         self.list.blockSignals(False)
         if n:
             keys = [t.key for t in state.pending]
@@ -382,36 +348,30 @@ class PromptWindow(QDialog):
             item = self.list.item(i)
             turn = next((t for t in self._state.pending if t.key == item.data(KEY_ROLE)), None)
             if turn is not None:
-                item.setText(row_text(turn, self._state.show_prompts))
-                item.setToolTip(row_tip(turn))
+                self._say_row(item, turn)
         for i in range(self.recent_list.count()):
             item = self.recent_list.item(i)
             k = item.data(KEY_ROLE)
             if isinstance(k, int) and k < len(self._state.recent):
-                item.setText(recent_text(self._state.recent[k]))
-                if self._state.recent[k].details:
-                    item.setToolTip(self._state.recent[k].details_now)
+                _say_recent(item, self._state.recent[k])
         self._update_detail()
         for r in self._state.running:
             row = self._running_rows.get(r.key)
             if row is not None:
                 row.update_item(r)
 
-    def _row(self, t: TurnItem) -> QListWidgetItem:
-        item = QListWidgetItem(row_text(t, self._state.show_prompts))
-        item.setData(KEY_ROLE, t.key)
+    def _say_row(self, item: QListWidgetItem, t: TurnItem) -> None:
+        item.setText(row_text(t, self._state.show_prompts))
         item.setToolTip(row_tip(t))
-        return item
 
     def _fill_recent(self, state: ViewState) -> None:
         selected = self.recent_list.currentItem().data(KEY_ROLE) if self.recent_list.currentItem() else None
         self.recent_list.blockSignals(True)
         self.recent_list.clear()
         for i, r in enumerate(state.recent):
-            item = QListWidgetItem(recent_text(r))
+            item = QListWidgetItem()
             item.setData(KEY_ROLE, i)
-            if r.details:
-                item.setToolTip(r.details_now)
+            _say_recent(item, r)
             self.recent_list.addItem(item)
         self.recent_list.blockSignals(False)
         show = bool(state.recent)
@@ -511,8 +471,6 @@ class PromptWindow(QDialog):
         self.answer.setPlainText(text)
         self.answer_title.setVisible(True)
         self.answer.setVisible(True)
-        from hermes_tray.app import events
-
         events.emit("window", name="answer", chars=len(text))  # how much, never what
 
     # --- actions ------------------------------------------------------------------------------
@@ -542,8 +500,8 @@ class PromptWindow(QDialog):
             if turn is not None:
                 menu.addAction("Resume", lambda: self._for_selected(self.resume_requested))
                 menu.addAction("Skip", lambda: self._for_selected(self.skip_requested))
-                menu.addAction(words.REMIND_HOUR, lambda: self._for_selected(self.snooze_requested, "1h"))
-                menu.addAction(words.REMIND_TOMORROW, lambda: self._for_selected(self.snooze_requested, "tomorrow"))
+                for act in remind_menu(menu, lambda when: self._for_selected(self.snooze_requested, when)).actions():
+                    menu.addAction(act)
                 menu.addAction("Open its page", lambda: self.page_requested.emit(turn.key))
                 menu.addAction("Disable auto-continue", lambda: self._for_selected(self.disable_requested))
                 menu.addAction("Copy session ID", functools.partial(_copy, turn.session_key))
@@ -577,8 +535,6 @@ class PromptWindow(QDialog):
             self.raise_()
             self.activateWindow()
             self.list.setFocus()
-        from hermes_tray.app import events
-
         events.emit("window", name="prompt", activate=activate)
 
 

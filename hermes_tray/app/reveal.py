@@ -1,8 +1,5 @@
-"""Open a folder or file with the desktop's own program; where the desktop has none, say where it is.
-
-``QDesktopServices.openUrl`` returns False when no program takes the URL (no ``xdg-open``, a minimal
-session): the user then read nothing but a line on stderr. Now a small window shows the path, selectable,
-with a button that copies it — never a dead end.
+"""Open a folder or file with the desktop's own program; where none takes it (``openUrl`` returns False: no
+``xdg-open``, a minimal session), a small window shows the path with a button that copies it.
 """
 
 from __future__ import annotations

@@ -1,8 +1,6 @@
-"""Settings: Hermes' own auto-continue keys per home (or all homes) and the tray's own settings.
-
-Backend keys are written to each home's ``config.yaml`` through the engine; tray keys to the
-tray's ``config.toml``. Values are checked as they are typed (the OK button stays disabled while
-something is wrong, and the line under the field says what); changes apply without a restart.
+"""Settings: Hermes' auto-continue keys per home (or all homes), written to ``config.yaml`` through the engine, and
+the tray's own. Values are checked as they are typed (OK stays disabled, the line under the field says why);
+changes apply without a restart.
 """
 
 from __future__ import annotations
@@ -20,7 +18,6 @@ from PySide6.QtWidgets import (
     QDialogButtonBox,
     QFormLayout,
     QGroupBox,
-    QLabel,
     QLineEdit,
     QSpinBox,
     QVBoxLayout,
@@ -28,6 +25,7 @@ from PySide6.QtWidgets import (
 )
 
 from hermes_tray.app.icons import app_icon
+from hermes_tray.app.widgets import text
 from hermes_tray.format import short_path
 from hermes_tray.model.settings import BackendValues, SettingsModel, SettingsSnapshot
 
@@ -41,6 +39,14 @@ def _join(args) -> str:  # noqa: ANN001
     import re
 
     return " ".join(a if re.fullmatch(r"[\w@%+=:,./~-]+", a) else shlex.quote(a) for a in args)
+
+
+def _spin(low: int, high: int, suffix: str, tip: str) -> QSpinBox:
+    box = QSpinBox()
+    box.setRange(low, high)
+    box.setSuffix(suffix)
+    box.setToolTip(tip)
+    return box
 
 
 class SettingsDialog(QDialog):
@@ -65,17 +71,11 @@ class SettingsDialog(QDialog):
         bform.addRow("Home", self.home_combo)
         self.enabled_box = QCheckBox("Continue interrupted turns")
         bform.addRow("Enabled", self.enabled_box)
-        self.freshness = QSpinBox()
-        self.freshness.setRange(1, 24 * 60)
-        self.freshness.setSuffix(" min")
-        self.freshness.setToolTip("Turns older than this are not continued (Hermes' freshness window)")
+        self.freshness = _spin(1, 24 * 60, " min", "Turns older than this are not continued (Hermes' freshness window)")
         bform.addRow("Freshness window", self.freshness)
-        self.attempts = QSpinBox()
-        self.attempts.setRange(1, 20)
-        self.attempts.setToolTip("How many automatic continuations one turn may get")
+        self.attempts = _spin(1, 20, "", "How many automatic continuations one turn may get")
         bform.addRow("Retry budget", self.attempts)
-        self.home_note = QLabel()
-        self.home_note.setWordWrap(True)
+        self.home_note = text()
         bform.addRow(self.home_note)
         self._tooltips = {"enabled": self.enabled_box.toolTip(), "freshness_minutes": self.freshness.toolTip(),
                           "max_attempts": self.attempts.toolTip()}
@@ -98,22 +98,18 @@ class SettingsDialog(QDialog):
         self.command_edit.setPlaceholderText("hermes (found on PATH)")
         self.command_edit.setToolTip("The Hermes launcher to run continuations with, e.g. ~/.local/bin/hermes")
         tform.addRow("Hermes command", self.command_edit)
-        self.command_note = QLabel()
-        self.command_note.setWordWrap(True)
+        self.command_note = text()
         tform.addRow(self.command_note)
         from hermes_tray_core import MAX_IDLE_TIMEOUT, MIN_IDLE_TIMEOUT
 
-        self.idle_timeout = QSpinBox()
-        self.idle_timeout.setRange(int(MIN_IDLE_TIMEOUT), int(MAX_IDLE_TIMEOUT))
+        self.idle_timeout = _spin(int(MIN_IDLE_TIMEOUT), int(MAX_IDLE_TIMEOUT), " s",
+                                  "A continuation is stopped after this long without any sign of progress from "
+                                  "Hermes (600 s, as Hermes itself); there is no limit on its total time")
         self.idle_timeout.setSingleStep(60)
-        self.idle_timeout.setSuffix(" s")
-        self.idle_timeout.setToolTip("A continuation is stopped after this long without any sign of progress from "
-                                     "Hermes (600 s, as Hermes itself); there is no limit on its total time")
         tform.addRow("Stop a silent continuation after", self.idle_timeout)
         root.addWidget(tray_box)
 
-        self.error_label = QLabel()
-        self.error_label.setWordWrap(True)
+        self.error_label = text()
         self.error_label.setStyleSheet("color: #b3261e;")
         self.error_label.setVisible(False)
         root.addWidget(self.error_label)
@@ -192,10 +188,8 @@ class SettingsDialog(QDialog):
             return f"Hermes command: {exc} (check the quotes)", None
         if not argv:
             return "Hermes command: empty", None
-        exe = argv[0]
-        found = shutil.which(os.path.expanduser(exe))
-        if found is None:
-            return None, f"“{exe}” is not found or not executable; continuations would fail until it is."
+        if shutil.which(os.path.expanduser(argv[0])) is None:
+            return None, f"“{argv[0]}” is not found or not executable; continuations would fail until it is."
         return None, None
 
     def _validate(self) -> bool:
@@ -231,14 +225,9 @@ class SettingsDialog(QDialog):
             if diff:
                 backend[h] = diff
         s = self._snap
-        tray: dict[str, Any] = {}
-        mode = self.mode_combo.currentData()
-        if mode != s.mode:
-            tray["mode"] = mode
-        if self.notify_box.isChecked() != s.notify:
-            tray["notify"] = self.notify_box.isChecked()
-        if self.prompts_box.isChecked() != s.show_prompts:
-            tray["show_prompts"] = self.prompts_box.isChecked()
+        tray: dict[str, Any] = {key: value for key, value, old in (
+            ("mode", self.mode_combo.currentData(), s.mode), ("notify", self.notify_box.isChecked(), s.notify),
+            ("show_prompts", self.prompts_box.isChecked(), s.show_prompts)) if value != old}
         text = self.command_edit.text().strip()
         # "~/.local/bin/hermes" is what people type; the engine gets real paths
         command = [os.path.expanduser(a) if a.startswith("~") else a for a in shlex.split(text)] if text else None

@@ -1,10 +1,6 @@
-"""Clean exit on SIGINT/SIGTERM/SIGHUP while Qt's loop runs (Python handlers only run when Python does).
-
-SIGHUP too (a closed terminal, a session ending): its default action would end the process at once, and a
-continuation's Hermes process with it, before the controller could leave the continuation to Hermes.
-
-A socket pair is the wake-up fd: the C-level handler writes the signal number, a
-``QSocketNotifier`` wakes the event loop, and the quit runs in the Qt thread. No polling timer.
+"""Clean exit on SIGINT/SIGTERM/SIGHUP while Qt's loop runs (Python handlers only run when Python does). SIGHUP's
+default would end the process, and a continuation's Hermes with it, before it is left to Hermes. The C handler
+writes to a socket pair whose ``QSocketNotifier`` wakes the loop: no polling timer.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""One tray (and, separately, one helper) per user.
-
-The authority is an OS lock (the engine's platform lock, ``try_lock_fd``: flock on POSIX, a
-byte lock on Windows; symlinks refused) on a file in the user's runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next one. A ``QLocalServer`` beside it (user-only
-access) carries messages: a second launch asks the running one to show its prompt window and
-exits before it creates any tray icon.
+"""One tray (and, separately, one helper) per user. The authority is an OS lock (``try_lock_fd``) on a file in the
+runtime dir: the kernel drops it when the holder dies, so a crashed tray never blocks the next. A user-only
+``QLocalServer`` beside it lets a second launch ask the running one to show its window, then exit with no icon.
 """
 
 from __future__ import annotations
@@ -41,12 +38,10 @@ def _user_tag() -> str:
 
 
 class SingleInstance(QObject):
-    """Lock + local server for one role (``tray`` or ``helper``) of one user.
-
-    ``handler(message) -> bool`` answers later launches: a launch is told ``ok`` only when the handler
-    did what it asked (say, the window is showing), ``failed`` otherwise, and nothing while the holder
-    is not listening yet (it listens once the user can see it).
-    """
+    """Lock + local server for one role (``tray`` or ``helper``) of one user. ``handler(message) -> bool``
+    answers later launches: a launch is told ``ok`` only when the handler did what it asked (say, the window
+    is showing), ``failed`` otherwise, and nothing while the holder is not listening yet (it listens once the
+    user can see it)."""
 
     def __init__(self, role: str = "tray", directory: Path | None = None, parent: QObject | None = None) -> None:
         super().__init__(parent)
@@ -128,10 +123,8 @@ class SingleInstance(QObject):
         sock.abort()
 
     def send_to_primary(self, message: str = "show", timeout_ms: int = 3000) -> bool:
-        """Deliver ``message`` to the running instance; True once it acknowledged.
-
-        Retries briefly: the holder may have the lock but not yet be listening.
-        """
+        """Deliver ``message`` to the running instance; True once it acknowledged. Retries briefly: the holder
+        may have the lock but not yet be listening."""
         from PySide6.QtNetwork import QLocalSocket
 
         deadline = time.monotonic() + timeout_ms / 1000

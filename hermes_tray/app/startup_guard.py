@@ -1,12 +1,9 @@
 """A tray that fails before it shows anything says so and exits; it never lives on invisible.
 
-Qt runs the start-up (the icon, the status window, the notifier) in event-loop callbacks, and an
-exception there is only printed: the process would keep running with no icon, no window and no
-notification (as a wheel without a subpackage once did). Until the tray has shown something, any
-such exception is fatal: it goes to the log and stderr, a message box says it where a display
-exists, what the tray started is stopped, and the process exits with a non-zero code once the box
-is closed (at once when it cannot be shown). After that, an unexpected error is logged and printed
-as before, and the tray goes on: its icon is there to show problems.
+Qt runs the start-up in event-loop callbacks, where an exception is only printed: the process would live on with
+no icon, window or notification (as a wheel without a subpackage once did). Until the tray has shown something
+such an exception is fatal: logged and printed, a message box where a display exists, what the tray started
+stopped, a non-zero exit. After that an unexpected error is logged and the tray goes on: its icon shows problems.
 """
 
 from __future__ import annotations

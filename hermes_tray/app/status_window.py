@@ -1,9 +1,5 @@
-"""A small status window for desktops without a system tray (GNOME without the extension, kiosks).
-
-It stands in for the icon: the same state picture, the same counts, "Open turns…", and the icon's own
-menu behind "Menu" (History, the mode, auto-continue on/off, Settings, Open log folder, About…): what the
-tray offers is reachable without a tray. Closing it hides it to the task bar rather than quitting (Quit
-is explicit).
+"""A small status window for desktops without a system tray (GNOME without the extension, kiosks): the icon's
+picture, counts and menu, so what the tray offers is reachable without one. Closing hides it to the task bar.
 """
 
 from __future__ import annotations

@@ -1,15 +1,10 @@
-"""The tray icon, created only once a tray host is there.
+"""The tray icon, created only once a tray host is there: a ``QSystemTrayIcon`` created before the host is up never
+registers, so availability is polled; with no tray after 2 s a small status window stands in (stock GNOME has
+none), and when a host appears later the icon takes over. Left click opens the prompt window.
 
-A ``QSystemTrayIcon`` created before the desktop's tray host is up never registers (the app
-looks alive and shows nothing), so availability is polled; with no tray after 2 s a small
-status window stands in (stock GNOME has none), and polling goes on, slower: when a tray host
-appears later the icon is created and takes over from the window. The menu is attached with ``setContextMenu`` (Wayland
-and SNI export it over D-Bus). Left click opens the prompt window.
-
-The one place that picks the icon's kind: on a StatusNotifierItem desktop (a watcher with a host on
-the session bus) the tray publishes its own item (``hermes_tray.app.sni``), the only way to say
-``NeedsAttention``; everywhere else, or if that item cannot be registered, ``QSystemTrayIcon``.
-Never both: the Qt icon is made only once the own item is given up.
+The one place that picks the icon's kind: on a StatusNotifierItem desktop (a watcher with a host) the tray
+publishes its own item (``hermes_tray.app.sni``), the only way to say ``NeedsAttention``; elsewhere, or if that
+item cannot be registered, ``QSystemTrayIcon``. Never both.
 """
 
 from __future__ import annotations

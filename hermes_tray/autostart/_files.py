@@ -28,20 +28,16 @@ def xdg_config_dirs() -> list[Path]:
 
 
 def make_dirs(path: Path) -> None:
-    """``mkdir -p`` where every folder created (not only the last) is 0700.
-
-    Unlike :func:`core.stores.fsutil.ensure_private_dir` alone, an existing folder may be a symlink:
-    dotfile managers link ``~/.config/autostart`` and ``~/.config/systemd/user``.
-    """
+    """``mkdir -p`` where every folder created (not only the last) is 0700. Unlike
+    :func:`core.stores.fsutil.ensure_private_dir` alone, an existing folder may be a symlink: dotfile managers
+    link ``~/.config/autostart`` and ``~/.config/systemd/user``."""
     if not os.path.isdir(path):
         ensure_private_dir(path)
 
 
 def write_entry(path: Path, text: str) -> None:
-    """Atomically write a launcher-type file (0644); a symlink at ``path`` is refused.
-
-    The folder may itself be a symlink (dotfile managers do that); only new folders are made 0700.
-    """
+    """Atomically write a launcher-type file (0644); a symlink at ``path`` is refused. The folder may itself
+    be a symlink (dotfile managers do that); only new folders are made 0700."""
     make_dirs(path.parent)
     atomic_write_bytes(path, text.encode("utf-8"), mode=ENTRY_MODE)
 

@@ -1,8 +1,5 @@
-"""The one small interface every start-at-login backend implements, and what they share.
-
-State is never cached or kept in a config flag: ``is_enabled()`` reads the system (autostart
-file, systemd wants-link, LaunchAgent plist, Run registry value) every time, so the tray menu,
-the CLI and a user who deleted the entry by hand always agree.
+"""The one interface every start-at-login backend implements, and what they share. ``is_enabled()`` reads the
+system every time, never a cached flag, so the menu, the CLI and a user who deleted the entry by hand agree.
 """
 
 from __future__ import annotations
@@ -40,11 +37,9 @@ class AutoStartStatus:
 
 
 class AutoStart(ABC):
-    """Start hermes-tray (or its headless helper) with the user's session.
-
-    ``command`` is the argv to run at login; by default :func:`launch_command` works it out
-    from how this process was started (frozen bundle, pipx/venv console script, ``-m``).
-    """
+    """Start hermes-tray (or its headless helper) with the user's session. ``command`` is the argv to run at
+    login; by default :func:`launch_command` works it out from how this process was started (frozen bundle,
+    pipx/venv console script, ``-m``)."""
 
     backend: str = "abstract"
 
@@ -96,12 +91,10 @@ class AutoStart(ABC):
 
 
 def launch_command(*, helper: bool = False) -> list[str]:
-    """Argv that starts this same installation at login.
-
-    Frozen: the bundle's executable (already the stable install path after ``install.sh``).
-    pip/pipx: the ``hermes-tray`` console script beside the interpreter, so the venv is kept;
-    ``python -m hermes_tray`` as a last resort (pythonw on Windows: no console window).
-    """
+    """Argv that starts this same installation at login. Frozen: the bundle's executable (already the
+    stable install path after ``install.sh``). pip/pipx: the ``hermes-tray`` console script beside the
+    interpreter, so the venv is kept; ``python -m hermes_tray`` as a last resort (pythonw on Windows: no
+    console window)."""
     extra = ["helper"] if helper else []
     exe = Path(sys.executable)
     if getattr(sys, "frozen", False):

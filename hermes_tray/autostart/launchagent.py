@@ -1,8 +1,5 @@
-"""macOS: a LaunchAgent plist in ``~/Library/LaunchAgents`` with ``RunAtLoad``.
-
-launchd reads the folder at login, so writing or removing the plist is the whole switch;
-nothing is loaded into the running session (the tray is already running). Read back: the
-plist exists, parses, and is not ``Disabled``.
+"""macOS: a LaunchAgent plist with ``RunAtLoad``. launchd reads the folder at login, so writing or removing the
+plist is the whole switch. Read back: it exists, parses, and is not ``Disabled``.
 """
 
 from __future__ import annotations

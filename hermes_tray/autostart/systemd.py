@@ -1,14 +1,12 @@
-"""Headless helper on Linux: a systemd user unit, enabled into ``default.target``.
-
-Enabling is done the way ``systemctl --user enable`` does it (the unit file plus a
-``default.target.wants`` symlink), so it works with no running user manager (over SSH, in a
-container, in tests); when a user manager is reachable it is told to reload. State is read
-back from those same files: unit present, wants-link present and not masked.
+"""Headless helper on Linux: a systemd user unit, enabled as ``systemctl --user enable`` does (the unit file plus
+a ``default.target.wants`` symlink), so it works with no running user manager (SSH, a container, tests); one
+that is reachable is told to reload. State is read back from those files (present, linked, not masked).
 """
 
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import subprocess
 from collections.abc import Callable
@@ -39,41 +37,16 @@ def quote_exec_start(argv: list[str]) -> str:
 
 
 def condition_path(path: str) -> str:
-    """``ConditionPathExists=`` value: the absolute path, ``%`` escaped (specifiers expand there too).
-
-    systemd ignores a relative path with a warning, so a relative one is made absolute here.
-    """
+    """``ConditionPathExists=`` value: the absolute path, ``%`` escaped (specifiers expand there too). systemd
+    ignores a relative path with a warning, so a relative one is made absolute here."""
     if any(c in "\n\r" for c in path):
         raise ValueError(f"a unit setting cannot contain a line break: {path!r}")
     return os.path.abspath(path).replace("%", "%%")
 
 
 def parse_exec_start(value: str) -> list[str]:
-    """Inverse of :func:`quote_exec_start` (enough for what we write)."""
-    args: list[str] = []
-    cur: list[str] = []
-    in_arg = in_quotes = False
-    i = 0
-    while i < len(value):
-        c = value[i]
-        if c == "\\" and in_quotes and i + 1 < len(value):
-            cur.append(value[i + 1])
-            i += 2
-            continue
-        if c == '"':
-            in_quotes = not in_quotes
-            in_arg = True
-        elif c in " \t" and not in_quotes:
-            if in_arg:
-                args.append("".join(cur))
-                cur, in_arg = [], False
-        else:
-            cur.append(c)
-            in_arg = True
-        i += 1
-    if in_arg:
-        args.append("".join(cur))
-    return [a.replace("%%", "%").replace("$$", "$") for a in args]
+    """Inverse of :func:`quote_exec_start`, whose quoting a POSIX shell reads alike."""
+    return [a.replace("%%", "%").replace("$$", "$") for a in shlex.split(value)]
 
 
 def _user_manager_reachable() -> bool:
@@ -127,13 +100,10 @@ class SystemdUserAutoStart(AutoStart):
 
     def registered_command(self) -> list[str] | None:
         try:
-            text = self.unit_path.read_text(encoding="utf-8")
-        except OSError:
+            lines = self.unit_path.read_text(encoding="utf-8").splitlines()
+            return next((parse_exec_start(x[10:]) for x in lines if x.startswith("ExecStart=")), None)
+        except (OSError, ValueError):  # ValueError: a quote a hand edit left open
             return None
-        for line in text.splitlines():
-            if line.startswith("ExecStart="):
-                return parse_exec_start(line.partition("=")[2])
-        return None
 
     def render(self) -> str:
         template = resource_path("desktop", TEMPLATE).read_text(encoding="utf-8")

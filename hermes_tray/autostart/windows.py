@@ -1,14 +1,12 @@
-"""Windows: the per-user ``Run`` registry value (HKCU, no admin rights needed).
-
-Task Manager's "Startup apps" switch does not delete the Run value: it writes a flag under
-``Explorer\\StartupApproved\\Run`` (first byte odd = disabled). Status honours that flag, and
-``enable`` clears it, so the tray and Task Manager never disagree. The registry module is
-injected so the exact writes are tested with a fake on any OS.
+"""Windows: the per-user ``Run`` registry value (HKCU, no admin rights). Task Manager's "Startup apps" switch
+does not delete it but writes a flag under ``Explorer\\StartupApproved\\Run`` (first byte odd = disabled): status
+honours it and ``enable`` clears it. The registry module is injected, so the writes are tested on any OS.
 """
 
 from __future__ import annotations
 
 import subprocess
+from contextlib import suppress
 from typing import Any
 
 from hermes_tray.autostart.base import APP_NAME, AutoStart
@@ -52,11 +50,9 @@ class WindowsRunAutoStart(AutoStart):
 
     def _delete(self, key_path: str) -> None:
         reg = self.reg
-        try:
+        with suppress(FileNotFoundError):
             with reg.OpenKey(reg.HKEY_CURRENT_USER, key_path, 0, reg.KEY_SET_VALUE) as key:
                 reg.DeleteValue(key, self.value_name)
-        except FileNotFoundError:
-            pass
 
     def approved(self) -> bool:
         flag = self._query(APPROVED_KEY)

@@ -1,8 +1,6 @@
-"""Linux/BSD desktops: an XDG autostart entry in ``$XDG_CONFIG_HOME/autostart``.
-
-Read back the way session managers do: the user's entry shadows a system one (in
-``$XDG_CONFIG_DIRS/autostart``), and ``Hidden=true`` or ``X-GNOME-Autostart-enabled=false``
-mean off. Turning off with only a system entry present writes a ``Hidden=true`` override.
+"""Linux/BSD desktops: an XDG autostart entry in ``$XDG_CONFIG_HOME/autostart``, read back as session managers do:
+the user's entry shadows a system one, and ``Hidden=true`` or ``X-GNOME-Autostart-enabled=false`` mean off.
+Turning off with only a system entry present writes a ``Hidden=true`` override.
 """
 
 from __future__ import annotations

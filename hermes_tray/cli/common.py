@@ -62,13 +62,9 @@ def selected_homes(args: argparse.Namespace, *, settings=None):
 
 
 def refuse_unusable_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int | None:
-    """Check the ``--home`` paths before a command reads them; None when it may go on (or none was given).
-
-    Refused (exit 1, one line) is a path that does not exist (a typo, never read as a home Hermes has not
-    used yet), is not a directory, or is a directory but not a Hermes home (no ``config.yaml``, ``desktop/``
-    or ``state.db``: ``--home ~`` for ``--home ~/.hermes``). A home that cannot be read (permissions, a name
-    too long, a drive that does not answer) is refused only when no ``--home`` can be read; otherwise the
-    command reads the others and reports that one as its problem."""
+    """Check the ``--home`` paths before a command reads them; None when it may go on. A path that does not
+    exist is a typo, never a home Hermes has not used yet; ``--home ~`` (for ``~/.hermes``) is no Hermes home. One
+    that cannot be read is refused only when none can: the command reads the others and reports it as a problem."""
     if not args.homes:
         return None
     from hermes_tray_core import HomeAccess, is_hermes_home, look_at_homes
@@ -87,12 +83,35 @@ def refuse_unusable_homes(args: argparse.Namespace, homes: Sequence[Any]) -> int
     return None
 
 
-def homes_to_change(args: argparse.Namespace, *, all_flag: bool, create: bool = False) -> tuple[list, str | None, int]:
-    """Homes a write applies to: ``--home`` ones, every existing home with ``--all``, or the only
-    existing home. Returns ``(homes, problem, exit code)``; with a problem nothing may be written.
+def one_turn(args: argparse.Namespace, now: float | None = None) -> Any:
+    """The interrupted turn of ``args.session`` in the selected homes (skip, snooze), or the exit code of the
+    refusal: a bad session id, an unusable ``--home``, no such turn, or one in several homes."""
+    from hermes_tray_core import InvalidIdError, Scanner, validate_session_id
 
-    A ``--home`` must be a Hermes home (a ``config.yaml``, a ``desktop/`` or a ``state.db`` in it) that can be
-    read, unless ``create`` (``--create``): then a folder that is not one yet, or does not exist, is made one."""
+    try:
+        key = validate_session_id(args.session, what="SESSION")
+    except InvalidIdError as exc:
+        return refuse(args, exc.user_message, EXIT_USAGE)
+    homes = selected_homes(args)
+    refused = refuse_unusable_homes(args, homes)
+    if refused is not None:
+        return refused
+    result = Scanner(homes, read_progress=False).scan(now)  # neither shows how far a turn got
+    found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
+    if not found:
+        unreadable = [str(h.path) for h in result.homes if h.markers in ("corrupt", "unreadable")]
+        extra = f" (could not read the markers of {', '.join(unreadable)})" if unreadable else ""
+        return refuse(args, f"no interrupted turn {key} in {', '.join(str(h.path) for h in homes)}{extra}")
+    if len(found) > 1:
+        where = ", ".join(str(t.home) for t in found)
+        return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
+    return found[0]
+
+
+def homes_to_change(args: argparse.Namespace, *, all_flag: bool, create: bool = False) -> tuple[list, str | None, int]:
+    """Homes a write applies to: ``--home`` ones, every existing home with ``--all``, or the only existing
+    home, as ``(homes, problem, exit code)``: with a problem nothing may be written. ``create`` (``--create``):
+    a ``--home`` that is not a Hermes home yet, or does not exist, is made one."""
     from hermes_tray_core import HomeAccess, is_hermes_home, look_at_homes
 
     homes = selected_homes(args)
@@ -154,4 +173,4 @@ def table(rows: Sequence[Sequence[str]], headers: Sequence[str]) -> str:
 
 
 __all__ = ["EXIT_REFUSED", "EXIT_USAGE", "homes_to_change", "journal", "journal_config",
-           "load_tray_settings", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]
+           "load_tray_settings", "one_turn", "print_json", "refuse", "refuse_unusable_homes", "selected_homes", "table", "warn"]

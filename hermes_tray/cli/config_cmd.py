@@ -1,11 +1,6 @@
-"""``hermes-tray config show | get KEY | set KEY VALUE | unset KEY``.
-
-Backend keys (``enabled``, ``freshness_minutes``, ``max_attempts``) live in each home's
-config.yaml (``desktop.auto_continue``) and are read/written there; tray keys (``mode``,
-``notify``, ``show_prompts``, ``homes``, ``hermes_command``, ``continuation_idle_timeout``) live in the
-tray's config.toml; ``unset`` removes a tray key from it, so the tray's default applies again.
-Invalid keys or values are usage errors (exit 2); a config.yaml that cannot be edited safely is
-a refusal (exit 1).
+"""``hermes-tray config show | get KEY | set KEY VALUE | unset KEY``: backend keys in each home's config.yaml
+(``desktop.auto_continue``), tray keys in the tray's config.toml (``unset`` brings back the default). Invalid keys
+or values are usage errors (exit 2); a config.yaml that cannot be edited safely is a refusal (exit 1).
 """
 
 from __future__ import annotations

@@ -1,11 +1,7 @@
-"""``hermes-tray demo [--no-tray]``: try hermes-tray on a throwaway home and a simulated backend.
-
-Creates a private temp dir (or ``--dir``) with a Hermes home, a simulated Hermes install and tray state
-of its own, starts a simulated backend running a turn that crashes (SIGKILL) after a few seconds, and
-prints what to try, naming this very executable. Without ``--no-tray`` it opens the tray on that home
-(when the tray is part of this build); the demo never touches the user's real Hermes homes or tray state.
-``hermes-tray`` with no command and no Hermes installed runs it in ``~/.cache/hermes-tray/demo``
-(``default_demo_root``), made afresh each time.
+"""``hermes-tray demo [--no-tray]``: try hermes-tray on a throwaway home (``demo.home``, or ``--dir``) with a
+simulated backend whose turn crashes after a few seconds, printing what to try with this very executable; the
+user's real homes and tray state are never touched. ``hermes-tray`` with no command and no Hermes installed runs
+it in ``~/.cache/hermes-tray/demo`` (``default_demo_root``), made afresh each time.
 """
 
 from __future__ import annotations
@@ -154,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     if start is None:
         return EXIT_OK
     try:
-        return int(start(demo) if start.__name__ == "run_demo" else start([]) or 0)
+        return int(start(demo) or 0)
     finally:
         demo.crash_backend()
         if root is None:  # a temp dir only this tray used: nothing of it outlives the tray
@@ -176,7 +172,4 @@ def _show(args: argparse.Namespace, demo: Any, *, ends: str) -> Any:
         print("(the tray is not available in this build; use the commands above)", file=sys.stderr)
         return None
     os.environ.update(demo.env)
-    start = getattr(app, "run_demo", None) or getattr(app, "main", None)
-    if start is None:
-        print("(this build's tray has no demo entry point; use the commands above)", file=sys.stderr)
-    return start
+    return app.run_demo

@@ -1,8 +1,6 @@
-"""Is there a screen for the tray? Asked before Qt is imported, so a start without one says why.
-
-Without this check, ``hermes-tray`` over SSH (or from a service with no ``DISPLAY``) created a
-demo, started its simulated backend, then Qt aborted with a misleading ``libxcb-cursor0`` message
-and left the backend orphaned. Now nothing starts: the user reads what ``doctor`` knows.
+"""Is there a screen for the tray? Asked before Qt is imported: over SSH or from a service with no ``DISPLAY``, Qt
+aborted with a misleading ``libxcb-cursor0`` message after the demo's backend had started. Now nothing starts,
+and the user reads what ``doctor`` knows.
 """
 
 from __future__ import annotations

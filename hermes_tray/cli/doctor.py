@@ -1,11 +1,7 @@
-"""``hermes-tray doctor [--json]``: is everything in place, and if not, what to do about it.
-
-Checks the Hermes homes (what each holds, unreadable or not-yet-supported storage, whether the tray's
-writes to Hermes' marker file can use an atomic exchange there), the tray
-settings, whether Hermes is installed (which version, whether it continues interrupted turns by
-itself), whether this desktop has a system tray and a notification server (asked on the D-Bus
-session bus with ``jeepney`` — no Qt, works over SSH with no display), and the paths in use.
-Every problem is printed with its fix. Exit 0 when nothing is wrong, 1 otherwise.
+"""``hermes-tray doctor [--json]``: is everything in place, and if not, what to do about it. Checks the Hermes
+homes, the tray settings, Hermes' install and what it can do, this desktop's tray and notification server (on the
+session bus with ``jeepney``: no Qt, works over SSH) and the paths in use. Every problem is printed with its fix;
+exit 0 when nothing is wrong, 1 otherwise.
 """
 
 from __future__ import annotations
@@ -26,10 +22,6 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
     parser = subparsers.add_parser("doctor", parents=[common], help=HELP, description=HELP + ".")
     parser.add_argument("--no-probe", action="store_true", help="do not run Hermes' interpreter to ask its version")
     parser.set_defaults(func=run)
-
-
-# ---------------------------------------------------------------------------------------------
-# desktop
 
 
 def _session_bus_address() -> str | None:
@@ -142,10 +134,6 @@ def check_desktop() -> tuple[dict[str, Any], list[str]]:
     return info, problems
 
 
-# ---------------------------------------------------------------------------------------------
-# Hermes
-
-
 def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
     from hermes_tray_core import HermesNotFound, find_hermes, probe_capabilities
 
@@ -171,10 +159,8 @@ def check_hermes(settings, *, probe: bool) -> tuple[dict[str, Any], list[str]]:
 
 
 def reconcile_hermes(hermes: dict[str, Any], problems: list[str], home_rows: list[dict[str, Any]]) -> list[str]:
-    """One answer about Hermes. With no ``hermes`` command found yet a running Hermes serving a home, doctor
-    said "Hermes: not found" beside "running Hermes: pid N … resumes continue there". Now the running ones are
-    named (``hermes["running"]``), and the missing command is a problem only for the homes no running Hermes
-    serves: there a resume would have to start Hermes, and cannot."""
+    """One answer about Hermes: the running ones that serve a home are named (``hermes["running"]``), and a
+    missing ``hermes`` command is a problem only for the homes none serves (a resume there must start Hermes)."""
     running = [{"pid": r["running_backend"]["pid"], "home": r["path"]} for r in home_rows
                if isinstance(r.get("running_backend"), dict) and r["running_backend"].get("usable")]
     hermes["running"] = running
@@ -200,9 +186,6 @@ def check_running_backend(home: Any, processes: Any, *, probe: bool = True) -> d
         return {"usable": False, "kind": None, "reason": f"cannot look for a running Hermes ({type(exc).__name__})",
                 "line": f"unknown (cannot look for a running Hermes: {type(exc).__name__})"}
     return {**served.to_json(), "line": served.line()}
-
-
-# ---------------------------------------------------------------------------------------------
 
 
 def check_marker_writes(home: Any) -> tuple[dict[str, Any], str | None]:
@@ -339,12 +322,11 @@ def render(report: dict[str, Any]) -> str:
         out.append(f"  notifications: {n or 'not available'}")
     out.append("Paths:")
     out.extend(f"  {k}: {v}" for k, v in report["paths"].items())
+    out.append("")
     if report["problems"]:
-        out.append("")
         n = len(report["problems"])
         out.append(f"{n} {'problem' if n == 1 else 'problems'}:")
         out.extend(f"  - {p}" for p in report["problems"])
     else:
-        out.append("")
         out.append("everything looks fine")
     return "\n".join(out)

@@ -1,10 +1,7 @@
-"""``hermes-tray enable|disable [--all]``: Hermes' own auto-continue switch in config.yaml.
-
-Writes ``desktop.auto_continue.enabled`` of the ``--home`` homes, of every home with ``--all``,
-or of the only home there is. The edit touches only that line; an unparseable file is left alone
-and reported (exit 1). A key the administrator's managed config pins is never edited: a different
-value is refused (exit 1, naming the managed file); the same value is reported as set there. Reversible with the other command. Each value that changed is recorded in
-the decision journal as ``config-changed`` (home, key, old, new, by=cli).
+"""``hermes-tray enable|disable [--all]``: Hermes' own auto-continue switch, ``desktop.auto_continue.enabled`` of
+the ``--home`` homes, every home (``--all``) or the only one. The edit touches only that line; an unparseable
+file is left alone (exit 1); a key the managed config pins is never edited (a different value is refused, the
+same one reported as set there). Each change is recorded as ``config-changed`` (by=cli).
 """
 
 from __future__ import annotations

@@ -1,8 +1,5 @@
-"""``hermes-tray history [--limit N] [--json]``: what the tray decided, newest first.
-
-Turn decisions (notified, approved, skipped, dispatched, completed, …) and configuration changes
-(``config-changed``: enable, disable, ``config set`` from the CLI, and the tray's menu and settings
-dialog) all come from the ledger (:mod:`core.stores.ledger`), interleaved in time order. Never contains prompt text.
+"""``hermes-tray history [--limit N] [--json]``: what the tray decided, newest first: turn decisions and
+configuration changes from the ledger, interleaved in time order. Never prompt text.
 """
 
 from __future__ import annotations

@@ -1,9 +1,5 @@
-"""Argument parsing and dispatch.
-
-Each command lives in its own module ``hermes_tray.cli.<name>`` exposing
-``register(subparsers, common) -> None`` (adds its sub-parser, with ``parents=[common]``)
-and sets ``func`` (``args -> int``) as the parser default. Nothing here imports Qt: the
-GUI commands import it inside their ``run``.
+"""Argument parsing and dispatch: each command's module ``hermes_tray.cli.<name>`` has ``register(subparsers,
+common)``, which adds its sub-parser and sets ``func`` (``args -> int``). Nothing here imports Qt.
 """
 
 from __future__ import annotations
@@ -11,23 +7,20 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
+from contextlib import suppress
 from typing import Any
 
 from hermes_tray.cli.exits import (
-    EXIT_FAILED,
     EXIT_INTERRUPTED,
-    EXIT_NO,
     EXIT_OK,
     EXIT_PIPE_CLOSED,
     EXIT_REFUSED,
-    EXIT_STOPPED,
     EXIT_USAGE,
     RESUME_WORKER,
 )
 from hermes_tray_core import __version__
 
-__all__ = ["EXIT_FAILED", "EXIT_INTERRUPTED", "EXIT_NO", "EXIT_OK", "EXIT_PIPE_CLOSED", "EXIT_REFUSED",
-           "EXIT_STOPPED", "EXIT_USAGE", "RESUME_WORKER", "entry", "main"]
+__all__ = ["entry", "main"]
 
 # Order = order in --help.
 COMMAND_MODULES = [
@@ -126,8 +119,7 @@ def main(argv: list[str] | None = None, *, exit_quickly: bool = False) -> int:
 
 class _SafeStream:
     """``sys.stdout`` / ``sys.stderr`` while a command runs: whatever a file holds (a session key, a title, a
-    path) reaches the terminal through :func:`hermes_tray.format.safe_text`, never raw — in every command's
-    human output, and in ``--json`` output as JSON escapes (``\\u202e``), which keep it valid JSON."""
+    path) reaches the terminal through :func:`hermes_tray.format.safe_text`, never raw."""
 
     def __init__(self, stream: Any) -> None:
         self._stream = stream
@@ -196,10 +188,8 @@ def _exit_now(code: int) -> None:
         return
     run_handlers()
     for stream in (sys.stdout, sys.stderr):
-        try:
+        with suppress(OSError, ValueError):
             stream.flush()
-        except (OSError, ValueError):
-            pass
     os._exit(code)
 
 
@@ -207,12 +197,10 @@ def _silence_stdout() -> None:
     """Point stdout at /dev/null so the interpreter's final flush cannot raise again."""
     import os
 
-    try:
+    with suppress(OSError, ValueError):
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         os.close(devnull)
-    except (OSError, ValueError):
-        pass
 
 
 if __name__ == "__main__":

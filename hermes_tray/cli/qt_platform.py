@@ -1,17 +1,12 @@
 """Can Qt's platform plugin load here? Asked before Qt is imported, so a desktop that lacks a library Qt needs
-gets one line naming the package to install, and nothing starts.
+(``libxcb-cursor0`` on minimal installs) gets one line naming the package to install and nothing starts, not
+Qt's own abort (exit 134) after the demo's backend had started.
 
-Without it, a desktop without ``libxcb-cursor0`` (PySide6 ≥ 6.5 needs it; minimal installs lack it) made
-``hermes-tray`` abort with Qt's own text ("Reinstalling the application may fix this problem"), exit 134,
-after the demo's simulated backend had started.
-
-How: the dynamic loader is asked to load the very plugin Qt would load (``dlopen`` through ctypes, in this
-process). It follows the same rules Qt's own load does — ``LD_LIBRARY_PATH``, the plugin's RUNPATH, the
-loader cache — so its answer is Qt's, and its error names the first library it could not load. Only when it
-fails are the libraries Qt's X11 and Wayland plugins need tried one by one, to name every missing one at
-once. On success the plugin stays loaded, and Qt's own load later finds it there: the libraries it pulls in
-are the ones the tray loads anyway (``tests/bench/bench_qt_check.py`` measures the cost). Linux and the BSDs
-only; anything it cannot tell (no plugin where PySide6's wheel puts it) never stops the tray.
+The dynamic loader loads the very plugin Qt would (``dlopen`` through ctypes, by Qt's own rules:
+``LD_LIBRARY_PATH``, RUNPATH, the loader cache), so its answer is Qt's; only when it fails are the libraries of
+Qt's X11 and Wayland plugins tried one by one, to name every missing one. On success the plugin stays loaded for
+Qt (``tests/bench/bench_qt_check.py`` measures the cost). Linux and the BSDs only; what it cannot tell never
+stops the tray.
 """
 
 from __future__ import annotations

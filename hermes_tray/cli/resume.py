@@ -1,21 +1,14 @@
-"""``hermes-tray resume SESSION [--home H] [--wait]``: continue an interrupted turn through Hermes.
+"""``hermes-tray resume SESSION [--home H] [--wait]``: continue an interrupted turn through Hermes (docs/cli.md:
+what it prints, its exit codes). Without ``--wait`` a detached worker (``resume_worker``) carries it to the end.
 
-Without ``--wait`` the command returns as soon as the continuation has started; a detached
-background worker (``resume_worker``) carries it to the end and journals the outcome. With
-``--wait`` it stays, prints progress and the outcome. Signals are handled deliberately, so a
-turn is never run twice whatever happens to this process:
+Signals are handled so that a turn is never run twice whatever happens to this process:
 
-* SIGINT (Ctrl-C), SIGTERM, SIGHUP (terminal closed): your Stop — ``session.interrupt``, its marker
-  retired, the outcome journalled (``interrupted``, or ``completed`` when Hermes finished before the stop
-  reached it); when a Hermes window shares the session the tray sends no interrupt and leaves the turn to
-  that window (``detached``). Either way exit 4 and one line saying which;
-* SIGTSTP (Ctrl-Z): refused while the continuation runs (a stopped client cannot retire the
-  marker of a turn Hermes finishes meanwhile); said once on stderr;
-* SIGSTOP / SIGKILL cannot be caught: the continuation's marker carries its completion mark, and
-  whoever reads it next settles it from Hermes' ``state.db`` (``core.continuing.completion``).
-
-Exit codes: 0 completed (or started, without --wait), 1 refused (the message says why),
-3 failed (interrupted, error, crashed, timed-out), 4 stopped by a signal (above), 2 usage.
+* SIGINT, SIGTERM, SIGHUP: your Stop (``session.interrupt``, its marker retired, the outcome recorded), or, when
+  a Hermes window shares the session, no interrupt and the turn left to that window (``detached``); exit 4;
+* SIGTSTP: refused while the continuation runs (a stopped client cannot retire the marker of a turn Hermes
+  finishes meanwhile); said once on stderr;
+* SIGSTOP / SIGKILL: the continuation's marker carries its completion mark, and whoever reads it next settles it
+  from Hermes' ``state.db`` (``core.continuing.completion``).
 """
 
 from __future__ import annotations
@@ -28,6 +21,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import suppress
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray.cli.common import print_json, refuse, refuse_unusable_homes, selected_homes, warn
@@ -176,10 +170,8 @@ def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
     said: set[str] = set()
 
     def say(text: str) -> None:
-        try:  # after SIGHUP the terminal may be gone: saying so must not break the clean stop
+        with suppress(OSError, ValueError):  # after SIGHUP the terminal may be gone: never break the clean stop
             print(text, file=sys.stderr, flush=True)
-        except (OSError, ValueError):
-            pass
 
     def on_stop(sig: int, _frm: Any) -> None:
         if not stop.is_set():  # how it ended is said once, by the outcome line
@@ -192,12 +184,10 @@ def _run_wait(args: argparse.Namespace, turn: Turn) -> int:
             say("\nhermes-tray: a continuation is running and cannot be paused (its bookkeeping would wait while "
                 "Hermes goes on). Ctrl-C stops it cleanly.")
 
-    handlers: dict[int, Callable[[int, Any], None]] = {signal.SIGINT: on_stop}
-    named: tuple[tuple[str, Callable[[int, Any], None]], ...] = (
-        ("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp))
-    for name, handler in named:
-        if hasattr(signal, name):
-            handlers[getattr(signal, name)] = handler
+    handlers: dict[int, Callable[[int, Any], None]] = {
+        getattr(signal, name): handler for name, handler in (
+            ("SIGINT", on_stop), ("SIGTERM", on_stop), ("SIGHUP", on_stop), ("SIGTSTP", on_tstp))
+        if hasattr(signal, name)}
     old = {sig: signal.signal(sig, handler) for sig, handler in handlers.items()}
     last: list[Any] = [None, 0.0]  # the last progress line and when it was printed
 
@@ -259,11 +249,9 @@ def _run_background(args: argparse.Namespace, turn: Turn) -> int:
             env=child_environment(), **kwargs)
     assert proc.stdin is not None and proc.stdout is not None
     request = {"home": turn.home, "session_key": turn.key, "expected": turn.marker.raw, "via": "cli"}
-    try:
+    with suppress(OSError):
         proc.stdin.write((json.dumps(request) + "\n").encode("utf-8"))
         proc.stdin.close()
-    except OSError:
-        pass
     try:
         for raw in iter(proc.stdout.readline, b""):
             try:

@@ -1,20 +1,15 @@
-"""Background helper that carries one continuation to its end (``hermes-tray resume`` without --wait).
+"""The detached worker that carries one continuation to its end (``hermes-tray resume`` without --wait), in its own
+session, so closing the terminal does not cut it short. Protocol with its parent:
 
-Started detached (own session / process group) by the ``resume`` command, so closing the terminal
-does not cut the continuation short. Protocol with its parent:
+* stdin: one JSON object ``{"home", "session_key", "expected"}`` (the marker the user was shown: it carries the
+  prompt, so it travels over a pipe, never argv or a file);
+* stdout: JSON lines, ``{"event": "dispatched", …}`` once the continuation started, or ``{"event": "result", …}``
+  if it ended before that; then the parent goes away and stdout points at the worker's log.
 
-* stdin: one JSON object ``{"home", "session_key", "expected"}`` (the marker the user was shown —
-  it carries the prompt, so it travels over a pipe, never argv or a file);
-* stdout: JSON lines — ``{"event": "dispatched", …}`` once the continuation has started, or
-  ``{"event": "result", …}`` if it ended (or was refused) before that. After ``dispatched`` the
-  parent goes away; the worker's stdout is then pointed at its log so nothing can block on it.
-
-SIGINT (the ``resume`` command's Ctrl-C, passed on) is the user's Stop: ``session.interrupt``, marker retired,
-for good. SIGTERM (logout, ``kill``, an update) is not: the worker stops following the continuation, which goes
-on in the user's running Hermes, or — in a Hermes process the worker started — is left interrupted and offered
-again (``StopReason.SHUTDOWN``). If the worker is SIGKILLed, the next scan settles the run from Hermes' facts
-(``core.continuing.orphans``). The outcome is journalled by ``core.continuing.resume``; the worker's own log
-holds identity and outcome only.
+SIGINT (the command's Ctrl-C, passed on) is the user's Stop, for good. SIGTERM (logout, ``kill``, an update) is
+not (``StopReason.SHUTDOWN``): the continuation goes on in the user's running Hermes, or, in a Hermes process the
+worker started, is left interrupted and offered again. After a SIGKILL the next scan settles the run from
+Hermes' facts (``core.continuing.orphans``). The worker's log holds identity and outcome only.
 """
 
 from __future__ import annotations

@@ -1,13 +1,10 @@
-"""``hermes-tray skip SESSION``: forget one interrupted turn — only if it is still the one you saw.
+"""``hermes-tray skip SESSION``: forget one interrupted turn, only if it is still the one you saw.
 
-The marker entry is removed by compare-and-remove (by atomic exchange, see ``core.markers.store``): if Hermes
-(or anyone) changed it after it was read, nothing is removed and the command says so (exit 1). Before it
-exits, the command watches the settle window (``core.markers.settle``): a stale Hermes write that brings the
-entry back is undone again. The skip is also a tombstone in the decision journal: any hermes-tray
-process that later sees that exact entry removes it again and never offers it. ``--started-at`` pins the turn shown
-by an earlier ``status --json``. A turn whose writer or a Hermes backend is still running it is
-not skipped (its marker is that turn's own bookkeeping) unless ``--force``. A turn some hermes-tray
-process is resuming right now is never skipped (``core.continuing.skip`` takes the resume's claim): one wins.
+The entry is removed by compare-and-remove (``core.markers.store``): changed since it was read, nothing is removed
+(exit 1). The command then watches the settle window (``core.markers.settle``) and undoes a stale Hermes write that
+brings the entry back; the skip's tombstone makes any later reader remove that exact entry again. ``--started-at``
+pins the turn an earlier ``status --json`` showed. A turn its writer or a Hermes backend still runs is not skipped
+unless ``--force``; one being resumed is never skipped (``core.continuing.skip`` takes the resume's claim).
 """
 
 from __future__ import annotations
@@ -30,35 +27,13 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from hermes_tray.cli.common import (
-        EXIT_USAGE,
-        journal,
-        print_json,
-        refuse,
-        refuse_unusable_homes,
-        selected_homes,
-        warn,
-    )
-    from hermes_tray_core import InvalidIdError, Scanner, SkipOutcome, skip_turn, validate_session_id
+    from hermes_tray.cli.common import journal, one_turn, print_json, refuse, warn
+    from hermes_tray_core import SkipOutcome, skip_turn
 
-    try:
-        key = validate_session_id(args.session, what="SESSION")
-    except InvalidIdError as exc:
-        return refuse(args, exc.user_message, EXIT_USAGE)
-    homes = selected_homes(args)
-    refused = refuse_unusable_homes(args, homes)
-    if refused is not None:
-        return refused
-    result = Scanner(homes, read_progress=False).scan()  # neither shows how far a turn got
-    found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
-    if not found:
-        unreadable = [str(h.path) for h in result.homes if h.markers in ("corrupt", "unreadable")]
-        extra = f" (could not read the markers of {', '.join(unreadable)})" if unreadable else ""
-        return refuse(args, f"no interrupted turn {key} in {', '.join(str(h.path) for h in homes)}{extra}")
-    if len(found) > 1:
-        where = ", ".join(str(t.home) for t in found)
-        return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
-    rec = found[0]
+    rec = one_turn(args)
+    if isinstance(rec, int):
+        return rec
+    key = rec.session_key
     entry = rec.entry or {}
     if args.started_at is not None and entry.get("started_at") != args.started_at:
         journal("refused", rec.turn.ident._replace(started_at=float(args.started_at)), action="skip",

@@ -1,8 +1,6 @@
-"""``hermes-tray snooze SESSION [--for DURATION | --until WHEN]``: remind me of this turn later.
-
-The tray and the helper do not announce the turn before then, and announce it once after — unless it is no
-longer waiting by then. Nothing is continued or skipped; the snooze is journalled (``history`` shows it)
-and outlives a restart (``core.deciding.snooze``).
+"""``hermes-tray snooze SESSION [--for DURATION | --until WHEN]``: remind me of this turn later. It is announced
+once then, unless no longer waiting; nothing is continued or skipped; the snooze is recorded and outlives a
+restart (``core.deciding.snooze``).
 """
 
 from __future__ import annotations
@@ -24,30 +22,18 @@ def register(subparsers: argparse._SubParsersAction, common: argparse.ArgumentPa
 def run(args: argparse.Namespace) -> int:
     import time
 
-    from hermes_tray.cli.common import EXIT_USAGE, print_json, refuse, refuse_unusable_homes, selected_homes
-    from hermes_tray_core import InvalidIdError, Scanner, remind_at, snooze_turn, validate_session_id
+    from hermes_tray.cli.common import EXIT_USAGE, one_turn, print_json, refuse
+    from hermes_tray_core import remind_at, snooze_turn
 
-    try:
-        key = validate_session_id(args.session, what="SESSION")
-    except InvalidIdError as exc:
-        return refuse(args, exc.user_message, EXIT_USAGE)
     now = time.time()
     try:
         until = remind_at(args.until or args.for_ or "1h", now)
     except ValueError as exc:
         return refuse(args, str(exc), EXIT_USAGE)
-    homes = selected_homes(args)
-    refused = refuse_unusable_homes(args, homes)
-    if refused is not None:
-        return refused
-    result = Scanner(homes, read_progress=False).scan(now)
-    found = [t for t in result.turns if t.source == "desktop" and t.session_key == key]
-    if not found:
-        return refuse(args, f"no interrupted turn {key} in {', '.join(str(h.path) for h in homes)}")
-    if len(found) > 1:
-        where = ", ".join(str(t.home) for t in found)
-        return refuse(args, f"{key} is interrupted in several homes ({where}); pick one with --home", EXIT_USAGE)
-    turn = found[0]
+    turn = one_turn(args, now)
+    if isinstance(turn, int):
+        return turn
+    key = turn.session_key
     if not turn.actionable:
         return refuse(args, f"{key} is not waiting for you ({turn.verdict}: {turn.reason}): nothing to remind you of")
     try:

@@ -1,12 +1,8 @@
-"""``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen.
+"""``hermes-tray status [--json]``: which turns were interrupted, where, and what should happen (docs/cli.md).
 
-Exit 0 when the scan ran (whatever it found); problems reading a home are printed, never hidden. A
-``--home`` that does not exist is refused (exit 1): a typo, not a home Hermes has not used yet.
-The JSON schema is documented in docs/cli.md (``{"homes": [...], "turns": [...]}``).
-Each turn says how far it got, why it stopped, and when — "interrupted" only when that moment is known — and a
-reminder set for it. Turns are named as the tray names them (``notify.coalesce.turn_names``: alike ones by the part
-that differs); ``show_prompts = false`` leaves out the prompt, a title Hermes made of it, and the excerpt of what
-it last said or did, as it leaves them out of notifications.
+Exit 0 when the scan ran; problems reading a home are printed, never hidden. A ``--home`` that does not exist is
+refused (exit 1): a typo, not a home Hermes has not used yet. Turns are named and their prompts hidden as the
+tray does it (``notify.coalesce.turn_names``, ``show_prompts``).
 """
 
 from __future__ import annotations
@@ -63,18 +59,12 @@ def reminders_of(turns) -> dict[int, float]:
     waiting = [(i, t) for i, t in enumerate(turns) if t.verdict == Verdict.ACTIONABLE]
     if not waiting:
         return {}
-    out: dict[int, float] = {}
     try:
         known = ledger().statuses([t.turn.ident for _i, t in waiting])
     except (OSError, ValueError):  # the ledger cannot be read: the turns are listed without their reminders
         return {}
-    now = time.time()
-    for i, t in waiting:
-        st = known.get(t.turn.ident)
-        until = snoozed_until(st) if st is not None else None
-        if until is not None and until > now:
-            out[i] = until
-    return out
+    until = {i: snoozed_until(st) for i, t in waiting if (st := known.get(t.turn.ident)) is not None}
+    return {i: at for i, at in until.items() if at is not None and at > time.time()}
 
 
 def show_excerpts() -> bool:
@@ -141,10 +131,8 @@ def render(result, *, excerpts: bool = True, reminders: dict[int, float] | None 
                        "`hermes-tray enable` turns it back on, then they can be resumed")
     else:
         readable = [h for h in result.homes if h.exists and h.markers in ("ok", "none") and not h.unsupported]
-        if len(readable) == len(result.homes):
-            out.append("no interrupted turns")
-        else:
-            out.append("no interrupted turns found in the homes that could be read — see below")
+        out.append("no interrupted turns" if len(readable) == len(result.homes)
+                   else "no interrupted turns found in the homes that could be read — see below")
     for h in result.homes:
         notes = [f"NOT SUPPORTED: {u}" for u in h.unsupported] + list(h.problems)
         there = (served or {}).get(str(h.path))

@@ -39,11 +39,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def hermes_present(args: argparse.Namespace) -> bool:
-    """Is there anything for the tray to watch: a home given or on disk, or a Hermes install?
-
-    Cheap checks only (no Qt, no gateway probe): the answer decides whether a newcomer who
-    runs ``hermes-tray`` without Hermes gets the demo instead of an empty tray.
-    """
+    """Is there anything for the tray to watch: a home given or on disk, or a Hermes install? Cheap checks
+    only (no Qt, no gateway probe): the answer decides whether a newcomer who runs ``hermes-tray`` without
+    Hermes gets the demo instead of an empty tray."""
     if getattr(args, "homes", None):
         return True
     from hermes_tray_core import (

@@ -1,13 +1,8 @@
-"""Is there an XEmbed system tray on this X display? Asked without Qt, for ``doctor``.
+"""Is there an XEmbed system tray on this X display? Asked without Qt, for ``doctor``, which otherwise called a
+trayer, stalonetray or i3bar desktop "no system tray" while the icon was docked there.
 
-An XEmbed tray (trayer, stalonetray, i3bar and the like, XFCE's and MATE's older panels) owns the X selection
-``_NET_SYSTEM_TRAY_S<screen>`` (freedesktop System Tray Protocol); Qt docks its icon there when no
-StatusNotifierItem host is on the session bus. Without this check ``doctor`` called such a desktop "no
-system tray" while the icon was docked and in use.
-
-Asked through libX11 with ctypes: three calls (open the display, the atom, its selection owner). libX11 is
-on every X11 desktop (Qt's own X11 plugin links it); python-xlib would be a new dependency for one question,
-and speaking the X protocol by hand would mean reading ``~/.Xauthority`` ourselves.
+Such a tray owns the selection ``_NET_SYSTEM_TRAY_S<screen>``. Asked through libX11 with ctypes (three calls):
+libX11 is on every X11 desktop; python-xlib would be a new dependency for one question.
 """
 
 from __future__ import annotations

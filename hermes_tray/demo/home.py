@@ -1,12 +1,7 @@
-"""Throwaway demo homes: a Hermes home with a session and a running turn, on a simulated backend.
-
-``create_demo()`` builds, under one private temp directory: a Hermes home (``config.yaml`` with
-the auto-continue block, ``state.db`` with a session), a simulated Hermes installation (see
-``sim_install``), tray config/state/log dirs of its own (so the user's real tray state is never
-touched) with ``hermes_command`` pointing at the simulated install, and starts a simulated
-backend running a turn on the session — holding its marker and turn lease, and SIGKILLed after
-``die_after`` seconds (or by :meth:`DemoHome.crash_backend`), which leaves exactly what a
-crashed Hermes leaves: a marker from a dead writer.
+"""Throwaway demo homes: under one private temp directory, a Hermes home (``config.yaml`` with auto-continue, a
+session in ``state.db``), a simulated installation (``sim_install``), tray dirs of its own (the user's real tray
+state is never touched), and a simulated backend running a turn, SIGKILLed after ``die_after`` seconds (or by
+:meth:`DemoHome.crash_backend`): exactly what a crashed Hermes leaves, a marker from a dead writer.
 """
 
 from __future__ import annotations
@@ -80,10 +75,9 @@ class DemoHome:
 
     def start_turn(self, *, turn_seconds: float = 3600.0, die_after: float | None = None,
                    prompt: str = DEMO_PROMPT, session_key: str | None = None) -> subprocess.Popen[bytes]:
-        """Start a simulated backend running a turn on the demo session (again, for another round).
-
-        Returns once that backend's own marker is on disk (its pid as the writer), so a crash right
-        after always leaves an interrupted turn behind."""
+        """Start a simulated backend running a turn on the demo session (again, for another round). Returns
+        once that backend's own marker is on disk (its pid as the writer), so a crash right after always
+        leaves an interrupted turn behind."""
         key = session_key or self.session_key
         self.current = key
         python = sim_command(self.install_root)[0]
@@ -92,13 +86,10 @@ class DemoHome:
         if die_after is not None:
             argv += ["--die-after", str(die_after)]
         fd = os.open(self.root / "sim-backend.log", os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
-        log = os.fdopen(fd, "ab")  # handed to the child
-        try:
+        with os.fdopen(fd, "ab") as log:  # handed to the child
             self.backend = subprocess.Popen(  # noqa: S603 - argv list
                 argv, stdin=subprocess.DEVNULL, stdout=log, stderr=log, env={**os.environ, **self.env},
                 start_new_session=(os.name != "nt"))
-        finally:
-            log.close()
         deadline = time.monotonic() + 10
         from hermes_tray_core import read_turn_marker
 

@@ -36,6 +36,7 @@ import sys
 import threading
 import time
 import uuid
+from contextlib import suppress
 from pathlib import Path
 from typing import Any
 
@@ -67,7 +68,7 @@ DEFAULTS: dict[str, Any] = {
     "never_finish": False,
     "resume_delay": 0.0,
     "tool_child_seconds": 0.0,
-    # the simulated running backend (sim_dashboard): sign-in required, token in its page, list hides live sessions
+    # the tests' simulated running backend (tests/support/sim_dashboard.py): sign-in required, token in its page, list hides live sessions
     "dashboard_gated": False,
     "dashboard_page_token": True,
     "dashboard_hide_live": False,
@@ -79,12 +80,10 @@ DEFAULTS: dict[str, Any] = {
 def load_control(home: Path) -> dict[str, Any]:
     """Knobs from ``sim_backend.json`` over the defaults (a broken file means defaults)."""
     out = dict(DEFAULTS)
-    try:
+    with suppress(OSError, ValueError):
         data = json.loads((home / CONTROL_FILE).read_text(encoding="utf-8"))
         if isinstance(data, dict):
             out.update({k: v for k, v in data.items() if k in DEFAULTS})
-    except (OSError, ValueError):
-        pass
     return out
 
 
@@ -92,29 +91,12 @@ def write_control(home: Path | str, **knobs: Any) -> None:
     """Set knobs for the next simulated backend started on ``home`` (tests, demo)."""
     path = Path(home) / CONTROL_FILE
     data: dict[str, Any] = {}
-    try:
+    with suppress(OSError, ValueError):
         data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError):
-        pass
     data.update(knobs)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "w", encoding="utf-8") as f:
         json.dump(data, f)
-
-
-def read_turns(home: Path | str) -> list[dict[str, Any]]:
-    """The turns simulated backends ran on ``home`` (one dict per turn start)."""
-    try:
-        lines = (Path(home) / TURNS_FILE).read_text(encoding="utf-8").splitlines()
-    except OSError:
-        return []
-    out = []
-    for line in lines:
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue
-    return out
 
 
 def _log_turn(home: Path, **fields: Any) -> None:
@@ -153,10 +135,8 @@ class SimGateway:
     def log(message: str) -> None:
         """A line on stderr, as Hermes' gateway logs there: the tray keeps it as the gateway log
         (identity and progress only, never prompt text)."""
-        try:
+        with suppress(BrokenPipeError, ValueError, OSError):
             print(f"[sim-gateway {os.getpid()}] {message}", file=sys.stderr, flush=True)
-        except (BrokenPipeError, ValueError, OSError):
-            pass
 
     def emit(self, etype: str, sid: str | None, payload: dict[str, Any] | None = None) -> None:
         params: dict[str, Any] = {"type": etype}

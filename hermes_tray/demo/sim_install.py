@@ -1,13 +1,8 @@
-"""A throwaway "Hermes installation" whose gateway is the simulated backend.
-
-The tray finds Hermes and asks its installation what it can do (``core.continuing.gateway``): a ``hermes``
-launcher whose shebang names an interpreter, which runs ``-m tui_gateway.entry`` and either has
-``tui_gateway.turn_marker`` (auto-continue) or not (legacy). To exercise exactly that path, this
-builds a tiny virtualenv (``--without-pip``, ~0.1 s) whose ``tui_gateway`` package is a shim that
-starts :mod:`hermes_tray.demo.sim_backend`; the auto-continue variant also has ``turn_marker``
-(re-exporting ``core.markers.store``, which is API-compatible with Hermes' module). A ``.pth`` file
-makes this project importable inside it. ``bin/hermes dashboard`` starts the simulated running
-backend (:mod:`hermes_tray.demo.sim_dashboard`).
+"""A throwaway "Hermes installation" whose gateway is the simulated backend, to exercise the path by which the tray
+asks an installation what it can do (``core.continuing.gateway``): a tiny virtualenv (``--without-pip``, ~0.1 s)
+with a ``hermes`` launcher and a ``tui_gateway`` shim that starts :mod:`hermes_tray.demo.sim_backend`; the
+auto-continue variant also has ``turn_marker`` (re-exporting the engine's API-compatible module). A ``.pth``
+makes this project importable inside it.
 """
 
 from __future__ import annotations
@@ -42,10 +37,6 @@ _LAUNCHER = """\
 # Simulated 'hermes' launcher (the tray reads the interpreter from the line above).
 import sys
 
-if len(sys.argv) > 1 and sys.argv[1] in ("dashboard", "serve"):  # the running backend, /api/ws
-    from hermes_tray.demo.sim_dashboard import main
-
-    sys.exit(main(sys.argv[1:], {capability!r}))
 print("this is the hermes-tray simulated backend; the tray runs it as {python} -m tui_gateway.entry")
 sys.exit(0)
 """
@@ -91,11 +82,9 @@ def _declare_distribution(pkg_root: Path) -> None:
 
 
 def create_sim_install(root: Path | str, capability: str = AUTO) -> Path:
-    """Build (or reuse) a simulated Hermes install at ``root``; returns its ``hermes`` launcher path.
-
-    The launcher's shebang names the install's interpreter, so ``find_hermes`` with ``root/bin``
-    on PATH (or ``hermes_command = [<launcher>]``) resolves it as it would a real Hermes.
-    """
+    """Build (or reuse) a simulated Hermes install at ``root``; returns its ``hermes`` launcher path. The
+    launcher's shebang names the install's interpreter, so ``find_hermes`` with ``root/bin`` on PATH (or
+    ``hermes_command = [<launcher>]``) resolves it as it would a real Hermes."""
     if capability not in (AUTO, LEGACY):
         raise ValueError(f"capability must be {AUTO!r} or {LEGACY!r}")
     if getattr(sys, "frozen", False):

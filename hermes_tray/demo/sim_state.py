@@ -1,9 +1,6 @@
-"""The simulated backend's own ``state.db``: a small subset of Hermes' schema, enough for the tray.
-
-The simulated backend plays Hermes in a throwaway demo home, so it owns this database the way
-Hermes owns a real one: sessions, their messages, and the session turn lease (the newer schema,
-with ``epoch``/``owner_pid``/``owner_pid_start``, released by ``holder = ''``). The tray itself
-only ever reads such a file (``core.hermes.state_db``).
+"""The simulated backend's own ``state.db``, a small subset of Hermes' schema that it owns as Hermes owns a real
+one: sessions, their messages and the session turn lease (the newer schema: ``epoch``/``owner_pid``/
+``owner_pid_start``, released by ``holder = ''``). The tray only ever reads such a file.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ import os
 import sqlite3
 import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 from hermes_tray_core import own_identity, own_pidns
@@ -70,43 +68,31 @@ def new_session_id() -> str:
 def create_session(home: Path | str, *, title: str | None = None, source: str = "tui",
                    session_id: str | None = None) -> str:
     sid = session_id or new_session_id()
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         conn.execute("INSERT OR IGNORE INTO sessions (id, source, title, started_at) VALUES (?, ?, ?, ?)",
                      (sid, source, title, time.time()))
-    finally:
-        conn.close()
     return sid
 
 
 def session_exists(home: Path | str, sid: str) -> bool:
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         return conn.execute("SELECT 1 FROM sessions WHERE id = ?", (sid,)).fetchone() is not None
-    finally:
-        conn.close()
 
 
 def messages(home: Path | str, sid: str) -> list[tuple[str, str]]:
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         return [(r[0], r[1]) for r in conn.execute(
             "SELECT role, content FROM messages WHERE session_id = ? ORDER BY id", (sid,))]
-    finally:
-        conn.close()
 
 
 def append_message(home: Path | str, sid: str, role: str, content: str, finish_reason: str | None = None) -> None:
     """One ``messages`` row as Hermes writes it (a finished reply has ``finish_reason`` ``stop``)."""
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         conn.execute("INSERT INTO messages (session_id, role, content, timestamp, finish_reason) VALUES (?, ?, ?, ?, ?)",
                      (sid, role, content, time.time(), finish_reason))
         conn.execute("UPDATE sessions SET message_count = message_count + 1 WHERE id = ?", (sid,))
         conn.execute("COMMIT")
-    finally:
-        conn.close()
 
 
 def holder_string(turn: str) -> str:
@@ -122,8 +108,7 @@ def acquire_turn_lease(home: Path | str, sid: str, turn: str, ttl: float = LEASE
     me = own_identity()
     holder = holder_string(turn)
     now = time.time()
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         conn.execute("BEGIN IMMEDIATE")
         row = conn.execute("SELECT holder, expires_at, epoch FROM session_turn_leases WHERE conversation_id = ?",
                            (sid,)).fetchone()
@@ -137,8 +122,6 @@ def acquire_turn_lease(home: Path | str, sid: str, turn: str, ttl: float = LEASE
             (sid, holder, now, now + ttl, epoch, me.pid, me.start_time))
         conn.execute("COMMIT")
         return holder
-    finally:
-        conn.close()
 
 
 def _holder_dead(holder: str) -> bool:
@@ -149,19 +132,13 @@ def _holder_dead(holder: str) -> bool:
 
 
 def refresh_turn_lease(home: Path | str, sid: str, holder: str, ttl: float = LEASE_TTL) -> bool:
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         cur = conn.execute("UPDATE session_turn_leases SET expires_at = ? WHERE conversation_id = ? AND holder = ?",
                            (time.time() + ttl, sid, holder))
         return cur.rowcount == 1
-    finally:
-        conn.close()
 
 
 def release_turn_lease(home: Path | str, sid: str, holder: str) -> None:
-    conn = connect(home)
-    try:
+    with closing(connect(home)) as conn:
         conn.execute("UPDATE session_turn_leases SET holder = '', expires_at = ? WHERE conversation_id = ? "
                      "AND holder = ?", (time.time(), sid, holder))
-    finally:
-        conn.close()

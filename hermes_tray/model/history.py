@@ -1,9 +1,6 @@
-"""History as a person reads it: one row per interrupted turn (what happened to it, where it ran), from the
-ledger's rows (``Ledger.turns``: an interruption and those its continuations became, with every decision about
-them). Pure data: the window renders it, tests read it.
-
-A user asks "what happened to that turn?": the newest decisive decision says the outcome. Configuration changes stay
-rows of their own.
+"""History as a person reads it: one row per interrupted turn, from the ledger's rows (``Ledger.turns``: an
+interruption and those its continuations became, with every decision); the newest decisive decision says the
+outcome. Configuration changes are rows of their own. Pure data: the window renders it, tests read it.
 """
 
 from __future__ import annotations
@@ -14,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from hermes_tray import words
-from hermes_tray.words import event_detail, event_text, value_text, via_text
+from hermes_tray.words import event_detail, event_text, field_of, value_text, via_text
 from hermes_tray_core import TurnId, json_int, json_number
 
 __all__ = ["TurnHistory", "event_detail", "event_text", "field_of", "group_turns", "homes_in", "profile_of",
@@ -41,10 +38,6 @@ REFUSED_WHY = {"running": "open in Hermes", "disabled": "auto-continue off", "st
 RESUMED = frozenset({"approved", "dispatched", "continuing"})
 DECISIVE = frozenset({"completed", "skipped", "interrupted", "failed", "gave-up", "refused", "cleared",
                       "dispatched", "continuing", "approved", "notified", "detected", "detached", "snoozed"})
-
-
-def field_of(entry: Any, name: str, default: Any = "") -> Any:
-    return entry.get(name, default) if isinstance(entry, Mapping) else default
 
 
 def _num(v: Any) -> float:
@@ -98,13 +91,8 @@ class TurnHistory:
     def tries(self) -> int:
         """How many continuations the turn had: the highest attempt any of its runs names (a run with its
         own marker journals both ``continuing`` and ``dispatched`` for one try: counting events counted it twice)."""
-        best = 0
-        for e in self.events:
-            for name in ("attempt", "attempts"):
-                v = json_int(field_of(e, name, None))
-                if v is not None:
-                    best = max(best, v)
-        return best
+        counts = (json_int(field_of(e, name, None)) for e in self.events for name in ("attempt", "attempts"))
+        return max([0, *(n for n in counts if n is not None)])
 
     def names(self) -> list[str]:
         return [str(field_of(e, "event", "")) for e in self.events]

@@ -1,9 +1,6 @@
-"""Which note the tray shows for how a continuation ended, in the words of :mod:`hermes_tray.words`.
-
-Pure functions from an outcome to a :class:`~hermes_tray.notify.note.Note` (or to none): the turn model decides
-when to show one, the notifier shows it. A note's title says what happened; its body which turn, once, then why
-and what is left to do, one fact a sentence. The "turn interrupted" question itself is built by
-:mod:`hermes_tray.notify.coalesce` (a storm is one note).
+"""Which note the tray shows for how a continuation ended (pure functions, words from :mod:`hermes_tray.words`):
+its title says what happened, its body which turn, then why and what is left to do. The "turn interrupted"
+question is :mod:`hermes_tray.notify.coalesce`'s.
 """
 
 from __future__ import annotations
@@ -83,10 +80,9 @@ def outcome_note(key: str, title: str, out: RunResult, who: str, *, stopped: boo
         # tray and helper both in auto mode: the other one won the claim (or already finished). Normal
         # operation, not a failure: the log and the journal (the engine records the refusal) say so.
         return After.NOTHING, None
-    if outcome is Outcome.REFUSED:
-        return After.NOTE, Note(key, e.title, body(title, e), log_line=f"refused: {who}", kind=e.kind)
-    if stopped:
-        return After.NOTE, Note(key, e.title, body(title, e), log_line=f"stopped: {who}", kind=e.kind)
+    if outcome is Outcome.REFUSED or stopped:
+        said = "refused" if outcome is Outcome.REFUSED else "stopped"
+        return After.NOTE, Note(key, e.title, body(title, e), log_line=f"{said}: {who}", kind=e.kind)
     if outcome is Outcome.DETACHED:  # left running in Hermes as the tray quits: no failure to say
         return After.NOTHING, None
     return After.LATER, None

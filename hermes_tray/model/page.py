@@ -1,10 +1,6 @@
-"""A turn's page: everything known about one interrupted turn, together — its prompt, what it was doing and why
-it stopped, its tries, every decision so far (the ledger's, in words) and what can still be done about it. Plain
-data, built from the view state and History's rows; ``app/turn_page.py`` renders it.
-
-Only facts: a turn that is no longer listed (its marker is gone) has no progress or cause to show, and says only
-what the ledger recorded. Only buttons that act: a page opened from History acts on the turn listed now only when it
-is that row's newest interruption (a newer interruption of the session is another turn, with a row of its own).
+"""A turn's page as plain data, built from the view state and History's rows (``app/turn_page.py`` renders it).
+Only facts: a turn no longer listed says only what the ledger recorded. Only buttons that act: from History it
+acts on the listed turn only when that is the row's newest interruption (a newer one is another turn).
 """
 
 from __future__ import annotations
@@ -63,10 +59,6 @@ def named_turn(home: str, session_key: str) -> TurnKey | None:
         return None
 
 
-def tries_text(attempts: int) -> str:
-    return "Not resumed yet" if not attempts else f"{words.tries(attempts)} so far"
-
-
 def _row(rows: Iterable[Any], home: str, session_key: str, ident: TurnId | None) -> TurnHistory | None:
     """History's row of this turn: the one holding that interruption (``ident``), else the newest of the session."""
     mine = [t for t in group_turns(rows) if not t.config and t.session_key == session_key and same_home(t.home, home)]
@@ -95,7 +87,7 @@ def _listed(state: ViewState, item: TurnItem, entries: list[Any]) -> TurnPage:
     actions = ("resume", "skip", "snooze") if waiting else tuple(a for a in (recent.actions if recent else ())
                                                                 if a == "skip")
     return TurnPage(item.key, item.title, where_text(item.profile, item.home), status, prompt, item.facts,
-                    tries_text(item.attempts), _decisions(_row(entries, item.home, item.session_key,
+                    words.tries_text(item.attempts), _decisions(_row(entries, item.home, item.session_key,
                                                             item.record.turn.ident if item.record else None)),
                     actions, item.session_key, item.home)
 
@@ -125,7 +117,7 @@ def page_for(state: ViewState, history: Iterable[Any], *, key: TurnKey | None = 
         return None
     return TurnPage(None, title or words.untitled_label(journal.profile, journal.started_at),
                     where_text(journal.profile, home), f"Last recorded: {journal.outcome()}. The tray does not list it now.",
-                    tries=tries_text(journal.tries()), decisions=_decisions(journal), session_key=session_key, home=home)
+                    tries=words.tries_text(journal.tries()), decisions=_decisions(journal), session_key=session_key, home=home)
 
 
-__all__ = ["Decision", "TurnPage", "page_for", "tries_text", "where_text"]
+__all__ = ["Decision", "TurnPage", "page_for", "where_text"]

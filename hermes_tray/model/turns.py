@@ -1,25 +1,7 @@
-"""The turns as this process holds them, Qt-free: what each one is doing here, what to ask and when, and which
-note to show for how it ended.
-
-The scan says what Hermes has; :class:`TurnModel` says what the tray does with it:
-
-* each turn's :class:`Phase` here (waiting for an answer, being skipped, continued by a run of ours);
-* ask at most once per interrupted turn (:class:`~hermes_tray_core.AskOnce` and the decision journal, across
-  restarts and processes); ``ask`` notifies and waits, ``auto`` resumes at once and notifies after, ``list``
-  only lists; a skipped turn that reappears (a non-locking writer resurrected it) is skipped again silently;
-* a failed continuation is said once, after the scan that follows it ("gave up" or "failed", never both);
-* a turn settled elsewhere has its note withdrawn once it stayed away :data:`VANISHED_GRACE` seconds;
-* remind me later: a snoozed turn is not announced before its time, then once ("Reminder: …"), and journalled
-  as asked so that a restart does not announce it again; one that stopped waiting meanwhile is listed under
-  Recent with why, never announced; a snooze continues nothing, in ``auto`` mode too;
-* how this process's continuations and skips ended ("Recent").
-
-Its methods return values: the :class:`~hermes_tray.model.viewstate.ViewState` the views render, what to do
-after a scan or a press on a note. Notes go to a :class:`~hermes_tray.notify.note.NoteSink`. The controller
-wires it to Qt (signals, the write worker, timers, threads); tests drive it without an event loop.
-
-Turns go by opaque keys (:func:`~hermes_tray.contract.key_of`): never taken apart; a turn's home and session
-come from its record.
+"""The turns as this process holds them, Qt-free: each turn's phase here, what to ask and when, and which note
+to show for how it ended (docs/architecture.md, "What the shell shows about a turn"). Its methods return values
+(the view state, what to do after a scan or a press on a note); the controller wires them to Qt, and tests drive
+it without an event loop. Turns go by opaque keys (:func:`~hermes_tray.contract.key_of`), never taken apart.
 """
 
 from __future__ import annotations
@@ -91,7 +73,6 @@ class Run:
     record: TurnRecord
     origin: str = "menu"
     status: str = "starting…"
-    wall_started: float = field(default_factory=time.time)
     thread: threading.Thread | None = None  # the controller's: it runs the engine's resume
     order: int = field(default_factory=lambda: next(_RUN_ORDER))
 
@@ -169,9 +150,8 @@ class Phases(dict[Key, _Turn]):
 
 @dataclass
 class AfterScan:
-    """What a scan leaves the controller to do. ``reskip``: skipped turns that reappeared (already
-    ``SKIPPING``): skip them again on the write worker; ``resume``: auto mode; ``recheck_in``: seconds until
-    :meth:`TurnModel.withdraw_vanished` is due (None: nothing to look at)."""
+    """What a scan leaves the controller to do. ``reskip``: skipped turns that reappeared, skipped again on the
+    write worker; ``recheck_in``: seconds until :meth:`TurnModel.withdraw_vanished` is due."""
 
     reskip: list[tuple[Key, TurnRecord]] = field(default_factory=list)
     resume: list[Key] = field(default_factory=list)
@@ -180,9 +160,7 @@ class AfterScan:
 
 @dataclass
 class Pressed:
-    """What a press on a notification asks for: the window (``present``, with a finished turn's ``answer``),
-    resumes and skips of the turns it showed that are still those turns, auto-continue off in ``disable``'s
-    homes, and a line for the user."""
+    """What a press on a notification asks for, of the turns it showed that are still those turns."""
 
     present: bool = False
     answer: tuple[str, str] | None = None  # (title, text)
@@ -251,8 +229,7 @@ class TurnModel:
 
     def __init__(self, sink: NoteSink, ask: AskOnce, settings: TraySettings, *,
                  quiet: Callable[[], bool] = lambda: False, can_show: bool = True, demo: bool = False) -> None:
-        """``sink``: where notes go (the notifier); ``quiet``: another process (the tray) does the asking, so the
-        helper stays silent; ``can_show``: there is a window to open (not in the helper); ``demo``: the demo's
+        """``quiet``: another process (the tray) does the asking, so the helper stays silent; ``demo``: the demo's
         simulated Hermes has no app to finish a turn in."""
         self.sink = sink
         self.ask = ask
@@ -345,28 +322,22 @@ class TurnModel:
         saying why; one whose snooze ended gets one reminder of its own. A turn whose note could not be made is
         not counted as asked: the next scan asks again."""
         for rec in remind:
-            try:
-                self.notes.announce([rec], title=words.REMINDER_WHAT, lead=words.REMINDER_LEAD)
-            except Exception:  # boundary: never "seen" without having been asked
-                log.exception("could not announce a reminder")
-                self.ask.not_announced([rec])
+            self._ask([rec], title=words.REMINDER_WHAT, lead=words.REMINDER_LEAD)
         for rec in list(ask):
             failure = self._turns.take_failure(key_of(rec))
-            if failure is None:
-                continue
-            ask.remove(rec)
-            try:
+            if failure is not None:
+                ask.remove(rec)
                 e = notes.ending(failure.result, stopped=False, in_app=self.in_app)
-                self.notes.announce([rec], title=e.what, lead=e.why)
-            except Exception:  # boundary: never "seen" without having been asked
-                log.exception("could not announce a failed continuation")
-                self.ask.not_announced([rec])
+                self._ask([rec], title=e.what, lead=e.why)
+        if ask:
+            self._ask(ask)  # journalled as "notified" once delivered (delivered())
+
+    def _ask(self, recs: list[TurnRecord], **wording: str) -> None:
         try:
-            if ask:
-                self.notes.announce(ask)  # journalled as "notified" once delivered (delivered())
+            self.notes.announce(recs, **wording)
         except Exception:  # boundary: never "seen" without having been asked: the next scan asks again
-            log.exception("could not announce %d interrupted turn(s)", len(ask))
-            self.ask.not_announced(ask)
+            log.exception("could not announce %d interrupted turn(s)", len(recs))
+            self.ask.not_announced(recs)
 
     def next_reminder(self) -> float | None:
         """When the next snoozed turn is due (wall clock), None when none is: the controller looks again then."""

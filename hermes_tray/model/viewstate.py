@@ -1,7 +1,5 @@
-"""What the views show, as plain data: the turn model builds it, the menu/window/tooltip render it.
-
-Keeping it plain lets the views be tested with hand-made states and keeps engine records out of
-widget code. Prompt excerpts are filled in only when ``show_prompts`` is on.
+"""What the views show, as plain data (the turn model builds it; views are tested with hand-made states and never
+see engine records). Prompt excerpts are filled in only when ``show_prompts`` is on.
 """
 
 from __future__ import annotations
@@ -9,17 +7,20 @@ from __future__ import annotations
 import time
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
+import hermes_tray_core
 from hermes_tray import words
 from hermes_tray.contract import ProblemDetail, key_of
-from hermes_tray.format import elapsed_text, elide, repeats, restate_age, short_path, turn_since
-from hermes_tray_core import TurnKey, TurnRecord
+from hermes_tray.format import elapsed_text, elide, repeats, short_path, turn_since
+
+if TYPE_CHECKING:  # the engine's records load with its policy, after the tray's icon shows
+    from hermes_tray_core import TurnKey, TurnRecord
 
 
 @dataclass(frozen=True)
 class TurnItem:
-    """One interrupted turn as a row: identity, labels, and the engine record it came from. ``key``: the turn's
-    opaque key (:func:`hermes_tray.contract.key_of`)."""
+    """One interrupted turn as a row, with the engine record it came from."""
 
     key: TurnKey
     home: str
@@ -57,7 +58,7 @@ class TurnItem:
     @property
     def reason_now(self) -> str:
         """The policy's reason with the age it states said as of now (it ticks with :attr:`when`)."""
-        return restate_age(self.reason, self.stated_age, self.age_seconds)
+        return hermes_tray_core.restate_age(self.reason, self.stated_age, self.age_seconds)
 
     @property
     def reason_details(self) -> str:
@@ -99,12 +100,9 @@ class RunningItem:
 
 @dataclass(frozen=True)
 class RecentItem:
-    """A turn that is not waiting for a decision: what happened, why, and what the user can still do.
-
-    ``actions``: the buttons its row offers — ``enable`` (turn Hermes auto-continue back on for ``home``),
-    ``skip`` (forget a turn nothing will continue). ``details``: Hermes' facts as the engine states them
-    (pids, paths, reasons), shown on demand; ``details_age``: the age those state (they tick with the row).
-    """
+    """A turn that is not waiting for a decision: what happened, why, and what the user can still do
+    (``actions``: ``enable`` auto-continue in ``home``, ``skip``). ``details``: Hermes' facts as the engine states
+    them, on demand; ``details_age``: the age those state (they tick with the row)."""
 
     key: TurnKey
     title: str
@@ -123,15 +121,14 @@ class RecentItem:
     def details_now(self) -> str:
         """``details`` with the age they state said as of now."""
         age = None if self.since is None else max(0.0, time.time() - self.since)
-        return restate_age(self.details, self.details_age, age)
+        return hermes_tray_core.restate_age(self.details, self.details_age, age)
 
 
 def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = (), *, in_app: bool = True,
                  lapsed: Collection[TurnKey] = ()) -> tuple[RecentItem, ...]:
-    """The turns window's "Recent" section: turns still there but not waiting (held back by the policy,
-    worded from its verdict and reason code: ``hermes_tray.words``) first, then what this tray's
-    continuations and skips ended in, newest first. ``in_app``: a Hermes app exists to finish a turn in
-    (False in the demo); ``lapsed``: turns whose snooze ended after they stopped waiting (said so)."""
+    """The turns window's "Recent": turns listed but not waiting (held back by the policy) first, then how this
+    tray's continuations and skips ended, newest first; ``lapsed``: snoozes that ended after their turn stopped
+    waiting (said so)."""
     held = []
     shown = set()
     for t in others:
@@ -149,11 +146,8 @@ def recent_items(others: Sequence[TurnItem], outcomes: Sequence[RecentItem] = ()
 
 @dataclass(frozen=True)
 class Problem:
-    """Something the tray could not read or do, with where to look and what to do about it.
-
-    ``attention``: a problem the user must act on (a corrupt or unsupported marker store, an
-    unreadable config, a failed start); False for a home that simply does not exist yet.
-    """
+    """Something the tray could not read or do, with where to look and what to do about it. ``attention``: the
+    user must act on it (False for a home that simply does not exist yet)."""
 
     text: str
     folder: str = ""  # what "Open folder" opens ("" = nothing to open)
@@ -257,9 +251,8 @@ class ViewState:
 
 def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = None, name: str = "",
               reminder: float | None = None) -> TurnItem:
-    """A scanner record as a row; ``now`` is when the record's age was measured (its scan), default
-    this instant; ``name``: what tells it apart from the turns listed with it (``turn_names``), default
-    its own label. Text is cleaned for display (control characters, markup look-alikes)."""
+    """A scanner record as a row; ``now``: when its age was measured (its scan); ``name``: what tells it apart
+    from the turns listed with it (``turn_names``)."""
     from hermes_tray.notify.coalesce import NAME_WIDTH, clean_text, turn_label, turn_lines
 
     home = str(record.home)
@@ -290,15 +283,9 @@ def turn_item(record: TurnRecord, *, show_prompts: bool, now: float | None = Non
 
 def view_problems(texts: Sequence[str], details: Sequence[ProblemDetail] | None, *,
                   homes_found: bool = True) -> tuple[Problem, ...]:
-    """The scan's problems as :class:`Problem` rows (``details`` from the engine when it gives them).
-
-    While no home exists, its "does not exist" lines are not problems: the no-home state says it.
-    """
+    """The scan's problems as rows. While no home exists, its "does not exist" lines are left out: the no-home
+    state says it."""
     if details is None:
         return tuple(Problem(str(t)) for t in texts)
-    out = []
-    for d in details:
-        if not d.attention and not homes_found:
-            continue
-        out.append(Problem(d.text, folder=d.folder, attention=d.attention, kind=d.kind, home=d.home))
-    return tuple(out)
+    return tuple(Problem(d.text, folder=d.folder, attention=d.attention, kind=d.kind, home=d.home)
+                 for d in details if d.attention or homes_found)

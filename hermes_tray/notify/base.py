@@ -1,8 +1,5 @@
-"""The notifier interface the controller talks to (one implementation per platform/back end).
-
-It shows :class:`~hermes_tray.notify.note.Note` values (plain data, :mod:`hermes_tray.notify.note`). User
-responses come back on ``activated`` (note key, action key) in the Qt thread; ``"default"`` is a click on
-the note body.
+"""The notifier interface the controller talks to: it shows :class:`~hermes_tray.notify.note.Note` values; answers
+come back on ``activated`` (note key, action key; ``"default"`` is a click on the body) in the Qt thread.
 """
 
 from __future__ import annotations

@@ -1,11 +1,6 @@
-"""Turn a stream of "turn interrupted" events into few notifications.
-
-The first interrupted turn is announced at once ("Interrupted: <its name>", what it was doing and why it
-stopped, Resume / Skip / Remind me in 1 hour); turns found within the next 2 s update that same notification in
-place ("3 turns interrupted", Resume all / Skip all / Open), so a crash storm is one notification, not ten.
-After the window a new turn starts a new notification.
-Text obeys ``show_prompts``: off → the note names the session, never the prompt. Qt-free: notes go to a
-:class:`~hermes_tray.notify.note.NoteSink` (the notifier).
+"""Turn a stream of "turn interrupted" events into few notifications: the first turn is announced at once; turns
+found within the next 2 s update that note in place ("3 turns interrupted", Resume all / Skip all / Open), so a
+crash storm is one notification, not ten. Text obeys ``show_prompts``. Qt-free: notes go to a ``NoteSink``.
 """
 
 from __future__ import annotations
@@ -28,12 +23,9 @@ _counter = itertools.count(1)
 
 
 def clean_text(value: object, limit: int) -> str:
-    """One line of displayable text from whatever a record holds (None, numbers, control chars:
-    :func:`~hermes_tray.format.safe_text`).
-
-    ``<``, ``>`` and ``&`` are swapped for look-alikes: servers with body markup would read a
-    prompt such as ``<b>`` or ``<a href=…>`` as markup, servers without it show escapes verbatim.
-    """
+    """One line of displayable text from whatever a record holds (:func:`~hermes_tray.format.safe_text`), with
+    ``<``, ``>`` and ``&`` swapped for look-alikes: servers with body markup would read a prompt's ``<b>`` as
+    markup, servers without it show escapes verbatim."""
     if value is None:
         return ""
     text = safe_text(value if isinstance(value, str) else str(value))
@@ -190,23 +182,19 @@ class InterruptionNotices:
         self._groups: dict[str, _Group] = {}
 
     def announce(self, turns: Sequence[TurnRecord], *, title: str = "", lead: str = "") -> str | None:
-        """Announce newly interrupted turns; returns the note key used (None if nothing to say).
-
-        ``title``/``lead``: a turn asked about again for a reason (its continuation failed, its reminder is due):
-        a note of its own, with the same buttons, never merged into a storm note; ``title`` says what happened,
-        before the turn's name.
-        """
+        """Announce newly interrupted turns; the note key used (None if nothing to say). ``title``/``lead``: a
+        turn asked about again for a reason (its continuation failed, its reminder is due) gets a note of its own,
+        never merged into a storm note; ``title`` says what happened, before the turn's name."""
         if not turns:
             return None
         now = self.clock()
         group = self._open
-        if title or lead:
+        again = bool(title or lead)
+        if again or group is None or now - group.started > self.window or group.key not in self._groups or group.lead:
             group = _Group(key=f"interrupted-{next(_counter)}", started=now, title=title, lead=lead)
             self._groups[group.key] = group
-        elif group is None or now - group.started > self.window or group.key not in self._groups or group.lead:
-            group = _Group(key=f"interrupted-{next(_counter)}", started=now)
-            self._groups[group.key] = group
-            self._open = group
+            if not again:
+                self._open = group
         known = {key_of(t) for t in group.turns}
         group.turns.extend(t for t in turns if key_of(t) not in known)
         self.notifier.show(self._note(group))

@@ -1,14 +1,7 @@
-"""desktop-notifier back end, run on its own asyncio loop thread.
-
-Its own thread rather than qasync: the helper runs a ``QCoreApplication`` and the tray a
-``QApplication``, and neither should have its event loop replaced for a bus connection.
-Button presses arrive on that thread and are re-emitted as Qt signals (queued into the GUI
-thread).
-
-desktop-notifier's public API is used throughout (``send``/``clear``/``get_capabilities``, a new
-instance to connect afresh), with one exception that has no public API in desktop-notifier 6.x: on
-Linux a crash storm updates one notification in place (the spec's ``replaces_id``) and every note
-names the tray's desktop entry (the ``desktop-entry`` hint). :func:`_replacing_dbus` says how.
+"""desktop-notifier back end, run on its own asyncio loop thread rather than qasync: neither the helper's
+``QCoreApplication`` nor the tray's ``QApplication`` should have its event loop replaced for a bus connection.
+Button presses arrive on that thread and are re-emitted as Qt signals. Public API throughout, except on Linux
+(:func:`_replacing_dbus`).
 """
 
 from __future__ import annotations
@@ -21,6 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Coroutine
 from concurrent.futures import Future
+from contextlib import suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -86,23 +80,19 @@ class _Public:
 
 
 def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
-    """desktop-notifier's D-Bus back end, extended where its public API has no way: its ``Notify`` call
-    gets the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would
-    stack ten notes instead of updating one), the ``desktop-entry`` hint (servers take the app's
-    name and icon from the installed entry), and a labelled default action or none (desktop-notifier
-    always sends ``default`` with an empty label: dunst lists it as a blank entry in its menu).
-
-    It also closes every note the user answered (``CloseNotification``): desktop-notifier forgets a note when its
-    action is invoked, but servers whose action menu invokes without closing (dunst) leave it on screen.
-
-    Not public API: this relies on four members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier``
-    (6.x, pinned ``<7`` in pyproject.toml): ``_init_dbus`` (it returns the proxy whose ``call_notify`` is
-    wrapped), ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id),
+    """desktop-notifier's D-Bus back end, extended where its public API has no way: its ``Notify`` call gets
+    the ``replaces_id`` of the note it updates (desktop-notifier always sends 0, so a storm would stack ten
+    notes instead of updating one), the ``desktop-entry`` hint (servers take the app's name and icon from the
+    installed entry), and a labelled default action or none (desktop-notifier always sends ``default`` with an
+    empty label: dunst lists it as a blank entry in its menu). It also closes every note the user answered
+    (``CloseNotification``): dunst's action menu invokes without closing. Not public API: this relies on four
+    members of ``desktop_notifier.backends.dbus.DBusDesktopNotifier`` (6.x, pinned ``<7`` in pyproject.toml):
+    ``_init_dbus`` (it returns the proxy whose ``call_notify`` is wrapped),
+    ``_platform_to_interface_notification_identifier`` (our identifier -> the server's id),
     ``_clear_notification_from_cache`` (the replaced note's bookkeeping) and ``_on_action`` (the server's
     ``ActionInvoked``). If they are missing the caller falls back to :class:`_Public`.
-    tests/e2e/test_storm_and_restart.py (``replaces_id``, an answered note closed on a server that leaves it up)
-    and tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives.
-    """
+    tests/e2e/test_storm_and_restart.py (``replaces_id``, an answered note closed on a server that leaves it
+    up) and tests/e2e/test_demo_sni.py (``desktop-entry``) read what a real server receives."""
     from desktop_notifier.backends.dbus import DBusDesktopNotifier
 
     class ReplacingDBus(DBusDesktopNotifier):
@@ -151,10 +141,8 @@ def _replacing_dbus(app_name: str, icon: Icon) -> _Channel:
             note up, still offering buttons that now do nothing, and later notes stack beside it."""
             from dbus_fast.errors import DBusError
 
-            try:
+            with suppress(DBusError, OSError, EOFError):  # closed already (an error reply), or the bus went away
                 await self.interface.call_close_notification(nid)  # type: ignore[union-attr]
-            except (DBusError, OSError, EOFError):  # closed already (an error reply), or the bus went away
-                pass
 
     backend = ReplacingDBus(app_name, icon)
     if not hasattr(backend, "_platform_to_interface_notification_identifier") or not hasattr(
@@ -261,9 +249,7 @@ class DesktopNotifierBackend(Notifier):
             self.available = True
             self.supports_actions = Capability.BUTTONS in caps
             self.supports_click = Capability.ON_CLICKED in caps
-            log.info(
-                "notification server: actions=%s click=%s", self.supports_actions, self.supports_click
-            )
+            log.info("notification server: actions=%s click=%s", self.supports_actions, self.supports_click)
         self.ready.emit()
 
     async def _show(self, note: Note) -> None:
@@ -296,10 +282,7 @@ class DesktopNotifierBackend(Notifier):
             )
             previous = self._identifiers.get(key)
             if previous is not None and not self._channel.replace_next(previous):
-                try:
-                    await self._channel.clear(previous)
-                except Exception:  # boundary: the server: a note it lost need not be closed
-                    pass
+                await self._clear(previous)
             self._channel.label_default(default)
             try:
                 await self._channel.send(notification)
@@ -313,12 +296,14 @@ class DesktopNotifierBackend(Notifier):
         assert self._lock is not None
         async with self._lock:
             identifier = self._identifiers.pop(key, None)
-            if identifier is None or not self.available:
-                return
-            try:
-                await self._channel.clear(identifier)
-            except Exception:  # boundary: the server: a note it lost need not be closed
-                pass
+            if identifier is not None and self.available:
+                await self._clear(identifier)
+
+    async def _clear(self, identifier: str) -> None:
+        try:
+            await self._channel.clear(identifier)
+        except Exception:  # boundary: the server: a note it lost need not be closed
+            pass
 
     def _on_press(self, key: str, action: str) -> Callable[[], None]:
         return lambda: self._pressed(key, action)

@@ -1,9 +1,6 @@
-"""Load the notification stack only when something could need it.
-
-desktop-notifier brings asyncio, ssl and a D-Bus client with it — about a third of an idle tray's
-memory. Most of the time no Hermes turn is running and nothing can be interrupted, so the real
-notifier is created when the controller first sees a running turn (``prepare``: it is then ready
-well before that turn can die) or, at the latest, for the first note.
+"""Load the notification stack only when something could need it: desktop-notifier (asyncio, ssl, a D-Bus client)
+is about a third of an idle tray's memory, so it is created when the controller first sees a running turn
+(``prepare``: ready well before that turn can die) or, at the latest, for the first note.
 """
 
 from __future__ import annotations

@@ -1,9 +1,6 @@
-"""A notification as plain data, and what shows one: Qt-free, so the turn model builds notes without Qt.
-
-Notes are identified by a caller-chosen ``key``; showing a note with a key already on screen replaces it in
-place where the server allows. A note has a default action only when its ``actions`` hold one keyed
-``"default"``, and its label is what servers that list actions (dunst's menu) show for it; a note without one
-has none (no blank entry).
+"""A notification as plain data, and what shows one (Qt-free). A note shown with a ``key`` already on screen
+replaces it in place where the server allows; it has a default action only when its ``actions`` hold one keyed
+``"default"``, whose label servers that list actions (dunst's menu) show (no blank entry).
 """
 
 from __future__ import annotations

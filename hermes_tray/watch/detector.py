@@ -1,22 +1,13 @@
-"""Detection off the GUI thread: watchers wake a scan, the scan's records go to the controller.
+"""Detection off the GUI thread, in its own ``QThread``: watchers wake a scan (the engine's), its records go to
+the controller; a scan that raises is reported as a problem and never stops the thread.
 
-Lives in its own ``QThread``. Wake-ups: a marker/journal/profile directory changed
-(``QFileSystemWatcher``, 15 ms settle so a temp-file + rename write is read once), a marker
-writer exited (pidfd — scanned at once, that is the latency that matters; ``exited`` first hears of it, so
-the engine's witness can read the facts of that moment), or the 30 s safety re-scan. Nothing polls in between. The scan itself is the engine's (``core``); a scan that
-raises is reported as a problem and never stops the thread.
-
-A writer that rewrites the files continuously (a storm) would keep the detector scanning back to
-back (the watcher reports such a burst a few times a second: ``fswatch``): a change that comes within
-:data:`STORM_GAP_S` of the last change-woken scan — or within ten times that scan's own duration,
-whichever is longer — waits until then, so a storm costs the helper a few % of a core
-(``tests/bench/bench_storm.py``). The first change after a quiet spell is still read after 15 ms, and
-a writer's exit at once.
-
-The homes are not fixed: with a ``homes`` provider the detector asks it again before every scan
-woken by a file change, a settings change or the safety clock (a new profile, a home added in
-the settings), and re-applies its watches when the answer differs. A writer-exit scan (the one
-whose latency matters) uses the homes it has.
+Wake-ups: a directory changed (``QFileSystemWatcher``, 15 ms settle so a temp-file + rename write is read once),
+a marker writer exited (pidfd: scanned at once, the latency that matters; ``exited`` hears of it first, so the
+engine's witness reads the facts of that moment), or the 30 s safety re-scan. Nothing polls in between.
+Under a storm (a writer rewriting the files continuously) a change within :data:`STORM_GAP_S` of the last
+change-woken scan, or within ten times that scan's duration, waits until then: a few % of a core
+(``tests/bench/bench_storm.py``). The homes are asked again before every scan but a writer-exit one (a new
+profile, a home added in the settings), and the watches re-applied when they differ.
 """
 
 from __future__ import annotations

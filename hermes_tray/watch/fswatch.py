@@ -1,20 +1,12 @@
 """Watch Hermes homes for marker and journal changes with ``QFileSystemWatcher``.
 
-A directory that does not exist yet (a fresh home gets ``desktop/`` only when its first turn
-starts) is watched through its nearest existing parent; when the parent changes the plan is
-re-applied, so the new directory is picked up without polling.
+A directory that does not exist yet (``desktop/`` appears with a home's first turn) is watched through its
+nearest existing parent, and picked up when that changes. A path that cannot be looked at is not watched, and a
+change re-examines only the planned paths it concerns: one home's (possibly hanging) drive never touches another.
 
-One home's trouble stays in that home: a path that cannot be looked at (no permission, a name too long,
-a broken drive) is simply not watched, and a change re-examines only the planned paths it concerns, so
-a change in one home never touches another home's (possibly hanging) drive.
-
-A writer rewriting a marker file continuously (a storm) makes thousands of changes a second. The
-first change is reported at once; for :data:`BURST_MS` after it the paths that change concerns are not
-watched (no change there costs anything; other homes are watched as usual), then they are watched again
-(a file replaced by rename: its new inode; a planned dir that appeared is picked up) and, if any of them
-differs from when the burst began (inode, mtime, size), one more change is reported and the next burst
-begins. Handling every change — the plan re-applied each time, then even only Qt's own handling of each —
-was most of the helper's CPU under a storm (``tests/bench/bench_storm.py``).
+Under a storm (thousands of changes a second) the first change is reported at once; for :data:`BURST_MS` after it
+the paths it concerns are not watched, then watched again, and one more change is reported if any of them differs
+(inode, mtime, size). Handling every change was most of the helper's CPU under a storm (``tests/bench/bench_storm.py``).
 """
 
 from __future__ import annotations
@@ -103,11 +95,9 @@ class HomeWatcher(QObject):
             self._watcher.addPaths(fresh)
 
     def _on_change(self, path: str) -> None:
-        """Report changes in planned dirs/files; a stand-in parent only re-applies the plan.
-
-        A stand-in (the nearest existing parent of a missing planned dir, often the home
-        itself, where ``state.db`` churns) reports only when a planned dir appeared under it.
-        """
+        """Report changes in planned dirs/files; a stand-in parent only re-applies the plan. A stand-in (the
+        nearest existing parent of a missing planned dir, often the home itself, where ``state.db`` churns)
+        reports only when a planned dir appeared under it."""
         p = Path(path)
         stand_in = any(t == path and planned != p for planned, t in self._target.items())
         if (p in self._target) and not stand_in:

@@ -1,11 +1,7 @@
-"""Wake up the moment a marker's writer process exits, without polling.
-
-One small interface, one implementation per OS: on Linux a ``pidfd`` (readable when the process
-exits) under a ``QSocketNotifier`` — under 1 ms from SIGKILL to wake-up; elsewhere one waiting
-thread per watched process, blocked in the OS's own exit wait: ``kqueue`` ``NOTE_EXIT`` on macOS
-and the BSDs, ``WaitForMultipleObjects`` on a ``SYNCHRONIZE`` process handle on Windows, and only
-where neither exists a slow poll. Each waiter is cancellable, so unwatching ends its thread at
-once. Both report through the ``exited`` signal in the thread that owns the watcher.
+"""Wake up the moment a marker's writer process exits, without polling: on Linux a ``pidfd`` under a
+``QSocketNotifier`` (under 1 ms from SIGKILL to wake-up); elsewhere one cancellable waiting thread per process in
+the OS's own exit wait (``kqueue`` ``NOTE_EXIT``; ``WaitForMultipleObjects`` on Windows; a slow poll only where
+neither exists). Both report through ``exited`` in the thread that owns the watcher.
 """
 
 from __future__ import annotations
@@ -47,10 +43,8 @@ class PidWatcher(QObject):
 
 
 def _same_process(pid: int, start_time: float | None) -> bool:
-    """The pid still names the writer (not a recycled pid) and is not a zombie.
-
-    ``unknown`` counts as the same: keep watching rather than declare it dead.
-    """
+    """The pid still names the writer (not a recycled pid) and is not a zombie; ``unknown`` counts as the same:
+    keep watching rather than declare it dead."""
     return process_liveness(pid, start_time) != "dead"
 
 
@@ -111,12 +105,9 @@ class PidfdWatcher(PidWatcher):
 
 
 class ExitWaiter:
-    """Blocks one thread until one process exits, or until :meth:`cancel` (from any thread).
-
-    ``arm`` takes the OS handle first and checks the identity second (a pid recycled after the
-    check cannot fool the handle); ``wait`` returns True on exit, False when cancelled. A waiter
-    is used once: ``arm`` → ``wait`` (in its thread) → ``close``.
-    """
+    """Blocks one thread until one process exits (``wait`` True) or :meth:`cancel` (False, from any thread). Used
+    once: ``arm`` (the OS handle first, the identity second: a pid recycled after the check cannot fool the
+    handle) → ``wait`` (in its thread) → ``close``."""
 
     def __init__(self, pid: int) -> None:
         self.pid = pid
@@ -156,13 +147,26 @@ class _PipeCancel:
                 os.close(self.wfd)
 
 
-class PidfdWaiter(ExitWaiter):
+class _PipeWaiter(ExitWaiter):
+    """A waiter cancelled through a :class:`_PipeCancel`."""
+
+    _cancel: _PipeCancel | None = None
+
+    def cancel(self) -> None:
+        if self._cancel is not None:
+            self._cancel.cancel()
+
+    def close(self) -> None:
+        if self._cancel is not None:
+            self._cancel.close()
+
+
+class PidfdWaiter(_PipeWaiter):
     """Linux ≥ 5.3: ``select`` on the pidfd and a cancel pipe."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(pid)
         self._fd: int | None = None
-        self._cancel: _PipeCancel | None = None
 
     def arm(self, start_time: float | None) -> bool:
         try:
@@ -179,25 +183,19 @@ class PidfdWaiter(ExitWaiter):
         ready, _w, _x = select.select([self._fd, self._cancel.rfd], [], [])
         return self._fd in ready
 
-    def cancel(self) -> None:
-        if self._cancel is not None:
-            self._cancel.cancel()
-
     def close(self) -> None:
         if self._fd is not None:
             os.close(self._fd)
             self._fd = None
-        if self._cancel is not None:
-            self._cancel.close()
+        super().close()
 
 
-class KqueueWaiter(ExitWaiter):
+class KqueueWaiter(_PipeWaiter):
     """macOS / BSD: ``kqueue`` with ``EVFILT_PROC``/``NOTE_EXIT`` on the pid and a cancel pipe."""
 
     def __init__(self, pid: int) -> None:
         super().__init__(pid)
         self._kq: Any = None
-        self._cancel: _PipeCancel | None = None
 
     def arm(self, start_time: float | None) -> bool:
         kq = select.kqueue()  # type: ignore[attr-defined]
@@ -224,16 +222,11 @@ class KqueueWaiter(ExitWaiter):
                 ev = events[0]
                 return bool(ev.filter == select.KQ_FILTER_PROC and ev.ident == self.pid)  # type: ignore[attr-defined]
 
-    def cancel(self) -> None:
-        if self._cancel is not None:
-            self._cancel.cancel()
-
     def close(self) -> None:
         if self._kq is not None:
             self._kq.close()
             self._kq = None
-        if self._cancel is not None:
-            self._cancel.close()
+        super().close()
 
 
 class WindowsWaiter(ExitWaiter):
@@ -326,15 +319,22 @@ class PollWaiter(ExitWaiter):
 WaiterFactory = Callable[[int], ExitWaiter]
 
 
+def _has_pidfd(platform: str) -> bool:
+    """Linux ≥ 5.3 (the call exists and the kernel answers it)."""
+    if not (platform.startswith("linux") and hasattr(os, "pidfd_open")):
+        return False
+    try:
+        os.close(os.pidfd_open(os.getpid()))
+    except OSError:
+        return False
+    return True
+
+
 def waiter_factory(platform: str | None = None) -> WaiterFactory:
     """The best way this OS offers to block until a process exits."""
     platform = sys.platform if platform is None else platform
-    if platform.startswith("linux") and hasattr(os, "pidfd_open"):
-        try:
-            os.close(os.pidfd_open(os.getpid()))
-            return PidfdWaiter
-        except OSError:
-            pass
+    if _has_pidfd(platform):
+        return PidfdWaiter
     if (platform == "darwin" or "bsd" in platform) and hasattr(select, "kqueue"):
         return KqueueWaiter
     if platform == "win32":
@@ -353,7 +353,6 @@ class ThreadPidWatcher(PidWatcher):
         super().__init__(parent)
         self._factory = waiter or waiter_factory()
         self._watches: dict[int, ExitWaiter] = {}
-        self._threads: dict[int, threading.Thread] = {}
         self._exited_internal.connect(self._on_exit)  # queued into this object's thread
 
     def watch(self, pid: int, start_time: float | None = None) -> bool:
@@ -381,20 +380,16 @@ class ThreadPidWatcher(PidWatcher):
             if exited:
                 self._exited_internal.emit(pid, waiter)
 
-        thread = threading.Thread(target=run, name=f"pidwait-{pid}", daemon=True)
-        self._threads[pid] = thread
-        thread.start()
+        threading.Thread(target=run, name=f"pidwait-{pid}", daemon=True).start()
         return True
 
     def _on_exit(self, pid: int, waiter: object) -> None:
         if self._watches.get(pid) is waiter:  # not a waiter replaced by an unwatch + re-watch
             del self._watches[pid]
-            self._threads.pop(pid, None)
             self.exited.emit(pid)
 
     def unwatch(self, pid: int) -> None:
         waiter = self._watches.pop(pid, None)
-        self._threads.pop(pid, None)
         if waiter is not None:
             waiter.cancel()  # its thread returns now and reports nothing
 
@@ -404,10 +399,4 @@ class ThreadPidWatcher(PidWatcher):
 
 def make_pid_watcher(parent: QObject | None = None) -> PidWatcher:
     """The best watcher for this OS (pidfd on Linux when the kernel has it)."""
-    if sys.platform.startswith("linux") and hasattr(os, "pidfd_open"):
-        try:
-            os.close(os.pidfd_open(os.getpid()))
-            return PidfdWatcher(parent)
-        except OSError:
-            pass
-    return ThreadPidWatcher(parent)
+    return PidfdWatcher(parent) if _has_pidfd(sys.platform) else ThreadPidWatcher(parent)

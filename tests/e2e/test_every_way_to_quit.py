@@ -18,10 +18,9 @@ import time
 import pytest
 
 from hermes_tray.demo import sim_state
-from hermes_tray.demo.sim_backend import read_turns
 from tests.e2e.conftest import start_tray, wait_for
 from tests.support.product import product_env, tray_argv
-from tests.support.sim_homes import pid_running
+from tests.support.sim_homes import pid_running, read_turns
 
 pytest.importorskip("desktop_notifier")
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals, X11")

@@ -87,7 +87,7 @@ def _wait_for(pred, timeout: float) -> bool:
 
 
 def _continuations(home: Path) -> dict[str, int]:
-    from hermes_tray.demo.sim_backend import read_turns
+    from tests.support.sim_homes import read_turns
 
     out: dict[str, int] = {}
     for t in read_turns(home):
@@ -232,7 +232,7 @@ def crash_loop(workdir: Path, sim_root: Path, *, max_attempts: int = 2, resume_c
     finally:
         if helper is not None:
             _stop(helper)
-    from hermes_tray.demo.sim_backend import read_turns
+    from tests.support.sim_homes import read_turns
 
     conts = [t for t in read_turns(home) if t.get("kind") in ("note", "auto-continue")]
     with environ({k: v for k, v in env.items() if k.startswith("HERMES_TRAY_")}):
@@ -321,8 +321,7 @@ def kill_the_resumer(workdir: Path, sim_root: Path, *, rounds: int, seed: int, m
     nothing and left the marker as it was; it is counted separately as ``started_without_work``.)"""
     import random
 
-    from hermes_tray.demo.sim_backend import read_turns
-    from tests.support.sim_homes import make_home, plant_marker
+    from tests.support.sim_homes import make_home, plant_marker, read_turns
 
     rng = random.Random(seed)
     root = Path(workdir)

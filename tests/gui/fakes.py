@@ -138,3 +138,20 @@ class FakeEngine:
         for k, v in changes.items():
             setattr(self._settings, k, v)
         return self._settings
+
+
+def menu_labels(menu: Any) -> list[str]:
+    """The top-level entries of a menu as a user reads them (separators as ``---``)."""
+    return [a.text() if not a.isSeparator() else "---" for a in menu.actions()]
+
+
+def menu_action(menu: Any, text: str) -> Any:
+    """The entry labelled ``text``, in the menu or its submenus (depth first), or None."""
+    stack = list(menu.actions())
+    while stack:
+        act = stack.pop(0)
+        if act.text() == text:
+            return act
+        if act.menu() is not None:
+            stack.extend(act.menu().actions())
+    return None

@@ -3,7 +3,7 @@ wired to the same coordinator, so what a user clicks reaches the engine."""
 
 from __future__ import annotations
 
-from fakes import FakeEngine, RecordingNotifier
+from fakes import FakeEngine, RecordingNotifier, menu_action, menu_labels
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from hermes_tray.app.application import TrayApp, TrayOptions
@@ -20,8 +20,8 @@ def _tray(qtbot, monkeypatch, engine: FakeEngine) -> TrayApp:
     app.hits = hits
     app.start()
     assert app.presence.icon is not None, "the icon comes first"
-    assert app.menu.action_labels()[0] == "Looking for interrupted turns…"
-    qtbot.waitUntil(lambda: app.controller is not None and app.menu.action_labels()[0] == "No interrupted turns",
+    assert menu_labels(app.menu)[0] == "Looking for interrupted turns…"
+    qtbot.waitUntil(lambda: app.controller is not None and menu_labels(app.menu)[0] == "No interrupted turns",
                     timeout=5000)
     return app
 
@@ -46,9 +46,9 @@ def test_menu_window_and_notification_reach_the_engine(qtbot, monkeypatch, rec) 
             app.window.resume_button.click()
         assert engine.resumed == ["s1"]
 
-        app.menu.find_action("Demo: crash the backend").trigger()
+        menu_action(app.menu, "Demo: crash the backend").trigger()
         assert app.hits == [1]
-        app.menu.find_action("Only list them").trigger()
+        menu_action(app.menu, "Only list them").trigger()
         qtbot.waitUntil(lambda: engine.settings().mode == "list" and app.controller.state.mode == "list",
                         timeout=5000)
     finally:
@@ -70,11 +70,11 @@ def test_engine_start_failure_is_shown_not_loading_forever(qtbot, monkeypatch) -
     app.start()
     try:
         qtbot.waitUntil(lambda: app.start_error is not None, timeout=5000)
-        labels = app.menu.action_labels()
+        labels = menu_labels(app.menu)
         assert "Looking for interrupted turns…" not in labels
         assert any("could not start" in label and "homes exploded" in label for label in labels)
         assert "could not start" in app.presence.icon.toolTip()
-        app.menu.find_action("Quit").trigger()
+        menu_action(app.menu, "Quit").trigger()
         assert quits == [1]
     finally:
         app.shutdown()
@@ -180,7 +180,7 @@ def test_with_no_program_to_open_it_the_log_folder_and_the_notices_show_their_pa
     monkeypatch.setattr(QDesktopServices, "openUrl", staticmethod(lambda url: opened.append(url.toString()) and False))
     app = _tray(qtbot, monkeypatch, FakeEngine())
     try:
-        app.menu.find_action("Open log folder").trigger()
+        menu_action(app.menu, "Open log folder").trigger()
         box = app._dialogs["path"]
         assert box is not None and box.isVisible() and opened
         qtbot.addWidget(box)  # closed with the test: a window left open would take the next test's focus

@@ -5,7 +5,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from fakes import FakeEngine, RecordingNotifier
+from fakes import FakeEngine, RecordingNotifier, menu_labels
 
 from hermes_tray.contract import Outcome, RunResult
 from hermes_tray.controller import Controller
@@ -24,7 +24,7 @@ def scan(ctrl: Controller, *records) -> None:
 
 def settle(qtbot, ctrl: Controller) -> None:
     """Wait until the writes handed to the controller's write worker have come back."""
-    qtbot.waitUntil(lambda: not ctrl.busy_writing, timeout=5000)
+    qtbot.waitUntil(lambda: ctrl.writes.pending == 0, timeout=5000)
 
 
 def test_one_turn_one_notification_with_buttons(qtbot, rec) -> None:
@@ -293,7 +293,7 @@ def test_hostile_records_never_crash_and_never_become_markup(qtbot, rec) -> None
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(ctrl.state)
-    assert all(len(label) < 200 for label in menu.action_labels())
+    assert all(len(label) < 200 for label in menu_labels(menu))
 
 
 def test_skipped_elsewhere_then_resurrected_is_skipped_again_silently(qtbot, rec) -> None:
@@ -533,5 +533,5 @@ def test_a_late_answer_after_quitting_writes_nothing_and_does_not_raise(qtbot, r
     ctrl, engine, notes = make()
     ctrl.shutdown()
     scan(ctrl, rec("s1"))  # the note is shown and delivered after the write worker stopped
-    assert len(notes.shown) == 1 and not ctrl.busy_writing
+    assert len(notes.shown) == 1 and ctrl.writes.pending == 0
     assert engine.events == []

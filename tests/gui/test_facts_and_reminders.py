@@ -11,7 +11,7 @@ from __future__ import annotations
 import time
 
 import pytest
-from fakes import FakeEngine, RecordingNotifier
+from fakes import FakeEngine, RecordingNotifier, menu_labels
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
@@ -45,7 +45,7 @@ def scan(ctrl, *records) -> None:
 
 
 def settle(qtbot, ctrl) -> None:
-    qtbot.waitUntil(lambda: not ctrl.busy_writing, timeout=5000)
+    qtbot.waitUntil(lambda: ctrl.writes.pending == 0, timeout=5000)
 
 
 def snoozes() -> list[dict]:
@@ -236,7 +236,7 @@ def _tray(qtbot, monkeypatch, engine) -> TrayApp:
     app = TrayApp(QApplication.instance(), TrayOptions(engine=engine, autostart=None))
     app.start()
     # the detector's first scan (of nothing) is in: the turns the test scans are not replaced by it
-    qtbot.waitUntil(lambda: app.controller is not None and app.menu.action_labels()[0] == "No interrupted turns",
+    qtbot.waitUntil(lambda: app.controller is not None and menu_labels(app.menu)[0] == "No interrupted turns",
                     timeout=5000)
     return app
 

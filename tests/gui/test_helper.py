@@ -176,7 +176,7 @@ def test_a_resume_the_helper_quit_before_hermes_took_it_is_resumed_at_the_next_s
     left the journal reading "asked or answered": after a restart it neither resumed nor notified, and the turn sat
     actionable until it went stale. A resume that never reached Hermes is no answer: the next start resumes it,
     and it is continued exactly once."""
-    from hermes_tray.demo.sim_backend import read_turns, write_control
+    from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.sim_install import sim_command
     from hermes_tray_core.continuing.orphans import settle_orphaned_runs
     from hermes_tray_core.markers.store import list_turn_markers
@@ -185,7 +185,7 @@ def test_a_resume_the_helper_quit_before_hermes_took_it_is_resumed_at_the_next_s
     from hermes_tray_core.stores.settings import TraySettings, save_settings
     from hermes_tray_core.turn import Turn
     from tests.support.product import product_env, tray_argv
-    from tests.support.sim_homes import make_home, plant_marker
+    from tests.support.sim_homes import make_home, plant_marker, read_turns
 
     save_settings(TraySettings(mode="auto", hermes_command=tuple(sim_command(sim_roots["auto-continue"]))),
                   settings_file())

@@ -7,12 +7,12 @@ from __future__ import annotations
 
 import time
 
-from fakes import FakeEngine, RecordingNotifier
+from fakes import FakeEngine, RecordingNotifier, menu_labels
 from PySide6.QtWidgets import QApplication, QSystemTrayIcon
 
 from hermes_tray.app.application import IDLE_TICK_MS, VISIBLE_TICK_MS, TrayApp, TrayOptions
-from hermes_tray.format import age_text
 from hermes_tray.watch.detector import ScanReport
+from hermes_tray_core import age_text
 
 
 def test_one_style_for_every_age() -> None:
@@ -28,7 +28,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
     app.start()
     try:
         # the detector's own first scan (of no homes) first, so it cannot replace the one injected below
-        qtbot.waitUntil(lambda: app.controller is not None and app.menu.action_labels()[0] == "No interrupted turns",
+        qtbot.waitUntil(lambda: app.controller is not None and menu_labels(app.menu)[0] == "No interrupted turns",
                         timeout=5000)
         assert app._clock.interval() == IDLE_TICK_MS  # nothing on screen: only the tooltip, rarely
         scanned = time.time()
@@ -47,7 +47,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
         window_text = "\n".join([w.list.item(0).text(), w.detail.text(), w.details.text()])
         assert window_text.count("3 s ago") == 1, window_text
         assert "Would be continuation 1 of 2" in w.details.text()  # the engine's reason: behind Details
-        menu_before = [label for label in app.menu.action_labels() if "Fix the flaky test" in label]
+        menu_before = [label for label in menu_labels(app.menu) if "Fix the flaky test" in label]
         assert menu_before and menu_before[0].endswith("interrupted 3 s ago")
         # no new scan: the clock alone moves the ages on — the row, its tooltip, the detail line, Recent
         qtbot.waitUntil(lambda: "Interrupted 5 s ago" in w.list.item(0).text(), timeout=4000)
@@ -59,7 +59,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
         assert "interrupted 3 s ago" not in recent.toolTip()
         assert any(f"interrupted {a}, beyond" in recent.toolTip() for a in said), recent.toolTip()
         app.menu.refresh_ages()  # what the clock calls while the menu is open
-        menu_after = [label for label in app.menu.action_labels() if "Fix the flaky test" in label]
+        menu_after = [label for label in menu_labels(app.menu) if "Fix the flaky test" in label]
         assert menu_after and any(menu_after[0].endswith(a) for a in said), menu_after
         w.hide()
         qtbot.waitUntil(lambda: app._clock.interval() == IDLE_TICK_MS, timeout=3000)
@@ -68,7 +68,7 @@ def test_the_window_menu_and_tooltip_tick(qtbot, monkeypatch, rec) -> None:
 
 
 def test_a_reason_without_an_age_is_left_as_it_is() -> None:
-    from hermes_tray.format import restate_age
+    from hermes_tray_core import restate_age
 
     assert restate_age("auto-continue is disabled in this home's config.yaml", 3.0, 60.0) == (
         "auto-continue is disabled in this home's config.yaml")

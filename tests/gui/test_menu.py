@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import time
 
+from fakes import menu_action, menu_labels
+
 from hermes_tray.app.menu import TrayMenu
 from hermes_tray.model.viewstate import RunningItem, ViewState, turn_item
 
@@ -23,7 +25,7 @@ def test_lists_each_turn_with_resume_and_skip(qtbot, rec) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(_state(rec))
-    labels = menu.action_labels()
+    labels = menu_labels(menu)
     assert labels[0] == "2 interrupted turns"
     assert "Fix the flaky test — make test_upload stop timing … — interrupted 4 min ago" in labels
     assert "Write the release notes — draft notes for 2.1 — started 30 s ago" in labels
@@ -53,7 +55,7 @@ def test_prompts_hidden_when_show_prompts_is_off(qtbot, rec) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(_state(rec, show_prompts=False))
-    text = "\n".join(menu.action_labels())
+    text = "\n".join(menu_labels(menu))
     assert "timing out" not in text and "draft notes" not in text
     assert "Fix the flaky test — interrupted 4 min ago" in text
 
@@ -62,12 +64,12 @@ def test_mode_and_backend_switches(qtbot, rec) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(_state(rec, mode="auto", backend_enabled=False))
-    backend = menu.find_action("Hermes auto-continue")
+    backend = menu_action(menu, "Hermes auto-continue")
     assert backend.isCheckable() and not backend.isChecked()
-    assert menu.find_action("Resume automatically").isChecked()
-    assert not menu.find_action("Ask me").isChecked()
+    assert menu_action(menu, "Resume automatically").isChecked()
+    assert not menu_action(menu, "Ask me").isChecked()
     with qtbot.waitSignal(menu.mode_selected) as got:
-        menu.find_action("Only list them").trigger()
+        menu_action(menu, "Only list them").trigger()
     assert got.args == ["list"]
     with qtbot.waitSignal(menu.backend_enabled_toggled) as got:
         backend.trigger()
@@ -78,12 +80,12 @@ def test_empty_and_running(qtbot) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(ViewState())
-    assert menu.action_labels()[0] == "No interrupted turns"
+    assert menu_labels(menu)[0] == "No interrupted turns"
     assert not menu.actions()[0].isEnabled()
     menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 12, "writing the answer · 7 updates"),)))
-    assert menu.action_labels()[0] == "Resuming Fix the flaky test — 0:12"
+    assert menu_labels(menu)[0] == "Resuming Fix the flaky test — 0:12"
     with qtbot.waitSignal(menu.stop_requested) as got:
-        menu.find_action("Stop for good").trigger()
+        menu_action(menu, "Stop for good").trigger()
     assert got.args == ["k"]
 
 
@@ -95,9 +97,9 @@ def test_not_rebuilt_under_the_pointer(qtbot, rec) -> None:
     menu.popup(menu.pos())
     qtbot.waitUntil(menu.isVisible)
     menu.set_state(_state(rec))
-    assert menu.action_labels()[0] == "No interrupted turns"
+    assert menu_labels(menu)[0] == "No interrupted turns"
     menu.hide()
-    qtbot.waitUntil(lambda: menu.action_labels()[0] == "2 interrupted turns")
+    qtbot.waitUntil(lambda: menu_labels(menu)[0] == "2 interrupted turns")
 
 
 def test_choosing_an_entry_of_a_menu_that_changed_while_open_does_what_it_says(qtbot, rec) -> None:
@@ -113,10 +115,10 @@ def test_choosing_an_entry_of_a_menu_that_changed_while_open_does_what_it_says(q
     menu.popup(menu.pos())
     qtbot.waitUntil(menu.isVisible)
     menu.set_state(ViewState(running=(RunningItem("k", "Fix the flaky test", 13, "writing the answer"),)))
-    menu.setActiveAction(menu.find_action("Quit"))
+    menu.setActiveAction(menu_action(menu, "Quit"))
     with qtbot.waitSignal(menu.quit_requested, timeout=2000):
         QTest.keyClick(menu, Qt.Key.Key_Return)
-    qtbot.waitUntil(lambda: menu.action_labels()[0] == "Resuming Fix the flaky test — 0:13")
+    qtbot.waitUntil(lambda: menu_labels(menu)[0] == "Resuming Fix the flaky test — 0:13")
 
 
 def test_extra_demo_entry(qtbot) -> None:
@@ -124,7 +126,7 @@ def test_extra_demo_entry(qtbot) -> None:
     qtbot.addWidget(menu)
     hits = []
     menu.add_extra_action("Demo: crash the backend", lambda: hits.append(1))
-    menu.find_action("Demo: crash the backend").trigger()
+    menu_action(menu, "Demo: crash the backend").trigger()
     assert hits == [1]
 
 
@@ -135,7 +137,7 @@ def test_a_held_turn_can_be_skipped_or_turned_back_on_from_the_menu(qtbot, rec) 
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(ViewState(others=(held,), backend_enabled=False, autostart=False))
-    assert menu.action_labels()[0] == "1 interrupted turn held: auto-continue is off"
+    assert menu_labels(menu)[0] == "1 interrupted turn held: auto-continue is off"
     sub = next(a.menu() for a in menu.actions() if a.menu() is not None and a.data() == held.key)
     assert [a.text() for a in sub.actions()] == ["Turn auto-continue on", "Skip"]
     with qtbot.waitSignal(menu.skip_requested) as got:
@@ -156,7 +158,7 @@ def test_an_unreadable_store_never_reads_no_interrupted_turns(qtbot) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(state)
-    assert menu.action_labels()[0] == "Cannot read the interrupted turns in /h/.hermes"
+    assert menu_labels(menu)[0] == "Cannot read the interrupted turns in /h/.hermes"
     tip = state.tooltip().splitlines()
     assert tip[1] == "Cannot read the interrupted turns in /h/.hermes" and "No interrupted turns" not in tip
 
@@ -167,12 +169,12 @@ def test_start_at_login_greyed_out_says_why(qtbot) -> None:
     qtbot.addWidget(menu)
     menu.set_loading(False)
     menu.set_state(ViewState(autostart=None, demo=True))
-    login = menu.find_action("Start at login — not in the demo")
+    login = menu_action(menu, "Start at login — not in the demo")
     assert login is not None and not login.isEnabled() and "every login" in login.toolTip()
     menu.set_state(ViewState(autostart=None))
-    assert menu.find_action("Start at login — not available here") is not None
+    assert menu_action(menu, "Start at login — not available here") is not None
     menu.set_state(ViewState(autostart=False))
-    assert menu.find_action("Start at login").isEnabled()
+    assert menu_action(menu, "Start at login").isEnabled()
 
 
 def test_a_storm_lists_ten_turns_and_counts_the_rest(qtbot, rec) -> None:
@@ -182,4 +184,4 @@ def test_a_storm_lists_ten_turns_and_counts_the_rest(qtbot, rec) -> None:
     qtbot.addWidget(menu)
     menu.set_state(ViewState(pending=turns, autostart=False))
     assert sum(1 for a in menu.actions() if a.menu() is not None and a.data()) == 10
-    assert "15 more turns in the turns window…" in menu.action_labels()
+    assert "15 more turns in the turns window…" in menu_labels(menu)

@@ -189,7 +189,7 @@ def test_resume_on_a_locked_lease_store_does_not_stall(qtbot, tray) -> None:
 def test_the_heartbeat_sees_a_write_made_on_the_gui_thread(qtbot, tray) -> None:
     """Teeth: the same skip called on the GUI thread (as the tray did before) stalls for the whole hold."""
     ctrl, _home, locker = tray
-    rec = ctrl.record_for(ctrl.state.pending[0].key)
+    rec = ctrl.model.records.get(ctrl.state.pending[0].key)
     assert rec is not None
     beat = Heartbeat()
     beat.start()

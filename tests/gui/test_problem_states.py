@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from fakes import RecordingNotifier
+from fakes import RecordingNotifier, menu_labels
 
 from hermes_tray.app.menu import LABEL_CHARS, TrayMenu
 from hermes_tray.app.prompt_window import PromptWindow
@@ -45,7 +45,7 @@ def test_corrupt_marker_store_is_an_attention_state_with_a_banner(qtbot, tmp_pat
     qtbot.addWidget(menu)
     menu.set_loading(False)
     menu.set_state(state)
-    assert menu.action_labels()[0].startswith("Cannot read the interrupted turns in ")
+    assert menu_labels(menu)[0].startswith("Cannot read the interrupted turns in ")
 
     w = PromptWindow()
     qtbot.addWidget(w)
@@ -88,7 +88,7 @@ def test_no_home_says_so_and_where_it_watches(qtbot, tmp_path: Path) -> None:
     menu = TrayMenu()
     qtbot.addWidget(menu)
     menu.set_state(state)
-    assert menu.action_labels()[0].startswith("No Hermes home found yet")
+    assert menu_labels(menu)[0].startswith("No Hermes home found yet")
     w = PromptWindow()
     qtbot.addWidget(w)
     w.set_state(state)

@@ -279,7 +279,7 @@ def test_token_from_the_environment_then_the_dashboard_stopped_means_one_spawned
 def test_a_gated_page_means_a_spawned_continuation_and_says_why(real_home, mock_llm, env, sims):
     # A process that looks like `hermes dashboard` for this home but serves a gated page (sign-in required).
     from hermes_tray.demo.sim_backend import write_control
-    from hermes_tray.demo.sim_dashboard import running_sim_dashboard
+    from tests.support.sim_homes import running_sim_dashboard
 
     home, key = real_home
     write_control(home, dashboard_gated=True)

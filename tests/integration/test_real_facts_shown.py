@@ -118,7 +118,7 @@ class Tray:
         return item
 
     def stop(self) -> None:
-        self.qtbot.waitUntil(lambda: not self.ctrl.busy_writing, timeout=10_000)
+        self.qtbot.waitUntil(lambda: self.ctrl.writes.pending == 0, timeout=10_000)
         self.ctrl.shutdown()
         self.notifier.shutdown()
 

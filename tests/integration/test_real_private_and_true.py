@@ -32,6 +32,7 @@ from test_real_facts_shown import Tray, _details, _new_notes, _tooltip, desktop,
 
 from hermes_tray_core.markers.store import list_turn_markers
 from hermes_tray_core.stores.settings import TraySettings, save_settings
+from tests.gui.fakes import menu_labels
 
 pytestmark = pytest.mark.skipif(os.name == "nt", reason="POSIX signals")
 
@@ -113,7 +114,7 @@ def test_a_title_hermes_made_of_the_prompt_is_hidden_everywhere_the_prompt_is(g2
     name = f"Turn started {time.strftime('%H:%M', time.localtime(started))}"
     seen = {"notification": [note["summary"], *note["body"].splitlines()],
             "turns window": _details(qtbot, t.ctrl.state, key),
-            "menu": [*menu.action_labels(), *_tooltip(qtbot, t, key)]}
+            "menu": [*menu_labels(menu), *_tooltip(qtbot, t, key)]}
     t.stop()
     seen["status"] = status_lines(home, env)
     p = tray("status", "--json", "--home", str(home), env=env)

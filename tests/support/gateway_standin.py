@@ -21,7 +21,7 @@ What it takes from upstream (NousResearch/hermes-agent):
 * ``tests/hermes_cli/test_gateway_runtime_discovery.py`` @ 6ec419058ae4f0df42a8bed906e55b97587eda9d: the pointer
   file names ``<tmp>/hermes-gw-<hash>/control.sock`` in a private folder.
 
-Events and sessions behind ``/api/ws`` are the simulated dashboard's (:mod:`hermes_tray.demo.sim_dashboard`, a
+Events and sessions behind ``/api/ws`` are the simulated dashboard's (:mod:`tests.support.sim_dashboard`, a
 Hermes that continues interrupted turns itself), one per served home. Knobs (arguments): ``--no-tickets`` (the
 gateway grants none: ``session-ticket`` is an unknown verb), ``--not-authority`` (no ``session-authority-v1``),
 ``--pointer`` (the socket lives in a temp folder), ``--serve-profile NAME`` (also serves ``profiles/NAME`` of the
@@ -62,7 +62,7 @@ def _home_hash(home: Path) -> str:
 class Standin:
     def __init__(self, home: Path, profiles: list[str], *, tickets: bool, authority: bool) -> None:
         from hermes_tray.demo.sim_backend import AUTO
-        from hermes_tray.demo.sim_dashboard import SimDashboard
+        from tests.support.sim_dashboard import SimDashboard
 
         class Sessions(SimDashboard):
             def m_session_resume(self, params: dict[str, Any]) -> tuple[dict, Any]:

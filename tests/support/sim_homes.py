@@ -6,13 +6,18 @@ real process that has really exited — so tests exercise the same liveness chec
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 import subprocess
 import sys
+import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from hermes_tray.demo import sim_state
-from hermes_tray.demo.sim_backend import write_control
+from hermes_tray.demo.sim_backend import AUTO, LEGACY, TURNS_FILE, write_control
 from hermes_tray_core.markers.store import MarkerStore
 from hermes_tray_core.process.identity import ProcessIdentity, process_start_time
 from hermes_tray_core.turn import Marker, Turn
@@ -90,3 +95,61 @@ def pid_running(pid: int | None) -> bool:
 
 def env_with(extra: dict[str, str]) -> dict[str, str]:
     return {**os.environ, **extra}
+
+
+def read_turns(home: Path | str) -> list[dict[str, Any]]:
+    """The turns simulated backends ran on ``home`` (one dict per turn start)."""
+    try:
+        lines = (Path(home) / TURNS_FILE).read_text(encoding="utf-8").splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue
+    return out
+
+
+@contextlib.contextmanager
+def running_sim_dashboard(root: Path | str, home: Path | str, *, env: dict[str, str] | None = None,
+                          timeout: float = 30.0) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
+    """Start the simulated running backend (:mod:`tests.support.sim_dashboard`) with the interpreter of the sim
+    install at ``root`` for ``home``, the way Hermes runs (``<python> …/hermes dashboard --port 0``); yields
+    (process, port); SIGKILLed at the end."""
+    root = Path(root)
+    python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
+    launcher = root / "tests-bin" / "hermes"
+    if not launcher.exists():
+        launcher.parent.mkdir(exist_ok=True)
+        capability = AUTO if (root / "sim-packages" / "tui_gateway" / "turn_marker.py").exists() else LEGACY
+        launcher.write_text("import sys\n\nfrom tests.support.sim_dashboard import main\n\n"
+                            f"sys.exit(main(sys.argv[1:], {capability!r}))\n", encoding="utf-8")
+    child_env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_TRAY_")}
+    child_env.pop("HERMES_DASHBOARD_SESSION_TOKEN", None)
+    child_env.update(env or {})
+    child_env["HERMES_HOME"] = str(home)
+    proc = subprocess.Popen([str(python), str(launcher), "dashboard", "--no-open", "--port", "0"],  # noqa: S603
+                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
+                            env=child_env)
+    try:
+        assert proc.stdout is not None
+        deadline = time.monotonic() + timeout
+        port = 0
+        while time.monotonic() < deadline:
+            line = proc.stdout.readline().decode("utf-8", "replace")
+            if not line:
+                raise RuntimeError("the simulated dashboard exited during start-up")
+            if line.startswith("HERMES_DASHBOARD_READY port="):
+                port = int(line.strip().split("=", 1)[1])
+                break
+        if not port:
+            raise RuntimeError("the simulated dashboard did not become ready")
+        yield proc, port
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+        proc.wait(timeout=10)
+        if proc.stdout is not None:
+            proc.stdout.close()

@@ -1,9 +1,6 @@
-"""One session-bus connection (jeepney) whose incoming calls and signals are handled on the GUI thread.
-
-Why: the exported objects read Qt state (the menu, the icon), which only the GUI thread may touch.
-A plain receive thread blocks in ``receive()`` (no polling) and hands every message to the GUI
-thread through a queued Qt signal; replies to our own calls complete a Future, so a call made
-from the GUI thread may wait for its reply without the GUI thread having to pump messages.
+"""One session-bus connection (jeepney) whose incoming calls and signals are handled on the GUI thread, which alone
+may touch the Qt state they read: a receive thread blocks in ``receive()`` and hands each message over by a
+queued signal; replies to our calls complete a Future, so the GUI thread may wait for one without pumping.
 """
 
 from __future__ import annotations
@@ -12,6 +9,7 @@ import logging
 import threading
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import suppress
 from typing import Any
 
 from jeepney import (
@@ -71,9 +69,7 @@ class SessionLink(QObject):
 
     def call(self, msg: Message, timeout: float = 2.0) -> tuple[Any, ...]:
         """Send a method call and wait for its reply's body (raises ``DBusErrorResponse``, ``TimeoutError``).
-
-        Only for peers that do not call back into us before answering (the bus itself, the watcher).
-        """
+        Only for peers that do not call back into us before answering (the bus itself, the watcher)."""
         serial = next(self.conn.outgoing_serial)
         fut: Future = Future()
         with self._lock:
@@ -176,10 +172,8 @@ class SessionLink(QObject):
         if self._closing:
             return
         self._closing = True
-        try:
+        with suppress(OSError):
             self.conn.close()
-        except OSError:
-            pass
         self._thread.join(timeout=2)
 
 

@@ -1,11 +1,7 @@
-"""Export a ``QMenu`` over ``com.canonical.dbusmenu``, so an SNI host draws it and clicks reach the actions.
-
-Why its own exporter: Qt's lives inside ``QSystemTrayIcon``'s private D-Bus tray, which cannot
-set the item's ``Status``. The menu stays the single source: the layout is read from the live
-``QMenu`` on every ``GetLayout``; any change to it (the tray menu is rebuilt per state and relabelled
-when it opens) bumps the revision and sends one ``LayoutUpdated`` per burst of changes.
-An entry keeps its id across rebuilds while it is the same entry (the same label at the same place
-among its siblings, or for a turn's entries the same turn), so a click that crosses a rebuild still
+"""Export a ``QMenu`` over ``com.canonical.dbusmenu`` (Qt's exporter lives inside ``QSystemTrayIcon``'s private
+tray, which cannot set ``Status``). The live ``QMenu`` is the single source: read on every ``GetLayout``; a change
+bumps the revision and sends one ``LayoutUpdated`` per burst. An entry keeps its id across rebuilds while it is
+the same entry (the same label at the same place, or the same turn), so a click that crosses a rebuild still
 lands where the user aimed; an id whose entry is gone does nothing.
 """
 

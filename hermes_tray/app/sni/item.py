@@ -1,12 +1,10 @@
 """The tray's own StatusNotifierItem (``org.kde.StatusNotifierItem``), registered with the panel's watcher.
 
-Why not Qt's: ``QSystemTrayIcon`` over D-Bus always says ``Status`` ``Active`` (its ``setStatus``
-is private), so panels never highlight waiting turns. This item speaks the same protocol with the
-same ``Id``/``Title``/``ToolTip`` slots Qt used, plus ``NeedsAttention``. It looks like the part of
-``QSystemTrayIcon`` the tray uses (``setIcon``, ``setToolTip``, ``activated``…), so
-:class:`~hermes_tray.app.tray_icon.TrayPresence` drives either. :func:`open_sni_tray` returns None
-whenever this path is not possible (no bus, no watcher with a host, jeepney missing); the caller
-then uses ``QSystemTrayIcon``.
+``QSystemTrayIcon`` over D-Bus always says ``Status`` ``Active`` (its ``setStatus`` is private), so panels never
+highlight waiting turns. This item speaks the same protocol with Qt's ``Id``/``Title``/``ToolTip``, plus
+``NeedsAttention``, and looks like the part of ``QSystemTrayIcon`` the tray uses, so ``TrayPresence`` drives
+either. :func:`open_sni_tray` returns None whenever this path is not possible (no bus, no watcher with a host,
+jeepney missing).
 """
 
 from __future__ import annotations
@@ -100,11 +98,8 @@ def icon_pixmaps(icon: QIcon, sizes: tuple[int, ...] = PIXMAP_SIZES) -> Pixmaps:
 
 
 class SniTrayIcon(QObject):
-    """A StatusNotifierItem with the ``QSystemTrayIcon`` methods :class:`TrayPresence` calls.
-
-    ``registered``: the watcher took it (the icon is on the panel). ``failed``: registration was
-    refused or the bus went away — the caller drops this object and uses ``QSystemTrayIcon``.
-    """
+    """A StatusNotifierItem with the ``QSystemTrayIcon`` methods :class:`TrayPresence` calls. ``registered``: the
+    icon is on the panel; ``failed``: refused, or the bus went away (the caller uses ``QSystemTrayIcon``)."""
 
     activated = Signal(QSystemTrayIcon.ActivationReason)
     registered = Signal()
@@ -178,11 +173,8 @@ class SniTrayIcon(QObject):
             self._emit("NewStatus", "s", (status,))
 
     def register(self) -> None:
-        """Ask the watcher to list us; ``registered`` or ``failed`` follows (on the GUI thread).
-
-        A watcher that never answers counts as a refusal after ``REGISTER_TIMEOUT_MS``: the tray
-        must not end up with no icon.
-        """
+        """Ask the watcher to list us; ``registered`` or ``failed`` follows (on the GUI thread). No answer in
+        ``REGISTER_TIMEOUT_MS`` counts as a refusal: the tray must not end up with no icon."""
         answered = [False]
 
         def timed_out() -> None:
@@ -279,13 +271,9 @@ class SniTrayIcon(QObject):
 
 
 def open_sni_tray(menu: QMenu, icon: QIcon, attention_icon: QIcon) -> SniTrayIcon | None:
-    """Our own item when a StatusNotifierWatcher with a host is on the session bus, else None.
-
-    Synchronous checks only talk to the bus daemon and the watcher (sub-millisecond); the
-    registration itself is answered later (``registered`` / ``failed``). Never raises.
-    """
-    if not sys.platform.startswith(("linux", "freebsd", "openbsd", "netbsd")):
-        return None
+    """Our own item when a StatusNotifierWatcher with a host is on the session bus, else None; never raises. Only
+    the checks are synchronous (sub-millisecond); the registration is answered later. Linux and the BSDs only
+    (``TrayPresence`` asks)."""
     link = None
     try:
         link = SessionLink()

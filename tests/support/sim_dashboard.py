@@ -1,5 +1,5 @@
-"""A simulated running Hermes backend (``hermes dashboard``): the simulated gateway in-process behind
-``/api/ws``, for the fast tests of the WebSocket transport (``tests/integration`` runs the real one).
+"""A simulated running Hermes backend (``hermes dashboard``), test-only: the demo's simulated gateway in-process
+behind ``/api/ws``, for the fast tests of the WebSocket transport (``tests/integration`` runs the real one).
 
 What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gateway/ws.py``):
 
@@ -16,8 +16,8 @@ What it copies from hermes-agent 0.19.0 (``hermes_cli/web_server.py``, ``tui_gat
   is let go once it is idle ``dashboard_orphan_grace`` seconds after the disconnect (Hermes' 20 s grace; 0.22
   checks again every grace while the turn runs).
 
-Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launcher), which prints
-``HERMES_DASHBOARD_READY port=<n>`` like Hermes. Knobs in ``<HERMES_HOME>/sim_backend.json``:
+Start: :func:`tests.support.sim_homes.running_sim_dashboard` (``<sim python> <a hermes launcher> dashboard --port
+0``, as Hermes runs), which waits for ``HERMES_DASHBOARD_READY port=<n>``. Knobs in ``<HERMES_HOME>/sim_backend.json``:
 ``dashboard_gated`` (bool), ``dashboard_page_token`` (bool, default true), ``dashboard_hide_live``
 (``session.active_list`` answers with no sessions, as for a session live under another id).
 """
@@ -25,16 +25,12 @@ Start: ``<sim python> <sim>/bin/hermes dashboard --port 0`` (the simulated launc
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
 import os
 import secrets
-import subprocess
 import sys
 import threading
-import time
 import urllib.parse
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -167,43 +163,6 @@ def serve(home: Path, capability: str, host: str, port: int) -> None:
         bound["port"] = server.socket.getsockname()[1]
         print(f"HERMES_DASHBOARD_READY port={bound['port']}", flush=True)
         server.serve_forever()
-
-
-@contextlib.contextmanager
-def running_sim_dashboard(root: Path | str, home: Path | str, *, env: dict[str, str] | None = None,
-                          timeout: float = 30.0) -> Iterator[tuple[subprocess.Popen[bytes], int]]:
-    """Start the simulated running backend of the sim install at ``root`` for ``home``, the way Hermes runs
-    (``<python> <root>/bin/hermes dashboard --port 0``); yields (process, port); SIGKILLed at the end."""
-    root = Path(root)
-    python = root / ("Scripts/python.exe" if os.name == "nt" else "bin/python")
-    launcher = root / ("Scripts" if os.name == "nt" else "bin") / "hermes"
-    child_env = {k: v for k, v in os.environ.items() if not k.startswith("HERMES_TRAY_")}
-    child_env.pop("HERMES_DASHBOARD_SESSION_TOKEN", None)
-    child_env.update(env or {})
-    child_env["HERMES_HOME"] = str(home)
-    proc = subprocess.Popen([str(python), str(launcher), "dashboard", "--no-open", "--port", "0"],  # noqa: S603
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL,
-                            env=child_env)
-    try:
-        assert proc.stdout is not None
-        deadline = time.monotonic() + timeout
-        port = 0
-        while time.monotonic() < deadline:
-            line = proc.stdout.readline().decode("utf-8", "replace")
-            if not line:
-                raise RuntimeError("the simulated dashboard exited during start-up")
-            if line.startswith("HERMES_DASHBOARD_READY port="):
-                port = int(line.strip().split("=", 1)[1])
-                break
-        if not port:
-            raise RuntimeError("the simulated dashboard did not become ready")
-        yield proc, port
-    finally:
-        if proc.poll() is None:
-            proc.kill()
-        proc.wait(timeout=10)
-        if proc.stdout is not None:
-            proc.stdout.close()
 
 
 def main(argv: list[str] | None = None, capability: str = AUTO) -> int:
