@@ -246,8 +246,8 @@ class CoreEngine:
                 state.prefetch(keys)
                 for key in keys:
                     info, _problem = state.session(key)
-                    if info and info[0] and (prompts or not state.title_from_prompt(key)):
-                        out[(home, key)] = safe_text(info[0])
+                    if info and info.title and (prompts or not state.title_from_prompt(key)):
+                        out[(home, key)] = safe_text(info.title)
         return out
 
 

@@ -95,7 +95,7 @@ def test_session_info_reads_row_and_tolerates_missing_columns(tmp_path):
     c2.execute("INSERT INTO sessions VALUES ('s1', 'cli')")
     c2.commit()
     assert hs.lookup_session(old, "s1")[0] == hs.SessionInfo("s1", None, "cli", None, None)
-    assert hs.conversation_root(old, "s1") == "s1"
+    assert hs.conversation_root_with(c2, "s1") == "s1"
 
 
 def test_lookup_session_says_why_when_unreadable(tmp_path):
@@ -115,7 +115,7 @@ def test_state_db_is_opened_read_only(tmp_path):
     hs.lookup_session(tmp_path, "s1")[0]
     hs.turn_lease_view(tmp_path, "s1")
     assert (tmp_path / "state.db").read_bytes() == before
-    ro_conn, _ = hs._connect_ro(tmp_path)
+    ro_conn, _status, _problem = hs.connect_ro(tmp_path)
     with pytest.raises(sqlite3.OperationalError):
         ro_conn.execute("INSERT INTO sessions (id) VALUES ('x')")
     ro_conn.close()
@@ -129,11 +129,11 @@ def test_conversation_root_follows_compression_only(tmp_path):
     add_session(conn, "branch", parent="leaf")  # leaf did not end by compression: a branch, own root
     add_session(conn, "cyc1", parent="cyc2", end_reason="compression")
     add_session(conn, "cyc2", parent="cyc1", end_reason="compression")
-    assert hs.conversation_root(tmp_path, "leaf") == "root"
-    assert hs.conversation_root(tmp_path, "mid") == "root"
-    assert hs.conversation_root(tmp_path, "branch") == "branch"
-    assert hs.conversation_root(tmp_path, "unknown-id") == "unknown-id"
-    assert hs.conversation_root(tmp_path, "cyc1") in {"cyc1", "cyc2"}  # terminates
+    assert hs.conversation_root_with(conn, "leaf") == "root"
+    assert hs.conversation_root_with(conn, "mid") == "root"
+    assert hs.conversation_root_with(conn, "branch") == "branch"
+    assert hs.conversation_root_with(conn, "unknown-id") == "unknown-id"
+    assert hs.conversation_root_with(conn, "cyc1") in {"cyc1", "cyc2"}  # terminates
 
 
 @pytest.mark.parametrize("schema", ["classic", "new"])

@@ -14,7 +14,6 @@ from __future__ import annotations
 import errno
 import json
 import math
-import os
 import re
 import sqlite3
 import time
@@ -26,7 +25,12 @@ from typing import Literal
 from hermes_tray_core.hermes import paths as hermes_paths
 from hermes_tray_core.hermes.state_db_batch import (
     BUSY_TIMEOUT_S,
+    HomeState,
+    LeaseView,
+    SessionInfo,
     columns,
+    connect_ro,
+    conversation_root_with,
     db_errors,
     describe_error,
     session_rows,
@@ -37,13 +41,11 @@ from hermes_tray_core.process.identity import judge_hermes_identity, own_pidns
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.vocab import WriterState
 
-__all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "MAX_ROOT_DEPTH",
-    "NOTE_BUSY_TIMEOUT_S", "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner",
-    "conversation_root", "conversation_root_with", "judge_lease_row",
-    "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
-    "session_activity", "state_db_missing", "turn_lease_view"]
+__all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "NOTE_BUSY_TIMEOUT_S",
+    "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner", "conversation_root_with",
+    "judge_lease_row", "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
+    "session_activity", "turn_lease_view"]
 
-LeaseState = Literal["live", "free", "unknown"]
 OwnerState = Literal["alive", "dead", "none", "unknown"]
 #: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
 AnswerState = Literal["finished", "pending", "unknown"]
@@ -52,35 +54,9 @@ AnswerState = Literal["finished", "pending", "unknown"]
 #: (a final reply after it, whatever came between: a queued message may be persisted before the reply).
 NoteState = Literal["absent", "pending", "superseded", "finished", "unknown"]
 
-MAX_ROOT_DEPTH = 256
 MAX_REGISTRY_BYTES = 8 * 1024 * 1024
-_SESSION_COLUMNS = ("id", "title", "source", "parent_session_id", "end_reason", "conversation_generation")
 _HOLDER_PID_RE = re.compile(r"(?:^|:)pid=(\d+)(?::|$)")
 _HOLDER_NS_RE = re.compile(r"(?:^|:)pidns=(\d+)(?::|$)")
-
-
-@dataclass(frozen=True)
-class SessionInfo:
-    """One ``sessions`` row; a column the schema lacks reads as None."""
-
-    id: str
-    title: str | None = None
-    source: str | None = None
-    parent_session_id: str | None = None
-    end_reason: str | None = None
-    conversation_generation: int | None = None  # newer Hermes: raised by a chat clear
-
-
-@dataclass(frozen=True)
-class LeaseView:
-    """What Hermes' turn lease says about a session."""
-
-    state: LeaseState
-    detail: str = ""
-    holder: str | None = None
-    expires_at: float | None = None
-    conversation_id: str | None = None
-    pid: int | None = None
 
 
 @dataclass(frozen=True)
@@ -124,106 +100,24 @@ def _paren(text: str) -> str:
     return f" ({text})" if text else ""
 
 
-def state_db_missing(home: Path | str) -> bool:
-    """``<home>/state.db`` provably does not exist; anything else in its place, or a home we may not look
-    into, may hold leases we cannot see."""
+def _one(home: Path | str, session_id: str, now: float = 0.0) -> HomeState:
+    """One session's look (:class:`HomeState` of one key), closed."""
+    state = HomeState(Path(home), now)
     try:
-        os.lstat(hermes_paths.state_db(Path(home)))
-    except FileNotFoundError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def _connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[sqlite3.Connection | None, str | None]:
-    """Open ``<home>/state.db`` read-only; (None, problem) when it is missing or unopenable."""
-    path = hermes_paths.state_db(Path(home))
-    if not path.is_file():
-        return None, f"no state.db in {home}" if state_db_missing(home) else f"cannot open {path} (not a file)"
-    uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-    try:
-        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
-    except sqlite3.Error as exc:
-        return None, f"cannot open state.db ({exc})"
-    try:
-        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
-        conn.execute("PRAGMA query_only = 1")
-    except sqlite3.Error as exc:
-        conn.close()
-        return None, f"cannot read state.db ({exc})"
-    return conn, None
-
-
-def _session_row(conn: sqlite3.Connection, cols: set[str], session_id: str) -> SessionInfo | None:
-    wanted = [c for c in _SESSION_COLUMNS if c in cols]
-    row = conn.execute(
-        f"SELECT {', '.join(wanted)} FROM sessions WHERE id = ? LIMIT 1", (session_id,)
-    ).fetchone()
-    if row is None:
-        return None
-    values = dict(zip(wanted, row, strict=True))
-    return SessionInfo(
-        id=str(values["id"]),
-        title=text_or_none(values.get("title")),
-        source=text_or_none(values.get("source")),
-        parent_session_id=text_or_none(values.get("parent_session_id")) or None,
-        end_reason=text_or_none(values.get("end_reason")),
-        conversation_generation=_generation(values.get("conversation_generation")),
-    )
-
-
-def _generation(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+        state.prefetch([session_id])
+    finally:
+        state.close()
+    return state
 
 
 def lookup_session(home: Path | str, session_id: str) -> tuple[SessionInfo | None, str | None]:
     """``(info, None)``, ``(None, None)`` for no such session, or ``(None, problem)`` when unreadable."""
-    conn, problem = _connect_ro(home)
-    if conn is None:
-        return None, problem
-    try:
-        cols = columns(conn, "sessions")
-        if "id" not in cols:
-            return None, "state.db has no sessions table"
-        return _session_row(conn, cols, str(session_id)), None
-    except db_errors() as exc:  # sqlite3.Error, MemoryError on garbage: answer, never raise
-        return None, describe_error(exc)
-    finally:
-        conn.close()
+    return _one(home, session_id).session(session_id)
 
 
-def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
-    """:func:`conversation_root` on an open connection (may raise ``sqlite3.Error``)."""
-    cols = columns(conn, "sessions")
-    if not {"id", "parent_session_id", "end_reason"} <= cols:
-        return session_id
-    current = session_id
-    seen = {current}
-    for _ in range(MAX_ROOT_DEPTH):
-        row = _session_row(conn, cols, current)
-        parent_id = row.parent_session_id if row else None
-        if not parent_id or parent_id in seen:
-            break
-        parent = _session_row(conn, cols, parent_id)
-        if parent is None or (parent.end_reason or "") != "compression":
-            break
-        current = parent_id
-        seen.add(current)
-    return current
-
-
-def conversation_root(home: Path | str, session_id: str) -> str:
-    """The id Hermes keys the turn lease by (``session_id`` when ``state.db`` cannot tell)."""
-    conn, _problem = _connect_ro(home)
-    if conn is None:
-        return session_id
-    try:
-        return conversation_root_with(conn, session_id)
-    except db_errors():
-        return session_id
-    finally:
-        conn.close()
+def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = None) -> LeaseView:
+    """Does a Hermes turn hold this session's conversation's lease now? (:meth:`HomeState.lease`)"""
+    return _one(home, session_id, time.time() if now is None else now).lease(session_id)
 
 
 def parse_holder(holder: str) -> tuple[int | None, int | None]:
@@ -279,44 +173,6 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
                          holder, expires, cid, pid)
     return LeaseView("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
                      holder, expires, cid, pid)
-
-
-def turn_lease_view(home: Path | str, session_id: str, *, now: float | None = None) -> LeaseView:
-    """Does a Hermes turn hold this session's conversation's lease now? The root's row, and the session's own
-    (an older backend keyed it so); a schema without the table holds no lease."""
-    now = time.time() if now is None else now
-    if state_db_missing(home):
-        return LeaseView("free", "no state.db, so no Hermes turn lease")
-    conn, problem = _connect_ro(home)
-    if conn is None:
-        return LeaseView("unknown", problem or "state.db unavailable")
-    try:
-        cols = columns(conn, "session_turn_leases")
-        if not cols:
-            return LeaseView("free", "this Hermes keeps no turn leases")
-        if not {"conversation_id", "holder", "expires_at"} <= cols:
-            return LeaseView("unknown", "session_turn_leases has an unexpected schema")
-        try:
-            root = conversation_root_with(conn, session_id)
-        except sqlite3.Error:
-            root = session_id
-        wanted = [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start") if c in cols]
-        best: LeaseView | None = None
-        for cid in dict.fromkeys((root, session_id)):
-            row = conn.execute(
-                f"SELECT {', '.join(wanted)} FROM session_turn_leases WHERE conversation_id = ?", (cid,)
-            ).fetchone()
-            if row is None:
-                continue
-            view = judge_lease_row(dict(zip(wanted, row, strict=True)), cid, now, home=home)
-            if view.state == "live":
-                return view
-            best = best or view
-        return best or LeaseView("free", "no turn lease", conversation_id=root)
-    except Exception as exc:  # boundary: judging a lease row Hermes wrote, where anything can be
-        return LeaseView("unknown", describe_error(exc))
-    finally:
-        conn.close()
 
 
 def _entries(doc: object) -> list[object] | None:
@@ -400,7 +256,7 @@ NOTE_BUSY_TIMEOUT_S = 5.0  # off the UI thread (resume, a reader settling one ma
 
 def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[int | None, str | None]:
     """``(MAX(messages.id) or 0, None)``, or ``(None, problem)`` when ``state.db`` cannot be read."""
-    conn, problem = _connect_ro(home, busy_timeout)
+    conn, _status, problem = connect_ro(home, busy_timeout)
     if conn is None:
         return None, problem
     try:
@@ -483,7 +339,7 @@ def note_state(home: Path | str, session_id: str, note: str | None, after_id: in
     """Where the turn of a continuation ``note`` written after message ``after_id`` stands
     (:data:`NoteState`), and why. Without the note (its prompt went with the marker), ``digest``: its SHA-256,
     as the ledger keeps it."""
-    conn, problem = _connect_ro(home, busy_timeout)
+    conn, _status, problem = connect_ro(home, busy_timeout)
     if conn is None:
         return "unknown", problem or "state.db unavailable"
     try:

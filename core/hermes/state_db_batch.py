@@ -1,7 +1,7 @@
 """One read-only look at a home's ``state.db`` for all its markers at once (titles, sources, turn leases,
-compression roots, how far each turn got): one connection and one query per table, never one per key; also the
-helpers :mod:`core.hermes.state_db` shares (the scanner loads this one at start-up, that one only when
-needed).
+compression roots, how far each turn got): one connection and one query per table, never one per key. The
+single-session reads of :mod:`core.hermes.state_db` are this look at one key (the scanner loads this module at
+start-up, that one only when needed).
 
 Reading never holds up Hermes: Hermes 0.22 on SQLite before 3.51.3 keeps ``state.db`` in rollback-journal
 mode, where a reader's lock makes its commits wait, so a session's messages are walked by :func:`session_rows`
@@ -15,7 +15,7 @@ import os
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple
 
 from hermes_tray_core.hermes import paths as hermes_paths
 
@@ -24,9 +24,12 @@ if TYPE_CHECKING:  # sqlite3 is imported when a state.db is opened, not with thi
 
     from hermes_tray_core.hermes.progress import TurnProgress
 
-__all__ = ["BUSY_TIMEOUT_S", "HOLD_S", "HomeState", "columns", "describe_error", "session_rows", "text_or_none"]
+__all__ = ["BUSY_TIMEOUT_S", "HOLD_S", "HomeState", "LeaseView", "MAX_ROOT_DEPTH", "SessionInfo", "columns",
+           "connect_ro", "conversation_root_with", "describe_error", "session_rows", "text_or_none"]
 
+LeaseState = Literal["live", "free", "unknown"]
 BUSY_TIMEOUT_S = 0.2
+MAX_ROOT_DEPTH = 256
 #: Seconds one statement walking a session's messages may hold ``state.db`` before it lets go (Hermes' commits
 #: wait for it in rollback-journal mode): tests/bench/bench_statedb_hold.py measures what they wait.
 HOLD_S = 0.005
@@ -34,50 +37,51 @@ _BATCH = 64  # rows fetched between two looks at the clock
 _RETRIES = 3  # statements of one walk tried again after a busy timeout
 
 
+class SessionInfo(NamedTuple):
+    """One ``sessions`` row; a column the schema lacks reads as None."""
+
+    id: str
+    title: str | None = None
+    source: str | None = None
+    parent_session_id: str | None = None
+    end_reason: str | None = None
+    conversation_generation: int | None = None  # newer Hermes: raised by a chat clear
+    title_source: str | None = None
+
+
+class LeaseView(NamedTuple):
+    """What Hermes' turn lease says about a session."""
+
+    state: LeaseState
+    detail: str = ""
+    holder: str | None = None
+    expires_at: float | None = None
+    conversation_id: str | None = None
+    pid: int | None = None
+
+
 class HomeState:
-    """Batched, because ``status`` must stay fast with 32 markers in each of several homes; lease rows and
-    chains are judged by :mod:`core.hermes.state_db`'s rules, loaded only when there is one to judge."""
+    """Batched, because ``status`` must stay fast with 32 markers in each of several homes; lease rows are
+    judged by :mod:`core.hermes.state_db`'s rules, loaded only when there is one to judge. ``status``:
+    ``ok`` / ``missing`` / ``unreadable``."""
 
     def __init__(self, home: Path, now: float) -> None:
         self.home = home
         self.now = now
-        self.problem: str | None = None
-        self.status = "ok"
-        self._conn: Any = None
         self._scols: set[str] = set()
         self._lcols: set[str] = set()
-        self._sessions: dict[str, tuple[str | None, str | None, str | None]] = {}  # title, source, parent
-        self._generations: dict[str, int] = {}  # sessions.conversation_generation, where the schema has it
-        self._derived: set[str] = set()  # sessions whose title Hermes derived from the prompt (title_source)
+        self._sessions: dict[str, SessionInfo] = {}
         self._leases: dict[str, dict[str, object]] = {}
         self._roots: dict[str, str] = {}
-        self._compressed: set[str] = set()  # sessions compression closed: their turn went on elsewhere
         self._progress: dict[str, TurnProgress] = {}
         self._lease_error: str | None = None
         self._session_error: str | None = None
-        path = str(hermes_paths.state_db(Path(home)))
-        if not os.path.isfile(path):
-            try:
-                os.lstat(path)
-            except FileNotFoundError:
-                self.status = "missing"
-                self.problem = f"no state.db in {home}"
-                return
-            except OSError as exc:
-                self.status, self.problem = "unreadable", f"cannot look for state.db ({exc.strerror or exc})"
-                return
-            self.status, self.problem = "unreadable", f"{path} is not a file"
+        self._conn, self.status, self.problem = connect_ro(home)
+        if self._conn is None:
             return
         try:
-            import sqlite3
-
-            uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
-            conn = sqlite3.connect(uri, uri=True, timeout=BUSY_TIMEOUT_S, isolation_level=None)
-            self._conn = conn
-            conn.execute(f"PRAGMA busy_timeout = {int(BUSY_TIMEOUT_S * 1000)}")
-            conn.execute("PRAGMA query_only = 1")
-            self._scols = columns(conn, "sessions")
-            self._lcols = columns(conn, "session_turn_leases")
+            self._scols = columns(self._conn, "sessions")
+            self._lcols = columns(self._conn, "session_turn_leases")
         except db_errors() as exc:
             self.status, self.problem = "unreadable", describe_error(exc)
             self.close()
@@ -105,23 +109,13 @@ class HomeState:
         conn = self._conn
         keys = list(keys)
         try:
-            wanted: list[str] = [c for c in ("id", "title", "source", "parent_session_id", "end_reason",
-                                             "conversation_generation", "title_source") if c in self._scols]
+            wanted = [c for c in SessionInfo._fields if c in self._scols]
             if "id" in wanted:
                 for chunk in _chunks(keys):
                     sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
                     for row in conn.execute(sql, chunk):
-                        v = dict(zip(wanted, row, strict=True))
-                        self._sessions[str(v["id"])] = (text_or_none(v.get("title")),
-                                                        text_or_none(v.get("source")),
-                                                        text_or_none(v.get("parent_session_id")) or None)
-                        if v.get("end_reason") == "compression":
-                            self._compressed.add(str(v["id"]))
-                        gen = v.get("conversation_generation")
-                        if isinstance(gen, int) and not isinstance(gen, bool):
-                            self._generations[str(v["id"])] = gen
-                        if v.get("title_source") == "derived":
-                            self._derived.add(str(v["id"]))
+                        info = _session_info(dict(zip(wanted, row, strict=True)))
+                        self._sessions[info.id] = info
         except db_errors() as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
@@ -131,12 +125,9 @@ class HomeState:
         if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
             return
         try:
-            parents = [k for k in keys if (self._sessions.get(k) or (None, None, None))[2]]
-            if parents:
-                from hermes_tray_core.hermes import state_db as hs
-
-                for key in parents:
-                    self._roots[key] = hs.conversation_root_with(conn, key)
+            for key in keys:
+                if (child := self._sessions.get(key)) is not None and child.parent_session_id:
+                    self._roots[key] = conversation_root_with(conn, key)
             cids = list(dict.fromkeys(keys + list(self._roots.values())))
             wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
                                             if c in cols]
@@ -153,7 +144,8 @@ class HomeState:
         try:
             from hermes_tray_core.hermes.progress import read_progress
 
-            turns = [(k, t) for k, t in since.items() if k not in self._compressed]
+            turns = [(k, t) for k, t in since.items()
+                     if (info := self._sessions.get(k)) is None or info.end_reason != "compression"]
             self._progress = read_progress(conn, turns, columns(conn, "messages"))
         except Exception:  # boundary: reading what Hermes wrote in its messages, where anything can be
             self._progress = {}
@@ -161,31 +153,36 @@ class HomeState:
     def progress(self, key: str) -> TurnProgress | None:
         return self._progress.get(key)
 
-    def session(self, key: str) -> tuple[tuple[str | None, str | None, str | None] | None, str | None]:
-        if self._conn is None:
+    def session(self, key: str) -> tuple[SessionInfo | None, str | None]:
+        """``(info, None)``, ``(None, None)`` for no such session, or ``(None, problem)`` when unreadable."""
+        if self.status != "ok":
             return None, self.problem
         return self._sessions.get(key), self._session_error
 
     def generation(self, key: str) -> int | None:
-        return self._generations.get(key)
+        info = self._sessions.get(key)
+        return info.conversation_generation if info else None
 
     def title_from_prompt(self, key: str) -> bool:
         """Hermes 0.22 titles a session from its prompt (``title_source = 'derived'``) until a model or the
         user names it: such a title is hidden wherever the prompt is."""
-        return key in self._derived
+        info = self._sessions.get(key)
+        return info is not None and info.title_source == "derived"
 
-    def lease(self, key: str) -> tuple[str, str]:
-        if self._conn is None:
-            if self.status == "missing":
-                return "free", "no state.db, so no Hermes turn lease"
-            return "unknown", self.problem or "state.db unavailable"
+    def lease(self, key: str) -> LeaseView:
+        """Does a Hermes turn hold ``key``'s conversation's lease? The root's row, and the session's own (an
+        older backend keyed it so); a schema without the table holds no lease."""
+        if self.status == "missing":
+            return LeaseView("free", "no state.db, so no Hermes turn lease")
+        if self.status != "ok":
+            return LeaseView("unknown", self.problem or "state.db unavailable")
         cols = self._lcols
         if not cols:
-            return "free", "this Hermes keeps no turn leases"
+            return LeaseView("free", "this Hermes keeps no turn leases")
         if not {"conversation_id", "holder", "expires_at"} <= cols:
-            return "unknown", "session_turn_leases has an unexpected schema"
+            return LeaseView("unknown", "session_turn_leases has an unexpected schema")
         if self._lease_error:
-            return "unknown", self._lease_error
+            return LeaseView("unknown", self._lease_error)
         root = self._roots.get(key, key)
         best = None
         try:
@@ -193,15 +190,66 @@ class HomeState:
                 row = self._leases.get(cid)
                 if row is None:
                     continue
-                from hermes_tray_core.hermes import state_db as hs
+                from hermes_tray_core.hermes.state_db import judge_lease_row
 
-                view = hs.judge_lease_row(dict(row), cid, self.now, home=self.home)
+                view = judge_lease_row(row, cid, self.now, home=self.home)
                 if view.state == "live":
-                    return view.state, view.detail
-                best = best or (view.state, view.detail)
+                    return view
+                best = best or view
         except Exception as exc:  # boundary: judging a lease row Hermes wrote, where anything can be
-            return "unknown", f"cannot judge the turn lease ({exc})"
-        return best or ("free", "no turn lease")
+            return LeaseView("unknown", f"cannot judge the turn lease ({exc})")
+        return best or LeaseView("free", "no turn lease", conversation_id=root)
+
+
+def _session_info(v: Mapping[str, object]) -> SessionInfo:
+    gen = v.get("conversation_generation")
+    return SessionInfo(str(v["id"]), text_or_none(v.get("title")), text_or_none(v.get("source")),
+                       text_or_none(v.get("parent_session_id")) or None, text_or_none(v.get("end_reason")),
+                       gen if isinstance(gen, int) and not isinstance(gen, bool) else None,
+                       text_or_none(v.get("title_source")))
+
+
+def connect_ro(home: Path | str, busy_timeout: float = BUSY_TIMEOUT_S) -> tuple[Any, str, str | None]:
+    """Open ``<home>/state.db`` read-only: ``(conn, "ok", None)``, else ``(None, "missing" | "unreadable",
+    problem)``."""
+    path = hermes_paths.state_db(Path(home))
+    if not os.path.isfile(path):
+        try:
+            os.lstat(path)
+        except FileNotFoundError:
+            return None, "missing", f"no state.db in {home}"
+        except OSError as exc:
+            return None, "unreadable", f"cannot look for state.db ({exc.strerror or exc})"
+        return None, "unreadable", f"{path} is not a file"
+    conn = None
+    try:
+        import sqlite3
+
+        uri = Path(os.path.abspath(path)).as_uri() + "?mode=ro"
+        conn = sqlite3.connect(uri, uri=True, timeout=busy_timeout, isolation_level=None)
+        conn.execute(f"PRAGMA busy_timeout = {int(busy_timeout * 1000)}")
+        conn.execute("PRAGMA query_only = 1")
+        return conn, "ok", None
+    except db_errors() as exc:
+        if conn is not None:
+            conn.close()
+        return None, "unreadable", describe_error(exc)
+
+
+def conversation_root_with(conn: sqlite3.Connection, session_id: str) -> str:
+    """The id Hermes keys the turn lease by: ``parent_session_id`` followed while the parent ended by
+    compression (may raise ``sqlite3.Error``)."""
+    if not {"id", "parent_session_id", "end_reason"} <= columns(conn, "sessions"):
+        return session_id
+    current, seen = session_id, {session_id}
+    for _ in range(MAX_ROOT_DEPTH):
+        row = conn.execute("SELECT p.id FROM sessions c JOIN sessions p ON p.id = c.parent_session_id "
+                           "WHERE c.id = ? AND p.end_reason = 'compression'", (current,)).fetchone()
+        if row is None or str(row[0]) in seen:
+            break
+        current = str(row[0])
+        seen.add(current)
+    return current
 
 
 def db_errors() -> tuple[type[Exception], ...]:

@@ -367,7 +367,7 @@ class Scanner:
 
         key, marker = turn.key, turn.marker
         info = state.session(key)[0] if state else None
-        source = info[1] if info else None
+        source = info.source if info else None
         judged = writer_judgement(marker, home.path) if marker.is_entry else None
         writer = judged.state if judged is not None else WriterState.UNKNOWN
         note = judged.note if judged is not None else ""
@@ -375,7 +375,7 @@ class Scanner:
         generation = state.generation(key) if state else None
         if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
             return Seen(writer, source, writer_note=note, generation=generation)
-        lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
+        lstate, ldetail = state.lease(key)[:2] if state else ("unknown", "no state.db")
         owner = self._now.owner(home, key)
         ostate = owner.state if owner else "none"
         if idle is not None and owner is not None and owner.pid == marker.writer_pid:
@@ -405,12 +405,12 @@ class Scanner:
                                           if self._read_progress and marker.is_entry
                                           else (None, None, "", marker.interrupted_at))
         record = TurnRecord(
-            home=home.path, profile=home.profile, turn=turn, title=info[0] if info else None,
+            home=home.path, profile=home.profile, turn=turn, title=info.title if info else None,
             prompt_excerpt=prompt_excerpt(marker.excerpt_source),
             age_seconds=decision.age_seconds, writer=seen.writer, verdict=decision.verdict, reason=decision.reason,
             source=TurnSource.DESKTOP, unsure=decision.unsure, code=decision.code, holder=holder,
             progress=progress, cause=cause, cause_fact=fact,
-            title_from_prompt=bool(info and info[0] and state and state.title_from_prompt(key)),
+            title_from_prompt=bool(info and info.title and state and state.title_from_prompt(key)),
             interrupted_at=stopped,
         )
         return record, tp
