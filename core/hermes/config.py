@@ -34,7 +34,7 @@ from hermes_tray_core.stores.fsutil import os_error_text
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
     "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "hermes_enabled",
-    "hermes_freshness_minutes", "hermes_max_attempts", "load_as_hermes", "merged_desktop_block", "read_backend_config",
+    "hermes_freshness_minutes", "hermes_max_attempts", "merged_desktop_block", "parse_as_hermes", "read_backend_config",
     "read_managed", "yaml_error"]
 
 DEFAULT_ENABLED = True
@@ -193,16 +193,11 @@ def merged_desktop_block(user_doc: Any, managed: YamlMap) -> tuple[Any, tuple[st
         desk = user.get("desktop")
     block = desk.get("auto_continue") if isinstance(desk, Mapping) else None
     m_desk = managed.get("desktop")
-    if m_desk is None:
-        return block, ()
-    if not isinstance(m_desk, Mapping):
-        return block, tuple(KEYS)  # replaces any user "desktop" mapping
-    m_block = m_desk.get("auto_continue")
+    m_block = m_desk.get("auto_continue") if isinstance(m_desk, Mapping) else m_desk
     if m_block is None:
         return block, ()
-    if not isinstance(m_block, Mapping):
-        return block, tuple(KEYS)
-    return block, tuple(k for k in KEYS if k in m_block)
+    # a managed value that is not a mapping replaces the user's whole mapping: every key pinned
+    return block, tuple(k for k in KEYS if not isinstance(m_block, Mapping) or k in m_block)
 
 
 def read_managed(env: Mapping[str, str] | None = None) -> Managed:
@@ -229,27 +224,17 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
     return path, doc, None
 
 
-_HERMES_LOADER: Any = None
-
-
-def load_as_hermes(text: str) -> Any:
-    """Parse ``text`` as Hermes parses config.yaml. Aliases are not expanded (an alias bomb costs its bytes
-    here): whatever walks the result must stay bounded."""
-    global _HERMES_LOADER
+def parse_as_hermes(text: str) -> tuple[Any, Exception | None]:
+    """``(document, None)`` as Hermes parses config.yaml, or ``(None, why not)``. Aliases are not expanded (an
+    alias bomb costs its bytes here): whatever walks the result must stay bounded."""
     import yaml
 
-    if _HERMES_LOADER is None:
-        _HERMES_LOADER = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
-    loader = _HERMES_LOADER(text)
     try:
-        return loader.get_single_data()
-    finally:
-        loader.dispose()
-
-
-def parse_as_hermes(text: str) -> tuple[Any, Exception | None]:
-    try:
-        return load_as_hermes(text), None
+        loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)(text)
+        try:
+            return loader.get_single_data(), None
+        finally:
+            loader.dispose()
     except Exception as exc:  # boundary: parsing what the user wrote, where anything can be (Hermes catches all)
         return None, exc
 
@@ -282,7 +267,7 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
     try:
         text = fsutil.read_regular(path).decode("utf-8-sig")
     except (FileNotFoundError, NotADirectoryError):
-        return _effective(path, None, False, managed, [])
+        return _effective(path, None, False, managed)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         return BackendConfig(path, AutoContinueConfig(), exists=True,
                              error=f"cannot read {path}: {_why(exc)}{_overlay_lost(managed)}")
@@ -301,8 +286,7 @@ def backend_config_from_text(path: Path, text: str, *, managed: Managed | None =
     if bad is not None:
         return BackendConfig(path, AutoContinueConfig(), exists=True,
                              error=yaml_error(path, bad) + _overlay_lost(managed))
-    _block, shape = auto_continue_block(doc)
-    return _effective(path, doc, True, managed, shape)
+    return _effective(path, doc, True, managed)
 
 
 def _overlay_lost(managed: Managed) -> str:
@@ -310,12 +294,13 @@ def _overlay_lost(managed: Managed) -> str:
     return f" (Hermes then ignores the managed config {mpath} too)" if mdoc else ""
 
 
-def _effective(path: Path, doc: Any, exists: bool, managed: Managed, shape: list[str]) -> BackendConfig:
+def _effective(path: Path, doc: Any, exists: bool, managed: Managed) -> BackendConfig:
     mpath, mdoc, mwarn = managed
+    user_block, shape = auto_continue_block(doc)
     try:
         block, pinned = merged_desktop_block(doc, mdoc)
     except Exception as exc:  # boundary: a hostile document: Hermes' merge would fail open to the user's file
-        block, pinned = auto_continue_block(doc)[0], ()
+        block, pinned = user_block, ()
         mwarn = f"the managed config could not be applied ({type(exc).__name__})"
     cfg, more = coerce_auto_continue(block, pinned)
     warnings = [w for w in (*shape, *more, mwarn) if w]

@@ -23,7 +23,7 @@ from hermes_tray_core.hermes import config as read
 from hermes_tray_core.hermes.config import KEYS, BackendConfig, TooComplex
 from hermes_tray_core.hermes.paths import config_file
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.numbers import finite
+from hermes_tray_core.numbers import finite, strict_finite
 
 logger = get_logger(__name__)
 
@@ -45,16 +45,6 @@ _TRUE_WORDS = {"true", "yes", "on", "y"}  # accepted on the command line (parse_
 _FALSE_WORDS = {"false", "no", "off", "n"}
 
 
-def _number(raw: Any) -> float | None:
-    if isinstance(raw, bool):
-        return None
-    if isinstance(raw, str):
-        raw = raw.strip()
-    elif not isinstance(raw, (int, float)):
-        return None
-    return finite(raw)
-
-
 def _yaml() -> YAML:
     """ruamel.yaml's round-trip parser: where the lines to edit are, never what a value means (YAML 1.2)."""
     from ruamel.yaml import YAML
@@ -66,7 +56,8 @@ def _yaml() -> YAML:
 
 
 def _plain(value: Any, budget: list[int] | None = None) -> Any:
-    """Deep copy as plain data, bounded (:class:`TooComplex`): aliases make a small file a huge tree."""
+    """Deep copy of a document Hermes' parser made, bounded (:class:`TooComplex`): aliases make a small file a
+    huge tree, and share nodes an edit must not change twice."""
     if budget is None:
         budget = [read.MAX_NODES]
     budget[0] -= 1
@@ -76,14 +67,6 @@ def _plain(value: Any, budget: list[int] | None = None) -> Any:
         return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, budget) for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [_plain(v, budget) for v in value]
-    if isinstance(value, str):
-        return str(value)
-    if isinstance(value, bool) or value is None:
-        return value
-    if isinstance(value, int):
-        return int(value)
-    if isinstance(value, float):
-        return float(value)
     return value
 
 
@@ -96,7 +79,7 @@ def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
             if not isinstance(value, bool):
                 raise BackendConfigError(f"enabled: must be true or false, not {value!r}")
         elif key == "freshness_minutes":
-            num = _number(value) if not isinstance(value, str) else None
+            num = strict_finite(value)
             if num is None or num <= 0:
                 raise BackendConfigError(f"freshness_minutes: must be a number of minutes > 0, not {value!r}")
             value = int(num) if num.is_integer() else num
@@ -116,7 +99,7 @@ def parse_value(key: str, text: str) -> Any:
     if key == "enabled" and t.lower() in _TRUE_WORDS | _FALSE_WORDS | {"1", "0"}:
         value = t.lower() in _TRUE_WORDS | {"1"}
     elif key == "freshness_minutes":
-        num = _number(t)
+        num = finite(t)
         value = num if num is not None and num > 0 else text
     elif key == "max_attempts" and re.fullmatch(r"\d+", t):
         value = int(t)
@@ -270,13 +253,6 @@ def _expected(doc: Any, changes: Mapping[str, Any]) -> dict[str, Any]:
     return data
 
 
-def _lock_path(path: Path) -> Path:
-    from hermes_tray_core.stores import paths
-
-    digest = sha256_hex(os.path.abspath(path).encode("utf-8", "surrogatepass"))[:24]
-    return paths.state_dir() / "locks" / f"config-{digest}.lock"
-
-
 class _ChangedUnderUs(Exception):
     pass
 
@@ -285,6 +261,7 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
     """Set ``enabled`` / ``freshness_minutes`` / ``max_attempts`` in ``<home>/config.yaml``; the configuration
     read back. :class:`BackendConfigError`, the file untouched, when it cannot be done safely."""
     from hermes_tray_core.hermes.locks import CONFIG_LOCK, HermesLockBusy, HermesLockUnusable, hermes_lock
+    from hermes_tray_core.stores import paths
     from hermes_tray_core.stores.fsutil import ensure_private_dir, locked
 
     wanted = _validate_changes(changes)
@@ -306,7 +283,8 @@ def write_auto_continue(home: Path | str, **changes: Any) -> BackendConfig:
         raise BackendConfigError(f"{home} is not a directory (no such Hermes home)")
     if path.is_symlink():
         raise BackendConfigError(f"{path} is a symlink; hermes-tray does not write through links — edit it by hand")
-    lock = _lock_path(path)
+    digest = sha256_hex(os.path.abspath(path).encode("utf-8", "surrogatepass"))[:24]
+    lock = paths.state_dir() / "locks" / f"config-{digest}.lock"  # the tray's own, beside Hermes' lock
     ensure_private_dir(lock.parent)
     with locked(lock):
         try:
@@ -349,10 +327,8 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
             raise BackendConfigError(
                 f"{read.yaml_error(path, bad)} — left unchanged; fix it (or move it aside) and retry"
             ) from bad
-        if hermes_doc is not None and not isinstance(hermes_doc, Mapping):
-            raise BackendConfigError(f"{path}: the top level is not a mapping; left unchanged")
         block, shape = read.auto_continue_block(hermes_doc)
-        if shape:
+        if shape:  # the top level or ``desktop`` is not a mapping
             raise BackendConfigError(f"{path}: {shape[0].split(';')[0]}; left unchanged — edit it by hand")
         if block is not None and not isinstance(block, Mapping):
             raise BackendConfigError(f"{path}: desktop.auto_continue is not a mapping; left unchanged")
@@ -428,7 +404,7 @@ def _same(current: Any, value: Any) -> bool:
 def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
     """Hermes would read ``candidate`` as ``expected``, types and all (not ``1 == True``)."""
     try:
-        doc = read.load_as_hermes(candidate)
+        doc, _bad = read.parse_as_hermes(candidate)
         if _plain(doc) != expected:
             return False
         block, _shape = read.auto_continue_block(doc)
