@@ -32,21 +32,16 @@ def _user_home(env: Mapping[str, str]) -> str:
     return env.get("HOME") or os.path.expanduser("~")
 
 
-def platform_default_root(env: Mapping[str, str] | None = None) -> Path:
-    env = os.environ if env is None else env
-    if sys.platform == "win32":
-        base = (env.get("LOCALAPPDATA") or "").strip()
-        return Path(base) / "hermes" if base else Path(_user_home(env)) / "AppData" / "Local" / "hermes"
-    return Path(_user_home(env)) / ".hermes"
-
-
 def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
     """``(home, origin)``: ``$HERMES_HOME`` (``env``) or the platform default."""
     env = os.environ if env is None else env
     value = env.get("HERMES_HOME")
     if value:
         return Path(os.path.expanduser(value)), "env"
-    return platform_default_root(env), "default"
+    if sys.platform == "win32":
+        base = (env.get("LOCALAPPDATA") or "").strip()
+        return (Path(base) / "hermes" if base else Path(_user_home(env)) / "AppData" / "Local" / "hermes"), "default"
+    return Path(_user_home(env)) / ".hermes", "default"
 
 
 def is_profile_home(path: Path) -> bool:

@@ -278,30 +278,21 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
     except process_errors():
         return []
 
-    def one(proc: psutil.Process) -> HermesProcess | None:
-        info = proc.info
-        if by_argv:
-            argv = info.get("cmdline") or []
-            if not argv or (wanted is not None and classify(argv) not in wanted):
-                return None
-            info = {**info, **proc.as_dict(["create_time", *extra])}
-        if info.get("pid") in skip:
-            return None
-        return _record(proc, info, mine, wanted)
-
     for proc in it:
-        found = _look(one, proc)
+        try:
+            info = proc.info
+            if by_argv:
+                argv = info.get("cmdline") or []
+                if not argv or (wanted is not None and classify(argv) not in wanted):
+                    continue
+                info = {**info, **proc.as_dict(["create_time", *extra])}
+            found = _record(proc, info, mine, wanted) if info.get("pid") not in skip else None
+        except Exception:  # boundary: reading what another program's process holds, where anything can be
+            continue
         if found is not None:
             out.append(found)
     out.sort(key=lambda p: (_KIND_ORDER[p.kind], p.pid))
     return out
-
-
-def _look(read: Callable[..., HermesProcess | None], *args: Any) -> HermesProcess | None:
-    try:
-        return read(*args)
-    except Exception:  # boundary: reading what another program's process holds, where anything can be
-        return None
 
 
 def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str, Any]], bool], wanted: frozenset[ProcessKind] | None) -> HermesProcess | None:
@@ -337,14 +328,14 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
 def hermes_process(pid: int) -> HermesProcess | None:
     """The live Hermes process ``pid`` of this user, or None; one process looked at, not the whole table."""
 
-    def one() -> HermesProcess | None:
+    try:
         import psutil
 
         proc = psutil.Process(pid)
         extra, mine = _same_user_filter()
         return _record(proc, proc.as_dict(["pid", "cmdline", "create_time", *extra]), mine, None)
-
-    return _look(one)
+    except Exception:  # boundary: reading what another program's process holds, where anything can be
+        return None
 
 
 def serves_home(pid: int, home: Path | str) -> bool:

@@ -175,15 +175,6 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
                      holder, expires, cid, pid)
 
 
-def _entries(doc: object) -> list[object] | None:
-    if isinstance(doc, dict):
-        entries = doc.get("entries")
-        return entries if isinstance(entries, list) else None
-    if isinstance(doc, list):
-        return doc
-    return None
-
-
 def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Collection[int] = ()) -> OwnerView:
     """The registered owner of ``session_id`` and whether it lives. ``ignore_pids``: processes of ours here
     (the gateway the tray started registers the session it resumed), not another owner."""
@@ -198,10 +189,11 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
         return OwnerView("unknown",
                          f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
     try:
-        entries = _entries(json.loads(data))
+        doc = json.loads(data)  # {"entries": [...]}, or the list itself
     except (ValueError, RecursionError):
         return OwnerView("unknown", "active_sessions.json is corrupt")
-    if entries is None:
+    entries = doc.get("entries") if isinstance(doc, dict) else doc
+    if not isinstance(entries, list):
         return OwnerView("unknown", "active_sessions.json has an unexpected shape")
     ours = own_pidns()
     matches = [e for e in entries if isinstance(e, dict) and e.get("session_id") == session_id
