@@ -27,15 +27,14 @@ from typing import Any, NamedTuple
 
 from hermes_tray_core.errors import TrayError
 from hermes_tray_core.hermes.paths import config_file
-from hermes_tray_core.numbers import INT_CAP, HermesRaises, as_float, capped_int, convert, json_int
+from hermes_tray_core.numbers import INT_CAP, HermesRaises, capped_int, convert, json_int
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.stores.fsutil import os_error_text
 
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
-    "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "hermes_enabled",
-    "hermes_freshness_minutes", "hermes_max_attempts", "merged_desktop_block", "parse_as_hermes", "read_backend_config",
-    "read_managed", "yaml_error"]
+    "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "merged_desktop_block",
+    "parse_as_hermes", "read_backend_config", "read_managed", "yaml_error"]
 
 DEFAULT_ENABLED = True
 DEFAULT_FRESHNESS_MINUTES = 15
@@ -89,62 +88,37 @@ def _describe(raw: Any) -> str:
     return text if len(text) <= 40 else type(raw).__name__
 
 
-def hermes_enabled(raw: Any, default: bool = DEFAULT_ENABLED) -> bool:
-    """Hermes' ``is_truthy_value(raw, default)``."""
-    if raw is None:
-        return default
-    if isinstance(raw, bool):
-        return raw
-    if isinstance(raw, str):
-        return raw.strip().lower() in HERMES_TRUTHY
-    return bool(raw)  # YAML's values are built-in types: their bool() never raises
-
-
-def hermes_freshness_minutes(raw: Any) -> float:
-    """Hermes' ``max(0.0, float(raw))``, ``inf`` bounded; :class:`HermesRaises` where Hermes raises."""
-    minutes = convert(float, raw)
-    if minutes is None:
-        return DEFAULT_FRESHNESS_MINUTES
-    minutes = max(0.0, minutes)  # NaN compares false: max(0.0, nan) is 0.0, as in Hermes
-    minutes = min(minutes, MAX_FRESHNESS_MINUTES)
-    return int(minutes) if minutes.is_integer() else minutes
-
-
-def hermes_max_attempts(raw: Any) -> int:
-    """Hermes' ``_coerce_int_config_value(raw, 2, min_value=0)``, capped (or :class:`HermesRaises`)."""
-    n = convert(int, raw)
-    if n is None or n < 0:
-        return DEFAULT_MAX_ATTEMPTS
-    return capped_int(n, 0, INT_CAP)
-
-
 def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[AutoContinueConfig, list[str]]:
-    """Effective settings from a merged ``desktop.auto_continue`` value, and warnings where Hermes' reading is
-    probably not what was meant."""
+    """Effective settings from a merged ``desktop.auto_continue`` value, by Hermes' coercions (the module's
+    doc), and warnings where Hermes' reading is probably not what was meant."""
     warnings: list[str] = []
     if block is not None and not isinstance(block, Mapping):
         warnings.append("desktop.auto_continue is not a mapping; Hermes uses the defaults")
     cfg = block if isinstance(block, Mapping) else {}
     name = "desktop.auto_continue"
-    raw = cfg.get("enabled")
-    enabled = hermes_enabled(raw)
-    if raw is not None and not isinstance(raw, bool):
+    raw = cfg.get("enabled")  # Hermes' is_truthy_value(raw, default=True)
+    if raw is None or isinstance(raw, bool):
+        enabled = DEFAULT_ENABLED if raw is None else raw
+    else:  # YAML's values are built-in types: their bool() never raises
+        enabled = raw.strip().lower() in HERMES_TRUTHY if isinstance(raw, str) else bool(raw)
         warnings.append(f"{name}.enabled: {_describe(raw)} reads as {str(enabled).lower()} to Hermes "
                         "(write true or false)")
     raw = cfg.get("freshness_minutes", DEFAULT_FRESHNESS_MINUTES)
     key = "freshness_minutes"
     try:
-        fresh = hermes_freshness_minutes(raw)
-        if "freshness_minutes" in cfg:
-            f = as_float(raw)
-            if f is None:
-                warnings.append(f"{name}.freshness_minutes: {_describe(raw)} is not a number; Hermes uses "
-                                f"{DEFAULT_FRESHNESS_MINUTES}")
-            elif not f > 0:
-                warnings.append(f"{name}.freshness_minutes: {_describe(raw)} reads as 0 to Hermes: "
-                                "every interrupted turn is stale at once")
+        minutes = convert(float, raw)  # Hermes' max(0.0, float(raw)), inf bounded; max(0.0, nan) is 0.0
+        fresh = DEFAULT_FRESHNESS_MINUTES if minutes is None else min(max(0.0, minutes),
+                                                                      MAX_FRESHNESS_MINUTES)
+        if "freshness_minutes" in cfg and minutes is None:
+            warnings.append(f"{name}.freshness_minutes: {_describe(raw)} is not a number; Hermes uses "
+                            f"{DEFAULT_FRESHNESS_MINUTES}")
+        elif "freshness_minutes" in cfg and not fresh > 0:
+            warnings.append(f"{name}.freshness_minutes: {_describe(raw)} reads as 0 to Hermes: "
+                            "every interrupted turn is stale at once")
+        fresh = int(fresh) if float(fresh).is_integer() else fresh
         raw, key = cfg.get("max_attempts"), "max_attempts"
-        attempts = hermes_max_attempts(raw)
+        n = convert(int, raw)  # Hermes' _coerce_int_config_value(raw, 2, min_value=0), capped
+        attempts = DEFAULT_MAX_ATTEMPTS if n is None or n < 0 else capped_int(n, 0, INT_CAP)
         if raw is not None and not ((number := json_int(raw)) is not None and number >= 0):
             warnings.append(f"{name}.max_attempts: {_describe(raw)} reads as {attempts} to Hermes "
                             "(write a whole number >= 0)")

@@ -40,7 +40,8 @@ def default_root(env: Mapping[str, str] | None = None) -> tuple[Path, str]:
         return Path(os.path.expanduser(value)), "env"
     if sys.platform == "win32":
         base = (env.get("LOCALAPPDATA") or "").strip()
-        return (Path(base) / "hermes" if base else Path(_user_home(env)) / "AppData" / "Local" / "hermes"), "default"
+        local = Path(base) if base else Path(_user_home(env)) / "AppData" / "Local"
+        return local / "hermes", "default"
     return Path(_user_home(env)) / ".hermes", "default"
 
 
