@@ -76,32 +76,23 @@ def _profiles(root: Path) -> tuple[Reach, ...]:
 
 
 def look_one(path: Path, *, find_profiles: bool = False) -> Reach:
-    """One unbounded look at ``path`` (the worker's job). Never raises."""
+    """One unbounded look at ``path`` (the worker's job). Never raises: the caller would wait for nothing."""
     plain = os.path.normcase(os.path.abspath(path))
     try:
-        return _look_one(path, plain, find_profiles)
-    except Exception:  # boundary: the worker's top (never raise from it: the caller would wait for nothing)
-        return Reach(path, Access.UNREADABLE, f"{path} cannot be read", plain, True)
-
-
-def _look_one(path: Path, plain: str, find_profiles: bool) -> Reach:
-    try:
-        st = os.stat(path)
+        if not stat.S_ISDIR(os.stat(path).st_mode):
+            return Reach(path, Access.NOT_DIR, f"{path} is not a directory", plain, True)
+        if not os.access(path, os.R_OK | os.X_OK):
+            raise PermissionError(errno.EACCES, "Permission denied")
+        return Reach(path, Access.OK, "", home_path(path), True, _profiles(path) if find_profiles else ())
     except FileNotFoundError:
         return Reach(path, Access.MISSING, f"{path} does not exist", plain, False)
-    except NotADirectoryError:
-        return Reach(path, Access.NOT_DIR, f"{path} is not a directory ({os_error_text(OSError(errno.ENOTDIR, 'Not a directory'))})", plain, False)
+    except NotADirectoryError as exc:  # a path through a file
+        return Reach(path, Access.NOT_DIR, f"{path} is not a directory ({os_error_text(exc)})", plain, False)
     except (OSError, ValueError) as exc:
         gone = isinstance(exc, ValueError) or getattr(exc, "errno", None) == errno.ENAMETOOLONG
         return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, not gone)
-    if not stat.S_ISDIR(st.st_mode):
-        return Reach(path, Access.NOT_DIR, f"{path} is not a directory", plain, True)
-    try:
-        if not os.access(path, os.R_OK | os.X_OK):
-            return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(OSError(errno.EACCES, 'Permission denied'))}", plain, True)
-        return Reach(path, Access.OK, "", home_path(path), True, _profiles(path) if find_profiles else ())
-    except (OSError, ValueError) as exc:
-        return Reach(path, Access.UNREADABLE, f"{path} cannot be read: {os_error_text(exc)}", plain, True)
+    except Exception:  # boundary: the worker's top
+        return Reach(path, Access.UNREADABLE, f"{path} cannot be read", plain, True)
 
 
 def _pack(reach: Reach) -> tuple[Any, ...]:
