@@ -213,8 +213,9 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
     return "".join(lines) + "".join(new)
 
 
-def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
-    """Full round-trip re-emit (comments and order kept; spacing may be normalised)."""
+def _ruamel_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str:
+    """Full round-trip re-emit of ``doc``, ``text`` parsed by :func:`_yaml` (comments and order kept; spacing
+    may be normalised)."""
     import io
 
     from ruamel.yaml.comments import CommentedMap
@@ -223,7 +224,6 @@ def _ruamel_edit(text: str, changes: Mapping[str, Any]) -> str:
     _doc, indent, block_seq_indent = load_yaml_guess_indent(text) if text.strip() else (None, 2, 0)
     y = _yaml()
     y.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0), offset=block_seq_indent or 0)
-    doc = y.load(text)
     if doc is None:
         doc = CommentedMap()
     if not isinstance(doc, MutableMapping):
@@ -347,9 +347,9 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
                 "left unchanged — edit it by hand"
             ) from exc
         new_text = None
-        for edit in (_minimal_edit, None):
+        for edit in (_minimal_edit, _ruamel_edit):  # the first only reads ``doc``; the second changes it
             try:
-                candidate = edit(text, doc, todo) if edit else _ruamel_edit(text, todo)
+                candidate = edit(text, doc, todo)
             except BackendConfigError:
                 raise
             except Exception:  # boundary: an edit of what the user wrote that fails is not used (the next way is)
