@@ -118,31 +118,19 @@ def _calls(raw: object) -> list[dict[str, Any]]:
     return [c for c in value if isinstance(c, dict)] if isinstance(value, list) else []
 
 
-def _call_name(call: Mapping[str, Any]) -> str | None:
-    fn = call.get("function")
-    name = fn.get("name") if isinstance(fn, dict) else call.get("name")
-    return _clip(name, 60) if isinstance(name, str) and name.strip() else None
-
-
 def _names(raw: object) -> list[str | None]:
     if not isinstance(raw, str):
         return []
     return [(n if len(n) <= 60 else _clip(n, 60)) if n.strip() else None for n in _NAME.findall(raw)]
 
 
-def _first_line(text: str) -> str:
-    return text.lstrip().split("\n", 1)[0].strip()
-
-
-def _last_line(text: str) -> str:
-    return text.rstrip().rsplit("\n", 1)[-1].strip()
-
-
 def _call_excerpt(call: Mapping[str, Any]) -> str:
     """"name: the first line of its arguments" (its first text argument, else the arguments as written)."""
-    name = _call_name(call) or "a tool"
     fn = call.get("function")
-    raw = fn.get("arguments") if isinstance(fn, dict) else call.get("arguments")
+    fn = fn if isinstance(fn, dict) else call
+    name = fn.get("name")
+    name = _clip(name, 60) if isinstance(name, str) and name.strip() else "a tool"
+    raw = fn.get("arguments")
     line = ""
     if isinstance(raw, str):
         try:
@@ -151,22 +139,15 @@ def _call_excerpt(call: Mapping[str, Any]) -> str:
             args = raw
         if isinstance(args, dict):
             text = next((v for v in args.values() if isinstance(v, str) and v.strip()), None)
-            line = _first_line(text) if text is not None else _first_line(json.dumps(args, ensure_ascii=False))
-        elif isinstance(args, str):
-            line = _first_line(args)
+            args = text if text is not None else json.dumps(args, ensure_ascii=False)
+        if isinstance(args, str):
+            line = args.lstrip().split("\n", 1)[0].strip()
     return _clip(f"{name}: {line}" if line else name)
 
 
 def _paragraphs(text: str) -> int:
-    blocks, current = 0, False
-    for ln in text.splitlines():
-        if ln.strip():
-            if not current:
-                blocks += 1
-            current = True
-        else:
-            current = False
-    return blocks
+    """Runs of non-blank lines."""
+    return sum(1 for block in re.split(r"\n\s*\n", "\n".join(text.splitlines())) if block.strip())
 
 
 def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object, object, int]],
@@ -199,7 +180,7 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
         if text.strip():
             steps.append(ProgressStep(StepKind.TEXT, paragraphs=_paragraphs(text)))
             if not excerpt:
-                excerpt = _clip(_last_line(text))
+                excerpt = _clip(text.rstrip().rsplit("\n", 1)[-1].strip())  # its last line
     count, calls_total, last = totals
     return TurnProgress(messages=count, tool_calls=calls_total, recent=tuple(reversed(steps[:RECENT_STEPS])),
                         last_excerpt=excerpt, ran_for_s=max(0.0, last - started_at))
