@@ -92,13 +92,8 @@ class HermesProcess(NamedTuple):
                 kind="tcp")
         except process_errors():
             return []
-        found = set()
-        for c in conns:
-            if c.status != "LISTEN" or not c.laddr:
-                continue
-            if loopback_only and not is_loopback(c.laddr.ip):
-                continue
-            found.add((str(c.laddr.ip), int(c.laddr.port)))
+        found = {(str(c.laddr.ip), int(c.laddr.port)) for c in conns
+                 if c.status == "LISTEN" and c.laddr and (not loopback_only or is_loopback(c.laddr.ip))}
         return sorted(found, key=lambda a: (":" in a[0], a[1], a[0]))
 
     def environ_get(self, name: str) -> str | None:

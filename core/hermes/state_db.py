@@ -221,10 +221,7 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
             seen.append(OwnerView("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
             seen.append(OwnerView("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
-    for view in seen:
-        if view.state == "unknown":
-            return view
-    return seen[0]
+    return next((view for view in seen if view.state == "unknown"), seen[0])
 
 
 def session_activity(home: Path | str, session_id: str, *, now: float | None = None,

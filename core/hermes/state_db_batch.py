@@ -159,10 +159,6 @@ class HomeState:
             return None, self.problem
         return self._sessions.get(key), self._session_error
 
-    def generation(self, key: str) -> int | None:
-        info = self._sessions.get(key)
-        return info.conversation_generation if info else None
-
     def title_from_prompt(self, key: str) -> bool:
         """Hermes 0.22 titles a session from its prompt (``title_source = 'derived'``) until a model or the
         user names it: such a title is hidden wherever the prompt is."""

@@ -372,7 +372,7 @@ class Scanner:
         writer = judged.state if judged is not None else WriterState.UNKNOWN
         note = judged.note if judged is not None else ""
         idle = self._now.writer_turn(home, turn) if writer == WriterState.ALIVE else None
-        generation = state.generation(key) if state else None
+        generation = info.conversation_generation if info else None
         if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
             return Seen(writer, source, writer_note=note, generation=generation)
         lstate, ldetail = state.lease(key)[:2] if state else ("unknown", "no state.db")
