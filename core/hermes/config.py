@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from hermes_tray_core.errors import TrayError
-from hermes_tray_core.hermes.paths import config_file
+from hermes_tray_core.hermes.paths import config_file, managed_config_file
 from hermes_tray_core.numbers import INT_CAP, HermesRaises, capped_int, convert, json_int
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.stores.fsutil import os_error_text
@@ -175,8 +175,6 @@ def merged_desktop_block(user_doc: Any, managed: YamlMap) -> tuple[Any, tuple[st
 
 
 def read_managed(env: Mapping[str, str] | None = None) -> Managed:
-    from hermes_tray_core.hermes.paths import managed_config_file
-
     env = os.environ if env is None else env
     path = managed_config_file(env)
     if path is None:

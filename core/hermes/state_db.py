@@ -91,8 +91,7 @@ class SessionActivity:
         if self.owner.state == "alive":
             return self.owner.detail
         if self.unsure:
-            parts = [v.detail for v in (self.lease, self.owner) if v.state == "unknown"]
-            return "; ".join(parts)
+            return "; ".join(v.detail for v in (self.lease, self.owner) if v.state == "unknown")
         return "no live Hermes process holds this session"
 
 
@@ -156,9 +155,8 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
     left = int(expires - now)
     ours = own_pidns()
     if pid is None or pidns is None or ours is None or pidns != ours:
-        why = "holder names no pid namespace" if pidns is None else "holder is in another pid namespace"
-        if pid is None:
-            why = "holder names no pid"
+        why = ("holder names no pid" if pid is None else "holder names no pid namespace" if pidns is None
+               else "holder is in another pid namespace")
         return LeaseView("live", f"Hermes holds the turn lease ({why}; expires in {left}s)",
                          holder, expires, cid, pid)
     start = _num(row.get("owner_pid_start"))
