@@ -8,7 +8,6 @@ ever lives in a :class:`Secret`.
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import time
@@ -23,6 +22,7 @@ from hermes_tray_core.backend.websocket import (
     BackendUnusable,
     Secret,
     WebSocketTransport,
+    loopback_http,
 )
 from hermes_tray_core.hermes.processes import HermesProcess, is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity
@@ -151,23 +151,8 @@ class PageFacts:
 
 def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFacts:
     """GET ``/`` on the loopback backend and read the two injected globals (never logs the body)."""
-    if not is_loopback(host):
-        raise BackendUnusable(f"the backend listens on {host}, not a loopback address: not used")
-    h = host.strip("[]")
-    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
-    conn = http.client.HTTPConnection(h, port, timeout=timeout)
-    try:
-        conn.request("GET", "/", headers={"Host": netloc, "Accept": "text/html"})
-        resp = conn.getresponse()
-        body = resp.read(PAGE_LIMIT).decode("utf-8", "replace")
-        status = resp.status
-    except ConnectionRefusedError:  # its process runs but does not listen yet: it is starting
-        raise BackendStarting(f"your running Hermes does not answer on {netloc} yet") from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise BackendUnusable(f"cannot read the running Hermes' page on {netloc}",
-                              detail=f"{type(exc).__name__}: {exc}") from None
-    finally:
-        conn.close()
+    status, raw = loopback_http("GET", host, port, "/", {"Accept": "text/html"}, limit=PAGE_LIMIT, timeout=timeout)
+    body = raw.decode("utf-8", "replace")
     if status in (401, 403):
         return PageFacts(None, True)
     gated_m = _GATED_RE.search(body)

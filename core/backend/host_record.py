@@ -9,7 +9,6 @@ private (POSIX; Windows protects them by ACL), it names the process found servin
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import stat
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core.backend.websocket import Secret
+from hermes_tray_core.backend.websocket import Secret, loopback_json
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.numbers import json_number
@@ -99,33 +98,6 @@ def _own_dir(path: Path) -> str | None:
     if os.name == "posix" and stat.S_IMODE(st.st_mode) & 0o022:
         return f"{path} can be written by others (Hermes keeps it 0700)"
     return None
-
-
-def loopback_json(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
-                  timeout: float) -> Any:
-    """The JSON answer of a loopback HTTP server of this user's Hermes, or None (never raises or echoes)."""
-    if not is_loopback(host):
-        return None
-    h = host.strip("[]")
-    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
-    conn = http.client.HTTPConnection(h, port, timeout=timeout)
-    try:
-        conn.request(method, path, body=b"" if method == "POST" else None,
-                     headers={"Host": netloc, "Accept": "application/json", **headers})
-        resp = conn.getresponse()
-        body = resp.read(limit)
-        if resp.status != 200:
-            return None
-        return json.loads(body.decode("utf-8", "replace"))
-    except (OSError, http.client.HTTPException, ValueError):
-        return None
-    finally:
-        conn.close()
-
-
-def origin_of(host: str, port: int) -> str:
-    h = host.strip("[]")
-    return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
 
 
 def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
