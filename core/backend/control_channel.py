@@ -24,8 +24,8 @@ from hermes_tray_core.backend.host_record import read_private_file
 from hermes_tray_core.backend.websocket import BackendUnusable
 from hermes_tray_core.digest import sha256_hex
 
-__all__ = ["ControlChannel", "ControlUnavailable", "UnixControlChannel", "WindowsPipeChannel", "channel_for",
-           "home_hash", "pipe_name"]
+__all__ = ["ControlUnavailable", "UnixControlChannel", "WindowsPipeChannel", "channel_for", "home_hash",
+           "pipe_name"]
 
 SOCKET_NAME = "gateway.sock"
 POINTER_NAME = "gateway.sock.path"
@@ -64,20 +64,9 @@ def _read_line(read: Callable[[int], bytes], deadline: float) -> bytes:
     return line
 
 
-class ControlChannel:
-    """One home's control endpoint: ``exchange`` gives the answer line and who answered (or None)."""
-
-    where: str = ""
-
-    def published(self) -> bool:
-        """Anything published for this home at all (no connection)."""
-        raise NotImplementedError
-
-    def exchange(self, request: bytes, timeout: float) -> tuple[bytes, int | None]:
-        raise NotImplementedError
-
-
-class UnixControlChannel(ControlChannel):
+class UnixControlChannel:
+    """One home's control socket: ``published`` (anything there at all, no connection), and ``exchange``: the
+    answer line and who answered (None where the OS cannot tell); the same for :class:`WindowsPipeChannel`."""
 
     def __init__(self, home: Path | str) -> None:
         self.home = Path(home)
@@ -159,7 +148,7 @@ def _peer_credentials(sock: socket.socket) -> tuple[int | None, int | None]:
 Opener = Callable[[str], BinaryIO]
 
 
-class WindowsPipeChannel(ControlChannel):
+class WindowsPipeChannel:
     """The named pipe of one home (``opener``, ``server_pid``: tests give ones that need no Windows)."""
 
     BUSY_RETRY = 0.05
@@ -216,5 +205,5 @@ def _pipe_server_pid(handle: Any) -> int | None:
         return None
 
 
-def channel_for(home: Path | str) -> ControlChannel:
+def channel_for(home: Path | str) -> UnixControlChannel | WindowsPipeChannel:
     return WindowsPipeChannel(home) if os.name == "nt" else UnixControlChannel(home)

@@ -151,7 +151,8 @@ class PageFacts:
 
 def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFacts:
     """GET ``/`` on the loopback backend and read the two injected globals (never logs the body)."""
-    status, raw = loopback_http("GET", host, port, "/", {"Accept": "text/html"}, limit=PAGE_LIMIT, timeout=timeout)
+    status, raw = loopback_http("GET", host, port, "/", {"Accept": "text/html"}, limit=PAGE_LIMIT,
+                                timeout=timeout)
     body = raw.decode("utf-8", "replace")
     if status in (401, 403):
         return PageFacts(None, True)

@@ -209,7 +209,7 @@ class Keeper:
                 if line.startswith(b'{"keeper"'):
                     order = _parse(line) or {}
                     if order.get("keeper") == "kill":
-                        kill(self.proc)
+                        signal_group(self.proc, kill=True)
                     elif order.get("keeper") == "end":
                         grace = order.get("grace")
                         self.grace = float(grace) if isinstance(grace, (int, float)) and grace >= 0 else 5.0
@@ -268,19 +268,13 @@ def end(proc: subprocess.Popen[bytes], grace: float) -> None:
         with contextlib.suppress(OSError, ValueError):
             proc.stdin.close()
     for step in ("wait", "term", "kill"):
-        if step == "term":
-            signal_group(proc, kill=False)
-        elif step == "kill":
-            signal_group(proc, kill=True)
+        if step != "wait":
+            signal_group(proc, kill=step == "kill")
         try:
             proc.wait(timeout=grace)
             return
         except subprocess.TimeoutExpired:
             log(f"the gateway did not exit after {step}")
-
-
-def kill(proc: subprocess.Popen[bytes]) -> None:
-    signal_group(proc, kill=True)
 
 
 def signal_group(proc: subprocess.Popen[bytes], *, kill: bool) -> None:

@@ -28,9 +28,9 @@ def subprotocols(ticket: Secret) -> list[str]:
 def mint_dashboard_ticket(host: str, port: int, token: Secret, *, timeout: float = MINT_TIMEOUT) -> Secret | None:
     """``POST /api/auth/ws-ticket`` (``X-Hermes-Session-Token``), or None when it mints none (0.19.0 and 0.22
     have no route: the caller offers the token as they want it). Never raises."""
-    data = loopback_json("POST", host, port, MINT_PATH, {
-        "Origin": f"http://{netloc(host, port)}", "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
-        limit=MINT_LIMIT, timeout=timeout)
+    data = loopback_json("POST", host, port, MINT_PATH, {"Origin": f"http://{netloc(host, port)}",
+                         "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
+                         limit=MINT_LIMIT, timeout=timeout)
     ticket = data.get("ticket") if isinstance(data, dict) else None
     if not isinstance(ticket, str) or not ticket or len(ticket) > 1024 or not ticket.isprintable() or " " in ticket \
             or "," in ticket:

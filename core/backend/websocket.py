@@ -77,8 +77,8 @@ def netloc(host: str, port: int) -> str:
 
 def loopback_http(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
                   timeout: float) -> tuple[int, bytes]:
-    """One request to a loopback HTTP server of this user's Hermes: (status, at most ``limit`` bytes of body).
-    :class:`BackendStarting` when nothing listens yet, else :class:`BackendUnusable` (never echoes the body)."""
+    """One request to a loopback HTTP server of this user's Hermes: (status, up to ``limit`` bytes of body);
+    :class:`BackendStarting` when nothing listens yet, else :class:`BackendUnusable` (no body echoed)."""
     import http.client
 
     if not is_loopback(host):
@@ -149,8 +149,8 @@ class WebSocketTransport(Transport):
         try:
             # Our own socket to the loopback address: websockets never resolves or picks an address itself.
             sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
-            ws = connect(uri, sock=sock, origin=Origin(f"http://{where}"), open_timeout=self.open_timeout, close_timeout=2,
-                         max_size=MAX_FRAME, compression=None, logger=_SILENT,
+            ws = connect(uri, sock=sock, origin=Origin(f"http://{where}"), open_timeout=self.open_timeout,
+                         close_timeout=2, max_size=MAX_FRAME, compression=None, logger=_SILENT,
                          subprotocols=[Subprotocol(p) for p in offered] if offered else None)
             ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
         except InvalidStatus as exc:
