@@ -219,10 +219,6 @@ class GatewayProcess(RpcSession):
     def proc(self) -> subprocess.Popen[bytes] | None:
         return self.stdio.proc
 
-    @property
-    def log_path(self) -> Path | None:
-        return self.stdio.log_path
-
     def detach(self) -> None:
         self.stdio.detach()
 

@@ -169,11 +169,6 @@ def _hermes_optional_float(value: object) -> float | None:
         return None
 
 
-def _exists_for_hermes(pid: int) -> bool:
-    """Hermes' ``_pid_exists``: the pid exists and is not a zombie."""
-    return process_liveness(pid) != _DEAD
-
-
 def _current_start(pid: int) -> float | None:
     """The create time Hermes compares with: its own cached one for itself, else psutil's now."""
     return own_identity().start_time if pid == os.getpid() else process_start_time(pid)
@@ -182,7 +177,7 @@ def _current_start(pid: int) -> float | None:
 def hermes_liveness(pid: int, start_time: object = None) -> Liveness:
     """Hermes' own verdict on a (pid, start time) it wrote: ``hermes_cli.active_sessions._pid_liveness``, with
     its coercions (an overflow, which its callers read as unknown, is ``unknown``)."""
-    if pid != os.getpid() and not _exists_for_hermes(pid):
+    if pid != os.getpid() and process_liveness(pid) == _DEAD:  # Hermes' _pid_exists: exists, not a zombie
         return _DEAD
     try:
         expected = _hermes_optional_float(start_time)
@@ -229,7 +224,7 @@ def judge_hermes_identity(pid: int, start_time: object, *,
         recorded = _hermes_optional_float(start_time)
     except OverflowError:
         recorded = None
-    if recorded is None or not math.isfinite(recorded) or not _exists_for_hermes(pid):
+    if recorded is None or not math.isfinite(recorded) or process_liveness(pid) == _DEAD:
         return HermesJudgement(hermes, hermes)
     current = _current_start(pid)
     if current is None:
