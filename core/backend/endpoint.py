@@ -110,25 +110,16 @@ def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpo
 
 def args_endpoint(argv: Sequence[str]) -> tuple[str, int]:
     """``--host``/``--port`` from the backend's arguments, with Hermes' defaults (127.0.0.1:9119)."""
-    host, port = "127.0.0.1", DEFAULT_PORT
+    found = {"--host": "127.0.0.1", "--port": str(DEFAULT_PORT)}
     args = [str(a) for a in argv]
     for i, a in enumerate(args):
-        for name in ("--host", "--port"):
-            value = None
-            if a == name and i + 1 < len(args):
-                value = args[i + 1]
-            elif a.startswith(name + "="):
-                value = a.split("=", 1)[1]
-            if value is None:
-                continue
-            if name == "--host":
-                host = value
-            else:
-                try:
-                    port = int(value)
-                except ValueError:
-                    raise BackendUnusable(f"cannot read the backend's --port {value!r}") from None
-    return host, port
+        name, eq, value = a.partition("=")
+        if name in found and (eq or i + 1 < len(args)):
+            found[name] = value if eq else args[i + 1]
+    try:
+        return found["--host"], int(found["--port"])
+    except ValueError:
+        raise BackendUnusable(f"cannot read the backend's --port {found['--port']!r}") from None
 
 
 def backend_python(argv: Sequence[str]) -> str | None:

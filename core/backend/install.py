@@ -23,9 +23,6 @@ _DROP_ENV = ("PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONEXECUTABLE",
              "HERMES_TUI_SIDECAR_URL", "QT_QPA_PLATFORM")
 
 
-# ── finding Hermes ─────────────────────────────────────────────────────────────────────────────
-
-
 @dataclass(frozen=True)
 class HermesInstall:
     """How to start the gateway: its argv, and the interpreter it runs (None when not known)."""
@@ -114,9 +111,6 @@ def settings_hermes_command() -> tuple[str, ...] | None:
             f"the tray settings cannot be read, so it is not known which Hermes to run ({exc}). "
             "Fix or remove the settings file (`hermes-tray config`), then try again."
         ) from exc
-
-
-# ── environment ────────────────────────────────────────────────────────────────────────────────
 
 
 def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -156,9 +156,6 @@ def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
     return _ALIVE if start_time is not None and process_liveness(pid, start_time) == _ALIVE else _UNKNOWN
 
 
-# ── identities Hermes wrote ────────────────────────────────────────────────
-
-
 def _hermes_optional_float(value: object) -> float | None:
     """Hermes' ``_optional_float`` (OverflowError propagates, as in Hermes)."""
     if value is None or (isinstance(value, str) and value == ""):
