@@ -20,7 +20,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from hermes_tray_core.backend.host_record import read_private_file
+from hermes_tray_core.backend.host_record import private_problem, read_private_file
 from hermes_tray_core.backend.websocket import BackendUnusable
 from hermes_tray_core.digest import sha256_hex
 
@@ -76,18 +76,10 @@ class UnixControlChannel:
         return os.path.lexists(self.home / SOCKET_NAME) or os.path.lexists(self.home / POINTER_NAME)
 
     @staticmethod
-    def _own_private(path: Path, kind: Callable[[int], bool], what: str, *, group_ok: bool = False) -> os.stat_result:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            raise ControlUnavailable(f"no {what} at {path}") from None
-        except OSError as exc:
-            raise ControlUnavailable(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
-        if not kind(st.st_mode) or st.st_uid != os.getuid():
-            raise ControlUnavailable(f"{path} is not a {what} of yours: not used")
-        if stat.S_IMODE(st.st_mode) & (0o002 if group_ok else 0o077):
-            raise ControlUnavailable(f"{path} can be used by others (mode {stat.S_IMODE(st.st_mode):o}): not used")
-        return st
+    def _own_private(path: Path, kind: Callable[[int], bool], what: str, *, group_ok: bool = False) -> None:
+        problem = private_problem(path, kind, what, 0o002 if group_ok else 0o077)
+        if problem:
+            raise ControlUnavailable(f"{problem}: not used")
 
     def locate(self) -> Path:
         self._own_private(self.home, stat.S_ISDIR, "Hermes home", group_ok=True)

@@ -85,18 +85,19 @@ def read_private_file(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def _own_dir(path: Path) -> str | None:
-    """Why ``path`` is not a directory of this user's (None when it is)."""
+def private_problem(path: Path, kind: Callable[[int], bool], what: str, others: int) -> str | None:
+    """Why ``path`` (a link not followed) is not a ``what`` of this user's that others cannot use (``others``:
+    the mode bits they must not have; POSIX), or None."""
     try:
         st = os.lstat(path)
-    except OSError:
-        return f"no lock directory {path}"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a directory"
-    if os.name == "posix" and st.st_uid != os.getuid():
-        return f"{path} belongs to another user"
-    if os.name == "posix" and stat.S_IMODE(st.st_mode) & 0o022:
-        return f"{path} can be written by others (Hermes keeps it 0700)"
+    except FileNotFoundError:
+        return f"no {what} at {path}"
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or type(exc).__name__})"
+    if not kind(st.st_mode) or (os.name == "posix" and st.st_uid != os.getuid()):
+        return f"{path} is not a {what} of yours"
+    if os.name == "posix" and stat.S_IMODE(st.st_mode) & others:
+        return f"{path} can be used by others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
 
 
@@ -145,7 +146,7 @@ def find_host_token(pid: int, start_time: float | None, env_get: Callable[[str],
     directory = lock_dir(env_get)
     if directory is None:
         return None, "its host-record directory cannot be told (a relative HERMES_GATEWAY_LOCK_DIR or HOME)"
-    problem = _own_dir(directory)
+    problem = private_problem(directory, stat.S_ISDIR, "lock directory", 0o022)  # Hermes keeps it 0700
     if problem:
         return None, f"no host record ({problem})"
     reasons = []

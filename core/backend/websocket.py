@@ -145,27 +145,28 @@ class WebSocketTransport(Transport):
         where = netloc(self.host, self.port)
         uri = f"ws://{where}{WS_PATH}" + (f"?{query}" if query else "")
         self.opened_at = time.monotonic()
-        sock = None
         try:
             # Our own socket to the loopback address: websockets never resolves or picks an address itself.
             sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
-            ws = connect(uri, sock=sock, origin=Origin(f"http://{where}"), open_timeout=self.open_timeout,
-                         close_timeout=2, max_size=MAX_FRAME, compression=None, logger=_SILENT,
-                         subprotocols=[Subprotocol(p) for p in offered] if offered else None)
-            ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
+            try:
+                ws = connect(uri, sock=sock, origin=Origin(f"http://{where}"), open_timeout=self.open_timeout,
+                             close_timeout=2, max_size=MAX_FRAME, compression=None, logger=_SILENT,
+                             subprotocols=[Subprotocol(p) for p in offered] if offered else None)
+                ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    sock.close()
+                raise
         except InvalidStatus as exc:
-            self._close_sock(sock)
             code = exc.response.status_code
             if code in (401, 403):
                 raise BackendRefused(f"the running Hermes refused the connection (HTTP {code}: it requires "
                                      "sign-in, or the session token or origin was not accepted)") from None
             raise BackendUnusable(f"the running Hermes answered the connection with HTTP {code}") from None
         except TimeoutError:
-            self._close_sock(sock)
             raise BackendUnusable(f"the running Hermes did not accept a connection within "
                                   f"{self.open_timeout:g}s") from None
         except (OSError, InvalidHandshake, ValueError) as exc:
-            self._close_sock(sock)
             # Never chain or repeat the exception text: it could carry the URI (and so the token).
             raise BackendUnusable(f"cannot connect to the running Hermes on {where} "
                                   f"({type(exc).__name__})") from None
@@ -177,12 +178,6 @@ class WebSocketTransport(Transport):
             ws.close()
             raise BackendUnusable(f"the connection ended up at {peer or 'an unknown peer'}, not loopback: not used")
         self._ws = ws
-
-    @staticmethod
-    def _close_sock(sock: socket.socket | None) -> None:
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.close()
 
     def lines(self) -> Iterator[bytes]:
         from websockets.exceptions import ConnectionClosed
