@@ -96,7 +96,6 @@ def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpo
     identity = identity_of(gateway.pid)
     if identity.start_time is None:
         raise BackendUnusable(f"{gateway.describe()} exited")
-    python = None
     try:
         import psutil
 
@@ -134,23 +133,17 @@ def backend_python(argv: Sequence[str]) -> str | None:
     return launcher_python(first) if os.path.isabs(first) else None
 
 
-@dataclass(frozen=True)
-class PageFacts:
-    token: Secret | None
-    gated: bool | None  # None: the page does not say (no SPA: ``hermes serve``)
-
-
-def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFacts:
-    """GET ``/`` on the loopback backend and read the two injected globals (never logs the body)."""
+def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> tuple[Secret | None, bool | None]:
+    """GET ``/`` on the loopback backend: its two injected globals, the token and whether it is gated (None:
+    the page does not say, no SPA: ``hermes serve``). Never logs the body."""
     status, raw = loopback_http("GET", host, port, "/", {"Accept": "text/html"}, limit=PAGE_LIMIT,
                                 timeout=timeout)
     body = raw.decode("utf-8", "replace")
     if status in (401, 403):
-        return PageFacts(None, True)
+        return None, True
     gated_m = _GATED_RE.search(body)
     token_m = _TOKEN_RE.search(body)
-    return PageFacts(Secret(token_m.group(1)) if token_m else None,
-                     (gated_m.group(1) == "true") if gated_m else None)
+    return Secret(token_m.group(1)) if token_m else None, (gated_m.group(1) == "true") if gated_m else None
 
 
 def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
@@ -185,12 +178,11 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
             token, source, port = found.token, "host-record", found.port
             host = found.host
     if token is None:
-        page = read_page(host, port)
-        if page.gated:
+        token, gated = read_page(host, port)
+        if gated:
             raise BackendUnusable(f"your running Hermes ({proc.describe()}) requires sign-in (gated mode) and "
                                   f"publishes no host record the tray can use ({record_why}), so the tray cannot "
                                   "use it")
-        token = page.token
         if not token:
             why = (f"your running Hermes ({proc.describe()}) offers no session token (none in its environment, its "
                    f"host record — {record_why} — or its page)")
@@ -202,5 +194,5 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
     return BackendEndpoint(proc.pid, identity, host, port, python, token, source)
 
 
-__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "PageFacts", "args_endpoint", "backend_python",
+__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "args_endpoint", "backend_python",
            "connect_backend", "endpoint_for", "gateway_endpoint", "read_page"]

@@ -42,12 +42,7 @@ def launcher_python(path: str | os.PathLike[str]) -> str | None:
             first = f.readline(4096)
     except OSError:
         return None
-    if not first.startswith(b"#!"):
-        return None
-    try:
-        parts = first[2:].decode("utf-8").strip().split()
-    except UnicodeDecodeError:
-        return None
+    parts = os.fsdecode(first[2:]).split() if first.startswith(b"#!") else []
     if not parts:
         return None
     if os.path.basename(parts[0]) == "env":  # "#!/usr/bin/env python3" → resolve on PATH

@@ -215,25 +215,21 @@ def judge_hermes_identity(pid: int, start_time: object, *,
     """Hermes' verdict, read through a wall-clock step: *dead* only by a start time within
     :data:`STEP_WINDOW_S` is *alive* iff ``serves_home(pid)`` (a live Hermes process of that home)."""
     hermes = hermes_liveness(pid, start_time)
+    as_hermes = HermesJudgement(hermes, hermes)
     if hermes != _DEAD or serves_home is None:
-        return HermesJudgement(hermes, hermes)
+        return as_hermes
     try:
         recorded = _hermes_optional_float(start_time)
     except OverflowError:
-        recorded = None
-    if recorded is None or not math.isfinite(recorded) or process_liveness(pid) == _DEAD:
-        return HermesJudgement(hermes, hermes)
-    current = _current_start(pid)
-    if current is None:
-        return HermesJudgement(hermes, hermes)
-    shift = current - recorded
-    if abs(shift) > STEP_WINDOW_S:
-        return HermesJudgement(hermes, hermes)
+        return as_hermes
+    if recorded is None or not math.isfinite(recorded) or process_liveness(pid) == _DEAD \
+            or (current := _current_start(pid)) is None or abs(current - recorded) > STEP_WINDOW_S:
+        return as_hermes
     try:
         same_home = bool(serves_home(pid))
     except Exception:  # boundary: a caller's callback; an error there proves nothing about the process
         same_home = False
-    return HermesJudgement(_ALIVE, hermes, shift) if same_home else HermesJudgement(hermes, hermes)
+    return HermesJudgement(_ALIVE, hermes, current - recorded) if same_home else as_hermes
 
 
 _OWN_PIDNS: tuple[int, int | None] | None = None

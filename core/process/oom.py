@@ -128,15 +128,13 @@ class KernelLog:
             return True
         if self._failed:
             return False
+        fd = None
         try:
             fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            self._failed = True
-            return False
-        try:
             os.lseek(fd, 0, os.SEEK_END)  # only what is logged from now on
         except OSError:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
             self._failed = True
             return False
         self._fd = fd
