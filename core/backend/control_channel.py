@@ -20,12 +20,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, BinaryIO
 
-from hermes_tray_core.backend.host_record import read_private_file
+from hermes_tray_core.backend.host_record import private_problem, read_private_file
 from hermes_tray_core.backend.websocket import BackendUnusable
 from hermes_tray_core.digest import sha256_hex
 
-__all__ = ["ControlChannel", "ControlUnavailable", "UnixControlChannel", "WindowsPipeChannel", "channel_for",
-           "home_hash", "pipe_name"]
+__all__ = ["ControlUnavailable", "UnixControlChannel", "WindowsPipeChannel", "channel_for", "home_hash",
+           "pipe_name"]
 
 SOCKET_NAME = "gateway.sock"
 POINTER_NAME = "gateway.sock.path"
@@ -64,20 +64,9 @@ def _read_line(read: Callable[[int], bytes], deadline: float) -> bytes:
     return line
 
 
-class ControlChannel:
-    """One home's control endpoint: ``exchange`` gives the answer line and who answered (or None)."""
-
-    where: str = ""
-
-    def published(self) -> bool:
-        """Anything published for this home at all (no connection)."""
-        raise NotImplementedError
-
-    def exchange(self, request: bytes, timeout: float) -> tuple[bytes, int | None]:
-        raise NotImplementedError
-
-
-class UnixControlChannel(ControlChannel):
+class UnixControlChannel:
+    """One home's control socket: ``published`` (anything there at all, no connection), and ``exchange``: the
+    answer line and who answered (None where the OS cannot tell); the same for :class:`WindowsPipeChannel`."""
 
     def __init__(self, home: Path | str) -> None:
         self.home = Path(home)
@@ -87,18 +76,10 @@ class UnixControlChannel(ControlChannel):
         return os.path.lexists(self.home / SOCKET_NAME) or os.path.lexists(self.home / POINTER_NAME)
 
     @staticmethod
-    def _own_private(path: Path, kind: Callable[[int], bool], what: str, *, group_ok: bool = False) -> os.stat_result:
-        try:
-            st = os.lstat(path)
-        except FileNotFoundError:
-            raise ControlUnavailable(f"no {what} at {path}") from None
-        except OSError as exc:
-            raise ControlUnavailable(f"{path} cannot be read ({exc.strerror or type(exc).__name__})") from None
-        if not kind(st.st_mode) or st.st_uid != os.getuid():
-            raise ControlUnavailable(f"{path} is not a {what} of yours: not used")
-        if stat.S_IMODE(st.st_mode) & (0o002 if group_ok else 0o077):
-            raise ControlUnavailable(f"{path} can be used by others (mode {stat.S_IMODE(st.st_mode):o}): not used")
-        return st
+    def _own_private(path: Path, kind: Callable[[int], bool], what: str, *, group_ok: bool = False) -> None:
+        problem = private_problem(path, kind, what, 0o002 if group_ok else 0o077)
+        if problem:
+            raise ControlUnavailable(f"{problem}: not used")
 
     def locate(self) -> Path:
         self._own_private(self.home, stat.S_ISDIR, "Hermes home", group_ok=True)
@@ -159,7 +140,7 @@ def _peer_credentials(sock: socket.socket) -> tuple[int | None, int | None]:
 Opener = Callable[[str], BinaryIO]
 
 
-class WindowsPipeChannel(ControlChannel):
+class WindowsPipeChannel:
     """The named pipe of one home (``opener``, ``server_pid``: tests give ones that need no Windows)."""
 
     BUSY_RETRY = 0.05
@@ -216,5 +197,5 @@ def _pipe_server_pid(handle: Any) -> int | None:
         return None
 
 
-def channel_for(home: Path | str) -> ControlChannel:
+def channel_for(home: Path | str) -> UnixControlChannel | WindowsPipeChannel:
     return WindowsPipeChannel(home) if os.name == "nt" else UnixControlChannel(home)

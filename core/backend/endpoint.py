@@ -8,7 +8,6 @@ ever lives in a :class:`Secret`.
 
 from __future__ import annotations
 
-import http.client
 import os
 import re
 import time
@@ -23,6 +22,7 @@ from hermes_tray_core.backend.websocket import (
     BackendUnusable,
     Secret,
     WebSocketTransport,
+    loopback_http,
 )
 from hermes_tray_core.hermes.processes import HermesProcess, is_loopback
 from hermes_tray_core.process.identity import ProcessIdentity
@@ -96,7 +96,6 @@ def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpo
     identity = identity_of(gateway.pid)
     if identity.start_time is None:
         raise BackendUnusable(f"{gateway.describe()} exited")
-    python = None
     try:
         import psutil
 
@@ -110,25 +109,16 @@ def gateway_endpoint(gateway: GatewayIdentity, home: Path | str) -> BackendEndpo
 
 def args_endpoint(argv: Sequence[str]) -> tuple[str, int]:
     """``--host``/``--port`` from the backend's arguments, with Hermes' defaults (127.0.0.1:9119)."""
-    host, port = "127.0.0.1", DEFAULT_PORT
+    found = {"--host": "127.0.0.1", "--port": str(DEFAULT_PORT)}
     args = [str(a) for a in argv]
     for i, a in enumerate(args):
-        for name in ("--host", "--port"):
-            value = None
-            if a == name and i + 1 < len(args):
-                value = args[i + 1]
-            elif a.startswith(name + "="):
-                value = a.split("=", 1)[1]
-            if value is None:
-                continue
-            if name == "--host":
-                host = value
-            else:
-                try:
-                    port = int(value)
-                except ValueError:
-                    raise BackendUnusable(f"cannot read the backend's --port {value!r}") from None
-    return host, port
+        name, eq, value = a.partition("=")
+        if name in found and (eq or i + 1 < len(args)):
+            found[name] = value if eq else args[i + 1]
+    try:
+        return found["--host"], int(found["--port"])
+    except ValueError:
+        raise BackendUnusable(f"cannot read the backend's --port {found['--port']!r}") from None
 
 
 def backend_python(argv: Sequence[str]) -> str | None:
@@ -143,37 +133,17 @@ def backend_python(argv: Sequence[str]) -> str | None:
     return launcher_python(first) if os.path.isabs(first) else None
 
 
-@dataclass(frozen=True)
-class PageFacts:
-    token: Secret | None
-    gated: bool | None  # None: the page does not say (no SPA: ``hermes serve``)
-
-
-def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> PageFacts:
-    """GET ``/`` on the loopback backend and read the two injected globals (never logs the body)."""
-    if not is_loopback(host):
-        raise BackendUnusable(f"the backend listens on {host}, not a loopback address: not used")
-    h = host.strip("[]")
-    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
-    conn = http.client.HTTPConnection(h, port, timeout=timeout)
-    try:
-        conn.request("GET", "/", headers={"Host": netloc, "Accept": "text/html"})
-        resp = conn.getresponse()
-        body = resp.read(PAGE_LIMIT).decode("utf-8", "replace")
-        status = resp.status
-    except ConnectionRefusedError:  # its process runs but does not listen yet: it is starting
-        raise BackendStarting(f"your running Hermes does not answer on {netloc} yet") from None
-    except (OSError, http.client.HTTPException) as exc:
-        raise BackendUnusable(f"cannot read the running Hermes' page on {netloc}",
-                              detail=f"{type(exc).__name__}: {exc}") from None
-    finally:
-        conn.close()
+def read_page(host: str, port: int, *, timeout: float = PAGE_TIMEOUT) -> tuple[Secret | None, bool | None]:
+    """GET ``/`` on the loopback backend: its two injected globals, the token and whether it is gated (None:
+    the page does not say, no SPA: ``hermes serve``). Never logs the body."""
+    status, raw = loopback_http("GET", host, port, "/", {"Accept": "text/html"}, limit=PAGE_LIMIT,
+                                timeout=timeout)
+    body = raw.decode("utf-8", "replace")
     if status in (401, 403):
-        return PageFacts(None, True)
+        return None, True
     gated_m = _GATED_RE.search(body)
     token_m = _TOKEN_RE.search(body)
-    return PageFacts(Secret(token_m.group(1)) if token_m else None,
-                     (gated_m.group(1) == "true") if gated_m else None)
+    return Secret(token_m.group(1)) if token_m else None, (gated_m.group(1) == "true") if gated_m else None
 
 
 def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
@@ -208,12 +178,11 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
             token, source, port = found.token, "host-record", found.port
             host = found.host
     if token is None:
-        page = read_page(host, port)
-        if page.gated:
+        token, gated = read_page(host, port)
+        if gated:
             raise BackendUnusable(f"your running Hermes ({proc.describe()}) requires sign-in (gated mode) and "
                                   f"publishes no host record the tray can use ({record_why}), so the tray cannot "
                                   "use it")
-        token = page.token
         if not token:
             why = (f"your running Hermes ({proc.describe()}) offers no session token (none in its environment, its "
                    f"host record — {record_why} — or its page)")
@@ -225,5 +194,5 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
     return BackendEndpoint(proc.pid, identity, host, port, python, token, source)
 
 
-__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "PageFacts", "args_endpoint", "backend_python",
+__all__ = ["DEFAULT_PORT", "TOKEN_ENV", "BackendEndpoint", "args_endpoint", "backend_python",
            "connect_backend", "endpoint_for", "gateway_endpoint", "read_page"]

@@ -117,16 +117,12 @@ def identify(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> GatewayId
         version=_text(result.get("version") or result.get("hermes_version")))
 
 
-def _root_of(home: Path) -> Path | None:
-    """The root home of a profile home (``<root>/profiles/<name>``), else None."""
-    return home.parent.parent if home.parent.name == "profiles" else None
-
-
 def find_gateway(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> tuple[GatewayIdentity | None, str]:
     """The gateway serving ``home``: its own, else the root's if it lists ``home``; or (None, why)."""
     home = Path(os.path.expanduser(os.fspath(home)))
     reasons = []
-    for where in (home, _root_of(home)):
+    root = home.parent.parent if home.parent.name == "profiles" else None  # <root>/profiles/<name>
+    for where in (home, root):
         if where is None:
             continue
         try:

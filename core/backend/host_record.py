@@ -9,7 +9,6 @@ private (POSIX; Windows protects them by ACL), it names the process found servin
 
 from __future__ import annotations
 
-import http.client
 import json
 import os
 import stat
@@ -19,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from hermes_tray_core.backend.websocket import Secret
+from hermes_tray_core.backend.websocket import Secret, loopback_json
 from hermes_tray_core.digest import sha256_hex
 from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.numbers import json_number
@@ -86,46 +85,20 @@ def read_private_file(path: Path, limit: int) -> bytes:
         os.close(fd)
 
 
-def _own_dir(path: Path) -> str | None:
-    """Why ``path`` is not a directory of this user's (None when it is)."""
+def private_problem(path: Path, kind: Callable[[int], bool], what: str, others: int) -> str | None:
+    """Why ``path`` (a link not followed) is not a ``what`` of this user's that others cannot use (``others``:
+    the mode bits they must not have; POSIX), or None."""
     try:
         st = os.lstat(path)
-    except OSError:
-        return f"no lock directory {path}"
-    if not stat.S_ISDIR(st.st_mode):
-        return f"{path} is not a directory"
-    if os.name == "posix" and st.st_uid != os.getuid():
-        return f"{path} belongs to another user"
-    if os.name == "posix" and stat.S_IMODE(st.st_mode) & 0o022:
-        return f"{path} can be written by others (Hermes keeps it 0700)"
+    except FileNotFoundError:
+        return f"no {what} at {path}"
+    except OSError as exc:
+        return f"{path} cannot be read ({exc.strerror or type(exc).__name__})"
+    if not kind(st.st_mode) or (os.name == "posix" and st.st_uid != os.getuid()):
+        return f"{path} is not a {what} of yours"
+    if os.name == "posix" and stat.S_IMODE(st.st_mode) & others:
+        return f"{path} can be used by others (mode {stat.S_IMODE(st.st_mode):o})"
     return None
-
-
-def loopback_json(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
-                  timeout: float) -> Any:
-    """The JSON answer of a loopback HTTP server of this user's Hermes, or None (never raises or echoes)."""
-    if not is_loopback(host):
-        return None
-    h = host.strip("[]")
-    netloc = f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
-    conn = http.client.HTTPConnection(h, port, timeout=timeout)
-    try:
-        conn.request(method, path, body=b"" if method == "POST" else None,
-                     headers={"Host": netloc, "Accept": "application/json", **headers})
-        resp = conn.getresponse()
-        body = resp.read(limit)
-        if resp.status != 200:
-            return None
-        return json.loads(body.decode("utf-8", "replace"))
-    except (OSError, http.client.HTTPException, ValueError):
-        return None
-    finally:
-        conn.close()
-
-
-def origin_of(host: str, port: int) -> str:
-    h = host.strip("[]")
-    return f"http://[{h}]:{port}" if ":" in h else f"http://{h}:{port}"
 
 
 def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
@@ -173,7 +146,7 @@ def find_host_token(pid: int, start_time: float | None, env_get: Callable[[str],
     directory = lock_dir(env_get)
     if directory is None:
         return None, "its host-record directory cannot be told (a relative HERMES_GATEWAY_LOCK_DIR or HOME)"
-    problem = _own_dir(directory)
+    problem = private_problem(directory, stat.S_ISDIR, "lock directory", 0o022)  # Hermes keeps it 0700
     if problem:
         return None, f"no host record ({problem})"
     reasons = []

@@ -23,9 +23,6 @@ _DROP_ENV = ("PYTHONHOME", "PYTHONSTARTUP", "PYTHONINSPECT", "PYTHONEXECUTABLE",
              "HERMES_TUI_SIDECAR_URL", "QT_QPA_PLATFORM")
 
 
-# ── finding Hermes ─────────────────────────────────────────────────────────────────────────────
-
-
 @dataclass(frozen=True)
 class HermesInstall:
     """How to start the gateway: its argv, and the interpreter it runs (None when not known)."""
@@ -45,12 +42,7 @@ def launcher_python(path: str | os.PathLike[str]) -> str | None:
             first = f.readline(4096)
     except OSError:
         return None
-    if not first.startswith(b"#!"):
-        return None
-    try:
-        parts = first[2:].decode("utf-8").strip().split()
-    except UnicodeDecodeError:
-        return None
+    parts = os.fsdecode(first[2:]).split() if first.startswith(b"#!") else []
     if not parts:
         return None
     if os.path.basename(parts[0]) == "env":  # "#!/usr/bin/env python3" → resolve on PATH
@@ -114,9 +106,6 @@ def settings_hermes_command() -> tuple[str, ...] | None:
             f"the tray settings cannot be read, so it is not known which Hermes to run ({exc}). "
             "Fix or remove the settings file (`hermes-tray config`), then try again."
         ) from exc
-
-
-# ── environment ────────────────────────────────────────────────────────────────────────────────
 
 
 def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:

@@ -124,60 +124,43 @@ def _pdeathsig() -> Any:
     return arm
 
 
-class WindowsJob:
-    """Windows: a job object that kills every process in it when its last handle (ours) closes."""
-
-    LIMIT_KILL_ON_JOB_CLOSE = 0x2000
-    EXTENDED_LIMIT_INFORMATION = 9
-
-    def __init__(self, kernel32: Any) -> None:
-        import ctypes
-
-        dword = ctypes.c_uint32
-
-        class Basic(ctypes.Structure):
-            _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
-                        ("LimitFlags", dword), ("MinimumWorkingSetSize", ctypes.c_size_t),
-                        ("MaximumWorkingSetSize", ctypes.c_size_t), ("ActiveProcessLimit", dword),
-                        ("Affinity", ctypes.c_size_t), ("PriorityClass", dword),
-                        ("SchedulingClass", dword)]
-
-        class Io(ctypes.Structure):
-            _fields_ = [(n, ctypes.c_uint64) for n in ("ReadOperationCount", "WriteOperationCount",
-                                                        "OtherOperationCount", "ReadTransferCount",
-                                                        "WriteTransferCount", "OtherTransferCount")]
-
-        class Extended(ctypes.Structure):
-            _fields_ = [("BasicLimitInformation", Basic), ("IoInfo", Io), ("ProcessMemoryLimit", ctypes.c_size_t),
-                        ("JobMemoryLimit", ctypes.c_size_t), ("PeakProcessMemoryUsed", ctypes.c_size_t),
-                        ("PeakJobMemoryUsed", ctypes.c_size_t)]
-
-        self.kernel32 = kernel32
-        self.handle = kernel32.CreateJobObjectW(None, None)
-        if not self.handle:
-            raise OSError("CreateJobObjectW failed")
-        info = Extended()
-        info.BasicLimitInformation.LimitFlags = self.LIMIT_KILL_ON_JOB_CLOSE
-        if not kernel32.SetInformationJobObject(self.handle, self.EXTENDED_LIMIT_INFORMATION,
-                                                ctypes.byref(info), ctypes.sizeof(info)):
-            raise OSError("SetInformationJobObject failed")
-
-    def assign(self, process_handle: int) -> None:
-        if not self.kernel32.AssignProcessToJobObject(self.handle, process_handle):
-            raise OSError("AssignProcessToJobObject failed")
-
-
 def guard(proc: subprocess.Popen[bytes], kernel32: Any = None) -> Any:
-    """Windows: tie ``proc`` to the keeper by a job object (Linux does it at spawn)."""
+    """Windows: tie ``proc`` to the keeper by a job object that kills every process in it when its last handle
+    (ours) closes; its handle, or None (Linux does it at spawn)."""
     if os.name != "nt" and kernel32 is None:
         return None
+    import ctypes
+
+    dword, size = ctypes.c_uint32, ctypes.c_size_t
+
+    class Basic(ctypes.Structure):
+        _fields_ = [("PerProcessUserTimeLimit", ctypes.c_int64), ("PerJobUserTimeLimit", ctypes.c_int64),
+                    ("LimitFlags", dword), ("MinimumWorkingSetSize", size), ("MaximumWorkingSetSize", size),
+                    ("ActiveProcessLimit", dword), ("Affinity", size), ("PriorityClass", dword),
+                    ("SchedulingClass", dword)]
+
+    class Io(ctypes.Structure):
+        _fields_ = [(n, ctypes.c_uint64) for n in ("ReadOperationCount", "WriteOperationCount",
+                                                    "OtherOperationCount", "ReadTransferCount",
+                                                    "WriteTransferCount", "OtherTransferCount")]
+
+    class Extended(ctypes.Structure):
+        _fields_ = [("BasicLimitInformation", Basic), ("IoInfo", Io), ("ProcessMemoryLimit", size),
+                    ("JobMemoryLimit", size), ("PeakProcessMemoryUsed", size), ("PeakJobMemoryUsed", size)]
+
     try:
         if kernel32 is None:
-            import ctypes
-
             kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
-        job = WindowsJob(kernel32)
-        job.assign(int(proc._handle))  # type: ignore[attr-defined]  # Popen's process handle on Windows
+        job = kernel32.CreateJobObjectW(None, None)
+        if not job:
+            raise OSError("CreateJobObjectW failed")
+        info = Extended()
+        info.BasicLimitInformation.LimitFlags = 0x2000  # JOB_OBJECT_LIMIT_KILL_ON_JOB_CLOSE
+        if not kernel32.SetInformationJobObject(job, 9, ctypes.byref(info), ctypes.sizeof(info)):  # extended
+            raise OSError("SetInformationJobObject failed")
+        # Popen's process handle on Windows
+        if not kernel32.AssignProcessToJobObject(job, int(proc._handle)):  # type: ignore[attr-defined]
+            raise OSError("AssignProcessToJobObject failed")
         return job
     except (OSError, AttributeError, ValueError) as exc:
         log(f"the gateway is not tied to the keeper ({exc})")
@@ -209,7 +192,7 @@ class Keeper:
                 if line.startswith(b'{"keeper"'):
                     order = _parse(line) or {}
                     if order.get("keeper") == "kill":
-                        kill(self.proc)
+                        signal_group(self.proc, kill=True)
                     elif order.get("keeper") == "end":
                         grace = order.get("grace")
                         self.grace = float(grace) if isinstance(grace, (int, float)) and grace >= 0 else 5.0
@@ -268,19 +251,13 @@ def end(proc: subprocess.Popen[bytes], grace: float) -> None:
         with contextlib.suppress(OSError, ValueError):
             proc.stdin.close()
     for step in ("wait", "term", "kill"):
-        if step == "term":
-            signal_group(proc, kill=False)
-        elif step == "kill":
-            signal_group(proc, kill=True)
+        if step != "wait":
+            signal_group(proc, kill=step == "kill")
         try:
             proc.wait(timeout=grace)
             return
         except subprocess.TimeoutExpired:
             log(f"the gateway did not exit after {step}")
-
-
-def kill(proc: subprocess.Popen[bytes]) -> None:
-    signal_group(proc, kill=True)
 
 
 def signal_group(proc: subprocess.Popen[bytes], *, kill: bool) -> None:
@@ -306,12 +283,9 @@ def main(argv: list[str]) -> int:
         if sig is not None:
             signal.signal(sig, signal.SIG_IGN)
     up, down = sys.stdin.buffer, sys.stdout.buffer
-    kwargs: dict[str, Any] = {}
-    if os.name == "nt":
-        kwargs["creationflags"] = 0x08000000 | 0x00000200  # CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP
-    else:
-        kwargs["start_new_session"] = True  # its own group: its tools are signalled with it
-        kwargs["preexec_fn"] = _pdeathsig()
+    # Windows: CREATE_NO_WINDOW | CREATE_NEW_PROCESS_GROUP; else its own group (its tools are signalled too)
+    kwargs: dict[str, Any] = ({"creationflags": 0x08000000 | 0x00000200} if os.name == "nt"
+                              else {"start_new_session": True, "preexec_fn": _pdeathsig()})
     try:
         proc = subprocess.Popen(config["argv"], stdin=subprocess.PIPE, stdout=subprocess.PIPE,  # noqa: S603
                                 cwd=config.get("cwd"), close_fds=True, **kwargs)

@@ -104,8 +104,6 @@ class RpcSession:
         self._reader: threading.Thread | None = None
         self._write_lock = threading.Lock()
 
-    # lifecycle
-
     def start(self) -> None:
         self.transport.open()
         self._reader = threading.Thread(target=self._read_loop, name=f"rpc-reader-{self.transport.kind}",
@@ -181,8 +179,6 @@ class RpcSession:
                 self._pending.clear()
             for w in waiters:
                 w.put({"_eof": True})
-
-    # requests
 
     def send(self, method: str, params: dict[str, Any]) -> queue.Queue[dict[str, Any]]:
         """Write one request; returns the queue its response will arrive on."""

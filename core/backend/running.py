@@ -82,16 +82,15 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
 def _look(home: Path | str, processes: HermesProcesses | None
           ) -> tuple[list[BackendEndpoint], str | None, list[str]]:
     """(the usable backends of ``home``, why none, the ones still starting); the first is remembered."""
-    key = home_path(home)
+    gateway = _gateway(home)
+    if isinstance(gateway, str):  # the gateway of the home is starting: nothing else is used meanwhile
+        return [], f"{gateway} is not ready yet", [gateway]
+    found = [gateway] if gateway is not None else []
     reasons: list[str] = []
-    found: list[BackendEndpoint] = []
     starting: list[str] = []
-    _gateway(home, found, starting)
-    if starting:  # the gateway that owns the home is starting: nothing else is used meanwhile
-        return [], f"{starting[0]} is not ready yet", starting
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
-    if not backends and not found and not starting:
+    if not backends and not found:
         return [], NO_BACKEND, []
     for proc in backends:
         with _known_lock:
@@ -113,7 +112,7 @@ def _look(home: Path | str, processes: HermesProcesses | None
             _endpoints[(proc.pid, proc.start_time)] = endpoint
     if found:
         with _known_lock:
-            _known[key] = found[0]
+            _known[home_path(home)] = found[0]
     return found, "; ".join(reasons) or None, starting
 
 
@@ -123,25 +122,23 @@ class _Owner(str):
     __slots__ = ()
 
 
-def _gateway(home: Path | str, found: list[BackendEndpoint], starting: list[str]) -> None:
-    """The gateway of ``home``, added to ``found`` (or ``starting``); one that owns the home and cannot be
-    used raises :class:`GatewayOwnsHome`."""
+def _gateway(home: Path | str) -> BackendEndpoint | str | None:
+    """The endpoint of ``home``'s gateway, the description of one still starting, or None; one that owns
+    the home and cannot be used raises :class:`GatewayOwnsHome`."""
     from hermes_tray_core.backend.gateway_discovery import find_gateway
 
     gw, _why = find_gateway(home)
     if gw is None:
-        return
+        return None
     try:
-        endpoint = gateway_endpoint(gw, home)
+        return gateway_endpoint(gw, home)
     except BackendStarting:
-        starting.append(_Owner(gw.describe()) if gw.authority else gw.describe())
-        return
+        return _Owner(gw.describe()) if gw.authority else gw.describe()
     except BackendUnusable as exc:
         if gw.authority:
             raise GatewayOwnsHome(f"{gw.describe()} owns this home's sessions and the tray cannot continue "
                                   f"through it ({exc})") from None
-        return
-    found.append(endpoint)
+        return None
 
 
 class ServedBy(NamedTuple):

@@ -29,18 +29,13 @@ logger = logging.getLogger(__name__)
 HELLO_TIMEOUT = 30.0  # the keeper says which gateway it started within this (it starts in ~20 ms)
 
 
-def popen_platform_kwargs() -> dict[str, Any]:
-    if os.name == "nt":
-        return {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)}
-    return {}
-
-
-def _own_session() -> dict[str, Any]:
-    """A Ctrl-C or hang-up in our terminal is ours to handle, not the keeper's nor Hermes'."""
-    if os.name == "nt":  # Windows-only constant (typeshed has it on win32 only)
+def popen_platform_kwargs(*, own_session: bool = False) -> dict[str, Any]:
+    """No console window; ``own_session``: a Ctrl-C or hang-up in our terminal is ours to handle, not the
+    keeper's nor Hermes'."""
+    if os.name == "nt":  # Windows-only constants (typeshed has them on win32 only)
         return {"creationflags": getattr(subprocess, "CREATE_NO_WINDOW", 0)
-                | getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0)}
-    return {"start_new_session": True}
+                | (getattr(subprocess, "CREATE_NEW_PROCESS_GROUP", 0) if own_session else 0)}
+    return {"start_new_session": True} if own_session else {}
 
 
 @cache
@@ -95,7 +90,7 @@ class StdioTransport(Transport):
                 self.proc = subprocess.Popen(  # noqa: S603 - argv list, no shell
                     [self.python, "-I", "-S", *keeper_argv(), config], stdin=subprocess.PIPE,
                     stdout=subprocess.PIPE, stderr=log if log is not None else subprocess.DEVNULL, env=self.env,
-                    cwd=self.cwd, close_fds=True, **_own_session())
+                    cwd=self.cwd, close_fds=True, **popen_platform_kwargs(own_session=True))
         except FileNotFoundError as exc:
             raise HermesNotFound(f"cannot start Hermes: {self.python} does not exist") from exc
         except OSError as exc:
@@ -218,10 +213,6 @@ class GatewayProcess(RpcSession):
     @property
     def proc(self) -> subprocess.Popen[bytes] | None:
         return self.stdio.proc
-
-    @property
-    def log_path(self) -> Path | None:
-        return self.stdio.log_path
 
     def detach(self) -> None:
         self.stdio.detach()

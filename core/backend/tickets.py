@@ -9,8 +9,7 @@ never logged.
 
 from __future__ import annotations
 
-from hermes_tray_core.backend.host_record import loopback_json, origin_of
-from hermes_tray_core.backend.websocket import Secret
+from hermes_tray_core.backend.websocket import Secret, loopback_json, netloc
 
 __all__ = ["MINT_PATH", "PROTOCOL", "TICKET_PREFIX", "mint_dashboard_ticket", "subprotocols"]
 
@@ -29,9 +28,9 @@ def subprotocols(ticket: Secret) -> list[str]:
 def mint_dashboard_ticket(host: str, port: int, token: Secret, *, timeout: float = MINT_TIMEOUT) -> Secret | None:
     """``POST /api/auth/ws-ticket`` (``X-Hermes-Session-Token``), or None when it mints none (0.19.0 and 0.22
     have no route: the caller offers the token as they want it). Never raises."""
-    data = loopback_json("POST", host, port, MINT_PATH, {
-        "Origin": origin_of(host, port), "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
-        limit=MINT_LIMIT, timeout=timeout)
+    data = loopback_json("POST", host, port, MINT_PATH, {"Origin": f"http://{netloc(host, port)}",
+                         "Content-Length": "0", "X-Hermes-Session-Token": token.reveal()},
+                         limit=MINT_LIMIT, timeout=timeout)
     ticket = data.get("ticket") if isinstance(data, dict) else None
     if not isinstance(ticket, str) or not ticket or len(ticket) > 1024 or not ticket.isprintable() or " " in ticket \
             or "," in ticket:

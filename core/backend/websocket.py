@@ -9,12 +9,13 @@ backend: it is the user's. A 401/403 on the upgrade raises :class:`BackendRefuse
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import socket
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.backend.rpc import GatewayError, Transport
 from hermes_tray_core.hermes.processes import is_loopback
@@ -69,6 +70,45 @@ class Secret:
         return bool(self._value)
 
 
+def netloc(host: str, port: int) -> str:
+    h = host.strip("[]")
+    return f"[{h}]:{port}" if ":" in h else f"{h}:{port}"
+
+
+def loopback_http(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
+                  timeout: float) -> tuple[int, bytes]:
+    """One request to a loopback HTTP server of this user's Hermes: (status, up to ``limit`` bytes of body);
+    :class:`BackendStarting` when nothing listens yet, else :class:`BackendUnusable` (no body echoed)."""
+    import http.client
+
+    if not is_loopback(host):
+        raise BackendUnusable(f"the backend listens on {host}, not a loopback address: not used")
+    where = netloc(host, port)
+    conn = http.client.HTTPConnection(host.strip("[]"), port, timeout=timeout)
+    try:
+        conn.request(method, path, body=b"" if method == "POST" else None, headers={"Host": where, **headers})
+        resp = conn.getresponse()
+        return resp.status, resp.read(limit)
+    except ConnectionRefusedError:  # its process runs but does not listen yet: it is starting
+        raise BackendStarting(f"your running Hermes does not answer on {where} yet") from None
+    except (OSError, http.client.HTTPException) as exc:
+        raise BackendUnusable(f"cannot read {path} of the running Hermes on {where}",
+                              detail=f"{type(exc).__name__}: {exc}") from None
+    finally:
+        conn.close()
+
+
+def loopback_json(method: str, host: str, port: int, path: str, headers: dict[str, str], *, limit: int,
+                  timeout: float) -> Any:
+    """The JSON answer (HTTP 200) of :func:`loopback_http`, or None: never raises."""
+    try:
+        status, body = loopback_http(method, host, port, path, {"Accept": "application/json", **headers},
+                                     limit=limit, timeout=timeout)
+        return json.loads(body.decode("utf-8", "replace")) if status == 200 else None
+    except (BackendUnusable, ValueError):
+        return None
+
+
 class WebSocketTransport(Transport):
     """One connection to a running backend's ``/api/ws``."""
 
@@ -91,13 +131,6 @@ class WebSocketTransport(Transport):
         self._ws: ClientConnection | None = None
         self._closed = False
 
-    @property
-    def netloc(self) -> str:
-        return f"[{self.host}]:{self.port}" if ":" in self.host else f"{self.host}:{self.port}"
-
-    def origin(self) -> str:
-        return f"http://{self.netloc}"
-
     def open(self) -> None:
         from websockets.exceptions import InvalidHandshake, InvalidStatus
         from websockets.sync.client import connect
@@ -109,31 +142,33 @@ class WebSocketTransport(Transport):
             tickets.mint_dashboard_ticket(self.host, self.port, self.token) if self.token else None)
         offered = tickets.subprotocols(ticket) if ticket else None
         query = urllib.parse.urlencode({"token": self.token.reveal()}) if self.token and not offered else ""
-        uri = f"ws://{self.netloc}{WS_PATH}" + (f"?{query}" if query else "")
+        where = netloc(self.host, self.port)
+        uri = f"ws://{where}{WS_PATH}" + (f"?{query}" if query else "")
         self.opened_at = time.monotonic()
-        sock = None
         try:
             # Our own socket to the loopback address: websockets never resolves or picks an address itself.
             sock = socket.create_connection((self.host, self.port), timeout=self.open_timeout)
-            ws = connect(uri, sock=sock, origin=Origin(self.origin()), open_timeout=self.open_timeout, close_timeout=2,
-                         max_size=MAX_FRAME, compression=None, logger=_SILENT,
-                         subprotocols=[Subprotocol(p) for p in offered] if offered else None)
-            ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
+            try:
+                ws = connect(uri, sock=sock, origin=Origin(f"http://{where}"), open_timeout=self.open_timeout,
+                             close_timeout=2, max_size=MAX_FRAME, compression=None, logger=_SILENT,
+                             subprotocols=[Subprotocol(p) for p in offered] if offered else None)
+                ws = ws.__enter__()  # the context-manager form (websockets ≥ 17 warns on the bare one)
+            except BaseException:
+                with contextlib.suppress(OSError):
+                    sock.close()
+                raise
         except InvalidStatus as exc:
-            self._close_sock(sock)
             code = exc.response.status_code
             if code in (401, 403):
                 raise BackendRefused(f"the running Hermes refused the connection (HTTP {code}: it requires "
                                      "sign-in, or the session token or origin was not accepted)") from None
             raise BackendUnusable(f"the running Hermes answered the connection with HTTP {code}") from None
         except TimeoutError:
-            self._close_sock(sock)
             raise BackendUnusable(f"the running Hermes did not accept a connection within "
                                   f"{self.open_timeout:g}s") from None
         except (OSError, InvalidHandshake, ValueError) as exc:
-            self._close_sock(sock)
             # Never chain or repeat the exception text: it could carry the URI (and so the token).
-            raise BackendUnusable(f"cannot connect to the running Hermes on {self.netloc} "
+            raise BackendUnusable(f"cannot connect to the running Hermes on {where} "
                                   f"({type(exc).__name__})") from None
         if offered and ws.subprotocol != tickets.PROTOCOL:  # the ticket was not taken as Hermes' gateway protocol
             ws.close()
@@ -143,12 +178,6 @@ class WebSocketTransport(Transport):
             ws.close()
             raise BackendUnusable(f"the connection ended up at {peer or 'an unknown peer'}, not loopback: not used")
         self._ws = ws
-
-    @staticmethod
-    def _close_sock(sock: socket.socket | None) -> None:
-        if sock is not None:
-            with contextlib.suppress(OSError):
-                sock.close()
 
     def lines(self) -> Iterator[bytes]:
         from websockets.exceptions import ConnectionClosed
@@ -208,4 +237,4 @@ class WebSocketTransport(Transport):
 
 
 __all__ = ["MAX_FRAME", "OPEN_TIMEOUT", "WS_PATH", "BackendRefused", "BackendUnusable", "Secret",
-           "WebSocketTransport", "is_loopback"]
+           "WebSocketTransport", "is_loopback", "loopback_http", "loopback_json", "netloc"]

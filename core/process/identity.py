@@ -156,9 +156,6 @@ def _liveness_by_mark(pid: int, start_time: object, mark: object) -> Liveness:
     return _ALIVE if start_time is not None and process_liveness(pid, start_time) == _ALIVE else _UNKNOWN
 
 
-# ── identities Hermes wrote ────────────────────────────────────────────────
-
-
 def _hermes_optional_float(value: object) -> float | None:
     """Hermes' ``_optional_float`` (OverflowError propagates, as in Hermes)."""
     if value is None or (isinstance(value, str) and value == ""):
@@ -169,11 +166,6 @@ def _hermes_optional_float(value: object) -> float | None:
         return None
 
 
-def _exists_for_hermes(pid: int) -> bool:
-    """Hermes' ``_pid_exists``: the pid exists and is not a zombie."""
-    return process_liveness(pid) != _DEAD
-
-
 def _current_start(pid: int) -> float | None:
     """The create time Hermes compares with: its own cached one for itself, else psutil's now."""
     return own_identity().start_time if pid == os.getpid() else process_start_time(pid)
@@ -182,7 +174,7 @@ def _current_start(pid: int) -> float | None:
 def hermes_liveness(pid: int, start_time: object = None) -> Liveness:
     """Hermes' own verdict on a (pid, start time) it wrote: ``hermes_cli.active_sessions._pid_liveness``, with
     its coercions (an overflow, which its callers read as unknown, is ``unknown``)."""
-    if pid != os.getpid() and not _exists_for_hermes(pid):
+    if pid != os.getpid() and process_liveness(pid) == _DEAD:  # Hermes' _pid_exists: exists, not a zombie
         return _DEAD
     try:
         expected = _hermes_optional_float(start_time)
@@ -223,25 +215,21 @@ def judge_hermes_identity(pid: int, start_time: object, *,
     """Hermes' verdict, read through a wall-clock step: *dead* only by a start time within
     :data:`STEP_WINDOW_S` is *alive* iff ``serves_home(pid)`` (a live Hermes process of that home)."""
     hermes = hermes_liveness(pid, start_time)
+    as_hermes = HermesJudgement(hermes, hermes)
     if hermes != _DEAD or serves_home is None:
-        return HermesJudgement(hermes, hermes)
+        return as_hermes
     try:
         recorded = _hermes_optional_float(start_time)
     except OverflowError:
-        recorded = None
-    if recorded is None or not math.isfinite(recorded) or not _exists_for_hermes(pid):
-        return HermesJudgement(hermes, hermes)
-    current = _current_start(pid)
-    if current is None:
-        return HermesJudgement(hermes, hermes)
-    shift = current - recorded
-    if abs(shift) > STEP_WINDOW_S:
-        return HermesJudgement(hermes, hermes)
+        return as_hermes
+    if recorded is None or not math.isfinite(recorded) or process_liveness(pid) == _DEAD \
+            or (current := _current_start(pid)) is None or abs(current - recorded) > STEP_WINDOW_S:
+        return as_hermes
     try:
         same_home = bool(serves_home(pid))
     except Exception:  # boundary: a caller's callback; an error there proves nothing about the process
         same_home = False
-    return HermesJudgement(_ALIVE, hermes, shift) if same_home else HermesJudgement(hermes, hermes)
+    return HermesJudgement(_ALIVE, hermes, current - recorded) if same_home else as_hermes
 
 
 _OWN_PIDNS: tuple[int, int | None] | None = None

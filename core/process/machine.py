@@ -14,14 +14,18 @@ __all__ = ["PROC_STAT", "boot_time"]
 PROC_STAT = "/proc/stat"
 
 
-def field(path: str, name: bytes) -> int | None:
-    """The integer after ``name`` on its line of a ``/proc`` table file, or None."""
+def read_head(path: str, limit: int = 1 << 20) -> bytes | None:
+    """The first ``limit`` bytes of ``path``, or None when it cannot be read."""
     try:
         with open(path, "rb") as fh:
-            data = fh.read(1 << 20)
+            return fh.read(limit)
     except (OSError, ValueError):
         return None
-    for line in data.splitlines():
+
+
+def field(path: str, name: bytes) -> int | None:
+    """The integer after ``name`` on its line of a ``/proc`` table file, or None."""
+    for line in (read_head(path) or b"").splitlines():
         parts = line.split()
         if len(parts) == 2 and parts[0] == name:
             try:

@@ -19,7 +19,7 @@ import os
 import re
 from typing import NamedTuple
 
-from hermes_tray_core.process.machine import field
+from hermes_tray_core.process.machine import field, read_head
 
 __all__ = ["KMSG", "MOUNTINFO", "PROC", "KernelLog", "MemoryGroup", "memory_group"]
 
@@ -38,33 +38,18 @@ class MemoryGroup(NamedTuple):
     name: str
     kills: int
 
-    def kills_now(self) -> int | None:
-        return _kill_count(self.path)
-
     def fact(self, pid: int) -> str | None:
         """The sentence saying the killer ended a process of this group since the count was read, or None."""
-        now = self.kills_now()
+        now = field(self.path, b"oom_kill")
         if now is None or now <= self.kills:
             return None
         return (f"its memory group {self.name} counted an out-of-memory kill as its Hermes process (pid {pid}) "
                 "ended")
 
 
-def _read(path: str, limit: int = 1 << 16) -> bytes | None:
-    try:
-        with open(path, "rb") as fh:
-            return fh.read(limit)
-    except (OSError, ValueError):
-        return None
-
-
-def _kill_count(path: str) -> int | None:
-    return field(path, b"oom_kill")
-
-
 def _mounts() -> tuple[str | None, str | None]:
     """Where the memory controller is mounted: (cgroup v2's mount, cgroup v1's memory mount); None where it is not."""
-    data = _read(MOUNTINFO, 1 << 20) or b""
+    data = read_head(MOUNTINFO) or b""
     v2 = v1 = None
     for line in data.decode("utf-8", "replace").splitlines():
         head, sep, tail = line.partition(" - ")
@@ -89,7 +74,7 @@ def _leaf(directory: str) -> bool:
 
 def memory_group(pid: int) -> MemoryGroup | None:
     """The memory group of the live process ``pid`` and its kill count now, or None (no readable group)."""
-    data = _read(f"{PROC}/{int(pid)}/cgroup")
+    data = read_head(f"{PROC}/{int(pid)}/cgroup")
     if not data:
         return None
     v2_path = v1_path = None
@@ -113,7 +98,7 @@ def memory_group(pid: int) -> MemoryGroup | None:
         directory = os.path.join(mount, path.lstrip("/"))
         for name in files:
             file = os.path.join(directory, name)
-            count = _kill_count(file)
+            count = field(file, b"oom_kill")
             if count is None:
                 continue
             if not name.endswith(".local") and not _leaf(directory):
@@ -143,15 +128,13 @@ class KernelLog:
             return True
         if self._failed:
             return False
+        fd = None
         try:
             fd = os.open(self._path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
-        except OSError:
-            self._failed = True
-            return False
-        try:
             os.lseek(fd, 0, os.SEEK_END)  # only what is logged from now on
         except OSError:
-            os.close(fd)
+            if fd is not None:
+                os.close(fd)
             self._failed = True
             return False
         self._fd = fd

@@ -17,89 +17,49 @@ import os
 import sys
 
 from hermes_tray_core.process.identity import process_errors
+from hermes_tray_core.process.machine import read_head
 
 __all__ = ["PROC", "mark_pid", "same_process", "start_mark"]
 
 #: The procfs this module reads (the real one; psutil's ``PROCFS_PATH`` is psutil's business).
 PROC = "/proc"
 _TOLERANCE = 0.001
-_boot_id: str | None = None
 
 
-class _LinuxMarks:
+def _linux_mark(pid: int, boot: str) -> str | None:
     """Boot id + start ticks: immune to wall-clock steps by construction."""
-
-    kind = "linux"
-
-    @staticmethod
-    def boot_id() -> str | None:
-        global _boot_id
-        if _boot_id is None:
-            try:
-                with open(f"{PROC}/sys/kernel/random/boot_id", encoding="ascii") as fh:
-                    _boot_id = fh.read().strip() or None
-            except (OSError, ValueError):
-                return None
-        return _boot_id
-
-    def read(self, pid: int) -> str | None:
-        boot = self.boot_id()
-        if boot is None:
-            return None
-        try:
-            with open(f"{PROC}/{int(pid)}/stat", "rb") as fh:
-                data = fh.read()
-            # "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ")".
-            fields = data[data.rindex(b")") + 2:].split()
-            ticks = int(fields[19])  # field 22 of stat(5); fields[0] is field 3 (state)
-        except (OSError, ValueError, IndexError):
-            return None
-        return f"{self.kind}:{boot}:{int(pid)}:{ticks}"
-
-    @staticmethod
-    def match(a: list[str], b: list[str]) -> bool:
-        return a == b
+    try:
+        data = read_head(f"{PROC}/{int(pid)}/stat") or b""
+        # "pid (comm) state ppid …": comm may hold spaces and parentheses, so split after the last ")".
+        ticks = int(data[data.rindex(b")") + 2:].split()[19])  # field 22 of stat(5); [0] is field 3 (state)
+    except (ValueError, IndexError):
+        return None
+    return f"linux:{boot}:{int(pid)}:{ticks}"
 
 
-class _PsutilMarks:
+def _psutil_mark(pid: int) -> str | None:
     """psutil create time + the boot time it was computed from (see the module doc for what this misses)."""
+    try:
+        import psutil
 
-    kind = "psutil"
-
-    def read(self, pid: int) -> str | None:
-        try:
-            import psutil
-
-            created = float(psutil.Process(int(pid)).create_time())
-            booted = float(psutil.boot_time())
-        except process_errors():  # gone, not ours to read, or a platform that answers oddly: no mark
-            return None
-        return f"{self.kind}:{int(pid)}:{created!r}:{booted!r}"
-
-    @staticmethod
-    def match(a: list[str], b: list[str]) -> bool:
-        try:
-            ca, ba, cb, bb = float(a[1]), float(a[2]), float(b[1]), float(b[2])
-        except (ValueError, IndexError):
-            return False
-        return abs(ca - cb) < _TOLERANCE or abs((ca - ba) - (cb - bb)) < _TOLERANCE
+        created = float(psutil.Process(int(pid)).create_time())
+        booted = float(psutil.boot_time())
+    except process_errors():  # gone, not ours to read, or a platform that answers oddly: no mark
+        return None
+    return f"psutil:{int(pid)}:{created!r}:{booted!r}"
 
 
-def _choose() -> _LinuxMarks | _PsutilMarks:
-    if sys.platform.startswith("linux") and os.path.exists(f"{PROC}/self/stat") and _LinuxMarks.boot_id():
-        return _LinuxMarks()
-    return _PsutilMarks()
-
-
-_MARKS = _choose()
+_BOOT_ID = (read_head(f"{PROC}/sys/kernel/random/boot_id") or b"").decode("ascii", "replace").strip() \
+    if sys.platform.startswith("linux") and os.path.exists(f"{PROC}/self/stat") else ""
+_KIND = "linux" if _BOOT_ID else "psutil"
 
 
 def start_mark(pid: int) -> str | None:
     """The start mark of the live process ``pid`` (None when it cannot be read: gone, or hidden from us)."""
-    return _MARKS.read(pid)
+    return _linux_mark(pid, _BOOT_ID) if _BOOT_ID else _psutil_mark(pid)
 
 
-def _fields(mark: str) -> tuple[str, int, list[str]] | None:
+def _fields(mark: object) -> tuple[str, int, list[str]] | None:
     """(kind, pid, the fields after the kind's prefix) of a mark, or None when it is not one."""
     if not isinstance(mark, str):
         return None
@@ -118,22 +78,26 @@ def _fields(mark: str) -> tuple[str, int, list[str]] | None:
 
 def mark_pid(mark: object) -> int | None:
     """The pid a mark was taken of, or None when ``mark`` is not a mark."""
-    fields = _fields(mark) if isinstance(mark, str) else None
+    fields = _fields(mark)
     return fields[1] if fields is not None else None
 
 
 def same_process(mark: object, pid: int) -> bool | None:
     """Is ``pid`` now the process ``mark`` was taken of? None when that cannot be told (another platform's
     mark, or unreadable: the caller's liveness check decides)."""
-    if not isinstance(mark, str):
-        return None
     recorded = _fields(mark)
-    if recorded is None or recorded[0] != _MARKS.kind:
+    if recorded is None or recorded[0] != _KIND:
         return None
     if recorded[1] != pid:
         return False
-    now = start_mark(pid)
-    current = _fields(now) if now is not None else None
+    current = _fields(start_mark(pid))
     if current is None:
         return None
-    return _MARKS.match(recorded[2], current[2])
+    a, b = recorded[2], current[2]
+    if _KIND == "linux":
+        return a == b
+    try:
+        ca, ba, cb, bb = float(a[1]), float(a[2]), float(b[1]), float(b[2])
+    except (ValueError, IndexError):
+        return False
+    return abs(ca - cb) < _TOLERANCE or abs((ca - ba) - (cb - bb)) < _TOLERANCE
