@@ -219,16 +219,9 @@ class MarkerStore:
         for what stands. The directory fsync and the sweep of dead writers' temp files come after the lock."""
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         with self._errors(what):
-            fd = self._open_lock()
-            try:
-                fsutil.lock_fd(fd)
-                try:
-                    with hermes_lock(self.path.parent / MARKER_LOCK, create=False):  # Hermes' own, where it has one
-                        wrote, result = self._locked_update(mutate, what)
-                finally:
-                    fsutil.unlock_fd(fd)
-            finally:
-                os.close(fd)
+            # fsutil.locked makes desktop/ on a home's first write; Hermes' own lock is taken where it has one
+            with fsutil.locked(self._lock), hermes_lock(self.path.parent / MARKER_LOCK, create=False):
+                wrote, result = self._locked_update(mutate, what)
             if wrote:
                 fsutil.fsync_dir(self._dir)
             self._sweep()
@@ -248,14 +241,6 @@ class MarkerStore:
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
         raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
-
-    def _open_lock(self) -> int:
-        """The sidecar lock file; creates ``desktop/`` on a home's first write."""
-        try:
-            return fsutil.open_private_lockfile(self._lock)
-        except FileNotFoundError:
-            fsutil.ensure_private_dir(self.path.parent)
-            return fsutil.open_private_lockfile(self._lock)
 
     def _sweep(self) -> None:
         """Remove dead writers' temp files; psutil is asked only when another process's temp file is there."""
