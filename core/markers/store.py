@@ -83,15 +83,6 @@ Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
 """A write's meaning: the entries read → (the new entries, or None when nothing changes; the caller's result)."""
 
 
-def _read_path(path: str) -> bytes | None:
-    """The file our exchange displaced, or None if it is gone."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
-
-
 # Directory -> False once an exchange there answered "unsupported" (then compare-and-replace is used).
 _EXCHANGE: dict[str, bool] = {}
 # Exchange rounds per write when a non-locking writer keeps renaming in between.
@@ -150,7 +141,8 @@ class MarkerStore:
             raise ValueError(f"attempts must be an int >= 0, not {attempts!r}")
         if writer is not None and (isinstance(writer.pid, bool) or not isinstance(writer.pid, int) or writer.pid <= 0):
             raise ValueError(f"writer pid must be a positive int, not {writer.pid!r}")
-        return self._record(key, prompt, attempts, auto_continue, notification_category, writer)
+        return self._record(key, build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
+                                             notification_category=notification_category, writer=writer))
 
     def clear(self, session_key: str) -> bool:
         """Remove the marker of a concluded turn. True if there was one."""
@@ -198,13 +190,9 @@ class MarkerStore:
 
     # internals (no validation: the Hermes-compatible calls accept any non-empty key, as Hermes does)
 
-    def _record(self, key: str, prompt: str, attempts: int, auto_continue: bool, category: str | None,
-                writer: ProcessIdentity | None) -> dict[str, Any]:
-        entry = build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
-                            notification_category=category, writer=writer)
+    def _record(self, key: str, entry: dict[str, Any]) -> dict[str, Any]:
         logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
-        now = entry["started_at"]
-        self._modify(lambda entries: (with_record(entries, key, entry, now), None), "record")
+        self._modify(lambda entries: (with_record(entries, key, entry, entry["started_at"]), None), "record")
         return dict(entry)
 
     def _clear(self, key: str) -> bool:
@@ -376,7 +364,7 @@ class MarkerStore:
         expected = read
         leaks = Leaks(placed_entries)
         for _round in range(MERGE_ROUNDS):
-            got = _read_path(displaced)
+            got = marker_file.read_file(displaced)[0]
             if got == expected:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(displaced)
@@ -428,11 +416,8 @@ class MarkerStore:
         except MarkerStoreError:
             raise
         except OSError as exc:
-            raise self._error(exc, what) from exc
-
-    def _error(self, exc: OSError, what: str) -> MarkerStoreError:
-        return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {exc.strerror or exc}",
-                                exc.filename or str(self.path))
+            raise MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {exc.strerror or exc}",
+                                   exc.filename or str(self.path)) from exc
 
 
 def _keep_unmerged(marker: Path, path: str) -> str | None:
