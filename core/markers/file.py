@@ -13,12 +13,11 @@ from typing import Any
 from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import fsutil
 
-__all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
-           "decode", "encode", "marker_lock_path", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
+__all__ = ["ABSENT", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
+           "decode", "encode", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
 
 MARKER_DIR = "desktop"
 MARKER_FILE = "interrupted_turns.json"
-LOCK_SUFFIX = ".lock"
 # Largest legitimate file: 32 entries x 64,000 chars, each up to 6 bytes escaped. Anything bigger is junk.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
@@ -29,10 +28,6 @@ ABSENT: Any = object()
 def marker_path(home: Path | str) -> Path:
     return Path(home) / MARKER_DIR / MARKER_FILE
 
-
-def marker_lock_path(home: Path | str) -> Path:
-    path = marker_path(home)
-    return path.with_name(path.name + LOCK_SUFFIX)
 
 Entries = dict[str, dict[str, Any]]
 

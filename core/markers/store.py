@@ -97,7 +97,7 @@ class MarkerStore:
         self.path = marker_file.marker_path(self.home)
         self._p = os.fspath(self.path)
         self._dir = os.fspath(self.path.parent)
-        self._lock = os.fspath(marker_file.marker_lock_path(self.home))
+        self._lock = self._p + ".lock"
 
     # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
 

@@ -129,7 +129,7 @@ def fsync_path(path: Path | str) -> None:
 
 
 def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
 ) -> None:
     """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename
@@ -147,7 +147,7 @@ def atomic_write_bytes(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if sync_dir and durable:
+    if durable:
         fsync_dir(directory or ".")
 
 
