@@ -21,7 +21,6 @@ from hypothesis import strategies as st
 
 from hermes_tray_core.keys import InvalidIdError
 from hermes_tray_core.markers import entries as marker_entries
-from hermes_tray_core.markers import file as marker_file
 from hermes_tray_core.markers import store as markers
 from hermes_tray_core.markers import turn_marker
 from hermes_tray_core.markers.entries import build_entry, marker_writer_state
@@ -81,7 +80,7 @@ def test_round_trip_with_private_modes(home: Path) -> None:
     path = marker_path(home)
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert stat.S_IMODE(path.parent.stat().st_mode) == 0o700
-    assert stat.S_IMODE(marker_file.marker_lock_path(home).stat().st_mode) == 0o600
+    assert stat.S_IMODE(Path(f"{marker_path(home)}.lock").stat().st_mode) == 0o600
 
     clear_turn_marker(home, "20260101_120000_abcdef")
     assert read_turn_marker(home, "20260101_120000_abcdef") is None
@@ -414,7 +413,7 @@ def test_symlinked_lock_file_is_refused(home: Path, tmp_path: Path) -> None:
     target = tmp_path / "victim"
     target.write_text("keep")
     marker_path(home).parent.mkdir(parents=True)
-    marker_file.marker_lock_path(home).symlink_to(target)
+    Path(f"{marker_path(home)}.lock").symlink_to(target)
     with pytest.raises(MarkerStoreError):
         MarkerStore(home).record("s", "p")
     assert not marker_path(home).exists()

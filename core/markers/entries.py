@@ -21,7 +21,7 @@ from hermes_tray_core.turn import Marker
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["MAX_AGE_SECS", "MAX_ENTRIES", "MAX_PROMPT_CHARS", "build_entry", "marker_writer_state", "normalize_marker",
-    "with_record", "writer_fields", "writer_judgement"]
+    "with_record", "writer_judgement"]
 
 MAX_AGE_SECS = 24 * 3600
 MAX_ENTRIES = 32
@@ -33,14 +33,6 @@ def _started_at(entry: dict[str, Any]) -> float:
     return finite(entry.get("started_at") or 0) or 0.0
 
 
-def writer_fields(writer: ProcessIdentity | None = None) -> dict[str, Any]:
-    ident = writer if writer is not None else own_identity()
-    fields: dict[str, Any] = {"writer_pid": int(ident.pid)}
-    if ident.start_time is not None:
-        fields["writer_start_time"] = float(ident.start_time)
-    return fields
-
-
 def build_entry(
     prompt: str,
     *,
@@ -50,13 +42,16 @@ def build_entry(
     writer: ProcessIdentity | None = None,
     now: float | None = None,
 ) -> dict[str, Any]:
+    ident = writer if writer is not None else own_identity()
     entry: dict[str, Any] = {
         "attempts": max(0, int(attempts)),
         "prompt": prompt[:MAX_PROMPT_CHARS],
         "started_at": time.time() if now is None else float(now),
         "auto_continue": bool(auto_continue),
-        **writer_fields(writer),
+        "writer_pid": int(ident.pid),
     }
+    if ident.start_time is not None:
+        entry["writer_start_time"] = float(ident.start_time)
     if notification_category == "diagnostic":
         entry["notification_category"] = notification_category
     return entry

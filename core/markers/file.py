@@ -4,10 +4,8 @@
 
 from __future__ import annotations
 
-import errno
 import json
 import os
-import stat
 import time
 from pathlib import Path
 from typing import Any
@@ -15,31 +13,21 @@ from typing import Any
 from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import fsutil
 
-__all__ = ["ABSENT", "LOCK_SUFFIX", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
-           "decode", "encode", "marker_lock_path", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
+__all__ = ["ABSENT", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
+           "decode", "encode", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
 
 MARKER_DIR = "desktop"
 MARKER_FILE = "interrupted_turns.json"
-LOCK_SUFFIX = ".lock"
 # Largest legitimate file: 32 entries x 64,000 chars, each up to 6 bytes escaped. Anything bigger is junk.
 MAX_FILE_BYTES = 16 * 1024 * 1024
 
 #: "No entry under this key" where an entry would go (a value no JSON can hold).
 ABSENT: Any = object()
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at the path must not hang the reader
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
-
 
 def marker_path(home: Path | str) -> Path:
     return Path(home) / MARKER_DIR / MARKER_FILE
 
-
-def marker_lock_path(home: Path | str) -> Path:
-    path = marker_path(home)
-    return path.with_name(path.name + LOCK_SUFFIX)
 
 Entries = dict[str, dict[str, Any]]
 
@@ -119,20 +107,12 @@ def decode(data: bytes) -> Entries:
 
 def read_file(path: str | Path) -> tuple[bytes | None, tuple[int, int, int] | None]:
     """(bytes, signature) of the marker file as one consistent read, or (None, None) if it is absent."""
-    if not _NOFOLLOW:
-        fsutil.refuse_symlink(path)
     try:
-        fd = os.open(path, os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | _BINARY)
+        fd = fsutil.open_regular(path, os.O_RDONLY | fsutil.NONBLOCK | fsutil.BINARY)
     except FileNotFoundError:
         return None, None
-    except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise fsutil.UnsafePathError(errno.ELOOP, "refusing to follow a symlink", str(path)) from None
-        raise
     try:
         st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode):
-            raise fsutil.UnsafePathError(errno.EINVAL, "not a regular file", str(path))
         if st.st_size > MAX_FILE_BYTES:
             return _TOO_LARGE, (st.st_ino, st.st_size, st.st_mtime_ns)
         want = st.st_size + 1  # one read normally: a short read means EOF

@@ -21,7 +21,7 @@ from typing import Any
 from hermes_tray_core.markers import file as marker_file
 from hermes_tray_core.markers.file import Entries
 
-__all__ = ["POLL_SECS", "SETTLE_SECS", "Leaks", "guard", "reapplied", "wait", "watch_leaks"]
+__all__ = ["POLL_SECS", "SETTLE_SECS", "Leaks", "guard", "reapplied", "wait"]
 
 logger = logging.getLogger(__name__)
 
@@ -74,13 +74,6 @@ def guard(store: Any, key: str, undone: dict[str, Any], redo: Any = marker_file.
     with _cond:
         w = _watch(store)
         w.guards = [g for g in w.guards if g.key != key] + [_Guard(key, dict(undone), redo)]
-
-
-def watch_leaks(store: Any, leaks: Leaks) -> None:
-    """For :data:`SETTLE_SECS`: correct the values a merge's momentary first version got wrong."""
-    with _cond:
-        leaks.until = time.monotonic() + SETTLE_SECS  # its own window: a re-apply does not extend it
-        _watch(store).leaks.append(leaks)
 
 
 class Leaks:
@@ -139,8 +132,12 @@ class Leaks:
         return theirs if out is None else out
 
     def register(self, store: Any) -> None:
+        """For :data:`SETTLE_SECS` (its own window: a re-apply does not extend it), correct what ``stale``
+        says."""
         if self.stale:
-            watch_leaks(store, self)
+            with _cond:
+                self.until = time.monotonic() + SETTLE_SECS
+                _watch(store).leaks.append(self)
 
 
 def wait(timeout: float = 5.0) -> bool:

@@ -83,15 +83,6 @@ Mutate = Callable[[Entries], "tuple[Entries | None, Any]"]
 """A write's meaning: the entries read → (the new entries, or None when nothing changes; the caller's result)."""
 
 
-def _read_path(path: str) -> bytes | None:
-    """The file our exchange displaced, or None if it is gone."""
-    try:
-        with open(path, "rb") as fh:
-            return fh.read()
-    except FileNotFoundError:
-        return None
-
-
 # Directory -> False once an exchange there answered "unsupported" (then compare-and-replace is used).
 _EXCHANGE: dict[str, bool] = {}
 # Exchange rounds per write when a non-locking writer keeps renaming in between.
@@ -106,7 +97,7 @@ class MarkerStore:
         self.path = marker_file.marker_path(self.home)
         self._p = os.fspath(self.path)
         self._dir = os.fspath(self.path.parent)
-        self._lock = os.fspath(marker_file.marker_lock_path(self.home))
+        self._lock = self._p + ".lock"
 
     # reads (no lock: writers replace atomically, so a reader sees a whole old or a whole new file)
 
@@ -150,7 +141,8 @@ class MarkerStore:
             raise ValueError(f"attempts must be an int >= 0, not {attempts!r}")
         if writer is not None and (isinstance(writer.pid, bool) or not isinstance(writer.pid, int) or writer.pid <= 0):
             raise ValueError(f"writer pid must be a positive int, not {writer.pid!r}")
-        return self._record(key, prompt, attempts, auto_continue, notification_category, writer)
+        return self._record(key, build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
+                                             notification_category=notification_category, writer=writer))
 
     def clear(self, session_key: str) -> bool:
         """Remove the marker of a concluded turn. True if there was one."""
@@ -198,13 +190,9 @@ class MarkerStore:
 
     # internals (no validation: the Hermes-compatible calls accept any non-empty key, as Hermes does)
 
-    def _record(self, key: str, prompt: str, attempts: int, auto_continue: bool, category: str | None,
-                writer: ProcessIdentity | None) -> dict[str, Any]:
-        entry = build_entry(prompt, attempts=attempts, auto_continue=auto_continue,
-                            notification_category=category, writer=writer)
+    def _record(self, key: str, entry: dict[str, Any]) -> dict[str, Any]:
         logger.debug("turn marker recorded for session %s by writer pid %s", key, entry["writer_pid"])
-        now = entry["started_at"]
-        self._modify(lambda entries: (with_record(entries, key, entry, now), None), "record")
+        self._modify(lambda entries: (with_record(entries, key, entry, entry["started_at"]), None), "record")
         return dict(entry)
 
     def _clear(self, key: str) -> bool:
@@ -219,16 +207,9 @@ class MarkerStore:
         for what stands. The directory fsync and the sweep of dead writers' temp files come after the lock."""
         atomic_exchange.mechanism()  # load the OS primitive (ctypes, once per process) before the lock, not in it
         with self._errors(what):
-            fd = self._open_lock()
-            try:
-                fsutil.lock_fd(fd)
-                try:
-                    with hermes_lock(self.path.parent / MARKER_LOCK, create=False):  # Hermes' own, where it has one
-                        wrote, result = self._locked_update(mutate, what)
-                finally:
-                    fsutil.unlock_fd(fd)
-            finally:
-                os.close(fd)
+            # fsutil.locked makes desktop/ on a home's first write; Hermes' own lock is taken where it has one
+            with fsutil.locked(self._lock), hermes_lock(self.path.parent / MARKER_LOCK, create=False):
+                wrote, result = self._locked_update(mutate, what)
             if wrote:
                 fsutil.fsync_dir(self._dir)
             self._sweep()
@@ -248,14 +229,6 @@ class MarkerStore:
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
         raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
-
-    def _open_lock(self) -> int:
-        """The sidecar lock file; creates ``desktop/`` on a home's first write."""
-        try:
-            return fsutil.open_private_lockfile(self._lock)
-        except FileNotFoundError:
-            fsutil.ensure_private_dir(self.path.parent)
-            return fsutil.open_private_lockfile(self._lock)
 
     def _sweep(self) -> None:
         """Remove dead writers' temp files; psutil is asked only when another process's temp file is there."""
@@ -391,7 +364,7 @@ class MarkerStore:
         expected = read
         leaks = Leaks(placed_entries)
         for _round in range(MERGE_ROUNDS):
-            got = _read_path(displaced)
+            got = marker_file.read_file(displaced)[0]
             if got == expected:
                 with contextlib.suppress(FileNotFoundError):
                     os.unlink(displaced)
@@ -443,11 +416,8 @@ class MarkerStore:
         except MarkerStoreError:
             raise
         except OSError as exc:
-            raise self._error(exc, what) from exc
-
-    def _error(self, exc: OSError, what: str) -> MarkerStoreError:
-        return MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {exc.strerror or exc}",
-                                exc.filename or str(self.path))
+            raise MarkerStoreError(exc.errno or errno.EIO, f"cannot {what} turn markers: {exc.strerror or exc}",
+                                   exc.filename or str(self.path)) from exc
 
 
 def _keep_unmerged(marker: Path, path: str) -> str | None:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import functools
 import os
 import sys
 from collections.abc import Callable
@@ -64,6 +65,10 @@ _AT_SYMLINK_NOFOLLOW = 0x100
 Sig = tuple[int, int, int]
 """(inode, size, mtime_ns): an exchange or a rename changes none; a file that got a freed inode back differs
 in mtime."""
+Exchange = Callable[[str, str], "OSError | None"]
+"""An exchange that *returns* its failure: an exception out of one is an outside one, and the files are judged
+again."""
+_Loaded = tuple[Exchange, "Callable[[str], Sig | None] | None"]  # an OS's exchange, and its own signature if any
 
 
 def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
@@ -92,7 +97,7 @@ def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
     return signature
 
 
-def _linux() -> Callable[[str, str], str] | None:
+def _linux() -> _Loaded | None:
     import ctypes
 
     libc = ctypes.PyDLL(None, use_errno=True)
@@ -114,25 +119,13 @@ def _linux() -> Callable[[str, str], str] | None:
             return int(syscall(ctypes.c_long(nr), ctypes.c_int(_AT_FDCWD), ctypes.c_char_p(a), ctypes.c_int(_AT_FDCWD),
                                ctypes.c_char_p(b), ctypes.c_uint(_RENAME_EXCHANGE)))
 
-    def swap(new: str, target: str) -> str:
-        if call(os.fsencode(new), os.fsencode(target)) != 0:
-            raise _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)
-        return new
+    def exchange(path: str, target: str) -> OSError | None:
+        if call(os.fsencode(path), os.fsencode(target)) == 0:
+            return None
+        return _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)  # ENOENT: FileNotFoundError
 
     signature = _linux_statx(libc)
-    if signature is not None:
-        global _PARTS
-
-        def exchange(path: str, target: str) -> OSError | None:
-            if call(os.fsencode(path), os.fsencode(target)) == 0:
-                return None
-            err = ctypes.get_errno()
-            if err == errno.ENOENT:
-                return FileNotFoundError(err, os.strerror(err), target)
-            return _unsupported(err, "renameat2(RENAME_EXCHANGE)", target)
-
-        _PARTS = (exchange, lambda path: signature(os.fsencode(path)))
-    return swap
+    return exchange, None if signature is None else (lambda path: signature(os.fsencode(path)))
 
 
 # ── macOS ─────────────────────────────────────────────────────────────────
@@ -140,7 +133,7 @@ def _linux() -> Callable[[str, str], str] | None:
 _RENAME_SWAP = 0x2
 
 
-def _macos() -> Callable[[str, str], str] | None:
+def _macos() -> _Loaded | None:
     import ctypes
     import ctypes.util  # only here: it pulls in subprocess/shutil, ~30 ms of every `status` start elsewhere
 
@@ -151,12 +144,12 @@ def _macos() -> Callable[[str, str], str] | None:
     fn.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.c_uint]
     fn.restype = ctypes.c_int
 
-    def swap(new: str, target: str) -> str:
-        if fn(os.fsencode(new), os.fsencode(target), _RENAME_SWAP) != 0:
-            raise _unsupported(ctypes.get_errno(), "renamex_np(RENAME_SWAP)", target)
-        return new
+    def exchange(path: str, target: str) -> OSError | None:
+        if fn(os.fsencode(path), os.fsencode(target), _RENAME_SWAP) == 0:
+            return None
+        return _unsupported(ctypes.get_errno(), "renamex_np(RENAME_SWAP)", target)
 
-    return swap
+    return exchange, None
 
 
 # ── Windows ───────────────────────────────────────────────────────────────
@@ -166,7 +159,7 @@ _WIN_UNSUPPORTED = {50, 1}  # ERROR_NOT_SUPPORTED, ERROR_INVALID_FUNCTION
 _WIN_MISSING = {2, 3}  # ERROR_FILE_NOT_FOUND, ERROR_PATH_NOT_FOUND
 
 
-def _windows() -> Callable[[str, str], str] | None:
+def _windows() -> _Loaded | None:
     import ctypes
 
     kernel32 = ctypes.WinDLL("kernel32", use_last_error=True)  # type: ignore[attr-defined]
@@ -175,58 +168,54 @@ def _windows() -> Callable[[str, str], str] | None:
                    ctypes.c_void_p]
     fn.restype = ctypes.c_int
 
-    def swap(new: str, target: str) -> str:
-        backup = backup_path(new)
-        if not fn(target, new, backup, _REPLACEFILE_WRITE_THROUGH, None, None):
-            err = ctypes.get_last_error()  # type: ignore[attr-defined]
-            if err in _WIN_MISSING and not os.path.exists(target):
-                raise FileNotFoundError(errno.ENOENT, "nothing to exchange with", target)
-            if err in _WIN_UNSUPPORTED:
-                raise ExchangeUnsupported(errno.ENOTSUP, f"ReplaceFileW unsupported here (error {err})", target)
-            raise OSError(errno.EIO, f"ReplaceFileW failed (error {err})", target)
-        return backup
+    def exchange(path: str, target: str) -> OSError | None:
+        if fn(target, path, backup_path(path), _REPLACEFILE_WRITE_THROUGH, None, None):
+            return None
+        err = ctypes.get_last_error()  # type: ignore[attr-defined]
+        if err in _WIN_MISSING and not os.path.exists(target):
+            return FileNotFoundError(errno.ENOENT, "nothing to exchange with", target)
+        if err in _WIN_UNSUPPORTED:
+            return ExchangeUnsupported(errno.ENOTSUP, f"ReplaceFileW unsupported here (error {err})", target)
+        return OSError(errno.EIO, f"ReplaceFileW failed (error {err})", target)
 
-    return swap
+    return exchange, None
 
 
 # Put-back rounds before giving up (a Hermes write takes a temp file and an fsync: one extra round is rare).
 _PUT_BACK_ROUNDS = 64
 
 
-def _load() -> tuple[Callable[[str, str], str] | None, str]:
+def _unavailable(path: str, target: str) -> OSError:
+    return ExchangeUnsupported(errno.ENOSYS, "no atomic exchange on this platform", target)
+
+
+@functools.cache
+def _impl() -> tuple[Exchange, Callable[[str], Sig | None], str]:
+    """(the exchange, the signature it is judged by, its name), loaded on first use."""
+    loaded, name = None, "none"
     with contextlib.suppress(OSError, AttributeError):
         if sys.platform.startswith("linux"):
-            return _linux(), "renameat2(RENAME_EXCHANGE)"
-        if sys.platform == "darwin":
-            return _macos(), "renamex_np(RENAME_SWAP)"
-        if os.name == "nt":
-            return _windows(), "ReplaceFileW (backup name)"
-    return None, "none"
-
-
-_LOADED: tuple[Callable[[str, str], str] | None, str] | None = None
-
-
-def _impl() -> tuple[Callable[[str, str], str] | None, str]:
-    """(the swap, its name), loaded on first use (a race loads it twice, harmlessly)."""
-    global _LOADED
-    if _LOADED is None:
-        _LOADED = _load()
-    return _LOADED
+            loaded, name = _linux(), "renameat2(RENAME_EXCHANGE)"
+        elif sys.platform == "darwin":
+            loaded, name = _macos(), "renamex_np(RENAME_SWAP)"
+        elif os.name == "nt":
+            loaded, name = _windows(), "ReplaceFileW (backup name)"
+    if loaded is None:
+        return _unavailable, _stat_sig, "none"
+    return loaded[0], loaded[1] or _stat_sig, name
 
 
 def mechanism() -> str:
     """The primitive this OS offers (``none`` when there is none)."""
-    swap, name = _impl()
-    return name if swap is not None else "none"
+    return _impl()[2]
 
 
 def swap_in(new: str, target: str) -> str:
     """Put the file ``new`` at ``target`` (same directory) and return where the displaced file now is."""
-    swap = _impl()[0]
-    if swap is None:
-        raise ExchangeUnsupported(errno.ENOSYS, "no atomic exchange on this platform", target)
-    return swap(new, target)
+    failed = _impl()[0](new, target)
+    if failed is not None:
+        raise failed
+    return _next_path(new)
 
 
 class Progress:
@@ -254,7 +243,6 @@ def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Prog
     whether it was the one read). An exception from outside between the steps never leaves ours in place and
     Hermes' version under our temp name: the put-back is finished first. :class:`PutBackIncomplete` when it
     cannot finish."""
-    _impl()  # sets _PARTS where the OS has a verified form
     exchange, signature, next_path = _verified_parts()
     p = progress if progress is not None else Progress(new, ours)
     try:
@@ -269,29 +257,14 @@ def swap_in_verified(new: str, target: str, read: Sig, ours: Sig, progress: Prog
     return p.path, p.was_read
 
 
-Exchange = Callable[[str, str], "OSError | None"]
-"""An exchange that *returns* its failure: an exception out of one is an outside one, and the files are judged
-again."""
-
-_PARTS: tuple[Exchange, Callable[[str], Sig | None]] | None = None
-
-
 def _verified_parts() -> tuple[Exchange, Callable[[str], Sig | None], Callable[[str], str]]:
-    if _PARTS is not None:
-        return _PARTS[0], _PARTS[1], _same_path
-    return _generic_exchange, _stat_sig, (backup_path if os.name == "nt" else _same_path)
+    exchange, signature, _name = _impl()
+    return exchange, signature, _next_path
 
 
-def _generic_exchange(path: str, target: str) -> OSError | None:
-    try:
-        swap_in(path, target)
-    except OSError as exc:
-        return exc
-    return None
-
-
-def _same_path(path: str) -> str:
-    return path
+def _next_path(path: str) -> str:
+    """Where the file an exchange displaced comes out (Windows: a backup name)."""
+    return backup_path(path) if os.name == "nt" else path
 
 
 def backup_path(path: str) -> str:
@@ -376,8 +349,8 @@ def _drive(p: Progress, exchange: Exchange, signature: Callable[[str], Sig | Non
 
 def probe(directory: str) -> tuple[bool, str]:
     """Can files in ``directory`` be exchanged? (True, mechanism) or (False, why)."""
-    swap, name = _impl()
-    if swap is None:
+    name = _impl()[2]
+    if name == "none":
         return False, f"no atomic exchange primitive on {sys.platform}"
     tag = f".hermes-tray-exchange-probe.{os.getpid()}.{os.urandom(4).hex()}"
     a, b = os.path.join(directory, tag + ".a"), os.path.join(directory, tag + ".b")

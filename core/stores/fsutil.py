@@ -18,16 +18,18 @@ from pathlib import Path
 
 from hermes_tray_core.errors import TrayError
 
-__all__ = ["DIR_MODE", "FILE_MODE", "UnsafePathError", "atomic_write_bytes", "ensure_private_dir", "os_error_text",
-    "file_signature", "fsync_dir", "fsync_path", "is_temp_name", "lock_fd", "locked",
-    "open_private_lockfile", "read_regular", "refuse_symlink", "set_aside", "too_large_words", "sweep_stale_temps",
-    "try_lock_fd", "unlock_fd", "write_all", "write_temp", "writer_gone"]
+__all__ = ["BINARY", "CLOEXEC", "DIR_MODE", "FILE_MODE", "NOFOLLOW", "NONBLOCK", "UnsafePathError",
+    "atomic_write_bytes", "ensure_private_dir", "os_error_text", "file_signature", "fsync_dir", "fsync_path",
+    "is_temp_name", "lock_fd", "locked", "open_private_lockfile", "open_regular", "read_regular", "refuse_symlink",
+    "set_aside", "too_large_words", "sweep_stale_temps", "try_lock_fd", "unlock_fd", "write_all", "write_temp",
+    "writer_gone"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_BINARY = getattr(os, "O_BINARY", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)  # a FIFO planted at a path must not hang whoever opens it
+BINARY = getattr(os, "O_BINARY", 0)
 _TMP_RE = re.compile(r"^\.(?P<name>.+)\.(?P<pid>\d+)\.(?P<nonce>[0-9a-f]{8})\.tmp$")
 
 
@@ -115,7 +117,7 @@ def fsync_dir(path: Path | str) -> None:
 def fsync_path(path: Path | str) -> None:
     """fsync what is at ``path`` now, best effort."""
     try:
-        fd = os.open(path, os.O_RDONLY | _CLOEXEC | _BINARY)
+        fd = os.open(path, os.O_RDONLY | CLOEXEC | BINARY)
     except OSError:
         return
     try:
@@ -127,7 +129,7 @@ def fsync_path(path: Path | str) -> None:
 
 
 def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, sync_dir: bool = True, before_replace: Callable[[], object] | None = None,
+    target: Path | str, data: bytes, *, mode: int = FILE_MODE, before_replace: Callable[[], object] | None = None,
     durable: bool = True,
 ) -> None:
     """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename
@@ -145,7 +147,7 @@ def atomic_write_bytes(
         with contextlib.suppress(OSError):
             os.unlink(tmp)
         raise
-    if sync_dir and durable:
+    if durable:
         fsync_dir(directory or ".")
 
 
@@ -153,7 +155,7 @@ def write_temp(target: str, data: bytes, *, mode: int = FILE_MODE, sync: bool = 
     """A new temp file ``.<name>.<pid>.<nonce>.tmp`` beside ``target``; nothing left on failure."""
     directory, name = os.path.split(target)
     tmp = os.path.join(directory, f".{name}.{os.getpid()}.{os.urandom(4).hex()}.tmp")
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC | _BINARY, mode)
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC | BINARY, mode)
     try:
         try:
             if os.name != "nt":
@@ -237,19 +239,29 @@ def is_temp_name(name: str) -> bool:
     return bool(_TMP_RE.match(name))
 
 
-def open_private_lockfile(path: Path | str) -> int:
-    """Open (creating 0600) a lock file, refusing symlinks; a raw fd."""
-    refuse_symlink(path)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC | _BINARY, FILE_MODE)
+def open_regular(path: Path | str, flags: int, what: str = "not a regular file") -> int:
+    """A raw fd of ``path`` (created 0600 with ``O_CREAT``): :class:`UnsafePathError` for a symlink or anything
+    but a regular file (``what`` says so)."""
+    if not NOFOLLOW:
+        refuse_symlink(path)  # Windows: no O_NOFOLLOW; creating a symlink there needs privileges
     try:
-        if os.name != "nt":
-            st = os.fstat(fd)
-            if not stat.S_ISREG(st.st_mode):
-                raise UnsafePathError(errno.EINVAL, "lock path is not a regular file", str(path))
+        fd = os.open(path, flags | NOFOLLOW | CLOEXEC, FILE_MODE)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", os.fspath(path)) from None
+        raise
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise UnsafePathError(errno.EINVAL, what, os.fspath(path))
     except BaseException:
         os.close(fd)
         raise
     return fd
+
+
+def open_private_lockfile(path: Path | str) -> int:
+    """Open (creating 0600) a lock file, refusing symlinks; a raw fd."""
+    return open_regular(path, os.O_RDWR | os.O_CREAT | BINARY, "lock path is not a regular file")
 
 
 # One platform lock for every file the engine locks: ``flock`` on POSIX (per open file description: separate
@@ -296,9 +308,13 @@ else:
 
 
 @contextlib.contextmanager
-def locked(lock_path: Path) -> Iterator[int]:
-    """Hold an exclusive cross-process lock on a private sidecar lock file."""
-    fd = open_private_lockfile(Path(lock_path))
+def locked(lock_path: Path | str) -> Iterator[int]:
+    """Hold an exclusive cross-process lock on a private sidecar lock file (its folder made 0700 if missing)."""
+    try:
+        fd = open_private_lockfile(lock_path)
+    except FileNotFoundError:
+        ensure_private_dir(Path(lock_path).parent)
+        fd = open_private_lockfile(lock_path)
     try:
         lock_fd(fd)
         try:
@@ -318,13 +334,11 @@ def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) ->
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-
 
 def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """All bytes of a regular file, refusing anything else without blocking on it (a FIFO planted there would
     hang the reader): OSError EINVAL, or EFBIG past ``limit`` bytes."""
-    fd = os.open(path, os.O_RDONLY | _NONBLOCK | _CLOEXEC | _BINARY)
+    fd = os.open(path, os.O_RDONLY | NONBLOCK | CLOEXEC | BINARY)
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):

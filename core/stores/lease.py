@@ -26,7 +26,7 @@ from typing import Any, TypeVar
 from hermes_tray_core.numbers import as_float
 from hermes_tray_core.process.identity import own_identity, own_pidns, process_liveness
 from hermes_tray_core.process.start_mark import mark_pid
-from hermes_tray_core.stores.fsutil import FILE_MODE, ensure_private_dir, refuse_symlink, set_aside
+from hermes_tray_core.stores import fsutil
 from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
@@ -37,8 +37,6 @@ log = logging.getLogger(__name__)
 BUSY_TIMEOUT_S = 10.0
 ON_WAIT_INTERVAL_S = 5.0
 SCHEMA_VERSION = 3
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
@@ -96,12 +94,10 @@ class LeaseStore:
 
     def _prepare_file(self) -> None:
         """Create the database 0600 in a 0700 dir before SQLite does (its -wal/-shm copy the mode)."""
-        ensure_private_dir(self.path.parent)
-        refuse_symlink(self.path)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | _NOFOLLOW | _CLOEXEC, FILE_MODE)
-        os.close(fd)
+        fsutil.ensure_private_dir(self.path.parent)
+        os.close(fsutil.open_private_lockfile(self.path))
         for suffix in ("-wal", "-shm"):
-            refuse_symlink(self.path.with_name(self.path.name + suffix))
+            fsutil.refuse_symlink(self.path.with_name(self.path.name + suffix))
 
     def _connection(self) -> sqlite3.Connection:
         try:
@@ -114,7 +110,7 @@ class LeaseStore:
         for suffix in ("-wal", "-shm", ""):
             side = self.path.with_name(self.path.name + suffix)
             if side.exists():
-                set_aside(side, CORRUPT_SUFFIX)
+                fsutil.set_aside(side, CORRUPT_SUFFIX)
         self._prepare_file()
         return self._connect()
 

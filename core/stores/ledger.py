@@ -254,15 +254,9 @@ class Ledger:
         """Record one decision about ``turn`` (``marker_started``: run ``run``'s own marker, when known) and
         return it as :meth:`history` lists it. Refuses unknown events, prompt-bearing fields and non-scalars,
         writing nothing."""
-        row = _decision(event, fields)
-        turn = _ident(turn)
-
-        def txn(conn: sqlite3.Connection) -> dict[str, Any]:
-            number = self._insert(conn, turn, row, run, marker_started)
-            written: dict[str, Any] = [self._event(r) for r in conn.execute(_HISTORY + " WHERE d.id = ?", (number,))][0]
-            return written
-
-        return self._write(txn)
+        row, turn = _decision(event, fields), _ident(turn)
+        return self._write(lambda c: _events(c, " WHERE d.id = ?",
+                                             self._insert(c, turn, row, run, marker_started))[0])
 
     def record_many(self, rows: Sequence[tuple[Event | str, TurnId, Mapping[str, Any]]]) -> None:
         """``(event, turn, fields)`` decisions in one transaction; one refused, none written."""
@@ -289,14 +283,12 @@ class Ledger:
                    **_details(fields, _RESERVED.union({"key", "old", "new", "by"}))}
         text = json.dumps(details, ensure_ascii=False, separators=(",", ":"))
 
-        def txn(conn: sqlite3.Connection) -> int:
-            return int(conn.execute("INSERT INTO decisions (at, event, details) VALUES (?, ?, ?)",
-                                    (time.time(), Event.CONFIG_CHANGED.value, text)).lastrowid or 0)
+        def txn(conn: sqlite3.Connection) -> dict[str, Any]:
+            number = conn.execute("INSERT INTO decisions (at, event, details) VALUES (?, ?, ?)",
+                                  (time.time(), Event.CONFIG_CHANGED.value, text)).lastrowid
+            return _events(conn, " WHERE d.id = ?", number)[0]
 
-        number = self._write(txn)
-        written: list[dict[str, Any]] = self._read(
-            lambda c: [self._event(r) for r in c.execute(_HISTORY + " WHERE d.id = ?", (number,))], [])
-        return written[0]
+        return self._write(txn)
 
     def begin_run(self, conn: sqlite3.Connection, turn: TurnId, lease: Lease) -> int:
         """Inside the claim's transaction (``acquire``'s ``then``): a run of ours continues ``turn``; its
@@ -353,10 +345,13 @@ class Ledger:
 
     # -- reading -----------------------------------------------------------------------------------
 
-    def _read(self, fn: Any, empty: Any = None) -> Any:
+    def _read(self, fn: Callable[[sqlite3.Connection], _T], empty: _T) -> _T:
         if not self._exists():
             return empty
         return self.store().read(fn)
+
+    def _all(self, order: str) -> list[dict[str, Any]]:
+        return self._read(lambda c: _events(c, " ORDER BY d.id" + order), [])
 
     def status(self, turn: TurnId) -> TurnStatus:
         return self.statuses([turn]).get(turn, NOTHING)
@@ -392,8 +387,7 @@ class Ledger:
                         out[t] = _status(rows.get((key, float(t.started_at)), ()), t.attempt, crashed)
             return out
 
-        found: dict[TurnId, TurnStatus] = self._read(read, {})
-        return found
+        return self._read(read, {})
 
     def open_runs(self, home: Path | str) -> list[dict[str, Any]]:
         """The runs of ours in ``home`` whose end is still to be read, oldest first: each its newest decision
@@ -404,15 +398,13 @@ class Ledger:
             for run, claim, epoch, session, started, attempt in conn.execute(
                     "SELECT r.id, r.claim, r.epoch, t.session, t.started_at, t.attempt FROM runs r JOIN turns t "
                     "ON r.turn = t.id WHERE r.open = 1 AND t.home = ? ORDER BY r.id", (home_path(home),)):
-                last = [self._event(r) for r in conn.execute(_HISTORY + " WHERE d.run = ? ORDER BY d.id DESC LIMIT 1",
-                                                               (run,))]
+                last = _events(conn, " WHERE d.run = ? ORDER BY d.id DESC LIMIT 1", run)
                 ev = last[0] if last else {"event": None, "home": home_path(home), "session_key": session,
                                            "started_at": started, "attempts": attempt}
                 out.append({**ev, "run": run, "claim": claim, "epoch": epoch})
             return out
 
-        runs: list[dict[str, Any]] = self._read(read, [])
-        return runs
+        return self._read(read, [])
 
     def history(self, limit: int = 200, *, home: Path | str | None = None, session_key: str | None = None,
                 homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
@@ -422,7 +414,7 @@ class Ledger:
             if home is not None or homes is not None else None
         tray = home is None and homes is not None
         out: list[dict[str, Any]] = []
-        for ev in self._read(lambda c: [self._event(r) for r in c.execute(_HISTORY + " ORDER BY d.id DESC")], []):
+        for ev in self._all(" DESC"):
             if keys is not None and ev.get("home") not in keys and not (
                     tray and ev.get("home") is None and ev["event"] == Event.CONFIG_CHANGED):
                 continue
@@ -439,7 +431,7 @@ class Ledger:
         None)."""
         keys = {home_path(h) for h in homes} if homes else None
         groups: dict[object, dict[str, Any]] = {}
-        for ev in self._read(lambda c: [self._event(r) for r in c.execute(_HISTORY + " ORDER BY d.id")], []):
+        for ev in self._all(""):
             if keys is not None and ev.get("home") not in keys and ev.get("home") is not None:
                 continue
             if ev["event"] == Event.CONFIG_CHANGED:
@@ -455,26 +447,30 @@ class Ledger:
             groups[ev["root"]] = g  # re-inserted: dict order = last activity
         return list(reversed(groups.values()))[:limit]
 
-    @staticmethod
-    def _event(r: Sequence[Any]) -> dict[str, Any]:
-        (number, at, event, via, reason, until, details, tid, home, session, started, attempt, root, run) = r
-        try:
-            extra = json.loads(details)
-        except ValueError:
-            extra = {}
-        out: dict[str, Any] = {"event": event, "created_at": at, "decision": number}
-        if tid is not None:
-            out.update(turn_id=tid, root=root, home=home, session_key=session, started_at=started,
-                       attempts=attempt if attempt >= 0 else None)
-        if run is not None:
-            out["run"] = run
-        out.update({k: v for k, v in (("via", via), ("reason", reason), ("until", until)) if v is not None})
-        out.update(extra if isinstance(extra, dict) else {})
-        return out
-
 
 _HISTORY = ("SELECT d.id, d.at, d.event, d.via, d.reason, d.until, d.details, t.id, t.home, t.session, t.started_at, "
             "t.attempt, coalesce(t.root, t.id), d.run FROM decisions d LEFT JOIN turns t ON d.turn = t.id")
+
+
+def _event(r: Sequence[Any]) -> dict[str, Any]:
+    (number, at, event, via, reason, until, details, tid, home, session, started, attempt, root, run) = r
+    try:
+        extra = json.loads(details)
+    except ValueError:
+        extra = {}
+    out: dict[str, Any] = {"event": event, "created_at": at, "decision": number}
+    if tid is not None:
+        out.update(turn_id=tid, root=root, home=home, session_key=session, started_at=started,
+                   attempts=attempt if attempt >= 0 else None)
+    if run is not None:
+        out["run"] = run
+    out.update({k: v for k, v in (("via", via), ("reason", reason), ("until", until)) if v is not None})
+    out.update(extra if isinstance(extra, dict) else {})
+    return out
+
+
+def _events(conn: sqlite3.Connection, where: str, *args: Any) -> list[dict[str, Any]]:
+    return [_event(r) for r in conn.execute(_HISTORY + where, args)]
 
 
 def _ended_mid_turn(end: Mapping[str, Any]) -> bool:

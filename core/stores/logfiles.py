@@ -10,40 +10,29 @@ import errno
 import logging
 import os
 import re
-import stat
 from pathlib import Path
 
-from hermes_tray_core.stores.fsutil import FILE_MODE, UnsafePathError, refuse_symlink
+from hermes_tray_core.stores.fsutil import FILE_MODE, NONBLOCK, UnsafePathError, open_regular
 
 logger = logging.getLogger(__name__)
 
 KEEP_GATEWAY_LOGS = 20
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _UNSAFE_CHARS = re.compile(r"[^A-Za-z0-9_.-]")
 
 
 def open_private_append(path: Path | str) -> int:
     """Open ``path`` for appending, 0600; :class:`UnsafePathError` for a link or a non-regular file."""
     name = os.fspath(path)
-    if not _NOFOLLOW:
-        refuse_symlink(Path(name))  # Windows: no O_NOFOLLOW; creating a symlink there needs privileges
     try:
-        # O_NONBLOCK: a FIFO planted at the path fails (or opens) at once instead of hanging the open
-        fd = os.open(name, os.O_WRONLY | os.O_CREAT | os.O_APPEND | _NOFOLLOW | _CLOEXEC | _NONBLOCK, FILE_MODE)
+        fd = open_regular(name, os.O_WRONLY | os.O_CREAT | os.O_APPEND | NONBLOCK, "log path is not a regular file")
     except OSError as exc:
-        if exc.errno == errno.ELOOP:
-            raise UnsafePathError(errno.ELOOP, "refusing to follow a symlink", name) from None
-        if exc.errno == errno.ENXIO:
+        if exc.errno == errno.ENXIO:  # a FIFO with no reader (NONBLOCK: it fails at once instead of hanging)
             raise UnsafePathError(errno.ENXIO, "log path is not a regular file", name) from None
         raise
     try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise UnsafePathError(errno.EINVAL, "log path is not a regular file", name)
         if os.name != "nt":
-            os.fchmod(fd, FILE_MODE)
-            if _NONBLOCK:
+            os.fchmod(fd, FILE_MODE)  # an existing file narrowed by its fd
+            if NONBLOCK:
                 os.set_blocking(fd, True)
     except BaseException:
         os.close(fd)

@@ -8,7 +8,7 @@ from __future__ import annotations
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import Any
 
@@ -41,16 +41,9 @@ class TraySettings:
     path: Path | None = field(default=None, compare=False)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "mode": self.mode,
-            "notify": self.notify,
-            "show_prompts": self.show_prompts,
-            "homes": list(self.homes),
-            "continuation_idle_timeout": self.continuation_idle_timeout,
-        }
-        if self.hermes_command is not None:
-            out["hermes_command"] = list(self.hermes_command)
-        return out
+        """The keys as the file holds them (lists, no unset ``hermes_command``)."""
+        values = ((f.name, getattr(self, f.name)) for f in fields(self) if f.compare)
+        return {k: list(v) if isinstance(v, tuple) else v for k, v in values if v is not None}
 
     def home_paths(self) -> list[Path]:
         return [Path(os.path.expanduser(h)) for h in self.homes]
