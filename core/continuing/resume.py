@@ -40,7 +40,6 @@ from hermes_tray_core.vocab import (
     Refusal,
     StopReason,
     Verdict,
-    WriterState,
 )
 
 if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
@@ -142,41 +141,32 @@ class Assessment:
 
 def assess(turn: Turn, *, now: float | None = None) -> Assessment:
     """The scanner's verdict for one turn, from a fresh look at every fact."""
+    from hermes_tray_core.backend.sessions import ask_writer
     from hermes_tray_core.continuing.completion import settle_if_finished
-    from hermes_tray_core.deciding.policy import Facts, Seen, judge
+    from hermes_tray_core.continuing.facts import seen_now
+    from hermes_tray_core.deciding.policy import Facts, judge
     from hermes_tray_core.hermes.config import read_backend_config
-    from hermes_tray_core.hermes.state_db import lookup_session, session_activity
-    from hermes_tray_core.markers.entries import writer_judgement
+    from hermes_tray_core.hermes.processes import backend_state
+    from hermes_tray_core.hermes.state_db import active_session_owner, lookup_session, turn_lease_view
     from hermes_tray_core.stores.ledger import ledger
 
     now = time.time() if now is None else now
-    home, marker = turn.home, turn.marker
+    home, key, marker, pid = turn.home, turn.key, turn.marker, turn.marker.writer_pid
     cfg = read_backend_config(home).auto_continue
     known = NOTHING
-    with bookkeeping(logger, "cannot read the ledger for %s", turn.key):  # unknown: the other facts decide
+    with bookkeeping(logger, "cannot read the ledger for %s", key):  # unknown: the other facts decide
         known = ledger().status(turn.ident)
     settled = settle_if_finished(turn)
-    judged = writer_judgement(marker, home)
-    writer = judged.state
-    info, _problem = lookup_session(home, turn.key)
-    activity = session_activity(home, turn.key, now=now)
-    owner = activity.owner.state
-    idle, idle_detail = "unknown", ""
-    if writer == WriterState.ALIVE and marker.writer_pid is not None:  # a live backend that wrote it may run no
-        from hermes_tray_core.backend.sessions import ask_writer  # turn for it any more: ask it
+    info, _problem = lookup_session(home, key)
 
-        answer = ask_writer(home, turn.key, marker.writer_pid, marker.writer_start)
-        idle, idle_detail = answer.state, answer.detail
-        if idle == "none" and activity.owner.pid == marker.writer_pid:
-            owner = "none"  # the registry's owner is that very backend, which runs no turn for it
-    details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
-    backend, backend_detail = "none", ""
-    if writer == WriterState.UNKNOWN:  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
-        from hermes_tray_core.hermes.processes import backend_state
+    def lease() -> tuple[str, str]:
+        view = turn_lease_view(home, key, now=now)
+        return view.state, view.detail
 
-        backend, backend_detail = backend_state(home)
-    seen = Seen(writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
-                backend_detail, judged.note, idle, idle_detail, info.conversation_generation if info else None)
+    seen = seen_now(turn, info.source if info else None, info.conversation_generation if info else None,
+                    ask_writer=lambda: None if pid is None else ask_writer(home, key, pid, marker.writer_start),
+                    lease=lease, owner=lambda: active_session_owner(home, key),
+                    backend=lambda: backend_state(home))
     d = judge(marker, Facts(cfg, now, seen, known, settled.state if settled else None,
                             settled.reason if settled else ""))
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts), d.code, known, settled)

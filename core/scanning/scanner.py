@@ -15,14 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core.deciding.policy import (
-    AutoContinueConfig,
-    Decision,
-    Facts,
-    Seen,
-    judge,
-    marker_age,
-)
+from hermes_tray_core.continuing.facts import seen_now
+from hermes_tray_core.deciding.policy import AutoContinueConfig, Decision, Facts, judge, marker_age
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
 from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.hermes import reach
@@ -360,37 +354,14 @@ class Scanner:
             problems.append(f"{title_problem}: session titles unavailable")
         return out
 
-    def _seen(self, home: Home, turn: Turn, state: _HomeState | None) -> Seen:
-        """What runs beside the marker (writer, lease, owner, backend, the running Hermes app), looked at only
-        as far as the verdict depends on it."""
-        from hermes_tray_core.markers.entries import writer_judgement
-
-        key, marker = turn.key, turn.marker
-        info = state.session(key)[0] if state else None
-        source = info[1] if info else None
-        judged = writer_judgement(marker, home.path) if marker.is_entry else None
-        writer = judged.state if judged is not None else WriterState.UNKNOWN
-        note = judged.note if judged is not None else ""
-        idle = self._now.writer_turn(home, turn) if writer == WriterState.ALIVE else None
-        generation = state.generation(key) if state else None
-        if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
-            return Seen(writer, source, writer_note=note, generation=generation)
-        lstate, ldetail = state.lease(key) if state else ("unknown", "no state.db")
-        owner = self._now.owner(home, key)
-        ostate = owner.state if owner else "none"
-        if idle is not None and owner is not None and owner.pid == marker.writer_pid:
-            ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
-        details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
-                   if st in ("live", "alive", "unknown")]
-        backend, backend_detail = self._now.backend(home) if writer == WriterState.UNKNOWN else ("none", "")
-        return Seen(writer, source, lstate, ostate, "; ".join(details), backend, backend_detail, note,
-                    "none" if idle is not None else "unknown", idle.detail if idle is not None else "", generation)
-
     def _marker_record(self, home: Home, turn: Turn, config: AutoContinueConfig, state: _HomeState | None,
                        now: float, known: TurnStatus) -> tuple[TurnRecord, str | None]:
         key, marker = turn.key, turn.marker
         info, tp = state.session(key) if state else (None, None)
-        seen = self._seen(home, turn, state)
+        seen = seen_now(turn, info[1] if info else None, state.generation(key) if state else None,
+                        ask_writer=lambda: self._now.writer_turn(home, turn),
+                        lease=lambda: state.lease(key) if state else ("unknown", "no state.db"),
+                        owner=lambda: self._now.owner(home, key), backend=lambda: self._now.backend(home))
         note, note_detail = _note(turn)
         decision: Decision = judge(marker, Facts(config, now, seen, known, note, note_detail))
         if self._ask_app and decision.verdict in (Verdict.DISABLED, Verdict.STALE, Verdict.EXHAUSTED,
