@@ -42,7 +42,7 @@ if TYPE_CHECKING:
 ELSEWHERE = ("this Hermes keeps its sessions elsewhere ({}), so hermes-tray cannot see or resume its interrupted "
              "turns; continue them in Hermes")
 
-__all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
+__all__ = ["Scanner", "scan", "default_cache_file", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
 logger = get_logger(__name__)
 # Log levels as numbers, so that naming them does not import logging.
@@ -65,14 +65,6 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
-    """Hermes' coercion warnings, and a config.yaml Hermes cannot read (it then uses the defaults)."""
-    problems = [str(w) for w in warnings]
-    if error:
-        problems.append(f"{error} — Hermes falls back to the defaults; fix the file")
-    return problems
-
-
 def _missing_problem(home: Home) -> str:
     if home.origin == "cli":
         return f"{home.path} does not exist"
@@ -85,13 +77,6 @@ def _missing_problem(home: Home) -> str:
 def _unreadable(home: Home, exists: bool, problem: str) -> HomeReport:
     return HomeReport(home.path, home.profile, home.origin, exists, "unreadable", 0, AutoContinueConfig(),
                       "unreadable", home.webui_journal_dir, 0, problems=(problem,), reachable=False)
-
-
-def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, list[str]]:
-    from hermes_tray_core.hermes.config import read_backend_config
-
-    cfg = read_backend_config(home.path, managed=(managed[0], managed[1], managed[2]))
-    return cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
 
 
 def _note(turn: Turn) -> tuple[str | None, str]:
@@ -156,19 +141,21 @@ class Scanner:
         return ScanResult(reports, turns, now)
 
     def _config(self, home: Home) -> tuple[AutoContinueConfig, list[str]]:
-        key = str(home.config_file)
-        managed = self._managed()
-        sig = self._config_sig(home)
+        """Hermes' settings for ``home`` and its coercion warnings, and a config.yaml it cannot read (it then
+        uses the defaults)."""
+        from hermes_tray_core.hermes.config import read_backend_config
+
+        managed, st = self._managed(), _stat(home.config_file)
+        key, sig = str(home.config_file), [_sig(st) if st else None, managed[3]]
         cached = self._cache.config(key, sig)
         if cached is not None:
             return cached
-        ac, problems = _read_config(home, managed)
-        self._cache.put_config(key, sig, ac, problems)
-        return ac, problems
-
-    def _config_sig(self, home: Home) -> list[object]:
-        st = _stat(home.config_file)
-        return [_sig(st) if st else None, self._managed()[3]]
+        cfg = read_backend_config(home.path, managed=managed[:3])
+        problems = [str(w) for w in cfg.warnings]
+        if cfg.error:
+            problems.append(f"{cfg.error} — Hermes falls back to the defaults; fix the file")
+        self._cache.put_config(key, sig, cfg.auto_continue, problems)
+        return cfg.auto_continue, problems
 
     def _managed(self) -> _ManagedNow:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
