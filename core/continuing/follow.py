@@ -34,8 +34,11 @@ class _Watch:
     interrupt: queue.Queue[dict[str, Any]] | None = None  # the interrupt's answer, when it comes
 
 
-class Follow(RunState):
+class Follow:
     """From Hermes' answer to ``session.resume`` (or the note's submit) to the end of the turn."""
+
+    def __init__(self, s: RunState) -> None:
+        self.s = s
 
     def continued_by_hermes(self, resumed: dict[str, Any], t_resume: float) -> ContinuationResult:
         """A Hermes that continues (or declines) by itself. ``auto_continue`` in the reply means scheduled,
@@ -47,65 +50,65 @@ class Follow(RunState):
         if isinstance(desc, dict):
             attempt = json_int(desc.get("attempt"))
             if attempt is not None:
-                self.result.attempt = attempt
-            self.phase = "starting"
-            self.progress(force=True)
-        limit = self.opts.start_timeout if promised else self.opts.decline_grace
+                self.s.result.attempt = attempt
+            self.s.phase = "starting"
+            self.s.progress(force=True)
+        limit = self.s.opts.start_timeout if promised else self.s.opts.decline_grace
         deadline = time.monotonic() + limit
-        next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
+        next_facts = time.monotonic() + min(0.5, self.s.opts.facts_interval)
         while time.monotonic() < deadline:
-            ev = self.next_event(0.1)
+            ev = self.s.next_event(0.1)
             if ev is _EOF:
-                return self.finish(Outcome.CRASHED,
-                                   f"{sentence(self.gw.transport.ended('right after resuming the session'))}.")
+                return self.s.finish(Outcome.CRASHED,
+                                   f"{sentence(self.s.gw.transport.ended('right after resuming the session'))}.")
             if isinstance(ev, dict) and self._is_continuation_frame(ev):
-                self.own_touch = max(self.own_touch, wall_time_of(ev.get(RECEIVED)))
-                self.result.dispatched = True
-                self._dispatched()
-                self.pushback = ev
+                self.s.own_touch = max(self.s.own_touch, wall_time_of(ev.get(RECEIVED)))
+                self.s.result.dispatched = True
+                self.s._dispatched()
+                self.s.pushback = ev
                 return self.to_end(t_resume)
-            if self.stop.is_set() and promised:
-                return self.detach() if self.quitting else self._stop_before_start()
+            if self.s.stop.is_set() and promised:
+                return self.s.detach() if self.s.quitting else self._stop_before_start()
             if time.monotonic() >= next_facts:
-                next_facts = time.monotonic() + min(0.5, self.opts.facts_interval)
-                elsewhere = continued_elsewhere(self.home, self.key, self.gw.pid, self.handover.expected)
+                next_facts = time.monotonic() + min(0.5, self.s.opts.facts_interval)
+                elsewhere = continued_elsewhere(self.s.home, self.s.key, self.s.gw.pid, self.s.handover.expected)
                 if elsewhere is not None:
-                    return self.not_continued(elsewhere[0], elsewhere[1], holder=elsewhere[2])
+                    return self.s.not_continued(elsewhere[0], elsewhere[1], holder=elsewhere[2])
                 if promised:
-                    state, _why = self._note_facts()
+                    state, _why = self.s._note_facts()
                     if state == "finished":  # answered, and none of it came here: another process ran it
-                        return self.not_continued(NotContinued.ANOTHER_OWNER,
+                        return self.s.not_continued(NotContinued.ANOTHER_OWNER,
                                                   "another Hermes process continued it, and it finished")
-                self.progress()
+                self.s.progress()
         if promised:
-            return self.not_continued(NotContinued.NOT_STARTED,
+            return self.s.not_continued(NotContinued.NOT_STARTED,
                                       f"Hermes said it would continue the turn but started nothing within "
-                                      f"{self.opts.start_timeout:g}s")
-        code, why = why_not_continued(self.home, self.key, self.handover.expected, self.gw.pid)
-        return self.not_continued(code, why)
+                                      f"{self.s.opts.start_timeout:g}s")
+        code, why = why_not_continued(self.s.home, self.s.key, self.s.handover.expected, self.s.gw.pid)
+        return self.s.not_continued(code, why)
 
     def _stop_before_start(self) -> ContinuationResult:
         """Stop while Hermes builds the agent: interrupt it, in a session the tray holds alone."""
-        why = self._ours_alone(started=False)
+        why = self.s._ours_alone(started=False)
         if why:
             return self._left_to_window(why)
-        self.result.stopped_by = StopReason.USER
+        self.s.result.stopped_by = StopReason.USER
         with contextlib.suppress(GatewayError, TimeoutError):
-            self.gw.request("session.interrupt", {"session_id": self.sid}, timeout=min(10.0, self.opts.rpc_timeout))
-        self._retire_marker(stopped=True)
-        return self.finish(Outcome.INTERRUPTED, "Stopped before Hermes started the continuation; it will not be "
+            self.s.gw.request("session.interrupt", {"session_id": self.s.sid}, timeout=min(10.0, self.s.opts.rpc_timeout))
+        self.s._retire_marker(stopped=True)
+        return self.s.finish(Outcome.INTERRUPTED, "Stopped before Hermes started the continuation; it will not be "
                                                 "continued again.")
 
     def _left_to_window(self, why: str) -> ContinuationResult:
         """The user's Stop, but a Hermes window shares the session: no interrupt; the turn is the window's to
         stop, and its end is read from Hermes later, never recorded as stopped by you."""
-        self.result.stopped_by = StopReason.USER
-        self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
-        return self.finish(Outcome.DETACHED, f"Not stopped by the tray: {why}. It goes on in your Hermes window; "
+        self.s.result.stopped_by = StopReason.USER
+        self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
+        return self.s.finish(Outcome.DETACHED, f"Not stopped by the tray: {why}. It goes on in your Hermes window; "
                                              "stop it there if you want it stopped.")
 
     def _is_continuation_frame(self, ev: dict[str, Any]) -> bool:
-        if ev.get("session_id") not in (None, self.sid):
+        if ev.get("session_id") not in (None, self.s.sid):
             return False
         t = ev.get("type")
         if t == "message.start":
@@ -116,34 +119,34 @@ class Follow(RunState):
 
     def _finished_elsewhere(self) -> ContinuationResult | None:
         """The events stopped coming here (0.19.0 sends them to the newest client): did state.db finish it?"""
-        if self.backend is None:
+        if self.s.backend is None:
             return None
-        state, why = self._note_facts()
+        state, why = self.s._note_facts()
         if state != "finished":
             return None
         # Hermes writes the reply a moment before message.complete: a stream still ours has that frame on its
         # way
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
-            ev = self.next_event(0.1)
+            ev = self.s.next_event(0.1)
             if ev is _EOF:
                 break
-            if isinstance(ev, dict) and ev.get("session_id") in (None, self.sid):
-                if ev.get("session_id") == self.sid:
-                    self.pushback = ev
+            if isinstance(ev, dict) and ev.get("session_id") in (None, self.s.sid):
+                if ev.get("session_id") == self.s.sid:
+                    self.s.pushback = ev
                     return None
-        self._retire_marker()
-        self.result.finish = Finish.STATE_DB
-        return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed; it is now open in your "
+        self.s._retire_marker()
+        self.s.result.finish = Finish.STATE_DB
+        return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed; it is now open in your "
                                       f"Hermes window, which took over its events ({why}).", "complete")
 
     def to_end(self, t_resume: float) -> ContinuationResult:
         now = time.monotonic()
-        w = _Watch(deadline=now + self.opts.idle_timeout, next_facts=now + self.opts.facts_interval)
+        w = _Watch(deadline=now + self.s.opts.idle_timeout, next_facts=now + self.s.opts.facts_interval)
         while True:
             done = self._stopping(w, time.monotonic())
             if done is None:
-                ev = self.next_event(0.2)
+                ev = self.s.next_event(0.2)
                 if ev is None:
                     done = self._quiet(w)
                 elif ev is _EOF:
@@ -156,117 +159,117 @@ class Follow(RunState):
     def _stopping(self, w: _Watch, now: float) -> ContinuationResult | None:
         """A Stop, or silence past the idle time-out: interrupt a session the tray holds alone, and give
         Hermes ``stop_grace`` to confirm."""
-        if w.stop_deadline is None and (self.stop.is_set() or now >= w.deadline):
-            if self.quitting:
-                return self.detach()
-            self.timed_out = not self.stop.is_set()
+        if w.stop_deadline is None and (self.s.stop.is_set() or now >= w.deadline):
+            if self.s.quitting:
+                return self.s.detach()
+            self.s.timed_out = not self.s.stop.is_set()
             done = self._finished_elsewhere()
             if done is not None:
                 return done
-            why = self._ours_alone()
+            why = self.s._ours_alone()
             if why:  # never interrupt a session the tray does not provably hold alone: say so instead
                 return self._left_alone(why)
-            self.phase = "stopping"
-            self.progress(force=True)
-            w.stop_deadline = now + self.opts.stop_grace
+            self.s.phase = "stopping"
+            self.s.progress(force=True)
+            w.stop_deadline = now + self.s.opts.stop_grace
             with contextlib.suppress(GatewayError):
-                w.interrupt = self.gw.send("session.interrupt", {"session_id": self.sid})
+                w.interrupt = self.s.gw.send("session.interrupt", {"session_id": self.s.sid})
         if w.interrupt is not None and w.acked_at is None:
             with contextlib.suppress(queue.Empty):
                 if "result" in w.interrupt.get_nowait():
                     w.acked_at = now
                     # a confirmed Stop retires the marker at once, as Hermes does
-                    self._retire_marker(stopped=not self.timed_out)
+                    self.s._retire_marker(stopped=not self.s.timed_out)
         if w.stop_deadline is not None:
-            quiet_end = w.acked_at is not None and not self.turn_seen and now - w.acked_at >= 1.0
+            quiet_end = w.acked_at is not None and not self.s.turn_seen and now - w.acked_at >= 1.0
             if quiet_end or now >= w.stop_deadline:
                 # interrupted before its agent ran (no frame then), or not confirmed in time: over for us
-                self._retire_marker(stopped=not self.timed_out)
+                self.s._retire_marker(stopped=not self.s.timed_out)
                 return self._stopped_result()
         return None
 
     def _quiet(self, w: _Watch) -> ContinuationResult | None:
         """No frame for a moment: now and then ask Hermes' facts whether it finished for another client."""
         if w.stop_deadline is None and time.monotonic() >= w.next_facts:
-            w.next_facts = time.monotonic() + self.opts.facts_interval
+            w.next_facts = time.monotonic() + self.s.opts.facts_interval
             done = self._finished_elsewhere()
             if done is not None:
                 return done
-        self.progress()
+        self.s.progress()
         return None
 
     def _ended(self, w: _Watch) -> ContinuationResult:
         if w.stop_deadline is not None:
-            self._retire_marker(stopped=not self.timed_out)
+            self.s._retire_marker(stopped=not self.s.timed_out)
             return self._stopped_result()
-        if self.handover.ours is not None and self._note_facts()[0] == "finished":  # answered, then exited
-            self._retire_marker()
-            self.result.finish = Finish.STATE_DB
-            return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (Hermes "
+        if self.s.handover.ours is not None and self.s._note_facts()[0] == "finished":  # answered, then exited
+            self.s._retire_marker()
+            self.s.result.finish = Finish.STATE_DB
+            return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (Hermes "
                                                   "exited right after; its state.db holds the reply).", "complete")
-        return self.finish(Outcome.CRASHED, f"{sentence(self.gw.transport.ended('mid-turn'))}. "
-                                            f"{self._see_log()}." + self._child_died_marker_note())
+        return self.s.finish(Outcome.CRASHED, f"{sentence(self.s.gw.transport.ended('mid-turn'))}. "
+                                            f"{self.s._see_log()}." + self.s._child_died_marker_note())
 
     def _frame(self, w: _Watch, ev: dict[str, Any], t_resume: float) -> ContinuationResult | None:
-        if ev.get("session_id") not in (None, self.sid):
+        if ev.get("session_id") not in (None, self.s.sid):
             return None
         etype = str(ev.get("type") or "")
         if w.stop_deadline is None:
-            w.deadline = time.monotonic() + self.opts.idle_timeout
-            w.next_facts = time.monotonic() + self.opts.facts_interval
-        self.frames += 1
-        self.last_frame = etype
+            w.deadline = time.monotonic() + self.s.opts.idle_timeout
+            w.next_facts = time.monotonic() + self.s.opts.facts_interval
+        self.s.frames += 1
+        self.s.last_frame = etype
         if etype == "message.start":
-            self.turn_seen = True
+            self.s.turn_seen = True
             arrived = float(ev.get(RECEIVED) or time.monotonic())
-            self.result.timings.setdefault("first_frame", arrived - t_resume)
-            self.result.timings.setdefault("message_start_at", arrived)
+            self.s.result.timings.setdefault("first_frame", arrived - t_resume)
+            self.s.result.timings.setdefault("message_start_at", arrived)
         elif etype in ("message.delta", "thinking.delta", "tool.start", "tool.progress"):
-            self.turn_seen = True
-        self.progress(force=etype == "message.start")
+            self.s.turn_seen = True
+        self.s.progress(force=etype == "message.start")
         raw = ev.get("payload")
         payload: dict[str, Any] = raw if isinstance(raw, dict) else {}
         if etype == "message.complete":
             return self._completed(w, payload)
         if etype == "error":
             msg = str(payload.get("message") or "unknown error")[:300]
-            self._retire_marker()
-            return self.finish(Outcome.ERROR, f"Hermes reported an error during the continuation: {msg}", "error")
+            self.s._retire_marker()
+            return self.s.finish(Outcome.ERROR, f"Hermes reported an error during the continuation: {msg}", "error")
         return None
 
     def _completed(self, w: _Watch, payload: dict[str, Any]) -> ContinuationResult:
         status = str(payload["status"]) if isinstance(payload.get("status"), str) else "complete"
         if isinstance(payload.get("text"), str):
-            self.result.answer = payload["text"][:ANSWER_CHARS]
-        self._retire_marker(stopped=w.stop_deadline is not None and not self.timed_out and status != "complete")
-        self.result.finish = Finish.STREAM
+            self.s.result.answer = payload["text"][:ANSWER_CHARS]
+        self.s._retire_marker(stopped=w.stop_deadline is not None and not self.s.timed_out and status != "complete")
+        self.s.result.finish = Finish.STREAM
         if w.stop_deadline is not None:
             return self._stopped_result(status)
         if status == "interrupted":
-            return self.finish(Outcome.INTERRUPTED, "The continuation was interrupted before it finished.", status)
+            return self.s.finish(Outcome.INTERRUPTED, "The continuation was interrupted before it finished.", status)
         if status == "error":
-            return self.finish(Outcome.ERROR, "Hermes finished the continuation with an error.", status)
-        return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
+            return self.s.finish(Outcome.ERROR, "Hermes finished the continuation with an error.", status)
+        return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
 
     def _left_alone(self, why: str) -> ContinuationResult:
-        state, _facts = self._note_facts()
+        state, _facts = self.s._note_facts()
         if state == "superseded":
-            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
-            return self.finish(Outcome.INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
+            self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
+            return self.s.finish(Outcome.INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
                                "interrupted")
-        if self.timed_out:
-            self.result.left_alone, self.result.finish = why, Finish.LEFT_ALONE
-            return self.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.opts.idle_timeout:g}s, and the tray "
+        if self.s.timed_out:
+            self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
+            return self.s.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.s.opts.idle_timeout:g}s, and the tray "
                                           f"left the session alone: {why}. It will not continue the turn again.")
         return self._left_to_window(why)
 
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
         if status == "complete":  # Hermes finished the turn before the stop reached it
-            return self.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (it finished before "
+            return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed (it finished before "
                                           "the stop reached Hermes).", status)
-        if self.timed_out:
-            return self.finish(Outcome.TIMED_OUT, f"Hermes showed no activity for {self.opts.idle_timeout:g}s, so the "
+        if self.s.timed_out:
+            return self.s.finish(Outcome.TIMED_OUT, f"Hermes showed no activity for {self.s.opts.idle_timeout:g}s, so the "
                                           "continuation was stopped; it will not be continued again.", status)
-        self.result.stopped_by = StopReason.USER
-        return self.finish(Outcome.INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
+        self.s.result.stopped_by = StopReason.USER
+        return self.s.finish(Outcome.INTERRUPTED, "Stopped; the continuation was interrupted and will not be continued "
                                         "again.", status)

@@ -42,6 +42,7 @@ from hermes_tray_core.continuing.handover import MarkerHandover
 from hermes_tray_core.continuing.listener import Callbacks, Heard, Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, gateway_log_path
 from hermes_tray_core.continuing.run import Run
+from hermes_tray_core.continuing.runstate import RunState
 from hermes_tray_core.turn import Turn
 from hermes_tray_core.vocab import Outcome, RanIn
 
@@ -81,8 +82,8 @@ def continue_turn(
         return ContinuationResult(Outcome.ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
     gw = GatewayProcess(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd,
                         start_timeout=opts.start_timeout, idle_timeout=opts.idle_timeout)
-    return Run(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), listener=Heard(listener),
-               log_path=log_path).run()
+    return Run(RunState(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), listener=Heard(listener),
+                        log_path=log_path)).run()
 
 
 def continue_in_backend(
@@ -118,9 +119,9 @@ def continue_in_backend(
     if ready is not None and not preopened:
         ready.shutdown(1.0)
     gw = ready if ready is not None and preopened else backend.session()
-    return Run(home, key, gw, _handover(turn), capabilities, opts, stop or threading.Event(),
-               listener=Heard(listener), backend=backend, preopened=preopened, other_backends=other_backends,
-               connections=connections, left_before=left_before).run()
+    return Run(RunState(home, key, gw, _handover(turn), capabilities, opts, stop or threading.Event(),
+                        listener=Heard(listener), backend=backend, preopened=preopened, other_backends=other_backends,
+                        connections=connections, left_before=left_before)).run()
 
 
 def _handover(turn: Turn) -> MarkerHandover:

@@ -1,6 +1,6 @@
 """The state of one continuation and what every step of it uses: progress, the result, Hermes' events,
-stoppable waits, and what the running backend says about the session (the base of ``core.continuing.follow``'s
-``Follow`` and ``core.continuing.run``'s ``Run``; the older Hermes' marker is its ``handover``).
+stoppable waits, and what the running backend says about the session (held by ``core.continuing.run``'s
+``Run`` and its ``Follow``; the older Hermes' marker is its ``handover``).
 """
 
 from __future__ import annotations
