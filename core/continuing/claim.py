@@ -89,16 +89,11 @@ def claim(turn: Turn, *, purpose: str, via: str, ttl: float, wait: float = 0.0) 
 
 def is_held(home: Path | str, session_key: str) -> bool:
     """A live process of ours holds the turn's claim, or the store cannot tell (then nobody acts)."""
-    from hermes_tray_core.stores.lease import shared
-
-    try:
-        return shared().current(claim_name(home, session_key)) is not None
-    except lease_errors():
-        return True
+    return run_held(claim_name(home, session_key))
 
 
-def run_held(claim: str, epoch: int) -> bool:
-    """The claim a run of ours was recorded under is held at its epoch by a live process (or unsure)."""
+def run_held(claim: str, epoch: int | None = None) -> bool:
+    """The claim (a run of ours was recorded under) is held (at its ``epoch``) by a live process, or unsure."""
     from hermes_tray_core.stores.lease import shared
 
     if not claim:
@@ -107,7 +102,7 @@ def run_held(claim: str, epoch: int) -> bool:
         held = shared().current(claim)
     except lease_errors():
         return True
-    return held is not None and held.epoch == epoch
+    return held is not None and epoch in (None, held.epoch)
 
 
 def release(held: Claim, session_key: str = "?") -> None:

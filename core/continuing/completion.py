@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import astuple, dataclass
 from typing import Any
 
 from hermes_tray_core.digest import note_digest
@@ -38,8 +38,7 @@ class ContinuationMark:
     submitted_at: float
 
     def fields(self) -> dict[str, Any]:
-        return dict(zip(MARK_KEYS, (self.state_session, self.after_message_id, self.note_sha256,
-                                    self.submitted_at), strict=True))
+        return dict(zip(MARK_KEYS, astuple(self), strict=True))
 
     @classmethod
     def for_note(cls, state_session: str, after_message_id: int, note: str) -> ContinuationMark:
@@ -95,7 +94,13 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
         return Settlement("unknown", why)
     if state != "finished":
         return None
-    _journal_completed(turn, why)
+    with bookkeeping(logger, "could not record the settled continuation of %s", turn.key):
+        from hermes_tray_core.stores.ledger import ledger
+
+        book = ledger()
+        if not book.status(turn.ident).finished:
+            book.record("completed", turn.ident, settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")),
+                        reason=why)
     retired = False
     with bookkeeping(logger, "could not retire the settled continuation marker for %s", turn.key):
         from hermes_tray_core.markers.store import MarkerStore
@@ -104,13 +109,3 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
     logger.info("continuation of %s settled from state.db (%s); marker %s", turn.key, why,
                 "retired" if retired else "left (it changed, or could not be written)")
     return Settlement("finished", why, retired)
-
-
-def _journal_completed(turn: Turn, why: str) -> None:
-    with bookkeeping(logger, "could not record the settled continuation of %s", turn.key):
-        from hermes_tray_core.stores.ledger import ledger
-
-        book = ledger()
-        if not book.status(turn.ident).finished:
-            book.record("completed", turn.ident, settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")),
-                        reason=why)

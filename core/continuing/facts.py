@@ -10,15 +10,20 @@ it reads.
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.numbers import strict_finite
-from hermes_tray_core.turn import Marker
+from hermes_tray_core.turn import Marker, Turn
 from hermes_tray_core.vocab import NotContinued, Verdict, WriterState
 
-__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "raw_entry", "touched_by_other",
+if TYPE_CHECKING:
+    from hermes_tray_core.backend.sessions import WriterTurn
+    from hermes_tray_core.deciding.policy import Seen
+    from hermes_tray_core.hermes.state_db import OwnerView
+
+__all__ = ["TOUCH_SLACK", "continued_elsewhere", "live_reuse", "raw_entry", "seen_now", "touched_by_other",
            "wall_time_of", "why_not_continued"]
 
 #: A resume reply's ``started_at`` older than the request by more than this is a live session's.
@@ -52,6 +57,34 @@ def touched_by_other(row: Mapping[str, Any], own_touch: float) -> bool:
     """Another client resumed the session or submitted to it since the tray's own last touch (wall time)."""
     last = strict_finite(row.get("last_active"))
     return last is not None and last > own_touch + TOUCH_SLACK
+
+
+def seen_now(turn: Turn, source: str | None, generation: int | None, *, ask_writer: Callable[[], WriterTurn | None],
+             lease: Callable[[], tuple[str, str]], owner: Callable[[], OwnerView | None],
+             backend: Callable[[], tuple[str, str]]) -> Seen:
+    """What runs beside the marker (writer, lease, owner, backend), looked at only as far as the verdict depends
+    on it, for the scan and for a resume's re-check alike; the looks are the caller's (one scan's, or fresh)."""
+    from hermes_tray_core.deciding.policy import Seen
+    from hermes_tray_core.markers.entries import writer_judgement
+
+    marker = turn.marker
+    judged = writer_judgement(marker, turn.home) if marker.is_entry else None
+    writer, note = (judged.state, judged.note) if judged is not None else (WriterState.UNKNOWN, "")
+    idle = ask_writer() if writer == WriterState.ALIVE else None  # a live writer, a backend: its turn there?
+    if idle is not None and idle.state != "none":
+        idle = None
+    if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
+        return Seen(writer, source, writer_note=note, generation=generation)
+    lstate, ldetail = lease()
+    found = owner()
+    ostate = found.state if found else "none"
+    if idle is not None and found is not None and found.pid == marker.writer_pid:
+        ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
+    details = [d for d, st in ((ldetail, lstate), (found.detail if found else "", ostate))
+               if st in ("live", "alive", "unknown")]
+    back, back_detail = backend() if writer == WriterState.UNKNOWN else ("none", "")
+    return Seen(writer, source, lstate, ostate, "; ".join(details), back, back_detail, note,
+                "none" if idle is not None else "unknown", idle.detail if idle is not None else "", generation)
 
 
 def raw_entry(home: Path | str, key: str) -> dict[str, Any] | None:

@@ -18,11 +18,12 @@ from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.keys import SessionKey
 from hermes_tray_core.numbers import json_number
 from hermes_tray_core.process.identity import ProcessIdentity
+from hermes_tray_core.stores.fsutil import os_error_text
 
 if TYPE_CHECKING:  # completion is needed once a note goes in: an idle tray imports this module and never does
     from hermes_tray_core.continuing.completion import ContinuationMark
 
-__all__ = ["MarkerHandover", "plain_error"]
+__all__ = ["MarkerHandover"]
 
 logger = logging.getLogger(__name__)
 
@@ -105,13 +106,6 @@ class MarkerHandover:
                 target = entry
                 store.remove_if_unchanged(self.key, entry)
         if kept.error is not None and target is not None:
-            return plain_error(kept.error)[:300], json_number(target.get("started_at"))
+            return os_error_text(kept.error)[:300], json_number(target.get("started_at"))
         return None
 
-
-def plain_error(exc: BaseException) -> str:
-    """Why a file could not be written, in a user's words: no errno, temp-file name or exception class."""
-    if isinstance(exc, OSError) and exc.strerror:
-        return exc.strerror[:1].lower() + exc.strerror[1:]
-    text = str(exc).splitlines()[0] if str(exc) else "it could not be written"
-    return text.split(": '", 1)[0]

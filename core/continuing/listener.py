@@ -55,33 +55,22 @@ class Callbacks:
             self.on_dispatched(result)
 
 
-class Heard:
-    """A listener as the continuation tells it: none is nobody, and one that raises is logged, never the turn's end."""
-
-    __slots__ = ("_listener",)
+class Heard(Callbacks):
+    """A listener as the continuation tells it: none is nobody (falsy), and one that raises is logged, never the
+    turn's end."""
 
     def __init__(self, listener: Listener | None = None) -> None:
-        self._listener = listener
+        super().__init__(*(None if listener is None else _logged(getattr(listener, event), event)
+                           for event in ("progress", "connected", "submitting", "dispatched")))
 
     def __bool__(self) -> bool:
-        return self._listener is not None
+        return self.on_progress is not None
 
-    def _tell(self, event: str, arg: object) -> None:
-        if self._listener is None:
-            return
+
+def _logged(tell: Callable[[Any], object], event: str) -> Callable[[Any], None]:
+    def told(arg: Any) -> None:
         try:
-            getattr(self._listener, event)(arg)
+            tell(arg)
         except Exception:  # boundary: a callback into the shell (a listener that raises never ends the turn)
             logger.exception("the continuation's listener failed on %s", event)
-
-    def progress(self, progress: Progress) -> None:
-        self._tell("progress", progress)
-
-    def connected(self, gateway_pid: int | None) -> None:
-        self._tell("connected", gateway_pid)
-
-    def submitting(self, marker: dict[str, Any]) -> None:
-        self._tell("submitting", marker)
-
-    def dispatched(self, result: ContinuationResult) -> None:
-        self._tell("dispatched", result)
+    return told

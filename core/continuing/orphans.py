@@ -8,14 +8,14 @@ Bookkeeping only: it never raises, never writes Hermes' files, and costs nothing
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from hermes_tray_core.errors import bookkeeping
-from hermes_tray_core.keys import HomePath, InvalidIdError, home_path, session_key
+from hermes_tray_core.keys import HomePath, home_path
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.turn import Marker, Turn, TurnId
+from hermes_tray_core.turn import Turn, TurnId
 from hermes_tray_core.vocab import WriterState
 
 if TYPE_CHECKING:
@@ -26,8 +26,9 @@ __all__ = ["settle_orphaned_runs"]
 logger = get_logger(__name__)
 
 
-def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, *, book: Ledger | None = None) -> int:
-    """Settle ``home``'s open runs whose process is gone; ``turns``: its markers as just read. How many."""
+def settle_orphaned_runs(home: Path | str, entries: Mapping[str, Any] | None = None, *,
+                         book: Ledger | None = None) -> int:
+    """Settle ``home``'s open runs whose process is gone; ``entries``: its markers as just read. How many."""
     where = home_path(home)
     with bookkeeping(logger, "could not settle the open runs of %s", where):  # settling old runs never breaks a scan
         from hermes_tray_core.stores.ledger import ledger
@@ -36,26 +37,15 @@ def settle_orphaned_runs(home: Path | str, turns: Iterable[Turn] | None = None, 
         runs = book.open_runs(where)
         if not runs:
             return 0
-        if turns is None:
-            turns = _read(where)
-        by_key: dict[str, Turn] = {t.key: t for t in turns}
-        return len([ev for ev in runs if _settle(where, ev, by_key, book)])
+        if entries is None:
+            from hermes_tray_core.markers.store import list_turn_markers
+
+            entries = list_turn_markers(where)
+        return len([ev for ev in runs if _settle(where, ev, entries, book)])
     return 0
 
 
-def _read(home: HomePath) -> list[Turn]:
-    from hermes_tray_core.markers.store import list_turn_markers
-
-    out = []
-    for key, entry in list_turn_markers(home).items():
-        try:
-            out.append(Turn(home, session_key(key), Marker.read(entry)))
-        except InvalidIdError:
-            continue  # not under a Hermes session id: no run of ours is about it
-    return out
-
-
-def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], book: Ledger) -> bool:
+def _settle(home: HomePath, ev: Mapping[str, Any], entries: Mapping[str, Any], book: Ledger) -> bool:
     from hermes_tray_core.continuing.claim import run_held
 
     key = ev["session_key"]
@@ -67,7 +57,7 @@ def _settle(home: HomePath, ev: Mapping[str, Any], turns: Mapping[str, Turn], bo
     from hermes_tray_core.continuing.completion import mark_of
     from hermes_tray_core.markers.entries import writer_judgement
 
-    turn = turns.get(key)
+    turn = Turn.of(home, key, entries[key]) if key in entries else None  # the ledger's keys are checked ones
     mark = mark_of(ev)
     if mark is not None:
         from hermes_tray_core.hermes.state_db import note_state

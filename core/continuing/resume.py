@@ -7,11 +7,11 @@ claim.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import threading
 import time
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,7 +22,7 @@ from hermes_tray_core.backend.install import (
     find_hermes,
     settings_hermes_command,
 )
-from hermes_tray_core.backend.rpc import GatewayError, HermesNotFound, RpcSession
+from hermes_tray_core.backend.rpc import HermesNotFound, RpcSession
 from hermes_tray_core.continuing import claim as exactly_once
 from hermes_tray_core.continuing.gateway import continue_in_backend, continue_turn
 from hermes_tray_core.continuing.listener import Heard, Listener
@@ -40,7 +40,6 @@ from hermes_tray_core.vocab import (
     Refusal,
     StopReason,
     Verdict,
-    WriterState,
 )
 
 if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is looked for, not with this module
@@ -56,7 +55,7 @@ EXIT_FAILED = 3
 CLAIM_TTL = 60.0
 
 
-@dataclass
+@dataclasses.dataclass
 class ResumeResult:
     """How a resume request ended: its ``outcome``, one line for people, and the CLI's exit code."""
 
@@ -84,19 +83,17 @@ class ResumeResult:
 
     def to_dict(self) -> dict[str, Any]:
         c = self.continuation
-        return {
-            "outcome": self.outcome, "message": self.message, "home": self.home,
-            "session_key": self.session_key, "verdict": self.verdict, "exit_code": self.exit_code,
-            "continued_by": c.continued_by if c else None, "attempt": c.attempt if c else None,
-            "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
-            "marker_left": c.marker_left if c else None,  # the continuation's marker could not be removed
-            "code": self.code or "",  # "" for none; ran_in: running-backend (backend_pid) or separate-process
-            "ran_in": c.ran_in if c else None, "backend_pid": c.backend_pid if c else None,
-            "where": c.where if c else None, "fallback_reason": self.fallback_reason,
-            "not_continued": c.not_continued if c else None, "holder_pid": c.holder_pid if c else None,
-            "finish": c.finish if c else None, "left_alone": c.left_alone if c else None,
-            "stopped_by": c.stopped_by if c else None,  # "you" (Stop, Ctrl-C) or "shutdown" (the tray quit)
-        }
+        return {**{f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "continuation"},
+                "exit_code": self.exit_code, "code": self.code or "",  # "" for none
+                "gateway_log": c.log_path if c else None, "timings": dict(c.timings) if c else {},
+                **{k: getattr(c, k) if c else None for k in _OF_CONTINUATION}}
+
+
+#: what ``--json`` tells of the continuation: ``marker_left`` (its marker could not be removed), ``ran_in``
+#: (``running-backend``, then ``backend_pid``, or ``separate-process``), ``stopped_by`` ("you": Stop, Ctrl-C;
+#: "shutdown": the tray quit)…
+_OF_CONTINUATION = ("continued_by", "attempt", "marker_left", "ran_in", "backend_pid", "where", "not_continued",
+                    "holder_pid", "finish", "left_alone", "stopped_by")
 
 
 #: what the user can still do about a turn resume refuses, by verdict (the turns window's "Recent" says the same)
@@ -127,7 +124,7 @@ def _record(event: Event | str, turn: TurnId, *, run: int | None = None, marker:
         ledger().record(event, turn, run=run, marker_started=marker, **fields)
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Assessment:
     """The one judge's verdict on one marker now, with the budget it used."""
 
@@ -142,41 +139,27 @@ class Assessment:
 
 def assess(turn: Turn, *, now: float | None = None) -> Assessment:
     """The scanner's verdict for one turn, from a fresh look at every fact."""
+    from hermes_tray_core.backend.sessions import ask_writer
     from hermes_tray_core.continuing.completion import settle_if_finished
-    from hermes_tray_core.deciding.policy import Facts, Seen, judge
+    from hermes_tray_core.continuing.facts import seen_now
+    from hermes_tray_core.deciding.policy import Facts, judge
     from hermes_tray_core.hermes.config import read_backend_config
-    from hermes_tray_core.hermes.state_db import lookup_session, session_activity
-    from hermes_tray_core.markers.entries import writer_judgement
+    from hermes_tray_core.hermes.processes import backend_state
+    from hermes_tray_core.hermes.state_db import active_session_owner, lookup_session, turn_lease_view
     from hermes_tray_core.stores.ledger import ledger
 
     now = time.time() if now is None else now
-    home, marker = turn.home, turn.marker
+    home, key, marker, pid = turn.home, turn.key, turn.marker, turn.marker.writer_pid
     cfg = read_backend_config(home).auto_continue
     known = NOTHING
-    with bookkeeping(logger, "cannot read the ledger for %s", turn.key):  # unknown: the other facts decide
+    with bookkeeping(logger, "cannot read the ledger for %s", key):  # unknown: the other facts decide
         known = ledger().status(turn.ident)
     settled = settle_if_finished(turn)
-    judged = writer_judgement(marker, home)
-    writer = judged.state
-    info, _problem = lookup_session(home, turn.key)
-    activity = session_activity(home, turn.key, now=now)
-    owner = activity.owner.state
-    idle, idle_detail = "unknown", ""
-    if writer == WriterState.ALIVE and marker.writer_pid is not None:  # a live backend that wrote it may run no
-        from hermes_tray_core.backend.sessions import ask_writer  # turn for it any more: ask it
-
-        answer = ask_writer(home, turn.key, marker.writer_pid, marker.writer_start)
-        idle, idle_detail = answer.state, answer.detail
-        if idle == "none" and activity.owner.pid == marker.writer_pid:
-            owner = "none"  # the registry's owner is that very backend, which runs no turn for it
-    details = [v.detail for v in (activity.lease, activity.owner) if v.state in ("live", "alive", "unknown")]
-    backend, backend_detail = "none", ""
-    if writer == WriterState.UNKNOWN:  # Hermes' order lets an unknown writer through: unless a live Hermes serves the home
-        from hermes_tray_core.hermes.processes import backend_state
-
-        backend, backend_detail = backend_state(home)
-    seen = Seen(writer, info.source if info else None, activity.lease.state, owner, "; ".join(details), backend,
-                backend_detail, judged.note, idle, idle_detail, info.conversation_generation if info else None)
+    info, _problem = lookup_session(home, key)
+    seen = seen_now(turn, info.source if info else None, info.conversation_generation if info else None,
+                    ask_writer=lambda: None if pid is None else ask_writer(home, key, pid, marker.writer_start),
+                    lease=lambda: turn_lease_view(home, key, now=now)[:2],
+                    owner=lambda: active_session_owner(home, key), backend=lambda: backend_state(home))
     d = judge(marker, Facts(cfg, now, seen, known, settled.state if settled else None,
                             settled.reason if settled else ""))
     return Assessment(d.verdict, d.reason, d.unsure, int(cfg.max_attempts), d.code, known, settled)
@@ -216,29 +199,15 @@ def resume_turn(
         exactly_once.release(held, key)
 
 
-def _gateway_owns(home: Path | str) -> str | None:
-    """Why no runtime may be started for ``home`` (a gateway owns its sessions), or None. Never raises."""
-    from hermes_tray_core.backend.running import GatewayOwnsHome, wait_for_backends
-    from hermes_tray_core.process.identity import process_errors
-
-    cannot: tuple[type[Exception], ...] = (GatewayError, *process_errors())
-    try:
-        wait_for_backends(home, wait=0.0)
-    except GatewayOwnsHome as exc:
-        return str(exc)
-    except cannot as exc:  # no usable backend: the spawned gateway, as before
-        logger.debug("cannot look for a gateway owning %s: %s", home, exc)
-    return None
-
-
 class _Backends:
     """The user's running backends of the home, looked for and connected to beside the re-checks (nothing is
     asked of them yet). One still starting is waited for, never passed over: a second Hermes beside it would
-    take the session and lock the user's window out."""
+    take the session and lock the user's window out. Not ``used`` (benchmarks compare the two): only whether a
+    gateway owns the home, and nothing is found."""
 
-    def __init__(self, home: Path | str, *, wait: float = 0.0, on_waiting: Callable[[], None] | None = None,
-                 stop: threading.Event | None = None) -> None:
-        self.home, self.wait, self.on_waiting, self.stop = home, wait, on_waiting, stop
+    def __init__(self, home: Path | str, *, used: bool = True, wait: float = 0.0,
+                 on_waiting: Callable[[], None] | None = None, stop: threading.Event | None = None) -> None:
+        self.home, self.used, self.wait, self.on_waiting, self.stop = home, used, wait, on_waiting, stop
         self.found: list[BackendEndpoint] = []
         self.why_none: str | None = None
         self.owned: str | None = None  # a gateway owns the home's sessions and cannot be used: why (nothing starts)
@@ -259,6 +228,8 @@ class _Backends:
             self.owned = str(exc)
         except Exception as exc:  # boundary: never a reason not to resume: the separate gateway, and why
             self.why_none = f"cannot look for a running Hermes ({type(exc).__name__})"
+        if not self.used:
+            self.found, self.why_none = [], "the running backend was not asked (disabled for this call)"
         self.took = time.monotonic() - t
         for b in self.found:
             try:
@@ -297,15 +268,17 @@ class _Resume:
         """A step of this run, about the turn as read under the claim."""
         _record(event, self.turn.ident, run=self.run or None, marker=marker, via=self.via, **fields)
 
-    def refused(self, message: str, code: Refusal, verdict: str | None = None) -> ResumeResult:
-        self.journal(Event.REFUSED, reason=message, verdict=verdict)
-        return self.result(Outcome.REFUSED, message, verdict, code=code)
+    def refused(self, message: str, code: Refusal, verdict: str | None = None, *, why: str | None = None,
+                res: ContinuationResult | None = None, fallback: str | None = None, **fields: Any) -> ResumeResult:
+        """Refuse with ``message``; the ledger records ``why`` (else the message) and ``fields``."""
+        self.journal(Event.REFUSED, reason=why or message, verdict=verdict, **fields)
+        return self.result(Outcome.REFUSED, message, verdict, res, code=code, fallback=fallback)
 
     def claimed(self, held: exactly_once.Claim, prefer_running_backend: bool) -> ResumeResult:
         self.epoch, self.run = held.epoch, held.run
         self.options = self.options or settings_options()
-        backends = _Backends(self.home, wait=self.options.backend_start_wait, on_waiting=self._waiting_for_backend,
-                             stop=self.stop) if prefer_running_backend else None
+        backends = _Backends(self.home, used=prefer_running_backend, on_waiting=self._waiting_for_backend,
+                             wait=self.options.backend_start_wait if prefer_running_backend else 0.0, stop=self.stop)
         try:
             checked = self._recheck()
             if isinstance(checked, ResumeResult):
@@ -313,8 +286,7 @@ class _Resume:
             ran = self._continue(checked, backends)
             return ran if isinstance(ran, ResumeResult) else self._report(*ran, checked)
         finally:
-            if backends is not None:
-                backends.close()
+            backends.close()
 
     def _left_before(self, backend_pid: int) -> tuple[str, float] | None:
         """(runtime id, when) of the session a run of ours last left in that backend, or None."""
@@ -354,10 +326,9 @@ class _Resume:
         a = assess(turn)
         if a.verdict == Verdict.STOPPED:
             why = "you stopped it" if a.known.stopped == Event.INTERRUPTED else "the tray gave up on it"
-            self.journal(Event.REFUSED, reason=f"{why} earlier", verdict=Verdict.STOPPED)
-            return self.result(Outcome.REFUSED, f"Not resumed: {why} earlier (the tray's ledger says so), and a Stop is "
-                               "final. Its marker is still in Hermes' file; `hermes-tray skip` removes it once the home "
-                               "can be written.", Verdict.STOPPED, code=Refusal.STOPPED)
+            return self.refused(f"Not resumed: {why} earlier (the tray's ledger says so), and a Stop is final. Its "
+                                "marker is still in Hermes' file; `hermes-tray skip` removes it once the home can be "
+                                "written.", Refusal.STOPPED, Verdict.STOPPED, why=f"{why} earlier")
         if a.verdict in (Verdict.SKIPPED, Verdict.FINISHED):
             if a.settled is not None and a.settled.finished:  # a continuation of ours finished; its process did not say
                 why = f"this turn was already continued and completed ({a.settled.reason})"
@@ -368,12 +339,10 @@ class _Resume:
                 tail = (" The stale marker was removed again, so Hermes will not continue it either."
                         if exactly_once.remove_settled(turn) else " Skip it to remove the marker, or continue it by hand "
                         "in Hermes.")
-            self.journal(Event.REFUSED, reason=why, verdict="settled")
-            return self.result(Outcome.REFUSED, f"Not resumed: {why}.{tail}", "settled", code=Refusal.ALREADY_SETTLED)
+            return self.refused(f"Not resumed: {why}.{tail}", Refusal.ALREADY_SETTLED, "settled", why=why)
         if a.code == ReasonCode.UNSURE_FINISHED:  # never risk a second turn
-            self.journal(Event.REFUSED, reason=a.reason, verdict="unsure")
-            return self.result(Outcome.REFUSED, f"Not resumed: {a.reason}. Try again when Hermes' state.db can be read.",
-                               "unsure", code=Refusal.NOT_ACTIONABLE)
+            return self.refused(f"Not resumed: {a.reason}. Try again when Hermes' state.db can be read.",
+                                Refusal.NOT_ACTIONABLE, "unsure", why=a.reason)
         from hermes_tray_core.continuing.writable import write_problem
 
         cannot = write_problem(self.home)
@@ -387,8 +356,7 @@ class _Resume:
                                         "still matters.", a.verdict)
         if a.verdict != Verdict.ACTIONABLE:
             hint = _HINTS.get(a.verdict, "") if not a.unsure else ""
-            self.journal(Event.REFUSED, reason=f"{a.reason}", verdict=a.verdict)
-            return self.result(Outcome.REFUSED, f"Not resumed: {a.reason}.{hint}", a.verdict, code=Refusal.NOT_ACTIONABLE)
+            return self.refused(f"Not resumed: {a.reason}.{hint}", Refusal.NOT_ACTIONABLE, a.verdict, why=a.reason)
         return a
 
     # the journal order is always approved → (continuing →) dispatched → the end
@@ -443,56 +411,48 @@ class _Resume:
 
     # step 2: continue it, in the user's running Hermes when there is one, else in a spawned gateway
 
-    def _continue(self, a: Assessment, backends: _Backends | None
-                  ) -> tuple[ContinuationResult, str | None] | ResumeResult:
+    def _continue(self, a: Assessment, backends: _Backends) -> tuple[ContinuationResult, str | None] | ResumeResult:
         self.attempts = self.turn.attempts  # as Hermes counts them: a negative count is 0, never -1 + 1
         prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
         assert prompt.strip()  # actionable implies a prompt
         self.prompt = prompt
         options = self.options or settings_options()
-        fallback: str | None = "the running backend was not asked (disabled for this call)"
-        if backends is not None:
-            t_wait = time.monotonic()
-            backends.thread.join()
-            waited = time.monotonic() - t_wait
-            fallback = backends.why_none
-            if self.stop is not None and self.stop.is_set():  # stopped while a starting Hermes was waited for
-                quit_ = stop_reason(self.stop) == StopReason.SHUTDOWN
-                return ContinuationResult(Outcome.INTERRUPTED, "hermes-tray quit before Hermes started the "
-                                          "continuation; the turn is still waiting." if quit_ else
-                                          "Stopped before Hermes started the continuation; it is not resumed "
-                                          "again.", stopped_by=stop_reason(self.stop)), fallback
-            if backends.owned:
-                return self._owned(a, backends.owned)
-            # the marker's writer when it is among them (Hermes continues a marker of its own process, never
-            # another live one's), else the first found (the gateway that owns the home comes first)
-            found = backends.found
-            backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
-            if backend is not None:
-                res = continue_in_backend(self.turn, backend, options=options, listener=self, stop=self.stop,
-                                          other_backends=tuple(backends.found), connections=backends.connections,
-                                          left_before=self._left_before(backend.pid))
-                res.timings["find_backend"] = backends.took
-                res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
-                if not res.backend_unusable:
-                    return res, None
-                if backend.kind == BackendKind.GATEWAY:  # nothing was resumed, and nothing may start beside it
-                    return self._owned(a, f"{backend.describe()} owns this home's sessions and the tray cannot "
-                                          f"continue through it ({res.backend_unusable})")
-                from hermes_tray_core.backend.running import forget
+        t_wait = time.monotonic()
+        backends.thread.join()
+        waited = time.monotonic() - t_wait
+        fallback = backends.why_none
+        if self.stop is not None and self.stop.is_set():  # stopped while a starting Hermes was waited for
+            quit_ = stop_reason(self.stop) == StopReason.SHUTDOWN
+            return ContinuationResult(Outcome.INTERRUPTED, "hermes-tray quit before Hermes started the "
+                                      "continuation; the turn is still waiting." if quit_ else
+                                      "Stopped before Hermes started the continuation; it is not resumed "
+                                      "again.", stopped_by=stop_reason(self.stop)), fallback
+        if backends.owned:
+            return self._owned(a, backends.owned)
+        # the marker's writer when it is among them (Hermes continues a marker of its own process, never
+        # another live one's), else the first found (the gateway that owns the home comes first)
+        found = backends.found
+        backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
+        if backend is not None:
+            res = continue_in_backend(self.turn, backend, options=options, listener=self, stop=self.stop,
+                                      other_backends=tuple(backends.found), connections=backends.connections,
+                                      left_before=self._left_before(backend.pid))
+            res.timings["find_backend"] = backends.took
+            res.timings["find_backend_wait"] = waited  # what the overlap with the re-checks left over
+            if not res.backend_unusable:
+                return res, None
+            if backend.kind == BackendKind.GATEWAY:  # nothing was resumed, and nothing may start beside it
+                return self._owned(a, f"{backend.describe()} owns this home's sessions and the tray cannot "
+                                      f"continue through it ({res.backend_unusable})")
+            from hermes_tray_core.backend.running import forget
 
-                forget(self.home)  # nothing was resumed there: a separate gateway, and say why
-                fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
-        else:
-            owned = _gateway_owns(self.home)
-            if owned:
-                return self._owned(a, owned)
+            forget(self.home)  # nothing was resumed there: a separate gateway, and say why
+            fallback = f"your running Hermes (pid {backend.pid}) could not be used: {res.backend_unusable}"
         try:
             inst = self.install or find_hermes(settings_hermes_command())  # the caller's choice
         except HermesSettingsError as exc:  # which Hermes the user chose is unknown: guess nothing
-            self.journal("refused", reason=str(exc), verdict=a.verdict, fallback_reason=fallback)
-            return self.result(Outcome.REFUSED, f"Not resumed: {exc}", a.verdict, code=Refusal.NO_HERMES_CHOICE,
-                               fallback=fallback)
+            return self.refused(f"Not resumed: {exc}", Refusal.NO_HERMES_CHOICE, a.verdict, why=str(exc),
+                                fallback=fallback, fallback_reason=fallback)
         except HermesNotFound as exc:
             self._approved_done()
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
@@ -500,9 +460,8 @@ class _Resume:
         return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
 
     def _owned(self, a: Assessment, why: str) -> ResumeResult:
-        self.journal("refused", reason=why, verdict=a.verdict, dispatched=False)
-        return self.result(Outcome.REFUSED, f"Not resumed: {why}. Continue it in Hermes.", a.verdict,
-                           code=Refusal.GATEWAY_OWNS, fallback=why)
+        return self.refused(f"Not resumed: {why}. Continue it in Hermes.", Refusal.GATEWAY_OWNS, a.verdict, why=why,
+                            fallback=why, dispatched=False)
 
     # step 3: record how it ended, and say it
 
@@ -525,14 +484,12 @@ class _Resume:
         self._approved_done()  # (also when Hermes never started: approved, then failed)
         where: dict[str, Any] = {"ran_in": res.ran_in, "backend_pid": res.backend_pid, "fallback_reason": fallback}
         if res.marker_changed:  # a skip (or Hermes) changed the entry while Hermes was starting: it won
-            self.journal("refused", reason="marker changed before the continuation was submitted", verdict=a.verdict,
-                         dispatched=False, **where)
-            return self.result(Outcome.REFUSED, res.message, a.verdict, res, code=Refusal.CHANGED, fallback=fallback)
+            return self.refused(res.message, Refusal.CHANGED, a.verdict, res=res, fallback=fallback, dispatched=False,
+                                why="marker changed before the continuation was submitted", **where)
         if res.live_elsewhere:  # open / running in the user's Hermes app, or taken while ours was starting
-            self.journal("refused", reason=res.live_elsewhere, verdict=Verdict.RUNNING, dispatched=False,
-                         not_continued=res.not_continued, holder_pid=res.holder_pid, **where)
-            return self.result(Outcome.REFUSED, res.message, Verdict.RUNNING, res, code=Refusal.NOT_ACTIONABLE,
-                               fallback=fallback)
+            return self.refused(res.message, Refusal.NOT_ACTIONABLE, Verdict.RUNNING, why=res.live_elsewhere, res=res,
+                                fallback=fallback, dispatched=False, not_continued=res.not_continued,
+                                holder_pid=res.holder_pid, **where)
         if res.left_session:
             where["left_sid"] = res.left_session  # the session left to Hermes in that backend (Run._left_by_us)
         fields: dict[str, Any] = {"attempt": res.attempt, "continued_by": res.continued_by,

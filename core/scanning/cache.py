@@ -8,6 +8,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -63,7 +64,7 @@ class ScanCache:
             atomic_write_bytes(self.path, json.dumps(doc, separators=(",", ":")).encode(), durable=False)
             self._dirty = False
 
-    def config(self, key: str, sig: list[object]) -> tuple[AutoContinueConfig, list[str]] | None:
+    def config(self, key: str, sig: Sequence[object]) -> tuple[AutoContinueConfig, list[str]] | None:
         """A config.yaml's effective settings and problems, if cached under this signature."""
         cached = self._configs.get(key)
         if isinstance(cached, list) and len(cached) == 3 and cached[0] == sig:
@@ -75,7 +76,7 @@ class ScanCache:
                 pass  # a damaged cache entry: read the file
         return None
 
-    def put_config(self, key: str, sig: list[object], ac: AutoContinueConfig, problems: list[str]) -> None:
+    def put_config(self, key: str, sig: Sequence[object], ac: AutoContinueConfig, problems: list[str]) -> None:
         self._configs[key] = [sig, [ac.enabled, ac.freshness_minutes, ac.max_attempts, list(ac.managed)], problems]
         self._dirty = True
 

@@ -23,10 +23,6 @@ __all__ = ["RunningNow"]
 logger = get_logger(__name__)
 
 
-class _NoApp(dict[str, dict[str, int]]):
-    """This scan found no running Hermes app at all (``backend_sessions.none_running``): every home's answer is empty."""
-
-
 class RunningNow:
     """One scan's look at what runs."""
 
@@ -76,15 +72,18 @@ class RunningNow:
     def open_sessions(self, home: Home) -> dict[str, int]:
         """The sessions the running Hermes of ``home`` has open (``core.backend.sessions``), once per scan."""
         key = str(home.path)
-        if isinstance(self._open, _NoApp):
-            return {}
         if key not in self._open:
             from hermes_tray_core.backend import sessions as backend_sessions
+            from hermes_tray_core.hermes.processes import HermesProcesses
+            from hermes_tray_core.process.identity import process_errors
 
-            if self._procs is None and not self._open and backend_sessions.none_running():
-                self._open = _NoApp()  # no app runs: no process-table look, for any home of this scan
-                return {}
-            procs = self._procs if self._procs is not None else self.dashboards()
+            if self._procs is None and self._apps is None:  # the apps alone: cheaper than :meth:`processes`
+                try:  # no app runs (a few ms to tell): no process-table look, for any home of this scan
+                    self._apps = HermesProcesses([]) if backend_sessions.none_running() else HermesProcesses.now(
+                        kinds=(ProcessKind.DASHBOARD,))
+                except process_errors() as exc:
+                    self._apps = exc
+            procs = self._procs if self._procs is not None else self._apps
             found: dict[str, int] = {}
             if not isinstance(procs, Exception):
                 try:
@@ -93,18 +92,6 @@ class RunningNow:
                     logger.info("cannot ask the running Hermes of %s: %s", home.path, exc)
             self._open[key] = found
         return self._open[key]
-
-    def dashboards(self) -> HermesProcesses | Exception:
-        """The running Hermes apps alone: cheaper than :meth:`processes`, once per scan."""
-        if self._apps is None:
-            from hermes_tray_core.hermes.processes import HermesProcesses
-            from hermes_tray_core.process.identity import process_errors
-
-            try:
-                self._apps = HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
-            except process_errors() as exc:
-                self._apps = exc
-        return self._apps
 
     def processes(self) -> HermesProcesses | Exception:
         """One look at the process table per scan (only when a verdict depends on it)."""

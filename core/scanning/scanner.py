@@ -15,14 +15,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from hermes_tray_core.deciding.policy import (
-    AutoContinueConfig,
-    Decision,
-    Facts,
-    Seen,
-    judge,
-    marker_age,
-)
+from hermes_tray_core.continuing.facts import seen_now
+from hermes_tray_core.deciding.policy import AutoContinueConfig, Decision, Facts, judge, marker_age
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
 from hermes_tray_core.errors import DEBUG, bookkeeping
 from hermes_tray_core.hermes import reach
@@ -48,7 +42,7 @@ if TYPE_CHECKING:
 ELSEWHERE = ("this Hermes keeps its sessions elsewhere ({}), so hermes-tray cannot see or resume its interrupted "
              "turns; continue them in Hermes")
 
-__all__ = ["Scanner", "scan", "default_cache_file", "config_problems", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
+__all__ = ["Scanner", "scan", "default_cache_file", "TurnRecord", "HomeReport", "ScanResult", "prompt_excerpt"]
 
 logger = get_logger(__name__)
 # Log levels as numbers, so that naming them does not import logging.
@@ -71,14 +65,6 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-def config_problems(warnings: Sequence[str], error: str | None) -> list[str]:
-    """Hermes' coercion warnings, and a config.yaml Hermes cannot read (it then uses the defaults)."""
-    problems = [str(w) for w in warnings]
-    if error:
-        problems.append(f"{error} — Hermes falls back to the defaults; fix the file")
-    return problems
-
-
 def _missing_problem(home: Home) -> str:
     if home.origin == "cli":
         return f"{home.path} does not exist"
@@ -91,13 +77,6 @@ def _missing_problem(home: Home) -> str:
 def _unreadable(home: Home, exists: bool, problem: str) -> HomeReport:
     return HomeReport(home.path, home.profile, home.origin, exists, "unreadable", 0, AutoContinueConfig(),
                       "unreadable", home.webui_journal_dir, 0, problems=(problem,), reachable=False)
-
-
-def _read_config(home: Home, managed: _ManagedNow) -> tuple[AutoContinueConfig, list[str]]:
-    from hermes_tray_core.hermes.config import read_backend_config
-
-    cfg = read_backend_config(home.path, managed=(managed[0], managed[1], managed[2]))
-    return cfg.auto_continue, config_problems(cfg.warnings, cfg.error)
 
 
 def _note(turn: Turn) -> tuple[str | None, str]:
@@ -162,19 +141,21 @@ class Scanner:
         return ScanResult(reports, turns, now)
 
     def _config(self, home: Home) -> tuple[AutoContinueConfig, list[str]]:
-        key = str(home.config_file)
-        managed = self._managed()
-        sig = self._config_sig(home)
+        """Hermes' settings for ``home`` and its coercion warnings, and a config.yaml it cannot read (it then
+        uses the defaults)."""
+        from hermes_tray_core.hermes.config import read_backend_config
+
+        managed, st = self._managed(), _stat(home.config_file)
+        key, sig = str(home.config_file), [_sig(st) if st else None, managed[3]]
         cached = self._cache.config(key, sig)
         if cached is not None:
             return cached
-        ac, problems = _read_config(home, managed)
-        self._cache.put_config(key, sig, ac, problems)
-        return ac, problems
-
-    def _config_sig(self, home: Home) -> list[object]:
-        st = _stat(home.config_file)
-        return [_sig(st) if st else None, self._managed()[3]]
+        cfg = read_backend_config(home.path, managed=managed[:3])
+        problems = [str(w) for w in cfg.warnings]
+        if cfg.error:
+            problems.append(f"{cfg.error} — Hermes falls back to the defaults; fix the file")
+        self._cache.put_config(key, sig, cfg.auto_continue, problems)
+        return cfg.auto_continue, problems
 
     def _managed(self) -> _ManagedNow:
         """The managed overlay, read once per scan: (path, mapping, warning, signature for the cache)."""
@@ -264,7 +245,7 @@ class Scanner:
         if entries is not None:
             from hermes_tray_core.continuing.orphans import settle_orphaned_runs
 
-            settle_orphaned_runs(home.path, made)  # a run of ours whose process is gone: its end, from Hermes' facts
+            settle_orphaned_runs(home.path, entries)  # a run of ours whose process is gone: its end, from Hermes' facts
         turns: list[TurnRecord] = []
         state = _HomeState(home.path, now) if exists else None
         try:
@@ -360,37 +341,14 @@ class Scanner:
             problems.append(f"{title_problem}: session titles unavailable")
         return out
 
-    def _seen(self, home: Home, turn: Turn, state: _HomeState | None) -> Seen:
-        """What runs beside the marker (writer, lease, owner, backend, the running Hermes app), looked at only
-        as far as the verdict depends on it."""
-        from hermes_tray_core.markers.entries import writer_judgement
-
-        key, marker = turn.key, turn.marker
-        info = state.session(key)[0] if state else None
-        source = info.source if info else None
-        judged = writer_judgement(marker, home.path) if marker.is_entry else None
-        writer = judged.state if judged is not None else WriterState.UNKNOWN
-        note = judged.note if judged is not None else ""
-        idle = self._now.writer_turn(home, turn) if writer == WriterState.ALIVE else None
-        generation = info.conversation_generation if info else None
-        if (writer == WriterState.ALIVE and idle is None) or not marker.is_entry:
-            return Seen(writer, source, writer_note=note, generation=generation)
-        lstate, ldetail = state.lease(key)[:2] if state else ("unknown", "no state.db")
-        owner = self._now.owner(home, key)
-        ostate = owner.state if owner else "none"
-        if idle is not None and owner is not None and owner.pid == marker.writer_pid:
-            ostate = "none"  # the registry's owner is the very backend that, asked, runs no turn for it
-        details = [d for d, st in ((ldetail, lstate), (owner.detail if owner else "", ostate))
-                   if st in ("live", "alive", "unknown")]
-        backend, backend_detail = self._now.backend(home) if writer == WriterState.UNKNOWN else ("none", "")
-        return Seen(writer, source, lstate, ostate, "; ".join(details), backend, backend_detail, note,
-                    "none" if idle is not None else "unknown", idle.detail if idle is not None else "", generation)
-
     def _marker_record(self, home: Home, turn: Turn, config: AutoContinueConfig, state: _HomeState | None,
                        now: float, known: TurnStatus) -> tuple[TurnRecord, str | None]:
         key, marker = turn.key, turn.marker
         info, tp = state.session(key) if state else (None, None)
-        seen = self._seen(home, turn, state)
+        seen = seen_now(turn, info.source if info else None, info.conversation_generation if info else None,
+                        ask_writer=lambda: self._now.writer_turn(home, turn),
+                        lease=lambda: state.lease(key)[:2] if state else ("unknown", "no state.db"),
+                        owner=lambda: self._now.owner(home, key), backend=lambda: self._now.backend(home))
         note, note_detail = _note(turn)
         decision: Decision = judge(marker, Facts(config, now, seen, known, note, note_detail))
         if self._ask_app and decision.verdict in (Verdict.DISABLED, Verdict.STALE, Verdict.EXHAUSTED,

@@ -5,7 +5,6 @@ listed, never acted on.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
@@ -25,9 +24,7 @@ if TYPE_CHECKING:
     from hermes_tray_core.scanning.cache import ScanCache
     from hermes_tray_core.scanning.running import RunningNow
 
-__all__ = ["summarise_journal", "valid_summary", "shard_pids", "webui_records", "MAX_JOURNAL_BYTES"]
-
-MAX_JOURNAL_BYTES = 64 * 1024 * 1024
+__all__ = ["summarise_journal", "valid_summary", "webui_records"]
 
 
 def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
@@ -45,7 +42,7 @@ def summarise_journal(sid: str, files: Sequence[str]) -> dict[str, Any]:
             tid = str(ev.get("turn_id") or "").strip()
             if tid:
                 by_turn.setdefault(tid, []).append(ev)
-        pids_by_turn = shard_pids(files) if any(label for label, _ in labelled) else {}
+        pids_by_turn = _shard_pids(sid, labelled)
         for latest in pending:
             tid = str(latest.get("turn_id") or "").strip()
             evs = by_turn.get(tid, [latest])
@@ -68,26 +65,18 @@ def valid_summary(summary: Any) -> bool:
             and all(type(p) is dict for p in summary["pending"]))
 
 
-def shard_pids(files: Sequence[str | os.PathLike[str]]) -> dict[str, int]:
+def _shard_pids(sid: str, labelled: Sequence[tuple[str | None, str]]) -> dict[str, int]:
     """turn_id → pid of the shard ``<sid>~<pid>.jsonl`` that wrote it (the worker's pid)."""
     out: dict[str, int] = {}
-    for f in files:
-        name = os.path.basename(f)
-        if "~" not in name:
+    for label, f in labelled:
+        if not label:
             continue
         try:
-            pid = int(name.rsplit("~", 1)[1].split(".", 1)[0])
-            with open(f, "rb") as fh:
-                data = fh.read(MAX_JOURNAL_BYTES)
+            pid = int(label.rsplit("~", 1)[1].split(".", 1)[0])
+            events = journal.read_journal_files(sid, [(label, f)])["events"]
         except (OSError, ValueError):
             continue
-        for line in data.split(b"\n"):
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(ev, dict) and isinstance(ev.get("turn_id"), str):
-                out[ev["turn_id"].strip()] = pid
+        out.update((ev["turn_id"].strip(), pid) for ev in events if isinstance(ev.get("turn_id"), str))
     return out
 
 
@@ -117,8 +106,6 @@ def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
             files.sort(key=lambda f: ("~" in f[0], f[0]))
             out[sid] = ("|".join(f[2] for f in files), [f[1] for f in files])
     return out
-
-
 
 
 def webui_records(home: Home, now: float, problems: list[str], live: set[str], cache: ScanCache,
