@@ -17,13 +17,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from hermes_tray_core.errors import bookkeeping
-from hermes_tray_core.stores.ledger import NOTHING, UNREADABLE
+from hermes_tray_core.stores.ledger import NOTHING, UNREADABLE, Ledger, TurnStatus
+from hermes_tray_core.stores.ledger import ledger as default_ledger
 from hermes_tray_core.turn import TurnId, TurnKey
 from hermes_tray_core.vocab import Event, Mode, TurnSource, Verdict
 
 if TYPE_CHECKING:  # the tray's first phase (its icon) imports turn_key; the scanner comes with the first scan
     from hermes_tray_core.deciding.records import TurnRecord
-    from hermes_tray_core.stores.ledger import Ledger, TurnStatus
 
 __all__ = ["UNSHOWN_RETRY_SECONDS", "AskOnce", "Review", "record_notified", "snoozed_until", "turn_key", "waiting"]
 
@@ -87,7 +87,7 @@ class AskOnce:
         retry_seconds: float = UNSHOWN_RETRY_SECONDS,
         wall_clock: Callable[[], float] = time.time,
     ) -> None:
-        self._ledger = ledger or _default_ledger
+        self._ledger = ledger or default_ledger
         self.clock = clock
         self.wall_clock = wall_clock  # a snooze's ``until`` is a wall-clock time (it outlives the process)
         self.retry_seconds = retry_seconds
@@ -206,7 +206,7 @@ def record_notified(turns: Sequence[TurnRecord], *, via: str, ledger: Ledger | N
     """Record ``notified`` for every turn in one transaction (a storm of 10,000 is one write): off an event
     loop's thread, with the ledger resolved when asked. A failure costs at most one more question after a
     restart."""
-    target = ledger if ledger is not None else _default_ledger()
+    target = ledger or default_ledger()
     rows = [(Event.NOTIFIED, t.turn.ident, {"profile": t.profile, "via": via}) for t in turns]
     if not rows:
         return
@@ -217,9 +217,3 @@ def record_notified(turns: Sequence[TurnRecord], *, via: str, ledger: Ledger | N
     for event, turn, fields in rows:
         with bookkeeping(log, "could not record 'notified' for %s", turn.key):
             target.record(event, turn, **fields)
-
-
-def _default_ledger() -> Ledger:
-    from hermes_tray_core.stores.ledger import ledger
-
-    return ledger()

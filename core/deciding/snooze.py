@@ -69,8 +69,6 @@ def remind_at(spec: str, now: float) -> float:
 
 def snooze_turn(record: TurnRecord, until: float, *, via: str, ledger: Ledger | None = None) -> None:
     """Hold ``record``'s turn back until ``until`` (a ledger error is raised: it did not take)."""
-    if ledger is None:
-        from hermes_tray_core.stores.ledger import ledger as default
+    from hermes_tray_core.stores.ledger import ledger as default
 
-        ledger = default()
-    ledger.record("snoozed", record.turn.ident, until=float(until), profile=record.profile, via=via)
+    (ledger or default()).record("snoozed", record.turn.ident, until=float(until), profile=record.profile, via=via)

@@ -15,13 +15,13 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.lazy_log import get_logger
+from hermes_tray_core.stores.ledger import Ledger, ledger
 from hermes_tray_core.turn import TurnId
 from hermes_tray_core.vocab import Event, StopCause, TurnSource, WriterState
 
 if TYPE_CHECKING:
     from hermes_tray_core.deciding.records import TurnRecord
     from hermes_tray_core.process.oom import KernelLog, MemoryGroup
-    from hermes_tray_core.stores.ledger import Ledger
 
 __all__ = ["ExitWitness"]
 
@@ -33,19 +33,13 @@ class _Watched(NamedTuple):
     turns: list[TurnId]
 
 
-def _default_ledger() -> Ledger:
-    from hermes_tray_core.stores.ledger import ledger
-
-    return ledger()
-
-
 class ExitWitness:
     """What the detector thread saw of each live writer (``kernel_log``, ``memory_group``: seams)."""
 
-    def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
+    def __init__(self, ledgers: Callable[[], Ledger] = ledger, *,
                  kernel_log: KernelLog | None = None,
                  memory_group: Callable[[int], MemoryGroup | None] | None = None) -> None:
-        self._ledger = ledger or _default_ledger
+        self._ledger = ledgers
         self._log = kernel_log
         self._group = memory_group
         self._seen: dict[int, _Watched] = {}
