@@ -40,16 +40,8 @@ SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
-    name        TEXT PRIMARY KEY,
-    holder      TEXT NOT NULL DEFAULT '',
-    epoch       INTEGER NOT NULL DEFAULT 0,
-    acquired_at REAL,
-    expires_at  REAL,
-    owner_pid   INTEGER,
-    owner_start REAL,
-    owner_ns    INTEGER,
-    owner_mark  TEXT
-)
+    name TEXT PRIMARY KEY, holder TEXT NOT NULL DEFAULT '', epoch INTEGER NOT NULL DEFAULT 0, acquired_at REAL,
+    expires_at REAL, owner_pid INTEGER, owner_start REAL, owner_ns INTEGER, owner_mark TEXT)
 """
 # Schema 3: ``owner_mark``, the holder's clock-proof start mark (core.process.start_mark).
 _MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
@@ -234,8 +226,7 @@ class LeaseStore:
             return fn(self._connection())
 
     def _peek(self, name: str) -> _Row | None:
-        row: _Row | None = self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
-        return row
+        return self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
 
     def _try_acquire(self, name: str, holder: str, ttl: float,
                      then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
@@ -271,19 +262,10 @@ class LeaseStore:
 
     # -- API -----------------------------------------------------------------------------------
 
-    def acquire(
-        self,
-        name: str,
-        holder: str,
-        *,
-        ttl: float,
-        wait: float = 0.0,
-        poll: float = 0.05,
-        on_wait: Callable[[float], None] | None = None,
-        should_abort: Callable[[], bool] | None = None,
-        on_wait_every: float = ON_WAIT_INTERVAL_S,
-        then: Callable[[sqlite3.Connection, Lease], None] | None = None,
-    ) -> Lease | None:
+    def acquire(self, name: str, holder: str, *, ttl: float, wait: float = 0.0, poll: float = 0.05,
+                on_wait: Callable[[float], None] | None = None, should_abort: Callable[[], bool] | None = None,
+                on_wait_every: float = ON_WAIT_INTERVAL_S,
+                then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
         """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait``; None when the wait ran
         out or ``should_abort()`` said so. ``then(connection, lease)`` commits with the lease (the ledger's
         run with its claim). ``on_wait(elapsed)``: at the first miss, then every ``on_wait_every`` seconds."""
@@ -293,24 +275,19 @@ class LeaseStore:
             raise ValueError("lease holder must be a non-empty string")
         if ttl <= 0:
             raise ValueError("ttl must be positive")
-        start = time.monotonic()
-        next_notice = 0.0
-        poll = max(poll, 0.001)
-        while True:
-            lease = self._try_acquire(name, holder, ttl, then)
-            if lease is not None:
-                return lease
+        start, next_notice, poll = time.monotonic(), 0.0, max(poll, 0.001)
+        aborted = should_abort or (lambda: False)
+        while (lease := self._try_acquire(name, holder, ttl, then)) is None:
             elapsed = time.monotonic() - start
             if on_wait is not None and elapsed >= next_notice:
                 on_wait(elapsed)
                 next_notice = elapsed + on_wait_every
-            if elapsed >= wait:
-                return None
-            if should_abort is not None and should_abort():
+            if elapsed >= wait or aborted():
                 return None
             time.sleep(min(poll, wait - elapsed))
-            if should_abort is not None and should_abort():
+            if aborted():
                 return None
+        return lease
 
     def refresh(self, lease: Lease, *, ttl: float) -> bool:
         """Extend ``lease`` to now + ``ttl`` iff it is still this holder's at this epoch."""
@@ -381,15 +358,8 @@ class LeaseKeeper:
     thread (after :meth:`stop` a miss is the holder's end, not a loss), as Hermes' turn-lease refresher
     does."""
 
-    def __init__(
-        self,
-        store: LeaseStore,
-        lease: Lease,
-        *,
-        ttl: float,
-        on_lost: Callable[[Lease], None] | None = None,
-        interval: float | None = None,
-    ) -> None:
+    def __init__(self, store: LeaseStore, lease: Lease, *, ttl: float, on_lost: Callable[[Lease], None] | None = None,
+                 interval: float | None = None) -> None:
         self.store = store
         self.lease = lease
         self.ttl = ttl
