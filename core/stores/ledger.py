@@ -348,9 +348,7 @@ class Ledger:
     # -- reading -----------------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[sqlite3.Connection], _T], empty: _T) -> _T:
-        if not self._exists():
-            return empty
-        return self.store().read(fn)
+        return self.store().read(fn) if self._exists() else empty
 
     def _all(self, order: str) -> list[dict[str, Any]]:
         return self._read(lambda c: _events(c, " ORDER BY d.id" + order), [])
