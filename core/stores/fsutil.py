@@ -127,10 +127,8 @@ def fsync_path(path: Path | str) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, before_replace: Callable[[], object] | None = None,
-    durable: bool = True,
-) -> None:
+def atomic_write_bytes(target: Path | str, data: bytes, *, mode: int = FILE_MODE,
+                       before_replace: Callable[[], object] | None = None, durable: bool = True) -> None:
     """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename
     and may raise to abandon the write. ``durable=False`` skips the fsyncs: only for a cache whose loss costs
     a re-read."""

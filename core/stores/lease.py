@@ -114,9 +114,7 @@ class LeaseStore:
             # Inherited across fork: never used here, kept so that its collection does not close the parent's.
             self._inherited.append(self._conn)
             self._conn = None
-        conn = sqlite3.connect(
-            str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             if self._journal_mode_wal(conn).lower() != "wal":
@@ -245,14 +243,9 @@ class LeaseStore:
             floor = conn.execute("SELECT value FROM meta WHERE key = 'epoch_floor'").fetchone()
             epoch = max(row[1] if row else 0, floor[0] if floor else 0) + 1
             expires = now + ttl
-            conn.execute(
-                "INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid, owner_start, owner_ns,"
-                " owner_mark) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
-                " holder = excluded.holder, epoch = excluded.epoch, acquired_at = excluded.acquired_at,"
-                " expires_at = excluded.expires_at, owner_pid = excluded.owner_pid,"
-                " owner_start = excluded.owner_start, owner_ns = excluded.owner_ns, owner_mark = excluded.owner_mark",
-                (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark),
-            )
+            conn.execute("INSERT OR REPLACE INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid,"
+                         " owner_start, owner_ns, owner_mark) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark))
             lease = Lease(name, holder, epoch, expires)
             if then is not None:
                 then(conn, lease)
@@ -294,10 +287,8 @@ class LeaseStore:
 
         def txn(conn: sqlite3.Connection) -> float | None:
             expires = time.time() + ttl
-            cur = conn.execute(
-                "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
-                (expires, lease.name, lease.holder, lease.epoch),
-            )
+            cur = conn.execute("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
+                               (expires, lease.name, lease.holder, lease.epoch))
             return expires if cur.rowcount == 1 else None
 
         expires = self.write(txn)
@@ -310,11 +301,9 @@ class LeaseStore:
         """Give ``lease`` up (the epoch stays). False when it was released already or taken over."""
 
         def txn(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
-                " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
-                (time.time(), lease.name, lease.holder, lease.epoch),
-            )
+            cur = conn.execute("UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
+                               " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
+                               (time.time(), lease.name, lease.holder, lease.epoch))
             return cur.rowcount == 1
 
         return bool(self.write(txn))
