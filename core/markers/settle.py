@@ -104,13 +104,9 @@ class Leaks:
 
     def _derived(self, theirs: Entries) -> bool:
         """One Hermes write on top of our transient version: one entry differs."""
-        diff = 0
-        for key in theirs.keys() | self.transient.keys():
-            if not marker_file.same_entry(theirs.get(key, marker_file.ABSENT), self.transient.get(key, marker_file.ABSENT)):
-                diff += 1
-                if diff > 1:
-                    return False
-        return diff == 1
+        differ = (k for k in theirs.keys() | self.transient.keys()
+                  if not marker_file.same_entry(theirs.get(k, marker_file.ABSENT), self.transient.get(k, marker_file.ABSENT)))
+        return next(differ, None) is not None and next(differ, None) is None
 
     def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:
         """``theirs`` with copied stale values put right (a new dict when changed)."""

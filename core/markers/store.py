@@ -122,16 +122,8 @@ class MarkerStore:
 
     # writes
 
-    def record(
-        self,
-        session_key: str,
-        prompt: str,
-        *,
-        attempts: int = 0,
-        auto_continue: bool = True,
-        notification_category: str | None = None,
-        writer: ProcessIdentity | None = None,
-    ) -> dict[str, Any]:
+    def record(self, session_key: str, prompt: str, *, attempts: int = 0, auto_continue: bool = True,
+               notification_category: str | None = None, writer: ProcessIdentity | None = None) -> dict[str, Any]:
         """Write the marker for a turn about to run; the entry as stored. ``writer``: the process it is
         recorded for (a gateway the tray started), whose liveness it then follows."""
         key = checked_key(session_key)
@@ -212,7 +204,9 @@ class MarkerStore:
                 wrote, result = self._locked_update(mutate, what)
             if wrote:
                 fsutil.fsync_dir(self._dir)
-            self._sweep()
+            swept = fsutil.sweep_stale_temps(self.path)  # psutil is asked only of another process's temp file
+            if swept:
+                logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
             return result
 
     def _locked_update(self, mutate: Mutate, what: str) -> tuple[bool, Any]:
@@ -229,19 +223,6 @@ class MarkerStore:
             except _ForeignChange:
                 logger.info("turn-marker file %s changed under a %s by another writer; re-applying", self.path, what)
         raise AssertionError("unreachable: the last attempt does not check")  # pragma: no cover
-
-    def _sweep(self) -> None:
-        """Remove dead writers' temp files; psutil is asked only when another process's temp file is there."""
-        prefix, mine = f".{marker_file.MARKER_FILE}.", f".{marker_file.MARKER_FILE}.{os.getpid()}."
-        try:
-            names = os.listdir(self._dir)
-        except OSError:
-            return
-        if not any(n.startswith(prefix) and n.endswith(".tmp") and not n.startswith(mine) for n in names):
-            return
-        swept = fsutil.sweep_stale_temps(self.path)
-        if swept:
-            logger.info("removed %d temp file(s) of dead marker writers in %s", swept, self.path.parent)
 
     def _load_for_write(self, check: bool) -> tuple[bytes | None, Entries, tuple[int, int, int] | None]:
         data, sig = marker_file.read_file(self._p)

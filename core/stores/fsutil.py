@@ -21,8 +21,7 @@ from hermes_tray_core.errors import TrayError
 __all__ = ["BINARY", "CLOEXEC", "DIR_MODE", "FILE_MODE", "NOFOLLOW", "NONBLOCK", "UnsafePathError",
     "atomic_write_bytes", "ensure_private_dir", "os_error_text", "file_signature", "fsync_dir", "fsync_path",
     "is_temp_name", "lock_fd", "locked", "open_private_lockfile", "open_regular", "read_regular", "refuse_symlink",
-    "set_aside", "too_large_words", "sweep_stale_temps", "try_lock_fd", "unlock_fd", "write_all", "write_temp",
-    "writer_gone"]
+    "set_aside", "too_large_words", "sweep_stale_temps", "try_lock_fd", "unlock_fd", "write_all", "write_temp"]
 
 FILE_MODE = 0o600
 DIR_MODE = 0o700
@@ -128,10 +127,8 @@ def fsync_path(path: Path | str) -> None:
         os.close(fd)
 
 
-def atomic_write_bytes(
-    target: Path | str, data: bytes, *, mode: int = FILE_MODE, before_replace: Callable[[], object] | None = None,
-    durable: bool = True,
-) -> None:
+def atomic_write_bytes(target: Path | str, data: bytes, *, mode: int = FILE_MODE,
+                       before_replace: Callable[[], object] | None = None, durable: bool = True) -> None:
     """Write ``data`` to ``target`` atomically and durably. ``before_replace`` runs right before the rename
     and may raise to abandon the write. ``durable=False`` skips the fsyncs: only for a cache whose loss costs
     a re-read."""
@@ -181,58 +178,34 @@ def write_all(fd: int, data: bytes) -> None:
 
 
 def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
-    """Remove the temp files of ``target`` whose writers are gone (:func:`writer_gone`); how many."""
-    removed = 0
-    directory = Path(target).parent
+    """Remove the temp files of ``target`` whose writers can no longer be writing them (gone, a zombie, or a
+    process that took the pid over after the file was written; never this process); how many."""
+    # local: keep fsutil light
+    from hermes_tray_core.process.identity import process_liveness, process_start_time
+    from hermes_tray_core.vocab import WriterState
+
+    directory, removed, now = Path(target).parent, 0, time.time()
     try:
         names = os.listdir(directory)
     except OSError:
         return 0
-    now = time.time()
     for name in names:
         m = _TMP_RE.match(name)
-        if not m or m.group("name") != Path(target).name:
+        if not m or m.group("name") != Path(target).name or int(m.group("pid")) == os.getpid():
             continue
-        path = directory / name
+        pid, path = int(m.group("pid")), directory / name
         try:
-            st = os.lstat(path)
+            mtime = os.lstat(path).st_mtime
         except OSError:
             continue
-        if not writer_gone(int(m.group("pid")), st, now=now, min_age=min_age):
-            continue
+        if process_liveness(pid) != WriterState.DEAD:  # alive, or cannot tell
+            started = process_start_time(pid)
+            if (started is not None and started <= mtime + 1.0) or (started is None and now - mtime < min_age):
+                continue  # a process that existed when the temp file was written (or a young file): may be mid-write
         with contextlib.suppress(OSError):
             os.unlink(path)
             removed += 1
     return removed
-
-
-def writer_gone(pid: int, st: os.stat_result, *, now: float | None = None, min_age: float = 2.0) -> bool:
-    """Can the writer ``pid`` of a temp file (``st``: its lstat) no longer be writing it? Gone, a zombie, or a
-    process that took the pid over after the file was written. Never this process."""
-    from hermes_tray_core.process.identity import (  # local: keep fsutil light
-        process_liveness,
-        process_start_time,
-    )
-    from hermes_tray_core.vocab import WriterState
-
-    if pid == os.getpid():
-        return False
-    if process_liveness(pid) != WriterState.DEAD:
-        started = process_start_time(pid)
-        if started is not None and started <= st.st_mtime + 1.0:
-            return False  # a live process that existed when the temp file was written: may be mid-write
-        if started is None and (time.time() if now is None else now) - st.st_mtime < min_age and _pid_exists(pid):
-            return False
-    return True
-
-
-def _pid_exists(pid: int) -> bool:
-    try:
-        import psutil
-
-        return psutil.pid_exists(pid)
-    except (ImportError, OSError, ValueError, OverflowError):  # a pid from a file name can be any size
-        return True
 
 
 def is_temp_name(name: str) -> bool:

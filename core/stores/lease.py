@@ -40,16 +40,8 @@ SCHEMA_VERSION = 3
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS leases (
-    name        TEXT PRIMARY KEY,
-    holder      TEXT NOT NULL DEFAULT '',
-    epoch       INTEGER NOT NULL DEFAULT 0,
-    acquired_at REAL,
-    expires_at  REAL,
-    owner_pid   INTEGER,
-    owner_start REAL,
-    owner_ns    INTEGER,
-    owner_mark  TEXT
-)
+    name TEXT PRIMARY KEY, holder TEXT NOT NULL DEFAULT '', epoch INTEGER NOT NULL DEFAULT 0, acquired_at REAL,
+    expires_at REAL, owner_pid INTEGER, owner_start REAL, owner_ns INTEGER, owner_mark TEXT)
 """
 # Schema 3: ``owner_mark``, the holder's clock-proof start mark (core.process.start_mark).
 _MARK_COLUMN = "ALTER TABLE leases ADD COLUMN owner_mark TEXT"
@@ -122,9 +114,7 @@ class LeaseStore:
             # Inherited across fork: never used here, kept so that its collection does not close the parent's.
             self._inherited.append(self._conn)
             self._conn = None
-        conn = sqlite3.connect(
-            str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False
-        )
+        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             if self._journal_mode_wal(conn).lower() != "wal":
@@ -254,14 +244,9 @@ class LeaseStore:
             floor = conn.execute("SELECT value FROM meta WHERE key = 'epoch_floor'").fetchone()
             epoch = max(row[1] if row else 0, floor[0] if floor else 0) + 1
             expires = now + ttl
-            conn.execute(
-                "INSERT INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid, owner_start, owner_ns,"
-                " owner_mark) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(name) DO UPDATE SET"
-                " holder = excluded.holder, epoch = excluded.epoch, acquired_at = excluded.acquired_at,"
-                " expires_at = excluded.expires_at, owner_pid = excluded.owner_pid,"
-                " owner_start = excluded.owner_start, owner_ns = excluded.owner_ns, owner_mark = excluded.owner_mark",
-                (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark),
-            )
+            conn.execute("INSERT OR REPLACE INTO leases (name, holder, epoch, acquired_at, expires_at, owner_pid,"
+                         " owner_start, owner_ns, owner_mark) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                         (name, holder, epoch, now, expires, me.pid, me.start_time, ns, me.mark))
             lease = Lease(name, holder, epoch, expires)
             if then is not None:
                 then(conn, lease)
@@ -271,19 +256,10 @@ class LeaseStore:
 
     # -- API -----------------------------------------------------------------------------------
 
-    def acquire(
-        self,
-        name: str,
-        holder: str,
-        *,
-        ttl: float,
-        wait: float = 0.0,
-        poll: float = 0.05,
-        on_wait: Callable[[float], None] | None = None,
-        should_abort: Callable[[], bool] | None = None,
-        on_wait_every: float = ON_WAIT_INTERVAL_S,
-        then: Callable[[sqlite3.Connection, Lease], None] | None = None,
-    ) -> Lease | None:
+    def acquire(self, name: str, holder: str, *, ttl: float, wait: float = 0.0, poll: float = 0.05,
+                on_wait: Callable[[float], None] | None = None, should_abort: Callable[[], bool] | None = None,
+                on_wait_every: float = ON_WAIT_INTERVAL_S,
+                then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
         """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait``; None when the wait ran
         out or ``should_abort()`` said so. ``then(connection, lease)`` commits with the lease (the ledger's
         run with its claim). ``on_wait(elapsed)``: at the first miss, then every ``on_wait_every`` seconds."""
@@ -293,34 +269,27 @@ class LeaseStore:
             raise ValueError("lease holder must be a non-empty string")
         if ttl <= 0:
             raise ValueError("ttl must be positive")
-        start = time.monotonic()
-        next_notice = 0.0
-        poll = max(poll, 0.001)
-        while True:
-            lease = self._try_acquire(name, holder, ttl, then)
-            if lease is not None:
-                return lease
+        start, next_notice, poll = time.monotonic(), 0.0, max(poll, 0.001)
+        aborted = should_abort or (lambda: False)
+        while (lease := self._try_acquire(name, holder, ttl, then)) is None:
             elapsed = time.monotonic() - start
             if on_wait is not None and elapsed >= next_notice:
                 on_wait(elapsed)
                 next_notice = elapsed + on_wait_every
-            if elapsed >= wait:
-                return None
-            if should_abort is not None and should_abort():
+            if elapsed >= wait or aborted():
                 return None
             time.sleep(min(poll, wait - elapsed))
-            if should_abort is not None and should_abort():
+            if aborted():
                 return None
+        return lease
 
     def refresh(self, lease: Lease, *, ttl: float) -> bool:
         """Extend ``lease`` to now + ``ttl`` iff it is still this holder's at this epoch."""
 
         def txn(conn: sqlite3.Connection) -> float | None:
             expires = time.time() + ttl
-            cur = conn.execute(
-                "UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
-                (expires, lease.name, lease.holder, lease.epoch),
-            )
+            cur = conn.execute("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
+                               (expires, lease.name, lease.holder, lease.epoch))
             return expires if cur.rowcount == 1 else None
 
         expires = self.write(txn)
@@ -333,11 +302,9 @@ class LeaseStore:
         """Give ``lease`` up (the epoch stays). False when it was released already or taken over."""
 
         def txn(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute(
-                "UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
-                " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
-                (time.time(), lease.name, lease.holder, lease.epoch),
-            )
+            cur = conn.execute("UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
+                               " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
+                               (time.time(), lease.name, lease.holder, lease.epoch))
             return cur.rowcount == 1
 
         return bool(self.write(txn))
@@ -381,15 +348,8 @@ class LeaseKeeper:
     thread (after :meth:`stop` a miss is the holder's end, not a loss), as Hermes' turn-lease refresher
     does."""
 
-    def __init__(
-        self,
-        store: LeaseStore,
-        lease: Lease,
-        *,
-        ttl: float,
-        on_lost: Callable[[Lease], None] | None = None,
-        interval: float | None = None,
-    ) -> None:
+    def __init__(self, store: LeaseStore, lease: Lease, *, ttl: float, on_lost: Callable[[Lease], None] | None = None,
+                 interval: float | None = None) -> None:
         self.store = store
         self.lease = lease
         self.ttl = ttl

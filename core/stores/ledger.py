@@ -167,6 +167,17 @@ def _parent(runs: Iterable[_Run], started_at: float, attempt: int) -> _Run | Non
     return best
 
 
+def _config(conn: sqlite3.Connection, at: float, details: Mapping[str, Any]) -> int:
+    return int(conn.execute("INSERT INTO decisions (at, event, details) VALUES (?, ?, ?)",
+                            (at, Event.CONFIG_CHANGED.value, json.dumps(details, ensure_ascii=False,
+                                                                        separators=(",", ":")))).lastrowid or 0)
+
+
+def _new_run(conn: sqlite3.Connection, turn_row: int, claim: str, epoch: int, at: float) -> int:
+    return int(conn.execute("INSERT INTO runs (turn, claim, epoch, begun) VALUES (?, ?, ?, ?)",
+                            (turn_row, claim, epoch, at)).lastrowid or 0)
+
+
 _RUNS_OF = ("SELECT r.id, t.started_at, coalesce(t.root, t.id), r.begun, r.attempt, r.reached, r.marker_started, "
             "t.session FROM runs r JOIN turns t ON r.turn = t.id WHERE t.home = ? AND t.session IN ({})")
 _DECISIONS_OF = ("SELECT t.session, t.started_at, t.attempt, d.event, d.until, d.details, d.at, d.via, d.run, r.open, "
@@ -281,21 +292,12 @@ class Ledger:
         details = {"home": home_path(home) if home is not None else None, "key": key, "old": _clean("old", old),
                    "new": _clean("new", new), "by": by,
                    **_details(fields, _RESERVED.union({"key", "old", "new", "by"}))}
-        text = json.dumps(details, ensure_ascii=False, separators=(",", ":"))
-
-        def txn(conn: sqlite3.Connection) -> dict[str, Any]:
-            number = conn.execute("INSERT INTO decisions (at, event, details) VALUES (?, ?, ?)",
-                                  (time.time(), Event.CONFIG_CHANGED.value, text)).lastrowid
-            return _events(conn, " WHERE d.id = ?", number)[0]
-
-        return self._write(txn)
+        return self._write(lambda c: _events(c, " WHERE d.id = ?", _config(c, time.time(), details))[0])
 
     def begin_run(self, conn: sqlite3.Connection, turn: TurnId, lease: Lease) -> int:
         """Inside the claim's transaction (``acquire``'s ``then``): a run of ours continues ``turn``; its
         number. The caller made the tables first: :meth:`store` in here would wait for itself."""
-        tid = self._turn_row(conn, _ident(turn))
-        return int(conn.execute("INSERT INTO runs (turn, claim, epoch, begun) VALUES (?, ?, ?, ?)",
-                                (tid, lease.name, lease.epoch, time.time())).lastrowid or 0)
+        return _new_run(conn, self._turn_row(conn, _ident(turn)), lease.name, lease.epoch, time.time())
 
     def end_run(self, run: int) -> None:
         """A run whose process died before it recorded anything (its resume was checking) is over."""
@@ -346,9 +348,7 @@ class Ledger:
     # -- reading -----------------------------------------------------------------------------------
 
     def _read(self, fn: Callable[[sqlite3.Connection], _T], empty: _T) -> _T:
-        if not self._exists():
-            return empty
-        return self.store().read(fn)
+        return self.store().read(fn) if self._exists() else empty
 
     def _all(self, order: str) -> list[dict[str, Any]]:
         return self._read(lambda c: _events(c, " ORDER BY d.id" + order), [])

@@ -88,43 +88,24 @@ def read_journal(ledger: Ledger, conn: sqlite3.Connection, path: Path) -> bool:
 
 def _one(ledger: Ledger, conn: sqlite3.Connection, ev: Mapping[str, Any], attempts: Mapping[tuple[str, str, float], int],
          runs: dict[tuple[str, str, float], int]) -> int:
-    from hermes_tray_core.stores.ledger import _decision
+    from hermes_tray_core.stores.ledger import _config, _decision, _new_run
 
-    name, at = ev.get("event"), json_number(ev.get("created_at")) or 0.0
+    name, at, home = ev.get("event"), json_number(ev.get("created_at")) or 0.0, ev.get("home")
     if name == Event.CONFIG_CHANGED:
-        home = ev.get("home")
-        ledger_fields = _fields(ev)
-        ledger_fields["home"] = home_path(home) if isinstance(home, str) else None
-        import json
-
-        conn.execute("INSERT INTO decisions (at, event, details) VALUES (?, ?, ?)",
-                     (at, Event.CONFIG_CHANGED.value, json.dumps(ledger_fields, ensure_ascii=False)))
+        _config(conn, at, {**_fields(ev), "home": home_path(home) if isinstance(home, str) else None})
         return 1
-    kind = Event(str(name))
-    home, key = ev.get("home"), session_key(ev.get("session_key"))
+    kind, key = Event(str(name)), session_key(ev.get("session_key"))
     if not isinstance(home, str) or not home:
         raise InvalidIdError("no home")
     started = json_number(ev.get("started_at")) or 0.0
-    ident = (home, key, started)
-    turn = TurnId(home_path(home), key, started, attempts.get(ident, -1))
-    fields = _fields(ev)
-    run: int | None = None
-    marker: float | None = None
-    if kind is Event.CONTINUING:  # recorded under the continuation's own marker; it belongs to the run it continues
-        original = json_number(ev.get("original_started_at"))
-        if original is not None:
-            ident, marker = (home, key, original), started
-            turn = TurnId(turn.home, key, original, attempts.get(ident, -1))
+    # a continuation is recorded under its own marker; it belongs to the run it continues
+    original = json_number(ev.get("original_started_at")) if kind is Event.CONTINUING else None
+    ident = (home, key, started if original is None else original)
+    turn = TurnId(home_path(home), key, ident[2], attempts.get(ident, -1))
+    run = runs.pop(ident, None) if name in _CLOSING else runs.get(ident)
     if kind is Event.APPROVED:
-        tid = ledger._turn_row(conn, turn)
-        run = int(conn.execute("INSERT INTO runs (turn, claim, epoch, begun) VALUES (?, '', 0, ?)",
-                               (tid, at)).lastrowid or 0)
-        runs[ident] = run
-    else:
-        run = runs.get(ident)
-        if run is not None and name in _CLOSING:
-            del runs[ident]
-    ledger._insert(conn, turn, _decision(kind, fields, at), run, marker)
+        run = runs[ident] = _new_run(conn, ledger._turn_row(conn, turn), "", 0, at)
+    ledger._insert(conn, turn, _decision(kind, _fields(ev), at), run, None if original is None else started)
     return 1
 
 
