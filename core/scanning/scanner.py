@@ -66,8 +66,8 @@ def _stat(path: Path) -> os.stat_result | None:
 
 
 #: what a missing home's problem adds, by where the home came from
-_MISSING_HINT = {"cli": "", "settings": " — remove it from the tray settings' homes (hermes-tray config set homes …) "
-                 "or restore it"}
+_MISSING_HINT = {"cli": "", "settings": " — remove it from the tray settings' homes "
+                 "(hermes-tray config set homes …) or restore it"}
 
 
 def _unreadable(home: Home, exists: bool, problem: str) -> HomeReport:
