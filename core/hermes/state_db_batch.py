@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # sqlite3 is imported when a state.db is opened, not with thi
     from hermes_tray_core.hermes.progress import TurnProgress
 
 __all__ = ["BUSY_TIMEOUT_S", "HOLD_S", "HomeState", "LeaseView", "MAX_ROOT_DEPTH", "SessionInfo", "columns",
-           "connect_ro", "conversation_root_with", "describe_error", "session_rows", "text_or_none"]
+           "connect_ro", "conversation_root_with", "describe_error", "rows_in", "session_rows", "text_or_none"]
 
 LeaseState = Literal["live", "free", "unknown"]
 BUSY_TIMEOUT_S = 0.2
@@ -111,7 +111,7 @@ class HomeState:
         try:
             wanted = [c for c in SessionInfo._fields if c in self._scols]
             if "id" in wanted:
-                for info in map(_session_info, _rows_in(conn, "sessions", wanted, "id", keys)):
+                for info in map(_session_info, rows_in(conn, "sessions", wanted, "id", keys)):
                     self._sessions[info.id] = info
         except db_errors() as exc:
             self._sessions = {}
@@ -128,7 +128,7 @@ class HomeState:
             cids = list(dict.fromkeys(keys + list(self._roots.values())))
             wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
                                             if c in cols]
-            for v in _rows_in(conn, "session_turn_leases", wanted, "conversation_id", cids):
+            for v in rows_in(conn, "session_turn_leases", wanted, "conversation_id", cids):
                 self._leases[str(v.pop("conversation_id"))] = v
         except db_errors() as exc:
             self._lease_error = describe_error(exc)
@@ -296,9 +296,10 @@ def session_rows(conn: sqlite3.Connection, session_id: str, since: object, value
         params = [*value_args, session_id, ts, ts, rid, *args]
 
 
-def _rows_in(conn: sqlite3.Connection, table: str, wanted: list[str], column: str,
-             keys: list[str]) -> Iterator[dict[str, Any]]:
-    """``wanted`` of each row whose ``column`` is one of ``keys``, 500 keys a statement."""
+def rows_in(conn: sqlite3.Connection, table: str, wanted: list[str], column: str,
+            keys: Sequence[object]) -> Iterator[dict[str, Any]]:
+    """``wanted`` of each row whose ``column`` is one of ``keys``, 500 keys a statement (well under SQLite's
+    limit of bound values)."""
     for i in range(0, len(keys), 500):
         chunk = keys[i:i + 500]
         sql = f"SELECT {', '.join(wanted)} FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})"
