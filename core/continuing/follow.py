@@ -124,17 +124,15 @@ class Follow:
         state, why = self.s._note_facts()
         if state != "finished":
             return None
-        # Hermes writes the reply a moment before message.complete: a stream still ours has that frame on its
-        # way
+        # Hermes writes the reply a moment before message.complete: a stream still ours has it on its way
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
             ev = self.s.next_event(0.1)
             if ev is _EOF:
                 break
-            if isinstance(ev, dict) and ev.get("session_id") in (None, self.s.sid):
-                if ev.get("session_id") == self.s.sid:
-                    self.s.pushback = ev
-                    return None
+            if isinstance(ev, dict) and ev.get("session_id") == self.s.sid:
+                self.s.pushback = ev
+                return None
         self.s._retire_marker()
         self.s.result.finish = Finish.STATE_DB
         return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed; it is now open in your "
