@@ -360,18 +360,18 @@ def test_high_water_is_the_largest_message_id(tmp_path):
 def test_note_and_finished_reply_read_finished(tmp_path):
     conn = hermes_db(tmp_path)
     after = seed_turn(conn)
-    state, why = hs.note_answered(tmp_path, SID, NOTE, after)
-    assert state == "pending" and "not in state.db" in why
+    state, why = hs.note_state(tmp_path, SID, NOTE, after)
+    assert state == "absent" and "not in state.db" in why
     note_id = msg(conn, "user", NOTE)  # Hermes persists the user message when the turn starts
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "pending"
     # Mid-turn flushes: a tool round is not an end, nor is a truncated reply.
     msg(conn, "assistant", "", tool_calls='[{"name": "terminal", "arguments": "{}"}]', finish="tool_calls")
     msg(conn, "tool", "notes.txt written")
     msg(conn, "assistant", "partial", finish="length")
-    state, why = hs.note_answered(tmp_path, SID, NOTE, after)
+    state, why = hs.note_state(tmp_path, SID, NOTE, after)
     assert state == "pending" and f"message {note_id}" in why
     reply = msg(conn, "assistant", "Done: notes.txt lists them.", finish="stop")
-    state, why = hs.note_answered(tmp_path, SID, NOTE, after)
+    state, why = hs.note_state(tmp_path, SID, NOTE, after)
     assert state == "finished" and f"message {reply}" in why
 
 
@@ -381,11 +381,11 @@ def test_an_older_answered_note_before_the_mark_does_not_count(tmp_path):
     seed_turn(conn)
     msg(conn, "user", NOTE)
     after = msg(conn, "assistant", "first continuation", finish="stop")
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "absent"
     msg(conn, "user", NOTE)
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "pending"
     msg(conn, "assistant", "second", finish="stop")
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "finished"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "finished"
 
 
 def test_another_sessions_reply_or_another_text_does_not_count(tmp_path):
@@ -396,7 +396,7 @@ def test_another_sessions_reply_or_another_text_does_not_count(tmp_path):
     msg(conn, "assistant", "done elsewhere", sid="other", finish="stop")
     msg(conn, "user", NOTE + " (edited)")
     msg(conn, "assistant", "done", finish="stop")
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "absent"
 
 
 def test_note_kept_as_sent_bytes_and_a_reply_in_the_compressed_child_count(tmp_path):
@@ -408,18 +408,18 @@ def test_note_kept_as_sent_bytes_and_a_reply_in_the_compressed_child_count(tmp_p
     conn.execute("UPDATE sessions SET end_reason = 'compression' WHERE id = ?", (SID,))
     conn.execute("INSERT INTO sessions (id, source, parent_session_id, started_at) VALUES ('tip', 'tui', ?, 3)",
                  (SID,))
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "pending"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "pending"
     msg(conn, "assistant", "Done after compression.", sid="tip", finish="stop")
-    assert hs.note_answered(tmp_path, SID, NOTE, after)[0] == "finished"
+    assert hs.note_state(tmp_path, SID, NOTE, after)[0] == "finished"
 
 
 def test_no_state_db_an_old_schema_or_a_lock_is_unknown_never_finished(tmp_path):
-    assert hs.note_answered(tmp_path / "nohome", SID, NOTE, 0)[0] == "unknown"
+    assert hs.note_state(tmp_path / "nohome", SID, NOTE, 0)[0] == "unknown"
     old = tmp_path / "old"
     old.mkdir()
     conn = sqlite3.connect(old / "state.db", isolation_level=None)
     conn.execute("CREATE TABLE messages (id INTEGER PRIMARY KEY, session_id TEXT, role TEXT, content TEXT)")
-    state, why = hs.note_answered(old, SID, NOTE, 0)
+    state, why = hs.note_state(old, SID, NOTE, 0)
     assert state == "unknown" and "finish_reason" in why
     locked = tmp_path / "locked"
     lconn = hermes_db(locked, wal=False)
@@ -429,11 +429,11 @@ def test_no_state_db_an_old_schema_or_a_lock_is_unknown_never_finished(tmp_path)
     lconn.execute("BEGIN EXCLUSIVE")
     try:
         t0 = time.monotonic()
-        state, why = hs.note_answered(locked, SID, NOTE, after, busy_timeout=0.3)
+        state, why = hs.note_state(locked, SID, NOTE, after, busy_timeout=0.3)
         assert state == "unknown" and "locked" in why and time.monotonic() - t0 < 3
     finally:
         lconn.execute("ROLLBACK")
-    assert hs.note_answered(locked, SID, NOTE, after)[0] == "finished"
+    assert hs.note_state(locked, SID, NOTE, after)[0] == "finished"
 
 
 def test_a_settled_continuation_is_journalled_completed_and_its_marker_retired(tmp_path):

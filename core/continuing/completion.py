@@ -79,7 +79,7 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
     mark = mark_of(entry) if entry is not None else None
     if entry is None or mark is None:
         return None
-    from hermes_tray_core.hermes.state_db import note_answered
+    from hermes_tray_core.hermes.state_db import note_state
 
     prompt = turn.marker.excerpt_source
     if not prompt:
@@ -89,7 +89,7 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
         logger.warning("continuation marker for %s: its prompt does not match the recorded note; left alone",
                        turn.key)
         return None
-    state, why = note_answered(turn.home, mark.state_session, note, mark.after_message_id)
+    state, why = note_state(turn.home, mark.state_session, note, mark.after_message_id)
     if state == "unknown":
         return Settlement("unknown", why)
     if state != "finished":

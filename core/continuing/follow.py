@@ -124,17 +124,15 @@ class Follow:
         state, why = self.s._note_facts()
         if state != "finished":
             return None
-        # Hermes writes the reply a moment before message.complete: a stream still ours has that frame on its
-        # way
+        # Hermes writes the reply a moment before message.complete: a stream still ours has it on its way
         deadline = time.monotonic() + 1.0
         while time.monotonic() < deadline:
             ev = self.s.next_event(0.1)
             if ev is _EOF:
                 break
-            if isinstance(ev, dict) and ev.get("session_id") in (None, self.s.sid):
-                if ev.get("session_id") == self.s.sid:
-                    self.s.pushback = ev
-                    return None
+            if isinstance(ev, dict) and ev.get("session_id") == self.s.sid:
+                self.s.pushback = ev
+                return None
         self.s._retire_marker()
         self.s.result.finish = Finish.STATE_DB
         return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed; it is now open in your "
@@ -252,16 +250,15 @@ class Follow:
         return self.s.finish(Outcome.COMPLETED, "The interrupted turn was continued and completed.", status)
 
     def _left_alone(self, why: str) -> ContinuationResult:
-        state, _facts = self.s._note_facts()
-        if state == "superseded":
-            self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
+        superseded = self.s._note_facts()[0] == "superseded"
+        if not superseded and not self.s.timed_out:
+            return self._left_to_window(why)
+        self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
+        if superseded:
             return self.s.finish(Outcome.INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
                                "interrupted")
-        if self.s.timed_out:
-            self.s.result.left_alone, self.s.result.finish = why, Finish.LEFT_ALONE
-            return self.s.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.s.opts.idle_timeout:g}s, and the tray "
-                                          f"left the session alone: {why}. It will not continue the turn again.")
-        return self._left_to_window(why)
+        return self.s.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.s.opts.idle_timeout:g}s, and the tray "
+                                      f"left the session alone: {why}. It will not continue the turn again.")
 
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:
         if status == "complete":  # Hermes finished the turn before the stop reached it

@@ -66,13 +66,11 @@ class ContinuationResult:
     timings: dict[str, float] = field(default_factory=dict)
     status: str | None = None  # message.complete status as Hermes reported it
     dispatched: bool = False  # a continuation turn was started (note submitted / backend continued)
-    # an older Hermes, ``declined`` with nothing submitted: the checked entry changed (a skip won), or Hermes
-    # was found on the session right before (why)
+    # an older Hermes, ``declined``, nothing submitted: the checked entry changed (a skip won), or Hermes
     marker_changed: bool = False
-    live_elsewhere: str | None = None
-    # an older Hermes: the run's own marker could not be removed (why); the outcome is recorded under it too
-    marker_left: str | None = None
-    marker_left_started_at: float | None = None
+    live_elsewhere: str | None = None  # was found on the session right before (why)
+    marker_left: str | None = None  # older Hermes: the run's own marker could not be removed (why)
+    marker_left_started_at: float | None = None  # that marker's: the outcome is recorded under it too
     answer: str | None = None  # Hermes' final text, for the UI only: never recorded or logged
     log_problem: str | None = None  # why the gateway's stderr log could not be opened (Hermes ran without)
     ran_in: RanIn = RanIn.SEPARATE_PROCESS
@@ -80,11 +78,8 @@ class ContinuationResult:
     where: str | None = None  # where it ran, for a user
     backend_unusable: str | None = None  # why the running backend was not used (the caller falls back)
     stopped_by: StopReason | None = None  # ``interrupted`` / ``detached`` because the caller asked
-    # (stored session, messages.id before the note): recorded at dispatch, so its end is read from state.db
-    # later
-    note_mark: tuple[str, int] | None = None
-    # the runtime session the tray left in the user's running Hermes: recorded, so a later resume knows it
-    left_session: str | None = None
+    note_mark: tuple[str, int] | None = None  # (stored session, messages.id before the note): its end, later
+    left_session: str | None = None  # the runtime session left in the user's running Hermes, for later
     not_continued: NotContinued | None = None  # why Hermes did not continue it here, from its facts
     holder_pid: int | None = None  # another Hermes process that continues it or holds the session
     finish: Finish | None = None  # how the tray learnt the end

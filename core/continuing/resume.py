@@ -379,10 +379,9 @@ class _Resume:
         if res.note_mark is None or self.prompt is None:
             return {}
         from hermes_tray_core.continuing.completion import ContinuationMark
-
-        session, after = res.note_mark
         from hermes_tray_core.hermes.note import continuation_note
 
+        session, after = res.note_mark
         return ContinuationMark.for_note(session, after, continuation_note(self.prompt)).fields()
 
     # what the continuation tells this resume (its Listener): journalled here, progress and the start passed on

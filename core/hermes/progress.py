@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-from hermes_tray_core.hermes.state_db_batch import session_rows
+from hermes_tray_core.hermes.state_db_batch import rows_in, session_rows
 from hermes_tray_core.vocab import StepKind
 
 if TYPE_CHECKING:
@@ -26,7 +26,6 @@ __all__ = ["EXCERPT_CHARS", "RECENT_STEPS", "ProgressStep", "TurnProgress", "rea
 
 EXCERPT_CHARS = 120
 RECENT_STEPS = 3  # "the last few by kind"
-_CHUNK = 400  # row ids per query, well under SQLite's limit of bound values
 # A tool call's name in Hermes' ``tool_calls`` JSON: the only ``"name"`` key outside the (escaped) arguments
 # string, so finding it needs no parse (only the last call is parsed).
 _NAME = re.compile(r'"name"\s*:\s*"((?:[^"\\]|\\.){1,200})"')
@@ -221,7 +220,9 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                 acc[4].append(rid)
         if acc[0]:
             seen[sid] = acc
-    texts = _texts(conn, [rid for acc in seen.values() for rid, _n in acc[3]])
+    ids = [rid for acc in seen.values() for rid, _n in acc[3]]
+    texts = {v["id"]: (v["content"], v["tool_calls"])
+             for v in rows_in(conn, "messages", ["id", "content", "tool_calls"], "id", ids)}
     out: dict[str, TurnProgress] = {}
     for key, started in wanted:
         got = seen.get(key)
@@ -234,12 +235,3 @@ def read_progress(conn: sqlite3.Connection, turns: Iterable[tuple[str, float]],
                              started, answered)
     return out
 
-
-def _texts(conn: sqlite3.Connection, ids: list[int]) -> dict[int, tuple[object, object]]:
-    out: dict[int, tuple[object, object]] = {}
-    for i in range(0, len(ids), _CHUNK):
-        part = ids[i:i + _CHUNK]
-        sql = f"SELECT id, content, tool_calls FROM messages WHERE id IN ({','.join('?' * len(part))})"
-        for rid, content, calls in conn.execute(sql, part).fetchall():
-            out[rid] = (content, calls)
-    return out

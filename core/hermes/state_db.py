@@ -43,12 +43,10 @@ from hermes_tray_core.vocab import WriterState
 
 __all__ = ["BUSY_TIMEOUT_S", "LeaseView", "MAX_NOTE_SESSIONS", "MAX_REGISTRY_BYTES", "NOTE_BUSY_TIMEOUT_S",
     "OwnerView", "SessionActivity", "SessionInfo", "active_session_owner", "conversation_root_with",
-    "judge_lease_row", "lookup_session", "message_high_water", "note_answered", "note_state", "parse_holder",
+    "judge_lease_row", "lookup_session", "message_high_water", "note_state", "parse_holder",
     "session_activity", "turn_lease_view"]
 
 OwnerState = Literal["alive", "dead", "none", "unknown"]
-#: Whether a note the tray submitted was answered, as ``state.db`` shows it (:func:`note_answered`).
-AnswerState = Literal["finished", "pending", "unknown"]
 #: Where the turn of a continuation note stands (:func:`note_state`): ``pending`` (there, no end, nothing
 #: after it), ``superseded`` (a newer user message after it: a running turn is someone else's), ``finished``
 #: (a final reply after it, whatever came between: a queued message may be persisted before the reply).
@@ -310,15 +308,6 @@ def _note_id(conn: sqlite3.Connection, sessions: list[str], after_id: int, note:
             if users >= 50:
                 break
     return min(found, key=lambda f: f[0]) if found else None
-
-
-def note_answered(home: Path | str, session_id: str, note: str, after_id: int, *,
-                  busy_timeout: float = NOTE_BUSY_TIMEOUT_S) -> tuple[AnswerState, str]:
-    """Did Hermes run ``note`` (submitted after ``after_id``) to a finished reply? And why."""
-    state, why = note_state(home, session_id, note, after_id, busy_timeout=busy_timeout)
-    if state == "absent" or state == "superseded":
-        return "pending", why
-    return state, why
 
 
 def note_state(home: Path | str, session_id: str, note: str | None, after_id: int, *,

@@ -25,7 +25,7 @@ if TYPE_CHECKING:  # sqlite3 is imported when a state.db is opened, not with thi
     from hermes_tray_core.hermes.progress import TurnProgress
 
 __all__ = ["BUSY_TIMEOUT_S", "HOLD_S", "HomeState", "LeaseView", "MAX_ROOT_DEPTH", "SessionInfo", "columns",
-           "connect_ro", "conversation_root_with", "describe_error", "session_rows", "text_or_none"]
+           "connect_ro", "conversation_root_with", "describe_error", "rows_in", "session_rows", "text_or_none"]
 
 LeaseState = Literal["live", "free", "unknown"]
 BUSY_TIMEOUT_S = 0.2
@@ -111,11 +111,8 @@ class HomeState:
         try:
             wanted = [c for c in SessionInfo._fields if c in self._scols]
             if "id" in wanted:
-                for chunk in _chunks(keys):
-                    sql = f"SELECT {', '.join(wanted)} FROM sessions WHERE id IN ({','.join('?' * len(chunk))})"
-                    for row in conn.execute(sql, chunk):
-                        info = _session_info(dict(zip(wanted, row, strict=True)))
-                        self._sessions[info.id] = info
+                for info in map(_session_info, rows_in(conn, "sessions", wanted, "id", keys)):
+                    self._sessions[info.id] = info
         except db_errors() as exc:
             self._sessions = {}
             self._session_error = describe_error(exc)
@@ -131,12 +128,8 @@ class HomeState:
             cids = list(dict.fromkeys(keys + list(self._roots.values())))
             wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
                                             if c in cols]
-            for chunk in _chunks(cids):
-                sql = (f"SELECT {', '.join(wanted)} FROM session_turn_leases "
-                       f"WHERE conversation_id IN ({','.join('?' * len(chunk))})")
-                for row in conn.execute(sql, chunk):
-                    v = dict(zip(wanted, row, strict=True))
-                    self._leases[str(v.pop("conversation_id"))] = v
+            for v in rows_in(conn, "session_turn_leases", wanted, "conversation_id", cids):
+                self._leases[str(v.pop("conversation_id"))] = v
         except db_errors() as exc:
             self._lease_error = describe_error(exc)
 
@@ -303,9 +296,15 @@ def session_rows(conn: sqlite3.Connection, session_id: str, since: object, value
         params = [*value_args, session_id, ts, ts, rid, *args]
 
 
-def _chunks(items: list[str], size: int = 500) -> Iterator[list[str]]:
-    for i in range(0, len(items), size):
-        yield items[i:i + size]
+def rows_in(conn: sqlite3.Connection, table: str, wanted: list[str], column: str,
+            keys: Sequence[object]) -> Iterator[dict[str, Any]]:
+    """``wanted`` of each row whose ``column`` is one of ``keys``, 500 keys a statement (well under SQLite's
+    limit of bound values)."""
+    for i in range(0, len(keys), 500):
+        chunk = keys[i:i + 500]
+        sql = f"SELECT {', '.join(wanted)} FROM {table} WHERE {column} IN ({','.join('?' * len(chunk))})"
+        for row in conn.execute(sql, chunk):
+            yield dict(zip(wanted, row, strict=True))
 
 
 def describe_error(exc: Exception) -> str:

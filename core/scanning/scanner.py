@@ -15,6 +15,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from hermes_tray_core.continuing.completion import settle_if_finished
 from hermes_tray_core.continuing.facts import seen_now
 from hermes_tray_core.deciding.policy import AutoContinueConfig, Decision, Facts, judge, marker_age
 from hermes_tray_core.deciding.records import HomeReport, ScanResult, TurnRecord, prompt_excerpt
@@ -25,7 +26,6 @@ from hermes_tray_core.hermes.homes import Home
 from hermes_tray_core.hermes.state_db_batch import HomeState as _HomeState
 from hermes_tray_core.keys import InvalidIdError, SessionKey, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
-from hermes_tray_core.markers.file import MARK_KEYS
 from hermes_tray_core.scanning.cache import ScanCache, default_cache_file
 from hermes_tray_core.scanning.running import RunningNow
 from hermes_tray_core.scanning.webui import webui_records
@@ -65,28 +65,14 @@ def _stat(path: Path) -> os.stat_result | None:
         return None
 
 
-def _missing_problem(home: Home) -> str:
-    if home.origin == "cli":
-        return f"{home.path} does not exist"
-    if home.origin == "settings":
-        return (f"{home.path} does not exist — remove it from the tray settings' homes "
-                "(hermes-tray config set homes …) or restore it")
-    return f"{home.path} does not exist (Hermes has not run with this home yet)"
+#: what a missing home's problem adds, by where the home came from
+_MISSING_HINT = {"cli": "", "settings": " — remove it from the tray settings' homes "
+                 "(hermes-tray config set homes …) or restore it"}
 
 
 def _unreadable(home: Home, exists: bool, problem: str) -> HomeReport:
     return HomeReport(home.path, home.profile, home.origin, exists, "unreadable", 0, AutoContinueConfig(),
                       "unreadable", home.webui_journal_dir, 0, problems=(problem,), reachable=False)
-
-
-def _note(turn: Turn) -> tuple[str | None, str]:
-    """For the marker of a continuation the tray submitted its note to: is that note answered in state.db?"""
-    if not turn.marker.is_entry or MARK_KEYS[0] not in turn.marker.raw:
-        return None, ""
-    from hermes_tray_core.continuing.completion import settle_if_finished
-
-    settled = settle_if_finished(turn)
-    return (settled.state, settled.reason) if settled is not None else (None, "")
 
 
 class Scanner:
@@ -230,7 +216,8 @@ class Scanner:
         if seen.access is reach.Access.NOT_DIR:
             problems.append(f"{seen.problem}: not a Hermes home")
         elif seen.access is reach.Access.MISSING:
-            problems.append(_missing_problem(home))
+            problems.append(f"{home.path} does not exist"
+                            + _MISSING_HINT.get(home.origin, " (Hermes has not run with this home yet)"))
         config, cfg_problems = self._config(home) if exists else (AutoContinueConfig(), [])
         problems.extend(cfg_problems)
         elsewhere = sessions_elsewhere(home.path) if exists else None
@@ -349,8 +336,9 @@ class Scanner:
                         ask_writer=lambda: self._now.writer_turn(home, turn),
                         lease=lambda: state.lease(key)[:2] if state else ("unknown", "no state.db"),
                         owner=lambda: self._now.owner(home, key), backend=lambda: self._now.backend(home))
-        note, note_detail = _note(turn)
-        decision: Decision = judge(marker, Facts(config, now, seen, known, note, note_detail))
+        settled = settle_if_finished(turn)  # a continuation of ours, as state.db shows it
+        decision: Decision = judge(marker, Facts(config, now, seen, known, settled.state if settled else None,
+                                                 settled.reason if settled else ""))
         if self._ask_app and decision.verdict in (Verdict.DISABLED, Verdict.STALE, Verdict.EXHAUSTED,
                                                   Verdict.ACTIONABLE):
             pid = self._now.open_sessions(home).get(key)
