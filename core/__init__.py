@@ -36,9 +36,8 @@ _FACE = {
     "Progress": "continuing.gateway", "GatewayOptions": "continuing.gateway",
     "Listener": "continuing.listener", "Callbacks": "continuing.listener",
     "StopRequest": "continuing.results", "settle_orphaned_runs": "continuing.orphans",
-    "find_hermes": "continuing.gateway",
-    "probe_capabilities": "continuing.gateway", "HermesNotFound": "continuing.gateway",
-    "HermesSettingsError": "continuing.gateway",
+    "find_hermes": "backend.install", "HermesSettingsError": "backend.install",
+    "probe_capabilities": "backend.capabilities", "HermesNotFound": "backend.rpc",
     # markers
     "MarkerStore": "markers.store", "MarkerStoreError": "markers.store", "list_turn_markers": "markers.store",
     "record_turn_start": "markers.turn_marker", "clear_turn_marker": "markers.turn_marker",
@@ -109,16 +108,11 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # the same names, typed (tests/test_engine_face.py keeps the three lists in step)
-    from hermes_tray_core.backend.install import settings_hermes_command
+    from hermes_tray_core.backend.capabilities import probe_capabilities
+    from hermes_tray_core.backend.install import HermesSettingsError, find_hermes, settings_hermes_command
+    from hermes_tray_core.backend.rpc import HermesNotFound
     from hermes_tray_core.backend.running import find_live_backend, who_serves
-    from hermes_tray_core.continuing.gateway import (
-        GatewayOptions,
-        HermesNotFound,
-        HermesSettingsError,
-        Progress,
-        find_hermes,
-        probe_capabilities,
-    )
+    from hermes_tray_core.continuing.gateway import GatewayOptions, Progress
     from hermes_tray_core.continuing.listener import Callbacks, Listener
     from hermes_tray_core.continuing.orphans import settle_orphaned_runs
     from hermes_tray_core.continuing.results import StopRequest

@@ -138,11 +138,11 @@ def sim_roots(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
 
 @pytest.fixture(scope="session")
 def sims(sim_roots: dict[str, Path]) -> dict:
-    """The installs of :func:`sim_roots` as ``gateway.HermesInstall`` (what ``hermes_command`` names)."""
+    """The installs of :func:`sim_roots` as ``HermesInstall`` (what ``hermes_command`` names)."""
     from hermes_tray.demo.sim_install import sim_command
-    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.backend.install import install_from_command
 
-    return {cap: gateway.install_from_command(sim_command(root)) for cap, root in sim_roots.items()}
+    return {cap: install_from_command(sim_command(root)) for cap, root in sim_roots.items()}
 
 
 @pytest.fixture(params=_STEPS, ids=_STEP_IDS)

@@ -14,6 +14,16 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import write_control
 from hermes_tray.demo.sim_install import create_sim_install, sim_command
+from hermes_tray_core.backend import capabilities
+from hermes_tray_core.backend.capabilities import clear_capability_cache, probe_capabilities
+from hermes_tray_core.backend.install import (
+    HermesInstall,
+    find_hermes,
+    gateway_environment,
+    install_from_command,
+)
+from hermes_tray_core.backend.rpc import HermesNotFound
+from hermes_tray_core.backend.stdio import stdio_session
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing.listener import Callbacks
 from hermes_tray_core.hermes.note import continuation_note
@@ -29,7 +39,7 @@ FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
 
 
 
-def run(home: Path, key: str, install: gateway.HermesInstall, *, attempts: int = 0, prompt: str = PROMPT,
+def run(home: Path, key: str, install: HermesInstall, *, attempts: int = 0, prompt: str = PROMPT,
         options: gateway.GatewayOptions = FAST, expected: dict | None = None, **kw) -> gateway.ContinuationResult:
     return gateway.continue_turn(turn_of(home, key, prompt, attempts=attempts, expected=expected), install,
                                  options=options, **kw)
@@ -40,30 +50,30 @@ def run(home: Path, key: str, install: gateway.HermesInstall, *, attempts: int =
 
 def test_finds_hermes_on_path_through_its_launcher_shebang(sims, tmp_path):
     launcher = create_sim_install(tmp_path / "inst", "legacy")
-    found = gateway.find_hermes(None, path=str(launcher.parent))
+    found = find_hermes(None, path=str(launcher.parent))
     assert found.source == "PATH"
     assert found.argv == (str(tmp_path / "inst" / "bin" / "python"), "-m", "tui_gateway.entry")
 
 
 def test_missing_hermes_says_what_to_do(tmp_path):
-    with pytest.raises(gateway.HermesNotFound, match="hermes_command"):
-        gateway.find_hermes(None, path=str(tmp_path))
+    with pytest.raises(HermesNotFound, match="hermes_command"):
+        find_hermes(None, path=str(tmp_path))
 
 
 def test_hermes_command_forms():
     py = sys.executable
-    assert gateway.install_from_command([py]).argv == (py, "-m", "tui_gateway.entry")
-    full = gateway.install_from_command([py, "-X", "utf8", "-m", "tui_gateway.entry"])
+    assert install_from_command([py]).argv == (py, "-m", "tui_gateway.entry")
+    full = install_from_command([py, "-X", "utf8", "-m", "tui_gateway.entry"])
     assert full.argv == (py, "-X", "utf8", "-m", "tui_gateway.entry") and full.python == py
-    odd = gateway.install_from_command(["/opt/wrapper.sh", "--gateway"])
+    odd = install_from_command(["/opt/wrapper.sh", "--gateway"])
     assert odd.python is None
-    caps = gateway.probe_capabilities(odd)
+    caps = probe_capabilities(odd)
     assert caps.auto_continue is None and "hermes_command" in caps.detail
 
 
 def test_environment_sets_home_and_drops_tray_internals(tmp_path, monkeypatch):
     monkeypatch.setenv("HERMES_TUI_SIDECAR_URL", "ws://elsewhere")
-    env = gateway.gateway_environment(tmp_path / "h")
+    env = gateway_environment(tmp_path / "h")
     assert env["HERMES_HOME"] == str(tmp_path / "h")
     assert not [k for k in env if k.startswith("HERMES_TRAY_")]
     assert "HERMES_TUI_SIDECAR_URL" not in env
@@ -73,7 +83,7 @@ def test_frozen_app_gives_hermes_the_users_library_path(tmp_path, monkeypatch):
     monkeypatch.setattr(sys, "frozen", True, raising=False)
     base = {"LD_LIBRARY_PATH": "/bundle/lib", "LD_LIBRARY_PATH_ORIG": "/usr/local/lib",
             "DYLD_LIBRARY_PATH": "/bundle", "PATH": "/usr/bin", "_PYI_APPLICATION_HOME_DIR": "/bundle"}
-    env = gateway.gateway_environment(tmp_path, base)
+    env = gateway_environment(tmp_path, base)
     assert env["LD_LIBRARY_PATH"] == "/usr/local/lib"
     assert "DYLD_LIBRARY_PATH" not in env  # set by the bootloader, the user had none
     assert "LD_LIBRARY_PATH_ORIG" not in env and "_PYI_APPLICATION_HOME_DIR" not in env
@@ -83,34 +93,34 @@ def test_frozen_app_gives_hermes_the_users_library_path(tmp_path, monkeypatch):
 
 
 def test_capability_is_asked_of_the_installation_and_cached(sims, tmp_path, monkeypatch):
-    gateway.clear_capability_cache()
-    assert gateway.probe_capabilities(sims["auto-continue"]).auto_continue is True
-    assert gateway.probe_capabilities(sims["legacy"]).auto_continue is False
+    clear_capability_cache()
+    assert probe_capabilities(sims["auto-continue"]).auto_continue is True
+    assert probe_capabilities(sims["legacy"]).auto_continue is False
     calls = []
-    real_run = gateway.subprocess.run
-    monkeypatch.setattr(gateway.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
-    assert gateway.probe_capabilities(sims["legacy"]).auto_continue is False
+    real_run = capabilities.subprocess.run
+    monkeypatch.setattr(capabilities.subprocess, "run", lambda *a, **k: calls.append(a) or real_run(*a, **k))
+    assert probe_capabilities(sims["legacy"]).auto_continue is False
     assert calls == []  # cached per interpreter
 
 
 def test_an_upgrade_that_adds_the_feature_is_noticed(tmp_path):
-    gateway.clear_capability_cache()
+    clear_capability_cache()
     create_sim_install(tmp_path / "inst", "legacy")
-    inst = gateway.install_from_command(sim_command(tmp_path / "inst"))
-    assert gateway.probe_capabilities(inst).auto_continue is False
+    inst = install_from_command(sim_command(tmp_path / "inst"))
+    assert probe_capabilities(inst).auto_continue is False
     time.sleep(0.02)
     create_sim_install(tmp_path / "inst", "auto-continue")  # adds tui_gateway/turn_marker.py
     pkg = tmp_path / "inst" / "sim-packages" / "tui_gateway"
     os.utime(pkg, (time.time() + 5, time.time() + 5))
-    assert gateway.probe_capabilities(inst).auto_continue is True
+    assert probe_capabilities(inst).auto_continue is True
 
 
 def test_the_demo_install_is_named_as_the_simulated_hermes_it_is(sims):
     """Before: the demo's About said "version unknown at …/hermes-install/bin/python"."""
     from hermes_tray.demo import SIMULATED_DISTRIBUTION, hermes_label
 
-    gateway.clear_capability_cache()
-    caps = gateway.probe_capabilities(sims["auto-continue"])
+    clear_capability_cache()
+    caps = probe_capabilities(sims["auto-continue"])
     assert caps.distribution == SIMULATED_DISTRIBUTION
     assert hermes_label(caps.version, caps.distribution) == "simulated Hermes (demo)"
 
@@ -128,17 +138,17 @@ def test_without_distribution_metadata_the_version_is_what_hermes_version_says(t
     shebang = launcher.read_text().splitlines()[0]
     launcher.write_text(f"{shebang}\nimport sys\nif sys.argv[1:] == ['--version']:\n"
                         "    print('Hermes Agent v1.2.3 (2026.1.1)')\n    print('Python: 3.11.7')\n")
-    gateway.clear_capability_cache()
-    caps = gateway.probe_capabilities(gateway.install_from_command(sim_command(tmp_path / "inst")))
+    clear_capability_cache()
+    caps = probe_capabilities(install_from_command(sim_command(tmp_path / "inst")))
     assert caps.auto_continue is True and caps.distribution is None
     assert caps.version == "1.2.3" and hermes_label(caps.version, caps.distribution) == "Hermes 1.2.3"
 
 
 def test_an_interpreter_without_hermes_is_not_guessed(tmp_path):
-    caps = gateway.probe_capabilities(gateway.install_from_command([sys.executable]),
-                                      env=gateway.gateway_environment(tmp_path), use_cache=False)
+    caps = probe_capabilities(install_from_command([sys.executable]),
+                                      env=gateway_environment(tmp_path), use_cache=False)
     assert caps.auto_continue is None
-    res = gateway.continue_turn(turn_of(tmp_path, "s1", "x"), gateway.install_from_command([sys.executable]))
+    res = gateway.continue_turn(turn_of(tmp_path, "s1", "x"), install_from_command([sys.executable]))
     assert res.outcome == Outcome.ERROR and not res.dispatched and "tui_gateway" in res.message
 
 
@@ -431,7 +441,7 @@ def test_shutdown_stops_hermes_tool_subprocesses_with_the_gateway(sims, tmp_path
 def test_kill_takes_the_gateways_tool_subprocesses_with_it(sims, tmp_path):
     home, key = make_home(tmp_path / "home")
     write_control(home, never_finish=True, turn_seconds=0.2, tool_child_seconds=120)
-    gw = gateway.GatewayProcess(sims["legacy"], home, log_path=tmp_path / "gw.log")
+    gw = stdio_session(sims["legacy"], home, log_path=tmp_path / "gw.log")
     gw.start()
     tools: list[int] = []
     try:
@@ -444,7 +454,7 @@ def test_kill_takes_the_gateways_tool_subprocesses_with_it(sims, tmp_path):
             time.sleep(0.05)
         assert len(tools) == 1 and pid_running(tools[0])
         gw.kill()
-        assert gw.proc is not None and gw.proc.wait(timeout=10) is not None
+        assert gw.transport.proc is not None and gw.transport.proc.wait(timeout=10) is not None
         assert wait_gone(tools), "Hermes' tool subprocess outlived a killed gateway"
     finally:
         gw.shutdown(1.0)
@@ -517,8 +527,8 @@ def test_a_frozen_windows_tray_resets_its_dll_directory_around_the_spawn(sims, t
     monkeypatch.setattr(sys, "_MEIPASS", str(tmp_path / "bundle"), raising=False)
     monkeypatch.setattr(sys, "platform", "win32")
     home, _key = make_home(tmp_path / "home")
-    gw = gateway.GatewayProcess(sims["legacy"], home, log_path=tmp_path / "gw.log",
-                                env=gateway.gateway_environment(home, dict(os.environ)))
+    gw = stdio_session(sims["legacy"], home, log_path=tmp_path / "gw.log",
+                       env=gateway_environment(home, dict(os.environ)))
     gw.start()
     try:
         assert calls == [None, str(tmp_path / "bundle")]

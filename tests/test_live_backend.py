@@ -14,6 +14,7 @@ import pytest
 
 from hermes_tray.demo.sim_backend import write_control
 from hermes_tray_core.backend.endpoint import args_endpoint, read_page
+from hermes_tray_core.backend.install import HermesInstall
 from hermes_tray_core.backend.rpc import RpcSession
 from hermes_tray_core.backend.running import NO_BACKEND, find_live_backend
 from hermes_tray_core.backend.websocket import BackendRefused, BackendUnusable, Secret, WebSocketTransport
@@ -32,7 +33,7 @@ TOKEN = "tok-" + "x7" * 20
 
 
 
-def root_of(install: gateway.HermesInstall) -> Path:
+def root_of(install: HermesInstall) -> Path:
     assert install.python is not None
     return Path(install.python).parent.parent
 

@@ -16,7 +16,7 @@ import pytest
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import write_control
 from hermes_tray.demo.sim_install import sim_command
-from hermes_tray_core.backend.install import settings_hermes_command
+from hermes_tray_core.backend.install import HermesInstall, install_from_command, settings_hermes_command
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.continuing.claim import claim_name
 from hermes_tray_core.continuing.resume import resume_turn
@@ -37,8 +37,8 @@ def env(user_dirs: dict[str, str]) -> dict[str, str]:
     return user_dirs
 
 
-def install(sim_roots: dict[str, Path], cap: str = "legacy") -> gateway.HermesInstall:
-    return gateway.install_from_command(sim_command(sim_roots[cap]))
+def install(sim_roots: dict[str, Path], cap: str = "legacy") -> HermesInstall:
+    return install_from_command(sim_command(sim_roots[cap]))
 
 
 def journal_events(key: str) -> list[str]:

@@ -15,6 +15,7 @@ import pytest
 
 from hermes_tray.demo import sim_state
 from hermes_tray.demo.sim_backend import write_control
+from hermes_tray_core.backend.install import HermesInstall
 from hermes_tray_core.backend.running import find_live_backend
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.note import NOTE_PREFIX, continuation_note
@@ -38,7 +39,7 @@ FAST = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
 TRANSPORTS = ["stdio", "websocket"]
 
 
-def sim_root(install: gateway.HermesInstall) -> Path:
+def sim_root(install: HermesInstall) -> Path:
     assert install.python is not None
     return Path(install.python).parent.parent
 

@@ -110,22 +110,6 @@ class RpcSession:
                                         daemon=True)
         self._reader.start()
 
-    @property
-    def pid(self) -> int | None:
-        return self.transport.pid
-
-    @property
-    def identity(self) -> ProcessIdentity | None:
-        return self.transport.identity
-
-    @property
-    def log_problem(self) -> str | None:
-        return self.transport.log_problem
-
-    @property
-    def spawned_at(self) -> float:
-        return self.transport.opened_at
-
     def alive(self) -> bool:
         return not self.eof.is_set() and self.transport.alive()
 
@@ -235,7 +219,7 @@ class RpcSession:
                     held.append(ev)
                     raise GatewayError(self.transport.ended("during start-up"))
                 if ev.get("type") == "gateway.ready":
-                    return float(ev.get(RECEIVED) or time.monotonic()) - self.spawned_at
+                    return float(ev.get(RECEIVED) or time.monotonic()) - self.transport.opened_at
                 held.append(ev)
         finally:
             for ev in held:

@@ -200,22 +200,13 @@ class StdioTransport(Transport):
             proc.wait(timeout=5.0)
 
 
-class GatewayProcess(RpcSession):
-
-    def __init__(self, install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
-                 env: Mapping[str, str] | None = None, cwd: str | None = None,
-                 start_timeout: float = 150.0, idle_timeout: float = 900.0) -> None:
-        self.stdio = StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
-                                    cwd=cwd, log_path=log_path, describe=install.describe(), python=install.python,
-                                    start_timeout=start_timeout, idle_timeout=idle_timeout)
-        super().__init__(self.stdio)
-
-    @property
-    def proc(self) -> subprocess.Popen[bytes] | None:
-        return self.stdio.proc
-
-    def detach(self) -> None:
-        self.stdio.detach()
+def stdio_session(install: HermesInstall, home: Path | str, *, log_path: Path | None = None,
+                  env: Mapping[str, str] | None = None, cwd: str | None = None,
+                  start_timeout: float = 150.0, idle_timeout: float = 900.0) -> RpcSession:
+    """A session with a gateway child of ``install`` (in Hermes' environment for ``home`` unless ``env``)."""
+    return RpcSession(StdioTransport(install.argv, env=dict(env) if env is not None else gateway_environment(home),
+                                     cwd=cwd, log_path=log_path, describe=install.describe(), python=install.python,
+                                     start_timeout=start_timeout, idle_timeout=idle_timeout))
 
 
-__all__ = ["GatewayProcess", "StdioTransport", "keeper_argv", "popen_platform_kwargs"]
+__all__ = ["StdioTransport", "keeper_argv", "popen_platform_kwargs", "stdio_session"]

@@ -71,7 +71,7 @@ class Follow:
                 return self.s.detach() if self.s.quitting else self._stop_before_start()
             if time.monotonic() >= next_facts:
                 next_facts = time.monotonic() + min(0.5, self.s.opts.facts_interval)
-                elsewhere = continued_elsewhere(self.s.home, self.s.key, self.s.gw.pid, self.s.handover.expected)
+                elsewhere = continued_elsewhere(self.s.home, self.s.key, self.s.gw.transport.pid, self.s.handover.expected)
                 if elsewhere is not None:
                     return self.s.not_continued(elsewhere[0], elsewhere[1], holder=elsewhere[2])
                 if promised:
@@ -84,7 +84,7 @@ class Follow:
             return self.s.not_continued(NotContinued.NOT_STARTED,
                                       f"Hermes said it would continue the turn but started nothing within "
                                       f"{self.s.opts.start_timeout:g}s")
-        code, why = why_not_continued(self.s.home, self.s.key, self.s.handover.expected, self.s.gw.pid)
+        code, why = why_not_continued(self.s.home, self.s.key, self.s.handover.expected, self.s.gw.transport.pid)
         return self.s.not_continued(code, why)
 
     def _stop_before_start(self) -> ContinuationResult:

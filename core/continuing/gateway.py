@@ -16,28 +16,14 @@ without a frame, never after a total time.
 
 from __future__ import annotations
 
-import subprocess  # noqa: F401 - tests patch ``gateway.subprocess.run`` to count capability probes
 import threading
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-# Re-exported (one import for the shell and the tests): finding Hermes, what it can do, the run's types.
-from hermes_tray_core.backend.capabilities import (  # noqa: F401
-    Capabilities,
-    backend_capabilities,
-    clear_capability_cache,
-    probe_capabilities,
-)
-from hermes_tray_core.backend.install import (  # noqa: F401
-    HermesInstall,
-    HermesSettingsError,
-    find_hermes,
-    gateway_environment,
-    install_from_command,
-)
-from hermes_tray_core.backend.rpc import HermesNotFound  # noqa: F401
-from hermes_tray_core.backend.stdio import GatewayProcess
+from hermes_tray_core.backend.capabilities import Capabilities, backend_capabilities, probe_capabilities
+from hermes_tray_core.backend.install import HermesInstall, gateway_environment
+from hermes_tray_core.backend.stdio import stdio_session
 from hermes_tray_core.continuing.handover import MarkerHandover
 from hermes_tray_core.continuing.listener import Callbacks, Heard, Listener
 from hermes_tray_core.continuing.results import ContinuationResult, GatewayOptions, Progress, gateway_log_path
@@ -80,8 +66,8 @@ def continue_turn(
         prune_logs(log_path.parent, keep=KEEP_GATEWAY_LOGS - 1)  # with this run's: the newest 20 stay
     if caps.auto_continue is None:
         return ContinuationResult(Outcome.ERROR, f"Not resumed: {caps.detail}", log_path=str(log_path))
-    gw = GatewayProcess(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd,
-                        start_timeout=opts.start_timeout, idle_timeout=opts.idle_timeout)
+    gw = stdio_session(install, home, log_path=log_path, env=gw_env, cwd=gw_cwd,
+                         start_timeout=opts.start_timeout, idle_timeout=opts.idle_timeout)
     return Run(RunState(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), listener=Heard(listener),
                         log_path=log_path)).run()
 
@@ -128,9 +114,5 @@ def _handover(turn: Turn) -> MarkerHandover:
     return MarkerHandover(Path(turn.home), turn.key, turn.marker.prompt, turn.attempts, turn.marker.entry)
 
 
-__all__ = [
-    "Callbacks", "Listener",
-    "Capabilities", "ContinuationResult", "GatewayOptions", "GatewayProcess", "HermesInstall", "HermesNotFound",
-    "HermesSettingsError", "Progress", "clear_capability_cache", "continue_in_backend", "continue_turn",
-    "find_hermes", "gateway_environment", "gateway_log_path", "install_from_command", "probe_capabilities",
-]
+__all__ = ["Callbacks", "ContinuationResult", "GatewayOptions", "Listener", "Progress", "continue_in_backend",
+           "continue_turn", "gateway_log_path"]

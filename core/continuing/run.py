@@ -13,7 +13,7 @@ from typing import Any
 
 from hermes_tray_core.backend.rpc import GatewayError, RpcError
 from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
-from hermes_tray_core.backend.stdio import GatewayProcess
+from hermes_tray_core.backend.stdio import StdioTransport
 from hermes_tray_core.continuing.facts import TOUCH_SLACK, live_reuse, touched_by_other, wall_time_of
 from hermes_tray_core.continuing.follow import Follow
 from hermes_tray_core.continuing.results import ContinuationResult
@@ -45,9 +45,9 @@ class Run:
             if self.s.backend is not None:  # disconnect only: the session is the user's (module doc)
                 self.s.result.left_session = self.s.sid
                 self.s.gw.shutdown(self.s.opts.shutdown_grace)
-            elif isinstance(self.s.gw, GatewayProcess) and self.s.gw.proc is not None:
+            elif isinstance(t := self.s.gw.transport, StdioTransport) and t.proc is not None:
                 if self.s.result.finish == Finish.DETACHED:
-                    self.s.gw.detach()  # its keeper carries the turn to its end, then ends it
+                    t.detach()  # its keeper carries the turn to its end, then ends it
                 else:
                     self.s.result.gateway_exit = self.s.gw.shutdown(self.s.opts.shutdown_grace)
 
@@ -125,12 +125,12 @@ class Run:
             gw.start()
         except GatewayError as exc:
             return self.s.finish(Outcome.ERROR, f"Not resumed: {exc}")
-        self.s.result.gateway_pid = gw.pid
-        if gw.log_problem:
+        self.s.result.gateway_pid = gw.transport.pid
+        if gw.transport.log_problem:
             self.s.result.log_path = None
-            self.s.result.log_problem = gw.log_problem
-        if gw.pid is not None:
-            self.s.listener.connected(gw.pid)
+            self.s.result.log_problem = gw.transport.log_problem
+        if gw.transport.pid is not None:
+            self.s.listener.connected(gw.transport.pid)
         self.s.progress(force=True)
         try:
             self.s.result.timings["ready"] = self.s._wait(gw.wait_ready, self.s.opts.ready_timeout, "become ready")
@@ -250,9 +250,9 @@ class Run:
         t_marker = time.monotonic()
         from hermes_tray_core.markers.store import MarkerStoreError
 
-        assert gw.identity is not None  # a started gateway or a backend endpoint: its process is known
+        assert gw.transport.identity is not None  # a started gateway or a backend endpoint: its process is known
         try:
-            taken = self.s.handover.take(gw.identity)  # compare-and-swap just before the submit (core.continuing.handover)
+            taken = self.s.handover.take(gw.transport.identity)  # compare-and-swap just before the submit (core.continuing.handover)
         except (MarkerStoreError, ValueError) as exc:
             logger.error("could not record the continuation marker for %s: %s", self.s.key, exc)
             return self.s.finish(Outcome.ERROR, f"Not resumed: the tray could not keep the turn marker for the "
@@ -294,7 +294,7 @@ class Run:
         from hermes_tray_core.hermes.state_db import session_activity
 
         try:
-            activity = session_activity(self.s.home, self.s.key, ignore_pids=(self.s.gw.pid,) if self.s.gw.pid else ())
+            activity = session_activity(self.s.home, self.s.key, ignore_pids=(self.s.gw.transport.pid,) if self.s.gw.transport.pid else ())
         except Exception as exc:  # boundary: cannot tell: never risk a second turn
             return f"cannot tell whether Hermes is running this session ({exc})"
         if activity.running:

@@ -120,13 +120,13 @@ class RunState:
     def _see_log(self) -> str:
         if self.backend is not None:
             return "See your Hermes app's own logs"
-        if self.gw.log_problem:
-            return f"Its output could not be logged ({self.gw.log_problem})"
+        if self.gw.transport.log_problem:
+            return f"Its output could not be logged ({self.gw.transport.log_problem})"
         return f"See {self.log_path}"
 
     def _child_died_marker_note(self) -> str:
-        if self.backend is not None and self.gw.identity is not None \
-                and self.gw.identity.liveness() != WriterState.DEAD:
+        if self.backend is not None and self.gw.transport.identity is not None \
+                and self.gw.transport.identity.liveness() != WriterState.DEAD:
             return (" Your running Hermes is still up and may still be running the turn; the tray will not continue "
                     "it while that process runs.")
         return (f" The turn stays marked as interrupted (attempt {self.handover.attempts + 1}), so it can be "
@@ -134,7 +134,7 @@ class RunState:
 
     def _retire_marker(self, *, stopped: bool = False) -> None:
         """The continuation concluded or was stopped: its marker must not be continued again."""
-        writer = self.gw.identity.pid if self.gw.identity is not None else None
+        writer = self.gw.transport.identity.pid if self.gw.transport.identity is not None else None
         left = self.handover.retire(writer, stopped=stopped)
         self.result.marker_left, self.result.marker_left_started_at = left if left else (None, None)
 
@@ -178,7 +178,7 @@ class RunState:
         if self.caps.auto_continue:
             entry = read_turn_marker(self.home, self.key)
             if entry is not None and entry != self.expected_read and (
-                    entry.get("attempts") != self.result.attempt or entry.get("writer_pid") != self.gw.pid):
+                    entry.get("attempts") != self.result.attempt or entry.get("writer_pid") != self.gw.transport.pid):
                 return "the marker names another turn: the turn running now is not the tray's continuation"
         elif self.handover.ours is not None:
             if raw_entry(self.home, self.key) != self.handover.ours:

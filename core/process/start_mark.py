@@ -16,14 +16,13 @@ from __future__ import annotations
 import os
 import sys
 
-from hermes_tray_core.process.identity import process_errors
+from hermes_tray_core.process.identity import START_TIME_TOLERANCE, process_errors
 from hermes_tray_core.process.machine import read_head
 
 __all__ = ["PROC", "mark_pid", "same_process", "start_mark"]
 
 #: The procfs this module reads (the real one; psutil's ``PROCFS_PATH`` is psutil's business).
 PROC = "/proc"
-_TOLERANCE = 0.001
 
 
 def _linux_mark(pid: int, boot: str) -> str | None:
@@ -64,12 +63,7 @@ def _fields(mark: object) -> tuple[str, int, list[str]] | None:
     if not isinstance(mark, str):
         return None
     kind, _, rest = mark.partition(":")
-    if kind == "linux":
-        boot, _, tail = rest.partition(":")
-        pid, _, ticks = tail.partition(":")
-        parts = [boot, pid, ticks]
-    else:
-        parts = rest.split(":")
+    parts = rest.split(":")  # linux: boot id, pid, ticks; psutil: pid, create time, boot time
     try:
         return kind, int(parts[1] if kind == "linux" else parts[0]), parts
     except (ValueError, IndexError):
@@ -100,4 +94,4 @@ def same_process(mark: object, pid: int) -> bool | None:
         ca, ba, cb, bb = float(a[1]), float(a[2]), float(b[1]), float(b[2])
     except (ValueError, IndexError):
         return False
-    return abs(ca - cb) < _TOLERANCE or abs((ca - ba) - (cb - bb)) < _TOLERANCE
+    return abs(ca - cb) < START_TIME_TOLERANCE or abs((ca - ba) - (cb - bb)) < START_TIME_TOLERANCE

@@ -59,7 +59,8 @@ sys.path.insert(0, str(HERE.parent / "integration"))
 import _testpath  # noqa: E402,F401 - the installed product; tests.* from this checkout
 
 from hermes_tray.demo.sim_install import create_sim_install, sim_command  # noqa: E402
-from hermes_tray_core.continuing import gateway  # noqa: E402
+from hermes_tray_core.backend.capabilities import clear_capability_cache, probe_capabilities  # noqa: E402
+from hermes_tray_core.backend.install import HermesInstall, gateway_environment, install_from_command  # noqa: E402
 from hermes_tray_core.continuing.resume import resume_turn  # noqa: E402
 from hermes_tray_core.turn import Turn  # noqa: E402
 from hermes_tray_core.vocab import RanIn  # noqa: E402
@@ -70,7 +71,7 @@ PROMPT = "Benchmark prompt: summarise the repository layout."
 
 def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str, float]:
     """The floor: spawn, ready, session.resume, prompt.submit, first message.start — nothing else."""
-    env = gateway.gateway_environment(home)
+    env = gateway_environment(home)
     t0 = time.monotonic()
     p = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,  # noqa: S603
                          env=env, cwd=cwd)
@@ -110,7 +111,7 @@ def minimal_client(argv: list[str], home: Path, key: str, cwd: str) -> dict[str,
     return out
 
 
-def tray_run(home: Path, key: str, install: gateway.HermesInstall, cwd: str) -> dict[str, float]:
+def tray_run(home: Path, key: str, install: HermesInstall, cwd: str) -> dict[str, float]:
     entry = plant_marker(home, key, PROMPT)
     t0 = time.monotonic()
     res = resume_turn(Turn.of(home, key, entry), install=install, via="bench")
@@ -178,7 +179,7 @@ def wait_released(home: Path, key: str, timeout: float = 30.0) -> None:
         time.sleep(0.2)
 
 
-def tray_live_run(home: Path, key: str, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
+def tray_live_run(home: Path, key: str, *, prefer: bool, install: HermesInstall | None = None) -> float:
     wait_released(home, key)
     entry = plant_marker(home, key, PROMPT)
     t0 = time.monotonic()
@@ -199,15 +200,15 @@ def bench_live(hermes_python: Path, home: Path, key: str, runs: int) -> None:
 
     from hermes_tray_core.backend.running import find_live_backend
 
-    real = gateway.install_from_command([str(hermes_python)])
+    real = install_from_command([str(hermes_python)])
     with running_dashboard(hermes_python, home, env=REAP_GRACE) as (_proc, port):
         backend, why = find_live_backend(home)
         if backend is None:
             raise RuntimeError(f"the dashboard is not usable: {why}")
         token = backend.token.reveal()
-        gateway.probe_capabilities(gateway.HermesInstall((str(hermes_python),), str(hermes_python), "bench"),
-                                   env=gateway.gateway_environment(home), cwd=str(Path.home()))
-        gateway.probe_capabilities(real, env=gateway.gateway_environment(home), cwd=str(Path.home()))
+        probe_capabilities(HermesInstall((str(hermes_python),), str(hermes_python), "bench"),
+                                   env=gateway_environment(home), cwd=str(Path.home()))
+        probe_capabilities(real, env=gateway_environment(home), cwd=str(Path.home()))
         tray_live_run(home, key, prefer=True)  # warm-up: the dashboard's first agent build, page cache
         wait_released(home, key)
         ws_minimal_client(port, token, key)
@@ -273,8 +274,8 @@ def report(name: str, ours: list[dict[str, float]], floor: list[dict[str, float]
     return ratio
 
 
-def bench(name: str, install: gateway.HermesInstall, home: Path, key: str, runs: int, cwd: str) -> float:
-    gateway.probe_capabilities(install, env=gateway.gateway_environment(home), cwd=cwd)  # warm the cache
+def bench(name: str, install: HermesInstall, home: Path, key: str, runs: int, cwd: str) -> float:
+    probe_capabilities(install, env=gateway_environment(home), cwd=cwd)  # warm the cache
     tray_run(home, key, install, cwd)  # warm-up (pyc, page cache)
     minimal_client(list(install.argv), home, key, cwd)
     ours, floor = [], []
@@ -317,11 +318,11 @@ def main() -> None:
         return
     root = tmp / "sim"
     create_sim_install(root, "legacy")
-    sim = gateway.install_from_command(sim_command(root))
+    sim = install_from_command(sim_command(root))
     home, key = make_home(tmp / "sim-home", turn_seconds=0.05)
     t = time.monotonic()
-    gateway.clear_capability_cache()
-    gateway.probe_capabilities(sim, env=gateway.gateway_environment(home), cwd=cwd)
+    clear_capability_cache()
+    probe_capabilities(sim, env=gateway_environment(home), cwd=cwd)
     print(f"capability probe (cold, then cached per interpreter): {(time.monotonic() - t) * 1e3:.0f} ms")
     bench("simulated backend (legacy: tray submits the note)", sim, home, key, args.runs, cwd)
 
@@ -339,7 +340,7 @@ def main() -> None:
     with MockOpenAI() as mock:
         rhome = tmp / "real-home"
         write_hermes_config(rhome, mock.base_url)
-        real = gateway.install_from_command([str(venv_python(venv))])
+        real = install_from_command([str(venv_python(venv))])
         rkey = seed_real_session(venv_python(venv), rhome, prompt="seed turn", cwd=cwd)
         bench("real gateway (hermes-agent 0.19.0)", real, rhome, rkey, args.real_runs, cwd)
         bench_live(venv_python(venv), rhome, rkey, args.live_runs)
@@ -373,7 +374,7 @@ def _marker_gone(home: Path, key: str, timeout: float = 120.0) -> None:
 STEPS: dict[str, float] = {}  # the last g2_tray_run's step timings
 
 
-def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: gateway.HermesInstall | None = None) -> float:
+def g2_tray_run(home: Path, key: str, mock, *, prefer: bool, install: HermesInstall | None = None) -> float:
     wait_released(home, key)
     entry = plant_marker(home, key, PROMPT)
     since = len(mock.completions())
@@ -422,8 +423,8 @@ def bench_g2(g2_python: Path, home: Path, key: str, mock, runs: int) -> None:
 
     from hermes_tray_core.backend.running import find_live_backend
 
-    spawned_install = gateway.install_from_command([str(g2_python)])
-    gateway.probe_capabilities(spawned_install, env=gateway.gateway_environment(home), cwd=str(Path.home()))
+    spawned_install = install_from_command([str(g2_python)])
+    probe_capabilities(spawned_install, env=gateway_environment(home), cwd=str(Path.home()))
     with running_dashboard(g2_python, home, env=REAP_GRACE) as (_proc, port):
         backend, why = find_live_backend(home)
         if backend is None or backend.token_source != "host-record":

@@ -264,6 +264,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
 
     from hermes_tray.demo.sim_backend import write_control
     from hermes_tray.demo.sim_install import sim_command
+    from hermes_tray_core.backend.install import install_from_command
     from hermes_tray_core.continuing import gateway
     from hermes_tray_core.continuing.resume import resume_turn
     from hermes_tray_core.markers.store import remove_marker_if_unchanged
@@ -278,7 +279,7 @@ def skip_race_once(workdir: Path, sim_root: Path, *, delay: float = 0.8, skip_af
         home, key = make_home(root / "home", turn_seconds=0.3)
         shown = plant_marker(home, key, "skip race prompt")
         write_control(home, resume_delay=delay)
-        install = gateway.install_from_command(sim_command(sim_root))
+        install = install_from_command(sim_command(sim_root))
         opts = gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30, decline_grace=0.5,
                                       stop_grace=5, shutdown_grace=3)
         out: dict = {}

@@ -305,6 +305,7 @@ exec {python} "$@"
 
 def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch, sim_roots):
     from hermes_tray.demo.sim_install import sim_command
+    from hermes_tray_core.backend.install import install_from_command
     from hermes_tray_core.continuing import gateway
     from tests.support.sim_homes import make_home, plant_marker
 
@@ -321,7 +322,7 @@ def test_gateway_started_with_argv_list_and_controlled_env(tmp_path, monkeypatch
     entry = plant_marker(home, key, P_RESUME)
     from hermes_tray_core.continuing.resume import resume_turn
 
-    res = resume_turn(Turn.of(home, key, entry), install=gateway.install_from_command([str(fake)]),
+    res = resume_turn(Turn.of(home, key, entry), install=install_from_command([str(fake)]),
                       options=gateway.GatewayOptions(ready_timeout=20, rpc_timeout=20, idle_timeout=30,
                                                      decline_grace=0.5, stop_grace=5, shutdown_grace=3))
     assert res.ok, res.message

@@ -113,10 +113,11 @@ def kill_a_real_turn_mid_answer(home: Path, key: str, python: Path, mock: MockOp
     """A real turn of a Hermes that continues turns itself (its own stdio gateway), SIGKILLed while the model
     streams its answer: ``script`` is what the model does (tool calls, then a slow answer), the kill comes once
     ``words`` words of it went out. Returns the pid that died (the marker's writer)."""
-    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.backend.install import install_from_command
+    from hermes_tray_core.backend.stdio import stdio_session
 
-    install = gateway.install_from_command([str(python)])
-    gw = gateway.GatewayProcess(install, home, log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
+    install = install_from_command([str(python)])
+    gw = stdio_session(install, home, log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
     gw.start()
     try:
         gw.wait_ready(90)
@@ -124,12 +125,12 @@ def kill_a_real_turn_mid_answer(home: Path, key: str, python: Path, mock: MockOp
         sid = gw.request("session.resume", {"session_id": key}, 60)["session_id"]
         gw.request("prompt.submit", {"session_id": sid, "text": prompt}, 30)
         mock.wait_for_words(words, 150)
-        os.kill(gw.pid, signal.SIGKILL)  # mid-stream
+        os.kill(gw.transport.pid, signal.SIGKILL)  # mid-stream
     finally:
         mock.play([])
         gw.shutdown(5)
-    assert list_turn_markers(home)[key]["writer_pid"] == gw.pid  # Hermes' own marker, left by the kill
-    return gw.pid
+    assert list_turn_markers(home)[key]["writer_pid"] == gw.transport.pid  # Hermes' own marker, left by the kill
+    return gw.transport.pid
 
 
 def note_requests(mock: MockOpenAI, since: int) -> list[Recorded]:

@@ -15,12 +15,13 @@ def seed_real_session(hermes_python: Path | str, home: Path, *, prompt: str = SE
     Hermes keeps per-user state outside ``HERMES_HOME``."""
     from real_dashboard import isolated_user_env
 
-    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.backend.install import gateway_environment, install_from_command
+    from hermes_tray_core.backend.stdio import stdio_session
 
-    install = gateway.install_from_command([str(hermes_python)])
-    env = {**gateway.gateway_environment(home), **isolated_user_env(home.parent / f"{home.name}-user")}
-    gw = gateway.GatewayProcess(install, home, log_path=home.parent / f"{home.name}-seed-gateway.log",
-                                cwd=cwd or str(home.parent), env=env)
+    install = install_from_command([str(hermes_python)])
+    env = {**gateway_environment(home), **isolated_user_env(home.parent / f"{home.name}-user")}
+    gw = stdio_session(install, home, log_path=home.parent / f"{home.name}-seed-gateway.log",
+                       cwd=cwd or str(home.parent), env=env)
     gw.start()
     try:
         gw.wait_ready(timeout)

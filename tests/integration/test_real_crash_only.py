@@ -45,10 +45,11 @@ def interrupted(tmp_path_factory, g2_seeded_home, g2_python, mock_llm: MockOpenA
     """A home whose turn was interrupted for real: Hermes' own gateway SIGKILLed while the model answered."""
     home, key = _copy(g2_seeded_home, tmp_path_factory.mktemp("crash-only"))
     write_auto_continue(home, freshness_minutes=120)  # the copies of this turn stay fresh for the whole module
-    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.backend.install import install_from_command
+    from hermes_tray_core.backend.stdio import stdio_session
 
-    gw = gateway.GatewayProcess(gateway.install_from_command([str(g2_python)]), home,
-                                log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
+    gw = stdio_session(install_from_command([str(g2_python)]), home,
+                       log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
     since = len(mock_llm.completions())
     mock_llm.hold()
     gw.start()
@@ -58,11 +59,11 @@ def interrupted(tmp_path_factory, g2_seeded_home, g2_python, mock_llm: MockOpenA
         gw.request("prompt.submit", {"session_id": sid, "text": PROMPT}, 30)
         wait_for(lambda: any(PROMPT in r.last_user_text() for r in mock_llm.completions()[since:]),
                  "the turn at the model", 150)
-        os.kill(gw.pid, signal.SIGKILL)  # mid-answer: Hermes' marker stays, its writer dead
+        os.kill(gw.transport.pid, signal.SIGKILL)  # mid-answer: Hermes' marker stays, its writer dead
     finally:
         mock_llm.release()
         gw.shutdown(5)
-    assert list_turn_markers(home)[key]["writer_pid"] == gw.pid
+    assert list_turn_markers(home)[key]["writer_pid"] == gw.transport.pid
     return home, key
 
 

@@ -34,6 +34,8 @@ from real_flow import (
 )
 from test_real_dashboard import GatewayWatch
 
+from hermes_tray_core.backend.install import install_from_command
+from hermes_tray_core.backend.stdio import stdio_session
 from hermes_tray_core.continuing import gateway
 from hermes_tray_core.hermes.config_edit import write_auto_continue
 from hermes_tray_core.hermes.note import continuation_note
@@ -101,8 +103,8 @@ def test_a_dashboard_killed_mid_stream_is_detected_and_continued_once_inside_the
 def test_a_stdio_gateway_killed_mid_stream_is_continued_through_hermes_own_gateway(g2_home, g2_python,
                                                                                     mock_llm, env):
     home, key = g2_home
-    install = gateway.install_from_command([str(g2_python)])
-    gw = gateway.GatewayProcess(install, home, log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
+    install = install_from_command([str(g2_python)])
+    gw = stdio_session(install, home, log_path=home.parent / "killed-gateway.log", cwd=str(home.parent))
     gw.start()
     try:
         gw.wait_ready(90)
@@ -112,11 +114,11 @@ def test_a_stdio_gateway_killed_mid_stream_is_continued_through_hermes_own_gatew
         gw.request("prompt.submit", {"session_id": sid, "text": PROMPT}, 30)
         wait_for(lambda: key in list_turn_markers(home) and any(
             PROMPT in r.last_user_text() for r in mock_llm.completions()[since0:]), "the turn to reach the model")
-        os.kill(gw.pid, signal.SIGKILL)
+        os.kill(gw.transport.pid, signal.SIGKILL)
     finally:
         mock_llm.release()
         gw.shutdown(5)
-    assert list_turn_markers(home)[key]["writer_pid"] == gw.pid
+    assert list_turn_markers(home)[key]["writer_pid"] == gw.transport.pid
     since = len(mock_llm.completions())
     with GatewayWatch(home) as watch:
         code, result, err = tray_json("resume", key, "--home", str(home), "--wait", env=env)
@@ -374,18 +376,18 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
     with running_dashboard(g2_python, home):
         interrupt_a_real_turn(home, key, mock_llm, PROMPT)
     entry = list_turn_markers(home)[key]
-    install = gateway.install_from_command([str(g2_python)])
+    install = install_from_command([str(g2_python)])
     since = len(mock_llm.completions())
     with running_dashboard(g2_python, home):
         backend, why = find_live_backend(home)
         assert backend is not None, why
-        other = gateway.GatewayProcess(install, home, log_path=home.parent / "other.log", cwd=str(home.parent))
+        other = stdio_session(install, home, log_path=home.parent / "other.log", cwd=str(home.parent))
         other.start()
         mock_llm.hold()
         try:
             other.wait_ready(90)
             assert "auto_continue" in other.request("session.resume", {"session_id": key}, 60)
-            wait_for(lambda: list_turn_markers(home).get(key, {}).get("writer_pid") == other.pid,
+            wait_for(lambda: list_turn_markers(home).get(key, {}).get("writer_pid") == other.transport.pid,
                      "the other process to start its continuation")
             (home / "desktop" / "interrupted_turns.json").write_text(_json.dumps({key: entry}))
             before = refusals(home)
@@ -403,8 +405,8 @@ def test_the_losing_side_of_a_race_is_not_continued_and_never_shows_as_running(g
         wait_for(lambda: len(note_requests(mock_llm, since)) >= 1, "the other process's continuation at the model")
         other.shutdown(10)
     assert res.outcome == Outcome.DECLINED and not res.dispatched and started == [], res.message
-    assert res.not_continued == "another-owner" and res.holder_pid == other.pid
-    assert f"pid {other.pid}" in res.message
+    assert res.not_continued == "another-owner" and res.holder_pid == other.transport.pid
+    assert f"pid {other.transport.pid}" in res.message
     assert len(note_requests(mock_llm, since)) == 1  # the other process's, and no second
 
 

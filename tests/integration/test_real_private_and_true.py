@@ -47,10 +47,11 @@ def a_real_turn(home: Path, python: Path, mock: MockOpenAI, prompt: str, script:
                 key: str | None = None) -> Iterator[tuple[int, str]]:
     """A real turn of the 0.22 Hermes in its own stdio gateway, running ``script`` at the model: in the session
     ``key``, or (None) a new session. Yields (the gateway's pid, the stored session key) while it runs."""
-    from hermes_tray_core.continuing import gateway
+    from hermes_tray_core.backend.install import install_from_command
+    from hermes_tray_core.backend.stdio import stdio_session
 
-    install = gateway.install_from_command([str(python)])
-    gw = gateway.GatewayProcess(install, home, log_path=home.parent / "turn-gateway.log", cwd=str(home.parent))
+    install = install_from_command([str(python)])
+    gw = stdio_session(install, home, log_path=home.parent / "turn-gateway.log", cwd=str(home.parent))
     gw.start()
     try:
         gw.wait_ready(90)
@@ -61,7 +62,7 @@ def a_real_turn(home: Path, python: Path, mock: MockOpenAI, prompt: str, script:
         else:
             sid = gw.request("session.resume", {"session_id": key}, 60)["session_id"]
         gw.request("prompt.submit", {"session_id": sid, "text": prompt}, 30)
-        yield gw.pid, key
+        yield gw.transport.pid, key
     finally:
         mock.play([])
         gw.shutdown(5)
