@@ -99,8 +99,8 @@ def settle_if_finished(turn: Turn) -> Settlement | None:
 
         book = ledger()
         if not book.status(turn.ident).finished:
-            book.record("completed", turn.ident, settled_by="state.db", attempt=json_int(turn.marker.raw.get("attempts")),
-                        reason=why)
+            book.record("completed", turn.ident, settled_by="state.db",
+                        attempt=json_int(turn.marker.raw.get("attempts")), reason=why)
     retired = False
     with bookkeeping(logger, "could not retire the settled continuation marker for %s", turn.key):
         from hermes_tray_core.markers.store import MarkerStore

@@ -71,7 +71,8 @@ class Follow:
                 return self.s.detach() if self.s.quitting else self._stop_before_start()
             if time.monotonic() >= next_facts:
                 next_facts = time.monotonic() + min(0.5, self.s.opts.facts_interval)
-                elsewhere = continued_elsewhere(self.s.home, self.s.key, self.s.gw.transport.pid, self.s.handover.expected)
+                elsewhere = continued_elsewhere(self.s.home, self.s.key, self.s.gw.transport.pid,
+                                                self.s.handover.expected)
                 if elsewhere is not None:
                     return self.s.not_continued(elsewhere[0], elsewhere[1], holder=elsewhere[2])
                 if promised:
@@ -257,7 +258,8 @@ class Follow:
         if superseded:
             return self.s.finish(Outcome.INTERRUPTED, f"The continuation was ended in Hermes: {why}. The tray sent no stop.",
                                "interrupted")
-        return self.s.finish(Outcome.TIMED_OUT, f"Hermes sent the tray nothing for {self.s.opts.idle_timeout:g}s, and the tray "
+        return self.s.finish(Outcome.TIMED_OUT,
+                             f"Hermes sent the tray nothing for {self.s.opts.idle_timeout:g}s, and the tray "
                                       f"left the session alone: {why}. It will not continue the turn again.")
 
     def _stopped_result(self, status: str = "interrupted") -> ContinuationResult:

@@ -252,7 +252,8 @@ class Run:
 
         assert gw.transport.identity is not None  # a started gateway or a backend endpoint: its process is known
         try:
-            taken = self.s.handover.take(gw.transport.identity)  # compare-and-swap just before the submit (core.continuing.handover)
+            # compare-and-swap just before the submit (core.continuing.handover)
+            taken = self.s.handover.take(gw.transport.identity)
         except (MarkerStoreError, ValueError) as exc:
             logger.error("could not record the continuation marker for %s: %s", self.s.key, exc)
             return self.s.finish(Outcome.ERROR, f"Not resumed: the tray could not keep the turn marker for the "
@@ -294,7 +295,8 @@ class Run:
         from hermes_tray_core.hermes.state_db import session_activity
 
         try:
-            activity = session_activity(self.s.home, self.s.key, ignore_pids=(self.s.gw.transport.pid,) if self.s.gw.transport.pid else ())
+            pid = self.s.gw.transport.pid
+            activity = session_activity(self.s.home, self.s.key, ignore_pids=(pid,) if pid else ())
         except Exception as exc:  # boundary: cannot tell: never risk a second turn
             return f"cannot tell whether Hermes is running this session ({exc})"
         if activity.running:

@@ -33,8 +33,8 @@ def _started_at(entry: dict[str, Any]) -> float:
     return finite(entry.get("started_at") or 0) or 0.0
 
 
-def build_entry(prompt: str, *, attempts: int = 0, auto_continue: bool = True, notification_category: str | None = None,
-                writer: ProcessIdentity | None = None, now: float | None = None) -> dict[str, Any]:
+def build_entry(prompt: str, *, attempts: int = 0, auto_continue: bool = True,
+                notification_category: str | None = None, writer: ProcessIdentity | None = None, now: float | None = None) -> dict[str, Any]:
     ident = writer if writer is not None else own_identity()
     entry: dict[str, Any] = {
         "attempts": max(0, int(attempts)),

@@ -13,8 +13,8 @@ from typing import Any
 from hermes_tray_core.errors import TrayError
 from hermes_tray_core.stores import fsutil
 
-__all__ = ["ABSENT", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt", "Entries", "TooLarge",
-           "decode", "encode", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
+__all__ = ["ABSENT", "MARKER_DIR", "MARKER_FILE", "MARK_KEYS", "MAX_FILE_BYTES", "TOO_LARGE_WORDS", "Corrupt",
+           "Entries", "TooLarge", "decode", "encode", "marker_path", "read_file", "same_entry", "same_json", "wait_for_hermes_writes"]
 
 MARKER_DIR = "desktop"
 MARKER_FILE = "interrupted_turns.json"

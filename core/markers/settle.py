@@ -104,8 +104,9 @@ class Leaks:
 
     def _derived(self, theirs: Entries) -> bool:
         """One Hermes write on top of our transient version: one entry differs."""
+        absent = marker_file.ABSENT
         differ = (k for k in theirs.keys() | self.transient.keys()
-                  if not marker_file.same_entry(theirs.get(k, marker_file.ABSENT), self.transient.get(k, marker_file.ABSENT)))
+                  if not marker_file.same_entry(theirs.get(k, absent), self.transient.get(k, absent)))
         return next(differ, None) is not None and next(differ, None) is None
 
     def correct(self, theirs: Entries, *, in_merge: bool = False) -> Entries:

@@ -232,7 +232,8 @@ class Scanner:
         if entries is not None:
             from hermes_tray_core.continuing.orphans import settle_orphaned_runs
 
-            settle_orphaned_runs(home.path, entries)  # a run of ours whose process is gone: its end, from Hermes' facts
+            # a run of ours whose process is gone: its end, from Hermes' facts
+            settle_orphaned_runs(home.path, entries)
         turns: list[TurnRecord] = []
         state = _HomeState(home.path, now) if exists else None
         try:

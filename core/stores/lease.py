@@ -114,7 +114,8 @@ class LeaseStore:
             # Inherited across fork: never used here, kept so that its collection does not close the parent's.
             self._inherited.append(self._conn)
             self._conn = None
-        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout, isolation_level=None, check_same_thread=False)
+        conn = sqlite3.connect(str(self.path), timeout=self._busy_timeout, isolation_level=None,
+                               check_same_thread=False)
         try:
             conn.execute(f"PRAGMA busy_timeout = {int(self._busy_timeout * 1000)}")
             if self._journal_mode_wal(conn).lower() != "wal":
