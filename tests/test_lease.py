@@ -99,31 +99,6 @@ def test_files_are_private_and_symlinks_refused(tmp_path):
         LeaseStore(link)
 
 
-def test_should_abort_returns_none_promptly(store):
-    store.acquire("n", "holder", ttl=30)
-    flag = threading.Event()
-    threading.Timer(0.2, flag.set).start()
-    t0 = time.monotonic()
-    assert store.acquire("n", "w", ttl=5, wait=10, poll=0.02, should_abort=flag.is_set) is None
-    assert time.monotonic() - t0 < 0.2 + 1.0  # promptly: far from the 10 s wait
-    t0 = time.monotonic()
-    assert store.acquire("n", "w", ttl=5, wait=10, should_abort=lambda: True) is None
-    assert time.monotonic() - t0 < 1.0
-
-
-def test_on_wait_first_miss_then_cadence(store):
-    store.acquire("n", "holder", ttl=30)
-    calls: list[float] = []
-    assert store.acquire("n", "w", ttl=5, wait=1.0, poll=0.02, on_wait=calls.append, on_wait_every=0.3) is None
-    assert calls[0] < 0.1  # told at the first miss, not after a delay
-    assert len(calls) in (3, 4), calls  # ~0, 0.3, 0.6, (0.9): neither every poll nor never
-    gaps = [b - a for a, b in zip(calls, calls[1:], strict=False)]
-    assert all(0.3 <= g < 0.6 for g in gaps), gaps
-    quiet: list[float] = []
-    store.acquire("free-name", "w", ttl=5, wait=1.0, on_wait=quiet.append)
-    assert quiet == []  # no miss, no call
-
-
 HOLDER = textwrap.dedent("""
     import sys, time
     from hermes_tray_core.stores.lease import LeaseStore

@@ -29,13 +29,12 @@ from hermes_tray_core.process.start_mark import mark_pid
 from hermes_tray_core.stores import fsutil
 from hermes_tray_core.vocab import WriterState
 
-__all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "ON_WAIT_INTERVAL_S",
-    "SCHEMA_VERSION", "STORE_ERRORS", "shared"]
+__all__ = ["BUSY_TIMEOUT_S", "CORRUPT_SUFFIX", "Lease", "LeaseKeeper", "LeaseStore", "SCHEMA_VERSION",
+    "STORE_ERRORS", "shared"]
 
 log = logging.getLogger(__name__)
 
 BUSY_TIMEOUT_S = 10.0
-ON_WAIT_INTERVAL_S = 5.0
 SCHEMA_VERSION = 3
 
 _SCHEMA = """
@@ -225,8 +224,7 @@ class LeaseStore:
             return fn(self._connection())
 
     def _peek(self, name: str) -> _Row | None:
-        row: _Row | None = self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
-        return row
+        return self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
 
     def _try_acquire(self, name: str, holder: str, ttl: float,
                      then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
@@ -258,57 +256,42 @@ class LeaseStore:
     # -- API -----------------------------------------------------------------------------------
 
     def acquire(self, name: str, holder: str, *, ttl: float, wait: float = 0.0, poll: float = 0.05,
-                on_wait: Callable[[float], None] | None = None, should_abort: Callable[[], bool] | None = None,
-                on_wait_every: float = ON_WAIT_INTERVAL_S,
                 then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:
         """Take ``name`` for ``holder`` for ``ttl`` seconds, waiting up to ``wait``; None when the wait ran
-        out or ``should_abort()`` said so. ``then(connection, lease)`` commits with the lease (the ledger's
-        run with its claim). ``on_wait(elapsed)``: at the first miss, then every ``on_wait_every`` seconds."""
+        out. ``then(connection, lease)`` commits with the lease (the ledger's run with its claim)."""
         if not name or not isinstance(name, str):
             raise ValueError("lease name must be a non-empty string")
         if not holder or not isinstance(holder, str):
             raise ValueError("lease holder must be a non-empty string")
         if ttl <= 0:
             raise ValueError("ttl must be positive")
-        start, next_notice, poll = time.monotonic(), 0.0, max(poll, 0.001)
-        aborted = should_abort or (lambda: False)
+        start, poll = time.monotonic(), max(poll, 0.001)
         while (lease := self._try_acquire(name, holder, ttl, then)) is None:
             elapsed = time.monotonic() - start
-            if on_wait is not None and elapsed >= next_notice:
-                on_wait(elapsed)
-                next_notice = elapsed + on_wait_every
-            if elapsed >= wait or aborted():
+            if elapsed >= wait:
                 return None
             time.sleep(min(poll, wait - elapsed))
-            if aborted():
-                return None
         return lease
 
     def refresh(self, lease: Lease, *, ttl: float) -> bool:
         """Extend ``lease`` to now + ``ttl`` iff it is still this holder's at this epoch."""
 
-        def txn(conn: sqlite3.Connection) -> float | None:
+        def txn(conn: sqlite3.Connection) -> bool:
             expires = time.time() + ttl
-            cur = conn.execute("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
-                               (expires, lease.name, lease.holder, lease.epoch))
-            return expires if cur.rowcount == 1 else None
+            if conn.execute("UPDATE leases SET expires_at = ? WHERE name = ? AND holder = ? AND epoch = ?",
+                            (expires, lease.name, lease.holder, lease.epoch)).rowcount != 1:
+                return False
+            lease.expires_at = expires
+            return True
 
-        expires = self.write(txn)
-        if expires is None:
-            return False
-        lease.expires_at = float(expires)
-        return True
+        return self.write(txn)
 
     def release(self, lease: Lease) -> bool:
         """Give ``lease`` up (the epoch stays). False when it was released already or taken over."""
-
-        def txn(conn: sqlite3.Connection) -> bool:
-            cur = conn.execute("UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
-                               " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
-                               (time.time(), lease.name, lease.holder, lease.epoch))
-            return cur.rowcount == 1
-
-        return bool(self.write(txn))
+        return self.write(lambda conn: conn.execute(
+            "UPDATE leases SET holder = '', expires_at = ?, owner_pid = NULL, owner_start = NULL,"
+            " owner_ns = NULL, owner_mark = NULL WHERE name = ? AND holder = ? AND epoch = ?",
+            (time.time(), lease.name, lease.holder, lease.epoch)).rowcount == 1)
 
     def current(self, name: str) -> Lease | None:
         """The live lease on ``name``, or None when it is free."""

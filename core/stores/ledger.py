@@ -12,6 +12,7 @@ import os
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
@@ -410,20 +411,10 @@ class Ledger:
                 homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
         """The newest ``limit`` decisions and settings changes, newest first, each a flat dict. ``home`` /
         ``session_key``: only theirs; ``homes``: theirs and the tray's own settings changes."""
-        keys = {home_path(h) for h in [*([home] if home is not None else []), *(homes or ())]} \
-            if home is not None or homes is not None else None
-        tray = home is None and homes is not None
-        out: list[dict[str, Any]] = []
-        for ev in self._all(" DESC"):
-            if keys is not None and ev.get("home") not in keys and not (
-                    tray and ev.get("home") is None and ev["event"] == Event.CONFIG_CHANGED):
-                continue
-            if session_key is not None and ev.get("session_key") != session_key:
-                continue
-            out.append(ev)
-            if len(out) >= limit:
-                break
-        return out
+        keys = None if home is None and homes is None else \
+            {home_path(h) for h in [*(homes or ()), home] if h is not None}
+        return list(islice((ev for ev in self._all(" DESC") if _shown(ev, keys, tray=home is None)
+                            and session_key in (None, ev.get("session_key"))), limit))
 
     def turns(self, limit: int = 500, *, homes: Sequence[Path | str] | None = None) -> list[dict[str, Any]]:
         """History's rows, newest activity first: one per turn, its continuations folded in (``turn``: its
@@ -431,9 +422,7 @@ class Ledger:
         None)."""
         keys = {home_path(h) for h in homes} if homes else None
         groups: dict[object, dict[str, Any]] = {}
-        for ev in self._all(""):
-            if keys is not None and ev.get("home") not in keys and ev.get("home") is not None:
-                continue
+        for ev in filter(lambda ev: _shown(ev, keys, tray=True), self._all("")):
             if ev["event"] == Event.CONFIG_CHANGED:
                 groups[("config", ev["decision"])] = {"turn": None, "last": None, "events": [ev]}
                 continue
@@ -471,6 +460,12 @@ def _event(r: Sequence[Any]) -> dict[str, Any]:
 
 def _events(conn: sqlite3.Connection, where: str, *args: Any) -> list[dict[str, Any]]:
     return [_event(r) for r in conn.execute(_HISTORY + where, args)]
+
+
+def _shown(ev: Mapping[str, Any], keys: set[str] | None, *, tray: bool) -> bool:
+    """In one of ``keys`` (None: any), or (``tray``) a change of the tray's own settings: the only rows
+    without a home."""
+    return keys is None or ev.get("home") in keys or (tray and ev.get("home") is None)
 
 
 def _ended_mid_turn(end: Mapping[str, Any]) -> bool:
