@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import re
 import stat
 import subprocess
 import sys
@@ -23,7 +24,7 @@ def mode(path: Path) -> int:
 
 
 def leftovers(d: Path) -> list[str]:
-    return sorted(n for n in os.listdir(d) if fsutil.is_temp_name(n))
+    return sorted(n for n in os.listdir(d) if re.fullmatch(r"\..+\.\d+\.[0-9a-f]{8}\.tmp", n))
 
 
 @pytest.fixture

@@ -71,7 +71,7 @@ again."""
 _Loaded = tuple[Exchange, "Callable[[str], Sig | None] | None"]  # an OS's exchange, and its own signature if any
 
 
-def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
+def _linux_statx(libc: ctypes.CDLL) -> Callable[[str], Sig | None] | None:
     import ctypes
 
     fn = getattr(libc, "statx", None)
@@ -81,11 +81,11 @@ def _linux_statx(libc: ctypes.CDLL) -> Callable[[bytes], Sig | None] | None:
     fn.restype = ctypes.c_int
     make = ctypes.create_string_buffer
 
-    def signature(path: bytes) -> Sig | None:
+    def signature(path: str) -> Sig | None:
         # struct statx, the same on every arch: stx_ino u64 @32, stx_size u64 @40, stx_mtime {i64 sec,
         # u32 nsec} @112. A buffer per call: threads writing different homes' files must not share one.
         buf = make(256)
-        if fn(_AT_FDCWD, path, _AT_SYMLINK_NOFOLLOW, _STATX_WANT, buf) != 0:
+        if fn(_AT_FDCWD, os.fsencode(path), _AT_SYMLINK_NOFOLLOW, _STATX_WANT, buf) != 0:
             if ctypes.get_errno() == errno.ENOENT:
                 return None
             return _stat_sig(path)  # statx refused (a seccomp filter, say): ask lstat, which raises if it fails
@@ -124,8 +124,7 @@ def _linux() -> _Loaded | None:
             return None
         return _unsupported(ctypes.get_errno(), "renameat2(RENAME_EXCHANGE)", target)  # ENOENT: FileNotFoundError
 
-    signature = _linux_statx(libc)
-    return exchange, None if signature is None else (lambda path: signature(os.fsencode(path)))
+    return exchange, _linux_statx(libc)
 
 
 # ── macOS ─────────────────────────────────────────────────────────────────
@@ -169,7 +168,7 @@ def _windows() -> _Loaded | None:
     fn.restype = ctypes.c_int
 
     def exchange(path: str, target: str) -> OSError | None:
-        if fn(target, path, backup_path(path), _REPLACEFILE_WRITE_THROUGH, None, None):
+        if fn(target, path, _next_path(path), _REPLACEFILE_WRITE_THROUGH, None, None):
             return None
         err = ctypes.get_last_error()  # type: ignore[attr-defined]
         if err in _WIN_MISSING and not os.path.exists(target):
@@ -262,17 +261,12 @@ def _verified_parts() -> tuple[Exchange, Callable[[str], Sig | None], Callable[[
     return exchange, signature, _next_path
 
 
-def _next_path(path: str) -> str:
-    """Where the file an exchange displaced comes out (Windows: a backup name)."""
-    return backup_path(path) if os.name == "nt" else path
-
-
-def backup_path(path: str) -> str:
-    """Where ReplaceFileW puts the file it displaces: the names alternate, never grow."""
-    return path[: -len(_DISPLACED)] if path.endswith(_DISPLACED) else path + _DISPLACED
-
-
-_DISPLACED = ".displaced"
+def _next_path(path: str, displaced: str = ".displaced") -> str:
+    """Where the file an exchange displaced comes out: ``path``, but on Windows the backup name ReplaceFileW
+    puts it at (the names alternate, never grow)."""
+    if os.name != "nt":
+        return path
+    return path[: -len(displaced)] if path.endswith(displaced) else path + displaced
 
 
 def _stat_sig(path: str | bytes) -> Sig | None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import itertools
 import os
 import re
 import stat
@@ -20,7 +21,7 @@ from hermes_tray_core.errors import TrayError
 
 __all__ = ["BINARY", "CLOEXEC", "DIR_MODE", "FILE_MODE", "NOFOLLOW", "NONBLOCK", "UnsafePathError",
     "atomic_write_bytes", "ensure_private_dir", "os_error_text", "file_signature", "fsync_dir", "fsync_path",
-    "is_temp_name", "lock_fd", "locked", "open_private_lockfile", "open_regular", "read_regular", "refuse_symlink",
+    "lock_fd", "locked", "open_private_lockfile", "open_regular", "read_regular", "refuse_symlink",
     "set_aside", "too_large_words", "sweep_stale_temps", "try_lock_fd", "unlock_fd", "write_all", "write_temp"]
 
 FILE_MODE = 0o600
@@ -86,14 +87,7 @@ def ensure_private_dir(path: Path) -> Path:
     refuse_symlink(path)
     if path.is_dir():
         return path
-    missing: list[Path] = []
-    p = path
-    while not p.exists():
-        missing.append(p)
-        if p.parent == p:
-            break
-        p = p.parent
-    for d in reversed(missing):
+    for d in reversed(list(itertools.takewhile(lambda p: not p.exists(), [path, *path.parents]))):
         try:
             os.mkdir(d, DIR_MODE)
         except FileExistsError:
@@ -208,10 +202,6 @@ def sweep_stale_temps(target: Path, *, min_age: float = 2.0) -> int:
     return removed
 
 
-def is_temp_name(name: str) -> bool:
-    return bool(_TMP_RE.match(name))
-
-
 def open_regular(path: Path | str, flags: int, what: str = "not a regular file") -> int:
     """A raw fd of ``path`` (created 0600 with ``O_CREAT``): :class:`UnsafePathError` for a symlink or anything
     but a regular file (``what`` says so)."""
@@ -307,7 +297,6 @@ def file_signature(path: Path | str | bytes, *, follow_symlinks: bool = True) ->
     return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
-
 def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> bytes:
     """All bytes of a regular file, refusing anything else without blocking on it (a FIFO planted there would
     hang the reader): OSError EINVAL, or EFBIG past ``limit`` bytes."""
@@ -333,9 +322,8 @@ def read_regular(path: str | os.PathLike[str], limit: int | None = None) -> byte
 
 def too_large_words(limit: int) -> str:
     """"too large to read (over 16 MiB)": a size limit, never "corrupt"."""
-    if limit >= 1 << 20:
-        return f"too large to read (over {limit / (1 << 20):g} MiB)"
-    return f"too large to read (over {limit / (1 << 10):g} KiB)"
+    unit, size = ("MiB", 1 << 20) if limit >= 1 << 20 else ("KiB", 1 << 10)
+    return f"too large to read (over {limit / size:g} {unit})"
 
 
 def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:

@@ -8,9 +8,7 @@ rebuilt in the journal's order: ``approved`` starts one, ``continuing`` names th
 
 from __future__ import annotations
 
-import os
 import sqlite3
-import time
 from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from hermes_tray_core.keys import InvalidIdError, home_path, session_key
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.numbers import json_number
-from hermes_tray_core.stores import turn_journal
+from hermes_tray_core.stores import fsutil, turn_journal
 from hermes_tray_core.turn import TurnId
 from hermes_tray_core.vocab import Event
 
@@ -64,7 +62,7 @@ def read_journal(ledger: Ledger, conn: sqlite3.Connection, path: Path) -> bool:
     except (OSError, ValueError) as exc:
         logger.warning("cannot read the decision journal %s to carry it into the ledger: %s", path, exc)
         return False
-    events = [ev for ev in doc["events"] if isinstance(ev, dict)]
+    events = doc["events"]
     if not events and not doc["malformed"] and not path.exists():
         return False
     attempts: dict[tuple[str, str, float], int] = {}
@@ -110,9 +108,5 @@ def _one(ledger: Ledger, conn: sqlite3.Connection, ev: Mapping[str, Any], attemp
 
 
 def set_aside(path: Path) -> None:
-    try:
-        os.replace(path, path.with_name(f"{path.name}.migrated-{time.strftime('%Y%m%dT%H%M%S')}"))
-    except FileNotFoundError:
-        pass
-    except OSError as exc:
-        logger.warning("the decision journal %s was read into the ledger but cannot be set aside: %s", path, exc)
+    if fsutil.set_aside(path, "migrated") is None and path.exists():
+        logger.warning("the decision journal %s was read into the ledger but cannot be set aside", path)

@@ -49,12 +49,6 @@ class TraySettings:
         return [Path(os.path.expanduser(h)) for h in self.homes]
 
 
-def _bool(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    raise SettingsError(f"{key}: must be true or false, not {value!r}")
-
-
 def _str_list(key: str, value: Any, *, what: str) -> tuple[str, ...]:
     if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
         raise SettingsError(f"{key}: must be a list of non-empty strings ({what}), not {value!r}")
@@ -76,7 +70,9 @@ def validate(data: Mapping[str, Any], *, path: Path | None = None) -> TraySettin
         kw["mode"] = mode
     for key in ("notify", "show_prompts"):
         if key in data:
-            kw[key] = _bool(key, data[key])
+            if not isinstance(data[key], bool):
+                raise SettingsError(f"{key}: must be true or false, not {data[key]!r}")
+            kw[key] = data[key]
     if "homes" in data:
         kw["homes"] = _str_list("homes", data["homes"], what="paths of Hermes homes")
     if data.get("hermes_command") is not None:
@@ -187,8 +183,7 @@ def update_settings(changes: Mapping[str, Any], path: Path | None = None) -> Tra
             raw = {}
         except (OSError, ValueError, RecursionError) as exc:  # unreadable, not UTF-8, not TOML, nested too deep
             raise SettingsError(f"{path} is not valid TOML ({exc}); fix or remove it") from exc
-        merged = {**raw, **dict(changes)}
-        merged = {k: v for k, v in merged.items() if v is not None}
+        merged = {k: v for k, v in {**raw, **changes}.items() if v is not None}
         try:
             new = validate(merged, path=path)
         except SettingsError as exc:

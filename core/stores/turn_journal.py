@@ -22,7 +22,7 @@ __all__ = ["MAX_SESSION_ID_LEN", "TERMINAL_EVENTS", "derive_turn_journal_states"
 
 TERMINAL_EVENTS = frozenset({"completed", "interrupted"})
 MAX_SESSION_ID_LEN = 200  # leaves room for "~<pid>.jsonl" inside a 255-byte file name
-_SESSION_ID_RE = re.compile(r"^[A-Za-z0-9_.-]+$")
+_SESSION_ID_RE = re.compile(r"[A-Za-z0-9_.-]+")
 
 #: One journal event: a flat JSON object as written and as read back.
 Event = dict[str, Any]
@@ -37,7 +37,7 @@ def validate_journal_session_id(session_id: object) -> str:
         raise ValueError("invalid session_id: surrounding whitespace")
     if len(session_id) > MAX_SESSION_ID_LEN:
         raise ValueError(f"invalid session_id: longer than {MAX_SESSION_ID_LEN} characters")
-    if not _SESSION_ID_RE.match(session_id) or "\n" in session_id:
+    if not _SESSION_ID_RE.fullmatch(session_id):
         raise ValueError("invalid session_id: only letters, digits, '_', '.' and '-' are allowed")
     if session_id.strip(".") == "":
         raise ValueError("invalid session_id: only dots")
@@ -185,9 +185,7 @@ def derive_turn_journal_states(events: Iterable[Event]) -> dict[str, Event]:
         turn_id = turn_id.strip()
         if not turn_id:
             continue
-        created = event.get("created_at")
-        if type(created) is not float:
-            created = _created_key(event)
+        created = _created_key(event)
         previous = stamps.get(turn_id)
         if previous is None or created >= previous:
             states[turn_id] = event

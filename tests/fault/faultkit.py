@@ -25,6 +25,7 @@ import dataclasses
 import multiprocessing
 import os
 import random
+import re
 import signal
 import sys
 import time
@@ -185,13 +186,12 @@ def kill_rounds(
 
 def temp_litter(directory: Path, target_name: str) -> list[str]:
     """Writer temp files for ``target_name`` in ``directory`` (names a reader never opens)."""
-    from hermes_tray_core.stores.fsutil import is_temp_name
-
     try:
         names = os.listdir(directory)
     except FileNotFoundError:
         return []
-    return sorted(n for n in names if is_temp_name(n) and n.startswith(f".{target_name}."))
+    return sorted(n for n in names
+                  if n.startswith(f".{target_name}.") and re.fullmatch(r"\..+\.\d+\.[0-9a-f]{8}\.tmp", n))
 
 
 def report(stats: KillStats) -> None:
