@@ -102,23 +102,18 @@ def ensure_private_dir(path: Path) -> Path:
 
 def fsync_dir(path: Path | str) -> None:
     """Persist a create or rename (not on Windows, where a directory cannot be opened)."""
-    if sys.platform == "win32":
-        return
-    fsync_path(path)
+    if sys.platform != "win32":
+        fsync_path(path)
 
 
 def fsync_path(path: Path | str) -> None:
     """fsync what is at ``path`` now, best effort."""
-    try:
+    with contextlib.suppress(OSError):
         fd = os.open(path, os.O_RDONLY | CLOEXEC | BINARY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)
+        try:
+            os.fsync(fd)
+        finally:
+            os.close(fd)
 
 
 def atomic_write_bytes(target: Path | str, data: bytes, *, mode: int = FILE_MODE,

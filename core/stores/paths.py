@@ -37,13 +37,9 @@ def log_dir() -> Path:
 
 def runtime_dir() -> Path:
     """Per-user runtime dir (sockets, instance locks); falls back to the state dir where there is none."""
-    override = os.environ.get("HERMES_TRAY_RUNTIME_DIR")
-    if override:
-        return Path(override)
     xdg = os.environ.get("XDG_RUNTIME_DIR")
-    if xdg and os.path.isdir(xdg):
-        return Path(xdg) / APP
-    return state_dir() / "run"
+    default = Path(xdg) / APP if xdg and os.path.isdir(xdg) else state_dir() / "run"
+    return _dir("HERMES_TRAY_RUNTIME_DIR", str(default))
 
 
 def settings_file() -> Path:

@@ -159,15 +159,11 @@ def read_journal_files(session_id: str, files: Sequence[tuple[str | None, str | 
     ``"file"``); shards' events merged by ``created_at``."""
     events: list[Event] = []
     malformed: list[Event] = []
-    blobs = [(label, _read_bytes(path)) for label, path in files]
-    big = sum(len(b) for _, b in blobs if b) > _GC_PAUSE_BYTES
-    merged = False
-    with _gc_paused() if big else contextlib.nullcontext():
+    blobs = [(label, data) for label, path in files if (data := _read_bytes(path)) is not None]
+    with _gc_paused() if sum(len(b) for _, b in blobs) > _GC_PAUSE_BYTES else contextlib.nullcontext():
         for label, data in blobs:
-            if data is not None:
-                _parse_lines(data, events, malformed, label)
-                merged = merged or label is not None
-    if merged:
+            _parse_lines(data, events, malformed, label)
+    if any(label is not None for label, _ in blobs):  # shards: merged by time
         events.sort(key=_created_key)
     return {"session_id": session_id, "events": events, "malformed": malformed}
 
