@@ -224,7 +224,8 @@ class LeaseStore:
             return fn(self._connection())
 
     def _peek(self, name: str) -> _Row | None:
-        return self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
+        row: _Row | None = self.read(lambda conn: conn.execute(_SELECT_ROW, (name,)).fetchone())
+        return row
 
     def _try_acquire(self, name: str, holder: str, ttl: float,
                      then: Callable[[sqlite3.Connection, Lease], None] | None = None) -> Lease | None:

@@ -11,7 +11,7 @@ import json
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from itertools import islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
@@ -422,7 +422,7 @@ class Ledger:
         None)."""
         keys = {home_path(h) for h in homes} if homes else None
         groups: dict[object, dict[str, Any]] = {}
-        for ev in filter(lambda ev: _shown(ev, keys, tray=True), self._all("")):
+        for ev in (e for e in self._all("") if _shown(e, keys, tray=True)):
             if ev["event"] == Event.CONFIG_CHANGED:
                 groups[("config", ev["decision"])] = {"turn": None, "last": None, "events": [ev]}
                 continue
@@ -462,7 +462,7 @@ def _events(conn: sqlite3.Connection, where: str, *args: Any) -> list[dict[str, 
     return [_event(r) for r in conn.execute(_HISTORY + where, args)]
 
 
-def _shown(ev: Mapping[str, Any], keys: set[str] | None, *, tray: bool) -> bool:
+def _shown(ev: Mapping[str, Any], keys: Collection[str] | None, *, tray: bool) -> bool:
     """In one of ``keys`` (None: any), or (``tray``) a change of the tray's own settings: the only rows
     without a home."""
     return keys is None or ev.get("home") in keys or (tray and ev.get("home") is None)
