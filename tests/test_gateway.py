@@ -453,7 +453,7 @@ def test_kill_takes_the_gateways_tool_subprocesses_with_it(sims, tmp_path):
             tools = tool_pids(home)
             time.sleep(0.05)
         assert len(tools) == 1 and pid_running(tools[0])
-        gw.kill()
+        gw.transport.kill()
         assert gw.transport.proc is not None and gw.transport.proc.wait(timeout=10) is not None
         assert wait_gone(tools), "Hermes' tool subprocess outlived a killed gateway"
     finally:

@@ -12,7 +12,6 @@ import time
 import psutil
 import pytest
 
-from hermes_tray_core.process import identity as procid
 from hermes_tray_core.process.identity import (
     ProcessIdentity,
     hermes_liveness,
@@ -123,13 +122,13 @@ def _raising(exc: Exception):
 
 
 def test_access_denied_is_unknown_unless_pid_only(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(procid.psutil, "Process", _raising(psutil.AccessDenied(1)))
+    monkeypatch.setattr(psutil, "Process", _raising(psutil.AccessDenied(1)))
     assert process_liveness(1, 123.0) == "unknown"
     assert process_liveness(1) == "alive"  # the pid exists; someone else's process
 
 
 def test_any_other_error_is_unknown(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(procid.psutil, "Process", _raising(RuntimeError("boom")))
+    monkeypatch.setattr(psutil, "Process", _raising(RuntimeError("boom")))
     assert process_liveness(os.getpid()) == "unknown"
     assert process_liveness(os.getpid(), 1.0) == "unknown"
 

@@ -92,10 +92,8 @@ def launcher_version(install: HermesInstall, env: Mapping[str, str], *, timeout:
     if launcher is None:
         return None
     try:
-        proc = subprocess.run(  # noqa: S603 - argv list, no shell
-            [launcher, "--version"], env=dict(env), capture_output=True, timeout=timeout, stdin=subprocess.DEVNULL,
-            **popen_platform_kwargs(),
-        )
+        proc = subprocess.run([launcher, "--version"], env=dict(env), timeout=timeout,  # noqa: S603 - argv
+                              capture_output=True, stdin=subprocess.DEVNULL, **popen_platform_kwargs())
     except (OSError, subprocess.TimeoutExpired):
         return None
     first = proc.stdout.decode("utf-8", "replace").strip().splitlines()[:1]
@@ -132,10 +130,9 @@ def probe_capabilities(
         if hit is not None and hit[0].package_dir and _dir_mtime(hit[0].package_dir) == hit[1]:
             return hit[0]
     try:
-        proc = subprocess.run(  # noqa: S603 - argv list, no shell
-            [install.python, "-c", _PROBE], env=env, cwd=cwd, capture_output=True, timeout=timeout,
-            stdin=subprocess.DEVNULL, **popen_platform_kwargs(),
-        )
+        proc = subprocess.run([install.python, "-c", _PROBE], env=env, cwd=cwd,  # noqa: S603 - argv list
+                              timeout=timeout, capture_output=True, stdin=subprocess.DEVNULL,
+                              **popen_platform_kwargs())
     except FileNotFoundError:
         return Capabilities(None, detail=f"Hermes' interpreter {install.python} does not exist")
     except subprocess.TimeoutExpired:

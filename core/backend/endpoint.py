@@ -62,9 +62,8 @@ class BackendEndpoint:
     version: str | None = None  # what the gateway said of itself (dashboards: asked of the installation)
 
     def describe(self) -> str:
-        if self.kind == BackendKind.GATEWAY:
-            return f"your Hermes gateway (pid {self.pid}, port {self.port})"
-        return f"your running Hermes (pid {self.pid}, port {self.port})"
+        who = "Hermes gateway" if self.kind == BackendKind.GATEWAY else "running Hermes"
+        return f"your {who} (pid {self.pid}, port {self.port})"
 
     def session(self, open_timeout: float = OPEN_TIMEOUT) -> RpcSession:
         return RpcSession(WebSocketTransport(self.host, self.port, self.token, pid=self.pid, identity=self.identity,
@@ -175,8 +174,7 @@ def endpoint_for(proc: HermesProcess) -> BackendEndpoint:
 
         found, record_why = find_host_token(proc.pid, proc.start_time, proc.environ_get)
         if found is not None:
-            token, source, port = found.token, "host-record", found.port
-            host = found.host
+            token, source, host, port = found.token, "host-record", found.host, found.port
     if token is None:
         token, gated = read_page(host, port)
         if gated:

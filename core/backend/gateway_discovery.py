@@ -101,17 +101,15 @@ def identify(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> GatewayId
     if not channel_for(home).published():
         raise ControlUnavailable(f"no gateway control socket in {home}")
     result, pid = _ask(home, "identify", None, timeout)
-    served = []
-    for row in result.get("served_profiles") or ():
-        if isinstance(row, dict) and _text(row.get("profile_id")) and _text(row.get("home")):
-            served.append(ServedProfile(str(row["profile_id"]), str(row["home"])))
     caps = result.get("capabilities")
     instance = _text(result.get("instance_id"))
     if instance is None:
         raise ControlUnavailable(f"the process on {home}'s control socket names no instance: not a gateway")
     return GatewayIdentity(
         control_home=home, pid=pid, state=_text(result.get("state")) or "unknown", instance_id=instance,
-        served=tuple(served),
+        served=tuple(ServedProfile(str(row["profile_id"]), str(row["home"]))
+                     for row in result.get("served_profiles") or ()
+                     if isinstance(row, dict) and _text(row.get("profile_id")) and _text(row.get("home"))),
         capabilities=tuple(c for c in caps if _text(c)) if isinstance(caps, list) else (),
         api_origin=_text(result.get("api_origin")),
         version=_text(result.get("version") or result.get("hermes_version")))
@@ -121,10 +119,8 @@ def find_gateway(home: Path | str, *, timeout: float = CONTROL_TIMEOUT) -> tuple
     """The gateway serving ``home``: its own, else the root's if it lists ``home``; or (None, why)."""
     home = Path(os.path.expanduser(os.fspath(home)))
     reasons = []
-    root = home.parent.parent if home.parent.name == "profiles" else None  # <root>/profiles/<name>
-    for where in (home, root):
-        if where is None:
-            continue
+    # <root>/profiles/<name>: the root's gateway may serve it
+    for where in (home, home.parent.parent) if home.parent.name == "profiles" else (home,):
         try:
             gw = identify(where, timeout=timeout)
         except ControlUnavailable as exc:

@@ -16,7 +16,6 @@ import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from hermes_tray_core.backend.websocket import Secret, loopback_json
 from hermes_tray_core.digest import sha256_hex
@@ -24,7 +23,7 @@ from hermes_tray_core.hermes.processes import is_loopback
 from hermes_tray_core.numbers import json_number
 from hermes_tray_core.stores.fsutil import too_large_words
 
-__all__ = ["ROLES", "HostToken", "confirm_identity", "find_host_token", "lock_dir"]
+__all__ = ["ROLES", "HostToken", "find_host_token", "lock_dir"]
 
 ROLES = ("serve", "desktop-serve")
 LOCKS_DIRNAME = "gateway-locks"
@@ -101,13 +100,6 @@ def private_problem(path: Path, kind: Callable[[int], bool], what: str, others: 
     return None
 
 
-def confirm_identity(host: str, port: int, token: Secret, *, timeout: float = IDENTITY_TIMEOUT) -> dict[str, Any] | None:
-    """``GET /api/host/identity`` with the token as Bearer: ``{pid, role, servesSpa}``, or None."""
-    data = loopback_json("GET", host, port, IDENTITY_PATH, {"Authorization": f"Bearer {token.reveal()}"},
-                         limit=MAX_RECORD_BYTES, timeout=timeout)
-    return data if isinstance(data, dict) else None
-
-
 def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -> HostToken:
     raw = read_private_file(directory / f"host-{role}.json", MAX_RECORD_BYTES)
     try:
@@ -135,8 +127,9 @@ def _read_role(directory: Path, role: str, pid: int, start_time: float | None) -
     if fingerprint and sha256_hex(token_text.encode("utf-8", "replace"))[:16] != fingerprint:
         raise ValueError(f"host-{role}.token does not belong to host-{role}.json (a restart in between?)")
     token = Secret(token_text)
-    answer = confirm_identity(host, port, token)
-    if answer is None or answer.get("pid") != pid:
+    answer = loopback_json("GET", host, port, IDENTITY_PATH, {"Authorization": f"Bearer {token.reveal()}"},
+                           limit=MAX_RECORD_BYTES, timeout=IDENTITY_TIMEOUT)  # {pid, role, servesSpa}
+    if not isinstance(answer, dict) or answer.get("pid") != pid:
         raise ValueError(f"the process on port {port} did not confirm it is pid {pid} ({IDENTITY_PATH})")
     return HostToken(role, pid, host, port, token)
 

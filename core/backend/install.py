@@ -111,14 +111,9 @@ def settings_hermes_command() -> tuple[str, ...] | None:
 def gateway_environment(home: Path | str, base: Mapping[str, str] | None = None) -> dict[str, str]:
     """The environment Hermes runs with: the user's own, ``HERMES_HOME`` set, our internals removed."""
     env = child_environment(base)
-    for name in _DROP_ENV:
-        env.pop(name, None)
-    for name in [k for k in env if k.startswith("HERMES_TRAY_")]:
-        env.pop(name, None)
-    env["HERMES_HOME"] = str(home)
-    env["PYTHONIOENCODING"] = "utf-8"
-    env["PYTHONUNBUFFERED"] = "1"
-    return env
+    for name in [k for k in env if k in _DROP_ENV or k.startswith("HERMES_TRAY_")]:
+        del env[name]
+    return {**env, "HERMES_HOME": str(home), "PYTHONIOENCODING": "utf-8", "PYTHONUNBUFFERED": "1"}
 
 
 __all__ = ["GATEWAY_MODULE", "HermesInstall", "HermesSettingsError", "find_hermes", "gateway_environment",

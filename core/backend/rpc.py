@@ -113,17 +113,11 @@ class RpcSession:
     def alive(self) -> bool:
         return not self.eof.is_set() and self.transport.alive()
 
-    def returncode(self) -> int | None:
-        return self.transport.returncode()
-
     def shutdown(self, grace: float = 5.0) -> int | None:
         code = self.transport.close(grace)
         if self._reader is not None:
             self._reader.join(timeout=2)
         return code
-
-    def kill(self) -> None:
-        self.transport.kill()
 
     def _read_loop(self) -> None:
         try:
@@ -141,9 +135,7 @@ class RpcSession:
                 # arrival time, taken where the frame is read (not when a consumer wakes up)
                 received = time.monotonic()
                 if frame.get("method") == "event":
-                    params = frame.get("params")
-                    if not isinstance(params, dict):
-                        params = {}
+                    params = frame["params"] if isinstance(frame.get("params"), dict) else {}
                     params[RECEIVED] = received
                     self.events.put(params)
                     continue

@@ -69,9 +69,10 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
         if found or not starting:
             return found, why
         if time.monotonic() >= deadline or (stop is not None and stop.is_set()):
-            late = f"{starting[0]} did not become ready within {wait:g} s ({why})" if wait > 0 else why
-            if isinstance(starting[0], _Owner):  # never a second runtime beside the gateway that owns the home
-                raise GatewayOwnsHome(late or starting[0])
+            who, owns = starting[0]
+            late = f"{who} did not become ready within {wait:g} s ({why})" if wait > 0 else why
+            if owns:  # never a second runtime beside the gateway that owns the home
+                raise GatewayOwnsHome(late or who)
             return [], late
         if not said and on_waiting is not None:
             said = True
@@ -80,14 +81,15 @@ def wait_for_backends(home: Path | str, *, wait: float, on_waiting: Callable[[],
 
 
 def _look(home: Path | str, processes: HermesProcesses | None
-          ) -> tuple[list[BackendEndpoint], str | None, list[str]]:
-    """(the usable backends of ``home``, why none, the ones still starting); the first is remembered."""
+          ) -> tuple[list[BackendEndpoint], str | None, list[tuple[str, bool]]]:
+    """(the usable backends of ``home``, why none, the ones still starting: (who, owns the home)); the first
+    is remembered."""
     gateway = _gateway(home)
-    if isinstance(gateway, str):  # the gateway of the home is starting: nothing else is used meanwhile
-        return [], f"{gateway} is not ready yet", [gateway]
+    if isinstance(gateway, tuple):  # the gateway of the home is starting: nothing else is used meanwhile
+        return [], f"{gateway[0]} is not ready yet", [gateway]
     found = [gateway] if gateway is not None else []
     reasons: list[str] = []
-    starting: list[str] = []
+    starting: list[tuple[str, bool]] = []
     snap = processes if processes is not None else HermesProcesses.now(kinds=(ProcessKind.DASHBOARD,))
     backends = [p for p in snap.serving(home) if p.kind == ProcessKind.DASHBOARD]
     if not backends and not found:
@@ -102,7 +104,7 @@ def _look(home: Path | str, processes: HermesProcesses | None
             endpoint = endpoint_for(proc)
         except BackendStarting as exc:
             reasons.append(str(exc))
-            starting.append(f"your running Hermes (pid {proc.pid})")
+            starting.append((f"your running Hermes (pid {proc.pid})", False))
             continue
         except BackendUnusable as exc:
             reasons.append(str(exc))
@@ -116,15 +118,9 @@ def _look(home: Path | str, processes: HermesProcesses | None
     return found, "; ".join(reasons) or None, starting
 
 
-class _Owner(str):
-    """The description of a starting gateway that owns the home (waited for; never passed over)."""
-
-    __slots__ = ()
-
-
-def _gateway(home: Path | str) -> BackendEndpoint | str | None:
-    """The endpoint of ``home``'s gateway, the description of one still starting, or None; one that owns
-    the home and cannot be used raises :class:`GatewayOwnsHome`."""
+def _gateway(home: Path | str) -> BackendEndpoint | tuple[str, bool] | None:
+    """The endpoint of ``home``'s gateway, (who, owns the home) of one still starting, or None; one that
+    owns the home and cannot be used raises :class:`GatewayOwnsHome`."""
     from hermes_tray_core.backend.gateway_discovery import find_gateway
 
     gw, _why = find_gateway(home)
@@ -133,7 +129,7 @@ def _gateway(home: Path | str) -> BackendEndpoint | str | None:
     try:
         return gateway_endpoint(gw, home)
     except BackendStarting:
-        return _Owner(gw.describe()) if gw.authority else gw.describe()
+        return gw.describe(), gw.authority
     except BackendUnusable as exc:
         if gw.authority:
             raise GatewayOwnsHome(f"{gw.describe()} owns this home's sessions and the tray cannot continue "

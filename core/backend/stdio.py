@@ -163,7 +163,7 @@ class StdioTransport(Transport):
             proc.wait(timeout=3 * max(grace, 5.0) + 5)  # the keeper's own three steps, and a margin
         except subprocess.TimeoutExpired:
             logger.warning("the keeper of gateway %s did not end it; killing both", self.pid)
-            self._kill_keeper()
+            self._kill_keeper(proc)
         with contextlib.suppress(OSError, ValueError):
             if proc.stdout is not None:
                 proc.stdout.close()
@@ -184,13 +184,10 @@ class StdioTransport(Transport):
         try:
             proc.wait(timeout=2.0)
         except subprocess.TimeoutExpired:
-            self._kill_keeper()
+            self._kill_keeper(proc)
 
-    def _kill_keeper(self) -> None:
+    def _kill_keeper(self, proc: subprocess.Popen[bytes]) -> None:
         """Last resort: SIGKILL the keeper (Linux then kills the gateway), else the gateway's group too."""
-        proc = self.proc
-        if proc is None:
-            return
         if os.name != "nt" and not sys.platform.startswith("linux") and self.pid is not None:
             with contextlib.suppress(OSError):
                 os.killpg(self.pid, signal.SIGKILL)

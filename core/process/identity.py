@@ -9,8 +9,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Callable
+from functools import cache
 from types import ModuleType
-from typing import Any, NamedTuple, TypeGuard
+from typing import NamedTuple, TypeGuard
 
 from hermes_tray_core.numbers import json_int, strict_finite
 from hermes_tray_core.vocab import WriterState
@@ -42,17 +43,10 @@ class ProcessIdentity(NamedTuple):
         return process_liveness(self.pid, self.start_time, mark=self.mark)
 
 
-def __getattr__(name: str) -> Any:
-    """``psutil`` on first use: ~15 ms to import, and a scan whose writers are gone never needs it."""
-    if name == "psutil":
-        return _psutil()
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
 def _psutil() -> ModuleType:
+    """``psutil`` on first use: ~15 ms to import, and a scan whose writers are gone never needs it."""
     import psutil
 
-    globals()["psutil"] = psutil
     return psutil
 
 
@@ -88,23 +82,19 @@ def process_start_time(pid: int) -> float | None:
         return None
 
 
-_OWN: ProcessIdentity | None = None
-
-
 def own_identity() -> ProcessIdentity:
     """This process's identity, read once per pid as Hermes caches its own: what it writes as
     ``writer_start_time`` stays the same whatever the clock does afterwards."""
-    global _OWN
-    pid = os.getpid()
-    if _OWN is None or _OWN.pid != pid:
-        _OWN = identity_of(pid)
-    return _OWN
+    return _identity_once(os.getpid())
 
 
 def identity_of(pid: int) -> ProcessIdentity:
     from hermes_tray_core.process.start_mark import start_mark
 
     return ProcessIdentity(pid, process_start_time(pid), start_mark(pid))
+
+
+_identity_once = cache(identity_of)
 
 
 def _valid_pid(pid: object) -> TypeGuard[int]:
@@ -232,17 +222,14 @@ def judge_hermes_identity(pid: int, start_time: object, *,
     return HermesJudgement(_ALIVE, hermes, current - recorded) if same_home else as_hermes
 
 
-_OWN_PIDNS: tuple[int, int | None] | None = None
-
-
 def own_pidns() -> int | None:
     """Inode of our pid namespace (Linux), or None where the platform has no such thing."""
-    global _OWN_PIDNS
-    pid = os.getpid()
-    if _OWN_PIDNS is None or _OWN_PIDNS[0] != pid:
-        try:
-            ino: int | None = os.stat("/proc/self/ns/pid").st_ino
-        except OSError:
-            ino = None
-        _OWN_PIDNS = (pid, ino)
-    return _OWN_PIDNS[1]
+    return _pidns_once(os.getpid())
+
+
+@cache
+def _pidns_once(_pid: int) -> int | None:  # per pid: a forked child reads its own
+    try:
+        return os.stat("/proc/self/ns/pid").st_ino
+    except OSError:
+        return None
