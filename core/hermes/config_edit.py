@@ -55,21 +55,6 @@ def _yaml() -> YAML:
     return y
 
 
-def _plain(value: Any, budget: list[int] | None = None) -> Any:
-    """Deep copy of a document Hermes' parser made, bounded (:class:`TooComplex`): aliases make a small file a
-    huge tree, and share nodes an edit must not change twice."""
-    if budget is None:
-        budget = [read.MAX_NODES]
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise TooComplex("config.yaml expands to too many values (YAML aliases?)")
-    if isinstance(value, Mapping):
-        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, budget) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, budget) for v in value]
-    return value
-
-
 def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in changes.items():
@@ -246,7 +231,7 @@ def _ruamel_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str:
 
 
 def _expected(doc: Any, changes: Mapping[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = _plain(doc) if doc is not None else {}
+    data: dict[str, Any] = read.plain(doc) if doc is not None else {}
     desktop = data["desktop"] = data.get("desktop") or {}  # a mapping or None (the shape was checked)
     block = desktop["auto_continue"] = desktop.get("auto_continue") or {}
     block.update(changes)
@@ -398,14 +383,14 @@ def _equal(effective: Any, value: Any) -> bool:
 
 
 def _same(current: Any, value: Any) -> bool:
-    return type(_plain(current)) is type(value) and _plain(current) == value
+    return type(mine := read.plain(current)) is type(value) and mine == value
 
 
 def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
     """Hermes would read ``candidate`` as ``expected``, types and all (not ``1 == True``)."""
     try:
         doc, _bad = read.parse_as_hermes(candidate)
-        if _plain(doc) != expected:
+        if read.plain(doc) != expected:
             return False
         block, _shape = read.auto_continue_block(doc)
         return isinstance(block, Mapping) and all(k in block and _same(block[k], v) for k, v in changes.items())
