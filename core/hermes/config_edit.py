@@ -117,8 +117,6 @@ def _newline(text: str) -> str:
 
 def _splice_value(lines: list[str], line: int, col: int, value: str) -> bool:
     """Replace the plain one-line scalar at (line, col) keeping any trailing comment."""
-    if line >= len(lines):
-        return False
     raw = lines[line]
     body = raw.rstrip("\r\n")
     ending = raw[len(body):]
@@ -130,34 +128,26 @@ def _splice_value(lines: list[str], line: int, col: int, value: str) -> bool:
     return True
 
 
-def _first_key_pos(mapping: Any) -> tuple[int, int] | None:
-    try:
-        first = next(iter(mapping))
-        pos = mapping.lc.key(first)
-        return int(pos[0]), int(pos[1])
-    except (StopIteration, AttributeError, KeyError, IndexError, TypeError, ValueError):  # no position kept
-        return None
+def _first_key_pos(mapping: Any) -> tuple[int, int]:
+    line, col = mapping.lc.key(next(iter(mapping)))
+    return int(line), int(col)
 
 
 def _is_block(mapping: Any) -> bool:
-    try:
-        return not mapping.fa.flow_style()
-    except (AttributeError, TypeError):  # not a round-trip mapping: no style kept
-        return False
+    return not mapping.fa.flow_style()
 
 
 def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None:
-    """New text with only the edited keys' lines touched, or None when the layout is unusual."""
+    """New text with only the edited keys' lines touched, or None (or any exception: the caller falls back to
+    :func:`_ruamel_edit`) when the layout is unusual; ``doc`` is a round-trip parse (CommentedMaps)."""
     from ruamel.yaml.comments import CommentedMap
 
     nl = _newline(text)
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += nl
-    if doc is None:
-        pass  # empty or comments only: the block is appended below them
-    elif not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc)):
-        return None
+    if doc is not None and (not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc))):
+        return None  # (None: empty or comments only, the block is appended below them)
     desktop = doc.get("desktop") if doc else None
     block = desktop.get("auto_continue") if isinstance(desktop, Mapping) else None
     if doc and "desktop" in doc and not isinstance(desktop, Mapping):
@@ -174,10 +164,7 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
             else:
                 insert.append((key, value))
         if insert:
-            pos = _first_key_pos(block)
-            if pos is None:
-                return None
-            line, col = pos
+            line, col = _first_key_pos(block)
             lines[line:line] = [" " * col + f"{k}: {_fmt(v)}{nl}" for k, v in insert]
         return "".join(lines)
     if block is not None:
@@ -186,10 +173,7 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
     if isinstance(desktop, Mapping):
         if not len(desktop) or not _is_block(desktop):
             return None
-        pos = _first_key_pos(desktop)
-        if pos is None:
-            return None
-        line, col = pos
+        line, col = _first_key_pos(desktop)
         step = max(2, col - int(doc.lc.key("desktop")[1]))
         new = [" " * col + "auto_continue:" + nl] + [" " * (col + step) + b + nl for b in body]
         lines[line:line] = new
