@@ -255,8 +255,7 @@ def _why(exc: Exception) -> str:
     return os_error_text(exc)
 
 
-def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:
-    managed = read_managed() if managed is None else managed
+def backend_config_from_text(path: Path, text: str, *, managed: Managed) -> BackendConfig:
     doc, bad = parse_as_hermes(text)
     if bad is not None:
         return BackendConfig(path, AutoContinueConfig(), exists=True,

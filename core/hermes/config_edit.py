@@ -193,8 +193,7 @@ def _ruamel_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str:
     _doc, indent, block_seq_indent = load_yaml_guess_indent(text) if text.strip() else (None, 2, 0)
     y = _yaml()
     y.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0), offset=block_seq_indent or 0)
-    if doc is None:
-        doc = CommentedMap()
+    doc = CommentedMap() if doc is None else doc
     if not isinstance(doc, MutableMapping):
         raise BackendConfigError("config.yaml is not a mapping at the top level; edit it by hand")
     block = doc
@@ -279,14 +278,12 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
 
     for _attempt in range(5):
         try:
-            raw = read_regular(path)
-            exists = True
+            raw, exists = read_regular(path), True
         except FileNotFoundError:
             raw, exists = b"", False
         except OSError as exc:
             raise BackendConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
         sig = file_signature(path) if exists else None
-        bom = raw.startswith(b"\xef\xbb\xbf")
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -329,9 +326,7 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
         if new_text is None:
             raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
         after = _in_effect(read.backend_config_from_text(path, new_text, managed=managed), todo)
-        data = new_text.encode("utf-8")
-        if bom:
-            data = b"\xef\xbb\xbf" + data
+        data = (b"\xef\xbb\xbf" if raw.startswith(b"\xef\xbb\xbf") else b"") + new_text.encode("utf-8")
         mode = stat.S_IMODE(os.stat(path).st_mode) if exists else 0o600
 
         def unchanged(sig: tuple[int, int, int] | None = sig) -> None:

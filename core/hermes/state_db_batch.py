@@ -253,9 +253,7 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def text_or_none(value: object) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
+    return None if value is None else str(value)
 
 
 def session_rows(conn: sqlite3.Connection, session_id: str, since: object, values: str, *,
