@@ -130,15 +130,17 @@ def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[Aut
 
 
 def plain(value: Any, env: Mapping[str, str] | None = None, budget: list[int] | None = None) -> Any:
-    """Deep copy of a document Hermes' parser made, bounded (:class:`TooComplex`): aliases make a small file a
-    huge tree, and share nodes an edit must not change twice. ``env``: the managed overlay's, for ``${VAR}`` in
-    its strings (unset ones stay verbatim)."""
+    """Deep copy of a document Hermes' parser made, bounded (:class:`TooComplex`): aliases make a small file
+    a huge tree, and share nodes an edit must not change twice. ``env``: the managed overlay's, for ``${VAR}``
+    in its strings (unset ones stay verbatim)."""
     budget = [MAX_NODES] if budget is None else budget
     budget[0] -= 1
     if budget[0] < 0:
-        raise TooComplex(f"{'config.yaml' if env is None else 'the managed config'} expands to too many values")
+        what = "config.yaml" if env is None else "the managed config"
+        raise TooComplex(f"{what} expands to too many values")
     if isinstance(value, Mapping):
-        return {k if isinstance(k, (int, float, bool)) else str(k): plain(v, env, budget) for k, v in value.items()}
+        return {k if isinstance(k, (int, float, bool)) else str(k): plain(v, env, budget)
+                for k, v in value.items()}
     if isinstance(value, (list, tuple)):
         return [plain(v, env, budget) for v in value]
     if env is not None and isinstance(value, str):
@@ -250,9 +252,7 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
 
 
 def _why(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8 text"
-    return os_error_text(exc)
+    return "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else os_error_text(exc)
 
 
 def backend_config_from_text(path: Path, text: str, *, managed: Managed) -> BackendConfig:

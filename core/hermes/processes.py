@@ -258,11 +258,9 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
                           kinds: Iterable[ProcessKind] | None = None) -> list[HermesProcess]:
     """Every live Hermes process of this user but this one; [] when psutil fails. ``kinds``: only those
     (without the WebUI, only the matching processes' environments are read)."""
+    import psutil
+
     wanted = frozenset(kinds) if kinds is not None else None
-    try:
-        import psutil
-    except ImportError:
-        return []
     skip = {os.getpid(), *exclude_pids}
     extra, mine = _same_user_filter()
     out: list[HermesProcess] = []

@@ -179,10 +179,8 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     except (FileNotFoundError, NotADirectoryError):
         return OwnerView("none", "no active-session registry")
     except OSError as exc:
-        if exc.errno == errno.EFBIG:
-            return OwnerView("unknown", f"active_sessions.json is {exc.strerror}")
-        return OwnerView("unknown",
-                         f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
+        why = exc.strerror if exc.errno == errno.EFBIG else f"unreadable ({exc.strerror or 'cannot be read'})"
+        return OwnerView("unknown", f"active_sessions.json is {why}")
     try:
         doc = json.loads(data)  # {"entries": [...]}, or the list itself
     except (ValueError, RecursionError):
