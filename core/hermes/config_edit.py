@@ -146,8 +146,10 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
     lines = text.splitlines(keepends=True)
     if lines and not lines[-1].endswith(("\n", "\r")):
         lines[-1] += nl
-    if doc is not None and (not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc))):
-        return None  # (None: empty or comments only, the block is appended below them)
+    if doc is None:
+        pass  # empty or comments only: the block is appended below them
+    elif not isinstance(doc, Mapping) or (len(doc) and not _is_block(doc)):
+        return None
     desktop = doc.get("desktop") if doc else None
     block = desktop.get("auto_continue") if isinstance(desktop, Mapping) else None
     if doc and "desktop" in doc and not isinstance(desktop, Mapping):
