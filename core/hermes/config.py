@@ -34,7 +34,7 @@ from hermes_tray_core.stores.fsutil import os_error_text
 __all__ = ["DEFAULT_ENABLED", "DEFAULT_FRESHNESS_MINUTES", "DEFAULT_MAX_ATTEMPTS", "MAX_FRESHNESS_MINUTES",
     "AutoContinueConfig", "BackendConfig", "HERMES_TRUTHY", "KEYS", "MAX_NODES", "Managed", "TooComplex", "YamlMap",
     "auto_continue_block", "backend_config_from_text", "coerce_auto_continue", "merged_desktop_block",
-    "parse_as_hermes", "read_backend_config", "read_managed", "yaml_error"]
+    "parse_as_hermes", "plain", "read_backend_config", "read_managed", "yaml_error"]
 
 DEFAULT_ENABLED = True
 DEFAULT_FRESHNESS_MINUTES = 15
@@ -129,18 +129,23 @@ def coerce_auto_continue(block: Any, managed: tuple[str, ...] = ()) -> tuple[Aut
     return AutoContinueConfig(enabled, fresh, attempts, managed), warnings
 
 
-def _expand_env(obj: Any, env: Mapping[str, str], budget: list[int]) -> Any:
-    """``${VAR}`` in managed strings from the environment (unset ones stay verbatim)."""
+def plain(value: Any, env: Mapping[str, str] | None = None, budget: list[int] | None = None) -> Any:
+    """Deep copy of a document Hermes' parser made, bounded (:class:`TooComplex`): aliases make a small file
+    a huge tree, and share nodes an edit must not change twice. ``env``: the managed overlay's, for ``${VAR}``
+    in its strings (unset ones stay verbatim)."""
+    budget = [MAX_NODES] if budget is None else budget
     budget[0] -= 1
     if budget[0] < 0:
-        raise TooComplex("the managed config expands to too many values")
-    if isinstance(obj, str):
-        return _ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), obj)
-    if isinstance(obj, Mapping):
-        return {k: _expand_env(v, env, budget) for k, v in obj.items()}
-    if isinstance(obj, list):
-        return [_expand_env(v, env, budget) for v in obj]
-    return obj
+        what = "config.yaml" if env is None else "the managed config"
+        raise TooComplex(f"{what} expands to too many values")
+    if isinstance(value, Mapping):
+        return {k if isinstance(k, (int, float, bool)) else str(k): plain(v, env, budget)
+                for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [plain(v, env, budget) for v in value]
+    if env is not None and isinstance(value, str):
+        return _ENV_REF.sub(lambda m: env.get(m.group(1), m.group(0)), value)
+    return value
 
 
 _ENV_REF = re.compile(r"\$\{([^}]+)\}")
@@ -188,7 +193,7 @@ def read_managed(env: Mapping[str, str] | None = None) -> Managed:
     doc, bad = parse_as_hermes(text)
     if bad is None:
         try:
-            doc = _expand_env(doc, env, [MAX_NODES]) if isinstance(doc, Mapping) else {}
+            doc = plain(doc, env) if isinstance(doc, Mapping) else {}
         except (ValueError, RecursionError) as exc:  # too many values (TooComplex), nested too deep
             bad = exc
     if bad is not None:
@@ -247,13 +252,10 @@ def read_backend_config(home: Path | str, *, env: Mapping[str, str] | None = Non
 
 
 def _why(exc: Exception) -> str:
-    if isinstance(exc, UnicodeDecodeError):
-        return "it is not UTF-8 text"
-    return os_error_text(exc)
+    return "it is not UTF-8 text" if isinstance(exc, UnicodeDecodeError) else os_error_text(exc)
 
 
-def backend_config_from_text(path: Path, text: str, *, managed: Managed | None = None) -> BackendConfig:
-    managed = read_managed() if managed is None else managed
+def backend_config_from_text(path: Path, text: str, *, managed: Managed) -> BackendConfig:
     doc, bad = parse_as_hermes(text)
     if bad is not None:
         return BackendConfig(path, AutoContinueConfig(), exists=True,

@@ -55,21 +55,6 @@ def _yaml() -> YAML:
     return y
 
 
-def _plain(value: Any, budget: list[int] | None = None) -> Any:
-    """Deep copy of a document Hermes' parser made, bounded (:class:`TooComplex`): aliases make a small file a
-    huge tree, and share nodes an edit must not change twice."""
-    if budget is None:
-        budget = [read.MAX_NODES]
-    budget[0] -= 1
-    if budget[0] < 0:
-        raise TooComplex("config.yaml expands to too many values (YAML aliases?)")
-    if isinstance(value, Mapping):
-        return {str(k) if not isinstance(k, (int, float, bool)) else k: _plain(v, budget) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v, budget) for v in value]
-    return value
-
-
 def _validate_changes(changes: Mapping[str, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in changes.items():
@@ -132,8 +117,6 @@ def _newline(text: str) -> str:
 
 def _splice_value(lines: list[str], line: int, col: int, value: str) -> bool:
     """Replace the plain one-line scalar at (line, col) keeping any trailing comment."""
-    if line >= len(lines):
-        return False
     raw = lines[line]
     body = raw.rstrip("\r\n")
     ending = raw[len(body):]
@@ -145,24 +128,18 @@ def _splice_value(lines: list[str], line: int, col: int, value: str) -> bool:
     return True
 
 
-def _first_key_pos(mapping: Any) -> tuple[int, int] | None:
-    try:
-        first = next(iter(mapping))
-        pos = mapping.lc.key(first)
-        return int(pos[0]), int(pos[1])
-    except (StopIteration, AttributeError, KeyError, IndexError, TypeError, ValueError):  # no position kept
-        return None
+def _first_key_pos(mapping: Any) -> tuple[int, int]:
+    line, col = mapping.lc.key(next(iter(mapping)))
+    return int(line), int(col)
 
 
 def _is_block(mapping: Any) -> bool:
-    try:
-        return not mapping.fa.flow_style()
-    except (AttributeError, TypeError):  # not a round-trip mapping: no style kept
-        return False
+    return not mapping.fa.flow_style()
 
 
 def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None:
-    """New text with only the edited keys' lines touched, or None when the layout is unusual."""
+    """New text with only the edited keys' lines touched, or None (or any exception: the caller falls back to
+    :func:`_ruamel_edit`) when the layout is unusual; ``doc`` is a round-trip parse (CommentedMaps)."""
     from ruamel.yaml.comments import CommentedMap
 
     nl = _newline(text)
@@ -189,10 +166,7 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
             else:
                 insert.append((key, value))
         if insert:
-            pos = _first_key_pos(block)
-            if pos is None:
-                return None
-            line, col = pos
+            line, col = _first_key_pos(block)
             lines[line:line] = [" " * col + f"{k}: {_fmt(v)}{nl}" for k, v in insert]
         return "".join(lines)
     if block is not None:
@@ -201,10 +175,7 @@ def _minimal_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str | None
     if isinstance(desktop, Mapping):
         if not len(desktop) or not _is_block(desktop):
             return None
-        pos = _first_key_pos(desktop)
-        if pos is None:
-            return None
-        line, col = pos
+        line, col = _first_key_pos(desktop)
         step = max(2, col - int(doc.lc.key("desktop")[1]))
         new = [" " * col + "auto_continue:" + nl] + [" " * (col + step) + b + nl for b in body]
         lines[line:line] = new
@@ -224,8 +195,7 @@ def _ruamel_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str:
     _doc, indent, block_seq_indent = load_yaml_guess_indent(text) if text.strip() else (None, 2, 0)
     y = _yaml()
     y.indent(mapping=indent or 2, sequence=(indent or 2) + (block_seq_indent or 0), offset=block_seq_indent or 0)
-    if doc is None:
-        doc = CommentedMap()
+    doc = CommentedMap() if doc is None else doc
     if not isinstance(doc, MutableMapping):
         raise BackendConfigError("config.yaml is not a mapping at the top level; edit it by hand")
     block = doc
@@ -246,7 +216,7 @@ def _ruamel_edit(text: str, doc: Any, changes: Mapping[str, Any]) -> str:
 
 
 def _expected(doc: Any, changes: Mapping[str, Any]) -> dict[str, Any]:
-    data: dict[str, Any] = _plain(doc) if doc is not None else {}
+    data: dict[str, Any] = read.plain(doc) if doc is not None else {}
     desktop = data["desktop"] = data.get("desktop") or {}  # a mapping or None (the shape was checked)
     block = desktop["auto_continue"] = desktop.get("auto_continue") or {}
     block.update(changes)
@@ -310,14 +280,12 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
 
     for _attempt in range(5):
         try:
-            raw = read_regular(path)
-            exists = True
+            raw, exists = read_regular(path), True
         except FileNotFoundError:
             raw, exists = b"", False
         except OSError as exc:
             raise BackendConfigError(f"cannot read {path}: {os_error_text(exc)}") from exc
         sig = file_signature(path) if exists else None
-        bom = raw.startswith(b"\xef\xbb\xbf")
         try:
             text = raw.decode("utf-8-sig")
         except UnicodeDecodeError as exc:
@@ -360,9 +328,7 @@ def _edit_locked(path: Path, wanted: dict[str, Any], managed: read.Managed) -> B
         if new_text is None:
             raise BackendConfigError(f"{path}: could not edit it safely (unusual layout); left unchanged")
         after = _in_effect(read.backend_config_from_text(path, new_text, managed=managed), todo)
-        data = new_text.encode("utf-8")
-        if bom:
-            data = b"\xef\xbb\xbf" + data
+        data = (b"\xef\xbb\xbf" if raw.startswith(b"\xef\xbb\xbf") else b"") + new_text.encode("utf-8")
         mode = stat.S_IMODE(os.stat(path).st_mode) if exists else 0o600
 
         def unchanged(sig: tuple[int, int, int] | None = sig) -> None:
@@ -398,14 +364,14 @@ def _equal(effective: Any, value: Any) -> bool:
 
 
 def _same(current: Any, value: Any) -> bool:
-    return type(_plain(current)) is type(value) and _plain(current) == value
+    return type(mine := read.plain(current)) is type(value) and mine == value
 
 
 def _reads_as(candidate: str, expected: dict[str, Any], changes: Mapping[str, Any]) -> bool:
     """Hermes would read ``candidate`` as ``expected``, types and all (not ``1 == True``)."""
     try:
         doc, _bad = read.parse_as_hermes(candidate)
-        if _plain(doc) != expected:
+        if read.plain(doc) != expected:
             return False
         block, _shape = read.auto_continue_block(doc)
         return isinstance(block, Mapping) and all(k in block and _same(block[k], v) for k, v in changes.items())

@@ -28,7 +28,7 @@ from hermes_tray_core.vocab import ProcessKind, WriterState
 __all__ = [
     "is_loopback",
     "HermesProcess", "HermesProcesses", "ProcessKind", "classify", "find_hermes_processes",
-    "home_for", "HERMES_COMMANDS", "backend_state", "hermes_process", "looks_like_python", "serves_home",
+    "home_for", "HERMES_COMMANDS", "backend_state", "looks_like_python", "serves_home",
 ]
 
 HERMES_COMMANDS = frozenset({"hermes", "hermes-agent", "hermes-acp"})
@@ -258,11 +258,9 @@ def find_hermes_processes(*, exclude_pids: Iterable[int] = (),
                           kinds: Iterable[ProcessKind] | None = None) -> list[HermesProcess]:
     """Every live Hermes process of this user but this one; [] when psutil fails. ``kinds``: only those
     (without the WebUI, only the matching processes' environments are read)."""
+    import psutil
+
     wanted = frozenset(kinds) if kinds is not None else None
-    try:
-        import psutil
-    except ImportError:
-        return []
     skip = {os.getpid(), *exclude_pids}
     extra, mine = _same_user_filter()
     out: list[HermesProcess] = []
@@ -320,25 +318,19 @@ def _record(proc: psutil.Process, info: dict[str, Any], mine: Callable[[dict[str
                          tuple(str(a) for a in argv), exe, webui, start_mark(pid))
 
 
-def hermes_process(pid: int) -> HermesProcess | None:
-    """The live Hermes process ``pid`` of this user, or None; one process looked at, not the whole table."""
-
+def serves_home(pid: int, home: Path | str) -> bool:
+    """``pid`` is a live Hermes backend of this user serving ``home`` (then its identity is read through a
+    wall-clock step: :func:`hermes_tray_core.process.identity.judge_hermes_identity`); one process looked at,
+    not the whole table."""
     try:
         import psutil
 
         proc = psutil.Process(pid)
         extra, mine = _same_user_filter()
-        return _record(proc, proc.as_dict(["pid", "cmdline", "create_time", *extra]), mine, None)
+        found = _record(proc, proc.as_dict(["pid", "cmdline", "create_time", *extra]), mine, None)
     except Exception:  # boundary: reading what another program's process holds, where anything can be
-        return None
-
-
-def serves_home(pid: int, home: Path | str) -> bool:
-    """``pid`` is a live Hermes backend of this user serving ``home`` (then its identity is read through a
-    wall-clock step: :func:`hermes_tray_core.process.identity.judge_hermes_identity`)."""
-    found = hermes_process(pid)
-    return (found is not None and found.kind != ProcessKind.WEBUI
-            and found.home_key == home_path(home))
+        return False
+    return found is not None and found.kind != ProcessKind.WEBUI and found.home_key == home_path(home)
 
 
 def backend_state(home: Path | str) -> tuple[str, str]:

@@ -43,8 +43,7 @@ class ProgressStep(NamedTuple):
         if self.kind == StepKind.TOOL:
             what = self.tool or "a tool"
             return f"was running {what} when it stopped" if self.running else f"ran {what}"
-        n = self.paragraphs
-        return f"wrote {n} paragraph{'' if n == 1 else 's'}"
+        return f"wrote {_count(self.paragraphs, 'paragraph')}"
 
     def to_json(self) -> dict[str, Any]:
         if self.kind == StepKind.TOOL:
@@ -89,8 +88,7 @@ class TurnProgress(NamedTuple):
     def line(self, *, excerpts: bool = True) -> str:
         if not self.kept:
             return "Hermes kept nothing of this turn's progress"
-        parts = [_count(self.messages, "message"), _count(self.tool_calls, "tool call")]
-        text = ", ".join(parts)
+        text = f"{_count(self.messages, 'message')}, {_count(self.tool_calls, 'tool call')}"
         if self.recent:
             text += "; then " + ", ".join(s.phrase() for s in self.recent)
         if excerpts and self.last_excerpt:
@@ -159,9 +157,7 @@ def summarise(totals: tuple[int, int, float] | None, tail: Sequence[tuple[object
         return TurnProgress()
     steps: list[ProgressStep] = []  # newest first
     excerpt = ""
-    unfinished = 0
-    if tail and answered is not None:
-        unfinished = max(0, tail[-1][2] - answered)
+    unfinished = max(0, tail[-1][2] - answered) if tail and answered is not None else 0
     for content, raw_calls, ncalls in reversed(tail):
         if len(steps) >= RECENT_STEPS:
             break

@@ -161,10 +161,9 @@ def judge_lease_row(row: Mapping[str, object], cid: str, now: float, *, home: Pa
     if start is not None and not (start > 0 and math.isfinite(start)):
         start = None  # 0 / negative = "not recorded" in some writers, never a real create time; junk likewise
     judged = judge_hermes_identity(pid, start, serves_home=_serves(home))
-    liveness = judged.state
-    if liveness == WriterState.DEAD:
+    if judged.state == WriterState.DEAD:
         return LeaseView("free", f"turn lease holder pid {pid} is gone", holder, expires, cid, pid)
-    if liveness == WriterState.ALIVE:
+    if judged.state == WriterState.ALIVE:
         return LeaseView("live", f"Hermes process {pid} holds the turn lease{_paren(judged.note)}",
                          holder, expires, cid, pid)
     return LeaseView("live", f"turn lease held by pid {pid} (cannot inspect it; expires in {left}s)",
@@ -180,10 +179,8 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
     except (FileNotFoundError, NotADirectoryError):
         return OwnerView("none", "no active-session registry")
     except OSError as exc:
-        if exc.errno == errno.EFBIG:
-            return OwnerView("unknown", f"active_sessions.json is {exc.strerror}")
-        return OwnerView("unknown",
-                         f"active_sessions.json is unreadable ({exc.strerror or 'cannot be read'})")
+        why = exc.strerror if exc.errno == errno.EFBIG else f"unreadable ({exc.strerror or 'cannot be read'})"
+        return OwnerView("unknown", f"active_sessions.json is {why}")
     try:
         doc = json.loads(data)  # {"entries": [...]}, or the list itself
     except (ValueError, RecursionError):
@@ -209,11 +206,10 @@ def active_session_owner(home: Path | str, session_id: str, *, ignore_pids: Coll
             seen.append(OwnerView("unknown", f"owner pid {pid} is in another pid namespace", pid, surface))
             continue
         judged = judge_hermes_identity(pid, entry.get("process_start_time"), serves_home=_serves(home))
-        liveness = judged.state
-        if liveness == WriterState.ALIVE:
+        if judged.state == WriterState.ALIVE:
             why = f"Hermes {label}process {pid} has this session open{_paren(judged.note)}"
             return OwnerView("alive", why, pid, surface)
-        if liveness == WriterState.DEAD:
+        if judged.state == WriterState.DEAD:
             seen.append(OwnerView("dead", f"registered {label}owner pid {pid} is gone", pid, surface))
         else:
             seen.append(OwnerView("unknown", f"cannot tell whether owner pid {pid} lives", pid, surface))
@@ -247,9 +243,7 @@ def message_high_water(home: Path | str, *, busy_timeout: float = NOTE_BUSY_TIME
     try:
         if "id" not in columns(conn, "messages"):
             return None, "state.db has no messages table"
-        row = conn.execute("SELECT MAX(id) FROM messages").fetchone()
-        value = row[0] if row else None
-        return json_int(value) or 0, None
+        return json_int(conn.execute("SELECT MAX(id) FROM messages").fetchone()[0]) or 0, None
     except db_errors() as exc:
         return None, describe_error(exc)
     finally:

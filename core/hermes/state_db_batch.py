@@ -107,7 +107,6 @@ class HomeState:
         if self._conn is None or not keys:
             return
         conn = self._conn
-        keys = list(keys)
         try:
             wanted = [c for c in SessionInfo._fields if c in self._scols]
             if "id" in wanted:
@@ -119,13 +118,13 @@ class HomeState:
         if since:
             self._prefetch_progress(conn, since)
         cols = self._lcols
-        if not cols or not {"conversation_id", "holder", "expires_at"} <= cols:
+        if not {"conversation_id", "holder", "expires_at"} <= cols:
             return
         try:
             for key in keys:
                 if (child := self._sessions.get(key)) is not None and child.parent_session_id:
                     self._roots[key] = conversation_root_with(conn, key)
-            cids = list(dict.fromkeys(keys + list(self._roots.values())))
+            cids = list(dict.fromkeys([*keys, *self._roots.values()]))
             wanted = ["conversation_id"] + [c for c in ("holder", "expires_at", "owner_pid", "owner_pid_start")
                                             if c in cols]
             for v in rows_in(conn, "session_turn_leases", wanted, "conversation_id", cids):
@@ -165,10 +164,9 @@ class HomeState:
             return LeaseView("free", "no state.db, so no Hermes turn lease")
         if self.status != "ok":
             return LeaseView("unknown", self.problem or "state.db unavailable")
-        cols = self._lcols
-        if not cols:
+        if not self._lcols:
             return LeaseView("free", "this Hermes keeps no turn leases")
-        if not {"conversation_id", "holder", "expires_at"} <= cols:
+        if not {"conversation_id", "holder", "expires_at"} <= self._lcols:
             return LeaseView("unknown", "session_turn_leases has an unexpected schema")
         if self._lease_error:
             return LeaseView("unknown", self._lease_error)
@@ -253,9 +251,7 @@ def columns(conn: sqlite3.Connection, table: str) -> set[str]:
 
 
 def text_or_none(value: object) -> str | None:
-    if value is None:
-        return None
-    return value if isinstance(value, str) else str(value)
+    return None if value is None else str(value)
 
 
 def session_rows(conn: sqlite3.Connection, session_id: str, since: object, values: str, *,
