@@ -48,10 +48,6 @@ if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is look
 
 logger = logging.getLogger(__name__)
 
-EXIT_COMPLETED = 0
-EXIT_REFUSED = 1
-EXIT_FAILED = 3
-
 CLAIM_TTL = 60.0
 
 
@@ -71,11 +67,11 @@ class ResumeResult:
 
     @property
     def exit_code(self) -> int:
+        """0 completed; 1 nothing ran (a refusal, with its reason); 3 it ran and did not finish here
+        (``detached``: it goes on in Hermes; the CLI says which)."""
         if self.outcome == Outcome.COMPLETED:
-            return EXIT_COMPLETED
-        if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED):  # nothing ran: a refusal, with its reason
-            return EXIT_REFUSED
-        return EXIT_FAILED  # it ran and did not finish here (``detached``: it goes on in Hermes; the CLI says which)
+            return 0
+        return 1 if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED) else 3
 
     @property
     def ok(self) -> bool:
@@ -415,7 +411,6 @@ class _Resume:
         prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
         assert prompt.strip()  # actionable implies a prompt
         self.prompt = prompt
-        options = self.options or settings_options()
         t_wait = time.monotonic()
         backends.thread.join()
         waited = time.monotonic() - t_wait
@@ -433,7 +428,7 @@ class _Resume:
         found = backends.found
         backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
         if backend is not None:
-            res = continue_in_backend(self.turn, backend, options=options, listener=self, stop=self.stop,
+            res = continue_in_backend(self.turn, backend, options=self.options, listener=self, stop=self.stop,
                                       other_backends=tuple(backends.found), connections=backends.connections,
                                       left_before=self._left_before(backend.pid))
             res.timings["find_backend"] = backends.took
@@ -456,7 +451,7 @@ class _Resume:
             self._approved_done()
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
-        return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
+        return continue_turn(self.turn, inst, options=self.options, listener=self, stop=self.stop, env=self.env), fallback
 
     def _owned(self, a: Assessment, why: str) -> ResumeResult:
         return self.refused(f"Not resumed: {why}. Continue it in Hermes.", Refusal.GATEWAY_OWNS, a.verdict, why=why,
@@ -528,5 +523,4 @@ class _Resume:
         return self.result(res.outcome, message, a.verdict, res, fallback=fallback)
 
 
-__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "Assessment", "ResumeResult", "assess", "resume_turn",
-           "settings_options"]
+__all__ = ["Assessment", "ResumeResult", "assess", "resume_turn", "settings_options"]

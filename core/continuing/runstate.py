@@ -138,9 +138,12 @@ class RunState:
         left = self.handover.retire(writer, stopped=stopped)
         self.result.marker_left, self.result.marker_left_started_at = left if left else (None, None)
 
-    def _live_row(self) -> dict[str, Any] | None:
-        return session_row(self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout)),
-                           self.key)
+    def live_row(self, gw: RpcSession | None = None, timeout: float = 10.0) -> dict[str, Any] | None:
+        """The session's row in ``session.active_list`` of ``gw`` (else the run's), None when not live there."""
+        listed = (gw or self.gw).request("session.active_list", {}, timeout=min(timeout, self.opts.rpc_timeout))
+        if not isinstance(listed.get("sessions"), list):
+            raise GatewayError("its session.active_list answer has no session list")
+        return session_row(listed, self.key)
 
     def _note_facts(self) -> tuple[str, str]:
         from hermes_tray_core.hermes.state_db import note_state
@@ -158,7 +161,7 @@ class RunState:
         if self.backend is None:
             return None  # our own gateway child: nobody else can hold its sessions
         try:
-            row = self._live_row()
+            row = self.live_row()
         except (GatewayError, TimeoutError) as exc:
             return f"your running Hermes did not say who holds the session ({exc})"
         other = "another client (a Hermes window) has used the session since the tray resumed it"
