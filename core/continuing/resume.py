@@ -451,7 +451,8 @@ class _Resume:
             self._approved_done()
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
-        return continue_turn(self.turn, inst, options=self.options, listener=self, stop=self.stop, env=self.env), fallback
+        return continue_turn(self.turn, inst, options=self.options, listener=self, stop=self.stop,
+                             env=self.env), fallback
 
     def _owned(self, a: Assessment, why: str) -> ResumeResult:
         return self.refused(f"Not resumed: {why}. Continue it in Hermes.", Refusal.GATEWAY_OWNS, a.verdict, why=why,

@@ -139,8 +139,9 @@ class RunState:
         self.result.marker_left, self.result.marker_left_started_at = left if left else (None, None)
 
     def live_row(self, gw: RpcSession | None = None, timeout: float = 10.0) -> dict[str, Any] | None:
-        """The session's row in ``session.active_list`` of ``gw`` (else the run's), None when not live there."""
-        listed = (gw or self.gw).request("session.active_list", {}, timeout=min(timeout, self.opts.rpc_timeout))
+        """The session's row in ``gw``'s (else the run's) ``session.active_list``; None: not live there."""
+        gw = gw or self.gw
+        listed = gw.request("session.active_list", {}, timeout=min(timeout, self.opts.rpc_timeout))
         if not isinstance(listed.get("sessions"), list):
             raise GatewayError("its session.active_list answer has no session list")
         return session_row(listed, self.key)
