@@ -48,9 +48,7 @@ class Follow:
         desc = resumed.get("auto_continue")
         promised = isinstance(desc, dict)
         if isinstance(desc, dict):
-            attempt = json_int(desc.get("attempt"))
-            if attempt is not None:
-                self.s.result.attempt = attempt
+            self.s.result.attempt = json_int(desc.get("attempt")) or self.s.result.attempt
             self.s.phase = "starting"
             self.s.progress(force=True)
         limit = self.s.opts.start_timeout if promised else self.s.opts.decline_grace

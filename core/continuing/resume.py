@@ -273,7 +273,8 @@ class _Resume:
     def claimed(self, held: exactly_once.Claim, prefer_running_backend: bool) -> ResumeResult:
         self.epoch, self.run = held.epoch, held.run
         self.options = self.options or settings_options()
-        backends = _Backends(self.home, used=prefer_running_backend, on_waiting=self._waiting_for_backend,
+        waiting = Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND)
+        backends = _Backends(self.home, used=prefer_running_backend, on_waiting=lambda: self.progress(waiting),
                              wait=self.options.backend_start_wait if prefer_running_backend else 0.0, stop=self.stop)
         try:
             checked = self._recheck()
@@ -294,9 +295,6 @@ class _Resume:
                     at = ev.get("created_at")
                     return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
         return None
-
-    def _waiting_for_backend(self) -> None:
-        self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
 
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
@@ -357,8 +355,9 @@ class _Resume:
 
     # the journal order is always approved → (continuing →) dispatched → the end
 
-    def _approve(self, gateway_pid: int | None = None) -> None:
-        """Recorded beside Hermes' start-up (a durable write is an fsync); every later step waits for it."""
+    def connected(self, gateway_pid: int | None = None) -> None:
+        """Hermes is up: "approved" is recorded beside its start-up (a durable write is an fsync); every later
+        step waits for it."""
         if not self._approved:
             t = threading.Thread(target=self.journal, args=("approved",), name="journal-approved", daemon=True,
                                  kwargs={"attempts": self.attempts, "epoch": self.epoch, "gateway_pid": gateway_pid})
@@ -366,7 +365,7 @@ class _Resume:
             t.start()
 
     def _approved_done(self) -> None:
-        self._approve()
+        self.connected()
         self._approved[0].join()
 
     def _mark_fields(self, res: ContinuationResult) -> dict[str, Any]:
@@ -384,9 +383,6 @@ class _Resume:
 
     def progress(self, progress: Progress) -> None:
         self.listener.progress(progress)
-
-    def connected(self, gateway_pid: int | None) -> None:
-        self._approve(gateway_pid)
 
     def dispatched(self, result: ContinuationResult) -> None:
         self._approved_done()
@@ -408,19 +404,18 @@ class _Resume:
 
     def _continue(self, a: Assessment, backends: _Backends) -> tuple[ContinuationResult, str | None] | ResumeResult:
         self.attempts = self.turn.attempts  # as Hermes counts them: a negative count is 0, never -1 + 1
-        prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
-        assert prompt.strip()  # actionable implies a prompt
-        self.prompt = prompt
+        self.prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
+        assert self.prompt.strip()  # actionable implies a prompt
         t_wait = time.monotonic()
         backends.thread.join()
         waited = time.monotonic() - t_wait
         fallback = backends.why_none
         if self.stop is not None and self.stop.is_set():  # stopped while a starting Hermes was waited for
-            quit_ = stop_reason(self.stop) == StopReason.SHUTDOWN
+            by = stop_reason(self.stop)
             return ContinuationResult(Outcome.INTERRUPTED, "hermes-tray quit before Hermes started the "
-                                      "continuation; the turn is still waiting." if quit_ else
+                                      "continuation; the turn is still waiting." if by == StopReason.SHUTDOWN else
                                       "Stopped before Hermes started the continuation; it is not resumed "
-                                      "again.", stopped_by=stop_reason(self.stop)), fallback
+                                      "again.", stopped_by=by), fallback
         if backends.owned:
             return self._owned(a, backends.owned)
         # the marker's writer when it is among them (Hermes continues a marker of its own process, never

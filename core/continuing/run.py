@@ -51,14 +51,6 @@ class Run:
                 else:
                     self.s.result.gateway_exit = self.s.gw.shutdown(self.s.opts.shutdown_grace)
 
-    def _live_in_backend(self, pid: int) -> str | None:
-        """Why not to go on, by the running backend's ``session.active_list``, or None
-        (GatewayError/TimeoutError: no answer, and the caller falls back)."""
-        row = self.s.live_row(timeout=self.s.opts.rpc_timeout)
-        if row is not None and self._left_by_us(row):
-            row = self._wait_let_go(row)
-        return None if row is None else _open_in(pid)
-
     def _left_by_us(self, row: dict[str, Any]) -> bool:
         """The live session is the one the tray left here last time, idle, untouched since: Hermes holds it
         only until its reap grace passes, and no window has it."""
@@ -146,7 +138,9 @@ class Run:
                                                           "become ready")
             self.s.listener.connected(None)
             t_asked = time.monotonic()
-            busy = self._live_in_backend(pid)
+            row = self.s.live_row(timeout=self.s.opts.rpc_timeout)
+            if row is not None and self._left_by_us(row):
+                row = self._wait_let_go(row)
             self.s.result.timings["active_list"] = time.monotonic() - t_asked
         except Stopped:
             return self.s.not_started("the continuation started")
@@ -154,7 +148,7 @@ class Run:
             return self.s.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
         except (GatewayError, TimeoutError) as exc:
             return self.s.unusable(str(exc))
-        busy = busy or self._live_in_others()
+        busy = _open_in(pid) if row is not None else self._live_in_others()
         if busy:
             there = ("; this Hermes continues the interrupted turn there itself" if self.s.caps.auto_continue
                      else ". Continue it there")
@@ -178,8 +172,7 @@ class Run:
         sent_at = time.time()
         try:
             # never close_on_disconnect (module doc): a quit or a crash of ours would cost the turn
-            params: dict[str, Any] = {"session_id": self.s.key}
-            waiter = gw.send("session.resume", params)
+            waiter = gw.send("session.resume", {"session_id": self.s.key})
             # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
             resumed = self.s._wait(lambda t: gw.result_of("session.resume", waiter, t), self.s.opts.rpc_timeout,
                                  "answer session.resume", stoppable=False)
@@ -280,9 +273,8 @@ class Run:
         return self.follow.to_end(t_resume)
 
     def _live_elsewhere(self) -> str | None:
-        """Legacy backend, right before the swap: is a Hermes turn lease or another active-session owner on
-        the session now? The caller checked before spawning the gateway, up to ``ready_timeout`` ago. Our
-        own gateway registering the session it resumed is not another owner. Returns why not to go on."""
+        """Why not to go on, right before an older Hermes' swap: a turn lease or another active-session owner
+        on the session now (the re-check was up to ``ready_timeout`` ago; our own gateway is no other owner)."""
         from hermes_tray_core.hermes.state_db import session_activity
 
         try:

@@ -62,8 +62,7 @@ class RunState:
         self._last_progress = 0.0
         self.result = ContinuationResult(Outcome.CRASHED, "", log_path=str(log_path) if log_path else None,
                                          continued_by=ContinuedBy.BACKEND if caps.auto_continue else ContinuedBy.TRAY,
-                                         attempt=handover.attempts + 1, where="in a separate Hermes process",
-                                         ran_in=RanIn.SEPARATE_PROCESS)
+                                         attempt=handover.attempts + 1, where="in a separate Hermes process")
         if backend is not None:
             self.result.ran_in, self.result.backend_pid = RanIn.RUNNING_BACKEND, backend.pid
             self.result.where = f"in your running Hermes (pid {backend.pid})"
@@ -184,9 +183,8 @@ class RunState:
             if entry is not None and entry != self.expected_read and (
                     entry.get("attempts") != self.result.attempt or entry.get("writer_pid") != self.gw.transport.pid):
                 return "the marker names another turn: the turn running now is not the tray's continuation"
-        elif self.handover.ours is not None:
-            if raw_entry(self.home, self.key) != self.handover.ours:
-                return "the continuation's marker changed: the turn running now is not the tray's"
+        elif self.handover.ours is not None and raw_entry(self.home, self.key) != self.handover.ours:
+            return "the continuation's marker changed: the turn running now is not the tray's"
         return None
 
     def unusable(self, why: str) -> ContinuationResult:
