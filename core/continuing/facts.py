@@ -1,10 +1,8 @@
 """What Hermes did with a resume, read from Hermes' own facts — never from a guess or a version string.
 
-Hermes declines a continuation *silently* (stale, disabled, budget spent, another live owner: log only) and
-has no method that lists or claims an interrupted turn, so the tray reads what it leaves behind: the resume
-reply's shape, ``session.active_list``'s ``last_active``, the marker before and after (rewritten with its own
-pid for a continuation, deleted when declined) and the active-session registry. Nothing here raises for what
-it reads.
+Hermes declines a continuation *silently* (log only) and cannot list or claim an interrupted turn, so the
+tray reads what it leaves behind: the resume reply's shape, ``session.active_list``'s ``last_active``, the
+marker before and after, and the active-session registry. Nothing here raises for what it reads.
 """
 
 from __future__ import annotations

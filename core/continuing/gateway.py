@@ -89,15 +89,17 @@ def continue_in_backend(
     caps = backend_capabilities(home, backend)
     if caps.auto_continue is None:
         return ContinuationResult(Outcome.ERROR, f"Not resumed {where}: {caps.detail}", where=where,
-                                  ran_in=RanIn.RUNNING_BACKEND, backend_pid=backend.pid, backend_unusable=caps.detail)
+                                  ran_in=RanIn.RUNNING_BACKEND, backend_pid=backend.pid,
+                                  backend_unusable=caps.detail)
     ready = connections.pop(backend.pid, None) if connections else None
     if ready is not None and not ready.alive():
         ready.shutdown(1.0)
         ready = None
     gw = ready if ready is not None else backend.session()
-    return Run(RunState(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(), listener=Heard(listener),
-                        backend=backend, preopened=ready is not None, other_backends=other_backends,
-                        connections=connections, left_before=left_before)).run()
+    return Run(RunState(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(),
+                        listener=Heard(listener), backend=backend, preopened=ready is not None,
+                        other_backends=other_backends, connections=connections,
+                        left_before=left_before)).run()
 
 
 def _handover(turn: Turn) -> MarkerHandover:

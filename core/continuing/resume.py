@@ -1,8 +1,7 @@
 """Resume one interrupted turn, exactly once across every hermes-tray process (docs/architecture.md, steps
-5-7): claim it (the claim and the run it starts commit together), re-read the marker under the claim (it must
-equal what the user was shown, and the one judge must find it ``actionable``), continue it through Hermes and
-follow it to the end, recording each step in the ledger (identity only, never prompt text), then release the
-claim.
+5-7): claim it (with the run it starts, in one commit), re-read the marker under the claim (it must be what
+the user was shown, and ``actionable``), continue it through Hermes to the end, recording each step in the
+ledger (identity only, never prompt text), then release the claim.
 """
 
 from __future__ import annotations
@@ -112,14 +111,6 @@ def settings_options() -> GatewayOptions:
     return GatewayOptions(idle_timeout=float(idle))
 
 
-def _record(event: Event | str, turn: TurnId, *, run: int | None = None, marker: float | None = None,
-            **fields: Any) -> None:
-    with bookkeeping(logger, "could not record %s for %s", event, turn.key):
-        from hermes_tray_core.stores.ledger import ledger
-
-        ledger().record(event, turn, run=run, marker_started=marker, **fields)
-
-
 @dataclasses.dataclass(frozen=True)
 class Assessment:
     """The one judge's verdict on one marker now, with the budget it used."""
@@ -196,10 +187,9 @@ def resume_turn(
 
 
 class _Backends:
-    """The user's running backends of the home, looked for and connected to beside the re-checks (nothing is
-    asked of them yet). One still starting is waited for, never passed over: a second Hermes beside it would
-    take the session and lock the user's window out. Not ``used`` (benchmarks compare the two): only whether a
-    gateway owns the home, and nothing is found."""
+    """The home's running backends, found and connected to beside the re-checks. One still starting is waited
+    for: a second Hermes beside it would take the session and lock the user's window out. Not ``used``
+    (benchmarks): only whether a gateway owns the home."""
 
     def __init__(self, home: Path | str, *, used: bool = True, wait: float = 0.0,
                  on_waiting: Callable[[], None] | None = None, stop: threading.Event | None = None) -> None:
@@ -260,9 +250,15 @@ class _Resume:
         return ResumeResult(outcome, message, self.home, self.key, verdict, continuation, code=code,
                             fallback_reason=fallback)
 
-    def journal(self, event: Event | str, *, marker: float | None = None, **fields: Any) -> None:
-        """A step of this run, about the turn as read under the claim."""
-        _record(event, self.turn.ident, run=self.run or None, marker=marker, via=self.via, **fields)
+    def journal(self, event: Event | str, *, marker: float | None = None, turn: TurnId | None = None,
+                **fields: Any) -> None:
+        """A step of this run, about the turn as read under the claim (``turn``: another marker's, outside
+        the run)."""
+        with bookkeeping(logger, "could not record %s for %s", event, self.key):
+            from hermes_tray_core.stores.ledger import ledger
+
+            ledger().record(event, turn or self.turn.ident, run=None if turn else self.run or None,
+                            marker_started=marker, via=self.via, **fields)
 
     def refused(self, message: str, code: Refusal, verdict: str | None = None, *, why: str | None = None,
                 res: ContinuationResult | None = None, fallback: str | None = None, **fields: Any) -> ResumeResult:
@@ -274,8 +270,9 @@ class _Resume:
         self.epoch, self.run = held.epoch, held.run
         self.options = self.options or settings_options()
         waiting = Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND)
-        backends = _Backends(self.home, used=prefer_running_backend, on_waiting=lambda: self.progress(waiting),
-                             wait=self.options.backend_start_wait if prefer_running_backend else 0.0, stop=self.stop)
+        backends = _Backends(self.home, used=prefer_running_backend, stop=self.stop,
+                             wait=self.options.backend_start_wait if prefer_running_backend else 0.0,
+                             on_waiting=lambda: self.progress(waiting))
         try:
             checked = self._recheck()
             if isinstance(checked, ResumeResult):
@@ -369,8 +366,7 @@ class _Resume:
         self._approved[0].join()
 
     def _mark_fields(self, res: ContinuationResult) -> dict[str, Any]:
-        """How state.db will show this continuation answered, recorded with the run: its end is read from
-        Hermes even after our process died."""
+        """How state.db will show this continuation answered: its end is read from Hermes after we die."""
         if res.note_mark is None or self.prompt is None:
             return {}
         from hermes_tray_core.continuing.completion import ContinuationMark
@@ -413,9 +409,9 @@ class _Resume:
         if self.stop is not None and self.stop.is_set():  # stopped while a starting Hermes was waited for
             by = stop_reason(self.stop)
             return ContinuationResult(Outcome.INTERRUPTED, "hermes-tray quit before Hermes started the "
-                                      "continuation; the turn is still waiting." if by == StopReason.SHUTDOWN else
-                                      "Stopped before Hermes started the continuation; it is not resumed "
-                                      "again.", stopped_by=by), fallback
+                                      "continuation; the turn is still waiting." if by == StopReason.SHUTDOWN
+                                      else "Stopped before Hermes started the continuation; it is not "
+                                      "resumed again.", stopped_by=by), fallback
         if backends.owned:
             return self._owned(a, backends.owned)
         # the marker's writer when it is among them (Hermes continues a marker of its own process, never
@@ -456,8 +452,7 @@ class _Resume:
     # step 3: record how it ended, and say it
 
     def _own_marker(self, res: ContinuationResult) -> float | None:
-        """The ``started_at`` of the marker a run that reached Hermes and did not finish left: that
-        interruption is this run's."""
+        """``started_at`` of the marker a run that reached Hermes and did not finish left (this run's)."""
         if res.outcome == Outcome.COMPLETED or not res.dispatched:
             return None
         if res.marker_left_started_at is not None:
@@ -504,7 +499,7 @@ class _Resume:
             # The continuation's own marker could not be removed and would read actionable: the same outcome
             # under its identity, so that it reads answered (completed, or stopped for good).
             left = TurnId(self.home, self.key, float(res.marker_left_started_at or 0.0), int(res.attempt or 0))
-            _record(event, left, via=self.via, marker_left=res.marker_left, **extra, **fields)
+            self.journal(event, turn=left, marker_left=res.marker_left, **extra, **fields)
         message = res.message
         if res.dispatched and res.where:
             message += f" It ran {res.where}."

@@ -273,8 +273,8 @@ class Run:
         return self.follow.to_end(t_resume)
 
     def _live_elsewhere(self) -> str | None:
-        """Why not to go on, right before an older Hermes' swap: a turn lease or another active-session owner
-        on the session now (the re-check was up to ``ready_timeout`` ago; our own gateway is no other owner)."""
+        """Why not to go on, right before an older Hermes' swap: a turn lease or another active-session
+        owner on the session now (the re-check was up to ``ready_timeout`` ago; our gateway is no other)."""
         from hermes_tray_core.hermes.state_db import session_activity
 
         try:

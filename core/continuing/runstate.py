@@ -108,9 +108,8 @@ class RunState:
         return self.finish(Outcome.INTERRUPTED, f"Stopped before {before}; it is not resumed again.")
 
     def detach(self) -> ContinuationResult:
-        """The tray quits while the continuation runs: it goes on, as it would without the tray
-        (docs/architecture.md, "Crash-only"); how it ended is read from Hermes at the next scan, never
-        recorded as stopped by you."""
+        """The tray quits mid-run: the turn goes on as without the tray (docs/architecture.md, "Crash-only"),
+        its end read from Hermes at the next scan, never recorded as stopped by you."""
         self.result.stopped_by = StopReason.SHUTDOWN
         self.result.finish = Finish.DETACHED
         return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
