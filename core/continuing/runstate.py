@@ -95,10 +95,6 @@ class RunState:
             self.result.status = status
         return self.result
 
-    @property
-    def quitting(self) -> bool:
-        return stop_reason(self.stop) == StopReason.SHUTDOWN
-
     def not_started(self, before: str) -> ContinuationResult:
         """Stopped before anything reached Hermes: a Stop ends the turn, a shutdown leaves it waiting."""
         self.result.stopped_by = stop_reason(self.stop) or StopReason.USER
