@@ -49,7 +49,6 @@ class Claim(NamedTuple):
 
 
 class ClaimRefused(NamedTuple):
-
     code: Refusal
     message: str
 

@@ -20,7 +20,7 @@ from hermes_tray_core.errors import bookkeeping
 from hermes_tray_core.hermes.note import continuation_note
 from hermes_tray_core.lazy_log import get_logger
 from hermes_tray_core.markers.file import MARK_KEYS
-from hermes_tray_core.numbers import json_int
+from hermes_tray_core.numbers import json_int, json_number
 from hermes_tray_core.turn import Turn
 
 logger = get_logger(__name__)
@@ -50,11 +50,10 @@ def mark_of(entry: Mapping[str, Any]) -> ContinuationMark | None:
     session, after, digest, at = (entry.get(k) for k in MARK_KEYS)
     if not isinstance(session, str) or not session or not isinstance(digest, str) or len(digest) != 64:
         return None
-    if isinstance(after, bool) or not isinstance(after, int) or after < 0:
+    after_id, when = json_int(after), json_number(at)
+    if after_id is None or after_id < 0 or when is None:
         return None
-    if isinstance(at, bool) or not isinstance(at, (int, float)):
-        return None
-    return ContinuationMark(session, after, digest, float(at))
+    return ContinuationMark(session, after_id, digest, when)
 
 
 @dataclass(frozen=True)

@@ -1,10 +1,8 @@
 """What Hermes did with a resume, read from Hermes' own facts — never from a guess or a version string.
 
-Hermes declines a continuation *silently* (stale, disabled, budget spent, another live owner: log only) and
-has no method that lists or claims an interrupted turn, so the tray reads what it leaves behind: the resume
-reply's shape, ``session.active_list``'s ``last_active``, the marker before and after (rewritten with its own
-pid for a continuation, deleted when declined) and the active-session registry. Nothing here raises for what
-it reads.
+Hermes declines a continuation *silently* (log only) and cannot list or claim an interrupted turn, so the
+tray reads what it leaves behind: the resume reply's shape, ``session.active_list``'s ``last_active``, the
+marker before and after, and the active-session registry. Nothing here raises for what it reads.
 """
 
 from __future__ import annotations
@@ -116,15 +114,14 @@ def continued_elsewhere(home: Path | str, key: str, our_pid: int | None, before:
     return None
 
 
-def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | None, our_pid: int | None,
-                      now: float | None = None) -> tuple[NotContinued, str]:
+def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | None,
+                      our_pid: int | None) -> tuple[NotContinued, str]:
     """Hermes resumed the session and continued nothing: why, from the marker before and after (gone: Hermes'
     own rules on the entry as it was say why)."""
     from hermes_tray_core.deciding.policy import Seen, decide
     from hermes_tray_core.hermes.config import read_backend_config
     from hermes_tray_core.markers.entries import marker_writer_state
 
-    now = time.time() if now is None else now
     after = raw_entry(home, key)
     elsewhere = continued_elsewhere(home, key, our_pid, before)
     if elsewhere is not None:
@@ -132,7 +129,7 @@ def why_not_continued(home: Path | str, key: str, before: Mapping[str, Any] | No
     if after is None and before is not None:
         try:
             cfg = read_backend_config(home).auto_continue
-            d = decide(Marker.read(dict(before)), config=cfg, now=now, seen=Seen(WriterState.DEAD))
+            d = decide(Marker.read(dict(before)), config=cfg, now=time.time(), seen=Seen(WriterState.DEAD))
         except Exception:  # boundary: reading what the user and Hermes wrote: without it, fewer facts
             d = None
         if d is not None and d.verdict in (Verdict.DISABLED, Verdict.STALE, Verdict.EXHAUSTED):

@@ -14,7 +14,7 @@ from typing import Any
 from hermes_tray_core.backend.rpc import EOF as _EOF
 from hermes_tray_core.backend.rpc import RECEIVED, GatewayError
 from hermes_tray_core.continuing.facts import continued_elsewhere, wall_time_of, why_not_continued
-from hermes_tray_core.continuing.results import ANSWER_CHARS, ContinuationResult
+from hermes_tray_core.continuing.results import ANSWER_CHARS, ContinuationResult, stop_reason
 from hermes_tray_core.continuing.runstate import RunState, sentence
 from hermes_tray_core.hermes.note import RESUMING_STATUS_TEXT
 from hermes_tray_core.numbers import json_int
@@ -48,9 +48,7 @@ class Follow:
         desc = resumed.get("auto_continue")
         promised = isinstance(desc, dict)
         if isinstance(desc, dict):
-            attempt = json_int(desc.get("attempt"))
-            if attempt is not None:
-                self.s.result.attempt = attempt
+            self.s.result.attempt = json_int(desc.get("attempt")) or self.s.result.attempt
             self.s.phase = "starting"
             self.s.progress(force=True)
         limit = self.s.opts.start_timeout if promised else self.s.opts.decline_grace
@@ -68,7 +66,8 @@ class Follow:
                 self.s.pushback = ev
                 return self.to_end(t_resume)
             if self.s.stop.is_set() and promised:
-                return self.s.detach() if self.s.quitting else self._stop_before_start()
+                quits = stop_reason(self.s.stop) == StopReason.SHUTDOWN
+                return self.s.detach() if quits else self._stop_before_start()
             if time.monotonic() >= next_facts:
                 next_facts = time.monotonic() + min(0.5, self.s.opts.facts_interval)
                 elsewhere = continued_elsewhere(self.s.home, self.s.key, self.s.gw.transport.pid,
@@ -159,7 +158,7 @@ class Follow:
         """A Stop, or silence past the idle time-out: interrupt a session the tray holds alone, and give
         Hermes ``stop_grace`` to confirm."""
         if w.stop_deadline is None and (self.s.stop.is_set() or now >= w.deadline):
-            if self.s.quitting:
+            if stop_reason(self.s.stop) == StopReason.SHUTDOWN:
                 return self.s.detach()
             self.s.timed_out = not self.s.stop.is_set()
             done = self._finished_elsewhere()

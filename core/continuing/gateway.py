@@ -21,7 +21,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from hermes_tray_core.backend.capabilities import Capabilities, backend_capabilities, probe_capabilities
+from hermes_tray_core.backend.capabilities import backend_capabilities, probe_capabilities
 from hermes_tray_core.backend.install import HermesInstall, gateway_environment
 from hermes_tray_core.backend.stdio import stdio_session
 from hermes_tray_core.continuing.handover import MarkerHandover
@@ -41,24 +41,20 @@ def continue_turn(
     turn: Turn,
     install: HermesInstall,
     *,
-    capabilities: Capabilities | None = None,
     options: GatewayOptions | None = None,
     listener: Listener | None = None,
     stop: threading.Event | None = None,
     log_path: Path | None = None,
     env: Mapping[str, str] | None = None,
-    cwd: str | None = None,
 ) -> ContinuationResult:
-    """Run one continuation of ``turn`` (as ``attempts + 1``, with the ORIGINAL prompt) and report how it
-    ended; never raises for anything Hermes does. On an older Hermes the entry the caller checked is swapped
-    for the run's own marker right before ``prompt.submit``, and nothing is submitted if it changed meanwhile
-    (a skip landed): ``declined``, ``marker_changed``. Which Hermes to run (``install``) is the caller's
-    choice."""
+    """Run one continuation of ``turn`` (as ``attempts + 1``, with the ORIGINAL prompt) in ``install``, and
+    report how it ended; never raises for anything Hermes does. A skip that changed the checked entry before
+    the older Hermes' swap wins: ``declined``, ``marker_changed`` (:mod:`core.continuing.handover`)."""
     opts = options or GatewayOptions()
     home, key = Path(turn.home), turn.key
     gw_env = dict(env) if env is not None else gateway_environment(home)
-    gw_cwd = cwd if cwd is not None else str(Path.home())
-    caps = capabilities or probe_capabilities(install, env=gw_env, cwd=gw_cwd)
+    gw_cwd = str(Path.home())
+    caps = probe_capabilities(install, env=gw_env, cwd=gw_cwd)
     if log_path is None:
         from hermes_tray_core.stores.logfiles import KEEP_GATEWAY_LOGS, prune_logs
 
@@ -76,7 +72,6 @@ def continue_in_backend(
     turn: Turn,
     backend: BackendEndpoint,
     *,
-    capabilities: Capabilities | None = None,
     options: GatewayOptions | None = None,
     listener: Listener | None = None,
     stop: threading.Event | None = None,
@@ -84,30 +79,27 @@ def continue_in_backend(
     connections: dict[int, RpcSession] | None = None,
     left_before: tuple[str, float] | None = None,
 ) -> ContinuationResult:
-    """:func:`continue_turn` inside the user's running backend, in the process that owns the session. A
-    session live in this or any of ``other_backends`` is open in the user's Hermes app and left alone, as is
-    one a window opened in between: nothing is submitted, interrupted or closed. A backend unusable before
-    anything was resumed gives ``backend_unusable`` (the caller falls back). ``connections``: sessions the
-    caller opened, by pid (the one used is taken out). ``left_before``: the session the tray left there last
-    time, waited for until Hermes lets it go."""
+    """:func:`continue_turn` in the user's running backend. A session live there or in ``other_backends``
+    (a window has it) is left alone; one unusable before anything was resumed gives ``backend_unusable``
+    (the caller falls back). ``connections``: sessions the caller opened, by pid (the one used is taken
+    out); ``left_before``: the session the tray left there last time, waited for until Hermes lets it go."""
     opts = options or GatewayOptions()
     home, key = Path(turn.home), turn.key
     where = f"in your running Hermes (pid {backend.pid})"
-    if capabilities is None:
-        capabilities = backend_capabilities(home, backend)
-    if capabilities.auto_continue is None:
-        return ContinuationResult(Outcome.ERROR, f"Not resumed {where}: {capabilities.detail}", where=where,
+    caps = backend_capabilities(home, backend)
+    if caps.auto_continue is None:
+        return ContinuationResult(Outcome.ERROR, f"Not resumed {where}: {caps.detail}", where=where,
                                   ran_in=RanIn.RUNNING_BACKEND, backend_pid=backend.pid,
-                                  backend_unusable=capabilities.detail)
-    connections = connections if connections is not None else {}
-    ready = connections.pop(backend.pid, None)
-    preopened = ready is not None and ready.alive()
-    if ready is not None and not preopened:
+                                  backend_unusable=caps.detail)
+    ready = connections.pop(backend.pid, None) if connections else None
+    if ready is not None and not ready.alive():
         ready.shutdown(1.0)
-    gw = ready if ready is not None and preopened else backend.session()
-    return Run(RunState(home, key, gw, _handover(turn), capabilities, opts, stop or threading.Event(),
-                        listener=Heard(listener), backend=backend, preopened=preopened, other_backends=other_backends,
-                        connections=connections, left_before=left_before)).run()
+        ready = None
+    gw = ready if ready is not None else backend.session()
+    return Run(RunState(home, key, gw, _handover(turn), caps, opts, stop or threading.Event(),
+                        listener=Heard(listener), backend=backend, preopened=ready is not None,
+                        other_backends=other_backends, connections=connections,
+                        left_before=left_before)).run()
 
 
 def _handover(turn: Turn) -> MarkerHandover:

@@ -1,9 +1,7 @@
-"""What a continuation tells whoever started it while it runs: one :class:`Listener`, instead of a callback
-per event.
-
-In order: ``progress`` (throttled), ``connected`` (Hermes is up: bookkeeping may start beside it),
-``submitting`` (an older Hermes: the run's own marker, right before the note), ``dispatched``; how it ended is
-the return value. Called through :class:`Heard`: a listener that raises is logged and the turn goes on.
+"""What a continuation tells whoever started it while it runs: one :class:`Listener`. In order: ``progress``
+(throttled), ``connected`` (Hermes is up: bookkeeping may start beside it), ``submitting`` (an older Hermes:
+the run's own marker, right before the note), ``dispatched``; how it ended is the return value. Called
+through :class:`Heard`: a listener that raises is logged and the turn goes on.
 """
 
 from __future__ import annotations

@@ -35,10 +35,8 @@ class StopRequest(threading.Event):
 
 def stop_reason(stop: threading.Event) -> StopReason | None:
     """Why ``stop`` was set (None: it was not)."""
-    if not stop.is_set():
-        return None
-    reason = getattr(stop, "reason", StopReason.USER)
-    return reason if isinstance(reason, StopReason) else StopReason.USER
+    reason: StopReason | None = getattr(stop, "reason", StopReason.USER) if stop.is_set() else None
+    return reason
 
 
 @dataclass

@@ -1,8 +1,7 @@
 """Resume one interrupted turn, exactly once across every hermes-tray process (docs/architecture.md, steps
-5-7): claim it (the claim and the run it starts commit together), re-read the marker under the claim (it must
-equal what the user was shown, and the one judge must find it ``actionable``), continue it through Hermes and
-follow it to the end, recording each step in the ledger (identity only, never prompt text), then release the
-claim.
+5-7): claim it (with the run it starts, in one commit), re-read the marker under the claim (it must be what
+the user was shown, and ``actionable``), continue it through Hermes to the end, recording each step in the
+ledger (identity only, never prompt text), then release the claim.
 """
 
 from __future__ import annotations
@@ -48,10 +47,6 @@ if TYPE_CHECKING:  # http.client loads OpenSSL: imported where a backend is look
 
 logger = logging.getLogger(__name__)
 
-EXIT_COMPLETED = 0
-EXIT_REFUSED = 1
-EXIT_FAILED = 3
-
 CLAIM_TTL = 60.0
 
 
@@ -71,11 +66,11 @@ class ResumeResult:
 
     @property
     def exit_code(self) -> int:
+        """0 completed; 1 nothing ran (a refusal, with its reason); 3 it ran and did not finish here
+        (``detached``: it goes on in Hermes; the CLI says which)."""
         if self.outcome == Outcome.COMPLETED:
-            return EXIT_COMPLETED
-        if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED):  # nothing ran: a refusal, with its reason
-            return EXIT_REFUSED
-        return EXIT_FAILED  # it ran and did not finish here (``detached``: it goes on in Hermes; the CLI says which)
+            return 0
+        return 1 if self.outcome in (Outcome.REFUSED, Outcome.GAVE_UP, Outcome.DECLINED) else 3
 
     @property
     def ok(self) -> bool:
@@ -114,14 +109,6 @@ def settings_options() -> GatewayOptions:
     except (SettingsError, OSError):
         return GatewayOptions()
     return GatewayOptions(idle_timeout=float(idle))
-
-
-def _record(event: Event | str, turn: TurnId, *, run: int | None = None, marker: float | None = None,
-            **fields: Any) -> None:
-    with bookkeeping(logger, "could not record %s for %s", event, turn.key):
-        from hermes_tray_core.stores.ledger import ledger
-
-        ledger().record(event, turn, run=run, marker_started=marker, **fields)
 
 
 @dataclasses.dataclass(frozen=True)
@@ -200,10 +187,9 @@ def resume_turn(
 
 
 class _Backends:
-    """The user's running backends of the home, looked for and connected to beside the re-checks (nothing is
-    asked of them yet). One still starting is waited for, never passed over: a second Hermes beside it would
-    take the session and lock the user's window out. Not ``used`` (benchmarks compare the two): only whether a
-    gateway owns the home, and nothing is found."""
+    """The home's running backends, found and connected to beside the re-checks. One still starting is waited
+    for: a second Hermes beside it would take the session and lock the user's window out. Not ``used``
+    (benchmarks): only whether a gateway owns the home."""
 
     def __init__(self, home: Path | str, *, used: bool = True, wait: float = 0.0,
                  on_waiting: Callable[[], None] | None = None, stop: threading.Event | None = None) -> None:
@@ -264,9 +250,15 @@ class _Resume:
         return ResumeResult(outcome, message, self.home, self.key, verdict, continuation, code=code,
                             fallback_reason=fallback)
 
-    def journal(self, event: Event | str, *, marker: float | None = None, **fields: Any) -> None:
-        """A step of this run, about the turn as read under the claim."""
-        _record(event, self.turn.ident, run=self.run or None, marker=marker, via=self.via, **fields)
+    def journal(self, event: Event | str, *, marker: float | None = None, turn: TurnId | None = None,
+                **fields: Any) -> None:
+        """A step of this run, about the turn as read under the claim (``turn``: another marker's, outside
+        the run)."""
+        with bookkeeping(logger, "could not record %s for %s", event, self.key):
+            from hermes_tray_core.stores.ledger import ledger
+
+            ledger().record(event, turn or self.turn.ident, run=None if turn else self.run or None,
+                            marker_started=marker, via=self.via, **fields)
 
     def refused(self, message: str, code: Refusal, verdict: str | None = None, *, why: str | None = None,
                 res: ContinuationResult | None = None, fallback: str | None = None, **fields: Any) -> ResumeResult:
@@ -277,8 +269,10 @@ class _Resume:
     def claimed(self, held: exactly_once.Claim, prefer_running_backend: bool) -> ResumeResult:
         self.epoch, self.run = held.epoch, held.run
         self.options = self.options or settings_options()
-        backends = _Backends(self.home, used=prefer_running_backend, on_waiting=self._waiting_for_backend,
-                             wait=self.options.backend_start_wait if prefer_running_backend else 0.0, stop=self.stop)
+        waiting = Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND)
+        backends = _Backends(self.home, used=prefer_running_backend, stop=self.stop,
+                             wait=self.options.backend_start_wait if prefer_running_backend else 0.0,
+                             on_waiting=lambda: self.progress(waiting))
         try:
             checked = self._recheck()
             if isinstance(checked, ResumeResult):
@@ -298,9 +292,6 @@ class _Resume:
                     at = ev.get("created_at")
                     return (str(ev["left_sid"]), float(at)) if isinstance(at, (int, float)) else None
         return None
-
-    def _waiting_for_backend(self) -> None:
-        self.listener.progress(Progress("waiting-for-backend", 0.0, ran_in=RanIn.RUNNING_BACKEND))
 
     # step 1: the turn is still the one shown, not settled, not stopped, actionable, and Hermes can write its home
 
@@ -361,8 +352,9 @@ class _Resume:
 
     # the journal order is always approved → (continuing →) dispatched → the end
 
-    def _approve(self, gateway_pid: int | None = None) -> None:
-        """Recorded beside Hermes' start-up (a durable write is an fsync); every later step waits for it."""
+    def connected(self, gateway_pid: int | None = None) -> None:
+        """Hermes is up: "approved" is recorded beside its start-up (a durable write is an fsync); every later
+        step waits for it."""
         if not self._approved:
             t = threading.Thread(target=self.journal, args=("approved",), name="journal-approved", daemon=True,
                                  kwargs={"attempts": self.attempts, "epoch": self.epoch, "gateway_pid": gateway_pid})
@@ -370,12 +362,11 @@ class _Resume:
             t.start()
 
     def _approved_done(self) -> None:
-        self._approve()
+        self.connected()
         self._approved[0].join()
 
     def _mark_fields(self, res: ContinuationResult) -> dict[str, Any]:
-        """How state.db will show this continuation answered, recorded with the run: its end is read from
-        Hermes even after our process died."""
+        """How state.db will show this continuation answered: its end is read from Hermes after we die."""
         if res.note_mark is None or self.prompt is None:
             return {}
         from hermes_tray_core.continuing.completion import ContinuationMark
@@ -388,9 +379,6 @@ class _Resume:
 
     def progress(self, progress: Progress) -> None:
         self.listener.progress(progress)
-
-    def connected(self, gateway_pid: int | None) -> None:
-        self._approve(gateway_pid)
 
     def dispatched(self, result: ContinuationResult) -> None:
         self._approved_done()
@@ -412,20 +400,18 @@ class _Resume:
 
     def _continue(self, a: Assessment, backends: _Backends) -> tuple[ContinuationResult, str | None] | ResumeResult:
         self.attempts = self.turn.attempts  # as Hermes counts them: a negative count is 0, never -1 + 1
-        prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
-        assert prompt.strip()  # actionable implies a prompt
-        self.prompt = prompt
-        options = self.options or settings_options()
+        self.prompt = self.turn.marker.prompt  # as Hermes reads it: a number in that field is its text
+        assert self.prompt.strip()  # actionable implies a prompt
         t_wait = time.monotonic()
         backends.thread.join()
         waited = time.monotonic() - t_wait
         fallback = backends.why_none
         if self.stop is not None and self.stop.is_set():  # stopped while a starting Hermes was waited for
-            quit_ = stop_reason(self.stop) == StopReason.SHUTDOWN
+            by = stop_reason(self.stop)
             return ContinuationResult(Outcome.INTERRUPTED, "hermes-tray quit before Hermes started the "
-                                      "continuation; the turn is still waiting." if quit_ else
-                                      "Stopped before Hermes started the continuation; it is not resumed "
-                                      "again.", stopped_by=stop_reason(self.stop)), fallback
+                                      "continuation; the turn is still waiting." if by == StopReason.SHUTDOWN
+                                      else "Stopped before Hermes started the continuation; it is not "
+                                      "resumed again.", stopped_by=by), fallback
         if backends.owned:
             return self._owned(a, backends.owned)
         # the marker's writer when it is among them (Hermes continues a marker of its own process, never
@@ -433,7 +419,7 @@ class _Resume:
         found = backends.found
         backend = next((b for b in found if b.pid == self.turn.marker.writer_pid), found[0] if found else None)
         if backend is not None:
-            res = continue_in_backend(self.turn, backend, options=options, listener=self, stop=self.stop,
+            res = continue_in_backend(self.turn, backend, options=self.options, listener=self, stop=self.stop,
                                       other_backends=tuple(backends.found), connections=backends.connections,
                                       left_before=self._left_before(backend.pid))
             res.timings["find_backend"] = backends.took
@@ -456,7 +442,8 @@ class _Resume:
             self._approved_done()
             self.journal("failed", outcome=Outcome.ERROR, reason=str(exc), dispatched=False, fallback_reason=fallback)
             return self.result(Outcome.ERROR, f"Not resumed: {exc}", a.verdict, fallback=fallback)
-        return continue_turn(self.turn, inst, options=options, listener=self, stop=self.stop, env=self.env), fallback
+        return continue_turn(self.turn, inst, options=self.options, listener=self, stop=self.stop,
+                             env=self.env), fallback
 
     def _owned(self, a: Assessment, why: str) -> ResumeResult:
         return self.refused(f"Not resumed: {why}. Continue it in Hermes.", Refusal.GATEWAY_OWNS, a.verdict, why=why,
@@ -465,8 +452,7 @@ class _Resume:
     # step 3: record how it ended, and say it
 
     def _own_marker(self, res: ContinuationResult) -> float | None:
-        """The ``started_at`` of the marker a run that reached Hermes and did not finish left: that
-        interruption is this run's."""
+        """``started_at`` of the marker a run that reached Hermes and did not finish left (this run's)."""
         if res.outcome == Outcome.COMPLETED or not res.dispatched:
             return None
         if res.marker_left_started_at is not None:
@@ -513,7 +499,7 @@ class _Resume:
             # The continuation's own marker could not be removed and would read actionable: the same outcome
             # under its identity, so that it reads answered (completed, or stopped for good).
             left = TurnId(self.home, self.key, float(res.marker_left_started_at or 0.0), int(res.attempt or 0))
-            _record(event, left, via=self.via, marker_left=res.marker_left, **extra, **fields)
+            self.journal(event, turn=left, marker_left=res.marker_left, **extra, **fields)
         message = res.message
         if res.dispatched and res.where:
             message += f" It ran {res.where}."
@@ -528,5 +514,4 @@ class _Resume:
         return self.result(res.outcome, message, a.verdict, res, fallback=fallback)
 
 
-__all__ = ["EXIT_COMPLETED", "EXIT_FAILED", "EXIT_REFUSED", "Assessment", "ResumeResult", "assess", "resume_turn",
-           "settings_options"]
+__all__ = ["Assessment", "ResumeResult", "assess", "resume_turn", "settings_options"]

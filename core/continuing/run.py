@@ -12,7 +12,7 @@ import time
 from typing import Any
 
 from hermes_tray_core.backend.rpc import GatewayError, RpcError
-from hermes_tray_core.backend.sessions import RUNNING_STATUSES, session_row
+from hermes_tray_core.backend.sessions import RUNNING_STATUSES
 from hermes_tray_core.backend.stdio import StdioTransport
 from hermes_tray_core.continuing.facts import TOUCH_SLACK, live_reuse, touched_by_other, wall_time_of
 from hermes_tray_core.continuing.follow import Follow
@@ -35,7 +35,7 @@ class Run:
 
     def run(self) -> ContinuationResult:
         try:
-            return self._run_in_backend() if self.s.backend is not None else self._run()
+            return self._run_in_backend(self.s.backend.pid) if self.s.backend is not None else self._run()
         finally:
             if self.s.dispatch_thread is not None:
                 self.s.dispatch_thread.join()  # "dispatched" is reported before the outcome, always
@@ -51,18 +51,6 @@ class Run:
                 else:
                     self.s.result.gateway_exit = self.s.gw.shutdown(self.s.opts.shutdown_grace)
 
-    def _live_in_backend(self) -> str | None:
-        """Why not to go on, by the running backend's ``session.active_list``, or None
-        (GatewayError/TimeoutError: no answer, and the caller falls back)."""
-        assert self.s.backend is not None
-        listed = self.s.gw.request("session.active_list", {}, timeout=self.s.opts.rpc_timeout)
-        if not isinstance(listed.get("sessions"), list):
-            raise GatewayError("its session.active_list answer has no session list")
-        row = session_row(listed, self.s.key)
-        if row is not None and self._left_by_us(row):
-            listed = self._wait_let_go(row)
-        return self._live_there(listed, self.s.backend.pid)
-
     def _left_by_us(self, row: dict[str, Any]) -> bool:
         """The live session is the one the tray left here last time, idle, untouched since: Hermes holds it
         only until its reap grace passes, and no window has it."""
@@ -73,7 +61,7 @@ class Run:
         last = strict_finite(row.get("last_active"))
         return last is not None and last <= self.s.left_before[1] + TOUCH_SLACK
 
-    def _wait_let_go(self, row: dict[str, Any]) -> dict[str, Any]:
+    def _wait_let_go(self, row: dict[str, Any]) -> dict[str, Any] | None:
         """Wait (``release_wait``) for Hermes to let go of the session the tray left; anything else happening
         to it ends the wait (a window has it)."""
         phase, self.s.phase = self.s.phase, "waiting-for-release"
@@ -84,17 +72,12 @@ class Run:
                 if self.s.stop.is_set():
                     raise Stopped
                 time.sleep(0.5)
-                listed = self.s.gw.request("session.active_list", {}, timeout=min(10.0, self.s.opts.rpc_timeout))
-                now = session_row(listed, self.s.key)
+                now = self.s.live_row()
                 if now is None or now != row and not self._left_by_us(now) or time.monotonic() >= deadline:
-                    return listed
+                    return now
                 self.s.progress()
         finally:
             self.s.phase = phase
-
-    def _live_there(self, listed: dict[str, Any], pid: int) -> str | None:
-        live = session_row(listed, self.s.key) is not None
-        return f"{OPEN_IN_APP} (your running Hermes, pid {pid}, has it live)" if live else None
 
     def _live_in_others(self) -> str | None:
         """A session live in any other backend of this home is never continued here; one that cannot be asked
@@ -107,7 +90,7 @@ class Run:
             try:
                 if s is None or not s.alive():
                     s = connect_backend(other, timeout=min(self.s.opts.ready_timeout, 10.0))
-                listed = s.request("session.active_list", {}, timeout=min(10.0, self.s.opts.rpc_timeout))
+                live = self.s.live_row(s) is not None
             except (GatewayError, TimeoutError) as exc:
                 logger.info("could not ask %s which sessions are live (%s); relying on Hermes' lease and registry",
                             other.describe(), exc)
@@ -115,8 +98,8 @@ class Run:
             finally:
                 if s is not None:
                     s.shutdown(1.0)
-            if busy := self._live_there(listed, other.pid):
-                return busy
+            if live:
+                return _open_in(other.pid)
         return None
 
     def _run(self) -> ContinuationResult:  # spawn the gateway, wait until it is ready, then resume
@@ -142,7 +125,7 @@ class Run:
             return self.s.finish(Outcome.CRASHED, f"Not resumed: {exc}. {self.s._see_log()}. The turn is still pending.")
         return self._resume()
 
-    def _run_in_backend(self) -> ContinuationResult:
+    def _run_in_backend(self, pid: int) -> ContinuationResult:
         """Connect, ready, ``session.active_list`` everywhere: nothing changed yet, so failures fall back."""
         gw = self.s.gw
         self.s.progress(force=True)
@@ -155,7 +138,9 @@ class Run:
                                                           "become ready")
             self.s.listener.connected(None)
             t_asked = time.monotonic()
-            busy = self._live_in_backend()
+            row = self.s.live_row(timeout=self.s.opts.rpc_timeout)
+            if row is not None and self._left_by_us(row):
+                row = self._wait_let_go(row)
             self.s.result.timings["active_list"] = time.monotonic() - t_asked
         except Stopped:
             return self.s.not_started("the continuation started")
@@ -163,7 +148,7 @@ class Run:
             return self.s.unusable(f"its /api/ws refused session.active_list ({exc.rpc_message})")
         except (GatewayError, TimeoutError) as exc:
             return self.s.unusable(str(exc))
-        busy = busy or self._live_in_others()
+        busy = _open_in(pid) if row is not None else self._live_in_others()
         if busy:
             there = ("; this Hermes continues the interrupted turn there itself" if self.s.caps.auto_continue
                      else ". Continue it there")
@@ -187,8 +172,7 @@ class Run:
         sent_at = time.time()
         try:
             # never close_on_disconnect (module doc): a quit or a crash of ours would cost the turn
-            params: dict[str, Any] = {"session_id": self.s.key}
-            waiter = gw.send("session.resume", params)
+            waiter = gw.send("session.resume", {"session_id": self.s.key})
             # Not cut short by a stop: a backend may already be continuing; its turn is stopped properly below.
             resumed = self.s._wait(lambda t: gw.result_of("session.resume", waiter, t), self.s.opts.rpc_timeout,
                                  "answer session.resume", stoppable=False)
@@ -232,7 +216,7 @@ class Run:
         if self.s.backend is not None:
             # the session is live under the tray's own runtime id, and no other client touched it since
             try:
-                row = self.s._live_row()
+                row = self.s.live_row()
             except (GatewayError, TimeoutError) as exc:
                 return self.s.finish(Outcome.ERROR, "Not resumed: your running Hermes did not say who holds the "
                                                   f"session ({exc}); nothing was submitted. The turn is still pending.")
@@ -289,9 +273,8 @@ class Run:
         return self.follow.to_end(t_resume)
 
     def _live_elsewhere(self) -> str | None:
-        """Legacy backend, right before the swap: is a Hermes turn lease or another active-session owner on
-        the session now? The caller checked before spawning the gateway, up to ``ready_timeout`` ago. Our
-        own gateway registering the session it resumed is not another owner. Returns why not to go on."""
+        """Why not to go on, right before an older Hermes' swap: a turn lease or another active-session
+        owner on the session now (the re-check was up to ``ready_timeout`` ago; our gateway is no other)."""
         from hermes_tray_core.hermes.state_db import session_activity
 
         try:
@@ -304,3 +287,7 @@ class Run:
         if activity.unsure:
             return f"cannot tell whether Hermes is running this session ({activity.reason})"
         return None
+
+
+def _open_in(pid: int) -> str:
+    return f"{OPEN_IN_APP} (your running Hermes, pid {pid}, has it live)"

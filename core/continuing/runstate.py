@@ -62,8 +62,7 @@ class RunState:
         self._last_progress = 0.0
         self.result = ContinuationResult(Outcome.CRASHED, "", log_path=str(log_path) if log_path else None,
                                          continued_by=ContinuedBy.BACKEND if caps.auto_continue else ContinuedBy.TRAY,
-                                         attempt=handover.attempts + 1, where="in a separate Hermes process",
-                                         ran_in=RanIn.SEPARATE_PROCESS)
+                                         attempt=handover.attempts + 1, where="in a separate Hermes process")
         if backend is not None:
             self.result.ran_in, self.result.backend_pid = RanIn.RUNNING_BACKEND, backend.pid
             self.result.where = f"in your running Hermes (pid {backend.pid})"
@@ -96,10 +95,6 @@ class RunState:
             self.result.status = status
         return self.result
 
-    @property
-    def quitting(self) -> bool:
-        return stop_reason(self.stop) == StopReason.SHUTDOWN
-
     def not_started(self, before: str) -> ContinuationResult:
         """Stopped before anything reached Hermes: a Stop ends the turn, a shutdown leaves it waiting."""
         self.result.stopped_by = stop_reason(self.stop) or StopReason.USER
@@ -109,9 +104,8 @@ class RunState:
         return self.finish(Outcome.INTERRUPTED, f"Stopped before {before}; it is not resumed again.")
 
     def detach(self) -> ContinuationResult:
-        """The tray quits while the continuation runs: it goes on, as it would without the tray
-        (docs/architecture.md, "Crash-only"); how it ended is read from Hermes at the next scan, never
-        recorded as stopped by you."""
+        """The tray quits mid-run: the turn goes on as without the tray (docs/architecture.md, "Crash-only"),
+        its end read from Hermes at the next scan, never recorded as stopped by you."""
         self.result.stopped_by = StopReason.SHUTDOWN
         self.result.finish = Finish.DETACHED
         return self.finish(Outcome.DETACHED, "hermes-tray stopped following the continuation; it goes on "
@@ -138,9 +132,13 @@ class RunState:
         left = self.handover.retire(writer, stopped=stopped)
         self.result.marker_left, self.result.marker_left_started_at = left if left else (None, None)
 
-    def _live_row(self) -> dict[str, Any] | None:
-        return session_row(self.gw.request("session.active_list", {}, timeout=min(10.0, self.opts.rpc_timeout)),
-                           self.key)
+    def live_row(self, gw: RpcSession | None = None, timeout: float = 10.0) -> dict[str, Any] | None:
+        """The session's row in ``gw``'s (else the run's) ``session.active_list``; None: not live there."""
+        gw = gw or self.gw
+        listed = gw.request("session.active_list", {}, timeout=min(timeout, self.opts.rpc_timeout))
+        if not isinstance(listed.get("sessions"), list):
+            raise GatewayError("its session.active_list answer has no session list")
+        return session_row(listed, self.key)
 
     def _note_facts(self) -> tuple[str, str]:
         from hermes_tray_core.hermes.state_db import note_state
@@ -158,7 +156,7 @@ class RunState:
         if self.backend is None:
             return None  # our own gateway child: nobody else can hold its sessions
         try:
-            row = self._live_row()
+            row = self.live_row()
         except (GatewayError, TimeoutError) as exc:
             return f"your running Hermes did not say who holds the session ({exc})"
         other = "another client (a Hermes window) has used the session since the tray resumed it"
@@ -180,9 +178,8 @@ class RunState:
             if entry is not None and entry != self.expected_read and (
                     entry.get("attempts") != self.result.attempt or entry.get("writer_pid") != self.gw.transport.pid):
                 return "the marker names another turn: the turn running now is not the tray's continuation"
-        elif self.handover.ours is not None:
-            if raw_entry(self.home, self.key) != self.handover.ours:
-                return "the continuation's marker changed: the turn running now is not the tray's"
+        elif self.handover.ours is not None and raw_entry(self.home, self.key) != self.handover.ours:
+            return "the continuation's marker changed: the turn running now is not the tray's"
         return None
 
     def unusable(self, why: str) -> ContinuationResult:

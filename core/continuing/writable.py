@@ -2,8 +2,7 @@
 in one line up front instead of a continuation that runs for a minute and records nothing.
 
 It writes ``desktop/`` and ``state.db`` (with SQLite's journal files beside it); a read-only file system is
-told apart from missing permission (the fix differs). ``os.access`` answers for this process as the kernel
-would.
+told apart from missing permission (the fix differs).
 """
 
 from __future__ import annotations
