@@ -75,8 +75,9 @@ class Review:
 class AskOnce:
     """Remembers, for one process, which interruptions it has looked at; the ledger does across runs."""
 
-    def __init__(self, ledger: Callable[[], Ledger] | None = None, *, clock: Callable[[], float] = time.monotonic,
-                 retry_seconds: float = UNSHOWN_RETRY_SECONDS, wall_clock: Callable[[], float] = time.time) -> None:
+    def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
+                 clock: Callable[[], float] = time.monotonic, retry_seconds: float = UNSHOWN_RETRY_SECONDS,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         self._ledger = ledger or default_ledger
         self.clock = clock
         self.wall_clock = wall_clock  # a snooze's ``until`` is a wall-clock time (it outlives the process)

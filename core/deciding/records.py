@@ -135,8 +135,8 @@ class HomeReport(NamedTuple):
 
     def to_json(self) -> dict[str, Any]:
         c = self.config
-        config = {"enabled": c.enabled, "freshness_minutes": c.freshness_minutes, "max_attempts": c.max_attempts,
-                  "managed": list(c.managed)}
+        config = {"enabled": c.enabled, "freshness_minutes": c.freshness_minutes,
+                  "max_attempts": c.max_attempts, "managed": list(c.managed)}
         return {"auto_continue" if k == "config" else k: config if k == "config" else
                 str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
                 for k, v in self._asdict().items() if k != "reachable"}

@@ -148,7 +148,8 @@ def webui_records(home: Home, now: float, problems: list[str], live: set[str], c
 def _webui_record(home: Home, sid: str, pending: list[dict[str, Any]], now: float,
                   liveness: Callable[[object, object], WriterState], running: RunningNow) -> TurnRecord | None:
     """A WebUI session's newest unfinished turn, judged; None while a worker of the session is alive."""
-    judged = [(liveness(p["pid"], p.get("start")) if p.get("pid") else WriterState.UNKNOWN, p) for p in pending]
+    judged = [(liveness(p["pid"], p.get("start")) if p.get("pid") else WriterState.UNKNOWN, p)
+              for p in pending]
     # A live worker anywhere in the session wins (it is running); else the newest turn speaks for it.
     if any(j[0] == WriterState.ALIVE for j in judged):
         return None  # a live worker: the session's turn is simply running, not interrupted
