@@ -40,12 +40,8 @@ def turn_key(home: Path | str, session_key: str) -> TurnKey:
 def waiting(records: Iterable[TurnRecord], *, running: Iterable[TurnKey] = ()) -> dict[TurnKey, TurnRecord]:
     """The turns that wait for an answer: actionable desktop turns the tray is not running now."""
     busy = set(running)
-    out: dict[TurnKey, TurnRecord] = {}
-    for r in records:
-        key = r.turn.id
-        if r.verdict == Verdict.ACTIONABLE and r.source == TurnSource.DESKTOP and key not in busy:
-            out[key] = r
-    return out
+    return {r.turn.id: r for r in records
+            if r.verdict == Verdict.ACTIONABLE and r.source == TurnSource.DESKTOP and r.turn.id not in busy}
 
 
 def snoozed_until(known: TurnStatus) -> float | None:
@@ -79,14 +75,9 @@ class Review:
 class AskOnce:
     """Remembers, for one process, which interruptions it has looked at; the ledger does across runs."""
 
-    def __init__(
-        self,
-        ledger: Callable[[], Ledger] | None = None,
-        *,
-        clock: Callable[[], float] = time.monotonic,
-        retry_seconds: float = UNSHOWN_RETRY_SECONDS,
-        wall_clock: Callable[[], float] = time.time,
-    ) -> None:
+    def __init__(self, ledger: Callable[[], Ledger] | None = None, *,
+                 clock: Callable[[], float] = time.monotonic, retry_seconds: float = UNSHOWN_RETRY_SECONDS,
+                 wall_clock: Callable[[], float] = time.time) -> None:
         self._ledger = ledger or default_ledger
         self.clock = clock
         self.wall_clock = wall_clock  # a snooze's ``until`` is a wall-clock time (it outlives the process)

@@ -259,15 +259,8 @@ def judge(marker: Marker, facts: Facts) -> Decision:
     return decide(marker, config=facts.config, now=facts.now, seen=facts.seen)
 
 
-def decide_webui(
-    turn: Mapping[str, Any],
-    *,
-    worker: WriterState,
-    now: float,
-    server: str = "none",
-    server_detail: str = "",
-    pending_turns: int = 1,
-) -> Decision:
+def decide_webui(turn: Mapping[str, Any], *, worker: WriterState, now: float, server: str = "none",
+                 server_detail: str = "", pending_turns: int = 1) -> Decision:
     """Verdict on a WebUI session's newest unfinished turn (never resumed by the tray): ``running`` while its
     worker or a WebUI server of its state dir (``server``) lives, else interrupted, to retry in the WebUI."""
     started = finite(turn.get("started_at"))

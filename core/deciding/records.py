@@ -134,25 +134,12 @@ class HomeReport(NamedTuple):
     reachable: bool = True
 
     def to_json(self) -> dict[str, Any]:
-        return {
-            "path": str(self.path),
-            "profile": self.profile,
-            "origin": self.origin,
-            "exists": self.exists,
-            "markers": self.markers,
-            "marker_count": self.marker_count,
-            "auto_continue": {
-                "enabled": self.config.enabled,
-                "freshness_minutes": self.config.freshness_minutes,
-                "max_attempts": self.config.max_attempts,
-                "managed": list(self.config.managed),
-            },
-            "state_db": self.state_db,
-            "webui_journal_dir": str(self.webui_journal_dir),
-            "webui_sessions": self.webui_sessions,
-            "unsupported": list(self.unsupported),
-            "problems": list(self.problems),
-        }
+        c = self.config
+        config = {"enabled": c.enabled, "freshness_minutes": c.freshness_minutes,
+                  "max_attempts": c.max_attempts, "managed": list(c.managed)}
+        return {"auto_continue" if k == "config" else k: config if k == "config" else
+                str(v) if isinstance(v, Path) else list(v) if isinstance(v, tuple) else v
+                for k, v in self._asdict().items() if k != "reachable"}
 
 
 class ScanResult(NamedTuple):

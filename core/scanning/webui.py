@@ -91,21 +91,11 @@ def _list_journals(jdir: Path) -> dict[str, tuple[str, list[str]]]:
             st = de.stat()
         except OSError:
             continue
-        sid = name[:-6].split("~", 1)[0]
         item = (name, de.path, f"{name}:{st.st_ino}:{st.st_size}:{st.st_mtime_ns}")
-        files = groups.get(sid)
-        if files is None:
-            groups[sid] = [item]  # one file per session is the common case
-        else:
-            files.append(item)
-    out: dict[str, tuple[str, list[str]]] = {}
-    for sid, files in groups.items():
-        if len(files) == 1:
-            out[sid] = (files[0][2], [files[0][1]])
-        else:
-            files.sort(key=lambda f: ("~" in f[0], f[0]))
-            out[sid] = ("|".join(f[2] for f in files), [f[1] for f in files])
-    return out
+        groups.setdefault(name[:-6].split("~", 1)[0], []).append(item)
+    for files in groups.values():
+        files.sort(key=lambda f: ("~" in f[0], f[0]))
+    return {sid: ("|".join(f[2] for f in files), [f[1] for f in files]) for sid, files in groups.items()}
 
 
 def webui_records(home: Home, now: float, problems: list[str], live: set[str], cache: ScanCache,
@@ -158,11 +148,8 @@ def webui_records(home: Home, now: float, problems: list[str], live: set[str], c
 def _webui_record(home: Home, sid: str, pending: list[dict[str, Any]], now: float,
                   liveness: Callable[[object, object], WriterState], running: RunningNow) -> TurnRecord | None:
     """A WebUI session's newest unfinished turn, judged; None while a worker of the session is alive."""
-    judged = []
-    for p in pending:
-        pid, start = p.get("pid"), p.get("start")
-        writer = liveness(pid, start) if pid else WriterState.UNKNOWN
-        judged.append((writer, p))
+    judged = [(liveness(p["pid"], p.get("start")) if p.get("pid") else WriterState.UNKNOWN, p)
+              for p in pending]
     # A live worker anywhere in the session wins (it is running); else the newest turn speaks for it.
     if any(j[0] == WriterState.ALIVE for j in judged):
         return None  # a live worker: the session's turn is simply running, not interrupted
