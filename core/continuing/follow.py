@@ -48,7 +48,9 @@ class Follow:
         desc = resumed.get("auto_continue")
         promised = isinstance(desc, dict)
         if isinstance(desc, dict):
-            self.s.result.attempt = json_int(desc.get("attempt")) or self.s.result.attempt
+            attempt = json_int(desc.get("attempt"))
+            if attempt is not None:  # Hermes' own count, 0 included
+                self.s.result.attempt = attempt
             self.s.phase = "starting"
             self.s.progress(force=True)
         limit = self.s.opts.start_timeout if promised else self.s.opts.decline_grace
