@@ -397,15 +397,15 @@ def test_output_into_a_closed_pipe_prints_no_traceback(tmp_path):
 
 
 QUICK_EXIT = """
-import atexit, sys, threading, time
+import atexit, sys, threading
 class Sentinel:
     def __del__(self):
         print("teardown ran")  # when the interpreter frees this module's objects
 sentinel = Sentinel()
 atexit.register(lambda: print("at-exit handler ran"))
 if sys.argv[1] == "thread":
-    def late():
-        time.sleep(0.5)
+    def late():  # alive until the main thread ends, however long `status` takes
+        threading.main_thread().join()
         print("the other thread finished")
     threading.Thread(target=late).start()
 sys.argv = ["hermes-tray", "status", "--json"]
