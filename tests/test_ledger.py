@@ -267,7 +267,8 @@ def test_an_old_journal_is_carried_over_whole_and_set_aside(tmp_path, user_dirs)
     legacy = next(r for r in book.turns() if r["turn"] is not None and r["turn"].key == "s-legacy")
     assert legacy["last"] == tid(root, "s-legacy", T + 160, 1) and len(legacy["events"]) == 7  # one row
     assert not (state / "journal" / "_turn_journal" / "decisions.jsonl").exists()
-    assert list((state / "journal" / "_turn_journal").glob("decisions.jsonl.migrated-*"))  # kept, renamed
+    kept = list((state / "journal" / "_turn_journal").glob("decisions.jsonl.migrated-*"))  # kept, renamed
+    assert len(kept) == 1 and kept[0].stat().st_mode & 0o777 == 0o600  # private, whatever its mode was
 
 
 def test_one_bad_line_in_an_old_journal_costs_that_line_only(tmp_path, user_dirs, monkeypatch) -> None:

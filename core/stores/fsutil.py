@@ -322,7 +322,8 @@ def too_large_words(limit: int) -> str:
 
 
 def set_aside(path: Path, suffix: str = "corrupt") -> Path | None:
-    """Move a corrupt file out of the way (kept, 0600); where it went, or None."""
+    """Move a file out of the way, kept (0600) as ``<name>.<suffix>-<UTC time>-<4 hex>``; its new path, or
+    None."""
     stamp = time.strftime("%Y%m%dT%H%M%S", time.gmtime())
     dest = path.with_name(f"{path.name}.{suffix}-{stamp}-{os.urandom(2).hex()}")
     try:
