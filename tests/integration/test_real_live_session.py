@@ -154,8 +154,8 @@ def test_g2_a_window_opened_during_the_continuation_keeps_its_session(g2_home, g
 
 def _window_opens_right_after_the_check(monkeypatch: pytest.MonkeyPatch, home: Path, key: str,
                                         opened: list) -> None:
-    """Forced timing: the window resumes the session right after the tray's session.active_list."""
-    original = Run._live_in_backend
+    """Forced timing: the window resumes the session right after the tray's session.active_list checks."""
+    original = Run._live_in_others
 
     def check_then_window(self: Run) -> str | None:
         busy = original(self)
@@ -163,7 +163,7 @@ def _window_opens_right_after_the_check(monkeypatch: pytest.MonkeyPatch, home: P
         opened.append((w, w.resume(key)))
         return busy
 
-    monkeypatch.setattr(Run, "_live_in_backend", check_then_window)
+    monkeypatch.setattr(Run, "_live_in_others", check_then_window)
 
 
 def test_legacy_a_window_opening_between_check_and_resume_gets_nothing_submitted(
