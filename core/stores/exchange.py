@@ -261,12 +261,15 @@ def _verified_parts() -> tuple[Exchange, Callable[[str], Sig | None], Callable[[
     return exchange, signature, _next_path
 
 
-def _next_path(path: str, displaced: str = ".displaced") -> str:
+_DISPLACED = ".displaced"
+
+
+def _next_path(path: str) -> str:
     """Where the file an exchange displaced comes out: ``path``, but on Windows the backup name ReplaceFileW
     puts it at (the names alternate, never grow)."""
     if os.name != "nt":
         return path
-    return path[: -len(displaced)] if path.endswith(displaced) else path + displaced
+    return path[: -len(_DISPLACED)] if path.endswith(_DISPLACED) else path + _DISPLACED
 
 
 def _stat_sig(path: str | bytes) -> Sig | None:
