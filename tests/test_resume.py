@@ -487,14 +487,18 @@ def small_desktop_dir(tmp_path):
                         f.write(b"x")
                 except OSError:
                     break
-        else:
+        else:  # every write of ours into desktop/ goes through write_temp: it fails there, as on a full disk
             from hermes_tray_core.stores import fsutil
 
-            def full(*_a, **_k):
-                raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+            write = fsutil.write_temp
 
-            patched.append(fsutil.atomic_write_bytes)
-            fsutil.atomic_write_bytes = full
+            def full(target, *args, **kwargs):
+                if Path(target).parent.resolve() == mnt.resolve():
+                    raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+                return write(target, *args, **kwargs)
+
+            patched.append(write)
+            fsutil.write_temp = full
 
     try:
         yield home, fill
@@ -502,7 +506,7 @@ def small_desktop_dir(tmp_path):
         if patched:
             from hermes_tray_core.stores import fsutil
 
-            fsutil.atomic_write_bytes = patched[0]
+            fsutil.write_temp = patched[0]
         if real:
             subprocess.run(["umount", "-l", str(mnt)], capture_output=True)
 

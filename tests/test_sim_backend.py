@@ -246,8 +246,8 @@ def test_the_demos_try_lines_work_in_a_shell_where_hermes_tray_is_not_on_path(tm
         # short: a few lines of the user's words, none of them an environment to copy (issue 32.8)
         assert len(p.stdout.strip().splitlines()) <= 8 and "HERMES_TRAY_" not in p.stdout, p.stdout
         assert "rm -rf" in p.stdout  # --no-tray keeps the demo: how to remove it
-        path = os.pathsep.join(d for d in env["PATH"].split(os.pathsep)
-                               if not (Path(d) / "hermes-tray").exists())  # as after the README's install
+        path = os.pathsep.join(d for d in env["PATH"].split(os.pathsep)  # as after the README's install
+                               if not os.path.exists(os.path.join(d, "hermes-tray")))
         assert shutil.which("hermes-tray", path=path) is None
         shell = {k: v for k, v in env.items() if not k.startswith("HERMES_TRAY_")}
         ran = subprocess.run(tries[0], shell=True, capture_output=True, text=True, timeout=60,  # noqa: S602

@@ -2,8 +2,9 @@
 
 Root ignores file permissions (CI may run the suite as root), so as root the directory is bind-mounted onto
 itself and remounted read-only: every write fails with "Read-only file system", for Hermes' processes too, open
-files included. A normal user cannot mount, and needs no mount: the directory's write bits are taken away
-(``chmod 0555``), which the kernel enforces for that user and its children. Undone on exit either way.
+files included. A normal user cannot mount, and needs no mount: the write bits of the directory and of
+everything under it are taken away (as the mount does, files and subfolders too), which the kernel enforces
+for that user and its children. Undone on exit either way.
 """
 
 from __future__ import annotations
@@ -37,12 +38,14 @@ def read_only(path: Path) -> Iterator[None]:
         finally:
             _run("umount", "-l", str(path))
         return
-    mode = path.stat().st_mode & 0o7777
-    path.chmod(0o555)
+    modes = {p: p.stat().st_mode & 0o7777 for p in [path, *path.rglob("*")] if not p.is_symlink()}
+    for p, mode in modes.items():
+        p.chmod(mode & ~0o222)
     try:
         yield
     finally:
-        path.chmod(mode)
+        for p, mode in modes.items():
+            p.chmod(mode)
 
 
 def is_read_only(path: Path) -> bool:
