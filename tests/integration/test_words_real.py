@@ -125,7 +125,7 @@ def test_doctor_names_the_running_hermes_and_does_not_also_say_not_found(
     Hermes: pid N … resumes continue there". No ``hermes`` on PATH and none in the settings here."""
     home, _key = real_home
     env = product_env(PATH=os.pathsep.join(p for p in os.environ.get("PATH", "").split(os.pathsep)
-                                            if not (Path(p) / "hermes").exists()))
+                                            if not os.path.exists(os.path.join(p, "hermes"))))
     with running_dashboard(hermes_python, home) as (dash, _port):
         p = subprocess.run(tray_argv("doctor", "--home", home, "--no-probe", "--json"), env=env,
                            capture_output=True, text=True, timeout=120)
